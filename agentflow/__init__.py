@@ -1,0 +1,47 @@
+"""agentflow: graph-defined LLM agent workflows with search, durable checkpoints and hardened sandboxes.
+
+Importing this package is cheap on purpose: provider SDKs, LangGraph and Docker are imported only by
+the modules that use them. Public names are resolved lazily on first attribute access.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    "Budget": "agentflow.budget",
+    "BudgetExceeded": "agentflow.budget",
+    "UserError": "agentflow.errors",
+    "AgentflowError": "agentflow.errors",
+    "EventLog": "agentflow.events",
+    "Event": "agentflow.events",
+    "Message": "agentflow.models.base",
+    "ChatRequest": "agentflow.models.base",
+    "ChatResponse": "agentflow.models.base",
+    "load_model": "agentflow.models.spec",
+    "tool": "agentflow.tools.decorator",
+    "ToolRegistry": "agentflow.tools.registry",
+    "ToolContext": "agentflow.tools.context",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentflow.budget import Budget, BudgetExceeded
+    from agentflow.errors import AgentflowError, UserError
+    from agentflow.events import Event, EventLog
+    from agentflow.models.base import ChatRequest, ChatResponse, Message
+    from agentflow.tools.context import ToolContext
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted([*_LAZY, "__version__"])

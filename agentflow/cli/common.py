@@ -1,0 +1,61 @@
+"""Helpers shared by CLI modules: console output, `--json`, input parsing, run directories."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from agentflow.errors import UserError
+
+JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of text.")
+CONFIG_OPTION = typer.Option(
+    None, "-c", "--config", help="A YAML config file or a KEY=VALUE override; repeatable, applied in order."
+)
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2, default=str))
+
+
+def parse_json_input(value: str | None) -> dict[str, Any]:
+    """`--input` accepts inline JSON or `@path/to/file.json`."""
+    if value is None:
+        return {}
+    source = "--input"
+    text = value
+    if value.startswith("@"):
+        path = Path(value[1:])
+        source = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UserError(f"input file {path} not found", hint="check the path after '@'") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"input file {path} cannot be read: {exc.__class__.__name__}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def new_run_id(prefix: str = "run") -> str:
+    return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def run_dir(root: str | Path, run_id: str) -> Path:
+    path = Path(root) / run_id
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,91 @@
+"""Entry point of the `agentflow` command. User mistakes end with one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+import typer
+
+try:  # typer >= 0.2x vendors click; older releases depend on it
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exc  # type: ignore[no-redef]
+
+from agentflow import __version__
+from agentflow.errors import UserError
+
+_NOT_COMMANDS = {"main", "common"}
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="agentflow",
+        help="Graph-defined LLM agent workflows: run, validate, search, repair.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+    def _print_version(value: bool) -> None:
+        if value:
+            typer.echo(__version__)
+            raise typer.Exit(0)
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+        ),
+    ) -> None:
+        """Graph-defined LLM agent workflows: run, validate, search, repair."""
+
+    import agentflow.cli as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name in _NOT_COMMANDS or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"agentflow.cli.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
+    return app
+
+
+def _fail(message: str, code: int = 2) -> int:
+    line = " ".join(message.strip().split("\n")[0].split()) or "error"
+    typer.echo(f"agentflow: error: {line}", err=True)
+    return code
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code (used by `main` and by tests)."""
+    app = build_app()
+    try:
+        result = app(args=list(argv) if argv is not None else None, standalone_mode=False, prog_name="agentflow")
+    except click_exc.NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
+        return 2
+    except click_exc.UsageError as exc:
+        hint = f" (see 'agentflow {exc.ctx.command_path.split(' ', 1)[1]} --help')" if exc.ctx and " " in exc.ctx.command_path else " (see 'agentflow --help')"
+        return _fail(exc.format_message() + hint)
+    except click_exc.Abort:
+        return _fail("aborted", 130)
+    except click_exc.Exit as exc:
+        return exc.exit_code
+    except UserError as exc:
+        return _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    return result if isinstance(result, int) else 0
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()

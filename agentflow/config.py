@@ -1,0 +1,123 @@
+"""Configuration: pydantic models, YAML files and `-c key=value` overrides.
+
+Every config class documents each field with a docstring (shown by `--help` and in the docs). Configs are
+layered: defaults, then YAML files, then `-c key=value` overrides, in the order given on the command line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentflow.errors import ConfigError, UserError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class StrictConfig(BaseModel):
+    """Base of agentflow's config classes: unknown keys are an error, field docstrings are descriptions."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Read a YAML file, turning every way it can fail into one-line `UserError`s."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{p}: file not found", hint="check the path") from None
+    except IsADirectoryError:
+        raise UserError(f"{p}: is a directory, expected a YAML file") from None
+    except (PermissionError, UnicodeDecodeError) as exc:
+        raise UserError(f"{p}: cannot read ({exc.__class__.__name__})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{p}:{where}: malformed YAML: {problem}", hint="fix the syntax") from None
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """Parse `a.b.c=value`; the value is read as a YAML scalar/flow value (`3`, `true`, `[a, b]`, `x`)."""
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"bad override {item!r}: expected KEY=VALUE, e.g. -c agent.step_limit=20")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge `update` into a copy of `base`; nested mappings merge, everything else replaces."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def apply_overrides(data: Mapping[str, Any], items: Iterable[str]) -> dict[str, Any]:
+    """Apply `-c` items in order: a YAML file path merges that file, `key=value` sets one field."""
+    out = dict(data)
+    for item in items:
+        if "=" not in item:
+            loaded = read_yaml(item)
+            if loaded is None:
+                continue
+            if not isinstance(loaded, Mapping):
+                raise ConfigError(f"{item}: expected a mapping at the top level of the config file")
+            out = deep_merge(out, loaded)
+            continue
+        path, value = parse_override(item)
+        node: dict[str, Any] = out
+        for part in path[:-1]:
+            child = node.get(part)
+            child = dict(child) if isinstance(child, Mapping) else {}
+            node[part] = child
+            node = child
+        node[path[-1]] = value
+    return out
+
+
+def validate_config(cls: type[ModelT], data: Mapping[str, Any], *, source: str = "config") -> ModelT:
+    """Validate `data` as `cls`; the first problem becomes a one-line `ConfigError` naming the key."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ConfigError(f"{source}: {loc}: {err['msg']}{more}") from None
+
+
+def load_config(cls: type[ModelT], overrides: Iterable[str] = (), base: Mapping[str, Any] | None = None) -> ModelT:
+    """Defaults of `cls`, then `base`, then each `-c` item, validated once at the end."""
+    return validate_config(cls, apply_overrides(dict(base or {}), overrides))
+
+
+def dump_yaml(model: BaseModel) -> str:
+    """YAML of a config as resolved (secrets are never fields of configs; keys come from the environment)."""
+    return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False)
+
+
+def cache_dir() -> Path:
+    """Where agentflow keeps assembled models, built binaries and response caches."""
+    root = os.environ.get("AGENTFLOW_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "agentflow"
+    )
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

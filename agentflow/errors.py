@@ -1,0 +1,48 @@
+"""Error types shared by every layer.
+
+A `UserError` is something the user can fix (bad input, bad config, missing dependency); the CLI prints
+its message on one line and exits with code 2. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class AgentflowError(Exception):
+    """Base class of every error agentflow raises on purpose."""
+
+
+class UserError(AgentflowError):
+    """A mistake the user can fix. The message names the problem and the fix, on one line."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message} ({hint})")
+
+
+class ConfigError(UserError):
+    """A configuration file or `-c key=value` override is invalid."""
+
+
+class DependencyMissing(UserError):
+    """An optional dependency is needed for what was asked; the message says which extra to install."""
+
+    def __init__(self, package: str, extra: str, what: str) -> None:
+        super().__init__(f"{what} needs the '{package}' package: pip install 'agentflow[{extra}]'")
+
+
+class ModelError(AgentflowError):
+    """A model backend failed in a way that is not the user's input (after retries where they apply)."""
+
+
+class ReplayMiss(UserError):
+    """A replayed run asked for a model call that the cassette does not hold."""
+
+
+class ToolError(AgentflowError):
+    """A tool failed; the agent loop turns it into a tool result the model can read."""
+
+
+class SandboxError(AgentflowError):
+    """The sandbox could not do what was asked (the container died, the agent stopped answering)."""

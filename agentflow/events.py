@@ -1,0 +1,97 @@
+"""One event schema for everything that happens in a run, linear or search tree, written as JSONL.
+
+Reports are computed from events, not kept beside them. A search tree is events whose `node_id` and
+`parent_id` are set; a linear run leaves them empty or uses one node per step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentflow.secrets import redact
+
+
+class Event(BaseModel):
+    """One thing that happened in a run."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    ts: float = Field(default_factory=time.time)
+    """Unix time the event was recorded."""
+    run_id: str = ""
+    """The run this event belongs to."""
+    kind: str
+    """What happened, dotted: `model.call`, `tool.call`, `node.start`, `node.end`, `search.node`, `budget.exceeded`, ..."""
+    node_id: str | None = None
+    """Graph node name for workflow events, or search-tree node id for search events."""
+    parent_id: str | None = None
+    """Parent search-tree node id (search events only)."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """Event payload; secrets are redacted before writing."""
+
+
+class EventLog:
+    """Append-only JSONL event file (or an in-memory list when `path` is None). Thread-safe."""
+
+    def __init__(self, path: str | Path | None = None, run_id: str = "") -> None:
+        self.path = Path(path) if path is not None else None
+        self.run_id = run_id
+        self.events: list[Event] = []
+        self._lock = threading.Lock()
+        self._fh = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def emit(self, kind: str, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Event:
+        """Record one event and return it."""
+        event = Event(run_id=self.run_id, kind=kind, node_id=node_id, parent_id=parent_id, data=redact(data))
+        self.write(event)
+        return event
+
+    def write(self, event: Event) -> None:
+        line = event.model_dump_json()
+        with self._lock:
+            self.events.append(event)
+            if self._fh is not None:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+
+    def fsync(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_events(path: str | Path) -> Iterator[Event]:
+    """Read an events file, skipping a torn last line left by a crash."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield Event.model_validate(json.loads(line))
+            except (json.JSONDecodeError, ValueError):
+                continue

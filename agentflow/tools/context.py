@@ -1,0 +1,31 @@
+"""What a tool can reach while it runs. A tool receives it by declaring a parameter typed `ToolContext`
+(that parameter is left out of the tool's JSON schema)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentflow.budget import Budget
+    from agentflow.events import EventLog
+    from agentflow.sandbox.base import Sandbox
+
+
+@dataclass
+class ToolContext:
+    """Run-scoped handles passed to tools that ask for them."""
+
+    sandbox: Sandbox | None = None
+    """The sandbox that shell/editor/test tools act on (None for pure-Python tools)."""
+    budget: Budget | None = None
+    events: EventLog | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    """Per-run scratch space for tools (e.g. the editor's undo history), keyed by tool name."""
+
+    def require_sandbox(self) -> Sandbox:
+        if self.sandbox is None:
+            from agentflow.errors import ToolError
+
+            raise ToolError("this tool needs a sandbox, and the run has none (start one with --sandbox docker|local)")
+        return self.sandbox
