@@ -51,7 +51,7 @@ class EventLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
-    def emit(self, kind: str, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Event:
+    def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Event:
         """Record one event and return it."""
         event = Event(run_id=self.run_id, kind=kind, node_id=node_id, parent_id=parent_id, data=redact(data))
         self.write(event)

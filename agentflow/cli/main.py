@@ -9,10 +9,12 @@ from collections.abc import Sequence
 
 import typer
 
-try:  # typer >= 0.2x vendors click; older releases depend on it
+try:  # typer >= 0.2x vendors click (Abort and Exit moved to typer.exceptions); older releases depend on it
     from typer._click import exceptions as click_exc
+    from typer.exceptions import Abort, Exit
 except ImportError:  # pragma: no cover
     from click import exceptions as click_exc  # type: ignore[no-redef]
+    from click.exceptions import Abort, Exit  # type: ignore[assignment]
 
 from agentflow import __version__
 from agentflow.errors import UserError
@@ -72,9 +74,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     except click_exc.UsageError as exc:
         hint = f" (see 'agentflow {exc.ctx.command_path.split(' ', 1)[1]} --help')" if exc.ctx and " " in exc.ctx.command_path else " (see 'agentflow --help')"
         return _fail(exc.format_message() + hint)
-    except click_exc.Abort:
+    except Abort:
         return _fail("aborted", 130)
-    except click_exc.Exit as exc:
+    except Exit as exc:
         return exc.exit_code
     except UserError as exc:
         return _fail(str(exc), exc.exit_code)

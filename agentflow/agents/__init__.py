@@ -1,0 +1,39 @@
+"""Agents: the tool-calling loop, the planner / coder / critic / verifier roles and their output schemas.
+
+`await Agent("planner", model=...).run("task", ctx=ToolContext(...), budget=budget)` runs one agent;
+`agent_node(agent, input_key=..., output_key=...)` makes it a graph node.
+"""
+
+from agentflow.agents.agent import Agent, Task, run_agent
+from agentflow.agents.config import AgentConfig, import_schema, load_agent_config
+from agentflow.agents.node import AgentNode, agent_node
+from agentflow.agents.output import OutputParseError, extract_json, parse_output
+from agentflow.agents.result import AgentResult, StopReason
+from agentflow.agents.roles import ROLES
+from agentflow.agents.schemas import CoderReport, Critique, FinalText, Issue, Plan, PlanStep, Verdict
+from agentflow.agents.textproto import parse_tool_blocks
+
+__all__ = [
+    "ROLES",
+    "Agent",
+    "AgentConfig",
+    "AgentNode",
+    "AgentResult",
+    "CoderReport",
+    "Critique",
+    "FinalText",
+    "Issue",
+    "OutputParseError",
+    "Plan",
+    "PlanStep",
+    "StopReason",
+    "Task",
+    "Verdict",
+    "agent_node",
+    "extract_json",
+    "import_schema",
+    "load_agent_config",
+    "parse_output",
+    "parse_tool_blocks",
+    "run_agent",
+]

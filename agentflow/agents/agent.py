@@ -1,0 +1,340 @@
+"""The agent loop: render the prompts, call the model, run the tools it asks for, feed the results back,
+repeat until it answers without tool calls; then read that answer as the output schema.
+
+Every step first checks the limits (step limit, wall time, the shared budget); when one is reached the run
+stops cleanly and returns the best output so far with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from agentflow.agents.config import AgentConfig, import_schema, load_agent_config
+from agentflow.agents.output import OutputParseError, parse_output
+from agentflow.agents.prompts import PromptSet
+from agentflow.agents.result import AgentResult, StopReason
+from agentflow.agents.schemas import FinalText
+from agentflow.agents.textproto import parse_tool_blocks
+from agentflow.budget import Budget, BudgetExceeded
+from agentflow.errors import ModelError
+from agentflow.models.base import ChatModel, ChatRequest, Message, ToolCall, ToolSpec
+from agentflow.models.instrumented import InstrumentedModel
+from agentflow.tools.context import ToolContext
+from agentflow.tools.journal import journal_key as make_journal_key
+
+if TYPE_CHECKING:
+    from agentflow.tools.journal import ToolJournal
+    from agentflow.tools.registry import ToolRegistry
+
+Task = str | Mapping[str, Any]
+
+
+class Agent:
+    """A configured model + prompt templates + tools + output schema. Stateless between runs: one agent can
+    run many tasks, concurrently too."""
+
+    def __init__(
+        self,
+        config: AgentConfig | str,
+        *,
+        model: ChatModel | None = None,
+        tools: ToolRegistry | None = None,
+        overrides: Sequence[str] = (),
+    ) -> None:
+        """`config` is an `AgentConfig`, a role name or a YAML path; `model`/`tools` replace the ones the
+        config names (handy for tests and for sharing one model object between agents)."""
+        self.config = (
+            config
+            if isinstance(config, AgentConfig) and not overrides
+            else load_agent_config(config, overrides)
+        )
+        self.schema: type[BaseModel] = (
+            import_schema(self.config.output_schema) if self.config.output_schema else FinalText
+        )
+        self.prompts = PromptSet(self.config.prompt_dirs)
+        self._model = model
+        self._tools = tools
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def model(self) -> ChatModel:
+        if self._model is None:
+            from agentflow.models.spec import load_model
+
+            self._model = load_model(self.config.model)
+        return self._model
+
+    @property
+    def tools(self) -> ToolRegistry:
+        if self._tools is None:
+            from agentflow.tools.registry import ToolRegistry
+
+            self._tools = ToolRegistry.from_packs(self.config.tools)
+        return self._tools
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """Definitions of the tools this agent may call (loading its packs on first use)."""
+        if self._tools is None and not self.config.tools:
+            return []
+        return self.tools.specs()
+
+    def text_protocol(self) -> bool:
+        """True when tool calls go through fenced ```tool blocks instead of the API's tool calling."""
+        if self.config.tool_protocol != "auto":
+            return self.config.tool_protocol == "text"
+        return not _supports_tools(self.model)
+
+    def initial_messages(self, task: Task, tool_specs: list[ToolSpec]) -> list[Message]:
+        """System prompt and task prompt, rendered from the agent's template files."""
+        variables: dict[str, Any] = dict(task) if isinstance(task, Mapping) else {"task": task}
+        schema = None if self.schema is FinalText else self.schema.model_json_schema()
+        system = self.prompts.render(
+            f"{self.config.prompt}.system.md",
+            agent=self.name,
+            tools=[spec.model_dump() for spec in tool_specs],
+            text_protocol=self.text_protocol(),
+            schema=schema,
+            schema_name=self.schema.__name__,
+        )
+        return [
+            Message.system(system),
+            Message.user(self.prompts.render(f"{self.config.prompt}.task.md", **variables)),
+        ]
+
+    async def run(
+        self,
+        task: Task,
+        *,
+        ctx: ToolContext | None = None,
+        budget: Budget | None = None,
+        journal: ToolJournal | None = None,
+        journal_key: str = "",
+    ) -> AgentResult:
+        """Run the agent on `task` (a string, or a dict of the task template's variables).
+
+        `budget` (else `ctx.budget`) is the run's shared budget: this run charges a child of it. Under a
+        `journal`, each tool call is keyed by `journal_key` (the caller's prefix, e.g. `thread:node:step`),
+        agent name, loop step, call index, tool and arguments, so a resumed run replays effects that
+        already happened instead of repeating them.
+        """
+        ctx = ctx or ToolContext()
+        parent = budget or ctx.budget
+        run_budget = parent.child() if parent is not None else Budget()
+        ctx = dataclasses.replace(ctx, budget=run_budget)
+        return await _Run(self, ctx, run_budget, journal, journal_key).loop(task)
+
+
+async def run_agent(
+    config: AgentConfig | str,
+    task: Task,
+    *,
+    model: ChatModel | None = None,
+    tools: ToolRegistry | None = None,
+    overrides: Sequence[str] = (),
+    ctx: ToolContext | None = None,
+    budget: Budget | None = None,
+) -> AgentResult:
+    """Build an agent from a role name, YAML path or config and run it once."""
+    agent = Agent(config, model=model, tools=tools, overrides=overrides)
+    return await agent.run(task, ctx=ctx, budget=budget)
+
+
+def _supports_tools(model: object) -> bool:
+    """What the model (or a model it wraps, via `.inner`) says in `supports_tools` or in its serving
+    profile's `tool_calling`; True if nothing says."""
+    for _ in range(8):
+        flag = getattr(model, "supports_tools", None)
+        if flag is None:
+            flag = getattr(getattr(model, "profile", None), "tool_calling", None)
+        if isinstance(flag, bool):
+            return flag
+        model = getattr(model, "inner", None)
+        if model is None:
+            break
+    return True
+
+
+def _instrumented(model: ChatModel, budget: Budget, ctx: ToolContext, node_id: str) -> InstrumentedModel:
+    """The model charging this run's budget and writing `model.call` events under the agent's name. A model
+    that is already instrumented is unwrapped first, so a call is never charged twice."""
+    while isinstance(model, InstrumentedModel):
+        model = model.inner
+    return InstrumentedModel(model, budget=budget, events=ctx.events, node_id=node_id)
+
+
+class _Run:
+    """The state of one run of an agent; `loop` is the whole algorithm."""
+
+    def __init__(
+        self, agent: Agent, ctx: ToolContext, budget: Budget, journal: ToolJournal | None, key_prefix: str
+    ) -> None:
+        self.agent, self.cfg, self.ctx, self.budget = agent, agent.config, ctx, budget
+        self.journal, self.key_prefix = journal, key_prefix
+        self.started = time.monotonic()
+        self.text_protocol = agent.text_protocol()
+        self.model = _instrumented(agent.model, budget, ctx, agent.name)
+        self.messages: list[Message] = []
+        self.steps = 0
+
+    async def loop(self, task: Task) -> AgentResult:
+        specs = self.agent.tool_specs()
+        self.messages = self.agent.initial_messages(task, specs)
+        self._emit("agent.start", tools=[s.name for s in specs], text_protocol=self.text_protocol)
+        retries_left = self.cfg.output_retries
+        while True:
+            stop = self._limit_reached(check_steps=True)
+            if stop is not None:
+                return self._finish(stop)
+            self.steps += 1
+            try:
+                reply = await self._call_model(specs)
+            except ModelError as exc:
+                return self._finish("error", error=str(exc))
+            if reply is None:
+                return self._finish("wall_time")
+
+            calls = (
+                parse_tool_blocks(reply.content, id_prefix=f"s{self.steps}")
+                if self.text_protocol
+                else reply.tool_calls
+            )
+            self.messages.append(Message.assistant(reply.content) if self.text_protocol else reply)
+            if calls:
+                stop = await self._run_tools(calls)
+                if stop is not None:
+                    return self._finish(stop)
+                continue
+
+            try:
+                output = parse_output(self.agent.schema, reply.content)
+            except OutputParseError as exc:
+                if retries_left <= 0:
+                    return self._finish(
+                        "error", error=f"final answer not readable as {self.agent.schema.__name__}: {exc}"
+                    )
+                retries_left -= 1
+                feedback = self.agent.prompts.render(
+                    "_output_retry.md", error=str(exc), schema_name=self.agent.schema.__name__
+                )
+                self.messages.append(Message.user(feedback))
+                continue
+            return self._finish("done", output=output)
+
+    def _limit_reached(self, *, check_steps: bool) -> StopReason | None:
+        if check_steps and self.steps >= self.cfg.step_limit:
+            return "step_limit"
+        if self._wall_left() == 0:
+            return "wall_time"
+        kind = self.budget.exceeded()
+        if kind is not None:
+            self._emit("budget.exceeded", kind=kind, used=self.budget.used.model_dump())
+            return f"budget:{kind}"  # type: ignore[return-value]
+        return None
+
+    def _wall_left(self) -> float | None:
+        if self.cfg.wall_time_s is None:
+            return None
+        return max(0.0, self.cfg.wall_time_s - (time.monotonic() - self.started))
+
+    async def _call_model(self, specs: list[ToolSpec]) -> Message | None:
+        """The model's reply, or None when the wall-time limit ran out while waiting for it."""
+        schema = self.agent.schema
+        # A forced JSON reply would leave a text-protocol model no way to write its tool blocks.
+        structured = (
+            self.cfg.structured_output and schema is not FinalText and not (self.text_protocol and specs)
+        )
+        request = ChatRequest(
+            messages=list(self.messages),
+            tools=[] if self.text_protocol else specs,
+            response_schema=schema.model_json_schema() if structured else None,
+            response_schema_name=schema.__name__ if structured else None,
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.max_tokens,
+        )
+        # Wall time also bounds a model call in flight; asyncio.timeout(None) means no limit.
+        try:
+            async with asyncio.timeout(self._wall_left()) as deadline:
+                response = await self.model.chat(request)
+        except TimeoutError:
+            if deadline.expired():
+                return None
+            raise
+        return response.message
+
+    async def _run_tools(self, calls: list[ToolCall]) -> StopReason | None:
+        """Run the calls in order, appending one result per call; stop early when a limit is reached (the
+        calls not run still get a result, as chat APIs require one per call)."""
+        results: list[tuple[ToolCall, bool, str]] = []
+        stop: StopReason | None = None
+        for index, call in enumerate(calls):
+            stop = stop or self._limit_reached(check_steps=False)
+            if stop is not None:
+                results.append((call, False, f"not run: the agent stopped ({stop})"))
+                continue
+            if call.arguments_error is not None and not call.name:
+                results.append((call, False, f"ToolError: {call.arguments_error}"))
+                continue
+            key = None
+            if self.journal is not None:
+                key = make_journal_key(
+                    self.key_prefix, self.agent.name, self.steps, index, call.name, call.arguments
+                )
+            try:
+                result = await self.agent.tools.execute(
+                    call, self.ctx, journal=self.journal, key=key, node_id=self.agent.name
+                )
+            except BudgetExceeded as exc:  # a tool that runs a nested agent or checks the budget itself
+                stop = f"budget:{exc.kind}"  # type: ignore[assignment]
+                results.append((call, False, f"not run: the agent stopped ({stop})"))
+                continue
+            results.append((call, result.ok, result.text))
+        if self.text_protocol:
+            text = self.agent.prompts.render(
+                "_tool_results.md",
+                results=[{"name": c.name or "?", "ok": ok, "text": t} for c, ok, t in results],
+            )
+            self.messages.append(Message.user(text))
+        else:
+            self.messages.extend(Message.tool(c.id, c.name, t) for c, _, t in results)
+        return stop
+
+    def _best_output(self) -> BaseModel | None:
+        """The latest assistant reply that parses as the output schema (used when the run stops early)."""
+        if self.agent.schema is FinalText:
+            return None
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.content:
+                try:
+                    return parse_output(self.agent.schema, message.content)
+                except OutputParseError:
+                    continue
+        return None
+
+    def _finish(
+        self, stop: StopReason, *, output: BaseModel | None = None, error: str | None = None
+    ) -> AgentResult:
+        if output is None:
+            output = self._best_output()
+        result = AgentResult(
+            output=output,
+            messages=self.messages,
+            steps=self.steps,
+            stop_reason=stop,
+            usage=self.budget.used,
+            error=error,
+        )
+        self._emit("agent.end", **result.summary(), has_output=output is not None)
+        return result
+
+    def _emit(self, event_kind: str, /, **data: Any) -> None:
+        if self.ctx.events is not None:
+            self.ctx.events.emit(event_kind, node_id=self.agent.name, **data)

@@ -1,0 +1,94 @@
+"""`AgentConfig`: what an agent is made of (model spec, prompt template, tool packs, output schema, limits)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agentflow.config import StrictConfig, apply_overrides, read_yaml, validate_config
+from agentflow.errors import ConfigError
+
+ToolProtocol = Literal["auto", "native", "text"]
+
+
+class AgentConfig(StrictConfig):
+    """One agent: a configured model, a prompt template, tools and an output schema, with its limits."""
+
+    name: str = "agent"
+    """Name used in events and as the default state key when the agent is a graph node."""
+    model: str = "local:qwen2.5-coder-1.5b"
+    """Model spec string, e.g. `openai:gpt-4o-mini`, `anthropic:claude-3-5-haiku-latest`, `replay:PATH`."""
+    prompt: str = "generic"
+    """Prompt template name: `<prompt>.system.md` and `<prompt>.task.md` are rendered with jinja2."""
+    prompt_dirs: list[str] = Field(default_factory=list)
+    """Folders searched for prompt templates before the built-in ones (to override or add prompts)."""
+    tools: list[str] = Field(default_factory=list)
+    """Tool packs the agent may call: built-in pack names (`shell`, `editor`, ...) or importable modules."""
+    output_schema: str | None = None
+    """Import path `module:Class` of the pydantic model the final answer must follow; None for free text."""
+    step_limit: int = Field(default=30, ge=1)
+    """Maximum number of model calls in one run."""
+    wall_time_s: float | None = Field(default=None, gt=0)
+    """Wall-clock limit of one run in seconds; None for no limit beyond the shared budget's."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Maximum tokens of each model reply."""
+    temperature: float | None = Field(default=None, ge=0)
+    """Sampling temperature; None for the backend's default."""
+    tool_protocol: ToolProtocol = "auto"
+    """How tools are called: `native` (the API's tool calling), `text` (fenced ```tool blocks in the reply,
+    for models without tool calling) or `auto` (native unless the model says it has no tool calling)."""
+    structured_output: bool = False
+    """Send the output schema as `response_schema` (for backends with structured output); the reply is
+    parsed as JSON either way."""
+    output_retries: int = Field(default=1, ge=0)
+    """How many times an unparseable final answer is sent back to the model with the parse error."""
+
+
+def import_schema(path: str) -> type[BaseModel]:
+    """Resolve `module:Class` (or `module.Class`) to a pydantic model class."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ConfigError(
+            f"output_schema {path!r}: expected 'module:Class', e.g. agentflow.agents.schemas:Plan"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"output_schema {path!r}: cannot import {module_name!r} ({exc})") from None
+    cls = getattr(module, attr, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+        raise ConfigError(f"output_schema {path!r}: {attr!r} is not a pydantic model in {module_name}")
+    return cls
+
+
+def load_agent_config(
+    source: str | Path | Mapping[str, Any] | AgentConfig,
+    overrides: Iterable[str] = (),
+) -> AgentConfig:
+    """Build an `AgentConfig` from a role name (`planner`), a YAML file, a mapping or a config, then apply
+    `-c` overrides (`step_limit=10`, `model=openai:gpt-4o-mini`, or another YAML file)."""
+    from agentflow.agents.roles import ROLES
+
+    if isinstance(source, AgentConfig):
+        base: dict[str, Any] = source.model_dump()
+        where = "agent config"
+    elif isinstance(source, Mapping):
+        base, where = dict(source), "agent config"
+    elif str(source) in ROLES:
+        base, where = ROLES[str(source)].model_dump(), f"role {source}"
+    elif Path(source).suffix in (".yaml", ".yml") or Path(source).exists():
+        loaded = read_yaml(source)
+        if not isinstance(loaded, Mapping):
+            raise ConfigError(f"{source}: expected a mapping of agent config fields at the top level")
+        base, where = dict(loaded), str(source)
+    else:
+        raise ConfigError(
+            f"unknown agent {str(source)!r}: use a role ({', '.join(ROLES)}) or a YAML file path"
+        )
+    return validate_config(AgentConfig, apply_overrides(base, overrides), source=where)

@@ -1,0 +1,98 @@
+"""An agent as a graph node: an async callable `(state) -> state updates`, independent of LangGraph."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentflow.agents.agent import Agent
+from agentflow.agents.result import AgentResult
+from agentflow.budget import Budget
+from agentflow.errors import UserError
+from agentflow.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    from agentflow.tools.journal import ToolJournal
+
+
+class AgentNode:
+    """Reads the task from `state[input_key]` (or a dict of several keys), runs the agent and returns
+    `{output_key: output as a JSON-able dict or None}`, plus `{result_key: run summary}` when asked."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        input_key: str | Sequence[str] = "task",
+        output_key: str | None = None,
+        result_key: str | None = None,
+        ctx: ToolContext | None = None,
+        budget: Budget | None = None,
+        journal: ToolJournal | None = None,
+        journal_key: str = "",
+    ) -> None:
+        self.agent = agent
+        self.journal_key = journal_key
+        self.input_key = input_key
+        self.output_key = output_key or agent.name
+        self.result_key = result_key
+        self.ctx = ctx
+        self.budget = budget
+        self.journal = journal
+        self.__name__ = agent.name  # graph libraries name nodes after their callables
+
+    def task_from(self, state: Mapping[str, Any]) -> str | dict[str, Any]:
+        if isinstance(self.input_key, str):
+            if self.input_key not in state:
+                raise UserError(
+                    f"agent node {self.agent.name!r}: state has no {self.input_key!r}",
+                    hint=f"set input_key to one of {sorted(state)} or fill {self.input_key!r} before this node",
+                )
+            value = state[self.input_key]
+            return (
+                value if isinstance(value, str) else dict(value) if isinstance(value, Mapping) else str(value)
+            )
+        return {key: state[key] for key in self.input_key if key in state and state[key] is not None}
+
+    async def run(self, state: Mapping[str, Any]) -> AgentResult:
+        """Run the agent on the task taken from `state` and return the full result."""
+        return await self.agent.run(
+            self.task_from(state),
+            ctx=self.ctx,
+            budget=self.budget,
+            journal=self.journal,
+            journal_key=self.journal_key,
+        )
+
+    async def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        result = await self.run(state)
+        update: dict[str, Any] = {
+            self.output_key: result.output.model_dump(mode="json") if result.output is not None else None
+        }
+        if self.result_key is not None:
+            update[self.result_key] = {"agent": self.agent.name, **result.summary()}
+        return update
+
+
+def agent_node(
+    agent: Agent,
+    *,
+    input_key: str | Sequence[str] = "task",
+    output_key: str | None = None,
+    result_key: str | None = None,
+    ctx: ToolContext | None = None,
+    budget: Budget | None = None,
+    journal: ToolJournal | None = None,
+    journal_key: str = "",
+) -> AgentNode:
+    """Wrap `agent` as an async `(state: dict) -> dict` node (see `AgentNode`)."""
+    return AgentNode(
+        agent,
+        input_key=input_key,
+        output_key=output_key,
+        result_key=result_key,
+        ctx=ctx,
+        budget=budget,
+        journal=journal,
+        journal_key=journal_key,
+    )

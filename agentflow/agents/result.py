@@ -1,0 +1,55 @@
+"""`AgentResult`: what one agent run gives back."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentflow.budget import BudgetUsage
+from agentflow.models.base import Message
+
+StopReason = Literal[
+    "done",
+    "step_limit",
+    "wall_time",
+    "error",
+    "budget:tokens",
+    "budget:usd",
+    "budget:model_calls",
+    "budget:tool_calls",
+    "budget:wall_seconds",
+]
+
+
+class AgentResult(BaseModel):
+    """The output of a run (or the best one so far when it stopped early), with why it stopped."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
+
+    output: BaseModel | None
+    """The final answer as the output schema; when the run stopped early, the latest earlier reply that
+    parses as the schema, or None."""
+    messages: list[Message]
+    """The whole conversation, system prompt first."""
+    steps: int
+    """Model calls made."""
+    stop_reason: StopReason
+    """`done`, `step_limit`, `wall_time`, `budget:<kind>` or `error`."""
+    usage: BudgetUsage = Field(default_factory=BudgetUsage)
+    """Tokens, cost, model and tool calls and wall seconds of this run alone (nested runs included)."""
+    error: str | None = None
+    """What went wrong when `stop_reason` is `error`."""
+
+    @property
+    def ok(self) -> bool:
+        return self.stop_reason == "done" and self.output is not None
+
+    def summary(self) -> dict[str, object]:
+        """A JSON-able digest for state, events and reports (no messages)."""
+        return {
+            "stop_reason": self.stop_reason,
+            "steps": self.steps,
+            "usage": self.usage.model_dump(),
+            "error": self.error,
+        }

@@ -1,0 +1,80 @@
+"""Model backends behind one async chat interface, chosen by spec string (`load_model`).
+
+Public names resolve lazily so that importing this package pulls in no provider SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY: dict[str, str] = {
+    "ChatModel": "agentflow.models.base",
+    "ChatRequest": "agentflow.models.base",
+    "ChatResponse": "agentflow.models.base",
+    "Choice": "agentflow.models.base",
+    "Message": "agentflow.models.base",
+    "StreamDelta": "agentflow.models.base",
+    "ToolCall": "agentflow.models.base",
+    "ToolSpec": "agentflow.models.base",
+    "Usage": "agentflow.models.base",
+    "ModelOptions": "agentflow.models.options",
+    "load_model": "agentflow.models.spec",
+    "parse_spec": "agentflow.models.spec",
+    "ReplayModel": "agentflow.models.replay",
+    "RecordingModel": "agentflow.models.replay",
+    "CachedModel": "agentflow.models.cache",
+    "InstrumentedModel": "agentflow.models.instrumented",
+    "chat_structured": "agentflow.models.structured",
+    "StructuredOutputError": "agentflow.models.structured",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentflow.models.base import (
+        ChatModel,
+        ChatRequest,
+        ChatResponse,
+        Choice,
+        Message,
+        StreamDelta,
+        ToolCall,
+        ToolSpec,
+        Usage,
+    )
+    from agentflow.models.cache import CachedModel
+    from agentflow.models.instrumented import InstrumentedModel
+    from agentflow.models.options import ModelOptions
+    from agentflow.models.replay import RecordingModel, ReplayModel
+    from agentflow.models.spec import load_model, parse_spec
+    from agentflow.models.structured import StructuredOutputError, chat_structured
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentflow.models' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "CachedModel",
+    "ChatModel",
+    "ChatRequest",
+    "ChatResponse",
+    "Choice",
+    "InstrumentedModel",
+    "Message",
+    "ModelOptions",
+    "RecordingModel",
+    "ReplayModel",
+    "StreamDelta",
+    "StructuredOutputError",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "chat_structured",
+    "load_model",
+    "parse_spec",
+]

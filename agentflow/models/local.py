@@ -1,0 +1,243 @@
+"""`local:NAME` models: an embedded open model served on CPU by a managed llama-server.
+
+`load_local_model("gemma3-270m")` assembles the model file and builds llama-server if needed (printing
+what it does), starts the server on 127.0.0.1 with a generated API key, and returns an OpenAI-compatible
+ChatModel pointed at it. Models with the same name and server options share one server within a process;
+the last `aclose()` stops it. If the server dies, the next call restarts it (`restart="on-failure"`, at most
+`max_restarts` times) or fails with a clear `ServerDied` error (`restart="never"`).
+
+`n` samples: llama-server decodes the `n` completions of one request together in its parallel slots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agentflow.config import StrictConfig, validate_config
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse
+from agentflow.models.openai_backend import OpenAIChatModel
+from agentflow.models.options import ModelOptions
+from agentflow.models.retry import TransientError
+from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
+from agentflow.serving.embedded import embedded_model
+from agentflow.serving.server import ServerDied, ServerHandle
+
+
+class LocalServingOptions(StrictConfig):
+    """Options of `local:` models beyond the usual `ModelOptions`."""
+
+    parallel: int | None = Field(default=None, ge=1, le=64)
+    """llama-server slots decoded together; default: 4 for qwen2.5-coder-1.5b, 8 for gemma3-270m."""
+    ctx: int | None = Field(default=None, ge=256)
+    """Context tokens per slot; default: 8192 for qwen2.5-coder-1.5b, 2048 for gemma3-270m."""
+    threads: int | None = Field(default=None, ge=1)
+    """CPU threads for llama-server."""
+    startup_timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds to wait for the server to become healthy."""
+    restart: Literal["on-failure", "never"] = "on-failure"
+    """What to do when the server dies while in use."""
+    max_restarts: int = Field(default=2, ge=0)
+    """Restarts allowed over the life of the server."""
+    mode: Literal["auto", "chat", "completion"] = "auto"
+    """`auto` follows the model's profile (gemma3-270m is a base model: completion mode)."""
+    template: FewShotTemplate | None = None
+    """Completion-mode prompt template; default: a plain question/answer template."""
+    quiet: bool = False
+    """Do not print set-up and start-up progress to stderr."""
+
+
+_LOCAL_FIELDS = set(LocalServingOptions.model_fields)
+
+
+class _SharedServer:
+    """One llama-server shared by every local model object with the same key."""
+
+    def __init__(self, handle: ServerHandle, key: tuple[Any, ...], opts: LocalServingOptions) -> None:
+        self.handle = handle
+        self.key = key
+        self.opts = opts
+        self.users = 0
+        self.lock = threading.Lock()
+
+    def recover(self, seen_restarts: int) -> None:
+        """Make sure the server runs again after it died (once, whoever notices first), or raise ServerDied."""
+        with self.lock:
+            if self.handle.restarts != seen_restarts and self.handle.alive:
+                return  # someone else restarted it already
+            if self.handle.alive:
+                return
+            died = self.handle.died_error()
+            if self.opts.restart == "never" or self.handle.restarts >= self.opts.max_restarts:
+                why = "restart policy is 'never'" if self.opts.restart == "never" else \
+                    f"restarted {self.handle.restarts} times already (max_restarts={self.opts.max_restarts})"
+                raise ServerDied(f"{died.summary} ({why})", died.log_tail)
+            _say(self.opts, f"{died.summary}; restarting it")
+            self.handle.restart_sync()
+
+
+_servers: dict[tuple[Any, ...], _SharedServer] = {}
+_servers_lock = threading.Lock()
+
+
+def _say(opts: LocalServingOptions, message: str) -> None:
+    if not opts.quiet:
+        print(f"agentflow: {message}", file=sys.stderr, flush=True)
+
+
+def _acquire(name: str, opts: LocalServingOptions) -> _SharedServer:
+    from agentflow.serving.llamacpp import LlamaServerOptions, llamacpp_launch
+
+    key = (name, opts.parallel, opts.ctx, opts.threads)
+    with _servers_lock:
+        shared = _servers.get(key)
+        if shared is not None and (shared.handle.alive or shared.users > 0):
+            shared.users += 1
+            return shared
+        say: Callable[[str], None] = (lambda m: None) if opts.quiet else (lambda m: _say(opts, m))
+        launch = llamacpp_launch(LlamaServerOptions(model=name, parallel=opts.parallel, ctx=opts.ctx,
+                                                    threads=opts.threads,
+                                                    startup_timeout_s=opts.startup_timeout_s), say=say)
+        handle = ServerHandle(launch)
+        say(f"starting llama-server for local:{name}")
+        started = time.monotonic()
+        handle.start_sync()
+        say(f"llama-server for local:{name} ready on {handle.base_url} in {time.monotonic() - started:.1f}s "
+            f"(pid {handle.pid})")
+        shared = _SharedServer(handle, key, opts)
+        shared.users = 1
+        _servers[key] = shared
+        return shared
+
+
+def _release(shared: _SharedServer) -> None:
+    with _servers_lock:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        if _servers.get(shared.key) is shared:
+            del _servers[shared.key]
+    shared.handle.stop_sync()
+
+
+class _ServerBacked:
+    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death."""
+
+    shared: _SharedServer
+    _seen_restarts: int
+    _released: bool
+    spec: str
+    base_url: str | None
+    _client: Any
+
+    @property
+    def server(self) -> ServerHandle:
+        return self.shared.handle
+
+    async def _recover(self) -> None:
+        await asyncio.to_thread(self.shared.recover, self._seen_restarts)
+        self._seen_restarts = self.shared.handle.restarts
+        if self.base_url != self.shared.handle.base_url:  # restarted on another port
+            self.base_url = self.shared.handle.base_url
+            old, self._client = self._client, None
+            if old is not None:
+                await old.close()
+
+    async def _guarded(self, call: Callable[[], Any]) -> ChatResponse:
+        if self._released:
+            from agentflow.errors import UserError
+
+            raise UserError(f"{self.spec}: the model was closed", hint="load it again with load_model")
+        if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
+            await self._recover()
+        try:
+            return await call()  # type: ignore[no-any-return]
+        except Exception:
+            if not await _died(self.shared.handle):
+                raise
+        await self._recover()  # raises ServerDied when the policy forbids a restart
+        raise TransientError(f"{self.spec}: llama-server died during the call and was restarted", unreachable=True)
+
+    async def _release_server(self) -> None:
+        if not self._released:
+            self._released = True
+            await asyncio.to_thread(_release, self.shared)
+
+
+async def _died(handle: ServerHandle) -> bool:
+    """True when the server is gone (a connection error may arrive a moment before the exit is visible)."""
+    for _ in range(10):
+        if not handle.alive:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+class LocalChatModel(_ServerBacked, OpenAIChatModel):
+    """Chat mode (`/v1/chat/completions`) against a managed llama-server."""
+
+    def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions) -> None:
+        handle = shared.handle
+        super().__init__(spec, handle.model, options, compatible_base_url=handle.base_url)
+        self.shared, self._seen_restarts, self._released = shared, handle.restarts, False
+        self.profile = handle.profile
+
+    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
+        return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request))
+
+    async def aclose(self) -> None:
+        await OpenAIChatModel.aclose(self)
+        await self._release_server()
+
+
+class LocalCompletionModel(_ServerBacked, CompletionChatModel):
+    """Text-completion mode (`/v1/completions` with a few-shot template) against a managed llama-server."""
+
+    def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions,
+                 template: FewShotTemplate | None = None) -> None:
+        handle = shared.handle
+        super().__init__(spec, handle.model, options, compatible_base_url=handle.base_url, template=template)
+        self.shared, self._seen_restarts, self._released = shared, handle.restarts, False
+        self.profile = handle.profile
+
+    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
+        return await self._guarded(lambda: CompletionChatModel._chat_once(self, request))
+
+    async def aclose(self) -> None:
+        await CompletionChatModel.aclose(self)
+        await self._release_server()
+
+
+def load_local_model(name: str, **options: Any) -> ChatModel:
+    """Start (or share) a llama-server for embedded model `name` and return a ChatModel for it.
+
+    Options: those of `LocalServingOptions` plus any `ModelOptions` (timeout_s, max_attempts, concurrency, ...).
+    """
+    model = embedded_model(name)
+    local = validate_config(LocalServingOptions, {k: v for k, v in options.items() if k in _LOCAL_FIELDS},
+                            source=f"options of model 'local:{name}'")
+    rest = {k: v for k, v in options.items() if k not in _LOCAL_FIELDS}
+    if "api_key" in rest or "base_url" in rest:
+        from agentflow.errors import UserError
+
+        raise UserError(f"local:{name} manages its own server; api_key and base_url cannot be set",
+                        hint="use an openai-compatible: spec to talk to a server you run yourself")
+    parallel = local.parallel or model.default_parallel
+    rest.setdefault("concurrency", parallel)
+    shared = _acquire(name, local)
+    try:
+        model_options = validate_config(ModelOptions, {**rest, "api_key": shared.handle.api_key},
+                                        source=f"options of model 'local:{name}'")
+        mode = model.profile.mode if local.mode == "auto" else local.mode
+        if mode == "completion":
+            return LocalCompletionModel(f"local:{name}", shared, model_options, template=local.template)
+        return LocalChatModel(f"local:{name}", shared, model_options)
+    except BaseException:
+        _release(shared)
+        raise

@@ -1,0 +1,124 @@
+"""Model spec strings -> `ChatModel`: `load_model("openai:gpt-4o-mini", concurrency=4)`.
+
+Accepted forms: `openai:MODEL`, `anthropic:MODEL`, `openai-compatible:BASE_URL#MODEL`,
+`litellm:PROVIDER/MODEL`, `local:NAME`, `replay:PATH`. Backend modules (and their SDKs) are imported only
+when a spec needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from agentflow.config import cache_dir, validate_config
+from agentflow.errors import UserError
+from agentflow.models.base import ChatModel
+from agentflow.models.options import ModelOptions
+
+ACCEPTED = (
+    "openai:MODEL, anthropic:MODEL, openai-compatible:BASE_URL#MODEL, litellm:PROVIDER/MODEL, "
+    "local:NAME, replay:PATH"
+)
+SCHEMES = ("openai", "anthropic", "openai-compatible", "litellm", "local", "replay")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed spec: `scheme`, `model` (name, local name or cassette path) and `base_url` (openai-compatible)."""
+
+    scheme: str
+    model: str
+    base_url: str | None = None
+    text: str = ""
+
+
+def _bad(spec: str, why: str) -> UserError:
+    return UserError(f"bad model spec {spec!r}: {why}; accepted forms: {ACCEPTED}")
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    """Parse and check a spec string; any problem is a one-line UserError naming the accepted forms."""
+    text = spec.strip()
+    scheme, sep, rest = text.partition(":")
+    if not sep:
+        raise _bad(spec, "missing 'SCHEME:'")
+    if scheme not in SCHEMES:
+        raise _bad(spec, f"unknown scheme {scheme!r}")
+    rest = rest.strip()
+    if scheme == "openai-compatible":
+        url, hash_, model = rest.rpartition("#")
+        if not hash_:
+            raise _bad(spec, "missing '#MODEL' after the base URL")
+        if not model.strip():
+            raise _bad(spec, "missing model name after '#'")
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise _bad(spec, f"base URL {url!r} is not an http(s) URL")
+        try:
+            parsed.port  # noqa: B018 - raises on a malformed port
+        except ValueError:
+            raise _bad(spec, f"base URL {url!r} has a malformed port") from None
+        return ModelSpec(scheme, model.strip(), url.rstrip("/"), text)
+    if not rest:
+        raise _bad(spec, f"missing {'PATH' if scheme == 'replay' else 'model name'} after '{scheme}:'")
+    if scheme == "litellm":
+        provider, slash, name = rest.partition("/")
+        if not slash or not provider or not name:
+            raise _bad(spec, "litellm specs need PROVIDER/MODEL, e.g. litellm:groq/llama-3.1-8b-instant")
+    return ModelSpec(scheme, rest, None, text)
+
+
+def _options(spec: str, options: dict[str, Any]) -> ModelOptions:
+    return validate_config(ModelOptions, options, source=f"options of model {spec!r}")
+
+
+def load_model(spec: str, **options: Any) -> ChatModel:
+    """Build the model a spec names. Options: see `ModelOptions` (`local:` passes them to its loader)."""
+    parsed = parse_spec(spec)
+    if parsed.scheme == "replay":
+        from agentflow.models.replay import ReplayModel
+
+        if options:
+            raise UserError(f"replay models take no options (got {', '.join(sorted(options))})")
+        return ReplayModel(Path(parsed.model), spec=parsed.text)
+    if parsed.scheme == "local":
+        try:
+            local = importlib.import_module("agentflow.models.local")
+        except ModuleNotFoundError as exc:
+            if exc.name != "agentflow.models.local":
+                raise
+            raise UserError(
+                f"{spec}: local models are not available in this installation "
+                "(agentflow.models.local is missing)",
+                hint="reinstall agentflow",
+            ) from None
+        return local.load_local_model(parsed.model, **options)  # type: ignore[no-any-return]
+
+    opts = _options(spec, options)
+    model: ChatModel
+    if parsed.scheme == "openai":
+        from agentflow.models.openai_backend import OpenAIChatModel
+
+        model = OpenAIChatModel(parsed.text, parsed.model, opts)
+    elif parsed.scheme == "openai-compatible":
+        from agentflow.models.openai_backend import OpenAIChatModel
+
+        model = OpenAIChatModel(parsed.text, parsed.model, opts, compatible_base_url=parsed.base_url)
+    elif parsed.scheme == "anthropic":
+        from agentflow.models.anthropic_backend import AnthropicChatModel
+
+        model = AnthropicChatModel(parsed.text, parsed.model, opts)
+    else:
+        from agentflow.models.litellm_backend import LiteLLMChatModel
+
+        model = LiteLLMChatModel(parsed.text, parsed.model, opts)
+
+    if opts.cache:
+        from agentflow.models.cache import CachedModel
+
+        path = cache_dir() / "responses.sqlite" if opts.cache is True else Path(opts.cache)
+        model = CachedModel(model, path, force=opts.cache_force)
+    return model

@@ -1,0 +1,111 @@
+"""`chat_structured`: ask for a reply that validates against a pydantic model, and parse it.
+
+The request carries the model's JSON schema (`response_schema`): backends with a JSON-schema mode
+(OpenAI-style servers) enforce it, the others (Anthropic) put it into the prompt. The reply is parsed
+tolerantly (code fences, prose around the object) and validated; a reply that does not validate is sent
+back once with the validation error, then a `StructuredOutputError` names what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from agentflow.errors import ModelError
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, Usage
+
+T = TypeVar("T", bound=BaseModel)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+class StructuredOutputError(ModelError):
+    """The model's reply did not validate against the requested schema (after the retry)."""
+
+
+def extract_json(text: str) -> str:
+    """The JSON part of a reply: a fenced block if there is one, else the outermost {...} or [...]."""
+    fenced = _FENCE.search(text)
+    if fenced:
+        return fenced.group(1).strip()
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return text.strip()
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start : end + 1] if end > start else text[start:]
+
+
+def parse_structured(text: str, schema: type[T]) -> T:
+    """Validate `text` (tolerantly extracted JSON) as `schema`; raises pydantic's ValidationError or ValueError."""
+    raw = extract_json(text)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"reply is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    return schema.model_validate(data)
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        errs = exc.errors()
+        first = errs[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        return f"{loc}: {first['msg']}{more}"
+    return str(exc)
+
+
+def _add_usage(a: Usage, b: Usage) -> Usage:
+    cost = None if a.cost_usd is None or b.cost_usd is None else a.cost_usd + b.cost_usd
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cost_usd=cost,
+    )
+
+
+async def chat_structured(
+    model: ChatModel, request: ChatRequest, schema: type[T], *, retries: int = 1
+) -> tuple[T, ChatResponse]:
+    """Call `model` asking for `schema`; return the validated object and the (last) response.
+
+    The returned response's usage and latency cover every attempt.
+    """
+    request = request.model_copy(
+        update={
+            "response_schema": schema.model_json_schema(),
+            "response_schema_name": request.response_schema_name or schema.__name__,
+            "n": 1,
+        }
+    )
+    usage, latency = Usage(cost_usd=0.0), 0.0
+    for attempt in range(retries + 1):
+        response = await model.chat(request)
+        usage, latency = _add_usage(usage, response.usage), latency + response.latency_s
+        try:
+            value = parse_structured(response.text, schema)
+        except (ValidationError, ValueError) as exc:
+            why = _why(exc)
+            if attempt == retries:
+                raise StructuredOutputError(
+                    f"{model.spec}: reply does not match {schema.__name__}: {why}"
+                ) from None
+            request = request.model_copy(
+                update={
+                    "messages": [
+                        *request.messages,
+                        Message.assistant(response.text),
+                        Message.user(
+                            f"Your reply did not validate against the schema: {why}. "
+                            "Reply again with only the corrected JSON object."
+                        ),
+                    ]
+                }
+            )
+            continue
+        response.usage, response.latency_s = usage, latency
+        return value, response
+    raise AssertionError("unreachable")  # pragma: no cover

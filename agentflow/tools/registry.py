@@ -1,0 +1,142 @@
+"""`ToolRegistry`: the tools one agent may call, and the one place a tool call is executed.
+
+`execute` is the core loop of the tool layer: find the tool, replay from the journal if the call already
+completed, otherwise validate and run it under its timeout, then charge the budget and record a
+`tool.call` event. A model's mistake (unknown tool, bad JSON, invalid arguments, a failing tool) becomes a
+`ToolResult(ok=False)` the model reads; only `BudgetExceeded`, replay misses and cancellation propagate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from agentflow.errors import UserError
+from agentflow.models.base import ToolCall, ToolSpec
+from agentflow.tools.context import ToolContext
+from agentflow.tools.decorator import Tool
+from agentflow.tools.journal import ToolJournal
+from agentflow.tools.result import ToolResult, cap_text
+from agentflow.tools.schema import anthropic_tool, openai_tool
+
+EVENT_TEXT_CHARS = 2_000
+"""How much of a result's text a `tool.call` event keeps."""
+
+
+class ToolRegistry:
+    """An ordered set of uniquely named tools."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    @classmethod
+    def from_packs(cls, packs: Sequence[str]) -> ToolRegistry:
+        """All tools of the named packs (built-in names, dotted user modules or .py paths)."""
+        from agentflow.tools.packs import load_pack
+
+        registry = cls()
+        for pack in packs:
+            for t in load_pack(pack):
+                registry.add(t)
+        return registry
+
+    def add(self, tool: Tool) -> None:
+        existing = self._tools.get(tool.name)
+        if existing is not None and existing is not tool:
+            raise UserError(
+                f"two tools are named {tool.name!r} (packs {existing.pack!r} and {tool.pack!r})",
+                hint="load only one of them or rename one with @tool(name=...)",
+            )
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def subset(self, names: Iterable[str]) -> ToolRegistry:
+        """A registry of only the named tools (an unknown name is a UserError)."""
+        names = list(names)
+        missing = [n for n in names if n not in self._tools]
+        if missing:
+            raise UserError(
+                f"unknown tool(s) {', '.join(missing)}; available: {', '.join(self._tools) or 'none'}"
+            )
+        return ToolRegistry(self._tools[n] for n in names)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        """Provider-neutral tool definitions, for `ChatRequest.tools`."""
+        return [t.spec for t in self._tools.values()]
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return [openai_tool(t.spec) for t in self._tools.values()]
+
+    def anthropic_tools(self) -> list[dict[str, Any]]:
+        return [anthropic_tool(t.spec) for t in self._tools.values()]
+
+    async def execute(
+        self,
+        call: ToolCall,
+        ctx: ToolContext | None = None,
+        *,
+        journal: ToolJournal | None = None,
+        key: str | None = None,
+        node_id: str | None = None,
+    ) -> ToolResult:
+        """Run one tool call (or replay it from `journal` under `key`) and record it."""
+        ctx = ctx if ctx is not None else ToolContext()
+        replayable = journal is not None and key is not None
+        result = await asyncio.to_thread(journal.get, key) if replayable else None  # type: ignore[union-attr,arg-type]
+        if result is None:
+            result = await self._run(call, ctx)
+            if ctx.budget is not None:
+                ctx.budget.charge_tool()
+            if replayable:
+                await asyncio.to_thread(journal.put, key, result)  # type: ignore[union-attr,arg-type]
+        else:
+            result.replayed = True  # already charged by the run that did it
+        if ctx.events is not None:
+            text, _ = cap_text(result.text, EVENT_TEXT_CHARS)
+            ctx.events.emit(
+                "tool.call",
+                node_id=node_id,
+                name=call.name,
+                call_id=call.id,
+                args=call.arguments,
+                ok=result.ok,
+                error=result.error,
+                duration_s=round(result.duration_s, 6),
+                replayed=result.replayed,
+                text=text,
+                **({"key": key} if key is not None else {}),
+            )
+        return result
+
+    async def _run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        if call.arguments_error is not None:
+            return ToolResult.failure(
+                f"the arguments of '{call.name}' are not valid JSON ({call.arguments_error}); "
+                "send one JSON object with the tool's parameters",
+                error="invalid JSON arguments",
+            )
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return ToolResult.failure(
+                f"there is no tool named '{call.name}'; available tools: {', '.join(self._tools) or 'none'}",
+                error="unknown tool",
+            )
+        return await tool.run(call.arguments, ctx)

@@ -1,0 +1,282 @@
+"""From a Python signature to a JSON schema: a pydantic model of the arguments, and provider formats.
+
+Parameter descriptions come from `Annotated[..., Field(description=...)]` first, then from the docstring
+(Google `Args:`, Sphinx `:param x:` or NumPy `Parameters` sections). A parameter typed `ToolContext` is
+the run context, not an argument: it is left out of the model and the schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
+
+from agentflow.models.base import ToolSpec
+from agentflow.tools.context import ToolContext
+
+_HEADER = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|Returns?|Yields?|"
+    r"Raises|Examples?|Notes?|See Also|Attributes|Warnings?|References)\s*:?\s*$",
+    re.IGNORECASE,
+)
+_ARG_SECTIONS = {
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
+    "other parameters",
+}
+_ITEM = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*(?::\s*(.*))?$")
+_SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+
+
+class ArgsBase(BaseModel):
+    """Base of generated argument models: unknown arguments are an error the model can read."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a docstring into (description, {parameter: description}).
+
+    Understands Google (`Args:` + `name (type): text`), NumPy (`Parameters` + dashes + `name : type`
+    then indented text) and Sphinx (`:param name: text`) styles.
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        numpy = i + 1 < len(lines) and bool(lines[i + 1].strip()) and set(lines[i + 1].strip()) == {"-"}
+        header = _HEADER.match(line)
+        if header and (line.endswith(":") or numpy):
+            i += 2 if numpy else 1
+            body: list[str] = []
+            while i < len(lines):
+                nxt = lines[i].strip()
+                nxt_numpy = (
+                    i + 1 < len(lines) and bool(lines[i + 1].strip()) and set(lines[i + 1].strip()) == {"-"}
+                )
+                if _HEADER.match(nxt) and (nxt.endswith(":") or nxt_numpy):
+                    break
+                body.append(lines[i])
+                i += 1
+            if header.group(1).lower() in _ARG_SECTIONS:
+                params.update(_parse_items(body, numpy=numpy))
+            continue
+        if line.startswith(":"):
+            sphinx = _SPHINX_PARAM.match(line)
+            i += 1
+            if sphinx:
+                text = [sphinx.group(2).strip()]
+                while i < len(lines) and lines[i].strip() and not lines[i].strip().startswith(":"):
+                    text.append(lines[i].strip())
+                    i += 1
+                params[sphinx.group(1)] = " ".join(t for t in text if t)
+            continue
+        summary.append(line)
+        i += 1
+    description = re.sub(r"\n{3,}", "\n\n", "\n".join(summary).strip())
+    return description, {k: v for k, v in params.items() if v}
+
+
+def _parse_items(body: list[str], *, numpy: bool) -> dict[str, str]:
+    """Items of an arguments section: lines at the smallest indent start an item, deeper lines continue it."""
+    filled = [line for line in body if line.strip()]
+    if not filled:
+        return {}
+    base = min(len(line) - len(line.lstrip()) for line in filled)
+    items: dict[str, str] = {}
+    current: str | None = None
+    for line in filled:
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        match = _ITEM.match(text) if indent == base else None
+        if match:
+            current = match.group(1)
+            items[current] = "" if numpy else (match.group(2) or "").strip()
+        elif current is not None:
+            items[current] = f"{items[current]} {text}".strip()
+    return items
+
+
+def _is_context(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _is_context(typing.get_args(annotation)[0])
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and _is_context(args[0])
+    return False
+
+
+def build_args_model(
+    fn: Callable[..., Any], name: str, localns: dict[str, Any] | None = None
+) -> tuple[type[BaseModel], str | None, dict[str, str], str]:
+    """Pydantic model of `fn`'s arguments.
+
+    Returns (model, name of the ToolContext parameter or None, {field name: parameter name}, docstring description).
+    """
+    description, doc_params = parse_docstring(fn.__doc__)
+    try:
+        hints = typing.get_type_hints(fn, localns=localns, include_extras=True)
+    except Exception as exc:  # a NameError in a string annotation
+        raise TypeError(f"tool {name!r}: cannot resolve its type hints ({exc})") from exc
+    fields: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    context_param: str | None = None
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(
+                f"tool {name!r}: *args/**kwargs cannot be described to a model; name every parameter"
+            )
+        annotation = hints.get(param.name, Any)
+        if _is_context(annotation):
+            context_param = param.name
+            continue
+        default = param.default
+        if isinstance(default, FieldInfo):
+            info = default
+        else:
+            info = Field(default=... if default is param.empty else default)
+        if not _has_description(annotation, info) and param.name in doc_params:
+            info = _with_description(info, doc_params[param.name])
+        field_name = param.name
+        if field_name.startswith(("model_", "_")) or hasattr(BaseModel, field_name):
+            field_name = f"arg_{param.name.lstrip('_')}"
+            info = _with_alias(info, param.name)
+        names[field_name] = param.name
+        fields[field_name] = (annotation, info)
+    model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) + "Args"
+    try:
+        model = create_model(model_name, __base__=ArgsBase, **fields)  # type: ignore[call-overload]
+        model.model_json_schema()
+    except Exception as exc:
+        raise TypeError(f"tool {name!r}: its parameters cannot be turned into a JSON schema ({exc})") from exc
+    return model, context_param, names, description
+
+
+def _has_description(annotation: Any, info: FieldInfo) -> bool:
+    if info.description:
+        return True
+    if typing.get_origin(annotation) is typing.Annotated:
+        return any(isinstance(m, FieldInfo) and m.description for m in typing.get_args(annotation)[1:])
+    return False
+
+
+def _with_description(info: FieldInfo, description: str) -> FieldInfo:
+    return FieldInfo.merge_field_infos(info, Field(description=description))
+
+
+def _with_alias(info: FieldInfo, alias: str) -> FieldInfo:
+    return FieldInfo.merge_field_infos(info, Field(alias=alias))
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The arguments schema as models see it: no titles, `$ref`s inlined where that is finite."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+    if defs and not _recursive(defs):
+        schema = _inline(schema, defs)
+        defs = {}
+    schema = _strip_titles(schema)
+    if defs:
+        schema["$defs"] = _strip_titles(defs, in_properties=True)
+    schema.setdefault("properties", {})
+    schema["type"] = "object"
+    return schema
+
+
+def _ref_name(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+def _refs(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            found.add(_ref_name(node["$ref"]))
+        for value in node.values():
+            found |= _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _refs(value)
+    return found
+
+
+def _recursive(defs: dict[str, Any]) -> bool:
+    graph = {name: _refs(body) for name, body in defs.items()}
+
+    def reaches(start: str, target: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == target or (nxt not in seen and reaches(nxt, target, seen | {nxt})):
+                return True
+        return False
+
+    return any(reaches(name, name, {name}) for name in graph)
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            target = copy.deepcopy(defs[_ref_name(node["$ref"])])
+            extra = {k: v for k, v in node.items() if k != "$ref"}
+            return _inline({**target, **extra}, defs)
+        return {k: _inline(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+_LITERAL_KEYWORDS = {"default", "enum", "const", "examples"}
+
+
+def _strip_titles(node: Any, *, in_properties: bool = False) -> Any:
+    """Drop pydantic's auto titles (noise for a model); keep property *names* called `title`."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "title" and not in_properties and isinstance(value, str):
+                continue
+            if key in _LITERAL_KEYWORDS and not in_properties:  # values, not schemas: keep them as they are
+                out[key] = value
+                continue
+            out[key] = _strip_titles(value, in_properties=key in ("properties", "$defs"))
+        return out
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def openai_tool(spec: ToolSpec) -> dict[str, Any]:
+    """OpenAI chat-completions tool format."""
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": copy.deepcopy(spec.parameters),
+        },
+    }
+
+
+def anthropic_tool(spec: ToolSpec) -> dict[str, Any]:
+    """Anthropic messages-API tool format."""
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": copy.deepcopy(spec.parameters),
+    }
