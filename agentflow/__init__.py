@@ -25,6 +25,9 @@ _LAZY: dict[str, str] = {
     "tool": "agentflow.tools.decorator",
     "ToolRegistry": "agentflow.tools.registry",
     "ToolContext": "agentflow.tools.context",
+    "ToolResult": "agentflow.tools.result",
+    "Agent": "agentflow.agents.agent",
+    "AgentResult": "agentflow.agents.result",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,7 +35,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.errors import AgentflowError, UserError
     from agentflow.events import Event, EventLog
     from agentflow.models.base import ChatRequest, ChatResponse, Message
+    from agentflow.agents.agent import Agent
+    from agentflow.agents.result import AgentResult
+    from agentflow.models.spec import load_model
     from agentflow.tools.context import ToolContext
+    from agentflow.tools.decorator import tool
+    from agentflow.tools.registry import ToolRegistry
+    from agentflow.tools.result import ToolResult
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,64 @@
+"""`agentflow eval`: evaluate SWE-bench-format predictions against task instances."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_command(
+        predictions: Path = typer.Argument(..., help="Predictions file (JSONL/JSON, SWE-bench format).", show_default=False),
+        tasks: Path = typer.Option(..., "--tasks", "-t", help="Task instances file (JSONL/JSON, SWE-bench fields)."),
+        as_json: bool = JSON_OPTION,
+        workers: int = typer.Option(None, "--workers", "-w", help="Instances evaluated at the same time (default 1)."),
+        sandbox: str = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto (default auto)."),
+        output: Path = typer.Option(None, "-o", "--output", help="Directory for report.json and per-instance logs (default runs/eval-<id>)."),
+        instance_ids: list[str] = typer.Option(None, "--instance-id", "-i", help="Evaluate only this instance (repeatable)."),
+        config: list[str] = CONFIG_OPTION,
+    ) -> None:
+        """Evaluate predictions: apply each patch in a fresh sandbox, run FAIL_TO_PASS and PASS_TO_PASS,
+        write report.json and print the summary (SWE-bench field names)."""
+        import asyncio
+
+        from agentflow.config import load_config
+        from agentflow.errors import UserError
+        from agentflow.swe.evaluate import EvalConfig, evaluate_predictions
+        from agentflow.swe.report import InstanceReport, format_summary
+        from agentflow.swe.tasks import load_predictions, load_tasks, select_tasks
+
+        overrides = list(config or [])
+        if workers is not None:
+            if workers < 1:
+                raise UserError(f"--workers must be at least 1, got {workers}")
+            overrides.append(f"workers={workers}")
+        if sandbox is not None:
+            if sandbox not in ("docker", "local", "auto"):
+                raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
+            overrides.append(f"backend={sandbox}")
+        cfg = load_config(EvalConfig, overrides)
+        all_tasks = load_tasks(tasks)
+        preds = load_predictions(predictions)
+        if instance_ids:
+            selected = select_tasks(all_tasks, instance_ids)
+            wanted = {t.instance_id for t in selected}
+            preds = [p for p in preds if p.instance_id in wanted]
+            all_tasks = selected
+        out_dir = output if output is not None else Path("runs") / new_run_id("eval")
+
+        def progress(report: InstanceReport) -> None:
+            if not as_json:
+                extra = f" ({report.error})" if report.error else ""
+                typer.echo(f"{report.instance_id}: {report.outcome}{extra}", err=True)
+
+        full = asyncio.run(evaluate_predictions(all_tasks, preds, cfg, out_dir=out_dir, on_result=progress))
+        summary = {k: v for k, v in full.items() if k != "instances"}
+        if as_json:
+            print_json(summary)
+        else:
+            typer.echo(format_summary(summary))
+            typer.echo(f"report: {out_dir / 'report.json'}")

@@ -1,0 +1,323 @@
+"""Turn a WorkflowSpec into a LangGraph StateGraph (LangGraph is imported here, never at package import)."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import re
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+
+from agentflow.errors import UserError
+from agentflow.graph.conditions import evaluate, parse_condition
+from agentflow.graph.context import NodeContext, RunContext
+from agentflow.graph.loader import resolve_callable
+from agentflow.graph.spec import NodeSpec, RouteSpec, WorkflowSpec, is_end
+from agentflow.graph.validate import check_workflow
+
+_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
+
+
+def _append(left: Any, right: Any) -> list[Any]:
+    left = [] if left is None else list(left)
+    if right is None:
+        return left
+    return left + (list(right) if isinstance(right, (list, tuple)) else [right])
+
+
+def _add(left: Any, right: Any) -> Any:
+    if left is None:
+        return right
+    if right is None:
+        return left
+    return operator.add(left, right)
+
+
+def _merge(left: Any, right: Any) -> dict[str, Any]:
+    return {**(left or {}), **(right or {})}
+
+
+_REDUCERS: dict[str, Callable[[Any, Any], Any]] = {"append": _append, "add": _add, "merge": _merge}
+
+
+def state_schema(spec: WorkflowSpec) -> type:
+    """The LangGraph state schema: the Python state class, or a TypedDict built from `state:`."""
+    if spec.state_class is not None:
+        return spec.state_class
+    fields: dict[str, Any] = {}
+    for name, f in spec.state.items():
+        tp = _TYPES.get(f.type, Any)
+        fields[name] = Annotated[tp, _REDUCERS[f.reducer]] if f.reducer and f.reducer != "replace" else tp
+    if not fields:
+        fields["__value"] = Any  # LangGraph needs at least one key
+    safe = re.sub(r"\W", "_", spec.name) or "State"
+    return TypedDict(f"{safe}_State", fields, total=False)  # type: ignore[operator]
+
+
+def _get(state: Any, key: str) -> Any:
+    if isinstance(state, Mapping):
+        return state.get(key)
+    return getattr(state, key, None)
+
+
+def _path(state: Any, dotted: str) -> Any:
+    value = state
+    for part in dotted.split("."):
+        value = _get(value, part) if value is not None else None
+    return value
+
+
+def _wants_ctx(fn: Callable[..., Any]) -> bool:
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _function_node(name: str, fn: Callable[..., Any], rt: RunContext) -> Callable[..., Any]:
+    wants_ctx = _wants_ctx(fn)
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+    traced = rt.events is not None
+
+    def finish(result: Any) -> Any:
+        if traced:
+            keys = list(result) if isinstance(result, Mapping) else []
+            rt.emit("node.end", node_id=name, writes=keys)
+        return result
+
+    if is_async:
+
+        async def run_async(state: Any, config: RunnableConfig) -> Any:
+            if traced:
+                rt.emit("node.start", node_id=name)
+            args = (state, NodeContext(rt, name, config)) if wants_ctx else (state,)
+            return finish(await fn(*args))
+
+        return run_async
+
+    if wants_ctx:
+
+        def run_ctx(state: Any, config: RunnableConfig) -> Any:
+            if traced:
+                rt.emit("node.start", node_id=name)
+            return finish(fn(state, NodeContext(rt, name, config)))
+
+        return run_ctx
+
+    if not traced:
+        return fn  # nothing to add: the plain function is the node
+
+    def run_plain(state: Any) -> Any:
+        rt.emit("node.start", node_id=name)
+        return finish(fn(state))
+
+    return run_plain
+
+
+def _interrupt_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
+    def ask(state: Any) -> dict[str, Any]:
+        from langgraph.types import interrupt
+
+        rt.emit("node.start", node_id=name)
+        shown = {key: _get(state, key) for key in node.show}
+        answer = interrupt({"node": name, "message": node.interrupt, "state": shown})
+        updates: dict[str, Any] = {}
+        if isinstance(answer, Mapping):
+            if answer.get("action") == "reject":
+                raise UserError(
+                    f"run rejected at '{name}'" + (f": {answer['reason']}" if answer.get("reason") else "")
+                )
+            if answer.get("action") == "edit":
+                updates = dict(answer.get("updates") or {})
+        rt.emit("node.end", node_id=name, writes=list(updates), approved=True)
+        return updates
+
+    return ask
+
+
+def _fill(template: Any, state: Any) -> Any:
+    if isinstance(template, str):
+        match = re.fullmatch(r"\{(\w+)\}", template)
+        if match:
+            return _get(state, match.group(1))
+        return re.sub(r"\{(\w+)\}", lambda m: str(_get(state, m.group(1))), template)
+    if isinstance(template, dict):
+        return {k: _fill(v, state) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_fill(v, state) for v in template]
+    return template
+
+
+def _tool_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
+    output = node.output or name
+
+    async def call(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        rt.emit("node.start", node_id=name)
+        result = await NodeContext(rt, name, config).call_tool(node.tool or "", _fill(node.args, state))
+        if not result.ok:
+            raise UserError(f"tool node '{name}': {result.text}")
+        value = result.data if result.data else result.text
+        rt.emit("node.end", node_id=name, writes=[output])
+        return {output: value}
+
+    return call
+
+
+def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Callable[..., Any]:
+    from agentflow.agents import Agent, AgentNode  # agents are needed only by workflows that use them
+
+    options = dict(node.args)
+    input_key = options.pop("input", "task")
+    overrides = [f"{k}={v}" for k, v in options.pop("config", {}).items()]
+    model_spec = rt.model or spec.model
+    if rt.chat_model is None and model_spec is None:
+        raise UserError(
+            f"agent node '{name}' needs a model", hint="pass --model SPEC or set model: in the workflow"
+        )
+    chat_model = rt.chat_model
+    if chat_model is None:
+        from agentflow.models.spec import load_model
+
+        chat_model = rt.chat_model = load_model(model_spec)  # type: ignore[arg-type]
+    from agentflow.graph.streaming import TokenStreamingModel
+
+    agent = Agent(node.agent or "", model=TokenStreamingModel(chat_model, name), overrides=overrides)
+    wrapper = AgentNode(
+        agent,
+        input_key="task" if isinstance(input_key, Mapping) else input_key,
+        output_key=node.output or name,
+    )
+
+    async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        from agentflow.tools.context import ToolContext
+
+        ctx = NodeContext(rt, name, config)
+        rt.emit("node.start", node_id=name)
+        if isinstance(input_key, Mapping):  # template variable -> state key or dotted path (code.summary)
+            task: Any = {var: _path(state, str(src)) for var, src in input_key.items()}
+            task = {k: v for k, v in task.items() if v is not None}
+        else:
+            task = wrapper.task_from(state if isinstance(state, Mapping) else dict(state))
+        result = await agent.run(
+            task,
+            ctx=ToolContext(sandbox=rt.sandbox, budget=rt.budget, events=rt.events),
+            budget=rt.budget,
+            journal=rt.journal,
+            journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",
+        )
+        output = result.output.model_dump(mode="json") if result.output is not None else None
+        rt.emit("node.end", node_id=name, writes=[wrapper.output_key])
+        return {wrapper.output_key: output}
+
+    return run
+
+
+def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str, str]]:
+    on = route.on
+    pick: Callable[[Any], Any] | None
+    if on is None:
+        pick = None
+    elif isinstance(on, str) and ":" not in on:
+        field = on
+
+        def pick(state: Any) -> Any:
+            return _get(state, field)
+    else:
+        pick = resolve_callable(on, f"route from '{route.source}'")
+
+    conditions = [(parse_condition(text), target) for text, target in route.when.items()]
+    targets = {*route.when.values(), *route.cases.values()} | ({route.default} if route.default else set())
+    path_map = {t: (end if is_end(t) else t) for t in targets}
+    cases = route.cases
+    default = route.default
+
+    def choose(state: Any) -> str:
+        for tree, when_target in conditions:
+            if evaluate(tree, state):
+                return when_target
+        if pick is None:
+            return default or end
+        value = pick(state)
+        key = (
+            value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+        )
+        target = cases.get(key)
+        if target is None and isinstance(value, bool):
+            target = cases.get(str(value))
+        if target is None:
+            if default is None:
+                raise UserError(
+                    f"route from '{route.source}': value {value!r} matches no case "
+                    f"({', '.join(cases)}); add a case or a default"
+                )
+            target = default
+        return target
+
+    return choose, path_map
+
+
+def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
+    """The uncompiled LangGraph StateGraph for `spec` (validated first)."""
+    from langgraph.graph import END, START, StateGraph
+
+    check_workflow(spec)
+    rt = rt or RunContext()
+    graph: Any = StateGraph(state_schema(spec))
+    for name, node in spec.nodes.items():
+        kind = node.kind()
+        if kind == "fn":
+            fn = resolve_callable(node.fn, f"node '{name}'")
+            graph.add_node(name, _function_node(name, fn, rt))
+        elif kind == "interrupt":
+            graph.add_node(name, _interrupt_node(name, node, rt))
+        elif kind == "tool":
+            graph.add_node(name, _tool_node(name, node, rt))
+        elif kind == "agent":
+            graph.add_node(name, _agent_node(name, node, rt, spec))
+        elif kind == "subgraph":
+            graph.add_node(name, build_graph(node.subgraph, rt).compile())
+
+    def target(name: str) -> str:
+        return END if is_end(name) else name
+
+    graph.add_edge(START, spec.first_node())
+    for a, b in spec.edges:
+        graph.add_edge(a, target(b))
+    for route in spec.routes:
+        choose, path_map = _router(route, END)
+        graph.add_conditional_edges(route.source, choose, path_map)
+    for p in spec.parallel:
+        for b in p.branches:
+            graph.add_edge(p.source, b)
+        graph.add_edge(list(p.branches), target(p.join))
+    return graph
+
+
+def compile_workflow(spec: WorkflowSpec, rt: RunContext | None = None, checkpointer: Any = None) -> Any:
+    """A runnable LangGraph graph for `spec`, with `interrupt_before` applied."""
+    graph = build_graph(spec, rt)
+    return graph.compile(checkpointer=checkpointer, interrupt_before=list(spec.interrupt_before) or None)
+
+
+def initial_state(spec: WorkflowSpec, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Input for a fresh run: declared defaults, then the given values."""
+    unknown = sorted(set(given) - set(spec.state)) if spec.state and spec.state_class is None else []
+    if unknown:
+        raise UserError(
+            f"input sets {', '.join(repr(k) for k in unknown)}, which workflow '{spec.name}' does not declare",
+            hint=f"state keys: {', '.join(spec.state)}",
+        )
+    out = {k: f.default for k, f in spec.state.items() if f.default is not None and spec.state_class is None}
+    out.update(given)
+    return out
+
+
+__all__ = ["build_graph", "compile_workflow", "initial_state", "state_schema", "typing"]

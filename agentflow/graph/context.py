@@ -1,0 +1,120 @@
+"""What a node can reach while it runs: run-scoped handles (RunContext) and the per-call NodeContext.
+
+A function node that declares a second parameter gets a `NodeContext`: `await ctx.call_tool("name", {...})`
+runs a tool through the exactly-once journal (key = thread + node + step + call index + args), so a node
+re-run after a crash replays completed tool calls instead of repeating their effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentflow.errors import UserError
+
+if TYPE_CHECKING:
+    from agentflow.budget import Budget
+    from agentflow.events import EventLog
+    from agentflow.models.base import ChatModel
+    from agentflow.tools.journal import ToolJournal
+    from agentflow.tools.result import ToolResult
+
+
+@dataclass
+class RunContext:
+    """Handles shared by every node of one run (none of them required)."""
+
+    events: EventLog | None = None
+    journal: ToolJournal | None = None
+    budget: Budget | None = None
+    tools: dict[str, Any] = field(default_factory=dict)
+    """Tool name -> agentflow.tools.Tool (or a plain callable) available to `ctx.call_tool` and tool nodes."""
+    model: str | None = None
+    """Model spec for agent nodes (from --model, else the workflow's `model:`)."""
+    chat_model: ChatModel | None = None
+    """An already built model shared by agent nodes (tests pass a replay model here)."""
+    sandbox: Any = None
+
+    def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
+        if self.events is not None:
+            self.events.emit(kind, node_id=node_id, **data)
+
+
+class NodeContext:
+    """Passed to a node as its second argument."""
+
+    __slots__ = ("_calls", "config", "node", "run")
+
+    def __init__(self, run: RunContext, node: str, config: Mapping[str, Any]) -> None:
+        self.run = run
+        self.node = node
+        self.config = config
+        self._calls = 0
+
+    @property
+    def thread_id(self) -> str:
+        return str((self.config.get("configurable") or {}).get("thread_id", ""))
+
+    @property
+    def step(self) -> int:
+        return int((self.config.get("metadata") or {}).get("langgraph_step", 0))
+
+    def emit(self, kind: str, **data: Any) -> None:
+        """Record an event attributed to this node."""
+        self.run.emit(kind, node_id=self.node, **data)
+
+    def stream(self, chunk: Any) -> None:
+        """Send a chunk (e.g. model tokens) to the run's `custom` stream."""
+        from langgraph.config import get_stream_writer
+
+        get_stream_writer()({"node": self.node, "chunk": chunk})
+
+    async def call_tool(
+        self, tool: str | Callable[..., Any], args: dict[str, Any] | None = None
+    ) -> ToolResult:
+        """Run a tool once per (thread, node, step, call index): a replayed node gets the journaled result."""
+        from agentflow.tools.context import ToolContext
+        from agentflow.tools.decorator import Tool
+        from agentflow.tools.journal import journal_key
+
+        args = dict(args or {})
+        if isinstance(tool, str):
+            obj = self.run.tools.get(tool)
+            if obj is None:
+                raise UserError(
+                    f"node '{self.node}' calls unknown tool '{tool}'",
+                    hint=f"known tools: {', '.join(sorted(self.run.tools)) or '(none; add tools: to the workflow)'}",
+                )
+        else:
+            obj = tool
+        if not isinstance(obj, Tool):
+            obj = Tool(obj)
+        index = self._calls
+        self._calls += 1
+        key = journal_key(self.thread_id, self.node, self.step, index, obj.name, args)
+        journal = self.run.journal
+        if journal is not None and (done := journal.get(key)) is not None:
+            self.emit(
+                "tool.call",
+                name=obj.name,
+                args=args,
+                ok=done.ok,
+                duration_s=0.0,
+                replayed=True,
+                text=done.text[:200],
+            )
+            return done
+        ctx = ToolContext(sandbox=self.run.sandbox, budget=self.run.budget, events=self.run.events)
+        result = await obj.run(args, ctx)
+        if journal is not None:
+            journal.put(key, result)
+        self.emit(
+            "tool.call",
+            name=obj.name,
+            args=args,
+            ok=result.ok,
+            duration_s=result.duration_s,
+            text=result.text[:200],
+        )
+        return result

@@ -1,0 +1,44 @@
+"""Render a WorkflowSpec as a Mermaid flowchart (`agentflow graph show`)."""
+
+from __future__ import annotations
+
+import re
+
+from agentflow.graph.spec import WorkflowSpec, is_end
+
+_SHAPES = {"interrupt": ("{{", "}}"), "subgraph": ("[[", "]]"), "agent": ("([", "])"), "tool": ("[/", "/]")}
+
+
+def _id(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def to_mermaid(spec: WorkflowSpec) -> str:
+    """`flowchart TD` text: plain arrows for edges, labelled dotted arrows for route cases, thick for parallel."""
+    lines = ["flowchart TD", "    __start__([start])", "    __end__([end])"]
+    for name, node in spec.nodes.items():
+        left, right = _SHAPES.get(node.kind(), ("[", "]"))
+        label = name if node.kind() != "agent" else f"{name}: {node.agent}"
+        lines.append(f'    {_id(name)}{left}"{label}"{right}')
+
+    def ref(name: str) -> str:
+        return "__end__" if is_end(name) else _id(name)
+
+    if spec.first_node():
+        lines.append(f"    __start__ --> {ref(spec.first_node() or '')}")
+    for a, b in spec.edges:
+        lines.append(f"    {ref(a)} --> {ref(b)}")
+    for r in spec.routes:
+        on = r.on if isinstance(r.on, str) else getattr(r.on, "__name__", "route")
+        for cond, target in r.when.items():
+            label = cond.replace('"', "'")
+            lines.append(f'    {ref(r.source)} -. "{label}" .-> {ref(target)}')
+        for case, target in r.cases.items():
+            lines.append(f'    {ref(r.source)} -. "{on}={case}" .-> {ref(target)}')
+        if r.default:
+            lines.append(f'    {ref(r.source)} -. "default" .-> {ref(r.default)}')
+    for p in spec.parallel:
+        for b in p.branches:
+            lines.append(f"    {ref(p.source)} ==> {ref(b)}")
+            lines.append(f"    {ref(b)} ==> {ref(p.join)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,231 @@
+"""Run, stream, pause and resume a compiled workflow against a durable checkpointer.
+
+    runner = WorkflowRunner(spec, run_dir="runs/r1")
+    result = await runner.start({"task": "..."})            # RunResult(status="done"|"interrupted", ...)
+    result = await runner.resume(result.thread_id, approve=True)
+
+Execution (LangGraph) is separate from the definition (WorkflowSpec) and from persistence (the checkpointer:
+agentflow's SQLite saver by default, Postgres optional).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Self
+
+from agentflow.errors import DependencyMissing, UserError
+from agentflow.graph.context import RunContext
+from agentflow.graph.spec import WorkflowSpec
+
+CHECKPOINT_FILE = "checkpoints.db"
+
+
+@dataclass
+class StreamEvent:
+    """One item of a run's stream: `mode` is updates (a node finished), custom (node chunks) or messages."""
+
+    mode: str
+    namespace: tuple[str, ...]
+    data: Any
+
+
+@dataclass
+class RunResult:
+    thread_id: str
+    status: Literal["done", "interrupted"]
+    state: dict[str, Any]
+    interrupt: dict[str, Any] | None = None
+    """What the run waits for: {node, message, state} (interrupt nodes) or {node, message} (interrupt_before)."""
+    next: list[str] = field(default_factory=list)
+
+
+OnEvent = Callable[[StreamEvent], Awaitable[None] | None]
+
+
+def open_checkpointer(target: str | Path | None, *, keep_last: int | None = 20) -> Any:
+    """`sqlite` / a file path -> AgentflowSaver; `postgres://...` -> LangGraph's PostgresSaver; `memory`."""
+    text = str(target) if target is not None else "memory"
+    if text == "memory":
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return InMemorySaver()
+    if text.startswith(("postgres://", "postgresql://")):
+        try:
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from psycopg import Connection
+        except ImportError:
+            raise DependencyMissing(
+                "langgraph-checkpoint-postgres", "postgres", "a Postgres checkpointer"
+            ) from None
+        conn = Connection.connect(text, autocommit=True, prepare_threshold=0)
+        saver = PostgresSaver(conn)
+        saver.setup()
+        return saver
+    from agentflow.graph.checkpoint import AgentflowSaver
+
+    return AgentflowSaver(text, keep_last=keep_last)
+
+
+class WorkflowRunner:
+    """Runs one workflow; every run is a LangGraph thread in the checkpointer."""
+
+    def __init__(
+        self,
+        spec: WorkflowSpec,
+        *,
+        run_dir: str | Path | None = None,
+        checkpointer: Any = "sqlite",
+        context: RunContext | None = None,
+        keep_last: int | None = 20,
+        durability: Literal["sync", "async", "exit"] = "sync",
+    ) -> None:
+        from agentflow.graph.compile import compile_workflow
+
+        self.spec = spec
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.context = context or RunContext()
+        self.durability = durability
+        self._owned: list[Any] = []
+        if checkpointer == "sqlite":
+            if self.run_dir is None:
+                raise UserError("a SQLite checkpointer needs a run directory (run_dir=...)")
+            checkpointer = self.run_dir / CHECKPOINT_FILE
+        if checkpointer is None or isinstance(checkpointer, (str, Path)):
+            checkpointer = open_checkpointer(checkpointer, keep_last=keep_last)
+            self._owned.append(checkpointer)
+        self.checkpointer = checkpointer
+        if self.context.journal is None and self.run_dir is not None:
+            from agentflow.tools.journal import SqliteToolJournal
+
+            self.context.journal = SqliteToolJournal(self.run_dir / CHECKPOINT_FILE)
+            self._owned.append(self.context.journal)
+        if spec.tools:
+            from agentflow.tools.packs import load_pack
+
+            for pack in spec.tools:
+                for tool in load_pack(pack):
+                    self.context.tools.setdefault(tool.name, tool)
+        self.graph = compile_workflow(spec, self.context, checkpointer)
+
+    def _config(self, thread_id: str) -> dict[str, Any]:
+        config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        config["recursion_limit"] = self.spec.step_limit or 1000
+        return config
+
+    async def start(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        thread_id: str | None = None,
+        on_event: OnEvent | None = None,
+    ) -> RunResult:
+        """Start a new thread from `inputs` (declared defaults fill the rest)."""
+        from agentflow.graph.compile import initial_state
+
+        thread_id = thread_id or uuid.uuid4().hex[:12]
+        if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
+            raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
+        self.context.emit("run.start", workflow=self.spec.name, thread_id=thread_id)
+        return await self._drive(initial_state(self.spec, inputs or {}), thread_id, on_event)
+
+    async def resume(
+        self,
+        thread_id: str,
+        *,
+        approve: bool = False,
+        edit: Mapping[str, Any] | None = None,
+        on_event: OnEvent | None = None,
+    ) -> RunResult:
+        """Continue a thread from its last checkpoint: after a crash, or past an interrupt (approve/edit)."""
+        from langgraph.types import Command
+
+        config = self._config(thread_id)
+        snapshot = await self.graph.aget_state(config)
+        if snapshot.created_at is None:
+            raise UserError(
+                f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory"
+            )
+        if not snapshot.next:
+            return self._result(thread_id, snapshot)
+        pending = [i for task in snapshot.tasks for i in task.interrupts]
+        self.context.emit("run.resume", thread_id=thread_id, approve=approve, edit=bool(edit))
+        if pending:
+            if edit is not None:
+                command: Any = Command(resume={"action": "edit", "updates": dict(edit)})
+            elif approve:
+                command = Command(resume={"action": "approve"})
+            else:
+                node = (
+                    pending[0].value.get("node") if isinstance(pending[0].value, dict) else snapshot.next[0]
+                )
+                raise UserError(
+                    f"thread {thread_id!r} waits for approval at node '{node}'",
+                    hint="pass --approve, or --edit JSON to change the state first",
+                )
+            return await self._drive(command, thread_id, on_event)
+        at_breakpoint = bool(set(snapshot.next) & set(self.spec.interrupt_before))
+        if at_breakpoint and not (approve or edit is not None):
+            raise UserError(
+                f"thread {thread_id!r} waits for approval before node '{snapshot.next[0]}'",
+                hint="pass --approve, or --edit JSON to change the state first",
+            )
+        if edit is not None:
+            await self.graph.aupdate_state(config, dict(edit))
+        return await self._drive(None, thread_id, on_event)
+
+    async def get_state(self, thread_id: str) -> dict[str, Any]:
+        snapshot = await self.graph.aget_state(self._config(thread_id))
+        return dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
+
+    async def _drive(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
+        config = self._config(thread_id)
+        modes = ["updates", "custom", "messages"] if on_event is not None else ["updates"]
+        try:
+            async for namespace, mode, data in self.graph.astream(
+                inputs, config, stream_mode=modes, subgraphs=True, durability=self.durability
+            ):
+                if on_event is not None:
+                    maybe = on_event(StreamEvent(mode=mode, namespace=tuple(namespace), data=data))
+                    if maybe is not None:
+                        await maybe
+        except Exception as exc:
+            from langgraph.errors import GraphRecursionError
+
+            if isinstance(exc, GraphRecursionError):
+                raise UserError(
+                    f"workflow '{self.spec.name}' hit its step limit ({config['recursion_limit']} steps)",
+                    hint="raise step_limit or check the loop's exit route",
+                ) from None
+            raise
+        snapshot = await self.graph.aget_state(config)
+        result = self._result(thread_id, snapshot)
+        self.context.emit("run.end", thread_id=thread_id, status=result.status, next=result.next)
+        return result
+
+    def _result(self, thread_id: str, snapshot: Any) -> RunResult:
+        values = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
+        if not snapshot.next:
+            return RunResult(thread_id=thread_id, status="done", state=values)
+        pending = [i.value for task in snapshot.tasks for i in task.interrupts]
+        info = pending[0] if pending and isinstance(pending[0], dict) else None
+        if info is None:
+            info = {"node": snapshot.next[0], "message": f"approve before running '{snapshot.next[0]}'"}
+        return RunResult(
+            thread_id=thread_id, status="interrupted", state=values, interrupt=info, next=list(snapshot.next)
+        )
+
+    def close(self) -> None:
+        for item in self._owned:
+            close = getattr(item, "close", None)
+            if close is not None:
+                close()
+        self._owned.clear()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,211 @@
+"""Check a WorkflowSpec before it runs, with networkx. Every problem is one line naming the node(s) and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from agentflow.errors import UserError
+from agentflow.graph.conditions import condition_fields, parse_condition
+from agentflow.graph.loader import resolve_callable
+from agentflow.graph.spec import END, START, WorkflowSpec, is_end
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str
+    """unknown-node, unreachable, no-path-to-end, endless-cycle, parallel-write-conflict, bad-node, unknown-field,
+    bad-import, bad-route"""
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def to_networkx(spec: WorkflowSpec) -> nx.DiGraph:
+    """The control-flow graph: START and END plus every node; edge attribute `kind` is edge|route|parallel|join."""
+    g = nx.DiGraph()
+    g.add_node(START)
+    g.add_node(END)
+    g.add_nodes_from(spec.nodes)
+    first = spec.first_node()
+    if first is not None:
+        g.add_edge(START, first, kind="edge")
+
+    def norm(name: str) -> str:
+        return END if is_end(name) else name
+
+    for a, b in spec.edges:
+        g.add_edge(norm(a), norm(b), kind="edge")
+    for r in spec.routes:
+        for target in [*r.when.values(), *r.cases.values(), *([r.default] if r.default else [])]:
+            g.add_edge(norm(r.source), norm(target), kind="route")
+    for p in spec.parallel:
+        for b in p.branches:
+            g.add_edge(p.source, norm(b), kind="parallel")
+            g.add_edge(norm(b), norm(p.join), kind="join")
+    return g
+
+
+def validate(spec: WorkflowSpec, *, prefix: str = "") -> list[Problem]:
+    """All problems of `spec` (and its subgraphs), empty when it is sound."""
+    problems: list[Problem] = []
+    where = f"{prefix}{spec.name}: " if prefix or spec.name else ""
+    known = set(spec.nodes)
+
+    def add(kind: str, msg: str) -> None:
+        problems.append(Problem(kind, where + msg))
+
+    if not spec.nodes:
+        add("bad-node", "the workflow has no nodes; add at least one under nodes:")
+        return problems
+
+    def check(name: str, context: str) -> bool:
+        if is_end(name) or name in known:
+            return True
+        add(
+            "unknown-node",
+            f"{context} refers to unknown node '{name}'; define it under nodes: or fix the name",
+        )
+        return False
+
+    if spec.start is not None:
+        check(spec.start, "start")
+    for a, b in spec.edges:
+        check(a, f"edge {a} -> {b}")
+        check(b, f"edge {a} -> {b}")
+    for r in spec.routes:
+        check(r.source, f"route from '{r.source}'")
+        for case, target in r.cases.items():
+            check(target, f"route from '{r.source}' case '{case}'")
+        if r.default:
+            check(r.default, f"route from '{r.source}' default")
+        if r.on is None and not r.when:
+            add("bad-route", f"route from '{r.source}' has neither on: nor when:; add one of them")
+        elif r.on is None and r.default is None:
+            add(
+                "bad-route",
+                f"route from '{r.source}' has only when: conditions; add a default: for when none holds",
+            )
+        for cond, target in r.when.items():
+            check(target, f"route from '{r.source}' condition {cond!r}")
+            try:
+                fields = condition_fields(parse_condition(cond))
+            except UserError as exc:
+                add("bad-route", f"route from '{r.source}': {exc}; fix the condition")
+                continue
+            missing = sorted(fields - set(spec.state)) if spec.state else []
+            if missing:
+                add(
+                    "unknown-field",
+                    f"route from '{r.source}' condition {cond!r} reads {', '.join(missing)}, which the state "
+                    f"does not declare; add it under state: or fix the name",
+                )
+        if isinstance(r.on, str) and ":" in r.on:
+            try:
+                resolve_callable(r.on, f"route from '{r.source}'")
+            except UserError as exc:
+                add(
+                    "bad-import", f"route from '{r.source}': {exc}; fix the import path (pkg.module:function)"
+                )
+        elif isinstance(r.on, str) and spec.state and r.on not in spec.state:
+            add(
+                "unknown-field",
+                f"route from '{r.source}' is on state field '{r.on}', which the state does not declare; "
+                f"add it under state: or fix the name",
+            )
+    for p in spec.parallel:
+        check(p.source, f"parallel from '{p.source}'")
+        for b in p.branches:
+            check(b, f"parallel from '{p.source}' branch")
+        check(p.join, f"parallel from '{p.source}' join")
+    for name in spec.interrupt_before:
+        check(name, "interrupt_before")
+
+    for name, node in spec.nodes.items():
+        kinds = [k for k in ("fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
+        if len(kinds) != 1:
+            what = "none" if not kinds else " and ".join(kinds)
+            add(
+                "bad-node",
+                f"node '{name}' must have exactly one of fn, agent, tool, interrupt, subgraph (has {what})",
+            )
+        if isinstance(node.fn, str):
+            try:
+                resolve_callable(node.fn, f"node '{name}'")
+            except UserError as exc:
+                add("bad-import", f"node '{name}': {exc}; fix the import path (pkg.module:function)")
+        if isinstance(node.subgraph, WorkflowSpec):
+            problems.extend(validate(node.subgraph, prefix=f"{where}node '{name}' > "))
+
+    g = to_networkx(spec)
+    g.remove_nodes_from([n for n in list(g) if n not in known and n not in (START, END)])
+
+    reachable = nx.descendants(g, START) if spec.first_node() in known else set()
+    for name in spec.nodes:
+        if name not in reachable:
+            add(
+                "unreachable",
+                f"node '{name}' is unreachable from the start node '{spec.first_node()}'; "
+                f"add an edge into it or remove it",
+            )
+    can_end = nx.ancestors(g, END)
+    stuck = [n for n in spec.nodes if n in reachable and n not in can_end]
+    if stuck:
+        # Report where the flow gets stuck (dead ends and closed loops), not every node upstream of them.
+        dag = nx.condensation(g.subgraph(stuck))
+        for comp in dag.nodes:
+            if dag.out_degree(comp):
+                continue
+            members = sorted(dag.nodes[comp]["members"])
+            what = (
+                f"node '{members[0]}'" if len(members) == 1 else f"nodes {', '.join(members)} (a closed loop)"
+            )
+            add("no-path-to-end", f"{what} has no path to END; add an edge or route case from it to END")
+
+    if spec.step_limit is None:
+        route_sources = {r.source for r in spec.routes}
+        for scc in nx.strongly_connected_components(g):
+            loop = scc if len(scc) > 1 else {n for n in scc if g.has_edge(n, n)}
+            if not loop:
+                continue
+            exits = any(
+                data.get("kind") == "route" and v not in scc
+                for u in scc
+                if u in route_sources
+                for _, v, data in g.out_edges(u, data=True)
+            )
+            if not exits:
+                names = ", ".join(sorted(loop))
+                add(
+                    "endless-cycle",
+                    f"cycle through {names} has no conditional exit and no step limit; "
+                    f"add a route out of the loop or set step_limit",
+                )
+
+    reducers = {k for k, f in spec.state.items() if f.reducer is not None}
+    for p in spec.parallel:
+        owner: dict[str, str] = {}
+        for b in p.branches:
+            branch = spec.nodes.get(b)
+            for key in (branch.writes or []) if branch else []:
+                if key in reducers:
+                    continue
+                if key in owner and owner[key] != b:
+                    add(
+                        "parallel-write-conflict",
+                        f"parallel branches '{owner[key]}' and '{b}' (from '{p.source}') both write state key "
+                        f"'{key}' without a reducer; give '{key}' a reducer (e.g. reducer: append) "
+                        f"or write different keys",
+                    )
+                owner.setdefault(key, b)
+    return problems
+
+
+def check_workflow(spec: WorkflowSpec) -> None:
+    """Raise a one-line UserError for the first problem (all of them are counted in the message)."""
+    problems = validate(spec)
+    if problems:
+        more = f" (and {len(problems) - 1} more; run 'agentflow graph validate')" if len(problems) > 1 else ""
+        raise UserError(problems[0].message + more)

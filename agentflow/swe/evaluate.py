@@ -1,0 +1,203 @@
+"""The evaluation harness: does a prediction's patch resolve its task?
+
+For each prediction, in a fresh sandbox: the repository at `base_commit` goes into the workspace, the
+model patch is applied (`git apply --verbose`, else `patch --fuzz=5`), the test files the task's
+`test_patch` touches are reset and `test_patch` is applied, then FAIL_TO_PASS and PASS_TO_PASS run.
+Failing tests are run once more to flag flaky ones (grading keeps the first run, as SWE-bench does).
+Outcomes follow SWE-bench: an empty patch is not run; a patch that does not apply is an error.
+
+`run_prediction(sandbox, task, patch)` is the reusable core (used by repair/bench on their own sandboxes);
+`evaluate_predictions(tasks, predictions, config)` runs many with fresh sandboxes and writes the reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agentflow.config import StrictConfig
+from agentflow.errors import AgentflowError, UserError
+from agentflow.sandbox.base import Sandbox
+from agentflow.sandbox.config import SandboxConfig
+from agentflow.swe.patch import apply_patch, changed_paths, is_empty_patch, parse_patch
+from agentflow.swe.report import InstanceReport, grade, instance_report_json, make_summary
+from agentflow.swe.tasks import Prediction, SWETask
+from agentflow.swe.testrun import default_test_cmd, maintained, passed, run_tests
+from agentflow.swe.workspace import EVAL_DIR, seed_workspace
+
+
+class EvalConfig(StrictConfig):
+    """Settings of `agentflow eval`."""
+
+    backend: Literal["auto", "docker", "local"] = "auto"
+    """Sandbox backend: docker (hardened), local (temp dir, NOT a security boundary), auto (docker if it answers)."""
+    workers: int = Field(default=1, ge=1, le=64)
+    """How many instances are evaluated at the same time (one sandbox each)."""
+    python: str | None = None
+    """Python that runs the tests in the sandbox; default: `python3` in docker, agentflow's own python locally."""
+    test_timeout_s: float = Field(default=900.0, gt=0)
+    """Wall-clock limit of one test run."""
+    rerun_failed: bool = True
+    """Run failing tests once more to flag flaky ones."""
+    sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig.model_validate({"sandbox_timeout_s": 7200.0}))
+    """Settings of each sandbox."""
+
+
+def _python_for(sandbox: Sandbox, configured: str | None) -> str:
+    if configured:
+        return configured
+    return shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3"
+
+
+async def _reset_test_files(sandbox: Sandbox, test_patch: str) -> None:
+    """Undo a model's edits to the files the test patch touches (the evaluator owns those)."""
+    for path in changed_paths(test_patch):
+        q = shlex.quote(path)
+        await sandbox.exec(
+            f"sh -c {shlex.quote(f'if git cat-file -e HEAD:{q} 2>/dev/null; then git checkout -q HEAD -- {q}; else rm -f {q}; fi')}"
+        )
+
+
+async def run_prediction(
+    sandbox: Sandbox,
+    task: SWETask,
+    patch: str | None,
+    *,
+    python: str | None = None,
+    test_timeout_s: float = 900.0,
+    rerun_failed: bool = True,
+    seed: bool = True,
+    run_empty: bool = False,
+    logs: dict[str, str] | None = None,
+) -> InstanceReport:
+    """Evaluate one patch on one task in `sandbox` (empty at the start when `seed`, else already at base).
+
+    An empty patch is not run (SWE-bench's rule) unless `run_empty`: then the tests run on the base state,
+    which is how FAIL_TO_PASS/PASS_TO_PASS are checked and how a solver gets its starting point.
+    `logs`, when given, receives the text of each step (`setup`, `model_patch`, `test_patch`, `tests`).
+    Errors of the sandbox or of patch application end up in `report.error`, not as exceptions."""
+    started = time.monotonic()
+    logs = logs if logs is not None else {}
+    report = InstanceReport(instance_id=task.instance_id, patch_is_None=patch is None, patch_exists=not is_empty_patch(patch))
+    if not report.patch_exists and not run_empty:
+        return report
+    py = _python_for(sandbox, python)
+    try:
+        if seed:
+            head = await seed_workspace(sandbox, task, python=py)
+            logs["setup"] = f"workspace at {head or task.base_commit}"
+        if patch is not None and report.patch_exists:
+            problem = parse_patch(patch).problem
+            applied = await apply_patch(sandbox, patch)
+            logs["model_patch"] = applied.log
+            if not applied.applied:
+                report.error = f"model patch did not apply{f' ({problem})' if problem else ''}"
+                return report
+        report.patch_successfully_applied = True
+        if task.test_patch.strip():
+            await _reset_test_files(sandbox, task.test_patch)
+            applied_tests = await apply_patch(sandbox, task.test_patch)
+            logs["test_patch"] = applied_tests.log
+            if not applied_tests.applied:
+                report.error = "test patch did not apply on top of the model patch"
+                return report
+        test_cmd = task.test_cmd or default_test_cmd(py)
+        # on the local backend the host's pytest plugins are not part of the task's environment
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if task.test_cmd is None and sandbox.info().backend == "local" else None
+        test_ids = list(dict.fromkeys([*task.FAIL_TO_PASS, *task.PASS_TO_PASS]))
+        run = await run_tests(sandbox, test_ids, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=test_timeout_s, env=env)
+        logs["tests"] = run.log
+        status = dict(run.status)
+        if run.timed_out:
+            report.error = f"tests timed out after {test_timeout_s:.0f}s"
+        report.tests_status, report.resolved = grade(task.FAIL_TO_PASS, task.PASS_TO_PASS, status)
+        report.completed = True
+        failing = [t for t in task.FAIL_TO_PASS if not passed(t, status)]
+        failing += [t for t in task.PASS_TO_PASS if not maintained(t, status)]
+        if rerun_failed and failing and not run.timed_out:
+            again = await run_tests(sandbox, failing, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=test_timeout_s, env=env)
+            logs["tests_rerun"] = again.log
+            report.flaky_tests = [t for t in failing if passed(t, again.status)]
+    except AgentflowError as exc:
+        report.error = f"{exc.__class__.__name__}: {exc}"
+    finally:
+        report.duration_s = round(time.monotonic() - started, 3)
+    return report
+
+
+async def evaluate_one(task: SWETask, prediction: Prediction, config: EvalConfig, out_dir: Path | None = None) -> InstanceReport:
+    """Evaluate one prediction in a fresh sandbox; write its report and logs under `out_dir/<instance_id>/`."""
+    from agentflow.sandbox import open_sandbox
+
+    logs: dict[str, str] = {}
+    if is_empty_patch(prediction.model_patch):
+        report = InstanceReport(instance_id=task.instance_id, patch_is_None=prediction.model_patch is None)
+    else:
+        try:
+            async with open_sandbox(config.backend, config.sandbox) as sandbox:
+                report = await run_prediction(
+                    sandbox, task, prediction.model_patch, python=config.python,
+                    test_timeout_s=config.test_timeout_s, rerun_failed=config.rerun_failed, logs=logs,
+                )
+        except UserError:
+            raise
+        except AgentflowError as exc:
+            report = InstanceReport(instance_id=task.instance_id, patch_exists=True, error=f"sandbox: {exc}")
+    report.model_name_or_path = prediction.model_name_or_path
+    if out_dir is not None:
+        inst_dir = out_dir / prediction.model_name_or_path.replace("/", "__") / task.instance_id
+        inst_dir.mkdir(parents=True, exist_ok=True)
+        (inst_dir / "report.json").write_text(json.dumps(instance_report_json(report), indent=2) + "\n")
+        (inst_dir / "patch.diff").write_text(prediction.model_patch or "")
+        (inst_dir / "run_instance.log").write_text("\n\n".join(f"## {k}\n{v}" for k, v in logs.items()) + "\n")
+    return report
+
+
+def match_predictions(tasks: Sequence[SWETask], predictions: Sequence[Prediction]) -> list[tuple[SWETask, Prediction]]:
+    """Pair each prediction with its task; a prediction for an unknown instance is a UserError."""
+    by_id = {t.instance_id: t for t in tasks}
+    unknown = [p.instance_id for p in predictions if p.instance_id not in by_id]
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise UserError(f"prediction for unknown instance id {unknown[0]!r}{more}", hint="check --tasks or the predictions file")
+    return [(by_id[p.instance_id], p) for p in predictions]
+
+
+async def evaluate_predictions(
+    tasks: Sequence[SWETask],
+    predictions: Sequence[Prediction],
+    config: EvalConfig | None = None,
+    *,
+    out_dir: str | Path | None = None,
+    on_result: Callable[[InstanceReport], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate every prediction (`config.workers` at a time); return the full report:
+    the SWE-bench summary fields plus `instances` (id -> per-instance report). Writes `report.json` under
+    `out_dir` when given."""
+    config = config or EvalConfig()
+    pairs = match_predictions(tasks, predictions)
+    out = Path(out_dir) if out_dir is not None else None
+    gate = asyncio.Semaphore(config.workers)
+
+    async def one(task: SWETask, pred: Prediction) -> InstanceReport:
+        async with gate:
+            report = await evaluate_one(task, pred, config, out)
+        if on_result is not None:
+            on_result(report)
+        return report
+
+    reports = list(await asyncio.gather(*(one(t, p) for t, p in pairs)))
+    full = make_summary(tasks, predictions, reports)
+    full["instances"] = {r.instance_id: r.model_dump(mode="json") for r in sorted(reports, key=lambda r: r.instance_id)}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps(full, indent=2) + "\n")
+    return full

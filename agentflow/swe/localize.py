@@ -1,0 +1,149 @@
+"""Localization: which code windows of a repository an edit should look at.
+
+Cheap and deterministic: the repository map (functions and classes of every non-test Python file, from the
+AST), words of the issue (identifiers, backticked names), and the frames of failing tests' tracebacks.
+A function containing a traceback frame ranks first; then functions whose name or body mention the issue's
+identifiers. A window is a whole function when it is short, else the lines around the hit.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agentflow.swe.patch import is_test_path
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_CODE = re.compile(r"`([^`\n]+)`")
+_FRAME = re.compile(r"""(?:File "(?:[^"]*/)?(?P<p1>[^"]+\.py)", line (?P<l1>\d+))|(?:^(?P<p2>[\w./-]+\.py):(?P<l2>\d+):)""", re.M)
+_STOP = set(
+    "the and for with that this from have not but are was were when what which into then than they them there "
+    "their would should could value values return returns expected expect instead get gets got set does doesn "
+    "isn just also only same like keep keeps kept even still thing things some any all one two use used using "
+    "python version error errors raise raises raised bug issue work works line lines file files code test tests "
+    "true false none self".split()
+)
+
+
+@dataclass
+class Window:
+    path: str
+    start: int
+    """First line (1-based, inclusive)."""
+    end: int
+    """Last line (inclusive)."""
+    score: float
+    symbol: str = ""
+
+
+@dataclass
+class _Symbol:
+    path: str
+    name: str
+    start: int
+    end: int
+
+
+def issue_terms(text: str) -> dict[str, float]:
+    """Identifiers of the issue with weights: code-looking words (backticked, snake_case, dotted) weigh more."""
+    terms: dict[str, float] = {}
+    for span in _CODE.findall(text):
+        for word in _WORD.findall(span):
+            terms[word] = max(terms.get(word, 0.0), 3.0)
+    for word in _WORD.findall(text):
+        low = word.lower()
+        if low in _STOP:
+            continue
+        weight = 2.0 if ("_" in word or any(c.isupper() for c in word[1:])) else 1.0
+        terms[word] = max(terms.get(word, 0.0), weight)
+    return terms
+
+
+def traceback_frames(output: str, files: set[str]) -> list[tuple[str, int]]:
+    """(path, line) of traceback frames that point into the repository's non-test files, deepest last."""
+    frames = []
+    for match in _FRAME.finditer(output):
+        path = match.group("p1") or match.group("p2")
+        line = int(match.group("l1") or match.group("l2"))
+        hit = next((f for f in files if path == f or path.endswith("/" + f) or f.endswith("/" + path)), None)
+        if hit is not None and not is_test_path(hit):
+            frames.append((hit, line))
+    return frames
+
+
+def symbols(path: str, source: str) -> list[_Symbol]:
+    """Functions and methods (innermost spans) of a Python file; empty when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            out.append(_Symbol(path, node.name, start, node.end_lineno or node.lineno))
+    return out
+
+
+def repo_map(sources: Mapping[str, str], limit_chars: int = 1500) -> str:
+    """`path: func, func, ...` lines for the non-test files (the model's overview of the repository)."""
+    lines = []
+    for path in sorted(sources):
+        if is_test_path(path):
+            continue
+        names = [s.name for s in symbols(path, sources[path]) if not s.name.startswith("__")]
+        lines.append(f"{path}: {', '.join(dict.fromkeys(names))}" if names else path)
+    text = "\n".join(lines)
+    return text if len(text) <= limit_chars else text[:limit_chars].rsplit("\n", 1)[0] + "\n..."
+
+
+def rank_windows(
+    sources: Mapping[str, str], issue: str, failure_output: str = "", *, max_lines: int = 40, limit: int = 3
+) -> list[Window]:
+    """The best `limit` code windows for an edit, best first."""
+    terms = issue_terms(issue)
+    code_files = {p for p in sources if not is_test_path(p)}
+    frames = traceback_frames(failure_output, set(sources))
+    scored: list[tuple[float, _Symbol, int | None]] = []
+    for path in sorted(code_files):
+        source = sources[path]
+        file_lines = source.split("\n")
+        file_bonus = sum(w for t, w in terms.items() if t in path) * 0.5
+        for sym in symbols(path, source):
+            body = "\n".join(file_lines[sym.start - 1 : sym.end])
+            score = file_bonus
+            score += sum(w * 2 for t, w in terms.items() if t == sym.name or t.endswith("." + sym.name))
+            score += sum(w for t, w in terms.items() if t in body) * 0.5
+            focus = None
+            for depth, (fpath, fline) in enumerate(frames):
+                if fpath == path and sym.start <= fline <= sym.end:
+                    score += 10 + depth  # deeper frames are closer to the fault
+                    focus = fline
+            scored.append((score, sym, focus))
+    scored.sort(key=lambda item: (-item[0], item[1].end - item[1].start, item[1].path, item[1].start))
+    windows: list[Window] = []
+    for score, sym, focus in scored:
+        if len(windows) >= limit or score <= 0:
+            break
+        # innermost spans win: skip a symbol that contains or is contained in a window already chosen
+        if any(w.path == sym.path and not (sym.end < w.start or sym.start > w.end) for w in windows):
+            continue
+        start, end = sym.start, sym.end
+        if end - start + 1 > max_lines:
+            centre = focus or start + max_lines // 2
+            start = max(sym.start, centre - max_lines // 2)
+            end = min(sym.end, start + max_lines - 1)
+        windows.append(Window(sym.path, start, end, round(score, 2), sym.name))
+    if not windows and code_files:  # nothing matched: the start of the first file is better than nothing
+        path = sorted(code_files)[0]
+        windows.append(Window(path, 1, min(max_lines, len(sources[path].split("\n"))), 0.0))
+    return windows
+
+
+def render_window(source: str, window: Window) -> str:
+    """The window's lines with a line-number gutter, headed by the path."""
+    lines = source.split("\n")
+    body = "\n".join(f"{n:4d}| {lines[n - 1]}" for n in range(window.start, min(window.end, len(lines)) + 1))
+    return f"{window.path} (lines {window.start}-{window.end})\n{body}"

@@ -1,0 +1,193 @@
+"""Patches: clean up a model's diff, tell test files apart, extract a diff from a workspace, apply one.
+
+Application follows the SWE-bench harness: `git apply --verbose`, and when that fails,
+`patch --batch --fuzz=5 -p1 -i` (no `--reject` step: a partly applied patch is a failed patch).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from agentflow.sandbox.base import Sandbox
+
+APPLY_COMMANDS = ("git apply --verbose", "patch --batch --fuzz=5 -p1 -i")
+"""SWE-bench's commands; the diff is given on stdin (`-` / no `-i`), so nothing is left in the workspace."""
+_STDIN_FORMS = {"git apply --verbose": "git apply --verbose -", "patch --batch --fuzz=5 -p1 -i": "patch --batch --fuzz=5 -p1"}
+SCRATCH_DIR = ".agentflow_eval"
+_FENCE = re.compile(r"```(?:diff|patch)?[ \t]*\n(.*?)```", re.DOTALL)
+_DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+)$")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_TEST_DIRS = {"test", "tests", "testing", "__tests__"}
+
+
+def is_test_path(path: str) -> bool:
+    """True for files that belong to a test suite: under tests/ (or test/, testing/), test_*.py,
+    *_test.py, *_tests.py, conftest.py."""
+    p = PurePosixPath(path.strip().removeprefix("a/").removeprefix("b/"))
+    name = p.name
+    if any(part in _TEST_DIRS for part in p.parts[:-1]):
+        return True
+    if name == "conftest.py" or (name.startswith("test_") and name.endswith(".py")):
+        return True
+    return name.endswith(("_test.py", "_tests.py"))
+
+
+@dataclass
+class FilePatch:
+    """The part of a diff that touches one file."""
+
+    old_path: str | None
+    new_path: str | None
+    text: str
+    hunks: int = 0
+
+    @property
+    def path(self) -> str:
+        return self.new_path or self.old_path or ""
+
+
+@dataclass
+class ParsedPatch:
+    files: list[FilePatch] = field(default_factory=list)
+    problem: str | None = None
+    """Why the text is not a usable diff (None when it is)."""
+
+
+def _strip_prefix(path: str) -> str | None:
+    path = path.split("\t", 1)[0].strip()
+    if path == "/dev/null":
+        return None
+    return path[2:] if path[:2] in ("a/", "b/") else path
+
+
+def parse_patch(diff: str) -> ParsedPatch:
+    """Split a unified diff into per-file parts and say whether it is usable."""
+    if not diff or not diff.strip():
+        return ParsedPatch(problem="empty patch")
+    files: list[FilePatch] = []
+    current: list[str] = []
+    cur: FilePatch | None = None
+
+    def flush() -> None:
+        nonlocal cur, current
+        if cur is not None:
+            cur.text = "".join(current)
+            files.append(cur)
+        cur, current = None, []
+
+    lines = diff.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _DIFF_GIT.match(line.rstrip("\n"))
+        if m:
+            flush()
+            cur = FilePatch(old_path=m.group(1), new_path=m.group(2), text="")
+        elif line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            if cur is None or cur.hunks:
+                flush()
+                cur = FilePatch(old_path=None, new_path=None, text="")
+            cur.old_path = _strip_prefix(line[4:])
+            cur.new_path = _strip_prefix(lines[i + 1][4:])
+            current.append(line)
+            current.append(lines[i + 1])
+            i += 2
+            continue
+        elif _HUNK.match(line) and cur is not None:
+            cur.hunks += 1
+        if cur is not None:
+            current.append(line)
+        i += 1
+    flush()
+    if not files:
+        return ParsedPatch(problem="no file headers ('diff --git' or '---'/'+++') found")
+    for fp in files:
+        binary_or_mode = any(k in fp.text for k in ("GIT binary patch", "Binary files", "new mode", "rename from", "new file mode", "deleted file mode"))
+        if fp.hunks == 0 and not binary_or_mode:
+            return ParsedPatch(files=files, problem=f"no hunks for {fp.path}")
+    return ParsedPatch(files=files)
+
+
+def is_empty_patch(diff: str | None) -> bool:
+    return diff is None or not diff.strip()
+
+
+def changed_paths(diff: str) -> list[str]:
+    return [fp.path for fp in parse_patch(diff).files]
+
+
+def clean_patch(text: str | None) -> str:
+    """A model's answer to a diff: take the fenced ```diff block if there is one, drop text before the first
+    header, normalise line endings, end with a newline. Returns "" when nothing diff-like is found."""
+    if text is None:
+        return ""
+    text = text.replace("\r\n", "\n")
+    fenced = [block for block in _FENCE.findall(text) if "+++ " in block or "diff --git" in block]
+    if fenced:
+        text = "\n".join(block.rstrip("\n") for block in fenced)
+    start = None
+    for marker in ("diff --git ", "--- "):
+        idx = text.find(marker)
+        if idx != -1 and (idx == 0 or text[idx - 1] == "\n"):
+            start = idx if start is None else min(start, idx)
+    if start is None:
+        return ""
+    text = text[start:]
+    return text if text.endswith("\n") else text + "\n"
+
+
+def strip_test_files(diff: str) -> tuple[str, list[str]]:
+    """Drop the parts of a diff that touch test files; return (remaining diff, dropped paths)."""
+    parsed = parse_patch(diff)
+    if not parsed.files:
+        return diff, []
+    kept = [fp for fp in parsed.files if not (is_test_path(fp.path) or (fp.old_path and is_test_path(fp.old_path)))]
+    dropped = [fp.path for fp in parsed.files if fp not in kept]
+    return "".join(fp.text for fp in kept), dropped
+
+
+def make_patch(diff: str) -> str:
+    """The patch a solver submits: its diff without edits to test files (those are the evaluator's)."""
+    return strip_test_files(diff)[0]
+
+
+@dataclass
+class ApplyResult:
+    applied: bool
+    command: str | None
+    """The command that applied the patch (None when none did)."""
+    log: str
+
+
+async def apply_patch(sandbox: Sandbox, diff: str) -> ApplyResult:
+    """Apply `diff` in the workspace like the SWE-bench harness does (git apply, else patch with fuzz)."""
+    text = diff if diff.endswith("\n") else diff + "\n"
+    logs = []
+    for command in APPLY_COMMANDS:
+        # --no-backup-if-mismatch: no .orig files; a failed `patch` may leave the tree half-patched, which
+        # is why a failure is final (the instance is an error, as in SWE-bench)
+        real = _STDIN_FORMS[command] + (" --no-backup-if-mismatch -r /dev/null" if command.startswith("patch") else "")
+        result = await sandbox.exec(real, stdin=text)
+        logs.append(f"$ {command}\n(exit {result.exit_code})\n{result.output}")
+        if result.ok:
+            return ApplyResult(True, command, "\n".join(logs))
+    return ApplyResult(False, None, "\n".join(logs))
+
+
+async def workspace_diff(sandbox: Sandbox, base: str = "HEAD", *, exclude_tests: bool = True) -> str:
+    """Diff of the workspace (tracked and new files) against `base`, optionally without test files."""
+    script = (
+        f"git add -A -- . ':(exclude){SCRATCH_DIR}' >/dev/null 2>&1 && git -c core.quotepath=off diff --cached "
+        f"--no-color --no-ext-diff {shlex.quote(base)} -- . ':(exclude){SCRATCH_DIR}'; status=$?; "
+        "git reset -q >/dev/null 2>&1; exit $status"
+    )
+    result = await sandbox.exec(f"sh -c {shlex.quote(script)}")
+    if not result.ok:
+        from agentflow.errors import SandboxError
+
+        raise SandboxError(f"git diff failed in the workspace (exit {result.exit_code}): {result.output.strip()[-300:]}")
+    diff = result.stdout
+    return make_patch(diff) if exclude_tests else diff

@@ -1,0 +1,131 @@
+"""Evaluation reports with SWE-bench's field names.
+
+Per instance (as SWE-bench's `get_eval_report`): `patch_is_None`, `patch_exists`,
+`patch_successfully_applied`, `resolved`, `tests_status` ({FAIL_TO_PASS, PASS_TO_PASS} x {success,
+failure}); agentflow adds `error`, `flaky_tests`, `duration_s`. The summary uses the names of SWE-bench's
+`make_run_report` (`total_instances`, ..., `error_ids`, `schema_version`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentflow.swe.tasks import Prediction, SWETask
+
+SCHEMA_VERSION = 2
+
+
+def empty_tests_status() -> dict[str, dict[str, list[str]]]:
+    return {"FAIL_TO_PASS": {"success": [], "failure": []}, "PASS_TO_PASS": {"success": [], "failure": []}}
+
+
+class InstanceReport(BaseModel):
+    """Outcome of one prediction on one task (SWE-bench's per-instance report, plus a few extras)."""
+
+    instance_id: str = Field(exclude=True)
+    model_name_or_path: str = Field(default="", exclude=True)
+    patch_is_None: bool = False
+    patch_exists: bool = False
+    patch_successfully_applied: bool = False
+    resolved: bool = False
+    tests_status: dict[str, dict[str, list[str]]] = Field(default_factory=empty_tests_status)
+    completed: bool = Field(default=False, exclude=True)
+    """The tests ran to the end (False for empty patches and errors)."""
+    error: str | None = None
+    """Why the instance could not be evaluated (patch did not apply, sandbox failed, ...)."""
+    flaky_tests: list[str] = Field(default_factory=list)
+    """Tests that failed, then passed when run again (grading keeps the first run)."""
+    duration_s: float = 0.0
+
+    @property
+    def empty_patch(self) -> bool:
+        return not self.patch_exists
+
+    @property
+    def outcome(self) -> str:
+        if self.empty_patch:
+            return "empty_patch"
+        if not self.completed:
+            return "error"
+        return "resolved" if self.resolved else "unresolved"
+
+
+def grade(
+    fail_to_pass: Sequence[str], pass_to_pass: Sequence[str], status: Mapping[str, str]
+) -> tuple[dict[str, dict[str, list[str]]], bool]:
+    """SWE-bench's grading: FAIL_TO_PASS tests must pass (or xfail), PASS_TO_PASS tests must pass or be
+    skipped; resolved when every one does. Tests that did not run count as failures."""
+    from agentflow.swe.testrun import maintained, passed
+
+    out = empty_tests_status()
+    for test_id in fail_to_pass:
+        out["FAIL_TO_PASS"]["success" if passed(test_id, status) else "failure"].append(test_id)
+    for test_id in pass_to_pass:
+        out["PASS_TO_PASS"]["success" if maintained(test_id, status) else "failure"].append(test_id)
+    resolved = not out["FAIL_TO_PASS"]["failure"] and not out["PASS_TO_PASS"]["failure"]
+    return out, resolved
+
+
+def make_summary(
+    tasks: Sequence[SWETask], predictions: Sequence[Prediction], reports: Sequence[InstanceReport]
+) -> dict[str, Any]:
+    """The run summary with SWE-bench's field names."""
+    predicted = {p.instance_id for p in predictions}
+    by_id = {r.instance_id: r for r in reports}
+    ids: dict[str, list[str]] = {k: [] for k in ("completed", "incomplete", "empty_patch", "resolved", "unresolved", "error")}
+    for task in tasks:
+        iid = task.instance_id
+        report = by_id.get(iid)
+        if iid not in predicted or report is None:
+            ids["incomplete"].append(iid)
+            continue
+        outcome = report.outcome
+        if outcome == "empty_patch":
+            ids["empty_patch"].append(iid)
+        elif outcome == "error":
+            ids["error"].append(iid)
+        else:
+            ids["completed"].append(iid)
+            ids[outcome].append(iid)
+    return {
+        "total_instances": len(tasks),
+        "submitted_instances": len(predictions),
+        "completed_instances": len(ids["completed"]),
+        "resolved_instances": len(ids["resolved"]),
+        "unresolved_instances": len(ids["unresolved"]),
+        "empty_patch_instances": len(ids["empty_patch"]),
+        "error_instances": len(ids["error"]),
+        "completed_ids": sorted(ids["completed"]),
+        "incomplete_ids": sorted(ids["incomplete"]),
+        "empty_patch_ids": sorted(ids["empty_patch"]),
+        "submitted_ids": sorted(predicted),
+        "resolved_ids": sorted(ids["resolved"]),
+        "unresolved_ids": sorted(ids["unresolved"]),
+        "error_ids": sorted(ids["error"]),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def instance_report_json(report: InstanceReport) -> dict[str, Any]:
+    """`{instance_id: {...}}`, the shape of SWE-bench's per-instance report.json."""
+    return {report.instance_id: report.model_dump(mode="json")}
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """Human-readable summary lines."""
+    total = summary["total_instances"]
+    resolved = summary["resolved_instances"]
+    rate = f" ({100 * resolved / total:.1f}%)" if total else ""
+    lines = [
+        f"total instances:       {total}",
+        f"submitted instances:   {summary['submitted_instances']}",
+        f"completed instances:   {summary['completed_instances']}",
+        f"resolved instances:    {resolved}{rate}",
+        f"unresolved instances:  {summary['unresolved_instances']}",
+        f"empty patch instances: {summary['empty_patch_instances']}",
+        f"error instances:       {summary['error_instances']}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,189 @@
+"""A run of repairs over many tasks: the run directory, workers, resume and the summary files.
+
+`runs/<run_id>/` holds `config.resolved.yaml`, `events.jsonl` (appended across resumes), per task
+`instances/<id>/{outcome.json, patch.diff, candidates.jsonl}`, and, rebuilt after every task,
+`preds.jsonl` (SWE-bench prediction format), `candidates.jsonl` and `report.json`.
+A task is done when its `outcome.json` exists (written last, atomically). `resume` skips done tasks,
+except infrastructure failures (`env_error`), which are retried; agent failures are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.config import dump_yaml
+from agentflow.errors import UserError
+from agentflow.events import EventLog
+from agentflow.swe.repair import InstanceOutcome, RepairConfig, repair_task
+from agentflow.swe.report import InstanceReport, make_summary
+from agentflow.swe.tasks import Prediction, SWETask
+
+
+def _safe(instance_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id)
+
+
+def select(tasks: Sequence[SWETask], *, slice_: str | None = None, pattern: str | None = None,
+           instance_ids: Sequence[str] = ()) -> list[SWETask]:
+    """Tasks chosen by ids, a regex on ids, and a `start:stop` slice (in that order)."""
+    out = list(tasks)
+    if instance_ids:
+        by_id = {t.instance_id: t for t in out}
+        for iid in instance_ids:
+            if iid not in by_id:
+                known = ", ".join(sorted(by_id)[:5]) + (", ..." if len(by_id) > 5 else "")
+                raise UserError(f"unknown instance id {iid!r}", hint=f"known ids: {known}")
+        out = [by_id[i] for i in instance_ids]
+    if pattern:
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise UserError(f"--filter {pattern!r} is not a valid regular expression: {exc}") from None
+        out = [t for t in out if regex.search(t.instance_id)]
+    if slice_:
+        match = re.fullmatch(r"\s*(-?\d*)\s*:\s*(-?\d*)\s*", slice_)
+        if not match:
+            raise UserError(f"--slice {slice_!r} is not START:STOP", hint="e.g. --slice 0:10")
+        start, stop = (int(g) if g else None for g in match.groups())
+        out = out[start:stop]
+    if not out:
+        raise UserError("no task is selected", hint="check --slice, --filter and --instance-id")
+    return out
+
+
+def read_outcome(path: Path) -> InstanceOutcome | None:
+    try:
+        return InstanceOutcome.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass
+class Progress:
+    total: int
+    done: int = 0
+    resolved: int = 0
+    failed: int = 0
+    cost_usd: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    ran: int = 0
+    """Tasks finished in this process (the ETA is based on them)."""
+
+    def eta_s(self, workers: int) -> float | None:
+        if self.ran == 0:
+            return None
+        per_task = (time.monotonic() - self.started) / self.ran
+        return per_task * (self.total - self.done)
+
+    def add(self, outcome: InstanceOutcome, *, ran: bool) -> None:
+        self.done += 1
+        self.ran += int(ran)
+        if (outcome.report or {}).get("resolved"):
+            self.resolved += 1
+        elif outcome.status != "submitted" or outcome.report is not None:
+            self.failed += 1
+        self.cost_usd += float(outcome.usage.get("usd", 0.0) or 0.0)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) -> dict[str, Any]:
+    """Rebuild preds.jsonl, candidates.jsonl and report.json from the tasks' outcomes."""
+    outcomes: list[InstanceOutcome] = []
+    candidates: list[str] = []
+    for task in tasks:
+        inst = out_dir / "instances" / _safe(task.instance_id)
+        outcome = read_outcome(inst / "outcome.json")
+        if outcome is None:
+            continue
+        outcomes.append(outcome)
+        cand_file = inst / "candidates.jsonl"
+        if cand_file.is_file():
+            candidates.extend(line for line in cand_file.read_text().splitlines() if line.strip())
+    preds = [Prediction(instance_id=o.instance_id, model_name_or_path=cfg.model, model_patch=o.model_patch) for o in outcomes]
+    _atomic_write(out_dir / "preds.jsonl", "".join(json.dumps(p.model_dump(mode="json")) + "\n" for p in preds))
+    _atomic_write(out_dir / "candidates.jsonl", "".join(c + "\n" for c in candidates))
+    reports = []
+    instances: dict[str, Any] = {}
+    for o in outcomes:
+        data = dict(o.report or {})
+        completed = bool(data.pop("completed", False))
+        data["patch_exists"] = bool(o.model_patch.strip())
+        report = InstanceReport(instance_id=o.instance_id, **data)
+        report.completed = completed
+        if o.status == "env_error":
+            report.error = report.error or o.error
+        reports.append(report)
+        instances[o.instance_id] = report.model_dump(mode="json") | {"status": o.status, "feedback": o.feedback}
+    summary = make_summary(tasks, preds, reports)
+    statuses: dict[str, int] = {}
+    for o in outcomes:
+        statuses[o.status] = statuses.get(o.status, 0) + 1
+    summary["statuses"] = statuses
+    summary["cost_usd"] = round(sum(float(o.usage.get("usd", 0.0) or 0.0) for o in outcomes), 6)
+    summary["instances"] = instances
+    _atomic_write(out_dir / "report.json", json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+async def run_batch(
+    tasks: Sequence[SWETask],
+    cfg: RepairConfig,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    redo: bool = False,
+    on_progress: Callable[[Progress, InstanceOutcome | None], None] | None = None,
+) -> dict[str, Any]:
+    """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary."""
+    out = Path(out_dir)
+    inst_root = out / "instances"
+    existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
+    if existing and not (resume or redo):
+        raise UserError(f"{out} already holds results of a run", hint="use --resume to continue it or --redo to start over")
+    if redo and inst_root.is_dir():
+        shutil.rmtree(inst_root)
+        for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out / "config.resolved.yaml", dump_yaml(cfg))
+    progress = Progress(total=len(tasks))
+    todo: list[SWETask] = []
+    for task in tasks:
+        outcome = read_outcome(inst_root / _safe(task.instance_id) / "outcome.json")
+        if outcome is not None and not outcome.infra_failure:
+            progress.add(outcome, ran=False)
+        else:
+            todo.append(task)
+    if on_progress is not None:
+        on_progress(progress, None)
+    gate = asyncio.Semaphore(cfg.workers)
+    lock = asyncio.Lock()
+    with EventLog(out / "events.jsonl", run_id=out.name) as events:
+        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy)
+
+        async def one(task: SWETask) -> None:
+            async with gate:
+                outcome = await repair_task(task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id))
+            async with lock:
+                progress.add(outcome, ran=True)
+                await asyncio.to_thread(write_summaries, out, tasks, cfg)
+                if on_progress is not None:
+                    on_progress(progress, outcome)
+
+        await asyncio.gather(*(one(t) for t in todo))
+        summary = write_summaries(out, tasks, cfg)
+        events.emit("run.end", resolved=summary["resolved_instances"], statuses=summary["statuses"])
+    return summary

@@ -1,0 +1,212 @@
+"""SWE-bench task instances and predictions: the models and their loading.
+
+Field names are SWE-bench's. `FAIL_TO_PASS` / `PASS_TO_PASS` may be lists or JSON-encoded strings (as in the
+SWE-bench datasets). `repo` is a local directory (relative paths resolve against the tasks file's folder), a
+git URL, or a GitHub `owner/name`. agentflow adds optional set-up fields: `test_cmd`, `requirements`,
+`wheelhouse`, `setup_commands`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agentflow.errors import UserError
+
+_GITHUB_NAME = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def _json_list(value: Any) -> Any:
+    """SWE-bench stores test lists as JSON-encoded strings; accept both forms."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return []
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError("expected a list of test ids or a JSON-encoded list") from None
+    return value
+
+
+class SWETask(BaseModel):
+    """One task instance (SWE-bench field names, plus agentflow's optional set-up fields)."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    instance_id: str = Field(min_length=1)
+    """Unique id, e.g. `inikit__inikit-1`."""
+    repo: str = Field(min_length=1)
+    """Local directory (relative to the tasks file), git URL, or GitHub `owner/name`."""
+    base_commit: str = Field(min_length=4)
+    """Commit the task starts from."""
+    problem_statement: str = ""
+    """The issue text given to the solver."""
+    hints_text: str = ""
+    """Extra hints (comments on the issue); optional."""
+    FAIL_TO_PASS: list[str]
+    """Test ids (pytest node ids) that fail before the fix and must pass after it."""
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    """Test ids that pass before the fix and must keep passing."""
+    test_patch: str = ""
+    """Diff adding/changing the tests that check the fix; applied at evaluation, hidden from the solver."""
+    patch: str = ""
+    """Reference (gold) fix, when the dataset carries it."""
+    environment_setup_commit: str = ""
+    version: str = ""
+    created_at: str = ""
+    test_cmd: str | None = None
+    """Command that runs tests; test ids are appended. Default: `python -m pytest -rA -p no:cacheprovider`."""
+    requirements: list[str] = Field(default_factory=list)
+    """Packages to pip-install before testing (from `wheelhouse` when given: no index is used)."""
+    wheelhouse: str | None = None
+    """Directory of wheels (relative to the tasks file) to install `requirements` from, offline."""
+    setup_commands: list[str] = Field(default_factory=list)
+    """Shell commands run in the workspace after checkout, before any patch."""
+    base_dir: str | None = Field(default=None, exclude=True)
+    """Folder of the tasks file (set by the loader; relative `repo`/`wheelhouse` resolve against it)."""
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", "requirements", "setup_commands", mode="before")
+    @classmethod
+    def _decode_lists(cls, value: Any) -> Any:
+        return _json_list(value)
+
+    def resolve_path(self, value: str) -> Path:
+        path = Path(value).expanduser()
+        if not path.is_absolute() and self.base_dir is not None:
+            path = Path(self.base_dir) / path
+        return path
+
+    def repo_source(self) -> tuple[Literal["dir", "git"], str]:
+        """Where the repository comes from: (`dir`, absolute path) or (`git`, URL)."""
+        repo = self.repo
+        if "://" in repo or repo.startswith("git@") or repo.endswith(".git"):
+            return "git", repo
+        path = self.resolve_path(repo)
+        if path.is_dir():
+            return "dir", str(path.resolve())
+        if _GITHUB_NAME.match(repo) and not repo.startswith("."):
+            return "git", f"https://github.com/{repo}.git"
+        raise UserError(
+            f"task {self.instance_id}: repo {repo!r} is neither a directory nor a git URL",
+            hint="give a path relative to the tasks file, a git URL or owner/name",
+        )
+
+
+class Prediction(BaseModel):
+    """One prediction in SWE-bench format."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    instance_id: str = Field(min_length=1)
+    model_name_or_path: str = "unknown"
+    model_patch: str | None = None
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{what} file {path} not found", hint="check the path") from None
+    except IsADirectoryError:
+        raise UserError(f"{what} file {path} is a directory, expected a .jsonl or .json file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{what} file {path} cannot be read ({exc.__class__.__name__})") from None
+
+
+def _records(path: Path, what: str) -> list[tuple[str, Any]]:
+    """(location, record) pairs from a JSONL file, or a JSON list / object file."""
+    text = _read_text(path, what)
+    stripped = text.lstrip()
+    if path.suffix == ".json" or (stripped.startswith("[") and path.suffix != ".jsonl"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()) and "instance_id" not in data:
+            items = [{"instance_id": k, **v} for k, v in data.items()]  # SWE-bench's {id: prediction} form
+        elif isinstance(data, dict):
+            items = [data]
+        elif isinstance(data, list):
+            items = data
+        else:
+            raise UserError(f"{path}: expected a JSON list of {what}s, got {type(data).__name__}")
+        return [(f"{path}: item {i}", item) for i, item in enumerate(items, start=1)]
+    out = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"{path}:{lineno}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{lineno}: malformed {what} line: {exc.msg} (column {exc.colno})") from None
+    return out
+
+
+def _validate(model: type[BaseModel], where: str, record: Any, what: str) -> Any:
+    if not isinstance(record, dict):
+        raise UserError(f"{where}: malformed {what}: expected a JSON object, got {type(record).__name__}")
+    try:
+        return model.model_validate(record)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise UserError(f"{where}: malformed {what}: field {field}: {err['msg']}") from None
+
+
+def _no_duplicates(items: Iterable[Any], path: Path, what: str) -> None:
+    seen: set[str] = set()
+    for item in items:
+        if item.instance_id in seen:
+            raise UserError(f"{path}: {what} {item.instance_id!r} appears twice", hint="keep one line per instance_id")
+        seen.add(item.instance_id)
+
+
+def load_tasks(path: str | Path) -> list[SWETask]:
+    """Read task instances from a JSONL (one per line) or JSON file; every problem is a one-line UserError."""
+    p = Path(path)
+    tasks = []
+    for where, record in _records(p, "task"):
+        task = _validate(SWETask, where, record, "task")
+        task.base_dir = str(p.resolve().parent)
+        tasks.append(task)
+    if not tasks:
+        raise UserError(f"{p}: no tasks in the file")
+    _no_duplicates(tasks, p, "task")
+    return tasks
+
+
+def load_predictions(path: str | Path) -> list[Prediction]:
+    """Read predictions (JSONL, a JSON list, or SWE-bench's JSON object keyed by instance_id)."""
+    p = Path(path)
+    preds = [_validate(Prediction, where, record, "prediction") for where, record in _records(p, "prediction")]
+    _no_duplicates(preds, p, "prediction")
+    return preds
+
+
+def select_tasks(tasks: Sequence[SWETask], instance_ids: Iterable[str] | None) -> list[SWETask]:
+    """The tasks with the given ids, in the given order (all when None); an unknown id is a UserError."""
+    if instance_ids is None:
+        return list(tasks)
+    by_id = {t.instance_id: t for t in tasks}
+    out = []
+    for iid in instance_ids:
+        if iid not in by_id:
+            known = ", ".join(sorted(by_id)[:5]) + (", ..." if len(by_id) > 5 else "")
+            raise UserError(f"unknown instance id {iid!r}", hint=f"known ids: {known}")
+        out.append(by_id[iid])
+    return out
+
+
+def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]]) -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "w", encoding="utf-8") as fh:
+        for rec in records:
+            data = rec.model_dump(mode="json") if isinstance(rec, BaseModel) else rec
+            fh.write(json.dumps(data, ensure_ascii=False) + "\n")

@@ -1,0 +1,220 @@
+"""Getting a task's repository at `base_commit` into a sandbox workspace.
+
+A plain directory becomes a git repository with ONE deterministic commit: files are copied (no
+`__pycache__`, `.git`, `.pytest_cache`, `*.pyc`), modes normalised to 0644, and committed with fixed
+author/committer names, e-mails and dates, so the commit hash only depends on the files. That hash is
+the task's `base_commit`. A git repository (local or cloned from a URL) is used at `base_commit` as is.
+
+The tree is sent into the sandbox as a base64 tar through `Sandbox.write_file` (works with every
+backend), unpacked with the sandbox's python, and committed again with the same fixed identity, so the
+workspace's HEAD equals `base_commit` for directory repositories.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from agentflow.config import cache_dir
+from agentflow.errors import SandboxError, UserError
+from agentflow.sandbox.base import Sandbox
+from agentflow.swe.patch import SCRATCH_DIR
+from agentflow.swe.tasks import SWETask
+
+SNAPSHOT_ENV = {
+    "GIT_AUTHOR_NAME": "agentflow",
+    "GIT_AUTHOR_EMAIL": "tasks@agentflow.invalid",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+0000",
+    "GIT_COMMITTER_NAME": "agentflow",
+    "GIT_COMMITTER_EMAIL": "tasks@agentflow.invalid",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+0000",
+}
+"""Fixed identity and dates of snapshot commits: the hash depends on the files only."""
+SNAPSHOT_MESSAGE = "base"
+GIT_FLAGS = "-c core.autocrlf=false -c core.fileMode=true -c commit.gpgsign=false -c init.defaultBranch=main"
+EVAL_DIR = SCRATCH_DIR
+"""Scratch folder of the harness inside the workspace (git-excluded)."""
+_SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", EVAL_DIR}
+_SKIP_SUFFIXES = (".pyc", ".pyo")
+_lock = threading.Lock()
+
+
+def _git(args: list[str], cwd: Path, *, env: dict[str, str] | None = None, input: bytes | None = None) -> bytes:
+    full_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+    cmd = ["git", *GIT_FLAGS.split(), *args]
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, env=full_env, input=input, capture_output=True, check=False)
+    except FileNotFoundError:
+        raise UserError("git is not installed", hint="install git to set up task repositories") from None
+    if proc.returncode != 0:
+        raise UserError(f"git {args[0]} failed in {cwd}: {proc.stderr.decode(errors='replace').strip()[:300]}")
+    return proc.stdout
+
+
+def snapshot_files(src: Path) -> list[Path]:
+    """Files of a directory snapshot, relative, sorted (what goes into the deterministic commit)."""
+    out = []
+    for root, dirs, files in os.walk(src):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(files):
+            if name.endswith(_SKIP_SUFFIXES):
+                continue
+            full = Path(root) / name
+            if full.is_file():
+                out.append(full.relative_to(src))
+    return out
+
+
+def snapshot_commit(src: str | Path, dest: str | Path) -> str:
+    """Make `dest` a git repository holding `src`'s files in one deterministic commit; return its hash."""
+    src, dest = Path(src), Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in snapshot_files(src):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((src / rel).read_bytes())
+        target.chmod(0o644)
+    _git(["init", "-q"], dest)
+    _git(["add", "-f", "-A", "."], dest)
+    _git(["commit", "-q", "--no-verify", "-m", SNAPSHOT_MESSAGE], dest, env=SNAPSHOT_ENV)
+    return _git(["rev-parse", "HEAD"], dest).decode().strip()
+
+
+def _has_commit(repo: Path, commit: str) -> bool:
+    try:
+        _git(["cat-file", "-e", f"{commit}^{{commit}}"], repo)
+        return True
+    except UserError:
+        return False
+
+
+def host_repo(task: SWETask, root: str | Path | None = None) -> Path:
+    """A git repository on the host that holds `task.base_commit` (built or cloned once, then cached)."""
+    kind, source = task.repo_source()
+    root = Path(root) if root is not None else cache_dir() / "swe-repos"
+    if kind == "dir" and (Path(source) / ".git").exists():
+        if not _has_commit(Path(source), task.base_commit):
+            raise UserError(f"task {task.instance_id}: commit {task.base_commit} not found in {source}")
+        return Path(source)
+    key = hashlib.sha256(f"{kind}:{source}:{task.base_commit}".encode()).hexdigest()[:16]
+    dest = root / f"{Path(source.rstrip('/')).name.removesuffix('.git')}-{key}"
+    with _lock:
+        if dest.is_dir() and _has_commit(dest, task.base_commit):
+            return dest
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+        try:
+            if kind == "dir":
+                head = snapshot_commit(source, tmp / "repo")
+                if not head.startswith(task.base_commit) and not task.base_commit.startswith(head):
+                    raise UserError(
+                        f"task {task.instance_id}: {source} snapshots to commit {head[:12]}, "
+                        f"but the task says base_commit {task.base_commit[:12]}",
+                        hint="the directory changed since the task was written; restore it or update base_commit",
+                    )
+            else:
+                _git(["clone", "-q", "--no-checkout", source, str(tmp / "repo")], root)
+                if not _has_commit(tmp / "repo", task.base_commit):
+                    raise UserError(f"task {task.instance_id}: commit {task.base_commit} not found in {source}")
+            shutil.rmtree(dest, ignore_errors=True)
+            (tmp / "repo").rename(dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def archive(repo: Path, commit: str) -> bytes:
+    """Tar of the tree at `commit`."""
+    return _git(["archive", "--format=tar", commit], repo)
+
+
+def _sh(command: str) -> str:
+    return f"sh -c {shlex.quote(command)}"
+
+
+async def run_checked(sandbox: Sandbox, command: str, what: str, timeout: float | None = None) -> str:
+    result = await sandbox.exec(command, timeout=timeout)
+    if not result.ok:
+        raise SandboxError(f"{what} failed (exit {result.exit_code}): {result.output.strip()[-500:]}")
+    return result.stdout
+
+
+SITE_DIR = f"{EVAL_DIR}/site"
+"""Where a task's `requirements` are installed (`pip install --target`); it is on the tests' PYTHONPATH."""
+
+
+async def upload_tar(sandbox: Sandbox, tar: bytes, dest: str, *, python: str = "python3") -> None:
+    """Unpack a tar into `dest` (relative to the workspace) with the sandbox's python; any backend."""
+    blob = f"{EVAL_DIR}/upload.b64"
+    await sandbox.write_file(blob, base64.b64encode(tar).decode("ascii"))
+    unpack = (
+        "import base64,io,tarfile;"
+        f"data=base64.b64decode(open({blob!r}).read());"
+        "tf=tarfile.open(fileobj=io.BytesIO(data));"
+        "kw={'filter':'data'} if hasattr(tarfile,'data_filter') else {};"
+        f"tf.extractall({dest!r},**kw)"
+    )
+    await run_checked(sandbox, f"{python} -c {shlex.quote(unpack)} && rm -f {blob}", f"unpacking into {dest}")
+
+
+def _tar_dir(path: Path) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for child in sorted(path.iterdir()):
+            tf.add(child, arcname=child.name)
+    return buf.getvalue()
+
+
+async def install_requirements(sandbox: Sandbox, task: SWETask, *, python: str = "python3") -> None:
+    """pip-install the task's `requirements` into SITE_DIR; offline from `wheelhouse` when it is given."""
+    if not task.requirements:
+        return
+    source = ""
+    if task.wheelhouse:
+        wheelhouse = task.resolve_path(task.wheelhouse)
+        if not wheelhouse.is_dir():
+            raise UserError(f"task {task.instance_id}: wheelhouse {wheelhouse} is not a directory")
+        await upload_tar(sandbox, await asyncio.to_thread(_tar_dir, wheelhouse), f"{EVAL_DIR}/wheelhouse", python=python)
+        source = f"--no-index --find-links {EVAL_DIR}/wheelhouse "
+    reqs = " ".join(shlex.quote(r) for r in task.requirements)
+    await run_checked(
+        sandbox,
+        f"{python} -m pip install -q --disable-pip-version-check --no-input {source}--target {SITE_DIR} {reqs}",
+        "installing requirements",
+        timeout=None,
+    )
+
+
+async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "python3", repo_root: str | Path | None = None) -> str:
+    """Put the repository at `base_commit` into the sandbox's workspace as a git repository; return its HEAD.
+
+    Then installs the task's `requirements` and runs its `setup_commands`. Returns "" when the sandbox has
+    no git (patches are then applied with `patch`)."""
+    repo = await asyncio.to_thread(host_repo, task, repo_root)
+    tar = await asyncio.to_thread(archive, repo, task.base_commit)
+    await upload_tar(sandbox, tar, ".", python=python)
+    has_git = (await sandbox.exec("command -v git >/dev/null 2>&1")).ok
+    head = ""
+    if has_git:
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in SNAPSHOT_ENV.items())
+        script = (
+            f"git {GIT_FLAGS} init -q . && printf '%s\\n' {EVAL_DIR}/ __pycache__/ '*.pyc' .pytest_cache/ >> .git/info/exclude && "
+            f"git {GIT_FLAGS} add -f -A . && git reset -q -- {EVAL_DIR} 2>/dev/null; "
+            f"{env} git {GIT_FLAGS} commit -q --no-verify --allow-empty -m {SNAPSHOT_MESSAGE} && git rev-parse HEAD"
+        )
+        head = (await run_checked(sandbox, _sh(script), "committing the base state")).strip()
+    await install_requirements(sandbox, task, python=python)
+    for command in task.setup_commands:
+        await run_checked(sandbox, _sh(command), f"setup command {command!r}", timeout=None)
+    return head

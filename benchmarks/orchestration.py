@@ -1,0 +1,210 @@
+"""Orchestration overhead and checkpoint storage: plain LangGraph vs agentflow. Prints ONE JSON object.
+
+- per-step time of the same 10-node chain: plain LangGraph vs the graph agentflow compiles from a Workflow,
+  without persistence, then with each side's SQLite checkpointer (LangGraph's SqliteSaver vs AgentflowSaver);
+- bytes on disk after a 200-step loop that appends a 4 KB record per step (random words, so zstd gains
+  roughly what it would on real logs, not the 100x it gets on repeated text);
+- `import agentflow` time in a fresh interpreter.
+
+Run: .venv/bin/python benchmarks/orchestration.py
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+CHAIN = 10
+INVOCATIONS = 150
+LOOP_STEPS = 200
+RECORD_BYTES = 4096
+
+
+class ChainState(TypedDict):
+    x: int
+
+
+class LoopState(TypedDict, total=False):
+    count: int
+    log: Annotated[list, operator.add]
+
+
+def _inc(state: ChainState) -> dict[str, Any]:
+    return {"x": state["x"] + 1}
+
+
+def plain_chain(checkpointer: Any = None) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    g = StateGraph(ChainState)
+    for i in range(CHAIN):
+        g.add_node(f"n{i}", _inc)
+    g.add_edge(START, "n0")
+    for i in range(CHAIN - 1):
+        g.add_edge(f"n{i}", f"n{i + 1}")
+    g.add_edge(f"n{CHAIN - 1}", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def agentflow_chain(checkpointer: Any = None, traced: bool = False) -> Any:
+    from agentflow.events import EventLog
+    from agentflow.graph import END, RunContext, Workflow, compile_workflow
+
+    wf = Workflow("chain", state=ChainState)
+    for i in range(CHAIN):
+        wf.node(f"n{i}", _inc)
+    for i in range(CHAIN - 1):
+        wf.edge(f"n{i}", f"n{i + 1}")
+    wf.edge(f"n{CHAIN - 1}", END)
+    rt = RunContext(events=EventLog(None)) if traced else None  # in-memory node.start/node.end events
+    return compile_workflow(wf.spec, rt, checkpointer=checkpointer)
+
+
+def _invocations(graph: Any, durable: bool, first: int) -> float:
+    start = time.perf_counter()
+    for i in range(first, first + INVOCATIONS):
+        config = {"configurable": {"thread_id": f"t{i}"}} if durable else None
+        out = graph.invoke({"x": 0}, config, durability="sync") if durable else graph.invoke({"x": 0})
+        assert out["x"] == CHAIN
+    return time.perf_counter() - start
+
+
+def compare(a: Any, b: Any, durable: bool, reps: int = 4) -> tuple[float, float]:
+    """Best-of-`reps` microseconds per node step for graphs a and b, measured alternately (fair under noise)."""
+    _invocations(a, durable, 10**6)  # warm up
+    _invocations(b, durable, 10**6)
+    best_a = best_b = float("inf")
+    for rep in range(reps):
+        best_a = min(best_a, _invocations(a, durable, rep * INVOCATIONS))
+        best_b = min(best_b, _invocations(b, durable, rep * INVOCATIONS))
+    scale = 1e6 / (INVOCATIONS * CHAIN)
+    return best_a * scale, best_b * scale
+
+
+def _records() -> list[str]:
+    rng = random.Random(7)
+    vocab = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+        for _ in range(2000)
+    ]
+    out = []
+    for _ in range(LOOP_STEPS):
+        words: list[str] = []
+        while sum(len(w) + 1 for w in words) < RECORD_BYTES:
+            words.append(rng.choice(vocab))
+        out.append(" ".join(words)[:RECORD_BYTES])
+    return out
+
+
+def loop_graph(checkpointer: Any, records: list[str]) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    def step(state: LoopState) -> dict[str, Any]:
+        n = state.get("count", 0)
+        return {"count": n + 1, "log": [records[n]]}
+
+    g = StateGraph(LoopState)
+    g.add_node("step", step)
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: END if s["count"] >= LOOP_STEPS else "step")
+    return g.compile(checkpointer=checkpointer)
+
+
+def disk_bytes(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def storage(tmp: Path) -> dict[str, int]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from agentflow.graph.checkpoint import AgentflowSaver
+
+    records = _records()
+    config = {"configurable": {"thread_id": "loop"}, "recursion_limit": LOOP_STEPS + 10}
+    out: dict[str, int] = {"payload_bytes": sum(len(r.encode()) for r in records)}
+
+    lg_path = tmp / "lg-loop.db"
+    lg_conn = sqlite3.connect(lg_path, check_same_thread=False)
+    final = loop_graph(SqliteSaver(lg_conn), records).invoke({"count": 0}, config, durability="sync")
+    assert len(final["log"]) == LOOP_STEPS
+    lg_conn.close()
+    out["langgraph_sqlite_bytes"] = disk_bytes(lg_path)
+
+    for key, keep in (("agentflow_bytes", 20), ("agentflow_keep_all_bytes", None)):
+        path = tmp / f"af-loop-{key}.db"
+        saver = AgentflowSaver(path, keep_last=keep)
+        final = loop_graph(saver, records).invoke({"count": 0}, config, durability="sync")
+        assert len(final["log"]) == LOOP_STEPS
+        restored = saver.get_tuple({"configurable": {"thread_id": "loop"}})
+        assert restored is not None and restored.checkpoint["channel_values"]["log"] == records
+        saver.close()
+        out[key] = disk_bytes(path)
+    return out
+
+
+def import_seconds() -> float:
+    code = "import time; t = time.perf_counter(); import agentflow; print(time.perf_counter() - t)"
+    runs = [float(subprocess.check_output([sys.executable, "-c", code], text=True)) for _ in range(3)]
+    return min(runs)
+
+
+def main() -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from agentflow.graph.checkpoint import AgentflowSaver
+
+    result: dict[str, Any] = {}
+    lg, af = compare(plain_chain(), agentflow_chain(), durable=False)
+    result["langgraph_us_per_step"], result["agentflow_us_per_step"] = lg, af
+    result["ratio_no_persistence"] = af / lg
+    _, traced = compare(plain_chain(), agentflow_chain(traced=True), durable=False, reps=2)
+    result["agentflow_traced_us_per_step"] = traced
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        lg_conn = sqlite3.connect(tmp / "lg.db", check_same_thread=False)
+        saver = AgentflowSaver(tmp / "af.db")
+        lg, af = compare(plain_chain(SqliteSaver(lg_conn)), agentflow_chain(saver), durable=True, reps=3)
+        lg_conn.close()
+        saver.close()
+        result["langgraph_sqlite_us_per_step"], result["agentflow_durable_us_per_step"] = lg, af
+        result["ratio_durable"] = af / lg
+        normal_conn = sqlite3.connect(tmp / "lg-normal.db", check_same_thread=False)
+        normal = SqliteSaver(normal_conn)
+        normal.setup()
+        normal_conn.execute("PRAGMA synchronous=NORMAL")
+        saver = AgentflowSaver(tmp / "af2.db")
+        lg_normal, af2 = compare(plain_chain(normal), agentflow_chain(saver), durable=True, reps=2)
+        normal_conn.close()
+        saver.close()
+        result["langgraph_sqlite_normal_sync_us_per_step"] = lg_normal
+        result["ratio_durable_vs_normal_sync"] = af2 / lg_normal
+        result.update(storage(tmp))
+    result["storage_ratio"] = result["agentflow_bytes"] / result["payload_bytes"]
+    result["langgraph_storage_ratio"] = result["langgraph_sqlite_bytes"] / result["payload_bytes"]
+    result["import_s"] = import_seconds()
+    result["notes"] = (
+        "durability=sync on both sides; SqliteSaver uses SQLite's default synchronous=FULL, AgentflowSaver "
+        "WAL+synchronous=NORMAL (durable across process crashes, not power loss). agentflow_bytes keeps the "
+        "last 20 checkpoints (default retention); agentflow_keep_all_bytes keeps every checkpoint. The agentflow "
+        "chain compiles to the same plain node functions, so ratio_no_persistence is 1 within machine noise; "
+        "agentflow_traced_us_per_step adds node.start/node.end events. *_normal_sync_* puts SqliteSaver on "
+        "synchronous=NORMAL too, isolating what the storage layout alone gains."
+    )
+    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    main()

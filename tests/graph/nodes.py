@@ -1,0 +1,42 @@
+"""Node functions and tools used by the graph tests (importable as `tests.graph.nodes:NAME`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+
+def effect(path: str, label: str) -> str:
+    """Append `label` to the file at `path` (a side effect the crash test counts)."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(label + "\n")
+    return f"wrote {label}"
+
+
+async def work(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """One loop round: a journaled side effect, then (in the crash test) wait to be killed."""
+    n = int(state.get("count") or 0)
+    result = await ctx.call_tool(effect, {"path": state["effects"], "label": f"round {n}"})
+    marker = os.environ.get("AF_TEST_PAUSE_AT")
+    if marker is not None and int(marker) == n:
+        Path(state["effects"] + ".ready").write_text("ready")
+        await asyncio.sleep(60)  # the test kills the process here, after the effect and its journal entry
+    return {
+        "count": n + 1,
+        "log": [result.text],
+        "status": "done" if n + 1 >= int(state["rounds"]) else "more",
+    }
+
+
+def finish(state: dict[str, Any]) -> dict[str, Any]:
+    return {"summary": f"{state['count']} rounds: " + "; ".join(state["log"])}
+
+
+def write_draft(state: dict[str, Any]) -> dict[str, Any]:
+    return {"draft": f"draft about {state.get('topic', 'nothing')}"}
+
+
+def publish(state: dict[str, Any]) -> dict[str, Any]:
+    return {"published": state["draft"].upper()}

@@ -1,0 +1,54 @@
+"""The shipped plan -> approve -> code -> critique workflow with scripted (replayed) model replies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentflow.graph import RunContext, WorkflowRunner, load_workflow, validate
+
+CASSETTE = Path(__file__).parent / "cassettes" / "plan_code_critique.json"
+
+
+def test_shipped_agent_workflow_is_valid() -> None:
+    assert validate(load_workflow("plan_code_critique")) == []
+
+
+async def test_plan_approve_code_critique_loop(tmp_path: Path) -> None:
+    pytest.importorskip("agentflow.agents")
+    from agentflow.models.replay import ReplayModel
+
+    spec = load_workflow("plan_code_critique")
+    ctx = RunContext(chat_model=ReplayModel(CASSETTE))  # one scripted conversation across start and resume
+    async with WorkflowRunner(spec, run_dir=tmp_path, context=ctx) as runner:
+        paused = await runner.start({"task": "add a --verbose flag"}, thread_id="p")
+        assert paused.status == "interrupted"
+        assert paused.interrupt is not None and paused.interrupt["node"] == "approve_plan"
+        assert paused.state["plan"]["steps"][0]["files"] == ["cli.py"]
+        done = await runner.resume("p", approve=True)
+    state = done.state
+    assert state["rounds"] == 2 and state["verdict"] == "accept"  # one revision after a major issue
+    assert state["code"]["summary"] == "added --verbose and wired it to logging"
+    assert state["critique"]["issues"] == []
+
+
+async def test_agent_node_without_model_is_a_user_error(tmp_path: Path) -> None:
+    pytest.importorskip("agentflow.agents")
+    from agentflow.errors import UserError
+
+    with pytest.raises(UserError, match="needs a model"):
+        WorkflowRunner(load_workflow("plan_code_critique"), run_dir=tmp_path)
+
+
+async def test_agent_tokens_reach_the_custom_stream(tmp_path: Path) -> None:
+    pytest.importorskip("agentflow.agents")
+    from agentflow.graph.runner import StreamEvent
+    from agentflow.models.replay import ReplayModel
+
+    seen: list[StreamEvent] = []
+    ctx = RunContext(chat_model=ReplayModel(CASSETTE))
+    async with WorkflowRunner(load_workflow("plan_code_critique"), run_dir=tmp_path, context=ctx) as runner:
+        await runner.start({"task": "add a --verbose flag"}, thread_id="s", on_event=seen.append)
+    text = "".join(e.data["chunk"] for e in seen if e.mode == "custom" and e.data.get("node") == "plan")
+    assert '"goal": "add a --verbose flag"' in text
