@@ -21,9 +21,20 @@ def register_secret(value: str | None) -> None:
         _extra.add(value)
 
 
+_cache: tuple[object, list[str]] | None = None
+
+
 def _secrets() -> list[str]:
+    # Scanning the environment costs ~100 us per call; rescan only when it (or the registry) changed.
+    global _cache
+    data = getattr(os.environ, "_data", None)
+    key = (hash(frozenset(data.items())), len(_extra)) if isinstance(data, dict) else None
+    if key is not None and _cache is not None and _cache[0] == key:
+        return _cache[1]
     found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= _MIN_LEN}
-    return sorted(found | _extra, key=len, reverse=True)
+    result = sorted(found | _extra, key=len, reverse=True)
+    _cache = (key, result)
+    return result
 
 
 def redact(value: Any) -> Any:

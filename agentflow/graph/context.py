@@ -74,9 +74,11 @@ class NodeContext:
         self, tool: str | Callable[..., Any], args: dict[str, Any] | None = None
     ) -> ToolResult:
         """Run a tool once per (thread, node, step, call index): a replayed node gets the journaled result."""
+        from agentflow.models.base import ToolCall
         from agentflow.tools.context import ToolContext
         from agentflow.tools.decorator import Tool
         from agentflow.tools.journal import journal_key
+        from agentflow.tools.registry import ToolRegistry
 
         args = dict(args or {})
         if isinstance(tool, str):
@@ -93,28 +95,7 @@ class NodeContext:
         index = self._calls
         self._calls += 1
         key = journal_key(self.thread_id, self.node, self.step, index, obj.name, args)
-        journal = self.run.journal
-        if journal is not None and (done := journal.get(key)) is not None:
-            self.emit(
-                "tool.call",
-                name=obj.name,
-                args=args,
-                ok=done.ok,
-                duration_s=0.0,
-                replayed=True,
-                text=done.text[:200],
-            )
-            return done
         ctx = ToolContext(sandbox=self.run.sandbox, budget=self.run.budget, events=self.run.events)
-        result = await obj.run(args, ctx)
-        if journal is not None:
-            journal.put(key, result)
-        self.emit(
-            "tool.call",
-            name=obj.name,
-            args=args,
-            ok=result.ok,
-            duration_s=result.duration_s,
-            text=result.text[:200],
-        )
-        return result
+        call = ToolCall(id=f"{self.node}-{self.step}-{index}", name=obj.name, arguments=args)
+        # The registry owns validation, timeout, budget, the `tool.call` event and the journal replay.
+        return await ToolRegistry([obj]).execute(call, ctx, journal=self.run.journal, key=key, node_id=self.node)
