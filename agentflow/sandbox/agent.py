@@ -1,0 +1,552 @@
+"""The in-sandbox agent: one small stdlib-only Python process per sandbox, speaking JSON lines.
+
+It is the container's main process (PID 1, so commands in the sandbox cannot SIGKILL it) or, for the local
+backend, a child process. The host sends its source over stdin at start (nothing is baked into the image).
+
+Requests (one JSON object per line on stdin): {"id": N, "op": NAME, ...}. Replies on stdout:
+{"id": N, "ok": true, ...} or {"id": N, "ok": false, "error": "..."}. Requests run concurrently in threads.
+Ops: hello, exec, read, write, list, untar, ping. Patches and snapshots are `exec` calls built by the host.
+This file must run on the image's Python 3 with nothing but the standard library.
+"""
+
+import base64
+import io
+import json
+import os
+import resource
+import selectors
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+
+_out_lock = threading.Lock()
+_state = {"workdir": "/workspace", "env": {}, "rlimits": {}, "output_limit": 64000, "output_kill": 256000000}
+
+# --- child reaping -------------------------------------------------------------------------------------------
+# As PID 1 the agent inherits every orphan; one reaper thread waits for all children and hands exit statuses
+# to whoever registered the pid (unregistered pids are orphans and are simply reaped).
+_reap_lock = threading.Lock()
+_waiters: dict = {}  # pid -> [event, status]
+_early: dict = {}  # pid -> status, for children that exited before they were registered
+_spawned = threading.Event()
+
+
+def _reaper():
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            _spawned.wait(1.0)
+            _spawned.clear()
+            continue
+        except InterruptedError:
+            continue
+        with _reap_lock:
+            slot = _waiters.pop(pid, None)
+            if slot is None:
+                _early[pid] = status
+                if len(_early) > 10000:
+                    _early.clear()
+            else:
+                slot[1] = status
+                slot[0].set()
+
+
+# --- cgroup counters (say which limit stopped a command) ------------------------------------------------------
+_COUNTERS = {
+    "memory": [
+        ("/sys/fs/cgroup/memory.events", "oom_kill"),
+        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+    ],
+    "pids": [("/sys/fs/cgroup/pids.events", "max"), ("/sys/fs/cgroup/pids/pids.events", "max")],
+}
+
+
+def _counters():
+    out = {}
+    for kind, places in _COUNTERS.items():
+        for path, key in places:
+            try:
+                with open(path) as fh:
+                    for line in fh:
+                        parts = line.split()
+                        if len(parts) == 2 and parts[0] == key:
+                            out[kind] = int(parts[1])
+                if kind in out:
+                    break
+            except OSError:
+                continue
+    return out
+
+
+class _Capture:
+    """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit):
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, data):
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def result(self):
+        tail = self.tail[-self.half :] if len(self.tail) > self.half else self.tail
+        omitted = self.total - len(self.head) - len(tail)
+        text = self.head.decode("utf-8", "replace")
+        if omitted > 0:
+            text += f"\n[... {omitted} bytes omitted ...]\n"
+        text += tail.decode("utf-8", "replace")
+        return text, max(omitted, 0)
+
+
+def _set_rlimits():
+    for name, value in _state["rlimits"].items():
+        try:
+            resource.setrlimit(getattr(resource, name), (value, value))
+        except (ValueError, OSError, AttributeError):
+            pass
+
+
+def _kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    # Processes that left the group but stayed in the session (setpgid) go too.
+    try:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    with open(f"/proc/{entry}/stat") as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                    if int(fields[3]) == pid:  # session id
+                        os.kill(int(entry), signal.SIGKILL)
+                except (OSError, ValueError, IndexError):
+                    continue
+    except OSError:
+        pass
+
+
+_SIMPLE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,- ")
+_SHELL_WORDS = frozenset(
+    [
+        "cd",
+        "export",
+        "exit",
+        "source",
+        ".",
+        "alias",
+        "unset",
+        "set",
+        "shopt",
+        "type",
+        "command",
+        "exec",
+        "eval",
+        "read",
+        "wait",
+        "jobs",
+        "fg",
+        "bg",
+        "kill",
+        "ulimit",
+        "umask",
+        "history",
+        "declare",
+        "typeset",
+        "local",
+        "return",
+        "trap",
+        "times",
+        "hash",
+        "help",
+        "let",
+        "time",
+        "if",
+        "then",
+        "else",
+        "fi",
+        "for",
+        "while",
+        "until",
+        "do",
+        "done",
+        "case",
+        "esac",
+        "function",
+        "select",
+        "builtin",
+        "enable",
+        "logout",
+        "pushd",
+        "popd",
+        "dirs",
+        "disown",
+        "suspend",
+        "readonly",
+        "shift",
+        "getopts",
+        "test",
+        "echo",
+        "printf",
+        "pwd",
+    ]
+)
+
+
+def _direct_argv(command, env):
+    """argv to exec without a shell when `command` is plain words (same result as bash -c, one process less)."""
+    if not command or not set(command) <= _SIMPLE:
+        return None
+    words = command.split()
+    if not words or "=" in words[0] or words[0] in _SHELL_WORDS:
+        return None
+    exe = words[0]
+    if "/" not in exe:
+        for d in env.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(":"):
+            cand = os.path.join(d or ".", exe)
+            if os.access(cand, os.X_OK) and not os.path.isdir(cand):
+                exe = cand
+                break
+        else:
+            return None  # let bash say "command not found"
+    return [exe] + words[1:]
+
+
+def op_exec(req):
+    """Run `command` with bash (or directly when it is plain words), or each argv of `argvs` in turn without
+    a shell, stopping at the first failure (used for snapshots: one round trip, no shell)."""
+    argvs = req.get("argvs")
+    if not argvs:
+        return _run(req, None)
+    result = None
+    for argv in argvs:
+        result = _run(req, argv)
+        if result["exit_code"] != 0:
+            break
+    return result
+
+
+def _run(req, argv):
+    cwd = req.get("cwd") or _state["workdir"]
+    if not os.path.isabs(cwd):
+        cwd = os.path.join(_state["workdir"], cwd)
+    env = dict(os.environ)
+    env.update(_state["env"])
+    env.update(req.get("env") or {})
+    timeout = float(req.get("timeout") or 120)
+    limit = int(req.get("output_limit") or _state["output_limit"])
+    kill_bytes = int(_state["output_kill"])
+    stdin_data = req.get("stdin")
+    before = _counters()
+    start = time.monotonic()
+    try:
+        with _reap_lock:  # hold it so the reaper cannot lose this pid before it is registered
+            if argv is None:
+                argv = _direct_argv(req["command"], env) or ["bash", "-c", req["command"]]
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=_set_rlimits if _state["rlimits"] else None,  # noqa: PLW1509 - local backend only
+            )
+            slot = [threading.Event(), None]
+            if proc.pid in _early:
+                slot[1] = _early.pop(proc.pid)
+                slot[0].set()
+            else:
+                _waiters[proc.pid] = slot
+        _spawned.set()
+    except FileNotFoundError as exc:
+        return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "duration_s": 0.0}
+    except OSError as exc:
+        limit_hit = "pids" if exc.errno == 11 else None
+        return {
+            "exit_code": 126,
+            "stdout": "",
+            "stderr": f"cannot start: {exc}\n",
+            "duration_s": 0.0,
+            "limit_hit": limit_hit,
+        }
+    try:
+        with open(f"/proc/{proc.pid}/oom_score_adj", "w") as fh:
+            fh.write("1000")  # under memory pressure the command dies, not the agent
+    except OSError:
+        pass
+    if stdin_data is not None:
+
+        def feed():
+            try:
+                proc.stdin.write(stdin_data.encode())
+            except OSError:
+                pass
+            finally:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+
+        threading.Thread(target=feed, daemon=True).start()
+    caps = {proc.stdout.fileno(): _Capture(limit), proc.stderr.fileno(): _Capture(limit)}
+    sel = selectors.DefaultSelector()
+    for f in (proc.stdout, proc.stderr):
+        os.set_blocking(f.fileno(), False)
+        sel.register(f.fileno(), selectors.EVENT_READ)
+    deadline = start + timeout
+    timed_out = False
+    output_hit = False
+    exited_at = None
+    open_fds = set(caps)
+    while open_fds:
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = True
+            break
+        if slot[0].is_set() and exited_at is None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > 0.2:
+            break  # the command is done; background jobs still hold its pipes
+        wait = min(deadline - now, 0.05 if exited_at is None else 0.2)
+        for key, _ in sel.select(wait):
+            fd = key.fd
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                sel.unregister(fd)
+                open_fds.discard(fd)
+                continue
+            caps[fd].add(chunk)
+        if sum(c.total for c in caps.values()) > kill_bytes:
+            output_hit = True
+            break
+    if timed_out or output_hit or open_fds:
+        _kill_group(proc.pid)
+    if not slot[0].wait(5):
+        _kill_group(proc.pid)
+        slot[0].wait(5)
+    sel.close()
+    for f in (proc.stdout, proc.stderr):
+        try:
+            f.close()
+        except OSError:
+            pass
+    duration = time.monotonic() - start
+    status = slot[1]
+    code = os.waitstatus_to_exitcode(status) if status is not None else -9
+    after = _counters() if (code != 0 or timed_out) else before
+    limit_hit = None
+    for kind in ("memory", "pids"):
+        if after.get(kind, 0) > before.get(kind, 0):
+            limit_hit = kind
+    proc.returncode = code  # the reaper has the status; keep Popen from polling for it
+    out_cap, err_cap = caps.values()
+    out, out_omitted = out_cap.result()
+    err, err_omitted = err_cap.result()
+    if limit_hit is None:
+        if output_hit:
+            limit_hit = "output"
+        elif "No space left on device" in err or "No space left on device" in out:
+            limit_hit = "disk"
+        elif timed_out:
+            limit_hit = "timeout"
+        elif "fork: retry" in err or "Resource temporarily unavailable" in err:
+            limit_hit = "pids"
+    if timed_out:
+        code = 124
+    return {
+        "exit_code": code,
+        "stdout": out,
+        "stderr": err,
+        "duration_s": duration,
+        "timed_out": timed_out,
+        "truncated": bool(out_omitted or err_omitted),
+        "omitted_bytes": out_omitted + err_omitted,
+        "limit_hit": limit_hit,
+    }
+
+
+def _path(p):
+    return p if os.path.isabs(p) else os.path.join(_state["workdir"], p)
+
+
+def op_read(req):
+    path = _path(req["path"])
+    limit = int(req.get("limit") or 50_000_000)
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{req['path']} is larger than {limit} bytes")
+    return {"data": base64.b64encode(data).decode()}
+
+
+def op_write(req):
+    path = _path(req["path"])
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(base64.b64decode(req["data"]))
+    if req.get("mode") is not None:
+        os.chmod(path, int(req["mode"]))
+    return {}
+
+
+def op_list(req):
+    root = _path(req.get("path") or ".")
+    recursive = bool(req.get("recursive"))
+    cap = int(req.get("max_entries") or 10000)
+    entries = []
+
+    def add(full):
+        try:
+            st = os.lstat(full)
+        except OSError:
+            return
+        import stat as _stat
+
+        is_dir = _stat.S_ISDIR(st.st_mode)
+        entries.append(
+            {"path": os.path.relpath(full, root), "is_dir": is_dir, "size": 0 if is_dir else st.st_size}
+        )
+
+    if not os.path.isdir(root):
+        raise NotADirectoryError(f"{req.get('path')} is not a directory")
+    if recursive:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != ".git")
+            for name in dirnames + sorted(filenames):
+                add(os.path.join(dirpath, name))
+                if len(entries) >= cap:
+                    return {"entries": entries, "truncated": True}
+    else:
+        for name in sorted(os.listdir(root)):
+            add(os.path.join(root, name))
+            if len(entries) >= cap:
+                return {"entries": entries, "truncated": True}
+    return {"entries": entries, "truncated": False}
+
+
+def op_untar(req):
+    dest = _path(req.get("dest") or ".")
+    os.makedirs(dest, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(req["data"]))) as tar:
+        members = []
+        for m in tar.getmembers():
+            name = os.path.normpath(m.name)
+            if name.startswith("..") or os.path.isabs(name) or m.isdev():
+                continue
+            m.uid = m.gid = os.getuid()
+            members.append(m)
+        tar.extractall(dest, members=members, numeric_owner=True)
+    return {"count": len(members)}
+
+
+def op_hello(req):
+    for key in ("workdir", "env", "rlimits", "output_limit", "output_kill"):
+        if key in req:
+            _state[key] = req[key]
+    os.makedirs(_state["workdir"], exist_ok=True)
+    return {"pid": os.getpid(), "python": sys.version.split()[0]}
+
+
+def op_ping(req):
+    return {}
+
+
+OPS = {
+    "exec": op_exec,
+    "read": op_read,
+    "write": op_write,
+    "list": op_list,
+    "untar": op_untar,
+    "hello": op_hello,
+    "ping": op_ping,
+}
+
+
+def _reply(obj):
+    line = (json.dumps(obj) + "\n").encode()
+    with _out_lock:
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+
+
+def _handle(req):
+    rid = req.get("id")
+    try:
+        result = OPS[req["op"]](req)
+        result["id"] = rid
+        result["ok"] = True
+    except KeyError as exc:
+        result = {"id": rid, "ok": False, "error": f"unknown op or missing field {exc}"}
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a reply; the agent keeps serving
+        result = {
+            "id": rid,
+            "ok": False,
+            "error": f"{exc.__class__.__name__}: {exc}",
+            "kind": exc.__class__.__name__,
+        }
+    _reply(result)
+
+
+def main():
+    for sig in (
+        signal.SIGTERM,
+        signal.SIGINT,
+        signal.SIGHUP,
+        signal.SIGQUIT,
+        signal.SIGUSR1,
+        signal.SIGUSR2,
+        signal.SIGPIPE,
+    ):
+        signal.signal(sig, signal.SIG_IGN)
+    threading.Thread(target=_reaper, daemon=True).start()
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            break  # the host went away: stop, so the container stops and is removed
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+        except ValueError:
+            _reply({"id": None, "ok": False, "error": "bad request line"})
+            continue
+        try:
+            threading.Thread(target=_handle, args=(req,), daemon=True).start()
+        except RuntimeError:  # no thread left: the pids limit is exhausted by the sandbox's own processes
+            _reply(
+                {
+                    "id": req.get("id"),
+                    "ok": False,
+                    "kind": "PidsLimit",
+                    "error": "the sandbox is out of processes (pids limit); kill some or start a new sandbox",
+                }
+            )
+    os._exit(0)
+
+
+main()

@@ -1,0 +1,351 @@
+"""Docker backend: one hardened container per sandbox, its agent as the main process on an attached stream.
+
+docker-py is imported lazily. Containers carry the label `agentflow.sandbox=1` (plus the owner's pid and host)
+and are created with auto-remove; when the owning process dies the attached stdin closes, the agent exits and
+the container is removed. Leftovers of killed hosts are reaped at the next start and by `agentflow sandbox prune`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import struct
+import time
+from typing import Any
+
+from agentflow.errors import DependencyMissing, UserError
+from agentflow.sandbox.config import SandboxConfig
+from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
+
+LABEL = "agentflow.sandbox"
+SNAP_DIR = "/run/agentflow/snap"
+STORE_DIR = "/var/lib/agentflow/store"
+_client_cache: Any = None
+_reaped = False
+
+
+def docker_client() -> Any:
+    """A docker-py client, or a one-line UserError saying how to get one."""
+    global _client_cache
+    if _client_cache is not None:
+        return _client_cache
+    try:
+        import docker
+    except ImportError:
+        raise DependencyMissing("docker", "docker", "the docker sandbox backend") from None
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - DockerException and connection errors alike
+        raise UserError(
+            f"cannot reach the Docker engine ({exc.__class__.__name__})",
+            hint="start Docker (e.g. 'sudo systemctl start docker'), check DOCKER_HOST, or use --sandbox local",
+        ) from None
+    _client_cache = client
+    return client
+
+
+def docker_available() -> bool:
+    try:
+        docker_client()
+        return True
+    except UserError:
+        return False
+
+
+def _owner_labels() -> dict[str, str]:
+    return {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans(client: Any | None = None) -> list[str]:
+    """Remove sandbox containers/volumes whose owning process (on this host) is gone."""
+    client = client or docker_client()
+    removed = []
+    host = socket.gethostname()
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        labels = c.labels or {}
+        if labels.get(f"{LABEL}.host") != host:
+            continue
+        try:
+            pid = int(labels.get(f"{LABEL}.pid", "0"))
+        except ValueError:
+            pid = 0
+        if pid and _pid_alive(pid) and c.status != "exited":
+            continue
+        with contextlib.suppress(Exception):
+            c.remove(force=True)
+            removed.append(c.name)
+    for v in client.volumes.list(filters={"label": LABEL}):
+        labels = v.attrs.get("Labels") or {}
+        if labels.get(f"{LABEL}.host") != host:
+            continue
+        try:
+            pid = int(labels.get(f"{LABEL}.pid", "0"))
+        except ValueError:
+            pid = 0
+        if pid and _pid_alive(pid):
+            continue
+        with contextlib.suppress(Exception):
+            v.remove(force=True)
+            removed.append(v.name)
+    return removed
+
+
+def prune(client: Any | None = None) -> list[str]:
+    """Remove every agentflow sandbox container and store volume, whoever started them."""
+    client = client or docker_client()
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        with contextlib.suppress(Exception):
+            c.remove(force=True)
+            removed.append(c.name)
+    for v in client.volumes.list(filters={"label": LABEL}):
+        with contextlib.suppress(Exception):
+            v.remove(force=True)
+            removed.append(v.name)
+    return removed
+
+
+def create_store(client: Any | None = None) -> str:
+    """A named volume holding the git objects shared by the sandboxes of one pool (for snapshot/restore)."""
+    client = client or docker_client()
+    name = f"agentflow-store-{os.getpid()}-{secrets.token_hex(4)}"
+    client.volumes.create(name=name, labels=_owner_labels())
+    return name
+
+
+def remove_store(name: str, client: Any | None = None) -> None:
+    client = client or docker_client()
+    with contextlib.suppress(Exception):
+        client.volumes.get(name).remove(force=True)
+
+
+def container_settings(config: SandboxConfig, store: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(create_container kwargs, host_config kwargs) for `config`: the hardening lives here."""
+    uid, _, gid = config.user.partition(":")
+    owner = f"uid={uid or 0},gid={gid or uid or 0}"
+    create: dict[str, Any] = dict(
+        image=config.image,
+        command=["python3", "-u", "-c", BOOT],
+        stdin_open=True,
+        tty=False,
+        detach=True,
+        user=config.user,
+        working_dir=config.workdir,
+        environment={"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
+        labels=_owner_labels(),
+        network_disabled=not config.network,
+    )
+    host: dict[str, Any] = dict(
+        auto_remove=True,
+        read_only=config.read_only_root,
+        network_mode="bridge" if config.network else "none",
+        cap_drop=config.cap_drop or None,
+        cap_add=config.cap_add or None,
+        security_opt=["no-new-privileges:true"] if config.no_new_privileges else None,
+        pids_limit=config.pids_limit,
+        mem_limit=f"{config.memory_mb}m",
+        memswap_limit=f"{config.memory_mb}m",
+        nano_cpus=int(config.cpus * 1e9),
+        tmpfs={
+            config.workdir: f"rw,exec,nosuid,nodev,size={config.workspace_size_mb}m,mode=0755,{owner}",
+            "/tmp": f"rw,exec,nosuid,nodev,size={config.tmp_size_mb}m,mode=1777",
+            "/run/agentflow": f"rw,nosuid,nodev,noexec,size=64m,mode=0700,{owner}",
+        },
+        binds={store: {"bind": STORE_DIR, "mode": "rw"}},
+    )
+    return create, host
+
+
+class DockerSandbox(AgentSandbox):
+    """A sandbox in a hardened Docker container. Start with `await DockerSandbox.start(config)`."""
+
+    backend = "docker"
+
+    def __init__(self, config: SandboxConfig, store: str, own_store: bool) -> None:
+        super().__init__(f"sbx-{secrets.token_hex(5)}", config, config.workdir, SNAP_DIR, STORE_DIR)
+        self.store = store
+        self._own_store = own_store
+        self._container: Any = None
+        self._sock: Any = None
+        self._keep: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+        self._stderr_tail = bytearray()
+        self.start_ms = 0.0
+
+    @classmethod
+    async def start(cls, config: SandboxConfig | None = None, *, store: str | None = None) -> DockerSandbox:
+        config = config or SandboxConfig()
+        client = await asyncio.to_thread(docker_client)
+        global _reaped
+        if not _reaped:
+            _reaped = True
+            await asyncio.to_thread(reap_orphans, client)
+        own = store is None
+        if store is None:
+            store = await asyncio.to_thread(create_store, client)
+        sb = cls(config, store, own)
+        t0 = time.perf_counter()
+        try:
+            await sb._start(client)
+        except BaseException:
+            await sb.close()
+            raise
+        sb.start_ms = (time.perf_counter() - t0) * 1000
+        return sb
+
+    async def _start(self, client: Any) -> None:
+        import docker.errors
+
+        create, host = container_settings(self.config, self.store)
+
+        def make() -> Any:
+            cfg = client.api.create_container_config(
+                host_config=client.api.create_host_config(**host), **create
+            )
+            cfg["StdinOnce"] = True  # the host going away closes stdin: the agent exits, the container goes
+            created = client.api.create_container_from_config(cfg, name=self.id)
+            return client.containers.get(created["Id"])
+
+        try:
+            self._container = await asyncio.to_thread(make)
+        except docker.errors.ImageNotFound:
+            raise UserError(
+                f"sandbox image {self.config.image} is not built", hint="run 'agentflow sandbox build'"
+            ) from None
+        except docker.errors.APIError as exc:
+            raise UserError(f"docker refused the sandbox settings: {exc.explanation or exc}") from None
+
+        def attach_and_start() -> Any:
+            raw = client.api.attach_socket(
+                self._container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
+            self._container.start()
+            return raw
+
+        self._keep = await asyncio.to_thread(attach_and_start)
+        sock = getattr(self._keep, "_sock", self._keep)
+        sock.setblocking(False)
+        reader, writer = await asyncio.open_connection(sock=sock)
+        self._writer = writer
+
+        async def write(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
+
+        self._link = AgentLink(write)
+        self._reader = asyncio.create_task(self._read_frames(reader))
+        await write(boot_payload())
+        await self._hello()
+        remaining = self.config.sandbox_timeout_s
+        self._deadline = asyncio.get_running_loop().call_later(remaining, self._wall_clock_hit)
+
+    async def _read_frames(self, reader: asyncio.StreamReader) -> None:
+        buf = bytearray()
+        try:
+            while True:
+                header = await reader.readexactly(8)
+                kind, size = struct.unpack(">BxxxL", header)
+                payload = await reader.readexactly(size)
+                if kind == 1:
+                    buf += payload
+                    while True:
+                        nl = buf.find(b"\n")
+                        if nl < 0:
+                            break
+                        line = bytes(buf[:nl])
+                        del buf[: nl + 1]
+                        assert self._link is not None
+                        self._link.feed_line(line)
+                else:
+                    self._stderr_tail = (self._stderr_tail + payload)[-2000:]
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass
+        except asyncio.CancelledError:
+            if self._link is not None:
+                self._link.closed(f"sandbox {self.id} was closed")
+            raise
+        reason = await self._exit_reason()
+        if self._link is not None:
+            self._link.closed(reason)
+
+    async def _exit_reason(self) -> str:
+        if self.closed:
+            return f"sandbox {self.id} was closed"
+        if self.remaining_s() <= 0:
+            return f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s"
+        detail = ""
+        try:
+            attrs = await asyncio.to_thread(
+                lambda: self._container.client.api.inspect_container(self._container.id)
+            )
+            state = attrs.get("State", {})
+            if state.get("OOMKilled"):
+                detail = " (out of memory: raise memory_mb)"
+            elif state.get("ExitCode") is not None:
+                detail = f" (exit code {state.get('ExitCode')})"
+        except Exception:  # noqa: BLE001 - inspecting a dying container may fail any way
+            detail = " (container is gone)"
+        tail = self._stderr_tail.decode("utf-8", "replace").strip().splitlines()
+        last = f": {tail[-1][:200]}" if tail else ""
+        return f"sandbox {self.id}: the in-container agent stopped{detail}{last}; start a new sandbox"
+
+    def _wall_clock_hit(self) -> None:
+        if not self.closed:
+            asyncio.ensure_future(self._kill_for_deadline())
+
+    async def _kill_for_deadline(self) -> None:
+        if self._link is not None:
+            self._link.closed(
+                f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s "
+                "(raise sandbox_timeout_s or start a new sandbox)"
+            )
+        await self.close()
+
+    def healthy(self) -> bool:
+        return super().healthy() and self.remaining_s() > 0
+
+    def _reset_script(self) -> str:
+        # Inside the container only: kill -1 spares PID 1 (the agent) and the calling shell.
+        return "kill -9 -1 2>/dev/null; find /tmp -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; " + (
+            super()._reset_script()
+        )
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._deadline is not None:
+            self._deadline.cancel()
+        if self._link is not None:
+            self._link.closed(f"sandbox {self.id} was closed")
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        if self._reader is not None:
+            self._reader.cancel()
+        container = self._container
+
+        def remove() -> None:
+            if container is not None:
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)
+            if self._own_store:
+                remove_store(self.store)
+
+        await asyncio.to_thread(remove)

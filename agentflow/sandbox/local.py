@@ -1,0 +1,126 @@
+"""Local-process backend: the agent runs as a child process in a temp directory, with rlimits on commands.
+
+This is NOT a security boundary: commands run as your user, see your files and your network. It exists for
+machines without Docker (development, CI without a daemon). Snapshots work the same way as in Docker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from agentflow.errors import SandboxError
+from agentflow.sandbox.config import SandboxConfig
+from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
+
+
+class LocalSandbox(AgentSandbox):
+    """A temp-dir workspace driven by a local agent process. Start with `await LocalSandbox.start(config)`."""
+
+    backend = "local"
+
+    def __init__(self, config: SandboxConfig, root: Path, store: Path, own_store: bool) -> None:
+        super().__init__(
+            f"local-{secrets.token_hex(5)}", config, str(root / "workspace"), str(root / "snap"), str(store)
+        )
+        self.root = root
+        self.store = store
+        self._own_store = own_store
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(
+        cls, config: SandboxConfig | None = None, *, store: str | Path | None = None
+    ) -> LocalSandbox:
+        config = config or SandboxConfig()
+        root = Path(tempfile.mkdtemp(prefix="agentflow-sandbox-"))
+        own = store is None
+        store_path = Path(store) if store is not None else root / "store"
+        store_path.mkdir(parents=True, exist_ok=True)
+        (root / "workspace").mkdir()
+        sb = cls(config, root, store_path, own)
+        try:
+            await sb._start()
+        except BaseException:
+            await sb.close()
+            raise
+        return sb
+
+    async def _start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update({"HOME": str(self.root), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(self.root)})
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-u",
+            "-c",
+            BOOT,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            cwd=self.workdir,
+            env=env,
+            start_new_session=True,
+            limit=1 << 26,
+        )
+        proc = self._proc
+        assert proc.stdin is not None and proc.stdout is not None
+
+        async def write(data: bytes) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+
+        self._link = AgentLink(write)
+        self._reader = asyncio.create_task(self._read_lines(proc.stdout))
+        await write(boot_payload())
+        mem = self.config.memory_mb * 1024 * 1024
+        await self._hello(
+            rlimits={
+                "RLIMIT_AS": max(mem, 256 * 1024 * 1024),
+                "RLIMIT_FSIZE": self.config.workspace_size_mb * 1024 * 1024,
+                "RLIMIT_CORE": 0,
+            }
+        )
+
+    async def _read_lines(self, stream: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                line = await stream.readline()
+                if not line:
+                    break
+                assert self._link is not None
+                self._link.feed_line(line)
+        except (ConnectionError, ValueError):
+            pass
+        if self._link is not None:
+            code = self._proc.returncode if self._proc else None
+            self._link.closed(
+                f"sandbox {self.id} was closed"
+                if self.closed
+                else f"sandbox {self.id}: the agent process stopped (exit code {code}); start a new sandbox"
+            )
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._link is not None:
+            self._link.closed(f"sandbox {self.id} was closed")
+        if self._proc is not None and self._proc.returncode is None:
+            try:
+                os.killpg(self._proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                await asyncio.wait_for(self._proc.wait(), 5)
+            except TimeoutError:
+                raise SandboxError(f"local sandbox {self.id} did not stop") from None
+        if self._reader is not None:
+            self._reader.cancel()
+        await asyncio.to_thread(shutil.rmtree, self.root, True)

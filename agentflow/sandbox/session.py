@@ -1,0 +1,386 @@
+"""`AgentSandbox`: the `Sandbox` operations, spoken to the in-sandbox agent over one JSON-lines stream.
+
+Backends (docker, local) only differ in how they start the agent and carry its byte stream; everything a
+sandbox can do lives here. Many requests may be in flight on one sandbox at once (the agent runs each in a
+thread); replies are matched to requests by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import itertools
+import json
+import shlex
+import tarfile
+import time
+from importlib import resources as _res
+from pathlib import Path
+from typing import Any, Self
+
+from agentflow.errors import SandboxError
+from agentflow.sandbox.base import ExecResult, FileEntry, SandboxInfo
+from agentflow.sandbox.config import SandboxConfig
+
+# The command line that boots the agent: read N bytes of source from stdin, run it.
+BOOT = (
+    "import sys;n=int(sys.stdin.buffer.readline());"
+    "exec(compile(sys.stdin.buffer.read(n),'agentflow-agent','exec'),{'__name__':'__main__'})"
+)
+
+
+def agent_source() -> bytes:
+    return _res.files("agentflow.sandbox").joinpath("agent.py").read_bytes()
+
+
+def boot_payload() -> bytes:
+    src = agent_source()
+    return f"{len(src)}\n".encode() + src
+
+
+class AgentLink:
+    """Request/reply over the agent's stream. `feed_line` is called by the backend's reader task."""
+
+    def __init__(self, write: Any, describe_exit: Any = None) -> None:
+        self._write = write  # async (bytes) -> None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._dead: str | None = None
+        self._describe_exit = describe_exit
+        self._write_lock = asyncio.Lock()
+
+    @property
+    def dead(self) -> str | None:
+        return self._dead
+
+    def feed_line(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        fut = self._pending.pop(msg.get("id"), None)
+        if fut is not None and not fut.done():
+            fut.set_result(msg)
+
+    def closed(self, reason: str) -> None:
+        """The stream ended: fail every waiting request with `reason`."""
+        if self._dead is None:
+            self._dead = reason
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(SandboxError(self._dead))
+        self._pending.clear()
+
+    async def call(self, op: str, wait: float | None = None, **fields: Any) -> dict[str, Any]:
+        if self._dead is not None:
+            raise SandboxError(self._dead)
+        rid = next(self._ids)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        data = (json.dumps({"id": rid, "op": op, **fields}) + "\n").encode()
+        try:
+            async with self._write_lock:
+                await self._write(data)
+        except (OSError, ConnectionError) as exc:
+            self._pending.pop(rid, None)
+            self.closed(f"sandbox agent stream closed ({exc.__class__.__name__})")
+            raise SandboxError(self._dead or "sandbox agent stream closed") from None
+        try:
+            msg = await asyncio.wait_for(fut, wait)
+        except TimeoutError:
+            self._pending.pop(rid, None)
+            raise SandboxError(f"sandbox agent did not answer a {op!r} request within {wait:.0f}s") from None
+        if not msg.get("ok"):
+            raise _AgentFailure(msg.get("error", "unknown error"), msg.get("kind"))
+        return msg
+
+
+class _AgentFailure(SandboxError):
+    def __init__(self, message: str, kind: str | None) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+# Snapshots: a private git dir per sandbox (index + refs), objects in a store shared by sandboxes of one base.
+_SNAP_ENV_KEYS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_INDEX_FILE")
+
+
+class AgentSandbox:
+    """A `Sandbox` backed by an agent process; subclasses start it and provide the transport."""
+
+    backend = "agent"
+
+    def __init__(
+        self, sandbox_id: str, config: SandboxConfig, workdir: str, snap_dir: str, store_dir: str
+    ) -> None:
+        self.id = sandbox_id
+        self.config = config
+        self.workdir = workdir
+        self._snap_dir = snap_dir
+        self._store_dir = store_dir
+        self._link: AgentLink | None = None
+        self._started = time.monotonic()
+        self._base: str | None = None
+        self._snap_ready = False
+        self.closed = False
+        self.exec_count = 0
+        self.events: Any = None
+        """An `EventLog` to record `sandbox.start`/`sandbox.exec` to (set by open_sandbox/SandboxPool)."""
+
+    # -- lifecycle hooks for backends --------------------------------------------------------------------------
+    @property
+    def link(self) -> AgentLink:
+        if self._link is None:
+            raise SandboxError(f"sandbox {self.id} is not started")
+        return self._link
+
+    async def _hello(self, rlimits: dict[str, int] | None = None) -> None:
+        await self.link.call(
+            "hello",
+            wait=30,
+            workdir=self.workdir,
+            env=self.config.env,
+            rlimits=rlimits or {},
+            output_limit=self.config.output_limit_bytes,
+            output_kill=self.config.output_kill_bytes,
+        )
+
+    def healthy(self) -> bool:
+        return not self.closed and self._link is not None and self._link.dead is None
+
+    def remaining_s(self) -> float:
+        return self.config.sandbox_timeout_s - (time.monotonic() - self._started)
+
+    # -- Sandbox protocol --------------------------------------------------------------------------------------
+    async def exec(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: str | None = None,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        limit = float(timeout if timeout is not None else self.config.command_timeout_s)
+        left = self.remaining_s()
+        if left <= 0:
+            raise SandboxError(
+                f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s "
+                "(raise sandbox_timeout_s or start a new sandbox)"
+            )
+        limit = max(min(limit, left), 0.01)
+        self.exec_count += 1
+        msg = await self.link.call(
+            "exec", wait=limit + 30, command=command, cwd=cwd, env=env or {}, stdin=stdin, timeout=limit
+        )
+        result = ExecResult(
+            exit_code=msg["exit_code"],
+            stdout=msg.get("stdout", ""),
+            stderr=msg.get("stderr", ""),
+            duration_s=msg.get("duration_s", 0.0),
+            timed_out=msg.get("timed_out", False),
+            truncated=msg.get("truncated", False),
+            omitted_bytes=msg.get("omitted_bytes", 0),
+            limit_hit=msg.get("limit_hit"),
+        )
+        if self.events is not None:
+            self.events.emit(
+                "sandbox.exec",
+                sandbox=self.id,
+                command=command[:500],
+                exit_code=result.exit_code,
+                duration_s=round(result.duration_s, 4),
+                timed_out=result.timed_out,
+                limit_hit=result.limit_hit,
+                truncated=result.truncated,
+            )
+        return result
+
+    def attach_events(self, events: Any) -> None:
+        """Record this sandbox's effective settings (`sandbox.start`) and its commands to `events`."""
+        self.events = events
+        if events is not None:
+            from agentflow.secrets import _SECRET_ENV, register_secret
+
+            for key, value in self.config.env.items():
+                if _SECRET_ENV.search(key):
+                    register_secret(value)
+            events.emit("sandbox.start", sandbox=self.id, **self.info().model_dump())
+
+    async def _exec_argvs(self, argvs: list[list[str]], env: dict[str, str], what: str) -> str:
+        """Run argvs in turn without a shell (stop at the first failure); stdout of the last one."""
+        msg = await self.link.call(
+            "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120
+        )
+        if msg["exit_code"] != 0:
+            out = (msg.get("stdout", "") + msg.get("stderr", "")).strip()
+            raise SandboxError(f"{what} failed in sandbox {self.id}: {out[-500:]}")
+        return str(msg.get("stdout", "")).strip()
+
+    async def read_bytes(self, path: str) -> bytes:
+        try:
+            msg = await self.link.call("read", wait=60, path=path)
+        except _AgentFailure as exc:
+            raise _file_error(exc, path) from None
+        return base64.b64decode(msg["data"])
+
+    async def read_file(self, path: str) -> str:
+        return (await self.read_bytes(path)).decode("utf-8", "replace")
+
+    async def write_file(self, path: str, content: str | bytes, *, mode: int | None = None) -> None:
+        data = content.encode() if isinstance(content, str) else content
+        try:
+            await self.link.call("write", wait=60, path=path, data=base64.b64encode(data).decode(), mode=mode)
+        except _AgentFailure as exc:
+            raise _file_error(exc, path) from None
+
+    async def list_files(self, path: str = ".", recursive: bool = False) -> list[FileEntry]:
+        try:
+            msg = await self.link.call("list", wait=60, path=path, recursive=recursive)
+        except _AgentFailure as exc:
+            raise _file_error(exc, path) from None
+        return [FileEntry(**e) for e in msg["entries"]]
+
+    async def upload(self, source: str | Path, dest: str = ".") -> int:
+        """Copy a host file or directory tree into the sandbox (under `dest`); returns the entry count."""
+        src = Path(source)
+        if not src.exists():
+            raise SandboxError(f"{src}: no such file or directory on the host")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
+            if src.is_dir():
+                for child in sorted(src.iterdir()):
+                    tar.add(child, arcname=child.name)
+            else:
+                tar.add(src, arcname=src.name)
+        msg = await self.link.call(
+            "untar", wait=300, dest=dest, data=base64.b64encode(buf.getvalue()).decode()
+        )
+        return int(msg["count"])
+
+    async def apply_patch(self, diff: str) -> ExecResult:
+        if not diff.endswith("\n"):
+            diff += "\n"
+        script = (
+            'f=$(mktemp); cat > "$f"; '
+            'if git apply --check --whitespace=nowarn "$f" 2>/dev/null; then git apply --whitespace=nowarn -v "$f"; '
+            'elif patch -p1 --dry-run --batch --forward -s < "$f" >/dev/null 2>&1; then patch -p1 --batch --forward < "$f"; '
+            "else echo 'patch does not apply:' >&2; git apply --check -v \"$f\" >&2; rc=1; fi; "
+            'rm -f "$f"; exit ${rc:-0}'
+        )
+        return await self.exec(script, stdin=diff, timeout=60)
+
+    def _snap_env(self) -> dict[str, str]:
+        return {
+            "GIT_DIR": self._snap_dir,
+            "GIT_WORK_TREE": self.workdir,
+            "GIT_OBJECT_DIRECTORY": f"{self._store_dir}/objects",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "agentflow",
+            "GIT_AUTHOR_EMAIL": "agentflow@localhost",
+            "GIT_COMMITTER_NAME": "agentflow",
+            "GIT_COMMITTER_EMAIL": "agentflow@localhost",
+            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+            "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+        }
+
+    async def _git(self, script: str, what: str) -> str:
+        init = (
+            ""
+            if self._snap_ready
+            else (
+                f"mkdir -p {shlex.quote(self._store_dir)}/objects && "
+                f"{{ [ -f {shlex.quote(self._snap_dir)}/HEAD ] || env -u GIT_DIR -u GIT_WORK_TREE git init -q --bare {shlex.quote(self._snap_dir)}; }} && "
+                f"git config core.bare false && git config core.excludesFile /dev/null && "
+                f"git config gc.auto 0 && git config core.untrackedCache true; "
+                f"mkdir -p {shlex.quote(self._snap_dir)}/info && echo '.git' > {shlex.quote(self._snap_dir)}/info/exclude; "
+            )
+        )
+        res = await self.exec(init + script, env=self._snap_env(), timeout=120, cwd=self.workdir)
+        if not res.ok:
+            raise SandboxError(f"{what} failed in sandbox {self.id}: {res.output.strip()[-500:]}")
+        self._snap_ready = True
+        return res.stdout.strip()
+
+    async def _ensure_snap(self) -> None:
+        if not self._snap_ready:
+            await self._git("true", "preparing snapshots")
+
+    async def snapshot(self) -> str:
+        await self._ensure_snap()
+        sid = await self._exec_argvs(
+            [["git", "add", "-A", "-f", "."], ["git", "write-tree"]], self._snap_env(), "snapshot"
+        )
+        if self._base is None:
+            self._base = sid
+        return sid
+
+    async def restore(self, snapshot_id: str) -> None:
+        if not all(c in "0123456789abcdef" for c in snapshot_id) or len(snapshot_id) < 7:
+            raise SandboxError(f"{snapshot_id!r} is not a snapshot id (use the value returned by snapshot())")
+        await self._ensure_snap()
+        await self._exec_argvs(
+            [["git", "read-tree", "-u", "--reset", snapshot_id], ["git", "clean", "-fdxq", "-e", ".git"]],
+            self._snap_env(),
+            "restore",
+        )
+        if self._base is None:
+            self._base = snapshot_id
+
+    async def set_base(self, snapshot_id: str | None = None) -> str:
+        """Make `snapshot_id` (default: the current state) the base `diff()` compares against."""
+        self._base = snapshot_id or await self.snapshot()
+        return self._base
+
+    async def diff(self, base: str | None = None) -> str:
+        if base is None:
+            if self._base is None:
+                self._base = await self.snapshot()
+            base = self._base
+        return await self._git(
+            f"git add -A -f . >/dev/null && git diff --cached --no-color --no-ext-diff {shlex.quote(base)}",
+            "diff",
+        )
+
+    def _reset_script(self) -> str:
+        """Shell that empties the workspace. The docker backend also clears /tmp and kills stray processes;
+        the local backend must never touch anything outside its own temp directory."""
+        return f"find {shlex.quote(self.workdir)} -mindepth 1 -maxdepth 1 -exec rm -rf {{}} + ; true"
+
+    async def reset_workspace(self) -> None:
+        """Empty the workspace (used by pools when a sandbox is handed back)."""
+        res = await self.exec(self._reset_script(), timeout=60)
+        if not res.ok:
+            raise SandboxError(f"could not reset sandbox {self.id}: {res.output.strip()[-300:]}")
+        self._base = None
+
+    def info(self) -> SandboxInfo:
+        return SandboxInfo(
+            backend=self.backend,
+            image=self.config.image if self.backend == "docker" else None,
+            workdir=self.workdir,
+            settings=self.config.effective(),
+        )
+
+    async def close(self) -> None:  # pragma: no cover - overridden
+        self.closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _file_error(exc: _AgentFailure, path: str) -> SandboxError:
+    kind = exc.kind or ""
+    if kind == "FileNotFoundError":
+        return SandboxError(f"{path}: no such file in the sandbox")
+    if kind == "IsADirectoryError":
+        return SandboxError(f"{path}: is a directory")
+    if kind == "NotADirectoryError":
+        return SandboxError(f"{path}: not a directory")
+    if kind == "PermissionError":
+        return SandboxError(f"{path}: permission denied in the sandbox")
+    return SandboxError(f"{path}: {exc}")

@@ -1,0 +1,76 @@
+"""The local-process backend (no Docker needed; not a security boundary)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentflow.sandbox import SandboxPool, open_sandbox
+
+
+async def test_local_exec_files_timeout():
+    async with open_sandbox("local") as sb:
+        assert sb.info().backend == "local"
+        res = await sb.exec("echo $((6*7)); pwd")
+        assert res.stdout.splitlines() == ["42", sb.workdir]
+        await sb.write_file("d/x.txt", "hello")
+        assert await sb.read_file("d/x.txt") == "hello"
+        slow = await sb.exec("sleep 30", timeout=0.5)
+        assert slow.timed_out and slow.exit_code == 124
+        big = await sb.exec("head -c 200000 /dev/zero | tr '\\0' y")
+        assert big.truncated and big.omitted_bytes > 100_000
+    import os
+
+    assert not os.path.exists(sb.workdir)  # the temp dir is removed
+
+
+async def test_local_pool_snapshot_restore():
+    async with SandboxPool(2, backend="local") as pool:
+        a, b = await pool.acquire(), await pool.acquire()
+        await a.write_file("f.txt", "one\n")
+        sid = await a.snapshot()
+        await a.write_file("f.txt", "two\n")
+        await b.restore(sid)
+        assert await b.read_file("f.txt") == "one\n"
+        assert "+two" in await a.diff(sid)
+        await pool.release(a)
+        await pool.release(b)
+
+
+@pytest.mark.parametrize("bad", [{"memory_mb": 1}, {"cpus": 0}, {"command_timeout_s": 99999}, {"bogus": 1}])
+async def test_bad_limits_are_one_line_config_errors(bad):
+    from agentflow.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        async with open_sandbox("local", bad):
+            pass
+    assert "\n" not in str(info.value) and str(info.value).startswith("sandbox config: ")
+
+
+async def test_effective_settings_and_commands_are_recorded():
+    from agentflow.events import EventLog
+
+    log = EventLog(None, run_id="t")
+    async with open_sandbox(
+        "local", {"command_timeout_s": 7, "env": {"API_TOKEN": "s3cr3t-value"}}, events=log
+    ) as sb:
+        await sb.exec("echo hi")
+    kinds = [e.kind for e in log.events]
+    assert kinds == ["sandbox.start", "sandbox.exec"]
+    start = log.events[0].data
+    assert start["backend"] == "local" and start["settings"]["command_timeout_s"] == 7
+    assert start["settings"]["network"] is False
+    assert log.events[1].data["exit_code"] == 0
+    assert "s3cr3t-value" not in str([e.data for e in log.events])
+
+
+async def test_local_reset_only_touches_its_own_workspace(tmp_path):
+    marker = tmp_path / "host-file.txt"
+    marker.write_text("keep me")
+    async with SandboxPool(1, backend="local") as pool:
+        sb = await pool.acquire()
+        await sb.write_file("junk.txt", "x")
+        await pool.release(sb)
+        again = await pool.acquire()
+        assert again is sb and (await sb.exec("ls -A")).stdout == ""
+        await pool.release(again)
+    assert marker.read_text() == "keep me"
