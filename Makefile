@@ -22,8 +22,11 @@ setup: $(STAMP)
 setup-models: setup
 	$(AF) serve setup --models all
 
-## setup-sandbox: build the sandbox image offline (debootstrap + docker import) unless it exists
+## setup-sandbox: build the sandbox image (offline: debootstrap + docker import) unless it exists
 setup-sandbox: setup
+	@command -v debootstrap >/dev/null || { echo "installing debootstrap (apt)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq debootstrap >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq debootstrap >/dev/null; fi; }
 	$(AF) sandbox build
 
 ## demo: the main job on the embedded defaults
@@ -32,7 +35,7 @@ demo: setup setup-models
 
 ## test: the whole suite, as CI runs it
 test: setup setup-models setup-sandbox
-	$(BIN)/pytest
+	AGENTFLOW_REQUIRE_LLAMA=1 $(BIN)/pytest
 
 ## test-fast: the suite without Docker or llama-server parts
 test-fast: setup

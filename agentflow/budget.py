@@ -60,7 +60,7 @@ class Budget:
     """Counts usage against limits; thread-safe and shared by reference."""
 
     def __init__(self, limits: BudgetLimits | None = None, *, parent: Budget | None = None, **kw: float | int | None) -> None:
-        self.limits = limits or BudgetLimits(**kw)
+        self.limits = limits or BudgetLimits.model_validate(kw)
         self.parent = parent
         self._used = BudgetUsage()
         self._start = time.monotonic()

@@ -6,7 +6,8 @@ ChatModel pointed at it. Models with the same name and server options share one 
 the last `aclose()` stops it. If the server dies, the next call restarts it (`restart="on-failure"`, at most
 `max_restarts` times) or fails with a clear `ServerDied` error (`restart="never"`).
 
-`n` samples: llama-server decodes the `n` completions of one request together in its parallel slots.
+`n` samples: sent as `n` concurrent requests with distinct seeds, decoded together in llama-server's
+parallel slots (continuous batching).
 """
 
 from __future__ import annotations
@@ -15,15 +16,16 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from pydantic import Field
 
 from agentflow.config import StrictConfig, validate_config
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
 from agentflow.models.openai_backend import OpenAIChatModel
 from agentflow.models.options import ModelOptions
+from agentflow.models.remote import merge_responses
 from agentflow.models.retry import TransientError
 from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
 from agentflow.serving.embedded import embedded_model
@@ -127,8 +129,14 @@ def _release(shared: _SharedServer) -> None:
 
 
 class _ServerBacked:
-    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death."""
+    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death.
 
+    `n > 1` is sent as n concurrent single-sample requests with distinct seeds (seed, seed+1, ...), which
+    the server's parallel slots decode together. llama-server's own `n` runs slower here and reports the
+    tokens of one sample only.
+    """
+
+    native_n = False
     shared: _SharedServer
     _seen_restarts: int
     _released: bool
@@ -164,6 +172,15 @@ class _ServerBacked:
         await self._recover()  # raises ServerDied when the policy forbids a restart
         raise TransientError(f"{self.spec}: llama-server died during the call and was restarted", unreachable=True)
 
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        if request.n == 1:
+            return await super().chat(request)  # type: ignore[misc,no-any-return]
+        start = time.monotonic()
+        singles = [request.model_copy(update={"n": 1, "seed": None if request.seed is None else request.seed + i})
+                   for i in range(request.n)]
+        parts = await asyncio.gather(*(self._call(single) for single in singles))  # type: ignore[attr-defined]
+        return self._finish(merge_responses(list(parts)), start)  # type: ignore[attr-defined,no-any-return]
+
     async def _release_server(self) -> None:
         if not self._released:
             self._released = True
@@ -190,6 +207,13 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request))
+
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
+        # a dead server surfaces as a connection error, which RemoteModel.stream retries before the first token
+        if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
+            await self._recover()
+        async for delta in OpenAIChatModel._stream_once(self, request):
+            yield delta
 
     async def aclose(self) -> None:
         await OpenAIChatModel.aclose(self)

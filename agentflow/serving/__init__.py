@@ -1,0 +1,83 @@
+"""Local model serving: managed llama-server (CPU) and vLLM (GPU) processes behind OpenAI-compatible URLs.
+
+    handle = await start_llamacpp(model="gemma3-270m")   # or start_vllm(model="Qwen/...")
+    model = handle.load_model()                          # an openai-compatible ChatModel
+    ...
+    await handle.stop()
+
+Public names resolve lazily: importing this package starts nothing and imports no SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY: dict[str, str] = {
+    "ServerHandle": "agentflow.serving.server",
+    "ServerError": "agentflow.serving.server",
+    "ServerStartError": "agentflow.serving.server",
+    "ServerDied": "agentflow.serving.server",
+    "Launch": "agentflow.serving.server",
+    "LlamaServerOptions": "agentflow.serving.llamacpp",
+    "start_llamacpp": "agentflow.serving.llamacpp",
+    "VllmServerOptions": "agentflow.serving.vllm",
+    "start_vllm": "agentflow.serving.vllm",
+    "start_from_flag": "agentflow.serving.flag",
+    "parse_serve_flag": "agentflow.serving.flag",
+    "served": "agentflow.serving.flag",
+    "ModelProfile": "agentflow.serving.profiles",
+    "profile_for": "agentflow.serving.profiles",
+    "FewShotTemplate": "agentflow.serving.completion",
+    "CompletionChatModel": "agentflow.serving.completion",
+    "VllmEngineModel": "agentflow.serving.vllm_engine",
+    "emit_metrics": "agentflow.serving.metrics",
+    "report_metrics": "agentflow.serving.metrics",
+    "ensure_llama_server": "agentflow.serving.setup",
+    "ensure_model": "agentflow.serving.setup",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
+    from agentflow.serving.flag import parse_serve_flag, served, start_from_flag
+    from agentflow.serving.llamacpp import LlamaServerOptions, start_llamacpp
+    from agentflow.serving.metrics import emit_metrics, report_metrics
+    from agentflow.serving.profiles import ModelProfile, profile_for
+    from agentflow.serving.server import Launch, ServerDied, ServerError, ServerHandle, ServerStartError
+    from agentflow.serving.setup import ensure_llama_server, ensure_model
+    from agentflow.serving.vllm import VllmServerOptions, start_vllm
+    from agentflow.serving.vllm_engine import VllmEngineModel
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentflow.serving' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "CompletionChatModel",
+    "FewShotTemplate",
+    "Launch",
+    "LlamaServerOptions",
+    "ModelProfile",
+    "ServerDied",
+    "ServerError",
+    "ServerHandle",
+    "ServerStartError",
+    "VllmEngineModel",
+    "VllmServerOptions",
+    "emit_metrics",
+    "ensure_llama_server",
+    "ensure_model",
+    "parse_serve_flag",
+    "profile_for",
+    "report_metrics",
+    "served",
+    "start_from_flag",
+    "start_llamacpp",
+    "start_vllm",
+]

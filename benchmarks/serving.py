@@ -1,0 +1,96 @@
+"""Local serving figures, printed as ONE JSON object: `.venv/bin/python benchmarks/serving.py`.
+
+- server_start_s: spawn-to-healthy time of llama-server with the small model (files already set up).
+- ttft_ms: time to the first streamed token of a short completion on the small model (median of 5).
+- <model>_tokens_per_s_sequential: 8 samples of MAX_TOKENS tokens, one request after another.
+- <model>_tokens_per_s_parallel8: the same 8 samples as one `n=8` call of the `local:` model, which sends
+  8 concurrent requests that the server's 8 slots decode together.
+- *_parallel_speedup: parallel / sequential (targets: small >= 2, default >= 1.3).
+
+`small` is local:gemma3-270m (completion mode), `default` is local:qwen2.5-coder-1.5b (chat mode).
+Samples ignore end-of-sequence so every sample is exactly MAX_TOKENS long. Needs `agentflow serve setup`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import httpx
+
+from agentflow.models.base import ChatRequest, Message
+from agentflow.models.local import load_local_model
+
+SAMPLES = 8
+MAX_TOKENS = int(os.environ.get("BENCH_MAX_TOKENS", "64"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+QUESTION = "Write a short Python function that reverses a string, and explain it."
+
+
+def _request(n: int, seed: int) -> ChatRequest:
+    return ChatRequest(messages=[Message.user(QUESTION)], n=n, seed=seed, temperature=0.8, max_tokens=MAX_TOKENS,
+                       extra={"ignore_eos": True})
+
+
+async def _throughput(model: Any) -> tuple[float, float]:
+    """Best of ROUNDS interleaved (sequential, parallel) rounds: other load on the machine hits both alike."""
+    await model.chat(_request(1, 0))  # warm-up
+    sequential = parallel = 0.0
+    for r in range(ROUNDS):
+        start = time.perf_counter()
+        tokens = 0
+        for seed in range(SAMPLES):
+            tokens += (await model.chat(_request(1, 1000 * r + seed))).usage.output_tokens
+        sequential = max(sequential, tokens / (time.perf_counter() - start))
+        start = time.perf_counter()
+        tokens = (await model.chat(_request(SAMPLES, 1000 * r + 100))).usage.output_tokens
+        parallel = max(parallel, tokens / (time.perf_counter() - start))
+    return sequential, parallel
+
+
+def _ttft_ms(model: Any) -> float:
+    handle = model.server
+    times = []
+    prompt = model.template.render([Message.user(QUESTION)])
+    with httpx.Client() as client:
+        for i in range(5):
+            body = {"model": handle.model, "prompt": prompt, "max_tokens": 8, "stream": True, "seed": i}
+            start = time.perf_counter()
+            with client.stream("POST", handle.url("/v1/completions"), json=body, headers=handle.headers,
+                               timeout=120) as response:
+                for line in response.iter_lines():
+                    if line.startswith("data: ") and '"text"' in line:
+                        times.append((time.perf_counter() - start) * 1000)
+                        break
+    return statistics.median(times)
+
+
+async def main() -> None:
+    out: dict[str, float] = {}
+    for key, name in (("small", "gemma3-270m"), ("default", "qwen2.5-coder-1.5b")):
+        model = load_local_model(name, parallel=SAMPLES, ctx=512, quiet=True, max_attempts=1, timeout_s=600)
+        try:
+            if key == "small":
+                out["server_start_s"] = round(model.server.start_seconds or 0.0, 3)  # type: ignore[attr-defined]
+                out["ttft_ms"] = round(await asyncio.to_thread(_ttft_ms, model), 1)
+            sequential, parallel = await _throughput(model)
+        finally:
+            await model.aclose()
+        out[f"{key}_tokens_per_s_sequential"] = round(sequential, 1)
+        out[f"{key}_tokens_per_s_parallel8"] = round(parallel, 1)
+        out[f"{key}_parallel_speedup"] = round(parallel / sequential, 2)
+    out["max_tokens_per_sample"] = MAX_TOKENS
+    out["cpu_count"] = os.cpu_count() or 0
+    out["rounds"] = ROUNDS
+    out["load_avg_1m"] = round(os.getloadavg()[0], 2)  # other work on the machine lowers every figure
+    json.dump(out, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
