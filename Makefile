@@ -29,9 +29,11 @@ setup-sandbox: setup
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq debootstrap >/dev/null; fi; }
 	$(AF) sandbox build
 
-## demo: the main job on the embedded defaults
-demo: setup setup-models
-	$(AF) run workflows/demo.yaml
+## demo: the main job on the embedded defaults: repair a shipped example task with the local
+## Qwen2.5-Coder-1.5B and best-of-4, in a Docker sandbox when Docker runs (else a local one)
+HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
+demo: setup setup-models $(if $(HAVE_DOCKER),setup-sandbox)
+	$(AF) repair --tasks examples/swe-tasks/tasks.jsonl -i cachette__cachette-2 --strategy best-of-n -n 4
 
 ## test: the whole suite, as CI runs it
 test: setup setup-models setup-sandbox

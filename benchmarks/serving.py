@@ -8,7 +8,9 @@
 - *_parallel_speedup: parallel / sequential (targets: small >= 2, default >= 1.3).
 
 `small` is local:gemma3-270m (completion mode), `default` is local:qwen2.5-coder-1.5b (chat mode).
-Samples ignore end-of-sequence so every sample is exactly MAX_TOKENS long. Needs `agentflow serve setup`.
+Samples ignore end-of-sequence and the few-shot template's stop strings, so every sample is exactly MAX_TOKENS
+long: a batch's wall time is its slowest sample, so unequal lengths would undercount parallel throughput.
+Needs `agentflow serve setup`.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ async def main() -> None:
     out: dict[str, float] = {}
     for key, name in (("small", "gemma3-270m"), ("default", "qwen2.5-coder-1.5b")):
         model = load_local_model(name, parallel=SAMPLES, ctx=512, quiet=True, max_attempts=1, timeout_s=600)
+        if hasattr(model, "template"):  # completion mode: no stop strings, see the docstring
+            model.template = model.template.model_copy(update={"stop": []})
         try:
             if key == "small":
                 out["server_start_s"] = round(model.server.start_seconds or 0.0, 3)  # type: ignore[attr-defined]

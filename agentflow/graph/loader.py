@@ -55,6 +55,11 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: expected a mapping with name, state, nodes, edges")
     data = dict(data)
+    if "nodes" not in data:
+        raise ConfigError(
+            f"{source}: not a graph workflow (it has no 'nodes:' section)",
+            hint="settings files such as workflows/repair.yaml are read by their own command, e.g. agentflow repair -c FILE",
+        )
     data.setdefault("name", Path(source).stem)
     nodes_in = data.get("nodes") or {}
     if not isinstance(nodes_in, Mapping):

@@ -59,8 +59,9 @@ def _strip_gutter(lines: list[str]) -> list[str]:
     return lines
 
 
-def parse_edits(text: str) -> ParsedEdits:
-    """Read every SEARCH/REPLACE block of a model's answer."""
+def parse_edits(text: str, *, complete: bool = False) -> ParsedEdits:
+    """Read every SEARCH/REPLACE block of a model's answer. With `complete` (the answer ended by itself,
+    not at the token cap) a last block without its `>>>>>>> REPLACE` marker ends where the answer ends."""
     lines = text.replace("\r\n", "\n").split("\n")
     blocks: list[EditBlock] = []
     i = 0
@@ -91,7 +92,13 @@ def parse_edits(text: str) -> ParsedEdits:
             replace.append(lines[k])
             k += 1
         if k >= len(lines):
-            return ParsedEdits(blocks, problem=f"block {len(blocks) + 1}: missing '>>>>>>> REPLACE' end marker")
+            if not complete:
+                return ParsedEdits(
+                    blocks, problem=f"block {len(blocks) + 1}: missing '>>>>>>> REPLACE' end marker"
+                )
+            # the answer ended (not cut by the token cap) right after the replacement: take it as the end
+            while replace and (not replace[-1].strip() or replace[-1].strip().startswith("```")):
+                replace.pop()
         blocks.append(EditBlock(path, "\n".join(_strip_gutter(search)), "\n".join(_strip_gutter(replace))))
         i = k + 1
     if not blocks:
@@ -130,12 +137,14 @@ def apply_edit(content: str, search: str, replace: str) -> str:
     if start is None:
         start = _find_lines(lines, needle, lambda s: s.strip())
         if start is None:
-            raise ValueError("the SEARCH lines do not match the file (copy them exactly, without line numbers)")
+            raise ValueError(
+                "the SEARCH lines do not match the file (copy them exactly, without line numbers)"
+            )
         have, given = _indent(lines[start]), _indent(needle[0])
         if len(have) >= len(given):
-            extra = have[len(given):]
+            extra = have[len(given) :]
             new = [extra + line if line.strip() else line for line in new]
         else:
             cut = len(given) - len(have)
             new = [line[cut:] if line[:cut].strip() == "" else line.lstrip() for line in new]
-    return "\n".join(lines[:start] + new + lines[start + len(needle):])
+    return "\n".join(lines[:start] + new + lines[start + len(needle) :])

@@ -16,15 +16,106 @@ from dataclasses import dataclass
 from agentflow.swe.patch import is_test_path
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
 _CODE = re.compile(r"`([^`\n]+)`")
-_FRAME = re.compile(r"""(?:File "(?:[^"]*/)?(?P<p1>[^"]+\.py)", line (?P<l1>\d+))|(?:^(?P<p2>[\w./-]+\.py):(?P<l2>\d+):)""", re.M)
-_STOP = set(
-    "the and for with that this from have not but are was were when what which into then than they them there "
-    "their would should could value values return returns expected expect instead get gets got set does doesn "
-    "isn just also only same like keep keeps kept even still thing things some any all one two use used using "
-    "python version error errors raise raises raised bug issue work works line lines file files code test tests "
-    "true false none self".split()
+_FRAME = re.compile(
+    r"""(?:File "(?:[^"]*/)?(?P<p1>[^"]+\.py)", line (?P<l1>\d+))|(?:^(?P<p2>[\w./-]+\.py):(?P<l2>\d+):)""",
+    re.MULTILINE,
 )
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "have",
+        "not",
+        "but",
+        "are",
+        "was",
+        "were",
+        "when",
+        "what",
+        "which",
+        "into",
+        "then",
+        "than",
+        "they",
+        "them",
+        "there",
+        "their",
+        "would",
+        "should",
+        "could",
+        "value",
+        "values",
+        "return",
+        "returns",
+        "expected",
+        "expect",
+        "instead",
+        "get",
+        "gets",
+        "got",
+        "set",
+        "does",
+        "doesn",
+        "isn",
+        "just",
+        "also",
+        "only",
+        "same",
+        "like",
+        "keep",
+        "keeps",
+        "kept",
+        "even",
+        "still",
+        "thing",
+        "things",
+        "some",
+        "any",
+        "all",
+        "one",
+        "two",
+        "use",
+        "used",
+        "using",
+        "python",
+        "version",
+        "error",
+        "errors",
+        "raise",
+        "raises",
+        "raised",
+        "bug",
+        "issue",
+        "work",
+        "works",
+        "line",
+        "lines",
+        "file",
+        "files",
+        "code",
+        "test",
+        "tests",
+        "true",
+        "false",
+        "none",
+        "self",
+    ]
+)
+
+
+FRAME_SCORE = 10.0
+"""Score a window gets for holding a traceback frame (issue words alone score less)."""
+
+
+CALL_SCORE = 4.0
+"""Score of a function the failing test output calls."""
 
 
 @dataclass
@@ -106,6 +197,8 @@ def rank_windows(
     terms = issue_terms(issue)
     code_files = {p for p in sources if not is_test_path(p)}
     frames = traceback_frames(failure_output, set(sources))
+    # functions the failing tests call (their source shows in the failure output) are likely culprits
+    called = set(_CALL.findall(failure_output))
     scored: list[tuple[float, _Symbol, int | None]] = []
     for path in sorted(code_files):
         source = sources[path]
@@ -116,10 +209,12 @@ def rank_windows(
             score = file_bonus
             score += sum(w * 2 for t, w in terms.items() if t == sym.name or t.endswith("." + sym.name))
             score += sum(w for t, w in terms.items() if t in body) * 0.5
+            if sym.name in called:
+                score += CALL_SCORE
             focus = None
             for depth, (fpath, fline) in enumerate(frames):
                 if fpath == path and sym.start <= fline <= sym.end:
-                    score += 10 + depth  # deeper frames are closer to the fault
+                    score += FRAME_SCORE + depth  # deeper frames are closer to the fault
                     focus = fline
             scored.append((score, sym, focus))
     scored.sort(key=lambda item: (-item[0], item[1].end - item[1].start, item[1].path, item[1].start))
@@ -137,7 +232,7 @@ def rank_windows(
             end = min(sym.end, start + max_lines - 1)
         windows.append(Window(sym.path, start, end, round(score, 2), sym.name))
     if not windows and code_files:  # nothing matched: the start of the first file is better than nothing
-        path = sorted(code_files)[0]
+        path = min(code_files)
         windows.append(Window(path, 1, min(max_lines, len(sources[path].split("\n"))), 0.0))
     return windows
 

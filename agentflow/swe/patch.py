@@ -180,7 +180,8 @@ async def apply_patch(sandbox: Sandbox, diff: str) -> ApplyResult:
 async def workspace_diff(sandbox: Sandbox, base: str = "HEAD", *, exclude_tests: bool = True) -> str:
     """Diff of the workspace (tracked and new files) against `base`, optionally without test files."""
     script = (
-        f"git add -A -- . ':(exclude){SCRATCH_DIR}' >/dev/null 2>&1 && git -c core.quotepath=off diff --cached "
+        # `git add -A .` (not an exclude pathspec): git refuses to add a pathspec naming an ignored path.
+        f"git add -A . >/dev/null 2>&1 && git -c core.quotepath=off diff --cached "
         f"--no-color --no-ext-diff {shlex.quote(base)} -- . ':(exclude){SCRATCH_DIR}'; status=$?; "
         "git reset -q >/dev/null 2>&1; exit $status"
     )

@@ -11,6 +11,7 @@ The patch is always taken from the workspace with test files stripped (`make_pat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import re
@@ -32,7 +33,7 @@ from agentflow.sandbox.base import Sandbox
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.swe.edits import apply_edit, parse_edits
 from agentflow.swe.evaluate import run_prediction
-from agentflow.swe.localize import rank_windows, render_window, repo_map
+from agentflow.swe.localize import FRAME_SCORE, rank_windows, render_window, repo_map
 from agentflow.swe.patch import apply_patch, strip_test_files
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
@@ -48,7 +49,7 @@ class RepairPrompts(StrictConfig):
     system: str = "You are a careful software engineer. You fix bugs with small, exact edits."
     """System message."""
     edit: str = "Fix the issue.\n\n{issue}\n\n{code}\n\n{feedback}\n\nAnswer with SEARCH/REPLACE blocks."
-    """User message of an edit attempt: {issue}, {repo_map}, {code}, {feedback}, {hint}."""
+    """User message of an edit attempt: {issue}, {repo_map}, {code}, {feedback}, {hint}, {path} (file of the best window)."""
 
 
 class RunInputs(StrictConfig):
@@ -125,7 +126,9 @@ class RepairConfig(StrictConfig):
     """What the run works on (set from the command line)."""
 
 
-def load_repair_config(overrides: list[str] | tuple[str, ...] = (), base: dict[str, Any] | None = None) -> RepairConfig:
+def load_repair_config(
+    overrides: list[str] | tuple[str, ...] = (), base: dict[str, Any] | None = None
+) -> RepairConfig:
     """Defaults from the shipped `workflows/repair.yaml`, then `base`, then `-c` items."""
     from agentflow.resources import data_dir
 
@@ -152,19 +155,24 @@ class Verification(BaseModel):
     output: str = ""
 
 
+CandidateStatus = Literal["ok", "noop", "unparsable", "apply_error"]
+
+
 class Candidate(BaseModel):
     """One model answer and what came of it (a row of candidates.jsonl)."""
 
     instance_id: str
     candidate_id: str
     parent_id: str | None
-    status: Literal["ok", "noop", "unparsable", "apply_error", "empty"]
+    status: CandidateStatus
     patch: str = ""
     dropped_test_files: list[str] = Field(default_factory=list)
     edit_errors: list[str] = Field(default_factory=list)
     verification: Verification | None = None
     finish_reason: str = ""
     sample: int = 0
+    answer: str = ""
+    """The model's answer (first 4000 characters)."""
 
 
 class InstanceOutcome(BaseModel):
@@ -210,9 +218,14 @@ class Node:
 def _summarise_failures(output: str, limit: int) -> str:
     """The informative lines of a test log: failure headers, `E` lines, file:line locations."""
     keep = []
+    in_failure = False
     for line in output.splitlines():
         s = line.strip()
-        if s.startswith(("E ", "FAILED", "ERROR", "___")) or re.search(r"\.py:\d+", s) or s.startswith(">"):
+        if re.match(r"^_{3,} .+ _{3,}$", s):
+            in_failure = True  # a failure section: keep the test's source and the error lines
+        elif s.startswith("=" * 5):
+            in_failure = False
+        if in_failure or s.startswith(("E ", "FAILED", "ERROR", ">")) or re.search(r"\.py:\d+", s):
             keep.append(line.rstrip())
     text = "\n".join(dict.fromkeys(keep)) or output.strip()[-limit:]
     return text if len(text) <= limit else text[:limit] + "\n..."
@@ -247,15 +260,15 @@ class Workbench:
                 raise AgentflowError(f"a candidate patch no longer applies: {applied.log[-300:]}")
 
     async def python_sources(self) -> dict[str, str]:
-        listing = await self.sandbox.exec(f"sh -c {shlex.quote('git ls-files --cached --others --exclude-standard -- *.py')}")
+        listing = await self.sandbox.exec(
+            f"sh -c {shlex.quote('git ls-files --cached --others --exclude-standard -- *.py')}"
+        )
         out: dict[str, str] = {}
         for path in listing.stdout.split():
             if path.startswith(EVAL_DIR):
                 continue
-            try:
+            with contextlib.suppress(Exception):  # an unreadable file is just not shown
                 out[path] = await self.sandbox.read_file(path)
-            except Exception:  # noqa: BLE001 - an unreadable file is just not shown
-                continue
         return out
 
     async def diff(self) -> tuple[str, list[str]]:
@@ -278,29 +291,43 @@ class Workbench:
             await self.reset()
             logs: dict[str, str] = {}
             report = await run_prediction(
-                self.sandbox, self.task, patch or None, python=self.python, test_timeout_s=self.cfg.test_timeout_s,
-                rerun_failed=final, seed=False, run_empty=True, logs=logs,
+                self.sandbox,
+                self.task,
+                patch or None,
+                python=self.python,
+                test_timeout_s=self.cfg.test_timeout_s,
+                rerun_failed=final,
+                seed=False,
+                run_empty=True,
+                logs=logs,
             )
             status = report.tests_status
             total = sum(len(v) for part in status.values() for v in part.values())
             ok = len(status["FAIL_TO_PASS"]["success"]) + len(status["PASS_TO_PASS"]["success"])
             output = report.error or _summarise_failures(logs.get("tests", ""), 4000)
             verification = Verification(
-                passed=report.resolved, score=ok / total if total else 0.0, kind="task_tests",
-                tests_status=status, output=output,
+                passed=report.resolved,
+                score=ok / total if total else 0.0,
+                kind="task_tests",
+                tests_status=status,
+                output=output,
             )
             await self.restore(patch)
             return verification, report
         if self.mode == "repo":
             await self.restore(patch)
             cmd = self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
-            result = await self.sandbox.exec(f"sh -c {shlex.quote(cmd)}", env=self._test_env(), timeout=self.cfg.test_timeout_s)
+            result = await self.sandbox.exec(
+                f"sh -c {shlex.quote(cmd)}", env=self._test_env(), timeout=self.cfg.test_timeout_s
+            )
             counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|error|errors)", result.output)}
             good = counts.get("passed", 0)
             total = good + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
             score = 1.0 if result.ok else (good / total if total else 0.0)
             output = "" if result.ok else _summarise_failures(result.output, 4000)
-            return Verification(passed=result.ok, score=score, kind="test_cmd", exit_code=result.exit_code, output=output), None
+            return Verification(
+                passed=result.ok, score=score, kind="test_cmd", exit_code=result.exit_code, output=output
+            ), None
         await self.restore(patch)
         return Verification(kind="none"), None
 
@@ -311,14 +338,36 @@ class Workbench:
 class Repairer:
     """Runs one task's search: attempts are nodes; candidates and events are recorded as they happen."""
 
-    def __init__(self, task: SWETask, cfg: RepairConfig, bench: Workbench, model: ChatModel, budget: Budget,
-                 events: EventLog, candidates_path: Path | None) -> None:
-        self.task, self.cfg, self.bench, self.model, self.budget, self.events = task, cfg, bench, model, budget, events
+    def __init__(
+        self,
+        task: SWETask,
+        cfg: RepairConfig,
+        bench: Workbench,
+        model: ChatModel,
+        budget: Budget,
+        events: EventLog,
+        candidates_path: Path | None,
+    ) -> None:
+        self.task, self.cfg, self.bench, self.model, self.budget, self.events = (
+            task,
+            cfg,
+            bench,
+            model,
+            budget,
+            events,
+        )
         self.candidates_path = candidates_path
-        self.issue = (task.problem_statement + ("\n\nHints:\n" + task.hints_text if task.hints_text.strip() else "")).strip()
+        self.issue = (
+            task.problem_statement + ("\n\nHints:\n" + task.hints_text if task.hints_text.strip() else "")
+        ).strip()
         self.nodes: list[Node] = []
         self.candidates: list[Candidate] = []
         self.samples = 0
+        self.base_score = 0.0
+        """Share of the verifying tests that pass at the base commit."""
+        self.focus = 0
+        """Rollout number: which suspect window an attempt shows first."""
+        self._focus_path: str | None = None
         self._map: str | None = None
 
     def _record(self, cand: Candidate) -> None:
@@ -329,21 +378,39 @@ class Repairer:
 
     def _node_event(self, node: Node, action: str, **data: Any) -> None:
         self.events.emit(
-            "search.node", node_id=node.node_id, parent_id=node.parent.node_id if node.parent else None,
-            instance_id=self.task.instance_id, strategy=self.cfg.strategy, action=action, value=node.value,
-            passed=node.passed, visits=node.visits, depth=node.depth, snapshot_id=None,
-            usage=self.budget.used.model_dump(), **data,
+            "search.node",
+            node_id=node.node_id,
+            parent_id=node.parent.node_id if node.parent else None,
+            instance_id=self.task.instance_id,
+            strategy=self.cfg.strategy,
+            action=action,
+            value=node.value,
+            passed=node.passed,
+            visits=node.visits,
+            depth=node.depth,
+            snapshot_id=None,
+            usage=self.budget.used.model_dump(),
+            **data,
         )
 
-    def prompt(self, sources: dict[str, str], feedback: str, hint: str) -> list[Message]:
+    def prompt(self, sources: dict[str, str], feedback: str, hint: str, focus: int = 0) -> list[Message]:
+        """The edit prompt; `focus` rotates which window comes first (and is the example's path), so
+        samples of one search look at different suspects instead of all at the top-ranked one."""
         cfg = self.cfg
         if self._map is None:
             self._map = repo_map(sources)
         issue = self.issue if len(self.issue) <= 2500 else self.issue[:2500] + "\n..."
         fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
-        values = {"issue": issue, "repo_map": self._map, "feedback": fb, "hint": hint, "code": ""}
+        values = {"issue": issue, "repo_map": self._map, "feedback": fb, "hint": hint, "code": "", "path": ""}
         base_len = len(_fill(cfg.prompts.system, values)) + len(_fill(cfg.prompts.edit, values))
         windows = rank_windows(sources, self.issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows)
+        # when tracebacks point into code, windows without a frame only distract a small model
+        windows = [w for w in windows if w.score >= FRAME_SCORE] or windows
+        if windows:
+            first = focus % len(windows)
+            windows = windows[first:] + windows[:first]
+        self._focus_path = windows[0].path if windows else None
+        values["path"] = windows[0].path if windows else "path/to/file.py"
         shown: list[str] = []
         for window in windows:
             text = render_window(sources[window.path], window)
@@ -351,11 +418,16 @@ class Repairer:
                 break
             shown.append(text)
         values["code"] = "\n\n".join(shown)
-        return [Message.system(_fill(cfg.prompts.system, values)), Message.user(_fill(cfg.prompts.edit, values))]
+        return [
+            Message.system(_fill(cfg.prompts.system, values)),
+            Message.user(_fill(cfg.prompts.edit, values)),
+        ]
 
-    async def _apply_answer(self, text: str, default_path: str | None) -> tuple[str, list[str]]:
+    async def _apply_answer(
+        self, text: str, default_path: str | None, *, complete: bool
+    ) -> tuple[CandidateStatus, list[str]]:
         """Apply the answer's blocks to the workspace; (status, errors)."""
-        parsed = parse_edits(text)
+        parsed = parse_edits(text, complete=complete)
         if not parsed.blocks:
             return "unparsable", [parsed.problem or "no edit blocks"]
         errors = [parsed.problem] if parsed.problem else []
@@ -367,14 +439,15 @@ class Repairer:
                 continue
             try:
                 content = await self.bench.sandbox.read_file(path)
-            except Exception:  # noqa: BLE001
-                errors.append(f"block {number}: file {path} does not exist")
-                continue
-            try:
                 updated = apply_edit(content, block.search, block.replace)
-            except ValueError as exc:
-                errors.append(f"block {number} ({path}): {exc}")
-                continue
+            except Exception as exc:  # noqa: BLE001 - missing file or no match
+                # small models often name the wrong file: use the one file the SEARCH lines match, if any
+                found = await self._match_elsewhere(block.search, block.replace, path)
+                if found is None:
+                    why = str(exc) if isinstance(exc, ValueError) else "file does not exist"
+                    errors.append(f"block {number} ({path}): {why}")
+                    continue
+                path, content, updated = found
             if updated != content:
                 await self.bench.sandbox.write_file(path, updated)
                 changed += 1
@@ -382,49 +455,105 @@ class Repairer:
             return ("apply_error" if errors else "noop"), errors
         return "ok", errors
 
+    async def _match_elsewhere(self, search: str, replace: str, named: str) -> tuple[str, str, str] | None:
+        matches = []
+        for path, content in (await self.bench.python_sources()).items():
+            if path == named:
+                continue
+            try:
+                matches.append((path, content, apply_edit(content, search, replace)))
+            except ValueError:
+                continue
+        return matches[0] if len(matches) == 1 else None
+
     async def attempt(self, parent: Node) -> Node | None:
         """One expansion: sample an edit from `parent` (resampling no-ops); the new node, or None."""
         hint = ""
-        for _ in range(self.cfg.noop_retries + 1):
+        for retry in range(self.cfg.noop_retries + 1):
             self.budget.check()
             await self.bench.restore(parent.patch)
             sources = await self.bench.python_sources()
-            messages = self.prompt(sources, parent.feedback, hint)
+            messages = self.prompt(sources, parent.feedback, hint, focus=self.focus + retry)
             self.samples += 1
             cand_id = f"{self.task.instance_id}/c{self.samples}"
             request = ChatRequest(
-                messages=messages, temperature=self.cfg.temperature, seed=self.cfg.seed + self.samples,
-                max_tokens=self.cfg.max_tokens, stop=list(self.cfg.stop),
+                messages=messages,
+                temperature=self.cfg.temperature,
+                seed=self.cfg.seed + self.samples,
+                max_tokens=self.cfg.max_tokens,
+                stop=list(self.cfg.stop),
             )
-            model = self.model.with_node(cand_id, parent.node_id) if hasattr(self.model, "with_node") else self.model
+            model = (
+                self.model.with_node(cand_id, parent.node_id)
+                if hasattr(self.model, "with_node")
+                else self.model
+            )
             response = await model.chat(request)
             text = response.text
             finish = response.choices[0].finish_reason if response.choices else "unknown"
-            windows = rank_windows(sources, self.issue, parent.feedback, max_lines=self.cfg.window_lines, limit=1)
-            status, errors = await self._apply_answer(text, windows[0].path if windows else None)
+            status: CandidateStatus
+            status, errors = await self._apply_answer(text, self._focus_path, complete=finish != "length")
             patch, dropped = await self.bench.diff() if status == "ok" else ("", [])
             if status == "ok" and patch.strip() == parent.patch.strip():
                 status = "noop"
             if status != "ok":
-                cand = Candidate(instance_id=self.task.instance_id, candidate_id=cand_id, parent_id=parent.node_id,
-                                 status=status if status != "ok" else "empty", edit_errors=errors, finish_reason=finish,
-                                 sample=self.samples)
+                cand = Candidate(
+                    instance_id=self.task.instance_id,
+                    candidate_id=cand_id,
+                    parent_id=parent.node_id,
+                    status=status,
+                    edit_errors=errors,
+                    finish_reason=finish,
+                    sample=self.samples,
+                    answer=text[:4000],
+                )
                 self._record(cand)
-                self.events.emit("search.node", node_id=cand_id, parent_id=parent.node_id,
-                                 instance_id=self.task.instance_id, strategy=self.cfg.strategy, action="resample",
-                                 status=status, value=None, visits=0, snapshot_id=None, errors=errors[:3])
-                hint = ("Your previous answer did not change the code"
-                        + (f" ({'; '.join(errors[:2])})" if errors else "")
-                        + ". Copy the SEARCH lines exactly from the code shown and change them.")
+                self.events.emit(
+                    "search.node",
+                    node_id=cand_id,
+                    parent_id=parent.node_id,
+                    instance_id=self.task.instance_id,
+                    strategy=self.cfg.strategy,
+                    action="resample",
+                    status=status,
+                    value=None,
+                    visits=0,
+                    snapshot_id=None,
+                    errors=errors[:3],
+                )
+                hint = (
+                    "Your previous answer did not change the code"
+                    + (f" ({'; '.join(errors[:2])})" if errors else "")
+                    + ". Copy the SEARCH lines exactly from the code shown and change them."
+                )
                 continue
             verification, _ = await self.bench.verify(patch)
-            node = Node(cand_id, parent, patch, verification.output, value=verification.score,
-                        passed=verification.passed, depth=parent.depth + 1)
+            node = Node(
+                cand_id,
+                parent,
+                patch,
+                verification.output,
+                value=verification.score,
+                passed=verification.passed,
+                depth=parent.depth + 1,
+            )
             parent.children.append(node)
             self.nodes.append(node)
-            self._record(Candidate(instance_id=self.task.instance_id, candidate_id=cand_id, parent_id=parent.node_id,
-                                   status="ok", patch=patch, dropped_test_files=dropped, edit_errors=errors,
-                                   verification=verification, finish_reason=finish, sample=self.samples))
+            self._record(
+                Candidate(
+                    instance_id=self.task.instance_id,
+                    candidate_id=cand_id,
+                    parent_id=parent.node_id,
+                    status="ok",
+                    patch=patch,
+                    dropped_test_files=dropped,
+                    edit_errors=errors,
+                    verification=verification,
+                    finish_reason=finish,
+                    sample=self.samples,
+                    answer=text[:4000],
+                )
+            )
             self._backpropagate(node)
             self._node_event(node, "edit", status="ok", dropped_test_files=dropped)
             return node
@@ -440,14 +569,18 @@ class Repairer:
     async def search(self) -> None:
         root_patch = ""
         verification, _ = await self.bench.verify(root_patch)
-        root = Node(f"{self.task.instance_id}/root", None, root_patch, verification.output, value=0.0, passed=None)
+        root = Node(
+            f"{self.task.instance_id}/root", None, root_patch, verification.output, value=0.0, passed=None
+        )
+        self.base_score = verification.score
         self._node_event(root, "root", status="base", base_passed=verification.passed)
         cfg = self.cfg
         if cfg.strategy == "mcts":
             await self._mcts(root)
             return
         rollouts = cfg.n if cfg.strategy == "best-of-n" else 1
-        for _ in range(rollouts):
+        for rollout in range(rollouts):
+            self.focus = rollout
             node = root
             for _ in range(cfg.max_attempts):
                 child = await self.attempt(node)
@@ -455,12 +588,15 @@ class Repairer:
                     break
                 if child.passed and cfg.stop_on_success:
                     return
-                node = child
+                # a chain goes on from its best state: an edit that broke more tests is not built upon
+                if child.value >= (self.base_score if node is root else node.value):
+                    node = child
         return
 
     async def _mcts(self, root: Node) -> None:
         cfg = self.cfg
-        for _ in range(cfg.n * cfg.max_attempts):
+        for expansion in range(cfg.n * cfg.max_attempts):
+            self.focus = expansion
             node = self._select(root)
             child = await self.attempt(node)
             if child is None:
@@ -475,7 +611,10 @@ class Repairer:
         while node.children and node.depth < self.cfg.max_attempts - 1:
             total = max(1, node.visits)
             explore_here = self.cfg.mcts_c * math.sqrt(math.log(total + 1) / (len(node.children) + 1))
-            best = max(node.children, key=lambda c: c.value + self.cfg.mcts_c * math.sqrt(math.log(total + 1) / (c.visits + 1)))
+            best = max(
+                node.children,
+                key=lambda c: c.value + self.cfg.mcts_c * math.sqrt(math.log(total + 1) / (c.visits + 1)),
+            )
             best_score = best.value + self.cfg.mcts_c * math.sqrt(math.log(total + 1) / (best.visits + 1))
             if explore_here > best_score:
                 break
@@ -486,7 +625,10 @@ class Repairer:
         with_patch = [n for n in self.nodes if n.patch.strip()]
         if not with_patch:
             return None
-        return max(with_patch, key=lambda n: (bool(n.passed), n.value, -len(n.patch), -int(n.node_id.rsplit("c", 1)[-1])))
+        return max(
+            with_patch,
+            key=lambda n: (bool(n.passed), n.value, -len(n.patch), -int(n.node_id.rsplit("c", 1)[-1])),
+        )
 
 
 # ---------------------------------------------------------------------------------------------- one task
@@ -501,7 +643,12 @@ def _python_for(sandbox: Sandbox) -> str:
 
 
 async def repair_task(
-    task: SWETask, cfg: RepairConfig, *, events: EventLog, inst_dir: Path | None = None, model: ChatModel | None = None,
+    task: SWETask,
+    cfg: RepairConfig,
+    *,
+    events: EventLog,
+    inst_dir: Path | None = None,
+    model: ChatModel | None = None,
 ) -> InstanceOutcome:
     """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`."""
     from agentflow.models.instrumented import InstrumentedModel
@@ -513,7 +660,9 @@ async def repair_task(
     if inst_dir is not None:
         inst_dir.mkdir(parents=True, exist_ok=True)
         (inst_dir / "candidates.jsonl").write_text("")
-    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s))
+    budget = Budget(
+        BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s)
+    )
     outcome = InstanceOutcome(instance_id=iid, status="no_patch")
     events.emit("repair.start", node_id=iid, instance_id=iid, strategy=cfg.strategy, model=cfg.model)
     own_model = model is None
@@ -538,8 +687,15 @@ async def repair_task(
                 outcome.status, outcome.error = "env_error", f"setup: {exc}"
                 finished = True
                 return outcome
-            repairer = Repairer(task, cfg, bench, instrumented, budget, events,
-                                inst_dir / "candidates.jsonl" if inst_dir is not None else None)
+            repairer = Repairer(
+                task,
+                cfg,
+                bench,
+                instrumented,
+                budget,
+                events,
+                inst_dir / "candidates.jsonl" if inst_dir is not None else None,
+            )
             try:
                 await repairer.search()
             except BudgetExceeded as exc:
@@ -555,8 +711,13 @@ async def repair_task(
                 final, report = await bench.verify(best.patch, final=True)
                 outcome.verification = final
                 if report is None:
-                    report = InstanceReport(instance_id=iid, patch_exists=True, patch_successfully_applied=True,
-                                            resolved=bool(final.passed), completed=final.passed is not None)
+                    report = InstanceReport(
+                        instance_id=iid,
+                        patch_exists=True,
+                        patch_successfully_applied=True,
+                        resolved=bool(final.passed),
+                        completed=final.passed is not None,
+                    )
                 outcome.report = report.model_dump(mode="json") | {"completed": report.completed}
                 if outcome.status == "no_patch":
                     outcome.status = "submitted"
@@ -572,17 +733,22 @@ async def repair_task(
         finished = True
     finally:
         if own_model:
-            try:
+            with contextlib.suppress(Exception):  # closing must not hide the outcome
                 await inner.aclose()
-            except Exception:  # noqa: BLE001 - closing must not hide the outcome
-                pass
         if repairer is not None:
             outcome.candidates = sum(1 for c in repairer.candidates if c.status == "ok")
             outcome.samples = repairer.samples
         outcome.usage = budget.used.model_dump()
         outcome.duration_s = round(time.monotonic() - started, 3)
-        events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
-                    resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
+        events.emit(
+            "repair.end",
+            node_id=iid,
+            instance_id=iid,
+            status=outcome.status,
+            chosen=outcome.chosen,
+            resolved=(outcome.report or {}).get("resolved"),
+            error=outcome.error,
+        )
         if inst_dir is not None and finished:  # an interrupted task leaves no outcome: resume redoes it
             (inst_dir / "patch.diff").write_text(outcome.model_patch)
             tmp = inst_dir / "outcome.json.tmp"

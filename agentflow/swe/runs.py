@@ -31,8 +31,13 @@ def _safe(instance_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id)
 
 
-def select(tasks: Sequence[SWETask], *, slice_: str | None = None, pattern: str | None = None,
-           instance_ids: Sequence[str] = ()) -> list[SWETask]:
+def select(
+    tasks: Sequence[SWETask],
+    *,
+    slice_: str | None = None,
+    pattern: str | None = None,
+    instance_ids: Sequence[str] = (),
+) -> list[SWETask]:
     """Tasks chosen by ids, a regex on ids, and a `start:stop` slice (in that order)."""
     out = list(tasks)
     if instance_ids:
@@ -93,6 +98,15 @@ class Progress:
         self.cost_usd += float(outcome.usage.get("usd", 0.0) or 0.0)
 
 
+def _drop_torn_line(path: Path) -> None:
+    """A process killed while writing leaves half an event line; cut it so appended events stay readable."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -112,8 +126,13 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
         cand_file = inst / "candidates.jsonl"
         if cand_file.is_file():
             candidates.extend(line for line in cand_file.read_text().splitlines() if line.strip())
-    preds = [Prediction(instance_id=o.instance_id, model_name_or_path=cfg.model, model_patch=o.model_patch) for o in outcomes]
-    _atomic_write(out_dir / "preds.jsonl", "".join(json.dumps(p.model_dump(mode="json")) + "\n" for p in preds))
+    preds = [
+        Prediction(instance_id=o.instance_id, model_name_or_path=cfg.model, model_patch=o.model_patch)
+        for o in outcomes
+    ]
+    _atomic_write(
+        out_dir / "preds.jsonl", "".join(json.dumps(p.model_dump(mode="json")) + "\n" for p in preds)
+    )
     _atomic_write(out_dir / "candidates.jsonl", "".join(c + "\n" for c in candidates))
     reports = []
     instances: dict[str, Any] = {}
@@ -126,7 +145,10 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
         if o.status == "env_error":
             report.error = report.error or o.error
         reports.append(report)
-        instances[o.instance_id] = report.model_dump(mode="json") | {"status": o.status, "feedback": o.feedback}
+        instances[o.instance_id] = report.model_dump(mode="json") | {
+            "status": o.status,
+            "feedback": o.feedback,
+        }
     summary = make_summary(tasks, preds, reports)
     statuses: dict[str, int] = {}
     for o in outcomes:
@@ -152,7 +174,10 @@ async def run_batch(
     inst_root = out / "instances"
     existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
     if existing and not (resume or redo):
-        raise UserError(f"{out} already holds results of a run", hint="use --resume to continue it or --redo to start over")
+        raise UserError(
+            f"{out} already holds results of a run",
+            hint="use --resume to continue it or --redo to start over",
+        )
     if redo and inst_root.is_dir():
         shutil.rmtree(inst_root)
         for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
@@ -169,6 +194,7 @@ async def run_batch(
             todo.append(task)
     if on_progress is not None:
         on_progress(progress, None)
+    _drop_torn_line(out / "events.jsonl")
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
     with EventLog(out / "events.jsonl", run_id=out.name) as events:
@@ -176,7 +202,9 @@ async def run_batch(
 
         async def one(task: SWETask) -> None:
             async with gate:
-                outcome = await repair_task(task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id))
+                outcome = await repair_task(
+                    task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id)
+                )
             async with lock:
                 progress.add(outcome, ran=True)
                 await asyncio.to_thread(write_summaries, out, tasks, cfg)

@@ -11,7 +11,8 @@ TASKS_FILE = EXAMPLES / "tasks.jsonl"
 GOLD_FILE = EXAMPLES / "gold.jsonl"
 
 
-@pytest.fixture(scope="session", autouse=True)
+# package scope: a session-scoped autouse fixture would stay active for the other test folders too
+@pytest.fixture(scope="package", autouse=True)
 def _private_cache(tmp_path_factory: pytest.TempPathFactory):
     """Task repositories are built into a cache; keep the tests' cache out of the user's."""
     old = os.environ.get("AGENTFLOW_CACHE_DIR")

@@ -1,0 +1,151 @@
+"""`agentflow bench`: repair many tasks in parallel with progress, resume and SWE-bench outputs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
+from agentflow.cli.repair_cmd import STRATEGY_HELP, search_overrides
+from agentflow.errors import UserError
+
+
+def _fmt_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+        if seconds >= 3600
+        else f"{seconds // 60}m{seconds % 60:02d}s"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("bench")
+    def bench_command(
+        tasks: Path = typer.Argument(
+            ..., help="Tasks file (JSONL/JSON, SWE-bench fields).", show_default=False
+        ),
+        workers: int = typer.Option(
+            None, "--workers", "-w", help="Tasks repaired at the same time (default 1)."
+        ),
+        slice_: str = typer.Option(None, "--slice", help="START:STOP slice of the tasks, e.g. 0:10."),
+        filter_: str = typer.Option(None, "--filter", help="Regular expression on instance ids."),
+        instance_ids: list[str] = typer.Option(
+            None, "--instance-id", "-i", help="Only this instance (repeatable)."
+        ),
+        resume: bool = typer.Option(
+            False, "--resume", help="Continue the run in -o DIR: skip finished tasks, retry env_error ones."
+        ),
+        redo: bool = typer.Option(False, "--redo", help="Start the run in -o DIR over."),
+        strategy: str = typer.Option(None, "--strategy", help=STRATEGY_HELP),
+        n: int = typer.Option(None, "-n", help="Rollouts of best-of-n (mcts: n * max_attempts expansions)."),
+        model: str = typer.Option(None, "--model", help="Model spec; {instance_id} is replaced per task."),
+        test_cmd: str = typer.Option(
+            None, "--test-cmd", help="Verify candidates with this command instead of the task's tests."
+        ),
+        budget_usd: float = typer.Option(None, "--budget-usd", help="Spend limit per task."),
+        step_limit: int = typer.Option(None, "--step-limit", help="Model calls per task."),
+        wall_time: str = typer.Option(None, "--wall-time", help="Wall-clock limit per task, e.g. 30m."),
+        sandbox: str = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto."),
+        output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/bench-<id>)."),
+        as_json: bool = JSON_OPTION,
+        config: list[str] = CONFIG_OPTION,
+    ) -> None:
+        """Repair every task of a tasks file; write preds.jsonl, report.json, candidates.jsonl, events.jsonl."""
+        import asyncio
+
+        from agentflow.swe.repair import InstanceOutcome, load_repair_config
+        from agentflow.swe.runs import Progress, run_batch, select
+        from agentflow.swe.tasks import load_tasks
+
+        if resume and redo:
+            raise UserError("give either --resume or --redo, not both")
+        if (resume or redo) and output is None:
+            raise UserError(
+                f"--{'resume' if resume else 'redo'} needs the run directory", hint="pass -o runs/<run_id>"
+            )
+        base = {}
+        if resume and output is not None:
+            resolved = output / "config.resolved.yaml"
+            if not resolved.is_file():
+                raise UserError(f"{output} is not a run directory (no config.resolved.yaml)", hint="check -o")
+            from agentflow.config import read_yaml
+
+            base = dict(read_yaml(resolved) or {})
+        overrides = list(config or []) + search_overrides(
+            strategy=strategy,
+            n=n,
+            model=model,
+            test_cmd=test_cmd,
+            budget_usd=budget_usd,
+            step_limit=step_limit,
+            wall_time=wall_time,
+            sandbox=sandbox,
+        )
+        if workers is not None:
+            if workers < 1:
+                raise UserError(f"--workers must be at least 1, got {workers}")
+            overrides.append(f"workers={workers}")
+        cfg = load_repair_config(overrides, base=base)
+        cfg.inputs.tasks = str(tasks)
+        if slice_ is not None:
+            cfg.inputs.slice = slice_
+        if filter_ is not None:
+            cfg.inputs.filter = filter_
+        if instance_ids:
+            cfg.inputs.instance_ids = list(instance_ids)
+        chosen = select(
+            load_tasks(tasks),
+            slice_=cfg.inputs.slice,
+            pattern=cfg.inputs.filter,
+            instance_ids=cfg.inputs.instance_ids,
+        )
+        out_dir = output if output is not None else Path("runs") / new_run_id("bench")
+
+        bar = None
+        if not as_json and sys.stderr.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
+
+            bar = Bar(
+                TextColumn("bench"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.description}"),
+                TimeRemainingColumn(),
+                transient=False,
+            )
+            bar_id = bar.add_task("", total=len(chosen))
+            bar.start()
+
+        def on_progress(p: Progress, outcome: InstanceOutcome | None) -> None:
+            text = f"resolved {p.resolved}  failed {p.failed}  cost ${p.cost_usd:.4f}"
+            if bar is not None:
+                bar.update(bar_id, completed=p.done, description=text)
+            elif not as_json:
+                line = f"[{p.done}/{p.total}] {text}  ETA {_fmt_eta(p.eta_s(cfg.workers))}"
+                if outcome is not None:
+                    resolved = (outcome.report or {}).get("resolved")
+                    line += f"  {outcome.instance_id}: {outcome.status}" + (" (resolved)" if resolved else "")
+                typer.echo(line, err=True)
+
+        try:
+            summary = asyncio.run(
+                run_batch(chosen, cfg, out_dir, resume=resume, redo=redo, on_progress=on_progress)
+            )
+        finally:
+            if bar is not None:
+                bar.stop()
+        short = {k: v for k, v in summary.items() if k != "instances"}
+        if as_json:
+            print_json({**short, "run_dir": str(out_dir)})
+        else:
+            typer.echo(
+                f"{short['resolved_instances']}/{short['total_instances']} resolved; statuses: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(short["statuses"].items()))
+            )
+            typer.echo(f"run: {out_dir}  (preds.jsonl, report.json, candidates.jsonl, events.jsonl)")

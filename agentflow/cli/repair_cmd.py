@@ -1,0 +1,262 @@
+"""`agentflow repair`: repair one repository (or one task) for one issue; print the patch and its verification."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
+from agentflow.errors import UserError
+
+STRATEGY_HELP = "Search strategy: single, best-of-n or mcts."
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `30m`, `1h`, `1h30m` -> seconds."""
+    match = re.fullmatch(
+        r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text
+    )
+    if not text.strip() or not match or not any(match.groups()):
+        raise UserError(f"--wall-time {text!r} is not a duration", hint="use e.g. 90s, 30m or 1h")
+    h, m, s = (float(g) if g else 0.0 for g in match.groups())
+    return h * 3600 + m * 60 + s
+
+
+def search_overrides(
+    *,
+    strategy: str | None,
+    n: int | None,
+    model: str | None,
+    test_cmd: str | None,
+    budget_usd: float | None,
+    step_limit: int | None,
+    wall_time: str | None,
+    sandbox: str | None,
+) -> list[str]:
+    """The `-c key=value` items the shared model/search flags stand for."""
+    import json
+
+    out: list[str] = []
+    if strategy is not None:
+        if strategy not in ("single", "best-of-n", "mcts"):
+            raise UserError(f"--strategy must be single, best-of-n or mcts, got {strategy!r}")
+        out.append(f"strategy={strategy}")
+    if n is not None:
+        if n < 1:
+            raise UserError(f"-n must be at least 1, got {n}")
+        out.append(f"n={n}")
+    if model is not None:
+        out.append(f"model={json.dumps(model)}")
+    if test_cmd is not None:
+        out.append(f"test_cmd={json.dumps(test_cmd)}")
+        out.append("feedback=repo")
+    if budget_usd is not None:
+        if budget_usd < 0:
+            raise UserError(f"--budget-usd must not be negative, got {budget_usd}")
+        out.append(f"budget_usd={budget_usd}")
+    if step_limit is not None:
+        if step_limit < 1:
+            raise UserError(f"--step-limit must be at least 1, got {step_limit}")
+        out.append(f"step_limit={step_limit}")
+    if wall_time is not None:
+        out.append(f"wall_time_s={parse_duration(wall_time)}")
+    if sandbox is not None:
+        if sandbox not in ("docker", "local", "auto"):
+            raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
+        out.append(f"backend={sandbox}")
+    return out
+
+
+def repo_task(repo: Path, issue: str) -> Any:
+    """A task for a plain repository: its committed HEAD (git) or its files as they are (a snapshot)."""
+    import subprocess
+    import tempfile
+
+    from agentflow.swe.tasks import SWETask
+    from agentflow.swe.workspace import snapshot_commit
+
+    if not repo.exists():
+        raise UserError(f"repository {repo} not found", hint="give the path of a repository directory")
+    if not repo.is_dir():
+        raise UserError(f"repository {repo} is not a directory")
+    repo = repo.resolve()
+    if (repo / ".git").exists():
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise UserError(f"repository {repo} has no commit yet", hint="commit the code to repair first")
+        base = proc.stdout.strip()
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = snapshot_commit(repo, Path(tmp) / "r")
+    return SWETask(
+        instance_id=repo.name or "repo",
+        repo=str(repo),
+        base_commit=base,
+        problem_statement=issue,
+        FAIL_TO_PASS=[],
+    )
+
+
+def apply_to_tree(repo: Path, patch: str) -> str:
+    """Write the patch into the working tree (git apply, else patch -p1); the command used."""
+    import subprocess
+
+    for cmd in (["git", "apply", "--verbose", "-"], ["patch", "--batch", "-p1", "--no-backup-if-mismatch"]):
+        try:
+            proc = subprocess.run(cmd, cwd=repo, input=patch, capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            continue
+        if proc.returncode == 0:
+            return " ".join(cmd[:2])
+    raise UserError(
+        f"the patch does not apply to {repo}'s working tree",
+        hint="the tree changed since the run; apply patch.diff by hand",
+    )
+
+
+def describe(outcome: Any, out_dir: Path) -> str:
+    lines = [f"status: {outcome.status}" + (f" ({outcome.error})" if outcome.error else "")]
+    v = outcome.verification
+    if outcome.model_patch:
+        lines += ["", outcome.model_patch.rstrip(), ""]
+        report = outcome.report or {}
+        if v is not None and v.kind == "task_tests" and v.tests_status:
+            ts = v.tests_status
+            f2p, p2p = ts["FAIL_TO_PASS"], ts["PASS_TO_PASS"]
+            lines.append(
+                f"verified with the task's tests: FAIL_TO_PASS {len(f2p['success'])}/{len(f2p['success']) + len(f2p['failure'])} pass, "
+                f"PASS_TO_PASS {len(p2p['success'])}/{len(p2p['success']) + len(p2p['failure'])} pass"
+            )
+        elif v is not None and v.kind == "test_cmd":
+            lines.append(
+                f"verified with the test command: exit {v.exit_code} ({'pass' if v.passed else 'fail'})"
+            )
+        else:
+            lines.append("not verified (no tests)")
+        lines.append(f"resolved: {bool(report.get('resolved'))}")
+    lines.append(
+        f"candidates: {outcome.candidates} from {outcome.samples} samples; model calls {outcome.usage.get('model_calls', 0)}, "
+        f"tokens {outcome.usage.get('tokens', 0)}, {outcome.duration_s:.1f}s"
+    )
+    lines.append(f"run: {out_dir}")
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("repair")
+    def repair_command(
+        repo: Path = typer.Argument(
+            None,
+            help="Repository directory to repair (its committed HEAD, or its files when it is no git repository).",
+            show_default=False,
+        ),
+        issue: str = typer.Option(None, "--issue", help="The issue text."),
+        issue_file: Path = typer.Option(None, "--issue-file", help="File holding the issue text."),
+        tasks: Path = typer.Option(
+            None, "--tasks", help="Instead of REPO and an issue: a tasks file (SWE-bench fields) ..."
+        ),
+        instance_id: str = typer.Option(None, "--instance-id", "-i", help="... and the task to repair."),
+        strategy: str = typer.Option(None, "--strategy", help=STRATEGY_HELP),
+        n: int = typer.Option(None, "-n", help="Rollouts of best-of-n (mcts: n * max_attempts expansions)."),
+        model: str = typer.Option(None, "--model", help="Model spec (default local:qwen2.5-coder-1.5b)."),
+        test_cmd: str = typer.Option(
+            None, "--test-cmd", help="Command whose success verifies a candidate (default: pytest)."
+        ),
+        budget_usd: float = typer.Option(None, "--budget-usd", help="Spend limit."),
+        step_limit: int = typer.Option(None, "--step-limit", help="Model calls limit."),
+        wall_time: str = typer.Option(None, "--wall-time", help="Wall-clock limit, e.g. 30m."),
+        sandbox: str = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto."),
+        apply: bool = typer.Option(False, "--apply", help="Write the chosen patch into REPO's working tree."),
+        output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/repair-<id>)."),
+        as_json: bool = JSON_OPTION,
+        config: list[str] = CONFIG_OPTION,
+    ) -> None:
+        """Repair one repository for one issue: localize, edit, test, search; print the chosen patch and how it was verified."""
+        import asyncio
+
+        from agentflow.swe.repair import load_repair_config
+        from agentflow.swe.runs import read_outcome, run_batch, select
+        from agentflow.swe.tasks import load_tasks
+
+        overrides = list(config or []) + search_overrides(
+            strategy=strategy,
+            n=n,
+            model=model,
+            test_cmd=test_cmd,
+            budget_usd=budget_usd,
+            step_limit=step_limit,
+            wall_time=wall_time,
+            sandbox=sandbox,
+        )
+        cfg = load_repair_config(overrides)
+        if issue is not None and issue_file is not None:
+            raise UserError("give either --issue or --issue-file, not both")
+        if issue_file is not None:
+            try:
+                issue = issue_file.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise UserError(
+                    f"issue file {issue_file} not found", hint="check the path after --issue-file"
+                ) from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UserError(
+                    f"issue file {issue_file} cannot be read ({exc.__class__.__name__})"
+                ) from None
+        inputs = cfg.inputs
+        if repo is not None:
+            inputs.repo, inputs.tasks, inputs.instance_ids = str(repo), None, []
+        if issue is not None:
+            inputs.issue = issue
+        if tasks is not None:
+            inputs.tasks, inputs.repo = str(tasks), None
+        if instance_id is not None:
+            inputs.instance_ids = [instance_id]
+        if inputs.tasks:
+            all_tasks = load_tasks(inputs.tasks)
+            if not inputs.instance_ids and len(all_tasks) > 1:
+                raise UserError(
+                    f"{inputs.tasks} holds {len(all_tasks)} tasks; pick one with --instance-id",
+                    hint="or run them all with agentflow bench",
+                )
+            task = select(all_tasks, instance_ids=inputs.instance_ids or [all_tasks[0].instance_id])[0]
+            if inputs.issue:
+                task.problem_statement = inputs.issue
+            if apply:
+                raise UserError(
+                    "--apply needs a REPO argument (a task's repository is not a working tree to change)"
+                )
+        elif inputs.repo:
+            if not inputs.issue or not inputs.issue.strip():
+                raise UserError("no issue given", hint="pass --issue TEXT or --issue-file FILE")
+            task = repo_task(Path(inputs.repo), inputs.issue)
+        else:
+            raise UserError(
+                "no repository given", hint="agentflow repair REPO --issue TEXT (or --tasks FILE -i ID)"
+            )
+        out_dir = output if output is not None else Path("runs") / new_run_id("repair")
+        asyncio.run(run_batch([task], cfg, out_dir))
+        outcome = read_outcome(out_dir / "instances" / _safe_id(task.instance_id) / "outcome.json")
+        if outcome is None:  # pragma: no cover - run_batch always writes it
+            raise UserError(f"the run left no outcome in {out_dir}")
+        applied = None
+        if apply and outcome.model_patch:
+            applied = apply_to_tree(Path(inputs.repo or "."), outcome.model_patch)
+        if as_json:
+            print_json({**outcome.model_dump(mode="json"), "run_dir": str(out_dir), "applied": applied})
+        else:
+            typer.echo(describe(outcome, out_dir))
+            if apply:
+                typer.echo(f"applied to {inputs.repo} with {applied}" if applied else "nothing to apply")
+        if outcome.status != "submitted":
+            raise typer.Exit(1)
+
+
+def _safe_id(instance_id: str) -> str:
+    from agentflow.swe.runs import _safe
+
+    return _safe(instance_id)

@@ -1,0 +1,141 @@
+"""`agentflow repair` end to end in the Docker sandbox with scripted (replayed) model answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentflow.cli.main import run
+
+from .conftest import CASSETTES, ROOT, TASKS_FILE, read_jsonl
+
+pytestmark = pytest.mark.docker
+
+
+def repair(out: Path, image: str, *args: str) -> int:
+    return run(["repair", *args, "--sandbox", "docker", "-c", f"sandbox.image={image}", "-o", str(out)])
+
+
+def task_args(instance_id: str, cassette: str) -> list[str]:
+    return ["--tasks", str(TASKS_FILE), "-i", instance_id, "--model", f"replay:{CASSETTES / cassette}"]
+
+
+def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_path: Path):
+    out = tmp_path / "run"
+    assert repair(out, docker_image, *task_args("inikit__inikit-1", "single_inikit-1.json")) == 0
+    preds = read_jsonl(out / "preds.jsonl")
+    assert len(preds) == 1 and set(preds[0]) == {"instance_id", "model_name_or_path", "model_patch"}
+    patch = preds[0]["model_patch"]
+    assert '+        parts = stripped.split("=", 1)' in patch
+    assert (out / "instances" / "inikit__inikit-1" / "patch.diff").read_text() == patch
+    report = json.loads((out / "report.json").read_text())
+    assert report["resolved_ids"] == ["inikit__inikit-1"]
+    inst = report["instances"]["inikit__inikit-1"]
+    assert inst["status"] == "submitted" and inst["resolved"] is True
+    assert inst["tests_status"]["FAIL_TO_PASS"] == {
+        "success": ["tests/test_parser.py::test_value_may_contain_equals_signs"],
+        "failure": [],
+    }
+    # the unchanged answer was resampled, not counted; the wrong edit failed its tests; the next one passed
+    cands = read_jsonl(out / "candidates.jsonl")
+    assert [c["status"] for c in cands] == ["noop", "ok", "ok"]
+    assert [c["verification"]["passed"] for c in cands[1:]] == [False, True]
+    nodes = [
+        e
+        for e in read_jsonl(out / "events.jsonl")
+        if e["kind"] == "search.node" and e["data"]["action"] != "resample"
+    ]
+    assert [(e["node_id"].split("/")[1], (e["parent_id"] or "/-").split("/")[1]) for e in nodes] == [
+        ("root", "-"),
+        ("c2", "root"),
+        ("c3", "c2"),
+    ]
+    # the resolved config alone repeats the run
+    resolved = yaml.safe_load((out / "config.resolved.yaml").read_text())
+    assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["strategy"] == "single"
+    again = tmp_path / "again"
+    assert run(["repair", "-c", str(out / "config.resolved.yaml"), "-o", str(again)]) == 0
+    assert read_jsonl(again / "preds.jsonl")[0]["model_patch"] == patch
+
+
+def test_best_of_n_resolves_and_strips_edits_to_tests(docker_image: str, tmp_path: Path):
+    out = tmp_path / "run"
+    args = task_args("inikit__inikit-1", "bon_inikit-1.json") + [
+        "--strategy",
+        "best-of-n",
+        "-n",
+        "3",
+        "-c",
+        "max_attempts=1",
+    ]
+    assert repair(out, docker_image, *args) == 0
+    cands = read_jsonl(out / "candidates.jsonl")
+    assert [c["status"] for c in cands] == ["ok", "unparsable", "ok"]
+    assert [c["parent_id"].split("/")[1] for c in cands] == ["root", "root", "root"]  # independent rollouts
+    chosen = cands[2]
+    assert chosen["dropped_test_files"] == ["tests/test_parser.py"]
+    assert "tests/" not in chosen["patch"] and "inikit/parser.py" in chosen["patch"]
+    report = json.loads((out / "report.json").read_text())
+    assert report["resolved_ids"] == ["inikit__inikit-1"]
+    assert read_jsonl(out / "preds.jsonl")[0]["model_patch"] == chosen["patch"]
+
+
+def test_mcts_resolves(docker_image: str, tmp_path: Path):
+    out = tmp_path / "run"
+    args = task_args("verspec__verspec-2", "mcts_verspec-2.json") + ["--strategy", "mcts", "-n", "2"]
+    assert repair(out, docker_image, *args) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["resolved_ids"] == ["verspec__verspec-2"]
+    events = read_jsonl(out / "events.jsonl")
+    nodes = {e["node_id"]: e for e in events if e["kind"] == "search.node"}
+    assert all(
+        e["parent_id"] in nodes for e in nodes.values() if e["parent_id"]
+    )  # one tree, every parent recorded
+    assert sum(1 for e in nodes.values() if e["data"]["action"] == "edit") >= 3
+
+
+def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_path: Path):
+    repo = tmp_path / "inikit"
+    shutil.copytree(ROOT / "examples" / "swe-tasks" / "repos" / "inikit", repo)
+    issue = tmp_path / "issue.md"
+    issue.write_text("Values containing `=` are cut off after the second `=` by `loads`.\n")
+    check = "python3 -c \"from inikit import loads; assert loads('[a]\\nk = x=y\\n').get('a', 'k') == 'x=y'\""
+    args = [
+        str(repo),
+        "--issue-file",
+        str(issue),
+        "--test-cmd",
+        check,
+        "--apply",
+        "--model",
+        f"replay:{CASSETTES / 'bench' / 'inikit__inikit-1.json'}",
+    ]
+    assert repair(tmp_path / "run", docker_image, *args) == 0
+    assert 'split("=", 1)' in (repo / "inikit" / "parser.py").read_text()
+    cands = read_jsonl(tmp_path / "run" / "candidates.jsonl")
+    assert cands[0]["verification"]["kind"] == "test_cmd" and cands[0]["verification"]["passed"] is True
+
+
+def test_step_limit_ends_the_search_and_the_best_patch_so_far_is_kept(docker_image: str, tmp_path: Path):
+    out = tmp_path / "run"
+    assert (
+        repair(out, docker_image, *task_args("inikit__inikit-1", "single_inikit-1.json"), "--step-limit", "2")
+        == 1
+    )
+    report = json.loads((out / "report.json").read_text())
+    inst = report["instances"]["inikit__inikit-1"]
+    assert inst["status"] == "limits_exceeded:model_calls"
+    assert inst["resolved"] is False and inst["tests_status"]["FAIL_TO_PASS"]["failure"]
+    assert 'split("=", 2)' in read_jsonl(out / "preds.jsonl")[0]["model_patch"]
+
+
+def test_an_edit_naming_the_wrong_file_lands_where_its_search_lines_match(docker_image: str, tmp_path: Path):
+    out = tmp_path / "run"
+    assert repair(out, docker_image, *task_args("cachette__cachette-2", "wrong_path_cachette-2.json")) == 0
+    cand = read_jsonl(out / "candidates.jsonl")[0]
+    assert cand["status"] == "ok" and "cachette/stats.py" in cand["patch"] and "lru.py" not in cand["patch"]
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["cachette__cachette-2"]
