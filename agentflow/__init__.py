@@ -6,8 +6,9 @@ the modules that use them. Public names are resolved lazily on first attribute a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentflow._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -44,13 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.tools.result import ToolResult
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentflow' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = sorted([*_LAZY, "__version__"])

@@ -6,8 +6,9 @@ Names resolve lazily so `import agentflow.graph` stays cheap (LangGraph and netw
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentflow._lazy import lazy_getattr
 
 _LAZY: dict[str, str] = {
     "END": "agentflow.graph.spec",
@@ -48,13 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.graph.validate import Problem, check_workflow, validate
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentflow.graph' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -5,8 +5,9 @@ Public names resolve lazily so that importing this package pulls in no provider 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentflow._lazy import lazy_getattr
 
 _LAZY: dict[str, str] = {
     "ChatModel": "agentflow.models.base",
@@ -49,13 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.models.structured import StructuredOutputError, chat_structured
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentflow.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

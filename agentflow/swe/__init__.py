@@ -5,8 +5,9 @@ Public names resolve lazily, so importing `agentflow.swe` costs nothing until on
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentflow._lazy import lazy_getattr
 
 _LAZY: dict[str, str] = {
     "SWETask": "agentflow.swe.tasks",
@@ -54,11 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.swe.workspace import seed_workspace, snapshot_commit
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentflow.swe' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

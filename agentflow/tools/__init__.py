@@ -5,8 +5,9 @@ Names resolve lazily so that `import agentflow.tools` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentflow._lazy import lazy_getattr
 
 _LAZY: dict[str, str] = {
     "tool": "agentflow.tools.decorator",
@@ -30,13 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.tools.result import ToolResult
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentflow.tools' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [
