@@ -1,11 +1,10 @@
-"""Repair one task: localize -> edit (SEARCH/REPLACE) -> run tests -> keep or iterate, under a strategy.
+"""Repair one task: localize -> (plan) -> edit -> test -> (critique) -> choose, under a search strategy.
 
-Every edit attempt is a node of a search tree (a linear run is a chain): it starts from its parent's
-patch, shows the model the localized code windows (with line numbers), the issue and the parent's test
-feedback, applies the returned SEARCH/REPLACE blocks, and verifies the resulting patch with tests.
-No-op and unreadable answers are recorded and resampled, never counted as candidates. Strategies:
-`single` (one chain), `best-of-n` (N chains from the base state), `mcts` (UCT over the tree of attempts).
-The patch is always taken from the workspace with test files stripped (`make_patch`), whatever the model did.
+The steps of one attempt live in `agentflow.swe.policy` (a search `Policy`); `agentflow.search` drives it:
+`single` is best-of-1, `best-of-n` runs n chains of attempts at once, `mcts` searches the tree of attempts
+(UCT, concurrent expansions). Every attempt that produced a patch is a candidate; the submitted one is chosen
+by tests, then (blind mode) by a majority vote over normalised patches and an optional verifier model.
+The patch is always taken from the workspace with test files stripped, whatever the model did.
 """
 
 from __future__ import annotations
@@ -14,11 +13,10 @@ import asyncio
 import contextlib
 import json
 import math
-import re
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,28 +26,42 @@ from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
 from agentflow.config import StrictConfig, apply_overrides, read_yaml, validate_config
 from agentflow.errors import AgentflowError, ModelError, UserError
 from agentflow.events import EventLog
-from agentflow.models.base import ChatModel, ChatRequest, Message
+from agentflow.models.base import ChatModel
 from agentflow.sandbox.base import Sandbox
 from agentflow.sandbox.config import SandboxConfig
-from agentflow.swe.edits import apply_edit, parse_edits
-from agentflow.swe.evaluate import run_prediction
-from agentflow.swe.localize import FRAME_SCORE, rank_windows, render_window, repo_map
-from agentflow.swe.patch import apply_patch, strip_test_files
+from agentflow.swe.policy import Attempt, RepairPolicy, RoleModels
 from agentflow.swe.report import InstanceReport
+from agentflow.swe.steps import issue_text, make_plan, write_reproduction
 from agentflow.swe.tasks import SWETask
-from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
+from agentflow.swe.workbench import Verification, Workbench
 
 Strategy = Literal["single", "best-of-n", "mcts"]
 STATUSES = ("submitted", "limits_exceeded", "context_exceeded", "env_error", "no_patch")
+ModelLoader = Callable[[str], ChatModel]
+"""Builds a model from a spec (default: `agentflow.models.spec.load_model`; `--serve` passes its own)."""
+
+__all__ = [
+    "STATUSES", "Candidate", "InstanceOutcome", "ModelLoader", "RepairConfig", "RepairPrompts", "RunInputs",
+    "Verification", "load_repair_config", "repair_task",
+]
 
 
 class RepairPrompts(StrictConfig):
     """Prompt templates; `{name}` fields are filled in (other braces are left alone)."""
 
     system: str = "You are a careful software engineer. You fix bugs with small, exact edits."
-    """System message."""
+    """System message of the coder."""
     edit: str = "Fix the issue.\n\n{issue}\n\n{code}\n\n{feedback}\n\nAnswer with SEARCH/REPLACE blocks."
-    """User message of an edit attempt: {issue}, {repo_map}, {code}, {feedback}, {hint}, {path} (file of the best window)."""
+    """User message of an edit attempt: {issue}, {repo_map}, {code}, {feedback}, {plan}, {hint}, {path}
+    (file of the first window)."""
+    helper_system: str = "You are an experienced Python developer helping to fix a bug."
+    """System message of the planner, critic and reproduction steps."""
+    plan: str = "{issue}\n\n{code}\n\nIn two or three sentences: which function is wrong and what must change?"
+    """Planner's user message: {issue}, {repo_map}, {code}."""
+    critique: str = "{issue}\n\n{patch}\n\n{tests}\n\nWhat is wrong with this change, and what should be tried instead?"
+    """Critic's user message: {issue}, {patch}, {tests}."""
+    reproduce: str = "{issue}\n\n{code}\n\nWrite a Python script that fails with an AssertionError while the bug is present."
+    """Reproduction step's user message: {issue}, {repo_map}, {code}; the answer's first code block is run."""
 
 
 class RunInputs(StrictConfig):
@@ -73,17 +85,35 @@ class RepairConfig(StrictConfig):
     """Settings of `agentflow repair` / `agentflow bench` (defaults: `workflows/repair.yaml`)."""
 
     model: str = "local:qwen2.5-coder-1.5b"
-    """Model spec of the coder; `{instance_id}` in it is replaced per task (e.g. one cassette per task)."""
+    """Model spec of the coder; `{instance_id}` in any role's spec is replaced per task (e.g. one cassette each)."""
+    planner_model: str | None = None
+    """Model of the planner step (setting it turns the step on; `plan: true` uses the coder's model)."""
+    critic_model: str | None = None
+    """Model of the critic step (setting it turns the step on; `critique: true` uses the coder's model)."""
+    verifier_model: str | None = None
+    """Model that judges the best candidates when tests cannot tell them apart (setting it turns it on)."""
+    plan: bool = False
+    """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
+    critique: bool = False
+    """After a failed attempt, ask a critic what is wrong; its notes join the next attempt's feedback."""
+    reproduce: bool = True
+    """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
+    reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
+    vote: bool = True
+    """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
     strategy: Strategy = "single"
-    """single: one chain of attempts; best-of-n: n chains; mcts: UCT search over attempts."""
+    """single: one chain of attempts; best-of-n: n chains at once; mcts: tree search over attempts."""
     n: int = Field(default=4, ge=1, le=64)
-    """Rollouts for best-of-n; for mcts the search makes n * max_attempts expansions."""
+    """Chains for best-of-n. mcts makes about n * max_attempts edit samples (ceil(n * max_attempts / mcts_k)
+    expansions of mcts_k samples each), the same budget as best-of-n."""
     max_attempts: int = Field(default=3, ge=1, le=20)
-    """Edit attempts in one rollout (each after the previous one's test feedback)."""
+    """Edit attempts in one chain (each after the previous one's test feedback); for mcts, the tree's depth."""
     noop_retries: int = Field(default=2, ge=0, le=20)
     """Extra samples when an answer changes nothing or cannot be read (those are not candidates)."""
     stop_on_success: bool = True
-    """Stop searching once a candidate passes its tests."""
+    """Stop drawing samples once a candidate passes tests that decide (task tests, or a failing test command)."""
+    concurrency: int = Field(default=4, ge=1, le=64)
+    """Model calls in flight at once (chains of best-of-n, leaves of mcts); a local server decodes them together."""
     temperature: float = Field(default=0.7, ge=0)
     """Sampling temperature."""
     seed: int = 0
@@ -91,23 +121,27 @@ class RepairConfig(StrictConfig):
     max_tokens: int = Field(default=512, ge=16)
     """Output cap of one answer (small models can loop until the cap)."""
     stop: list[str] = Field(default_factory=lambda: ["END_EDITS"])
-    """Stop sequences."""
+    """Stop sequences of edit answers."""
     max_prompt_chars: int = Field(default=12000, ge=1000)
     """Prompt size cap (about 4 characters per token); code windows are dropped to stay under it."""
     windows: int = Field(default=3, ge=1, le=20)
     """Code windows shown per attempt."""
     window_lines: int = Field(default=40, ge=5)
     """Longest code window; longer functions are shown around the hit."""
-    feedback: Literal["auto", "task", "repo", "none"] = "auto"
-    """Tests that verify candidates: task = the task's FAIL_TO_PASS/PASS_TO_PASS with its test_patch
-    (oracle tests, as in SWE-bench's assisted settings); repo = `test_cmd` on the repository as it is;
-    none = no verification; auto = task when the task has FAIL_TO_PASS tests, else repo."""
+    feedback: Literal["auto", "task", "repo", "none"] = "repo"
+    """Tests that verify candidates during the search. repo (blind, the default): `test_cmd` on the repository
+    as it is, plus a reproduction script (`reproduce`). task: the task's FAIL_TO_PASS/PASS_TO_PASS with its
+    test_patch -- hidden tests a real solver does not see (an oracle setting; never for reported resolve rates).
+    none: no verification. auto: task when the task has FAIL_TO_PASS tests, else repo. Whatever the mode, the
+    submitted patch is evaluated with the task's tests for the report."""
     test_cmd: str | None = None
     """Test command for repo feedback (default: pytest on the whole repository)."""
     test_timeout_s: float = Field(default=300.0, gt=0)
     """Limit of one test run."""
-    mcts_c: float = Field(default=1.0, ge=0)
-    """UCT exploration constant."""
+    mcts_k: int = Field(default=2, ge=1, le=16)
+    """Samples drawn per mcts expansion."""
+    mcts_c: float = Field(default=0.3, ge=0)
+    """UCT exploration constant (values are in [0, 1])."""
     backend: Literal["auto", "docker", "local"] = "auto"
     """Sandbox backend (auto: docker when the engine answers)."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
@@ -115,7 +149,7 @@ class RepairConfig(StrictConfig):
     budget_usd: float | None = Field(default=None, ge=0)
     """Spend limit per task (models with known prices)."""
     step_limit: int | None = Field(default=None, ge=1)
-    """Model calls per task."""
+    """Model calls per task (every role's calls count)."""
     wall_time_s: float | None = Field(default=None, gt=0)
     """Wall-clock limit per task."""
     prompts: RepairPrompts = Field(default_factory=RepairPrompts)
@@ -138,21 +172,6 @@ def load_repair_config(
         data = dict(read_yaml(shipped) or {})
     data.update(base or {})
     return validate_config(RepairConfig, apply_overrides(data, overrides), source="repair config")
-
-
-def _fill(template: str, values: dict[str, str]) -> str:
-    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
-
-
-class Verification(BaseModel):
-    passed: bool | None = None
-    """True when the candidate's tests pass (None when nothing verified it)."""
-    score: float = 0.0
-    """Fraction of the verifying tests that pass."""
-    kind: str = "none"
-    tests_status: dict[str, dict[str, list[str]]] | None = None
-    exit_code: int | None = None
-    output: str = ""
 
 
 CandidateStatus = Literal["ok", "noop", "unparsable", "apply_error"]
@@ -184,10 +203,15 @@ class InstanceOutcome(BaseModel):
     model_patch: str = ""
     chosen: str | None = None
     """candidate_id of the submitted patch."""
+    chosen_by: str | None = None
+    """What decided the choice: tests, vote, verifier, or only (a single candidate)."""
     verification: Verification | None = None
     report: dict[str, Any] | None = None
     """SWE-bench per-instance report (resolved, tests_status, ...) of the submitted patch."""
     feedback: str = "none"
+    reproduced: bool | None = None
+    """Blind mode: whether a reproduction script that fails at the base commit was found."""
+    plan: str | None = None
     candidates: int = 0
     samples: int = 0
     usage: dict[str, Any] = Field(default_factory=dict)
@@ -199,436 +223,53 @@ class InstanceOutcome(BaseModel):
         return self.status == "env_error"
 
 
-@dataclass
-class Node:
-    node_id: str
-    parent: Node | None
-    patch: str
-    feedback: str
-    value: float = 0.0
-    passed: bool | None = None
-    depth: int = 0
-    visits: int = 0
-    children: list[Node] = field(default_factory=list)
+# ---------------------------------------------------------------------------------------------- choosing
 
 
-# ---------------------------------------------------------------------------------------------- workbench
+async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
+                 budget: Budget, events: EventLog) -> tuple[Attempt | None, str | None]:
+    """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
+    vote (patches most samples agree on), then the verifier model's judgement, then the smallest patch."""
+    from agentflow.search.normalize import normalise_output
+    from agentflow.search.protocols import VerifyContext
+    from agentflow.search.types import Candidate as SearchCandidate
+    from agentflow.search.types import NodeState
+    from agentflow.search.verifiers import CriticVerifier
 
+    pool = [a for a in attempts if a.patch.strip()]
+    if not pool:
+        return None, None
+    if len(pool) == 1:
+        return pool[0], "only"
 
-def _summarise_failures(output: str, limit: int) -> str:
-    """The informative lines of a test log: failure headers, `E` lines, file:line locations."""
-    keep = []
-    in_failure = False
-    for line in output.splitlines():
-        s = line.strip()
-        if re.match(r"^_{3,} .+ _{3,}$", s):
-            in_failure = True  # a failure section: keep the test's source and the error lines
-        elif s.startswith("=" * 5):
-            in_failure = False
-        if in_failure or s.startswith(("E ", "FAILED", "ERROR", ">")) or re.search(r"\.py:\d+", s):
-            keep.append(line.rstrip())
-    text = "\n".join(dict.fromkeys(keep)) or output.strip()[-limit:]
-    return text if len(text) <= limit else text[:limit] + "\n..."
+    def tests_key(a: Attempt) -> tuple[bool, float]:
+        return (a.verification.passed is True, a.verification.score)
 
-
-class Workbench:
-    """A task's sandbox at base_commit: reset, restore a patch, read sources, diff, verify."""
-
-    def __init__(self, sandbox: Sandbox, task: SWETask, cfg: RepairConfig, python: str) -> None:
-        self.sandbox, self.task, self.cfg, self.python = sandbox, task, cfg, python
-        self.head = "HEAD"
-        self.local = sandbox.info().backend == "local"
-        mode = cfg.feedback
-        if mode == "auto":
-            mode = "task" if task.FAIL_TO_PASS else "repo"
-        self.mode = mode
-
-    async def setup(self) -> None:
-        self.head = (await seed_workspace(self.sandbox, self.task, python=self.python)) or "HEAD"
-
-    async def reset(self) -> None:
-        script = f"git {GIT_FLAGS} reset -q --hard {shlex.quote(self.head)} && git {GIT_FLAGS} clean -fdq -e {EVAL_DIR}"
-        result = await self.sandbox.exec(f"sh -c {shlex.quote(script)}")
-        if not result.ok:
-            raise AgentflowError(f"resetting the workspace failed: {result.output.strip()[-300:]}")
-
-    async def restore(self, patch: str) -> None:
-        await self.reset()
-        if patch.strip():
-            applied = await apply_patch(self.sandbox, patch)
-            if not applied.applied:
-                raise AgentflowError(f"a candidate patch no longer applies: {applied.log[-300:]}")
-
-    async def python_sources(self) -> dict[str, str]:
-        listing = await self.sandbox.exec(
-            f"sh -c {shlex.quote('git ls-files --cached --others --exclude-standard -- *.py')}"
-        )
-        out: dict[str, str] = {}
-        for path in listing.stdout.split():
-            if path.startswith(EVAL_DIR):
-                continue
-            with contextlib.suppress(Exception):  # an unreadable file is just not shown
-                out[path] = await self.sandbox.read_file(path)
-        return out
-
-    async def diff(self) -> tuple[str, list[str]]:
-        script = (
-            # the scratch folder is git-excluded, so `add -A .` leaves it out (naming it in a pathspec fails)
-            f"git add -A . >/dev/null 2>&1 && git -c core.quotepath=off diff --cached "
-            f"--no-color --no-ext-diff {shlex.quote(self.head)}; s=$?; git reset -q >/dev/null 2>&1; exit $s"
-        )
-        result = await self.sandbox.exec(f"sh -c {shlex.quote(script)}")
-        if not result.ok:
-            raise AgentflowError(f"git diff failed: {result.output.strip()[-300:]}")
-        return strip_test_files(result.stdout)
-
-    def _test_env(self) -> dict[str, str] | None:
-        return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and self.cfg.test_cmd is None else None
-
-    async def verify(self, patch: str, *, final: bool = False) -> tuple[Verification, InstanceReport | None]:
-        """Run the verifying tests on base + patch (the workspace is left at base + patch)."""
-        if self.mode == "task" or (final and self.task.FAIL_TO_PASS):
-            await self.reset()
-            logs: dict[str, str] = {}
-            report = await run_prediction(
-                self.sandbox,
-                self.task,
-                patch or None,
-                python=self.python,
-                test_timeout_s=self.cfg.test_timeout_s,
-                rerun_failed=final,
-                seed=False,
-                run_empty=True,
-                logs=logs,
-            )
-            status = report.tests_status
-            total = sum(len(v) for part in status.values() for v in part.values())
-            ok = len(status["FAIL_TO_PASS"]["success"]) + len(status["PASS_TO_PASS"]["success"])
-            output = report.error or _summarise_failures(logs.get("tests", ""), 4000)
-            verification = Verification(
-                passed=report.resolved,
-                score=ok / total if total else 0.0,
-                kind="task_tests",
-                tests_status=status,
-                output=output,
-            )
-            await self.restore(patch)
-            return verification, report
-        if self.mode == "repo":
-            await self.restore(patch)
-            cmd = self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
-            result = await self.sandbox.exec(
-                f"sh -c {shlex.quote(cmd)}", env=self._test_env(), timeout=self.cfg.test_timeout_s
-            )
-            counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|error|errors)", result.output)}
-            good = counts.get("passed", 0)
-            total = good + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
-            score = 1.0 if result.ok else (good / total if total else 0.0)
-            output = "" if result.ok else _summarise_failures(result.output, 4000)
-            return Verification(
-                passed=result.ok, score=score, kind="test_cmd", exit_code=result.exit_code, output=output
-            ), None
-        await self.restore(patch)
-        return Verification(kind="none"), None
-
-
-# ---------------------------------------------------------------------------------------------- attempts
-
-
-class Repairer:
-    """Runs one task's search: attempts are nodes; candidates and events are recorded as they happen."""
-
-    def __init__(
-        self,
-        task: SWETask,
-        cfg: RepairConfig,
-        bench: Workbench,
-        model: ChatModel,
-        budget: Budget,
-        events: EventLog,
-        candidates_path: Path | None,
-    ) -> None:
-        self.task, self.cfg, self.bench, self.model, self.budget, self.events = (
-            task,
-            cfg,
-            bench,
-            model,
-            budget,
-            events,
-        )
-        self.candidates_path = candidates_path
-        self.issue = (
-            task.problem_statement + ("\n\nHints:\n" + task.hints_text if task.hints_text.strip() else "")
-        ).strip()
-        self.nodes: list[Node] = []
-        self.candidates: list[Candidate] = []
-        self.samples = 0
-        self.base_score = 0.0
-        """Share of the verifying tests that pass at the base commit."""
-        self.focus = 0
-        """Rollout number: which suspect window an attempt shows first."""
-        self._focus_path: str | None = None
-        self._map: str | None = None
-
-    def _record(self, cand: Candidate) -> None:
-        self.candidates.append(cand)
-        if self.candidates_path is not None:
-            with open(self.candidates_path, "a", encoding="utf-8") as fh:
-                fh.write(cand.model_dump_json() + "\n")
-
-    def _node_event(self, node: Node, action: str, **data: Any) -> None:
-        self.events.emit(
-            "search.node",
-            node_id=node.node_id,
-            parent_id=node.parent.node_id if node.parent else None,
-            instance_id=self.task.instance_id,
-            strategy=self.cfg.strategy,
-            action=action,
-            value=node.value,
-            passed=node.passed,
-            visits=node.visits,
-            depth=node.depth,
-            snapshot_id=None,
-            usage=self.budget.used.model_dump(),
-            **data,
-        )
-
-    def prompt(self, sources: dict[str, str], feedback: str, hint: str, focus: int = 0) -> list[Message]:
-        """The edit prompt; `focus` rotates which window comes first (and is the example's path), so
-        samples of one search look at different suspects instead of all at the top-ranked one."""
-        cfg = self.cfg
-        if self._map is None:
-            self._map = repo_map(sources)
-        issue = self.issue if len(self.issue) <= 2500 else self.issue[:2500] + "\n..."
-        fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
-        values = {"issue": issue, "repo_map": self._map, "feedback": fb, "hint": hint, "code": "", "path": ""}
-        base_len = len(_fill(cfg.prompts.system, values)) + len(_fill(cfg.prompts.edit, values))
-        windows = rank_windows(sources, self.issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows)
-        # when tracebacks point into code, windows without a frame only distract a small model
-        windows = [w for w in windows if w.score >= FRAME_SCORE] or windows
-        if windows:
-            first = focus % len(windows)
-            windows = windows[first:] + windows[:first]
-        self._focus_path = windows[0].path if windows else None
-        values["path"] = windows[0].path if windows else "path/to/file.py"
-        shown: list[str] = []
-        for window in windows:
-            text = render_window(sources[window.path], window)
-            if base_len + sum(len(s) + 2 for s in shown) + len(text) > cfg.max_prompt_chars and shown:
-                break
-            shown.append(text)
-        values["code"] = "\n\n".join(shown)
-        return [
-            Message.system(_fill(cfg.prompts.system, values)),
-            Message.user(_fill(cfg.prompts.edit, values)),
-        ]
-
-    async def _apply_answer(
-        self, text: str, default_path: str | None, *, complete: bool
-    ) -> tuple[CandidateStatus, list[str]]:
-        """Apply the answer's blocks to the workspace; (status, errors)."""
-        parsed = parse_edits(text, complete=complete)
-        if not parsed.blocks:
-            return "unparsable", [parsed.problem or "no edit blocks"]
-        errors = [parsed.problem] if parsed.problem else []
-        changed = 0
-        for number, block in enumerate(parsed.blocks, start=1):
-            path = block.path or default_path
-            if path is None:
-                errors.append(f"block {number}: no file path before <<<<<<< SEARCH")
-                continue
-            try:
-                content = await self.bench.sandbox.read_file(path)
-                updated = apply_edit(content, block.search, block.replace)
-            except Exception as exc:  # noqa: BLE001 - missing file or no match
-                # small models often name the wrong file: use the one file the SEARCH lines match, if any
-                found = await self._match_elsewhere(block.search, block.replace, path)
-                if found is None:
-                    why = str(exc) if isinstance(exc, ValueError) else "file does not exist"
-                    errors.append(f"block {number} ({path}): {why}")
-                    continue
-                path, content, updated = found
-            if updated != content:
-                await self.bench.sandbox.write_file(path, updated)
-                changed += 1
-        if changed == 0:
-            return ("apply_error" if errors else "noop"), errors
-        return "ok", errors
-
-    async def _match_elsewhere(self, search: str, replace: str, named: str) -> tuple[str, str, str] | None:
-        matches = []
-        for path, content in (await self.bench.python_sources()).items():
-            if path == named:
-                continue
-            try:
-                matches.append((path, content, apply_edit(content, search, replace)))
-            except ValueError:
-                continue
-        return matches[0] if len(matches) == 1 else None
-
-    async def attempt(self, parent: Node) -> Node | None:
-        """One expansion: sample an edit from `parent` (resampling no-ops); the new node, or None."""
-        hint = ""
-        for retry in range(self.cfg.noop_retries + 1):
-            self.budget.check()
-            await self.bench.restore(parent.patch)
-            sources = await self.bench.python_sources()
-            messages = self.prompt(sources, parent.feedback, hint, focus=self.focus + retry)
-            self.samples += 1
-            cand_id = f"{self.task.instance_id}/c{self.samples}"
-            request = ChatRequest(
-                messages=messages,
-                temperature=self.cfg.temperature,
-                seed=self.cfg.seed + self.samples,
-                max_tokens=self.cfg.max_tokens,
-                stop=list(self.cfg.stop),
-            )
-            model = (
-                self.model.with_node(cand_id, parent.node_id)
-                if hasattr(self.model, "with_node")
-                else self.model
-            )
-            response = await model.chat(request)
-            text = response.text
-            finish = response.choices[0].finish_reason if response.choices else "unknown"
-            status: CandidateStatus
-            status, errors = await self._apply_answer(text, self._focus_path, complete=finish != "length")
-            patch, dropped = await self.bench.diff() if status == "ok" else ("", [])
-            if status == "ok" and patch.strip() == parent.patch.strip():
-                status = "noop"
-            if status != "ok":
-                cand = Candidate(
-                    instance_id=self.task.instance_id,
-                    candidate_id=cand_id,
-                    parent_id=parent.node_id,
-                    status=status,
-                    edit_errors=errors,
-                    finish_reason=finish,
-                    sample=self.samples,
-                    answer=text[:4000],
-                )
-                self._record(cand)
-                self.events.emit(
-                    "search.node",
-                    node_id=cand_id,
-                    parent_id=parent.node_id,
-                    instance_id=self.task.instance_id,
-                    strategy=self.cfg.strategy,
-                    action="resample",
-                    status=status,
-                    value=None,
-                    visits=0,
-                    snapshot_id=None,
-                    errors=errors[:3],
-                )
-                hint = (
-                    "Your previous answer did not change the code"
-                    + (f" ({'; '.join(errors[:2])})" if errors else "")
-                    + ". Copy the SEARCH lines exactly from the code shown and change them."
-                )
-                continue
-            verification, _ = await self.bench.verify(patch)
-            node = Node(
-                cand_id,
-                parent,
-                patch,
-                verification.output,
-                value=verification.score,
-                passed=verification.passed,
-                depth=parent.depth + 1,
-            )
-            parent.children.append(node)
-            self.nodes.append(node)
-            self._record(
-                Candidate(
-                    instance_id=self.task.instance_id,
-                    candidate_id=cand_id,
-                    parent_id=parent.node_id,
-                    status="ok",
-                    patch=patch,
-                    dropped_test_files=dropped,
-                    edit_errors=errors,
-                    verification=verification,
-                    finish_reason=finish,
-                    sample=self.samples,
-                    answer=text[:4000],
-                )
-            )
-            self._backpropagate(node)
-            self._node_event(node, "edit", status="ok", dropped_test_files=dropped)
-            return node
-        return None
-
-    def _backpropagate(self, node: Node) -> None:
-        current: Node | None = node
-        while current is not None:
-            current.visits += 1
-            current.value = max(current.value, node.value)
-            current = current.parent
-
-    async def search(self) -> None:
-        root_patch = ""
-        verification, _ = await self.bench.verify(root_patch)
-        root = Node(
-            f"{self.task.instance_id}/root", None, root_patch, verification.output, value=0.0, passed=None
-        )
-        self.base_score = verification.score
-        self._node_event(root, "root", status="base", base_passed=verification.passed)
-        cfg = self.cfg
-        if cfg.strategy == "mcts":
-            await self._mcts(root)
-            return
-        rollouts = cfg.n if cfg.strategy == "best-of-n" else 1
-        for rollout in range(rollouts):
-            self.focus = rollout
-            node = root
-            for _ in range(cfg.max_attempts):
-                child = await self.attempt(node)
-                if child is None:
-                    break
-                if child.passed and cfg.stop_on_success:
-                    return
-                # a chain goes on from its best state: an edit that broke more tests is not built upon
-                if child.value >= (self.base_score if node is root else node.value):
-                    node = child
-        return
-
-    async def _mcts(self, root: Node) -> None:
-        cfg = self.cfg
-        for expansion in range(cfg.n * cfg.max_attempts):
-            self.focus = expansion
-            node = self._select(root)
-            child = await self.attempt(node)
-            if child is None:
-                node.visits += 1  # an expansion that produced nothing still makes the node less attractive
-                continue
-            if child.passed and cfg.stop_on_success:
-                return
-
-    def _select(self, root: Node) -> Node:
-        """UCT descent; a node may always get another child (progressive widening by visits)."""
-        node = root
-        while node.children and node.depth < self.cfg.max_attempts - 1:
-            total = max(1, node.visits)
-            explore_here = self.cfg.mcts_c * math.sqrt(math.log(total + 1) / (len(node.children) + 1))
-            best = max(
-                node.children,
-                key=lambda c: c.value + self.cfg.mcts_c * math.sqrt(math.log(total + 1) / (c.visits + 1)),
-            )
-            best_score = best.value + self.cfg.mcts_c * math.sqrt(math.log(total + 1) / (best.visits + 1))
-            if explore_here > best_score:
-                break
-            node = best
-        return node
-
-    def best(self) -> Node | None:
-        with_patch = [n for n in self.nodes if n.patch.strip()]
-        if not with_patch:
-            return None
-        return max(
-            with_patch,
-            key=lambda n: (bool(n.passed), n.value, -len(n.patch), -int(n.node_id.rsplit("c", 1)[-1])),
-        )
+    top_key = max(tests_key(a) for a in pool)
+    top = [a for a in pool if tests_key(a) == top_key]
+    decided_by = "tests"
+    votes: dict[str, float] = {}
+    if cfg.vote and len(top) > 1:
+        keys = {a.candidate_id: normalise_output(a.patch) for a in pool}
+        share = {k: sum(1 for v in keys.values() if v == k) / len(pool) for k in keys.values()}
+        votes = {a.candidate_id: share[keys[a.candidate_id]] for a in top}
+        if len(set(votes.values())) > 1:
+            decided_by = "vote"
+    judged: dict[str, float] = {}
+    if verifier is not None and len(top) > 1:
+        best_vote = max(votes.values(), default=0.0)
+        finalists = [a for a in top if votes.get(a.candidate_id, 0.0) == best_vote][:4]
+        if len(finalists) > 1:
+            critic = CriticVerifier(verifier, task=issue)
+            cands = [SearchCandidate(a.candidate_id, NodeState(done=True, output=a.patch)) for a in finalists]
+            with contextlib.suppress(BudgetExceeded):
+                results = await critic.verify(cands, VerifyContext(budget=budget, events=events))
+                judged = {c.node_id: r.score for c, r in zip(cands, results, strict=True)}
+                if len(set(judged.values())) > 1:
+                    decided_by = "verifier"
+    best = max(top, key=lambda a: (votes.get(a.candidate_id, 0.0), judged.get(a.candidate_id, 0.0),
+                                   -len(a.patch), -a.sample))
+    return best, decided_by
 
 
 # ---------------------------------------------------------------------------------------------- one task
@@ -642,6 +283,44 @@ def _python_for(sandbox: Sandbox) -> str:
     return shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3"
 
 
+class _TaskEvents(EventLog):
+    """The run's event log as seen by one task's search: tree node ids get the instance id in front, so the
+    trees of many tasks share one events file."""
+
+    def __init__(self, inner: EventLog, instance_id: str) -> None:
+        super().__init__(None, run_id=inner.run_id)
+        self.inner, self.instance_id = inner, instance_id
+
+    def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Any:
+        prefix = f"{self.instance_id}/"
+        return self.inner.emit(kind, node_id=prefix + node_id if node_id else node_id,
+                               parent_id=prefix + parent_id if parent_id else parent_id,
+                               instance_id=self.instance_id, **data)
+
+
+async def _search(policy: RepairPolicy, cfg: RepairConfig, base: Verification, budget: Budget,
+                  events: EventLog) -> None:
+    from agentflow.search import MCTS, BestOfN, FunctionVerifier
+    from agentflow.search.types import Verification as SearchVerification
+
+    def value(cand: Any) -> SearchVerification:
+        v = cand.state.data.get("verification")
+        return SearchVerification(score=v.score, passed=v.passed) if isinstance(v, Verification) else SearchVerification()
+
+    verifier = FunctionVerifier(value, name="tests")
+    tree_events = _TaskEvents(events, policy.iid)
+    root = policy.root(base)
+    if cfg.strategy == "mcts":
+        expansions = math.ceil(cfg.n * cfg.max_attempts / cfg.mcts_k)
+        await MCTS(policy, verifier, k=cfg.mcts_k, concurrency=max(1, cfg.concurrency // cfg.mcts_k), c=cfg.mcts_c,
+                   max_depth=cfg.max_attempts, max_expansions=expansions, stop_on_solution=cfg.stop_on_success,
+                   seed=cfg.seed, charge_budget=False).run(root, budget=budget, events=tree_events)
+        return
+    n = cfg.n if cfg.strategy == "best-of-n" else 1
+    await BestOfN(policy, verifier, n=n, concurrency=min(n, cfg.concurrency), seed=cfg.seed,
+                  charge_budget=False).run(root, budget=budget, events=tree_events)
+
+
 async def repair_task(
     task: SWETask,
     cfg: RepairConfig,
@@ -649,28 +328,56 @@ async def repair_task(
     events: EventLog,
     inst_dir: Path | None = None,
     model: ChatModel | None = None,
+    model_loader: ModelLoader | None = None,
 ) -> InstanceOutcome:
-    """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`."""
+    """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`.
+    `model` replaces the coder's model; `model_loader` builds the models of the specs in `cfg`."""
     from agentflow.models.instrumented import InstrumentedModel
     from agentflow.models.spec import load_model
     from agentflow.sandbox import open_sandbox
 
     started = time.monotonic()
     iid = task.instance_id
+    loader = model_loader or load_model
     if inst_dir is not None:
         inst_dir.mkdir(parents=True, exist_ok=True)
         (inst_dir / "candidates.jsonl").write_text("")
-    budget = Budget(
-        BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s)
-    )
+    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s))
     outcome = InstanceOutcome(instance_id=iid, status="no_patch")
     events.emit("repair.start", node_id=iid, instance_id=iid, strategy=cfg.strategy, model=cfg.model)
-    own_model = model is None
-    inner = model or load_model(instance_model_spec(cfg.model, iid))
-    instrumented = InstrumentedModel(inner, budget=budget, events=events, node_id=iid, check_budget=True)
-    repairer: Repairer | None = None
+    owned: list[ChatModel] = []
+
+    def role(spec: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
+        if spec is None and not enabled:
+            return None
+        if spec is None:
+            return coder
+        inner = loader(instance_model_spec(spec, iid))
+        owned.append(inner)
+        return InstrumentedModel(inner, budget=budget, events=events, node_id=iid, check_budget=True)
+
+    policy: RepairPolicy | None = None
+    candidates: list[Candidate] = []
+
+    def record(cand: Candidate) -> None:
+        candidates.append(cand)
+        if inst_dir is not None:
+            with open(inst_dir / "candidates.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(cand.model_dump_json() + "\n")
+
     finished = False
     try:
+        inner = model
+        if inner is None:
+            inner = loader(instance_model_spec(cfg.model, iid))
+            owned.append(inner)
+        coder = InstrumentedModel(inner, budget=budget, events=events, node_id=iid, check_budget=True)
+        models = RoleModels(
+            coder,
+            planner=role(cfg.planner_model, cfg.plan, coder),
+            critic=role(cfg.critic_model, cfg.critique, coder),
+            verifier=role(cfg.verifier_model, False, coder),
+        )
         try:
             sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox)
             sandbox = await sandbox_cm.__aenter__()
@@ -683,41 +390,35 @@ async def repair_task(
             outcome.feedback = bench.mode
             try:
                 await bench.setup()
+                base = await bench.verify_base()
             except (AgentflowError, OSError) as exc:  # UserError included: a task that cannot be set up
                 outcome.status, outcome.error = "env_error", f"setup: {exc}"
                 finished = True
                 return outcome
-            repairer = Repairer(
-                task,
-                cfg,
-                bench,
-                instrumented,
-                budget,
-                events,
-                inst_dir / "candidates.jsonl" if inst_dir is not None else None,
-            )
+            issue = issue_text(task.problem_statement, task.hints_text)
             try:
-                await repairer.search()
+                base, plan = await _prepare(bench, cfg, models, issue, base, outcome, events)
+                policy = RepairPolicy(cfg, bench, models, budget, events, issue, record, plan=plan)
+                events.emit("repair.base", node_id=iid, instance_id=iid, passed=base.passed, score=base.score,
+                            feedback=bench.mode, reproduced=outcome.reproduced)
+                await _search(policy, cfg, base, budget, events)
             except BudgetExceeded as exc:
                 outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)
             except ModelError as exc:
-                if "context" in str(exc).lower():
-                    outcome.status, outcome.error = "context_exceeded", str(exc)
-                else:
+                if "context" not in str(exc).lower():
                     raise
-            best = repairer.best()
+                outcome.status, outcome.error = "context_exceeded", str(exc)
+            if outcome.status == "no_patch" and (kind := budget.exceeded()) is not None:
+                outcome.status = f"limits_exceeded:{kind}"
+            attempts = policy.attempts if policy is not None else []
+            best, outcome.chosen_by = await choose(attempts, cfg, models.verifier, issue, budget, events)
             if best is not None:
-                outcome.model_patch, outcome.chosen = best.patch, best.node_id
+                outcome.model_patch, outcome.chosen = best.patch, best.candidate_id
                 final, report = await bench.verify(best.patch, final=True)
                 outcome.verification = final
                 if report is None:
-                    report = InstanceReport(
-                        instance_id=iid,
-                        patch_exists=True,
-                        patch_successfully_applied=True,
-                        resolved=bool(final.passed),
-                        completed=final.passed is not None,
-                    )
+                    report = InstanceReport(instance_id=iid, patch_exists=True, patch_successfully_applied=True,
+                                            resolved=bool(final.passed), completed=final.passed is not None)
                 outcome.report = report.model_dump(mode="json") | {"completed": report.completed}
                 if outcome.status == "no_patch":
                     outcome.status = "submitted"
@@ -727,34 +428,50 @@ async def repair_task(
     except UserError:
         raise
     except AgentflowError as exc:
-        if outcome.status == "no_patch" and repairer is None:
+        if outcome.status == "no_patch" and policy is None:
             outcome.status = "env_error"
         outcome.error = f"{exc.__class__.__name__}: {exc}"
         finished = True
     finally:
-        if own_model:
+        for owned_model in owned:
             with contextlib.suppress(Exception):  # closing must not hide the outcome
-                await inner.aclose()
-        if repairer is not None:
-            outcome.candidates = sum(1 for c in repairer.candidates if c.status == "ok")
-            outcome.samples = repairer.samples
+                await owned_model.aclose()
+        outcome.candidates = sum(1 for c in candidates if c.status == "ok")
+        outcome.samples = policy.samples if policy is not None else 0
         outcome.usage = budget.used.model_dump()
         outcome.duration_s = round(time.monotonic() - started, 3)
-        events.emit(
-            "repair.end",
-            node_id=iid,
-            instance_id=iid,
-            status=outcome.status,
-            chosen=outcome.chosen,
-            resolved=(outcome.report or {}).get("resolved"),
-            error=outcome.error,
-        )
+        events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
+                    chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
         if inst_dir is not None and finished:  # an interrupted task leaves no outcome: resume redoes it
             (inst_dir / "patch.diff").write_text(outcome.model_patch)
             tmp = inst_dir / "outcome.json.tmp"
             tmp.write_text(json.dumps(outcome.model_dump(mode="json"), indent=2) + "\n")
             tmp.replace(inst_dir / "outcome.json")
     return outcome
+
+
+async def _prepare(bench: Workbench, cfg: RepairConfig, models: RoleModels, issue: str, base: Verification,
+                   outcome: InstanceOutcome, events: EventLog) -> tuple[Verification, str]:
+    """The steps before the search: a reproduction script (blind mode, when the repository's tests pass at
+    the base commit) and the planner's plan. Returns the base verification (re-run with the script) and the plan."""
+    iid = bench.task.instance_id
+    sources: dict[str, str] | None = None
+    if bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None:
+        sources = await bench.python_sources()
+        script = await write_reproduction(models.coder, cfg, issue, sources, seed=cfg.seed)
+        kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
+        outcome.reproduced = kept
+        events.emit("repair.reproduce", node_id=iid, instance_id=iid, kept=kept, script=script, output=output[-1500:])
+        if kept:
+            base = await bench.verify_base()
+    plan = ""
+    if models.planner is not None:
+        if sources is None:
+            sources = await bench.python_sources()
+        plan = await make_plan(models.planner, cfg, issue, sources, seed=cfg.seed)
+        outcome.plan = plan
+        events.emit("repair.plan", node_id=iid, instance_id=iid, plan=plan)
+    return base, plan
 
 
 def run_sync(coro: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 from agentflow.config import dump_yaml
 from agentflow.errors import UserError
 from agentflow.events import EventLog
-from agentflow.swe.repair import InstanceOutcome, RepairConfig, repair_task
+from agentflow.swe.repair import InstanceOutcome, ModelLoader, RepairConfig, repair_task
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.tasks import Prediction, SWETask
 
@@ -168,6 +168,7 @@ async def run_batch(
     resume: bool = False,
     redo: bool = False,
     on_progress: Callable[[Progress, InstanceOutcome | None], None] | None = None,
+    model_loader: ModelLoader | None = None,
 ) -> dict[str, Any]:
     """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary."""
     out = Path(out_dir)
@@ -203,7 +204,7 @@ async def run_batch(
         async def one(task: SWETask) -> None:
             async with gate:
                 outcome = await repair_task(
-                    task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id)
+                    task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader
                 )
             async with lock:
                 progress.add(outcome, ran=True)

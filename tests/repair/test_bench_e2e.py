@@ -34,6 +34,8 @@ def bench_argv(out: Path, image: str, *extra: str) -> list[str]:
         f"sandbox.image={image}",
         "-o",
         str(out),
+        "-c",
+        "feedback=task",
     ]
     for iid in IDS:
         argv += ["-i", iid]
@@ -112,6 +114,8 @@ def test_env_error_is_recorded_the_batch_continues_and_resume_retries_it(docker_
         str(out),
         "--workers",
         "2",
+        "-c",
+        "feedback=task",
     ]
     assert run(argv) == 0
     report = json.loads((out / "report.json").read_text())

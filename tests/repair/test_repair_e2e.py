@@ -20,8 +20,11 @@ def repair(out: Path, image: str, *args: str) -> int:
     return run(["repair", *args, "--sandbox", "docker", "-c", f"sandbox.image={image}", "-o", str(out)])
 
 
-def task_args(instance_id: str, cassette: str) -> list[str]:
-    return ["--tasks", str(TASKS_FILE), "-i", instance_id, "--model", f"replay:{CASSETTES / cassette}"]
+def task_args(instance_id: str, cassette: str, *, oracle: bool = True) -> list[str]:
+    """Scripted answers are replayed in order, so calls go one at a time (`concurrency=1`); `oracle` verifies
+    candidates with the task's hidden tests (`feedback=task`) instead of blind mode."""
+    args = ["--tasks", str(TASKS_FILE), "-i", instance_id, "--model", f"replay:{CASSETTES / cassette}"]
+    return args + ["-c", "concurrency=1"] + (["-c", "feedback=task"] if oracle else [])
 
 
 def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_path: Path):
@@ -44,16 +47,15 @@ def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_pat
     cands = read_jsonl(out / "candidates.jsonl")
     assert [c["status"] for c in cands] == ["noop", "ok", "ok"]
     assert [c["verification"]["passed"] for c in cands[1:]] == [False, True]
-    nodes = [
-        e
-        for e in read_jsonl(out / "events.jsonl")
-        if e["kind"] == "search.node" and e["data"]["action"] != "resample"
-    ]
-    assert [(e["node_id"].split("/")[1], (e["parent_id"] or "/-").split("/")[1]) for e in nodes] == [
-        ("root", "-"),
+    events = read_jsonl(out / "events.jsonl")
+    attempts = [e for e in events if e["kind"] == "repair.attempt"]
+    assert [(e["node_id"].split("/")[1], e["parent_id"].split("/")[1]) for e in attempts] == [
         ("c2", "root"),
-        ("c3", "c2"),
+        ("c3", "c2"),  # the second attempt built on the first one's patch and test feedback
     ]
+    assert [e["node_id"].split("/")[1] for e in events if e["kind"] == "repair.resample"] == ["c1"]
+    tree = {e["node_id"]: e for e in events if e["kind"] == "search.node"}
+    assert set(tree) == {"inikit__inikit-1/0", "inikit__inikit-1/0.0"}  # best-of-1: the root and its chain
     # the resolved config alone repeats the run
     resolved = yaml.safe_load((out / "config.resolved.yaml").read_text())
     assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["strategy"] == "single"
@@ -95,7 +97,8 @@ def test_mcts_resolves(docker_image: str, tmp_path: Path):
     assert all(
         e["parent_id"] in nodes for e in nodes.values() if e["parent_id"]
     )  # one tree, every parent recorded
-    assert sum(1 for e in nodes.values() if e["data"]["action"] == "edit") >= 3
+    assert sum(1 for e in nodes.values() if (e["data"]["action"] or "").startswith("edit ")) >= 3
+    assert any(e["data"]["depth"] == 2 for e in nodes.values())  # it searched below the first attempts
 
 
 def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_path: Path):
@@ -139,3 +142,26 @@ def test_an_edit_naming_the_wrong_file_lands_where_its_search_lines_match(docker
     cand = read_jsonl(out / "candidates.jsonl")[0]
     assert cand["status"] == "ok" and "cachette/stats.py" in cand["patch"] and "lru.py" not in cand["patch"]
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["cachette__cachette-2"]
+
+
+def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_image: str, tmp_path: Path):
+    """The default (blind) mode never runs the hidden tests during the search: a reproduction script written by
+    the model is kept because it fails at the base commit; candidates are scored by the repository's tests plus
+    that script; the tie between two passing fixes goes to the one more samples agree on; only the final report
+    uses the task's tests."""
+    out = tmp_path / "run"
+    args = task_args("inikit__inikit-1", "blind_inikit-1.json", oracle=False)
+    assert repair(out, docker_image, *args, "--strategy", "best-of-n", "-n", "4", "-c", "max_attempts=1") == 0
+    events = read_jsonl(out / "events.jsonl")
+    repro = next(e for e in events if e["kind"] == "repair.reproduce")
+    assert repro["data"]["kept"] is True and "AssertionError" in repro["data"]["output"]
+    cands = read_jsonl(out / "candidates.jsonl")
+    assert [c["status"] for c in cands] == ["ok"] * 4
+    verdicts = [(c["verification"]["kind"], c["verification"]["reproduced"], c["verification"]["passed"]) for c in cands]
+    # blind verification cannot decide: a candidate that fixes the reproduction is "not refuted" (None)
+    assert verdicts == [("test_cmd", False, None), ("test_cmd", True, False), ("test_cmd", False, None),
+                        ("test_cmd", False, None)]
+    outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
+    assert outcome["feedback"] == "repo" and outcome["reproduced"] is True
+    assert outcome["chosen"] == "inikit__inikit-1/c1" and outcome["chosen_by"] == "vote"
+    assert outcome["report"]["resolved"] is True  # the hidden tests, run once, for the report

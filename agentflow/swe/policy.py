@@ -1,0 +1,221 @@
+"""The repair attempt as a search policy (`agentflow.search.Policy`): best-of-N and MCTS drive it.
+
+A node's state is a patch on the base commit plus the test feedback it got. `propose` samples k edits from a
+node at once (the model decodes them together); an answer that changes nothing or cannot be read is recorded
+and resampled, never counted. `apply` writes one edit into the shared workbench, takes the patch (test files
+stripped), verifies it, and (with a critic) adds the critic's review to the feedback the next attempt sees.
+`rollout` is one chain of attempts, each building on the best state so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentflow.budget import Budget, BudgetExceeded
+from agentflow.events import EventLog
+from agentflow.models.base import ChatModel, ChatRequest
+from agentflow.search.protocols import RolloutContext
+from agentflow.search.types import Action, NodeState
+from agentflow.swe.steps import critique, edit_prompt, first_text, read_edits
+from agentflow.swe.workbench import Verification, Workbench
+
+if TYPE_CHECKING:
+    from agentflow.swe.repair import Candidate, RepairConfig
+
+
+@dataclass
+class RoleModels:
+    """The model of each role (instrumented: they charge the task's budget and write `model.call` events)."""
+
+    coder: ChatModel
+    planner: ChatModel | None = None
+    critic: ChatModel | None = None
+    verifier: ChatModel | None = None
+
+
+@dataclass
+class Attempt:
+    """An edit that produced a new patch (every one is a candidate for submission)."""
+
+    candidate_id: str
+    patch: str
+    verification: Verification
+    sample: int
+
+
+class RepairPolicy:
+    """See the module docstring. `attempts` collects every verified edit, whatever the strategy."""
+
+    def __init__(
+        self,
+        cfg: RepairConfig,
+        bench: Workbench,
+        models: RoleModels,
+        budget: Budget,
+        events: EventLog,
+        issue: str,
+        record: Callable[[Candidate], None],
+        *,
+        plan: str = "",
+    ) -> None:
+        self.cfg, self.bench, self.models, self.budget, self.events = cfg, bench, models, budget, events
+        self.issue, self.record, self.plan = issue, record, plan
+        self.iid = bench.task.instance_id
+        self.attempts: list[Attempt] = []
+        self.samples = 0
+        self.solved = False
+        """A candidate passed its tests (with `stop_on_success`, no new samples are drawn)."""
+        self._focus = 0
+        self._in_flight = 0
+
+    # --------------------------------------------------------------------------------------- states
+
+    def root(self, base: Verification) -> NodeState:
+        return NodeState(data={"patch": "", "feedback": base.output, "verification": base,
+                               "candidate_id": f"{self.iid}/root"})
+
+    @staticmethod
+    def score(state: NodeState) -> float:
+        v = state.data.get("verification")
+        return v.score if isinstance(v, Verification) else 0.0
+
+    # --------------------------------------------------------------------------------------- sampling
+
+    def _reserve(self) -> None:
+        """Refuse a call the model-call limit cannot cover, counting calls already in flight."""
+        self.budget.check()
+        left = self.budget.remaining("model_calls")
+        if left is not None and left - self._in_flight <= 0:
+            raise BudgetExceeded("model_calls", self.budget.used.model_calls + self._in_flight,
+                                 self.budget.limits.model_calls or 0)
+
+    async def _sources(self, patch: str) -> dict[str, str]:
+        async with self.bench.lock:
+            await self.bench.restore(patch)
+            return await self.bench.python_sources()
+
+    async def _sample(self, state: NodeState, sources: dict[str, str], focus: int, ctx: RolloutContext) -> Action | None:
+        cfg, hint = self.cfg, ""
+        parent_id = state.data["candidate_id"]
+        for retry in range(cfg.noop_retries + 1):
+            if self.solved and cfg.stop_on_success:
+                return None
+            self._reserve()
+            self.samples += 1
+            sample = self.samples
+            cand_id = f"{self.iid}/c{sample}"
+            prompt = edit_prompt(cfg, sources, self.issue, state.data["feedback"], plan=self.plan, hint=hint,
+                                 focus=focus + retry)
+            request = ChatRequest(messages=prompt.messages, temperature=cfg.temperature, seed=cfg.seed + sample,
+                                  max_tokens=cfg.max_tokens, stop=list(cfg.stop))
+            model = self.models.coder
+            with_node = getattr(model, "with_node", None)
+            self._in_flight += 1
+            try:
+                response = await (with_node(cand_id, parent_id) if with_node else model).chat(request)
+            finally:
+                self._in_flight -= 1
+            ctx.usage.add_model(response.usage)
+            text, finish = first_text(response)
+            read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
+            if read.status == "ok":
+                return Action(text=f"edit {cand_id}", data={
+                    "candidate_id": cand_id, "files": read.files, "errors": read.errors, "answer": text,
+                    "finish": finish, "sample": sample,
+                })
+            self._record_failed(cand_id, parent_id, read.status, read.errors, text, finish, sample)
+            hint = (
+                "Your previous answer did not change the code"
+                + (f" ({'; '.join(read.errors[:2])})" if read.errors else "")
+                + ". Copy the SEARCH lines exactly from the code shown and change them."
+            )
+        return None
+
+    def _record_failed(self, cand_id: str, parent_id: str, status: str, errors: list[str], answer: str,
+                       finish: str, sample: int) -> None:
+        from agentflow.swe.repair import Candidate
+
+        self.record(Candidate(instance_id=self.iid, candidate_id=cand_id, parent_id=parent_id, status=status,  # type: ignore[arg-type]
+                              edit_errors=errors, finish_reason=finish, sample=sample, answer=answer[:4000]))
+        self.events.emit("repair.resample", node_id=cand_id, parent_id=parent_id, instance_id=self.iid,
+                         status=status, errors=errors[:3])
+
+    # --------------------------------------------------------------------------------------- the Policy protocol
+
+    async def propose(self, state: NodeState, k: int, ctx: RolloutContext) -> list[Action]:
+        sources = await self._sources(state.data["patch"])
+        focus, self._focus = self._focus, self._focus + k
+        found = await asyncio.gather(*(self._sample(state, sources, focus + i, ctx) for i in range(k)),
+                                     return_exceptions=True)
+        errors = [f for f in found if isinstance(f, BaseException)]
+        actions = [f for f in found if isinstance(f, Action)]
+        if errors and not actions:
+            raise errors[0]
+        for exc in errors:  # the other samples are usable: go on with them, but leave a trace
+            self.events.emit("repair.sample_error", node_id=state.data["candidate_id"], instance_id=self.iid,
+                             error=f"{type(exc).__name__}: {exc}")
+        return actions
+
+    async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
+        from agentflow.swe.repair import Candidate
+
+        d: dict[str, Any] = action.data
+        parent_patch = state.data["patch"]
+        async with self.bench.lock:
+            await self.bench.restore(parent_patch)
+            for path, content in d["files"].items():
+                await self.bench.sandbox.write_file(path, content)
+            patch, dropped = await self.bench.diff()
+            if patch.strip() == parent_patch.strip():  # it only touched test files, which are stripped
+                self._record_failed(d["candidate_id"], state.data["candidate_id"], "noop",
+                                    ["only test files changed"] + d["errors"], d["answer"], d["finish"], d["sample"])
+                return state.child(done=True, output=None, data={**state.data, "noop": True})
+            verification, _ = await self.bench.verify(patch)
+        feedback = verification.output
+        if verification.passed is not True and self.models.critic is not None and self.cfg.max_attempts > 1:
+            review = await critique(self.models.critic, self.cfg, self.issue, patch, verification.output,
+                                    seed=self.cfg.seed + d["sample"])
+            ctx.usage.add_model()
+            feedback = (feedback + "\n\n" if feedback else "") + f"Reviewer's notes on this change:\n{review}"
+        self.attempts.append(Attempt(d["candidate_id"], patch, verification, d["sample"]))
+        self.record(Candidate(
+            instance_id=self.iid, candidate_id=d["candidate_id"], parent_id=state.data["candidate_id"], status="ok",
+            patch=patch, dropped_test_files=dropped, edit_errors=d["errors"], verification=verification,
+            finish_reason=d["finish"], sample=d["sample"], answer=d["answer"][:4000],
+        ))
+        self.events.emit("repair.attempt", node_id=d["candidate_id"], parent_id=state.data["candidate_id"],
+                         instance_id=self.iid, value=verification.score, passed=verification.passed,
+                         dropped_test_files=dropped)
+        if verification.passed:
+            self.solved = True
+        done = bool(verification.passed) or state.depth + 1 >= self.cfg.max_attempts
+        return state.child(done=done, output=patch, data={
+            "patch": patch, "feedback": feedback, "verification": verification, "candidate_id": d["candidate_id"],
+        })
+
+    async def rollout(self, state: NodeState, ctx: RolloutContext) -> NodeState:
+        """One chain of attempts; each builds on the best state so far (an edit that broke more tests is not
+        built upon). Returns the chain's best state, finished."""
+        node = best = state
+        for _ in range(self.cfg.max_attempts):
+            if ctx.exceeded() is not None:
+                break
+            actions = await self.propose(node, 1, ctx)
+            if not actions:
+                break
+            child = await self.apply(node, actions[0], ctx)
+            if child.data.get("noop"):
+                continue
+            if child.data["verification"].passed:
+                return child
+            if self.score(child) >= self.score(node):
+                node = child
+            if best is state or self.score(child) > self.score(best):
+                best = child
+        if best is state:
+            return state.child(done=True, output=None)
+        best.done = True
+        return best

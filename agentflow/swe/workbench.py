@@ -1,0 +1,217 @@
+"""A task's sandbox at its base commit: reset, restore a patch, read sources, diff, verify.
+
+Concurrent rollouts share one workbench: `async with bench.lock:` around anything that sets the workspace
+to a state and reads from it (model calls happen outside the lock, so samples decode together).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shlex
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel
+
+from agentflow.errors import AgentflowError
+from agentflow.sandbox.base import Sandbox
+from agentflow.swe.evaluate import run_prediction
+from agentflow.swe.patch import apply_patch, strip_test_files
+from agentflow.swe.report import InstanceReport
+from agentflow.swe.tasks import SWETask
+from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
+
+if TYPE_CHECKING:
+    from agentflow.swe.repair import RepairConfig
+
+FeedbackMode = Literal["task", "repo", "none"]
+REPRO_PATH = f"{EVAL_DIR}/reproduce_issue.py"
+"""Where the reproduction script lives: inside the git-excluded scratch folder, so resets keep it and
+patches never contain it."""
+
+
+class Verification(BaseModel):
+    passed: bool | None = None
+    """True/False when the verifying tests decide the candidate; None when they cannot (blind mode: the
+    repository's tests already pass at the base commit, so passing them proves only 'no regressions')."""
+    score: float = 0.0
+    """Value in [0, 1] used to rank candidates and guide the search."""
+    kind: str = "none"
+    """task_tests (the task's FAIL_TO_PASS/PASS_TO_PASS), test_cmd (the repository's tests) or none."""
+    tests_status: dict[str, dict[str, list[str]]] | None = None
+    exit_code: int | None = None
+    reproduced: bool | None = None
+    """Blind mode with a reproduction script: True when the script still fails (the bug is still there)."""
+    output: str = ""
+    """Failure summary, the feedback of the next attempt."""
+
+
+def summarise_failures(output: str, limit: int) -> str:
+    """The informative lines of a test log: failure headers, `E` lines, file:line locations."""
+    keep = []
+    in_failure = False
+    for line in output.splitlines():
+        s = line.strip()
+        if re.match(r"^_{3,} .+ _{3,}$", s):
+            in_failure = True  # a failure section: keep the test's source and the error lines
+        elif s.startswith("=" * 5):
+            in_failure = False
+        if in_failure or s.startswith(("E ", "FAILED", "ERROR", ">")) or re.search(r"\.py:\d+", s):
+            keep.append(line.rstrip())
+    text = "\n".join(dict.fromkeys(keep)) or output.strip()[-limit:]
+    return text if len(text) <= limit else text[:limit] + "\n..."
+
+
+def _counts(output: str) -> tuple[int, int]:
+    """(passed, total) from pytest's summary line."""
+    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|error|errors)", output)}
+    good = counts.get("passed", 0)
+    return good, good + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+
+
+class Workbench:
+    """One task's sandbox, shared by every rollout of its search (see the module docstring)."""
+
+    def __init__(self, sandbox: Sandbox, task: SWETask, cfg: RepairConfig, python: str) -> None:
+        self.sandbox, self.task, self.cfg, self.python = sandbox, task, cfg, python
+        self.head = "HEAD"
+        self.local = sandbox.info().backend == "local"
+        mode = cfg.feedback
+        if mode == "auto":
+            mode = "task" if task.FAIL_TO_PASS else "repo"
+        self.mode: FeedbackMode = mode
+        self.lock = asyncio.Lock()
+        self.base: Verification | None = None
+        """Verification of the unchanged code (set by `verify_base`)."""
+        self.repro: bool = False
+        """A reproduction script is installed (blind mode): candidates are scored by it too."""
+
+    async def setup(self) -> None:
+        self.head = (await seed_workspace(self.sandbox, self.task, python=self.python)) or "HEAD"
+
+    async def reset(self) -> None:
+        script = f"git {GIT_FLAGS} reset -q --hard {shlex.quote(self.head)} && git {GIT_FLAGS} clean -fdq -e {EVAL_DIR}"
+        result = await self.sandbox.exec(f"sh -c {shlex.quote(script)}")
+        if not result.ok:
+            raise AgentflowError(f"resetting the workspace failed: {result.output.strip()[-300:]}")
+
+    async def restore(self, patch: str) -> None:
+        await self.reset()
+        if patch.strip():
+            applied = await apply_patch(self.sandbox, patch)
+            if not applied.applied:
+                raise AgentflowError(f"a candidate patch no longer applies: {applied.log[-300:]}")
+
+    async def python_sources(self) -> dict[str, str]:
+        listing = await self.sandbox.exec(
+            f"sh -c {shlex.quote('git ls-files --cached --others --exclude-standard -- *.py')}"
+        )
+        out: dict[str, str] = {}
+        for path in listing.stdout.split():
+            if path.startswith(EVAL_DIR):
+                continue
+            with contextlib.suppress(Exception):  # an unreadable file is just not shown
+                out[path] = await self.sandbox.read_file(path)
+        return out
+
+    async def diff(self) -> tuple[str, list[str]]:
+        script = (
+            # the scratch folder is git-excluded, so `add -A .` leaves it out (naming it in a pathspec fails)
+            f"git add -A . >/dev/null 2>&1 && git -c core.quotepath=off diff --cached "
+            f"--no-color --no-ext-diff {shlex.quote(self.head)}; s=$?; git reset -q >/dev/null 2>&1; exit $s"
+        )
+        result = await self.sandbox.exec(f"sh -c {shlex.quote(script)}")
+        if not result.ok:
+            raise AgentflowError(f"git diff failed: {result.output.strip()[-300:]}")
+        return strip_test_files(result.stdout)
+
+    def _test_env(self) -> dict[str, str] | None:
+        return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and self.cfg.test_cmd is None else None
+
+    # ------------------------------------------------------------------------------------- reproduction
+
+    async def run_repro(self) -> tuple[bool, str]:
+        """(still failing, output) of the reproduction script on the current workspace."""
+        # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
+        script = f"PYTHONPATH=.${{PYTHONPATH:+:$PYTHONPATH}} {self.python} {shlex.quote(REPRO_PATH)}"
+        result = await self.sandbox.exec(
+            f"sh -c {shlex.quote(script)}", env=self._test_env(), timeout=min(60.0, self.cfg.test_timeout_s)
+        )
+        return (not result.ok), result.output
+
+    async def install_repro(self, script: str) -> tuple[bool, str]:
+        """Try a reproduction script at the base commit; keep it only if it fails there for a reason that
+        is not the script's own (syntax, imports, undefined names). (kept, output)."""
+        await self.reset()
+        await self.sandbox.write_file(REPRO_PATH, script)
+        failing, output = await self.run_repro()
+        own_fault = re.search(r"\b(SyntaxError|IndentationError|ModuleNotFoundError|ImportError|NameError)\b", output)
+        self.repro = failing and own_fault is None
+        return self.repro, output
+
+    # ------------------------------------------------------------------------------------- verification
+
+    async def verify_base(self) -> Verification:
+        self.base, _ = await self.verify("")
+        return self.base
+
+    async def verify(self, patch: str, *, final: bool = False) -> tuple[Verification, InstanceReport | None]:
+        """Run the verifying tests on base + patch (the workspace is left at base + patch). `final` runs the
+        task's own tests when it has them (the report), whatever the feedback mode."""
+        if self.mode == "task" or (final and self.task.FAIL_TO_PASS):
+            await self.reset()
+            logs: dict[str, str] = {}
+            report = await run_prediction(
+                self.sandbox,
+                self.task,
+                patch or None,
+                python=self.python,
+                test_timeout_s=self.cfg.test_timeout_s,
+                rerun_failed=final,
+                seed=False,
+                run_empty=True,
+                logs=logs,
+            )
+            status = report.tests_status
+            total = sum(len(v) for part in status.values() for v in part.values())
+            ok = len(status["FAIL_TO_PASS"]["success"]) + len(status["PASS_TO_PASS"]["success"])
+            output = report.error or summarise_failures(logs.get("tests", ""), 4000)
+            verification = Verification(
+                passed=report.resolved,
+                score=ok / total if total else 0.0,
+                kind="task_tests",
+                tests_status=status,
+                output=output,
+            )
+            await self.restore(patch)
+            return verification, report
+        await self.restore(patch)
+        if self.mode == "repo":
+            return await self._verify_repo(), None
+        return Verification(kind="none"), None
+
+    async def _verify_repo(self) -> Verification:
+        cmd = self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
+        result = await self.sandbox.exec(
+            f"sh -c {shlex.quote(cmd)}", env=self._test_env(), timeout=self.cfg.test_timeout_s
+        )
+        good, total = _counts(result.output)
+        score = 1.0 if result.ok else (good / total if total else 0.0)
+        output = "" if result.ok else summarise_failures(result.output, 4000)
+        passed: bool | None = result.ok
+        reproduced: bool | None = None
+        if self.repro:
+            reproduced, repro_out = await self.run_repro()
+            score = (score + (0.0 if reproduced else 1.0)) / 2
+            if reproduced:
+                output = (output + "\n\n" if output else "") + "The issue still reproduces:\n" + repro_out[-1500:]
+        if self.base is not None and self.base.passed and not self.repro:
+            # the tests passed before any change: passing them again shows no regression, not a fix
+            passed = None if result.ok else False
+        elif self.repro:
+            passed = None if (result.ok and not reproduced) else False
+        return Verification(
+            passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
+            output=output,
+        )
