@@ -254,6 +254,9 @@ def load_local_model(name: str, **options: Any) -> ChatModel:
                         hint="use an openai-compatible: spec to talk to a server you run yourself")
     parallel = local.parallel or model.default_parallel
     rest.setdefault("concurrency", parallel)
+    # a CPU server decoding `parallel` requests at once is slow per request; a client-side timeout would
+    # only abandon work the server goes on doing and then send it again
+    rest.setdefault("timeout_s", 900.0)
     shared = _acquire(name, local)
     try:
         model_options = validate_config(ModelOptions, {**rest, "api_key": shared.handle.api_key},

@@ -99,6 +99,8 @@ class RepairConfig(StrictConfig):
     reproduce: bool = True
     """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
     reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
+    reproduce_attempts: int = Field(default=2, ge=1, le=5)
+    """Tries at a reproduction script; each later try sees why the previous one did not count."""
     vote: bool = True
     """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
     strategy: Strategy = "single"
@@ -458,12 +460,18 @@ async def _prepare(bench: Workbench, cfg: RepairConfig, models: RoleModels, issu
     sources: dict[str, str] | None = None
     if bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None:
         sources = await bench.python_sources()
-        script = await write_reproduction(models.coder, cfg, issue, sources, seed=cfg.seed)
-        kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
-        outcome.reproduced = kept
-        events.emit("repair.reproduce", node_id=iid, instance_id=iid, kept=kept, script=script, output=output[-1500:])
-        if kept:
-            base = await bench.verify_base()
+        previous: tuple[str, str] | None = None
+        for attempt in range(cfg.reproduce_attempts):
+            script = await write_reproduction(models.coder, cfg, issue, sources, seed=cfg.seed + attempt,
+                                              previous=previous)
+            kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
+            outcome.reproduced = kept
+            events.emit("repair.reproduce", node_id=iid, instance_id=iid, kept=kept, script=script,
+                        output=output[-1500:])
+            if kept:
+                base = await bench.verify_base()
+                break
+            previous = (script or "", output)
     plan = ""
     if models.planner is not None:
         if sources is None:

@@ -172,11 +172,17 @@ async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, 
 
 
 async def write_reproduction(
-    model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int
+    model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
+    previous: tuple[str, str] | None = None,
 ) -> str | None:
-    """A standalone script that fails while the bug is present (None when the answer holds no code)."""
+    """A standalone script that fails while the bug is present (None when the answer holds no code).
+    `previous` is an earlier try that did not count (script, output): the model sees why."""
     code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2)
-    values = {"issue": issue, "repo_map": repo_map(sources), "code": code}
+    before = ""
+    if previous is not None:
+        before = (f"An earlier script did not reproduce the issue:\n```python\n{previous[0][:1500]}```\n"
+                  f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\nWrite a corrected script.\n")
+    values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "previous": before}
     text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.reproduce, values),
                         max_tokens=cfg.max_tokens, seed=seed, temperature=0.2)
     return code_block(text)

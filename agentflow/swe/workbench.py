@@ -63,6 +63,17 @@ def summarise_failures(output: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "\n..."
 
 
+def _fails_like_a_bug(output: str) -> bool:
+    """An AssertionError (the script's check) or an exception whose innermost frame is repository code;
+    not the script's own mistakes (syntax, imports, a wrong call raised in the script itself)."""
+    if re.search(r"\b(SyntaxError|IndentationError|ModuleNotFoundError|ImportError)\b", output):
+        return False
+    frames = re.findall(r'File "([^"]+)", line \d+', output)
+    if not frames:
+        return False
+    return "AssertionError" in output or not frames[-1].endswith(REPRO_PATH.rsplit("/", 1)[-1])
+
+
 def _counts(output: str) -> tuple[int, int]:
     """(passed, total) from pytest's summary line."""
     counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|error|errors)", output)}
@@ -141,13 +152,12 @@ class Workbench:
         return (not result.ok), result.output
 
     async def install_repro(self, script: str) -> tuple[bool, str]:
-        """Try a reproduction script at the base commit; keep it only if it fails there for a reason that
-        is not the script's own (syntax, imports, undefined names). (kept, output)."""
+        """Try a reproduction script at the base commit; keep it only if it fails there the way a bug does:
+        its own assertion fails, or the exception is raised inside the repository's code. (kept, output)."""
         await self.reset()
         await self.sandbox.write_file(REPRO_PATH, script)
         failing, output = await self.run_repro()
-        own_fault = re.search(r"\b(SyntaxError|IndentationError|ModuleNotFoundError|ImportError|NameError)\b", output)
-        self.repro = failing and own_fault is None
+        self.repro = failing and _fails_like_a_bug(output)
         return self.repro, output
 
     # ------------------------------------------------------------------------------------- verification
