@@ -64,7 +64,7 @@ def main() -> None:
         if (run_dir / "instances").is_dir():
             argv.append("--resume")
         start = time.perf_counter()
-        proc = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+        proc = subprocess.run(argv, check=False, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sys.stderr)
         wall = time.perf_counter() - start
         if not (run_dir / "report.json").is_file():
             result[name] = {"error": f"agentflow bench exited {proc.returncode} without a report"}

@@ -6,6 +6,15 @@
 - <model>_tokens_per_s_parallel8: the same 8 samples as one `n=8` call of the `local:` model, which sends
   8 concurrent requests that the server's 8 slots decode together.
 - *_parallel_speedup: parallel / sequential (targets: small >= 2, default >= 1.3).
+- <model>_server_cpu_ms_per_token_{sequential,parallel8}: llama-server CPU time per generated token in each
+  mode. Batching pays only when the parallel figure is lower; it is steadier than tokens/s on a shared machine.
+
+Measured here (2 AVX2 cores, other jobs running; threads=1 for the CPU figures): Qwen costs ~90 ms CPU per
+token one-by-one and ~98 ms decoded 8 together — its Q4_K/Q6_K matrix products are compute-bound on this
+CPU, so batching saves nothing (Gemma's per-token overheads do amortize: 24 -> 15 ms). The 8 prompts are
+not the cost: llama-server's prompt cache serves the shared prompt to every slot (1 prompt token evaluated
+per request). Neither `--kv-unified` (0.78x), `-fa off` (0.87x) nor `--no-repack` (0.70x) helps, and
+llama-server's own `n` (one shared prefill) was slower and reports the tokens of one sample only.
 
 `small` is local:gemma3-270m (completion mode), `default` is local:qwen2.5-coder-1.5b (chat mode).
 Samples ignore end-of-sequence and the few-shot template's stop strings, so every sample is exactly MAX_TOKENS
@@ -21,6 +30,7 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,20 +49,38 @@ def _request(n: int, seed: int) -> ChatRequest:
                        extra={"ignore_eos": True})
 
 
-async def _throughput(model: Any) -> tuple[float, float]:
-    """Best of ROUNDS interleaved (sequential, parallel) rounds: other load on the machine hits both alike."""
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process so far (Linux /proc), 0.0 where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _throughput(model: Any) -> tuple[float, float, float, float]:
+    """Best of ROUNDS interleaved (sequential, parallel) rounds: other load on the machine hits both alike.
+
+    Also the server's CPU milliseconds per generated token of each mode (lowest of the rounds): unlike
+    tokens/s it barely moves when other processes share the cores, and it shows whether decoding 8 samples
+    together costs less CPU per token than decoding them one by one.
+    """
+    pid = model.server.pid
     await model.chat(_request(1, 0))  # warm-up
     sequential = parallel = 0.0
+    cpu_seq = cpu_par = float("inf")
     for r in range(ROUNDS):
-        start = time.perf_counter()
+        cpu, start = _cpu_seconds(pid), time.perf_counter()
         tokens = 0
         for seed in range(SAMPLES):
             tokens += (await model.chat(_request(1, 1000 * r + seed))).usage.output_tokens
         sequential = max(sequential, tokens / (time.perf_counter() - start))
-        start = time.perf_counter()
+        cpu_seq = min(cpu_seq, 1000 * (_cpu_seconds(pid) - cpu) / max(tokens, 1))
+        cpu, start = _cpu_seconds(pid), time.perf_counter()
         tokens = (await model.chat(_request(SAMPLES, 1000 * r + 100))).usage.output_tokens
         parallel = max(parallel, tokens / (time.perf_counter() - start))
-    return sequential, parallel
+        cpu_par = min(cpu_par, 1000 * (_cpu_seconds(pid) - cpu) / max(tokens, 1))
+    return sequential, parallel, cpu_seq, cpu_par
 
 
 def _ttft_ms(model: Any) -> float:
@@ -82,12 +110,14 @@ async def main() -> None:
             if key == "small":
                 out["server_start_s"] = round(model.server.start_seconds or 0.0, 3)  # type: ignore[attr-defined]
                 out["ttft_ms"] = round(await asyncio.to_thread(_ttft_ms, model), 1)
-            sequential, parallel = await _throughput(model)
+            sequential, parallel, cpu_seq, cpu_par = await _throughput(model)
         finally:
             await model.aclose()
         out[f"{key}_tokens_per_s_sequential"] = round(sequential, 1)
         out[f"{key}_tokens_per_s_parallel8"] = round(parallel, 1)
         out[f"{key}_parallel_speedup"] = round(parallel / sequential, 2)
+        out[f"{key}_server_cpu_ms_per_token_sequential"] = round(cpu_seq, 1)
+        out[f"{key}_server_cpu_ms_per_token_parallel8"] = round(cpu_par, 1)
     out["max_tokens_per_sample"] = MAX_TOKENS
     out["cpu_count"] = os.cpu_count() or 0
     out["rounds"] = ROUNDS

@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
-from agentflow.cli.repair_cmd import STRATEGY_HELP, search_overrides
+from agentflow.cli.repair_options import (
+    BUDGET_OPTION,
+    CRITIC_MODEL_OPTION,
+    MODEL_OPTION,
+    N_OPTION,
+    PLANNER_MODEL_OPTION,
+    SANDBOX_OPTION,
+    SERVE_OPTION,
+    STEP_LIMIT_OPTION,
+    STRATEGY_OPTION,
+    TEST_CMD_OPTION,
+    VERIFIER_MODEL_OPTION,
+    WALL_TIME_OPTION,
+    repair_overrides,
+    run_batch_cli,
+)
+from agentflow.cli.serve_flag import check_serve, sets_model
 from agentflow.errors import UserError
 
 
@@ -41,27 +58,28 @@ def register(app: typer.Typer) -> None:
             False, "--resume", help="Continue the run in -o DIR: skip finished tasks, retry env_error ones."
         ),
         redo: bool = typer.Option(False, "--redo", help="Start the run in -o DIR over."),
-        strategy: str = typer.Option(None, "--strategy", help=STRATEGY_HELP),
-        n: int = typer.Option(None, "-n", help="Rollouts of best-of-n (mcts: n * max_attempts expansions)."),
-        model: str = typer.Option(None, "--model", help="Model spec; {instance_id} is replaced per task."),
-        test_cmd: str = typer.Option(
-            None, "--test-cmd", help="Verify candidates with this command instead of the task's tests."
-        ),
-        budget_usd: float = typer.Option(None, "--budget-usd", help="Spend limit per task."),
-        step_limit: int = typer.Option(None, "--step-limit", help="Model calls per task."),
-        wall_time: str = typer.Option(None, "--wall-time", help="Wall-clock limit per task, e.g. 30m."),
-        sandbox: str = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto."),
+        strategy: str = STRATEGY_OPTION,
+        n: int = N_OPTION,
+        model: str = MODEL_OPTION,
+        planner_model: str = PLANNER_MODEL_OPTION,
+        critic_model: str = CRITIC_MODEL_OPTION,
+        verifier_model: str = VERIFIER_MODEL_OPTION,
+        serve: str = SERVE_OPTION,
+        test_cmd: str = TEST_CMD_OPTION,
+        budget_usd: float = BUDGET_OPTION,
+        step_limit: int = STEP_LIMIT_OPTION,
+        wall_time: str = WALL_TIME_OPTION,
+        sandbox: str = SANDBOX_OPTION,
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/bench-<id>)."),
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Repair every task of a tasks file; write preds.jsonl, report.json, candidates.jsonl, events.jsonl."""
-        import asyncio
-
         from agentflow.swe.repair import InstanceOutcome, load_repair_config
-        from agentflow.swe.runs import Progress, run_batch, select
+        from agentflow.swe.runs import Progress, select
         from agentflow.swe.tasks import load_tasks
 
+        check_serve(serve)
         if resume and redo:
             raise UserError("give either --resume or --redo, not both")
         if (resume or redo) and output is None:
@@ -76,10 +94,13 @@ def register(app: typer.Typer) -> None:
             from agentflow.config import read_yaml
 
             base = dict(read_yaml(resolved) or {})
-        overrides = list(config or []) + search_overrides(
+        overrides = list(config or []) + repair_overrides(
             strategy=strategy,
             n=n,
             model=model,
+            planner_model=planner_model,
+            critic_model=critic_model,
+            verifier_model=verifier_model,
             test_cmd=test_cmd,
             budget_usd=budget_usd,
             step_limit=step_limit,
@@ -106,25 +127,32 @@ def register(app: typer.Typer) -> None:
         )
         out_dir = output if output is not None else Path("runs") / new_run_id("bench")
 
-        bar = None
-        if not as_json and sys.stderr.isatty():
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
-            from rich.progress import Progress as Bar
+        show_bar = not as_json and sys.stderr.isatty()
+        # (bar, task id): started on the first progress report, after a --serve server is up
+        bars: list[tuple[Any, Any]] = []
 
-            bar = Bar(
-                TextColumn("bench"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.description}"),
-                TimeRemainingColumn(),
-                transient=False,
-            )
-            bar_id = bar.add_task("", total=len(chosen))
-            bar.start()
+        def progress_bar() -> tuple[Any, Any]:
+            if not bars:
+                from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+                from rich.progress import Progress as Bar
+
+                bar = Bar(
+                    TextColumn("bench"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn("{task.description}"),
+                    TimeRemainingColumn(),
+                    transient=False,
+                )
+                bar_id = bar.add_task("", total=len(chosen))
+                bar.start()
+                bars.append((bar, bar_id))
+            return bars[0]
 
         def on_progress(p: Progress, outcome: InstanceOutcome | None) -> None:
             text = f"resolved {p.resolved}  failed {p.failed}  cost ${p.cost_usd:.4f}"
-            if bar is not None:
+            if show_bar:
+                bar, bar_id = progress_bar()
                 bar.update(bar_id, completed=p.done, description=text)
             elif not as_json:
                 line = f"[{p.done}/{p.total}] {text}  ETA {_fmt_eta(p.eta_s(cfg.workers))}"
@@ -134,11 +162,18 @@ def register(app: typer.Typer) -> None:
                 typer.echo(line, err=True)
 
         try:
-            summary = asyncio.run(
-                run_batch(chosen, cfg, out_dir, resume=resume, redo=redo, on_progress=on_progress)
+            summary = run_batch_cli(
+                chosen,
+                cfg,
+                out_dir,
+                serve=serve,
+                model_set=model is not None or sets_model(list(config or [])),
+                resume=resume,
+                redo=redo,
+                on_progress=on_progress,
             )
         finally:
-            if bar is not None:
+            for bar, _ in bars:
                 bar.stop()
         short = {k: v for k, v in summary.items() if k != "instances"}
         if as_json:

@@ -2,72 +2,30 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
+from agentflow.cli.repair_options import (
+    BUDGET_OPTION,
+    CRITIC_MODEL_OPTION,
+    MODEL_OPTION,
+    N_OPTION,
+    PLANNER_MODEL_OPTION,
+    SANDBOX_OPTION,
+    SERVE_OPTION,
+    STEP_LIMIT_OPTION,
+    STRATEGY_OPTION,
+    TEST_CMD_OPTION,
+    VERIFIER_MODEL_OPTION,
+    WALL_TIME_OPTION,
+    repair_overrides,
+    run_batch_cli,
+)
+from agentflow.cli.serve_flag import check_serve, sets_model
 from agentflow.errors import UserError
-
-STRATEGY_HELP = "Search strategy: single, best-of-n or mcts."
-
-
-def parse_duration(text: str) -> float:
-    """`90`, `90s`, `30m`, `1h`, `1h30m` -> seconds."""
-    match = re.fullmatch(
-        r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text
-    )
-    if not text.strip() or not match or not any(match.groups()):
-        raise UserError(f"--wall-time {text!r} is not a duration", hint="use e.g. 90s, 30m or 1h")
-    h, m, s = (float(g) if g else 0.0 for g in match.groups())
-    return h * 3600 + m * 60 + s
-
-
-def search_overrides(
-    *,
-    strategy: str | None,
-    n: int | None,
-    model: str | None,
-    test_cmd: str | None,
-    budget_usd: float | None,
-    step_limit: int | None,
-    wall_time: str | None,
-    sandbox: str | None,
-) -> list[str]:
-    """The `-c key=value` items the shared model/search flags stand for."""
-    import json
-
-    out: list[str] = []
-    if strategy is not None:
-        if strategy not in ("single", "best-of-n", "mcts"):
-            raise UserError(f"--strategy must be single, best-of-n or mcts, got {strategy!r}")
-        out.append(f"strategy={strategy}")
-    if n is not None:
-        if n < 1:
-            raise UserError(f"-n must be at least 1, got {n}")
-        out.append(f"n={n}")
-    if model is not None:
-        out.append(f"model={json.dumps(model)}")
-    if test_cmd is not None:
-        out.append(f"test_cmd={json.dumps(test_cmd)}")
-        out.append("feedback=repo")
-    if budget_usd is not None:
-        if budget_usd < 0:
-            raise UserError(f"--budget-usd must not be negative, got {budget_usd}")
-        out.append(f"budget_usd={budget_usd}")
-    if step_limit is not None:
-        if step_limit < 1:
-            raise UserError(f"--step-limit must be at least 1, got {step_limit}")
-        out.append(f"step_limit={step_limit}")
-    if wall_time is not None:
-        out.append(f"wall_time_s={parse_duration(wall_time)}")
-    if sandbox is not None:
-        if sandbox not in ("docker", "local", "auto"):
-            raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
-        out.append(f"backend={sandbox}")
-    return out
 
 
 def repo_task(repo: Path, issue: str) -> Any:
@@ -161,32 +119,36 @@ def register(app: typer.Typer) -> None:
             None, "--tasks", help="Instead of REPO and an issue: a tasks file (SWE-bench fields) ..."
         ),
         instance_id: str = typer.Option(None, "--instance-id", "-i", help="... and the task to repair."),
-        strategy: str = typer.Option(None, "--strategy", help=STRATEGY_HELP),
-        n: int = typer.Option(None, "-n", help="Rollouts of best-of-n (mcts: n * max_attempts expansions)."),
-        model: str = typer.Option(None, "--model", help="Model spec (default local:qwen2.5-coder-1.5b)."),
-        test_cmd: str = typer.Option(
-            None, "--test-cmd", help="Command whose success verifies a candidate (default: pytest)."
-        ),
-        budget_usd: float = typer.Option(None, "--budget-usd", help="Spend limit."),
-        step_limit: int = typer.Option(None, "--step-limit", help="Model calls limit."),
-        wall_time: str = typer.Option(None, "--wall-time", help="Wall-clock limit, e.g. 30m."),
-        sandbox: str = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto."),
+        strategy: str = STRATEGY_OPTION,
+        n: int = N_OPTION,
+        model: str = MODEL_OPTION,
+        planner_model: str = PLANNER_MODEL_OPTION,
+        critic_model: str = CRITIC_MODEL_OPTION,
+        verifier_model: str = VERIFIER_MODEL_OPTION,
+        serve: str = SERVE_OPTION,
+        test_cmd: str = TEST_CMD_OPTION,
+        budget_usd: float = BUDGET_OPTION,
+        step_limit: int = STEP_LIMIT_OPTION,
+        wall_time: str = WALL_TIME_OPTION,
+        sandbox: str = SANDBOX_OPTION,
         apply: bool = typer.Option(False, "--apply", help="Write the chosen patch into REPO's working tree."),
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/repair-<id>)."),
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Repair one repository for one issue: localize, edit, test, search; print the chosen patch and how it was verified."""
-        import asyncio
-
         from agentflow.swe.repair import load_repair_config
-        from agentflow.swe.runs import read_outcome, run_batch, select
+        from agentflow.swe.runs import read_outcome, select
         from agentflow.swe.tasks import load_tasks
 
-        overrides = list(config or []) + search_overrides(
+        check_serve(serve)
+        overrides = list(config or []) + repair_overrides(
             strategy=strategy,
             n=n,
             model=model,
+            planner_model=planner_model,
+            critic_model=critic_model,
+            verifier_model=verifier_model,
             test_cmd=test_cmd,
             budget_usd=budget_usd,
             step_limit=step_limit,
@@ -239,7 +201,8 @@ def register(app: typer.Typer) -> None:
                 "no repository given", hint="agentflow repair REPO --issue TEXT (or --tasks FILE -i ID)"
             )
         out_dir = output if output is not None else Path("runs") / new_run_id("repair")
-        asyncio.run(run_batch([task], cfg, out_dir))
+        model_set = model is not None or sets_model(list(config or []))
+        run_batch_cli([task], cfg, out_dir, serve=serve, model_set=model_set)
         outcome = read_outcome(out_dir / "instances" / _safe_id(task.instance_id) / "outcome.json")
         if outcome is None:  # pragma: no cover - run_batch always writes it
             raise UserError(f"the run left no outcome in {out_dir}")

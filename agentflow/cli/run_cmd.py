@@ -12,6 +12,7 @@ import typer
 from pydantic import Field
 
 from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, is_tty, new_run_id, parse_json_input
+from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError
 
@@ -148,6 +149,7 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(
             None, "--model", "-m", help="Model spec for agent nodes, e.g. openai:gpt-4o-mini."
         ),
+        serve: str | None = SERVE_OPTION,
         thread_id: str | None = typer.Option(
             None, "--thread-id", help="Thread id of a new run (default: the run id)."
         ),
@@ -166,10 +168,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Run WORKFLOW; writes runs/<run_id>/ (config.resolved.yaml, events.jsonl, checkpoints.db)."""
         from agentflow.config import load_config
-        from agentflow.events import EventLog
-        from agentflow.graph.context import RunContext
         from agentflow.graph.loader import load_workflow
-        from agentflow.graph.runner import WorkflowRunner
         from agentflow.graph.validate import check_workflow
 
         if resume is None and (approve or edit is not None):
@@ -179,55 +178,21 @@ def register(app: typer.Typer) -> None:
         cfg = load_config(RunConfig, config or [])
         if model is not None:
             check_model_spec(model)
+        check_serve(serve)
         inputs = parse_json_input(input)
         edits = parse_json_input(edit) if edit is not None else None
         spec = load_workflow(workflow)
         if cfg.step_limit is not None:
             spec.step_limit = cfg.step_limit
         check_workflow(spec)
+        resume_dir = find_run(output, resume) if resume is not None else None
 
-        if resume is not None:
-            rdir = find_run(output, resume)
-            meta = json.loads((rdir / "run.json").read_text())
-            run_id, thread = meta["run_id"], resume
-        else:
-            run_id = new_run_id(spec.name)
-            thread = thread_id or run_id
-            rdir = output / run_id
-            rdir.mkdir(parents=True, exist_ok=True)
-            (rdir / "run.json").write_text(
-                json.dumps({"run_id": run_id, "thread_id": thread, "workflow": workflow})
+        with serving(serve) as handle:
+            result, run_id, rdir = _run_workflow(
+                spec, workflow, cfg, handle=handle, model=model, serve=serve, inputs=inputs, edits=edits,
+                thread_id=thread_id, resume=resume, resume_dir=resume_dir, approve=approve, output=output,
+                printer_mode="json" if as_json else "live" if is_tty() else "plain",
             )
-            resolved = {
-                "workflow": spec.name,
-                "source": spec.source_path,
-                "model": model or spec.model,
-                "input": inputs,
-                "run": json.loads(cfg.model_dump_json()),
-            }
-            (rdir / "config.resolved.yaml").write_text(dump_yaml_dict(resolved))
-        checkpointer: Any = "sqlite" if cfg.checkpointer == "sqlite" else cfg.checkpointer
-        events = EventLog(rdir / "events.jsonl", run_id=run_id)
-        ctx = RunContext(events=events, tools=_load_tools(cfg.tools), model=model or spec.model)
-        printer = _Printer("json" if as_json else "live" if is_tty() else "plain")
-        runner = WorkflowRunner(
-            spec,
-            run_dir=rdir,
-            checkpointer=checkpointer,
-            context=ctx,
-            keep_last=cfg.keep_last,
-            durability=cfg.durability,
-        )
-        try:
-            if resume is not None:
-                coro = runner.resume(thread, approve=approve, edit=edits, on_event=printer)
-            else:
-                coro = runner.start(inputs, thread_id=thread, on_event=printer)
-            result = asyncio.run(coro)
-        finally:
-            printer.stop()
-            runner.close()
-            events.close()
         summary = {
             "event": "result",
             "run_id": run_id,
@@ -252,6 +217,80 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(result.state, indent=2, default=str))
             typer.echo(f"run {run_id} done (thread {result.thread_id}) in {rdir}")
         return 0
+
+
+def _run_workflow(spec: Any, workflow: str, cfg: RunConfig, *, handle: Any, model: str | None,
+                  serve: str | None, inputs: dict[str, Any], edits: dict[str, Any] | None,
+                  thread_id: str | None, resume: str | None, resume_dir: Path | None, approve: bool,
+                  output: Path, printer_mode: str) -> tuple[Any, str, Path]:
+    """Create or find the run directory and run (or resume) the workflow; `handle` is a --serve server."""
+    from agentflow.events import EventLog
+    from agentflow.graph.context import RunContext
+    from agentflow.graph.runner import WorkflowRunner
+
+    if resume is not None and resume_dir is not None:
+        rdir = resume_dir
+        meta = json.loads((rdir / "run.json").read_text())
+        run_id, thread = meta["run_id"], resume
+    else:
+        run_id = new_run_id(spec.name)
+        thread = thread_id or run_id
+        rdir = output / run_id
+        rdir.mkdir(parents=True, exist_ok=True)
+        meta = {"run_id": run_id, "thread_id": thread, "workflow": workflow}
+        (rdir / "run.json").write_text(json.dumps(meta))
+        resolved = {
+            "workflow": spec.name,
+            "source": spec.source_path,
+            "model": model or spec.model,
+            **({"serve": serve} if serve is not None else {}),
+            "input": inputs,
+            "run": json.loads(cfg.model_dump_json()),
+        }
+        (rdir / "config.resolved.yaml").write_text(dump_yaml_dict(resolved))
+    checkpointer: Any = "sqlite" if cfg.checkpointer == "sqlite" else cfg.checkpointer
+    events = EventLog(rdir / "events.jsonl", run_id=run_id)
+    ctx = RunContext(events=events, tools=_load_tools(cfg.tools), model=model or spec.model)
+    served_model = None
+    if handle is not None and model is None:  # --model beats --serve, which beats the workflow's model:
+        served_model = handle.load_model()
+        ctx.model, ctx.chat_model = handle.spec, served_model
+    printer = _Printer(printer_mode)
+    runner = None
+    try:
+        runner = WorkflowRunner(
+            spec,
+            run_dir=rdir,
+            checkpointer=checkpointer,
+            context=ctx,
+            keep_last=cfg.keep_last,
+            durability=cfg.durability,
+        )
+        if resume is not None:
+            coro = runner.resume(thread, approve=approve, edit=edits, on_event=printer)
+        else:
+            coro = runner.start(inputs, thread_id=thread, on_event=printer)
+        result = asyncio.run(_with_metrics(coro, handle, events, served_model))
+    finally:
+        printer.stop()
+        if runner is not None:
+            runner.close()
+        events.close()
+    return result, run_id, rdir
+
+
+async def _with_metrics(coro: Any, handle: Any, events: Any, served_model: Any) -> Any:
+    """Await the run; with a --serve server, write `server.metrics` events every minute and at the end."""
+    if handle is None:
+        return await coro
+    from agentflow.serving.metrics import report_metrics
+
+    try:
+        async with report_metrics(handle, events, interval_s=60.0):
+            return await coro
+    finally:
+        if served_model is not None:
+            await served_model.aclose()
 
 
 def dump_yaml_dict(data: dict[str, Any]) -> str:

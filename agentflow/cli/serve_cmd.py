@@ -135,26 +135,12 @@ def _serve_foreground(handle: Any, as_json: bool) -> None:
     import sys
     import time
 
+    from agentflow.cli.serve_flag import start_with_progress
     from agentflow.serving.process import install_signal_handlers
-    from agentflow.serving.server import ServerError
 
     install_signal_handlers()
     try:
-        try:
-            if sys.stderr.isatty() and not as_json:
-                from rich.console import Console
-
-                console = Console(stderr=True)
-                with console.status(f"starting {handle.launch.label}") as status:
-                    handle.start_sync(on_log=lambda line: status.update(
-                        f"starting {handle.launch.label}: {line[-100:]}"))
-            else:
-                handle.start_sync()
-        except ServerError as exc:
-            typer.echo(f"agentflow: error: {exc.summary}", err=True)
-            for line in exc.log_tail:
-                typer.echo(f"  | {line}", err=True)
-            raise typer.Exit(1) from None
+        start_with_progress(handle, quiet=as_json)
         info = {**handle.describe(), "api_key": handle.api_key}
         if as_json:
             typer.echo(__import__("json").dumps(info), nl=True)

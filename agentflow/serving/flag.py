@@ -6,6 +6,8 @@
 Accepted: `vllm:MODEL`, `llamacpp:MODEL` (an embedded name or a GGUF path), `llamacpp` (= gemma3-270m),
 `local:NAME` (same as `llamacpp:NAME`). Extra options are `key=value` pairs after a comma:
 `vllm:MODEL,max_model_len=8192,gpu_memory_utilization=0.85`.
+
+The CLI side (progress, log tail on failure, metrics events) is `agentflow/cli/serve_flag.py`.
 """
 
 from __future__ import annotations
@@ -42,20 +44,47 @@ def parse_serve_flag(value: str) -> tuple[str, dict[str, Any]]:
     return kind, options
 
 
+def serve_options(value: str) -> tuple[str, Any]:
+    """`(kind, options)`, the options validated (`VllmServerOptions` / `LlamaServerOptions`); starts nothing.
+
+    Call it first thing in a command, so a bad `--serve` value is a one-line error before any work begins.
+    """
+    kind, options = parse_serve_flag(value)
+    if kind == "vllm":
+        from agentflow.serving.vllm import VllmServerOptions
+
+        return kind, validate_config(VllmServerOptions, options, source=f"--serve {value}")
+    from agentflow.serving.llamacpp import LlamaServerOptions
+
+    return kind, validate_config(LlamaServerOptions, options, source=f"--serve {value}")
+
+
+def server_from_flag(value: str, *, say: LogCallback | None = None) -> ServerHandle:
+    """A handle, not yet started, for a `--serve` value: llama.cpp's binary and model file are resolved
+    (built or assembled if needed, reporting progress to `say`); vLLM must be installed."""
+    kind, opts = serve_options(value)
+    if kind == "vllm":
+        import importlib.util
+        import shutil
+
+        from agentflow.errors import DependencyMissing
+        from agentflow.serving.vllm import vllm_launch
+
+        installed = shutil.which("vllm") is not None or importlib.util.find_spec("vllm") is not None
+        if opts.executable is None and not installed:
+            raise DependencyMissing("vllm", "vllm", "serving with vLLM")
+        return ServerHandle(vllm_launch(opts), port=opts.port)
+    from agentflow.serving.llamacpp import llamacpp_launch
+
+    return ServerHandle(llamacpp_launch(opts, say=say), port=opts.port)
+
+
 async def start_from_flag(value: str, *, on_log: LogCallback | None = None) -> ServerHandle:
     """Start the server a `--serve` value names (stop it with `await handle.stop()` or `async with`)."""
     import asyncio
 
-    kind, options = parse_serve_flag(value)
-    if kind == "vllm":
-        from agentflow.serving.vllm import VllmServerOptions, start_vllm
-
-        return await start_vllm(validate_config(VllmServerOptions, options, source="--serve"), on_log=on_log)
-    from agentflow.serving.llamacpp import LlamaServerOptions, llamacpp_launch
-
-    opts = validate_config(LlamaServerOptions, options, source="--serve")
-    launch = await asyncio.to_thread(llamacpp_launch, opts)
-    return await ServerHandle(launch, port=opts.port).start(on_log)
+    handle = await asyncio.to_thread(server_from_flag, value)
+    return await handle.start(on_log)
 
 
 @contextlib.asynccontextmanager

@@ -266,6 +266,17 @@ class ServerHandle:
         response.raise_for_status()
         return summarize(self.kind, response.text)
 
+    def metrics_sync(self) -> dict[str, float | None]:
+        """`metrics()` for callers outside an event loop (or in a synchronous callback: one local GET)."""
+        from agentflow.serving.metrics import summarize
+
+        if self.launch.metrics_path is None:
+            return {}
+        with httpx.Client(timeout=5.0) as client:
+            response = client.get(self.url(self.launch.metrics_path), headers=self.headers)
+        response.raise_for_status()
+        return summarize(self.kind, response.text)
+
     def load_model(self, **options: Any) -> Any:
         """An `openai-compatible` ChatModel for this server (it does not own the server)."""
         from agentflow.models.spec import load_model
