@@ -44,13 +44,13 @@ MODEL_OPTION = typer.Option(
     help="Model spec of the coder (default local:qwen2.5-coder-1.5b); {instance_id} is replaced per task.",
 )
 PLANNER_MODEL_OPTION = typer.Option(
-    None, "--planner-model", help="Model spec of the planner (default: --model)."
+    None, "--planner-model", help="Model of a planner step (turns the step on; -c plan=true uses --model)."
 )
 CRITIC_MODEL_OPTION = typer.Option(
-    None, "--critic-model", help="Model spec of the critic (default: --model)."
+    None, "--critic-model", help="Model of a critic step after failed attempts (turns it on; -c critique=true uses --model)."
 )
 VERIFIER_MODEL_OPTION = typer.Option(
-    None, "--verifier-model", help="Model spec of the verifier (default: --model)."
+    None, "--verifier-model", help="Model that judges the finalists when tests and vote tie (turns it on)."
 )
 TEST_CMD_OPTION = typer.Option(
     None,
