@@ -19,7 +19,7 @@ from agentflow.events import EventLog
 from agentflow.models.base import ChatModel, ChatRequest
 from agentflow.search.protocols import RolloutContext
 from agentflow.search.types import Action, NodeState
-from agentflow.swe.steps import critique, edit_prompt, first_text, read_edits
+from agentflow.swe.steps import critique, edit_prompt, first_text, read_edits, read_rewrite
 from agentflow.swe.workbench import Verification, Workbench
 
 if TYPE_CHECKING:
@@ -120,7 +120,10 @@ class RepairPolicy:
                 self._in_flight -= 1
             ctx.usage.add_model(response.usage)
             text, finish = first_text(response)
-            read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
+            if prompt.window is not None:
+                read = read_rewrite(text, sources, prompt.window)
+            else:
+                read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
             if read.status == "ok":
                 return Action(text=f"edit {cand_id}", data={
                     "candidate_id": cand_id, "files": read.files, "errors": read.errors, "answer": text,
@@ -130,7 +133,8 @@ class RepairPolicy:
             hint = (
                 "Your previous answer did not change the code"
                 + (f" ({'; '.join(read.errors[:2])})" if read.errors else "")
-                + ". Copy the SEARCH lines exactly from the code shown and change them."
+                + (". Copy the SEARCH lines exactly from the code shown and change them." if prompt.window is None
+                   else ". Answer with the corrected code in one ```python block.")
             )
         return None
 

@@ -54,6 +54,9 @@ class RepairPrompts(StrictConfig):
     edit: str = "Fix the issue.\n\n{issue}\n\n{code}\n\n{feedback}\n\nAnswer with SEARCH/REPLACE blocks."
     """User message of an edit attempt: {issue}, {repo_map}, {code}, {feedback}, {plan}, {hint}, {path}
     (file of the first window)."""
+    rewrite: str = "{issue}\n\n{code}\n\nRewrite {symbol} from {path} with the bug fixed:\n```python\n{snippet}\n```"
+    """User message of an attempt with `edit_format: rewrite`: {issue}, {code} (other windows), {snippet} (the
+    window to rewrite, no line numbers), {symbol}, {path}, {lines}, {feedback}, {plan}, {hint}, {repo_map}."""
     helper_system: str = "You are an experienced Python developer helping to fix a bug."
     """System message of the planner, critic and reproduction steps."""
     plan: str = "{issue}\n\n{code}\n\nIn two or three sentences: which function is wrong and what must change?"
@@ -61,7 +64,8 @@ class RepairPrompts(StrictConfig):
     critique: str = "{issue}\n\n{patch}\n\n{tests}\n\nWhat is wrong with this change, and what should be tried instead?"
     """Critic's user message: {issue}, {patch}, {tests}."""
     reproduce: str = "{issue}\n\n{code}\n\nWrite a Python script that fails with an AssertionError while the bug is present."
-    """Reproduction step's user message: {issue}, {repo_map}, {code}; the answer's first code block is run."""
+    """Reproduction step's user message: {issue}, {repo_map}, {api}, {code}, {previous}; the answer's first code
+    block is run."""
 
 
 class RunInputs(StrictConfig):
@@ -122,12 +126,17 @@ class RepairConfig(StrictConfig):
     """Base seed; each sample uses seed + its number, so runs are repeatable where the backend honours seeds."""
     max_tokens: int = Field(default=512, ge=16)
     """Output cap of one answer (small models can loop until the cap)."""
+    edit_format: Literal["rewrite", "search_replace"] = "rewrite"
+    """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
+    form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code."""
     stop: list[str] = Field(default_factory=lambda: ["END_EDITS"])
     """Stop sequences of edit answers."""
     max_prompt_chars: int = Field(default=12000, ge=1000)
     """Prompt size cap (about 4 characters per token); code windows are dropped to stay under it."""
     windows: int = Field(default=3, ge=1, le=20)
     """Code windows shown per attempt."""
+    context_windows: int = Field(default=0, ge=0, le=20)
+    """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
     window_lines: int = Field(default=40, ge=5)
     """Longest code window; longer functions are shown around the hit."""
     feedback: Literal["auto", "task", "repo", "none"] = "repo"

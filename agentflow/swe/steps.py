@@ -4,14 +4,16 @@ planner, critic and reproduction calls. Each is a small function of text in, tex
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message
 from agentflow.swe.edits import apply_edit, parse_edits
-from agentflow.swe.localize import FRAME_SCORE, rank_windows, render_window, repo_map
+from agentflow.swe.localize import FRAME_SCORE, Window, rank_windows, render_window, repo_map
 
 if TYPE_CHECKING:
     from agentflow.swe.repair import RepairConfig
@@ -34,6 +36,35 @@ class EditPrompt:
     messages: list[Message]
     focus_path: str | None
     """File of the first window shown (the path an answer without one most likely meant)."""
+    window: Window | None = None
+    """The window to rewrite (`edit_format: rewrite`)."""
+
+
+def public_api(sources: Mapping[str, str]) -> str:
+    """`from pkg import a, b` lines for the top-level packages: what a script may import."""
+    lines = []
+    for path in sorted(sources):
+        parts = path.split("/")
+        if len(parts) != 2 or parts[1] != "__init__.py" or parts[0] in ("tests", "test"):
+            continue
+        try:
+            tree = ast.parse(sources[path])
+        except (SyntaxError, ValueError):
+            continue
+        names: list[str] = []
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                with_all = [e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)]
+                names = [str(n) for n in with_all]
+                break
+            if isinstance(node, ast.ImportFrom):
+                names += [a.asname or a.name for a in node.names if a.name != "*"]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+        public = [n for n in dict.fromkeys(names) if not n.startswith("_")]
+        if public:
+            lines.append(f"from {parts[0]} import {', '.join(public)}")
+    return "\n".join(lines) or "(no package found)"
 
 
 def code_windows(
@@ -46,6 +77,8 @@ def code_windows(
     if windows:
         first = focus % len(windows)
         windows = windows[first:] + windows[:first]
+    if cfg.edit_format == "rewrite":
+        windows = windows[: cfg.context_windows]
     shown: list[str] = []
     for window in windows:
         text = render_window(sources[window.path], window)
@@ -53,6 +86,10 @@ def code_windows(
             break
         shown.append(text)
     return "\n\n".join(shown), (windows[0].path if windows else None)
+
+
+_ROTATION = (0, 1, 0, 2, 0, 1, 0, 3)
+"""Which suspect a sample looks at first: the top-ranked one half the time, the others in turn."""
 
 
 def edit_prompt(
@@ -66,20 +103,64 @@ def edit_prompt(
     focus: int = 0,
 ) -> EditPrompt:
     """The coder's prompt; `focus` rotates which window comes first, so the samples of one search look at
-    different suspects instead of all at the top-ranked one."""
+    different suspects instead of all at the top-ranked one. `edit_format: rewrite` asks for the first window
+    rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows."""
     fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
-        "plan": f"Plan:\n{plan.strip()}\n" if plan.strip() else "",
+        "plan": f"Plan:\n{plan.strip()}\n" if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
     }
-    base_len = len(fill(cfg.prompts.system, values)) + len(fill(cfg.prompts.edit, values))
-    values["code"], path = code_windows(
-        cfg, sources, issue, feedback, focus=focus, budget_chars=cfg.max_prompt_chars - base_len
-    )
+    template = cfg.prompts.rewrite if cfg.edit_format == "rewrite" else cfg.prompts.edit
+    base_len = len(fill(cfg.prompts.system, values)) + len(fill(template, values))
+    windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows)
+    windows = [w for w in windows if w.score >= FRAME_SCORE] or windows
+    if windows:
+        first = _ROTATION[focus % len(_ROTATION)] % len(windows)
+        windows = windows[first:] + windows[:first]
+    target = windows[0] if windows else None
+    if cfg.edit_format == "rewrite" and target is not None:
+        lines = sources[target.path].split("\n")[target.start - 1 : target.end]
+        values["snippet"] = textwrap.dedent("\n".join(lines))  # at column 0: models re-indent a first line
+        values["symbol"] = f"`{target.symbol}`" if target.symbol else "this code"
+        values["lines"] = f"{target.start}-{target.end}"
+        windows = windows[1:]
+        base_len += len(values["snippet"])
+    if cfg.edit_format == "rewrite":
+        windows = windows[: cfg.context_windows]
+    shown: list[str] = []
+    for window in windows:
+        text = render_window(sources[window.path], window)
+        if base_len + sum(len(x) + 2 for x in shown) + len(text) > cfg.max_prompt_chars and (shown or target):
+            break
+        shown.append(text)
+    values["code"] = "\n\n".join(shown)
+    if cfg.edit_format == "rewrite" and values["code"]:
+        values["code"] = "Other code that may matter (for reference, line numbers are not part of it):\n" + values["code"]
+    path = target.path if target else None
     values["path"] = path or "path/to/file.py"
     return EditPrompt(
-        [Message.system(fill(cfg.prompts.system, values)), Message.user(fill(cfg.prompts.edit, values))], path
+        [Message.system(fill(cfg.prompts.system, values)), Message.user(fill(template, values))], path,
+        target if cfg.edit_format == "rewrite" else None,
     )
+
+
+def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadEdits:
+    """Put an answer's code block in place of the window's lines (re-indented like the original)."""
+    block = code_block(text)
+    if block is None:
+        return ReadEdits("unparsable", errors=["no ```python code block in the answer"])
+    old_lines = sources[window.path].split("\n")
+    original = old_lines[window.start - 1 : window.end]
+    indent = next((line[: len(line) - len(line.lstrip())] for line in original if line.strip()), "")
+    new = [indent + line if line.strip() else "" for line in textwrap.dedent(block).rstrip("\n").split("\n")]
+    if [line.strip() for line in new if line.strip()] == [line.strip() for line in original if line.strip()]:
+        return ReadEdits("noop", errors=["the code came back unchanged"])
+    content = "\n".join(old_lines[: window.start - 1] + new + old_lines[window.end :])
+    try:
+        ast.parse(content)
+    except SyntaxError as exc:
+        return ReadEdits("apply_error", errors=[f"the rewritten code does not parse: {exc.msg} (line {exc.lineno})"])
+    return ReadEdits("ok", {window.path: content})
 
 
 @dataclass
@@ -157,7 +238,7 @@ def code_block(text: str) -> str | None:
 async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int) -> str:
     """The planner's short plan: which function is wrong and what to change."""
     code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2)
-    values = {"issue": issue, "repo_map": repo_map(sources), "code": code}
+    values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "api": public_api(sources)}
     text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.plan, values),
                         max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)
     return text.strip()[:1200]
@@ -182,7 +263,8 @@ async def write_reproduction(
     if previous is not None:
         before = (f"An earlier script did not reproduce the issue:\n```python\n{previous[0][:1500]}```\n"
                   f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\nWrite a corrected script.\n")
-    values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "previous": before}
+    values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "previous": before,
+              "api": public_api(sources)}
     text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.reproduce, values),
                         max_tokens=cfg.max_tokens, seed=seed, temperature=0.2)
     return code_block(text)

@@ -36,6 +36,8 @@ def bench_argv(out: Path, image: str, *extra: str) -> list[str]:
         str(out),
         "-c",
         "feedback=task",
+        "-c",
+        "edit_format=search_replace",
     ]
     for iid in IDS:
         argv += ["-i", iid]
@@ -116,6 +118,8 @@ def test_env_error_is_recorded_the_batch_continues_and_resume_retries_it(docker_
         "2",
         "-c",
         "feedback=task",
+        "-c",
+        "edit_format=search_replace",
     ]
     assert run(argv) == 0
     report = json.loads((out / "report.json").read_text())

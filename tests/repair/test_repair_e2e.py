@@ -24,7 +24,8 @@ def task_args(instance_id: str, cassette: str, *, oracle: bool = True) -> list[s
     """Scripted answers are replayed in order, so calls go one at a time (`concurrency=1`); `oracle` verifies
     candidates with the task's hidden tests (`feedback=task`) instead of blind mode."""
     args = ["--tasks", str(TASKS_FILE), "-i", instance_id, "--model", f"replay:{CASSETTES / cassette}"]
-    return args + ["-c", "concurrency=1"] + (["-c", "feedback=task"] if oracle else [])
+    args += ["-c", "concurrency=1", "-c", "edit_format=search_replace"]
+    return args + (["-c", "feedback=task"] if oracle else [])
 
 
 def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_path: Path):
