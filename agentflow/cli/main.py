@@ -86,6 +86,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
+    from agentflow.serving.process import install_signal_handlers
+
+    # SIGTERM/SIGHUP unwind like Ctrl-C: `finally` blocks and atexit stop model servers and sandboxes
+    install_signal_handlers()
     sys.exit(run())
 
 

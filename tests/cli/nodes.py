@@ -12,6 +12,11 @@ async def ask(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
     """Complete `prompt` with the run's model (8 tokens); with `pause`, wait first (the Ctrl-C test)."""
     from agentflow.models.base import ChatRequest, Message
 
+    if state.get("load_first") and ctx.run.chat_model is None:
+        from agentflow.models.spec import load_model
+
+        ctx.run.chat_model = load_model(ctx.run.model)  # a local: model starts its server here
+        await ctx.run.chat_model.chat(ChatRequest(messages=[Message.user("Hi")], max_tokens=1))
     if state.get("pause"):
         marker = os.environ.get("AF_TEST_READY")
         if marker:
