@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 AF := $(BIN)/agentflow
 STAMP := $(VENV)/.agentflow-installed
 
-.PHONY: setup setup-models setup-sandbox demo test test-fast bench clean
+.PHONY: setup setup-models setup-sandbox demo test test-fast bench bench-repair clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,7 +33,7 @@ setup-sandbox: setup
 ## Qwen2.5-Coder-1.5B and best-of-4, in a Docker sandbox when Docker runs (else a local one)
 HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 demo: setup setup-models $(if $(HAVE_DOCKER),setup-sandbox)
-	$(AF) repair --tasks examples/swe-tasks/tasks.jsonl -i cachette__cachette-2 --strategy best-of-n -n 4
+	$(AF) repair --tasks examples/swe-tasks/tasks.jsonl -i cachette__cachette-2 --strategy best-of-n -n 4 -c max_attempts=1
 
 ## test: the whole suite, as CI runs it
 test: setup setup-models setup-sandbox
@@ -43,8 +43,13 @@ test: setup setup-models setup-sandbox
 test-fast: setup
 	$(BIN)/pytest -m "not docker and not llama"
 
+## bench: every benchmark but the long repair one (minutes)
 bench: setup setup-models setup-sandbox
-	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+	@for b in benchmarks/*.py; do [ "$$b" = benchmarks/repair_resolve.py ] && continue; echo "== $$b"; $(BIN)/python $$b; done
+
+## bench-repair: resolve rates of the repair strategies on all example tasks, embedded model (1-2 hours on 2 cores)
+bench-repair: setup setup-models setup-sandbox
+	$(BIN)/python benchmarks/repair_resolve.py --grade-candidates
 
 clean:
 	rm -rf $(VENV) .pytest_cache

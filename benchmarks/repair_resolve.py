@@ -6,6 +6,11 @@ Long: about 15-30 minutes per strategy on 2 CPU cores (Qwen2.5-Coder-1.5B on lla
 Run: .venv/bin/python benchmarks/repair_resolve.py [STRATEGY ...] [--out DIR] [--workers N] [-c key=value ...]
 Each strategy's run directory is kept under --out (default runs/resolve-<date>), so a run can be resumed
 (`--resume` is passed when the directory holds results).
+
+`--grade-candidates` also grades every candidate of the best-of-8 run with the hidden tests (after the run;
+nothing of it reaches the search): `pass_at_1` is the share of candidates that resolve (the expected
+resolve rate of a single one-shot run without search) and `coverage` the share of tasks where any of the 8 samples resolves (what a perfect
+selection would reach).
 """
 
 from __future__ import annotations
@@ -46,12 +51,51 @@ def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
     }
 
 
+def grade_candidates(run_dir: Path) -> dict[str, object]:
+    """Evaluate every candidate of a run with the tasks' hidden tests, round by round (round r holds each
+    instance's r-th candidate); return pass@1 over samples and coverage over tasks."""
+    import asyncio
+    import tempfile
+
+    from agentflow.swe import EvalConfig, Prediction, evaluate_predictions, load_tasks
+
+    tasks = load_tasks(TASKS)
+    per_task: dict[str, list[str]] = {}
+    samples: dict[str, int] = {}
+    for inst in sorted((run_dir / "instances").glob("*")):
+        rows = [json.loads(line) for line in (inst / "candidates.jsonl").read_text().splitlines() if line.strip()]
+        outcome = json.loads((inst / "outcome.json").read_text())
+        iid = outcome["instance_id"]
+        per_task[iid] = [r["patch"] for r in rows if r["status"] == "ok"]
+        # a single run resamples answers that change nothing, so its submission is one of these candidates
+        samples[iid] = len(per_task[iid])
+    resolved: dict[str, int] = {iid: 0 for iid in per_task}
+    rounds = max((len(v) for v in per_task.values()), default=0)
+    for r in range(rounds):
+        preds = [Prediction(instance_id=iid, model_name_or_path="candidate", model_patch=patches[r])
+                 for iid, patches in per_task.items() if r < len(patches)]
+        with tempfile.TemporaryDirectory() as out:
+            summary = asyncio.run(evaluate_predictions([t for t in tasks if t.instance_id in per_task], preds,
+                                                       EvalConfig(workers=2, rerun_failed=False), out_dir=out))
+        for iid in summary["resolved_ids"]:
+            resolved[iid] += 1
+    total_samples = sum(samples.values())
+    return {
+        "pass_at_1": round(sum(resolved.values()) / total_samples, 3) if total_samples else 0.0,
+        "candidates": total_samples,
+        "resolved_samples": sum(resolved.values()),
+        "coverage": round(sum(1 for v in resolved.values() if v) / len(resolved), 3) if resolved else 0.0,
+        "covered_ids": sorted(iid for iid, v in resolved.items() if v),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("strategies", nargs="*", default=list(STRATEGIES))
     parser.add_argument("--out", default=str(ROOT / "runs" / f"resolve-{time.strftime('%Y%m%d')}"))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("-c", dest="config", action="append", default=[])
+    parser.add_argument("--grade-candidates", action="store_true")
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
     result: dict[str, object] = {"model": "local:qwen2.5-coder-1.5b", "tasks": str(TASKS.relative_to(ROOT)),
@@ -70,6 +114,8 @@ def main() -> None:
             result[name] = {"error": f"agentflow bench exited {proc.returncode} without a report"}
             continue
         result[name] = figures(run_dir, wall)
+        if args.grade_candidates:
+            result[name]["candidates"] = grade_candidates(run_dir)  # type: ignore[index]
     print(json.dumps(result))
 
 

@@ -90,6 +90,9 @@ class RepairConfig(StrictConfig):
 
     model: str = "local:qwen2.5-coder-1.5b"
     """Model spec of the coder; `{instance_id}` in any role's spec is replaced per task (e.g. one cassette each)."""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    """Options of every role's model (`agentflow.models.ModelOptions`: timeout_s, max_attempts, concurrency,
+    ...), e.g. `-c model_options.timeout_s=900` for a busy CPU server."""
     planner_model: str | None = None
     """Model of the planner step (setting it turns the step on; `plan: true` uses the coder's model)."""
     critic_model: str | None = None
@@ -349,7 +352,7 @@ async def repair_task(
 
     started = time.monotonic()
     iid = task.instance_id
-    loader = model_loader or load_model
+    loader = model_loader or (lambda spec: load_model(spec, **cfg.model_options))
     if inst_dir is not None:
         inst_dir.mkdir(parents=True, exist_ok=True)
         (inst_dir / "candidates.jsonl").write_text("")
@@ -416,12 +419,16 @@ async def repair_task(
             except BudgetExceeded as exc:
                 outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)
             except ModelError as exc:
-                if "context" not in str(exc).lower():
-                    raise
-                outcome.status, outcome.error = "context_exceeded", str(exc)
+                # the candidates found so far are kept; a task without any is an infrastructure failure
+                # (bench --resume retries it)
+                context = "context" in str(exc).lower()
+                outcome.status = "context_exceeded" if context else "no_patch"
+                outcome.error = f"{exc.__class__.__name__}: {exc}"
             if outcome.status == "no_patch" and (kind := budget.exceeded()) is not None:
                 outcome.status = f"limits_exceeded:{kind}"
             attempts = policy.attempts if policy is not None else []
+            if outcome.status == "no_patch" and outcome.error and not any(a.patch.strip() for a in attempts):
+                outcome.status = "env_error"
             best, outcome.chosen_by = await choose(attempts, cfg, models.verifier, issue, budget, events)
             if best is not None:
                 outcome.model_patch, outcome.chosen = best.patch, best.candidate_id

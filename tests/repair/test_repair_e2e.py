@@ -117,6 +117,8 @@ def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_pat
         "--apply",
         "--model",
         f"replay:{CASSETTES / 'bench' / 'inikit__inikit-1.json'}",
+        "-c",
+        "edit_format=search_replace",
     ]
     assert repair(tmp_path / "run", docker_image, *args) == 0
     assert 'split("=", 1)' in (repo / "inikit" / "parser.py").read_text()

@@ -1,0 +1,50 @@
+"""The rewrite edit format: the model gets one window at column 0 and answers with the corrected code."""
+
+from __future__ import annotations
+
+from agentflow.swe.localize import Window
+from agentflow.swe.repair import load_repair_config
+from agentflow.swe.steps import edit_prompt, public_api, read_rewrite
+
+SOURCE = '''class Stats:
+    def __init__(self):
+        self.hits = 0
+        self.misses = 0
+
+    def hit_rate(self):
+        return self.hits / (self.hits + self.misses)
+'''
+SOURCES = {"pkg/__init__.py": "from .stats import Stats\n__version__ = '1'\n", "pkg/stats.py": SOURCE}
+WINDOW = Window("pkg/stats.py", 6, 7, 5.0, "hit_rate")
+
+
+def test_the_answer_replaces_the_window_reindented():
+    answer = "Here:\n```python\ndef hit_rate(self):\n    total = self.hits + self.misses\n    return self.hits / total if total else 0.0\n```"
+    read = read_rewrite(answer, SOURCES, WINDOW)
+    assert read.status == "ok"
+    assert read.files["pkg/stats.py"].endswith(
+        "    def hit_rate(self):\n        total = self.hits + self.misses\n"
+        "        return self.hits / total if total else 0.0\n"
+    )
+    assert read.files["pkg/stats.py"].startswith("class Stats:\n    def __init__(self):\n")
+
+
+def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
+    same = "```python\ndef hit_rate(self):\n    return self.hits / (self.hits + self.misses)\n```"
+    assert read_rewrite(same, SOURCES, WINDOW).status == "noop"
+    assert read_rewrite("The code looks correct to me.", SOURCES, WINDOW).status == "unparsable"
+    broken = "```python\ndef hit_rate(self:\n    return 0\n```"
+    read = read_rewrite(broken, SOURCES, WINDOW)
+    assert read.status == "apply_error" and "does not parse" in read.errors[0]
+
+
+def test_the_prompt_shows_the_window_at_column_zero():
+    cfg = load_repair_config(["edit_format=rewrite"])
+    prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
+    text = prompt.messages[-1].content or ""
+    assert prompt.window is not None and prompt.window.symbol == "hit_rate"
+    assert "```python\ndef hit_rate(self):\n    return self.hits" in text
+
+
+def test_public_api_lists_what_a_script_may_import():
+    assert public_api(SOURCES) == "from pkg import Stats"  # private names (__version__) are left out
