@@ -2,57 +2,93 @@
 
 Values of well-known credential variables, plus anything registered with `register_secret`, are replaced
 by `***` in every string that `redact` sees. Events and checkpoints pass through `redact` before writing.
+Hot paths call `redactor()` once per write instead: it returns None when there is nothing to redact.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 _SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD)$", re.IGNORECASE)
 _extra: set[str] = set()
 _MIN_LEN = 8  # shorter values would redact ordinary words
 
+Redactor = Callable[[Any], Any]
+
 
 def register_secret(value: str | None) -> None:
     """Treat `value` as a secret from now on (e.g. a generated server API key)."""
-    if value and len(value) >= _MIN_LEN:
-        _extra.add(value)
-
-
-_cache: tuple[object, list[str]] | None = None
-
-
-def _secrets() -> list[str]:
-    # Scanning the environment costs ~100 us per call; rescan only when it (or the registry) changed.
     global _cache
-    data = getattr(os.environ, "_data", None)
-    key = (hash(frozenset(data.items())), len(_extra)) if isinstance(data, dict) else None
-    if key is not None and _cache is not None and _cache[0] == key:
-        return _cache[1]
-    found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= _MIN_LEN}
-    result = sorted(found | _extra, key=len, reverse=True)
-    _cache = (key, result)
+    if value and len(value) >= _MIN_LEN and value not in _extra:
+        _extra.add(value)
+        _cache = None
+
+
+# (environment keys, (key, value) of the secret-named variables, redactor) as of the last scan
+_cache: tuple[Any, tuple[tuple[Any, Any], ...], Redactor | None] | None = None
+
+
+def redactor() -> Redactor | None:
+    """A function that redacts every current secret from a value, or None when there are no secrets.
+
+    Costs a microsecond or two while the environment and the registry are unchanged: they are rescanned only
+    when a variable was added or removed, a secret-named one changed, or a secret was registered.
+    """
+    global _cache
+    data = getattr(os.environ, "_data", None)  # the raw mapping; os.environ's public view decodes each item
+    if not isinstance(data, dict):
+        return _make_redactor(_scan())
+    cache = _cache
+    # Key-set equality catches an added variable; identity catches a re-set secret-named one.
+    if cache is not None and data.keys() == cache[0] and all(data.get(k) is v for k, v in cache[1]):
+        return cache[2]
+    # Snapshot before scanning: a change in between is seen as a change on the next call, never missed.
+    keys = set(data)
+    watched = tuple((k, v) for k, v in data.items() if _SECRET_ENV.search(os.fsdecode(k)))
+    result = _make_redactor(_scan())
+    _cache = (keys, watched, result)
     return result
 
 
 def redact(value: Any) -> Any:
-    """Return `value` with every secret string replaced by `***` (recursing into lists and dicts)."""
-    secrets = _secrets()
+    """Return `value` with every secret string replaced by `***` (recursing into lists, tuples and dicts)."""
+    scrub = redactor()
+    return scrub(value) if scrub is not None else value
+
+
+def _scan() -> tuple[str, ...]:
+    found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= _MIN_LEN}
+    return tuple(sorted(found | _extra, key=len, reverse=True))  # longest first: a secret may contain another
+
+
+def _make_redactor(secrets: tuple[str, ...]) -> Redactor | None:
     if not secrets:
-        return value
-    return _redact(value, secrets)
+        return None
 
-
-def _redact(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        for s in secrets:
-            if s in value:
-                value = value.replace(s, "***")
+    def scrub(value: Any) -> Any:
+        # Containers come back as the same object when nothing in them changed: no copy on the common path.
+        if isinstance(value, str):
+            for s in secrets:
+                if s in value:
+                    value = value.replace(s, "***")
+            return value
+        if isinstance(value, dict):
+            out: dict[Any, Any] | None = None
+            for k, v in value.items():
+                new = scrub(v)
+                if new is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = new
+            return value if out is None else out
+        if isinstance(value, (list, tuple)):
+            items = [scrub(v) for v in value]
+            if all(new is old for new, old in zip(items, value, strict=True)):
+                return value
+            return tuple(items) if type(value) is tuple else items
         return value
-    if isinstance(value, dict):
-        return {k: _redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redact(v, secrets) for v in value]
-    return value
+
+    return scrub

@@ -235,3 +235,109 @@ def test_task_writes_ride_with_the_checkpoint_but_interrupts_commit_at_once(tmp_
     saver.put_writes(stored, [("b", 2)], task_id="t3")
     saver.close()
     assert rows() == ["__interrupt__", "a", "b"]
+
+
+class NoteState(TypedDict, total=False):
+    count: int
+    note: str
+
+
+def test_a_large_write_and_the_channel_value_it_becomes_share_one_blob(tmp_path: Path) -> None:
+    from langgraph.graph import END, START, StateGraph
+
+    note = " ".join(random_records(1, size=3000))
+
+    def write_note(state: NoteState) -> dict[str, Any]:
+        return {"note": note, "count": 1}
+
+    g = StateGraph(NoteState)
+    g.add_node("write_note", write_note)
+    g.add_edge(START, "write_note")
+    g.add_edge("write_note", END)
+    path = tmp_path / "n.db"
+    with AgentflowSaver(path, keep_last=None) as saver:
+        graph = g.compile(checkpointer=saver)
+        graph.invoke({"count": 0}, config(), durability="sync")
+        history = list(saver.list(config()))
+        # the checkpoint the node ran from holds its writes; the next one holds the reduced value
+        ran_from = next(h for h in history if any(w[1] == "note" for w in h.pending_writes))
+        assert [w[2] for w in ran_from.pending_writes if w[1] == "note"] == [note]
+        assert history[0].checkpoint["channel_values"]["note"] == note
+    conn = sqlite3.connect(path)
+    write_ref = conn.execute("SELECT value FROM writes WHERE channel = 'note'").fetchone()[0]
+    value_ref = conn.execute("SELECT ref FROM versions WHERE channel = 'note'").fetchone()[0]
+    blobs = conn.execute("SELECT count(*) FROM blobs").fetchone()[0]
+    conn.close()
+    assert write_ref == value_ref and blobs == 1
+
+
+def test_a_file_of_the_previous_layout_still_loads(tmp_path: Path) -> None:
+    import zstandard
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)  # the previous `writes` table: rowid, values inline and zstd-compressed
+    conn.execute(
+        "CREATE TABLE writes (thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, "
+        "task_id TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL, task_path TEXT NOT NULL, "
+        "kind INTEGER NOT NULL, type TEXT, codec INTEGER, value BLOB, "
+        "PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx))"
+    )
+    conn.commit()
+    conn.close()
+    records = random_records(3)
+    with AgentflowSaver(path, keep_last=None) as saver:
+        loop_graph(saver, records).invoke({"count": 0}, config(), durability="sync")
+        latest = saver.get_tuple(config())
+        assert latest is not None
+        type_, data = saver.serde.dumps_typed("x" * 500)
+        checkpoint_id = latest.config["configurable"]["checkpoint_id"]
+        saver._conn.execute(  # kind 3 (inline), codec 1 (zstd)
+            "INSERT INTO writes VALUES ('t', '', ?, 'old-task', 0, 'note', '', 3, ?, 1, ?)",
+            (checkpoint_id, type_, zstandard.ZstdCompressor().compress(data)),
+        )
+    with AgentflowSaver(path, keep_last=None) as saver:
+        latest = saver.get_tuple(config())
+    assert latest is not None and latest.checkpoint["channel_values"]["log"] == records
+    assert latest.pending_writes == [("old-task", "note", "x" * 500)]
+
+
+def test_one_transaction_per_super_step(tmp_path: Path) -> None:
+    statements: list[str] = []
+    records = random_records(5)
+    with AgentflowSaver(tmp_path / "tx.db", keep_last=None) as saver:
+        saver._conn.set_trace_callback(statements.append)
+        loop_graph(saver, records).invoke({"count": 0}, config(), durability="sync")
+        saver._conn.set_trace_callback(None)
+        checkpoints = len(list(saver.list(config())))
+    assert checkpoints == 7  # input, start, 5 steps
+    # task writes ride with their step's checkpoint; the read at the start commits nothing
+    assert sum(s.startswith("BEGIN") for s in statements) == checkpoints
+
+
+def _join(a: str | None, b: str) -> str:
+    return f"{a or ''}|{b}"
+
+
+class JoinState(TypedDict, total=False):
+    text: Annotated[str, _join]
+
+
+def test_garbage_collection_keeps_blobs_only_a_pending_write_refers_to(tmp_path: Path) -> None:
+    from langgraph.graph import END, START, StateGraph
+
+    big = " ".join(random_records(1, size=2000))
+
+    def write(state: JoinState) -> dict[str, Any]:
+        return {"text": big}  # the reducer stores "|" + big: the write's own value is in no channel
+
+    g = StateGraph(JoinState)
+    g.add_node("write", write)
+    g.add_edge(START, "write")
+    g.add_edge("write", END)
+    with AgentflowSaver(tmp_path / "gc.db", keep_last=None) as saver:
+        g.compile(checkpointer=saver).invoke({"text": ""}, config(), durability="sync")
+        saver.vacuum()  # sweeps every blob nothing refers to
+        written = [w[2] for h in saver.list(config()) for w in h.pending_writes if w[1] == "text" and w[2]]
+        latest = saver.get_tuple(config())
+    assert written == [big]
+    assert latest is not None and latest.checkpoint["channel_values"]["text"].endswith(f"|{big}")

@@ -1,0 +1,60 @@
+"""`redactor()`: None without secrets, and never stale after the environment or the registry changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agentflow.secrets import redact, redactor, register_secret
+
+
+def test_no_secrets_means_no_redactor() -> None:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH")}
+    code = (
+        "import os; from agentflow.secrets import redactor; r0 = redactor(); "
+        "os.environ['MY_API_KEY'] = 'abcdefgh-1234'; r1 = redactor(); "
+        "print(r0 is None, r1 is not None and r1('k=abcdefgh-1234') == 'k=***')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_a_secret_set_after_the_first_call_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    redactor()  # warm the cache
+    monkeypatch.setenv("LATE_API_KEY", "late-secret-value-1")
+    scrub = redactor()
+    assert scrub is not None and scrub("x late-secret-value-1 y") == "x *** y"
+    monkeypatch.setenv("LATE_API_KEY", "other-secret-value-2")  # same variable, new value
+    scrub = redactor()
+    assert (
+        scrub is not None and scrub("other-secret-value-2 late-secret-value-1") == "*** late-secret-value-1"
+    )
+    monkeypatch.delenv("LATE_API_KEY")
+    assert redact("other-secret-value-2") == "other-secret-value-2"
+
+
+def test_registering_a_secret_takes_effect_at_once() -> None:
+    redactor()
+    register_secret("registered-now-987")
+    assert redact({"args": ["--key", "registered-now-987"]}) == {"args": ["--key", "***"]}
+
+
+def test_containers_are_copied_only_when_something_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_TOKEN", "tok-abcdefgh")
+    scrub = redactor()
+    assert scrub is not None
+    clean = {"a": [1, "plain", ("x", 2.0)], "b": None}
+    assert scrub(clean) is clean
+    dirty = {"a": [1, ("see tok-abcdefgh", 2)], "b": "plain"}
+    out = scrub(dirty)
+    assert out == {"a": [1, ("see ***", 2)], "b": "plain"}
+    assert type(out["a"][1]) is tuple and dirty["a"][1][0] == "see tok-abcdefgh"  # the input is untouched
+
+
+def test_a_secret_inside_another_is_redacted_longest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INNER_TOKEN", "inner-12345")
+    monkeypatch.setenv("OUTER_TOKEN", "prefix-inner-12345-suffix")
+    assert redact("a prefix-inner-12345-suffix b inner-12345") == "a *** b ***"
