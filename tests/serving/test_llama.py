@@ -220,7 +220,7 @@ def test_cli_serve_ctrl_c_stops_the_server_cleanly() -> None:
         assert httpx.get(f"http://127.0.0.1:{info['port']}/health", timeout=5).status_code == 200
         assert info["spec"] == f"openai-compatible:{info['base_url']}#{SMALL}"
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
+        assert proc.wait(timeout=90) == 0  # generous: CI machines can be loaded
         assert _wait_gone(info["pid"])  # type: ignore[arg-type]
         assert not (run_dir() / f"{info['pid']}.json").exists()
     finally:
