@@ -77,8 +77,6 @@ def code_windows(
     if windows:
         first = focus % len(windows)
         windows = windows[first:] + windows[:first]
-    if cfg.edit_format == "rewrite":
-        windows = windows[: cfg.context_windows]
     shown: list[str] = []
     for window in windows:
         text = render_window(sources[window.path], window)

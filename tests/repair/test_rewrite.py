@@ -48,3 +48,11 @@ def test_the_prompt_shows_the_window_at_column_zero():
 
 def test_public_api_lists_what_a_script_may_import():
     assert public_api(SOURCES) == "from pkg import Stats"  # private names (__version__) are left out
+
+
+def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():
+    from agentflow.swe.steps import code_windows
+
+    cfg = load_repair_config(["edit_format=rewrite", "context_windows=0"])
+    text, path = code_windows(cfg, SOURCES, "hit_rate raises ZeroDivisionError", "", focus=0, budget_chars=4000)
+    assert path == "pkg/stats.py" and "def hit_rate(self):" in text
