@@ -67,27 +67,38 @@ def public_api(sources: Mapping[str, str]) -> str:
     return "\n".join(lines) or "(no package found)"
 
 
-def code_windows(
-    cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int
-) -> tuple[str, str | None]:
-    """Rendered code windows within `budget_chars`, the `focus`-th suspect first; (text, its path)."""
+_ROTATION = (0, 1, 0, 2, 0, 1, 0, 3)
+"""Which suspect a sample looks at first: the top-ranked one half the time, the others in turn."""
+
+
+def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int) -> list[Window]:
+    """Ranked code windows, the one sample number `focus` should look at first."""
     windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows)
     # when tracebacks point into code, windows without a frame only distract a small model
     windows = [w for w in windows if w.score >= FRAME_SCORE] or windows
     if windows:
-        first = focus % len(windows)
+        first = _ROTATION[focus % len(_ROTATION)] % len(windows)
         windows = windows[first:] + windows[:first]
+    return windows
+
+
+def render_windows(sources: Mapping[str, str], windows: list[Window], budget_chars: int, *, at_least_one: bool) -> str:
+    """The windows (with line numbers) that fit in `budget_chars`; `at_least_one` keeps the first regardless."""
     shown: list[str] = []
     for window in windows:
         text = render_window(sources[window.path], window)
-        if sum(len(s) + 2 for s in shown) + len(text) > budget_chars and shown:
+        if sum(len(x) + 2 for x in shown) + len(text) > budget_chars and (shown or not at_least_one):
             break
         shown.append(text)
-    return "\n\n".join(shown), (windows[0].path if windows else None)
+    return "\n\n".join(shown)
 
 
-_ROTATION = (0, 1, 0, 2, 0, 1, 0, 3)
-"""Which suspect a sample looks at first: the top-ranked one half the time, the others in turn."""
+def code_windows(
+    cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int
+) -> tuple[str, str | None]:
+    """Rendered code windows within `budget_chars`, the `focus`-th suspect first; (text, its path)."""
+    windows = suspects(cfg, sources, issue, feedback, focus=focus)
+    return render_windows(sources, windows, budget_chars, at_least_one=True), (windows[0].path if windows else None)
 
 
 def edit_prompt(
@@ -110,11 +121,7 @@ def edit_prompt(
     }
     template = cfg.prompts.rewrite if cfg.edit_format == "rewrite" else cfg.prompts.edit
     base_len = len(fill(cfg.prompts.system, values)) + len(fill(template, values))
-    windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows)
-    windows = [w for w in windows if w.score >= FRAME_SCORE] or windows
-    if windows:
-        first = _ROTATION[focus % len(_ROTATION)] % len(windows)
-        windows = windows[first:] + windows[:first]
+    windows = suspects(cfg, sources, issue, feedback, focus=focus)
     target = windows[0] if windows else None
     if cfg.edit_format == "rewrite" and target is not None:
         lines = sources[target.path].split("\n")[target.start - 1 : target.end]
@@ -125,13 +132,7 @@ def edit_prompt(
         base_len += len(values["snippet"])
     if cfg.edit_format == "rewrite":
         windows = windows[: cfg.context_windows]
-    shown: list[str] = []
-    for window in windows:
-        text = render_window(sources[window.path], window)
-        if base_len + sum(len(x) + 2 for x in shown) + len(text) > cfg.max_prompt_chars and (shown or target):
-            break
-        shown.append(text)
-    values["code"] = "\n\n".join(shown)
+    values["code"] = render_windows(sources, windows, cfg.max_prompt_chars - base_len, at_least_one=target is None)
     if cfg.edit_format == "rewrite" and values["code"]:
         values["code"] = "Other code that may matter (for reference, line numbers are not part of it):\n" + values["code"]
     path = target.path if target else None
