@@ -16,6 +16,7 @@ import struct
 import time
 from typing import Any
 
+from agentflow._process import pid_alive
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
@@ -60,16 +61,6 @@ def _owner_labels() -> dict[str, str]:
     return {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_orphans(client: Any | None = None) -> list[str]:
     """Remove sandbox containers/volumes whose owning process (on this host) is gone."""
     client = client or docker_client()
@@ -83,7 +74,7 @@ def reap_orphans(client: Any | None = None) -> list[str]:
             pid = int(labels.get(f"{LABEL}.pid", "0"))
         except ValueError:
             pid = 0
-        if pid and _pid_alive(pid) and c.status != "exited":
+        if pid and pid_alive(pid) and c.status != "exited":
             continue
         with contextlib.suppress(Exception):
             c.remove(force=True)
@@ -96,7 +87,7 @@ def reap_orphans(client: Any | None = None) -> list[str]:
             pid = int(labels.get(f"{LABEL}.pid", "0"))
         except ValueError:
             pid = 0
-        if pid and _pid_alive(pid):
+        if pid and pid_alive(pid):
             continue
         with contextlib.suppress(Exception):
             v.remove(force=True)

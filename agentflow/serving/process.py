@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentflow._process import pid_alive
 from agentflow.config import cache_dir
 from agentflow.secrets import redact
 
@@ -33,16 +34,6 @@ def run_dir() -> Path:
     path = cache_dir() / "serving" / "run"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ManagedProcess:
@@ -154,9 +145,9 @@ def reap_orphans() -> list[int]:
         except (OSError, ValueError, KeyError):
             pidfile.unlink(missing_ok=True)
             continue
-        if _pid_alive(owner):
+        if pid_alive(owner):
             continue
-        if _pid_alive(pid) and _cmdline_matches(pid, str(info.get("exe", ""))):
+        if pid_alive(pid) and _cmdline_matches(pid, str(info.get("exe", ""))):
             _signal_group(pid, signal.SIGKILL)
             reaped.append(pid)
         pidfile.unlink(missing_ok=True)
