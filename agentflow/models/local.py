@@ -6,8 +6,10 @@ ChatModel pointed at it. Models with the same name and server options share one 
 the last `aclose()` stops it. If the server dies, the next call restarts it (`restart="on-failure"`, at most
 `max_restarts` times) or fails with a clear `ServerDied` error (`restart="never"`).
 
-`n` samples: sent as `n` concurrent requests with distinct seeds, decoded together in llama-server's
-parallel slots (continuous batching).
+`n` samples: one request with `n` (llama-server's `n_cmpl`; more than the server's slots are split into
+several requests). The server evaluates the prompt once and copies it to `n` slots, which then decode
+together with seeds seed, seed+1, ... Sending `n` separate requests instead would evaluate the prompt `n`
+times: with a 1,300-token prompt and 8 samples that took 163-247 s against 67-76 s (Qwen2.5-Coder-1.5B, 2 cores).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
+import httpx
 from pydantic import Field
 
 from agentflow.config import StrictConfig, validate_config
@@ -131,9 +134,9 @@ def _release(shared: _SharedServer) -> None:
 class _ServerBacked:
     """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death.
 
-    `n > 1` is sent as n concurrent single-sample requests with distinct seeds (seed, seed+1, ...), which
-    the server's parallel slots decode together. llama-server's own `n` runs slower here and reports the
-    tokens of one sample only.
+    `n > 1` goes to llama-server as its own `n` (one prompt evaluation for all samples), in requests of at
+    most the server's slot count. The server reports the output tokens of the first sample only, so the
+    others are counted with its `/tokenize` endpoint.
     """
 
     native_n = False
@@ -175,11 +178,34 @@ class _ServerBacked:
     async def chat(self, request: ChatRequest) -> ChatResponse:
         if request.n == 1:
             return await super().chat(request)  # type: ignore[misc,no-any-return]
+        self._bind_loop()  # type: ignore[attr-defined]
         start = time.monotonic()
-        singles = [request.model_copy(update={"n": 1, "seed": None if request.seed is None else request.seed + i})
-                   for i in range(request.n)]
-        parts = await asyncio.gather(*(self._call(single) for single in singles))  # type: ignore[attr-defined]
-        return self._finish(merge_responses(list(parts)), start)  # type: ignore[attr-defined,no-any-return]
+        slots = self.shared.handle.launch.slots or request.n
+        parts = []
+        for offset in range(0, request.n, slots):
+            seed = None if request.seed is None else request.seed + offset
+            parts.append(request.model_copy(update={"n": min(slots, request.n - offset), "seed": seed}))
+        responses = await asyncio.gather(*(self._call(part) for part in parts))  # type: ignore[attr-defined]
+        counted = await asyncio.gather(*(self._count_outputs(r) for r in responses))
+        return self._finish(merge_responses(list(counted)), start)  # type: ignore[attr-defined,no-any-return]
+
+    async def _count_outputs(self, response: ChatResponse) -> ChatResponse:
+        """The response with its output tokens summed over all its samples (the server counts the first one)."""
+        if len(response.choices) < 2:
+            return response
+        handle = self.shared.handle
+        try:
+            async with httpx.AsyncClient(timeout=60) as client:
+                others = 0
+                for choice in response.choices[1:]:
+                    reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                              json={"content": choice.message.content or ""})
+                    reply.raise_for_status()
+                    others += len(reply.json()["tokens"]) + (choice.finish_reason == "stop")  # + end token
+        except (httpx.HTTPError, KeyError, ValueError):
+            return response  # the usage stays an undercount rather than failing a finished call
+        usage = response.usage.model_copy(update={"output_tokens": response.usage.output_tokens + others})
+        return response.model_copy(update={"usage": usage})
 
     async def _release_server(self) -> None:
         if not self._released:

@@ -82,6 +82,7 @@ def llamacpp_launch(options: LlamaServerOptions, *, say: LogCallback | None = No
         startup_timeout_s=options.startup_timeout_s,
         label=f"llama-server[{alias}]",
         profile=profile,
+        slots=parallel,
     )
 
 

@@ -69,6 +69,9 @@ class Launch:
     startup_timeout_s: float = 120.0
     label: str = "server"
     profile: ModelProfile = field(default_factory=default_profile)
+    slots: int = 0
+    """Requests the server decodes at once (llama-server `--parallel`), which also caps `n` of one request
+    there; 0: no such limit known (vLLM schedules by memory)."""
 
 
 class ServerHandle:

@@ -70,6 +70,7 @@ class RepairPolicy:
         """A candidate passed its tests (with `stop_on_success`, no new samples are drawn)."""
         self._focus = 0
         self._in_flight = 0
+        self._source_cache: dict[str, dict[str, str]] = {}
 
     # --------------------------------------------------------------------------------------- states
 
@@ -93,9 +94,17 @@ class RepairPolicy:
                                  self.budget.limits.model_calls or 0)
 
     async def _sources(self, patch: str) -> dict[str, str]:
+        # cached per patch: chains that start from one state then ask for their samples at the same moment,
+        # so a SampleBatcher can send those of one prompt together
+        if patch in self._source_cache:
+            return self._source_cache[patch]
         async with self.bench.lock:
-            await self.bench.restore(patch)
-            return await self.bench.python_sources()
+            if patch not in self._source_cache:
+                await self.bench.restore(patch)
+                if len(self._source_cache) >= 16:
+                    self._source_cache.pop(next(iter(self._source_cache)))
+                self._source_cache[patch] = await self.bench.python_sources()
+            return self._source_cache[patch]
 
     async def _sample(self, state: NodeState, sources: dict[str, str], focus: int, ctx: RolloutContext) -> Action | None:
         cfg, hint = self.cfg, ""
@@ -151,8 +160,10 @@ class RepairPolicy:
 
     async def propose(self, state: NodeState, k: int, ctx: RolloutContext) -> list[Action]:
         sources = await self._sources(state.data["patch"])
-        focus, self._focus = self._focus, self._focus + k
-        found = await asyncio.gather(*(self._sample(state, sources, focus + i, ctx) for i in range(k)),
+        # the k samples of one expansion share a prompt (one request with n=k where the model batches);
+        # successive expansions and chains rotate over the suspects
+        focus, self._focus = self._focus, self._focus + 1
+        found = await asyncio.gather(*(self._sample(state, sources, focus, ctx) for _ in range(k)),
                                      return_exceptions=True)
         errors = [f for f in found if isinstance(f, BaseException)]
         actions = [f for f in found if isinstance(f, Action)]

@@ -40,8 +40,9 @@ class EditPrompt:
     """The window to rewrite (`edit_format: rewrite`)."""
 
 
-def public_api(sources: Mapping[str, str]) -> str:
-    """`from pkg import a, b` lines for the top-level packages: what a script may import."""
+def public_api(sources: Mapping[str, str], *, per_class: int = 8) -> str:
+    """`from pkg import a, b` lines for the top-level packages (what a script may import), each followed by
+    the signatures of those names: how to construct and call them (small models guess wrongly otherwise)."""
     lines = []
     for path in sorted(sources):
         parts = path.split("/")
@@ -64,7 +65,57 @@ def public_api(sources: Mapping[str, str]) -> str:
         public = [n for n in dict.fromkeys(names) if not n.startswith("_")]
         if public:
             lines.append(f"from {parts[0]} import {', '.join(public)}")
+            lines += _signatures(sources, parts[0], public, per_class)
     return "\n".join(lines) or "(no package found)"
+
+
+def _signatures(sources: Mapping[str, str], package: str, names: list[str], per_class: int) -> list[str]:
+    defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = {}
+    for path in sorted(sources):
+        if not path.startswith(package + "/") or not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(sources[path])
+        except (SyntaxError, ValueError):
+            continue
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name in names:
+                defs.setdefault(stmt.name, stmt)
+    out = []
+    for name in names:
+        node = defs.get(name)
+        if isinstance(node, ast.ClassDef):
+            methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            init = next((m for m in methods if m.name == "__init__"), None)
+            bases = [ast.unparse(b) for b in node.bases]
+            if init is None and any(b.endswith(("Error", "Exception")) for b in bases):
+                out.append(f"    class {name}({', '.join(bases)})")
+                continue
+            out.append(f"    {name}({_params(init, bound=True) if init else ''}){_doc(node)}")
+            public = [m for m in methods if not m.name.startswith("_")]
+            out += [f"    {name}.{m.name}({_params(m, bound=_is_bound(m))})" for m in public[:per_class]]
+        elif node is not None:
+            out.append(f"    {name}({_params(node, bound=False)}){_doc(node)}")
+    return out
+
+
+def _doc(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
+    doc = (ast.get_docstring(node) or "").strip().split("\n")[0]
+    return f"  # {doc[:100]}" if doc else ""
+
+
+def _is_bound(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool) -> str:
+    """The parameter list as written, without `self`/`cls` for a method."""
+    args = fn.args
+    if bound and (args.posonlyargs or args.args):
+        args = ast.arguments(posonlyargs=args.posonlyargs[1:], args=args.args[1:] if not args.posonlyargs else args.args,
+                             vararg=args.vararg, kwonlyargs=args.kwonlyargs, kw_defaults=args.kw_defaults,
+                             kwarg=args.kwarg, defaults=args.defaults)
+    return ast.unparse(args)
 
 
 _ROTATION = (0, 1, 0, 2, 0, 1, 0, 3)
@@ -151,7 +202,12 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     old_lines = sources[window.path].split("\n")
     original = old_lines[window.start - 1 : window.end]
     indent = next((line[: len(line) - len(line.lstrip())] for line in original if line.strip()), "")
-    new = [indent + line if line.strip() else "" for line in textwrap.dedent(block).rstrip("\n").split("\n")]
+    answer = block.rstrip("\n").split("\n")
+    head = next((i for i, line in enumerate(answer) if line.strip()), 0)
+    if (re.match(r"class \w", answer[head].strip() if answer else "")
+            and not next((line for line in original if line.strip()), "").lstrip().startswith("class ")):
+        answer = answer[head + 1 :]  # a method given back inside its class header: keep the method
+    new = [indent + line if line.strip() else "" for line in textwrap.dedent("\n".join(answer)).split("\n")]
     if [line.strip() for line in new if line.strip()] == [line.strip() for line in original if line.strip()]:
         return ReadEdits("noop", errors=["the code came back unchanged"])
     content = "\n".join(old_lines[: window.start - 1] + new + old_lines[window.end :])

@@ -63,15 +63,35 @@ def summarise_failures(output: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "\n..."
 
 
-def _fails_like_a_bug(output: str) -> bool:
-    """An AssertionError (the script's check) or an exception whose innermost frame is repository code;
-    not the script's own mistakes (syntax, imports, a wrong call raised in the script itself)."""
+def _exception_name(output: str) -> str | None:
+    """The type of the exception a traceback ends with (`KeyError`, `inikit.errors.ConversionError`, ...)."""
+    for line in reversed(output.strip().splitlines()):
+        match = re.match(r"([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))\b", line.strip())
+        if match:
+            return match.group(1)
+    return None
+
+
+def why_not_a_bug(output: str, issue: str) -> str | None:
+    """None when a reproduction script failed the way the bug does: its own assertion failed, or it raised,
+    inside the repository's code, an exception the issue names. Otherwise why the failure does not count:
+    the script's own mistakes (syntax, imports, an error raised in the script itself), or an exception the
+    issue does not mention (usually the script calling the API wrongly)."""
     if re.search(r"\b(SyntaxError|IndentationError|ModuleNotFoundError|ImportError)\b", output):
-        return False
+        return "the script itself is broken (syntax or import error)"
     frames = re.findall(r'File "([^"]+)", line \d+', output)
     if not frames:
-        return False
-    return "AssertionError" in output or not frames[-1].endswith(REPRO_PATH.rsplit("/", 1)[-1])
+        return "it did not end with a traceback"
+    name = _exception_name(output) or ""
+    if name.rsplit(".", 1)[-1] == "AssertionError":
+        return None
+    if frames[-1].endswith(REPRO_PATH.rsplit("/", 1)[-1]):
+        return f"the {name or 'error'} was raised in the script itself, not in the package"
+    if name and re.search(rf"\b{re.escape(name.rsplit('.', 1)[-1])}\b", issue):
+        return None
+    return (f"it failed with {name or 'an error'}, which the issue does not describe: the script probably uses "
+            "the package wrongly (check the signatures above); make the script assert the behaviour the issue "
+            "expects")
 
 
 def _counts(output: str) -> tuple[int, int]:
@@ -152,13 +172,14 @@ class Workbench:
         return (not result.ok), result.output
 
     async def install_repro(self, script: str) -> tuple[bool, str]:
-        """Try a reproduction script at the base commit; keep it only if it fails there the way a bug does:
-        its own assertion fails, or the exception is raised inside the repository's code. (kept, output)."""
+        """Try a reproduction script at the base commit; keep it only if it fails there the way the bug does
+        (`why_not_a_bug`). (kept, output; a script not kept has the reason appended to its output)."""
         await self.reset()
         await self.sandbox.write_file(REPRO_PATH, script)
         failing, output = await self.run_repro()
-        self.repro = failing and _fails_like_a_bug(output)
-        return self.repro, output
+        why = why_not_a_bug(output, self.task.problem_statement) if failing else "it ran without error"
+        self.repro = why is None
+        return self.repro, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
 
     # ------------------------------------------------------------------------------------- verification
 

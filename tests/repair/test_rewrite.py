@@ -29,6 +29,16 @@ def test_the_answer_replaces_the_window_reindented():
     assert read.files["pkg/stats.py"].startswith("class Stats:\n    def __init__(self):\n")
 
 
+def test_a_method_given_back_inside_its_class_header_replaces_only_the_method():
+    answer = ("```python\nclass Stats:\n    def hit_rate(self):\n        total = self.hits + self.misses\n"
+              "        return self.hits / total if total else 0.0\n```")
+    read = read_rewrite(answer, SOURCES, WINDOW)
+    assert read.status == "ok"
+    assert read.files["pkg/stats.py"].count("class Stats:") == 1
+    assert read.files["pkg/stats.py"].endswith("    def hit_rate(self):\n        total = self.hits + self.misses\n"
+                                                "        return self.hits / total if total else 0.0\n")
+
+
 def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
     same = "```python\ndef hit_rate(self):\n    return self.hits / (self.hits + self.misses)\n```"
     assert read_rewrite(same, SOURCES, WINDOW).status == "noop"
@@ -46,8 +56,16 @@ def test_the_prompt_shows_the_window_at_column_zero():
     assert "```python\ndef hit_rate(self):\n    return self.hits" in text
 
 
-def test_public_api_lists_what_a_script_may_import():
-    assert public_api(SOURCES) == "from pkg import Stats"  # private names (__version__) are left out
+def test_public_api_lists_what_a_script_may_import_and_how_to_call_it():
+    # private names (__version__) are left out; methods are shown without self
+    assert public_api(SOURCES) == "from pkg import Stats\n    Stats()\n    Stats.hit_rate()"
+    sources = {"lib/__init__.py": "from lib.core import Parser, parse\n",
+               "lib/core.py": ('class Parser:\n    def __init__(self, text, *, strict=False):\n        pass\n'
+                               '    @classmethod\n    def load(cls, path):\n        """Read a file."""\n'
+                               'def parse(text, sep=","):\n    """Parse text into fields."""\n')}
+    assert public_api(sources).split("\n")[1:] == [
+        "    Parser(text, *, strict=False)", "    Parser.load(path)", "    parse(text, sep=',')  # Parse text into fields.",
+    ]
 
 
 def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():

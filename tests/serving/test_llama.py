@@ -189,7 +189,7 @@ async def test_local_models_share_one_server_and_the_last_close_stops_it() -> No
     b = load_local_model(SMALL, parallel=2, ctx=512, quiet=True)
     server = a.server  # type: ignore[attr-defined]
     assert b.server is server  # type: ignore[attr-defined]
-    # n samples: concurrent single requests with seeds 7, 8, 9, 10, decoded together in the slots
+    # n samples beyond the 2 slots: two requests of n=2 (seeds 7, 8 and 9, 10), decoded together in the slots
     response = await a.chat(ChatRequest(messages=[Message.user("Name an animal.")], n=4, seed=7, temperature=1.0,
                                         max_tokens=8))
     assert len(response.choices) == 4 and response.usage.output_tokens >= 4
@@ -252,3 +252,32 @@ async def test_report_metrics_writes_events_while_a_block_runs(small_server: Ser
     kinds = [e.kind for e in events.events]
     assert kinds.count("server.metrics") >= 3  # periodic samples plus the final one
     assert all(e.node_id == "search" and "generation_tokens_total" in e.data for e in events.events)
+
+
+async def test_n_samples_evaluate_the_prompt_once_and_count_every_sample() -> None:
+    require_llama()
+    from agentflow.models.local import load_local_model
+
+    model = load_local_model(SMALL, parallel=4, ctx=1024, quiet=True, max_attempts=1)
+    server = model.server  # type: ignore[attr-defined]
+    prompt = " ".join(f"Item {i} is a fruit or a vegetable." for i in range(40)) + " Name one more."
+    try:
+        before = await server.metrics()
+        response = await model.chat(ChatRequest(messages=[Message.user(prompt)], n=4, seed=11, temperature=1.0,
+                                                max_tokens=16))
+        after = await server.metrics()
+        async with httpx.AsyncClient() as client:
+            lengths = [len((await client.post(server.url("/tokenize"), headers=server.headers,
+                                              json={"content": c.message.content or ""})).json()["tokens"])
+                       for c in response.choices]
+    finally:
+        await model.aclose()
+    assert len(response.choices) == 4
+    assert len({c.message.content for c in response.choices}) >= 2  # four samples, not one copied
+    evaluated = after["prompt_tokens_total"] - before["prompt_tokens_total"]
+    assert response.usage.input_tokens > 300
+    assert evaluated < 2 * response.usage.input_tokens  # one prompt evaluation for the four samples
+    generated = after["generation_tokens_total"] - before["generation_tokens_total"]
+    assert response.usage.output_tokens >= sum(lengths) > 16  # every sample's tokens, not the first one's
+    # counted from the returned texts: stop strings cut off a few generated tokens
+    assert 0.75 * generated <= response.usage.output_tokens <= generated + 4

@@ -87,3 +87,32 @@ def test_binary_override_must_be_executable(tmp_path: Path, monkeypatch: pytest.
         setup_mod.find_llama_server()
     monkeypatch.setenv(setup_mod.BINARY_ENV, sys.executable)
     assert setup_mod.find_llama_server() == Path(sys.executable)
+
+
+AVX512_CPUINFO = """processor\t: 0
+model name\t: AMD EPYC
+flags\t\t: fpu sse2 avx avx2 fma f16c bmi2 avx512f avx512dq avx512bw avx512vl avx512_vnni avx512vbmi
+"""
+AVX2_CPUINFO = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma f16c bmi2\n"
+
+
+def test_cpu_level_turns_on_the_avx512_extensions_the_cpu_lists() -> None:
+    level, flags = setup_mod.cpu_level(setup_mod.cpu_flags(AVX512_CPUINFO))
+    assert level == "avx512"
+    assert flags == ("-DGGML_AVX512=ON", "-DGGML_AVX512_VNNI=ON", "-DGGML_AVX512_VBMI=ON")
+    assert setup_mod.cpu_level(setup_mod.cpu_flags(AVX2_CPUINFO)) == ("avx2", ())
+    # a CPU without readable flags (ARM, macOS) builds llama.cpp's default
+    assert setup_mod.cpu_level(setup_mod.cpu_flags("processor\t: 0\nFeatures\t: neon\n")) == ("avx2", ())
+
+
+def test_binaries_of_different_cpu_levels_are_cached_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(setup_mod.BINARY_ENV, raising=False)
+    avx2 = setup_mod.llama_server_dir(level="avx2")
+    avx2.mkdir(parents=True)
+    (avx2 / "llama-server").write_text("#!/bin/sh\n")
+    (avx2 / "llama-server").chmod(0o755)
+    monkeypatch.setattr(setup_mod, "cpu_level", lambda flags=None: ("avx512", ("-DGGML_AVX512=ON",)))
+    assert setup_mod.find_llama_server() is None  # an AVX2 build is not taken for an AVX-512 machine's
+    monkeypatch.setattr(setup_mod, "cpu_level", lambda flags=None: ("avx2", ()))
+    assert setup_mod.find_llama_server() == avx2 / "llama-server"
