@@ -118,6 +118,11 @@ CALL_SCORE = 4.0
 """Score of a function the failing test output calls."""
 
 
+CALLEE_SHARE = 0.5
+"""Share of a function's score passed on to the repository functions it calls: the issue names the API a
+user called (`getbool`), while the fault is often in a helper it calls (`to_bool`)."""
+
+
 @dataclass
 class Window:
     path: str
@@ -217,6 +222,7 @@ def rank_windows(
                     score += FRAME_SCORE + depth  # deeper frames are closer to the fault
                     focus = fline
             scored.append((score, sym, focus))
+    scored = _pass_to_callees(scored, sources)
     scored.sort(key=lambda item: (-item[0], item[1].end - item[1].start, item[1].path, item[1].start))
     windows: list[Window] = []
     for score, sym, focus in scored:
@@ -235,6 +241,33 @@ def rank_windows(
         path = min(code_files)
         windows.append(Window(path, 1, min(max_lines, len(sources[path].split("\n"))), 0.0))
     return windows
+
+
+_REF = re.compile(r"\b([A-Za-z_]\w*)\s*\(|\.([A-Za-z_]\w*)\b")
+"""A call `name(` or an attribute reference `x.name` (a helper passed along, like `values.to_bool`)."""
+
+
+def _pass_to_callees(
+    scored: list[tuple[float, _Symbol, int | None]], sources: Mapping[str, str]
+) -> list[tuple[float, _Symbol, int | None]]:
+    """Add CALLEE_SHARE of each function's score to the repository functions its body calls or refers to
+    (one hop). A name resolves to the definitions in the caller's own file, else to the one definition in
+    the repository of that name (common names like `get` in several files resolve to nothing)."""
+    by_name: dict[str, list[int]] = {}
+    for i, (_, sym, _) in enumerate(scored):
+        by_name.setdefault(sym.name, []).append(i)
+    bonus = [0.0] * len(scored)
+    for score, sym, _ in scored:
+        if score <= 0:
+            continue
+        body = "\n".join(sources[sym.path].split("\n")[sym.start : sym.end])  # without the def line
+        names = {a or b for a, b in _REF.findall(body)} - {sym.name}
+        for name in names:
+            defs = by_name.get(name, [])
+            local = [i for i in defs if scored[i][1].path == sym.path]
+            for i in local or (defs if len(defs) == 1 else []):
+                bonus[i] = max(bonus[i], CALLEE_SHARE * score)
+    return [(score + extra, sym, focus) for (score, sym, focus), extra in zip(scored, bonus, strict=True)]
 
 
 def render_window(source: str, window: Window) -> str:

@@ -195,27 +195,47 @@ def edit_prompt(
 
 
 def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadEdits:
-    """Put an answer's code block in place of the window's lines (re-indented like the original)."""
-    block = code_block(text)
-    if block is None:
+    """Put an answer's code in place of the window's lines (re-indented like the original). The answer's
+    last code block that changes the window is taken: small models often quote the faulty line in a block
+    before the corrected code. When the window is a whole function, a block without its `def` line is such
+    a quote, not a rewrite."""
+    blocks = code_blocks(text)
+    if not blocks:
         return ReadEdits("unparsable", errors=["no ```python code block in the answer"])
     old_lines = sources[window.path].split("\n")
     original = old_lines[window.start - 1 : window.end]
+    first = next((line.strip() for line in original if line.strip()), "")
+    definition = re.match(r"(?:async\s+)?def\s+\w+", first)
+    result = ReadEdits("noop", errors=["the code came back unchanged"])
+    for block in reversed(blocks):
+        new = _reindent(block, original)
+        if definition and not any(line.strip().startswith(definition.group(0)) for line in new):
+            if result.status == "noop":
+                result = ReadEdits("noop", errors=[f"the answer did not give the whole code back (no `{first}`)"])
+            continue
+        if [line.strip() for line in new if line.strip()] == [line.strip() for line in original if line.strip()]:
+            continue
+        content = "\n".join(old_lines[: window.start - 1] + new + old_lines[window.end :])
+        try:
+            ast.parse(content)
+        except SyntaxError as exc:
+            if result.status == "noop":
+                result = ReadEdits("apply_error",
+                                   errors=[f"the rewritten code does not parse: {exc.msg} (line {exc.lineno})"])
+            continue
+        return ReadEdits("ok", {window.path: content})
+    return result
+
+
+def _reindent(block: str, original: list[str]) -> list[str]:
+    """An answer's block as lines indented like the window's first line."""
     indent = next((line[: len(line) - len(line.lstrip())] for line in original if line.strip()), "")
     answer = block.rstrip("\n").split("\n")
     head = next((i for i, line in enumerate(answer) if line.strip()), 0)
     if (re.match(r"class \w", answer[head].strip() if answer else "")
             and not next((line for line in original if line.strip()), "").lstrip().startswith("class ")):
         answer = answer[head + 1 :]  # a method given back inside its class header: keep the method
-    new = [indent + line if line.strip() else "" for line in textwrap.dedent("\n".join(answer)).split("\n")]
-    if [line.strip() for line in new if line.strip()] == [line.strip() for line in original if line.strip()]:
-        return ReadEdits("noop", errors=["the code came back unchanged"])
-    content = "\n".join(old_lines[: window.start - 1] + new + old_lines[window.end :])
-    try:
-        ast.parse(content)
-    except SyntaxError as exc:
-        return ReadEdits("apply_error", errors=[f"the rewritten code does not parse: {exc.msg} (line {exc.lineno})"])
-    return ReadEdits("ok", {window.path: content})
+    return [indent + line if line.strip() else "" for line in textwrap.dedent("\n".join(answer)).split("\n")]
 
 
 @dataclass
@@ -286,8 +306,14 @@ async def ask(model: ChatModel, cfg: RepairConfig, system: str, user: str, *, ma
 
 def code_block(text: str) -> str | None:
     """The first fenced code block of an answer (or None)."""
-    match = re.search(r"```(?:python|py)?[^\n]*\n(.*?)(?:```|\Z)", text, re.DOTALL)
-    return match.group(1).strip() + "\n" if match and match.group(1).strip() else None
+    blocks = code_blocks(text)
+    return blocks[0] if blocks else None
+
+
+def code_blocks(text: str) -> list[str]:
+    """The non-empty fenced code blocks of an answer, in order (an unclosed last block included)."""
+    return [body.strip() + "\n" for body in re.findall(r"```(?:python|py)?[^\n]*\n(.*?)(?:```|\Z)", text, re.DOTALL)
+            if body.strip()]
 
 
 async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int) -> str:

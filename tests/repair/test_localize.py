@@ -37,3 +37,20 @@ def test_functions_the_failing_test_calls_rank_higher():
     sources = {"pkg/a.py": "def alpha(x):\n    return x\n\n\ndef beta(x):\n    return x\n"}
     failure = "    def test_it():\n>       assert beta(1) == 2\nE       assert 1 == 2\n"
     assert rank_windows(sources, "numbers come out wrong", failure)[0].symbol == "beta"
+
+
+def test_helpers_an_issue_function_calls_or_passes_on_rank_next():
+    sources = {
+        "kit/config.py": ("from kit import values\n\nclass Config:\n    def getbool(self, key):\n"
+                          "        return self._typed(values.to_bool, key)\n\n"
+                          "    def _typed(self, convert, key):\n        return convert(self.data[key])\n"),
+        "kit/values.py": ("def to_bool(raw):\n    return {'yes': True, 'no': False}[raw]\n\n"
+                          "def to_int(raw):\n    return int(raw)\n\ndef get(raw):\n    return raw\n"),
+        "kit/other.py": "def get(key):\n    return key\n",
+    }
+    windows = rank_windows(sources, "`getbool` raises KeyError for 'maybe'", limit=4)
+    names = [w.symbol for w in windows]
+    assert names[0] == "getbool"
+    # passed along as `values.to_bool` and called as `self._typed(...)`: both follow the function named
+    assert set(names[1:3]) == {"to_bool", "_typed"}
+    assert "to_int" not in names and "get" not in names  # not referenced; `get` is ambiguous anyway

@@ -39,6 +39,17 @@ def test_a_method_given_back_inside_its_class_header_replaces_only_the_method():
                                                 "        return self.hits / total if total else 0.0\n")
 
 
+def test_a_quoted_line_before_the_corrected_code_is_not_taken_for_the_rewrite():
+    answer = ("The line `return self.hits / (self.hits + self.misses)` divides by zero:\n"
+              "```python\nreturn self.hits / (self.hits + self.misses)\n```\nFixed:\n"
+              "```python\ndef hit_rate(self):\n    total = self.hits + self.misses\n"
+              "    return self.hits / total if total else 0.0\n```\n")
+    read = read_rewrite(answer, SOURCES, WINDOW)
+    assert read.status == "ok" and "if total else 0.0" in read.files["pkg/stats.py"]
+    only_quote = "```python\nreturn 0.0\n```"  # no `def hit_rate`: a quote, not the function rewritten
+    assert read_rewrite(only_quote, SOURCES, WINDOW).status == "noop"
+
+
 def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
     same = "```python\ndef hit_rate(self):\n    return self.hits / (self.hits + self.misses)\n```"
     assert read_rewrite(same, SOURCES, WINDOW).status == "noop"
