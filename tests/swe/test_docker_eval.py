@@ -15,28 +15,14 @@ from .conftest import GOLD_FILE, TASKS_FILE
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture(scope="module")
-def image() -> str:
-    from agentflow.errors import UserError
-    from agentflow.sandbox.docker import docker_client
-
-    try:
-        docker_client()
-    except UserError as exc:
-        pytest.skip(f"Docker is not available: {exc}")
-    from agentflow.sandbox.image import ensure_image
-
-    return ensure_image()
-
-
-async def test_gold_resolves_and_wrong_patch_does_not_in_docker(image: str, tmp_path: Path):
+async def test_gold_resolves_and_wrong_patch_does_not_in_docker(docker_image: str, tmp_path: Path):
     tasks = load_tasks(TASKS_FILE)
     gold = {p.instance_id: p for p in load_predictions(GOLD_FILE)}
     picked = ["tabkit__tabkit-3", "verspec__verspec-3", "cachette__cachette-1"]
     preds = [gold[i] for i in picked[:2]]
     # cachette-1 gets cachette-2's fix: applies cleanly, fixes the wrong bug
     preds.append(Prediction(instance_id=picked[2], model_name_or_path="m", model_patch=gold["cachette__cachette-2"].model_patch))
-    cfg = EvalConfig.model_validate({"backend": "docker", "workers": 2, "sandbox": {"image": image}})
+    cfg = EvalConfig.model_validate({"backend": "docker", "workers": 2, "sandbox": {"image": docker_image}})
     full = await evaluate_predictions(tasks, preds, cfg, out_dir=tmp_path)
     assert full["resolved_ids"] == sorted(picked[:2])
     assert full["unresolved_ids"] == [picked[2]]

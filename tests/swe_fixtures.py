@@ -1,0 +1,53 @@
+"""Fixtures and helpers shared by the SWE test packages (`tests/swe`, `tests/repair`): their conftests import
+them, so package-scoped fixtures stay scoped to each package."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "swe-tasks"
+TASKS_FILE = EXAMPLES / "tasks.jsonl"
+GOLD_FILE = EXAMPLES / "gold.jsonl"
+
+
+# package scope: a session-scoped autouse fixture would stay active for the other test folders too
+@pytest.fixture(scope="package", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Task repositories are built into a cache; keep the tests' cache out of the user's."""
+    old = os.environ.get("AGENTFLOW_CACHE_DIR")
+    os.environ["AGENTFLOW_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("AGENTFLOW_CACHE_DIR", None)
+    else:
+        os.environ["AGENTFLOW_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> str:
+    """The sandbox image (built offline if missing); the test is skipped where Docker does not answer."""
+    from agentflow.errors import UserError
+    from agentflow.sandbox.docker import docker_client
+
+    try:
+        docker_client()
+    except UserError as exc:
+        pytest.skip(f"Docker is not available: {exc}")
+    from agentflow.sandbox.image import ensure_image
+
+    return ensure_image()
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
