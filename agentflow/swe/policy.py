@@ -9,6 +9,7 @@ stripped), verifies it, and (with a critic) adds the critic's review to the feed
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ from agentflow.events import EventLog
 from agentflow.models.base import ChatModel, ChatRequest
 from agentflow.search.protocols import RolloutContext
 from agentflow.search.types import Action, NodeState
-from agentflow.swe.steps import critique, edit_prompt, first_text, read_edits, read_rewrite
+from agentflow.swe.overlay import SourceOverlay
+from agentflow.swe.steps import ReadEdits, critique, edit_prompt, first_text, read_edits, read_rewrite
 from agentflow.swe.workbench import Verification, Workbench
 
 if TYPE_CHECKING:
@@ -118,21 +120,25 @@ class RepairPolicy:
             cand_id = f"{self.iid}/c{sample}"
             prompt = edit_prompt(cfg, sources, self.issue, state.data["feedback"], plan=self.plan, hint=hint,
                                  focus=focus + retry)
-            request = ChatRequest(messages=prompt.messages, temperature=cfg.temperature, seed=cfg.seed + sample,
-                                  max_tokens=cfg.max_tokens, stop=list(cfg.stop))
             model = self.models.coder
             with_node = getattr(model, "with_node", None)
             self._in_flight += 1
             try:
-                response = await (with_node(cand_id, parent_id) if with_node else model).chat(request)
+                if cfg.edit_format == "tools":
+                    text, finish, read = await self._edit_with_tools(prompt.messages[-1].content or "", sources,
+                                                                     cand_id, sample, ctx)
+                else:
+                    request = ChatRequest(messages=prompt.messages, temperature=cfg.temperature,
+                                          seed=cfg.seed + sample, max_tokens=cfg.max_tokens, stop=list(cfg.stop))
+                    response = await (with_node(cand_id, parent_id) if with_node else model).chat(request)
+                    ctx.usage.add_model(response.usage)
+                    text, finish = first_text(response)
+                    if prompt.window is not None:
+                        read = read_rewrite(text, sources, prompt.window)
+                    else:
+                        read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
             finally:
                 self._in_flight -= 1
-            ctx.usage.add_model(response.usage)
-            text, finish = first_text(response)
-            if prompt.window is not None:
-                read = read_rewrite(text, sources, prompt.window)
-            else:
-                read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
             if read.status == "ok":
                 return Action(text=f"edit {cand_id}", data={
                     "candidate_id": cand_id, "files": read.files, "errors": read.errors, "answer": text,
@@ -146,6 +152,37 @@ class RepairPolicy:
                    else ". Answer with the corrected code in one ```python block.")
             )
         return None
+
+    async def _edit_with_tools(self, task: str, sources: dict[str, str], cand_id: str, sample: int,
+                               ctx: RolloutContext) -> tuple[str, str, ReadEdits]:
+        """One tool-calling edit: the coder works on an in-memory overlay of the sources with the editor
+        tools (samples edit concurrently; the sandbox stays free); the files it changed are the edit."""
+        from agentflow.agents.agent import Agent
+        from agentflow.agents.config import AgentConfig
+        from agentflow.tools.context import ToolContext
+
+        cfg = self.cfg
+        overlay = SourceOverlay(sources)
+        agent = Agent(AgentConfig(name="coder", tools=["editor"], step_limit=cfg.tool_steps,
+                                  max_tokens=cfg.max_tokens, temperature=cfg.temperature, tool_protocol="native"),
+                      model=self.models.coder)
+        result = await agent.run(task, ctx=ToolContext(sandbox=overlay, events=self.events), budget=self.budget)
+        ctx.usage.add_model()
+        text = str(getattr(result.output, "text", result.output) or "")
+        finish = "stop" if result.stop_reason == "done" else result.stop_reason
+        changed = {p: t for p, t in overlay.changed().items() if p in sources}
+        if not changed:
+            errors = [f"no file was changed ({result.stop_reason}{': ' + result.error if result.error else ''})"]
+            return text, finish, ReadEdits("noop", errors=errors)
+        for path, content in changed.items():
+            try:
+                ast.parse(content)
+            except SyntaxError as exc:
+                return text, finish, ReadEdits("apply_error",
+                                               errors=[f"{path} does not parse after the edit: {exc.msg} (line {exc.lineno})"])
+        self.events.emit("repair.tool_edit", node_id=cand_id, instance_id=self.iid, sample=sample,
+                         steps=result.usage.model_calls, stop_reason=result.stop_reason, files=sorted(changed))
+        return text, finish, ReadEdits("ok", changed)
 
     def _record_failed(self, cand_id: str, parent_id: str, status: str, errors: list[str], answer: str,
                        finish: str, sample: int) -> None:

@@ -32,7 +32,7 @@ from agentflow.sandbox.base import Sandbox
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.swe.policy import Attempt, RepairPolicy, RoleModels
 from agentflow.swe.report import InstanceReport
-from agentflow.swe.steps import issue_text, make_plan, write_reproduction
+from agentflow.swe.steps import edit_format_for, issue_text, make_plan, write_reproduction
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.workbench import Verification, Workbench
 
@@ -55,6 +55,8 @@ class RepairPrompts(StrictConfig):
     edit: str = "Fix the issue.\n\n{issue}\n\n{code}\n\n{feedback}\n\nAnswer with SEARCH/REPLACE blocks."
     """User message of an edit attempt: {issue}, {repo_map}, {code}, {feedback}, {plan}, {hint}, {path}
     (file of the first window)."""
+    tools: str = "{issue}\n\n{code}\n\n{feedback}\n\nFix the issue by editing the files with your tools."
+    """User message of an attempt with `edit_format: tools`: the same fields as `edit`."""
     rewrite: str = "{issue}\n\n{code}\n\nRewrite {symbol} from {path} with the bug fixed:\n```python\n{snippet}\n```"
     """User message of an attempt with `edit_format: rewrite`: {issue}, {code} (other windows), {snippet} (the
     window to rewrite, no line numbers), {symbol}, {path}, {lines}, {feedback}, {plan}, {hint}, {repo_map}."""
@@ -134,9 +136,14 @@ class RepairConfig(StrictConfig):
     """Base seed; each sample uses seed + its number, so runs are repeatable where the backend honours seeds."""
     max_tokens: int = Field(default=512, ge=16)
     """Output cap of one answer (small models can loop until the cap)."""
-    edit_format: Literal["rewrite", "search_replace"] = "rewrite"
+    edit_format: Literal["auto", "rewrite", "search_replace", "tools"] = "auto"
     """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
-    form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code."""
+    form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code;
+    tools: the model edits the files with the editor tools (view, str_replace, insert) through its API's
+    tool calling; auto: tools for models that say they call tools (OpenAI, Anthropic, LiteLLM, a serving
+    profile with tool calling), else rewrite."""
+    tool_steps: int = Field(default=8, ge=1, le=50)
+    """edit_format tools: model calls of one edit (viewing and editing files, then a last answer)."""
     stop: list[str] = Field(default_factory=lambda: ["END_EDITS"])
     """Stop sequences of edit answers."""
     max_prompt_chars: int = Field(default=12000, ge=1000)
@@ -390,6 +397,7 @@ async def repair_task(
         if inner is None:
             inner = loader(instance_model_spec(cfg.model, iid))
             owned.append(inner)
+        cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
         if cfg.batch_samples > 1 and cfg.strategy != "single":
             inner = SampleBatcher(inner, max_n=cfg.batch_samples)
         coder = InstrumentedModel(inner, budget=budget, events=events, node_id=iid, check_budget=True)
@@ -421,7 +429,7 @@ async def repair_task(
                 base, plan = await _prepare(bench, cfg, models, issue, base, outcome, events)
                 policy = RepairPolicy(cfg, bench, models, budget, events, issue, record, plan=plan)
                 events.emit("repair.base", node_id=iid, instance_id=iid, passed=base.passed, score=base.score,
-                            feedback=bench.mode, reproduced=outcome.reproduced)
+                            feedback=bench.mode, reproduced=outcome.reproduced, edit_format=cfg.edit_format)
                 await _search(policy, cfg, base, budget, events)
             except BudgetExceeded as exc:
                 outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)

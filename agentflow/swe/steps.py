@@ -170,7 +170,7 @@ def edit_prompt(
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
         "plan": f"Plan:\n{plan.strip()}\n" if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
     }
-    template = cfg.prompts.rewrite if cfg.edit_format == "rewrite" else cfg.prompts.edit
+    template = {"rewrite": cfg.prompts.rewrite, "tools": cfg.prompts.tools}.get(cfg.edit_format, cfg.prompts.edit)
     base_len = len(fill(cfg.prompts.system, values)) + len(fill(template, values))
     windows = suspects(cfg, sources, issue, feedback, focus=focus)
     target = windows[0] if windows else None
@@ -192,6 +192,28 @@ def edit_prompt(
         [Message.system(fill(cfg.prompts.system, values)), Message.user(fill(template, values))], path,
         target if cfg.edit_format == "rewrite" else None,
     )
+
+
+_TOOL_CALLING_PROVIDERS = ("openai:", "anthropic:", "litellm:")
+
+
+def edit_format_for(cfg: RepairConfig, model: ChatModel) -> str:
+    """The edit format a run uses: `cfg.edit_format`, with `auto` resolved for the coder model: `tools` when
+    the model says it calls tools (its `supports_tools`, its serving profile, or a provider known for it),
+    else `rewrite`. An OpenAI-compatible server says nothing, so it gets `rewrite` unless asked."""
+    if cfg.edit_format != "auto":
+        return cfg.edit_format
+    current: object = model
+    for _ in range(8):
+        flag = getattr(current, "supports_tools", None)
+        if flag is None:
+            flag = getattr(getattr(current, "profile", None), "tool_calling", None)
+        if isinstance(flag, bool):
+            return "tools" if flag else "rewrite"
+        current = getattr(current, "inner", None)
+        if current is None:
+            break
+    return "tools" if str(getattr(model, "spec", "")).startswith(_TOOL_CALLING_PROVIDERS) else "rewrite"
 
 
 def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadEdits:

@@ -168,3 +168,22 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     assert outcome["feedback"] == "repo" and outcome["reproduced"] is True
     assert outcome["chosen"] == "inikit__inikit-1/c1" and outcome["chosen_by"] == "vote"
     assert outcome["report"]["resolved"] is True  # the hidden tests, run once, for the report
+
+
+def test_a_tool_calling_model_edits_with_the_editor_tools(docker_image: str, tmp_path: Path):
+    out = tmp_path / "run"
+    args = task_args("inikit__inikit-1", "tools_inikit-1.json")
+    assert repair(out, docker_image, *args, "-c", "edit_format=tools") == 0
+    patch = read_jsonl(out / "preds.jsonl")[0]["model_patch"]
+    assert '+        parts = stripped.split("=", 1)' in patch
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]
+    cands = read_jsonl(out / "candidates.jsonl")
+    assert [c["status"] for c in cands] == ["ok"]
+    assert cands[0]["answer"] == "Option values are now split on the first '=' only."
+    events = read_jsonl(out / "events.jsonl")
+    edit = next(e for e in events if e["kind"] == "repair.tool_edit")
+    assert edit["data"]["files"] == ["inikit/parser.py"] and edit["data"]["steps"] == 4
+    calls = [e["data"] for e in events if e["kind"] == "tool.call"]
+    assert [c["name"] for c in calls] == ["view", "str_replace", "str_replace"]
+    # the first replacement did not match: the model read why, and the run went on
+    assert calls[1]["ok"] is False and "was not found" in calls[1]["error"] and calls[2]["ok"] is True

@@ -85,3 +85,21 @@ def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():
     cfg = load_repair_config(["edit_format=rewrite", "context_windows=0"])
     text, path = code_windows(cfg, SOURCES, "hit_rate raises ZeroDivisionError", "", focus=0, budget_chars=4000)
     assert path == "pkg/stats.py" and "def hit_rate(self):" in text
+
+
+def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
+    from types import SimpleNamespace
+
+    from agentflow.swe.steps import edit_format_for
+
+    cfg = load_repair_config()
+    assert cfg.edit_format == "auto"
+    assert edit_format_for(cfg, SimpleNamespace(spec="openai:gpt-4o-mini")) == "tools"
+    assert edit_format_for(cfg, SimpleNamespace(spec="anthropic:claude-sonnet-4-5")) == "tools"
+    # an OpenAI-compatible server says nothing: the text format small local models handle
+    assert edit_format_for(cfg, SimpleNamespace(spec="openai-compatible:http://127.0.0.1:8080/v1#m")) == "rewrite"
+    local = SimpleNamespace(spec="local:qwen2.5-coder-1.5b", profile=SimpleNamespace(tool_calling=False))
+    assert edit_format_for(cfg, SimpleNamespace(spec="batched", inner=local)) == "rewrite"
+    served = SimpleNamespace(spec="openai-compatible:x#y", profile=SimpleNamespace(tool_calling=True))
+    assert edit_format_for(cfg, served) == "tools"
+    assert edit_format_for(cfg.model_copy(update={"edit_format": "search_replace"}), served) == "search_replace"
