@@ -369,5 +369,7 @@ async def write_reproduction(
     values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "previous": before,
               "api": public_api(sources)}
     text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.reproduce, values),
-                        max_tokens=cfg.max_tokens, seed=seed, temperature=0.2)
+                        max_tokens=cfg.max_tokens, seed=seed,
+                        # a retry at the first try's low temperature mostly repeats the same script
+                        temperature=0.2 if previous is None else max(cfg.temperature, 0.8))
     return code_block(text)
