@@ -46,7 +46,7 @@ def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
         "tokens": sum(o["usage"].get("tokens", 0) for o in outcomes),
         "reproduced": sum(1 for o in outcomes if o.get("reproduced")),
         "statuses": report.get("statuses", {}),
-        "chosen_by": {k: sum(1 for o in outcomes if o.get("chosen_by") == k)
+        "chosen_by": {k: sum(1 for o in outcomes if str(o.get("chosen_by")) == k)
                       for k in sorted({str(o.get("chosen_by")) for o in outcomes})},
     }
 

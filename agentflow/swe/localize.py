@@ -132,6 +132,8 @@ class Window:
     """Last line (inclusive)."""
     score: float
     symbol: str = ""
+    frame: bool = False
+    """A frame of the failure's traceback lies in this window."""
 
 
 @dataclass
@@ -236,7 +238,7 @@ def rank_windows(
             centre = focus or start + max_lines // 2
             start = max(sym.start, centre - max_lines // 2)
             end = min(sym.end, start + max_lines - 1)
-        windows.append(Window(sym.path, start, end, round(score, 2), sym.name))
+        windows.append(Window(sym.path, start, end, round(score, 2), sym.name, frame=focus is not None))
     if not windows and code_files:  # nothing matched: the start of the first file is better than nothing
         path = min(code_files)
         windows.append(Window(path, 1, min(max_lines, len(sources[path].split("\n"))), 0.0))

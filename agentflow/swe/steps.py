@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message
 from agentflow.swe.edits import apply_edit, parse_edits
-from agentflow.swe.localize import FRAME_SCORE, Window, rank_windows, render_window, repo_map
+from agentflow.swe.localize import Window, rank_windows, render_window, repo_map
 
 if TYPE_CHECKING:
     from agentflow.swe.repair import RepairConfig
@@ -126,7 +126,7 @@ def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback
     """Ranked code windows, the one sample number `focus` should look at first."""
     windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows)
     # when tracebacks point into code, windows without a frame only distract a small model
-    windows = [w for w in windows if w.score >= FRAME_SCORE] or windows
+    windows = [w for w in windows if w.frame] or windows
     if windows:
         first = _ROTATION[focus % len(_ROTATION)] % len(windows)
         windows = windows[first:] + windows[:first]

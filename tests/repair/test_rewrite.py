@@ -103,3 +103,21 @@ def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
     served = SimpleNamespace(spec="openai-compatible:x#y", profile=SimpleNamespace(tool_calling=True))
     assert edit_format_for(cfg, served) == "tools"
     assert edit_format_for(cfg.model_copy(update={"edit_format": "search_replace"}), served) == "search_replace"
+
+
+def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_code():
+    from agentflow.swe.steps import suspects
+
+    cfg = load_repair_config(["windows=3"])
+    source = ("def load(text):\n    return parse(text)\n\n\ndef parse(text):\n    return text.split('=')\n\n\n"
+              "def dump(data):\n    return '='.join(data)\n")
+    sources = {"kit/core.py": source}
+    # all three named, so they score well above a traceback frame's score, yet no traceback points at them
+    issue = "`load` `load` `load` `load` fails: `parse` and `dump` are involved, load(), load()"
+    ranked = suspects(cfg, sources, issue, "", focus=0)
+    assert ranked[0].score > 10 and not any(w.frame for w in ranked)
+    firsts = [suspects(cfg, sources, issue, "", focus=f)[0].symbol for f in range(4)]
+    assert firsts == [ranked[0].symbol, ranked[1].symbol, ranked[0].symbol, ranked[2].symbol]
+    failure = 'Traceback (most recent call last):\n  File "/workspace/kit/core.py", line 6, in parse\nValueError: x\n'
+    with_frame = [suspects(cfg, sources, issue, failure, focus=f) for f in range(4)]
+    assert all([w.symbol for w in ws] == ["parse"] for ws in with_frame)  # the frame's window only
