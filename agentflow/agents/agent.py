@@ -23,7 +23,7 @@ from agentflow.agents.schemas import FinalText
 from agentflow.agents.textproto import parse_tool_blocks
 from agentflow.budget import Budget, BudgetExceeded
 from agentflow.errors import ModelError
-from agentflow.models.base import ChatModel, ChatRequest, Message, ToolCall, ToolSpec
+from agentflow.models.base import ChatModel, ChatRequest, Message, ToolCall, ToolSpec, declared_tool_calling
 from agentflow.models.instrumented import InstrumentedModel
 from agentflow.tools.context import ToolContext
 from agentflow.tools.journal import journal_key as make_journal_key
@@ -149,18 +149,8 @@ async def run_agent(
 
 
 def _supports_tools(model: object) -> bool:
-    """What the model (or a model it wraps, via `.inner`) says in `supports_tools` or in its serving
-    profile's `tool_calling`; True if nothing says."""
-    for _ in range(8):
-        flag = getattr(model, "supports_tools", None)
-        if flag is None:
-            flag = getattr(getattr(model, "profile", None), "tool_calling", None)
-        if isinstance(flag, bool):
-            return flag
-        model = getattr(model, "inner", None)
-        if model is None:
-            break
-    return True
+    """What the model (or a model it wraps) declares about tool calling; True if nothing says."""
+    return declared_tool_calling(model) is not False
 
 
 def _instrumented(model: ChatModel, budget: Budget, ctx: ToolContext, node_id: str) -> InstrumentedModel:

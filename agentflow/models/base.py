@@ -153,3 +153,19 @@ class ChatModel(Protocol):
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]: ...
 
     async def aclose(self) -> None: ...
+
+
+def declared_tool_calling(model: object) -> bool | None:
+    """Whether a model says it calls tools: its `supports_tools`, else its serving profile's `tool_calling`,
+    looked up through the models it wraps (`.inner`); None when nothing says."""
+    current: object = model
+    for _ in range(8):
+        flag = getattr(current, "supports_tools", None)
+        if flag is None:
+            flag = getattr(getattr(current, "profile", None), "tool_calling", None)
+        if isinstance(flag, bool):
+            return flag
+        current = getattr(current, "inner", None)
+        if current is None:
+            break
+    return None

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, declared_tool_calling
 from agentflow.swe.edits import apply_edit, parse_edits
 from agentflow.swe.localize import Window, rank_windows, render_window, repo_map
 
@@ -203,17 +203,10 @@ def edit_format_for(cfg: RepairConfig, model: ChatModel) -> str:
     else `rewrite`. An OpenAI-compatible server says nothing, so it gets `rewrite` unless asked."""
     if cfg.edit_format != "auto":
         return cfg.edit_format
-    current: object = model
-    for _ in range(8):
-        flag = getattr(current, "supports_tools", None)
-        if flag is None:
-            flag = getattr(getattr(current, "profile", None), "tool_calling", None)
-        if isinstance(flag, bool):
-            return "tools" if flag else "rewrite"
-        current = getattr(current, "inner", None)
-        if current is None:
-            break
-    return "tools" if str(getattr(model, "spec", "")).startswith(_TOOL_CALLING_PROVIDERS) else "rewrite"
+    declared = declared_tool_calling(model)
+    if declared is None:
+        declared = str(getattr(model, "spec", "")).startswith(_TOOL_CALLING_PROVIDERS)
+    return "tools" if declared else "rewrite"
 
 
 def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadEdits:
@@ -226,16 +219,17 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
         return ReadEdits("unparsable", errors=["no ```python code block in the answer"])
     old_lines = sources[window.path].split("\n")
     original = old_lines[window.start - 1 : window.end]
-    first = next((line.strip() for line in original if line.strip()), "")
+    original_code = [line.strip() for line in original if line.strip()]
+    first = original_code[0] if original_code else ""
     definition = re.match(r"(?:async\s+)?def\s+\w+", first)
     result = ReadEdits("noop", errors=["the code came back unchanged"])
     for block in reversed(blocks):
-        new = _reindent(block, original)
+        new = _reindent(block, original, in_class=first.startswith("class "))
         if definition and not any(line.strip().startswith(definition.group(0)) for line in new):
             if result.status == "noop":
                 result = ReadEdits("noop", errors=[f"the answer did not give the whole code back (no `{first}`)"])
             continue
-        if [line.strip() for line in new if line.strip()] == [line.strip() for line in original if line.strip()]:
+        if [line.strip() for line in new if line.strip()] == original_code:
             continue
         content = "\n".join(old_lines[: window.start - 1] + new + old_lines[window.end :])
         try:
@@ -249,13 +243,13 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     return result
 
 
-def _reindent(block: str, original: list[str]) -> list[str]:
-    """An answer's block as lines indented like the window's first line."""
+def _reindent(block: str, original: list[str], *, in_class: bool) -> list[str]:
+    """An answer's block as lines indented like the window's first line (`in_class`: the window itself
+    starts with a `class` line)."""
     indent = next((line[: len(line) - len(line.lstrip())] for line in original if line.strip()), "")
     answer = block.rstrip("\n").split("\n")
     head = next((i for i, line in enumerate(answer) if line.strip()), 0)
-    if (re.match(r"class \w", answer[head].strip() if answer else "")
-            and not next((line for line in original if line.strip()), "").lstrip().startswith("class ")):
+    if re.match(r"class \w", answer[head].strip() if answer else "") and not in_class:
         answer = answer[head + 1 :]  # a method given back inside its class header: keep the method
     return [indent + line if line.strip() else "" for line in textwrap.dedent("\n".join(answer)).split("\n")]
 
