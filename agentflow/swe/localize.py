@@ -259,10 +259,13 @@ def _pass_to_callees(
     for i, (_, sym, _) in enumerate(scored):
         by_name.setdefault(sym.name, []).append(i)
     bonus = [0.0] * len(scored)
+    lines: dict[str, list[str]] = {}
     for score, sym, _ in scored:
         if score <= 0:
             continue
-        body = "\n".join(sources[sym.path].split("\n")[sym.start : sym.end])  # without the def line
+        if sym.path not in lines:
+            lines[sym.path] = sources[sym.path].split("\n")
+        body = "\n".join(lines[sym.path][sym.start : sym.end])  # without the def line
         names = {a or b for a, b in _REF.findall(body)} - {sym.name}
         for name in names:
             defs = by_name.get(name, [])
