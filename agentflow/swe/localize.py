@@ -280,3 +280,35 @@ def render_window(source: str, window: Window) -> str:
     lines = source.split("\n")
     body = "\n".join(f"{n:4d}| {lines[n - 1]}" for n in range(window.start, min(window.end, len(lines)) + 1))
     return f"{window.path} (lines {window.start}-{window.end})\n{body}"
+
+
+def file_context(source: str, window: Window, *, max_lines: int) -> str:
+    """The window's file without the window: whole when it has at most `max_lines` lines, else in outline
+    (imports, module-level names, class lines and def signatures). A small model rewriting one function then
+    sees the names it may use (the module's own exception class, a constant) instead of inventing them."""
+    lines = source.split("\n")
+    marker = f"# ... {window.symbol or 'the code'} (lines {window.start}-{window.end}, given below) ..."
+    indent = next((ln[: len(ln) - len(ln.lstrip())] for ln in lines[window.start - 1 : window.end] if ln.strip()), "")
+    rest = lines[: window.start - 1] + [indent + marker] + lines[window.end :]
+    if len(rest) <= max_lines:
+        return "\n".join(rest).strip("\n")
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ""
+    keep: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)) and node in tree.body:
+            keep.add(node.lineno)
+        elif isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            keep.update(range(node.lineno, node.body[0].lineno))  # the header, however many lines it takes
+    shown = sorted(n for n in keep if not window.start <= n <= window.end)
+    out: list[str] = []
+    prev = 0
+    for n in shown:
+        skipped = [line for line in lines[prev : n - 1] if line.strip()] if prev else []
+        if skipped:  # "..." indented like what it stands for
+            out.append(skipped[0][: len(skipped[0]) - len(skipped[0].lstrip())] + "...")
+        out.append(lines[n - 1][:160])
+        prev = n
+    return "\n".join(out[:max_lines])

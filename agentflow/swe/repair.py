@@ -59,7 +59,8 @@ class RepairPrompts(StrictConfig):
     """User message of an attempt with `edit_format: tools`: the same fields as `edit`."""
     rewrite: str = "{issue}\n\n{code}\n\nRewrite {symbol} from {path} with the bug fixed:\n```python\n{snippet}\n```"
     """User message of an attempt with `edit_format: rewrite`: {issue}, {code} (other windows), {snippet} (the
-    window to rewrite, no line numbers), {symbol}, {path}, {lines}, {feedback}, {plan}, {hint}, {repo_map}."""
+    window to rewrite, no line numbers), {symbol}, {path}, {lines}, {file} (the rest of its file, see
+    `file_context_lines`), {feedback}, {plan}, {hint}, {repo_map}."""
     helper_system: str = "You are an experienced Python developer helping to fix a bug."
     """System message of the planner, critic and reproduction steps."""
     plan: str = "{issue}\n\n{code}\n\nIn two or three sentences: which function is wrong and what must change?"
@@ -152,6 +153,9 @@ class RepairConfig(StrictConfig):
     """Code windows shown per attempt."""
     context_windows: int = Field(default=0, ge=0, le=20)
     """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
+    file_context_lines: int = Field(default=80, ge=0)
+    """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
+    lines, else in outline (imports, module names, signatures); 0 shows none of it."""
     window_lines: int = Field(default=40, ge=5)
     """Longest code window; longer functions are shown around the hit."""
     feedback: Literal["auto", "task", "repo", "none"] = "repo"

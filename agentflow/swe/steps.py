@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, declared_tool_calling
 from agentflow.swe.edits import apply_edit, parse_edits
-from agentflow.swe.localize import Window, rank_windows, render_window, repo_map
+from agentflow.swe.localize import Window, file_context, rank_windows, render_window, repo_map
 
 if TYPE_CHECKING:
     from agentflow.swe.repair import RepairConfig
@@ -169,6 +170,7 @@ def edit_prompt(
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
         "plan": f"Plan:\n{plan.strip()}\n" if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
+        "file": "",
     }
     template = {"rewrite": cfg.prompts.rewrite, "tools": cfg.prompts.tools}.get(cfg.edit_format, cfg.prompts.edit)
     base_len = len(fill(cfg.prompts.system, values)) + len(fill(template, values))
@@ -179,8 +181,11 @@ def edit_prompt(
         values["snippet"] = textwrap.dedent("\n".join(lines))  # at column 0: models re-indent a first line
         values["symbol"] = f"`{target.symbol}`" if target.symbol else "this code"
         values["lines"] = f"{target.start}-{target.end}"
+        rest = file_context(sources[target.path], target, max_lines=cfg.file_context_lines)
+        if cfg.file_context_lines and rest.strip():
+            values["file"] = f"The rest of {target.path}:\n```python\n{rest}\n```\n"
         windows = windows[1:]
-        base_len += len(values["snippet"])
+        base_len += len(values["snippet"]) + len(values["file"])
     if cfg.edit_format == "rewrite":
         windows = windows[: cfg.context_windows]
     values["code"] = render_windows(sources, windows, cfg.max_prompt_chars - base_len, at_least_one=target is None)
@@ -223,7 +228,11 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     first = original_code[0] if original_code else ""
     definition = re.match(r"(?:async\s+)?def\s+\w+", first)
     result = ReadEdits("noop", errors=["the code came back unchanged"])
+    name = definition.group(0).split()[-1] if definition else ""
     for block in reversed(blocks):
+        imports: list[str] = []
+        if name:
+            block, imports = _only_definition(block, name)
         new = _reindent(block, original, in_class=first.startswith("class "))
         if definition and not any(line.strip().startswith(definition.group(0)) for line in new):
             if result.status == "noop":
@@ -231,7 +240,7 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
             continue
         if [line.strip() for line in new if line.strip()] == original_code:
             continue
-        content = "\n".join(old_lines[: window.start - 1] + new + old_lines[window.end :])
+        content = _add_imports("\n".join(old_lines[: window.start - 1] + new + old_lines[window.end :]), imports)
         try:
             ast.parse(content)
         except SyntaxError as exc:
@@ -241,6 +250,50 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
             continue
         return ReadEdits("ok", {window.path: content})
     return result
+
+
+def _only_definition(block: str, name: str) -> tuple[str, list[str]]:
+    """The definition of `name` in an answer's block, without the other statements small models add around it
+    (invented imports, helpers, usage examples, the issue's snippet), and the block's imports of standard
+    library modules (the fix may use them). The block as it is when it does not parse or defines `name` other
+    than exactly once."""
+    text = textwrap.dedent(block)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return block, []
+    scopes = [tree.body, *(n.body for n in tree.body if isinstance(n, ast.ClassDef))]
+    found = [n for body in scopes for n in body
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+    if len(found) != 1:
+        return block, []
+    node = found[0]
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    lines = text.split("\n")
+    imports = [ast.get_source_segment(text, n) or "" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+               and all(_is_stdlib(a.name if isinstance(n, ast.Import) else n.module or "") for a in n.names)
+               and not (isinstance(n, ast.ImportFrom) and n.level)]
+    return textwrap.dedent("\n".join(lines[start - 1 : node.end_lineno])) + "\n", imports
+
+
+def _is_stdlib(module: str) -> bool:
+    return module != "__future__" and module.split(".")[0] in sys.stdlib_module_names
+
+
+def _add_imports(content: str, imports: list[str]) -> str:
+    """`imports` the file lacks, inserted after its last top-level import (or at the top)."""
+    missing = [line for line in imports if line and line not in content.split("\n")]
+    if not missing:
+        return content
+    try:
+        tree = ast.parse(content)
+    except SyntaxError:
+        return content
+    after = max((n.end_lineno or 0 for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
+    if not after and tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):
+        after = tree.body[0].end_lineno or 0  # below the module docstring
+    lines = content.split("\n")
+    return "\n".join(lines[:after] + missing + lines[after:])
 
 
 def _reindent(block: str, original: list[str], *, in_class: bool) -> list[str]:

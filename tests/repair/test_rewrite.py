@@ -50,6 +50,21 @@ def test_a_quoted_line_before_the_corrected_code_is_not_taken_for_the_rewrite():
     assert read_rewrite(only_quote, SOURCES, WINDOW).status == "noop"
 
 
+def test_only_the_rewritten_function_is_taken_with_the_standard_imports_it_needs():
+    # small models wrap the function in invented imports, the issue's snippet and usage examples
+    answer = ("```python\nimport math\nfrom cachetools import TTLCache\nfrom pkg.stats import Stats\ncalls = 0\n\n"
+              "def hit_rate(self):\n    total = self.hits + self.misses\n"
+              "    return self.hits / total if total else math.nan\n\nprint(Stats().hit_rate())\n```")
+    read = read_rewrite(answer, SOURCES, WINDOW)
+    assert read.status == "ok"
+    assert read.files["pkg/stats.py"] == "import math\n" + SOURCE.replace(
+        "        return self.hits / (self.hits + self.misses)\n",
+        "        total = self.hits + self.misses\n        return self.hits / total if total else math.nan\n")
+    # the function given back unchanged among additions is no candidate
+    padded = "```python\nfrom pkg.stats import Stats\n\ndef hit_rate(self):\n    return self.hits / (self.hits + self.misses)\n```"
+    assert read_rewrite(padded, SOURCES, WINDOW).status == "noop"
+
+
 def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
     same = "```python\ndef hit_rate(self):\n    return self.hits / (self.hits + self.misses)\n```"
     assert read_rewrite(same, SOURCES, WINDOW).status == "noop"
@@ -121,3 +136,26 @@ def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_cod
     failure = 'Traceback (most recent call last):\n  File "/workspace/kit/core.py", line 6, in parse\nValueError: x\n'
     with_frame = [suspects(cfg, sources, issue, failure, focus=f) for f in range(4)]
     assert all([w.symbol for w in ws] == ["parse"] for ws in with_frame)  # the frame's window only
+
+
+def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
+    from agentflow.swe.localize import file_context
+
+    cfg = load_repair_config(["edit_format=rewrite"])
+    prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
+    text = prompt.messages[-1].content or ""
+    # the small file is shown whole, with the window to rewrite marked instead of repeated
+    assert "The rest of pkg/stats.py:\n```python\nclass Stats:\n    def __init__(self):\n        self.hits = 0" in text
+    assert "    # ... hit_rate (lines 6-7, given below) ..." in text
+    assert text.count("return self.hits / (self.hits + self.misses)") == 1
+    off = edit_prompt(cfg.model_copy(update={"file_context_lines": 0}), SOURCES, "hit_rate fails", "", focus=0)
+    assert "The rest of" not in (off.messages[-1].content or "")
+    # a long file: imports, module names and signatures, bodies elided
+    body = "\n".join(f"    x{i} = {i}" for i in range(30))
+    source = (f'"""Doc."""\nimport re\n\nLIMIT = 3\n\n\nclass ParseError(ValueError):\n    pass\n\n\n'
+              f"def parse(text, *, strict=False):\n{body}\n    return x1\n\n\ndef dump(data):\n{body}\n    return ''\n")
+    window = Window("m.py", 45, 76, 1.0, "dump")
+    outline = file_context(source, window, max_lines=20).split("\n")
+    assert outline == ["import re", "LIMIT = 3", "class ParseError(ValueError):", "    ...",
+                       "def parse(text, *, strict=False):"]
+    assert "    x0 = 0" not in outline and not any("def dump" in line for line in outline)
