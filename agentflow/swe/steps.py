@@ -162,10 +162,12 @@ def edit_prompt(
     plan: str = "",
     hint: str = "",
     focus: int = 0,
+    windows: list[Window] | None = None,
 ) -> EditPrompt:
     """The coder's prompt; `focus` rotates which window comes first, so the samples of one search look at
     different suspects instead of all at the top-ranked one. `edit_format: rewrite` asks for the first window
-    rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows."""
+    rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows.
+    `windows` replaces the ranked suspects, first one first (for a caller that knows where to look)."""
     fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
@@ -174,7 +176,7 @@ def edit_prompt(
     }
     template = {"rewrite": cfg.prompts.rewrite, "tools": cfg.prompts.tools}.get(cfg.edit_format, cfg.prompts.edit)
     base_len = len(fill(cfg.prompts.system, values)) + len(fill(template, values))
-    windows = suspects(cfg, sources, issue, feedback, focus=focus)
+    windows = list(windows) if windows is not None else suspects(cfg, sources, issue, feedback, focus=focus)
     target = windows[0] if windows else None
     if cfg.edit_format == "rewrite" and target is not None:
         lines = sources[target.path].split("\n")[target.start - 1 : target.end]
