@@ -167,7 +167,8 @@ class RepairPolicy:
                                   max_tokens=cfg.max_tokens, temperature=cfg.temperature, tool_protocol="native"),
                       model=self.models.coder)
         result = await agent.run(task, ctx=ToolContext(sandbox=overlay, events=self.events), budget=self.budget)
-        ctx.usage.add_model()
+        ctx.usage.add_model(calls=max(1, result.usage.model_calls))  # every call of the edit's tool loop
+        ctx.usage.tool_calls += result.usage.tool_calls
         text = str(getattr(result.output, "text", result.output) or "")
         finish = "stop" if result.stop_reason == "done" else result.stop_reason
         changed = {p: t for p, t in overlay.changed().items() if p in sources}

@@ -177,7 +177,8 @@ class Workbench:
         await self.reset()
         await self.sandbox.write_file(REPRO_PATH, script)
         failing, output = await self.run_repro()
-        why = why_not_a_bug(output, self.task.problem_statement) if failing else "it ran without error"
+        issue = f"{self.task.problem_statement}\n{self.task.hints_text or ''}"  # hints may name the exception
+        why = why_not_a_bug(output, issue) if failing else "it ran without error"
         self.repro = why is None
         return self.repro, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
 

@@ -187,3 +187,6 @@ def test_a_tool_calling_model_edits_with_the_editor_tools(docker_image: str, tmp
     assert [c["name"] for c in calls] == ["view", "str_replace", "str_replace"]
     # the first replacement did not match: the model read why, and the run went on
     assert calls[1]["ok"] is False and "was not found" in calls[1]["error"] and calls[2]["ok"] is True
+    # the edit's four model calls and three tool calls all count in the rollout's usage
+    rollout = next(e["data"] for e in events if e["kind"] == "search.node" and e["data"]["action"] == "rollout 0")
+    assert rollout["usage"]["model_calls"] == 4 and rollout["usage"]["tool_calls"] == 3
