@@ -20,7 +20,10 @@ the prompt is not the cost: it is short, and llama-server's prompt cache serves 
 Neither `--kv-unified` (0.78x), `-fa off` (0.87x) nor `--no-repack` (0.70x) helps. On 2 AVX-512 cores with the
 AVX-512 build the set-up now makes there (2026-11-22, quiet machine): Qwen 27.1 -> 33.0 tokens/s (1.22x; 73 ->
 60 ms CPU per token), Gemma 70.6 -> 150.7 (2.13x), and 8 samples of a fresh 1,388-token prompt in 35.3 s as one
-`n=8` request against 146.5 s as 8 requests (4.15x).
+`n=8` request against 146.5 s as 8 requests (4.15x). On 2 cores of a slower Intel Xeon (AVX-512, no VBMI;
+2026-11-22, one run): Qwen 11.0 -> 17.5 tokens/s (1.60x; 180 -> 111 ms CPU per token), Gemma 36.1 -> 75.2
+(2.08x), the fresh 1,451-token prompt 72.6 s shared against 300.2 s separate (4.14x), server start 2.8 s,
+time to first token 71 ms.
 
 `small` is local:gemma3-270m (completion mode), `default` is local:qwen2.5-coder-1.5b (chat mode).
 Samples ignore end-of-sequence and the few-shot template's stop strings, so every sample is exactly MAX_TOKENS
