@@ -106,7 +106,8 @@ def parse_edits(text: str, *, complete: bool = False) -> ParsedEdits:
     return ParsedEdits(blocks)
 
 
-def _indent(line: str) -> str:
+def indent_of(line: str) -> str:
+    """The leading whitespace of a line."""
     return line[: len(line) - len(line.lstrip())]
 
 
@@ -140,7 +141,7 @@ def apply_edit(content: str, search: str, replace: str) -> str:
             raise ValueError(
                 "the SEARCH lines do not match the file (copy them exactly, without line numbers)"
             )
-        have, given = _indent(lines[start]), _indent(needle[0])
+        have, given = indent_of(lines[start]), indent_of(needle[0])
         if len(have) >= len(given):
             extra = have[len(given) :]
             new = [extra + line if line.strip() else line for line in new]

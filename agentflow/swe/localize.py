@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from agentflow.swe.edits import indent_of
 from agentflow.swe.patch import is_test_path
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -288,7 +289,7 @@ def file_context(source: str, window: Window, *, max_lines: int) -> str:
     sees the names it may use (the module's own exception class, a constant) instead of inventing them."""
     lines = source.split("\n")
     marker = f"# ... {window.symbol or 'the code'} (lines {window.start}-{window.end}, given below) ..."
-    indent = next((ln[: len(ln) - len(ln.lstrip())] for ln in lines[window.start - 1 : window.end] if ln.strip()), "")
+    indent = next((indent_of(ln) for ln in lines[window.start - 1 : window.end] if ln.strip()), "")
     rest = lines[: window.start - 1] + [indent + marker] + lines[window.end :]
     if len(rest) <= max_lines:
         return "\n".join(rest).strip("\n")
@@ -296,11 +297,9 @@ def file_context(source: str, window: Window, *, max_lines: int) -> str:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ""
-    keep: set[int] = set()
+    keep = {n.lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign))}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)) and node in tree.body:
-            keep.add(node.lineno)
-        elif isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             keep.update(range(node.lineno, node.body[0].lineno))  # the header, however many lines it takes
     shown = sorted(n for n in keep if not window.start <= n <= window.end)
     out: list[str] = []
@@ -308,7 +307,7 @@ def file_context(source: str, window: Window, *, max_lines: int) -> str:
     for n in shown:
         skipped = [line for line in lines[prev : n - 1] if line.strip()] if prev else []
         if skipped:  # "..." indented like what it stands for
-            out.append(skipped[0][: len(skipped[0]) - len(skipped[0].lstrip())] + "...")
+            out.append(indent_of(skipped[0]) + "...")
         out.append(lines[n - 1][:160])
         prev = n
     return "\n".join(out[:max_lines])

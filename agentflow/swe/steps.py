@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, declared_tool_calling
-from agentflow.swe.edits import apply_edit, parse_edits
+from agentflow.swe.edits import apply_edit, indent_of, parse_edits
 from agentflow.swe.localize import Window, file_context, rank_windows, render_window, repo_map
 
 if TYPE_CHECKING:
@@ -183,8 +183,9 @@ def edit_prompt(
         values["snippet"] = textwrap.dedent("\n".join(lines))  # at column 0: models re-indent a first line
         values["symbol"] = f"`{target.symbol}`" if target.symbol else "this code"
         values["lines"] = f"{target.start}-{target.end}"
-        rest = file_context(sources[target.path], target, max_lines=cfg.file_context_lines)
-        if cfg.file_context_lines and rest.strip():
+        limit = cfg.file_context_lines
+        rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
+        if rest.strip():
             values["file"] = f"The rest of {target.path}:\n```python\n{rest}\n```\n"
         windows = windows[1:]
         base_len += len(values["snippet"]) + len(values["file"])
@@ -301,7 +302,7 @@ def _add_imports(content: str, imports: list[str]) -> str:
 def _reindent(block: str, original: list[str], *, in_class: bool) -> list[str]:
     """An answer's block as lines indented like the window's first line (`in_class`: the window itself
     starts with a `class` line)."""
-    indent = next((line[: len(line) - len(line.lstrip())] for line in original if line.strip()), "")
+    indent = next((indent_of(line) for line in original if line.strip()), "")
     answer = block.rstrip("\n").split("\n")
     head = next((i for i, line in enumerate(answer) if line.strip()), 0)
     if re.match(r"class \w", answer[head].strip() if answer else "") and not in_class:
