@@ -20,14 +20,15 @@ import difflib
 import json
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from repair_resolve import count_resolving  # this folder is on sys.path when the script runs
+
 from agentflow.models.base import ChatRequest
 from agentflow.models.spec import load_model
-from agentflow.swe import EvalConfig, Prediction, SWETask, evaluate_predictions, load_tasks
-from agentflow.swe.localize import Window, rank_windows, symbols
+from agentflow.swe import SWETask, load_tasks
+from agentflow.swe.localize import Window, clip_span, rank_windows, symbols
 from agentflow.swe.repair import RepairConfig, load_repair_config
 from agentflow.swe.steps import edit_prompt, issue_text, read_rewrite
 
@@ -56,10 +57,7 @@ def gold_window(task: SWETask, sources: dict[str, str], max_lines: int) -> Windo
     if not spans:
         raise SystemExit(f"{task.instance_id}: the gold patch's line {path}:{line} is in no function or class")
     first, last, name = min(spans, key=lambda s: s[1] - s[0])
-    start, end = first, last
-    if end - start + 1 > max_lines:
-        start = max(first, line - max_lines // 2)
-        end = min(last, start + max_lines - 1)
+    start, end = clip_span(first, last, max_lines, focus=line)
     return Window(path, start, end, 0.0, name)
 
 
@@ -103,16 +101,7 @@ async def main() -> None:
         results[task.instance_id] = await sample_task(model, cfg, task, args.samples)
         print(f"{task.instance_id}: {results[task.instance_id]['statuses']}", file=sys.stderr)
     sample_s = time.perf_counter() - start
-    resolved = {iid: 0 for iid in results}
-    rounds = max((len(r["patches"]) for r in results.values()), default=0)  # type: ignore[arg-type]
-    for r in range(rounds):  # round r grades each task's r-th answer, so the harness runs tasks in parallel
-        preds = [Prediction(instance_id=iid, model_name_or_path="edit", model_patch=res["patches"][r])  # type: ignore[index]
-                 for iid, res in results.items() if r < len(res["patches"])]  # type: ignore[arg-type]
-        with tempfile.TemporaryDirectory() as out:
-            summary = await evaluate_predictions([t for t in tasks if t.instance_id in results], preds,
-                                                 EvalConfig(workers=2, rerun_failed=False), out_dir=out)
-        for iid in summary["resolved_ids"]:
-            resolved[iid] += 1
+    resolved = await count_resolving(tasks, {iid: r["patches"] for iid, r in results.items()})  # type: ignore[misc]
     answers = len(tasks) * args.samples
     statuses = [s for r in results.values() for s in r["statuses"]]  # type: ignore[attr-defined]
     print(json.dumps({

@@ -16,11 +16,14 @@ selection would reach).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "examples" / "swe-tasks" / "tasks.jsonl"
@@ -51,15 +54,28 @@ def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
     }
 
 
+async def count_resolving(tasks: list[Any], patches: dict[str, list[str]]) -> dict[str, int]:
+    """How many of each task's patches resolve it, graded with the hidden tests round by round (round r holds
+    each task's r-th patch, so the harness runs the tasks of a round in parallel)."""
+    from agentflow.swe import EvalConfig, Prediction, evaluate_predictions
+
+    resolved = {iid: 0 for iid in patches}
+    for r in range(max((len(v) for v in patches.values()), default=0)):
+        preds = [Prediction(instance_id=iid, model_name_or_path="candidate", model_patch=diffs[r])
+                 for iid, diffs in patches.items() if r < len(diffs)]
+        with tempfile.TemporaryDirectory() as out:
+            summary = await evaluate_predictions([t for t in tasks if t.instance_id in patches], preds,
+                                                 EvalConfig(workers=2, rerun_failed=False), out_dir=out)
+        for iid in summary["resolved_ids"]:
+            resolved[iid] += 1
+    return resolved
+
+
 def grade_candidates(run_dir: Path) -> dict[str, object]:
-    """Evaluate every candidate of a run with the tasks' hidden tests, round by round (round r holds each
-    instance's r-th candidate); return pass@1 over samples and coverage over tasks."""
-    import asyncio
-    import tempfile
+    """Evaluate every candidate of a run with the tasks' hidden tests; return pass@1 over samples and coverage
+    over tasks."""
+    from agentflow.swe import load_tasks
 
-    from agentflow.swe import EvalConfig, Prediction, evaluate_predictions, load_tasks
-
-    tasks = load_tasks(TASKS)
     per_task: dict[str, list[str]] = {}
     samples: dict[str, int] = {}
     for inst in sorted((run_dir / "instances").glob("*")):
@@ -69,16 +85,7 @@ def grade_candidates(run_dir: Path) -> dict[str, object]:
         per_task[iid] = [r["patch"] for r in rows if r["status"] == "ok"]
         # a single run resamples answers that change nothing, so its submission is one of these candidates
         samples[iid] = len(per_task[iid])
-    resolved: dict[str, int] = {iid: 0 for iid in per_task}
-    rounds = max((len(v) for v in per_task.values()), default=0)
-    for r in range(rounds):
-        preds = [Prediction(instance_id=iid, model_name_or_path="candidate", model_patch=patches[r])
-                 for iid, patches in per_task.items() if r < len(patches)]
-        with tempfile.TemporaryDirectory() as out:
-            summary = asyncio.run(evaluate_predictions([t for t in tasks if t.instance_id in per_task], preds,
-                                                       EvalConfig(workers=2, rerun_failed=False), out_dir=out))
-        for iid in summary["resolved_ids"]:
-            resolved[iid] += 1
+    resolved = asyncio.run(count_resolving(load_tasks(TASKS), per_task))
     total_samples = sum(samples.values())
     return {
         "pass_at_1": round(sum(resolved.values()) / total_samples, 3) if total_samples else 0.0,

@@ -234,16 +234,20 @@ def rank_windows(
         # innermost spans win: skip a symbol that contains or is contained in a window already chosen
         if any(w.path == sym.path and not (sym.end < w.start or sym.start > w.end) for w in windows):
             continue
-        start, end = sym.start, sym.end
-        if end - start + 1 > max_lines:
-            centre = focus or start + max_lines // 2
-            start = max(sym.start, centre - max_lines // 2)
-            end = min(sym.end, start + max_lines - 1)
+        start, end = clip_span(sym.start, sym.end, max_lines, focus)
         windows.append(Window(sym.path, start, end, round(score, 2), sym.name, frame=focus is not None))
     if not windows and code_files:  # nothing matched: the start of the first file is better than nothing
         path = min(code_files)
         windows.append(Window(path, 1, min(max_lines, len(sources[path].split("\n"))), 0.0))
     return windows
+
+
+def clip_span(start: int, end: int, max_lines: int, focus: int | None = None) -> tuple[int, int]:
+    """Lines `start`-`end` cut to at most `max_lines`, centred on `focus` (else from the start)."""
+    if end - start + 1 <= max_lines:
+        return start, end
+    first = max(start, (focus or start + max_lines // 2) - max_lines // 2)
+    return first, min(end, first + max_lines - 1)
 
 
 _REF = re.compile(r"\b([A-Za-z_]\w*)\s*\(|\.([A-Za-z_]\w*)\b")
