@@ -62,9 +62,12 @@ class RepairPolicy:
         record: Callable[[Candidate], None],
         *,
         plan: str = "",
+        prefer: list[tuple[str, str]] | None = None,
     ) -> None:
         self.cfg, self.bench, self.models, self.budget, self.events = cfg, bench, models, budget, events
         self.issue, self.record, self.plan = issue, record, plan
+        self.prefer = prefer or []
+        """The coder's ranking of the suspects, (path, function) best first."""
         self.iid = bench.task.instance_id
         self.attempts: list[Attempt] = []
         self.samples = 0
@@ -119,7 +122,7 @@ class RepairPolicy:
             sample = self.samples
             cand_id = f"{self.iid}/c{sample}"
             prompt = edit_prompt(cfg, sources, self.issue, state.data["feedback"], plan=self.plan, hint=hint,
-                                 focus=focus + retry)
+                                 focus=focus + retry, prefer=self.prefer)
             model = self.models.coder
             with_node = getattr(model, "with_node", None)
             self._in_flight += 1

@@ -32,7 +32,7 @@ from agentflow.sandbox.base import Sandbox
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.swe.policy import Attempt, RepairPolicy, RoleModels
 from agentflow.swe.report import InstanceReport
-from agentflow.swe.steps import edit_format_for, issue_text, make_plan, write_reproduction
+from agentflow.swe.steps import edit_format_for, issue_text, make_plan, rank_suspects, write_reproduction
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.workbench import Verification, Workbench
 
@@ -67,6 +67,9 @@ class RepairPrompts(StrictConfig):
     """Planner's user message: {issue}, {repo_map}, {code}."""
     critique: str = "{issue}\n\n{patch}\n\n{tests}\n\nWhat is wrong with this change, and what should be tried instead?"
     """Critic's user message: {issue}, {patch}, {tests}."""
+    rank: str = "{issue}\n\n{functions}\n\nWhich function most likely holds the bug? Answer with its number."
+    """Suspect ranking's user message (`rank`): {issue}, {functions} (numbered), {count}, {feedback}; the
+    numbers in the answer, in order, are its ranking."""
     reproduce: str = "{issue}\n\n{code}\n\nWrite a Python script that fails with an AssertionError while the bug is present."
     """Reproduction step's user message: {issue}, {repo_map}, {api}, {code}, {previous}; the answer's first code
     block is run."""
@@ -110,6 +113,13 @@ class RepairConfig(StrictConfig):
     reproduce: bool = True
     """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
     reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
+    rank: bool = True
+    """Before the search the coder ranks the heuristic's best functions (one short call); its picks become the
+    first suspects, in its order, and the heuristic's order fills the rest."""
+    rank_pool: int = Field(default=8, ge=2, le=30)
+    """Functions the ranking call chooses among (the heuristic's best)."""
+    rank_lines: int = Field(default=15, ge=1)
+    """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
     reproduce_attempts: int = Field(default=2, ge=1, le=5)
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
     vote: bool = True
@@ -242,6 +252,8 @@ class InstanceOutcome(BaseModel):
     reproduced: bool | None = None
     """Blind mode: whether a reproduction script that fails at the base commit was found."""
     plan: str | None = None
+    ranked: list[str] = Field(default_factory=list)
+    """The coder's ranking of the suspects (`path:function`, most likely first; empty without `rank`)."""
     candidates: int = 0
     samples: int = 0
     usage: dict[str, Any] = Field(default_factory=dict)
@@ -430,8 +442,8 @@ async def repair_task(
                 return outcome
             issue = issue_text(task.problem_statement, task.hints_text)
             try:
-                base, plan = await _prepare(bench, cfg, models, issue, base, outcome, events)
-                policy = RepairPolicy(cfg, bench, models, budget, events, issue, record, plan=plan)
+                base, plan, prefer = await _prepare(bench, cfg, models, issue, base, outcome, events)
+                policy = RepairPolicy(cfg, bench, models, budget, events, issue, record, plan=plan, prefer=prefer)
                 events.emit("repair.base", node_id=iid, instance_id=iid, passed=base.passed, score=base.score,
                             feedback=bench.mode, reproduced=outcome.reproduced, edit_format=cfg.edit_format)
                 await _search(policy, cfg, base, budget, events)
@@ -488,17 +500,22 @@ async def repair_task(
 
 
 async def _prepare(bench: Workbench, cfg: RepairConfig, models: RoleModels, issue: str, base: Verification,
-                   outcome: InstanceOutcome, events: EventLog) -> tuple[Verification, str]:
-    """The steps before the search: a reproduction script (blind mode, when the repository's tests pass at
-    the base commit) and the planner's plan. Returns the base verification (re-run with the script) and the plan."""
+                   outcome: InstanceOutcome, events: EventLog) -> tuple[Verification, str, list[tuple[str, str]]]:
+    """The steps before the search: the coder's ranking of the suspects, a reproduction script (blind mode,
+    when the repository's tests pass at the base commit) and the planner's plan. Returns the base
+    verification (re-run with the script), the plan and the ranking ((path, function) pairs, best first)."""
     iid = bench.task.instance_id
-    sources: dict[str, str] | None = None
+    sources = await bench.python_sources()
+    prefer: list[tuple[str, str]] = []
+    if cfg.rank:
+        prefer = await rank_suspects(models.coder, cfg, issue, sources, base.output, seed=cfg.seed)
+        outcome.ranked = [f"{path}:{name}" for path, name in prefer]
+        events.emit("repair.rank", node_id=iid, instance_id=iid, ranked=outcome.ranked)
     if bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None:
-        sources = await bench.python_sources()
         previous: tuple[str, str] | None = None
         for attempt in range(cfg.reproduce_attempts):
             script = await write_reproduction(models.coder, cfg, issue, sources, seed=cfg.seed + attempt,
-                                              previous=previous)
+                                              previous=previous, prefer=prefer)
             kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
             outcome.reproduced = kept
             events.emit("repair.reproduce", node_id=iid, instance_id=iid, kept=kept, script=script,
@@ -509,12 +526,10 @@ async def _prepare(bench: Workbench, cfg: RepairConfig, models: RoleModels, issu
             previous = (script or "", output)
     plan = ""
     if models.planner is not None:
-        if sources is None:
-            sources = await bench.python_sources()
-        plan = await make_plan(models.planner, cfg, issue, sources, seed=cfg.seed)
+        plan = await make_plan(models.planner, cfg, issue, sources, seed=cfg.seed, prefer=prefer)
         outcome.plan = plan
         events.emit("repair.plan", node_id=iid, instance_id=iid, plan=plan)
-    return base, plan
+    return base, plan, prefer
 
 
 def run_sync(coro: Any) -> Any:

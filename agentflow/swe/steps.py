@@ -8,7 +8,7 @@ import ast
 import re
 import sys
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -123,9 +123,11 @@ _ROTATION = (0, 1, 0, 2, 0, 1, 0, 3)
 """Which suspect a sample looks at first: the top-ranked one half the time, the others in turn."""
 
 
-def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int) -> list[Window]:
-    """Ranked code windows, the one sample number `focus` should look at first."""
-    windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows)
+def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int,
+             prefer: Sequence[tuple[str, str]] = ()) -> list[Window]:
+    """Ranked code windows, the one sample number `focus` should look at first; `prefer` (the model's
+    ranking, see `rank_suspects`) goes before the heuristic order."""
+    windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows, prefer=prefer)
     # when tracebacks point into code, windows without a frame only distract a small model
     windows = [w for w in windows if w.frame] or windows
     if windows:
@@ -146,10 +148,11 @@ def render_windows(sources: Mapping[str, str], windows: list[Window], budget_cha
 
 
 def code_windows(
-    cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int
+    cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int,
+    prefer: Sequence[tuple[str, str]] = (),
 ) -> tuple[str, str | None]:
     """Rendered code windows within `budget_chars`, the `focus`-th suspect first; (text, its path)."""
-    windows = suspects(cfg, sources, issue, feedback, focus=focus)
+    windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer)
     return render_windows(sources, windows, budget_chars, at_least_one=True), (windows[0].path if windows else None)
 
 
@@ -163,11 +166,13 @@ def edit_prompt(
     hint: str = "",
     focus: int = 0,
     windows: list[Window] | None = None,
+    prefer: Sequence[tuple[str, str]] = (),
 ) -> EditPrompt:
     """The coder's prompt; `focus` rotates which window comes first, so the samples of one search look at
     different suspects instead of all at the top-ranked one. `edit_format: rewrite` asks for the first window
     rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows.
-    `windows` replaces the ranked suspects, first one first (for a caller that knows where to look)."""
+    `windows` replaces the ranked suspects, first one first (for a caller that knows where to look); `prefer`
+    puts the model's ranking of the suspects first."""
     fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
@@ -176,7 +181,9 @@ def edit_prompt(
     }
     template = {"rewrite": cfg.prompts.rewrite, "tools": cfg.prompts.tools}.get(cfg.edit_format, cfg.prompts.edit)
     base_len = len(fill(cfg.prompts.system, values)) + len(fill(template, values))
-    windows = list(windows) if windows is not None else suspects(cfg, sources, issue, feedback, focus=focus)
+    if windows is None:
+        windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer)
+    windows = list(windows)
     target = windows[0] if windows else None
     if cfg.edit_format == "rewrite" and target is not None:
         lines = sources[target.path].split("\n")[target.start - 1 : target.end]
@@ -388,13 +395,44 @@ def code_blocks(text: str) -> list[str]:
             if body.strip()]
 
 
-async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int) -> str:
+async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
+                    prefer: Sequence[tuple[str, str]] = ()) -> str:
     """The planner's short plan: which function is wrong and what to change."""
-    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2)
+    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer)
     values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "api": public_api(sources)}
     text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.plan, values),
                         max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)
     return text.strip()[:1200]
+
+
+async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str],
+                        feedback: str = "", *, seed: int) -> list[tuple[str, str]]:
+    """The model's pick among the heuristic's `rank_pool` best functions: (path, name) pairs, most likely
+    first, as many as it named (at most `windows`). One short call; an answer without usable numbers gives []
+    (the heuristic order stands)."""
+    pool = [w for w in rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.rank_pool)
+            if w.symbol]
+    if len(pool) < 2:
+        return []
+    shown: list[str] = []
+    budget = cfg.max_prompt_chars - len(issue) - len(cfg.prompts.rank) - 1300  # the feedback's share
+    for number, window in enumerate(pool, 1):
+        lines = sources[window.path].split("\n")[window.start - 1 : window.end]
+        body = textwrap.dedent("\n".join(lines[: cfg.rank_lines]))
+        more = "\n    ..." if len(lines) > cfg.rank_lines else ""
+        item = f"[{number}] {window.path}, `{window.symbol}`:\n```python\n{body}{more}\n```"
+        if sum(len(x) + 2 for x in shown) + len(item) > budget:
+            break
+        shown.append(item)
+    values = {"issue": issue, "functions": "\n\n".join(shown), "count": str(len(shown)),
+              "feedback": f"Test results of the current code:\n{feedback[:1200]}" if feedback.strip() else ""}
+    text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.rank, values),
+                        max_tokens=24, seed=seed, temperature=0.0)
+    picked: list[tuple[str, str]] = []
+    for number in map(int, re.findall(r"\d+", text)):
+        if 1 <= number <= len(shown) and (key := (pool[number - 1].path, pool[number - 1].symbol)) not in picked:
+            picked.append(key)
+    return picked[: cfg.windows]
 
 
 async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, test_output: str, *, seed: int) -> str:
@@ -407,11 +445,11 @@ async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, 
 
 async def write_reproduction(
     model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
-    previous: tuple[str, str] | None = None,
+    previous: tuple[str, str] | None = None, prefer: Sequence[tuple[str, str]] = (),
 ) -> str | None:
     """A standalone script that fails while the bug is present (None when the answer holds no code).
     `previous` is an earlier try that did not count (script, output): the model sees why."""
-    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2)
+    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer)
     before = ""
     if previous is not None:
         before = (f"An earlier script did not reproduce the issue:\n```python\n{previous[0][:1500]}```\n"

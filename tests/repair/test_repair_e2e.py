@@ -128,8 +128,9 @@ def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_pat
 
 def test_step_limit_ends_the_search_and_the_best_patch_so_far_is_kept(docker_image: str, tmp_path: Path):
     out = tmp_path / "run"
+    # 3 calls: the ranking of the suspects, an unchanged answer (resampled), the first (wrong) candidate
     assert (
-        repair(out, docker_image, *task_args("inikit__inikit-1", "single_inikit-1.json"), "--step-limit", "2")
+        repair(out, docker_image, *task_args("inikit__inikit-1", "single_inikit-1.json"), "--step-limit", "3")
         == 1
     )
     report = json.loads((out / "report.json").read_text())
@@ -166,6 +167,9 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
                         ("test_cmd", False, None)]
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["feedback"] == "repo" and outcome["reproduced"] is True
+    # the scripted ranking named the 4th and 1st of the heuristic's pool: loads() and get()
+    assert outcome["ranked"] == ["inikit/parser.py:loads", "inikit/config.py:get"]
+    assert next(e for e in events if e["kind"] == "repair.rank")["data"]["ranked"] == outcome["ranked"]
     assert outcome["chosen"] == "inikit__inikit-1/c1" and outcome["chosen_by"] == "vote"
     assert outcome["report"]["resolved"] is True  # the hidden tests, run once, for the report
 

@@ -1,0 +1,70 @@
+"""The coder's ranking of the suspects: its numbers pick functions of the heuristic's pool, and its picks
+follow the best-scored suspect (the heuristic's order fills the rest)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from agentflow.models.replay import ReplayModel
+from agentflow.swe.localize import rank_windows
+from agentflow.swe.repair import load_repair_config
+from agentflow.swe.steps import edit_prompt, rank_suspects
+
+SOURCES = {
+    "pkg/config.py": (
+        "from pkg.values import to_bool\n\n\n"
+        "def getbool(section, option):\n    return to_bool(lookup(section, option))\n\n\n"
+        "def lookup(section, option):\n    return section[option]\n"
+    ),
+    "pkg/values.py": (
+        "def to_bool(text):\n    return text.lower() in ('1', 'yes', 'true')\n\n\n"
+        "def to_int(text):\n    return int(text)\n"
+    ),
+}
+ISSUE = "`getbool` returns False for 'on'. The `lookup` of the option works."
+
+
+def scripted(tmp_path: Path, answer: str) -> ReplayModel:
+    path = tmp_path / "rank.json"
+    path.write_text(json.dumps({"version": 1, "match": "sequence", "interactions": [
+        {"response": {"choices": [{"message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+                      "usage": {"input_tokens": 300, "output_tokens": 3}, "model": "scripted"}}]}))
+    return ReplayModel(path)
+
+
+def rank(tmp_path: Path, answer: str, *overrides: str) -> tuple[list[tuple[str, str]], list[str]]:
+    cfg = load_repair_config(list(overrides))
+    pool = [w.symbol for w in rank_windows(SOURCES, ISSUE, max_lines=cfg.window_lines, limit=cfg.rank_pool)]
+    return asyncio.run(rank_suspects(scripted(tmp_path, answer), cfg, ISSUE, SOURCES, seed=0)), pool
+
+
+def test_the_numbers_of_the_answer_pick_functions_of_the_pool_in_order(tmp_path: Path):
+    picked, pool = rank(tmp_path, "3, 1")
+    assert pool == ["lookup", "getbool", "to_bool"]  # to_bool: through the call in getbool
+    assert picked == [("pkg/values.py", "to_bool"), ("pkg/config.py", "lookup")]
+
+
+def test_numbers_outside_the_list_repeats_and_prose_are_ignored(tmp_path: Path):
+    picked, pool = rank(tmp_path, "Function 2 (or 2), maybe 99 or 0")
+    assert picked == [("pkg/config.py", pool[1])]
+    assert rank(tmp_path, "I cannot tell.")[0] == []
+    assert len(rank(tmp_path, "1, 2, 3, 4", "windows=2")[0]) == 2  # no more picks than suspects
+
+
+def test_picks_follow_the_best_scored_suspect_and_the_heuristic_fills_the_rest():
+    plain = [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3)]
+    preferred = [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3, prefer=[("pkg/values.py", "to_bool")])]
+    assert plain == ["lookup", "getbool", "to_bool"] and preferred == ["lookup", "to_bool", "getbool"]
+    cfg = load_repair_config(["edit_format=rewrite"])
+    prompt = edit_prompt(cfg, SOURCES, ISSUE, "", focus=1, prefer=[("pkg/values.py", "to_bool")])
+    assert prompt.window is not None and prompt.window.symbol == "to_bool"  # the second suspect's turn
+
+
+def test_a_repository_with_one_candidate_asks_nothing(tmp_path: Path):
+    cfg = load_repair_config()
+    model = scripted(tmp_path, "1")
+    sources = {"pkg/a.py": "def parse(text):\n    return text\n"}
+    assert asyncio.run(rank_suspects(model, cfg, "`parse` fails", sources, seed=0)) == []
+    assert model.remaining == 1
