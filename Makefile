@@ -35,8 +35,9 @@ HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 demo: setup setup-models $(if $(HAVE_DOCKER),setup-sandbox)
 	$(AF) repair --tasks examples/swe-tasks/tasks.jsonl -i cachette__cachette-2 --strategy best-of-n -n 4 -c max_attempts=1
 
-## test: the whole suite, as CI runs it
+## test: lint, then the whole suite, as CI runs it
 test: setup setup-models setup-sandbox
+	$(BIN)/ruff check .
 	AGENTFLOW_REQUIRE_LLAMA=1 $(BIN)/pytest
 
 ## test-fast: the suite without Docker or llama-server parts

@@ -32,12 +32,12 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agentflow.agents.agent import Agent
+    from agentflow.agents.result import AgentResult
     from agentflow.budget import Budget, BudgetExceeded
     from agentflow.errors import AgentflowError, UserError
     from agentflow.events import Event, EventLog
     from agentflow.models.base import ChatRequest, ChatResponse, Message
-    from agentflow.agents.agent import Agent
-    from agentflow.agents.result import AgentResult
     from agentflow.models.spec import load_model
     from agentflow.tools.context import ToolContext
     from agentflow.tools.decorator import tool
@@ -48,4 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
-__all__ = sorted([*_LAZY, "__version__"])
+__all__ = [
+    "Agent", "AgentResult", "AgentflowError", "Budget", "BudgetExceeded", "ChatRequest", "ChatResponse", "Event",
+    "EventLog", "Message", "ToolContext", "ToolRegistry", "ToolResult", "UserError", "__version__", "load_model",
+    "tool",
+]

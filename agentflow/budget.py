@@ -59,14 +59,14 @@ class BudgetExceeded(AgentflowError):
 class Budget:
     """Counts usage against limits; thread-safe and shared by reference."""
 
-    def __init__(self, limits: BudgetLimits | None = None, *, parent: Budget | None = None, **kw: float | int | None) -> None:
+    def __init__(self, limits: BudgetLimits | None = None, *, parent: Budget | None = None, **kw: float | None) -> None:
         self.limits = limits or BudgetLimits.model_validate(kw)
         self.parent = parent
         self._used = BudgetUsage()
         self._start = time.monotonic()
         self._lock = threading.Lock()
 
-    def child(self, limits: BudgetLimits | None = None, **kw: float | int | None) -> Budget:
+    def child(self, limits: BudgetLimits | None = None, **kw: float | None) -> Budget:
         """A nested budget: its own limits, and every charge also counts against this one."""
         return Budget(limits, parent=self, **kw)
 

@@ -98,7 +98,7 @@ async def rollouts(latency: float, steps: int, client: str) -> dict[str, float]:
     from agentflow.models.spec import load_model
     from agentflow.search import BestOfN, ChatPolicy
 
-    proc = subprocess.Popen(  # noqa: ASYNC220 - started once, before anything is timed
+    proc = subprocess.Popen(
         [sys.executable, __file__, "--serve", str(latency)], stdout=subprocess.PIPE, text=True
     )
     try:

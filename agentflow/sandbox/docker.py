@@ -128,36 +128,36 @@ def container_settings(config: SandboxConfig, store: str) -> tuple[dict[str, Any
     """(create_container kwargs, host_config kwargs) for `config`: the hardening lives here."""
     uid, _, gid = config.user.partition(":")
     owner = f"uid={uid or 0},gid={gid or uid or 0}"
-    create: dict[str, Any] = dict(
-        image=config.image,
-        command=["python3", "-u", "-c", BOOT],
-        stdin_open=True,
-        tty=False,
-        detach=True,
-        user=config.user,
-        working_dir=config.workdir,
-        environment={"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
-        labels=_owner_labels(),
-        network_disabled=not config.network,
-    )
-    host: dict[str, Any] = dict(
-        auto_remove=True,
-        read_only=config.read_only_root,
-        network_mode="bridge" if config.network else "none",
-        cap_drop=config.cap_drop or None,
-        cap_add=config.cap_add or None,
-        security_opt=["no-new-privileges:true"] if config.no_new_privileges else None,
-        pids_limit=config.pids_limit,
-        mem_limit=f"{config.memory_mb}m",
-        memswap_limit=f"{config.memory_mb}m",
-        nano_cpus=int(config.cpus * 1e9),
-        tmpfs={
+    create: dict[str, Any] = {
+        "image": config.image,
+        "command": ["python3", "-u", "-c", BOOT],
+        "stdin_open": True,
+        "tty": False,
+        "detach": True,
+        "user": config.user,
+        "working_dir": config.workdir,
+        "environment": {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
+        "labels": _owner_labels(),
+        "network_disabled": not config.network,
+    }
+    host: dict[str, Any] = {
+        "auto_remove": True,
+        "read_only": config.read_only_root,
+        "network_mode": "bridge" if config.network else "none",
+        "cap_drop": config.cap_drop or None,
+        "cap_add": config.cap_add or None,
+        "security_opt": ["no-new-privileges:true"] if config.no_new_privileges else None,
+        "pids_limit": config.pids_limit,
+        "mem_limit": f"{config.memory_mb}m",
+        "memswap_limit": f"{config.memory_mb}m",
+        "nano_cpus": int(config.cpus * 1e9),
+        "tmpfs": {
             config.workdir: f"rw,exec,nosuid,nodev,size={config.workspace_size_mb}m,mode=0755,{owner}",
             "/tmp": f"rw,exec,nosuid,nodev,size={config.tmp_size_mb}m,mode=1777",
             "/run/agentflow": f"rw,nosuid,nodev,noexec,size=64m,mode=0700,{owner}",
         },
-        binds={store: {"bind": STORE_DIR, "mode": "rw"}},
-    )
+        "binds": {store: {"bind": STORE_DIR, "mode": "rw"}},
+    }
     return create, host
 
 

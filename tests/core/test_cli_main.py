@@ -15,6 +15,6 @@ def test_unknown_command_is_one_line_exit_2(capsys) -> None:
 
 
 def test_no_traceback_from_subprocess() -> None:
-    proc = subprocess.run([sys.executable, "-m", "agentflow.cli.main", "nope"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "agentflow.cli.main", "nope"], capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
