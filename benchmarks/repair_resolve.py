@@ -2,7 +2,8 @@
 same number of edit samples per task: single (one chain of 3 attempts), best-of-8 (8 one-shot samples) and
 MCTS (4 expansions of 2 samples, depth 2). Blind mode (the default): the hidden tests only grade the result.
 
-Long: about 15-30 minutes per strategy on 2 CPU cores (Qwen2.5-Coder-1.5B on llama.cpp). Prints one JSON object.
+Long: about 15-30 minutes per strategy on a fast 2-core AMD EPYC, over an hour on a slower 2-core Intel Xeon
+(Qwen2.5-Coder-1.5B on llama.cpp). Prints one JSON object.
 Run: .venv/bin/python benchmarks/repair_resolve.py [STRATEGY ...] [--out DIR] [--workers N] [-c key=value ...]
 Each strategy's run directory is kept under --out (default runs/resolve-<date>), so a run can be resumed
 (`--resume` is passed when the directory holds results).
