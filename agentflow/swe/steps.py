@@ -126,7 +126,7 @@ _ROTATION = (0, 1, 0, 2, 0, 1, 0, 3)
 def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int,
              prefer: Sequence[tuple[str, str]] = ()) -> list[Window]:
     """Ranked code windows, the one sample number `focus` should look at first; `prefer` (the model's
-    ranking, see `rank_suspects`) goes before the heuristic order."""
+    ranking, see `rank_suspects`) follows the best-scored window."""
     windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows, prefer=prefer)
     # when tracebacks point into code, windows without a frame only distract a small model
     windows = [w for w in windows if w.frame] or windows
@@ -172,7 +172,7 @@ def edit_prompt(
     different suspects instead of all at the top-ranked one. `edit_format: rewrite` asks for the first window
     rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows.
     `windows` replaces the ranked suspects, first one first (for a caller that knows where to look); `prefer`
-    puts the model's ranking of the suspects first."""
+    is the model's ranking of the suspects (see `suspects`)."""
     fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
