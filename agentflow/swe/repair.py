@@ -114,8 +114,8 @@ class RepairConfig(StrictConfig):
     """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
     reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
     rank: bool = True
-    """Before the search the coder ranks the heuristic's best functions (one short call); its picks become the
-    first suspects, in its order, and the heuristic's order fills the rest."""
+    """Before the search the coder ranks the heuristic's best functions (one short call); its picks follow the
+    heuristic's best-scored suspect, in its order, and the heuristic's order fills the rest."""
     rank_pool: int = Field(default=8, ge=2, le=30)
     """Functions the ranking call chooses among (the heuristic's best)."""
     rank_lines: int = Field(default=15, ge=1)

@@ -4,13 +4,14 @@ follow the best-scored suspect (the heuristic's order fills the rest)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 from agentflow.models.replay import ReplayModel
 from agentflow.swe.localize import rank_windows
 from agentflow.swe.repair import load_repair_config
 from agentflow.swe.steps import edit_prompt, rank_suspects
+
+from .conftest import scripted_cassette
 
 SOURCES = {
     "pkg/config.py": (
@@ -27,11 +28,7 @@ ISSUE = "`getbool` returns False for 'on'. The `lookup` of the option works."
 
 
 def scripted(tmp_path: Path, answer: str) -> ReplayModel:
-    path = tmp_path / "rank.json"
-    path.write_text(json.dumps({"version": 1, "match": "sequence", "interactions": [
-        {"response": {"choices": [{"message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-                      "usage": {"input_tokens": 300, "output_tokens": 3}, "model": "scripted"}}]}))
-    return ReplayModel(path)
+    return ReplayModel(scripted_cassette(tmp_path / "rank.json", [answer]))
 
 
 def rank(tmp_path: Path, answer: str, *overrides: str) -> tuple[list[tuple[str, str]], list[str]]:

@@ -17,21 +17,12 @@ from agentflow.models.replay import RecordingModel, ReplayModel
 from agentflow.swe.repair import load_repair_config, repair_task
 from agentflow.swe.tasks import load_tasks
 
-from .conftest import TASKS_FILE
+from .conftest import TASKS_FILE, scripted_cassette
 
 pytestmark = pytest.mark.docker
 
 PLAN = "The bug is in loads() in inikit/parser.py: it splits the line at every '='; split at the first one only."
 REVIEW = "Splitting into three parts still drops everything after the second '='. Use a maxsplit of 1."
-
-
-def cassette(path: Path, answers: list[str]) -> Path:
-    path.write_text(json.dumps({"version": 1, "match": "sequence", "interactions": [
-        {"response": {"choices": [{"message": {"role": "assistant", "content": a}, "finish_reason": "stop"}],
-                      "usage": {"input_tokens": 100, "output_tokens": 20}, "model": "scripted"}}
-        for a in answers
-    ]}))
-    return path
 
 
 def edit(new: str, old: str = '        parts = stripped.split("=")') -> str:
@@ -44,7 +35,7 @@ def recorded_user_messages(path: Path) -> list[str]:
 
 
 def run_roles(tmp_path: Path, image: str, overrides: list[str], models: dict[str, list[str]]) -> tuple[dict, Path]:
-    specs = {role: str(cassette(tmp_path / f"{role}.json", answers)) for role, answers in models.items()}
+    specs = {role: str(scripted_cassette(tmp_path / f"{role}.json", answers)) for role, answers in models.items()}
     recorders: list[RecordingModel] = []
 
     def loader(spec: str) -> RecordingModel:
