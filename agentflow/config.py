@@ -38,6 +38,8 @@ def read_yaml(path: str | Path) -> Any:
         raise UserError(f"{p}: cannot read ({exc.__class__.__name__})") from None
     try:
         return yaml.safe_load(text)
+    except RecursionError:  # PyYAML's composer recurses once per nesting level
+        raise ConfigError(f"{p}: nested too deeply to read", hint="flatten the YAML") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -55,6 +57,8 @@ def parse_override(item: str) -> tuple[list[str], Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
+    except RecursionError:
+        raise ConfigError(f"bad override {key!r}: its value is nested too deeply") from None
     return key.split("."), value
 
 
@@ -96,6 +100,8 @@ def validate_config(cls: type[ModelT], data: Mapping[str, Any], *, source: str =
     """Validate `data` as `cls`; the first problem becomes a one-line `ConfigError` naming the key."""
     try:
         return cls.model_validate(data)
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply to validate", hint="flatten the config") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"

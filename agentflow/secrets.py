@@ -1,8 +1,10 @@
 """Keep secrets out of logs, traces, events and checkpoints.
 
-Values of well-known credential variables, plus anything registered with `register_secret`, are replaced
-by `***` in every string that `redact` sees. Events and checkpoints pass through `redact` before writing.
-Hot paths call `redactor()` once per write instead: it returns None when there is nothing to redact.
+Values of credential-named variables (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, `*PASSWORD*`, `*ACCESS_KEY*`,
+`*PRIVATE_KEY*`, `*CREDENTIAL*`, ...), plus anything registered with `register_secret`, are replaced by `***`
+in every string that `redact` sees, and so is the password of any URL (`postgresql://user:pw@host` ->
+`postgresql://user:***@host`). Events, checkpoints and logs pass through `redact` before writing. Hot paths
+call `redactor()` once per write instead.
 """
 
 from __future__ import annotations
@@ -12,7 +14,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-_SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD)$", re.IGNORECASE)
+_SECRET_ENV = re.compile(
+    r"(API_?KEY|ACCESS_?KEY|SECRET|PASSWORD|PASSWD|PRIVATE_?KEY|CREDENTIALS?|(^|_)TOKEN|(^|_)KEY$|_AUTH$|^AUTH_|DSN$)",
+    re.IGNORECASE,
+)
+_URL_USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)([^\s/@]*)@")
+_TOKEN_USER = 16  # a user name without password this long is a token (`https://ghp_...@github.com`)
 _extra: set[str] = set()
 _MIN_LEN = 8  # shorter values would redact ordinary words
 
@@ -32,7 +39,7 @@ _cache: tuple[Any, tuple[tuple[Any, Any], ...], Redactor | None] | None = None
 
 
 def redactor() -> Redactor | None:
-    """A function that redacts every current secret from a value, or None when there are no secrets.
+    """A function that redacts every current secret (and URL passwords) from a value.
 
     Costs a microsecond or two while the environment and the registry are unchanged: they are rescanned only
     when a variable was added or removed, a secret-named one changed, or a secret was registered.
@@ -64,17 +71,25 @@ def _scan() -> tuple[str, ...]:
     return tuple(sorted(found | _extra, key=len, reverse=True))  # longest first: a secret may contain another
 
 
-def _make_redactor(secrets: tuple[str, ...]) -> Redactor | None:
-    if not secrets:
-        return None
+def _hide_userinfo(match: re.Match[str]) -> str:
+    user, sep, password = match.group(2).partition(":")
+    if sep:
+        return f"{match.group(1)}{user}:***@"
+    return f"{match.group(1)}***@" if len(user) >= _TOKEN_USER else match.group(0)
 
+
+def _url_passwords(value: str) -> str:
+    return _URL_USERINFO.sub(_hide_userinfo, value) if "://" in value and "@" in value else value
+
+
+def _make_redactor(secrets: tuple[str, ...]) -> Redactor:
     def scrub(value: Any) -> Any:
         # Containers come back as the same object when nothing in them changed: no copy on the common path.
         if isinstance(value, str):
             for s in secrets:
                 if s in value:
                     value = value.replace(s, "***")
-            return value
+            return _url_passwords(value)
         if isinstance(value, dict):
             out: dict[Any, Any] | None = None
             for k, v in value.items():

@@ -63,8 +63,16 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    # one line, like errors, without the file:line that Python's default adds
+    typer.echo(f"agentflow: warning: {message}", err=True)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (used by `main` and by tests)."""
+    import warnings
+
+    warnings.showwarning = _show_warning
     app = build_app()
     try:
         result = app(args=list(argv) if argv is not None else None, standalone_mode=False, prog_name="agentflow")

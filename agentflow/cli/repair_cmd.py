@@ -60,23 +60,6 @@ def repo_task(repo: Path, issue: str) -> Any:
     )
 
 
-def apply_to_tree(repo: Path, patch: str) -> str:
-    """Write the patch into the working tree (git apply, else patch -p1); the command used."""
-    import subprocess
-
-    for cmd in (["git", "apply", "--verbose", "-"], ["patch", "--batch", "-p1", "--no-backup-if-mismatch"]):
-        try:
-            proc = subprocess.run(cmd, cwd=repo, input=patch, capture_output=True, text=True, check=False)
-        except FileNotFoundError:
-            continue
-        if proc.returncode == 0:
-            return " ".join(cmd[:2])
-    raise UserError(
-        f"the patch does not apply to {repo}'s working tree",
-        hint="the tree changed since the run; apply patch.diff by hand",
-    )
-
-
 def describe(outcome: Any, out_dir: Path) -> str:
     lines = [f"status: {outcome.status}" + (f" ({outcome.error})" if outcome.error else "")]
     v = outcome.verification
@@ -131,7 +114,12 @@ def register(app: typer.Typer) -> None:
         step_limit: int = STEP_LIMIT_OPTION,
         wall_time: str = WALL_TIME_OPTION,
         sandbox: str = SANDBOX_OPTION,
-        apply: bool = typer.Option(False, "--apply", help="Write the chosen patch into REPO's working tree."),
+        apply: bool = typer.Option(
+            False, "--apply", help="Write the chosen patch into REPO's working tree (checked first: no .git/, no symlinks)."
+        ),
+        allow_exec: bool = typer.Option(
+            False, "--allow-exec", help="With --apply: allow the patch to make files executable."
+        ),
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/repair-<id>)."),
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
@@ -208,13 +196,19 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"the run left no outcome in {out_dir}")
         applied = None
         if apply and outcome.model_patch:
-            applied = apply_to_tree(Path(inputs.repo or "."), outcome.model_patch)
+            from agentflow.swe.tree import apply_to_tree
+
+            applied = apply_to_tree(Path(inputs.repo or "."), outcome.model_patch, allow_exec=allow_exec)
         if as_json:
-            print_json({**outcome.model_dump(mode="json"), "run_dir": str(out_dir), "applied": applied})
+            print_json({
+                **outcome.model_dump(mode="json"), "run_dir": str(out_dir),
+                "applied": applied.command if applied else None,
+                "diffstat": applied.diffstat if applied else None,
+            })
         else:
             typer.echo(describe(outcome, out_dir))
             if apply:
-                typer.echo(f"applied to {inputs.repo} with {applied}" if applied else "nothing to apply")
+                typer.echo(f"applied to {inputs.repo} with {applied.command}:\n{applied.diffstat}" if applied else "nothing to apply")
         if outcome.status != "submitted":
             raise typer.Exit(1)
 

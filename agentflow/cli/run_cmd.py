@@ -24,8 +24,8 @@ class RunConfig(StrictConfig):
 
     step_limit: int | None = None
     """Most super-steps per run (overrides the workflow's step_limit)."""
-    keep_last: int | None = 20
-    """Checkpoints kept per thread (older ones and their unreferenced blobs are garbage-collected); null keeps all."""
+    keep_last: int | None = Field(default=20, ge=1)
+    """Checkpoints kept per thread (at least 1: the one just written is what a resume needs) (older ones and their unreferenced blobs are garbage-collected); null keeps all."""
     checkpointer: str = "sqlite"
     """`sqlite` (runs/<run_id>/checkpoints.db), `memory`, or a postgres:// URL (needs agentflow[postgres])."""
     durability: Literal["sync", "async", "exit"] = "sync"

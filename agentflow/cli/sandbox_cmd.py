@@ -45,11 +45,16 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"built {tag} ({used})")
 
     @sub.command("prune")
-    def prune_cmd(json_out: bool = JSON_OPTION) -> None:
-        """Remove every agentflow sandbox container and store volume left on this Docker engine."""
+    def prune_cmd(
+        everything: bool = typer.Option(
+            False, "--all", help="Also remove sandboxes of runs still going (default: only orphans)."
+        ),
+        json_out: bool = JSON_OPTION,
+    ) -> None:
+        """Remove sandbox containers and store volumes whose owner process is gone (all of them with --all)."""
         from agentflow.sandbox.docker import prune
 
-        removed = prune()
+        removed = prune(everything=everything)
         if json_out:
             print_json({"removed": removed})
         else:

@@ -115,6 +115,8 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if keep_last is not None and keep_last < 1:
+            raise ValueError(f"keep_last must be at least 1 (or None to keep all), got {keep_last}")
         self.keep_last = keep_last
         self.gc_every = max(1, gc_every)
         self._lock = threading.RLock()

@@ -1,5 +1,6 @@
-"""Sandboxes: where agent-written code runs. `open_sandbox()` starts one (docker when available, else
-local), `SandboxPool` keeps warm ones. Heavy imports (docker-py) happen only when a backend is used."""
+"""Sandboxes: where agent-written code runs. `open_sandbox()` starts one (docker; `local` only when asked
+for by name, since it is not a security boundary), `SandboxPool` keeps warm ones. Heavy imports (docker-py)
+happen only when a backend is used."""
 
 from __future__ import annotations
 
@@ -30,20 +31,23 @@ def resolve_config(config: SandboxConfig | dict[str, Any] | None) -> SandboxConf
 
 
 def resolve_backend(backend: str) -> Literal["docker", "local"]:
-    """`auto` picks docker when the engine answers, local otherwise."""
+    """`docker` and `auto` need a Docker engine that answers (a one-line UserError naming the fix when it
+    does not): model-written code never falls back to running on the host. `local` must be asked for."""
     if backend == "local":
         return "local"
     if backend not in ("auto", "docker"):
         raise ConfigError(f"unknown sandbox backend {backend!r}: use docker, local or auto")
-    from agentflow.sandbox.docker import docker_available, docker_client
+    from agentflow.sandbox.docker import docker_client
 
-    if backend == "docker":
-        docker_client()  # raises a one-line UserError when Docker is not there
-        return "docker"
     try:
-        return "docker" if docker_available() else "local"
-    except UserError:  # docker-py not installed
-        return "local"
+        docker_client()
+    except UserError as exc:
+        raise UserError(
+            f"no sandbox: {exc.args[0].split(' (')[0]}",
+            hint="start Docker, or pass '--sandbox local' to run model-written code on this machine "
+            "(not a security boundary)",
+        ) from None
+    return "docker"
 
 
 async def start_sandbox(

@@ -5,11 +5,21 @@ backend, a child process. The host sends its source over stdin at start (nothing
 
 Requests (one JSON object per line on stdin): {"id": N, "op": NAME, ...}. Replies on stdout:
 {"id": N, "ok": true, ...} or {"id": N, "ok": false, "error": "..."}. Requests run concurrently in threads.
-Ops: hello, exec, read, write, list, untar, ping. Patches and snapshots are `exec` calls built by the host.
-This file must run on the image's Python 3 with nothing but the standard library.
+Ops: hello, exec, read, write, list, untar, ping, shutdown. Patches and snapshots are `exec` calls built by
+the host. This file must run on the image's Python 3 with nothing but the standard library.
+
+The reply channel is the host's only source of truth about the sandbox, so sandboxed commands must not be
+able to write to it. Two defences (docs/security.md):
+- the agent makes itself non-dumpable at start: /proc/<agent>/fd, /proc/<agent>/mem and ptrace then need
+  CAP_SYS_PTRACE, which no sandboxed process has, even under the agent's own uid (and as PID 1 of its pid
+  namespace the agent cannot be killed or stopped from inside);
+- after `hello` every reply line is `<hmac> <json>`, keyed with a per-sandbox secret the host sends in the
+  `hello` request (it lives only in this process's memory); the host drops any line that does not verify.
 """
 
 import base64
+import hashlib
+import hmac
 import io
 import json
 import os
@@ -24,6 +34,50 @@ import time
 
 _out_lock = threading.Lock()
 _state = {"workdir": "/workspace", "env": {}, "rlimits": {}, "output_limit": 64000, "output_kill": 256000000}
+_key = {"value": None}  # the reply-signing key, set by hello; never written anywhere
+_RESULTS_LIMIT = 64 * 1024 * 1024  # a side-channel result larger than this is dropped, not cut
+
+# --- command sessions -----------------------------------------------------------------------------------------
+# Every command starts its own session (pid == sid); `shutdown` and the host going away kill them all, so no
+# background job outlives its sandbox (the local backend has no container that would take them along).
+_sessions = set()
+_sessions_lock = threading.Lock()
+
+
+def _make_undumpable():
+    """PR_SET_DUMPABLE=0: our /proc entries become root's and ptrace needs CAP_SYS_PTRACE. True when set."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError, ImportError):
+        return False
+
+
+def _kill_sessions():
+    """SIGKILL every process in a session a command started (one pass over /proc for all of them)."""
+    with _sessions_lock:
+        sids = set(_sessions)
+        _sessions.clear()
+    for sid in sids:
+        try:
+            os.killpg(sid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                if int(fields[3]) in sids:
+                    os.kill(int(entry), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                continue
 
 # --- child reaping -------------------------------------------------------------------------------------------
 # As PID 1 the agent inherits every orphan; one reaper thread waits for all children and hands exit statuses
@@ -251,6 +305,12 @@ def _run(req, argv):
     limit = int(req.get("output_limit") or _state["output_limit"])
     kill_bytes = int(_state["output_kill"])
     stdin_data = req.get("stdin")
+    results_r = results_w = None
+    if req.get("results_fd"):
+        # a side channel for structured results (the test harness's outcomes): it reaches the host through
+        # this agent's signed replies, not through a file in the workspace that the code under test can edit
+        results_r, results_w = os.pipe()
+        env["AGENTFLOW_RESULTS_FD"] = str(results_w)
     before = _counters()
     start = time.monotonic()
     try:
@@ -265,6 +325,7 @@ def _run(req, argv):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=(results_w,) if results_w is not None else (),
                 preexec_fn=_set_rlimits if _state["rlimits"] else None,  # noqa: PLW1509 - local backend only
             )
             slot = [threading.Event(), None]
@@ -274,9 +335,13 @@ def _run(req, argv):
             else:
                 _waiters[proc.pid] = slot
         _spawned.set()
+        with _sessions_lock:
+            _sessions.add(proc.pid)
     except FileNotFoundError as exc:
+        _close_fds(results_r, results_w)
         return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "duration_s": 0.0}
     except OSError as exc:
+        _close_fds(results_r, results_w)
         limit_hit = "pids" if exc.errno == 11 else None
         return {
             "exit_code": 126,
@@ -309,6 +374,12 @@ def _run(req, argv):
     for f in (proc.stdout, proc.stderr):
         os.set_blocking(f.fileno(), False)
         sel.register(f.fileno(), selectors.EVENT_READ)
+    results = None
+    if results_r is not None:
+        os.close(results_w)  # the command holds the only write end now
+        results = bytearray()
+        os.set_blocking(results_r, False)
+        sel.register(results_r, selectors.EVENT_READ)
     deadline = start + timeout
     timed_out = False
     output_hit = False
@@ -336,6 +407,12 @@ def _run(req, argv):
                 sel.unregister(fd)
                 open_fds.discard(fd)
                 continue
+            if fd == results_r:
+                if results is not None:
+                    results += chunk
+                    if len(results) > _RESULTS_LIMIT:
+                        results = None  # too large to be honest output of the harness: say so, keep nothing
+                continue
             caps[fd].add(chunk)
         if sum(c.total for c in caps.values()) > kill_bytes:
             output_hit = True
@@ -351,10 +428,14 @@ def _run(req, argv):
             f.close()
         except OSError:
             pass
+    if results_r is not None:
+        results = _drain(results_r, results)
+    _close_fds(results_r)
     duration = time.monotonic() - start
     status = slot[1]
     code = os.waitstatus_to_exitcode(status) if status is not None else -9
-    after = _counters() if (code != 0 or timed_out) else before
+    # read even after exit 0: an OOM kill inside a pipeline whose last command succeeds still counts
+    after = _counters()
     limit_hit = None
     for kind in ("memory", "pids"):
         if after.get(kind, 0) > before.get(kind, 0):
@@ -374,7 +455,11 @@ def _run(req, argv):
             limit_hit = "pids"
     if timed_out:
         code = 124
+    extra = {}
+    if results_r is not None:
+        extra["results"] = results.decode("utf-8", "replace") if results is not None else None
     return {
+        **extra,
         "exit_code": code,
         "stdout": out,
         "stderr": err,
@@ -398,6 +483,30 @@ def op_read(req):
     if len(data) > limit:
         raise ValueError(f"{req['path']} is larger than {limit} bytes")
     return {"data": base64.b64encode(data).decode()}
+
+
+def _drain(fd, buf):
+    """Whatever the command wrote to the side channel and the loop has not read yet."""
+    while buf is not None:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except (BlockingIOError, OSError):
+            break
+        if not chunk:
+            break
+        buf += chunk
+        if len(buf) > _RESULTS_LIMIT:
+            return None
+    return buf
+
+
+def _close_fds(*fds):
+    for fd in fds:
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def op_write(req):
@@ -467,10 +576,18 @@ def op_hello(req):
         if key in req:
             _state[key] = req[key]
     os.makedirs(_state["workdir"], exist_ok=True)
-    return {"pid": os.getpid(), "python": sys.version.split()[0]}
+    if req.get("key") and _key["value"] is None:  # set once: a later hello cannot change it
+        _key["value"] = bytes.fromhex(req["key"])
+    return {"pid": os.getpid(), "python": sys.version.split()[0], "dumpable": _state.get("dumpable", True)}
 
 
 def op_ping(req):
+    return {}
+
+
+def op_shutdown(req):
+    """Kill every command session this agent started (background jobs included)."""
+    _kill_sessions()
     return {}
 
 
@@ -482,11 +599,16 @@ OPS = {
     "untar": op_untar,
     "hello": op_hello,
     "ping": op_ping,
+    "shutdown": op_shutdown,
 }
 
 
 def _reply(obj):
-    line = (json.dumps(obj) + "\n").encode()
+    body = json.dumps(obj).encode()
+    key = _key["value"]
+    if key is not None:
+        body = hmac.new(key, body, hashlib.sha256).hexdigest().encode() + b" " + body
+    line = body + b"\n"
     with _out_lock:
         sys.stdout.buffer.write(line)
         sys.stdout.buffer.flush()
@@ -511,6 +633,7 @@ def _handle(req):
 
 
 def main():
+    _state["dumpable"] = not _make_undumpable()
     for sig in (
         signal.SIGTERM,
         signal.SIGINT,
@@ -526,7 +649,8 @@ def main():
     while True:
         line = stdin.readline()
         if not line:
-            break  # the host went away: stop, so the container stops and is removed
+            _kill_sessions()  # the host went away: no command outlives it
+            break  # stop, so the container stops and is removed
         line = line.strip()
         if not line:
             continue

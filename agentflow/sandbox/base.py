@@ -23,6 +23,9 @@ class ExecResult(BaseModel):
     """How many bytes of output were cut."""
     limit_hit: str | None = None
     """Which limit stopped the command: `timeout`, `memory`, `pids`, `output`, `disk`, or None."""
+    results: str | None = None
+    """What the command wrote to its side channel (`exec(..., side_channel=True)`); None when not asked or
+    when it wrote more than the agent keeps."""
 
     @property
     def ok(self) -> bool:

@@ -24,6 +24,8 @@ from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payloa
 LABEL = "agentflow.sandbox"
 SNAP_DIR = "/run/agentflow/snap"
 STORE_DIR = "/var/lib/agentflow/store"
+_RUN_MB = 64  # /run/agentflow: the snapshot index and refs
+_SHM_MB = 64  # /dev/shm (Docker's default size, stated so that it is counted in the memory limit)
 _client_cache: Any = None
 _reaped = False
 
@@ -95,9 +97,12 @@ def reap_orphans(client: Any | None = None) -> list[str]:
     return removed
 
 
-def prune(client: Any | None = None) -> list[str]:
-    """Remove every agentflow sandbox container and store volume, whoever started them."""
+def prune(client: Any | None = None, *, everything: bool = False) -> list[str]:
+    """Remove orphaned sandbox containers and store volumes (their owner process is gone); with
+    `everything`, every agentflow sandbox, including those of runs still going."""
     client = client or docker_client()
+    if not everything:
+        return reap_orphans(client)
     removed = []
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         with contextlib.suppress(Exception):
@@ -128,6 +133,9 @@ def container_settings(config: SandboxConfig, store: str) -> tuple[dict[str, Any
     """(create_container kwargs, host_config kwargs) for `config`: the hardening lives here."""
     uid, _, gid = config.user.partition(":")
     owner = f"uid={uid or 0},gid={gid or uid or 0}"
+    # tmpfs pages are charged to the container's memory cgroup: the limit is memory_mb for processes plus the
+    # tmpfs sizes, so a full workspace cannot starve later commands (they would all die as "memory")
+    memory = config.memory_mb + config.workspace_size_mb + config.tmp_size_mb + _RUN_MB + _SHM_MB
     create: dict[str, Any] = {
         "image": config.image,
         "command": ["python3", "-u", "-c", BOOT],
@@ -148,13 +156,14 @@ def container_settings(config: SandboxConfig, store: str) -> tuple[dict[str, Any
         "cap_add": config.cap_add or None,
         "security_opt": ["no-new-privileges:true"] if config.no_new_privileges else None,
         "pids_limit": config.pids_limit,
-        "mem_limit": f"{config.memory_mb}m",
-        "memswap_limit": f"{config.memory_mb}m",
+        "mem_limit": f"{memory}m",
+        "memswap_limit": f"{memory}m",
+        "shm_size": f"{_SHM_MB}m",
         "nano_cpus": int(config.cpus * 1e9),
         "tmpfs": {
             config.workdir: f"rw,exec,nosuid,nodev,size={config.workspace_size_mb}m,mode=0755,{owner}",
             "/tmp": f"rw,exec,nosuid,nodev,size={config.tmp_size_mb}m,mode=1777",
-            "/run/agentflow": f"rw,nosuid,nodev,noexec,size=64m,mode=0700,{owner}",
+            "/run/agentflow": f"rw,nosuid,nodev,noexec,size={_RUN_MB}m,mode=0700,{owner}",
         },
         "binds": {store: {"bind": STORE_DIR, "mode": "rw"}},
     }
@@ -312,9 +321,12 @@ class DockerSandbox(AgentSandbox):
         return super().healthy() and self.remaining_s() > 0
 
     def _reset_script(self) -> str:
-        # Inside the container only: kill -1 spares PID 1 (the agent) and the calling shell.
-        return "kill -9 -1 2>/dev/null; find /tmp -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; " + (
-            super()._reset_script()
+        # Inside the container only: kill -1 spares PID 1 (the agent) and the calling shell. Every writable
+        # place goes, so nothing is left to the sandbox's next user.
+        return (
+            "kill -9 -1 2>/dev/null; "
+            "find /tmp /dev/shm /run/agentflow -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; "
+            + super()._reset_script()
         )
 
     async def close(self) -> None:

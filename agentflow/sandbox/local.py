@@ -1,22 +1,59 @@
 """Local-process backend: the agent runs as a child process in a temp directory, with rlimits on commands.
 
 This is NOT a security boundary: commands run as your user, see your files and your network. It exists for
-machines without Docker (development, CI without a daemon). Snapshots work the same way as in Docker.
+machines without Docker (development, CI without a daemon) and is used only when asked for by name (a
+`LocalBackendWarning` says so each time). What it does limit: commands get a scrubbed environment (no API
+keys or tokens of yours), rlimits, and no process or temp dir outlives the sandbox (a host killed with -9
+leaves its temp dir, which the next start removes). Snapshots work the same way as in Docker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import shutil
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
+from agentflow._process import pid_alive
 from agentflow.errors import SandboxError
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
+
+
+_PREFIX = "agentflow-sandbox-"
+# The only host variables a local sandbox's commands see: enough to find programs and decode text.
+_KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+
+
+class LocalBackendWarning(UserWarning):
+    """The local backend runs model-written code on this machine: it is not a security boundary."""
+
+
+def scrubbed_env(root: Path) -> dict[str, str]:
+    """The environment of a local sandbox: a few harmless host variables, nothing secret."""
+    env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+    env.update({"HOME": str(root), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(root)})
+    return env
+
+
+def reap_local_orphans(tmp: str | None = None) -> list[str]:
+    """Remove temp dirs of local sandboxes whose owner process is gone (killed with -9)."""
+    removed = []
+    base = Path(tmp or tempfile.gettempdir())
+    for d in base.glob(f"{_PREFIX}*"):
+        try:
+            pid = int(d.name[len(_PREFIX) :].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not pid_alive(pid) and d.is_dir():
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(str(d))
+    return removed
 
 
 class LocalSandbox(AgentSandbox):
@@ -39,7 +76,14 @@ class LocalSandbox(AgentSandbox):
         cls, config: SandboxConfig | None = None, *, store: str | Path | None = None
     ) -> LocalSandbox:
         config = config or SandboxConfig()
-        root = Path(tempfile.mkdtemp(prefix="agentflow-sandbox-"))
+        warnings.warn(
+            "the local sandbox backend is not a security boundary: model-written code runs on this machine "
+            "as you (with a scrubbed environment); use --sandbox docker to isolate it",
+            LocalBackendWarning,
+            stacklevel=2,
+        )
+        await asyncio.to_thread(reap_local_orphans)
+        root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         own = store is None
         store_path = Path(store) if store is not None else root / "store"
         store_path.mkdir(parents=True, exist_ok=True)
@@ -53,8 +97,7 @@ class LocalSandbox(AgentSandbox):
         return sb
 
     async def _start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env.update({"HOME": str(self.root), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(self.root)})
+        env = scrubbed_env(self.root)
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-u",
@@ -110,6 +153,10 @@ class LocalSandbox(AgentSandbox):
         if self.closed:
             return
         self.closed = True
+        if self._link is not None and self._link.dead is None and self._proc is not None:
+            # commands run in sessions of their own: the agent kills them all (background jobs too)
+            with contextlib.suppress(Exception):
+                await self._link.call("shutdown", wait=10)
         if self._link is not None:
             self._link.closed(f"sandbox {self.id} was closed")
         if self._proc is not None and self._proc.returncode is None:

@@ -1,5 +1,7 @@
-"""`SandboxPool`: N started sandboxes ready to hand out, sharing one git object store (so a snapshot taken in
-one can be restored in any other). `release` resets the workspace, or replaces a sandbox that broke."""
+"""`SandboxPool`: N started sandboxes ready to hand out. A snapshot taken in one can be restored in any other:
+each sandbox keeps its own git object store (a shared writable one would let one sandbox rewrite another's
+snapshots), and a restore elsewhere copies the snapshot's objects over as a pack, which git verifies by
+hashing. `release` resets the workspace, or replaces a sandbox that broke."""
 
 from __future__ import annotations
 
@@ -34,21 +36,14 @@ class SandboxPool:
         self.backend = resolve_backend(backend)
         self._ready: asyncio.Queue[AgentSandbox] = asyncio.Queue()
         self._all: set[AgentSandbox] = set()
-        self._store: Any = None
+        self._started = False
+        self._packs: dict[str, bytes] = {}  # snapshot id -> pack, kept once a snapshot crossed sandboxes
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self.events = events
 
     async def start(self) -> SandboxPool:
-        if self._store is None:
-            if self.backend == "docker":
-                from agentflow.sandbox.docker import create_store
-
-                self._store = await asyncio.to_thread(create_store)
-            else:
-                import tempfile
-
-                self._store = tempfile.mkdtemp(prefix="agentflow-store-")
+        self._started = True
         started = await asyncio.gather(*(self._new() for _ in range(self.size - len(self._all))))
         for sb in started:
             self._ready.put_nowait(sb)
@@ -58,14 +53,27 @@ class SandboxPool:
         if self.backend == "docker":
             from agentflow.sandbox.docker import DockerSandbox
 
-            sb: AgentSandbox = await DockerSandbox.start(self.config, store=self._store)
+            sb: AgentSandbox = await DockerSandbox.start(self.config)
         else:
             from agentflow.sandbox.local import LocalSandbox
 
-            sb = await LocalSandbox.start(self.config, store=self._store)
+            sb = await LocalSandbox.start(self.config)
+        sb.peer_fetch = self._fetch_snapshot
         self._all.add(sb)
         sb.attach_events(self.events)
         return sb
+
+    async def _fetch_snapshot(self, snapshot_id: str) -> bytes | None:
+        """The pack of a snapshot taken in one of this pool's sandboxes (None when no sandbox has it)."""
+        pack = self._packs.get(snapshot_id)
+        if pack is not None:
+            return pack
+        for sb in list(self._all):
+            if snapshot_id in sb._snapshots and sb.healthy():
+                pack = await sb.export_snapshot(snapshot_id)
+                self._packs[snapshot_id] = pack
+                return pack
+        return None
 
     @property
     def ready(self) -> int:
@@ -73,7 +81,7 @@ class SandboxPool:
 
     async def acquire(self) -> AgentSandbox:
         """A started sandbox with an empty workspace (waits when all are in use and being replaced)."""
-        if self._store is None:
+        if not self._started:
             await self.start()
         while True:
             if self._ready.empty() and len(self._all) < self.size:
@@ -130,16 +138,7 @@ class SandboxPool:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.gather(*(sb.close() for sb in list(self._all)), return_exceptions=True)
         self._all.clear()
-        if self._store is not None:
-            if self.backend == "docker":
-                from agentflow.sandbox.docker import remove_store
-
-                await asyncio.to_thread(remove_store, self._store)
-            else:
-                import shutil
-
-                shutil.rmtree(self._store, ignore_errors=True)
-            self._store = None
+        self._packs.clear()
 
     async def __aenter__(self) -> Self:
         await self.start()

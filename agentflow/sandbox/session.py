@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import hmac
 import io
 import itertools
 import json
+import secrets
 import shlex
 import tarfile
 import time
@@ -40,24 +43,54 @@ def boot_payload() -> bytes:
 
 
 class AgentLink:
-    """Request/reply over the agent's stream. `feed_line` is called by the backend's reader task."""
+    """Request/reply over the agent's stream. `feed_line` is called by the backend's reader task.
 
-    def __init__(self, write: Any, describe_exit: Any = None) -> None:
+    From the `hello` request on, replies must carry an HMAC under `key` (a per-sandbox secret); lines that do
+    not verify are dropped and counted in `tampered` (see agent.py for why the stream needs it)."""
+
+    def __init__(self, write: Any, describe_exit: Any = None, on_tamper: Any = None) -> None:
         self._write = write  # async (bytes) -> None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._dead: str | None = None
         self._describe_exit = describe_exit
         self._write_lock = asyncio.Lock()
+        self.key = secrets.token_bytes(32)
+        self._signed = False
+        self.tampered = 0
+        """Reply lines that failed verification (a sandboxed process tried to speak for the agent)."""
+        self.on_tamper = on_tamper  # (line: bytes) -> None
 
     @property
     def dead(self) -> str | None:
         return self._dead
 
+    def expect_signed(self) -> None:
+        """From now on only signed lines count (called as the key goes out in `hello`)."""
+        self._signed = True
+
+    def _verify(self, line: bytes) -> bytes | None:
+        mac, _, body = line.partition(b" ")
+        want = hmac.new(self.key, body, hashlib.sha256).hexdigest().encode()
+        return body if hmac.compare_digest(mac, want) else None
+
     def feed_line(self, line: bytes) -> None:
+        line = line.strip()
+        if not line:
+            return
+        if self._signed:
+            body = self._verify(line)
+            if body is None:
+                self.tampered += 1
+                if self.on_tamper is not None:
+                    self.on_tamper(line)
+                return
+            line = body
         try:
             msg = json.loads(line)
         except ValueError:
+            return
+        if not isinstance(msg, dict):
             return
         fut = self._pending.pop(msg.get("id"), None)
         if fut is not None and not fut.done():
@@ -123,8 +156,14 @@ class AgentSandbox:
         self._started = time.monotonic()
         self._base: str | None = None
         self._snap_ready = False
+        self._snapshots: set[str] = set()
+        """Snapshot ids whose objects are in this sandbox's own store."""
+        self.peer_fetch: Any = None
+        """async (snapshot_id) -> pack bytes | None: objects of a snapshot taken elsewhere (set by SandboxPool)."""
         self.closed = False
         self.exec_count = 0
+        self.agent_dumpable = True
+        """False once the agent confirmed it made itself non-dumpable (its /proc entries closed to commands)."""
         self.events: Any = None
         """An `EventLog` to record `sandbox.start`/`sandbox.exec` to (set by open_sandbox/SandboxPool)."""
 
@@ -136,7 +175,10 @@ class AgentSandbox:
         return self._link
 
     async def _hello(self, rlimits: dict[str, int] | None = None) -> None:
-        await self.link.call(
+        link = self.link
+        link.on_tamper = self._tamper
+        link.expect_signed()
+        reply = await link.call(
             "hello",
             wait=30,
             workdir=self.workdir,
@@ -144,7 +186,14 @@ class AgentSandbox:
             rlimits=rlimits or {},
             output_limit=self.config.output_limit_bytes,
             output_kill=self.config.output_kill_bytes,
+            key=link.key.hex(),
         )
+        self.agent_dumpable = bool(reply.get("dumpable", True))
+
+    def _tamper(self, line: bytes) -> None:
+        # loud, not fatal: the forged line is dropped and the real reply still arrives
+        if self.events is not None:
+            self.events.emit("sandbox.tamper", sandbox=self.id, line=line[:200].decode("utf-8", "replace"))
 
     def healthy(self) -> bool:
         return not self.closed and self._link is not None and self._link.dead is None
@@ -161,7 +210,11 @@ class AgentSandbox:
         env: dict[str, str] | None = None,
         stdin: str | None = None,
         timeout: float | None = None,
+        side_channel: bool = False,
     ) -> ExecResult:
+        """Run `command` in the workspace. With `side_channel`, the command gets a pipe whose fd number is in
+        `$AGENTFLOW_RESULTS_FD`; what it writes there comes back as `ExecResult.results`, carried by the
+        agent's signed replies (used for test outcomes: no file in the workspace is trusted for them)."""
         limit = float(timeout if timeout is not None else self.config.command_timeout_s)
         left = self.remaining_s()
         if left <= 0:
@@ -172,9 +225,11 @@ class AgentSandbox:
         limit = max(min(limit, left), 0.01)
         self.exec_count += 1
         msg = await self.link.call(
-            "exec", wait=limit + 30, command=command, cwd=cwd, env=env or {}, stdin=stdin, timeout=limit
+            "exec", wait=limit + 30, command=command, cwd=cwd, env=env or {}, stdin=stdin, timeout=limit,
+            **({"results_fd": True} if side_channel else {}),
         )
         result = ExecResult(
+            results=msg.get("results"),
             exit_code=msg["exit_code"],
             stdout=msg.get("stdout", ""),
             stderr=msg.get("stderr", ""),
@@ -314,12 +369,19 @@ class AgentSandbox:
         )
         if self._base is None:
             self._base = sid
+        self._snapshots.add(sid)
         return sid
 
     async def restore(self, snapshot_id: str) -> None:
         if not all(c in "0123456789abcdef" for c in snapshot_id) or len(snapshot_id) < 7:
             raise SandboxError(f"{snapshot_id!r} is not a snapshot id (use the value returned by snapshot())")
         await self._ensure_snap()
+        if snapshot_id not in self._snapshots and self.peer_fetch is not None:
+            # taken in another sandbox: its objects come over as a pack, and git here names every object by
+            # hashing its content, so the other sandbox cannot substitute different files for this id
+            pack = await self.peer_fetch(snapshot_id)
+            if pack is not None:
+                await self.import_snapshot(snapshot_id, pack)
         await self._exec_argvs(
             [["git", "read-tree", "-u", "--reset", snapshot_id], ["git", "clean", "-fdxq", "-e", ".git"]],
             self._snap_env(),
@@ -327,6 +389,33 @@ class AgentSandbox:
         )
         if self._base is None:
             self._base = snapshot_id
+
+    async def export_snapshot(self, snapshot_id: str) -> bytes:
+        """The objects of a snapshot taken here, as a git pack (for `import_snapshot` in another sandbox)."""
+        await self._ensure_snap()
+        q = shlex.quote(snapshot_id)
+        script = (
+            f"{{ echo {q}; git ls-tree -r -t --format='%(objectname)' {q}; }} "
+            "| git pack-objects --stdout -q | base64 -w0"
+        )
+        msg = await self.link.call(
+            "exec", wait=150, command=script, cwd=self.workdir, env=self._snap_env(), stdin=None,
+            timeout=120, output_limit=1 << 30,
+        )
+        if msg["exit_code"] != 0 or msg.get("truncated"):
+            raise SandboxError(f"exporting snapshot {snapshot_id} failed in sandbox {self.id}")
+        return base64.b64decode(msg.get("stdout", ""))
+
+    async def import_snapshot(self, snapshot_id: str, pack: bytes) -> None:
+        """Unpack another sandbox's snapshot objects into this sandbox's own store (git verifies them)."""
+        await self._ensure_snap()
+        res = await self.exec(
+            f"base64 -d | git unpack-objects -q && git cat-file -e {shlex.quote(snapshot_id)}^{{tree}}",
+            env=self._snap_env(), stdin=base64.b64encode(pack).decode(), timeout=120, cwd=self.workdir,
+        )
+        if not res.ok:
+            raise SandboxError(f"snapshot {snapshot_id} could not be imported into sandbox {self.id}")
+        self._snapshots.add(snapshot_id)
 
     async def set_base(self, snapshot_id: str | None = None) -> str:
         """Make `snapshot_id` (default: the current state) the base `diff()` compares against."""
@@ -354,6 +443,7 @@ class AgentSandbox:
         if not res.ok:
             raise SandboxError(f"could not reset sandbox {self.id}: {res.output.strip()[-300:]}")
         self._base = None
+        self._snap_ready = False  # the docker reset empties /run/agentflow, where the snapshot index lives
 
     def info(self) -> SandboxInfo:
         return SandboxInfo(

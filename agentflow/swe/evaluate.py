@@ -1,8 +1,9 @@
 """The evaluation harness: does a prediction's patch resolve its task?
 
 For each prediction, in a fresh sandbox: the repository at `base_commit` goes into the workspace, the
-model patch is applied (`git apply --verbose`, else `patch --fuzz=5`), the test files the task's
-`test_patch` touches are reset and `test_patch` is applied, then FAIL_TO_PASS and PASS_TO_PASS run.
+model patch is applied (`git apply --verbose`, else `patch --fuzz=5`), the test-infrastructure files it
+touched are restored from the base (`swe/guard.py`), the test files the task's `test_patch` touches are
+reset and `test_patch` is applied, then FAIL_TO_PASS and PASS_TO_PASS run.
 Failing tests are run once more to flag flaky ones (grading keeps the first run, as SWE-bench does).
 Outcomes follow SWE-bench: an empty patch is not run; a patch that does not apply is an error.
 
@@ -25,8 +26,11 @@ from pydantic import Field
 
 from agentflow.config import StrictConfig
 from agentflow.errors import AgentflowError, UserError
+from agentflow.paths import child_dir
+from agentflow.secrets import redact
 from agentflow.sandbox.base import Sandbox
 from agentflow.sandbox.config import SandboxConfig
+from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, changed_paths, is_empty_patch, parse_patch
 from agentflow.swe.report import InstanceReport, grade, instance_report_json, make_summary
 from agentflow.swe.tasks import Prediction, SWETask
@@ -101,6 +105,9 @@ async def run_prediction(
             if not applied.applied:
                 report.error = f"model patch did not apply{f' ({problem})' if problem else ''}"
                 return report
+            report.restored_files = await restore_test_infra(sandbox, patch, test_cmd=task.test_cmd)
+            if report.restored_files:
+                logs["restored"] = "restored from the base commit: " + ", ".join(report.restored_files)
         report.patch_successfully_applied = True
         if task.test_patch.strip():
             await _reset_test_files(sandbox, task.test_patch)
@@ -126,6 +133,8 @@ async def run_prediction(
             again = await run_tests(sandbox, failing, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=test_timeout_s, env=env)
             logs["tests_rerun"] = again.log
             report.flaky_tests = [t for t in failing if passed(t, again.status)]
+    except UserError:
+        raise  # the task itself is broken (its repository cannot be set up): the user must fix the file
     except AgentflowError as exc:
         report.error = f"{exc.__class__.__name__}: {exc}"
     finally:
@@ -153,12 +162,18 @@ async def evaluate_one(task: SWETask, prediction: Prediction, config: EvalConfig
             report = InstanceReport(instance_id=task.instance_id, patch_exists=True, error=f"sandbox: {exc}")
     report.model_name_or_path = prediction.model_name_or_path
     if out_dir is not None:
-        inst_dir = out_dir / prediction.model_name_or_path.replace("/", "__") / task.instance_id
+        inst_dir = instance_dir(out_dir, prediction)
         inst_dir.mkdir(parents=True, exist_ok=True)
         (inst_dir / "report.json").write_text(json.dumps(instance_report_json(report), indent=2) + "\n")
         (inst_dir / "patch.diff").write_text(prediction.model_patch or "")
-        (inst_dir / "run_instance.log").write_text("\n\n".join(f"## {k}\n{v}" for k, v in logs.items()) + "\n")
+        log = "\n\n".join(f"## {k}\n{v}" for k, v in logs.items()) + "\n"
+        (inst_dir / "run_instance.log").write_text(redact(log))
     return report
+
+
+def instance_dir(out_dir: Path, prediction: Prediction) -> Path:
+    """`out_dir/<model>/<instance>/`, both escaped (`agentflow.paths`): inside `out_dir` and one per pair."""
+    return child_dir(child_dir(out_dir, prediction.model_name_or_path, "model_name_or_path"), prediction.instance_id, "instance_id")
 
 
 def match_predictions(tasks: Sequence[SWETask], predictions: Sequence[Prediction]) -> list[tuple[SWETask, Prediction]]:
@@ -183,8 +198,16 @@ async def evaluate_predictions(
     the SWE-bench summary fields plus `instances` (id -> per-instance report). Writes `report.json` under
     `out_dir` when given."""
     config = config or EvalConfig()
+    from agentflow.sandbox import resolve_backend
+
+    # once, up front: no Docker is one error, not an error per instance; the report names the backend used
+    config = config.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, config.backend)})
     pairs = match_predictions(tasks, predictions)
     out = Path(out_dir) if out_dir is not None else None
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file, not a folder", hint="give -o a folder (it is created if missing)")
+    for _, pred in pairs:  # every id must name a folder before anything runs
+        instance_dir(out or Path("."), pred)
     gate = asyncio.Semaphore(config.workers)
 
     async def one(task: SWETask, pred: Prediction) -> InstanceReport:
@@ -196,6 +219,7 @@ async def evaluate_predictions(
 
     reports = list(await asyncio.gather(*(one(t, p) for t, p in pairs)))
     full = make_summary(tasks, predictions, reports)
+    full["sandbox_backend"] = config.backend
     full["instances"] = {r.instance_id: r.model_dump(mode="json") for r in sorted(reports, key=lambda r: r.instance_id)}
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

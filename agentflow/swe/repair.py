@@ -259,6 +259,8 @@ class InstanceOutcome(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     duration_s: float = 0.0
+    sandbox_backend: str | None = None
+    """The sandbox backend the task actually ran in (docker, or local when asked for by name)."""
 
     @property
     def infra_failure(self) -> bool:
@@ -424,8 +426,9 @@ async def repair_task(
             verifier=role(cfg.verifier_model, False, coder),
         )
         try:
-            sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox)
+            sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox, events=events)
             sandbox = await sandbox_cm.__aenter__()
+            outcome.sandbox_backend = sandbox.info().backend
         except (AgentflowError, OSError) as exc:
             outcome.status, outcome.error = "env_error", f"sandbox: {exc}"
             finished = True

@@ -38,6 +38,9 @@ class InstanceReport(BaseModel):
     """Why the instance could not be evaluated (patch did not apply, sandbox failed, ...)."""
     flaky_tests: list[str] = Field(default_factory=list)
     """Tests that failed, then passed when run again (grading keeps the first run)."""
+    restored_files: list[str] = Field(default_factory=list)
+    """Test-infrastructure files the model patch touched, put back as at the base commit before the tests ran
+    (`conftest.py`, `pytest.ini`, `sitecustomize.py`, `-p` plugin modules, ...: see `swe/guard.py`)."""
     duration_s: float = 0.0
 
     @property

@@ -22,13 +22,14 @@ from typing import Any
 from agentflow.config import dump_yaml
 from agentflow.errors import UserError
 from agentflow.events import EventLog
+from agentflow.paths import path_component
 from agentflow.swe.repair import InstanceOutcome, ModelLoader, RepairConfig, repair_task
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.tasks import Prediction, SWETask
 
 
 def _safe(instance_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id)
+    return path_component(instance_id, "instance_id")
 
 
 def select(
@@ -171,7 +172,16 @@ async def run_batch(
     model_loader: ModelLoader | None = None,
 ) -> dict[str, Any]:
     """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary."""
+    for task in tasks:  # every id must name a folder before anything runs
+        _safe(task.instance_id)
+    from agentflow.sandbox import resolve_backend
+
+    # once, before any task: no Docker is a one-line error, not a batch of env_errors; and the backend
+    # recorded in config.resolved.yaml is the one used, not "auto"
+    cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file, not a folder", hint="give -o a folder (it is created if missing)")
     inst_root = out / "instances"
     existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
     if existing and not (resume or redo):

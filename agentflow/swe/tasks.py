@@ -43,7 +43,7 @@ class SWETask(BaseModel):
     """Unique id, e.g. `inikit__inikit-1`."""
     repo: str = Field(min_length=1)
     """Local directory (relative to the tasks file), git URL, or GitHub `owner/name`."""
-    base_commit: str = Field(min_length=4)
+    base_commit: str = Field(min_length=4, pattern=r"^[0-9A-Za-z_][0-9A-Za-z._/-]*$")
     """Commit the task starts from."""
     problem_statement: str = ""
     """The issue text given to the solver."""

@@ -1,8 +1,13 @@
 """Running a task's tests in a sandbox and reading per-test outcomes.
 
 With a pytest command, a tiny plugin (written into the workspace's scratch folder) records the outcome of
-every test id as pytest names it, in a JSON file. With another command, outcomes are read from the
-`-rA`-style summary lines (`PASSED id`, `FAILED id - ...`), as the SWE-bench harness does.
+every test id as pytest names it and writes them, as JSON, to a pipe the sandbox agent opened for this
+command (`exec(..., side_channel=True)`): no file in the workspace, which the code under test could
+overwrite, and no output line, which it could print, decides an outcome. The ids to run are read by the
+plugin from a file, and pytest gets their test files (as the SWE-bench harness runs by file), so a task
+with thousands of PASS_TO_PASS ids does not hit the kernel's argument-length limit.
+With another command, outcomes are read from the `-rA`-style summary lines (`PASSED id`, `FAILED id - ...`),
+as the SWE-bench harness does; ids go on its command line in chunks that fit.
 Statuses are SWE-bench's: PASSED, FAILED, SKIPPED, ERROR, XFAIL.
 """
 
@@ -13,20 +18,38 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
-from agentflow.sandbox.base import Sandbox
+from agentflow.sandbox.base import ExecResult, Sandbox
 
 PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"
+_STATUSES = frozenset((PASSED, FAILED, SKIPPED, ERROR, XFAIL))
 PLUGIN_NAME = "agentflow_results_plugin"
-RESULTS_ENV = "AGENTFLOW_TEST_RESULTS"
+IDS_ENV = "AGENTFLOW_TEST_IDS"
+_ARGS_BUDGET = 100_000  # bytes of test ids per command line for non-pytest commands (Linux allows ~2 MB)
 
 PLUGIN_SOURCE = '''\
-"""Written by agentflow's SWE harness: records each test's outcome as JSON."""
+"""Written by agentflow's SWE harness: runs the listed test ids, sends each one's outcome as JSON."""
 import json
 import os
 
 _outcomes = {}
+_channel = os.environ.pop("AGENTFLOW_RESULTS_FD", None)
+_ids_file = os.environ.pop("AGENTFLOW_TEST_IDS", None)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if not _ids_file:
+        return
+    with open(_ids_file, encoding="utf-8") as fh:
+        wanted = set(line.rstrip("\\n") for line in fh if line.strip())
+    keep = [item for item in items if item.nodeid in wanted or item.nodeid.split("::", 1)[0] in wanted]
+    drop = [item for item in items if item.nodeid not in wanted and item.nodeid.split("::", 1)[0] not in wanted]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
 
 
 def _set(nodeid, status):
@@ -52,9 +75,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    path = os.environ.get("AGENTFLOW_TEST_RESULTS")
-    if path:
-        with open(path, "w", encoding="utf-8") as fh:
+    if _channel:
+        with os.fdopen(int(_channel), "w", encoding="utf-8") as fh:
             json.dump(_outcomes, fh)
 '''
 
@@ -109,26 +131,74 @@ async def run_tests(
     """Run `test_ids` with `test_cmd` in the sandbox workspace and return each test's outcome."""
     if not test_ids:
         return TestRun()
-    uses_pytest = "pytest" in test_cmd
-    results_file = f"{scratch}/results.json"
-    run_env = dict(env or {})
-    command = test_cmd
-    # the plugin and the task's installed requirements (scratch/site) are importable by the tests
-    prefix = f"rm -f {shlex.quote(results_file)}; "
-    prefix += f"PYTHONPATH=\"$PWD/{scratch}:$PWD/{scratch}/site${{PYTHONPATH:+:$PYTHONPATH}}\" "
-    if uses_pytest:
-        await sandbox.write_file(f"{scratch}/{PLUGIN_NAME}.py", PLUGIN_SOURCE)
-        command += f" -p {PLUGIN_NAME}"
-        prefix += f"{RESULTS_ENV}=\"$PWD/{results_file}\" "
-    command += " " + " ".join(shlex.quote(t) for t in test_ids)
-    result = await sandbox.exec(f"sh -c {shlex.quote(prefix + command)}", env=run_env or None, timeout=timeout)
+    if "pytest" in test_cmd:
+        return await _run_pytest(sandbox, test_ids, test_cmd, scratch, timeout, env)
+    runs = [
+        await _run_command(sandbox, test_cmd + " " + " ".join(shlex.quote(t) for t in chunk), scratch, timeout, env)
+        for chunk in _chunks(test_ids, _ARGS_BUDGET)
+    ]
     status: dict[str, str] = {}
-    if uses_pytest and not result.timed_out:
-        try:
-            status = json.loads(await sandbox.read_file(results_file))
-        except Exception:  # noqa: BLE001 - pytest died before writing; fall back to the summary lines
-            status = {}
-    if not status:
-        status = parse_summary(result.output)
+    for result, _ in runs:
+        status.update(parse_summary(result.output))
+    return TestRun(
+        status=status,
+        exit_code=next((r.exit_code for r, _ in runs if r.exit_code), 0),
+        timed_out=any(r.timed_out for r, _ in runs),
+        log="\n\n".join(log for _, log in runs)[-20000:],
+    )
+
+
+def test_files(test_ids: Sequence[str]) -> list[str]:
+    """The files to hand pytest for `test_ids` (`path::name[param]` -> `path`), in first-seen order."""
+    return list(dict.fromkeys(t.split("::", 1)[0] for t in test_ids))
+
+
+def _chunks(ids: Sequence[str], budget: int) -> list[list[str]]:
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for t in ids:
+        if chunks[-1] and size + len(t) + 3 > budget:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(t)
+        size += len(t) + 3
+    return chunks
+
+
+async def _run_command(
+    sandbox: Sandbox, command: str, scratch: str, timeout: float | None, env: Mapping[str, str] | None,
+    *, side_channel: bool = False, extra_env: str = "",
+) -> tuple[ExecResult, str]:
+    # the plugin and the task's installed requirements (scratch/site) are importable by the tests
+    prefix = f"PYTHONPATH=\"$PWD/{scratch}:$PWD/{scratch}/site${{PYTHONPATH:+:$PYTHONPATH}}\" {extra_env}"
+    kwargs: dict[str, Any] = {"side_channel": True} if side_channel else {}
+    result = await sandbox.exec(
+        f"sh -c {shlex.quote(prefix + command)}", env=dict(env or {}) or None, timeout=timeout, **kwargs
+    )
     log = f"$ {command}\n(exit {result.exit_code}{', timed out' if result.timed_out else ''})\n{result.output[-20000:]}"
+    return result, log
+
+
+async def _run_pytest(
+    sandbox: Sandbox, test_ids: Sequence[str], test_cmd: str, scratch: str, timeout: float | None,
+    env: Mapping[str, str] | None,
+) -> TestRun:
+    ids_file = f"{scratch}/test_ids.txt"
+    await sandbox.write_file(f"{scratch}/{PLUGIN_NAME}.py", PLUGIN_SOURCE)
+    await sandbox.write_file(ids_file, "".join(f"{t}\n" for t in test_ids))
+    files = " ".join(shlex.quote(f) for f in test_files(test_ids))
+    command = f"{test_cmd} -p {PLUGIN_NAME} {files}"
+    result, log = await _run_command(
+        sandbox, command, scratch, timeout, env, side_channel=True, extra_env=f'{IDS_ENV}="$PWD/{ids_file}" '
+    )
+    status: dict[str, str] = {}
+    if result.results:
+        try:
+            data = json.loads(result.results)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            status = {str(k): str(v) for k, v in data.items() if v in _STATUSES}
+    if not status and not result.timed_out:
+        log += "\n(no outcomes came back from the test run: every listed test counts as not passed)"
     return TestRun(status=status, exit_code=result.exit_code, timed_out=result.timed_out, log=log)

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from agentflow.errors import AgentflowError
 from agentflow.sandbox.base import Sandbox
 from agentflow.swe.evaluate import run_prediction
+from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
@@ -220,6 +221,8 @@ class Workbench:
             return verification, report
         await self.restore(patch)
         if self.mode == "repo":
+            # a candidate's own pytest.ini, sitecustomize.py or plugin must not decide its verification
+            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=self.cfg.test_cmd)
             return await self._verify_repo(), None
         return Verification(kind="none"), None
 

@@ -121,7 +121,8 @@ def host_repo(task: SWETask, root: str | Path | None = None) -> Path:
                         hint="the directory changed since the task was written; restore it or update base_commit",
                     )
             else:
-                _git(["clone", "-q", "--no-checkout", source, str(tmp / "repo")], root)
+                # `--`: a repo field like `--upload-pack=...` is a repository name, never an option
+                _git(["clone", "-q", "--no-checkout", "--", source, str(tmp / "repo")], root)
                 if not _has_commit(tmp / "repo", task.base_commit):
                     raise UserError(f"task {task.instance_id}: commit {task.base_commit} not found in {source}")
             shutil.rmtree(dest, ignore_errors=True)
@@ -133,7 +134,7 @@ def host_repo(task: SWETask, root: str | Path | None = None) -> Path:
 
 def archive(repo: Path, commit: str) -> bytes:
     """Tar of the tree at `commit`."""
-    return _git(["archive", "--format=tar", commit], repo)
+    return _git(["archive", "--format=tar", commit, "--"], repo)
 
 
 def _sh(command: str) -> str:

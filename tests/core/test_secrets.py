@@ -1,4 +1,4 @@
-"""`redactor()`: None without secrets, and never stale after the environment or the registry changed."""
+"""`redactor()`: URL passwords always, secret-named variables, never stale after the environment changed."""
 
 from __future__ import annotations
 
@@ -11,15 +11,39 @@ import pytest
 from agentflow.secrets import redact, redactor, register_secret
 
 
-def test_no_secrets_means_no_redactor() -> None:
+def test_without_secret_variables_urls_are_still_scrubbed() -> None:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH")}
     code = (
         "import os; from agentflow.secrets import redactor; r0 = redactor(); "
         "os.environ['MY_API_KEY'] = 'abcdefgh-1234'; r1 = redactor(); "
-        "print(r0 is None, r1 is not None and r1('k=abcdefgh-1234') == 'k=***')"
+        "print(r0('postgresql://u:pw@h/db abcdefgh-1234'), r1('k=abcdefgh-1234'))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "True"]
+    assert out.stdout.split() == ["postgresql://u:***@h/db", "abcdefgh-1234", "k=***"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "GITHUB_TOKEN", "HF_TOKEN", "PGPASSWORD", "OPENAI_KEY",
+     "GOOGLE_APPLICATION_CREDENTIALS", "DB_PASSWD", "SENTRY_DSN", "MY_PRIVATE_KEY", "ANTHROPIC_API_KEY"],
+)
+def test_credential_named_variables_are_secrets(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv(name, "value-that-is-secret-42")
+    assert redact({"log": "got value-that-is-secret-42"}) == {"log": "got ***"}
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("postgresql://user:pw@host:5432/db", "postgresql://user:***@host:5432/db"),
+        ("redis://:hunter2@cache:6379", "redis://:***@cache:6379"),
+        ("https://ghp_0123456789abcdefghij@github.com/o/r", "https://***@github.com/o/r"),
+        ("ssh://git@github.com/o/r", "ssh://git@github.com/o/r"),
+        ("mail me at a@b.com", "mail me at a@b.com"),
+    ],
+)
+def test_passwords_inside_urls_are_redacted(text: str, want: str) -> None:
+    assert redact(text) == want
 
 
 def test_a_secret_set_after_the_first_call_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,6 +60,10 @@ def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_pat
     # the resolved config alone repeats the run
     resolved = yaml.safe_load((out / "config.resolved.yaml").read_text())
     assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["strategy"] == "single"
+    # the backend actually used is recorded everywhere (never "auto")
+    assert resolved["backend"] == "docker"
+    assert json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())["sandbox_backend"] == "docker"
+    assert [e["data"]["backend"] for e in events if e["kind"] == "sandbox.start"] == ["docker"]
     again = tmp_path / "again"
     assert run(["repair", "-c", str(out / "config.resolved.yaml"), "-o", str(again)]) == 0
     assert read_jsonl(again / "preds.jsonl")[0]["model_patch"] == patch
