@@ -72,7 +72,7 @@ def _scan() -> tuple[str, ...]:
 
 
 def _hide_userinfo(match: re.Match[str]) -> str:
-    user, sep, password = match.group(2).partition(":")
+    user, sep, _ = match.group(2).partition(":")
     if sep:
         return f"{match.group(1)}{user}:***@"
     return f"{match.group(1)}***@" if len(user) >= _TOKEN_USER else match.group(0)

@@ -24,7 +24,6 @@ from agentflow.errors import SandboxError
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
 
-
 _PREFIX = "agentflow-sandbox-"
 # The only host variables a local sandbox's commands see: enough to find programs and decode text.
 _KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")

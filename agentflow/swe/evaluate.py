@@ -27,9 +27,9 @@ from pydantic import Field
 from agentflow.config import StrictConfig
 from agentflow.errors import AgentflowError, UserError
 from agentflow.paths import child_dir
-from agentflow.secrets import redact
 from agentflow.sandbox.base import Sandbox
 from agentflow.sandbox.config import SandboxConfig
+from agentflow.secrets import redact
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, changed_paths, is_empty_patch, parse_patch
 from agentflow.swe.report import InstanceReport, grade, instance_report_json, make_summary

@@ -17,7 +17,6 @@ import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-
 from typing import Any
 
 from pydantic import BaseModel, Field
