@@ -14,6 +14,9 @@ from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import AgentSandbox
 
 
+_MAX_HAVE = 64  # snapshots named as already held when a pack is built (enough to find the shared base)
+
+
 class SandboxPool:
     """A warm pool. Use as `async with SandboxPool(4, config) as pool: sb = await pool.acquire()`."""
 
@@ -37,7 +40,6 @@ class SandboxPool:
         self._ready: asyncio.Queue[AgentSandbox] = asyncio.Queue()
         self._all: set[AgentSandbox] = set()
         self._started = False
-        self._packs: dict[str, bytes] = {}  # snapshot id -> pack, kept once a snapshot crossed sandboxes
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self.events = events
@@ -63,16 +65,13 @@ class SandboxPool:
         sb.attach_events(self.events)
         return sb
 
-    async def _fetch_snapshot(self, snapshot_id: str) -> bytes | None:
-        """The pack of a snapshot taken in one of this pool's sandboxes (None when no sandbox has it)."""
-        pack = self._packs.get(snapshot_id)
-        if pack is not None:
-            return pack
+    async def _fetch_snapshot(self, snapshot_id: str, receiver: AgentSandbox) -> bytes | None:
+        """A pack of a snapshot held by another of this pool's sandboxes, without the objects of snapshots the
+        receiver holds too (None when no live sandbox has it)."""
         for sb in list(self._all):
-            if snapshot_id in sb._snapshots and sb.healthy():
-                pack = await sb.export_snapshot(snapshot_id)
-                self._packs[snapshot_id] = pack
-                return pack
+            if sb is not receiver and snapshot_id in sb._snapshots and sb.healthy():
+                shared = sorted(sb._snapshots & receiver._snapshots)[:_MAX_HAVE]
+                return await sb.export_snapshot(snapshot_id, shared)
         return None
 
     @property
@@ -138,7 +137,6 @@ class SandboxPool:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.gather(*(sb.close() for sb in list(self._all)), return_exceptions=True)
         self._all.clear()
-        self._packs.clear()
 
     async def __aenter__(self) -> Self:
         await self.start()

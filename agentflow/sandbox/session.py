@@ -159,7 +159,7 @@ class AgentSandbox:
         self._snapshots: set[str] = set()
         """Snapshot ids whose objects are in this sandbox's own store."""
         self.peer_fetch: Any = None
-        """async (snapshot_id) -> pack bytes | None: objects of a snapshot taken elsewhere (set by SandboxPool)."""
+        """async (snapshot_id, receiver) -> pack bytes | None: objects of a snapshot taken elsewhere (SandboxPool)."""
         self.closed = False
         self.exec_count = 0
         self.agent_dumpable = True
@@ -379,7 +379,7 @@ class AgentSandbox:
         if snapshot_id not in self._snapshots and self.peer_fetch is not None:
             # taken in another sandbox: its objects come over as a pack, and git here names every object by
             # hashing its content, so the other sandbox cannot substitute different files for this id
-            pack = await self.peer_fetch(snapshot_id)
+            pack = await self.peer_fetch(snapshot_id, self)
             if pack is not None:
                 await self.import_snapshot(snapshot_id, pack)
         await self._exec_argvs(
@@ -390,13 +390,15 @@ class AgentSandbox:
         if self._base is None:
             self._base = snapshot_id
 
-    async def export_snapshot(self, snapshot_id: str) -> bytes:
-        """The objects of a snapshot taken here, as a git pack (for `import_snapshot` in another sandbox)."""
+    async def export_snapshot(self, snapshot_id: str, have: list[str] | tuple[str, ...] = ()) -> bytes:
+        """The objects of a snapshot taken here, as a git pack for `import_snapshot` in another sandbox;
+        without the objects of the `have` snapshots (ones the receiver holds already), so a fork from a shared
+        base carries only what changed."""
         await self._ensure_snap()
-        q = shlex.quote(snapshot_id)
+        ids = " ".join(shlex.quote(h) for h in have if h != snapshot_id)
         script = (
-            f"{{ echo {q}; git ls-tree -r -t --format='%(objectname)' {q}; }} "
-            "| git pack-objects --stdout -q | base64 -w0"
+            f"git rev-list --objects {shlex.quote(snapshot_id)}{' --not ' + ids if ids else ''} "
+            "| cut -d' ' -f1 | git pack-objects --stdout -q | base64 -w0"
         )
         msg = await self.link.call(
             "exec", wait=150, command=script, cwd=self.workdir, env=self._snap_env(), stdin=None,
