@@ -10,9 +10,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Literal, Self
 
+from agentflow.errors import SandboxError
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import AgentSandbox
-
 
 _MAX_HAVE = 64  # snapshots named as already held when a pack is built (enough to find the shared base)
 
@@ -65,14 +65,19 @@ class SandboxPool:
         sb.attach_events(self.events)
         return sb
 
-    async def _fetch_snapshot(self, snapshot_id: str, receiver: AgentSandbox) -> bytes | None:
-        """A pack of a snapshot held by another of this pool's sandboxes, without the objects of snapshots the
-        receiver holds too (None when no live sandbox has it)."""
-        for sb in list(self._all):
-            if sb is not receiver and snapshot_id in sb._snapshots and sb.healthy():
-                shared = sorted(sb._snapshots & receiver._snapshots)[:_MAX_HAVE]
-                return await sb.export_snapshot(snapshot_id, shared)
-        return None
+    async def _fetch_snapshot(self, snapshot_id: str, receiver: AgentSandbox) -> None:
+        """Copy a snapshot held by another of this pool's sandboxes into `receiver` (without the objects of
+        snapshots both hold). The sandbox that took it is asked first; a holder whose pack does not import
+        (its store may have been tampered with) is skipped for the next one."""
+        holders = [sb for sb in self._all if sb is not receiver and snapshot_id in sb._snapshots and sb.healthy()]
+        holders.sort(key=lambda sb: snapshot_id not in sb._taken)
+        for sb in holders:
+            shared = sorted(sb._snapshots & receiver._snapshots)[:_MAX_HAVE]
+            try:
+                await receiver.import_snapshot(snapshot_id, await sb.export_snapshot(snapshot_id, shared))
+                return
+            except SandboxError:
+                continue
 
     @property
     def ready(self) -> int:

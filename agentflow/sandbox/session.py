@@ -158,8 +158,10 @@ class AgentSandbox:
         self._snap_ready = False
         self._snapshots: set[str] = set()
         """Snapshot ids whose objects are in this sandbox's own store."""
+        self._taken: set[str] = set()
+        """Snapshot ids taken here (not imported): the first place to fetch one from."""
         self.peer_fetch: Any = None
-        """async (snapshot_id, receiver) -> pack bytes | None: objects of a snapshot taken elsewhere (SandboxPool)."""
+        """async (snapshot_id, receiver) -> None: copies a snapshot taken elsewhere into the receiver (SandboxPool)."""
         self.closed = False
         self.exec_count = 0
         self.agent_dumpable = True
@@ -370,6 +372,7 @@ class AgentSandbox:
         if self._base is None:
             self._base = sid
         self._snapshots.add(sid)
+        self._taken.add(sid)
         return sid
 
     async def restore(self, snapshot_id: str) -> None:
@@ -379,9 +382,7 @@ class AgentSandbox:
         if snapshot_id not in self._snapshots and self.peer_fetch is not None:
             # taken in another sandbox: its objects come over as a pack, and git here names every object by
             # hashing its content, so the other sandbox cannot substitute different files for this id
-            pack = await self.peer_fetch(snapshot_id, self)
-            if pack is not None:
-                await self.import_snapshot(snapshot_id, pack)
+            await self.peer_fetch(snapshot_id, self)
         await self._exec_argvs(
             [["git", "read-tree", "-u", "--reset", snapshot_id], ["git", "clean", "-fdxq", "-e", ".git"]],
             self._snap_env(),

@@ -61,7 +61,7 @@ class SWETask(BaseModel):
     version: str = ""
     created_at: str = ""
     test_cmd: str | None = None
-    """Command that runs tests; test ids are appended. Default: `python -m pytest -rA -p no:cacheprovider`."""
+    """Command that runs tests; test ids are appended. Default: `python -m pytest -rfE -p no:cacheprovider`."""
     requirements: list[str] = Field(default_factory=list)
     """Packages to pip-install before testing (from `wheelhouse` when given: no index is used)."""
     wheelhouse: str | None = None
