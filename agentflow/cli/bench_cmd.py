@@ -75,8 +75,9 @@ def register(app: typer.Typer) -> None:
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Repair every task of a tasks file; write preds.jsonl, report.json, candidates.jsonl, events.jsonl."""
-        from agentflow.swe.repair import InstanceOutcome, load_repair_config
-        from agentflow.swe.runs import Progress, select
+        from agentflow.repair.config import load_repair_config
+        from agentflow.repair.outcome import InstanceOutcome
+        from agentflow.repair.runs import Progress, select
         from agentflow.swe.tasks import load_tasks
 
         check_serve(serve)

@@ -125,8 +125,8 @@ def register(app: typer.Typer) -> None:
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Repair one repository for one issue: localize, edit, test, search; print the chosen patch and how it was verified."""
-        from agentflow.swe.repair import load_repair_config
-        from agentflow.swe.runs import read_outcome, select
+        from agentflow.repair.config import load_repair_config
+        from agentflow.repair.runs import read_outcome, select
         from agentflow.swe.tasks import load_tasks
 
         check_serve(serve)
@@ -214,6 +214,6 @@ def register(app: typer.Typer) -> None:
 
 
 def _safe_id(instance_id: str) -> str:
-    from agentflow.swe.runs import _safe
+    from agentflow.repair.runs import _safe
 
     return _safe(instance_id)

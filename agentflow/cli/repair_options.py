@@ -154,7 +154,7 @@ def run_batch_cli(
     import asyncio
 
     from agentflow.cli.serve_flag import metrics_hook, served_loader, serving
-    from agentflow.swe.runs import run_batch
+    from agentflow.repair.runs import run_batch
 
     with serving(serve) as handle:
         extra: dict[str, Any] = {}

@@ -96,7 +96,9 @@ def served_loader(handle: ServerHandle) -> Callable[[str], ChatModel]:
 
     def load(spec: str) -> ChatModel:
         if spec == handle.spec:
-            return handle.load_model()  # type: ignore[no-any-return]
+            from agentflow.models.spec import served_model
+
+            return served_model(handle)
         return load_model(spec)
 
     return load

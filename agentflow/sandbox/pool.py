@@ -13,7 +13,6 @@ from typing import Any, Literal, Self
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import AgentSandbox
 
-
 _MAX_HAVE = 64  # snapshots named as already held when a pack is built (enough to find the shared base)
 
 

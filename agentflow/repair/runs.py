@@ -23,7 +23,9 @@ from agentflow.config import dump_yaml
 from agentflow.errors import UserError
 from agentflow.events import EventLog
 from agentflow.paths import path_component
-from agentflow.swe.repair import InstanceOutcome, ModelLoader, RepairConfig, repair_task
+from agentflow.repair.config import ModelLoader, RepairConfig
+from agentflow.repair.outcome import InstanceOutcome
+from agentflow.repair.solve import repair_task
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.tasks import Prediction, SWETask
 

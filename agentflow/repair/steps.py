@@ -10,14 +10,12 @@ import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, declared_tool_calling
-from agentflow.swe.edits import apply_edit, indent_of, parse_edits
-from agentflow.swe.localize import Window, file_context, rank_windows, render_window, repo_map
-
-if TYPE_CHECKING:
-    from agentflow.swe.repair import RepairConfig
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.edits import apply_edit, indent_of, parse_edits
+from agentflow.repair.localize import Window, file_context, rank_windows, render_window, repo_map
 
 EditStatus = Literal["ok", "noop", "unparsable", "apply_error"]
 

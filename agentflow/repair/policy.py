@@ -13,19 +13,18 @@ import ast
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentflow.budget import Budget, BudgetExceeded
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel, ChatRequest
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.overlay import SourceOverlay
+from agentflow.repair.steps import ReadEdits, critique, edit_prompt, first_text, read_edits, read_rewrite
+from agentflow.repair.workbench import Verification, Workbench
 from agentflow.search.protocols import RolloutContext
 from agentflow.search.types import Action, NodeState
-from agentflow.swe.overlay import SourceOverlay
-from agentflow.swe.steps import ReadEdits, critique, edit_prompt, first_text, read_edits, read_rewrite
-from agentflow.swe.workbench import Verification, Workbench
-
-if TYPE_CHECKING:
-    from agentflow.swe.repair import Candidate, RepairConfig
 
 
 @dataclass
@@ -190,8 +189,6 @@ class RepairPolicy:
 
     def _record_failed(self, cand_id: str, parent_id: str, status: str, errors: list[str], answer: str,
                        finish: str, sample: int) -> None:
-        from agentflow.swe.repair import Candidate
-
         self.record(Candidate(instance_id=self.iid, candidate_id=cand_id, parent_id=parent_id, status=status,  # type: ignore[arg-type]
                               edit_errors=errors, finish_reason=finish, sample=sample, answer=answer[:4000]))
         self.events.emit("repair.resample", node_id=cand_id, parent_id=parent_id, instance_id=self.iid,
@@ -216,8 +213,6 @@ class RepairPolicy:
         return actions
 
     async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
-        from agentflow.swe.repair import Candidate
-
         d: dict[str, Any] = action.data
         parent_patch = state.data["patch"]
         async with self.bench.lock:
