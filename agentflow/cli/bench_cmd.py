@@ -22,6 +22,7 @@ from agentflow.cli.repair_options import (
     TEST_CMD_OPTION,
     VERIFIER_MODEL_OPTION,
     WALL_TIME_OPTION,
+    WORKFLOW_OPTION,
     repair_overrides,
     run_batch_cli,
 )
@@ -70,6 +71,7 @@ def register(app: typer.Typer) -> None:
         step_limit: int = STEP_LIMIT_OPTION,
         wall_time: str = WALL_TIME_OPTION,
         sandbox: str = SANDBOX_OPTION,
+        workflow: str = WORKFLOW_OPTION,
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/bench-<id>)."),
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
@@ -107,6 +109,7 @@ def register(app: typer.Typer) -> None:
             step_limit=step_limit,
             wall_time=wall_time,
             sandbox=sandbox,
+            workflow=workflow,
         )
         if workers is not None:
             if workers < 1:

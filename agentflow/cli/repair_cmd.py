@@ -21,6 +21,7 @@ from agentflow.cli.repair_options import (
     TEST_CMD_OPTION,
     VERIFIER_MODEL_OPTION,
     WALL_TIME_OPTION,
+    WORKFLOW_OPTION,
     repair_overrides,
     run_batch_cli,
 )
@@ -114,6 +115,7 @@ def register(app: typer.Typer) -> None:
         step_limit: int = STEP_LIMIT_OPTION,
         wall_time: str = WALL_TIME_OPTION,
         sandbox: str = SANDBOX_OPTION,
+        workflow: str = WORKFLOW_OPTION,
         apply: bool = typer.Option(
             False, "--apply", help="Write the chosen patch into REPO's working tree (checked first: no .git/, no symlinks)."
         ),
@@ -142,6 +144,7 @@ def register(app: typer.Typer) -> None:
             step_limit=step_limit,
             wall_time=wall_time,
             sandbox=sandbox,
+            workflow=workflow,
         )
         cfg = load_repair_config(overrides)
         if issue is not None and issue_file is not None:

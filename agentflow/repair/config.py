@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agentflow.config import StrictConfig, apply_overrides, read_yaml, validate_config
+from agentflow.config import StrictConfig, apply_overrides, validate_config
 from agentflow.models.base import ChatModel
 from agentflow.sandbox.config import SandboxConfig
 
@@ -16,31 +16,32 @@ Strategy = Literal["single", "best-of-n", "mcts"]
 ModelLoader = Callable[[str], ChatModel]
 
 class RepairPrompts(StrictConfig):
-    """Prompt templates; `{name}` fields are filled in (other braces are left alone)."""
+    """Prompt templates (Jinja). None uses the shipped file `agentflow/repair/prompts/<name>.j2`; a string is
+    a template of its own. Each names the variables it gets."""
 
-    system: str = "You are a careful software engineer. You fix bugs with small, exact edits."
+    system: str | None = None
     """System message of the coder."""
-    edit: str = "Fix the issue.\n\n{issue}\n\n{code}\n\n{feedback}\n\nAnswer with SEARCH/REPLACE blocks."
-    """User message of an edit attempt: {issue}, {repo_map}, {code}, {feedback}, {plan}, {hint}, {path}
-    (file of the first window)."""
-    tools: str = "{issue}\n\n{code}\n\n{feedback}\n\nFix the issue by editing the files with your tools."
-    """User message of an attempt with `edit_format: tools`: the same fields as `edit`."""
-    rewrite: str = "{issue}\n\n{code}\n\nRewrite {symbol} from {path} with the bug fixed:\n```python\n{snippet}\n```"
-    """User message of an attempt with `edit_format: rewrite`: {issue}, {code} (other windows), {snippet} (the
-    window to rewrite, no line numbers), {symbol}, {path}, {lines}, {file} (the rest of its file, see
-    `file_context_lines`), {feedback}, {plan}, {hint}, {repo_map}."""
-    helper_system: str = "You are an experienced Python developer helping to fix a bug."
-    """System message of the planner, critic and reproduction steps."""
-    plan: str = "{issue}\n\n{code}\n\nIn two or three sentences: which function is wrong and what must change?"
-    """Planner's user message: {issue}, {repo_map}, {code}."""
-    critique: str = "{issue}\n\n{patch}\n\n{tests}\n\nWhat is wrong with this change, and what should be tried instead?"
-    """Critic's user message: {issue}, {patch}, {tests}."""
-    rank: str = "{issue}\n\n{functions}\n\nWhich function most likely holds the bug? Answer with its number."
-    """Suspect ranking's user message (`rank`): {issue}, {functions} (numbered), {count}, {feedback}; the
-    numbers in the answer, in order, are its ranking."""
-    reproduce: str = "{issue}\n\n{code}\n\nWrite a Python script that fails with an AssertionError while the bug is present."
-    """Reproduction step's user message: {issue}, {repo_map}, {api}, {code}, {previous}; the answer's first code
-    block is run."""
+    edit: str | None = None
+    """User message of an edit attempt (`edit_format: search_replace`): issue, repo_map, code, feedback, plan,
+    hint, path (file of the first window)."""
+    tools: str | None = None
+    """User message of an attempt with `edit_format: tools`: the same variables as `edit`."""
+    rewrite: str | None = None
+    """User message of an attempt with `edit_format: rewrite`: issue, code (other windows), snippet (the
+    window to rewrite, no line numbers), symbol, path, lines, file (the rest of its file, see
+    `file_context_lines`), feedback, plan, hint, repo_map."""
+    helper_system: str | None = None
+    """System message of the planner, critic, ranking and reproduction steps."""
+    plan: str | None = None
+    """Planner's user message: issue, repo_map, code."""
+    critique: str | None = None
+    """Critic's user message: issue, patch, tests."""
+    rank: str | None = None
+    """Suspect ranking's user message: issue, functions (numbered), count, feedback; the numbers in the answer,
+    in order, are its ranking."""
+    reproduce: str | None = None
+    """Reproduction step's user message: issue, repo_map, api, code, previous; the answer's first code block is
+    run."""
 
 
 class RunInputs(StrictConfig):
@@ -92,8 +93,13 @@ class RepairConfig(StrictConfig):
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
     vote: bool = True
     """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
-    strategy: Strategy = "single"
-    """single: one chain of attempts; best-of-n: n chains at once; mcts: tree search over attempts."""
+    workflow: str = "repair"
+    """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
+    nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Settings of single nodes, over the workflow's own: `-c nodes.search.n=8` (node name, then setting)."""
+    strategy: Strategy | None = None
+    """Sets the workflow's search node: single (best-of-N with n=1: one chain of attempts), best-of-n (n chains
+    at once), mcts (tree search over attempts). None: the search node as the workflow defines it."""
     n: int = Field(default=4, ge=1, le=64)
     """Chains for best-of-n. mcts makes about n * max_attempts edit samples (ceil(n * max_attempts / mcts_k)
     expansions of mcts_k samples each), the same budget as best-of-n."""
@@ -127,14 +133,14 @@ class RepairConfig(StrictConfig):
     """Stop sequences of edit answers."""
     max_prompt_chars: int = Field(default=12000, ge=1000)
     """Prompt size cap (about 4 characters per token); code windows are dropped to stay under it."""
-    windows: int = Field(default=3, ge=1, le=20)
+    windows: int = Field(default=4, ge=1, le=20)
     """Code windows shown per attempt."""
     context_windows: int = Field(default=0, ge=0, le=20)
     """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
     file_context_lines: int = Field(default=80, ge=0)
     """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
     lines, else in outline (imports, module names, signatures); 0 shows none of it."""
-    window_lines: int = Field(default=40, ge=5)
+    window_lines: int = Field(default=30, ge=5)
     """Longest code window; longer functions are shown around the hit."""
     feedback: Literal["auto", "task", "repo", "none"] = "repo"
     """Tests that verify candidates during the search. repo (blind, the default): `test_cmd` on the repository
@@ -171,14 +177,7 @@ class RepairConfig(StrictConfig):
 def load_repair_config(
     overrides: list[str] | tuple[str, ...] = (), base: dict[str, Any] | None = None
 ) -> RepairConfig:
-    """Defaults from the shipped `workflows/repair.yaml`, then `base`, then `-c` items."""
-    from agentflow.resources import data_dir
-
-    data: dict[str, Any] = {}
-    shipped = data_dir("workflows") / "repair.yaml"
-    if shipped.is_file():
-        data = dict(read_yaml(shipped) or {})
-    data.update(base or {})
-    return validate_config(RepairConfig, apply_overrides(data, overrides), source="repair config")
+    """The defaults (this module: their only source), then `base`, then `-c` items (files or key=value)."""
+    return validate_config(RepairConfig, apply_overrides(dict(base or {}), overrides), source="repair config")
 
 

@@ -55,6 +55,10 @@ class InstanceOutcome(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     duration_s: float = 0.0
+    graph_s: float = 0.0
+    """Wall time of the task's workflow run (its nodes plus the graph engine and checkpointer around them)."""
+    nodes_s: float = 0.0
+    """Time inside the workflow's nodes; graph_s - nodes_s is what the graph engine and checkpointer cost."""
     sandbox_backend: str | None = None
     """The sandbox backend the task actually ran in (docker, or local when asked for by name)."""
 

@@ -62,8 +62,14 @@ class RepairPolicy:
         *,
         plan: str = "",
         prefer: list[tuple[str, str]] | None = None,
+        edit_cfg: RepairConfig | None = None,
+        critique_cfg: RepairConfig | None = None,
     ) -> None:
         self.cfg, self.bench, self.models, self.budget, self.events = cfg, bench, models, budget, events
+        self.edit_cfg = edit_cfg or cfg
+        """Settings of the rollout's edit step (its node's settings over the run's)."""
+        self.critique_cfg = critique_cfg
+        """Settings of the rollout's critique step; None when the rollout has none."""
         self.issue, self.record, self.plan = issue, record, plan
         self.prefer = prefer or []
         """The coder's ranking of the suspects, (path, function) best first."""
@@ -111,10 +117,10 @@ class RepairPolicy:
             return self._source_cache[patch]
 
     async def _sample(self, state: NodeState, sources: dict[str, str], focus: int, ctx: RolloutContext) -> Action | None:
-        cfg, hint = self.cfg, ""
+        cfg, hint = self.edit_cfg, ""
         parent_id = state.data["candidate_id"]
         for retry in range(cfg.noop_retries + 1):
-            if self.solved and cfg.stop_on_success:
+            if self.solved and self.cfg.stop_on_success:
                 return None
             self._reserve()
             self.samples += 1
@@ -163,7 +169,7 @@ class RepairPolicy:
         from agentflow.agents.config import AgentConfig
         from agentflow.tools.context import ToolContext
 
-        cfg = self.cfg
+        cfg = self.edit_cfg
         overlay = SourceOverlay(sources)
         agent = Agent(AgentConfig(name="coder", tools=["editor"], step_limit=cfg.tool_steps,
                                   max_tokens=cfg.max_tokens, temperature=cfg.temperature, tool_protocol="native"),
@@ -226,9 +232,11 @@ class RepairPolicy:
                 return state.child(done=True, output=None, data={**state.data, "noop": True})
             verification, _ = await self.bench.verify(patch)
         feedback = verification.output
-        if verification.passed is not True and self.models.critic is not None and self.cfg.max_attempts > 1:
-            review = await critique(self.models.critic, self.cfg, self.issue, patch, verification.output,
-                                    seed=self.cfg.seed + d["sample"])
+        review_cfg = self.critique_cfg
+        if (verification.passed is not True and review_cfg is not None and self.models.critic is not None
+                and self.cfg.max_attempts > 1):
+            review = await critique(self.models.critic, review_cfg, self.issue, patch, verification.output,
+                                    seed=review_cfg.seed + d["sample"])
             ctx.usage.add_model()
             feedback = (feedback + "\n\n" if feedback else "") + f"Reviewer's notes on this change:\n{review}"
         self.attempts.append(Attempt(d["candidate_id"], patch, verification, d["sample"]))
