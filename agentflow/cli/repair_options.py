@@ -170,7 +170,7 @@ def run_batch_cli(
         if handle is not None:
             if not model_set:
                 cfg.model = handle.spec
-            extra["model_loader"] = served_loader(handle)
+            extra["model_loader"] = served_loader(handle, cfg.model_options)
         progress, metrics = metrics_hook(handle, out_dir, on_progress)
         try:
             return asyncio.run(run_batch(tasks, cfg, out_dir, on_progress=progress, **extra, **kwargs))
