@@ -29,38 +29,6 @@ from agentflow.cli.serve_flag import check_serve, sets_model
 from agentflow.errors import UserError
 
 
-def repo_task(repo: Path, issue: str) -> Any:
-    """A task for a plain repository: its committed HEAD (git) or its files as they are (a snapshot)."""
-    import subprocess
-    import tempfile
-
-    from agentflow.swe.tasks import SWETask
-    from agentflow.swe.workspace import snapshot_commit
-
-    if not repo.exists():
-        raise UserError(f"repository {repo} not found", hint="give the path of a repository directory")
-    if not repo.is_dir():
-        raise UserError(f"repository {repo} is not a directory")
-    repo = repo.resolve()
-    if (repo / ".git").exists():
-        proc = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            raise UserError(f"repository {repo} has no commit yet", hint="commit the code to repair first")
-        base = proc.stdout.strip()
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            base = snapshot_commit(repo, Path(tmp) / "r")
-    return SWETask(
-        instance_id=repo.name or "repo",
-        repo=str(repo),
-        base_commit=base,
-        problem_statement=issue,
-        FAIL_TO_PASS=[],
-    )
-
-
 def describe(outcome: Any, out_dir: Path) -> str:
     lines = [f"status: {outcome.status}" + (f" ({outcome.error})" if outcome.error else "")]
     v = outcome.verification
@@ -186,6 +154,8 @@ def register(app: typer.Typer) -> None:
         elif inputs.repo:
             if not inputs.issue or not inputs.issue.strip():
                 raise UserError("no issue given", hint="pass --issue TEXT or --issue-file FILE")
+            from agentflow.swe.workspace import repo_task
+
             task = repo_task(Path(inputs.repo), inputs.issue)
         else:
             raise UserError(
