@@ -63,37 +63,43 @@ def _owner_labels() -> dict[str, str]:
     return {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}
 
 
+def _listed(client: Any, what: str) -> list[dict[str, Any]]:
+    """Our labelled containers or volumes as the engine lists them (no per-item inspect: one that goes away
+    meanwhile, as auto-removed containers do, cannot fail the listing)."""
+    if what == "containers":
+        return list(client.api.containers(all=True, filters={"label": LABEL}))
+    return list((client.api.volumes(filters={"label": LABEL}) or {}).get("Volumes") or [])
+
+
+def _owner_gone(labels: dict[str, str], host: str) -> bool:
+    if labels.get(f"{LABEL}.host") != host:
+        return False  # another machine's: its owner cannot be checked from here
+    try:
+        pid = int(labels.get(f"{LABEL}.pid", "0"))
+    except ValueError:
+        pid = 0
+    return not (pid and pid_alive(pid))
+
+
 def reap_orphans(client: Any | None = None) -> list[str]:
     """Remove sandbox containers/volumes whose owning process (on this host) is gone."""
     client = client or docker_client()
     removed = []
     host = socket.gethostname()
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
-        labels = c.labels or {}
+    for c in _listed(client, "containers"):
+        labels = c.get("Labels") or {}
+        if not _owner_gone(labels, host) and c.get("State") != "exited":
+            continue
         if labels.get(f"{LABEL}.host") != host:
             continue
-        try:
-            pid = int(labels.get(f"{LABEL}.pid", "0"))
-        except ValueError:
-            pid = 0
-        if pid and pid_alive(pid) and c.status != "exited":
-            continue
         with contextlib.suppress(Exception):
-            c.remove(force=True)
-            removed.append(c.name)
-    for v in client.volumes.list(filters={"label": LABEL}):
-        labels = v.attrs.get("Labels") or {}
-        if labels.get(f"{LABEL}.host") != host:
-            continue
-        try:
-            pid = int(labels.get(f"{LABEL}.pid", "0"))
-        except ValueError:
-            pid = 0
-        if pid and pid_alive(pid):
-            continue
-        with contextlib.suppress(Exception):
-            v.remove(force=True)
-            removed.append(v.name)
+            client.api.remove_container(c["Id"], force=True)
+            removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
+    for v in _listed(client, "volumes"):
+        if _owner_gone(v.get("Labels") or {}, host):
+            with contextlib.suppress(Exception):
+                client.api.remove_volume(v["Name"], force=True)
+                removed.append(v["Name"])
     return removed
 
 
@@ -104,14 +110,14 @@ def prune(client: Any | None = None, *, everything: bool = False) -> list[str]:
     if not everything:
         return reap_orphans(client)
     removed = []
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    for c in _listed(client, "containers"):
         with contextlib.suppress(Exception):
-            c.remove(force=True)
-            removed.append(c.name)
-    for v in client.volumes.list(filters={"label": LABEL}):
+            client.api.remove_container(c["Id"], force=True)
+            removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
+    for v in _listed(client, "volumes"):
         with contextlib.suppress(Exception):
-            v.remove(force=True)
-            removed.append(v.name)
+            client.api.remove_volume(v["Name"], force=True)
+            removed.append(v["Name"])
     return removed
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from pathlib import Path
 
@@ -140,12 +139,12 @@ async def test_prune_removes_only_orphans_unless_all(docker_image: str) -> None:
     from agentflow.sandbox.docker import LABEL, docker_client, prune
 
     client = docker_client()
-    orphan = client.containers.create(
-        docker_image, ["sleep", "300"], labels={LABEL: "1", f"{LABEL}.pid": "999999999", f"{LABEL}.host": os.uname().nodename}
-    )
     async with open_sandbox("docker", SandboxConfig(image=docker_image)) as live:
+        # made after the start (a start reaps orphans too): its owner pid does not exist
+        orphan = client.containers.create(
+            docker_image, ["sleep", "300"], labels={LABEL: "1", f"{LABEL}.pid": "999999999", f"{LABEL}.host": os.uname().nodename}
+        )
         removed = await asyncio.to_thread(prune)
         assert orphan.name in removed
         assert live.id not in removed
         assert (await live.exec("echo alive")).stdout == "alive\n"
-    json.dumps(removed)
