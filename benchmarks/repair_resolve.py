@@ -52,6 +52,9 @@ def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
         "statuses": report.get("statuses", {}),
         "chosen_by": {k: sum(1 for o in outcomes if str(o.get("chosen_by")) == k)
                       for k in sorted({str(o.get("chosen_by")) for o in outcomes})},
+        # what the graph engine and its checkpointer cost: a task's workflow wall time outside its nodes
+        "graph_overhead_ratio": round(sum(max(0.0, o.get("graph_s", 0.0) - o.get("nodes_s", 0.0)) for o in outcomes)
+                                      / max(1e-9, sum(o.get("duration_s", 0.0) for o in outcomes)), 5),
     }
 
 
@@ -104,13 +107,20 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("-c", dest="config", action="append", default=[])
     parser.add_argument("--grade-candidates", action="store_true")
+    parser.add_argument("--workflow", default=None, help="a repair workflow (name or YAML path) for every strategy")
+    parser.add_argument("--tasks", default=str(TASKS), help="tasks file (default: the 15 example tasks)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N tasks (a quick, fixed subset)")
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
-    result: dict[str, object] = {"model": "local:qwen2.5-coder-1.5b", "tasks": str(TASKS.relative_to(ROOT)),
-                                 "workers": args.workers, "config": args.config}
+    result: dict[str, object] = {"model": "local:qwen2.5-coder-1.5b", "tasks": args.tasks,
+                                 "workers": args.workers, "config": args.config, "workflow": args.workflow or "repair"}
     for name in args.strategies:
         run_dir = Path(args.out) / name
-        argv = [agentflow, "bench", str(TASKS), *STRATEGIES[name], "--workers", str(args.workers), "-o", str(run_dir)]
+        argv = [agentflow, "bench", args.tasks, *STRATEGIES[name], "--workers", str(args.workers), "-o", str(run_dir)]
+        if args.workflow:
+            argv += ["--workflow", args.workflow]
+        if args.limit:
+            argv += ["--slice", f":{args.limit}"]
         for item in args.config:
             argv += ["-c", item]
         if (run_dir / "instances").is_dir():

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from agentflow.agents.config import AgentConfig, import_schema, load_agent_config
+from agentflow.agents.config import AgentConfig, import_schema
 from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.prompts import PromptSet
 from agentflow.agents.result import AgentResult, StopReason
+from agentflow.agents.roles import load_agent_config
 from agentflow.agents.schemas import FinalText
 from agentflow.agents.textproto import parse_tool_blocks
 from agentflow.budget import Budget, BudgetExceeded

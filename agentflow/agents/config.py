@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agentflow.config import StrictConfig, apply_overrides, read_yaml, validate_config
+from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 
 ToolProtocol = Literal["auto", "native", "text"]
@@ -65,30 +63,3 @@ def import_schema(path: str) -> type[BaseModel]:
     if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
         raise ConfigError(f"output_schema {path!r}: {attr!r} is not a pydantic model in {module_name}")
     return cls
-
-
-def load_agent_config(
-    source: str | Path | Mapping[str, Any] | AgentConfig,
-    overrides: Iterable[str] = (),
-) -> AgentConfig:
-    """Build an `AgentConfig` from a role name (`planner`), a YAML file, a mapping or a config, then apply
-    `-c` overrides (`step_limit=10`, `model=openai:gpt-4o-mini`, or another YAML file)."""
-    from agentflow.agents.roles import ROLES
-
-    if isinstance(source, AgentConfig):
-        base: dict[str, Any] = source.model_dump()
-        where = "agent config"
-    elif isinstance(source, Mapping):
-        base, where = dict(source), "agent config"
-    elif str(source) in ROLES:
-        base, where = ROLES[str(source)].model_dump(), f"role {source}"
-    elif Path(source).suffix in (".yaml", ".yml") or Path(source).exists():
-        loaded = read_yaml(source)
-        if not isinstance(loaded, Mapping):
-            raise ConfigError(f"{source}: expected a mapping of agent config fields at the top level")
-        base, where = dict(loaded), str(source)
-    else:
-        raise ConfigError(
-            f"unknown agent {str(source)!r}: use a role ({', '.join(ROLES)}) or a YAML file path"
-        )
-    return validate_config(AgentConfig, apply_overrides(base, overrides), source=where)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 from agentflow.agents.config import AgentConfig
+from agentflow.config import apply_overrides, read_yaml, validate_config
+from agentflow.errors import ConfigError
 
 _SCHEMAS = "agentflow.agents.schemas"
 
@@ -62,3 +66,28 @@ ROLES: Mapping[str, AgentConfig] = _RoleTable(
     }
 )
 """Role name -> default config of that role."""
+
+
+def load_agent_config(
+    source: str | Path | Mapping[str, Any] | AgentConfig,
+    overrides: Iterable[str] = (),
+) -> AgentConfig:
+    """Build an `AgentConfig` from a role name (`planner`), a YAML file, a mapping or a config, then apply
+    `-c` overrides (`step_limit=10`, `model=openai:gpt-4o-mini`, or another YAML file)."""
+    if isinstance(source, AgentConfig):
+        base: dict[str, Any] = source.model_dump()
+        where = "agent config"
+    elif isinstance(source, Mapping):
+        base, where = dict(source), "agent config"
+    elif str(source) in ROLES:
+        base, where = ROLES[str(source)].model_dump(), f"role {source}"
+    elif Path(source).suffix in (".yaml", ".yml") or Path(source).exists():
+        loaded = read_yaml(source)
+        if not isinstance(loaded, Mapping):
+            raise ConfigError(f"{source}: expected a mapping of agent config fields at the top level")
+        base, where = dict(loaded), str(source)
+    else:
+        raise ConfigError(
+            f"unknown agent {str(source)!r}: use a role ({', '.join(ROLES)}) or a YAML file path"
+        )
+    return validate_config(AgentConfig, apply_overrides(base, overrides), source=where)

@@ -22,6 +22,7 @@ from agentflow.cli.repair_options import (
     TEST_CMD_OPTION,
     VERIFIER_MODEL_OPTION,
     WALL_TIME_OPTION,
+    WORKFLOW_OPTION,
     repair_overrides,
     run_batch_cli,
 )
@@ -70,13 +71,15 @@ def register(app: typer.Typer) -> None:
         step_limit: int = STEP_LIMIT_OPTION,
         wall_time: str = WALL_TIME_OPTION,
         sandbox: str = SANDBOX_OPTION,
+        workflow: str = WORKFLOW_OPTION,
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/bench-<id>)."),
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Repair every task of a tasks file; write preds.jsonl, report.json, candidates.jsonl, events.jsonl."""
-        from agentflow.swe.repair import InstanceOutcome, load_repair_config
-        from agentflow.swe.runs import Progress, select
+        from agentflow.repair.config import load_repair_config
+        from agentflow.repair.outcome import InstanceOutcome
+        from agentflow.repair.runs import Progress, select
         from agentflow.swe.tasks import load_tasks
 
         check_serve(serve)
@@ -106,6 +109,7 @@ def register(app: typer.Typer) -> None:
             step_limit=step_limit,
             wall_time=wall_time,
             sandbox=sandbox,
+            workflow=workflow,
         )
         if workers is not None:
             if workers < 1:

@@ -49,3 +49,33 @@ def register(app: typer.Typer) -> None:
 
         typer.echo(to_mermaid(load_workflow(workflow)), nl=False)
         return 0
+
+    @sub.command("types")
+    def types_cmd(
+        workflow: str = typer.Argument(None, help="Also the node types this workflow's node_types: adds."),
+        as_json: bool = JSON_OPTION,
+    ) -> int:
+        """List the registered node types (shipped, installed plugins, a workflow's own) and their settings."""
+        from agentflow.graph.context import RunContext
+        from agentflow.graph.loader import load_workflow
+        from agentflow.graph.nodetypes import default_registry
+
+        registry = default_registry()
+        if workflow is not None:
+            from agentflow.graph.compile import registry_for
+
+            registry = registry_for(load_workflow(workflow), RunContext())
+        rows = []
+        for name in registry.names():
+            nt = registry.types[name]
+            settings = sorted(nt.settings.model_fields) if nt.settings is not None else []
+            rows.append({"type": name, "description": nt.description, "search": nt.search,
+                         "reads": list(nt.reads), "writes": list(nt.writes), "settings": settings})
+        if as_json:
+            print_json({"types": rows})
+        else:
+            for row in rows:
+                typer.echo(f"{row['type']:<18} {row['description']}")
+                if row["settings"]:
+                    typer.echo(f"{'':<18} settings: {', '.join(row['settings'])}")
+        return 0

@@ -21,43 +21,12 @@ from agentflow.cli.repair_options import (
     TEST_CMD_OPTION,
     VERIFIER_MODEL_OPTION,
     WALL_TIME_OPTION,
+    WORKFLOW_OPTION,
     repair_overrides,
     run_batch_cli,
 )
 from agentflow.cli.serve_flag import check_serve, sets_model
 from agentflow.errors import UserError
-
-
-def repo_task(repo: Path, issue: str) -> Any:
-    """A task for a plain repository: its committed HEAD (git) or its files as they are (a snapshot)."""
-    import subprocess
-    import tempfile
-
-    from agentflow.swe.tasks import SWETask
-    from agentflow.swe.workspace import snapshot_commit
-
-    if not repo.exists():
-        raise UserError(f"repository {repo} not found", hint="give the path of a repository directory")
-    if not repo.is_dir():
-        raise UserError(f"repository {repo} is not a directory")
-    repo = repo.resolve()
-    if (repo / ".git").exists():
-        proc = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            raise UserError(f"repository {repo} has no commit yet", hint="commit the code to repair first")
-        base = proc.stdout.strip()
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            base = snapshot_commit(repo, Path(tmp) / "r")
-    return SWETask(
-        instance_id=repo.name or "repo",
-        repo=str(repo),
-        base_commit=base,
-        problem_statement=issue,
-        FAIL_TO_PASS=[],
-    )
 
 
 def describe(outcome: Any, out_dir: Path) -> str:
@@ -114,6 +83,7 @@ def register(app: typer.Typer) -> None:
         step_limit: int = STEP_LIMIT_OPTION,
         wall_time: str = WALL_TIME_OPTION,
         sandbox: str = SANDBOX_OPTION,
+        workflow: str = WORKFLOW_OPTION,
         apply: bool = typer.Option(
             False, "--apply", help="Write the chosen patch into REPO's working tree (checked first: no .git/, no symlinks)."
         ),
@@ -125,8 +95,8 @@ def register(app: typer.Typer) -> None:
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Repair one repository for one issue: localize, edit, test, search; print the chosen patch and how it was verified."""
-        from agentflow.swe.repair import load_repair_config
-        from agentflow.swe.runs import read_outcome, select
+        from agentflow.repair.config import load_repair_config
+        from agentflow.repair.runs import read_outcome, select
         from agentflow.swe.tasks import load_tasks
 
         check_serve(serve)
@@ -142,6 +112,7 @@ def register(app: typer.Typer) -> None:
             step_limit=step_limit,
             wall_time=wall_time,
             sandbox=sandbox,
+            workflow=workflow,
         )
         cfg = load_repair_config(overrides)
         if issue is not None and issue_file is not None:
@@ -183,6 +154,8 @@ def register(app: typer.Typer) -> None:
         elif inputs.repo:
             if not inputs.issue or not inputs.issue.strip():
                 raise UserError("no issue given", hint="pass --issue TEXT or --issue-file FILE")
+            from agentflow.swe.workspace import repo_task
+
             task = repo_task(Path(inputs.repo), inputs.issue)
         else:
             raise UserError(
@@ -214,6 +187,6 @@ def register(app: typer.Typer) -> None:
 
 
 def _safe_id(instance_id: str) -> str:
-    from agentflow.swe.runs import _safe
+    from agentflow.repair.runs import _safe
 
     return _safe(instance_id)

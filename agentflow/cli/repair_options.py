@@ -31,6 +31,7 @@ __all__ = [
     "TEST_CMD_OPTION",
     "VERIFIER_MODEL_OPTION",
     "WALL_TIME_OPTION",
+    "WORKFLOW_OPTION",
     "parse_duration",
     "repair_overrides",
     "run_batch_cli",
@@ -63,6 +64,9 @@ BUDGET_OPTION = typer.Option(
 STEP_LIMIT_OPTION = typer.Option(None, "--step-limit", help="Model calls per task.")
 WALL_TIME_OPTION = typer.Option(None, "--wall-time", help="Wall-clock limit per task, e.g. 90s, 30m, 1h.")
 SANDBOX_OPTION = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto.")
+WORKFLOW_OPTION = typer.Option(
+    None, "--workflow", help="Repair workflow: a shipped name (default repair) or a YAML path (see 'agentflow graph show')."
+)
 
 STRATEGIES = ("single", "best-of-n", "mcts")
 SANDBOXES = ("docker", "local", "auto")
@@ -92,9 +96,14 @@ def repair_overrides(
     step_limit: int | None = None,
     wall_time: str | None = None,
     sandbox: str | None = None,
+    workflow: str | None = None,
 ) -> list[str]:
     """The `-c key=value` items the shared flags stand for (unset flags add none); bad values: UserError."""
     out: list[str] = []
+    if workflow is not None:
+        from agentflow.graph.loader import find_workflow
+
+        out.append(f"workflow={json.dumps(str(find_workflow(workflow).resolve()) if Path(workflow).is_file() else workflow)}")
     if strategy is not None:
         if strategy not in STRATEGIES:
             raise UserError(f"--strategy must be single, best-of-n or mcts, got {strategy!r}")
@@ -154,14 +163,14 @@ def run_batch_cli(
     import asyncio
 
     from agentflow.cli.serve_flag import metrics_hook, served_loader, serving
-    from agentflow.swe.runs import run_batch
+    from agentflow.repair.runs import run_batch
 
     with serving(serve) as handle:
         extra: dict[str, Any] = {}
         if handle is not None:
             if not model_set:
                 cfg.model = handle.spec
-            extra["model_loader"] = served_loader(handle)
+            extra["model_loader"] = served_loader(handle, cfg.model_options)
         progress, metrics = metrics_hook(handle, out_dir, on_progress)
         try:
             return asyncio.run(run_batch(tasks, cfg, out_dir, on_progress=progress, **extra, **kwargs))

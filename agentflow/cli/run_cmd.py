@@ -251,10 +251,12 @@ def _run_workflow(spec: Any, workflow: str, cfg: RunConfig, *, handle: Any, mode
     checkpointer: Any = "sqlite" if cfg.checkpointer == "sqlite" else cfg.checkpointer
     events = EventLog(rdir / "events.jsonl", run_id=run_id)
     ctx = RunContext(events=events, tools=_load_tools(cfg.tools), model=model or spec.model)
-    served_model = None
+    served = None
     if handle is not None and model is None:  # --model beats --serve, which beats the workflow's model:
-        served_model = handle.load_model()
-        ctx.model, ctx.chat_model = handle.spec, served_model
+        from agentflow.models.spec import served_model
+
+        served = served_model(handle)
+        ctx.model, ctx.chat_model = handle.spec, served
     printer = _Printer(printer_mode)
     runner = None
     try:
@@ -270,7 +272,7 @@ def _run_workflow(spec: Any, workflow: str, cfg: RunConfig, *, handle: Any, mode
             coro = runner.resume(thread, approve=approve, edit=edits, on_event=printer)
         else:
             coro = runner.start(inputs, thread_id=thread, on_event=printer)
-        result = asyncio.run(_with_metrics(coro, handle, events, served_model))
+        result = asyncio.run(_with_metrics(coro, handle, events, served))
     finally:
         printer.stop()
         if runner is not None:

@@ -89,15 +89,23 @@ def serving(value: str | None) -> Iterator[ServerHandle | None]:
             handle.stop_sync()
 
 
-def served_loader(handle: ServerHandle) -> Callable[[str], ChatModel]:
+def served_loader(handle: ServerHandle, options: dict[str, Any] | None = None) -> Callable[[str], ChatModel]:
     """A `model_loader` for repair runs: the served model for `handle.spec` (with the server's API key),
-    `load_model` for any other spec."""
-    from agentflow.models.spec import load_model
+    `load_model` for any other spec; `options` (the run's `model_options`) apply to both, however the model
+    was chosen. A CPU llama-server decoding several requests at once is slow per request: unless the run says
+    otherwise its requests wait as long as `local:` models do (`LOCAL_TIMEOUT_S`)."""
+    from agentflow.models.local import LOCAL_TIMEOUT_S
+    from agentflow.models.spec import load_model, served_model
+
+    opts = dict(options or {})
 
     def load(spec: str) -> ChatModel:
         if spec == handle.spec:
-            return handle.load_model()  # type: ignore[no-any-return]
-        return load_model(spec)
+            served = dict(opts)
+            if handle.kind == "llamacpp":
+                served.setdefault("timeout_s", LOCAL_TIMEOUT_S)
+            return served_model(handle, **served)
+        return load_model(spec, **opts)
 
     return load
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import inspect
 import operator
 import re
+import time
 import typing
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
@@ -43,14 +45,20 @@ def _merge(left: Any, right: Any) -> dict[str, Any]:
 _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {"append": _append, "add": _add, "merge": _merge}
 
 
-def state_schema(spec: WorkflowSpec) -> type:
-    """The LangGraph state schema: the Python state class, or a TypedDict built from `state:`."""
+def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
+    """The LangGraph state schema: the Python state class, or a TypedDict built from `state:` (plus the keys
+    typed nodes read and write, when the workflow does not declare them)."""
     if spec.state_class is not None:
         return spec.state_class
     fields: dict[str, Any] = {}
     for name, f in spec.state.items():
         tp = _TYPES.get(f.type, Any)
         fields[name] = Annotated[tp, _REDUCERS[f.reducer]] if f.reducer and f.reducer != "replace" else tp
+    if registry is not None:
+        for node in spec.nodes.values():
+            node_type = registry.get(node.type) if node.type else None
+            for key in (*node_type.reads, *node_type.writes) if node_type else ():
+                fields.setdefault(key, Any)
     if not fields:
         fields["__value"] = Any  # LangGraph needs at least one key
     safe = re.sub(r"\W", "_", spec.name) or "State"
@@ -220,6 +228,35 @@ def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -
     return run
 
 
+def registry_for(spec: WorkflowSpec, rt: RunContext) -> Any:
+    """The node types a workflow can use: the run's registry (default: shipped and installed ones) plus
+    the modules the workflow names under `node_types:` (relative to its file)."""
+    from agentflow.graph.nodetypes import default_registry
+
+    registry = rt.node_types if rt.node_types is not None else default_registry()
+    if spec.node_types:
+        base = Path(spec.source_path).parent if spec.source_path else None
+        registry = registry.with_modules(spec.node_types, base)
+    return registry
+
+
+def _typed_node(name: str, node: NodeSpec, rt: RunContext, registry: Any) -> Callable[..., Any]:
+    node_type = registry.require(node.type, f"node '{name}'")
+    settings = node_type.parse_settings(node.settings, f"node '{name}'")
+
+    async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        rt.emit("node.start", node_id=name, type=node_type.name)
+        t0 = time.perf_counter()
+        try:
+            updates = dict(await node_type.run(state, NodeContext(rt, name, config, node), settings) or {})
+        finally:
+            rt.node_seconds += time.perf_counter() - t0
+        rt.emit("node.end", node_id=name, type=node_type.name, writes=list(updates))
+        return updates
+
+    return run
+
+
 def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str, str]]:
     on = route.on
     pick: Callable[[Any], Any] | None
@@ -268,12 +305,15 @@ def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
     """The uncompiled LangGraph StateGraph for `spec` (validated first)."""
     from langgraph.graph import END, START, StateGraph
 
-    check_workflow(spec)
     rt = rt or RunContext()
-    graph: Any = StateGraph(state_schema(spec))
+    registry = registry_for(spec, rt) if any(n.type for n in spec.nodes.values()) else None
+    check_workflow(spec, registry)
+    graph: Any = StateGraph(state_schema(spec, registry))
     for name, node in spec.nodes.items():
         kind = node.kind()
-        if kind == "fn":
+        if kind == "type":
+            graph.add_node(name, _typed_node(name, node, rt, registry))
+        elif kind == "fn":
             fn = resolve_callable(node.fn, f"node '{name}'")
             graph.add_node(name, _function_node(name, fn, rt))
         elif kind == "interrupt":

@@ -35,6 +35,12 @@ class RunContext:
     chat_model: ChatModel | None = None
     """An already built model shared by agent nodes (tests pass a replay model here)."""
     sandbox: Any = None
+    resources: dict[str, Any] = field(default_factory=dict)
+    """Application runtimes node types need (e.g. `repair`: the task's workbench, models and budget)."""
+    node_types: Any = None
+    """The `NodeTypeRegistry` typed nodes come from (default: `nodetypes.default_registry()`)."""
+    node_seconds: float = 0.0
+    """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
 
     def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
         if self.events is not None:
@@ -44,12 +50,14 @@ class RunContext:
 class NodeContext:
     """Passed to a node as its second argument."""
 
-    __slots__ = ("_calls", "config", "node", "run")
+    __slots__ = ("_calls", "config", "node", "run", "spec")
 
-    def __init__(self, run: RunContext, node: str, config: Mapping[str, Any]) -> None:
+    def __init__(self, run: RunContext, node: str, config: Mapping[str, Any], spec: Any = None) -> None:
         self.run = run
         self.node = node
         self.config = config
+        self.spec = spec
+        """The node's `NodeSpec` (typed nodes: a search node reads its `subgraph` here)."""
         self._calls = 0
 
     @property

@@ -56,10 +56,7 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
         raise ConfigError(f"{source}: expected a mapping with name, state, nodes, edges")
     data = dict(data)
     if "nodes" not in data:
-        raise ConfigError(
-            f"{source}: not a graph workflow (it has no 'nodes:' section)",
-            hint="settings files such as workflows/repair.yaml are read by their own command, e.g. agentflow repair -c FILE",
-        )
+        raise ConfigError(f"{source}: not a graph workflow (it has no 'nodes:' section)", hint="add nodes:")
     data.setdefault("name", Path(source).stem)
     nodes_in = data.get("nodes") or {}
     if not isinstance(nodes_in, Mapping):

@@ -14,11 +14,16 @@ def _id(name: str) -> str:
 
 
 def to_mermaid(spec: WorkflowSpec) -> str:
-    """`flowchart TD` text: plain arrows for edges, labelled dotted arrows for route cases, thick for parallel."""
+    """`flowchart TD` text: plain arrows for edges, labelled dotted arrows for route cases, thick for parallel.
+    Typed nodes show their type; a search node (a typed node with a subgraph) is drawn as a box holding its
+    rollout subgraph."""
     lines = ["flowchart TD", "    __start__([start])", "    __end__([end])"]
     for name, node in spec.nodes.items():
+        if node.type and isinstance(node.subgraph, WorkflowSpec):
+            lines += _search_box(name, node)
+            continue
         left, right = _SHAPES.get(node.kind(), ("[", "]"))
-        label = name if node.kind() != "agent" else f"{name}: {node.agent}"
+        label = f"{name}: {node.agent}" if node.kind() == "agent" else f"{name}: {node.type}" if node.type else name
         lines.append(f'    {_id(name)}{left}"{label}"{right}')
 
     def ref(name: str) -> str:
@@ -42,3 +47,19 @@ def to_mermaid(spec: WorkflowSpec) -> str:
             lines.append(f"    {ref(p.source)} ==> {ref(b)}")
             lines.append(f"    {ref(b)} ==> {ref(p.join)}")
     return "\n".join(lines) + "\n"
+
+
+def _search_box(name: str, node: object) -> list[str]:
+    sub = node.subgraph  # type: ignore[attr-defined]
+    settings = ", ".join(f"{k}={v}" for k, v in node.settings.items())  # type: ignore[attr-defined]
+    title = f"{name}: {node.type}" + (f" ({settings})" if settings else "")  # type: ignore[attr-defined]
+    out = [f'    subgraph {_id(name)}["{title}"]', "        direction LR"]
+    prefix = f"{_id(name)}__"
+    for child, child_node in sub.nodes.items():
+        label = f"{child}: {child_node.type}" if child_node.type else child
+        out.append(f'        {prefix}{_id(child)}["{label}"]')
+    for a, b in sub.edges:
+        if not is_end(b):
+            out.append(f"        {prefix}{_id(a)} --> {prefix}{_id(b)}")
+    out.append("    end")
+    return out

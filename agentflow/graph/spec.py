@@ -33,7 +33,8 @@ class FieldSpec(StrictConfig):
 
 
 class NodeSpec(StrictConfig):
-    """One node: exactly one of fn, agent, tool, interrupt or subgraph says what it does."""
+    """One node: exactly one of fn, agent, tool, interrupt, subgraph or type says what it does (a search
+    `type` also takes a `subgraph`: the rollout it searches over)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, arbitrary_types_allowed=True)
 
@@ -50,14 +51,18 @@ class NodeSpec(StrictConfig):
     show: list[str] = Field(default_factory=list)
     """State keys shown to the human at an interrupt."""
     subgraph: Any = None
-    """A nested WorkflowSpec (or a path to a YAML workflow) run as one node."""
+    """A nested WorkflowSpec (or a path to a YAML workflow) run as one node; for a search node, its rollout."""
+    type: str | None = None
+    """A registered node type (`swe.edit`, `search.best_of_n`; see `agentflow graph types`)."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Settings of a typed node, validated against its type's settings model."""
     writes: list[str] | None = None
     """State keys this node writes (checked for parallel conflicts); inferred from the return annotation if unset."""
     output: str | None = None
     """State key an agent or tool node writes its result to (defaults to the node name)."""
 
     def kind(self) -> str:
-        for name in ("fn", "agent", "tool", "interrupt", "subgraph"):
+        for name in ("type", "fn", "agent", "tool", "interrupt", "subgraph"):
             if getattr(self, name) is not None:
                 return name
         return "none"
@@ -120,6 +125,9 @@ class WorkflowSpec(StrictConfig):
     """Pause before these nodes for human approval."""
     tools: list[str] = Field(default_factory=list)
     """Tool packs (`editor`, `my_pkg.tools`) available to tool nodes and `ctx.call_tool`."""
+    node_types: list[str] = Field(default_factory=list)
+    """Modules of extra node types (`my_pkg.nodes`, or `nodes.py` next to the workflow), each with a
+    `NODE_TYPES` list; installed plugins register theirs under the `agentflow.node_types` entry point."""
     model: str | None = None
     """Default model spec for agent nodes (overridden by `agentflow run --model`)."""
     source_path: str | None = None

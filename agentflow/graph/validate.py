@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -48,8 +49,9 @@ def to_networkx(spec: WorkflowSpec) -> nx.DiGraph:
     return g
 
 
-def validate(spec: WorkflowSpec, *, prefix: str = "") -> list[Problem]:
-    """All problems of `spec` (and its subgraphs), empty when it is sound."""
+def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> list[Problem]:
+    """All problems of `spec` (and its subgraphs), empty when it is sound. Typed nodes are checked against
+    `registry` (default: the shipped and installed node types plus the workflow's `node_types:`)."""
     problems: list[Problem] = []
     where = f"{prefix}{spec.name}: " if prefix or spec.name else ""
     known = set(spec.nodes)
@@ -123,21 +125,35 @@ def validate(spec: WorkflowSpec, *, prefix: str = "") -> list[Problem]:
     for name in spec.interrupt_before:
         check(name, "interrupt_before")
 
+    if registry is None and any(node.type for node in spec.nodes.values()):
+        try:
+            registry = _registry(spec)
+        except UserError as exc:
+            add("bad-import", f"node_types: {exc}")
     for name, node in spec.nodes.items():
-        kinds = [k for k in ("fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
+        kinds = [k for k in ("type", "fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
+        node_type = registry.get(node.type) if (registry is not None and node.type) else None
+        if node_type is not None and node_type.search:
+            kinds = [k for k in kinds if k != "subgraph"]  # a search node's subgraph is its rollout
+            if node.subgraph is None:
+                add("bad-node", f"node '{name}' ({node.type}) needs a subgraph: the rollout it searches over")
         if len(kinds) != 1:
             what = "none" if not kinds else " and ".join(kinds)
             add(
                 "bad-node",
-                f"node '{name}' must have exactly one of fn, agent, tool, interrupt, subgraph (has {what})",
+                f"node '{name}' must have exactly one of fn, agent, tool, interrupt, subgraph, type (has {what})",
             )
+        if node.type and registry is not None:
+            problems.extend(_typed_problems(name, node, registry, where))
+        elif node.settings and not node.type:
+            add("bad-node", f"node '{name}' has settings but no type; settings: belong to typed nodes")
         if isinstance(node.fn, str):
             try:
                 resolve_callable(node.fn, f"node '{name}'")
             except UserError as exc:
                 add("bad-import", f"node '{name}': {exc}; fix the import path (pkg.module:function)")
         if isinstance(node.subgraph, WorkflowSpec):
-            problems.extend(validate(node.subgraph, prefix=f"{where}node '{name}' > "))
+            problems.extend(validate(node.subgraph, prefix=f"{where}node '{name}' > ", registry=registry))
 
     g = to_networkx(spec)
     g.remove_nodes_from([n for n in list(g) if n not in known and n not in (START, END)])
@@ -203,9 +219,33 @@ def validate(spec: WorkflowSpec, *, prefix: str = "") -> list[Problem]:
     return problems
 
 
-def check_workflow(spec: WorkflowSpec) -> None:
+def _registry(spec: WorkflowSpec) -> Any:
+    from pathlib import Path
+
+    from agentflow.graph.nodetypes import default_registry
+
+    registry = default_registry()
+    if spec.node_types:
+        base = Path(spec.source_path).parent if spec.source_path else None
+        registry = registry.with_modules(spec.node_types, base)
+    return registry
+
+
+def _typed_problems(name: str, node: Any, registry: Any, where: str) -> list[Problem]:
+    node_type = registry.get(node.type)
+    if node_type is None:
+        known = ", ".join(registry.names()) or "(none)"
+        return [Problem("unknown-type", f"{where}node '{name}' has unknown type '{node.type}'; use one of: {known}")]
+    try:
+        node_type.parse_settings(node.settings, f"node '{name}'")
+    except UserError as exc:
+        return [Problem("bad-settings", f"{where}{exc}")]
+    return []
+
+
+def check_workflow(spec: WorkflowSpec, registry: Any = None) -> None:
     """Raise a one-line UserError for the first problem (all of them are counted in the message)."""
-    problems = validate(spec)
+    problems = validate(spec, registry=registry)
     if problems:
         more = f" (and {len(problems) - 1} more; run 'agentflow graph validate')" if len(problems) > 1 else ""
         raise UserError(problems[0].message + more)

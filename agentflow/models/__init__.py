@@ -21,6 +21,7 @@ _LAZY: dict[str, str] = {
     "Usage": "agentflow.models.base",
     "ModelOptions": "agentflow.models.options",
     "load_model": "agentflow.models.spec",
+    "served_model": "agentflow.models.spec",
     "parse_spec": "agentflow.models.spec",
     "ReplayModel": "agentflow.models.replay",
     "RecordingModel": "agentflow.models.replay",
@@ -46,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.models.instrumented import InstrumentedModel
     from agentflow.models.options import ModelOptions
     from agentflow.models.replay import RecordingModel, ReplayModel
-    from agentflow.models.spec import load_model, parse_spec
+    from agentflow.models.spec import load_model, parse_spec, served_model
     from agentflow.models.structured import StructuredOutputError, chat_structured
 
 
@@ -72,4 +73,5 @@ __all__ = [
     "chat_structured",
     "load_model",
     "parse_spec",
+    "served_model",
 ]

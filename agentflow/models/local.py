@@ -34,6 +34,10 @@ from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
 from agentflow.serving.embedded import embedded_model
 from agentflow.serving.server import ServerDied, ServerHandle
 
+LOCAL_TIMEOUT_S = 900.0
+"""How long one request to a local CPU server may take (a server decoding several requests at once gives each a
+few tokens per second: 400 tokens can take minutes)."""
+
 
 class LocalServingOptions(StrictConfig):
     """Options of `local:` models beyond the usual `ModelOptions`."""
@@ -282,7 +286,7 @@ def load_local_model(name: str, **options: Any) -> ChatModel:
     rest.setdefault("concurrency", parallel)
     # a CPU server decoding `parallel` requests at once is slow per request; a client-side timeout would
     # only abandon work the server goes on doing and then send it again
-    rest.setdefault("timeout_s", 900.0)
+    rest.setdefault("timeout_s", LOCAL_TIMEOUT_S)
     shared = _acquire(name, local)
     try:
         model_options = validate_config(ModelOptions, {**rest, "api_key": shared.handle.api_key},

@@ -122,3 +122,9 @@ def load_model(spec: str, **options: Any) -> ChatModel:
         path = cache_dir() / "responses.sqlite" if opts.cache is True else Path(opts.cache)
         model = CachedModel(model, path, force=opts.cache_force)
     return model
+
+
+def served_model(handle: Any, **options: Any) -> ChatModel:
+    """An `openai-compatible` ChatModel for a running server (`agentflow.serving.ServerHandle`); it does not
+    own the server. Options as for `load_model`."""
+    return load_model(handle.spec, api_key=handle.api_key, **options)

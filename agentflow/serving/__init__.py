@@ -1,7 +1,7 @@
 """Local model serving: managed llama-server (CPU) and vLLM (GPU) processes behind OpenAI-compatible URLs.
 
     handle = await start_llamacpp(model="gemma3-270m")   # or start_vllm(model="Qwen/...")
-    model = handle.load_model()                          # an openai-compatible ChatModel
+    model = served_model(handle)                         # agentflow.models.served_model: an openai-compatible ChatModel
     ...
     await handle.stop()
 
@@ -28,7 +28,7 @@ _LAZY: dict[str, str] = {
     "parse_serve_flag": "agentflow.serving.flag",
     "served": "agentflow.serving.flag",
     "ModelProfile": "agentflow.serving.profiles",
-    "profile_for": "agentflow.serving.profiles",
+    "profile_for": "agentflow.serving.embedded",
     "FewShotTemplate": "agentflow.serving.completion",
     "CompletionChatModel": "agentflow.serving.completion",
     "VllmEngineModel": "agentflow.serving.vllm_engine",
@@ -40,10 +40,11 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
+    from agentflow.serving.embedded import profile_for
     from agentflow.serving.flag import parse_serve_flag, served, start_from_flag
     from agentflow.serving.llamacpp import LlamaServerOptions, start_llamacpp
     from agentflow.serving.metrics import emit_metrics, report_metrics
-    from agentflow.serving.profiles import ModelProfile, profile_for
+    from agentflow.serving.profiles import ModelProfile
     from agentflow.serving.server import Launch, ServerDied, ServerError, ServerHandle, ServerStartError
     from agentflow.serving.setup import ensure_llama_server, ensure_model
     from agentflow.serving.vllm import VllmServerOptions, start_vllm

@@ -1,7 +1,7 @@
 """`--serve KIND:MODEL` for `agentflow run` / `repair`: start a server for the run and hand back its handle.
 
     async with served("vllm:Qwen/Qwen2.5-Coder-7B-Instruct") as handle:
-        model = handle.load_model()          # or load_model(handle.spec, api_key=handle.api_key)
+        model = served_model(handle)          # or load_model(handle.spec, api_key=handle.api_key)
 
 Accepted: `vllm:MODEL`, `llamacpp:MODEL` (an embedded name or a GGUF path), `llamacpp` (= gemma3-270m),
 `local:NAME` (same as `llamacpp:NAME`). Extra options are `key=value` pairs after a comma:

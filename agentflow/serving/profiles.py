@@ -27,18 +27,3 @@ def default_profile(tool_calling: bool = False) -> ModelProfile:
     when the server was started with a tool-call parser."""
     return ModelProfile(mode="chat", tool_calling=tool_calling, guided_json=True,
                         edit_format="tool_calls" if tool_calling else "json")
-
-
-def profile_for(model: object) -> ModelProfile | None:
-    """The profile of a model object (local and served models carry one) or of a `local:NAME` spec string;
-    None when unknown (hosted APIs: assume full chat, tool calling and JSON support)."""
-    profile = getattr(model, "profile", None)
-    if isinstance(profile, ModelProfile):
-        return profile
-    spec = model if isinstance(model, str) else getattr(model, "spec", None)
-    if isinstance(spec, str) and spec.startswith("local:"):
-        from agentflow.serving.embedded import EMBEDDED
-
-        embedded = EMBEDDED.get(spec.partition(":")[2])
-        return embedded.profile if embedded is not None else None
-    return None

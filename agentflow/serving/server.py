@@ -106,7 +106,7 @@ class ServerHandle:
 
     @property
     def spec(self) -> str:
-        """Model spec for `load_model` (pass `api_key=handle.api_key`, or use `handle.load_model()`)."""
+        """Model spec for `load_model` (pass `api_key=handle.api_key`, or use `models.served_model(handle)`)."""
         return f"openai-compatible:{self.base_url}#{self.model}"
 
     @property
@@ -279,12 +279,6 @@ class ServerHandle:
             response = client.get(self.url(self.launch.metrics_path), headers=self.headers)
         response.raise_for_status()
         return summarize(self.kind, response.text)
-
-    def load_model(self, **options: Any) -> Any:
-        """An `openai-compatible` ChatModel for this server (it does not own the server)."""
-        from agentflow.models.spec import load_model
-
-        return load_model(self.spec, api_key=self.api_key, **options)
 
     def describe(self) -> dict[str, Any]:
         """What a user needs to connect (the key itself is left out; see `api_key`)."""

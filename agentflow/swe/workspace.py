@@ -219,3 +219,29 @@ async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "pyth
     for command in task.setup_commands:
         await run_checked(sandbox, _sh(command), f"setup command {command!r}", timeout=None)
     return head
+
+
+def repo_task(repo: Path, issue: str) -> SWETask:
+    """A task for a plain repository: its committed HEAD (git) or its files as they are (a snapshot)."""
+    if not repo.exists():
+        raise UserError(f"repository {repo} not found", hint="give the path of a repository directory")
+    if not repo.is_dir():
+        raise UserError(f"repository {repo} is not a directory")
+    repo = repo.resolve()
+    if (repo / ".git").exists():
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise UserError(f"repository {repo} has no commit yet", hint="commit the code to repair first")
+        base = proc.stdout.strip()
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = snapshot_commit(repo, Path(tmp) / "r")
+    return SWETask(
+        instance_id=repo.name or "repo",
+        repo=str(repo),
+        base_commit=base,
+        problem_statement=issue,
+        FAIL_TO_PASS=[],
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentflow.swe.edits import apply_edit, parse_edits
+from agentflow.repair.edits import apply_edit, parse_edits
 
 SOURCE = "def f(x):\n    if x:\n        return 1\n    return 2\n"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentflow.swe.localize import rank_windows, render_window, repo_map
+from agentflow.repair.localize import rank_windows, render_window, repo_map
 
 SOURCES = {
     "pkg/a.py": "def parse(text):\n    parts = text.split('=')\n    return parts[1]\n\n\ndef unrelated():\n    return 0\n",

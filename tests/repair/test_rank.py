@@ -7,9 +7,9 @@ import asyncio
 from pathlib import Path
 
 from agentflow.models.replay import ReplayModel
-from agentflow.swe.localize import rank_windows
-from agentflow.swe.repair import load_repair_config
-from agentflow.swe.steps import edit_prompt, rank_suspects
+from agentflow.repair.config import load_repair_config
+from agentflow.repair.localize import rank_windows
+from agentflow.repair.steps import edit_prompt, rank_suspects
 
 from .conftest import scripted_cassette
 

@@ -14,7 +14,8 @@ import pytest
 
 from agentflow.events import EventLog
 from agentflow.models.replay import RecordingModel, ReplayModel
-from agentflow.swe.repair import load_repair_config, repair_task
+from agentflow.repair.config import load_repair_config
+from agentflow.repair.solve import repair_task
 from agentflow.swe.tasks import load_tasks
 
 from .conftest import TASKS_FILE, scripted_cassette

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentflow.swe.workbench import why_not_a_bug
+from agentflow.repair.workbench import why_not_a_bug
 
 SCRIPT = '  File "/workspace/.agentflow_eval/reproduce_issue.py", line 4, in <module>\n'
 LIBRARY = '  File "/workspace/cachette/stats.py", line 19, in hit_rate\n'

@@ -18,6 +18,7 @@ import pytest
 from agentflow.errors import UserError
 from agentflow.events import EventLog
 from agentflow.models.base import ChatRequest, Message
+from agentflow.models.spec import served_model
 from agentflow.serving.completion import CompletionChatModel
 from agentflow.serving.metrics import emit_metrics
 from agentflow.serving.process import reap_orphans, run_dir
@@ -66,7 +67,7 @@ async def test_health_auth_and_metrics(small_server: ServerHandle) -> None:
 
 
 async def test_chat_request(small_server: ServerHandle) -> None:
-    model = small_server.load_model(max_attempts=1)
+    model = served_model(small_server, max_attempts=1)
     try:
         response = await model.chat(ChatRequest(messages=[Message.user("Say hello.")], max_tokens=8, temperature=0))
     finally:

@@ -281,7 +281,7 @@ def test_handle_api_key_is_redacted_from_events() -> None:
 
 
 def test_profiles_tell_agents_what_works() -> None:
-    from agentflow.serving.profiles import profile_for
+    from agentflow.serving.embedded import profile_for
 
     small, default = profile_for("local:gemma3-270m"), profile_for("local:qwen2.5-coder-1.5b")
     assert small is not None and small.mode == "completion" and not small.tool_calling

@@ -11,6 +11,7 @@ import pytest
 
 from agentflow.events import EventLog
 from agentflow.models.base import ChatRequest, Message
+from agentflow.models.spec import served_model
 
 pytestmark = pytest.mark.vllm
 
@@ -34,7 +35,7 @@ async def test_vllm_server_chat_samples_metrics_and_shutdown() -> None:
     handle = await start_vllm(model=MODEL, max_model_len=2048, gpu_memory_utilization=0.5,
                               enable_prefix_caching=True)
     try:
-        model = handle.load_model(max_attempts=1)
+        model = served_model(handle, max_attempts=1)
         response = await model.chat(ChatRequest(messages=[Message.user("Name a colour.")], n=3, temperature=1.0,
                                                 max_tokens=16))
         await model.aclose()

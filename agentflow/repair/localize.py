@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agentflow.swe.edits import indent_of
+from agentflow.repair.edits import indent_of
 from agentflow.swe.patch import is_test_path
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")

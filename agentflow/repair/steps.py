@@ -1,6 +1,6 @@
 """The steps of a repair attempt besides running tests: the edit prompt, reading an answer's edits, and the
 planner, critic and reproduction calls. Each is a small function of text in, text out; the policy
-(`agentflow.swe.policy`) puts them together."""
+(`agentflow.repair.policy`) puts them together. Prompts are Jinja templates (`prompts/*.j2`)."""
 
 from __future__ import annotations
 
@@ -10,21 +10,46 @@ import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
 
+import jinja2
+
+from agentflow.errors import ConfigError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, declared_tool_calling
-from agentflow.swe.edits import apply_edit, indent_of, parse_edits
-from agentflow.swe.localize import Window, file_context, rank_windows, render_window, repo_map
-
-if TYPE_CHECKING:
-    from agentflow.swe.repair import RepairConfig
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.edits import apply_edit, indent_of, parse_edits
+from agentflow.repair.localize import Window, file_context, rank_windows, render_window, repo_map
 
 EditStatus = Literal["ok", "noop", "unparsable", "apply_error"]
 
 
-def fill(template: str, values: Mapping[str, str]) -> str:
-    """`{name}` fields filled in; other braces (code in prompts) are left alone."""
-    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+
+
+@lru_cache(maxsize=64)
+def _shipped_prompt(name: str) -> str:
+    return (PROMPTS_DIR / f"{name}.j2").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=128)
+def _template(text: str) -> jinja2.Template:
+    return _JINJA.from_string(text)
+
+
+def prompt_text(cfg: RepairConfig, name: str) -> str:
+    """The template of prompt `name`: the config's own text, else the shipped `prompts/<name>.j2`."""
+    return getattr(cfg.prompts, name) or _shipped_prompt(name)
+
+
+def render(cfg: RepairConfig, name: str, values: Mapping[str, str] | None = None) -> str:
+    """Prompt `name` rendered with `values` (a variable the template uses but `values` lacks is an error)."""
+    try:
+        return _template(prompt_text(cfg, name)).render(**(values or {}))
+    except jinja2.TemplateError as exc:
+        raise ConfigError(f"repair prompt {name!r}: {exc}", hint=f"it can use: {', '.join(sorted(values or {}))}") from None
 
 
 def issue_text(problem_statement: str, hints: str = "", limit: int = 2500) -> str:
@@ -179,8 +204,8 @@ def edit_prompt(
         "plan": f"Plan:\n{plan.strip()}\n" if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
         "file": "",
     }
-    template = {"rewrite": cfg.prompts.rewrite, "tools": cfg.prompts.tools}.get(cfg.edit_format, cfg.prompts.edit)
-    base_len = len(fill(cfg.prompts.system, values)) + len(fill(template, values))
+    template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
+    base_len = len(render(cfg, "system", values)) + len(render(cfg, template, values))
     if windows is None:
         windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer)
     windows = list(windows)
@@ -204,7 +229,7 @@ def edit_prompt(
     path = target.path if target else None
     values["path"] = path or "path/to/file.py"
     return EditPrompt(
-        [Message.system(fill(cfg.prompts.system, values)), Message.user(fill(template, values))], path,
+        [Message.system(render(cfg, "system", values)), Message.user(render(cfg, template, values))], path,
         target if cfg.edit_format == "rewrite" else None,
     )
 
@@ -400,7 +425,7 @@ async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Ma
     """The planner's short plan: which function is wrong and what to change."""
     code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer)
     values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "api": public_api(sources)}
-    text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.plan, values),
+    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "plan", values),
                         max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)
     return text.strip()[:1200]
 
@@ -415,7 +440,7 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
     if len(pool) < 2:
         return []
     shown: list[str] = []
-    budget = cfg.max_prompt_chars - len(issue) - len(cfg.prompts.rank) - 1300  # the feedback's share
+    budget = cfg.max_prompt_chars - len(issue) - len(prompt_text(cfg, "rank")) - 1300  # the feedback's share
     for number, window in enumerate(pool, 1):
         lines = sources[window.path].split("\n")[window.start - 1 : window.end]
         body = textwrap.dedent("\n".join(lines[: cfg.rank_lines]))
@@ -426,7 +451,7 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
         shown.append(item)
     values = {"issue": issue, "functions": "\n\n".join(shown), "count": str(len(shown)),
               "feedback": f"Test results of the current code:\n{feedback[:1200]}" if feedback.strip() else ""}
-    text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.rank, values),
+    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "rank", values),
                         max_tokens=24, seed=seed, temperature=0.0)
     picked: list[tuple[str, str]] = []
     for number in map(int, re.findall(r"\d+", text)):
@@ -438,7 +463,7 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
 async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, test_output: str, *, seed: int) -> str:
     """The critic's review of a candidate that did not pass: what is wrong and what to try instead."""
     values = {"issue": issue, "patch": patch[:3000], "tests": test_output[:2000] or "(no test output)"}
-    text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.critique, values),
+    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "critique", values),
                         max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)
     return text.strip()[:1000]
 
@@ -456,7 +481,7 @@ async def write_reproduction(
                   f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\nWrite a corrected script.\n")
     values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "previous": before,
               "api": public_api(sources)}
-    text, _ = await ask(model, cfg, cfg.prompts.helper_system, fill(cfg.prompts.reproduce, values),
+    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "reproduce", values),
                         max_tokens=cfg.max_tokens, seed=seed,
                         # a retry at the first try's low temperature mostly repeats the same script
                         temperature=0.2 if previous is None else max(cfg.temperature, 0.8))

@@ -23,7 +23,9 @@ from agentflow.config import dump_yaml
 from agentflow.errors import UserError
 from agentflow.events import EventLog
 from agentflow.paths import path_component
-from agentflow.swe.repair import InstanceOutcome, ModelLoader, RepairConfig, repair_task
+from agentflow.repair.config import ModelLoader, RepairConfig
+from agentflow.repair.outcome import InstanceOutcome
+from agentflow.repair.solve import effective_strategy, load_repair_workflow, repair_task
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.tasks import Prediction, SWETask
 
@@ -193,6 +195,8 @@ async def run_batch(
         shutil.rmtree(inst_root)
         for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
             (out / name).unlink(missing_ok=True)
+    workflow = load_repair_workflow(cfg)  # validated once, before any task
+    cfg = effective_strategy(cfg, workflow)
     out.mkdir(parents=True, exist_ok=True)
     _atomic_write(out / "config.resolved.yaml", dump_yaml(cfg))
     progress = Progress(total=len(tasks))
@@ -214,7 +218,8 @@ async def run_batch(
         async def one(task: SWETask) -> None:
             async with gate:
                 outcome = await repair_task(
-                    task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader
+                    task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader,
+                    workflow=workflow,
                 )
             async with lock:
                 progress.add(outcome, ran=True)

@@ -10,11 +10,12 @@ import asyncio
 import contextlib
 import re
 import shlex
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
 from agentflow.errors import AgentflowError
+from agentflow.repair.config import RepairConfig
 from agentflow.sandbox.base import Sandbox
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
@@ -22,9 +23,6 @@ from agentflow.swe.patch import apply_patch, strip_test_files
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
-
-if TYPE_CHECKING:
-    from agentflow.swe.repair import RepairConfig
 
 FeedbackMode = Literal["task", "repo", "none"]
 REPRO_PATH = f"{EVAL_DIR}/reproduce_issue.py"

@@ -13,19 +13,18 @@ import ast
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentflow.budget import Budget, BudgetExceeded
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel, ChatRequest
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.overlay import SourceOverlay
+from agentflow.repair.steps import ReadEdits, critique, edit_prompt, first_text, read_edits, read_rewrite
+from agentflow.repair.workbench import Verification, Workbench
 from agentflow.search.protocols import RolloutContext
 from agentflow.search.types import Action, NodeState
-from agentflow.swe.overlay import SourceOverlay
-from agentflow.swe.steps import ReadEdits, critique, edit_prompt, first_text, read_edits, read_rewrite
-from agentflow.swe.workbench import Verification, Workbench
-
-if TYPE_CHECKING:
-    from agentflow.swe.repair import Candidate, RepairConfig
 
 
 @dataclass
@@ -63,8 +62,14 @@ class RepairPolicy:
         *,
         plan: str = "",
         prefer: list[tuple[str, str]] | None = None,
+        edit_cfg: RepairConfig | None = None,
+        critique_cfg: RepairConfig | None = None,
     ) -> None:
         self.cfg, self.bench, self.models, self.budget, self.events = cfg, bench, models, budget, events
+        self.edit_cfg = edit_cfg or cfg
+        """Settings of the rollout's edit step (its node's settings over the run's)."""
+        self.critique_cfg = critique_cfg
+        """Settings of the rollout's critique step; None when the rollout has none."""
         self.issue, self.record, self.plan = issue, record, plan
         self.prefer = prefer or []
         """The coder's ranking of the suspects, (path, function) best first."""
@@ -112,10 +117,10 @@ class RepairPolicy:
             return self._source_cache[patch]
 
     async def _sample(self, state: NodeState, sources: dict[str, str], focus: int, ctx: RolloutContext) -> Action | None:
-        cfg, hint = self.cfg, ""
+        cfg, hint = self.edit_cfg, ""
         parent_id = state.data["candidate_id"]
         for retry in range(cfg.noop_retries + 1):
-            if self.solved and cfg.stop_on_success:
+            if self.solved and self.cfg.stop_on_success:
                 return None
             self._reserve()
             self.samples += 1
@@ -164,7 +169,7 @@ class RepairPolicy:
         from agentflow.agents.config import AgentConfig
         from agentflow.tools.context import ToolContext
 
-        cfg = self.cfg
+        cfg = self.edit_cfg
         overlay = SourceOverlay(sources)
         agent = Agent(AgentConfig(name="coder", tools=["editor"], step_limit=cfg.tool_steps,
                                   max_tokens=cfg.max_tokens, temperature=cfg.temperature, tool_protocol="native"),
@@ -190,8 +195,6 @@ class RepairPolicy:
 
     def _record_failed(self, cand_id: str, parent_id: str, status: str, errors: list[str], answer: str,
                        finish: str, sample: int) -> None:
-        from agentflow.swe.repair import Candidate
-
         self.record(Candidate(instance_id=self.iid, candidate_id=cand_id, parent_id=parent_id, status=status,  # type: ignore[arg-type]
                               edit_errors=errors, finish_reason=finish, sample=sample, answer=answer[:4000]))
         self.events.emit("repair.resample", node_id=cand_id, parent_id=parent_id, instance_id=self.iid,
@@ -216,8 +219,6 @@ class RepairPolicy:
         return actions
 
     async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
-        from agentflow.swe.repair import Candidate
-
         d: dict[str, Any] = action.data
         parent_patch = state.data["patch"]
         async with self.bench.lock:
@@ -231,9 +232,11 @@ class RepairPolicy:
                 return state.child(done=True, output=None, data={**state.data, "noop": True})
             verification, _ = await self.bench.verify(patch)
         feedback = verification.output
-        if verification.passed is not True and self.models.critic is not None and self.cfg.max_attempts > 1:
-            review = await critique(self.models.critic, self.cfg, self.issue, patch, verification.output,
-                                    seed=self.cfg.seed + d["sample"])
+        review_cfg = self.critique_cfg
+        if (verification.passed is not True and review_cfg is not None and self.models.critic is not None
+                and self.cfg.max_attempts > 1):
+            review = await critique(self.models.critic, review_cfg, self.issue, patch, verification.output,
+                                    seed=review_cfg.seed + d["sample"])
             ctx.usage.add_model()
             feedback = (feedback + "\n\n" if feedback else "") + f"Reviewer's notes on this change:\n{review}"
         self.attempts.append(Attempt(d["candidate_id"], patch, verification, d["sample"]))

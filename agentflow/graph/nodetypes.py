@@ -1,0 +1,158 @@
+"""Registered node types: reusable steps a workflow names with `type:` (e.g. `type: swe.edit`).
+
+A node type is an async function `run(state, ctx, settings) -> updates` with a pydantic model of the
+settings it takes (a node's `settings:` are validated against it: a typo is a validation problem), the state
+keys it reads and writes, and one line of description. A *search* node type (`search.best_of_n`,
+`search.mcts`) also takes a `subgraph:`: the rollout it searches over.
+
+Where types come from, in order: the entry-point group `agentflow.node_types` (each entry a module or an
+object holding `NODE_TYPES`, a list of `NodeType`), the packages agentflow ships (`agentflow.repair.nodes`),
+and the modules a workflow names under `node_types:` (`my_pkg.nodes`, or `nodes.py` next to the workflow).
+A registry is a value (no global state): `default_registry()` builds one and caches it per process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agentflow.errors import ConfigError, UserError
+
+ENTRY_POINT_GROUP = "agentflow.node_types"
+SHIPPED = ("agentflow.repair.nodes",)
+"""Node-type modules agentflow ships (found by name, so the graph layer imports nothing above it)."""
+
+NodeRun = Callable[[Any, Any, Any], Awaitable[Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """One registered node type."""
+
+    name: str
+    """Dotted name used in `type:` (`swe.edit`)."""
+    run: NodeRun
+    """`async run(state, ctx, settings) -> updates`; `ctx` is the node's `NodeContext`."""
+    settings: type[BaseModel] | None = None
+    """Pydantic model of the node's settings (None: it takes none)."""
+    reads: tuple[str, ...] = ()
+    """State keys it reads."""
+    writes: tuple[str, ...] = ()
+    """State keys it writes (for parallel-conflict checks and `graph show`)."""
+    description: str = ""
+    """One line for `agentflow graph types` and `graph show`."""
+    search: bool = False
+    """A search node: it runs its node's `subgraph:` as rollouts."""
+    role: str = "step"
+    """Inside a search's rollout: `propose` (samples actions), `step` (applies them, in order)."""
+
+    def parse_settings(self, values: Mapping[str, Any] | None, where: str) -> BaseModel | None:
+        """The node's settings validated, or a ConfigError naming the first bad key."""
+        if self.settings is None:
+            if values:
+                raise ConfigError(f"{where}: node type {self.name} takes no settings (got {', '.join(values)})")
+            return None
+        try:
+            return self.settings.model_validate(dict(values or {}))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            known = ", ".join(sorted(self.settings.model_fields))
+            raise ConfigError(f"{where}: settings.{loc}: {err['msg']} (settings of {self.name}: {known})") from None
+
+
+@dataclass
+class NodeTypeRegistry:
+    """Node types by name."""
+
+    types: dict[str, NodeType] = field(default_factory=dict)
+
+    def register(self, node_type: NodeType, *, replace: bool = False) -> None:
+        if node_type.name in self.types and not replace and self.types[node_type.name] is not node_type:
+            raise ConfigError(f"node type {node_type.name!r} is registered twice; rename one of them")
+        self.types[node_type.name] = node_type
+
+    def add_module(self, module: Any, *, replace: bool = False) -> None:
+        """Register every `NodeType` in `module.NODE_TYPES` (or in an iterable of them)."""
+        items = getattr(module, "NODE_TYPES", module)
+        if isinstance(items, NodeType):
+            items = [items]
+        if not isinstance(items, Iterable):
+            raise ConfigError(f"{module!r} has no NODE_TYPES list")
+        for item in items:
+            if not isinstance(item, NodeType):
+                raise ConfigError(f"{module!r}: NODE_TYPES holds {item!r}, not a NodeType")
+            self.register(item, replace=replace)
+
+    def get(self, name: str) -> NodeType | None:
+        return self.types.get(name)
+
+    def require(self, name: str, where: str) -> NodeType:
+        found = self.types.get(name)
+        if found is None:
+            known = ", ".join(sorted(self.types)) or "(none)"
+            raise ConfigError(f"{where}: unknown node type {name!r} (known: {known})")
+        return found
+
+    def names(self) -> list[str]:
+        return sorted(self.types)
+
+    def with_modules(self, modules: Iterable[str], base_dir: str | Path | None = None) -> NodeTypeRegistry:
+        """A copy with the node types of `modules` (import paths, or .py files relative to `base_dir`)."""
+        out = NodeTypeRegistry(dict(self.types))
+        for name in modules:
+            out.add_module(_import_types_module(name, base_dir), replace=True)
+        return out
+
+
+def _import_types_module(name: str, base_dir: str | Path | None) -> Any:
+    path = Path(base_dir or ".") / name if name.endswith(".py") else None
+    if path is not None:
+        if not path.is_file():
+            raise UserError(f"node_types: {path} not found", hint="give a module path or a .py file next to the workflow")
+        spec = importlib.util.spec_from_file_location(f"agentflow_user_nodes_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+    if base_dir is not None and str(base_dir) not in sys.path:
+        sys.path.insert(0, str(base_dir))  # modules next to the workflow file are importable by name
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise UserError(f"node_types: cannot import {name!r}: {exc}") from None
+
+
+def _entry_point_modules() -> list[Any]:
+    from importlib.metadata import entry_points
+
+    out = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            out.append(ep.load())
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is named, not fatal to the rest
+            raise UserError(f"node types from entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+    return out
+
+
+@lru_cache(maxsize=1)
+def default_registry() -> NodeTypeRegistry:
+    """The shipped node types plus those of installed plugins (entry points), built once per process."""
+    registry = NodeTypeRegistry()
+    for name in SHIPPED:
+        registry.add_module(importlib.import_module(name))
+    for module in _entry_point_modules():
+        registry.add_module(module, replace=True)
+    return registry
+
+
+__all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry"]

@@ -1,0 +1,183 @@
+"""`RepairConfig`: every setting of a repair, with its default in one place (this model); prompts are Jinja
+templates under `agentflow/repair/prompts/` unless a config gives its own text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agentflow.config import StrictConfig, apply_overrides, validate_config
+from agentflow.models.base import ChatModel
+from agentflow.sandbox.config import SandboxConfig
+
+Strategy = Literal["single", "best-of-n", "mcts"]
+ModelLoader = Callable[[str], ChatModel]
+
+class RepairPrompts(StrictConfig):
+    """Prompt templates (Jinja). None uses the shipped file `agentflow/repair/prompts/<name>.j2`; a string is
+    a template of its own. Each names the variables it gets."""
+
+    system: str | None = None
+    """System message of the coder."""
+    edit: str | None = None
+    """User message of an edit attempt (`edit_format: search_replace`): issue, repo_map, code, feedback, plan,
+    hint, path (file of the first window)."""
+    tools: str | None = None
+    """User message of an attempt with `edit_format: tools`: the same variables as `edit`."""
+    rewrite: str | None = None
+    """User message of an attempt with `edit_format: rewrite`: issue, code (other windows), snippet (the
+    window to rewrite, no line numbers), symbol, path, lines, file (the rest of its file, see
+    `file_context_lines`), feedback, plan, hint, repo_map."""
+    helper_system: str | None = None
+    """System message of the planner, critic, ranking and reproduction steps."""
+    plan: str | None = None
+    """Planner's user message: issue, repo_map, code."""
+    critique: str | None = None
+    """Critic's user message: issue, patch, tests."""
+    rank: str | None = None
+    """Suspect ranking's user message: issue, functions (numbered), count, feedback; the numbers in the answer,
+    in order, are its ranking."""
+    reproduce: str | None = None
+    """Reproduction step's user message: issue, repo_map, api, code, previous; the answer's first code block is
+    run."""
+
+
+class RunInputs(StrictConfig):
+    """What a run works on (recorded in config.resolved.yaml so the run can be repeated from it alone)."""
+
+    repo: str | None = None
+    """Repository directory (`agentflow repair`)."""
+    issue: str | None = None
+    """Issue text (`agentflow repair`)."""
+    tasks: str | None = None
+    """Tasks file (`agentflow bench`, or `agentflow repair --tasks`)."""
+    instance_ids: list[str] = Field(default_factory=list)
+    """Only these instances (empty: all)."""
+    slice: str | None = None
+    """Python-style `start:stop` slice of the tasks."""
+    filter: str | None = None
+    """Regular expression the instance ids must match."""
+
+
+class RepairConfig(StrictConfig):
+    """Settings of `agentflow repair` / `agentflow bench` (defaults: `workflows/repair.yaml`)."""
+
+    model: str = "local:qwen2.5-coder-1.5b"
+    """Model spec of the coder; `{instance_id}` in any role's spec is replaced per task (e.g. one cassette each)."""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    """Options of every role's model (`agentflow.models.ModelOptions`: timeout_s, max_attempts, concurrency,
+    ...), e.g. `-c model_options.timeout_s=900` for a busy CPU server."""
+    planner_model: str | None = None
+    """Model of the planner step (setting it turns the step on; `plan: true` uses the coder's model)."""
+    critic_model: str | None = None
+    """Model of the critic step (setting it turns the step on; `critique: true` uses the coder's model)."""
+    verifier_model: str | None = None
+    """Model that judges the best candidates when tests cannot tell them apart (setting it turns it on)."""
+    plan: bool = False
+    """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
+    critique: bool = False
+    """After a failed attempt, ask a critic what is wrong; its notes join the next attempt's feedback."""
+    reproduce: bool = True
+    """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
+    reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
+    rank: bool = True
+    """Before the search the coder ranks the heuristic's best functions (one short call); its picks follow the
+    heuristic's best-scored suspect, in its order, and the heuristic's order fills the rest."""
+    rank_pool: int = Field(default=8, ge=2, le=30)
+    """Functions the ranking call chooses among (the heuristic's best)."""
+    rank_lines: int = Field(default=15, ge=1)
+    """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
+    reproduce_attempts: int = Field(default=2, ge=1, le=5)
+    """Tries at a reproduction script; each later try sees why the previous one did not count."""
+    vote: bool = True
+    """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
+    workflow: str = "repair"
+    """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
+    nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Settings of single nodes, over the workflow's own: `-c nodes.search.n=8` (node name, then setting)."""
+    strategy: Strategy | None = None
+    """Sets the workflow's search node: single (best-of-N with n=1: one chain of attempts), best-of-n (n chains
+    at once), mcts (tree search over attempts). None: the search node as the workflow defines it."""
+    n: int = Field(default=4, ge=1, le=64)
+    """Chains for best-of-n. mcts makes about n * max_attempts edit samples (ceil(n * max_attempts / mcts_k)
+    expansions of mcts_k samples each), the same budget as best-of-n."""
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    """Edit attempts in one chain (each after the previous one's test feedback); for mcts, the tree's depth."""
+    noop_retries: int = Field(default=2, ge=0, le=20)
+    """Extra samples when an answer changes nothing or cannot be read (those are not candidates)."""
+    stop_on_success: bool = True
+    """Stop drawing samples once a candidate passes tests that decide (task tests, or a failing test command)."""
+    concurrency: int = Field(default=4, ge=1, le=64)
+    """Model calls in flight at once (chains of best-of-n, leaves of mcts); a local server decodes them together."""
+    batch_samples: int = Field(default=8, ge=1, le=64)
+    """Samples of one prompt in flight at once are sent as one request with `n`, up to this many (the
+    server evaluates the prompt once: ~3x faster for 8 samples on a CPU). At most the server's slots
+    (llama-server `--parallel`); 1 sends every sample on its own."""
+    temperature: float = Field(default=0.7, ge=0)
+    """Sampling temperature."""
+    seed: int = 0
+    """Base seed; each sample uses seed + its number, so runs are repeatable where the backend honours seeds."""
+    max_tokens: int = Field(default=512, ge=16)
+    """Output cap of one answer (small models can loop until the cap)."""
+    edit_format: Literal["auto", "rewrite", "search_replace", "tools"] = "auto"
+    """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
+    form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code;
+    tools: the model edits the files with the editor tools (view, str_replace, insert) through its API's
+    tool calling; auto: tools for models that say they call tools (OpenAI, Anthropic, LiteLLM, a serving
+    profile with tool calling), else rewrite."""
+    tool_steps: int = Field(default=8, ge=1, le=50)
+    """edit_format tools: model calls of one edit (viewing and editing files, then a last answer)."""
+    stop: list[str] = Field(default_factory=lambda: ["END_EDITS"])
+    """Stop sequences of edit answers."""
+    max_prompt_chars: int = Field(default=12000, ge=1000)
+    """Prompt size cap (about 4 characters per token); code windows are dropped to stay under it."""
+    windows: int = Field(default=4, ge=1, le=20)
+    """Code windows shown per attempt."""
+    context_windows: int = Field(default=0, ge=0, le=20)
+    """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
+    file_context_lines: int = Field(default=80, ge=0)
+    """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
+    lines, else in outline (imports, module names, signatures); 0 shows none of it."""
+    window_lines: int = Field(default=30, ge=5)
+    """Longest code window; longer functions are shown around the hit."""
+    feedback: Literal["auto", "task", "repo", "none"] = "repo"
+    """Tests that verify candidates during the search. repo (blind, the default): `test_cmd` on the repository
+    as it is, plus a reproduction script (`reproduce`). task: the task's FAIL_TO_PASS/PASS_TO_PASS with its
+    test_patch -- hidden tests a real solver does not see (an oracle setting; never for reported resolve rates).
+    none: no verification. auto: task when the task has FAIL_TO_PASS tests, else repo. Whatever the mode, the
+    submitted patch is evaluated with the task's tests for the report."""
+    test_cmd: str | None = None
+    """Test command for repo feedback (default: pytest on the whole repository)."""
+    test_timeout_s: float = Field(default=300.0, gt=0)
+    """Limit of one test run."""
+    mcts_k: int = Field(default=2, ge=1, le=16)
+    """Samples drawn per mcts expansion."""
+    mcts_c: float = Field(default=0.3, ge=0)
+    """UCT exploration constant (values are in [0, 1])."""
+    backend: Literal["auto", "docker", "local"] = "auto"
+    """Sandbox backend (auto: docker when the engine answers)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """Settings of each task's sandbox."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """Spend limit per task (models with known prices)."""
+    step_limit: int | None = Field(default=None, ge=1)
+    """Model calls per task (every role's calls count)."""
+    wall_time_s: float | None = Field(default=None, gt=0)
+    """Wall-clock limit per task."""
+    prompts: RepairPrompts = Field(default_factory=RepairPrompts)
+    """Prompt templates."""
+    workers: int = Field(default=1, ge=1, le=64)
+    """Tasks repaired at the same time (one sandbox each)."""
+    inputs: RunInputs = Field(default_factory=RunInputs)
+    """What the run works on (set from the command line)."""
+
+
+def load_repair_config(
+    overrides: list[str] | tuple[str, ...] = (), base: dict[str, Any] | None = None
+) -> RepairConfig:
+    """The defaults (this module: their only source), then `base`, then `-c` items (files or key=value)."""
+    return validate_config(RepairConfig, apply_overrides(dict(base or {}), overrides), source="repair config")
+
+

@@ -1,0 +1,235 @@
+"""The repair's node types, usable from any workflow (`type: swe.rank`) and registered with the graph layer.
+
+    swe.baseline     the task's tests on the unchanged code             -> base
+    swe.rank         the coder ranks the heuristic's suspects            -> ranked
+    swe.reproduce    blind mode: a script that fails like the bug        -> reproduction, base
+    swe.plan         the planner says which function and what to change  -> plan
+    search.best_of_n N rollouts of the subgraph at once                 -> attempts, samples, search
+    search.mcts      UCT tree search whose expansions are subgraph steps -> attempts, samples, search
+    swe.edit         (in a rollout) samples edits: the search's proposals
+    swe.test         (in a rollout) applies one edit, diffs it, verifies it
+    swe.critique     (in a rollout) a failed attempt's review joins the next attempt's feedback
+    swe.choose       tests, then vote, then verifier; the choice graded  -> chosen, final
+
+Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
+JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentflow.budget import BudgetExceeded
+from agentflow.errors import ModelError, UserError
+from agentflow.graph.nodetypes import NodeType
+from agentflow.graph.spec import is_end
+from agentflow.repair.choose import choose
+from agentflow.repair.policy import Attempt, RepairPolicy
+from agentflow.repair.runtime import RepairRuntime, settings_model
+from agentflow.repair.searching import run_search
+from agentflow.repair.steps import make_plan, rank_suspects, write_reproduction
+from agentflow.repair.workbench import Verification
+from agentflow.swe.report import InstanceReport
+
+_PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
+RankSettings = settings_model("swe.rank", ("rank", "rank_pool", "rank_lines", *_PROMPT_FIELDS))
+ReproduceSettings = settings_model(
+    "swe.reproduce", ("reproduce", "reproduce_attempts", "temperature", "max_tokens", *_PROMPT_FIELDS)
+)
+PlanSettings = settings_model("swe.plan", ("plan", "max_tokens", *_PROMPT_FIELDS))
+EditSettings = settings_model(
+    "swe.edit",
+    ("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
+     "file_context_lines", *_PROMPT_FIELDS),
+)
+CritiqueSettings = settings_model("swe.critique", ("critique", "max_tokens", "seed", "prompts"))
+BestOfNSettings = settings_model("search.best_of_n", ("n", "max_attempts", "concurrency", "stop_on_success", "seed"))
+MCTSSettings = settings_model(
+    "search.mcts", ("n", "max_attempts", "concurrency", "stop_on_success", "seed", "mcts_k", "mcts_c")
+)
+ChooseSettings = settings_model("swe.choose", ("vote",))
+
+
+def runtime(ctx: Any) -> RepairRuntime:
+    found = ctx.run.resources.get("repair")
+    if not isinstance(found, RepairRuntime):
+        raise UserError(
+            f"node '{ctx.node}' is a repair step and runs only inside a repair",
+            hint="run it with 'agentflow repair --workflow FILE' or 'agentflow bench --workflow FILE'",
+        )
+    return found
+
+
+def _emit(rt: RepairRuntime, kind: str, **data: Any) -> None:
+    rt.events.emit(kind, node_id=rt.iid, instance_id=rt.iid, **data)
+
+
+# ----------------------------------------------------------------------------------------------- before search
+
+
+async def baseline(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    rt = runtime(ctx)
+    base = await rt.bench.verify_base()
+    return {"base": base.model_dump(mode="json"), "issue": rt.issue}
+
+
+async def rank(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    rt = runtime(ctx)
+    await rt.sync(state)
+    cfg = rt.cfg_for(ctx.node)
+    if not cfg.rank:
+        return {"ranked": []}
+    base = Verification.model_validate(state["base"])
+    sources = await rt.bench.python_sources()
+    prefer = await rank_suspects(rt.models.coder, cfg, rt.issue, sources, base.output, seed=cfg.seed)
+    ranked = [[path, name] for path, name in prefer]
+    _emit(rt, "repair.rank", ranked=[f"{p}:{n}" for p, n in prefer])
+    return {"ranked": ranked}
+
+
+async def reproduce(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    rt = runtime(ctx)
+    await rt.sync(state)
+    cfg, bench = rt.cfg_for(ctx.node), rt.bench
+    base = Verification.model_validate(state["base"])
+    if not (bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None):
+        return {"reproduction": {"kept": None}}
+    sources = await bench.python_sources()
+    prefer = [tuple(x) for x in state.get("ranked") or []]
+    previous: tuple[str, str] | None = None
+    for attempt in range(cfg.reproduce_attempts):
+        script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
+                                          previous=previous, prefer=prefer)  # type: ignore[arg-type]
+        kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
+        _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:])
+        if kept:
+            base = await bench.verify_base()
+            return {"reproduction": {"kept": True, "script": script}, "base": base.model_dump(mode="json")}
+        previous = (script or "", output)
+    return {"reproduction": {"kept": False}}
+
+
+async def plan(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    rt = runtime(ctx)
+    await rt.sync(state)
+    if rt.models.planner is None or not (rt.cfg_for(ctx.node).plan or rt.cfg.planner_model):
+        return {"plan": ""}
+    cfg = rt.cfg_for(ctx.node)
+    sources = await rt.bench.python_sources()
+    prefer = [tuple(x) for x in state.get("ranked") or []]
+    text = await make_plan(rt.models.planner, cfg, rt.issue, sources, seed=cfg.seed, prefer=prefer)  # type: ignore[arg-type]
+    _emit(rt, "repair.plan", plan=text)
+    return {"plan": text}
+
+
+# ----------------------------------------------------------------------------------------------- search
+
+
+def rollout_steps(subgraph: Any) -> list[tuple[str, str]]:
+    """(node name, node type) of a rollout subgraph, in order: a chain from its first node to END, the first a
+    proposer (`swe.edit`), a `swe.test` among the rest."""
+    edges = dict(subgraph.edges)
+    order, name = [], subgraph.first_node()
+    while name is not None and not is_end(name):
+        if name in (n for n, _ in order):
+            raise UserError(f"rollout subgraph '{subgraph.name}' loops at '{name}'; a rollout is a chain of steps")
+        order.append((name, subgraph.nodes[name].type or ""))
+        name = edges.get(name)
+    types = [t for _, t in order]
+    if not types or types[0] != "swe.edit" or "swe.test" not in types[1:]:
+        raise UserError(
+            f"rollout subgraph '{subgraph.name}' must start with a swe.edit node and contain a swe.test node "
+            f"(has {' -> '.join(types) or 'nothing'})"
+        )
+    unknown = [t for t in types[1:] if t not in ("swe.test", "swe.critique")]
+    if unknown:
+        raise UserError(f"rollout subgraph '{subgraph.name}': {unknown[0]} cannot be a rollout step (swe.test, swe.critique)")
+    return order
+
+
+def _policy(rt: RepairRuntime, state: Any, ctx: Any) -> RepairPolicy:
+    steps = rollout_steps(ctx.spec.subgraph)
+    edit_node = steps[0][0]
+    critique_node = next((n for n, t in steps if t == "swe.critique"), None)
+    critique_cfg = rt.cfg_for(critique_node) if critique_node else None
+    if critique_cfg is not None and not (critique_cfg.critique or rt.cfg.critic_model):
+        critique_cfg = None
+    prefer = [tuple(x) for x in state.get("ranked") or []]
+    return RepairPolicy(rt.cfg_for(ctx.node), rt.bench, rt.models, rt.budget, rt.events, rt.issue, rt.record,
+                        plan=state.get("plan") or "", prefer=prefer,  # type: ignore[arg-type]
+                        edit_cfg=rt.cfg_for(edit_node), critique_cfg=critique_cfg)
+
+
+async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
+    rt = runtime(ctx)
+    await rt.sync(state)
+    base = Verification.model_validate(state["base"])
+    policy = rt.policy = _policy(rt, state, ctx)
+    _emit(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,
+          reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=policy.edit_cfg.edit_format)
+    stopped, error = None, None
+    try:
+        await run_search(policy, rt.cfg_for(ctx.node), algorithm, base, rt.budget, rt.events)
+    except BudgetExceeded as exc:
+        stopped, error = f"limits_exceeded:{exc.kind}", str(exc)
+    except ModelError as exc:
+        # the candidates found so far are kept; with none, the task is an infrastructure failure
+        stopped = "context_exceeded" if "context" in str(exc).lower() else "model_error"
+        error = f"{exc.__class__.__name__}: {exc}"
+    attempts = [{"candidate_id": a.candidate_id, "patch": a.patch, "sample": a.sample,
+                 "verification": a.verification.model_dump(mode="json")} for a in policy.attempts]
+    return {"attempts": attempts, "samples": policy.samples, "search": {"stopped": stopped, "error": error}}
+
+
+async def best_of_n(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    return await _run_search(state, ctx, "best_of_n")
+
+
+async def mcts(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    return await _run_search(state, ctx, "mcts")
+
+
+async def _rollout_only(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    raise UserError(f"node '{ctx.node}' ({ctx.spec.type}) is a rollout step: put it in a search node's subgraph")
+
+
+# ----------------------------------------------------------------------------------------------- choosing
+
+
+async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    rt = runtime(ctx)
+    await rt.sync(state)
+    attempts = [Attempt(a["candidate_id"], a["patch"], Verification.model_validate(a["verification"]), a["sample"])
+                for a in state.get("attempts") or []]
+    best, chosen_by = await choose(attempts, rt.cfg_for(ctx.node), rt.models.verifier, rt.issue, rt.budget, rt.events)
+    if best is None:
+        return {"chosen": None}
+    final, report = await rt.bench.verify(best.patch, final=True)
+    if report is None:
+        report = InstanceReport(instance_id=rt.iid, patch_exists=True, patch_successfully_applied=True,
+                                resolved=bool(final.passed), completed=final.passed is not None)
+    return {
+        "chosen": {"candidate_id": best.candidate_id, "patch": best.patch, "chosen_by": chosen_by},
+        "final": {"verification": final.model_dump(mode="json"),
+                  "report": report.model_dump(mode="json") | {"completed": report.completed}},
+    }
+
+
+NODE_TYPES = [
+    NodeType("swe.baseline", baseline, None, (), ("base", "issue"), "the task's tests on the unchanged code"),
+    NodeType("swe.rank", rank, RankSettings, ("base",), ("ranked",), "the coder ranks the heuristic's suspect functions"),
+    NodeType("swe.reproduce", reproduce, ReproduceSettings, ("base", "ranked"), ("reproduction", "base"),
+             "blind mode: a script that fails while the bug is present, kept only if it does"),
+    NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
+    NodeType("search.best_of_n", best_of_n, BestOfNSettings, ("base", "ranked", "plan"),
+             ("attempts", "samples", "search"), "n rollouts of the subgraph at once", search=True),
+    NodeType("search.mcts", mcts, MCTSSettings, ("base", "ranked", "plan"), ("attempts", "samples", "search"),
+             "tree search: expansions are subgraph steps from restored workspace states", search=True),
+    NodeType("swe.edit", _rollout_only, EditSettings, (), (), "samples edits (a rollout's proposals)", role="propose"),
+    NodeType("swe.test", _rollout_only, None, (), (), "applies an edit, takes its patch, verifies it"),
+    NodeType("swe.critique", _rollout_only, CritiqueSettings, (), (), "a failed attempt's review joins its feedback"),
+    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts",), ("chosen", "final"),
+             "tests, then the vote, then the verifier model; the choice graded"),
+]
+
+__all__ = ["NODE_TYPES", "rollout_steps"]

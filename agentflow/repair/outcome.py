@@ -1,0 +1,67 @@
+"""What a repair produces: a candidate per model answer (candidates.jsonl) and the task's outcome (outcome.json)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agentflow.repair.workbench import Verification
+
+STATUSES = ("submitted", "limits_exceeded", "context_exceeded", "env_error", "no_patch")
+
+CandidateStatus = Literal["ok", "noop", "unparsable", "apply_error"]
+
+
+class Candidate(BaseModel):
+    """One model answer and what came of it (a row of candidates.jsonl)."""
+
+    instance_id: str
+    candidate_id: str
+    parent_id: str | None
+    status: CandidateStatus
+    patch: str = ""
+    dropped_test_files: list[str] = Field(default_factory=list)
+    edit_errors: list[str] = Field(default_factory=list)
+    verification: Verification | None = None
+    finish_reason: str = ""
+    sample: int = 0
+    answer: str = ""
+    """The model's answer (first 4000 characters)."""
+
+
+class InstanceOutcome(BaseModel):
+    """Result of one task (instances/<id>/outcome.json; its presence marks the task done)."""
+
+    instance_id: str
+    status: str
+    """submitted, limits_exceeded:<kind>, context_exceeded, env_error, no_patch."""
+    model_patch: str = ""
+    chosen: str | None = None
+    """candidate_id of the submitted patch."""
+    chosen_by: str | None = None
+    """What decided the choice: tests, vote, verifier, or only (a single candidate)."""
+    verification: Verification | None = None
+    report: dict[str, Any] | None = None
+    """SWE-bench per-instance report (resolved, tests_status, ...) of the submitted patch."""
+    feedback: str = "none"
+    reproduced: bool | None = None
+    """Blind mode: whether a reproduction script that fails at the base commit was found."""
+    plan: str | None = None
+    ranked: list[str] = Field(default_factory=list)
+    """The coder's ranking of the suspects (`path:function`, most likely first; empty without `rank`)."""
+    candidates: int = 0
+    samples: int = 0
+    usage: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    duration_s: float = 0.0
+    graph_s: float = 0.0
+    """Wall time of the task's workflow run (its nodes plus the graph engine and checkpointer around them)."""
+    nodes_s: float = 0.0
+    """Time inside the workflow's nodes; graph_s - nodes_s is what the graph engine and checkpointer cost."""
+    sandbox_backend: str | None = None
+    """The sandbox backend the task actually ran in (docker, or local when asked for by name)."""
+
+    @property
+    def infra_failure(self) -> bool:
+        return self.status == "env_error"

@@ -1,0 +1,278 @@
+"""Repair one task by running the repair workflow (`workflows/repair.yaml`, or the run's `workflow`) on the
+graph engine: its nodes are the repair node types (`agentflow.repair.nodes`), and the search node runs
+best-of-N or MCTS over the rollout subgraph (edit -> test -> critique).
+
+Around the graph, one task needs what no node owns: the role models, the sandbox with the repository at its
+base commit, the budget and the candidates file. A checkpoint is written after every node into the task's
+folder (`checkpoints.db`), so a task killed mid-way resumes at the node where it stopped: the steps that had
+finished (and their model calls) are not run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
+from agentflow.errors import AgentflowError, ModelError, UserError
+from agentflow.events import EventLog
+from agentflow.graph.spec import WorkflowSpec
+from agentflow.models.base import ChatModel
+from agentflow.models.batching import SampleBatcher
+from agentflow.repair.config import ModelLoader, RepairConfig
+from agentflow.repair.outcome import Candidate, InstanceOutcome
+from agentflow.repair.policy import RoleModels
+from agentflow.repair.runtime import RepairRuntime, node_settings_for
+from agentflow.repair.searching import TaskEvents
+from agentflow.repair.steps import edit_format_for, issue_text
+from agentflow.repair.workbench import Verification, Workbench
+from agentflow.sandbox.base import Sandbox
+from agentflow.swe.tasks import SWETask
+
+THREAD = "repair"
+"""The graph thread of a task's repair in its own checkpoint file."""
+_SEARCH_TYPES = {"single": "search.best_of_n", "best-of-n": "search.best_of_n", "mcts": "search.mcts"}
+
+
+def instance_model_spec(spec: str, instance_id: str) -> str:
+    return spec.replace("{instance_id}", instance_id)
+
+
+def _python_for(sandbox: Sandbox) -> str:
+    return shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3"
+
+
+def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]:
+    """The run's workflow (validated once), its node-type registry and every typed node's own settings, with
+    `strategy` applied to the search node(s)."""
+    from agentflow.graph.compile import registry_for
+    from agentflow.graph.context import RunContext
+    from agentflow.graph.loader import load_workflow
+    from agentflow.graph.validate import check_workflow
+
+    spec = load_workflow(cfg.workflow)
+    registry = registry_for(spec, RunContext())
+    overrides = {name: dict(values) for name, values in cfg.nodes.items()}
+    if cfg.strategy is not None:
+        searches = [name for name, node in spec.nodes.items() if node.type and registry.require(node.type, name).search]
+        if not searches:
+            raise UserError(f"--strategy {cfg.strategy}: workflow '{spec.name}' has no search node to set")
+        for name in searches:
+            node = spec.nodes[name]
+            node.type = _SEARCH_TYPES[cfg.strategy]
+            settings = {k: v for k, v in node.settings.items() if k != "n" and k in registry.require(node.type, name).settings.model_fields}
+            node.settings = {**settings, "n": 1 if cfg.strategy == "single" else cfg.n}
+    check_workflow(spec, registry)
+    return spec, registry, node_settings_for(spec, registry, overrides)
+
+
+def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
+    """`cfg` with `strategy` and `n` saying what the workflow's search node does, so that a run's
+    config.resolved.yaml repeats it exactly (unchanged when the workflow has no single search node)."""
+    spec, _, node_settings = workflow
+    searches = [(name, node) for name, node in spec.nodes.items() if node.type in ("search.best_of_n", "search.mcts")]
+    if len(searches) != 1:
+        return cfg
+    name, node = searches[0]
+    n = int(node_settings.get(name, {}).get("n", cfg.n))
+    if node.type == "search.mcts":
+        return cfg.model_copy(update={"strategy": "mcts", "n": n})
+    return cfg.model_copy(update={"strategy": "single" if n == 1 else "best-of-n", "n": cfg.n if n == 1 else n})
+
+
+async def repair_task(
+    task: SWETask,
+    cfg: RepairConfig,
+    *,
+    events: EventLog,
+    inst_dir: Path | None = None,
+    model: ChatModel | None = None,
+    model_loader: ModelLoader | None = None,
+    workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]] | None = None,
+) -> InstanceOutcome:
+    """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`
+    (and its checkpoints there: a task whose folder holds an unfinished run continues it). `model` replaces
+    the coder's model; `model_loader` builds the models of the specs in `cfg`; `workflow` is
+    `load_repair_workflow(cfg)` when the caller already loaded it (a batch loads it once)."""
+    started = time.monotonic()
+    iid = task.instance_id
+    spec, registry, node_settings = workflow or load_repair_workflow(cfg)
+    if inst_dir is not None:
+        inst_dir.mkdir(parents=True, exist_ok=True)
+    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s))
+    outcome = InstanceOutcome(instance_id=iid, status="no_patch")
+    events.emit("repair.start", node_id=iid, instance_id=iid, strategy=cfg.strategy, model=cfg.model,
+                workflow=spec.name)
+    candidates: list[Candidate] = []
+    owned: list[ChatModel] = []
+    rt: RepairRuntime | None = None
+    state: dict[str, Any] = {}
+    finished = False
+    try:
+        models, cfg = _role_models(cfg, spec, node_settings, iid, budget, events, model, model_loader, owned)
+        try:
+            from agentflow.sandbox import open_sandbox
+
+            sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox, events=events)
+            sandbox = await sandbox_cm.__aenter__()
+            outcome.sandbox_backend = sandbox.info().backend
+        except (AgentflowError, OSError) as exc:
+            outcome.status, outcome.error = "env_error", f"sandbox: {exc}"
+            finished = True
+            return outcome
+        try:
+            bench = Workbench(sandbox, task, cfg, _python_for(sandbox))
+            outcome.feedback = bench.mode
+            try:
+                await bench.setup()
+            except (AgentflowError, OSError) as exc:  # UserError included: a task that cannot be set up
+                outcome.status, outcome.error = "env_error", f"setup: {exc}"
+                finished = True
+                return outcome
+            rt = RepairRuntime(cfg, bench, models, budget, events, issue_text(task.problem_statement, task.hints_text),
+                               _recorder(inst_dir, candidates), node_settings)
+            try:
+                state = await _run_graph(spec, registry, rt, inst_dir, outcome)
+            except BudgetExceeded as exc:
+                outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)
+            except ModelError as exc:
+                outcome.status = "context_exceeded" if "context" in str(exc).lower() else "env_error"
+                outcome.error = f"{exc.__class__.__name__}: {exc}"
+            _fill_outcome(outcome, state, budget)
+        finally:
+            await sandbox_cm.__aexit__(None, None, None)
+        finished = True
+    except UserError:
+        raise
+    except AgentflowError as exc:
+        if outcome.status == "no_patch" and not state.get("attempts"):
+            outcome.status = "env_error"
+        outcome.error = f"{exc.__class__.__name__}: {exc}"
+        finished = True
+    finally:
+        for owned_model in owned:
+            with contextlib.suppress(Exception):  # closing must not hide the outcome
+                await owned_model.aclose()
+        outcome.candidates = sum(1 for c in candidates if c.status == "ok")
+        outcome.samples = int(state.get("samples") or (rt.policy.samples if rt is not None and rt.policy else 0))
+        outcome.usage = budget.used.model_dump()
+        outcome.duration_s = round(time.monotonic() - started, 3)
+        events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
+                    chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
+        if inst_dir is not None and finished:  # an interrupted task leaves no outcome: resume continues it
+            (inst_dir / "patch.diff").write_text(outcome.model_patch)
+            tmp = inst_dir / "outcome.json.tmp"
+            tmp.write_text(json.dumps(outcome.model_dump(mode="json"), indent=2) + "\n")
+            tmp.replace(inst_dir / "outcome.json")
+    return outcome
+
+
+def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]], iid: str,
+                 budget: Budget, events: EventLog, model: ChatModel | None, model_loader: ModelLoader | None,
+                 owned: list[ChatModel]) -> tuple[RoleModels, RepairConfig]:
+    """The coder and the helper roles the workflow's nodes turn on (instrumented: they charge the budget and
+    write `model.call` events); `cfg` with `edit_format: auto` resolved for the coder."""
+    from agentflow.models.instrumented import InstrumentedModel
+    from agentflow.models.spec import load_model
+
+    loader = model_loader or (lambda s: load_model(s, **cfg.model_options))
+
+    def on(flag: str) -> bool:  # a node of the workflow (or the run) turns the role on
+        return bool(getattr(cfg, flag)) or any(settings.get(flag) for settings in node_settings.values())
+
+    def role(spec_text: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
+        if spec_text is None and not enabled:
+            return None
+        if spec_text is None:
+            return coder
+        inner = loader(instance_model_spec(spec_text, iid))
+        owned.append(inner)
+        return InstrumentedModel(inner, budget=budget, events=events, node_id=iid, check_budget=True)
+
+    inner = model
+    if inner is None:
+        inner = loader(instance_model_spec(cfg.model, iid))
+        owned.append(inner)
+    cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
+    if cfg.batch_samples > 1 and _samples_concurrently(spec, node_settings):
+        inner = SampleBatcher(inner, max_n=cfg.batch_samples)
+    coder = InstrumentedModel(inner, budget=budget, events=events, node_id=iid, check_budget=True)
+    models = RoleModels(coder, planner=role(cfg.planner_model, on("plan"), coder),
+                        critic=role(cfg.critic_model, on("critique"), coder),
+                        verifier=role(cfg.verifier_model, False, coder))
+    return models, cfg
+
+
+def _samples_concurrently(spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]]) -> bool:
+    """Whether a search node draws several samples of one prompt at once (then they go as one request)."""
+    for name, node in spec.nodes.items():
+        if node.type == "search.mcts":
+            return True
+        if node.type == "search.best_of_n" and int(node_settings.get(name, {}).get("n", 2)) > 1:
+            return True
+    return False
+
+
+def _recorder(inst_dir: Path | None, candidates: list[Candidate]) -> Any:
+    def record(cand: Candidate) -> None:
+        candidates.append(cand)
+        if inst_dir is not None:
+            with open(inst_dir / "candidates.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(cand.model_dump_json() + "\n")
+
+    return record
+
+
+async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_dir: Path | None,
+                     outcome: InstanceOutcome) -> dict[str, Any]:
+    """Run (or continue) the task's workflow thread; the final state."""
+    from agentflow.graph.context import RunContext
+    from agentflow.graph.runner import WorkflowRunner
+
+    context = RunContext(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, resources={"repair": rt},
+                         node_types=registry)
+    checkpointer: Any = "sqlite" if inst_dir is not None else "memory"
+    t0 = time.perf_counter()
+    async with WorkflowRunner(spec, run_dir=inst_dir, checkpointer=checkpointer, context=context) as runner:
+        existing = await runner.graph.aget_state(runner._config(THREAD))
+        if existing.created_at is not None:
+            rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))
+            if inst_dir is not None and (inst_dir / "candidates.jsonl").exists() and "search" in existing.next:
+                (inst_dir / "candidates.jsonl").write_text("")  # the search starts over: so does its file
+            result = await runner.resume(THREAD)
+        else:
+            if inst_dir is not None:
+                (inst_dir / "candidates.jsonl").write_text("")
+            result = await runner.start({}, thread_id=THREAD)
+    outcome.graph_s = round(time.perf_counter() - t0, 3)
+    outcome.nodes_s = round(context.node_seconds, 3)
+    return dict(result.state)
+
+
+def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budget) -> None:
+    """The outcome as the final state says (what each node found, the choice and its grade)."""
+    outcome.ranked = [f"{p}:{n}" for p, n in state.get("ranked") or []]
+    outcome.reproduced = (state.get("reproduction") or {}).get("kept")
+    outcome.plan = state.get("plan") or None
+    search = state.get("search") or {}
+    if outcome.status == "no_patch" and search.get("stopped"):
+        stopped = search["stopped"]
+        outcome.status = "no_patch" if stopped == "model_error" else stopped
+        outcome.error = search.get("error")
+    if outcome.status == "no_patch" and (kind := budget.exceeded()) is not None:
+        outcome.status = f"limits_exceeded:{kind}"
+    if outcome.status == "no_patch" and outcome.error and not state.get("attempts"):
+        outcome.status = "env_error"  # no candidate and an error: an infrastructure failure (resume retries it)
+    chosen = state.get("chosen")
+    if chosen:
+        outcome.model_patch, outcome.chosen, outcome.chosen_by = chosen["patch"], chosen["candidate_id"], chosen["chosen_by"]
+        final = state.get("final") or {}
+        outcome.verification = Verification.model_validate(final["verification"]) if final.get("verification") else None
+        outcome.report = final.get("report")
+        if outcome.status == "no_patch":
+            outcome.status = "submitted"

@@ -1,0 +1,118 @@
+"""The import graph of `agentflow/` has no cycles and no upward imports (docs/architecture.md).
+
+Every import counts, at module level or inside a function (imports under `if TYPE_CHECKING:` do not: they
+never run). A module may import its own layer or a lower one; a new subpackage must be given a layer here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[2] / "agentflow"
+
+LAYERS: dict[str, int] = {
+    # 1 foundations: the top-level modules
+    "agentflow": 1,
+    # 2 parts
+    "agentflow.models": 2,
+    "agentflow.tools": 2,
+    "agentflow.sandbox": 2,
+    "agentflow.serving": 2,
+    "agentflow.observe": 2,
+    # 3 composition
+    "agentflow.graph": 3,
+    "agentflow.agents": 3,
+    "agentflow.mcp": 3,
+    # 4 search
+    "agentflow.search": 4,
+    # 5 the SWE-bench harness
+    "agentflow.swe": 5,
+    # 6 the repair solver (node types over the harness)
+    "agentflow.repair": 6,
+    # 7 running many tasks (executors), then 8 entry points
+    "agentflow.executors": 7,
+    "agentflow.cli": 8,
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if len(parts) >= 2 and ".".join(parts[:2]) in LAYERS:
+        return LAYERS[".".join(parts[:2])]
+    if len(parts) == 2 and (ROOT / f"{parts[1]}.py").exists():
+        return 1  # a top-level module
+    if module == "agentflow":
+        return 1
+    return None
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+            ):
+                skip.update(id(x) for stmt in node.body for x in ast.walk(stmt))
+    return skip
+
+
+def import_graph() -> nx.DiGraph:
+    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_nodes(tree)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                # importing a package's __init__ from inside that package is not an edge worth drawing
+                if target and target != name and not name.startswith(target + ".") and target != "agentflow":
+                    graph.add_edge(name, target)
+    return graph
+
+
+def test_every_subpackage_has_a_layer() -> None:
+    missing = sorted({m for m in import_graph() if _layer(m) is None})
+    assert not missing, f"give these a layer in tests/core/test_layers.py (and docs/architecture.md): {missing}"
+
+
+def test_no_import_cycles() -> None:
+    cycles = [c for c in nx.simple_cycles(import_graph()) if len(c) > 1]
+    shown = [" -> ".join([*c, c[0]]) for c in sorted(cycles, key=len)[:10]]
+    assert not cycles, "import cycles:\n" + "\n".join(shown)
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    upward = []
+    for a, b in import_graph().edges:
+        la, lb = _layer(a), _layer(b)
+        if la is not None and lb is not None and lb > la:
+            upward.append(f"{a} (layer {la}) imports {b} (layer {lb})")
+    assert not upward, "upward imports:\n" + "\n".join(sorted(upward))

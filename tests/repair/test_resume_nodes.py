@@ -1,0 +1,90 @@
+"""A repair killed with -9 mid-task resumes at the node where it stopped: the nodes that had finished are not
+run again, and neither are their model calls (checked at the model server, a real loopback HTTP process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentflow.cli.main import run
+from tests.models.conftest import SERVER, FakeServer
+
+from .conftest import ROOT, TASKS_FILE, read_jsonl
+
+pytestmark = pytest.mark.docker
+IID = "inikit__inikit-1"
+RIGHT = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=")\n=======\n'
+         '        parts = stripped.split("=", 1)\n>>>>>>> REPLACE\nEND_EDITS')
+
+
+@pytest.fixture
+def model_server() -> Iterator[FakeServer]:
+    proc = subprocess.Popen([sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("PORT "), line
+        yield FakeServer(int(line.split()[1]))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _bench(out: Path, image: str, spec: str, *extra: str) -> list[str]:
+    return ["bench", str(TASKS_FILE), "-i", IID, "--model", spec, "--sandbox", "docker", "-c", f"sandbox.image={image}",
+            "-c", "feedback=task", "-c", "edit_format=search_replace", "-c", "model_options.max_attempts=1",
+            "-o", str(out), *extra]
+
+
+def _rank_requests(server: FakeServer) -> int:
+    return sum("Which of these" in json.dumps(r["body"]) for r in server.requests())
+
+
+def test_kill_9_mid_task_then_resume_continues_at_the_search(docker_image: str, model_server: FakeServer, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    # the ranking answers at once; the first edit takes long enough to kill the run while it waits
+    model_server.script({"content": "1"}, {"content": RIGHT, "delay": 60})
+    agentflow = str(Path(sys.executable).parent / "agentflow")
+    proc = subprocess.Popen([agentflow, *_bench(out, docker_image, model_server.spec())], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    events_file = out / "events.jsonl"
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            text = events_file.read_text() if events_file.exists() else ""
+            if '"node.start"' in text and f'"{IID}/search"' in text:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    from agentflow.sandbox.docker import reap_orphans
+
+    reap_orphans()
+    assert _rank_requests(model_server) == 1
+    before = len(read_jsonl(events_file))
+
+    model_server.reset()
+    model_server.script({"content": RIGHT})
+    assert run(_bench(out, docker_image, model_server.spec(), "--resume")) == 0
+    after = read_jsonl(events_file)[before:]
+    resumed = [e for e in after if e["kind"] == "repair.resume"]
+    assert resumed and resumed[0]["data"]["next"] == ["search"]
+    ran = [e["node_id"].split("/", 1)[1] for e in after if e["kind"] == "node.start"]
+    assert ran == ["search", "choose"]  # baseline, rank, reproduce and plan had finished: not run again
+    assert _rank_requests(model_server) == 0  # the ranking's model call was not repeated
+    assert len(model_server.requests()) == 1  # only the edit
+    outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
+    assert outcome["status"] == "submitted" and outcome["report"]["resolved"] is True
+    assert outcome["ranked"]  # the ranking came back from the checkpoint

@@ -1,0 +1,80 @@
+"""The repair is a workflow: a user's YAML changes its steps, `graph validate/show` read it, node settings are
+checked like any other config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentflow.cli.main import run
+from agentflow.repair.config import load_repair_config
+from agentflow.repair.solve import load_repair_workflow
+
+from .conftest import ROOT, TASKS_FILE, read_jsonl, scripted_cassette
+
+USER_WORKFLOW = ROOT / "examples" / "workflows" / "repair_with_critic.yaml"
+
+
+def test_the_shipped_repair_workflow_validates_and_shows_its_search_node(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["graph", "validate", "workflows/repair.yaml"]) == 0
+    assert run(["graph", "show", "repair"]) == 0
+    shown = capsys.readouterr().out
+    assert 'subgraph search["search: search.best_of_n (n=1)"]' in shown
+    assert 'search__edit["edit: swe.edit"]' in shown and "search__edit --> search__test" in shown
+
+
+def test_node_settings_are_validated_against_their_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(USER_WORKFLOW.read_text().replace("{temperature: 0.7}", "{temperatur: 0.7}"))
+    assert run(["graph", "validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "settings.temperatur" in err and "Extra inputs are not permitted" in err
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text(USER_WORKFLOW.read_text().replace("type: swe.rank", "type: swe.rnak"))
+    assert run(["graph", "validate", str(unknown)]) == 2
+    assert "unknown type 'swe.rnak'" in capsys.readouterr().err
+
+
+def test_settings_precedence_run_then_node_then_c_nodes() -> None:
+    cfg = load_repair_config([f"workflow={USER_WORKFLOW}", "temperature=0.1", "nodes.review.max_tokens=99"])
+    _, _, settings = load_repair_workflow(cfg)
+    assert settings["edit"] == {"temperature": 0.7}  # the node's own setting beats the run's
+    assert settings["review"] == {"critique": True, "max_tokens": 99}
+    with pytest.raises(Exception, match="nodes.nope"):
+        load_repair_workflow(load_repair_config([f"workflow={USER_WORKFLOW}", "nodes.nope.n=2"]))
+
+
+def test_strategy_sets_the_search_node() -> None:
+    spec, _, settings = load_repair_workflow(load_repair_config(["strategy=mcts", "n=3"]))
+    assert spec.nodes["search"].type == "search.mcts" and settings["search"]["n"] == 3
+    spec, _, settings = load_repair_workflow(load_repair_config(["strategy=single", "n=8"]))
+    assert spec.nodes["search"].type == "search.best_of_n" and settings["search"]["n"] == 1
+
+
+@pytest.mark.docker
+def test_a_user_workflow_runs_its_nodes_in_its_order(docker_image: str, tmp_path: Path) -> None:
+    """No reproduction step, and a critic reviews the failed attempt before the next one."""
+    wrong = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=")\n=======\n'
+             '        parts = stripped.split("=", 2)\n>>>>>>> REPLACE\nEND_EDITS')
+    right = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=", 2)\n=======\n'
+             '        parts = stripped.split("=", 1)\n>>>>>>> REPLACE\nEND_EDITS')
+    review = "Splitting at two '=' still cuts values with more of them; split only at the first '='."
+    cassette = scripted_cassette(tmp_path / "c.json", ["1", wrong, review, right])  # rank, edit, critic, edit
+    out = tmp_path / "run"
+    code = run(["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
+                "--workflow", str(USER_WORKFLOW), "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
+                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-o", str(out)])
+    assert code == 0
+    events = read_jsonl(out / "events.jsonl")
+    ran = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start"]
+    assert ran == ["baseline", "rank", "search", "choose"]  # the user's order, no reproduce or plan
+    calls = [e for e in events if e["kind"] == "model.call"]
+    assert len(calls) == 4
+    outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
+    assert outcome["status"] == "submitted" and outcome["report"]["resolved"] is True
+    cands = read_jsonl(out / "instances" / "inikit__inikit-1" / "candidates.jsonl")
+    assert [c["verification"]["passed"] for c in cands] == [False, True]
+    resolved = (out / "config.resolved.yaml").read_text()
+    assert "repair_with_critic.yaml" in resolved
