@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from agentflow.config import StrictConfig
+from agentflow.mcp.config import McpServerConfig
 
 START = "__start__"
 END = "END"
@@ -120,6 +121,9 @@ class WorkflowSpec(StrictConfig):
     """Pause before these nodes for human approval."""
     tools: list[str] = Field(default_factory=list)
     """Tool packs (`editor`, `my_pkg.tools`) available to tool nodes and `ctx.call_tool`."""
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+    """MCP servers whose tools join tool nodes, `ctx.call_tool` and agent nodes (an agent node's
+    `args: {mcp_servers: [NAME]}` narrows which); started on first use, stopped when the run ends."""
     model: str | None = None
     """Default model spec for agent nodes (overridden by `agentflow run --model`)."""
     source_path: str | None = None

@@ -1,0 +1,108 @@
+"""Tools from MCP servers (the `mcp` SDK's client against a fixture server written with its server API):
+listing, schema export, validation, capped untrusted results, environment, start failures and hangs."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import pytest
+
+from agentflow.errors import UserError
+from agentflow.models.base import ToolCall
+from agentflow.tools.registry import ToolRegistry
+from tests.mcp.conftest import STDIO_COMMAND
+
+COMMAND = shlex.join(STDIO_COMMAND)
+
+
+async def call(registry: ToolRegistry, name: str, **arguments: object):
+    return await registry.execute(ToolCall(id="t", name=name, arguments=dict(arguments)))
+
+
+async def test_stdio_tools_join_the_registry_with_schemas_and_validation() -> None:
+    async with ToolRegistry() as registry:
+        added = await registry.add_mcp(COMMAND, prefix="fx_", block=["fail"])
+        assert [t.name for t in added] == [
+            "fx_echo", "fx_add", "fx_whoami", "fx_record", "fx_big", "fx_stall", "fx_count"
+        ]
+        assert {t.pack for t in added} == {"mcp:fixture_server"}
+        openai = next(t for t in registry.openai_tools() if t["function"]["name"] == "fx_add")
+        assert openai["function"]["parameters"] == {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        }
+        anthropic = next(t for t in registry.anthropic_tools() if t["name"] == "fx_add")
+        assert anthropic["input_schema"] == openai["function"]["parameters"]
+
+        ok = await call(registry, "fx_add", a=2, b=40)
+        assert ok.ok and ok.text == "42" and ok.data["structured"] == {"result": 42}
+
+        bad = await call(registry, "fx_add", a="two")
+        assert not bad.ok and bad.error == "invalid arguments"
+        assert "'b' is required" in bad.text and "'a': 'two' is not of type 'integer'" in bad.text
+        assert bad.text.endswith("Fix the arguments and call the tool again.")
+        assert "fx_fail" not in registry  # blocked
+
+
+async def test_results_are_capped_and_server_errors_are_tool_errors() -> None:
+    async with ToolRegistry() as registry:
+        await registry.add_mcp(COMMAND, max_result_chars=500, max_result_bytes=20_000)
+        big = await call(registry, "big", chars=100_000)
+        assert big.ok and len(big.text) < 700 and "characters cut" in big.text
+        assert len(big.data["full_text"]) < 20_200 and "more bytes from the MCP server dropped" in big.data["full_text"]
+        assert "structured" not in big.data and big.data["structured_dropped_bytes"] > 100_000
+
+        failed = await call(registry, "fail", message="no luck")
+        assert not failed.ok and failed.text.startswith("ToolError: tool 'fail' failed on its server")
+
+
+async def test_a_stdio_server_sees_only_the_environment_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FIXTURE_SECRET", "host-secret")
+    async with ToolRegistry() as registry:
+        await registry.add_mcp(COMMAND)
+        assert "secret=-" in (await call(registry, "whoami")).text
+    async with ToolRegistry() as registry:
+        await registry.add_mcp(COMMAND, pass_env=["FIXTURE_SECRET"])
+        assert "secret=host-secret" in (await call(registry, "whoami")).text
+
+
+@pytest.mark.parametrize(
+    "command",
+    [f"{sys.executable} -c 'import sys; sys.stderr.write(\"cannot open db\\n\"); sys.exit(3)'", "no-such-program-x1"],
+)
+async def test_a_server_that_fails_to_start_is_a_one_line_error_naming_the_command(command: str) -> None:
+    registry = ToolRegistry()
+    with pytest.raises(UserError) as info:
+        await registry.add_mcp(command)
+    message = str(info.value)
+    assert "\n" not in message and "failed to start" in message and shlex.split(command)[0] in message
+    if "cannot open db" in command:
+        assert "cannot open db" in message  # the server's last words
+    await registry.aclose()
+
+
+async def test_a_hung_call_is_a_tool_error_and_the_next_call_gets_a_fresh_server() -> None:
+    async with ToolRegistry() as registry:
+        (stall,) = [t for t in await registry.add_mcp(COMMAND) if t.name == "stall"]
+        first_pid = (await call(registry, "whoami")).text.split()[0]
+        hung = await stall.run({"seconds": 30}, timeout=1)
+        assert not hung.ok and "no answer within 1s" in hung.text and "restarted for the next call" in hung.text
+        again = await call(registry, "whoami")
+        assert again.ok and again.text.split()[0] != first_pid
+        assert stall.connection.starts == 2
+
+
+async def test_progress_tool_and_http_transport(http_fixture) -> None:
+    async with ToolRegistry() as registry:
+        await registry.add_mcp(http_fixture.url, prefix="h_")
+        assert (await call(registry, "h_count", n=3)).text == "counted to 3"
+        assert (await call(registry, "h_echo", text="over http")).text == "over http"
+
+
+async def test_an_unknown_allowed_tool_is_a_user_error() -> None:
+    registry = ToolRegistry()
+    with pytest.raises(UserError, match="has no tool"):
+        await registry.add_mcp(COMMAND, allow=["echo", "nope"])
+    await registry.aclose()
