@@ -114,3 +114,18 @@ def http_fixture(tmp_path: Path) -> Iterator[HttpFixture]:
     server.start()
     yield server
     server.kill()
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    """The offline sandbox image (built once if missing); skips when Docker is not running."""
+    from agentflow.errors import UserError
+    from agentflow.sandbox.docker import docker_client
+
+    try:
+        docker_client()
+    except UserError as exc:
+        pytest.skip(f"Docker is not available: {exc}")
+    from agentflow.sandbox.image import ensure_image
+
+    return ensure_image()
