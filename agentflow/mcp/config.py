@@ -81,11 +81,15 @@ class McpServerConfig(StrictConfig):
         return shlex.join(self.argv) if self.command is not None else str(self.url)
 
 
+_LAUNCHER = re.compile(r"^(python[0-9.]*|node|npx|uvx|uv|deno|bun|pipx|docker|run)$")
+
+
 def _default_name(cfg: McpServerConfig) -> str:
+    """The server's program: the first word that is neither a launcher (python, npx, uvx, ...) nor a flag."""
     if cfg.command:
-        words = [w for w in cfg.argv if not w.startswith("-")]
-        base = words[-1] if words else cfg.argv[0]
-        base = base.rsplit("/", 1)[-1].removesuffix(".py")
+        words = [w.rstrip("/").rsplit("/", 1)[-1] for w in cfg.argv if not w.startswith("-")]
+        base = next((w for w in words if not _LAUNCHER.match(w)), words[0] if words else "mcp")
+        base = base.removesuffix(".py").removesuffix(".js")
     else:
         base = re.sub(r"^https?://", "", str(cfg.url)).split("/", 1)[0]
     return re.sub(r"[^a-zA-Z0-9_-]", "_", base)[:40] or "mcp"
