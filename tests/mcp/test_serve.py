@@ -96,6 +96,10 @@ async def test_stdio_serve_runs_tools_in_the_sandbox(workspace: Path, tmp_path: 
         refused = await client.call_tool("run_workflow", {"workflow": "/etc/passwd"})
         assert refused.is_error and "is not served" in text(refused)
 
+        # repair runs `agentflow repair` on the workspace; a bad model spec comes back as its one-line error
+        repair = await client.call_tool("repair", {"issue": "add() subtracts", "model": "nosuch:model"})
+        assert repair.is_error and "nosuch" in text(repair) and "Traceback" not in text(repair)
+
 
 def start_http(workspace: Path, runs: Path, token_file: Path, port: int) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
