@@ -58,6 +58,13 @@ class McpTool(Tool):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise ToolError(f"MCP tool {self.name!r} is called with `await tool.run(arguments)`")
 
+    def validate(self, arguments: dict[str, Any]) -> Any:
+        """The arguments, checked against the server's schema; raises `ValueError` naming the problems."""
+        problems = self.problems(arguments)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return dict(arguments)
+
     def problems(self, arguments: dict[str, Any]) -> list[str]:
         """What is wrong with `arguments` against the tool's schema (empty when they are valid)."""
         found = []

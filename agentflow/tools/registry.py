@@ -49,7 +49,9 @@ class ToolRegistry:
         if existing is not None and existing is not tool:
             raise UserError(
                 f"two tools are named {tool.name!r} (packs {existing.pack!r} and {tool.pack!r})",
-                hint="load only one of them or rename one with @tool(name=...)",
+                hint="give the MCP server a prefix: (e.g. prefix: gh_)"
+                if "mcp:" in f"{existing.pack} {tool.pack}"
+                else "load only one of them or rename one with @tool(name=...)",
             )
         self._tools[tool.name] = tool
 
