@@ -34,3 +34,10 @@ def test_a_server_that_cannot_start_is_one_line_and_exit_2() -> None:
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "no-such-mcp-server --stdio" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_mcp_serve_refuses_a_missing_workspace_and_a_non_loopback_host(tmp_path) -> None:
+    missing = cli("mcp", "serve", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "is not a directory" in missing.stderr and "Traceback" not in missing.stderr
+    public = cli("mcp", "serve", str(tmp_path), "--http", "--host", "0.0.0.0")
+    assert public.returncode == 2 and "not a loopback address" in public.stderr
