@@ -70,7 +70,11 @@ async def test_a_stdio_server_sees_only_the_environment_it_is_given(monkeypatch:
 
 @pytest.mark.parametrize(
     "command",
-    [f"{sys.executable} -c 'import sys; sys.stderr.write(\"cannot open db\\n\"); sys.exit(3)'", "no-such-program-x1"],
+    [
+        f"{sys.executable} -c 'import sys; sys.stderr.write(\"cannot open db\\n\"); sys.exit(3)'",
+        "no-such-program-x1",
+        "http://127.0.0.1:9/mcp",  # nothing listens on the discard port
+    ],
 )
 async def test_a_server_that_fails_to_start_is_a_one_line_error_naming_the_command(command: str) -> None:
     registry = ToolRegistry()
