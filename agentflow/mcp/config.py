@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -95,7 +96,7 @@ def _default_name(cfg: McpServerConfig) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", base)[:40] or "mcp"
 
 
-def parse_server(value: str | dict[str, Any] | McpServerConfig) -> McpServerConfig:
+def parse_server(value: str | Mapping[str, Any] | McpServerConfig) -> McpServerConfig:
     """A config from a command line or URL string (the CLI's `--mcp`), a mapping (YAML) or a config."""
     from agentflow.config import validate_config
 

@@ -66,7 +66,7 @@ class ToolRegistry:
             server = {key: server}
         hub = McpHub([{**server, **options}])
         self._mcp.append(hub)
-        added = list(await hub.tools())
+        added: list[Tool] = list(await hub.tools())
         for t in added:
             self.add(t)
         return added
