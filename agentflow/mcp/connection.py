@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from agentflow.errors import DependencyMissing, ToolError, UserError
 from agentflow.mcp.config import McpServerConfig
@@ -54,6 +54,7 @@ class McpConnection:
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._errlog: TextIO | None = None
+        self._ended = False  # the transport saw the end of the server's output (it exited or hung up)
         self.starts = 0
         """How many times the server was started (1 + restarts)."""
 
@@ -63,7 +64,9 @@ class McpConnection:
 
     @property
     def running(self) -> bool:
-        return self._owner is not None and not self._owner.done() and self._client is not None
+        return (
+            self._owner is not None and not self._owner.done() and self._client is not None and not self._ended
+        )
 
     async def client(self) -> Any:
         """The connected SDK `Client`, starting (or restarting) the server first when needed."""
@@ -135,8 +138,10 @@ class McpConnection:
 
         cfg = self.config
         self._stop = asyncio.Event()
+        self._ended = False
         ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._owner = asyncio.create_task(self._own(Client(self._target()), ready), name=f"mcp:{self.name}")
+        transport = _EndWatched(self._target(), self._transport_ended)
+        self._owner = asyncio.create_task(self._own(Client(transport), ready), name=f"mcp:{self.name}")
         try:
             done, _ = await asyncio.wait(
                 {ready, self._owner}, timeout=cfg.start_timeout_s, return_when=asyncio.FIRST_COMPLETED
@@ -191,6 +196,12 @@ class McpConnection:
             headers["Authorization"] = f"Bearer {token}"
         http = create_mcp_http_client(headers=headers)
         return _OwnedHttp(streamable_http_client(str(cfg.url), http_client=http), http)
+
+    def _transport_ended(self) -> None:
+        """The server's output ended while connected: the next call starts it again instead of failing."""
+        if not self._ended and self._client is not None:
+            self._emit("mcp.server.exit")
+        self._ended = True
 
     async def _own(self, client: Any, ready: asyncio.Future[Any]) -> None:
         """The owner task: keeps the session open until `_stop` is set or the server goes away."""
@@ -247,6 +258,54 @@ class McpConnection:
     def _emit(self, kind: str, **data: Any) -> None:
         if self.events is not None:
             self.events.emit(kind, server=self.name, **data)
+
+
+class _EndWatched(contextlib.AbstractAsyncContextManager[Any]):
+    """A transport whose read stream reports its end (EOF or close) through `on_end`."""
+
+    def __init__(self, inner: Any, on_end: Any) -> None:
+        self.inner, self.on_end = inner, on_end
+
+    async def __aenter__(self) -> Any:
+        read, write = await self.inner.__aenter__()
+        return _WatchedStream(read, self.on_end), write
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self.inner.__aexit__(*exc)
+
+
+class _WatchedStream:
+    """Pass-through of a receive stream that calls `on_end` when iteration stops."""
+
+    def __init__(self, inner: Any, on_end: Any) -> None:
+        self._inner, self._on_end = inner, on_end
+
+    def __getattr__(self, name: str) -> Any:  # e.g. `last_context` of the HTTP transport's stream
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except BaseException:
+            self._on_end()
+            raise
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except BaseException:
+            self._on_end()
+            raise
 
 
 class _OwnedHttp(contextlib.AbstractAsyncContextManager[Any]):

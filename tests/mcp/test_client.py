@@ -110,3 +110,20 @@ async def test_an_unknown_allowed_tool_is_a_user_error() -> None:
     with pytest.raises(UserError, match="has no tool"):
         await registry.add_mcp(COMMAND, allow=["echo", "nope"])
     await registry.aclose()
+
+
+async def test_a_server_that_died_between_calls_is_started_again_for_the_next_call() -> None:
+    import asyncio
+    import os
+    import signal
+
+    async with ToolRegistry() as registry:
+        (echo, *_) = await registry.add_mcp(COMMAND)
+        first_pid = int((await call(registry, "whoami")).text.split()[0].removeprefix("pid="))
+        os.kill(first_pid, signal.SIGKILL)
+        for _ in range(100):  # until the client has seen the end of the server's output
+            if not echo.connection.running:
+                break
+            await asyncio.sleep(0.05)
+        again = await call(registry, "echo", text="still here")
+        assert again.ok and again.text == "still here" and echo.connection.starts == 2
