@@ -26,6 +26,11 @@ from agentflow.tools.registry import ToolRegistry
 from agentflow.tools.result import ToolResult
 
 SERVER_NAME = "agentflow"
+REPAIR_OPTIONS = {
+    "edit_format", "max_attempts", "concurrency", "plan", "critique", "rank", "reproduce", "vote",
+    "temperature", "seed", "max_tokens", "windows", "step_limit", "wall_time_s", "budget_usd", "test_timeout_s",
+}
+"""Repair settings an MCP client may change; where the code runs (sandbox, image, backend) is not one."""
 REPAIR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -34,6 +39,13 @@ REPAIR_SCHEMA: dict[str, Any] = {
         "n": {"type": "integer", "minimum": 1, "maximum": 64, "description": "Rollouts of best-of-n / mcts."},
         "model": {"type": "string", "description": "Model spec of the coder (default: the server's)."},
         "test_cmd": {"type": "string", "description": "Command that runs the repository's tests."},
+        "options": {
+            "type": "object",
+            "description": "More repair settings (workflows/repair.yaml): "
+            + ", ".join(sorted(REPAIR_OPTIONS)) + ".",
+            "propertyNames": {"enum": sorted(REPAIR_OPTIONS)},
+            "additionalProperties": {"type": ["string", "number", "integer", "boolean"]},
+        },
     },
     "required": ["issue"],
     "additionalProperties": False,
@@ -60,6 +72,8 @@ class Workspace:
         self.lock = asyncio.Lock()  # one sandbox command at a time: calls from several clients queue
 
     async def call(self, name: str, arguments: dict[str, Any], progress: Any) -> ToolResult:
+        if name in JOB_SCHEMAS:
+            _check_arguments(name, arguments)
         if name == "workspace_diff":
             diff = await self.sandbox.diff(self.base)
             return ToolResult(text=diff or "(no changes)")
@@ -85,6 +99,10 @@ class Workspace:
                             ("--test-cmd", args.get("test_cmd"))):
             if value is not None:
                 cli += [flag, str(value)]
+        for key, value in sorted((args.get("options") or {}).items()):
+            if key not in REPAIR_OPTIONS:  # the schema says so too; checked here whatever the client sent
+                raise ToolError(f"repair option {key!r} is not allowed; allowed: {', '.join(sorted(REPAIR_OPTIONS))}")
+            cli += ["-c", f"{key}={json.dumps(value) if isinstance(value, bool) else value}"]
         job = await run_cli(cli, events_glob=(out, "**/events.jsonl"), progress=progress,
                             timeout=self.cfg.job_timeout_s)
         outcome = job.json_output()
@@ -129,6 +147,22 @@ class Workspace:
             + (f"; allowed files: {', '.join(sorted(allowed))}" if allowed else "")
             + " (the server's user can allow a file with --workflow)"
         )
+
+
+JOB_SCHEMAS = {"workspace_diff": DIFF_SCHEMA, "repair": REPAIR_SCHEMA, "run_workflow": WORKFLOW_SCHEMA}
+
+
+def _check_arguments(name: str, arguments: dict[str, Any]) -> None:
+    """The arguments of a server-side tool against its schema (the pack tools are checked by the registry)."""
+    from jsonschema import validators
+
+    schema = JOB_SCHEMAS[name]
+    errors = sorted(validators.validator_for(schema)(schema).iter_errors(arguments), key=lambda e: list(e.path))
+    if errors:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.path) or '(arguments)'}: {e.message}" for e in errors[:5]
+        )
+        raise ToolError(f"invalid arguments for tool '{name}': {problems}. Fix the arguments and call again.")
 
 
 def tool_list(registry: ToolRegistry) -> list[Any]:

@@ -146,3 +146,39 @@ async def test_http_serve_needs_the_bearer_token(workspace: Path, tmp_path: Path
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+async def test_repair_returns_a_verified_patch_with_progress(tmp_path: Path) -> None:
+    import shutil
+
+    from mcp import Client, StdioServerParameters
+
+    repo = tmp_path / "inikit"
+    shutil.copytree(REPO / "examples" / "swe-tasks" / "repos" / "inikit", repo)
+    cassette = REPO / "tests" / "repair" / "cassettes" / "bench" / "inikit__inikit-1.json"
+    check = "python3 -c \"from inikit import loads; assert loads('[a]\\nk = x=y\\n').get('a', 'k') == 'x=y'\""
+    params = StdioServerParameters(
+        command=sys.executable, args=serve_args(repo, tmp_path / "runs"), env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+    )
+    steps: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(message or "")
+
+    async with Client(params) as client:
+        bad = await client.call_tool("repair", {"issue": "x", "options": {"sandbox": "local"}})
+        assert bad.is_error and "invalid arguments for tool 'repair'" in text(bad)  # where code runs is not an option
+        fixed = await client.call_tool(
+            "repair",
+            {
+                "issue": "Values containing `=` are cut off after the second `=` by `loads`.",
+                "test_cmd": check,
+                "model": f"replay:{cassette}",
+                "options": {"edit_format": "search_replace"},
+            },
+            progress_callback=on_progress,
+        )
+    assert not fixed.is_error, text(fixed)
+    assert 'split("=", 1)' in text(fixed) and '"status": "submitted"' in text(fixed)
+    assert 'split("=", 1)' not in (repo / "inikit" / "parser.py").read_text()  # the served folder is untouched
+    assert any(s.startswith("repair.start") for s in steps), steps
