@@ -31,6 +31,9 @@ def register(app: typer.Typer) -> None:
             None, "--token-file", help="Where --http writes its bearer token (default RUNS/mcp-token)."
         ),
         runs: Path = typer.Option(Path("runs"), "--runs", help="Folder of the server's events and job runs."),
+        sandbox_timeout: float = typer.Option(
+            8 * 3600.0, "--sandbox-timeout", help="Seconds the sandbox lives (then restart the server)."
+        ),
     ) -> None:
         """Serve the tool packs, workspace_diff, repair and run_workflow over MCP (stdio unless --http).
 
@@ -45,7 +48,7 @@ def register(app: typer.Typer) -> None:
         data = {
             "workspace": str(workspace), "transport": "http" if http else "stdio", "port": port, "host": host,
             "sandbox": sandbox, "workflows": list(workflow or []), "model": model, "runs": str(runs),
-            "token_file": str(token_file) if token_file else None,
+            "token_file": str(token_file) if token_file else None, "sandbox_timeout_s": sandbox_timeout,
         }
         if pack:
             data["packs"] = list(pack)

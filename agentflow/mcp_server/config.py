@@ -38,5 +38,7 @@ class McpServeConfig(StrictConfig):
     """Workflow files `run_workflow` may run besides the shipped ones (a workflow's code runs on the host)."""
     model: str | None = None
     """Default model spec of `repair` and `run_workflow` (else their own defaults)."""
+    sandbox_timeout_s: float = Field(default=8 * 3600.0, gt=0)
+    """Life of the sandbox (it is removed when it is reached; restart the server for a fresh copy)."""
     job_timeout_s: float = Field(default=3600.0, gt=0)
     """Longest a `repair` or `run_workflow` call may run before it is stopped."""
