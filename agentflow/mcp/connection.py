@@ -55,6 +55,7 @@ class McpConnection:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._errlog: TextIO | None = None
         self._ended = False  # the transport saw the end of the server's output (it exited or hung up)
+        self._generation = 0  # which start the transport callbacks belong to
         self.starts = 0
         """How many times the server was started (1 + restarts)."""
 
@@ -116,7 +117,7 @@ class McpConnection:
                 if _refused(exc):  # the server answered with an error: it is alive
                     raise ToolError(f"MCP server '{self.name}' refused {what}: {_one_line(exc)}") from None
                 died = self._died(what, f"the connection ended ({_one_line(exc)})")
-                await self._reset()
+                await self._reset(owner)
                 raise died from None
         task.cancel()
         with contextlib.suppress(BaseException):
@@ -124,7 +125,7 @@ class McpConnection:
         if owner in done:
             raise self._died(what, "the server exited during the call")
         died = self._died(what, f"no answer within {timeout:g}s (the server was stopped)")
-        await self._reset()  # hung: stop it now, the next call starts a fresh one
+        await self._reset(owner)  # hung: stop it now, the next call starts a fresh one
         raise died
 
     def _died(self, what: str, why: str) -> McpServerDied:
@@ -139,8 +140,10 @@ class McpConnection:
         cfg = self.config
         self._stop = asyncio.Event()
         self._ended = False
+        self._generation += 1
         ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        transport = _EndWatched(self._target(), self._transport_ended)
+        generation = self._generation
+        transport = _EndWatched(self._target(), lambda: self._transport_ended(generation))
         self._owner = asyncio.create_task(self._own(Client(transport), ready), name=f"mcp:{self.name}")
         try:
             done, _ = await asyncio.wait(
@@ -197,8 +200,10 @@ class McpConnection:
         http = create_mcp_http_client(headers=headers)
         return _OwnedHttp(streamable_http_client(str(cfg.url), http_client=http), http)
 
-    def _transport_ended(self) -> None:
+    def _transport_ended(self, generation: int) -> None:
         """The server's output ended while connected: the next call starts it again instead of failing."""
+        if generation != self._generation:  # an old server, already replaced
+            return
         if not self._ended and self._client is not None:
             self._emit("mcp.server.exit")
         self._ended = True
@@ -216,8 +221,11 @@ class McpConnection:
             if isinstance(exc, asyncio.CancelledError):
                 raise
 
-    async def _reset(self) -> None:
-        """Stop the owner task (and with it the server), if any."""
+    async def _reset(self, expected: asyncio.Task[None] | None = None) -> None:
+        """Stop the owner task (and with it the server), if any; with `expected`, only if that is still the
+        current one (a call that failed on an old server must not stop the server started since)."""
+        if expected is not None and self._owner is not expected:
+            return
         owner, self._owner, self._client = self._owner, None, None
         if owner is None:
             return

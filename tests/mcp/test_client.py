@@ -127,3 +127,18 @@ async def test_a_server_that_died_between_calls_is_started_again_for_the_next_ca
             await asyncio.sleep(0.05)
         again = await call(registry, "echo", text="still here")
         assert again.ok and again.text == "still here" and echo.connection.starts == 2
+
+
+async def test_concurrent_calls_share_one_server_and_a_hang_does_not_spoil_the_others() -> None:
+    import asyncio
+
+    async with ToolRegistry() as registry:
+        tools = {t.name: t for t in await registry.add_mcp(COMMAND)}
+        hung, *echoes = await asyncio.gather(
+            tools["stall"].run({"seconds": 30}, timeout=2),
+            *(call(registry, "echo", text=f"call {i}") for i in range(10)),
+        )
+        assert [e.text for e in echoes] == [f"call {i}" for i in range(10)]
+        assert not hung.ok and tools["echo"].connection.starts == 1  # ten calls, one server
+        after = await asyncio.gather(*(call(registry, "add", a=i, b=i) for i in range(5)))
+        assert [r.text for r in after] == ["0", "2", "4", "6", "8"] and tools["echo"].connection.starts == 2
