@@ -142,3 +142,36 @@ async def test_concurrent_calls_share_one_server_and_a_hang_does_not_spoil_the_o
         assert not hung.ok and tools["echo"].connection.starts == 1  # ten calls, one server
         after = await asyncio.gather(*(call(registry, "add", a=i, b=i) for i in range(5)))
         assert [r.text for r in after] == ["0", "2", "4", "6", "8"] and tools["echo"].connection.starts == 2
+
+
+async def test_mcp_calls_are_charged_recorded_and_journaled_like_native_calls(tmp_path) -> None:
+    from agentflow.budget import Budget
+    from agentflow.events import EventLog
+    from agentflow.tools import SqliteToolJournal, ToolContext
+
+    record = tmp_path / "record.txt"
+    budget = Budget(tool_calls=2)
+    events = EventLog(None, run_id="t")
+    ctx = ToolContext(budget=budget, events=events)
+    with SqliteToolJournal(tmp_path / "journal.db") as journal:
+        await charged(journal, ctx, budget, events, record)
+
+
+async def charged(journal, ctx, budget, events, record) -> None:
+    from agentflow.budget import BudgetExceeded
+
+    async with ToolRegistry() as registry:
+        await registry.add_mcp({"command": STDIO_COMMAND, "env": {"FIXTURE_RECORD_FILE": str(record)}})
+        done = ToolCall(id="1", name="record", arguments={"label": "once"})
+        first = await registry.execute(done, ctx, journal=journal, key="t:n:0:0")
+        again = await registry.execute(done, ctx, journal=journal, key="t:n:0:0")
+        assert first.text == again.text == "recorded once" and again.replayed
+        assert record.read_text() == "once\n"  # the replay did not reach the server
+        assert budget.used.tool_calls == 1
+        (event, replayed) = [e.data for e in events.events if e.kind == "tool.call"]
+        assert event["name"] == "record" and event["ok"] and replayed["replayed"]
+        assert budget.exceeded() is None
+        await registry.execute(ToolCall(id="2", name="echo", arguments={"text": "x"}), ctx)
+        assert budget.exceeded() == "tool_calls"  # the agent loop stops at its next check
+        with pytest.raises(BudgetExceeded):
+            budget.check()
