@@ -23,6 +23,9 @@ from agentflow.tools.schema import _strip_titles
 if TYPE_CHECKING:
     from agentflow.mcp.connection import McpConnection
 
+MAX_DESCRIPTION_CHARS = 2_000
+"""Longest tool description taken from a server (it goes into every prompt that offers the tool)."""
+
 PACK_PREFIX = "mcp:"
 """`Tool.pack` of an MCP tool is `mcp:<server name>`."""
 
@@ -46,7 +49,7 @@ class McpTool(Tool):
         self.args_model = None  # type: ignore[assignment]  # validated with the server's JSON schema instead
         self.context_param = None
         self._param_names = {}
-        self.description = (remote.description or remote.title or remote.name).strip()
+        self.description = (remote.description or remote.title or remote.name).strip()[:MAX_DESCRIPTION_CHARS]
         self.pack = PACK_PREFIX + connection.name
         self.schema = _args_schema(remote.input_schema)
         self.spec = ToolSpec(name=self.name, description=self.description, parameters=self.schema)
