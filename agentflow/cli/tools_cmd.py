@@ -19,15 +19,26 @@ USER_TOOLS_OPTION = typer.Option(
     None, "--tools", "-t", help="A user module (my_pkg.tools) or .py file of @tool functions (repeatable)."
 )
 
+MCP_OPTION = typer.Option(
+    None,
+    "--mcp",
+    help="An MCP server: a stdio command line (quoted) or an http(s):// URL (repeatable; needs agentflow[mcp]).",
+)
 
-def _registry(packs: list[str] | None, user: list[str] | None) -> ToolRegistry:
+
+def _registry(packs: list[str] | None, user: list[str] | None, mcp: list[str] | None = None) -> ToolRegistry:
     from agentflow.tools.packs import available_packs
     from agentflow.tools.registry import ToolRegistry
 
     names = list(packs or [])
-    if not names and not user:
+    if not names and not user and not mcp:
         names = available_packs()
     return ToolRegistry.from_packs([*names, *(user or [])])
+
+
+async def _with_mcp(registry: ToolRegistry, servers: list[str] | None) -> None:
+    for server in servers or []:
+        await registry.add_mcp(server)
 
 
 def register(app: typer.Typer) -> None:
@@ -38,10 +49,20 @@ def register(app: typer.Typer) -> None:
     def list_tools(
         pack: list[str] = PACK_OPTION,
         tools: list[str] = USER_TOOLS_OPTION,
+        mcp: list[str] = MCP_OPTION,
         as_json: bool = JSON_OPTION,
     ) -> None:
         """List tools: name, pack and one-line description (--json: their full JSON schemas)."""
-        registry = _registry(pack, tools)
+        import asyncio
+
+        registry = _registry(pack, tools, mcp)
+
+        async def list_mcp() -> None:
+            async with registry:  # the servers are stopped once listed
+                await _with_mcp(registry, mcp)
+
+        if mcp:
+            asyncio.run(list_mcp())
         if as_json:
             print_json([{"pack": t.pack, **t.spec.model_dump()} for t in registry])
             return
@@ -64,6 +85,7 @@ def register(app: typer.Typer) -> None:
         ),
         pack: list[str] = PACK_OPTION,
         tools: list[str] = USER_TOOLS_OPTION,
+        mcp: list[str] = MCP_OPTION,
         as_json: bool = JSON_OPTION,
     ) -> None:
         """Call one tool outside any run and print its result; exit 1 if the tool failed."""
@@ -75,18 +97,22 @@ def register(app: typer.Typer) -> None:
 
         if sandbox not in ("none", "local", "docker", "auto"):
             raise UserError(f"--sandbox {sandbox!r} is not one of none, local, docker, auto")
-        registry = _registry(pack, tools)
-        if name not in registry:
-            raise UserError(f"unknown tool {name!r}", hint="see 'agentflow tools list' for the tool names")
+        registry = _registry(pack, tools, mcp)
         call = ToolCall(id="cli", name=name, arguments=parse_json_input(input))
 
         async def run_call() -> ToolResult:
-            if sandbox == "none":
-                return await registry.execute(call, ToolContext())
-            from agentflow.sandbox import open_sandbox
+            async with registry:
+                await _with_mcp(registry, mcp)
+                if name not in registry:
+                    raise UserError(
+                        f"unknown tool {name!r}", hint="see 'agentflow tools list' for the tool names"
+                    )
+                if sandbox == "none":
+                    return await registry.execute(call, ToolContext())
+                from agentflow.sandbox import open_sandbox
 
-            async with open_sandbox(sandbox) as sb:  # type: ignore[arg-type]
-                return await registry.execute(call, ToolContext(sandbox=sb))
+                async with open_sandbox(sandbox) as sb:  # type: ignore[arg-type]
+                    return await registry.execute(call, ToolContext(sandbox=sb))
 
         result = asyncio.run(run_call())
         if as_json:

@@ -184,6 +184,7 @@ def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -
 
     options = dict(node.args)
     input_key = options.pop("input", "task")
+    mcp_servers = options.pop("mcp_servers", None)
     overrides = [f"{k}={v}" for k, v in options.pop("config", {}).items()]
     model_spec = rt.model or spec.model
     if rt.chat_model is None and model_spec is None:
@@ -214,7 +215,8 @@ def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -
             task = {k: v for k, v in task.items() if v is not None}
         else:
             task = wrapper.task_from(state if isinstance(state, Mapping) else dict(state))
-        result = await agent.run(
+        runner = agent if not rt.mcp else await _with_mcp_tools(agent, rt, mcp_servers)
+        result = await runner.run(
             task,
             ctx=ToolContext(sandbox=rt.sandbox, budget=rt.budget, events=rt.events),
             budget=rt.budget,
@@ -255,6 +257,16 @@ def _typed_node(name: str, node: NodeSpec, rt: RunContext, registry: Any) -> Cal
         return updates
 
     return run
+
+
+async def _with_mcp_tools(agent: Any, rt: RunContext, servers: Any) -> Any:
+    """The agent with the run's MCP tools (all servers, or the node's `mcp_servers:`) beside its packs."""
+    from agentflow.agents import Agent
+    from agentflow.tools.registry import ToolRegistry
+
+    mcp_tools = await rt.mcp.tools(servers) if rt.mcp else []  # type: ignore[union-attr]
+    registry = ToolRegistry([*agent.tools, *mcp_tools]) if agent.config.tools else ToolRegistry(mcp_tools)
+    return Agent(agent.config, model=agent.model, tools=registry)
 
 
 def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str, str]]:

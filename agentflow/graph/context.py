@@ -16,6 +16,7 @@ from agentflow.errors import UserError
 if TYPE_CHECKING:
     from agentflow.budget import Budget
     from agentflow.events import EventLog
+    from agentflow.mcp.hub import McpHub
     from agentflow.models.base import ChatModel
     from agentflow.tools.journal import ToolJournal
     from agentflow.tools.result import ToolResult
@@ -41,6 +42,15 @@ class RunContext:
     """The `NodeTypeRegistry` typed nodes come from (default: `nodetypes.default_registry()`)."""
     node_seconds: float = 0.0
     """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
+    mcp: McpHub | None = None
+    """The run's MCP servers (from the workflow's `mcp_servers:`): their tools join `tools` on first use."""
+
+    async def find_tool(self, name: str) -> Any:
+        """`tools[name]`, else the MCP tool of that name (starting its server), else None."""
+        found = self.tools.get(name)
+        if found is None and self.mcp:
+            found = await self.mcp.find(name)
+        return found
 
     def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
         if self.events is not None:
@@ -90,11 +100,12 @@ class NodeContext:
 
         args = dict(args or {})
         if isinstance(tool, str):
-            obj = self.run.tools.get(tool)
+            obj = await self.run.find_tool(tool)
             if obj is None:
+                known = [*self.run.tools, *[t.name for t in (await self.run.mcp.tools() if self.run.mcp else [])]]
                 raise UserError(
                     f"node '{self.node}' calls unknown tool '{tool}'",
-                    hint=f"known tools: {', '.join(sorted(self.run.tools)) or '(none; add tools: to the workflow)'}",
+                    hint=f"known tools: {', '.join(sorted(known)) or '(none; add tools: to the workflow)'}",
                 )
         else:
             obj = tool

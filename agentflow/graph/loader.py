@@ -94,6 +94,11 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
             route["on"] = route.pop(True)  # type: ignore[call-overload]
         if isinstance(route.get("cases"), Mapping):
             route["cases"] = {str(k): str(v) for k, v in route["cases"].items()}
+    servers = data.get("mcp_servers")
+    if isinstance(servers, Mapping):  # {name: {command: ...}} is the same as [{name: name, command: ...}]
+        data["mcp_servers"] = [
+            {"name": str(k), **(v if isinstance(v, Mapping) else {"command": v})} for k, v in servers.items()
+        ]
     data.update(nodes=nodes, edges=edges, routes=routes, parallel=parallel, source_path=source)
     spec = validate_config(WorkflowSpec, data, source=source)
     base = Path(source).parent

@@ -108,6 +108,10 @@ class WorkflowRunner:
             for pack in spec.tools:
                 for tool in load_pack(pack):
                     self.context.tools.setdefault(tool.name, tool)
+        if spec.mcp_servers and self.context.mcp is None:
+            from agentflow.mcp.hub import McpHub
+
+            self.context.mcp = McpHub(spec.mcp_servers, events=self.context.events)
         self.graph = compile_workflow(spec, self.context, checkpointer)
 
     def _config(self, thread_id: str) -> dict[str, Any]:
@@ -181,6 +185,13 @@ class WorkflowRunner:
         return dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
 
     async def _drive(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
+        try:
+            return await self._stream(inputs, thread_id, on_event)
+        finally:
+            if self.context.mcp is not None:  # MCP servers live as long as one start/resume call
+                await self.context.mcp.aclose()
+
+    async def _stream(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
         config = self._config(thread_id)
         modes = ["updates", "custom", "messages"] if on_event is not None else ["updates"]
         try:

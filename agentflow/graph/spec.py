@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from agentflow.config import StrictConfig
+from agentflow.mcp.config import McpServerConfig
 
 START = "__start__"
 END = "END"
@@ -128,6 +129,9 @@ class WorkflowSpec(StrictConfig):
     node_types: list[str] = Field(default_factory=list)
     """Modules of extra node types (`my_pkg.nodes`, or `nodes.py` next to the workflow), each with a
     `NODE_TYPES` list; installed plugins register theirs under the `agentflow.node_types` entry point."""
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+    """MCP servers whose tools join tool nodes, `ctx.call_tool` and agent nodes (an agent node's
+    `args: {mcp_servers: [NAME]}` narrows which); started on first use, stopped when the run ends."""
     model: str | None = None
     """Default model spec for agent nodes (overridden by `agentflow run --model`)."""
     source_path: str | None = None

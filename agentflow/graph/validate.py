@@ -152,6 +152,18 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
                 resolve_callable(node.fn, f"node '{name}'")
             except UserError as exc:
                 add("bad-import", f"node '{name}': {exc}; fix the import path (pkg.module:function)")
+        servers = node.args.get("mcp_servers") if node.agent is not None else None
+        if servers is not None:
+            declared = [s.name for s in spec.mcp_servers]
+            unknown = [str(s) for s in servers] if not isinstance(servers, list) else [
+                str(s) for s in servers if s not in declared
+            ]
+            if unknown:
+                add(
+                    "unknown-mcp-server",
+                    f"node '{name}' names MCP server(s) {', '.join(unknown)}, which the workflow does not "
+                    f"declare; declared: {', '.join(declared) or 'none'} (add them under mcp_servers:)",
+                )
         if isinstance(node.subgraph, WorkflowSpec):
             problems.extend(validate(node.subgraph, prefix=f"{where}node '{name}' > ", registry=registry))
 

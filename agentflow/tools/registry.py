@@ -9,8 +9,8 @@ completed, otherwise validate and run it under its timeout, then charge the budg
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Self
 
 from agentflow.errors import UserError
 from agentflow.models.base import ToolCall, ToolSpec
@@ -29,6 +29,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._mcp: list[Any] = []  # McpHubs this registry started (stopped by `aclose`)
         for t in tools:
             self.add(t)
 
@@ -48,9 +49,39 @@ class ToolRegistry:
         if existing is not None and existing is not tool:
             raise UserError(
                 f"two tools are named {tool.name!r} (packs {existing.pack!r} and {tool.pack!r})",
-                hint="load only one of them or rename one with @tool(name=...)",
+                hint="give the MCP server a prefix: (e.g. prefix: gh_)"
+                if "mcp:" in f"{existing.pack} {tool.pack}"
+                else "load only one of them or rename one with @tool(name=...)",
             )
         self._tools[tool.name] = tool
+
+    async def add_mcp(self, server: str | Mapping[str, Any], **options: Any) -> list[Tool]:
+        """Add the tools of an MCP server (needs `agentflow[mcp]`): a stdio command line, an http(s)://
+        URL or a mapping of `agentflow.mcp.McpServerConfig` fields; `options` are more such fields
+        (`prefix=`, `allow=`, `block=`, `env=`, ...). The server starts now and runs until `aclose()`."""
+        from agentflow.mcp.hub import McpHub
+
+        if isinstance(server, str):
+            key = "url" if server.strip().startswith(("http://", "https://")) else "command"
+            server = {key: server}
+        hub = McpHub([{**server, **options}])
+        self._mcp.append(hub)
+        added: list[Tool] = list(await hub.tools())
+        for t in added:
+            self.add(t)
+        return added
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers `add_mcp` started."""
+        hubs, self._mcp = self._mcp, []
+        for hub in hubs:
+            await hub.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -22,10 +22,10 @@ LAYERS: dict[str, int] = {
     "agentflow.sandbox": 2,
     "agentflow.serving": 2,
     "agentflow.observe": 2,
+    "agentflow.mcp": 2,
     # 3 composition
     "agentflow.graph": 3,
     "agentflow.agents": 3,
-    "agentflow.mcp": 3,
     # 4 search
     "agentflow.search": 4,
     # 5 the SWE-bench harness
@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "agentflow.repair": 6,
     # 7 running many tasks (executors), then 8 entry points
     "agentflow.executors": 7,
+    "agentflow.mcp_server": 7,
     "agentflow.cli": 8,
 }
 
