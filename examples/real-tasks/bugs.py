@@ -52,30 +52,33 @@ Expected the separator to have exactly the column's width, ending in the colon, 
         "                return len(string) - pos",
         ("tabulate/__init__.py:_afterpoint",), "off-by-one",
         """
-Decimal alignment of float columns is off by one character
+Integers and floats in the same column are no longer aligned on the decimal point
 
-Since upgrading, columns of floats are no longer aligned on the decimal point; numbers with fewer
-decimals get one extra space of padding on the right and the columns come out wider than needed:
+With the default `numalign="decimal"`, a column mixing integers and floats is misaligned by one
+character: the integer ends one column too far left, as if it had a decimal point at its end.
 
 ```python
 >>> from tabulate import tabulate
->>> print(tabulate([[1.5], [10.25], [100.125]], disable_numparse=False))
+>>> print(tabulate([["spam", 41.9999], ["eggs", 451.0]], headers=["strings", "numbers"]))
+strings      numbers
+---------  ---------
+spam         41.9999
+eggs       451
 ```
 
-The points do not line up under each other (the default `numalign="decimal"`), and many of the
-documented examples (plain, simple, grid, pipe...) no longer reproduce: e.g. `tabulate([["spam", 41.9999],
-["eggs", 451.0]], headers=["strings", "numbers"])` gives a wider `numbers` column than in the README.
-I expect the digits after the point to be counted correctly so that `41.9999` and `451` align on the point.
+The README shows `451` with its last digit right above the `.` of `41.9999` (`eggs        451`), and
+that is what I expect; the same misalignment appears in the grid/pipe/rst formats and for columns like
+`["1", "2.5", "10.75"]`.
 """),
     Bug("tabulate-3", "tabulate", "tabulate/__init__.py",
         '        stralign = "center" if stralign == _DEFAULT_ALIGN else stralign\n    else:',
         '        stralign = "left" if stralign == _DEFAULT_ALIGN else stralign\n    else:',
         ("tabulate/__init__.py:tabulate",), "wrong default",
         """
-`tablefmt="pretty"` no longer centers text cells
+`tablefmt="pretty"` no longer centers the cells
 
-The `pretty` format is documented to look like PrettyTable's output, where every cell is centered.
-Numbers are still centered, but text columns are now flushed left:
+The `pretty` format is documented to look like PrettyTable's output, where every cell is centered. Now
+the cells are flushed left:
 
 ```python
 >>> from tabulate import tabulate
@@ -84,12 +87,12 @@ Numbers are still centered, but text columns are now flushed left:
 | strings | numbers |
 +---------+---------+
 | spam    | 41.9999 |
-| eggs    |  451.0  |
+| eggs    | 451.0   |
 +---------+---------+
 ```
 
-Expected ` spam  ` / ` eggs  ` centered in their column as before (and as PrettyTable does), unless I pass
-`stralign` explicitly.
+Expected `|  spam   |` and `|  451.0  |`, centered as before and as PrettyTable does, unless I pass
+`stralign`/`numalign` explicitly.
 """),
     # ---------------------------------------------------------------- more-itertools
     Bug("more-itertools-1", "more-itertools", "more_itertools/more.py",
@@ -109,7 +112,8 @@ too many:
 ```
 
 Expected `[['a'], ['c', 'd', 'c', 'b', 'a']]`: after one split the rest of the input should come back
-unsplit. The same happens with `keep_separator=True`, and `maxsplit=2` gives three splits.
+unsplit. The same happens with `keep_separator=True`: `maxsplit=1` should give
+`[['a'], ['b'], ['c', 'd', 'c', 'b', 'a']]`.
 """),
     Bug("more-itertools-2", "more-itertools", "more_itertools/more.py",
         "                yield islice(iterable_with_repeat, n - 1)",
@@ -208,7 +212,7 @@ With `n=1` I also lose the first item instead of getting the whole sequence back
     Bug("semver-1", "semver", "semver/version.py",
         "            elif isinstance(a, int):\n                return -1",
         "            elif isinstance(a, int):\n                return 1",
-        ("semver/version.py:Version._nat_cmp",), "wrong comparison",
+        ("semver/version.py:Version._nat_cmp",), "wrong ordering",
         """
 Numeric pre-release identifiers sort after alphanumeric ones
 
@@ -316,7 +320,7 @@ Expected `1 in c` to be False once the ttl has elapsed, consistent with `__getit
     Bug("cachetools-3", "cachetools", "cachetools/__init__.py",
         "        if key in self:  # __missing__ may not store item\n            self.__counter[key] -= 1",
         "        if key in self:  # __missing__ may not store item\n            self.__counter[key] += 1",
-        ("cachetools/__init__.py:LFUCache.__getitem__",), "wrong comparison",
+        ("cachetools/__init__.py:LFUCache.__getitem__",), "wrong update",
         """
 LFUCache evicts the most frequently read item instead of the least frequently used one
 
@@ -338,7 +342,7 @@ count as uses, so the least frequently used entry (2) goes first.
     Bug("parse-1", "parse", "parse.py",
         '            if sign == "-":\n                offset = -offset',
         '            if sign == "+":\n                offset = -offset',
-        ("parse.py:date_convert",), "wrong comparison",
+        ("parse.py:date_convert",), "wrong sign",
         """
 Parsed timezone offsets have the wrong sign
 
@@ -359,7 +363,7 @@ affects every format with a timezone (`ti`, `te`, `tg`, `ta`...). Times in UTC (
         "                    k = subkey[1:]",
         ("parse.py:Parser._expand_named_fields",), "off-by-one",
         """
-Dotted/bracketed field names produce keys with a trailing `]`
+Bracketed field names produce keys with a trailing `]`
 
 parse lets me group named fields with brackets, e.g. `{person[name]}`, and returns nested dicts. The
 inner keys come back with the closing bracket:
@@ -384,11 +388,13 @@ Expected `{'hello': {'world': 'a', 'foo': {'baz': 'b'}}}`, i.e. `r['hello']['wor
 >>> parse.parse("{:d}", "-0x1A")[0]
 -26
 >>> parse.parse("{:d}", "+0x1A")[0]
-ValueError: invalid literal for int() with base 10: '01a'
+1
+>>> parse.parse("{:d}", "+0b101")[0]
+101
 ```
 
-The `+` form should work like the `-` form: `+0x1A` is 26, `+0b101` is 5, `+0o17` is 15. Plain `+12`
-also has to keep parsing as 12.
+The `+` form should work like the `-` form: `+0x1A` is 26, `+0b101` is 5, `+0o17` is 15 (I get 1, 101
+and 17: the base prefix is ignored and the digits are read as decimal). Plain `+12` also has to keep parsing as 12.
 """),
     # ---------------------------------------------------------------- inflection
     Bug("inflection-1", "inflection", "inflection/__init__.py",
@@ -434,7 +440,7 @@ a new word, as it does after a lower-case letter. `camelize("area51_controller")
     Bug("six-1", "six", "six.py",
         "            if isinstance(slots, str):\n                slots = [slots]",
         "            if isinstance(slots, bytes):\n                slots = [slots]",
-        ("six.py:add_metaclass",), "wrong comparison",
+        ("six.py:add_metaclass",), "wrong type check",
         """
 `@six.add_metaclass` fails on a class whose `__slots__` is a single string
 
@@ -457,7 +463,7 @@ Expected the class to be created with metaclass `Meta` and `__slots__ == "ab"`, 
     Bug("six-2", "six", "six.py",
         "            if value.__traceback__ is not tb:",
         "            if value.__traceback__ is tb:",
-        ("six.py:reraise",), "wrong comparison",
+        ("six.py:reraise",), "inverted condition",
         """
 `six.reraise(tp, value, tb)` loses the traceback it is given
 

@@ -37,9 +37,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bugs import BUGS, Bug  # noqa: E402
+from bugs import BUGS, Bug
 
-from agentflow.swe.workspace import snapshot_commit  # noqa: E402
+from agentflow.swe.workspace import snapshot_commit
 
 IMAGE = "agentflow-sandbox:0.1.0"
 CREATED_AT = "2024-01-01T00:00:00Z"
@@ -158,11 +158,11 @@ def run_suite(repo: Path, pkg: Package, runner: str, wheelhouse: Path, files: li
                    "-v", f"{wheelhouse}:/wheels:ro", "-e", "OUTCOMES_FILE=/aux/outcomes.json",
                    "-e", "PYTHONPATH=/aux:/aux/site", "-e", "PYTHONDONTWRITEBYTECODE=1", IMAGE,
                    "sh", "-c", setup + "python3 " + " ".join(args)]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         else:
             env = {**os.environ, "OUTCOMES_FILE": str(aux / "outcomes.json"), "PYTHONPATH": str(aux),
                    "PYTHONDONTWRITEBYTECODE": "1"}
-            proc = subprocess.run([sys.executable, *args], cwd=work, env=env, capture_output=True, text=True)
+            proc = subprocess.run([sys.executable, *args], cwd=work, env=env, capture_output=True, text=True, check=False)
         out = aux / "outcomes.json"
         if not out.exists():
             raise SystemExit(f"{repo}: the test run gave no outcomes:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -242,7 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "agentflow" / "real-tasks-sdists",
                         help="where the downloaded sdists are kept")
     parser.add_argument("--only", nargs="*", help="rebuild only these tasks (keeps the other lines)")
+    parser.add_argument("--statements-only", action="store_true",
+                        help="only rewrite the problem statements of tasks.jsonl from bugs.py (no test runs)")
     args = parser.parse_args(argv)
+    if args.statements_only:
+        return refresh_statements()
     wheelhouse = HERE / "wheelhouse"
     wheelhouse.mkdir(exist_ok=True)
     fetch_wheels(wheelhouse)
@@ -268,6 +272,19 @@ def main(argv: list[str] | None = None) -> int:
     (HERE / "tasks.jsonl").write_text("".join(t + "\n" for t in tasks))
     (HERE / "gold.jsonl").write_text("".join(g + "\n" for g in golds))
     return 1 if failed else 0
+
+
+def refresh_statements() -> int:
+    """Rewrite each task's statement, gold functions and bug kind from bugs.py; the repositories and test lists stay."""
+    by_task = {bug.task: bug for bug in BUGS}
+    out = []
+    for line in _lines(HERE / "tasks.jsonl"):
+        task = json.loads(line)
+        bug = by_task[task["repo"].removeprefix("repos/")]
+        task.update(problem_statement=bug.statement.strip() + "\n", gold_functions=list(bug.functions), bug_kind=bug.kind)
+        out.append(json.dumps(task))
+    (HERE / "tasks.jsonl").write_text("".join(t + "\n" for t in out))
+    return 0
 
 
 def _lines(path: Path) -> list[str]:

@@ -714,7 +714,7 @@ if PY3:
         try:
             if value is None:
                 value = tp()
-            if value.__traceback__ is not tb:
+            if value.__traceback__ is tb:
                 raise value.with_traceback(tb)
             raise value
         finally:
@@ -909,7 +909,7 @@ def ensure_binary(s, encoding='utf-8', errors='strict'):
     if isinstance(s, binary_type):
         return s
     if isinstance(s, text_type):
-        return s.encode(encoding)
+        return s.encode(encoding, errors)
     raise TypeError("not expecting type '%s'" % type(s))
 
 

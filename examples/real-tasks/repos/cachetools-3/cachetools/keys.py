@@ -53,6 +53,7 @@ def typedkey(*args, **kwargs):
 
     key = hashkey(*args, **kwargs)
     key += tuple(type(v) for v in args)
+    key += tuple(type(v) for _, v in sorted(kwargs.items()))
     return key
 
 

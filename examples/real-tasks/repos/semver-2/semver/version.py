@@ -597,7 +597,7 @@ build='build.10')
             "<": (-1,),
             "==": (0,),
             "!=": (-1, 1),
-            ">=": (1,),
+            ">=": (0, 1),
             "<=": (-1, 0),
         }
 
@@ -733,7 +733,7 @@ prerelease='pre.2', build='build.4')
 
         return (
             (self.major == other.major)
-            and (other.minor >= self.minor)
+            and (other.minor > self.minor)
             and (self.prerelease == other.prerelease)
         )
 

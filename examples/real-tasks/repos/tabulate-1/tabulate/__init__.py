@@ -115,9 +115,9 @@ def _pipe_segment_with_colons(align, colwidth):
     indicate column's alignment (as in `pipe` output format)."""
     w = colwidth
     if align in ["right", "decimal"]:
-        return ("-" * (w - 1)) + ":"
+        return ("-" * w) + ":"
     elif align == "center":
-        return ":" + ("-" * (w - 1)) + ":"
+        return ":" + ("-" * (w - 2)) + ":"
     elif align == "left":
         return ":" + ("-" * (w - 1))
     else:

@@ -333,7 +333,7 @@ def get_in(keys, coll, default=None, no_default=False):
     """
     try:
         return reduce(operator.getitem, keys, coll)
-    except (KeyError, TypeError):
+    except (KeyError, IndexError, TypeError):
         if no_default:
             raise
         return default

@@ -530,7 +530,6 @@ def interpose(el, seq):
     [1, 'a', 2, 'a', 3]
     """
     inposed = concat(zip(itertools.repeat(el), seq))
-    next(inposed)
     return inposed
 
 
