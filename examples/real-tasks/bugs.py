@@ -235,19 +235,21 @@ them in the wrong order.
         "            and (other.minor > self.minor)",
         ("semver/version.py:Version.is_compatible",), "wrong comparison",
         """
-`Version.is_compatible` says a version is not compatible with a newer patch of the same minor
+`Version.is_compatible` says a version is not compatible with the same minor release
 
 ```python
 >>> from semver import Version
 >>> Version(1, 1, 0).is_compatible(Version(1, 1, 5))
 False
 >>> Version(1, 1, 0).is_compatible(Version(1, 1, 0))
+False
+>>> Version(1, 1, 0).is_compatible(Version(1, 2, 0))
 True
 ```
 
 By the documented rule (same major > 0, other minor >= this minor, same pre-release; patches are not
-checked) `1.1.0` and `1.1.5` are compatible, so I expected `True`. `Version(1, 1, 0).is_compatible(Version(1, 2, 0))`
-is True, which makes the equal-minor answer even stranger.
+checked) `1.1.0` is compatible with `1.1.5` and certainly with itself, so I expected `True` for the
+first two. Only a newer minor is accepted now, which breaks my "is this install new enough" check.
 """),
     Bug("semver-3", "semver", "semver/version.py",
         '            prerelease = str(token) + ".0"',
@@ -465,22 +467,28 @@ Expected the class to be created with metaclass `Meta` and `__slots__ == "ab"`, 
         "            if value.__traceback__ is tb:",
         ("six.py:reraise",), "inverted condition",
         """
-`six.reraise(tp, value, tb)` loses the traceback it is given
+`six.reraise(tp, None, tb)` loses the traceback it is given
 
-I catch an exception, do some cleanup, and re-raise it with the original traceback:
+I keep `sys.exc_info()` of an error and re-raise it later, sometimes letting six build the exception from
+its type:
 
 ```python
+import sys, six
 try:
-    raise Exception("blah")
-except Exception:
+    raise ValueError("boom")
+except ValueError:
     tp, val, tb = sys.exc_info()
 ...
-six.reraise(tp, val, tb)
+try:
+    six.reraise(tp, None, tb)
+except ValueError:
+    tb2 = sys.exc_info()[2]
 ```
 
-The re-raised exception's traceback does not contain `tb` (the frames of the original error are gone),
-and `six.reraise(tp, val)` without a traceback behaves differently from a plain `raise val`. Expected
-the traceback passed in to be attached (`value.with_traceback(tb)`), as on Python 2's three-argument raise.
+`tb2` holds only the frames of the `reraise` call: the frames of the original error (`tb`) are not attached.
+The same happens with `six.reraise(tp, ValueError("other"), tb)`. Only when the value still carries
+`tb` itself does it come through. Expected the given traceback to be attached in every case, as the
+three-argument `raise` of Python 2 did and as the docs of `six.reraise` say.
 """),
     Bug("six-3", "six", "six.py",
         '            raise AttributeError("no such move, %r" % (name,))',
