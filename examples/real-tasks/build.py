@@ -58,6 +58,9 @@ class Package:
     pytest_ini: str = "[pytest]\n"
     requirements: list[str] = field(default_factory=list)
     """Test-time requirements, installed offline from `wheelhouse/`."""
+    unportable: tuple[str, ...] = ()
+    """Tests whose outcome depends on how the Python was built (left out of both lists, so the local
+    backend grades like the sandbox image)."""
 
 
 PACKAGES = {
@@ -80,7 +83,8 @@ PACKAGES = {
         Package("inflection", "0.5.1", "1a29730d366e996aaacffb2f1f1cb9593dc38e2ddd30c91250c6dde09ea9b417", "MIT",
                 {"inflection": "inflection", "test_inflection.py": "test_inflection.py", "LICENSE": "LICENSE"}),
         Package("six", "1.16.0", "1e61c37477a1626458e36f7b1d82aa5c9b094fa4802892072e49de9c60c4c926", "MIT",
-                {"six.py": "six.py", "test_six.py": "test_six.py", "LICENSE": "LICENSE"}),
+                {"six.py": "six.py", "test_six.py": "test_six.py", "LICENSE": "LICENSE"},
+                unportable=("test_six.py::test_move_items[dbm_ndbm]",)),  # needs the optional _dbm module
     ]
 }
 
@@ -196,11 +200,14 @@ def build_task(bug: Bug, cache: Path, runner: str, wheelhouse: Path) -> tuple[di
         failing = sorted(t for t, s in buggy_status.items() if s == "failed")
         files = sorted({t.split("::", 1)[0] for t in failing})
         clean_status = run_suite(clean, pkg, runner, wheelhouse, files)
-    f2p = [t for t in failing if clean_status.get(t) == "passed"]
+    f2p = [t for t in failing if clean_status.get(t) == "passed" and t not in pkg.unportable]
     if not f2p:
         raise SystemExit(f"{bug.task}: no test of the suite catches the bug")
     in_files = {t for t in buggy_status if t.split("::", 1)[0] in files}
-    p2p = sorted(t for t in in_files if buggy_status[t] == "passed" and clean_status.get(t) == "passed")
+    p2p = sorted(
+        t for t in in_files
+        if buggy_status[t] == "passed" and clean_status.get(t) == "passed" and t not in pkg.unportable
+    )
     task = {
         "instance_id": f"{bug.package.replace('-', '_')}__{bug.task}",
         "repo": f"repos/{bug.task}",

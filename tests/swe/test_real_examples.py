@@ -8,6 +8,7 @@ import ast
 import asyncio
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from agentflow.cli.main import run
 from agentflow.sandbox import open_sandbox
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.tasks import load_predictions, load_tasks
+from agentflow.swe.workspace import snapshot_commit
 
 from .conftest import read_jsonl, write_jsonl
 
@@ -93,6 +95,18 @@ def _spans(node: ast.FunctionDef | ast.AsyncFunctionDef, lineno: int) -> bool:
 
 
 @pytest.mark.parametrize("iid", IDS)
+def test_folder_is_the_base_commit_and_the_gold_patch_applies(iid: str, tmp_path: Path):
+    record = RECORDS[iid]
+    assert snapshot_commit(REAL / record["repo"], tmp_path / "r") == record["base_commit"]
+    check = subprocess.run(["git", "apply", "--check", "-"], cwd=tmp_path / "r", input=record["patch"].encode(),
+                           capture_output=True, check=False)
+    assert check.returncode == 0, check.stderr.decode()
+    reverse = subprocess.run(["git", "apply", "--check", "-R", "-"], cwd=tmp_path / "r",
+                             input=record["patch"].encode(), capture_output=True, check=False)
+    assert reverse.returncode != 0  # the folder holds the buggy state, not the fixed one
+
+
+@pytest.mark.parametrize("iid", IDS)
 def test_gold_functions_are_what_the_gold_patch_edits(iid: str):
     record = RECORDS[iid]
     repo = REAL / record["repo"]
@@ -109,6 +123,7 @@ async def _base_report(task, image: str):
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 async def test_fail_to_pass_fails_and_pass_to_pass_passes_at_base(docker_image: str):
     gate = asyncio.Semaphore(2)
 
@@ -127,6 +142,7 @@ async def test_fail_to_pass_fails_and_pass_to_pass_passes_at_base(docker_image: 
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 def test_eval_gold_resolves_all_and_empty_none(docker_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     args = ["--tasks", str(TASKS_FILE), "--json", "--sandbox", "docker", "-w", "2"]
     assert run(["eval", str(GOLD_FILE), *args, "-o", str(tmp_path / "gold")]) == 0
