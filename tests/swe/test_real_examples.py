@@ -122,6 +122,33 @@ async def _base_report(task, image: str):
         return await run_prediction(sb, task, "", run_empty=True, rerun_failed=False)
 
 
+ONE_PER_PACKAGE = sorted({_package(i): i for i in reversed(IDS)}.values())
+
+
+@pytest.mark.slow
+async def test_one_task_per_package_is_sound_in_the_local_sandbox():
+    """Without Docker too: the bug is caught at base and the gold patch resolves (requirements from the
+    wheelhouse included), one task per package."""
+    gold = {p.instance_id: p.model_patch for p in load_predictions(GOLD_FILE)}
+    tasks = {t.instance_id: t for t in TASKS}
+    gate = asyncio.Semaphore(2)
+
+    async def one(iid: str):
+        async with gate:
+            async with open_sandbox("local") as sb:
+                base = await run_prediction(sb, tasks[iid], "", run_empty=True, rerun_failed=False)
+            async with open_sandbox("local") as sb:
+                fixed = await run_prediction(sb, tasks[iid], gold[iid], rerun_failed=False)
+            return iid, base, fixed
+
+    assert len(ONE_PER_PACKAGE) >= 8
+    for iid, base, fixed in await asyncio.gather(*(one(i) for i in ONE_PER_PACKAGE)):
+        assert base.completed and fixed.completed, (iid, base.error, fixed.error)
+        assert sorted(base.tests_status["FAIL_TO_PASS"]["failure"]) == sorted(tasks[iid].FAIL_TO_PASS), iid
+        assert base.tests_status["PASS_TO_PASS"]["failure"] == [], iid
+        assert fixed.resolved and not base.resolved, iid
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 async def test_fail_to_pass_fails_and_pass_to_pass_passes_at_base(docker_image: str):
