@@ -3,7 +3,7 @@
 Deterministic: the sdists are pinned (version + sha256), the bugs are fixed text edits listed in
 `bugs.py`, and the repositories become commits with `agentflow.swe.workspace.snapshot_commit` (fixed
 identity and dates), so running it twice writes the same files, the same `base_commit`s and the same
-test lists.
+test lists. Nothing is random (so there is no seed to set).
 
 For every task it
 1. unpacks the package's sdist, keeping only its source, its tests, its license and a small `pytest.ini`
@@ -18,6 +18,7 @@ For every task it
 
 Usage (from the repository root):
     PYTHONPATH=. .venv/bin/python examples/real-tasks/build.py [--runner docker|host] [--only TASK ...]
+    PYTHONPATH=. .venv/bin/python examples/real-tasks/build.py --statements-only   # after editing reports
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from bugs import BUGS, Bug
 from agentflow.swe.workspace import snapshot_commit
 
 IMAGE = "agentflow-sandbox:0.1.0"
+WHEEL_SHA256 = {"packaging-24.1-py3-none-any.whl": "5b8f2217dbdbd2f7f384c41c628544e6d52f2d0f53c6d0c3ea61aa5d1d7ff124"}
+"""The wheelhouse's wheels, pinned like the sdists."""
 CREATED_AT = "2024-01-01T00:00:00Z"
 
 
@@ -240,6 +243,10 @@ def fetch_wheels(wheelhouse: Path) -> None:
     if missing:
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
                         *missing, "-d", str(wheelhouse)], check=True)
+    for wheel in sorted(wheelhouse.glob("*.whl")):
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        if WHEEL_SHA256.get(wheel.name) != digest:
+            raise SystemExit(f"{wheel}: sha256 {digest} is not pinned in WHEEL_SHA256")
 
 
 def main(argv: list[str] | None = None) -> int:
