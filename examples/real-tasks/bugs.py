@@ -488,7 +488,7 @@ except ValueError:
 `tb2` holds only the frames of the `reraise` call: the frames of the original error (`tb`) are not attached.
 The same happens with `six.reraise(tp, ValueError("other"), tb)`. Only when the value still carries
 `tb` itself does it come through. Expected the given traceback to be attached in every case, as the
-three-argument `raise` of Python 2 did and as the docs of `six.reraise` say.
+three-argument `raise` of Python 2 did, which `six.reraise` stands in for.
 """),
     Bug("six-3", "six", "six.py",
         '            raise AttributeError("no such move, %r" % (name,))',
@@ -505,7 +505,8 @@ Traceback (most recent call last):
 KeyError: "no such move, 'eggs'"
 ```
 
-The documentation says removing a move that does not exist raises `AttributeError` (like `delattr`),
-and my code catches `AttributeError` around it. Expected `AttributeError: no such move, 'eggs'`.
+Removing a move that does not exist should raise `AttributeError`, like `delattr` on a missing
+attribute (moves are attributes of `six.moves`), and my code catches `AttributeError` around it.
+Expected `AttributeError: no such move, 'eggs'`.
 """),
 ]
