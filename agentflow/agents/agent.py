@@ -46,15 +46,21 @@ class Agent:
         model: ChatModel | None = None,
         tools: ToolRegistry | None = None,
         overrides: Sequence[str] = (),
+        output_type: type[BaseModel] | None = None,
     ) -> None:
         """`config` is an `AgentConfig`, a role name or a YAML path; `model`/`tools` replace the ones the
-        config names (handy for tests and for sharing one model object between agents)."""
+        config names (handy for tests and for sharing one model object between agents); `output_type`, a
+        pydantic model class, replaces the config's `output_schema` import path."""
         self.config = (
             config
             if isinstance(config, AgentConfig) and not overrides
             else load_agent_config(config, overrides)
         )
-        self.schema: type[BaseModel] = (
+        if output_type is not None and not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):
+            from agentflow.errors import ConfigError
+
+            raise ConfigError(f"output_type {output_type!r} is not a pydantic model class")
+        self.schema: type[BaseModel] = output_type or (
             import_schema(self.config.output_schema) if self.config.output_schema else FinalText
         )
         self.prompts = PromptSet(self.config.prompt_dirs)

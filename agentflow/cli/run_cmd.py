@@ -193,30 +193,49 @@ def register(app: typer.Typer) -> None:
                 thread_id=thread_id, resume=resume, resume_dir=resume_dir, approve=approve, output=output,
                 printer_mode="json" if as_json else "live" if is_tty() else "plain",
             )
-        summary = {
-            "event": "result",
-            "run_id": run_id,
-            "thread_id": result.thread_id,
-            "status": result.status,
-            "run_dir": str(rdir),
-            "state": result.state,
-            "interrupt": result.interrupt,
-        }
-        if as_json:
-            typer.echo(json.dumps(summary, default=str))
-        elif result.status == "interrupted":
-            info = result.interrupt or {}
-            typer.echo(f"paused at '{info.get('node')}': {info.get('message')}")
-            if info.get("state"):
-                typer.echo(json.dumps(info["state"], indent=2, default=str))
-            typer.echo(
-                f"continue with: agentflow run {workflow} -o {output} --resume {result.thread_id} --approve "
-                f"(or --edit JSON)"
-            )
-        else:
-            typer.echo(json.dumps(result.state, indent=2, default=str))
+        return _report(result, run_id, rdir, workflow=workflow, output=output, as_json=as_json)
+
+
+def _report(result: Any, run_id: str, rdir: Path, *, workflow: str, output: Path, as_json: bool) -> int:
+    """Print the outcome; the exit code is 0 (done or paused) or 1 (a node failed)."""
+    errors = {node: err.model_dump() for node, err in result.errors.items()}
+    summary = {
+        "event": "result",
+        "run_id": run_id,
+        "thread_id": result.thread_id,
+        "status": result.status,
+        "stop_reason": result.stop_reason,
+        "errors": errors,
+        "usage": result.usage.model_dump(),
+        "run_dir": str(rdir),
+        "state": result.state,
+        "interrupt": result.interrupt,
+    }
+    if as_json:
+        typer.echo(json.dumps(summary, default=str))
+    elif result.status == "interrupted":
+        info = result.interrupt or {}
+        typer.echo(f"paused at '{info.get('node')}': {info.get('message')}")
+        if info.get("state"):
+            typer.echo(json.dumps(info["state"], indent=2, default=str))
+        typer.echo(
+            f"continue with: agentflow run {workflow} -o {output} --resume {result.thread_id} --approve "
+            f"(or --edit JSON)"
+        )
+    else:
+        typer.echo(json.dumps(result.state, indent=2, default=str))
+        if result.status == "done":
             typer.echo(f"run {run_id} done (thread {result.thread_id}) in {rdir}")
-        return 0
+    if result.status == "failed":
+        err = result.errors[result.failed_node]
+        typer.echo(
+            f"agentflow: run {run_id} failed: node '{err.node}' failed ({err.reason}): {err.error} "
+            f"(events in {rdir / 'events.jsonl'}; retry the node with: agentflow run {workflow} -o {output} "
+            f"--resume {result.thread_id})",
+            err=True,
+        )
+        return 1
+    return 0
 
 
 def _run_workflow(spec: Any, workflow: str, cfg: RunConfig, *, handle: Any, model: str | None,

@@ -51,6 +51,10 @@ def state_schema(spec: WorkflowSpec) -> type:
     for name, f in spec.state.items():
         tp = _TYPES.get(f.type, Any)
         fields[name] = Annotated[tp, _REDUCERS[f.reducer]] if f.reducer and f.reducer != "replace" else tp
+    if any(n.on_error for n in spec.nodes.values()):
+        from agentflow.graph.outcome import NODE_ERRORS
+
+        fields[NODE_ERRORS] = Annotated[dict, _merge]
     if not fields:
         fields["__value"] = Any  # LangGraph needs at least one key
     safe = re.sub(r"\W", "_", spec.name) or "State"
@@ -172,52 +176,9 @@ def _tool_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
 
 
 def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Callable[..., Any]:
-    from agentflow.agents import Agent, AgentNode  # agents are needed only by workflows that use them
+    from agentflow.graph.agent_nodes import build_agent_node  # agents load only for workflows that use them
 
-    options = dict(node.args)
-    input_key = options.pop("input", "task")
-    overrides = [f"{k}={v}" for k, v in options.pop("config", {}).items()]
-    model_spec = rt.model or spec.model
-    if rt.chat_model is None and model_spec is None:
-        raise UserError(
-            f"agent node '{name}' needs a model", hint="pass --model SPEC or set model: in the workflow"
-        )
-    chat_model = rt.chat_model
-    if chat_model is None:
-        from agentflow.models.spec import load_model
-
-        chat_model = rt.chat_model = load_model(model_spec)  # type: ignore[arg-type]
-    from agentflow.graph.streaming import TokenStreamingModel
-
-    agent = Agent(node.agent or "", model=TokenStreamingModel(chat_model, name), overrides=overrides)
-    wrapper = AgentNode(
-        agent,
-        input_key="task" if isinstance(input_key, Mapping) else input_key,
-        output_key=node.output or name,
-    )
-
-    async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        from agentflow.tools.context import ToolContext
-
-        ctx = NodeContext(rt, name, config)
-        rt.emit("node.start", node_id=name)
-        if isinstance(input_key, Mapping):  # template variable -> state key or dotted path (code.summary)
-            task: Any = {var: _path(state, str(src)) for var, src in input_key.items()}
-            task = {k: v for k, v in task.items() if v is not None}
-        else:
-            task = wrapper.task_from(state if isinstance(state, Mapping) else dict(state))
-        result = await agent.run(
-            task,
-            ctx=ToolContext(sandbox=rt.sandbox, budget=rt.budget, events=rt.events),
-            budget=rt.budget,
-            journal=rt.journal,
-            journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",
-        )
-        output = result.output.model_dump(mode="json") if result.output is not None else None
-        rt.emit("node.end", node_id=name, writes=[wrapper.output_key])
-        return {wrapper.output_key: output}
-
-    return run
+    return build_agent_node(name, node, rt, spec)
 
 
 def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str, str]]:
@@ -289,16 +250,36 @@ def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
         return END if is_end(name) else name
 
     graph.add_edge(START, spec.first_node())
+    on_error = {name: node.on_error for name, node in spec.nodes.items() if node.on_error}
     for a, b in spec.edges:
-        graph.add_edge(a, target(b))
+        if a in on_error:
+            _add_error_exit(graph, a, on_error[a], target(b))
+        else:
+            graph.add_edge(a, target(b))
     for route in spec.routes:
         choose, path_map = _router(route, END)
-        graph.add_conditional_edges(route.source, choose, path_map)
+        if route.source in on_error:
+            _add_error_exit(graph, route.source, on_error[route.source], choose, path_map)
+        else:
+            graph.add_conditional_edges(route.source, choose, path_map)
     for p in spec.parallel:
         for b in p.branches:
             graph.add_edge(p.source, b)
         graph.add_edge(list(p.branches), target(p.join))
     return graph
+
+
+def _add_error_exit(
+    graph: Any, source: str, on_error: str, normal: Any, path_map: dict[str, str] | None = None
+) -> None:
+    """Edges out of a node with `on_error:`: to that node after a failure, else as declared."""
+    from langgraph.graph import END
+
+    from agentflow.graph.outcome import with_error_exit
+
+    paths = dict(path_map or {normal: normal})
+    paths[on_error] = END if is_end(on_error) else on_error
+    graph.add_conditional_edges(source, with_error_exit(source, on_error, normal), paths)
 
 
 def compile_workflow(spec: WorkflowSpec, rt: RunContext | None = None, checkpointer: Any = None) -> Any:

@@ -33,8 +33,12 @@ def summarize(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def review_gate(state: dict[str, Any]) -> dict[str, Any]:
-    """After the critic: accept when no critical/major issue is left or after `max_rounds` revisions."""
-    critique = state.get("critique") or {}
+    """After the critic: accept when no critical/major issue is left or after `max_rounds` revisions.
+
+    A missing critique is never read as "no issues": it fails the node (and so the run)."""
+    critique = state.get("critique")
+    if not critique:
+        raise ValueError("review_gate: the state has no critique to review (did the critic fail?)")
     blocking = [i for i in critique.get("issues") or [] if i.get("severity") in ("critical", "major")]
     rounds = int(state.get("rounds") or 0) + 1
     accept = not blocking or rounds >= int(state.get("max_rounds") or 3)

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
 
+from agentflow.budget import Budget, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.context import RunContext
+from agentflow.graph.outcome import NodeError, failed_tasks, recorded_errors
 from agentflow.graph.spec import WorkflowSpec
 
 CHECKPOINT_FILE = "checkpoints.db"
@@ -32,14 +34,35 @@ class StreamEvent:
     data: Any
 
 
+RunStatus = Literal["done", "interrupted", "failed"]
+
+
 @dataclass
 class RunResult:
+    """How a run (or one leg of it, up to a pause) ended."""
+
     thread_id: str
-    status: Literal["done", "interrupted"]
+    status: RunStatus
+    """`done` (reached END), `interrupted` (waits for approval) or `failed` (a node failed; see `errors`)."""
     state: dict[str, Any]
     interrupt: dict[str, Any] | None = None
     """What the run waits for: {node, message, state} (interrupt nodes) or {node, message} (interrupt_before)."""
     next: list[str] = field(default_factory=list)
+    stop_reason: str = "done"
+    """`done`, `interrupted`, or for a failed run the failed node's reason (`error`, `step_limit`, `budget:usd`...)."""
+    errors: dict[str, NodeError] = field(default_factory=dict)
+    """Node -> why it failed: the node that ended the run, and failures routed through `on_error:`."""
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    """Model and tool usage of the run so far (carried across resumes by the CLI's run directory)."""
+
+    @property
+    def failed_node(self) -> str | None:
+        """The node that ended a failed run, else None."""
+        return next(iter(self.errors), None) if self.status == "failed" else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
 
 
 OnEvent = Callable[[StreamEvent], Awaitable[None] | None]
@@ -87,6 +110,8 @@ class WorkflowRunner:
         self.spec = spec
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.context = context or RunContext()
+        if self.context.budget is None:  # usage is always counted, so RunResult.usage says what a run cost
+            self.context.budget = Budget()
         self.durability = durability
         self._owned: list[Any] = []
         if checkpointer == "sqlite":
@@ -150,6 +175,7 @@ class WorkflowRunner:
             )
         if not snapshot.next:
             return self._result(thread_id, snapshot)
+        self._check_edit(edit)
         pending = [i for task in snapshot.tasks for i in task.interrupts]
         self.context.emit("run.resume", thread_id=thread_id, approve=approve, edit=bool(edit))
         if pending:
@@ -176,6 +202,26 @@ class WorkflowRunner:
             await self.graph.aupdate_state(config, dict(edit))
         return await self._drive(None, thread_id, on_event)
 
+    def _check_edit(self, edit: Mapping[str, Any] | None) -> None:
+        """An edit may set only keys the state declares (a typo would otherwise be dropped or added)."""
+        if edit is None or not self.spec.state:
+            return
+        unknown = sorted(set(edit) - set(self.spec.state))
+        if unknown:
+            raise UserError(
+                f"--edit sets {', '.join(repr(k) for k in unknown)}, which workflow '{self.spec.name}' "
+                "does not declare",
+                hint=f"state keys: {', '.join(self.spec.state)}",
+            )
+
+    async def result(self, thread_id: str) -> RunResult:
+        """Where thread `thread_id` stands, read from its last checkpoint without running anything (a failed
+        node stays failed there: `resume` runs it again)."""
+        snapshot = await self.graph.aget_state(self._config(thread_id))
+        if snapshot.created_at is None:
+            raise UserError(f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory")
+        return self._result(thread_id, snapshot)
+
     async def get_state(self, thread_id: str) -> dict[str, Any]:
         snapshot = await self.graph.aget_state(self._config(thread_id))
         return dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
@@ -191,7 +237,9 @@ class WorkflowRunner:
                     maybe = on_event(StreamEvent(mode=mode, namespace=tuple(namespace), data=data))
                     if maybe is not None:
                         await maybe
-        except Exception as exc:
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any node's exception is that node's failure, reported below
             from langgraph.errors import GraphRecursionError
 
             if isinstance(exc, GraphRecursionError):
@@ -199,22 +247,49 @@ class WorkflowRunner:
                     f"workflow '{self.spec.name}' hit its step limit ({config['recursion_limit']} steps)",
                     hint="raise step_limit or check the loop's exit route",
                 ) from None
-            raise
+            failure = exc  # a node failed: the checkpoint names it; the run ends `failed` below
+        else:
+            failure = None
         snapshot = await self.graph.aget_state(config)
-        result = self._result(thread_id, snapshot)
-        self.context.emit("run.end", thread_id=thread_id, status=result.status, next=result.next)
+        result = self._result(thread_id, snapshot, failure)
+        self.context.emit(
+            "run.end", thread_id=thread_id, status=result.status, next=result.next,
+            stop_reason=result.stop_reason,
+            errors={k: v.model_dump() for k, v in result.errors.items()},
+            usage=result.usage.model_dump(),
+        )
         return result
 
-    def _result(self, thread_id: str, snapshot: Any) -> RunResult:
+    def _result(self, thread_id: str, snapshot: Any, failure: BaseException | None = None) -> RunResult:
         values = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
+        usage = self.context.budget.used if self.context.budget is not None else BudgetUsage()
+        routed = recorded_errors(values)
+        failed = failed_tasks(snapshot)
+        if failure is not None or failed:
+            if failure is not None and not failed:  # not in the checkpoint (e.g. an in-memory run): from the exception
+                from agentflow.graph.outcome import error_from_exception
+
+                node = getattr(failure, "node", None) or (snapshot.next[0] if snapshot.next else "?")
+                failed = {node: error_from_exception(node, failure)}
+            elif failure is not None:
+                from agentflow.graph.outcome import NodeFailed
+
+                if isinstance(failure, NodeFailed) and failure.node in failed:
+                    failed[failure.node] = failure.to_error()
+            first = next(iter(failed.values()))
+            return RunResult(
+                thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
+                stop_reason=first.reason, errors={**failed, **routed}, usage=usage,
+            )
         if not snapshot.next:
-            return RunResult(thread_id=thread_id, status="done", state=values)
+            return RunResult(thread_id=thread_id, status="done", state=values, errors=routed, usage=usage)
         pending = [i.value for task in snapshot.tasks for i in task.interrupts]
         info = pending[0] if pending and isinstance(pending[0], dict) else None
         if info is None:
             info = {"node": snapshot.next[0], "message": f"approve before running '{snapshot.next[0]}'"}
         return RunResult(
-            thread_id=thread_id, status="interrupted", state=values, interrupt=info, next=list(snapshot.next)
+            thread_id=thread_id, status="interrupted", state=values, interrupt=info, next=list(snapshot.next),
+            stop_reason="interrupted", errors=routed, usage=usage,
         )
 
     def close(self) -> None:
