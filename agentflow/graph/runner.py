@@ -104,10 +104,17 @@ class WorkflowRunner:
         context: RunContext | None = None,
         keep_last: int | None = 20,
         durability: Literal["sync", "async", "exit"] = "sync",
+        sandbox: str | None = None,
+        workspace: str | Path | None = None,
     ) -> None:
+        """`sandbox` (`docker`, `local`, `auto`) starts a sandbox for the run's tools on the first start or
+        resume, holding a copy of `workspace`; `await runner.diff()` is what the agents changed there. The
+        runner closes it in `aclose()` / `async with`. A sandbox already started goes in `context.sandbox`."""
         from agentflow.graph.compile import compile_workflow
 
         self.spec = spec
+        self._sandbox_request = (sandbox, workspace) if sandbox is not None or workspace is not None else None
+        self._sandbox_cm: Any = None
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.context = context or RunContext()
         if self.context.budget is None:  # usage is always counted, so RunResult.usage says what a run cost
@@ -151,6 +158,7 @@ class WorkflowRunner:
         from agentflow.graph.compile import initial_state
 
         thread_id = thread_id or uuid.uuid4().hex[:12]
+        await self._ensure_sandbox()
         if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
             raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
         self.context.emit("run.start", workflow=self.spec.name, thread_id=thread_id)
@@ -176,6 +184,7 @@ class WorkflowRunner:
         if not snapshot.next:
             return self._result(thread_id, snapshot)
         self._check_edit(edit)
+        await self._ensure_sandbox()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
         self.context.emit("run.resume", thread_id=thread_id, approve=approve, edit=bool(edit))
         if pending:
@@ -292,6 +301,34 @@ class WorkflowRunner:
             stop_reason="interrupted", errors=routed, usage=usage,
         )
 
+    async def _ensure_sandbox(self) -> None:
+        if self._sandbox_request is None or self.context.sandbox is not None:
+            return
+        from agentflow.graph.workspace import choose_backend, open_workspace
+
+        requested, workspace = self._sandbox_request
+        backend = choose_backend(requested, self.spec, workspace)
+        if backend is None:
+            return
+        self._sandbox_cm = open_workspace(backend, workspace, events=self.context.events)
+        self.context.sandbox = await self._sandbox_cm.__aenter__()
+
+    async def diff(self) -> str:
+        """What the run's agents changed in the sandbox's workspace, as a unified diff."""
+        if self.context.sandbox is None:
+            raise UserError("this run has no sandbox", hint="pass sandbox= or workspace= to WorkflowRunner")
+        from agentflow.graph.workspace import workspace_diff
+
+        return await workspace_diff(self.context.sandbox)
+
+    async def aclose(self) -> None:
+        """Close the sandbox this runner started, then the checkpointer and journal."""
+        if self._sandbox_cm is not None:
+            cm, self._sandbox_cm = self._sandbox_cm, None
+            self.context.sandbox = None
+            await cm.__aexit__(None, None, None)
+        self.close()
+
     def close(self) -> None:
         for item in self._owned:
             close = getattr(item, "close", None)
@@ -303,4 +340,4 @@ class WorkflowRunner:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await self.aclose()
