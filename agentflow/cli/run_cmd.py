@@ -60,11 +60,12 @@ def find_run(root: Path, thread_id: str) -> Path:
 def _load_tools(packs: list[str]) -> dict[str, Any]:
     if not packs:
         return {}
+    from agentflow.graph.user_code import localize_pack
     from agentflow.tools.packs import load_pack
 
     tools: dict[str, Any] = {}
     for pack in packs:
-        for t in load_pack(pack):
+        for t in load_pack(localize_pack(pack, Path.cwd())):  # a pack file in the current folder loads too
             tools[t.name] = t
     return tools
 
