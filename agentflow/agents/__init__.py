@@ -8,7 +8,8 @@ from agentflow.agents.agent import Agent, Task, run_agent
 from agentflow.agents.config import AgentConfig, import_schema, load_agent_config
 from agentflow.agents.node import AgentNode, agent_node
 from agentflow.agents.output import OutputParseError, extract_json, parse_output
-from agentflow.agents.result import AgentResult, StopReason
+from agentflow.agents.result import AgentResult, ErrorKind, StopReason
+from agentflow.agents.stream import AgentEvent
 from agentflow.agents.roles import ROLES
 from agentflow.agents.schemas import CoderReport, Critique, FinalText, Issue, Plan, PlanStep, Verdict
 from agentflow.agents.textproto import parse_tool_blocks
@@ -17,10 +18,12 @@ __all__ = [
     "ROLES",
     "Agent",
     "AgentConfig",
+    "AgentEvent",
     "AgentNode",
     "AgentResult",
     "CoderReport",
     "Critique",
+    "ErrorKind",
     "FinalText",
     "Issue",
     "OutputParseError",
