@@ -9,9 +9,9 @@ from agentflow.agents.config import AgentConfig, import_schema, load_agent_confi
 from agentflow.agents.node import AgentNode, agent_node
 from agentflow.agents.output import OutputParseError, extract_json, parse_output
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
-from agentflow.agents.stream import AgentEvent
 from agentflow.agents.roles import ROLES
 from agentflow.agents.schemas import CoderReport, Critique, FinalText, Issue, Plan, PlanStep, Verdict
+from agentflow.agents.stream import AgentEvent
 from agentflow.agents.textproto import parse_tool_blocks
 
 __all__ = [
