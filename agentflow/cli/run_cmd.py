@@ -355,10 +355,14 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         ctx.model, ctx.chat_model = handle.spec, served_model
     printer = _Printer(printer_mode)
 
-    def on_event(event: Any) -> None:
+    async def on_event(event: Any) -> None:
         printer(event)
-        if event.mode == "updates":  # spend is checkpointed as each node finishes
+        if event.mode == "updates":  # spend and the workspace's changes are kept as each node finishes
             ledger.save_usage(ctx.budget)
+            if ctx.sandbox is not None:
+                from agentflow.graph.workspace import workspace_diff
+
+                ledger.save_diff(await workspace_diff(ctx.sandbox))
 
     try:
         coro = _drive(spec, opts, cfg, ctx, ledger, rdir=rdir, thread=thread, inputs=inputs, edits=edits,

@@ -97,3 +97,26 @@ def test_cli_exits_non_zero_on_a_failed_run(tmp_path: Path, capsys: pytest.Captu
     summary = json.loads(out.out.strip().splitlines()[-1])
     assert summary["status"] == "failed" and summary["errors"]["review"]["reason"] == "error"
     assert "node 'review' failed" in out.err
+
+
+async def test_agent_node_callable_raises_on_failure(tmp_path: Path) -> None:
+    from agentflow.agents import Agent, agent_node
+    from agentflow.graph.outcome import NodeFailed
+
+    model = ReplayModel(_cassette(tmp_path, ["not json", "not json either"]))
+    agent = Agent("critic", model=model, overrides=["tools=[]", "output_retries=0"])
+    with pytest.raises(NodeFailed, match=r"node 'critic' failed \(error\)"):
+        await agent_node(agent, input_key="task")({"task": "t"})
+    quiet = await agent_node(agent, input_key="task", result_key="why", fail_on_error=False)({"task": "t"})
+    assert quiet["critic"] is None and quiet["why"]["error_kind"] == "bad_output"
+
+
+def test_edit_of_an_undeclared_key_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentflow.cli.main import run
+
+    approval = str(Path(__file__).parent / "approval.yaml")
+    runs = str(tmp_path / "runs")
+    assert run(["run", approval, "-o", runs, "--thread-id", "e1", "-i", '{"topic": "dogs"}']) == 0
+    capsys.readouterr()
+    assert run(["run", "-o", runs, "--resume", "e1", "--edit", '{"drfat": "typo"}']) == 2
+    assert "--edit sets 'drfat'" in capsys.readouterr().err
