@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.agents.agent import Agent
 from agentflow.agents.result import AgentResult
 from agentflow.budget import Budget
-from agentflow.errors import UserError
+from agentflow.errors import NodeFailed, UserError
 from agentflow.tools.context import ToolContext
 
 if TYPE_CHECKING:
@@ -70,12 +70,9 @@ class AgentNode:
 
     async def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
         result = await self.run(state)
-        if self.fail_on_error and not result.ok:
-            from agentflow.graph.outcome import NodeFailed, agent_failure
-
-            failure = agent_failure(self.agent.name, result)
-            if failure is not None:
-                raise NodeFailed(failure.node, failure.reason, failure.error)
+        failure = result.failure() if self.fail_on_error else None
+        if failure is not None:
+            raise NodeFailed(self.agent.name, *failure)
         update: dict[str, Any] = {
             self.output_key: result.output.model_dump(mode="json") if result.output is not None else None
         }

@@ -53,6 +53,19 @@ class AgentResult(BaseModel):
     def ok(self) -> bool:
         return self.stop_reason == "done" and self.output is not None
 
+    def failure(self) -> tuple[str, str] | None:
+        """(reason, message) when the run gave no usable answer, else None: the reason is the stop reason,
+        or `no_output` for a run that ended `done` without an answer."""
+        if self.ok:
+            return None
+        reason = self.stop_reason if self.stop_reason != "done" else "no_output"
+        message = self.error or (
+            f"the agent stopped after {self.steps} model calls without a final answer"
+            if reason != "no_output"
+            else "the agent's final answer was empty"
+        )
+        return reason, message
+
     def summary(self) -> dict[str, object]:
         """A JSON-able digest for state, events and reports (no messages)."""
         return {

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentflow.errors import AgentflowError
+from agentflow.errors import NodeFailed
 
 NODE_ERRORS = "node_errors"
 """State key holding `{node: NodeError-as-dict or None}` in workflows with an `on_error:` route."""
@@ -31,34 +31,22 @@ class NodeError(BaseModel):
     """The message, one line where possible."""
 
 
-class NodeFailed(AgentflowError):
-    """Raised by a node whose failure has no `on_error:` route; the runner turns it into a failed run."""
-
-    def __init__(self, node: str, reason: str, error: str = "") -> None:
-        self.node, self.reason, self.error = node, reason, error
-        super().__init__(f"node '{node}' failed ({reason})" + (f": {error}" if error else ""))
-
-    def to_error(self) -> NodeError:
-        return NodeError(node=self.node, reason=self.reason, error=self.error)
+def to_error(failure: NodeFailed) -> NodeError:
+    return NodeError(node=failure.node, reason=failure.reason, error=failure.error)
 
 
 def agent_failure(node: str, result: Any) -> NodeError | None:
     """The failure of an `AgentResult`, or None when the agent answered (`result.ok`)."""
-    if result.ok:
+    failure = result.failure()
+    if failure is None:
         return None
-    reason = result.stop_reason if result.stop_reason != "done" else "no_output"
-    detail = result.error or (
-        f"the agent stopped after {result.steps} model calls without a final answer"
-        if reason != "no_output"
-        else "the agent's final answer was empty"
-    )
-    return NodeError(node=node, reason=reason, error=detail)
+    return NodeError(node=node, reason=failure[0], error=failure[1])
 
 
 def error_from_exception(node: str, exc: BaseException | str) -> NodeError:
     """A NodeError for an exception a node raised (or the text LangGraph kept of it in the checkpoint)."""
     if isinstance(exc, NodeFailed):
-        return exc.to_error()
+        return to_error(exc)
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     if isinstance(exc, str) and "NodeFailed(" in exc:  # LangGraph keeps repr(exc) for a checkpointed failure
         inner = exc.split("NodeFailed(", 1)[1].rstrip(")\"'")
@@ -107,5 +95,6 @@ __all__ = [
     "error_from_exception",
     "failed_tasks",
     "recorded_errors",
+    "to_error",
     "with_error_exit",
 ]

@@ -281,10 +281,10 @@ class WorkflowRunner:
                 node = getattr(failure, "node", None) or (snapshot.next[0] if snapshot.next else "?")
                 failed = {node: error_from_exception(node, failure)}
             elif failure is not None:
-                from agentflow.graph.outcome import NodeFailed
+                from agentflow.graph.outcome import NodeFailed, to_error
 
                 if isinstance(failure, NodeFailed) and failure.node in failed:
-                    failed[failure.node] = failure.to_error()
+                    failed[failure.node] = to_error(failure)
             first = next(iter(failed.values()))
             return RunResult(
                 thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
