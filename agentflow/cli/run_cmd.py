@@ -248,18 +248,11 @@ def warn_unpriced(opts: Any, spec: Any) -> None:
     if opts.limits.get("usd") is None:
         return
     from agentflow.graph.run_options import priced
+    from agentflow.models.pricing import warn_unpriced as warn
 
-    model = opts.model or spec.model
-    if opts.serve is not None and opts.model is None:
-        model = None
+    model = None if opts.serve is not None and opts.model is None else (opts.model or spec.model)
     if model is None or not priced(model):
-        import warnings
-
-        warnings.warn(
-            f"--budget-usd {opts.limits['usd']:g} cannot trip: model {model or opts.serve!r} has no known "
-            "price (use --step-limit or --wall-time to bound it)",
-            stacklevel=2,
-        )
+        warn(model or str(opts.serve), opts.limits["usd"])
 
 
 def _report(

@@ -113,3 +113,17 @@ async def test_a_reply_cut_by_max_tokens_is_asked_again_larger(llm: FakeServer) 
     llm.script({"content": ANSWER[:12], "finish_reason": "length"})
     cut = await _agent(llm).run("weather?")  # no limit of ours to raise: the server's own cut it
     assert cut.error_kind == "output_cut" and "cut at the token limit" in (cut.error or "")
+
+
+async def test_a_usd_limit_on_an_unpriced_model_warns_once(llm: FakeServer) -> None:
+    from agentflow.budget import Budget
+
+    llm.reset()
+    llm.script({"content": ANSWER}, {"content": ANSWER})
+    # an OpenAI model name with no price (a loopback openai-compatible server is priced at $0, so not that)
+    model = load_model("openai:no-such-model", base_url=llm.openai_url, api_key="sk-test-unpriced", **FAST)
+    agent = Agent({"name": "w", "tools": []}, model=model, output_type=Weather)
+    with pytest.warns(UserWarning, match="cannot trip") as caught:
+        await agent.run("weather?", budget=Budget(usd=0.01))
+        await agent.run("weather?", budget=Budget(usd=0.01))
+    assert len([w for w in caught if "cannot trip" in str(w.message)]) == 1
