@@ -126,6 +126,13 @@ def validate(spec: WorkflowSpec, *, prefix: str = "") -> list[Problem]:
     for name in spec.interrupt_before:
         check(name, "interrupt_before")
 
+    for pack in spec.tools:
+        try:
+            from agentflow.tools.packs import load_pack
+
+            load_pack(pack)
+        except UserError as exc:
+            add("bad-option", f"tools: {exc}")
     for name, node in spec.nodes.items():
         kinds = [k for k in ("fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
         if len(kinds) != 1:

@@ -99,3 +99,10 @@ async def test_builder_takes_objects_and_a_node_model_wins(tmp_path: Path) -> No
     assert result.state["poem"]["lines"][2] == "splash"
     assert seen == ["an old silent pond"]
     assert run_model.remaining == 0 and node_model.remaining == 0
+
+
+def test_an_unknown_workflow_tool_pack_is_a_problem() -> None:
+    spec = spec_from_dict({"name": "w", "tools": ["calc", "no_such_pack"],
+                           "nodes": {"a": {"fn": "agentflow.graph.demo:prepare", "next": "END"}}})
+    (problem,) = [str(p) for p in validate(spec)]
+    assert "no_such_pack" in problem
