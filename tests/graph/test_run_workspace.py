@@ -77,7 +77,7 @@ def test_plan_code_critique_edits_tests_and_applies(tmp_path: Path, capsys: pyte
     assert bash and bash[0]["data"]["ok"] is True and "1 passed" in bash[0]["data"]["text"]
     # --apply: the checked diff is now in the user's tree, and only that
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True).stdout
     assert status.split() == ["M", "calc.py"]
     assert (Path(done["run_dir"]) / "patch.diff").read_text() == state["diff"]
 
