@@ -79,8 +79,7 @@ def _agentflow_lines(block: Block) -> list[list[str]]:
     text = re.sub(r"\\\n\s*", " ", block.body)
     for line in text.splitlines():
         line = line.split(" #", 1)[0].strip()
-        if line.startswith("$ "):
-            line = line[2:]
+        line = line.removeprefix("$ ")
         words = shlex.split(line, comments=True) if line else []
         while words and "=" in words[0] and not words[0].startswith("-"):  # VAR=value prefixes
             words.pop(0)
