@@ -386,7 +386,7 @@ async def _drive(spec: Any, opts: Any, cfg: RunConfig, ctx: Any, ledger: Any, *,
                 open_workspace(backend, opts.workspace, events=ctx.events, replay_diff=ledger.diff())
             )
         runner = WorkflowRunner(spec, run_dir=rdir, checkpointer=cfg.checkpointer, context=ctx,
-                                keep_last=cfg.keep_last, durability=cfg.durability)
+                                keep_last=cfg.keep_last, durability=cfg.durability, sandbox="none")
         stack.callback(runner.close)
         if resume:
             result = await runner.resume(thread, approve=approve, edit=edits, on_event=on_event)

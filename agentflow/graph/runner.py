@@ -107,13 +107,15 @@ class WorkflowRunner:
         sandbox: str | None = None,
         workspace: str | Path | None = None,
     ) -> None:
-        """`sandbox` (`docker`, `local`, `auto`) starts a sandbox for the run's tools on the first start or
-        resume, holding a copy of `workspace`; `await runner.diff()` is what the agents changed there. The
-        runner closes it in `aclose()` / `async with`. A sandbox already started goes in `context.sandbox`."""
+        """A sandbox for the run's tools is started on the first start or resume, holding a copy of
+        `workspace`: `sandbox` is `docker`, `local`, `auto` or `none`; by default docker when a node's tools
+        act on a sandbox or a workspace is given (as `agentflow run` does). `await runner.diff()` is what
+        the agents changed there; the runner closes it in `aclose()` / `async with`. A sandbox you started
+        yourself goes in `context.sandbox` instead."""
         from agentflow.graph.compile import compile_workflow
 
         self.spec = spec
-        self._sandbox_request = (sandbox, workspace) if sandbox is not None or workspace is not None else None
+        self._sandbox_request: tuple[str | None, str | Path | None] | None = (sandbox, workspace)
         self._sandbox_cm: Any = None
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.context = context or RunContext()
