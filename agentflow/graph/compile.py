@@ -67,13 +67,6 @@ def _get(state: Any, key: str) -> Any:
     return getattr(state, key, None)
 
 
-def _path(state: Any, dotted: str) -> Any:
-    value = state
-    for part in dotted.split("."):
-        value = _get(value, part) if value is not None else None
-    return value
-
-
 def _wants_ctx(fn: Callable[..., Any]) -> bool:
     try:
         params = [
