@@ -348,14 +348,20 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         ctx.model, ctx.chat_model = handle.spec, served_model
     printer = _Printer(printer_mode)
 
+    async def keep_diff() -> None:
+        if ctx.sandbox is not None:
+            from agentflow.graph.workspace import workspace_diff
+
+            ledger.save_diff(await workspace_diff(ctx.sandbox))
+
     async def on_event(event: Any) -> None:
         printer(event)
         if event.mode == "updates":  # spend and the workspace's changes are kept as each node finishes
             ledger.save_usage(ctx.budget)
-            if ctx.sandbox is not None:
-                from agentflow.graph.workspace import workspace_diff
+            await keep_diff()
 
-                ledger.save_diff(await workspace_diff(ctx.sandbox))
+    # and after each tool call: a resumed node replays its journaled calls over the edits they made
+    ctx.after_tool_call = keep_diff
 
     try:
         coro = _drive(spec, opts, cfg, ctx, ledger, rdir=rdir, thread=thread, inputs=inputs, edits=edits,

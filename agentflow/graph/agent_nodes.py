@@ -165,12 +165,17 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
             if task is None:
                 raise NodeFailed(name, "error", f"the state has no {options.input!r} to give the agent")
             task = task if isinstance(task, (str, Mapping)) else str(task)
+        async def after_tool(event: Any) -> None:
+            if event.kind == "tool" and rt.after_tool_call is not None:
+                await rt.after_tool_call()
+
         result = await agent.run(
             task,
             ctx=ToolContext(sandbox=rt.sandbox, budget=rt.budget, events=rt.events),
             budget=rt.budget,
             journal=rt.journal,
             journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",
+            on_event=after_tool if rt.after_tool_call is not None else None,
         )
         failure = agent_failure(name, result)
         if failure is not None:
