@@ -56,17 +56,29 @@ def node_options(name: str, node: NodeSpec) -> AgentNodeOptions:
 
 
 def option_problems(name: str, node: NodeSpec) -> list[str]:
-    """Every problem of an agent node's options (empty when sound): unknown keys, an unknown role, config
-    overrides AgentConfig does not have, tool packs that do not load, a malformed model spec."""
-    try:
-        options = node_options(name, node)
-    except UserError as exc:
-        return [str(exc)]
+    """Every problem of an agent node's options (empty when sound), one line each: unknown or bad options,
+    an unknown role, config overrides AgentConfig does not have, tool packs that do not load, a malformed
+    model spec."""
     problems: list[str] = []
+    try:
+        options = AgentNodeOptions.model_validate(node.args)
+    except ValidationError as exc:
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                known = ", ".join(AgentNodeOptions.model_fields)
+                problems.append(f"agent node '{name}': unknown option '{where}' (options: {known})")
+            else:
+                problems.append(f"agent node '{name}': option '{where}': {err['msg']}")
+        known_ok = {k: v for k, v in node.args.items() if k in ("config", "model") and isinstance(v, (dict, str))}
+        try:
+            options = AgentNodeOptions.model_validate(known_ok)
+        except ValidationError:
+            return problems
     try:
         config = _agent_config(node, options)
     except UserError as exc:
-        return [f"agent node '{name}': {exc}"]
+        return [*problems, f"agent node '{name}': {exc}"]
     for pack in config.tools:
         try:
             from agentflow.tools.packs import load_pack

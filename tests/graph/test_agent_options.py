@@ -29,6 +29,8 @@ def test_option_typos_are_problems() -> None:
     assert "unknown option 'inptu'" in typo and "\n" not in typo
     (config,) = _problems({"args": {"config": {"max_tokenz": 5}}})
     assert "max_tokenz" in config
+    both = _problems({"args": {"inptu": "task", "config": {"max_tokenz": 5}}})  # every problem, one line each
+    assert len(both) == 2 and "inptu" in both[0] and "max_tokenz" in both[1]
     (pack,) = _problems({"args": {"config": {"tools": ["no_such_pack"]}}})
     assert "no_such_pack" in pack
     (model,) = _problems({"args": {"model": "gpt4"}})
