@@ -87,3 +87,17 @@ def test_fn_and_tools_next_to_the_workflow_import(tmp_path: Path, capsys: pytest
     assert run(["run", str(folder / "flow.yaml"), "-o", str(tmp_path / "runs"), "--json", "-i", '{"x": 4}']) == 0
     state = _last(capsys.readouterr().out)["state"]
     assert state["out"] == 8 and state["done"] is True and state["loud"] == "HI"
+
+
+def test_tools_flag_finds_a_module_in_the_current_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    (tmp_path / "mytools_cwd.py").write_text(
+        "from agentflow.tools import tool\n\n@tool\ndef whisper(text: str) -> str:\n"
+        "    '''Lower-case text.\n\n    Args:\n        text: what to whisper.\n    '''\n    return text.lower()\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    assert run(["tools", "list", "-t", "mytools_cwd"]) == 0
+    assert "whisper" in capsys.readouterr().out
