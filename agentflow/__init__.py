@@ -29,16 +29,31 @@ _LAZY: dict[str, str] = {
     "ToolResult": "agentflow.tools.result",
     "Agent": "agentflow.agents.agent",
     "AgentResult": "agentflow.agents.result",
+    "AgentEvent": "agentflow.agents.stream",
+    "AgentConfig": "agentflow.agents.config",
+    "Workflow": "agentflow.graph.builder",
+    "WorkflowRunner": "agentflow.graph.runner",
+    "RunContext": "agentflow.graph.context",
+    "RunResult": "agentflow.graph.runner",
+    "load_workflow": "agentflow.graph.loader",
+    "open_sandbox": "agentflow.sandbox",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentflow.agents.agent import Agent
+    from agentflow.agents.config import AgentConfig
     from agentflow.agents.result import AgentResult
+    from agentflow.agents.stream import AgentEvent
     from agentflow.budget import Budget, BudgetExceeded
     from agentflow.errors import AgentflowError, UserError
     from agentflow.events import Event, EventLog
+    from agentflow.graph.builder import Workflow
+    from agentflow.graph.context import RunContext
+    from agentflow.graph.loader import load_workflow
+    from agentflow.graph.runner import RunResult, WorkflowRunner
     from agentflow.models.base import ChatRequest, ChatResponse, Message
     from agentflow.models.spec import load_model
+    from agentflow.sandbox import open_sandbox
     from agentflow.tools.context import ToolContext
     from agentflow.tools.decorator import tool
     from agentflow.tools.registry import ToolRegistry
@@ -48,8 +63,14 @@ if TYPE_CHECKING:  # pragma: no cover
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
+def __dir__() -> list[str]:
+    """The public names too (they load on first use), so help(agentflow), dir() and IDEs list them."""
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
-    "Agent", "AgentResult", "AgentflowError", "Budget", "BudgetExceeded", "ChatRequest", "ChatResponse", "Event",
-    "EventLog", "Message", "ToolContext", "ToolRegistry", "ToolResult", "UserError", "__version__", "load_model",
-    "tool",
+    "Agent", "AgentConfig", "AgentEvent", "AgentResult", "AgentflowError", "Budget", "BudgetExceeded",
+    "ChatRequest", "ChatResponse", "Event", "EventLog", "Message", "RunContext", "RunResult", "ToolContext",
+    "ToolRegistry", "ToolResult", "UserError", "Workflow", "WorkflowRunner", "__version__", "load_model",
+    "load_workflow", "open_sandbox", "tool",
 ]

@@ -59,11 +59,20 @@ class BudgetExceeded(AgentflowError):
 class Budget:
     """Counts usage against limits; thread-safe and shared by reference."""
 
-    def __init__(self, limits: BudgetLimits | None = None, *, parent: Budget | None = None, **kw: float | None) -> None:
+    def __init__(
+        self,
+        limits: BudgetLimits | None = None,
+        *,
+        parent: Budget | None = None,
+        spent: BudgetUsage | None = None,
+        **kw: float | None,
+    ) -> None:
+        """`spent` is usage carried over from earlier (a resumed run's spend so far): it counts against the
+        limits as if it had been charged here, wall seconds included."""
         self.limits = limits or BudgetLimits.model_validate(kw)
         self.parent = parent
-        self._used = BudgetUsage()
-        self._start = time.monotonic()
+        self._used = spent.model_copy() if spent is not None else BudgetUsage()
+        self._start = time.monotonic() - (spent.wall_seconds if spent is not None else 0.0)
         self._lock = threading.Lock()
 
     def child(self, limits: BudgetLimits | None = None, **kw: float | None) -> Budget:

@@ -46,3 +46,13 @@ class ToolError(AgentflowError):
 
 class SandboxError(AgentflowError):
     """The sandbox could not do what was asked (the container died, the agent stopped answering)."""
+
+
+class NodeFailed(AgentflowError):
+    """A workflow node failed (its agent ended without an answer, or it raised): the run ends `failed` with
+    the node, the reason (`error`, `step_limit`, `budget:usd`, ...) and the error, unless the node routes
+    its failures with `on_error:`."""
+
+    def __init__(self, node: str, reason: str, error: str = "") -> None:
+        self.node, self.reason, self.error = node, reason, error
+        super().__init__(f"node '{node}' failed ({reason})" + (f": {error}" if error else ""))

@@ -8,19 +8,22 @@ from agentflow.agents.agent import Agent, Task, run_agent
 from agentflow.agents.config import AgentConfig, import_schema
 from agentflow.agents.node import AgentNode, agent_node
 from agentflow.agents.output import OutputParseError, extract_json, parse_output
-from agentflow.agents.result import AgentResult, StopReason
+from agentflow.agents.result import AgentResult, ErrorKind, StopReason
 from agentflow.agents.roles import ROLES, load_agent_config
 from agentflow.agents.schemas import CoderReport, Critique, FinalText, Issue, Plan, PlanStep, Verdict
+from agentflow.agents.stream import AgentEvent
 from agentflow.agents.textproto import parse_tool_blocks
 
 __all__ = [
     "ROLES",
     "Agent",
     "AgentConfig",
+    "AgentEvent",
     "AgentNode",
     "AgentResult",
     "CoderReport",
     "Critique",
+    "ErrorKind",
     "FinalText",
     "Issue",
     "OutputParseError",

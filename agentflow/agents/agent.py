@@ -8,9 +8,11 @@ stops cleanly and returns the best output so far with the reason.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import inspect
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -18,9 +20,10 @@ from pydantic import BaseModel
 from agentflow.agents.config import AgentConfig, import_schema
 from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.prompts import PromptSet
-from agentflow.agents.result import AgentResult, StopReason
+from agentflow.agents.result import AgentResult, ErrorKind, StopReason
 from agentflow.agents.roles import load_agent_config
 from agentflow.agents.schemas import FinalText
+from agentflow.agents.stream import AgentEvent, OnAgentEvent, TokenForwardingModel
 from agentflow.agents.textproto import parse_tool_blocks
 from agentflow.budget import Budget, BudgetExceeded
 from agentflow.errors import ModelError
@@ -47,15 +50,21 @@ class Agent:
         model: ChatModel | None = None,
         tools: ToolRegistry | None = None,
         overrides: Sequence[str] = (),
+        output_type: type[BaseModel] | None = None,
     ) -> None:
         """`config` is an `AgentConfig`, a role name or a YAML path; `model`/`tools` replace the ones the
-        config names (handy for tests and for sharing one model object between agents)."""
+        config names (handy for tests and for sharing one model object between agents); `output_type`, a
+        pydantic model class, replaces the config's `output_schema` import path."""
         self.config = (
             config
             if isinstance(config, AgentConfig) and not overrides
             else load_agent_config(config, overrides)
         )
-        self.schema: type[BaseModel] = (
+        if output_type is not None and not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):
+            from agentflow.errors import ConfigError
+
+            raise ConfigError(f"output_type {output_type!r} is not a pydantic model class")
+        self.schema: type[BaseModel] = output_type or (
             import_schema(self.config.output_schema) if self.config.output_schema else FinalText
         )
         self.prompts = PromptSet(self.config.prompt_dirs)
@@ -119,8 +128,12 @@ class Agent:
         budget: Budget | None = None,
         journal: ToolJournal | None = None,
         journal_key: str = "",
+        on_event: OnAgentEvent | None = None,
     ) -> AgentResult:
         """Run the agent on `task` (a string, or a dict of the task template's variables).
+
+        `on_event` (a function, sync or async) sees each model call (`step`), tool call (`tool`) and the
+        end (`result`) as `AgentEvent`s; `run_stream` also yields the model's text as it is generated.
 
         `budget` (else `ctx.budget`) is the run's shared budget: this run charges a child of it. Under a
         `journal`, each tool call is keyed by `journal_key` (the caller's prefix, e.g. `thread:node:step`),
@@ -131,7 +144,52 @@ class Agent:
         parent = budget or ctx.budget
         run_budget = parent.child() if parent is not None else Budget()
         ctx = dataclasses.replace(ctx, budget=run_budget)
-        return await _Run(self, ctx, run_budget, journal, journal_key).loop(task)
+        return await _Run(self, ctx, run_budget, journal, journal_key, on_event).loop(task)
+
+    async def run_stream(
+        self,
+        task: Task,
+        *,
+        ctx: ToolContext | None = None,
+        budget: Budget | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run the agent on `task`, yielding `AgentEvent`s as they happen: `token` (model text as it is
+        generated), `step`, `tool`, and last `result` (with the AgentResult). Leaving the loop early cancels
+        the run."""
+        queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+        step = 0
+
+        def token(text: str) -> None:
+            queue.put_nowait(AgentEvent(kind="token", text=text, step=step + 1))
+
+        def observe(event: AgentEvent) -> None:
+            nonlocal step
+            if event.kind == "step":
+                step = event.step
+            queue.put_nowait(event)
+
+        inner = self.model
+        while isinstance(inner, InstrumentedModel):  # the run instruments (and charges) it once
+            inner = inner.inner
+        streaming = Agent(self.config, model=TokenForwardingModel(inner, token), tools=self._tools,
+                          output_type=self.schema if self.schema is not FinalText else None)
+
+        async def drive() -> None:
+            try:
+                await streaming.run(task, ctx=ctx, budget=budget, on_event=observe)
+            finally:
+                queue.put_nowait(None)
+
+        runner = asyncio.ensure_future(drive())
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await runner  # re-raises what the run raised
+        finally:
+            if not runner.done():
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
 
 
 async def run_agent(
@@ -166,10 +224,18 @@ class _Run:
     """The state of one run of an agent; `loop` is the whole algorithm."""
 
     def __init__(
-        self, agent: Agent, ctx: ToolContext, budget: Budget, journal: ToolJournal | None, key_prefix: str
+        self,
+        agent: Agent,
+        ctx: ToolContext,
+        budget: Budget,
+        journal: ToolJournal | None,
+        key_prefix: str,
+        on_event: OnAgentEvent | None = None,
     ) -> None:
         self.agent, self.cfg, self.ctx, self.budget = agent, agent.config, ctx, budget
-        self.journal, self.key_prefix = journal, key_prefix
+        self.journal, self.key_prefix, self.on_event = journal, key_prefix, on_event
+        self.max_tokens = self.cfg.max_tokens
+        self.finish_reason = "unknown"
         self.started = time.monotonic()
         self.text_protocol = agent.text_protocol()
         self.model = _instrumented(agent.model, budget, ctx, agent.name)
@@ -184,41 +250,77 @@ class _Run:
         while True:
             stop = self._limit_reached(check_steps=True)
             if stop is not None:
-                return self._finish(stop)
+                return await self._end(self._finish(stop))
             self.steps += 1
             try:
                 reply = await self._call_model(specs)
             except ModelError as exc:
-                return self._finish("error", error=str(exc))
+                return await self._end(self._finish("error", error=str(exc), kind="model_error"))
             if reply is None:
-                return self._finish("wall_time")
+                return await self._end(self._finish("wall_time"))
 
             calls = (
                 parse_tool_blocks(reply.content, id_prefix=f"s{self.steps}")
                 if self.text_protocol
                 else reply.tool_calls
             )
+            await self._notify(AgentEvent(
+                kind="step", step=self.steps, text=reply.content or "",
+                tool_calls=[{"name": c.name, "arguments": c.arguments} for c in calls or []],
+            ))
             self.messages.append(Message.assistant(reply.content) if self.text_protocol else reply)
             if calls:
                 stop = await self._run_tools(calls)
                 if stop is not None:
-                    return self._finish(stop)
+                    return await self._end(self._finish(stop))
                 continue
 
             try:
                 output = parse_output(self.agent.schema, reply.content)
             except OutputParseError as exc:
+                if self.finish_reason == "length":  # cut by max_tokens: not the model's mistake to correct
+                    if self._raise_max_tokens():
+                        self.messages.pop()
+                        continue
+                    return await self._end(self._finish(
+                        "error", kind="output_cut",
+                        error=f"the final answer was cut at the token limit ({self.max_tokens or 'the server default'} "
+                        "tokens) before it was complete; raise max_tokens",
+                    ))
                 if retries_left <= 0:
-                    return self._finish(
-                        "error", error=f"final answer not readable as {self.agent.schema.__name__}: {exc}"
-                    )
+                    return await self._end(self._finish(
+                        "error", error=f"final answer not readable as {self.agent.schema.__name__}: {exc}",
+                        kind="bad_output",
+                    ))
                 retries_left -= 1
                 feedback = self.agent.prompts.render(
                     "_output_retry.md", error=str(exc), schema_name=self.agent.schema.__name__
                 )
                 self.messages.append(Message.user(feedback))
                 continue
-            return self._finish("done", output=output)
+            return await self._end(self._finish("done", output=output))
+
+    def _raise_max_tokens(self) -> bool:
+        """After a reply cut by max_tokens: double the limit (up to 4x the configured one) and say whether to
+        ask again. Without a configured limit the cut came from the server's own, which we cannot raise."""
+        if self.cfg.max_tokens is None or self.max_tokens is None:
+            return False
+        if self.max_tokens >= 4 * self.cfg.max_tokens:
+            return False
+        self.max_tokens *= 2
+        self._emit("agent.max_tokens_raised", max_tokens=self.max_tokens)
+        return True
+
+    async def _notify(self, event: AgentEvent) -> None:
+        if self.on_event is None:
+            return
+        maybe = self.on_event(event)
+        if inspect.isawaitable(maybe):
+            await maybe
+
+    async def _end(self, result: AgentResult) -> AgentResult:
+        await self._notify(AgentEvent(kind="result", step=self.steps, result=result))
+        return result
 
     def _limit_reached(self, *, check_steps: bool) -> StopReason | None:
         if check_steps and self.steps >= self.cfg.step_limit:
@@ -249,7 +351,7 @@ class _Run:
             response_schema=schema.model_json_schema() if structured else None,
             response_schema_name=schema.__name__ if structured else None,
             temperature=self.cfg.temperature,
-            max_tokens=self.cfg.max_tokens,
+            max_tokens=self.max_tokens,
         )
         # Wall time also bounds a model call in flight; asyncio.timeout(None) means no limit.
         try:
@@ -259,6 +361,7 @@ class _Run:
             if deadline.expired():
                 return None
             raise
+        self.finish_reason = response.choices[0].finish_reason
         return response.message
 
     async def _run_tools(self, calls: list[ToolCall]) -> StopReason | None:
@@ -288,6 +391,7 @@ class _Run:
                 results.append((call, False, f"not run: the agent stopped ({stop})"))
                 continue
             results.append((call, result.ok, result.text))
+            await self._notify(AgentEvent(kind="tool", step=self.steps, tool=call.name, ok=result.ok, text=result.text))
         if self.text_protocol:
             text = self.agent.prompts.render(
                 "_tool_results.md",
@@ -311,11 +415,19 @@ class _Run:
         return None
 
     def _finish(
-        self, stop: StopReason, *, output: BaseModel | None = None, error: str | None = None
+        self,
+        stop: StopReason,
+        *,
+        output: BaseModel | None = None,
+        error: str | None = None,
+        kind: ErrorKind | None = None,
     ) -> AgentResult:
         if output is None:
             output = self._best_output()
+        if kind is None and stop != "done":
+            kind = "limit"
         result = AgentResult(
+            error_kind=kind,
             output=output,
             messages=self.messages,
             steps=self.steps,

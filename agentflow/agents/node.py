@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.agents.agent import Agent
 from agentflow.agents.result import AgentResult
 from agentflow.budget import Budget
-from agentflow.errors import UserError
+from agentflow.errors import NodeFailed, UserError
 from agentflow.tools.context import ToolContext
 
 if TYPE_CHECKING:
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 class AgentNode:
     """Reads the task from `state[input_key]` (or a dict of several keys), runs the agent and returns
-    `{output_key: output as a JSON-able dict or None}`, plus `{result_key: run summary}` when asked."""
+    `{output_key: output as a JSON-able dict}`, plus `{result_key: run summary}` when asked. An agent that
+    ends without a usable answer raises `NodeFailed` (node, reason, error), so the graph's run fails loudly;
+    with `fail_on_error=False` it writes `{output_key: None}` and the summary says why instead."""
 
     def __init__(
         self,
@@ -30,8 +32,10 @@ class AgentNode:
         budget: Budget | None = None,
         journal: ToolJournal | None = None,
         journal_key: str = "",
+        fail_on_error: bool = True,
     ) -> None:
         self.agent = agent
+        self.fail_on_error = fail_on_error
         self.journal_key = journal_key
         self.input_key = input_key
         self.output_key = output_key or agent.name
@@ -66,6 +70,9 @@ class AgentNode:
 
     async def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
         result = await self.run(state)
+        failure = result.failure() if self.fail_on_error else None
+        if failure is not None:
+            raise NodeFailed(self.agent.name, *failure)
         update: dict[str, Any] = {
             self.output_key: result.output.model_dump(mode="json") if result.output is not None else None
         }
@@ -84,6 +91,7 @@ def agent_node(
     budget: Budget | None = None,
     journal: ToolJournal | None = None,
     journal_key: str = "",
+    fail_on_error: bool = True,
 ) -> AgentNode:
     """Wrap `agent` as an async `(state: dict) -> dict` node (see `AgentNode`)."""
     return AgentNode(
@@ -95,4 +103,5 @@ def agent_node(
         budget=budget,
         journal=journal,
         journal_key=journal_key,
+        fail_on_error=fail_on_error,
     )

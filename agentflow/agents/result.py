@@ -22,6 +22,12 @@ StopReason = Literal[
 ]
 
 
+ErrorKind = Literal["model_error", "bad_output", "output_cut", "limit"]
+"""Why a run gave no usable answer: the model could not be reached or failed (`model_error`), its answer
+did not parse as the schema (`bad_output`), the answer was cut by max_tokens (`output_cut`), or a step,
+wall-time or budget limit ended the run (`limit`)."""
+
+
 class AgentResult(BaseModel):
     """The output of a run (or the best one so far when it stopped early), with why it stopped."""
 
@@ -40,10 +46,25 @@ class AgentResult(BaseModel):
     """Tokens, cost, model and tool calls and wall seconds of this run alone (nested runs included)."""
     error: str | None = None
     """What went wrong when `stop_reason` is `error`."""
+    error_kind: ErrorKind | None = None
+    """What kind of failure ended the run (None when it answered): branch on this, not on `error`'s text."""
 
     @property
     def ok(self) -> bool:
         return self.stop_reason == "done" and self.output is not None
+
+    def failure(self) -> tuple[str, str] | None:
+        """(reason, message) when the run gave no usable answer, else None: the reason is the stop reason,
+        or `no_output` for a run that ended `done` without an answer."""
+        if self.ok:
+            return None
+        reason = self.stop_reason if self.stop_reason != "done" else "no_output"
+        message = self.error or (
+            f"the agent stopped after {self.steps} model calls without a final answer"
+            if reason != "no_output"
+            else "the agent's final answer was empty"
+        )
+        return reason, message
 
     def summary(self) -> dict[str, object]:
         """A JSON-able digest for state, events and reports (no messages)."""
@@ -52,4 +73,5 @@ class AgentResult(BaseModel):
             "steps": self.steps,
             "usage": self.usage.model_dump(),
             "error": self.error,
+            "error_kind": self.error_kind,
         }

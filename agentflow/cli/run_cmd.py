@@ -60,11 +60,12 @@ def find_run(root: Path, thread_id: str) -> Path:
 def _load_tools(packs: list[str]) -> dict[str, Any]:
     if not packs:
         return {}
+    from agentflow.graph.user_code import localize_pack
     from agentflow.tools.packs import load_pack
 
     tools: dict[str, Any] = {}
     for pack in packs:
-        for t in load_pack(pack):
+        for t in load_pack(localize_pack(pack, Path.cwd())):  # a pack file in the current folder loads too
             tools[t.name] = t
     return tools
 
@@ -144,17 +145,33 @@ class _Printer:
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_cmd(
-        workflow: str = typer.Argument(..., help="YAML file or name of a shipped workflow (see workflows/)."),
+        workflow: str | None = typer.Argument(
+            None, help="YAML file or name of a shipped workflow (see workflows/); with --resume, the recorded one."
+        ),
         input: str | None = typer.Option(None, "--input", "-i", help="Initial state as JSON or @file.json."),
         model: str | None = typer.Option(
-            None, "--model", "-m", help="Model spec for agent nodes, e.g. openai:gpt-4o-mini."
+            None, "--model", "-m", help="Model spec for agent nodes, e.g. openai:gpt-4o-mini (--resume: the recorded one)."
         ),
         serve: str | None = SERVE_OPTION,
+        sandbox: str | None = typer.Option(
+            None, "--sandbox", help="Sandbox for the agents' tools: docker, local, auto or none "
+            "(default: docker when a tool or --workspace needs one)."
+        ),
+        workspace: Path | None = typer.Option(
+            None, "--workspace", help="Folder copied into the sandbox (without .git) for the agents to work on."
+        ),
+        apply: bool = typer.Option(
+            False, "--apply", help="When the run is done, write its diff into --workspace (checked first: no .git/, no symlinks)."
+        ),
+        allow_exec: bool = typer.Option(False, "--allow-exec", help="With --apply: allow the diff to make files executable."),
+        budget_usd: float | None = typer.Option(None, "--budget-usd", help="Spend limit of the whole run in USD (models with known prices)."),
+        step_limit: int | None = typer.Option(None, "--step-limit", help="Model calls of the whole run."),
+        wall_time: str | None = typer.Option(None, "--wall-time", help="Wall-clock limit of the whole run, e.g. 90s, 30m, 1h."),
         thread_id: str | None = typer.Option(
             None, "--thread-id", help="Thread id of a new run (default: the run id)."
         ),
         resume: str | None = typer.Option(
-            None, "--resume", help="Continue this thread from its last checkpoint."
+            None, "--resume", help="Continue this thread from its last checkpoint (with its recorded workflow, model and options)."
         ),
         approve: bool = typer.Option(
             False, "--approve", help="With --resume: approve the pending interrupt."
@@ -166,119 +183,236 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JSON_OPTION,
         output: Path = OUTPUT_OPTION,
     ) -> int:
-        """Run WORKFLOW; writes runs/<run_id>/ (config.resolved.yaml, events.jsonl, checkpoints.db)."""
-        from agentflow.config import load_config
-        from agentflow.graph.loader import load_workflow
-        from agentflow.graph.validate import check_workflow
+        """Run WORKFLOW; writes runs/<run_id>/ (run.json, config.resolved.yaml, events.jsonl, checkpoints.db,
+        usage.json, patch.diff); exit code 1 when a node fails."""
+        from agentflow.cli.repair_options import parse_duration
+        from agentflow.graph.run_options import RunOptions, budget_limits
 
         if resume is None and (approve or edit is not None):
             raise UserError("--approve and --edit need --resume THREAD_ID")
         if resume is not None and input is not None:
             raise UserError("--input starts a new run; drop it when using --resume")
-        cfg = load_config(RunConfig, config or [])
-        if model is not None:
-            check_model_spec(model)
-        check_serve(serve)
+        if resume is None and workflow is None:
+            raise UserError("missing WORKFLOW", hint="give a YAML path or a shipped workflow name, or --resume THREAD_ID")
+        if apply and workspace is None and resume is None:
+            raise UserError("--apply needs --workspace DIR (the folder the diff is written back to)")
+        given = RunOptions(
+            workflow=workflow, model=model, serve=serve, sandbox=sandbox,
+            workspace=str(workspace.resolve()) if workspace is not None else None,
+            config=list(config or []),
+            limits=budget_limits(
+                budget_usd=budget_usd, step_limit=step_limit,
+                wall_seconds=parse_duration(wall_time) if wall_time is not None else None,
+            ),
+        )
+        resume_dir = find_run(output, resume) if resume is not None else None
+        opts = given.over(RunOptions.recorded(resume_dir)) if resume_dir is not None else given
+        cfg = load_config(RunConfig, opts.config)
+        if opts.model is not None:
+            check_model_spec(opts.model)
+        check_serve(opts.serve)
         inputs = parse_json_input(input)
         edits = parse_json_input(edit) if edit is not None else None
-        spec = load_workflow(workflow)
-        if cfg.step_limit is not None:
-            spec.step_limit = cfg.step_limit
-        check_workflow(spec)
-        resume_dir = find_run(output, resume) if resume is not None else None
+        spec = load_run_workflow(opts.workflow or "", cfg)
+        warn_unpriced(opts, spec)
 
-        with serving(serve) as handle:
-            result, run_id, rdir = _run_workflow(
-                spec, workflow, cfg, handle=handle, model=model, serve=serve, inputs=inputs, edits=edits,
-                thread_id=thread_id, resume=resume, resume_dir=resume_dir, approve=approve, output=output,
+        with serving(opts.serve) as handle:
+            result, run_id, rdir, applied = _run_workflow(
+                spec, opts, cfg, handle=handle, inputs=inputs, edits=edits, thread_id=thread_id, resume=resume,
+                resume_dir=resume_dir, approve=approve, apply=apply, allow_exec=allow_exec, output=output,
                 printer_mode="json" if as_json else "live" if is_tty() else "plain",
             )
-        summary = {
-            "event": "result",
-            "run_id": run_id,
-            "thread_id": result.thread_id,
-            "status": result.status,
-            "run_dir": str(rdir),
-            "state": result.state,
-            "interrupt": result.interrupt,
-        }
-        if as_json:
-            typer.echo(json.dumps(summary, default=str))
-        elif result.status == "interrupted":
-            info = result.interrupt or {}
-            typer.echo(f"paused at '{info.get('node')}': {info.get('message')}")
-            if info.get("state"):
-                typer.echo(json.dumps(info["state"], indent=2, default=str))
-            typer.echo(
-                f"continue with: agentflow run {workflow} -o {output} --resume {result.thread_id} --approve "
-                f"(or --edit JSON)"
-            )
-        else:
-            typer.echo(json.dumps(result.state, indent=2, default=str))
+        return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied)
+
+
+def load_config(cls: Any, items: list[str]) -> Any:
+    from agentflow.config import load_config as load
+
+    return load(cls, items)
+
+
+def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
+    """The workflow spec with `-c step_limit` applied, validated (a UserError names the first problem)."""
+    from agentflow.graph.loader import load_workflow
+    from agentflow.graph.validate import check_workflow
+
+    spec = load_workflow(workflow)
+    if cfg.step_limit is not None:
+        spec.step_limit = cfg.step_limit
+    check_workflow(spec)
+    return spec
+
+
+def warn_unpriced(opts: Any, spec: Any) -> None:
+    """A USD limit cannot trip for a model without a known price: say so before the run starts."""
+    if opts.limits.get("usd") is None:
+        return
+    from agentflow.graph.run_options import priced
+    from agentflow.models.pricing import warn_unpriced as warn
+
+    model = None if opts.serve is not None and opts.model is None else (opts.model or spec.model)
+    if model is None or not priced(model):
+        warn(model or str(opts.serve), opts.limits["usd"])
+
+
+def _report(
+    result: Any, run_id: str, rdir: Path, *, output: Path, as_json: bool, applied: Any = None
+) -> int:
+    """Print the outcome; the exit code is 0 (done or paused) or 1 (a node failed)."""
+    errors = {node: err.model_dump() for node, err in result.errors.items()}
+    summary = {
+        "event": "result",
+        "run_id": run_id,
+        "thread_id": result.thread_id,
+        "status": result.status,
+        "stop_reason": result.stop_reason,
+        "errors": errors,
+        "usage": result.usage.model_dump(),
+        "run_dir": str(rdir),
+        "state": result.state,
+        "interrupt": result.interrupt,
+        "applied": applied.diffstat if applied is not None else None,
+    }
+    if as_json:
+        typer.echo(json.dumps(summary, default=str))
+    elif result.status == "interrupted":
+        info = result.interrupt or {}
+        typer.echo(f"paused at '{info.get('node')}': {info.get('message')}")
+        if info.get("state"):
+            typer.echo(json.dumps(info["state"], indent=2, default=str))
+        typer.echo(
+            f"continue with: agentflow run -o {output} --resume {result.thread_id} --approve (or --edit JSON)"
+        )
+    else:
+        typer.echo(json.dumps(result.state, indent=2, default=str))
+        if applied is not None:
+            typer.echo(f"applied to the workspace with {applied.command}:\n{applied.diffstat}")
+        if result.status == "done":
             typer.echo(f"run {run_id} done (thread {result.thread_id}) in {rdir}")
-        return 0
+    if result.status == "failed":
+        err = result.errors[result.failed_node]
+        typer.echo(
+            f"agentflow: run {run_id} failed: node '{err.node}' failed ({err.reason}): {err.error} "
+            f"(events in {rdir / 'events.jsonl'}; retry the node with: agentflow run -o {output} "
+            f"--resume {result.thread_id})",
+            err=True,
+        )
+        return 1
+    return 0
 
 
-def _run_workflow(spec: Any, workflow: str, cfg: RunConfig, *, handle: Any, model: str | None,
-                  serve: str | None, inputs: dict[str, Any], edits: dict[str, Any] | None,
-                  thread_id: str | None, resume: str | None, resume_dir: Path | None, approve: bool,
-                  output: Path, printer_mode: str) -> tuple[Any, str, Path]:
+def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: str | None,
+                 inputs: dict[str, Any]) -> tuple[str, str, Path]:
+    run_id = new_run_id(spec.name)
+    thread = thread_id or run_id
+    rdir = output / run_id
+    rdir.mkdir(parents=True, exist_ok=True)
+    meta = {"run_id": run_id, "thread_id": thread, **opts.record(spec)}
+    (rdir / "run.json").write_text(json.dumps(meta))
+    resolved = {
+        "workflow": spec.name,
+        "source": spec.source_path,
+        "model": opts.model or spec.model,
+        **({"serve": opts.serve} if opts.serve is not None else {}),
+        **({"sandbox": opts.sandbox} if opts.sandbox is not None else {}),
+        **({"workspace": opts.workspace} if opts.workspace is not None else {}),
+        **({"limits": opts.limits} if opts.limits else {}),
+        "input": inputs,
+        "run": json.loads(cfg.model_dump_json()),
+    }
+    (rdir / "config.resolved.yaml").write_text(dump_yaml_dict(resolved))
+    return run_id, thread, rdir
+
+
+def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: dict[str, Any],
+                  edits: dict[str, Any] | None, thread_id: str | None, resume: str | None,
+                  resume_dir: Path | None, approve: bool, apply: bool, allow_exec: bool, output: Path,
+                  printer_mode: str) -> tuple[Any, str, Path, Any]:
     """Create or find the run directory and run (or resume) the workflow; `handle` is a --serve server."""
     from agentflow.events import EventLog
     from agentflow.graph.context import RunContext
-    from agentflow.graph.runner import WorkflowRunner
+    from agentflow.graph.run_options import RunLedger
 
     if resume is not None and resume_dir is not None:
         rdir = resume_dir
-        meta = json.loads((rdir / "run.json").read_text())
-        run_id, thread = meta["run_id"], resume
+        run_id, thread = json.loads((rdir / "run.json").read_text())["run_id"], resume
     else:
-        run_id = new_run_id(spec.name)
-        thread = thread_id or run_id
-        rdir = output / run_id
-        rdir.mkdir(parents=True, exist_ok=True)
-        meta = {"run_id": run_id, "thread_id": thread, "workflow": workflow}
-        (rdir / "run.json").write_text(json.dumps(meta))
-        resolved = {
-            "workflow": spec.name,
-            "source": spec.source_path,
-            "model": model or spec.model,
-            **({"serve": serve} if serve is not None else {}),
-            "input": inputs,
-            "run": json.loads(cfg.model_dump_json()),
-        }
-        (rdir / "config.resolved.yaml").write_text(dump_yaml_dict(resolved))
-    checkpointer: Any = "sqlite" if cfg.checkpointer == "sqlite" else cfg.checkpointer
+        run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs)
+    ledger = RunLedger(rdir)
     events = EventLog(rdir / "events.jsonl", run_id=run_id)
-    ctx = RunContext(events=events, tools=_load_tools(cfg.tools), model=model or spec.model)
+    ctx = RunContext(events=events, tools=_load_tools(cfg.tools), model=opts.model or spec.model,
+                     budget=ledger.budget(opts.limits))
     served = None
-    if handle is not None and model is None:  # --model beats --serve, which beats the workflow's model:
+    if handle is not None and opts.model is None:  # --model beats --serve, which beats the workflow's model:
         from agentflow.models.spec import served_model
 
         served = served_model(handle)
         ctx.model, ctx.chat_model = handle.spec, served
     printer = _Printer(printer_mode)
-    runner = None
+
+    async def keep_diff() -> None:
+        if ctx.sandbox is not None:
+            from agentflow.graph.workspace import workspace_diff
+
+            ledger.save_diff(await workspace_diff(ctx.sandbox))
+
+    async def on_event(event: Any) -> None:
+        printer(event)
+        if event.mode == "updates":  # spend and the workspace's changes are kept as each node finishes
+            ledger.save_usage(ctx.budget)
+            await keep_diff()
+
+    # and after each tool call: a resumed node replays its journaled calls over the edits they made
+    ctx.after_tool_call = keep_diff
+
     try:
-        runner = WorkflowRunner(
-            spec,
-            run_dir=rdir,
-            checkpointer=checkpointer,
-            context=ctx,
-            keep_last=cfg.keep_last,
-            durability=cfg.durability,
-        )
-        if resume is not None:
-            coro = runner.resume(thread, approve=approve, edit=edits, on_event=printer)
-        else:
-            coro = runner.start(inputs, thread_id=thread, on_event=printer)
-        result = asyncio.run(_with_metrics(coro, handle, events, served))
+        coro = _drive(spec, opts, cfg, ctx, ledger, rdir=rdir, thread=thread, inputs=inputs, edits=edits,
+                      resume=resume is not None, approve=approve, apply=apply, allow_exec=allow_exec,
+                      on_event=on_event)
+        result, applied = asyncio.run(_with_metrics(coro, handle, events, served))
     finally:
         printer.stop()
-        if runner is not None:
-            runner.close()
+        ledger.save_usage(ctx.budget)
         events.close()
-    return result, run_id, rdir
+    return result, run_id, rdir, applied
+
+
+async def _drive(spec: Any, opts: Any, cfg: RunConfig, ctx: Any, ledger: Any, *, rdir: Path, thread: str,
+                 inputs: dict[str, Any], edits: dict[str, Any] | None, resume: bool, approve: bool,
+                 apply: bool, allow_exec: bool, on_event: Any) -> tuple[Any, Any]:
+    """Start the sandbox (with the workspace and, on resume, the run's earlier changes), run the workflow,
+    keep its diff in the run directory and, with --apply, bring a done run's diff back (checked)."""
+    import contextlib
+
+    from agentflow.graph.runner import WorkflowRunner
+    from agentflow.graph.workspace import choose_backend, open_workspace
+
+    backend = choose_backend(opts.sandbox, spec, opts.workspace)
+    async with contextlib.AsyncExitStack() as stack:
+        if backend is not None:
+            ctx.sandbox = await stack.enter_async_context(
+                open_workspace(backend, opts.workspace, events=ctx.events, replay_diff=ledger.diff())
+            )
+        runner = WorkflowRunner(spec, run_dir=rdir, checkpointer=cfg.checkpointer, context=ctx,
+                                keep_last=cfg.keep_last, durability=cfg.durability, sandbox="none")
+        stack.callback(runner.close)
+        if resume:
+            result = await runner.resume(thread, approve=approve, edit=edits, on_event=on_event)
+        else:
+            result = await runner.start(inputs, thread_id=thread, on_event=on_event)
+        applied = None
+        if ctx.sandbox is not None:
+            from agentflow.graph.workspace import workspace_diff
+
+            patch = await workspace_diff(ctx.sandbox)
+            ledger.save_diff(patch)
+            if apply and result.status == "done" and patch.strip():
+                from agentflow.swe.tree import apply_to_tree
+
+                if opts.workspace is None:
+                    raise UserError("--apply needs the run's --workspace DIR")
+                applied = apply_to_tree(opts.workspace, patch, allow_exec=allow_exec)
+        return result, applied
 
 
 async def _with_metrics(coro: Any, handle: Any, events: Any, served_model: Any) -> Any:

@@ -27,13 +27,17 @@ MCP_OPTION = typer.Option(
 
 
 def _registry(packs: list[str] | None, user: list[str] | None, mcp: list[str] | None = None) -> ToolRegistry:
+    from pathlib import Path
+
+    from agentflow.graph.user_code import localize_pack
     from agentflow.tools.packs import available_packs
     from agentflow.tools.registry import ToolRegistry
 
     names = list(packs or [])
     if not names and not user and not mcp:
         names = available_packs()
-    return ToolRegistry.from_packs([*names, *(user or [])])
+    # `-t mytools` finds mytools.py in the current folder, which is not on sys.path under the console script
+    return ToolRegistry.from_packs([*names, *(localize_pack(u, Path.cwd()) for u in user or [])])
 
 
 async def _with_mcp(registry: ToolRegistry, servers: list[str] | None) -> None:

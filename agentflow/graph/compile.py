@@ -59,6 +59,10 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
             node_type = registry.get(node.type) if node.type else None
             for key in (*node_type.reads, *node_type.writes) if node_type else ():
                 fields.setdefault(key, Any)
+    if any(n.on_error for n in spec.nodes.values()):
+        from agentflow.graph.outcome import NODE_ERRORS
+
+        fields[NODE_ERRORS] = Annotated[dict, _merge]
     if not fields:
         fields["__value"] = Any  # LangGraph needs at least one key
     safe = re.sub(r"\W", "_", spec.name) or "State"
@@ -69,13 +73,6 @@ def _get(state: Any, key: str) -> Any:
     if isinstance(state, Mapping):
         return state.get(key)
     return getattr(state, key, None)
-
-
-def _path(state: Any, dotted: str) -> Any:
-    value = state
-    for part in dotted.split("."):
-        value = _get(value, part) if value is not None else None
-    return value
 
 
 def _wants_ctx(fn: Callable[..., Any]) -> bool:
@@ -180,54 +177,9 @@ def _tool_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
 
 
 def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Callable[..., Any]:
-    from agentflow.agents import Agent, AgentNode  # agents are needed only by workflows that use them
+    from agentflow.graph.agent_nodes import build_agent_node  # agents load only for workflows that use them
 
-    options = dict(node.args)
-    input_key = options.pop("input", "task")
-    mcp_servers = options.pop("mcp_servers", None)
-    overrides = [f"{k}={v}" for k, v in options.pop("config", {}).items()]
-    model_spec = rt.model or spec.model
-    if rt.chat_model is None and model_spec is None:
-        raise UserError(
-            f"agent node '{name}' needs a model", hint="pass --model SPEC or set model: in the workflow"
-        )
-    chat_model = rt.chat_model
-    if chat_model is None:
-        from agentflow.models.spec import load_model
-
-        chat_model = rt.chat_model = load_model(model_spec)  # type: ignore[arg-type]
-    from agentflow.graph.streaming import TokenStreamingModel
-
-    agent = Agent(node.agent or "", model=TokenStreamingModel(chat_model, name), overrides=overrides)
-    wrapper = AgentNode(
-        agent,
-        input_key="task" if isinstance(input_key, Mapping) else input_key,
-        output_key=node.output or name,
-    )
-
-    async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        from agentflow.tools.context import ToolContext
-
-        ctx = NodeContext(rt, name, config)
-        rt.emit("node.start", node_id=name)
-        if isinstance(input_key, Mapping):  # template variable -> state key or dotted path (code.summary)
-            task: Any = {var: _path(state, str(src)) for var, src in input_key.items()}
-            task = {k: v for k, v in task.items() if v is not None}
-        else:
-            task = wrapper.task_from(state if isinstance(state, Mapping) else dict(state))
-        runner = agent if not rt.mcp else await _with_mcp_tools(agent, rt, mcp_servers)
-        result = await runner.run(
-            task,
-            ctx=ToolContext(sandbox=rt.sandbox, budget=rt.budget, events=rt.events),
-            budget=rt.budget,
-            journal=rt.journal,
-            journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",
-        )
-        output = result.output.model_dump(mode="json") if result.output is not None else None
-        rt.emit("node.end", node_id=name, writes=[wrapper.output_key])
-        return {wrapper.output_key: output}
-
-    return run
+    return build_agent_node(name, node, rt, spec)
 
 
 def registry_for(spec: WorkflowSpec, rt: RunContext) -> Any:
@@ -257,16 +209,6 @@ def _typed_node(name: str, node: NodeSpec, rt: RunContext, registry: Any) -> Cal
         return updates
 
     return run
-
-
-async def _with_mcp_tools(agent: Any, rt: RunContext, servers: Any) -> Any:
-    """The agent with the run's MCP tools (all servers, or the node's `mcp_servers:`) beside its packs."""
-    from agentflow.agents import Agent
-    from agentflow.tools.registry import ToolRegistry
-
-    mcp_tools = await rt.mcp.tools(servers) if rt.mcp else []  # type: ignore[union-attr]
-    registry = ToolRegistry([*agent.tools, *mcp_tools]) if agent.config.tools else ToolRegistry(mcp_tools)
-    return Agent(agent.config, model=agent.model, tools=registry)
 
 
 def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str, str]]:
@@ -341,16 +283,36 @@ def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
         return END if is_end(name) else name
 
     graph.add_edge(START, spec.first_node())
+    on_error = {name: node.on_error for name, node in spec.nodes.items() if node.on_error}
     for a, b in spec.edges:
-        graph.add_edge(a, target(b))
+        if a in on_error:
+            _add_error_exit(graph, a, on_error[a], target(b))
+        else:
+            graph.add_edge(a, target(b))
     for route in spec.routes:
         choose, path_map = _router(route, END)
-        graph.add_conditional_edges(route.source, choose, path_map)
+        if route.source in on_error:
+            _add_error_exit(graph, route.source, on_error[route.source], choose, path_map)
+        else:
+            graph.add_conditional_edges(route.source, choose, path_map)
     for p in spec.parallel:
         for b in p.branches:
             graph.add_edge(p.source, b)
         graph.add_edge(list(p.branches), target(p.join))
     return graph
+
+
+def _add_error_exit(
+    graph: Any, source: str, on_error: str, normal: Any, path_map: dict[str, str] | None = None
+) -> None:
+    """Edges out of a node with `on_error:`: to that node after a failure, else as declared."""
+    from langgraph.graph import END
+
+    from agentflow.graph.outcome import with_error_exit
+
+    paths = dict(path_map or {normal: normal})
+    paths[on_error] = END if is_end(on_error) else on_error
+    graph.add_conditional_edges(source, with_error_exit(source, on_error, normal), paths)
 
 
 def compile_workflow(spec: WorkflowSpec, rt: RunContext | None = None, checkpointer: Any = None) -> Any:

@@ -7,7 +7,7 @@ re-run after a crash replays completed tool calls instead of repeating their eff
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,9 @@ class RunContext:
         if found is None and self.mcp:
             found = await self.mcp.find(name)
         return found
+    after_tool_call: Callable[[], Awaitable[None]] | None = None
+    """Awaited after each tool call of an agent or function node (the CLI keeps the workspace diff there, so
+    a run resumed after a crash restores edits whose calls the journal then replays)."""
 
     def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
         if self.events is not None:
@@ -117,4 +120,7 @@ class NodeContext:
         ctx = ToolContext(sandbox=self.run.sandbox, budget=self.run.budget, events=self.run.events)
         call = ToolCall(id=f"{self.node}-{self.step}-{index}", name=obj.name, arguments=args)
         # The registry owns validation, timeout, budget, the `tool.call` event and the journal replay.
-        return await ToolRegistry([obj]).execute(call, ctx, journal=self.run.journal, key=key, node_id=self.node)
+        result = await ToolRegistry([obj]).execute(call, ctx, journal=self.run.journal, key=key, node_id=self.node)
+        if self.run.after_tool_call is not None and not result.replayed:
+            await self.run.after_tool_call()
+        return result

@@ -32,10 +32,37 @@ def summarize(state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+async def check_work(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """After the coder: what it changed in the sandbox (`diff`) and the test results (`tests`), run through
+    the journaled `run_tests` tool. Without a sandbox there is nothing to check: that fails the node."""
+    sandbox = ctx.run.sandbox
+    if sandbox is None:
+        raise RuntimeError("check_work needs a sandbox holding the workspace (agentflow run --sandbox/--workspace)")
+    from agentflow.graph.workspace import workspace_diff
+
+    diff = await workspace_diff(sandbox)
+    result = await ctx.call_tool("run_tests", {})
+    data = dict(result.data or {})
+    summary = result.text.splitlines()[0] if result.text else ""
+    # exit code 5: pytest found no tests, which is not a failure of the change
+    passed = result.ok or data.get("exit_code") == 5
+    return {"diff": diff, "tests": {"ok": passed, "summary": summary, "failed": data.get("failed", [])}}
+
+
 def review_gate(state: dict[str, Any]) -> dict[str, Any]:
-    """After the critic: accept when no critical/major issue is left or after `max_rounds` revisions."""
-    critique = state.get("critique") or {}
+    """After the critic: accept when no critical/major issue is left and the tests (when run) pass; revise
+    otherwise, up to `max_rounds` rounds, then stop with verdict `max_rounds`.
+
+    A missing critique is never read as "no issues": it fails the node (and so the run)."""
+    critique = state.get("critique")
+    if not critique:
+        raise ValueError("review_gate: the state has no critique to review (did the critic fail?)")
     blocking = [i for i in critique.get("issues") or [] if i.get("severity") in ("critical", "major")]
+    tests = state.get("tests")
+    failing = isinstance(tests, dict) and tests.get("ok") is False
     rounds = int(state.get("rounds") or 0) + 1
-    accept = not blocking or rounds >= int(state.get("max_rounds") or 3)
-    return {"rounds": rounds, "verdict": "accept" if accept else "revise"}
+    if not blocking and not failing:
+        verdict = "accept"
+    else:
+        verdict = "max_rounds" if rounds >= int(state.get("max_rounds") or 3) else "revise"
+    return {"rounds": rounds, "verdict": verdict}

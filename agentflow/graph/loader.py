@@ -46,9 +46,13 @@ def find_workflow(name_or_path: str | Path) -> Path:
 
 def load_workflow(name_or_path: str | Path) -> WorkflowSpec:
     """Read and check the shape of a YAML workflow (graph problems are found by `validate`)."""
+    from agentflow.graph.user_code import localize
+
     path = find_workflow(name_or_path)
     data = read_yaml(path)
-    return spec_from_dict(data, source=str(path))
+    spec = spec_from_dict(data, source=str(path))
+    localize(spec, path.parent)  # fn:/tools: modules next to the workflow file import without PYTHONPATH
+    return spec
 
 
 def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
@@ -131,7 +135,12 @@ def import_object(path: str) -> Any:
     if not module_name or not attr:
         raise UserError(f"bad import path {path!r}: expected 'pkg.module:function'")
     try:
-        module = importlib.import_module(module_name)
+        if module_name.endswith(".py"):  # path/to/file.py:function
+            from agentflow.graph.user_code import load_file_module
+
+            module = load_file_module(module_name)
+        else:
+            module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UserError(f"cannot import {module_name!r} for {path!r}: {exc}") from None
     obj: Any = module

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
 
+from agentflow.budget import Budget, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.context import RunContext
+from agentflow.graph.outcome import NodeError, failed_tasks, recorded_errors
 from agentflow.graph.spec import WorkflowSpec
 
 CHECKPOINT_FILE = "checkpoints.db"
@@ -32,14 +34,38 @@ class StreamEvent:
     data: Any
 
 
+RunStatus = Literal["done", "interrupted", "failed"]
+
+
 @dataclass
 class RunResult:
+    """How a run (or one leg of it, up to a pause) ended."""
+
     thread_id: str
-    status: Literal["done", "interrupted"]
+    status: RunStatus
+    """`done` (reached END), `interrupted` (waits for approval) or `failed` (a node failed; see `errors`)."""
     state: dict[str, Any]
     interrupt: dict[str, Any] | None = None
     """What the run waits for: {node, message, state} (interrupt nodes) or {node, message} (interrupt_before)."""
     next: list[str] = field(default_factory=list)
+    stop_reason: str = "done"
+    """`done`, `interrupted`, or for a failed run the failed node's reason (`error`, `step_limit`, `budget:usd`...)."""
+    errors: dict[str, NodeError] = field(default_factory=dict)
+    """Node -> why it failed: the node that ended the run, and failures routed through `on_error:`."""
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    """Model and tool usage of the run so far (carried across resumes by the CLI's run directory)."""
+    exception: BaseException | None = field(default=None, repr=False)
+    """The exception the failed node raised, when this process saw it (an application can re-raise it to
+    branch on its type)."""
+
+    @property
+    def failed_node(self) -> str | None:
+        """The node that ended a failed run, else None."""
+        return next(iter(self.errors), None) if self.status == "failed" else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
 
 
 OnEvent = Callable[[StreamEvent], Awaitable[None] | None]
@@ -81,12 +107,23 @@ class WorkflowRunner:
         context: RunContext | None = None,
         keep_last: int | None = 20,
         durability: Literal["sync", "async", "exit"] = "sync",
+        sandbox: str | None = None,
+        workspace: str | Path | None = None,
     ) -> None:
+        """A sandbox for the run's tools is started on the first start or resume, holding a copy of
+        `workspace`: `sandbox` is `docker`, `local`, `auto` or `none`; by default docker when a node's tools
+        act on a sandbox or a workspace is given (as `agentflow run` does). `await runner.diff()` is what
+        the agents changed there; the runner closes it in `aclose()` / `async with`. A sandbox you started
+        yourself goes in `context.sandbox` instead."""
         from agentflow.graph.compile import compile_workflow
 
         self.spec = spec
+        self._sandbox_request: tuple[str | None, str | Path | None] | None = (sandbox, workspace)
+        self._sandbox_cm: Any = None
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.context = context or RunContext()
+        if self.context.budget is None:  # usage is always counted, so RunResult.usage says what a run cost
+            self.context.budget = Budget()
         self.durability = durability
         self._owned: list[Any] = []
         if checkpointer == "sqlite":
@@ -130,6 +167,7 @@ class WorkflowRunner:
         from agentflow.graph.compile import initial_state
 
         thread_id = thread_id or uuid.uuid4().hex[:12]
+        await self._ensure_sandbox()
         if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
             raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
         self.context.emit("run.start", workflow=self.spec.name, thread_id=thread_id)
@@ -154,6 +192,8 @@ class WorkflowRunner:
             )
         if not snapshot.next:
             return self._result(thread_id, snapshot)
+        self._check_edit(edit)
+        await self._ensure_sandbox()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
         self.context.emit("run.resume", thread_id=thread_id, approve=approve, edit=bool(edit))
         if pending:
@@ -180,6 +220,26 @@ class WorkflowRunner:
             await self.graph.aupdate_state(config, dict(edit))
         return await self._drive(None, thread_id, on_event)
 
+    def _check_edit(self, edit: Mapping[str, Any] | None) -> None:
+        """An edit may set only keys the state declares (a typo would otherwise be dropped or added)."""
+        if edit is None or not self.spec.state:
+            return
+        unknown = sorted(set(edit) - set(self.spec.state))
+        if unknown:
+            raise UserError(
+                f"--edit sets {', '.join(repr(k) for k in unknown)}, which workflow '{self.spec.name}' "
+                "does not declare",
+                hint=f"state keys: {', '.join(self.spec.state)}",
+            )
+
+    async def result(self, thread_id: str) -> RunResult:
+        """Where thread `thread_id` stands, read from its last checkpoint without running anything (a failed
+        node stays failed there: `resume` runs it again)."""
+        snapshot = await self.graph.aget_state(self._config(thread_id))
+        if snapshot.created_at is None:
+            raise UserError(f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory")
+        return self._result(thread_id, snapshot)
+
     async def get_state(self, thread_id: str) -> dict[str, Any]:
         snapshot = await self.graph.aget_state(self._config(thread_id))
         return dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
@@ -202,7 +262,9 @@ class WorkflowRunner:
                     maybe = on_event(StreamEvent(mode=mode, namespace=tuple(namespace), data=data))
                     if maybe is not None:
                         await maybe
-        except Exception as exc:
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any node's exception is that node's failure, reported below
             from langgraph.errors import GraphRecursionError
 
             if isinstance(exc, GraphRecursionError):
@@ -210,23 +272,78 @@ class WorkflowRunner:
                     f"workflow '{self.spec.name}' hit its step limit ({config['recursion_limit']} steps)",
                     hint="raise step_limit or check the loop's exit route",
                 ) from None
-            raise
+            failure = exc  # a node failed: the checkpoint names it; the run ends `failed` below
+        else:
+            failure = None
         snapshot = await self.graph.aget_state(config)
-        result = self._result(thread_id, snapshot)
-        self.context.emit("run.end", thread_id=thread_id, status=result.status, next=result.next)
+        result = self._result(thread_id, snapshot, failure)
+        self.context.emit(
+            "run.end", thread_id=thread_id, status=result.status, next=result.next,
+            stop_reason=result.stop_reason,
+            errors={k: v.model_dump() for k, v in result.errors.items()},
+            usage=result.usage.model_dump(),
+        )
         return result
 
-    def _result(self, thread_id: str, snapshot: Any) -> RunResult:
+    def _result(self, thread_id: str, snapshot: Any, failure: BaseException | None = None) -> RunResult:
         values = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
+        usage = self.context.budget.used if self.context.budget is not None else BudgetUsage()
+        routed = recorded_errors(values)
+        failed = failed_tasks(snapshot)
+        if failure is not None or failed:
+            if failure is not None and not failed:  # not in the checkpoint (e.g. an in-memory run): from the exception
+                from agentflow.graph.outcome import error_from_exception
+
+                node = getattr(failure, "node", None) or (snapshot.next[0] if snapshot.next else "?")
+                failed = {node: error_from_exception(node, failure)}
+            elif failure is not None:
+                from agentflow.graph.outcome import NodeFailed, to_error
+
+                if isinstance(failure, NodeFailed) and failure.node in failed:
+                    failed[failure.node] = to_error(failure)
+            first = next(iter(failed.values()))
+            return RunResult(
+                thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
+                stop_reason=first.reason, errors={**failed, **routed}, usage=usage, exception=failure,
+            )
         if not snapshot.next:
-            return RunResult(thread_id=thread_id, status="done", state=values)
+            return RunResult(thread_id=thread_id, status="done", state=values, errors=routed, usage=usage)
         pending = [i.value for task in snapshot.tasks for i in task.interrupts]
         info = pending[0] if pending and isinstance(pending[0], dict) else None
         if info is None:
             info = {"node": snapshot.next[0], "message": f"approve before running '{snapshot.next[0]}'"}
         return RunResult(
-            thread_id=thread_id, status="interrupted", state=values, interrupt=info, next=list(snapshot.next)
+            thread_id=thread_id, status="interrupted", state=values, interrupt=info, next=list(snapshot.next),
+            stop_reason="interrupted", errors=routed, usage=usage,
         )
+
+    async def _ensure_sandbox(self) -> None:
+        if self._sandbox_request is None or self.context.sandbox is not None:
+            return
+        from agentflow.graph.workspace import choose_backend, open_workspace
+
+        requested, workspace = self._sandbox_request
+        backend = choose_backend(requested, self.spec, workspace)
+        if backend is None:
+            return
+        self._sandbox_cm = open_workspace(backend, workspace, events=self.context.events)
+        self.context.sandbox = await self._sandbox_cm.__aenter__()
+
+    async def diff(self) -> str:
+        """What the run's agents changed in the sandbox's workspace, as a unified diff."""
+        if self.context.sandbox is None:
+            raise UserError("this run has no sandbox", hint="pass sandbox= or workspace= to WorkflowRunner")
+        from agentflow.graph.workspace import workspace_diff
+
+        return await workspace_diff(self.context.sandbox)
+
+    async def aclose(self) -> None:
+        """Close the sandbox this runner started, then the checkpointer and journal."""
+        if self._sandbox_cm is not None:
+            cm, self._sandbox_cm = self._sandbox_cm, None
+            self.context.sandbox = None
+            await cm.__aexit__(None, None, None)
+        self.close()
 
     def close(self) -> None:
         for item in self._owned:
@@ -239,4 +356,4 @@ class WorkflowRunner:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await self.aclose()

@@ -61,6 +61,8 @@ class NodeSpec(StrictConfig):
     """State keys this node writes (checked for parallel conflicts); inferred from the return annotation if unset."""
     output: str | None = None
     """State key an agent or tool node writes its result to (defaults to the node name)."""
+    on_error: str | None = None
+    """Node (or END) to go to when this agent node fails; without it a failure ends the run `failed`."""
 
     def kind(self) -> str:
         for name in ("type", "fn", "agent", "tool", "interrupt", "subgraph"):

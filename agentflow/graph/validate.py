@@ -10,7 +10,7 @@ import networkx as nx
 from agentflow.errors import UserError
 from agentflow.graph.conditions import condition_fields, parse_condition
 from agentflow.graph.loader import resolve_callable
-from agentflow.graph.spec import END, START, WorkflowSpec, is_end
+from agentflow.graph.spec import END, START, NodeSpec, WorkflowSpec, is_end
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,9 @@ def to_networkx(spec: WorkflowSpec) -> nx.DiGraph:
     for r in spec.routes:
         for target in [*r.when.values(), *r.cases.values(), *([r.default] if r.default else [])]:
             g.add_edge(norm(r.source), norm(target), kind="route")
+    for name, node in spec.nodes.items():
+        if node.on_error:
+            g.add_edge(name, norm(node.on_error), kind="route")
     for p in spec.parallel:
         for b in p.branches:
             g.add_edge(p.source, norm(b), kind="parallel")
@@ -130,6 +133,13 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
             registry = _registry(spec)
         except UserError as exc:
             add("bad-import", f"node_types: {exc}")
+    for pack in spec.tools:
+        try:
+            from agentflow.tools.packs import load_pack
+
+            load_pack(pack)
+        except UserError as exc:
+            add("bad-option", f"tools: {exc}")
     for name, node in spec.nodes.items():
         kinds = [k for k in ("type", "fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
         node_type = registry.get(node.type) if (registry is not None and node.type) else None
@@ -166,6 +176,7 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
                 )
         if isinstance(node.subgraph, WorkflowSpec):
             problems.extend(validate(node.subgraph, prefix=f"{where}node '{name}' > ", registry=registry))
+        problems.extend(Problem("bad-option", where + msg) for msg in node_option_problems(name, node, spec))
 
     g = to_networkx(spec)
     g.remove_nodes_from([n for n in list(g) if n not in known and n not in (START, END)])
@@ -228,6 +239,30 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
                         f"or write different keys",
                     )
                 owner.setdefault(key, b)
+    return problems
+
+
+def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]:
+    """Options a node carries but would not use, and bad agent options (see agentflow.graph.agent_nodes)."""
+    problems: list[str] = []
+    kind = node.kind()
+    if node.on_error is not None:
+        if kind != "agent":
+            problems.append(f"node '{name}': on_error applies to agent nodes only; remove it")
+        elif not (is_end(node.on_error) or node.on_error in spec.nodes):
+            problems.append(f"node '{name}' on_error refers to unknown node '{node.on_error}'; fix the name")
+        elif spec.state_class is not None:
+            problems.append(f"node '{name}': on_error needs a 'node_errors' key in the Python state class")
+    if kind == "agent":
+        from agentflow.graph.agent_nodes import option_problems
+
+        problems.extend(option_problems(name, node))
+    elif kind in ("fn", "interrupt", "subgraph") and node.args:
+        problems.append(f"node '{name}': args applies to agent and tool nodes only; remove it")
+    if node.output is not None and kind not in ("agent", "tool"):
+        problems.append(f"node '{name}': output applies to agent and tool nodes only; remove it")
+    if node.show and kind != "interrupt":
+        problems.append(f"node '{name}': show applies to interrupt nodes only; remove it")
     return problems
 
 

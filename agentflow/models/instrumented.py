@@ -56,6 +56,12 @@ class InstrumentedModel:
         usage = response.usage
         if self.budget is not None:
             self.budget.charge_model(tokens=usage.total_tokens, usd=usage.cost_usd, calls=1)
+            if usage.cost_usd is None and not response.cached:
+                limit = self.budget.remaining("usd")
+                if limit is not None:
+                    from agentflow.models.pricing import warn_unpriced
+
+                    warn_unpriced(self.spec, limit)
         if self.events is not None:
             data: dict[str, Any] = {
                 "spec": self.spec,

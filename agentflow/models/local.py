@@ -74,6 +74,16 @@ class _SharedServer:
         self.opts = opts
         self.users = 0
         self.lock = threading.Lock()
+        self.announced = False
+        """Whether the first call's "this is slow" notice was printed (once per server)."""
+
+    def announce_first_call(self, spec: str) -> None:
+        """Say once that the first call is slow, so minutes of prompt evaluation on CPU are not silent."""
+        if self.announced:
+            return
+        self.announced = True
+        _say(self.opts, f"{spec}: first call; the model is reading the prompt on CPU "
+                        "(a long prompt can take minutes on a small machine; later calls reuse its cache)")
 
     def recover(self, seen_restarts: int) -> None:
         """Make sure the server runs again after it died (once, whoever notices first), or raise ServerDied."""
@@ -171,6 +181,7 @@ class _ServerBacked:
             raise UserError(f"{self.spec}: the model was closed", hint="load it again with load_model")
         if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
             await self._recover()
+        self.shared.announce_first_call(self.spec)
         try:
             return await call()  # type: ignore[no-any-return]
         except Exception:

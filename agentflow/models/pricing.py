@@ -44,3 +44,20 @@ def cost_usd(usage: Usage, prices: tuple[float, float] | None) -> float | None:
     if prices is None:
         return None
     return (usage.input_tokens * prices[0] + usage.output_tokens * prices[1]) / 1_000_000
+
+
+_warned_unpriced: set[str] = set()
+
+
+def warn_unpriced(spec: str, usd_limit: float) -> None:
+    """Warn (once per model spec and process) that a USD limit cannot trip for a model without a price."""
+    if spec in _warned_unpriced:
+        return
+    _warned_unpriced.add(spec)
+    import warnings
+
+    warnings.warn(
+        f"the budget's USD limit ({usd_limit:g}) cannot trip for {spec}: it has no known price, so its calls "
+        "count as $0 (bound the run with a token, model-call or wall-time limit)",
+        stacklevel=3,
+    )

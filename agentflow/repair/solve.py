@@ -251,6 +251,11 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
             result = await runner.start({}, thread_id=THREAD)
     outcome.graph_s = round(time.perf_counter() - t0, 3)
     outcome.nodes_s = round(context.node_seconds, 3)
+    if result.status == "failed":
+        if result.exception is not None:
+            raise result.exception  # BudgetExceeded, ModelError, ...: the task's outcome says which
+        error = next(iter(result.errors.values()))
+        raise AgentflowError(f"node '{error.node}' failed: {error.error}")
     return dict(result.state)
 
 

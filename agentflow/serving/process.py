@@ -67,6 +67,7 @@ class ManagedProcess:
         }))
         with _live_lock:
             _live.add(self)
+        guard_signals()
 
     def poll(self) -> int | None:
         """Exit code, or None while running."""
@@ -133,6 +134,38 @@ def stop_all() -> None:
 
 
 atexit.register(stop_all)
+
+_guarded: set[int] = set()
+
+
+def guard_signals() -> None:
+    """Make SIGTERM and SIGHUP stop this interpreter's servers for library users too (atexit does not run when
+    a signal kills the process). Installed once per signal, from the main thread only, and only over the
+    default disposition or a Python handler, which is then called (an app's own handler keeps working);
+    with the default disposition the signal is re-raised after the servers stop, so the process still ends
+    as the signal says. The CLI's `install_signal_handlers` (SystemExit) counts as a Python handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if sig in _guarded:
+            continue
+        previous = signal.getsignal(sig)
+        if previous is signal.SIG_IGN or previous is None:
+            continue
+        signal.signal(sig, _stopping_handler(sig, previous))
+        _guarded.add(sig)
+
+
+def _stopping_handler(sig: int, previous: Any) -> Any:
+    def handler(signum: int, frame: Any) -> None:
+        stop_all()
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    return handler
 
 
 def reap_orphans() -> list[int]:

@@ -15,13 +15,19 @@ def test_shipped_agent_workflow_is_valid() -> None:
     assert validate(load_workflow("plan_code_critique")) == []
 
 
+@pytest.mark.docker
 async def test_plan_approve_code_critique_loop(tmp_path: Path) -> None:
     pytest.importorskip("agentflow.agents")
     from agentflow.models.replay import ReplayModel
 
     spec = load_workflow("plan_code_critique")
     ctx = RunContext(chat_model=ReplayModel(CASSETTE))  # one scripted conversation across start and resume
-    async with WorkflowRunner(spec, run_dir=tmp_path, context=ctx) as runner:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "cli.py").write_text("print('hi')\n")
+    # the check node runs the tests in a sandbox holding the workspace (docker: the default when tools need one)
+    runner = WorkflowRunner(spec, run_dir=tmp_path, context=ctx, workspace=repo)
+    async with runner:
         paused = await runner.start({"task": "add a --verbose flag"}, thread_id="p")
         assert paused.status == "interrupted"
         assert paused.interrupt is not None and paused.interrupt["node"] == "approve_plan"
@@ -31,6 +37,20 @@ async def test_plan_approve_code_critique_loop(tmp_path: Path) -> None:
     assert state["rounds"] == 2 and state["verdict"] == "accept"  # one revision after a major issue
     assert state["code"]["summary"] == "added --verbose and wired it to logging"
     assert state["critique"]["issues"] == []
+    assert state["tests"]["ok"] is True and state["diff"] == ""  # the scripted coder edited nothing
+
+
+async def test_check_without_a_sandbox_fails_the_run(tmp_path: Path) -> None:
+    pytest.importorskip("agentflow.agents")
+    from agentflow.models.replay import ReplayModel
+
+    ctx = RunContext(chat_model=ReplayModel(CASSETTE))
+    spec = load_workflow("plan_code_critique")
+    async with WorkflowRunner(spec, run_dir=tmp_path, context=ctx, sandbox="none") as runner:
+        await runner.start({"task": "add a --verbose flag"}, thread_id="p")
+        result = await runner.resume("p", approve=True)
+    assert result.status == "failed" and result.failed_node == "check"
+    assert "needs a sandbox" in result.errors["check"].error
 
 
 async def test_agent_node_without_model_is_a_user_error(tmp_path: Path) -> None:
@@ -38,7 +58,7 @@ async def test_agent_node_without_model_is_a_user_error(tmp_path: Path) -> None:
     from agentflow.errors import UserError
 
     with pytest.raises(UserError, match="needs a model"):
-        WorkflowRunner(load_workflow("plan_code_critique"), run_dir=tmp_path)
+        WorkflowRunner(load_workflow("plan_code_critique"), run_dir=tmp_path, sandbox="none")
 
 
 async def test_agent_tokens_reach_the_custom_stream(tmp_path: Path) -> None:
@@ -48,7 +68,8 @@ async def test_agent_tokens_reach_the_custom_stream(tmp_path: Path) -> None:
 
     seen: list[StreamEvent] = []
     ctx = RunContext(chat_model=ReplayModel(CASSETTE))
-    async with WorkflowRunner(load_workflow("plan_code_critique"), run_dir=tmp_path, context=ctx) as runner:
+    spec = load_workflow("plan_code_critique")
+    async with WorkflowRunner(spec, run_dir=tmp_path, context=ctx, sandbox="none") as runner:
         await runner.start({"task": "add a --verbose flag"}, thread_id="s", on_event=seen.append)
     text = "".join(e.data["chunk"] for e in seen if e.mode == "custom" and e.data.get("node") == "plan")
     assert '"goal": "add a --verbose flag"' in text

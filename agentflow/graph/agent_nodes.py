@@ -1,0 +1,221 @@
+"""Agent nodes of a workflow: their options (checked, never silently dropped) and the node callable.
+
+    code:
+      agent: coder                       # a role, or a YAML agent file
+      args:
+        input: {task: task, plan: plan}  # template variable -> state key or dotted path (or one state key)
+        model: openai:gpt-4o-mini        # this node's model (else --model, else the workflow's model:)
+        config: {step_limit: 20}         # AgentConfig overrides
+      on_error: fix                      # where to go when the agent ends without an answer
+
+An agent that ends without a usable answer fails the node (see `agentflow.graph.outcome`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, ValidationError
+
+from agentflow.config import StrictConfig
+from agentflow.errors import UserError
+from agentflow.graph.outcome import NODE_ERRORS, NodeFailed, agent_failure
+
+if TYPE_CHECKING:
+    from agentflow.graph.context import RunContext
+    from agentflow.graph.spec import NodeSpec, WorkflowSpec
+
+
+class AgentNodeOptions(StrictConfig):
+    """The `args:` of an agent node."""
+
+    input: str | dict[str, str] = "task"
+    """A state key whose value is the task, or template variable -> state key or dotted path."""
+    model: Any = None
+    """This node's model: a spec string or a ChatModel instance (else the run's model)."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """AgentConfig overrides for this node, e.g. {step_limit: 20, tools: [shell]}."""
+    tools: list[Any] = Field(default_factory=list)
+    """Extra tools for this node: `Tool` objects or plain functions (Python builder)."""
+    output_type: Any = None
+    """A pydantic model class the answer must follow (replaces the role's output schema)."""
+    mcp_servers: list[str] | None = None
+    """Names of the workflow's `mcp_servers:` whose tools this agent gets (default: all of them)."""
+
+
+def node_options(name: str, node: NodeSpec) -> AgentNodeOptions:
+    """The node's options, or a one-line UserError naming the unknown or bad option."""
+    try:
+        return AgentNodeOptions.model_validate(node.args)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            known = ", ".join(AgentNodeOptions.model_fields)
+            raise UserError(f"agent node '{name}': unknown option '{where}' (options: {known})") from None
+        raise UserError(f"agent node '{name}': option '{where}': {err['msg']}") from None
+
+
+def option_problems(name: str, node: NodeSpec) -> list[str]:
+    """Every problem of an agent node's options (empty when sound), one line each: unknown or bad options,
+    an unknown role, config overrides AgentConfig does not have, tool packs that do not load, a malformed
+    model spec."""
+    problems: list[str] = []
+    try:
+        options = AgentNodeOptions.model_validate(node.args)
+    except ValidationError as exc:
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                known = ", ".join(AgentNodeOptions.model_fields)
+                problems.append(f"agent node '{name}': unknown option '{where}' (options: {known})")
+            else:
+                problems.append(f"agent node '{name}': option '{where}': {err['msg']}")
+        known_ok = {k: v for k, v in node.args.items() if k in ("config", "model") and isinstance(v, (dict, str))}
+        try:
+            options = AgentNodeOptions.model_validate(known_ok)
+        except ValidationError:
+            return problems
+    try:
+        config = _agent_config(node, options)
+    except UserError as exc:
+        return [*problems, f"agent node '{name}': {exc}"]
+    for pack in config.tools:
+        try:
+            from agentflow.tools.packs import load_pack
+
+            load_pack(pack)
+        except UserError as exc:
+            problems.append(f"agent node '{name}': tool pack {pack!r}: {exc}")
+    if isinstance(options.model, str):
+        try:
+            from agentflow.models.spec import parse_spec
+
+            parse_spec(options.model)
+        except UserError as exc:
+            problems.append(f"agent node '{name}': model: {exc}")
+    return problems
+
+
+def _agent_config(node: NodeSpec, options: AgentNodeOptions) -> Any:
+    from agentflow.agents.roles import load_agent_config
+
+    overrides = [f"{k}={_override_value(v)}" for k, v in options.config.items()]
+    return load_agent_config(node.agent or "", overrides)
+
+
+def _override_value(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _path(state: Any, dotted: str) -> Any:
+    value = state
+    for part in dotted.split("."):
+        if value is None:
+            return None
+        value = value.get(part) if isinstance(value, Mapping) else getattr(value, part, None)
+    return value
+
+
+def _model_for(name: str, options: AgentNodeOptions, rt: RunContext, spec: WorkflowSpec) -> Any:
+    """The node's own model, else the run's shared model (built once), else a UserError naming the fix."""
+    if options.model is not None and not isinstance(options.model, str):
+        return options.model
+    if isinstance(options.model, str):
+        from agentflow.models.spec import load_model
+
+        return load_model(options.model)
+    if rt.chat_model is None:
+        model_spec = rt.model or spec.model
+        if model_spec is None:
+            raise UserError(
+                f"agent node '{name}' needs a model",
+                hint="pass --model SPEC, set model: in the workflow or args.model on the node",
+            )
+        from agentflow.models.spec import load_model
+
+        rt.chat_model = load_model(model_spec)
+    return rt.chat_model
+
+
+def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Any:
+    """The graph node running `node.agent`; a failed agent routes to `on_error` or raises NodeFailed."""
+    from langchain_core.runnables import RunnableConfig
+
+    from agentflow.agents import Agent
+    from agentflow.graph.context import NodeContext
+    from agentflow.graph.streaming import TokenStreamingModel
+
+    options = node_options(name, node)
+    config = _agent_config(node, options)
+    model = _model_for(name, options, rt, spec)
+    tools = None
+    if options.tools:
+        from agentflow.tools.decorator import Tool
+        from agentflow.tools.registry import ToolRegistry
+
+        packs = [*config.tools, *(t for t in options.tools if isinstance(t, str))]
+        tools = ToolRegistry.from_packs(packs)
+        for extra in options.tools:
+            if not isinstance(extra, str):
+                tools.add(extra if isinstance(extra, Tool) else Tool(extra))
+    agent = Agent(config, model=TokenStreamingModel(model, name), tools=tools, output_type=options.output_type)
+    output_key = node.output or name
+    on_error = getattr(node, "on_error", None)
+
+    async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        from agentflow.tools.context import ToolContext
+
+        ctx = NodeContext(rt, name, config)
+        rt.emit("node.start", node_id=name)
+        if isinstance(options.input, Mapping):
+            task: Any = {var: _path(state, str(src)) for var, src in options.input.items()}
+            task = {k: v for k, v in task.items() if v is not None}
+        else:
+            task = _path(state, options.input)
+            if task is None:
+                raise NodeFailed(name, "error", f"the state has no {options.input!r} to give the agent")
+            task = task if isinstance(task, (str, Mapping)) else str(task)
+        async def after_tool(event: Any) -> None:
+            if event.kind == "tool" and rt.after_tool_call is not None:
+                await rt.after_tool_call()
+
+        runner = agent if not rt.mcp else await _with_mcp_tools(agent, rt, options)
+        result = await runner.run(
+            task,
+            ctx=ToolContext(sandbox=rt.sandbox, budget=rt.budget, events=rt.events),
+            budget=rt.budget,
+            journal=rt.journal,
+            journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",
+            on_event=after_tool if rt.after_tool_call is not None else None,
+        )
+        failure = agent_failure(name, result)
+        if failure is not None:
+            rt.emit("node.failed", node_id=name, reason=failure.reason, error=failure.error)
+            if on_error is None:
+                raise NodeFailed(name, failure.reason, failure.error)
+            return {output_key: None, NODE_ERRORS: {name: failure.model_dump()}}
+        output = result.output.model_dump(mode="json") if result.output is not None else None
+        rt.emit("node.end", node_id=name, writes=[output_key])
+        update: dict[str, Any] = {output_key: output}
+        if on_error is not None:
+            update[NODE_ERRORS] = {name: None}  # a success clears an earlier failure of this node
+        return update
+
+    return run
+
+
+async def _with_mcp_tools(agent: Any, rt: RunContext, options: AgentNodeOptions) -> Any:
+    """The agent with the run's MCP tools (all servers, or the node's `mcp_servers:`) beside its own tools."""
+    from agentflow.agents import Agent
+    from agentflow.tools.registry import ToolRegistry
+
+    mcp_tools = await rt.mcp.tools(options.mcp_servers) if rt.mcp else []  # type: ignore[union-attr]
+    registry = ToolRegistry([*agent.tools, *mcp_tools]) if agent.config.tools else ToolRegistry(mcp_tools)
+    return Agent(agent.config, model=agent.model, tools=registry, output_type=options.output_type)
+
+
+__all__ = ["AgentNodeOptions", "build_agent_node", "node_options", "option_problems"]

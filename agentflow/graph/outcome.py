@@ -1,0 +1,100 @@
+"""A node's failure as a typed outcome: routed to the node's `on_error:` target, or the end of the run.
+
+An agent node that stops without a usable answer (error, step limit, budget, wall time) does not write `None`
+and carry on: with `on_error: NODE` it records `{node: NodeError}` under the state key `node_errors` and the
+graph goes to NODE; without it the node raises `NodeFailed`, and the runner ends the run with status
+`failed`, naming the node, the reason and the error. Any other exception a node raises ends the run the same
+way (reason `error`), read back from the checkpoint so a crashed or resumed run reports it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentflow.errors import NodeFailed
+
+NODE_ERRORS = "node_errors"
+"""State key holding `{node: NodeError-as-dict or None}` in workflows with an `on_error:` route."""
+
+
+class NodeError(BaseModel):
+    """Why a node failed."""
+
+    node: str
+    """The node that failed."""
+    reason: str
+    """`error`, `step_limit`, `wall_time`, `budget:<kind>`, `no_output` (the agent ended without an answer)."""
+    error: str = ""
+    """The message, one line where possible."""
+
+
+def to_error(failure: NodeFailed) -> NodeError:
+    return NodeError(node=failure.node, reason=failure.reason, error=failure.error)
+
+
+def agent_failure(node: str, result: Any) -> NodeError | None:
+    """The failure of an `AgentResult`, or None when the agent answered (`result.ok`)."""
+    failure = result.failure()
+    if failure is None:
+        return None
+    return NodeError(node=node, reason=failure[0], error=failure[1])
+
+
+def error_from_exception(node: str, exc: BaseException | str) -> NodeError:
+    """A NodeError for an exception a node raised (or the text LangGraph kept of it in the checkpoint)."""
+    if isinstance(exc, NodeFailed):
+        return to_error(exc)
+    text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, str) and "NodeFailed(" in exc:  # LangGraph keeps repr(exc) for a checkpointed failure
+        inner = exc.split("NodeFailed(", 1)[1].rstrip(")\"'")
+        return NodeError(node=node, reason=_reason_in(inner), error=inner.strip("'\""))
+    return NodeError(node=node, reason="error", error=" ".join(str(text).split())[:2000])
+
+
+def _reason_in(message: str) -> str:
+    start, end = message.find("("), message.find(")")
+    return message[start + 1 : end] if 0 <= start < end else "error"
+
+
+def failed_tasks(snapshot: Any) -> dict[str, NodeError]:
+    """Nodes whose last attempt raised, read from a LangGraph state snapshot (empty when none did)."""
+    errors: dict[str, NodeError] = {}
+    for task in getattr(snapshot, "tasks", ()) or ():
+        if getattr(task, "error", None):
+            errors[task.name] = error_from_exception(task.name, task.error)
+    return errors
+
+
+def recorded_errors(state: Any) -> dict[str, NodeError]:
+    """Failures routed through `on_error:` and still standing (a later success of the node clears them)."""
+    raw = state.get(NODE_ERRORS) if isinstance(state, Mapping) else getattr(state, NODE_ERRORS, None)
+    return {k: NodeError.model_validate(v) for k, v in (raw or {}).items() if v}
+
+
+def with_error_exit(
+    node: str, on_error: str, normal: Callable[[Any], str] | str
+) -> Callable[[Any], str]:
+    """A router out of `node`: to `on_error` when the node's last run failed, else the normal target."""
+
+    def choose(state: Any) -> str:
+        if node in recorded_errors(state):
+            return on_error
+        return normal(state) if callable(normal) else normal
+
+    return choose
+
+
+__all__ = [
+    "NODE_ERRORS",
+    "NodeError",
+    "NodeFailed",
+    "agent_failure",
+    "error_from_exception",
+    "failed_tasks",
+    "recorded_errors",
+    "to_error",
+    "with_error_exit",
+]

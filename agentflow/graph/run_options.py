@@ -1,0 +1,138 @@
+"""What a workflow run was started with, and what it has spent, kept in its run directory so a resume
+carries on with the same workflow, model, sandbox, workspace and options, and with the same budget.
+
+    runs/<run_id>/run.json     run id, thread id, workflow (an absolute path), model, serve, sandbox,
+                               workspace, -c overrides, budget limits
+    runs/<run_id>/usage.json   the budget's usage so far (rewritten as each node finishes)
+    runs/<run_id>/patch.diff   what the agents changed in the sandbox's workspace so far
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agentflow.budget import Budget, BudgetLimits, BudgetUsage
+from agentflow.errors import UserError
+
+USAGE_FILE = "usage.json"
+DIFF_FILE = "patch.diff"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of `agentflow run` that a resume reuses unless given again."""
+
+    workflow: str | None = None
+    model: str | None = None
+    serve: str | None = None
+    sandbox: str | None = None
+    workspace: str | None = None
+    config: list[str] = field(default_factory=list)
+    limits: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def recorded(cls, run_dir: Path) -> RunOptions:
+        """The options a run was started with (older run.json files hold only the workflow)."""
+        try:
+            meta = json.loads((run_dir / "run.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{run_dir / 'run.json'} cannot be read ({exc})") from None
+        known = {k: meta[k] for k in ("workflow", "model", "serve", "sandbox", "workspace", "config", "limits")
+                 if meta.get(k) is not None}
+        return cls(**known)
+
+    def over(self, recorded: RunOptions) -> RunOptions:
+        """These options where given, the recorded ones elsewhere (`-c` items are added after the recorded)."""
+        merged = {
+            name: getattr(self, name) if getattr(self, name) is not None else getattr(recorded, name)
+            for name in ("workflow", "model", "serve", "sandbox", "workspace")
+        }
+        return replace(
+            recorded, **merged, config=[*recorded.config, *self.config], limits={**recorded.limits, **self.limits}
+        )
+
+    def record(self, spec: Any) -> dict[str, Any]:
+        """The JSON-able options for run.json; the workflow as the file it was loaded from (absolute)."""
+        source = spec.source_path
+        workflow = str(Path(source).resolve()) if source and Path(source).is_file() else self.workflow
+        return {
+            "workflow": workflow,
+            "model": self.model,
+            "serve": self.serve,
+            "sandbox": self.sandbox,
+            "workspace": self.workspace,
+            "config": list(self.config),
+            "limits": dict(self.limits),
+        }
+
+
+def budget_limits(
+    *, budget_usd: float | None = None, step_limit: int | None = None, wall_seconds: float | None = None
+) -> dict[str, float]:
+    """The run-wide limits given on the command line as BudgetLimits fields (model_calls, usd, wall_seconds)."""
+    limits: dict[str, float] = {}
+    for name, value, kind in (
+        ("--budget-usd", budget_usd, "usd"),
+        ("--step-limit", step_limit, "model_calls"),
+        ("--wall-time", wall_seconds, "wall_seconds"),
+    ):
+        if value is None:
+            continue
+        if value < 0 or (kind == "model_calls" and value < 1):
+            raise UserError(f"{name} must be positive, got {value}")
+        limits[kind] = value
+    return limits
+
+
+def priced(model_spec: str) -> bool:
+    """True when the model's calls have a known price (so a USD limit can trip)."""
+    from agentflow.models.pricing import lookup_price
+    from agentflow.models.spec import parse_spec
+
+    spec = parse_spec(model_spec)
+    return spec.scheme in ("openai", "anthropic", "litellm") and lookup_price(spec.model) is not None
+
+
+class RunLedger:
+    """Reads and writes a run directory's usage and workspace diff."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    def spent(self) -> BudgetUsage | None:
+        path = self.run_dir / USAGE_FILE
+        if not path.is_file():
+            return None
+        try:
+            return BudgetUsage.model_validate_json(path.read_text())
+        except ValueError:
+            raise UserError(f"{path} is damaged", hint="delete it to restart the run's spend from zero") from None
+
+    def budget(self, limits: dict[str, float]) -> Budget:
+        """The run's budget: its limits, and what earlier legs of the run already spent."""
+        return Budget(BudgetLimits.model_validate(limits), spent=self.spent())
+
+    def save_usage(self, budget: Budget | None) -> None:
+        if budget is None:
+            return
+        _write_atomic(self.run_dir / USAGE_FILE, budget.used.model_dump_json())
+
+    def diff(self) -> str | None:
+        path = self.run_dir / DIFF_FILE
+        return path.read_text() if path.is_file() else None
+
+    def save_diff(self, patch: str) -> None:
+        _write_atomic(self.run_dir / DIFF_FILE, patch)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+__all__ = ["DIFF_FILE", "USAGE_FILE", "RunLedger", "RunOptions", "budget_limits", "priced"]
