@@ -15,6 +15,7 @@ from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, is_tty, new_run_id,
 from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError
+from agentflow.observe.config import TraceConfig
 
 OUTPUT_OPTION = typer.Option(Path("runs"), "-o", "--output", help="Folder that holds run directories.")
 
@@ -32,6 +33,8 @@ class RunConfig(StrictConfig):
     """When checkpoints are written: before the next step starts (sync), alongside it (async), at the end (exit)."""
     tools: list[str] = Field(default_factory=list)
     """Extra tool packs for tool nodes and ctx.call_tool (added to the workflow's tools:)."""
+    trace: TraceConfig = Field(default_factory=TraceConfig)
+    """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
 
 
 def check_model_spec(spec: str) -> str:
@@ -250,6 +253,9 @@ def _run_workflow(spec: Any, workflow: str, cfg: RunConfig, *, handle: Any, mode
         (rdir / "config.resolved.yaml").write_text(dump_yaml_dict(resolved))
     checkpointer: Any = "sqlite" if cfg.checkpointer == "sqlite" else cfg.checkpointer
     events = EventLog(rdir / "events.jsonl", run_id=run_id)
+    from agentflow.observe import instrument
+
+    instrument(events, cfg.trace)
     ctx = RunContext(events=events, tools=_load_tools(cfg.tools), model=model or spec.model)
     served_model = None
     if handle is not None and model is None:  # --model beats --serve, which beats the workflow's model:

@@ -28,6 +28,7 @@ from agentflow.errors import AgentflowError, ModelError, UserError
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
+from agentflow.observe.config import TraceConfig
 from agentflow.sandbox.base import Sandbox
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.swe.policy import Attempt, RepairPolicy, RoleModels
@@ -186,6 +187,8 @@ class RepairConfig(StrictConfig):
     """Sandbox backend (auto: docker when the engine answers)."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Settings of each task's sandbox."""
+    trace: TraceConfig = Field(default_factory=TraceConfig)
+    """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Spend limit per task (models with known prices)."""
     step_limit: int | None = Field(default=None, ge=1)
@@ -332,6 +335,7 @@ class _TaskEvents(EventLog):
     def __init__(self, inner: EventLog, instance_id: str) -> None:
         super().__init__(None, run_id=inner.run_id)
         self.inner, self.instance_id = inner, instance_id
+        self.capture_content = inner.capture_content
 
     def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Any:
         prefix = f"{self.instance_id}/"
