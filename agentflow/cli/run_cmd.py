@@ -11,7 +11,14 @@ from typing import Any, Literal
 import typer
 from pydantic import Field
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, is_tty, new_run_id, parse_json_input
+from agentflow.cli.common import (
+    CONFIG_OPTION,
+    JSON_OPTION,
+    is_tty,
+    new_run_id,
+    parse_json_input,
+    print_view_hint,
+)
 from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError
@@ -219,6 +226,7 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo(json.dumps(result.state, indent=2, default=str))
             typer.echo(f"run {run_id} done (thread {result.thread_id}) in {rdir}")
+        print_view_hint(rdir)
         return 0
 
 
