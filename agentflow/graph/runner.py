@@ -151,7 +151,7 @@ class WorkflowRunner:
         if not snapshot.next:
             return self._result(thread_id, snapshot)
         pending = [i for task in snapshot.tasks for i in task.interrupts]
-        self.context.emit("run.resume", thread_id=thread_id, approve=approve, edit=bool(edit))
+        self.context.emit("run.resume", workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit))
         if pending:
             if edit is not None:
                 command: Any = Command(resume={"action": "edit", "updates": dict(edit)})

@@ -36,6 +36,7 @@ class _Open:
     key: tuple[str, str]
     last_ns: int
     children: list[_Open] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=lambda: [0, 0])  # input, output of the model calls inside
 
 
 def _ns(ts: float) -> int:
@@ -171,7 +172,7 @@ class SpanTranslator:
         d = event.data
         name = f"workflow {d['workflow']}" if d.get("workflow") else f"agentflow {d.get('strategy') or 'run'}"
         attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", d)}
-        self._start(("run", ""), name, self._live(self._current.get()), _ns(event.ts), attrs)
+        self._start(("run", ""), name, None, _ns(event.ts), attrs)  # a root (or a child of the caller's span)
 
     def _run_end(self, event: Event) -> None:
         record = self._open.get(("run", ""))
@@ -180,7 +181,7 @@ class SpanTranslator:
         record.span.set_attributes(_flat("agentflow.run", event.data))
         if event.data.get("status") in ("error", "failed"):
             record.span.set_status(Status(StatusCode.ERROR, str(event.data.get("status"))))
-        self._end(record, _ns(event.ts))
+        self._end_tree(record, _ns(event.ts))  # a node paused at an interrupt ends with its run
 
     def _node_start(self, event: Event) -> None:
         name = event.node_id or "?"
@@ -205,11 +206,11 @@ class SpanTranslator:
         if record is None:
             return
         d = event.data
-        usage = d.get("usage") or {}
         record.span.set_attributes({
-            "gen_ai.usage.input_tokens": int(usage.get("input_tokens") or 0),
-            "gen_ai.usage.output_tokens": int(usage.get("output_tokens") or 0),
+            "gen_ai.usage.input_tokens": record.tokens[0],
+            "gen_ai.usage.output_tokens": record.tokens[1],
             **_flat("agentflow.agent", d, skip=("usage",)),
+            **_flat("agentflow.agent.usage", d.get("usage") or {}),
         })
         if d.get("error") or d.get("stop_reason") == "error":
             record.span.set_status(Status(StatusCode.ERROR, str(d.get("error") or "error")[:500]))
@@ -330,7 +331,11 @@ class SpanTranslator:
             attrs["gen_ai.input.messages"] = _text(d["messages"])
             attrs["gen_ai.output.messages"] = _text(d.get("output") or [])
         name = f"chat {attrs['gen_ai.request.model']}"
-        self._leaf(name, self._parent(event), event, d.get("latency_s"), attrs, SpanKind.CLIENT)
+        parent = self._parent(event)
+        if parent is not None and parent.key[0] == "agent":
+            parent.tokens[0] += attrs["gen_ai.usage.input_tokens"]
+            parent.tokens[1] += attrs["gen_ai.usage.output_tokens"]
+        self._leaf(name, parent, event, d.get("latency_s"), attrs, SpanKind.CLIENT)
 
     def _tool_call(self, event: Event) -> None:
         d = event.data
