@@ -352,7 +352,7 @@
       u.exceeded.length ? u.exceeded.map((e) => h("p", { cls: "bad" }, `budget exceeded (${e.data.kind}) at ${e.node || "run"}`)) : null);
   }
   function instancesTable() {
-    const ids = [...instanceIds].sort();
+    const ids = [...instanceIds].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
     const rows = ids.map(instanceRow);
     const tbl = h("table", { id: "instances" }, h("thead", {}, h("tr", {}, ["instance", "status", "resolved", "chosen by",
       "model calls", "tokens", "cost", "duration"].map((c) => h("th", {}, c)))),

@@ -1,0 +1,99 @@
+"""`agentflow view` pages opened in headless Chromium: large runs open fast, a search node expands to its patch
+and test results, a workflow's graph shows node states, run content stays text, and nothing logs an error."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentflow.cli.main import run
+
+from .conftest import console_errors
+from .synthetic import write_synthetic_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def open_view(browser: Any, run_dir: Path) -> float:
+    """Build the page with the CLI, open it from disk; the page's own time to its first complete render (ms)."""
+    assert run(["view", str(run_dir)]) == 0
+    browser.get((run_dir / "view.html").resolve().as_uri())
+    deadline = time.monotonic() + 10
+    while browser.execute_script("return document.body.getAttribute('data-ready')") != "1":
+        assert time.monotonic() < deadline, "the page never finished rendering"
+        time.sleep(0.05)
+    return float(browser.execute_script("return window.agentflowViewReadyMs"))
+
+
+def test_a_200_task_bench_opens_within_2_seconds(browser: Any, tmp_path: Path) -> None:
+    run_dir = write_synthetic_run(tmp_path / "bench", tasks=200, nodes_per_task=9)
+    ready_ms = open_view(browser, run_dir)
+    assert ready_ms < 2000
+    rows = browser.find_elements("css selector", "#instances tbody tr")
+    assert len(rows) == 200
+    assert rows[0].get_attribute("data-instance") == "synth__pkg-0" and "submitted" in rows[0].text
+    assert browser.find_element("css selector", ".cards").text.count("200/200 resolved") == 1
+    browser.find_element("link text", "synth__pkg-42").click()  # the instance's own page
+    assert browser.find_element("css selector", "main h2").text == "synth__pkg-42"
+    assert len(browser.find_elements("css selector", "#search-tree .snode")) >= 1
+    assert len(browser.find_elements("css selector", "#timeline .tl-row")) > 9
+    assert console_errors(browser) == []
+
+
+def test_a_500_node_mcts_tree_opens_within_2_seconds_and_expands(browser: Any, tmp_path: Path) -> None:
+    run_dir = write_synthetic_run(tmp_path / "mcts", tasks=1, nodes_per_task=500)
+    assert open_view(browser, run_dir) < 2000
+    assert "500 nodes" in browser.find_element("css selector", "main").text
+    root = browser.find_element("css selector", "#search-tree > .snode > .srow")
+    root.click()
+    kids = browser.find_elements("css selector", "#search-tree > .snode > .kids > .snode")
+    assert kids  # children render only when their parent is opened
+    kids[0].find_element("css selector", ".srow").click()
+    detail = kids[0].find_element("css selector", ".sdetail")
+    assert "diff --git a/pkg/mod.py" in detail.find_element("css selector", ".patch").text
+    assert "FAIL_TO_PASS" in detail.find_element("css selector", ".tests").text
+    assert console_errors(browser) == []
+
+
+def test_a_workflow_run_shows_its_graph_with_node_states(browser: Any, tmp_path: Path) -> None:
+    assert run(["run", str(ROOT / "tests/graph/approval.yaml"), "-o", str(tmp_path), "--input",
+                json.dumps({"topic": "otel"})]) == 0
+    (run_dir,) = [p.parent for p in tmp_path.glob("*/run.json")]
+    open_view(browser, run_dir)
+    state = {g.get_attribute("data-node"): g.get_attribute("class")
+             for g in browser.find_elements("css selector", "svg.graph g[data-node]")}
+    assert state["write"] == "done" and state["review"] == "paused" and state["publish"] == ""
+    browser.find_element("css selector", "#timeline .tl-row[data-kind='node']").click()
+    assert not browser.find_element("id", "detail").get_attribute("hidden")
+    assert console_errors(browser) == []
+
+
+def test_run_content_is_shown_as_text_never_run_as_html(browser: Any, tmp_path: Path) -> None:
+    run_dir = write_synthetic_run(tmp_path / "evil", tasks=1, nodes_per_task=3)
+    payload = "</script><script>window.pwned=1</script><img src=x onerror='window.pwned=2'>"
+    cands = [json.loads(line) for line in (run_dir / "candidates.jsonl").read_text().splitlines()]
+    cands[0]["patch"] = payload
+    (run_dir / "candidates.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cands))
+    open_view(browser, run_dir)
+    html = (run_dir / "view.html").read_text()
+    assert "https://" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")  # no CDN
+    browser.find_element("css selector", "#search-tree > .snode > .srow").click()
+    browser.find_element("css selector", "#search-tree .kids .snode .srow").click()
+    assert payload in browser.find_element("css selector", ".sdetail .patch").text
+    assert browser.execute_script("return window.pwned === undefined")
+    assert browser.find_elements("css selector", "main img") == []
+    assert console_errors(browser) == []
+
+
+@pytest.mark.parametrize("make", ["missing", "not_a_run"])
+def test_view_of_something_that_is_not_a_run_is_a_user_error(tmp_path: Path, make: str, capsys) -> None:
+    target = tmp_path / "nothing"
+    if make == "not_a_run":
+        target.mkdir()
+    assert run(["view", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert ("not found" in err if make == "missing" else "is not a run directory" in err) and "Traceback" not in err
