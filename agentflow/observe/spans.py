@@ -37,6 +37,7 @@ class _Open:
     last_ns: int
     children: list[_Open] = field(default_factory=list)
     tokens: list[int] = field(default_factory=lambda: [0, 0])  # input, output of the model calls inside
+    step_ns: int = 0  # where a repair's next step span starts (its previous step's end)
 
 
 def _ns(ts: float) -> int:
@@ -86,6 +87,7 @@ class SpanTranslator:
         self.on_close = on_close
         self._open: dict[tuple[str, str], _Open] = {}
         self._cand_node: dict[str, _Open] = {}  # candidate id -> the search node it created (or the root)
+        self._cand_parent: dict[str, str] = {}  # candidate id -> the candidate it was built on
         self._current: ContextVar[_Open | None] = ContextVar(f"agentflow_span_{id(self)}", default=None)
         self._last_ns = 0
         self._handlers = {
@@ -117,7 +119,7 @@ class SpanTranslator:
                attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, *, current: bool = True) -> _Open:
         context = trace.set_span_in_context(parent.span) if parent is not None else None
         span = self.tracer.start_span(name, context=context, kind=kind, attributes=attributes, start_time=start_ns)
-        record = _Open(span, parent, key, start_ns)
+        record = _Open(span, parent, key, start_ns, step_ns=start_ns)
         if parent is not None:
             parent.children.append(record)
         self._open[key] = record
@@ -138,6 +140,8 @@ class SpanTranslator:
         """A span that ended at the event's time and lasted `duration_s`."""
         end = _ns(event.ts)
         start = end - int(max(duration_s or 0.0, 0.0) * 1_000_000_000)
+        if parent is not None:
+            parent.last_ns = max(parent.last_ns, end)
         context = trace.set_span_in_context(parent.span) if parent is not None else None
         span = self.tracer.start_span(name, context=context, kind=kind, attributes=attributes, start_time=start)
         if error:
@@ -147,10 +151,13 @@ class SpanTranslator:
     def _live(self, record: _Open | None) -> _Open | None:
         return record if record is not None and self._open.get(record.key) is record else None
 
-    def _parent(self, event: Event) -> _Open | None:
+    def _parent(self, event: Event, start_ns: int | None = None) -> _Open | None:
         """The span an event belongs to: its search node, its agent / node / repair, the current one, the run."""
         if event.parent_id is not None:
-            found = self._live(self._cand_node.get(event.parent_id)) or self._open.get(("snode", event.parent_id))
+            if event.node_id is not None and event.kind in ("model.call", "repair.attempt"):
+                self._cand_parent.setdefault(event.node_id, event.parent_id)
+            found = self._cand_span(event.parent_id, start_ns or _ns(event.ts)) or self._open.get(
+                ("snode", event.parent_id))
             if found is not None:
                 return found
         if event.node_id is not None:
@@ -159,6 +166,35 @@ class SpanTranslator:
                 if found is not None:
                     return found
         return self._live(self._current.get()) or self._open.get(("run", ""))
+
+    def _cand_span(self, cand: str, start_ns: int) -> _Open | None:
+        """The search node a candidate's work belongs to: the node its edit created, else (a chain of attempts
+        inside one best-of-N rollout) the nearest ancestor's, else the tree's root for `<instance>/root`."""
+        seen: set[str] = set()
+        while cand not in seen:
+            seen.add(cand)
+            found = self._live(self._cand_node.get(cand))
+            if found is not None:
+                return found
+            if cand.endswith("/root") or cand == "root":
+                iid = cand[: -len("/root")] if cand.endswith("/root") else ""
+                root = self._snode(f"{iid}/0" if iid else "0", None, iid, start_ns)
+                self._cand_node[cand] = root
+                return root
+            if cand not in self._cand_parent:
+                return None
+            cand = self._cand_parent[cand]
+        return None
+
+    def _snode(self, node_id: str, parent_id: str | None, iid: str, start_ns: int) -> _Open:
+        """The span of a search node, opened by its first event or by the first work done under it (best-of-N
+        writes its nodes when the rollouts are over)."""
+        record = self._open.get(("snode", node_id))
+        if record is None:
+            parent = self._snode(parent_id, None, iid, start_ns) if parent_id else self._search_span(iid, start_ns)
+            record = self._start(("snode", node_id), f"search.node {node_id}", parent, start_ns,
+                                 {"agentflow.search.node_id": node_id}, current=False)
+        return record
 
     def _point(self, event: Event) -> None:
         """Any other event: a span event on its parent span (budget.exceeded, repair.resample, ...)."""
@@ -242,9 +278,9 @@ class SpanTranslator:
         end = _ns(event.ts)
         span = self.tracer.start_span(event.kind, context=trace.set_span_in_context(record.span),
                                       attributes=_flat("agentflow", event.data, skip=("instance_id",)),
-                                      start_time=record.last_ns)
+                                      start_time=record.step_ns)
         span.end(end_time=end)
-        record.last_ns = end
+        record.step_ns = end
         return None
 
     def _search_span(self, iid: str, start_ns: int) -> _Open:
@@ -292,20 +328,15 @@ class SpanTranslator:
         usage = d.get("usage") or {}
         attrs["gen_ai.usage.input_tokens"] = int(usage.get("input_tokens") or 0)
         attrs["gen_ai.usage.output_tokens"] = int(usage.get("output_tokens") or 0)
-        record = self._open.get(("snode", node_id))
-        if record is None:
-            iid = str(d.get("instance_id") or "")
-            parent = self._open.get(("snode", event.parent_id or "")) or self._search_span(iid, _ns(event.ts))
-            record = self._start(("snode", node_id), f"search.node {node_id}", parent, _ns(event.ts), attrs,
-                                 current=False)
-            action = str(d.get("action") or "")
-            if action.startswith("edit "):
-                self._cand_node[action[5:]] = record
-            elif event.parent_id is None and iid:
-                self._cand_node[f"{iid}/root"] = record
-        else:
-            record.span.set_attributes(attrs)
-            record.last_ns = max(record.last_ns, _ns(event.ts))
+        iid = str(d.get("instance_id") or "")
+        record = self._snode(node_id, event.parent_id, iid, _ns(event.ts))
+        record.span.set_attributes(attrs)
+        record.last_ns = max(record.last_ns, _ns(event.ts))
+        action = str(d.get("action") or "")
+        if action.startswith("edit "):
+            self._cand_node.setdefault(action[5:], record)
+        elif event.parent_id is None:
+            self._cand_node.setdefault(f"{iid}/root" if iid else "root", record)
 
     # ------------------------------------------------------------------------------------------ leaf spans
 
@@ -331,7 +362,7 @@ class SpanTranslator:
             attrs["gen_ai.input.messages"] = _text(d["messages"])
             attrs["gen_ai.output.messages"] = _text(d.get("output") or [])
         name = f"chat {attrs['gen_ai.request.model']}"
-        parent = self._parent(event)
+        parent = self._parent(event, _ns(event.ts - float(d.get("latency_s") or 0.0)))
         if parent is not None and parent.key[0] == "agent":
             parent.tokens[0] += attrs["gen_ai.usage.input_tokens"]
             parent.tokens[1] += attrs["gen_ai.usage.output_tokens"]
@@ -367,7 +398,8 @@ class SpanTranslator:
         d = event.data
         attrs = {"agentflow.candidate_id": event.node_id or "",
                  **_flat("agentflow.attempt", d, skip=("instance_id", "duration_s"))}
-        self._leaf(f"apply {event.node_id}", self._parent(event), event, d.get("duration_s"), attrs)
+        parent = self._parent(event, _ns(event.ts - float(d.get("duration_s") or 0.0)))
+        self._leaf(f"apply {event.node_id}", parent, event, d.get("duration_s"), attrs)
 
 
 def replay(events: Iterable[Event], translator: SpanTranslator) -> None:

@@ -428,7 +428,7 @@ async def repair_task(
             verifier=role(cfg.verifier_model, False, coder),
         )
         try:
-            sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox)
+            sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox, events=_TaskEvents(events, iid))
             sandbox = await sandbox_cm.__aenter__()
         except (AgentflowError, OSError) as exc:
             outcome.status, outcome.error = "env_error", f"sandbox: {exc}"

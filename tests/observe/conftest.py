@@ -14,6 +14,10 @@ from typing import Any
 
 import pytest
 
+from tests.swe_fixtures import _private_cache, docker_image
+
+__all__ = ["Receiver", "_private_cache", "console_errors", "docker_image"]
+
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
