@@ -6,6 +6,8 @@
   with a checkpointer that stores nothing: LangGraph's own per-step cost with any checkpointer, the floor of
   `ratio_durable` (`ratio_durable_floor`); then SqliteSaver on synchronous=NORMAL, and both savers again with
   `durability="async"` (LangGraph's default);
+- the traced chain (node.start/node.end events) with and without OpenTelemetry spans derived from those events
+  (SDK, batch processor, in-memory exporter): `otel_us_per_step`, `otel_ratio` (goal <= 1.25);
 - bytes on disk after a 200-step loop that appends a 4 KB record per step (random words, so zstd gains
   roughly what it would on real logs, not the 100x it gets on repeated text);
 - `import agentflow` time in a fresh interpreter.
@@ -60,7 +62,7 @@ def plain_chain(checkpointer: Any = None) -> Any:
     return g.compile(checkpointer=checkpointer)
 
 
-def agentflow_chain(checkpointer: Any = None, traced: bool = False) -> Any:
+def agentflow_chain(checkpointer: Any = None, traced: bool = False, otel: bool = False) -> Any:
     from agentflow.events import EventLog
     from agentflow.graph import END, RunContext, Workflow, compile_workflow
 
@@ -70,7 +72,17 @@ def agentflow_chain(checkpointer: Any = None, traced: bool = False) -> Any:
     for i in range(CHAIN - 1):
         wf.edge(f"n{i}", f"n{i + 1}")
     wf.edge(f"n{CHAIN - 1}", END)
-    rt = RunContext(events=EventLog(None)) if traced else None  # in-memory node.start/node.end events
+    rt = RunContext(events=EventLog(None)) if traced or otel else None  # in-memory node.start/node.end events
+    if otel and rt is not None and rt.events is not None:  # and a span per node, exported in batches to memory
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        from agentflow.observe import instrument
+
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
+        instrument(rt.events, provider=provider)
     return compile_workflow(wf.spec, rt, checkpointer=checkpointer)
 
 
@@ -199,6 +211,9 @@ def main() -> None:
     result["ratio_no_persistence"] = af / lg
     _, traced = compare(plain_chain(), agentflow_chain(traced=True), durable=False, reps=2)
     result["agentflow_traced_us_per_step"] = traced
+    traced, otel = compare(agentflow_chain(traced=True), agentflow_chain(otel=True), durable=False, reps=3)
+    result["otel_us_per_step"] = otel
+    result["otel_ratio"] = otel / traced  # the same events, plus their spans (OpenTelemetry SDK, in-memory export)
     result["durability"] = DURABILITY  # LangGraph's durability mode, the same for every durable graph here
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -251,7 +266,9 @@ def main() -> None:
         "checkpointer), so ratio_durable cannot go below ratio_durable_floor. agentflow_bytes keeps the "
         "last 20 checkpoints (default retention); agentflow_keep_all_bytes keeps every checkpoint. The agentflow "
         "chain compiles to the same plain node functions, so ratio_no_persistence is 1 within machine noise; "
-        "agentflow_traced_us_per_step adds node.start/node.end events. *_normal_sync_* puts SqliteSaver on "
+        "agentflow_traced_us_per_step adds node.start/node.end events; otel_us_per_step adds a span per node derived from "
+        "them (agentflow.observe, OpenTelemetry SDK, batch processor, in-memory exporter) and otel_ratio compares it "
+        "with the events alone, measured in turns. *_normal_sync_* puts SqliteSaver on "
         "synchronous=NORMAL too, isolating what the storage layout alone gains. *_async_* run both savers with "
         "durability=async (the checkpoint is written while the next step runs; a crash can lose that step)."
     )
