@@ -6,10 +6,12 @@ events file afterwards (`replay`), with the events' own timestamps, so both give
 
 Nesting. Start/end pairs (`run`, graph `node`, `agent`, `repair`, `search`) open and close spans. A point event
 that carries a duration (`model.call`, `tool.call`, `sandbox.exec`, `repair.attempt`) becomes a span that ends
-at the event's time. Its parent is found from the event itself first (a search-tree node for a candidate id, an
-open agent / graph node / repair of the same `node_id`), else from the span current in the emitting task: the
-translator keeps it in a context variable, and asyncio tasks and threads each see their own, so concurrent
-branches nest as they ran. Other events become span events on their parent.
+at the event's time. Its parent is found from the event itself (a search-tree node for a candidate id, an open
+agent / graph node / repair of the same `node_id`, the repair of its `instance_id`), so a replay nests these
+exactly as the live run did. Only an event that names nothing (a workflow's `sandbox.exec`) is placed by the
+span current in the emitting task: live, the translator keeps it in a context variable that each asyncio task
+and thread sees on its own, so concurrent branches nest as they ran; replayed, the last one opened. Other
+events become span events on their parent.
 """
 
 from __future__ import annotations
@@ -165,7 +167,14 @@ class SpanTranslator:
                 found = self._open.get((scope, event.node_id))
                 if found is not None:
                     return found
-        return self._live(self._current.get()) or self._open.get(("run", ""))
+        current = self._live(self._current.get())
+        repair = self._open.get(("repair", str(event.data.get("instance_id") or "")))
+        if repair is not None:  # the task's current span if it is inside this repair (live), else the repair
+            span = current
+            while span is not None and span is not repair:
+                span = span.parent
+            return current if span is repair else repair
+        return current or self._open.get(("run", ""))
 
     def _cand_span(self, cand: str, start_ns: int) -> _Open | None:
         """The search node a candidate's work belongs to: the node its edit created, else (a chain of attempts
@@ -221,7 +230,7 @@ class SpanTranslator:
 
     def _node_start(self, event: Event) -> None:
         name = event.node_id or "?"
-        parent = self._live(self._current.get()) or self._open.get(("run", ""))
+        parent = self._open.get(("run", "")) or self._live(self._current.get())  # graph nodes are the run's
         self._start(("node", name), f"node {name}", parent, _ns(event.ts), {"agentflow.node": name})
 
     def _node_end(self, event: Event) -> None:
