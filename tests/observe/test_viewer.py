@@ -68,7 +68,9 @@ def test_a_workflow_run_shows_its_graph_with_node_states(browser: Any, tmp_path:
              for g in browser.find_elements("css selector", "svg.graph g[data-node]")}
     assert state["write"] == "done" and state["review"] == "paused" and state["publish"] == ""
     browser.find_element("css selector", "#timeline .tl-row[data-kind='node']").click()
-    assert not browser.find_element("id", "detail").get_attribute("hidden")
+    detail = browser.find_element("id", "detail")
+    assert detail.get_attribute("hidden") is None and detail.find_element("css selector", "h2").text == "node write"
+    assert "node.start · node write" in detail.text and "[object" not in detail.text
     assert console_errors(browser) == []
 
 
@@ -97,3 +99,25 @@ def test_view_of_something_that_is_not_a_run_is_a_user_error(tmp_path: Path, mak
     assert run(["view", str(target)]) == 2
     err = capsys.readouterr().err
     assert ("not found" in err if make == "missing" else "is not a run directory" in err) and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content", [True, False])
+def test_a_model_call_shows_its_messages_only_when_contents_are_recorded(
+    browser: Any, tmp_path: Path, content: bool
+) -> None:
+    cassette = ROOT / "tests/graph/cassettes/plan_code_critique.json"
+    argv = ["run", "plan_code_critique", "--model", f"replay:{cassette}", "-o", str(tmp_path),
+            "--input", json.dumps({"task": "add a --verbose flag"})]
+    assert run(argv + (["-c", "trace.content=true"] if content else [])) == 0  # paused at approve_plan
+    (run_dir,) = [p.parent for p in tmp_path.glob("*/run.json")]
+    open_view(browser, run_dir)
+    assert browser.find_element("css selector", "svg.graph g[data-node='approve_plan']").get_attribute("class") == "paused"
+    browser.find_element("css selector", "#timeline .tl-row[data-kind='model']").click()
+    detail = browser.find_element("id", "detail")
+    roles = [r.text for r in detail.find_elements("css selector", ".msg .role")]
+    if content:
+        assert roles[:2] == ["SYSTEM", "USER"] and "add a --verbose flag" in detail.text
+        assert '"goal": "add a --verbose flag"' in detail.text  # the reply
+    else:
+        assert roles == [] and "message contents are not recorded" in detail.text
+    assert console_errors(browser) == []

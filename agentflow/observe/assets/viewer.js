@@ -110,7 +110,7 @@
   // --------------------------------------------------------------------------------------------- detail pane
   function showDetail(title, ...content) {
     $detail.replaceChildren(h("button", { cls: "close", title: "close", on: { click: hideDetail } }, "×"),
-      h("h2", {}, title), ...content);
+      h("h2", {}, title), ...[content].flat(Infinity).filter(Boolean));
     $detail.hidden = false;
     document.body.classList.add("with-detail");
   }
@@ -345,7 +345,8 @@
     const c = D.config || {}, run = c.run || {};
     const perTask = D.kind !== "workflow";
     const limits = [["model calls", u.calls, perTask ? c.step_limit : null], ["cost (USD)", u.usd, c.budget_usd],
-      ["wall time (s)", tEnd - t0, c.wall_time_s], ["super-steps", E.filter((e) => e.kind === "node.start").length, run.step_limit]];
+      ["wall time (s)", tEnd - t0, c.wall_time_s]];
+    if (!perTask) limits.push(["super-steps", E.filter((e) => e.kind === "node.start").length, run.step_limit]);
     const rows = limits.map(([name, used, limit]) => [name, typeof used === "number" ? (+used.toFixed(4)).toString() : used,
       limit ? `${limit}${perTask ? " per task" : ""}` : "no limit"]);
     return h("div", {}, table(["budget", "used (whole run)", "limit"], rows),
