@@ -52,7 +52,7 @@ def _text(value: Any) -> str:
 
 
 def _flat(prefix: str, data: dict[str, Any], skip: Iterable[str] = ()) -> dict[str, Any]:
-    """Scalar fields as `prefix.key` attributes; lists of scalars kept; anything else as (capped) JSON text."""
+    """Scalar fields as `prefix.key` attributes; lists of strings joined; anything else as (capped) JSON text."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         if value is None or key in skip:
@@ -60,8 +60,8 @@ def _flat(prefix: str, data: dict[str, Any], skip: Iterable[str] = ()) -> dict[s
         name = f"{prefix}.{key}"
         if isinstance(value, _SCALARS):
             out[name] = _text(value) if isinstance(value, str) else value
-        elif isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
-            out[name] = [_text(v) for v in value]
+        elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            out[name] = _text(", ".join(value))  # one string: the SDK checks a list's items one by one, slowly
         else:
             out[name] = _text(value)
     return out
