@@ -37,7 +37,7 @@ class _Open:
     parent: _Open | None
     key: tuple[str, str]
     last_ns: int
-    children: list[_Open] = field(default_factory=list)
+    children: dict[int, _Open] = field(default_factory=dict)  # the open ones (an ended span is let go)
     tokens: list[int] = field(default_factory=lambda: [0, 0])  # input, output of the model calls inside
     step_ns: int = 0  # where a repair's next step span starts (its previous step's end)
 
@@ -123,7 +123,7 @@ class SpanTranslator:
         span = self.tracer.start_span(name, context=context, kind=kind, attributes=attributes, start_time=start_ns)
         record = _Open(span, parent, key, start_ns, step_ns=start_ns)
         if parent is not None:
-            parent.children.append(record)
+            parent.children[id(record)] = record
         self._open[key] = record
         if current:
             self._current.set(record)
@@ -132,6 +132,8 @@ class SpanTranslator:
     def _end(self, record: _Open, end_ns: int) -> None:
         if self._open.get(record.key) is record:
             del self._open[record.key]
+        if record.parent is not None:
+            record.parent.children.pop(id(record), None)
         record.span.end(end_time=max(end_ns, record.last_ns))
         if self._current.get() is record:
             self._current.set(record.parent if record.parent is not None and record.parent.key in self._open
@@ -236,7 +238,9 @@ class SpanTranslator:
     def _node_end(self, event: Event) -> None:
         record = self._open.get(("node", event.node_id or "?"))
         if record is not None:
-            record.span.set_attributes(_flat("agentflow.node", event.data))
+            writes = event.data.get("writes")
+            if writes:
+                record.span.set_attribute("agentflow.node.writes", ", ".join(map(str, writes)))
             self._end(record, _ns(event.ts))
 
     def _agent_start(self, event: Event) -> None:
@@ -274,9 +278,8 @@ class SpanTranslator:
         record.span.set_attributes(_flat("agentflow.repair", event.data, skip=("instance_id",)))
         if event.data.get("error"):
             record.span.set_status(Status(StatusCode.ERROR, str(event.data["error"])[:500]))
-        for child in list(record.children):  # a search the repair left open
-            if self._open.get(child.key) is child:
-                self._end_tree(child, _ns(event.ts))
+        for child in list(record.children.values()):  # a search the repair left open
+            self._end_tree(child, _ns(event.ts))
         self._end(record, _ns(event.ts))
 
     def _repair_step(self, event: Event) -> None:
@@ -321,9 +324,8 @@ class SpanTranslator:
 
     def _end_tree(self, record: _Open, end_ns: int) -> None:
         """End a search and its nodes; each node ends at its last update."""
-        for child in record.children:
-            if self._open.get(child.key) is child:
-                self._end_tree(child, child.last_ns if child.key[0] == "snode" else end_ns)
+        for child in list(record.children.values()):
+            self._end_tree(child, child.last_ns if child.key[0] == "snode" else end_ns)
         self._end(record, end_ns)
 
     def _search_node(self, event: Event) -> None:
