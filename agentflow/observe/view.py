@@ -83,6 +83,19 @@ def _outcomes(run_dir: Path) -> dict[str, Any]:
     return out
 
 
+def _eval_files(rdir: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """`agentflow eval` keeps each instance's patch and log in `<model>/<instance>/`: (patches, logs) by id."""
+    patches: dict[str, str] = {}
+    logs: dict[str, str] = {}
+    for path in sorted(rdir.glob("*/*/patch.diff")):
+        iid = path.parent.name
+        patches.setdefault(iid, _cap(path.read_text(encoding="utf-8", errors="replace"), PATCH_CAP))
+        log = path.parent / "run_instance.log"
+        if log.is_file():
+            logs[iid] = _cap(log.read_text(encoding="utf-8", errors="replace"))
+    return patches, logs
+
+
 def run_kind(run_dir: Path, events: list[list[Any]], report: Any) -> str:
     """workflow (`agentflow run`), repair (one task), bench (several) or eval (report.json, no events)."""
     if (run_dir / "run.json").is_file():
@@ -108,6 +121,7 @@ def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[s
     if (rdir / "events.jsonl").is_file():
         events = [[e.ts, e.kind, e.node_id, e.parent_id, _cap(e.data)] for e in read_events(rdir / "events.jsonl")]
     report = _read_json(rdir / "report.json")
+    eval_patches, eval_logs = _eval_files(rdir)
     data = {
         "kind": run_kind(rdir, events, report),
         "run_dir": str(rdir.resolve()),
@@ -115,8 +129,9 @@ def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[s
         "meta": _read_json(rdir / "run.json"),
         "config": _config(rdir),
         "report": report,
-        "preds": {p["instance_id"]: _cap(p.get("model_patch") or "", PATCH_CAP)
-                  for p in _read_jsonl(rdir / "preds.jsonl") if p.get("instance_id")},
+        "preds": eval_patches | {p["instance_id"]: _cap(p.get("model_patch") or "", PATCH_CAP)
+                                 for p in _read_jsonl(rdir / "preds.jsonl") if p.get("instance_id")},
+        "logs": eval_logs,
         "candidates": [_cap(c) for c in _read_jsonl(rdir / "candidates.jsonl")],
         "outcomes": _outcomes(rdir),
         "events": events,

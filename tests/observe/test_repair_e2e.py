@@ -101,3 +101,21 @@ def test_the_viewer_of_an_mcts_repair_expands_a_node_to_its_patch_and_tests(
         closed[0].click()
     assert "chosen" in browser.find_element("css selector", ".snode.chosen > .srow").text
     assert console_errors(browser) == []
+
+
+def test_the_viewer_of_an_eval_lists_instances_and_their_graded_tests(
+    docker_image: str, tmp_path: Path, browser: Any
+) -> None:
+    gold = TASKS_FILE.parent / "gold.jsonl"
+    out = tmp_path / "eval"
+    assert run(["eval", str(gold), "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "-i", "tabkit__tabkit-2",
+                "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-o", str(out)]) == 0
+    open_view(browser, out)
+    rows = {r.get_attribute("data-instance"): r.text for r in browser.find_elements("css selector", "#instances tbody tr")}
+    assert set(rows) == {"inikit__inikit-1", "tabkit__tabkit-2"} and all("yes" in t for t in rows.values())
+    browser.find_element("link text", "inikit__inikit-1").click()
+    graded = browser.find_element("id", "graded").text
+    report = json.loads((out / "report.json").read_text())["instances"]["inikit__inikit-1"]["tests_status"]
+    assert f"FAIL_TO_PASS: {len(report['FAIL_TO_PASS']['success'])} pass, 0 fail" in graded
+    assert 'parts = stripped.split("=", 1)' in browser.find_element("css selector", "main").text  # the patch
+    assert console_errors(browser) == []

@@ -192,12 +192,7 @@
       parts.push(h("div", {}, "candidate ", h("b", {}, c.candidate_id), " · ", c.status, " · verification ",
         passMark(v.passed), ` score ${(+v.score || 0).toFixed(3)} (${v.kind || ""})`,
         c.candidate_id === chosen ? h("b", { cls: "ok" }, ` · chosen (by ${chosenBy})`) : null));
-      const ts = v.tests_status || {};
-      for (const [group, r] of Object.entries(ts)) {
-        parts.push(h("div", { cls: "tests", "data-group": group }, h("h3", {}, `${group}: ${(r.success || []).length} pass, ${(r.failure || []).length} fail`),
-          (r.failure || []).map((t) => h("div", { cls: "bad" }, "✗ " + t)),
-          (r.success || []).map((t) => h("div", { cls: "ok" }, "✓ " + t))));
-      }
+      parts.push(testsView(v.tests_status));
       if (v.output) parts.push(h("h3", {}, "test output"), pre(v.output));
       if ((c.edit_errors || []).length) parts.push(h("h3", {}, "edit errors"), pre(c.edit_errors.join("\n")));
       parts.push(h("h3", {}, "patch"), h("div", { cls: "patch" }, pre(c.patch || "(empty)", true)));
@@ -231,6 +226,13 @@
       h("div", { cls: "tree", id: "search-tree" }, roots.map(render)));
   }
 
+  function testsView(ts) {
+    return Object.entries(ts || {}).map(([group, r]) => h("div", { cls: "tests", "data-group": group },
+      h("h3", {}, `${group}: ${(r.success || []).length} pass, ${(r.failure || []).length} fail`),
+      (r.failure || []).map((t) => h("div", { cls: "bad" }, "✗ " + t)),
+      (r.success || []).map((t) => h("div", { cls: "ok" }, "✓ " + t))));
+  }
+
   // -------------------------------------------------------------------------------------------- instance page
   function instanceRow(iid) {
     const r = ((D.report || {}).instances || {})[iid] || {};
@@ -238,7 +240,8 @@
     const evs = byInst.get(iid) || [];
     const u = usageOf(evs);
     const start = evs.find((e) => e.kind === "repair.start"), end = evs.find((e) => e.kind === "repair.end");
-    return { iid, status: r.status || o.status || (end ? end.data.status : start ? "running" : "not run"),
+    const graded = r.error ? "error" : r.resolved ? "resolved" : r.patch_successfully_applied === false ? "patch failed" : "unresolved";
+    return { iid, status: r.status || o.status || (end ? end.data.status : start ? "running" : D.kind === "eval" ? graded : "not run"),
       resolved: r.resolved, usd: r.cost_usd || o.cost_usd || u.usd, calls: u.calls, tokens: u.input + u.output,
       dur: start && end ? end.ts - start.ts : r.duration_s, chosenBy: o.chosen_by || (end ? end.data.chosen_by : null) };
   }
@@ -252,7 +255,7 @@
       card(fmtN(u.calls), "model calls"), card(fmtN(u.input + u.output), "tokens"), card(fmtUsd(row.usd) || "–", "cost"),
       card(fmtS(row.dur) || "–", "duration"), card(String(cands.length), "candidates"))];
     if (o.error) out.push(h("p", { cls: "bad" }, o.error));
-    out.push(h("h2", {}, "Search tree"), searchTree(iid, evs));
+    if (D.kind !== "eval") out.push(h("h2", {}, "Search tree"), searchTree(iid, evs));
     if (cands.length) {
       out.push(h("h2", {}, "Candidates"), table(["candidate", "parent", "status", "verified", "score"],
         cands.map((c) => [c.candidate_id, c.parent_id || "", c.status, passMark((c.verification || {}).passed),
@@ -262,7 +265,11 @@
             c.answer ? [h("h3", {}, "model answer"), pre(c.answer)] : null);
         }));
     }
-    if (D.preds[iid]) out.push(h("h2", {}, "Submitted patch"), pre(D.preds[iid], true));
+    if (D.preds[iid]) out.push(h("h2", {}, D.kind === "eval" ? "Evaluated patch" : "Submitted patch"), pre(D.preds[iid], true));
+    const graded = ((D.report || {}).instances || {})[iid];
+    if (graded && graded.tests_status) out.push(h("h2", {}, "Graded with the task's tests"),
+      h("div", { id: "graded" }, graded.error ? h("p", { cls: "bad" }, graded.error) : null, testsView(graded.tests_status)));
+    if (D.logs[iid]) out.push(h("h2", {}, "Evaluation log"), pre(D.logs[iid]));
     out.push(h("h2", {}, "Timeline"), timeline(evs));
     return out;
   }
@@ -358,7 +365,7 @@
     const tbl = h("table", { id: "instances" }, h("thead", {}, h("tr", {}, ["instance", "status", "resolved", "chosen by",
       "model calls", "tokens", "cost", "duration"].map((c) => h("th", {}, c)))),
     h("tbody", {}, rows.map((r) => h("tr", { "data-instance": r.iid }, h("td", {}, h("a", { href: "#inst=" + encodeURIComponent(r.iid) }, r.iid)),
-      h("td", {}, pill(r.status, r.status === "submitted" ? "ok" : r.status === "error" ? "bad" : "warn")),
+      h("td", {}, pill(r.status, ["submitted", "resolved"].includes(r.status) ? "ok" : r.status === "error" ? "bad" : "warn")),
       h("td", {}, r.resolved === true ? pill("yes", "ok") : r.resolved === false ? pill("no", "bad") : "–"),
       h("td", {}, r.chosenBy || ""), h("td", {}, fmtN(r.calls)), h("td", {}, fmtN(r.tokens)), h("td", {}, fmtUsd(r.usd)),
       h("td", {}, fmtS(r.dur))))));
