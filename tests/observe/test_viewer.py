@@ -121,3 +121,33 @@ def test_a_model_call_shows_its_messages_only_when_contents_are_recorded(
     else:
         assert roles == [] and "message contents are not recorded" in detail.text
     assert console_errors(browser) == []
+
+
+def test_serve_answers_on_loopback_with_the_page_only(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import httpx
+
+    run_dir = write_synthetic_run(tmp_path / "run", tasks=1, nodes_per_task=3)
+    (run_dir / "secret.txt").write_text("not for the browser")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "agentflow.cli.main", "view", str(run_dir), "--serve"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = ""
+        while "serving" not in line:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+        url = line.split(" at ", 1)[1].split()[0]
+        assert url.startswith("http://127.0.0.1:")
+        page = httpx.get(url, timeout=10)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert page.text == (run_dir / "view.html").read_text()
+        for other in ("secret.txt", "events.jsonl", "../run/report.json"):
+            assert httpx.get(url + other, timeout=10).status_code == 404
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) in (0, 130)
