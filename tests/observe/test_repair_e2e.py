@@ -25,11 +25,12 @@ def repair(out: Path, image: str, iid: str, cassette: str, *args: str) -> int:
 
 
 def test_a_best_of_n_repair_is_one_span_tree_at_the_collector(
-    docker_image: str, tmp_path: Path, otlp_receiver: Receiver
+    docker_image: str, tmp_path: Path, otlp_receiver: Receiver, capsys
 ) -> None:
     out = tmp_path / "run"
     assert repair(out, docker_image, "inikit__inikit-1", "bon_inikit-1.json", "--strategy", "best-of-n", "-n", "3",
                   "-c", "max_attempts=1", "-c", f"trace.endpoint={otlp_receiver.url}") == 0
+    assert f"agentflow view {out}" in capsys.readouterr().err
     r, events = otlp_receiver, read_jsonl(out / "events.jsonl")
     (root,) = [s for s in r.spans if s.parent_id == ""]
     assert root.name == "agentflow best-of-n" and {s.trace_id for s in r.spans} == {root.trace_id}

@@ -59,10 +59,13 @@ def test_a_500_node_mcts_tree_opens_within_2_seconds_and_expands(browser: Any, t
     assert console_errors(browser) == []
 
 
-def test_a_workflow_run_shows_its_graph_with_node_states(browser: Any, tmp_path: Path) -> None:
+def test_a_workflow_run_shows_its_graph_with_node_states(browser: Any, tmp_path: Path, capsys) -> None:
     assert run(["run", str(ROOT / "tests/graph/approval.yaml"), "-o", str(tmp_path), "--input",
-                json.dumps({"topic": "otel"})]) == 0
+                json.dumps({"topic": "otel"}), "--json"]) == 0
     (run_dir,) = [p.parent for p in tmp_path.glob("*/run.json")]
+    out, err = capsys.readouterr()
+    assert json.loads(out.strip().splitlines()[-1])["status"] == "interrupted"  # stdout stays JSON lines
+    assert f"agentflow view {run_dir}" in err
     open_view(browser, run_dir)
     state = {g.get_attribute("data-node"): g.get_attribute("class")
              for g in browser.find_elements("css selector", "svg.graph g[data-node]")}
