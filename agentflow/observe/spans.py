@@ -344,7 +344,9 @@ class SpanTranslator:
         record.span.set_attributes(attrs)
         record.last_ns = max(record.last_ns, _ns(event.ts))
         action = str(d.get("action") or "")
-        if action.startswith("edit "):
+        if d.get("candidate_id") and event.parent_id is not None:
+            self._cand_node.setdefault(str(d["candidate_id"]), record)
+        elif action.startswith("edit "):
             self._cand_node.setdefault(action[5:], record)
         elif event.parent_id is None:
             self._cand_node.setdefault(f"{iid}/root" if iid else "root", record)

@@ -24,8 +24,8 @@ def repair(out: Path, image: str, iid: str, cassette: str, *args: str) -> int:
                 "--sandbox", "docker", "-c", f"sandbox.image={image}", "-o", str(out), *args])
 
 
-def test_a_best_of_n_repair_is_one_span_tree_at_the_collector(
-    docker_image: str, tmp_path: Path, otlp_receiver: Receiver, capsys
+def test_a_best_of_n_repair_is_one_span_tree_at_the_collector_and_a_tree_in_the_viewer(
+    docker_image: str, tmp_path: Path, otlp_receiver: Receiver, capsys, browser: Any
 ) -> None:
     out = tmp_path / "run"
     assert repair(out, docker_image, "inikit__inikit-1", "bon_inikit-1.json", "--strategy", "best-of-n", "-n", "3",
@@ -73,6 +73,18 @@ def test_a_best_of_n_repair_is_one_span_tree_at_the_collector(
         parent = r.parent_of(span)
         if parent is not None:
             assert parent.start_ns <= span.start_ns and span.end_ns <= parent.end_ns, (span.name, parent.name)
+
+    # the viewer: each rollout's node shows the candidate it ended with; the chosen one is marked
+    open_view(browser, out)
+    browser.find_element("css selector", "#search-tree > .snode > .srow").click()
+    rollouts = browser.find_elements("css selector", "#search-tree > .snode > .kids > .snode")
+    assert len(rollouts) == 3
+    chosen = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())["chosen"]
+    (marked,) = browser.find_elements("css selector", ".snode.chosen")
+    marked.find_element("css selector", ".srow").click()
+    detail = marked.find_element("css selector", ".sdetail").text
+    assert f"candidate {chosen}" in detail and "FAIL_TO_PASS: 1 pass, 0 fail" in detail
+    assert console_errors(browser) == []
 
 
 def test_the_viewer_of_an_mcts_repair_expands_a_node_to_its_patch_and_tests(

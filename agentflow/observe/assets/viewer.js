@@ -177,7 +177,7 @@
       if (!kids.has(key)) kids.set(key, []);
       kids.get(key).push(n);
     }
-    const candOf = (n) => (n.action || "").startsWith("edit ") ? candById.get(n.action.slice(5)) : null;
+    const candOf = (n) => candById.get(n.candidate_id) || ((n.action || "").startsWith("edit ") ? candById.get(n.action.slice(5)) : null);
     const chosenPath = new Set();
     for (const n of nodes.values()) {
       const c = candOf(n);
@@ -189,6 +189,11 @@
         (n.terminal ? " · terminal" : "") + ` · tokens ${fmtN((n.usage || {}).input_tokens + (n.usage || {}).output_tokens)}`));
       if (!c) { parts.push(h("p", { cls: "muted" }, n.action ? n.action : "the starting point (no edit)")); return parts; }
       const v = c.verification || {};
+      const chain = [];  // a best-of-N rollout: its attempts, each built on the one before
+      for (let p = candById.get(c.parent_id); p && chain.length < 50; p = candById.get(p.parent_id)) chain.unshift(p.candidate_id);
+      const parentCand = candOf(nodes.get(n.parent) || {});
+      if (chain.length && !(parentCand && chain[chain.length - 1] === parentCand.candidate_id))
+        parts.push(h("div", { cls: "muted" }, "built on " + chain.join(" → ")));
       parts.push(h("div", {}, "candidate ", h("b", {}, c.candidate_id), " · ", c.status, " · verification ",
         passMark(v.passed), ` score ${(+v.score || 0).toFixed(3)} (${v.kind || ""})`,
         c.candidate_id === chosen ? h("b", { cls: "ok" }, ` · chosen (by ${chosenBy})`) : null));
