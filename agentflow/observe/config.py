@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import field_validator
+
 from agentflow.config import StrictConfig
 
 
@@ -16,3 +18,11 @@ class TraceConfig(StrictConfig):
     turned on by `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`)."""
     service_name: str = "agentflow"
     """`service.name` of the exported spans (`OTEL_SERVICE_NAME` wins when set)."""
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL; give the collector's OTLP/HTTP base URL, "
+                             "e.g. http://127.0.0.1:4318")
+        return value

@@ -94,3 +94,28 @@ def test_without_endpoint_or_provider_nothing_is_attached(monkeypatch) -> None:
         monkeypatch.delenv(key, raising=False)
     events = EventLog(None)
     assert instrument(events) is None and events.sinks == [] and events.capture_content is False
+
+
+def test_an_endpoint_without_the_otel_extra_is_a_user_error(monkeypatch) -> None:
+    import sys
+
+    import pytest
+
+    from agentflow.errors import UserError
+    from agentflow.observe import TraceConfig
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)  # not installed
+    with pytest.raises(UserError, match=r"agentflow\[otel\]"):
+        instrument(EventLog(None), TraceConfig(endpoint="http://127.0.0.1:4318"))
+
+
+def test_a_malformed_endpoint_is_a_one_line_cli_error(tmp_path: Path, capsys) -> None:
+    from agentflow.cli.main import run
+
+    approval = Path(__file__).resolve().parents[1] / "graph" / "approval.yaml"
+    code = run(["run", str(approval), "-o", str(tmp_path), "-c", "trace.endpoint=localhost:4318",
+                "--input", '{"topic": "x"}'])
+    err = capsys.readouterr().err
+    assert code == 2 and "http(s) URL" in err and "Traceback" not in err
+    assert not list(tmp_path.glob("*/events.jsonl"))  # refused before the run started
+
