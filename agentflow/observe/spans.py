@@ -9,14 +9,19 @@ that carries a duration (`model.call`, `tool.call`, `sandbox.exec`, `repair.atte
 at the event's time. Its parent is found from the event itself (a search-tree node for a candidate id, an open
 agent / graph node / repair of the same `node_id`, the repair of its `instance_id`), so a replay nests these
 exactly as the live run did. Only an event that names nothing (a workflow's `sandbox.exec`) is placed by the
-span current in the emitting task: live, the translator keeps it in a context variable that each asyncio task
+scope current in the emitting task: live, the translator notes it in a context variable that each asyncio task
 and thread sees on its own, so concurrent branches nest as they ran; replayed, the last one opened. Other
 events become span events on their parent.
+
+Cost. A sink call only notes the event and its task's scope; the spans are made in batches (256 events, or a
+second after the last batch, and at `close()`), where the SDK's code runs several times faster per span than
+interleaved with the run's own work (`benchmarks/orchestration.py`: `otel_ratio`).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -28,6 +33,12 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from agentflow.events import Event
 
 _TEXT_CAP = 4000  # characters of one attribute value (a patch, a command, a message list)
+_BATCH = 256  # events translated together: the SDK's span code runs cache-hot, several times faster per span
+_BATCH_S = 1.0  # ... or after this long since the last batch, so a slow run's spans are not held back
+# the events that open / close a scope in the emitting task, and the key of the span they open / close
+_OPENS = {"run.start": "run", "run.resume": "run", "node.start": "node", "agent.start": "agent",
+          "repair.start": "repair"}
+_CLOSES = {"run.end": "run", "node.end": "node", "agent.end": "agent", "repair.end": "repair"}
 _SCALARS = (str, bool, int, float)
 
 
@@ -40,6 +51,19 @@ class _Open:
     children: dict[int, _Open] = field(default_factory=dict)  # the open ones (an ended span is let go)
     tokens: list[int] = field(default_factory=lambda: [0, 0])  # input, output of the model calls inside
     step_ns: int = 0  # where a repair's next step span starts (its previous step's end)
+
+
+class _Scope:
+    """What was current in the emitting task when an event was written (its span is made later, in a batch)."""
+
+    __slots__ = ("key", "parent", "record")
+
+    def __init__(self, key: tuple[str, str], parent: _Scope | None) -> None:
+        self.key, self.parent, self.record = key, parent, None  # record: set when its start event is translated
+
+
+def _scope_key(kind: str, event: Event) -> tuple[str, str]:
+    return (kind, "" if kind == "run" else event.node_id or "")
 
 
 def _ns(ts: float) -> int:
@@ -90,7 +114,11 @@ class SpanTranslator:
         self._open: dict[tuple[str, str], _Open] = {}
         self._cand_node: dict[str, _Open] = {}  # candidate id -> the search node it created (or the root)
         self._cand_parent: dict[str, str] = {}  # candidate id -> the candidate it was built on
-        self._current: ContextVar[_Open | None] = ContextVar(f"agentflow_span_{id(self)}", default=None)
+        self._scope: ContextVar[_Scope | None] = ContextVar(f"agentflow_scope_{id(self)}", default=None)
+        self._pending: list[tuple[Event, _Scope | None, _Scope | None]] = []
+        self._drained_at = time.monotonic()
+        self._ctx: _Scope | None = None  # the emitting task's scope of the event being translated
+        self._new: _Scope | None = None  # the scope that event opened
         self._last_ns = 0
         self._handlers = {
             "run.start": self._run_start, "run.resume": self._run_start, "run.end": self._run_end,
@@ -107,11 +135,31 @@ class SpanTranslator:
     # ------------------------------------------------------------------------------------------- plumbing
 
     def __call__(self, event: Event) -> None:
-        self._last_ns = max(self._last_ns, _ns(event.ts))
-        self._handlers.get(event.kind, self._point)(event)
+        """Note the emitting task's scope now (cheap); translate in batches."""
+        scope = self._scope.get()
+        opened = None
+        if event.kind in _OPENS:
+            opened = _Scope(_scope_key(_OPENS[event.kind], event), scope)
+            self._scope.set(opened)
+        elif event.kind in _CLOSES and scope is not None and scope.key == _scope_key(_CLOSES[event.kind], event):
+            self._scope.set(scope.parent)
+        self._pending.append((event, scope, opened))
+        if len(self._pending) >= _BATCH or time.monotonic() - self._drained_at >= _BATCH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Translate the events noted so far."""
+        pending, self._pending = self._pending, []
+        for event, scope, opened in pending:
+            self._ctx, self._new = scope, opened
+            self._last_ns = max(self._last_ns, _ns(event.ts))
+            self._handlers.get(event.kind, self._point)(event)
+        self._ctx = self._new = None
+        self._drained_at = time.monotonic()
 
     def close(self) -> None:
         """End every span still open (a crashed or interrupted run) at the last event's time."""
+        self.flush()
         for record in reversed(list(self._open.values())):
             self._end(record, self._last_ns)
         if self.on_close is not None:
@@ -125,8 +173,8 @@ class SpanTranslator:
         if parent is not None:
             parent.children[id(record)] = record
         self._open[key] = record
-        if current:
-            self._current.set(record)
+        if current and self._new is not None and self._new.key == key:
+            self._new.record = record
         return record
 
     def _end(self, record: _Open, end_ns: int) -> None:
@@ -135,9 +183,6 @@ class SpanTranslator:
         if record.parent is not None:
             record.parent.children.pop(id(record), None)
         record.span.end(end_time=max(end_ns, record.last_ns))
-        if self._current.get() is record:
-            self._current.set(record.parent if record.parent is not None and record.parent.key in self._open
-                              else None)
 
     def _leaf(self, name: str, parent: _Open | None, event: Event, duration_s: float | None,
               attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, error: str | None = None) -> None:
@@ -155,6 +200,16 @@ class SpanTranslator:
     def _live(self, record: _Open | None) -> _Open | None:
         return record if record is not None and self._open.get(record.key) is record else None
 
+    def _cur(self) -> _Open | None:
+        """The innermost still-open span of the emitting task's scope."""
+        scope = self._ctx
+        while scope is not None:
+            found = self._live(scope.record)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
     def _parent(self, event: Event, start_ns: int | None = None) -> _Open | None:
         """The span an event belongs to: its search node, its agent / node / repair, the current one, the run."""
         if event.parent_id is not None:
@@ -169,7 +224,7 @@ class SpanTranslator:
                 found = self._open.get((scope, event.node_id))
                 if found is not None:
                     return found
-        current = self._live(self._current.get())
+        current = self._cur()
         repair = self._open.get(("repair", str(event.data.get("instance_id") or "")))
         if repair is not None:  # the task's current span if it is inside this repair (live), else the repair
             span = current
@@ -232,7 +287,7 @@ class SpanTranslator:
 
     def _node_start(self, event: Event) -> None:
         name = event.node_id or "?"
-        parent = self._open.get(("run", "")) or self._live(self._current.get())  # graph nodes are the run's
+        parent = self._open.get(("run", "")) or self._cur()  # graph nodes are the run's
         self._start(("node", name), f"node {name}", parent, _ns(event.ts), {"agentflow.node": name})
 
     def _node_end(self, event: Event) -> None:
@@ -245,7 +300,7 @@ class SpanTranslator:
 
     def _agent_start(self, event: Event) -> None:
         name = event.node_id or "agent"
-        parent = self._open.get(("node", name)) or self._live(self._current.get()) or self._open.get(("run", ""))
+        parent = self._open.get(("node", name)) or self._cur() or self._open.get(("run", ""))
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
                  **_flat("agentflow.agent", event.data)}
         self._start(("agent", name), f"invoke_agent {name}", parent, _ns(event.ts), attrs)
@@ -267,7 +322,7 @@ class SpanTranslator:
 
     def _repair_start(self, event: Event) -> None:
         iid = event.node_id or ""
-        parent = self._live(self._current.get()) or self._open.get(("run", ""))
+        parent = self._cur() or self._open.get(("run", ""))
         attrs = {"agentflow.instance_id": iid, **_flat("agentflow.repair", event.data, skip=("instance_id",))}
         self._start(("repair", iid), f"repair {iid}", parent, _ns(event.ts), attrs)
 
@@ -299,7 +354,7 @@ class SpanTranslator:
         """The search span of an instance; opened by whichever comes first, `search.start` or its root node."""
         record = self._open.get(("search", iid))
         if record is None:
-            parent = self._open.get(("repair", iid)) or self._live(self._current.get()) or self._open.get(("run", ""))
+            parent = self._open.get(("repair", iid)) or self._cur() or self._open.get(("run", ""))
             # not made current: the search's own tasks find their nodes by id; the repair's later steps stay its own
             record = self._start(("search", iid), "search", parent, start_ns, {}, current=False)
         return record
