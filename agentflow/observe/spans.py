@@ -59,7 +59,9 @@ class _Scope:
     __slots__ = ("key", "parent", "record")
 
     def __init__(self, key: tuple[str, str], parent: _Scope | None) -> None:
-        self.key, self.parent, self.record = key, parent, None  # record: set when its start event is translated
+        self.key = key
+        self.parent = parent
+        self.record: _Open | None = None  # set when its start event is translated
 
 
 def _scope_key(kind: str, event: Event) -> tuple[str, str]:
