@@ -60,7 +60,9 @@ def _app_provider() -> Any:
 
 def instrument(events: EventLog, config: TraceConfig | None = None, *, provider: Any = None) -> Any:
     """Make `events` the source of this run's trace: returns the `SpanTranslator` sink, or None when nothing is
-    traced. `provider` (an SDK TracerProvider, e.g. with an in-memory exporter) beats the configuration."""
+    traced. `provider` (an SDK TracerProvider, e.g. with an in-memory exporter) beats the configuration.
+    Spans are made in batches: they are all out once `events.close()` has returned (it flushes and, for the
+    exporter made here, shuts the provider down)."""
     config = config or TraceConfig()
     content = capture_content(config)
     events.capture_content = content
