@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from agentflow.events import Event
 
 _TEXT_CAP = 4000  # characters of one attribute value (a patch, a command, a message list)
+_ROOT = Context()  # explicit parents only: a batch is made in whichever task wrote its last event
 _BATCH = 256  # events translated together: the SDK's span code runs cache-hot, several times faster per span
 _BATCH_S = 1.0  # ... or after this long since the last batch, so a slow run's spans are not held back
 # the events that open / close a scope in the emitting task, and the key of the span they open / close
@@ -169,7 +171,7 @@ class SpanTranslator:
 
     def _start(self, key: tuple[str, str], name: str, parent: _Open | None, start_ns: int,
                attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, *, current: bool = True) -> _Open:
-        context = trace.set_span_in_context(parent.span) if parent is not None else None
+        context = trace.set_span_in_context(parent.span, _ROOT) if parent is not None else _ROOT
         span = self.tracer.start_span(name, context=context, kind=kind, attributes=attributes, start_time=start_ns)
         record = _Open(span, parent, key, start_ns, step_ns=start_ns)
         if parent is not None:
@@ -193,7 +195,7 @@ class SpanTranslator:
         start = end - int(max(duration_s or 0.0, 0.0) * 1_000_000_000)
         if parent is not None:
             parent.last_ns = max(parent.last_ns, end)
-        context = trace.set_span_in_context(parent.span) if parent is not None else None
+        context = trace.set_span_in_context(parent.span, _ROOT) if parent is not None else _ROOT
         span = self.tracer.start_span(name, context=context, kind=kind, attributes=attributes, start_time=start)
         if error:
             span.set_status(Status(StatusCode.ERROR, error[:500]))
@@ -276,7 +278,7 @@ class SpanTranslator:
         d = event.data
         name = f"workflow {d['workflow']}" if d.get("workflow") else f"agentflow {d.get('strategy') or 'run'}"
         attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", d)}
-        self._start(("run", ""), name, None, _ns(event.ts), attrs)  # a root (or a child of the caller's span)
+        self._start(("run", ""), name, None, _ns(event.ts), attrs)  # a root
 
     def _run_end(self, event: Event) -> None:
         record = self._open.get(("run", ""))
@@ -345,7 +347,7 @@ class SpanTranslator:
         if record is None:
             return self._point(event)
         end = _ns(event.ts)
-        span = self.tracer.start_span(event.kind, context=trace.set_span_in_context(record.span),
+        span = self.tracer.start_span(event.kind, context=trace.set_span_in_context(record.span, _ROOT),
                                       attributes=_flat("agentflow", event.data, skip=("instance_id",)),
                                       start_time=record.step_ns)
         span.end(end_time=end)
