@@ -154,3 +154,14 @@ def test_serve_answers_on_loopback_with_the_page_only(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) in (0, 130)
+
+
+def test_a_workflow_run_whose_workflow_is_gone_still_opens(browser: Any, tmp_path: Path) -> None:
+    run_dir = tmp_path / "wf-1"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text(json.dumps({"run_id": "wf-1", "thread_id": "t", "workflow": "/gone.yaml"}))
+    (run_dir / "events.jsonl").write_text(json.dumps({"ts": 1.0, "run_id": "wf-1", "kind": "run.start",
+                                                      "data": {"workflow": "gone"}}) + "\n{torn")
+    open_view(browser, run_dir)
+    assert "no node ran" in browser.find_element("css selector", "main").text
+    assert console_errors(browser) == []

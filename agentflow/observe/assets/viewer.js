@@ -296,10 +296,11 @@
     if (last && last.data.status === "interrupted") for (const n of last.data.next || []) state.set(n, Object.assign(state.get(n) || { runs: 0 }, { s: "paused" }));
     if (last && last.data.status === "error") for (const [n, st] of state) if (st.s === "running") st.s = "error";
     const names = g ? g.nodes.map((n) => n.name) : [...state.keys()];
+    if (!names.length) return h("p", { cls: "muted" }, "no graph: the workflow could not be loaded and no node ran");
     const edges = g ? g.edges : names.slice(1).map((n, i) => [names[i], n, ""]);
     // layers by longest path from the start over the edges (cycles cut at back edges)
     const layer = new Map([["__start__", 0]]);
-    const first = g && g.start ? g.start : names[0];
+    const first = (g && g.start) || names[0];
     const adj = new Map();
     for (const [a, b] of [["__start__", first, ""], ...edges]) { if (!adj.has(a)) adj.set(a, []); adj.get(a).push(b); }
     const queue = ["__start__"], seen = new Set(["__start__"]);
