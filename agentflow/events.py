@@ -10,7 +10,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -38,13 +38,23 @@ class Event(BaseModel):
     """Event payload; secrets are redacted before writing."""
 
 
+EventSink = Callable[[Event], None]
+"""Sees every event right after it is written (e.g. `agentflow.observe.SpanTranslator`); a sink with a `close()`
+method is closed with the log."""
+
+
 class EventLog:
-    """Append-only JSONL event file (or an in-memory list when `path` is None). Thread-safe."""
+    """Append-only JSONL event file (or an in-memory list when `path` is None). Thread-safe.
+
+    `sinks` see each written event in write order, under the log's lock, so whatever they derive (trace spans)
+    follows the file exactly. `capture_content` asks the writers to include message contents (opt-in)."""
 
     def __init__(self, path: str | Path | None = None, run_id: str = "") -> None:
         self.path = Path(path) if path is not None else None
         self.run_id = run_id
         self.events: list[Event] = []
+        self.sinks: list[EventSink] = []
+        self.capture_content = False
         self._lock = threading.Lock()
         self._fh = None
         if self.path is not None:
@@ -64,6 +74,8 @@ class EventLog:
             if self._fh is not None:
                 self._fh.write(line + "\n")
                 self._fh.flush()
+            for sink in self.sinks:
+                sink(event)
 
     def fsync(self) -> None:
         with self._lock:
@@ -76,6 +88,11 @@ class EventLog:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+            sinks, self.sinks = self.sinks, []
+        for sink in sinks:
+            close = getattr(sink, "close", None)
+            if close is not None:
+                close()
 
     def __enter__(self) -> Self:
         return self

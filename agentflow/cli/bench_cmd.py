@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
+from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json, print_view_hint
 from agentflow.cli.repair_options import (
     BUDGET_OPTION,
     CRITIC_MODEL_OPTION,
@@ -188,3 +188,4 @@ def register(app: typer.Typer) -> None:
                 + ", ".join(f"{k} {v}" for k, v in sorted(short["statuses"].items()))
             )
             typer.echo(f"run: {out_dir}  (preds.jsonl, report.json, candidates.jsonl, events.jsonl)")
+        print_view_hint(out_dir)

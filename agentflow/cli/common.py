@@ -59,3 +59,10 @@ def run_dir(root: str | Path, run_id: str) -> Path:
     path = Path(root) / run_id
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def print_view_hint(run_dir: Path) -> None:
+    """The command that shows a finished run in the browser (on stderr: stdout may be --json)."""
+    import shlex
+
+    typer.echo(f"see it: agentflow view {shlex.quote(str(run_dir))}", err=True)

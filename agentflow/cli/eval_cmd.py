@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
+from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json, print_view_hint
 
 
 def register(app: typer.Typer) -> None:
@@ -62,3 +62,4 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo(format_summary(summary))
             typer.echo(f"report: {out_dir / 'report.json'}")
+        print_view_hint(out_dir)

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
+from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json, print_view_hint
 from agentflow.cli.repair_options import (
     BUDGET_OPTION,
     CRITIC_MODEL_OPTION,
@@ -182,6 +182,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(describe(outcome, out_dir))
             if apply:
                 typer.echo(f"applied to {inputs.repo} with {applied.command}:\n{applied.diffstat}" if applied else "nothing to apply")
+        print_view_hint(out_dir)
         if outcome.status != "submitted":
             raise typer.Exit(1)
 

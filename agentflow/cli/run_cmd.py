@@ -11,10 +11,18 @@ from typing import Any, Literal
 import typer
 from pydantic import Field
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, is_tty, new_run_id, parse_json_input
+from agentflow.cli.common import (
+    CONFIG_OPTION,
+    JSON_OPTION,
+    is_tty,
+    new_run_id,
+    parse_json_input,
+    print_view_hint,
+)
 from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError
+from agentflow.observe.config import TraceConfig
 
 OUTPUT_OPTION = typer.Option(Path("runs"), "-o", "--output", help="Folder that holds run directories.")
 
@@ -32,6 +40,8 @@ class RunConfig(StrictConfig):
     """When checkpoints are written: before the next step starts (sync), alongside it (async), at the end (exit)."""
     tools: list[str] = Field(default_factory=list)
     """Extra tool packs for tool nodes and ctx.call_tool (added to the workflow's tools:)."""
+    trace: TraceConfig = Field(default_factory=TraceConfig)
+    """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
 
 
 def check_model_spec(spec: str) -> str:
@@ -289,6 +299,7 @@ def _report(
             typer.echo(f"applied to the workspace with {applied.command}:\n{applied.diffstat}")
         if result.status == "done":
             typer.echo(f"run {run_id} done (thread {result.thread_id}) in {rdir}")
+    print_view_hint(rdir)
     if result.status == "failed":
         err = result.errors[result.failed_node]
         typer.echo(
@@ -340,6 +351,9 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs)
     ledger = RunLedger(rdir)
     events = EventLog(rdir / "events.jsonl", run_id=run_id)
+    from agentflow.observe import instrument
+
+    instrument(events, cfg.trace)
     ctx = RunContext(events=events, tools=_load_tools(cfg.tools), model=opts.model or spec.model,
                      budget=ledger.budget(opts.limits))
     served = None

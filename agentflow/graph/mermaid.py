@@ -63,3 +63,25 @@ def _search_box(name: str, node: object) -> list[str]:
             out.append(f"        {prefix}{_id(a)} --> {prefix}{_id(b)}")
     out.append("    end")
     return out
+
+
+def outline(spec: WorkflowSpec) -> dict[str, object]:
+    """Nodes and labelled edges as plain data (the run viewer draws them): `{start, nodes, edges}`."""
+    def ref(name: str) -> str:
+        return "__end__" if is_end(name) else name
+
+    edges: list[tuple[str, str, str]] = [(ref(a), ref(b), "") for a, b in spec.edges]
+    for r in spec.routes:
+        on = r.on if isinstance(r.on, str) else getattr(r.on, "__name__", "route")
+        edges += [(ref(r.source), ref(t), cond) for cond, t in r.when.items()]
+        edges += [(ref(r.source), ref(t), f"{on}={case}") for case, t in r.cases.items()]
+        if r.default:
+            edges.append((ref(r.source), ref(r.default), "default"))
+    for p in spec.parallel:
+        for b in p.branches:
+            edges += [(ref(p.source), ref(b), "parallel"), (ref(b), ref(p.join), "")]
+    return {
+        "start": spec.first_node(),
+        "nodes": [{"name": name, "kind": node.kind()} for name, node in spec.nodes.items()],
+        "edges": [list(e) for e in edges],
+    }

@@ -195,7 +195,7 @@ class WorkflowRunner:
         self._check_edit(edit)
         await self._ensure_sandbox()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
-        self.context.emit("run.resume", thread_id=thread_id, approve=approve, edit=bool(edit))
+        self.context.emit("run.resume", workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit))
         if pending:
             if edit is not None:
                 command: Any = Command(resume={"action": "edit", "updates": dict(edit)})

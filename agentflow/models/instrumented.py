@@ -72,6 +72,9 @@ class InstrumentedModel:
                 "cached": response.cached,
                 "finish_reasons": [c.finish_reason for c in response.choices],
             }
+            if getattr(self.events, "capture_content", False):  # opt-in: prompts and replies may be sensitive
+                data["messages"] = [_message(m) for m in request.messages]
+                data["output"] = [_message(c.message) for c in response.choices]
             self.events.emit("model.call", node_id=self.node_id, parent_id=self.parent_id, **data)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -89,3 +92,8 @@ class InstrumentedModel:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _message(message: Any) -> dict[str, Any]:
+    """A message as event data: role, text and tool calls, without empty fields."""
+    return message.model_dump(mode="json", exclude_none=True, exclude_defaults=True) | {"role": message.role}

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from agentflow.config import StrictConfig, apply_overrides, validate_config
 from agentflow.models.base import ChatModel
+from agentflow.observe.config import TraceConfig
 from agentflow.sandbox.config import SandboxConfig
 
 Strategy = Literal["single", "best-of-n", "mcts"]
@@ -160,6 +161,8 @@ class RepairConfig(StrictConfig):
     """Sandbox backend (auto: docker when the engine answers)."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Settings of each task's sandbox."""
+    trace: TraceConfig = Field(default_factory=TraceConfig)
+    """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Spend limit per task (models with known prices)."""
     step_limit: int | None = Field(default=None, ge=1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -222,6 +223,7 @@ class RepairPolicy:
         d: dict[str, Any] = action.data
         parent_patch = state.data["patch"]
         async with self.bench.lock:
+            started = time.monotonic()  # after the lock: the attempt's own time, for its trace span
             await self.bench.restore(parent_patch)
             for path, content in d["files"].items():
                 await self.bench.sandbox.write_file(path, content)
@@ -247,7 +249,7 @@ class RepairPolicy:
         ))
         self.events.emit("repair.attempt", node_id=d["candidate_id"], parent_id=state.data["candidate_id"],
                          instance_id=self.iid, value=verification.score, passed=verification.passed,
-                         dropped_test_files=dropped)
+                         dropped_test_files=dropped, duration_s=round(time.monotonic() - started, 4))
         if verification.passed:
             self.solved = True
         done = bool(verification.passed) or state.depth + 1 >= self.cfg.max_attempts

@@ -22,6 +22,7 @@ from typing import Any
 from agentflow.config import dump_yaml
 from agentflow.errors import UserError
 from agentflow.events import EventLog
+from agentflow.observe import instrument
 from agentflow.paths import path_component
 from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
@@ -213,6 +214,7 @@ async def run_batch(
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
     with EventLog(out / "events.jsonl", run_id=out.name) as events:
+        instrument(events, cfg.trace)
         events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy)
 
         async def one(task: SWETask) -> None:

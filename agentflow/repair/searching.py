@@ -19,6 +19,7 @@ class TaskEvents(EventLog):
     def __init__(self, inner: EventLog, instance_id: str) -> None:
         super().__init__(None, run_id=inner.run_id)
         self.inner, self.instance_id = inner, instance_id
+        self.capture_content = inner.capture_content
 
     def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Any:
         prefix = f"{self.instance_id}/"

@@ -118,7 +118,7 @@ async def repair_task(
         try:
             from agentflow.sandbox import open_sandbox
 
-            sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox, events=events)
+            sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox, events=TaskEvents(events, iid))
             sandbox = await sandbox_cm.__aenter__()
             outcome.sandbox_backend = sandbox.info().backend
         except (AgentflowError, OSError) as exc:

@@ -90,6 +90,9 @@ class SearchTree:
         if self.events is not None:
             data = node.record().event_data()
             data["strategy"] = self.strategy
+            ref = node.state.data.get("candidate_id") if isinstance(node.state.data, dict) else None
+            if isinstance(ref, str):  # what the node's state came from (a repair's candidate), for viewers
+                data["candidate_id"] = ref
             if final:
                 data["final"] = True
             self.events.emit("search.node", node_id=node.id, parent_id=node.parent.id if node.parent else None,

@@ -1,0 +1,404 @@
+// agentflow run viewer: everything is derived here from the run's own files (embedded as JSON above).
+// All run content is inserted as text (textContent), never as HTML: patches and model output are untrusted.
+"use strict";
+(function () {
+  const D = JSON.parse(document.getElementById("run-data").textContent);
+  const $main = document.getElementById("main");
+  const $detail = document.getElementById("detail");
+
+  // ------------------------------------------------------------------------------------------------ helpers
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "on") for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
+      else if (k === "cls") el.className = v;
+      else el.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const kid of kids.flat(Infinity)) {
+      if (kid === null || kid === undefined || kid === false) continue;
+      el.appendChild(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    }
+    return el;
+  }
+  const fmtS = (s) => (s === null || s === undefined || isNaN(s)) ? "" :
+    s < 1 ? (s * 1000).toFixed(0) + " ms" : s < 120 ? s.toFixed(1) + " s" : (s / 60).toFixed(1) + " min";
+  const fmtN = (n) => (n || 0).toLocaleString("en-US");
+  const fmtUsd = (u) => u ? "$" + u.toFixed(4) : "";
+  const json = (v) => JSON.stringify(v, null, 2);
+  function pre(text, diff) {
+    const el = h("pre", {});
+    if (!diff) { el.textContent = text; return el; }
+    for (const line of String(text).split("\n")) {
+      const cls = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" :
+        line.startsWith("-") && !line.startsWith("---") ? "del" : null;
+      el.appendChild(h("span", { cls }, line + "\n"));
+    }
+    return el;
+  }
+  function pill(text, kind) { return h("span", { cls: "pill " + (kind || "") }, text); }
+  function passMark(p) { return p === true ? pill("pass", "ok") : p === false ? pill("fail", "bad") : pill("–"); }
+
+  // ------------------------------------------------------------------------------------------------ events
+  const E = D.events.map(([ts, kind, node, parent, data], i) => ({ i, ts, kind, node, parent, data: data || {} }));
+  const t0 = E.length ? E[0].ts : 0;
+  const tEnd = E.length ? E[E.length - 1].ts : 0;
+  const instanceIds = new Set(Object.keys((D.report && D.report.instances) || {}));
+  for (const e of E) if (e.kind === "repair.start" && e.node) instanceIds.add(e.node);
+  for (const id of Object.keys(D.preds)) instanceIds.add(id);
+  function instOf(e) {
+    if (e.data.instance_id) return e.data.instance_id;
+    const id = e.node || e.parent;
+    if (!id) return null;
+    const head = id.split("/")[0];
+    return instanceIds.has(head) ? head : null;
+  }
+  const byInst = new Map();
+  for (const e of E) {
+    const iid = instOf(e);
+    if (iid === null) continue;
+    if (!byInst.has(iid)) byInst.set(iid, []);
+    byInst.get(iid).push(e);
+  }
+
+  // Spans: start/end pairs and the leaf events that carry a duration (the same rules as the trace export).
+  const PAIRS = { run: "run", node: "node", agent: "agent", repair: "repair", search: "search" };
+  function spansOf(events) {
+    const open = new Map(), out = [];
+    for (const e of events) {
+      const [scope, phase] = e.kind.split(".");
+      if (PAIRS[scope] && (phase === "start" || phase === "resume")) {
+        const key = scope + ":" + (scope === "search" ? (e.data.instance_id || "") : (e.node || ""));
+        const span = { kind: scope, label: scope === "run" ? (e.data.workflow || D.kind) + " run" :
+          scope === "search" ? "search " + (e.data.strategy || "") : scope + " " + (e.node || ""),
+          start: e.ts, end: null, ev: e, depth: { run: 0, repair: 1, node: 1, agent: 2, search: 2 }[scope] };
+        open.set(key, span); out.push(span);
+      } else if (PAIRS[scope] && phase === "end") {
+        const key = scope + ":" + (scope === "search" ? (e.data.instance_id || "") : (e.node || ""));
+        const span = open.get(key);
+        if (span) { span.end = e.ts; span.endEv = e; open.delete(key);
+          if (e.data.error || e.data.status === "error") span.error = true; }
+      } else {
+        const dur = e.kind === "model.call" ? e.data.latency_s : e.data.duration_s;
+        const kind = { "model.call": "model", "tool.call": "tool", "sandbox.exec": "sandbox", "repair.attempt": "attempt" }[e.kind];
+        if (!kind) continue;
+        const label = kind === "model" ? "chat " + (e.data.model || e.data.spec || "") :
+          kind === "tool" ? "tool " + (e.data.name || "") : kind === "sandbox" ? "$ " + (e.data.command || "") :
+          "apply " + (e.node || "");
+        out.push({ kind, label, start: e.ts - (dur || 0), end: e.ts, ev: e, depth: 3,
+          error: kind === "tool" ? e.data.ok === false : false,
+          tokens: e.data.usage ? (e.data.usage.input_tokens || 0) + (e.data.usage.output_tokens || 0) : 0 });
+      }
+    }
+    for (const span of open.values()) span.end = events.length ? events[events.length - 1].ts : span.start;
+    return out.sort((a, b) => a.start - b.start || a.depth - b.depth);
+  }
+
+  function usageOf(events) {
+    const u = { calls: 0, input: 0, output: 0, usd: 0, tools: 0, execs: 0, exceeded: [] };
+    for (const e of events) {
+      if (e.kind === "model.call") {
+        const x = e.data.usage || {};
+        u.calls += 1; u.input += x.input_tokens || 0; u.output += x.output_tokens || 0; u.usd += x.cost_usd || 0;
+      } else if (e.kind === "tool.call") u.tools += 1;
+      else if (e.kind === "sandbox.exec") u.execs += 1;
+      else if (e.kind === "budget.exceeded") u.exceeded.push(e);
+    }
+    return u;
+  }
+
+  // --------------------------------------------------------------------------------------------- detail pane
+  function showDetail(title, ...content) {
+    $detail.replaceChildren(h("button", { cls: "close", title: "close", on: { click: hideDetail } }, "×"),
+      h("h2", {}, title), ...[content].flat(Infinity).filter(Boolean));
+    $detail.hidden = false;
+    document.body.classList.add("with-detail");
+  }
+  function hideDetail() { $detail.hidden = true; document.body.classList.remove("with-detail"); }
+  function messagesView(messages) {
+    return messages.map((m) => h("div", { cls: "msg" }, h("div", { cls: "role" }, m.role + (m.name ? " " + m.name : "")),
+      m.content ? pre(m.content) : null,
+      (m.tool_calls || []).map((c) => h("div", {}, "→ " + c.name, pre(json(c.arguments))))));
+  }
+  function eventDetail(span) {
+    const e = span.ev, d = e.data, parts = [];
+    parts.push(h("p", { cls: "muted" }, `${e.kind} · node ${e.node || "–"} · at +${fmtS(e.ts - t0)}` +
+      (span.end !== null ? ` · ${fmtS(span.end - span.start)}` : "")));
+    if (e.kind === "model.call") {
+      const u = d.usage || {};
+      parts.push(h("p", {}, `model ${d.model || ""} (${d.spec || ""}) · tokens in ${fmtN(u.input_tokens)} / out ` +
+        `${fmtN(u.output_tokens)} · finish ${(d.finish_reasons || []).join(", ")}${d.cached ? " · cached" : ""}`));
+      if (d.messages) parts.push(h("h3", {}, "messages"), messagesView(d.messages), h("h3", {}, "reply"),
+        messagesView(d.output || []));
+      else parts.push(h("p", { cls: "muted" }, "message contents are not recorded (opt in with -c trace.content=true)"));
+    } else if (e.kind === "tool.call") {
+      parts.push(h("h3", {}, "arguments"), pre(json(d.args || {})), h("h3", {}, d.ok === false ? "error" : "result"),
+        pre(d.text || d.error || ""));
+    }
+    parts.push(h("h3", {}, "event"), pre(json(d)));
+    if (span.endEv) parts.push(h("h3", {}, "end"), pre(json(span.endEv.data)));
+    showDetail(span.label, parts);
+  }
+
+  // ------------------------------------------------------------------------------------------------- timeline
+  function timeline(events, limit) {
+    const spans = spansOf(events);
+    if (!spans.length) return h("p", { cls: "muted" }, "no timed events");
+    let lo = Infinity, hi = -Infinity;  // a loop: spreading thousands of values into Math.min can overflow
+    for (const s of spans) { lo = Math.min(lo, s.start); hi = Math.max(hi, s.end); }
+    const width = Math.max(hi - lo, 1e-6);
+    const max = limit || 2000;
+    const rows = spans.slice(0, max).map((s) => {
+      const left = (100 * (s.start - lo)) / width, w = (100 * (s.end - s.start)) / width;
+      const row = h("div", { cls: "tl-row", "data-kind": s.kind, on: { click: () => {
+        for (const r of row.parentNode.querySelectorAll(".sel")) r.classList.remove("sel");
+        row.classList.add("sel"); eventDetail(s); } } },
+        h("div", { cls: "tl-label", style: `padding-left:${6 + 12 * s.depth}px`, title: s.label }, s.label),
+        h("div", { cls: "tl-track" }, h("div", { cls: "tl-bar " + s.kind + (s.error ? " error" : ""),
+          style: `left:${left.toFixed(3)}%;width:${w.toFixed(3)}%` })),
+        h("div", { cls: "tl-meta" }, fmtS(s.end - s.start) + (s.tokens ? ` · ${fmtN(s.tokens)} tok` : "")));
+      return row;
+    });
+    const more = spans.length > max ? h("p", { cls: "muted" }, `${spans.length - max} more spans not shown`) : null;
+    return h("div", {}, h("div", { cls: "tl", id: "timeline" }, rows), more);
+  }
+
+  // ----------------------------------------------------------------------------------------------- search tree
+  const candById = new Map(D.candidates.map((c) => [c.candidate_id, c]));
+  function searchTree(iid, events) {
+    const nodes = new Map();
+    for (const e of events) if (e.kind === "search.node" && e.node) nodes.set(e.node, Object.assign({ id: e.node, parent: e.parent }, e.data));
+    if (!nodes.size) return h("p", { cls: "muted" }, "no search tree in this run");
+    const end = events.find((e) => e.kind === "repair.end") || {};
+    const chosen = end.data ? end.data.chosen : null, chosenBy = end.data ? end.data.chosen_by : null;
+    const kids = new Map();
+    for (const n of nodes.values()) {
+      const key = n.parent && nodes.has(n.parent) ? n.parent : "";
+      if (!kids.has(key)) kids.set(key, []);
+      kids.get(key).push(n);
+    }
+    const candOf = (n) => candById.get(n.candidate_id) || ((n.action || "").startsWith("edit ") ? candById.get(n.action.slice(5)) : null);
+    const chosenPath = new Set();
+    for (const n of nodes.values()) {
+      const c = candOf(n);
+      if (c && chosen && c.candidate_id === chosen) for (let p = n; p; p = nodes.get(p.parent)) chosenPath.add(p.id);
+    }
+    function nodeDetail(n) {
+      const c = candOf(n), parts = [];
+      parts.push(h("div", {}, `value ${(+n.value || 0).toFixed(3)} · visits ${n.visits} · depth ${n.depth}` +
+        (n.terminal ? " · terminal" : "") + ` · tokens ${fmtN((n.usage || {}).input_tokens + (n.usage || {}).output_tokens)}`));
+      if (!c) { parts.push(h("p", { cls: "muted" }, n.action ? n.action : "the starting point (no edit)")); return parts; }
+      const v = c.verification || {};
+      const chain = [];  // a best-of-N rollout: its attempts, each built on the one before
+      for (let p = candById.get(c.parent_id); p && chain.length < 50; p = candById.get(p.parent_id)) chain.unshift(p.candidate_id);
+      const parentCand = candOf(nodes.get(n.parent) || {});
+      if (chain.length && !(parentCand && chain[chain.length - 1] === parentCand.candidate_id))
+        parts.push(h("div", { cls: "muted" }, "built on " + chain.join(" → ")));
+      parts.push(h("div", {}, "candidate ", h("b", {}, c.candidate_id), " · ", c.status, " · verification ",
+        passMark(v.passed), ` score ${(+v.score || 0).toFixed(3)} (${v.kind || ""})`,
+        c.candidate_id === chosen ? h("b", { cls: "ok" }, ` · chosen (by ${chosenBy})`) : null));
+      parts.push(testsView(v.tests_status));
+      if (v.output) parts.push(h("h3", {}, "test output"), pre(v.output));
+      if ((c.edit_errors || []).length) parts.push(h("h3", {}, "edit errors"), pre(c.edit_errors.join("\n")));
+      parts.push(h("h3", {}, "patch"), h("div", { cls: "patch" }, pre(c.patch || "(empty)", true)));
+      return parts;
+    }
+    function render(n) {
+      const ch = kids.get(n.id) || [];
+      const c = candOf(n);
+      const isChosen = c && c.candidate_id === chosen;
+      const box = h("div", { cls: "snode" + (isChosen ? " chosen" : ""), "data-node-id": n.id });
+      const toggle = h("span", { cls: "toggle" }, ch.length ? "▸" : "·");
+      let kidsEl = null, detailEl = null;
+      const row = h("div", { cls: "srow", on: { click: () => {
+        if (detailEl) { detailEl.remove(); detailEl = null; } else { detailEl = h("div", { cls: "sdetail" }, nodeDetail(n)); row.after(detailEl); }
+        if (ch.length) {
+          if (kidsEl) { kidsEl.remove(); kidsEl = null; toggle.textContent = "▸"; } else {
+            kidsEl = h("div", { cls: "kids" }, ch.map(render)); box.appendChild(kidsEl); toggle.textContent = "▾"; }
+        }
+      } } }, toggle, h("b", {}, n.id.split("/").pop()), h("span", {}, n.action || "root"),
+      h("span", { cls: "vbar", title: "value" }, h("i", { style: `width:${Math.round(100 * Math.max(0, Math.min(1, +n.value || 0)))}%` })),
+      h("span", { cls: "muted" }, `v=${(+n.value || 0).toFixed(2)} n=${n.visits}`), passMark(n.passed),
+      isChosen ? pill("chosen", "ok") : chosenPath.has(n.id) ? pill("on chosen path") : null);
+      box.appendChild(row);
+      return box;
+    }
+    const roots = kids.get("") || [];
+    const why = chosen ? h("p", {}, "chosen: ", h("b", {}, chosen), ` by ${chosenBy || "?"}` +
+      (chosenBy === "tests" ? " (the best verification score)" : chosenBy === "vote" ? " (most candidates agree on the normalised patch)" :
+        chosenBy === "verifier" ? " (the verifier model judged it best)" : "")) : h("p", { cls: "muted" }, "no candidate chosen");
+    return h("div", {}, why, h("p", { cls: "muted" }, `${nodes.size} nodes; click a node to see its patch and test results and to expand its children`),
+      h("div", { cls: "tree", id: "search-tree" }, roots.map(render)));
+  }
+
+  function testsView(ts) {
+    return Object.entries(ts || {}).map(([group, r]) => h("div", { cls: "tests", "data-group": group },
+      h("h3", {}, `${group}: ${(r.success || []).length} pass, ${(r.failure || []).length} fail`),
+      (r.failure || []).map((t) => h("div", { cls: "bad" }, "✗ " + t)),
+      (r.success || []).map((t) => h("div", { cls: "ok" }, "✓ " + t))));
+  }
+
+  // -------------------------------------------------------------------------------------------- instance page
+  function instanceRow(iid) {
+    const r = ((D.report || {}).instances || {})[iid] || {};
+    const o = D.outcomes[iid] || {};
+    const evs = byInst.get(iid) || [];
+    const u = usageOf(evs);
+    const start = evs.find((e) => e.kind === "repair.start"), end = evs.find((e) => e.kind === "repair.end");
+    const graded = r.error ? "error" : r.resolved ? "resolved" : r.patch_successfully_applied === false ? "patch failed" : "unresolved";
+    return { iid, status: r.status || o.status || (end ? end.data.status : start ? "running" : D.kind === "eval" ? graded : "not run"),
+      resolved: r.resolved, usd: r.cost_usd || o.cost_usd || u.usd, calls: u.calls, tokens: u.input + u.output,
+      dur: start && end ? end.ts - start.ts : r.duration_s, chosenBy: o.chosen_by || (end ? end.data.chosen_by : null) };
+  }
+  function instancePage(iid) {
+    const evs = byInst.get(iid) || [];
+    const row = instanceRow(iid), o = D.outcomes[iid] || {};
+    const cands = D.candidates.filter((c) => c.instance_id === iid);
+    const u = usageOf(evs);
+    const out = [h("h2", {}, iid), h("div", { cls: "cards" },
+      card(row.status, "status"), card(row.resolved === true ? "yes" : row.resolved === false ? "no" : "–", "resolved"),
+      card(fmtN(u.calls), "model calls"), card(fmtN(u.input + u.output), "tokens"), card(fmtUsd(row.usd) || "–", "cost"),
+      card(fmtS(row.dur) || "–", "duration"), card(String(cands.length), "candidates"))];
+    if (o.error) out.push(h("p", { cls: "bad" }, o.error));
+    if (D.kind !== "eval") out.push(h("h2", {}, "Search tree"), searchTree(iid, evs));
+    if (cands.length) {
+      out.push(h("h2", {}, "Candidates"), table(["candidate", "parent", "status", "verified", "score"],
+        cands.map((c) => [c.candidate_id, c.parent_id || "", c.status, passMark((c.verification || {}).passed),
+          c.verification ? (+c.verification.score || 0).toFixed(3) : ""]), (i) => {
+          const c = cands[i];
+          showDetail(c.candidate_id, h("p", {}, c.status), pre(c.patch || "(no patch)", true),
+            c.answer ? [h("h3", {}, "model answer"), pre(c.answer)] : null);
+        }));
+    }
+    if (D.preds[iid]) out.push(h("h2", {}, D.kind === "eval" ? "Evaluated patch" : "Submitted patch"), pre(D.preds[iid], true));
+    const graded = ((D.report || {}).instances || {})[iid];
+    if (graded && graded.tests_status) out.push(h("h2", {}, "Graded with the task's tests"),
+      h("div", { id: "graded" }, graded.error ? h("p", { cls: "bad" }, graded.error) : null, testsView(graded.tests_status)));
+    if (D.logs[iid]) out.push(h("h2", {}, "Evaluation log"), pre(D.logs[iid]));
+    out.push(h("h2", {}, "Timeline"), timeline(evs));
+    return out;
+  }
+  function card(value, label) { return h("div", { cls: "card" }, h("b", {}, value), h("span", {}, label)); }
+  function table(head, rows, onClick) {
+    return h("table", {}, h("thead", {}, h("tr", {}, head.map((c) => h("th", {}, c)))),
+      h("tbody", {}, rows.map((r, i) => h("tr", { on: onClick ? { click: () => onClick(i) } : {} }, r.map((c) => h("td", {}, c))))));
+  }
+
+  // ---------------------------------------------------------------------------------------------- graph view
+  function graphView() {
+    const g = D.graph;
+    const state = new Map();
+    for (const e of E) {
+      if (e.kind === "node.start") state.set(e.node, Object.assign(state.get(e.node) || { runs: 0 }, { s: "running", t: e.ts }));
+      if (e.kind === "node.end") { const st = state.get(e.node) || { runs: 0 }; st.s = "done"; st.runs += 1; st.dur = (st.dur || 0) + (e.ts - (st.t || e.ts)); state.set(e.node, st); }
+    }
+    const last = E.filter((e) => e.kind === "run.end").pop();
+    if (last && last.data.status === "interrupted") for (const n of last.data.next || []) state.set(n, Object.assign(state.get(n) || { runs: 0 }, { s: "paused" }));
+    if (last && last.data.status === "error") for (const [n, st] of state) if (st.s === "running") st.s = "error";
+    const names = g ? g.nodes.map((n) => n.name) : [...state.keys()];
+    if (!names.length) return h("p", { cls: "muted" }, "no graph: the workflow could not be loaded and no node ran");
+    const edges = g ? g.edges : names.slice(1).map((n, i) => [names[i], n, ""]);
+    // layers by longest path from the start over the edges (cycles cut at back edges)
+    const layer = new Map([["__start__", 0]]);
+    const first = (g && g.start) || names[0];
+    const adj = new Map();
+    for (const [a, b] of [["__start__", first, ""], ...edges]) { if (!adj.has(a)) adj.set(a, []); adj.get(a).push(b); }
+    const queue = ["__start__"], seen = new Set(["__start__"]);
+    while (queue.length) {
+      const a = queue.shift();
+      for (const b of adj.get(a) || []) if (!seen.has(b)) { seen.add(b); layer.set(b, layer.get(a) + 1); queue.push(b); }
+    }
+    for (const n of names) if (!layer.has(n)) layer.set(n, 1);
+    if (!layer.has("__end__")) layer.set("__end__", Math.max(...layer.values()) + 1);
+    const cols = new Map();
+    for (const [n, l] of layer) { if (!cols.has(l)) cols.set(l, []); cols.get(l).push(n); }
+    const W = 150, H = 34, GX = 40, GY = 44, pos = new Map();
+    let width = 0;
+    for (const [l, ns] of cols) ns.forEach((n, i) => { pos.set(n, [20 + i * (W + GX), 20 + l * (H + GY)]); width = Math.max(width, 40 + (i + 1) * (W + GX)); });
+    const height = 40 + (Math.max(...layer.values()) + 1) * (H + GY);
+    const NS = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("class", "graph"); svg.setAttribute("width", width); svg.setAttribute("height", height);
+    const el = (tag, attrs, text) => { const x = document.createElementNS(NS, tag); for (const [k, v] of Object.entries(attrs)) x.setAttribute(k, v); if (text) x.textContent = text; return x; };
+    for (const [a, b, label] of [["__start__", first, ""], ...edges]) {
+      const p = pos.get(a), q = pos.get(b);
+      if (!p || !q) continue;
+      const d = q[1] > p[1] ? `M${p[0] + W / 2},${p[1] + H} L${q[0] + W / 2},${q[1]}` :
+        `M${p[0] + W},${p[1] + H / 2} C${p[0] + W + 40},${p[1]} ${q[0] + W + 40},${q[1] + H} ${q[0] + W},${q[1] + H / 2}`;
+      svg.appendChild(el("path", { d, "stroke-dasharray": label ? "4 3" : "" }));
+      if (label) svg.appendChild(el("text", { x: (p[0] + q[0]) / 2 + W / 2 + 6, y: (p[1] + q[1] + H) / 2 + 4, "font-size": 10 }, label));
+    }
+    for (const [n, [x, y]] of pos) {
+      const st = state.get(n);
+      const grp = el("g", { class: n.startsWith("__") ? "done" : st ? st.s : "", "data-node": n });
+      grp.appendChild(el("rect", { x, y, width: W, height: H, rx: 6 }));
+      grp.appendChild(el("text", { x: x + W / 2, y: y + 14 }, n.replace(/__/g, "")));
+      if (st) grp.appendChild(el("text", { x: x + W / 2, y: y + 28, "font-size": 10 }, `${st.s} · ${st.runs}× · ${fmtS(st.dur || 0)}`));
+      svg.appendChild(grp);
+    }
+    return h("div", {}, h("p", { cls: "muted" }, "node states: green done, amber running or paused, red failed, white not run"), svg);
+  }
+
+  // ----------------------------------------------------------------------------------------------- pages
+  function overview() {
+    const u = usageOf(E), out = [];
+    const rep = D.report || {};
+    const status = D.kind === "workflow" ? ((E.filter((e) => e.kind === "run.end").pop() || {}).data || {}).status || "running" :
+      rep.total_instances !== undefined ? `${rep.resolved_instances || 0}/${rep.total_instances} resolved` : "";
+    out.push(h("h2", {}, "Run"), h("div", { cls: "cards" }, card(D.kind, "kind"), card(status || "–", "status"),
+      card(fmtS(tEnd - t0) || "–", "wall time"), card(fmtN(u.calls), "model calls"), card(fmtN(u.input), "input tokens"),
+      card(fmtN(u.output), "output tokens"), card(fmtUsd(u.usd || rep.cost_usd) || "–", "cost"),
+      card(fmtN(u.tools), "tool calls"), card(fmtN(u.execs), "sandbox commands")));
+    out.push(h("h2", {}, "Budget"), budgetView(u));
+    if (D.kind === "workflow") out.push(h("h2", {}, "Workflow graph"), graphView(), h("h2", {}, "Timeline"), timeline(E));
+    else out.push(h("h2", {}, "Instances"), instancesTable());
+    return out;
+  }
+  function budgetView(u) {
+    const c = D.config || {}, run = c.run || {};
+    const perTask = D.kind !== "workflow";
+    const limits = [["model calls", u.calls, perTask ? c.step_limit : null], ["cost (USD)", u.usd, c.budget_usd],
+      ["wall time (s)", tEnd - t0, c.wall_time_s]];
+    if (!perTask) limits.push(["super-steps", E.filter((e) => e.kind === "node.start").length, run.step_limit]);
+    const rows = limits.map(([name, used, limit]) => [name, typeof used === "number" ? (+used.toFixed(4)).toString() : used,
+      limit ? `${limit}${perTask ? " per task" : ""}` : "no limit"]);
+    return h("div", {}, table(["budget", "used (whole run)", "limit"], rows),
+      u.exceeded.length ? u.exceeded.map((e) => h("p", { cls: "bad" }, `budget exceeded (${e.data.kind}) at ${e.node || "run"}`)) : null);
+  }
+  function instancesTable() {
+    const ids = [...instanceIds].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
+    const rows = ids.map(instanceRow);
+    const tbl = h("table", { id: "instances" }, h("thead", {}, h("tr", {}, ["instance", "status", "resolved", "chosen by",
+      "model calls", "tokens", "cost", "duration"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, rows.map((r) => h("tr", { "data-instance": r.iid }, h("td", {}, h("a", { href: "#inst=" + encodeURIComponent(r.iid) }, r.iid)),
+      h("td", {}, pill(r.status, ["submitted", "resolved"].includes(r.status) ? "ok" : r.status === "error" ? "bad" : "warn")),
+      h("td", {}, r.resolved === true ? pill("yes", "ok") : r.resolved === false ? pill("no", "bad") : "–"),
+      h("td", {}, r.chosenBy || ""), h("td", {}, fmtN(r.calls)), h("td", {}, fmtN(r.tokens)), h("td", {}, fmtUsd(r.usd)),
+      h("td", {}, fmtS(r.dur))))));
+    return ids.length ? tbl : h("p", { cls: "muted" }, "no instances");
+  }
+  function configPage() { return [h("h2", {}, "Resolved configuration"), pre(json(D.config)), D.meta ? [h("h2", {}, "run.json"), pre(json(D.meta))] : null]; }
+
+  const single = D.kind === "repair" && instanceIds.size === 1 ? [...instanceIds][0] : null;
+  const TABS = [["overview", "Overview"], ...(D.kind === "workflow" ? [] : single ? [["inst=" + encodeURIComponent(single), "Repair"]] : []),
+    ["timeline", "Timeline"], ["config", "Config"]];
+  function route() {
+    const hash = decodeURIComponent(location.hash.slice(1)) || "overview";
+    let page;
+    if (hash.startsWith("inst=")) page = instancePage(hash.slice(5));
+    else if (hash === "timeline") page = [h("h2", {}, "Timeline"), timeline(E)];
+    else if (hash === "config") page = configPage();
+    else page = overview();
+    $main.replaceChildren(...[page].flat(Infinity).filter(Boolean));
+    for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", decodeURIComponent(a.getAttribute("href").slice(1)) === hash);
+    hideDetail();
+    window.scrollTo(0, 0);
+  }
+  document.getElementById("title").textContent = `${D.kind} · ${D.name} · ${D.generated}`;
+  document.getElementById("tabs").replaceChildren(...TABS.map(([id, label]) => h("a", { href: "#" + id }, label)));
+  window.addEventListener("hashchange", route);
+  if (!location.hash && single) history.replaceState(null, "", "#inst=" + encodeURIComponent(single));
+  route();
+  window.agentflowViewReadyMs = performance.now();
+  document.body.setAttribute("data-ready", "1");
+})();

@@ -1,0 +1,481 @@
+"""Events -> OpenTelemetry spans, following the GenAI semantic conventions.
+
+One source: the spans are derived from the events a run writes (`EventLog` sinks see every event right after
+it is written), never recorded beside them. A `SpanTranslator` works live (a sink of the run's log) and on an
+events file afterwards (`replay`), with the events' own timestamps, so both give the same spans.
+
+Nesting. Start/end pairs (`run`, graph `node`, `agent`, `repair`, `search`) open and close spans. A point event
+that carries a duration (`model.call`, `tool.call`, `sandbox.exec`, `repair.attempt`) becomes a span that ends
+at the event's time. Its parent is found from the event itself (a search-tree node for a candidate id, an open
+agent / graph node / repair of the same `node_id`, the repair of its `instance_id`), so a replay nests these
+exactly as the live run did. Only an event that names nothing (a workflow's `sandbox.exec`) is placed by the
+scope current in the emitting task: live, the translator notes it in a context variable that each asyncio task
+and thread sees on its own, so concurrent branches nest as they ran; replayed, the last one opened. Other
+events become span events on their parent.
+
+Cost. A sink call only notes the event and its task's scope; the spans are made in batches (256 events, or a
+second after the last batch, and at `close()`), where the SDK's code runs several times faster per span than
+interleaved with the run's own work (`benchmarks/orchestration.py`: `otel_ratio`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from agentflow.events import Event
+
+_TEXT_CAP = 4000  # characters of one attribute value (a patch, a command, a message list)
+_ROOT = Context()  # explicit parents only: a batch is made in whichever task wrote its last event
+_BATCH = 256  # events translated together: the SDK's span code runs cache-hot, several times faster per span
+_BATCH_S = 1.0  # ... or after this long since the last batch, so a slow run's spans are not held back
+# the events that open / close a scope in the emitting task, and the key of the span they open / close
+_OPENS = {"run.start": "run", "run.resume": "run", "node.start": "node", "agent.start": "agent",
+          "repair.start": "repair"}
+_CLOSES = {"run.end": "run", "node.end": "node", "agent.end": "agent", "repair.end": "repair"}
+_SCALARS = (str, bool, int, float)
+
+
+@dataclass(eq=False)
+class _Open:
+    span: Span
+    parent: _Open | None
+    key: tuple[str, str]
+    last_ns: int
+    children: dict[int, _Open] = field(default_factory=dict)  # the open ones (an ended span is let go)
+    tokens: list[int] = field(default_factory=lambda: [0, 0])  # input, output of the model calls inside
+    step_ns: int = 0  # where a repair's next step span starts (its previous step's end)
+
+
+class _Scope:
+    """What was current in the emitting task when an event was written (its span is made later, in a batch)."""
+
+    __slots__ = ("key", "parent", "record")
+
+    def __init__(self, key: tuple[str, str], parent: _Scope | None) -> None:
+        self.key = key
+        self.parent = parent
+        self.record: _Open | None = None  # set when its start event is translated
+
+
+def _scope_key(kind: str, event: Event) -> tuple[str, str]:
+    return (kind, "" if kind == "run" else event.node_id or "")
+
+
+def _ns(ts: float) -> int:
+    return int(ts * 1_000_000_000)
+
+
+def _text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= _TEXT_CAP else text[:_TEXT_CAP] + "...[truncated]"
+
+
+def _flat(prefix: str, data: dict[str, Any], skip: Iterable[str] = ()) -> dict[str, Any]:
+    """Scalar fields as `prefix.key` attributes; lists of strings joined; anything else as (capped) JSON text."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if value is None or key in skip:
+            continue
+        name = f"{prefix}.{key}"
+        if isinstance(value, _SCALARS):
+            out[name] = _text(value) if isinstance(value, str) else value
+        elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            out[name] = _text(", ".join(value))  # one string: the SDK checks a list's items one by one, slowly
+        else:
+            out[name] = _text(value)
+    return out
+
+
+def provider_name(spec: str) -> str:
+    """`gen_ai.provider.name` from a model spec: `openai:gpt-4o` -> openai, `local:qwen` -> llama.cpp."""
+    prefix = spec.split(":", 1)[0] if ":" in spec else spec
+    return {"local": "llama.cpp", "llamacpp": "llama.cpp", "compat": "openai_compatible"}.get(prefix, prefix)
+
+
+def request_model(spec: str) -> str:
+    return spec.split(":", 1)[1] if ":" in spec else spec
+
+
+class SpanTranslator:
+    """An `EventLog` sink turning events into spans on `tracer`; `close()` ends what is still open.
+
+    `capture_content` adds message contents and tool arguments/results (opt-in, as the conventions ask).
+    Called under the log's lock, so it needs none of its own."""
+
+    def __init__(self, tracer: Tracer, *, capture_content: bool = False, on_close: Any = None) -> None:
+        self.tracer = tracer
+        self.capture_content = capture_content
+        self.on_close = on_close
+        self._open: dict[tuple[str, str], _Open] = {}
+        self._cand_node: dict[str, _Open] = {}  # candidate id -> the search node it created (or the root)
+        self._cand_parent: dict[str, str] = {}  # candidate id -> the candidate it was built on
+        self._scope: ContextVar[_Scope | None] = ContextVar(f"agentflow_scope_{id(self)}", default=None)
+        self._pending: list[tuple[Event, _Scope | None, _Scope | None]] = []
+        self._drained_at = time.monotonic()
+        self._ctx: _Scope | None = None  # the emitting task's scope of the event being translated
+        self._new: _Scope | None = None  # the scope that event opened
+        self._last_ns = 0
+        self._handlers = {
+            "run.start": self._run_start, "run.resume": self._run_start, "run.end": self._run_end,
+            "node.start": self._node_start, "node.end": self._node_end,
+            "agent.start": self._agent_start, "agent.end": self._agent_end,
+            "repair.start": self._repair_start, "repair.end": self._repair_end,
+            "search.start": self._search_start, "search.end": self._search_end, "search.node": self._search_node,
+            "model.call": self._model_call, "tool.call": self._tool_call, "sandbox.exec": self._sandbox_exec,
+            "repair.attempt": self._attempt,
+            "repair.rank": self._repair_step, "repair.base": self._repair_step,
+            "repair.reproduce": self._repair_step, "repair.plan": self._repair_step,
+        }
+
+    # ------------------------------------------------------------------------------------------- plumbing
+
+    def __call__(self, event: Event) -> None:
+        """Note the emitting task's scope now (cheap); translate in batches."""
+        scope = self._scope.get()
+        opened = None
+        if event.kind in _OPENS:
+            opened = _Scope(_scope_key(_OPENS[event.kind], event), scope)
+            self._scope.set(opened)
+        elif event.kind in _CLOSES and scope is not None and scope.key == _scope_key(_CLOSES[event.kind], event):
+            self._scope.set(scope.parent)
+        self._pending.append((event, scope, opened))
+        if len(self._pending) >= _BATCH or time.monotonic() - self._drained_at >= _BATCH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Translate the events noted so far."""
+        pending, self._pending = self._pending, []
+        for event, scope, opened in pending:
+            self._ctx, self._new = scope, opened
+            self._last_ns = max(self._last_ns, _ns(event.ts))
+            self._handlers.get(event.kind, self._point)(event)
+        self._ctx = self._new = None
+        self._drained_at = time.monotonic()
+
+    def close(self) -> None:
+        """End every span still open (a crashed or interrupted run) at the last event's time."""
+        self.flush()
+        for record in reversed(list(self._open.values())):
+            self._end(record, self._last_ns)
+        if self.on_close is not None:
+            self.on_close()
+
+    def _start(self, key: tuple[str, str], name: str, parent: _Open | None, start_ns: int,
+               attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, *, current: bool = True) -> _Open:
+        context = trace.set_span_in_context(parent.span, _ROOT) if parent is not None else _ROOT
+        span = self.tracer.start_span(name, context=context, kind=kind, attributes=attributes, start_time=start_ns)
+        record = _Open(span, parent, key, start_ns, step_ns=start_ns)
+        if parent is not None:
+            parent.children[id(record)] = record
+        self._open[key] = record
+        if current and self._new is not None and self._new.key == key:
+            self._new.record = record
+        return record
+
+    def _end(self, record: _Open, end_ns: int) -> None:
+        if self._open.get(record.key) is record:
+            del self._open[record.key]
+        if record.parent is not None:
+            record.parent.children.pop(id(record), None)
+        record.span.end(end_time=max(end_ns, record.last_ns))
+
+    def _leaf(self, name: str, parent: _Open | None, event: Event, duration_s: float | None,
+              attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, error: str | None = None) -> None:
+        """A span that ended at the event's time and lasted `duration_s`."""
+        end = _ns(event.ts)
+        start = end - int(max(duration_s or 0.0, 0.0) * 1_000_000_000)
+        if parent is not None:
+            parent.last_ns = max(parent.last_ns, end)
+        context = trace.set_span_in_context(parent.span, _ROOT) if parent is not None else _ROOT
+        span = self.tracer.start_span(name, context=context, kind=kind, attributes=attributes, start_time=start)
+        if error:
+            span.set_status(Status(StatusCode.ERROR, error[:500]))
+        span.end(end_time=end)
+
+    def _live(self, record: _Open | None) -> _Open | None:
+        return record if record is not None and self._open.get(record.key) is record else None
+
+    def _cur(self) -> _Open | None:
+        """The innermost still-open span of the emitting task's scope."""
+        scope = self._ctx
+        while scope is not None:
+            found = self._live(scope.record)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def _parent(self, event: Event, start_ns: int | None = None) -> _Open | None:
+        """The span an event belongs to: its search node, its agent / node / repair, the current one, the run."""
+        if event.parent_id is not None:
+            if event.node_id is not None and event.kind in ("model.call", "repair.attempt"):
+                self._cand_parent.setdefault(event.node_id, event.parent_id)
+            found = self._cand_span(event.parent_id, start_ns or _ns(event.ts)) or self._open.get(
+                ("snode", event.parent_id))
+            if found is not None:
+                return found
+        if event.node_id is not None:
+            for scope in ("agent", "node", "repair", "snode"):
+                found = self._open.get((scope, event.node_id))
+                if found is not None:
+                    return found
+        current = self._cur()
+        repair = self._open.get(("repair", str(event.data.get("instance_id") or "")))
+        if repair is not None:  # the task's current span if it is inside this repair (live), else the repair
+            span = current
+            while span is not None and span is not repair:
+                span = span.parent
+            return current if span is repair else repair
+        return current or self._open.get(("run", ""))
+
+    def _cand_span(self, cand: str, start_ns: int) -> _Open | None:
+        """The search node a candidate's work belongs to: the node its edit created, else (a chain of attempts
+        inside one best-of-N rollout) the nearest ancestor's, else the tree's root for `<instance>/root`."""
+        seen: set[str] = set()
+        while cand not in seen:
+            seen.add(cand)
+            found = self._live(self._cand_node.get(cand))
+            if found is not None:
+                return found
+            if cand.endswith("/root") or cand == "root":
+                iid = cand[: -len("/root")] if cand.endswith("/root") else ""
+                root = self._snode(f"{iid}/0" if iid else "0", None, iid, start_ns)
+                self._cand_node[cand] = root
+                return root
+            if cand not in self._cand_parent:
+                return None
+            cand = self._cand_parent[cand]
+        return None
+
+    def _snode(self, node_id: str, parent_id: str | None, iid: str, start_ns: int) -> _Open:
+        """The span of a search node, opened by its first event or by the first work done under it (best-of-N
+        writes its nodes when the rollouts are over)."""
+        record = self._open.get(("snode", node_id))
+        if record is None:
+            parent = self._snode(parent_id, None, iid, start_ns) if parent_id else self._search_span(iid, start_ns)
+            record = self._start(("snode", node_id), f"search.node {node_id}", parent, start_ns,
+                                 {"agentflow.search.node_id": node_id}, current=False)
+        return record
+
+    def _point(self, event: Event) -> None:
+        """Any other event: a span event on its parent span (budget.exceeded, repair.resample, ...)."""
+        parent = self._parent(event)
+        if parent is not None:
+            parent.span.add_event(event.kind, _flat("agentflow", event.data), timestamp=_ns(event.ts))
+
+    # ------------------------------------------------------------------------------------- start/end pairs
+
+    def _run_start(self, event: Event) -> None:
+        d = event.data
+        name = f"workflow {d['workflow']}" if d.get("workflow") else f"agentflow {d.get('strategy') or 'run'}"
+        attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", d)}
+        self._start(("run", ""), name, None, _ns(event.ts), attrs)  # a root
+
+    def _run_end(self, event: Event) -> None:
+        record = self._open.get(("run", ""))
+        if record is None:
+            return
+        record.span.set_attributes(_flat("agentflow.run", event.data))
+        if event.data.get("status") in ("error", "failed"):
+            record.span.set_status(Status(StatusCode.ERROR, str(event.data.get("status"))))
+        self._end_tree(record, _ns(event.ts))  # a node paused at an interrupt ends with its run
+
+    def _node_start(self, event: Event) -> None:
+        name = event.node_id or "?"
+        parent = self._open.get(("run", "")) or self._cur()  # graph nodes are the run's
+        self._start(("node", name), f"node {name}", parent, _ns(event.ts), {"agentflow.node": name})
+
+    def _node_end(self, event: Event) -> None:
+        record = self._open.get(("node", event.node_id or "?"))
+        if record is not None:
+            writes = event.data.get("writes")
+            if writes:
+                record.span.set_attribute("agentflow.node.writes", ", ".join(map(str, writes)))
+            self._end(record, _ns(event.ts))
+
+    def _agent_start(self, event: Event) -> None:
+        name = event.node_id or "agent"
+        parent = self._open.get(("node", name)) or self._cur() or self._open.get(("run", ""))
+        attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
+                 **_flat("agentflow.agent", event.data)}
+        self._start(("agent", name), f"invoke_agent {name}", parent, _ns(event.ts), attrs)
+
+    def _agent_end(self, event: Event) -> None:
+        record = self._open.get(("agent", event.node_id or "agent"))
+        if record is None:
+            return
+        d = event.data
+        record.span.set_attributes({
+            "gen_ai.usage.input_tokens": record.tokens[0],
+            "gen_ai.usage.output_tokens": record.tokens[1],
+            **_flat("agentflow.agent", d, skip=("usage",)),
+            **_flat("agentflow.agent.usage", d.get("usage") or {}),
+        })
+        if d.get("error") or d.get("stop_reason") == "error":
+            record.span.set_status(Status(StatusCode.ERROR, str(d.get("error") or "error")[:500]))
+        self._end(record, _ns(event.ts))
+
+    def _repair_start(self, event: Event) -> None:
+        iid = event.node_id or ""
+        parent = self._cur() or self._open.get(("run", ""))
+        attrs = {"agentflow.instance_id": iid, **_flat("agentflow.repair", event.data, skip=("instance_id",))}
+        self._start(("repair", iid), f"repair {iid}", parent, _ns(event.ts), attrs)
+
+    def _repair_end(self, event: Event) -> None:
+        record = self._open.get(("repair", event.node_id or ""))
+        if record is None:
+            return
+        record.span.set_attributes(_flat("agentflow.repair", event.data, skip=("instance_id",)))
+        if event.data.get("error"):
+            record.span.set_status(Status(StatusCode.ERROR, str(event.data["error"])[:500]))
+        for child in list(record.children.values()):  # a search the repair left open
+            self._end_tree(child, _ns(event.ts))
+        self._end(record, _ns(event.ts))
+
+    def _repair_step(self, event: Event) -> None:
+        """rank / base / reproduce / plan: a step from the repair's previous step to this event."""
+        record = self._open.get(("repair", event.node_id or ""))
+        if record is None:
+            return self._point(event)
+        end = _ns(event.ts)
+        span = self.tracer.start_span(event.kind, context=trace.set_span_in_context(record.span, _ROOT),
+                                      attributes=_flat("agentflow", event.data, skip=("instance_id",)),
+                                      start_time=record.step_ns)
+        span.end(end_time=end)
+        record.step_ns = end
+        return None
+
+    def _search_span(self, iid: str, start_ns: int) -> _Open:
+        """The search span of an instance; opened by whichever comes first, `search.start` or its root node."""
+        record = self._open.get(("search", iid))
+        if record is None:
+            parent = self._open.get(("repair", iid)) or self._cur() or self._open.get(("run", ""))
+            # not made current: the search's own tasks find their nodes by id; the repair's later steps stay its own
+            record = self._start(("search", iid), "search", parent, start_ns, {}, current=False)
+        return record
+
+    def _search_start(self, event: Event) -> None:
+        d = event.data
+        record = self._search_span(str(d.get("instance_id") or ""), _ns(event.ts))
+        record.span.update_name(f"search {d.get('strategy', '')}".strip())
+        record.span.set_attributes(_flat("agentflow.search", d, skip=("instance_id",)))
+
+    def _search_end(self, event: Event) -> None:
+        record = self._open.get(("search", str(event.data.get("instance_id") or "")))
+        if record is None:
+            return
+        d = event.data
+        best = d.get("best") or {}
+        record.span.set_attributes({
+            **_flat("agentflow.search", d, skip=("instance_id", "best")),
+            **({"agentflow.search.best_node": str(best["node_id"])} if best.get("node_id") else {}),
+        })
+        self._end_tree(record, _ns(event.ts))
+
+    def _end_tree(self, record: _Open, end_ns: int) -> None:
+        """End a search and its nodes; each node ends at its last update."""
+        for child in list(record.children.values()):
+            self._end_tree(child, child.last_ns if child.key[0] == "snode" else end_ns)
+        self._end(record, end_ns)
+
+    def _search_node(self, event: Event) -> None:
+        node_id = event.node_id or ""
+        d = event.data
+        attrs = {
+            "agentflow.search.node_id": node_id,
+            **_flat("agentflow.search", {k: d.get(k) for k in ("value", "visits", "depth", "terminal", "passed",
+                                                                 "action", "strategy")}),
+        }
+        usage = d.get("usage") or {}
+        attrs["gen_ai.usage.input_tokens"] = int(usage.get("input_tokens") or 0)
+        attrs["gen_ai.usage.output_tokens"] = int(usage.get("output_tokens") or 0)
+        iid = str(d.get("instance_id") or "")
+        record = self._snode(node_id, event.parent_id, iid, _ns(event.ts))
+        record.span.set_attributes(attrs)
+        record.last_ns = max(record.last_ns, _ns(event.ts))
+        action = str(d.get("action") or "")
+        if d.get("candidate_id") and event.parent_id is not None:
+            self._cand_node.setdefault(str(d["candidate_id"]), record)
+        elif action.startswith("edit "):
+            self._cand_node.setdefault(action[5:], record)
+        elif event.parent_id is None:
+            self._cand_node.setdefault(f"{iid}/root" if iid else "root", record)
+
+    # ------------------------------------------------------------------------------------------ leaf spans
+
+    def _model_call(self, event: Event) -> None:
+        d = event.data
+        spec = str(d.get("spec") or "")
+        usage = d.get("usage") or {}
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider_name(spec),
+            "gen_ai.system": provider_name(spec),
+            "gen_ai.request.model": request_model(spec),
+            "gen_ai.response.model": str(d.get("model") or request_model(spec)),
+            "gen_ai.usage.input_tokens": int(usage.get("input_tokens") or 0),
+            "gen_ai.usage.output_tokens": int(usage.get("output_tokens") or 0),
+            "gen_ai.response.finish_reasons": [str(r) for r in d.get("finish_reasons") or []],
+            "gen_ai.request.choice.count": int(d.get("n") or 1),
+            "agentflow.model.cached": bool(d.get("cached")),
+        }
+        if usage.get("cost_usd") is not None:
+            attrs["agentflow.model.cost_usd"] = float(usage["cost_usd"])
+        if self.capture_content and "messages" in d:
+            attrs["gen_ai.input.messages"] = _text(d["messages"])
+            attrs["gen_ai.output.messages"] = _text(d.get("output") or [])
+        name = f"chat {attrs['gen_ai.request.model']}"
+        parent = self._parent(event, _ns(event.ts - float(d.get("latency_s") or 0.0)))
+        if parent is not None and parent.key[0] == "agent":
+            parent.tokens[0] += attrs["gen_ai.usage.input_tokens"]
+            parent.tokens[1] += attrs["gen_ai.usage.output_tokens"]
+        self._leaf(name, parent, event, d.get("latency_s"), attrs, SpanKind.CLIENT)
+
+    def _tool_call(self, event: Event) -> None:
+        d = event.data
+        name = str(d.get("name") or "?")
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": str(d.get("call_id") or ""),
+            "agentflow.tool.replayed": bool(d.get("replayed")),
+        }
+        if not d.get("ok", True):
+            attrs["error.type"] = str(d.get("error") or "tool_error")
+        if self.capture_content:
+            attrs["gen_ai.tool.call.arguments"] = _text(d.get("args") or {})
+            attrs["gen_ai.tool.call.result"] = _text(d.get("text") or "")
+        error = None if d.get("ok", True) else str(d.get("error") or "tool error")
+        self._leaf(f"execute_tool {name}", self._parent(event), event, d.get("duration_s"), attrs, error=error)
+
+    def _sandbox_exec(self, event: Event) -> None:
+        d = event.data
+        attrs = _flat("agentflow.sandbox", d, skip=("exit_code",))
+        if d.get("exit_code") is not None:
+            attrs["process.exit.code"] = int(d["exit_code"])
+        error = "timed out" if d.get("timed_out") else None
+        self._leaf("sandbox.exec", self._parent(event), event, d.get("duration_s"), attrs, error=error)
+
+    def _attempt(self, event: Event) -> None:
+        """A candidate applied and verified: under the search node it was proposed from."""
+        d = event.data
+        attrs = {"agentflow.candidate_id": event.node_id or "",
+                 **_flat("agentflow.attempt", d, skip=("instance_id", "duration_s"))}
+        parent = self._parent(event, _ns(event.ts - float(d.get("duration_s") or 0.0)))
+        self._leaf(f"apply {event.node_id}", parent, event, d.get("duration_s"), attrs)
+
+
+def replay(events: Iterable[Event], translator: SpanTranslator) -> None:
+    """Feed a finished run's events to `translator` and close it (the spans a live run would have sent)."""
+    for event in events:
+        translator(event)
+    translator.close()

@@ -1,0 +1,165 @@
+"""`agentflow view RUN_DIR`: one self-contained HTML page of a run (no CDN, works offline, opens from disk).
+
+The page is built from the run directory's own files (events.jsonl, report.json, candidates.jsonl, preds.jsonl,
+per-instance outcome.json, config.resolved.yaml, run.json); the script in `viewer.js` derives the timeline, the
+graph's node states, the search trees and the budget use from the events in the browser. Everything shown went
+through `secrets.redact` when it was written; it is redacted again here, for files written by older versions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import UserError
+from agentflow.events import read_events
+from agentflow.secrets import redact
+
+VIEW_FILE = "view.html"
+PATCH_CAP = 40_000  # characters of one patch kept in the page (a longer one is cut, marked)
+TEXT_CAP = 20_000  # characters of any other long string in event data
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: not readable as JSON ({exc.__class__.__name__})",
+                        hint="the run may still be writing it; try again when it ends") from None
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn last line of a run that is still going or crashed
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
+def _cap(value: Any, limit: int = TEXT_CAP) -> Any:
+    """Long strings cut (the page stays fast), recursing into lists and dicts."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + f"\n...[{len(value) - limit} more characters]"
+    if isinstance(value, list):
+        return [_cap(v, limit) for v in value]
+    if isinstance(value, dict):
+        return {k: _cap(v, PATCH_CAP if k in ("patch", "model_patch") else limit) for k, v in value.items()}
+    return value
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "config.resolved.yaml"
+    if not path.is_file():
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _outcomes(run_dir: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    root = run_dir / "instances"
+    if root.is_dir():
+        for path in sorted(root.glob("*/outcome.json")):
+            data = _read_json(path)
+            if isinstance(data, dict) and data.get("instance_id"):
+                data.pop("model_patch", None)  # preds.jsonl holds it once
+                out[str(data["instance_id"])] = data
+    return out
+
+
+def _eval_files(rdir: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """`agentflow eval` keeps each instance's patch and log in `<model>/<instance>/`: (patches, logs) by id."""
+    patches: dict[str, str] = {}
+    logs: dict[str, str] = {}
+    for path in sorted(rdir.glob("*/*/patch.diff")):
+        iid = path.parent.name
+        patches.setdefault(iid, _cap(path.read_text(encoding="utf-8", errors="replace"), PATCH_CAP))
+        log = path.parent / "run_instance.log"
+        if log.is_file():
+            logs[iid] = _cap(log.read_text(encoding="utf-8", errors="replace"))
+    return patches, logs
+
+
+def run_kind(run_dir: Path, events: list[list[Any]], report: Any) -> str:
+    """workflow (`agentflow run`), repair (one task), bench (several) or eval (report.json, no events)."""
+    if (run_dir / "run.json").is_file():
+        return "workflow"
+    if report is not None and not events:
+        return "eval"
+    total = next((e[4].get("total") for e in events if e[1] == "run.start"), None)
+    if total is None and isinstance(report, dict):
+        total = report.get("total_instances")
+    return "repair" if total == 1 else "bench"
+
+
+def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-able dict; `graph` is the workflow's outline (nodes, edges)."""
+    rdir = Path(run_dir)
+    if not rdir.is_dir():
+        raise UserError(f"run directory {rdir} not found", hint="pass a folder under runs/ (see `ls runs`)")
+    markers = ("events.jsonl", "report.json", "run.json", "preds.jsonl")
+    if not any((rdir / m).is_file() for m in markers):
+        raise UserError(f"{rdir} is not a run directory (no {', '.join(markers)})",
+                        hint="pass the folder printed at the end of `agentflow run/repair/bench/eval`")
+    events: list[list[Any]] = []
+    if (rdir / "events.jsonl").is_file():
+        events = [[e.ts, e.kind, e.node_id, e.parent_id, _cap(e.data)] for e in read_events(rdir / "events.jsonl")]
+    report = _read_json(rdir / "report.json")
+    eval_patches, eval_logs = _eval_files(rdir)
+    data = {
+        "kind": run_kind(rdir, events, report),
+        "run_dir": str(rdir.resolve()),
+        "name": rdir.resolve().name,
+        "meta": _read_json(rdir / "run.json"),
+        "config": _config(rdir),
+        "report": report,
+        "preds": eval_patches | {p["instance_id"]: _cap(p.get("model_patch") or "", PATCH_CAP)
+                                 for p in _read_jsonl(rdir / "preds.jsonl") if p.get("instance_id")},
+        "logs": eval_logs,
+        "candidates": [_cap(c) for c in _read_jsonl(rdir / "candidates.jsonl")],
+        "outcomes": _outcomes(rdir),
+        "events": events,
+        "graph": graph,
+        "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }
+    return redact(data)
+
+
+def _asset(name: str) -> str:
+    return resources.files("agentflow.observe").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The page: the template with the style, the script and the data inlined (`</` escaped in the data)."""
+    payload = json.dumps(data, default=str, separators=(",", ":"))
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    page = _asset("viewer.html")
+    title = f"agentflow {data['kind']}: {data['name']}".replace("&", "&amp;").replace("<", "&lt;")
+    return (page.replace("{{TITLE}}", title)
+            .replace("/*{{CSS}}*/", _asset("viewer.css"))
+            .replace("{{DATA}}", payload)
+            .replace("/*{{JS}}*/", _asset("viewer.js")))
+
+
+def write_view(run_dir: str | Path, out: str | Path | None = None, graph: dict[str, Any] | None = None) -> Path:
+    """Write the page (default `RUN_DIR/view.html`) and return its path."""
+    data = load_run(run_dir, graph)
+    path = Path(out) if out is not None else Path(run_dir) / VIEW_FILE
+    path.write_text(render_html(data), encoding="utf-8")
+    return path
