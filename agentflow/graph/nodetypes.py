@@ -14,7 +14,6 @@ A registry is a value (no global state): `default_registry()` builds one and cac
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agentflow._modules import import_file
 from agentflow.errors import ConfigError, UserError
 
 ENTRY_POINT_GROUP = "agentflow.node_types"
@@ -118,12 +118,10 @@ def _import_types_module(name: str, base_dir: str | Path | None) -> Any:
     if path is not None:
         if not path.is_file():
             raise UserError(f"node_types: {path} not found", hint="give a module path or a .py file next to the workflow")
-        spec = importlib.util.spec_from_file_location(f"agentflow_user_nodes_{path.stem}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
+        try:
+            return import_file(path.resolve(), f"agentflow_user_code.nodes_{path.stem}")
+        except ImportError as exc:
+            raise UserError(f"node_types: cannot import {path}: {exc}") from None
     if base_dir is not None and str(base_dir) not in sys.path:
         sys.path.insert(0, str(base_dir))  # modules next to the workflow file are importable by name
     try:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import sys
 import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow._modules import import_file
 from agentflow.errors import UserError
 
 if TYPE_CHECKING:
@@ -34,27 +34,10 @@ def load_file_module(path: str | Path) -> types.ModuleType:
         raise UserError(f"cannot import {path}: no such file", hint="check the path before ':'")
     digest = hashlib.sha256(str(file).encode()).hexdigest()[:12]
     name = f"{MODULE_PREFIX}{file.stem}_{digest}"
-    loaded = sys.modules.get(name)
-    if loaded is not None:
-        return loaded
-    if MODULE_PREFIX[:-1] not in sys.modules:
-        parent = types.ModuleType(MODULE_PREFIX[:-1], "Private namespace of user code loaded by file path.")
-        parent.__path__ = []
-        sys.modules[parent.__name__] = parent
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has a loader
-        raise UserError(f"cannot import {file}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        return import_file(file, name)
     except ImportError as exc:
-        sys.modules.pop(name, None)
         raise UserError(f"cannot import {file}: {exc}") from None
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
 
 
 def _local_file(base: Path, module: str) -> Path | None:

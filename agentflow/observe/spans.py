@@ -277,11 +277,14 @@ class SpanTranslator:
     def _run_start(self, event: Event) -> None:
         d = event.data
         name = f"workflow {d['workflow']}" if d.get("workflow") else f"agentflow {d.get('strategy') or 'run'}"
-        attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", d)}
-        self._start(("run", ""), name, None, _ns(event.ts), attrs)  # a root
+        attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", d, skip=("instance_id",))}
+        # a task's own workflow run (the repair graph of one instance) sits in that task's repair span
+        iid = str(d.get("instance_id") or "")
+        parent = self._open.get(("repair", iid)) if iid else None
+        self._start(("run", iid), name, parent, _ns(event.ts), attrs)  # else a root
 
     def _run_end(self, event: Event) -> None:
-        record = self._open.get(("run", ""))
+        record = self._open.get(("run", str(event.data.get("instance_id") or "")))
         if record is None:
             return
         record.span.set_attributes(_flat("agentflow.run", event.data))
@@ -291,7 +294,8 @@ class SpanTranslator:
 
     def _node_start(self, event: Event) -> None:
         name = event.node_id or "?"
-        parent = self._open.get(("run", "")) or self._cur()  # graph nodes are the run's
+        iid = str(event.data.get("instance_id") or "")
+        parent = self._open.get(("run", iid)) or self._cur()  # graph nodes are the run's
         self._start(("node", name), f"node {name}", parent, _ns(event.ts), {"agentflow.node": name})
 
     def _node_end(self, event: Event) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import sys
 import types
 from pathlib import Path
 
+from agentflow._modules import import_file
 from agentflow.errors import UserError
 from agentflow.resources import data_dir
 from agentflow.tools.decorator import PACK_MODULE_PREFIX, Tool
@@ -83,28 +83,7 @@ def _import_user_module(name: str) -> types.ModuleType:
 
 def _load_file(path: Path, module_name: str, *, label: str) -> types.ModuleType:
     """Load a pack file once per process under a private module name (so pydantic and pickling can find it)."""
-    loaded = sys.modules.get(module_name)
-    if loaded is not None and getattr(loaded, "__file__", None) == str(path):
-        return loaded
-    if PACK_MODULE_PREFIX[:-1] not in sys.modules:
-        parent = types.ModuleType(
-            PACK_MODULE_PREFIX[:-1], "Private namespace of agentflow's loaded tool packs."
-        )
-        parent.__path__ = []
-        sys.modules[parent.__name__] = parent
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has a loader
-        raise UserError(f"tool pack {label}: cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        return import_file(path, module_name)
     except ModuleNotFoundError as exc:
-        sys.modules.pop(module_name, None)
-        raise UserError(
-            f"tool pack {label!r} needs the {exc.name!r} package, which is not installed"
-        ) from None
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
-    return module
+        raise UserError(f"tool pack {label!r} needs the {exc.name!r} package, which is not installed") from None

@@ -37,7 +37,9 @@ async def test_a_workflow_of_agents_becomes_a_genai_span_tree(otlp_receiver: Rec
     assert len(runs) == 2 and all(s.parent_id == "" for s in runs)  # the start, then the resume
     first, resumed = sorted(runs, key=lambda s: s.start_ns)
     assert [c.name for c in r.children(first)] == ["node plan", "node approve_plan"]  # paused there
-    assert [c.name for c in r.children(resumed)][:4] == ["node approve_plan", "node code", "node critique", "node gate"]
+    assert [c.name for c in r.children(resumed)][:5] == [
+        "node approve_plan", "node code", "node check", "node critique", "node gate"
+    ]
     # every agent invocation sits in its graph node; every model call in its agent invocation
     agents = [s for s in r.spans if s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
     assert {a.attributes["gen_ai.agent.name"] for a in agents} == {"planner", "coder", "critic"}
