@@ -9,6 +9,12 @@ from typing import Any
 import typer
 
 from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json
+from agentflow.cli.executor_options import (
+    EXECUTOR_OPTION,
+    RAY_ADDRESS_OPTION,
+    TASK_CPUS_OPTION,
+    executor_from_flags,
+)
 from agentflow.cli.repair_options import (
     BUDGET_OPTION,
     CRITIC_MODEL_OPTION,
@@ -71,6 +77,9 @@ def register(app: typer.Typer) -> None:
         wall_time: str = WALL_TIME_OPTION,
         sandbox: str = SANDBOX_OPTION,
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/bench-<id>)."),
+        executor: str = EXECUTOR_OPTION,
+        ray_address: str = RAY_ADDRESS_OPTION,
+        task_cpus: float = TASK_CPUS_OPTION,
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
@@ -80,6 +89,7 @@ def register(app: typer.Typer) -> None:
         from agentflow.swe.tasks import load_tasks
 
         check_serve(serve)
+        executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
         if resume and redo:
             raise UserError("give either --resume or --redo, not both")
         if (resume or redo) and output is None:
@@ -171,6 +181,7 @@ def register(app: typer.Typer) -> None:
                 resume=resume,
                 redo=redo,
                 on_progress=on_progress,
+                executor=executor_cfg,
             )
         finally:
             for bar, _ in bars:

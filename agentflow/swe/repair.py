@@ -188,6 +188,9 @@ class RepairConfig(StrictConfig):
     """Settings of each task's sandbox."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Spend limit per task (models with known prices)."""
+    run_budget_usd: float | None = Field(default=None, ge=0)
+    """Spend limit of the whole run, across all tasks and (with `--executor ray`) all nodes: once reached, running
+    tasks stop at their next model call and no further task starts (`--resume` counts what was spent)."""
     step_limit: int | None = Field(default=None, ge=1)
     """Model calls per task (every role's calls count)."""
     wall_time_s: float | None = Field(default=None, gt=0)
@@ -371,9 +374,11 @@ async def repair_task(
     inst_dir: Path | None = None,
     model: ChatModel | None = None,
     model_loader: ModelLoader | None = None,
+    run_budget: Budget | None = None,
 ) -> InstanceOutcome:
     """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`.
-    `model` replaces the coder's model; `model_loader` builds the models of the specs in `cfg`."""
+    `model` replaces the coder's model; `model_loader` builds the models of the specs in `cfg`; the task's
+    budget charges `run_budget` too (the run-wide limit, `run_budget_usd`)."""
     from agentflow.models.instrumented import InstrumentedModel
     from agentflow.models.spec import load_model
     from agentflow.sandbox import open_sandbox
@@ -384,7 +389,8 @@ async def repair_task(
     if inst_dir is not None:
         inst_dir.mkdir(parents=True, exist_ok=True)
         (inst_dir / "candidates.jsonl").write_text("")
-    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s))
+    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s),
+                    parent=run_budget)
     outcome = InstanceOutcome(instance_id=iid, status="no_patch")
     events.emit("repair.start", node_id=iid, instance_id=iid, strategy=cfg.strategy, model=cfg.model)
     owned: list[ChatModel] = []

@@ -22,8 +22,12 @@ from typing import Any
 from agentflow.config import dump_yaml
 from agentflow.errors import UserError
 from agentflow.events import EventLog
-from agentflow.swe.repair import InstanceOutcome, ModelLoader, RepairConfig, repair_task
+from agentflow.executors.base import Executor, InProcessExecutor, open_executor
+from agentflow.executors.types import ExecutorConfig
+from agentflow.swe.remote import repair_via
+from agentflow.swe.repair import InstanceOutcome, ModelLoader, RepairConfig
 from agentflow.swe.report import InstanceReport, make_summary
+from agentflow.swe.shipping import Shipping
 from agentflow.swe.tasks import Prediction, SWETask
 
 
@@ -169,8 +173,18 @@ async def run_batch(
     redo: bool = False,
     on_progress: Callable[[Progress, InstanceOutcome | None], None] | None = None,
     model_loader: ModelLoader | None = None,
+    executor: Executor | ExecutorConfig | None = None,
 ) -> dict[str, Any]:
-    """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary."""
+    """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary.
+    `executor` says where tasks run (default: in this process; an `ExecutorConfig` is opened for the run)."""
+    if isinstance(executor, ExecutorConfig):
+        async with open_executor(executor) as opened:
+            return await run_batch(tasks, cfg, out_dir, resume=resume, redo=redo, on_progress=on_progress,
+                                   model_loader=model_loader, executor=opened)
+    executor = executor or InProcessExecutor()
+    if executor.remote and model_loader is not None:
+        raise UserError("--serve cannot be combined with --executor ray",
+                        hint="start a model server every node reaches and pass it with --model")
     out = Path(out_dir)
     inst_root = out / "instances"
     existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
@@ -198,14 +212,21 @@ async def run_batch(
     _drop_torn_line(out / "events.jsonl")
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
+    run_budget = executor.run_budget(cfg.run_budget_usd, spent_usd=progress.cost_usd)
+    shipping = Shipping(executor) if executor.remote else None
+    skipped: list[str] = []
     with EventLog(out / "events.jsonl", run_id=out.name) as events:
-        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy)
+        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy,
+                    executor=executor.kind)
 
         async def one(task: SWETask) -> None:
             async with gate:
-                outcome = await repair_task(
-                    task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader
-                )
+                if run_budget is not None and run_budget.exceeded() is not None:
+                    skipped.append(task.instance_id)  # no outcome: a --resume with a larger limit runs it
+                    return
+                outcome = await repair_via(executor, shipping, task, cfg, events=events,
+                                           inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader,
+                                           run_budget=run_budget)
             async with lock:
                 progress.add(outcome, ran=True)
                 await asyncio.to_thread(write_summaries, out, tasks, cfg)
@@ -214,5 +235,7 @@ async def run_batch(
 
         await asyncio.gather(*(one(t) for t in todo))
         summary = write_summaries(out, tasks, cfg)
+        if skipped:
+            events.emit("run.budget_exceeded", limit_usd=cfg.run_budget_usd, not_started=skipped)
         events.emit("run.end", resolved=summary["resolved_instances"], statuses=summary["statuses"])
     return summary
