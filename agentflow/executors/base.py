@@ -41,8 +41,9 @@ class Executor(Protocol):
         """A budget every call's budget charges as parent, enforced across all workers (None: no limit)."""
         ...
 
-    def attempts(self, label: str) -> int:
-        """How many times the call with `label` was started (above 1: it was retried after a failure)."""
+    def started_on(self, label: str) -> list[str]:
+        """The nodes the call with `label` was started on, in order (more than one: it was retried after its
+        worker or node died); empty in process."""
         ...
 
 
@@ -66,8 +67,8 @@ class InProcessExecutor:
             budget.charge_model(usd=spent_usd, calls=0)
         return budget
 
-    def attempts(self, label: str) -> int:
-        return 1
+    def started_on(self, label: str) -> list[str]:
+        return []
 
 
 def executor_config(

@@ -5,7 +5,7 @@ Imported only when `--executor ray` is chosen (Ray is the optional extra `agentf
 - Placement: a call holds `task_cpus` CPUs (and `task_memory_mb`, `task_resources`), so a node started with
   `ray start --num-cpus C` runs C / task_cpus calls at once. Calls are spread over the nodes.
 - Faults: a call whose worker or node dies is run again by Ray elsewhere, at most `max_retries` times; each
-  start is recorded in the ledger, so the driver reports retries (`attempts(label)`), and a call lost for good
+  start is recorded in the ledger, so the driver reports retries (`started_on(label)`), and a call lost for good
   raises `RemoteTaskError`. Exceptions raised inside a call are not retried: they come back as they are.
 - Budget: the ledger actor holds the run's USD spend. `LedgerBudget` is a `Budget` that every task's budget
   charges as parent; it forwards charges to the actor and reads the run-wide total back, so a run that
@@ -180,7 +180,7 @@ class RayExecutor:
             raise self._lost(label, exc) from None
 
     def _lost(self, label: str, exc: BaseException) -> RemoteTaskError:
-        attempts = self.attempts(label)
+        attempts = len(self.started_on(label))
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         return RemoteTaskError(f"ray: {label} was lost after {attempts} attempt(s) "
                                f"({self.config.max_retries} retries allowed): {exc.__class__.__name__}: {first}",
@@ -195,9 +195,6 @@ class RayExecutor:
         if spent_usd:
             ray.get(self._ledger.charge.remote(float(spent_usd)))
         return LedgerBudget(self._ledger, usd_limit)
-
-    def attempts(self, label: str) -> int:
-        return len(self.started_on(label))
 
     def started_on(self, label: str) -> list[str]:
         """Ids of the nodes the call with `label` was started on, in order (more than one: retried)."""

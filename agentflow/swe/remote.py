@@ -68,14 +68,17 @@ async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETas
                                "outcome.json": json.dumps(outcome.model_dump(mode="json"), indent=2) + "\n"},
                     last="outcome.json")
         return outcome
-    _report_retries(executor, label, events, task.instance_id)
+    _report_placement(executor, label, events, task.instance_id)
     for event in result.events:
         events.write(event)
     write_tree(inst_dir, result.files, last="outcome.json")
     return result.outcome
 
 
-def _report_retries(executor: Executor, label: str, events: EventLog, instance_id: str) -> None:
-    attempts = executor.attempts(label)
-    if attempts > 1:
-        events.emit("executor.retry", node_id=instance_id, instance_id=instance_id, attempts=attempts)
+def _report_placement(executor: Executor, label: str, events: EventLog, instance_id: str) -> None:
+    """`executor.task`: the nodes the task ran on; `executor.retry` too when it ran more than once."""
+    nodes = executor.started_on(label)
+    events.emit("executor.task", node_id=instance_id, instance_id=instance_id, nodes=nodes)
+    if len(nodes) > 1:
+        events.emit("executor.retry", node_id=instance_id, instance_id=instance_id, attempts=len(nodes),
+                    nodes=nodes)
