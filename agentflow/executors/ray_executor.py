@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -40,8 +38,6 @@ _LOST = (
     ray_errors.TaskUnschedulableError,
     ray_errors.TaskCancelledError,
 )
-_REFRESH_S = 0.5
-"""How stale a worker's view of the run-wide spend may get (it is also refreshed after every charge)."""
 
 
 @ray.remote(num_cpus=0, max_concurrency=64)
@@ -68,14 +64,12 @@ class RunLedger:
 
 
 class LedgerBudget(Budget):
-    """A USD limit shared by all nodes through the ledger actor (pickles to a worker as its handle + limit)."""
+    """A USD limit shared by all nodes through the ledger actor (pickles to a worker as its handle + limit).
+    Every read asks the actor (about a millisecond, once per model call), so no node acts on a stale total."""
 
     def __init__(self, ledger: Any, usd_limit: float) -> None:
         super().__init__(BudgetLimits(usd=usd_limit))
         self.ledger = ledger
-        self._total: float | None = None
-        self._read_at = 0.0
-        self._refresh = threading.Lock()
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (LedgerBudget, (self.ledger, self.limits.usd))
@@ -83,14 +77,11 @@ class LedgerBudget(Budget):
     def charge_model(self, *, tokens: int = 0, usd: float | None = 0.0, calls: int = 1) -> None:
         super().charge_model(tokens=tokens, usd=usd, calls=calls)
         if usd:
-            self._total, self._read_at = ray.get(self.ledger.charge.remote(float(usd))), time.monotonic()
+            ray.get(self.ledger.charge.remote(float(usd)))
 
     def run_total(self) -> float:
-        """The run-wide USD spent, as the ledger last said (read again when older than half a second)."""
-        with self._refresh:
-            if self._total is None or time.monotonic() - self._read_at > _REFRESH_S:
-                self._total, self._read_at = ray.get(self.ledger.total.remote()), time.monotonic()
-            return self._total
+        """The run-wide USD spent so far, over all nodes."""
+        return float(ray.get(self.ledger.total.remote()))
 
     @property
     def used(self) -> BudgetUsage:
@@ -103,6 +94,24 @@ def _invoke(fn: Callable[..., Awaitable[Any]], ledger: Any, label: str, *args: A
     """Body of every Ray task: record the start in the ledger, then run the coroutine function."""
     ray.get(ledger.started.remote(label, ray.get_runtime_context().get_node_id()))
     return asyncio.run(fn(*args))
+
+
+def _init_on_loopback(kwargs: dict[str, Any]) -> None:
+    """Start a local Ray whose servers bind 127.0.0.1 only. Ray turns a loopback node address into the
+    machine's outward one (and then listens on every interface); keeping it as given keeps Ray on loopback."""
+    from ray._private import services
+
+    resolve = services.resolve_ip_for_localhost
+    services.resolve_ip_for_localhost = lambda host: host
+    try:
+        ray.init(**kwargs)
+    finally:
+        services.resolve_ip_for_localhost = resolve
+    outward = [n["NodeManagerAddress"] for n in ray.nodes() if not _loopback(n["NodeManagerAddress"])]
+    if outward:
+        ray.shutdown()
+        raise RuntimeError(f"the local Ray listens on {outward[0]}, not on loopback; start a cluster yourself "
+                           "and pass --ray-address")
 
 
 def _loopback(address: str | None) -> bool:
@@ -138,7 +147,10 @@ class RayExecutor:
             kwargs["address"] = cfg.address
             kwargs.pop("include_dashboard")
         try:
-            await asyncio.to_thread(ray.init, **kwargs)
+            if cfg.address is None:
+                await asyncio.to_thread(_init_on_loopback, kwargs)
+            else:
+                await asyncio.to_thread(ray.init, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = cfg.address or "a local Ray"
             raise UserError(f"cannot start or join Ray ({where}): {str(exc).splitlines()[0][:200]}",

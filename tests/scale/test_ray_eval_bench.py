@@ -189,3 +189,35 @@ def test_driver_killed_with_kill_9_resumes_without_redoing_finished_tasks(
     preds = read_jsonl(out / "preds.jsonl")
     assert sorted(p["instance_id"] for p in preds) == sorted(BENCH_IDS)
     assert sorted(json.loads((out / "report.json").read_text())["resolved_ids"]) == sorted(BENCH_IDS)
+
+
+def _costly_cassette(path: Path, answers: int, usd: float) -> None:
+    """A cassette whose every answer changes nothing and costs `usd`: a task spends until a limit stops it."""
+    reply = {"choices": [{"message": {"role": "assistant", "content": "I am not sure."}, "finish_reason": "stop"}],
+             "usage": {"input_tokens": 100, "output_tokens": 20, "cost_usd": usd}, "model": "scripted"}
+    path.write_text(json.dumps({"version": 1, "match": "sequence",
+                                "interactions": [{"response": reply}] * answers}))
+
+
+def test_the_run_budget_stops_every_node(ray_cluster: Any, docker_image: str, tmp_path: Path):
+    cassettes = tmp_path / "cassettes"
+    cassettes.mkdir()
+    for iid in BENCH_IDS:
+        _costly_cassette(cassettes / f"{iid}.json", answers=60, usd=0.01)
+    out = tmp_path / "run"
+    # alone, a task makes 4 calls ($0.04): every task that starts is stopped by the run's $0.03; the first two
+    # start together, one on each node
+    argv = [*bench_argv(out, docker_image, "--workers", "2"), *ray_argv(ray_cluster),
+            "--model", f"replay:{cassettes / '{instance_id}.json'}", "-c", "run_budget_usd=0.03"]
+    proc = run_driver(ray_cluster, argv)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    outcomes = [json.loads(p.read_text()) for p in (out / "instances").glob("*/outcome.json")]
+    events = read_jsonl(out / "events.jsonl")
+    placed = {e["node_id"]: e["data"]["nodes"][-1] for e in events if e["kind"] == "executor.task"}
+    assert [o["status"] for o in outcomes] == ["limits_exceeded:usd"] * len(outcomes)
+    assert len({placed[o["instance_id"]] for o in outcomes}) == 2, "tasks on both nodes were stopped"
+    spent = sum(o["usage"]["usd"] for o in outcomes)
+    # each running task may finish the call it was in when the limit was reached, no more
+    assert 0.03 - 1e-9 <= spent <= 0.03 + 0.01 * 2 + 1e-9
+    not_started = [e["data"]["not_started"] for e in events if e["kind"] == "run.budget_exceeded"]
+    assert len(outcomes) + sum(len(n) for n in not_started) == len(BENCH_IDS)
