@@ -25,7 +25,7 @@ import ray
 from ray import exceptions as ray_errors
 
 from agentflow.budget import Budget, BudgetLimits, BudgetUsage
-from agentflow.errors import UserError
+from agentflow.errors import AgentflowError, UserError
 from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 
 T = TypeVar("T")
@@ -132,9 +132,14 @@ class RayExecutor:
         self._ledger: Any = None
         self._remote: Any = None
         self._options: dict[str, Any] = {}
+        self._owned = True
 
     async def start(self) -> None:
         cfg = self.config
+        self._owned = not ray.is_initialized()
+        if not self._owned:  # inside a Ray task (a search in a bench task): use the job we are part of
+            self._setup_tasks()
+            return
         # nothing phones home: Ray's usage statistics stay off for the driver and a local Ray it starts
         os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
@@ -155,6 +160,10 @@ class RayExecutor:
             where = cfg.address or "a local Ray"
             raise UserError(f"cannot start or join Ray ({where}): {str(exc).splitlines()[0][:200]}",
                             hint="start the cluster with `ray start --head`, or check --ray-address") from None
+        self._setup_tasks()
+
+    def _setup_tasks(self) -> None:
+        cfg = self.config
         node = ray.get_runtime_context().get_node_id()
         pin = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node, soft=False)
         self._ledger = RunLedger.options(scheduling_strategy=pin).remote()
@@ -168,8 +177,10 @@ class RayExecutor:
         self._remote = ray.remote(_invoke)
 
     def stop(self) -> None:
-        if ray.is_initialized():
+        if self._owned and ray.is_initialized():
             ray.shutdown()
+        elif self._ledger is not None:
+            ray.kill(self._ledger)
 
     def nodes(self) -> list[dict[str, Any]]:
         """The cluster's live nodes (id, address, CPUs)."""
@@ -187,7 +198,9 @@ class RayExecutor:
         except ray_errors.RayTaskError as exc:
             if isinstance(exc.cause, _LOST):
                 raise self._lost(label, exc.cause) from None
-            raise exc.as_instanceof_cause() from None
+            if isinstance(exc.cause, AgentflowError):  # a UserError stays one line; budget stops stay catchable
+                raise exc.cause from None
+            raise exc.as_instanceof_cause() from None  # a bug: keeps the worker's traceback
         except _LOST as exc:
             raise self._lost(label, exc) from None
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from agentflow.budget import Budget
+from agentflow.errors import UserError
 from agentflow.events import Event, EventLog
 from agentflow.executors.base import Executor
 from agentflow.executors.types import RemoteTaskError
@@ -58,7 +59,10 @@ async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETas
                                  run_budget=run_budget)
     label = f"repair:{task.instance_id}"
     try:
-        repo, wheels = shipping.inputs(task) if shipping is not None else (None, None)
+        try:
+            repo, wheels = shipping.inputs(task) if shipping is not None else (None, None)
+        except UserError:  # a repository that is not there: the task's set-up reports it (env_error)
+            repo, wheels = None, None
         result = await executor.call(repair_job, task, cfg, events.run_id, run_budget, repo, wheels, label=label)
     except RemoteTaskError as exc:
         outcome = InstanceOutcome(instance_id=task.instance_id, status="env_error", error=str(exc))
