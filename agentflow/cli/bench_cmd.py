@@ -90,6 +90,9 @@ def register(app: typer.Typer) -> None:
 
         check_serve(serve)
         executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
+        if serve and executor_cfg is not None and executor_cfg.kind == "ray":
+            raise UserError("--serve cannot be combined with --executor ray",
+                            hint="start a model server every node reaches and pass it with --model")
         if resume and redo:
             raise UserError("give either --resume or --redo, not both")
         if (resume or redo) and output is None:

@@ -75,3 +75,10 @@ def test_in_process_the_run_budget_stops_the_run_and_resume_counts_what_was_spen
     # the limit holds across --resume: what the first run spent counts, so nothing more starts
     assert run([*argv, "--resume"]) == 0
     assert len(list((out / "instances").glob("*/outcome.json"))) == 1
+
+
+def test_serve_with_the_ray_executor_is_refused_before_anything_starts(tmp_path: Path, capsys):
+    argv = ["bench", str(TASKS_FILE), "--serve", "llamacpp:gemma3-270m", "--executor", "ray", "-o", str(tmp_path / "run")]
+    assert run(argv) == 2
+    assert "--serve cannot be combined with --executor ray" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
