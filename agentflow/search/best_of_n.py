@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -44,6 +44,9 @@ class BestOfNConfig(StrictConfig):
     normalised outputs) or `tests_then_critic` (tests first, the critic's score breaks ties)."""
     seed: int = 0
     """Seed of every rollout's rng (rollout i gets `seed:i`): replayed or simulated runs are deterministic."""
+    executor: Literal["in-process", "ray"] = "in-process"
+    """Where the search's steps run: here, or as Ray tasks (a node's `executor: ray`; the `executor=` argument,
+    e.g. an `ExecutorConfig` with a cluster address, takes precedence). See `search.remote`."""
 
 
 @contextlib.asynccontextmanager
@@ -98,7 +101,7 @@ class BestOfN:
         self.oracle = oracle
         self.charge_budget = charge_budget
         """False when the policy's model charges the budget itself (an InstrumentedModel)."""
-        self.executor = executor
+        self.executor = executor if executor is not None else self.config.executor
         """Where rollouts run: in process (None) or e.g. "ray" (each a Ray task; see `search.remote`)."""
         self.shipper = shipper
         """With a remote executor and workspaces: how a workspace snapshot travels to a worker and back."""

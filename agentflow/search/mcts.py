@@ -60,6 +60,9 @@ class MCTSConfig(StrictConfig):
     """Stop as soon as a finished rollout passes the verifier."""
     seed: int = 0
     """Seed of every node's rng (node `0.2.1` gets `seed:0.2.1`)."""
+    executor: Literal["in-process", "ray"] = "in-process"
+    """Where the search's steps run: here, or as Ray tasks (a node's `executor: ray`; the `executor=` argument,
+    e.g. an `ExecutorConfig` with a cluster address, takes precedence). See `search.remote`."""
 
 
 Expansion = tuple[list[Action], list[NodeState], list[SearchUsage], list[Verification | None], SearchUsage]
@@ -87,7 +90,7 @@ class MCTS:
         self.config = merged_config(MCTSConfig, config, settings)
         self.oracle = oracle
         self.charge_budget = charge_budget
-        self.executor = executor
+        self.executor = executor if executor is not None else self.config.executor
         """Where each child's `apply` runs: in process (None) or e.g. "ray" (a Ray task; see `search.remote`);
         proposals, verification and the tree stay here."""
         self.shipper = shipper
