@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -186,12 +187,15 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                                                      image, round_trips=i == 0)
         round_trip = runs["ray_2_nodes_0"]["round_trip_ms"]
     server.shutdown()
+    if not args.keep:
+        shutil.rmtree(scratch, ignore_errors=True)
     same = len({tuple(run["preds"]) for run in runs.values()}) == 1
     inproc_walls = [runs[f"in_process_{i}"]["wall_s"] for i in range(args.repeat)]
     ray2_walls = [runs[f"ray_2_nodes_{i}"]["wall_s"] for i in range(args.repeat)]
     inproc, ray2, ray1 = min(inproc_walls), min(ray2_walls), runs["ray_1_node"]["wall_s"]
     return {
         "tasks": args.tasks,
+        "scratch": str(scratch) if args.keep else None,
         "model_latency_s": args.latency,
         "concurrency": 4,
         "in_process_wall_s": inproc,
@@ -221,6 +225,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=5.0, help="Seconds the model server takes per call.")
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=2, help="In-process / Ray runs, alternated (best kept).")
+    parser.add_argument("--keep", action="store_true", help="Keep the run directories (printed as scratch).")
     args = parser.parse_args()
     if os.environ.get(IN_NETNS) != "1":
         # re-run inside a network namespace that has only a loopback interface
