@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -239,7 +240,10 @@ def main() -> None:
         proc = subprocess.run(["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
                                sys.executable, *sys.argv], env=env, check=False)
         sys.exit(proc.returncode)
-    print(json.dumps(asyncio.run(measure(args))))
+    # Ray's driver prints cluster notices (e.g. a node marked dead) on stdout: keep stdout for the one object
+    with contextlib.redirect_stdout(sys.stderr):
+        figures = asyncio.run(measure(args))
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":
