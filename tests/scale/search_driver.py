@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -90,6 +91,7 @@ async def main(address: str) -> None:
     finally:
         for box in boxes:
             await box.close()
+        shutil.rmtree(store, ignore_errors=True)
     print(json.dumps(out))
 
 
