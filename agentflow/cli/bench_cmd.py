@@ -9,6 +9,12 @@ from typing import Any
 import typer
 
 from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json, print_view_hint
+from agentflow.cli.executor_options import (
+    EXECUTOR_OPTION,
+    RAY_ADDRESS_OPTION,
+    TASK_CPUS_OPTION,
+    executor_from_flags,
+)
 from agentflow.cli.repair_options import (
     BUDGET_OPTION,
     CRITIC_MODEL_OPTION,
@@ -73,6 +79,9 @@ def register(app: typer.Typer) -> None:
         sandbox: str = SANDBOX_OPTION,
         workflow: str = WORKFLOW_OPTION,
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/bench-<id>)."),
+        executor: str = EXECUTOR_OPTION,
+        ray_address: str = RAY_ADDRESS_OPTION,
+        task_cpus: float = TASK_CPUS_OPTION,
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
@@ -83,6 +92,10 @@ def register(app: typer.Typer) -> None:
         from agentflow.swe.tasks import load_tasks
 
         check_serve(serve)
+        executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
+        if serve and executor_cfg is not None and executor_cfg.kind == "ray":
+            raise UserError("--serve cannot be combined with --executor ray",
+                            hint="start a model server every node reaches and pass it with --model")
         if resume and redo:
             raise UserError("give either --resume or --redo, not both")
         if (resume or redo) and output is None:
@@ -175,6 +188,7 @@ def register(app: typer.Typer) -> None:
                 resume=resume,
                 redo=redo,
                 on_progress=on_progress,
+                executor=executor_cfg,
             )
         finally:
             for bar, _ in bars:

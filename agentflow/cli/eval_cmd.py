@@ -7,6 +7,12 @@ from pathlib import Path
 import typer
 
 from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json, print_view_hint
+from agentflow.cli.executor_options import (
+    EXECUTOR_OPTION,
+    RAY_ADDRESS_OPTION,
+    TASK_CPUS_OPTION,
+    executor_from_flags,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -19,6 +25,9 @@ def register(app: typer.Typer) -> None:
         sandbox: str = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto (default auto)."),
         output: Path = typer.Option(None, "-o", "--output", help="Directory for report.json and per-instance logs (default runs/eval-<id>)."),
         instance_ids: list[str] = typer.Option(None, "--instance-id", "-i", help="Evaluate only this instance (repeatable)."),
+        executor: str = EXECUTOR_OPTION,
+        ray_address: str = RAY_ADDRESS_OPTION,
+        task_cpus: float = TASK_CPUS_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Evaluate predictions: apply each patch in a fresh sandbox, run FAIL_TO_PASS and PASS_TO_PASS,
@@ -31,6 +40,7 @@ def register(app: typer.Typer) -> None:
         from agentflow.swe.report import InstanceReport, format_summary
         from agentflow.swe.tasks import load_predictions, load_tasks, select_tasks
 
+        executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
         overrides = list(config or [])
         if workers is not None:
             if workers < 1:
@@ -55,7 +65,8 @@ def register(app: typer.Typer) -> None:
                 extra = f" ({report.error})" if report.error else ""
                 typer.echo(f"{report.instance_id}: {report.outcome}{extra}", err=True)
 
-        full = asyncio.run(evaluate_predictions(all_tasks, preds, cfg, out_dir=out_dir, on_result=progress))
+        full = asyncio.run(evaluate_predictions(all_tasks, preds, cfg, out_dir=out_dir, on_result=progress,
+                                               executor=executor_cfg))
         summary = {k: v for k, v in full.items() if k != "instances"}
         if as_json:
             print_json(summary)

@@ -165,6 +165,9 @@ class RepairConfig(StrictConfig):
     """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Spend limit per task (models with known prices)."""
+    run_budget_usd: float | None = Field(default=None, ge=0)
+    """Spend limit of the whole run, across all tasks and (with `--executor ray`) all nodes: once reached, running
+    tasks stop at their next model call and no further task starts (`--resume` counts what was spent)."""
     step_limit: int | None = Field(default=None, ge=1)
     """Model calls per task (every role's calls count)."""
     wall_time_s: float | None = Field(default=None, gt=0)

@@ -22,12 +22,16 @@ from typing import Any
 from agentflow.config import dump_yaml
 from agentflow.errors import UserError
 from agentflow.events import EventLog
+from agentflow.executors.base import Executor, InProcessExecutor, open_executor
+from agentflow.executors.types import ExecutorConfig
 from agentflow.observe import instrument
 from agentflow.paths import path_component
 from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
-from agentflow.repair.solve import effective_strategy, load_repair_workflow, repair_task
+from agentflow.repair.remote import repair_via
+from agentflow.repair.solve import effective_strategy, load_repair_workflow
 from agentflow.swe.report import InstanceReport, make_summary
+from agentflow.swe.shipping import Shipping
 from agentflow.swe.tasks import Prediction, SWETask
 
 
@@ -173,15 +177,26 @@ async def run_batch(
     redo: bool = False,
     on_progress: Callable[[Progress, InstanceOutcome | None], None] | None = None,
     model_loader: ModelLoader | None = None,
+    executor: Executor | ExecutorConfig | None = None,
 ) -> dict[str, Any]:
-    """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary."""
+    """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary.
+    `executor` says where tasks run (default: in this process; an `ExecutorConfig` is opened for the run)."""
+    if isinstance(executor, ExecutorConfig):
+        async with open_executor(executor) as opened:
+            return await run_batch(tasks, cfg, out_dir, resume=resume, redo=redo, on_progress=on_progress,
+                                   model_loader=model_loader, executor=opened)
+    executor = executor or InProcessExecutor()
+    if executor.remote and model_loader is not None:
+        raise UserError("--serve cannot be combined with --executor ray",
+                        hint="start a model server every node reaches and pass it with --model")
     for task in tasks:  # every id must name a folder before anything runs
         _safe(task.instance_id)
     from agentflow.sandbox import resolve_backend
 
     # once, before any task: no Docker is a one-line error, not a batch of env_errors; and the backend
-    # recorded in config.resolved.yaml is the one used, not "auto"
-    cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
+    # recorded in config.resolved.yaml is the one used, not "auto" (on Ray, each node resolves its own)
+    if not executor.remote:
+        cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} is a file, not a folder", hint="give -o a folder (it is created if missing)")
@@ -213,16 +228,22 @@ async def run_batch(
     _drop_torn_line(out / "events.jsonl")
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
+    run_budget = executor.run_budget(cfg.run_budget_usd, spent_usd=progress.cost_usd)
+    shipping = Shipping(executor) if executor.remote else None
+    skipped: list[str] = []
     with EventLog(out / "events.jsonl", run_id=out.name) as events:
         instrument(events, cfg.trace)
-        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy)
+        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy,
+                    executor=executor.kind)
 
         async def one(task: SWETask) -> None:
             async with gate:
-                outcome = await repair_task(
-                    task, cfg, events=events, inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader,
-                    workflow=workflow,
-                )
+                if run_budget is not None and run_budget.exceeded() is not None:
+                    skipped.append(task.instance_id)  # no outcome: a --resume with a larger limit runs it
+                    return
+                outcome = await repair_via(executor, shipping, task, cfg, events=events,
+                                           inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader,
+                                           run_budget=run_budget, workflow=workflow)
             async with lock:
                 progress.add(outcome, ran=True)
                 await asyncio.to_thread(write_summaries, out, tasks, cfg)
@@ -231,5 +252,7 @@ async def run_batch(
 
         await asyncio.gather(*(one(t) for t in todo))
         summary = write_summaries(out, tasks, cfg)
+        if skipped:
+            events.emit("run.budget_exceeded", limit_usd=cfg.run_budget_usd, not_started=skipped)
         events.emit("run.end", resolved=summary["resolved_instances"], statuses=summary["statuses"])
     return summary

@@ -94,17 +94,20 @@ async def repair_task(
     model: ChatModel | None = None,
     model_loader: ModelLoader | None = None,
     workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]] | None = None,
+    run_budget: Budget | None = None,
 ) -> InstanceOutcome:
     """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`
     (and its checkpoints there: a task whose folder holds an unfinished run continues it). `model` replaces
     the coder's model; `model_loader` builds the models of the specs in `cfg`; `workflow` is
-    `load_repair_workflow(cfg)` when the caller already loaded it (a batch loads it once)."""
+    `load_repair_workflow(cfg)` when the caller already loaded it (a batch loads it once); the task's budget
+    charges `run_budget` too (the run-wide limit, `run_budget_usd`)."""
     started = time.monotonic()
     iid = task.instance_id
     spec, registry, node_settings = workflow or load_repair_workflow(cfg)
     if inst_dir is not None:
         inst_dir.mkdir(parents=True, exist_ok=True)
-    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s))
+    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s),
+                    parent=run_budget)
     outcome = InstanceOutcome(instance_id=iid, status="no_patch")
     events.emit("repair.start", node_id=iid, instance_id=iid, strategy=cfg.strategy, model=cfg.model,
                 workflow=spec.name)

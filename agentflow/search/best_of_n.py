@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -26,6 +26,7 @@ from agentflow.search.protocols import (
     WorkspacePool,
     as_pool,
 )
+from agentflow.search.remote import RemoteSteps, SearchExecutor, WorkspaceShipper, remote_steps
 from agentflow.search.report import Oracle, Selection, coverage_and_pass_at_k, judge, select
 from agentflow.search.tree import SearchTree
 from agentflow.search.types import Action, Candidate, NodeState, SearchResult, SearchUsage
@@ -43,6 +44,9 @@ class BestOfNConfig(StrictConfig):
     normalised outputs) or `tests_then_critic` (tests first, the critic's score breaks ties)."""
     seed: int = 0
     """Seed of every rollout's rng (rollout i gets `seed:i`): replayed or simulated runs are deterministic."""
+    executor: Literal["in-process", "ray"] = "in-process"
+    """Where the search's steps run: here, or as Ray tasks (a node's `executor: ray`; the `executor=` argument,
+    e.g. an `ExecutorConfig` with a cluster address, takes precedence). See `search.remote`."""
 
 
 @contextlib.asynccontextmanager
@@ -87,6 +91,8 @@ class BestOfN:
         config: BestOfNConfig | None = None,
         oracle: Oracle | None = None,
         charge_budget: bool = True,
+        executor: SearchExecutor = None,
+        shipper: WorkspaceShipper | None = None,
         **settings: Any,
     ) -> None:
         self.policy = policy
@@ -95,6 +101,10 @@ class BestOfN:
         self.oracle = oracle
         self.charge_budget = charge_budget
         """False when the policy's model charges the budget itself (an InstrumentedModel)."""
+        self.executor = executor if executor is not None else self.config.executor
+        """Where rollouts run: in process (None) or e.g. "ray" (each a Ray task; see `search.remote`)."""
+        self.shipper = shipper
+        """With a remote executor and workspaces: how a workspace snapshot travels to a worker and back."""
 
     async def run(
         self,
@@ -104,6 +114,12 @@ class BestOfN:
         events: EventLog | None = None,
         workspaces: WorkspacePool | Workspace | list[Workspace] | None = None,
     ) -> SearchResult:
+        async with remote_steps(self.executor, self.shipper) as remote:
+            return await self._run(initial, budget, events, workspaces, remote)
+
+    async def _run(self, initial: NodeState | None, budget: Budget | None, events: EventLog | None,
+                   workspaces: WorkspacePool | Workspace | list[Workspace] | None,
+                   remote: RemoteSteps | None) -> SearchResult:
         cfg = self.config
         pool = as_pool(workspaces)
         start = await initial_state(initial, pool)
@@ -116,6 +132,12 @@ class BestOfN:
             async with gate:
                 if budget is not None and budget.exceeded() is not None:
                     return None
+                if remote is not None:
+                    try:
+                        return await remote.step(self.policy, start, None, seed=f"{cfg.seed}:{i}", node_id=f"0.{i}",
+                                                 parent_id="0", budget=budget, events=events, pool=pool)
+                    except BudgetExceeded:
+                        return None
                 ctx = RolloutContext(rng=random.Random(f"{cfg.seed}:{i}"), node_id=f"0.{i}", parent_id="0",
                                      budget=budget, events=events, charge_budget=self.charge_budget)
                 async with borrow(pool, start.snapshot_id) as ws:

@@ -30,6 +30,7 @@ from agentflow.search.protocols import (
     WorkspacePool,
     as_pool,
 )
+from agentflow.search.remote import RemoteSteps, SearchExecutor, WorkspaceShipper, remote_steps
 from agentflow.search.report import Oracle, coverage_and_pass_at_k, judge, select
 from agentflow.search.tree import Node, SearchTree
 from agentflow.search.types import Action, Candidate, NodeState, SearchResult, SearchUsage, Verification
@@ -59,6 +60,9 @@ class MCTSConfig(StrictConfig):
     """Stop as soon as a finished rollout passes the verifier."""
     seed: int = 0
     """Seed of every node's rng (node `0.2.1` gets `seed:0.2.1`)."""
+    executor: Literal["in-process", "ray"] = "in-process"
+    """Where the search's steps run: here, or as Ray tasks (a node's `executor: ray`; the `executor=` argument,
+    e.g. an `ExecutorConfig` with a cluster address, takes precedence). See `search.remote`."""
 
 
 Expansion = tuple[list[Action], list[NodeState], list[SearchUsage], list[Verification | None], SearchUsage]
@@ -77,6 +81,8 @@ class MCTS:
         config: MCTSConfig | None = None,
         oracle: Oracle | None = None,
         charge_budget: bool = True,
+        executor: SearchExecutor = None,
+        shipper: WorkspaceShipper | None = None,
         **settings: Any,
     ) -> None:
         self.policy = policy
@@ -84,6 +90,11 @@ class MCTS:
         self.config = merged_config(MCTSConfig, config, settings)
         self.oracle = oracle
         self.charge_budget = charge_budget
+        self.executor = executor if executor is not None else self.config.executor
+        """Where each child's `apply` runs: in process (None) or e.g. "ray" (a Ray task; see `search.remote`);
+        proposals, verification and the tree stay here."""
+        self.shipper = shipper
+        """With a remote executor and workspaces: how a workspace snapshot travels to a worker and back."""
 
     # selection ---------------------------------------------------------------------------------------------
 
@@ -124,7 +135,7 @@ class MCTS:
     # expansion ---------------------------------------------------------------------------------------------
 
     async def _expand(self, leaf: Node, pool: WorkspacePool | None, budget: Budget | None,
-                      events: EventLog | None, vctx: VerifyContext) -> Expansion:
+                      events: EventLog | None, vctx: VerifyContext, remote: RemoteSteps | None = None) -> Expansion:
         cfg = self.config
 
         def context(node_id: str, parent_id: str | None) -> RolloutContext:
@@ -139,6 +150,10 @@ class MCTS:
             actions = list(await self.policy.propose(leaf.state, cfg.k, ctx))[: cfg.k]
 
         async def apply(i: int, action: Action) -> tuple[NodeState, SearchUsage]:
+            if remote is not None:
+                child_id = f"{leaf.id}.{base + i}"
+                return await remote.step(self.policy, leaf.state, action, seed=f"{cfg.seed}:{child_id}",
+                                         node_id=child_id, parent_id=leaf.id, budget=budget, events=events, pool=pool)
             cctx = context(f"{leaf.id}.{base + i}", leaf.id)
             async with borrow(pool, leaf.state.snapshot_id) as ws:
                 cctx.workspace = ws
@@ -164,6 +179,12 @@ class MCTS:
         events: EventLog | None = None,
         workspaces: WorkspacePool | Workspace | list[Workspace] | None = None,
     ) -> SearchResult:
+        async with remote_steps(self.executor, self.shipper) as remote:
+            return await self._run(initial, budget, events, workspaces, remote)
+
+    async def _run(self, initial: NodeState | None, budget: Budget | None, events: EventLog | None,
+                   workspaces: WorkspacePool | Workspace | list[Workspace] | None,
+                   remote: RemoteSteps | None) -> SearchResult:
         cfg = self.config
         pool = as_pool(workspaces)
         tree = SearchTree(self.strategy, events)
@@ -208,7 +229,7 @@ class MCTS:
                 stop = "exhausted"
                 break
             outcomes = await asyncio.gather(
-                *(self._expand(p[-1], pool, budget, events, vctx) for p in paths), return_exceptions=True
+                *(self._expand(p[-1], pool, budget, events, vctx, remote) for p in paths), return_exceptions=True
             )
             expansions += len(paths)
             for path, outcome in zip(paths, outcomes, strict=True):

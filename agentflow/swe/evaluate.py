@@ -17,15 +17,18 @@ import asyncio
 import json
 import shlex
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from agentflow.config import StrictConfig
 from agentflow.errors import AgentflowError, UserError
+from agentflow.executors.base import Executor, InProcessExecutor, open_executor
+from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 from agentflow.paths import child_dir
 from agentflow.sandbox.base import Sandbox
 from agentflow.sandbox.config import SandboxConfig
@@ -33,6 +36,7 @@ from agentflow.secrets import redact
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, changed_paths, is_empty_patch, parse_patch
 from agentflow.swe.report import InstanceReport, grade, instance_report_json, make_summary
+from agentflow.swe.shipping import Shipping, on_this_node, prepare_node, read_tree, write_tree
 from agentflow.swe.tasks import Prediction, SWETask
 from agentflow.swe.testrun import default_test_cmd, maintained, passed, run_tests
 from agentflow.swe.workspace import EVAL_DIR, seed_workspace
@@ -193,10 +197,17 @@ async def evaluate_predictions(
     *,
     out_dir: str | Path | None = None,
     on_result: Callable[[InstanceReport], None] | None = None,
+    executor: Executor | ExecutorConfig | None = None,
 ) -> dict[str, Any]:
     """Evaluate every prediction (`config.workers` at a time); return the full report:
     the SWE-bench summary fields plus `instances` (id -> per-instance report). Writes `report.json` under
-    `out_dir` when given."""
+    `out_dir` when given. `executor` says where evaluations run (default: in this process)."""
+    if isinstance(executor, ExecutorConfig):
+        async with open_executor(executor) as opened:
+            return await evaluate_predictions(tasks, predictions, config, out_dir=out_dir, on_result=on_result,
+                                              executor=opened)
+    executor = executor or InProcessExecutor()
+    shipping = Shipping(executor) if executor.remote else None
     config = config or EvalConfig()
     from agentflow.sandbox import resolve_backend
 
@@ -212,7 +223,7 @@ async def evaluate_predictions(
 
     async def one(task: SWETask, pred: Prediction) -> InstanceReport:
         async with gate:
-            report = await evaluate_one(task, pred, config, out)
+            report = await evaluate_via(executor, shipping, task, pred, config, out)
         if on_result is not None:
             on_result(report)
         return report
@@ -225,3 +236,43 @@ async def evaluate_predictions(
         out.mkdir(parents=True, exist_ok=True)
         (out / "report.json").write_text(json.dumps(full, indent=2) + "\n")
     return full
+
+
+# ---------------------------------------------------------------- on an executor (`eval --executor ray`)
+
+
+class EvalResult(BaseModel):
+    """What a remote evaluation hands back to the driver."""
+
+    report: InstanceReport
+    files: dict[str, str] = Field(default_factory=dict)
+    """Files under the eval output folder by relative path (`<model>/<instance_id>/report.json`, ...)."""
+
+
+async def eval_job(task: SWETask, prediction: Prediction, config: EvalConfig,
+                   repo_blob: bytes | None, wheel_blob: bytes | None) -> EvalResult:
+    """Runs on a worker node: one evaluation into a scratch folder; its report and files come back."""
+    task = on_this_node(task, repo_blob, wheel_blob)
+    prepare_node(config.backend, config.sandbox)
+    with tempfile.TemporaryDirectory(prefix="agentflow-eval-") as scratch:
+        report = await evaluate_one(task, prediction, config, Path(scratch))
+        files = read_tree(Path(scratch))
+    return EvalResult(report=report, files=files)
+
+
+async def evaluate_via(executor: Executor, shipping: Shipping | None, task: SWETask, prediction: Prediction,
+                       config: EvalConfig, out_dir: Path | None) -> InstanceReport:
+    """Evaluate one prediction on `executor`; its files are written under `out_dir` here, on the driver."""
+    if not executor.remote:
+        return await evaluate_one(task, prediction, config, out_dir)
+    label = f"eval:{prediction.model_name_or_path}:{task.instance_id}"
+    try:
+        repo, wheels = shipping.inputs(task) if shipping is not None else (None, None)
+        result = await executor.call(eval_job, task, prediction, config, repo, wheels, label=label)
+    except RemoteTaskError as exc:
+        report = InstanceReport(instance_id=task.instance_id, patch_exists=True, error=str(exc),
+                                model_name_or_path=prediction.model_name_or_path)
+        return report
+    if out_dir is not None:
+        write_tree(out_dir, result.files)
+    return result.report

@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "agentflow.serving": 2,
     "agentflow.observe": 2,
     "agentflow.mcp": 2,
+    "agentflow.executors": 2,
     # 3 composition
     "agentflow.graph": 3,
     "agentflow.agents": 3,
@@ -33,7 +34,6 @@ LAYERS: dict[str, int] = {
     # 6 the repair solver (node types over the harness)
     "agentflow.repair": 6,
     # 7 running many tasks (executors), then 8 entry points
-    "agentflow.executors": 7,
     "agentflow.mcp_server": 7,
     "agentflow.cli": 8,
 }

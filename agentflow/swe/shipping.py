@@ -1,0 +1,92 @@
+"""Moving a task's inputs to a worker node and its outputs back (`bench` / `eval` on a remote executor).
+
+The driver packs a local directory repository (and a wheelhouse) once per run and puts it in the object
+store; the node unpacks it once (`_on_this_node`) and builds or loads the sandbox image on first use
+(`prepare_node`). What a task wrote in its scratch folder comes back as text and the driver writes it into the
+run directory (`write_tree`), each file inside the folder it belongs to, the marker file last.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+from typing import Any
+
+from agentflow.config import cache_dir
+from agentflow.executors.base import Executor
+from agentflow.executors.shipping import pack_dir, unpack_dir
+from agentflow.executors.types import RemoteTaskError
+from agentflow.sandbox.config import SandboxConfig
+from agentflow.swe.tasks import SWETask
+
+__all__ = ["Shipping", "on_this_node", "prepare_node", "read_tree", "write_tree"]
+
+
+class Shipping:
+    """The driver's side of moving task inputs to nodes: each local directory is packed and put in the
+    object store once per run; remote calls get the handles."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self._handles: dict[str, Any] = {}
+
+    def _dir(self, path: Path) -> Any:
+        key = str(path.resolve())
+        if key not in self._handles:
+            self._handles[key] = self.executor.share(pack_dir(path))
+        return self._handles[key]
+
+    def inputs(self, task: SWETask) -> tuple[Any, Any]:
+        """Handles of the task's repository and wheelhouse directories (None for a git URL / no wheelhouse)."""
+        kind, source = task.repo_source()
+        repo = self._dir(Path(source)) if kind == "dir" else None
+        wheels = None
+        if task.wheelhouse:
+            wheel_dir = task.resolve_path(task.wheelhouse)
+            wheels = self._dir(wheel_dir) if wheel_dir.is_dir() else None
+        return repo, wheels
+
+
+def on_this_node(task: SWETask, repo_blob: bytes | None, wheel_blob: bytes | None) -> SWETask:
+    """The task with its shipped directories unpacked on this node (absolute paths)."""
+    update: dict[str, Any] = {}
+    if repo_blob is not None:
+        update["repo"] = str(unpack_dir(repo_blob, Path(task.repo).name or "repo"))
+    if wheel_blob is not None and task.wheelhouse:
+        update["wheelhouse"] = str(unpack_dir(wheel_blob, Path(task.wheelhouse).name or "wheelhouse"))
+    return task.model_copy(update=update)
+
+
+def prepare_node(backend: str, sandbox: SandboxConfig) -> None:
+    """Build or load the sandbox image on this node on first use (one build per node: a file lock)."""
+    from agentflow.sandbox import resolve_backend
+
+    if resolve_backend(backend) != "docker":
+        return
+    from agentflow.sandbox.image import ensure_image, image_exists
+
+    if image_exists(sandbox.image):
+        return
+    with open(cache_dir() / "sandbox-image.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ensure_image(sandbox.image)
+
+
+def read_tree(root: Path) -> dict[str, str]:
+    """A finished task folder's text files (its checkpoint database stays on the node: the task is done)."""
+    return {str(p.relative_to(root)): p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.endswith(".tmp") and not p.name.startswith("checkpoints.db")}
+
+
+def write_tree(root: Path, files: dict[str, str], last: str | None = None) -> None:
+    """Write files under `root` (each must stay inside it); `last` is written after the others, atomically."""
+    base = root.resolve()
+    for rel in sorted(files, key=lambda r: r == last):
+        target = (root / rel).resolve()
+        if base not in target.parents:
+            raise RemoteTaskError(f"a remote task returned a file outside its folder: {rel!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(files[rel], encoding="utf-8")
+        tmp.replace(target)
