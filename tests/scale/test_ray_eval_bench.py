@@ -28,7 +28,7 @@ MODEL = f"replay:{CASSETTES / '{instance_id}.json'}"
 def _without_durations(value: Any) -> Any:
     """`value` without what differs between two runs of the same work: durations, and pytest's timings."""
     if isinstance(value, dict):
-        return {k: _without_durations(v) for k, v in value.items() if k not in ("duration_s", "wall_seconds")}
+        return {k: _without_durations(v) for k, v in value.items() if k not in ("duration_s", "wall_seconds", "graph_s", "nodes_s")}
     if isinstance(value, list):
         return [_without_durations(v) for v in value]
     if isinstance(value, str):
