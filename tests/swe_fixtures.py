@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +55,24 @@ def read_jsonl(path: Path) -> list[dict]:
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
+
+
+def kill_9_when(proc: subprocess.Popen[Any], ready: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """SIGKILL `proc` (a bench or repair run) as soon as `ready()` holds, then remove the sandbox container it
+    left; fails the test when the run ends first (it could not be killed mid-way)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if ready():
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, f"the {what} finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    from agentflow.sandbox.docker import reap_orphans
+
+    reap_orphans()  # the killed process's container

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -17,7 +15,7 @@ from agentflow.agents import Agent, AgentEvent
 from agentflow.models.spec import load_model
 from agentflow.tools import ToolRegistry, tool
 
-from ..models.conftest import SERVER, FakeServer
+from ..models.conftest import FakeServer, fake_server_process
 
 FAST = {"retry_initial_s": 0.01, "retry_max_wait_s": 0.5, "timeout_s": 10, "max_attempts": 1}
 
@@ -39,14 +37,8 @@ def thermometer(city: str) -> str:
 
 @pytest.fixture(scope="module")
 def llm() -> Iterator[FakeServer]:
-    proc = subprocess.Popen([sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert line.startswith("PORT "), line
-        yield FakeServer(int(line.split()[1]))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with fake_server_process() as server:
+        yield server
 
 
 def _agent(server: FakeServer, **config: object) -> Agent:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -46,8 +47,9 @@ class FakeServer:
         return f"openai-compatible:{self.openai_url}#{model}"
 
 
-@pytest.fixture(scope="session")
-def _server_process() -> Iterator[FakeServer]:
+@contextlib.contextmanager
+def fake_server_process() -> Iterator[FakeServer]:
+    """fake_llm_server.py as a real process on 127.0.0.1, stopped on exit (other test packages use it too)."""
     proc = subprocess.Popen([sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
@@ -57,6 +59,12 @@ def _server_process() -> Iterator[FakeServer]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def _server_process() -> Iterator[FakeServer]:
+    with fake_server_process() as server:
+        yield server
 
 
 @pytest.fixture

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from agentflow.cli.main import run
+from tests.swe_fixtures import kill_9_when
 
 from .conftest import CASSETTES, ROOT, TASKS_FILE, read_jsonl
 
@@ -62,22 +61,9 @@ def test_kill_9_then_resume_does_not_redo_finished_tasks(docker_image: str, tmp_
         stderr=subprocess.DEVNULL,
         env={**os.environ},
     )
-    deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if list((out / "instances").glob("*/outcome.json")) if (out / "instances").is_dir() else []:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the bench finished before it could be killed"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    from agentflow.sandbox.docker import reap_orphans
-
-    reap_orphans()  # the killed process's container
+    instances = out / "instances"
+    kill_9_when(proc, lambda: instances.is_dir() and bool(list(instances.glob("*/outcome.json"))), timeout=240,
+                what="bench")
     finished = {p.parent.name: p.read_text() for p in (out / "instances").glob("*/outcome.json")}
     assert 1 <= len(finished) < len(IDS)
 

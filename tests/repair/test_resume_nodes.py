@@ -4,18 +4,16 @@ run again, and neither are their model calls (checked at the model server, a rea
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agentflow.cli.main import run
-from tests.models.conftest import SERVER, FakeServer
+from tests.models.conftest import FakeServer, fake_server_process
+from tests.swe_fixtures import kill_9_when
 
 from .conftest import ROOT, TASKS_FILE, read_jsonl
 
@@ -27,14 +25,8 @@ RIGHT = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=")\
 
 @pytest.fixture
 def model_server() -> Iterator[FakeServer]:
-    proc = subprocess.Popen([sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert line.startswith("PORT "), line
-        yield FakeServer(int(line.split()[1]))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with fake_server_process() as server:
+        yield server
 
 
 def _bench(out: Path, image: str, spec: str, *extra: str) -> list[str]:
@@ -55,23 +47,12 @@ def test_kill_9_mid_task_then_resume_continues_at_the_search(docker_image: str, 
     proc = subprocess.Popen([agentflow, *_bench(out, docker_image, model_server.spec())], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events_file = out / "events.jsonl"
-    deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            text = events_file.read_text() if events_file.exists() else ""
-            if '"node.start"' in text and f'"{IID}/search"' in text:
-                break
-            time.sleep(0.1)
-        assert proc.poll() is None, "the run ended before it could be killed"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    from agentflow.sandbox.docker import reap_orphans
 
-    reap_orphans()
+    def searching() -> bool:
+        text = events_file.read_text() if events_file.exists() else ""
+        return '"node.start"' in text and f'"{IID}/search"' in text
+
+    kill_9_when(proc, searching, timeout=240, what="run")
     assert _rank_requests(model_server) == 1
     before = len(read_jsonl(events_file))
 

@@ -4,9 +4,7 @@ loopback), compared with the in-process executor; faults: a node killed mid-run,
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import pytest
 
 from agentflow.swe.evaluate import EvalConfig, evaluate_predictions
 from agentflow.swe.tasks import load_predictions, load_tasks
+from tests.swe_fixtures import kill_9_when
 
 from .conftest import GOLD_FILE, ROOT, TASKS_FILE, read_jsonl, run_driver
 
@@ -161,22 +160,9 @@ def test_driver_killed_with_kill_9_resumes_without_redoing_finished_tasks(
     out = tmp_path / "run"
     proc = run_driver(ray_cluster, [*bench_argv(out, docker_image, "--workers", "1"), *ray_argv(ray_cluster)],
                       wait=False)
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (out / "instances").is_dir() and list((out / "instances").glob("*/outcome.json")):
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the bench finished before it could be killed"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    from agentflow.sandbox.docker import reap_orphans
-
-    reap_orphans()
+    instances = out / "instances"
+    kill_9_when(proc, lambda: instances.is_dir() and bool(list(instances.glob("*/outcome.json"))), timeout=300,
+                what="bench")
     finished = {p.parent.name: p.read_text() for p in (out / "instances").glob("*/outcome.json")}
     assert 1 <= len(finished) < len(BENCH_IDS)
 
