@@ -8,6 +8,12 @@ Run: .venv/bin/python benchmarks/repair_resolve.py [STRATEGY ...] [--out DIR] [-
 Each strategy's run directory is kept under --out (default runs/resolve-<date>), so a run can be resumed
 (`--resume` is passed when the directory holds results).
 
+Where samples go (per strategy): `samples` is the outcome mix of every model answer (patch: a usable edit; noop:
+the code came back unchanged; apply_error: the edit could not be applied or does not parse; unparsable: no
+code in the answer), `localization` the share of tasks whose gold function (the task's `gold_functions`, else
+the functions its gold patch changes) is among the suspects the search's edits look at (`hit`) or is the first
+(`first`), and `edit_hit` the share of usable patches that change a gold function.
+
 `--grade-candidates` also grades every candidate of the best-of-8 run with the hidden tests (after the run;
 nothing of it reaches the search): `pass_at_1` is the share of candidates that resolve (the expected
 resolve rate of a single one-shot run without search) and `coverage` the share of tasks where any of the 8 samples resolves (what a perfect
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -33,6 +40,70 @@ STRATEGIES: dict[str, list[str]] = {
     "best_of_8": ["--strategy", "best-of-n", "-n", "8", "-c", "max_attempts=1"],
     "mcts": ["--strategy", "mcts", "-n", "4", "-c", "max_attempts=2", "-c", "mcts_k=2"],
 }
+
+
+def base_sources(task: dict[str, Any], tasks_file: Path, paths: list[str]) -> dict[str, str]:
+    """The files `paths` of a task's repository at its base commit (tasks whose `repo` is a local folder: the
+    folder is the base commit's tree, or a git repository holding it)."""
+    repo = (tasks_file.parent / task["repo"]).resolve()
+    out: dict[str, str] = {}
+    for path in paths:
+        if not (repo / ".git").exists():
+            if (repo / path).is_file():
+                out[path] = (repo / path).read_text(encoding="utf-8", errors="replace")
+            continue
+        shown = subprocess.run(["git", "-C", str(repo), "show", f"{task['base_commit']}:{path}"],
+                               capture_output=True, text=True, check=False)
+        if shown.returncode == 0:
+            out[path] = shown.stdout
+    return out
+
+
+def in_gold(name: str, gold: set[str]) -> bool:
+    """`name` (path:qualname) is a gold function or a function nested in one."""
+    return any(name == g or name.startswith(g + ".") for g in gold)
+
+
+def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
+    """The outcome mix of the run's samples, the localization hit rate and the edit hit rate (module doc)."""
+    from agentflow.repair.localize import functions_touched
+    from agentflow.swe.patch import changed_paths
+
+    tasks = {t["instance_id"]: t for t in map(json.loads, tasks_file.read_text().splitlines()) if t}
+    mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
+    located = first = patches = on_target = 0
+    per_task: dict[str, object] = {}
+    for inst in sorted((run_dir / "instances").glob("*")):
+        if not (inst / "outcome.json").is_file():
+            continue
+        outcome = json.loads((inst / "outcome.json").read_text())
+        task = tasks[outcome["instance_id"]]
+        rows = [json.loads(line) for line in (inst / "candidates.jsonl").read_text().splitlines() if line.strip()]
+        for row in rows:
+            kind = "patch" if row["status"] == "ok" else row["status"]
+            mix[kind] = mix.get(kind, 0) + 1
+        ok = [r["patch"] for r in rows if r["status"] == "ok"]
+        paths = sorted({p for diff in [task["patch"], *ok] for p in changed_paths(diff)})
+        sources = base_sources(task, tasks_file, paths)
+        gold = set(task.get("gold_functions") or functions_touched(task["patch"], sources))
+        suspects = outcome.get("suspects") or []
+        hit = any(in_gold(s, gold) for s in suspects)
+        located += hit
+        first += bool(suspects) and in_gold(suspects[0], gold)
+        touching = sum(1 for diff in ok if any(in_gold(f, gold) for f in functions_touched(diff, sources)))
+        patches += len(ok)
+        on_target += touching
+        per_task[outcome["instance_id"]] = {"gold": sorted(gold), "suspects": suspects, "located": hit,
+                                            "patches": len(ok), "edit_hits": touching}
+    total = sum(mix.values())
+    n = len(per_task)
+    return {
+        "samples": {**mix, "total": total, **{f"{k}_share": round(v / total, 3) if total else 0.0 for k, v in mix.items()}},
+        "localization": {"hit": round(located / n, 3) if n else 0.0, "first": round(first / n, 3) if n else 0.0,
+                         "tasks": n},
+        "edit_hit": round(on_target / patches, 3) if patches else 0.0,
+        "per_task": per_task,
+    }
 
 
 def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
@@ -75,7 +146,7 @@ async def count_resolving(tasks: list[Any], patches: dict[str, list[str]]) -> di
     return resolved
 
 
-def grade_candidates(run_dir: Path) -> dict[str, object]:
+def grade_candidates(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     """Evaluate every candidate of a run with the tasks' hidden tests; return pass@1 over samples and coverage
     over tasks."""
     from agentflow.swe import load_tasks
@@ -89,7 +160,7 @@ def grade_candidates(run_dir: Path) -> dict[str, object]:
         per_task[iid] = [r["patch"] for r in rows if r["status"] == "ok"]
         # a single run resamples answers that change nothing, so its submission is one of these candidates
         samples[iid] = len(per_task[iid])
-    resolved = asyncio.run(count_resolving(load_tasks(TASKS), per_task))
+    resolved = asyncio.run(count_resolving(load_tasks(tasks_file), per_task))
     total_samples = sum(samples.values())
     return {
         "pass_at_1": round(sum(resolved.values()) / total_samples, 3) if total_samples else 0.0,
@@ -109,18 +180,23 @@ def main() -> None:
     parser.add_argument("--grade-candidates", action="store_true")
     parser.add_argument("--workflow", default=None, help="a repair workflow (name or YAML path) for every strategy")
     parser.add_argument("--tasks", default=str(TASKS), help="tasks file (default: the 15 example tasks)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N tasks (a quick, fixed subset)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="a fixed subset of N tasks, drawn with --seed (spread over the packages, unlike a slice)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the --limit subset")
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
+    ids = [json.loads(line)["instance_id"] for line in Path(args.tasks).read_text().splitlines() if line.strip()]
+    subset = sorted(random.Random(args.seed).sample(ids, args.limit)) if args.limit and args.limit < len(ids) else []
     result: dict[str, object] = {"model": "local:qwen2.5-coder-1.5b", "tasks": args.tasks,
-                                 "workers": args.workers, "config": args.config, "workflow": args.workflow or "repair"}
+                                 "workers": args.workers, "config": args.config, "workflow": args.workflow or "repair",
+                                 "subset": subset or "all"}
     for name in args.strategies:
         run_dir = Path(args.out) / name
         argv = [agentflow, "bench", args.tasks, *STRATEGIES[name], "--workers", str(args.workers), "-o", str(run_dir)]
         if args.workflow:
             argv += ["--workflow", args.workflow]
-        if args.limit:
-            argv += ["--slice", f":{args.limit}"]
+        for iid in subset:
+            argv += ["-i", iid]
         for item in args.config:
             argv += ["-c", item]
         if (run_dir / "instances").is_dir():
@@ -131,9 +207,9 @@ def main() -> None:
         if not (run_dir / "report.json").is_file():
             result[name] = {"error": f"agentflow bench exited {proc.returncode} without a report"}
             continue
-        result[name] = figures(run_dir, wall)
+        result[name] = figures(run_dir, wall) | where_samples_go(run_dir, Path(args.tasks))
         if args.grade_candidates:
-            result[name]["candidates"] = grade_candidates(run_dir)  # type: ignore[index]
+            result[name]["candidates"] = grade_candidates(run_dir, Path(args.tasks))  # type: ignore[index]
     print(json.dumps(result))
 
 

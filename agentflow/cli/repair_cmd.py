@@ -96,8 +96,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Repair one repository for one issue: localize, edit, test, search; print the chosen patch and how it was verified."""
         from agentflow.repair.config import load_repair_config
-        from agentflow.repair.runs import read_outcome, select
-        from agentflow.swe.tasks import load_tasks
+        from agentflow.repair.inputs import read_issue_file, task_for_inputs
 
         check_serve(serve)
         overrides = list(config or []) + repair_overrides(
@@ -118,16 +117,7 @@ def register(app: typer.Typer) -> None:
         if issue is not None and issue_file is not None:
             raise UserError("give either --issue or --issue-file, not both")
         if issue_file is not None:
-            try:
-                issue = issue_file.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise UserError(
-                    f"issue file {issue_file} not found", hint="check the path after --issue-file"
-                ) from None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise UserError(
-                    f"issue file {issue_file} cannot be read ({exc.__class__.__name__})"
-                ) from None
+            issue = read_issue_file(issue_file)
         inputs = cfg.inputs
         if repo is not None:
             inputs.repo, inputs.tasks, inputs.instance_ids = str(repo), None, []
@@ -137,57 +127,64 @@ def register(app: typer.Typer) -> None:
             inputs.tasks, inputs.repo = str(tasks), None
         if instance_id is not None:
             inputs.instance_ids = [instance_id]
-        if inputs.tasks:
-            all_tasks = load_tasks(inputs.tasks)
-            if not inputs.instance_ids and len(all_tasks) > 1:
-                raise UserError(
-                    f"{inputs.tasks} holds {len(all_tasks)} tasks; pick one with --instance-id",
-                    hint="or run them all with agentflow bench",
-                )
-            task = select(all_tasks, instance_ids=inputs.instance_ids or [all_tasks[0].instance_id])[0]
-            if inputs.issue:
-                task.problem_statement = inputs.issue
-            if apply:
-                raise UserError(
-                    "--apply needs a REPO argument (a task's repository is not a working tree to change)"
-                )
-        elif inputs.repo:
-            if not inputs.issue or not inputs.issue.strip():
-                raise UserError("no issue given", hint="pass --issue TEXT or --issue-file FILE")
-            from agentflow.swe.workspace import repo_task
-
-            task = repo_task(Path(inputs.repo), inputs.issue)
-        else:
-            raise UserError(
-                "no repository given", hint="agentflow repair REPO --issue TEXT (or --tasks FILE -i ID)"
-            )
+        task = task_for_inputs(inputs, apply=apply)
         out_dir = output if output is not None else Path("runs") / new_run_id("repair")
         model_set = model is not None or sets_model(list(config or []))
-        run_batch_cli([task], cfg, out_dir, serve=serve, model_set=model_set)
-        outcome = read_outcome(out_dir / "instances" / _safe_id(task.instance_id) / "outcome.json")
-        if outcome is None:  # pragma: no cover - run_batch always writes it
-            raise UserError(f"the run left no outcome in {out_dir}")
-        applied = None
-        if apply and outcome.model_patch:
-            from agentflow.swe.tree import apply_to_tree
-
-            applied = apply_to_tree(Path(inputs.repo or "."), outcome.model_patch, allow_exec=allow_exec)
-        if as_json:
-            print_json({
-                **outcome.model_dump(mode="json"), "run_dir": str(out_dir),
-                "applied": applied.command if applied else None,
-                "diffstat": applied.diffstat if applied else None,
-            })
-        else:
-            typer.echo(describe(outcome, out_dir))
-            if apply:
-                typer.echo(f"applied to {inputs.repo} with {applied.command}:\n{applied.diffstat}" if applied else "nothing to apply")
-        print_view_hint(out_dir)
-        if outcome.status != "submitted":
-            raise typer.Exit(1)
+        outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set)
+        raise typer.Exit(report_outcome(outcome, out_dir, repo=inputs.repo, apply=apply, allow_exec=allow_exec,
+                                        as_json=as_json))
 
 
-def _safe_id(instance_id: str) -> str:
-    from agentflow.repair.runs import _safe
+def report_outcome(outcome: Any, out_dir: Path, *, repo: str | None, apply: bool, allow_exec: bool,
+                   as_json: bool) -> int:
+    """Print a repair's outcome (and apply its patch to `repo` when asked); the exit code (1: no patch)."""
+    applied = None
+    if apply and outcome.model_patch:
+        from agentflow.swe.tree import apply_to_tree
 
-    return _safe(instance_id)
+        applied = apply_to_tree(Path(repo or "."), outcome.model_patch, allow_exec=allow_exec)
+    if as_json:
+        print_json({
+            **outcome.model_dump(mode="json"), "run_dir": str(out_dir),
+            "applied": applied.command if applied else None,
+            "diffstat": applied.diffstat if applied else None,
+        })
+    else:
+        typer.echo(describe(outcome, out_dir))
+        if apply:
+            typer.echo(f"applied to {repo} with {applied.command}:\n{applied.diffstat}" if applied else "nothing to apply")
+    print_view_hint(out_dir)
+    return 0 if outcome.status == "submitted" else 1
+
+
+def run_repair_workflow(workflow: str, state: dict[str, Any], *, model: str | None, serve: str | None,
+                        sandbox: str | None, config: list[str], budget_usd: float | None, step_limit: int | None,
+                        wall_time: str | None, output: Path, apply: bool, allow_exec: bool, as_json: bool) -> int:
+    """`agentflow run WORKFLOW --input {...}` for a workflow of repair node types: the same repair as
+    `agentflow repair --workflow WORKFLOW` (its inputs: `{"repo": DIR, "issue": TEXT}` or `{"tasks": FILE,
+    "instance_id": ID}`; `-c` items are the repair's settings)."""
+    from agentflow.repair.config import load_repair_config
+    from agentflow.repair.inputs import inputs_from_state, task_for_inputs
+
+    check_serve(serve)
+    cfg = load_repair_config(list(config) + repair_overrides(
+        model=model, sandbox=sandbox, workflow=workflow, budget_usd=budget_usd, step_limit=step_limit,
+        wall_time=wall_time,
+    ))
+    cfg.inputs = inputs_from_state(state)
+    task = task_for_inputs(cfg.inputs, apply=apply)
+    out_dir = output / new_run_id("repair")
+    model_set = model is not None or sets_model(list(config))
+    outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set)
+    return report_outcome(outcome, out_dir, repo=cfg.inputs.repo, apply=apply, allow_exec=allow_exec, as_json=as_json)
+
+
+def repair_one(task: Any, cfg: Any, out_dir: Path, *, serve: str | None, model_set: bool) -> Any:
+    """Repair one task into `out_dir` (a run of one task); its outcome."""
+    from agentflow.repair.runs import instance_dir, read_outcome
+
+    run_batch_cli([task], cfg, out_dir, serve=serve, model_set=model_set)
+    outcome = read_outcome(instance_dir(out_dir, task.instance_id) / "outcome.json")
+    if outcome is None:  # pragma: no cover - run_batch always writes it
+        raise UserError(f"the run left no outcome in {out_dir}")
+    return outcome

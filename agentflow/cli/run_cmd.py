@@ -204,7 +204,7 @@ def register(app: typer.Typer) -> None:
             raise UserError("--input starts a new run; drop it when using --resume")
         if resume is None and workflow is None:
             raise UserError("missing WORKFLOW", hint="give a YAML path or a shipped workflow name, or --resume THREAD_ID")
-        if apply and workspace is None and resume is None:
+        if apply and workspace is None and resume is None and not (workflow is not None and needs_repair(workflow)):
             raise UserError("--apply needs --workspace DIR (the folder the diff is written back to)")
         given = RunOptions(
             workflow=workflow, model=model, serve=serve, sandbox=sandbox,
@@ -215,6 +215,18 @@ def register(app: typer.Typer) -> None:
                 wall_seconds=parse_duration(wall_time) if wall_time is not None else None,
             ),
         )
+        if resume is None and workflow is not None and needs_repair(workflow):
+            if workspace is not None or thread_id is not None:
+                raise UserError(f"{workflow} is a repair workflow: it works on the repository of --input, "
+                                "without --workspace or --thread-id",
+                                hint='--input \'{"repo": "DIR", "issue": "TEXT"}\' (--apply writes the patch to DIR)')
+            from agentflow.cli.repair_cmd import run_repair_workflow
+
+            return run_repair_workflow(
+                workflow, parse_json_input(input), model=model, serve=serve, sandbox=sandbox, config=list(config or []),
+                budget_usd=budget_usd, step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
+                allow_exec=allow_exec, as_json=as_json,
+            )
         resume_dir = find_run(output, resume) if resume is not None else None
         opts = given.over(RunOptions.recorded(resume_dir)) if resume_dir is not None else given
         cfg = load_config(RunConfig, opts.config)
@@ -233,6 +245,16 @@ def register(app: typer.Typer) -> None:
                 printer_mode="json" if as_json else "live" if is_tty() else "plain",
             )
         return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied)
+
+
+def needs_repair(workflow: str) -> bool:
+    """Whether a workflow's nodes are repair steps (they run on a task set up by `agentflow.repair`)."""
+    from agentflow.graph.compile import registry_for
+    from agentflow.graph.loader import load_workflow
+    from agentflow.graph.nodetypes import needed_resources
+
+    spec = load_workflow(workflow)
+    return "repair" in needed_resources(spec, registry_for(spec))
 
 
 def load_config(cls: Any, items: list[str]) -> Any:

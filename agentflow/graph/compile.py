@@ -182,12 +182,12 @@ def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -
     return build_agent_node(name, node, rt, spec)
 
 
-def registry_for(spec: WorkflowSpec, rt: RunContext) -> Any:
+def registry_for(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
     """The node types a workflow can use: the run's registry (default: shipped and installed ones) plus
     the modules the workflow names under `node_types:` (relative to its file)."""
     from agentflow.graph.nodetypes import default_registry
 
-    registry = rt.node_types if rt.node_types is not None else default_registry()
+    registry = rt.node_types if rt is not None and rt.node_types is not None else default_registry()
     if spec.node_types:
         base = Path(spec.source_path).parent if spec.source_path else None
         registry = registry.with_modules(spec.node_types, base)

@@ -53,6 +53,9 @@ class NodeType:
     """A search node: it runs its node's `subgraph:` as rollouts."""
     role: str = "step"
     """Inside a search's rollout: `propose` (samples actions), `step` (applies them, in order)."""
+    needs: str | None = None
+    """A run resource the type works with, set up by the library that provides it (`repair`: a task's sandbox,
+    models and settings, from `agentflow.repair`); `agentflow run` hands a workflow of such types to it."""
 
     def parse_settings(self, values: Mapping[str, Any] | None, where: str) -> BaseModel | None:
         """The node's settings validated, or a ConfigError naming the first bad key."""
@@ -153,4 +156,16 @@ def default_registry() -> NodeTypeRegistry:
     return registry
 
 
-__all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry"]
+def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
+    """The run resources (`NodeType.needs`) a workflow's typed nodes need, its subgraphs' included."""
+    found: set[str] = set()
+    for node in spec.nodes.values():
+        node_type = registry.get(node.type) if node.type else None
+        if node_type is not None and node_type.needs:
+            found.add(node_type.needs)
+        if node.subgraph is not None and hasattr(node.subgraph, "nodes"):
+            found |= needed_resources(node.subgraph, registry)
+    return found
+
+
+__all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "needed_resources"]

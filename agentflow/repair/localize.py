@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentflow.repair.edits import indent_of
 from agentflow.swe.patch import is_test_path
@@ -119,6 +119,11 @@ CALL_SCORE = 4.0
 """Score of a function the failing test output calls."""
 
 
+MESSAGE_SCORE = 8.0
+"""Score of a function whose source holds a message the issue quotes (an exception's text, a quoted string):
+the code that raises or prints it."""
+
+
 CALLEE_SHARE = 0.5
 """Share of a function's score passed on to the repository functions it calls: the issue names the API a
 user called (`getbool`), while the fault is often in a helper it calls (`to_bool`)."""
@@ -133,6 +138,7 @@ class Window:
     """Last line (inclusive)."""
     score: float
     symbol: str = ""
+    """Qualified name of the function the window shows (`Class.method`, `function`); empty for plain lines."""
     frame: bool = False
     """A frame of the failure's traceback lies in this window."""
 
@@ -143,6 +149,42 @@ class _Symbol:
     name: str
     start: int
     end: int
+    qualname: str = ""
+    """`Class.method` for a method (`Outer.Inner.method`, `func.helper` for nested ones), else the name."""
+    body: list[ast.stmt] = field(default_factory=list, repr=False, compare=False)
+    """The function's statements (to cut a long function's window at statement boundaries)."""
+
+
+_OPERATORS = (
+    (re.compile(r"\bnot in\b|\bin\s+\w"), "__contains__"),
+    (re.compile(r"\w\[[^\]\n]+\]\s*=[^=]"), "__setitem__"),
+    (re.compile(r"\bdel\s+\w+\["), "__delitem__"),
+    (re.compile(r"\w\[[^\]\n]+\](?!\s*=[^=])"), "__getitem__"),
+    (re.compile(r"\blen\("), "__len__"),
+    (re.compile(r"\biter\(|\bfor \w+ in\b|\blist\(|\bsorted\("), "__iter__"),
+    (re.compile(r"[^<>=!]==[^=]|!="), "__eq__"),
+    (re.compile(r"\w\s*<\s*\w"), "__lt__"),
+    (re.compile(r"\w\s*>\s*\w"), "__gt__"),
+    (re.compile(r"\bstr\(|\bprint\("), "__str__"),
+    (re.compile(r"\brepr\("), "__repr__"),
+    (re.compile(r"\bhash\("), "__hash__"),
+    (re.compile(r"\w\s*\+\s*\w"), "__add__"),
+)
+"""What the issue's code does with objects, as the special methods that do it (`key in cache` calls
+`__contains__`): a bug in a method of a class is reported through the operator, never by its name."""
+
+
+def _issue_code(text: str) -> str:
+    """The issue's code: fenced blocks, `>>>` lines and backticked spans."""
+    fenced = re.findall(r"```[^\n]*\n(.*?)```", text, re.DOTALL)
+    prompts = [line for line in text.split("\n") if line.lstrip().startswith((">>>", "..."))]
+    return "\n".join([*fenced, *prompts, *_CODE.findall(text)])
+
+
+def operator_methods(text: str) -> set[str]:
+    """The special methods the issue's code calls through operators (see `_OPERATORS`)."""
+    code = _issue_code(text)
+    return {dunder for pattern, dunder in _OPERATORS if pattern.search(code)}
 
 
 def issue_terms(text: str) -> dict[str, float]:
@@ -160,6 +202,33 @@ def issue_terms(text: str) -> dict[str, float]:
     return terms
 
 
+_RAISED = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Warning)): (.{6,200})$", re.MULTILINE)
+_QUOTED = re.compile(r"""["\u201c]([^"\n\u201d]{8,120})["\u201d]""")
+
+
+def quoted_messages(text: str) -> list[str]:
+    """Messages an issue quotes: the text of exceptions in its tracebacks and its quoted phrases, the words a
+    function raising or printing them holds literally."""
+    found = [m.strip().strip("'\"") for m in _RAISED.findall(text)] + [m.strip() for m in _QUOTED.findall(text)]
+    # a message with formatted parts: its longest literal piece
+    pieces = [max(re.split(r"\b\d+\b|'[^']*'", m), key=len).strip() for m in found]
+    return [p for p in dict.fromkeys(pieces) if len(p) >= 6 and " " in p]
+
+
+def _string_literals(sym: _Symbol) -> list[str]:
+    """The string constants of a function's own body (not of functions nested in it: those are symbols too)."""
+    out: list[str] = []
+    stack: list[ast.AST] = list(sym.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node.value)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def traceback_frames(output: str, files: set[str]) -> list[tuple[str, int]]:
     """(path, line) of traceback frames that point into the repository's non-test files, deepest last."""
     frames = []
@@ -173,17 +242,76 @@ def traceback_frames(output: str, files: set[str]) -> list[tuple[str, int]]:
 
 
 def symbols(path: str, source: str) -> list[_Symbol]:
-    """Functions and methods (innermost spans) of a Python file; empty when it does not parse."""
+    """Functions and methods (innermost spans) of a Python file, with qualified names; empty when it does not
+    parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            out.append(_Symbol(path, node.name, start, node.end_lineno or node.lineno))
+    out: list[_Symbol] = []
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                out.append(_Symbol(path, node.name, start, node.end_lineno or node.lineno, prefix + node.name,
+                                   node.body))
+                visit(node.body, f"{prefix}{node.name}.")
+            else:  # functions defined under if/try/with at module or class level
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, field, None)
+                    if isinstance(inner, list):
+                        visit([n for n in inner if isinstance(n, ast.AST)], prefix)  # type: ignore[misc]
+
+    visit(tree.body, "")
     return out
+
+
+def functions_touched(patch: str, sources: Mapping[str, str]) -> list[str]:
+    """`path:qualname` of the functions a unified diff changes, innermost first, in the order the diff names
+    them (its old side: the lines it removes, and where it inserts). A change outside any function counts as
+    `path:` (module level). For measuring localization and edits against a known fix."""
+    from agentflow.swe.patch import parse_patch
+
+    touched: list[str] = []
+    for fp in parse_patch(patch).files:
+        path = fp.old_path or fp.new_path or ""
+        if path not in sources:
+            continue
+        syms = symbols(path, sources[path])
+        for line in _old_lines_changed(fp.text):
+            inside = [s for s in syms if s.start <= line <= s.end]
+            name = f"{path}:{min(inside, key=lambda s: s.end - s.start).qualname}" if inside else f"{path}:"
+            if name not in touched:
+                touched.append(name)
+    return touched
+
+
+_HUNK_HEAD = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+
+
+def _old_lines_changed(file_diff: str) -> list[int]:
+    """Old-file line numbers a file's diff removes, or inserts before (an addition belongs to the line above
+    it, so an added line at a function's end counts for that function)."""
+    changed: list[int] = []
+    old = 0
+    for line in file_diff.split("\n"):
+        head = _HUNK_HEAD.match(line)
+        if head:
+            old = int(head.group(1))
+            continue
+        if not old or line.startswith(("---", "+++")):
+            continue
+        if line.startswith("-"):
+            changed.append(old)
+            old += 1
+        elif line.startswith("+"):
+            changed.append(max(1, old - 1))
+        elif line.startswith(" ") or line == "":
+            old += 1
+    return changed
 
 
 def repo_map(sources: Mapping[str, str], limit_chars: int = 1500) -> str:
@@ -203,13 +331,15 @@ def rank_windows(
     prefer: Sequence[tuple[str, str]] = (),
 ) -> list[Window]:
     """The best `limit` code windows for an edit, best first. `prefer` lists (path, function name) pairs (a
-    model's ranking of the suspects) that come right after the best-scored window, in that order; the others
+    model's ranking of the suspects, by qualified name) that come right after the best-scored window, in that order; the others
     follow by score."""
     terms = issue_terms(issue)
+    operators = operator_methods(issue)
     code_files = {p for p in sources if not is_test_path(p)}
     frames = traceback_frames(failure_output, set(sources))
     # functions the failing tests call (their source shows in the failure output) are likely culprits
     called = set(_CALL.findall(failure_output))
+    messages = quoted_messages(issue + "\n" + failure_output)
     scored: list[tuple[float, _Symbol, int | None]] = []
     for path in sorted(code_files):
         source = sources[path]
@@ -219,9 +349,16 @@ def rank_windows(
             body = "\n".join(file_lines[sym.start - 1 : sym.end])
             score = file_bonus
             score += sum(w * 2 for t, w in terms.items() if t == sym.name or t.endswith("." + sym.name))
+            owners = sym.qualname.split(".")[:-1]  # a method of a class the issue names
+            named = sum(terms.get(owner, 0.0) for owner in owners)
+            score += 0.5 * named
+            if named and sym.name in operators:  # `key in cache` of a class the issue names
+                score += 2.0 * named
             score += sum(w for t, w in terms.items() if t in body) * 0.5
             if sym.name in called:
                 score += CALL_SCORE
+            if messages and any(m in text for text in _string_literals(sym) for m in messages):
+                score += MESSAGE_SCORE
             focus = None
             for depth, (fpath, fline) in enumerate(frames):
                 if fpath == path and sym.start <= fline <= sym.end:
@@ -235,7 +372,7 @@ def rank_windows(
         # less often than the heuristic's (3 vs 4 of 15), while its picks lift the right function from
         # further down into the suspects (among the first 4: 9 vs 8)
         order = {key: i for i, key in enumerate(prefer)}
-        rest = sorted(scored[1:], key=lambda item: order.get((item[1].path, item[1].name), len(order)))  # stable
+        rest = sorted(scored[1:], key=lambda item: order.get((item[1].path, item[1].qualname), len(order)))  # stable
         scored = [scored[0], *rest]
     windows: list[Window] = []
     for score, sym, focus in scored:
@@ -246,12 +383,83 @@ def rank_windows(
         # innermost spans win: skip a symbol that contains or is contained in a window already chosen
         if any(w.path == sym.path and not (sym.end < w.start or sym.start > w.end) for w in windows):
             continue
-        start, end = clip_span(sym.start, sym.end, max_lines, focus)
-        windows.append(Window(sym.path, start, end, round(score, 2), sym.name, frame=focus is not None))
+        start, end = function_window(sym, max_lines, focus if focus is not None else _term_line(sym, sources, terms))
+        windows.append(Window(sym.path, start, end, round(score, 2), sym.qualname, frame=focus is not None))
     if not windows and code_files:  # nothing matched: the start of the first file is better than nothing
         path = min(code_files)
         windows.append(Window(path, 1, min(max_lines, len(sources[path].split("\n"))), 0.0))
     return windows
+
+
+def function_window(sym: _Symbol, max_lines: int, focus: int | None) -> tuple[int, int]:
+    """The lines of a function to show: all of it when it has at most `max_lines`, else whole statements of its
+    body around `focus` (the traceback's line, or the line naming most of the issue's words), descending into
+    a compound statement too long to show whole. A window cut mid-statement is what a small model rewrites
+    wrongly (it cannot re-indent or close a block it sees half of)."""
+    if sym.end - sym.start + 1 <= max_lines or not sym.body:
+        return sym.start, sym.end
+    body = _without_docstring(sym.body)
+    target = focus if focus is not None else body[0].lineno
+    while True:
+        at = next((i for i, st in enumerate(body) if _span(st)[0] <= target <= _span(st)[1]), None)
+        if at is None:  # the focus is between statements (a comment): the next statement
+            at = next((i for i, st in enumerate(body) if _span(st)[0] > target), len(body) - 1)
+        first, last = _span(body[at])
+        inner = _inner_body(body[at], target)
+        if last - first + 1 > max_lines and inner:
+            body = inner
+            continue
+        if last - first + 1 > max_lines:  # one long simple statement: lines around the focus
+            return clip_span(first, last, max_lines, target)
+        lo = hi = at
+        while True:  # grow by whole statements, after the focus first (the fault is more often below)
+            grown = False
+            for j in (hi + 1, lo - 1):
+                if 0 <= j < len(body):
+                    a, b = min(_span(body[j])[0], first), max(_span(body[j])[1], last)
+                    if b - a + 1 <= max_lines:
+                        first, last, lo, hi, grown = a, b, min(lo, j), max(hi, j), True
+            if not grown:
+                return first, last
+
+
+def _span(node: ast.stmt) -> tuple[int, int]:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno or node.lineno
+
+
+def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    first = body[0]
+    is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+    return body[1:] if is_doc and len(body) > 1 else body
+
+
+def _inner_body(node: ast.stmt, line: int) -> list[ast.stmt]:
+    """The statements of a compound statement's block holding `line` (if/for/while/with/try bodies)."""
+    blocks: list[list[ast.stmt]] = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(node, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            blocks.append(block)
+    blocks += [h.body for h in getattr(node, "handlers", [])]
+    blocks += [c.body for c in getattr(node, "cases", [])]
+    for block in blocks:
+        if _span(block[0])[0] <= line <= _span(block[-1])[1]:
+            return block
+    return []
+
+
+def _term_line(sym: _Symbol, sources: Mapping[str, str], terms: Mapping[str, float]) -> int | None:
+    """The line of a long function naming most of the issue's words (None: no line names any)."""
+    lines = sources[sym.path].split("\n")
+    best, best_score = None, 0.0
+    code_start = _without_docstring(sym.body)[0].lineno if sym.body else sym.start + 1
+    for n in range(code_start, sym.end + 1):
+        text = lines[n - 1]
+        score = sum(w for t, w in terms.items() if t in text)
+        if score > best_score:
+            best, best_score = n, score
+    return best
 
 
 def clip_span(start: int, end: int, max_lines: int, focus: int | None = None) -> tuple[int, int]:

@@ -17,6 +17,7 @@ JSON-able values to the state, so a checkpoint after each node lets a killed rep
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from agentflow.budget import BudgetExceeded
@@ -27,7 +28,7 @@ from agentflow.repair.choose import choose
 from agentflow.repair.policy import Attempt, RepairPolicy
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
-from agentflow.repair.steps import make_plan, rank_suspects, write_reproduction
+from agentflow.repair.steps import make_plan, rank_suspects, suspects, write_reproduction
 from agentflow.repair.workbench import Verification
 from agentflow.swe.report import InstanceReport
 
@@ -165,8 +166,13 @@ async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
     await rt.sync(state)
     base = Verification.model_validate(state["base"])
     policy = rt.policy = _policy(rt, state, ctx)
+    # where the first samples look (the suspects the edits rotate over), for the outcome and the benchmark
+    sources = await rt.bench.python_sources()
+    shown = suspects(policy.edit_cfg, sources, rt.issue, base.output, focus=0, prefer=policy.prefer)
+    found = [f"{w.path}:{w.symbol}" for w in shown]
     _emit(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,
-          reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=policy.edit_cfg.edit_format)
+          reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=policy.edit_cfg.edit_format,
+          suspects=found)
     stopped, error = None, None
     try:
         await run_search(policy, rt.cfg_for(ctx.node), algorithm, base, rt.budget, rt.events)
@@ -178,7 +184,8 @@ async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
         error = f"{exc.__class__.__name__}: {exc}"
     attempts = [{"candidate_id": a.candidate_id, "patch": a.patch, "sample": a.sample,
                  "verification": a.verification.model_dump(mode="json")} for a in policy.attempts]
-    return {"attempts": attempts, "samples": policy.samples, "search": {"stopped": stopped, "error": error}}
+    return {"attempts": attempts, "samples": policy.samples, "suspects": found,
+            "search": {"stopped": stopped, "error": error}}
 
 
 async def best_of_n(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
@@ -215,15 +222,15 @@ async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     }
 
 
-NODE_TYPES = [
+_NODE_TYPES = [
     NodeType("swe.baseline", baseline, None, (), ("base", "issue"), "the task's tests on the unchanged code"),
     NodeType("swe.rank", rank, RankSettings, ("base",), ("ranked",), "the coder ranks the heuristic's suspect functions"),
     NodeType("swe.reproduce", reproduce, ReproduceSettings, ("base", "ranked"), ("reproduction", "base"),
              "blind mode: a script that fails while the bug is present, kept only if it does"),
     NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
     NodeType("search.best_of_n", best_of_n, BestOfNSettings, ("base", "ranked", "plan"),
-             ("attempts", "samples", "search"), "n rollouts of the subgraph at once", search=True),
-    NodeType("search.mcts", mcts, MCTSSettings, ("base", "ranked", "plan"), ("attempts", "samples", "search"),
+             ("attempts", "samples", "suspects", "search"), "n rollouts of the subgraph at once", search=True),
+    NodeType("search.mcts", mcts, MCTSSettings, ("base", "ranked", "plan"), ("attempts", "samples", "suspects", "search"),
              "tree search: expansions are subgraph steps from restored workspace states", search=True),
     NodeType("swe.edit", _rollout_only, EditSettings, (), (), "samples edits (a rollout's proposals)", role="propose"),
     NodeType("swe.test", _rollout_only, None, (), (), "applies an edit, takes its patch, verifies it"),
@@ -231,5 +238,8 @@ NODE_TYPES = [
     NodeType("swe.choose", choose_node, ChooseSettings, ("attempts",), ("chosen", "final"),
              "tests, then the vote, then the verifier model; the choice graded"),
 ]
+
+# every repair type works on a task's RepairRuntime, which `agentflow.repair` sets up (`needs`)
+NODE_TYPES = [dataclasses.replace(t, needs="repair") for t in _NODE_TYPES]
 
 __all__ = ["NODE_TYPES", "rollout_steps"]

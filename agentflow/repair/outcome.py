@@ -50,6 +50,8 @@ class InstanceOutcome(BaseModel):
     plan: str | None = None
     ranked: list[str] = Field(default_factory=list)
     """The coder's ranking of the suspects (`path:function`, most likely first; empty without `rank`)."""
+    suspects: list[str] = Field(default_factory=list)
+    """The code windows the search's edits look at (`path:Class.method`), in order, as at its start."""
     candidates: int = 0
     samples: int = 0
     usage: dict[str, Any] = Field(default_factory=dict)

@@ -39,6 +39,11 @@ def _safe(instance_id: str) -> str:
     return path_component(instance_id, "instance_id")
 
 
+def instance_dir(out_dir: Path, instance_id: str) -> Path:
+    """A task's folder in a run directory (`instances/<id>`, the id escaped as a path component)."""
+    return out_dir / "instances" / _safe(instance_id)
+
+
 def select(
     tasks: Sequence[SWETask],
     *,
@@ -126,7 +131,7 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
     outcomes: list[InstanceOutcome] = []
     candidates: list[str] = []
     for task in tasks:
-        inst = out_dir / "instances" / _safe(task.instance_id)
+        inst = instance_dir(out_dir, task.instance_id)
         outcome = read_outcome(inst / "outcome.json")
         if outcome is None:
             continue

@@ -265,6 +265,7 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
 def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budget) -> None:
     """The outcome as the final state says (what each node found, the choice and its grade)."""
     outcome.ranked = [f"{p}:{n}" for p, n in state.get("ranked") or []]
+    outcome.suspects = list(state.get("suspects") or [])
     outcome.reproduced = (state.get("reproduction") or {}).get("kept")
     outcome.plan = state.get("plan") or None
     search = state.get("search") or {}

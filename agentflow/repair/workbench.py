@@ -116,6 +116,8 @@ class Workbench:
         """Verification of the unchanged code (set by `verify_base`)."""
         self.repro: bool = False
         """A reproduction script is installed (blind mode): candidates are scored by it too."""
+        self._verified: dict[str, Verification] = {}
+        """Verifications of the search by patch: samples that agree on a patch run the suite once."""
 
     async def setup(self) -> None:
         self.head = (await seed_workspace(self.sandbox, self.task, python=self.python)) or "HEAD"
@@ -179,6 +181,7 @@ class Workbench:
         issue = f"{self.task.problem_statement}\n{self.task.hints_text or ''}"  # hints may name the exception
         why = why_not_a_bug(output, issue) if failing else "it ran without error"
         self.repro = why is None
+        self._verified.clear()  # verifications now include the script
         return self.repro, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
 
     # ------------------------------------------------------------------------------------- verification
@@ -189,7 +192,18 @@ class Workbench:
 
     async def verify(self, patch: str, *, final: bool = False) -> tuple[Verification, InstanceReport | None]:
         """Run the verifying tests on base + patch (the workspace is left at base + patch). `final` runs the
-        task's own tests when it has them (the report), whatever the feedback mode."""
+        task's own tests when it has them (the report), whatever the feedback mode. During the search a patch
+        already verified is not run again (the same tests on the same code)."""
+        key = patch.strip()
+        if not final and key in self._verified:
+            await self.restore(patch)
+            return self._verified[key].model_copy(deep=True), None
+        verification, report = await self._verify(patch, final=final)
+        if not final:
+            self._verified[key] = verification.model_copy(deep=True)
+        return verification, report
+
+    async def _verify(self, patch: str, *, final: bool) -> tuple[Verification, InstanceReport | None]:
         if self.mode == "task" or (final and self.task.FAIL_TO_PASS):
             await self.reset()
             logs: dict[str, str] = {}

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from agentflow.repair.localize import rank_windows, render_window, repo_map
+from agentflow.repair.localize import (
+    function_window,
+    functions_touched,
+    operator_methods,
+    quoted_messages,
+    rank_windows,
+    render_window,
+    repo_map,
+    symbols,
+)
 
 SOURCES = {
     "pkg/a.py": "def parse(text):\n    parts = text.split('=')\n    return parts[1]\n\n\ndef unrelated():\n    return 0\n",
@@ -50,7 +59,56 @@ def test_helpers_an_issue_function_calls_or_passes_on_rank_next():
     }
     windows = rank_windows(sources, "`getbool` raises KeyError for 'maybe'", limit=4)
     names = [w.symbol for w in windows]
-    assert names[0] == "getbool"
+    assert names[0] == "Config.getbool"
     # passed along as `values.to_bool` and called as `self._typed(...)`: both follow the function named
-    assert set(names[1:3]) == {"to_bool", "_typed"}
+    assert set(names[1:3]) == {"to_bool", "Config._typed"}
     assert "to_int" not in names and "get" not in names  # not referenced; `get` is ambiguous anyway
+
+
+def test_methods_have_qualified_names_and_a_patch_names_the_functions_it_changes():
+    source = ("class Cache:\n    def get(self, key):\n        return self.data[key]\n\n"
+              "    def put(self, key, value):\n        def check(v):\n            return v\n"
+              "        self.data[key] = check(value)\n\n\ndef helper():\n    return 1\n")
+    assert [s.qualname for s in symbols("m.py", source)] == ["Cache.get", "Cache.put", "Cache.put.check", "helper"]
+    patch = ("--- a/m.py\n+++ b/m.py\n@@ -2,3 +2,3 @@ class Cache:\n     def get(self, key):\n"
+             "-        return self.data[key]\n+        return self.data.get(key)\n \n"
+             "@@ -11,2 +11,3 @@\n def helper():\n     return 1\n+# trailing\n")
+    assert functions_touched(patch, {"m.py": source}) == ["m.py:Cache.get", "m.py:helper"]
+
+
+def test_a_long_function_is_shown_as_whole_statements_around_the_fault():
+    body = "\n".join(f"    x{i} = {i}" for i in range(30))
+    loop = "    for item in items:\n        if item:\n            total += item\n        else:\n            total -= 1\n"
+    source = f'def long(items):\n    """Doc."""\n    total = 0\n{body}\n{loop}{body}\n    return total\n'
+    lines = source.split("\n")
+    fault = lines.index("            total += item") + 1
+    sym = symbols("m.py", source)[0]
+    start, end = function_window(sym, 12, fault)
+    assert end - start + 1 <= 12 and start <= fault <= end
+    shown = lines[start - 1 : end]
+    # whole statements: the window starts at a statement of the body and does not cut the loop in two
+    assert shown[0].startswith("    ") and not shown[0].startswith("     ")
+    assert ("    for item in items:" in shown) == ("            total -= 1" in shown)
+    # without a fault line, the window starts past the docstring
+    start, _ = function_window(sym, 12, None)
+    assert lines[start - 1].strip() == "total = 0"
+
+
+def test_a_quoted_error_message_leads_to_the_code_that_raises_it():
+    sources = {"pkg/cache.py": ("class Cache:\n    def __setitem__(self, key, value):\n"
+                                "        if self.size(value) >= self.maxsize:\n"
+                                "            raise ValueError('value too large')\n        self.data[key] = value\n\n"
+                                "    def maxsize_of(self):\n        # value too large is checked in setitem\n"
+                                "        return self.maxsize\n")}
+    issue = "Storing an item fails:\n\n```\n>>> c['a'] = 'xyz'\nValueError: value too large\n```\n"
+    assert quoted_messages(issue) == ["value too large"]
+    assert rank_windows(sources, issue, limit=1)[0].symbol == "Cache.__setitem__"  # not the comment's function
+
+
+def test_operators_in_the_issue_lead_to_the_special_methods_of_the_class_it_names():
+    sources = {"pkg/ttl.py": ("class TTLCache:\n    def __contains__(self, key):\n        return key in self.data\n\n"
+                              "    def expire(self, now):\n        return now\n\n"
+                              "class Other:\n    def __contains__(self, key):\n        return False\n")}
+    issue = "TTLCache: membership is wrong after expiry\n\n```python\n>>> c = TTLCache()\n>>> 1 in c\nTrue\n```\n"
+    assert operator_methods(issue) >= {"__contains__"}
+    assert rank_windows(sources, issue, limit=1)[0].symbol == "TTLCache.__contains__"

@@ -172,7 +172,7 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["feedback"] == "repo" and outcome["reproduced"] is True
     # the scripted ranking named the 4th and 1st of the heuristic's pool: loads() and get()
-    assert outcome["ranked"] == ["inikit/parser.py:loads", "inikit/config.py:get"]
+    assert outcome["ranked"] == ["inikit/parser.py:loads", "inikit/config.py:Config.get"]
     assert next(e for e in events if e["kind"] == "repair.rank")["data"]["ranked"] == outcome["ranked"]
     assert outcome["chosen"] == "inikit__inikit-1/c1" and outcome["chosen_by"] == "vote"
     assert outcome["report"]["resolved"] is True  # the hidden tests, run once, for the report

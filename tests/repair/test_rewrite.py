@@ -78,7 +78,7 @@ def test_the_prompt_shows_the_window_at_column_zero():
     cfg = load_repair_config(["edit_format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
     text = prompt.messages[-1].content or ""
-    assert prompt.window is not None and prompt.window.symbol == "hit_rate"
+    assert prompt.window is not None and prompt.window.symbol == "Stats.hit_rate"
     assert "```python\ndef hit_rate(self):\n    return self.hits" in text
 
 
@@ -146,7 +146,7 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
     text = prompt.messages[-1].content or ""
     # the small file is shown whole, with the window to rewrite marked instead of repeated
     assert "The rest of pkg/stats.py:\n```python\nclass Stats:\n    def __init__(self):\n        self.hits = 0" in text
-    assert "    # ... hit_rate (lines 6-7, given below) ..." in text
+    assert "    # ... Stats.hit_rate (lines 6-7, given below) ..." in text
     assert text.count("return self.hits / (self.hits + self.misses)") == 1
     off = edit_prompt(cfg.model_copy(update={"file_context_lines": 0}), SOURCES, "hit_rate fails", "", focus=0)
     assert "The rest of" not in (off.messages[-1].content or "")

@@ -78,3 +78,27 @@ def test_a_user_workflow_runs_its_nodes_in_its_order(docker_image: str, tmp_path
     assert [c["verification"]["passed"] for c in cands] == [False, True]
     resolved = (out / "config.resolved.yaml").read_text()
     assert "repair_with_critic.yaml" in resolved
+
+
+@pytest.mark.docker
+def test_agentflow_run_runs_a_repair_workflow_from_its_input(docker_image: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`agentflow run repair --input {...}` is the same repair as `agentflow repair`: the task from the input,
+    the workflow's nodes in order, the -c items as the repair's settings."""
+    right = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=")\n=======\n'
+             '        parts = stripped.split("=", 1)\n>>>>>>> REPLACE\nEND_EDITS')
+    cassette = scripted_cassette(tmp_path / "c.json", ["1", right])  # rank, edit
+    state = json.dumps({"tasks": str(TASKS_FILE), "instance_id": "inikit__inikit-1"})
+    code = run(["run", "repair", "--input", state, "--model", f"replay:{cassette}", "--sandbox", "docker",
+                "-c", f"sandbox.image={docker_image}", "-c", "edit_format=search_replace", "-c", "feedback=task",
+                "-o", str(tmp_path / "runs"), "--json"])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["status"] == "submitted" and printed["report"]["resolved"] is True
+    run_dir = Path(printed["run_dir"])
+    assert run_dir.parent == tmp_path / "runs"
+    ran = [e["node_id"].split("/", 1)[1] for e in read_jsonl(run_dir / "events.jsonl") if e["kind"] == "node.start"]
+    assert ran == ["baseline", "rank", "reproduce", "plan", "search", "choose"]
+    # a repair workflow takes no --workspace: the repository comes from the input
+    assert run(["run", "repair", "--input", state, "--workspace", str(tmp_path)]) == 2
+    assert "repair workflow" in capsys.readouterr().err
