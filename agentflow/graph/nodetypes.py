@@ -27,7 +27,7 @@ from agentflow._modules import import_file
 from agentflow.errors import ConfigError, UserError
 
 ENTRY_POINT_GROUP = "agentflow.node_types"
-SHIPPED = ("agentflow.repair.nodes",)
+SHIPPED = ("agentflow.repair.nodes", "agentflow.reasoning.nodes", "agentflow.codegen.nodes")
 """Node-type modules agentflow ships (found by name, so the graph layer imports nothing above it)."""
 
 NodeRun = Callable[[Any, Any, Any], Awaitable[Mapping[str, Any]]]
@@ -53,6 +53,8 @@ class NodeType:
     """A search node: it runs its node's `subgraph:` as rollouts."""
     role: str = "step"
     """Inside a search's rollout: `propose` (samples actions), `step` (applies them, in order)."""
+    sandbox: bool = False
+    """It runs code in the run's sandbox: `agentflow run` starts one (docker by default) for a workflow using it."""
 
     def parse_settings(self, values: Mapping[str, Any] | None, where: str) -> BaseModel | None:
         """The node's settings validated, or a ConfigError naming the first bad key."""
