@@ -163,4 +163,16 @@ async def grade(sandbox: Any, task: CodeTask, code: str, *, timeout: float = 20.
                       error=_field(raw[0].get("error")))
 
 
-__all__ = ["CaseResult", "TestReport", "grade", "run_examples"]
+
+
+async def run_predicate(sandbox: Any, code: str, function: str, argument: str, *, timeout: float = 10.0) -> CaseResult:
+    """`function(argument)` of the model-written `code`, run in the sandbox: ok when it returns True."""
+    prog = f"{code}\n\n__ARGUMENT__ = {argument!r}\n"
+    call = f"{function}(__ARGUMENT__)"
+    raw = await _run_cases(_sandbox(sandbox), prog, function, [{"kind": "example", "call": call, "expected": "True"}],
+                           timeout)
+    return CaseResult(ok=raw[0].get("ok") is True, call=call, expected="True", got=_field(raw[0].get("got")),
+                      error=_field(raw[0].get("error")))
+
+
+__all__ = ["CaseResult", "TestReport", "grade", "run_examples", "run_predicate"]

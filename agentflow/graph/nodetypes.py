@@ -27,7 +27,8 @@ from agentflow._modules import import_file
 from agentflow.errors import ConfigError, UserError
 
 ENTRY_POINT_GROUP = "agentflow.node_types"
-SHIPPED = ("agentflow.repair.nodes", "agentflow.reasoning.nodes", "agentflow.codegen.nodes")
+SHIPPED = ("agentflow.repair.nodes", "agentflow.reasoning.nodes", "agentflow.codegen.nodes",
+           "agentflow.instruct.nodes")
 """Node-type modules agentflow ships (found by name, so the graph layer imports nothing above it)."""
 
 NodeRun = Callable[[Any, Any, Any], Awaitable[Mapping[str, Any]]]
