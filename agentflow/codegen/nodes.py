@@ -97,7 +97,7 @@ async def plan(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
 
 
 def _verdict(trace: str) -> str:
-    found = re.findall(r"VERDICT\s*:\s*\**\s*(MATCH|MISMATCH)", trace, re.I)
+    found = re.findall(r"VERDICT\s*:\s*\**\s*(MATCH|MISMATCH)", trace, re.IGNORECASE)
     return "agree" if found and found[-1].upper() == "MATCH" else "disagree"
 
 

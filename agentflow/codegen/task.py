@@ -128,7 +128,7 @@ def _input_output_examples(lines: list[str], entry_point: str) -> list[Example]:
 def make_task(prompt: str, entry_point: str | None = None, *, task_id: str = "task", tests: str = "") -> CodeTask:
     """A task from a prompt; the entry point defaults to the last function the prompt defines."""
     if entry_point is None:
-        names = re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", prompt, re.M)
+        names = re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", prompt, re.MULTILINE)
         if not names:
             raise ValueError("the prompt defines no function: give entry_point")
         entry_point = names[-1]
@@ -140,7 +140,7 @@ def program(prompt: str, code: str, entry_point: str) -> str:
     """The module a candidate is run as: the prompt (its imports and helpers; a docstring-only function is a
     valid definition), then the answer, which redefines the entry point. An answer without a `def` of the
     entry point is taken as its body and appended to the prompt."""
-    if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", code, re.M):
+    if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", code, re.MULTILINE):
         return prompt.rstrip() + "\n\n\n" + code.strip("\n") + "\n"
     body = code if code.startswith((" ", "\t")) else "\n".join("    " + ln for ln in code.splitlines())
     return prompt.rstrip("\n") + "\n" + body + "\n"

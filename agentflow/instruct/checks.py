@@ -29,12 +29,12 @@ def min_words(text: str, n: int) -> Verdict:
 
 
 def include_keywords(text: str, words: list[str]) -> Verdict:
-    missing = [w for w in words if not re.search(rf"\b{re.escape(w)}\b", text, re.I)]
+    missing = [w for w in words if not re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
     return not missing, f"missing: {', '.join(missing)}" if missing else "all present"
 
 
 def forbidden_words(text: str, words: list[str]) -> Verdict:
-    found = [w for w in words if re.search(rf"\b{re.escape(w)}\b", text, re.I)]
+    found = [w for w in words if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
     return not found, f"uses: {', '.join(found)}" if found else "none used"
 
 
@@ -53,7 +53,7 @@ def bullets(text: str, n: int) -> Verdict:
 
 
 def _json_text(text: str) -> str:
-    fenced = re.fullmatch(r"\s*```(?:json)?\s*\n(.*?)\n?```\s*", text, re.S)
+    fenced = re.fullmatch(r"\s*```(?:json)?\s*\n(.*?)\n?```\s*", text, re.DOTALL)
     return fenced.group(1) if fenced else text
 
 
@@ -85,7 +85,7 @@ def uppercase(text: str) -> Verdict:
 
 
 def keyword_count(text: str, word: str, n: int) -> Verdict:
-    count = len(re.findall(rf"\b{re.escape(word)}\b", text, re.I))
+    count = len(re.findall(rf"\b{re.escape(word)}\b", text, re.IGNORECASE))
     return count >= n, f"{word!r} appears {count} times (at least {n})"
 
 

@@ -118,7 +118,7 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
         answer = await ask(ctx, CRITIC.format(constraint=constraint, response=response[:4000])
                            .replace("- If yes:", "- (Do not write code.) If yes:"), max_tokens=settings.max_tokens,
                            purpose="critic")
-    verdict = re.search(r"\b(PASS|FAIL)\b\s*:?\s*(.*)", answer, re.S)
+    verdict = re.search(r"\b(PASS|FAIL)\b\s*:?\s*(.*)", answer, re.DOTALL)
     ok = verdict is not None and verdict.group(1) == "PASS"
     why = "" if ok else (verdict.group(2).strip().splitlines()[0] if verdict and verdict.group(2).strip() else "judged not met")
     return {"constraint": constraint, "ok": ok, "how": "model", "why": why}, None

@@ -38,7 +38,7 @@ async def extract_constraints(ctx: Any, task: str, *, limit: int = 8, max_tokens
 
 def read_score(text: str, top: float = 10.0) -> float:
     """The last `Score: N` (else the last number) in `text`, scaled to [0, 1]; 0 without one."""
-    found = re.findall(r"score\s*[:=]?\s*(-?\d+(?:\.\d+)?)", text, re.I) or re.findall(r"(-?\d+(?:\.\d+)?)", text)
+    found = re.findall(r"score\s*[:=]?\s*(-?\d+(?:\.\d+)?)", text, re.IGNORECASE) or re.findall(r"(-?\d+(?:\.\d+)?)", text)
     if not found:
         return 0.0
     return min(max(float(found[-1]) / top, 0.0), 1.0)

@@ -4,6 +4,7 @@ fails an example when run in the sandbox, and the failing case's simulation driv
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,8 @@ PROMPT = '''def count_vowels(s: str) -> int:
 
 REPLIES = [
     "1. Go through the characters of s.\n2. Count those in 'aeiou'.",
-    "hello: h,e,l,l,o -> e and o are in 'aeiou' -> 2 (expected 2).\n"
-    "AEIOU: no character is in 'aeiou' -> 0 (expected 5).\nVERDICT: MISMATCH",
+    ("hello: h,e,l,l,o -> e and o are in 'aeiou' -> 2 (expected 2).\n"
+     "AEIOU: no character is in 'aeiou' -> 0 (expected 5).\nVERDICT: MISMATCH"),
     "1. Lower-case s.\n2. Count the characters of the result that are in 'aeiou'.",
     "hello -> 2 (expected 2). AEIOU -> aeiou -> 5 (expected 5).\nVERDICT: MATCH",
     "```python\ndef count_vowels(s: str) -> int:\n    return sum(1 for c in s if c in 'aeiou')\n```",
@@ -36,7 +37,7 @@ REPLIES = [
 def test_codesim_revises_the_plan_and_debugs_by_simulation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = cassette(tmp_path / "codesim.json", REPLIES)
     code = run(["run", "codesim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-o", str(tmp_path / "runs"),
-                "--json", "-i", '{"prompt": %s}' % __import__("json").dumps(PROMPT)])
+                "--json", "-i", json.dumps({"prompt": PROMPT})])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     done = result_of(out)
