@@ -27,7 +27,8 @@ from agentflow._modules import import_file
 from agentflow.errors import ConfigError, UserError
 
 ENTRY_POINT_GROUP = "agentflow.node_types"
-SHIPPED = ("agentflow.repair.nodes",)
+SHIPPED = ("agentflow.repair.nodes", "agentflow.reasoning.nodes", "agentflow.codegen.nodes",
+           "agentflow.instruct.nodes")
 """Node-type modules agentflow ships (found by name, so the graph layer imports nothing above it)."""
 
 NodeRun = Callable[[Any, Any, Any], Awaitable[Mapping[str, Any]]]
@@ -56,6 +57,8 @@ class NodeType:
     needs: str | None = None
     """A run resource the type works with, set up by the library that provides it (`repair`: a task's sandbox,
     models and settings, from `agentflow.repair`); `agentflow run` hands a workflow of such types to it."""
+    sandbox: bool = False
+    """It runs code in the run's sandbox: `agentflow run` starts one (docker by default) for a workflow using it."""
 
     def parse_settings(self, values: Mapping[str, Any] | None, where: str) -> BaseModel | None:
         """The node's settings validated, or a ConfigError naming the first bad key."""

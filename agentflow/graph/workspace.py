@@ -53,8 +53,22 @@ def agent_packs(spec: WorkflowSpec) -> set[str]:
 
 
 def needs_sandbox(spec: WorkflowSpec) -> bool:
-    """True when a node or agent of `spec` uses a tool pack that acts on a sandbox."""
-    return bool(agent_packs(spec) & SANDBOX_PACKS)
+    """True when a node or agent of `spec` uses a tool pack that acts on a sandbox, or a typed node's type
+    runs code in one (`NodeType.sandbox`)."""
+    return bool(agent_packs(spec) & SANDBOX_PACKS) or _typed_needs_sandbox(spec)
+
+
+def _typed_needs_sandbox(spec: WorkflowSpec) -> bool:
+    if not any(node.type for node in spec.nodes.values()):
+        return False
+    from agentflow.graph.compile import registry_for
+    from agentflow.graph.context import RunContext
+
+    try:
+        registry = registry_for(spec, RunContext())
+    except UserError:
+        return False  # validation reports it
+    return any(getattr(registry.get(node.type), "sandbox", False) for node in spec.nodes.values() if node.type)
 
 
 def choose_backend(requested: str | None, spec: WorkflowSpec, workspace: str | Path | None) -> str | None:

@@ -1,0 +1,220 @@
+"""Code-generation node types (`type: codegen.write`), registered with the graph layer.
+
+    codegen.plan      write a plan; after a disagreeing simulation, revise it with the trace  -> plan, plan_rounds
+    codegen.simulate  simulate the plan on the examples (target plan), or the code on a failing
+                      example (target code), step by step                                    -> simulation
+    codegen.write     write the function (following the plan when there is one)              -> code
+    codegen.test      the prompt's examples on the code, in the sandbox                      -> tests
+    codegen.debug     fix the code from the failing examples and the simulation's trace      -> code, debug_rounds
+    codegen.search    PlanGEN's search: the selected algorithm over plans and candidates,
+                      each scored by the examples (sandbox) and the verification agent        -> code, reward, candidates
+
+The state holds `prompt` (signature and docstring) and optionally `entry_point`; the examples a node may
+use are parsed from the prompt. Hidden tests are never part of a workflow's state.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentflow.codegen import prompts as P
+from agentflow.codegen.execute import run_examples
+from agentflow.codegen.task import CodeTask, make_task
+from agentflow.graph.nodetypes import NodeType
+from agentflow.reasoning.algorithms import run_algorithm
+from agentflow.reasoning.constraints import verify_against
+from agentflow.reasoning.llm import ask, code_block
+
+
+def task_of(state: Any) -> CodeTask:
+    """The task of the state's `prompt` and `entry_point` (the examples parsed from the prompt)."""
+    prompt = state.get("prompt")
+    if not prompt:
+        raise ValueError("the state has no 'prompt' (give --input '{\"prompt\": \"def f(...): ...\"}')")
+    return make_task(prompt, state.get("entry_point") or None)
+
+
+def code_of(answer: str, entry_point: str) -> str:
+    """The code in a model's answer: its python block, else the answer itself when it defines the function."""
+    block = code_block(answer)
+    if block is not None:
+        return block
+    return answer if re.search(rf"def\s+{re.escape(entry_point)}\s*\(", answer) else answer.strip()
+
+
+def _examples(task: CodeTask, limit: int) -> str:
+    return "\n".join(f"{e.call} -> {e.expected}" for e in task.examples[:limit])
+
+
+class Gen(BaseModel):
+    """Settings shared by the model-calling node types."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_tokens: int = Field(default=512, ge=16)
+    """Longest answer."""
+    temperature: float = Field(default=0.0, ge=0)
+    """Sampling temperature (0: greedy)."""
+
+
+class SimulateSettings(Gen):
+    target: Literal["plan", "code"] = "plan"
+    """What to simulate: the plan on the examples, or the code on its first failing example."""
+    examples: int = Field(default=3, ge=1)
+    """Most examples put in a plan simulation."""
+
+
+class SearchSettings(Gen):
+    n: int = Field(default=3, ge=1)
+    """Breadth of the algorithm (candidates, or plans)."""
+    sample_temperature: float = Field(default=0.8, ge=0)
+    """Temperature of every sample after the first (the first is greedy)."""
+    examples_weight: float = Field(default=0.8, ge=0, le=1)
+    """Share of a candidate's reward from the examples it passes (the rest: the verification agent's score)."""
+    verify: bool = True
+    """Ask the verification agent to score each candidate against the constraints."""
+
+
+class TestSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    timeout: float = Field(default=10.0, gt=0)
+    """Seconds per example."""
+
+
+async def plan(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+    task = task_of(state)
+    sim = state.get("simulation") or {}
+    if state.get("plan") and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
+        text = await ask(ctx, P.REVISE_PLAN.format(prompt=task.prompt, plan=state["plan"], trace=sim.get("trace", "")),
+                         system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                         purpose="revise plan")
+        return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0) + 1}
+    text = await ask(ctx, P.PLAN.format(prompt=task.prompt), system=P.SYSTEM, max_tokens=settings.max_tokens,
+                     temperature=settings.temperature, purpose="plan")
+    return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0)}
+
+
+def _verdict(trace: str) -> str:
+    found = re.findall(r"VERDICT\s*:\s*\**\s*(MATCH|MISMATCH)", trace, re.IGNORECASE)
+    return "agree" if found and found[-1].upper() == "MATCH" else "disagree"
+
+
+async def simulate(state: Any, ctx: Any, settings: SimulateSettings) -> dict[str, Any]:
+    task = task_of(state)
+    if settings.target == "plan":
+        if not task.examples:
+            return {"simulation": {"target": "plan", "verdict": "agree", "trace": "(no examples to simulate)"}}
+        trace = await ask(ctx, P.SIMULATE_PLAN.format(prompt=task.prompt, plan=state.get("plan") or "",
+                                                      examples=_examples(task, settings.examples)),
+                          system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                          purpose="simulate plan")
+        verdict = _verdict(trace)
+        ctx.emit("codegen.simulate", target="plan", verdict=verdict)
+        return {"simulation": {"target": "plan", "verdict": verdict, "trace": trace.strip()}}
+    failures = (state.get("tests") or {}).get("failures") or []
+    if not failures:
+        return {"simulation": {"target": "code", "verdict": "agree", "trace": "(no failing example)"}}
+    trace = await ask(ctx, P.SIMULATE_CODE.format(code=state.get("code") or "", failure=failures[0]),
+                      system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                      purpose="simulate failing case")
+    ctx.emit("codegen.simulate", target="code", failure=failures[0])
+    return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
+
+
+async def write(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+    task = task_of(state)
+    given = P.PLAN_GIVEN.format(plan=state["plan"]) if state.get("plan") else ""
+    answer = await ask(ctx, P.WRITE.format(prompt=task.prompt, plan=given), system=P.SYSTEM,
+                       max_tokens=settings.max_tokens, temperature=settings.temperature, purpose="write code")
+    return {"code": code_of(answer, task.entry_point)}
+
+
+async def test(state: Any, ctx: Any, settings: TestSettings) -> dict[str, Any]:
+    task = task_of(state)
+    report = await run_examples(ctx, task, state.get("code") or "", timeout=settings.timeout)
+    summary = report.summary()
+    summary["ok"] = not summary["failures"]  # no examples: nothing left to check
+    ctx.emit("codegen.test", passed=report.passed, total=report.total)
+    return {"tests": summary}
+
+
+async def debug(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+    task = task_of(state)
+    failures = "\n".join((state.get("tests") or {}).get("failures") or []) or "(none)"
+    answer = await ask(ctx, P.DEBUG.format(prompt=task.prompt, code=state.get("code") or "", failures=failures,
+                                           trace=(state.get("simulation") or {}).get("trace", "")),
+                       system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                       purpose="debug")
+    return {"code": code_of(answer, task.entry_point), "debug_rounds": int(state.get("debug_rounds") or 0) + 1}
+
+
+class CodeGenerator:
+    """PlanGEN's generator for code: plans, candidates following them, rewards from the examples run in the
+    sandbox and from the verification agent's score against the constraints."""
+
+    def __init__(self, ctx: Any, task: CodeTask, constraints: list[str], settings: SearchSettings) -> None:
+        self.ctx, self.task, self.constraints, self.s = ctx, task, constraints, settings
+        self.scored: list[dict[str, Any]] = []
+
+    def _temp(self, seed: int) -> float:
+        return self.s.temperature if seed == 0 else self.s.sample_temperature
+
+    async def plan(self, seed: int) -> str:
+        return (await ask(self.ctx, P.PLAN.format(prompt=self.task.prompt), system=P.SYSTEM,
+                          max_tokens=self.s.max_tokens, temperature=self._temp(seed), seed=seed,
+                          purpose="plan")).strip()
+
+    async def complete(self, plan: str | None, seed: int) -> str:
+        given = P.PLAN_GIVEN.format(plan=plan) if plan else ""
+        answer = await ask(self.ctx, P.WRITE.format(prompt=self.task.prompt, plan=given), system=P.SYSTEM,
+                           max_tokens=self.s.max_tokens, temperature=self._temp(seed), seed=seed,
+                           purpose="write code")
+        return code_of(answer, self.task.entry_point)
+
+    async def score_plan(self, plan: str) -> float:
+        return await verify_against(self.ctx, self.task.prompt, self.constraints, plan)
+
+    async def score(self, candidate: str) -> float:
+        verified = await verify_against(self.ctx, self.task.prompt, self.constraints, candidate) if self.s.verify else None
+        if self.task.examples:
+            report = await run_examples(self.ctx, self.task, candidate)
+            share = report.passed / report.total
+            reward = share if verified is None else self.s.examples_weight * share + (1 - self.s.examples_weight) * verified
+        else:
+            share, reward = None, verified if verified is not None else 0.0
+        self.scored.append({"examples": share, "verifier": verified, "reward": round(reward, 4)})
+        return reward
+
+
+async def search(state: Any, ctx: Any, settings: SearchSettings) -> dict[str, Any]:
+    task = task_of(state)
+    algorithm = state.get("algorithm") or "best_of_n"
+    gen = CodeGenerator(ctx, task, list(state.get("constraints") or []), settings)
+    # all examples passing ends the search (whatever the verifier says)
+    stop = settings.examples_weight if task.examples else 1.0
+    outcome = await run_algorithm(algorithm, gen, settings.n, stop_at=stop)
+    best = outcome.best
+    ctx.emit("codegen.search", algorithm=algorithm, rewards=[t.reward for t in outcome.tried])
+    return {"code": best.candidate if best else "", "reward": best.reward if best else 0.0,
+            "candidates": gen.scored, "plans": [{"plan": p, "score": s} for p, s in outcome.plans]}
+
+
+NODE_TYPES = [
+    NodeType("codegen.plan", plan, Gen, ("prompt", "plan", "simulation", "plan_rounds"), ("plan", "plan_rounds"),
+             "a plan for the function; after a disagreeing simulation, the plan revised with its trace"),
+    NodeType("codegen.simulate", simulate, SimulateSettings, ("prompt", "plan", "code", "tests"), ("simulation",),
+             "simulates the plan on the examples, or the code on a failing example, step by step"),
+    NodeType("codegen.write", write, Gen, ("prompt", "plan"), ("code",), "writes the function (following the plan)"),
+    NodeType("codegen.test", test, TestSettings, ("prompt", "code"), ("tests",),
+             "runs the prompt's examples on the code in the sandbox", sandbox=True),
+    NodeType("codegen.debug", debug, Gen, ("prompt", "code", "tests", "simulation", "debug_rounds"),
+             ("code", "debug_rounds"), "fixes the code from the failing examples and the simulation's trace"),
+    NodeType("codegen.search", search, SearchSettings, ("prompt", "constraints", "algorithm"),
+             ("code", "reward", "candidates", "plans"),
+             "PlanGEN: the selected algorithm over plans and code, rewards from the examples and the verifier",
+             sandbox=True),
+]
+
+__all__ = ["NODE_TYPES", "CodeGenerator", "code_of", "task_of"]

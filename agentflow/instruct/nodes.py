@@ -1,0 +1,202 @@
+"""Instruction-following node types (`type: instruct.critic`), registered with the graph layer.
+
+    instruct.respond  answer the prompt                                                -> response
+    instruct.critic   DeCRIM's critic: each constraint checked; one checkable by code is
+                      checked by a function the critic writes, run in the sandbox
+                      ("strong feedback"), the others judged by the model             -> critique, all_pass, checks
+    instruct.refine   rewrite the response so the failed constraints hold               -> response, rounds
+    instruct.search   PlanGEN's search over outlines and responses, scored by the
+                      verification agent against the constraints                        -> response, reward, candidates
+
+The benchmark's own checkers (`agentflow.instruct.checks`) are never used here: the critic sees only the
+constraint text the decomposition produced.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentflow.codegen.execute import run_predicate
+from agentflow.graph.nodetypes import NodeType
+from agentflow.reasoning.algorithms import run_algorithm
+from agentflow.reasoning.constraints import verify_against
+from agentflow.reasoning.llm import ask, code_block
+
+RESPOND = "{prompt}"
+
+CRITIC = """Constraint: {constraint}
+
+Can this constraint be checked exactly by a short Python function of the response text (word or sentence \
+counts, required or forbidden words or characters, bullet points, JSON, how it starts or ends)?
+- If yes: reply only with a ```python block defining `def check(response: str) -> bool` that returns True \
+when the constraint holds.
+- If not: read the response below and reply `PASS` or `FAIL: <the reason>`.
+
+Response:
+{response}"""
+
+REFINE = """{prompt}
+
+Your previous answer:
+{response}
+
+It fails these requirements:
+{failures}
+
+Write a new answer that satisfies every requirement of the task. Reply with the answer only."""
+
+OUTLINE = """Before answering, outline how to satisfy every requirement of this task (numbered points, no answer yet):
+
+{prompt}"""
+
+FOLLOW = """{prompt}
+
+Follow this outline:
+{plan}
+
+Reply with the answer only."""
+
+
+class Gen(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_tokens: int = Field(default=400, ge=16)
+    """Longest answer."""
+    temperature: float = Field(default=0.0, ge=0)
+    """Sampling temperature (0: greedy)."""
+
+
+class CriticSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code_checks: bool = True
+    """Let the critic check a constraint with a function it writes, run in the sandbox (strong feedback)."""
+    max_tokens: int = Field(default=300, ge=16)
+    """Longest critic answer."""
+    timeout: float = Field(default=10.0, gt=0)
+    """Seconds for one check in the sandbox."""
+
+
+class SearchSettings(Gen):
+    n: int = Field(default=3, ge=1)
+    """Breadth of the algorithm."""
+    sample_temperature: float = Field(default=0.8, ge=0)
+    """Temperature of every sample after the first (the first is greedy)."""
+
+
+def _prompt(state: Any) -> str:
+    prompt = state.get("prompt")
+    if not prompt:
+        raise ValueError("the state has no 'prompt' (give --input '{\"prompt\": \"...\"}')")
+    return str(prompt)
+
+
+async def respond(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+    text = await ask(ctx, RESPOND.format(prompt=_prompt(state)), max_tokens=settings.max_tokens,
+                     temperature=settings.temperature, purpose="respond")
+    return {"response": text.strip()}
+
+
+async def _critique_one(ctx: Any, constraint: str, response: str, known: str | None,
+                        settings: CriticSettings) -> tuple[dict[str, Any], str | None]:
+    """One constraint's verdict, and the check function to keep for the next round (None: judged by the model)."""
+    code = known
+    answer = ""
+    if code is None:
+        answer = await ask(ctx, CRITIC.format(constraint=constraint, response=response[:4000]),
+                           max_tokens=settings.max_tokens, purpose="critic")
+        block = code_block(answer)
+        if settings.code_checks and block and re.search(r"def\s+check\s*\(", block):
+            code = block
+    if code is not None:
+        result = await run_predicate(ctx, code, "check", response, timeout=settings.timeout)
+        if result.error is None:
+            why = "" if result.ok else f"the check of '{constraint}' returned {result.got}"
+            return {"constraint": constraint, "ok": result.ok, "how": "code", "why": why}, code
+        # a check that does not run says nothing: the model judges this constraint instead, now and later
+        answer = await ask(ctx, CRITIC.format(constraint=constraint, response=response[:4000])
+                           .replace("- If yes:", "- (Do not write code.) If yes:"), max_tokens=settings.max_tokens,
+                           purpose="critic")
+    verdict = re.search(r"\b(PASS|FAIL)\b\s*:?\s*(.*)", answer, re.DOTALL)
+    ok = verdict is not None and verdict.group(1) == "PASS"
+    why = "" if ok else (verdict.group(2).strip().splitlines()[0] if verdict and verdict.group(2).strip() else "judged not met")
+    return {"constraint": constraint, "ok": ok, "how": "model", "why": why}, None
+
+
+async def critic(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, Any]:
+    response = state.get("response") or ""
+    checks = dict(state.get("checks") or {})
+    critique = []
+    for constraint in state.get("constraints") or []:
+        verdict, code = await _critique_one(ctx, constraint, response, checks.get(constraint), settings)
+        critique.append(verdict)
+        checks[constraint] = code
+    all_pass = all(c["ok"] for c in critique)
+    ctx.emit("instruct.critic", failed=[c["constraint"] for c in critique if not c["ok"]],
+             by_code=sum(c["how"] == "code" for c in critique))
+    return {"critique": critique, "all_pass": all_pass, "checks": checks}
+
+
+async def refine(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+    failed = [c for c in state.get("critique") or [] if not c.get("ok")]
+    failures = "\n".join(f"- {c['constraint']}" + (f" ({c['why']})" if c.get("why") else "") for c in failed)
+    text = await ask(ctx, REFINE.format(prompt=_prompt(state), response=state.get("response") or "",
+                                        failures=failures or "- (none listed)"),
+                     max_tokens=settings.max_tokens, temperature=settings.temperature, purpose="refine")
+    return {"response": text.strip(), "rounds": int(state.get("rounds") or 0) + 1}
+
+
+class TextGenerator:
+    """PlanGEN's generator for a written answer: outlines, answers following them, the verification agent's
+    score against the constraints."""
+
+    def __init__(self, ctx: Any, prompt: str, constraints: list[str], settings: SearchSettings) -> None:
+        self.ctx, self.prompt, self.constraints, self.s = ctx, prompt, constraints, settings
+        self.scored: list[dict[str, Any]] = []
+
+    def _temp(self, seed: int) -> float:
+        return self.s.temperature if seed == 0 else self.s.sample_temperature
+
+    async def plan(self, seed: int) -> str:
+        return (await ask(self.ctx, OUTLINE.format(prompt=self.prompt), max_tokens=self.s.max_tokens,
+                          temperature=self._temp(seed), seed=seed, purpose="plan")).strip()
+
+    async def complete(self, plan: str | None, seed: int) -> str:
+        text = FOLLOW.format(prompt=self.prompt, plan=plan) if plan else RESPOND.format(prompt=self.prompt)
+        return (await ask(self.ctx, text, max_tokens=self.s.max_tokens, temperature=self._temp(seed),
+                          seed=seed, purpose="respond")).strip()
+
+    async def score_plan(self, plan: str) -> float:
+        return await verify_against(self.ctx, self.prompt, self.constraints, plan)
+
+    async def score(self, candidate: str) -> float:
+        reward = await verify_against(self.ctx, self.prompt, self.constraints, candidate)
+        self.scored.append({"reward": round(reward, 4)})
+        return reward
+
+
+async def search(state: Any, ctx: Any, settings: SearchSettings) -> dict[str, Any]:
+    algorithm = state.get("algorithm") or "best_of_n"
+    gen = TextGenerator(ctx, _prompt(state), list(state.get("constraints") or []), settings)
+    outcome = await run_algorithm(algorithm, gen, settings.n)
+    best = outcome.best
+    ctx.emit("instruct.search", algorithm=algorithm, rewards=[t.reward for t in outcome.tried])
+    return {"response": best.candidate if best else "", "reward": best.reward if best else 0.0,
+            "candidates": gen.scored, "plans": [{"plan": p, "score": s} for p, s in outcome.plans]}
+
+
+NODE_TYPES = [
+    NodeType("instruct.respond", respond, Gen, ("prompt",), ("response",), "answers the prompt"),
+    NodeType("instruct.critic", critic, CriticSettings, ("constraints", "response", "checks"),
+             ("critique", "all_pass", "checks"),
+             "DeCRIM's critic: each constraint checked, by a function it writes and runs in the sandbox where it can",
+             sandbox=True),
+    NodeType("instruct.refine", refine, Gen, ("prompt", "response", "critique", "rounds"), ("response", "rounds"),
+             "rewrites the response so the failed constraints hold"),
+    NodeType("instruct.search", search, SearchSettings, ("prompt", "constraints", "algorithm"),
+             ("response", "reward", "candidates", "plans"),
+             "PlanGEN: the selected algorithm over outlines and answers, scored by the verification agent"),
+]
+
+__all__ = ["NODE_TYPES", "TextGenerator"]

