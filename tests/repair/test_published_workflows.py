@@ -1,0 +1,72 @@
+"""The published agent systems shipped as repair workflows (swe_search, agentless, codemonkeys): each validates
+and draws, and a replayed-cassette run on an example task in the Docker sandbox shows its mechanism at work.
+Scripted answers are served in order, so calls go one at a time (`concurrency=1`); `trace.content=true` puts
+the prompts into the events, where the tests read what each call was shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentflow.cli.main import run
+
+from .conftest import CASSETTES, TASKS_FILE, read_jsonl
+
+WORKFLOWS = ("swe_search", "agentless", "codemonkeys")
+IID = "inikit__inikit-1"
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_each_published_workflow_validates_and_is_drawn(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["graph", "validate", f"workflows/{name}.yaml"]) == 0
+    assert run(["graph", "show", name]) == 0
+    shown = capsys.readouterr().out
+    assert f"{name}: ok" in shown and "flowchart TD" in shown
+
+
+def repair_run(tmp_path: Path, image: str, name: str, *extra: str) -> tuple[list[dict[str, Any]], dict[str, Any], Path]:
+    out = tmp_path / "run"
+    code = run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", name,
+                "--model", f"replay:{CASSETTES / 'workflows' / f'{name}_inikit-1.json'}",
+                "--sandbox", "docker", "-c", f"sandbox.image={image}", "-c", "concurrency=1",
+                "-c", "edit_format=search_replace", "-c", "trace.content=true", *extra, "-o", str(out)])
+    assert code == 0
+    outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
+    return read_jsonl(out / "events.jsonl"), outcome, out
+
+
+def prompts(events: list[dict[str, Any]]) -> list[str]:
+    """The last user message of each model call, in order."""
+    return [e["data"]["messages"][-1]["content"] for e in events if e["kind"] == "model.call"]
+
+
+@pytest.mark.docker
+def test_swe_search_value_agent_guides_the_tree_and_the_discriminator_picks(docker_image: str, tmp_path: Path) -> None:
+    """c1 (a wrong fix) is valued 20 with an assessment; the next expansion from it reads that assessment and
+    makes c2; c3 grows from c2. The tree's values are the value agent's, not the tests' (c1's tests score 0.5).
+    c2 and c3 both pass the blind tests and the vote cannot split them (tests then smallest patch would take
+    c2); the debate's judge picks finalist 2, c3, and c3's patch is what is submitted."""
+    events, outcome, out = repair_run(tmp_path, docker_image, "swe_search", "-c", "nodes.search.n=1")
+    shown = prompts(events)
+    assert len(shown) == 11  # rank, reproduce, 3 x (edit, value), 2 debaters, judge
+    edits = [shown[2], shown[4], shown[6]]
+    assert "[ASSESSED-C1]" not in edits[0]
+    assert "[ASSESSED-C1]" in edits[1] and "[ASSESSED-C2]" not in edits[1]  # expansion from c1 reads its assessment
+    assert "[ASSESSED-C2]" in edits[2]
+    values = {e["node_id"].rsplit("/", 1)[1]: e["data"]["value"] for e in events if e["kind"] == "repair.value"}
+    assert values == {"c1": 0.2, "c2": 0.9, "c3": 0.6}
+    tree = {e["data"]["candidate_id"].rsplit("/", 1)[1]: (e["data"]["value"], e.get("parent_id"))
+            for e in events if e["kind"] == "search.node" and not e["data"].get("final") and e["data"]["depth"]}
+    assert tree["c1"][0] == 0.2 and tree["c2"] == (0.9, f"{IID}/0.0") and tree["c3"] == (0.6, f"{IID}/0.0.0")
+    attempts = {e["node_id"].rsplit("/", 1)[1]: e["data"] for e in events if e["kind"] == "repair.attempt"}
+    assert attempts["c1"]["value"] == 0.5 and attempts["c2"]["passed"] is None and attempts["c3"]["passed"] is None
+    debate = next(e["data"] for e in events if e["kind"] == "repair.discriminate")
+    assert debate["finalists"] == [f"{IID}/c2", f"{IID}/c3", f"{IID}/c1"]  # by value
+    assert "Best: 1" in shown[9] and "Best: 2" in shown[10]  # the 2nd debater and the judge read the arguments
+    assert debate["chosen"] == outcome["chosen"] == f"{IID}/c3" and outcome["chosen_by"] == "discriminator"
+    c3 = next(c for c in read_jsonl(out / "candidates.jsonl") if c["candidate_id"] == f"{IID}/c3")
+    assert outcome["model_patch"] == c3["patch"] and "parts[-1].strip()" in c3["patch"]
+    assert outcome["report"]["resolved"] is True
