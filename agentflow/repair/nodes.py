@@ -12,6 +12,8 @@
     swe.choose       tests, then vote, then verifier; the choice graded  -> chosen, final
     swe.value        (in a rollout) the value agent values a tested attempt; its assessment joins the feedback
     swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
+    swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
+    swe.regression   blind mode: passing tests minus the model's picks   -> regression, base
 
 Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
 JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
@@ -27,8 +29,10 @@ from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.spec import is_end
 from agentflow.repair.choose import choose
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
+from agentflow.repair.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodekit import attempts_of, emit, runtime, submit
 from agentflow.repair.policy import RepairPolicy
+from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
 from agentflow.repair.steps import make_plan, rank_suspects, write_reproduction
@@ -232,6 +236,10 @@ NODE_TYPES = [
              "(in a rollout) the value agent: a value guides the search, its assessment the next expansion"),
     NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts",), ("chosen", "final"),
              "agents argue over the finalists, a judge picks; the choice graded"),
+    NodeType("swe.localize", localize_node, LocalizeSettings, ("base",), ("ranked", "localized"),
+             "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic"),
+    NodeType("swe.regression", regression_node, RegressionSettings, ("base",), ("regression", "base"),
+             "blind mode: the passing tests minus those the model says the fix may change verify candidates"),
 ]
 
 __all__ = ["NODE_TYPES", "rollout_steps"]

@@ -70,3 +70,35 @@ def test_swe_search_value_agent_guides_the_tree_and_the_discriminator_picks(dock
     c3 = next(c for c in read_jsonl(out / "candidates.jsonl") if c["candidate_id"] == f"{IID}/c3")
     assert outcome["model_patch"] == c3["patch"] and "parts[-1].strip()" in c3["patch"]
     assert outcome["report"]["resolved"] is True
+
+
+@pytest.mark.docker
+def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(docker_image: str, tmp_path: Path) -> None:
+    """Each localization step is shown only what the one before chose (files -> their outlines -> the chosen
+    functions' code); the model's locations become the suspects; the regression test the model names is
+    deselected from every verification; of the candidates that pass both the regression tests and the
+    reproduction test, the majority's fix (c1 and c3, equal after normalisation) wins over the smaller c4."""
+    events, outcome, out = repair_run(tmp_path, docker_image, "agentless")
+    shown = prompts(events)
+    assert len(shown) == 9  # 3 localization steps, reproduction, regression selection, 4 samples
+    assert "inikit/values.py" in shown[0]  # the whole skeleton
+    assert "def get(self, section, option" in shown[1] and "values.py" not in shown[1]  # the chosen files only
+    assert "  34|         parts = stripped.split(\"=\")" in shown[2] and "def getint" not in shown[2]
+    localized = next(e["data"] for e in events if e["kind"] == "repair.localize")
+    assert localized["files"] == ["inikit/parser.py", "inikit/config.py"]
+    assert localized["symbols"] == ["inikit/parser.py:loads", "inikit/config.py:get"]
+    assert localized["locations"] == ["inikit/parser.py:loads"]  # `line 34` is inside loads()
+    assert outcome["ranked"] == ["inikit/parser.py:loads", "inikit/config.py:get"]
+    dropped = "tests/test_parser.py::test_line_without_equals_is_a_parse_error"
+    assert "[9] " + dropped in shown[4]
+    regression = next(e["data"] for e in events if e["kind"] == "repair.regression")
+    assert regression["deselected"] == [dropped] and regression["passing"] == 13
+    runs = [e["data"]["command"] for e in events if e["kind"] == "sandbox.exec" and "pytest -q -p" in e["data"]["command"]]
+    # the base (before and after the reproduction test) with every test, then again and each candidate without it
+    assert len(runs) == 7 and "--deselect" not in runs[0] + runs[1] and all(f"--deselect {dropped}" in r for r in runs[2:])
+    cands = {c["candidate_id"].rsplit("/", 1)[1]: c for c in read_jsonl(out / "candidates.jsonl")}
+    assert [(c["verification"]["reproduced"], c["verification"]["passed"]) for c in cands.values()] == [
+        (False, None), (True, False), (False, None), (False, None)]
+    assert outcome["chosen"] == f"{IID}/c1" and outcome["chosen_by"] == "vote"
+    assert len(cands["c4"]["patch"]) < len(cands["c1"]["patch"])  # without the vote the smaller c4 would win
+    assert outcome["report"]["resolved"] is True
