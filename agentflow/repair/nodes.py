@@ -14,6 +14,8 @@
     swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
     swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
     swe.regression   blind mode: passing tests minus the model's picks   -> regression, base
+    swe.trajectories multi-turn edit + test-script trajectories at once -> attempts, samples, tests, search
+    swe.vote_tests   votes by the generated tests, then a selector      -> chosen, final
 
 Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
 JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
@@ -36,6 +38,8 @@ from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
 from agentflow.repair.steps import make_plan, rank_suspects, write_reproduction
+from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
+from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.value import ValuedRepairPolicy
 from agentflow.repair.workbench import Verification
 
@@ -240,6 +244,11 @@ NODE_TYPES = [
              "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic"),
     NodeType("swe.regression", regression_node, RegressionSettings, ("base",), ("regression", "base"),
              "blind mode: the passing tests minus those the model says the fix may change verify candidates"),
+    NodeType("swe.trajectories", trajectories_node, TrajectorySettings, ("base",),
+             ("attempts", "samples", "tests", "search"),
+             "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns"),
+    NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests"), ("chosen", "final"),
+             "candidates vote by the generated tests they pass; a selection trajectory splits a tie; graded"),
 ]
 
 __all__ = ["NODE_TYPES", "rollout_steps"]

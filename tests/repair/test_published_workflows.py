@@ -102,3 +102,31 @@ def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(doc
     assert outcome["chosen"] == f"{IID}/c1" and outcome["chosen_by"] == "vote"
     assert len(cands["c4"]["patch"]) < len(cands["c1"]["patch"])  # without the vote the smaller c4 would win
     assert outcome["report"]["resolved"] is True
+
+
+@pytest.mark.docker
+def test_codemonkeys_trajectories_write_tests_that_decide_the_vote(docker_image: str, tmp_path: Path) -> None:
+    """Three trajectories each write a test script and an edit; between turns the script runs in the sandbox on
+    the original code and on the change, and the next turn reads both results. t1's fix is wrong: all three
+    generated tests fail on it (0 votes) although it passes the repository's tests like the others and comes
+    first; t2 and t3 pass all three and tie, so the selection trajectory runs a script on finalist 2 (t3),
+    reads its output, and picks it."""
+    events, outcome, out = repair_run(tmp_path, docker_image, "codemonkeys", "-c", "nodes.trajectories.turns=2")
+    calls = [e["data"]["messages"] for e in events if e["kind"] == "model.call"]
+    assert len(calls) == 9  # rank, 3 trajectories x 2 turns, 2 selection turns
+    second_turns = [calls[2][-1]["content"], calls[4][-1]["content"], calls[6][-1]["content"]]
+    assert all("Your test script on the original code: failed (exit 1)" in t for t in second_turns)
+    assert "with your change: failed (exit 1)" in second_turns[0] and "AssertionError: a\n" in second_turns[0]
+    assert all("with your change: passed (exit 0)" in t for t in second_turns[1:])
+    assert len(calls[2]) == 4  # system, first turn, its answer, the sandbox's results: one conversation
+    cands = {c["candidate_id"].rsplit("/", 1)[1]: c for c in read_jsonl(out / "candidates.jsonl")}
+    assert [c["verification"]["passed"] for c in cands.values()] == [None, None, None]  # the repo's tests cannot tell
+    vote = next(e["data"] for e in events if e["kind"] == "repair.test_vote")
+    assert vote["tests"] == 3 and vote["counted"] == [0, 1, 2]  # every generated test fails on the original code
+    assert vote["votes"] == {f"{IID}/t1": 0, f"{IID}/t2": 3, f"{IID}/t3": 3}
+    assert vote["finalists"] == [f"{IID}/t2", f"{IID}/t3"]
+    selection = calls[8]
+    assert "passes 3 of the generated tests" in selection[1]["content"]
+    assert selection[-1]["content"] == "Output of your script on candidate 2 (exit 0)\n'x=y=z'"
+    assert outcome["chosen"] == vote["chosen"] == f"{IID}/t3" and outcome["chosen_by"] == "selector"
+    assert outcome["model_patch"] == cands["t3"]["patch"] and outcome["report"]["resolved"] is True
