@@ -8,6 +8,10 @@ Run: .venv/bin/python benchmarks/repair_resolve.py [STRATEGY ...] [--out DIR] [-
 Each strategy's run directory is kept under --out (default runs/resolve-<date>), so a run can be resumed
 (`--resume` is passed when the directory holds results).
 
+`--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships, at the
+same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
+calls, tokens, wall).
+
 `--grade-candidates` also grades every candidate of the best-of-8 run with the hidden tests (after the run;
 nothing of it reaches the search): `pass_at_1` is the share of candidates that resolve (the expected
 resolve rate of a single one-shot run without search) and `coverage` the share of tasks where any of the 8 samples resolves (what a perfect
@@ -100,6 +104,32 @@ def grade_candidates(run_dir: Path) -> dict[str, object]:
     }
 
 
+def run_workflows(args: argparse.Namespace, agentflow: str) -> None:
+    """`--workflows a,b,c`: each workflow as it ships (its own search and selection) at the same model-call limit
+    per task (`--calls`, the run's `step_limit`); one JSON object per workflow: resolved, coverage (tasks where
+    any candidate resolves, graded after the run), calls, tokens, wall."""
+    for name in args.workflows.split(","):
+        run_dir = Path(args.out) / f"workflow-{name}"
+        argv = [agentflow, "bench", args.tasks, "--workflow", name, "--workers", str(args.workers), "-o", str(run_dir),
+                "-c", f"step_limit={args.calls}"]
+        argv += ["--slice", f":{args.limit}"] if args.limit else []
+        for item in args.config:
+            argv += ["-c", item]
+        argv += ["--resume"] if (run_dir / "instances").is_dir() else []
+        start = time.perf_counter()
+        proc = subprocess.run(argv, check=False, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+        wall = time.perf_counter() - start
+        if not (run_dir / "report.json").is_file():
+            print(json.dumps({"workflow": name, "error": f"agentflow bench exited {proc.returncode} without a report"}))
+            continue
+        fig = figures(run_dir, wall)
+        print(json.dumps({"workflow": name, "model": "local:qwen2.5-coder-1.5b", "calls_per_task": args.calls,
+                          "resolved": fig["resolved"], "total": fig["total"],
+                          "coverage": grade_candidates(run_dir)["coverage"], "model_calls_mean": fig["model_calls_mean"],
+                          "tokens": fig["tokens"], "wall_s": fig["wall_s"], "statuses": fig["statuses"],
+                          "chosen_by": fig["chosen_by"]}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("strategies", nargs="*", default=list(STRATEGIES))
@@ -110,8 +140,15 @@ def main() -> None:
     parser.add_argument("--workflow", default=None, help="a repair workflow (name or YAML path) for every strategy")
     parser.add_argument("--tasks", default=str(TASKS), help="tasks file (default: the 15 example tasks)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks (a quick, fixed subset)")
+    parser.add_argument("--workflows", default=None,
+                        help="comma-separated workflows (e.g. repair,agentless,codemonkeys,swe_search) side by side at "
+                             "--calls model calls per task: one JSON object per workflow, instead of the strategies")
+    parser.add_argument("--calls", type=int, default=12, help="--workflows: model calls per task (step_limit)")
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
+    if args.workflows:
+        run_workflows(args, agentflow)
+        return
     result: dict[str, object] = {"model": "local:qwen2.5-coder-1.5b", "tasks": args.tasks,
                                  "workers": args.workers, "config": args.config, "workflow": args.workflow or "repair"}
     for name in args.strategies:
