@@ -14,6 +14,10 @@ code in the answer), `localization` the share of tasks whose gold function (the 
 the functions its gold patch changes) is among the suspects the search's edits look at (`hit`) or is the first
 (`first`), and `edit_hit` the share of usable patches that change a gold function.
 
+`--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships, at the
+same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
+calls, tokens, wall).
+
 `--grade-candidates` also grades every candidate of the best-of-8 run with the hidden tests (after the run;
 nothing of it reaches the search): `pass_at_1` is the share of candidates that resolve (the expected
 resolve rate of a single one-shot run without search) and `coverage` the share of tasks where any of the 8 samples resolves (what a perfect
@@ -171,6 +175,41 @@ def grade_candidates(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     }
 
 
+def run_bench(argv: list[str], run_dir: Path, args: argparse.Namespace, subset: list[str]) -> tuple[float, int]:
+    """`agentflow bench` into `run_dir` (resumed when it holds results) on the subset; (wall seconds, exit code)."""
+    for iid in subset:
+        argv += ["-i", iid]
+    for item in args.config:
+        argv += ["-c", item]
+    if (run_dir / "instances").is_dir():
+        argv.append("--resume")
+    start = time.perf_counter()
+    proc = subprocess.run(argv, check=False, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+    return time.perf_counter() - start, proc.returncode
+
+
+def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -> None:
+    """`--workflows a,b,c`: each workflow as it ships (its own search and selection) at the same model-call limit
+    per task (`--calls`, the run's `step_limit`); one JSON object per workflow: resolved, coverage (tasks where
+    any candidate resolves, graded after the run), calls, tokens, wall, and where the samples went."""
+    for name in args.workflows.split(","):
+        run_dir = Path(args.out) / f"workflow-{name}"
+        argv = [agentflow, "bench", args.tasks, "--workflow", name, "--workers", str(args.workers), "-o", str(run_dir),
+                "-c", f"step_limit={args.calls}"]
+        wall, code = run_bench(argv, run_dir, args, subset)
+        if not (run_dir / "report.json").is_file():
+            print(json.dumps({"workflow": name, "error": f"agentflow bench exited {code} without a report"}))
+            continue
+        fig = figures(run_dir, wall)
+        went = where_samples_go(run_dir, Path(args.tasks))
+        print(json.dumps({"workflow": name, "model": "local:qwen2.5-coder-1.5b", "calls_per_task": args.calls,
+                          "subset": subset or "all", "resolved": fig["resolved"], "total": fig["total"],
+                          "coverage": grade_candidates(run_dir, Path(args.tasks))["coverage"],
+                          "model_calls_mean": fig["model_calls_mean"], "tokens": fig["tokens"], "wall_s": fig["wall_s"],
+                          "statuses": fig["statuses"], "chosen_by": fig["chosen_by"], "samples": went["samples"],
+                          "localization": went["localization"], "edit_hit": went["edit_hit"]}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("strategies", nargs="*", default=list(STRATEGIES))
@@ -183,10 +222,17 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None,
                         help="a fixed subset of N tasks, drawn with --seed (spread over the packages, unlike a slice)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the --limit subset")
+    parser.add_argument("--workflows", default=None,
+                        help="comma-separated workflows (e.g. repair,agentless,codemonkeys,swe_search) side by side at "
+                             "--calls model calls per task: one JSON object per workflow, instead of the strategies")
+    parser.add_argument("--calls", type=int, default=12, help="--workflows: model calls per task (step_limit)")
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
     ids = [json.loads(line)["instance_id"] for line in Path(args.tasks).read_text().splitlines() if line.strip()]
     subset = sorted(random.Random(args.seed).sample(ids, args.limit)) if args.limit and args.limit < len(ids) else []
+    if args.workflows:
+        run_workflows(args, agentflow, subset)
+        return
     result: dict[str, object] = {"model": "local:qwen2.5-coder-1.5b", "tasks": args.tasks,
                                  "workers": args.workers, "config": args.config, "workflow": args.workflow or "repair",
                                  "subset": subset or "all"}
@@ -195,17 +241,9 @@ def main() -> None:
         argv = [agentflow, "bench", args.tasks, *STRATEGIES[name], "--workers", str(args.workers), "-o", str(run_dir)]
         if args.workflow:
             argv += ["--workflow", args.workflow]
-        for iid in subset:
-            argv += ["-i", iid]
-        for item in args.config:
-            argv += ["-c", item]
-        if (run_dir / "instances").is_dir():
-            argv.append("--resume")
-        start = time.perf_counter()
-        proc = subprocess.run(argv, check=False, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sys.stderr)
-        wall = time.perf_counter() - start
+        wall, code = run_bench(argv, run_dir, args, subset)
         if not (run_dir / "report.json").is_file():
-            result[name] = {"error": f"agentflow bench exited {proc.returncode} without a report"}
+            result[name] = {"error": f"agentflow bench exited {code} without a report"}
             continue
         result[name] = figures(run_dir, wall) | where_samples_go(run_dir, Path(args.tasks))
         if args.grade_candidates:

@@ -43,6 +43,34 @@ class RepairPrompts(StrictConfig):
     reproduce: str | None = None
     """Reproduction step's user message: issue, repo_map, api, code, previous; the answer's first code block is
     run."""
+    value: str | None = None
+    """Value agent's user message (`swe.value`): issue, patch, tests; the answer gives a value 0-100 and an
+    assessment."""
+    argue: str | None = None
+    """A discriminator agent's user message (`swe.discriminate`): issue, finalists, arguments (the earlier
+    agents'); the answer argues for one finalist and ends with `Best: N`."""
+    judge: str | None = None
+    """The discriminator's judge (`swe.discriminate`): issue, finalists, arguments; the answer ends with
+    `Choice: N`."""
+    localize_files: str | None = None
+    """Model localization, files step (`swe.localize`): issue, skeleton, count; the answer lists file paths."""
+    localize_symbols: str | None = None
+    """Model localization, classes/functions step: issue, skeletons (of the chosen files), count; the answer
+    lists `path: name` lines."""
+    localize_lines: str | None = None
+    """Model localization, edit locations step: issue, code (the chosen functions, numbered lines), count; the
+    answer lists `path: name` or `path: line N` lines."""
+    regression: str | None = None
+    """Regression test selection (`swe.regression`): issue, tests (numbered ids); the answer lists the numbers
+    of tests the fix may rightly change (they are not run)."""
+    trajectory: str | None = None
+    """First turn of a codemonkeys trajectory (`swe.trajectories`): issue, code, api, path; the answer holds a
+    test script and SEARCH/REPLACE edits."""
+    trajectory_turn: str | None = None
+    """A later turn of a trajectory: script, base_output, patched_output, diff, edit_status."""
+    select: str | None = None
+    """The selection trajectory's first message (`swe.vote_tests`): issue, finalists (patches with their
+    votes); the answer runs a script on a finalist (`RUN N` and a code block) or picks one (`CHOICE: N`)."""
 
 
 class RunInputs(StrictConfig):
@@ -157,6 +185,27 @@ class RepairConfig(StrictConfig):
     """Samples drawn per mcts expansion."""
     mcts_c: float = Field(default=0.3, ge=0)
     """UCT exploration constant (values are in [0, 1])."""
+    value_weight: float = Field(default=1.0, ge=0, le=1)
+    """`swe.value`: share of the value agent's value in an attempt's search value (the rest: its tests' score)."""
+    finalists: int = Field(default=3, ge=2, le=8)
+    """`swe.discriminate` and `swe.vote_tests`: candidates that reach the final pick (distinct patches, the best
+    by tests then value or votes)."""
+    debaters: int = Field(default=2, ge=1, le=6)
+    """`swe.discriminate`: agents that argue in turn over the finalists before the judge decides."""
+    localize_files: int = Field(default=3, ge=1, le=10)
+    """`swe.localize`: files the model picks from the repository skeleton."""
+    localize_symbols: int = Field(default=5, ge=1, le=20)
+    """`swe.localize`: classes/functions the model picks in those files (and edit locations among them)."""
+    regression_pool: int = Field(default=40, ge=1, le=400)
+    """`swe.regression`: passing repository tests shown to the model when it picks those the fix may change."""
+    trajectories: int = Field(default=4, ge=1, le=32)
+    """`swe.trajectories`: parallel multi-turn trajectories (codemonkeys' parallel compute)."""
+    turns: int = Field(default=3, ge=1, le=12)
+    """`swe.trajectories`: model turns of one trajectory, each followed by a run of its test script in the
+    sandbox (codemonkeys' serial compute)."""
+    select_turns: int = Field(default=3, ge=1, le=10)
+    """`swe.vote_tests`: model turns of the final selection trajectory (running scripts on finalists, then a
+    choice); 0 finalists left after the vote need none."""
     backend: Literal["auto", "docker", "local"] = "auto"
     """Sandbox backend (auto: docker when the engine answers)."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)

@@ -378,7 +378,7 @@ def rank_windows(
     for score, sym, focus in scored:
         if len(windows) >= limit:
             break
-        if score <= 0:
+        if score <= 0 and (sym.path, sym.qualname) not in prefer:  # a model's pick counts without the words
             continue
         # innermost spans win: skip a symbol that contains or is contained in a window already chosen
         if any(w.path == sym.path and not (sym.end < w.start or sym.start > w.end) for w in windows):

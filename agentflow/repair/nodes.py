@@ -10,6 +10,12 @@
     swe.test         (in a rollout) applies one edit, diffs it, verifies it
     swe.critique     (in a rollout) a failed attempt's review joins the next attempt's feedback
     swe.choose       tests, then vote, then verifier; the choice graded  -> chosen, final
+    swe.value        (in a rollout) the value agent values a tested attempt; its assessment joins the feedback
+    swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
+    swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
+    swe.regression   blind mode: passing tests minus the model's picks   -> regression, base
+    swe.trajectories multi-turn edit + test-script trajectories at once -> attempts, samples, tests, search
+    swe.vote_tests   votes by the generated tests, then a selector      -> chosen, final
 
 Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
 JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
@@ -25,12 +31,18 @@ from agentflow.errors import ModelError, UserError
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.spec import is_end
 from agentflow.repair.choose import choose
-from agentflow.repair.policy import Attempt, RepairPolicy
+from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
+from agentflow.repair.localize_model import LocalizeSettings, localize_node
+from agentflow.repair.nodekit import attempts_of, emit, runtime, submit
+from agentflow.repair.policy import RepairPolicy
+from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
 from agentflow.repair.steps import make_plan, rank_suspects, suspects, write_reproduction
+from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
+from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
+from agentflow.repair.value import ValuedRepairPolicy
 from agentflow.repair.workbench import Verification
-from agentflow.swe.report import InstanceReport
 
 _PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
 RankSettings = settings_model("swe.rank", ("rank", "rank_pool", "rank_lines", *_PROMPT_FIELDS))
@@ -49,20 +61,10 @@ MCTSSettings = settings_model(
     "search.mcts", ("n", "max_attempts", "concurrency", "stop_on_success", "seed", "mcts_k", "mcts_c")
 )
 ChooseSettings = settings_model("swe.choose", ("vote",))
+ValueSettings = settings_model("swe.value", ("value_weight", "max_tokens", "seed", "prompts"))
 
 
-def runtime(ctx: Any) -> RepairRuntime:
-    found = ctx.run.resources.get("repair")
-    if not isinstance(found, RepairRuntime):
-        raise UserError(
-            f"node '{ctx.node}' is a repair step and runs only inside a repair",
-            hint="run it with 'agentflow repair --workflow FILE' or 'agentflow bench --workflow FILE'",
-        )
-    return found
-
-
-def _emit(rt: RepairRuntime, kind: str, **data: Any) -> None:
-    rt.events.emit(kind, node_id=rt.iid, instance_id=rt.iid, **data)
+_emit = emit
 
 
 # ----------------------------------------------------------------------------------------------- before search
@@ -126,6 +128,10 @@ async def plan(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- search
 
 
+ROLLOUT_STEPS = ("swe.test", "swe.critique", "swe.value")
+"""Node types a rollout may hold after its `swe.edit`."""
+
+
 def rollout_steps(subgraph: Any) -> list[tuple[str, str]]:
     """(node name, node type) of a rollout subgraph, in order: a chain from its first node to END, the first a
     proposer (`swe.edit`), a `swe.test` among the rest."""
@@ -142,9 +148,10 @@ def rollout_steps(subgraph: Any) -> list[tuple[str, str]]:
             f"rollout subgraph '{subgraph.name}' must start with a swe.edit node and contain a swe.test node "
             f"(has {' -> '.join(types) or 'nothing'})"
         )
-    unknown = [t for t in types[1:] if t not in ("swe.test", "swe.critique")]
+    unknown = [t for t in types[1:] if t not in ROLLOUT_STEPS]
     if unknown:
-        raise UserError(f"rollout subgraph '{subgraph.name}': {unknown[0]} cannot be a rollout step (swe.test, swe.critique)")
+        raise UserError(f"rollout subgraph '{subgraph.name}': {unknown[0]} cannot be a rollout step "
+                        f"({', '.join(ROLLOUT_STEPS)})")
     return order
 
 
@@ -156,9 +163,13 @@ def _policy(rt: RepairRuntime, state: Any, ctx: Any) -> RepairPolicy:
     if critique_cfg is not None and not (critique_cfg.critique or rt.cfg.critic_model):
         critique_cfg = None
     prefer = [tuple(x) for x in state.get("ranked") or []]
-    return RepairPolicy(rt.cfg_for(ctx.node), rt.bench, rt.models, rt.budget, rt.events, rt.issue, rt.record,
-                        plan=state.get("plan") or "", prefer=prefer,  # type: ignore[arg-type]
-                        edit_cfg=rt.cfg_for(edit_node), critique_cfg=critique_cfg)
+    args = (rt.cfg_for(ctx.node), rt.bench, rt.models, rt.budget, rt.events, rt.issue, rt.record)
+    kwargs: dict[str, Any] = {"plan": state.get("plan") or "", "prefer": prefer, "edit_cfg": rt.cfg_for(edit_node),
+                              "critique_cfg": critique_cfg}
+    value_node = next((n for n, t in steps if t == "swe.value"), None)
+    if value_node is not None:
+        return ValuedRepairPolicy(*args, value_cfg=rt.cfg_for(value_node), **kwargs)
+    return RepairPolicy(*args, **kwargs)
 
 
 async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
@@ -184,6 +195,10 @@ async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
         error = f"{exc.__class__.__name__}: {exc}"
     attempts = [{"candidate_id": a.candidate_id, "patch": a.patch, "sample": a.sample,
                  "verification": a.verification.model_dump(mode="json")} for a in policy.attempts]
+    for item in attempts:  # the value agent's judgement of each candidate, for the final pick
+        judged = getattr(policy, "judged", {}).get(item["candidate_id"])
+        if judged is not None:
+            item |= {"value": judged.value, "assessment": judged.assessment}
     return {"attempts": attempts, "samples": policy.samples, "suspects": found,
             "search": {"stopped": stopped, "error": error}}
 
@@ -206,20 +221,11 @@ async def _rollout_only(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
 async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     rt = runtime(ctx)
     await rt.sync(state)
-    attempts = [Attempt(a["candidate_id"], a["patch"], Verification.model_validate(a["verification"]), a["sample"])
-                for a in state.get("attempts") or []]
-    best, chosen_by = await choose(attempts, rt.cfg_for(ctx.node), rt.models.verifier, rt.issue, rt.budget, rt.events)
+    best, chosen_by = await choose(attempts_of(state), rt.cfg_for(ctx.node), rt.models.verifier, rt.issue, rt.budget,
+                                   rt.events)
     if best is None:
         return {"chosen": None}
-    final, report = await rt.bench.verify(best.patch, final=True)
-    if report is None:
-        report = InstanceReport(instance_id=rt.iid, patch_exists=True, patch_successfully_applied=True,
-                                resolved=bool(final.passed), completed=final.passed is not None)
-    return {
-        "chosen": {"candidate_id": best.candidate_id, "patch": best.patch, "chosen_by": chosen_by},
-        "final": {"verification": final.model_dump(mode="json"),
-                  "report": report.model_dump(mode="json") | {"completed": report.completed}},
-    }
+    return await submit(rt, best, chosen_by)
 
 
 _NODE_TYPES = [
@@ -237,6 +243,19 @@ _NODE_TYPES = [
     NodeType("swe.critique", _rollout_only, CritiqueSettings, (), (), "a failed attempt's review joins its feedback"),
     NodeType("swe.choose", choose_node, ChooseSettings, ("attempts",), ("chosen", "final"),
              "tests, then the vote, then the verifier model; the choice graded"),
+    NodeType("swe.value", _rollout_only, ValueSettings, (), (),
+             "(in a rollout) the value agent: a value guides the search, its assessment the next expansion"),
+    NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts",), ("chosen", "final"),
+             "agents argue over the finalists, a judge picks; the choice graded"),
+    NodeType("swe.localize", localize_node, LocalizeSettings, ("base",), ("ranked", "localized"),
+             "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic"),
+    NodeType("swe.regression", regression_node, RegressionSettings, ("base",), ("regression", "base"),
+             "blind mode: the passing tests minus those the model says the fix may change verify candidates"),
+    NodeType("swe.trajectories", trajectories_node, TrajectorySettings, ("base",),
+             ("attempts", "samples", "tests", "search"),
+             "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns"),
+    NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests"), ("chosen", "final"),
+             "candidates vote by the generated tests they pass; a selection trajectory splits a tie; graded"),
 ]
 
 # every repair type works on a task's RepairRuntime, which `agentflow.repair` sets up (`needs`)

@@ -66,6 +66,9 @@ class RepairRuntime:
         base = state.get("base") if isinstance(state, dict) else None
         if base:
             self.bench.base = Verification.model_validate(base)
+        regression = (state.get("regression") or {}) if isinstance(state, dict) else {}
+        if regression.get("test_cmd"):  # the selected regression tests (`swe.regression`)
+            self.bench.cfg = self.bench.cfg.model_copy(update={"test_cmd": regression["test_cmd"]})
         repro = (state.get("reproduction") or {}) if isinstance(state, dict) else {}
         if repro.get("kept") and repro.get("script"):
             await self.bench.reset()

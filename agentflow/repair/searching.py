@@ -37,7 +37,10 @@ async def run_search(policy: RepairPolicy, cfg: RepairConfig, algorithm: Literal
 
     def value(cand: Any) -> SearchVerification:
         v = cand.state.data.get("verification")
-        return SearchVerification(score=v.score, passed=v.passed) if isinstance(v, Verification) else SearchVerification()
+        if not isinstance(v, Verification):
+            return SearchVerification()
+        # a value agent's value (`swe.value`) guides the search where there is one; the tests decide `passed`
+        return SearchVerification(score=float(cand.state.data.get("value", v.score)), passed=v.passed)
 
     verifier = FunctionVerifier(value, name="tests")
     tree_events = TaskEvents(events, policy.iid)

@@ -1,0 +1,117 @@
+"""The discriminator (SWE-Search's final pick): several agents argue in turn over the finalists, each reading
+the arguments before it, and a judge reads them all and decides.
+
+Node type `swe.discriminate` (in place of `swe.choose`): the finalists are the best distinct patches by
+tests, then value (a value agent's, when the search had `swe.value`), then tests' score; one finalist is
+submitted as it is. When the debate cannot finish (the budget ran out, no answer names a finalist), the first
+finalist is submitted and the outcome's `chosen_by` says so (`value`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from agentflow.budget import BudgetExceeded
+from agentflow.errors import ModelError
+from agentflow.models.base import ChatModel
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.nodekit import emit, runtime, submit
+from agentflow.repair.policy import Attempt
+from agentflow.repair.runtime import settings_model
+from agentflow.repair.steps import ask, render
+from agentflow.repair.workbench import Verification
+
+DiscriminateSettings = settings_model("swe.discriminate", ("finalists", "debaters", "max_tokens", "seed", "prompts"))
+
+
+def finalists(attempts: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The best `limit` distinct patches (normalised): passing tests first, then value, then tests' score."""
+    from agentflow.search.normalize import normalise_output
+
+    def key(a: dict[str, Any]) -> tuple[bool, float, float]:
+        v = a["verification"]
+        value = a.get("value")
+        return (v.get("passed") is True, float(v.get("score", 0.0) if value is None else value),
+                float(v.get("score", 0.0)))
+
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for a in sorted((a for a in attempts if a["patch"].strip()), key=key, reverse=True):  # stable: earlier first
+        norm = normalise_output(a["patch"])
+        if norm not in seen:
+            seen.add(norm)
+            out.append(a)
+    return out[:limit]
+
+
+def describe(finals: list[dict[str, Any]]) -> str:
+    """The finalists as numbered patches with what their tests (and a value agent) said."""
+    parts = []
+    for number, a in enumerate(finals, 1):
+        v = a["verification"]
+        tests = {True: "pass", False: "fail", None: "do not decide"}[v.get("passed")]
+        line = f"[{number}] tests {tests} (share passing {float(v.get('score', 0.0)):.2f})"
+        if a.get("assessment"):
+            line += f"; a reviewer said: {a['assessment'][:300]}"
+        parts.append(f"{line}\n```diff\n{a['patch'][:2500]}```")
+    return "\n\n".join(parts)
+
+
+def picked(text: str, label: str, count: int) -> int | None:
+    """The finalist number (1-based) after the last `label:` in an answer, if it names one."""
+    found = [int(n) for n in re.findall(rf"{label}\s*[:=]?\s*\[?(\d+)", text, re.IGNORECASE)]
+    return found[-1] if found and 1 <= found[-1] <= count else None
+
+
+async def debate(model: ChatModel, cfg: RepairConfig, issue: str, finals: list[dict[str, Any]]) -> tuple[int | None, list[str], str]:
+    """(the judge's pick or else the debaters' majority, 1-based or None; the arguments; what decided)."""
+    shown = describe(finals)
+    arguments: list[str] = []
+    votes: list[int] = []
+
+    def so_far() -> str:
+        return "".join(f"\nArgument {i}:\n{a}\n" for i, a in enumerate(arguments, 1))
+
+    for agent in range(cfg.debaters):
+        values = {"issue": issue, "finalists": shown, "arguments": so_far()}
+        text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "argue", values),
+                            max_tokens=min(cfg.max_tokens, 256), seed=cfg.seed + agent, temperature=0.0)
+        arguments.append(text.strip()[:1200])
+        if (best := picked(text, "best", len(finals))) is not None:
+            votes.append(best)
+    values = {"issue": issue, "finalists": shown, "arguments": so_far()}
+    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "judge", values),
+                        max_tokens=min(cfg.max_tokens, 128), seed=cfg.seed, temperature=0.0)
+    arguments.append("Judge: " + text.strip()[:600])
+    if (choice := picked(text, "choice", len(finals))) is not None:
+        return choice, arguments, "discriminator"
+    if votes:
+        return Counter(votes).most_common(1)[0][0], arguments, "debate"
+    return None, arguments, "value"
+
+
+async def discriminate_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    rt = runtime(ctx)
+    await rt.sync(state)
+    cfg = rt.cfg_for(ctx.node)
+    finals = finalists(list(state.get("attempts") or []), cfg.finalists)
+    if not finals:
+        return {"chosen": None}
+    pick, arguments, chosen_by, error = 1, [], "only", None
+    if len(finals) > 1:
+        try:
+            number, arguments, chosen_by = await debate(rt.models.verifier or rt.models.coder, cfg, rt.issue, finals)
+            pick = number or 1
+        except (BudgetExceeded, ModelError) as exc:  # the best finalist by value stands; the event says why
+            chosen_by, error = "value", f"{type(exc).__name__}: {exc}"
+    best = finals[pick - 1]
+    emit(rt, "repair.discriminate", finalists=[a["candidate_id"] for a in finals], chosen=best["candidate_id"],
+         chosen_by=chosen_by, arguments=arguments, error=error)
+    attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
+                      best["sample"])
+    return await submit(rt, attempt, chosen_by)
+
+
+__all__ = ["DiscriminateSettings", "debate", "describe", "discriminate_node", "finalists", "picked"]

@@ -1,0 +1,49 @@
+"""What the repair node types share: the task's runtime from a node's context, events, the search's attempts
+as the state holds them, and submitting a choice (graded with the task's tests for the report)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentflow.errors import UserError
+from agentflow.repair.policy import Attempt
+from agentflow.repair.runtime import RepairRuntime
+from agentflow.repair.workbench import Verification
+from agentflow.swe.report import InstanceReport
+
+
+def runtime(ctx: Any) -> RepairRuntime:
+    """The task's `RepairRuntime`; a UserError when the node runs outside a repair."""
+    found = ctx.run.resources.get("repair")
+    if not isinstance(found, RepairRuntime):
+        raise UserError(
+            f"node '{ctx.node}' is a repair step and runs only inside a repair",
+            hint="run it with 'agentflow repair --workflow FILE' or 'agentflow bench --workflow FILE'",
+        )
+    return found
+
+
+def emit(rt: RepairRuntime, kind: str, **data: Any) -> None:
+    rt.events.emit(kind, node_id=rt.iid, instance_id=rt.iid, **data)
+
+
+def attempts_of(state: Any) -> list[Attempt]:
+    """The search's candidates as the state holds them (`attempts`)."""
+    return [Attempt(a["candidate_id"], a["patch"], Verification.model_validate(a["verification"]), a["sample"])
+            for a in state.get("attempts") or []]
+
+
+async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None) -> dict[str, Any]:
+    """The state update of a chosen candidate: the choice, and its final verification and report."""
+    final, report = await rt.bench.verify(best.patch, final=True)
+    if report is None:
+        report = InstanceReport(instance_id=rt.iid, patch_exists=True, patch_successfully_applied=True,
+                                resolved=bool(final.passed), completed=final.passed is not None)
+    return {
+        "chosen": {"candidate_id": best.candidate_id, "patch": best.patch, "chosen_by": chosen_by},
+        "final": {"verification": final.model_dump(mode="json"),
+                  "report": report.model_dump(mode="json") | {"completed": report.completed}},
+    }
+
+
+__all__ = ["attempts_of", "emit", "runtime", "submit"]

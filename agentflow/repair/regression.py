@@ -1,0 +1,55 @@
+"""Selected regression tests (Agentless): the repository's tests that pass at the base commit are listed, the
+model names those a correct fix may rightly change (they assert the buggy behaviour), and candidates are then
+verified by the rest. Node type `swe.regression` (blind mode, after `swe.reproduce`): it sets the run's test
+command to the repository's tests minus the deselected ones, and verifies the base again with it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+from agentflow.repair.nodekit import emit, runtime
+from agentflow.repair.runtime import settings_model
+from agentflow.repair.steps import ask, render
+from agentflow.search.testparse import parse_pytest_summary
+
+RegressionSettings = settings_model("swe.regression", ("regression_pool", "test_timeout_s", "seed", "prompts"))
+
+
+def deselecting(python: str, deselected: list[str]) -> str:
+    """The repository's test command without `deselected` (pytest node ids)."""
+    skip = "".join(f" --deselect {shlex.quote(t)}" for t in deselected)
+    return f"{python} -m pytest -q -p no:cacheprovider{skip}"
+
+
+async def regression_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    rt = runtime(ctx)
+    await rt.sync(state)
+    cfg, bench = rt.cfg_for(ctx.node), rt.bench
+    if bench.mode != "repo" or bench.cfg.test_cmd is not None:
+        return {"regression": {"selected": False}}  # task tests, or the user's own command, verify candidates
+    await bench.reset()
+    cmd = f"{bench.python} -m pytest -q -rA -p no:cacheprovider"
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
+    result = await bench.sandbox.exec(f"sh -c {shlex.quote(cmd)}", env=env, timeout=cfg.test_timeout_s)
+    passing = sorted(t for t, outcome in parse_pytest_summary(result.output).items() if outcome == "passed")
+    shown = passing[: cfg.regression_pool]
+    if not shown:
+        return {"regression": {"selected": False, "passing": 0}}
+    values = {"issue": rt.issue, "tests": "\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1))}
+    text, _ = await ask(rt.models.coder, cfg, render(cfg, "helper_system"), render(cfg, "regression", values),
+                        max_tokens=48, seed=cfg.seed, temperature=0.0)
+    numbers = [int(n) for n in re.findall(r"\d+", text) if 1 <= int(n) <= len(shown)]
+    # a model that would drop most of the suite is not selecting: keep every test then
+    deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []
+    test_cmd = deselecting(bench.python, deselected)
+    bench.cfg = bench.cfg.model_copy(update={"test_cmd": test_cmd})
+    base = await bench.verify_base()
+    emit(rt, "repair.regression", passing=len(passing), deselected=deselected, test_cmd=test_cmd, answer=text[:200])
+    return {"regression": {"selected": True, "passing": len(passing), "deselected": deselected,
+                           "test_cmd": test_cmd},
+            "base": base.model_dump(mode="json")}
+
+
+__all__ = ["RegressionSettings", "deselecting", "regression_node"]
