@@ -336,12 +336,12 @@ def _report(
 
 def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: str | None,
                  inputs: dict[str, Any]) -> tuple[str, str, Path]:
+    from agentflow.rundir import RunDir
+
     run_id = new_run_id(spec.name)
     thread = thread_id or run_id
-    rdir = output / run_id
-    rdir.mkdir(parents=True, exist_ok=True)
-    meta = {"run_id": run_id, "thread_id": thread, **opts.record(spec)}
-    (rdir / "run.json").write_text(json.dumps(meta))
+    rundir = RunDir.create(output / run_id)
+    rundir.write_json("run.json", {"run_id": run_id, "thread_id": thread, **opts.record(spec)})
     resolved = {
         "workflow": spec.name,
         "source": spec.source_path,
@@ -353,8 +353,8 @@ def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: 
         "input": inputs,
         "run": json.loads(cfg.model_dump_json()),
     }
-    (rdir / "config.resolved.yaml").write_text(dump_yaml_dict(resolved))
-    return run_id, thread, rdir
+    rundir.write_config(resolved)
+    return run_id, thread, rundir.path
 
 
 def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: dict[str, Any],
@@ -362,9 +362,9 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
                   resume_dir: Path | None, approve: bool, apply: bool, allow_exec: bool, output: Path,
                   printer_mode: str) -> tuple[Any, str, Path, Any]:
     """Create or find the run directory and run (or resume) the workflow; `handle` is a --serve server."""
-    from agentflow.events import EventLog
     from agentflow.graph.context import RunContext
     from agentflow.graph.run_options import RunLedger
+    from agentflow.rundir import RunDir
 
     if resume is not None and resume_dir is not None:
         rdir = resume_dir
@@ -372,7 +372,7 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
     else:
         run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs)
     ledger = RunLedger(rdir)
-    events = EventLog(rdir / "events.jsonl", run_id=run_id)
+    events = RunDir(rdir).events(run_id)
     from agentflow.observe import instrument
 
     instrument(events, cfg.trace)
@@ -463,11 +463,3 @@ async def _with_metrics(coro: Any, handle: Any, events: Any, served_model: Any) 
     finally:
         if served_model is not None:
             await served_model.aclose()
-
-
-def dump_yaml_dict(data: dict[str, Any]) -> str:
-    import yaml
-
-    from agentflow.secrets import redact
-
-    return yaml.safe_dump(redact(data), sort_keys=False)

@@ -32,11 +32,16 @@ from agentflow.models.remote import merge_responses
 from agentflow.models.retry import TransientError
 from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
 from agentflow.serving.embedded import embedded_model
+from agentflow.serving.pace import Pace, ServerPace
 from agentflow.serving.server import ServerDied, ServerHandle
 
-LOCAL_TIMEOUT_S = 900.0
-"""How long one request to a local CPU server may take (a server decoding several requests at once gives each a
-few tokens per second: 400 tokens can take minutes)."""
+LOCAL_TIMEOUT_S = Pace.first_deadline_s
+"""How long one request to a local CPU server may take before its speed is measured (a server decoding several
+requests at once gives each a few tokens per second: 400 tokens can take minutes). `local:` models then wait
+by the server's measured speed (`agentflow.serving.pace`) unless `timeout_s` is given."""
+
+LOCAL_HARD_TIMEOUT_S = 3600.0
+"""The HTTP ceiling of one paced request (the pace decides sooner; this only bounds a server gone silent)."""
 
 
 class LocalServingOptions(StrictConfig):
@@ -76,6 +81,11 @@ class _SharedServer:
         self.lock = threading.Lock()
         self.announced = False
         """Whether the first call's "this is slow" notice was printed (once per server)."""
+        self.pace = self._new_pace()
+        self.told_extended = False
+
+    def _new_pace(self) -> ServerPace:
+        return ServerPace(self.handle.url("/metrics"), dict(self.handle.headers))
 
     def announce_first_call(self, spec: str) -> None:
         """Say once that the first call is slow, so minutes of prompt evaluation on CPU are not silent."""
@@ -99,6 +109,7 @@ class _SharedServer:
                 raise ServerDied(f"{died.summary} ({why})", died.log_tail)
             _say(self.opts, f"{died.summary}; restarting it")
             self.handle.restart_sync()
+            self.pace = self._new_pace()  # another port, fresh counters
 
 
 _servers: dict[tuple[Any, ...], _SharedServer] = {}
@@ -160,6 +171,8 @@ class _ServerBacked:
     spec: str
     base_url: str | None
     _client: Any
+    paced: bool = True
+    """Requests wait by the server's measured pace (`agentflow.serving.pace`); False: `timeout_s` is the limit."""
 
     @property
     def server(self) -> ServerHandle:
@@ -174,7 +187,7 @@ class _ServerBacked:
             if old is not None:
                 await old.close()
 
-    async def _guarded(self, call: Callable[[], Any]) -> ChatResponse:
+    async def _guarded(self, call: Callable[[], Any], request: ChatRequest) -> ChatResponse:
         if self._released:
             from agentflow.errors import UserError
 
@@ -183,12 +196,22 @@ class _ServerBacked:
             await self._recover()
         self.shared.announce_first_call(self.spec)
         try:
-            return await call()  # type: ignore[no-any-return]
+            if not self.paced:
+                return await call()  # type: ignore[no-any-return]
+            prompt_chars = sum(len(m.content or "") for m in request.messages)
+            return await self.shared.pace.wait(call, prompt_chars=prompt_chars, max_tokens=request.max_tokens or 512,
+                                               on_extend=self._extended)
         except Exception:
             if not await _died(self.shared.handle):
                 raise
         await self._recover()  # raises ServerDied when the policy forbids a restart
         raise TransientError(f"{self.spec}: llama-server died during the call and was restarted", unreachable=True)
+
+    def _extended(self, waited_s: float) -> None:
+        if not self.shared.told_extended:  # once per server: later ones are the same story
+            self.shared.told_extended = True
+            _say(self.shared.opts, f"{self.spec}: a request is still running after {waited_s:.0f} s; the server is "
+                                   "making progress, so it is waited for (not retried from the start)")
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         if request.n == 1:
@@ -247,7 +270,7 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
         self.profile = handle.profile
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
-        return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request))
+        return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request), request)
 
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
         # a dead server surfaces as a connection error, which RemoteModel.stream retries before the first token
@@ -272,7 +295,7 @@ class LocalCompletionModel(_ServerBacked, CompletionChatModel):
         self.profile = handle.profile
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
-        return await self._guarded(lambda: CompletionChatModel._chat_once(self, request))
+        return await self._guarded(lambda: CompletionChatModel._chat_once(self, request), request)
 
     async def aclose(self) -> None:
         await CompletionChatModel.aclose(self)
@@ -295,17 +318,22 @@ def load_local_model(name: str, **options: Any) -> ChatModel:
                         hint="use an openai-compatible: spec to talk to a server you run yourself")
     parallel = local.parallel or model.default_parallel
     rest.setdefault("concurrency", parallel)
-    # a CPU server decoding `parallel` requests at once is slow per request; a client-side timeout would
-    # only abandon work the server goes on doing and then send it again
-    rest.setdefault("timeout_s", LOCAL_TIMEOUT_S)
+    # a CPU server decoding `parallel` requests at once is slow per request; a fixed client-side timeout would
+    # abandon work the server goes on doing and then send it again: unless one is given, the server's
+    # measured pace decides (the HTTP timeout is only a ceiling)
+    paced = "timeout_s" not in rest
+    rest.setdefault("timeout_s", LOCAL_HARD_TIMEOUT_S)
     shared = _acquire(name, local)
     try:
         model_options = validate_config(ModelOptions, {**rest, "api_key": shared.handle.api_key},
                                         source=f"options of model 'local:{name}'")
         mode = model.profile.mode if local.mode == "auto" else local.mode
         if mode == "completion":
-            return LocalCompletionModel(f"local:{name}", shared, model_options, template=local.template)
-        return LocalChatModel(f"local:{name}", shared, model_options)
+            built: _ServerBacked = LocalCompletionModel(f"local:{name}", shared, model_options, template=local.template)
+        else:
+            built = LocalChatModel(f"local:{name}", shared, model_options)
+        built.paced = paced
+        return built  # type: ignore[return-value]
     except BaseException:
         _release(shared)
         raise

@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow.config import dump_yaml
 from agentflow.errors import UserError
-from agentflow.events import EventLog
 from agentflow.executors.base import Executor, InProcessExecutor, open_executor
 from agentflow.executors.types import ExecutorConfig
 from agentflow.observe import instrument
@@ -30,6 +28,7 @@ from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.remote import repair_via
 from agentflow.repair.solve import effective_strategy, load_repair_workflow
+from agentflow.rundir import RunDir
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.shipping import Shipping
 from agentflow.swe.tasks import Prediction, SWETask
@@ -111,21 +110,6 @@ class Progress:
         self.cost_usd += float(outcome.usage.get("usd", 0.0) or 0.0)
 
 
-def _drop_torn_line(path: Path) -> None:
-    """A process killed while writing leaves half an event line; cut it so appended events stay readable."""
-    if not path.is_file():
-        return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) -> dict[str, Any]:
     """Rebuild preds.jsonl, candidates.jsonl and report.json from the tasks' outcomes."""
     outcomes: list[InstanceOutcome] = []
@@ -143,10 +127,9 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
         Prediction(instance_id=o.instance_id, model_name_or_path=cfg.model, model_patch=o.model_patch)
         for o in outcomes
     ]
-    _atomic_write(
-        out_dir / "preds.jsonl", "".join(json.dumps(p.model_dump(mode="json")) + "\n" for p in preds)
-    )
-    _atomic_write(out_dir / "candidates.jsonl", "".join(c + "\n" for c in candidates))
+    rundir = RunDir(out_dir)
+    rundir.write_text("preds.jsonl", "".join(json.dumps(p.model_dump(mode="json")) + "\n" for p in preds))
+    rundir.write_text("candidates.jsonl", "".join(c + "\n" for c in candidates))
     reports = []
     instances: dict[str, Any] = {}
     for o in outcomes:
@@ -169,7 +152,7 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
     summary["statuses"] = statuses
     summary["cost_usd"] = round(sum(float(o.usage.get("usd", 0.0) or 0.0) for o in outcomes), 6)
     summary["instances"] = instances
-    _atomic_write(out_dir / "report.json", json.dumps(summary, indent=2) + "\n")
+    rundir.write_text("report.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -203,7 +186,7 @@ async def run_batch(
     if not executor.remote:
         cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
+    if out.exists() and not out.is_dir():  # before anything is deleted or run
         raise UserError(f"{out} is a file, not a folder", hint="give -o a folder (it is created if missing)")
     inst_root = out / "instances"
     existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
@@ -218,8 +201,8 @@ async def run_batch(
             (out / name).unlink(missing_ok=True)
     workflow = load_repair_workflow(cfg)  # validated once, before any task
     cfg = effective_strategy(cfg, workflow)
-    out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out / "config.resolved.yaml", dump_yaml(cfg))
+    rundir = RunDir.create(out)
+    rundir.write_config(cfg)
     progress = Progress(total=len(tasks))
     todo: list[SWETask] = []
     for task in tasks:
@@ -230,13 +213,12 @@ async def run_batch(
             todo.append(task)
     if on_progress is not None:
         on_progress(progress, None)
-    _drop_torn_line(out / "events.jsonl")
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
     run_budget = executor.run_budget(cfg.run_budget_usd, spent_usd=progress.cost_usd)
     shipping = Shipping(executor) if executor.remote else None
     skipped: list[str] = []
-    with EventLog(out / "events.jsonl", run_id=out.name) as events:
+    with rundir.events() as events:
         instrument(events, cfg.trace)
         events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy,
                     executor=executor.kind)

@@ -117,7 +117,7 @@ class Workbench:
         self.repro: bool = False
         """A reproduction script is installed (blind mode): candidates are scored by it too."""
         self._verified: dict[str, Verification] = {}
-        """Verifications of the search by patch: samples that agree on a patch run the suite once."""
+        """Verifications by test command and patch: samples that agree on a patch run the suite once."""
 
     async def setup(self) -> None:
         self.head = (await seed_workspace(self.sandbox, self.task, python=self.python)) or "HEAD"
@@ -194,7 +194,7 @@ class Workbench:
         """Run the verifying tests on base + patch (the workspace is left at base + patch). `final` runs the
         task's own tests when it has them (the report), whatever the feedback mode. During the search a patch
         already verified is not run again (the same tests on the same code)."""
-        key = patch.strip()
+        key = f"{self.cfg.test_cmd}\0{patch.strip()}"  # a node may change the test command (regression tests)
         if not final and key in self._verified:
             await self.restore(patch)
             return self._verified[key].model_copy(deep=True), None

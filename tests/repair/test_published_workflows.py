@@ -86,15 +86,16 @@ def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(doc
     assert "  34|         parts = stripped.split(\"=\")" in shown[2] and "def getint" not in shown[2]
     localized = next(e["data"] for e in events if e["kind"] == "repair.localize")
     assert localized["files"] == ["inikit/parser.py", "inikit/config.py"]
-    assert localized["symbols"] == ["inikit/parser.py:loads", "inikit/config.py:get"]
+    assert localized["symbols"] == ["inikit/parser.py:loads", "inikit/config.py:Config.get"]
     assert localized["locations"] == ["inikit/parser.py:loads"]  # `line 34` is inside loads()
-    assert outcome["ranked"] == ["inikit/parser.py:loads", "inikit/config.py:get"]
+    assert outcome["ranked"] == ["inikit/parser.py:loads", "inikit/config.py:Config.get"]
     dropped = "tests/test_parser.py::test_line_without_equals_is_a_parse_error"
     assert "[9] " + dropped in shown[4]
     regression = next(e["data"] for e in events if e["kind"] == "repair.regression")
     assert regression["deselected"] == [dropped] and regression["passing"] == 13
     runs = [e["data"]["command"] for e in events if e["kind"] == "sandbox.exec" and "pytest -q -p" in e["data"]["command"]]
     # the base (before and after the reproduction test) with every test, then again and each candidate without it
+    # (a changed test command is a new verification, even of the same code)
     assert len(runs) == 7 and "--deselect" not in runs[0] + runs[1] and all(f"--deselect {dropped}" in r for r in runs[2:])
     cands = {c["candidate_id"].rsplit("/", 1)[1]: c for c in read_jsonl(out / "candidates.jsonl")}
     assert [(c["verification"]["reproduced"], c["verification"]["passed"]) for c in cands.values()] == [

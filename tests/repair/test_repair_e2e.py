@@ -169,6 +169,10 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     # blind verification cannot decide: a candidate that fixes the reproduction is "not refuted" (None)
     assert verdicts == [("test_cmd", False, None), ("test_cmd", True, False), ("test_cmd", False, None),
                         ("test_cmd", False, None)]
+    # the suite runs once per distinct patch, not once per sample: samples that agree share a verification
+    suite = [e for e in events if e["kind"] == "sandbox.exec" and "pytest -q -p no:cacheprovider" in e["data"]["command"]]
+    distinct = {c["patch"].strip() for c in cands}
+    assert len(distinct) < len(cands) and len(suite) == 2 + len(distinct)  # the base before and after the script
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["feedback"] == "repo" and outcome["reproduced"] is True
     # the scripted ranking named the 4th and 1st of the heuristic's pool: loads() and get()

@@ -1,0 +1,65 @@
+"""A run's folder on disk, one writer for `agentflow run`, `repair` and `bench`: created (or found) once,
+`config.resolved.yaml` and JSON files replaced atomically (a reader or a `kill -9` never sees half a file),
+and `events.jsonl` appended across resumes (a line torn by a killed writer is cut first)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from agentflow.errors import UserError
+from agentflow.events import EventLog
+from agentflow.secrets import redact
+
+
+class RunDir:
+    """The folder of one run (`runs/<run_id>/`)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, path: str | Path) -> RunDir:
+        """The folder, made if missing; a UserError when the path is a file."""
+        found = cls(path)
+        if found.path.exists() and not found.path.is_dir():
+            raise UserError(f"{found.path} is a file, not a folder", hint="give -o a folder (it is created if missing)")
+        found.path.mkdir(parents=True, exist_ok=True)
+        return found
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Replace `name` atomically (written beside it, then renamed)."""
+        target = self.path / name
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+        return target
+
+    def write_json(self, name: str, data: Any) -> Path:
+        return self.write_text(name, json.dumps(data))
+
+    def write_config(self, config: BaseModel | dict[str, Any]) -> Path:
+        """`config.resolved.yaml`: everything the run was started with, enough to repeat it (anything shaped
+        like a secret masked)."""
+        data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
+        return self.write_text("config.resolved.yaml", yaml.safe_dump(redact(data), sort_keys=False))
+
+    def events(self, run_id: str | None = None) -> EventLog:
+        """The run's event log, appended to (a half line left by a killed writer is cut first)."""
+        path = self.path / "events.jsonl"
+        if path.is_file():
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                path.write_bytes(data[: data.rfind(b"\n") + 1])
+        return EventLog(path, run_id=run_id or self.run_id)
+
+
+__all__ = ["RunDir"]
