@@ -100,6 +100,9 @@ def _counts(output: str) -> tuple[int, int]:
     return good, good + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
 
 
+_LIST_PYTHON = "git ls-files --cached --others --exclude-standard -- '*.py'"
+
+
 class Workbench:
     """One task's sandbox, shared by every rollout of its search (see the module docstring)."""
 
@@ -136,9 +139,9 @@ class Workbench:
                 raise AgentflowError(f"a candidate patch no longer applies: {applied.log[-300:]}")
 
     async def python_sources(self) -> dict[str, str]:
-        listing = await self.sandbox.exec(
-            f"sh -c {shlex.quote('git ls-files --cached --others --exclude-standard -- *.py')}"
-        )
+        # the pathspec quoted: a shell glob would expand `*.py` to the top folder's own files (setup.py, a
+        # top-level test module) and hide every package below it
+        listing = await self.sandbox.exec(f"sh -c {shlex.quote(_LIST_PYTHON)}")
         out: dict[str, str] = {}
         for path in listing.stdout.split():
             if path.startswith(EVAL_DIR):
