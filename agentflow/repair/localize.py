@@ -351,9 +351,8 @@ def rank_windows(
             score += sum(w * 2 for t, w in terms.items() if t == sym.name or t.endswith("." + sym.name))
             owners = sym.qualname.split(".")[:-1]  # a method of a class the issue names
             named = sum(terms.get(owner, 0.0) for owner in owners)
-            score += 0.5 * named
             if named and sym.name in operators:  # `key in cache` of a class the issue names
-                score += 2.0 * named
+                score += 2.5 * named
             score += sum(w for t, w in terms.items() if t in body) * 0.5
             if sym.name in called:
                 score += CALL_SCORE

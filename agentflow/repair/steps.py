@@ -153,8 +153,11 @@ def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback
     """Ranked code windows, the one sample number `focus` should look at first; `prefer` (the model's
     ranking, see `rank_suspects`) follows the best-scored window."""
     windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows, prefer=prefer)
-    # when tracebacks point into code, windows without a frame only distract a small model
-    windows = [w for w in windows if w.frame] or windows
+    # when tracebacks point into code, windows without a frame mostly distract a small model; but the best of
+    # them stays (a function the failing one calls, where the fault often is: toolz's `last` fails, `tail` is wrong)
+    framed = [w for w in windows if w.frame]
+    if framed:
+        windows = framed + [w for w in windows if not w.frame][:1]
     if windows:
         first = _ROTATION[focus % len(_ROTATION)] % len(windows)
         windows = windows[first:] + windows[:first]

@@ -134,8 +134,10 @@ def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_cod
     firsts = [suspects(cfg, sources, issue, "", focus=f)[0].symbol for f in range(4)]
     assert firsts == [ranked[0].symbol, ranked[1].symbol, ranked[0].symbol, ranked[2].symbol]
     failure = 'Traceback (most recent call last):\n  File "/workspace/kit/core.py", line 6, in parse\nValueError: x\n'
-    with_frame = [suspects(cfg, sources, issue, failure, focus=f) for f in range(4)]
-    assert all([w.symbol for w in ws] == ["parse"] for ws in with_frame)  # the frame's window only
+    with_frame = [[w.symbol for w in suspects(cfg, sources, issue, failure, focus=f)] for f in range(4)]
+    # the frame's window, then only the best window without a frame (here `load`, which calls parse)
+    assert all(sorted(ws) == ["load", "parse"] for ws in with_frame)
+    assert [ws[0] for ws in with_frame] == ["parse", "load", "parse", "parse"]  # the frame first most often
 
 
 def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
