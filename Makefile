@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 AF := $(BIN)/agentflow
 STAMP := $(VENV)/.agentflow-installed
 
-.PHONY: setup setup-models setup-sandbox setup-browser demo test test-fast bench bench-repair clean
+.PHONY: setup setup-models setup-sandbox setup-browser demo test test-fast bench bench-repair bench-workflows clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,9 +51,17 @@ test: setup setup-models setup-sandbox setup-browser
 test-fast: setup
 	$(BIN)/pytest -m "not docker and not llama"
 
-## bench: every benchmark but the long repair one (minutes)
+LONG_BENCHMARKS := benchmarks/repair_resolve.py benchmarks/codegen.py benchmarks/instructions.py
+
+## bench: every benchmark but the long model-driven ones (minutes)
 bench: setup setup-models setup-sandbox setup-browser
-	@for b in benchmarks/*.py; do [ "$$b" = benchmarks/repair_resolve.py ] && continue; echo "== $$b"; $(BIN)/python $$b; done
+	@for b in benchmarks/*.py; do case " $(LONG_BENCHMARKS) " in *" $$b "*) continue;; esac; echo "== $$b"; $(BIN)/python $$b; done
+
+## bench-workflows: the published workflows side by side on seeded subsets (hours on 2 cores; LIMIT=N sets the size)
+bench-workflows: setup setup-models setup-sandbox
+	$(BIN)/python benchmarks/codegen.py --limit $(or $(LIMIT),20)
+	$(BIN)/python benchmarks/instructions.py --limit $(or $(LIMIT),20)
+	$(BIN)/python benchmarks/repair_resolve.py --workflows repair,agentless,codemonkeys,swe_search --limit $(or $(LIMIT),5)
 
 ## bench-repair: resolve rates of the repair strategies on all example tasks, embedded model (1-2 hours on 2 cores)
 bench-repair: setup setup-models setup-sandbox
