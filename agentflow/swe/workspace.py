@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import fcntl
 import hashlib
 import os
 import shlex
@@ -21,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from agentflow.config import cache_dir
@@ -106,10 +109,12 @@ def host_repo(task: SWETask, root: str | Path | None = None) -> Path:
         return Path(source)
     key = hashlib.sha256(f"{kind}:{source}:{task.base_commit}".encode()).hexdigest()[:16]
     dest = root / f"{Path(source.rstrip('/')).name.removesuffix('.git')}-{key}"
-    with _lock:
+    root.mkdir(parents=True, exist_ok=True)
+    # threads of this process, and other processes sharing the cache (Ray workers on one host, parallel runs):
+    # one builds while the others wait, and nobody replaces a repository another one is reading
+    with _lock, _cache_lock(root):
         if dest.is_dir() and _has_commit(dest, task.base_commit):
             return dest
-        root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         try:
             if kind == "dir":
@@ -130,6 +135,16 @@ def host_repo(task: SWETask, root: str | Path | None = None) -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+@contextlib.contextmanager
+def _cache_lock(root: Path) -> Iterator[None]:
+    with open(root / ".lock", "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def archive(repo: Path, commit: str) -> bytes:
