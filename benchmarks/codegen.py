@@ -72,28 +72,31 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                            "limit": args.limit, "task_ids": [t.task_id for t in tasks]}
     per_problem: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
     ucb: dict[str, Any] = {}
-    async with open_sandbox(args.sandbox) as sb:
-        for method in methods:
-            start = time.monotonic()
-            for task in tasks:
-                inputs: dict[str, Any] = {"prompt": task.prompt, "entry_point": task.entry_point}
-                if method == "plangen":
-                    inputs |= {"kind": "code", "ucb": ucb}
-                if method == "bon":
-                    inputs["algorithm"] = "best_of_n"
-                state, budget = await run_one(specs[method], inputs, model, sb)
-                ucb = state.get("ucb", ucb) if method == "plangen" else ucb
-                passed = (await grade(sb, task, state.get("code") or "")).ok if state.get("code") else False
-                used = budget.used
-                per_problem[method].append({"task_id": task.task_id, "passed": passed, "calls": used.model_calls,
-                                            "tokens": used.tokens, "algorithm": state.get("algorithm"),
-                                            "error": state.get("error")})
-                print(json.dumps({"method": method, **per_problem[method][-1]}), file=sys.stderr, flush=True)
-            rows = per_problem[method]
-            out[f"pass1_{method}"] = round(sum(r["passed"] for r in rows) / len(rows), 4)
-            out[f"calls_{method}"] = round(sum(r["calls"] for r in rows) / len(rows), 2)
-            out[f"tokens_{method}"] = round(sum(r["tokens"] for r in rows) / len(rows), 1)
-            out[f"wall_s_{method}"] = round(time.monotonic() - start, 1)
+    try:
+        async with open_sandbox(args.sandbox) as sb:
+            for method in methods:
+                start = time.monotonic()
+                for task in tasks:
+                    inputs: dict[str, Any] = {"prompt": task.prompt, "entry_point": task.entry_point}
+                    if method == "plangen":
+                        inputs |= {"kind": "code", "ucb": ucb}
+                    if method == "bon":
+                        inputs["algorithm"] = "best_of_n"
+                    state, budget = await run_one(specs[method], inputs, model, sb)
+                    ucb = state.get("ucb", ucb) if method == "plangen" else ucb
+                    passed = (await grade(sb, task, state.get("code") or "")).ok if state.get("code") else False
+                    used = budget.used
+                    per_problem[method].append({"task_id": task.task_id, "passed": passed, "calls": used.model_calls,
+                                                "tokens": used.tokens, "algorithm": state.get("algorithm"),
+                                                "error": state.get("error")})
+                    print(json.dumps({"method": method, **per_problem[method][-1]}), file=sys.stderr, flush=True)
+                rows = per_problem[method]
+                out[f"pass1_{method}"] = round(sum(r["passed"] for r in rows) / len(rows), 4)
+                out[f"calls_{method}"] = round(sum(r["calls"] for r in rows) / len(rows), 2)
+                out[f"tokens_{method}"] = round(sum(r["tokens"] for r in rows) / len(rows), 1)
+                out[f"wall_s_{method}"] = round(time.monotonic() - start, 1)
+    finally:
+        await model.aclose()
     if "plangen" in methods:
         out["plangen_algorithms"] = {a: sum(r["algorithm"] == a for r in per_problem["plangen"])
                                      for a in ("best_of_n", "tree_of_thought", "rebase")}

@@ -44,26 +44,29 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"prompts": len(items), "model": args.model, "seed": args.seed, "limit": args.limit}
     rows: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
     ucb: dict[str, Any] = {}
-    async with open_sandbox(args.sandbox) as sb:
-        for method in methods:
-            start = time.monotonic()
-            for item in items:
-                inputs: dict[str, Any] = {"prompt": item.prompt}
-                if method == "plangen":
-                    inputs |= {"kind": "text", "ucb": ucb}
-                state, budget = await run_one(specs[method], inputs, model, sb)
-                ucb = state.get("ucb", ucb) if method == "plangen" else ucb
-                graded = item.grade(state.get("response") or "")
-                rows[method].append({"id": item.id, "all": graded["all"], "held": sum(c["ok"] for c in graded["checks"]),
-                                     "checks": len(graded["checks"]), "calls": budget.used.model_calls,
-                                     "tokens": budget.used.tokens, "error": state.get("error")})
-                print(json.dumps({"method": method, **rows[method][-1]}), file=sys.stderr, flush=True)
-            r = rows[method]
-            out[f"all_{method}"] = round(sum(x["all"] for x in r) / len(r), 4)
-            out[f"constraints_{method}"] = round(sum(x["held"] for x in r) / sum(x["checks"] for x in r), 4)
-            out[f"calls_{method}"] = round(sum(x["calls"] for x in r) / len(r), 2)
-            out[f"tokens_{method}"] = round(sum(x["tokens"] for x in r) / len(r), 1)
-            out[f"wall_s_{method}"] = round(time.monotonic() - start, 1)
+    try:
+        async with open_sandbox(args.sandbox) as sb:
+            for method in methods:
+                start = time.monotonic()
+                for item in items:
+                    inputs: dict[str, Any] = {"prompt": item.prompt}
+                    if method == "plangen":
+                        inputs |= {"kind": "text", "ucb": ucb}
+                    state, budget = await run_one(specs[method], inputs, model, sb)
+                    ucb = state.get("ucb", ucb) if method == "plangen" else ucb
+                    graded = item.grade(state.get("response") or "")
+                    rows[method].append({"id": item.id, "all": graded["all"], "held": sum(c["ok"] for c in graded["checks"]),
+                                         "checks": len(graded["checks"]), "calls": budget.used.model_calls,
+                                         "tokens": budget.used.tokens, "error": state.get("error")})
+                    print(json.dumps({"method": method, **rows[method][-1]}), file=sys.stderr, flush=True)
+                r = rows[method]
+                out[f"all_{method}"] = round(sum(x["all"] for x in r) / len(r), 4)
+                out[f"constraints_{method}"] = round(sum(x["held"] for x in r) / sum(x["checks"] for x in r), 4)
+                out[f"calls_{method}"] = round(sum(x["calls"] for x in r) / len(r), 2)
+                out[f"tokens_{method}"] = round(sum(x["tokens"] for x in r) / len(r), 1)
+                out[f"wall_s_{method}"] = round(time.monotonic() - start, 1)
+    finally:
+        await model.aclose()
     out["per_prompt"] = rows
     return out
 

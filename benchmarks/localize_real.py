@@ -46,7 +46,7 @@ async def one(task, row: dict, tasks_file: Path, cfg) -> dict:  # type: ignore[n
 
 async def main(args: argparse.Namespace) -> dict:
     tasks_file = Path(args.tasks)
-    rows = {r["instance_id"]: r for r in map(json.loads, tasks_file.read_text().splitlines()) if r}
+    rows = {r["instance_id"]: r for r in (json.loads(x) for x in tasks_file.read_text().splitlines() if x.strip())}
     cfg = load_repair_config([f"backend={args.sandbox}"])
     cfg = cfg.model_copy(update={"backend": resolve_backend(cfg.backend)})
     started = time.perf_counter()

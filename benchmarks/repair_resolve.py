@@ -73,7 +73,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     from agentflow.repair.localize import functions_touched
     from agentflow.swe.patch import changed_paths
 
-    tasks = {t["instance_id"]: t for t in map(json.loads, tasks_file.read_text().splitlines()) if t}
+    tasks = {t["instance_id"]: t for t in (json.loads(x) for x in tasks_file.read_text().splitlines() if x.strip())}
     mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
     located = first = patches = on_target = 0
     per_task: dict[str, object] = {}

@@ -216,17 +216,10 @@ def register(app: typer.Typer) -> None:
             ),
         )
         if resume is None and workflow is not None and needs_repair(workflow):
-            if workspace is not None or thread_id is not None:
-                raise UserError(f"{workflow} is a repair workflow: it works on the repository of --input, "
-                                "without --workspace or --thread-id",
-                                hint='--input \'{"repo": "DIR", "issue": "TEXT"}\' (--apply writes the patch to DIR)')
-            from agentflow.cli.repair_cmd import run_repair_workflow
-
-            return run_repair_workflow(
-                workflow, parse_json_input(input), model=model, serve=serve, sandbox=sandbox, config=list(config or []),
-                budget_usd=budget_usd, step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
-                allow_exec=allow_exec, as_json=as_json,
-            )
+            return _run_repair(workflow, input, workspace=workspace, thread_id=thread_id, model=model, serve=serve,
+                               sandbox=sandbox, config=list(config or []), budget_usd=budget_usd,
+                               step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
+                               allow_exec=allow_exec, as_json=as_json)
         resume_dir = find_run(output, resume) if resume is not None else None
         opts = given.over(RunOptions.recorded(resume_dir)) if resume_dir is not None else given
         cfg = load_config(RunConfig, opts.config)
@@ -245,6 +238,18 @@ def register(app: typer.Typer) -> None:
                 printer_mode="json" if as_json else "live" if is_tty() else "plain",
             )
         return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied)
+
+
+def _run_repair(workflow: str, input: str | None, *, workspace: Path | None, thread_id: str | None,
+                **options: Any) -> int:
+    """A workflow of repair node types: the repair library runs it on the task its --input names."""
+    if workspace is not None or thread_id is not None:
+        raise UserError(f"{workflow} is a repair workflow: it works on the repository of --input, "
+                        "without --workspace or --thread-id",
+                        hint='--input \'{"repo": "DIR", "issue": "TEXT"}\' (--apply writes the patch to DIR)')
+    from agentflow.cli.repair_cmd import run_repair_workflow
+
+    return run_repair_workflow(workflow, parse_json_input(input), **options)  # type: ignore[no-any-return]
 
 
 def needs_repair(workflow: str) -> bool:
@@ -424,7 +429,14 @@ async def _drive(spec: Any, opts: Any, cfg: RunConfig, ctx: Any, ledger: Any, *,
     from agentflow.graph.workspace import choose_backend, open_workspace
 
     backend = choose_backend(opts.sandbox, spec, opts.workspace)
+    given_model = ctx.chat_model  # a --serve model is closed by its owner; one the nodes built, here
+
+    async def close_built_model() -> None:
+        if ctx.chat_model is not None and ctx.chat_model is not given_model:
+            await ctx.chat_model.aclose()
+
     async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(close_built_model)
         if backend is not None:
             ctx.sandbox = await stack.enter_async_context(
                 open_workspace(backend, opts.workspace, events=ctx.events, replay_diff=ledger.diff())

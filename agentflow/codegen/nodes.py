@@ -49,7 +49,7 @@ def _examples(task: CodeTask, limit: int) -> str:
     return "\n".join(f"{e.call} -> {e.expected}" for e in task.examples[:limit])
 
 
-class Gen(BaseModel):
+class CodeGenSettings(BaseModel):
     """Settings shared by the model-calling node types."""
 
     model_config = ConfigDict(extra="forbid")
@@ -59,14 +59,14 @@ class Gen(BaseModel):
     """Sampling temperature (0: greedy)."""
 
 
-class SimulateSettings(Gen):
+class SimulateSettings(CodeGenSettings):
     target: Literal["plan", "code"] = "plan"
     """What to simulate: the plan on the examples, or the code on its first failing example."""
     examples: int = Field(default=3, ge=1)
     """Most examples put in a plan simulation."""
 
 
-class SearchSettings(Gen):
+class CodeSearchSettings(CodeGenSettings):
     n: int = Field(default=3, ge=1)
     """Breadth of the algorithm (candidates, or plans)."""
     sample_temperature: float = Field(default=0.8, ge=0)
@@ -83,7 +83,7 @@ class TestSettings(BaseModel):
     """Seconds per example."""
 
 
-async def plan(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+async def plan(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any]:
     task = task_of(state)
     sim = state.get("simulation") or {}
     if state.get("plan") and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
@@ -123,7 +123,7 @@ async def simulate(state: Any, ctx: Any, settings: SimulateSettings) -> dict[str
     return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
 
 
-async def write(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+async def write(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any]:
     task = task_of(state)
     given = P.PLAN_GIVEN.format(plan=state["plan"]) if state.get("plan") else ""
     answer = await ask(ctx, P.WRITE.format(prompt=task.prompt, plan=given), system=P.SYSTEM,
@@ -140,7 +140,7 @@ async def test(state: Any, ctx: Any, settings: TestSettings) -> dict[str, Any]:
     return {"tests": summary}
 
 
-async def debug(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+async def debug(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any]:
     task = task_of(state)
     failures = "\n".join((state.get("tests") or {}).get("failures") or []) or "(none)"
     answer = await ask(ctx, P.DEBUG.format(prompt=task.prompt, code=state.get("code") or "", failures=failures,
@@ -154,7 +154,7 @@ class CodeGenerator:
     """PlanGEN's generator for code: plans, candidates following them, rewards from the examples run in the
     sandbox and from the verification agent's score against the constraints."""
 
-    def __init__(self, ctx: Any, task: CodeTask, constraints: list[str], settings: SearchSettings) -> None:
+    def __init__(self, ctx: Any, task: CodeTask, constraints: list[str], settings: CodeSearchSettings) -> None:
         self.ctx, self.task, self.constraints, self.s = ctx, task, constraints, settings
         self.scored: list[dict[str, Any]] = []
 
@@ -181,20 +181,22 @@ class CodeGenerator:
         if self.task.examples:
             report = await run_examples(self.ctx, self.task, candidate)
             share = report.passed / report.total
-            reward = share if verified is None else self.s.examples_weight * share + (1 - self.s.examples_weight) * verified
+            # every example passing is the only reward of 1 (it ends the search); below that the verifier's score
+            # blends in, and a blend cannot reach 1 while an example fails
+            blended = share if verified is None else self.s.examples_weight * share + (1 - self.s.examples_weight) * verified
+            reward = 1.0 if report.passed == report.total else min(blended, 0.999)
         else:
             share, reward = None, verified if verified is not None else 0.0
         self.scored.append({"examples": share, "verifier": verified, "reward": round(reward, 4)})
         return reward
 
 
-async def search(state: Any, ctx: Any, settings: SearchSettings) -> dict[str, Any]:
+async def search(state: Any, ctx: Any, settings: CodeSearchSettings) -> dict[str, Any]:
     task = task_of(state)
     algorithm = state.get("algorithm") or "best_of_n"
     gen = CodeGenerator(ctx, task, list(state.get("constraints") or []), settings)
-    # all examples passing ends the search (whatever the verifier says)
-    stop = settings.examples_weight if task.examples else 1.0
-    outcome = await run_algorithm(algorithm, gen, settings.n, stop_at=stop)
+    # all examples passing (reward 1) ends the search, whatever the verifier says
+    outcome = await run_algorithm(algorithm, gen, settings.n, stop_at=1.0)
     best = outcome.best
     ctx.emit("codegen.search", algorithm=algorithm, rewards=[t.reward for t in outcome.tried])
     return {"code": best.candidate if best else "", "reward": best.reward if best else 0.0,
@@ -202,16 +204,16 @@ async def search(state: Any, ctx: Any, settings: SearchSettings) -> dict[str, An
 
 
 NODE_TYPES = [
-    NodeType("codegen.plan", plan, Gen, ("prompt", "plan", "simulation", "plan_rounds"), ("plan", "plan_rounds"),
+    NodeType("codegen.plan", plan, CodeGenSettings, ("prompt", "plan", "simulation", "plan_rounds"), ("plan", "plan_rounds"),
              "a plan for the function; after a disagreeing simulation, the plan revised with its trace"),
     NodeType("codegen.simulate", simulate, SimulateSettings, ("prompt", "plan", "code", "tests"), ("simulation",),
              "simulates the plan on the examples, or the code on a failing example, step by step"),
-    NodeType("codegen.write", write, Gen, ("prompt", "plan"), ("code",), "writes the function (following the plan)"),
+    NodeType("codegen.write", write, CodeGenSettings, ("prompt", "plan"), ("code",), "writes the function (following the plan)"),
     NodeType("codegen.test", test, TestSettings, ("prompt", "code"), ("tests",),
              "runs the prompt's examples on the code in the sandbox", sandbox=True),
-    NodeType("codegen.debug", debug, Gen, ("prompt", "code", "tests", "simulation", "debug_rounds"),
+    NodeType("codegen.debug", debug, CodeGenSettings, ("prompt", "code", "tests", "simulation", "debug_rounds"),
              ("code", "debug_rounds"), "fixes the code from the failing examples and the simulation's trace"),
-    NodeType("codegen.search", search, SearchSettings, ("prompt", "constraints", "algorithm"),
+    NodeType("codegen.search", search, CodeSearchSettings, ("prompt", "constraints", "algorithm"),
              ("code", "reward", "candidates", "plans"),
              "PlanGEN: the selected algorithm over plans and code, rewards from the examples and the verifier",
              sandbox=True),

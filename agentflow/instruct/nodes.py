@@ -60,7 +60,7 @@ Follow this outline:
 Reply with the answer only."""
 
 
-class Gen(BaseModel):
+class TextGenSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_tokens: int = Field(default=400, ge=16)
     """Longest answer."""
@@ -78,7 +78,7 @@ class CriticSettings(BaseModel):
     """Seconds for one check in the sandbox."""
 
 
-class SearchSettings(Gen):
+class TextSearchSettings(TextGenSettings):
     n: int = Field(default=3, ge=1)
     """Breadth of the algorithm."""
     sample_temperature: float = Field(default=0.8, ge=0)
@@ -92,7 +92,7 @@ def _prompt(state: Any) -> str:
     return str(prompt)
 
 
-async def respond(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+async def respond(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, Any]:
     text = await ask(ctx, RESPOND.format(prompt=_prompt(state)), max_tokens=settings.max_tokens,
                      temperature=settings.temperature, purpose="respond")
     return {"response": text.strip()}
@@ -114,7 +114,8 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
         if result.error is None:
             why = "" if result.ok else f"the check of '{constraint}' returned {result.got}"
             return {"constraint": constraint, "ok": result.ok, "how": "code", "why": why}, code
-        # a check that does not run says nothing: the model judges this constraint instead, now and later
+        # a check that does not run says nothing: the model judges this constraint instead (this round; the
+        # next round asks the critic afresh, and it may write a check that runs)
         answer = await ask(ctx, CRITIC.format(constraint=constraint, response=response[:4000])
                            .replace("- If yes:", "- (Do not write code.) If yes:"), max_tokens=settings.max_tokens,
                            purpose="critic")
@@ -138,7 +139,7 @@ async def critic(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, An
     return {"critique": critique, "all_pass": all_pass, "checks": checks}
 
 
-async def refine(state: Any, ctx: Any, settings: Gen) -> dict[str, Any]:
+async def refine(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, Any]:
     failed = [c for c in state.get("critique") or [] if not c.get("ok")]
     failures = "\n".join(f"- {c['constraint']}" + (f" ({c['why']})" if c.get("why") else "") for c in failed)
     text = await ask(ctx, REFINE.format(prompt=_prompt(state), response=state.get("response") or "",
@@ -151,7 +152,7 @@ class TextGenerator:
     """PlanGEN's generator for a written answer: outlines, answers following them, the verification agent's
     score against the constraints."""
 
-    def __init__(self, ctx: Any, prompt: str, constraints: list[str], settings: SearchSettings) -> None:
+    def __init__(self, ctx: Any, prompt: str, constraints: list[str], settings: TextSearchSettings) -> None:
         self.ctx, self.prompt, self.constraints, self.s = ctx, prompt, constraints, settings
         self.scored: list[dict[str, Any]] = []
 
@@ -176,7 +177,7 @@ class TextGenerator:
         return reward
 
 
-async def search(state: Any, ctx: Any, settings: SearchSettings) -> dict[str, Any]:
+async def search(state: Any, ctx: Any, settings: TextSearchSettings) -> dict[str, Any]:
     algorithm = state.get("algorithm") or "best_of_n"
     gen = TextGenerator(ctx, _prompt(state), list(state.get("constraints") or []), settings)
     outcome = await run_algorithm(algorithm, gen, settings.n)
@@ -187,14 +188,14 @@ async def search(state: Any, ctx: Any, settings: SearchSettings) -> dict[str, An
 
 
 NODE_TYPES = [
-    NodeType("instruct.respond", respond, Gen, ("prompt",), ("response",), "answers the prompt"),
+    NodeType("instruct.respond", respond, TextGenSettings, ("prompt",), ("response",), "answers the prompt"),
     NodeType("instruct.critic", critic, CriticSettings, ("constraints", "response", "checks"),
              ("critique", "all_pass", "checks"),
              "DeCRIM's critic: each constraint checked, by a function it writes and runs in the sandbox where it can",
              sandbox=True),
-    NodeType("instruct.refine", refine, Gen, ("prompt", "response", "critique", "rounds"), ("response", "rounds"),
+    NodeType("instruct.refine", refine, TextGenSettings, ("prompt", "response", "critique", "rounds"), ("response", "rounds"),
              "rewrites the response so the failed constraints hold"),
-    NodeType("instruct.search", search, SearchSettings, ("prompt", "constraints", "algorithm"),
+    NodeType("instruct.search", search, TextSearchSettings, ("prompt", "constraints", "algorithm"),
              ("response", "reward", "candidates", "plans"),
              "PlanGEN: the selected algorithm over outlines and answers, scored by the verification agent"),
 ]

@@ -84,8 +84,10 @@ class _SharedServer:
         self.pace = self._new_pace()
         self.told_extended = False
 
-    def _new_pace(self) -> ServerPace:
-        return ServerPace(self.handle.url("/metrics"), dict(self.handle.headers))
+    def _new_pace(self) -> ServerPace | None:
+        """The pace of the server (None without a metrics endpoint: then `timeout_s` alone limits a request)."""
+        path = self.handle.launch.metrics_path
+        return ServerPace(self.handle.url(path), dict(self.handle.headers)) if path else None
 
     def announce_first_call(self, spec: str) -> None:
         """Say once that the first call is slow, so minutes of prompt evaluation on CPU are not silent."""
@@ -196,10 +198,11 @@ class _ServerBacked:
             await self._recover()
         self.shared.announce_first_call(self.spec)
         try:
-            if not self.paced:
+            pace = self.shared.pace
+            if not self.paced or pace is None:
                 return await call()  # type: ignore[no-any-return]
             prompt_chars = sum(len(m.content or "") for m in request.messages)
-            return await self.shared.pace.wait(call, prompt_chars=prompt_chars, max_tokens=request.max_tokens or 512,
+            return await pace.wait(call, prompt_chars=prompt_chars, max_tokens=request.max_tokens or 512,
                                                on_extend=self._extended)
         except Exception:
             if not await _died(self.shared.handle):
@@ -321,9 +324,9 @@ def load_local_model(name: str, **options: Any) -> ChatModel:
     # a CPU server decoding `parallel` requests at once is slow per request; a fixed client-side timeout would
     # abandon work the server goes on doing and then send it again: unless one is given, the server's
     # measured pace decides (the HTTP timeout is only a ceiling)
-    paced = "timeout_s" not in rest
-    rest.setdefault("timeout_s", LOCAL_HARD_TIMEOUT_S)
     shared = _acquire(name, local)
+    paced = "timeout_s" not in rest and shared.pace is not None
+    rest.setdefault("timeout_s", LOCAL_HARD_TIMEOUT_S if paced else LOCAL_TIMEOUT_S)
     try:
         model_options = validate_config(ModelOptions, {**rest, "api_key": shared.handle.api_key},
                                         source=f"options of model 'local:{name}'")

@@ -40,7 +40,8 @@ async def ask(
     purpose: str = "",
 ) -> str:
     """The model's answer to `prompt` (one sample). The call is charged to the run's budget (checked first)
-    and recorded as a `model.ask` event carrying `purpose`, so a run's log shows what each call was for."""
+    and recorded as a `model.ask` event carrying `purpose`, so a run's log shows what each call was for (with
+    the prompt and answer when the run captures content)."""
     from agentflow.models.base import ChatRequest, Message
 
     budget = ctx.run.budget
@@ -54,8 +55,10 @@ async def ask(
     if budget is not None:
         budget.charge_model(tokens=response.usage.total_tokens, usd=response.usage.cost_usd)
     text = response.text
-    ctx.emit("model.ask", purpose=purpose, tokens=response.usage.total_tokens, prompt=prompt[-2000:],
-             answer=text[-2000:])
+    # prompts and answers may be sensitive: in the run's events only when content capture is on
+    # (`-c trace.content=true`), as for every other model call
+    content = {"prompt": prompt[-2000:], "answer": text[-2000:]} if getattr(ctx.run.events, "capture_content", False) else {}
+    ctx.emit("model.ask", purpose=purpose, tokens=response.usage.total_tokens, **content)
     return text
 
 

@@ -67,7 +67,8 @@ class RepairPrompts(StrictConfig):
     """First turn of a codemonkeys trajectory (`swe.trajectories`): issue, code, api, path; the answer holds a
     test script and SEARCH/REPLACE edits."""
     trajectory_turn: str | None = None
-    """A later turn of a trajectory: script, base_output, patched_output, diff, edit_status."""
+    """A later turn of a trajectory: base_output, patched_output (the script run before and after the edit), diff,
+    edit_status."""
     select: str | None = None
     """The selection trajectory's first message (`swe.vote_tests`): issue, finalists (patches with their
     votes); the answer runs a script on a finalist (`RUN N` and a code block) or picks one (`CHOICE: N`)."""

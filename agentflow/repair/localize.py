@@ -405,6 +405,9 @@ def function_window(sym: _Symbol, max_lines: int, focus: int | None) -> tuple[in
             at = next((i for i, st in enumerate(body) if _span(st)[0] > target), len(body) - 1)
         first, last = _span(body[at])
         inner = _inner_body(body[at], target)
+        if last - first + 1 > max_lines and not inner:  # the focus is on a long block's header: its first block
+            inner = _inner_body(body[at], _first_block_line(body[at]))
+            target = _span(inner[0])[0] if inner else target
         if last - first + 1 > max_lines and inner:
             body = inner
             continue
@@ -446,6 +449,12 @@ def _inner_body(node: ast.stmt, line: int) -> list[ast.stmt]:
         if _span(block[0])[0] <= line <= _span(block[-1])[1]:
             return block
     return []
+
+
+def _first_block_line(node: ast.stmt) -> int:
+    """The first line of a compound statement's first block (its own line for a simple statement)."""
+    body = getattr(node, "body", None)
+    return _span(body[0])[0] if isinstance(body, list) and body and isinstance(body[0], ast.stmt) else node.lineno
 
 
 def _term_line(sym: _Symbol, sources: Mapping[str, str], terms: Mapping[str, float]) -> int | None:

@@ -108,7 +108,7 @@ async def localize_hierarchy(model: ChatModel, cfg: RepairConfig, issue: str, so
     """The three steps; what each chose (`files`, `symbols`, `locations`) and the merged suspects (`ranked`:
     locations, then the other chosen functions)."""
     system = render(cfg, "helper_system")
-    budget = cfg.max_prompt_chars - len(issue) - 600
+    budget = max(500, cfg.max_prompt_chars - len(issue) - 600)
     values = {"issue": issue, "skeleton": repo_map(sources, limit_chars=budget), "count": str(cfg.localize_files)}
     text, _ = await ask(model, cfg, system, render(cfg, "localize_files", values), max_tokens=96, seed=seed,
                         temperature=0.0)

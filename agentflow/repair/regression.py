@@ -45,6 +45,7 @@ async def regression_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]
     deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []
     test_cmd = deselecting(bench.python, deselected)
     bench.cfg = bench.cfg.model_copy(update={"test_cmd": test_cmd})
+    bench.own_test_cmd = True  # still agentflow's own command: the local backend's plugin guard applies
     base = await bench.verify_base()
     emit(rt, "repair.regression", passing=len(passing), deselected=deselected, test_cmd=test_cmd, answer=text[:200])
     return {"regression": {"selected": True, "passing": len(passing), "deselected": deselected,

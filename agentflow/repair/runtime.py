@@ -69,6 +69,7 @@ class RepairRuntime:
         regression = (state.get("regression") or {}) if isinstance(state, dict) else {}
         if regression.get("test_cmd"):  # the selected regression tests (`swe.regression`)
             self.bench.cfg = self.bench.cfg.model_copy(update={"test_cmd": regression["test_cmd"]})
+            self.bench.own_test_cmd = True
         repro = (state.get("reproduction") or {}) if isinstance(state, dict) else {}
         if repro.get("kept") and repro.get("script"):
             await self.bench.reset()

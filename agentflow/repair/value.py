@@ -26,25 +26,25 @@ _ASSESSMENT = re.compile(r"assessment\s*[:=]\s*(.*)", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass
-class Judgement:
+class ValueJudgement:
     """The value agent's answer: `value` in [0, 1] (None when the answer named no number) and its text."""
 
     value: float | None
     assessment: str
 
 
-def read_judgement(text: str) -> Judgement:
+def read_judgement(text: str) -> ValueJudgement:
     """`Value: N` (0-100; else the first number of the answer) and the assessment after `Assessment:` (else
     the whole answer)."""
     match = _VALUE.search(text) or re.search(r"\b(\d{1,3}(?:\.\d+)?)\b", text)
     value = min(100.0, float(match.group(1))) / 100 if match else None
     found = _ASSESSMENT.search(text)
     assessment = (found.group(1) if found else text).strip()
-    return Judgement(value, assessment[:1000])
+    return ValueJudgement(value, assessment[:1000])
 
 
 async def judge_attempt(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, verification: Verification,
-                        *, seed: int) -> Judgement:
+                        *, seed: int) -> ValueJudgement:
     """One call of the value agent on a tested attempt."""
     verdict = {True: "the tests pass", False: "the tests fail", None: "the tests cannot decide"}[verification.passed]
     tests = f"{verdict} (share passing: {verification.score:.2f})\n{verification.output[:2000]}".strip()
@@ -60,7 +60,7 @@ class ValuedRepairPolicy(RepairPolicy):
     def __init__(self, *args: Any, value_cfg: RepairConfig, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.value_cfg = value_cfg
-        self.judged: dict[str, Judgement] = {}
+        self.judged: dict[str, ValueJudgement] = {}
         """Candidate id -> the value agent's judgement of it."""
 
     async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
@@ -70,8 +70,13 @@ class ValuedRepairPolicy(RepairPolicy):
             return child  # nothing new to value, or the tests decided already
         cfg, cand_id = self.value_cfg, child.data["candidate_id"]
         self._reserve()
-        judgement = await judge_attempt(self.models.critic or self.models.coder, cfg, self.issue, child.data["patch"],
-                                        verification, seed=cfg.seed + int(action.data.get("sample", 0)))
+        self._in_flight += 1  # counted until the call is charged, as the edit samples are
+        try:
+            judgement = await judge_attempt(self.models.critic or self.models.coder, cfg, self.issue,
+                                            child.data["patch"], verification,
+                                            seed=cfg.seed + int(action.data.get("sample", 0)))
+        finally:
+            self._in_flight -= 1
         ctx.usage.add_model()
         self.judged[cand_id] = judgement
         value = verification.score if judgement.value is None else judgement.value
@@ -87,4 +92,4 @@ class ValuedRepairPolicy(RepairPolicy):
         return child
 
 
-__all__ = ["Judgement", "ValuedRepairPolicy", "judge_attempt", "read_judgement"]
+__all__ = ["ValueJudgement", "ValuedRepairPolicy", "judge_attempt", "read_judgement"]

@@ -161,8 +161,12 @@ class Workbench:
             raise AgentflowError(f"git diff failed: {result.output.strip()[-300:]}")
         return strip_test_files(result.stdout)
 
+    own_test_cmd: bool = False
+    """`cfg.test_cmd` was set by a node (regression selection), not by the user: treated like the default."""
+
     def _test_env(self) -> dict[str, str] | None:
-        return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and self.cfg.test_cmd is None else None
+        ours = self.cfg.test_cmd is None or self.own_test_cmd
+        return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
 
     # ------------------------------------------------------------------------------------- reproduction
 

@@ -13,6 +13,7 @@ up on (a `TransientError`: the call is retried).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -111,7 +112,7 @@ class ServerPace:
                 if quiet_s < self.pace.recheck_s:  # judged over a whole period (one decode step can be long)
                     wait_s = self.pace.recheck_s - quiet_s
                     continue
-                task.cancel()
+                await _cancel(task)
                 raise TransientError(
                     f"the model server made no progress for {quiet_s:.0f} s "
                     f"(request waited {time.monotonic() - started:.0f} s; deadline {deadline:.0f} s)",
@@ -120,7 +121,14 @@ class ServerPace:
         finally:
             self.in_flight -= 1
             if not task.done():
-                task.cancel()
+                await _cancel(task)
+
+
+async def _cancel(task: asyncio.Future[Any]) -> None:
+    """Cancel the call and wait until it has let go of its connection."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 def _progressed(before: dict[str, float] | None, now: dict[str, float] | None) -> bool:

@@ -31,7 +31,7 @@ REPLIES = [
 def test_decrim_critic_checks_by_code_and_refines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     item = next(i for i in load_instructions() if i.id == "if-02")  # 3 bullets, no commas
     model = cassette(tmp_path / "decrim.json", REPLIES)
-    code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-o", str(tmp_path / "runs"),
+    code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true", "-o", str(tmp_path / "runs"),
                 "--json", "-i", json.dumps({"prompt": item.prompt})])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]

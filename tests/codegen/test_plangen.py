@@ -32,7 +32,7 @@ REPLIES = [
 @pytest.mark.docker
 def test_plangen_runs_the_ucb_choice_and_updates_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = cassette(tmp_path / "plangen.json", REPLIES)
-    code = run(["run", "plangen", "-m", f"replay:{model}", "--sandbox", BACKEND, "-o", str(tmp_path / "runs"),
+    code = run(["run", "plangen", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true", "-o", str(tmp_path / "runs"),
                 "--json", "-i", json.dumps({"prompt": PROMPT, "kind": "code", "ucb": UCB})])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
@@ -46,12 +46,13 @@ def test_plangen_runs_the_ucb_choice_and_updates_it(tmp_path: Path, capsys: pyte
     # the two best-scored plans were completed, best first; the constraints reached the verifier
     assert "1. Add a and b." in calls[8]["prompt"] and "1. Subtract b from a." in calls[10]["prompt"]
     assert "1. Return the sum of a and b." in calls[3]["prompt"]
-    # rewards: the sandbox ran the examples (0 of 2, then 2 of 2), the verifier's score is the rest
+    # rewards: the sandbox ran the examples (0 of 2: the verifier's score blends in; 2 of 2: solved, reward 1
+    # whatever the verifier said, and the search ends)
     assert state["candidates"] == [{"examples": 0.0, "verifier": 0.8, "reward": 0.16},
-                                   {"examples": 1.0, "verifier": 0.5, "reward": 0.9}]
-    assert "a + b" in state["code"] and state["reward"] == pytest.approx(0.9)
+                                   {"examples": 1.0, "verifier": 0.5, "reward": 1.0}]
+    assert "a + b" in state["code"] and state["reward"] == pytest.approx(1.0)
     arms = state["ucb"]["arms"]
-    assert arms["tree_of_thought"] == {"n": 2, "total": pytest.approx(1.8)}
+    assert arms["tree_of_thought"] == {"n": 2, "total": pytest.approx(1.9)}
     assert arms["best_of_n"] == UCB["arms"]["best_of_n"] and arms["rebase"] == UCB["arms"]["rebase"]
 
 

@@ -112,3 +112,10 @@ def test_operators_in_the_issue_lead_to_the_special_methods_of_the_class_it_name
     issue = "TTLCache: membership is wrong after expiry\n\n```python\n>>> c = TTLCache()\n>>> 1 in c\nTrue\n```\n"
     assert operator_methods(issue) >= {"__contains__"}
     assert rank_windows(sources, issue, limit=1)[0].symbol == "TTLCache.__contains__"
+
+
+def test_a_focus_on_a_long_blocks_header_shows_whole_statements_of_its_block():
+    body = "\n".join(f"        x{i} = {i}" for i in range(60))
+    source = f"def f(items):\n    total = 0\n    for item in items:\n{body}\n    return total\n"
+    start, end = function_window(symbols("m.py", source)[0], 20, 3)  # line 3: the `for` header
+    assert (start, end) == (4, 23)  # the loop's first 20 statements, none cut

@@ -18,8 +18,6 @@ from agentflow.serving.pace import Pace, ServerPace
 from agentflow.serving.server import ServerHandle
 from tests.serving.conftest import require_llama, start_small
 
-pytestmark = pytest.mark.llama
-
 
 def test_the_deadline_follows_the_measured_rates() -> None:
     pace = ServerPace("http://127.0.0.1:9/metrics", {}, Pace(slack=2.0, floor_s=1.0))
@@ -31,6 +29,14 @@ def test_the_deadline_follows_the_measured_rates() -> None:
     queued = {**counters, "llamacpp:requests_processing": 2.0, "llamacpp:requests_deferred": 2.0}
     assert pace.predict_s(queued, 3500, 400) == pytest.approx(220.0)
     assert pace.predict_s({}, 3500, 400) is None  # nothing measured yet: the first deadline applies
+
+
+def test_progress_is_a_grown_decode_count() -> None:
+    from agentflow.serving.pace import _progressed
+
+    assert _progressed({"llamacpp:n_decode_total": 3.0}, {"llamacpp:n_decode_total": 4.0})
+    assert not _progressed({"llamacpp:n_decode_total": 4.0}, {"llamacpp:n_decode_total": 4.0})
+    assert not _progressed({"llamacpp:n_decode_total": 4.0}, None)  # no answer from the server: none
 
 
 @pytest.fixture()
@@ -46,6 +52,7 @@ def _model(handle: ServerHandle) -> CompletionChatModel:
                                compatible_base_url=handle.base_url)
 
 
+@pytest.mark.llama
 async def test_a_slow_request_that_progresses_is_waited_for(server: ServerHandle) -> None:
     model = _model(server)
     # deadlines far shorter than the answer takes: only the progress check keeps the request alive
@@ -65,6 +72,7 @@ async def test_a_slow_request_that_progresses_is_waited_for(server: ServerHandle
     assert counters is not None and counters["llamacpp:tokens_predicted_total"] >= response.usage.output_tokens
 
 
+@pytest.mark.llama
 async def test_a_server_that_stops_making_progress_is_given_up(server: ServerHandle) -> None:
     model = _model(server)
     pace = ServerPace(server.url("/metrics"), dict(server.headers),
