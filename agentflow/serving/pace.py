@@ -51,7 +51,7 @@ class ServerPace:
         self.pace = pace or Pace()
         self.in_flight = 0
         self.extended = 0
-        """Deadlines that passed while the server was still working (the wait went on)."""
+        """Requests whose deadline passed while the server was still working (the wait went on)."""
 
     async def counters(self, timeout_s: float = 5.0) -> dict[str, float] | None:
         """The server's counters, or None when it does not answer in time (a hung or stopped server; a server
@@ -94,6 +94,7 @@ class ServerPace:
         deadline = self.deadline_s(before, prompt_chars, max_tokens)
         task = asyncio.ensure_future(call())
         started = before_at = time.monotonic()
+        past_deadline = False
         self.in_flight += 1
         try:
             wait_s = deadline
@@ -102,15 +103,18 @@ class ServerPace:
                 if task in done:
                     return task.result()
                 now = await self.counters(timeout_s=max(5.0, self.pace.recheck_s))
-                if _progressed(before, now):
-                    self.extended += 1
-                    if on_extend is not None:
-                        on_extend(time.monotonic() - started)
-                    before, before_at, wait_s = now, time.monotonic(), self.pace.recheck_s
-                    continue
+                progressed = _progressed(before, now)
                 quiet_s = time.monotonic() - before_at
-                if quiet_s < self.pace.recheck_s:  # judged over a whole period (one decode step can be long)
-                    wait_s = self.pace.recheck_s - quiet_s
+                if progressed or quiet_s < self.pace.recheck_s:  # a period without progress ends the wait
+                    if not past_deadline:
+                        past_deadline = True
+                        self.extended += 1
+                        if on_extend is not None:
+                            on_extend(time.monotonic() - started)
+                    if progressed:
+                        before, before_at, wait_s = now, time.monotonic(), self.pace.recheck_s
+                    else:  # judged over a whole period: one decode step of a long prompt can take a while
+                        wait_s = self.pace.recheck_s - quiet_s
                     continue
                 await _cancel(task)
                 raise TransientError(

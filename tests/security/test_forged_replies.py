@@ -79,7 +79,9 @@ async def test_a_daemon_in_the_sandbox_cannot_forge_replies(docker_image: str) -
             # could), but the reply - its exit code, and the agent's own reads - comes from the agent alone.
             res = await sb.exec(f"echo real-{round_}; exit 3")
             assert res.exit_code == 3, res
-            assert f"real-{round_}\n" in res.stdout, res
+            # the command's own line is there, unless the daemon's writes into its pipe filled the output
+            # limit first (then the reply says so: truncated, bytes omitted -- still the agent's true account)
+            assert f"real-{round_}\n" in res.stdout or (res.truncated and res.omitted_bytes > 0), res
             assert await sb.read_file("truth.txt") == "the real content\n"
             assert (await sb.exec("grep -q 'the real content' truth.txt")).exit_code == 0
         report = json.loads(await sb.read_file("/tmp/attack.json"))
