@@ -68,7 +68,13 @@ def _typed_needs_sandbox(spec: WorkflowSpec) -> bool:
         registry = registry_for(spec, RunContext())
     except UserError:
         return False  # validation reports it
-    return any(getattr(registry.get(node.type), "sandbox", False) for node in spec.nodes.values() if node.type)
+    for node in spec.nodes.values():
+        if node.type and getattr(registry.get(node.type), "sandbox", False):
+            return True
+        sub = node.subgraph
+        if sub is not None and not isinstance(sub, (str, dict)) and _typed_needs_sandbox(sub):
+            return True  # a search node's rollout runs code
+    return False
 
 
 def choose_backend(requested: str | None, spec: WorkflowSpec, workspace: str | Path | None) -> str | None:
