@@ -7,8 +7,10 @@ callers ask `exceeded()` (or call `check()`) at their step boundaries and stop c
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -133,3 +135,27 @@ class Budget:
 
     def summary(self) -> dict[str, object]:
         return {"limits": self.limits.model_dump(exclude_none=True), "used": self.used.model_dump()}
+
+
+class CallSlots:
+    """Model calls in flight against a budget's model-call limit. Concurrent callers that each checked the
+    budget before any of them was charged would together overshoot it; a call held here counts as spent until
+    it ends (by then the model has charged it)."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.in_flight = 0
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """One call: refused (BudgetExceeded) when the limit cannot cover it and the calls already in flight."""
+        self.budget.check()
+        left = self.budget.remaining("model_calls")
+        if left is not None and left - self.in_flight <= 0:
+            raise BudgetExceeded("model_calls", self.budget.used.model_calls + self.in_flight,
+                                 self.budget.limits.model_calls or 0)
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1

@@ -16,7 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-from repair_resolve import base_sources, in_gold  # this folder is on sys.path when the script runs
+from repair_resolve import (  # this folder is on sys.path when the script runs
+    base_sources,
+    in_gold,
+    read_jsonl,
+)
 
 from agentflow.repair.config import load_repair_config
 from agentflow.repair.localize import functions_touched, traceback_frames
@@ -46,7 +50,7 @@ async def one(task, row: dict, tasks_file: Path, cfg) -> dict:  # type: ignore[n
 
 async def main(args: argparse.Namespace) -> dict:
     tasks_file = Path(args.tasks)
-    rows = {r["instance_id"]: r for r in (json.loads(x) for x in tasks_file.read_text().splitlines() if x.strip())}
+    rows = {r["instance_id"]: r for r in read_jsonl(tasks_file)}
     cfg = load_repair_config([f"backend={args.sandbox}"])
     cfg = cfg.model_copy(update={"backend": resolve_backend(cfg.backend)})
     started = time.perf_counter()

@@ -46,6 +46,11 @@ STRATEGIES: dict[str, list[str]] = {
 }
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSON-lines file (blank lines skipped): tasks files, candidates.jsonl."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def base_sources(task: dict[str, Any], tasks_file: Path, paths: list[str]) -> dict[str, str]:
     """The files `paths` of a task's repository at its base commit (tasks whose `repo` is a local folder: the
     folder is the base commit's tree, or a git repository holding it)."""
@@ -73,7 +78,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     from agentflow.repair.localize import functions_touched
     from agentflow.swe.patch import changed_paths
 
-    tasks = {t["instance_id"]: t for t in (json.loads(x) for x in tasks_file.read_text().splitlines() if x.strip())}
+    tasks = {t["instance_id"]: t for t in read_jsonl(tasks_file)}
     mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
     located = first = patches = on_target = 0
     per_task: dict[str, object] = {}
@@ -82,7 +87,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
             continue
         outcome = json.loads((inst / "outcome.json").read_text())
         task = tasks[outcome["instance_id"]]
-        rows = [json.loads(line) for line in (inst / "candidates.jsonl").read_text().splitlines() if line.strip()]
+        rows = read_jsonl(inst / "candidates.jsonl")
         for row in rows:
             kind = "patch" if row["status"] == "ok" else row["status"]
             mix[kind] = mix.get(kind, 0) + 1
@@ -158,7 +163,7 @@ def grade_candidates(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     per_task: dict[str, list[str]] = {}
     samples: dict[str, int] = {}
     for inst in sorted((run_dir / "instances").glob("*")):
-        rows = [json.loads(line) for line in (inst / "candidates.jsonl").read_text().splitlines() if line.strip()]
+        rows = read_jsonl(inst / "candidates.jsonl")
         outcome = json.loads((inst / "outcome.json").read_text())
         iid = outcome["instance_id"]
         per_task[iid] = [r["patch"] for r in rows if r["status"] == "ok"]
@@ -228,7 +233,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=12, help="--workflows: model calls per task (step_limit)")
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
-    ids = [json.loads(line)["instance_id"] for line in Path(args.tasks).read_text().splitlines() if line.strip()]
+    ids = [t["instance_id"] for t in read_jsonl(Path(args.tasks))]
     subset = sorted(random.Random(args.seed).sample(ids, args.limit)) if args.limit and args.limit < len(ids) else []
     if args.workflows:
         run_workflows(args, agentflow, subset)

@@ -204,7 +204,12 @@ def register(app: typer.Typer) -> None:
             raise UserError("--input starts a new run; drop it when using --resume")
         if resume is None and workflow is None:
             raise UserError("missing WORKFLOW", hint="give a YAML path or a shipped workflow name, or --resume THREAD_ID")
-        if apply and workspace is None and resume is None and not (workflow is not None and needs_repair(workflow)):
+        if resume is None and workflow is not None and needs_repair(workflow):
+            return _run_repair(workflow, input, workspace=workspace, thread_id=thread_id, model=model, serve=serve,
+                               sandbox=sandbox, config=list(config or []), budget_usd=budget_usd,
+                               step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
+                               allow_exec=allow_exec, as_json=as_json)
+        if apply and workspace is None and resume is None:
             raise UserError("--apply needs --workspace DIR (the folder the diff is written back to)")
         given = RunOptions(
             workflow=workflow, model=model, serve=serve, sandbox=sandbox,
@@ -215,11 +220,6 @@ def register(app: typer.Typer) -> None:
                 wall_seconds=parse_duration(wall_time) if wall_time is not None else None,
             ),
         )
-        if resume is None and workflow is not None and needs_repair(workflow):
-            return _run_repair(workflow, input, workspace=workspace, thread_id=thread_id, model=model, serve=serve,
-                               sandbox=sandbox, config=list(config or []), budget_usd=budget_usd,
-                               step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
-                               allow_exec=allow_exec, as_json=as_json)
         resume_dir = find_run(output, resume) if resume is not None else None
         opts = given.over(RunOptions.recorded(resume_dir)) if resume_dir is not None else given
         cfg = load_config(RunConfig, opts.config)

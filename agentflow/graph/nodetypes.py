@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -159,16 +159,19 @@ def default_registry() -> NodeTypeRegistry:
     return registry
 
 
-def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
-    """The run resources (`NodeType.needs`) a workflow's typed nodes need, its subgraphs' included."""
-    found: set[str] = set()
+def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[NodeType]:
+    """The registered types of a workflow's typed nodes, its subgraphs' (a search node's rollout) included."""
     for node in spec.nodes.values():
         node_type = registry.get(node.type) if node.type else None
-        if node_type is not None and node_type.needs:
-            found.add(node_type.needs)
+        if node_type is not None:
+            yield node_type
         if node.subgraph is not None and hasattr(node.subgraph, "nodes"):
-            found |= needed_resources(node.subgraph, registry)
-    return found
+            yield from typed_nodes(node.subgraph, registry)
 
 
-__all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "needed_resources"]
+def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
+    """The run resources (`NodeType.needs`) a workflow's typed nodes need, its subgraphs' included."""
+    return {t.needs for t in typed_nodes(spec, registry) if t.needs}
+
+
+__all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "needed_resources", "typed_nodes"]

@@ -62,19 +62,13 @@ def _typed_needs_sandbox(spec: WorkflowSpec) -> bool:
     if not any(node.type for node in spec.nodes.values()):
         return False
     from agentflow.graph.compile import registry_for
-    from agentflow.graph.context import RunContext
+    from agentflow.graph.nodetypes import typed_nodes
 
     try:
-        registry = registry_for(spec, RunContext())
+        registry = registry_for(spec)
     except UserError:
         return False  # validation reports it
-    for node in spec.nodes.values():
-        if node.type and getattr(registry.get(node.type), "sandbox", False):
-            return True
-        sub = node.subgraph
-        if sub is not None and not isinstance(sub, (str, dict)) and _typed_needs_sandbox(sub):
-            return True  # a search node's rollout runs code
-    return False
+    return any(t.sandbox for t in typed_nodes(spec, registry))  # a search node's rollout included
 
 
 def choose_backend(requested: str | None, spec: WorkflowSpec, workspace: str | Path | None) -> str | None:

@@ -3,11 +3,8 @@ as the state holds them, and submitting a choice (graded with the task's tests f
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
-from agentflow.budget import Budget, BudgetExceeded
 from agentflow.errors import UserError
 from agentflow.repair.policy import Attempt
 from agentflow.repair.runtime import RepairRuntime
@@ -51,17 +48,3 @@ async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None) -> dic
 
 __all__ = ["attempts_of", "emit", "runtime", "submit"]
 
-
-@contextlib.contextmanager
-def call_slot(budget: Budget, in_flight: list[int]) -> Iterator[None]:
-    """Hold one model call against the model-call limit, counting calls in flight (concurrent callers that
-    all checked the budget before any of them was charged would otherwise overshoot it)."""
-    budget.check()
-    left = budget.remaining("model_calls")
-    if left is not None and left - in_flight[0] <= 0:
-        raise BudgetExceeded("model_calls", budget.used.model_calls + in_flight[0], budget.limits.model_calls or 0)
-    in_flight[0] += 1
-    try:
-        yield
-    finally:
-        in_flight[0] -= 1

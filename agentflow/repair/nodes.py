@@ -177,8 +177,9 @@ async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
     await rt.sync(state)
     base = Verification.model_validate(state["base"])
     policy = rt.policy = _policy(rt, state, ctx)
-    # where the first samples look (the suspects the edits rotate over), for the outcome and the benchmark
-    sources = await rt.bench.python_sources()
+    # where the first samples look (the suspects the edits rotate over), for the outcome and the benchmark; the
+    # sources read here are the ones the root's first samples use (the policy caches them)
+    sources = await policy.sources_at("")
     shown = suspects(policy.edit_cfg, sources, rt.issue, base.output, focus=0, prefer=policy.prefer)
     found = [f"{w.path}:{w.symbol}" for w in shown]
     _emit(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,

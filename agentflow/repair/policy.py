@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentflow.budget import Budget, BudgetExceeded
+from agentflow.budget import Budget, CallSlots
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel, ChatRequest
 from agentflow.repair.config import RepairConfig
@@ -80,7 +80,8 @@ class RepairPolicy:
         self.solved = False
         """A candidate passed its tests (with `stop_on_success`, no new samples are drawn)."""
         self._focus = 0
-        self._in_flight = 0
+        self.calls = CallSlots(budget)
+        """Model calls in flight, held against the model-call limit."""
         self._source_cache: dict[str, dict[str, str]] = {}
 
     # --------------------------------------------------------------------------------------- states
@@ -96,17 +97,9 @@ class RepairPolicy:
 
     # --------------------------------------------------------------------------------------- sampling
 
-    def _reserve(self) -> None:
-        """Refuse a call the model-call limit cannot cover, counting calls already in flight."""
-        self.budget.check()
-        left = self.budget.remaining("model_calls")
-        if left is not None and left - self._in_flight <= 0:
-            raise BudgetExceeded("model_calls", self.budget.used.model_calls + self._in_flight,
-                                 self.budget.limits.model_calls or 0)
-
-    async def _sources(self, patch: str) -> dict[str, str]:
-        # cached per patch: chains that start from one state then ask for their samples at the same moment,
-        # so a SampleBatcher can send those of one prompt together
+    async def sources_at(self, patch: str) -> dict[str, str]:
+        """The Python sources with `patch` applied, cached per patch: chains that start from one state then ask
+        for their samples at the same moment, so a SampleBatcher can send those of one prompt together."""
         if patch in self._source_cache:
             return self._source_cache[patch]
         async with self.bench.lock:
@@ -123,16 +116,14 @@ class RepairPolicy:
         for retry in range(cfg.noop_retries + 1):
             if self.solved and self.cfg.stop_on_success:
                 return None
-            self._reserve()
-            self.samples += 1
-            sample = self.samples
-            cand_id = f"{self.iid}/c{sample}"
-            prompt = edit_prompt(cfg, sources, self.issue, state.data["feedback"], plan=self.plan, hint=hint,
-                                 focus=focus + retry, prefer=self.prefer)
-            model = self.models.coder
-            with_node = getattr(model, "with_node", None)
-            self._in_flight += 1
-            try:
+            with self.calls.hold():
+                self.samples += 1
+                sample = self.samples
+                cand_id = f"{self.iid}/c{sample}"
+                prompt = edit_prompt(cfg, sources, self.issue, state.data["feedback"], plan=self.plan, hint=hint,
+                                     focus=focus + retry, prefer=self.prefer)
+                model = self.models.coder
+                with_node = getattr(model, "with_node", None)
                 if cfg.edit_format == "tools":
                     text, finish, read = await self._edit_with_tools(prompt.messages[-1].content or "", sources,
                                                                      cand_id, sample, ctx)
@@ -146,8 +137,6 @@ class RepairPolicy:
                         read = read_rewrite(text, sources, prompt.window)
                     else:
                         read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
-            finally:
-                self._in_flight -= 1
             if read.status == "ok":
                 return Action(text=f"edit {cand_id}", data={
                     "candidate_id": cand_id, "files": read.files, "errors": read.errors, "answer": text,
@@ -204,7 +193,7 @@ class RepairPolicy:
     # --------------------------------------------------------------------------------------- the Policy protocol
 
     async def propose(self, state: NodeState, k: int, ctx: RolloutContext) -> list[Action]:
-        sources = await self._sources(state.data["patch"])
+        sources = await self.sources_at(state.data["patch"])
         # the k samples of one expansion share a prompt (one request with n=k where the model batches);
         # successive expansions and chains rotate over the suspects
         focus, self._focus = self._focus, self._focus + 1

@@ -12,11 +12,11 @@ import asyncio
 import re
 from typing import Any
 
-from agentflow.budget import BudgetExceeded
+from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
 from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.nodekit import call_slot, emit, runtime
+from agentflow.repair.nodekit import emit, runtime
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.steps import code_windows, public_api, read_edits, render
@@ -56,7 +56,7 @@ async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, scri
 
 
 async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, sources: dict[str, str],
-                     counter: list[int], in_flight: list[int]) -> dict[str, Any]:
+                     counter: list[int], calls: CallSlots) -> dict[str, Any]:
     """One trajectory: its last patch and script, the turns it took and why it stopped."""
     code, path = code_windows(cfg, sources, rt.issue, "", focus=number, budget_chars=cfg.max_prompt_chars // 2)
     first = render(cfg, "trajectory", {"issue": rt.issue, "api": public_api(sources), "code": code,
@@ -67,7 +67,7 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, sources:
     patch, stopped, turns = "", "turns", 0
     for turn in range(cfg.turns):
         try:
-            with call_slot(rt.budget, in_flight):
+            with calls.hold():
                 counter[0] += 1
                 request = ChatRequest(messages=messages, temperature=cfg.temperature,
                                       seed=cfg.seed + 1000 * number + turn, max_tokens=cfg.max_tokens)
@@ -108,11 +108,11 @@ async def trajectories_node(state: Any, ctx: Any, settings: Any) -> dict[str, An
         await rt.bench.reset()
         sources = await rt.bench.python_sources()
     gate = asyncio.Semaphore(cfg.concurrency)
-    counter, in_flight = [0], [0]
+    counter, calls = [0], CallSlots(rt.budget)
 
     async def one(number: int) -> dict[str, Any]:
         async with gate:
-            return await trajectory(rt, cfg, number, sources, counter, in_flight)
+            return await trajectory(rt, cfg, number, sources, counter, calls)
 
     # every trajectory finishes before an error goes up: none may go on in a sandbox that is being closed
     results = await asyncio.gather(*(one(i) for i in range(cfg.trajectories)), return_exceptions=True)

@@ -69,14 +69,10 @@ class ValuedRepairPolicy(RepairPolicy):
         if child.data.get("noop") or not isinstance(verification, Verification) or verification.passed is True:
             return child  # nothing new to value, or the tests decided already
         cfg, cand_id = self.value_cfg, child.data["candidate_id"]
-        self._reserve()
-        self._in_flight += 1  # counted until the call is charged, as the edit samples are
-        try:
+        with self.calls.hold():  # held against the call limit with the edit samples in flight
             judgement = await judge_attempt(self.models.critic or self.models.coder, cfg, self.issue,
                                             child.data["patch"], verification,
                                             seed=cfg.seed + int(action.data.get("sample", 0)))
-        finally:
-            self._in_flight -= 1
         ctx.usage.add_model()
         self.judged[cand_id] = judgement
         value = verification.score if judgement.value is None else judgement.value

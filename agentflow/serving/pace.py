@@ -49,7 +49,6 @@ class ServerPace:
     def __init__(self, metrics_url: str, headers: dict[str, str], pace: Pace | None = None) -> None:
         self.metrics_url, self.headers = metrics_url, headers
         self.pace = pace or Pace()
-        self.in_flight = 0
         self.extended = 0
         """Requests whose deadline passed while the server was still working (the wait went on)."""
 
@@ -95,7 +94,6 @@ class ServerPace:
         task = asyncio.ensure_future(call())
         started = before_at = time.monotonic()
         past_deadline = False
-        self.in_flight += 1
         try:
             wait_s = deadline
             while True:
@@ -123,7 +121,6 @@ class ServerPace:
                     unreachable=now is None,
                 )
         finally:
-            self.in_flight -= 1
             if not task.done():
                 await _cancel(task)
 
