@@ -67,13 +67,23 @@ class ResponseCache:
 
 
 class CachedModel:
-    """Serves repeated deterministic calls from a `ResponseCache`; everything else goes to `inner`."""
+    """Serves repeated deterministic calls from a `ResponseCache`; everything else goes to `inner`.
 
-    def __init__(self, inner: ChatModel, path: str | Path, *, force: bool = False) -> None:
+    `cache` is a file path (the model owns the cache) or a `ResponseCache` the caller owns and closes (one
+    task's call journal shared by its role models); `close_inner=False` leaves `inner` open on `aclose`
+    (a model shared by other users)."""
+
+    def __init__(self, inner: ChatModel, cache: str | Path | ResponseCache, *, force: bool = False,
+                 close_inner: bool = True) -> None:
         self.inner = inner
         self.spec = inner.spec
-        self.cache = ResponseCache(path)
+        self._owns_cache = not isinstance(cache, ResponseCache)
+        self.cache = ResponseCache(cache) if not isinstance(cache, ResponseCache) else cache
         self.force = force
+        self.close_inner = close_inner
+
+    def __getattr__(self, name: str) -> object:  # profile, server, with_node ... of the wrapped model
+        return getattr(self.inner, name)
 
     def _key(self, request: ChatRequest) -> str | None:
         return cache_key(self.spec, request) if self.force or cacheable(request) else None
@@ -114,5 +124,7 @@ class CachedModel:
             yield delta
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
-        self.cache.close()
+        if self.close_inner:
+            await self.inner.aclose()
+        if self._owns_cache:
+            self.cache.close()

@@ -13,6 +13,11 @@ from agentflow.models.base import ChatModel
 from agentflow.observe.config import TraceConfig
 from agentflow.sandbox.config import SandboxConfig
 
+REPAIR_SANDBOX_LIFETIME_S = 4 * 3600.0
+"""Wall-clock life of a task's sandbox unless the task's `wall_time_s` or `sandbox.sandbox_timeout_s` says otherwise."""
+GRADE_MARGIN_S = 600.0
+"""Life a task's sandbox keeps past the task's `wall_time_s`: the chosen patch is still verified in it."""
+
 Strategy = Literal["single", "best-of-n", "mcts"]
 ModelLoader = Callable[[str], ChatModel]
 
@@ -209,8 +214,11 @@ class RepairConfig(StrictConfig):
     choice); 0 finalists left after the vote need none."""
     backend: Literal["auto", "docker", "local"] = "auto"
     """Sandbox backend (auto: docker when the engine answers)."""
-    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    """Settings of each task's sandbox."""
+    sandbox: SandboxConfig = Field(
+        default_factory=lambda: SandboxConfig.model_validate({"sandbox_timeout_s": REPAIR_SANDBOX_LIFETIME_S}))
+    """Settings of each task's sandbox. Its wall-clock life (`sandbox.sandbox_timeout_s`, 4 hours here: a
+    best-of-8 task on a real package outlasts the sandbox's own 1-hour default on 2 busy cores) stretches to
+    the task's `wall_time_s` plus time to grade when that is longer (`task_sandbox_config`)."""
     trace: TraceConfig = Field(default_factory=TraceConfig)
     """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     budget_usd: float | None = Field(default=None, ge=0)
@@ -237,3 +245,9 @@ def load_repair_config(
     return validate_config(RepairConfig, apply_overrides(dict(base or {}), overrides), source="repair config")
 
 
+def task_sandbox_config(cfg: RepairConfig) -> SandboxConfig:
+    """The sandbox settings of one task: `cfg.sandbox`, living at least the task's `wall_time_s` plus
+    `GRADE_MARGIN_S` (a sandbox that dies first turns a slow task into an `env_error`)."""
+    if cfg.wall_time_s is None or cfg.sandbox.sandbox_timeout_s >= cfg.wall_time_s + GRADE_MARGIN_S:
+        return cfg.sandbox
+    return cfg.sandbox.model_copy(update={"sandbox_timeout_s": cfg.wall_time_s + GRADE_MARGIN_S})

@@ -5,7 +5,9 @@ best-of-N or MCTS over the rollout subgraph (edit -> test -> critique).
 Around the graph, one task needs what no node owns: the role models, the sandbox with the repository at its
 base commit, the budget and the candidates file. A checkpoint is written after every node into the task's
 folder (`checkpoints.db`), so a task killed mid-way resumes at the node where it stopped: the steps that had
-finished (and their model calls) are not run again.
+finished (and their model calls) are not run again. Inside the node it stopped in (a search of many samples),
+the seeded model calls that had completed are answered from the task's call journal (`calls.db`) instead of
+the model.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from agentflow.events import EventLog
 from agentflow.graph.spec import WorkflowSpec
 from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
-from agentflow.repair.config import ModelLoader, RepairConfig
+from agentflow.models.cache import ResponseCache
+from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.outcome import Candidate, InstanceOutcome
 from agentflow.repair.policy import RoleModels
 from agentflow.repair.runtime import RepairRuntime, node_settings_for
@@ -35,6 +38,8 @@ from agentflow.sandbox.base import Sandbox
 from agentflow.swe.tasks import SWETask
 
 THREAD = "repair"
+CALLS_FILE = "calls.db"
+"""A task's journal of seeded model calls in its folder: a resumed task takes completed calls from it."""
 """The graph thread of a task's repair in its own checkpoint file."""
 _SEARCH_TYPES = {"single": "search.best_of_n", "best-of-n": "search.best_of_n", "mcts": "search.mcts"}
 
@@ -116,12 +121,15 @@ async def repair_task(
     rt: RepairRuntime | None = None
     state: dict[str, Any] = {}
     finished = False
+    calls: ResponseCache | None = None
     try:
-        models, cfg = _role_models(cfg, spec, node_settings, iid, budget, events, model, model_loader, owned)
+        if inst_dir is not None:
+            calls = ResponseCache(inst_dir / CALLS_FILE)
+        models, cfg = _role_models(cfg, spec, node_settings, iid, budget, events, model, model_loader, owned, calls)
         try:
             from agentflow.sandbox import open_sandbox
 
-            sandbox_cm = open_sandbox(cfg.backend, cfg.sandbox, events=TaskEvents(events, iid))
+            sandbox_cm = open_sandbox(cfg.backend, task_sandbox_config(cfg), events=TaskEvents(events, iid))
             sandbox = await sandbox_cm.__aenter__()
             outcome.sandbox_backend = sandbox.info().backend
         except (AgentflowError, OSError) as exc:
@@ -161,6 +169,8 @@ async def repair_task(
         for owned_model in owned:
             with contextlib.suppress(Exception):  # closing must not hide the outcome
                 await owned_model.aclose()
+        if calls is not None:
+            calls.close()
         outcome.candidates = sum(1 for c in candidates if c.status == "ok")
         outcome.samples = int(state.get("samples") or (rt.policy.samples if rt is not None and rt.policy else 0))
         outcome.usage = budget.used.model_dump()
@@ -177,10 +187,16 @@ async def repair_task(
 
 def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]], iid: str,
                  budget: Budget, events: EventLog, model: ChatModel | None, model_loader: ModelLoader | None,
-                 owned: list[ChatModel]) -> tuple[RoleModels, RepairConfig]:
+                 owned: list[ChatModel], calls: ResponseCache | None = None) -> tuple[RoleModels, RepairConfig]:
     """The coder and the helper roles the workflow's nodes turn on (instrumented: they charge the budget and
-    write `model.call` events); `cfg` with `edit_format: auto` resolved for the coder."""
+    write `model.call` events); `cfg` with `edit_format: auto` resolved for the coder. With `calls` (the task's
+    call journal) a seeded call that completed before a kill is answered from it when the task resumes, also
+    inside a node that had not finished (a search's samples)."""
+    from agentflow.models.cache import CachedModel
     from agentflow.models.instrumented import InstrumentedModel
+
+    def journaled(inner: ChatModel) -> ChatModel:
+        return inner if calls is None else CachedModel(inner, calls, close_inner=False)
     from agentflow.models.spec import load_model
 
     loader = model_loader or (lambda s: load_model(s, **cfg.model_options))
@@ -195,7 +211,7 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
             return coder
         inner = loader(instance_model_spec(spec_text, iid))
         owned.append(inner)
-        return InstrumentedModel(inner, budget=budget, events=events, node_id=iid, check_budget=True)
+        return InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid, check_budget=True)
 
     inner = model
     if inner is None:
@@ -204,7 +220,7 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
     if cfg.batch_samples > 1 and _samples_concurrently(spec, node_settings):
         inner = SampleBatcher(inner, max_n=cfg.batch_samples)
-    coder = InstrumentedModel(inner, budget=budget, events=events, node_id=iid, check_budget=True)
+    coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid, check_budget=True)
     models = RoleModels(coder, planner=role(cfg.planner_model, on("plan"), coder),
                         critic=role(cfg.critic_model, on("critique"), coder),
                         verifier=role(cfg.verifier_model, False, coder))

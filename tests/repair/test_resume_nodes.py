@@ -69,3 +69,47 @@ def test_kill_9_mid_task_then_resume_continues_at_the_search(docker_image: str, 
     outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
     assert outcome["status"] == "submitted" and outcome["report"]["resolved"] is True
     assert outcome["ranked"]  # the ranking came back from the checkpoint
+
+
+# a wrong edit that applies and parses: the value after the first '=' is cut at the next one
+WRONG = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=")\n=======\n'
+         '        parts = stripped.split("=", 2)[:2]\n>>>>>>> REPLACE\nEND_EDITS')
+
+
+def _edit_requests(server: FakeServer) -> int:
+    return sum("Which of these" not in json.dumps(r["body"]) for r in server.requests())
+
+
+def test_kill_9_inside_the_search_then_resume_takes_its_completed_samples_from_the_call_journal(
+        docker_image: str, model_server: FakeServer, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    # two samples, sent one by one: the first answered at once, the second so late that the run is killed
+    # while it waits
+    model_server.script({"content": "1"}, {"content": WRONG}, {"content": RIGHT, "delay": 60})
+    agentflow = str(Path(sys.executable).parent / "agentflow")
+    argv = _bench(out, docker_image, model_server.spec(), "--strategy", "best-of-n", "-n", "2",
+                  "-c", "batch_samples=1", "-c", "max_attempts=1")
+    proc = subprocess.Popen([agentflow, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    candidates = out / "instances" / IID / "candidates.jsonl"
+
+    def first_sample_verified() -> bool:
+        return candidates.exists() and bool(candidates.read_text().strip())
+
+    kill_9_when(proc, first_sample_verified, timeout=240, what="run")
+    assert _edit_requests(model_server) == 2  # one answered, one in flight when killed
+    before = len(read_jsonl(out / "events.jsonl"))
+
+    model_server.reset()
+    model_server.script({"content": RIGHT})
+    assert run([*argv, "--resume"]) == 0
+    after = read_jsonl(out / "events.jsonl")[before:]
+    ran = [e["node_id"].split("/", 1)[1] for e in after if e["kind"] == "node.start"]
+    assert ran == ["search", "choose"]
+    # the search started over, but only the sample that had not been answered went to the model
+    assert len(model_server.requests()) == 1
+    calls = [e["data"] for e in after if e["kind"] == "model.call"]
+    assert sorted(bool(c.get("cached")) for c in calls) == [False, True]
+    rows = read_jsonl(candidates)
+    assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}  # the replayed wrong edit is a candidate again
+    outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
+    assert outcome["status"] == "submitted" and outcome["report"]["resolved"] is True
