@@ -187,6 +187,32 @@ def operator_methods(text: str) -> set[str]:
     return {dunder for pattern, dunder in _OPERATORS if pattern.search(code)}
 
 
+_BINDING = re.compile(r"^(?:\s*(?:>>>|\.\.\.))?\s*(\w+)\s*=\s*(?:[\w.]+\.)?([A-Z]\w*)\(", re.MULTILINE)
+
+
+def _operators_on(var: str) -> tuple[tuple[re.Pattern[str], str], ...]:
+    v = re.escape(var)
+    return (
+        (re.compile(rf"\bin\s+{v}\b"), "__contains__"),
+        (re.compile(rf"\b{v}\[[^\]\n]+\]\s*=[^=]"), "__setitem__"),
+        (re.compile(rf"\bdel\s+{v}\["), "__delitem__"),
+        (re.compile(rf"\b{v}\[[^\]\n]+\](?!\s*=[^=])"), "__getitem__"),
+        (re.compile(rf"\blen\({v}\)"), "__len__"),
+    )
+
+
+def bound_method_calls(text: str) -> set[tuple[str, str]]:
+    """(class, method) pairs the issue's code calls on an instance it made: `cache = LRUCache(2)` then
+    `cache.get("alice")` gives ("LRUCache", "get"), the method a user reports on (not `TTLCache.get`);
+    `1 in cache` gives ("LRUCache", "__contains__")."""
+    code = _issue_code(text)
+    calls: set[tuple[str, str]] = set()
+    for var, cls in _BINDING.findall(code):
+        calls.update((cls, method) for method in re.findall(rf"\b{re.escape(var)}\.(\w+)\s*\(", code))
+        calls.update((cls, dunder) for pattern, dunder in _operators_on(var) if pattern.search(code))
+    return calls
+
+
 def issue_terms(text: str) -> dict[str, float]:
     """Identifiers of the issue with weights: code-looking words (backticked, snake_case, dotted) weigh more."""
     terms: dict[str, float] = {}
@@ -335,6 +361,7 @@ def rank_windows(
     follow by score."""
     terms = issue_terms(issue)
     operators = operator_methods(issue)
+    bound = bound_method_calls(issue)
     code_files = {p for p in sources if not is_test_path(p)}
     frames = traceback_frames(failure_output, set(sources))
     # functions the failing tests call (their source shows in the failure output) are likely culprits
@@ -353,6 +380,8 @@ def rank_windows(
             named = sum(terms.get(owner, 0.0) for owner in owners)
             if named and sym.name in operators:  # `key in cache` of a class the issue names
                 score += 2.5 * named
+            if owners and (owners[-1], sym.name) in bound:  # `cache.get(...)` of `cache = LRUCache(2)`
+                score += 2.5 * terms.get(owners[-1], 0.0)
             score += sum(w for t, w in terms.items() if t in body) * 0.5
             if sym.name in called:
                 score += CALL_SCORE

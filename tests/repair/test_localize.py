@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentflow.repair.localize import (
+    bound_method_calls,
     function_window,
     functions_touched,
     operator_methods,
@@ -112,6 +113,20 @@ def test_operators_in_the_issue_lead_to_the_special_methods_of_the_class_it_name
     issue = "TTLCache: membership is wrong after expiry\n\n```python\n>>> c = TTLCache()\n>>> 1 in c\nTrue\n```\n"
     assert operator_methods(issue) >= {"__contains__"}
     assert rank_windows(sources, issue, limit=1)[0].symbol == "TTLCache.__contains__"
+
+
+def test_methods_called_on_an_instance_the_issue_makes_lead_to_that_class():
+    # cachette-1: the issue reads through `cache.get` of an LRUCache and names `TTLCache` and `memoize` as
+    # behaving alike; the method it calls on its own instance is the suspect, not another class's `get`
+    sources = {"pkg/lru.py": "class LRUCache:\n    def get(self, key):\n        return self.data[key]\n\n"
+                             "    def size(self):\n        return len(self.data)\n",
+               "pkg/ttl.py": "class TTLCache:\n    def get(self, key, default=None):\n        # entries just read: evicts none\n"
+                             "        return self.data.get(key, default)\n"}
+    issue = ("LRUCache evicts entries that were just read\n\n```python\ncache = LRUCache(2)\ncache.set('a', 1)\n"
+             "cache.get('a')\n>>> other = pkg.TTLCache(3)\n>>> 'a' in other\n```\n`TTLCache` behaves the same.\n")
+    assert bound_method_calls(issue) == {("LRUCache", "set"), ("LRUCache", "get"), ("TTLCache", "__contains__")}
+    assert rank_windows(sources, issue, limit=1)[0].symbol == "LRUCache.get"
+    assert bound_method_calls("no code here: cache.get(1)") == set()
 
 
 def test_a_focus_on_a_long_blocks_header_shows_whole_statements_of_its_block():
