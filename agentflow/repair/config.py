@@ -155,7 +155,8 @@ class RepairConfig(StrictConfig):
     seed: int = 0
     """Base seed; each sample uses seed + its number, so runs are repeatable where the backend honours seeds."""
     max_tokens: int = Field(default=512, ge=16)
-    """Output cap of one answer (small models can loop until the cap)."""
+    """Output cap of one answer (small models can loop until the cap); a rewrite's cap is raised to fit the
+    window it must give back whole."""
     edit_format: Literal["auto", "rewrite", "search_replace", "tools"] = "auto"
     """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
     form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code;

@@ -129,7 +129,8 @@ class RepairPolicy:
                                                                      cand_id, sample, ctx)
                 else:
                     request = ChatRequest(messages=prompt.messages, temperature=cfg.temperature,
-                                          seed=cfg.seed + sample, max_tokens=cfg.max_tokens, stop=list(cfg.stop))
+                                          seed=cfg.seed + sample, max_tokens=prompt.max_tokens(cfg.max_tokens),
+                                          stop=list(cfg.stop))
                     response = await (with_node(cand_id, parent_id) if with_node else model).chat(request)
                     ctx.usage.add_model(response.usage)
                     text, finish = first_text(response)
