@@ -78,7 +78,7 @@ class CachedModel:
         self.inner = inner
         self.spec = inner.spec
         self._owns_cache = not isinstance(cache, ResponseCache)
-        self.cache = ResponseCache(cache) if not isinstance(cache, ResponseCache) else cache
+        self.cache = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
         self.force = force
         self.close_inner = close_inner
 

@@ -38,9 +38,9 @@ from agentflow.sandbox.base import Sandbox
 from agentflow.swe.tasks import SWETask
 
 THREAD = "repair"
+"""The graph thread of a task's repair in its own checkpoint file."""
 CALLS_FILE = "calls.db"
 """A task's journal of seeded model calls in its folder: a resumed task takes completed calls from it."""
-"""The graph thread of a task's repair in its own checkpoint file."""
 _SEARCH_TYPES = {"single": "search.best_of_n", "best-of-n": "search.best_of_n", "mcts": "search.mcts"}
 
 
@@ -194,10 +194,10 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     inside a node that had not finished (a search's samples)."""
     from agentflow.models.cache import CachedModel
     from agentflow.models.instrumented import InstrumentedModel
+    from agentflow.models.spec import load_model
 
     def journaled(inner: ChatModel) -> ChatModel:
         return inner if calls is None else CachedModel(inner, calls, close_inner=False)
-    from agentflow.models.spec import load_model
 
     loader = model_loader or (lambda s: load_model(s, **cfg.model_options))
 
