@@ -1,10 +1,18 @@
 """Localization without a model: how often the heuristic's suspects (the windows the repair's edits look at)
 hold the gold function, on a tasks file, with each task's base test output as the repair sees it (blind mode:
 the repository's own tests, run in the sandbox) -- no model calls, so it runs in minutes on every task.
+Each task is ranked twice: from words and failure output alone (`hit`, `first`), and with the evidence of the
+`swe.spectrum` node (the issue's examples and the suite run call-traced in the sandbox: `spectrum_hit`,
+`spectrum_first`), as the repair workflow ranks.
+
+With `--ranked RUN_DIR` each task is also ranked with the model's ranking that repair run recorded
+(`ranked` in its outcome.json), as the search then ranks (`ranked_hit`, `ranked_first`; `-c rank_keep=N`
+to try another setting without a model); a task without a recorded ranking ranks as the spectrum does.
 
 Prints ONE JSON object: tasks, hit (share with a gold function among the suspects), first (share with it
-first), with_frames (tasks whose test output has traceback frames in the package), per_task.
-Run: .venv/bin/python benchmarks/localize_real.py [--tasks FILE] [--sandbox docker|local]
+first), spectrum_hit, spectrum_first, ranked_hit, ranked_first, with_frames (tasks whose test output has traceback frames in the
+package), examples_ran (tasks whose issue examples called package code), per_task.
+Run: .venv/bin/python benchmarks/localize_real.py [--tasks FILE] [--sandbox docker|local] [--ranked RUN_DIR] [-c k=v]
 """
 
 from __future__ import annotations
@@ -33,35 +41,59 @@ from agentflow.swe.tasks import load_tasks
 ROOT = Path(__file__).resolve().parents[1]
 
 
-async def one(task, row: dict, tasks_file: Path, cfg) -> dict:  # type: ignore[no-untyped-def]
+def recorded_ranking(run_dir: Path | None, instance_id: str) -> list[tuple[str, str]]:
+    """The model's ranking of the suspects a repair run recorded for a task (`ranked` in its outcome.json)."""
+    outcome = run_dir / "instances" / instance_id / "outcome.json" if run_dir else None
+    if outcome is None or not outcome.is_file():
+        return []
+    return [tuple(name.split(":", 1)) for name in json.loads(outcome.read_text()).get("ranked", [])]  # type: ignore[misc]
+
+
+async def one(task, row: dict, tasks_file: Path, cfg, prefer: list[tuple[str, str]]) -> dict:  # type: ignore[no-untyped-def]
     async with open_sandbox(cfg.backend, cfg.sandbox) as sandbox:
         bench = Workbench(sandbox, task, cfg, "python3")
         await bench.setup()
         base = await bench.verify_base()
         sources = await bench.python_sources()
+        issue = issue_text(task.problem_statement, task.hints_text)
+        evidence, summary = await bench.gather_evidence(issue, sources, test_timeout_s=cfg.test_timeout_s)
     gold_sources = base_sources(row, tasks_file, changed_paths(row["patch"]))
     gold = set(row.get("gold_functions") or functions_touched(row["patch"], gold_sources))
-    issue = issue_text(task.problem_statement, task.hints_text)
     shown = [f"{w.path}:{w.symbol}" for w in suspects(cfg, sources, issue, base.output, focus=0)]
+    ranked = [f"{w.path}:{w.symbol}" for w in suspects(cfg, sources, issue, base.output, focus=0, evidence=evidence,
+                                                       prefer=prefer)]  # no recorded ranking: the spectrum's
+    traced = [f"{w.path}:{w.symbol}" for w in suspects(cfg, sources, issue, base.output, focus=0, evidence=evidence)]
     return {"gold": sorted(gold), "suspects": shown, "hit": any(in_gold(s, gold) for s in shown),
             "first": bool(shown) and in_gold(shown[0], gold),
-            "frames": bool(traceback_frames(base.output, set(sources)))}
+            "spectrum_suspects": traced, "spectrum_hit": any(in_gold(s, gold) for s in traced),
+            "spectrum_first": bool(traced) and in_gold(traced[0], gold),
+            "ranked_suspects": ranked, "ranked_hit": any(in_gold(s, gold) for s in ranked),
+            "ranked_first": bool(ranked) and in_gold(ranked[0], gold),
+            "frames": bool(traceback_frames(base.output, set(sources))), "examples_ran": bool(summary["executed"]),
+            "tests": summary["tests"]}
 
 
 async def main(args: argparse.Namespace) -> dict:
     tasks_file = Path(args.tasks)
     rows = {r["instance_id"]: r for r in read_jsonl(tasks_file)}
-    cfg = load_repair_config([f"backend={args.sandbox}"])
+    cfg = load_repair_config([f"backend={args.sandbox}", *args.config])
     cfg = cfg.model_copy(update={"backend": resolve_backend(cfg.backend)})
     started = time.perf_counter()
     per_task = {}
     for task in load_tasks(tasks_file):
-        per_task[task.instance_id] = await one(task, rows[task.instance_id], tasks_file, cfg)
-        print(task.instance_id, per_task[task.instance_id]["hit"], file=sys.stderr)
+        prefer = recorded_ranking(Path(args.ranked) if args.ranked else None, task.instance_id)
+        per_task[task.instance_id] = await one(task, rows[task.instance_id], tasks_file, cfg, prefer)
+        print(task.instance_id, per_task[task.instance_id]["hit"], per_task[task.instance_id]["spectrum_hit"],
+              file=sys.stderr)
     n = len(per_task)
     return {"tasks": n, "tasks_file": str(tasks_file),
             "hit": round(sum(t["hit"] for t in per_task.values()) / n, 3),
             "first": round(sum(t["first"] for t in per_task.values()) / n, 3),
+            "spectrum_hit": round(sum(t["spectrum_hit"] for t in per_task.values()) / n, 3),
+            "spectrum_first": round(sum(t["spectrum_first"] for t in per_task.values()) / n, 3),
+            "ranked_hit": round(sum(t["ranked_hit"] for t in per_task.values()) / n, 3),
+            "ranked_first": round(sum(t["ranked_first"] for t in per_task.values()) / n, 3),
+            "examples_ran": sum(t["examples_ran"] for t in per_task.values()),
             "with_frames": sum(t["frames"] for t in per_task.values()),
             "wall_s": round(time.perf_counter() - started, 1), "per_task": per_task}
 
@@ -70,4 +102,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", default=str(ROOT / "examples" / "real-tasks" / "tasks.jsonl"))
     ap.add_argument("--sandbox", default="docker", choices=["docker", "local"])
+    ap.add_argument("--ranked", default=None, help="a repair run directory: rank with the model rankings it recorded")
+    ap.add_argument("-c", dest="config", action="append", default=[], help="a repair setting, key=value")
     print(json.dumps(asyncio.run(main(ap.parse_args()))))

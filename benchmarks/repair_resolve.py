@@ -12,7 +12,10 @@ Where samples go (per strategy): `samples` is the outcome mix of every model ans
 the code came back unchanged; apply_error: the edit could not be applied or does not parse; unparsable: no
 code in the answer), `localization` the share of tasks whose gold function (the task's `gold_functions`, else
 the functions its gold patch changes) is among the suspects the search's edits look at (`hit`) or is the first
-(`first`), and `edit_hit` the share of usable patches that change a gold function.
+(`first`), and `edit_hit` the share of usable patches that change a gold function. `windows` says where the
+samples looked (each candidate's `window`): `on_gold` samples whose window was a gold function, and the
+answers that gave their window back unchanged, on a gold function (`unchanged_on_gold`: the model missed the
+bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone).
 
 `--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships, at the
 same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
@@ -76,11 +79,13 @@ def in_gold(name: str, gold: set[str]) -> bool:
 def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     """The outcome mix of the run's samples, the localization hit rate and the edit hit rate (module doc)."""
     from agentflow.repair.localize import functions_touched
+    from agentflow.repair.steps import UNCHANGED
     from agentflow.swe.patch import changed_paths
 
     tasks = {t["instance_id"]: t for t in read_jsonl(tasks_file)}
     mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
-    located = first = patches = on_target = 0
+    located = first = patches = on_target = parts = 0
+    looked = {"on_gold": 0, "unchanged_on_gold": 0, "unchanged_elsewhere": 0, "recorded": 0}
     per_task: dict[str, object] = {}
     for inst in sorted((run_dir / "instances").glob("*")):
         if not (inst / "outcome.json").is_file():
@@ -88,6 +93,8 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         outcome = json.loads((inst / "outcome.json").read_text())
         task = tasks[outcome["instance_id"]]
         rows = read_jsonl(inst / "candidates.jsonl")
+        parts += sum(1 for r in rows if r.get("part_of"))
+        rows = [r for r in rows if not r.get("part_of")]  # a part of a split edit is not a model sample
         for row in rows:
             kind = "patch" if row["status"] == "ok" else row["status"]
             mix[kind] = mix.get(kind, 0) + 1
@@ -100,6 +107,14 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         located += hit
         first += bool(suspects) and in_gold(suspects[0], gold)
         touching = sum(1 for diff in ok if any(in_gold(f, gold) for f in functions_touched(diff, sources)))
+        for row in rows:
+            if not row.get("window"):
+                continue  # a run from before candidates recorded their window
+            on_gold = in_gold(row["window"], gold)
+            unchanged = row["status"] == "noop" and row.get("edit_errors", [])[:1] == [UNCHANGED]
+            looked["recorded"] += 1
+            looked["on_gold"] += on_gold
+            looked["unchanged_on_gold" if on_gold else "unchanged_elsewhere"] += unchanged
         patches += len(ok)
         on_target += touching
         per_task[outcome["instance_id"]] = {"gold": sorted(gold), "suspects": suspects, "located": hit,
@@ -108,9 +123,11 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     n = len(per_task)
     return {
         "samples": {**mix, "total": total, **{f"{k}_share": round(v / total, 3) if total else 0.0 for k, v in mix.items()}},
+        "split_parts": parts,
         "localization": {"hit": round(located / n, 3) if n else 0.0, "first": round(first / n, 3) if n else 0.0,
                          "tasks": n},
         "edit_hit": round(on_target / patches, 3) if patches else 0.0,
+        "windows": looked,
         "per_task": per_task,
     }
 
@@ -161,22 +178,28 @@ def grade_candidates(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     from agentflow.swe import load_tasks
 
     per_task: dict[str, list[str]] = {}
+    parts: dict[str, list[str]] = {}
     samples: dict[str, int] = {}
     for inst in sorted((run_dir / "instances").glob("*")):
         rows = read_jsonl(inst / "candidates.jsonl")
         outcome = json.loads((inst / "outcome.json").read_text())
         iid = outcome["instance_id"]
-        per_task[iid] = [r["patch"] for r in rows if r["status"] == "ok"]
+        per_task[iid] = [r["patch"] for r in rows if r["status"] == "ok" and not r.get("part_of")]
+        parts[iid] = [r["patch"] for r in rows if r["status"] == "ok" and r.get("part_of")]
         # a single run resamples answers that change nothing, so its submission is one of these candidates
         samples[iid] = len(per_task[iid])
     resolved = asyncio.run(count_resolving(load_tasks(tasks_file), per_task))
+    resolved_parts = asyncio.run(count_resolving(load_tasks(tasks_file), parts)) if any(parts.values()) else {}
     total_samples = sum(samples.values())
+    covered = {iid for iid, v in resolved.items() if v} | {iid for iid, v in resolved_parts.items() if v}
     return {
         "pass_at_1": round(sum(resolved.values()) / total_samples, 3) if total_samples else 0.0,
         "candidates": total_samples,
         "resolved_samples": sum(resolved.values()),
-        "coverage": round(sum(1 for v in resolved.values() if v) / len(resolved), 3) if resolved else 0.0,
-        "covered_ids": sorted(iid for iid, v in resolved.items() if v),
+        "split_parts": sum(len(v) for v in parts.values()),
+        "resolved_parts": sum(resolved_parts.values()),
+        "coverage": round(len(covered) / len(resolved), 3) if resolved else 0.0,
+        "covered_ids": sorted(covered),
     }
 
 

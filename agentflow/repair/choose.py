@@ -37,7 +37,9 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     votes: dict[str, float] = {}
     if cfg.vote and len(top) > 1:
         keys = {a.candidate_id: normalise_output(a.patch) for a in pool}
-        share = {k: sum(1 for v in keys.values() if v == k) / len(pool) for k in keys.values()}
+        # a part of a split edit is no sample of its own: only the model's edits vote
+        voters = [keys[a.candidate_id] for a in pool if a.part_of is None] or list(keys.values())
+        share = {k: sum(1 for v in voters if v == k) / len(voters) for k in keys.values()}
         votes = {a.candidate_id: share[keys[a.candidate_id]] for a in top}
         if len(set(votes.values())) > 1:
             decided_by = "vote"

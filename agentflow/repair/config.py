@@ -117,9 +117,18 @@ class RepairConfig(StrictConfig):
     reproduce: bool = True
     """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
     reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
+    spectrum: bool = True
+    """Before ranking (the `swe.spectrum` node), run the issue's examples and the repository's pytest suite under
+    a call tracer in the sandbox: functions the examples ran, and those failing tests reach more than passing
+    ones, rank higher (spectrum-based localization; no model call)."""
     rank: bool = True
     """Before the search the coder ranks the heuristic's best functions (one short call); its picks follow the
-    heuristic's best-scored suspect, in its order, and the heuristic's order fills the rest."""
+    heuristic's `rank_keep` best-scored suspects, in its order, and the heuristic's order fills the rest."""
+    rank_keep: int = Field(default=2, ge=0, le=10)
+    """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
+    them, in its order. With the spectrum's evidence the heuristic's second suspect was more often right than
+    the model's first pick: keeping one place, the gold function fell out of the suspects on 4 of the 15
+    examples (`benchmarks/localize_real.py --ranked RUN`)."""
     rank_pool: int = Field(default=8, ge=2, le=30)
     """Functions the ranking call chooses among (the heuristic's best)."""
     rank_lines: int = Field(default=15, ge=1)
@@ -141,7 +150,15 @@ class RepairConfig(StrictConfig):
     max_attempts: int = Field(default=3, ge=1, le=20)
     """Edit attempts in one chain (each after the previous one's test feedback); for mcts, the tree's depth."""
     noop_retries: int = Field(default=2, ge=0, le=20)
-    """Extra samples when an answer changes nothing or cannot be read (those are not candidates)."""
+    """Extra samples when an answer changes nothing or cannot be read (those are not candidates). A rewrite given
+    back unchanged, or answered with other code than the window's function, is retried on another suspect
+    (`agentflow.repair.focus`); an answer that cannot be read or does not parse, on the same one."""
+    split_edits: bool = True
+    """An edit that fails its tests and changes several places (separate runs of lines) is also verified one
+    change at a time, each a candidate of its own (no model call): small models often fix the bug and break
+    something beside it (a signature they were not asked to touch)."""
+    split_edits_limit: int = Field(default=4, ge=2, le=20)
+    """Edits with more changes than this are not split (a rewrite, not a fix with a slip beside it)."""
     stop_on_success: bool = True
     """Stop drawing samples once a candidate passes tests that decide (task tests, or a failing test command)."""
     concurrency: int = Field(default=4, ge=1, le=64)
@@ -175,7 +192,8 @@ class RepairConfig(StrictConfig):
     """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
     file_context_lines: int = Field(default=80, ge=0)
     """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
-    lines, else in outline (imports, module names, signatures); 0 shows none of it."""
+    lines, else as a list of what it defines (imports, module names, classes and methods, functions; at most
+    this many items); 0 shows none of it."""
     window_lines: int = Field(default=30, ge=5)
     """Longest code window; longer functions are shown around the hit."""
     feedback: Literal["auto", "task", "repo", "none"] = "repo"

@@ -16,7 +16,10 @@ indentation-insensitive lines (the replacement is re-indented by the same offset
 
 from __future__ import annotations
 
+import ast
+import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
@@ -149,3 +152,29 @@ def apply_edit(content: str, search: str, replace: str) -> str:
             cut = len(given) - len(have)
             new = [line[cut:] if line[:cut].strip() == "" else line.lstrip() for line in new]
     return "\n".join(lines[:start] + new + lines[start + len(needle) :])
+
+
+def edit_parts(before: Mapping[str, str], after: Mapping[str, str], *, limit: int) -> list[dict[str, str]]:
+    """Each change of an edit on its own: for every run of changed lines (a difflib opcode group) across the
+    edited files, the files with only that run applied. Empty when the edit makes fewer than two changes or
+    more than `limit`; a part whose Python file no longer parses is left out. Small models often fix the
+    bug and, beside it, change a signature or a line they were not asked to (the rest of the edit fails)."""
+    old = {path: before.get(path, "").split("\n") for path in after}
+    changes: list[tuple[str, int, int, list[str]]] = []  # (path, first old line, end old line, new lines)
+    for path, new in after.items():
+        new_lines = new.split("\n")
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old[path], new_lines, autojunk=False).get_opcodes():
+            if tag != "equal":
+                changes.append((path, i1, i2, new_lines[j1:j2]))
+    if not 2 <= len(changes) <= limit:
+        return []
+    parts: list[dict[str, str]] = []
+    for path, i1, i2, lines in changes:
+        content = "\n".join(old[path][:i1] + lines + old[path][i2:])
+        if path.endswith(".py"):
+            try:
+                ast.parse(content)
+            except (SyntaxError, ValueError):
+                continue
+        parts.append({path: content})
+    return parts

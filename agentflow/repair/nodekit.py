@@ -29,8 +29,8 @@ def emit(rt: RepairRuntime, kind: str, **data: Any) -> None:
 
 def attempts_of(state: Any) -> list[Attempt]:
     """The search's candidates as the state holds them (`attempts`)."""
-    return [Attempt(a["candidate_id"], a["patch"], Verification.model_validate(a["verification"]), a["sample"])
-            for a in state.get("attempts") or []]
+    return [Attempt(a["candidate_id"], a["patch"], Verification.model_validate(a["verification"]), a["sample"],
+                    a.get("part_of")) for a in state.get("attempts") or []]
 
 
 async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None) -> dict[str, Any]:

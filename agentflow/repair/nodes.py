@@ -1,6 +1,7 @@
 """The repair's node types, usable from any workflow (`type: swe.rank`) and registered with the graph layer.
 
     swe.baseline     the task's tests on the unchanged code             -> base
+    swe.spectrum     the issue's examples and the suite, call-traced     -> spectrum
     swe.rank         the coder ranks the heuristic's suspects            -> ranked
     swe.reproduce    blind mode: a script that fails like the bug        -> reproduction, base
     swe.plan         the planner says which function and what to change  -> plan
@@ -32,19 +33,22 @@ from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.spec import is_end
 from agentflow.repair.choose import choose
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
+from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodekit import attempts_of, emit, runtime, submit
 from agentflow.repair.policy import RepairPolicy
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
-from agentflow.repair.steps import make_plan, rank_suspects, suspects, write_reproduction
+from agentflow.repair.spectrum import evidence_from_json
+from agentflow.repair.steps import make_plan, rank_suspects, write_reproduction
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.value import ValuedRepairPolicy
 from agentflow.repair.workbench import Verification
 
 _PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
+SpectrumSettings = settings_model("swe.spectrum", ("spectrum", "test_timeout_s"))
 RankSettings = settings_model("swe.rank", ("rank", "rank_pool", "rank_lines", *_PROMPT_FIELDS))
 ReproduceSettings = settings_model(
     "swe.reproduce", ("reproduce", "reproduce_attempts", "temperature", "max_tokens", *_PROMPT_FIELDS)
@@ -53,7 +57,7 @@ PlanSettings = settings_model("swe.plan", ("plan", "max_tokens", *_PROMPT_FIELDS
 EditSettings = settings_model(
     "swe.edit",
     ("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
-     "file_context_lines", *_PROMPT_FIELDS),
+     "file_context_lines", "split_edits", "split_edits_limit", *_PROMPT_FIELDS),
 )
 CritiqueSettings = settings_model("swe.critique", ("critique", "max_tokens", "seed", "prompts"))
 BestOfNSettings = settings_model("search.best_of_n", ("n", "max_attempts", "concurrency", "stop_on_success", "seed"))
@@ -76,6 +80,25 @@ async def baseline(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     return {"base": base.model_dump(mode="json"), "issue": rt.issue}
 
 
+async def spectrum(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+    rt = runtime(ctx)
+    await rt.sync(state)
+    cfg = rt.cfg_for(ctx.node)
+    if not cfg.spectrum:
+        return {"spectrum": {}}
+    sources = await rt.bench.python_sources()
+    _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=cfg.test_timeout_s)
+    top = [f"{p}:{q}" for p, q, _ in summary["suspicion"][:5]]
+    _emit(rt, "repair.spectrum", examples=summary["examples"], executed=len(summary["executed"]),
+          tests=summary["tests"], suspects=top, problems=summary["problems"])
+    return {"spectrum": summary}
+
+
+def evidence_of(state: Any) -> RunEvidence:
+    """The `swe.spectrum` node's evidence in the state (none when the workflow has no such node)."""
+    return evidence_from_json(state.get("spectrum"))
+
+
 async def rank(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     rt = runtime(ctx)
     await rt.sync(state)
@@ -84,7 +107,8 @@ async def rank(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
         return {"ranked": []}
     base = Verification.model_validate(state["base"])
     sources = await rt.bench.python_sources()
-    prefer = await rank_suspects(rt.models.coder, cfg, rt.issue, sources, base.output, seed=cfg.seed)
+    prefer = await rank_suspects(rt.models.coder, cfg, rt.issue, sources, base.output, seed=cfg.seed,
+                                 evidence=evidence_of(state))
     ranked = [[path, name] for path, name in prefer]
     _emit(rt, "repair.rank", ranked=[f"{p}:{n}" for p, n in prefer])
     return {"ranked": ranked}
@@ -102,7 +126,7 @@ async def reproduce(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     previous: tuple[str, str] | None = None
     for attempt in range(cfg.reproduce_attempts):
         script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
-                                          previous=previous, prefer=prefer)  # type: ignore[arg-type]
+                                          previous=previous, prefer=prefer, evidence=evidence_of(state))  # type: ignore[arg-type]
         kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
         _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:])
         if kept:
@@ -120,7 +144,8 @@ async def plan(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     cfg = rt.cfg_for(ctx.node)
     sources = await rt.bench.python_sources()
     prefer = [tuple(x) for x in state.get("ranked") or []]
-    text = await make_plan(rt.models.planner, cfg, rt.issue, sources, seed=cfg.seed, prefer=prefer)  # type: ignore[arg-type]
+    text = await make_plan(rt.models.planner, cfg, rt.issue, sources, seed=cfg.seed, prefer=prefer,  # type: ignore[arg-type]
+                           evidence=evidence_of(state))
     _emit(rt, "repair.plan", plan=text)
     return {"plan": text}
 
@@ -165,7 +190,7 @@ def _policy(rt: RepairRuntime, state: Any, ctx: Any) -> RepairPolicy:
     prefer = [tuple(x) for x in state.get("ranked") or []]
     args = (rt.cfg_for(ctx.node), rt.bench, rt.models, rt.budget, rt.events, rt.issue, rt.record)
     kwargs: dict[str, Any] = {"plan": state.get("plan") or "", "prefer": prefer, "edit_cfg": rt.cfg_for(edit_node),
-                              "critique_cfg": critique_cfg}
+                              "critique_cfg": critique_cfg, "evidence": evidence_of(state)}
     value_node = next((n for n, t in steps if t == "swe.value"), None)
     if value_node is not None:
         return ValuedRepairPolicy(*args, value_cfg=rt.cfg_for(value_node), **kwargs)
@@ -177,10 +202,10 @@ async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
     await rt.sync(state)
     base = Verification.model_validate(state["base"])
     policy = rt.policy = _policy(rt, state, ctx)
-    # where the first samples look (the suspects the edits rotate over), for the outcome and the benchmark; the
+    # where the samples look (the suspects they share out, best first), for the outcome and the benchmark; the
     # sources read here are the ones the root's first samples use (the policy caches them)
     sources = await policy.sources_at("")
-    shown = suspects(policy.edit_cfg, sources, rt.issue, base.output, focus=0, prefer=policy.prefer)
+    shown = policy.ranked_windows(policy.root(base), sources)
     found = [f"{w.path}:{w.symbol}" for w in shown]
     _emit(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,
           reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=policy.edit_cfg.edit_format,
@@ -194,7 +219,7 @@ async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
         # the candidates found so far are kept; with none, the task is an infrastructure failure
         stopped = "context_exceeded" if "context" in str(exc).lower() else "model_error"
         error = f"{exc.__class__.__name__}: {exc}"
-    attempts = [{"candidate_id": a.candidate_id, "patch": a.patch, "sample": a.sample,
+    attempts = [{"candidate_id": a.candidate_id, "patch": a.patch, "sample": a.sample, "part_of": a.part_of,
                  "verification": a.verification.model_dump(mode="json")} for a in policy.attempts]
     for item in attempts:  # the value agent's judgement of each candidate, for the final pick
         judged = getattr(policy, "judged", {}).get(item["candidate_id"])
@@ -231,6 +256,8 @@ async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
 
 _NODE_TYPES = [
     NodeType("swe.baseline", baseline, None, (), ("base", "issue"), "the task's tests on the unchanged code"),
+    NodeType("swe.spectrum", spectrum, SpectrumSettings, ("base",), ("spectrum",),
+             "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs reach"),
     NodeType("swe.rank", rank, RankSettings, ("base",), ("ranked",), "the coder ranks the heuristic's suspect functions"),
     NodeType("swe.reproduce", reproduce, ReproduceSettings, ("base", "ranked"), ("reproduction", "base"),
              "blind mode: a script that fails while the bug is present, kept only if it does"),

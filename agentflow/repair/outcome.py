@@ -28,6 +28,12 @@ class Candidate(BaseModel):
     sample: int = 0
     answer: str = ""
     """The model's answer (first 4000 characters)."""
+    window: str = ""
+    """The code the answer was asked to rewrite, or with SEARCH/REPLACE edits the first window shown
+    (`path:Class.method`, or `path:START-END` for lines outside a function); empty for a split-out part."""
+    part_of: str | None = None
+    """Set on a candidate that keeps one change of another's multi-change edit (`split_edits`): not a model
+    answer of its own, so not a sample."""
 
 
 class InstanceOutcome(BaseModel):

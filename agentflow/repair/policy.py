@@ -20,9 +20,20 @@ from agentflow.budget import Budget, CallSlots
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel, ChatRequest
 from agentflow.repair.config import RepairConfig
+from agentflow.repair.edits import edit_parts
+from agentflow.repair.focus import FocusSchedule, window_key
+from agentflow.repair.localize import RunEvidence, Window
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.overlay import SourceOverlay
-from agentflow.repair.steps import ReadEdits, critique, edit_prompt, first_text, read_edits, read_rewrite
+from agentflow.repair.steps import (
+    ReadEdits,
+    critique,
+    edit_prompt,
+    first_text,
+    read_edits,
+    read_rewrite,
+    suspects,
+)
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.search.protocols import RolloutContext
 from agentflow.search.types import Action, NodeState
@@ -46,6 +57,8 @@ class Attempt:
     patch: str
     verification: Verification
     sample: int
+    part_of: str | None = None
+    """The candidate whose edit this one keeps one change of (`split_edits`); None for a model's own edit."""
 
 
 class RepairPolicy:
@@ -63,6 +76,7 @@ class RepairPolicy:
         *,
         plan: str = "",
         prefer: list[tuple[str, str]] | None = None,
+        evidence: RunEvidence | None = None,
         edit_cfg: RepairConfig | None = None,
         critique_cfg: RepairConfig | None = None,
     ) -> None:
@@ -74,12 +88,15 @@ class RepairPolicy:
         self.issue, self.record, self.plan = issue, record, plan
         self.prefer = prefer or []
         """The coder's ranking of the suspects, (path, function) best first."""
+        self.evidence = evidence
+        """What running the issue's examples and the tests showed (`swe.spectrum`), for the suspects."""
         self.iid = bench.task.instance_id
         self.attempts: list[Attempt] = []
         self.samples = 0
         self.solved = False
         """A candidate passed its tests (with `stop_on_success`, no new samples are drawn)."""
-        self._focus = 0
+        self.focus = FocusSchedule()
+        """Which suspect each sample rewrites: shares that turn down windows the model left alone."""
         self.calls = CallSlots(budget)
         """Model calls in flight, held against the model-call limit."""
         self._source_cache: dict[str, dict[str, str]] = {}
@@ -110,10 +127,18 @@ class RepairPolicy:
                 self._source_cache[patch] = await self.bench.python_sources()
             return self._source_cache[patch]
 
-    async def _sample(self, state: NodeState, sources: dict[str, str], focus: int, ctx: RolloutContext) -> Action | None:
+    def ranked_windows(self, state: NodeState, sources: dict[str, str]) -> list[Window]:
+        """The suspects of `state` (its test output counts), best first, before any sample's choice among them."""
+        return suspects(self.edit_cfg, sources, self.issue, state.data["feedback"], focus=0, prefer=self.prefer,
+                        evidence=self.evidence)
+
+    async def _sample(self, state: NodeState, sources: dict[str, str], windows: list[Window],
+                      ctx: RolloutContext) -> Action | None:
+        """One edit sample on `windows` (the first is the one to rewrite): an answer that changes nothing or cannot
+        be read is recorded and sampled again (`noop_retries`), on another window when it gave this one back."""
         cfg, hint = self.edit_cfg, ""
         parent_id = state.data["candidate_id"]
-        for retry in range(cfg.noop_retries + 1):
+        for _ in range(cfg.noop_retries + 1):
             if self.solved and self.cfg.stop_on_success:
                 return None
             with self.calls.hold():
@@ -121,7 +146,7 @@ class RepairPolicy:
                 sample = self.samples
                 cand_id = f"{self.iid}/c{sample}"
                 prompt = edit_prompt(cfg, sources, self.issue, state.data["feedback"], plan=self.plan, hint=hint,
-                                     focus=focus + retry, prefer=self.prefer)
+                                     windows=windows)
                 model = self.models.coder
                 with_node = getattr(model, "with_node", None)
                 if cfg.edit_format == "tools":
@@ -138,12 +163,20 @@ class RepairPolicy:
                         read = read_rewrite(text, sources, prompt.window)
                     else:
                         read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
+            shown = window_key(windows[0]) if windows else ""
             if read.status == "ok":
                 return Action(text=f"edit {cand_id}", data={
                     "candidate_id": cand_id, "files": read.files, "errors": read.errors, "answer": text,
-                    "finish": finish, "sample": sample,
+                    "finish": finish, "sample": sample, "window": shown,
                 })
-            self._record_failed(cand_id, parent_id, read.status, read.errors, text, finish, sample)
+            self._record_failed(cand_id, parent_id, read.status, read.errors, text, finish, sample, shown)
+            if read.declined and prompt.window is not None:
+                # the model looked at this window and found nothing to change: the next try looks elsewhere
+                # (six-2: 13 answers gave the issue's example back for a wrong window, each retried on it)
+                self.focus.decline(prompt.window)
+                windows, hint = self.focus.pick(windows), ""
+                if windows[0] != prompt.window:
+                    continue
             hint = (
                 "Your previous answer did not change the code"
                 + (f" ({'; '.join(read.errors[:2])})" if read.errors else "")
@@ -185,9 +218,10 @@ class RepairPolicy:
         return text, finish, ReadEdits("ok", changed)
 
     def _record_failed(self, cand_id: str, parent_id: str, status: str, errors: list[str], answer: str,
-                       finish: str, sample: int) -> None:
+                       finish: str, sample: int, window: str = "") -> None:
         self.record(Candidate(instance_id=self.iid, candidate_id=cand_id, parent_id=parent_id, status=status,  # type: ignore[arg-type]
-                              edit_errors=errors, finish_reason=finish, sample=sample, answer=answer[:4000]))
+                              edit_errors=errors, finish_reason=finish, sample=sample, answer=answer[:4000],
+                              window=window))
         self.events.emit("repair.resample", node_id=cand_id, parent_id=parent_id, instance_id=self.iid,
                          status=status, errors=errors[:3])
 
@@ -196,9 +230,9 @@ class RepairPolicy:
     async def propose(self, state: NodeState, k: int, ctx: RolloutContext) -> list[Action]:
         sources = await self.sources_at(state.data["patch"])
         # the k samples of one expansion share a prompt (one request with n=k where the model batches);
-        # successive expansions and chains rotate over the suspects
-        focus, self._focus = self._focus, self._focus + 1
-        found = await asyncio.gather(*(self._sample(state, sources, focus, ctx) for _ in range(k)),
+        # successive expansions and chains share out the suspects (`FocusSchedule`)
+        windows = self.focus.pick(self.ranked_windows(state, sources), k)
+        found = await asyncio.gather(*(self._sample(state, sources, windows, ctx) for _ in range(k)),
                                      return_exceptions=True)
         errors = [f for f in found if isinstance(f, BaseException)]
         actions = [f for f in found if isinstance(f, Action)]
@@ -212,17 +246,13 @@ class RepairPolicy:
     async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
         d: dict[str, Any] = action.data
         parent_patch = state.data["patch"]
-        async with self.bench.lock:
-            started = time.monotonic()  # after the lock: the attempt's own time, for its trace span
-            await self.bench.restore(parent_patch)
-            for path, content in d["files"].items():
-                await self.bench.sandbox.write_file(path, content)
-            patch, dropped = await self.bench.diff()
-            if patch.strip() == parent_patch.strip():  # it only touched test files, which are stripped
-                self._record_failed(d["candidate_id"], state.data["candidate_id"], "noop",
-                                    ["only test files changed"] + d["errors"], d["answer"], d["finish"], d["sample"])
-                return state.child(done=True, output=None, data={**state.data, "noop": True})
-            verification, _ = await self.bench.verify(patch)
+        tried = await self._verify_files(parent_patch, d["files"])
+        if tried is None:  # it only touched test files, which are stripped
+            self._record_failed(d["candidate_id"], state.data["candidate_id"], "noop",
+                                ["only test files changed"] + d["errors"], d["answer"], d["finish"], d["sample"],
+                                d.get("window", ""))
+            return state.child(done=True, output=None, data={**state.data, "noop": True})
+        patch, dropped, verification, started = tried
         feedback = verification.output
         review_cfg = self.critique_cfg
         if (verification.passed is not True and review_cfg is not None and self.models.critic is not None
@@ -231,21 +261,64 @@ class RepairPolicy:
                                     seed=review_cfg.seed + d["sample"])
             ctx.usage.add_model()
             feedback = (feedback + "\n\n" if feedback else "") + f"Reviewer's notes on this change:\n{review}"
-        self.attempts.append(Attempt(d["candidate_id"], patch, verification, d["sample"]))
-        self.record(Candidate(
-            instance_id=self.iid, candidate_id=d["candidate_id"], parent_id=state.data["candidate_id"], status="ok",
-            patch=patch, dropped_test_files=dropped, edit_errors=d["errors"], verification=verification,
-            finish_reason=d["finish"], sample=d["sample"], answer=d["answer"][:4000],
-        ))
-        self.events.emit("repair.attempt", node_id=d["candidate_id"], parent_id=state.data["candidate_id"],
-                         instance_id=self.iid, value=verification.score, passed=verification.passed,
-                         dropped_test_files=dropped, duration_s=round(time.monotonic() - started, 4))
+        self._add_attempt(state, d, d["candidate_id"], patch, dropped, verification, started)
+        chosen = {"patch": patch, "feedback": feedback, "verification": verification, "candidate_id": d["candidate_id"]}
+        if not verification.passed:
+            chosen = await self._try_parts(state, d) or chosen
+        verification = chosen["verification"]
         if verification.passed:
             self.solved = True
         done = bool(verification.passed) or state.depth + 1 >= self.cfg.max_attempts
-        return state.child(done=done, output=patch, data={
-            "patch": patch, "feedback": feedback, "verification": verification, "candidate_id": d["candidate_id"],
-        })
+        return state.child(done=done, output=chosen["patch"], data=chosen)
+
+    async def _verify_files(self, parent_patch: str, files: dict[str, str]
+                            ) -> tuple[str, list[str], Verification, float] | None:
+        """Write `files` over the parent state, take the patch and verify it: (patch, dropped test files,
+        verification, start time); None when the patch is the parent's (only test files changed)."""
+        async with self.bench.lock:
+            started = time.monotonic()  # after the lock: the attempt's own time, for its trace span
+            await self.bench.restore(parent_patch)
+            for path, content in files.items():
+                await self.bench.sandbox.write_file(path, content)
+            patch, dropped = await self.bench.diff()
+            if patch.strip() == parent_patch.strip():
+                return None
+            verification, _ = await self.bench.verify(patch)
+        return patch, dropped, verification, started
+
+    def _add_attempt(self, state: NodeState, d: dict[str, Any], cand_id: str, patch: str, dropped: list[str],
+                     verification: Verification, started: float, part_of: str | None = None) -> None:
+        self.attempts.append(Attempt(cand_id, patch, verification, d["sample"], part_of))
+        self.record(Candidate(
+            instance_id=self.iid, candidate_id=cand_id, parent_id=state.data["candidate_id"], status="ok",
+            patch=patch, dropped_test_files=dropped, edit_errors=d["errors"], verification=verification,
+            finish_reason=d["finish"], sample=d["sample"], answer=d["answer"][:4000] if part_of is None else "",
+            part_of=part_of, window=d.get("window", "") if part_of is None else "",
+        ))
+        self.events.emit("repair.attempt", node_id=cand_id, parent_id=state.data["candidate_id"],
+                         instance_id=self.iid, value=verification.score, passed=verification.passed,
+                         dropped_test_files=dropped, duration_s=round(time.monotonic() - started, 4),
+                         part_of=part_of)
+
+    async def _try_parts(self, state: NodeState, d: dict[str, Any]) -> dict[str, Any] | None:
+        """An edit that failed and changed several places: each change alone is a candidate too (no model
+        call; `split_edits`). The first part that passes is the attempt's result; None when none does."""
+        if not self.edit_cfg.split_edits:
+            return None
+        sources = await self.sources_at(state.data["patch"])
+        seen = {a.patch.strip() for a in self.attempts}
+        for number, files in enumerate(edit_parts(sources, d["files"], limit=self.edit_cfg.split_edits_limit), 1):
+            tried = await self._verify_files(state.data["patch"], files)
+            if tried is None or tried[0].strip() in seen:
+                continue
+            patch, dropped, verification, started = tried
+            seen.add(patch.strip())
+            part_id = f"{d['candidate_id']}.{number}"
+            self._add_attempt(state, d, part_id, patch, dropped, verification, started, part_of=d["candidate_id"])
+            if verification.passed:
+                return {"patch": patch, "feedback": verification.output, "verification": verification,
+                        "candidate_id": part_id}
+        return None
 
     async def rollout(self, state: NodeState, ctx: RolloutContext) -> NodeState:
         """One chain of attempts; each builds on the best state so far (an edit that broke more tests is not

@@ -20,7 +20,16 @@ from agentflow.errors import ConfigError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, declared_tool_calling
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import apply_edit, indent_of, parse_edits
-from agentflow.repair.localize import Window, file_context, rank_windows, render_window, repo_map
+from agentflow.repair.focus import rotated
+from agentflow.repair.localize import (
+    RunEvidence,
+    Window,
+    file_context,
+    file_outline,
+    rank_windows,
+    render_window,
+    repo_map,
+)
 
 EditStatus = Literal["ok", "noop", "unparsable", "apply_error"]
 
@@ -152,24 +161,19 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool) -> str:
     return ast.unparse(args)
 
 
-_ROTATION = (0, 1, 0, 2, 0, 1, 0, 3)
-"""Which suspect a sample looks at first: the top-ranked one half the time, the others in turn."""
-
-
 def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int,
-             prefer: Sequence[tuple[str, str]] = ()) -> list[Window]:
-    """Ranked code windows, the one sample number `focus` should look at first; `prefer` (the model's
-    ranking, see `rank_suspects`) follows the best-scored window."""
-    windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows, prefer=prefer)
+             prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None) -> list[Window]:
+    """Ranked code windows, the one sample number `focus` should look at first (`focus.ROTATION`); `prefer` (the model's
+    ranking, see `rank_suspects`) follows the `rank_keep` best-scored windows; `evidence`: what the issue's
+    examples and the tests ran (`agentflow.repair.spectrum`)."""
+    windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows, prefer=prefer,
+                           evidence=evidence, keep=cfg.rank_keep)
     # when tracebacks point into code, windows without a frame mostly distract a small model; but the best of
     # them stays (a function the failing one calls, where the fault often is: toolz's `last` fails, `tail` is wrong)
     framed = [w for w in windows if w.frame]
     if framed:
         windows = framed + [w for w in windows if not w.frame][:1]
-    if windows:
-        first = _ROTATION[focus % len(_ROTATION)] % len(windows)
-        windows = windows[first:] + windows[:first]
-    return windows
+    return rotated(windows, focus)
 
 
 def render_windows(sources: Mapping[str, str], windows: list[Window], budget_chars: int, *, at_least_one: bool) -> str:
@@ -185,10 +189,10 @@ def render_windows(sources: Mapping[str, str], windows: list[Window], budget_cha
 
 def code_windows(
     cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int,
-    prefer: Sequence[tuple[str, str]] = (),
+    prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None,
 ) -> tuple[str, str | None]:
     """Rendered code windows within `budget_chars`, the `focus`-th suspect first; (text, its path)."""
-    windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer)
+    windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer, evidence=evidence)
     return render_windows(sources, windows, budget_chars, at_least_one=True), (windows[0].path if windows else None)
 
 
@@ -203,12 +207,13 @@ def edit_prompt(
     focus: int = 0,
     windows: list[Window] | None = None,
     prefer: Sequence[tuple[str, str]] = (),
+    evidence: RunEvidence | None = None,
 ) -> EditPrompt:
     """The coder's prompt; `focus` rotates which window comes first, so the samples of one search look at
     different suspects instead of all at the top-ranked one. `edit_format: rewrite` asks for the first window
     rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows.
     `windows` replaces the ranked suspects, first one first (for a caller that knows where to look); `prefer`
-    is the model's ranking of the suspects (see `suspects`)."""
+    is the model's ranking of the suspects and `evidence` what running code showed (see `suspects`)."""
     fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
@@ -218,7 +223,7 @@ def edit_prompt(
     template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
     base_len = len(render(cfg, "system", values)) + len(render(cfg, template, values))
     if windows is None:
-        windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer)
+        windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer, evidence=evidence)
     windows = list(windows)
     target = windows[0] if windows else None
     if cfg.edit_format == "rewrite" and target is not None:
@@ -228,8 +233,11 @@ def edit_prompt(
         values["lines"] = f"{target.start}-{target.end}"
         limit = cfg.file_context_lines
         rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
+        outline = file_outline(sources[target.path], target, max_items=limit) if limit and not rest else ""
         if rest.strip():
             values["file"] = f"The rest of {target.path}:\n```python\n{rest}\n```\n"
+        elif outline:  # a list, not code: an outline in a code block was copied instead of the rewrite
+            values["file"] = f"What else {target.path} defines (its code is not shown):\n{outline}\n"
         windows = windows[1:]
         base_len += len(values["snippet"]) + len(values["file"])
     if cfg.edit_format == "rewrite":
@@ -273,7 +281,7 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     original_code = [line.strip() for line in original if line.strip()]
     first = original_code[0] if original_code else ""
     definition = re.match(r"(?:async\s+)?def\s+\w+", first)
-    result = ReadEdits("noop", errors=["the code came back unchanged"])
+    result = ReadEdits("noop", errors=[UNCHANGED])
     name = definition.group(0).split()[-1] if definition else ""
     for block in reversed(blocks):
         imports: list[str] = []
@@ -282,7 +290,7 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
         new = _reindent(block, original, in_class=first.startswith("class "))
         if definition and not any(line.strip().startswith(definition.group(0)) for line in new):
             if result.status == "noop":
-                result = ReadEdits("noop", errors=[f"the answer did not give the whole code back (no `{first}`)"])
+                result = ReadEdits("noop", errors=[f"{NOT_GIVEN_BACK} (no `{first}`)"])
             continue
         if [line.strip() for line in new if line.strip()] == original_code:
             continue
@@ -301,13 +309,13 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
 def _only_definition(block: str, name: str) -> tuple[str, list[str]]:
     """The definition of `name` in an answer's block, without the other statements small models add around it
     (invented imports, helpers, usage examples, the issue's snippet), and the block's imports of standard
-    library modules (the fix may use them). The block as it is when it does not parse or defines `name` other
-    than exactly once."""
+    library modules (the fix may use them). When the block does not parse, the definition alone if it does (see
+    `_complete_definition`); the block as it is when neither parses or it defines `name` other than exactly once."""
     text = textwrap.dedent(block)
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return block, []
+        return _complete_definition(text, name) or block, []
     scopes = [tree.body, *(n.body for n in tree.body if isinstance(n, ast.ClassDef))]
     found = [n for body in scopes for n in body
              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
@@ -320,6 +328,36 @@ def _only_definition(block: str, name: str) -> tuple[str, list[str]]:
                and all(_is_stdlib(a.name if isinstance(n, ast.Import) else n.module or "") for a in n.names)
                and not (isinstance(n, ast.ImportFrom) and n.level)]
     return textwrap.dedent("\n".join(lines[start - 1 : node.end_lineno])) + "\n", imports
+
+
+def _complete_definition(text: str, name: str) -> str | None:
+    """The definition of `name` in a block that does not parse as a whole: its lines from the `def` (and its
+    decorators) to the next line indented no deeper, when they parse alone and such a line follows. Small models
+    paste the failing tests' output around the function, or go on writing other functions until `max_tokens`
+    cuts the block: 2 of tabulate-1's 4 unusable rewrites held the whole function before the cut. A
+    definition that runs to the block's end may itself be cut, so it is not taken."""
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        header = re.match(rf"(\s*)(?:async\s+)?def\s+{re.escape(name)}\s*\(", line)
+        if not header:
+            continue
+        depth = len(header.group(1))
+        start = number
+        while start > 0 and lines[start - 1].strip().startswith("@") and indent_of(lines[start - 1]) == header.group(1):
+            start -= 1
+        end = number + 1
+        while end < len(lines) and (not lines[end].strip() or len(indent_of(lines[end])) > depth):
+            end += 1
+        if end == len(lines):
+            continue
+        segment = textwrap.dedent("\n".join(lines[start:end]).rstrip())
+        try:
+            tree = ast.parse(segment)
+        except SyntaxError:
+            continue
+        if len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return segment + "\n"
+    return None
 
 
 def _is_stdlib(module: str) -> bool:
@@ -353,6 +391,12 @@ def _reindent(block: str, original: list[str], *, in_class: bool) -> list[str]:
     return [indent + line if line.strip() else "" for line in textwrap.dedent("\n".join(answer)).split("\n")]
 
 
+UNCHANGED = "the code came back unchanged"
+"""The error of a rewrite answer that gave its window back as it was."""
+NOT_GIVEN_BACK = "the answer did not give the whole code back"
+"""The error of a rewrite answer without the window's function (most often the issue's example, or a test)."""
+
+
 @dataclass
 class ReadEdits:
     """What an answer's SEARCH/REPLACE blocks do to the sources (computed in memory, nothing written)."""
@@ -361,6 +405,12 @@ class ReadEdits:
     files: dict[str, str] = field(default_factory=dict)
     """New contents of the files the answer changes."""
     errors: list[str] = field(default_factory=list)
+
+    @property
+    def declined(self) -> bool:
+        """A rewrite that left its window alone: gave it back unchanged, or answered with other code than its
+        function (the issue's example, a test) -- the model found nothing to fix there."""
+        return self.status == "noop" and bool(self.errors) and self.errors[0].startswith((UNCHANGED, NOT_GIVEN_BACK))
 
 
 def read_edits(text: str, sources: Mapping[str, str], default_path: str | None, *, complete: bool) -> ReadEdits:
@@ -432,9 +482,10 @@ def code_blocks(text: str) -> list[str]:
 
 
 async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
-                    prefer: Sequence[tuple[str, str]] = ()) -> str:
+                    prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None) -> str:
     """The planner's short plan: which function is wrong and what to change."""
-    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer)
+    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
+                           evidence=evidence)
     values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "api": public_api(sources)}
     text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "plan", values),
                         max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)
@@ -442,12 +493,13 @@ async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Ma
 
 
 async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str],
-                        feedback: str = "", *, seed: int) -> list[tuple[str, str]]:
+                        feedback: str = "", *, seed: int,
+                        evidence: RunEvidence | None = None) -> list[tuple[str, str]]:
     """The model's pick among the heuristic's `rank_pool` best functions: (path, name) pairs, most likely
     first, as many as it named (at most `windows`). One short call; an answer without usable numbers gives []
     (the heuristic order stands)."""
-    pool = [w for w in rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.rank_pool)
-            if w.symbol]
+    pool = [w for w in rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.rank_pool,
+                                    evidence=evidence) if w.symbol]
     if len(pool) < 2:
         return []
     shown: list[str] = []
@@ -482,10 +534,12 @@ async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, 
 async def write_reproduction(
     model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
     previous: tuple[str, str] | None = None, prefer: Sequence[tuple[str, str]] = (),
+    evidence: RunEvidence | None = None,
 ) -> str | None:
     """A standalone script that fails while the bug is present (None when the answer holds no code).
     `previous` is an earlier try that did not count (script, output): the model sees why."""
-    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer)
+    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
+                           evidence=evidence)
     before = ""
     if previous is not None:
         before = (f"An earlier script did not reproduce the issue:\n```python\n{previous[0][:1500]}```\n"

@@ -23,7 +23,7 @@ from agentflow.repair.policy import Attempt
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.steps import code_blocks, render
 from agentflow.repair.workbench import Verification, Workbench
-from agentflow.swe.workspace import EVAL_DIR
+from agentflow.swe.workspace import EVAL_DIR, sh_command
 
 VoteTestsSettings = settings_model(
     "swe.vote_tests", ("finalists", "select_turns", "max_tokens", "temperature", "seed", "prompts", "test_timeout_s")
@@ -37,7 +37,7 @@ async def run_script(bench: Workbench, name: str, script: str, patch: str) -> tu
     await bench.sandbox.write_file(path, script)
     cmd = f"PYTHONPATH=.${{PYTHONPATH:+:$PYTHONPATH}} {bench.python} {shlex.quote(path)}"
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
-    result = await bench.sandbox.exec(f"sh -c {shlex.quote(cmd)}", env=env, timeout=min(60.0, bench.cfg.test_timeout_s))
+    result = await bench.sandbox.exec(sh_command(cmd), env=env, timeout=min(60.0, bench.cfg.test_timeout_s))
     return result.ok, f"(exit {result.exit_code})\n{result.output.strip()[-1200:]}"
 
 

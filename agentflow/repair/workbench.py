@@ -10,19 +10,22 @@ import asyncio
 import contextlib
 import re
 import shlex
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from agentflow.errors import AgentflowError
 from agentflow.repair.config import RepairConfig
+from agentflow.repair.localize import RunEvidence
+from agentflow.repair.spectrum import gather_evidence
 from agentflow.sandbox.base import Sandbox
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
-from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
+from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace, sh_command
 
 FeedbackMode = Literal["task", "repo", "none"]
 REPRO_PATH = f"{EVAL_DIR}/reproduce_issue.py"
@@ -47,16 +50,34 @@ class Verification(BaseModel):
 
 
 def summarise_failures(output: str, limit: int) -> str:
-    """The informative lines of a test log: failure headers, `E` lines, file:line locations."""
+    """What a failing pytest log says, as the next attempt's feedback: each failure's name, the lines pytest
+    marks (`>`), the values it shows (`expected = '...'`), its `E` lines and file:line locations, and the short
+    summary's FAILED/ERROR lines. The tests' own source and captured output are left out: shown a failing
+    test's code, the 1.5B model often gave back that test instead of the rewrite (5 of tabulate-1's 9 unusable
+    answers on the real set)."""
     keep = []
-    in_failure = False
+    section: str | None = None
     for line in output.splitlines():
         s = line.strip()
-        if re.match(r"^_{3,} .+ _{3,}$", s):
-            in_failure = True  # a failure section: keep the test's source and the error lines
-        elif s.startswith("=" * 5):
-            in_failure = False
-        if in_failure or s.startswith(("E ", "FAILED", "ERROR", ">")) or re.search(r"\.py:\d+", s):
+        header = re.match(r"^_{3,} (.+?) _{3,}$", s)
+        if header:
+            section = "failure"
+            keep.append(f"{header.group(1)}:")
+            continue
+        if re.match(r"^-{3,} .+ -{3,}$", s):
+            section = "captured"  # the test's printed output, which repeats the values shown above
+            continue
+        if s.startswith("=" * 5):
+            section = None
+            continue
+        if section == "captured":
+            continue
+        located = bool(re.search(r"\.py:\d+", s))
+        if section == "failure":
+            shown_value = bool(line) and not line[0].isspace() and not re.fullmatch(r"(_ )+_?", s)
+            if s.startswith((">", "E ")) or located or shown_value:
+                keep.append(line.rstrip())
+        elif s.startswith(("E ", "FAILED", "ERROR")) or located:
             keep.append(line.rstrip())
     text = "\n".join(dict.fromkeys(keep)) or output.strip()[-limit:]
     return text if len(text) <= limit else text[:limit] + "\n..."
@@ -127,7 +148,7 @@ class Workbench:
 
     async def reset(self) -> None:
         script = f"git {GIT_FLAGS} reset -q --hard {shlex.quote(self.head)} && git {GIT_FLAGS} clean -fdq -e {EVAL_DIR}"
-        result = await self.sandbox.exec(f"sh -c {shlex.quote(script)}")
+        result = await self.sandbox.exec(sh_command(script))
         if not result.ok:
             raise AgentflowError(f"resetting the workspace failed: {result.output.strip()[-300:]}")
 
@@ -141,7 +162,7 @@ class Workbench:
     async def python_sources(self) -> dict[str, str]:
         # the pathspec quoted: a shell glob would expand `*.py` to the top folder's own files (setup.py, a
         # top-level test module) and hide every package below it
-        listing = await self.sandbox.exec(f"sh -c {shlex.quote(_LIST_PYTHON)}")
+        listing = await self.sandbox.exec(sh_command(_LIST_PYTHON))
         out: dict[str, str] = {}
         for path in listing.stdout.split():
             if path.startswith(EVAL_DIR):
@@ -156,7 +177,7 @@ class Workbench:
             f"git add -A . >/dev/null 2>&1 && git -c core.quotepath=off diff --cached "
             f"--no-color --no-ext-diff {shlex.quote(self.head)}; s=$?; git reset -q >/dev/null 2>&1; exit $s"
         )
-        result = await self.sandbox.exec(f"sh -c {shlex.quote(script)}")
+        result = await self.sandbox.exec(sh_command(script))
         if not result.ok:
             raise AgentflowError(f"git diff failed: {result.output.strip()[-300:]}")
         return strip_test_files(result.stdout)
@@ -175,7 +196,7 @@ class Workbench:
         # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
         script = f"PYTHONPATH=.${{PYTHONPATH:+:$PYTHONPATH}} {self.python} {shlex.quote(REPRO_PATH)}"
         result = await self.sandbox.exec(
-            f"sh -c {shlex.quote(script)}", env=self._test_env(), timeout=min(60.0, self.cfg.test_timeout_s)
+            sh_command(script), env=self._test_env(), timeout=min(60.0, self.cfg.test_timeout_s)
         )
         return (not result.ok), result.output
 
@@ -190,6 +211,18 @@ class Workbench:
         self.repro = why is None
         self._verified.clear()  # verifications now include the script
         return self.repro, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
+
+    async def gather_evidence(self, issue: str, sources: Mapping[str, str], *,
+                              test_timeout_s: float) -> tuple[RunEvidence, dict[str, Any]]:
+        """Run the issue's examples and the repository's suite call-traced at the base commit
+        (`agentflow.repair.spectrum.gather_evidence`); the workspace is reset afterwards."""
+        async with self.lock:
+            await self.reset()
+            try:
+                return await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=self.repo_test_cmd,
+                                             test_timeout_s=test_timeout_s, env=self._test_env())
+            finally:
+                await self.reset()  # whatever the examples or the tests wrote is not part of any candidate
 
     # ------------------------------------------------------------------------------------- verification
 
@@ -245,10 +278,15 @@ class Workbench:
             return await self._verify_repo(), None
         return Verification(kind="none"), None
 
+    @property
+    def repo_test_cmd(self) -> str:
+        """The command that runs the repository's own tests (blind mode's verification)."""
+        return self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
+
     async def _verify_repo(self) -> Verification:
-        cmd = self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
+        cmd = self.repo_test_cmd
         result = await self.sandbox.exec(
-            f"sh -c {shlex.quote(cmd)}", env=self._test_env(), timeout=self.cfg.test_timeout_s
+            sh_command(cmd), env=self._test_env(), timeout=self.cfg.test_timeout_s
         )
         good, total = _counts(result.output)
         score = 1.0 if result.ok else (good / total if total else 0.0)

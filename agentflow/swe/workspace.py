@@ -152,8 +152,9 @@ def archive(repo: Path, commit: str) -> bytes:
     return _git(["archive", "--format=tar", commit, "--"], repo)
 
 
-def _sh(command: str) -> str:
-    return f"sh -c {shlex.quote(command)}"
+def sh_command(script: str) -> str:
+    """`script` as one `sh -c` command line for `Sandbox.exec` (quoted for the shell)."""
+    return f"sh -c {shlex.quote(script)}"
 
 
 async def run_checked(sandbox: Sandbox, command: str, what: str, timeout: float | None = None) -> str:
@@ -229,10 +230,10 @@ async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "pyth
             f"git {GIT_FLAGS} add -f -A . && git reset -q -- {EVAL_DIR} 2>/dev/null; "
             f"{env} git {GIT_FLAGS} commit -q --no-verify --allow-empty -m {SNAPSHOT_MESSAGE} && git rev-parse HEAD"
         )
-        head = (await run_checked(sandbox, _sh(script), "committing the base state")).strip()
+        head = (await run_checked(sandbox, sh_command(script), "committing the base state")).strip()
     await install_requirements(sandbox, task, python=python)
     for command in task.setup_commands:
-        await run_checked(sandbox, _sh(command), f"setup command {command!r}", timeout=None)
+        await run_checked(sandbox, sh_command(command), f"setup command {command!r}", timeout=None)
     return head
 
 

@@ -127,7 +127,9 @@ def test_the_viewer_of_an_eval_lists_instances_and_their_graded_tests(
     rows = {r.get_attribute("data-instance"): r.text for r in browser.find_elements("css selector", "#instances tbody tr")}
     assert set(rows) == {"inikit__inikit-1", "tabkit__tabkit-2"} and all("yes" in t for t in rows.values())
     browser.find_element("link text", "inikit__inikit-1").click()
-    graded = browser.find_element("id", "graded").text
+    # the instance page renders after the click: wait for it rather than racing it (a clean-clone CI run lost)
+    from selenium.webdriver.support.ui import WebDriverWait
+    graded = WebDriverWait(browser, 10).until(lambda b: b.find_elements("id", "graded"))[0].text
     report = json.loads((out / "report.json").read_text())["instances"]["inikit__inikit-1"]["tests_status"]
     assert f"FAIL_TO_PASS: {len(report['FAIL_TO_PASS']['success'])} pass, 0 fail" in graded
     assert 'parts = stripped.split("=", 1)' in browser.find_element("css selector", "main").text  # the patch

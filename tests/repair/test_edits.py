@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentflow.repair.edits import apply_edit, parse_edits
+from agentflow.repair.edits import apply_edit, edit_parts, parse_edits
 
 SOURCE = "def f(x):\n    if x:\n        return 1\n    return 2\n"
 
@@ -51,3 +51,24 @@ def test_an_answer_that_ended_by_itself_may_omit_the_last_end_marker():
     assert parse_edits(text).problem is not None  # possibly cut at the token cap: not trusted
     parsed = parse_edits(text, complete=True)
     assert parsed.problem is None and parsed.blocks[0].replace == "x = 2"
+
+
+def test_an_edit_of_several_places_splits_into_one_part_per_change():
+    before = {"m.py": "def f(x):\n    y = 2\n    if x >= 3:\n        return y\n    return 0\n", "n.py": "a = 1\n"}
+    after = {"m.py": "def f(x, y=Cache):\n    y = 2\n    if x > 3:\n        return y\n    return 0\n",
+             "n.py": "a = 2\n"}
+    parts = edit_parts(before, after, limit=4)
+    assert parts == [
+        {"m.py": "def f(x, y=Cache):\n    y = 2\n    if x >= 3:\n        return y\n    return 0\n"},
+        {"m.py": "def f(x):\n    y = 2\n    if x > 3:\n        return y\n    return 0\n"},
+        {"n.py": "a = 2\n"},
+    ]
+    assert edit_parts(before, after, limit=2) == []  # three changes: a rewrite, not a fix with a slip
+    one = {"m.py": before["m.py"].replace(">=", ">")}
+    assert edit_parts(before, one, limit=4) == []  # nothing to split
+    # a part that leaves the file unparsable (half of an if/else) is not a candidate
+    broken_before = {"m.py": "if a:\n    x = 1\nz = 0\nz = 0\nb = 2\n"}
+    broken_after = {"m.py": "if a:\n    pass\nz = 0\nz = 0\nb = 3\n"}
+    assert len(edit_parts(broken_before, broken_after, limit=4)) == 2
+    unparsable = {"m.py": "if a:\nz = 0\nz = 0\nb = 3\n"}
+    assert edit_parts(broken_before, unparsable, limit=4) == [{"m.py": "if a:\n    x = 1\nz = 0\nz = 0\nb = 3\n"}]

@@ -1,5 +1,5 @@
 """The coder's ranking of the suspects: its numbers pick functions of the heuristic's pool, and its picks
-follow the best-scored suspect (the heuristic's order fills the rest)."""
+follow the heuristic's best-scored suspects (`rank_keep`; the heuristic's order fills the rest)."""
 
 from __future__ import annotations
 
@@ -50,13 +50,18 @@ def test_numbers_outside_the_list_repeats_and_prose_are_ignored(tmp_path: Path):
     assert len(rank(tmp_path, "1, 2, 3, 4", "windows=2")[0]) == 2  # no more picks than suspects
 
 
-def test_picks_follow_the_best_scored_suspect_and_the_heuristic_fills_the_rest():
+def test_picks_follow_the_best_scored_suspects_and_the_heuristic_fills_the_rest():
     plain = [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3)]
-    preferred = [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3, prefer=[("pkg/values.py", "to_bool")])]
+    picks = [("pkg/values.py", "to_bool")]
+    preferred = [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3, prefer=picks, keep=1)]
     assert plain == ["lookup", "getbool", "to_bool"] and preferred == ["lookup", "to_bool", "getbool"]
-    cfg = load_repair_config(["edit_format=rewrite"])
-    prompt = edit_prompt(cfg, SOURCES, ISSUE, "", focus=1, prefer=[("pkg/values.py", "to_bool")])
-    assert prompt.window is not None and prompt.window.symbol == "to_bool"  # the second suspect's turn
+    # the heuristic's best two keep their places (`rank_keep`, default 2), the picks follow them
+    assert [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3, prefer=picks, keep=2)] == plain
+    assert rank_windows(SOURCES, ISSUE, limit=3, prefer=picks)[0].symbol == "to_bool"  # keep=0: the picks first
+    for keep, second in ((1, "to_bool"), (2, "getbool")):
+        cfg = load_repair_config(["edit_format=rewrite", f"rank_keep={keep}"])
+        prompt = edit_prompt(cfg, SOURCES, ISSUE, "", focus=1, prefer=picks)
+        assert prompt.window is not None and prompt.window.symbol == second  # the second suspect's turn
 
 
 def test_a_repository_with_one_candidate_asks_nothing(tmp_path: Path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -170,9 +171,12 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     assert verdicts == [("test_cmd", False, None), ("test_cmd", True, False), ("test_cmd", False, None),
                         ("test_cmd", False, None)]
     # the suite runs once per distinct patch, not once per sample: samples that agree share a verification
-    suite = [e for e in events if e["kind"] == "sandbox.exec" and "pytest -q -p no:cacheprovider" in e["data"]["command"]]
+    runs = [e["data"]["command"] for e in events
+            if e["kind"] == "sandbox.exec" and "pytest -q -p no:cacheprovider" in e["data"]["command"]]
+    suite = [c for c in runs if "agentflow_spectrum" not in c]
     distinct = {c["patch"].strip() for c in cands}
     assert len(distinct) < len(cands) and len(suite) == 2 + len(distinct)  # the base before and after the script
+    assert len(runs) - len(suite) == 1  # and once more, call-traced, for the spectrum (swe.spectrum)
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["feedback"] == "repo" and outcome["reproduced"] is True
     # the scripted ranking named the 4th and 1st of the heuristic's pool: loads() and get()
@@ -202,3 +206,74 @@ def test_a_tool_calling_model_edits_with_the_editor_tools(docker_image: str, tmp
     # the edit's four model calls and three tool calls all count in the rollout's usage
     rollout = next(e["data"] for e in events if e["kind"] == "search.node" and e["data"]["action"] == "rollout 0")
     assert rollout["usage"]["model_calls"] == 4 and rollout["usage"]["tool_calls"] == 3
+
+
+def test_a_fix_beside_a_slip_is_found_by_verifying_each_change_alone(docker_image: str, tmp_path: Path):
+    """One answer fixes the bug and, a few lines above, breaks section names: the edit fails its tests, so
+    each change is verified alone (no model call); the part with the fix passes and is submitted. Parts are
+    candidates, not samples, and do not vote."""
+    from .conftest import scripted_cassette
+
+    answer = (
+        "inikit/parser.py\n<<<<<<< SEARCH\n            current = normalize_name(stripped[1:-1])\n=======\n"
+        "            current = normalize_name(stripped[1:])\n>>>>>>> REPLACE\n"
+        "inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split(\"=\")\n=======\n"
+        "        parts = stripped.split(\"=\", 1)\n>>>>>>> REPLACE\nEND_EDITS"
+    )
+    cassette = scripted_cassette(tmp_path / "c.json", ["1", answer])  # rank, edit
+    out = tmp_path / "run"
+    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
+            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-c", "max_attempts=1"]
+    assert repair(out, docker_image, *args) == 0
+    cands = read_jsonl(out / "candidates.jsonl")
+    assert [(c["candidate_id"].split("/")[1], c["part_of"], c["verification"]["passed"]) for c in cands] == [
+        ("c1", None, False),
+        ("c1.1", "inikit__inikit-1/c1", False),  # the slip alone
+        ("c1.2", "inikit__inikit-1/c1", True),   # the fix alone
+    ]
+    assert '+        parts = stripped.split("=", 1)' in cands[2]["patch"] and "stripped[1:])" not in cands[2]["patch"]
+    outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
+    assert outcome["chosen"] == "inikit__inikit-1/c1.2" and outcome["samples"] == 1
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]
+    # without splitting, the one answer is all there is
+    again = tmp_path / "again"
+    assert repair(again, docker_image, *args, "-c", "split_edits=false") == 0
+    assert [c["candidate_id"].split("/")[1] for c in read_jsonl(again / "candidates.jsonl")] == ["c1"]
+    assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
+
+
+def test_windows_given_back_unchanged_send_the_next_samples_to_the_suspects_not_yet_looked_at(
+    docker_image: str, tmp_path: Path
+):
+    """inikit-1's suspects are Config.get, normalize_name, Config._typed, then the faulty `loads`. The model gives
+    the first three back unchanged; each retry goes to a suspect not yet declined, so the fourth sample reaches
+    `loads` (a fixed rotation would have shown the top window again), and its fix resolves the task."""
+    from agentflow.repair.config import RepairConfig
+    from agentflow.repair.steps import issue_text, suspects
+
+    from .conftest import scripted_cassette
+
+    repo = ROOT / "examples" / "swe-tasks" / "repos" / "inikit"
+    sources = {str(p.relative_to(repo)): p.read_text() for p in repo.rglob("*.py")}
+    task = next(row for row in read_jsonl(TASKS_FILE) if row["instance_id"] == "inikit__inikit-1")
+    windows = suspects(RepairConfig(), sources, issue_text(task["problem_statement"], task["hints_text"]), "", focus=0)
+    assert [w.symbol for w in windows] == ["Config.get", "normalize_name", "Config._typed", "loads"]
+
+    def given_back(window, fix=("", "")):  # the window's code as the model would answer it
+        lines = sources[window.path].split("\n")[window.start - 1 : window.end]
+        return "```python\n" + textwrap.dedent("\n".join(lines)).replace(*fix) + "\n```"
+
+    answers = [given_back(w) for w in windows[:3]]
+    answers.append(given_back(windows[3], ('stripped.split("=")', 'stripped.split("=", 1)')))
+    cassette = scripted_cassette(tmp_path / "c.json", answers)
+    out = tmp_path / "run"
+    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
+            "-c", "concurrency=1", "-c", "edit_format=rewrite", "-c", "max_attempts=1", "-c", "noop_retries=3",
+            "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false"]
+    assert repair(out, docker_image, *args) == 0
+    cands = read_jsonl(out / "candidates.jsonl")
+    assert [(c["status"], c["edit_errors"]) for c in cands[:3]] == [("noop", ["the code came back unchanged"])] * 3
+    assert cands[3]["status"] == "ok" and '+        parts = stripped.split("=", 1)' in cands[3]["patch"]
+    # each candidate says which window its answer was asked to rewrite
+    assert [c["window"] for c in cands[:4]] == [f"{w.path}:{w.symbol}" for w in windows]
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]

@@ -65,6 +65,22 @@ def test_only_the_rewritten_function_is_taken_with_the_standard_imports_it_needs
     assert read_rewrite(padded, SOURCES, WINDOW).status == "noop"
 
 
+def test_a_whole_function_before_the_cut_of_a_block_that_does_not_parse_is_the_rewrite():
+    """An answer that pastes test output around the function, or writes on until max_tokens cuts it: the
+    function alone parses, so it is taken; a function the cut may have reached is not."""
+    fixed = "def hit_rate(self):\n    total = self.hits + self.misses\n    return self.hits / total if total else 0.0\n"
+    pasted = ("```python\ndef test_rate():\n    assert Stats().hit_rate() == 0.0\ntest/test_stats.py:3:\n"
+              "E   ZeroDivisionError\n\n" + fixed + "\ndef summary(self):\n    return (self.hits,\n")  # cut here
+    read = read_rewrite(pasted, SOURCES, WINDOW)
+    assert read.status == "ok"
+    assert read.files["pkg/stats.py"] == SOURCE.replace(
+        "        return self.hits / (self.hits + self.misses)\n",
+        "        total = self.hits + self.misses\n        return self.hits / total if total else 0.0\n")
+    # the function runs to the end of the cut block: its last lines may be missing, so it is not taken
+    cut_inside = "```python\nprint(Stats(\n\n" + fixed.rsplit("\n    return", 1)[0] + "\n"
+    assert read_rewrite(cut_inside, SOURCES, WINDOW).status == "apply_error"
+
+
 def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
     same = "```python\ndef hit_rate(self):\n    return self.hits / (self.hits + self.misses)\n```"
     assert read_rewrite(same, SOURCES, WINDOW).status == "noop"
@@ -72,6 +88,11 @@ def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
     broken = "```python\ndef hit_rate(self:\n    return 0\n```"
     read = read_rewrite(broken, SOURCES, WINDOW)
     assert read.status == "apply_error" and "does not parse" in read.errors[0]
+    # which of them say the model left the window alone (the search then looks at another suspect)
+    example = "```python\nfrom pkg import Stats\nprint(Stats().hit_rate())\n```"  # the issue's example back
+    assert read_rewrite(example, SOURCES, WINDOW).status == "noop"
+    assert [read_rewrite(a, SOURCES, WINDOW).declined for a in (same, example, "No code.", broken)] == [
+        True, True, False, False]
 
 
 def test_the_prompt_shows_the_window_at_column_zero():
@@ -141,7 +162,7 @@ def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_cod
 
 
 def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
-    from agentflow.repair.localize import file_context
+    from agentflow.repair.localize import file_context, file_outline
 
     cfg = load_repair_config(["edit_format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
@@ -152,15 +173,22 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
     assert text.count("return self.hits / (self.hits + self.misses)") == 1
     off = edit_prompt(cfg.model_copy(update={"file_context_lines": 0}), SOURCES, "hit_rate fails", "", focus=0)
     assert "The rest of" not in (off.messages[-1].content or "")
-    # a long file: imports, module names and signatures, bodies elided
+    # a long file: what it defines, as a list (not code a small model would copy back)
     body = "\n".join(f"    x{i} = {i}" for i in range(30))
-    source = (f'"""Doc."""\nimport re\n\nLIMIT = 3\n\n\nclass ParseError(ValueError):\n    pass\n\n\n'
+    source = (f'"""Doc."""\nimport re\n\nLIMIT = 3\n\n\nclass ParseError(ValueError):\n    def where(self):\n        pass\n\n\n'
               f"def parse(text, *, strict=False):\n{body}\n    return x1\n\n\ndef dump(data):\n{body}\n    return ''\n")
-    window = Window("m.py", 45, 76, 1.0, "dump")
-    outline = file_context(source, window, max_lines=20).split("\n")
-    assert outline == ["import re", "LIMIT = 3", "class ParseError(ValueError):", "    ...",
-                       "def parse(text, *, strict=False):"]
-    assert "    x0 = 0" not in outline and not any("def dump" in line for line in outline)
+    window = Window("m.py", 46, 77, 1.0, "dump")
+    assert file_context(source, window, max_lines=20) == ""
+    assert file_outline(source, window, max_items=20).split("\n") == [
+        "- imports: re", "- module-level names: LIMIT", "- class ParseError(ValueError): methods where",
+        "- function parse(text, *, strict=False)"]
+    long_sources = {"m.py": source}
+    prompt = edit_prompt(cfg.model_copy(update={"file_context_lines": 20}), long_sources, "dump gives the wrong value", "",
+                         focus=0)
+    text = prompt.messages[-1].content or ""
+    assert prompt.window is not None and prompt.window.symbol == "dump"
+    assert "What else m.py defines (its code is not shown):\n- imports: re\n" in text
+    assert text.count("```python\n") == 1  # one code block: the window to rewrite
 
 
 def test_a_rewrite_of_a_long_window_may_answer_past_max_tokens_to_give_it_back_whole():

@@ -98,7 +98,7 @@ def test_agentflow_run_runs_a_repair_workflow_from_its_input(docker_image: str, 
     run_dir = Path(printed["run_dir"])
     assert run_dir.parent == tmp_path / "runs"
     ran = [e["node_id"].split("/", 1)[1] for e in read_jsonl(run_dir / "events.jsonl") if e["kind"] == "node.start"]
-    assert ran == ["baseline", "rank", "reproduce", "plan", "search", "choose"]
+    assert ran == ["baseline", "spectrum", "rank", "reproduce", "plan", "search", "choose"]
     # a repair workflow takes no --workspace: the repository comes from the input
     assert run(["run", "repair", "--input", state, "--workspace", str(tmp_path)]) == 2
     assert "repair workflow" in capsys.readouterr().err
