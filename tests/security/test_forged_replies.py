@@ -57,8 +57,10 @@ while time.time() < end:
             note(f"signal {sig.name}", True)
         except OSError:
             note(f"signal {sig.name}", False)
-    with open("/tmp/attack.json", "w") as fh:
+    # written aside and renamed: the host may read the report at any moment, never half-written
+    with open("/tmp/attack.json.part", "w") as fh:
         json.dump(tried, fh)
+    os.replace("/tmp/attack.json.part", "/tmp/attack.json")
     time.sleep(0.01)
 '''
 
@@ -70,6 +72,10 @@ async def test_a_daemon_in_the_sandbox_cannot_forge_replies(docker_image: str) -
         assert sb.agent_dumpable is False  # the agent's /proc entries are closed to sandboxed processes
         await sb.write_file("/tmp/attack.py", ATTACK)
         await sb.write_file("truth.txt", "the real content\n")
+        # The file is the sandbox's own: the daemon may rewrite it (it reopens every fd it finds under
+        # /proc/*/fd for writing, grep's open truth.txt among them), and a read would then truly return its
+        # writes. Read-only, no process in there can change it, so any other content would be a forged reply.
+        assert (await sb.exec("chmod 0444 truth.txt")).ok
         started = await sb.exec("setsid python3 /tmp/attack.py >/dev/null 2>&1 </dev/null &")
         assert started.ok
         await asyncio.sleep(2)  # the daemon is spraying forged replies by now
