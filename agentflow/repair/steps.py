@@ -218,7 +218,7 @@ def edit_prompt(
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
         "plan": f"Plan:\n{plan.strip()}\n" if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
-        "file": "",
+        "file": "", "opening": "",
     }
     template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
     base_len = len(render(cfg, "system", values)) + len(render(cfg, template, values))
@@ -231,6 +231,10 @@ def edit_prompt(
         values["snippet"] = textwrap.dedent("\n".join(lines))  # at column 0: models re-indent a first line
         values["symbol"] = f"`{target.symbol}`" if target.symbol else "this code"
         values["lines"] = f"{target.start}-{target.end}"
+        # the answer's first line named: answers that began elsewhere were mostly the issue's example or a test
+        # (29 of the 79 noops of the whole real set's best-of-8 run gave no `def` of the window back)
+        opening = re.match(r"\s*((?:async\s+)?def\s+\w+\()", values["snippet"])
+        values["opening"] = f", starting with `{opening.group(1)}`" if opening else ""
         limit = cfg.file_context_lines
         rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
         outline = file_outline(sources[target.path], target, max_items=limit) if limit and not rest else ""

@@ -101,6 +101,16 @@ def test_the_prompt_shows_the_window_at_column_zero():
     text = prompt.messages[-1].content or ""
     assert prompt.window is not None and prompt.window.symbol == "Stats.hit_rate"
     assert "```python\ndef hit_rate(self):\n    return self.hits" in text
+    # the answer's opening is named, so the model gives the function back rather than the example
+    assert "block, starting with `def hit_rate(` and nothing else" in " ".join(text.split())
+
+
+def test_a_window_that_is_not_a_function_names_no_opening():
+    cfg = load_repair_config(["edit_format=rewrite"])
+    lines = Window("pkg/__init__.py", 1, 2, 5.0, None)
+    prompt = edit_prompt(cfg, SOURCES, "the version is wrong", "", windows=[lines])
+    text = " ".join((prompt.messages[-1].content or "").split())
+    assert "starting with" not in text and "```python block and nothing else" in text
 
 
 def test_public_api_lists_what_a_script_may_import_and_how_to_call_it():
