@@ -12,8 +12,8 @@ from typing import Any
 from agentflow.repair.nodekit import emit, runtime
 from agentflow.repair.runtime import settings_model
 from agentflow.repair.steps import ask, render
+from agentflow.sandbox.base import sh_command
 from agentflow.search.testparse import parse_pytest_summary
-from agentflow.swe.workspace import sh_command
 
 RegressionSettings = settings_model("swe.regression", ("regression_pool", "test_timeout_s", "seed", "prompts"))
 

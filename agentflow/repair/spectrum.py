@@ -31,9 +31,9 @@ from typing import Any
 
 from agentflow.errors import SandboxError
 from agentflow.repair.localize import RunEvidence, symbols
-from agentflow.sandbox.base import Sandbox
+from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.patch import is_test_path
-from agentflow.swe.workspace import EVAL_DIR, sh_command
+from agentflow.swe.workspace import EVAL_DIR
 
 TRACE_DIR = f"{EVAL_DIR}/spectrum"
 """Where the tracer, the plugin and their reports live (the git-excluded scratch folder)."""

@@ -23,7 +23,8 @@ from agentflow.repair.policy import Attempt
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.steps import code_blocks, render
 from agentflow.repair.workbench import Verification, Workbench
-from agentflow.swe.workspace import EVAL_DIR, sh_command
+from agentflow.sandbox.base import sh_command
+from agentflow.swe.workspace import EVAL_DIR
 
 VoteTestsSettings = settings_model(
     "swe.vote_tests", ("finalists", "select_turns", "max_tokens", "temperature", "seed", "prompts", "test_timeout_s")

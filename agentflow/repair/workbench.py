@@ -19,13 +19,13 @@ from agentflow.errors import AgentflowError
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.spectrum import gather_evidence
-from agentflow.sandbox.base import Sandbox
+from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
-from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace, sh_command
+from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
 
 FeedbackMode = Literal["task", "repo", "none"]
 REPRO_PATH = f"{EVAL_DIR}/reproduce_issue.py"

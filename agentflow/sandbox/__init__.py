@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentflow.config import validate_config
 from agentflow.errors import ConfigError, UserError
-from agentflow.sandbox.base import ExecResult, FileEntry, Sandbox, SandboxInfo
+from agentflow.sandbox.base import ExecResult, FileEntry, Sandbox, SandboxInfo, sh_command
 from agentflow.sandbox.config import DEFAULT_IMAGE, SandboxConfig
 
 if TYPE_CHECKING:
@@ -113,5 +113,6 @@ __all__ = [
     "SandboxPool",
     "ensure_image",
     "open_sandbox",
+    "sh_command",
     "start_sandbox",
 ]

@@ -3,9 +3,15 @@ security boundary). This module imports nothing heavy."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+
+def sh_command(script: str) -> str:
+    """`script` as one `sh -c` command line for `Sandbox.exec` (quoted for the shell)."""
+    return f"sh -c {shlex.quote(script)}"
 
 
 class ExecResult(BaseModel):

@@ -30,7 +30,7 @@ from agentflow.errors import AgentflowError, UserError
 from agentflow.executors.base import Executor, InProcessExecutor, open_executor
 from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 from agentflow.paths import child_dir
-from agentflow.sandbox.base import Sandbox
+from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.secrets import redact
 from agentflow.swe.guard import restore_test_infra
@@ -69,9 +69,7 @@ async def _reset_test_files(sandbox: Sandbox, test_patch: str) -> None:
     """Undo a model's edits to the files the test patch touches (the evaluator owns those)."""
     for path in changed_paths(test_patch):
         q = shlex.quote(path)
-        await sandbox.exec(
-            f"sh -c {shlex.quote(f'if git cat-file -e HEAD:{q} 2>/dev/null; then git checkout -q HEAD -- {q}; else rm -f {q}; fi')}"
-        )
+        await sandbox.exec(sh_command(f"if git cat-file -e HEAD:{q} 2>/dev/null; then git checkout -q HEAD -- {q}; else rm -f {q}; fi"))
 
 
 async def run_prediction(

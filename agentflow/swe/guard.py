@@ -17,7 +17,7 @@ import shlex
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from agentflow.sandbox.base import Sandbox
+from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.patch import SCRATCH_DIR, parse_patch
 
 INFRA_NAMES = frozenset(
@@ -86,7 +86,7 @@ async def restore_test_infra(sandbox: Sandbox, patch: str, *, base: str = "HEAD"
     for path in paths:
         q, ref = shlex.quote(path), shlex.quote(f"{base}:{path}")
         script = f"if git cat-file -e {ref} 2>/dev/null; then git checkout -q {shlex.quote(base)} -- {q}; else rm -rf -- {q}; fi"
-        res = await sandbox.exec(f"sh -c {shlex.quote(script)}")
+        res = await sandbox.exec(sh_command(script))
         if not res.ok:
             from agentflow.errors import SandboxError
 

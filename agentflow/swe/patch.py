@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from agentflow.sandbox.base import Sandbox
+from agentflow.sandbox.base import Sandbox, sh_command
 
 APPLY_COMMANDS = ("git apply --verbose", "patch --batch --fuzz=5 -p1 -i")
 """SWE-bench's commands; the diff is given on stdin (`-` / no `-i`), so nothing is left in the workspace."""
@@ -185,7 +185,7 @@ async def workspace_diff(sandbox: Sandbox, base: str = "HEAD", *, exclude_tests:
         f"--no-color --no-ext-diff {shlex.quote(base)} -- . ':(exclude){SCRATCH_DIR}'; status=$?; "
         "git reset -q >/dev/null 2>&1; exit $status"
     )
-    result = await sandbox.exec(f"sh -c {shlex.quote(script)}")
+    result = await sandbox.exec(sh_command(script))
     if not result.ok:
         from agentflow.errors import SandboxError
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentflow.sandbox.base import ExecResult, Sandbox
+from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 
 PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"
 _STATUSES = frozenset((PASSED, FAILED, SKIPPED, ERROR, XFAIL))
@@ -174,7 +174,7 @@ async def _run_command(
     prefix = f"PYTHONPATH=\"$PWD/{scratch}:$PWD/{scratch}/site${{PYTHONPATH:+:$PYTHONPATH}}\" {extra_env}"
     kwargs: dict[str, Any] = {"side_channel": True} if side_channel else {}
     result = await sandbox.exec(
-        f"sh -c {shlex.quote(prefix + command)}", env=dict(env or {}) or None, timeout=timeout, **kwargs
+        sh_command(prefix + command), env=dict(env or {}) or None, timeout=timeout, **kwargs
     )
     log = f"$ {command}\n(exit {result.exit_code}{', timed out' if result.timed_out else ''})\n{result.output[-20000:]}"
     return result, log

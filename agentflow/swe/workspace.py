@@ -28,7 +28,7 @@ from pathlib import Path
 
 from agentflow.config import cache_dir
 from agentflow.errors import SandboxError, UserError
-from agentflow.sandbox.base import Sandbox
+from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.patch import SCRATCH_DIR
 from agentflow.swe.tasks import SWETask
 
@@ -150,11 +150,6 @@ def _cache_lock(root: Path) -> Iterator[None]:
 def archive(repo: Path, commit: str) -> bytes:
     """Tar of the tree at `commit`."""
     return _git(["archive", "--format=tar", commit, "--"], repo)
-
-
-def sh_command(script: str) -> str:
-    """`script` as one `sh -c` command line for `Sandbox.exec` (quoted for the shell)."""
-    return f"sh -c {shlex.quote(script)}"
 
 
 async def run_checked(sandbox: Sandbox, command: str, what: str, timeout: float | None = None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentflow.sandbox import SandboxPool, open_sandbox
+from agentflow.sandbox import SandboxPool, open_sandbox, sh_command
 
 
 async def test_local_exec_files_timeout():
@@ -21,6 +21,13 @@ async def test_local_exec_files_timeout():
     import os
 
     assert not os.path.exists(sb.workdir)  # the temp dir is removed
+
+
+async def test_a_script_passes_through_sh_command_as_written():
+    script = """x='it'"'"'s'; printf '%s|%s\\n' "$x" "$(echo a;  echo b)"; exit 4"""
+    async with open_sandbox("local") as sb:
+        res = await sb.exec(sh_command(script) + " && echo not-reached")
+    assert res.exit_code == 4 and res.stdout == "it's|a\nb\n"  # quotes, $( ), exit status kept, one command
 
 
 async def test_local_pool_snapshot_restore():
