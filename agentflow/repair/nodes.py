@@ -123,10 +123,11 @@ async def reproduce(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
         return {"reproduction": {"kept": None}}
     sources = await bench.python_sources()
     prefer = [tuple(x) for x in state.get("ranked") or []]
+    evidence = evidence_of(state)
     previous: tuple[str, str] | None = None
     for attempt in range(cfg.reproduce_attempts):
         script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
-                                          previous=previous, prefer=prefer, evidence=evidence_of(state))  # type: ignore[arg-type]
+                                          previous=previous, prefer=prefer, evidence=evidence)  # type: ignore[arg-type]
         kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
         _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:])
         if kept:

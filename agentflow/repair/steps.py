@@ -32,6 +32,8 @@ from agentflow.repair.localize import (
 )
 
 EditStatus = Literal["ok", "noop", "unparsable", "apply_error"]
+_DEF = re.compile(r"(?:async\s+)?def\s+\w+")
+"""The start of a function's `def` line, up to its name."""
 
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
@@ -233,7 +235,7 @@ def edit_prompt(
         values["lines"] = f"{target.start}-{target.end}"
         # the answer's first line named: answers that began elsewhere were mostly the issue's example or a test
         # (29 of the 79 noops of the whole real set's best-of-8 run gave no `def` of the window back)
-        opening = re.match(r"\s*((?:async\s+)?def\s+\w+\()", values["snippet"])
+        opening = re.match(rf"\s*({_DEF.pattern}\()", values["snippet"])
         values["opening"] = f", starting with `{opening.group(1)}`" if opening else ""
         limit = cfg.file_context_lines
         rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
@@ -284,7 +286,7 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     original = old_lines[window.start - 1 : window.end]
     original_code = [line.strip() for line in original if line.strip()]
     first = original_code[0] if original_code else ""
-    definition = re.match(r"(?:async\s+)?def\s+\w+", first)
+    definition = _DEF.match(first)
     result = ReadEdits("noop", errors=[UNCHANGED])
     name = definition.group(0).split()[-1] if definition else ""
     for block in reversed(blocks):
