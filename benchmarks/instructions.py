@@ -8,7 +8,7 @@ The checkers only grade: no workflow sees them (decrim's critic writes its own c
 run in the sandbox). plangen's UCB statistics carry over from one prompt to the next.
 
 Run: .venv/bin/python benchmarks/instructions.py [--limit N] [--seed S] [--model SPEC] [--methods ...]
-[--sandbox docker|local] (default: every prompt, the embedded local:qwen2.5-coder-1.5b, Docker).
+[--sandbox docker|local] [--journal FILE] (default: every prompt, the embedded local:qwen2.5-coder-1.5b, Docker).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import sys
 import time
 from typing import Any
 
-from codegen import run_one  # this folder is on sys.path when the script runs
+from _journal import Journal  # this folder is on sys.path when the script runs
+from codegen import run_one
 
 from agentflow.graph import spec_from_dict
 from agentflow.graph.loader import load_workflow
@@ -29,6 +30,20 @@ from agentflow.models.spec import load_model
 from agentflow.sandbox import open_sandbox
 
 METHODS = ("single", "decrim", "plangen")
+
+
+async def answer(spec: Any, method: str, item: Any, ucb: dict[str, Any], model: Any, sb: Any) -> dict[str, Any]:
+    """One method on one prompt, graded by the set's checkers (which the workflow never sees), with its cost."""
+    start = time.monotonic()
+    inputs: dict[str, Any] = {"prompt": item.prompt}
+    if method == "plangen":
+        inputs |= {"kind": "text", "ucb": ucb}
+    state, budget = await run_one(spec, inputs, model, sb)
+    graded = item.grade(state.get("response") or "")
+    return {"all": graded["all"], "held": sum(c["ok"] for c in graded["checks"]), "checks": len(graded["checks"]),
+            "failed": [c["kind"] for c in graded["checks"] if not c["ok"]], "calls": budget.used.model_calls,
+            "tokens": budget.used.tokens, "error": state.get("error"), "algorithm": state.get("algorithm"),
+            "wall_s": round(time.monotonic() - start, 1), "ucb": state.get("ucb") if method == "plangen" else None}
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -43,30 +58,29 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     model = load_model(args.model)
     out: dict[str, Any] = {"prompts": len(items), "model": args.model, "seed": args.seed, "limit": args.limit}
     rows: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
+    journal = Journal(args.journal, {"model": args.model, "seed": args.seed, "limit": args.limit,
+                                     "sandbox": args.sandbox})
     ucb: dict[str, Any] = {}
     try:
         async with open_sandbox(args.sandbox) as sb:
             for method in methods:
-                start = time.monotonic()
                 for item in items:
-                    inputs: dict[str, Any] = {"prompt": item.prompt}
-                    if method == "plangen":
-                        inputs |= {"kind": "text", "ucb": ucb}
-                    state, budget = await run_one(specs[method], inputs, model, sb)
-                    ucb = state.get("ucb", ucb) if method == "plangen" else ucb
-                    graded = item.grade(state.get("response") or "")
-                    rows[method].append({"id": item.id, "all": graded["all"], "held": sum(c["ok"] for c in graded["checks"]),
-                                         "checks": len(graded["checks"]), "calls": budget.used.model_calls,
-                                         "tokens": budget.used.tokens, "error": state.get("error")})
-                    print(json.dumps({"method": method, **rows[method][-1]}), file=sys.stderr, flush=True)
+                    row = journal.done(method, item.id)
+                    if row is None:
+                        row = journal.add(method, item.id, await answer(specs[method], method, item, ucb, model, sb))
+                        print(json.dumps({k: v for k, v in row.items() if k not in ("settings", "ucb")}),
+                              file=sys.stderr, flush=True)
+                    ucb = row.get("ucb") or ucb
+                    rows[method].append({k: v for k, v in row.items() if k not in ("settings", "ucb", "method")})
                 r = rows[method]
                 out[f"all_{method}"] = round(sum(x["all"] for x in r) / len(r), 4)
                 out[f"constraints_{method}"] = round(sum(x["held"] for x in r) / sum(x["checks"] for x in r), 4)
                 out[f"calls_{method}"] = round(sum(x["calls"] for x in r) / len(r), 2)
                 out[f"tokens_{method}"] = round(sum(x["tokens"] for x in r) / len(r), 1)
-                out[f"wall_s_{method}"] = round(time.monotonic() - start, 1)
+                out[f"wall_s_{method}"] = round(sum(x["wall_s"] for x in r), 1)
     finally:
         await model.aclose()
+    out["commits"] = journal.commits()
     out["per_prompt"] = rows
     return out
 
@@ -78,4 +92,6 @@ if __name__ == "__main__":
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--sandbox", default="docker", choices=["docker", "local"])
+    ap.add_argument("--journal", default=None, help="JSON lines of finished prompts: a rerun with it goes on where "
+                                                     "it stopped")
     print(json.dumps(asyncio.run(main(ap.parse_args()))))

@@ -3,7 +3,8 @@
     instruct.respond  answer the prompt                                                -> response
     instruct.critic   DeCRIM's critic: each constraint checked; one checkable by code is
                       checked by a function the critic writes, run in the sandbox
-                      ("strong feedback"), the others judged by the model             -> critique, all_pass, checks
+                      ("strong feedback"), the others judged by the model; an answer
+                      worse than the best so far is replaced by that best           -> critique, all_pass, checks, best
     instruct.refine   rewrite the response so the failed constraints hold               -> response, rounds
     instruct.search   PlanGEN's search over outlines and responses, scored by the
                       verification agent against the constraints                        -> response, reward, candidates
@@ -14,6 +15,7 @@ constraint text the decomposition produced.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -31,8 +33,9 @@ CRITIC = """Constraint: {constraint}
 
 Can this constraint be checked exactly by a short Python function of the response text (word or sentence \
 counts, required or forbidden words or characters, bullet points, JSON, how it starts or ends)?
-- If yes: reply only with a ```python block defining `def check(response: str) -> bool` that returns True \
-when the constraint holds.
+- If yes: reply only with a ```python block defining `def check(response: str)` that returns True when the \
+constraint holds, and otherwise a short string saying what is wrong, with the numbers (for example \
+`return f"{{n}} words, at most 60 allowed"`).
 - If not: read the response below and reply `PASS` or `FAIL: <the reason>`.
 
 Response:
@@ -78,6 +81,12 @@ class CriticSettings(BaseModel):
     """Seconds for one check in the sandbox."""
 
 
+class RefineSettings(TextGenSettings):
+    retry_temperature: float = Field(default=0.7, ge=0)
+    """Sampling temperature of every refinement after the first: a refinement that made the answer worse is
+    undone, and a greedy retry from the same answer and critique would only write it again."""
+
+
 class TextSearchSettings(TextGenSettings):
     n: int = Field(default=3, ge=1)
     """Breadth of the algorithm."""
@@ -112,7 +121,7 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
     if code is not None:
         result = await run_predicate(ctx, code, "check", response, timeout=settings.timeout)
         if result.error is None:
-            why = "" if result.ok else f"the check of '{constraint}' returned {result.got}"
+            why = "" if result.ok else _check_reason(constraint, result.got)
             return {"constraint": constraint, "ok": result.ok, "how": "code", "why": why}, code
         # a check that does not run says nothing: the model judges this constraint instead (this round; the
         # next round asks the critic afresh, and it may write a check that runs)
@@ -125,6 +134,17 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
     return {"constraint": constraint, "ok": ok, "how": "model", "why": why}, None
 
 
+def _check_reason(constraint: str, got: str | None) -> str:
+    """What a failed check said: the string it returned (its own account, with numbers), else its value."""
+    try:
+        said = ast.literal_eval(got or "")  # data only: the repr the sandboxed check returned
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        said = None
+    if isinstance(said, str) and said.strip():
+        return said.strip().splitlines()[0][:200]
+    return f"the check of '{constraint}' returned {got}"
+
+
 async def critic(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, Any]:
     response = state.get("response") or ""
     checks = dict(state.get("checks") or {})
@@ -134,18 +154,27 @@ async def critic(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, An
         critique.append(verdict)
         checks[constraint] = code
     all_pass = all(c["ok"] for c in critique)
+    passed = sum(c["ok"] for c in critique)
     ctx.emit("instruct.critic", failed=[c["constraint"] for c in critique if not c["ok"]],
-             by_code=sum(c["how"] == "code" for c in critique))
-    return {"critique": critique, "all_pass": all_pass, "checks": checks}
+             by_code=sum(c["how"] == "code" for c in critique), passed=passed)
+    best = state.get("best") or None
+    if best and passed < best["passed"]:
+        # the refinement broke more than it mended: go on from (and end with) the best answer so far
+        ctx.emit("instruct.revert", passed=passed, best=best["passed"])
+        return {"response": best["response"], "critique": best["critique"], "all_pass": False, "checks": checks}
+    best = {"response": response, "passed": passed, "critique": critique}
+    return {"critique": critique, "all_pass": all_pass, "checks": checks, "best": best}
 
 
-async def refine(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, Any]:
+async def refine(state: Any, ctx: Any, settings: RefineSettings) -> dict[str, Any]:
     failed = [c for c in state.get("critique") or [] if not c.get("ok")]
     failures = "\n".join(f"- {c['constraint']}" + (f" ({c['why']})" if c.get("why") else "") for c in failed)
+    rounds = int(state.get("rounds") or 0)
+    temperature = settings.temperature if rounds == 0 else settings.retry_temperature
     text = await ask(ctx, REFINE.format(prompt=_prompt(state), response=state.get("response") or "",
                                         failures=failures or "- (none listed)"),
-                     max_tokens=settings.max_tokens, temperature=settings.temperature, purpose="refine")
-    return {"response": text.strip(), "rounds": int(state.get("rounds") or 0) + 1}
+                     max_tokens=settings.max_tokens, temperature=temperature, seed=rounds, purpose="refine")
+    return {"response": text.strip(), "rounds": rounds + 1}
 
 
 class TextGenerator:
@@ -189,11 +218,11 @@ async def search(state: Any, ctx: Any, settings: TextSearchSettings) -> dict[str
 
 NODE_TYPES = [
     NodeType("instruct.respond", respond, TextGenSettings, ("prompt",), ("response",), "answers the prompt"),
-    NodeType("instruct.critic", critic, CriticSettings, ("constraints", "response", "checks"),
-             ("critique", "all_pass", "checks"),
+    NodeType("instruct.critic", critic, CriticSettings, ("constraints", "response", "checks", "best"),
+             ("critique", "all_pass", "checks", "best", "response"),
              "DeCRIM's critic: each constraint checked, by a function it writes and runs in the sandbox where it can",
              sandbox=True),
-    NodeType("instruct.refine", refine, TextGenSettings, ("prompt", "response", "critique", "rounds"), ("response", "rounds"),
+    NodeType("instruct.refine", refine, RefineSettings, ("prompt", "response", "critique", "rounds"), ("response", "rounds"),
              "rewrites the response so the failed constraints hold"),
     NodeType("instruct.search", search, TextSearchSettings, ("prompt", "constraints", "algorithm"),
              ("response", "reward", "candidates", "plans"),

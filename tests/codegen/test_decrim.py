@@ -51,3 +51,52 @@ def test_decrim_critic_checks_by_code_and_refines(tmp_path: Path, capsys: pytest
     assert item.grade(state["response"]) == {"all": True, "checks": [
         {"kind": "bullets", "ok": True, "why": "3 bullet points (exactly 3)"},
         {"kind": "forbidden_chars", "ok": True, "why": "none present"}]}
+
+
+COUNT_BULLETS = ("```python\ndef check(response: str):\n    n = sum(1 for l in response.splitlines() if l.startswith('- '))\n"
+                 "    return True if n == 3 else f'{n} bullet points, 3 required'\n```")
+COUNT_COMMAS = ("```python\ndef check(response: str):\n    k = response.count(',')\n"
+                "    return True if k == 0 else f'{k} commas, none allowed'\n```")
+FIRST = "- It keeps you hydrated, alert\n- It helps digestion\n- It is good for your skin"
+WORSE = "- It keeps you hydrated, alert, fresh\n- It helps digestion, too"
+MENDED = "- It keeps you hydrated\n- It helps digestion\n- It is good for your skin"
+
+
+def _decrim(tmp_path: Path, capsys: pytest.CaptureFixture[str], replies: list[str], **inputs: object) -> dict:
+    item = next(i for i in load_instructions() if i.id == "if-02")
+    model = cassette(tmp_path / "decrim.json", replies)
+    code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true",
+                "-o", str(tmp_path / "runs"), "--json", "-i", json.dumps({"prompt": item.prompt, **inputs})])
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    return result_of(out)
+
+
+@pytest.mark.docker
+def test_decrim_feeds_the_checks_own_account_and_undoes_a_worse_refinement(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    done = _decrim(tmp_path, capsys, ["1. Exactly 3 bullet points starting with '- '.\n2. No commas.",
+                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, MENDED])
+    state = done["state"]
+    assert done["status"] == "done" and state["all_pass"] is True and state["response"] == MENDED
+    calls = asks(done["run_dir"])
+    assert [c["purpose"] for c in calls] == ["constraints", "respond", "critic", "critic", "refine", "refine"]
+    # the failed check's own words (with its count), computed in the sandbox, reach the refiner
+    assert "- No commas. (1 commas, none allowed)" in calls[4]["prompt"]
+    # the first refinement broke both checks (2 bullets, 3 commas): undone, so the second starts from the first
+    # answer and its critique again, not from the worse one
+    assert FIRST in calls[5]["prompt"] and WORSE not in calls[5]["prompt"]
+    assert "(1 commas, none allowed)" in calls[5]["prompt"]
+    events = [json.loads(line) for line in (Path(done["run_dir"]) / "events.jsonl").read_text().splitlines()]
+    assert [e["data"] for e in events if e["kind"] == "instruct.revert"] == [{"passed": 0, "best": 1}]
+
+
+@pytest.mark.docker
+def test_decrim_ends_with_the_best_answer_when_the_rounds_run_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    done = _decrim(tmp_path, capsys, ["1. Exactly 3 bullet points starting with '- '.\n2. No commas.",
+                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE], max_rounds=1)
+    state = done["state"]
+    assert state["rounds"] == 1 and state["all_pass"] is False
+    assert state["response"] == FIRST  # not the last (worse) refinement
+    assert [c["ok"] for c in state["critique"]] == [True, False]
