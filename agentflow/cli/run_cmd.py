@@ -42,6 +42,9 @@ class RunConfig(StrictConfig):
     """Extra tool packs for tool nodes and ctx.call_tool (added to the workflow's tools:)."""
     trace: TraceConfig = Field(default_factory=TraceConfig)
     """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
+    nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Settings of the workflow's typed nodes, over the YAML's (`-c nodes.refine.samples=1`); validated like
+    the YAML's own."""
 
 
 def check_model_spec(spec: str) -> str:
@@ -276,6 +279,12 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
     spec = load_workflow(workflow)
     if cfg.step_limit is not None:
         spec.step_limit = cfg.step_limit
+    for name, settings in cfg.nodes.items():
+        node = spec.nodes.get(name)
+        if node is None or not node.type:
+            typed = ", ".join(n for n, x in spec.nodes.items() if x.type) or "none"
+            raise UserError(f"-c nodes.{name}: {spec.name} has no typed node {name!r}", hint=f"its typed nodes: {typed}")
+        node.settings = {**node.settings, **settings}
     check_workflow(spec)
     return spec
 

@@ -8,9 +8,15 @@ from typing import Any
 
 from agentflow.reasoning.llm import ask, numbered_items
 
-EXTRACT = """List every constraint a correct answer to the task below must satisfy: requirements on content, \
-format, length, words or characters to use or avoid, and how it must end. One constraint per line, numbered, \
-each short and checkable on its own. No other text.
+EXTRACT = """List the requirements the task below states: what the answer must contain or avoid, its format, \
+its length, how it must start or end. Only what the task itself asks, each in the task's own words, one per \
+line, numbered; add none of your own. No other text.
+
+Example task: Describe the sea in at most 30 words. Mention the word 'salt' and end with 'Goodbye.'
+Example list:
+1. At most 30 words.
+2. Mention the word 'salt'.
+3. End with 'Goodbye.'
 
 Task:
 {task}

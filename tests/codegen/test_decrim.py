@@ -31,8 +31,8 @@ REPLIES = [
 def test_decrim_critic_checks_by_code_and_refines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     item = next(i for i in load_instructions() if i.id == "if-02")  # 3 bullets, no commas
     model = cassette(tmp_path / "decrim.json", REPLIES)
-    code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true", "-o", str(tmp_path / "runs"),
-                "--json", "-i", json.dumps({"prompt": item.prompt})])
+    code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true",
+                "-c", "nodes.refine.samples=1", "-o", str(tmp_path / "runs"), "--json", "-i", json.dumps({"prompt": item.prompt})])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     done = result_of(out)
@@ -62,41 +62,48 @@ WORSE = "- It keeps you hydrated, alert, fresh\n- It helps digestion, too"
 MENDED = "- It keeps you hydrated\n- It helps digestion\n- It is good for your skin"
 
 
-def _decrim(tmp_path: Path, capsys: pytest.CaptureFixture[str], replies: list[str], **inputs: object) -> dict:
+def _decrim(tmp_path: Path, capsys: pytest.CaptureFixture[str], replies: list[str], *config: str, **inputs: object) -> dict:
     item = next(i for i in load_instructions() if i.id == "if-02")
     model = cassette(tmp_path / "decrim.json", replies)
-    code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true",
+    code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true", *config,
                 "-o", str(tmp_path / "runs"), "--json", "-i", json.dumps({"prompt": item.prompt, **inputs})])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     return result_of(out)
 
 
+def _events(done: dict, kind: str) -> list[dict]:
+    lines = (Path(done["run_dir"]) / "events.jsonl").read_text().splitlines()
+    return [e["data"] for e in map(json.loads, lines) if e["kind"] == kind]
+
+
 @pytest.mark.docker
-def test_decrim_feeds_the_checks_own_account_and_undoes_a_worse_refinement(
+def test_decrim_refinements_are_sampled_and_the_critic_keeps_the_best(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = _decrim(tmp_path, capsys, ["1. Exactly 3 bullet points starting with '- '.\n2. No commas.",
-                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, MENDED])
+                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, MENDED, FIRST])
     state = done["state"]
     assert done["status"] == "done" and state["all_pass"] is True and state["response"] == MENDED
     calls = asks(done["run_dir"])
-    assert [c["purpose"] for c in calls] == ["constraints", "respond", "critic", "critic", "refine", "refine"]
-    # the failed check's own words (with its count), computed in the sandbox, reach the refiner
-    assert "- No commas. (1 commas, none allowed)" in calls[4]["prompt"]
-    # the first refinement broke both checks (2 bullets, 3 commas): undone, so the second starts from the first
-    # answer and its critique again, not from the worse one
-    assert FIRST in calls[5]["prompt"] and WORSE not in calls[5]["prompt"]
-    assert "(1 commas, none allowed)" in calls[5]["prompt"]
-    events = [json.loads(line) for line in (Path(done["run_dir"]) / "events.jsonl").read_text().splitlines()]
-    assert [e["data"] for e in events if e["kind"] == "instruct.revert"] == [{"passed": 0, "best": 1}]
+    # three refinements of one round; the checks written in round one judge them without a model call
+    assert [c["purpose"] for c in calls] == ["constraints", "respond", "critic", "critic", "refine", "refine", "refine"]
+    refine = calls[4]["prompt"]
+    # the failed check's own words (with its count), computed in the sandbox, reach the refiner; the first
+    # answer itself does not (shown it, a small model gives it back)
+    assert "- No commas. (1 commas, none allowed)" in refine and FIRST not in refine
+    assert calls[5]["prompt"] == refine == calls[6]["prompt"]  # samples of one prompt
+    assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0, 2, 1]]
 
 
 @pytest.mark.docker
-def test_decrim_ends_with_the_best_answer_when_the_rounds_run_out(
+def test_decrim_ends_with_the_best_answer_when_the_refinements_are_worse(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = _decrim(tmp_path, capsys, ["1. Exactly 3 bullet points starting with '- '.\n2. No commas.",
-                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE], max_rounds=1)
+                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE],
+                   "-c", "nodes.refine.samples=1", "-c", "nodes.refine.show_previous=true", max_rounds=1)
     state = done["state"]
     assert state["rounds"] == 1 and state["all_pass"] is False
-    assert state["response"] == FIRST  # not the last (worse) refinement
+    assert state["response"] == FIRST  # not the (worse) refinement
     assert [c["ok"] for c in state["critique"]] == [True, False]
+    assert _events(done, "instruct.revert") == [{"passed": 0, "best": 1}]
+    assert FIRST in asks(done["run_dir"])[4]["prompt"]  # show_previous: the paper's form
