@@ -69,11 +69,14 @@ class RepairPrompts(StrictConfig):
     """Regression test selection (`swe.regression`): issue, tests (numbered ids); the answer lists the numbers
     of tests the fix may rightly change (they are not run)."""
     trajectory: str | None = None
-    """First turn of a codemonkeys trajectory (`swe.trajectories`): issue, code, api, path; the answer holds a
-    test script and SEARCH/REPLACE edits."""
+    """First turn of a codemonkeys trajectory (`swe.trajectories`) with `edit_format: search_replace`: issue,
+    code, api, path; the answer holds a test script and SEARCH/REPLACE edits."""
+    trajectory_rewrite: str | None = None
+    """First turn of a trajectory with `edit_format: rewrite`: issue, api, code (other windows), snippet, symbol,
+    path, lines, opening, file (as `rewrite`); the answer holds a test script and the window rewritten."""
     trajectory_turn: str | None = None
     """A later turn of a trajectory: base_output, patched_output (the script run before and after the edit), diff,
-    edit_status."""
+    edit_status, revise (how to give a further edit in the trajectory's edit form)."""
     select: str | None = None
     """The selection trajectory's first message (`swe.vote_tests`): issue, finalists (patches with their
     votes); the answer runs a script on a finalist (`RUN N` and a code block) or picks one (`CHOICE: N`)."""

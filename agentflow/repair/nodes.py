@@ -280,7 +280,7 @@ _NODE_TYPES = [
              "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic"),
     NodeType("swe.regression", regression_node, RegressionSettings, ("base",), ("regression", "base"),
              "blind mode: the passing tests minus those the model says the fix may change verify candidates"),
-    NodeType("swe.trajectories", trajectories_node, TrajectorySettings, ("base",),
+    NodeType("swe.trajectories", trajectories_node, TrajectorySettings, ("base", "ranked", "spectrum"),
              ("attempts", "samples", "tests", "search"),
              "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns"),
     NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests"), ("chosen", "final"),

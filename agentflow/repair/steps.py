@@ -32,7 +32,7 @@ from agentflow.repair.localize import (
 )
 
 EditStatus = Literal["ok", "noop", "unparsable", "apply_error"]
-_DEF = re.compile(r"(?:async\s+)?def\s+\w+")
+DEF_LINE = re.compile(r"(?:async\s+)?def\s+\w+")
 """The start of a function's `def` line, up to its name."""
 
 
@@ -198,6 +198,27 @@ def code_windows(
     return render_windows(sources, windows, budget_chars, at_least_one=True), (windows[0].path if windows else None)
 
 
+def rewrite_values(cfg: RepairConfig, sources: Mapping[str, str], target: Window) -> dict[str, str]:
+    """What a prompt asking for `target` rewritten shows of it: snippet (at column 0), symbol, lines, opening (the
+    answer's first line, named) and file (the rest of its file, or an outline of it)."""
+    lines = sources[target.path].split("\n")[target.start - 1 : target.end]
+    snippet = textwrap.dedent("\n".join(lines))  # at column 0: models re-indent a first line
+    values = {"snippet": snippet, "symbol": f"`{target.symbol}`" if target.symbol else "this code",
+              "lines": f"{target.start}-{target.end}", "file": "", "opening": ""}
+    # the answer's first line named: answers that began elsewhere were mostly the issue's example or a test
+    # (29 of the 79 noops of the whole real set's best-of-8 run gave no `def` of the window back)
+    opening = re.match(rf"\s*({DEF_LINE.pattern}\()", snippet)
+    values["opening"] = f", starting with `{opening.group(1)}`" if opening else ""
+    limit = cfg.file_context_lines
+    rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
+    outline = file_outline(sources[target.path], target, max_items=limit) if limit and not rest else ""
+    if rest.strip():
+        values["file"] = f"The rest of {target.path}:\n```python\n{rest}\n```\n"
+    elif outline:  # a list, not code: an outline in a code block was copied instead of the rewrite
+        values["file"] = f"What else {target.path} defines (its code is not shown):\n{outline}\n"
+    return values
+
+
 def edit_prompt(
     cfg: RepairConfig,
     sources: Mapping[str, str],
@@ -229,21 +250,7 @@ def edit_prompt(
     windows = list(windows)
     target = windows[0] if windows else None
     if cfg.edit_format == "rewrite" and target is not None:
-        lines = sources[target.path].split("\n")[target.start - 1 : target.end]
-        values["snippet"] = textwrap.dedent("\n".join(lines))  # at column 0: models re-indent a first line
-        values["symbol"] = f"`{target.symbol}`" if target.symbol else "this code"
-        values["lines"] = f"{target.start}-{target.end}"
-        # the answer's first line named: answers that began elsewhere were mostly the issue's example or a test
-        # (29 of the 79 noops of the whole real set's best-of-8 run gave no `def` of the window back)
-        opening = re.match(rf"\s*({_DEF.pattern}\()", values["snippet"])
-        values["opening"] = f", starting with `{opening.group(1)}`" if opening else ""
-        limit = cfg.file_context_lines
-        rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
-        outline = file_outline(sources[target.path], target, max_items=limit) if limit and not rest else ""
-        if rest.strip():
-            values["file"] = f"The rest of {target.path}:\n```python\n{rest}\n```\n"
-        elif outline:  # a list, not code: an outline in a code block was copied instead of the rewrite
-            values["file"] = f"What else {target.path} defines (its code is not shown):\n{outline}\n"
+        values |= rewrite_values(cfg, sources, target)
         windows = windows[1:]
         base_len += len(values["snippet"]) + len(values["file"])
     if cfg.edit_format == "rewrite":
@@ -286,7 +293,7 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     original = old_lines[window.start - 1 : window.end]
     original_code = [line.strip() for line in original if line.strip()]
     first = original_code[0] if original_code else ""
-    definition = _DEF.match(first)
+    definition = DEF_LINE.match(first)
     result = ReadEdits("noop", errors=[UNCHANGED])
     name = definition.group(0).split()[-1] if definition else ""
     for block in reversed(blocks):

@@ -1,6 +1,9 @@
 """Multi-turn repair trajectories (CodeMonkeys, Ehrlich et al. 2025): each trajectory writes a test script and
 an edit together, sees the script run in the sandbox on the original code and on its change, and revises
-either over several turns until it answers DONE. `trajectories` run at once (parallel compute), each for at
+either over several turns until it answers DONE. The edit form follows the run's `edit_format`: with
+`rewrite` (what `auto` gives a local model) the trajectory's suspect function is rewritten whole -- with
+SEARCH/REPLACE blocks the embedded 1.5B model gave no usable edit in 16 of 18 turns -- and the test script
+is the answer's other code block. `trajectories` run at once (parallel compute), each for at
 most `turns` model calls (serial compute). Node type `swe.trajectories` (in place of a search node): every
 trajectory's last change is a candidate (verified like any other), and its last script joins `tests`, which
 `swe.vote_tests` runs against every candidate.
@@ -16,16 +19,29 @@ from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
 from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
+from agentflow.repair.localize import RunEvidence, Window
 from agentflow.repair.nodekit import emit, runtime
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.runtime import RepairRuntime, settings_model
-from agentflow.repair.steps import code_windows, public_api, read_edits, render
+from agentflow.repair.spectrum import evidence_from_json
+from agentflow.repair.steps import (
+    DEF_LINE,
+    ReadEdits,
+    code_blocks,
+    public_api,
+    read_edits,
+    read_rewrite,
+    render,
+    render_windows,
+    rewrite_values,
+    suspects,
+)
 from agentflow.repair.testgen import run_script, test_script
 
 TrajectorySettings = settings_model(
     "swe.trajectories",
     ("trajectories", "turns", "concurrency", "temperature", "max_tokens", "seed", "prompts", "max_prompt_chars",
-     "windows", "window_lines"),
+     "windows", "window_lines", "edit_format", "context_windows", "file_context_lines"),
 )
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
 
@@ -35,8 +51,66 @@ def _without_blocks(text: str, script: str | None) -> str:
     return text.replace(script, "") if script else text
 
 
+class SearchReplaceForm:
+    """Edits as SEARCH/REPLACE blocks over the suspects shown; each turn's blocks apply to the code so far."""
+
+    revise = "give more SEARCH/REPLACE blocks (they apply to the code with your change)"
+
+    def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
+        code = render_windows(sources, windows, cfg.max_prompt_chars // 2, at_least_one=True)
+        self.path = windows[0].path if windows else None
+        self.first = render(cfg, "trajectory", {"issue": issue, "api": public_api(sources), "code": code,
+                                                "path": self.path or "path/to/file.py"})
+        self.sources = sources
+
+    def script(self, text: str) -> str | None:
+        return test_script(text)
+
+    def gave_edit(self, text: str) -> bool:
+        return "<<<<<<<" in text
+
+    def read(self, text: str, files: dict[str, str]) -> ReadEdits:
+        return read_edits(text, {**self.sources, **files}, self.path, complete=True)
+
+
+class RewriteForm:
+    """The trajectory's suspect rewritten whole (the form small models get right most often); each turn's
+    rewrite replaces the last one, and the test script is the answer's other code block."""
+
+    def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
+        self.window, self.sources = windows[0], sources
+        values = rewrite_values(cfg, sources, self.window)
+        context = render_windows(sources, windows[1 : 1 + cfg.context_windows], cfg.max_prompt_chars // 4,
+                                 at_least_one=False)
+        self.first = render(cfg, "trajectory_rewrite", values | {
+            "issue": issue, "api": public_api(sources), "path": self.window.path,
+            "code": f"Other code that may matter (line numbers are not part of it):\n{context}\n" if context else ""})
+        name = DEF_LINE.match(values["snippet"])
+        self._def = re.compile(rf"^\s*{re.escape(name.group(0))}\s*\(", re.MULTILINE) if name else None
+        self._lines = {line.strip() for line in values["snippet"].splitlines() if len(line.strip()) > 3}
+        self.revise = (f"give {values['symbol']} again, complete and corrected, in a ```python block"
+                       f"{values['opening']} (it replaces your previous version)")
+
+    def _is_rewrite(self, block: str) -> bool:
+        """A block that gives the window back: its `def` line, or (a window of a function's body) most of its
+        lines; a test script shares few lines with the code it tests."""
+        if self._def is not None:
+            return self._def.search(block) is not None
+        shared = sum(line.strip() in self._lines for line in block.splitlines())
+        return bool(self._lines) and shared >= len(self._lines) / 2
+
+    def script(self, text: str) -> str | None:
+        return next((b for b in code_blocks(text) if not self._is_rewrite(b)), None)
+
+    def gave_edit(self, text: str) -> bool:
+        return any(self._is_rewrite(b) for b in code_blocks(text))
+
+    def read(self, text: str, files: dict[str, str]) -> ReadEdits:
+        return read_rewrite(text, self.sources, self.window)
+
+
 async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, script: str | None,
-                         files: dict[str, str], status: str) -> tuple[str, str]:
+                         files: dict[str, str], status: str, revise: str) -> tuple[str, str]:
     """Run the script on the original code and on the trajectory's change; (the next user message, patch)."""
     async with rt.bench.lock:
         await rt.bench.restore("")
@@ -51,17 +125,23 @@ async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, scri
             patched_out = ("passed " if patched_ok else "failed ") + patched_out
         await rt.bench.reset()
     values = {"edit_status": status, "base_output": base_out, "patched_output": patched_out,
-              "diff": patch[:2500] or "(no change yet)"}
+              "diff": patch[:2500] or "(no change yet)", "revise": revise}
     return render(cfg, "trajectory_turn", values), patch
 
 
-async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, sources: dict[str, str],
+def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str, number: int,
+              prefer: list[tuple[str, str]], evidence: RunEvidence | None) -> SearchReplaceForm | RewriteForm:
+    """Trajectory `number`'s edit form, its suspect first (each trajectory starts from another suspect)."""
+    windows = suspects(cfg, sources, issue, "", focus=number, prefer=prefer, evidence=evidence)
+    if cfg.edit_format == "rewrite" and windows:
+        return RewriteForm(cfg, sources, issue, windows)
+    return SearchReplaceForm(cfg, sources, issue, windows)
+
+
+async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: SearchReplaceForm | RewriteForm,
                      counter: list[int], calls: CallSlots) -> dict[str, Any]:
     """One trajectory: its last patch and script, the turns it took and why it stopped."""
-    code, path = code_windows(cfg, sources, rt.issue, "", focus=number, budget_chars=cfg.max_prompt_chars // 2)
-    first = render(cfg, "trajectory", {"issue": rt.issue, "api": public_api(sources), "code": code,
-                                       "path": path or "path/to/file.py"})
-    messages = [Message.system(render(cfg, "system", {})), Message.user(first)]
+    messages = [Message.system(render(cfg, "system", {})), Message.user(form.first)]
     files: dict[str, str] = {}
     script: str | None = None
     patch, stopped, turns = "", "turns", 0
@@ -80,20 +160,20 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, sources:
             break
         turns += 1
         messages.append(Message.assistant(text))
-        new_script = test_script(text)
-        if _DONE.search(text) and new_script is None and "<<<<<<<" not in text and turn > 0:
+        new_script = form.script(text)
+        if _DONE.search(text) and new_script is None and not form.gave_edit(text) and turn > 0:
             stopped = "done"
             break
         script = new_script or script
-        read = read_edits(_without_blocks(text, new_script), {**sources, **files}, path, complete=True)
+        read = form.read(_without_blocks(text, new_script), files)
         if read.status == "ok":
             files.update(read.files)
             status = "Your edit was applied."
+        elif not form.gave_edit(text):
+            status = "You gave no edit."
         else:
             status = f"Your edit was not applied ({read.status}: {'; '.join(read.errors[:2]) or 'no edit blocks'})."
-            if "<<<<<<<" not in text:
-                status = "You gave no edit."
-        reply, patch = await _turn_feedback(rt, cfg, number, script, files, status)
+        reply, patch = await _turn_feedback(rt, cfg, number, script, files, status, form.revise)
         emit(rt, "repair.trajectory_turn", trajectory=number, turn=turn, edit=read.status, script=bool(script),
              feedback=reply[:2000])
         messages.append(Message.user(reply))
@@ -109,10 +189,13 @@ async def trajectories_node(state: Any, ctx: Any, settings: Any) -> dict[str, An
         sources = await rt.bench.python_sources()
     gate = asyncio.Semaphore(cfg.concurrency)
     counter, calls = [0], CallSlots(rt.budget)
+    prefer = [(str(p), str(n)) for p, n in state.get("ranked") or []]
+    evidence = evidence_from_json(state.get("spectrum"))
 
     async def one(number: int) -> dict[str, Any]:
         async with gate:
-            return await trajectory(rt, cfg, number, sources, counter, calls)
+            form = edit_form(cfg, sources, rt.issue, number, prefer, evidence)
+            return await trajectory(rt, cfg, number, form, counter, calls)
 
     # every trajectory finishes before an error goes up: none may go on in a sandbox that is being closed
     results = await asyncio.gather(*(one(i) for i in range(cfg.trajectories)), return_exceptions=True)
@@ -140,4 +223,4 @@ async def trajectories_node(state: Any, ctx: Any, settings: Any) -> dict[str, An
             "search": {"stopped": stopped, "error": errors[0] if errors else None}}
 
 
-__all__ = ["TrajectorySettings", "trajectories_node", "trajectory"]
+__all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "edit_form", "trajectories_node", "trajectory"]

@@ -6,6 +6,7 @@ the prompts into the events, where the tests read what each call was shown."""
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from agentflow.cli.main import run
 
-from .conftest import CASSETTES, TASKS_FILE, read_jsonl
+from .conftest import CASSETTES, TASKS_FILE, read_jsonl, scripted_cassette
 
 WORKFLOWS = ("swe_search", "agentless", "codemonkeys")
 IID = "inikit__inikit-1"
@@ -131,3 +132,43 @@ def test_codemonkeys_trajectories_write_tests_that_decide_the_vote(docker_image:
     assert selection[-1]["content"] == "Output of your script on candidate 2 (exit 0)\n'x=y=z'"
     assert outcome["chosen"] == vote["chosen"] == f"{IID}/t3" and outcome["chosen_by"] == "selector"
     assert outcome["model_patch"] == cands["t3"]["patch"] and outcome["report"]["resolved"] is True
+
+
+PARSER = Path("examples/swe-tasks/repos/inikit/inikit/parser.py").read_text().splitlines()
+LOADS_BODY = textwrap.dedent("\n".join(PARSER[11:40]))  # the window the trajectory is shown: loads' body
+SCRIPT = ('```python\nfrom inikit import loads\n\nurl = "postgresql://app@db/app?sslmode=require"\n'
+          'cfg = loads("[db]\\nurl = " + url + "\\n")\nassert cfg.get("db", "url") == url, cfg.get("db", "url")\n```')
+
+
+def rewrite_of_loads(maxsplit: int) -> str:
+    return "```python\n" + LOADS_BODY.replace('split("=")', f'split("=", {maxsplit})') + "\n```"
+
+
+@pytest.mark.docker
+def test_codemonkeys_trajectory_in_rewrite_form(docker_image: str, tmp_path: Path) -> None:
+    """With `edit_format: rewrite` (what `auto` gives a local model) a trajectory rewrites its suspect whole: the
+    first answer's test script and rewrite are told apart by the rewrite's `def`, the script runs on both codes,
+    and the second turn's rewrite replaces the first (it is read against the original code, not stacked)."""
+    model = scripted_cassette(tmp_path / "cm.json", ["4, 1", SCRIPT + "\n\n" + rewrite_of_loads(2), rewrite_of_loads(1)])
+    out = tmp_path / "run"
+    code = run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", "codemonkeys", "--model",
+                f"replay:{model}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "concurrency=1",
+                "-c", "edit_format=rewrite", "-c", "trace.content=true", "-c", "nodes.trajectories.trajectories=1",
+                "-c", "nodes.trajectories.turns=2", "-c", "rank_keep=0", "-o", str(out)])
+    assert code == 0
+    events = read_jsonl(out / "events.jsonl")
+    calls = [e["data"]["messages"] for e in events if e["kind"] == "model.call"]
+    assert len(calls) == 3  # rank, two turns of the one trajectory
+    first = calls[1][1]["content"]
+    assert "This is `loads` from inikit/parser.py (lines 12-40)" in first and LOADS_BODY in first
+    second = calls[2][-1]["content"]
+    assert "Your edit was applied." in second
+    assert "on the original code: failed (exit 1)" in second and "with your change: failed (exit 1)" in second
+    assert '+        parts = stripped.split("=", 2)' in second
+    assert "give `loads` again, complete and corrected" in second
+    turns = [e["data"] for e in events if e["kind"] == "repair.trajectory_turn"]
+    assert [t["edit"] for t in turns] == ["ok", "ok"] and all(t["script"] for t in turns)
+    outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
+    assert '+        parts = stripped.split("=", 1)' in outcome["model_patch"]
+    assert 'split("=", 2)' not in outcome["model_patch"]  # replaced, not stacked on the first rewrite
+    assert outcome["report"]["resolved"] is True
