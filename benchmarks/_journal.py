@@ -1,8 +1,9 @@
 """A benchmark's per-item journal (`--journal FILE`): every finished (method, item) row is appended as one JSON
 line, and a rerun with the same file skips the rows already there, so a run longer than one sitting (all 164
 HumanEval problems for four methods is many hours on two cores) can be stopped and taken up again. Rows carry
-the run's settings and the agentflow commit they were measured at; a row of other settings is not reused, and
-the commits a result spans are reported with it. Not a script: the benchmarks import it."""
+the settings that change a measurement (model, N, sandbox; not the seed or limit that only pick the items, so a
+seeded subset's rows count in the full run) and the agentflow commit they were measured at; a row of other
+settings is not reused, and the commits a result spans are reported with it. Not a script: the benchmarks import it."""
 
 from __future__ import annotations
 

@@ -89,8 +89,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"problems": len(tasks), "model": args.model, "seed": args.seed, "n": args.n,
                            "limit": args.limit, "task_ids": [t.task_id for t in tasks]}
     per_problem: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
-    journal = Journal(args.journal, {"model": args.model, "seed": args.seed, "n": args.n, "limit": args.limit,
-                                     "sandbox": args.sandbox})
+    # the seed and limit only pick the problems: a row of a seeded subset counts in the full run too
+    journal = Journal(args.journal, {"model": args.model, "n": args.n, "sandbox": args.sandbox})
     ucb: dict[str, Any] = {}
     try:
         async with open_sandbox(args.sandbox) as sb:
@@ -125,7 +125,7 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     ap.add_argument("--methods", default=",".join(METHODS))
-    ap.add_argument("--n", type=int, default=3, help="breadth of best-of-N and plangen's algorithms")
+    ap.add_argument("--n", type=int, default=3, help="N of best-of-N (plangen's breadth is its workflow's own setting)")
     ap.add_argument("--sandbox", default="docker", choices=["docker", "local"])
     ap.add_argument("--journal", default=None, help="JSON lines of finished problems: a rerun with it goes on where "
                                                      "it stopped (a run of the full set spans several sittings)")

@@ -58,8 +58,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     model = load_model(args.model)
     out: dict[str, Any] = {"prompts": len(items), "model": args.model, "seed": args.seed, "limit": args.limit}
     rows: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
-    journal = Journal(args.journal, {"model": args.model, "seed": args.seed, "limit": args.limit,
-                                     "sandbox": args.sandbox})
+    # the seed and limit only pick the prompts: a row of a seeded subset counts in the full run too
+    journal = Journal(args.journal, {"model": args.model, "sandbox": args.sandbox})
     ucb: dict[str, Any] = {}
     try:
         async with open_sandbox(args.sandbox) as sb:

@@ -110,8 +110,8 @@ class RefineSettings(TextGenSettings):
     """Refinements drawn per round; the critic keeps the one that meets most constraints."""
     show_previous: bool = False
     """Show the previous answer with its faults (the paper's form). Off by default: shown its answer, the
-    embedded 1.5B model gave it back nearly unchanged (8 samples: 0 fixed both faults; without it 1 of 5 did,
-    docs/workflows/decrim.md); the faults are named either way."""
+    embedded 1.5B model gave it back nearly unchanged (one note too long and ending wrongly: none of 6 samples
+    fixed both faults, 1 of 5 did without it; docs/workflows/decrim.md); the faults are named either way."""
 
 
 class TextSearchSettings(TextGenSettings):
