@@ -36,23 +36,21 @@ CRITIC = """Constraint: {constraint}
 Can this constraint be checked exactly by a short Python function of the response text (word or sentence \
 counts, required or forbidden words or characters, bullet points, JSON, how it starts or ends)?
 - If yes: reply only with a ```python block defining `def check(response: str)` that returns True when the \
-constraint holds, and otherwise a short string saying what is wrong, with what it found. For example, for \
-"At most 30 words":
-```python
-def check(response: str):
-    n = len(response.split())
-    return True if n <= 30 else f"{{n}} words, at most 30 allowed"
-```
-and for "End with 'Goodbye.'":
-```python
-def check(response: str):
-    end = response.strip()[-40:]
-    return True if response.strip().endswith("Goodbye.") else f"it ends with {{end!r}}, not with 'Goodbye.'"
-```
+constraint holds, and otherwise a short string saying what is wrong, with what it found.
 - If not: read the response below and reply `PASS` or `FAIL: <the reason>`.
 
 Response:
 {response}"""
+
+_SHOT_RESPONSE = "The sea is wide and deep, and its waves never stop moving."
+CRITIC_SHOTS = [
+    (CRITIC.format(constraint="At most 8 words.", response=_SHOT_RESPONSE),
+     ("```python\ndef check(response: str):\n    n = len(response.split())\n"
+      "    return True if n <= 8 else f\"{n} words, at most 8 allowed\"\n```")),
+    (CRITIC.format(constraint="Use a calm tone.", response=_SHOT_RESPONSE), "PASS"),
+]
+"""Worked examples, given as earlier turns of the conversation (in the prompt itself, a small model copied the
+example's check for constraints it did not fit)."""
 
 REFINE = """{prompt}
 
@@ -141,7 +139,7 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
     answer = ""
     if code is None:
         answer = await ask(ctx, CRITIC.format(constraint=constraint, response=response[:4000]),
-                           max_tokens=settings.max_tokens, purpose="critic")
+                           max_tokens=settings.max_tokens, purpose="critic", shots=CRITIC_SHOTS)
         block = code_block(answer)
         if settings.code_checks and block and re.search(r"def\s+check\s*\(", block):
             code = block
@@ -195,8 +193,10 @@ async def critic(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, An
              by_code=sum(c["how"] == "code" for c in critique), passed=passed,
              answers=[sum(c["ok"] for c in crit) for crit, _ in judged])
     best = state.get("best") or None
-    if best and passed < best["passed"]:
-        # the refinements broke more than they mended: go on from (and end with) the best answer so far
+    if best and passed <= best["passed"]:
+        # no refinement the critic finds better: go on from (and end with) the best answer so far. A tie keeps
+        # it too -- a refinement the critic cannot tell apart mends a constraint it misjudged as often as it
+        # breaks one it cannot check (a first run, which took ties, lost 4 prompts the single answer met)
         ctx.emit("instruct.revert", passed=passed, best=best["passed"])
         return {"response": best["response"], "critique": best["critique"], "all_pass": False, "checks": checks,
                 "refinements": []}

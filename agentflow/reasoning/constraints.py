@@ -8,19 +8,18 @@ from typing import Any
 
 from agentflow.reasoning.llm import ask, numbered_items
 
-EXTRACT = """List the requirements the task below states: what the answer must contain or avoid, its format, \
-its length, how it must start or end. Only what the task itself asks, each in the task's own words, one per \
-line, numbered; add none of your own. No other text.
-
-Example task: Describe the sea in at most 30 words. Mention the word 'salt' and end with 'Goodbye.'
-Example list:
-1. At most 30 words.
-2. Mention the word 'salt'.
-3. End with 'Goodbye.'
+EXTRACT = """Split the task below into its separate requirements: copy each requirement from the task word for \
+word, one per line, numbered. A sentence that asks two things gives two lines. Do not add anything the task \
+does not say. No other text.
 
 Task:
 {task}
 """
+
+EXTRACT_SHOT = (EXTRACT.format(task="Describe the sea in at most 30 words, without the word 'blue'. End with 'Farewell.'"),
+                "1. Describe the sea in at most 30 words\n2. without the word 'blue'.\n3. End with 'Farewell.'")
+"""A worked example, given as an earlier turn: without one the embedded 1.5B model often answered the task
+instead of listing it; written into the prompt itself, its items were copied as the task's."""
 
 VERIFY = """Task:
 {task}
@@ -35,11 +34,25 @@ How well does the candidate satisfy the constraints? Give a score from 0 (none) 
 `Score: N` on the last line."""
 
 
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def grounded(item: str, task: str, *, share: float = 0.6) -> bool:
+    """Whether most of `item`'s words (three letters or more) occur in `task`: a requirement the task states.
+    Keeps out what a small constraint agent adds of its own (a worked example's items, "mention your name")."""
+    words = [w for w in _WORD.findall(item.lower()) if len(w) >= 3]
+    known = set(_WORD.findall(task.lower()))
+    return bool(words) and sum(w in known for w in words) >= share * len(words)
+
+
 async def extract_constraints(ctx: Any, task: str, *, limit: int = 8, max_tokens: int = 300) -> list[str]:
-    """The constraint agent: the task's constraints as a list (at most `limit`)."""
-    text = await ask(ctx, EXTRACT.format(task=task), max_tokens=max_tokens, purpose="constraints")
+    """The constraint agent: the task's constraints as a list (at most `limit`), each grounded in the task."""
+    text = await ask(ctx, EXTRACT.format(task=task), max_tokens=max_tokens, purpose="constraints", shots=[EXTRACT_SHOT])
     items = numbered_items(text) or [line.strip() for line in text.splitlines() if line.strip()]
-    return items[:limit]
+    kept = [item for item in items if grounded(item, task)]
+    if len(kept) < len(items):
+        ctx.emit("reason.constraints_dropped", dropped=[item for item in items if item not in kept][:limit])
+    return kept[:limit]
 
 
 def read_score(text: str, top: float = 10.0) -> float:
@@ -59,4 +72,4 @@ async def verify_against(ctx: Any, task: str, constraints: list[str], candidate:
     return read_score(text)
 
 
-__all__ = ["extract_constraints", "read_score", "verify_against"]
+__all__ = ["extract_constraints", "grounded", "read_score", "verify_against"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from agentflow.errors import ModelError, UserError
@@ -38,16 +39,20 @@ async def ask(
     max_tokens: int = 512,
     seed: int | None = None,
     purpose: str = "",
+    shots: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The model's answer to `prompt` (one sample). The call is charged to the run's budget (checked first)
     and recorded as a `model.ask` event carrying `purpose`, so a run's log shows what each call was for (with
-    the prompt and answer when the run captures content)."""
+    the prompt and answer when the run captures content). `shots`: worked examples as earlier (question,
+    answer) turns of the conversation -- a small model copies an example written into the prompt itself (the
+    constraint agent listed an example's `End with 'Goodbye.'` as the task's own)."""
     from agentflow.models.base import ChatRequest, Message
 
     budget = ctx.run.budget
     if budget is not None:
         budget.check()
-    messages = ([Message.system(system)] if system else []) + [Message.user(prompt)]
+    turns = [m for q, a in shots for m in (Message.user(q), Message.assistant(a))]
+    messages = ([Message.system(system)] if system else []) + turns + [Message.user(prompt)]
     request = ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
     response = await node_model(ctx).chat(request)
     if not response.choices:

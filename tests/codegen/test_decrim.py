@@ -95,15 +95,22 @@ def test_decrim_refinements_are_sampled_and_the_critic_keeps_the_best(
     assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0, 2, 1]]
 
 
+TIE = "- It keeps you hydrated\n- It helps digestion"  # mends the commas, breaks the count: as good, not better
+
+
 @pytest.mark.docker
-def test_decrim_ends_with_the_best_answer_when_the_refinements_are_worse(
+def test_decrim_keeps_its_answer_when_no_refinement_is_better(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = _decrim(tmp_path, capsys, ["1. Exactly 3 bullet points starting with '- '.\n2. No commas.",
-                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE],
-                   "-c", "nodes.refine.samples=1", "-c", "nodes.refine.show_previous=true", max_rounds=1)
+                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, TIE],
+                   "-c", "nodes.refine.samples=2", "-c", "nodes.refine.show_previous=true", max_rounds=1)
     state = done["state"]
     assert state["rounds"] == 1 and state["all_pass"] is False
-    assert state["response"] == FIRST  # not the (worse) refinement
+    assert state["response"] == FIRST  # neither the worse refinement nor the one the critic cannot tell apart
     assert [c["ok"] for c in state["critique"]] == [True, False]
-    assert _events(done, "instruct.revert") == [{"passed": 0, "best": 1}]
-    assert FIRST in asks(done["run_dir"])[4]["prompt"]  # show_previous: the paper's form
+    assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0, 1]]
+    assert _events(done, "instruct.revert") == [{"passed": 1, "best": 1}]
+    calls = asks(done["run_dir"])
+    assert FIRST in calls[4]["prompt"]  # show_previous: the paper's form
+    # the worked examples are earlier turns, not part of the question (a small model copied them from there)
+    assert "Farewell" not in calls[0]["prompt"] and "at most 8 allowed" not in calls[2]["prompt"]
