@@ -28,8 +28,9 @@ def test_grounded(item: str, kept: bool) -> None:
 
 
 def test_the_constraints_node_drops_what_the_task_does_not_say(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    model = cassette(tmp_path / "c.json", ["1. Start with 'Hello!'\n2. Introduce yourself in under 30 words\n"
-                                          "3. without using the word 'AI'.\n4. End with 'Farewell.'"])
+    answer = ("1. Start with 'Hello!'\n2. Introduce yourself in under 30 words\n"
+              "3. without using the word 'AI'.\n4. End with 'Farewell.'")
+    model = cassette(tmp_path / "c.json", [answer])
     spec = tmp_path / "decompose.yaml"
     spec.write_text("name: decompose\nstate:\n  prompt: {type: str}\n  constraints: {type: list}\n"
                     "nodes:\n  decompose: {type: reason.constraints, next: END}\n")
