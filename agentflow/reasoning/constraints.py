@@ -40,16 +40,36 @@ _WORD = re.compile(r"[a-z0-9]+")
 def grounded(item: str, task: str, *, share: float = 0.6) -> bool:
     """Whether most of `item`'s words (three letters or more) occur in `task`: a requirement the task states.
     Keeps out what a small constraint agent adds of its own (a worked example's items, "mention your name")."""
-    words = [w for w in _WORD.findall(item.lower()) if len(w) >= 3]
+    words = _words(item)
     known = set(_WORD.findall(task.lower()))
     return bool(words) and sum(w in known for w in words) >= share * len(words)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z'\"])")
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if len(w) >= 3]
+
+
+def sentences(task: str) -> list[str]:
+    """The task's sentences: the fallback list of requirements (an instruction states one or two per sentence)."""
+    return [s.strip() for s in _SENTENCE_END.split(task.strip()) if _words(s)]
+
+
 async def extract_constraints(ctx: Any, task: str, *, limit: int = 8, max_tokens: int = 300) -> list[str]:
-    """The constraint agent: the task's constraints as a list (at most `limit`), each grounded in the task."""
+    """The constraint agent: the task's constraints as a list (at most `limit`), each grounded in the task.
+    When what it kept leaves most of the task unsaid (it answered the task instead of listing it), the
+    task's own sentences are the list."""
     text = await ask(ctx, EXTRACT.format(task=task), max_tokens=max_tokens, purpose="constraints", shots=[EXTRACT_SHOT])
     items = numbered_items(text) or [line.strip() for line in text.splitlines() if line.strip()]
     kept = [item for item in items if grounded(item, task)]
+    said = {w for item in kept for w in _words(item)}
+    task_words = set(_words(task))
+    covered = len(said & task_words) / max(len(task_words), 1)
+    if covered < 0.6:
+        ctx.emit("reason.constraints_fallback", covered=round(covered, 2), answer=text[:500])
+        return sentences(task)[:limit]
     if len(kept) < len(items):
         ctx.emit("reason.constraints_dropped", dropped=[item for item in items if item not in kept][:limit])
     return kept[:limit]
@@ -72,4 +92,4 @@ async def verify_against(ctx: Any, task: str, constraints: list[str], candidate:
     return read_score(text)
 
 
-__all__ = ["extract_constraints", "grounded", "read_score", "verify_against"]
+__all__ = ["extract_constraints", "grounded", "read_score", "sentences", "verify_against"]

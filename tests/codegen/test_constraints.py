@@ -41,3 +41,19 @@ def test_the_constraints_node_drops_what_the_task_does_not_say(tmp_path: Path, c
                                             "without using the word 'AI'."]
     events = [json.loads(line) for line in (Path(done["run_dir"]) / "events.jsonl").read_text().splitlines()]
     assert [e["data"]["dropped"] for e in events if e["kind"] == "reason.constraints_dropped"] == [["End with 'Farewell.'"]]
+
+
+def test_an_answer_instead_of_a_list_falls_back_to_the_tasks_sentences(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    task = "List exactly 3 benefits of drinking water as bullet points starting with '- '. Do not use any commas."
+    model = cassette(tmp_path / "c.json", ["1. - Benefits of drinking water\n2. - Improve physical performance"])
+    spec = tmp_path / "decompose.yaml"
+    spec.write_text("name: decompose\nstate:\n  prompt: {type: str}\n  constraints: {type: list}\n"
+                    "nodes:\n  decompose: {type: reason.constraints, next: END}\n")
+    assert run(["run", str(spec), "-m", f"replay:{model}", "-o", str(tmp_path / "runs"), "--json",
+                "-i", json.dumps({"prompt": task})]) == 0
+    done = result_of(capsys.readouterr().out)
+    assert done["state"]["constraints"] == [
+        "List exactly 3 benefits of drinking water as bullet points starting with '- '.", "Do not use any commas."]
+    events = [json.loads(line) for line in (Path(done["run_dir"]) / "events.jsonl").read_text().splitlines()]
+    assert [e["data"]["covered"] for e in events if e["kind"] == "reason.constraints_fallback"] == [0.23]  # 3 of 13
