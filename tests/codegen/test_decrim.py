@@ -57,6 +57,8 @@ COUNT_BULLETS = ("```python\ndef check(response: str):\n    n = sum(1 for l in r
                  "    return True if n == 3 else f'{n} bullet points, 3 required'\n```")
 COUNT_COMMAS = ("```python\ndef check(response: str):\n    k = response.count(',')\n"
                 "    return True if k == 0 else f'{k} commas, none allowed'\n```")
+# the constraint agent copies the task's requirements word for word
+CONSTRAINTS = "1. List exactly 3 benefits of drinking water as bullet points starting with '- '.\n2. Do not use any commas."
 FIRST = "- It keeps you hydrated, alert\n- It helps digestion\n- It is good for your skin"
 WORSE = "- It keeps you hydrated, alert, fresh\n- It helps digestion, too"
 MENDED = "- It keeps you hydrated\n- It helps digestion\n- It is good for your skin"
@@ -80,7 +82,7 @@ def _events(done: dict, kind: str) -> list[dict]:
 @pytest.mark.docker
 def test_decrim_refinements_are_sampled_and_the_critic_keeps_the_best(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    done = _decrim(tmp_path, capsys, ["1. Exactly 3 bullet points starting with '- '.\n2. No commas.",
+    done = _decrim(tmp_path, capsys, [CONSTRAINTS,
                                       FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, MENDED, FIRST])
     state = done["state"]
     assert done["status"] == "done" and state["all_pass"] is True and state["response"] == MENDED
@@ -90,7 +92,7 @@ def test_decrim_refinements_are_sampled_and_the_critic_keeps_the_best(
     refine = calls[4]["prompt"]
     # the failed check's own words (with its count), computed in the sandbox, reach the refiner; the first
     # answer itself does not (shown it, a small model gives it back)
-    assert "- No commas. (1 commas, none allowed)" in refine and FIRST not in refine
+    assert "- Do not use any commas. (1 commas, none allowed)" in refine and FIRST not in refine
     assert calls[5]["prompt"] == refine == calls[6]["prompt"]  # samples of one prompt
     assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0, 2, 1]]
 
@@ -101,7 +103,7 @@ TIE = "- It keeps you hydrated\n- It helps digestion"  # mends the commas, break
 @pytest.mark.docker
 def test_decrim_keeps_its_answer_when_no_refinement_is_better(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    done = _decrim(tmp_path, capsys, ["1. Exactly 3 bullet points starting with '- '.\n2. No commas.",
+    done = _decrim(tmp_path, capsys, [CONSTRAINTS,
                                       FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, TIE],
                    "-c", "nodes.refine.samples=2", "-c", "nodes.refine.show_previous=true", max_rounds=1)
     state = done["state"]
