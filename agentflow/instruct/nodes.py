@@ -148,6 +148,11 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
         if result.error is None:
             why = "" if result.ok else _check_reason(constraint, result.got)
             return {"constraint": constraint, "ok": result.ok, "how": "code", "why": why}, code
+        if _RESPONSE_FAULT.match(result.error):
+            # the check ran and the response would not parse (JSON that is not JSON, a missing key or line):
+            # the constraint fails, and the error says where
+            return {"constraint": constraint, "ok": False, "how": "code",
+                    "why": f"the response does not parse: {result.error}"}, code
         # a check that does not run says nothing: the model judges this constraint instead (this round; the
         # next round asks the critic afresh, and it may write a check that runs)
         answer = await ask(ctx, CRITIC.format(constraint=constraint, response=response[:4000])
@@ -157,6 +162,11 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
     ok = verdict is not None and verdict.group(1) == "PASS"
     why = "" if ok else (verdict.group(2).strip().splitlines()[0] if verdict and verdict.group(2).strip() else "judged not met")
     return {"constraint": constraint, "ok": ok, "how": "model", "why": why}, None
+
+
+_RESPONSE_FAULT = re.compile(r"(json\.decoder\.JSONDecodeError|ValueError|KeyError|IndexError)\b")
+"""Errors a check raises on a response that lacks the form it checks (the check's own bugs raise others:
+NameError, SyntaxError, TypeError, AttributeError)."""
 
 
 def _check_reason(constraint: str, got: str | None) -> str:

@@ -116,3 +116,33 @@ def test_decrim_keeps_its_answer_when_no_refinement_is_better(
     assert FIRST in calls[4]["prompt"]  # show_previous: the paper's form
     # the worked examples are earlier turns, not part of the question (a small model copied them from there)
     assert "Farewell" not in calls[0]["prompt"] and "at most 8 allowed" not in calls[2]["prompt"]
+
+
+JSON_CHECK = ("```python\nimport json\n\ndef check(response: str):\n    data = json.loads(response)\n"
+              "    return all(k in data for k in ('capital', 'population', 'currency'))\n```")
+BUGGY_CHECK = "```python\ndef check(response: str):\n    return undefined_name in response\n```"
+
+
+@pytest.mark.docker
+def test_a_check_that_cannot_parse_the_response_fails_it_and_says_where(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A check raising JSONDecodeError on the answer is the answer's fault (the constraint fails, the error is
+    the reason); a check raising NameError is the check's own, and the model judges that constraint."""
+    item = next(i for i in load_instructions() if i.id == "if-04")
+    constraints = ("1. Give the capital, population and currency of Japan as a JSON object with the keys \"capital\", "
+                   "\"population\" and \"currency\".\n2. Output only the JSON.")
+    model = cassette(tmp_path / "d.json", [constraints, '{"capital": "Tokyo", "population": 126,000,000}',
+                                           JSON_CHECK, BUGGY_CHECK, "PASS"])
+    spec = tmp_path / "critique.yaml"
+    spec.write_text("name: critique\nstate:\n  prompt: {type: str}\n  constraints: {type: list}\n  response: {type: str}\n"
+                    "  critique: {type: list}\n  checks: {type: dict}\n  best: {type: dict}\n  refinements: {type: list}\n"
+                    "  all_pass: {type: bool, default: false}\nnodes:\n  decompose: {type: reason.constraints, next: respond}\n"
+                    "  respond: {type: instruct.respond, next: critique}\n  critique: {type: instruct.critic, next: END}\n")
+    assert run(["run", str(spec), "-m", f"replay:{model}", "--sandbox", BACKEND, "-o", str(tmp_path / "runs"), "--json",
+                "-i", json.dumps({"prompt": item.prompt})]) == 0
+    state = result_of(capsys.readouterr().out)["state"]
+    parse, only = state["critique"]
+    assert parse["ok"] is False and parse["how"] == "code"
+    assert parse["why"].startswith("the response does not parse: json.decoder.JSONDecodeError: Expecting")
+    assert only == {"constraint": "Output only the JSON.", "ok": True, "how": "model", "why": ""}
+    assert state["checks"]["Output only the JSON."] is None  # not kept: the next round asks afresh
