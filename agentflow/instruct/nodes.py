@@ -44,10 +44,14 @@ Response:
 
 _SHOT_RESPONSE = "The sea is wide and deep, and its waves never stop moving."
 CRITIC_SHOTS = [
+    (CRITIC.format(constraint="Use a calm tone.", response=_SHOT_RESPONSE), "PASS"),
     (CRITIC.format(constraint="At most 8 words.", response=_SHOT_RESPONSE),
      ("```python\ndef check(response: str):\n    n = len(response.split())\n"
       "    return True if n <= 8 else f\"{n} words, at most 8 allowed\"\n```")),
-    (CRITIC.format(constraint="Use a calm tone.", response=_SHOT_RESPONSE), "PASS"),
+    (CRITIC.format(constraint="Use the word 'waves' at least twice, without commas.", response=_SHOT_RESPONSE),
+     ("```python\ndef check(response: str):\n    n = response.lower().count('waves')\n    if n < 2:\n"
+      "        return f\"'waves' {n} times, at least 2 needed\"\n    k = response.count(',')\n"
+      "    return True if k == 0 else f\"{k} commas, none allowed\"\n```")),
 ]
 """Worked examples, given as earlier turns of the conversation (in the prompt itself, a small model copied the
 example's check for constraints it did not fit)."""
