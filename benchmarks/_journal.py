@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,14 @@ class Journal:
             with self.path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(full) + "\n")
         return full
+
+    async def measure(self, method: str, item_id: str, measure: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """The journal's row for (method, item), measured now (and printed to stderr as progress) if it has none."""
+        row = self.done(method, item_id)
+        if row is None:
+            row = self.add(method, item_id, await measure())
+            print(json.dumps({k: v for k, v in row.items() if k not in ("settings", "ucb")}), file=sys.stderr, flush=True)
+        return row
 
     def commits(self) -> list[str]:
         return sorted({r["commit"] for r in self.rows.values()})

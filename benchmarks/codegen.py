@@ -21,6 +21,7 @@ import json
 import sys
 import tempfile
 import time
+from functools import partial
 from typing import Any
 
 from _journal import Journal  # this folder is on sys.path when the script runs
@@ -96,11 +97,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         async with open_sandbox(args.sandbox) as sb:
             for method in methods:
                 for task in tasks:
-                    row = journal.done(method, task.task_id)
-                    if row is None:
-                        row = journal.add(method, task.task_id, await solve(specs[method], method, task, ucb, model, sb))
-                        print(json.dumps({k: v for k, v in row.items() if k not in ("settings", "ucb")}),
-                              file=sys.stderr, flush=True)
+                    row = await journal.measure(method, task.task_id,
+                                                partial(solve, specs[method], method, task, ucb, model, sb))
                     ucb = row.get("ucb") or ucb
                     per_problem[method].append({k: v for k, v in row.items()
                                                 if k not in ("settings", "ucb", "method", "id")} | {"task_id": row["id"]})

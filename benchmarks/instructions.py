@@ -18,6 +18,7 @@ import asyncio
 import json
 import sys
 import time
+from functools import partial
 from typing import Any
 
 from _journal import Journal  # this folder is on sys.path when the script runs
@@ -65,11 +66,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         async with open_sandbox(args.sandbox) as sb:
             for method in methods:
                 for item in items:
-                    row = journal.done(method, item.id)
-                    if row is None:
-                        row = journal.add(method, item.id, await answer(specs[method], method, item, ucb, model, sb))
-                        print(json.dumps({k: v for k, v in row.items() if k not in ("settings", "ucb")}),
-                              file=sys.stderr, flush=True)
+                    row = await journal.measure(method, item.id,
+                                                partial(answer, specs[method], method, item, ucb, model, sb))
                     ucb = row.get("ucb") or ucb
                     rows[method].append({k: v for k, v in row.items() if k not in ("settings", "ucb", "method")})
                 r = rows[method]
