@@ -19,7 +19,8 @@ from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
 from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.localize import RunEvidence, Window
+from agentflow.repair.focus import rotated
+from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit, runtime
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.runtime import RepairRuntime, settings_model
@@ -129,10 +130,9 @@ async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, scri
     return render(cfg, "trajectory_turn", values), patch
 
 
-def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str, number: int,
-              prefer: list[tuple[str, str]], evidence: RunEvidence | None) -> SearchReplaceForm | RewriteForm:
-    """Trajectory `number`'s edit form, its suspect first (each trajectory starts from another suspect)."""
-    windows = suspects(cfg, sources, issue, "", focus=number, prefer=prefer, evidence=evidence)
+def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str,
+              windows: list[Window]) -> SearchReplaceForm | RewriteForm:
+    """A trajectory's edit form over `windows`, the one it starts from first."""
     if cfg.edit_format == "rewrite" and windows:
         return RewriteForm(cfg, sources, issue, windows)
     return SearchReplaceForm(cfg, sources, issue, windows)
@@ -190,11 +190,12 @@ async def trajectories_node(state: Any, ctx: Any, settings: Any) -> dict[str, An
     gate = asyncio.Semaphore(cfg.concurrency)
     counter, calls = [0], CallSlots(rt.budget)
     prefer = [(str(p), str(n)) for p, n in state.get("ranked") or []]
-    evidence = evidence_from_json(state.get("spectrum"))
+    # ranked once; each trajectory starts from another suspect (the rotation a search's samples use)
+    ranked = suspects(cfg, sources, rt.issue, "", focus=0, prefer=prefer, evidence=evidence_from_json(state.get("spectrum")))
 
     async def one(number: int) -> dict[str, Any]:
         async with gate:
-            form = edit_form(cfg, sources, rt.issue, number, prefer, evidence)
+            form = edit_form(cfg, sources, rt.issue, rotated(ranked, number))
             return await trajectory(rt, cfg, number, form, counter, calls)
 
     # every trajectory finishes before an error goes up: none may go on in a sandbox that is being closed
