@@ -28,25 +28,32 @@ def commit() -> str:
     return head + ("+dirty" if dirty else "")
 
 
-class Journal:
-    """Rows of one benchmark run keyed by (method, item id); `settings` must match for a row to count."""
+Settings = dict[str, Any]
 
-    def __init__(self, path: str | None, settings: dict[str, Any]) -> None:
+
+class Journal:
+    """Rows of one benchmark run keyed by (method, item id); a row counts only when its settings are the method's.
+
+    `settings` is one dict for every method, or a function of the method giving the settings that change that
+    method's measurements (best-of-N's N is not a setting of the single greedy answer, so a rerun with another N
+    takes up the greedy rows)."""
+
+    def __init__(self, path: str | None, settings: Settings | Callable[[str], Settings]) -> None:
         self.path = Path(path) if path else None
-        self.settings = settings
+        self.settings_of: Callable[[str], Settings] = settings if callable(settings) else (lambda _method: settings)
         self.commit = commit()
         self.rows: dict[tuple[str, str], dict[str, Any]] = {}
         if self.path is not None and self.path.exists():
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 row = json.loads(line)
-                if row.get("settings") == settings:
+                if row.get("settings") == self.settings_of(row["method"]):
                     self.rows[(row["method"], row["id"])] = row
 
     def done(self, method: str, item_id: str) -> dict[str, Any] | None:
         return self.rows.get((method, item_id))
 
     def add(self, method: str, item_id: str, row: dict[str, Any]) -> dict[str, Any]:
-        full = {"method": method, "id": item_id, **row, "commit": self.commit, "settings": self.settings}
+        full = {"method": method, "id": item_id, **row, "commit": self.commit, "settings": self.settings_of(method)}
         self.rows[(method, item_id)] = full
         if self.path is not None:
             with self.path.open("a", encoding="utf-8") as fh:

@@ -35,6 +35,7 @@ from agentflow.models.spec import load_model
 from agentflow.sandbox import open_sandbox
 
 METHODS = ("single", "bon", "codesim", "plangen")
+USES_N = ("bon",)  # the methods whose measurement --n changes (codesim and plangen take theirs from their YAML)
 
 
 def method_specs(n: int) -> dict[str, Any]:
@@ -91,7 +92,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                            "limit": args.limit, "task_ids": [t.task_id for t in tasks]}
     per_problem: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
     # the seed and limit only pick the problems: a row of a seeded subset counts in the full run too
-    journal = Journal(args.journal, {"model": args.model, "n": args.n, "sandbox": args.sandbox})
+    journal = Journal(args.journal, lambda method: {"model": args.model, "sandbox": args.sandbox}
+                      | ({"n": args.n} if method in USES_N else {}))
     ucb: dict[str, Any] = {}
     try:
         async with open_sandbox(args.sandbox) as sb:

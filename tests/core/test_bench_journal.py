@@ -35,3 +35,19 @@ def test_without_a_file_nothing_is_written(tmp_path: Path) -> None:
     journal = Journal(None, {"model": "m"})
     journal.add("single", "x", {"passed": True})
     assert journal.done("single", "x") is not None and list(tmp_path.iterdir()) == []
+
+
+def test_settings_per_method_let_another_n_take_up_the_rows_it_does_not_change(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+
+    def settings(n: int):  # N changes best-of-N's rows only
+        return lambda method: {"model": "m"} | ({"n": n} if method == "bon" else {})
+
+    first = Journal(str(path), settings(5))
+    first.add("single", "HumanEval/1", {"passed": True})
+    first.add("bon", "HumanEval/1", {"passed": False})
+    assert json.loads(path.read_text().splitlines()[0])["settings"] == {"model": "m"}
+    wider = Journal(str(path), settings(10))
+    assert wider.done("single", "HumanEval/1") is not None
+    assert wider.done("bon", "HumanEval/1") is None
+    assert Journal(str(path), settings(5)).done("bon", "HumanEval/1") is not None
