@@ -125,7 +125,7 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b")
     ap.add_argument("--methods", default=",".join(METHODS))
-    ap.add_argument("--n", type=int, default=10, 
+    ap.add_argument("--n", type=int, default=10,
                     help="N of best-of-N, 10 as in docs/workflows/codesim.md (plangen's breadth is its workflow's own)")
     ap.add_argument("--sandbox", default="docker", choices=["docker", "local"])
     ap.add_argument("--journal", default=None, help="JSON lines of finished problems: a rerun with it goes on where "
