@@ -37,6 +37,10 @@ def _main():
         print(nonce + json.dumps({"ok": True}), flush=True)
         return
     got = eval(job["call"], g)
+    if job["kind"] == "text":
+        ok = isinstance(got, str)
+        print(nonce + json.dumps({"ok": ok, "got": got[:job["limit"]] if ok else repr(got)[:300]}), flush=True)
+        return
     expected = eval(job["expected"], g)
     ok = got == expected
     if not ok and isinstance(got, float) and isinstance(expected, (int, float)):
@@ -72,7 +76,7 @@ class CaseResult(BaseModel):
     call: str = ""
     expected: str = ""
     got: str | None = None
-    """repr of the returned value (examples)."""
+    """repr of the returned value (examples); the text itself from `run_text`."""
     error: str | None = None
     """The last line of the error, or a timeout."""
 
@@ -175,4 +179,17 @@ async def run_predicate(sandbox: Any, code: str, function: str, argument: str, *
                       error=_field(raw[0].get("error")))
 
 
-__all__ = ["CaseResult", "TestReport", "grade", "run_examples", "run_predicate"]
+async def run_text(sandbox: Any, code: str, function: str, argument: str, *, timeout: float = 10.0,
+                   limit: int = 8000) -> CaseResult:
+    """`function(argument)` of the model-written `code`, run in the sandbox: ok when it returns a string, which is
+    `got` (at most `limit` characters; what comes back is text to read, never run)."""
+    prog = f"{code}\n\n__ARGUMENT__ = {argument!r}\n"
+    call = f"{function}(__ARGUMENT__)"
+    raw = await _run_cases(_sandbox(sandbox), prog, function,
+                           [{"kind": "text", "call": call, "expected": "a string", "limit": limit}], timeout)
+    ok = raw[0].get("ok") is True and isinstance(raw[0].get("got"), str)
+    return CaseResult(ok=ok, call=call, expected="a string", got=_field(raw[0].get("got"), limit),
+                      error=_field(raw[0].get("error")))
+
+
+__all__ = ["CaseResult", "TestReport", "grade", "run_examples", "run_predicate", "run_text"]

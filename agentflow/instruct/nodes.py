@@ -6,10 +6,12 @@
                       ("strong feedback"), the others judged by the model; of several
                       refinements the best is kept, and one worse than the best
                       answer so far gives way to it                       -> response, critique, all_pass, checks, best
-    instruct.refine   new answers that avoid the failed constraints (several samples;
-                      the critic keeps the one that meets most)                        -> refinements, rounds
-    instruct.search   PlanGEN's search over outlines and responses, scored by the
-                      verification agent against the constraints                        -> response, reward, candidates
+    instruct.refine   new answers that avoid the failed constraints (several samples, and
+                      the best answer as a `fix` function the model writes edits it,
+                      run in the sandbox; the critic keeps the one that meets most)   -> refinements, rounds
+    instruct.search   PlanGEN's search over outlines and responses; an answer's score is
+                      the share of constraints that hold, checked as the critic does
+                      (the verification agent's score without a sandbox)              -> response, reward, candidates
 
 The benchmark's own checkers (`agentflow.instruct.checks`) are never used here: the critic sees only the
 constraint text the decomposition produced.
@@ -23,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentflow.codegen.execute import run_predicate
+from agentflow.codegen.execute import run_predicate, run_text
 from agentflow.graph.nodetypes import NodeType
 from agentflow.reasoning.algorithms import run_algorithm
 from agentflow.reasoning.constraints import verify_against
@@ -31,30 +33,64 @@ from agentflow.reasoning.llm import ask, code_block
 
 RESPOND = "{prompt}"
 
-CRITIC = """Constraint: {constraint}
+CHECK = """Constraint: {constraint}
 
-Can this constraint be checked exactly by a short Python function of the response text (word or sentence \
-counts, required or forbidden words or characters, bullet points, JSON, how it starts or ends)?
+Can this constraint be checked exactly by a short Python function of a response's text (word or sentence \
+counts, required or forbidden words or characters, bullet points, paragraphs, JSON, how it starts or ends)?
 - If yes: reply only with a ```python block defining `def check(response: str)` that returns True when the \
 constraint holds, and otherwise a short string saying what is wrong, with what it found.
-- If not: read the response below and reply `PASS` or `FAIL: <the reason>`.
+- If not: reply `JUDGE`."""
+
+JUDGE = """Constraint: {constraint}
+
+Does the response below meet this constraint? Reply `PASS` or `FAIL: <the reason>`.
 
 Response:
 {response}"""
 
+JUDGED = ""
+"""What `checks` holds for a constraint the critic said code cannot check: judged by the model every round,
+without asking for a check again (None: no check kept, ask afresh)."""
+
 _SHOT_RESPONSE = "The sea is wide and deep, and its waves never stop moving."
-CRITIC_SHOTS = [
-    (CRITIC.format(constraint="Use a calm tone.", response=_SHOT_RESPONSE), "PASS"),
-    (CRITIC.format(constraint="At most 8 words.", response=_SHOT_RESPONSE),
-     ("```python\ndef check(response: str):\n    n = len(response.split())\n"
-      "    return True if n <= 8 else f\"{n} words, at most 8 allowed\"\n```")),
-    (CRITIC.format(constraint="Use the word 'waves' at least twice, without commas.", response=_SHOT_RESPONSE),
-     ("```python\ndef check(response: str):\n    n = response.lower().count('waves')\n    if n < 2:\n"
-      "        return f\"'waves' {n} times, at least 2 needed\"\n    k = response.count(',')\n"
-      "    return True if k == 0 else f\"{k} commas, none allowed\"\n```")),
+
+
+def _shot(constraint: str, check: str) -> tuple[str, str]:
+    return CHECK.format(constraint=constraint), f"```python\n{check}```"
+
+
+CHECK_SHOTS = [
+    (CHECK.format(constraint="Use a calm tone."), "JUDGE"),
+    (CHECK.format(constraint="Describe how a kite flies"), "JUDGE"),
+    _shot("Mention the words 'wind' and 'string'.", "def check(response: str):\n"
+          "    missing = [w for w in ('wind', 'string') if w not in response.lower()]\n"
+          "    return True if not missing else f\"missing: {', '.join(missing)}\"\n"),
+    _shot("Describe the sea in under 9 words.", "def check(response: str):\n    n = len(response.split())\n"
+          "    return True if n < 9 else f\"{n} words, fewer than 9 allowed\"\n"),
+    _shot("Explain tides to a child in at least 20 and at most 40 words.",
+          "def check(response: str):\n    n = len(response.split())\n"
+          "    return True if 20 <= n <= 40 else f\"{n} words, 20 to 40 needed\"\n"),
+    _shot("Use the word 'waves' at least twice.", "def check(response: str):\n    n = response.lower().count('waves')\n"
+          "    return True if n >= 2 else f\"'waves' {n} times, at least 2 needed\"\n"),
+    _shot("Do not use any commas.", "def check(response: str):\n    k = response.count(',')\n"
+          "    return True if k == 0 else f\"{k} commas, none allowed\"\n"),
+    _shot("End your answer with 'Goodbye.'", "def check(response: str):\n    end = response.strip()[-30:]\n"
+          "    return True if response.strip().endswith('Goodbye.') else f\"it ends with {end!r}\"\n"),
+    _shot("Write exactly 2 paragraphs separated by a blank line.",
+          "import re\n\ndef check(response: str):\n"
+          "    n = len([p for p in re.split(r'\\n\\s*\\n', response.strip()) if p.strip()])\n"
+          "    return True if n == 2 else f\"{n} paragraphs, 2 needed\"\n"),
+    _shot("Give exactly 3 bullet points starting with '- '.", "def check(response: str):\n"
+          "    n = sum(1 for line in response.splitlines() if line.strip().startswith('- '))\n"
+          "    return True if n == 3 else f\"{n} bullet points, 3 needed\"\n"),
 ]
 """Worked examples, given as earlier turns of the conversation (in the prompt itself, a small model copied the
-example's check for constraints it did not fit)."""
+example's check for constraints it did not fit), one constraint each and one of each common kind: with a
+single word-count example the 1.5B critic checked "at least 40 words" as "'photosynthesis' at least 40 times",
+without a topic in the word-count examples "Explain recursion in at most 70 words" as "'recursion' once", and
+without a topic judged "Describe how a bicycle gear works" as "'gear' once".
+The response is not shown when a check is asked for: shown an answer of six steps, the critic checked "in under
+60 words" as "exactly 6 steps", a check fitted to the answer."""
 
 REFINE = """{prompt}
 
@@ -73,6 +109,46 @@ An earlier answer to this had these problems:
 {failures}
 
 Write a new answer that avoids them and meets every requirement of the task. Reply with the answer only."""
+
+FIX = """Task: {prompt}
+
+Answer:
+{response}
+
+The answer breaks these requirements of the task:
+{failures}
+
+Write a Python function `def fix(response: str) -> str` that returns the answer changed as little as possible \
+so that these requirements hold and every other requirement of the task still holds (for example: drop whole \
+sentences or bullet points to shorten it, add a required ending or word, remove forbidden characters, split or \
+join paragraphs). Reply only with a ```python block."""
+
+FIX_SHOTS = [
+    (FIX.format(prompt="Describe the sea in at most 12 words. End with 'Goodbye.'",
+                response="The sea is wide and deep. Its waves never stop moving. It is home to many fish.",
+                failures="- At most 12 words (17 words, at most 12 allowed)\n"
+                         "- End with 'Goodbye.' (it ends with 'many fish.')"),
+     ("```python\nimport re\n\ndef fix(response: str) -> str:\n    ending = \"Goodbye.\"\n"
+      "    sentences = re.split(r\"(?<=[.!?])\\s+\", response.strip())\n"
+      "    while len(sentences) > 1 and len(\" \".join(sentences).split()) + len(ending.split()) > 12:\n"
+      "        sentences.pop()\n    return \" \".join(sentences) + \" \" + ending\n```")),
+    (FIX.format(prompt="List exactly 2 colours as bullet points starting with '- '. Do not use commas.",
+                response="- Red, like fire\n- Blue, like the sky\n- Green, like grass",
+                failures="- Exactly 2 bullet points (3 bullet points, 2 needed)\n"
+                         "- Do not use commas (3 commas, none allowed)"),
+     ("```python\ndef fix(response: str) -> str:\n"
+      "    bullets = [line for line in response.splitlines() if line.startswith(\"- \")][:2]\n"
+      "    return \"\\n\".join(line.replace(\",\", \"\") for line in bullets)\n```")),
+    (FIX.format(prompt="Write exactly 2 paragraphs about tea, separated by a blank line.",
+                response="Tea is a drink made from leaves. It is popular in Asia. Green tea is mild. Black tea is strong.",
+                failures="- Exactly 2 paragraphs separated by a blank line (1 paragraph, 2 needed)"),
+     ("```python\nimport re\n\ndef fix(response: str) -> str:\n"
+      "    sentences = re.split(r\"(?<=[.!?])\\s+\", \" \".join(response.split()))\n"
+      "    half = (len(sentences) + 1) // 2\n"
+      "    return \" \".join(sentences[:half]) + \"\\n\\n\" + \" \".join(sentences[half:])\n```")),
+]
+"""Worked examples of a code fix, as earlier turns (a word limit with a required ending, a bullet count with a
+forbidden character, a paragraph split)."""
 
 OUTLINE = """Before answering, outline how to satisfy every requirement of this task (numbered points, no answer yet):
 
@@ -110,6 +186,13 @@ class RefineSettings(TextGenSettings):
     critic's choice among several is what moves a small model."""
     samples: int = Field(default=3, ge=1, le=16)
     """Refinements drawn per round; the critic keeps the one that meets most constraints."""
+    code_fix: bool = True
+    """Also ask for `def fix(response) -> str`, a function that edits the best answer so far to mend the failed
+    constraints (run in the sandbox; what it returns is one more refinement for the critic to judge). The
+    embedded model is a coder: it writes "drop sentences until under 50 words, then add the ending" where it
+    cannot write a 50-word answer (docs/workflows/decrim.md)."""
+    fix_timeout: float = Field(default=10.0, gt=0)
+    """Seconds for the fix function in the sandbox."""
     show_previous: bool = False
     """Show the previous answer with its faults (the paper's form). Off by default: shown its answer, the
     embedded 1.5B model gave it back nearly unchanged (one note too long and ending wrongly: none of 6 samples
@@ -121,6 +204,13 @@ class TextSearchSettings(TextGenSettings):
     """Breadth of the algorithm."""
     sample_temperature: float = Field(default=0.8, ge=0)
     """Temperature of every sample after the first (the first is greedy)."""
+    constraint_checks: bool = True
+    """Score an answer as the share of constraints that hold, each checked as decrim's critic does (a function
+    the model writes, run in the sandbox, where code can check it; the model's verdict otherwise). Off, or
+    without a sandbox: the verification agent's single score. On the instruction set the single score kept
+    answers that broke a constraint the greedy answer met (docs/workflows/plangen.md)."""
+    critic: CriticSettings = Field(default_factory=CriticSettings)
+    """The constraint checks' settings."""
 
 
 def _prompt(state: Any) -> str:
@@ -136,18 +226,34 @@ async def respond(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, 
     return {"response": text.strip()}
 
 
+_SURFACE = re.compile(
+    r"\d|['\"<]|\b(words?|sentences?|paragraphs?|bullets?|commas?|characters?|letters?|capitals?|"
+    r"capital letters|uppercase|lowercase|json|keys?|starts?|begins?|ends?|title|exclamation|question marks?|"
+    r"hashtags?|punctuation|once|twice|thrice|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
+"""What code can check in a text: a count, a quoted word or phrase, a named form (bullets, case, JSON, how it
+starts or ends). A constraint with none of these ("Explain recursion", "to a child") is judged by the model
+without asking for a check: asked, the 1.5B critic wrote one anyway ("Explain recursion" as "contains 'def'")."""
+
+
+def checkable(constraint: str) -> bool:
+    """Whether to ask the critic for a check function for `constraint` (else it judges it)."""
+    return bool(_SURFACE.search(constraint))
+
+
 async def _critique_one(ctx: Any, constraint: str, response: str, known: str | None,
                         settings: CriticSettings) -> tuple[dict[str, Any], str | None]:
-    """One constraint's verdict, and the check function to keep for the next round (None: judged by the model)."""
+    """One constraint's verdict, and what to keep for the next round: the check function, JUDGED, or None (no
+    check that runs: ask afresh)."""
     code = known
-    answer = ""
     if code is None:
-        answer = await ask(ctx, CRITIC.format(constraint=constraint, response=response[:4000]),
-                           max_tokens=settings.max_tokens, purpose="critic", shots=CRITIC_SHOTS)
-        block = code_block(answer)
-        if settings.code_checks and block and re.search(r"def\s+check\s*\(", block):
-            code = block
-    if code is not None:
+        code = JUDGED
+        if settings.code_checks and checkable(constraint):
+            answer = await ask(ctx, CHECK.format(constraint=constraint), max_tokens=settings.max_tokens,
+                               purpose="check", shots=CHECK_SHOTS)
+            block = code_block(answer)
+            if block and re.search(r"def\s+check\s*\(", block):
+                code = block
+    if code:
         result = await run_predicate(ctx, code, "check", response, timeout=settings.timeout)
         if result.error is None:
             why = "" if result.ok else _check_reason(constraint, result.got)
@@ -158,14 +264,14 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
             return {"constraint": constraint, "ok": False, "how": "code",
                     "why": f"the response does not parse: {result.error}"}, code
         # a check that does not run says nothing: the model judges this constraint instead (this round; the
-        # next round asks the critic afresh, and it may write a check that runs)
-        answer = await ask(ctx, CRITIC.format(constraint=constraint, response=response[:4000])
-                           .replace("- If yes:", "- (Do not write code.) If yes:"), max_tokens=settings.max_tokens,
-                           purpose="critic")
+        # next round asks for a check afresh, and it may write one that runs)
+        code = None
+    answer = await ask(ctx, JUDGE.format(constraint=constraint, response=response[:4000]),
+                       max_tokens=settings.max_tokens, purpose="judge")
     verdict = re.search(r"\b(PASS|FAIL)\b\s*:?\s*(.*)", answer, re.DOTALL)
     ok = verdict is not None and verdict.group(1) == "PASS"
     why = "" if ok else (verdict.group(2).strip().splitlines()[0] if verdict and verdict.group(2).strip() else "judged not met")
-    return {"constraint": constraint, "ok": ok, "how": "model", "why": why}, None
+    return {"constraint": constraint, "ok": ok, "how": "model", "why": why}, code
 
 
 _RESPONSE_FAULT = re.compile(r"(json\.decoder\.JSONDecodeError|ValueError|KeyError|IndexError)\b")
@@ -228,7 +334,36 @@ async def refine(state: Any, ctx: Any, settings: RefineSettings) -> dict[str, An
                              failures=failures or "- (none listed)")
     texts = [await ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
                        seed=rounds * settings.samples + i, purpose="refine") for i in range(settings.samples)]
-    return {"refinements": [t.strip() for t in texts], "rounds": rounds + 1}
+    refinements = [t.strip() for t in texts]
+    if settings.code_fix and failed and state.get("response"):
+        fixed = await _code_fix(ctx, _prompt(state), str(state["response"]), failures, rounds, settings)
+        if fixed:
+            refinements.append(fixed)  # last: a tie goes to a written answer
+    return {"refinements": refinements, "rounds": rounds + 1}
+
+
+async def _code_fix(ctx: Any, prompt: str, response: str, failures: str, rounds: int,
+                    settings: RefineSettings) -> str | None:
+    """The answer as the model's `fix` function edits it (run in the sandbox), or None when it wrote none that
+    runs. Said in the run's events either way. Greedy in the first round, sampled after: a fix that did not
+    help leaves the answer and its faults as they were, and the same question would get the same fix."""
+    answer = await ask(ctx, FIX.format(prompt=prompt, response=response[:4000], failures=failures),
+                       max_tokens=settings.max_tokens, temperature=settings.temperature if rounds else 0.0,
+                       seed=rounds, purpose="fix", shots=FIX_SHOTS)
+    block = code_block(answer)
+    if not block or not re.search(r"def\s+fix\s*\(", block):
+        ctx.emit("instruct.fix", ok=False, error="no fix function in the answer")
+        return None
+    result = await run_text(ctx, block, "fix", response, timeout=settings.fix_timeout)
+    if not result.ok:
+        ctx.emit("instruct.fix", ok=False, error=result.error or f"fix returned {result.got}, not text")
+        return None
+    fixed = (result.got or "").strip()
+    if not fixed or fixed == response.strip():
+        ctx.emit("instruct.fix", ok=False, error="fix returned the answer unchanged" if fixed else "fix returned ''")
+        return None
+    ctx.emit("instruct.fix", ok=True, chars=len(fixed))
+    return fixed
 
 
 class TextGenerator:
@@ -238,6 +373,10 @@ class TextGenerator:
     def __init__(self, ctx: Any, prompt: str, constraints: list[str], settings: TextSearchSettings) -> None:
         self.ctx, self.prompt, self.constraints, self.s = ctx, prompt, constraints, settings
         self.scored: list[dict[str, Any]] = []
+        self.checks: dict[str, str | None] = {}
+        """Check functions written so far, reused for every later candidate (as the critic does across rounds)."""
+        self.by_constraint = (settings.constraint_checks and bool(constraints)
+                              and getattr(getattr(ctx, "run", None), "sandbox", None) is not None)
 
     def _temp(self, seed: int) -> float:
         return self.s.temperature if seed == 0 else self.s.sample_temperature
@@ -255,6 +394,11 @@ class TextGenerator:
         return await verify_against(self.ctx, self.prompt, self.constraints, plan)
 
     async def score(self, candidate: str) -> float:
+        if self.by_constraint:
+            critique = await _critique(self.ctx, self.constraints, candidate, self.checks, self.s.critic)
+            reward = sum(c["ok"] for c in critique) / len(critique)
+            self.scored.append({"reward": round(reward, 4), "failed": [c["constraint"] for c in critique if not c["ok"]]})
+            return reward
         reward = await verify_against(self.ctx, self.prompt, self.constraints, candidate)
         self.scored.append({"reward": round(reward, 4)})
         return reward
@@ -280,7 +424,8 @@ NODE_TYPES = [
              ("refinements", "rounds"), "new answers that avoid the failed constraints, for the critic to choose among"),
     NodeType("instruct.search", search, TextSearchSettings, ("prompt", "constraints", "algorithm"),
              ("response", "reward", "candidates", "plans"),
-             "PlanGEN: the selected algorithm over outlines and answers, scored by the verification agent"),
+             "PlanGEN: the selected algorithm over outlines and answers, scored against each constraint",
+             sandbox=True),
 ]
 
 __all__ = ["NODE_TYPES", "TextGenerator"]

@@ -17,9 +17,11 @@ Task:
 """
 
 EXTRACT_SHOT = (EXTRACT.format(task="Describe the sea in at most 30 words, without the word 'blue'. End with 'Farewell.'"),
-                "1. Describe the sea in at most 30 words\n2. without the word 'blue'.\n3. End with 'Farewell.'")
+                "1. Describe the sea\n2. in at most 30 words\n3. without the word 'blue'.\n4. End with 'Farewell.'")
 """A worked example, given as an earlier turn: without one the embedded 1.5B model often answered the task
-instead of listing it; written into the prompt itself, its items were copied as the task's."""
+instead of listing it; written into the prompt itself, its items were copied as the task's. The topic and the
+word limit are two items: given "Explain recursion in at most 70 words" as one, decrim's critic checked the
+word 'recursion' and not the count."""
 
 VERIFY = """Task:
 {task}

@@ -21,7 +21,7 @@ REPLIES = [
     "- It keeps you hydrated, alert and fresh\n- It helps digestion\n- It is good for your skin",
     BULLETS,
     NO_COMMAS,
-    "PASS",
+    "PASS",  # nothing countable or quoted: judged, without asking for a check
     "- It keeps you hydrated and alert\n- It helps digestion\n- It is good for your skin",
     "PASS",
 ]
@@ -32,7 +32,8 @@ def test_decrim_critic_checks_by_code_and_refines(tmp_path: Path, capsys: pytest
     item = next(i for i in load_instructions() if i.id == "if-02")  # 3 bullets, no commas
     model = cassette(tmp_path / "decrim.json", REPLIES)
     code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true",
-                "-c", "nodes.refine.samples=1", "-o", str(tmp_path / "runs"), "--json", "-i", json.dumps({"prompt": item.prompt})])
+                "-c", "nodes.refine.samples=1", "-c", "nodes.refine.code_fix=false", "-o", str(tmp_path / "runs"),
+                "--json", "-i", json.dumps({"prompt": item.prompt})])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     done = result_of(out)
@@ -40,11 +41,13 @@ def test_decrim_critic_checks_by_code_and_refines(tmp_path: Path, capsys: pytest
     assert done["status"] == "done" and state["all_pass"] is True and state["rounds"] == 1
     assert [c["how"] for c in state["critique"]] == ["code", "code", "model"]
     calls = asks(done["run_dir"])
-    assert [c["purpose"] for c in calls] == ["constraints", "respond", "critic", "critic", "critic", "refine", "critic"]
+    assert [c["purpose"] for c in calls] == ["constraints", "respond", "check", "check", "judge", "refine", "judge"]
     # round 1: the comma check, run in the sandbox on the first answer, failed; the refine prompt names it
     refine = calls[5]["prompt"]
     assert "- No commas." in refine and "returned False" in refine and "Exactly 3 bullet" not in refine
-    # round 2: both code checks were reused (only the model-judged constraint cost a call) and passed
+    # the checks were asked for without the answer (shown it, the critic fitted a check to it)
+    assert all(calls[1]["answer"] not in c["prompt"] for c in calls[2:4]) and calls[1]["answer"] in calls[4]["prompt"]
+    # round 2: both code checks were reused: only the model's verdict on the third cost a call
     assert calls[6]["prompt"].startswith("Constraint: The points are benefits")
     # the benchmark's own checkers, never shown to the workflow, agree: before failed, after passes
     assert item.grade(calls[1]["answer"])["all"] is False
@@ -83,12 +86,13 @@ def _events(done: dict, kind: str) -> list[dict]:
 def test_decrim_refinements_are_sampled_and_the_critic_keeps_the_best(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = _decrim(tmp_path, capsys, [CONSTRAINTS,
-                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, MENDED, FIRST])
+                                      FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, MENDED, FIRST],
+                   "-c", "nodes.refine.code_fix=false")
     state = done["state"]
     assert done["status"] == "done" and state["all_pass"] is True and state["response"] == MENDED
     calls = asks(done["run_dir"])
     # three refinements of one round; the checks written in round one judge them without a model call
-    assert [c["purpose"] for c in calls] == ["constraints", "respond", "critic", "critic", "refine", "refine", "refine"]
+    assert [c["purpose"] for c in calls] == ["constraints", "respond", "check", "check", "refine", "refine", "refine"]
     refine = calls[4]["prompt"]
     # the failed check's own words (with its count), computed in the sandbox, reach the refiner; the first
     # answer itself does not (shown it, a small model gives it back)
@@ -105,7 +109,8 @@ def test_decrim_keeps_its_answer_when_no_refinement_is_better(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = _decrim(tmp_path, capsys, [CONSTRAINTS,
                                       FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, TIE],
-                   "-c", "nodes.refine.samples=2", "-c", "nodes.refine.show_previous=true", max_rounds=1)
+                   "-c", "nodes.refine.samples=2", "-c", "nodes.refine.show_previous=true",
+                   "-c", "nodes.refine.code_fix=false", max_rounds=1)
     state = done["state"]
     assert state["rounds"] == 1 and state["all_pass"] is False
     assert state["response"] == FIRST  # neither the worse refinement nor the one the critic cannot tell apart
@@ -115,7 +120,59 @@ def test_decrim_keeps_its_answer_when_no_refinement_is_better(
     calls = asks(done["run_dir"])
     assert FIRST in calls[4]["prompt"]  # show_previous: the paper's form
     # the worked examples are earlier turns, not part of the question (a small model copied them from there)
-    assert "Farewell" not in calls[0]["prompt"] and "at most 8 allowed" not in calls[2]["prompt"]
+    assert "Farewell" not in calls[0]["prompt"] and "fewer than 9 allowed" not in calls[2]["prompt"]
+
+
+@pytest.mark.parametrize(("constraint", "by_code"), [
+    ("in at least 30 and at most 70 words", True), ("Use the word 'mirror'.", True),
+    ("Do not use any exclamation marks.", True), ("Write it in lowercase only", True),
+    ("Output only the JSON.", True), ("End with Goodbye", True),
+    ("Explain recursion", False), ("to a child", False), ("Describe how a bicycle gear works", False)])
+def test_only_a_constraint_with_something_countable_or_quoted_gets_a_check(constraint: str, by_code: bool) -> None:
+    from agentflow.instruct.nodes import checkable
+
+    assert checkable(constraint) is by_code
+
+
+FIX_COMMAS = "```python\ndef fix(response: str) -> str:\n    return response.replace(',', '')\n```"
+
+
+@pytest.mark.docker
+def test_decrim_code_fix_edits_the_answer_in_the_sandbox_and_the_critic_takes_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The model writes `fix(response)`; run in the sandbox on the best answer, its result is one more refinement,
+    judged by the critic's checks like the sampled ones (no model call for them)."""
+    done = _decrim(tmp_path, capsys, [CONSTRAINTS, FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, FIX_COMMAS],
+                   "-c", "nodes.refine.samples=1")
+    state = done["state"]
+    assert done["status"] == "done" and state["all_pass"] is True and state["rounds"] == 1
+    assert state["response"] == FIRST.replace(",", "")
+    calls = asks(done["run_dir"])
+    assert [c["purpose"] for c in calls] == ["constraints", "respond", "check", "check", "refine", "fix"]
+    fix = calls[5]["prompt"]
+    # the fix is asked of the answer itself, with the failed check's own words
+    assert FIRST in fix and "- Do not use any commas. (1 commas, none allowed)" in fix
+    assert "Goodbye." not in fix  # the worked examples are earlier turns
+    assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0, 2]]
+    assert _events(done, "instruct.fix") == [{"ok": True, "chars": len(FIRST) - 1}]
+    item = next(i for i in load_instructions() if i.id == "if-02")
+    assert item.grade(state["response"])["all"] is True  # the benchmark's own checkers agree
+
+
+@pytest.mark.docker
+def test_a_fix_that_returns_no_text_is_said_and_adds_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "fix-ran-here"
+    escape = (f"```python\ndef fix(response: str) -> str:\n    try:\n        open({str(marker)!r}, 'w').write('x')\n"
+              "    except OSError:\n        pass\n```")
+    done = _decrim(tmp_path, capsys, [CONSTRAINTS, FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, escape],
+                   "-c", "nodes.refine.samples=1", max_rounds=1)
+    state = done["state"]
+    assert state["all_pass"] is False and state["response"] == FIRST
+    [event] = _events(done, "instruct.fix")
+    assert event == {"ok": False, "error": "fix returned None, not text"}  # said in the run's events
+    assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0]]  # only the sampled refinement
+    assert not marker.exists()  # the model's code ran in the sandbox, not on this machine
 
 
 JSON_CHECK = ("```python\nimport json\n\ndef check(response: str):\n    data = json.loads(response)\n"

@@ -73,3 +73,35 @@ def test_rebase_shares_expansions_by_reward() -> None:
     assert share_out([0.9, 0.1, 0.1], 3, temperature=0.2) == [3, 0, 0]
     assert share_out([0.5, 0.5, 0.5], 3) == [1, 1, 1]
     assert sum(share_out([0.7, 0.6, 0.2], 5)) == 5
+
+
+TEXT_UCB = {"arms": {"best_of_n": {"n": 2, "total": 2.0}, "tree_of_thought": {"n": 2, "total": 0.0},
+                     "rebase": {"n": 2, "total": 0.0}}}
+
+
+@pytest.mark.docker
+def test_plangen_scores_text_by_each_constraint_checked_in_the_sandbox(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a text task the verification agent checks each constraint as decrim's critic does: a check function
+    it writes runs in the sandbox, is reused for the next candidate, and an answer's reward is the share of
+    constraints that hold (a full score ends best-of-N)."""
+    from agentflow.instruct.dataset import load_instructions
+    from tests.codegen.test_decrim import CONSTRAINTS, COUNT_BULLETS, COUNT_COMMAS, FIRST, MENDED
+
+    item = next(i for i in load_instructions() if i.id == "if-02")
+    model = cassette(tmp_path / "plangen.json", [CONSTRAINTS, "A", FIRST, COUNT_BULLETS, COUNT_COMMAS, MENDED])
+    code = run(["run", "plangen", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true",
+                "-o", str(tmp_path / "runs"), "--json", "-i", json.dumps({"prompt": item.prompt, "ucb": TEXT_UCB})])
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    done = result_of(out)
+    state = done["state"]
+    assert state["algorithm"] == "best_of_n"
+    calls = asks(done["run_dir"])
+    # the second answer is judged by the two checks written for the first: no model call
+    assert [c["purpose"] for c in calls] == ["constraints", "select", "respond", "check", "check", "respond"]
+    assert state["candidates"] == [{"reward": 0.5, "failed": ["Do not use any commas."]},
+                                   {"reward": 1.0, "failed": []}]
+    assert state["response"] == MENDED and state["reward"] == pytest.approx(1.0)
+    assert state["ucb"]["arms"]["best_of_n"] == {"n": 3, "total": pytest.approx(3.0)}
+    assert item.grade(FIRST)["all"] is False and item.grade(state["response"])["all"] is True
