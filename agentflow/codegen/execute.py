@@ -169,27 +169,31 @@ async def grade(sandbox: Any, task: CodeTask, code: str, *, timeout: float = 20.
 
 
 
-async def run_predicate(sandbox: Any, code: str, function: str, argument: str, *, timeout: float = 10.0) -> CaseResult:
-    """`function(argument)` of the model-written `code`, run in the sandbox: ok when it returns True."""
+async def _run_call(sandbox: Any, code: str, function: str, argument: str, case: dict[str, Any],
+                    timeout: float) -> tuple[str, dict[str, Any]]:
+    """`function(argument)` of the model-written `code` as one harness case: the call's text and its raw outcome."""
     prog = f"{code}\n\n__ARGUMENT__ = {argument!r}\n"
     call = f"{function}(__ARGUMENT__)"
-    raw = await _run_cases(_sandbox(sandbox), prog, function, [{"kind": "example", "call": call, "expected": "True"}],
-                           timeout)
-    return CaseResult(ok=raw[0].get("ok") is True, call=call, expected="True", got=_field(raw[0].get("got")),
-                      error=_field(raw[0].get("error")))
+    raw = await _run_cases(_sandbox(sandbox), prog, function, [dict(case, call=call)], timeout)
+    return call, raw[0]
+
+
+async def run_predicate(sandbox: Any, code: str, function: str, argument: str, *, timeout: float = 10.0) -> CaseResult:
+    """`function(argument)` of the model-written `code`, run in the sandbox: ok when it returns True."""
+    call, raw = await _run_call(sandbox, code, function, argument, {"kind": "example", "expected": "True"}, timeout)
+    return CaseResult(ok=raw.get("ok") is True, call=call, expected="True", got=_field(raw.get("got")),
+                      error=_field(raw.get("error")))
 
 
 async def run_text(sandbox: Any, code: str, function: str, argument: str, *, timeout: float = 10.0,
                    limit: int = 8000) -> CaseResult:
     """`function(argument)` of the model-written `code`, run in the sandbox: ok when it returns a string, which is
     `got` (at most `limit` characters; what comes back is text to read, never run)."""
-    prog = f"{code}\n\n__ARGUMENT__ = {argument!r}\n"
-    call = f"{function}(__ARGUMENT__)"
-    raw = await _run_cases(_sandbox(sandbox), prog, function,
-                           [{"kind": "text", "call": call, "expected": "a string", "limit": limit}], timeout)
-    ok = raw[0].get("ok") is True and isinstance(raw[0].get("got"), str)
-    return CaseResult(ok=ok, call=call, expected="a string", got=_field(raw[0].get("got"), limit),
-                      error=_field(raw[0].get("error")))
+    call, raw = await _run_call(sandbox, code, function, argument,
+                                {"kind": "text", "expected": "a string", "limit": limit}, timeout)
+    ok = raw.get("ok") is True and isinstance(raw.get("got"), str)
+    return CaseResult(ok=ok, call=call, expected="a string", got=_field(raw.get("got"), limit),
+                      error=_field(raw.get("error")))
 
 
 __all__ = ["CaseResult", "TestReport", "grade", "run_examples", "run_predicate", "run_text"]

@@ -228,7 +228,7 @@ async def respond(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, 
 
 _SURFACE = re.compile(
     r"\d|['\"<]|\b(words?|sentences?|paragraphs?|bullets?|commas?|characters?|letters?|capitals?|"
-    r"capital letters|uppercase|lowercase|json|keys?|starts?|begins?|ends?|title|exclamation|question marks?|"
+    r"uppercase|lowercase|json|keys?|starts?|begins?|ends?|title|exclamation|question marks?|"
     r"hashtags?|punctuation|once|twice|thrice|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
 """What code can check in a text: a count, a quoted word or phrase, a named form (bullets, case, JSON, how it
 starts or ends). A constraint with none of these ("Explain recursion", "to a child") is judged by the model
