@@ -17,8 +17,8 @@ samples looked (each candidate's `window`): `on_gold` samples whose window was a
 answers that gave their window back unchanged, on a gold function (`unchanged_on_gold`: the model missed the
 bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone).
 
-`--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships, at the
-same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
+`--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships (`repair`
+with best-of-8 as its search, `SEARCH_AT_BUDGET`), at the same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
 calls, tokens, wall).
 
 `--grade-candidates` also grades every candidate of the best-of-8 run with the hidden tests (after the run;
@@ -216,14 +216,22 @@ def run_bench(argv: list[str], run_dir: Path, args: argparse.Namespace, subset: 
     return time.perf_counter() - start, proc.returncode
 
 
+SEARCH_AT_BUDGET: dict[str, list[str]] = {
+    "repair": ["--strategy", "best-of-n", "-n", "8", "-c", "max_attempts=1"],
+}
+"""How a workflow's search is set for the side by side: `repair` ships one chain of attempts (about 7 calls), so
+at the shared budget it runs as best-of-8 one-shot samples, the strategy of `agentflow repair` that fills it
+(the published workflows' searches are many samples already)."""
+
+
 def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -> None:
     """`--workflows a,b,c`: each workflow as it ships (its own search and selection) at the same model-call limit
     per task (`--calls`, the run's `step_limit`); one JSON object per workflow: resolved, coverage (tasks where
     any candidate resolves, graded after the run), calls, tokens, wall, and where the samples went."""
     for name in args.workflows.split(","):
         run_dir = Path(args.out) / f"workflow-{name}"
-        argv = [agentflow, "bench", args.tasks, "--workflow", name, "--workers", str(args.workers), "-o", str(run_dir),
-                "-c", f"step_limit={args.calls}"]
+        argv = [agentflow, "bench", args.tasks, "--workflow", name, *SEARCH_AT_BUDGET.get(name, []),
+                "--workers", str(args.workers), "-o", str(run_dir), "-c", f"step_limit={args.calls}"]
         wall, code = run_bench(argv, run_dir, args, subset)
         if not (run_dir / "report.json").is_file():
             print(json.dumps({"workflow": name, "error": f"agentflow bench exited {code} without a report"}))

@@ -8,10 +8,15 @@ still runs, as in a doctest) and `names` (a top-level name the examples use with
 module that defines it, imported first). It prints, as its last line, `MARKER` and a JSON object:
 `calls` [[file relative to the working directory, qualified name, first line, order of first call, calls]]
 for code under the working directory that the
-statements call (not what runs while a module is imported), and `errors` (the traceback of each statement that raised).
+statements call (not what runs while a module is imported), `errors` (the traceback of each statement that raised)
+and `shown` (per statement, what a reader of the report would see: what it printed, the value of its last line
+when that is an expression, as an interactive session shows it, and the type and message of what it raised --
+no traceback, whose line numbers move with any edit).
 """
 
+import ast
 import importlib
+import io
 import json
 import os
 import sys
@@ -20,6 +25,46 @@ import traceback
 MARKER = "AGENTFLOW_TRACE "
 MAX_CALLS = 2000
 MAX_ERROR_CHARS = 3000
+MAX_SHOWN_CHARS = 2000
+
+
+def compiled(statement):
+    """(code of the statement, code of its last line's expression or None): the value an interactive session
+    would echo (`"alice" in cache` after the lines that set the cache up)."""
+    tree = ast.parse(statement, "<issue>")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    return compile(tree, "<issue>", "exec"), (compile(last, "<issue>", "eval") if last is not None else None)
+
+
+def run_statement(statement, namespace):
+    """Run one statement; (what it showed, its traceback or None)."""
+    out, real = io.StringIO(), sys.stdout
+    sys.stdout = out
+    error = None
+    try:
+        body, last = compiled(statement)
+        exec(body, namespace)
+        if last is not None:
+            value = eval(last, namespace)
+            if value is not None:
+                trace = sys.gettrace()
+                sys.settrace(None)  # the echo's own `__repr__` is no call of the report's
+                try:
+                    out.write(repr(value) + "\n")
+                finally:
+                    sys.settrace(trace)
+    except BaseException as exc:
+        error = traceback.format_exc()[-MAX_ERROR_CHARS:]
+        try:
+            message = str(exc)
+        except Exception:  # an exception whose own __str__ fails still says its type
+            message = "?"
+        out.write(f"raised {type(exc).__name__}: {message}\n")
+    finally:
+        sys.stdout = real
+    return out.getvalue()[-MAX_SHOWN_CHARS:], error
 
 
 def main(spec_path):
@@ -60,7 +105,7 @@ def main(spec_path):
         # returns None: calls only, no line events, so the examples run at close to full speed
 
     namespace = {"__name__": "__main__"}
-    errors = []
+    errors, shown = [], []
     sys.settrace(tracer)
     try:
         for name, module in sorted(spec.get("names", {}).items()):
@@ -69,15 +114,15 @@ def main(spec_path):
             except Exception:  # a name the examples only mention: they will say NameError themselves
                 pass
         for statement in spec.get("statements", []):
-            try:
-                exec(compile(statement, "<issue>", "exec"), namespace)
-            except BaseException:
-                errors.append(traceback.format_exc()[-MAX_ERROR_CHARS:])
+            text, error = run_statement(statement, namespace)
+            shown.append(text)
+            if error is not None:
+                errors.append(error)
     finally:
         sys.settrace(None)
     rows = [[rel, qualname, line, order, count] for (rel, qualname, line), (order, count) in calls.items()]
     sys.stdout.flush()
-    sys.stdout.write("\n" + MARKER + json.dumps({"calls": rows, "errors": errors}) + "\n")
+    sys.stdout.write("\n" + MARKER + json.dumps({"calls": rows, "errors": errors, "shown": shown}) + "\n")
 
 
 if __name__ == "__main__":

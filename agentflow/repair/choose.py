@@ -1,21 +1,36 @@
-"""Choosing the candidate to submit: tests, then the vote over normalised patches, then a verifier model."""
+"""Choosing the candidate to submit: tests, then what the issue's examples show, then the vote over normalised
+patches, then a verifier model."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from agentflow.budget import Budget, BudgetExceeded
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import Attempt
+from agentflow.repair.spectrum import ExampleRun
+
+
+def examples_changed(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, bool]:
+    """Per patch: whether the issue's examples show something else on it than on the unchanged code (run
+    twice: `base`, `base_again`). Empty when the examples cannot tell: none ran, they called no repository
+    code (a report's snippet using a name it never defines), or the unchanged code shows differently from
+    run to run (times, random values). A run that gave no report counts as unchanged."""
+    if not base.shown or not base.called or base.problem or base.shown != base_again.shown:
+        return {}
+    return {patch: bool(run.shown) and not run.problem and run.shown != base.shown for patch, run in runs.items()}
 
 
 async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
-                 budget: Budget, events: EventLog) -> tuple[Attempt | None, str | None]:
+                 budget: Budget, events: EventLog,
+                 changed: Mapping[str, bool] | None = None) -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
-    vote (patches most samples agree on), then the verifier model's judgement, then the smallest patch."""
+    issue's examples (`changed`: per patch, whether they show something else than on the unchanged code, see
+    `examples_changed`), then the vote (patches most samples agree on), then the verifier model's judgement,
+    then the smallest patch."""
     from agentflow.search.normalize import normalise_output
     from agentflow.search.protocols import VerifyContext
     from agentflow.search.types import Candidate as SearchCandidate
@@ -34,6 +49,10 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     top_key = max(tests_key(a) for a in pool)
     top = [a for a in pool if tests_key(a) == top_key]
     decided_by = "tests"
+    if changed:
+        moved = [a for a in top if changed.get(a.patch.strip())]
+        if 0 < len(moved) < len(top):
+            top, decided_by = moved, "examples"
     votes: dict[str, float] = {}
     if cfg.vote and len(top) > 1:
         keys = {a.candidate_id: normalise_output(a.patch) for a in pool}

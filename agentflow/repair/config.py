@@ -140,6 +140,11 @@ class RepairConfig(StrictConfig):
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
     vote: bool = True
     """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
+    compare_examples: bool = True
+    """Among candidates the tests rank equal, and before the vote, prefer those that change what the issue's
+    examples show (each candidate's examples run in the sandbox and compared with the unchanged code's; no
+    model call): a fix changes the behaviour the report shows, and a rewrite that leaves it as it was is not
+    one. Not used when the examples run no repository code or show something else on each run."""
     workflow: str = "repair"
     """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -10,7 +10,7 @@
     swe.edit         (in a rollout) samples edits: the search's proposals
     swe.test         (in a rollout) applies one edit, diffs it, verifies it
     swe.critique     (in a rollout) a failed attempt's review joins the next attempt's feedback
-    swe.choose       tests, then vote, then verifier; the choice graded  -> chosen, final
+    swe.choose       tests, examples, vote, verifier; the choice graded  -> chosen, final
     swe.value        (in a rollout) the value agent values a tested attempt; its assessment joins the feedback
     swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
     swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
@@ -31,12 +31,12 @@ from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError, UserError
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.spec import is_end
-from agentflow.repair.choose import choose
+from agentflow.repair.choose import choose, examples_changed
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodekit import attempts_of, emit, runtime, submit
-from agentflow.repair.policy import RepairPolicy
+from agentflow.repair.policy import Attempt, RepairPolicy
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
@@ -64,7 +64,7 @@ BestOfNSettings = settings_model("search.best_of_n", ("n", "max_attempts", "conc
 MCTSSettings = settings_model(
     "search.mcts", ("n", "max_attempts", "concurrency", "stop_on_success", "seed", "mcts_k", "mcts_c")
 )
-ChooseSettings = settings_model("swe.choose", ("vote",))
+ChooseSettings = settings_model("swe.choose", ("vote", "compare_examples"))
 ValueSettings = settings_model("swe.value", ("value_weight", "max_tokens", "seed", "prompts"))
 
 
@@ -245,11 +245,30 @@ async def _rollout_only(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- choosing
 
 
+async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> dict[str, bool]:
+    """Per distinct patch, whether the issue's examples show something else on it than on the unchanged code
+    (`choose.examples_changed`); each patch's examples run once in the task's sandbox, no model call."""
+    patches = list(dict.fromkeys(a.patch.strip() for a in attempts if a.patch.strip()))
+    if len(patches) < 2:
+        return {}
+    await rt.bench.reset()
+    sources = await rt.bench.python_sources()
+    base = await rt.bench.show_examples("", rt.issue, sources)
+    if not base.called:  # nothing to compare: no example, or none reached the repository's code
+        return {}
+    again = await rt.bench.show_examples("", rt.issue, sources)
+    runs = {patch: await rt.bench.show_examples(patch + "\n", rt.issue, sources) for patch in patches}
+    changed = examples_changed(base, again, runs)
+    _emit(rt, "repair.examples", compared=len(runs), changed=sum(changed.values()), usable=bool(changed))
+    return changed
+
+
 async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     rt = runtime(ctx)
     await rt.sync(state)
-    best, chosen_by = await choose(attempts_of(state), rt.cfg_for(ctx.node), rt.models.verifier, rt.issue, rt.budget,
-                                   rt.events)
+    cfg, attempts = rt.cfg_for(ctx.node), attempts_of(state)
+    changed = await compare_examples(rt, attempts) if cfg.compare_examples else {}
+    best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events, changed)
     if best is None:
         return {"chosen": None}
     return await submit(rt, best, chosen_by)
@@ -271,7 +290,7 @@ _NODE_TYPES = [
     NodeType("swe.test", _rollout_only, None, (), (), "applies an edit, takes its patch, verifies it"),
     NodeType("swe.critique", _rollout_only, CritiqueSettings, (), (), "a failed attempt's review joins its feedback"),
     NodeType("swe.choose", choose_node, ChooseSettings, ("attempts",), ("chosen", "final"),
-             "tests, then the vote, then the verifier model; the choice graded"),
+             "tests, then what the issue's examples show, then the vote, then the verifier model; graded"),
     NodeType("swe.value", _rollout_only, ValueSettings, (), (),
              "(in a rollout) the value agent: a value guides the search, its assessment the next expansion"),
     NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts",), ("chosen", "final"),

@@ -42,6 +42,10 @@ _SPECTRUM = Path(__file__).with_name("_pytest_spectrum.py")
 MARKER = "AGENTFLOW_TRACE "
 """The tracer's last line starts with it (`_tracer.MARKER`)."""
 MAX_EXAMPLE_CHARS = 6000
+MAX_SHOWN_CHARS = 2000
+"""Of what one statement showed, the end is kept."""
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+"""An object's default repr names its address, which differs from run to run."""
 MAX_REPORT_CHARS = 4_000_000
 """A report larger than this is not read (a suite of thousands of tests writes well under 1 MB)."""
 
@@ -168,6 +172,8 @@ class ExampleRun:
     """(path, qualified name) of the repository functions they called, in the order of the first call."""
     errors: str = ""
     """Tracebacks of the statements that raised."""
+    shown: tuple[str, ...] = ()
+    """What each statement showed (printed, echoed, raised; see `_tracer.py`): compared across candidates."""
     problem: str = ""
     """Why the examples gave no report although there were some (a timeout, a tracer that did not finish)."""
 
@@ -190,13 +196,14 @@ def read_example_run(output: str, index: FunctionIndex, statements: int) -> Exam
     try:
         data = json.loads(line[len(MARKER):])
         rows, errors = list(data["calls"]), [str(e) for e in data.get("errors", [])]
+        shown = tuple(_ADDRESS.sub(" at 0x?", str(x))[-MAX_SHOWN_CHARS:] for x in data.get("shown", [])[:statements])
     except (ValueError, KeyError, TypeError, AttributeError):
         return ExampleRun(statements, problem="the tracer's report is not what it writes")
     ordered = sorted((row[3], key) for row in rows
                      if isinstance(row, list) and len(row) >= 4 and isinstance(row[3], int)
                      and (key := index.at(row[0], row[2])) is not None)
     called = list(dict.fromkeys(key for _, key in ordered))
-    return ExampleRun(statements, tuple(called), "\n".join(errors)[-6000:])
+    return ExampleRun(statements, tuple(called), "\n".join(errors)[-6000:], shown)
 
 
 def read_spectrum(text: str, index: FunctionIndex) -> SuiteSpectrum | None:

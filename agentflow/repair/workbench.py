@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from agentflow.errors import AgentflowError
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.localize import RunEvidence
-from agentflow.repair.spectrum import gather_evidence
+from agentflow.repair.spectrum import ExampleRun, FunctionIndex, gather_evidence, run_examples
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
@@ -223,6 +223,17 @@ class Workbench:
                                              test_timeout_s=test_timeout_s, env=self._test_env())
             finally:
                 await self.reset()  # whatever the examples or the tests wrote is not part of any candidate
+
+    async def show_examples(self, patch: str, issue: str, sources: Mapping[str, str]) -> ExampleRun:
+        """What the report's examples show on base + `patch` (`spectrum.run_examples`, its `shown`); the
+        workspace is reset afterwards. Read as data: it only ever decides which candidate is compared first."""
+        async with self.lock:
+            await self.restore(patch)
+            try:
+                return await run_examples(self.sandbox, self.python, issue, FunctionIndex(sources),
+                                          timeout_s=min(60.0, self.cfg.test_timeout_s))
+            finally:
+                await self.reset()
 
     # ------------------------------------------------------------------------------------- verification
 

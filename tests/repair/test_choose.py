@@ -1,13 +1,17 @@
-"""Choosing the submission: tests first, then the vote of the model's own edits."""
+"""Choosing the submission: tests first, then what the issue's examples show, then the vote of the model's own edits."""
 
 from __future__ import annotations
 
+import pytest
+
 from agentflow.budget import Budget
 from agentflow.events import EventLog
-from agentflow.repair.choose import choose
+from agentflow.repair.choose import choose, examples_changed
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import Attempt
+from agentflow.repair.spectrum import ExampleRun
 from agentflow.repair.workbench import Verification
+from tests.repair.conftest import TASKS_FILE
 
 
 def _attempt(cand: str, patch: str, sample: int, part_of: str | None = None) -> Attempt:
@@ -24,3 +28,85 @@ async def test_parts_of_a_split_edit_are_candidates_but_cast_no_vote():
     better = Attempt("t/c1.2", "diff-c\n", Verification(kind="test_cmd", passed=True, score=1.0), 1, "t/c1")
     best, by = await choose([a, b, part, better], RepairConfig(vote=True), None, "issue", Budget(), EventLog())
     assert best is better and by == "tests"  # a part that passes is chosen by the tests like any candidate
+
+
+def _passing(cand: str, patch: str, sample: int) -> Attempt:
+    return Attempt(cand, patch, Verification(kind="test_cmd", passed=None, score=1.0), sample, None)
+
+
+async def test_what_the_examples_show_decides_before_the_vote():
+    """Three samples agree on a rewrite that leaves the report's behaviour as it was; the one that changes it is
+    chosen, by the examples. When every candidate (or none) changes it, the vote decides as before."""
+    same = [_passing(f"t/c{i}", "diff-same\n", i) for i in range(3)]
+    fix = _passing("t/c3", "diff-fix\n", 3)
+    cfg = RepairConfig(vote=True)
+    best, by = await choose([*same, fix], cfg, None, "issue", Budget(), EventLog(),
+                            {"diff-same": False, "diff-fix": True})
+    assert best is fix and by == "examples"
+    for all_or_none in (True, False):
+        best, by = await choose([*same, fix], cfg, None, "issue", Budget(), EventLog(),
+                                {"diff-same": all_or_none, "diff-fix": all_or_none})
+        assert best is same[0] and by == "vote"
+    # the tests still come first: a candidate that changes the examples but fails a test is not chosen
+    failing = Attempt("t/c4", "diff-x\n", Verification(kind="test_cmd", passed=False, score=0.5), 4, None)
+    best, by = await choose([fix, failing], cfg, None, "issue", Budget(), EventLog(), {"diff-fix": False, "diff-x": True})
+    assert best is fix and by == "tests"
+
+
+def test_examples_that_cannot_tell_compare_nothing():
+    def run(*shown: str, called: bool = True) -> ExampleRun:
+        return ExampleRun(len(shown), (("m.py", "f"),) if called else (), "", shown)
+
+    base = run("False\n")
+    assert examples_changed(base, run("False\n"), {"a": run("True\n"), "b": run("False\n"), "c": ExampleRun()}) == \
+        {"a": True, "b": False, "c": False}  # a run without a report never counts as a change
+    assert examples_changed(base, run("True\n"), {"a": run("True\n")}) == {}  # the base differs run to run
+    assert examples_changed(run("raised NameError: name 'cfg' is not defined\n", called=False),
+                            run("raised NameError: name 'cfg' is not defined\n", called=False),
+                            {"a": run("x\n")}) == {}  # the snippet never reached the repository
+
+
+CONTAINS_MOVES = '''diff --git a/cachette/lru.py b/cachette/lru.py
+--- a/cachette/lru.py
++++ b/cachette/lru.py
+@@ -21,7 +21,10 @@ class LRUCache:
+         return len(self._data)
+ 
+     def __contains__(self, key):
+-        return key in self._data
++        if key in self._data:
++            self._data.move_to_end(key)
++            return True
++        return False
+ 
+     def get(self, key, default=None):
+         value = self._data.get(key, _MISSING)
+'''
+
+
+@pytest.mark.docker
+async def test_in_a_real_sandbox_the_fix_changes_what_the_report_shows_and_the_lookalike_does_not(docker_image: str):
+    """cachette-1 (`get` does not mark the entry used): the report's block ends with `"alice" in cache`, False.
+    A sample from the embedded model made `__contains__` mark it instead (the repository's tests pass, three
+    samples agreed on it): the block still shows False. The fix in `get` makes it True."""
+    from agentflow.repair.config import load_repair_config
+    from agentflow.repair.steps import issue_text
+    from agentflow.repair.workbench import Workbench
+    from agentflow.sandbox import open_sandbox
+    from agentflow.swe.tasks import load_tasks
+
+    task = next(t for t in load_tasks(TASKS_FILE) if t.instance_id == "cachette__cachette-1")
+    cfg = load_repair_config(["backend=docker", f"sandbox.image={docker_image}"])
+    issue = issue_text(task.problem_statement, task.hints_text)
+    async with open_sandbox("docker", cfg.sandbox) as sandbox:
+        bench = Workbench(sandbox, task, cfg, "python3")
+        await bench.setup()
+        sources = await bench.python_sources()
+        base = await bench.show_examples("", issue, sources)
+        again = await bench.show_examples("", issue, sources)
+        runs = {p: await bench.show_examples(p, issue, sources) for p in (CONTAINS_MOVES, task.patch)}
+        left, _ = await bench.diff()
+    assert base.shown == ("False\n",) and ("cachette/lru.py", "LRUCache.get") in base.called
+    assert runs[task.patch].shown == ("True\n",)
+    assert examples_changed(base, again, runs) == {CONTAINS_MOVES: False, task.patch: True}
+    assert left == ""  # the workspace is back at the base commit

@@ -262,3 +262,28 @@ def test_the_pytest_plugin_counts_what_each_test_calls_but_not_pytest_s_own_repr
     assert spectrum.functions == {("box.py", "Box.__init__"): (2, 1), ("box.py", "Box.double"): (0, 1),
                                   ("box.py", "Box.half"): (1, 0), ("box.py", "Box.__repr__"): (1, 0)}
     assert max(ochiai(spectrum, ExampleRun()).items(), key=lambda kv: kv[1])[0] == ("box.py", "Box.double")
+
+
+def test_the_tracer_shows_what_each_statement_printed_echoed_or_raised(tmp_path):
+    """What a reader of the report sees, per statement: printed text, the last line's value as an interactive
+    session echoes it, and the type and message of an exception (no traceback: its line numbers move with edits);
+    an object's address is masked on the host, so two runs of the same code compare equal."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(
+        "class Box:\n    def __init__(self, v):\n        self.v = v\n    def half(self):\n        return self.v // 2\n"
+        "    def __repr__(self):\n        return f'Box({self.v})'\n")
+    spec = {"statements": ["b = Box(5)\nprint('made')\nb.half()", "b.v = None", "b.half()", "object()", "b"],
+            "names": {"Box": "pkg"}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    tracer = ROOT / "agentflow" / "repair" / "_tracer.py"
+    outputs = [subprocess.run([sys.executable, str(tracer), "spec.json"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60, env={"PYTHONPATH": ".", "PATH": "/usr/bin:/bin"}, check=True).stdout
+               for _ in range(2)]
+    index = FunctionIndex({"pkg/__init__.py": (tmp_path / "pkg" / "__init__.py").read_text()})
+    first, second = (read_example_run(out, index, 5) for out in outputs)
+    assert first.shown[:3] == ("made\n2\n", "", "raised TypeError: unsupported operand type(s) for //: 'NoneType' and 'int'\n")
+    assert first.shown[3].startswith("<object object at 0x?>")
+    assert first.shown == second.shown
+    assert first.shown[4] == "Box(None)\n"
+    assert ("pkg/__init__.py", "Box.half") in first.called
+    assert ("pkg/__init__.py", "Box.__repr__") not in first.called  # the echo is not a call of the report's
