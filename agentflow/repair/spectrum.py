@@ -43,7 +43,7 @@ MARKER = "AGENTFLOW_TRACE "
 """The tracer's last line starts with it (`_tracer.MARKER`)."""
 MAX_EXAMPLE_CHARS = 6000
 MAX_SHOWN_CHARS = 2000
-"""Of what one statement showed, the end is kept."""
+"""Of what one statement showed, the end is kept (the tracer cuts at the same size, `_tracer.MAX_SHOWN_CHARS`)."""
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 """An object's default repr names its address, which differs from run to run."""
 MAX_REPORT_CHARS = 4_000_000
