@@ -277,3 +277,37 @@ def test_windows_given_back_unchanged_send_the_next_samples_to_the_suspects_not_
     # each candidate says which window its answer was asked to rewrite
     assert [c["window"] for c in cands[:4]] == [f"{w.path}:{w.symbol}" for w in windows]
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]
+
+
+def test_blind_the_examples_choose_the_fix_that_three_lookalike_samples_outvote(docker_image: str, tmp_path: Path):
+    """cachette-1, blind (the repository's tests pass for every candidate, no reproduction script): three samples
+    make `__contains__` move the key (what the embedded model wrote), one marks the entry used in `get`. The
+    vote alone picks the look-alike; the report's own block (`"alice" in cache`, False) shows True only with the
+    fix, so the examples choose it, and it resolves the task."""
+    from .conftest import scripted_cassette
+
+    lookalike = ("cachette/lru.py\n<<<<<<< SEARCH\n        return key in self._data\n=======\n"
+                 "        if key in self._data:\n            self._data.move_to_end(key)\n            return True\n"
+                 "        return False\n>>>>>>> REPLACE\nEND_EDITS")
+    fix = ("cachette/lru.py\n<<<<<<< SEARCH\n        self.stats.hits += 1\n        return value\n=======\n"
+           "        self.stats.hits += 1\n        self._data.move_to_end(key)\n        return value\n"
+           ">>>>>>> REPLACE\nEND_EDITS")
+    cassette = scripted_cassette(tmp_path / "c.json", [lookalike, fix, lookalike, lookalike])
+    args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
+            "--strategy", "best-of-n", "-n", "4", "-c", "concurrency=1", "-c", "edit_format=search_replace",
+            "-c", "max_attempts=1", "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false"]
+    out = tmp_path / "run"
+    assert repair(out, docker_image, *args) == 0
+    outcome = json.loads((out / "instances" / "cachette__cachette-1" / "outcome.json").read_text())
+    assert outcome["chosen_by"] == "examples"
+    assert "+        self._data.move_to_end(key)\n         return value" in (out / "instances" / "cachette__cachette-1"
+                                                                              / "patch.diff").read_text()
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["cachette__cachette-1"]
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    compared = next(e["data"] for e in events if e["kind"] == "repair.examples")
+    assert (compared["compared"], compared["changed"], compared["usable"]) == (2, 1, True)
+    # without the comparison the vote picks the look-alike, which does not resolve
+    again = tmp_path / "again"
+    assert repair(again, docker_image, *args, "-c", "compare_examples=false") == 0
+    assert json.loads((again / "instances" / "cachette__cachette-1" / "outcome.json").read_text())["chosen_by"] == "vote"
+    assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
