@@ -241,6 +241,11 @@ def bound_method_calls(text: str) -> set[tuple[str, str]]:
     return calls
 
 
+def words(text: str) -> set[str]:
+    """The identifier-like words of a text (three characters or more), as `issue_terms` reads an issue."""
+    return set(_WORD.findall(text))
+
+
 def issue_terms(text: str) -> dict[str, float]:
     """Identifiers of the issue with weights: code-looking words (backticked, snake_case, dotted) weigh more."""
     terms: dict[str, float] = {}

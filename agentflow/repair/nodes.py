@@ -31,7 +31,7 @@ from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError, UserError
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.spec import is_end
-from agentflow.repair.choose import choose, examples_changed
+from agentflow.repair.choose import choose, examples_changed, examples_reach_code
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
@@ -254,7 +254,7 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> dict[s
     await rt.bench.reset()
     sources = await rt.bench.python_sources()
     base = await rt.bench.show_examples("", rt.issue, sources)
-    if not base.called:  # nothing to compare: no example, or none reached the repository's code
+    if not examples_reach_code(base):  # nothing to compare: spare running every candidate
         return {}
     again = await rt.bench.show_examples("", rt.issue, sources)
     runs = {patch: await rt.bench.show_examples(patch + "\n", rt.issue, sources) for patch in patches}

@@ -29,6 +29,7 @@ from agentflow.repair.localize import (
     rank_windows,
     render_window,
     repo_map,
+    words,
 )
 from agentflow.swe.patch import is_test_path
 
@@ -115,9 +116,9 @@ def public_api(sources: Mapping[str, str], *, per_class: int = 8) -> str:
     return "\n".join(lines) or "(no package found)"
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _PLAIN_WORDS = frozenset({"assert", "def", "test", "self", "pytest", "raises", "with", "import", "from", "return",
                           "None", "True", "False", "for", "not", "and", "the", "match"})
+"""Words every test has: sharing them with the issue says nothing."""
 
 
 def usage_from_tests(sources: Mapping[str, str], issue: str, budget_chars: int = 1500) -> str:
@@ -126,8 +127,8 @@ def usage_from_tests(sources: Mapping[str, str], issue: str, budget_chars: int =
     objects are made and called. Small models writing a reproduction guessed constructors (`Config().set(...)`
     where the tests build it with `loads(TEXT)`): on the 15 examples at 35a428e, 4 of 26 tries were kept and 10
     failed on an API the package does not have; with the tests shown (0767bff), 7 of 24 were kept, 6 failed so."""
-    wanted = set(_WORD.findall(issue)) - _PLAIN_WORDS
-    scored: list[tuple[int, int, str, ast.FunctionDef]] = []
+    wanted = words(issue) - _PLAIN_WORDS
+    scored: list[tuple[int, int, str, ast.FunctionDef, str]] = []
     files: dict[str, tuple[list[str], dict[str, str]]] = {}
     fixtures: dict[str, str] = {}
     for path in sorted(sources):
@@ -149,23 +150,22 @@ def usage_from_tests(sources: Mapping[str, str], issue: str, budget_chars: int =
                 fixtures.setdefault(node.name, "\n".join(text.split("\n")[node.lineno - 1 - len(node.decorator_list):
                                                                           node.end_lineno]))
             elif node.name.startswith("test"):
-                shared = len(wanted & set(_WORD.findall(ast.get_source_segment(text, node) or "")))
-                if shared:
-                    scored.append((-shared, len(ast.get_source_segment(text, node) or ""), path, node))
-    picked: dict[str, list[ast.FunctionDef]] = {}
+                body = ast.get_source_segment(text, node) or ""
+                if shared := len(wanted & words(body)):
+                    scored.append((-shared, len(body), path, node, body))
+    picked: dict[str, list[tuple[ast.FunctionDef, str]]] = {}
     used = 0
-    for _, size, path, node in sorted(scored, key=lambda x: x[:3])[:6]:
+    for _, size, path, node, body in sorted(scored, key=lambda x: x[:3])[:6]:
         if used + size <= budget_chars:
-            picked.setdefault(path, []).append(node)
+            picked.setdefault(path, []).append((node, body))
             used += size
     blocks = []
-    for path, nodes in picked.items():
+    for path, tests in picked.items():
         imports, values = files[path]
-        bodies = [ast.get_source_segment(sources[path], n) or "" for n in nodes]
-        names = set(_WORD.findall("\n".join(bodies)))
-        params = {a.arg for n in nodes for a in n.args.args}
+        names = words("\n".join(body for _, body in tests))
+        params = {a.arg for node, _ in tests for a in node.args.args}
         parts = [*imports, *(v for k, v in values.items() if k in names and len(v) <= 400),
-                 *(f for k, f in fixtures.items() if k in params and len(f) <= 600), *bodies]
+                 *(f for k, f in fixtures.items() if k in params and len(f) <= 600), *(body for _, body in tests)]
         blocks.append(f"```python\n# {path}\n" + "\n\n".join(p for p in parts if p) + "\n```")
     return "\n\n".join(blocks)
 
