@@ -18,7 +18,7 @@ answers that gave their window back unchanged, on a gold function (`unchanged_on
 bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone).
 
 `--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships (`repair`
-with best-of-8 as its search, `SEARCH_AT_BUDGET`), at the same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
+with best-of-N as its search, N = calls - 4, `search_at_budget`), at the same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
 calls, tokens, wall).
 
 `--grade-candidates` also grades every candidate of the best-of-8 run with the hidden tests (after the run;
@@ -216,12 +216,19 @@ def run_bench(argv: list[str], run_dir: Path, args: argparse.Namespace, subset: 
     return time.perf_counter() - start, proc.returncode
 
 
-SEARCH_AT_BUDGET: dict[str, list[str]] = {
-    "repair": ["--strategy", "best-of-n", "-n", "8", "-c", "max_attempts=1"],
-}
-"""How a workflow's search is set for the side by side: `repair` ships one chain of attempts (about 7 calls), so
-at the shared budget it runs as best-of-8 one-shot samples, the strategy of `agentflow repair` that fills it
-(the published workflows' searches are many samples already)."""
+FIXED_CALLS = 4
+"""Model calls a `repair` task spends outside its samples, about: ranking, the reproduction script (one or two),
+a resampled answer that changed nothing (measured: 11.5 calls a task with 8 samples at `--calls 12`)."""
+
+
+def search_at_budget(name: str, calls: int) -> list[str]:
+    """How a workflow's search is set for the side by side: `repair` ships one chain of attempts (about 7 calls),
+    so at the shared budget it runs as best-of-N one-shot samples with N = calls - FIXED_CALLS (8 at 12 calls),
+    the strategy of `agentflow repair` that fills the budget; the published workflows' searches are many samples
+    already and run as they ship."""
+    if name != "repair":
+        return []
+    return ["--strategy", "best-of-n", "-n", str(max(1, calls - FIXED_CALLS)), "-c", "max_attempts=1"]
 
 
 def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -> None:
@@ -230,7 +237,7 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
     any candidate resolves, graded after the run), calls, tokens, wall, and where the samples went."""
     for name in args.workflows.split(","):
         run_dir = Path(args.out) / f"workflow-{name}"
-        argv = [agentflow, "bench", args.tasks, "--workflow", name, *SEARCH_AT_BUDGET.get(name, []),
+        argv = [agentflow, "bench", args.tasks, "--workflow", name, *search_at_budget(name, args.calls),
                 "--workers", str(args.workers), "-o", str(run_dir), "-c", f"step_limit={args.calls}"]
         wall, code = run_bench(argv, run_dir, args, subset)
         if not (run_dir / "report.json").is_file():
