@@ -6,6 +6,7 @@ to a state and reads from it (model calls happen outside the lock, so samples de
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import re
@@ -92,11 +93,50 @@ def _exception_name(output: str) -> str | None:
     return None
 
 
+_REPORTED = re.compile(r"(?<![\w.])(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)):[ \t]+\S")
+
+
+def reported_exceptions(issue: str) -> set[str]:
+    """Exceptions the issue shows as raised, in a traceback's last-line form (`KeyError: 'maybe'`,
+    `ZeroDivisionError: division by zero`); an `except Name:` line or a name in prose is not such a report."""
+    return set(_REPORTED.findall(issue))
+
+
+_CODE = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.DOTALL)
+_QUOTED = re.compile(r"'([^'\n]+)'|\"([^\"\n]+)\"")
+
+
+def issue_values(issue: str) -> set[str]:
+    """The string values the issue's code shows (quoted, in code blocks and `inline code`): the case it reports."""
+    code = "\n".join(a or b for a, b in _CODE.findall(issue))
+    return {a or b for a, b in _QUOTED.findall(code)}
+
+
+def why_not_the_reported_case(script: str, issue: str) -> str | None:
+    """None when a reproduction script runs the issue's own case: it uses one of the string values the issue's
+    code shows (exactly, or one of three characters or more inside a longer string), or the issue shows none.
+    inikit-2 and -3: scripts copied a repository test's fixture (`getint` on "eight"), failed for a reason the
+    issue is not about, and steered every sample to it."""
+    values = issue_values(issue)
+    if not values:
+        return None
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        return None  # running it says what is wrong
+    used = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    if values & used or any(len(v) >= 3 and v in u for v in values for u in used):
+        return None
+    shown = ", ".join(repr(v) for v in sorted(values, key=len, reverse=True)[:4])
+    return f"the script uses none of the values the issue shows ({shown}): reproduce the issue's own case"
+
+
 def why_not_a_bug(output: str, issue: str) -> str | None:
     """None when a reproduction script failed the way the bug does: its own assertion failed, or it raised,
-    inside the repository's code, an exception the issue names. Otherwise why the failure does not count:
-    the script's own mistakes (syntax, imports, an error raised in the script itself), or an exception the
-    issue does not mention (usually the script calling the API wrongly)."""
+    inside the repository's code, an exception the issue names (when the issue shows errors as raised,
+    `reported_exceptions`, one of those). Otherwise why the failure does not count: the script's own mistakes
+    (syntax, imports, an error raised in the script itself), an exception the issue does not mention (usually
+    the script calling the API wrongly), or one it names only as what should happen."""
     if re.search(r"\b(SyntaxError|IndentationError|ModuleNotFoundError|ImportError)\b", output):
         return "the script itself is broken (syntax or import error)"
     frames = re.findall(r'File "([^"]+)", line \d+', output)
@@ -107,7 +147,15 @@ def why_not_a_bug(output: str, issue: str) -> str | None:
         return None
     if frames[-1].endswith(REPRO_PATH.rsplit("/", 1)[-1]):
         return f"the {name or 'error'} was raised in the script itself, not in the package"
-    if name and re.search(rf"\b{re.escape(name.rsplit('.', 1)[-1])}\b", issue):
+    short = name.rsplit(".", 1)[-1]
+    if name and re.search(rf"\b{re.escape(short)}\b", issue):
+        reported = reported_exceptions(issue)
+        if reported and short not in reported:
+            # inikit-2: "KeyError: 'maybe'" is the bug, ConversionError what should happen; a script that failed
+            # with the latter (getint on a bad value) led every sample to the wrong function
+            return (f"it failed with {short}, but the error the issue reports is {' or '.join(sorted(reported))} "
+                    f"({short} is probably what the issue expects instead): make the script run the case the issue "
+                    "reports")
         return None
     return (f"it failed with {name or 'an error'}, which the issue does not describe: the script probably uses "
             "the package wrongly (check the signatures above); make the script assert the behaviour the issue "
@@ -202,12 +250,12 @@ class Workbench:
 
     async def install_repro(self, script: str) -> tuple[bool, str]:
         """Try a reproduction script at the base commit; keep it only if it fails there the way the bug does
-        (`why_not_a_bug`). (kept, output; a script not kept has the reason appended to its output)."""
+        (`why_not_a_bug`) on the issue's own case (`why_not_the_reported_case`). (kept, output; a script not kept has the reason appended to its output)."""
         await self.reset()
         await self.sandbox.write_file(REPRO_PATH, script)
         failing, output = await self.run_repro()
         issue = f"{self.task.problem_statement}\n{self.task.hints_text or ''}"  # hints may name the exception
-        why = why_not_a_bug(output, issue) if failing else "it ran without error"
+        why = (why_not_a_bug(output, issue) if failing else "it ran without error") or why_not_the_reported_case(script, issue)
         self.repro = why is None
         self._verified.clear()  # verifications now include the script
         return self.repro, output if why is None else f"{output.rstrip()}\n(not counted: {why})"

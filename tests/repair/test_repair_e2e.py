@@ -311,3 +311,35 @@ def test_blind_the_examples_choose_the_fix_that_three_lookalike_samples_outvote(
     assert repair(again, docker_image, *args, "-c", "compare_examples=false") == 0
     assert json.loads((again / "instances" / "cachette__cachette-1" / "outcome.json").read_text())["chosen_by"] == "vote"
     assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
+
+
+def test_blind_a_reproduction_of_another_case_is_refused_and_the_issues_own_case_finds_the_function(
+        docker_image: str, tmp_path: Path):
+    """inikit-2, blind: the first script copies a repository test's fixture (`getint` on "8") and asserts a
+    wrong value, failing at the base commit for a reason the issue is not about: refused (it uses none of the
+    issue's values), with the reason in the next prompt. The
+    second runs the issue's own case (`debug = maybe`): kept, its traceback puts `to_bool` among the first
+    suspects, and the sample that fixes it there resolves the task."""
+    from .conftest import scripted_cassette
+
+    other_case = ('```python\nfrom inikit import Config\n\ncfg = Config({"s": {"n": "8"}})\n'
+                  'assert cfg.getint("s", "n") == 9\n```')
+    own_case = ('```python\nfrom inikit import Config, ConversionError\n\ncfg = Config({"server": {"debug": "maybe"}})\n'
+                'try:\n    cfg.getbool("server", "debug")\nexcept ConversionError:\n    pass\n```')
+    fix = ("inikit/values.py\n<<<<<<< SEARCH\n    return _BOOLEANS[raw.strip().lower()]\n=======\n"
+           "    try:\n        return _BOOLEANS[raw.strip().lower()]\n    except KeyError:\n"
+           "        raise ConversionError(f\"not a boolean: {raw!r}\") from None\n>>>>>>> REPLACE\nEND_EDITS")
+    cassette = scripted_cassette(tmp_path / "c.json", [other_case, own_case, fix])
+    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-2", "--model", f"replay:{cassette}",
+            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=1",
+            "-c", "rank=false", "-c", "spectrum=false"]
+    out = tmp_path / "run"
+    assert repair(out, docker_image, *args) == 0
+    events = read_jsonl(out / "events.jsonl")
+    tries = [e["data"] for e in events if e["kind"] == "repair.reproduce"]
+    assert [t["kept"] for t in tries] == [False, True]
+    assert "uses none of the values the issue shows" in tries[0]["output"] and "'maybe'" in tries[0]["output"]
+    base = next(e["data"] for e in events if e["kind"] == "repair.base")
+    # its traceback reaches to_bool, which the other case's (to_int) left out of the suspects
+    assert base["reproduced"] is True and "inikit/values.py:to_bool" in base["suspects"][:2]
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-2"]

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from agentflow.repair.workbench import summarise_failures, why_not_a_bug
+from agentflow.repair.workbench import (
+    issue_values,
+    reported_exceptions,
+    summarise_failures,
+    why_not_a_bug,
+    why_not_the_reported_case,
+)
 
 SCRIPT = '  File "/workspace/.agentflow_eval/reproduce_issue.py", line 4, in <module>\n'
 LIBRARY = '  File "/workspace/cachette/stats.py", line 19, in hit_rate\n'
@@ -39,6 +45,38 @@ def test_the_reason_names_the_unexpected_exception():
     output = "Traceback (most recent call last):\n" + SCRIPT + LIBRARY + "TypeError: f() takes 1 argument\n"
     why = why_not_a_bug(output, ISSUE)
     assert why is not None and "TypeError" in why and "does not describe" in why
+
+
+INIKIT_2 = """getbool raises KeyError on a typo instead of ConversionError
+
+```python
+try:
+    debug = cfg.getbool("server", "debug")
+except ConversionError:
+    debug = False
+```
+
+but the exception is not caught: I get `KeyError: 'maybe'` with a traceback pointing inside inikit.
+`getint` and `getfloat` raise `ConversionError` for bad values, so I'd expect `getbool` to do the same."""
+VALUES = '  File "/workspace/inikit/values.py", line 30, in to_int\n'
+
+
+def test_an_error_the_issue_expects_is_not_the_bug():
+    """inikit-2's kept script ran getint on a bad value: ConversionError, what the issue wants getbool to raise."""
+    expected = "Traceback (most recent call last):\n" + SCRIPT + VALUES + "inikit.errors.ConversionError: not an integer: 'eight'\n"
+    why = why_not_a_bug(expected, INIKIT_2)
+    assert why is not None and "KeyError" in why and "ConversionError" in why
+    reported = "Traceback (most recent call last):\n" + SCRIPT + VALUES + "KeyError: 'maybe'\n"
+    assert why_not_a_bug(reported, INIKIT_2) is None
+
+
+def test_reported_exceptions_are_those_shown_raised():
+    assert reported_exceptions(INIKIT_2) == {"KeyError"}
+    assert reported_exceptions("`Version.parse('1.2')` raises `IndexError: list index out of range` and\n"
+                               "pkg.errors.VersionError: bad\n") == {"IndexError", "VersionError"}
+    # named in prose or caught in code only: nothing is shown raised, so any exception the issue names counts
+    assert reported_exceptions(ISSUE) == set()
+    assert reported_exceptions("except ValueError:\n    pass\n") == set()
 
 
 FAILING_TESTS = """
@@ -74,3 +112,18 @@ def test_the_feedback_of_a_failing_run_keeps_what_failed_and_the_values_not_the_
     # the tests' own code and what they printed are left out
     assert "def test_pipe():" not in feedback and 'result = "|:---|----:|"' not in feedback
     assert "Expected: |:---|---:|" not in feedback
+
+
+def test_a_reproduction_runs_the_issues_own_case():
+    """Scripts that share no string value with the issue's code test something else; an issue without values
+    in its code leaves every script to the run."""
+    copied = 'from inikit import Config\ncfg = Config({"s": {"n": "eight"}})\nassert cfg.getint("s", "n") == 8\n'
+    why = why_not_the_reported_case(copied, INIKIT_2)
+    assert why is not None and "'maybe'" in why
+    own = 'from inikit import Config\ncfg = Config({"server": {"debug": "maybe"}})\ncfg.getbool("server", "debug")\n'
+    assert why_not_the_reported_case(own, INIKIT_2) is None
+    # a value of three characters or more inside a longer string (an INI text) counts as the issue's case
+    ini = 'from inikit import loads\ncfg = loads("[server]\\ndebug = maybe\\n")\ncfg.getbool("server", "debug")\n'
+    assert why_not_the_reported_case(ini, INIKIT_2) is None
+    assert issue_values(ISSUE) == set() and why_not_the_reported_case(copied, ISSUE) is None
+    assert why_not_the_reported_case("x = (", INIKIT_2) is None  # running a broken script says what is wrong
