@@ -11,23 +11,6 @@ from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import Attempt
-from agentflow.repair.spectrum import ExampleRun
-
-
-def examples_reach_code(base: ExampleRun) -> bool:
-    """The issue's examples, run on the unchanged code, gave a report and called repository code: a snippet
-    using a name it never defines, or no example at all, cannot tell candidates apart."""
-    return bool(base.shown) and bool(base.called) and not base.problem
-
-
-def examples_changed(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, bool]:
-    """Per patch: whether the issue's examples show something else on it than on the unchanged code (run
-    twice: `base`, `base_again`). Empty when the examples cannot tell: they reach no repository code
-    (`examples_reach_code`), or the unchanged code shows differently from run to run (times, random values).
-    A run that gave no report counts as unchanged."""
-    if not examples_reach_code(base) or base.shown != base_again.shown:
-        return {}
-    return {patch: bool(run.shown) and not run.problem and run.shown != base.shown for patch, run in runs.items()}
 
 
 async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
@@ -35,8 +18,8 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
                  changed: Mapping[str, bool] | None = None) -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
     issue's examples (`changed`: per patch, whether they show something else than on the unchanged code, see
-    `examples_changed`), then the vote (patches most samples agree on), then the verifier model's judgement,
-    then the smallest patch."""
+    `spectrum.examples_changed`), then the vote (patches most samples agree on), then the verifier model's
+    judgement, then the smallest patch."""
     from agentflow.search.normalize import normalise_output
     from agentflow.search.protocols import VerifyContext
     from agentflow.search.types import Candidate as SearchCandidate

@@ -140,6 +140,12 @@ class RepairConfig(StrictConfig):
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
     vote: bool = True
     """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
+    examples_retries: int = Field(default=0, ge=0, le=3)
+    """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
+    the unchanged code is drawn again from where it started, the next prompt showing that edit and what the
+    examples still show (it stays a candidate; the retry is not counted as an attempt). Each edit's examples
+    run in the sandbox, no model call. Off (0) by default until measured on the example tasks; not used when
+    the examples run no repository code or show something else on each run."""
     compare_examples: bool = True
     """Among candidates the tests rank equal, and before the vote, prefer those that change what the issue's
     examples show (each candidate's examples run in the sandbox and compared with the unchanged code's; no

@@ -31,7 +31,7 @@ from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError, UserError
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.spec import is_end
-from agentflow.repair.choose import choose, examples_changed, examples_reach_code
+from agentflow.repair.choose import choose
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
@@ -40,7 +40,7 @@ from agentflow.repair.policy import Attempt, RepairPolicy
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
-from agentflow.repair.spectrum import evidence_from_json
+from agentflow.repair.spectrum import evidence_from_json, examples_changed, examples_reach_code
 from agentflow.repair.steps import make_plan, rank_suspects, write_reproduction
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
@@ -247,7 +247,7 @@ async def _rollout_only(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
 
 async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> dict[str, bool]:
     """Per distinct patch, whether the issue's examples show something else on it than on the unchanged code
-    (`choose.examples_changed`); each patch's examples run once in the task's sandbox, no model call."""
+    (`spectrum.examples_changed`); each patch's examples run once in the task's sandbox, no model call."""
     patches = list(dict.fromkeys(a.patch.strip() for a in attempts if a.patch.strip()))
     if len(patches) < 2:
         return {}

@@ -4,7 +4,8 @@ A node's state is a patch on the base commit plus the test feedback it got. `pro
 node at once (the model decodes them together); an answer that changes nothing or cannot be read is recorded
 and resampled, never counted. `apply` writes one edit into the shared workbench, takes the patch (test files
 stripped), verifies it, and (with a critic) adds the critic's review to the feedback the next attempt sees.
-`rollout` is one chain of attempts, each building on the best state so far.
+`rollout` is one chain of attempts, each building on the best state so far; with `examples_retries`, an edit
+that leaves what the issue's examples show as it was is drawn again from where it started, told so.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import RunEvidence, Window
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.overlay import SourceOverlay
+from agentflow.repair.spectrum import ExampleRun, examples_reach_code
 from agentflow.repair.steps import (
     ReadEdits,
     critique,
     edit_prompt,
+    examples_hint,
     first_text,
     read_edits,
     read_rewrite,
@@ -100,6 +103,9 @@ class RepairPolicy:
         self.calls = CallSlots(budget)
         """Model calls in flight, held against the model-call limit."""
         self._source_cache: dict[str, dict[str, str]] = {}
+        self._examples_before: ExampleRun | None = None
+        self._examples_checked = False
+        self._examples_lock = asyncio.Lock()
 
     # --------------------------------------------------------------------------------------- states
 
@@ -133,10 +139,11 @@ class RepairPolicy:
                         evidence=self.evidence)
 
     async def _sample(self, state: NodeState, sources: dict[str, str], windows: list[Window],
-                      ctx: RolloutContext) -> Action | None:
+                      ctx: RolloutContext, hint: str = "") -> Action | None:
         """One edit sample on `windows` (the first is the one to rewrite): an answer that changes nothing or cannot
-        be read is recorded and sampled again (`noop_retries`), on another window when it gave this one back."""
-        cfg, hint = self.edit_cfg, ""
+        be read is recorded and sampled again (`noop_retries`), on another window when it gave this one back.
+        `hint` goes into the prompt (what an earlier try showed)."""
+        cfg = self.edit_cfg
         parent_id = state.data["candidate_id"]
         for _ in range(cfg.noop_retries + 1):
             if self.solved and self.cfg.stop_on_success:
@@ -227,12 +234,12 @@ class RepairPolicy:
 
     # --------------------------------------------------------------------------------------- the Policy protocol
 
-    async def propose(self, state: NodeState, k: int, ctx: RolloutContext) -> list[Action]:
+    async def propose(self, state: NodeState, k: int, ctx: RolloutContext, hint: str = "") -> list[Action]:
         sources = await self.sources_at(state.data["patch"])
         # the k samples of one expansion share a prompt (one request with n=k where the model batches);
         # successive expansions and chains share out the suspects (`FocusSchedule`)
         windows = self.focus.pick(self.ranked_windows(state, sources), k)
-        found = await asyncio.gather(*(self._sample(state, sources, windows, ctx) for _ in range(k)),
+        found = await asyncio.gather(*(self._sample(state, sources, windows, ctx, hint) for _ in range(k)),
                                      return_exceptions=True)
         errors = [f for f in found if isinstance(f, BaseException)]
         actions = [f for f in found if isinstance(f, Action)]
@@ -262,7 +269,14 @@ class RepairPolicy:
             ctx.usage.add_model()
             feedback = (feedback + "\n\n" if feedback else "") + f"Reviewer's notes on this change:\n{review}"
         self._add_attempt(state, d, d["candidate_id"], patch, dropped, verification, started)
-        chosen = {"patch": patch, "feedback": feedback, "verification": verification, "candidate_id": d["candidate_id"]}
+        unchanged = await self._examples_unchanged(patch) if verification.passed is not True else None
+        if unchanged is not None:
+            self.events.emit("repair.examples_unchanged", node_id=d["candidate_id"], instance_id=self.iid,
+                             shown=unchanged[:500])
+            feedback = (feedback + "\n\n" if feedback else "") + (
+                f"Run with this change, the issue's example still shows what it showed before:\n{unchanged[:800]}")
+        chosen = {"patch": patch, "feedback": feedback, "verification": verification, "candidate_id": d["candidate_id"],
+                  "examples_unchanged": unchanged}
         if not verification.passed:
             chosen = await self._try_parts(state, d) or chosen
         verification = chosen["verification"]
@@ -270,6 +284,27 @@ class RepairPolicy:
             self.solved = True
         done = bool(verification.passed) or state.depth + 1 >= self.cfg.max_attempts
         return state.child(done=done, output=chosen["patch"], data=chosen)
+
+    async def _examples_unchanged(self, patch: str) -> str | None:
+        """What the issue's examples show when they show on base + `patch` what they showed on the unchanged
+        code; None when they show something else, or cannot tell (`spectrum.examples_changed`), or
+        `examples_retries` is off. Runs in the sandbox, no model call."""
+        if not self.edit_cfg.examples_retries:
+            return None
+        sources = await self.sources_at("")
+        async with self._examples_lock:  # the unchanged code's examples run once (twice: are they stable?)
+            if not self._examples_checked:
+                base = await self.bench.show_examples("", self.issue, sources)
+                again = await self.bench.show_examples("", self.issue, sources) if examples_reach_code(base) else None
+                self._examples_before = base if again is not None and again.shown == base.shown else None
+                self._examples_checked = True
+        before = self._examples_before
+        if before is None:
+            return None
+        run = await self.bench.show_examples(patch + "\n", self.issue, sources)
+        if run.problem or not run.shown or run.shown != before.shown:
+            return None
+        return "".join(before.shown)
 
     async def _verify_files(self, parent_patch: str, files: dict[str, str]
                             ) -> tuple[str, list[str], Verification, float] | None:
@@ -324,21 +359,32 @@ class RepairPolicy:
         """One chain of attempts; each builds on the best state so far (an edit that broke more tests is not
         built upon). Returns the chain's best state, finished."""
         node = best = state
-        for _ in range(self.cfg.max_attempts):
+        attempts = retries = 0
+        hint = ""
+        while attempts < self.cfg.max_attempts:
             if ctx.exceeded() is not None:
                 break
-            actions = await self.propose(node, 1, ctx)
+            actions = await self.propose(node, 1, ctx, hint)
             if not actions:
                 break
             child = await self.apply(node, actions[0], ctx)
+            hint = ""
             if child.data.get("noop"):
+                attempts += 1
                 continue
             if child.data["verification"].passed:
                 return child
-            if self.score(child) >= self.score(node):
-                node = child
             if best is state or self.score(child) > self.score(best):
                 best = child
+            unchanged = child.data.get("examples_unchanged")
+            if unchanged is not None and retries < self.edit_cfg.examples_retries:
+                # the edit left the report's behaviour as it was: drawn again from the same state, told so
+                retries += 1
+                hint = examples_hint(child.data["patch"], unchanged)
+                continue
+            attempts += 1
+            if self.score(child) >= self.score(node):
+                node = child
         if best is state:
             return state.child(done=True, output=None)
         best.done = True

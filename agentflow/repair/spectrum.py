@@ -178,6 +178,22 @@ class ExampleRun:
     """Why the examples gave no report although there were some (a timeout, a tracer that did not finish)."""
 
 
+def examples_reach_code(base: ExampleRun) -> bool:
+    """The issue's examples, run on the unchanged code, gave a report and called repository code: a snippet
+    using a name it never defines, or no example at all, cannot tell candidates apart."""
+    return bool(base.shown) and bool(base.called) and not base.problem
+
+
+def examples_changed(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, bool]:
+    """Per patch: whether the issue's examples show something else on it than on the unchanged code (run
+    twice: `base`, `base_again`). Empty when the examples cannot tell: they reach no repository code
+    (`examples_reach_code`), or the unchanged code shows differently from run to run (times, random values).
+    A run that gave no report counts as unchanged."""
+    if not examples_reach_code(base) or base.shown != base_again.shown:
+        return {}
+    return {patch: bool(run.shown) and not run.problem and run.shown != base.shown for patch, run in runs.items()}
+
+
 @dataclass(frozen=True)
 class SuiteSpectrum:
     """Which functions the passing and the failing tests of the suite called."""

@@ -460,6 +460,16 @@ def _reindent(block: str, original: list[str], *, in_class: bool) -> list[str]:
     return [indent + line if line.strip() else "" for line in textwrap.dedent("\n".join(answer)).split("\n")]
 
 
+def examples_hint(patch: str, shown: str, limit: int = 1200) -> str:
+    """The next prompt's note on an edit that left what the issue's examples show as it was: the edit's changed
+    lines and what the examples still show (`examples_retries`)."""
+    changed = "\n".join(line for line in patch.splitlines()
+                        if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    return ("An earlier answer made this change:\n```diff\n" + changed[:limit] + "\n```\n"
+            "Run with it, the issue's example still shows what it showed before:\n```\n" + shown[:limit].rstrip()
+            + "\n```\nThat change does not fix the issue. Fix it another way.")
+
+
 UNCHANGED = "the code came back unchanged"
 """The error of a rewrite answer that gave its window back as it was."""
 NOT_GIVEN_BACK = "the answer did not give the whole code back"

@@ -6,10 +6,10 @@ import pytest
 
 from agentflow.budget import Budget
 from agentflow.events import EventLog
-from agentflow.repair.choose import choose, examples_changed
+from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import Attempt
-from agentflow.repair.spectrum import ExampleRun
+from agentflow.repair.spectrum import ExampleRun, examples_changed
 from agentflow.repair.workbench import Verification
 from tests.repair.conftest import TASKS_FILE
 

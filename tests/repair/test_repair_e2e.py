@@ -343,3 +343,39 @@ def test_blind_a_reproduction_of_another_case_is_refused_and_the_issues_own_case
     # its traceback reaches to_bool, which the other case's (to_int) left out of the suspects
     assert base["reproduced"] is True and "inikit/values.py:to_bool" in base["suspects"][:2]
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-2"]
+
+
+def test_an_edit_that_leaves_the_examples_as_they_were_is_drawn_again_told_so(docker_image: str, tmp_path: Path):
+    """cachette-1, blind, one chain of one attempt: the first sample makes `__contains__` move the key (the
+    embedded model's look-alike), after which the report's block still shows `False`. With `examples_retries=1`
+    the chain draws again from the unchanged code, and the prompt shows that change and what the example still
+    shows; the second sample fixes `get` and is submitted. Without it the look-alike is all the run has."""
+    from .conftest import scripted_cassette
+
+    lookalike = ("cachette/lru.py\n<<<<<<< SEARCH\n        return key in self._data\n=======\n"
+                 "        if key in self._data:\n            self._data.move_to_end(key)\n            return True\n"
+                 "        return False\n>>>>>>> REPLACE\nEND_EDITS")
+    fix = ("cachette/lru.py\n<<<<<<< SEARCH\n        self.stats.hits += 1\n        return value\n=======\n"
+           "        self.stats.hits += 1\n        self._data.move_to_end(key)\n        return value\n"
+           ">>>>>>> REPLACE\nEND_EDITS")
+    cassette = scripted_cassette(tmp_path / "c.json", [lookalike, fix])
+    args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
+            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=1", "-c", "rank=false",
+            "-c", "spectrum=false", "-c", "reproduce=false", "-c", "trace.content=true"]
+    out = tmp_path / "run"
+    assert repair(out, docker_image, *args, "-c", "examples_retries=1") == 0
+    events = read_jsonl(out / "events.jsonl")
+    unchanged = [e for e in events if e["kind"] == "repair.examples_unchanged"]
+    assert [e["node_id"] for e in unchanged] == ["cachette__cachette-1/c1"] and "False" in unchanged[0]["data"]["shown"]
+    edits = [e["data"]["messages"][-1]["content"] for e in events if e["kind"] == "model.call"]
+    assert len(edits) == 2 and "An earlier answer made this change" not in edits[0]
+    assert "An earlier answer made this change" in edits[1] and "+            self._data.move_to_end(key)" in edits[1]
+    assert "still shows what it showed before" in edits[1] and "False" in edits[1].split("still shows")[1]
+    assert [c["status"] for c in read_jsonl(out / "candidates.jsonl")] == ["ok", "ok"]
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["cachette__cachette-1"]
+    # off (the default): one sample, the look-alike, and nothing resolves
+    again = tmp_path / "again"
+    assert repair(again, docker_image, *args) == 0
+    assert not [e for e in read_jsonl(again / "events.jsonl") if e["kind"] == "repair.examples_unchanged"]
+    assert len(read_jsonl(again / "candidates.jsonl")) == 1
+    assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
