@@ -85,11 +85,17 @@ def summarise_failures(output: str, limit: int) -> str:
 
 
 def _exception_name(output: str) -> str | None:
-    """The type of the exception a traceback ends with (`KeyError`, `inikit.errors.ConversionError`, ...)."""
-    for line in reversed(output.strip().splitlines()):
-        match = re.match(r"([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))\b", line.strip())
-        if match:
-            return match.group(1)
+    """The type of the exception a traceback ends with (`KeyError`, `inikit.errors.ConversionError`,
+    `pathroute.errors.NotFound`): the first line at column 0 after the last frame."""
+    lines = output.strip().splitlines()
+    last_frame = max((i for i, line in enumerate(lines) if line.lstrip().startswith('File "')), default=None)
+    if last_frame is None:
+        return None
+    for line in lines[last_frame + 1 :]:
+        if line[:1].isspace() or not line.strip():
+            continue  # the frame's code line and its carets
+        match = re.match(r"([A-Za-z_][\w.]*)(?::|$)", line)
+        return match.group(1) if match else None
     return None
 
 

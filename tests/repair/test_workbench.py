@@ -127,3 +127,15 @@ def test_a_reproduction_runs_the_issues_own_case():
     assert why_not_the_reported_case(ini, INIKIT_2) is None
     assert issue_values(ISSUE) == set() and why_not_the_reported_case(copied, ISSUE) is None
     assert why_not_the_reported_case("x = (", INIKIT_2) is None  # running a broken script says what is wrong
+
+
+def test_an_exception_named_without_error_in_its_name_is_read_from_the_traceback():
+    """pathroute's `NotFound`: the exception line is the first at column 0 after the last frame, whatever the
+    class is called (such scripts were refused as failing 'with an error the issue does not describe')."""
+    issue = 'router.add("/tags/<name>", "tag")\nrouter.match("GET", router.url_for("tag", name="c/c++"))  # NotFound'
+    output = ("Traceback (most recent call last):\n" + SCRIPT + '  File "/workspace/pathroute/router.py", line 43, in match\n'
+              "    raise NotFound(path)\n    ^^^^^^^^^^^^^^^^^^^^\npathroute.errors.NotFound: /tags/c/c++\n")
+    assert why_not_a_bug(output, issue) is None
+    elsewhere = output.replace("NotFound: /tags", "BuildError: /tags")
+    why = why_not_a_bug(elsewhere, issue)
+    assert why is not None and "pathroute.errors.BuildError" in why
