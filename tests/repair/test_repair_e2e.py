@@ -279,6 +279,16 @@ def test_windows_given_back_unchanged_send_the_next_samples_to_the_suspects_not_
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]
 
 
+LOOKALIKE = ("cachette/lru.py\n<<<<<<< SEARCH\n        return key in self._data\n=======\n"
+             "        if key in self._data:\n            self._data.move_to_end(key)\n            return True\n"
+             "        return False\n>>>>>>> REPLACE\nEND_EDITS")
+"""cachette-1: the embedded model's look-alike, `__contains__` moves the key (the report's block still shows False)."""
+FIX = ("cachette/lru.py\n<<<<<<< SEARCH\n        self.stats.hits += 1\n        return value\n=======\n"
+       "        self.stats.hits += 1\n        self._data.move_to_end(key)\n        return value\n"
+       ">>>>>>> REPLACE\nEND_EDITS")
+"""cachette-1's fix: reading an entry marks it used."""
+
+
 def test_blind_the_examples_choose_the_fix_that_three_lookalike_samples_outvote(docker_image: str, tmp_path: Path):
     """cachette-1, blind (the repository's tests pass for every candidate, no reproduction script): three samples
     make `__contains__` move the key (what the embedded model wrote), one marks the entry used in `get`. The
@@ -286,13 +296,7 @@ def test_blind_the_examples_choose_the_fix_that_three_lookalike_samples_outvote(
     fix, so the examples choose it, and it resolves the task."""
     from .conftest import scripted_cassette
 
-    lookalike = ("cachette/lru.py\n<<<<<<< SEARCH\n        return key in self._data\n=======\n"
-                 "        if key in self._data:\n            self._data.move_to_end(key)\n            return True\n"
-                 "        return False\n>>>>>>> REPLACE\nEND_EDITS")
-    fix = ("cachette/lru.py\n<<<<<<< SEARCH\n        self.stats.hits += 1\n        return value\n=======\n"
-           "        self.stats.hits += 1\n        self._data.move_to_end(key)\n        return value\n"
-           ">>>>>>> REPLACE\nEND_EDITS")
-    cassette = scripted_cassette(tmp_path / "c.json", [lookalike, fix, lookalike, lookalike])
+    cassette = scripted_cassette(tmp_path / "c.json", [LOOKALIKE, FIX, LOOKALIKE, LOOKALIKE])
     args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
             "--strategy", "best-of-n", "-n", "4", "-c", "concurrency=1", "-c", "edit_format=search_replace",
             "-c", "max_attempts=1", "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false"]
@@ -352,13 +356,7 @@ def test_an_edit_that_leaves_the_examples_as_they_were_is_drawn_again_told_so(do
     shows; the second sample fixes `get` and is submitted. Without it the look-alike is all the run has."""
     from .conftest import scripted_cassette
 
-    lookalike = ("cachette/lru.py\n<<<<<<< SEARCH\n        return key in self._data\n=======\n"
-                 "        if key in self._data:\n            self._data.move_to_end(key)\n            return True\n"
-                 "        return False\n>>>>>>> REPLACE\nEND_EDITS")
-    fix = ("cachette/lru.py\n<<<<<<< SEARCH\n        self.stats.hits += 1\n        return value\n=======\n"
-           "        self.stats.hits += 1\n        self._data.move_to_end(key)\n        return value\n"
-           ">>>>>>> REPLACE\nEND_EDITS")
-    cassette = scripted_cassette(tmp_path / "c.json", [lookalike, fix])
+    cassette = scripted_cassette(tmp_path / "c.json", [LOOKALIKE, FIX])
     args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
             "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=1", "-c", "rank=false",
             "-c", "spectrum=false", "-c", "reproduce=false", "-c", "trace.content=true"]
