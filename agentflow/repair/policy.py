@@ -26,7 +26,7 @@ from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import RunEvidence, Window
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.overlay import SourceOverlay
-from agentflow.repair.spectrum import ExampleRun, examples_reach_code
+from agentflow.repair.spectrum import ExampleRun, examples_comparable, examples_reach_code
 from agentflow.repair.steps import (
     ReadEdits,
     critique,
@@ -104,6 +104,7 @@ class RepairPolicy:
         """Model calls in flight, held against the model-call limit."""
         self._source_cache: dict[str, dict[str, str]] = {}
         self._examples_before: ExampleRun | None = None
+        """The unchanged code's examples when they can tell a change (`examples_comparable`)."""
         self._examples_checked = False
         self._examples_lock = asyncio.Lock()
 
@@ -295,15 +296,16 @@ class RepairPolicy:
         async with self._examples_lock:  # the unchanged code's examples run once (twice: are they stable?)
             if not self._examples_checked:
                 base = await self.bench.show_examples("", self.issue, sources)
-                again = await self.bench.show_examples("", self.issue, sources) if examples_reach_code(base) else None
-                self._examples_before = base if again is not None and again.shown == base.shown else None
+                if examples_reach_code(base):  # else the second run is spared: nothing to compare
+                    again = await self.bench.show_examples("", self.issue, sources)
+                    self._examples_before = base if examples_comparable(base, again) else None
                 self._examples_checked = True
         before = self._examples_before
         if before is None:
             return None
         run = await self.bench.show_examples(patch + "\n", self.issue, sources)
         if run.problem or not run.shown or run.shown != before.shown:
-            return None
+            return None  # something else shown, or no report (which `examples_changed` counts as unchanged)
         return "".join(before.shown)
 
     async def _verify_files(self, parent_patch: str, files: dict[str, str]

@@ -184,12 +184,18 @@ def examples_reach_code(base: ExampleRun) -> bool:
     return bool(base.shown) and bool(base.called) and not base.problem
 
 
+def examples_comparable(base: ExampleRun, base_again: ExampleRun) -> bool:
+    """The examples can tell a change: they reach repository code and the unchanged code, run twice (`base`,
+    `base_again`), showed the same both times."""
+    return examples_reach_code(base) and base.shown == base_again.shown
+
+
 def examples_changed(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, bool]:
     """Per patch: whether the issue's examples show something else on it than on the unchanged code (run
     twice: `base`, `base_again`). Empty when the examples cannot tell: they reach no repository code
     (`examples_reach_code`), or the unchanged code shows differently from run to run (times, random values).
     A run that gave no report counts as unchanged."""
-    if not examples_reach_code(base) or base.shown != base_again.shown:
+    if not examples_comparable(base, base_again):
         return {}
     return {patch: bool(run.shown) and not run.problem and run.shown != base.shown for patch, run in runs.items()}
 
