@@ -15,9 +15,12 @@ from agentflow.repair.policy import Attempt
 
 async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
                  budget: Budget, events: EventLog,
-                 changed: Mapping[str, bool] | None = None) -> tuple[Attempt | None, str | None]:
+                 changed: Mapping[str, bool] | None = None, *,
+                 keeps: Mapping[str, bool] | None = None) -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
-    issue's examples (`changed`: per patch, whether they show something else than on the unchanged code, see
+    keep-working check (`keeps`: per patch, whether it still passes, see `RepairConfig.keep_check`; used only
+    among candidates on which the reproduction script no longer fails, so a check asserting the bug cannot
+    prefer a candidate that leaves it), then the issue's examples (`changed`: per patch, whether they show something else than on the unchanged code, see
     `spectrum.examples_changed`), then the vote (patches most samples agree on), then the verifier model's
     judgement, then the smallest patch."""
     from agentflow.search.normalize import normalise_output
@@ -38,6 +41,10 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     top_key = max(tests_key(a) for a in pool)
     top = [a for a in pool if tests_key(a) == top_key]
     decided_by = "tests"
+    if keeps and all(a.verification.reproduced is False for a in top):
+        held = [a for a in top if keeps.get(a.patch.strip())]
+        if 0 < len(held) < len(top):
+            top, decided_by = held, "keep_check"
     if changed:
         moved = [a for a in top if changed.get(a.patch.strip())]
         if 0 < len(moved) < len(top):

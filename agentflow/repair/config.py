@@ -48,6 +48,9 @@ class RepairPrompts(StrictConfig):
     reproduce: str | None = None
     """Reproduction step's user message: issue, repo_map, api, code, previous; the answer's first code block is
     run."""
+    keep_check: str | None = None
+    """Keep-working check's user message: issue, api, usage, code, reproduction (the kept reproduction script);
+    the answer's first code block is run."""
     value: str | None = None
     """Value agent's user message (`swe.value`): issue, patch, tests; the answer gives a value 0-100 and an
     assessment."""
@@ -136,6 +139,13 @@ class RepairConfig(StrictConfig):
     """Functions the ranking call chooses among (the heuristic's best)."""
     rank_lines: int = Field(default=15, ge=1)
     """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
+    keep_check: bool = True
+    """Once a reproduction script is kept, ask for a second script asserting what the fix must not change (what
+    the issue says works today or must keep working), kept only if it passes at the base commit. Among
+    candidates the tests rank equal, and before the examples and the vote, those that still pass it are
+    preferred (one model call a task with a kept reproduction; each candidate's check runs in the sandbox).
+    inikit-3: three samples of `int(raw, 10)` outvoted the fix and broke the hex values the issue says must
+    keep working; nothing that ran checked them."""
     reproduce_attempts: int = Field(default=2, ge=1, le=5)
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
     vote: bool = True

@@ -3,14 +3,15 @@
     swe.baseline     the task's tests on the unchanged code             -> base
     swe.spectrum     the issue's examples and the suite, call-traced     -> spectrum
     swe.rank         the coder ranks the heuristic's suspects            -> ranked
-    swe.reproduce    blind mode: a script that fails like the bug        -> reproduction, base
+    swe.reproduce    blind mode: a script that fails like the bug, and
+                     one of what must keep working                       -> reproduction, base
     swe.plan         the planner says which function and what to change  -> plan
     search.best_of_n N rollouts of the subgraph at once                 -> attempts, samples, search
     search.mcts      UCT tree search whose expansions are subgraph steps -> attempts, samples, search
     swe.edit         (in a rollout) samples edits: the search's proposals
     swe.test         (in a rollout) applies one edit, diffs it, verifies it
     swe.critique     (in a rollout) a failed attempt's review joins the next attempt's feedback
-    swe.choose       tests, examples, vote, verifier; the choice graded  -> chosen, final
+    swe.choose       tests, keep check, examples, vote, verifier; graded -> chosen, final
     swe.value        (in a rollout) the value agent values a tested attempt; its assessment joins the feedback
     swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
     swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
@@ -41,7 +42,7 @@ from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
 from agentflow.repair.spectrum import evidence_from_json, examples_changed, examples_reach_code
-from agentflow.repair.steps import make_plan, rank_suspects, write_reproduction
+from agentflow.repair.steps import make_plan, rank_suspects, write_keep_check, write_reproduction
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.value import ValuedRepairPolicy
@@ -51,7 +52,7 @@ _PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "see
 SpectrumSettings = settings_model("swe.spectrum", ("spectrum", "test_timeout_s"))
 RankSettings = settings_model("swe.rank", ("rank", "rank_pool", "rank_lines", *_PROMPT_FIELDS))
 ReproduceSettings = settings_model(
-    "swe.reproduce", ("reproduce", "reproduce_attempts", "temperature", "max_tokens", *_PROMPT_FIELDS)
+    "swe.reproduce", ("reproduce", "reproduce_attempts", "keep_check", "temperature", "max_tokens", *_PROMPT_FIELDS)
 )
 PlanSettings = settings_model("swe.plan", ("plan", "max_tokens", *_PROMPT_FIELDS))
 EditSettings = settings_model(
@@ -132,9 +133,23 @@ async def reproduce(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
         _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:])
         if kept:
             base = await bench.verify_base()
-            return {"reproduction": {"kept": True, "script": script}, "base": base.model_dump(mode="json")}
+            reproduction = {"kept": True, "script": script}
+            if cfg.keep_check:
+                reproduction["keep_check"] = await _keep_check(rt, cfg, sources, script, prefer, evidence)  # type: ignore[arg-type]
+            return {"reproduction": reproduction, "base": base.model_dump(mode="json")}
         previous = (script or "", output)
     return {"reproduction": {"kept": False}}
+
+
+async def _keep_check(rt: RepairRuntime, cfg: Any, sources: dict[str, str], reproduction: str,
+                      prefer: list[tuple[str, str]], evidence: Any) -> str | None:
+    """The keep-working check beside a kept reproduction (`RepairConfig.keep_check`): the model's script cut
+    down to its checks that pass at the base commit, or None."""
+    script = await write_keep_check(rt.models.coder, cfg, rt.issue, sources, reproduction, seed=cfg.seed,
+                                    prefer=prefer, evidence=evidence)
+    kept, output = await rt.bench.install_keep_check(script, sources) if script else (None, "no code block in the answer")
+    _emit(rt, "repair.keep_check", kept=kept is not None, script=script, check=kept, output=output[-1500:])
+    return kept
 
 
 async def plan(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
@@ -263,12 +278,28 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> dict[s
     return changed
 
 
+async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -> dict[str, bool]:
+    """Per distinct patch of the candidates that fix the reproduction, whether the keep-working check (kept at the
+    base commit by `swe.reproduce`) still passes on it; each patch's check runs once in the sandbox."""
+    patches = list(dict.fromkeys(a.patch.strip() for a in attempts if a.patch.strip() and a.verification.reproduced is False))
+    if len(patches) < 2:
+        return {}
+    if not await rt.bench.keeps_working("", script):  # it passed there before; a flaky check is not used
+        return {}
+    held = {patch: await rt.bench.keeps_working(patch + "\n", script) for patch in patches}
+    _emit(rt, "repair.keeps", compared=len(held), held=sum(held.values()))
+    return held
+
+
 async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     rt = runtime(ctx)
     await rt.sync(state)
     cfg, attempts = rt.cfg_for(ctx.node), attempts_of(state)
+    keep_script = (state.get("reproduction") or {}).get("keep_check")
+    keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
     changed = await compare_examples(rt, attempts) if cfg.compare_examples else {}
-    best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events, changed)
+    best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events, changed,
+                                   keeps=keeps)
     if best is None:
         return {"chosen": None}
     return await submit(rt, best, chosen_by)
@@ -280,7 +311,8 @@ _NODE_TYPES = [
              "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs reach"),
     NodeType("swe.rank", rank, RankSettings, ("base",), ("ranked",), "the coder ranks the heuristic's suspect functions"),
     NodeType("swe.reproduce", reproduce, ReproduceSettings, ("base", "ranked"), ("reproduction", "base"),
-             "blind mode: a script that fails while the bug is present, kept only if it does"),
+             "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
+             "must keep working, kept if it passes"),
     NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
     NodeType("search.best_of_n", best_of_n, BestOfNSettings, ("base", "ranked", "plan"),
              ("attempts", "samples", "suspects", "search"), "n rollouts of the subgraph at once", search=True),
@@ -290,7 +322,8 @@ _NODE_TYPES = [
     NodeType("swe.test", _rollout_only, None, (), (), "applies an edit, takes its patch, verifies it"),
     NodeType("swe.critique", _rollout_only, CritiqueSettings, (), (), "a failed attempt's review joins its feedback"),
     NodeType("swe.choose", choose_node, ChooseSettings, ("attempts",), ("chosen", "final"),
-             "tests, then what the issue's examples show, then the vote, then the verifier model; graded"),
+             "tests, then the keep-working check, then what the issue's examples show, then the vote, then the "
+             "verifier model; graded"),
     NodeType("swe.value", _rollout_only, ValueSettings, (), (),
              "(in a rollout) the value agent: a value guides the search, its assessment the next expansion"),
     NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts",), ("chosen", "final"),

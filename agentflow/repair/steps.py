@@ -632,3 +632,19 @@ async def write_reproduction(
                         # a retry at the first try's low temperature mostly repeats the same script
                         temperature=0.2 if previous is None else max(cfg.temperature, 0.8))
     return code_block(text)
+
+
+async def write_keep_check(
+    model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], reproduction: str, *, seed: int,
+    prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None,
+) -> str | None:
+    """A standalone script asserting what a fix of the issue must not change, written beside the kept
+    `reproduction` (which shows the model how to call the package); None when the answer holds no code."""
+    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
+                           evidence=evidence)
+    usage = usage_from_tests(sources, issue)
+    values = {"issue": issue, "code": code, "api": public_api(sources), "reproduction": reproduction.strip()[:1500],
+              "usage": f"How the repository's own tests use it:\n{usage}\n" if usage else ""}
+    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "keep_check", values),
+                        max_tokens=cfg.max_tokens, seed=seed, temperature=0.2)
+    return code_block(text)

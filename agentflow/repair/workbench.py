@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from agentflow.errors import AgentflowError
 from agentflow.repair.config import RepairConfig
+from agentflow.repair.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.spectrum import ExampleRun, FunctionIndex, gather_evidence, run_examples
 from agentflow.sandbox.base import Sandbox, sh_command
@@ -32,6 +33,8 @@ FeedbackMode = Literal["task", "repo", "none"]
 REPRO_PATH = f"{EVAL_DIR}/reproduce_issue.py"
 """Where the reproduction script lives: inside the git-excluded scratch folder, so resets keep it and
 patches never contain it."""
+KEEP_PATH = f"{EVAL_DIR}/keeps_working.py"
+"""Where the keep-working check runs (`install_keep_check`), beside the reproduction script."""
 
 
 class Verification(BaseModel):
@@ -245,14 +248,19 @@ class Workbench:
 
     # ------------------------------------------------------------------------------------- reproduction
 
-    async def run_repro(self) -> tuple[bool, str]:
-        """(still failing, output) of the reproduction script on the current workspace."""
+    async def _run_script(self, path: str) -> tuple[bool, str]:
+        """(ran without error, output) of a script of the scratch folder on the current workspace."""
         # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
-        script = f"PYTHONPATH=.${{PYTHONPATH:+:$PYTHONPATH}} {self.python} {shlex.quote(REPRO_PATH)}"
+        script = f"PYTHONPATH=.${{PYTHONPATH:+:$PYTHONPATH}} {self.python} {shlex.quote(path)}"
         result = await self.sandbox.exec(
             sh_command(script), env=self._test_env(), timeout=min(60.0, self.cfg.test_timeout_s)
         )
-        return (not result.ok), result.output
+        return result.ok, result.output
+
+    async def run_repro(self) -> tuple[bool, str]:
+        """(still failing, output) of the reproduction script on the current workspace."""
+        ok, output = await self._run_script(REPRO_PATH)
+        return (not ok), output
 
     async def install_repro(self, script: str) -> tuple[bool, str]:
         """Try a reproduction script at the base commit; keep it only if it fails there the way the bug does
@@ -265,6 +273,40 @@ class Workbench:
         self.repro = why is None
         self._verified.clear()  # verifications now include the script
         return self.repro, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
+
+    async def install_keep_check(self, script: str, sources: Mapping[str, str]) -> tuple[str | None, str]:
+        """A keep-working check (a script asserting what the fix must not change) cut down to the checks that
+        pass at the base commit (`agentflow.repair.keepcheck`), then run whole there to make sure. (the check
+        as kept or None, output; when None the reason is appended to the output.) The workspace is reset."""
+        why = why_not_a_keep_check(script, sources)
+        if why is not None:
+            return None, f"(not counted: {why})"
+        async with self.lock:
+            await self.reset()
+            await self.sandbox.write_file(KEEP_PATH, instrumented(script))
+            _, output = await self._run_script(KEEP_PATH)
+            kept = passing_only(script, passed_checks(output))
+            if kept is None:
+                await self.reset()
+                return None, f"{output.rstrip()}\n(not counted: none of its checks passes on the unchanged code)"
+            await self.sandbox.write_file(KEEP_PATH, kept)
+            ok, output = await self._run_script(KEEP_PATH)
+            await self.reset()
+        if not ok:
+            return None, f"{output.rstrip()}\n(not counted: its checks that pass alone fail together)"
+        return kept, output
+
+    async def keeps_working(self, patch: str, check: str) -> bool:
+        """Whether the keep-working `check` passes on base + `patch` (read as data: it only ever orders
+        candidates the tests rank equal); the workspace is reset afterwards."""
+        async with self.lock:
+            await self.restore(patch)
+            try:
+                await self.sandbox.write_file(KEEP_PATH, check)
+                ok, _ = await self._run_script(KEEP_PATH)
+            finally:
+                await self.reset()
+        return ok
 
     async def gather_evidence(self, issue: str, sources: Mapping[str, str], *,
                               test_timeout_s: float) -> tuple[RunEvidence, dict[str, Any]]:

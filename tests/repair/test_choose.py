@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from agentflow.budget import Budget
@@ -51,6 +54,32 @@ async def test_what_the_examples_show_decides_before_the_vote():
     failing = Attempt("t/c4", "diff-x\n", Verification(kind="test_cmd", passed=False, score=0.5), 4, None)
     best, by = await choose([fix, failing], cfg, None, "issue", Budget(), EventLog(), {"diff-fix": False, "diff-x": True})
     assert best is fix and by == "tests"
+
+
+async def test_the_keep_working_check_decides_among_candidates_that_fix_the_reproduction():
+    """inikit-3: three samples agree on `int(raw, 10)`, which breaks hex; the check of what must keep working
+    (hex) holds on the one fix, chosen before the examples and the vote. It is not used among candidates that
+    leave the reproduction failing: a check that asserts the bug would prefer them."""
+    def fixed(cand: str, patch: str, sample: int) -> Attempt:  # blind mode: the tests pass, the script too
+        return Attempt(cand, patch, Verification(kind="test_cmd", passed=None, score=1.0, reproduced=False), sample,
+                       None)
+
+    decimal = [fixed(f"t/c{i}", "diff-decimal\n", i) for i in range(3)]
+    fix = fixed("t/c3", "diff-fix\n", 3)
+    cfg = RepairConfig(vote=True)
+    keeps = {"diff-decimal": False, "diff-fix": True}
+    best, by = await choose([*decimal, fix], cfg, None, "issue", Budget(), EventLog(),
+                            {"diff-decimal": True, "diff-fix": False}, keeps=keeps)
+    assert best is fix and by == "keep_check"
+    best, by = await choose([*decimal, fix], cfg, None, "issue", Budget(), EventLog(), keeps={})
+    assert best is decimal[0] and by == "vote"
+    for every in (True, False):  # a check all or none pass tells nothing
+        best, by = await choose([*decimal, fix], cfg, None, "issue", Budget(), EventLog(),
+                                keeps={"diff-decimal": every, "diff-fix": every})
+        assert best is decimal[0] and by == "vote"
+    unfixed = [_passing(f"t/u{i}", "diff-decimal\n", i) for i in range(3)] + [_passing("t/u3", "diff-fix\n", 3)]
+    best, by = await choose(unfixed, cfg, None, "issue", Budget(), EventLog(), keeps=keeps)
+    assert best is unfixed[0] and by == "vote"
 
 
 def test_examples_that_cannot_tell_compare_nothing():
@@ -109,4 +138,72 @@ async def test_in_a_real_sandbox_the_fix_changes_what_the_report_shows_and_the_l
     assert base.shown == ("False\n",) and ("cachette/lru.py", "LRUCache.get") in base.called
     assert runs[task.patch].shown == ("True\n",)
     assert examples_changed(base, again, runs) == {CONTAINS_MOVES: False, task.patch: True}
+    assert left == ""  # the workspace is back at the base commit
+
+
+DECIMAL_ONLY = '''diff --git a/inikit/values.py b/inikit/values.py
+--- a/inikit/values.py
++++ b/inikit/values.py
+@@ -25,7 +25,7 @@ def to_bool(raw):
+ 
+ def to_int(raw):
+     try:
+-        return int(raw.strip(), 0)
++        return int(raw.strip(), 10)
+     except ValueError:
+         raise ConversionError(f"not an integer: {raw!r}") from None
+ 
+'''
+
+KEEPS_HEX = 'from inikit import loads\n\ncfg = loads("[job]\\nmask = 0x1F\\n")\nassert cfg.getint("job", "mask") == 31\n'
+
+
+def test_a_keep_working_check_is_cut_down_to_what_holds_today():
+    """The model's check of inikit-3 asserts the reported case ("03") beside hex: each top-level check runs on its
+    own, and the one kept is the script without those that failed at the base commit."""
+    from agentflow.repair.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
+
+    sources = {"inikit/values.py": "", "tests/test_values.py": "", "setup.py": ""}
+    assert why_not_a_keep_check(KEEPS_HEX, sources) is None
+    assert "imports none" in (why_not_a_keep_check("assert int('0x1F', 0) == 31\n", sources) or "")
+    assert "imports none" in (why_not_a_keep_check("import tests.test_values\nassert tests\n", sources) or "")
+    assert "checks nothing" in (why_not_a_keep_check("import inikit\nx = inikit.loads('')\n", sources) or "")
+    assert "does not parse" in (why_not_a_keep_check("assert (\n", sources) or "")
+    # statements: 0 import, 1 set-up, 2 a failing check, 3 and 4 passing ones (one of them a try)
+    script = ('import json\nvalue = json.loads("3")\nassert value == 4\nassert value == 3\n'
+              'try:\n    json.loads("{")\nexcept ValueError:\n    pass\n')
+    run = subprocess.run([sys.executable, "-c", instrumented(script)], capture_output=True, text=True, check=True)
+    assert passed_checks(run.stdout) == {3, 4}
+    kept = passing_only(script, {3, 4}) or ""
+    assert "value == 4" not in kept and "value == 3" in kept and "except ValueError" in kept
+    subprocess.run([sys.executable, "-c", kept], check=True)
+    assert passing_only(script, set()) is None and passing_only(script, {1}) is None  # set-up is no check
+
+
+@pytest.mark.docker
+async def test_in_a_real_sandbox_the_keep_working_check_tells_the_fix_from_the_decimal_only_rewrite(docker_image: str):
+    """inikit-3 (zero-padded numbers rejected; hex must keep working): the model's check asserts the reported
+    case and hex; cut down to hex, it is kept, still passes on the fix and fails on the embedded model's
+    `int(raw, 10)` samples. A check of the reported case alone has nothing left and is refused."""
+    from agentflow.repair.config import load_repair_config
+    from agentflow.repair.workbench import Workbench
+    from agentflow.sandbox import open_sandbox
+    from agentflow.swe.tasks import load_tasks
+
+    task = next(t for t in load_tasks(TASKS_FILE) if t.instance_id == "inikit__inikit-3")
+    cfg = load_repair_config(["backend=docker", f"sandbox.image={docker_image}"])
+    reported = 'from inikit import loads\n\nassert loads("[job]\\nretries = 03\\n").getint("job", "retries") == 3\n'
+    answer = reported + KEEPS_HEX.replace("from inikit import loads\n\n", "")
+    async with open_sandbox("docker", cfg.sandbox) as sandbox:
+        bench = Workbench(sandbox, task, cfg, "python3")
+        await bench.setup()
+        sources = await bench.python_sources()
+        check, _ = await bench.install_keep_check(answer, sources)
+        only_reported, refused = await bench.install_keep_check(reported, sources)
+        held = {name: await bench.keeps_working(patch, check or "") for name, patch in
+                (("fix", task.patch), ("decimal", DECIMAL_ONLY), ("none", ""))}
+        left, _ = await bench.diff()
+    assert check is not None and "0x1F" in check and "retries" not in check
+    assert only_reported is None and "none of its checks passes" in refused and "ConversionError" in refused
+    assert held == {"fix": True, "decimal": False, "none": True}
     assert left == ""  # the workspace is back at the base commit

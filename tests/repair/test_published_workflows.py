@@ -81,7 +81,7 @@ def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(doc
     reproduction test, the majority's fix (c1 and c3, equal after normalisation) wins over the smaller c4."""
     events, outcome, out = repair_run(tmp_path, docker_image, "agentless")
     shown = prompts(events)
-    assert len(shown) == 9  # 3 localization steps, reproduction, regression selection, 4 samples
+    assert len(shown) == 10  # 3 localization steps, reproduction, keep-working check, regression selection, 4 samples
     assert "inikit/values.py" in shown[0]  # the whole skeleton
     assert "def get(self, section, option" in shown[1] and "values.py" not in shown[1]  # the chosen files only
     assert "  34|         parts = stripped.split(\"=\")" in shown[2] and "def getint" not in shown[2]
@@ -91,7 +91,7 @@ def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(doc
     assert localized["locations"] == ["inikit/parser.py:loads"]  # `line 34` is inside loads()
     assert outcome["ranked"] == ["inikit/parser.py:loads", "inikit/config.py:Config.get"]
     dropped = "tests/test_parser.py::test_line_without_equals_is_a_parse_error"
-    assert "[9] " + dropped in shown[4]
+    assert "[9] " + dropped in shown[5]
     regression = next(e["data"] for e in events if e["kind"] == "repair.regression")
     assert regression["deselected"] == [dropped] and regression["passing"] == 13
     runs = [e["data"]["command"] for e in events if e["kind"] == "sandbox.exec" and "pytest -q -p" in e["data"]["command"]]
@@ -101,6 +101,11 @@ def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(doc
     cands = {c["candidate_id"].rsplit("/", 1)[1]: c for c in read_jsonl(out / "candidates.jsonl")}
     assert [(c["verification"]["reproduced"], c["verification"]["passed"]) for c in cands.values()] == [
         (False, None), (True, False), (False, None), (False, None)]
+    # the keep-working check (values without `=` still read) is kept and every fix still passes it: it decides nothing
+    keep = next(e["data"] for e in events if e["kind"] == "repair.keep_check")
+    assert keep["kept"] and "host = local" in keep["check"]
+    keeps = next(e["data"] for e in events if e["kind"] == "repair.keeps")
+    assert (keeps["compared"], keeps["held"]) == (3, 3)
     assert outcome["chosen"] == f"{IID}/c1" and outcome["chosen_by"] == "vote"
     assert len(cands["c4"]["patch"]) < len(cands["c1"]["patch"])  # without the vote the smaller c4 would win
     assert outcome["report"]["resolved"] is True

@@ -160,7 +160,8 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     uses the task's tests."""
     out = tmp_path / "run"
     args = task_args("inikit__inikit-1", "blind_inikit-1.json", oracle=False)
-    assert repair(out, docker_image, *args, "--strategy", "best-of-n", "-n", "4", "-c", "max_attempts=1") == 0
+    assert repair(out, docker_image, *args, "--strategy", "best-of-n", "-n", "4", "-c", "max_attempts=1",
+                  "-c", "keep_check=false") == 0  # recorded before the keep-working check
     events = read_jsonl(out / "events.jsonl")
     repro = next(e for e in events if e["kind"] == "repair.reproduce")
     assert repro["data"]["kept"] is True and "AssertionError" in repro["data"]["output"]
@@ -336,7 +337,7 @@ def test_blind_a_reproduction_of_another_case_is_refused_and_the_issues_own_case
     cassette = scripted_cassette(tmp_path / "c.json", [other_case, own_case, fix])
     args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-2", "--model", f"replay:{cassette}",
             "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=1",
-            "-c", "rank=false", "-c", "spectrum=false"]
+            "-c", "rank=false", "-c", "spectrum=false", "-c", "keep_check=false"]
     out = tmp_path / "run"
     assert repair(out, docker_image, *args) == 0
     events = read_jsonl(out / "events.jsonl")
@@ -376,4 +377,44 @@ def test_an_edit_that_leaves_the_examples_as_they_were_is_drawn_again_told_so(do
     assert repair(again, docker_image, *args) == 0
     assert not [e for e in read_jsonl(again / "events.jsonl") if e["kind"] == "repair.examples_unchanged"]
     assert len(read_jsonl(again / "candidates.jsonl")) == 1
+    assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
+
+
+def test_blind_the_keep_working_check_outweighs_the_vote_of_samples_that_break_hex(docker_image: str, tmp_path: Path):
+    """inikit-3, blind, best-of-4: the reproduction (`getint` of "03") is kept; the keep-working check the model
+    writes asserts "03" too and hex (`0x1F`) beside it, and is cut down to hex. Three samples parse decimals
+    only (`int(raw, 10)`, the embedded model's most frequent answer): they pass the repository's tests and the
+    reproduction like the fix, and outvote it; the check still passes only on the fix, which is submitted and
+    resolves. Without the check the vote submits a decimal-only rewrite, which the hidden tests reject."""
+    from .conftest import scripted_cassette
+
+    repro = ('```python\nfrom inikit import loads\n\ncfg = loads("[job]\\nretries = 03\\n")\n'
+             'assert cfg.getint("job", "retries") == 3\n```')
+    keep = ('```python\nfrom inikit import loads\n\ncfg = loads("[job]\\nretries = 03\\nmask = 0x1F\\n")\n'
+            'assert cfg.getint("job", "retries") == 3\nassert cfg.getint("job", "mask") == 31\n```')
+    decimal = ("inikit/values.py\n<<<<<<< SEARCH\n        return int(raw.strip(), 0)\n=======\n"
+               "        return int(raw.strip(), 10)\n>>>>>>> REPLACE\nEND_EDITS")
+    fix = ("inikit/values.py\n<<<<<<< SEARCH\n        return int(raw.strip(), 0)\n=======\n"
+           "        try:\n            return int(raw.strip(), 0)\n        except ValueError:\n"
+           "            return int(raw.strip(), 10)\n>>>>>>> REPLACE\nEND_EDITS")
+    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-3", "--strategy", "best-of-n", "-n", "4",
+            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=1", "-c", "rank=false",
+            "-c", "spectrum=false"]
+    cassette = scripted_cassette(tmp_path / "c.json", [repro, keep, decimal, decimal, decimal, fix])
+    out = tmp_path / "run"
+    assert repair(out, docker_image, *args, "--model", f"replay:{cassette}") == 0
+    events = read_jsonl(out / "events.jsonl")
+    check = next(e["data"] for e in events if e["kind"] == "repair.keep_check")
+    assert check["kept"] and "0x1F" in check["check"] and "'retries') == 3" not in check["check"]
+    keeps = next(e["data"] for e in events if e["kind"] == "repair.keeps")
+    assert (keeps["compared"], keeps["held"]) == (2, 1)
+    outcome = json.loads((out / "instances" / "inikit__inikit-3" / "outcome.json").read_text())
+    assert outcome["chosen"] == "inikit__inikit-3/c4" and outcome["chosen_by"] == "keep_check"
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-3"]
+    # without the check: the same samples, and the vote submits the decimal-only rewrite
+    cassette = scripted_cassette(tmp_path / "c2.json", [repro, decimal, decimal, decimal, fix])
+    again = tmp_path / "again"
+    assert repair(again, docker_image, *args, "--model", f"replay:{cassette}", "-c", "keep_check=false") == 0
+    outcome = json.loads((again / "instances" / "inikit__inikit-3" / "outcome.json").read_text())
+    assert outcome["chosen"] == "inikit__inikit-3/c1" and outcome["chosen_by"] == "vote"
     assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
