@@ -141,11 +141,12 @@ class RepairConfig(StrictConfig):
     """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
     keep_check: bool = True
     """Once a reproduction script is kept, ask for a second script asserting what the fix must not change (what
-    the issue says works today or must keep working), kept only if it passes at the base commit. Among
-    candidates the tests rank equal, and before the examples and the vote, those that still pass it are
-    preferred (one model call a task with a kept reproduction; each candidate's check runs in the sandbox).
-    inikit-3: three samples of `int(raw, 10)` outvoted the fix and broke the hex values the issue says must
-    keep working; nothing that ran checked them."""
+    the issue says works today or must keep working), cut down to its checks that pass at the base commit
+    (`agentflow.repair.keepcheck`). Among candidates on which the reproduction no longer fails and the tests
+    rank equal, and before the examples and the vote, those that still pass it are preferred (one model call
+    a task with a kept reproduction; each candidate's check runs in the sandbox). inikit-3: three samples of
+    `int(raw, 10)` outvoted the fix and broke the hex values the issue says must keep working; nothing that
+    ran checked them."""
     reproduce_attempts: int = Field(default=2, ge=1, le=5)
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
     vote: bool = True
