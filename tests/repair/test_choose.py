@@ -77,9 +77,14 @@ async def test_the_keep_working_check_decides_among_candidates_that_fix_the_repr
         best, by = await choose([*decimal, fix], cfg, None, "issue", Budget(), EventLog(),
                                 keeps={"diff-decimal": every, "diff-fix": every})
         assert best is decimal[0] and by == "vote"
-    unfixed = [_passing(f"t/u{i}", "diff-decimal\n", i) for i in range(3)] + [_passing("t/u3", "diff-fix\n", 3)]
-    best, by = await choose(unfixed, cfg, None, "issue", Budget(), EventLog(), keeps=keeps)
-    assert best is unfixed[0] and by == "vote"
+    def still_failing(cand: str, patch: str, sample: int) -> Attempt:  # the reproduction still fails on it
+        return Attempt(cand, patch, Verification(kind="test_cmd", passed=False, score=0.5, reproduced=True), sample,
+                       None)
+
+    for make in (still_failing, _passing):  # the reproduction still fails, or there is none
+        unfixed = [make(f"t/u{i}", "diff-decimal\n", i) for i in range(3)] + [make("t/u3", "diff-fix\n", 3)]
+        best, by = await choose(unfixed, cfg, None, "issue", Budget(), EventLog(), keeps=keeps)
+        assert best is unfixed[0] and by == "vote"
 
 
 def test_examples_that_cannot_tell_compare_nothing():
