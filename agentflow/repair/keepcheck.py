@@ -16,6 +16,7 @@ import ast
 import re
 from collections.abc import Mapping
 
+from agentflow.repair.spectrum import module_of
 from agentflow.swe.patch import is_test_path
 
 MARKER = "AGENTFLOW_CHECK_PASSED"
@@ -43,8 +44,7 @@ def why_not_a_keep_check(script: str, sources: Mapping[str, str]) -> str | None:
     tree = _parse(script)
     if tree is None:
         return "the script does not parse"
-    packages = {path.removeprefix("src/").split("/", 1)[0].removesuffix(".py") for path in sources
-                if path.endswith(".py") and not is_test_path(path)}
+    packages = {module.split(".")[0] for path in sources if not is_test_path(path) and (module := module_of(path))}
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
     imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)

@@ -610,6 +610,17 @@ async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, 
     return text.strip()[:1000]
 
 
+def _script_context(cfg: RepairConfig, sources: Mapping[str, str], issue: str, prefer: Sequence[tuple[str, str]],
+                    evidence: RunEvidence | None) -> dict[str, str]:
+    """What a prompt asking for a script that runs the package shows: issue, code (the suspects), api (what the
+    package exports) and usage (the repository's tests that share names with the issue)."""
+    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
+                           evidence=evidence)
+    usage = usage_from_tests(sources, issue)
+    return {"issue": issue, "code": code, "api": public_api(sources),
+            "usage": f"How the repository's own tests use it:\n{usage}\n" if usage else ""}
+
+
 async def write_reproduction(
     model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
     previous: tuple[str, str] | None = None, prefer: Sequence[tuple[str, str]] = (),
@@ -617,16 +628,12 @@ async def write_reproduction(
 ) -> str | None:
     """A standalone script that fails while the bug is present (None when the answer holds no code).
     `previous` is an earlier try that did not count (script, output): the model sees why."""
-    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
-                           evidence=evidence)
     before = ""
     if previous is not None:
         before = (f"An earlier script did not reproduce the issue:\n```python\n{previous[0][:1500]}```\n"
                   f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\nWrite a corrected script.\n")
-    usage = usage_from_tests(sources, issue)
-    values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "previous": before,
-              "api": public_api(sources),
-              "usage": f"How the repository's own tests use it:\n{usage}\n" if usage else ""}
+    values = {**_script_context(cfg, sources, issue, prefer, evidence), "repo_map": repo_map(sources),
+              "previous": before}
     text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "reproduce", values),
                         max_tokens=cfg.max_tokens, seed=seed,
                         # a retry at the first try's low temperature mostly repeats the same script
@@ -640,11 +647,7 @@ async def write_keep_check(
 ) -> str | None:
     """A standalone script asserting what a fix of the issue must not change, written beside the kept
     `reproduction` (which shows the model how to call the package); None when the answer holds no code."""
-    code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
-                           evidence=evidence)
-    usage = usage_from_tests(sources, issue)
-    values = {"issue": issue, "code": code, "api": public_api(sources), "reproduction": reproduction.strip()[:1500],
-              "usage": f"How the repository's own tests use it:\n{usage}\n" if usage else ""}
+    values = {**_script_context(cfg, sources, issue, prefer, evidence), "reproduction": reproduction.strip()[:1500]}
     text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "keep_check", values),
                         max_tokens=cfg.max_tokens, seed=seed, temperature=0.2)
     return code_block(text)

@@ -283,15 +283,16 @@ class Workbench:
             return None, f"(not counted: {why})"
         async with self.lock:
             await self.reset()
-            await self.sandbox.write_file(KEEP_PATH, instrumented(script))
-            _, output = await self._run_script(KEEP_PATH)
-            kept = passing_only(script, passed_checks(output))
-            if kept is None:
+            try:
+                await self.sandbox.write_file(KEEP_PATH, instrumented(script))
+                _, output = await self._run_script(KEEP_PATH)
+                kept = passing_only(script, passed_checks(output))
+                if kept is None:
+                    return None, f"{output.rstrip()}\n(not counted: none of its checks passes on the unchanged code)"
+                await self.sandbox.write_file(KEEP_PATH, kept)
+                ok, output = await self._run_script(KEEP_PATH)
+            finally:
                 await self.reset()
-                return None, f"{output.rstrip()}\n(not counted: none of its checks passes on the unchanged code)"
-            await self.sandbox.write_file(KEEP_PATH, kept)
-            ok, output = await self._run_script(KEEP_PATH)
-            await self.reset()
         if not ok:
             return None, f"{output.rstrip()}\n(not counted: its checks that pass alone fail together)"
         return kept, output
