@@ -597,6 +597,10 @@ def render_window(source: str, window: Window) -> str:
     return f"{window.path} (lines {window.start}-{window.end})\n{body}"
 
 
+CONTEXT_MARKER = re.compile(r"^[ \t]*# \.\.\. .+ \(lines \d+-\d+, given below\) \.\.\.[ \t]*(?:\n|$)", re.MULTILINE)
+"""The line `file_context` puts where the window was (models copy it back into their answer)."""
+
+
 def file_context(source: str, window: Window, *, max_lines: int) -> str:
     """The window's file without the window, whole, when it has at most `max_lines` lines; else "" (see
     `file_outline`). A small model rewriting one function then sees the names it may use (the module's own

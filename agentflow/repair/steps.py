@@ -22,6 +22,7 @@ from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import apply_edit, indent_of, parse_edits
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import (
+    CONTEXT_MARKER,
     RunEvidence,
     Window,
     file_context,
@@ -29,6 +30,7 @@ from agentflow.repair.localize import (
     rank_windows,
     render_window,
     repo_map,
+    symbols,
     words,
 )
 from agentflow.swe.patch import is_test_path
@@ -341,62 +343,130 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     """Put an answer's code in place of the window's lines (re-indented like the original). The answer's
     last code block that changes the window is taken: small models often quote the faulty line in a block
     before the corrected code. When the window is a whole function, a block without its `def` line is such
-    a quote, not a rewrite."""
+    a quote, not a rewrite. When the window is part of a long function's body and the answer gives the whole
+    function back (as models mostly do), the whole function is replaced: taken as the window's lines, it
+    nested a second copy of the function inside the first (13 of 38 usable answers on tabkit's 32-line `render`)."""
     blocks = code_blocks(text)
     if not blocks:
         return ReadEdits("unparsable", errors=["no ```python code block in the answer"])
-    old_lines = sources[window.path].split("\n")
-    original = old_lines[window.start - 1 : window.end]
-    original_code = [line.strip() for line in original if line.strip()]
-    first = original_code[0] if original_code else ""
-    definition = DEF_LINE.match(first)
+    whole = enclosing_function(sources, window)
     result = ReadEdits("noop", errors=[UNCHANGED])
-    name = definition.group(0).split()[-1] if definition else ""
     for block in reversed(blocks):
-        imports: list[str] = []
-        if name:
-            block, imports = _only_definition(block, name)
-        new = _reindent(block, original, in_class=first.startswith("class "))
-        if definition and not any(line.strip().startswith(definition.group(0)) for line in new):
-            if result.status == "noop":
-                result = ReadEdits("noop", errors=[f"{NOT_GIVEN_BACK} (no `{first}`)"])
-            continue
-        if [line.strip() for line in new if line.strip()] == original_code:
-            continue
-        content = _add_imports("\n".join(old_lines[: window.start - 1] + new + old_lines[window.end :]), imports)
-        try:
-            ast.parse(content)
-        except SyntaxError as exc:
-            if result.status == "noop":
-                result = ReadEdits("apply_error",
-                                   errors=[f"the rewritten code does not parse: {exc.msg} (line {exc.lineno})"])
-            continue
-        return ReadEdits("ok", {window.path: content})
+        block = CONTEXT_MARKER.sub("", block)  # the rest-of-file context's placeholder, copied back
+        target = window
+        name = _def_name(sources, window)
+        found = _only_definition(block, name) if name else None
+        if whole is not None and found is None:
+            found = _only_definition(block, whole.symbol.split(".")[-1])
+            target, name = (whole, whole.symbol.split(".")[-1]) if found is not None else (window, "")
+        block, imports = found or (block, [])
+        read = _replace_lines(block, imports, sources, target, defines=name)
+        if read.status == "ok":
+            return read
+        if result.status == "noop" and read.errors and not read.errors[0].startswith(UNCHANGED):
+            result = read
     return result
 
 
-def _only_definition(block: str, name: str) -> tuple[str, list[str]]:
+def _def_name(sources: Mapping[str, str], window: Window) -> str:
+    """The name of the function the window starts with ("" when it starts elsewhere: part of a body)."""
+    first = next((line.strip() for line in _lines(sources, window) if line.strip()), "")
+    first = first if not first.startswith("@") else next(
+        (line.strip() for line in _lines(sources, window) if DEF_LINE.match(line.strip())), first)
+    definition = DEF_LINE.match(first)
+    return definition.group(0).split()[-1] if definition else ""
+
+
+def _lines(sources: Mapping[str, str], window: Window) -> list[str]:
+    return sources[window.path].split("\n")[window.start - 1 : window.end]
+
+
+def enclosing_function(sources: Mapping[str, str], window: Window) -> Window | None:
+    """The whole function a window shows part of (a long function's window is some statements of its body),
+    or None when the window is a whole function or plain lines."""
+    if not window.symbol:
+        return None
+    for sym in symbols(window.path, sources[window.path]):
+        if sym.qualname == window.symbol and sym.start <= window.start <= window.end <= sym.end:
+            if (sym.start, sym.end) == (window.start, window.end):
+                return None
+            return Window(window.path, sym.start, sym.end, window.score, window.symbol, window.frame)
+    return None
+
+
+def _replace_lines(block: str, imports: list[str], sources: Mapping[str, str], target: Window, *,
+                   defines: str) -> ReadEdits:
+    """The sources with `target`'s lines replaced by `block` (re-indented like them); `defines`: the function
+    name the block must define (its `def` line), or "" when the target is not a whole function."""
+    old_lines = sources[target.path].split("\n")
+    original = old_lines[target.start - 1 : target.end]
+    original_code = [line.strip() for line in original if line.strip()]
+    first = original_code[0] if original_code else ""
+    if defines:
+        block = _keep_docstring(block, original)
+    new = _reindent(block, original, in_class=first.startswith("class "))
+    if defines and not any(re.match(rf"(?:async\s+)?def\s+{re.escape(defines)}\b", line.strip()) for line in new):
+        return ReadEdits("noop", errors=[f"{NOT_GIVEN_BACK} (no `def {defines}`)"])
+    if [line.strip() for line in new if line.strip()] == original_code:
+        return ReadEdits("noop", errors=[UNCHANGED])
+    content = _add_imports("\n".join(old_lines[: target.start - 1] + new + old_lines[target.end :]), imports)
+    try:
+        ast.parse(content)
+    except SyntaxError as exc:
+        return ReadEdits("apply_error", errors=[f"the rewritten code does not parse: {exc.msg} (line {exc.lineno})"])
+    return ReadEdits("ok", {target.path: content})
+
+
+def _keep_docstring(block: str, original: list[str]) -> str:
+    """`block` (a function's definition) with the original function's docstring put back when the answer left it
+    out: models drop it, and a patch that deletes it is another patch than the same fix keeping it (the vote
+    counts them apart)."""
+    old_text = textwrap.dedent("\n".join(original))
+    try:
+        new, old = ast.parse(block).body, ast.parse(old_text).body
+    except SyntaxError:
+        return block
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    if len(new) != 1 or not isinstance(new[0], functions) or not old or not isinstance(old[-1], functions):
+        return block
+    new_fn, old_fn = new[0], old[-1]
+    if ast.get_docstring(new_fn) is not None or ast.get_docstring(old_fn) is None or new_fn.body[0].lineno == new_fn.lineno:
+        return block
+    doc = old_text.split("\n")[old_fn.body[0].lineno - 1 : old_fn.body[0].end_lineno]
+    shift = new_fn.body[0].col_offset - old_fn.body[0].col_offset
+    doc = [(" " * shift + line if shift >= 0 else line[-shift:]) if line.strip() else line for line in doc]
+    lines = block.split("\n")
+    at = new_fn.body[0].lineno - 1
+    return "\n".join(lines[:at] + doc + lines[at:])
+
+
+def _only_definition(block: str, name: str) -> tuple[str, list[str]] | None:
     """The definition of `name` in an answer's block, without the other statements small models add around it
     (invented imports, helpers, usage examples, the issue's snippet), and the block's imports of standard
-    library modules (the fix may use them). When the block does not parse, the definition alone if it does (see
-    `_complete_definition`); the block as it is when neither parses or it defines `name` other than exactly once."""
+    library modules the definition uses (the fix may need them). When the block does not parse, the definition alone if it does (see
+    `_complete_definition`); None when neither parses or it defines `name` other than exactly once."""
     text = textwrap.dedent(block)
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return _complete_definition(text, name) or block, []
+        alone = _complete_definition(text, name)
+        return (alone, []) if alone is not None else None
     scopes = [tree.body, *(n.body for n in tree.body if isinstance(n, ast.ClassDef))]
     found = [n for body in scopes for n in body
              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
     if len(found) != 1:
-        return block, []
+        return None
     node = found[0]
     start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     lines = text.split("\n")
+    definition = textwrap.dedent("\n".join(lines[start - 1 : node.end_lineno])) + "\n"
+    used = set(re.findall(r"\w+", definition))
+    # only the imports the definition uses: an unused `import csv` makes the same fix another patch
     imports = [ast.get_source_segment(text, n) or "" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
                and all(_is_stdlib(a.name if isinstance(n, ast.Import) else n.module or "") for a in n.names)
-               and not (isinstance(n, ast.ImportFrom) and n.level)]
-    return textwrap.dedent("\n".join(lines[start - 1 : node.end_lineno])) + "\n", imports
+               and not (isinstance(n, ast.ImportFrom) and n.level)
+               and any((a.asname or a.name).split(".")[0] in used for a in n.names)]
+    return definition, imports
 
 
 def _complete_definition(text: str, name: str) -> str | None:

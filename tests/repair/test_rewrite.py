@@ -212,3 +212,61 @@ def test_a_rewrite_of_a_long_window_may_answer_past_max_tokens_to_give_it_back_w
     long = edit_prompt(cfg, sources, "wide gives the wrong value", "", focus=0)
     assert long.window is not None and long.window.symbol == "wide"
     assert long.max_tokens(cfg.max_tokens) >= len(long.snippet) // 4 > cfg.max_tokens
+
+
+LONG = '''"""Tables."""
+
+
+def helper(x):
+    return x
+
+
+def render(rows, sep="  "):
+    """Return the table as one string."""
+    widths = [0] * len(rows[0])
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(str(cell)))
+    out = []
+    for row in rows:
+        out.append(sep.join(str(cell).ljust(w) for cell, w in zip(row, widths)))
+    return "\\n".join(out)
+'''
+LONG_SOURCES = {"tab/render.py": LONG}
+PART = Window("tab/render.py", 10, 17, 5.0, "render")  # the body after the docstring: a long function's window
+
+
+def test_a_long_function_given_back_whole_replaces_the_function_not_its_window():
+    # tabkit's 32-line `render` is shown as lines 14-43; the model gave back the module's preamble, the helper
+    # and the whole function (without its docstring), which used to land inside the window: render nested in render
+    answer = ('```python\n"""Tables."""\nimport csv\n\n\ndef helper(x):\n    return x\n\n\n'
+              'def render(rows, sep="  "):\n    # ... render (lines 10-17, given below) ...\n'
+              '    widths = [0] * len(rows[0])\n    for row in rows:\n        for i, cell in enumerate(row):\n'
+              '            widths[i] = max(widths[i], len(str(cell)))\n    out = []\n    for row in rows:\n'
+              '        out.append(sep.join(str(cell).rjust(w) for cell, w in zip(row, widths)))\n'
+              '    return "\\n".join(out)\n```')
+    read = read_rewrite(answer, LONG_SOURCES, PART)
+    assert read.status == "ok", read.errors
+    assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")  # docstring kept, no csv, no marker
+
+
+def test_a_body_fragment_for_a_long_function_still_replaces_the_window():
+    answer = ("```python\nwidths = [0] * len(rows[0])\nfor row in rows:\n    for i, cell in enumerate(row):\n"
+              "        widths[i] = max(widths[i], len(str(cell)))\nout = []\nfor row in rows:\n"
+              "    out.append(sep.join(str(cell).rjust(w) for cell, w in zip(row, widths)))\n"
+              'return "\\n".join(out)\n```')
+    read = read_rewrite(answer, LONG_SOURCES, PART)
+    assert read.status == "ok", read.errors
+    assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")
+
+
+def test_a_whole_function_answer_without_its_docstring_keeps_the_docstring():
+    window = Window("tab/render.py", 8, 17, 5.0, "render")
+    answer = ('```python\ndef render(rows, sep="  "):\n    widths = [0] * len(rows[0])\n    for row in rows:\n'
+              '        for i, cell in enumerate(row):\n            widths[i] = max(widths[i], len(str(cell)))\n'
+              '    out = []\n    for row in rows:\n'
+              '        out.append(sep.join(str(cell).rjust(w) for cell, w in zip(row, widths)))\n'
+              '    return "\\n".join(out)\n```')
+    read = read_rewrite(answer, LONG_SOURCES, window)
+    assert read.status == "ok", read.errors
+    assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")
