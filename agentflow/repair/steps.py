@@ -353,19 +353,54 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     result = ReadEdits("noop", errors=[UNCHANGED])
     for block in reversed(blocks):
         block = CONTEXT_MARKER.sub("", block)  # the rest-of-file context's placeholder, copied back
-        target = window
-        name = _def_name(sources, window)
-        found = _only_definition(block, name) if name else None
-        if whole is not None and found is None:
-            found = _only_definition(block, whole.symbol.split(".")[-1])
-            target, name = (whole, whole.symbol.split(".")[-1]) if found is not None else (window, "")
-        block, imports = found or (block, [])
+        target, name, block, imports = _rewrite_target(block, sources, window, whole)
         read = _replace_lines(block, imports, sources, target, defines=name)
         if read.status == "ok":
             return read
         if result.status == "noop" and read.errors and not read.errors[0].startswith(UNCHANGED):
             result = read
     return result
+
+
+def _rewrite_target(block: str, sources: Mapping[str, str], window: Window,
+                    whole: Window | None) -> tuple[Window, str, str, list[str]]:
+    """What an answer's block replaces: (lines, the function name the block must define or "", the code, the
+    standard imports it uses). A window that is a whole function takes the block's definition of it. A window
+    that is part of a long function (`whole`) takes the block's definition of that function when the block gives
+    the function back whole, and only its body when the block wraps the window's statements in the function's
+    `def` line (the rest of the function left out); else the block as it is."""
+    name = _def_name(sources, window)
+    if name:
+        found = _only_definition(block, name)
+        return (window, name, *found) if found else (window, name, block, [])
+    if whole is None:
+        return window, "", block, []
+    name = whole.symbol.split(".")[-1]
+    found = _only_definition(block, name)
+    if found is None:
+        return window, "", block, []
+    if _gives_back_the_rest(found[0], sources, whole, window):
+        return whole, name, *found
+    return window, "", _body_of(found[0]), found[1]
+
+
+def _gives_back_the_rest(definition: str, sources: Mapping[str, str], whole: Window, window: Window) -> bool:
+    """Whether an answer's definition of a long function holds most of the function's lines outside the window
+    (it gives back the whole function), not only the window's statements under the `def` line."""
+    outside = [line.strip() for line in _lines(sources, whole)[: window.start - whole.start] +
+               _lines(sources, whole)[window.end - whole.start + 1 :] if line.strip()][1:]  # without the def line
+    given = {line.strip() for line in definition.split("\n")}
+    return not outside or sum(line in given for line in outside) * 2 >= len(outside)
+
+
+def _body_of(definition: str) -> str:
+    """The statements of a definition's body after its docstring, at column 0."""
+    tree = ast.parse(definition)
+    node = tree.body[0]
+    assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    body = node.body[1:] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body
+    lines = definition.split("\n")
+    return textwrap.dedent("\n".join(lines[body[0].lineno - 1 : body[-1].end_lineno])) + "\n"
 
 
 def _def_name(sources: Mapping[str, str], window: Window) -> str:

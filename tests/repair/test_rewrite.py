@@ -270,3 +270,15 @@ def test_a_whole_function_answer_without_its_docstring_keeps_the_docstring():
     read = read_rewrite(answer, LONG_SOURCES, window)
     assert read.status == "ok", read.errors
     assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")
+
+
+def test_the_window_statements_wrapped_in_the_def_line_replace_only_the_window():
+    # a long function's window shown alone: the model wraps its statements in the function's `def` line and
+    # leaves the rest out; taking that for the whole function would delete the rest
+    answer = ('```python\ndef render(rows, sep="  "):\n    for row in rows:\n'
+              '        out.append(sep.join(str(cell).rjust(w) for cell, w in zip(row, widths)))\n'
+              '    return "\\n".join(out)\n```')
+    window = Window("tab/render.py", 15, 17, 5.0, "render")
+    read = read_rewrite(answer, LONG_SOURCES, window)
+    assert read.status == "ok", read.errors
+    assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")
