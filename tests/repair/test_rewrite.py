@@ -234,51 +234,40 @@ def render(rows, sep="  "):
 '''
 LONG_SOURCES = {"tab/render.py": LONG}
 PART = Window("tab/render.py", 10, 17, 5.0, "render")  # the body after the docstring: a long function's window
+FIXED = LONG.replace(".ljust(w)", ".rjust(w)")
+FIXED_LINES = FIXED.split("\n")
+DEF, BODY = FIXED_LINES[7], FIXED_LINES[9:17]  # `def render(...)`, the statements after the docstring
+
+
+def answer(lines: list[str]) -> str:
+    return "```python\n" + "\n".join(lines) + "\n```"
 
 
 def test_a_long_function_given_back_whole_replaces_the_function_not_its_window():
     # tabkit's 32-line `render` is shown as lines 14-43; the model gave back the module's preamble, the helper
     # and the whole function (without its docstring), which used to land inside the window: render nested in render
-    answer = ('```python\n"""Tables."""\nimport csv\n\n\ndef helper(x):\n    return x\n\n\n'
-              'def render(rows, sep="  "):\n    # ... render (lines 10-17, given below) ...\n'
-              '    widths = [0] * len(rows[0])\n    for row in rows:\n        for i, cell in enumerate(row):\n'
-              '            widths[i] = max(widths[i], len(str(cell)))\n    out = []\n    for row in rows:\n'
-              '        out.append(sep.join(str(cell).rjust(w) for cell, w in zip(row, widths)))\n'
-              '    return "\\n".join(out)\n```')
-    read = read_rewrite(answer, LONG_SOURCES, PART)
+    text = answer(['"""Tables."""', "import csv", "", "", *FIXED_LINES[3:6], "", DEF,
+                   "    # ... render (lines 10-17, given below) ...", *BODY])
+    read = read_rewrite(text, LONG_SOURCES, PART)
     assert read.status == "ok", read.errors
-    assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")  # docstring kept, no csv, no marker
+    assert read.files["tab/render.py"] == FIXED  # docstring kept; no unused csv import, no copied marker
 
 
 def test_a_body_fragment_for_a_long_function_still_replaces_the_window():
-    answer = ("```python\nwidths = [0] * len(rows[0])\nfor row in rows:\n    for i, cell in enumerate(row):\n"
-              "        widths[i] = max(widths[i], len(str(cell)))\nout = []\nfor row in rows:\n"
-              "    out.append(sep.join(str(cell).rjust(w) for cell, w in zip(row, widths)))\n"
-              'return "\\n".join(out)\n```')
-    read = read_rewrite(answer, LONG_SOURCES, PART)
+    read = read_rewrite(answer([line[4:] for line in BODY]), LONG_SOURCES, PART)
     assert read.status == "ok", read.errors
-    assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")
+    assert read.files["tab/render.py"] == FIXED
 
 
 def test_a_whole_function_answer_without_its_docstring_keeps_the_docstring():
-    window = Window("tab/render.py", 8, 17, 5.0, "render")
-    answer = ('```python\ndef render(rows, sep="  "):\n    widths = [0] * len(rows[0])\n    for row in rows:\n'
-              '        for i, cell in enumerate(row):\n            widths[i] = max(widths[i], len(str(cell)))\n'
-              '    out = []\n    for row in rows:\n'
-              '        out.append(sep.join(str(cell).rjust(w) for cell, w in zip(row, widths)))\n'
-              '    return "\\n".join(out)\n```')
-    read = read_rewrite(answer, LONG_SOURCES, window)
+    read = read_rewrite(answer([DEF, *BODY]), LONG_SOURCES, Window("tab/render.py", 8, 17, 5.0, "render"))
     assert read.status == "ok", read.errors
-    assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")
+    assert read.files["tab/render.py"] == FIXED
 
 
 def test_the_window_statements_wrapped_in_the_def_line_replace_only_the_window():
     # a long function's window shown alone: the model wraps its statements in the function's `def` line and
     # leaves the rest out; taking that for the whole function would delete the rest
-    answer = ('```python\ndef render(rows, sep="  "):\n    for row in rows:\n'
-              '        out.append(sep.join(str(cell).rjust(w) for cell, w in zip(row, widths)))\n'
-              '    return "\\n".join(out)\n```')
-    window = Window("tab/render.py", 15, 17, 5.0, "render")
-    read = read_rewrite(answer, LONG_SOURCES, window)
+    read = read_rewrite(answer([DEF, *BODY[5:]]), LONG_SOURCES, Window("tab/render.py", 15, 17, 5.0, "render"))
     assert read.status == "ok", read.errors
-    assert read.files["tab/render.py"] == LONG.replace(".ljust(w)", ".rjust(w)")
+    assert read.files["tab/render.py"] == FIXED
