@@ -220,7 +220,8 @@ class RepairConfig(StrictConfig):
     lines, else as a list of what it defines (imports, module names, classes and methods, functions; at most
     this many items); 0 shows none of it."""
     window_lines: int = Field(default=30, ge=5)
-    """Longest code window; longer functions are shown around the hit."""
+    """Longest code window (a function's `def` line and docstring not counted); longer functions are shown around
+    the hit."""
     feedback: Literal["auto", "task", "repo", "none"] = "repo"
     """Tests that verify candidates during the search. repo (blind, the default): `test_cmd` on the repository
     as it is, plus a reproduction script (`reproduce`). task: the task's FAIL_TO_PASS/PASS_TO_PASS with its

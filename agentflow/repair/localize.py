@@ -477,9 +477,13 @@ def function_window(sym: _Symbol, max_lines: int, focus: int | None) -> tuple[in
     body around `focus` (the traceback's line, or the line naming most of the issue's words), descending into
     a compound statement too long to show whole. A window cut mid-statement is what a small model rewrites
     wrongly (it cannot re-indent or close a block it sees half of)."""
-    if sym.end - sym.start + 1 <= max_lines or not sym.body:
+    if not sym.body:
         return sym.start, sym.end
     body = _without_docstring(sym.body)
+    # the `def` line(s) and the docstring do not count: a window that cuts them off from a function just over the
+    # limit was rewritten wrongly (tabkit's 32-line `render`: the model wrapped the body in its own `def`)
+    if sym.end - body[0].lineno + 1 <= max_lines:
+        return sym.start, sym.end
     target = focus if focus is not None else body[0].lineno
     while True:
         at = next((i for i, st in enumerate(body) if _span(st)[0] <= target <= _span(st)[1]), None)

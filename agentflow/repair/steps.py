@@ -387,8 +387,9 @@ def _rewrite_target(block: str, sources: Mapping[str, str], window: Window,
 def _gives_back_the_rest(definition: str, sources: Mapping[str, str], whole: Window, window: Window) -> bool:
     """Whether an answer's definition of a long function holds most of the function's lines outside the window
     (it gives back the whole function), not only the window's statements under the `def` line."""
-    outside = [line.strip() for line in _lines(sources, whole)[: window.start - whole.start] +
-               _lines(sources, whole)[window.end - whole.start + 1 :] if line.strip()][1:]  # without the def line
+    lines = _lines(sources, whole)
+    outside = [line.strip() for line in lines[1 : window.start - whole.start] + lines[window.end - whole.start + 1 :]
+               if line.strip()]
     given = {line.strip() for line in definition.split("\n")}
     return not outside or sum(line in given for line in outside) * 2 >= len(outside)
 

@@ -95,6 +95,17 @@ def test_a_long_function_is_shown_as_whole_statements_around_the_fault():
     assert lines[start - 1].strip() == "total = 0"
 
 
+def test_a_function_whose_body_fits_is_shown_whole_with_its_def_line_and_docstring():
+    # tabkit's `render`: 32 lines, 30 of them body; cut to 30 lines it lost its `def` line and docstring, and the
+    # model wrapped the body it was shown in a `def` of its own
+    body = "\n".join(f"    x{i} = {i}" for i in range(29))
+    source = f'def render(rows):\n    """Doc."""\n{body}\n    return rows\n'
+    assert function_window(symbols("m.py", source)[0], 30, None) == (1, 32)
+    longer = source.replace("    return rows", "    x29 = 29\n    return rows")  # 31 lines of body: cut
+    start, end = function_window(symbols("m.py", longer)[0], 30, None)
+    assert (start, end) == (3, 32)
+
+
 def test_a_quoted_error_message_leads_to_the_code_that_raises_it():
     sources = {"pkg/cache.py": ("class Cache:\n    def __setitem__(self, key, value):\n"
                                 "        if self.size(value) >= self.maxsize:\n"
