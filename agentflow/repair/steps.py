@@ -439,7 +439,7 @@ def _replace_lines(block: str, imports: list[str], sources: Mapping[str, str], t
     original_code = [line.strip() for line in original if line.strip()]
     first = original_code[0] if original_code else ""
     if defines:
-        block = _keep_docstring(block, original)
+        block = _keep_decorators_and_docstring(block, original)
     new = _reindent(block, original, in_class=first.startswith("class "))
     if defines and not any(re.match(rf"(?:async\s+)?def\s+{re.escape(defines)}\b", line.strip()) for line in new):
         return ReadEdits("noop", errors=[f"{NOT_GIVEN_BACK} (no `def {defines}`)"])
@@ -453,10 +453,10 @@ def _replace_lines(block: str, imports: list[str], sources: Mapping[str, str], t
     return ReadEdits("ok", {target.path: content})
 
 
-def _keep_docstring(block: str, original: list[str]) -> str:
-    """`block` (a function's definition) with the original function's docstring put back when the answer left it
-    out: models drop it, and a patch that deletes it is another patch than the same fix keeping it (the vote
-    counts them apart)."""
+def _keep_decorators_and_docstring(block: str, original: list[str]) -> str:
+    """`block` (a function's definition) with the original function's decorators and docstring put back when the
+    answer left them out: models drop them; a dropped `@property` breaks every caller, and a patch that deletes
+    the docstring is another patch than the same fix keeping it (the vote counts them apart)."""
     old_text = textwrap.dedent("\n".join(original))
     try:
         new, old = ast.parse(block).body, ast.parse(old_text).body
@@ -466,14 +466,20 @@ def _keep_docstring(block: str, original: list[str]) -> str:
     if len(new) != 1 or not isinstance(new[0], functions) or not old or not isinstance(old[-1], functions):
         return block
     new_fn, old_fn = new[0], old[-1]
-    if ast.get_docstring(new_fn) is not None or ast.get_docstring(old_fn) is None or new_fn.body[0].lineno == new_fn.lineno:
-        return block
-    doc = old_text.split("\n")[old_fn.body[0].lineno - 1 : old_fn.body[0].end_lineno]
-    shift = new_fn.body[0].col_offset - old_fn.body[0].col_offset
-    doc = [(" " * shift + line if shift >= 0 else line[-shift:]) if line.strip() else line for line in doc]
-    lines = block.split("\n")
-    at = new_fn.body[0].lineno - 1
-    return "\n".join(lines[:at] + doc + lines[at:])
+    old_lines, lines = old_text.split("\n"), block.split("\n")
+    if (ast.get_docstring(new_fn) is None and ast.get_docstring(old_fn) is not None
+            and new_fn.body[0].lineno != new_fn.lineno):
+        doc = old_lines[old_fn.body[0].lineno - 1 : old_fn.body[0].end_lineno]
+        shift = new_fn.body[0].col_offset - old_fn.body[0].col_offset
+        doc = [(" " * shift + line if shift >= 0 else line[-shift:]) if line.strip() else line for line in doc]
+        at = new_fn.body[0].lineno - 1
+        lines = lines[:at] + doc + lines[at:]
+    if old_fn.decorator_list and not new_fn.decorator_list:
+        first = min(d.lineno for d in old_fn.decorator_list)
+        decorators = textwrap.dedent("\n".join(old_lines[first - 1 : old_fn.lineno - 1])).split("\n")
+        at = new_fn.lineno - 1
+        lines = lines[:at] + [indent_of(lines[at]) + line if line.strip() else line for line in decorators] + lines[at:]
+    return "\n".join(lines)
 
 
 def _only_definition(block: str, name: str) -> tuple[str, list[str]] | None:

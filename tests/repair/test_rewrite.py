@@ -271,3 +271,12 @@ def test_the_window_statements_wrapped_in_the_def_line_replace_only_the_window()
     read = read_rewrite(answer([DEF, *BODY[5:]]), LONG_SOURCES, Window("tab/render.py", 15, 17, 5.0, "render"))
     assert read.status == "ok", read.errors
     assert read.files["tab/render.py"] == FIXED
+
+
+def test_a_decorator_the_answer_left_out_is_kept():
+    source = 'class Stats:\n    @property\n    def hit_rate(self):\n        return self.hits / self.lookups\n'
+    window = Window("pkg/stats.py", 2, 4, 5.0, "Stats.hit_rate")
+    text = answer(["def hit_rate(self):", "    return self.hits / self.lookups if self.lookups else 0.0"])
+    read = read_rewrite(text, {"pkg/stats.py": source}, window)
+    assert read.status == "ok", read.errors
+    assert read.files["pkg/stats.py"] == source.replace("self.lookups\n", "self.lookups if self.lookups else 0.0\n")
