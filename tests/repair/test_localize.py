@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agentflow.repair.localize import (
     bound_method_calls,
+    failure_calls,
     function_window,
     functions_touched,
     operator_methods,
@@ -145,3 +146,16 @@ def test_a_focus_on_a_long_blocks_header_shows_whole_statements_of_its_block():
     source = f"def f(items):\n    total = 0\n    for item in items:\n{body}\n    return total\n"
     start, end = function_window(symbols("m.py", source)[0], 20, 3)  # line 3: the `for` header
     assert (start, end) == (4, 23)  # the loop's first 20 statements, none cut
+
+
+def test_calls_in_a_reproduction_script_s_frames_do_not_count_as_failing_calls():
+    output = ('Traceback (most recent call last):\n'
+              '  File "/workspace/.agentflow_eval/reproduce_issue.py", line 3, in <module>\n'
+              '    assert not Specifier("~1.2.3").contains("1.3.1")\n'
+              '  File "/workspace/verspec/specifier.py", line 40, in contains\n'
+              '    return all(_OPS[op](version, bound) for op, bound in self.clauses)\n'
+              'AssertionError\n'
+              '>       assert parse("1.2") == expected\n')
+    files = {"verspec/specifier.py", "verspec/version.py"}
+    # the script's line restates the issue; the repository's own frame and a test's line (pytest) still count
+    assert failure_calls(output, files) == {"all", "parse"}
