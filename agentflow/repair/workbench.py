@@ -141,7 +141,8 @@ def why_not_the_reported_case(script: str, issue: str) -> str | None:
 
 
 def why_not_a_bug(output: str, issue: str) -> str | None:
-    """None when a reproduction script failed the way the bug does: its own assertion failed, or it raised,
+    """None when a reproduction script failed the way the bug does: its own assertion failed (when the issue shows
+    errors as raised, with one of them in its output), or it raised,
     inside the repository's code, an exception the issue names (when the issue shows errors as raised,
     `reported_exceptions`, one of those). Otherwise why the failure does not count: the script's own mistakes
     (syntax, imports, an error raised in the script itself), an exception the issue does not mention (usually
@@ -153,6 +154,12 @@ def why_not_a_bug(output: str, issue: str) -> str | None:
         return "it did not end with a traceback"
     name = _exception_name(output) or ""
     if name.rsplit(".", 1)[-1] == "AssertionError":
+        reported = reported_exceptions(issue)
+        if reported and not any(re.search(rf"\b{re.escape(r)}\b", output) for r in reported):
+            # cachette-2 reports `ZeroDivisionError: division by zero`; a kept script asserting an LRU eviction
+            # order (false by design) failed on every candidate, the fix included, and the vote chose a non-fix
+            return (f"it failed an assertion, but the issue reports {' or '.join(sorted(reported))} raised: make the "
+                    "script run the case that raises it")
         return None
     if frames[-1].endswith(REPRO_PATH.rsplit("/", 1)[-1]):
         return f"the {name or 'error'} was raised in the script itself, not in the package"

@@ -139,3 +139,15 @@ def test_an_exception_named_without_error_in_its_name_is_read_from_the_traceback
     elsewhere = output.replace("NotFound: /tags", "BuildError: /tags")
     why = why_not_a_bug(elsewhere, issue)
     assert why is not None and "pathroute.errors.BuildError" in why
+
+
+def test_an_assertion_counts_only_with_the_error_the_issue_reports_raised():
+    """cachette-2 reports ZeroDivisionError; a kept script asserting an LRU eviction order failed on every
+    candidate, the fix included, and the vote chose a non-fix."""
+    issue = ("Reading stats of an unused cache crashes\n\n```\nZeroDivisionError: division by zero\n```\n")
+    other = "Traceback (most recent call last):\n" + SCRIPT + "AssertionError\n"
+    why = why_not_a_bug(other, issue)
+    assert why is not None and "ZeroDivisionError" in why
+    caught = "Traceback (most recent call last):\n" + SCRIPT + "AssertionError: ZeroDivisionError raised\n"
+    assert why_not_a_bug(caught, issue) is None
+    assert why_not_a_bug(other, "hit_rate is wrong") is None  # an issue that shows no error raised
