@@ -743,8 +743,7 @@ async def write_reproduction(
     before = ""
     if previous is not None:
         before = (f"An earlier script did not reproduce the issue:\n```python\n{previous[0][:1500]}```\n"
-                  f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\n{_unchecked_note(*previous, issue)}"
-                  "Write a corrected script.\n")
+                  f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\nWrite a corrected script.\n")
     values = {**_script_context(cfg, sources, issue, prefer, evidence), "repo_map": repo_map(sources),
               "previous": before}
     text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "reproduce", values),
@@ -752,30 +751,6 @@ async def write_reproduction(
                         # a retry at the first try's low temperature mostly repeats the same script
                         temperature=0.2 if previous is None else max(cfg.temperature, 0.8))
     return code_block(text)
-
-
-def _unchecked_note(script: str, output: str, issue: str) -> str:
-    """What a retry is told of an earlier script that checked nothing: most scripts not kept printed the
-    reported case and asserted nothing (tabkit-1..3), and a retry told only "write a corrected script" printed it
-    again. When what it printed holds an output the issue shows, the model is told it reproduced the case."""
-    try:
-        tree = ast.parse(script)
-    except SyntaxError:
-        return ""
-    if any(isinstance(node, (ast.Assert, ast.Raise)) for node in ast.walk(tree)):
-        return ""
-    printed = [line.strip() for line in output.split("\n") if line.strip()]
-    shown = [[line.strip() for line in block.split("\n") if line.strip()]
-             for block in re.findall(r"```[^\n]*\n(.*?)```", issue, re.DOTALL)]
-    reported = any(block and _contains(printed, block) for block in shown)
-    return ("It prints the result and asserts nothing, so it cannot fail"
-            + (" (what it printed is the output the issue reports)" if reported else "")
-            + ": keep its calls, and instead of printing, `assert` the result the issue expects (an assertion"
-            " that fails on the output above).\n")
-
-
-def _contains(lines: list[str], block: list[str]) -> bool:
-    return any(lines[i : i + len(block)] == block for i in range(len(lines) - len(block) + 1))
 
 
 async def write_keep_check(

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
-import pytest
-
-from agentflow.models.base import ChatRequest, ChatResponse
-from agentflow.models.replay import ReplayModel
-from agentflow.repair.config import load_repair_config
-from agentflow.repair.steps import usage_from_tests, write_reproduction
-from tests.repair.conftest import scripted_cassette
+from agentflow.repair.steps import usage_from_tests
 
 SOURCES = {
     "kit/__init__.py": "from kit.config import Config, loads\n",
@@ -37,37 +28,3 @@ def test_the_tests_sharing_the_issue_s_names_come_with_their_imports_values_and_
 def test_nothing_is_shown_when_no_test_shares_a_name_or_none_fits():
     assert usage_from_tests(SOURCES, "the README has a typo") == ""
     assert usage_from_tests(SOURCES, "getbool", budget_chars=10) == ""
-
-
-ISSUE = ("Negative numbers are left-aligned\n\n```python\nprint(render([['a', '120'], ['b', '-3']]))\n```\n\n"
-         "```\na  120\nb  -3\n```\n\nExpected `-3` to be right-aligned under `120`.\n")
-PRINTED = "from kit import render\n\nprint(render([['a', '120'], ['b', '-3']]))\n"
-
-
-class _Asked:
-    """A scripted model that keeps the prompts it was asked."""
-
-    def __init__(self, cassette: Path) -> None:
-        self.replay = ReplayModel(cassette)
-        self.prompts: list[str] = []
-
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        self.prompts.append(request.messages[-1].content or "")
-        return await self.replay.chat(request)
-
-
-@pytest.mark.parametrize(("script", "output", "told", "reported"), [
-    (PRINTED, "a  120\nb  -3\n", True, True),  # printed the issue's output, checked nothing
-    (PRINTED, "a  120\nb   -3\n", True, False),  # printed something else
-    ("from kit import render\nassert render([['b', '-3']]) == 'b  -3'\n", "", False, False),  # it checks
-])
-def test_a_retry_after_a_script_that_checks_nothing_is_told_to_assert(tmp_path: Path, script: str, output: str,
-                                                                       told: bool, reported: bool):
-    model = _Asked(scripted_cassette(tmp_path / "c.json", ["```python\nassert False\n```"]))
-    cfg = load_repair_config()
-    got = asyncio.run(write_reproduction(model, cfg, ISSUE, SOURCES, seed=0,  # type: ignore[arg-type]
-                                         previous=(script, f"{output}(not counted: it ran without error)")))
-    assert got == "assert False\n"
-    prompt = model.prompts[0]
-    assert ("asserts nothing" in prompt) is told
-    assert ("is the output the issue reports" in prompt) is reported
