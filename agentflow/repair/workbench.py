@@ -276,7 +276,9 @@ class Workbench:
         await self.sandbox.write_file(REPRO_PATH, script)
         failing, output = await self.run_repro()
         issue = f"{self.task.problem_statement}\n{self.task.hints_text or ''}"  # hints may name the exception
-        why = (why_not_a_bug(output, issue) if failing else "it ran without error") or why_not_the_reported_case(script, issue)
+        reasons = (why_not_a_bug(output, issue) if failing else "it ran without error",
+                   why_not_the_reported_case(script, issue))
+        why = "; ".join(r for r in reasons if r) or None  # all of them: the retry is shown what to mend
         self.repro = why is None
         self._verified.clear()  # verifications now include the script
         return self.repro, output if why is None else f"{output.rstrip()}\n(not counted: {why})"

@@ -140,7 +140,7 @@ def test_codemonkeys_trajectories_write_tests_that_decide_the_vote(docker_image:
 
 
 PARSER = Path("examples/swe-tasks/repos/inikit/inikit/parser.py").read_text().splitlines()
-LOADS_BODY = textwrap.dedent("\n".join(PARSER[11:40]))  # the window the trajectory is shown: loads' body
+LOADS_BODY = textwrap.dedent("\n".join(PARSER[9:40]))  # the window the trajectory is shown: all of loads
 SCRIPT = ('```python\nfrom inikit import loads\n\nurl = "postgresql://app@db/app?sslmode=require"\n'
           'cfg = loads("[db]\\nurl = " + url + "\\n")\nassert cfg.get("db", "url") == url, cfg.get("db", "url")\n```')
 
@@ -165,7 +165,7 @@ def test_codemonkeys_trajectory_in_rewrite_form(docker_image: str, tmp_path: Pat
     calls = [e["data"]["messages"] for e in events if e["kind"] == "model.call"]
     assert len(calls) == 3  # rank, two turns of the one trajectory
     first = calls[1][1]["content"]
-    assert "This is `loads` from inikit/parser.py (lines 12-40)" in first and LOADS_BODY in first
+    assert "This is `loads` from inikit/parser.py (lines 10-40)" in first and LOADS_BODY in first
     second = calls[2][-1]["content"]
     assert "Your edit was applied." in second
     assert "on the original code: failed (exit 1)" in second and "with your change: failed (exit 1)" in second
