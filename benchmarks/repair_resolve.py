@@ -245,9 +245,11 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
             continue
         fig = figures(run_dir, wall)
         went = where_samples_go(run_dir, Path(args.tasks))
+        graded = grade_candidates(run_dir, Path(args.tasks))
         print(json.dumps({"workflow": name, "model": "local:qwen2.5-coder-1.5b", "calls_per_task": args.calls,
                           "subset": subset or "all", "resolved": fig["resolved"], "total": fig["total"],
-                          "coverage": grade_candidates(run_dir, Path(args.tasks))["coverage"],
+                          "resolved_ids": fig["resolved_ids"], "coverage": graded["coverage"],
+                          "covered_ids": graded["covered_ids"],
                           "model_calls_mean": fig["model_calls_mean"], "tokens": fig["tokens"], "wall_s": fig["wall_s"],
                           "statuses": fig["statuses"], "chosen_by": fig["chosen_by"], "samples": went["samples"],
                           "localization": went["localization"], "edit_hit": went["edit_hit"]}), flush=True)
