@@ -345,11 +345,11 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     before the corrected code. When the window is a whole function, a block without its `def` line is such
     a quote, not a rewrite. When the window is part of a long function's body and the answer gives the whole
     function back (as models mostly do), the whole function is replaced: taken as the window's lines, it
-    nested a second copy of the function inside the first (13 of 38 usable answers on tabkit's 32-line `render`)."""
+    nested a second copy of the function inside the first (13 of 38 usable answers on 7 example tasks)."""
     blocks = code_blocks(text)
     if not blocks:
         return ReadEdits("unparsable", errors=["no ```python code block in the answer"])
-    whole = enclosing_function(sources, window)
+    whole = _enclosing_function(sources, window)
     result = ReadEdits("noop", errors=[UNCHANGED])
     for block in reversed(blocks):
         block = CONTEXT_MARKER.sub("", block)  # the rest-of-file context's placeholder, copied back
@@ -417,7 +417,7 @@ def _lines(sources: Mapping[str, str], window: Window) -> list[str]:
     return sources[window.path].split("\n")[window.start - 1 : window.end]
 
 
-def enclosing_function(sources: Mapping[str, str], window: Window) -> Window | None:
+def _enclosing_function(sources: Mapping[str, str], window: Window) -> Window | None:
     """The whole function a window shows part of (a long function's window is some statements of its body),
     or None when the window is a whole function or plain lines."""
     if not window.symbol:
@@ -485,8 +485,9 @@ def _keep_decorators_and_docstring(block: str, original: list[str]) -> str:
 def _only_definition(block: str, name: str) -> tuple[str, list[str]] | None:
     """The definition of `name` in an answer's block, without the other statements small models add around it
     (invented imports, helpers, usage examples, the issue's snippet), and the block's imports of standard
-    library modules the definition uses (the fix may need them). When the block does not parse, the definition alone if it does (see
-    `_complete_definition`); None when neither parses or it defines `name` other than exactly once."""
+    library modules the definition uses (the fix may need them). When the block does not parse, the definition
+    alone if it does (see `_complete_definition`); None when neither parses or it defines `name` other than
+    exactly once."""
     text = textwrap.dedent(block)
     try:
         tree = ast.parse(text)

@@ -141,10 +141,9 @@ def why_not_the_reported_case(script: str, issue: str) -> str | None:
 
 
 def why_not_a_bug(output: str, issue: str) -> str | None:
-    """None when a reproduction script failed the way the bug does: its own assertion failed (when the issue shows
-    errors as raised, with one of them in its output), or it raised,
-    inside the repository's code, an exception the issue names (when the issue shows errors as raised,
-    `reported_exceptions`, one of those). Otherwise why the failure does not count: the script's own mistakes
+    """None when a reproduction script failed the way the bug does: its own assertion failed, or it raised,
+    inside the repository's code, an exception the issue names; when the issue shows errors as raised
+    (`reported_exceptions`), the exception must be one of those, and a failed assertion must show one. Otherwise why the failure does not count: the script's own mistakes
     (syntax, imports, an error raised in the script itself), an exception the issue does not mention (usually
     the script calling the API wrongly), or one it names only as what should happen."""
     if re.search(r"\b(SyntaxError|IndentationError|ModuleNotFoundError|ImportError)\b", output):
