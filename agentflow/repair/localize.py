@@ -499,7 +499,7 @@ def function_window(sym: _Symbol, max_lines: int, focus: int | None) -> tuple[in
     wrongly (it cannot re-indent or close a block it sees half of)."""
     if not sym.body:
         return sym.start, sym.end
-    body = _without_docstring(sym.body)
+    body = without_docstring(sym.body)
     # the `def` line(s) and the docstring do not count: a window that cuts them off from a function just over the
     # limit was rewritten wrongly (tabkit's 32-line `render`: the model wrapped the body in its own `def`)
     if sym.end - body[0].lineno + 1 <= max_lines:
@@ -536,7 +536,8 @@ def _span(node: ast.stmt) -> tuple[int, int]:
     return min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno or node.lineno
 
 
-def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A function's statements after its docstring (all of them when it has none, or nothing else)."""
     first = body[0]
     is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
     return body[1:] if is_doc and len(body) > 1 else body
@@ -567,7 +568,7 @@ def _term_line(sym: _Symbol, sources: Mapping[str, str], terms: Mapping[str, flo
     """The line of a long function naming most of the issue's words (None: no line names any)."""
     lines = sources[sym.path].split("\n")
     best, best_score = None, 0.0
-    code_start = _without_docstring(sym.body)[0].lineno if sym.body else sym.start + 1
+    code_start = without_docstring(sym.body)[0].lineno if sym.body else sym.start + 1
     for n in range(code_start, sym.end + 1):
         text = lines[n - 1]
         score = sum(w for t, w in terms.items() if t in text)

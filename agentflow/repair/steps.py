@@ -31,6 +31,7 @@ from agentflow.repair.localize import (
     render_window,
     repo_map,
     symbols,
+    without_docstring,
     words,
 )
 from agentflow.swe.patch import is_test_path
@@ -349,12 +350,12 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     blocks = code_blocks(text)
     if not blocks:
         return ReadEdits("unparsable", errors=["no ```python code block in the answer"])
-    whole = _enclosing_function(sources, window)
+    name, whole = _def_name(sources, window), _enclosing_function(sources, window)
     result = ReadEdits("noop", errors=[UNCHANGED])
     for block in reversed(blocks):
         block = CONTEXT_MARKER.sub("", block)  # the rest-of-file context's placeholder, copied back
-        target, name, block, imports = _rewrite_target(block, sources, window, whole)
-        read = _replace_lines(block, imports, sources, target, defines=name)
+        target, defines, block, imports = _rewrite_target(block, sources, window, name, whole)
+        read = _replace_lines(block, imports, sources, target, defines=defines)
         if read.status == "ok":
             return read
         if result.status == "noop" and read.errors and not read.errors[0].startswith(UNCHANGED):
@@ -362,25 +363,25 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     return result
 
 
-def _rewrite_target(block: str, sources: Mapping[str, str], window: Window,
+def _rewrite_target(block: str, sources: Mapping[str, str], window: Window, name: str,
                     whole: Window | None) -> tuple[Window, str, str, list[str]]:
     """What an answer's block replaces: (lines, the function name the block must define or "", the code, the
-    standard imports it uses). A window that is a whole function takes the block's definition of it. A window
-    that is part of a long function (`whole`) takes the block's definition of that function when the block gives
-    the function back whole, and only its body when the block wraps the window's statements in the function's
-    `def` line (the rest of the function left out); else the block as it is."""
-    name = _def_name(sources, window)
+    standard imports it uses). `name`: the function the window starts with (`_def_name`); `whole`: the function
+    the window is part of (`_enclosing_function`). A window that is a whole function takes the block's definition
+    of it. A window that is part of a long function takes the block's definition of that function when the block
+    gives the function back whole, and only its body when the block wraps the window's statements in the
+    function's `def` line (the rest of the function left out); else the block as it is."""
     if name:
         found = _only_definition(block, name)
         return (window, name, *found) if found else (window, name, block, [])
     if whole is None:
         return window, "", block, []
-    name = whole.symbol.split(".")[-1]
-    found = _only_definition(block, name)
+    outer = whole.symbol.split(".")[-1]
+    found = _only_definition(block, outer)
     if found is None:
         return window, "", block, []
     if _gives_back_the_rest(found[0], sources, whole, window):
-        return whole, name, *found
+        return whole, outer, *found
     return window, "", _body_of(found[0]), found[1]
 
 
@@ -399,7 +400,7 @@ def _body_of(definition: str) -> str:
     tree = ast.parse(definition)
     node = tree.body[0]
     assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    body = node.body[1:] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body
+    body = without_docstring(node.body)
     lines = definition.split("\n")
     return textwrap.dedent("\n".join(lines[body[0].lineno - 1 : body[-1].end_lineno])) + "\n"
 
