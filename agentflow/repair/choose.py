@@ -1,5 +1,5 @@
-"""Choosing the candidate to submit: tests, then what the issue's examples show, then the vote over normalised
-patches, then a verifier model."""
+"""Choosing the candidate to submit: tests, then what the issue's examples show, then the vote (first by what the
+examples show on each candidate, then over normalised patches), then a verifier model."""
 
 from __future__ import annotations
 
@@ -16,13 +16,16 @@ from agentflow.repair.policy import Attempt
 async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
                  budget: Budget, events: EventLog,
                  changed: Mapping[str, bool] | None = None, *,
-                 keeps: Mapping[str, bool] | None = None) -> tuple[Attempt | None, str | None]:
+                 keeps: Mapping[str, bool] | None = None,
+                 shown: Mapping[str, tuple[str, ...]] | None = None) -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
     keep-working check (`keeps`: per patch, whether it still passes, see `RepairConfig.keep_check`; used only
     among candidates on which the reproduction script no longer fails, so a check asserting the bug cannot
     prefer a candidate that leaves it), then the issue's examples (`changed`: per patch, whether they show something else than on the unchanged code, see
-    `spectrum.examples_changed`), then the vote (patches most samples agree on), then the verifier model's
-    judgement, then the smallest patch."""
+    `spectrum.examples_changed`), then the vote, then the verifier model's judgement, then the smallest patch.
+    The vote counts first the samples whose candidates make the examples show the same (`shown`: per patch,
+    what they show on it; see `RepairConfig.vote_by_examples`), then the samples of the same normalised
+    patch."""
     from agentflow.search.normalize import normalise_output
     from agentflow.search.protocols import VerifyContext
     from agentflow.search.types import Candidate as SearchCandidate
@@ -49,19 +52,26 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
         moved = [a for a in top if changed.get(a.patch.strip())]
         if 0 < len(moved) < len(top):
             top, decided_by = moved, "examples"
-    votes: dict[str, float] = {}
+    votes: dict[str, tuple[float, float]] = {}
     if cfg.vote and len(top) > 1:
-        keys = {a.candidate_id: normalise_output(a.patch) for a in pool}
-        # a part of a split edit is no sample of its own: only the model's edits vote
-        voters = [keys[a.candidate_id] for a in pool if a.part_of is None] or list(keys.values())
-        share = {k: sum(1 for v in voters if v == k) / len(voters) for k in keys.values()}
-        votes = {a.candidate_id: share[keys[a.candidate_id]] for a in top}
-        if len(set(votes.values())) > 1:
+        by_patch = {a.candidate_id: normalise_output(a.patch) for a in pool}
+        by_behaviour = {a.candidate_id: shown[a.patch.strip()] if a.patch.strip() in shown else by_patch[a.candidate_id]
+                        for a in pool} if shown and cfg.vote_by_examples else by_patch
+        behaviour_share, patch_share = _vote_shares(pool, by_behaviour), _vote_shares(pool, by_patch)
+        votes = {a.candidate_id: (behaviour_share[a.candidate_id], patch_share[a.candidate_id]) for a in top}
+        lead = max(v[0] for v in votes.values())
+        leaders = {by_behaviour[cid] for cid, v in votes.items() if v[0] == lead}
+        if len(leaders) == 1 and len({v[0] for v in votes.values()}) > 1 and by_behaviour is not by_patch:
+            decided_by = "behaviour_vote"
+            events.emit("repair.vote", by="behaviour", clusters=len(set(by_behaviour.values())),
+                        patch_vote_choice=max(top, key=lambda a: (patch_share[a.candidate_id], -len(a.patch),
+                                                                   -a.sample)).candidate_id)
+        elif len(set(votes.values())) > 1:
             decided_by = "vote"
     judged: dict[str, float] = {}
     if verifier is not None and len(top) > 1:
-        best_vote = max(votes.values(), default=0.0)
-        finalists = [a for a in top if votes.get(a.candidate_id, 0.0) == best_vote][:4]
+        best_vote = max(votes.values(), default=(0.0, 0.0))
+        finalists = [a for a in top if votes.get(a.candidate_id, (0.0, 0.0)) == best_vote][:4]
         if len(finalists) > 1:
             critic = CriticVerifier(verifier, task=issue)
             cands = [SearchCandidate(a.candidate_id, NodeState(done=True, output=a.patch)) for a in finalists]
@@ -70,6 +80,13 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
                 judged = {c.node_id: r.score for c, r in zip(cands, results, strict=True)}
                 if len(set(judged.values())) > 1:
                     decided_by = "verifier"
-    best = max(top, key=lambda a: (votes.get(a.candidate_id, 0.0), judged.get(a.candidate_id, 0.0),
+    best = max(top, key=lambda a: (votes.get(a.candidate_id, (0.0, 0.0)), judged.get(a.candidate_id, 0.0),
                                    -len(a.patch), -a.sample))
     return best, decided_by
+
+
+def _vote_shares(pool: Sequence[Attempt], keys: Mapping[str, object]) -> dict[str, float]:
+    """Per candidate, the share of the model's samples whose candidate has the same key (a part of a split edit
+    is no sample of its own: only the model's edits vote, unless there are none)."""
+    voters = [keys[a.candidate_id] for a in pool if a.part_of is None] or list(keys.values())
+    return {cid: sum(1 for v in voters if v == key) / len(voters) for cid, key in keys.items()}

@@ -162,6 +162,13 @@ class RepairConfig(StrictConfig):
     examples show (each candidate's examples run in the sandbox and compared with the unchanged code's; no
     model call): a fix changes the behaviour the report shows, and a rewrite that leaves it as it was is not
     one. Not used when the examples run no repository code or show something else on each run."""
+    vote_by_examples: bool = True
+    """The vote counts first the samples whose candidates make the issue's examples show the same (what each
+    candidate's examples printed, echoed or raised, as `compare_examples` runs them; no model call), then the
+    samples of the same normalised patch: different code with the same fix behaves the same on the report,
+    while a small model rarely writes the same patch twice (execution-based agreement, as in MBR-exec and
+    AlphaCode's clustering). Not used when the examples run no repository code or show something else on each
+    run."""
     workflow: str = "repair"
     """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)

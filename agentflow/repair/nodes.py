@@ -41,7 +41,12 @@ from agentflow.repair.policy import Attempt, RepairPolicy
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.searching import run_search
-from agentflow.repair.spectrum import evidence_from_json, examples_changed, examples_reach_code
+from agentflow.repair.spectrum import (
+    evidence_from_json,
+    examples_changed,
+    examples_reach_code,
+    examples_shown,
+)
 from agentflow.repair.steps import make_plan, rank_suspects, write_keep_check, write_reproduction
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
@@ -65,7 +70,7 @@ BestOfNSettings = settings_model("search.best_of_n", ("n", "max_attempts", "conc
 MCTSSettings = settings_model(
     "search.mcts", ("n", "max_attempts", "concurrency", "stop_on_success", "seed", "mcts_k", "mcts_c")
 )
-ChooseSettings = settings_model("swe.choose", ("vote", "compare_examples"))
+ChooseSettings = settings_model("swe.choose", ("vote", "vote_by_examples", "compare_examples"))
 ValueSettings = settings_model("swe.value", ("value_weight", "max_tokens", "seed", "prompts"))
 
 
@@ -260,22 +265,24 @@ async def _rollout_only(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- choosing
 
 
-async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> dict[str, bool]:
+async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[dict[str, bool], dict[str, tuple[str, ...]]]:
     """Per distinct patch, whether the issue's examples show something else on it than on the unchanged code
-    (`spectrum.examples_changed`); each patch's examples run once in the task's sandbox, no model call."""
+    (`spectrum.examples_changed`), and what they show on it (`spectrum.examples_shown`, for the vote); each
+    patch's examples run once in the task's sandbox, no model call."""
     patches = list(dict.fromkeys(a.patch.strip() for a in attempts if a.patch.strip()))
     if len(patches) < 2:
-        return {}
+        return {}, {}
     await rt.bench.reset()
     sources = await rt.bench.python_sources()
     base = await rt.bench.show_examples("", rt.issue, sources)
     if not examples_reach_code(base):  # nothing to compare: spare running every candidate
-        return {}
+        return {}, {}
     again = await rt.bench.show_examples("", rt.issue, sources)
     runs = {patch: await rt.bench.show_examples(patch + "\n", rt.issue, sources) for patch in patches}
-    changed = examples_changed(base, again, runs)
-    _emit(rt, "repair.examples", compared=len(runs), changed=sum(changed.values()), usable=bool(changed))
-    return changed
+    changed, shown = examples_changed(base, again, runs), examples_shown(base, again, runs)
+    _emit(rt, "repair.examples", compared=len(runs), changed=sum(changed.values()), usable=bool(changed),
+          behaviours=len(set(shown.values())))
+    return changed, shown
 
 
 async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -> dict[str, bool]:
@@ -297,9 +304,9 @@ async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     cfg, attempts = rt.cfg_for(ctx.node), attempts_of(state)
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
-    changed = await compare_examples(rt, attempts) if cfg.compare_examples else {}
-    best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events, changed,
-                                   keeps=keeps)
+    changed, shown = await compare_examples(rt, attempts) if cfg.compare_examples or cfg.vote_by_examples else ({}, {})
+    best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events,
+                                   changed if cfg.compare_examples else {}, keeps=keeps, shown=shown)
     if best is None:
         return {"chosen": None}
     return await submit(rt, best, chosen_by)

@@ -200,6 +200,15 @@ def examples_changed(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str
     return {patch: bool(run.shown) and not run.problem and run.shown != base.shown for patch, run in runs.items()}
 
 
+def examples_shown(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, tuple[str, ...]]:
+    """Per patch on which the issue's examples show something else than on the unchanged code (see
+    `examples_changed`), what they show: candidates that show the same behave the same on the report, whatever
+    their code. Those that change nothing are left out (sharing the unchanged behaviour is no agreement on a
+    fix). Empty when the examples cannot tell."""
+    changed = examples_changed(base, base_again, runs)
+    return {patch: runs[patch].shown for patch, moved in changed.items() if moved}
+
+
 @dataclass(frozen=True)
 class SuiteSpectrum:
     """Which functions the passing and the failing tests of the suite called."""

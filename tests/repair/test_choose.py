@@ -12,7 +12,7 @@ from agentflow.events import EventLog
 from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import Attempt
-from agentflow.repair.spectrum import ExampleRun, examples_changed
+from agentflow.repair.spectrum import ExampleRun, examples_changed, examples_shown
 from agentflow.repair.workbench import Verification
 from tests.repair.conftest import TASKS_FILE
 
@@ -56,6 +56,28 @@ async def test_what_the_examples_show_decides_before_the_vote():
     assert best is fix and by == "tests"
 
 
+
+async def test_samples_whose_candidates_show_the_same_outvote_a_patch_written_twice():
+    """cachette-2 (stats of an unused cache divide by zero): three samples fix `hit_rate` three ways and the
+    report then shows `0.0`; two write the same `as_dict` workaround, which shows `None`. Counting equal patches
+    the workaround wins 2 to 1; counting what the examples show, the fix wins 3 to 2, and among its samples the
+    patch more of them wrote (none here: the smallest) is submitted."""
+    fixes = [_passing(f"t/c{i}", f"diff-fix-{i}\n" + "x" * i, i) for i in range(3)]
+    workaround = [_passing(f"t/c{i}", "diff-workaround\n", i) for i in (3, 4)]
+    shown = {"diff-fix-0": ("{'hit_rate': 0.0}\n",), "diff-fix-1\nx": ("{'hit_rate': 0.0}\n",),
+             "diff-fix-2\nxx": ("{'hit_rate': 0.0}\n",), "diff-workaround": ("{'hit_rate': None}\n",)}
+    events = EventLog()
+    best, by = await choose([*fixes, *workaround], RepairConfig(), None, "issue", Budget(), events, shown=shown)
+    assert best is fixes[0] and by == "behaviour_vote"
+    assert [e.data["patch_vote_choice"] for e in events.events if e.kind == "repair.vote"] == ["t/c3"]
+    for cfg, known in ((RepairConfig(vote_by_examples=False), shown), (RepairConfig(), {})):
+        best, by = await choose([*fixes, *workaround], cfg, None, "issue", Budget(), EventLog(), shown=known)
+        assert best is workaround[0] and by == "vote"
+    # a candidate whose examples gave no report votes by its patch: it joins no behaviour
+    best, by = await choose([*fixes, *workaround], RepairConfig(), None, "issue", Budget(), EventLog(),
+                            shown={k: v for k, v in shown.items() if not k.startswith("diff-fix-2")})
+    assert best is workaround[0] and by == "vote"
+
 async def test_the_keep_working_check_decides_among_candidates_that_fix_the_reproduction():
     """inikit-3: three samples agree on `int(raw, 10)`, which breaks hex; the check of what must keep working
     (hex) holds on the one fix, chosen before the examples and the vote. It is not used among candidates that
@@ -94,7 +116,10 @@ def test_examples_that_cannot_tell_compare_nothing():
     base = run("False\n")
     assert examples_changed(base, run("False\n"), {"a": run("True\n"), "b": run("False\n"), "c": ExampleRun()}) == \
         {"a": True, "b": False, "c": False}  # a run without a report never counts as a change
+    assert examples_shown(base, run("False\n"), {"a": run("True\n"), "b": run("False\n"), "c": ExampleRun()}) == \
+        {"a": ("True\n",)}  # what changes nothing is no behaviour to agree on
     assert examples_changed(base, run("True\n"), {"a": run("True\n")}) == {}  # the base differs run to run
+    assert examples_shown(base, run("True\n"), {"a": run("True\n")}) == {}
     assert examples_changed(run("raised NameError: name 'cfg' is not defined\n", called=False),
                             run("raised NameError: name 'cfg' is not defined\n", called=False),
                             {"a": run("x\n")}) == {}  # the snippet never reached the repository

@@ -226,6 +226,7 @@
     const roots = kids.get("") || [];
     const why = chosen ? h("p", {}, "chosen: ", h("b", {}, chosen), ` by ${chosenBy || "?"}` +
       (chosenBy === "tests" ? " (the best verification score)" : chosenBy === "vote" ? " (most candidates agree on the normalised patch)" :
+        chosenBy === "behaviour_vote" ? " (most candidates make the issue's examples show the same)" :
         chosenBy === "verifier" ? " (the verifier model judged it best)" : "")) : h("p", { cls: "muted" }, "no candidate chosen");
     return h("div", {}, why, h("p", { cls: "muted" }, `${nodes.size} nodes; click a node to see its patch and test results and to expand its children`),
       h("div", { cls: "tree", id: "search-tree" }, roots.map(render)));
