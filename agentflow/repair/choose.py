@@ -17,7 +17,8 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
                  budget: Budget, events: EventLog,
                  changed: Mapping[str, bool] | None = None, *,
                  keeps: Mapping[str, bool] | None = None,
-                 shown: Mapping[str, tuple[str, ...]] | None = None) -> tuple[Attempt | None, str | None]:
+                 shown: Mapping[str, tuple[str, ...]] | None = None,
+                 instance_id: str = "") -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
     keep-working check (`keeps`: per patch, whether it still passes, see `RepairConfig.keep_check`; used only
     among candidates on which the reproduction script no longer fails, so a check asserting the bug cannot
@@ -25,7 +26,7 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     `spectrum.examples_changed`), then the vote, then the verifier model's judgement, then the smallest patch.
     The vote counts first the samples whose candidates make the examples show the same (`shown`: per patch,
     what they show on it; see `RepairConfig.vote_by_examples`), then the samples of the same normalised
-    patch."""
+    patch. `instance_id` names the task in the events."""
     from agentflow.search.normalize import normalise_output
     from agentflow.search.protocols import VerifyContext
     from agentflow.search.types import Candidate as SearchCandidate
@@ -63,7 +64,8 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
         leaders = {by_behaviour[cid] for cid, v in votes.items() if v[0] == lead}
         if len(leaders) == 1 and len({v[0] for v in votes.values()}) > 1 and by_behaviour is not by_patch:
             decided_by = "behaviour_vote"
-            events.emit("repair.vote", by="behaviour", clusters=len(set(by_behaviour.values())),
+            events.emit("repair.vote", node_id=instance_id or None, instance_id=instance_id, by="behaviour",
+                        clusters=len(set(by_behaviour.values())),
                         patch_vote_choice=max(top, key=lambda a: (patch_share[a.candidate_id], -len(a.patch),
                                                                    -a.sample)).candidate_id)
         elif len(set(votes.values())) > 1:

@@ -306,7 +306,8 @@ async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
     changed, shown = await compare_examples(rt, attempts) if cfg.compare_examples or cfg.vote_by_examples else ({}, {})
     best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events,
-                                   changed if cfg.compare_examples else {}, keeps=keeps, shown=shown)
+                                   changed if cfg.compare_examples else {}, keeps=keeps, shown=shown,
+                                   instance_id=rt.iid)
     if best is None:
         return {"chosen": None}
     return await submit(rt, best, chosen_by)

@@ -56,7 +56,6 @@ async def test_what_the_examples_show_decides_before_the_vote():
     assert best is fix and by == "tests"
 
 
-
 async def test_samples_whose_candidates_show_the_same_outvote_a_patch_written_twice():
     """cachette-2 (stats of an unused cache divide by zero): three samples fix `hit_rate` three ways and the
     report then shows `0.0`; two write the same `as_dict` workaround, which shows `None`. Counting equal patches
@@ -67,9 +66,11 @@ async def test_samples_whose_candidates_show_the_same_outvote_a_patch_written_tw
     shown = {"diff-fix-0": ("{'hit_rate': 0.0}\n",), "diff-fix-1\nx": ("{'hit_rate': 0.0}\n",),
              "diff-fix-2\nxx": ("{'hit_rate': 0.0}\n",), "diff-workaround": ("{'hit_rate': None}\n",)}
     events = EventLog()
-    best, by = await choose([*fixes, *workaround], RepairConfig(), None, "issue", Budget(), events, shown=shown)
+    best, by = await choose([*fixes, *workaround], RepairConfig(), None, "issue", Budget(), events, shown=shown,
+                            instance_id="t")
     assert best is fixes[0] and by == "behaviour_vote"
-    assert [e.data["patch_vote_choice"] for e in events.events if e.kind == "repair.vote"] == ["t/c3"]
+    assert [(e.node_id, e.data["instance_id"], e.data["patch_vote_choice"])
+            for e in events.events if e.kind == "repair.vote"] == [("t", "t", "t/c3")]
     for cfg, known in ((RepairConfig(vote_by_examples=False), shown), (RepairConfig(), {})):
         best, by = await choose([*fixes, *workaround], cfg, None, "issue", Budget(), EventLog(), shown=known)
         assert best is workaround[0] and by == "vote"
@@ -77,6 +78,7 @@ async def test_samples_whose_candidates_show_the_same_outvote_a_patch_written_tw
     best, by = await choose([*fixes, *workaround], RepairConfig(), None, "issue", Budget(), EventLog(),
                             shown={k: v for k, v in shown.items() if not k.startswith("diff-fix-2")})
     assert best is workaround[0] and by == "vote"
+
 
 async def test_the_keep_working_check_decides_among_candidates_that_fix_the_reproduction():
     """inikit-3: three samples agree on `int(raw, 10)`, which breaks hex; the check of what must keep working
