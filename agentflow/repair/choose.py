@@ -56,13 +56,17 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     votes: dict[str, tuple[float, float]] = {}
     if cfg.vote and len(top) > 1:
         by_patch = {a.candidate_id: normalise_output(a.patch) for a in pool}
-        by_behaviour = {a.candidate_id: shown[a.patch.strip()] if a.patch.strip() in shown else by_patch[a.candidate_id]
-                        for a in pool} if shown and cfg.vote_by_examples else by_patch
+        # a candidate whose examples show a changed behaviour votes with it; the others by their patch
+        behaving = {a.candidate_id for a in pool if a.patch.strip() in shown} if shown and cfg.vote_by_examples else set()
+        by_behaviour = {a.candidate_id: shown[a.patch.strip()] if a.candidate_id in behaving else by_patch[a.candidate_id]
+                        for a in pool}
         behaviour_share, patch_share = _vote_shares(pool, by_behaviour), _vote_shares(pool, by_patch)
         votes = {a.candidate_id: (behaviour_share[a.candidate_id], patch_share[a.candidate_id]) for a in top}
         lead = max(v[0] for v in votes.values())
-        leaders = {by_behaviour[cid] for cid, v in votes.items() if v[0] == lead}
-        if len(leaders) == 1 and len({v[0] for v in votes.values()}) > 1 and by_behaviour is not by_patch:
+        leading = [cid for cid, v in votes.items() if v[0] == lead]
+        # the behaviour vote decided only when one behaviour leads: a lead of equal patches is the plain vote's
+        if (len({by_behaviour[cid] for cid in leading}) == 1 and leading[0] in behaving
+                and len({v[0] for v in votes.values()}) > 1):
             decided_by = "behaviour_vote"
             events.emit("repair.vote", node_id=instance_id or None, instance_id=instance_id, by="behaviour",
                         clusters=len(set(by_behaviour.values())),

@@ -78,6 +78,14 @@ async def test_samples_whose_candidates_show_the_same_outvote_a_patch_written_tw
     best, by = await choose([*fixes, *workaround], RepairConfig(), None, "issue", Budget(), EventLog(),
                             shown={k: v for k, v in shown.items() if not k.startswith("diff-fix-2")})
     assert best is workaround[0] and by == "vote"
+    # a lead of equal patches that change nothing the report shows (cachette-1's look-alike, three times over
+    # one fix) is the plain vote's, not the behaviour vote's
+    lookalike = [_passing(f"t/c{i}", "diff-lookalike\n", i) for i in (5, 6, 7)]
+    events = EventLog()
+    best, by = await choose([*lookalike, fixes[0]], RepairConfig(), None, "issue", Budget(), events,
+                            shown={"diff-fix-0": ("True\n",)}, instance_id="t")
+    assert best is lookalike[0] and by == "vote"
+    assert not [e for e in events.events if e.kind == "repair.vote"]
 
 
 async def test_the_keep_working_check_decides_among_candidates_that_fix_the_reproduction():
