@@ -57,9 +57,10 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     if cfg.vote and len(top) > 1:
         by_patch = {a.candidate_id: normalise_output(a.patch) for a in pool}
         # a candidate whose examples show a changed behaviour votes with it; the others by their patch
-        behaving = {a.candidate_id for a in pool if a.patch.strip() in shown} if shown and cfg.vote_by_examples else set()
-        by_behaviour = {a.candidate_id: shown[a.patch.strip()] if a.candidate_id in behaving else by_patch[a.candidate_id]
-                        for a in pool}
+        behaviours = shown if shown and cfg.vote_by_examples else {}
+        behaving = {a.candidate_id for a in pool if a.patch.strip() in behaviours}
+        by_behaviour = {a.candidate_id: behaviours[a.patch.strip()] if a.candidate_id in behaving
+                        else by_patch[a.candidate_id] for a in pool}
         behaviour_share, patch_share = _vote_shares(pool, by_behaviour), _vote_shares(pool, by_patch)
         votes = {a.candidate_id: (behaviour_share[a.candidate_id], patch_share[a.candidate_id]) for a in top}
         lead = max(v[0] for v in votes.values())
