@@ -26,7 +26,12 @@ def register(app: typer.Typer) -> None:
         workflow: list[str] = typer.Option(
             None, "--workflow", help="A workflow file run_workflow may run besides the shipped ones (repeatable)."
         ),
-        model: str = typer.Option(None, "--model", "-m", help="Default model of repair and run_workflow."),
+        model: str = typer.Option(
+            None, "--model", "-m", help="Model of repair and run_workflow (the server's choice, not the client's)."
+        ),
+        allow_model: list[str] = typer.Option(
+            None, "--allow-model", help="A further model spec clients may name in repair/run_workflow (repeatable)."
+        ),
         token_file: Path = typer.Option(
             None, "--token-file", help="Where --http writes its bearer token (default RUNS/mcp-token)."
         ),
@@ -48,6 +53,7 @@ def register(app: typer.Typer) -> None:
         data = {
             "workspace": str(workspace), "transport": "http" if http else "stdio", "port": port, "host": host,
             "sandbox": sandbox, "workflows": list(workflow or []), "model": model, "runs": str(runs),
+            "allowed_models": list(allow_model or []),
             "token_file": str(token_file) if token_file else None, "sandbox_timeout_s": sandbox_timeout,
         }
         if pack:

@@ -37,7 +37,10 @@ class McpServeConfig(StrictConfig):
     workflows: list[str] = Field(default_factory=list)
     """Workflow files `run_workflow` may run besides the shipped ones (a workflow's code runs on the host)."""
     model: str | None = None
-    """Default model spec of `repair` and `run_workflow` (else their own defaults)."""
+    """Model spec of `repair` and `run_workflow` (else their own defaults). The server's choice: a client
+    cannot name another model (its requests carry the server's API keys and the served code)."""
+    allowed_models: list[str] = Field(default_factory=list)
+    """Further model specs a client may name in `repair` / `run_workflow` (`--allow-model`, repeatable)."""
     sandbox_timeout_s: float = Field(default=8 * 3600.0, gt=0)
     """Life of the sandbox (it is removed when it is reached; restart the server for a fresh copy)."""
     job_timeout_s: float = Field(default=3600.0, gt=0)

@@ -19,6 +19,7 @@ from typing import Any
 
 from agentflow.errors import DependencyMissing, ToolError, UserError
 from agentflow.events import EventLog
+from agentflow.mcp_server.boundary import check_models, confine_input, job_model
 from agentflow.mcp_server.config import LOOPBACK, McpServeConfig
 from agentflow.models.base import ToolCall
 from agentflow.tools.context import ToolContext
@@ -37,7 +38,8 @@ REPAIR_SCHEMA: dict[str, Any] = {
         "issue": {"type": "string", "description": "The issue to fix, as a user would report it."},
         "strategy": {"type": "string", "enum": ["single", "best-of-n", "mcts"], "description": "Search strategy."},
         "n": {"type": "integer", "minimum": 1, "maximum": 64, "description": "Rollouts of best-of-n / mcts."},
-        "model": {"type": "string", "description": "Model spec of the coder (default: the server's)."},
+        "model": {"type": "string", "description": "Model spec of the coder: the server's (default) or one it "
+                  "allows; any other is refused."},
         "test_cmd": {"type": "string", "description": "Command that runs the repository's tests."},
         "options": {
             "type": "object",
@@ -54,8 +56,10 @@ WORKFLOW_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "workflow": {"type": "string", "description": "A shipped workflow's name, or a file the server allows."},
-        "input": {"type": "object", "description": "The workflow's initial state."},
-        "model": {"type": "string", "description": "Model spec for agent nodes (default: the server's)."},
+        "input": {"type": "object", "description": "The workflow's initial state; paths in it are relative to "
+                  "the served folder and must lie inside it."},
+        "model": {"type": "string", "description": "Model spec for agent nodes: the server's (default) or one "
+                  "it allows; any other is refused."},
     },
     "required": ["workflow"],
     "additionalProperties": False,
@@ -68,37 +72,40 @@ class Workspace:
 
     def __init__(self, cfg: McpServeConfig, sandbox: Any, registry: ToolRegistry, events: EventLog, base: str) -> None:
         self.cfg, self.sandbox, self.registry, self.events, self.base = cfg, sandbox, registry, events, base
+        self.root = Path(cfg.workspace).expanduser().resolve()  # the one host folder the jobs may touch
         self.ctx = ToolContext(sandbox=sandbox, events=events)
         self.lock = asyncio.Lock()  # one sandbox command at a time: calls from several clients queue
 
     async def call(self, name: str, arguments: dict[str, Any], progress: Any) -> ToolResult:
+        model = job_model(self.cfg, arguments) if name in ("repair", "run_workflow") else None
         if name in JOB_SCHEMAS:
             _check_arguments(name, arguments)
         if name == "workspace_diff":
             diff = await self.sandbox.diff(self.base)
             return ToolResult(text=diff or "(no changes)")
         if name == "repair":
-            return await self._repair(arguments, progress)
+            return await self._repair(arguments, model, progress)
         if name == "run_workflow":
-            return await self._run_workflow(arguments, progress)
+            return await self._run_workflow(arguments, model, progress)
         async with self.lock:
             return await self.registry.execute(ToolCall(id=uuid.uuid4().hex[:8], name=name, arguments=arguments),
                                                self.ctx, node_id="mcp")
 
-    async def _repair(self, args: dict[str, Any], progress: Any) -> ToolResult:
+    async def _repair(self, args: dict[str, Any], model: str | None, progress: Any) -> ToolResult:
         from agentflow.mcp_server.jobs import run_cli
 
         out = Path(self.cfg.runs) / f"mcp-repair-{uuid.uuid4().hex[:8]}"
         out.mkdir(parents=True)
         issue = out / "issue.md"
         issue.write_text(str(args["issue"]), encoding="utf-8")
-        cli = ["repair", str(Path(self.cfg.workspace).resolve()), "--issue-file", str(issue), "--json",
+        cli = ["repair", str(self.root), "--issue-file", str(issue), "--json",
                "-o", str(out), "--sandbox", self.cfg.sandbox]
-        model = args.get("model") or self.cfg.model
-        for flag, value in (("--strategy", args.get("strategy")), ("-n", args.get("n")), ("--model", model),
+        if args.get("n") is not None:
+            cli += ["-n", str(args["n"])]  # an integer (the schema says so)
+        for flag, value in (("--strategy", args.get("strategy")), ("--model", model),
                             ("--test-cmd", args.get("test_cmd"))):
             if value is not None:
-                cli += [flag, str(value)]
+                cli.append(f"{flag}={value}")  # one argument: a value starting with '-' is no option
         for key, value in sorted((args.get("options") or {}).items()):
             if key not in REPAIR_OPTIONS:  # the schema says so too; checked here whatever the client sent
                 raise ToolError(f"repair option {key!r} is not allowed; allowed: {', '.join(sorted(REPAIR_OPTIONS))}")
@@ -113,14 +120,14 @@ class Workspace:
                                                                        if k != "model_patch"}, default=str)
         return ToolResult(ok=ok, text=text.strip(), data=summary, error=None if ok else outcome.get("status"))
 
-    async def _run_workflow(self, args: dict[str, Any], progress: Any) -> ToolResult:
+    async def _run_workflow(self, args: dict[str, Any], model: str | None, progress: Any) -> ToolResult:
         from agentflow.mcp_server.jobs import run_cli
 
         workflow = self._allowed_workflow(str(args["workflow"]))
+        state = confine_input(self.root, args.get("input") or {})
         run_id = f"mcp-run-{uuid.uuid4().hex[:8]}"
         out = Path(self.cfg.runs) / run_id
-        cli = ["run", workflow, "--json", "-o", str(out), "--input", json.dumps(args.get("input") or {})]
-        model = args.get("model") or self.cfg.model
+        cli = ["run", workflow, "--json", "-o", str(out), "--input", json.dumps(state)]
         if model:
             cli += ["--model", str(model)]
         job = await run_cli(cli, events_glob=(out, "*/events.jsonl"), progress=progress,
@@ -139,8 +146,9 @@ class Workspace:
         if str(Path(name).resolve()) in allowed:
             return str(Path(name).resolve())
         shipped = data_dir("workflows")
-        if "/" not in name and any((shipped / f"{name}{ext}").is_file() for ext in (".yaml", ".yml")):
-            return name
+        for ext in (".yaml", ".yml") if "/" not in name else ():
+            if (shipped / f"{name}{ext}").is_file():  # its path: a file of that name in the cwd is not it
+                return str(shipped / f"{name}{ext}")
         names = sorted(p.stem for p in shipped.glob("*.y*ml"))
         raise ToolError(
             f"workflow {name!r} is not served; shipped: {', '.join(names)}"
@@ -263,6 +271,7 @@ async def serve(cfg: McpServeConfig, *, on_ready: Any = None) -> None:
     require_sdk()
     if cfg.transport == "http" and cfg.host not in LOOPBACK:
         raise UserError(f"--host {cfg.host} is not a loopback address", hint="the server binds 127.0.0.1 only")
+    check_models(cfg)
     async with open_workspace(cfg) as ws:
         server = build_server(ws)
         if cfg.transport == "stdio":

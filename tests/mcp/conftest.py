@@ -71,6 +71,39 @@ def wait_for_line(path: Path, line: str, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def serve_args(workspace: Path, runs: Path, *extra: str) -> list[str]:
+    """`python ARGS` runs `agentflow mcp serve WORKSPACE --runs RUNS EXTRA...`."""
+    return ["-m", "agentflow.cli.main", "mcp", "serve", str(workspace), "--runs", str(runs), *extra]
+
+
+def text(result: Any) -> str:
+    """The text blocks of a tool result, joined."""
+    return "\n".join(block.text for block in result.content)
+
+
+def start_http(workspace: Path, runs: Path, token_file: Path, port: int, *extra: str,
+               env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`agentflow mcp serve --http` on 127.0.0.1:PORT (extra options and environment added); returns once it
+    answers."""
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(workspace, runs, "--http", "--port", str(port), "--token-file", str(token_file),
+                                     *extra)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None, proc.communicate()[1]
+        if token_file.exists():
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+                return proc
+            except httpx.TransportError:
+                pass
+        assert time.monotonic() < deadline, "the server never listened"
+        time.sleep(0.2)
+
+
 class HttpFixture:
     """The fixture server as a streamable-HTTP process on 127.0.0.1 (start, kill -9, start again)."""
 

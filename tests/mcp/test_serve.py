@@ -5,15 +5,13 @@ request without the bearer token."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.mcp.conftest import REPO
+from tests.mcp.conftest import REPO, serve_args, start_http, text
 
 pytestmark = pytest.mark.docker
 
@@ -30,14 +28,6 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _docker(sandbox_image: str) -> None:
     del sandbox_image
-
-
-def serve_args(workspace: Path, runs: Path, *extra: str) -> list[str]:
-    return ["-m", "agentflow.cli.main", "mcp", "serve", str(workspace), "--runs", str(runs), *extra]
-
-
-def text(result) -> str:
-    return "\n".join(block.text for block in result.content)
 
 
 async def test_stdio_serve_runs_tools_in_the_sandbox(workspace: Path, tmp_path: Path) -> None:
@@ -96,27 +86,9 @@ async def test_stdio_serve_runs_tools_in_the_sandbox(workspace: Path, tmp_path: 
         refused = await client.call_tool("run_workflow", {"workflow": "/etc/passwd"})
         assert refused.is_error and "is not served" in text(refused)
 
-        # repair runs `agentflow repair` on the workspace; a bad model spec comes back as its one-line error
+        # the model is the server's choice: a client naming another one is refused before anything runs
         repair = await client.call_tool("repair", {"issue": "add() subtracts", "model": "nosuch:model"})
-        assert repair.is_error and "nosuch" in text(repair) and "Traceback" not in text(repair)
-
-
-def start_http(workspace: Path, runs: Path, token_file: Path, port: int) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, *serve_args(workspace, runs, "--http", "--port", str(port), "--token-file", str(token_file))],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    deadline = time.monotonic() + 120
-    while True:
-        assert proc.poll() is None, proc.communicate()[1]
-        if token_file.exists():
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
-                return proc
-            except httpx.TransportError:
-                pass
-        assert time.monotonic() < deadline, "the server never listened"
-        time.sleep(0.2)
+        assert repair.is_error and "'nosuch:model' is not allowed" in text(repair) and "Traceback" not in text(repair)
 
 
 async def test_http_serve_needs_the_bearer_token(workspace: Path, tmp_path: Path) -> None:
@@ -157,8 +129,9 @@ async def test_repair_returns_a_verified_patch_with_progress(tmp_path: Path) -> 
     shutil.copytree(REPO / "examples" / "swe-tasks" / "repos" / "inikit", repo)
     cassette = REPO / "tests" / "repair" / "cassettes" / "bench" / "inikit__inikit-1.json"
     check = "python3 -c \"from inikit import loads; assert loads('[a]\\nk = x=y\\n').get('a', 'k') == 'x=y'\""
-    params = StdioServerParameters(
-        command=sys.executable, args=serve_args(repo, tmp_path / "runs"), env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+    params = StdioServerParameters(  # the model is the server's choice
+        command=sys.executable, args=serve_args(repo, tmp_path / "runs", "--model", f"replay:{cassette}"),
+        env={"PYTHONPATH": str(REPO)}, cwd=str(REPO),
     )
     steps: list[str] = []
 
@@ -173,7 +146,6 @@ async def test_repair_returns_a_verified_patch_with_progress(tmp_path: Path) -> 
             {
                 "issue": "Values containing `=` are cut off after the second `=` by `loads`.",
                 "test_cmd": check,
-                "model": f"replay:{cassette}",
                 "options": {"edit_format": "search_replace"},
             },
             progress_callback=on_progress,
