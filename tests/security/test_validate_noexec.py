@@ -159,3 +159,48 @@ def test_library_validate_does_not_import(untrusted: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "0"
     assert imported(untrusted) == set()
+
+
+def _validate(folder: Path, workflow: str) -> tuple[list[str], list[str]]:
+    """(problems, notes) of the workflow text in `folder`, in-process, as `graph validate` finds them."""
+    from agentflow.graph import load_workflow, validate
+
+    (folder / "wf.yaml").write_text(workflow)
+    notes: list[str] = []
+    problems = [p.message for p in validate(load_workflow(folder / "wf.yaml"), notes=notes)]
+    return problems, notes
+
+
+def test_what_reading_finds_and_what_it_only_notes(tmp_path: Path) -> None:
+    folder = tmp_path / "sent"
+    folder.mkdir()
+    (tmp_path / "outside.py").write_text(MARK.format(name="outside") + "def step(state):\n    return {}\n")
+    (folder / "bad_syntax.py").write_text(MARK.format(name="syntax") + "def step(state:\n")
+    (folder / "sigs.py").write_text(
+        MARK.format(name="sigs") + "def nothing():\n    return {}\n\n\ndef three(state, ctx, extra):\n    return {}\n\n\n"
+        "def two(state, ctx):\n    return 'x'\n"
+    )
+    (folder / "made.py").write_text(
+        MARK.format(name="made") + "from agentflow.graph.nodetypes import NodeType\n\n\n"
+        "def make(name):\n    return NodeType(name=name, run=None)\n\n\nNODE_TYPES = [make('made.one')]\n"
+    )
+    (folder / "empty_types.py").write_text(MARK.format(name="empty") + "TYPES = []\n")
+    head = "name: w\nnodes:\n"
+    problems, notes = _validate(folder, head + "  a: {fn: '../outside.py:step', next: END}\n")
+    assert problems == [] and any("outside the workflow's folder" in n and "not checked" in n for n in notes)
+    problems, _ = _validate(folder, head + "  a: {fn: 'bad_syntax.py:step', next: END}\n")
+    assert len(problems) == 1 and "cannot parse" in problems[0] and "line 2" in problems[0]
+    problems, _ = _validate(
+        folder,
+        head + "  a: {fn: 'sigs:nothing', next: b}\n  b: {fn: 'sigs:three', next: c}\n"
+        "  c:\n    fn: 'sigs:nothing'\n    route: {on: 'sigs:two', cases: {x: END}}\n",
+    )
+    assert sum("nothing() (line 2) cannot be called as (state) or (state, ctx)" in p for p in problems) == 2
+    assert any("three() (line 6)" in p for p in problems)
+    assert any("route from 'c'" in p and "two() (line 10) cannot be called as (state)" in p for p in problems)
+    # a node_types module that makes its types in code: an unknown type is noted, not passed or failed
+    problems, notes = _validate(folder, head + "  a: {type: made.one, next: END}\nnode_types: [made.py]\n")
+    assert problems == [] and any("'made.one'" in n and "not checked without --import-code" in n for n in notes)
+    problems, _ = _validate(folder, head + "  a: {type: swe.rnak, next: END}\nnode_types: [empty_types.py]\n")
+    assert problems == ["w: node_types: empty_types.py has no NODE_TYPES list (define NODE_TYPES = [NodeType(...)])"]
+    assert not list(tmp_path.rglob("imported-*"))
