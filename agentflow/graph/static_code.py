@@ -336,6 +336,8 @@ class CodeCheck:
                 out.add_module(found.module, replace=True)  # imported already: its real types
                 return
             file = found.file
+            if file is None:
+                self.notes.append(f"{what}: it has no Python source to read; {UNCHECKED}")
         text = read_module(file) if file is not None else None
         if text is not None and "NODE_TYPES" not in text.names and not text.open_ended:
             raise UserError(f"node_types: {name} has no NODE_TYPES list", hint="define NODE_TYPES = [NodeType(...)]")
@@ -347,7 +349,7 @@ class CodeCheck:
             )
         if text is None or text.types_opaque or not text.node_types:
             out.opaque.append(name)
-            if text is not None:  # (a file not read was noted already)
+            if text is not None:  # (a module not read is noted above)
                 self.notes.append(f"{what}: the node types it adds are made in code; {UNCHECKED}")
 
 
