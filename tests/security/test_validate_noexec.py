@@ -163,7 +163,8 @@ def test_library_validate_does_not_import(untrusted: Path) -> None:
 
 def _validate(folder: Path, workflow: str) -> tuple[list[str], list[str]]:
     """(problems, notes) of the workflow text in `folder`, in-process, as `graph validate` finds them."""
-    from agentflow.graph import load_workflow, validate
+    from agentflow.graph.loader import load_workflow
+    from agentflow.graph.validate import validate  # (the package's `validate` may be the submodule by now)
 
     (folder / "wf.yaml").write_text(workflow)
     notes: list[str] = []
