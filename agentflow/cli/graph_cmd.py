@@ -1,10 +1,25 @@
-"""`agentflow graph validate|show WORKFLOW`: check a workflow without running it, draw it as Mermaid."""
+"""`agentflow graph validate|show|types WORKFLOW`: check a workflow without running it, draw it as Mermaid,
+list node types.
+
+A workflow file is code: it names Python (`fn:`, `tools:`, route `on:`, `node_types:`) that runs when the
+workflow runs. These commands read that Python, they do not import it, so checking a workflow someone sent
+you runs none of it; `--import-code` imports it for the exact check (only for workflows you trust).
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import typer
 
 from agentflow.cli.common import JSON_OPTION, print_json
+
+IMPORT_CODE_OPTION = typer.Option(
+    False,
+    "--import-code",
+    help="Also import the Python the workflow names (fn:, tools:, route on:, node_types:) to check what only "
+    "an import shows. This runs that code: only for workflows you trust.",
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,20 +31,24 @@ def register(app: typer.Typer) -> None:
     @sub.command("validate")
     def validate_cmd(
         workflow: str = typer.Argument(..., help="YAML file or name of a shipped workflow (see workflows/)."),
+        import_code: bool = IMPORT_CODE_OPTION,
         as_json: bool = JSON_OPTION,
     ) -> int:
-        """Print every problem of WORKFLOW, one per line; exit 2 if there is any."""
+        """Print every problem of WORKFLOW, one per line; exit 2 if there is any. The workflow's Python is
+        read, not run (see --import-code); what only an import shows is printed as not checked."""
         from agentflow.graph.loader import load_workflow
         from agentflow.graph.validate import validate
 
         spec = load_workflow(workflow)
-        problems = validate(spec)
+        notes: list[str] = []
+        problems = validate(spec, import_code=import_code, notes=notes)
         if as_json:
             print_json(
                 {
                     "workflow": spec.name,
                     "ok": not problems,
                     "problems": [{"kind": p.kind, "message": p.message} for p in problems],
+                    "unchecked": notes,
                 }
             )
         else:
@@ -37,6 +56,8 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"agentflow: error: {p.message}", err=True)
             if not problems:
                 typer.echo(f"{spec.name}: ok ({len(spec.nodes)} nodes)")
+            for note in notes:
+                typer.echo(f"note: {note}")
         return 2 if problems else 0
 
     @sub.command("show")
@@ -53,29 +74,42 @@ def register(app: typer.Typer) -> None:
     @sub.command("types")
     def types_cmd(
         workflow: str = typer.Argument(None, help="Also the node types this workflow's node_types: adds."),
+        import_code: bool = IMPORT_CODE_OPTION,
         as_json: bool = JSON_OPTION,
     ) -> int:
-        """List the registered node types (shipped, installed plugins, a workflow's own) and their settings."""
-        from agentflow.graph.context import RunContext
-        from agentflow.graph.loader import load_workflow
+        """List the registered node types (shipped, installed plugins, a workflow's own) and their settings.
+        A workflow's own types are read from its node_types: modules, not imported (see --import-code)."""
         from agentflow.graph.nodetypes import default_registry
 
-        registry = default_registry()
+        registry: Any = default_registry()
+        notes: list[str] = []
         if workflow is not None:
-            from agentflow.graph.compile import registry_for
+            from agentflow.graph.loader import load_workflow
+            from agentflow.graph.static_code import CodeCheck, workflow_folder
 
-            registry = registry_for(load_workflow(workflow), RunContext())
-        rows = []
-        for name in registry.names():
-            nt = registry.types[name]
-            settings = sorted(nt.settings.model_fields) if nt.settings is not None else []
-            rows.append({"type": name, "description": nt.description, "search": nt.search,
-                         "reads": list(nt.reads), "writes": list(nt.writes), "settings": settings})
+            spec = load_workflow(workflow)
+            code = CodeCheck(workflow_folder(spec), import_code=import_code, notes=notes)
+            registry = code.registry(spec)
+        rows = [_type_row(registry.types[name]) for name in registry.names()]
         if as_json:
-            print_json({"types": rows})
+            print_json({"types": rows, "unchecked": notes})
         else:
             for row in rows:
                 typer.echo(f"{row['type']:<18} {row['description']}")
-                if row["settings"]:
+                if row["note"]:
+                    typer.echo(f"{'':<18} settings: {row['note']}")
+                elif row["settings"]:
                     typer.echo(f"{'':<18} settings: {', '.join(row['settings'])}")
+            for note in notes:
+                typer.echo(f"note: {note}")
         return 0
+
+
+def _type_row(nt: Any) -> dict[str, Any]:
+    """One node type for `graph types`; a type read from a workflow's text has settings None and a note."""
+    from agentflow.graph.static_code import UNCHECKED, UncheckedType
+
+    unchecked = isinstance(nt, UncheckedType)
+    settings = None if unchecked else sorted(nt.settings.model_fields) if nt.settings is not None else []
+    return {"type": nt.name, "description": nt.description, "search": nt.search, "reads": list(nt.reads),
+            "writes": list(nt.writes), "settings": settings, "note": UNCHECKED if unchecked else None}

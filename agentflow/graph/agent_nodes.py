@@ -13,7 +13,7 @@ An agent that ends without a usable answer fails the node (see `agentflow.graph.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError
@@ -57,10 +57,10 @@ def node_options(name: str, node: NodeSpec) -> AgentNodeOptions:
         raise UserError(f"agent node '{name}': option '{where}': {err['msg']}") from None
 
 
-def option_problems(name: str, node: NodeSpec) -> list[str]:
+def option_problems(name: str, node: NodeSpec, check_pack: Callable[[str], str | None] | None = None) -> list[str]:
     """Every problem of an agent node's options (empty when sound), one line each: unknown or bad options,
     an unknown role, config overrides AgentConfig does not have, tool packs that do not load, a malformed
-    model spec."""
+    model spec. `check_pack` says why a tool pack is bad (default: `CodeCheck` reads it, without importing)."""
     problems: list[str] = []
     try:
         options = AgentNodeOptions.model_validate(node.args)
@@ -81,13 +81,16 @@ def option_problems(name: str, node: NodeSpec) -> list[str]:
         config = _agent_config(node, options)
     except UserError as exc:
         return [*problems, f"agent node '{name}': {exc}"]
-    for pack in config.tools:
-        try:
-            from agentflow.tools.packs import load_pack
+    if check_pack is None:
+        from pathlib import Path
 
-            load_pack(pack)
-        except UserError as exc:
-            problems.append(f"agent node '{name}': tool pack {pack!r}: {exc}")
+        from agentflow.graph.static_code import CodeCheck
+
+        check_pack = CodeCheck(Path(".")).pack_problem
+    for pack in config.tools:
+        bad = check_pack(pack)
+        if bad:
+            problems.append(f"agent node '{name}': tool pack {pack!r}: {bad}")
     if isinstance(options.model, str):
         try:
             from agentflow.models.spec import parse_spec

@@ -8,7 +8,6 @@ import re
 import time
 import typing
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
@@ -185,13 +184,9 @@ def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -
 def registry_for(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
     """The node types a workflow can use: the run's registry (default: shipped and installed ones) plus
     the modules the workflow names under `node_types:` (relative to its file)."""
-    from agentflow.graph.nodetypes import default_registry
+    from agentflow.graph.nodetypes import workflow_registry
 
-    registry = rt.node_types if rt is not None and rt.node_types is not None else default_registry()
-    if spec.node_types:
-        base = Path(spec.source_path).parent if spec.source_path else None
-        registry = registry.with_modules(spec.node_types, base)
-    return registry
+    return workflow_registry(spec, rt.node_types if rt is not None else None)
 
 
 def _typed_node(name: str, node: NodeSpec, rt: RunContext, registry: Any) -> Callable[..., Any]:

@@ -159,6 +159,16 @@ def default_registry() -> NodeTypeRegistry:
     return registry
 
 
+def workflow_registry(spec: Any, registry: NodeTypeRegistry | None = None) -> NodeTypeRegistry:
+    """`registry` (default: shipped and installed types) plus the types of the modules `spec` names under
+    `node_types:` (relative to its file). This imports those modules: it runs the workflow's code."""
+    registry = registry if registry is not None else default_registry()
+    if spec.node_types:
+        base = Path(spec.source_path).parent if spec.source_path else None
+        registry = registry.with_modules(spec.node_types, base)
+    return registry
+
+
 def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[NodeType]:
     """The registered types of a workflow's typed nodes, its subgraphs' (a search node's rollout) included."""
     for node in spec.nodes.values():
@@ -174,4 +184,5 @@ def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
     return {t.needs for t in typed_nodes(spec, registry) if t.needs}
 
 
-__all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "needed_resources", "typed_nodes"]
+__all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "needed_resources",
+           "typed_nodes", "workflow_registry"]

@@ -53,6 +53,12 @@ def _local_file(base: Path, module: str) -> Path | None:
             return None  # importable as it is: the import path wins
     except (ImportError, ValueError):
         pass
+    return folder_module(base, module)
+
+
+def folder_module(base: Path, module: str) -> Path | None:
+    """The file in `base` that holds the dotted module `module` (`a.b` -> a/b.py or a/b/__init__.py)."""
+    parts = module.split(".")
     for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
         if candidate.is_file():
             return candidate
@@ -88,4 +94,4 @@ def localize(spec: WorkflowSpec, base: Path) -> None:
         route.on = localize_path(route.on, base)
 
 
-__all__ = ["is_file_path", "load_file_module", "localize", "localize_pack", "localize_path"]
+__all__ = ["folder_module", "is_file_path", "load_file_module", "localize", "localize_pack", "localize_path"]

@@ -1,4 +1,8 @@
-"""Check a WorkflowSpec before it runs, with networkx. Every problem is one line naming the node(s) and the fix."""
+"""Check a WorkflowSpec before it runs, with networkx. Every problem is one line naming the node(s) and the fix.
+
+The Python a workflow names (`fn:`, route `on:`, `tools:`, `node_types:`) is read, not run, unless
+`import_code=True` (see `agentflow.graph.static_code`): checking a workflow must not execute it.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,8 @@ import networkx as nx
 
 from agentflow.errors import UserError
 from agentflow.graph.conditions import condition_fields, parse_condition
-from agentflow.graph.loader import resolve_callable
 from agentflow.graph.spec import END, START, NodeSpec, WorkflowSpec, is_end
+from agentflow.graph.static_code import UNCHECKED, CodeCheck, StaticRegistry, UncheckedType, workflow_folder
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,24 @@ def to_networkx(spec: WorkflowSpec) -> nx.DiGraph:
     return g
 
 
-def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> list[Problem]:
+def validate(
+    spec: WorkflowSpec,
+    *,
+    prefix: str = "",
+    registry: Any = None,
+    import_code: bool = False,
+    notes: list[str] | None = None,
+) -> list[Problem]:
     """All problems of `spec` (and its subgraphs), empty when it is sound. Typed nodes are checked against
-    `registry` (default: the shipped and installed node types plus the workflow's `node_types:`)."""
+    `registry` (default: the shipped and installed node types plus the workflow's `node_types:`).
+
+    The workflow's own Python is read, not imported, unless `import_code` (importing runs it: only for a
+    workflow you trust); `notes`, when given, gets one line per thing only an import could check."""
+    code = CodeCheck(workflow_folder(spec), import_code=import_code, notes=notes if notes is not None else [])
+    return _validate(spec, prefix, registry, code)
+
+
+def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -> list[Problem]:
     problems: list[Problem] = []
     where = f"{prefix}{spec.name}: " if prefix or spec.name else ""
     known = set(spec.nodes)
@@ -108,12 +127,9 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
                     f"does not declare; add it under state: or fix the name",
                 )
         if isinstance(r.on, str) and ":" in r.on:
-            try:
-                resolve_callable(r.on, f"route from '{r.source}'")
-            except UserError as exc:
-                add(
-                    "bad-import", f"route from '{r.source}': {exc}; fix the import path (pkg.module:function)"
-                )
+            bad = code.callable_problem(r.on, f"route from '{r.source}'", where, ctx_ok=False)
+            if bad:
+                add("bad-import", f"route from '{r.source}': {bad}; fix the import path (pkg.module:function)")
         elif isinstance(r.on, str) and spec.state and r.on not in spec.state:
             add(
                 "unknown-field",
@@ -130,22 +146,20 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
 
     if registry is None and any(node.type for node in spec.nodes.values()):
         try:
-            registry = _registry(spec)
+            registry = code.registry(spec)
         except UserError as exc:
-            add("bad-import", f"node_types: {exc}")
+            add("bad-import", str(exc) if str(exc).startswith("node_types:") else f"node_types: {exc}")
     for pack in spec.tools:
-        try:
-            from agentflow.tools.packs import load_pack
-
-            load_pack(pack)
-        except UserError as exc:
-            add("bad-option", f"tools: {exc}")
+        bad = code.pack_problem(pack, where)
+        if bad:
+            add("bad-option", f"tools: {bad}")
     for name, node in spec.nodes.items():
         kinds = [k for k in ("type", "fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
         node_type = registry.get(node.type) if (registry is not None and node.type) else None
-        if node_type is not None and node_type.search:
+        maybe_search = isinstance(node_type, UncheckedType) and not node_type.search_known
+        if node_type is not None and (node_type.search or maybe_search):
             kinds = [k for k in kinds if k != "subgraph"]  # a search node's subgraph is its rollout
-            if node.subgraph is None:
+            if node.subgraph is None and node_type.search:
                 add("bad-node", f"node '{name}' ({node.type}) needs a subgraph: the rollout it searches over")
         if len(kinds) != 1:
             what = "none" if not kinds else " and ".join(kinds)
@@ -154,14 +168,12 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
                 f"node '{name}' must have exactly one of fn, agent, tool, interrupt, subgraph, type (has {what})",
             )
         if node.type and registry is not None:
-            problems.extend(_typed_problems(name, node, registry, where))
+            problems.extend(_typed_problems(name, node, registry, where, code))
         elif node.settings and not node.type:
             add("bad-node", f"node '{name}' has settings but no type; settings: belong to typed nodes")
-        if isinstance(node.fn, str):
-            try:
-                resolve_callable(node.fn, f"node '{name}'")
-            except UserError as exc:
-                add("bad-import", f"node '{name}': {exc}; fix the import path (pkg.module:function)")
+        bad = code.callable_problem(node.fn, f"node '{name}'", where)
+        if bad:
+            add("bad-import", f"node '{name}': {bad}; fix the import path (pkg.module:function)")
         servers = node.args.get("mcp_servers") if node.agent is not None else None
         if servers is not None:
             declared = [s.name for s in spec.mcp_servers]
@@ -175,8 +187,8 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
                     f"declare; declared: {', '.join(declared) or 'none'} (add them under mcp_servers:)",
                 )
         if isinstance(node.subgraph, WorkflowSpec):
-            problems.extend(validate(node.subgraph, prefix=f"{where}node '{name}' > ", registry=registry))
-        problems.extend(Problem("bad-option", where + msg) for msg in node_option_problems(name, node, spec))
+            problems.extend(_validate(node.subgraph, f"{where}node '{name}' > ", registry, code))
+        problems.extend(Problem("bad-option", where + msg) for msg in node_option_problems(name, node, spec, code))
 
     g = to_networkx(spec)
     g.remove_nodes_from([n for n in list(g) if n not in known and n not in (START, END)])
@@ -242,8 +254,9 @@ def validate(spec: WorkflowSpec, *, prefix: str = "", registry: Any = None) -> l
     return problems
 
 
-def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]:
-    """Options a node carries but would not use, and bad agent options (see agentflow.graph.agent_nodes)."""
+def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec, code: CodeCheck | None = None) -> list[str]:
+    """Options a node carries but would not use, and bad agent options (see agentflow.graph.agent_nodes);
+    the tool packs an agent names are checked by `code` (default: read, not imported)."""
     problems: list[str] = []
     kind = node.kind()
     if node.on_error is not None:
@@ -256,7 +269,8 @@ def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[
     if kind == "agent":
         from agentflow.graph.agent_nodes import option_problems
 
-        problems.extend(option_problems(name, node))
+        code = code or CodeCheck(workflow_folder(spec))
+        problems.extend(option_problems(name, node, code.pack_problem))
     elif kind in ("fn", "interrupt", "subgraph") and node.args:
         problems.append(f"node '{name}': args applies to agent and tool nodes only; remove it")
     if node.output is not None and kind not in ("agent", "tool"):
@@ -266,20 +280,16 @@ def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[
     return problems
 
 
-def _registry(spec: WorkflowSpec) -> Any:
-    from pathlib import Path
-
-    from agentflow.graph.nodetypes import default_registry
-
-    registry = default_registry()
-    if spec.node_types:
-        base = Path(spec.source_path).parent if spec.source_path else None
-        registry = registry.with_modules(spec.node_types, base)
-    return registry
-
-
-def _typed_problems(name: str, node: Any, registry: Any, where: str) -> list[Problem]:
+def _typed_problems(name: str, node: Any, registry: Any, where: str, code: CodeCheck) -> list[Problem]:
     node_type = registry.get(node.type)
+    if node_type is None and isinstance(registry, StaticRegistry) and registry.opaque:
+        code.notes.append(f"{where}node '{name}': type '{node.type}' is not shipped and may come from "
+                          f"node_types: {', '.join(registry.opaque)}; {UNCHECKED}")
+        return []
+    if isinstance(node_type, UncheckedType):
+        code.notes.append(f"{where}node '{name}': the settings of type {node.type} (from {node_type.module}) "
+                          f"are {UNCHECKED}")
+        return []
     if node_type is None:
         known = ", ".join(registry.names()) or "(none)"
         return [Problem("unknown-type", f"{where}node '{name}' has unknown type '{node.type}'; use one of: {known}")]
@@ -291,8 +301,9 @@ def _typed_problems(name: str, node: Any, registry: Any, where: str) -> list[Pro
 
 
 def check_workflow(spec: WorkflowSpec, registry: Any = None) -> None:
-    """Raise a one-line UserError for the first problem (all of them are counted in the message)."""
-    problems = validate(spec, registry=registry)
+    """Raise a one-line UserError for the first problem (all of them are counted in the message). For a run:
+    it imports the workflow's code (the exact check; the run imports it anyway)."""
+    problems = validate(spec, registry=registry, import_code=True)
     if problems:
         more = f" (and {len(problems) - 1} more; run 'agentflow graph validate')" if len(problems) > 1 else ""
         raise UserError(problems[0].message + more)

@@ -60,7 +60,8 @@ def collect_tools(module: types.ModuleType) -> list[Tool]:
     return list(seen.values())
 
 
-def _unknown(name: str) -> UserError:
+def unknown_pack(name: str) -> UserError:
+    """The error for a pack name that is neither a shipped pack nor an importable module."""
     packs = ", ".join(available_packs()) or "none"
     return UserError(
         f"unknown tool pack {name!r}; built-in packs: {packs}",
@@ -70,12 +71,12 @@ def _unknown(name: str) -> UserError:
 
 def _import_user_module(name: str) -> types.ModuleType:
     if not all(part.isidentifier() for part in name.split(".")):
-        raise _unknown(name)
+        raise unknown_pack(name)
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-            raise _unknown(name) from None
+            raise unknown_pack(name) from None
         raise UserError(f"tool pack {name!r} failed to import: {exc}", hint="install what it needs") from None
     except ImportError as exc:
         raise UserError(f"tool pack {name!r} failed to import: {exc}") from None
