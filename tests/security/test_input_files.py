@@ -1,4 +1,4 @@
-"""Item 10b: a tasks or predictions file nested too deeply to read, and an output folder (`-o`) that cannot be one,
+"""Item 10b: a tasks, predictions, --input or cassette file nested too deeply to read, and an output folder (`-o`) that cannot be one,
 are one-line errors naming the file (and line) and the fix: exit 2, no traceback (the real CLI, in a subprocess)."""
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ def _deep_files() -> dict[str, tuple[list[str], str]]:
         "preds line": (["eval", "deep.jsonl", "--tasks", str(TASKS_FILE)], "deep.jsonl:2: malformed prediction line"),
         "preds .json file": (["eval", "deep.json", "--tasks", str(TASKS_FILE)], "deep.json: invalid JSON"),
         "test list in a task": (["eval", gold, "--tasks", "field.jsonl"], "field.jsonl:1: malformed task: field FAIL_TO_PASS"),
+        "run --input @file": (["run", "demo", "-o", "out", "--input", "@deep.json"], "deep.json: invalid JSON"),
+        "replay cassette": (["run", "plan_code_critique", "--model", "replay:deep.json", "-o", "out", "--input",
+                             '{"task": "x"}'], "cassette deep.json: invalid JSON"),
     }
 
 
