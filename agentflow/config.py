@@ -6,6 +6,7 @@ layered: defaults, then YAML files, then `-c key=value` overrides, in the order 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -45,6 +46,18 @@ def read_yaml(path: str | Path) -> Any:
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{p}:{where}: malformed YAML: {problem}", hint="fix the syntax") from None
+
+
+def parse_json(text: str, source: str) -> Any:
+    """`json.loads(text)`, turning every way it can fail into a one-line `UserError` that starts with `source`
+    (the file and line, e.g. `tasks.jsonl:3: malformed task line`)."""
+    try:
+        return json.loads(text)
+    except RecursionError:  # the decoder recurses once per nesting level: `[[[[...` exhausts the stack
+        raise UserError(f"{source}: nested too deeply to read", hint="flatten the JSON") from None
+    except json.JSONDecodeError as exc:
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        raise UserError(f"{source}: {exc.msg} ({where})", hint="fix the JSON syntax") from None
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:

@@ -16,6 +16,20 @@ from agentflow.events import EventLog
 from agentflow.secrets import redact
 
 
+def check_folder(path: str | Path) -> Path:
+    """`path` as an output folder (`-o`), before anything is written: a one-line UserError when it, or a folder
+    above it, is a file, or when the path cannot even be looked at (name too long, no permission)."""
+    p = Path(path)
+    try:
+        blocker = next((a for a in (p, *p.parents) if a.exists() and not a.is_dir()), None)
+    except OSError as exc:
+        raise UserError(f"cannot use the folder {p}: {exc.strerror or exc.__class__.__name__}",
+                        hint="give -o a folder you can write to") from None
+    if blocker is not None:
+        raise UserError(f"{blocker} is a file, not a folder", hint="give -o a folder; it is created if missing")
+    return p
+
+
 class RunDir:
     """The folder of one run (`runs/<run_id>/`)."""
 
@@ -24,11 +38,13 @@ class RunDir:
 
     @classmethod
     def create(cls, path: str | Path) -> RunDir:
-        """The folder, made if missing; a UserError when the path is a file."""
-        found = cls(path)
-        if found.path.exists() and not found.path.is_dir():
-            raise UserError(f"{found.path} is a file, not a folder", hint="give -o a folder (it is created if missing)")
-        found.path.mkdir(parents=True, exist_ok=True)
+        """The folder, made if missing; a one-line UserError when it cannot be (see `check_folder`)."""
+        found = cls(check_folder(path))
+        try:
+            found.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create the folder {found.path}: {exc.strerror or exc.__class__.__name__}",
+                            hint="give -o a folder you can write to") from None
         return found
 
     @property
@@ -62,4 +78,4 @@ class RunDir:
         return EventLog(path, run_id=run_id or self.run_id)
 
 
-__all__ = ["RunDir"]
+__all__ = ["RunDir", "check_folder"]

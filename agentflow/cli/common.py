@@ -42,10 +42,9 @@ def parse_json_input(value: str | None) -> dict[str, Any]:
             raise UserError(f"input file {path} not found", hint="check the path after '@'") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"input file {path} cannot be read: {exc.__class__.__name__}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    from agentflow.config import parse_json
+
+    data = parse_json(text, f"{source}: invalid JSON")
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a JSON object, got {type(data).__name__}")
     return data

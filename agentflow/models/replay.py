@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agentflow.config import parse_json
 from agentflow.errors import ReplayMiss, UserError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
 from agentflow.secrets import redact
@@ -65,15 +66,12 @@ def last_user_text(request: ChatRequest, limit: int = 60) -> str:
 def load_cassette(path: str | Path) -> Cassette:
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"cassette {p} not found", hint="check the path after 'replay:'") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cassette {p} cannot be read: {exc.__class__.__name__}") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"cassette {p}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
+    data = parse_json(text, f"cassette {p}: invalid JSON")
     try:
         cassette = Cassette.model_validate(data)
     except ValidationError as exc:

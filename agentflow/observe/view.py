@@ -8,7 +8,10 @@ through `secrets.redact` when it was written; it is redacted again here, for fil
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 import time
 from importlib import resources
 from pathlib import Path
@@ -145,16 +148,26 @@ def _asset(name: str) -> str:
     return resources.files("agentflow.observe").joinpath("assets", name).read_text(encoding="utf-8")
 
 
+def _csp_source(text: str) -> str:
+    """The CSP source that allows exactly this inline script or style (the browser hashes the element's text)."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+# `/*{{NAME}}*/` where the template must stay valid CSS/JS, `{{NAME}}` elsewhere.
+_PLACEHOLDER = re.compile(r"/\*\{\{([A-Z_]+)\}\}\*/|\{\{([A-Z_]+)\}\}")
+
+
 def render_html(data: dict[str, Any]) -> str:
-    """The page: the template with the style, the script and the data inlined (`</` escaped in the data)."""
+    """The page: the template with the style, the script and the data inlined (`</` escaped in the data), under a
+    CSP that allows only that script and style (by hash: no 'unsafe-inline')."""
     payload = json.dumps(data, default=str, separators=(",", ":"))
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    page = _asset("viewer.html")
     title = f"agentflow {data['kind']}: {data['name']}".replace("&", "&amp;").replace("<", "&lt;")
-    return (page.replace("{{TITLE}}", title)
-            .replace("/*{{CSS}}*/", _asset("viewer.css"))
-            .replace("{{DATA}}", payload)
-            .replace("/*{{JS}}*/", _asset("viewer.js")))
+    css, js = _asset("viewer.css"), _asset("viewer.js")
+    values = {"TITLE": title, "CSS": css, "DATA": payload, "JS": js,
+              "STYLE_HASH": _csp_source(css), "SCRIPT_HASH": _csp_source(js)}
+    # One pass: what is put in (run content that spells a placeholder, too) is never scanned again.
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1) or m.group(2)], _asset("viewer.html"))
 
 
 def write_view(run_dir: str | Path, out: str | Path | None = None, graph: dict[str, Any] | None = None) -> Path:

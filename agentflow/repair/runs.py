@@ -28,7 +28,7 @@ from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.remote import repair_via
 from agentflow.repair.solve import effective_strategy, load_repair_workflow
-from agentflow.rundir import RunDir
+from agentflow.rundir import RunDir, check_folder
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.shipping import Shipping
 from agentflow.swe.tasks import Prediction, SWETask
@@ -186,8 +186,7 @@ async def run_batch(
     if not executor.remote:
         cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():  # before anything is deleted or run
-        raise UserError(f"{out} is a file, not a folder", hint="give -o a folder (it is created if missing)")
+    check_folder(out)  # before anything is deleted or run
     inst_root = out / "instances"
     existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
     if existing and not (resume or redo):

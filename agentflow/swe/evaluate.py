@@ -30,6 +30,7 @@ from agentflow.errors import AgentflowError, UserError
 from agentflow.executors.base import Executor, InProcessExecutor, open_executor
 from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 from agentflow.paths import child_dir
+from agentflow.rundir import check_folder
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.secrets import redact
@@ -213,8 +214,8 @@ async def evaluate_predictions(
     config = config.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, config.backend)})
     pairs = match_predictions(tasks, predictions)
     out = Path(out_dir) if out_dir is not None else None
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"{out} is a file, not a folder", hint="give -o a folder (it is created if missing)")
+    if out is not None:
+        check_folder(out)
     for _, pred in pairs:  # every id must name a folder before anything runs
         instance_dir(out or Path("."), pred)
     gate = asyncio.Semaphore(config.workers)

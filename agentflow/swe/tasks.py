@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentflow.config import parse_json
 from agentflow.errors import UserError
 
 _GITHUB_NAME = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -31,6 +32,8 @@ def _json_list(value: Any) -> Any:
             value = json.loads(text)
         except json.JSONDecodeError:
             raise ValueError("expected a list of test ids or a JSON-encoded list") from None
+        except RecursionError:
+            raise ValueError("the JSON-encoded list is nested too deeply to read; give a flat list of test ids") from None
     return value
 
 
@@ -124,10 +127,7 @@ def _records(path: Path, what: str) -> list[tuple[str, Any]]:
     text = _read_text(path, what)
     stripped = text.lstrip()
     if path.suffix == ".json" or (stripped.startswith("[") and path.suffix != ".jsonl"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        data = parse_json(text, f"{path}: invalid JSON")
         if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()) and "instance_id" not in data:
             items = [{"instance_id": k, **v} for k, v in data.items()]  # SWE-bench's {id: prediction} form
         elif isinstance(data, dict):
@@ -141,10 +141,7 @@ def _records(path: Path, what: str) -> list[tuple[str, Any]]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            out.append((f"{path}:{lineno}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{lineno}: malformed {what} line: {exc.msg} (column {exc.colno})") from None
+        out.append((f"{path}:{lineno}", parse_json(line, f"{path}:{lineno}: malformed {what} line")))
     return out
 
 

@@ -107,6 +107,7 @@ async def test_recording_redacts_secrets(server, fast, tmp_path, monkeypatch) ->
     ("content", "words"),
     [
         ("{not json", "invalid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "invalid JSON: nested too deeply"),
         ('{"version": 1, "interactions": [{"response": {"choices": []}}]}', "needs a 'request'"),
         ('{"version": 2, "interactions": []}', "version 2"),
         ('{"version": 1, "match": "fuzzy", "interactions": []}', "match"),

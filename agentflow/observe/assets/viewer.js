@@ -13,6 +13,7 @@
       if (v === null || v === undefined || v === false) continue;
       if (k === "on") for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
       else if (k === "cls") el.className = v;
+      else if (k === "style") el.style.cssText = v;  // CSSOM: the page's CSP refuses style attributes
       else el.setAttribute(k, v === true ? "" : String(v));
     }
     for (const kid of kids.flat(Infinity)) {
