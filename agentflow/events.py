@@ -110,5 +110,5 @@ def read_events(path: str | Path) -> Iterator[Event]:
                 continue
             try:
                 yield Event.model_validate(json.loads(line))
-            except (json.JSONDecodeError, ValueError):
+            except (ValueError, RecursionError):  # torn, or nested too deeply to parse (tampered)
                 continue

@@ -31,7 +31,7 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to parse
         raise UserError(f"{path}: not readable as JSON ({exc.__class__.__name__})",
                         hint="the run may still be writing it; try again when it ends") from None
 
@@ -43,8 +43,10 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
-            continue  # a torn last line of a run that is still going or crashed
+        except (ValueError, RecursionError):
+            # a torn last line of a run that is still going or crashed; or a line nested too deeply to parse,
+            # which agentflow never writes (a tampered folder): the page shows the rest
+            continue
         if isinstance(record, dict):
             out.append(record)
     return out

@@ -83,3 +83,22 @@ def test_an_output_folder_that_cannot_be_one_is_a_one_line_error(case: str, tmp_
     assert code == 2 and "Traceback" not in err, err[-2000:]
     assert len(lines) == 1 and names in lines[0] and "give -o a folder" in lines[0], err
     assert (tmp_path / "afile").read_text() == "keep me"
+
+
+def test_a_run_folder_with_lines_nested_too_deeply_still_opens_in_the_viewer(tmp_path: Path) -> None:
+    """agentflow never writes such lines; a tampered run folder's are skipped like torn ones, the rest shown."""
+    from tests.observe.synthetic import write_synthetic_run
+
+    run_dir = write_synthetic_run(tmp_path / "run", tasks=2, nodes_per_task=3)
+    for name in ("events.jsonl", "preds.jsonl", "candidates.jsonl"):
+        with (run_dir / name).open("a", encoding="utf-8") as fh:
+            fh.write(DEEP + "\n")
+    (run_dir / "report.json").write_text(DEEP)
+    code, lines, err = cli("view", str(run_dir), "-o", str(tmp_path / "page.html"), cwd=tmp_path)
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert len(lines) == 1 and "report.json" in lines[0] and "not readable as JSON" in lines[0], err
+    (run_dir / "report.json").unlink()
+    code, lines, err = cli("view", str(run_dir), "-o", str(tmp_path / "page.html"), cwd=tmp_path)
+    assert code == 0 and "Traceback" not in err, err[-2000:]
+    page = (tmp_path / "page.html").read_text()
+    assert "synth__pkg-1" in page  # the rest of the run is shown
