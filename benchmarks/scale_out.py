@@ -120,7 +120,7 @@ async def one_run(tasks_file: Path, out: Path, port: int, image: str, workers: i
                               "feedback=task", "edit_format=search_replace", "backend=docker",
                               f"sandbox.image={image}", f"workers={workers}"])
     started = time.monotonic()
-    summary = await run_batch(load_tasks(tasks_file), cfg, out, executor=executor)
+    summary = await run_batch(load_tasks(tasks_file, allow_paths=[TASKS.parent]), cfg, out, executor=executor)
     wall = time.monotonic() - started
     preds = sorted((out / "preds.jsonl").read_text().splitlines())
     return {"wall_s": round(wall, 2), "resolved": summary["resolved_instances"], "preds": preds}

@@ -8,7 +8,14 @@ from typing import Any
 
 import typer
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json, print_view_hint
+from agentflow.cli.common import (
+    ALLOW_PATH_OPTION,
+    CONFIG_OPTION,
+    JSON_OPTION,
+    new_run_id,
+    print_json,
+    print_view_hint,
+)
 from agentflow.cli.executor_options import (
     EXECUTOR_OPTION,
     RAY_ADDRESS_OPTION,
@@ -61,6 +68,7 @@ def register(app: typer.Typer) -> None:
         instance_ids: list[str] = typer.Option(
             None, "--instance-id", "-i", help="Only this instance (repeatable)."
         ),
+        allow_paths: list[Path] = ALLOW_PATH_OPTION,
         resume: bool = typer.Option(
             False, "--resume", help="Continue the run in -o DIR: skip finished tasks, retry env_error ones."
         ),
@@ -136,8 +144,10 @@ def register(app: typer.Typer) -> None:
             cfg.inputs.filter = filter_
         if instance_ids:
             cfg.inputs.instance_ids = list(instance_ids)
+        if allow_paths:
+            cfg.inputs.allow_paths = [str(p) for p in allow_paths]
         chosen = select(
-            load_tasks(tasks),
+            load_tasks(tasks, allow_paths=cfg.inputs.allow_paths),
             slice_=cfg.inputs.slice,
             pattern=cfg.inputs.filter,
             instance_ids=cfg.inputs.instance_ids,

@@ -17,6 +17,9 @@ JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON in
 CONFIG_OPTION = typer.Option(
     None, "-c", "--config", help="A YAML config file or a KEY=VALUE override; repeatable, applied in order."
 )
+ALLOW_PATH_OPTION = typer.Option(
+    None, "--allow-path", help="A folder the tasks file may name besides its own (repo, wheelhouse); repeatable."
+)
 
 
 def is_tty() -> bool:

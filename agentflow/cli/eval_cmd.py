@@ -6,7 +6,14 @@ from pathlib import Path
 
 import typer
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json, print_view_hint
+from agentflow.cli.common import (
+    ALLOW_PATH_OPTION,
+    CONFIG_OPTION,
+    JSON_OPTION,
+    new_run_id,
+    print_json,
+    print_view_hint,
+)
 from agentflow.cli.executor_options import (
     EXECUTOR_OPTION,
     RAY_ADDRESS_OPTION,
@@ -25,6 +32,7 @@ def register(app: typer.Typer) -> None:
         sandbox: str = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto (default auto)."),
         output: Path = typer.Option(None, "-o", "--output", help="Directory for report.json and per-instance logs (default runs/eval-<id>)."),
         instance_ids: list[str] = typer.Option(None, "--instance-id", "-i", help="Evaluate only this instance (repeatable)."),
+        allow_paths: list[Path] = ALLOW_PATH_OPTION,
         executor: str = EXECUTOR_OPTION,
         ray_address: str = RAY_ADDRESS_OPTION,
         task_cpus: float = TASK_CPUS_OPTION,
@@ -51,7 +59,7 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
             overrides.append(f"backend={sandbox}")
         cfg = load_config(EvalConfig, overrides)
-        all_tasks = load_tasks(tasks)
+        all_tasks = load_tasks(tasks, allow_paths=allow_paths or ())
         preds = load_predictions(predictions)
         if instance_ids:
             selected = select_tasks(all_tasks, instance_ids)

@@ -7,7 +7,14 @@ from typing import Any
 
 import typer
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, new_run_id, print_json, print_view_hint
+from agentflow.cli.common import (
+    ALLOW_PATH_OPTION,
+    CONFIG_OPTION,
+    JSON_OPTION,
+    new_run_id,
+    print_json,
+    print_view_hint,
+)
 from agentflow.cli.repair_options import (
     BUDGET_OPTION,
     CRITIC_MODEL_OPTION,
@@ -71,6 +78,7 @@ def register(app: typer.Typer) -> None:
             None, "--tasks", help="Instead of REPO and an issue: a tasks file (SWE-bench fields) ..."
         ),
         instance_id: str = typer.Option(None, "--instance-id", "-i", help="... and the task to repair."),
+        allow_paths: list[Path] = ALLOW_PATH_OPTION,
         strategy: str = STRATEGY_OPTION,
         n: int = N_OPTION,
         model: str = MODEL_OPTION,
@@ -127,6 +135,8 @@ def register(app: typer.Typer) -> None:
             inputs.tasks, inputs.repo = str(tasks), None
         if instance_id is not None:
             inputs.instance_ids = [instance_id]
+        if allow_paths:
+            inputs.allow_paths = [str(p) for p in allow_paths]
         task = task_for_inputs(inputs, apply=apply)
         out_dir = output if output is not None else Path("runs") / new_run_id("repair")
         model_set = model is not None or sets_model(list(config or []))

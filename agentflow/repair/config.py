@@ -94,6 +94,9 @@ class RunInputs(StrictConfig):
     """Issue text (`agentflow repair`)."""
     tasks: str | None = None
     """Tasks file (`agentflow bench`, or `agentflow repair --tasks`)."""
+    allow_paths: list[str] = Field(default_factory=list)
+    """Folders the tasks file may name besides its own (`--allow-path`): its local `repo`/`wheelhouse` paths
+    must lie under one of them or beside the file."""
     instance_ids: list[str] = Field(default_factory=list)
     """Only these instances (empty: all)."""
     slice: str | None = None

@@ -46,7 +46,7 @@ def task_for_inputs(inputs: RunInputs, *, apply: bool = False) -> SWETask:
     from agentflow.swe.tasks import load_tasks
 
     if inputs.tasks:
-        all_tasks = load_tasks(inputs.tasks)
+        all_tasks = load_tasks(inputs.tasks, allow_paths=inputs.allow_paths)
         if not inputs.instance_ids and len(all_tasks) > 1:
             raise UserError(f"{inputs.tasks} holds {len(all_tasks)} tasks; pick one with --instance-id",
                             hint="or run them all with agentflow bench")

@@ -42,19 +42,23 @@ class Shipping:
         repo = self._dir(Path(source)) if kind == "dir" else None
         wheels = None
         if task.wheelhouse:
-            wheel_dir = task.resolve_path(task.wheelhouse)
+            wheel_dir = task.local_path(task.wheelhouse, "wheelhouse")
             wheels = self._dir(wheel_dir) if wheel_dir.is_dir() else None
         return repo, wheels
 
 
 def on_this_node(task: SWETask, repo_blob: bytes | None, wheel_blob: bytes | None) -> SWETask:
-    """The task with its shipped directories unpacked on this node (absolute paths)."""
+    """The task with its shipped directories unpacked on this node (absolute paths, allowed to the task: the
+    driver checked the originals)."""
     update: dict[str, Any] = {}
+    allowed = list(task.allowed_dirs)
     if repo_blob is not None:
         update["repo"] = str(unpack_dir(repo_blob, Path(task.repo).name or "repo"))
+        allowed.append(str(Path(update["repo"]).resolve()))
     if wheel_blob is not None and task.wheelhouse:
         update["wheelhouse"] = str(unpack_dir(wheel_blob, Path(task.wheelhouse).name or "wheelhouse"))
-    return task.model_copy(update=update)
+        allowed.append(str(Path(update["wheelhouse"]).resolve()))
+    return task.model_copy(update={**update, "allowed_dirs": allowed})
 
 
 def prepare_node(backend: str, sandbox: SandboxConfig) -> None:

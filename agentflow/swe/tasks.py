@@ -4,6 +4,10 @@ Field names are SWE-bench's. `FAIL_TO_PASS` / `PASS_TO_PASS` may be lists or JSO
 SWE-bench datasets). `repo` is a local directory (relative paths resolve against the tasks file's folder), a
 git URL, or a GitHub `owner/name`. agentflow adds optional set-up fields: `test_cmd`, `requirements`,
 `wheelhouse`, `setup_commands`.
+
+A tasks file is untrusted input: every local path it names (`repo` as a folder or `file://` URL, `wheelhouse`)
+must lie, symlinks resolved, under the tasks file's folder or a folder the user allowed (`--allow-path`), or
+the task is a one-line `UserError`; remote repositories are https/http/ssh/git URLs (no `ext::` or other helper).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -20,6 +25,9 @@ from agentflow.config import parse_json
 from agentflow.errors import UserError
 
 _GITHUB_NAME = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_REMOTE_SCHEMES = ("https://", "http://", "ssh://", "git://")
+_SCP_LIKE = re.compile(r"^[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:")
+"""`git@github.com:owner/name.git`: ssh in git's short form."""
 
 
 def _json_list(value: Any) -> Any:
@@ -72,7 +80,10 @@ class SWETask(BaseModel):
     setup_commands: list[str] = Field(default_factory=list)
     """Shell commands run in the workspace after checkout, before any patch."""
     base_dir: str | None = Field(default=None, exclude=True)
-    """Folder of the tasks file (set by the loader; relative `repo`/`wheelhouse` resolve against it)."""
+    """Folder of the tasks file (set by the loader; relative `repo`/`wheelhouse` resolve against it). A task
+    that has one came from a file: its local paths must stay under this folder or `allowed_dirs`."""
+    allowed_dirs: list[str] = Field(default_factory=list, exclude=True)
+    """Other folders the task's local paths may name (`--allow-path`; set by the loader)."""
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", "requirements", "setup_commands", mode="before")
     @classmethod
@@ -85,18 +96,53 @@ class SWETask(BaseModel):
             path = Path(self.base_dir) / path
         return path
 
+    def confine(self, path: Path, field: str) -> Path:
+        """`path` with symlinks resolved; for a task read from a file it must lie under the tasks file's folder
+        or an allowed folder (a tasks file must not make agentflow copy host files into a sandbox)."""
+        real = path.resolve()
+        if self.base_dir is None:
+            return real
+        roots = [Path(self.base_dir), *(Path(d) for d in self.allowed_dirs)]
+        if any(real == root or root in real.parents for root in roots):
+            return real
+        raise UserError(
+            f"task {self.instance_id}: {field} {real} is outside the tasks file's folder {self.base_dir}",
+            hint="move it beside the tasks file, or allow its folder with --allow-path DIR",
+        )
+
+    def local_path(self, value: str, field: str) -> Path:
+        """A path the task names (relative to the tasks file), resolved and confined."""
+        return self.confine(self.resolve_path(value), field)
+
+    def _local_repo(self) -> Path | None:
+        """The folder `repo` names when it is not a remote URL (confined; it may not exist)."""
+        repo = self.repo
+        if repo.startswith(_REMOTE_SCHEMES) or _SCP_LIKE.match(repo):
+            return None
+        if repo.startswith("file://"):
+            repo = unquote(repo.removeprefix("file://"))
+        elif "://" in repo or "::" in repo:
+            raise UserError(f"task {self.instance_id}: repo {repo!r} uses a transport agentflow does not clone from",
+                            hint="give an https://, ssh:// or git:// URL, owner/name, or a folder beside the tasks file")
+        return self.local_path(repo, "repo")
+
+    def check_paths(self) -> None:
+        """Every local path the task names is confined (a UserError otherwise); nothing is read."""
+        self._local_repo()
+        if self.wheelhouse:
+            self.local_path(self.wheelhouse, "wheelhouse")
+
     def repo_source(self) -> tuple[Literal["dir", "git"], str]:
         """Where the repository comes from: (`dir`, absolute path) or (`git`, URL)."""
-        repo = self.repo
-        if "://" in repo or repo.startswith("git@") or repo.endswith(".git"):
-            return "git", repo
-        path = self.resolve_path(repo)
+        path = self._local_repo()
+        if path is None:
+            return "git", self.repo
         if path.is_dir():
-            return "dir", str(path.resolve())
-        if _GITHUB_NAME.match(repo) and not repo.startswith("."):
-            return "git", f"https://github.com/{repo}.git"
+            return "dir", str(path)
+        if _GITHUB_NAME.match(self.repo) and not self.repo.startswith("."):
+            return "git", f"https://github.com/{self.repo}.git"
         raise UserError(
-            f"task {self.instance_id}: repo {repo!r} is neither a directory nor a git URL",
+            f"task {self.instance_id}: repo {self.repo!r} is neither a directory nor a git URL",
             hint="give a path relative to the tasks file, a git URL or owner/name",
         )
 
@@ -164,18 +210,31 @@ def _no_duplicates(items: Iterable[Any], path: Path, what: str) -> None:
         seen.add(item.instance_id)
 
 
-def load_tasks(path: str | Path) -> list[SWETask]:
-    """Read task instances from a JSONL (one per line) or JSON file; every problem is a one-line UserError."""
+def load_tasks(path: str | Path, allow_paths: Iterable[str | Path] = ()) -> list[SWETask]:
+    """Read task instances from a JSONL (one per line) or JSON file; every problem is a one-line UserError.
+
+    Local paths a task names must lie under the file's folder or one of `allow_paths` (checked here, before
+    anything is read or copied)."""
     p = Path(path)
+    allowed = [str(_allowed_dir(d)) for d in allow_paths]
     tasks = []
     for where, record in _records(p, "task"):
         task = _validate(SWETask, where, record, "task")
         task.base_dir = str(p.resolve().parent)
+        task.allowed_dirs = list(allowed)
+        task.check_paths()
         tasks.append(task)
     if not tasks:
         raise UserError(f"{p}: no tasks in the file")
     _no_duplicates(tasks, p, "task")
     return tasks
+
+
+def _allowed_dir(path: str | Path) -> Path:
+    real = Path(path).expanduser().resolve()
+    if not real.is_dir():
+        raise UserError(f"--allow-path {path} is not a folder", hint="give an existing folder")
+    return real
 
 
 def load_predictions(path: str | Path) -> list[Prediction]:

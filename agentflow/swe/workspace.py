@@ -3,7 +3,9 @@
 A plain directory becomes a git repository with ONE deterministic commit: files are copied (no
 `__pycache__`, `.git`, `.pytest_cache`, `*.pyc`), modes normalised to 0644, and committed with fixed
 author/committer names, e-mails and dates, so the commit hash only depends on the files. That hash is
-the task's `base_commit`. A git repository (local or cloned from a URL) is used at `base_commit` as is.
+the task's `base_commit`. A git repository (a local one or a URL) is cloned into the cache without its config
+(`swe/hostgit.py`: git never runs inside a task's own repository) and used at `base_commit` as is. Symlinks in a
+task's directory, its `.git` file, `commondir` and `alternates` must stay where the task's paths may (`SWETask.confine`).
 
 The tree is sent into the sandbox as a base64 tar through `Sandbox.write_file` (works with every
 backend), unpacked with the sandbox's python, and committed again with the same fixed identity, so the
@@ -18,17 +20,18 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shlex
 import shutil
-import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from agentflow.config import cache_dir
 from agentflow.errors import SandboxError, UserError
 from agentflow.sandbox.base import Sandbox, sh_command
+from agentflow.swe.hostgit import clone, git, has_commit, resolve_ref
 from agentflow.swe.patch import SCRATCH_DIR
 from agentflow.swe.tasks import SWETask
 
@@ -50,91 +53,120 @@ _SKIP_SUFFIXES = (".pyc", ".pyo")
 _lock = threading.Lock()
 
 
-def _git(args: list[str], cwd: Path, *, env: dict[str, str] | None = None, input: bytes | None = None) -> bytes:
-    full_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", **(env or {})}
-    cmd = ["git", *GIT_FLAGS.split(), *args]
-    try:
-        proc = subprocess.run(cmd, cwd=cwd, env=full_env, input=input, capture_output=True, check=False)
-    except FileNotFoundError:
-        raise UserError("git is not installed", hint="install git to set up task repositories") from None
-    if proc.returncode != 0:
-        raise UserError(f"git {args[0]} failed in {cwd}: {proc.stderr.decode(errors='replace').strip()[:300]}")
-    return proc.stdout
+_HEX = re.compile(r"[0-9a-fA-F]{4,40}")
+Check = Callable[[Path, str], Path]
+"""`SWETask.confine`: a path resolved, or a UserError when a task may not read it."""
 
 
-def snapshot_files(src: Path) -> list[Path]:
-    """Files of a directory snapshot, relative, sorted (what goes into the deterministic commit)."""
+def snapshot_files(src: Path, check: Check | None = None) -> list[Path]:
+    """Files of a directory snapshot, relative, sorted (what goes into the deterministic commit).
+
+    A symlinked file is read through (its content is committed); with `check`, its target must be allowed."""
     out = []
     for root, dirs, files in os.walk(src):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
         for name in sorted(files):
-            if name.endswith(_SKIP_SUFFIXES):
+            if name.endswith(_SKIP_SUFFIXES) or name == ".git":  # a `.git` file would make the copy another repo
                 continue
             full = Path(root) / name
+            if check is not None and full.is_symlink():
+                check(full, f"repo file {full.relative_to(src)} ->")
             if full.is_file():
                 out.append(full.relative_to(src))
     return out
 
 
-def snapshot_commit(src: str | Path, dest: str | Path) -> str:
+def snapshot_commit(src: str | Path, dest: str | Path, *, check: Check | None = None) -> str:
     """Make `dest` a git repository holding `src`'s files in one deterministic commit; return its hash."""
     src, dest = Path(src), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    for rel in snapshot_files(src):
+    for rel in snapshot_files(src, check):
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((src / rel).read_bytes())
         target.chmod(0o644)
-    _git(["init", "-q"], dest)
-    _git(["add", "-f", "-A", "."], dest)
-    _git(["commit", "-q", "--no-verify", "-m", SNAPSHOT_MESSAGE], dest, env=SNAPSHOT_ENV)
-    return _git(["rev-parse", "HEAD"], dest).decode().strip()
+    git(["init", "-q"], dest)
+    git(["add", "-f", "-A", "."], dest)
+    git(["commit", "-q", "--no-verify", "-m", SNAPSHOT_MESSAGE], dest, env=SNAPSHOT_ENV)
+    return git(["rev-parse", "HEAD"], dest).decode().strip()
 
 
-def _has_commit(repo: Path, commit: str) -> bool:
-    try:
-        _git(["cat-file", "-e", f"{commit}^{{commit}}"], repo)
-        return True
-    except UserError:
-        return False
+def _git_dir(src: Path) -> Path | None:
+    """The git directory of a local repository folder (`.git`, a `.git` file's target, or a bare `x.git`)."""
+    dot_git = src / ".git"
+    if dot_git.is_file():
+        text = dot_git.read_text(errors="replace").strip()
+        return src / text.removeprefix("gitdir:").strip() if text.startswith("gitdir:") else dot_git
+    if dot_git.is_dir():
+        return dot_git
+    if src.name.endswith(".git") and (src / "HEAD").is_file() and (src / "objects").is_dir():
+        return src
+    return None
+
+
+def _check_git_dir(git_dir: Path, check: Check) -> None:
+    """Everything git reads when it copies the repository stays where the task's paths may: the git directory,
+    the main one of a worktree (`commondir`), object `alternates`, and every symlink inside them."""
+    dirs = [check(git_dir, "repo's git directory")]
+    common = dirs[0] / "commondir"
+    if common.is_file():
+        dirs.append(check(dirs[0] / common.read_text(errors="replace").strip(), "repo's commondir"))
+    for d in list(dirs):
+        alternates = d / "objects" / "info" / "alternates"
+        if alternates.is_file():
+            for line in alternates.read_text(errors="replace").splitlines():
+                if line.strip() and not line.startswith("#"):
+                    dirs.append(check(d / "objects" / line.strip(), "repo's object alternate"))
+    for d in dirs:
+        for root, subdirs, files in os.walk(d):
+            for name in (*subdirs, *files):
+                if (Path(root) / name).is_symlink():
+                    check(Path(root) / name, f"repo's git file {name} ->")
 
 
 def host_repo(task: SWETask, root: str | Path | None = None) -> Path:
     """A git repository on the host that holds `task.base_commit` (built or cloned once, then cached)."""
+    return cached_repo(task, root)[0]
+
+
+def cached_repo(task: SWETask, root: str | Path | None = None) -> tuple[Path, str]:
+    """`host_repo` and the commit to use in it (`base_commit`; a local repository's branch or HEAD resolved)."""
     kind, source = task.repo_source()
     root = Path(root) if root is not None else cache_dir() / "swe-repos"
-    if kind == "dir" and (Path(source) / ".git").exists():
-        if not _has_commit(Path(source), task.base_commit):
-            raise UserError(f"task {task.instance_id}: commit {task.base_commit} not found in {source}")
-        return Path(source)
-    key = hashlib.sha256(f"{kind}:{source}:{task.base_commit}".encode()).hexdigest()[:16]
-    dest = root / f"{Path(source.rstrip('/')).name.removesuffix('.git')}-{key}"
     root.mkdir(parents=True, exist_ok=True)
+    commit = task.base_commit
+    git_dir = _git_dir(Path(source)) if kind == "dir" else None
+    if git_dir is not None:
+        kind = "git"  # a local repository: cloned like a URL, never used in place
+        _check_git_dir(git_dir, task.confine)
+        if not _HEX.fullmatch(commit):  # a moving name: pin it, so that the cached clone is the right one
+            commit = resolve_ref(source, commit, root) or commit
+    key = hashlib.sha256(f"{kind}:{source}:{commit}".encode()).hexdigest()[:16]
+    dest = root / f"{Path(source.rstrip('/')).name.removesuffix('.git')}-{key}"
     # threads of this process, and other processes sharing the cache (Ray workers on one host, parallel runs):
     # one builds while the others wait, and nobody replaces a repository another one is reading
     with _lock, _cache_lock(root):
-        if dest.is_dir() and _has_commit(dest, task.base_commit):
-            return dest
+        if dest.is_dir() and has_commit(dest, commit):
+            return dest, commit
         tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         try:
             if kind == "dir":
-                head = snapshot_commit(source, tmp / "repo")
-                if not head.startswith(task.base_commit) and not task.base_commit.startswith(head):
+                head = snapshot_commit(source, tmp / "repo", check=task.confine)
+                if not head.startswith(commit) and not commit.startswith(head):
                     raise UserError(
                         f"task {task.instance_id}: {source} snapshots to commit {head[:12]}, "
-                        f"but the task says base_commit {task.base_commit[:12]}",
+                        f"but the task says base_commit {commit[:12]}",
                         hint="the directory changed since the task was written; restore it or update base_commit",
                     )
             else:
-                # `--`: a repo field like `--upload-pack=...` is a repository name, never an option
-                _git(["clone", "-q", "--no-checkout", "--", source, str(tmp / "repo")], root)
-                if not _has_commit(tmp / "repo", task.base_commit):
+                clone(source, tmp / "repo")
+                if not has_commit(tmp / "repo", commit):
                     raise UserError(f"task {task.instance_id}: commit {task.base_commit} not found in {source}")
             shutil.rmtree(dest, ignore_errors=True)
             (tmp / "repo").rename(dest)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    return dest, commit
 
 
 @contextlib.contextmanager
@@ -149,7 +181,7 @@ def _cache_lock(root: Path) -> Iterator[None]:
 
 def archive(repo: Path, commit: str) -> bytes:
     """Tar of the tree at `commit`."""
-    return _git(["archive", "--format=tar", commit, "--"], repo)
+    return git(["archive", "--format=tar", commit, "--"], repo)
 
 
 async def run_checked(sandbox: Sandbox, command: str, what: str, timeout: float | None = None) -> str:
@@ -194,7 +226,7 @@ async def install_requirements(sandbox: Sandbox, task: SWETask, *, python: str =
         return
     source = ""
     if task.wheelhouse:
-        wheelhouse = task.resolve_path(task.wheelhouse)
+        wheelhouse = task.local_path(task.wheelhouse, "wheelhouse")
         if not wheelhouse.is_dir():
             raise UserError(f"task {task.instance_id}: wheelhouse {wheelhouse} is not a directory")
         await upload_tar(sandbox, await asyncio.to_thread(_tar_dir, wheelhouse), f"{EVAL_DIR}/wheelhouse", python=python)
@@ -213,8 +245,8 @@ async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "pyth
 
     Then installs the task's `requirements` and runs its `setup_commands`. Returns "" when the sandbox has
     no git (patches are then applied with `patch`)."""
-    repo = await asyncio.to_thread(host_repo, task, repo_root)
-    tar = await asyncio.to_thread(archive, repo, task.base_commit)
+    repo, commit = await asyncio.to_thread(cached_repo, task, repo_root)
+    tar = await asyncio.to_thread(archive, repo, commit)
     await upload_tar(sandbox, tar, ".", python=python)
     has_git = (await sandbox.exec("command -v git >/dev/null 2>&1")).ok
     head = ""
@@ -239,13 +271,13 @@ def repo_task(repo: Path, issue: str) -> SWETask:
     if not repo.is_dir():
         raise UserError(f"repository {repo} is not a directory")
     repo = repo.resolve()
-    if (repo / ".git").exists():
-        proc = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
+    if _git_dir(repo) is not None:
+        # asked from outside: the repository may come from a tarball, its config is not trusted either
+        with tempfile.TemporaryDirectory() as tmp:
+            head = resolve_ref(str(repo), "HEAD", Path(tmp))
+        if head is None:
             raise UserError(f"repository {repo} has no commit yet", hint="commit the code to repair first")
-        base = proc.stdout.strip()
+        base = head
     else:
         with tempfile.TemporaryDirectory() as tmp:
             base = snapshot_commit(repo, Path(tmp) / "r")

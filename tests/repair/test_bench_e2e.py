@@ -102,6 +102,8 @@ def test_env_error_is_recorded_the_batch_continues_and_resume_retries_it(docker_
         str(out),
         "--workers",
         "2",
+        "--allow-path",
+        str(TASKS_FILE.parent),
         "-c",
         "feedback=task",
         "-c",

@@ -37,7 +37,9 @@ def test_eval_writes_every_instance_inside_its_output_folder(tmp_path: Path) -> 
     tasks = write_jsonl(tmp_path / "tasks.jsonl", [{**base, "instance_id": i, "repo": str((TASKS_FILE.parent / base["repo"]).resolve())} for i in TRICKY])
     preds = write_jsonl(tmp_path / "preds.jsonl", [{"instance_id": i, "model_name_or_path": "..", "model_patch": ""} for i in TRICKY])
     out = tmp_path / "deep" / "out"
-    assert run(["eval", str(preds), "--tasks", str(tasks), "-o", str(out), "--sandbox", "local", "--json"]) == 0
+    argv = ["eval", str(preds), "--tasks", str(tasks), "-o", str(out), "--sandbox", "local", "--json",
+            "--allow-path", str(TASKS_FILE.parent)]
+    assert run(argv) == 0
     written = sorted(p for p in tmp_path.rglob("report.json"))
     assert len(written) == len(TRICKY) + 1  # one per instance, and the summary
     for p in written:
