@@ -10,11 +10,13 @@ with one line naming the refused type.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shlex
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, TypedDict
 
 import ormsgpack
 import pytest
@@ -24,6 +26,7 @@ from agentflow.errors import UserError
 from agentflow.graph.checkpoint import AgentflowSaver
 from agentflow.graph.loader import load_workflow
 from agentflow.graph.runner import WorkflowRunner
+from agentflow.graph.serde import RefusedType
 
 APPROVAL = str(Path(__file__).parents[1] / "graph" / "approval.yaml")
 REPO = Path(__file__).resolve().parents[2]
@@ -126,3 +129,48 @@ def test_pydantic_constructor_of_a_foreign_class_is_refused(tmp_path: Path) -> N
     tamper(db, _call(_PYDANTIC_V2, "agentflow.tests_nothing", "Evil", {"x": 1}))
     with AgentflowSaver(db) as saver, pytest.raises(UserError, match=r"agentflow\.tests_nothing\.Evil"):
         saver.get_tuple({"configurable": {"thread_id": "t4"}})
+
+
+@dataclasses.dataclass
+class Draft:
+    """A user type the workflow's state declares: it must come back from a checkpoint as itself."""
+
+    text: str
+    words: int
+
+
+@dataclasses.dataclass
+class Undeclared:
+    """Stored under an `Any` key: nothing declares it, so a checkpoint holding it is refused."""
+
+    text: str
+
+
+class DraftState(TypedDict, total=False):
+    topic: str
+    draft: Draft
+    note: Any
+
+
+def test_a_declared_state_type_survives_a_resume_an_undeclared_one_is_refused(tmp_path: Path) -> None:
+    from agentflow.graph.builder import Workflow
+
+    def write(state: DraftState) -> dict[str, Any]:
+        return {"draft": Draft(f"about {state['topic']}", 2), "note": Undeclared("x") if state["topic"] == "b" else 1}
+
+    def publish(state: DraftState) -> dict[str, Any]:
+        assert isinstance(state["draft"], Draft)  # rebuilt from the checkpoint as the declared type
+        return {"topic": state["draft"].text.upper()}
+
+    wf = Workflow("drafts", state=DraftState).node("write", write).interrupt("review", "ok?").node("publish", publish)
+    wf.edge("write", "review").edge("review", "publish").edge("publish", "END")
+
+    async def leg(topic: str, run_dir: Path) -> Any:
+        async with WorkflowRunner(wf.spec, run_dir=run_dir, checkpointer="sqlite") as runner:
+            assert (await runner.start({"topic": topic}, thread_id="t")).status == "interrupted"
+        async with WorkflowRunner(wf.spec, run_dir=run_dir, checkpointer="sqlite") as runner:  # a new process
+            return await runner.resume("t", approve=True)
+
+    assert asyncio.run(leg("a", tmp_path / "a")).state["topic"] == "ABOUT A"
+    with pytest.raises(RefusedType, match=r"Undeclared"):
+        asyncio.run(leg("b", tmp_path / "b"))
