@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentflow.errors import ConfigError, UserError
+from agentflow.secrets import redact, register_secrets_in
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -110,7 +111,9 @@ def apply_overrides(data: Mapping[str, Any], items: Iterable[str]) -> dict[str, 
 
 
 def validate_config(cls: type[ModelT], data: Mapping[str, Any], *, source: str = "config") -> ModelT:
-    """Validate `data` as `cls`; the first problem becomes a one-line `ConfigError` naming the key."""
+    """Validate `data` as `cls`; the first problem becomes a one-line `ConfigError` naming the key. Secrets in
+    `data` (an `api_key`, a password in a URL, ...) are registered first: every file of the run redacts them."""
+    register_secrets_in(data)
     try:
         return cls.model_validate(data)
     except RecursionError:
@@ -128,8 +131,8 @@ def load_config(cls: type[ModelT], overrides: Iterable[str] = (), base: Mapping[
 
 
 def dump_yaml(model: BaseModel) -> str:
-    """YAML of a config as resolved (secrets are never fields of configs; keys come from the environment)."""
-    return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False)
+    """YAML of a config as resolved, secrets redacted."""
+    return yaml.safe_dump(redact(model.model_dump(mode="json")), sort_keys=False)
 
 
 def cache_dir() -> Path:

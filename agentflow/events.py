@@ -68,6 +68,11 @@ class EventLog:
         return event
 
     def write(self, event: Event) -> None:
+        """Record an event, also one built elsewhere (a remote worker's: redacted again with what this
+        process knows)."""
+        data = redact(event.data)  # the same object when nothing changed
+        if data is not event.data:
+            event = event.model_copy(update={"data": data})
         line = event.model_dump_json()
         with self._lock:
             self.events.append(event)

@@ -1,10 +1,12 @@
 """A run's folder on disk, one writer for `agentflow run`, `repair` and `bench`: created (or found) once,
 `config.resolved.yaml` and JSON files replaced atomically (a reader or a `kill -9` never sees half a file),
-and `events.jsonl` appended across resumes (a line torn by a killed writer is cut first)."""
+and `events.jsonl` appended across resumes (a line torn by a killed writer is cut first). Everything written
+passes through `secrets.redact` (run folders are meant to be shared)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +53,29 @@ class RunDir:
     def run_id(self) -> str:
         return self.path.name
 
-    def write_text(self, name: str, text: str) -> Path:
-        """Replace `name` atomically (written beside it, then renamed)."""
+    def write_text(self, name: str, text: str, *, code: bool = False) -> Path:
+        """Replace `name` atomically (written beside it, then renamed), secrets redacted; `code=True` for
+        text holding patches (known secrets only: see `secrets.CODE_KEYS`)."""
+        return self._replace(name, redact(text, urls=not code))
+
+    def write_json(self, name: str, data: Any, *, indent: int | None = None) -> Path:
+        return self._replace(name, json.dumps(redact(data), indent=indent) + ("\n" if indent else ""))
+
+    def write_jsonl(self, name: str, records: Iterable[Any]) -> Path:
+        return self._replace(name, "".join(json.dumps(redact(r)) + "\n" for r in records))
+
+    def write_config(self, config: BaseModel | dict[str, Any]) -> Path:
+        """`config.resolved.yaml`: everything the run was started with, enough to repeat it (secrets masked:
+        a resume asks for them again)."""
+        data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
+        return self._replace("config.resolved.yaml", yaml.safe_dump(redact(data), sort_keys=False))
+
+    def _replace(self, name: str, text: str) -> Path:
         target = self.path / name
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)
         return target
-
-    def write_json(self, name: str, data: Any) -> Path:
-        return self.write_text(name, json.dumps(data))
-
-    def write_config(self, config: BaseModel | dict[str, Any]) -> Path:
-        """`config.resolved.yaml`: everything the run was started with, enough to repeat it (anything shaped
-        like a secret masked)."""
-        data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
-        return self.write_text("config.resolved.yaml", yaml.safe_dump(redact(data), sort_keys=False))
 
     def events(self, run_id: str | None = None) -> EventLog:
         """The run's event log, appended to (a half line left by a killed writer is cut first)."""

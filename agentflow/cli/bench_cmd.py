@@ -137,6 +137,13 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"--workers must be at least 1, got {workers}")
             overrides.append(f"workers={workers}")
         cfg = load_repair_config(overrides, base=base)
+        if base:  # a resume: a secret masked in config.resolved.yaml must be given again
+            from agentflow.secrets import masked_paths
+
+            hidden = masked_paths(cfg.model_dump(mode="json"))
+            if hidden:
+                raise UserError(f"{hidden[0]} was saved redacted in {output / 'config.resolved.yaml'}",
+                                hint=f"give it again: -c {hidden[0]}=VALUE")
         cfg.inputs.tasks = str(tasks)
         if slice_ is not None:
             cfg.inputs.slice = slice_

@@ -32,7 +32,7 @@ import hashlib
 import random
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -50,6 +50,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
+from agentflow.graph.serde import RefusedType, StrictSerde
 from agentflow.secrets import redactor
 
 # Rowid tables on purpose: a WITHOUT ROWID b-tree keeps only ~1 KB of a row in-page, so KB-sized blobs,
@@ -99,7 +100,9 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
     `path` is the SQLite file (created with its parent folder). `keep_last` checkpoints are kept per thread and
     namespace (None keeps all); garbage is collected every `gc_every` checkpoints. `level` is the zstd level of
     blobs, which are compressed inside put(): on 4 KB pieces of code and text, 1 is 5-25% faster than 3 for
-    0-3% more bytes.
+    0-3% more bytes. Reading builds only the classes `StrictSerde` allows: LangGraph's safe types, agentflow's
+    data classes, `allowed_types` and what `with_allowlist` adds (`compile_workflow` adds the workflow's state
+    types); any other type a stored value names is a `RefusedType` error.
     """
 
     def __init__(
@@ -111,8 +114,10 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         level: int = 1,
         batch_writes: bool = True,
         serde: Any = None,
+        allowed_types: Iterable[tuple[str, ...] | type] = (),
     ) -> None:
-        super().__init__(serde=serde)
+        # Only declared types are built from a stored value (graph/serde.py): a run folder is not code.
+        super().__init__(serde=serde if serde is not None else StrictSerde(allowed_types))
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if keep_last is not None and keep_last < 1:
@@ -149,6 +154,19 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
     def _decode(self, codec: int, data: bytes) -> bytes:
         return self._dctx.decompress(data) if codec == _CODEC_ZSTD else data
 
+    def _loads(self, type_: str, data: bytes) -> Any:
+        try:
+            return self.serde.loads_typed((type_, data))
+        except RefusedType as exc:
+            raise RefusedType(exc.type_name, where=str(self.path)) from None
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Self:
+        """Also load these (module, name) types. Unlike LangGraph's savers this widens this saver in place
+        (every graph sharing it reads the same file) and returns it."""
+        if isinstance(self.serde, StrictSerde):
+            self.serde.allow(extra_allowlist)
+        return self
+
     def _store_blob(self, cur: sqlite3.Cursor, value: Any) -> bytes:
         type_, data = self.serde.dumps_typed(value)
         return self._store_serialized(cur, type_, data)
@@ -179,7 +197,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         row = cur.execute("SELECT type, codec, data FROM blobs WHERE hash = ?", (digest,)).fetchone()
         if row is None:
             raise KeyError(f"checkpoint blob {digest.hex()} is missing")
-        return self.serde.loads_typed((row[0], self._decode(row[1], row[2])))
+        return self._loads(row[0], self._decode(row[1], row[2]))
 
     def _load_values(
         self, cur: sqlite3.Cursor, thread_id: str, ns: str, versions: ChannelVersions
@@ -196,7 +214,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                 values[channel] = self._load_blob(cur, row[1])
             elif row[0] == _KIND_INLINE:
                 type_, _, data = bytes(row[1]).partition(b"\0")
-                values[channel] = self.serde.loads_typed((type_.decode(), data))
+                values[channel] = self._loads(type_.decode(), data)
             else:
                 ref: bytes = row[1]
                 values[channel] = [self._load_blob(cur, ref[i : i + 32]) for i in range(0, len(ref), 32)]
@@ -367,7 +385,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
     def _tuple_from_row(self, cur: sqlite3.Cursor, row: tuple[Any, ...]) -> CheckpointTuple:
         thread_id, ns, checkpoint_id, parent_id, type_codec, packed, meta_type, meta_data = row
         head_type, _, codec = type_codec.rpartition(":")
-        head = self.serde.loads_typed((head_type, self._decode(int(codec), packed)))
+        head = self._loads(head_type, self._decode(int(codec), packed))
         head["channel_values"] = self._load_values(cur, thread_id, ns, head["channel_versions"])
         writes = cur.execute(
             "SELECT task_id, idx, channel, task_path, kind, type, codec, value FROM writes "
@@ -382,7 +400,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             elif kind == _KIND_BLOB:
                 loaded = self._load_blob(cur, value)
             else:
-                loaded = self.serde.loads_typed((type_, self._decode(codec, value)))
+                loaded = self._loads(type_, self._decode(codec, value))
             pending.append((task_id, channel, loaded))
         parent: Any = (
             {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent_id}}
@@ -394,7 +412,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                 "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
             },
             checkpoint=head,
-            metadata=self.serde.loads_typed((meta_type, meta_data)),
+            metadata=self._loads(meta_type, meta_data),
             parent_config=parent,
             pending_writes=pending,
         )
@@ -494,7 +512,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             "SELECT type, checkpoint FROM checkpoints WHERE thread_id=? AND ns=?", (thread_id, ns)
         ):
             head_type, _, codec = type_codec.rpartition(":")
-            head = self.serde.loads_typed((head_type, self._decode(int(codec), packed)))
+            head = self._loads(head_type, self._decode(int(codec), packed))
             kept.update((ch, str(v)) for ch, v in head["channel_versions"].items())
         stale = [
             (thread_id, ns, ch, v)

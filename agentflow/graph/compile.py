@@ -311,8 +311,13 @@ def _add_error_exit(
 
 
 def compile_workflow(spec: WorkflowSpec, rt: RunContext | None = None, checkpointer: Any = None) -> Any:
-    """A runnable LangGraph graph for `spec`, with `interrupt_before` applied."""
+    """A runnable LangGraph graph for `spec`, with `interrupt_before` applied. An agentflow checkpointer is
+    told the types the workflow's state declares: the only ones besides agentflow's it will load back."""
+    from agentflow.graph.serde import StrictSerde, declared_types
+
     graph = build_graph(spec, rt)
+    if isinstance(getattr(checkpointer, "serde", None), StrictSerde):
+        checkpointer.with_allowlist(declared_types(graph))
     return graph.compile(checkpointer=checkpointer, interrupt_before=list(spec.interrupt_before) or None)
 
 

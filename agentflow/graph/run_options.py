@@ -17,6 +17,7 @@ from typing import Any
 
 from agentflow.budget import Budget, BudgetLimits, BudgetUsage
 from agentflow.errors import UserError
+from agentflow.secrets import masked, redact
 
 USAGE_FILE = "usage.json"
 DIFF_FILE = "patch.diff"
@@ -46,7 +47,9 @@ class RunOptions:
         return cls(**known)
 
     def over(self, recorded: RunOptions) -> RunOptions:
-        """These options where given, the recorded ones elsewhere (`-c` items are added after the recorded)."""
+        """These options where given, the recorded ones elsewhere (`-c` items are added after the recorded).
+        A recorded value whose secret was masked must be given again (a UserError says which)."""
+        self._check_masked(recorded)
         merged = {
             name: getattr(self, name) if getattr(self, name) is not None else getattr(recorded, name)
             for name in ("workflow", "model", "serve", "sandbox", "workspace")
@@ -54,6 +57,16 @@ class RunOptions:
         return replace(
             recorded, **merged, config=[*recorded.config, *self.config], limits={**recorded.limits, **self.limits}
         )
+
+    def _check_masked(self, recorded: RunOptions) -> None:
+        if self.model is None and recorded.model is not None and masked(recorded.model):
+            raise UserError("the run's model was recorded with its password redacted (run.json)",
+                            hint="give it again: --model SPEC")
+        given = {item.partition("=")[0] for item in self.config}
+        for item in recorded.config:
+            key, sep, value = item.partition("=")
+            if sep and masked(value) and key not in given:
+                raise UserError(f"-c {key} was recorded redacted (run.json)", hint=f"give it again: -c {key}=VALUE")
 
     def record(self, spec: Any) -> dict[str, Any]:
         """The JSON-able options for run.json; the workflow as the file it was loaded from (absolute)."""
@@ -130,8 +143,9 @@ class RunLedger:
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    # the workspace diff is code: known secrets only (see secrets.CODE_KEYS)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    tmp.write_text(redact(text, urls=False))
     os.replace(tmp, path)
 
 

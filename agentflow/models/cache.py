@@ -51,10 +51,11 @@ class ResponseCache:
         return None if row is None else ChatResponse.model_validate_json(row[0])
 
     def put(self, key: str, spec: str, response: ChatResponse) -> None:
+        # the key is a hash (of the spec as given, so it matches on resume); what is stored is redacted
         text = json.dumps(redact(response.model_dump(mode="json")))
         with self._lock, self._db:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, spec, text, time.time())
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, redact(spec), text, time.time())
             )
 
     def __len__(self) -> int:

@@ -17,6 +17,7 @@ from agentflow.config import cache_dir, validate_config
 from agentflow.errors import UserError
 from agentflow.models.base import ChatModel
 from agentflow.models.options import ModelOptions
+from agentflow.secrets import redact, register_secrets_in
 
 ACCEPTED = (
     "openai:MODEL, anthropic:MODEL, openai-compatible:BASE_URL#MODEL, litellm:PROVIDER/MODEL, "
@@ -36,11 +37,13 @@ class ModelSpec:
 
 
 def _bad(spec: str, why: str) -> UserError:
-    return UserError(f"bad model spec {spec!r}: {why}; accepted forms: {ACCEPTED}")
+    return UserError(redact(f"bad model spec {spec!r}: {why}; accepted forms: {ACCEPTED}"))
 
 
 def parse_spec(spec: str) -> ModelSpec:
-    """Parse and check a spec string; any problem is a one-line UserError naming the accepted forms."""
+    """Parse and check a spec string; any problem is a one-line UserError naming the accepted forms. A
+    password in its URL is registered as a secret (every file of the run redacts it)."""
+    register_secrets_in(spec)
     text = spec.strip()
     scheme, sep, rest = text.partition(":")
     if not sep:

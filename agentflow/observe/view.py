@@ -3,7 +3,8 @@
 The page is built from the run directory's own files (events.jsonl, report.json, candidates.jsonl, preds.jsonl,
 per-instance outcome.json, config.resolved.yaml, run.json); the script in `viewer.js` derives the timeline, the
 graph's node states, the search trees and the budget use from the events in the browser. Everything shown went
-through `secrets.redact` when it was written; it is redacted again here, for files written by older versions.
+through `secrets.redact` when it was written; it is redacted again here, for files written by older versions
+(with the secrets their configs hold in clear registered first).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from agentflow.errors import UserError
 from agentflow.events import read_events
-from agentflow.secrets import redact
+from agentflow.secrets import redact, register_secrets_in
 
 VIEW_FILE = "view.html"
 PATCH_CAP = 40_000  # characters of one patch kept in the page (a longer one is cut, marked)
@@ -143,6 +144,7 @@ def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[s
         "graph": graph,
         "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
+    register_secrets_in(data)  # a key in clear in an older run's config: masked wherever else it shows up
     return redact(data)
 
 

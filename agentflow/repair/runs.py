@@ -29,6 +29,7 @@ from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.remote import repair_via
 from agentflow.repair.solve import effective_strategy, load_repair_workflow
 from agentflow.rundir import RunDir, check_folder
+from agentflow.secrets import redact
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.shipping import Shipping
 from agentflow.swe.tasks import Prediction, SWETask
@@ -123,13 +124,14 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
         cand_file = inst / "candidates.jsonl"
         if cand_file.is_file():
             candidates.extend(line for line in cand_file.read_text().splitlines() if line.strip())
+    # the model as named in files meant to be shared: a password in its URL masked
     preds = [
-        Prediction(instance_id=o.instance_id, model_name_or_path=cfg.model, model_patch=o.model_patch)
+        Prediction(instance_id=o.instance_id, model_name_or_path=redact(cfg.model), model_patch=o.model_patch)
         for o in outcomes
     ]
     rundir = RunDir(out_dir)
-    rundir.write_text("preds.jsonl", "".join(json.dumps(p.model_dump(mode="json")) + "\n" for p in preds))
-    rundir.write_text("candidates.jsonl", "".join(c + "\n" for c in candidates))
+    rundir.write_jsonl("preds.jsonl", (p.model_dump(mode="json") for p in preds))
+    rundir.write_text("candidates.jsonl", "".join(c + "\n" for c in candidates), code=True)
     reports = []
     instances: dict[str, Any] = {}
     for o in outcomes:

@@ -34,7 +34,9 @@ from agentflow.repair.runtime import RepairRuntime, node_settings_for
 from agentflow.repair.searching import TaskEvents
 from agentflow.repair.steps import edit_format_for, issue_text
 from agentflow.repair.workbench import Verification, Workbench
+from agentflow.rundir import RunDir
 from agentflow.sandbox.base import Sandbox
+from agentflow.secrets import redact
 from agentflow.swe.tasks import SWETask
 
 THREAD = "repair"
@@ -178,10 +180,9 @@ async def repair_task(
         events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
                     chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
         if inst_dir is not None and finished:  # an interrupted task leaves no outcome: resume continues it
-            (inst_dir / "patch.diff").write_text(outcome.model_patch)
-            tmp = inst_dir / "outcome.json.tmp"
-            tmp.write_text(json.dumps(outcome.model_dump(mode="json"), indent=2) + "\n")
-            tmp.replace(inst_dir / "outcome.json")
+            task_dir = RunDir(inst_dir)
+            task_dir.write_text("patch.diff", outcome.model_patch, code=True)
+            task_dir.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
     return outcome
 
 
@@ -242,7 +243,7 @@ def _recorder(inst_dir: Path | None, candidates: list[Candidate]) -> Any:
         candidates.append(cand)
         if inst_dir is not None:
             with open(inst_dir / "candidates.jsonl", "a", encoding="utf-8") as fh:
-                fh.write(cand.model_dump_json() + "\n")
+                fh.write(json.dumps(redact(cand.model_dump(mode="json"))) + "\n")
 
     return record
 

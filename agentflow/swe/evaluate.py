@@ -14,7 +14,6 @@ Outcomes follow SWE-bench: an empty patch is not run; a patch that does not appl
 from __future__ import annotations
 
 import asyncio
-import json
 import shlex
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from agentflow.errors import AgentflowError, UserError
 from agentflow.executors.base import Executor, InProcessExecutor, open_executor
 from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 from agentflow.paths import child_dir
-from agentflow.rundir import check_folder
+from agentflow.rundir import RunDir, check_folder
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.secrets import redact
@@ -167,16 +166,18 @@ async def evaluate_one(task: SWETask, prediction: Prediction, config: EvalConfig
     if out_dir is not None:
         inst_dir = instance_dir(out_dir, prediction)
         inst_dir.mkdir(parents=True, exist_ok=True)
-        (inst_dir / "report.json").write_text(json.dumps(instance_report_json(report), indent=2) + "\n")
-        (inst_dir / "patch.diff").write_text(prediction.model_patch or "")
-        log = "\n\n".join(f"## {k}\n{v}" for k, v in logs.items()) + "\n"
-        (inst_dir / "run_instance.log").write_text(redact(log))
+        files = RunDir(inst_dir)
+        files.write_json("report.json", instance_report_json(report), indent=2)
+        files.write_text("patch.diff", prediction.model_patch or "", code=True)
+        files.write_text("run_instance.log", "\n\n".join(f"## {k}\n{v}" for k, v in logs.items()) + "\n")
     return report
 
 
 def instance_dir(out_dir: Path, prediction: Prediction) -> Path:
-    """`out_dir/<model>/<instance>/`, both escaped (`agentflow.paths`): inside `out_dir` and one per pair."""
-    return child_dir(child_dir(out_dir, prediction.model_name_or_path, "model_name_or_path"), prediction.instance_id, "instance_id")
+    """`out_dir/<model>/<instance>/`, both escaped (`agentflow.paths`): inside `out_dir` and one per pair (a
+    password in the model's URL masked: the folder name is as shared as the files in it)."""
+    model = redact(prediction.model_name_or_path)
+    return child_dir(child_dir(out_dir, model, "model_name_or_path"), prediction.instance_id, "instance_id")
 
 
 def match_predictions(tasks: Sequence[SWETask], predictions: Sequence[Prediction]) -> list[tuple[SWETask, Prediction]]:
@@ -233,7 +234,7 @@ async def evaluate_predictions(
     full["instances"] = {r.instance_id: r.model_dump(mode="json") for r in sorted(reports, key=lambda r: r.instance_id)}
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(json.dumps(full, indent=2) + "\n")
+        RunDir(out).write_json("report.json", full, indent=2)
     return full
 
 

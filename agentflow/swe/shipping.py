@@ -17,6 +17,7 @@ from agentflow.executors.base import Executor
 from agentflow.executors.shipping import pack_dir, unpack_dir
 from agentflow.executors.types import RemoteTaskError
 from agentflow.sandbox.config import SandboxConfig
+from agentflow.secrets import redact
 from agentflow.swe.tasks import SWETask
 
 __all__ = ["Shipping", "on_this_node", "prepare_node", "read_tree", "write_tree"]
@@ -92,5 +93,5 @@ def write_tree(root: Path, files: dict[str, str], last: str | None = None) -> No
             raise RemoteTaskError(f"a remote task returned a file outside its folder: {rel!r}")
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(files[rel], encoding="utf-8")
+        tmp.write_text(redact(files[rel], urls=False), encoding="utf-8")  # known secrets; patches stay
         tmp.replace(target)

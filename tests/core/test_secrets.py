@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agentflow.secrets import redact, redactor, register_secret
+from agentflow.secrets import is_secret_key, redact, redactor, register_secret, register_secrets_in
 
 
 def test_without_secret_variables_urls_are_still_scrubbed() -> None:
@@ -82,3 +82,34 @@ def test_a_secret_inside_another_is_redacted_longest_first(monkeypatch: pytest.M
     monkeypatch.setenv("INNER_TOKEN", "inner-12345")
     monkeypatch.setenv("OUTER_TOKEN", "prefix-inner-12345-suffix")
     assert redact("a prefix-inner-12345-suffix b inner-12345") == "a *** b ***"
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [("api_key", True), ("openai_api_key", True), ("hf_token", True), ("GITHUB_TOKEN", True), ("password", True),
+     ("db_password", True), ("client_secret", True), ("Authorization", True), ("api_key_env", False),
+     ("bearer_token_env", False), ("token_file", False), ("max_tokens", False), ("tokenizer", False),
+     ("journal_key", False), ("input_key", False)],
+)
+def test_which_config_keys_hold_secrets(key: str, secret: bool) -> None:
+    assert is_secret_key(key) is secret
+
+
+def test_a_config_registers_its_secrets_wherever_they_are() -> None:
+    register_secrets_in({
+        "model_options": {"api_key": "cfg-key-0123456789", "api_key_env": "MY_PROVIDER_KEY_VAR"},
+        "model": "openai-compatible:http://user:url-pass-4567@127.0.0.1:1/v1#m",
+        "config": ["trace.content=true", "nodes.x.auth_token=item-token-abcdef"],  # run.json's -c items
+        "max_tokens": "123456789",
+    })
+    text = "cfg-key-0123456789 url-pass-4567 item-token-abcdef MY_PROVIDER_KEY_VAR 123456789"
+    assert redact(text) == "*** *** *** MY_PROVIDER_KEY_VAR 123456789"
+
+
+def test_code_keeps_urls_but_not_known_secrets() -> None:
+    register_secret("known-secret-24680")
+    patch = '+    assert parse("http://user:pass1234@host") == ("user", "pass1234")  # known-secret-24680\n'
+    out = redact({"model_patch": patch, "log": patch})
+    assert out["model_patch"] == patch.replace("known-secret-24680", "***")
+    assert "pass1234@" not in out["log"] and "known-secret-24680" not in out["log"]
+    assert redact(patch, urls=False) == out["model_patch"]
