@@ -35,6 +35,7 @@ from agentflow.repair.searching import TaskEvents
 from agentflow.repair.steps import edit_format_for, issue_text
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.sandbox.base import Sandbox
+from agentflow.swe.preflight import Preflight
 from agentflow.swe.tasks import SWETask
 
 THREAD = "repair"
@@ -145,6 +146,7 @@ async def repair_task(
                 outcome.status, outcome.error = "env_error", f"setup: {exc}"
                 finished = True
                 return outcome
+            outcome.preflight = await preflight(bench, events)
             rt = RepairRuntime(cfg, bench, models, budget, events, issue_text(task.problem_statement, task.hints_text),
                                _recorder(inst_dir, candidates), node_settings)
             try:
@@ -183,6 +185,31 @@ async def repair_task(
             tmp.write_text(json.dumps(outcome.model_dump(mode="json"), indent=2) + "\n")
             tmp.replace(inst_dir / "outcome.json")
     return outcome
+
+
+async def preflight(bench: Workbench, events: EventLog | None = None) -> dict[str, Any] | None:
+    """Blind mode's pre-flight, before any model call: the verifying test command at the base commit (a
+    `repair.preflight` event). Tests that cannot run are a UserError naming the cause and the fix: every
+    candidate, the right one included, would be verified as failing. None when the task's own tests verify."""
+    if bench.mode != "repo":
+        return None
+    found = await bench.preflight()
+    iid = bench.task.instance_id
+    if events is not None:
+        events.emit("repair.preflight", node_id=iid, instance_id=iid, **found.model_dump(mode="json"))
+    if not found.can_run:
+        raise UserError(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
+    return found.model_dump(mode="json")
+
+
+async def check_task(task: SWETask, cfg: RepairConfig) -> Preflight:
+    """`agentflow repair --check`: only the pre-flight, in a fresh sandbox (no model is loaded)."""
+    from agentflow.sandbox import open_sandbox
+
+    async with open_sandbox(cfg.backend, task_sandbox_config(cfg)) as sandbox:
+        bench = Workbench(sandbox, task, cfg.model_copy(update={"feedback": "repo"}), _python_for(sandbox))
+        await bench.setup()
+        return await bench.preflight()
 
 
 def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]], iid: str,
