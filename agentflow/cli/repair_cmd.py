@@ -38,6 +38,10 @@ from agentflow.errors import UserError
 
 def describe(outcome: Any, out_dir: Path) -> str:
     lines = [f"status: {outcome.status}" + (f" ({outcome.error})" if outcome.error else "")]
+    if outcome.preflight:
+        from agentflow.swe.preflight import Preflight
+
+        lines.append("pre-flight: " + Preflight.model_validate(outcome.preflight).summary())
     v = outcome.verification
     if outcome.model_patch:
         lines += ["", outcome.model_patch.rstrip(), ""]
@@ -98,6 +102,11 @@ def register(app: typer.Typer) -> None:
         allow_exec: bool = typer.Option(
             False, "--allow-exec", help="With --apply: allow the patch to make files executable."
         ),
+        check: bool = typer.Option(
+            False, "--check",
+            help="Only the pre-flight: run the test command at the base commit in the sandbox and say whether the "
+            "tests can run (and what was arranged so they do); no model is called. Exit 2 when they cannot.",
+        ),
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/repair-<id>)."),
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
@@ -137,12 +146,33 @@ def register(app: typer.Typer) -> None:
             inputs.instance_ids = [instance_id]
         if allow_paths:
             inputs.allow_paths = [str(p) for p in allow_paths]
+        if check and not (inputs.issue or "").strip():
+            inputs.issue = "(pre-flight check)"  # the check reads no issue
         task = task_for_inputs(inputs, apply=apply)
+        if check:
+            raise typer.Exit(check_preflight(task, cfg, as_json=as_json))
         out_dir = output if output is not None else Path("runs") / new_run_id("repair")
         model_set = model is not None or sets_model(list(config or []))
         outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set)
         raise typer.Exit(report_outcome(outcome, out_dir, repo=inputs.repo, apply=apply, allow_exec=allow_exec,
                                         as_json=as_json))
+
+
+def check_preflight(task: Any, cfg: Any, *, as_json: bool) -> int:
+    """`repair --check`: the pre-flight alone; print what it found (exit 0), or raise the UserError naming
+    why the tests cannot run and the fix (exit 2)."""
+    import asyncio
+
+    from agentflow.repair.solve import check_task
+
+    found = asyncio.run(check_task(task, cfg))
+    if as_json:
+        print_json(found.model_dump(mode="json"))
+    else:
+        typer.echo(found.summary())
+    if not found.can_run:
+        raise UserError(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
+    return 0
 
 
 def report_outcome(outcome: Any, out_dir: Path, *, repo: str | None, apply: bool, allow_exec: bool,

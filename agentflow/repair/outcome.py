@@ -67,6 +67,8 @@ class InstanceOutcome(BaseModel):
     """Wall time of the task's workflow run (its nodes plus the graph engine and checkpointer around them)."""
     nodes_s: float = 0.0
     """Time inside the workflow's nodes; graph_s - nodes_s is what the graph engine and checkpointer cost."""
+    preflight: dict[str, Any] | None = None
+    """Blind mode: what the test command did at the base commit before any model call (`swe.preflight`)."""
     sandbox_backend: str | None = None
     """The sandbox backend the task actually ran in (docker, or local when asked for by name)."""
 

@@ -14,6 +14,8 @@ from agentflow.repair.runtime import settings_model
 from agentflow.repair.steps import ask, render
 from agentflow.sandbox.base import sh_command
 from agentflow.search.testparse import parse_pytest_summary
+from agentflow.swe.testrun import test_env
+from agentflow.swe.workspace import EVAL_DIR
 
 RegressionSettings = settings_model("swe.regression", ("regression_pool", "test_timeout_s", "seed", "prompts"))
 
@@ -33,7 +35,7 @@ async def regression_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]
     await bench.reset()
     cmd = f"{bench.python} -m pytest -q -rA -p no:cacheprovider"
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
-    result = await bench.sandbox.exec(sh_command(cmd), env=env, timeout=cfg.test_timeout_s)
+    result = await bench.sandbox.exec(sh_command(test_env(EVAL_DIR) + cmd), env=env, timeout=cfg.test_timeout_s)
     passing = sorted(t for t, outcome in parse_pytest_summary(result.output).items() if outcome == "passed")
     shown = passing[: cfg.regression_pool]
     if not shown:

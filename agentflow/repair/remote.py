@@ -41,33 +41,38 @@ class RepairResult(BaseModel):
 
 
 async def repair_job(task: SWETask, cfg: RepairConfig, run_id: str, run_budget: Budget | None,
-                     repo_blob: bytes | None, wheel_blob: bytes | None) -> RepairResult:
+                     repo_blob: bytes | None, wheel_blob: bytes | None,
+                     stop_on_preflight: bool = False) -> RepairResult:
     """Runs on a worker node: one repair in a scratch folder; everything it wrote comes back."""
     task = on_this_node(task, repo_blob, wheel_blob)
     prepare_node(cfg.backend, cfg.sandbox)
     events = EventLog(None, run_id=run_id)
     with tempfile.TemporaryDirectory(prefix="agentflow-task-") as scratch:
         inst = Path(scratch) / "instance"
-        outcome = await repair_task(task, cfg, events=events, inst_dir=inst, run_budget=run_budget)
+        outcome = await repair_task(task, cfg, events=events, inst_dir=inst, run_budget=run_budget,
+                                    stop_on_preflight=stop_on_preflight)
         files = read_tree(inst)
     return RepairResult(outcome=outcome, files=files, events=events.events)
 
 
 async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETask, cfg: RepairConfig, *,
                      events: EventLog, inst_dir: Path, model_loader: ModelLoader | None = None,
-                     run_budget: Budget | None = None, workflow: Any = None) -> InstanceOutcome:
+                     run_budget: Budget | None = None, workflow: Any = None,
+                     stop_on_preflight: bool = False) -> InstanceOutcome:
     """Repair `task` on `executor`; the run directory is written here, on the driver. `workflow` is the run's
-    loaded repair workflow (in process; a node loads `cfg.workflow` itself)."""
+    loaded repair workflow (in process; a node loads `cfg.workflow` itself). `stop_on_preflight`: tests
+    that cannot run end the run with a one-line error (a run of one task) instead of an `env_error`."""
     if not executor.remote:
         return await repair_task(task, cfg, events=events, inst_dir=inst_dir, model_loader=model_loader,
-                                 run_budget=run_budget, workflow=workflow)
+                                 run_budget=run_budget, workflow=workflow, stop_on_preflight=stop_on_preflight)
     label = f"repair:{task.instance_id}"
     try:
         try:
             repo, wheels = shipping.inputs(task) if shipping is not None else (None, None)
         except UserError:  # a repository that is not there: the task's set-up reports it (env_error)
             repo, wheels = None, None
-        result = await executor.call(repair_job, task, cfg, events.run_id, run_budget, repo, wheels, label=label)
+        result = await executor.call(repair_job, task, cfg, events.run_id, run_budget, repo, wheels,
+                                     stop_on_preflight, label=label)
     except RemoteTaskError as exc:
         outcome = InstanceOutcome(instance_id=task.instance_id, status="env_error", error=str(exc))
         events.emit("executor.lost", node_id=task.instance_id, instance_id=task.instance_id, error=str(exc),

@@ -231,7 +231,8 @@ async def run_batch(
                     return
                 outcome = await repair_via(executor, shipping, task, cfg, events=events,
                                            inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader,
-                                           run_budget=run_budget, workflow=workflow)
+                                           run_budget=run_budget, workflow=workflow,
+                                           stop_on_preflight=len(tasks) == 1)
             async with lock:
                 progress.add(outcome, ran=True)
                 await asyncio.to_thread(write_summaries, out, tasks, cfg)

@@ -37,6 +37,7 @@ from agentflow.repair.workbench import Verification, Workbench
 from agentflow.rundir import RunDir
 from agentflow.sandbox.base import Sandbox
 from agentflow.secrets import redact
+from agentflow.swe.preflight import Preflight
 from agentflow.swe.tasks import SWETask
 
 THREAD = "repair"
@@ -102,6 +103,7 @@ async def repair_task(
     model_loader: ModelLoader | None = None,
     workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]] | None = None,
     run_budget: Budget | None = None,
+    stop_on_preflight: bool = True,
 ) -> InstanceOutcome:
     """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`
     (and its checkpoints there: a task whose folder holds an unfinished run continues it). `model` replaces
@@ -147,6 +149,16 @@ async def repair_task(
                 outcome.status, outcome.error = "env_error", f"setup: {exc}"
                 finished = True
                 return outcome
+            try:
+                outcome.preflight = await preflight(bench, events)
+            except TestsCannotRun as exc:
+                if stop_on_preflight:  # the run is this one task: stop before any model call, one line
+                    raise
+                # one task of a batch: the others go on; the task is reported with the cause (and retried
+                # by --resume, like every env_error, once the user has fixed it)
+                outcome.status, outcome.error = "env_error", f"pre-flight: {exc}"
+                finished = True
+                return outcome
             rt = RepairRuntime(cfg, bench, models, budget, events, issue_text(task.problem_statement, task.hints_text),
                                _recorder(inst_dir, candidates), node_settings)
             try:
@@ -184,6 +196,35 @@ async def repair_task(
             task_dir.write_text("patch.diff", outcome.model_patch, code=True)
             task_dir.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
     return outcome
+
+
+class TestsCannotRun(UserError):
+    """The pre-flight found that the verifying tests cannot run at the base commit."""
+
+
+async def preflight(bench: Workbench, events: EventLog | None = None) -> dict[str, Any] | None:
+    """Blind mode's pre-flight, before any model call: the verifying test command at the base commit (a
+    `repair.preflight` event). Tests that cannot run are a UserError naming the cause and the fix: every
+    candidate, the right one included, would be verified as failing. None when the task's own tests verify."""
+    if bench.mode != "repo":
+        return None
+    found = await bench.preflight()
+    iid = bench.task.instance_id
+    if events is not None:
+        events.emit("repair.preflight", node_id=iid, instance_id=iid, **found.model_dump(mode="json"))
+    if not found.can_run:
+        raise TestsCannotRun(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
+    return found.model_dump(mode="json")
+
+
+async def check_task(task: SWETask, cfg: RepairConfig) -> Preflight:
+    """`agentflow repair --check`: only the pre-flight, in a fresh sandbox (no model is loaded)."""
+    from agentflow.sandbox import open_sandbox
+
+    async with open_sandbox(cfg.backend, task_sandbox_config(cfg)) as sandbox:
+        bench = Workbench(sandbox, task, cfg.model_copy(update={"feedback": "repo"}), _python_for(sandbox))
+        await bench.setup()
+        return await bench.preflight()
 
 
 def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]], iid: str,

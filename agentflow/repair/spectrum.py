@@ -33,6 +33,7 @@ from agentflow.errors import SandboxError
 from agentflow.repair.localize import RunEvidence, symbols
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.patch import is_test_path
+from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 TRACE_DIR = f"{EVAL_DIR}/spectrum"
@@ -283,7 +284,7 @@ async def run_examples(sandbox: Sandbox, python: str, issue: str, index: Functio
     await sandbox.write_file(f"{TRACE_DIR}/trace_examples.py", _TRACER.read_text())
     await sandbox.write_file(f"{TRACE_DIR}/examples.json", json.dumps(spec))
     # the repository root on the path, as pytest has it (the tracer lives in the scratch folder)
-    script = (f"PYTHONPATH=.${{PYTHONPATH:+:$PYTHONPATH}} {python} {TRACE_DIR}/trace_examples.py "
+    script = (f"{test_env(EVAL_DIR)}{python} {TRACE_DIR}/trace_examples.py "
               f"{TRACE_DIR}/examples.json")
     result = await sandbox.exec(sh_command(script), timeout=timeout_s)
     run = read_example_run(result.stdout, index, len(examples))
@@ -299,7 +300,7 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
     await sandbox.write_file(f"{TRACE_DIR}/agentflow_spectrum.py", _SPECTRUM.read_text())
     await sandbox.exec(sh_command(f"rm -f {out}"))
     # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off)
-    script = (f'PYTHONPATH="$PWD/{TRACE_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" PYTEST_ADDOPTS="-p agentflow_spectrum" '
+    script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" PYTEST_ADDOPTS="-p agentflow_spectrum" '
               f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {test_cmd}')
     result = await sandbox.exec(sh_command(script), env=dict(env) if env else None, timeout=timeout_s)
     stopped = f" (stopped by the sandbox's {result.limit_hit} limit)" if result.limit_hit else ""

@@ -24,6 +24,7 @@ from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.steps import code_blocks, render
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.sandbox.base import sh_command
+from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 VoteTestsSettings = settings_model(
@@ -36,7 +37,7 @@ async def run_script(bench: Workbench, name: str, script: str, patch: str) -> tu
     await bench.restore(patch)
     path = f"{EVAL_DIR}/generated_{name}.py"  # a prefix no module has: the scratch folder is on the harness's path
     await bench.sandbox.write_file(path, script)
-    cmd = f"PYTHONPATH=.${{PYTHONPATH:+:$PYTHONPATH}} {bench.python} {shlex.quote(path)}"
+    cmd = f"{test_env(EVAL_DIR)}{bench.python} {shlex.quote(path)}"
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
     result = await bench.sandbox.exec(sh_command(cmd), env=env, timeout=min(60.0, bench.cfg.test_timeout_s))
     return result.ok, f"(exit {result.exit_code})\n{result.output.strip()[-1200:]}"

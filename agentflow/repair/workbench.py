@@ -25,8 +25,10 @@ from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files
+from agentflow.swe.preflight import Preflight, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
+from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
 
 FeedbackMode = Literal["task", "repo", "none"]
@@ -257,7 +259,7 @@ class Workbench:
     async def _run_script(self, path: str) -> tuple[bool, str]:
         """(ran without error, output) of a script of the scratch folder on the current workspace."""
         # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
-        script = f"PYTHONPATH=.${{PYTHONPATH:+:$PYTHONPATH}} {self.python} {shlex.quote(path)}"
+        script = f"{test_env(EVAL_DIR)}{self.python} {shlex.quote(path)}"
         result = await self.sandbox.exec(
             sh_command(script), env=self._test_env(), timeout=min(60.0, self.cfg.test_timeout_s)
         )
@@ -399,10 +401,20 @@ class Workbench:
         """The command that runs the repository's own tests (blind mode's verification)."""
         return self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
 
+    async def preflight(self) -> Preflight:
+        """Whether the command verifying candidates in blind mode can run at the base commit (`swe.preflight`)."""
+        async with self.lock:
+            await self.reset()
+            try:
+                return await run_preflight(self.sandbox, self.repo_test_cmd, timeout=self.cfg.test_timeout_s,
+                                           env=self._test_env())
+            finally:
+                await self.reset()
+
     async def _verify_repo(self) -> Verification:
         cmd = self.repo_test_cmd
         result = await self.sandbox.exec(
-            sh_command(cmd), env=self._test_env(), timeout=self.cfg.test_timeout_s
+            sh_command(test_env(EVAL_DIR) + cmd), env=self._test_env(), timeout=self.cfg.test_timeout_s
         )
         good, total = _counts(result.output)
         score = 1.0 if result.ok else (good / total if total else 0.0)

@@ -95,6 +95,21 @@ class TestRun(BaseModel):
     """Command and output (tail) of the run."""
 
 
+SHIM_DIR = "bin"
+"""Folder of the scratch folder put first on the tests' PATH (`python` for a sandbox that has only `python3`)."""
+
+
+def test_env(scratch: str) -> str:
+    """Shell statement giving every test run one environment (the repair's own runs and grading alike): the
+    repository root and its `src/` importable (the `pytest` console script, unlike `python -m pytest`, does not
+    put the root on sys.path: a flat or src-layout package would not import), the task's installed
+    requirements (`scratch/site`), and the scratch `bin/` first on PATH (the `python` shim)."""
+    return (
+        f'export PATH="$PWD/{scratch}/{SHIM_DIR}:$PATH" '
+        f'PYTHONPATH="$PWD$([ -d src ] && printf %s ":$PWD/src"):$PWD/{scratch}/site${{PYTHONPATH:+:$PYTHONPATH}}"; '
+    )
+
+
 def default_test_cmd(python: str) -> str:
     # outcomes come from the plugin's side channel, so pytest need not print a line per passed test (`-rA`
     # costs minutes on a suite of thousands under a loaded CPU); failures and errors stay in the log
@@ -171,7 +186,7 @@ async def _run_command(
     *, side_channel: bool = False, extra_env: str = "",
 ) -> tuple[ExecResult, str]:
     # the plugin and the task's installed requirements (scratch/site) are importable by the tests
-    prefix = f"PYTHONPATH=\"$PWD/{scratch}:$PWD/{scratch}/site${{PYTHONPATH:+:$PYTHONPATH}}\" {extra_env}"
+    prefix = f"{test_env(scratch)}PYTHONPATH=\"$PWD/{scratch}:$PYTHONPATH\" {extra_env}"
     kwargs: dict[str, Any] = {"side_channel": True} if side_channel else {}
     result = await sandbox.exec(
         sh_command(prefix + command), env=dict(env or {}) or None, timeout=timeout, **kwargs

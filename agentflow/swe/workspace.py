@@ -34,6 +34,7 @@ from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.hostgit import clone, git, has_commit, resolve_ref
 from agentflow.swe.patch import SCRATCH_DIR
 from agentflow.swe.tasks import SWETask
+from agentflow.swe.testrun import SHIM_DIR
 
 SNAPSHOT_ENV = {
     "GIT_AUTHOR_NAME": "agentflow",
@@ -240,6 +241,18 @@ async def install_requirements(sandbox: Sandbox, task: SWETask, *, python: str =
     )
 
 
+PYTHON_SHIM = f"{EVAL_DIR}/{SHIM_DIR}/python"
+"""`python` for a sandbox that has only `python3` (the tests' PATH starts with its folder, `testrun.test_env`)."""
+
+
+async def ensure_python_shim(sandbox: Sandbox, python: str = "python3") -> bool:
+    """Make `python` run `python` (the sandbox's python3) when the sandbox has none: a test command or a
+    repository's script saying `python -m pytest` would otherwise be "command not found". Whether one was made."""
+    script = (f"command -v python >/dev/null 2>&1 && exit 1; mkdir -p {EVAL_DIR}/{SHIM_DIR} && "
+              f'ln -sf "$(command -v {python})" {PYTHON_SHIM}')
+    return (await sandbox.exec(sh_command(script))).ok
+
+
 async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "python3", repo_root: str | Path | None = None) -> str:
     """Put the repository at `base_commit` into the sandbox's workspace as a git repository; return its HEAD.
 
@@ -258,6 +271,7 @@ async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "pyth
             f"{env} git {GIT_FLAGS} commit -q --no-verify --allow-empty -m {SNAPSHOT_MESSAGE} && git rev-parse HEAD"
         )
         head = (await run_checked(sandbox, sh_command(script), "committing the base state")).strip()
+    await ensure_python_shim(sandbox, python)
     await install_requirements(sandbox, task, python=python)
     for command in task.setup_commands:
         await run_checked(sandbox, sh_command(command), f"setup command {command!r}", timeout=None)
