@@ -37,51 +37,93 @@ _state = {"workdir": "/workspace", "env": {}, "rlimits": {}, "output_limit": 640
 _key = {"value": None}  # the reply-signing key, set by hello; never written anywhere
 _RESULTS_LIMIT = 64 * 1024 * 1024  # a side-channel result larger than this is dropped, not cut
 
-# --- command sessions -----------------------------------------------------------------------------------------
-# Every command starts its own session (pid == sid); `shutdown` and the host going away kill them all, so no
-# background job outlives its sandbox (the local backend has no container that would take them along).
-_sessions = set()
-_sessions_lock = threading.Lock()
+# --- the process tree ------------------------------------------------------------------------------------------
+# Every command starts its own session (pid == sid), so a timeout can kill its group. A job can still leave
+# that session (setsid, a double fork); what keeps it in reach is the tree: in Docker the agent is PID 1 and
+# every orphan is re-parented to it; as a local child process it makes itself a child subreaper for the same
+# effect. `shutdown`, the host going away (stdin EOF) and the host dying (parent-death signal) kill the whole
+# tree, so no background job outlives its sandbox (the local backend has no container to take them along).
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
 
 
-def _make_undumpable():
-    """PR_SET_DUMPABLE=0: our /proc entries become root's and ptrace needs CAP_SYS_PTRACE. True when set."""
+def _prctl(option, value):
+    """prctl(option, value); True when the kernel accepted it."""
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE = 4
+        return libc.prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError, ImportError):
         return False
 
 
-def _kill_sessions():
-    """SIGKILL every process in a session a command started (one pass over /proc for all of them)."""
-    with _sessions_lock:
-        sids = set(_sessions)
-        _sessions.clear()
-    for sid in sids:
-        try:
-            os.killpg(sid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+def _make_undumpable():
+    """PR_SET_DUMPABLE=0: our /proc entries become root's and ptrace needs CAP_SYS_PTRACE. True when set."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def _descendants():
+    """Pids of every live process below this one (one pass over /proc; zombies have no children to find)."""
+    me = os.getpid()
+    children = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return
+        return []
     for entry in entries:
-        if entry.isdigit() and int(entry) != os.getpid():
+        if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat") as fh:
                     fields = fh.read().rsplit(")", 1)[1].split()
-                if int(fields[3]) in sids:
-                    os.kill(int(entry), signal.SIGKILL)
-            except (OSError, ValueError, IndexError):
+            except (OSError, IndexError):
                 continue
+            if fields[0] != "Z":
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [me]
+    while todo:
+        for pid in children.get(todo.pop(), ()):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
+
+def _kill_tree():
+    """SIGKILL every process below the agent, again until none is left (one may fork while the pass runs;
+    its child is below the agent too and is found by the next pass)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        pids = _descendants()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+
+
+def _keep_the_tree(parent):
+    """Local backend: become a child subreaper, and have the kernel signal us when `parent` (the host) dies,
+    even if it dies without closing our stdin (a process it forked may hold the pipe open)."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+    def host_died(signum, frame):
+        if os.getppid() != parent:  # the signal also comes when the host's thread that started us ends
+            _kill_tree()
+            os._exit(0)
+
+    signal.signal(signal.SIGUSR1, host_died)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1)
+    if os.getppid() != parent:  # the host went before the signal was armed
+        host_died(signal.SIGUSR1, None)
+
 
 # --- child reaping -------------------------------------------------------------------------------------------
-# As PID 1 the agent inherits every orphan; one reaper thread waits for all children and hands exit statuses
-# to whoever registered the pid (unregistered pids are orphans and are simply reaped).
+# As PID 1 (or a child subreaper) the agent inherits every orphan; one reaper thread waits for all children
+# and hands exit statuses to whoever registered the pid (unregistered pids are orphans and are simply reaped).
 _reap_lock = threading.Lock()
 _waiters: dict = {}  # pid -> [event, status]
 _early: dict = {}  # pid -> status, for children that exited before they were registered
@@ -335,8 +377,6 @@ def _run(req, argv):
             else:
                 _waiters[proc.pid] = slot
         _spawned.set()
-        with _sessions_lock:
-            _sessions.add(proc.pid)
     except FileNotFoundError as exc:
         _close_fds(results_r, results_w)
         return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "duration_s": 0.0}
@@ -586,8 +626,8 @@ def op_ping(req):
 
 
 def op_shutdown(req):
-    """Kill every command session this agent started (background jobs included)."""
-    _kill_sessions()
+    """Kill every process the commands started (detached background jobs included)."""
+    _kill_tree()
     return {}
 
 
@@ -633,6 +673,7 @@ def _handle(req):
 
 
 def main():
+    parent = os.getppid()  # the host (0 as a container's PID 1)
     _state["dumpable"] = not _make_undumpable()
     for sig in (
         signal.SIGTERM,
@@ -644,12 +685,14 @@ def main():
         signal.SIGPIPE,
     ):
         signal.signal(sig, signal.SIG_IGN)
+    if os.getpid() != 1:
+        _keep_the_tree(parent)
     threading.Thread(target=_reaper, daemon=True).start()
     stdin = sys.stdin.buffer
     while True:
         line = stdin.readline()
         if not line:
-            _kill_sessions()  # the host went away: no command outlives it
+            _kill_tree()  # the host went away: no command outlives it
             break  # stop, so the container stops and is removed
         line = line.strip()
         if not line:

@@ -31,6 +31,9 @@ class SandboxConfig(StrictConfig):
     """Size of the in-memory workspace filesystem in MiB (stops disk fills)."""
     tmp_size_mb: int = Field(default=256, ge=8)
     """Size of the tmpfs mounted on /tmp in MiB."""
+    store_size_mb: int = Field(default=512, ge=16)
+    """Size of the in-memory store of this sandbox's snapshot objects in MiB (docker backend; stops a
+    sandboxed process from filling the disk through it)."""
     command_timeout_s: float = Field(default=120.0, gt=0)
     """Default wall-clock limit of one command; the whole process group is killed when it is reached."""
     sandbox_timeout_s: float = Field(default=3600.0, gt=0)

@@ -2,7 +2,8 @@
 
 docker-py is imported lazily. Containers carry the label `agentflow.sandbox=1` (plus the owner's pid and host)
 and are created with auto-remove; when the owning process dies the attached stdin closes, the agent exits and
-the container is removed. Leftovers of killed hosts are reaped at the next start and by `agentflow sandbox prune`.
+the container is removed. Leftovers of killed hosts are reaped at the next start and by `agentflow sandbox prune`
+(which also removes the snapshot-store volumes that earlier versions created).
 """
 
 from __future__ import annotations
@@ -121,27 +122,14 @@ def prune(client: Any | None = None, *, everything: bool = False) -> list[str]:
     return removed
 
 
-def create_store(client: Any | None = None) -> str:
-    """A named volume holding the git objects shared by the sandboxes of one pool (for snapshot/restore)."""
-    client = client or docker_client()
-    name = f"agentflow-store-{os.getpid()}-{secrets.token_hex(4)}"
-    client.volumes.create(name=name, labels=_owner_labels())
-    return name
-
-
-def remove_store(name: str, client: Any | None = None) -> None:
-    client = client or docker_client()
-    with contextlib.suppress(Exception):
-        client.volumes.get(name).remove(force=True)
-
-
-def container_settings(config: SandboxConfig, store: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def container_settings(config: SandboxConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """(create_container kwargs, host_config kwargs) for `config`: the hardening lives here."""
     uid, _, gid = config.user.partition(":")
     owner = f"uid={uid or 0},gid={gid or uid or 0}"
     # tmpfs pages are charged to the container's memory cgroup: the limit is memory_mb for processes plus the
     # tmpfs sizes, so a full workspace cannot starve later commands (they would all die as "memory")
-    memory = config.memory_mb + config.workspace_size_mb + config.tmp_size_mb + _RUN_MB + _SHM_MB
+    tmpfs_mb = config.workspace_size_mb + config.tmp_size_mb + config.store_size_mb + _RUN_MB + _SHM_MB
+    memory = config.memory_mb + tmpfs_mb
     create: dict[str, Any] = {
         "image": config.image,
         "command": ["python3", "-u", "-c", BOOT],
@@ -170,8 +158,10 @@ def container_settings(config: SandboxConfig, store: str) -> tuple[dict[str, Any
             config.workdir: f"rw,exec,nosuid,nodev,size={config.workspace_size_mb}m,mode=0755,{owner}",
             "/tmp": f"rw,exec,nosuid,nodev,size={config.tmp_size_mb}m,mode=1777",
             "/run/agentflow": f"rw,nosuid,nodev,noexec,size={_RUN_MB}m,mode=0700,{owner}",
+            # the snapshot objects: writable by the sandbox's commands (they run as the agent's uid), so held
+            # in memory under a cap like the workspace, never on the host's disk (a volume had no size limit)
+            STORE_DIR: f"rw,nosuid,nodev,noexec,size={config.store_size_mb}m,mode=0700,{owner}",
         },
-        "binds": {store: {"bind": STORE_DIR, "mode": "rw"}},
     }
     return create, host
 
@@ -181,10 +171,8 @@ class DockerSandbox(AgentSandbox):
 
     backend = "docker"
 
-    def __init__(self, config: SandboxConfig, store: str, own_store: bool) -> None:
+    def __init__(self, config: SandboxConfig) -> None:
         super().__init__(f"sbx-{secrets.token_hex(5)}", config, config.workdir, SNAP_DIR, STORE_DIR)
-        self.store = store
-        self._own_store = own_store
         self._container: Any = None
         self._sock: Any = None
         self._keep: Any = None
@@ -195,17 +183,14 @@ class DockerSandbox(AgentSandbox):
         self.start_ms = 0.0
 
     @classmethod
-    async def start(cls, config: SandboxConfig | None = None, *, store: str | None = None) -> DockerSandbox:
+    async def start(cls, config: SandboxConfig | None = None) -> DockerSandbox:
         config = config or SandboxConfig()
         client = await asyncio.to_thread(docker_client)
         global _reaped
         if not _reaped:
             _reaped = True
             await asyncio.to_thread(reap_orphans, client)
-        own = store is None
-        if store is None:
-            store = await asyncio.to_thread(create_store, client)
-        sb = cls(config, store, own)
+        sb = cls(config)
         t0 = time.perf_counter()
         try:
             await sb._start(client)
@@ -218,7 +203,7 @@ class DockerSandbox(AgentSandbox):
     async def _start(self, client: Any) -> None:
         import docker.errors
 
-        create, host = container_settings(self.config, self.store)
+        create, host = container_settings(self.config)
 
         def make() -> Any:
             cfg = client.api.create_container_config(
@@ -326,6 +311,10 @@ class DockerSandbox(AgentSandbox):
     def healthy(self) -> bool:
         return super().healthy() and self.remaining_s() > 0
 
+    def _space_settings(self) -> dict[str, str]:
+        c = self.config
+        return {STORE_DIR: f"store_size_mb={c.store_size_mb}", c.workdir: f"workspace_size_mb={c.workspace_size_mb}"}
+
     def _reset_script(self) -> str:
         # Inside the container only: kill -1 spares PID 1 (the agent) and the calling shell. Every writable
         # place goes, so nothing is left to the sandbox's next user.
@@ -354,7 +343,5 @@ class DockerSandbox(AgentSandbox):
             if container is not None:
                 with contextlib.suppress(Exception):
                     container.remove(force=True)
-            if self._own_store:
-                remove_store(self.store)
 
         await asyncio.to_thread(remove)

@@ -3,8 +3,11 @@
 This is NOT a security boundary: commands run as your user, see your files and your network. It exists for
 machines without Docker (development, CI without a daemon) and is used only when asked for by name (a
 `LocalBackendWarning` says so each time). What it does limit: commands get a scrubbed environment (no API
-keys or tokens of yours), rlimits, and no process or temp dir outlives the sandbox (a host killed with -9
-leaves its temp dir, which the next start removes). Snapshots work the same way as in Docker.
+keys or tokens of yours), rlimits, and no process or temp dir outlives the sandbox: the agent is a child
+subreaper, so jobs that detach (setsid, double fork) stay below it, and it kills its whole tree at close, when
+its stdin closes and when the host dies (a parent-death signal). A host killed with -9 leaves its temp dir,
+which the next start removes. What it cannot do: a command may kill the agent itself (it runs as you), and
+the processes below it then escape to init. Snapshots work the same way as in Docker.
 """
 
 from __future__ import annotations
@@ -153,7 +156,7 @@ class LocalSandbox(AgentSandbox):
             return
         self.closed = True
         if self._link is not None and self._link.dead is None and self._proc is not None:
-            # commands run in sessions of their own: the agent kills them all (background jobs too)
+            # the agent kills every process below it (background jobs too, detached or not)
             with contextlib.suppress(Exception):
                 await self._link.call("shutdown", wait=10)
         if self._link is not None:

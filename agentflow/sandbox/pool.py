@@ -12,7 +12,7 @@ from typing import Any, Literal, Self
 
 from agentflow.errors import SandboxError
 from agentflow.sandbox.config import SandboxConfig
-from agentflow.sandbox.session import AgentSandbox
+from agentflow.sandbox.session import AgentSandbox, NoSpaceError
 
 _MAX_HAVE = 64  # snapshots named as already held when a pack is built (enough to find the shared base)
 
@@ -76,6 +76,8 @@ class SandboxPool:
             try:
                 await receiver.import_snapshot(snapshot_id, await sb.export_snapshot(snapshot_id, shared))
                 return
+            except NoSpaceError:
+                raise  # the receiver's store is full: no other holder can help
             except SandboxError:
                 continue
 

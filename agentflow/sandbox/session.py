@@ -92,7 +92,8 @@ class AgentLink:
             return
         if not isinstance(msg, dict):
             return
-        fut = self._pending.pop(msg.get("id"), None)
+        rid = msg.get("id")
+        fut = self._pending.pop(rid, None) if isinstance(rid, int) else None
         if fut is not None and not fut.done():
             fut.set_result(msg)
 
@@ -127,6 +128,13 @@ class AgentLink:
         if not msg.get("ok"):
             raise _AgentFailure(msg.get("error", "unknown error"), msg.get("kind"))
         return msg
+
+
+class NoSpaceError(SandboxError):
+    """A snapshot operation ran out of space (the store, the workspace or the index is full)."""
+
+
+_NO_SPACE = "No space left on device"
 
 
 class _AgentFailure(SandboxError):
@@ -271,8 +279,7 @@ class AgentSandbox:
             "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120
         )
         if msg["exit_code"] != 0:
-            out = (msg.get("stdout", "") + msg.get("stderr", "")).strip()
-            raise SandboxError(f"{what} failed in sandbox {self.id}: {out[-500:]}")
+            raise await self._snap_failure(what, msg.get("stdout", "") + msg.get("stderr", ""))
         return str(msg.get("stdout", "")).strip()
 
     async def read_bytes(self, path: str) -> bytes:
@@ -356,9 +363,38 @@ class AgentSandbox:
         )
         res = await self.exec(init + script, env=self._snap_env(), timeout=120, cwd=self.workdir)
         if not res.ok:
-            raise SandboxError(f"{what} failed in sandbox {self.id}: {res.output.strip()[-500:]}")
+            raise await self._snap_failure(what, res.output)
         self._snap_ready = True
         return res.stdout.strip()
+
+    def _space_settings(self) -> dict[str, str]:
+        """{path: the setting that sizes the filesystem there}; a backend whose places have a size says so."""
+        return {}
+
+    async def _snap_failure(self, what: str, output: str) -> SandboxError:
+        """The error of a failed snapshot operation; when it ran out of space, the place that is full and the
+        setting to raise (the store and the workspace are size-limited: a full one must not read as a bug)."""
+        if _NO_SPACE not in output:
+            return SandboxError(f"{what} failed in sandbox {self.id}: {output.strip()[-500:]}")
+        places = {
+            self._store_dir: "the snapshot store",
+            self.workdir: "the workspace",
+            str(Path(self._snap_dir).parent): "the snapshot index",
+        }
+        probe = "; ".join(f"stat -f -c '%a %S' {shlex.quote(p)} 2>/dev/null || echo '-1 1'" for p in places)
+        lines = (await self.exec(probe, timeout=30)).stdout.splitlines()
+        sizes = self._space_settings()
+        for (path, name), line in zip(places.items(), lines, strict=False):
+            blocks, _, size = line.partition(" ")
+            if blocks.lstrip("-").isdigit() and size.isdigit() and 0 <= int(blocks) * int(size) < 1 << 20:
+                setting = sizes.get(path)  # less than 1 MiB left: this one is full
+                where = f"{path}, {setting}" if setting else path
+                also = f", raise {setting.split('=')[0]}" if setting else ""
+                return NoSpaceError(
+                    f"{what} failed in sandbox {self.id}: {name} is full ({where}); "
+                    f"free space there{also} or start a new sandbox"
+                )
+        return NoSpaceError(f"{what} failed in sandbox {self.id}: no space left on device: {output.strip()[-300:]}")
 
     async def _ensure_snap(self) -> None:
         if not self._snap_ready:
@@ -417,6 +453,8 @@ class AgentSandbox:
             env=self._snap_env(), stdin=base64.b64encode(pack).decode(), timeout=120, cwd=self.workdir,
         )
         if not res.ok:
+            if _NO_SPACE in res.output:
+                raise await self._snap_failure(f"importing snapshot {snapshot_id}", res.output)
             raise SandboxError(f"snapshot {snapshot_id} could not be imported into sandbox {self.id}")
         self._snapshots.add(snapshot_id)
 
