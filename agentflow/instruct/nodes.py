@@ -195,8 +195,8 @@ class RefineSettings(TextGenSettings):
     """Seconds for the fix function in the sandbox."""
     show_previous: bool = False
     """Show the previous answer with its faults (the paper's form). Off by default: shown its answer, the
-    embedded 1.5B model gave it back nearly unchanged (one note too long and ending wrongly: none of 6 samples
-    fixed both faults, 1 of 5 did without it; docs/workflows/decrim.md); the faults are named either way."""
+    embedded small model gives it back nearly unchanged, its faults included (docs/workflows/decrim.md); the
+    faults are named either way."""
 
 
 class TextSearchSettings(TextGenSettings):
@@ -207,8 +207,8 @@ class TextSearchSettings(TextGenSettings):
     constraint_checks: bool = True
     """Score an answer as the share of constraints that hold, each checked as decrim's critic does (a function
     the model writes, run in the sandbox, where code can check it; the model's verdict otherwise). Off, or
-    without a sandbox: the verification agent's single score. On the instruction set the single score kept
-    answers that broke a constraint the greedy answer met (docs/workflows/plangen.md)."""
+    without a sandbox: the verification agent's single score, which can keep an answer that breaks a
+    constraint the greedy answer met (docs/workflows/plangen.md)."""
     critic: CriticSettings = Field(default_factory=CriticSettings)
     """The constraint checks' settings."""
 

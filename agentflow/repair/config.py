@@ -135,9 +135,9 @@ class RepairConfig(StrictConfig):
     heuristic's `rank_keep` best-scored suspects, in its order, and the heuristic's order fills the rest."""
     rank_keep: int = Field(default=2, ge=0, le=10)
     """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
-    them, in its order. With the spectrum's evidence the heuristic's second suspect was more often right than
-    the model's first pick: keeping one place, the gold function fell out of the suspects on 4 of the 15
-    examples (`benchmarks/localize_real.py --ranked RUN`)."""
+    them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
+    small model's first pick, so keeping only one place can push the faulty function out of the suspects
+    (`benchmarks/localize_real.py --ranked RUN` measures it)."""
     rank_pool: int = Field(default=8, ge=2, le=30)
     """Functions the ranking call chooses among (the heuristic's best)."""
     rank_lines: int = Field(default=15, ge=1)
@@ -147,9 +147,9 @@ class RepairConfig(StrictConfig):
     the issue says works today or must keep working), cut down to its checks that pass at the base commit
     (`agentflow.repair.keepcheck`). Among candidates on which the reproduction no longer fails and the tests
     rank equal, and before the examples and the vote, those that still pass it are preferred (one model call
-    a task with a kept reproduction; each candidate's check runs in the sandbox). inikit-3: three samples of
-    `int(raw, 10)` outvoted the fix and broke the hex values the issue says must keep working; nothing that
-    ran checked them."""
+    a task with a kept reproduction; each candidate's check runs in the sandbox). Without it, several samples
+    of the same wrong patch can outvote the fix while breaking behaviour the issue says must keep working,
+    which neither the reproduction nor the failing tests check."""
     reproduce_attempts: int = Field(default=2, ge=1, le=5)
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
     vote: bool = True
@@ -158,7 +158,7 @@ class RepairConfig(StrictConfig):
     """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
     the unchanged code is drawn again from where it started, the next prompt showing that edit and what the
     examples still show (it stays a candidate; the retry is not counted as an attempt). Each edit's examples
-    run in the sandbox, no model call. Off (0) by default until measured on the example tasks; not used when
+    run in the sandbox, no model call. Off (0) by default: its benefit is not established yet; not used when
     the examples run no repository code or show something else on each run."""
     compare_examples: bool = True
     """Among candidates the tests rank equal, and before the vote, prefer those that change what the issue's

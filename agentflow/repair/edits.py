@@ -2,7 +2,7 @@
 
 A model answers with blocks like::
 
-    inikit/parser.py
+    pkg/parser.py
     <<<<<<< SEARCH
             parts = stripped.split("=")
     =======

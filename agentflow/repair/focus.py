@@ -3,8 +3,8 @@
 The ranked windows share a search's samples: the top-ranked one half of them, the others in turn
 (`ROTATION`). During a search the shares learn from the answers: a window the model gave back unchanged (or
 answered with other code than its function: the issue's example, a test) is more likely correct code than the
-fault (with the faulty function given, the 1.5B model returned it unchanged
-in 11 of 60 answers; a window that was not the fault came back unchanged in most), so its share is turned down
+fault (a small model seldom gives the faulty function back unchanged, and gives most windows that are not
+the fault back unchanged), so its share is turned down
 (`DECLINE_FACTOR` per such answer) and the samples go to the suspects not yet looked at.
 """
 
@@ -19,8 +19,8 @@ ROTATION = (0, 1, 0, 2, 0, 1, 0, 3)
 """Which suspect a sample looks at first: the top-ranked one half the time, the others in turn."""
 DECLINE_FACTOR = 0.3
 """A window's share of the samples is multiplied by this for each answer that declined it (gave it back
-unchanged, or other code): about the ratio of unchanged answers on the faulty function (~0.2) to those on
-correct code (~0.75)."""
+unchanged, or other code): about the ratio of how often a model gives the faulty function back unchanged to
+how often it does so with correct code (docs/measurements/mechanisms.md)."""
 
 
 def rotated(windows: Sequence[Window], focus: int) -> list[Window]:

@@ -1,8 +1,8 @@
 """A keep-working check: a model-written script of what a fix must not change, cut down to what holds today.
 
-Asked for what works today and must keep working, the 1.5B model mixes in the reported case itself (inikit-3:
-`getint` of "03" == 3 beside `0x1F` == 31, in three of four answers). So the script is not kept or refused
-whole: each top-level check (an `assert`, a `try`, a loop, a bare call) runs on its own at the base commit,
+Asked for what works today and must keep working, a small model often mixes in the reported case itself
+(an assertion of the broken behaviour beside assertions of what really works). So the script is not kept or
+refused whole: each top-level check (an `assert`, a `try`, a loop, a bare call) runs on its own at the base commit,
 and the check kept is the script without those that failed there. What is left passes on the unchanged code
 by construction, and is run again to make sure (`Workbench.install_keep_check`).
 

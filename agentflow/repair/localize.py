@@ -130,7 +130,7 @@ the code that raises or prints it."""
 NOT_RUN_SHARE = 0.3
 """When the issue's examples ran code (`RunEvidence.executed`), a function they did not run keeps this share
 of its score: it may still be the fault (an example that stops early), but words alone should not put it
-above the path that ran. (On the real-package set, 0.3 and 0.5 both lift 16 -> 20 of 23; 1.0 only to 18.)"""
+above the path that ran. A share well below 1 is what helps; its exact value matters little."""
 
 
 SUSPICION_WEIGHT = 2.0
@@ -305,9 +305,9 @@ def traceback_frames(output: str, files: set[str]) -> list[tuple[str, int]]:
 
 def failure_calls(output: str, files: set[str]) -> set[str]:
     """The names a failure output's code calls (`name(`), without the code lines of traceback frames outside the
-    repository: a reproduction script's frame shows the calls the issue reports (`Specifier(...).contains(...)`),
-    which the issue's words already rank; counted again, they pushed the function its fault lies in
-    (`Version.bump`, which the spectrum ranked second) out of verspec-3's suspects."""
+    repository: a reproduction script's frame shows the calls the issue reports (`Parser(...).get(...)`), which
+    the issue's words already rank; counted again, they can push the function the fault lies in (a callee the
+    spectrum ranks just below them) out of the suspects."""
     kept: list[str] = []
     outside = False
     for line in output.split("\n"):
@@ -454,9 +454,9 @@ def rank_windows(
     scored = _weigh_by_runs(_pass_to_callees(scored, sources), evidence)
     scored.sort(key=lambda item: (-item[0], item[1].end - item[1].start, item[1].path, item[1].start))
     if prefer and scored:
-        # the heuristic's best keep their places: on the example tasks the 1.5B model's first pick was right
-        # less often than the heuristic's (3 vs 4 of 15); with the spectrum's evidence its second is right more
-        # often than the model's pick too (keeping one place lost the gold function on 4 of the 15)
+        # the heuristic's best keep their places: a small model's first pick is right less often than the
+        # heuristic's first, and with the spectrum's evidence less often than its second too (keeping only one
+        # place can push the faulty function out of the suspects)
         order = {key: i for i, key in enumerate(prefer)}
         rest = sorted(scored[keep:], key=lambda item: order.get((item[1].path, item[1].qualname), len(order)))  # stable
         scored = [*scored[:keep], *rest]
@@ -501,7 +501,7 @@ def function_window(sym: _Symbol, max_lines: int, focus: int | None) -> tuple[in
         return sym.start, sym.end
     body = without_docstring(sym.body)
     # the `def` line(s) and the docstring do not count: a window that cuts them off from a function just over the
-    # limit was rewritten wrongly (tabkit's 32-line `render`: the model wrapped the body in its own `def`)
+    # limit is rewritten wrongly (the model wraps the body it sees in a `def` of its own)
     if sym.end - body[0].lineno + 1 <= max_lines:
         return sym.start, sym.end
     target = focus if focus is not None else body[0].lineno
@@ -640,8 +640,7 @@ def file_context(source: str, window: Window, *, max_lines: int) -> str:
 def file_outline(source: str, window: Window, *, max_items: int) -> str:
     """What a long file defines besides the window, as a plain list (not code): imports, module-level names,
     classes with their methods, functions with their parameters. Shown as a code block, an outline of
-    `def ...:` lines and `...` bodies was given back instead of the rewrite by the 1.5B model (37 of the 68
-    unusable answers of a best-of-8 run on 8 real-package tasks)."""
+    `def ...:` lines and `...` bodies is often given back instead of the rewrite by a small model."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):

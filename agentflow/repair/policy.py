@@ -180,7 +180,8 @@ class RepairPolicy:
             self._record_failed(cand_id, parent_id, read.status, read.errors, text, finish, sample, shown)
             if read.declined and prompt.window is not None:
                 # the model looked at this window and found nothing to change: the next try looks elsewhere
-                # (six-2: 13 answers gave the example back for a wrong window, each retried on it)
+                # (otherwise a model that gives the example back for a wrong window is asked again and
+                # again about that same window)
                 self.focus.decline(prompt.window)
                 windows, hint = self.focus.pick(windows), ""
                 if windows[0] != prompt.window:

@@ -127,9 +127,9 @@ _PLAIN_WORDS = frozenset({"assert", "def", "test", "self", "pytest", "raises", "
 def usage_from_tests(sources: Mapping[str, str], issue: str, budget_chars: int = 1500) -> str:
     """The repository's own test functions that share the most names with the issue (shortest first among
     equals), with their file's imports, the module-level values and the fixtures they use: how the package's
-    objects are made and called. Small models writing a reproduction guessed constructors (`Config().set(...)`
-    where the tests build it with `loads(TEXT)`): on the 15 examples at 35a428e, 4 of 26 tries were kept and 10
-    failed on an API the package does not have; with the tests shown (0767bff), 7 of 24 were kept, 6 failed so."""
+    objects are made and called. Small models writing a reproduction without them guess constructors
+    (`Config().set(...)` where the tests build it with `loads(TEXT)`), and many of their scripts then fail on an
+    API the package does not have instead of on the bug."""
     wanted = words(issue) - _PLAIN_WORDS
     scored: list[tuple[int, int, str, ast.FunctionDef, str]] = []
     files: dict[str, tuple[list[str], dict[str, str]]] = {}
@@ -230,7 +230,7 @@ def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback
     windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows, prefer=prefer,
                            evidence=evidence, keep=cfg.rank_keep)
     # when tracebacks point into code, windows without a frame mostly distract a small model; but the best of
-    # them stays (a function the failing one calls, where the fault often is: toolz's `last` fails, `tail` is wrong)
+    # them stays (a function the failing one calls, where the fault often is: `last` fails, `tail` is wrong)
     framed = [w for w in windows if w.frame]
     if framed:
         windows = framed + [w for w in windows if not w.frame][:1]
@@ -264,8 +264,8 @@ def rewrite_values(cfg: RepairConfig, sources: Mapping[str, str], target: Window
     snippet = textwrap.dedent("\n".join(lines))  # at column 0: models re-indent a first line
     values = {"snippet": snippet, "symbol": f"`{target.symbol}`" if target.symbol else "this code",
               "lines": f"{target.start}-{target.end}", "file": "", "opening": ""}
-    # the answer's first line named: answers that began elsewhere were mostly the issue's example or a test
-    # (29 of the 79 noops of the whole real set's best-of-8 run gave no `def` of the window back)
+    # the answer's first line named: answers that begin elsewhere are mostly the issue's example or a test,
+    # given back instead of the window's function
     opening = re.match(rf"\s*({DEF_LINE.pattern}\()", snippet)
     values["opening"] = f", starting with `{opening.group(1)}`" if opening else ""
     limit = cfg.file_context_lines
@@ -346,7 +346,7 @@ def read_rewrite(text: str, sources: Mapping[str, str], window: Window) -> ReadE
     before the corrected code. When the window is a whole function, a block without its `def` line is such
     a quote, not a rewrite. When the window is part of a long function's body and the answer gives the whole
     function back (as models mostly do), the whole function is replaced: taken as the window's lines, it
-    nested a second copy of the function inside the first (13 of 38 usable answers on 7 example tasks)."""
+    would nest a second copy of the function inside the first."""
     blocks = code_blocks(text)
     if not blocks:
         return ReadEdits("unparsable", errors=["no ```python code block in the answer"])
@@ -517,7 +517,7 @@ def _complete_definition(text: str, name: str) -> str | None:
     """The definition of `name` in a block that does not parse as a whole: its lines from the `def` (and its
     decorators) to the next line indented no deeper, when they parse alone and such a line follows. Small models
     paste the failing tests' output around the function, or go on writing other functions until `max_tokens`
-    cuts the block: 2 of tabulate-1's 4 unusable rewrites held the whole function before the cut. A
+    cuts the block, and such a block often holds the whole function before the cut. A
     definition that runs to the block's end may itself be cut, so it is not taken."""
     lines = text.split("\n")
     for number, line in enumerate(lines):

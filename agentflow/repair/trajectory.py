@@ -2,7 +2,7 @@
 an edit together, sees the script run in the sandbox on the original code and on its change, and revises
 either over several turns until it answers DONE. The edit form follows the run's `edit_format`: with
 `rewrite` (what `auto` gives a local model) the trajectory's suspect function is rewritten whole -- with
-SEARCH/REPLACE blocks the embedded 1.5B model gave no usable edit in 16 of 18 turns -- and the test script
+SEARCH/REPLACE blocks the embedded small model seldom gives a usable edit -- and the test script
 is the answer's other code block. `trajectories` run at once (parallel compute), each for at
 most `turns` model calls (serial compute). Node type `swe.trajectories` (in place of a search node): every
 trajectory's last change is a candidate (verified like any other), and its last script joins `tests`, which

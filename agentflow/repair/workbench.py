@@ -59,8 +59,7 @@ def summarise_failures(output: str, limit: int) -> str:
     """What a failing pytest log says, as the next attempt's feedback: each failure's name, the lines pytest
     marks (`>`), the values it shows (`expected = '...'`), its `E` lines and file:line locations, and the short
     summary's FAILED/ERROR lines. The tests' own source and captured output are left out: shown a failing
-    test's code, the 1.5B model often gave back that test instead of the rewrite (5 of tabulate-1's 9 unusable
-    answers on the real set)."""
+    test's code, a small model often gives back that test instead of the rewrite."""
     keep = []
     section: str | None = None
     for line in output.splitlines():
@@ -90,8 +89,8 @@ def summarise_failures(output: str, limit: int) -> str:
 
 
 def _exception_name(output: str) -> str | None:
-    """The type of the exception a traceback ends with (`KeyError`, `inikit.errors.ConversionError`,
-    `pathroute.errors.NotFound`): the first line at column 0 after the last frame."""
+    """The type of the exception a traceback ends with (`KeyError`, `pkg.errors.ConversionError`,
+    `pkg.routing.NotFound`): the first line at column 0 after the last frame."""
     lines = output.strip().splitlines()
     last_frame = max((i for i, line in enumerate(lines) if line.lstrip().startswith('File "')), default=None)
     if last_frame is None:
@@ -126,8 +125,8 @@ def issue_values(issue: str) -> set[str]:
 def why_not_the_reported_case(script: str, issue: str) -> str | None:
     """None when a reproduction script runs the issue's own case: it uses one of the string values the issue's
     code shows (exactly, or one of three characters or more inside a longer string), or the issue shows none.
-    inikit-2 and -3: scripts copied a repository test's fixture (`getint` on "eight"), failed for a reason the
-    issue is not about, and steered every sample to it."""
+    Scripts that copy a repository test's fixture instead fail for a reason the issue is not about, and steer
+    every later sample to it."""
     values = issue_values(issue)
     if not values:
         return None
@@ -157,8 +156,8 @@ def why_not_a_bug(output: str, issue: str) -> str | None:
     if name.rsplit(".", 1)[-1] == "AssertionError":
         reported = reported_exceptions(issue)
         if reported and not any(re.search(rf"\b{re.escape(r)}\b", output) for r in reported):
-            # cachette-2 reports `ZeroDivisionError: division by zero`; a kept script asserting an LRU eviction
-            # order (false by design) failed on every candidate, the fix included, and the vote chose a non-fix
+            # the issue reports an error raised; a kept script asserting something else (false by design) fails
+            # on every candidate, the fix included, and then tells the vote nothing about the fix
             return (f"it failed an assertion, but the issue reports {' or '.join(sorted(reported))} raised: make the "
                     "script run the case that raises it")
         return None
@@ -168,8 +167,8 @@ def why_not_a_bug(output: str, issue: str) -> str | None:
     if name and re.search(rf"\b{re.escape(short)}\b", issue):
         reported = reported_exceptions(issue)
         if reported and short not in reported:
-            # inikit-2: "KeyError: 'maybe'" is the bug, ConversionError what should happen; a script that failed
-            # with the latter (getint on a bad value) led every sample to the wrong function
+            # the issue names one error as the bug and another as what should happen instead; a script that
+            # fails with the latter reproduces a different case and leads every sample to the wrong function
             return (f"it failed with {short}, but the error the issue reports is {' or '.join(sorted(reported))} "
                     f"({short} is probably what the issue expects instead): make the script run the case the issue "
                     "reports")

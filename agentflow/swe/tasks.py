@@ -51,7 +51,7 @@ class SWETask(BaseModel):
     model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
 
     instance_id: str = Field(min_length=1)
-    """Unique id, e.g. `inikit__inikit-1`."""
+    """Unique id, e.g. `astropy__astropy-12907`."""
     repo: str = Field(min_length=1)
     """Local directory (relative to the tasks file), git URL, or GitHub `owner/name`."""
     base_commit: str = Field(min_length=4, pattern=r"^[0-9A-Za-z_][0-9A-Za-z._/-]*$")
