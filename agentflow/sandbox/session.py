@@ -164,6 +164,9 @@ class AgentSandbox:
         self._started = time.monotonic()
         self._base: str | None = None
         self._snap_ready = False
+        # One snapshot operation at a time: each stages into the snapshot index (`git add -A`), and two at once
+        # (a node's diff and the checkpoint's, graph/history.py) would race for its lock file.
+        self._git_lock = asyncio.Lock()
         self._snapshots: set[str] = set()
         """Snapshot ids whose objects are in this sandbox's own store."""
         self._taken: set[str] = set()
@@ -361,7 +364,8 @@ class AgentSandbox:
                 f"mkdir -p {shlex.quote(self._snap_dir)}/info && echo '.git' > {shlex.quote(self._snap_dir)}/info/exclude; "
             )
         )
-        res = await self.exec(init + script, env=self._snap_env(), timeout=120, cwd=self.workdir)
+        async with self._git_lock:
+            res = await self.exec(init + script, env=self._snap_env(), timeout=120, cwd=self.workdir)
         if not res.ok:
             raise await self._snap_failure(what, res.output)
         self._snap_ready = True
