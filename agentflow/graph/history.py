@@ -73,7 +73,8 @@ class CheckpointInfo:
     checkpoint_id: str
     step: int
     source: str
-    """`input`, `loop` (a super-step ended), `update` (a state edit) or `fork`."""
+    """`input`, `loop` (a super-step ended), `update` (a state edit) or `fork` (a fork's first checkpoint:
+    the one it was forked from)."""
     after: list[str]
     """Nodes whose writes this checkpoint is the first to hold."""
     next: list[str]
@@ -103,7 +104,7 @@ async def thread_history(graph: Any, thread_id: str) -> list[CheckpointInfo]:
         out.append(CheckpointInfo(
             checkpoint_id=snap.config["configurable"]["checkpoint_id"],
             step=int(meta.get("step", -1)),
-            source=str(meta.get("source", "")),
+            source="fork" if "forked_from" in meta and parent is None else str(meta.get("source", "")),
             after=list(by_id[parent].next) if parent in by_id and meta.get("source") == "loop" else [],
             next=list(snap.next),
             created_at=snap.created_at,

@@ -198,7 +198,7 @@ class WorkflowRunner:
             )
         if not snapshot.next:
             return self._result(thread_id, snapshot)
-        self._check_edit(edit)
+        self.check_edit(edit)
         await self._ensure_sandbox()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
         self.context.emit("run.resume", workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit))
@@ -253,13 +253,12 @@ class WorkflowRunner:
         ran, else the thread's latest. Its state is copied into thread `new_thread_id` (default: a new id) of
         this runner's checkpointer, `update` is applied as LangGraph's `update_state` does (as the node that
         last wrote), and the run continues. `source` is the directory of the run to fork when it is not this
-        runner's own (its files stay byte for byte as they were). A sandbox this runner starts gets the run's
-        workspace plus the diff recorded at that checkpoint; a sandbox given in `context.sandbox` must have been
-        opened that way by the caller (`checkpoint_diff`). A fork from a checkpoint before an `interrupt_before`
+        runner's own (its files stay byte for byte as they were). The run's sandbox (started now, or already
+        running) is set to the workspace at its base plus the diff recorded at that checkpoint. A fork from a checkpoint before an `interrupt_before`
         node pauses there unless `approve`."""
         from agentflow.graph.history import DIFF_KEY, DiffStore, pick_checkpoint, thread_history
 
-        self._check_edit(update)
+        self.check_edit(update)
         new_thread = new_thread_id or uuid.uuid4().hex[:12]
         config = self._config(new_thread)
         if (await self.graph.aget_state(config)).created_at is not None:
@@ -273,7 +272,14 @@ class WorkflowRunner:
             diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
             if diff is not None and self.run_dir is not None:
                 store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))  # type: ignore[union-attr]
-        await self._ensure_sandbox(replay_diff=diff)
+        if self.context.sandbox is not None or await self._ensure_sandbox() is not None:
+            if diff is None:
+                raise UserError(f"thread {thread_id!r} recorded no workspace at checkpoint {point.checkpoint_id}",
+                                hint="fork a run that had a sandbox, written by this version with the sqlite "
+                                "checkpointer, or run the fork without one (sandbox='none')")
+            from agentflow.graph.workspace import replay
+
+            await replay(self.context.sandbox, diff, reset=True)  # the workspace as it was at the checkpoint
         origin = {"thread_id": thread_id, "checkpoint_id": point.checkpoint_id}
         metadata = {**saved.metadata, "forked_from": origin}
         if point.workspace_diff and self.context.sandbox is None:
@@ -290,15 +296,19 @@ class WorkflowRunner:
             return self._result(new_thread, snapshot)
         return await self._drive(None, new_thread, on_event)
 
-    async def checkpoint_diff(self, thread_id: str, checkpoint_id: str | None = None, *,
-                              after_node: str | None = None, source: str | Path | None = None) -> str | None:
-        """The workspace diff recorded at a checkpoint (picked as `fork` picks it); None without one."""
+    async def find_checkpoint(
+        self, thread_id: str, checkpoint_id: str | None = None, *, after_node: str | None = None,
+        source: str | Path | None = None,
+    ) -> tuple[CheckpointInfo, str | None]:
+        """The checkpoint `fork` would pick, and the workspace diff recorded there (None without one): a
+        caller that opens the fork's sandbox itself applies that diff to the run's workspace."""
         from agentflow.graph.history import pick_checkpoint, thread_history
 
         async with self._source(source) as (graph, store):
             point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
                                     checkpoint_id=checkpoint_id, after_node=after_node)
-            return store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
+            diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
+            return point, diff
 
     @contextlib.asynccontextmanager
     async def _source(self, source: str | Path | None) -> AsyncIterator[tuple[Any, Any]]:
@@ -319,7 +329,7 @@ class WorkflowRunner:
             finally:
                 saver.close()
 
-    def _check_edit(self, edit: Mapping[str, Any] | None) -> None:
+    def check_edit(self, edit: Mapping[str, Any] | None) -> None:
         """An edit may set only keys the state declares (a typo would otherwise be dropped or added)."""
         if edit is None or not self.spec.state:
             return
@@ -425,17 +435,19 @@ class WorkflowRunner:
 
         return {DIFF_KEY: DiffStore(self.run_dir).put(await workspace_diff(self.context.sandbox))}
 
-    async def _ensure_sandbox(self, replay_diff: str | None = None) -> None:
+    async def _ensure_sandbox(self) -> Any:
+        """The run's sandbox, started now when this runner is to start one; None without one."""
         if self._sandbox_request is None or self.context.sandbox is not None:
-            return
+            return self.context.sandbox
         from agentflow.graph.workspace import choose_backend, open_workspace
 
         requested, workspace = self._sandbox_request
         backend = choose_backend(requested, self.spec, workspace)
         if backend is None:
-            return
-        self._sandbox_cm = open_workspace(backend, workspace, events=self.context.events, replay_diff=replay_diff)
+            return None
+        self._sandbox_cm = open_workspace(backend, workspace, events=self.context.events)
         self.context.sandbox = await self._sandbox_cm.__aenter__()
+        return self.context.sandbox
 
     async def diff(self) -> str:
         """What the run's agents changed in the sandbox's workspace, as a unified diff."""

@@ -462,6 +462,11 @@ class AgentSandbox:
             raise SandboxError(f"snapshot {snapshot_id} could not be imported into sandbox {self.id}")
         self._snapshots.add(snapshot_id)
 
+    @property
+    def base(self) -> str | None:
+        """The snapshot `diff()` compares against (None until set or first diffed)."""
+        return self._base
+
     async def set_base(self, snapshot_id: str | None = None) -> str:
         """Make `snapshot_id` (default: the current state) the base `diff()` compares against."""
         self._base = snapshot_id or await self.snapshot()
