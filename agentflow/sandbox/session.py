@@ -164,8 +164,9 @@ class AgentSandbox:
         self._started = time.monotonic()
         self._base: str | None = None
         self._snap_ready = False
-        # One snapshot operation at a time: each stages into the snapshot index (`git add -A`), and two at once
-        # (a node's diff and the checkpoint's, graph/history.py) would race for its lock file.
+        # One snapshot operation at a time: each stages into or reads the snapshot index (`git add -A`,
+        # read-tree), and two at once (a node's diff and the checkpoint's, graph/history.py) would race for
+        # its lock file.
         self._git_lock = asyncio.Lock()
         self._snapshots: set[str] = set()
         """Snapshot ids whose objects are in this sandbox's own store."""
@@ -277,10 +278,12 @@ class AgentSandbox:
             events.emit("sandbox.start", sandbox=self.id, **self.info().model_dump())
 
     async def _exec_argvs(self, argvs: list[list[str]], env: dict[str, str], what: str) -> str:
-        """Run argvs in turn without a shell (stop at the first failure); stdout of the last one."""
-        msg = await self.link.call(
-            "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120
-        )
+        """Run argvs in turn without a shell (stop at the first failure); stdout of the last one. Used by
+        snapshot and restore, which share the snapshot index with `_git`: one of them at a time."""
+        async with self._git_lock:
+            msg = await self.link.call(
+                "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120
+            )
         if msg["exit_code"] != 0:
             raise await self._snap_failure(what, msg.get("stdout", "") + msg.get("stderr", ""))
         return str(msg.get("stdout", "")).strip()
