@@ -141,9 +141,9 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         self._pending: list[
             tuple[bool, tuple[Any, ...], int, Any]
         ] = []  # task writes awaiting their checkpoint
-        self.metadata_hook: Callable[[], Awaitable[dict[str, Any]]] | None = None
-        """Awaited by `aput` (the path a running graph takes); the keys it returns join the checkpoint's
-        metadata. The runner records there the workspace's diff at each checkpoint (graph/history.py)."""
+        self.metadata_hook: Callable[[RunnableConfig], Awaitable[dict[str, Any]]] | None = None
+        """Awaited by `aput` (the path a running graph takes) with the checkpoint's config; the keys it returns
+        join the checkpoint's metadata. The runner records there the workspace's diff at each checkpoint (graph/history.py)."""
 
     # -- encoding -------------------------------------------------------------------------------
 
@@ -593,7 +593,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         if self.metadata_hook is not None:
-            metadata = {**metadata, **await self.metadata_hook()}  # type: ignore[typeddict-item]
+            metadata = {**metadata, **await self.metadata_hook(config)}  # type: ignore[typeddict-item]
         return self.put(config, checkpoint, metadata, new_versions)
 
     async def aput_writes(

@@ -426,9 +426,10 @@ class WorkflowRunner:
             stop_reason="interrupted", errors=routed, usage=usage,
         )
 
-    async def _stamp_workspace(self) -> dict[str, Any]:
-        """Checkpoint metadata naming the workspace's diff as the checkpoint is written (for `fork`)."""
-        if self.context.sandbox is None or self.run_dir is None:
+    async def _stamp_workspace(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Checkpoint metadata naming the workspace's diff as the checkpoint is written (for `fork`, which
+        starts from the root graph's checkpoints: a subgraph's are not stamped)."""
+        if self.context.sandbox is None or self.run_dir is None or config["configurable"].get("checkpoint_ns"):
             return {}
         from agentflow.graph.history import DIFF_KEY, DiffStore
         from agentflow.graph.workspace import workspace_diff
