@@ -114,3 +114,22 @@ def test_fork_of_an_unknown_thread_or_checkpoint_is_one_line(tmp_path: Path, cap
     out = _last(capsys.readouterr().out)
     assert out["status"] == "interrupted" and out["interrupt"]["node"] == "review"
     assert out["state"]["draft"] == "edited"
+
+
+def test_recorded_workspace_diffs_hold_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The diff at each checkpoint is code in the run folder: known secrets are redacted there as in
+    patch.diff (a URL's password in the code is the code's own and stays); a diff id read from a checkpoint
+    names only a file of the store, never a path."""
+    from agentflow.errors import UserError
+    from agentflow.graph.history import DiffStore
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fork-test-secret-123456")
+    store = DiffStore(tmp_path)
+    digest = store.put("+key = 'sk-fork-test-secret-123456'\n+url = 'http://u:pw-in-code@h/'\n")
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "diffs").iterdir())
+    text = store.get(digest)
+    assert b"sk-fork-test-secret" not in raw and "sk-fork-test-secret" not in text
+    assert "***" in text and "pw-in-code" in text
+    assert store.put(text) == digest and len(list((tmp_path / "diffs").iterdir())) == 1  # stored once
+    with pytest.raises(UserError, match="bad workspace diff id"):
+        store.get("../../run.json")
