@@ -207,7 +207,8 @@ def register(app: typer.Typer) -> None:
         output: Path = OUTPUT_OPTION,
     ) -> int:
         """Run WORKFLOW; writes runs/<run_id>/ (run.json, config.resolved.yaml, events.jsonl, checkpoints.db,
-        usage.json, patch.diff); exit code 1 when a node fails."""
+        usage.json, patch.diff, diffs/); exit code 1 when a node fails. --fork starts a new run from a
+        checkpoint of another (state and workspace as they were there); --history lists a thread's checkpoints."""
         from agentflow.cli.repair_options import parse_duration
         from agentflow.graph.run_options import RunOptions, budget_limits
 
