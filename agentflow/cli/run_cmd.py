@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -190,29 +191,42 @@ def register(app: typer.Typer) -> None:
             False, "--approve", help="With --resume: approve the pending interrupt."
         ),
         edit: str | None = typer.Option(
-            None, "--edit", help="With --resume: state updates (JSON or @file) applied before continuing."
+            None, "--edit", help="With --resume or --fork: state updates (JSON or @file) applied before continuing."
+        ),
+        fork: str | None = typer.Option(
+            None, "--fork", help="Start a new run from a checkpoint of this thread (its latest, or --at / --after), "
+            "with the state and the workspace as they were there (the thread's own run is not touched)."
+        ),
+        at: str | None = typer.Option(None, "--at", help="With --fork: the checkpoint id (or a unique prefix; see --history)."),
+        after: str | None = typer.Option(None, "--after", help="With --fork: the latest checkpoint after this node ran."),
+        history: str | None = typer.Option(
+            None, "--history", help="List the kept checkpoints of this thread (to fork from) and exit."
         ),
         config: list[str] | None = CONFIG_OPTION,
         as_json: bool = JSON_OPTION,
         output: Path = OUTPUT_OPTION,
     ) -> int:
         """Run WORKFLOW; writes runs/<run_id>/ (run.json, config.resolved.yaml, events.jsonl, checkpoints.db,
-        usage.json, patch.diff); exit code 1 when a node fails."""
+        usage.json, patch.diff, diffs/); exit code 1 when a node fails. --fork starts a new run from a
+        checkpoint of another (state and workspace as they were there); --history lists a thread's checkpoints."""
         from agentflow.cli.repair_options import parse_duration
         from agentflow.graph.run_options import RunOptions, budget_limits
 
-        if resume is None and (approve or edit is not None):
-            raise UserError("--approve and --edit need --resume THREAD_ID")
+        if history is not None:
+            return _print_history(history, output, as_json=as_json)
+        _check_fork_flags(fork, resume, at, after, input)
+        if resume is None and fork is None and (approve or edit is not None):
+            raise UserError("--approve and --edit need --resume THREAD_ID (or --fork THREAD_ID)")
         if resume is not None and input is not None:
             raise UserError("--input starts a new run; drop it when using --resume")
-        if resume is None and workflow is None:
+        if resume is None and fork is None and workflow is None:
             raise UserError("missing WORKFLOW", hint="give a YAML path or a shipped workflow name, or --resume THREAD_ID")
-        if resume is None and workflow is not None and needs_repair(workflow):
+        if resume is None and fork is None and workflow is not None and needs_repair(workflow):
             return _run_repair(workflow, input, workspace=workspace, thread_id=thread_id, model=model, serve=serve,
                                sandbox=sandbox, config=list(config or []), budget_usd=budget_usd,
                                step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
                                allow_exec=allow_exec, as_json=as_json)
-        if apply and workspace is None and resume is None:
+        if apply and workspace is None and resume is None and fork is None:
             raise UserError("--apply needs --workspace DIR (the folder the diff is written back to)")
         given = RunOptions(
             workflow=workflow, model=model, serve=serve, sandbox=sandbox,
@@ -224,7 +238,9 @@ def register(app: typer.Typer) -> None:
             ),
         )
         resume_dir = find_run(output, resume) if resume is not None else None
-        opts = given.over(RunOptions.recorded(resume_dir)) if resume_dir is not None else given
+        fork_from = ForkFrom(fork, find_run(output, fork), at, after) if fork is not None else None
+        recorded_dir = resume_dir or (fork_from.run_dir if fork_from is not None else None)
+        opts = given.over(RunOptions.recorded(recorded_dir)) if recorded_dir is not None else given
         cfg = load_config(RunConfig, opts.config)
         if opts.model is not None:
             check_model_spec(opts.model)
@@ -237,10 +253,59 @@ def register(app: typer.Typer) -> None:
         with serving(opts.serve) as handle:
             result, run_id, rdir, applied = _run_workflow(
                 spec, opts, cfg, handle=handle, inputs=inputs, edits=edits, thread_id=thread_id, resume=resume,
-                resume_dir=resume_dir, approve=approve, apply=apply, allow_exec=allow_exec, output=output,
+                resume_dir=resume_dir, fork=fork_from, approve=approve, apply=apply, allow_exec=allow_exec,
+                output=output,
                 printer_mode="json" if as_json else "live" if is_tty() else "plain",
             )
         return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied)
+
+
+@dataclass(frozen=True)
+class ForkFrom:
+    """`--fork THREAD [--at ID | --after NODE]`: the run to fork and which of its checkpoints."""
+
+    thread_id: str
+    run_dir: Path
+    checkpoint_id: str | None = None
+    after_node: str | None = None
+
+
+def _check_fork_flags(fork: str | None, resume: str | None, at: str | None, after: str | None,
+                      input: str | None) -> None:
+    if fork is None and (at is not None or after is not None):
+        raise UserError("--at and --after pick the checkpoint of --fork THREAD_ID")
+    if fork is None:
+        return
+    if resume is not None:
+        raise UserError("--fork starts a new run from another; drop --resume (resume the fork by its own thread id)")
+    if input is not None:
+        raise UserError("--fork takes the state at the checkpoint; change it with --edit JSON, not --input")
+    if at is not None and after is not None:
+        raise UserError("--at and --after both pick the checkpoint: give one")
+
+
+def _print_history(thread_id: str, output: Path, *, as_json: bool) -> int:
+    """`--history THREAD`: the thread's kept checkpoints, oldest first, read from a copy of its database."""
+    from agentflow.graph.run_options import RunOptions
+    from agentflow.graph.runner import WorkflowRunner
+
+    rdir = find_run(output, thread_id)
+    spec = load_run_workflow(RunOptions.recorded(rdir).workflow or "", RunConfig())
+    runner = WorkflowRunner(spec, checkpointer="memory", sandbox="none")
+    try:
+        points = asyncio.run(runner.history(thread_id, source=rdir))
+    finally:
+        runner.close()
+    for point in points:
+        if as_json:
+            typer.echo(json.dumps(point.summary()))
+        else:
+            after = f"after {', '.join(point.after)}" if point.after else point.source
+            typer.echo(f"{point.checkpoint_id}  step {point.step:<3} {after:<24} next: {', '.join(point.next) or 'END'}"
+                       + ("" if point.workspace_diff is None else f"  workspace {point.workspace_diff[:12]}"))
+    if not as_json:
+        typer.echo(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]")
+    return 0
 
 
 def _run_repair(workflow: str, input: str | None, *, workspace: Path | None, thread_id: str | None,
@@ -349,13 +414,14 @@ def _report(
 
 
 def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: str | None,
-                 inputs: dict[str, Any]) -> tuple[str, str, Path]:
+                 inputs: dict[str, Any], forked_from: dict[str, Any] | None = None) -> tuple[str, str, Path]:
     from agentflow.rundir import RunDir
 
     run_id = new_run_id(spec.name)
     thread = thread_id or run_id
     rundir = RunDir.create(output / run_id)
-    rundir.write_json("run.json", {"run_id": run_id, "thread_id": thread, **opts.record(spec)})
+    meta = {"run_id": run_id, "thread_id": thread, **opts.record(spec)}
+    rundir.write_json("run.json", {**meta, "forked_from": forked_from} if forked_from else meta)
     resolved = {
         "workflow": spec.name,
         "source": spec.source_path,
@@ -374,7 +440,7 @@ def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: 
 def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: dict[str, Any],
                   edits: dict[str, Any] | None, thread_id: str | None, resume: str | None,
                   resume_dir: Path | None, approve: bool, apply: bool, allow_exec: bool, output: Path,
-                  printer_mode: str) -> tuple[Any, str, Path, Any]:
+                  printer_mode: str, fork: ForkFrom | None = None) -> tuple[Any, str, Path, Any]:
     """Create or find the run directory and run (or resume) the workflow; `handle` is a --serve server."""
     from agentflow.graph.context import RunContext
     from agentflow.graph.run_options import RunLedger
@@ -383,6 +449,13 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
     if resume is not None and resume_dir is not None:
         rdir = resume_dir
         run_id, thread = json.loads((rdir / "run.json").read_text())["run_id"], resume
+    elif fork is not None:
+        source = {"run_id": json.loads((fork.run_dir / "run.json").read_text()).get("run_id"),
+                  "thread_id": fork.thread_id}
+        point = asyncio.run(_pick_checkpoint(spec, fork, edits))  # before the run folder: a bad id makes none
+        run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs,
+                                            forked_from={**source, "checkpoint_id": point})
+        fork = ForkFrom(fork.thread_id, fork.run_dir, point)
     else:
         run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs)
     ledger = RunLedger(rdir)
@@ -418,7 +491,7 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
     try:
         coro = _drive(spec, opts, cfg, ctx, ledger, rdir=rdir, thread=thread, inputs=inputs, edits=edits,
                       resume=resume is not None, approve=approve, apply=apply, allow_exec=allow_exec,
-                      on_event=on_event)
+                      on_event=on_event, fork=fork)
         result, applied = asyncio.run(_with_metrics(coro, handle, events, served))
     finally:
         printer.stop()
@@ -429,9 +502,10 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
 
 async def _drive(spec: Any, opts: Any, cfg: RunConfig, ctx: Any, ledger: Any, *, rdir: Path, thread: str,
                  inputs: dict[str, Any], edits: dict[str, Any] | None, resume: bool, approve: bool,
-                 apply: bool, allow_exec: bool, on_event: Any) -> tuple[Any, Any]:
-    """Start the sandbox (with the workspace and, on resume, the run's earlier changes), run the workflow,
-    keep its diff in the run directory and, with --apply, bring a done run's diff back (checked)."""
+                 apply: bool, allow_exec: bool, on_event: Any, fork: ForkFrom | None = None) -> tuple[Any, Any]:
+    """Start the sandbox (with the workspace and, on resume, the run's earlier changes; on --fork, runner.fork
+    adds the changes recorded at the checkpoint), run the workflow, keep its diff in the run directory and, with --apply,
+    bring a done run's diff back (checked)."""
     import contextlib
 
     from agentflow.graph.runner import WorkflowRunner
@@ -446,14 +520,17 @@ async def _drive(spec: Any, opts: Any, cfg: RunConfig, ctx: Any, ledger: Any, *,
 
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(close_built_model)
-        if backend is not None:
-            ctx.sandbox = await stack.enter_async_context(
-                open_workspace(backend, opts.workspace, events=ctx.events, replay_diff=ledger.diff())
-            )
         runner = WorkflowRunner(spec, run_dir=rdir, checkpointer=cfg.checkpointer, context=ctx,
                                 keep_last=cfg.keep_last, durability=cfg.durability, sandbox="none")
         stack.callback(runner.close)
-        if resume:
+        if backend is not None:  # a fork's sandbox gets the checkpoint's changes from runner.fork
+            ctx.sandbox = await stack.enter_async_context(
+                open_workspace(backend, opts.workspace, events=ctx.events, replay_diff=ledger.diff())
+            )
+        if fork is not None:
+            result = await runner.fork(fork.thread_id, checkpoint_id=fork.checkpoint_id, source=fork.run_dir,
+                                       update=edits, new_thread_id=thread, approve=approve, on_event=on_event)
+        elif resume:
             result = await runner.resume(thread, approve=approve, edit=edits, on_event=on_event)
         else:
             result = await runner.start(inputs, thread_id=thread, on_event=on_event)
@@ -470,6 +547,21 @@ async def _drive(spec: Any, opts: Any, cfg: RunConfig, ctx: Any, ledger: Any, *,
                     raise UserError("--apply needs the run's --workspace DIR")
                 applied = apply_to_tree(opts.workspace, patch, allow_exec=allow_exec)
         return result, applied
+
+
+async def _pick_checkpoint(spec: Any, fork: ForkFrom, edits: dict[str, Any] | None) -> str:
+    """The id of the checkpoint --fork names (a one-line UserError for an unknown thread or checkpoint, or an
+    --edit of an undeclared key)."""
+    from agentflow.graph.runner import WorkflowRunner
+
+    runner = WorkflowRunner(spec, checkpointer="memory", sandbox="none")
+    try:
+        runner.check_edit(edits)
+        point, _ = await runner.find_checkpoint(fork.thread_id, fork.checkpoint_id, after_node=fork.after_node,
+                                                source=fork.run_dir)
+    finally:
+        runner.close()
+    return point.checkpoint_id
 
 
 async def _with_metrics(coro: Any, handle: Any, events: Any, served_model: Any) -> Any:

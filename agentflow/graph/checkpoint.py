@@ -32,7 +32,7 @@ import hashlib
 import random
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -141,6 +141,9 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         self._pending: list[
             tuple[bool, tuple[Any, ...], int, Any]
         ] = []  # task writes awaiting their checkpoint
+        self.metadata_hook: Callable[[RunnableConfig], Awaitable[dict[str, Any]]] | None = None
+        """Awaited by `aput` (the path a running graph takes) with the checkpoint's config; the keys it returns
+        join the checkpoint's metadata. The runner records there the workspace's diff at each checkpoint (graph/history.py)."""
 
     # -- encoding -------------------------------------------------------------------------------
 
@@ -589,6 +592,8 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if self.metadata_hook is not None:
+            metadata = {**metadata, **await self.metadata_hook(config)}  # type: ignore[typeddict-item]
         return self.put(config, checkpoint, metadata, new_versions)
 
     async def aput_writes(

@@ -5,6 +5,7 @@ carries on with the same workflow, model, sandbox, workspace and options, and wi
                                workspace, -c overrides, budget limits
     runs/<run_id>/usage.json   the budget's usage so far (rewritten as each node finishes)
     runs/<run_id>/patch.diff   what the agents changed in the sandbox's workspace so far
+    runs/<run_id>/diffs/       the workspace's diff at each checkpoint, for forks (graph/history.py)
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
     runner = WorkflowRunner(spec, run_dir="runs/r1")
     result = await runner.start({"task": "..."})            # RunResult(status="done"|"interrupted", ...)
     result = await runner.resume(result.thread_id, approve=True)
+    history = await runner.history(result.thread_id)        # its checkpoints, oldest first
+    forked = await runner.fork(result.thread_id, after_node="plan", update={"task": "..."})
 
 Execution (LangGraph) is separate from the definition (WorkflowSpec) and from persistence (the checkpointer:
 agentflow's SQLite saver by default, Postgres optional).
@@ -10,8 +12,9 @@ agentflow's SQLite saver by default, Postgres optional).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -19,6 +22,7 @@ from typing import Any, Literal, Self
 from agentflow.budget import Budget, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.context import RunContext
+from agentflow.graph.history import CheckpointInfo
 from agentflow.graph.outcome import NodeError, failed_tasks, recorded_errors
 from agentflow.graph.spec import WorkflowSpec
 
@@ -134,6 +138,8 @@ class WorkflowRunner:
             checkpointer = open_checkpointer(checkpointer, keep_last=keep_last)
             self._owned.append(checkpointer)
         self.checkpointer = checkpointer
+        if self.run_dir is not None and hasattr(checkpointer, "metadata_hook"):
+            checkpointer.metadata_hook = self._stamp_workspace  # each checkpoint names the workspace's diff
         if self.context.journal is None and self.run_dir is not None:
             from agentflow.tools.journal import SqliteToolJournal
 
@@ -192,7 +198,7 @@ class WorkflowRunner:
             )
         if not snapshot.next:
             return self._result(thread_id, snapshot)
-        self._check_edit(edit)
+        self.check_edit(edit)
         await self._ensure_sandbox()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
         self.context.emit("run.resume", workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit))
@@ -220,7 +226,110 @@ class WorkflowRunner:
             await self.graph.aupdate_state(config, dict(edit))
         return await self._drive(None, thread_id, on_event)
 
-    def _check_edit(self, edit: Mapping[str, Any] | None) -> None:
+    async def history(self, thread_id: str, *, source: str | Path | None = None) -> list[CheckpointInfo]:
+        """The kept checkpoints of `thread_id` (oldest first), each with the nodes it follows, the nodes that run
+        next and the id of the workspace diff recorded with it. `source`: another run's directory to read
+        (a copy of its database is read; nothing there is written)."""
+        from agentflow.graph.history import thread_history
+
+        async with self._source(source) as (graph, _):
+            return await thread_history(graph, thread_id)
+
+    async def fork(
+        self,
+        thread_id: str,
+        *,
+        checkpoint_id: str | None = None,
+        after_node: str | None = None,
+        update: Mapping[str, Any] | None = None,
+        source: str | Path | None = None,
+        new_thread_id: str | None = None,
+        approve: bool = False,
+        on_event: OnEvent | None = None,
+    ) -> RunResult:
+        """Continue a past run from one of its checkpoints as a new thread, with the workspace as it was there.
+
+        The checkpoint is `checkpoint_id` (a unique prefix will do), else the latest one after node `after_node`
+        ran, else the thread's latest. Its state is copied into thread `new_thread_id` (default: a new id) of
+        this runner's checkpointer, `update` is applied as LangGraph's `update_state` does (as the node that
+        last wrote), and the run continues. `source` is the directory of the run to fork when it is not this
+        runner's own (its files stay byte for byte as they were). The run's sandbox (started now, or already
+        running) is set to the workspace at its base plus the diff recorded at that checkpoint. A fork from a checkpoint before an `interrupt_before`
+        node pauses there unless `approve`."""
+        from agentflow.graph.history import DIFF_KEY, DiffStore, pick_checkpoint, thread_history
+
+        self.check_edit(update)
+        new_thread = new_thread_id or uuid.uuid4().hex[:12]
+        config = self._config(new_thread)
+        if (await self.graph.aget_state(config)).created_at is not None:
+            raise UserError(f"thread {new_thread!r} already exists", hint="give the fork another thread id")
+        async with self._source(source) as (graph, store):
+            point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
+                                    checkpoint_id=checkpoint_id, after_node=after_node)
+            saved = await graph.checkpointer.aget_tuple(
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": point.checkpoint_id}}
+            )
+            diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
+            if diff is not None and self.run_dir is not None:
+                store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))  # type: ignore[union-attr]
+        if self.context.sandbox is not None or await self._ensure_sandbox() is not None:
+            if diff is None:
+                raise UserError(f"thread {thread_id!r} recorded no workspace at checkpoint {point.checkpoint_id}",
+                                hint="fork a run that had a sandbox, written by this version with the sqlite "
+                                "checkpointer, or run the fork without one (sandbox='none')")
+            from agentflow.graph.workspace import replay
+
+            await replay(self.context.sandbox, diff, reset=True)  # the workspace as it was at the checkpoint
+        origin = {"thread_id": thread_id, "checkpoint_id": point.checkpoint_id}
+        metadata = {**saved.metadata, "forked_from": origin}
+        if point.workspace_diff and self.context.sandbox is None:
+            metadata[DIFF_KEY] = point.workspace_diff
+        # Pending writes are left behind: the nodes after the checkpoint run again in the fork.
+        await self.checkpointer.aput({"configurable": {"thread_id": new_thread, "checkpoint_ns": ""}},
+                                     saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))
+        self.context.emit("run.fork", workflow=self.spec.name, thread_id=new_thread, forked_from=origin,
+                          edit=bool(update))
+        if update:
+            await self.graph.aupdate_state(config, dict(update))
+        snapshot = await self.graph.aget_state(config)
+        if not snapshot.next or (set(snapshot.next) & set(self.spec.interrupt_before) and not approve):
+            return self._result(new_thread, snapshot)
+        return await self._drive(None, new_thread, on_event)
+
+    async def find_checkpoint(
+        self, thread_id: str, checkpoint_id: str | None = None, *, after_node: str | None = None,
+        source: str | Path | None = None,
+    ) -> tuple[CheckpointInfo, str | None]:
+        """The checkpoint `fork` would pick, and the workspace diff recorded there (None without one): a
+        caller that opens the fork's sandbox itself applies that diff to the run's workspace."""
+        from agentflow.graph.history import pick_checkpoint, thread_history
+
+        async with self._source(source) as (graph, store):
+            point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
+                                    checkpoint_id=checkpoint_id, after_node=after_node)
+            diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
+            return point, diff
+
+    @contextlib.asynccontextmanager
+    async def _source(self, source: str | Path | None) -> AsyncIterator[tuple[Any, Any]]:
+        """(graph, DiffStore or None) reading the checkpoints of run directory `source` (default: this runner's
+        own checkpointer). Another run's database is read from a copy: its folder is never written to."""
+        from agentflow.graph.history import DiffStore, copy_database, temp_dir
+
+        if source is None or (self.run_dir is not None and Path(source).resolve() == self.run_dir.resolve()):
+            yield self.graph, (DiffStore(self.run_dir) if self.run_dir is not None else None)
+            return
+        from agentflow.graph.checkpoint import AgentflowSaver
+        from agentflow.graph.compile import compile_workflow
+
+        with temp_dir() as tmp:
+            saver = AgentflowSaver(copy_database(Path(source) / CHECKPOINT_FILE, Path(tmp)), keep_last=None)
+            try:
+                yield compile_workflow(self.spec, self.context, saver), DiffStore(source)
+            finally:
+                saver.close()
+
+    def check_edit(self, edit: Mapping[str, Any] | None) -> None:
         """An edit may set only keys the state declares (a typo would otherwise be dropped or added)."""
         if edit is None or not self.spec.state:
             return
@@ -317,17 +426,29 @@ class WorkflowRunner:
             stop_reason="interrupted", errors=routed, usage=usage,
         )
 
-    async def _ensure_sandbox(self) -> None:
+    async def _stamp_workspace(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Checkpoint metadata naming the workspace's diff as the checkpoint is written (for `fork`, which
+        starts from the root graph's checkpoints: a subgraph's are not stamped)."""
+        if self.context.sandbox is None or self.run_dir is None or config["configurable"].get("checkpoint_ns"):
+            return {}
+        from agentflow.graph.history import DIFF_KEY, DiffStore
+        from agentflow.graph.workspace import workspace_diff
+
+        return {DIFF_KEY: DiffStore(self.run_dir).put(await workspace_diff(self.context.sandbox))}
+
+    async def _ensure_sandbox(self) -> Any:
+        """The run's sandbox, started now when this runner is to start one; None without one."""
         if self._sandbox_request is None or self.context.sandbox is not None:
-            return
+            return self.context.sandbox
         from agentflow.graph.workspace import choose_backend, open_workspace
 
         requested, workspace = self._sandbox_request
         backend = choose_backend(requested, self.spec, workspace)
         if backend is None:
-            return
+            return None
         self._sandbox_cm = open_workspace(backend, workspace, events=self.context.events)
         self.context.sandbox = await self._sandbox_cm.__aenter__()
+        return self.context.sandbox
 
     async def diff(self) -> str:
         """What the run's agents changed in the sandbox's workspace, as a unified diff."""

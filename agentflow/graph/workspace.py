@@ -129,6 +129,18 @@ async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Ite
         return await sb.upload(copy, ".")
 
 
+async def replay(sb: Any, diff: str, *, reset: bool = False) -> None:
+    """Apply a run's recorded changes `diff` to the sandbox's workspace; with `reset`, on the workspace as it
+    was at its base (a fork's sandbox that already ran something). A SandboxError when they do not apply
+    (the workspace folder changed since the run)."""
+    if reset and getattr(sb, "base", None) is not None:
+        await sb.restore(sb.base)
+    if diff:
+        res = await sb.apply_patch(diff)
+        if not res.ok:
+            raise SandboxError(f"the run's earlier changes do not apply to the workspace: {res.output[-300:]}")
+
+
 @contextlib.asynccontextmanager
 async def open_workspace(
     backend: str = "docker",
@@ -148,9 +160,7 @@ async def open_workspace(
             await load_workspace(sb, workspace)
         await sb.set_base()
         if replay_diff:
-            res = await sb.apply_patch(replay_diff)
-            if not res.ok:
-                raise SandboxError(f"the run's earlier changes do not apply to the workspace: {res.output[-300:]}")
+            await replay(sb, replay_diff)
         yield sb
     finally:
         await sb.close()
@@ -164,6 +174,7 @@ __all__ = [
     "load_workspace",
     "needs_sandbox",
     "open_workspace",
+    "replay",
     "without_generated",
     "workspace_diff",
 ]

@@ -164,6 +164,10 @@ class AgentSandbox:
         self._started = time.monotonic()
         self._base: str | None = None
         self._snap_ready = False
+        # One snapshot operation at a time: each stages into or reads the snapshot index (`git add -A`,
+        # read-tree), and two at once (a node's diff and the checkpoint's, graph/history.py) would race for
+        # its lock file.
+        self._git_lock = asyncio.Lock()
         self._snapshots: set[str] = set()
         """Snapshot ids whose objects are in this sandbox's own store."""
         self._taken: set[str] = set()
@@ -274,10 +278,12 @@ class AgentSandbox:
             events.emit("sandbox.start", sandbox=self.id, **self.info().model_dump())
 
     async def _exec_argvs(self, argvs: list[list[str]], env: dict[str, str], what: str) -> str:
-        """Run argvs in turn without a shell (stop at the first failure); stdout of the last one."""
-        msg = await self.link.call(
-            "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120
-        )
+        """Run argvs in turn without a shell (stop at the first failure); stdout of the last one. Used by
+        snapshot and restore, which share the snapshot index with `_git`: one of them at a time."""
+        async with self._git_lock:
+            msg = await self.link.call(
+                "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120
+            )
         if msg["exit_code"] != 0:
             raise await self._snap_failure(what, msg.get("stdout", "") + msg.get("stderr", ""))
         return str(msg.get("stdout", "")).strip()
@@ -361,7 +367,8 @@ class AgentSandbox:
                 f"mkdir -p {shlex.quote(self._snap_dir)}/info && echo '.git' > {shlex.quote(self._snap_dir)}/info/exclude; "
             )
         )
-        res = await self.exec(init + script, env=self._snap_env(), timeout=120, cwd=self.workdir)
+        async with self._git_lock:
+            res = await self.exec(init + script, env=self._snap_env(), timeout=120, cwd=self.workdir)
         if not res.ok:
             raise await self._snap_failure(what, res.output)
         self._snap_ready = True
@@ -457,6 +464,11 @@ class AgentSandbox:
                 raise await self._snap_failure(f"importing snapshot {snapshot_id}", res.output)
             raise SandboxError(f"snapshot {snapshot_id} could not be imported into sandbox {self.id}")
         self._snapshots.add(snapshot_id)
+
+    @property
+    def base(self) -> str | None:
+        """The snapshot `diff()` compares against (None until set or first diffed)."""
+        return self._base
 
     async def set_base(self, snapshot_id: str | None = None) -> str:
         """Make `snapshot_id` (default: the current state) the base `diff()` compares against."""

@@ -40,3 +40,19 @@ def write_draft(state: dict[str, Any]) -> dict[str, Any]:
 
 def publish(state: dict[str, Any]) -> dict[str, Any]:
     return {"published": state["draft"].upper()}
+
+
+async def write_a(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Fork test, first node: writes a.txt in the run's sandbox with the state's tag."""
+    await ctx.run.sandbox.write_file("a.txt", f"a {state['tag']}\n")
+    return {"a_tag": state["tag"]}
+
+
+async def write_b(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Fork test, second node: records what the workspace held when it started, then changes a.txt and
+    writes b.txt (so a fork from before it shows whether the workspace was rolled back)."""
+    sb = ctx.run.sandbox
+    seen = await sb.exec("cat a.txt; test -e b.txt && echo has-b || echo no-b")
+    await sb.write_file("a.txt", f"a changed by b {state['tag']}\n")
+    await sb.write_file("b.txt", f"b {state['tag']}\n")
+    return {"b_saw": seen.stdout.strip(), "b_tag": state["tag"]}

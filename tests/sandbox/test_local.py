@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from agentflow.sandbox import SandboxPool, open_sandbox, sh_command
@@ -81,3 +83,18 @@ async def test_local_reset_only_touches_its_own_workspace(tmp_path):
         assert again is sb and (await sb.exec("ls -A")).stdout == ""
         await pool.release(again)
     assert marker.read_text() == "keep me"
+
+
+async def test_snapshot_operations_at_the_same_time_do_not_race():
+    """A run diffs its workspace after each node and as each checkpoint is written (graph/history.py), which
+    can overlap: every diff and snapshot stages into one git index, so they must take turns, not fail on
+    its lock file."""
+    async with open_sandbox("local") as sb:
+        for i in range(40):
+            await sb.write_file(f"src/f{i}.txt", f"line {i}\n" * 200)
+        await sb.set_base()
+        for i in range(40):
+            await sb.write_file(f"src/f{i}.txt", f"changed {i}\n")
+        results = await asyncio.gather(*(sb.diff() for _ in range(6)), sb.snapshot(), sb.diff())
+    assert all("+changed 39" in r for r in results if r.startswith("diff"))
+    assert len({r for r in results if r.startswith("diff")}) == 1
