@@ -21,7 +21,7 @@ from agentflow.repair.config import RepairConfig
 from agentflow.repair.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.spectrum import ExampleRun, FunctionIndex, gather_evidence, run_examples
-from agentflow.sandbox.base import Sandbox, sh_command
+from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files
@@ -205,6 +205,9 @@ class Workbench:
         self.repro: bool = False
         """A reproduction script is installed (blind mode): candidates are scored by it too."""
         self._verified: dict[str, Verification] = {}
+        self._base_runs: dict[str, ExecResult] = {}
+        """The pre-flight's run of a test command at the base commit, taken by the first base verification
+        with that command instead of a second run of the same suite on the same code."""
         """Verifications by test command and patch: samples that agree on a patch run the suite once."""
 
     async def setup(self) -> None:
@@ -392,7 +395,7 @@ class Workbench:
         if self.mode == "repo":
             # a candidate's own pytest.ini, sitecustomize.py or plugin must not decide its verification
             await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=self.cfg.test_cmd)
-            return await self._verify_repo(), None
+            return await self._verify_repo(at_base=not patch.strip()), None
         return Verification(kind="none"), None
 
     @property
@@ -405,16 +408,21 @@ class Workbench:
         async with self.lock:
             await self.reset()
             try:
-                return await run_preflight(self.sandbox, self.repo_test_cmd, timeout=self.cfg.test_timeout_s,
-                                           env=self._test_env())
+                found = await run_preflight(self.sandbox, self.repo_test_cmd, timeout=self.cfg.test_timeout_s,
+                                            env=self._test_env())
+                if found.result is not None and found.can_run:
+                    self._base_runs[found.command] = found.result
+                return found
             finally:
                 await self.reset()
 
-    async def _verify_repo(self) -> Verification:
+    async def _verify_repo(self, *, at_base: bool) -> Verification:
         cmd = self.repo_test_cmd
-        result = await self.sandbox.exec(
-            sh_command(test_env(EVAL_DIR) + cmd), env=self._test_env(), timeout=self.cfg.test_timeout_s
-        )
+        result = self._base_runs.pop(cmd, None) if at_base else None
+        if result is None:
+            result = await self.sandbox.exec(
+                sh_command(test_env(EVAL_DIR) + cmd), env=self._test_env(), timeout=self.cfg.test_timeout_s
+            )
         good, total = _counts(result.output)
         score = 1.0 if result.ok else (good / total if total else 0.0)
         output = "" if result.ok else summarise_failures(result.output, 4000)

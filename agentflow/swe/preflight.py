@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
-from agentflow.sandbox.base import Sandbox, sh_command
+from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR, PYTHON_SHIM
 
@@ -41,6 +41,12 @@ class Preflight(BaseModel):
     """What the user can do about `cause`."""
     note: str | None = None
     """Worth knowing although the tests ran (every test passes: they cannot show the bug)."""
+    _result: ExecResult | None = PrivateAttr(default=None)
+
+    @property
+    def result(self) -> ExecResult | None:
+        """The test command's run itself: a caller that needs the base commit's outcome need not run it again."""
+        return self._result
 
     @property
     def can_run(self) -> bool:
@@ -103,6 +109,7 @@ async def run_preflight(sandbox: Sandbox, test_cmd: str, *, timeout: float,
     output = result.output
     is_pytest = "pytest" in test_cmd
     report = Preflight(command=test_cmd, exit_code=result.exit_code, timed_out=result.timed_out)
+    report._result = result
     report.counts = {("errors" if k == "error" else k): int(v) for v, k in _COUNT.findall(output)}
     if shim:
         report.fixed.append("`python` runs python3 (the sandbox has no `python`)")

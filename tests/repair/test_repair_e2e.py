@@ -176,8 +176,9 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
             if e["kind"] == "sandbox.exec" and "pytest -q -p no:cacheprovider" in e["data"]["command"]]
     suite = [c for c in runs if "agentflow_spectrum" not in c]
     distinct = {c["patch"].strip() for c in cands}
-    # the base: the pre-flight (before any model call), then before and after the script
-    assert len(distinct) < len(cands) and len(suite) == 3 + len(distinct)
+    # the base: the pre-flight (before any model call; the first base verification takes its run), then
+    # again after the script
+    assert len(distinct) < len(cands) and len(suite) == 2 + len(distinct)
     assert len(runs) - len(suite) == 1  # and once more, call-traced, for the spectrum (swe.spectrum)
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["feedback"] == "repo" and outcome["reproduced"] is True
