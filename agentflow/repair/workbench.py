@@ -27,6 +27,7 @@ from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
+from agentflow.swe.testrun import install_runner, runner_command
 from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
 
 FeedbackMode = Literal["task", "repo", "none"]
@@ -400,7 +401,9 @@ class Workbench:
         return self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
 
     async def _verify_repo(self) -> Verification:
-        cmd = self.repo_test_cmd
+        # pytest itself comes from the environment, not from a `pytest.py` the candidate put in the workspace
+        await install_runner(self.sandbox, EVAL_DIR)
+        cmd = runner_command(self.repo_test_cmd, EVAL_DIR)
         result = await self.sandbox.exec(
             sh_command(cmd), env=self._test_env(), timeout=self.cfg.test_timeout_s
         )
