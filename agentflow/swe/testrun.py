@@ -87,14 +87,16 @@ def pytest_sessionfinish(session, exitstatus):
 RUNNER_SOURCE = '''\
 """Written by agentflow's SWE harness: starts pytest so that the repository under test cannot stand in for it.
 
-Run as a script, this file has its own folder first on sys.path, not the workspace. The workspace goes last
-while pytest starts (pytest, its plugins and the standard library come from the interpreter's environment; a
-`-p` plugin of the repository is still found), and first once pytest loads the conftest files, where
-`python -m pytest` would have had it all along, for the code under test and its tests.
+Run as a script, this file has its own folder first on sys.path (it drops it), not the workspace. The
+workspace goes last while pytest starts (pytest, its plugins and the standard library come from the
+interpreter's environment; a `-p` plugin of the repository is still found), and first once pytest loads the
+conftest files, where `python -m pytest` would have had it all along, for the code under test and its tests.
 """
 import os
 import sys
 
+if not getattr(sys.flags, "safe_path", False):
+    del sys.path[0]  # this script's folder: only what PYTHONPATH names from it is importable
 _workspace = os.getcwd()
 sys.path.append(_workspace)
 

@@ -131,6 +131,8 @@ async def test_blind_repair_verification_does_not_take_a_runner_lookalike_for_pa
         await bench.setup()
         assert bench.mode == "repo"
         base = await bench.verify_base()
+        # model-written commands can leave files in the scratch folder, where the runner script lives
+        await sandbox.write_file(".agentflow_eval/pytest.py", FAKE_RUN)
         fake, _ = await bench.verify(_new_file("pytest.py", "import sys\nprint('all passed')\nsys.exit(0)\n"))
         fix, _ = await bench.verify("--- a/mod.py\n+++ b/mod.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 2\n+    return 1\n")
     assert base.passed is False
