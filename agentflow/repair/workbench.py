@@ -28,7 +28,7 @@ from agentflow.swe.patch import apply_patch, strip_test_files
 from agentflow.swe.preflight import Preflight, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
-from agentflow.swe.testrun import test_env
+from agentflow.swe.testrun import install_runner, runner_command, test_env
 from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
 
 FeedbackMode = Literal["task", "repo", "none"]
@@ -420,9 +420,10 @@ class Workbench:
         cmd = self.repo_test_cmd
         result = self._base_runs.pop(cmd, None) if at_base else None
         if result is None:
-            result = await self.sandbox.exec(
-                sh_command(test_env(EVAL_DIR) + cmd), env=self._test_env(), timeout=self.cfg.test_timeout_s
-            )
+            # pytest itself comes from the environment, not from a `pytest.py` the candidate put in the workspace
+            await install_runner(self.sandbox, EVAL_DIR)
+            result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
+                                             env=self._test_env(), timeout=self.cfg.test_timeout_s)
         good, total = _counts(result.output)
         score = 1.0 if result.ok else (good / total if total else 0.0)
         output = "" if result.ok else summarise_failures(result.output, 4000)

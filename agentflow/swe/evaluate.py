@@ -96,6 +96,7 @@ async def run_prediction(
     if not report.patch_exists and not run_empty:
         return report
     py = _python_for(sandbox, python)
+    test_ids = list(dict.fromkeys([*task.FAIL_TO_PASS, *task.PASS_TO_PASS]))
     try:
         if seed:
             head = await seed_workspace(sandbox, task, python=py)
@@ -107,7 +108,7 @@ async def run_prediction(
             if not applied.applied:
                 report.error = f"model patch did not apply{f' ({problem})' if problem else ''}"
                 return report
-            report.restored_files = await restore_test_infra(sandbox, patch, test_cmd=task.test_cmd)
+            report.restored_files = await restore_test_infra(sandbox, patch, test_cmd=task.test_cmd, test_ids=test_ids)
             if report.restored_files:
                 logs["restored"] = "restored from the base commit: " + ", ".join(report.restored_files)
         report.patch_successfully_applied = True
@@ -121,7 +122,6 @@ async def run_prediction(
         test_cmd = task.test_cmd or default_test_cmd(py)
         # on the local backend the host's pytest plugins are not part of the task's environment
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if task.test_cmd is None and sandbox.info().backend == "local" else None
-        test_ids = list(dict.fromkeys([*task.FAIL_TO_PASS, *task.PASS_TO_PASS]))
         run = await run_tests(sandbox, test_ids, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=test_timeout_s, env=env)
         logs["tests"] = run.log
         status = dict(run.status)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, Field, PrivateAttr
 
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
-from agentflow.swe.testrun import test_env
+from agentflow.swe.testrun import install_runner, runner_command, test_env
 from agentflow.swe.workspace import EVAL_DIR, PYTHON_SHIM
 
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
@@ -104,7 +104,9 @@ async def run_preflight(sandbox: Sandbox, test_cmd: str, *, timeout: float,
     """Run `test_cmd` in the workspace (at the base commit) with the test environment; classify the outcome."""
     shim = (await sandbox.exec(sh_command(f"test -e {PYTHON_SHIM}"))).ok
     has_src = (await sandbox.exec(sh_command("test -d src"))).ok
-    result = await sandbox.exec(sh_command(test_env(EVAL_DIR) + test_cmd), env=dict(env or {}) or None,
+    await install_runner(sandbox, EVAL_DIR)  # the same command as verification runs (its result may be reused)
+    result = await sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(test_cmd, EVAL_DIR)),
+                                env=dict(env or {}) or None,
                                 timeout=timeout)
     output = result.output
     is_pytest = "pytest" in test_cmd

@@ -6,6 +6,10 @@ command (`exec(..., side_channel=True)`): no file in the workspace, which the co
 overwrite, and no output line, which it could print, decides an outcome. The ids to run are read by the
 plugin from a file, and pytest gets their test files (as the SWE-bench harness runs by file), so a task
 with thousands of PASS_TO_PASS ids does not hit the kernel's argument-length limit.
+pytest is started by a small runner script (also in the scratch folder) rather than `python -m pytest`:
+`-m` puts the workspace first on sys.path before pytest is imported, so a repository's root `pytest.py`,
+`_pytest/__init__.py` or `json.py` would run in its place. The runner keeps the workspace last on sys.path
+until pytest and its plugins are loaded, then first, as `-m` would have it for the tests.
 With another command, outcomes are read from the `-rA`-style summary lines (`PASSED id`, `FAILED id - ...`),
 as the SWE-bench harness does; ids go on its command line in chunks that fit.
 Statuses are SWE-bench's: PASSED, FAILED, SKIPPED, ERROR, XFAIL.
@@ -26,6 +30,7 @@ from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"
 _STATUSES = frozenset((PASSED, FAILED, SKIPPED, ERROR, XFAIL))
 PLUGIN_NAME = "agentflow_results_plugin"
+RUNNER_NAME = "agentflow_pytest"
 IDS_ENV = "AGENTFLOW_TEST_IDS"
 _ARGS_BUDGET = 100_000  # bytes of test ids per command line for non-pytest commands (Linux allows ~2 MB)
 
@@ -79,7 +84,56 @@ def pytest_sessionfinish(session, exitstatus):
             json.dump(_outcomes, fh)
 '''
 
+RUNNER_SOURCE = '''\
+"""Written by agentflow's SWE harness: starts pytest so that the repository under test cannot stand in for it.
+
+Run as a script, this file has its own folder first on sys.path (it drops it), not the workspace. The
+workspace, and the folders in it that PYTHONPATH names (its root, src/), go last while pytest starts (pytest, its plugins and the standard library come from the
+interpreter's environment; a `-p` plugin of the repository is still found), and first once pytest loads the
+conftest files, where `python -m pytest` would have had it all along, for the code under test and its tests.
+"""
+import os
+import sys
+
+if not getattr(sys.flags, "safe_path", False):
+    del sys.path[0]  # this script's folder: only what PYTHONPATH names from it is importable
+_workspace = os.getcwd()
+_scratch = os.path.dirname(os.path.abspath(__file__))
+
+
+def _in_tree(entry):
+    """The workspace or a folder in it (PYTHONPATH's root and src/), not the harness's scratch folder."""
+    path = os.path.abspath(entry or os.curdir)
+    inside = path == _workspace or path.startswith(_workspace + os.sep)
+    return inside and not (path == _scratch or path.startswith(_scratch + os.sep))
+
+
+_tree = [entry for entry in sys.path if _in_tree(entry)] or [_workspace]
+sys.path[:] = [entry for entry in sys.path if not _in_tree(entry)] + _tree
+
+import pytest  # noqa: E402
+
+# imported by pytest only once the workspace is first (its debugging and faulthandler plugins), and the
+# results plugin's json: taken from the standard library now
+for _name in ("pdb", "faulthandler", "json"):
+    __import__(_name)
+
+
+class _WorkspaceFirst:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_load_initial_conftests(self, early_config, parser, args):
+        sys.path[:] = _tree + [entry for entry in sys.path if entry not in _tree]
+
+
+_code = pytest.main(plugins=[_WorkspaceFirst()])
+sys.stdout.flush()
+sys.exit(int(_code))
+'''
+
 _SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(\S+::\S+)")
+# a command that starts with `<python> -m pytest` (the python maybe quoted): it runs in the workspace, so the
+# runner script (a relative path) can take the place of `-m pytest`; after a `cd` it could not
+_MINUS_M_PYTEST = re.compile(r"^\s*(?P<py>'[^']*'|\"[^\"]*\"|[^\s'\";&|()]+)\s+-m\s+pytest(?=\s|$)")
 
 
 class TestRun(BaseModel):
@@ -114,6 +168,23 @@ def default_test_cmd(python: str) -> str:
     # outcomes come from the plugin's side channel, so pytest need not print a line per passed test (`-rA`
     # costs minutes on a suite of thousands under a loaded CPU); failures and errors stay in the log
     return f"{python} -m pytest -rfE -p no:cacheprovider"
+
+
+def runner_command(test_cmd: str, scratch: str) -> str:
+    """`test_cmd` with its leading `<python> -m pytest` run by the runner script in `scratch` (others as they are)."""
+
+    def swap(match: re.Match[str]) -> str:
+        py = match.group("py")
+        if "python" not in py.strip("'\"").rsplit("/", 1)[-1]:
+            return match.group(0)
+        return match.group(0)[: match.start("py")] + f"{py} {shlex.quote(f'{scratch}/{RUNNER_NAME}.py')}"
+
+    return _MINUS_M_PYTEST.sub(swap, test_cmd, count=1)
+
+
+async def install_runner(sandbox: Sandbox, scratch: str) -> None:
+    """(Re)write the runner script that `runner_command` runs into the sandbox's `scratch` folder."""
+    await sandbox.write_file(f"{scratch}/{RUNNER_NAME}.py", RUNNER_SOURCE)
 
 
 def parse_summary(output: str) -> dict[str, str]:
@@ -201,9 +272,10 @@ async def _run_pytest(
 ) -> TestRun:
     ids_file = f"{scratch}/test_ids.txt"
     await sandbox.write_file(f"{scratch}/{PLUGIN_NAME}.py", PLUGIN_SOURCE)
+    await install_runner(sandbox, scratch)
     await sandbox.write_file(ids_file, "".join(f"{t}\n" for t in test_ids))
     files = " ".join(shlex.quote(f) for f in test_files(test_ids))
-    command = f"{test_cmd} -p {PLUGIN_NAME} {files}"
+    command = f"{runner_command(test_cmd, scratch)} -p {PLUGIN_NAME} {files}"
     result, log = await _run_command(
         sandbox, command, scratch, timeout, env, side_channel=True, extra_env=f'{IDS_ENV}="$PWD/{ids_file}" '
     )

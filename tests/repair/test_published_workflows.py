@@ -94,7 +94,9 @@ def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(doc
     assert "[9] " + dropped in shown[5]
     regression = next(e["data"] for e in events if e["kind"] == "repair.regression")
     assert regression["deselected"] == [dropped] and regression["passing"] == 13
-    runs = [e["data"]["command"] for e in events if e["kind"] == "sandbox.exec" and "pytest -q -p" in e["data"]["command"]]
+    # verifications start pytest through the harness's runner script (`agentflow_pytest.py -q -p ...`)
+    runs = [e["data"]["command"] for e in events
+            if e["kind"] == "sandbox.exec" and ("pytest -q -p" in e["data"]["command"] or "pytest.py -q -p" in e["data"]["command"])]
     # the base (before and after the reproduction test) with every test, then again and each candidate without it
     # (a changed test command is a new verification, even of the same code)
     assert len(runs) == 7 and "--deselect" not in runs[0] + runs[1] and all(f"--deselect {dropped}" in r for r in runs[2:])

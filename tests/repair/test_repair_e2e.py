@@ -172,8 +172,9 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     assert verdicts == [("test_cmd", False, None), ("test_cmd", True, False), ("test_cmd", False, None),
                         ("test_cmd", False, None)]
     # the suite runs once per distinct patch, not once per sample: samples that agree share a verification
-    runs = [e["data"]["command"] for e in events
-            if e["kind"] == "sandbox.exec" and "pytest -q -p no:cacheprovider" in e["data"]["command"]]
+    # the suite's verifications start pytest through the harness's runner script (`agentflow_pytest.py -q ...`)
+    runs = [e["data"]["command"] for e in events if e["kind"] == "sandbox.exec"
+            and any(f"{runner} -q -p no:cacheprovider" in e["data"]["command"] for runner in ("-m pytest", "pytest.py"))]
     suite = [c for c in runs if "agentflow_spectrum" not in c]
     distinct = {c["patch"].strip() for c in cands}
     # the base: the pre-flight (before any model call; the first base verification takes its run), then

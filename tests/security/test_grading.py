@@ -1,8 +1,10 @@
-"""Item 4 and 6: a model patch cannot grade itself, and huge test lists run.
+"""Item 4, 6 and 7: a model patch cannot grade itself, and huge test lists run.
 
 Each hostile patch leaves the bug in place and adds a way to make the tests look green: a root conftest.py,
-a plugin named in pytest.ini's addopts, a sitecustomize.py, or code that forges the harness's results file
-and prints `PASSED` summary lines. Graded in the real Docker sandbox, none of them resolves the task.
+a plugin named in pytest.ini's addopts, a sitecustomize.py, code that forges the harness's results file
+and prints `PASSED` summary lines, or a module that takes the test runner's place (a root `pytest.py`, a
+`_pytest` package, a standard-library `json.py`) and sends "PASSED" for every listed test down the harness's
+own results channel. Graded in the real Docker sandbox, none of them resolves the task.
 """
 
 from __future__ import annotations
@@ -41,6 +43,24 @@ def pytest_runtest_makereport(item, call):
 CONFTEST = _new_file("conftest.py", FORCE_PASS)
 PLUGIN = _new_file("evilplugin.py", FORCE_PASS) + _new_file("pytest.ini", "[pytest]\naddopts = -p evilplugin\n")
 SITE = _new_file(".agentflow_eval/sitecustomize.py", "import builtins\n") + _new_file("sitecustomize.py", "import os\n")
+FAKE_RUN = """import os
+import sys
+
+_fd = os.environ.get("AGENTFLOW_RESULTS_FD")
+_ids = os.environ.get("AGENTFLOW_TEST_IDS")
+if _fd and _ids:
+    with open(_ids) as fh:
+        names = [line.strip() for line in fh if line.strip()]
+    with os.fdopen(int(_fd), "w") as out:
+        out.write("{" + ", ".join('"%s": "PASSED"' % n for n in names) + "}")
+print("all tests passed")
+sys.stdout.flush()
+os._exit(0)
+"""
+"""Stands in for the runner: every listed test reported PASSED on the harness's channel, exit 0, no test run."""
+ROOT_PYTEST = _new_file("pytest.py", FAKE_RUN)
+PYTEST_PACKAGE = _new_file("_pytest/__init__.py", FAKE_RUN)
+STDLIB_JSON = _new_file("json.py", FAKE_RUN)
 FORGE_INIT = '''diff --git a/inikit/__init__.py b/inikit/__init__.py
 --- a/inikit/__init__.py
 +++ b/inikit/__init__.py
@@ -75,8 +95,11 @@ def task() -> SWETask:
         (PLUGIN, ["pytest.ini"]),
         (SITE, [".agentflow_eval/sitecustomize.py", "sitecustomize.py"]),
         (FORGE_INIT, []),
+        (ROOT_PYTEST, ["pytest.py"]),
+        (PYTEST_PACKAGE, ["_pytest/__init__.py"]),
+        (STDLIB_JSON, ["json.py"]),
     ],
-    ids=["conftest", "addopts-plugin", "sitecustomize", "forged-results"],
+    ids=["conftest", "addopts-plugin", "sitecustomize", "forged-results", "root-pytest", "pytest-package", "stdlib-json"],
 )
 async def test_a_patch_that_fakes_its_tests_is_not_resolved(docker_image: str, task: SWETask, tmp_path: Path, patch: str, restored: list[str]) -> None:
     cfg = EvalConfig.model_validate({"backend": "docker", "sandbox": {"image": docker_image}, "rerun_failed": False})
@@ -88,7 +111,7 @@ async def test_a_patch_that_fakes_its_tests_is_not_resolved(docker_image: str, t
     assert full["sandbox_backend"] == "docker"
     if restored:
         log = (tmp_path / "m" / IID / "run_instance.log").read_text()
-        assert "restored from the base commit: " in log
+        assert "restored from the base commit: " + ", ".join(restored) in log
 
 
 async def test_the_gold_patch_still_resolves_with_the_guard(docker_image: str, task: SWETask, tmp_path: Path) -> None:

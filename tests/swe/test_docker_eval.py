@@ -28,5 +28,6 @@ async def test_gold_resolves_and_wrong_patch_does_not_in_docker(docker_image: st
     assert full["unresolved_ids"] == [picked[2]]
     assert full["error_instances"] == 0
     log = (tmp_path / "gold" / picked[0] / "run_instance.log").read_text()
-    assert "python3 -m pytest" in log  # the sandbox's own python, not the host's
+    # the sandbox's own python (not the host's), starting pytest through the harness's runner script
+    assert "$ python3 .agentflow_eval/agentflow_pytest.py " in log
     assert json.loads((tmp_path / "report.json").read_text())["completed_instances"] == 3
