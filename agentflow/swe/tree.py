@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agentflow.errors import UserError
+from agentflow.swe.hostgit import safe_env
 
 _APPLY = ["apply", "--verbose", "-"]
 _NO_HOOKS = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
@@ -212,9 +213,8 @@ def check_patch_for_tree(repo: Path, patch: str, *, allow_exec: bool = False) ->
     """The patch's files and those it makes executable, or a UserError naming the first one that may not
     reach the user's tree. Decided by applying the patch with git to a scratch copy (see the module doc)."""
     data = _encode(patch)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     with tempfile.TemporaryDirectory(prefix="agentflow-apply-") as tmp:
-        env |= {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CEILING_DIRECTORIES": tmp}
+        env = safe_env({"GIT_CEILING_DIRECTORIES": tmp})  # the scratch repository knows no config of anyone's
         scratch = Path(tmp) / "tree"
         init = _git(["init", "-q", "--template=", str(scratch)], Path(tmp), env)
         if init.returncode != 0:
