@@ -44,8 +44,8 @@ class RunConfig(StrictConfig):
     trace: TraceConfig = Field(default_factory=TraceConfig)
     """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Settings of the workflow's typed nodes, over the YAML's (`-c nodes.refine.samples=1`); validated like
-    the YAML's own."""
+    """Settings of the workflow's typed nodes, over the YAML's (`-c nodes.refine.samples=1`), and of its search
+    nodes' `search:` (`-c nodes.attempt.strategy=mcts`); validated like the YAML's own."""
 
 
 def check_model_spec(spec: str) -> str:
@@ -346,9 +346,13 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
         spec.step_limit = cfg.step_limit
     for name, settings in cfg.nodes.items():
         node = spec.nodes.get(name)
+        if node is not None and node.search is not None:  # a search node's settings are its search:
+            node.search = {**dict(node.search), **settings}
+            continue
         if node is None or not node.type:
-            typed = ", ".join(n for n, x in spec.nodes.items() if x.type) or "none"
-            raise UserError(f"-c nodes.{name}: {spec.name} has no typed node {name!r}", hint=f"its typed nodes: {typed}")
+            typed = ", ".join(n for n, x in spec.nodes.items() if x.type or x.search is not None) or "none"
+            raise UserError(f"-c nodes.{name}: {spec.name} has no typed or search node {name!r}",
+                            hint=f"its typed and search nodes: {typed}")
         node.settings = {**node.settings, **settings}
     check_workflow(spec)
     return spec

@@ -8,10 +8,13 @@ wf.route("code", on="status", cases={"ok": END, "retry": "code"})
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from agentflow.graph.spec import END, FieldSpec, NodeSpec, ParallelSpec, Reducer, RouteSpec, WorkflowSpec
+
+if TYPE_CHECKING:
+    from agentflow.graph.search import SearchSettings
 
 
 class Workflow:
@@ -50,6 +53,28 @@ class Workflow:
         """Run another workflow as one node (it shares the state keys both declare)."""
         spec = workflow.spec if isinstance(workflow, Workflow) else workflow
         self._spec.nodes[name] = NodeSpec(subgraph=spec, writes=list(spec.state) or None)
+        return self
+
+    def search(
+        self,
+        name: str,
+        workflow: Workflow | WorkflowSpec,
+        settings: SearchSettings | Mapping[str, Any] | None = None,
+        *,
+        output: str | None = None,
+        **options: Any,
+    ) -> Workflow:
+        """Add a search over `workflow`: its branches are runs of it, each with its own checkpoints and fork of
+        the sandbox workspace (`settings`, or keyword options: strategy, n, value, select...; see
+        `agentflow.graph.search.SearchSettings`). The chosen branch's state keys become the run's; `output`
+        names a state key for the search's report."""
+        from agentflow.graph.search import SearchSettings, parse_search_settings
+
+        spec = workflow.spec if isinstance(workflow, Workflow) else workflow
+        merged = {**(settings.model_dump() if isinstance(settings, SearchSettings) else dict(settings or {})),
+                  **options}
+        parse_search_settings(merged, f"node '{name}'")  # a typo fails here, where it was written
+        self._spec.nodes[name] = NodeSpec(search=merged, subgraph=spec, output=output)
         return self
 
     def edge(self, source: str, target: str) -> Workflow:

@@ -273,6 +273,10 @@ def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
             graph.add_node(name, _agent_node(name, node, rt, spec))
         elif kind == "subgraph":
             graph.add_node(name, build_graph(node.subgraph, rt).compile())
+        elif kind == "search":
+            from agentflow.graph.search import search_node
+
+            graph.add_node(name, search_node(name, node, spec, rt, compile_workflow))
 
     def target(name: str) -> str:
         return END if is_end(name) else name
@@ -310,15 +314,19 @@ def _add_error_exit(
     graph.add_conditional_edges(source, with_error_exit(source, on_error, normal), paths)
 
 
-def compile_workflow(spec: WorkflowSpec, rt: RunContext | None = None, checkpointer: Any = None) -> Any:
-    """A runnable LangGraph graph for `spec`, with `interrupt_before` applied. An agentflow checkpointer is
-    told the types the workflow's state declares: the only ones besides agentflow's it will load back."""
+def compile_workflow(
+    spec: WorkflowSpec, rt: RunContext | None = None, checkpointer: Any = None, *, interrupt_after: Any = None
+) -> Any:
+    """A runnable LangGraph graph for `spec`, with `interrupt_before` applied (and `interrupt_after`: node
+    names or "*", where a search pauses a branch between steps). An agentflow checkpointer is told the types
+    the workflow's state declares: the only ones besides agentflow's it will load back."""
     from agentflow.graph.serde import StrictSerde, declared_types
 
     graph = build_graph(spec, rt)
     if isinstance(getattr(checkpointer, "serde", None), StrictSerde):
         checkpointer.with_allowlist(declared_types(graph))
-    return graph.compile(checkpointer=checkpointer, interrupt_before=list(spec.interrupt_before) or None)
+    return graph.compile(checkpointer=checkpointer, interrupt_before=list(spec.interrupt_before) or None,
+                         interrupt_after=interrupt_after)
 
 
 def initial_state(spec: WorkflowSpec, given: Mapping[str, Any]) -> dict[str, Any]:

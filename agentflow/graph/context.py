@@ -44,6 +44,10 @@ class RunContext:
     """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
     mcp: McpHub | None = None
     """The run's MCP servers (from the workflow's `mcp_servers:`): their tools join `tools` on first use."""
+    checkpointer: Any = None
+    """The run's checkpointer (set by `WorkflowRunner`): a search node keeps each branch's checkpoints there."""
+    branch: str | None = None
+    """Inside a search branch: its thread id (`<run thread>~<search node>~<branch id>`); None on the main line."""
 
     async def find_tool(self, name: str) -> Any:
         """`tools[name]`, else the MCP tool of that name (starting its server), else None."""

@@ -66,3 +66,15 @@ def review_gate(state: dict[str, Any]) -> dict[str, Any]:
     else:
         verdict = "max_rounds" if rounds >= int(state.get("max_rounds") or 3) else "revise"
     return {"rounds": rounds, "verdict": verdict}
+
+
+def tests_gate(state: dict[str, Any]) -> dict[str, Any]:
+    """After an attempt's check: `pass` when its tests pass, else `retry` until `max_attempts` attempts were
+    made, then `stop` (the attempt is over, its tests failing)."""
+    tests = state.get("tests")
+    attempts = int(state.get("attempts") or 0) + 1
+    if isinstance(tests, dict) and tests.get("ok"):
+        verdict = "pass"
+    else:
+        verdict = "stop" if attempts >= int(state.get("max_attempts") or 2) else "retry"
+    return {"attempts": attempts, "verdict": verdict}

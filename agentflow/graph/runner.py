@@ -99,6 +99,14 @@ def open_checkpointer(target: str | Path | None, *, keep_last: int | None = 20) 
     return AgentflowSaver(text, keep_last=keep_last)
 
 
+def _check_thread_id(thread_id: str) -> None:
+    from agentflow.graph.search import BRANCH_SEP
+
+    if BRANCH_SEP in thread_id:
+        raise UserError(f"thread id {thread_id!r} contains {BRANCH_SEP!r}, which separates a search's branch threads",
+                        hint="choose a thread id without it")
+
+
 class WorkflowRunner:
     """Runs one workflow; every run is a LangGraph thread in the checkpointer."""
 
@@ -138,6 +146,7 @@ class WorkflowRunner:
             checkpointer = open_checkpointer(checkpointer, keep_last=keep_last)
             self._owned.append(checkpointer)
         self.checkpointer = checkpointer
+        self.context.checkpointer = checkpointer
         if self.run_dir is not None and hasattr(checkpointer, "metadata_hook"):
             checkpointer.metadata_hook = self._stamp_workspace  # each checkpoint names the workspace's diff
         if self.context.journal is None and self.run_dir is not None:
@@ -173,6 +182,7 @@ class WorkflowRunner:
         from agentflow.graph.compile import initial_state
 
         thread_id = thread_id or uuid.uuid4().hex[:12]
+        _check_thread_id(thread_id)
         await self._ensure_sandbox()
         if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
             raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
@@ -260,6 +270,7 @@ class WorkflowRunner:
 
         self.check_edit(update)
         new_thread = new_thread_id or uuid.uuid4().hex[:12]
+        _check_thread_id(new_thread)
         config = self._config(new_thread)
         if (await self.graph.aget_state(config)).created_at is not None:
             raise UserError(f"thread {new_thread!r} already exists", hint="give the fork another thread id")
@@ -431,6 +442,10 @@ class WorkflowRunner:
         starts from the root graph's checkpoints: a subgraph's are not stamped)."""
         if self.context.sandbox is None or self.run_dir is None or config["configurable"].get("checkpoint_ns"):
             return {}
+        from agentflow.graph.search import BRANCH_SEP
+
+        if BRANCH_SEP in str(config["configurable"].get("thread_id", "")):
+            return {}  # a search branch: its workspace is its own snapshot, not the run's sandbox as it is now
         from agentflow.graph.history import DIFF_KEY, DiffStore
         from agentflow.graph.workspace import workspace_diff
 

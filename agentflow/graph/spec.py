@@ -35,7 +35,8 @@ class FieldSpec(StrictConfig):
 
 class NodeSpec(StrictConfig):
     """One node: exactly one of fn, agent, tool, interrupt, subgraph or type says what it does (a search
-    `type` also takes a `subgraph`: the rollout it searches over)."""
+    `type` also takes a `subgraph`: the rollout it searches over). A node with `search:` settings runs its
+    `subgraph:` as the branches of a search (see `agentflow.graph.search`)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, arbitrary_types_allowed=True)
 
@@ -63,8 +64,14 @@ class NodeSpec(StrictConfig):
     """State key an agent or tool node writes its result to (defaults to the node name)."""
     on_error: str | None = None
     """Node (or END) to go to when this agent node fails; without it a failure ends the run `failed`."""
+    search: Any = None
+    """Search over this node's `subgraph:`: a mapping of `SearchSettings` (strategy best_of_n, beam, rebase or
+    mcts; how many branches; the state path that values a branch; how the result is chosen). Each branch is
+    a run of the subgraph with its own checkpoints and its own fork of the run's sandbox workspace."""
 
     def kind(self) -> str:
+        if self.search is not None:
+            return "search"
         for name in ("type", "fn", "agent", "tool", "interrupt", "subgraph"):
             if getattr(self, name) is not None:
                 return name

@@ -186,8 +186,15 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
                     f"node '{name}' names MCP server(s) {', '.join(unknown)}, which the workflow does not "
                     f"declare; declared: {', '.join(declared) or 'none'} (add them under mcp_servers:)",
                 )
+        if node.search is not None:
+            problems.extend(Problem("bad-search", where + msg) for msg in _search_problems(name, node, spec))
         if isinstance(node.subgraph, WorkflowSpec):
-            problems.extend(_validate(node.subgraph, f"{where}node '{name}' > ", registry, code))
+            sub = node.subgraph
+            if node.search is not None:
+                from agentflow.graph.search import branch_spec
+
+                sub = branch_spec(spec, node)  # a branch runs over the workflow's state
+            problems.extend(_validate(sub, f"{where}node '{name}' > ", registry, code))
         problems.extend(Problem("bad-option", where + msg) for msg in node_option_problems(name, node, spec, code))
 
     g = to_networkx(spec)
@@ -273,10 +280,43 @@ def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec, code: Co
         problems.extend(option_problems(name, node, code.pack_problem))
     elif kind in ("fn", "interrupt", "subgraph") and node.args:
         problems.append(f"node '{name}': args applies to agent and tool nodes only; remove it")
-    if node.output is not None and kind not in ("agent", "tool"):
-        problems.append(f"node '{name}': output applies to agent and tool nodes only; remove it")
+    if node.output is not None and kind not in ("agent", "tool", "search"):
+        problems.append(f"node '{name}': output applies to agent, tool and search nodes only; remove it")
     if node.show and kind != "interrupt":
         problems.append(f"node '{name}': show applies to interrupt nodes only; remove it")
+    return problems
+
+
+def _search_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]:
+    """A search node's settings, its subgraph, and the state paths and nodes the settings name."""
+    from agentflow.graph.search import parse_search_settings
+
+    if not isinstance(node.subgraph, WorkflowSpec):
+        return [f"node '{name}' has search: settings but no subgraph: (the workflow its branches run); add one"]
+    try:
+        settings = parse_search_settings(node.search, f"node '{name}'")
+    except UserError as exc:
+        return [str(exc)]
+    problems: list[str] = []
+    sub = node.subgraph
+    for step in settings.step_until:
+        if step not in sub.nodes:
+            problems.append(f"node '{name}': search.step_until names '{step}', which its subgraph does not have "
+                            f"(nodes: {', '.join(sub.nodes)})")
+    declared = {**spec.state, **sub.state}
+    paths = {"value": settings.value, "select_key": settings.select_key}
+    for field, path in paths.items():
+        if path and declared and path.split(".")[0] not in declared:
+            problems.append(f"node '{name}': search.{field} reads '{path}', whose key the state does not declare; "
+                            f"add it under state: or fix the path")
+    if settings.select in ("vote", "smallest") and not settings.select_key:
+        problems.append(f"node '{name}': search.select {settings.select} needs search.select_key (the state path "
+                        f"it {'counts' if settings.select == 'vote' else 'measures'})")
+    for key in settings.outputs or ():
+        if spec.state and key not in spec.state:
+            problems.append(f"node '{name}': search.outputs names '{key}', which the state does not declare")
+    if node.output is not None and spec.state and node.output not in spec.state:
+        problems.append(f"node '{name}': output '{node.output}' is not a declared state key; declare it (type: dict)")
     return problems
 
 

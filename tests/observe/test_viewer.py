@@ -181,3 +181,36 @@ def test_a_workflow_run_whose_workflow_is_gone_still_opens(browser: Any, tmp_pat
     open_view(browser, run_dir)
     assert "no node ran" in browser.find_element("css selector", "main").text
     assert console_errors(browser) == []
+
+
+def test_a_graph_search_shows_its_branches_as_a_tree(browser: Any, tmp_path: Path, capsys) -> None:
+    """A workflow with a search node: its branches are nodes of a tree under the search's heading, the chosen
+    one marked; the branches' own graph nodes do not count as the workflow's nodes in the graph view."""
+    wf = {
+        "name": "searched",
+        "state": {"task": {"type": "str"}, "answer": {"type": "str"}, "score": {"type": "int"},
+                  "steps": {"type": "list", "reducer": "append"}, "report": {"type": "dict"}},
+        "nodes": {"go": {"search": {"strategy": "mcts", "n": 5, "value": "score", "value_scale": 10},
+                         "output": "report", "next": "END",
+                         "subgraph": {"name": "try", "nodes": {
+                             "attempt": {"fn": "tests.graph.search_nodes:attempt", "next": "refine"},
+                             "refine": {"fn": "tests.graph.search_nodes:refine", "next": "END"}}}}},
+    }
+    path = tmp_path / "searched.yaml"
+    path.write_text(json.dumps(wf))
+    assert run(["run", str(path), "-o", str(tmp_path / "runs"), "-i", '{"task": "x"}', "--json"]) == 0
+    chosen = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["state"]["report"]["chosen"]
+    (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/run.json")]
+    open_view(browser, run_dir)
+    main = browser.find_element("css selector", "main").text
+    assert "Search: go" in main and "6 nodes" in main and f"chosen: {chosen} by value" in main
+    state = {g.get_attribute("data-node"): g.get_attribute("class")
+             for g in browser.find_elements("css selector", "svg.graph g[data-node]")}
+    assert state["go"] == "done" and "attempt" not in state  # a branch's nodes are not the workflow's
+    browser.find_element("css selector", "#search-tree > .snode > .srow").click()
+    kids = browser.find_elements("css selector", "#search-tree > .snode > .kids > .snode")
+    assert [k.get_attribute("data-node-id") for k in kids] == ["go/b0", "go/b1"]
+    kids[0].find_element("css selector", ".srow").click()
+    assert "ran attempt" in kids[0].find_element("css selector", ".sdetail").text
+    assert len(browser.find_elements("css selector", "#search-tree .snode.chosen")) <= 1
+    assert console_errors(browser) == []

@@ -188,7 +188,12 @@
       const c = candOf(n), parts = [];
       parts.push(h("div", {}, `value ${(+n.value || 0).toFixed(3)} · visits ${n.visits} · depth ${n.depth}` +
         (n.terminal ? " · terminal" : "") + ` · tokens ${fmtN((n.usage || {}).input_tokens + (n.usage || {}).output_tokens)}`));
-      if (!c) { parts.push(h("p", { cls: "muted" }, n.action ? n.action : "the starting point (no edit)")); return parts; }
+      if (!c) {  // a graph search's branch: the nodes its step ran, and why it failed
+        parts.push(h("p", { cls: "muted" }, n.action ? "ran " + n.action : "the starting point (the run's state at the search node)"));
+        if (n.error) parts.push(h("div", { cls: "bad" }, "failed: " + n.error));
+        if (n.thread) parts.push(h("div", { cls: "muted" }, "checkpoint thread " + n.thread));
+        return parts;
+      }
       const v = c.verification || {};
       const chain = [];  // a best-of-N rollout: its attempts, each built on the one before
       for (let p = candById.get(c.parent_id); p && chain.length < 50; p = candById.get(p.parent_id)) chain.unshift(p.candidate_id);
@@ -207,7 +212,7 @@
     function render(n) {
       const ch = kids.get(n.id) || [];
       const c = candOf(n);
-      const isChosen = c && c.candidate_id === chosen;
+      const isChosen = (c && c.candidate_id === chosen) || n.chosen === true;
       const box = h("div", { cls: "snode" + (isChosen ? " chosen" : ""), "data-node-id": n.id });
       const toggle = h("span", { cls: "toggle" }, ch.length ? "▸" : "·");
       let kidsEl = null, detailEl = null;
@@ -225,7 +230,11 @@
       return box;
     }
     const roots = kids.get("") || [];
-    const why = chosen ? h("p", {}, "chosen: ", h("b", {}, chosen), ` by ${chosenBy || "?"}` +
+    const picked = [...nodes.values()].find((n) => n.chosen === true);  // a graph search's choice
+    if (picked) for (let p = picked; p; p = nodes.get(p.parent)) chosenPath.add(p.id);
+    const why = picked ? h("p", {}, "chosen: ", h("b", {}, picked.id.split("/").pop()), ` by ${picked.select || "value"}` +
+      ` among ${nodes.size - 1} branches (${picked.strategy || ""})`) :
+      chosen ? h("p", {}, "chosen: ", h("b", {}, chosen), ` by ${chosenBy || "?"}` +
       (chosenBy === "tests" ? " (the best verification score)" : chosenBy === "vote" ? " (most candidates agree on the normalised patch)" :
         chosenBy === "behaviour_vote" ? " (most candidates make the issue's examples show the same)" :
         chosenBy === "verifier" ? " (the verifier model judged it best)" : "")) : h("p", { cls: "muted" }, "no candidate chosen");
@@ -291,6 +300,7 @@
     const g = D.graph;
     const state = new Map();
     for (const e of E) {
+      if (e.data && e.data.branch) continue;  // a search branch's nodes: drawn in the search's tree, not here
       if (e.kind === "node.start") state.set(e.node, Object.assign(state.get(e.node) || { runs: 0 }, { s: "running", t: e.ts }));
       if (e.kind === "node.end") { const st = state.get(e.node) || { runs: 0 }; st.s = "done"; st.runs += 1; st.dur = (st.dur || 0) + (e.ts - (st.t || e.ts)); state.set(e.node, st); }
     }
@@ -352,7 +362,13 @@
       card(fmtN(u.output), "output tokens"), card(fmtUsd(u.usd || rep.cost_usd) || "–", "cost"),
       card(fmtN(u.tools), "tool calls"), card(fmtN(u.execs), "sandbox commands")));
     out.push(h("h2", {}, "Budget"), budgetView(u));
-    if (D.kind === "workflow") out.push(h("h2", {}, "Workflow graph"), graphView(), h("h2", {}, "Timeline"), timeline(E));
+    if (D.kind === "workflow") {
+      out.push(h("h2", {}, "Workflow graph"), graphView());
+      const searches = [...new Set(E.filter((e) => e.kind === "search.node" && e.data.search).map((e) => e.data.search))];
+      for (const name of searches)
+        out.push(h("h2", {}, `Search: ${name}`), searchTree("", E.filter((e) => e.data && e.data.search === name && e.kind === "search.node")));
+      out.push(h("h2", {}, "Timeline"), timeline(E));
+    }
     else out.push(h("h2", {}, "Instances"), instancesTable());
     return out;
   }

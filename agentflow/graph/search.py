@@ -1,0 +1,524 @@
+"""Search over any workflow: a node whose `subgraph:` runs as the branches of a search.
+
+    nodes:
+      attempt:
+        search: {strategy: mcts, n: 6, value: tests.ok, step_until: [check]}
+        subgraph:
+          nodes:
+            code:  {agent: coder, args: {input: {task: task, tests: tests}}, output: code, next: check}
+            check: {fn: agentflow.graph.demo:check_work, writes: [diff, tests], next: END}
+        next: critique
+
+A *branch* is a real run of the subgraph: its nodes run as graph nodes (events, traces, the journal), with
+its own thread of checkpoints in the run's checkpointer (`<thread>~<search node>~<branch id>`) and its own
+fork of the run's sandbox workspace (`branch_workspace.BranchSandbox`). A branch starts from the run's state
+at the search node, or — in the stepwise strategies — from another branch's checkpoint *and* workspace: an
+expansion copies the parent branch's last checkpoint into a new thread and runs the subgraph on from there
+until the next step ends (after a node named in `step_until`, or after any node) or the subgraph ends.
+
+Strategies (one engine; `SearchSettings.strategy`):
+- `best_of_n`: `n` branches each run the whole subgraph.
+- `beam` (tree-of-thought's breadth-first search): every kept branch is expanded `expand` times a step; the
+  `n` best by value are kept.
+- `rebase` (reward-balanced expansion): each step spends `n` expansions over the kept branches in
+  proportion to softmax(value / temperature), so better branches get more children and none is cut to zero
+  by rank alone.
+- `mcts`: `n` expansions chosen by UCT (value + c * sqrt(ln N / visits)); up to `concurrency` run at once,
+  the branches being expanded counting as visits with value 0 (virtual loss) so concurrent selections spread.
+
+A branch's value is read from its state (`value:` a dotted path; a bool counts 1/0, a number is divided by
+`value_scale`, a dict's `score`/`value`/`ok`/`passed` is used) — so a value is whatever node of the subgraph
+writes there: tests, a critic or value agent, a verifier. The result is chosen among finished branches by
+value, by a vote over a state path, or as the smallest among the best; its state keys are the node's update
+and its workspace becomes the run's. A branch that fails is recorded (event `search.branch` with its error)
+and scores nothing; a search none of whose branches finished fails the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from pydantic import Field, ValidationError
+
+from agentflow.config import StrictConfig
+from agentflow.errors import ConfigError
+from agentflow.graph.outcome import NodeFailed
+
+if TYPE_CHECKING:
+    from agentflow.graph.context import RunContext
+    from agentflow.graph.spec import NodeSpec, WorkflowSpec
+
+BRANCH_SEP = "~"
+"""Separates the run's thread id, the search node and the branch id in a branch's thread id."""
+
+
+class SearchSettings(StrictConfig):
+    """The `search:` of a node: how its subgraph's branches are run, valued and chosen."""
+
+    strategy: Literal["best_of_n", "beam", "tot", "rebase", "mcts"] = "best_of_n"
+    """best_of_n (whole runs), beam / tot (keep the n best each step), rebase (reward-balanced expansion),
+    mcts (UCT with concurrent expansions under virtual loss)."""
+    n: int = Field(4, ge=1)
+    """best_of_n: branches; beam/tot: branches kept each step; rebase: expansions each step; mcts: expansions."""
+    expand: int = Field(2, ge=1)
+    """Children of one branch per step (beam/tot); most children of one tree node (mcts)."""
+    max_depth: int = Field(4, ge=1)
+    """Most steps a branch takes in the stepwise strategies (a branch is cut there, unfinished, and competes
+    with the finished ones only when none finished)."""
+    step_until: list[str] = Field(default_factory=list)
+    """Subgraph nodes after which a step ends (default: after every node). best_of_n runs branches through."""
+    value: str | None = None
+    """Dotted state path that values a branch after each step (e.g. `tests.ok`, `critique.score`); without it
+    every branch is worth 0 and the choice falls to `select`'s tie-break."""
+    value_scale: float = Field(1.0, gt=0)
+    """A numeric value is divided by this (100 for a 0-100 score), so values compare across nodes."""
+    select: Literal["value", "vote", "smallest"] = "value"
+    """How the result is chosen among finished branches: the highest value; the most common `select_key`
+    value (ties: higher value); or, among the highest-valued, the smallest `select_key` (e.g. a diff)."""
+    select_key: str | None = None
+    """Dotted state path that `vote` counts and `smallest` measures."""
+    outputs: list[str] | None = None
+    """State keys copied from the chosen branch into the run's state (default: every key the subgraph's
+    nodes wrote that the workflow's state has)."""
+    concurrency: int = Field(2, ge=1)
+    """Branches or expansions in flight at once (their model calls overlap; the sandbox is shared)."""
+    c: float = Field(1.0, ge=0)
+    """mcts: the UCT exploration weight."""
+    temperature: float = Field(0.3, gt=0)
+    """rebase: softmax temperature over values when sharing out a step's expansions."""
+    seed: int = 0
+    """Seeds the tie-breaks (which branch wins among equal values, which child UCT tries first)."""
+
+
+def parse_search_settings(values: Any, where: str) -> SearchSettings:
+    """A node's `search:` validated, or a ConfigError naming the bad key and the known ones."""
+    if isinstance(values, SearchSettings):
+        return values
+    try:
+        return SearchSettings.model_validate(dict(values or {}) if isinstance(values, Mapping) else values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        known = ", ".join(SearchSettings.model_fields)
+        raise ConfigError(f"{where}: search.{loc}: {err['msg']} (search settings: {known})") from None
+
+
+def branch_spec(parent: WorkflowSpec, node: NodeSpec) -> WorkflowSpec:
+    """The subgraph a search node's branches run: its own state keys over the workflow's (a branch reads and
+    writes the run's state), its tools and model defaulting to the workflow's."""
+    sub = node.subgraph
+    update: dict[str, Any] = {}
+    if parent.state and sub.state_class is None:
+        update["state"] = {**parent.state, **sub.state}
+    if parent.state_class is not None and sub.state_class is None and not sub.state:
+        update["state_class"] = parent.state_class
+    if parent.tools and not sub.tools:
+        update["tools"] = list(parent.tools)
+    if parent.model and not sub.model:
+        update["model"] = parent.model
+    if parent.source_path and not sub.source_path:
+        update["source_path"] = parent.source_path
+    return sub.model_copy(update=update) if update else sub
+
+
+def read_path(state: Any, path: str | None) -> Any:
+    """The value at dotted `path` of a state (mappings and attributes), None when any part is missing."""
+    if not path:
+        return None
+    cur = state
+    for part in path.split("."):
+        if isinstance(cur, Mapping):
+            cur = cur.get(part)
+        else:
+            cur = getattr(cur, part, None)
+        if cur is None:
+            return None
+    return cur
+
+
+def as_value(raw: Any, scale: float) -> float:
+    """A branch value from what its state holds at the value path."""
+    if isinstance(raw, Mapping):
+        for key in ("score", "value", "ok", "passed"):
+            if key in raw:
+                return as_value(raw[key], scale)
+        return 0.0
+    if isinstance(raw, bool):
+        return 1.0 if raw else 0.0
+    if isinstance(raw, (int, float)):
+        return float(raw) / scale
+    return 0.0
+
+
+@dataclasses.dataclass(eq=False)
+class Branch:
+    """One node of the search tree: a run of the subgraph paused after a step, or finished."""
+
+    id: str
+    parent: Branch | None
+    thread: str | None
+    """The branch's checkpoint thread (None for the root: the run's state at the search node)."""
+    state: dict[str, Any]
+    snapshot: str | None
+    """The snapshot its workspace is at (None without a sandbox)."""
+    depth: int = 0
+    done: bool = False
+    """The subgraph reached its end in this branch."""
+    error: str | None = None
+    pending: bool = True
+    """Its step is running: it has no checkpoint to expand from yet."""
+    action: str | None = None
+    """The nodes its step ran (`code → check → gate`)."""
+    value: float = 0.0
+    visits: int = 0
+    value_sum: float = 0.0
+    virtual: int = 0
+    children: list[Branch] = dataclasses.field(default_factory=list)
+
+    @property
+    def mean(self) -> float:
+        return self.value_sum / self.visits if self.visits else self.value
+
+    def record(self, search: str, strategy: str) -> dict[str, Any]:
+        return {"search": search, "strategy": strategy, "thread": self.thread, "depth": self.depth, "action": self.action,
+                "value": round(self.value, 4), "visits": self.visits, "terminal": self.done,
+                "error": self.error, "snapshot_id": self.snapshot}
+
+
+class SearchRun:
+    """One execution of a search node: the tree, the branches in flight, and the choice."""
+
+    def __init__(self, name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext,
+                 settings: SearchSettings, thread: str, compile: Callable[..., Any]) -> None:
+        self.name = name
+        self.compile = compile
+        """`compile.compile_workflow` (passed in: the compiler builds search nodes, so this module cannot import it)."""
+        self.sub = branch_spec(spec, node)
+        self.parent_keys = set(spec.state) if spec.state else None
+        self.rt = rt
+        self.settings = settings
+        self.thread = thread
+        self.rng = random.Random(settings.seed)
+        self.branches: list[Branch] = []
+        self.slots = asyncio.Semaphore(settings.concurrency)
+        self.shared: Any = None
+        self.stepwise = settings.strategy != "best_of_n"
+        self._saver: Any = None
+        self.root: Branch | None = None
+
+    # -- the tree ---------------------------------------------------------------------------------------------
+
+    def _new(self, parent: Branch) -> Branch:
+        """A child of `parent` (the root: the run's state at the search node), before it runs: so concurrent
+        selections see it."""
+        bid = f"b{len(self.branches)}"
+        branch = Branch(id=bid, parent=parent, thread=f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}{bid}",
+                        state={}, snapshot=parent.snapshot, depth=parent.depth + 1)
+        self.branches.append(branch)
+        parent.children.append(branch)
+        return branch
+
+    def _node_id(self, branch: Branch) -> str:
+        return self.name if branch.parent is None else f"{self.name}/{branch.id}"
+
+    def _emit(self, branch: Branch, **extra: Any) -> None:
+        parent = self._node_id(branch.parent) if branch.parent is not None else None
+        self.rt.emit("search.node", node_id=self._node_id(branch), parent_id=parent,
+                     **branch.record(self.name, self.settings.strategy), **extra)
+
+    def finish(self, chosen: Branch) -> None:
+        """The tree's final record: every node again with its visits (the last event of a node id wins), the
+        chosen one marked with how it was chosen."""
+        for branch in [self.root, *self.branches] if self.root is not None else self.branches:
+            mark = {"chosen": True, "select": self.settings.select} if branch is chosen else {}
+            self._emit(branch, final=True, **mark)
+
+    # -- running one step of a branch -------------------------------------------------------------------------
+
+    def _branch_context(self, branch: Branch) -> RunContext:
+        from agentflow.graph.branch_workspace import BranchSandbox
+
+        sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
+        events = BranchEvents(self.rt.events, self.name, branch.id) if self.rt.events is not None else None
+        return dataclasses.replace(self.rt, sandbox=sandbox, events=events, branch=branch.thread,
+                                   after_tool_call=None)
+
+    async def _run_branch(self, branch: Branch) -> Branch:
+        """Run one step of `branch` (best_of_n: the whole subgraph) from its parent's checkpoint and workspace."""
+        parent = branch.parent
+        assert parent is not None
+        async with self.slots:
+            rt = self._branch_context(branch)
+            graph = self.compile(self.sub, rt, self._checkpointer(),
+                                     interrupt_after=self._interrupt_after() if self.stepwise else None)
+            config = {"configurable": {"thread_id": branch.thread}, "recursion_limit": self.sub.step_limit or 1000}
+            self.rt.emit("search.branch", node_id=self._node_id(branch), event="start",
+                         parent=parent.id, search=self.name)
+            try:
+                if parent.thread is None:
+                    await graph.ainvoke(self._inputs(parent.state), config)
+                else:
+                    await self._copy_checkpoint(parent, branch)
+                    await graph.ainvoke(None, config)
+            except Exception as exc:  # noqa: BLE001 - a branch's failure is that branch's, recorded below
+                branch.error = _describe(exc)
+            snapshot = await graph.aget_state(config)
+            branch.state = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {}
+            branch.done = branch.error is None and not snapshot.next
+            if rt.sandbox is not None:
+                branch.snapshot = rt.sandbox.snapshot_id
+            if isinstance(rt.events, BranchEvents):
+                branch.action = " → ".join(rt.events.ran)
+        raw = read_path(branch.state, self.settings.value)
+        branch.value = 0.0 if branch.error else as_value(raw, self.settings.value_scale)
+        branch.pending = False
+        self.rt.emit("search.branch", node_id=self._node_id(branch), event="end", search=self.name,
+                     value=branch.value, terminal=branch.done, error=branch.error)
+        self._emit(branch)
+        return branch
+
+    def _expand(self, parent: Branch) -> Any:
+        return self._run_branch(self._new(parent))
+
+    def _interrupt_after(self) -> Any:
+        return list(self.settings.step_until) or "*"
+
+    def _checkpointer(self) -> Any:
+        if self.rt.checkpointer is not None:
+            return self.rt.checkpointer
+        if self._saver is None:  # a run without a checkpointer still needs branches to pause and fork
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            self._saver = InMemorySaver()
+        return self._saver
+
+    def _inputs(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        keys = set(self.sub.state) if self.sub.state else None
+        return {k: v for k, v in state.items() if keys is None or k in keys}
+
+    async def _copy_checkpoint(self, parent: Branch, child: Branch) -> None:
+        """The child's thread starts at the parent's last checkpoint (LangGraph's fork, into a new thread)."""
+        saver = self._checkpointer()
+        saved = await saver.aget_tuple({"configurable": {"thread_id": parent.thread, "checkpoint_ns": ""}})
+        if saved is None:
+            raise NodeFailed(self.name, "error", f"branch {parent.id} has no checkpoint to expand from")
+        metadata = {**saved.metadata, "forked_from": {"thread_id": parent.thread,
+                                                      "checkpoint_id": saved.checkpoint["id"]}}
+        await saver.aput({"configurable": {"thread_id": child.thread, "checkpoint_ns": ""}},
+                         saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))
+
+    # -- strategies -------------------------------------------------------------------------------------------
+
+    async def run(self, state: Mapping[str, Any]) -> Branch:
+        if self.rt.sandbox is not None:
+            from agentflow.graph.branch_workspace import SharedSandbox
+
+            self.shared = SharedSandbox(self.rt.sandbox)
+        root = Branch(id="root", parent=None, thread=None, state=dict(state),
+                      snapshot=await self.shared.snapshot() if self.shared is not None else None, depth=0,
+                      pending=False)
+        self.root = root
+        self._emit(root)
+        strategy = {"best_of_n": self._best_of_n, "beam": self._beam, "tot": self._beam,
+                    "rebase": self._beam, "mcts": self._mcts}[self.settings.strategy]
+        await strategy(root)
+        return self._choose()
+
+    def _stopped(self) -> bool:
+        budget = self.rt.budget
+        return budget is not None and budget.exceeded() is not None
+
+    async def _best_of_n(self, root: Branch) -> None:
+        await asyncio.gather(*[self._expand(root) for _ in range(self.settings.n)])
+
+    async def _beam(self, root: Branch) -> None:
+        s = self.settings
+        frontier: list[Branch] = [root]
+        for _ in range(s.max_depth):
+            if not frontier or self._stopped():
+                return
+            plan = self._rebase_plan(frontier) if s.strategy == "rebase" else [(b, s.expand) for b in frontier]
+            jobs = [self._expand(b) for b, k in plan for _ in range(k)]
+            children = await asyncio.gather(*jobs)
+            alive = [c for c in children if c.error is None and not c.done]
+            keep = s.n if s.strategy != "rebase" else len(alive)
+            frontier = sorted(alive, key=lambda c: (-c.value, self.rng.random()))[:keep]
+
+    def _rebase_plan(self, frontier: list[Branch]) -> list[tuple[Branch, int]]:
+        """`n` expansions shared over the frontier by softmax(value / temperature), largest remainders first."""
+        s = self.settings
+        top = max(b.value for b in frontier)
+        weights = [math.exp((b.value - top) / s.temperature) for b in frontier]
+        total = sum(weights)
+        shares = [s.n * w / total for w in weights]
+        counts = [int(x) for x in shares]
+        order = sorted(range(len(frontier)), key=lambda i: -(shares[i] - counts[i]))
+        for i in order[: s.n - sum(counts)]:
+            counts[i] += 1
+        return [(b, k) for b, k in zip(frontier, counts, strict=True) if k]
+
+    async def _mcts(self, root: Branch) -> None:
+        s = self.settings
+        running: set[asyncio.Task[Branch]] = set()
+        started = 0
+        while started < s.n or running:
+            while started < s.n and len(running) < s.concurrency and not self._stopped():
+                leaf = self._select(root)
+                if leaf is None:
+                    break
+                path = _path(leaf)
+                for b in path:
+                    b.virtual += 1
+                started += 1
+                task = asyncio.create_task(self._expand(leaf))
+                task.add_done_callback(lambda _t, p=path: [setattr(b, "virtual", b.virtual - 1) for b in p])
+                running.add(task)
+            if not running:
+                return
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                child = task.result()
+                for b in _path(child):
+                    b.visits += 1
+                    b.value_sum += child.value
+
+    def _select(self, root: Branch) -> Branch | None:
+        """UCT descent to a node that can take another child; in-flight expansions count as visits worth 0."""
+        s = self.settings
+        node = root
+        while not self._can_grow(node):
+            options = [c for c in node.children if self._expandable(c)]
+            if not options:
+                return None
+            total = node.visits + node.virtual
+
+            def uct(c: Branch, total: int = total) -> tuple[float, float]:
+                n = c.visits + c.virtual
+                q = c.value_sum / n if n else c.value
+                return q + s.c * math.sqrt(math.log(total + 1) / (n + 1)), self.rng.random()
+
+            node = max(options, key=uct)
+        return node
+
+    def _can_grow(self, node: Branch) -> bool:
+        s = self.settings
+        return (not node.pending and node.error is None and not node.done and node.depth < s.max_depth
+                and len(node.children) < s.expand)
+
+    def _expandable(self, node: Branch) -> bool:
+        return self._can_grow(node) or any(self._expandable(c) for c in node.children)
+
+    # -- the choice -------------------------------------------------------------------------------------------
+
+    def _choose(self) -> Branch:
+        s = self.settings
+        finished = [b for b in self.branches if b.done]
+        pool = finished or [b for b in self.branches if b.error is None and not b.children]
+        if not pool:
+            errors = sorted({b.error or "" for b in self.branches})
+            raise NodeFailed(self.name, "error", f"no branch of the search finished: {'; '.join(errors)[:500]}")
+        ties = {id(b): self.rng.random() for b in pool}
+        if s.select == "vote":
+            votes = Counter(_key(read_path(b.state, s.select_key)) for b in pool)
+            return max(pool, key=lambda b: (votes[_key(read_path(b.state, s.select_key))], b.value, ties[id(b)]))
+        best = max(b.value for b in pool)
+        if s.select == "smallest":
+            top = [b for b in pool if b.value == best]
+            return min(top, key=lambda b: (len(_key(read_path(b.state, s.select_key))), -ties[id(b)]))
+        return max(pool, key=lambda b: (b.value, ties[id(b)]))
+
+    def updates(self, chosen: Branch, before: Mapping[str, Any], output_key: str | None) -> dict[str, Any]:
+        """The run's update: the chosen branch's `outputs` (default: the keys whose values the branch changed)
+        and, under `output_key`, the search's report."""
+        keys = self.settings.outputs
+        if keys is None:
+            changed = (k for k, v in chosen.state.items() if k not in before or before[k] != v)
+            keys = sorted(k for k in changed if self.parent_keys is None or k in self.parent_keys)
+        out = {k: chosen.state.get(k) for k in keys if k in chosen.state}
+        if output_key is not None:
+            out[output_key] = self.report(chosen)
+        return out
+
+    def report(self, chosen: Branch) -> dict[str, Any]:
+        return {
+            "strategy": self.settings.strategy, "chosen": chosen.id, "value": chosen.value,
+            "branches": [{"id": b.id, "parent": b.parent.id if b.parent else None, "value": b.value,
+                          "terminal": b.done, "error": b.error, "depth": b.depth} for b in self.branches],
+            "restores": self.shared.restores if self.shared is not None else 0,
+        }
+
+
+class BranchEvents:
+    """The run's event log as a branch writes to it: every event names the search node and the branch."""
+
+    def __init__(self, events: Any, search: str, branch: str) -> None:
+        self._events = events
+        self._tag = {"search": search, "branch": branch}
+        self.ran: list[str] = []
+        """The graph nodes the branch finished, in order (the step's label in the search tree)."""
+
+    def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Any:
+        if kind == "node.end" and node_id:
+            self.ran.append(node_id)
+        return self._events.emit(kind, node_id=node_id, parent_id=parent_id, **{**data, **self._tag})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._events, name)
+
+
+def _path(branch: Branch) -> list[Branch]:
+    out: list[Branch] = []
+    node: Branch | None = branch
+    while node is not None:
+        out.append(node)
+        node = node.parent
+    return out
+
+
+def _key(value: Any) -> str:
+    if isinstance(value, str):
+        return " ".join(value.split())
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _describe(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{reason}: {text}" if reason else text
+
+
+def search_node(
+    name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext, compile: Callable[..., Any]
+) -> Callable[..., Any]:
+    """The graph node that runs `node`'s search; `compile` compiles each branch's subgraph (compile.py calls
+    this for a node with `search:`, passing its `compile_workflow`)."""
+    settings = parse_search_settings(node.search, f"node '{name}'")
+    output_key = node.output
+
+    async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        thread = str((config.get("configurable") or {}).get("thread_id", "")) or "run"
+        values = dict(state) if isinstance(state, Mapping) else dict(vars(state))
+        rt.emit("node.start", node_id=name, type="search", strategy=settings.strategy)
+        search = SearchRun(name, node, spec, rt, settings, thread, compile)
+        chosen = await search.run(values)
+        search.finish(chosen)
+        if search.shared is not None and chosen.snapshot is not None:
+            await search.shared.restore(chosen.snapshot)  # the run goes on in the chosen branch's workspace
+        updates = search.updates(chosen, values, output_key)
+        rt.emit("node.end", node_id=name, type="search", writes=list(updates), chosen=chosen.id,
+                branches=len(search.branches), value=chosen.value)
+        return updates
+
+    return run
+
+
+__all__ = ["BRANCH_SEP", "Branch", "BranchEvents", "SearchRun", "SearchSettings", "as_value", "branch_spec",
+           "parse_search_settings", "read_path", "search_node"]

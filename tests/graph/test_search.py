@@ -1,0 +1,180 @@
+"""Search as a construct of the graph layer: a node's `search:` runs its `subgraph:` as branches, each a real
+run of the subgraph with its own checkpoint thread; the stepwise strategies fork a branch's checkpoint into
+its children. Values are read from the branch's state; the chosen branch's keys become the run's state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentflow.events import EventLog
+from agentflow.graph import WorkflowRunner
+from agentflow.graph.context import RunContext
+from agentflow.graph.loader import spec_from_dict
+from agentflow.graph.validate import validate
+
+
+def _workflow(search: dict[str, Any], nodes: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "name": "s",
+        "state": {"task": {"type": "str"}, "answer": {"type": "str"}, "score": {"type": "int"},
+                  "steps": {"type": "list", "reducer": "append"}, "report": {"type": "dict"}},
+        "nodes": {
+            "go": {"search": search, "output": "report", "next": "END",
+                   "subgraph": {"name": "try", "nodes": nodes or {
+                       "attempt": {"fn": "tests.graph.search_nodes:attempt", "next": "refine"},
+                       "refine": {"fn": "tests.graph.search_nodes:refine", "next": "END"}}}},
+        },
+    }
+
+
+async def _run(tmp_path: Path, wf: dict[str, Any]) -> tuple[Any, EventLog, WorkflowRunner]:
+    events = EventLog()
+    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run", context=RunContext(events=events))
+    result = await runner.start({"task": "x"}, thread_id="t")
+    return result, events, runner
+
+
+def _final(k: int) -> int:
+    """Score of a whole run of branch b<k> (attempt then refine in the same branch)."""
+    return (k * 37) % 10 + (k * 7) % 5
+
+
+async def test_best_of_n_runs_n_whole_branches_and_takes_the_best(tmp_path: Path) -> None:
+    result, events, runner = await _run(tmp_path, _workflow({"n": 4, "value": "score", "value_scale": 10}))
+    report = result.state["report"]
+    assert result.status == "done" and len(report["branches"]) == 4
+    best = max(range(4), key=_final)
+    assert report["chosen"] == f"b{best}" and result.state["score"] == _final(best)
+    # the chosen branch's writes are the run's state (an append reducer gets the branch's items once)
+    assert result.state["steps"] == [f"attempt b{best}", f"refine b{best}"]
+    # each branch ran its nodes as graph nodes, in its own checkpoint thread
+    starts = [e for e in events.events if e.kind == "node.start" and e.data.get("search") == "go"]
+    assert sorted((e.data["branch"], e.node_id) for e in starts) == sorted(
+        (f"b{k}", n) for k in range(4) for n in ("attempt", "refine"))
+    branch_state = await runner.get_state("t~go~b2")
+    assert branch_state["score"] == _final(2) and branch_state["answer"] == "a2"
+    runner.close()
+
+
+async def test_beam_expands_from_the_parents_checkpoint(tmp_path: Path) -> None:
+    search = {"strategy": "beam", "n": 1, "expand": 2, "value": "score", "max_depth": 3}
+    result, _, runner = await _run(tmp_path, _workflow(search))
+    report = result.state["report"]
+    by_id = {b["id"]: b for b in report["branches"]}
+    # step 1: b0, b1 from the root (attempt ran); the better is kept; step 2: two children of it (refine)
+    assert [by_id[b]["parent"] for b in ("b0", "b1")] == ["root", "root"]
+    kept = max(("b0", "b1"), key=lambda b: by_id[b]["value"])
+    assert by_id["b2"]["parent"] == kept and by_id["b3"]["parent"] == kept
+    assert all(by_id[b]["terminal"] for b in ("b2", "b3")) and not by_id["b0"]["terminal"]
+    # a child continued its parent's run: the parent's attempt score plus the child's refinement
+    parent_score = (int(kept[1:]) * 37) % 10
+    assert result.state["score"] == max(parent_score + (k * 7) % 5 for k in (2, 3))
+    assert result.state["steps"] == [f"attempt {kept}", f"refine {report['chosen']}"]
+    runner.close()
+
+
+async def test_rebase_shares_expansions_by_value(tmp_path: Path) -> None:
+    search = {"strategy": "rebase", "n": 4, "expand": 2, "value": "score", "value_scale": 10, "temperature": 0.05}
+    result, _, runner = await _run(tmp_path, _workflow(search))
+    by_id = {b["id"]: b for b in result.state["report"]["branches"]}
+    first = [b for b in by_id.values() if b["parent"] == "root"]
+    assert len(first) == 4  # step 1: all n expansions from the root
+    best = max(first, key=lambda b: b["value"])
+    children = [b for b in by_id.values() if b["parent"] == best["id"]]
+    # a low temperature gives (nearly) all of step 2's expansions to the best branch
+    assert len(children) >= 3
+    runner.close()
+
+
+async def test_mcts_grows_the_tree_by_uct_with_concurrent_expansions(tmp_path: Path) -> None:
+    search = {"strategy": "mcts", "n": 6, "expand": 2, "value": "score", "value_scale": 10, "concurrency": 2}
+    result, events, runner = await _run(tmp_path, _workflow(search))
+    report = result.state["report"]
+    assert len(report["branches"]) == 6
+    by_id = {b["id"]: b for b in report["branches"]}
+    roots = [b for b in by_id.values() if b["parent"] == "root"]
+    assert len(roots) == 2  # expand=2: the root takes two children, then UCT descends
+    assert all(b["depth"] == 2 for b in by_id.values() if b["parent"] != "root")
+    tree = [e for e in events.events if e.kind == "search.node"]
+    assert {e.node_id for e in tree} == {"go", *(f"go/{b}" for b in by_id)}
+    runner.close()
+
+
+async def test_a_failed_branch_is_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
+    nodes = {"attempt": {"fn": "tests.graph.search_nodes:flaky", "next": "END"}}
+    result, events, runner = await _run(tmp_path, _workflow({"n": 4, "value": "score"}, nodes))
+    report = result.state["report"]
+    assert result.status == "done" and report["chosen"] == "b2"
+    errors = {b["id"]: b["error"] for b in report["branches"]}
+    assert errors["b0"] is None and "b1 broke" in errors["b1"] and "b3 broke" in errors["b3"]
+    ends = [e for e in events.events if e.kind == "search.branch" and e.data["event"] == "end"]
+    assert sum(1 for e in ends if e.data["error"]) == 2
+    runner.close()
+
+
+async def test_a_search_whose_branches_all_fail_fails_its_node(tmp_path: Path) -> None:
+    nodes = {"attempt": {"fn": "tests.graph.search_nodes:broken", "next": "END"}}
+    result, _, runner = await _run(tmp_path, _workflow({"n": 2}, nodes))
+    assert result.status == "failed" and result.failed_node == "go"
+    assert "no branch of the search finished" in result.errors["go"].error
+    assert "every branch breaks" in result.errors["go"].error
+    runner.close()
+
+
+async def test_vote_and_smallest_choose_by_a_state_path(tmp_path: Path) -> None:
+    result, _, runner = await _run(tmp_path, _workflow({"n": 5, "select": "vote", "select_key": "answer"}))
+    # answers a0, a1, a2, a0, a1 (k % 3): a0 and a1 tie on votes; the higher-valued branch's answer wins
+    assert result.state["answer"] in ("a0", "a1")
+    runner.close()
+
+
+def test_validation_names_bad_search_settings() -> None:
+    bad = _workflow({"strategy": "annealing"})
+    problems = [p.message for p in validate(spec_from_dict(bad))]
+    assert any("search.strategy" in p and "best_of_n" in p for p in problems), problems
+    wf = _workflow({"value": "nope.ok", "select": "vote", "step_until": ["missing"]})
+    problems = [p.message for p in validate(spec_from_dict(wf))]
+    assert any("search.value reads 'nope.ok'" in p for p in problems), problems
+    assert any("search.select vote needs search.select_key" in p for p in problems), problems
+    assert any("step_until names 'missing'" in p for p in problems), problems
+    no_sub = {"name": "s", "nodes": {"go": {"search": {"n": 2}, "next": "END"}}}
+    problems = [p.message for p in validate(spec_from_dict(no_sub))]
+    assert any("no subgraph" in p for p in problems), problems
+    ok = _workflow({"strategy": "mcts", "value": "score", "step_until": ["refine"]})
+    assert validate(spec_from_dict(ok)) == []
+
+
+def test_cli_sets_search_settings_per_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentflow.cli.main import run
+
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(json.dumps(_workflow({"n": 2, "value": "score"})))
+    code = run(["run", str(wf), "-o", str(tmp_path / "runs"), "--json", "-i", '{"task": "x"}',
+                "-c", "nodes.go.strategy=mcts", "-c", "nodes.go.n=3"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    state = json.loads(out.strip().splitlines()[-1])["state"]
+    assert state["report"]["strategy"] == "mcts" and len(state["report"]["branches"]) == 3
+
+
+async def test_python_builder_searches_over_a_workflow(tmp_path: Path) -> None:
+    from agentflow.graph import Workflow
+    from tests.graph.search_nodes import SearchState as State
+    from tests.graph.search_nodes import attempt, refine
+
+    inner = Workflow("try", state=State).node("attempt", attempt).node("refine", refine).edge("attempt", "refine")
+    inner.edge("refine", "END")
+    outer = Workflow("outer", state=State).search("go", inner, strategy="beam", n=2, value="score", output="report")
+    outer.edge("go", "END")
+    with pytest.raises(Exception, match="search.strategy"):
+        Workflow("bad").search("go", inner, strategy="annealing")
+    runner = WorkflowRunner(outer.spec, run_dir=tmp_path / "run")
+    result = await runner.start({"task": "x"})
+    assert result.status == "done" and result.state["report"]["strategy"] == "beam"
+    chosen = result.state["report"]["chosen"]
+    assert result.state["steps"][-1] == f"refine {chosen}"
+    runner.close()
