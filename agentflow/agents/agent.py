@@ -27,9 +27,18 @@ from agentflow.agents.stream import AgentEvent, OnAgentEvent, TokenForwardingMod
 from agentflow.agents.textproto import parse_tool_blocks
 from agentflow.budget import Budget, BudgetExceeded
 from agentflow.errors import ModelError
-from agentflow.models.base import ChatModel, ChatRequest, Message, ToolCall, ToolSpec, declared_tool_calling
+from agentflow.models.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ToolCall,
+    ToolSpec,
+    declared_tool_calling,
+)
 from agentflow.models.instrumented import InstrumentedModel
 from agentflow.tools.context import ToolContext
+from agentflow.tools.journal import args_digest
 from agentflow.tools.journal import journal_key as make_journal_key
 
 if TYPE_CHECKING:
@@ -353,6 +362,13 @@ class _Run:
             temperature=self.cfg.temperature,
             max_tokens=self.max_tokens,
         )
+        key = self._reply_key(request)
+        journaled = self.journal.get_reply(key) if key is not None else None  # type: ignore[union-attr]
+        if journaled is not None:  # this node ran before a crash: its reply is taken, the model not asked again
+            response = ChatResponse.model_validate_json(journaled)
+            self._emit("model.replayed", step=self.steps)
+            self.finish_reason = response.choices[0].finish_reason
+            return response.message
         # Wall time also bounds a model call in flight; asyncio.timeout(None) means no limit.
         try:
             async with asyncio.timeout(self._wall_left()) as deadline:
@@ -361,8 +377,19 @@ class _Run:
             if deadline.expired():
                 return None
             raise
+        if key is not None:
+            self.journal.put_reply(key, response.model_dump_json())  # type: ignore[union-attr]
         self.finish_reason = response.choices[0].finish_reason
         return response.message
+
+    def _reply_key(self, request: ChatRequest) -> str | None:
+        """Where the reply to `request` is journaled: the caller's prefix (thread:node:step), this agent, its
+        loop step and the request's digest (a request that differs on resume is asked anew). None without a
+        journal that keeps replies."""
+        if self.journal is None or not self.key_prefix or not hasattr(self.journal, "get_reply"):
+            return None
+        digest = args_digest(request.model_dump(mode="json", exclude={"extra"}))
+        return f"{self.key_prefix}:{self.agent.name}:{self.steps}:reply:{digest}"
 
     async def _run_tools(self, calls: list[ToolCall]) -> StopReason | None:
         """Run the calls in order, appending one result per call; stop early when a limit is reached (the

@@ -47,7 +47,12 @@ class RunContext:
     checkpointer: Any = None
     """The run's checkpointer (set by `WorkflowRunner`): a search node keeps each branch's checkpoints there."""
     branch: str | None = None
-    """Inside a search branch: its thread id (`<run thread>~<search node>~<branch id>`); None on the main line."""
+    """Inside a search branch: its thread id (`<run thread>~<search node>~<branch id>...`); None on the main line."""
+    branch_workspaces: dict[str, Any] = field(default_factory=dict)
+    """Branch thread -> its `BranchSandbox` while a search runs (shared by the branches' contexts): the runner
+    records each branch checkpoint's workspace from it, so a resumed search restores a branch's files."""
+    run_dir: Any = None
+    """The run's folder when it has one (the workspace diffs recorded at checkpoints live there)."""
 
     async def find_tool(self, name: str) -> Any:
         """`tools[name]`, else the MCP tool of that name (starting its server), else None."""

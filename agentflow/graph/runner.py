@@ -147,6 +147,7 @@ class WorkflowRunner:
             self._owned.append(checkpointer)
         self.checkpointer = checkpointer
         self.context.checkpointer = checkpointer
+        self.context.run_dir = self.run_dir
         if self.run_dir is not None and hasattr(checkpointer, "metadata_hook"):
             checkpointer.metadata_hook = self._stamp_workspace  # each checkpoint names the workspace's diff
         if self.context.journal is None and self.run_dir is not None:
@@ -442,13 +443,14 @@ class WorkflowRunner:
         starts from the root graph's checkpoints: a subgraph's are not stamped)."""
         if self.context.sandbox is None or self.run_dir is None or config["configurable"].get("checkpoint_ns"):
             return {}
-        from agentflow.graph.search import BRANCH_SEP
-
-        if BRANCH_SEP in str(config["configurable"].get("thread_id", "")):
-            return {}  # a search branch: its workspace is its own snapshot, not the run's sandbox as it is now
         from agentflow.graph.history import DIFF_KEY, DiffStore
+        from agentflow.graph.search import BRANCH_SEP
         from agentflow.graph.workspace import workspace_diff
 
+        thread = str(config["configurable"].get("thread_id", ""))
+        if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
+            branch = self.context.branch_workspaces.get(thread)
+            return {DIFF_KEY: DiffStore(self.run_dir).put(await workspace_diff(branch))} if branch is not None else {}
         return {DIFF_KEY: DiffStore(self.run_dir).put(await workspace_diff(self.context.sandbox))}
 
     async def _ensure_sandbox(self) -> Any:

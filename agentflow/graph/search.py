@@ -213,18 +213,28 @@ class SearchRun:
         self.stepwise = settings.strategy != "best_of_n"
         self._saver: Any = None
         self.root: Branch | None = None
+        self._ids = 0
+        self._loaded: dict[str, list[Branch]] = {}
+        """Parent id -> branches a killed run of this search had made (a resume takes them before new ones)."""
 
     # -- the tree ---------------------------------------------------------------------------------------------
 
     def _new(self, parent: Branch) -> Branch:
         """A child of `parent` (the root: the run's state at the search node), before it runs: so concurrent
         selections see it."""
-        bid = f"b{len(self.branches)}"
-        branch = Branch(id=bid, parent=parent, thread=f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}{bid}",
-                        state={}, snapshot=parent.snapshot, depth=parent.depth + 1)
-        self.branches.append(branch)
-        parent.children.append(branch)
+        bid = f"b{self._ids}"
+        self._ids += 1
+        # a child's thread extends its parent's: the tree is in the thread ids, for a resumed search to rebuild
+        prefix = parent.thread or f"{self.thread}{BRANCH_SEP}{self.name}"
+        branch = Branch(id=bid, parent=parent, thread=f"{prefix}{BRANCH_SEP}{bid}", state={},
+                        snapshot=parent.snapshot, depth=parent.depth + 1)
+        self._attach(branch)
         return branch
+
+    def _attach(self, branch: Branch) -> None:
+        self.branches.append(branch)
+        assert branch.parent is not None
+        branch.parent.children.append(branch)
 
     def _node_id(self, branch: Branch) -> str:
         return self.name if branch.parent is None else f"{self.name}/{branch.id}"
@@ -251,28 +261,42 @@ class SearchRun:
         return dataclasses.replace(self.rt, sandbox=sandbox, events=events, branch=branch.thread,
                                    after_tool_call=None)
 
-    async def _run_branch(self, branch: Branch) -> Branch:
-        """Run one step of `branch` (best_of_n: the whole subgraph) from its parent's checkpoint and workspace."""
+    def _graph(self, rt: RunContext) -> Any:
+        return self.compile(self.sub, rt, self._checkpointer(),
+                            interrupt_after=self._interrupt_after() if self.stepwise else None)
+
+    def _config(self, branch: Branch) -> dict[str, Any]:
+        return {"configurable": {"thread_id": branch.thread}, "recursion_limit": self.sub.step_limit or 1000}
+
+    async def _run_branch(self, branch: Branch, *, resumed: bool = False) -> Branch:
+        """Run one step of `branch` (best_of_n: the whole subgraph) from its parent's checkpoint and workspace;
+        `resumed`: a step a killed run had begun, continued from the branch's own last checkpoint."""
         parent = branch.parent
-        assert parent is not None
+        assert parent is not None and branch.thread is not None
         async with self.slots:
             rt = self._branch_context(branch)
-            graph = self.compile(self.sub, rt, self._checkpointer(),
-                                     interrupt_after=self._interrupt_after() if self.stepwise else None)
-            config = {"configurable": {"thread_id": branch.thread}, "recursion_limit": self.sub.step_limit or 1000}
-            self.rt.emit("search.branch", node_id=self._node_id(branch), event="start",
+            graph = self._graph(rt)
+            config = self._config(branch)
+            self.rt.emit("search.branch", node_id=self._node_id(branch), event="resume" if resumed else "start",
                          parent=parent.id, search=self.name)
+            self.rt.branch_workspaces[branch.thread] = rt.sandbox
             try:
-                if parent.thread is None:
+                if resumed:
+                    await graph.ainvoke(None, config)
+                elif parent.thread is None:
                     await graph.ainvoke(self._inputs(parent.state), config)
                 else:
                     await self._copy_checkpoint(parent, branch)
                     await graph.ainvoke(None, config)
             except Exception as exc:  # noqa: BLE001 - a branch's failure is that branch's, recorded below
                 branch.error = _describe(exc)
+            finally:
+                self.rt.branch_workspaces.pop(branch.thread, None)
             snapshot = await graph.aget_state(config)
             branch.state = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {}
             branch.done = branch.error is None and not snapshot.next
+            if branch.error is None and not branch.done:
+                self._mark(snapshot.config)
             if rt.sandbox is not None:
                 branch.snapshot = rt.sandbox.snapshot_id
             if isinstance(rt.events, BranchEvents):
@@ -286,7 +310,21 @@ class SearchRun:
         return branch
 
     def _expand(self, parent: Branch) -> Any:
+        """A new child of `parent` run one step, or — in a resumed search — a child a killed run had made there:
+        taken as it was when its step had finished, else continued from its own last checkpoint."""
+        waiting = self._loaded.get(parent.id)
+        if waiting:
+            child = waiting.pop(0)
+            self._attach(child)
+            if child.pending:
+                return self._run_branch(child, resumed=True)
+            return self._taken(child)
         return self._run_branch(self._new(parent))
+
+    async def _taken(self, branch: Branch) -> Branch:
+        self.rt.emit("search.branch", node_id=self._node_id(branch), event="reused", search=self.name,
+                     value=branch.value, terminal=branch.done)
+        return branch
 
     def _interrupt_after(self) -> Any:
         return list(self.settings.step_until) or "*"
@@ -327,10 +365,79 @@ class SearchRun:
                       pending=False)
         self.root = root
         self._emit(root)
+        await self._load(root)
         strategy = {"best_of_n": self._best_of_n, "beam": self._beam, "tot": self._beam,
                     "rebase": self._beam, "mcts": self._mcts}[self.settings.strategy]
         await strategy(root)
         return self._choose()
+
+    # -- resuming a search a killed run had begun --------------------------------------------------------------
+
+    async def _load(self, root: Branch) -> None:
+        """The branches of an earlier run of this search (same thread), from the checkpointer: each with its
+        state, value and workspace, `pending` when its step had not finished."""
+        prefix = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
+        threads = sorted({t.config["configurable"]["thread_id"] async for t in self._checkpointer().alist(None)
+                          if str(t.config["configurable"]["thread_id"]).startswith(prefix)
+                          and not t.config["configurable"].get("checkpoint_ns")}, key=lambda t: (t.count(BRANCH_SEP), t))
+        if not threads:
+            return
+        by_thread: dict[str | None, Branch] = {None: root}
+        graph = self._graph(self.rt)
+        for thread in threads:
+            parent_thread = thread.rsplit(BRANCH_SEP, 1)[0]
+            parent = by_thread.get(parent_thread if parent_thread != prefix[:-1] else None)
+            if parent is None:
+                continue  # its parent is gone (pruned): it cannot be continued
+            branch = await self._loaded_branch(graph, thread, parent)
+            by_thread[thread] = branch
+            self._loaded.setdefault(parent.id, []).append(branch)
+            self._ids = max(self._ids, int(branch.id[1:]) + 1)
+        self.rt.emit("search.resume", node_id=self.name, branches=len(threads),
+                     finished=sum(1 for b in by_thread.values() if not b.pending and b is not root))
+
+    async def _loaded_branch(self, graph: Any, thread: str, parent: Branch) -> Branch:
+        saved = await self._checkpointer().aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+        snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
+        branch = Branch(id=thread.rsplit(BRANCH_SEP, 1)[1], parent=parent, thread=thread,
+                        state=dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {},
+                        snapshot=parent.snapshot, depth=parent.depth + 1)
+        branch.done = not snapshot.next
+        branch.pending = not branch.done and not self._marked(saved)
+        if not branch.pending:
+            branch.value = as_value(read_path(branch.state, self.settings.value), self.settings.value_scale)
+        if self.shared is not None:
+            branch.snapshot = await self._workspace_at(saved, parent)
+        return branch
+
+    def _mark(self, config: Mapping[str, Any]) -> None:
+        """Note in the run's journal that the branch's step ended at this checkpoint (a resume takes the branch
+        as it is there instead of running its next step). A kill between the checkpoint and the mark costs one
+        step run again on resume."""
+        journal = self.rt.journal
+        if journal is not None and hasattr(journal, "mark"):
+            journal.mark(_step_key(config))
+
+    def _marked(self, saved: Any) -> bool:
+        journal = self.rt.journal
+        return saved is not None and journal is not None and hasattr(journal, "marked") and journal.marked(
+            _step_key(saved.config))
+
+    async def _workspace_at(self, saved: Any, parent: Branch) -> str | None:
+        """A snapshot of the workspace recorded at checkpoint `saved` (the run's base plus its diff); the
+        parent's when none was recorded there."""
+        from agentflow.graph.history import DIFF_KEY, DiffStore
+
+        digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
+        if not digest or self.rt.run_dir is None:
+            return parent.snapshot
+        from agentflow.graph.workspace import replay
+
+        sandbox = self.shared.sandbox
+        async with self.shared.lock:
+            await replay(sandbox, DiffStore(self.rt.run_dir).get(str(digest)), reset=True)
+            self.shared.current = str(await sandbox.snapshot())
+            return self.shared.current
 
     def _stopped(self) -> bool:
         budget = self.rt.budget
@@ -487,6 +594,11 @@ def _key(value: Any) -> str:
     if isinstance(value, str):
         return " ".join(value.split())
     return json.dumps(value, sort_keys=True, default=str)
+
+
+def _step_key(config: Mapping[str, Any]) -> str:
+    conf = config["configurable"]
+    return f"search-step:{conf['thread_id']}:{conf['checkpoint_id']}"
 
 
 def _describe(exc: BaseException) -> str:

@@ -65,6 +65,10 @@ class SqliteToolJournal:
             "CREATE TABLE IF NOT EXISTS tool_journal ("
             " key TEXT PRIMARY KEY, result TEXT NOT NULL, created REAL NOT NULL)"
         )
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS reply_journal (key TEXT PRIMARY KEY, reply TEXT NOT NULL, created REAL NOT NULL)"
+        )
+        self._conn.execute("CREATE TABLE IF NOT EXISTS marks (key TEXT PRIMARY KEY, created REAL NOT NULL)")
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -91,6 +95,30 @@ class SqliteToolJournal:
                 (key, stored.model_dump_json(), time.time()),
             )
 
+    def get_reply(self, key: str) -> str | None:
+        """A model reply journaled under `key` (JSON text), or None. Agents journal their replies beside their
+        tool calls, so a node re-run after a crash gets the replies it had instead of asking the model again."""
+        with self._lock:
+            row = self._db().execute("SELECT reply FROM reply_journal WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_reply(self, key: str, reply: str) -> None:
+        """Record a model reply (JSON text, redacted here) under `key`; the first one recorded wins."""
+        text = json.dumps(redact(json.loads(reply)))
+        with self._lock:
+            self._db().execute(
+                "INSERT OR IGNORE INTO reply_journal (key, reply, created) VALUES (?, ?, ?)", (key, text, time.time())
+            )
+
+    def mark(self, key: str) -> None:
+        """Record that something keyed `key` completed (a search branch's step ending at a checkpoint)."""
+        with self._lock:
+            self._db().execute("INSERT OR IGNORE INTO marks (key, created) VALUES (?, ?)", (key, time.time()))
+
+    def marked(self, key: str) -> bool:
+        with self._lock:
+            return self._db().execute("SELECT 1 FROM marks WHERE key = ?", (key,)).fetchone() is not None
+
     def keys(self, prefix: str = "") -> list[str]:
         """Journaled keys starting with `prefix` (e.g. a thread id and ':'), oldest first."""
         with self._lock:
@@ -110,6 +138,7 @@ class SqliteToolJournal:
             cur = self._db().execute(
                 "DELETE FROM tool_journal WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
             )
+            self._db().execute("DELETE FROM reply_journal WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
         return cur.rowcount
 
     def close(self) -> None:

@@ -43,3 +43,28 @@ class SearchState(TypedDict, total=False):
     score: int
     steps: Annotated[list[str], _append]
     report: dict[str, Any]
+
+
+async def score_step(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """A step's value, after a journaled side effect (one line per branch step in the effects file); with
+    AF_TEST_PAUSE_BRANCH=b<k> that branch waits to be killed right after its effect."""
+    import asyncio
+    import os
+    from pathlib import Path
+
+    k = _index(ctx)
+    depth = int(state.get("depth") or 0) + 1
+    if ctx.run.sandbox is not None:  # the branch's workspace: a trail of the steps of its lineage
+        await ctx.run.sandbox.exec(f"echo b{k} >> trail.txt")
+    await ctx.call_tool(_effect, {"path": state["effects"], "label": f"b{k}"})
+    if os.environ.get("AF_TEST_PAUSE_BRANCH") == f"b{k}":
+        Path(state["effects"] + ".ready").write_text("ready")
+        await asyncio.sleep(60)
+    return {"score": (k * 37) % 10, "depth": depth, "verdict": "more" if depth < 2 else "stop"}
+
+
+def _effect(path: str, label: str) -> str:
+    """Append `label` to the file at `path`."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(label + "\n")
+    return f"wrote {label}"

@@ -105,14 +105,14 @@ def test_apply_refuses_a_symlink_diff(tmp_path: Path, capsys: pytest.CaptureFixt
 @pytest.mark.docker
 def test_a_node_cut_short_resumes_with_its_edits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The coder edits a file, then its process stops (the cassette runs out: exit 2). On --resume the node runs
-    again: the journal replays the edit instead of repeating it, and the sandbox still holds the edit because
-    the workspace diff was kept after the call, so the tests pass and the diff comes back."""
+    again: the journal gives back the model's reply (the model is not asked again) and replays the edit instead
+    of repeating it, and the sandbox still holds the edit because the workspace diff was kept after the call,
+    so the tests pass and the diff comes back."""
     repo = _repo(tmp_path / "repo")
     edit = {"id": "c1", "name": "str_replace", "arguments": {"path": "calc.py", "old_str": "a - b", "new_str": "a + b"}}
     plan = _cassette(tmp_path / "plan.json", [_reply(json.dumps({"goal": "fix", "steps": [{"description": "fix"}]}))])
     cut = _cassette(tmp_path / "cut.json", [_reply(calls=[edit])])  # ends right after the edit
-    rest = _cassette(tmp_path / "rest.json", [
-        _reply(calls=[edit]),  # same call on the re-run: replayed from the journal, not run again
+    rest = _cassette(tmp_path / "rest.json", [  # the edit's reply is journaled: the re-run starts after it
         _reply(json.dumps({"summary": "fixed add()", "done": True})),
         _reply(json.dumps({"issues": [], "summary": "ok"})),
     ])
@@ -127,4 +127,5 @@ def test_a_node_cut_short_resumes_with_its_edits(tmp_path: Path, capsys: pytest.
     events = [json.loads(line) for line in (Path(done["run_dir"]) / "events.jsonl").read_text().splitlines()]
     edits = [e["data"] for e in events if e.get("kind") == "tool.call" and e["data"].get("name") == "str_replace"]
     assert [e["replayed"] for e in edits] == [False, True]
+    assert sum(1 for e in events if e.get("kind") == "model.replayed") == 1
     assert (repo / "calc.py").read_text().endswith("a + b\n")
