@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -49,13 +50,17 @@ class BranchSandbox:
         self._shared = shared
         self.snapshot_id = snapshot_id
         """The snapshot this branch's workspace is at."""
+        self.restore_seconds: list[float] = []
+        """How long each switch to this branch's workspace took (the search reports them)."""
 
     @contextlib.asynccontextmanager
     async def _use(self, *, writes: bool) -> AsyncIterator[Any]:
         shared = self._shared
         async with shared.lock:
             if shared.current != self.snapshot_id:
+                t0 = time.perf_counter()
                 await shared.sandbox.restore(self.snapshot_id)
+                self.restore_seconds.append(time.perf_counter() - t0)
                 shared.current = self.snapshot_id
                 shared.restores += 1
             try:
@@ -106,6 +111,12 @@ class BranchSandbox:
         return str(base) if base is not None else None
 
     async def diff(self, base: str | None = None) -> str:
+        """This branch's changes since `base` (default: the run's base). From the snapshot store when the
+        sandbox can (no restore, no wait for the branch using the sandbox), else in the workspace."""
+        sandbox = self._shared.sandbox
+        start = base or self.base
+        if start is not None and hasattr(sandbox, "diff_snapshots"):
+            return str(await sandbox.diff_snapshots(start, self.snapshot_id))
         async with self._use(writes=False) as sb:
             return str(await sb.diff(base))
 

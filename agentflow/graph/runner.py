@@ -148,6 +148,8 @@ class WorkflowRunner:
         self.checkpointer = checkpointer
         self.context.checkpointer = checkpointer
         self.context.run_dir = self.run_dir
+        self._branch_stamps: dict[str, str] = {}
+        """A search branch's workspace snapshot -> the id of its recorded diff (recorded once per snapshot)."""
         if self.run_dir is not None and hasattr(checkpointer, "metadata_hook"):
             checkpointer.metadata_hook = self._stamp_workspace  # each checkpoint names the workspace's diff
         if self.context.journal is None and self.run_dir is not None:
@@ -450,7 +452,13 @@ class WorkflowRunner:
         thread = str(config["configurable"].get("thread_id", ""))
         if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
             branch = self.context.branch_workspaces.get(thread)
-            return {DIFF_KEY: DiffStore(self.run_dir).put(await workspace_diff(branch))} if branch is not None else {}
+            if branch is None:
+                return {}
+            known = self._branch_stamps.get(branch.snapshot_id)  # a node that left the files as they were
+            if known is None:
+                known = self._branch_stamps[branch.snapshot_id] = DiffStore(self.run_dir).put(
+                    await workspace_diff(branch))
+            return {DIFF_KEY: known}
         return {DIFF_KEY: DiffStore(self.run_dir).put(await workspace_diff(self.context.sandbox))}
 
     async def _ensure_sandbox(self) -> Any:

@@ -41,6 +41,7 @@ import dataclasses
 import json
 import math
 import random
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -274,19 +275,22 @@ class SearchRun:
         parent = branch.parent
         assert parent is not None and branch.thread is not None
         async with self.slots:
+            t0 = time.perf_counter()
             rt = self._branch_context(branch)
             graph = self._graph(rt)
             config = self._config(branch)
             self.rt.emit("search.branch", node_id=self._node_id(branch), event="resume" if resumed else "start",
                          parent=parent.id, search=self.name)
-            self.rt.branch_workspaces[branch.thread] = rt.sandbox
+            setup = time.perf_counter() - t0
             try:
-                if resumed:
-                    await graph.ainvoke(None, config)
-                elif parent.thread is None:
+                if not resumed and parent.thread is not None:
+                    await self._copy_checkpoint(parent, branch)  # it names the parent's workspace already
+                    setup = time.perf_counter() - t0
+                # from here each checkpoint of the branch records the branch's workspace (the runner's hook)
+                self.rt.branch_workspaces[branch.thread] = rt.sandbox
+                if parent.thread is None and not resumed:
                     await graph.ainvoke(self._inputs(parent.state), config)
                 else:
-                    await self._copy_checkpoint(parent, branch)
                     await graph.ainvoke(None, config)
             except Exception as exc:  # noqa: BLE001 - a branch's failure is that branch's, recorded below
                 branch.error = _describe(exc)
@@ -304,8 +308,10 @@ class SearchRun:
         raw = read_path(branch.state, self.settings.value)
         branch.value = 0.0 if branch.error else as_value(raw, self.settings.value_scale)
         branch.pending = False
+        restores = getattr(rt.sandbox, "restore_seconds", None) or [0.0]
         self.rt.emit("search.branch", node_id=self._node_id(branch), event="end", search=self.name,
-                     value=branch.value, terminal=branch.done, error=branch.error)
+                     value=branch.value, terminal=branch.done, error=branch.error,
+                     setup_ms=round(setup * 1000, 2), restore_ms=round(restores[0] * 1000, 2))
         self._emit(branch)
         return branch
 

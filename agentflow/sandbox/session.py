@@ -485,6 +485,17 @@ class AgentSandbox:
             "diff",
         )
 
+    async def diff_snapshots(self, base: str, snapshot_id: str) -> str:
+        """The changes from snapshot `base` to snapshot `snapshot_id`, read from the snapshot store alone:
+        the workspace's files are not touched (a search records a branch's changes this way while another
+        branch works in the sandbox)."""
+        for sid in (base, snapshot_id):
+            if not all(c in "0123456789abcdef" for c in sid) or len(sid) < 7:
+                raise SandboxError(f"{sid!r} is not a snapshot id (use the value returned by snapshot())")
+        return await self._git(
+            f"git diff --no-color --no-ext-diff {shlex.quote(base)} {shlex.quote(snapshot_id)}", "diff"
+        )
+
     def _reset_script(self) -> str:
         """Shell that empties the workspace. The docker backend also clears /tmp and kills stray processes;
         the local backend must never touch anything outside its own temp directory."""
