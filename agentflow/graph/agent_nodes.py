@@ -128,9 +128,7 @@ def _model_for(name: str, options: AgentNodeOptions, rt: RunContext, spec: Workf
     if options.model is not None and not isinstance(options.model, str):
         return options.model
     if isinstance(options.model, str):
-        from agentflow.models.spec import load_model
-
-        return load_model(options.model)
+        return rt.model_for(options.model)
     if rt.chat_model is None:
         model_spec = rt.model or spec.model
         if model_spec is None:
@@ -138,9 +136,7 @@ def _model_for(name: str, options: AgentNodeOptions, rt: RunContext, spec: Workf
                 f"agent node '{name}' needs a model",
                 hint="pass --model SPEC, set model: in the workflow or args.model on the node",
             )
-        from agentflow.models.spec import load_model
-
-        rt.chat_model = load_model(model_spec)
+        rt.chat_model = rt.model_for(model_spec)
     return rt.chat_model
 
 

@@ -53,6 +53,18 @@ class RunContext:
     records each branch checkpoint's workspace from it, so a resumed search restores a branch's files."""
     run_dir: Any = None
     """The run's folder when it has one (the workspace diffs recorded at checkpoints live there)."""
+    models: dict[str, Any] = field(default_factory=dict)
+    """Models built from spec strings during the run, by spec: one model per spec for the whole run, search
+    branches included (a replayed cassette is read once, a local server started once)."""
+
+    def model_for(self, spec: str) -> ChatModel:
+        """The run's model for `spec`, built on first use."""
+        found = self.models.get(spec)
+        if found is None:
+            from agentflow.models.spec import load_model
+
+            found = self.models[spec] = load_model(spec)
+        return found  # type: ignore[no-any-return]
 
     async def find_tool(self, name: str) -> Any:
         """`tools[name]`, else the MCP tool of that name (starting its server), else None."""

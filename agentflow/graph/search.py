@@ -437,11 +437,16 @@ class SearchRun:
         digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
         if not digest or self.rt.run_dir is None:
             return parent.snapshot
-        from agentflow.graph.workspace import replay
-
         sandbox = self.shared.sandbox
+        diff = DiffStore(self.rt.run_dir).get(str(digest))
         async with self.shared.lock:
-            await replay(sandbox, DiffStore(self.rt.run_dir).get(str(digest)), reset=True)
+            if sandbox.base is not None:
+                await sandbox.restore(sandbox.base)  # the run's workspace as loaded, then the branch's changes
+            if diff:
+                applied = await sandbox.apply_patch(diff)
+                if not applied.ok:
+                    raise NodeFailed(self.name, "error", f"a resumed branch's recorded workspace does not apply: "
+                                     f"{applied.output[-300:]}")
             self.shared.current = str(await sandbox.snapshot())
             return self.shared.current
 

@@ -24,10 +24,14 @@ def node_model(ctx: Any) -> Any:
                 f"node '{ctx.node}' needs a model",
                 hint="pass --model SPEC (e.g. local:qwen2.5-coder-1.5b) or set model: in the workflow",
             )
-        from agentflow.models.spec import load_model
-
-        run.chat_model = load_model(run.model)
+        run.chat_model = run.model_for(run.model) if hasattr(run, "model_for") else _load(run.model)
     return run.chat_model
+
+
+def _load(spec: str) -> Any:
+    from agentflow.models.spec import load_model
+
+    return load_model(spec)
 
 
 async def ask(

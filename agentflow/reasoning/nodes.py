@@ -3,6 +3,7 @@
     reason.constraints  the constraint agent: the instance's constraints as a list     -> constraints
     reason.select       the selection agent: the inference algorithm for this instance  -> algorithm, selection
     reason.reward       the algorithm's reward joins the UCB statistics                 -> ucb
+    reason.value        the value agent (SWE-Search): a value 0..1 and an assessment of an attempt -> value
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agentflow.graph.nodetypes import NodeType
 from agentflow.reasoning.constraints import extract_constraints
 from agentflow.reasoning.llm import ask
 from agentflow.reasoning.ucb import ALGORITHMS, UcbStats, choose_algorithm, ucb_scores
+from agentflow.reasoning.value import ValueSettings, value_node
 
 
 class ConstraintSettings(BaseModel):
@@ -104,6 +106,9 @@ NODE_TYPES = [
              "the selection agent: an inference algorithm by UCB over rewards so far plus the model's prior"),
     NodeType("reason.reward", reward_node, None, ("algorithm", "reward", "ucb"), ("ucb",),
              "adds the search's reward to the chosen algorithm's UCB statistics"),
+    NodeType("reason.value", value_node, ValueSettings, ("prompt", "code", "tests"), ("value",),
+             "the value agent: how likely an attempt solves the task (0..1) and an assessment, from the task, "
+             "the attempt and its checks (a search's `value: value.value`)"),
 ]
 
 __all__ = ["NODE_TYPES"]

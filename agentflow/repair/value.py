@@ -9,38 +9,16 @@ and assessment (`attempts` in the state) for the final pick (`swe.discriminate`)
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from agentflow.models.base import ChatModel
+from agentflow.reasoning.value import ValueJudgement, read_judgement
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import RepairPolicy
 from agentflow.repair.steps import ask, render
 from agentflow.repair.workbench import Verification
 from agentflow.search.protocols import RolloutContext
 from agentflow.search.types import Action, NodeState
-
-_VALUE = re.compile(r"value\s*[:=]?\s*(\d{1,3}(?:\.\d+)?)", re.IGNORECASE)
-_ASSESSMENT = re.compile(r"assessment\s*[:=]\s*(.*)", re.IGNORECASE | re.DOTALL)
-
-
-@dataclass
-class ValueJudgement:
-    """The value agent's answer: `value` in [0, 1] (None when the answer named no number) and its text."""
-
-    value: float | None
-    assessment: str
-
-
-def read_judgement(text: str) -> ValueJudgement:
-    """`Value: N` (0-100; else the first number of the answer) and the assessment after `Assessment:` (else
-    the whole answer)."""
-    match = _VALUE.search(text) or re.search(r"\b(\d{1,3}(?:\.\d+)?)\b", text)
-    value = min(100.0, float(match.group(1))) / 100 if match else None
-    found = _ASSESSMENT.search(text)
-    assessment = (found.group(1) if found else text).strip()
-    return ValueJudgement(value, assessment[:1000])
 
 
 async def judge_attempt(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, verification: Verification,

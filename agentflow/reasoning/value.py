@@ -1,0 +1,96 @@
+"""The value agent (SWE-Search's value function, Antoniades et al., 2024), for any task kind: a model reads the
+task, an attempt at it and what checking the attempt showed, and answers with a value and an assessment.
+
+As the node type `reason.value` it writes `{value: 0..1 | None, assessment}`; a search node reading
+`value: <output>.value` then grows its tree where the value agent sees progress, and a next attempt can read
+the assessment. The repair's `swe.value` step reads its answers with the same `read_judgement`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentflow.reasoning.llm import ask
+
+_VALUE = re.compile(r"value\s*[:=]?\s*(\d{1,3}(?:\.\d+)?)", re.IGNORECASE)
+_ASSESSMENT = re.compile(r"assessment\s*[:=]\s*(.*)", re.IGNORECASE | re.DOTALL)
+
+PROMPT = """Task:
+{task}
+
+An attempt at it:
+{work}
+
+What checking the attempt showed:
+{checks}
+
+How likely is it that this attempt solves the task without breaking anything? Answer in exactly this form:
+Value: (a number from 0 to 100)
+Assessment: (at most three sentences: what the attempt gets right, what is still wrong, what to try next)"""
+
+
+@dataclass
+class ValueJudgement:
+    """The value agent's answer: `value` in [0, 1] (None when the answer named no number) and its text."""
+
+    value: float | None
+    assessment: str
+
+
+def read_judgement(text: str) -> ValueJudgement:
+    """`Value: N` (0-100; else the first number of the answer) and the assessment after `Assessment:` (else
+    the whole answer)."""
+    match = _VALUE.search(text) or re.search(r"\b(\d{1,3}(?:\.\d+)?)\b", text)
+    value = min(100.0, float(match.group(1))) / 100 if match else None
+    found = _ASSESSMENT.search(text)
+    assessment = (found.group(1) if found else text).strip()
+    return ValueJudgement(value, assessment[:1000])
+
+
+class ValueSettings(BaseModel):
+    """Settings of `reason.value`."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str = "prompt"
+    """Dotted state path of the task the attempt is for."""
+    work: str = "code"
+    """Dotted state path of the attempt (code, a patch, an answer)."""
+    checks: str | None = "tests"
+    """Dotted state path of what checking the attempt showed (test results); None: nothing was checked."""
+    output: str = "value"
+    """State key the judgement is written to."""
+    max_tokens: int = Field(default=200, ge=16)
+    """Longest answer of the value agent."""
+    limit: int = Field(default=3000, ge=200)
+    """Characters of the attempt and of the checks shown (the rest is cut)."""
+
+
+def _at(state: Any, path: str | None) -> Any:
+    cur = state
+    for part in (path or "").split(".") if path else ():
+        cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
+        if cur is None:
+            return None
+    return cur
+
+
+def _text(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, indent=1, default=str)
+    return text[:limit] if text else "(none)"
+
+
+async def value_node(state: Any, ctx: Any, settings: ValueSettings) -> dict[str, Any]:
+    prompt = PROMPT.format(task=_text(_at(state, settings.task), settings.limit),
+                           work=_text(_at(state, settings.work), settings.limit),
+                           checks=_text(_at(state, settings.checks), settings.limit) if settings.checks else "(not checked)")
+    judgement = read_judgement(await ask(ctx, prompt, max_tokens=settings.max_tokens, purpose="value"))
+    ctx.emit("reason.value", value=judgement.value, assessment=judgement.assessment)
+    return {settings.output: {"value": judgement.value, "assessment": judgement.assessment}}
+
+
+__all__ = ["PROMPT", "ValueJudgement", "ValueSettings", "read_judgement", "value_node"]
