@@ -44,6 +44,18 @@ _CLOSES = {"run.end": "run", "node.end": "node", "agent.end": "agent", "repair.e
 _SCALARS = (str, bool, int, float)
 
 
+def _branch_of(event: Event) -> str | None:
+    """`search/branch` of an event a search branch wrote (its nodes, agents, calls), else None."""
+    branch = event.data.get("branch")
+    return f"{event.data.get('search')}/{branch}" if branch else None
+
+
+def _scoped(event: Event, name: str) -> str:
+    """A node or agent span's key: its name, prefixed by its search branch (branches run the same nodes)."""
+    branch = _branch_of(event)
+    return f"{branch}/{name}" if branch else name
+
+
 @dataclass(eq=False)
 class _Open:
     span: Span
@@ -67,7 +79,10 @@ class _Scope:
 
 
 def _scope_key(kind: str, event: Event) -> tuple[str, str]:
-    return (kind, "" if kind == "run" else event.node_id or "")
+    if kind == "run":
+        return (kind, "")
+    name = event.node_id or ""
+    return (kind, _scoped(event, name) if kind in ("node", "agent") else name)
 
 
 def _ns(ts: float) -> int:
@@ -130,6 +145,7 @@ class SpanTranslator:
             "agent.start": self._agent_start, "agent.end": self._agent_end,
             "repair.start": self._repair_start, "repair.end": self._repair_end,
             "search.start": self._search_start, "search.end": self._search_end, "search.node": self._search_node,
+            "search.branch": self._branch,
             "model.call": self._model_call, "tool.call": self._tool_call, "sandbox.exec": self._sandbox_exec,
             "repair.attempt": self._attempt,
             "repair.rank": self._repair_step, "repair.base": self._repair_step,
@@ -225,7 +241,8 @@ class SpanTranslator:
                 return found
         if event.node_id is not None:
             for scope in ("agent", "node", "repair", "snode"):
-                found = self._open.get((scope, event.node_id))
+                found = self._open.get((scope, _scoped(event, event.node_id) if scope in ("agent", "node")
+                                        else event.node_id))
                 if found is not None:
                     return found
         current = self._cur()
@@ -295,11 +312,32 @@ class SpanTranslator:
     def _node_start(self, event: Event) -> None:
         name = event.node_id or "?"
         iid = str(event.data.get("instance_id") or "")
-        parent = self._open.get(("run", iid)) or self._cur()  # graph nodes are the run's
-        self._start(("node", name), f"node {name}", parent, _ns(event.ts), {"agentflow.node": name})
+        branch = _branch_of(event)
+        if branch is not None:  # a search branch's node: under the branch, keyed apart from other branches'
+            parent = self._open.get(("branch", branch)) or self._open.get(("node", branch.split("/")[0]))
+        else:
+            parent = self._open.get(("run", iid)) or self._cur()  # graph nodes are the run's
+        attrs = {"agentflow.node": name, **({"agentflow.search.branch": branch} if branch else {})}
+        self._start(("node", _scoped(event, name)), f"node {name}", parent, _ns(event.ts), attrs)
+
+    def _branch(self, event: Event) -> None:
+        """A search branch's step (`search.branch` start / resume ... end): a span under its search node."""
+        key = ("branch", event.node_id or "?")
+        if event.data.get("event") in ("start", "resume"):
+            parent = self._open.get(("node", str(event.data.get("search") or ""))) or self._cur()
+            self._start(key, f"branch {event.node_id}", parent, _ns(event.ts),
+                        {"agentflow.search.branch": event.node_id or "?",
+                         "agentflow.search.parent": str(event.data.get("parent") or "")})
+            return
+        record = self._open.get(key)
+        if record is not None:
+            record.span.set_attributes(_flat("agentflow.search.branch", event.data, skip=("event", "search")))
+            if event.data.get("error"):
+                record.span.set_status(Status(StatusCode.ERROR, str(event.data["error"])[:500]))
+            self._end(record, _ns(event.ts))
 
     def _node_end(self, event: Event) -> None:
-        record = self._open.get(("node", event.node_id or "?"))
+        record = self._open.get(("node", _scoped(event, event.node_id or "?")))
         if record is not None:
             writes = event.data.get("writes")
             if writes:
@@ -308,13 +346,14 @@ class SpanTranslator:
 
     def _agent_start(self, event: Event) -> None:
         name = event.node_id or "agent"
-        parent = self._open.get(("node", name)) or self._cur() or self._open.get(("run", ""))
+        key = _scoped(event, name)
+        parent = self._open.get(("node", key)) or self._cur() or self._open.get(("run", ""))
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
                  **_flat("agentflow.agent", event.data)}
-        self._start(("agent", name), f"invoke_agent {name}", parent, _ns(event.ts), attrs)
+        self._start(("agent", key), f"invoke_agent {name}", parent, _ns(event.ts), attrs)
 
     def _agent_end(self, event: Event) -> None:
-        record = self._open.get(("agent", event.node_id or "agent"))
+        record = self._open.get(("agent", _scoped(event, event.node_id or "agent")))
         if record is None:
             return
         d = event.data

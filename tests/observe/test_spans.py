@@ -119,3 +119,33 @@ def test_a_malformed_endpoint_is_a_one_line_cli_error(tmp_path: Path, capsys) ->
     assert code == 2 and "http(s) URL" in err and "Traceback" not in err
     assert not list(tmp_path.glob("*/events.jsonl"))  # refused before the run started
 
+
+
+async def test_a_graph_search_s_branches_are_spans_under_the_search_node(tmp_path: Path) -> None:
+    """A search node's branches run the same node names at once: each branch is a span under the search node,
+    holding its own node spans (which the run's other branches never close)."""
+    from agentflow.graph import WorkflowRunner
+    from agentflow.graph.context import RunContext
+    from agentflow.graph.loader import spec_from_dict
+
+    tp, live = provider()
+    events = EventLog(tmp_path / "events.jsonl", run_id="r")
+    instrument(events, provider=tp)
+    wf = {"name": "searched", "state": {"task": {"type": "str"}, "answer": {"type": "str"}, "score": {"type": "int"},
+                                        "steps": {"type": "list", "reducer": "append"}},
+          "nodes": {"go": {"search": {"strategy": "mcts", "n": 4, "concurrency": 2, "value": "score"}, "next": "END",
+                           "subgraph": {"name": "try", "nodes": {
+                               "attempt": {"fn": "tests.graph.search_nodes:attempt", "next": "refine"},
+                               "refine": {"fn": "tests.graph.search_nodes:refine", "next": "END"}}}}}}
+    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run", context=RunContext(events=events))
+    assert (await runner.start({"task": "x"})).status == "done"
+    runner.close()
+    events.close()
+    spans = live.get_finished_spans()
+    by_id = {s.context.span_id: s for s in spans}
+    branches = [s for s in spans if s.name.startswith("branch go/")]
+    assert len(branches) == 4 and all(by_id[b.parent.span_id].name == "node go" for b in branches)
+    steps = [s for s in spans if s.name in ("node attempt", "node refine")]
+    assert len(steps) == 4  # b0, b1: attempt from the root; b2, b3: refine, from their parents' checkpoints
+    assert all(by_id[s.parent.span_id].name == "branch " + s.attributes["agentflow.search.branch"] for s in steps)
+    assert sorted(s.name for s in steps) == ["node attempt", "node attempt", "node refine", "node refine"]
