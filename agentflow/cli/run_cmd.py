@@ -22,7 +22,7 @@ from agentflow.cli.common import (
 )
 from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
-from agentflow.errors import UserError
+from agentflow.errors import UserError, did_you_mean
 from agentflow.observe.config import TraceConfig
 
 OUTPUT_OPTION = typer.Option(Path("runs"), "-o", "--output", help="Folder that holds run directories.")
@@ -347,8 +347,9 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
     for name, settings in cfg.nodes.items():
         node = spec.nodes.get(name)
         if node is None or not node.type:
-            typed = ", ".join(n for n, x in spec.nodes.items() if x.type) or "none"
-            raise UserError(f"-c nodes.{name}: {spec.name} has no typed node {name!r}", hint=f"its typed nodes: {typed}")
+            typed = [n for n, x in spec.nodes.items() if x.type]
+            raise UserError(f"-c nodes.{name}: {spec.name} has no typed node {name!r}{did_you_mean(name, typed)}",
+                            hint=f"its typed nodes: {', '.join(typed) or 'none'}")
         node.settings = {**node.settings, **settings}
     check_workflow(spec)
     return spec
