@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,7 +17,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agentflow.errors import ConfigError, UserError
+from agentflow.errors import ConfigError, UserError, did_you_mean
 from agentflow.secrets import redact, register_secrets_in
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -122,7 +124,50 @@ def validate_config(cls: type[ModelT], data: Mapping[str, Any], *, source: str =
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ConfigError(f"{source}: {loc}: {err['msg']}{more}") from None
+        near = extra_key_hint(cls, err)
+        raise ConfigError(f"{source}: {loc}: {err['msg']}{near}{more}") from None
+
+
+def extra_key_hint(cls: type[BaseModel], err: Mapping[str, Any]) -> str:
+    """For pydantic's "Extra inputs are not permitted": `; did you mean 'step_limit'?` naming the nearest field
+    of the model the unknown key sits in (found by walking `cls` along the error's location), else ''."""
+    if err.get("type") != "extra_forbidden" or not err.get("loc"):
+        return ""
+    *path, key = err["loc"]
+    models = [cls]
+    for part in path:
+        models = [inner for model in models for inner in _inner_types(model, part)]
+    fields = [name for model in models for name in getattr(model, "model_fields", {})]
+    return did_you_mean(key, fields)
+
+
+def _inner_types(tp: Any, part: Any) -> list[Any]:
+    """The types one step into `tp` along a pydantic error location part (a field, an index, a dict key or a
+    union member's tag), with Optional/Union/Annotated unwrapped."""
+    out: list[Any] = []
+    for option in _options(tp):
+        fields = getattr(option, "model_fields", None)
+        origin = typing.get_origin(option)
+        args = typing.get_args(option)
+        if isinstance(fields, dict) and isinstance(part, str) and part in fields:
+            out.extend(_options(fields[part].annotation))
+        elif isinstance(part, str) and getattr(option, "__name__", None) == part:
+            out.append(option)  # a union member's tag
+        elif isinstance(part, int) and origin in (list, tuple, set, frozenset) and args:
+            out.extend(_options(args[0]))
+        elif isinstance(part, str) and origin in (dict, Mapping) and len(args) == 2:
+            out.extend(_options(args[1]))
+    return out
+
+
+def _options(tp: Any) -> list[Any]:
+    """`tp` with Annotated, Optional and unions unwrapped into the types it may be."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _options(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [o for arg in typing.get_args(tp) for o in _options(arg)]
+    return [tp]
 
 
 def load_config(cls: type[ModelT], overrides: Iterable[str] = (), base: Mapping[str, Any] | None = None) -> ModelT:

@@ -6,6 +6,8 @@ its message on one line and exits with code 2. Anything else is a bug and keeps 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class AgentflowError(Exception):
     """Base class of every error agentflow raises on purpose."""
@@ -56,3 +58,15 @@ class NodeFailed(AgentflowError):
     def __init__(self, node: str, reason: str, error: str = "") -> None:
         self.node, self.reason, self.error = node, reason, error
         super().__init__(f"node '{node}' failed ({reason})" + (f": {error}" if error else ""))
+
+
+def did_you_mean(name: object, choices: Iterable[object], sep: str = "; ") -> str:
+    """`; did you mean 'task'?` naming the choice nearest to `name` (difflib, case-insensitive), or '' when no
+    choice is near: appended to a message about an unknown name, so a typo shows its fix."""
+    import difflib
+
+    by_lower: dict[str, str] = {}
+    for choice in choices:
+        by_lower.setdefault(str(choice).lower(), str(choice))
+    found = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"{sep}did you mean '{by_lower[found[0]]}'?" if found else ""

@@ -100,6 +100,9 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"{'':<18} settings: {row['note']}")
                 elif row["settings"]:
                     typer.echo(f"{'':<18} settings: {', '.join(row['settings'])}")
+                if row["reads"] or row["writes"]:  # declared state keys of any workflow using the type
+                    typer.echo(f"{'':<18} state: reads {', '.join(row['reads']) or '-'}; "
+                               f"writes {', '.join(row['writes']) or '-'}")
             for note in notes:
                 typer.echo(f"note: {note}")
         return 0

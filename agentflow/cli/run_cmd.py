@@ -22,7 +22,7 @@ from agentflow.cli.common import (
 )
 from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
-from agentflow.errors import UserError
+from agentflow.errors import UserError, did_you_mean
 from agentflow.observe.config import TraceConfig
 
 OUTPUT_OPTION = typer.Option(Path("runs"), "-o", "--output", help="Folder that holds run directories.")
@@ -350,9 +350,9 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
             node.search = {**dict(node.search), **settings}
             continue
         if node is None or not node.type:
-            typed = ", ".join(n for n, x in spec.nodes.items() if x.type or x.search is not None) or "none"
-            raise UserError(f"-c nodes.{name}: {spec.name} has no typed or search node {name!r}",
-                            hint=f"its typed and search nodes: {typed}")
+            typed = [n for n, x in spec.nodes.items() if x.type or x.search is not None]
+            raise UserError(f"-c nodes.{name}: {spec.name} has no typed or search node {name!r}"
+                            f"{did_you_mean(name, typed)}", hint=f"its typed and search nodes: {', '.join(typed) or 'none'}")
         node.settings = {**node.settings, **settings}
     check_workflow(spec)
     return spec

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, ValidationError
 
 from agentflow.config import StrictConfig
-from agentflow.errors import UserError
+from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.outcome import NODE_ERRORS, NodeFailed, agent_failure
 
 if TYPE_CHECKING:
@@ -52,9 +52,13 @@ def node_options(name: str, node: NodeSpec) -> AgentNodeOptions:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         if err["type"] == "extra_forbidden":
-            known = ", ".join(AgentNodeOptions.model_fields)
-            raise UserError(f"agent node '{name}': unknown option '{where}' (options: {known})") from None
+            raise UserError(f"agent node '{name}': {_unknown_option(where)}") from None
         raise UserError(f"agent node '{name}': option '{where}': {err['msg']}") from None
+
+
+def _unknown_option(option: str) -> str:
+    known = ", ".join(AgentNodeOptions.model_fields)
+    return f"unknown option '{option}'{did_you_mean(option, AgentNodeOptions.model_fields)} (options: {known})"
 
 
 def option_problems(name: str, node: NodeSpec, check_pack: Callable[[str], str | None] | None = None) -> list[str]:
@@ -68,8 +72,7 @@ def option_problems(name: str, node: NodeSpec, check_pack: Callable[[str], str |
         for err in exc.errors():
             where = ".".join(str(p) for p in err["loc"])
             if err["type"] == "extra_forbidden":
-                known = ", ".join(AgentNodeOptions.model_fields)
-                problems.append(f"agent node '{name}': unknown option '{where}' (options: {known})")
+                problems.append(f"agent node '{name}': {_unknown_option(where)}")
             else:
                 problems.append(f"agent node '{name}': option '{where}': {err['msg']}")
         known_ok = {k: v for k, v in node.args.items() if k in ("config", "model") and isinstance(v, (dict, str))}

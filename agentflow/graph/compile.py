@@ -329,14 +329,11 @@ def compile_workflow(
                          interrupt_after=interrupt_after)
 
 
-def initial_state(spec: WorkflowSpec, given: Mapping[str, Any]) -> dict[str, Any]:
-    """Input for a fresh run: declared defaults, then the given values."""
-    unknown = sorted(set(given) - set(spec.state)) if spec.state and spec.state_class is None else []
-    if unknown:
-        raise UserError(
-            f"input sets {', '.join(repr(k) for k in unknown)}, which workflow '{spec.name}' does not declare",
-            hint=f"state keys: {', '.join(spec.state)}",
-        )
+def initial_state(spec: WorkflowSpec, given: Mapping[str, Any], rt: RunContext | None = None) -> dict[str, Any]:
+    """Input for a fresh run: declared defaults, then the given values (an undeclared key is a UserError)."""
+    from agentflow.graph.validate import check_input
+
+    check_input(spec, given, "input sets", lambda: registry_for(spec, rt))
     out = {k: f.default for k, f in spec.state.items() if f.default is not None and spec.state_class is None}
     out.update(given)
     return out

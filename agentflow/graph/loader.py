@@ -51,7 +51,7 @@ def load_workflow(name_or_path: str | Path) -> WorkflowSpec:
     path = find_workflow(name_or_path)
     data = read_yaml(path)
     spec = spec_from_dict(data, source=str(path))
-    localize(spec, path.parent)  # fn:/tools: modules next to the workflow file import without PYTHONPATH
+    localize(spec, path.parent)  # every path in it is relative to its folder (fn:/tools: need no PYTHONPATH)
     return spec
 
 
@@ -108,11 +108,19 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
     base = Path(source).parent
     for name, node in spec.nodes.items():
         if isinstance(node.subgraph, str):
-            sub_path = base / node.subgraph
-            node.subgraph = load_workflow(sub_path if sub_path.is_file() else node.subgraph)
+            node.subgraph = load_workflow(_subgraph_source(base, node.subgraph))
         elif isinstance(node.subgraph, Mapping):
             node.subgraph = spec_from_dict(node.subgraph, source=f"{source}: nodes.{name}.subgraph")
     return spec
+
+
+def _subgraph_source(base: Path, name: str) -> str | Path:
+    """A `subgraph:` file path relative to the workflow's folder `base` (never the current folder), or the name
+    of a shipped workflow."""
+    path = Path(name).expanduser()
+    if path.is_absolute() or (base / path).is_file() or "/" in name or path.suffix in (".yaml", ".yml"):
+        return path if path.is_absolute() else base / path
+    return name
 
 
 def _edge(item: Any, source: str) -> tuple[str, str]:

@@ -23,7 +23,8 @@ def to_mermaid(spec: WorkflowSpec) -> str:
             lines += _search_box(name, node)
             continue
         left, right = _SHAPES.get(node.kind(), ("[", "]"))
-        label = f"{name}: {node.agent}" if node.kind() == "agent" else f"{name}: {node.type}" if node.type else name
+        agent = str(node.agent).rsplit("/", 1)[-1]  # an agent YAML file by its name (the loader made it absolute)
+        label = f"{name}: {agent}" if node.kind() == "agent" else f"{name}: {node.type}" if node.type else name
         lines.append(f'    {_id(name)}{left}"{label}"{right}')
 
     def ref(name: str) -> str:

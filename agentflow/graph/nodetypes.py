@@ -24,7 +24,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agentflow._modules import import_file
-from agentflow.errors import ConfigError, UserError
+from agentflow.config import extra_key_hint
+from agentflow.errors import ConfigError, UserError, did_you_mean
 
 ENTRY_POINT_GROUP = "agentflow.node_types"
 SHIPPED = ("agentflow.repair.nodes", "agentflow.reasoning.nodes", "agentflow.codegen.nodes",
@@ -72,7 +73,10 @@ class NodeType:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
             known = ", ".join(sorted(self.settings.model_fields))
-            raise ConfigError(f"{where}: settings.{loc}: {err['msg']} (settings of {self.name}: {known})") from None
+            near = extra_key_hint(self.settings, err)
+            raise ConfigError(
+                f"{where}: settings.{loc}: {err['msg']}{near} (settings of {self.name}: {known})"
+            ) from None
 
 
 @dataclass
@@ -105,7 +109,7 @@ class NodeTypeRegistry:
         found = self.types.get(name)
         if found is None:
             known = ", ".join(sorted(self.types)) or "(none)"
-            raise ConfigError(f"{where}: unknown node type {name!r} (known: {known})")
+            raise ConfigError(f"{where}: unknown node type {name!r}{did_you_mean(name, self.types)} (known: {known})")
         return found
 
     def names(self) -> list[str]:

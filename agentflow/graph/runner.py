@@ -190,7 +190,7 @@ class WorkflowRunner:
         if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
             raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
         self.context.emit("run.start", workflow=self.spec.name, thread_id=thread_id)
-        return await self._drive(initial_state(self.spec, inputs or {}), thread_id, on_event)
+        return await self._drive(initial_state(self.spec, inputs or {}, self.context), thread_id, on_event)
 
     async def resume(
         self,
@@ -345,15 +345,11 @@ class WorkflowRunner:
 
     def check_edit(self, edit: Mapping[str, Any] | None) -> None:
         """An edit may set only keys the state declares (a typo would otherwise be dropped or added)."""
-        if edit is None or not self.spec.state:
-            return
-        unknown = sorted(set(edit) - set(self.spec.state))
-        if unknown:
-            raise UserError(
-                f"--edit sets {', '.join(repr(k) for k in unknown)}, which workflow '{self.spec.name}' "
-                "does not declare",
-                hint=f"state keys: {', '.join(self.spec.state)}",
-            )
+        from agentflow.graph.compile import registry_for
+        from agentflow.graph.validate import check_input
+
+        if edit is not None:
+            check_input(self.spec, edit, "--edit sets", lambda: registry_for(self.spec, self.context))
 
     async def result(self, thread_id: str) -> RunResult:
         """Where thread `thread_id` stands, read from its last checkpoint without running anything (a failed

@@ -6,12 +6,15 @@ The Python a workflow names (`fn:`, route `on:`, `tools:`, `node_types:`) is rea
 
 from __future__ import annotations
 
+import re
+import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
-from agentflow.errors import UserError
+from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.conditions import condition_fields, parse_condition
 from agentflow.graph.spec import END, START, NodeSpec, WorkflowSpec, is_end
 from agentflow.graph.static_code import UNCHECKED, CodeCheck, StaticRegistry, UncheckedType, workflow_folder
@@ -88,11 +91,25 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
     def check(name: str, context: str) -> bool:
         if is_end(name) or name in known:
             return True
-        add(
-            "unknown-node",
-            f"{context} refers to unknown node '{name}'; define it under nodes: or fix the name",
-        )
+        fix = did_you_mean(name, [*known, END]) or "; define it under nodes: or fix the name"
+        add("unknown-node", f"{context} refers to unknown node '{name}'{fix}")
         return False
+
+    if registry is None and any(node.type for node in spec.nodes.values()):
+        try:
+            registry = code.registry(spec)
+        except UserError as exc:
+            add("bad-import", str(exc) if str(exc).startswith("node_types:") else f"node_types: {exc}")
+    keys = _checked_keys(spec, registry, where, code)
+
+    def undeclared(key: str, use: str = "") -> str:
+        """'' for a declared key, else the key (and where the workflow names it), and the fix: the nearest
+        declared key, or declaring it."""
+        if keys is None or key in keys:
+            return ""
+        near, declare = did_you_mean(key, keys), _declare_fix(spec)
+        fix = f"{near} (or {declare})" if near else f"; {declare} or fix the name"
+        return f"'{key}'{f' ({use})' if use else ''}, which the state does not declare{fix}"
 
     if spec.start is not None:
         check(spec.start, "start")
@@ -119,23 +136,15 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
             except UserError as exc:
                 add("bad-route", f"route from '{r.source}': {exc}; fix the condition")
                 continue
-            missing = sorted(fields - set(spec.state)) if spec.state else []
-            if missing:
-                add(
-                    "unknown-field",
-                    f"route from '{r.source}' condition {cond!r} reads {', '.join(missing)}, which the state "
-                    f"does not declare; add it under state: or fix the name",
-                )
+            for field in sorted(fields):
+                if undeclared(field):
+                    add("unknown-field", f"route from '{r.source}' condition {cond!r} reads {undeclared(field)}")
         if isinstance(r.on, str) and ":" in r.on:
             bad = code.callable_problem(r.on, f"route from '{r.source}'", where, ctx_ok=False)
             if bad:
                 add("bad-import", f"route from '{r.source}': {bad}; fix the import path (pkg.module:function)")
-        elif isinstance(r.on, str) and spec.state and r.on not in spec.state:
-            add(
-                "unknown-field",
-                f"route from '{r.source}' is on state field '{r.on}', which the state does not declare; "
-                f"add it under state: or fix the name",
-            )
+        elif isinstance(r.on, str) and undeclared(r.on):
+            add("unknown-field", f"route from '{r.source}' is on state field {undeclared(r.on)}")
     for p in spec.parallel:
         check(p.source, f"parallel from '{p.source}'")
         for b in p.branches:
@@ -144,11 +153,6 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
     for name in spec.interrupt_before:
         check(name, "interrupt_before")
 
-    if registry is None and any(node.type for node in spec.nodes.values()):
-        try:
-            registry = code.registry(spec)
-        except UserError as exc:
-            add("bad-import", str(exc) if str(exc).startswith("node_types:") else f"node_types: {exc}")
     for pack in spec.tools:
         bad = code.pack_problem(pack, where)
         if bad:
@@ -181,13 +185,17 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
                 str(s) for s in servers if s not in declared
             ]
             if unknown:
+                near = did_you_mean(unknown[0], declared) if len(unknown) == 1 else ""
                 add(
                     "unknown-mcp-server",
                     f"node '{name}' names MCP server(s) {', '.join(unknown)}, which the workflow does not "
-                    f"declare; declared: {', '.join(declared) or 'none'} (add them under mcp_servers:)",
+                    f"declare{near}; declared: {', '.join(declared) or 'none'} (add them under mcp_servers:)",
                 )
         if node.search is not None:
             problems.extend(Problem("bad-search", where + msg) for msg in _search_problems(name, node, spec))
+        for key, verb, use in state_refs(name, node):
+            if undeclared(key):
+                add("unknown-field", f"node '{name}' {verb} {undeclared(key, use)}")
         if isinstance(node.subgraph, WorkflowSpec):
             sub = node.subgraph
             if node.search is not None:
@@ -270,7 +278,8 @@ def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec, code: Co
         if kind != "agent":
             problems.append(f"node '{name}': on_error applies to agent nodes only; remove it")
         elif not (is_end(node.on_error) or node.on_error in spec.nodes):
-            problems.append(f"node '{name}' on_error refers to unknown node '{node.on_error}'; fix the name")
+            near = did_you_mean(node.on_error, [*spec.nodes, END])
+            problems.append(f"node '{name}' on_error refers to unknown node '{node.on_error}'{near}; fix the name")
         elif spec.state_class is not None:
             problems.append(f"node '{name}': on_error needs a 'node_errors' key in the Python state class")
     if kind == "agent":
@@ -332,12 +341,126 @@ def _typed_problems(name: str, node: Any, registry: Any, where: str, code: CodeC
         return []
     if node_type is None:
         known = ", ".join(registry.names()) or "(none)"
-        return [Problem("unknown-type", f"{where}node '{name}' has unknown type '{node.type}'; use one of: {known}")]
+        near = did_you_mean(node.type, registry.names())
+        return [Problem("unknown-type", f"{where}node '{name}' has unknown type '{node.type}'{near}; use one of: {known}")]
     try:
         node_type.parse_settings(node.settings, f"node '{name}'")
     except UserError as exc:
         return [Problem("bad-settings", f"{where}{exc}")]
     return []
+
+
+def state_keys(spec: WorkflowSpec, registry: Any = None) -> set[str] | None:
+    """The keys a run of `spec` keeps, as `compile.state_schema` builds them: a Python state class's fields,
+    else the `state:` keys plus the keys its typed nodes read and write (and `node_errors` with `on_error:`).
+    None when nothing can be checked: the workflow declares no state (its state is only what typed nodes use),
+    or a typed node's keys are unknown (an unknown type, or one read from text: see `UNCHECKED`)."""
+    if spec.state_class is not None:
+        return class_keys(spec.state_class)
+    if not spec.state:
+        return None
+    keys = set(spec.state)
+    for node in spec.nodes.values():
+        if node.type:
+            node_type = registry.get(node.type) if registry is not None else None
+            if node_type is None or isinstance(node_type, UncheckedType):
+                return None
+            keys.update(node_type.reads, node_type.writes)
+    if any(node.on_error for node in spec.nodes.values()):
+        from agentflow.graph.outcome import NODE_ERRORS
+
+        keys.add(NODE_ERRORS)
+    return keys
+
+
+def class_keys(state_class: Any) -> set[str]:
+    """The fields of a Python state schema: a pydantic model's, else a TypedDict's (or dataclass's) annotations."""
+    fields = getattr(state_class, "model_fields", None)
+    if isinstance(fields, dict):
+        return set(fields)
+    try:
+        return set(typing.get_type_hints(state_class))
+    except Exception:  # noqa: BLE001 - an unresolvable forward reference still names its key
+        return set(getattr(state_class, "__annotations__", {}))
+
+
+def _checked_keys(spec: WorkflowSpec, registry: Any, where: str, code: CodeCheck) -> set[str] | None:
+    """`state_keys`, with a note when typed nodes read from text leave the state keys unchecked."""
+    keys = state_keys(spec, registry)
+    if keys is None and spec.state and registry is not None:
+        types = {n.type for n in spec.nodes.values() if n.type}
+        opaque = bool(getattr(registry, "opaque", None))  # an unknown type may come from a module read, not imported
+        unchecked = sorted(t for t in types if isinstance(registry.get(t), UncheckedType) or (opaque and not registry.get(t)))
+        if unchecked:
+            code.notes.append(f"{where}the state keys nodes read and write (type {', '.join(unchecked)} may add "
+                              f"some) are {UNCHECKED}")
+    return keys
+
+
+def _declare_fix(spec: WorkflowSpec) -> str:
+    if spec.state_class is not None:
+        return f"add it to the state class {getattr(spec.state_class, '__name__', '')}".rstrip()
+    return "declare it under state:"
+
+
+def state_refs(name: str, node: NodeSpec) -> list[tuple[str, str, str]]:
+    """(state key, verb, where) for every key `node` names: an agent's `args.input` (a dotted path's first part)
+    and `output`, a tool node's `{key}` arguments and `output`, a typed node's `settings.input`, an interrupt's
+    `show`, and `writes:`. One entry per key (its first use)."""
+    refs: list[tuple[str, str, str]] = []
+    kind = node.kind()
+    if kind == "agent":
+        given = node.args.get("input", "task")
+        if isinstance(given, str):
+            where = "args.input" if "input" in node.args else "its task: args.input defaults to 'task'"
+            refs.append((given.split(".")[0], "reads", where))
+        elif isinstance(given, dict):
+            refs.extend((str(src).split(".")[0], "reads", f"args.input.{var}") for var, src in given.items()
+                        if isinstance(src, str))
+    elif kind == "tool":
+        refs.extend((key, "reads", f"args.{at}") for at, key in _template_keys(node.args))
+    elif kind == "type" and isinstance(node.settings.get("input"), str):
+        refs.append((node.settings["input"].split(".")[0], "reads", "settings.input"))
+    elif kind == "interrupt":
+        refs.extend((key, "shows", "show:") for key in node.show)
+    if kind in ("agent", "tool"):
+        where = "output:" if node.output is not None else "output: defaults to the node's name"
+        refs.append((node.output or name, "writes its result to", where))
+    if kind != "subgraph":  # a subgraph's keys that this workflow does not declare stay inside it
+        refs.extend((key, "writes", "writes:") for key in node.writes or [])
+    first: dict[str, tuple[str, str, str]] = {}
+    for ref in refs:
+        first.setdefault(ref[0], ref)
+    return list(first.values())
+
+
+def _template_keys(value: Any, at: str = "") -> list[tuple[str, str]]:
+    """(where, key) of every `{key}` a tool node's arguments fill from the state (see `compile._fill`)."""
+    if isinstance(value, str):
+        return [(at, key) for key in re.findall(r"\{(\w+)\}", value)]
+    if isinstance(value, dict):
+        return [ref for k, v in value.items() for ref in _template_keys(v, f"{at}.{k}" if at else str(k))]
+    if isinstance(value, list):
+        return [ref for i, v in enumerate(value) for ref in _template_keys(v, f"{at}.{i}")]
+    return []
+
+
+def check_input(spec: WorkflowSpec, given: Iterable[str], what: str, registry: Callable[[], Any] | None = None) -> None:
+    """A UserError when `given` (a run's input or an edit's keys) sets a key the state does not declare (LangGraph
+    would drop it silently), naming the nearest declared key. `registry` gives the node types (called only
+    when typed nodes could declare the key)."""
+    names = list(given)
+    plain = class_keys(spec.state_class) if spec.state_class is not None else set(spec.state)
+    if not (spec.state or spec.state_class is not None) or set(names) <= plain:
+        return
+    keys = state_keys(spec, registry() if registry is not None else None)
+    unknown = [k for k in names if keys is not None and k not in keys]
+    if unknown:
+        raise UserError(
+            f"{what} {', '.join(repr(k) for k in unknown)}, which workflow '{spec.name}' does not declare"
+            f"{did_you_mean(unknown[0], keys or ())}",
+            hint=f"state keys: {', '.join(sorted(keys or ()))}",
+        )
 
 
 def check_workflow(spec: WorkflowSpec, registry: Any = None) -> None:

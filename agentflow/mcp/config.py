@@ -33,7 +33,7 @@ class McpServerConfig(StrictConfig):
     pass_env: list[str] = Field(default_factory=list)
     """Names of host environment variables handed to a stdio server (how a secret reaches it: never in YAML)."""
     cwd: str | None = None
-    """Working directory of a stdio server (default: the current one)."""
+    """Working directory of a stdio server (default: the current one); in a workflow file, relative to its folder."""
     bearer_token_env: str | None = None
     """Name of a host environment variable holding a bearer token sent to an HTTP server."""
     allow: list[str] | None = None
