@@ -16,7 +16,7 @@ def test_node_settings_override_the_yaml() -> None:
 
 
 @pytest.mark.parametrize(("item", "needle"), [
-    ("nodes.nope.x=1", "-c nodes.nope: decrim has no typed node 'nope' (its typed nodes: decompose, respond, critique, refine)"),
+    ("nodes.nope.x=1", "-c nodes.nope: decrim has no typed or search node 'nope' (its typed and search nodes: decompose, respond, critique, refine)"),
     ("nodes.refine.samples=0", "node 'refine': settings.samples: Input should be greater than or equal to 1"),
     ("nodes.refine.colour=red", "node 'refine': settings.colour"),
 ])

@@ -195,4 +195,4 @@ def test_unknown_names_get_the_nearest_one_suggested(tmp_path: Path, capsys: pyt
                 "-i", '{"prompt": "x"}']) == 2
     assert "settings.sampels: Extra inputs are not permitted; did you mean 'samples'?" in capsys.readouterr().err
     assert run(["run", "decrim", "-m", "replay:/dev/null", "-o", str(tmp_path), "-c", "nodes.refin.samples=1"]) == 2
-    assert "has no typed node 'refin'; did you mean 'refine'?" in capsys.readouterr().err
+    assert "has no typed or search node 'refin'; did you mean 'refine'?" in capsys.readouterr().err
