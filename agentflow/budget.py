@@ -256,9 +256,9 @@ class Hold:
 
 
 class CallSlots:
-    """Model calls in flight against a budget's model-call limit. Concurrent callers that each checked the
-    budget before any of them was charged would together overshoot it; a call held here counts as spent until
-    it ends (by then the model has charged it)."""
+    """Samples in flight against a budget's model-call limit, checked before a sample's own bookkeeping (its
+    number, its candidate id) starts: a sample held here counts as spent until it ends. The model call itself
+    is admitted by the budget too (`Budget.model_call`), which is what makes the limit exact."""
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget

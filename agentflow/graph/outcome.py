@@ -17,6 +17,8 @@ from pydantic import BaseModel
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import NodeFailed
 
+ERROR_CHANNEL = "__error__"
+"""The pending-write channel LangGraph keeps a task's failure in (its `ERROR`, private since LangGraph 1.0)."""
 NODE_ERRORS = "node_errors"
 """State key holding `{node: NodeError-as-dict or None}` in workflows with an `on_error:` route."""
 
@@ -68,13 +70,11 @@ async def record_budget_stop(checkpointer: Any, snapshot: Any, exc: BudgetExceed
     """The run was cut at a budget limit (the wall clock) while nodes ran: record each unfinished node of the
     last checkpoint as failed for that reason, in place of the cancellation LangGraph wrote there, so that the
     thread reads back as failed (`budget:<kind>`) and `resume` runs those nodes again."""
-    from langgraph.constants import ERROR
-
     for task in getattr(snapshot, "tasks", ()) or ():
         cancelled = task.error is None or "CancelledError" in f"{type(task.error).__name__}{task.error!r}"
         if cancelled and not task.interrupts and task.result is None:
             failure = NodeFailed(task.name, f"budget:{exc.kind}", str(exc))
-            await checkpointer.aput_writes(snapshot.config, [(ERROR, failure)], task.id)
+            await checkpointer.aput_writes(snapshot.config, [(ERROR_CHANNEL, failure)], task.id)
 
 
 def failed_tasks(snapshot: Any) -> dict[str, NodeError]:

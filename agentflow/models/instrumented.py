@@ -94,9 +94,10 @@ class InstrumentedModel:
             try:
                 while True:
                     # the deadline covers the wait for each piece, never the consumer's work between them
-                    async with self.budget.deadline():
-                        delta = await anext(deltas, None)
-                    if delta is None:
+                    try:
+                        async with self.budget.deadline():
+                            delta = await anext(deltas)
+                    except StopAsyncIteration:
                         return
                     if delta.response is not None:
                         self._after(request, delta.response, hold)
