@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 
+import openai  # noqa: F401 - up front: its first import blocks the event loop (seconds when busy), no deadline fires
 import pytest
 
 from agentflow.agents import Agent
