@@ -1,16 +1,24 @@
 """One `Budget` shared by every agent, node and search in a run, nested runs included.
 
 Limits are optional; usage is always counted. A child budget (`budget.child(...)`) charges its parent too,
-so a nested run can have a tighter limit and still count against the whole run. Charging never raises:
-callers ask `exceeded()` (or call `check()`) at their step boundaries and stop cleanly with their best result.
+so a nested run can have a tighter limit and still count against the whole run.
+
+Limits are hard. A model or tool call is admitted before it starts (`model_call()` / `tool_call()`): it
+holds one call (a model call also its `max_tokens`) until it ends, so concurrent callers cannot together
+start more calls than the limit allows; a call is refused (`BudgetExceeded`) when a limit is already
+reached, counting what the calls in flight hold. Tokens and USD are only known after a call: they are
+charged then, and the next call is refused once they reach their limit. `deadline()` cuts a block at the
+wall-clock limit (in-flight calls are cancelled). Charging never raises: step loops ask `exceeded()` (or
+call `check()`) at their boundaries and stop cleanly with their best result.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,8 +82,11 @@ class Budget:
         self.limits = limits or BudgetLimits.model_validate(kw)
         self.parent = parent
         self._used = spent.model_copy() if spent is not None else BudgetUsage()
+        self._held = BudgetUsage()
+        """What calls in flight hold (admitted, not yet charged)."""
         self._start = time.monotonic() - (spent.wall_seconds if spent is not None else 0.0)
-        self._lock = threading.Lock()
+        # One lock for a budget and all its children: admitting a call checks and holds at every level at once.
+        self._lock: threading.RLock = parent._lock if parent is not None else threading.RLock()
 
     def child(self, limits: BudgetLimits | None = None, **kw: float | None) -> Budget:
         """A nested budget: its own limits, and every charge also counts against this one."""
@@ -136,11 +147,118 @@ class Budget:
     def summary(self) -> dict[str, object]:
         return {"limits": self.limits.model_dump(exclude_none=True), "used": self.used.model_dump()}
 
+    @contextlib.contextmanager
+    def model_call(self, max_tokens: int | None = None) -> Iterator[Hold]:
+        """Admit one model call for the block: it holds one call and `max_tokens` (its most output tokens)
+        against the limits here and in every parent until `hold.charge_model(...)` charges what it used or
+        the block ends. Refused with `BudgetExceeded` when a limit is reached, counting what calls in flight
+        hold of the model-call, token and USD limits."""
+        hold = self._admit(("model_calls", "tokens", "usd"), BudgetUsage(model_calls=1, tokens=max_tokens or 0))
+        try:
+            yield hold
+        finally:
+            hold.release()
+
+    @contextlib.contextmanager
+    def tool_call(self) -> Iterator[Hold]:
+        """Admit one tool call for the block (see `model_call`); `hold.charge_tool()` charges it."""
+        hold = self._admit(("tool_calls",), BudgetUsage(tool_calls=1))
+        try:
+            yield hold
+        finally:
+            hold.release()
+
+    def _admit(self, spends: tuple[BudgetKind, ...], amount: BudgetUsage) -> Hold:
+        """Check every level (a limit reached refuses; for the kinds the call `spends`, what calls in flight
+        hold counts as reached), then hold `amount` at every level: both under the tree's one lock."""
+        with self._lock:
+            budget: Budget | None = self
+            while budget is not None:
+                used = budget.used
+                for kind in BUDGET_KINDS:
+                    limit = getattr(budget.limits, kind)
+                    if limit is None:
+                        continue
+                    value = getattr(used, kind) + (getattr(budget._held, kind) if kind in spends else 0)
+                    if value >= limit:
+                        raise BudgetExceeded(kind, value, limit)
+                budget = budget.parent
+            return Hold(self, amount)
+
+    def _add_held(self, amount: BudgetUsage, sign: int) -> None:
+        with self._lock:
+            budget: Budget | None = self
+            while budget is not None:
+                budget._held.model_calls += sign * amount.model_calls
+                budget._held.tool_calls += sign * amount.tool_calls
+                budget._held.tokens += sign * amount.tokens
+                budget = budget.parent
+
+    @contextlib.asynccontextmanager
+    async def deadline(self, grace_s: float = 0.0) -> AsyncIterator[None]:
+        """Cut the block at the wall-clock limit (the one here or in a parent that ends first), `grace_s`
+        later: what it awaits is cancelled and `BudgetExceeded("wall_seconds")` raised. No limit: no cut."""
+        wall = self._first_wall_limit()
+        if wall is None:
+            yield
+            return
+        budget, limit = wall
+        left = limit - budget.used.wall_seconds
+        if left <= 0:
+            raise BudgetExceeded("wall_seconds", budget.used.wall_seconds, limit)
+        try:
+            async with asyncio.timeout(left + grace_s) as scope:
+                yield
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            raise BudgetExceeded("wall_seconds", budget.used.wall_seconds, limit) from None
+
+    def _first_wall_limit(self) -> tuple[Budget, float] | None:
+        """The budget (this one or a parent) whose wall-clock limit ends first, and that limit."""
+        first: tuple[Budget, float] | None = None
+        budget: Budget | None = self
+        while budget is not None:
+            limit = budget.limits.wall_seconds
+            if limit is not None and (first is None or limit - budget.used.wall_seconds
+                                      < first[1] - first[0].used.wall_seconds):
+                first = (budget, limit)
+            budget = budget.parent
+        return first
+
+
+class Hold:
+    """What one admitted call holds of its budget until it is charged or released (`Budget.model_call`)."""
+
+    def __init__(self, budget: Budget, amount: BudgetUsage) -> None:
+        self.budget = budget
+        self.amount = amount
+        self._open = True
+        budget._add_held(amount, +1)
+
+    def release(self) -> None:
+        """Give the held amount back (a call that failed or was cancelled is not charged). Idempotent."""
+        with self.budget._lock:
+            if self._open:
+                self._open = False
+                self.budget._add_held(self.amount, -1)
+
+    def charge_model(self, *, tokens: int = 0, usd: float | None = 0.0) -> None:
+        """The call ended: release what it held and charge what it used, at once."""
+        with self.budget._lock:
+            self.release()
+            self.budget.charge_model(tokens=tokens, usd=usd, calls=1)
+
+    def charge_tool(self) -> None:
+        with self.budget._lock:
+            self.release()
+            self.budget.charge_tool()
+
 
 class CallSlots:
-    """Model calls in flight against a budget's model-call limit. Concurrent callers that each checked the
-    budget before any of them was charged would together overshoot it; a call held here counts as spent until
-    it ends (by then the model has charged it)."""
+    """Samples in flight against a budget's model-call limit, checked before a sample's own bookkeeping (its
+    number, its candidate id) starts: a sample held here counts as spent until it ends. The model call itself
+    is admitted by the budget too (`Budget.model_call`), which is what makes the limit exact."""
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget

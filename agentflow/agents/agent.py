@@ -1,7 +1,8 @@
 """The agent loop: render the prompts, call the model, run the tools it asks for, feed the results back,
 repeat until it answers without tool calls; then read that answer as the output schema.
 
-Every step first checks the limits (step limit, wall time, the shared budget); when one is reached the run
+Every step first checks the limits (step limit, wall time, the shared budget), and the budget admits each
+model and tool call before it starts and cuts it at its wall-clock limit; when a limit is reached the run
 stops cleanly and returns the best output so far with the reason.
 """
 
@@ -265,6 +266,8 @@ class _Run:
                 reply = await self._call_model(specs)
             except ModelError as exc:
                 return await self._end(self._finish("error", error=str(exc), kind="model_error"))
+            except BudgetExceeded as exc:  # refused before it started, or cut at the wall-clock limit
+                return await self._end(self._finish(self._budget_stop(exc)))
             if reply is None:
                 return await self._end(self._finish("wall_time"))
 
@@ -342,6 +345,10 @@ class _Run:
             return f"budget:{kind}"  # type: ignore[return-value]
         return None
 
+    def _budget_stop(self, exc: BudgetExceeded) -> StopReason:
+        self._emit("budget.exceeded", kind=exc.kind, used=self.budget.used.model_dump())
+        return f"budget:{exc.kind}"  # type: ignore[return-value]
+
     def _wall_left(self) -> float | None:
         if self.cfg.wall_time_s is None:
             return None
@@ -413,8 +420,8 @@ class _Run:
                 result = await self.agent.tools.execute(
                     call, self.ctx, journal=self.journal, key=key, node_id=self.agent.name
                 )
-            except BudgetExceeded as exc:  # a tool that runs a nested agent or checks the budget itself
-                stop = f"budget:{exc.kind}"  # type: ignore[assignment]
+            except BudgetExceeded as exc:  # refused, cut at the wall-clock limit, or raised by the tool itself
+                stop = self._budget_stop(exc)
                 results.append((call, False, f"not run: the agent stopped ({stop})"))
                 continue
             results.append((call, result.ok, result.text))

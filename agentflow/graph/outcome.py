@@ -14,8 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentflow.budget import BudgetExceeded
 from agentflow.errors import NodeFailed
 
+ERROR_CHANNEL = "__error__"
+"""The pending-write channel LangGraph keeps a task's failure in (its `ERROR`, private since LangGraph 1.0)."""
 NODE_ERRORS = "node_errors"
 """State key holding `{node: NodeError-as-dict or None}` in workflows with an `on_error:` route."""
 
@@ -47,16 +50,31 @@ def error_from_exception(node: str, exc: BaseException | str) -> NodeError:
     """A NodeError for an exception a node raised (or the text LangGraph kept of it in the checkpoint)."""
     if isinstance(exc, NodeFailed):
         return to_error(exc)
+    if isinstance(exc, BudgetExceeded):
+        return NodeError(node=node, reason=f"budget:{exc.kind}", error=str(exc))
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     if isinstance(exc, str) and "NodeFailed(" in exc:  # LangGraph keeps repr(exc) for a checkpointed failure
-        inner = exc.split("NodeFailed(", 1)[1].rstrip(")\"'")
-        return NodeError(node=node, reason=_reason_in(inner), error=inner.strip("'\""))
+        inner = exc.split("NodeFailed(", 1)[1].rstrip(")\"'").strip("'\"")
+        reason = _reason_in(inner)
+        error = inner.removeprefix(f"node '{node}' failed ({reason})").removeprefix(": ")  # the message's own words
+        return NodeError(node=node, reason=reason, error=error)
     return NodeError(node=node, reason="error", error=" ".join(str(text).split())[:2000])
 
 
 def _reason_in(message: str) -> str:
     start, end = message.find("("), message.find(")")
     return message[start + 1 : end] if 0 <= start < end else "error"
+
+
+async def record_budget_stop(checkpointer: Any, snapshot: Any, exc: BudgetExceeded) -> None:
+    """The run was cut at a budget limit (the wall clock) while nodes ran: record each unfinished node of the
+    last checkpoint as failed for that reason, in place of the cancellation LangGraph wrote there, so that the
+    thread reads back as failed (`budget:<kind>`) and `resume` runs those nodes again."""
+    for task in getattr(snapshot, "tasks", ()) or ():
+        cancelled = task.error is None or "CancelledError" in f"{type(task.error).__name__}{task.error!r}"
+        if cancelled and not task.interrupts and task.result is None:
+            failure = NodeFailed(task.name, f"budget:{exc.kind}", str(exc))
+            await checkpointer.aput_writes(snapshot.config, [(ERROR_CHANNEL, failure)], task.id)
 
 
 def failed_tasks(snapshot: Any) -> dict[str, NodeError]:
@@ -94,6 +112,7 @@ __all__ = [
     "agent_failure",
     "error_from_exception",
     "failed_tasks",
+    "record_budget_stop",
     "recorded_errors",
     "to_error",
     "with_error_exit",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from agentflow.budget import Budget, BudgetUsage
+from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.context import RunContext
 from agentflow.graph.history import CheckpointInfo
@@ -27,6 +27,8 @@ from agentflow.graph.outcome import NodeError, failed_tasks, recorded_errors
 from agentflow.graph.spec import WorkflowSpec
 
 CHECKPOINT_FILE = "checkpoints.db"
+WALL_GRACE_S = 0.2
+"""How long after the budget's wall-clock limit the run itself is cut (its calls are cut at the limit)."""
 
 
 @dataclass
@@ -374,13 +376,14 @@ class WorkflowRunner:
         config = self._config(thread_id)
         modes = ["updates", "custom", "messages"] if on_event is not None else ["updates"]
         try:
-            async for namespace, mode, data in self.graph.astream(
-                inputs, config, stream_mode=modes, subgraphs=True, durability=self.durability
-            ):
-                if on_event is not None:
-                    maybe = on_event(StreamEvent(mode=mode, namespace=tuple(namespace), data=data))
-                    if maybe is not None:
-                        await maybe
+            async with self._deadline():  # a wall-clock limit cuts whatever the nodes are waiting for
+                async for namespace, mode, data in self.graph.astream(
+                    inputs, config, stream_mode=modes, subgraphs=True, durability=self.durability
+                ):
+                    if on_event is not None:
+                        maybe = on_event(StreamEvent(mode=mode, namespace=tuple(namespace), data=data))
+                        if maybe is not None:
+                            await maybe
         except UserError:
             raise
         except Exception as exc:  # noqa: BLE001 - any node's exception is that node's failure, reported below
@@ -395,6 +398,13 @@ class WorkflowRunner:
         else:
             failure = None
         snapshot = await self.graph.aget_state(config)
+        if isinstance(failure, BudgetExceeded):  # cut at the wall-clock limit: the checkpoint says why
+            from agentflow.graph.outcome import record_budget_stop
+
+            if self.context.events is not None:
+                self.context.events.emit("budget.exceeded", kind=failure.kind, cut=list(snapshot.next))
+            await record_budget_stop(self.checkpointer, snapshot, failure)
+            snapshot = await self.graph.aget_state(config)
         result = self._result(thread_id, snapshot, failure)
         self.context.emit(
             "run.end", thread_id=thread_id, status=result.status, next=result.next,
@@ -403,6 +413,13 @@ class WorkflowRunner:
             usage=result.usage.model_dump(),
         )
         return result
+
+    def _deadline(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The budget's wall-clock limit over the run (`BudgetExceeded`), a little later than the limit itself
+        so that nodes cut at it by their own calls first end with their own outcome."""
+        if self.context.budget is None:
+            return contextlib.nullcontext()
+        return self.context.budget.deadline(grace_s=WALL_GRACE_S)
 
     def _result(self, thread_id: str, snapshot: Any, failure: BaseException | None = None) -> RunResult:
         values = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values

@@ -1,4 +1,5 @@
-"""`InstrumentedModel`: charge a Budget and write a `model.call` event for every call of any model.
+"""`InstrumentedModel`: hold a call against a Budget, cut it at the budget's wall-clock limit, charge it and
+write a `model.call` event, for every call of any model.
 
 Agents and search wrap their model once instead of repeating the bookkeeping at every call site.
 """
@@ -8,15 +9,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentflow.budget import Budget
+from agentflow.budget import Budget, Hold
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
 
 
 class InstrumentedModel:
-    """Wraps `inner`; after each call charges `budget` (tokens, USD, one call) and emits `model.call` to `events`.
-
-    With `check_budget=True` a call is refused (`BudgetExceeded`) once any limit is reached.
+    """Wraps `inner`; each call is admitted by `budget` before it starts (`Budget.model_call`: refused with
+    `BudgetExceeded` when a limit is reached, counting the calls in flight), cut with `BudgetExceeded` at its
+    wall-clock limit, charged after it (tokens, USD, one call) and written as `model.call` to `events`.
     """
 
     def __init__(
@@ -27,7 +28,6 @@ class InstrumentedModel:
         events: EventLog | None = None,
         node_id: str | None = None,
         parent_id: str | None = None,
-        check_budget: bool = False,
     ) -> None:
         self.inner = inner
         self.spec = inner.spec
@@ -35,7 +35,6 @@ class InstrumentedModel:
         self.events = events
         self.node_id = node_id
         self.parent_id = parent_id
-        self.check_budget = check_budget
 
     def with_node(self, node_id: str | None, parent_id: str | None = None) -> InstrumentedModel:
         """The same model, budget and event log, with events attributed to another node."""
@@ -45,17 +44,12 @@ class InstrumentedModel:
             events=self.events,
             node_id=node_id,
             parent_id=parent_id,
-            check_budget=self.check_budget,
         )
 
-    def _before(self) -> None:
-        if self.check_budget and self.budget is not None:
-            self.budget.check()
-
-    def _after(self, request: ChatRequest, response: ChatResponse) -> None:
+    def _after(self, request: ChatRequest, response: ChatResponse, hold: Hold | None) -> None:
         usage = response.usage
-        if self.budget is not None:
-            self.budget.charge_model(tokens=usage.total_tokens, usd=usage.cost_usd, calls=1)
+        if hold is not None and self.budget is not None:
+            hold.charge_model(tokens=usage.total_tokens, usd=usage.cost_usd)
             if usage.cost_usd is None and not response.cached:
                 limit = self.budget.remaining("usd")
                 if limit is not None:
@@ -78,20 +72,49 @@ class InstrumentedModel:
             self.events.emit("model.call", node_id=self.node_id, parent_id=self.parent_id, **data)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        self._before()
-        response = await self.inner.chat(request)
-        self._after(request, response)
+        if self.budget is None:
+            response = await self.inner.chat(request)
+            self._after(request, response, None)
+            return response
+        with self.budget.model_call(_most_tokens(request)) as hold:
+            async with self.budget.deadline():
+                response = await self.inner.chat(request)
+            self._after(request, response, hold)
         return response
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        self._before()
-        async for delta in self.inner.stream(request):
-            if delta.response is not None:
-                self._after(request, delta.response)
-            yield delta
+        if self.budget is None:
+            async for delta in self.inner.stream(request):
+                if delta.response is not None:
+                    self._after(request, delta.response, None)
+                yield delta
+            return
+        with self.budget.model_call(_most_tokens(request)) as hold:
+            deltas = aiter(self.inner.stream(request))
+            try:
+                while True:
+                    # the deadline covers the wait for each piece, never the consumer's work between them
+                    try:
+                        async with self.budget.deadline():
+                            delta = await anext(deltas)
+                    except StopAsyncIteration:
+                        return
+                    if delta.response is not None:
+                        self._after(request, delta.response, hold)
+                    yield delta
+            finally:
+                close = getattr(deltas, "aclose", None)
+                if close is not None:
+                    await close()
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _most_tokens(request: ChatRequest) -> int:
+    """The output tokens a call may use at most (0 when the request sets no limit: then only its actual
+    usage is charged, after it)."""
+    return (request.max_tokens or 0) * max(1, request.n)
 
 
 def _message(message: Any) -> dict[str, Any]:

@@ -45,24 +45,27 @@ async def ask(
     purpose: str = "",
     shots: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The model's answer to `prompt` (one sample). The call is charged to the run's budget (checked first)
-    and recorded as a `model.ask` event carrying `purpose`, so a run's log shows what each call was for (with
-    the prompt and answer when the run captures content). `shots`: worked examples as earlier (question,
+    """The model's answer to `prompt` (one sample). The call is admitted by the run's budget before it starts
+    (`Budget.model_call`), cut at its wall-clock limit, charged to it and recorded as a `model.ask` event
+    carrying `purpose`, so a run's log shows what each call was for (with the prompt and answer when the run
+    captures content). `shots`: worked examples as earlier (question,
     answer) turns of the conversation -- a small model copies an example written into the prompt itself (the
     constraint agent listed an example's `End with 'Goodbye.'` as the task's own)."""
     from agentflow.models.base import ChatRequest, Message
 
-    budget = ctx.run.budget
-    if budget is not None:
-        budget.check()
     turns = [m for q, a in shots for m in (Message.user(q), Message.assistant(a))]
     messages = ([Message.system(system)] if system else []) + turns + [Message.user(prompt)]
     request = ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
-    response = await node_model(ctx).chat(request)
+    budget = ctx.run.budget
+    if budget is None:
+        response = await node_model(ctx).chat(request)
+    else:  # admitted before it starts, cut at the wall-clock limit, charged after
+        with budget.model_call(max_tokens) as hold:
+            async with budget.deadline():
+                response = await node_model(ctx).chat(request)
+            hold.charge_model(tokens=response.usage.total_tokens, usd=response.usage.cost_usd)
     if not response.choices:
         raise ModelError(f"node '{ctx.node}': the model returned no answer ({purpose or 'ask'})")
-    if budget is not None:
-        budget.charge_model(tokens=response.usage.total_tokens, usd=response.usage.cost_usd)
     text = response.text
     # prompts and answers may be sensitive: in the run's events only when content capture is on
     # (`-c trace.content=true`), as for every other model call

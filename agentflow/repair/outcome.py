@@ -46,7 +46,8 @@ class InstanceOutcome(BaseModel):
     chosen: str | None = None
     """candidate_id of the submitted patch."""
     chosen_by: str | None = None
-    """What decided the choice: tests, vote, verifier, or only (a single candidate)."""
+    """What decided the choice: tests, vote, verifier, only (a single candidate), or best_so_far (the task was
+    cut at its wall-clock limit before choosing: the best candidate verified so far, ungraded)."""
     verification: Verification | None = None
     report: dict[str, Any] | None = None
     """SWE-bench per-instance report (resolved, tests_status, ...) of the submitted patch."""

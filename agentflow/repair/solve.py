@@ -169,6 +169,8 @@ async def repair_task(
                 outcome.status = "context_exceeded" if "context" in str(exc).lower() else "env_error"
                 outcome.error = f"{exc.__class__.__name__}: {exc}"
             _fill_outcome(outcome, state, budget)
+            if outcome.status.startswith("limits_exceeded") and not outcome.model_patch:
+                _submit_best_so_far(outcome, candidates)
         finally:
             await sandbox_cm.__aexit__(None, None, None)
         finished = True
@@ -253,7 +255,7 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
             return coder
         inner = loader(instance_model_spec(spec_text, iid))
         owned.append(inner)
-        return InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid, check_budget=True)
+        return InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
 
     inner = model
     if inner is None:
@@ -262,7 +264,7 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
     if cfg.batch_samples > 1 and _samples_concurrently(spec, node_settings):
         inner = SampleBatcher(inner, max_n=cfg.batch_samples)
-    coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid, check_budget=True)
+    coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
     models = RoleModels(coder, planner=role(cfg.planner_model, on("plan"), coder),
                         critic=role(cfg.critic_model, on("critique"), coder),
                         verifier=role(cfg.verifier_model, False, coder))
@@ -313,11 +315,27 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
     outcome.graph_s = round(time.perf_counter() - t0, 3)
     outcome.nodes_s = round(context.node_seconds, 3)
     if result.status == "failed":
+        if isinstance(result.exception, BudgetExceeded):  # cut at the wall clock: what the checkpoint holds stands
+            outcome.status, outcome.error = f"limits_exceeded:{result.exception.kind}", str(result.exception)
+            return dict(result.state)
         if result.exception is not None:
             raise result.exception  # BudgetExceeded, ModelError, ...: the task's outcome says which
         error = next(iter(result.errors.values()))
         raise AgentflowError(f"node '{error.node}' failed: {error.error}")
     return dict(result.state)
+
+
+def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate]) -> None:
+    """A task stopped by a limit before its choice (cut at the wall clock): the best candidate verified so far
+    is submitted, by the choice's first rule (tests passed, then the share of tests passing), then the smallest
+    patch; `chosen_by` says `best_so_far` and no grade is given."""
+    pool = [c for c in candidates if c.status == "ok" and c.patch.strip() and c.verification is not None]
+    if not pool:
+        return
+    best = max(pool, key=lambda c: (c.verification.passed is True, c.verification.score,  # type: ignore[union-attr]
+                                    -len(c.patch), -c.sample))
+    outcome.model_patch, outcome.chosen, outcome.chosen_by = best.patch, best.candidate_id, "best_so_far"
+    outcome.verification = best.verification
 
 
 def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budget) -> None:

@@ -175,13 +175,18 @@ class CriticVerifier:
         from agentflow.models.instrumented import InstrumentedModel
         from agentflow.models.structured import chat_structured
 
+        request = self.request(cand)
         try:
-            judgement, response = await chat_structured(self.model, self.request(cand), Judgement)
+            if ctx.budget is None or isinstance(self.model, InstrumentedModel):  # that one holds and charges itself
+                judgement, response = await chat_structured(self.model, request, Judgement)
+            else:
+                with ctx.budget.model_call(request.max_tokens) as hold:
+                    async with ctx.budget.deadline():
+                        judgement, response = await chat_structured(self.model, request, Judgement)
+                    hold.charge_model(tokens=response.usage.total_tokens, usd=response.usage.cost_usd)
         except AgentflowError as exc:
             return Verification(score=0.0, error=f"critic failed: {exc}")
         ctx.usage.add_model(response.usage)
-        if ctx.budget is not None and not isinstance(self.model, InstrumentedModel):
-            ctx.budget.charge_model(tokens=response.usage.total_tokens, usd=response.usage.cost_usd)
         return Verification(score=judgement.score, critic_score=judgement.score,
                             evidence=list(judgement.evidence) + ([judgement.summary] if judgement.summary else []))
 

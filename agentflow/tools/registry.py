@@ -1,8 +1,9 @@
 """`ToolRegistry`: the tools one agent may call, and the one place a tool call is executed.
 
 `execute` is the core loop of the tool layer: find the tool, replay from the journal if the call already
-completed, otherwise validate and run it under its timeout, then charge the budget and record a
-`tool.call` event. A model's mistake (unknown tool, bad JSON, invalid arguments, a failing tool) becomes a
+completed, otherwise have the budget admit it (`Budget.tool_call`: refused once a limit is reached, calls
+in flight counted), validate and run it under its timeout and the budget's wall-clock limit, then charge
+the budget and record a `tool.call` event. A model's mistake (unknown tool, bad JSON, invalid arguments, a failing tool) becomes a
 `ToolResult(ok=False)` the model reads; only `BudgetExceeded`, replay misses and cancellation propagate.
 """
 
@@ -133,9 +134,7 @@ class ToolRegistry:
         replayable = journal is not None and key is not None
         result = await asyncio.to_thread(journal.get, key) if replayable else None  # type: ignore[union-attr,arg-type]
         if result is None:
-            result = await self._run(call, ctx)
-            if ctx.budget is not None:
-                ctx.budget.charge_tool()
+            result = await self._run_charged(call, ctx)
             if replayable:
                 await asyncio.to_thread(journal.put, key, result)  # type: ignore[union-attr,arg-type]
         else:
@@ -155,6 +154,16 @@ class ToolRegistry:
                 text=text,
                 **({"key": key} if key is not None else {}),
             )
+        return result
+
+    async def _run_charged(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        """Run the call held against the budget and cut at its wall-clock limit (`BudgetExceeded`)."""
+        if ctx.budget is None:
+            return await self._run(call, ctx)
+        with ctx.budget.tool_call() as hold:
+            async with ctx.budget.deadline():
+                result = await self._run(call, ctx)
+            hold.charge_tool()
         return result
 
     async def _run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:

@@ -56,3 +56,13 @@ async def write_b(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
     await sb.write_file("a.txt", f"a changed by b {state['tag']}\n")
     await sb.write_file("b.txt", f"b {state['tag']}\n")
     return {"b_saw": seen.stdout.strip(), "b_tag": state["tag"]}
+
+
+SLOW_NODE = {"seconds": 10.0}
+"""How long `slow_step` waits (a test shortens it before resuming)."""
+
+
+async def slow_step(state: dict[str, Any]) -> dict[str, Any]:
+    """Work that is no model or tool call (only the run's own wall-clock cut stops it)."""
+    await asyncio.sleep(SLOW_NODE["seconds"])
+    return {"summary": "slow step done"}

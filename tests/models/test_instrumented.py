@@ -46,11 +46,9 @@ async def test_usd_is_charged_from_a_real_call(server, fast) -> None:
     assert budget.used.usd == pytest.approx(expected)
 
 
-async def test_check_budget_refuses_calls_over_the_limit() -> None:
+async def test_a_call_over_the_limit_is_refused() -> None:
     budget = Budget(model_calls=1)
-    model = InstrumentedModel(
-        ReplayModel(CASSETTES / "scripted_tool_use.json"), budget=budget, check_budget=True
-    )
+    model = InstrumentedModel(ReplayModel(CASSETTES / "scripted_tool_use.json"), budget=budget)
     await model.chat(ChatRequest(messages=[Message.user("one")]))
     with pytest.raises(BudgetExceeded):
         await model.chat(ChatRequest(messages=[Message.user("two")]))
