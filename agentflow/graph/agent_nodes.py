@@ -215,7 +215,7 @@ async def _with_mcp_tools(agent: Any, rt: RunContext, options: AgentNodeOptions)
     from agentflow.agents import Agent
     from agentflow.tools.registry import ToolRegistry
 
-    mcp_tools = await rt.mcp.tools(options.mcp_servers) if rt.mcp else []  # type: ignore[union-attr]
+    mcp_tools = await rt.mcp.tools(options.mcp_servers) if rt.mcp else []
     registry = ToolRegistry([*agent.tools, *mcp_tools]) if agent.config.tools else ToolRegistry(mcp_tools)
     return Agent(agent.config, model=agent.model, tools=registry, output_type=options.output_type)
 

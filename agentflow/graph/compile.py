@@ -8,7 +8,7 @@ import re
 import time
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, cast
 
 from langchain_core.runnables import RunnableConfig
 
@@ -23,10 +23,10 @@ _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, 
 
 
 def _append(left: Any, right: Any) -> list[Any]:
-    left = [] if left is None else list(left)
+    items: list[Any] = [] if left is None else list(left)
     if right is None:
-        return left
-    return left + (list(right) if isinstance(right, (list, tuple)) else [right])
+        return items
+    return items + (list(right) if isinstance(right, (list, tuple)) else [right])
 
 
 def _add(left: Any, right: Any) -> Any:
@@ -48,7 +48,7 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
     """The LangGraph state schema: the Python state class, or a TypedDict built from `state:` (plus the keys
     typed nodes read and write, when the workflow does not declare them)."""
     if spec.state_class is not None:
-        return spec.state_class
+        return cast(type, spec.state_class)
     fields: dict[str, Any] = {}
     for name, f in spec.state.items():
         tp = _TYPES.get(f.type, Any)
@@ -65,7 +65,8 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
     if not fields:
         fields["__value"] = Any  # LangGraph needs at least one key
     safe = re.sub(r"\W", "_", spec.name) or "State"
-    return TypedDict(f"{safe}_State", fields, total=False)  # type: ignore[operator]
+    schema: type = TypedDict(f"{safe}_State", fields, total=False)  # type: ignore[misc]
+    return schema
 
 
 def _get(state: Any, key: str) -> Any:
@@ -178,7 +179,7 @@ def _tool_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
 def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Callable[..., Any]:
     from agentflow.graph.agent_nodes import build_agent_node  # agents load only for workflows that use them
 
-    return build_agent_node(name, node, rt, spec)
+    return cast("Callable[..., Any]", build_agent_node(name, node, rt, spec))
 
 
 def registry_for(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentflow.errors import UserError
 
@@ -64,7 +64,7 @@ class RunContext:
             from agentflow.models.spec import load_model
 
             found = self.models[spec] = load_model(spec)
-        return found  # type: ignore[no-any-return]
+        return cast("ChatModel", found)
 
     async def find_tool(self, name: str) -> Any:
         """`tools[name]`, else the MCP tool of that name (starting its server), else None."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agentflow.config import read_yaml, validate_config
 from agentflow.errors import ConfigError, UserError
@@ -66,7 +66,7 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
     if not isinstance(nodes_in, Mapping):
         raise ConfigError(f"{source}: nodes: expected a mapping of node name -> node")
     edges = [_edge(e, source) for e in (data.get("edges") or [])]
-    routes: list[dict[str, Any]] = list(data.get("routes") or [])
+    routes: list[dict[Any, Any]] = list(data.get("routes") or [])
     parallel: list[dict[str, Any]] = list(data.get("parallel") or [])
     nodes: dict[str, Any] = {}
     for name, node in nodes_in.items():
@@ -93,9 +93,9 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
             raise ConfigError(
                 f"{source}: routes.{i}: expected {{source: NODE, on: FIELD, cases: {{VALUE: NODE}}}}"
             )
-        route = routes[i] = dict(route)  # type: ignore[call-overload]
+        route = routes[i] = dict(route)
         if True in route and "on" not in route:  # YAML 1.1 reads a bare `on:` key as the boolean true
-            route["on"] = route.pop(True)  # type: ignore[call-overload]
+            route["on"] = route.pop(True)
         if isinstance(route.get("cases"), Mapping):
             route["cases"] = {str(k): str(v) for k, v in route["cases"].items()}
     servers = data.get("mcp_servers")
@@ -163,7 +163,7 @@ def resolve_callable(value: Any, what: str) -> Callable[..., Any]:
     obj = import_object(value) if isinstance(value, str) else value
     if not callable(obj):
         raise UserError(f"{what}: {value!r} is not callable")
-    return obj
+    return cast("Callable[..., Any]", obj)
 
 
 __all__ = ["ParallelSpec", "RouteSpec", "find_workflow", "import_object", "load_workflow", "spec_from_dict"]

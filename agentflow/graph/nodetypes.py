@@ -6,8 +6,9 @@ keys it reads and writes, and one line of description. A *search* node type (`se
 `search.mcts`) also takes a `subgraph:`: the rollout it searches over.
 
 Where types come from, in order: the entry-point group `agentflow.node_types` (each entry a module or an
-object holding `NODE_TYPES`, a list of `NodeType`), the packages agentflow ships (`agentflow.repair.nodes`),
-and the modules a workflow names under `node_types:` (`my_pkg.nodes`, or `nodes.py` next to the workflow).
+object holding `NODE_TYPES`, a list of `NodeType`) — agentflow's own packages (`agentflow.repair.nodes`, ...)
+register there too, in its pyproject.toml, so this layer names nothing above it — and the modules a workflow
+names under `node_types:` (`my_pkg.nodes`, or `nodes.py` next to the workflow).
 A registry is a value (no global state): `default_registry()` builds one and caches it per process.
 """
 
@@ -28,9 +29,6 @@ from agentflow.config import extra_key_hint
 from agentflow.errors import ConfigError, UserError, did_you_mean
 
 ENTRY_POINT_GROUP = "agentflow.node_types"
-SHIPPED = ("agentflow.repair.nodes", "agentflow.reasoning.nodes", "agentflow.codegen.nodes",
-           "agentflow.instruct.nodes")
-"""Node-type modules agentflow ships (found by name, so the graph layer imports nothing above it)."""
 
 NodeRun = Callable[[Any, Any, Any], Awaitable[Mapping[str, Any]]]
 
@@ -141,10 +139,13 @@ def _import_types_module(name: str, base_dir: str | Path | None) -> Any:
 
 
 def _entry_point_modules() -> list[Any]:
+    """The modules registered under the entry-point group, agentflow's own first (a plugin may replace one of
+    its types, not the other way round)."""
     from importlib.metadata import entry_points
 
     out = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    found = entry_points(group=ENTRY_POINT_GROUP)
+    for ep in sorted(found, key=lambda ep: (getattr(ep.dist, "name", "") != "agentflow", ep.name)):
         try:
             out.append(ep.load())
         except Exception as exc:  # noqa: BLE001 - a broken plugin is named, not fatal to the rest
@@ -154,10 +155,10 @@ def _entry_point_modules() -> list[Any]:
 
 @lru_cache(maxsize=1)
 def default_registry() -> NodeTypeRegistry:
-    """The shipped node types plus those of installed plugins (entry points), built once per process."""
+    """The node types of the entry-point group — agentflow's own (repair, reasoning, codegen, instruct: declared
+    in its pyproject.toml, so the graph layer names nothing above it) and installed plugins' — built once per
+    process."""
     registry = NodeTypeRegistry()
-    for name in SHIPPED:
-        registry.add_module(importlib.import_module(name))
     for module in _entry_point_modules():
         registry.add_module(module, replace=True)
     return registry

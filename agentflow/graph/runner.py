@@ -287,7 +287,7 @@ class WorkflowRunner:
             )
             diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
             if diff is not None and self.run_dir is not None:
-                store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))  # type: ignore[union-attr]
+                store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))
         if self.context.sandbox is not None or await self._ensure_sandbox() is not None:
             if diff is None:
                 raise UserError(f"thread {thread_id!r} recorded no workspace at checkpoint {point.checkpoint_id}",
@@ -394,7 +394,7 @@ class WorkflowRunner:
                     f"workflow '{self.spec.name}' hit its step limit ({config['recursion_limit']} steps)",
                     hint="raise step_limit or check the loop's exit route",
                 ) from None
-            failure = exc  # a node failed: the checkpoint names it; the run ends `failed` below
+            failure: BaseException | None = exc  # a node failed: the checkpoint names it; the run ends `failed`
         else:
             failure = None
         snapshot = await self.graph.aget_state(config)

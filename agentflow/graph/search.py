@@ -44,7 +44,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 from pydantic import Field, ValidationError
@@ -115,7 +115,7 @@ def parse_search_settings(values: Any, where: str) -> SearchSettings:
 def branch_spec(parent: WorkflowSpec, node: NodeSpec) -> WorkflowSpec:
     """The subgraph a search node's branches run: its own state keys over the workflow's (a branch reads and
     writes the run's state), its tools and model defaulting to the workflow's."""
-    sub = node.subgraph
+    sub: WorkflowSpec = node.subgraph
     update: dict[str, Any] = {}
     if parent.state and sub.state_class is None:
         update["state"] = {**parent.state, **sub.state}
@@ -259,7 +259,7 @@ class SearchRun:
 
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
         events = BranchEvents(self.rt.events, self.name, branch.id) if self.rt.events is not None else None
-        return dataclasses.replace(self.rt, sandbox=sandbox, events=events, branch=branch.thread,
+        return dataclasses.replace(self.rt, sandbox=sandbox, events=cast(Any, events), branch=branch.thread,
                                    after_tool_call=None)
 
     def _graph(self, rt: RunContext) -> Any:
@@ -447,8 +447,9 @@ class SearchRun:
                 if not applied.ok:
                     raise NodeFailed(self.name, "error", f"a resumed branch's recorded workspace does not apply: "
                                      f"{applied.output[-300:]}")
-            self.shared.current = str(await sandbox.snapshot())
-            return self.shared.current
+            current = str(await sandbox.snapshot())
+            self.shared.current = current
+            return current
 
     def _stopped(self) -> bool:
         budget = self.rt.budget
@@ -497,7 +498,7 @@ class SearchRun:
                     b.virtual += 1
                 started += 1
                 task = asyncio.create_task(self._expand(leaf))
-                task.add_done_callback(lambda _t, p=path: [setattr(b, "virtual", b.virtual - 1) for b in p])
+                task.add_done_callback(_release(path))
                 running.add(task)
             if not running:
                 return
@@ -590,6 +591,16 @@ class BranchEvents:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._events, name)
+
+
+def _release(path: list[Branch]) -> Callable[[Any], None]:
+    """A done-callback taking back the virtual loss an expansion put on its path."""
+
+    def done(_task: Any) -> None:
+        for b in path:
+            b.virtual -= 1
+
+    return done
 
 
 def _path(branch: Branch) -> list[Branch]:

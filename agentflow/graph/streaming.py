@@ -4,6 +4,9 @@ model is called as it is)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from agentflow.agents.stream import TokenForwardingModel
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse
 
@@ -14,10 +17,11 @@ class TokenStreamingModel(TokenForwardingModel):
     def __init__(self, inner: ChatModel, node: str) -> None:
         super().__init__(inner, self._write)
         self.node = node
-        self._writer = None
+        self._writer: Callable[[Any], None] | None = None
 
     def _write(self, text: str) -> None:
-        self._writer({"node": self.node, "chunk": text})  # type: ignore[misc]
+        if self._writer is not None:
+            self._writer({"node": self.node, "chunk": text})
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         from langgraph.config import get_stream_writer

@@ -44,9 +44,11 @@ class GraphRolloutPolicy:
 
     async def _invoke(self, data: dict[str, Any]) -> Mapping[str, Any]:
         if hasattr(self.graph, "ainvoke"):
-            return await self.graph.ainvoke(data)
+            final: Mapping[str, Any] = await self.graph.ainvoke(data)
+            return final
         out = self.graph(data)
-        return await out if inspect.isawaitable(out) else out
+        result: Mapping[str, Any] = await out if inspect.isawaitable(out) else out
+        return result
 
     async def rollout(self, state: NodeState, ctx: RolloutContext) -> NodeState:
         data = dict(self.inputs(state) if callable(self.inputs) else self.inputs)

@@ -62,7 +62,8 @@ class SandboxShipper:
 
     async def export(self, workspace: Workspace, snapshot_id: str) -> bytes:
         await workspace.restore(snapshot_id)
-        return (await workspace.diff()).encode()  # type: ignore[attr-defined]
+        diff: str = await workspace.diff()  # type: ignore[attr-defined]
+        return diff.encode()
 
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[Workspace]:

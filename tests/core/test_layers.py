@@ -1,12 +1,17 @@
 """The import graph of `agentflow/` has no cycles and no upward imports (docs/architecture.md).
 
 Every import counts, at module level or inside a function (imports under `if TYPE_CHECKING:` do not: they
-never run). A module may import its own layer or a lower one; a new subpackage must be given a layer here.
+never run), and so does a module loaded by its name: a string naming an agentflow module (`pkg.mod` or
+`pkg.mod:attr`) passed to `import_module` / `import_object` / `resolve_callable`, or held by an ALL-CAPS
+module constant (a registry of module names). A module may import its own layer or a lower one; a new
+subpackage must be given a layer here. The package's lazy table of public names (`agentflow/__init__.py`) is
+the one place that names modules of every layer, by design.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -73,6 +78,32 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skip
 
 
+_MODULE_STRING = re.compile(r"^(agentflow(?:\.\w+)+)(?::[\w.]+)?$")
+_LOADERS = {"import_module", "import_object", "resolve_callable"}
+
+
+def _loaded_by_name(tree: ast.AST) -> list[str]:
+    """Modules a file loads by a string: a loader call's first argument, or an ALL-CAPS constant's strings."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        values: list[ast.AST] = []
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in _LOADERS and node.args:
+                values = [node.args[0]]
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id.isupper() for t in node.targets
+        ):
+            values = list(ast.walk(node.value))
+        for value in values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                match = _MODULE_STRING.match(value.value)
+                if match:
+                    found.append(match.group(1))
+    return found
+
+
 def import_graph() -> nx.DiGraph:
     modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
     graph = nx.DiGraph()
@@ -93,13 +124,19 @@ def import_graph() -> nx.DiGraph:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(up + ([base] if base else []))
                 targets = [f"{base}.{a.name}" for a in node.names] + [base]
-            for target in targets:
-                while target and target not in modules:
-                    target = target.rpartition(".")[0]
-                # importing a package's __init__ from inside that package is not an edge worth drawing
-                if target and target != name and not name.startswith(target + ".") and target != "agentflow":
-                    graph.add_edge(name, target)
+            _add_edges(graph, modules, name, targets)
+        if name != "agentflow":  # the lazy table of public names (see the module docstring)
+            _add_edges(graph, modules, name, _loaded_by_name(tree))
     return graph
+
+
+def _add_edges(graph: nx.DiGraph, modules: dict[str, Path], name: str, targets: list[str]) -> None:
+    for target in targets:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        # importing a package's __init__ from inside that package is not an edge worth drawing
+        if target and target != name and not name.startswith(target + ".") and target != "agentflow":
+            graph.add_edge(name, target)
 
 
 def test_every_subpackage_has_a_layer() -> None:
