@@ -23,6 +23,9 @@ _LAZY: dict[str, str] = {
     "ChatRequest": "agentflow.models.base",
     "ChatResponse": "agentflow.models.base",
     "load_model": "agentflow.models.spec",
+    "FunctionModel": "agentflow.models.testing",
+    "TestModel": "agentflow.models.testing",
+    "tool_call": "agentflow.models.testing",
     "tool": "agentflow.tools.decorator",
     "ToolRegistry": "agentflow.tools.registry",
     "ToolContext": "agentflow.tools.context",
@@ -34,6 +37,7 @@ _LAZY: dict[str, str] = {
     "Workflow": "agentflow.graph.builder",
     "WorkflowRunner": "agentflow.graph.runner",
     "RunContext": "agentflow.graph.context",
+    "NodeContext": "agentflow.graph.context",
     "RunResult": "agentflow.graph.runner",
     "load_workflow": "agentflow.graph.loader",
     "open_sandbox": "agentflow.sandbox",
@@ -48,11 +52,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.errors import AgentflowError, UserError
     from agentflow.events import Event, EventLog
     from agentflow.graph.builder import Workflow
-    from agentflow.graph.context import RunContext
+    from agentflow.graph.context import NodeContext, RunContext
     from agentflow.graph.loader import load_workflow
     from agentflow.graph.runner import RunResult, WorkflowRunner
     from agentflow.models.base import ChatRequest, ChatResponse, Message
     from agentflow.models.spec import load_model
+    from agentflow.models.testing import FunctionModel, TestModel, tool_call
     from agentflow.sandbox import open_sandbox
     from agentflow.tools.context import ToolContext
     from agentflow.tools.decorator import tool
@@ -70,7 +75,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Agent", "AgentConfig", "AgentEvent", "AgentResult", "AgentflowError", "Budget", "BudgetExceeded",
-    "ChatRequest", "ChatResponse", "Event", "EventLog", "Message", "RunContext", "RunResult", "ToolContext",
-    "ToolRegistry", "ToolResult", "UserError", "Workflow", "WorkflowRunner", "__version__", "load_model",
-    "load_workflow", "open_sandbox", "tool",
+    "ChatRequest", "ChatResponse", "Event", "EventLog", "FunctionModel", "Message", "NodeContext", "RunContext",
+    "RunResult", "TestModel", "ToolContext", "ToolRegistry", "ToolResult", "UserError", "Workflow",
+    "WorkflowRunner", "__version__", "load_model", "load_workflow", "open_sandbox", "tool", "tool_call",
 ]

@@ -35,6 +35,7 @@ from agentflow.models.base import (
     Message,
     ToolCall,
     ToolSpec,
+    declared_response_schema,
     declared_tool_calling,
 )
 from agentflow.models.instrumented import InstrumentedModel
@@ -61,10 +62,12 @@ class Agent:
         tools: ToolRegistry | None = None,
         overrides: Sequence[str] = (),
         output_type: type[BaseModel] | None = None,
+        deps: Any = None,
     ) -> None:
         """`config` is an `AgentConfig`, a role name or a YAML path; `model`/`tools` replace the ones the
         config names (handy for tests and for sharing one model object between agents); `output_type`, a
-        pydantic model class, replaces the config's `output_schema` import path."""
+        pydantic model class, replaces the config's `output_schema` import path; `deps`, the application's
+        dependencies, reach the tools as `ctx.deps` (a run's own `deps=` takes precedence)."""
         self.config = (
             config
             if isinstance(config, AgentConfig) and not overrides
@@ -80,6 +83,7 @@ class Agent:
         self.prompts = PromptSet(self.config.prompt_dirs)
         self._model = model
         self._tools = tools
+        self.deps = deps
 
     @property
     def name(self) -> str:
@@ -139,6 +143,7 @@ class Agent:
         journal: ToolJournal | None = None,
         journal_key: str = "",
         on_event: OnAgentEvent | None = None,
+        deps: Any = None,
     ) -> AgentResult:
         """Run the agent on `task` (a string, or a dict of the task template's variables).
 
@@ -149,12 +154,31 @@ class Agent:
         `journal`, each tool call is keyed by `journal_key` (the caller's prefix, e.g. `thread:node:step`),
         agent name, loop step, call index, tool and arguments, so a resumed run replays effects that
         already happened instead of repeating them.
+
+        `deps` (else `ctx.deps`, else the agent's own) are the dependencies the tools see as `ctx.deps`.
         """
         ctx = ctx or ToolContext()
         parent = budget or ctx.budget
         run_budget = parent.child() if parent is not None else Budget()
-        ctx = dataclasses.replace(ctx, budget=run_budget)
+        deps = next((d for d in (deps, ctx.deps, self.deps) if d is not None), None)
+        ctx = dataclasses.replace(ctx, budget=run_budget, deps=deps)
         return await _Run(self, ctx, run_budget, journal, journal_key, on_event).loop(task)
+
+    def run_sync(
+        self,
+        task: Task,
+        *,
+        ctx: ToolContext | None = None,
+        budget: Budget | None = None,
+        on_event: OnAgentEvent | None = None,
+        deps: Any = None,
+    ) -> AgentResult:
+        """`run` for synchronous code, on an event loop of its own; inside a running loop (async code,
+        Jupyter) it raises: await `run` there."""
+        from agentflow._sync import require_no_running_loop
+
+        require_no_running_loop("Agent.run_sync", "agent.run(...)")
+        return asyncio.run(self.run(task, ctx=ctx, budget=budget, on_event=on_event, deps=deps))
 
     async def run_stream(
         self,
@@ -162,6 +186,7 @@ class Agent:
         *,
         ctx: ToolContext | None = None,
         budget: Budget | None = None,
+        deps: Any = None,
     ) -> AsyncIterator[AgentEvent]:
         """Run the agent on `task`, yielding `AgentEvent`s as they happen: `token` (model text as it is
         generated), `step`, `tool`, and last `result` (with the AgentResult). Leaving the loop early cancels
@@ -182,11 +207,11 @@ class Agent:
         while isinstance(inner, InstrumentedModel):  # the run instruments (and charges) it once
             inner = inner.inner
         streaming = Agent(self.config, model=TokenForwardingModel(inner, token), tools=self._tools,
-                          output_type=self.schema if self.schema is not FinalText else None)
+                          output_type=self.schema if self.schema is not FinalText else None, deps=self.deps)
 
         async def drive() -> None:
             try:
-                await streaming.run(task, ctx=ctx, budget=budget, on_event=observe)
+                await streaming.run(task, ctx=ctx, budget=budget, on_event=observe, deps=deps)
             finally:
                 queue.put_nowait(None)
 
@@ -248,6 +273,7 @@ class _Run:
         self.finish_reason = "unknown"
         self.started = time.monotonic()
         self.text_protocol = agent.text_protocol()
+        self.model_reads_schema = declared_response_schema(agent.model)
         self.model = _instrumented(agent.model, budget, ctx, agent.name)
         self.messages: list[Message] = []
         self.steps = 0
@@ -359,7 +385,9 @@ class _Run:
         schema = self.agent.schema
         # A forced JSON reply would leave a text-protocol model no way to write its tool blocks.
         structured = (
-            self.cfg.structured_output and schema is not FinalText and not (self.text_protocol and specs)
+            (self.cfg.structured_output or self.model_reads_schema)
+            and schema is not FinalText
+            and not (self.text_protocol and specs)
         )
         request = ChatRequest(
             messages=list(self.messages),

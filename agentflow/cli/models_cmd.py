@@ -29,12 +29,12 @@ def register(app: typer.Typer) -> None:
 
         from agentflow.errors import ModelError
         from agentflow.models.base import ChatRequest, Message
-        from agentflow.models.spec import load_model, parse_spec
+        from agentflow.models.spec import UNCONFIGURED, load_model, parse_spec
 
         parsed = parse_spec(spec)
         options = (
             {}
-            if parsed.scheme in ("replay", "local")
+            if parsed.scheme in (*UNCONFIGURED, "local")
             else {"timeout_s": timeout, "max_attempts": attempts, "retry_max_wait_s": 5.0}
         )
         model = load_model(spec, **options)

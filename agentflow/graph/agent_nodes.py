@@ -188,7 +188,7 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
         runner = agent if not rt.mcp else await _with_mcp_tools(agent, rt, options)
         result = await runner.run(
             task,
-            ctx=ToolContext(sandbox=rt.sandbox, budget=rt.budget, events=rt.events),
+            ctx=ToolContext(sandbox=rt.sandbox, budget=rt.budget, events=rt.events, deps=rt.deps),
             budget=rt.budget,
             journal=rt.journal,
             journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",

@@ -2,16 +2,19 @@
 
 A function node that declares a second parameter gets a `NodeContext`: `await ctx.call_tool("name", {...})`
 runs a tool through the exactly-once journal (key = thread + node + step + call index + args), so a node
-re-run after a crash replays completed tool calls instead of repeating their effects.
+re-run after a crash replays completed tool calls instead of repeating their effects. `ctx.deps` is the run's
+dependencies (`WorkflowRunner(spec, deps=...)`); annotate `ctx: NodeContext[MyDeps]` and a type checker knows
+their type.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Generic, cast
 
 from agentflow.errors import UserError
+from agentflow.tools.context import DepsT
 
 if TYPE_CHECKING:
     from agentflow.budget import Budget
@@ -56,6 +59,9 @@ class RunContext:
     models: dict[str, Any] = field(default_factory=dict)
     """Models built from spec strings during the run, by spec: one model per spec for the whole run, search
     branches included (a replayed cassette is read once, a local server started once)."""
+    deps: Any = None
+    """The application's dependencies (a database handle, a client...): `ctx.deps` in function nodes, and
+    `ToolContext.deps` in the tools of agent, tool and function nodes."""
 
     def model_for(self, spec: str) -> ChatModel:
         """The run's model for `spec`, built on first use."""
@@ -81,7 +87,7 @@ class RunContext:
             self.events.emit(kind, node_id=node_id, **data)
 
 
-class NodeContext:
+class NodeContext(Generic[DepsT]):
     """Passed to a node as its second argument."""
 
     __slots__ = ("_calls", "config", "node", "run", "spec")
@@ -93,6 +99,11 @@ class NodeContext:
         self.spec = spec
         """The node's `NodeSpec` (typed nodes: a search node reads its `subgraph` here)."""
         self._calls = 0
+
+    @property
+    def deps(self) -> DepsT:
+        """The run's dependencies (`WorkflowRunner(spec, deps=...)`; None when none were given)."""
+        return cast(DepsT, self.run.deps)
 
     @property
     def thread_id(self) -> str:
@@ -138,7 +149,8 @@ class NodeContext:
         index = self._calls
         self._calls += 1
         key = journal_key(self.thread_id, self.node, self.step, index, obj.name, args)
-        ctx = ToolContext(sandbox=self.run.sandbox, budget=self.run.budget, events=self.run.events)
+        ctx: ToolContext[Any] = ToolContext(sandbox=self.run.sandbox, budget=self.run.budget,
+                                            events=self.run.events, deps=self.run.deps)
         call = ToolCall(id=f"{self.node}-{self.step}-{index}", name=obj.name, arguments=args)
         # The registry owns validation, timeout, budget, the `tool.call` event and the journal replay.
         result = await ToolRegistry([obj]).execute(call, ctx, journal=self.run.journal, key=key, node_id=self.node)

@@ -3,6 +3,7 @@
     runner = WorkflowRunner(spec, run_dir="runs/r1")
     result = await runner.start({"task": "..."})            # RunResult(status="done"|"interrupted", ...)
     result = await runner.resume(result.thread_id, approve=True)
+    result = runner.run_sync({"task": "..."})                # the same from synchronous code
     history = await runner.history(result.thread_id)        # its checkpoints, oldest first
     forked = await runner.fork(result.thread_id, after_node="plan", update={"task": "..."})
 
@@ -12,9 +13,10 @@ agentflow's SQLite saver by default, Postgres optional).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -123,19 +125,24 @@ class WorkflowRunner:
         durability: Literal["sync", "async", "exit"] = "sync",
         sandbox: str | None = None,
         workspace: str | Path | None = None,
+        deps: Any = None,
     ) -> None:
         """A sandbox for the run's tools is started on the first start or resume, holding a copy of
         `workspace`: `sandbox` is `docker`, `local`, `auto` or `none`; by default docker when a node's tools
         act on a sandbox or a workspace is given (as `agentflow run` does). `await runner.diff()` is what
         the agents changed there; the runner closes it in `aclose()` / `async with`. A sandbox you started
-        yourself goes in `context.sandbox` instead."""
+        yourself goes in `context.sandbox` instead. `deps`, the application's dependencies (a database
+        handle, a client...), reach function nodes as `ctx.deps` and tools as `ToolContext.deps`."""
         from agentflow.graph.compile import compile_workflow
 
         self.spec = spec
+        self._loop: asyncio.Runner | None = None  # the event loop of run_sync/resume_sync, kept across calls
         self._sandbox_request: tuple[str | None, str | Path | None] | None = (sandbox, workspace)
         self._sandbox_cm: Any = None
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.context = context or RunContext()
+        if deps is not None:
+            self.context.deps = deps
         if self.context.budget is None:  # usage is always counted, so RunResult.usage says what a run cost
             self.context.budget = Budget()
         self.durability = durability
@@ -240,6 +247,27 @@ class WorkflowRunner:
         if edit is not None:
             await self.graph.aupdate_state(config, dict(edit))
         return await self._drive(None, thread_id, on_event)
+
+    def run_sync(self, inputs: Mapping[str, Any] | None = None, *, thread_id: str | None = None,
+                 on_event: OnEvent | None = None) -> RunResult:
+        """`start` for synchronous code (a script, a test, a web handler without asyncio). Successive sync calls
+        share one event loop, which `close()` ends; inside a running loop it raises: await `start` there."""
+        return self._sync("run_sync", "runner.start(...)", lambda: self.start(inputs, thread_id=thread_id,
+                                                                               on_event=on_event))
+
+    def resume_sync(self, thread_id: str, *, approve: bool = False, edit: Mapping[str, Any] | None = None,
+                    on_event: OnEvent | None = None) -> RunResult:
+        """`resume` for synchronous code (see `run_sync`)."""
+        return self._sync("resume_sync", "runner.resume(...)",
+                          lambda: self.resume(thread_id, approve=approve, edit=edit, on_event=on_event))
+
+    def _sync(self, name: str, instead: str, call: Callable[[], Coroutine[Any, Any, RunResult]]) -> RunResult:
+        from agentflow._sync import require_no_running_loop
+
+        require_no_running_loop(f"WorkflowRunner.{name}", instead)
+        if self._loop is None:  # one loop for every sync call: the sandbox and MCP servers live on it
+            self._loop = asyncio.Runner()
+        return self._loop.run(call())
 
     async def history(self, thread_id: str, *, source: str | Path | None = None) -> list[CheckpointInfo]:
         """The kept checkpoints of `thread_id` (oldest first), each with the nodes it follows, the nodes that run
@@ -505,11 +533,23 @@ class WorkflowRunner:
         self.close()
 
     def close(self) -> None:
+        """Close what the runner opened (the sandbox too, when a sync call started it)."""
+        if self._loop is not None:
+            loop, self._loop = self._loop, None
+            loop.run(self.aclose())  # the sandbox belongs to that loop; aclose comes back here for the rest
+            loop.close()
+            return
         for item in self._owned:
             close = getattr(item, "close", None)
             if close is not None:
                 close()
         self._owned.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     async def __aenter__(self) -> Self:
         return self

@@ -29,6 +29,9 @@ _LAZY: dict[str, str] = {
     "InstrumentedModel": "agentflow.models.instrumented",
     "chat_structured": "agentflow.models.structured",
     "StructuredOutputError": "agentflow.models.structured",
+    "FunctionModel": "agentflow.models.testing",
+    "TestModel": "agentflow.models.testing",
+    "tool_call": "agentflow.models.testing",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.models.replay import RecordingModel, ReplayModel
     from agentflow.models.spec import load_model, parse_spec, served_model
     from agentflow.models.structured import StructuredOutputError, chat_structured
+    from agentflow.models.testing import FunctionModel, TestModel, tool_call
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
@@ -60,6 +64,7 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "Choice",
+    "FunctionModel",
     "InstrumentedModel",
     "Message",
     "ModelOptions",
@@ -67,6 +72,7 @@ __all__ = [
     "ReplayModel",
     "StreamDelta",
     "StructuredOutputError",
+    "TestModel",
     "ToolCall",
     "ToolSpec",
     "Usage",
@@ -74,4 +80,5 @@ __all__ = [
     "load_model",
     "parse_spec",
     "served_model",
+    "tool_call",
 ]

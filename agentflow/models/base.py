@@ -169,3 +169,17 @@ def declared_tool_calling(model: object) -> bool | None:
         if current is None:
             break
     return None
+
+
+def declared_response_schema(model: object) -> bool:
+    """Whether a model asks for the output schema on every request (`reads_response_schema`, looked up through
+    the models it wraps): test models answer from it, so an agent sends it even without `structured_output`."""
+    current: object = model
+    for _ in range(8):
+        flag = getattr(current, "reads_response_schema", None)
+        if isinstance(flag, bool):
+            return flag
+        current = getattr(current, "inner", None)
+        if current is None:
+            break
+    return False

@@ -1,7 +1,8 @@
 """Model spec strings -> `ChatModel`: `load_model("openai:gpt-4o-mini", concurrency=4)`.
 
 Accepted forms: `openai:MODEL`, `anthropic:MODEL`, `openai-compatible:BASE_URL#MODEL`,
-`litellm:PROVIDER/MODEL`, `local:NAME`, `replay:PATH`. Backend modules (and their SDKs) are imported only
+`litellm:PROVIDER/MODEL`, `local:NAME`, `replay:PATH`, and for tests `test` (`test:seed=1,call_tools=none`) and
+`function:MODULE:CALLABLE` (see `agentflow.models.testing`). Backend modules (and their SDKs) are imported only
 when a spec needs them.
 """
 
@@ -21,9 +22,11 @@ from agentflow.secrets import redact, register_secrets_in
 
 ACCEPTED = (
     "openai:MODEL, anthropic:MODEL, openai-compatible:BASE_URL#MODEL, litellm:PROVIDER/MODEL, "
-    "local:NAME, replay:PATH"
+    "local:NAME, replay:PATH, test, function:MODULE:CALLABLE"
 )
-SCHEMES = ("openai", "anthropic", "openai-compatible", "litellm", "local", "replay")
+SCHEMES = ("openai", "anthropic", "openai-compatible", "litellm", "local", "replay", "test", "function")
+UNCONFIGURED = ("replay", "test", "function")
+"""Schemes whose models take no options (a scripted or test model has no endpoint, retries or cache)."""
 
 
 @dataclass(frozen=True)
@@ -45,12 +48,16 @@ def parse_spec(spec: str) -> ModelSpec:
     password in its URL is registered as a secret (every file of the run redacts it)."""
     register_secrets_in(spec)
     text = spec.strip()
+    if text == "test":
+        return ModelSpec("test", "", None, text)
     scheme, sep, rest = text.partition(":")
     if not sep:
         raise _bad(spec, "missing 'SCHEME:'")
     if scheme not in SCHEMES:
         raise _bad(spec, f"unknown scheme {scheme!r}")
     rest = rest.strip()
+    if scheme == "test":
+        return ModelSpec("test", rest, None, text)
     if scheme == "openai-compatible":
         url, hash_, model = rest.rpartition("#")
         if not hash_:
@@ -81,12 +88,20 @@ def _options(spec: str, options: dict[str, Any]) -> ModelOptions:
 def load_model(spec: str, **options: Any) -> ChatModel:
     """Build the model a spec names. Options: see `ModelOptions` (`local:` passes them to its loader)."""
     parsed = parse_spec(spec)
+    if parsed.scheme in UNCONFIGURED and options:
+        raise UserError(f"{parsed.scheme} models take no options (got {', '.join(sorted(options))})")
     if parsed.scheme == "replay":
         from agentflow.models.replay import ReplayModel
 
-        if options:
-            raise UserError(f"replay models take no options (got {', '.join(sorted(options))})")
         return ReplayModel(Path(parsed.model), spec=parsed.text)
+    if parsed.scheme == "test":
+        from agentflow.models.testing import TestModel, parse_test_options
+
+        return TestModel(spec=parsed.text, **parse_test_options(parsed.model, parsed.text))
+    if parsed.scheme == "function":
+        from agentflow.models.testing import load_function
+
+        return load_function(parsed.model, parsed.text)
     if parsed.scheme == "local":
         try:
             local = importlib.import_module("agentflow.models.local")

@@ -115,6 +115,8 @@ def _is_context(annotation: Any) -> bool:
     if annotation is ToolContext:
         return True
     origin = typing.get_origin(annotation)
+    if origin is ToolContext:  # ToolContext[MyDeps]
+        return True
     if origin is typing.Annotated:
         return _is_context(typing.get_args(annotation)[0])
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):

@@ -1,7 +1,8 @@
 """The docs run as written: every ```python block in README.md and docs/ is a complete program, run here
 from an empty folder (models are replayed or scripted inside the block), or is marked `python fragment`;
 `python requires=docker|llama` blocks run where those are available. Every `agentflow ...` line in a
-```bash block names a real command with real options."""
+```bash block names a real command with real options, and a ```bash run block runs, line by line, from an
+empty folder (with `agentflow` being this checkout's CLI)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,27 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", block.body], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0, f"{block.id} failed:\n{proc.stderr[-3000:]}"
+
+
+RUNNABLE_SHELL = [b for b in SHELL if "run" in b.flags]
+
+
+def test_the_walkthrough_has_runnable_shell_blocks() -> None:
+    assert any(b.path.name == "getting-started.md" for b in RUNNABLE_SHELL)
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=_marks(b)) for b in RUNNABLE_SHELL])
+def test_runnable_shell_block_runs(block: Block, tmp_path: Path) -> None:
+    bin_dir, work = tmp_path / "bin", tmp_path / "work"
+    bin_dir.mkdir()
+    work.mkdir()
+    shim = bin_dir / "agentflow"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m agentflow.cli.main "$@"\n')
+    shim.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(["bash", "-eu", "-o", "pipefail", "-c", block.body], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, f"{block.id} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
 
 
 def _agentflow_lines(block: Block) -> list[list[str]]:
