@@ -11,12 +11,15 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from agentflow.cli.serve_flag import SERVE_OPTION
 from agentflow.errors import UserError
+
+if TYPE_CHECKING:
+    from agentflow.events import EventSink
 
 __all__ = [
     "BUDGET_OPTION",
@@ -158,7 +161,7 @@ def run_batch_cli(
     serve: str | None,
     model_set: bool,
     on_progress: Callable[[Any, Any], None] | None = None,
-    printer: Any = None,
+    printer: EventSink | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """`run_batch` for the CLI; with `--serve`, inside a server that is stopped however the run ends.
