@@ -160,11 +160,11 @@ def register(app: typer.Typer) -> None:
 
         def progress_bar() -> tuple[Any, Any]:
             if not bars:
-                from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+                from rich.progress import BarColumn, TextColumn
                 from rich.progress import Progress as Bar
 
-                bar = Bar(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                          transient=False)
+                # the description says "3/10 done: ..." (the counts of the plain line)
+                bar = Bar(TextColumn("bench"), BarColumn(), TextColumn("{task.description}"), transient=False)
                 bar_id = bar.add_task("", total=len(chosen))
                 bar.start()
                 bars.append((bar, bar_id))
