@@ -28,6 +28,7 @@ from agentflow.cli.repair_options import (
     MODEL_OPTION,
     N_OPTION,
     PLANNER_MODEL_OPTION,
+    QUIET_OPTION,
     SANDBOX_OPTION,
     SERVE_OPTION,
     STEP_LIMIT_OPTION,
@@ -41,17 +42,6 @@ from agentflow.cli.repair_options import (
 )
 from agentflow.cli.serve_flag import check_serve, sets_model
 from agentflow.errors import UserError
-
-
-def _fmt_eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(seconds)
-    return (
-        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-        if seconds >= 3600
-        else f"{seconds // 60}m{seconds % 60:02d}s"
-    )
 
 
 def register(app: typer.Typer) -> None:
@@ -90,13 +80,15 @@ def register(app: typer.Typer) -> None:
         executor: str = EXECUTOR_OPTION,
         ray_address: str = RAY_ADDRESS_OPTION,
         task_cpus: float = TASK_CPUS_OPTION,
+        quiet: bool = QUIET_OPTION,
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Repair every task of a tasks file; write preds.jsonl, report.json, candidates.jsonl, events.jsonl."""
         from agentflow.repair.config import load_repair_config
         from agentflow.repair.outcome import InstanceOutcome
-        from agentflow.repair.runs import Progress, select
+        from agentflow.repair.progress import ProgressPrinter, counts_text
+        from agentflow.repair.runs import Progress, RunCounts, select
         from agentflow.swe.tasks import load_tasks
 
         check_serve(serve)
@@ -161,39 +153,33 @@ def register(app: typer.Typer) -> None:
         )
         out_dir = output if output is not None else Path("runs") / new_run_id("bench")
 
-        show_bar = not as_json and sys.stderr.isatty()
+        printer = None if quiet else ProgressPrinter()
+        show_bar = printer is not None and sys.stderr.isatty()
         # (bar, task id): started on the first progress report, after a --serve server is up
         bars: list[tuple[Any, Any]] = []
 
         def progress_bar() -> tuple[Any, Any]:
             if not bars:
-                from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+                from rich.progress import BarColumn, TextColumn
                 from rich.progress import Progress as Bar
 
-                bar = Bar(
-                    TextColumn("bench"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TextColumn("{task.description}"),
-                    TimeRemainingColumn(),
-                    transient=False,
-                )
+                # the description says "3/10 done: ..." (the counts of the plain line)
+                bar = Bar(TextColumn("bench"), BarColumn(), TextColumn("{task.description}"), transient=False)
                 bar_id = bar.add_task("", total=len(chosen))
                 bar.start()
                 bars.append((bar, bar_id))
             return bars[0]
 
         def on_progress(p: Progress, outcome: InstanceOutcome | None) -> None:
-            text = f"resolved {p.resolved}  failed {p.failed}  cost ${p.cost_usd:.4f}"
+            # one text for the bar and the plain line: the report's counts and the estimate from finished tasks
+            if printer is None:
+                return
             if show_bar:
                 bar, bar_id = progress_bar()
-                bar.update(bar_id, completed=p.done, description=text)
-            elif not as_json:
-                line = f"[{p.done}/{p.total}] {text}  ETA {_fmt_eta(p.eta_s(cfg.workers))}"
-                if outcome is not None:
-                    resolved = (outcome.report or {}).get("resolved")
-                    line += f"  {outcome.instance_id}: {outcome.status}" + (" (resolved)" if resolved else "")
-                typer.echo(line, err=True)
+                bar.update(bar_id, completed=p.done, description=ProgressPrinter.batch_text(p))
+                if outcome is None:
+                    return
+            printer.batch(p, outcome)
 
         try:
             summary = run_batch_cli(
@@ -205,6 +191,7 @@ def register(app: typer.Typer) -> None:
                 resume=resume,
                 redo=redo,
                 on_progress=on_progress,
+                printer=printer,
                 executor=executor_cfg,
             )
         finally:
@@ -215,7 +202,7 @@ def register(app: typer.Typer) -> None:
             print_json({**short, "run_dir": str(out_dir)})
         else:
             typer.echo(
-                f"{short['resolved_instances']}/{short['total_instances']} resolved; statuses: "
+                counts_text(RunCounts.of(short), short["total_instances"]) + "; statuses: "
                 + ", ".join(f"{k} {v}" for k, v in sorted(short["statuses"].items()))
             )
             typer.echo(f"run: {out_dir}  (preds.jsonl, report.json, candidates.jsonl, events.jsonl)")

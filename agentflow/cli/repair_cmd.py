@@ -21,6 +21,7 @@ from agentflow.cli.repair_options import (
     MODEL_OPTION,
     N_OPTION,
     PLANNER_MODEL_OPTION,
+    QUIET_OPTION,
     SANDBOX_OPTION,
     SERVE_OPTION,
     STEP_LIMIT_OPTION,
@@ -108,6 +109,7 @@ def register(app: typer.Typer) -> None:
             "tests can run (and what was arranged so they do); no model is called. Exit 2 when they cannot.",
         ),
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/repair-<id>)."),
+        quiet: bool = QUIET_OPTION,
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
@@ -153,7 +155,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(check_preflight(task, cfg, as_json=as_json))
         out_dir = output if output is not None else Path("runs") / new_run_id("repair")
         model_set = model is not None or sets_model(list(config or []))
-        outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set)
+        outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set, quiet=quiet)
         raise typer.Exit(report_outcome(outcome, out_dir, repo=inputs.repo, apply=apply, allow_exec=allow_exec,
                                         as_json=as_json))
 
@@ -219,11 +221,14 @@ def run_repair_workflow(workflow: str, state: dict[str, Any], *, model: str | No
     return report_outcome(outcome, out_dir, repo=cfg.inputs.repo, apply=apply, allow_exec=allow_exec, as_json=as_json)
 
 
-def repair_one(task: Any, cfg: Any, out_dir: Path, *, serve: str | None, model_set: bool) -> Any:
-    """Repair one task into `out_dir` (a run of one task); its outcome."""
+def repair_one(task: Any, cfg: Any, out_dir: Path, *, serve: str | None, model_set: bool, quiet: bool = False) -> Any:
+    """Repair one task into `out_dir` (a run of one task), saying on stderr what it is doing unless `quiet`;
+    its outcome."""
+    from agentflow.repair.progress import ProgressPrinter
     from agentflow.repair.runs import instance_dir, read_outcome
 
-    run_batch_cli([task], cfg, out_dir, serve=serve, model_set=model_set)
+    run_batch_cli([task], cfg, out_dir, serve=serve, model_set=model_set,
+                  printer=None if quiet else ProgressPrinter())
     outcome = read_outcome(instance_dir(out_dir, task.instance_id) / "outcome.json")
     if outcome is None:  # pragma: no cover - run_batch always writes it
         raise UserError(f"the run left no outcome in {out_dir}")

@@ -11,12 +11,15 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from agentflow.cli.serve_flag import SERVE_OPTION
 from agentflow.errors import UserError
+
+if TYPE_CHECKING:
+    from agentflow.events import EventSink
 
 __all__ = [
     "BUDGET_OPTION",
@@ -24,6 +27,7 @@ __all__ = [
     "MODEL_OPTION",
     "N_OPTION",
     "PLANNER_MODEL_OPTION",
+    "QUIET_OPTION",
     "SANDBOX_OPTION",
     "SERVE_OPTION",
     "STEP_LIMIT_OPTION",
@@ -66,6 +70,11 @@ WALL_TIME_OPTION = typer.Option(None, "--wall-time", help="Wall-clock limit per 
 SANDBOX_OPTION = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto.")
 WORKFLOW_OPTION = typer.Option(
     None, "--workflow", help="Repair workflow: a shipped name (default repair) or a YAML path (see 'agentflow graph show')."
+)
+
+QUIET_OPTION = typer.Option(
+    False, "--quiet", "-q",
+    help="Print no progress lines (by default a line per model call, candidate, decision and task on stderr).",
 )
 
 STRATEGIES = ("single", "best-of-n", "mcts")
@@ -152,9 +161,11 @@ def run_batch_cli(
     serve: str | None,
     model_set: bool,
     on_progress: Callable[[Any, Any], None] | None = None,
+    printer: EventSink | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """`run_batch` for the CLI; with `--serve`, inside a server that is stopped however the run ends.
+    `printer` (a `ProgressPrinter`, None with `--quiet`) sees the run's events and says what it is doing.
 
     The served model becomes `cfg.model` unless the user set one (`model_set`); role models left unset
     (planner/critic/verifier) follow `cfg.model`. After each task a `server.metrics` event goes to the run's
@@ -173,7 +184,8 @@ def run_batch_cli(
             extra["model_loader"] = served_loader(handle, cfg.model_options)
         progress, metrics = metrics_hook(handle, out_dir, on_progress)
         try:
-            return asyncio.run(run_batch(tasks, cfg, out_dir, on_progress=progress, **extra, **kwargs))
+            sinks = [printer] if printer is not None else []
+            return asyncio.run(run_batch(tasks, cfg, out_dir, on_progress=progress, sinks=sinks, **extra, **kwargs))
         finally:
             if metrics is not None:
                 metrics.close()

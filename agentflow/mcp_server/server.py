@@ -98,7 +98,9 @@ class Workspace:
         out.mkdir(parents=True)
         issue = out / "issue.md"
         issue.write_text(str(args["issue"]), encoding="utf-8")
-        cli = ["repair", str(self.root), "--issue-file", str(issue), "--json",
+        # --quiet: the client follows the run through the events (progress notifications), and the tail of
+        # stderr, shown when the job fails, is its error
+        cli = ["repair", str(self.root), "--issue-file", str(issue), "--json", "--quiet",
                "-o", str(out), "--sandbox", self.cfg.sandbox]
         if args.get("n") is not None:
             cli += ["-n", str(args["n"])]  # an integer (the schema says so)

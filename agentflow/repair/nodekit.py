@@ -7,6 +7,7 @@ from typing import Any
 
 from agentflow.errors import UserError
 from agentflow.repair.policy import Attempt
+from agentflow.repair.progress import verdict
 from agentflow.repair.runtime import RepairRuntime
 from agentflow.repair.workbench import Verification
 from agentflow.swe.report import InstanceReport
@@ -33,8 +34,11 @@ def attempts_of(state: Any) -> list[Attempt]:
                     a.get("part_of")) for a in state.get("attempts") or []]
 
 
-async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None) -> dict[str, Any]:
-    """The state update of a chosen candidate: the choice, and its final verification and report."""
+async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None, *, among: int | None = None) -> dict[str, Any]:
+    """The state update of a chosen candidate: the choice (a `repair.choice` event: which one of `among`
+    candidates, what decided, its verification in words), and its final verification and report."""
+    emit(rt, "repair.choice", candidate_id=best.candidate_id, chosen_by=chosen_by, among=among,
+         reason=verdict(best.verification))
     final, report = await rt.bench.verify(best.patch, final=True)
     if report is None:
         report = InstanceReport(instance_id=rt.iid, patch_exists=True, patch_successfully_applied=True,

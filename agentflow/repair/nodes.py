@@ -310,7 +310,7 @@ async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
                                    instance_id=rt.iid)
     if best is None:
         return {"chosen": None}
-    return await submit(rt, best, chosen_by)
+    return await submit(rt, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()))
 
 
 _NODE_TYPES = [

@@ -13,13 +13,13 @@ import asyncio
 import json
 import re
 import shutil
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentflow.errors import UserError
+from agentflow.events import EventSink
 from agentflow.executors.base import Executor, InProcessExecutor, open_executor
 from agentflow.executors.types import ExecutorConfig
 from agentflow.observe import instrument
@@ -84,54 +84,90 @@ def read_outcome(path: Path) -> InstanceOutcome | None:
         return None
 
 
+@dataclass(frozen=True)
+class RunCounts:
+    """How a run's finished tasks stand, as report.json counts them (`RunCounts.of` its summary): the one
+    source of the numbers of bench's progress line, its last line and the report."""
+
+    done: int = 0
+    """Tasks with an outcome (report.json: total_instances minus the incomplete ones)."""
+    submitted: int = 0
+    """Tasks that handed in a patch, resolved or not (completed_instances + error_instances)."""
+    resolved: int = 0
+    """Tasks whose patch the grading resolved (resolved_instances)."""
+    failed: int = 0
+    """Tasks that ended without a patch: no candidate, a limit before any, env_error (empty_patch_instances)."""
+    cost_usd: float = 0.0
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> RunCounts:
+        return cls(
+            done=int(summary["total_instances"]) - len(summary["incomplete_ids"]),
+            submitted=int(summary["completed_instances"]) + int(summary["error_instances"]),
+            resolved=int(summary["resolved_instances"]),
+            failed=int(summary["empty_patch_instances"]),
+            cost_usd=float(summary.get("cost_usd") or 0.0),
+        )
+
+
 @dataclass
 class Progress:
+    """A run's progress, handed to `on_progress` before the first task and after each one."""
+
     total: int
-    done: int = 0
-    resolved: int = 0
-    failed: int = 0
-    cost_usd: float = 0.0
-    started: float = field(default_factory=time.monotonic)
-    ran: int = 0
-    """Tasks finished in this process (the ETA is based on them)."""
+    todo: int = 0
+    """Tasks this process repairs (the others were finished before a `--resume`)."""
+    workers: int = 1
+    counts: RunCounts = field(default_factory=RunCounts)
+    """The counts of report.json as last written."""
+    durations: list[float] = field(default_factory=list)
+    """Wall seconds of each task finished in this process: the basis of the estimate."""
 
-    def eta_s(self, workers: int) -> float | None:
-        if self.ran == 0:
+    @property
+    def done(self) -> int:
+        return self.counts.done
+
+    @property
+    def resolved(self) -> int:
+        return self.counts.resolved
+
+    @property
+    def submitted(self) -> int:
+        return self.counts.submitted
+
+    @property
+    def failed(self) -> int:
+        return self.counts.failed
+
+    @property
+    def cost_usd(self) -> float:
+        return self.counts.cost_usd
+
+    def eta_s(self, workers: int | None = None) -> float | None:
+        """Seconds until the last task is done: the mean duration of the tasks finished in this process
+        times the tasks left, over the workers they share (None before the first one finished)."""
+        if not self.durations:
             return None
-        per_task = (time.monotonic() - self.started) / self.ran
-        return per_task * (self.total - self.done)
-
-    def add(self, outcome: InstanceOutcome, *, ran: bool) -> None:
-        self.done += 1
-        self.ran += int(ran)
-        if (outcome.report or {}).get("resolved"):
-            self.resolved += 1
-        elif outcome.status != "submitted" or outcome.report is not None:
-            self.failed += 1
-        self.cost_usd += float(outcome.usage.get("usd", 0.0) or 0.0)
+        left = max(0, self.todo - len(self.durations))
+        parallel = max(1, min(workers or self.workers, left))
+        return sum(self.durations) / len(self.durations) * left / parallel
 
 
-def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) -> dict[str, Any]:
-    """Rebuild preds.jsonl, candidates.jsonl and report.json from the tasks' outcomes."""
-    outcomes: list[InstanceOutcome] = []
-    candidates: list[str] = []
+def _outcomes(out_dir: Path, tasks: Sequence[SWETask]) -> list[tuple[InstanceOutcome, Path]]:
+    """The tasks' outcomes found in the run directory, with their folders, in task order."""
+    found = []
     for task in tasks:
         inst = instance_dir(out_dir, task.instance_id)
         outcome = read_outcome(inst / "outcome.json")
-        if outcome is None:
-            continue
-        outcomes.append(outcome)
-        cand_file = inst / "candidates.jsonl"
-        if cand_file.is_file():
-            candidates.extend(line for line in cand_file.read_text().splitlines() if line.strip())
-    # the model as named in files meant to be shared: a password in its URL masked
-    preds = [
-        Prediction(instance_id=o.instance_id, model_name_or_path=redact(cfg.model), model_patch=o.model_patch)
-        for o in outcomes
-    ]
-    rundir = RunDir(out_dir)
-    rundir.write_jsonl("preds.jsonl", (p.model_dump(mode="json") for p in preds))
-    rundir.write_text("candidates.jsonl", "".join(c + "\n" for c in candidates), code=True)
+        if outcome is not None:
+            found.append((outcome, inst))
+    return found
+
+
+def summarise(tasks: Sequence[SWETask], outcomes: Sequence[InstanceOutcome]) -> dict[str, Any]:
+    """report.json's content for these outcomes (SWE-bench's summary names, `statuses`, `cost_usd`, and
+    `instances`)."""
+    preds = [Prediction(instance_id=o.instance_id, model_patch=o.model_patch) for o in outcomes]
     reports = []
     instances: dict[str, Any] = {}
     for o in outcomes:
@@ -154,6 +190,27 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
     summary["statuses"] = statuses
     summary["cost_usd"] = round(sum(float(o.usage.get("usd", 0.0) or 0.0) for o in outcomes), 6)
     summary["instances"] = instances
+    return summary
+
+
+def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) -> dict[str, Any]:
+    """Rebuild preds.jsonl, candidates.jsonl and report.json from the tasks' outcomes."""
+    found = _outcomes(out_dir, tasks)
+    outcomes = [o for o, _ in found]
+    candidates: list[str] = []
+    for _, inst in found:
+        cand_file = inst / "candidates.jsonl"
+        if cand_file.is_file():
+            candidates.extend(line for line in cand_file.read_text().splitlines() if line.strip())
+    # the model as named in files meant to be shared: a password in its URL masked
+    preds = [
+        Prediction(instance_id=o.instance_id, model_name_or_path=redact(cfg.model), model_patch=o.model_patch)
+        for o in outcomes
+    ]
+    rundir = RunDir(out_dir)
+    rundir.write_jsonl("preds.jsonl", (p.model_dump(mode="json") for p in preds))
+    rundir.write_text("candidates.jsonl", "".join(c + "\n" for c in candidates), code=True)
+    summary = summarise(tasks, outcomes)
     rundir.write_text("report.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
@@ -168,13 +225,16 @@ async def run_batch(
     on_progress: Callable[[Progress, InstanceOutcome | None], None] | None = None,
     model_loader: ModelLoader | None = None,
     executor: Executor | ExecutorConfig | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> dict[str, Any]:
     """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary.
-    `executor` says where tasks run (default: in this process; an `ExecutorConfig` is opened for the run)."""
+    `executor` says where tasks run (default: in this process; an `ExecutorConfig` is opened for the run);
+    `sinks` see every event of the run as it is written (`agentflow.repair.progress.ProgressPrinter` says what
+    the repair is doing); `on_progress` is called before the first task and after each one."""
     if isinstance(executor, ExecutorConfig):
         async with open_executor(executor) as opened:
             return await run_batch(tasks, cfg, out_dir, resume=resume, redo=redo, on_progress=on_progress,
-                                   model_loader=model_loader, executor=opened)
+                                   model_loader=model_loader, executor=opened, sinks=sinks)
     executor = executor or InProcessExecutor()
     if executor.remote and model_loader is not None:
         raise UserError("--serve cannot be combined with --executor ray",
@@ -204,14 +264,11 @@ async def run_batch(
     cfg = effective_strategy(cfg, workflow)
     rundir = RunDir.create(out)
     rundir.write_config(cfg)
-    progress = Progress(total=len(tasks))
-    todo: list[SWETask] = []
-    for task in tasks:
-        outcome = read_outcome(inst_root / _safe(task.instance_id) / "outcome.json")
-        if outcome is not None and not outcome.infra_failure:
-            progress.add(outcome, ran=False)
-        else:
-            todo.append(task)
+    found = _outcomes(out, tasks)
+    finished = {o.instance_id for o, _ in found if not o.infra_failure}
+    todo = [task for task in tasks if task.instance_id not in finished]
+    progress = Progress(total=len(tasks), todo=len(todo), workers=cfg.workers,
+                        counts=RunCounts.of(summarise(tasks, [o for o, _ in found])))
     if on_progress is not None:
         on_progress(progress, None)
     gate = asyncio.Semaphore(cfg.workers)
@@ -221,6 +278,7 @@ async def run_batch(
     skipped: list[str] = []
     with rundir.events() as events:
         instrument(events, cfg.trace)
+        events.sinks.extend(sinks)
         events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy,
                     executor=executor.kind)
 
@@ -234,8 +292,9 @@ async def run_batch(
                                            run_budget=run_budget, workflow=workflow,
                                            stop_on_preflight=len(tasks) == 1)
             async with lock:
-                progress.add(outcome, ran=True)
-                await asyncio.to_thread(write_summaries, out, tasks, cfg)
+                summary = await asyncio.to_thread(write_summaries, out, tasks, cfg)
+                progress.counts = RunCounts.of(summary)
+                progress.durations.append(outcome.duration_s)
                 if on_progress is not None:
                     on_progress(progress, outcome)
 

@@ -30,6 +30,7 @@ from agentflow.models.cache import ResponseCache
 from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.outcome import Candidate, InstanceOutcome
 from agentflow.repair.policy import RoleModels
+from agentflow.repair.progress import candidate_reason, expected_calls
 from agentflow.repair.runtime import RepairRuntime, node_settings_for
 from agentflow.repair.searching import TaskEvents
 from agentflow.repair.steps import edit_format_for, issue_text
@@ -119,7 +120,8 @@ async def repair_task(
                     parent=run_budget)
     outcome = InstanceOutcome(instance_id=iid, status="no_patch")
     events.emit("repair.start", node_id=iid, instance_id=iid, strategy=cfg.strategy, model=cfg.model,
-                workflow=spec.name)
+                workflow=spec.name, expected_calls=expected_calls(cfg, spec, node_settings),
+                step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s)
     candidates: list[Candidate] = []
     owned: list[ChatModel] = []
     rt: RepairRuntime | None = None
@@ -160,7 +162,7 @@ async def repair_task(
                 finished = True
                 return outcome
             rt = RepairRuntime(cfg, bench, models, budget, events, issue_text(task.problem_statement, task.hints_text),
-                               _recorder(inst_dir, candidates), node_settings)
+                               _recorder(inst_dir, candidates, events), node_settings)
             try:
                 state = await _run_graph(spec, registry, rt, inst_dir, outcome)
             except BudgetExceeded as exc:
@@ -281,12 +283,20 @@ def _samples_concurrently(spec: WorkflowSpec, node_settings: dict[str, dict[str,
     return False
 
 
-def _recorder(inst_dir: Path | None, candidates: list[Candidate]) -> Any:
+def _recorder(inst_dir: Path | None, candidates: list[Candidate], events: EventLog) -> Any:
+    """Records a candidate: in `candidates`, the task's candidates.jsonl and a `repair.candidate` event (its
+    outcome in words, for whoever follows the run)."""
+
     def record(cand: Candidate) -> None:
         candidates.append(cand)
         if inst_dir is not None:
             with open(inst_dir / "candidates.jsonl", "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(redact(cand.model_dump(mode="json"))) + "\n")
+        v = cand.verification
+        events.emit("repair.candidate", node_id=cand.candidate_id, parent_id=cand.parent_id,
+                    instance_id=cand.instance_id, candidate_id=cand.candidate_id, status=cand.status,
+                    passed=v.passed if v is not None else None, score=v.score if v is not None else None,
+                    reason=candidate_reason(cand), part_of=cand.part_of)
 
     return record
 

@@ -53,6 +53,8 @@ class Verification(BaseModel):
     """Blind mode with a reproduction script: True when the script still fails (the bug is still there)."""
     output: str = ""
     """Failure summary, the feedback of the next attempt."""
+    counts: tuple[int, int] | None = None
+    """Blind mode: (passed, run) as pytest's summary line says; None when it printed none."""
 
 
 def summarise_failures(output: str, limit: int) -> str:
@@ -441,5 +443,5 @@ class Workbench:
             passed = None if (result.ok and not reproduced) else False
         return Verification(
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
-            output=output,
+            output=output, counts=(good, total) if total else None,
         )
