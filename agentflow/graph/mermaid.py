@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agentflow.graph.spec import WorkflowSpec, is_end
+from agentflow.graph.spec import NodeSpec, WorkflowSpec, is_end
 
 _SHAPES = {"interrupt": ("{{", "}}"), "subgraph": ("[[", "]]"), "agent": ("([", "])"), "tool": ("[/", "/]")}
 
@@ -19,7 +19,7 @@ def to_mermaid(spec: WorkflowSpec) -> str:
     rollout subgraph."""
     lines = ["flowchart TD", "    __start__([start])", "    __end__([end])"]
     for name, node in spec.nodes.items():
-        if node.type and isinstance(node.subgraph, WorkflowSpec):
+        if (node.type or node.search is not None) and isinstance(node.subgraph, WorkflowSpec):
             lines += _search_box(name, node)
             continue
         left, right = _SHAPES.get(node.kind(), ("[", "]"))
@@ -50,10 +50,14 @@ def to_mermaid(spec: WorkflowSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _search_box(name: str, node: object) -> list[str]:
-    sub = node.subgraph  # type: ignore[attr-defined]
-    settings = ", ".join(f"{k}={v}" for k, v in node.settings.items())  # type: ignore[attr-defined]
-    title = f"{name}: {node.type}" + (f" ({settings})" if settings else "")  # type: ignore[attr-defined]
+def _search_box(name: str, node: NodeSpec) -> list[str]:
+    """A search node as a box holding the subgraph its branches run: the repair's search types, or a graph
+    search (`search:` settings)."""
+    sub = node.subgraph
+    given = node.settings if node.type else dict(node.search or {})
+    settings = ", ".join(f"{k}={v}" for k, v in given.items())
+    kind = node.type or f"search {given.get('strategy', 'best_of_n')}"
+    title = f"{name}: {kind}" + (f" ({settings})" if settings else "")
     out = [f'    subgraph {_id(name)}["{title}"]', "        direction LR"]
     prefix = f"{_id(name)}__"
     for child, child_node in sub.nodes.items():
@@ -62,6 +66,10 @@ def _search_box(name: str, node: object) -> list[str]:
     for a, b in sub.edges:
         if not is_end(b):
             out.append(f"        {prefix}{_id(a)} --> {prefix}{_id(b)}")
+    for r in sub.routes:
+        for target in {*r.cases.values(), *r.when.values(), *([r.default] if r.default else [])}:
+            if not is_end(target):
+                out.append(f"        {prefix}{_id(r.source)} -.-> {prefix}{_id(target)}")
     out.append("    end")
     return out
 

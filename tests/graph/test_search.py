@@ -178,3 +178,12 @@ async def test_python_builder_searches_over_a_workflow(tmp_path: Path) -> None:
     chosen = result.state["report"]["chosen"]
     assert result.state["steps"][-1] == f"refine {chosen}"
     runner.close()
+
+
+def test_graph_show_draws_a_search_node_as_a_box_of_its_subgraph(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentflow.cli.main import run
+
+    assert run(["graph", "show", "plan_code_search"]) == 0
+    out = capsys.readouterr().out
+    assert 'subgraph attempt["attempt: search best_of_n' in out
+    assert "attempt__code --> attempt__check" in out and "attempt__gate -.-> attempt__code" in out
