@@ -78,18 +78,20 @@ def test_ctrl_c_on_repair_prints_the_command_that_continues_it(docker_image: str
                  "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "feedback=task",
                  "-c", "edit_format=search_replace", "-o", str(out)])
 
-    def localized() -> bool:  # after the spectrum, before the first model call (the replay starts there again)
-        return events.is_file() and any(e["kind"] == "node.end" and e["node_id"] == "inikit__inikit-1/spectrum"
-                                        for e in read_jsonl(events) if "node_id" in e)
+    def localizing() -> bool:  # inside the spectrum (seconds of traced tests): before any model call, so the
+        # replayed model's sequence starts where the continued run asks
+        return events.is_file() and any(e["kind"] == "node.start" and e["node_id"] == "inikit__inikit-1/spectrum"
+                                        for e in read_jsonl(events))
 
-    err = _ctrl_c_when(proc, localized)
+    err = _ctrl_c_when(proc, localizing)
     assert f"the repair is kept in {out}" in err
     argv = _continue_command(err)
     assert argv[0] == "repair" and argv[-2:] == ["-o", str(out)] and argv.count("-o") == 1
     again = _cli(argv)
     stdout, err = again.communicate(timeout=300)
-    assert again.returncode == 0, err
+    assert again.returncode == 0, stdout + err
     assert "resolved: True" in stdout
     kinds = [(e["kind"], e["node_id"]) for e in read_jsonl(events)]
     assert ("repair.resume", "inikit__inikit-1") in kinds
-    assert kinds.count(("node.start", "inikit__inikit-1/spectrum")) == 1  # the finished nodes did not run again
+    assert kinds.count(("node.start", "inikit__inikit-1/baseline")) == 1  # the finished node did not run again
+    assert kinds.count(("node.start", "inikit__inikit-1/spectrum")) == 2  # the one cut short did
