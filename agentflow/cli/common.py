@@ -6,8 +6,9 @@ import json
 import secrets
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -61,6 +62,37 @@ def run_dir(root: str | Path, run_id: str) -> Path:
     path = Path(root) / run_id
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def invoked_argv() -> list[str]:
+    """The arguments this CLI call was given (after `agentflow`), as `main.run` received them."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    return list(obj["argv"]) if isinstance(obj, dict) and "argv" in obj else sys.argv[1:]
+
+
+def with_output(argv: Sequence[str], out_dir: Path) -> list[str]:
+    """`argv` with its -o/--output (if any) replaced by `-o OUT_DIR`, last."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("-o", "--output"):
+            skip = True
+        elif not arg.startswith("--output="):
+            kept.append(arg)
+    return [*kept, "-o", str(out_dir)]
+
+
+def stop_interrupted(what: str, command: Sequence[str]) -> NoReturn:
+    """After Ctrl-C: say what was kept and the exact command that continues it (stderr), then exit 130."""
+    import shlex
+
+    typer.echo(f"agentflow: interrupted; {what}; continue it with: {shlex.join(command)}", err=True)
+    raise typer.Exit(130)
 
 
 def print_view_hint(run_dir: Path) -> None:

@@ -74,8 +74,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     warnings.showwarning = _show_warning
     app = build_app()
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        result = app(args=list(argv) if argv is not None else None, standalone_mode=False, prog_name="agentflow")
+        # obj: the command line as given, for commands that print how to run them again (common.invoked_argv)
+        result = app(args=args, standalone_mode=False, prog_name="agentflow", obj={"argv": args})
     except click_exc.NoArgsIsHelpError as exc:
         typer.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
         return 2

@@ -11,9 +11,12 @@ from agentflow.cli.common import (
     ALLOW_PATH_OPTION,
     CONFIG_OPTION,
     JSON_OPTION,
+    invoked_argv,
     new_run_id,
     print_json,
     print_view_hint,
+    stop_interrupted,
+    with_output,
 )
 from agentflow.cli.repair_options import (
     BUDGET_OPTION,
@@ -155,7 +158,11 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(check_preflight(task, cfg, as_json=as_json))
         out_dir = output if output is not None else Path("runs") / new_run_id("repair")
         model_set = model is not None or sets_model(list(config or []))
-        outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set, quiet=quiet)
+        try:
+            outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set, quiet=quiet)
+        except KeyboardInterrupt:  # the same command on the same folder continues at the node that was cut
+            stop_interrupted(f"the repair is kept in {out_dir} (a checkpoint after every node)",
+                             ["agentflow", *with_output(invoked_argv(), out_dir)])
         raise typer.Exit(report_outcome(outcome, out_dir, repo=inputs.repo, apply=apply, allow_exec=allow_exec,
                                         as_json=as_json))
 

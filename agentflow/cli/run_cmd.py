@@ -19,6 +19,7 @@ from agentflow.cli.common import (
     new_run_id,
     parse_json_input,
     print_view_hint,
+    stop_interrupted,
 )
 from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
@@ -248,6 +249,10 @@ def register(app: typer.Typer) -> None:
         inputs = parse_json_input(input)
         edits = parse_json_input(edit) if edit is not None else None
         spec = load_run_workflow(opts.workflow or "", cfg)
+        if resume is None and fork is None:  # a bad input is refused before a run folder (and its line) exists
+            from agentflow.graph.compile import initial_state
+
+            initial_state(spec, inputs)
         warn_unpriced(opts, spec)
 
         with serving(opts.serve) as handle:
@@ -462,6 +467,8 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         fork = ForkFrom(fork.thread_id, fork.run_dir, point)
     else:
         run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs)
+    # first, on stderr (stdout may be --json): the thread id is what a resume needs, also after a kill -9
+    typer.echo(f"run {run_id} (thread {thread}) in {rdir}", err=True)
     ledger = RunLedger(rdir)
     events = RunDir(rdir).events(run_id)
     from agentflow.observe import instrument
@@ -492,15 +499,21 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
     # and after each tool call: a resumed node replays its journaled calls over the edits they made
     ctx.after_tool_call = keep_diff
 
+    interrupted = False
     try:
         coro = _drive(spec, opts, cfg, ctx, ledger, rdir=rdir, thread=thread, inputs=inputs, edits=edits,
                       resume=resume is not None, approve=approve, apply=apply, allow_exec=allow_exec,
                       on_event=on_event, fork=fork)
         result, applied = asyncio.run(_with_metrics(coro, handle, events, served))
+    except KeyboardInterrupt:  # Ctrl-C: asyncio.run has cancelled the run; its checkpoints are kept
+        interrupted = True
     finally:
         printer.stop()
         ledger.save_usage(ctx.budget)
         events.close()
+    if interrupted:
+        stop_interrupted(f"run {run_id} (thread {thread}) is kept in {rdir}",
+                         ["agentflow", "run", "-o", str(output), "--resume", thread])
     return result, run_id, rdir, applied
 
 

@@ -75,7 +75,7 @@ def _search_box(name: str, node: NodeSpec) -> list[str]:
 
 
 def outline(spec: WorkflowSpec) -> dict[str, object]:
-    """Nodes and labelled edges as plain data (the run viewer draws them): `{start, nodes, edges}`."""
+    """Nodes and labelled edges as plain data (the run viewer draws them): `{start, nodes, edges, step_limit}`."""
     def ref(name: str) -> str:
         return "__end__" if is_end(name) else name
 
@@ -93,4 +93,5 @@ def outline(spec: WorkflowSpec) -> dict[str, object]:
         "start": spec.first_node(),
         "nodes": [{"name": name, "kind": node.kind()} for name, node in spec.nodes.items()],
         "edges": [list(e) for e in edges],
+        "step_limit": spec.step_limit,
     }

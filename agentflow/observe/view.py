@@ -1,7 +1,7 @@
 """`agentflow view RUN_DIR`: one self-contained HTML page of a run (no CDN, works offline, opens from disk).
 
 The page is built from the run directory's own files (events.jsonl, report.json, candidates.jsonl, preds.jsonl,
-per-instance outcome.json, config.resolved.yaml, run.json); the script in `viewer.js` derives the timeline, the
+per-instance outcome.json, config.resolved.yaml, run.json, usage.json); the script in `viewer.js` derives the timeline, the
 graph's node states, the search trees and the budget use from the events in the browser. Everything shown went
 through `secrets.redact` when it was written; it is redacted again here, for files written by older versions
 (with the secrets their configs hold in clear registered first).
@@ -133,6 +133,7 @@ def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[s
         "run_dir": str(rdir.resolve()),
         "name": rdir.resolve().name,
         "meta": _read_json(rdir / "run.json"),
+        "usage": _read_json(rdir / "usage.json"),  # a workflow run's budget use, summed over its legs
         "config": _config(rdir),
         "report": report,
         "preds": eval_patches | {p["instance_id"]: _cap(p.get("model_patch") or "", PATCH_CAP)

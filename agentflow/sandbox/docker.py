@@ -1,9 +1,10 @@
 """Docker backend: one hardened container per sandbox, its agent as the main process on an attached stream.
 
 docker-py is imported lazily. Containers carry the label `agentflow.sandbox=1` (plus the owner's pid and host)
-and are created with auto-remove; when the owning process dies the attached stdin closes, the agent exits and
-the container is removed. Leftovers of killed hosts are reaped at the next start and by `agentflow sandbox prune`
-(which also removes the snapshot-store volumes that earlier versions created).
+and are created with auto-remove; when the owning process dies (kill -9 included) its watchdog removes them
+(`sandbox/watchdog.py`), and the attached stdin closes, so the agent exits and the container goes by itself
+too. Leftovers of killed hosts are reaped at the next start and by `agentflow sandbox prune` (which also
+removes the snapshot-store volumes that earlier versions created).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agentflow._process import pid_alive
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
+from agentflow.sandbox.watchdog import ensure_watchdog
 
 LABEL = "agentflow.sandbox"
 SNAP_DIR = "/run/agentflow/snap"
@@ -186,6 +188,7 @@ class DockerSandbox(AgentSandbox):
     async def start(cls, config: SandboxConfig | None = None) -> DockerSandbox:
         config = config or SandboxConfig()
         client = await asyncio.to_thread(docker_client)
+        ensure_watchdog(LABEL, socket.gethostname())
         global _reaped
         if not _reaped:
             _reaped = True

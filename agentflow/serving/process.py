@@ -1,11 +1,14 @@
 """A server child process that cannot outlive us: own process group, log file, pidfile, group kill.
 
+- The kernel ends the child when this process dies, however it dies (kill -9 included): it is started with a
+  parent-death signal (`_process.popen_bound`; SIGKILL for llama-server, SIGTERM for vLLM so that it stops
+  its own workers).
 - The child starts in a new session (`start_new_session=True`), so Ctrl-C in the terminal does not hit it
   half-way and `stop()` can kill it together with any children it spawned (vLLM forks workers).
 - Every live process is stopped at interpreter exit (atexit); the CLI also turns SIGTERM/SIGHUP into a
   normal exit (`install_signal_handlers`) so the same clean-up runs.
-- A pidfile per child (`<cache_dir>/serving/run/<pid>.json`) lets a later start reap servers whose owner was
-  killed with SIGKILL (`reap_orphans`).
+- A pidfile per child (`<cache_dir>/serving/run/<pid>.json`) lets a later start reap servers whose owner died
+  where no parent-death signal exists (not Linux), or that ignored theirs (`reap_orphans`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentflow._process import pid_alive
+from agentflow._process import pid_alive, popen_bound
 from agentflow.config import cache_dir
 from agentflow.secrets import redact
 
@@ -40,7 +43,10 @@ class ManagedProcess:
     """One child process whose stdout+stderr go to `log_path`."""
 
     def __init__(self, argv: Sequence[str], *, log_path: Path, env: Mapping[str, str] | None = None,
-                 label: str = "server", cwd: str | Path | None = None) -> None:
+                 label: str = "server", cwd: str | Path | None = None,
+                 death_signal: int = signal.SIGKILL) -> None:
+        self.death_signal = death_signal
+        """What the kernel sends the child when this process dies."""
         self.argv = list(argv)
         self.log_path = Path(log_path)
         self.env = dict(env) if env is not None else None
@@ -56,9 +62,9 @@ class ManagedProcess:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.popen = subprocess.Popen(  # argv built by us, never a shell
-                self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=self.env, cwd=self.cwd, start_new_session=True,
+            self.popen = popen_bound(  # argv built by us, never a shell
+                self.argv, death_signal=self.death_signal, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=self.env, cwd=self.cwd, start_new_session=True,
             )
         self.pidfile = run_dir() / f"{self.popen.pid}.json"
         self.pidfile.write_text(json.dumps({

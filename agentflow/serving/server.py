@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +69,9 @@ class Launch:
     metrics_path: str | None = "/metrics"
     startup_timeout_s: float = 120.0
     label: str = "server"
+    death_signal: int = signal.SIGKILL
+    """What the kernel sends the server when the process that started it dies (kill -9 included): SIGKILL
+    for a server without children, SIGTERM for one that must stop workers of its own (vLLM)."""
     profile: ModelProfile = field(default_factory=default_profile)
     slots: int = 0
     """Requests the server decodes at once (llama-server `--parallel`), which also caps `n` of one request
@@ -149,7 +153,7 @@ class ServerHandle:
             if self.launch.api_key_env:
                 env[self.launch.api_key_env] = self.api_key
             self.process = ManagedProcess(self.launch.argv(self.port), log_path=self.log_path, env=env,
-                                          label=self.launch.label)
+                                          label=self.launch.label, death_signal=self.launch.death_signal)
             self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
             self.process.start()
             try:

@@ -10,6 +10,7 @@ turned off (`VLLM_NO_USAGE_STATS=1`, `DO_NOT_TRACK=1`): nothing phones home.
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 from collections.abc import Mapping
 
@@ -95,6 +96,7 @@ def vllm_launch(options: VllmServerOptions) -> Launch:
         api_key_env="VLLM_API_KEY",
         startup_timeout_s=options.startup_timeout_s,
         label=f"vllm[{options.served_model_name or options.model}]",
+        death_signal=signal.SIGTERM,  # vLLM's own shutdown stops its engine workers
         profile=default_profile(tool_calling=options.tool_call_parser is not None),
     )
 

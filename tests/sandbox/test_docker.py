@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 
 import pytest
 
@@ -192,6 +194,7 @@ async def test_orphans_of_dead_owners_are_reaped(pool, sandbox_image):
 
 _CRASHER = """
 import asyncio
+import contextlib
 from agentflow.sandbox.docker import DockerSandbox
 async def main():
     sb = await DockerSandbox.start()
@@ -222,6 +225,74 @@ async def test_owner_crash_leaves_no_container_and_no_volume(sandbox_image):
     assert not client.containers.list(all=True, filters={"name": name})
     # the snapshot store is a tmpfs inside the container: nothing of it stays on the host
     assert not client.volumes.list(filters={"label": f"{LABEL}.pid={proc.pid}"})
+
+
+_FORKING_CRASHER = """
+import asyncio, os, sys, time
+from agentflow.sandbox.docker import DockerSandbox
+async def main():
+    sb = await DockerSandbox.start()
+    if os.fork() == 0:  # a forked process (a multiprocessing worker, say) holds the container's stdin socket
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # but not our stdout: the test waits for that to close
+        time.sleep(60)
+        os._exit(0)
+    print(sb.id, flush=True)
+    await asyncio.sleep(120)
+asyncio.run(main())
+"""
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+async def test_kill_9_of_the_owner_removes_its_container_even_when_a_fork_holds_the_socket(sandbox_image):
+    import sys
+    import time
+
+    from agentflow._process import pid_alive
+    from agentflow.sandbox.docker import docker_client
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _FORKING_CRASHER, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    name = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
+    client = docker_client()
+    children = _children(proc.pid)  # the fork and the watchdog
+    try:
+        assert client.containers.get(name).status == "running"
+        proc.kill()  # SIGKILL: no cleanup code runs in the owner, and the fork keeps the attach socket open
+        await proc.wait()
+        deadline = time.monotonic() + 5
+        while client.containers.list(all=True, filters={"name": name}) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert not client.containers.list(all=True, filters={"name": name}), "container outlived its owner by 5 s"
+        holders = [pid for pid in children if pid_alive(pid) and not _is_watchdog(pid)]
+        assert holders, "the fork that holds the socket should still be running"
+        deadline = time.monotonic() + 10
+        while any(_is_watchdog(pid) for pid in children) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert not any(_is_watchdog(pid) for pid in children), "the watchdog stays after its sweep"
+    finally:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _is_watchdog(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"watchdog" in fh.read()
+    except OSError:
+        return False
 
 
 async def test_defaults_can_be_relaxed_explicitly(sandbox_image):

@@ -63,22 +63,32 @@
   }
 
   // Spans: start/end pairs and the leaf events that carry a duration (the same rules as the trace export).
+  // A run's or search's key holds its task (a bench runs one workflow per task, several at once); a node's id
+  // already does. A top-level run.start / run.resume begins a new leg of the run (after a crash or a pause):
+  // what was still open ended with the previous leg's last event, so no span reaches across the gap.
   const PAIRS = { run: "run", node: "node", agent: "agent", repair: "repair", search: "search" };
+  const spanKey = (scope, e) => scope + ":" + (scope === "search" || scope === "run" ? (e.data.instance_id || "") : (e.node || ""));
   function spansOf(events) {
     const open = new Map(), out = [];
+    let previous = null;
     for (const e of events) {
       const [scope, phase] = e.kind.split(".");
+      if (scope === "run" && (phase === "start" || phase === "resume") && !e.data.instance_id) {
+        for (const span of [...open.values()].flat()) { span.end = previous ? previous.ts : span.start; span.cut = true; }
+        open.clear();
+      }
+      previous = e;
       if (PAIRS[scope] && (phase === "start" || phase === "resume")) {
-        const key = scope + ":" + (scope === "search" ? (e.data.instance_id || "") : (e.node || ""));
-        const span = { kind: scope, label: scope === "run" ? (e.data.workflow || D.kind) + " run" :
+        const key = spanKey(scope, e);
+        const span = { kind: scope, label: scope === "run" ? (e.data.workflow || D.kind) + " run" + (phase === "resume" ? " (resumed)" : "") :
           scope === "search" ? "search " + (e.data.strategy || "") : scope + " " + (e.node || ""),
           start: e.ts, end: null, ev: e, depth: { run: 0, repair: 1, node: 1, agent: 2, search: 2 }[scope] };
-        open.set(key, span); out.push(span);
-      } else if (PAIRS[scope] && phase === "end") {
-        const key = scope + ":" + (scope === "search" ? (e.data.instance_id || "") : (e.node || ""));
-        const span = open.get(key);
-        if (span) { span.end = e.ts; span.endEv = e; open.delete(key);
-          if (e.data.error || e.data.status === "error") span.error = true; }
+        if (!open.has(key)) open.set(key, []);
+        open.get(key).push(span); out.push(span);  // one key may be open several times (samples of one agent)
+      } else if (PAIRS[scope] && (phase === "end" || (scope === "node" && phase === "failed"))) {
+        const span = (open.get(spanKey(scope, e)) || []).shift();  // the oldest open one ends first
+        if (span) { span.end = e.ts; span.endEv = e;
+          if (phase === "failed" || e.data.error || e.data.status === "error" || e.data.status === "failed") span.error = true; }
       } else {
         const dur = e.kind === "model.call" ? e.data.latency_s : e.data.duration_s;
         const kind = { "model.call": "model", "tool.call": "tool", "sandbox.exec": "sandbox", "repair.attempt": "attempt" }[e.kind];
@@ -91,7 +101,8 @@
           tokens: e.data.usage ? (e.data.usage.input_tokens || 0) + (e.data.usage.output_tokens || 0) : 0 });
       }
     }
-    for (const span of open.values()) span.end = events.length ? events[events.length - 1].ts : span.start;
+    for (const span of [...open.values()].flat()) span.end = events.length ? events[events.length - 1].ts : span.start;
+    for (const span of out) span.end = Math.max(span.end, span.start);  // clocks may step back; a span never does
     return out.sort((a, b) => a.start - b.start || a.depth - b.depth);
   }
 
@@ -157,7 +168,8 @@
         h("div", { cls: "tl-label", style: `padding-left:${6 + 12 * s.depth}px`, title: s.label }, s.label),
         h("div", { cls: "tl-track" }, h("div", { cls: "tl-bar " + s.kind + (s.error ? " error" : ""),
           style: `left:${left.toFixed(3)}%;width:${w.toFixed(3)}%` })),
-        h("div", { cls: "tl-meta" }, fmtS(s.end - s.start) + (s.tokens ? ` · ${fmtN(s.tokens)} tok` : "")));
+        h("div", { cls: "tl-meta" }, fmtS(s.end - s.start) + (s.tokens ? ` · ${fmtN(s.tokens)} tok` : "") +
+          (s.cut ? " · cut short" : "")));
       return row;
     });
     const more = spans.length > max ? h("p", { cls: "muted" }, `${spans.length - max} more spans not shown`) : null;
@@ -203,6 +215,7 @@
       parts.push(h("div", {}, "candidate ", h("b", {}, c.candidate_id), " · ", c.status, " · verification ",
         passMark(v.passed), ` score ${(+v.score || 0).toFixed(3)} (${v.kind || ""})`,
         c.candidate_id === chosen ? h("b", { cls: "ok" }, ` · chosen (by ${chosenBy})`) : null));
+      if (whyFailed(c)) parts.push(h("p", { cls: "bad" }, whyFailed(c)));
       parts.push(testsView(v.tests_status));
       if (v.output) parts.push(h("h3", {}, "test output"), pre(v.output));
       if ((c.edit_errors || []).length) parts.push(h("h3", {}, "edit errors"), pre(c.edit_errors.join("\n")));
@@ -225,6 +238,7 @@
       } } }, toggle, h("b", {}, n.id.split("/").pop()), h("span", {}, n.action || "root"),
       h("span", { cls: "vbar", title: "value" }, h("i", { style: `width:${Math.round(100 * Math.max(0, Math.min(1, +n.value || 0)))}%` })),
       h("span", { cls: "muted" }, `v=${(+n.value || 0).toFixed(2)} n=${n.visits}`), passMark(n.passed),
+      n.passed === false && whyFailed(c) ? h("span", { cls: "why" }, whyFailed(c)) : null,
       isChosen ? pill("chosen", "ok") : chosenPath.has(n.id) ? pill("on chosen path") : null);
       box.appendChild(row);
       return box;
@@ -240,6 +254,25 @@
         chosenBy === "verifier" ? " (the verifier model judged it best)" : "")) : h("p", { cls: "muted" }, "no candidate chosen");
     return h("div", {}, why, h("p", { cls: "muted" }, `${nodes.size} nodes; click a node to see its patch and test results and to expand its children`),
       h("div", { cls: "tree", id: "search-tree" }, roots.map(render)));
+  }
+
+  // Why a candidate did not pass, in one line, from what candidates.jsonl holds: its edit's fate, then its
+  // verification (failing tests by name, the reproduction script, the test command's exit code, the output).
+  function whyFailed(c) {
+    if (!c) return "";
+    const first = (c.edit_errors || [])[0];
+    if (c.status === "unparsable") return "no usable edit in the answer" + (first ? ": " + first : "");
+    if (c.status === "apply_error") return "the edit did not apply" + (first ? ": " + first : "");
+    if (c.status === "noop") return "the edit changed nothing";
+    const v = c.verification || {};
+    if (v.passed !== false) return v.passed === null && c.verification ? "not decidable by the tests (they pass at the base commit)" : "";
+    const failing = Object.entries(v.tests_status || {}).flatMap(([group, r]) => (r.failure || []).map((t) => `${t} (${group})`));
+    if (failing.length) return `${failing.length} test${failing.length > 1 ? "s" : ""} failing: ${failing[0]}` +
+      (failing.length > 1 ? ` and ${failing.length - 1} more` : "");
+    if (v.reproduced === true) return "the reproduction script still fails";
+    const line = String(v.output || "").split("\n").map((l) => l.trim()).find(Boolean);
+    if (v.exit_code !== null && v.exit_code !== undefined) return `the test command exited ${v.exit_code}` + (line ? `: ${line}` : "");
+    return line || "verification failed (no detail recorded)";
   }
 
   function testsView(ts) {
@@ -258,8 +291,18 @@
     const start = evs.find((e) => e.kind === "repair.start"), end = evs.find((e) => e.kind === "repair.end");
     const graded = r.error ? "error" : r.resolved ? "resolved" : r.patch_successfully_applied === false ? "patch failed" : "unresolved";
     return { iid, status: r.status || o.status || (end ? end.data.status : start ? "running" : D.kind === "eval" ? graded : "not run"),
-      resolved: r.resolved, usd: r.cost_usd || o.cost_usd || u.usd, calls: u.calls, tokens: u.input + u.output,
+      resolved: isGraded(iid) ? !!r.resolved : undefined, usd: r.cost_usd || o.cost_usd || u.usd, calls: u.calls, tokens: u.input + u.output,
       dur: start && end ? end.ts - start.ts : r.duration_s, chosenBy: o.chosen_by || (end ? end.data.chosen_by : null) };
+  }
+  // Whether the task's tests graded its patch: an outcome.json says so by its `report` (null when nothing was
+  // graded: a repository without the task's tests, no patch, a task that did not finish); an eval's report, and
+  // older runs' report entries, by holding test results or an error.
+  function isGraded(iid) {
+    const o = D.outcomes[iid], r = ((D.report || {}).instances || {})[iid];
+    if (o && "report" in o) return o.report !== null && o.report !== undefined;
+    if (!r) return false;
+    const tests = Object.values(r.tests_status || {}).reduce((n, g) => n + (g.success || []).length + (g.failure || []).length, 0);
+    return D.kind === "eval" || tests > 0 || !!r.error || r.resolved === true;
   }
   function instancePage(iid) {
     const evs = byInst.get(iid) || [];
@@ -267,18 +310,19 @@
     const cands = D.candidates.filter((c) => c.instance_id === iid);
     const u = usageOf(evs);
     const out = [h("h2", {}, iid), h("div", { cls: "cards" },
-      card(row.status, "status"), card(row.resolved === true ? "yes" : row.resolved === false ? "no" : "–", "resolved"),
+      card(row.status, "status"), card(row.resolved === true ? "yes" : row.resolved === false ? "no" : "not graded", "resolved"),
       card(fmtN(u.calls), "model calls"), card(fmtN(u.input + u.output), "tokens"), card(fmtUsd(row.usd) || "–", "cost"),
       card(fmtS(row.dur) || "–", "duration"), card(String(cands.length), "candidates"))];
     if (o.error) out.push(h("p", { cls: "bad" }, o.error));
     if (D.kind !== "eval") out.push(h("h2", {}, "Search tree"), searchTree(iid, evs));
     if (cands.length) {
-      out.push(h("h2", {}, "Candidates"), table(["candidate", "parent", "status", "verified", "score"],
+      out.push(h("h2", {}, "Candidates"), table(["candidate", "parent", "status", "verified", "score", "why not"],
         cands.map((c) => [c.candidate_id, c.parent_id || "", c.status, passMark((c.verification || {}).passed),
-          c.verification ? (+c.verification.score || 0).toFixed(3) : ""]), (i) => {
-          const c = cands[i];
-          showDetail(c.candidate_id, h("p", {}, c.status), pre(c.patch || "(no patch)", true),
-            c.answer ? [h("h3", {}, "model answer"), pre(c.answer)] : null);
+          c.verification ? (+c.verification.score || 0).toFixed(3) : "", whyFailed(c)]), (i) => {
+          const c = cands[i], why = whyFailed(c);
+          showDetail(c.candidate_id, h("p", {}, c.status), why ? h("p", { cls: "bad" }, why) : null,
+            c.verification && c.verification.output ? [h("h3", {}, "test output"), pre(c.verification.output)] : null,
+            pre(c.patch || "(no patch)", true), c.answer ? [h("h3", {}, "model answer"), pre(c.answer)] : null);
         }));
     }
     if (D.preds[iid]) out.push(h("h2", {}, D.kind === "eval" ? "Evaluated patch" : "Submitted patch"), pre(D.preds[iid], true));
@@ -298,15 +342,7 @@
   // ---------------------------------------------------------------------------------------------- graph view
   function graphView() {
     const g = D.graph;
-    const state = new Map();
-    for (const e of E) {
-      if (e.data && e.data.branch) continue;  // a search branch's nodes: drawn in the search's tree, not here
-      if (e.kind === "node.start") state.set(e.node, Object.assign(state.get(e.node) || { runs: 0 }, { s: "running", t: e.ts }));
-      if (e.kind === "node.end") { const st = state.get(e.node) || { runs: 0 }; st.s = "done"; st.runs += 1; st.dur = (st.dur || 0) + (e.ts - (st.t || e.ts)); state.set(e.node, st); }
-    }
-    const last = E.filter((e) => e.kind === "run.end").pop();
-    if (last && last.data.status === "interrupted") for (const n of last.data.next || []) state.set(n, Object.assign(state.get(n) || { runs: 0 }, { s: "paused" }));
-    if (last && last.data.status === "error") for (const [n, st] of state) if (st.s === "running") st.s = "error";
+    const state = nodeStates();
     const names = g ? g.nodes.map((n) => n.name) : [...state.keys()];
     if (!names.length) return h("p", { cls: "muted" }, "no graph: the workflow could not be loaded and no node ran");
     const edges = g ? g.edges : names.slice(1).map((n, i) => [names[i], n, ""]);
@@ -345,22 +381,66 @@
       const grp = el("g", { class: n.startsWith("__") ? "done" : st ? st.s : "", "data-node": n });
       grp.appendChild(el("rect", { x, y, width: W, height: H, rx: 6 }));
       grp.appendChild(el("text", { x: x + W / 2, y: y + 14 }, n.replace(/__/g, "")));
-      if (st) grp.appendChild(el("text", { x: x + W / 2, y: y + 28, "font-size": 10 }, `${st.s} · ${st.runs}× · ${fmtS(st.dur || 0)}`));
+      if (st) grp.appendChild(el("text", { x: x + W / 2, y: y + 28, "font-size": 10 }, st.runs ? `${st.s} · ${st.runs}× · ${fmtS(st.dur)}` : st.s));
+      if (st && st.why) grp.appendChild(el("title", {}, st.why));
       svg.appendChild(grp);
     }
-    return h("div", {}, h("p", { cls: "muted" }, "node states: green done, amber running or paused, red failed, white not run"), svg);
+    const failed = [...state].filter(([, st]) => st.s === "failed");
+    return h("div", {}, h("p", { cls: "muted" }, "node states: green done, amber running or paused, red failed, white not run"), svg,
+      failed.map(([n, st]) => h("p", { cls: "bad", "data-failed-node": n }, `node ${n} failed` + (st.why ? `: ${st.why}` : ""))));
+  }
+
+  // A node's state, runs (ended or failed) and time in it, from the node events; a top-level run.start or
+  // run.resume begins a new leg, so a node still running when the last leg stopped did not finish then. The
+  // last run.end settles the rest: paused at an interrupt, failed with the errors it names.
+  function nodeStates() {
+    const state = new Map();
+    const get = (n) => { if (!state.has(n)) state.set(n, { s: "", runs: 0, dur: 0, t: null, why: "" }); return state.get(n); };
+    for (const e of E) {
+      if (e.data.branch) continue;  // a search branch's nodes: drawn in the search's tree, not here
+      if ((e.kind === "run.start" || e.kind === "run.resume") && !e.data.instance_id)
+        for (const st of state.values()) if (st.s === "running") { st.s = "interrupted"; st.t = null; }
+      if (e.kind === "node.start") Object.assign(get(e.node), { s: "running", t: e.ts });
+      if (e.kind === "node.end" || e.kind === "node.failed") {
+        const st = get(e.node);
+        st.s = e.kind === "node.end" ? "done" : "failed";
+        st.why = e.kind === "node.failed" ? [e.data.reason, e.data.error].filter(Boolean).join(": ") : "";
+        st.runs += 1;
+        if (st.t !== null) st.dur += Math.max(0, e.ts - st.t);
+        st.t = null;
+      }
+    }
+    const last = E.filter((e) => e.kind === "run.end" && !e.data.instance_id).pop();
+    if (last && last.data.status === "interrupted") for (const n of last.data.next || []) get(n).s = "paused";
+    if (last && (last.data.status === "failed" || last.data.status === "error")) {
+      for (const [n, err] of Object.entries(last.data.errors || {})) {
+        const st = get((err && err.node) || n);
+        if (st.s !== "done") { st.s = "failed"; st.why = st.why || [(err || {}).reason, (err || {}).error].filter(Boolean).join(": "); }
+      }
+      for (const st of state.values()) if (st.s === "running") st.s = "failed";
+    }
+    return state;
   }
 
   // ----------------------------------------------------------------------------------------------- pages
+  function ungradedNote() {
+    const ids = [...instanceIds].filter((iid) => D.outcomes[iid] && !isGraded(iid));
+    return ids.length ? ` (${ids.length} not graded)` : "";
+  }
+  function statusCounts() {  // report.json's statuses: how the tasks ended (submitted is not a failure)
+    const st = (D.report || {}).statuses || {};
+    return Object.keys(st).length ? Object.entries(st).map(([k, n]) => `${k} ${n}`).join(" · ") : null;
+  }
   function overview() {
     const u = usageOf(E), out = [];
     const rep = D.report || {};
     const status = D.kind === "workflow" ? ((E.filter((e) => e.kind === "run.end").pop() || {}).data || {}).status || "running" :
-      rep.total_instances !== undefined ? `${rep.resolved_instances || 0}/${rep.total_instances} resolved` : "";
+      rep.total_instances !== undefined ? `${rep.resolved_instances || 0}/${rep.total_instances} resolved` + ungradedNote() : "";
     out.push(h("h2", {}, "Run"), h("div", { cls: "cards" }, card(D.kind, "kind"), card(status || "–", "status"),
-      card(fmtS(tEnd - t0) || "–", "wall time"), card(fmtN(u.calls), "model calls"), card(fmtN(u.input), "input tokens"),
+      card(fmtS(activeSeconds(E)) || "–", legs(E) > 1 ? `wall time (${legs(E)} legs: resumed)` : "wall time"), card(fmtN(u.calls), "model calls"), card(fmtN(u.input), "input tokens"),
       card(fmtN(u.output), "output tokens"), card(fmtUsd(u.usd || rep.cost_usd) || "–", "cost"),
-      card(fmtN(u.tools), "tool calls"), card(fmtN(u.execs), "sandbox commands")));
+      card(fmtN(u.tools), "tool calls"), card(fmtN(u.execs), "sandbox commands"),
+      D.kind !== "workflow" && statusCounts() ? card(statusCounts(), "tasks ended") : null));
     out.push(h("h2", {}, "Budget"), budgetView(u));
     if (D.kind === "workflow") {
       out.push(h("h2", {}, "Workflow graph"), graphView());
@@ -372,16 +452,47 @@
     else out.push(h("h2", {}, "Instances"), instancesTable());
     return out;
   }
+  // Limits as the run was configured: a workflow's run-wide limits (run.json / config.resolved.yaml `limits`,
+  // its step limit from -c step_limit or the workflow file), a repair's per-task limits and run-wide spend limit.
+  // Use as its budget counted it (usage.json, every leg of a resumed run) where the run kept one.
   function budgetView(u) {
-    const c = D.config || {}, run = c.run || {};
-    const perTask = D.kind !== "workflow";
-    const limits = [["model calls", u.calls, perTask ? c.step_limit : null], ["cost (USD)", u.usd, c.budget_usd],
-      ["wall time (s)", tEnd - t0, c.wall_time_s]];
-    if (!perTask) limits.push(["super-steps", E.filter((e) => e.kind === "node.start").length, run.step_limit]);
-    const rows = limits.map(([name, used, limit]) => [name, typeof used === "number" ? (+used.toFixed(4)).toString() : used,
-      limit ? `${limit}${perTask ? " per task" : ""}` : "no limit"]);
-    return h("div", {}, table(["budget", "used (whole run)", "limit"], rows),
-      u.exceeded.length ? u.exceeded.map((e) => h("p", { cls: "bad" }, `budget exceeded (${e.data.kind}) at ${e.node || "run"}`)) : null);
+    const rows = D.kind === "workflow" ? workflowBudget(u) : taskBudget(u);
+    return h("div", {}, table(["budget", "used (whole run)", "limit"], rows.map(([name, used, limit]) =>
+      [name, typeof used === "number" ? (+used.toFixed(4)).toString() : used, limit])),
+    u.exceeded.length ? u.exceeded.map((e) => h("p", { cls: "bad" }, `budget exceeded (${e.data.kind}) at ${e.node || "run"}`)) : null);
+  }
+  const shown = (limit, suffix) => limit === null || limit === undefined ? "no limit" : `${limit}${suffix || ""}`;
+  function workflowBudget(u) {
+    const c = D.config || {}, limits = Object.assign({}, (D.meta || {}).limits || {}, c.limits || {});
+    const spent = D.usage || { model_calls: u.calls, tokens: u.input + u.output, tool_calls: u.tools, usd: u.usd,
+      wall_seconds: activeSeconds(E) };
+    const stepLimit = (c.run || {}).step_limit || (D.graph || {}).step_limit;
+    return [["model calls", spent.model_calls, shown(limits.model_calls)], ["tokens", spent.tokens, shown(limits.tokens)],
+      ["tool calls", spent.tool_calls, shown(limits.tool_calls)], ["cost (USD)", spent.usd, shown(limits.usd)],
+      ["wall time (s)", spent.wall_seconds, shown(limits.wall_seconds)],
+      ["node runs (super-step limit)", E.filter((e) => e.kind === "node.start").length,
+        stepLimit ? String(stepLimit) : "1000 (the default)"]];
+  }
+  function taskBudget(u) {
+    const c = D.config || {};
+    return [["model calls", u.calls, shown(c.step_limit, " per task")], ["cost (USD)", u.usd || (D.report || {}).cost_usd || 0,
+      shown(c.budget_usd, " per task") + (c.run_budget_usd ? ` · ${c.run_budget_usd} whole run` : "")],
+    ["wall time (s)", activeSeconds(E), shown(c.wall_time_s, " per task")]];
+  }
+  // Time the run was running: from each leg's start (run.start / run.resume) to that leg's last event, so the
+  // hours between a crash and its resume are not counted.
+  const legs = (events) => events.filter((e) => (e.kind === "run.start" || e.kind === "run.resume") && !e.data.instance_id).length;
+  function activeSeconds(events) {
+    let total = 0, legStart = null, last = null, begun = false;
+    for (const e of events) {
+      if ((e.kind === "run.start" || e.kind === "run.resume") && !e.data.instance_id) {
+        if (begun) { total += last - legStart; legStart = e.ts; }  // a later leg: the gap before it is not run time
+        begun = true;
+      }
+      if (legStart === null) legStart = e.ts;
+      last = e.ts;
+    }
+    return legStart !== null && last !== null ? total + (last - legStart) : 0;
   }
   function instancesTable() {
     const ids = [...instanceIds].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
@@ -390,7 +501,7 @@
       "model calls", "tokens", "cost", "duration"].map((c) => h("th", {}, c)))),
     h("tbody", {}, rows.map((r) => h("tr", { "data-instance": r.iid }, h("td", {}, h("a", { href: "#inst=" + encodeURIComponent(r.iid) }, r.iid)),
       h("td", {}, pill(r.status, ["submitted", "resolved"].includes(r.status) ? "ok" : r.status === "error" ? "bad" : "warn")),
-      h("td", {}, r.resolved === true ? pill("yes", "ok") : r.resolved === false ? pill("no", "bad") : "–"),
+      h("td", {}, r.resolved === true ? pill("yes", "ok") : r.resolved === false ? pill("no", "bad") : pill("not graded")),
       h("td", {}, r.chosenBy || ""), h("td", {}, fmtN(r.calls)), h("td", {}, fmtN(r.tokens)), h("td", {}, fmtUsd(r.usd)),
       h("td", {}, fmtS(r.dur))))));
     return ids.length ? tbl : h("p", { cls: "muted" }, "no instances");
