@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from agentflow.tools.result import ToolResult
 
 
+LIVE_KINDS = frozenset({"search.branch"})
+"""Event kinds `RunContext.emit` also puts on the run's live stream (`agentflow.graph.streaming`)."""
+
+
 @dataclass
 class RunContext:
     """Handles shared by every node of one run (none of them required)."""
@@ -67,6 +71,10 @@ class RunContext:
     def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
         if self.events is not None:
             self.events.emit(kind, node_id=node_id, **data)
+        if kind in LIVE_KINDS:  # also streamed live (a search node's branches)
+            from agentflow.graph.streaming import send
+
+            send(node_id, kind, node_id=node_id, **data)
 
 
 class NodeContext:
@@ -104,6 +112,7 @@ class NodeContext:
         self, tool: str | Callable[..., Any], args: dict[str, Any] | None = None
     ) -> ToolResult:
         """Run a tool once per (thread, node, step, call index): a replayed node gets the journaled result."""
+        from agentflow.graph.streaming import RESULT_CHARS, send
         from agentflow.models.base import ToolCall
         from agentflow.tools.context import ToolContext
         from agentflow.tools.decorator import Tool
@@ -129,7 +138,10 @@ class NodeContext:
         ctx = ToolContext(sandbox=self.run.sandbox, budget=self.run.budget, events=self.run.events)
         call = ToolCall(id=f"{self.node}-{self.step}-{index}", name=obj.name, arguments=args)
         # The registry owns validation, timeout, budget, the `tool.call` event and the journal replay.
+        send(self.node, "tool.call", tool=obj.name, args=args)
         result = await ToolRegistry([obj]).execute(call, ctx, journal=self.run.journal, key=key, node_id=self.node)
+        send(self.node, "tool.result", result.text[:RESULT_CHARS], tool=obj.name, ok=result.ok,
+             duration_s=round(result.duration_s, 3), replayed=result.replayed)
         if self.run.after_tool_call is not None and not result.replayed:
             await self.run.after_tool_call()
         return result
