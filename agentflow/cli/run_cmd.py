@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -414,10 +416,10 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
 
     try:
         printer.start(run_id, thread, rdir, how="resume" if resume is not None else "fork" if fork else "run")
-        coro = _drive(runner, thread=thread, inputs=inputs, edits=edits, resume=resume is not None,
-                      approve=approve, apply=apply, allow_exec=allow_exec, workspace=opts.workspace,
-                      on_event=on_event, fork=fork)
-        result, applied = asyncio.run(_with_metrics(coro, handle, ctx.events, served))
+        result, applied = asyncio.run(_drive(
+            runner, thread=thread, inputs=inputs, edits=edits, resume=resume is not None, approve=approve,
+            apply=apply, allow_exec=allow_exec, workspace=opts.workspace, on_event=on_event, fork=fork,
+            metrics=_metrics(handle, ctx.events, served)))
     finally:
         printer.stop()
         runner.close()
@@ -426,10 +428,11 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
 
 async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dict[str, Any] | None, resume: bool,
                  approve: bool, apply: bool, allow_exec: bool, workspace: str | None, on_event: Any,
-                 fork: ForkFrom | None = None) -> tuple[Any, Any]:
+                 metrics: Any, fork: ForkFrom | None = None) -> tuple[Any, Any]:
     """Run, resume or fork the workflow (the runner starts the sandbox with the workspace and, on resume, the
-    run's earlier changes) and, with --apply, bring a done run's diff back (checked)."""
-    async with runner:
+    run's earlier changes) and, with --apply, bring a done run's diff back (checked). `metrics` ends before
+    the runner closes the run's event log."""
+    async with runner, metrics:
         if fork is not None:
             result = await runner.fork(fork.thread_id, checkpoint_id=fork.checkpoint_id, source=fork.run_dir,
                                        update=edits, new_thread_id=thread, approve=approve, on_event=on_event)
@@ -464,15 +467,17 @@ async def _pick_checkpoint(spec: Any, fork: ForkFrom, edits: dict[str, Any] | No
     return point.checkpoint_id
 
 
-async def _with_metrics(coro: Any, handle: Any, events: Any, served_model: Any) -> Any:
-    """Await the run; with a --serve server, write `server.metrics` events every minute and at the end."""
+@contextlib.asynccontextmanager
+async def _metrics(handle: Any, events: Any, served_model: Any) -> AsyncIterator[None]:
+    """With a --serve server: `server.metrics` events every minute and at the end, then its model closed."""
     if handle is None:
-        return await coro
+        yield
+        return
     from agentflow.serving.metrics import report_metrics
 
     try:
         async with report_metrics(handle, events, interval_s=60.0):
-            return await coro
+            yield
     finally:
         if served_model is not None:
             await served_model.aclose()

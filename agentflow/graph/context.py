@@ -65,8 +65,8 @@ class RunContext:
             found = await self.mcp.find(name)
         return found
     after_tool_call: Callable[[], Awaitable[None]] | None = None
-    """Awaited after each tool call of an agent or function node (the CLI keeps the workspace diff there, so
-    a run resumed after a crash restores edits whose calls the journal then replays)."""
+    """Awaited after each tool call of an agent or function node (the run ledger needs none: it keeps the
+    workspace diff as each completed call is journaled, see `agentflow.graph.ledger`)."""
 
     def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
         if self.events is not None:

@@ -185,7 +185,6 @@ class TokenStreamingModel(TokenForwardingModel):
         super().__init__(inner, self._write)
         self.node = node
         self._writer: Any = None
-        self.calls = 0
 
     def _write(self, text: str) -> None:
         self._writer({"node": self.node, "event": "token", "chunk": text, "text": text, "data": {}})
@@ -197,8 +196,7 @@ class TokenStreamingModel(TokenForwardingModel):
             self._writer = get_stream_writer()
         except RuntimeError:  # called outside a running graph
             return await self.inner.chat(request)
-        self.calls += 1
-        call = self.calls
+        call = 1 + sum(1 for m in request.messages if m.role == "assistant")  # the agent's loop step
         send(self.node, "model.start", call=call, spec=self.spec, n=request.n)
         started = time.monotonic()
         response = await super().chat(request)
