@@ -446,7 +446,8 @@ class WorkflowRunner:
         model calls, tool calls and results, search branches and `ctx.stream` chunks from any node, nested
         subgraphs included; `run.end` last, its `result` the RunResult. `mode` keeps some of `tokens`,
         `models`, `tools`, `nodes`, `search`, `custom` (default: all); `nodes` keeps the events of those nodes
-        and of everything running inside them. Leaving the loop early cancels the run (resume it later)."""
+        and of everything running inside them. Leaving the loop early cancels the run when the generator is
+        closed (`async with contextlib.aclosing(runner.stream(...)) as events:`); `resume=True` continues it."""
         from agentflow.graph.streaming import LiveEvents, check_modes
 
         live = LiveEvents(check_modes(mode), nodes)

@@ -162,3 +162,23 @@ async def test_every_node_and_model_call_without_a_filter(tmp_path: Path, slow_s
     assert not [ev for ev in events if ev.kind in ("token", "tool.call")]  # modes not asked for
     assert (tmp_path / "events.jsonl").is_file() and (tmp_path / "usage.json").is_file()
     assert json.loads((tmp_path / "usage.json").read_text())["model_calls"] == 2
+
+
+async def test_leaving_the_stream_cancels_the_run_and_stream_resumes_it(tmp_path: Path, slow_server: SlowServer) -> None:
+    import contextlib
+
+    from agentflow.models.spec import load_model
+
+    context = RunContext(chat_model=load_model(slow_server.spec))
+    async with WorkflowRunner(_workflow().spec, run_dir=tmp_path, context=context, sandbox="none") as runner:
+        async with contextlib.aclosing(runner.stream({"task": "x"}, thread_id="s3", mode=["tokens"])) as events:
+            async for ev in events:
+                if ev.kind == "token":
+                    break  # mid-reply: the run is cancelled here
+        assert (await runner.result("s3")).next == ["solve"]
+        resumed = [ev async for ev in runner.stream(thread_id="s3", resume=True, mode=["tokens", "tools"])]
+    assert resumed[0].data["resumed"] is True and resumed[-1].result.status == "done"
+    assert "".join(ev.text for ev in resumed if ev.kind == "token") == ANSWER
+    # the tool call completed before the cut is replayed from the journal, the cut reply asked again
+    (result,) = [ev for ev in resumed if ev.kind == "tool.result"]
+    assert result.data["tool"] == "lookup" and slow_server.requests == 3
