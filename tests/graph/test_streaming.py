@@ -182,3 +182,18 @@ async def test_leaving_the_stream_cancels_the_run_and_stream_resumes_it(tmp_path
     # the tool call completed before the cut is replayed from the journal, the cut reply asked again
     (result,) = [ev for ev in resumed if ev.kind == "tool.result"]
     assert result.data["tool"] == "lookup" and slow_server.requests == 3
+
+
+async def test_a_search_node_streams_its_branches(tmp_path: Path) -> None:
+    from tests.graph.search_nodes import SearchState, attempt
+
+    sub = Workflow("try", state=SearchState).node("attempt", attempt, writes=["answer", "score", "steps"])
+    wf = Workflow("s", state=SearchState).search("go", sub.edge("attempt", END), strategy="best_of_n", n=3,
+                                                  value="score", output="report")
+    async with WorkflowRunner(wf.edge("go", END).spec, run_dir=tmp_path) as runner:
+        events = [ev async for ev in runner.stream({"task": "x"}, mode=["search"])]
+    branches = [ev for ev in events if ev.kind == "search.branch"]
+    assert {ev.path for ev in branches} == {("go",)}
+    ends = {ev.data["node_id"]: ev.data["value"] for ev in branches if ev.data["event"] == "end"}
+    assert ends == {f"go/b{k}": (k * 37) % 10 for k in range(3)}
+    assert events[-1].result.state["report"]["chosen"] == "b1"
