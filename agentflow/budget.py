@@ -144,6 +144,16 @@ class Budget:
             return theirs
         return mine if theirs is None else min(mine, theirs)
 
+    def carry(self, spent: BudgetUsage) -> None:
+        """Count `spent` (earlier legs of a resumed run) here as if it had been charged, wall seconds included;
+        as `Budget(spent=...)` does for a budget built for the resume."""
+        with self._lock:
+            self._used.tokens += spent.tokens
+            self._used.usd += spent.usd
+            self._used.model_calls += spent.model_calls
+            self._used.tool_calls += spent.tool_calls
+            self._start -= spent.wall_seconds
+
     def summary(self) -> dict[str, object]:
         return {"limits": self.limits.model_dump(exclude_none=True), "used": self.used.model_dump()}
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -83,78 +84,6 @@ def _load_tools(packs: list[str]) -> dict[str, Any]:
         for t in load_pack(localize_pack(pack, Path.cwd())):  # a pack file in the current folder loads too
             tools[t.name] = t
     return tools
-
-
-class _Printer:
-    """Shows progress: live node table on a TTY, plain lines otherwise, JSON lines with --json."""
-
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.status: dict[str, str] = {}
-        self.runs: dict[str, int] = {}
-        self.midline = False
-        self.live: Any = None
-        if mode == "live":
-            from rich.live import Live
-
-            self.live = Live(self._table(), refresh_per_second=8, transient=False)
-            self.live.start()
-
-    def _table(self) -> Any:
-        from rich.table import Table
-
-        table = Table(title="nodes", show_header=True)
-        table.add_column("node")
-        table.add_column("status")
-        for node, status in self.status.items():
-            table.add_row(node, status)
-        return table
-
-    def __call__(self, event: Any) -> None:
-        prefix = "/".join(part.split(":")[0] for part in event.namespace)
-        if event.mode == "updates" and isinstance(event.data, dict):
-            for node, update in event.data.items():
-                name = f"{prefix}/{node}" if prefix else node
-                if node == "__interrupt__":
-                    values = [getattr(i, "value", None) for i in (update or ())]
-                    where = (
-                        next((v.get("node") for v in values if isinstance(v, dict)), None) or prefix or "?"
-                    )
-                    self._out({"event": "interrupt", "node": where, "value": values}, None)
-                    continue
-                keys = sorted(update) if isinstance(update, dict) else []
-                self.runs[name] = self.runs.get(name, 0) + 1
-                times = f" x{self.runs[name]}" if self.runs[name] > 1 else ""
-                self.status[name] = f"done{times}" + (f" ({', '.join(keys)})" if keys else "")
-                self._out(
-                    {"event": "update", "node": name, "update": update}, f"{name}: done {', '.join(keys)}"
-                )
-        elif event.mode == "custom":
-            data = event.data if isinstance(event.data, dict) else {"chunk": event.data}
-            self._out({"event": "custom", **data}, None)
-            if self.mode == "plain" and isinstance(data.get("chunk"), str):
-                sys.stdout.write(data["chunk"])
-                sys.stdout.flush()
-                self.midline = True
-        elif event.mode == "messages":
-            chunk, meta = event.data if isinstance(event.data, tuple) else (event.data, {})
-            text = getattr(chunk, "content", "")
-            self._out({"event": "token", "node": meta.get("langgraph_node"), "text": text}, None)
-
-    def _out(self, obj: dict[str, Any], line: str | None) -> None:
-        if self.mode == "json":
-            typer.echo(json.dumps(obj, default=str))
-        elif self.mode == "live":
-            self.live.update(self._table())
-        elif line is not None:
-            if self.midline:  # end a line of streamed tokens first
-                typer.echo("")
-                self.midline = False
-            typer.echo(line)
-
-    def stop(self) -> None:
-        if self.live is not None:
-            self.live.stop()
 
 
 def register(app: typer.Typer) -> None:
@@ -450,10 +379,13 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
                   edits: dict[str, Any] | None, thread_id: str | None, resume: str | None,
                   resume_dir: Path | None, approve: bool, apply: bool, allow_exec: bool, output: Path,
                   printer_mode: str, fork: ForkFrom | None = None) -> tuple[Any, str, Path, Any]:
-    """Create or find the run directory and run (or resume) the workflow; `handle` is a --serve server."""
+    """Create or find the run directory, print the thread first, and run (or resume, or fork) the workflow
+    there; the library keeps the run's ledger in that folder. `handle` is a --serve server."""
+    from agentflow.budget import Budget, BudgetLimits
+    from agentflow.cli.run_printer import RunPrinter
     from agentflow.graph.context import RunContext
-    from agentflow.graph.run_options import RunLedger
-    from agentflow.rundir import RunDir
+    from agentflow.graph.runner import WorkflowRunner
+    from agentflow.graph.streaming import LiveEvents
 
     if resume is not None and resume_dir is not None:
         rdir = resume_dir
@@ -467,83 +399,51 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         fork = ForkFrom(fork.thread_id, fork.run_dir, point)
     else:
         run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs)
-    # first, on stderr (stdout may be --json): the thread id is what a resume needs, also after a kill -9
-    typer.echo(f"run {run_id} (thread {thread}) in {rdir}", err=True)
-    ledger = RunLedger(rdir)
-    events = RunDir(rdir).events(run_id)
-    from agentflow.observe import instrument
-
-    instrument(events, cfg.trace)
-    ctx = RunContext(events=events, tools=_load_tools(cfg.tools), model=opts.model or spec.model,
-                     budget=ledger.budget(opts.limits))
+    ctx = RunContext(tools=_load_tools(cfg.tools), model=opts.model or spec.model,
+                     budget=Budget(BudgetLimits.model_validate(opts.limits)))  # the runner adds earlier legs' spend
     served = None
     if handle is not None and opts.model is None:  # --model beats --serve, which beats the workflow's model:
         from agentflow.models.spec import served_model
 
         served = served_model(handle)
         ctx.model, ctx.chat_model = handle.spec, served
-    printer = _Printer(printer_mode)
+    runner = WorkflowRunner(spec, run_dir=rdir, checkpointer=cfg.checkpointer, context=ctx, keep_last=cfg.keep_last,
+                            durability=cfg.durability, sandbox=opts.sandbox, workspace=opts.workspace)
+    from agentflow.observe import instrument
 
-    async def keep_diff() -> None:
-        if ctx.sandbox is not None:
-            from agentflow.graph.workspace import workspace_diff
+    instrument(ctx.events, cfg.trace)
+    printer = RunPrinter(printer_mode)
+    live = LiveEvents()
 
-            ledger.save_diff(await workspace_diff(ctx.sandbox))
-
-    async def on_event(event: Any) -> None:
-        printer(event)
-        if event.mode == "updates":  # spend and the workspace's changes are kept as each node finishes
-            ledger.save_usage(ctx.budget)
-            await keep_diff()
-
-    # and after each tool call: a resumed node replays its journaled calls over the edits they made
-    ctx.after_tool_call = keep_diff
+    def on_event(event: Any) -> None:
+        for item in live(event):
+            printer(item)
 
     interrupted = False
     try:
-        coro = _drive(spec, opts, cfg, ctx, ledger, rdir=rdir, thread=thread, inputs=inputs, edits=edits,
-                      resume=resume is not None, approve=approve, apply=apply, allow_exec=allow_exec,
-                      on_event=on_event, fork=fork)
-        result, applied = asyncio.run(_with_metrics(coro, handle, events, served))
+        printer.start(run_id, thread, rdir, how="resume" if resume is not None else "fork" if fork else "run")
+        result, applied = asyncio.run(_drive(
+            runner, thread=thread, inputs=inputs, edits=edits, resume=resume is not None, approve=approve,
+            apply=apply, allow_exec=allow_exec, workspace=opts.workspace, on_event=on_event, fork=fork,
+            metrics=_metrics(handle, ctx.events, served)))
     except KeyboardInterrupt:  # Ctrl-C: asyncio.run has cancelled the run; its checkpoints are kept
         interrupted = True
     finally:
         printer.stop()
-        ledger.save_usage(ctx.budget)
-        events.close()
+        runner.close()
     if interrupted:
         stop_interrupted(f"run {run_id} (thread {thread}) is kept in {rdir}",
                          ["agentflow", "run", "-o", str(output), "--resume", thread])
     return result, run_id, rdir, applied
 
 
-async def _drive(spec: Any, opts: Any, cfg: RunConfig, ctx: Any, ledger: Any, *, rdir: Path, thread: str,
-                 inputs: dict[str, Any], edits: dict[str, Any] | None, resume: bool, approve: bool,
-                 apply: bool, allow_exec: bool, on_event: Any, fork: ForkFrom | None = None) -> tuple[Any, Any]:
-    """Start the sandbox (with the workspace and, on resume, the run's earlier changes; on --fork, runner.fork
-    adds the changes recorded at the checkpoint), run the workflow, keep its diff in the run directory and, with --apply,
-    bring a done run's diff back (checked)."""
-    import contextlib
-
-    from agentflow.graph.runner import WorkflowRunner
-    from agentflow.graph.workspace import choose_backend, open_workspace
-
-    backend = choose_backend(opts.sandbox, spec, opts.workspace)
-    given_model = ctx.chat_model  # a --serve model is closed by its owner; one the nodes built, here
-
-    async def close_built_model() -> None:
-        if ctx.chat_model is not None and ctx.chat_model is not given_model:
-            await ctx.chat_model.aclose()
-
-    async with contextlib.AsyncExitStack() as stack:
-        stack.push_async_callback(close_built_model)
-        runner = WorkflowRunner(spec, run_dir=rdir, checkpointer=cfg.checkpointer, context=ctx,
-                                keep_last=cfg.keep_last, durability=cfg.durability, sandbox="none")
-        stack.callback(runner.close)
-        if backend is not None:  # a fork's sandbox gets the checkpoint's changes from runner.fork
-            ctx.sandbox = await stack.enter_async_context(
-                open_workspace(backend, opts.workspace, events=ctx.events, replay_diff=ledger.diff())
-            )
+async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dict[str, Any] | None, resume: bool,
+                 approve: bool, apply: bool, allow_exec: bool, workspace: str | None, on_event: Any,
+                 metrics: Any, fork: ForkFrom | None = None) -> tuple[Any, Any]:
+    """Run, resume or fork the workflow (the runner starts the sandbox with the workspace and, on resume, the
+    run's earlier changes) and, with --apply, bring a done run's diff back (checked). `metrics` ends before
+    the runner closes the run's event log."""
+    async with runner, metrics:
         if fork is not None:
             result = await runner.fork(fork.thread_id, checkpoint_id=fork.checkpoint_id, source=fork.run_dir,
                                        update=edits, new_thread_id=thread, approve=approve, on_event=on_event)
@@ -552,17 +452,14 @@ async def _drive(spec: Any, opts: Any, cfg: RunConfig, ctx: Any, ledger: Any, *,
         else:
             result = await runner.start(inputs, thread_id=thread, on_event=on_event)
         applied = None
-        if ctx.sandbox is not None:
-            from agentflow.graph.workspace import workspace_diff
-
-            patch = await workspace_diff(ctx.sandbox)
-            ledger.save_diff(patch)
-            if apply and result.status == "done" and patch.strip():
+        if apply and result.status == "done" and runner.context.sandbox is not None:
+            patch = await runner.diff()
+            if patch.strip():
                 from agentflow.swe.tree import apply_to_tree
 
-                if opts.workspace is None:
+                if workspace is None:
                     raise UserError("--apply needs the run's --workspace DIR")
-                applied = apply_to_tree(opts.workspace, patch, allow_exec=allow_exec)
+                applied = apply_to_tree(workspace, patch, allow_exec=allow_exec)
         return result, applied
 
 
@@ -581,15 +478,17 @@ async def _pick_checkpoint(spec: Any, fork: ForkFrom, edits: dict[str, Any] | No
     return point.checkpoint_id
 
 
-async def _with_metrics(coro: Any, handle: Any, events: Any, served_model: Any) -> Any:
-    """Await the run; with a --serve server, write `server.metrics` events every minute and at the end."""
+@contextlib.asynccontextmanager
+async def _metrics(handle: Any, events: Any, served_model: Any) -> AsyncIterator[None]:
+    """With a --serve server: `server.metrics` events every minute and at the end, then its model closed."""
     if handle is None:
-        return await coro
+        yield
+        return
     from agentflow.serving.metrics import report_metrics
 
     try:
         async with report_metrics(handle, events, interval_s=60.0):
-            return await coro
+            yield
     finally:
         if served_model is not None:
             await served_model.aclose()

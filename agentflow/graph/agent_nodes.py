@@ -127,20 +127,76 @@ def _path(state: Any, dotted: str) -> Any:
 
 
 def _model_for(name: str, options: AgentNodeOptions, rt: RunContext, spec: WorkflowSpec) -> Any:
-    """The node's own model, else the run's shared model (built once), else a UserError naming the fix."""
+    """The node's own model, else the run's shared model (built once, on first use), else a UserError naming
+    the fix. A model named by a spec is built when the node first calls it: compiling a workflow (a runner
+    that only reads where a thread stands) starts no model server."""
     if options.model is not None and not isinstance(options.model, str):
         return options.model
     if isinstance(options.model, str):
-        return rt.model_for(options.model)
-    if rt.chat_model is None:
-        model_spec = rt.model or spec.model
-        if model_spec is None:
-            raise UserError(
-                f"agent node '{name}' needs a model",
-                hint="pass --model SPEC, set model: in the workflow or args.model on the node",
-            )
+        own = options.model
+        return LazyModel(own, lambda: rt.model_for(own))
+    if rt.chat_model is not None:
+        return rt.chat_model
+    model_spec = rt.model or spec.model
+    if model_spec is None:
+        raise UserError(
+            f"agent node '{name}' needs a model",
+            hint="pass --model SPEC, set model: in the workflow or args.model on the node",
+        )
+
+    def shared() -> Any:
+        if rt.chat_model is None:  # the first agent node to call builds the run's model for all of them
+            rt.chat_model = rt.model_for(model_spec)
+        return rt.chat_model
+
+    return LazyModel(model_spec, shared)
+
+
+def load_shared_model(spec: WorkflowSpec, rt: RunContext) -> None:
+    """Build the run's shared model now (the runner does, as a run starts) when an agent node of `spec` or of
+    its subgraphs uses it: the contexts of search branches, copied from `rt` as the run goes, then share it."""
+    model_spec = rt.model or spec.model
+    if rt.chat_model is None and model_spec is not None and _uses_shared_model(spec):
         rt.chat_model = rt.model_for(model_spec)
-    return rt.chat_model
+
+
+def _uses_shared_model(spec: WorkflowSpec) -> bool:
+    for node in spec.nodes.values():
+        if node.agent is not None and node.args.get("model") is None:
+            return True
+        sub = node.subgraph
+        if sub is not None and not isinstance(sub, (str, dict)) and _uses_shared_model(sub):
+            return True
+    return False
+
+
+class LazyModel:
+    """A ChatModel built by `build()` on its first use (a call, or a question about its capabilities)."""
+
+    def __init__(self, spec: str, build: Callable[[], Any]) -> None:
+        self.spec = spec
+        self._build = build
+        self._model: Any = None
+
+    @property
+    def inner(self) -> Any:
+        if self._model is None:
+            self._model = self._build()
+        return self._model
+
+    async def chat(self, request: Any) -> Any:
+        return await self.inner.chat(request)
+
+    def stream(self, request: Any) -> Any:
+        return self.inner.stream(request)
+
+    async def aclose(self) -> None:
+        return None  # the model belongs to whoever built it: the run's context, or the node's spec
+
+    def __getattr__(self, name: str) -> Any:  # capabilities (supports_tools, profile...) of the built model
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
 
 def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Any:
@@ -181,10 +237,6 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
             if task is None:
                 raise NodeFailed(name, "error", f"the state has no {options.input!r} to give the agent")
             task = task if isinstance(task, (str, Mapping)) else str(task)
-        async def after_tool(event: Any) -> None:
-            if event.kind == "tool" and rt.after_tool_call is not None:
-                await rt.after_tool_call()
-
         runner = agent if not rt.mcp else await _with_mcp_tools(agent, rt, options)
         result = await runner.run(
             task,
@@ -192,7 +244,7 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
             budget=rt.budget,
             journal=rt.journal,
             journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",
-            on_event=after_tool if rt.after_tool_call is not None else None,
+            on_event=_live_tools(name, rt),
         )
         failure = agent_failure(name, result)
         if failure is not None:
@@ -210,6 +262,32 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
     return run
 
 
+def _live_tools(name: str, rt: RunContext) -> Callable[[Any], Any]:
+    """The agent's `on_event`: each tool call the model asks for and each result on the run's stream (with
+    the call's duration: tools run one after another, from the model's reply on), then `after_tool_call`."""
+    import time
+
+    from agentflow.graph.streaming import RESULT_CHARS, send
+
+    last = time.monotonic()
+
+    async def observe(event: Any) -> None:
+        nonlocal last
+        if event.kind == "step":
+            for call in event.tool_calls:
+                send(name, "tool.call", tool=call["name"], args=call["arguments"], step=event.step)
+            last = time.monotonic()
+        elif event.kind == "tool":
+            now = time.monotonic()
+            send(name, "tool.result", event.text[:RESULT_CHARS], tool=event.tool, ok=event.ok,
+                 duration_s=round(now - last, 3), step=event.step)
+            last = now
+            if rt.after_tool_call is not None:
+                await rt.after_tool_call()
+
+    return observe
+
+
 async def _with_mcp_tools(agent: Any, rt: RunContext, options: AgentNodeOptions) -> Any:
     """The agent with the run's MCP tools (all servers, or the node's `mcp_servers:`) beside its own tools."""
     from agentflow.agents import Agent
@@ -220,4 +298,4 @@ async def _with_mcp_tools(agent: Any, rt: RunContext, options: AgentNodeOptions)
     return Agent(agent.config, model=agent.model, tools=registry, output_type=options.output_type)
 
 
-__all__ = ["AgentNodeOptions", "build_agent_node", "node_options", "option_problems"]
+__all__ = ["AgentNodeOptions", "LazyModel", "build_agent_node", "load_shared_model", "node_options", "option_problems"]

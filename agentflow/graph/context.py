@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from agentflow.tools.result import ToolResult
 
 
+LIVE_KINDS = frozenset({"search.branch"})
+"""Event kinds `RunContext.emit` also puts on the run's live stream (`agentflow.graph.streaming`)."""
+
+
 @dataclass
 class RunContext:
     """Handles shared by every node of one run (none of them required)."""
@@ -79,12 +83,16 @@ class RunContext:
             found = await self.mcp.find(name)
         return found
     after_tool_call: Callable[[], Awaitable[None]] | None = None
-    """Awaited after each tool call of an agent or function node (the CLI keeps the workspace diff there, so
-    a run resumed after a crash restores edits whose calls the journal then replays)."""
+    """Awaited after each tool call of an agent or function node (the run ledger needs none: it keeps the
+    workspace diff as each completed call is journaled, see `agentflow.graph.ledger`)."""
 
     def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
         if self.events is not None:
             self.events.emit(kind, node_id=node_id, **data)
+        if kind in LIVE_KINDS:  # also streamed live (a search node's branches)
+            from agentflow.graph.streaming import send
+
+            send(node_id, kind, node_id=node_id, **data)
 
 
 class NodeContext(Generic[DepsT]):
@@ -127,6 +135,7 @@ class NodeContext(Generic[DepsT]):
         self, tool: str | Callable[..., Any], args: dict[str, Any] | None = None
     ) -> ToolResult:
         """Run a tool once per (thread, node, step, call index): a replayed node gets the journaled result."""
+        from agentflow.graph.streaming import RESULT_CHARS, send
         from agentflow.models.base import ToolCall
         from agentflow.tools.context import ToolContext
         from agentflow.tools.decorator import Tool
@@ -153,7 +162,10 @@ class NodeContext(Generic[DepsT]):
                                             events=self.run.events, deps=self.run.deps)
         call = ToolCall(id=f"{self.node}-{self.step}-{index}", name=obj.name, arguments=args)
         # The registry owns validation, timeout, budget, the `tool.call` event and the journal replay.
+        send(self.node, "tool.call", tool=obj.name, args=args)
         result = await ToolRegistry([obj]).execute(call, ctx, journal=self.run.journal, key=key, node_id=self.node)
+        send(self.node, "tool.result", result.text[:RESULT_CHARS], tool=obj.name, ok=result.ok,
+             duration_s=round(result.duration_s, 3), replayed=result.replayed)
         if self.run.after_tool_call is not None and not result.replayed:
             await self.run.after_tool_call()
         return result

@@ -1,27 +1,23 @@
-"""What a workflow run was started with, and what it has spent, kept in its run directory so a resume
-carries on with the same workflow, model, sandbox, workspace and options, and with the same budget.
+"""What `agentflow run` was started with, recorded in run.json so a resume carries on with the same
+workflow, model, sandbox, workspace, options and limits:
 
     runs/<run_id>/run.json     run id, thread id, workflow (an absolute path), model, serve, sandbox,
                                workspace, -c overrides, budget limits
-    runs/<run_id>/usage.json   the budget's usage so far (rewritten as each node finishes)
-    runs/<run_id>/patch.diff   what the agents changed in the sandbox's workspace so far
-    runs/<run_id>/diffs/       the workspace's diff at each checkpoint, for forks (graph/history.py)
+
+What the run has done and spent (usage.json, patch.diff, events.jsonl, diffs/) is the library's run ledger
+(`agentflow.graph.ledger`), kept the same way for every entry point.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agentflow.budget import Budget, BudgetLimits, BudgetUsage
 from agentflow.errors import UserError
-from agentflow.secrets import masked, redact
-
-USAGE_FILE = "usage.json"
-DIFF_FILE = "patch.diff"
+from agentflow.graph.ledger import DIFF_FILE, USAGE_FILE, RunLedger
+from agentflow.secrets import masked
 
 
 @dataclass(frozen=True)
@@ -109,45 +105,6 @@ def priced(model_spec: str) -> bool:
 
     spec = parse_spec(model_spec)
     return spec.scheme in ("openai", "anthropic", "litellm") and lookup_price(spec.model) is not None
-
-
-class RunLedger:
-    """Reads and writes a run directory's usage and workspace diff."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = Path(run_dir)
-
-    def spent(self) -> BudgetUsage | None:
-        path = self.run_dir / USAGE_FILE
-        if not path.is_file():
-            return None
-        try:
-            return BudgetUsage.model_validate_json(path.read_text())
-        except ValueError:
-            raise UserError(f"{path} is damaged", hint="delete it to restart the run's spend from zero") from None
-
-    def budget(self, limits: dict[str, float]) -> Budget:
-        """The run's budget: its limits, and what earlier legs of the run already spent."""
-        return Budget(BudgetLimits.model_validate(limits), spent=self.spent())
-
-    def save_usage(self, budget: Budget | None) -> None:
-        if budget is None:
-            return
-        _write_atomic(self.run_dir / USAGE_FILE, budget.used.model_dump_json())
-
-    def diff(self) -> str | None:
-        path = self.run_dir / DIFF_FILE
-        return path.read_text() if path.is_file() else None
-
-    def save_diff(self, patch: str) -> None:
-        _write_atomic(self.run_dir / DIFF_FILE, patch)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    # the workspace diff is code: known secrets only (see secrets.CODE_KEYS)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(redact(text, urls=False))
-    os.replace(tmp, path)
 
 
 __all__ = ["DIFF_FILE", "USAGE_FILE", "RunLedger", "RunOptions", "budget_limits", "priced"]

@@ -4,11 +4,15 @@
     result = await runner.start({"task": "..."})            # RunResult(status="done"|"interrupted", ...)
     result = await runner.resume(result.thread_id, approve=True)
     result = runner.run_sync({"task": "..."})                # the same from synchronous code
+    async for ev in runner.stream({"task": "..."}, mode=["tokens", "tools"]):  # live events, any node
+        ...
     history = await runner.history(result.thread_id)        # its checkpoints, oldest first
     forked = await runner.fork(result.thread_id, after_node="plan", update={"task": "..."})
 
 Execution (LangGraph) is separate from the definition (WorkflowSpec) and from persistence (the checkpointer:
-agentflow's SQLite saver by default, Postgres optional).
+agentflow's SQLite saver by default, Postgres optional). With a `run_dir` the runner keeps the run ledger
+there (`agentflow.graph.ledger`: run.json, events.jsonl, usage.json, patch.diff) and a resume restores the
+workspace and the usage from it, whichever program started the run.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -25,8 +29,10 @@ from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.context import RunContext
 from agentflow.graph.history import CheckpointInfo
+from agentflow.graph.ledger import RunLedger
 from agentflow.graph.outcome import NodeError, failed_tasks, recorded_errors
 from agentflow.graph.spec import WorkflowSpec
+from agentflow.graph.streaming import RunEvent
 
 CHECKPOINT_FILE = "checkpoints.db"
 WALL_GRACE_S = 0.2
@@ -35,7 +41,8 @@ WALL_GRACE_S = 0.2
 
 @dataclass
 class StreamEvent:
-    """One item of a run's stream: `mode` is updates (a node finished), custom (node chunks) or messages."""
+    """One item of a run's LangGraph stream: `mode` is updates (a node finished), custom (node chunks and
+    agentflow's live events), tasks (a node started or ended) or messages. `runner.stream` gives `RunEvent`s."""
 
     mode: str
     namespace: tuple[str, ...]
@@ -61,7 +68,7 @@ class RunResult:
     errors: dict[str, NodeError] = field(default_factory=dict)
     """Node -> why it failed: the node that ended the run, and failures routed through `on_error:`."""
     usage: BudgetUsage = field(default_factory=BudgetUsage)
-    """Model and tool usage of the run so far (carried across resumes by the CLI's run directory)."""
+    """Model and tool usage of the run so far (with a run_dir: summed across the legs of a resumed run)."""
     exception: BaseException | None = field(default=None, repr=False)
     """The exception the failed node raised, when this process saw it (an application can re-raise it to
     branch on its type)."""
@@ -126,13 +133,19 @@ class WorkflowRunner:
         sandbox: str | None = None,
         workspace: str | Path | None = None,
         deps: Any = None,
+        ledger: bool = True,
     ) -> None:
         """A sandbox for the run's tools is started on the first start or resume, holding a copy of
         `workspace`: `sandbox` is `docker`, `local`, `auto` or `none`; by default docker when a node's tools
         act on a sandbox or a workspace is given (as `agentflow run` does). `await runner.diff()` is what
         the agents changed there; the runner closes it in `aclose()` / `async with`. A sandbox you started
         yourself goes in `context.sandbox` instead. `deps`, the application's dependencies (a database
-        handle, a client...), reach function nodes as `ctx.deps` and tools as `ToolContext.deps`."""
+        handle, a client...), reach function nodes as `ctx.deps` and tools as `ToolContext.deps`.
+
+        With a `run_dir` (and `ledger`, the default) the run ledger is kept there: events.jsonl (unless
+        `context.events` is given), usage.json, patch.diff and run.json; a runner opened on a folder that
+        holds one carries its usage on, and `resume` puts its workspace diff back into the fresh sandbox
+        before anything runs. Nothing starts (no model, no sandbox) until a run does: `result()` reads."""
         from agentflow.graph.compile import compile_workflow
 
         self.spec = spec
@@ -166,6 +179,11 @@ class WorkflowRunner:
 
             self.context.journal = SqliteToolJournal(self.run_dir / CHECKPOINT_FILE)
             self._owned.append(self.context.journal)
+        self.ledger = RunLedger(self.run_dir) if self.run_dir is not None and ledger else None
+        self._usage_sink: Any = None
+        self._built_model: Any = None
+        if self.ledger is not None:
+            self._open_ledger(self.ledger)
         if spec.tools:
             from agentflow.tools.packs import load_pack
 
@@ -177,6 +195,47 @@ class WorkflowRunner:
 
             self.context.mcp = McpHub(spec.mcp_servers, events=self.context.events)
         self.graph = compile_workflow(spec, self.context, checkpointer)
+
+    def _open_ledger(self, ledger: RunLedger) -> None:
+        """events.jsonl (unless the context brings a log), earlier legs' spend carried into the budget, usage
+        saved after each charge, the workspace kept before each completed tool call is journaled."""
+        from agentflow.graph.ledger import UsageSaver, WorkspaceJournal
+
+        if self.context.events is None:
+            from agentflow.rundir import RunDir
+
+            self.context.events = RunDir(ledger.run_dir).events(ledger.run_id)
+            self._owned.append(self.context.events)
+        assert self.context.budget is not None
+        ledger.carry(self.context.budget)
+        sinks = getattr(self.context.events, "sinks", None)
+        if isinstance(sinks, list):
+            self._usage_sink = UsageSaver(ledger, self.context.budget)
+            sinks.append(self._usage_sink)
+        if self.context.journal is not None and not isinstance(self.context.journal, WorkspaceJournal):
+            self.context.journal = WorkspaceJournal(self.context.journal, self._keep_workspace)
+
+    async def _keep_workspace(self, key: str = "") -> None:
+        """Write the sandbox workspace's diff to patch.diff (not for a search branch: its own fork)."""
+        from agentflow.graph.search import BRANCH_SEP
+
+        if self.ledger is None or self.context.sandbox is None or BRANCH_SEP in key:
+            return
+        from agentflow.graph.workspace import workspace_diff
+
+        self.ledger.save_diff(await workspace_diff(self.context.sandbox))
+
+    async def _restore_workspace(self) -> None:
+        """On resume: the fresh sandbox gets the run's recorded diff (before the node that was cut short runs
+        again and the journal replays its calls), unless it holds it already."""
+        recorded = self.ledger.diff() if self.ledger is not None else None
+        if not recorded or self.context.sandbox is None:
+            return
+        from agentflow.graph.workspace import replay, workspace_diff
+
+        if await workspace_diff(self.context.sandbox) != recorded:
+            await replay(self.context.sandbox, recorded, reset=True)
+            self.context.emit("workspace.restored", bytes=len(recorded))
 
     def _config(self, thread_id: str) -> dict[str, Any]:
         config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
@@ -198,6 +257,8 @@ class WorkflowRunner:
         await self._ensure_sandbox()
         if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
             raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
+        if self.ledger is not None:
+            self.ledger.begin(thread_id, self._workflow_ref())
         self.context.emit("run.start", workflow=self.spec.name, thread_id=thread_id)
         return await self._drive(initial_state(self.spec, inputs or {}, self.context), thread_id, on_event)
 
@@ -222,6 +283,7 @@ class WorkflowRunner:
             return self._result(thread_id, snapshot)
         self.check_edit(edit)
         await self._ensure_sandbox()
+        await self._restore_workspace()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
         self.context.emit("run.resume", workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit))
         if pending:
@@ -331,6 +393,8 @@ class WorkflowRunner:
         # Pending writes are left behind: the nodes after the checkpoint run again in the fork.
         await self.checkpointer.aput({"configurable": {"thread_id": new_thread, "checkpoint_ns": ""}},
                                      saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))
+        if self.ledger is not None:
+            self.ledger.begin(new_thread, self._workflow_ref())
         self.context.emit("run.fork", workflow=self.spec.name, thread_id=new_thread, forked_from=origin,
                           edit=bool(update))
         if update:
@@ -393,16 +457,81 @@ class WorkflowRunner:
         snapshot = await self.graph.aget_state(self._config(thread_id))
         return dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
 
-    async def _drive(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
+    async def stream(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        thread_id: str | None = None,
+        resume: bool = False,
+        approve: bool = False,
+        edit: Mapping[str, Any] | None = None,
+        mode: str | Iterable[str] | None = None,
+        nodes: Iterable[str] | None = None,
+    ) -> AsyncIterator[RunEvent]:
+        """Start a thread (or, with `resume`, continue `thread_id` as `resume()` does) and yield its live
+        `RunEvent`s as they happen: `run.start` first (the thread id), then node starts and ends, model tokens,
+        model calls, tool calls and results, search branches and `ctx.stream` chunks from any node, nested
+        subgraphs included; `run.end` last, its `result` the RunResult. `mode` keeps some of `tokens`,
+        `models`, `tools`, `nodes`, `search`, `custom` (default: all); `nodes` keeps the events of those nodes
+        and of everything running inside them. Leaving the loop early cancels the run when the generator is
+        closed (`async with contextlib.aclosing(runner.stream(...)) as events:`); `resume=True` continues it."""
+        from agentflow.graph.streaming import LiveEvents, check_modes
+
+        live = LiveEvents(check_modes(mode), nodes)
+        if resume and thread_id is None:
+            raise UserError("stream(resume=True) needs the thread_id of the run to continue")
+        thread = thread_id or uuid.uuid4().hex[:12]
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+        def on_event(event: StreamEvent) -> None:
+            for item in live(event):
+                queue.put_nowait(item)
+
+        async def drive() -> None:
+            try:
+                if resume:
+                    result = await self.resume(thread, approve=approve, edit=edit, on_event=on_event)
+                else:
+                    result = await self.start(inputs, thread_id=thread, on_event=on_event)
+                queue.put_nowait(live.event("run.end", data={
+                    "thread_id": thread, "status": result.status, "stop_reason": result.stop_reason,
+                    "usage": result.usage.model_dump()}, result=result))
+            finally:
+                queue.put_nowait(None)
+
+        yield live.event("run.start", data={"thread_id": thread, "workflow": self.spec.name, "resumed": resume})
+        task = asyncio.ensure_future(drive())
         try:
-            return await self._stream(inputs, thread_id, on_event)
+            while (item := await queue.get()) is not None:
+                yield item
+            await task  # re-raises what the run raised (a UserError...)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _drive(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
+        from agentflow.graph.agent_nodes import load_shared_model
+
+        if self.context.chat_model is None:
+            load_shared_model(self.spec, self.context)  # now that a run starts, not when the graph was compiled
+            self._built_model = self.context.chat_model
+        try:
+            result = await self._stream(inputs, thread_id, on_event)
         finally:
             if self.context.mcp is not None:  # MCP servers live as long as one start/resume call
                 await self.context.mcp.aclose()
+            if self.ledger is not None:
+                self.ledger.save_usage(self.context.budget)
+        if self.ledger is not None:
+            await self._keep_workspace()
+            self.ledger.update_record(status=result.status, stop_reason=result.stop_reason)
+        return result
 
     async def _stream(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
         config = self._config(thread_id)
-        modes = ["updates", "custom", "messages"] if on_event is not None else ["updates"]
+        modes = ["updates", "custom", "messages", "tasks"] if on_event is not None else ["updates"]
         try:
             async with self._deadline():  # a wall-clock limit cuts whatever the nodes are waiting for
                 async for namespace, mode, data in self.graph.astream(
@@ -500,7 +629,15 @@ class WorkflowRunner:
                 known = self._branch_stamps[branch.snapshot_id] = DiffStore(self.run_dir).put(
                     await workspace_diff(branch))
             return {DIFF_KEY: known}
-        return {DIFF_KEY: DiffStore(self.run_dir).put(await workspace_diff(self.context.sandbox))}
+        diff = await workspace_diff(self.context.sandbox)
+        if self.ledger is not None:  # the run's workspace so far, as of this checkpoint
+            self.ledger.save_diff(diff)
+        return {DIFF_KEY: DiffStore(self.run_dir).put(diff)}
+
+    def _workflow_ref(self) -> str:
+        """How run.json names the workflow: the file it was loaded from (absolute), else its name."""
+        source = self.spec.source_path
+        return str(Path(source).resolve()) if source and Path(source).is_file() else self.spec.name
 
     async def _ensure_sandbox(self) -> Any:
         """The run's sandbox, started now when this runner is to start one; None without one."""
@@ -525,11 +662,16 @@ class WorkflowRunner:
         return await workspace_diff(self.context.sandbox)
 
     async def aclose(self) -> None:
-        """Close the sandbox this runner started, then the checkpointer and journal."""
+        """Close the sandbox and the model this runner started, then the checkpointer, journal and events."""
         if self._sandbox_cm is not None:
             cm, self._sandbox_cm = self._sandbox_cm, None
             self.context.sandbox = None
             await cm.__aexit__(None, None, None)
+        if self._built_model is not None:
+            model, self._built_model = self._built_model, None
+            if self.context.chat_model is model:
+                self.context.chat_model = None
+            await model.aclose()
         self.close()
 
     def close(self) -> None:
@@ -539,6 +681,10 @@ class WorkflowRunner:
             loop.run(self.aclose())  # the sandbox belongs to that loop; aclose comes back here for the rest
             loop.close()
             return
+        sinks = getattr(self.context.events, "sinks", None)
+        if self._usage_sink is not None and isinstance(sinks, list) and self._usage_sink in sinks:
+            sinks.remove(self._usage_sink)  # a log the caller keeps stops writing this run's usage
+        self._usage_sink = None
         for item in self._owned:
             close = getattr(item, "close", None)
             if close is not None:

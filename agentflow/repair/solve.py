@@ -311,7 +311,9 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
                          node_types=registry)
     checkpointer: Any = "sqlite" if inst_dir is not None else "memory"
     t0 = time.perf_counter()
-    async with WorkflowRunner(spec, run_dir=inst_dir, checkpointer=checkpointer, context=context) as runner:
+    # the repair keeps its own record of a task (outcome.json, patch.diff, candidates.jsonl): no run ledger
+    async with WorkflowRunner(spec, run_dir=inst_dir, checkpointer=checkpointer, context=context,
+                              ledger=False) as runner:
         existing = await runner.graph.aget_state(runner._config(THREAD))
         if existing.created_at is not None:
             rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))

@@ -24,7 +24,9 @@ from agentflow.tools.result import ToolResult
 
 @runtime_checkable
 class ToolJournal(Protocol):
-    """Where completed tool calls are kept. Implementations must be safe to use from several threads."""
+    """Where completed tool calls are kept. Implementations must be safe to use from several threads. One
+    with an `async def aput(key, result)` is recorded through it instead of `put` (the run ledger's journal
+    keeps the workspace there before recording the call)."""
 
     def get(self, key: str) -> ToolResult | None: ...
 

@@ -136,7 +136,7 @@ class ToolRegistry:
         if result is None:
             result = await self._run_charged(call, ctx)
             if replayable:
-                await asyncio.to_thread(journal.put, key, result)  # type: ignore[union-attr,arg-type]
+                await _record(journal, key, result)  # type: ignore[arg-type]
         else:
             result.replayed = True  # already charged by the run that did it
         if ctx.events is not None:
@@ -180,3 +180,13 @@ class ToolRegistry:
                 error="unknown tool",
             )
         return await tool.run(call.arguments, ctx)
+
+
+async def _record(journal: ToolJournal, key: str, result: ToolResult) -> None:
+    """Journal a completed call: through the journal's own `aput` when it has one (the run ledger keeps the
+    workspace there first), else its `put` off the event loop."""
+    aput = getattr(journal, "aput", None)
+    if aput is not None:
+        await aput(key, result)
+    else:
+        await asyncio.to_thread(journal.put, key, result)

@@ -71,5 +71,6 @@ async def test_agent_tokens_reach_the_custom_stream(tmp_path: Path) -> None:
     spec = load_workflow("plan_code_critique")
     async with WorkflowRunner(spec, run_dir=tmp_path, context=ctx, sandbox="none") as runner:
         await runner.start({"task": "add a --verbose flag"}, thread_id="s", on_event=seen.append)
-    text = "".join(e.data["chunk"] for e in seen if e.mode == "custom" and e.data.get("node") == "plan")
+    tokens = [e.data for e in seen if e.mode == "custom" and e.data.get("event") == "token"]
+    text = "".join(t["chunk"] for t in tokens if t["node"] == "plan")
     assert '"goal": "add a --verbose flag"' in text

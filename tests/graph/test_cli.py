@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,10 @@ def last_json(out: str) -> dict:
 def test_run_shipped_demo_writes_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["run", "demo", "--json", "-o", str(tmp_path), "--input", '{"topic": "x", "rounds": 2}']) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
-    assert [e["node"] for e in lines if e["event"] == "update"][-1] == "summarize"
+    assert lines[0]["event"] == "run.start" and lines[0]["thread_id"] == lines[-1]["thread_id"]  # the thread first
+    ends = [e for e in lines if e["event"] == "node.end"]
+    assert ends[-1]["node"] == "summarize" and ends[-1]["update"] == {"summary": "x: 5 notes after 2 rounds"}
+    assert [e["node"] for e in lines if e["event"] == "node.start"] == [e["node"] for e in ends]
     result = lines[-1]
     assert result["status"] == "done" and result["state"]["summary"] == "x: 5 notes after 2 rounds"
     rdir = Path(result["run_dir"])
@@ -40,8 +44,11 @@ def test_plain_output_and_input_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     inp = tmp_path / "in.json"
     inp.write_text('{"rounds": 1}')
     assert run(["run", "demo", "-o", str(tmp_path / "runs"), "--input", f"@{inp}"]) == 0
-    out = capsys.readouterr().out
-    assert "summarize: done summary" in out and "done (thread" in out
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("run demo-") and " · thread " in out[0]  # without a TTY too, the thread comes first
+    assert any(line.endswith("] summarize: started") for line in out)
+    assert any(re.search(r"\] summarize: done in \d+\.\ds \(summary\)$", line) for line in out), out
+    assert "done (thread" in out[-1]
 
 
 def test_approve_and_edit_from_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

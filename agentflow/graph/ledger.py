@@ -1,0 +1,162 @@
+"""The run ledger: what a run has done, kept in its folder by the library, whichever entry point ran it.
+
+`WorkflowRunner(spec, run_dir=...)` keeps it (the CLI only chooses the folder and prints):
+
+    runs/<run_id>/run.json       run id, thread id, workflow; the last leg's status and stop reason (the CLI
+                                 adds the options it was started with: model, sandbox, workspace, limits...)
+    runs/<run_id>/events.jsonl   every model call, tool call and node transition (when the caller brings no
+                                 event log of its own), appended across resumes
+    runs/<run_id>/usage.json     the budget's usage so far, rewritten after every model call, tool call and node
+    runs/<run_id>/patch.diff     the sandbox workspace's diff so far, rewritten before each completed tool call
+                                 is journaled, at every checkpoint and at the end of each leg
+    runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (graph/history.py)
+
+A runner opened on a folder that holds a ledger carries it on: its budget starts from `usage.json` (usage is
+the sum across the interrupted and the resumed legs) and, on `resume`, the fresh sandbox gets `patch.diff`
+applied before the node that was cut short runs again, so the tool calls the journal replays find their
+edits in place. The workspace is written before a call's result is journaled: a call the journal replays
+always has its edits in `patch.diff` (a crash between the two re-runs that one call on a workspace that
+already holds its effect).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from agentflow.budget import Budget, BudgetLimits, BudgetUsage
+from agentflow.errors import UserError
+from agentflow.secrets import redact
+
+RUN_FILE = "run.json"
+USAGE_FILE = "usage.json"
+DIFF_FILE = "patch.diff"
+SAVE_USAGE_ON = frozenset({"model.call", "tool.call", "node.end", "node.failed", "budget.exceeded"})
+"""Event kinds after which usage.json is rewritten (what was charged is on disk before the next call)."""
+
+
+class RunLedger:
+    """Reads and writes a run folder's record, usage and workspace diff."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    # -- run.json -------------------------------------------------------------------------------------------
+
+    def record(self) -> dict[str, Any]:
+        """run.json as written so far ({} when there is none yet)."""
+        path = self.run_dir / RUN_FILE
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{path} cannot be read ({exc})", hint="the run folder is damaged") from None
+        return data if isinstance(data, dict) else {}
+
+    def update_record(self, **fields: Any) -> dict[str, Any]:
+        """Merge `fields` into run.json (secrets redacted) and return the whole record."""
+        data = {**self.record(), **fields}
+        _write_atomic(self.run_dir / RUN_FILE, json.dumps(redact(data)), code=False)
+        return data
+
+    def begin(self, thread_id: str, workflow: str) -> dict[str, Any]:
+        """Name the run in run.json when nothing did yet (the CLI writes its own first): run id (the folder's
+        name), thread id, workflow."""
+        data = self.record()
+        missing = {k: v for k, v in (("run_id", self.run_dir.name), ("thread_id", thread_id),
+                                     ("workflow", workflow)) if data.get(k) is None}
+        return self.update_record(**missing) if missing else data
+
+    @property
+    def run_id(self) -> str:
+        return str(self.record().get("run_id") or self.run_dir.name)
+
+    # -- usage.json -----------------------------------------------------------------------------------------
+
+    def spent(self) -> BudgetUsage | None:
+        """What earlier legs of the run spent (None for a new run)."""
+        path = self.run_dir / USAGE_FILE
+        if not path.is_file():
+            return None
+        try:
+            return BudgetUsage.model_validate_json(path.read_text())
+        except ValueError:
+            raise UserError(f"{path} is damaged", hint="delete it to restart the run's spend from zero") from None
+
+    def budget(self, limits: dict[str, float]) -> Budget:
+        """A budget with `limits` and what earlier legs of the run already spent."""
+        return Budget(BudgetLimits.model_validate(limits), spent=self.spent())
+
+    def carry(self, budget: Budget) -> None:
+        """Count what earlier legs spent in `budget` (a fresh one: a budget that has been charged already
+        counts this process's spend, which usage.json then holds too)."""
+        spent = self.spent()
+        used = budget.used
+        if spent is not None and not (used.model_calls or used.tool_calls or used.tokens or used.usd):
+            budget.carry(spent)
+
+    def save_usage(self, budget: Budget | None) -> None:
+        if budget is not None:
+            _write_atomic(self.run_dir / USAGE_FILE, budget.used.model_dump_json(), code=False)
+
+    # -- patch.diff -----------------------------------------------------------------------------------------
+
+    def diff(self) -> str | None:
+        path = self.run_dir / DIFF_FILE
+        return path.read_text() if path.is_file() else None
+
+    def save_diff(self, patch: str) -> None:
+        _write_atomic(self.run_dir / DIFF_FILE, patch, code=True)
+
+
+class UsageSaver:
+    """An `EventLog` sink rewriting usage.json after each event that charged the budget."""
+
+    def __init__(self, ledger: RunLedger, budget: Budget) -> None:
+        self.ledger = ledger
+        self.budget = budget
+
+    def __call__(self, event: Any) -> None:
+        if event.kind in SAVE_USAGE_ON:
+            self.ledger.save_usage(self.budget)
+
+
+class WorkspaceJournal:
+    """A `ToolJournal` that has the run's workspace written (`keep(key)`) before it records a completed call,
+    so a call the journal replays after a crash finds its edits in the restored workspace. Everything else
+    (replies, marks, keys) is the wrapped journal's."""
+
+    def __init__(self, inner: Any, keep: Callable[[str], Awaitable[None]]) -> None:
+        self.inner = inner
+        self.keep = keep
+
+    def get(self, key: str) -> Any:
+        return self.inner.get(key)
+
+    def put(self, key: str, result: Any) -> None:
+        self.inner.put(key, result)
+
+    async def aput(self, key: str, result: Any) -> None:
+        """Keep the workspace, then record the call (the order a crash cannot turn into a lost edit)."""
+        await self.keep(key)
+        await asyncio.to_thread(self.inner.put, key, result)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _write_atomic(path: Path, text: str, *, code: bool) -> None:
+    """Replace `path` (written beside it, then renamed: a kill -9 never leaves half a file); secrets redacted,
+    for code (the workspace diff) known secrets only (see secrets.CODE_KEYS)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(redact(text, urls=not code))
+    os.replace(tmp, path)
+
+
+__all__ = ["DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceJournal"]
