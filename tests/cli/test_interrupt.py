@@ -55,14 +55,14 @@ def test_ctrl_c_on_run_names_the_thread_first_and_the_resume_command(tmp_path: P
     effects, runs = tmp_path / "effects.txt", tmp_path / "runs"
     proc = _cli(["run", str(CRASH), "-o", str(runs), "--input", json.dumps({"effects": str(effects), "rounds": 3})],
                 {"AF_TEST_PAUSE_AT": "1"})
-    assert proc.stderr is not None
-    first = proc.stderr.readline()  # printed at the start, not at the end: the run is still going
-    assert proc.poll() is None and first.startswith("run crash-") and " (thread crash-" in first, first
-    thread = first.split("(thread ", 1)[1].split(")", 1)[0]
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # printed at the start, not at the end: the run is still going
+    assert proc.poll() is None and first.startswith("run crash-") and " · thread crash-" in first, first
+    run_id, thread = first.split()[1], first.split(" · thread ", 1)[1].split(" · ", 1)[0]
     err = _ctrl_c_when(proc, Path(f"{effects}.ready").exists)
     argv = _continue_command(err)
     assert argv == ["run", "-o", str(runs), "--resume", thread]
-    assert f"run {first.split()[1]} (thread {thread}) is kept in {runs / first.split()[1]}" in err
+    assert f"run {run_id} (thread {thread}) is kept in {runs / run_id}" in err
     resumed = _cli([*argv, "--json"])
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err

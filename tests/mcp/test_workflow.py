@@ -143,7 +143,10 @@ def test_resume_after_kill_9_of_the_run_does_not_repeat_a_completed_mcp_call(tmp
     proc.wait(timeout=30)
     assert record.read_text().splitlines() == ["charged the card", "stall 30"]
 
-    resumed = agentflow(["run", workflow, *common, "--resume", "t1"], {**env, "FIXTURE_STALL_SCALE": "0"})
+    # the model's two replies were journaled with the calls they asked for: the resumed run asks for the rest
+    rest = write_cassette(tmp_path / "rest.json", [final_step("done")])
+    resumed = agentflow(["run", workflow, "--json", "-o", str(runs), "--model", f"replay:{rest}", "--resume", "t1"],
+                        {**env, "FIXTURE_STALL_SCALE": "0"})
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
     result = json.loads(out.strip().splitlines()[-1])
