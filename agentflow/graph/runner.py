@@ -477,7 +477,7 @@ class WorkflowRunner:
         closed (`async with contextlib.aclosing(runner.stream(...)) as events:`); `resume=True` continues it."""
         from agentflow.graph.streaming import LiveEvents, check_modes
 
-        live = LiveEvents(check_modes(mode), nodes)
+        live = LiveEvents(check_modes(mode), list(nodes) if nodes is not None else None)
         if resume and thread_id is None:
             raise UserError("stream(resume=True) needs the thread_id of the run to continue")
         thread = thread_id or uuid.uuid4().hex[:12]

@@ -157,7 +157,8 @@ class LiveEvents:
             return [self.event("custom", path=graph_path, data={"chunk": data})]
         node = data.get("node")
         kind = data.get("event")
-        rest = data.get("data") if isinstance(data.get("data"), dict) else {}
+        given = data.get("data")
+        rest: dict[str, Any] = given if isinstance(given, dict) else {}
         if kind == "search.branch":  # a search node's branch: attributed to the search node
             node = rest.get("search") or node
         path = (*graph_path, str(node)) if node else graph_path
