@@ -271,3 +271,7 @@ def test_graph_show_draws_a_search_node_as_a_box_of_its_subgraph(capsys: pytest.
     out = capsys.readouterr().out
     assert 'subgraph attempt["attempt: search best_of_n' in out
     assert "attempt__code --> attempt__check" in out and "attempt__gate -.-> attempt__code" in out
+    assert run(["graph", "show", "plangen"]) == 0  # a strategy read from the state is named by its path
+    out = capsys.readouterr().out
+    assert 'subgraph solve_code["solve_code: search by algorithm' in out
+    assert "solve_code__start -.-> solve_code__write" in out and "solve_code__start -.-> solve_code__plan" in out
