@@ -72,7 +72,7 @@ class SearchSettings(StrictConfig):
     strategy_key: str | None = None
     """Dotted state path naming the strategy for this run, e.g. `algorithm` written by `reason.select`; its
     values best_of_n / tree_of_thought (= beam) / beam / tot / rebase / mcts. Overrides `strategy` when the
-    state holds a value there (an empty path keeps `strategy`)."""
+    state holds a value there (none there: `strategy`)."""
     n: int = Field(4, ge=1)
     """best_of_n: branches; beam/tot: branches kept each step; rebase: expansions each step; mcts: expansions."""
     expand: Annotated[int, Field(ge=1)] | list[Annotated[int, Field(ge=1)]] = 2
