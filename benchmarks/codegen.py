@@ -39,14 +39,20 @@ USES_N = ("bon",)  # the methods whose measurement --n changes (codesim and plan
 
 
 def method_specs(n: int) -> dict[str, Any]:
-    state = {"prompt": {"type": "str"}, "entry_point": {"type": "str"}, "algorithm": {"type": "str"},
-             "code": {"type": "str"}}
+    state = {"prompt": {"type": "str"}, "entry_point": {"type": "str"}, "code": {"type": "str"},
+             "tests": {"type": "dict"}, "score": {"type": "dict"}}
+    # best-of-N with the examples as the only score (no verifier), stopping at the first that passes them: a
+    # graph search whose branches write (the first greedy, the others sampled), test and score
+    bon = {"search": {"n": n, "value": "score", "stop_at": 1.0, "concurrency": 1}, "next": "END",
+           "subgraph": {"name": "candidate", "nodes": {
+               "write": {"type": "codegen.write", "settings": {"sample_temperature": 0.8}, "next": "test"},
+               "test": {"type": "codegen.test", "next": "reward"},
+               "reward": {"type": "codegen.reward", "settings": {"verified": None, "examples_weight": 1.0},
+                          "next": "END"}}}}
     return {
         "single": spec_from_dict({"name": "single", "state": state,
                                   "nodes": {"write": {"type": "codegen.write", "next": "END"}}}),
-        # best-of-N with the examples as the only score (no verifier), stopping at the first that passes them
-        "bon": spec_from_dict({"name": "bon", "state": state, "nodes": {"search": {
-            "type": "codegen.search", "settings": {"n": n, "verify": False, "examples_weight": 1.0}, "next": "END"}}}),
+        "bon": spec_from_dict({"name": "bon", "state": state, "nodes": {"search": bon}}),
         "codesim": load_workflow("codesim"),
         "plangen": load_workflow("plangen"),
     }
@@ -69,8 +75,6 @@ async def solve(spec: Any, method: str, task: Any, ucb: dict[str, Any], model: A
     inputs: dict[str, Any] = {"prompt": task.prompt, "entry_point": task.entry_point}
     if method == "plangen":
         inputs |= {"kind": "code", "ucb": ucb}
-    if method == "bon":
-        inputs["algorithm"] = "best_of_n"
     state, budget = await run_one(spec, inputs, model, sb)
     passed = (await grade(sb, task, state.get("code") or "")).ok if state.get("code") else False
     used = budget.used
@@ -113,7 +117,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await model.aclose()
     if "plangen" in methods:
         out["plangen_algorithms"] = {a: sum(r["algorithm"] == a for r in per_problem["plangen"])
-                                     for a in ("best_of_n", "tree_of_thought", "rebase")}
+                                     for a in ("best_of_n", "tree_of_thought", "rebase", "mcts")}
     out["commits"] = journal.commits()
     out["per_problem"] = per_problem
     return out

@@ -6,11 +6,13 @@
     codegen.write     write the function (following the plan when there is one)              -> code
     codegen.test      the prompt's examples on the code, in the sandbox                      -> tests
     codegen.debug     fix the code from the failing examples and the simulation's trace      -> code, debug_rounds
-    codegen.search    PlanGEN's search: the selected algorithm over plans and candidates,
-                      each scored by the examples (sandbox) and the verification agent        -> code, reward, candidates
+    codegen.reward    a candidate's reward: the share of examples passing (1 only when all do), the
+                      verification agent's score blended in while one fails                  -> score
 
 The state holds `prompt` (signature and docstring) and optionally `entry_point`; the examples a node may
-use are parsed from the prompt. Hidden tests are never part of a workflow's state.
+use are parsed from the prompt. Hidden tests are never part of a workflow's state. A search over these nodes
+(plan -> write -> test -> reward in its subgraph, `workflows/plangen.yaml`) samples its sibling branches
+(`sample_temperature`) and values them by `score`.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ from agentflow.codegen import prompts as P
 from agentflow.codegen.execute import run_examples
 from agentflow.codegen.task import CodeTask, make_task
 from agentflow.graph.nodetypes import NodeType
-from agentflow.reasoning.algorithms import run_algorithm
-from agentflow.reasoning.constraints import verify_against
-from agentflow.reasoning.llm import ask, code_block
+from agentflow.graph.search import read_path
+from agentflow.reasoning.llm import ask, code_block, sampling
 
 
 def task_of(state: Any) -> CodeTask:
@@ -57,6 +58,9 @@ class CodeGenSettings(BaseModel):
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
     """Sampling temperature (0: greedy)."""
+    sample_temperature: float | None = Field(default=None, ge=0)
+    """In a search, the temperature of a branch that is not its parent's first child (seeded by its place among
+    its siblings, so they differ); None: `temperature` in every branch."""
 
 
 class SimulateSettings(CodeGenSettings):
@@ -66,15 +70,18 @@ class SimulateSettings(CodeGenSettings):
     """Most examples put in a plan simulation."""
 
 
-class CodeSearchSettings(CodeGenSettings):
-    n: int = Field(default=3, ge=1)
-    """Breadth of the algorithm (candidates, or plans)."""
-    sample_temperature: float = Field(default=0.8, ge=0)
-    """Temperature of every sample after the first (the first is greedy)."""
+class RewardSettings(BaseModel):
+    """Settings of `codegen.reward`."""
+
+    model_config = ConfigDict(extra="forbid")
     examples_weight: float = Field(default=0.8, ge=0, le=1)
-    """Share of a candidate's reward from the examples it passes (the rest: the verification agent's score)."""
-    verify: bool = True
-    """Ask the verification agent to score each candidate against the constraints."""
+    """Share of the reward from the examples passing while one fails (the rest: the verification agent's score)."""
+    tests: str = "tests"
+    """Dotted state path of the examples' results (`codegen.test`'s `tests`)."""
+    verified: str | None = "verified"
+    """Dotted state path of the verification agent's score (`reason.verify`'s output); None: the examples alone."""
+    output: str = "score"
+    """State key the reward is written to, as `{score, examples, verifier}` (a search's `value:` reads it)."""
 
 
 class TestSettings(BaseModel):
@@ -91,8 +98,9 @@ async def plan(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any
                          system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                          purpose="revise plan")
         return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0) + 1}
+    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
     text = await ask(ctx, P.PLAN.format(prompt=task.prompt), system=P.SYSTEM, max_tokens=settings.max_tokens,
-                     temperature=settings.temperature, purpose="plan")
+                     temperature=temperature, seed=seed, purpose="plan")
     return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0)}
 
 
@@ -126,8 +134,9 @@ async def simulate(state: Any, ctx: Any, settings: SimulateSettings) -> dict[str
 async def write(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any]:
     task = task_of(state)
     given = P.PLAN_GIVEN.format(plan=state["plan"]) if state.get("plan") else ""
+    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
     answer = await ask(ctx, P.WRITE.format(prompt=task.prompt, plan=given), system=P.SYSTEM,
-                       max_tokens=settings.max_tokens, temperature=settings.temperature, purpose="write code")
+                       max_tokens=settings.max_tokens, temperature=temperature, seed=seed, purpose="write code")
     return {"code": code_of(answer, task.entry_point)}
 
 
@@ -150,57 +159,28 @@ async def debug(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, An
     return {"code": code_of(answer, task.entry_point), "debug_rounds": int(state.get("debug_rounds") or 0) + 1}
 
 
-class CodeGenerator:
-    """PlanGEN's generator for code: plans, candidates following them, rewards from the examples run in the
-    sandbox and from the verification agent's score against the constraints."""
-
-    def __init__(self, ctx: Any, task: CodeTask, constraints: list[str], settings: CodeSearchSettings) -> None:
-        self.ctx, self.task, self.constraints, self.s = ctx, task, constraints, settings
-        self.scored: list[dict[str, Any]] = []
-
-    def _temp(self, seed: int) -> float:
-        return self.s.temperature if seed == 0 else self.s.sample_temperature
-
-    async def plan(self, seed: int) -> str:
-        return (await ask(self.ctx, P.PLAN.format(prompt=self.task.prompt), system=P.SYSTEM,
-                          max_tokens=self.s.max_tokens, temperature=self._temp(seed), seed=seed,
-                          purpose="plan")).strip()
-
-    async def complete(self, plan: str | None, seed: int) -> str:
-        given = P.PLAN_GIVEN.format(plan=plan) if plan else ""
-        answer = await ask(self.ctx, P.WRITE.format(prompt=self.task.prompt, plan=given), system=P.SYSTEM,
-                           max_tokens=self.s.max_tokens, temperature=self._temp(seed), seed=seed,
-                           purpose="write code")
-        return code_of(answer, self.task.entry_point)
-
-    async def score_plan(self, plan: str) -> float:
-        return await verify_against(self.ctx, self.task.prompt, self.constraints, plan)
-
-    async def score(self, candidate: str) -> float:
-        verified = await verify_against(self.ctx, self.task.prompt, self.constraints, candidate) if self.s.verify else None
-        if self.task.examples:
-            report = await run_examples(self.ctx, self.task, candidate)
-            share = report.passed / report.total
-            # every example passing is the only reward of 1 (it ends the search); below that the verifier's score
-            # blends in, and a blend cannot reach 1 while an example fails
-            blended = share if verified is None else self.s.examples_weight * share + (1 - self.s.examples_weight) * verified
-            reward = 1.0 if report.passed == report.total else min(blended, 0.999)
-        else:
-            share, reward = None, verified if verified is not None else 0.0
-        self.scored.append({"examples": share, "verifier": verified, "reward": round(reward, 4)})
-        return reward
+def _score(raw: Any) -> float | None:
+    if isinstance(raw, dict):
+        raw = raw.get("score")
+    return float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
 
 
-async def search(state: Any, ctx: Any, settings: CodeSearchSettings) -> dict[str, Any]:
-    task = task_of(state)
-    algorithm = state.get("algorithm") or "best_of_n"
-    gen = CodeGenerator(ctx, task, list(state.get("constraints") or []), settings)
-    # all examples passing (reward 1) ends the search, whatever the verifier says
-    outcome = await run_algorithm(algorithm, gen, settings.n, stop_at=1.0)
-    best = outcome.best
-    ctx.emit("codegen.search", algorithm=algorithm, rewards=[t.reward for t in outcome.tried])
-    return {"code": best.candidate if best else "", "reward": best.reward if best else 0.0,
-            "candidates": gen.scored, "plans": [{"plan": p, "score": s} for p, s in outcome.plans]}
+async def reward(state: Any, ctx: Any, settings: RewardSettings) -> dict[str, Any]:
+    tests = read_path(state, settings.tests) or {}
+    verified = _score(read_path(state, settings.verified)) if settings.verified else None
+    passed, total = int(tests.get("passed") or 0), int(tests.get("total") or 0)
+    share: float | None = None
+    if total:
+        share = fraction = passed / total
+        w = settings.examples_weight
+        blended = fraction if verified is None else w * fraction + (1 - w) * verified
+        # every example passing is the only reward of 1 (a search's `stop_at: 1.0` ends there); below that the
+        # verifier's score blends in, and a blend cannot reach 1 while an example fails
+        value = 1.0 if passed == total else min(blended, 0.999)
+    else:
+        value = verified if verified is not None else 0.0
+    ctx.emit("codegen.reward", examples=share, verifier=verified, reward=round(value, 4))
+    return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 
 NODE_TYPES = [
@@ -213,10 +193,8 @@ NODE_TYPES = [
              "runs the prompt's examples on the code in the sandbox", sandbox=True),
     NodeType("codegen.debug", debug, CodeGenSettings, ("prompt", "code", "tests", "simulation", "debug_rounds"),
              ("code", "debug_rounds"), "fixes the code from the failing examples and the simulation's trace"),
-    NodeType("codegen.search", search, CodeSearchSettings, ("prompt", "constraints", "algorithm"),
-             ("code", "reward", "candidates", "plans"),
-             "PlanGEN: the selected algorithm over plans and code, rewards from the examples and the verifier",
-             sandbox=True),
+    NodeType("codegen.reward", reward, RewardSettings, ("tests", "verified"), ("score",),
+             "a candidate's reward: the share of examples passing (1 only when all do), the verifier's score blended in"),
 ]
 
-__all__ = ["NODE_TYPES", "CodeGenerator", "code_of", "task_of"]
+__all__ = ["NODE_TYPES", "code_of", "task_of"]

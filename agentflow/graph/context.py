@@ -55,6 +55,10 @@ class RunContext:
     """The run's checkpointer (set by `WorkflowRunner`): a search node keeps each branch's checkpoints there."""
     branch: str | None = None
     """Inside a search branch: its thread id (`<run thread>~<search node>~<branch id>...`); None on the main line."""
+    sample: int | None = None
+    """Inside a search branch: which child of its parent the branch is (0: the first). Sibling branches ask the
+    same questions from the same state: a node that samples keeps the first greedy and seeds the others by
+    this, so they differ (`agentflow.reasoning.llm.sampling`)."""
     branch_workspaces: dict[str, Any] = field(default_factory=dict)
     """Branch thread -> its `BranchSandbox` while a search runs (shared by the branches' contexts): the runner
     records each branch checkpoint's workspace from it, so a resumed search restores a branch's files."""

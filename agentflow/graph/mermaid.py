@@ -56,7 +56,8 @@ def _search_box(name: str, node: NodeSpec) -> list[str]:
     sub = node.subgraph
     given = node.settings if node.type else dict(node.search or {})
     settings = ", ".join(f"{k}={v}" for k, v in given.items())
-    kind = node.type or f"search {given.get('strategy', 'best_of_n')}"
+    strategy = f"by {given['strategy_key']}" if given.get("strategy_key") else given.get("strategy", "best_of_n")
+    kind = node.type or f"search {strategy}"
     title = f"{name}: {kind}" + (f" ({settings})" if settings else "")
     out = [f'    subgraph {_id(name)}["{title}"]', "        direction LR"]
     prefix = f"{_id(name)}__"

@@ -16,7 +16,8 @@ at the search node, or — in the stepwise strategies — from another branch's 
 expansion copies the parent branch's last checkpoint into a new thread and runs the subgraph on from there
 until the next step ends (after a node named in `step_until`, or after any node) or the subgraph ends.
 
-Strategies (one engine; `SearchSettings.strategy`):
+Strategies (one engine; `SearchSettings.strategy`, or per run the state path `strategy_key` names, e.g. the
+algorithm a selection node chose for this instance):
 - `best_of_n`: `n` branches each run the whole subgraph.
 - `beam` (tree-of-thought's breadth-first search): every kept branch is expanded `expand` times a step; the
   `n` best by value are kept.
@@ -30,7 +31,8 @@ A branch's value is read from its state (`value:` a dotted path; a bool counts 1
 `value_scale`, a dict's `score`/`value`/`ok`/`passed` is used) — so a value is whatever node of the subgraph
 writes there: tests, a critic or value agent, a verifier. The result is chosen among finished branches by
 value, by a vote over a state path, or as the smallest among the best; its state keys are the node's update
-and its workspace becomes the run's. A branch that fails is recorded (event `search.branch` with its error)
+and its workspace becomes the run's. With `stop_at`, a finished branch valued that high ends the search (nothing
+new starts after it). A branch that fails is recorded (event `search.branch` with its error)
 and scores nothing; a search none of whose branches finished fails the node.
 """
 
@@ -44,10 +46,10 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
@@ -67,10 +69,15 @@ class SearchSettings(StrictConfig):
     strategy: Literal["best_of_n", "beam", "tot", "rebase", "mcts"] = "best_of_n"
     """best_of_n (whole runs), beam / tot (keep the n best each step), rebase (reward-balanced expansion),
     mcts (UCT with concurrent expansions under virtual loss)."""
+    strategy_key: str | None = None
+    """Dotted state path naming the strategy for this run, e.g. `algorithm` written by `reason.select`; its
+    values best_of_n / tree_of_thought (= beam) / beam / tot / rebase / mcts. Overrides `strategy` when the
+    state holds a value there (none there: `strategy`)."""
     n: int = Field(4, ge=1)
     """best_of_n: branches; beam/tot: branches kept each step; rebase: expansions each step; mcts: expansions."""
-    expand: int = Field(2, ge=1)
-    """Children of one branch per step (beam/tot); most children of one tree node (mcts)."""
+    expand: Annotated[int, Field(ge=1)] | list[Annotated[int, Field(ge=1)]] = 2
+    """Children of one branch per step (beam/tot); most children of one tree node (mcts). A list gives it per
+    depth, the last repeating: `[3, 1]` is three first steps from the start, then one continuation each."""
     max_depth: int = Field(4, ge=1)
     """Most steps a branch takes in the stepwise strategies (a branch is cut there, unfinished, and competes
     with the finished ones only when none finished)."""
@@ -95,8 +102,43 @@ class SearchSettings(StrictConfig):
     """mcts: the UCT exploration weight."""
     temperature: float = Field(0.3, gt=0)
     """rebase: softmax temperature over values when sharing out a step's expansions."""
+    stop_at: float | None = None
+    """End the search once a finished branch's value reaches this (e.g. 1.0: every test passes): no new
+    branch or step starts; steps already running finish. None: run the strategy to its end."""
     seed: int = 0
     """Seeds the tie-breaks (which branch wins among equal values, which child UCT tries first)."""
+
+    @field_validator("expand")
+    @classmethod
+    def _some_children(cls, value: int | list[int]) -> int | list[int]:
+        if isinstance(value, list) and not value:
+            raise ValueError("a list of children per depth needs at least one number")
+        return value
+
+    def expand_at(self, depth: int) -> int:
+        """Children of a branch at `depth` (0: the search's start)."""
+        if isinstance(self.expand, int):
+            return self.expand
+        return self.expand[min(depth, len(self.expand) - 1)]
+
+
+STRATEGY_NAMES: dict[str, str] = {"best_of_n": "best_of_n", "beam": "beam", "tot": "tot",
+                                  "tree_of_thought": "beam", "rebase": "rebase", "mcts": "mcts"}
+"""What a `strategy_key` value may name, and the strategy it runs."""
+
+
+def strategy_for(settings: SearchSettings, state: Any, where: str) -> SearchSettings:
+    """`settings` with the strategy the state names at `strategy_key` (unchanged without one there)."""
+    if not settings.strategy_key:
+        return settings
+    named = read_path(state, settings.strategy_key)
+    if named is None or named == "":
+        return settings
+    strategy = STRATEGY_NAMES.get(str(named))
+    if strategy is None:
+        raise NodeFailed(where, "error", f"search.strategy_key '{settings.strategy_key}' holds {named!r}, which "
+                         f"names no strategy (one of {', '.join(STRATEGY_NAMES)})")
+    return settings.model_copy(update={"strategy": strategy})
 
 
 def parse_search_settings(values: Any, where: str) -> SearchSettings:
@@ -171,11 +213,15 @@ class Branch:
     snapshot: str | None
     """The snapshot its workspace is at (None without a sandbox)."""
     depth: int = 0
+    sample: int = 0
+    """Which child of its parent it is (0: the first): nodes that sample keep the first greedy, seed the rest."""
     done: bool = False
     """The subgraph reached its end in this branch."""
     error: str | None = None
     pending: bool = True
     """Its step is running: it has no checkpoint to expand from yet."""
+    skipped: bool = False
+    """It never ran: the search reached `stop_at` while it waited for its turn (it is not in the tree)."""
     action: str | None = None
     """The nodes its step ran (`code → check → gate`)."""
     value: float = 0.0
@@ -217,6 +263,8 @@ class SearchRun:
         self._ids = 0
         self._loaded: dict[str, list[Branch]] = {}
         """Parent id -> branches a killed run of this search had made (a resume takes them before new ones)."""
+        self.solved: Branch | None = None
+        """The first finished branch whose value reached `stop_at`: the search starts nothing after it."""
 
     # -- the tree ---------------------------------------------------------------------------------------------
 
@@ -235,7 +283,16 @@ class SearchRun:
     def _attach(self, branch: Branch) -> None:
         self.branches.append(branch)
         assert branch.parent is not None
+        branch.sample = len(branch.parent.children)
         branch.parent.children.append(branch)
+
+    def _drop(self, branch: Branch) -> Branch:
+        """Take out of the tree a branch that never ran (the search was solved while it waited)."""
+        self.branches.remove(branch)
+        assert branch.parent is not None
+        branch.parent.children.remove(branch)
+        branch.skipped, branch.pending = True, False
+        return branch
 
     def _node_id(self, branch: Branch) -> str:
         return self.name if branch.parent is None else f"{self.name}/{branch.id}"
@@ -260,7 +317,7 @@ class SearchRun:
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
         events = BranchEvents(self.rt.events, self.name, branch.id) if self.rt.events is not None else None
         return dataclasses.replace(self.rt, sandbox=sandbox, events=cast(Any, events), branch=branch.thread,
-                                   after_tool_call=None)
+                                   sample=branch.sample, after_tool_call=None)
 
     def _graph(self, rt: RunContext) -> Any:
         return self.compile(self.sub, rt, self._checkpointer(),
@@ -275,6 +332,8 @@ class SearchRun:
         parent = branch.parent
         assert parent is not None and branch.thread is not None
         async with self.slots:
+            if self.solved is not None:
+                return self._drop(branch)
             t0 = time.perf_counter()
             rt = self._branch_context(branch)
             graph = self._graph(rt)
@@ -313,7 +372,16 @@ class SearchRun:
                      value=branch.value, terminal=branch.done, error=branch.error,
                      setup_ms=round(setup * 1000, 2), restore_ms=round(restores[0] * 1000, 2))
         self._emit(branch)
+        self._check_solved(branch)
         return branch
+
+    def _check_solved(self, branch: Branch) -> None:
+        stop_at = self.settings.stop_at
+        if stop_at is None or self.solved is not None or not branch.done or branch.error or branch.value < stop_at:
+            return
+        self.solved = branch
+        self.rt.emit("search.stop", node_id=self.name, search=self.name, branch=branch.id, value=branch.value,
+                     stop_at=stop_at)
 
     def _expand(self, parent: Branch) -> Any:
         """A new child of `parent` run one step, or — in a resumed search — a child a killed run had made there:
@@ -330,6 +398,7 @@ class SearchRun:
     async def _taken(self, branch: Branch) -> Branch:
         self.rt.emit("search.branch", node_id=self._node_id(branch), event="reused", search=self.name,
                      value=branch.value, terminal=branch.done)
+        self._check_solved(branch)
         return branch
 
     def _interrupt_after(self) -> Any:
@@ -399,6 +468,8 @@ class SearchRun:
             by_thread[thread] = branch
             self._loaded.setdefault(parent.id, []).append(branch)
             self._ids = max(self._ids, int(branch.id[1:]) + 1)
+        for waiting in self._loaded.values():
+            waiting.sort(key=lambda b: int(b.id[1:]))  # creation order: each takes its old place among siblings
         self.rt.emit("search.resume", node_id=self.name, branches=len(threads),
                      finished=sum(1 for b in by_thread.values() if not b.pending and b is not root))
 
@@ -452,8 +523,9 @@ class SearchRun:
             return current
 
     def _stopped(self) -> bool:
+        """No new branch or step starts: the budget is spent or a branch reached `stop_at`."""
         budget = self.rt.budget
-        return budget is not None and budget.exceeded() is not None
+        return self.solved is not None or (budget is not None and budget.exceeded() is not None)
 
     async def _best_of_n(self, root: Branch) -> None:
         await asyncio.gather(*[self._expand(root) for _ in range(self.settings.n)])
@@ -464,10 +536,11 @@ class SearchRun:
         for _ in range(s.max_depth):
             if not frontier or self._stopped():
                 return
-            plan = self._rebase_plan(frontier) if s.strategy == "rebase" else [(b, s.expand) for b in frontier]
+            plan = (self._rebase_plan(frontier) if s.strategy == "rebase"
+                    else [(b, s.expand_at(b.depth)) for b in frontier])
             jobs = [self._expand(b) for b, k in plan for _ in range(k)]
             children = await asyncio.gather(*jobs)
-            alive = [c for c in children if c.error is None and not c.done]
+            alive = [c for c in children if c.error is None and not c.done and not c.skipped]
             keep = s.n if s.strategy != "rebase" else len(alive)
             frontier = sorted(alive, key=lambda c: (-c.value, self.rng.random()))[:keep]
 
@@ -505,6 +578,8 @@ class SearchRun:
             done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 child = task.result()
+                if child.skipped:
+                    continue
                 for b in _path(child):
                     b.visits += 1
                     b.value_sum += child.value
@@ -530,7 +605,7 @@ class SearchRun:
     def _can_grow(self, node: Branch) -> bool:
         s = self.settings
         return (not node.pending and node.error is None and not node.done and node.depth < s.max_depth
-                and len(node.children) < s.expand)
+                and len(node.children) < s.expand_at(node.depth))
 
     def _expandable(self, node: Branch) -> bool:
         return self._can_grow(node) or any(self._expandable(c) for c in node.children)
@@ -572,6 +647,7 @@ class SearchRun:
             "branches": [{"id": b.id, "parent": b.parent.id if b.parent else None, "value": b.value,
                           "terminal": b.done, "error": b.error, "depth": b.depth} for b in self.branches],
             "restores": self.shared.restores if self.shared is not None else 0,
+            "stopped_at": self.solved.id if self.solved is not None else None,
         }
 
 
@@ -634,12 +710,13 @@ def search_node(
 ) -> Callable[..., Any]:
     """The graph node that runs `node`'s search; `compile` compiles each branch's subgraph (compile.py calls
     this for a node with `search:`, passing its `compile_workflow`)."""
-    settings = parse_search_settings(node.search, f"node '{name}'")
+    configured = parse_search_settings(node.search, f"node '{name}'")
     output_key = node.output
 
     async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
         thread = str((config.get("configurable") or {}).get("thread_id", "")) or "run"
         values = dict(state) if isinstance(state, Mapping) else dict(vars(state))
+        settings = strategy_for(configured, values, name)
         rt.emit("node.start", node_id=name, type="search", strategy=settings.strategy)
         search = SearchRun(name, node, spec, rt, settings, thread, compile)
         chosen = await search.run(values)
@@ -654,5 +731,5 @@ def search_node(
     return run
 
 
-__all__ = ["BRANCH_SEP", "Branch", "BranchEvents", "SearchRun", "SearchSettings", "as_value", "branch_spec",
-           "parse_search_settings", "read_path", "search_node"]
+__all__ = ["BRANCH_SEP", "STRATEGY_NAMES", "Branch", "BranchEvents", "SearchRun", "SearchSettings", "as_value",
+           "branch_spec", "parse_search_settings", "read_path", "search_node", "strategy_for"]

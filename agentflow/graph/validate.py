@@ -313,7 +313,7 @@ def _search_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]
             problems.append(f"node '{name}': search.step_until names '{step}', which its subgraph does not have "
                             f"(nodes: {', '.join(sub.nodes)})")
     declared = {**spec.state, **sub.state}
-    paths = {"value": settings.value, "select_key": settings.select_key}
+    paths = {"value": settings.value, "select_key": settings.select_key, "strategy_key": settings.strategy_key}
     for field, path in paths.items():
         if path and declared and path.split(".")[0] not in declared:
             problems.append(f"node '{name}': search.{field} reads '{path}', whose key the state does not declare; "

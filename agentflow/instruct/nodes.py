@@ -1,6 +1,7 @@
 """Instruction-following node types (`type: instruct.critic`), registered with the graph layer.
 
-    instruct.respond  answer the prompt                                                -> response
+    instruct.respond  answer the prompt (following the outline when the state has one)  -> response
+    instruct.outline  an outline of how to meet every requirement, no answer yet        -> plan
     instruct.critic   DeCRIM's critic: each constraint checked; one checkable by code is
                       checked by a function the critic writes, run in the sandbox
                       ("strong feedback"), the others judged by the model; of several
@@ -9,9 +10,10 @@
     instruct.refine   new answers that avoid the failed constraints (several samples, and
                       the best answer as a `fix` function the model writes edits it,
                       run in the sandbox; the critic keeps the one that meets most)   -> refinements, rounds
-    instruct.search   PlanGEN's search over outlines and responses; an answer's score is
-                      the share of constraints that hold, checked as the critic does
-                      (the verification agent's score without a sandbox)              -> response, reward, candidates
+    instruct.checks   the critic's check functions, written before any answer: each branch of
+                      a search then judges its answer by the same checks                -> checks
+    instruct.score    an answer's reward: the share of constraints that hold, checked as the
+                      critic does (the verification agent's score without a sandbox)   -> score, checks
 
 The benchmark's own checkers (`agentflow.instruct.checks`) are never used here: the critic sees only the
 constraint text the decomposition produced.
@@ -27,9 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.codegen.execute import run_predicate, run_text
 from agentflow.graph.nodetypes import NodeType
-from agentflow.reasoning.algorithms import run_algorithm
+from agentflow.graph.search import read_path
 from agentflow.reasoning.constraints import verify_against
-from agentflow.reasoning.llm import ask, code_block
+from agentflow.reasoning.llm import ask, code_block, sampling
 
 RESPOND = "{prompt}"
 
@@ -168,6 +170,14 @@ class TextGenSettings(BaseModel):
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
     """Sampling temperature (0: greedy)."""
+    sample_temperature: float | None = Field(default=None, ge=0)
+    """In a search, the temperature of a branch that is not its parent's first child (seeded by its place among
+    its siblings, so they differ); None: `temperature` in every branch."""
+
+
+class RespondSettings(TextGenSettings):
+    plan: str | None = "plan"
+    """State key of an outline to follow when it holds one (`instruct.outline`'s); None: never."""
 
 
 class CriticSettings(BaseModel):
@@ -199,11 +209,10 @@ class RefineSettings(TextGenSettings):
     faults are named either way."""
 
 
-class TextSearchSettings(TextGenSettings):
-    n: int = Field(default=3, ge=1)
-    """Breadth of the algorithm."""
-    sample_temperature: float = Field(default=0.8, ge=0)
-    """Temperature of every sample after the first (the first is greedy)."""
+class ScoreSettings(BaseModel):
+    """Settings of `instruct.score`."""
+
+    model_config = ConfigDict(extra="forbid")
     constraint_checks: bool = True
     """Score an answer as the share of constraints that hold, each checked as decrim's critic does (a function
     the model writes, run in the sandbox, where code can check it; the model's verdict otherwise). Off, or
@@ -211,6 +220,8 @@ class TextSearchSettings(TextGenSettings):
     constraint the greedy answer met (docs/workflows/plangen.md)."""
     critic: CriticSettings = Field(default_factory=CriticSettings)
     """The constraint checks' settings."""
+    output: str = "score"
+    """State key the reward is written to, as `{score, failed}` (a search's `value:` reads it)."""
 
 
 def _prompt(state: Any) -> str:
@@ -220,10 +231,20 @@ def _prompt(state: Any) -> str:
     return str(prompt)
 
 
-async def respond(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, Any]:
-    text = await ask(ctx, RESPOND.format(prompt=_prompt(state)), max_tokens=settings.max_tokens,
-                     temperature=settings.temperature, purpose="respond")
+async def respond(state: Any, ctx: Any, settings: RespondSettings) -> dict[str, Any]:
+    plan = read_path(state, settings.plan) if settings.plan else None
+    prompt = FOLLOW.format(prompt=_prompt(state), plan=plan) if plan else RESPOND.format(prompt=_prompt(state))
+    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
+    text = await ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=temperature, seed=seed,
+                     purpose="respond")
     return {"response": text.strip()}
+
+
+async def outline(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, Any]:
+    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
+    text = await ask(ctx, OUTLINE.format(prompt=_prompt(state)), max_tokens=settings.max_tokens,
+                     temperature=temperature, seed=seed, purpose="plan")
+    return {"plan": text.strip()}
 
 
 _SURFACE = re.compile(
@@ -244,15 +265,7 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
                         settings: CriticSettings) -> tuple[dict[str, Any], str | None]:
     """One constraint's verdict, and what to keep for the next round: the check function, JUDGED, or None (no
     check that runs: ask afresh)."""
-    code = known
-    if code is None:
-        code = JUDGED
-        if settings.code_checks and checkable(constraint):
-            answer = await ask(ctx, CHECK.format(constraint=constraint), max_tokens=settings.max_tokens,
-                               purpose="check", shots=CHECK_SHOTS)
-            block = code_block(answer)
-            if block and re.search(r"def\s+check\s*\(", block):
-                code = block
+    code: str | None = known if known is not None else await _write_check(ctx, constraint, settings)
     if code:
         result = await run_predicate(ctx, code, "check", response, timeout=settings.timeout)
         if result.error is None:
@@ -272,6 +285,16 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
     ok = verdict is not None and verdict.group(1) == "PASS"
     why = "" if ok else (verdict.group(2).strip().splitlines()[0] if verdict and verdict.group(2).strip() else "judged not met")
     return {"constraint": constraint, "ok": ok, "how": "model", "why": why}, code
+
+
+async def _write_check(ctx: Any, constraint: str, settings: CriticSettings) -> str:
+    """A check function for `constraint`, or JUDGED when code cannot check it (or the critic wrote none)."""
+    if not (settings.code_checks and checkable(constraint)):
+        return JUDGED
+    answer = await ask(ctx, CHECK.format(constraint=constraint), max_tokens=settings.max_tokens,
+                       purpose="check", shots=CHECK_SHOTS)
+    block = code_block(answer)
+    return block if block and re.search(r"def\s+check\s*\(", block) else JUDGED
 
 
 _RESPONSE_FAULT = re.compile(r"(json\.decoder\.JSONDecodeError|ValueError|KeyError|IndexError)\b")
@@ -366,66 +389,57 @@ async def _code_fix(ctx: Any, prompt: str, response: str, failures: str, rounds:
     return fixed
 
 
-class TextGenerator:
-    """PlanGEN's generator for a written answer: outlines, answers following them, the verification agent's
-    score against the constraints."""
-
-    def __init__(self, ctx: Any, prompt: str, constraints: list[str], settings: TextSearchSettings) -> None:
-        self.ctx, self.prompt, self.constraints, self.s = ctx, prompt, constraints, settings
-        self.scored: list[dict[str, Any]] = []
-        self.checks: dict[str, str | None] = {}
-        """Check functions written so far, reused for every later candidate (as the critic does across rounds)."""
-        self.by_constraint = (settings.constraint_checks and bool(constraints)
-                              and getattr(getattr(ctx, "run", None), "sandbox", None) is not None)
-
-    def _temp(self, seed: int) -> float:
-        return self.s.temperature if seed == 0 else self.s.sample_temperature
-
-    async def plan(self, seed: int) -> str:
-        return (await ask(self.ctx, OUTLINE.format(prompt=self.prompt), max_tokens=self.s.max_tokens,
-                          temperature=self._temp(seed), seed=seed, purpose="plan")).strip()
-
-    async def complete(self, plan: str | None, seed: int) -> str:
-        text = FOLLOW.format(prompt=self.prompt, plan=plan) if plan else RESPOND.format(prompt=self.prompt)
-        return (await ask(self.ctx, text, max_tokens=self.s.max_tokens, temperature=self._temp(seed),
-                          seed=seed, purpose="respond")).strip()
-
-    async def score_plan(self, plan: str) -> float:
-        return await verify_against(self.ctx, self.prompt, self.constraints, plan)
-
-    async def score(self, candidate: str) -> float:
-        if self.by_constraint:
-            critique = await _critique(self.ctx, self.constraints, candidate, self.checks, self.s.critic)
-            reward = sum(c["ok"] for c in critique) / len(critique)
-            self.scored.append({"reward": round(reward, 4), "failed": [c["constraint"] for c in critique if not c["ok"]]})
-            return reward
-        reward = await verify_against(self.ctx, self.prompt, self.constraints, candidate)
-        self.scored.append({"reward": round(reward, 4)})
-        return reward
+def _by_constraint(ctx: Any, constraints: list[str], enabled: bool) -> bool:
+    """Whether answers are judged constraint by constraint: checks run in the sandbox, so not without one."""
+    return enabled and bool(constraints) and getattr(ctx.run, "sandbox", None) is not None
 
 
-async def search(state: Any, ctx: Any, settings: TextSearchSettings) -> dict[str, Any]:
-    algorithm = state.get("algorithm") or "best_of_n"
-    gen = TextGenerator(ctx, _prompt(state), list(state.get("constraints") or []), settings)
-    outcome = await run_algorithm(algorithm, gen, settings.n)
-    best = outcome.best
-    ctx.emit("instruct.search", algorithm=algorithm, rewards=[t.reward for t in outcome.tried])
-    return {"response": best.candidate if best else "", "reward": best.reward if best else 0.0,
-            "candidates": gen.scored, "plans": [{"plan": p, "score": s} for p, s in outcome.plans]}
+async def checks(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, Any]:
+    """The check of every constraint written once, from the constraint alone (the critic never shows it an
+    answer): every answer judged later, in any branch of a search, is judged by the same checks."""
+    constraints = list(state.get("constraints") or [])
+    if not _by_constraint(ctx, constraints, settings.code_checks):
+        return {}
+    written = dict(state.get("checks") or {})
+    for constraint in constraints:
+        if written.get(constraint) is None:
+            written[constraint] = await _write_check(ctx, constraint, settings)
+    ctx.emit("instruct.checks", by_code=sum(bool(code) for code in written.values()), constraints=len(constraints))
+    return {"checks": written}
+
+
+async def score(state: Any, ctx: Any, settings: ScoreSettings) -> dict[str, Any]:
+    constraints = list(state.get("constraints") or [])
+    response = str(state.get("response") or "")
+    if _by_constraint(ctx, constraints, settings.constraint_checks):
+        known = dict(state.get("checks") or {})
+        critique = await _critique(ctx, constraints, response, known, settings.critic)
+        value = sum(c["ok"] for c in critique) / len(critique)
+        failed = [c["constraint"] for c in critique if not c["ok"]]
+        ctx.emit("instruct.score", reward=round(value, 4), failed=failed)
+        return {settings.output: {"score": round(value, 4), "failed": failed}, "checks": known}
+    value = await verify_against(ctx, _prompt(state), constraints, response)
+    ctx.emit("instruct.score", reward=round(value, 4), failed=None)
+    return {settings.output: {"score": round(value, 4)}}
 
 
 NODE_TYPES = [
-    NodeType("instruct.respond", respond, TextGenSettings, ("prompt",), ("response",), "answers the prompt"),
+    NodeType("instruct.respond", respond, RespondSettings, ("prompt", "plan"), ("response",),
+             "answers the prompt (following the outline when there is one)"),
+    NodeType("instruct.outline", outline, TextGenSettings, ("prompt",), ("plan",),
+             "an outline of how to meet every requirement of the prompt, no answer yet"),
     NodeType("instruct.critic", critic, CriticSettings, ("constraints", "response", "refinements", "checks", "best"),
              ("critique", "all_pass", "checks", "best", "response", "refinements"),
              "DeCRIM's critic: each constraint checked, by a function it writes and runs in the sandbox where it can",
              sandbox=True),
     NodeType("instruct.refine", refine, RefineSettings, ("prompt", "response", "critique", "rounds"),
              ("refinements", "rounds"), "new answers that avoid the failed constraints, for the critic to choose among"),
-    NodeType("instruct.search", search, TextSearchSettings, ("prompt", "constraints", "algorithm"),
-             ("response", "reward", "candidates", "plans"),
-             "PlanGEN: the selected algorithm over outlines and answers, scored against each constraint",
+    NodeType("instruct.checks", checks, CriticSettings, ("constraints", "checks"), ("checks",),
+             "the critic's check function for each constraint code can check, written before any answer",
              sandbox=True),
+    NodeType("instruct.score", score, ScoreSettings, ("prompt", "constraints", "response", "checks"),
+             ("score", "checks"), "an answer's reward: the share of constraints that hold, checked as the critic "
+             "does (the verification agent's score without a sandbox)", sandbox=True),
 ]
 
-__all__ = ["NODE_TYPES", "TextGenerator"]
+__all__ = ["NODE_TYPES"]

@@ -74,6 +74,19 @@ async def ask(
     return text
 
 
+def sampling(ctx: Any, temperature: float, sample_temperature: float | None) -> tuple[float, int | None]:
+    """The (temperature, seed) of a node's model call. On the main line, and in a search branch that is its
+    parent's first child: `temperature`. In a later sibling (`ctx.run.sample` > 0): `sample_temperature`,
+    seeded by the sibling's place -- siblings ask the same question from the same state, so without this every
+    branch of a search would get the same answer (None: `temperature` everywhere)."""
+    sample = getattr(ctx.run, "sample", None)
+    if sample is None:
+        return temperature, None
+    if sample == 0 or sample_temperature is None:
+        return temperature, sample
+    return sample_temperature, sample
+
+
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
@@ -107,4 +120,4 @@ def numbered_items(text: str) -> list[str]:
     return items
 
 
-__all__ = ["ask", "code_block", "json_block", "node_model", "numbered_items"]
+__all__ = ["ask", "code_block", "json_block", "node_model", "numbered_items", "sampling"]

@@ -2,8 +2,15 @@
 
     reason.constraints  the constraint agent: the instance's constraints as a list     -> constraints
     reason.select       the selection agent: the inference algorithm for this instance  -> algorithm, selection
-    reason.reward       the algorithm's reward joins the UCB statistics                 -> ucb
+    reason.verify       the verification agent: a score 0..1 of a plan or an answer against the constraints
+                                                                                        -> verified
+    reason.reward       the algorithm's reward joins the UCB statistics                 -> ucb, reward
     reason.value        the value agent (SWE-Search): a value 0..1 and an assessment of an attempt -> value
+
+`algorithm` names a graph search's strategy (a search node's `strategy_key: algorithm`), and `reason.reward`
+reads the reward the search chose (`value: search.value`): PlanGEN is a workflow of these around a search
+(`workflows/plangen.yaml`). `begin` is a function node that writes nothing, for a subgraph whose route must
+pick its first real node (a branch that answers without planning first).
 """
 
 from __future__ import annotations
@@ -14,9 +21,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.graph.nodetypes import NodeType
-from agentflow.reasoning.constraints import extract_constraints
+from agentflow.graph.search import read_path
+from agentflow.reasoning.constraints import extract_constraints, verify_against
 from agentflow.reasoning.llm import ask
-from agentflow.reasoning.ucb import ALGORITHMS, UcbStats, choose_algorithm, ucb_scores
+from agentflow.reasoning.ucb import ALGORITHMS, KNOWN_ALGORITHMS, UcbStats, choose_algorithm, ucb_scores
 from agentflow.reasoning.value import ValueSettings, value_node
 
 
@@ -37,7 +45,8 @@ class SelectSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     algorithms: list[str] = Field(default_factory=lambda: list(ALGORITHMS))
-    """The algorithms to choose among (best_of_n, tree_of_thought, rebase)."""
+    """The algorithms to choose among (best_of_n, tree_of_thought, rebase; mcts too, with a search whose `n`
+    lets it finish a branch)."""
     c: float = Field(default=1.0, ge=0)
     """Weight of the exploration term."""
     prior: bool = True
@@ -46,6 +55,30 @@ class SelectSettings(BaseModel):
     """Bonus of the model's pick."""
     input: str = "prompt"
     """State key holding the instance's text (for the prior)."""
+
+
+class VerifySettings(BaseModel):
+    """Settings of `reason.verify`."""
+
+    model_config = ConfigDict(extra="forbid")
+    work: str = "response"
+    """Dotted state path of what is scored (a plan, code, an answer)."""
+    task: str = "prompt"
+    """Dotted state path of the task."""
+    constraints: str = "constraints"
+    """Dotted state path of the constraint list (none there: judged by the task alone)."""
+    output: str = "verified"
+    """State key the score is written to, as `{score: 0..1}` (a search's `value:` reads such a dict)."""
+    max_tokens: int = Field(default=200, ge=16)
+    """Longest answer of the verification agent."""
+
+
+class RewardSettings(BaseModel):
+    """Settings of `reason.reward`."""
+
+    model_config = ConfigDict(extra="forbid")
+    value: str = "reward"
+    """Dotted state path of the reward to add, in [0, 1] (after a search: `search.value`, the chosen branch's)."""
 
 
 PRIOR = """Which way of solving this task is most likely to succeed?
@@ -70,10 +103,10 @@ async def constraints_node(state: Any, ctx: Any, settings: ConstraintSettings) -
 
 
 async def select_node(state: Any, ctx: Any, settings: SelectSettings) -> dict[str, Any]:
-    unknown = [a for a in settings.algorithms if a not in ALGORITHMS]
+    unknown = [a for a in settings.algorithms if a not in KNOWN_ALGORITHMS]
     if unknown or not settings.algorithms:
         raise ValueError(f"node '{ctx.node}': unknown algorithm {unknown[0] if unknown else '(none)'} "
-                         f"(choose among {', '.join(ALGORITHMS)})")
+                         f"(choose among {', '.join(KNOWN_ALGORITHMS)})")
     stats = UcbStats.model_validate(state.get("ucb") or {})
     prior = None
     if settings.prior:
@@ -90,13 +123,29 @@ async def select_node(state: Any, ctx: Any, settings: SelectSettings) -> dict[st
     return {"algorithm": chosen, "selection": selection, "ucb": stats.model_dump()}
 
 
-async def reward_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
-    algorithm, reward = state.get("algorithm"), state.get("reward")
-    if algorithm is None or reward is None:
-        raise ValueError(f"node '{ctx.node}': needs 'algorithm' and 'reward' in the state (run a search first)")
+async def verify_node(state: Any, ctx: Any, settings: VerifySettings) -> dict[str, Any]:
+    work = read_path(state, settings.work)
+    if work is None:
+        raise ValueError(f"node '{ctx.node}': the state has nothing at {settings.work!r} to verify")
+    constraints = [str(c) for c in read_path(state, settings.constraints) or []]
+    score = await verify_against(ctx, str(read_path(state, settings.task) or ""), constraints, str(work))
+    ctx.emit("reason.verify", work=settings.work, score=score)
+    return {settings.output: {"score": score}}
+
+
+async def reward_node(state: Any, ctx: Any, settings: RewardSettings) -> dict[str, Any]:
+    algorithm, reward = state.get("algorithm"), read_path(state, settings.value)
+    if algorithm is None or not isinstance(reward, (int, float)):
+        raise ValueError(f"node '{ctx.node}': needs 'algorithm' and a number at {settings.value!r} in the state "
+                         "(run a search first)")
     stats = UcbStats.model_validate(state.get("ucb") or {}).update(algorithm, float(reward))
     ctx.emit("reason.reward", algorithm=algorithm, reward=reward, ucb=stats.model_dump())
-    return {"ucb": stats.model_dump()}
+    return {"ucb": stats.model_dump(), "reward": float(reward)}
+
+
+def begin(state: Any) -> dict[str, Any]:
+    """Writes nothing: the first node of a subgraph whose route picks where a branch really starts."""
+    return {}
 
 
 NODE_TYPES = [
@@ -104,11 +153,13 @@ NODE_TYPES = [
              "the constraint agent: the instance's constraints as a list"),
     NodeType("reason.select", select_node, SelectSettings, ("prompt", "ucb"), ("algorithm", "selection", "ucb"),
              "the selection agent: an inference algorithm by UCB over rewards so far plus the model's prior"),
-    NodeType("reason.reward", reward_node, None, ("algorithm", "reward", "ucb"), ("ucb",),
+    NodeType("reason.verify", verify_node, VerifySettings, ("prompt", "constraints", "response"), ("verified",),
+             "the verification agent: a 0..1 score of a plan or an answer against the constraints"),
+    NodeType("reason.reward", reward_node, RewardSettings, ("algorithm", "reward", "ucb"), ("ucb", "reward"),
              "adds the search's reward to the chosen algorithm's UCB statistics"),
     NodeType("reason.value", value_node, ValueSettings, ("prompt", "code", "tests"), ("value",),
              "the value agent: how likely an attempt solves the task (0..1) and an assessment, from the task, "
              "the attempt and its checks (a search's `value: value.value`)"),
 ]
 
-__all__ = ["NODE_TYPES"]
+__all__ = ["NODE_TYPES", "begin"]

@@ -16,6 +16,9 @@ import math
 from pydantic import BaseModel, Field
 
 ALGORITHMS = ("best_of_n", "tree_of_thought", "rebase")
+"""The paper's three, chosen among by default: each names a graph search strategy (tree_of_thought: beam)."""
+KNOWN_ALGORITHMS = (*ALGORITHMS, "mcts")
+"""What a selection may also be given to choose among."""
 
 
 class ArmStats(BaseModel):
@@ -71,4 +74,4 @@ def choose_algorithm(stats: UcbStats, algorithms: tuple[str, ...] | list[str], *
     return max(algorithms, key=lambda a: (scores[a], -list(algorithms).index(a)))
 
 
-__all__ = ["ALGORITHMS", "ArmStats", "UcbStats", "choose_algorithm", "ucb_scores"]
+__all__ = ["ALGORITHMS", "KNOWN_ALGORITHMS", "ArmStats", "UcbStats", "choose_algorithm", "ucb_scores"]

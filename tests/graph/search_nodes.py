@@ -68,3 +68,9 @@ def _effect(path: str, label: str) -> str:
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(label + "\n")
     return f"wrote {label}"
+
+
+def sampled(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Notes the branch's place among its siblings (`ctx.run.sample`), scored by its id as `attempt` is."""
+    k = _index(ctx)
+    return {"score": (k * 37) % 10, "steps": [f"b{k} sample {ctx.run.sample}"]}

@@ -132,6 +132,83 @@ async def test_vote_and_smallest_choose_by_a_state_path(tmp_path: Path) -> None:
     runner.close()
 
 
+def _keyed(search: dict[str, Any]) -> dict[str, Any]:
+    wf = _workflow(search)
+    wf["state"]["algorithm"] = {"type": "str"}
+    return wf
+
+
+@pytest.mark.parametrize(("named", "runs"), [("tree_of_thought", "beam"), ("rebase", "rebase"), ("mcts", "mcts"),
+                                             (None, "best_of_n")])
+async def test_strategy_key_picks_the_strategy_from_the_state(tmp_path: Path, named: str | None, runs: str) -> None:
+    search = {"strategy_key": "algorithm", "n": 2, "value": "score", "step_until": ["attempt"]}
+    events = EventLog()
+    runner = WorkflowRunner(spec_from_dict(_keyed(search)), run_dir=tmp_path / "run", context=RunContext(events=events))
+    result = await runner.start({"task": "x", **({"algorithm": named} if named else {})}, thread_id="t")
+    assert result.status == "done", result.errors
+    assert result.state["report"]["strategy"] == runs  # without a value there, `strategy` (best_of_n) runs
+    tree = [e for e in events.events if e.kind == "search.node"]
+    assert {e.data["strategy"] for e in tree} == {runs}
+    if runs == "beam":  # stepwise: the second step continues a first step's checkpoint
+        assert any(b["parent"] not in ("root", None) for b in result.state["report"]["branches"])
+    runner.close()
+
+
+async def test_strategy_key_naming_no_strategy_fails_the_node(tmp_path: Path) -> None:
+    runner = WorkflowRunner(spec_from_dict(_keyed({"strategy_key": "algorithm"})), run_dir=tmp_path / "run")
+    result = await runner.start({"task": "x", "algorithm": "annealing"}, thread_id="t")
+    assert result.status == "failed" and result.failed_node == "go"
+    assert "'annealing'" in result.errors["go"].error and "tree_of_thought" in result.errors["go"].error
+    runner.close()
+
+
+async def test_stop_at_ends_the_search_at_the_first_branch_valued_that_high(tmp_path: Path) -> None:
+    search = {"n": 6, "value": "score", "value_scale": 10, "stop_at": 0.85, "concurrency": 1}
+    result, events, runner = await _run(tmp_path, _workflow(search))
+    report = result.state["report"]
+    # b0 is worth 0, b1 0.9 >= 0.85: b2..b5 never start, and b1 is chosen
+    assert [b["id"] for b in report["branches"]] == ["b0", "b1"]
+    assert report["stopped_at"] == "b1" and report["chosen"] == "b1" and result.state["score"] == _final(1)
+    started = {e.data["branch"] for e in events.events if e.kind == "node.start" and e.data.get("search") == "go"}
+    assert started == {"b0", "b1"}
+    assert [e.data["branch"] for e in events.events if e.kind == "search.stop"] == ["b1"]
+    runner.close()
+    # without stop_at every branch runs and the best of all six wins
+    result, _, runner = await _run(tmp_path / "all", _workflow({**search, "stop_at": None}))
+    assert len(result.state["report"]["branches"]) == 6 and result.state["report"]["stopped_at"] is None
+    runner.close()
+
+
+async def test_stop_at_is_reached_by_finished_branches_only(tmp_path: Path) -> None:
+    # beam, step 1 (attempt) values b1 at 0.7, b2 at 0.4; both are unfinished, so the search goes on to step 2
+    search = {"strategy": "beam", "n": 2, "expand": [3, 1], "value": "score", "value_scale": 10, "stop_at": 0.1,
+              "concurrency": 1, "step_until": ["attempt"]}
+    result, _, runner = await _run(tmp_path, _workflow(search))
+    by_id = {b["id"]: b for b in result.state["report"]["branches"]}
+    # expand [3, 1]: three first steps from the start, then one continuation of each of the two kept
+    assert [b for b in by_id if by_id[b]["parent"] == "root"] == ["b0", "b1", "b2"]
+    assert by_id["b3"]["parent"] == "b1" and by_id["b3"]["terminal"]
+    # the first finished branch is over stop_at: the second kept branch's continuation never starts
+    assert "b4" not in by_id and result.state["report"]["stopped_at"] == "b3"
+    runner.close()
+
+
+async def test_a_branch_knows_its_place_among_its_siblings(tmp_path: Path) -> None:
+    nodes = {"attempt": {"fn": "tests.graph.search_nodes:sampled", "next": "refine"},
+             "refine": {"fn": "tests.graph.search_nodes:sampled", "next": "END"}}
+    search = {"strategy": "beam", "n": 1, "expand": [3, 2], "value": "score", "concurrency": 1}
+    result, _, runner = await _run(tmp_path, _workflow(search, nodes))
+    samples = {}
+    for branch in result.state["report"]["branches"]:
+        state = await runner.get_state(f"t~go~{branch['id']}" if branch["parent"] == "root" else
+                                       f"t~go~{branch['parent']}~{branch['id']}")
+        samples[branch["id"]] = state["steps"][-1]
+    # the start's three children are samples 0, 1, 2; the kept one's two children are 0 and 1 again
+    assert [samples[b] for b in ("b0", "b1", "b2")] == ["b0 sample 0", "b1 sample 1", "b2 sample 2"]
+    assert [samples[b] for b in ("b3", "b4")] == ["b3 sample 0", "b4 sample 1"]
+    runner.close()
+
+
 def test_validation_names_bad_search_settings() -> None:
     bad = _workflow({"strategy": "annealing"})
     problems = [p.message for p in validate(spec_from_dict(bad))]
@@ -141,6 +218,13 @@ def test_validation_names_bad_search_settings() -> None:
     assert any("search.value reads 'nope.ok'" in p for p in problems), problems
     assert any("search.select vote needs search.select_key" in p for p in problems), problems
     assert any("step_until names 'missing'" in p for p in problems), problems
+    problems = [p.message for p in validate(spec_from_dict(_workflow({"strategy_key": "algo"})))]
+    assert any("search.strategy_key reads 'algo'" in p for p in problems), problems
+    problems = [p.message for p in validate(spec_from_dict(_workflow({"expand": []})))]
+    assert any("search.expand" in p and "at least one number" in p for p in problems), problems
+    problems = [p.message for p in validate(spec_from_dict(_workflow({"stop_at": "high"})))]
+    assert any("search.stop_at" in p for p in problems), problems
+    assert validate(spec_from_dict(_keyed({"strategy_key": "algorithm", "expand": [3, 1], "stop_at": 1.0}))) == []
     no_sub = {"name": "s", "nodes": {"go": {"search": {"n": 2}, "next": "END"}}}
     problems = [p.message for p in validate(spec_from_dict(no_sub))]
     assert any("no subgraph" in p for p in problems), problems
@@ -187,3 +271,7 @@ def test_graph_show_draws_a_search_node_as_a_box_of_its_subgraph(capsys: pytest.
     out = capsys.readouterr().out
     assert 'subgraph attempt["attempt: search best_of_n' in out
     assert "attempt__code --> attempt__check" in out and "attempt__gate -.-> attempt__code" in out
+    assert run(["graph", "show", "plangen"]) == 0  # a strategy read from the state is named by its path
+    out = capsys.readouterr().out
+    assert 'subgraph solve_code["solve_code: search by algorithm' in out
+    assert "solve_code__start -.-> solve_code__write" in out and "solve_code__start -.-> solve_code__plan" in out
