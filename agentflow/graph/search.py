@@ -89,6 +89,10 @@ class SearchSettings(StrictConfig):
     outputs: list[str] | None = None
     """State keys copied from the chosen branch into the run's state (default: every key the subgraph's
     nodes wrote that the workflow's state has)."""
+    gather: list[str] = Field(default_factory=list)
+    """State keys (lists) collected from every branch instead of taken from the chosen one: the items of all
+    branches, each once (a child's list starts as its parent's), in branch order; so a later node sees every
+    branch's work, e.g. a vote over the candidates of all branches."""
     concurrency: int = Field(2, ge=1)
     """Branches or expansions in flight at once (their model calls overlap; the sandbox is shared)."""
     c: float = Field(1.0, ge=0)
@@ -260,7 +264,7 @@ class SearchRun:
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
         events = BranchEvents(self.rt.events, self.name, branch.id) if self.rt.events is not None else None
         return dataclasses.replace(self.rt, sandbox=sandbox, events=events, branch=branch.thread,
-                                   after_tool_call=None)
+                                   after_tool_call=None, node_seconds=0.0)
 
     def _graph(self, rt: RunContext) -> Any:
         return self.compile(self.sub, rt, self._checkpointer(),
@@ -296,6 +300,7 @@ class SearchRun:
                 branch.error = _describe(exc)
             finally:
                 self.rt.branch_workspaces.pop(branch.thread, None)
+                self.rt.node_seconds += rt.node_seconds  # the branch's typed nodes count as the run's
             snapshot = await graph.aget_state(config)
             branch.state = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {}
             branch.done = branch.error is None and not snapshot.next
@@ -561,8 +566,23 @@ class SearchRun:
             changed = (k for k, v in chosen.state.items() if k not in before or before[k] != v)
             keys = sorted(k for k in changed if self.parent_keys is None or k in self.parent_keys)
         out = {k: chosen.state.get(k) for k in keys if k in chosen.state}
+        for key in self.settings.gather:
+            out[key] = self.gathered(key)
         if output_key is not None:
             out[output_key] = self.report(chosen)
+        return out
+
+    def gathered(self, key: str) -> list[Any]:
+        """The items of list `key` over every branch's state (failed branches' too: what they did before they
+        failed stands), each item once."""
+        seen: set[str] = set()
+        out: list[Any] = []
+        for branch in self.branches:
+            items = branch.state.get(key)
+            for item in items if isinstance(items, list) else []:
+                if (mark := _key(item)) not in seen:
+                    seen.add(mark)
+                    out.append(item)
         return out
 
     def report(self, chosen: Branch) -> dict[str, Any]:

@@ -178,3 +178,15 @@ async def test_python_builder_searches_over_a_workflow(tmp_path: Path) -> None:
     chosen = result.state["report"]["chosen"]
     assert result.state["steps"][-1] == f"refine {chosen}"
     runner.close()
+
+
+async def test_gather_collects_a_key_over_every_branch(tmp_path: Path) -> None:
+    """`gather`: a list key of every branch, each item once (a child's list starts as its parent's), instead of
+    the chosen branch's alone."""
+    search = {"strategy": "beam", "n": 1, "expand": 2, "value": "score", "max_depth": 3, "gather": ["steps"]}
+    result, _, runner = await _run(tmp_path, _workflow(search))
+    by_id = {b["id"]: b for b in result.state["report"]["branches"]}
+    kept = by_id["b2"]["parent"]
+    assert kept in ("b0", "b1") and by_id["b3"]["parent"] == kept
+    assert result.state["steps"] == ["attempt b0", "attempt b1", "refine b2", "refine b3"]
+    runner.close()
