@@ -7,6 +7,7 @@ re-run after a crash replays completed tool calls instead of repeating their eff
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,26 @@ if TYPE_CHECKING:
     from agentflow.models.base import ChatModel
     from agentflow.tools.journal import ToolJournal
     from agentflow.tools.result import ToolResult
+
+
+class NodeClock:
+    """Wall time during which at least one typed node ran: nodes that run at once (a search's branches) count
+    once, so what is left of a run's wall time is the engine's own."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._running = 0
+        self._since = 0.0
+
+    def start(self) -> None:
+        if self._running == 0:
+            self._since = time.perf_counter()
+        self._running += 1
+
+    def stop(self) -> None:
+        self._running -= 1
+        if self._running == 0:
+            self.seconds += time.perf_counter() - self._since
 
 
 @dataclass
@@ -40,8 +61,8 @@ class RunContext:
     """Application runtimes node types need (e.g. `repair`: the task's workbench, models and budget)."""
     node_types: Any = None
     """The `NodeTypeRegistry` typed nodes come from (default: `nodetypes.default_registry()`)."""
-    node_seconds: float = 0.0
-    """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
+    node_clock: NodeClock = field(default_factory=NodeClock)
+    """Time spent inside typed nodes so far (shared with a search's branches: `node_seconds`)."""
     mcp: McpHub | None = None
     """The run's MCP servers (from the workflow's `mcp_servers:`): their tools join `tools` on first use."""
     checkpointer: Any = None
@@ -56,6 +77,11 @@ class RunContext:
     models: dict[str, Any] = field(default_factory=dict)
     """Models built from spec strings during the run, by spec: one model per spec for the whole run, search
     branches included (a replayed cassette is read once, a local server started once)."""
+
+    @property
+    def node_seconds(self) -> float:
+        """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
+        return self.node_clock.seconds
 
     def model_for(self, spec: str) -> ChatModel:
         """The run's model for `spec`, built on first use."""

@@ -264,7 +264,7 @@ class SearchRun:
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
         events = BranchEvents(self.rt.events, self.name, branch.id) if self.rt.events is not None else None
         return dataclasses.replace(self.rt, sandbox=sandbox, events=events, branch=branch.thread,
-                                   after_tool_call=None, node_seconds=0.0)
+                                   after_tool_call=None)
 
     def _graph(self, rt: RunContext) -> Any:
         return self.compile(self.sub, rt, self._checkpointer(),
@@ -300,7 +300,6 @@ class SearchRun:
                 branch.error = _describe(exc)
             finally:
                 self.rt.branch_workspaces.pop(branch.thread, None)
-                self.rt.node_seconds += rt.node_seconds  # the branch's typed nodes count as the run's
             snapshot = await graph.aget_state(config)
             branch.state = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {}
             branch.done = branch.error is None and not snapshot.next

@@ -155,12 +155,12 @@ async def _draw(ctx: NodeContext, rt: RepairRuntime, cfg: RepairConfig, state: S
         n = len(drawn) + 1
         sample = (number + 1) * SAMPLE_STRIDE + n
         cand_id = f"{rt.iid}/{tag}.{n}"
-        drawn.append(sample)
         prompt = edit_prompt(cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "", hint=hint,
                              windows=order)
         got = await draw_edit(rt.models.coder, cfg, prompt, sources, cand_id=cand_id,
                               parent_id=current["candidate_id"], sample=sample, events=rt.events, budget=rt.budget,
                               iid=rt.iid)
+        drawn.append(sample)
         edit = {"candidate_id": cand_id, "parent_id": current["candidate_id"], "sample": sample,
                 "files": got.read.files, "errors": got.read.errors, "answer": got.text, "finish": got.finish,
                 "window": window_key(order[0]) if order else ""}

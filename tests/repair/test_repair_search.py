@@ -27,8 +27,8 @@ ON_WRONG = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=
 
 
 def repair(out: Path, image: str, *args: str) -> int:
-    return run(["repair", *args, "--workflow", "repair_search", "--sandbox", "docker", "-c", f"sandbox.image={image}",
-                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-o", str(out)])
+    return run(["repair", "--workflow", "repair_search", "--sandbox", "docker", "-c", f"sandbox.image={image}",
+                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-o", str(out), *args])
 
 
 def task(cassette: Path, *, oracle: bool = True) -> list[str]:
@@ -140,6 +140,18 @@ def test_stepwise_strategies_expand_a_branch_from_its_checkpoint_and_workspace(
     assert sum(1 for e in events if e["kind"] == "model.call") == 4
 
 
+def test_a_tool_calling_edit_in_a_branch(docker_image: str, tmp_path: Path) -> None:
+    """`edit_format: tools`: the branch's edit is a tool-calling loop on an in-memory copy of the sources (the
+    sampling the search policy uses); the files it changed are written into the branch's workspace and verified."""
+    out = tmp_path / "run"
+    assert repair(out, docker_image, *task(CASSETTES / "tools_inikit-1.json"), "-c", "edit_format=tools") == 0
+    (cand,) = read_jsonl(out / "candidates.jsonl")
+    assert short(cand["candidate_id"]) == "b0.1" and cand["verification"]["passed"] is True
+    events = read_jsonl(out / "events.jsonl")
+    assert next(e for e in events if e["kind"] == "repair.tool_edit")["data"]["files"] == ["inikit/parser.py"]
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == [IID]
+
+
 def test_the_step_limit_ends_the_branch_and_the_best_patch_so_far_is_kept(docker_image: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
     # 3 calls: the ranking, an unchanged answer (drawn again), the first (wrong) candidate; the next edit is refused
@@ -165,3 +177,34 @@ def test_bench_runs_the_workflow_on_several_tasks(docker_image: str, tmp_path: P
     events = read_jsonl(out / "events.jsonl")
     for iid in ids:  # every task's branch, under its own search node
         assert any(e["kind"] == "search.node" and e["node_id"] == f"{iid}/attempt/b0" for e in events)
+
+
+OTHER = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=")\n=======\n'
+         '        parts = stripped.split("=", 3)\n>>>>>>> REPLACE\nEND_EDITS')
+
+
+def test_the_value_agent_steers_rebase_over_repair_branches(docker_image: str, tmp_path: Path) -> None:
+    """SWE-Search's value node in the branches of a REBASE search: both first branches make a wrong edit that
+    scores like the unchanged code on the tests, the value agent values b0's 80 and b1's 10, so both of the next
+    step's expansions continue b0 (from its checkpoint and workspace), and the next edit reads b0's assessment."""
+    workflow = tmp_path / "valued.yaml"
+    text = (ROOT / "workflows" / "repair_search.yaml").read_text()
+    text = text.replace("step_until: [critique]", "step_until: [value]").replace("retry: critique", "retry: value")
+    workflow.write_text(text.replace("critique: {type: swe.critique, next: edit}", "value: {type: swe.value, next: edit}"))
+    answers = ["1", WRONG, "Value: 80\nAssessment: [ASSESSED-B0] splits too often.", OTHER,
+               "Value: 10\nAssessment: [ASSESSED-B1] wrong place.", ON_WRONG]
+    cassette = scripted_cassette(tmp_path / "c.json", answers)
+    out = tmp_path / "run"
+    code = run(["repair", *task(cassette), "--workflow", str(workflow), "--sandbox", "docker", "-c",
+                f"sandbox.image={docker_image}", "-c", "concurrency=1", "-c", "edit_format=search_replace",
+                "-c", "trace.content=true", "-c", "nodes.attempt.strategy=rebase", "-c", "nodes.attempt.n=2",
+                "-o", str(out)])
+    assert code == 0
+    events = read_jsonl(out / "events.jsonl")
+    assert branches(events) == {"b0": "attempt", "b1": "attempt", "b2": "b0", "b3": "b0"}
+    values = {short(e["node_id"]): e["data"]["search_value"] for e in events if e["kind"] == "repair.value"}
+    assert values == {"b0.1": 0.8, "b1.1": 0.1}
+    prompts = [e["data"]["messages"][-1]["content"] for e in events if e["kind"] == "model.call"]
+    assert "[ASSESSED-B0]" in prompts[5] and "[ASSESSED-B1]" not in prompts[5]
+    outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
+    assert outcome["chosen"] == f"{IID}/b2.2" and outcome["report"]["resolved"] is True
