@@ -18,7 +18,7 @@ answers that gave their window back unchanged, on a gold function (`unchanged_on
 bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone).
 
 `--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships (`repair`
-with best-of-N as its search, N = calls - 4, `search_at_budget`), at the same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
+and `repair_search` with best-of-N as their search, N = calls - 4, `search_at_budget`), at the same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
 calls, tokens, wall).
 
 `--grade-candidates` also grades every candidate of the best-of-8 run with the hidden tests (after the run;
@@ -221,12 +221,17 @@ FIXED_CALLS = 4
 a resampled answer that changed nothing (measured: 11.5 calls a task with 8 samples at `--calls 12`)."""
 
 
+STRATEGY_WORKFLOWS = ("repair", "repair_search")
+"""Workflows whose search `--strategy` sets: `repair` (its search node type) and `repair_search` (the same
+attempts as graph nodes under a graph search node)."""
+
+
 def search_at_budget(name: str, calls: int) -> list[str]:
-    """How a workflow's search is set for the side by side: `repair` ships one chain of attempts (about 7 calls),
-    so at the shared budget it runs as best-of-N one-shot samples with N = calls - FIXED_CALLS (8 at 12 calls),
-    the strategy of `agentflow repair` that fills the budget; the published workflows' searches are many samples
-    already and run as they ship."""
-    if name != "repair":
+    """How a workflow's search is set for the side by side: `repair` and `repair_search` ship one chain of
+    attempts (about 7 calls), so at the shared budget they run as best-of-N one-shot samples with N = calls -
+    FIXED_CALLS (8 at 12 calls), the strategy of `agentflow repair` that fills the budget; the published
+    workflows' searches are many samples already and run as they ship."""
+    if name not in STRATEGY_WORKFLOWS:
         return []
     return ["--strategy", "best-of-n", "-n", str(max(1, calls - FIXED_CALLS)), "-c", "max_attempts=1"]
 

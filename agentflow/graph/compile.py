@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import operator
 import re
-import time
 import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, TypedDict, cast
@@ -196,11 +195,11 @@ def _typed_node(name: str, node: NodeSpec, rt: RunContext, registry: Any) -> Cal
 
     async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
         rt.emit("node.start", node_id=name, type=node_type.name)
-        t0 = time.perf_counter()
+        rt.node_clock.start()
         try:
             updates = dict(await node_type.run(state, NodeContext(rt, name, config, node), settings) or {})
         finally:
-            rt.node_seconds += time.perf_counter() - t0
+            rt.node_clock.stop()
         rt.emit("node.end", node_id=name, type=node_type.name, writes=list(updates))
         return updates
 

@@ -9,6 +9,7 @@ their type.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, cast
@@ -29,6 +30,26 @@ LIVE_KINDS = frozenset({"search.branch"})
 """Event kinds `RunContext.emit` also puts on the run's live stream (`agentflow.graph.streaming`)."""
 
 
+class NodeClock:
+    """Wall time during which at least one typed node ran: nodes that run at once (a search's branches) count
+    once, so what is left of a run's wall time is the engine's own."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._running = 0
+        self._since = 0.0
+
+    def start(self) -> None:
+        if self._running == 0:
+            self._since = time.perf_counter()
+        self._running += 1
+
+    def stop(self) -> None:
+        self._running -= 1
+        if self._running == 0:
+            self.seconds += time.perf_counter() - self._since
+
+
 @dataclass
 class RunContext:
     """Handles shared by every node of one run (none of them required)."""
@@ -47,8 +68,8 @@ class RunContext:
     """Application runtimes node types need (e.g. `repair`: the task's workbench, models and budget)."""
     node_types: Any = None
     """The `NodeTypeRegistry` typed nodes come from (default: `nodetypes.default_registry()`)."""
-    node_seconds: float = 0.0
-    """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
+    node_clock: NodeClock = field(default_factory=NodeClock)
+    """Time spent inside typed nodes so far (shared with a search's branches: `node_seconds`)."""
     mcp: McpHub | None = None
     """The run's MCP servers (from the workflow's `mcp_servers:`): their tools join `tools` on first use."""
     checkpointer: Any = None
@@ -70,6 +91,11 @@ class RunContext:
     deps: Any = None
     """The application's dependencies (a database handle, a client...): `ctx.deps` in function nodes, and
     `ToolContext.deps` in the tools of agent, tool and function nodes."""
+
+    @property
+    def node_seconds(self) -> float:
+        """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
+        return self.node_clock.seconds
 
     def model_for(self, spec: str) -> ChatModel:
         """The run's model for `spec`, built on first use."""

@@ -96,6 +96,10 @@ class SearchSettings(StrictConfig):
     outputs: list[str] | None = None
     """State keys copied from the chosen branch into the run's state (default: every key the subgraph's
     nodes wrote that the workflow's state has)."""
+    gather: list[str] = Field(default_factory=list)
+    """State keys (lists) collected from every branch instead of taken from the chosen one: the items of all
+    branches, each once (a child's list starts as its parent's), in branch order; so a later node sees every
+    branch's work, e.g. a vote over the candidates of all branches."""
     concurrency: int = Field(2, ge=1)
     """Branches or expansions in flight at once (their model calls overlap; the sandbox is shared)."""
     c: float = Field(1.0, ge=0)
@@ -637,8 +641,23 @@ class SearchRun:
             changed = (k for k, v in chosen.state.items() if k not in before or before[k] != v)
             keys = sorted(k for k in changed if self.parent_keys is None or k in self.parent_keys)
         out = {k: chosen.state.get(k) for k in keys if k in chosen.state}
+        for key in self.settings.gather:
+            out[key] = self.gathered(key)
         if output_key is not None:
             out[output_key] = self.report(chosen)
+        return out
+
+    def gathered(self, key: str) -> list[Any]:
+        """The items of list `key` over every branch's state (failed branches' too: what they did before they
+        failed stands), each item once."""
+        seen: set[str] = set()
+        out: list[Any] = []
+        for branch in self.branches:
+            items = branch.state.get(key)
+            for item in items if isinstance(items, list) else []:
+                if (mark := _key(item)) not in seen:
+                    seen.add(mark)
+                    out.append(item)
         return out
 
     def report(self, chosen: Branch) -> dict[str, Any]:

@@ -321,9 +321,10 @@ def _search_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]
     if settings.select in ("vote", "smallest") and not settings.select_key:
         problems.append(f"node '{name}': search.select {settings.select} needs search.select_key (the state path "
                         f"it {'counts' if settings.select == 'vote' else 'measures'})")
-    for key in settings.outputs or ():
-        if spec.state and key not in spec.state:
-            problems.append(f"node '{name}': search.outputs names '{key}', which the state does not declare")
+    for field, keys in (("outputs", settings.outputs or ()), ("gather", settings.gather)):
+        for key in keys:
+            if spec.state and key not in spec.state:
+                problems.append(f"node '{name}': search.{field} names '{key}', which the state does not declare")
     if node.output is not None and spec.state and node.output not in spec.state:
         problems.append(f"node '{name}': output '{node.output}' is not a declared state key; declare it (type: dict)")
     return problems

@@ -8,16 +8,20 @@
     swe.plan         the planner says which function and what to change  -> plan
     search.best_of_n N rollouts of the subgraph at once                 -> attempts, samples, search
     search.mcts      UCT tree search whose expansions are subgraph steps -> attempts, samples, search
-    swe.edit         (in a rollout) samples edits: the search's proposals
-    swe.test         (in a rollout) applies one edit, diffs it, verifies it
-    swe.critique     (in a rollout) a failed attempt's review joins the next attempt's feedback
+    swe.edit         one edit sample (the old search: its proposals)   -> edit, drawn, focus, suspects
+    swe.test         applies the edit, diffs it, verifies it; verdict    -> candidate, tried, attempts, verdict
+    swe.critique     a failed attempt's review joins the next attempt's feedback -> candidate
     swe.choose       tests, keep check, examples, vote, verifier; graded -> chosen, final
-    swe.value        (in a rollout) the value agent values a tested attempt; its assessment joins the feedback
+    swe.value        the value agent values a tested attempt; its assessment joins the feedback -> value
     swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
     swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
     swe.regression   blind mode: passing tests minus the model's picks   -> regression, base
     swe.trajectories multi-turn edit + test-script trajectories at once -> attempts, samples, tests, search
     swe.vote_tests   votes by the generated tests, then a selector      -> chosen, final
+
+The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run as graph nodes under a graph
+`search:` node (`rollout.py`, `workflows/repair_search.yaml`); under `search.best_of_n` / `search.mcts` the
+search policy carries them out instead (`policy.py`), reading the subgraph as the description of a rollout.
 
 Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
 JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
@@ -32,6 +36,7 @@ from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError, UserError
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.spec import is_end
+from agentflow.repair import rollout
 from agentflow.repair.choose import choose
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
@@ -63,8 +68,9 @@ PlanSettings = settings_model("swe.plan", ("plan", "max_tokens", *_PROMPT_FIELDS
 EditSettings = settings_model(
     "swe.edit",
     ("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
-     "file_context_lines", "split_edits", "split_edits_limit", *_PROMPT_FIELDS),
+     "file_context_lines", "split_edits", "split_edits_limit", "rank_keep", "stop_on_success", *_PROMPT_FIELDS),
 )
+TestSettings = settings_model("swe.test", ("max_attempts", "split_edits", "split_edits_limit", "stop_on_success"))
 CritiqueSettings = settings_model("swe.critique", ("critique", "max_tokens", "seed", "prompts"))
 BestOfNSettings = settings_model("search.best_of_n", ("n", "max_attempts", "concurrency", "stop_on_success", "seed"))
 MCTSSettings = settings_model(
@@ -258,8 +264,8 @@ async def mcts(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     return await _run_search(state, ctx, "mcts")
 
 
-async def _rollout_only(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
-    raise UserError(f"node '{ctx.node}' ({ctx.spec.type}) is a rollout step: put it in a search node's subgraph")
+_EDIT_READS = ("base", "ranked", "spectrum", "plan", "candidate", "drawn", "focus", "suspects")
+_REVIEW_READS = ("base", "tried", "candidate", "verdict")
 
 
 # ----------------------------------------------------------------------------------------------- choosing
@@ -326,14 +332,18 @@ _NODE_TYPES = [
              ("attempts", "samples", "suspects", "search"), "n rollouts of the subgraph at once", search=True),
     NodeType("search.mcts", mcts, MCTSSettings, ("base", "ranked", "plan"), ("attempts", "samples", "suspects", "search"),
              "tree search: expansions are subgraph steps from restored workspace states", search=True),
-    NodeType("swe.edit", _rollout_only, EditSettings, (), (), "samples edits (a rollout's proposals)", role="propose"),
-    NodeType("swe.test", _rollout_only, None, (), (), "applies an edit, takes its patch, verifies it"),
-    NodeType("swe.critique", _rollout_only, CritiqueSettings, (), (), "a failed attempt's review joins its feedback"),
+    NodeType("swe.edit", rollout.edit_node, EditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects"),
+             "one edit sample from the candidate a chain builds on (in a search: the branch's)", role="propose"),
+    NodeType("swe.test", rollout.test_node, TestSettings, ("base", "edit", "candidate", "tries", "attempts"),
+             ("edit", "tried", "candidate", "attempts", "tries", "verdict", "value"),
+             "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
+    NodeType("swe.critique", rollout.critique_node, CritiqueSettings, _REVIEW_READS, ("candidate",),
+             "a failed attempt's review joins its feedback"),
     NodeType("swe.choose", choose_node, ChooseSettings, ("attempts",), ("chosen", "final"),
              "tests, then the keep-working check, then what the issue's examples show, then the vote, then the "
              "verifier model; graded"),
-    NodeType("swe.value", _rollout_only, ValueSettings, (), (),
-             "(in a rollout) the value agent: a value guides the search, its assessment the next expansion"),
+    NodeType("swe.value", rollout.value_node, ValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
+             "the value agent: a value guides the search, its assessment the next expansion"),
     NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts",), ("chosen", "final"),
              "agents argue over the finalists, a judge picks; the choice graded"),
     NodeType("swe.localize", localize_node, LocalizeSettings, ("base",), ("ranked", "localized"),

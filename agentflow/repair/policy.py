@@ -10,7 +10,6 @@ that leaves what the issue's examples show as it was is drawn again from where i
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import time
 from collections.abc import Callable
@@ -19,24 +18,15 @@ from typing import Any
 
 from agentflow.budget import Budget, CallSlots
 from agentflow.events import EventLog
-from agentflow.models.base import ChatModel, ChatRequest
+from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import edit_parts
 from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import RunEvidence, Window
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.overlay import SourceOverlay
+from agentflow.repair.sampling import draw_edit, retry_hint
 from agentflow.repair.spectrum import ExampleRun, examples_comparable, examples_reach_code
-from agentflow.repair.steps import (
-    ReadEdits,
-    critique,
-    edit_prompt,
-    examples_hint,
-    first_text,
-    read_edits,
-    read_rewrite,
-    suspects,
-)
+from agentflow.repair.steps import critique, edit_prompt, examples_hint, suspects
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.search.protocols import RolloutContext
 from agentflow.search.types import Action, NodeState
@@ -155,22 +145,11 @@ class RepairPolicy:
                 cand_id = f"{self.iid}/c{sample}"
                 prompt = edit_prompt(cfg, sources, self.issue, state.data["feedback"], plan=self.plan, hint=hint,
                                      windows=windows)
-                model = self.models.coder
-                with_node = getattr(model, "with_node", None)
-                if cfg.edit_format == "tools":
-                    text, finish, read = await self._edit_with_tools(prompt.messages[-1].content or "", sources,
-                                                                     cand_id, sample, ctx)
-                else:
-                    request = ChatRequest(messages=prompt.messages, temperature=cfg.temperature,
-                                          seed=cfg.seed + sample, max_tokens=prompt.max_tokens(cfg.max_tokens),
-                                          stop=list(cfg.stop))
-                    response = await (with_node(cand_id, parent_id) if with_node else model).chat(request)
-                    ctx.usage.add_model(response.usage)
-                    text, finish = first_text(response)
-                    if prompt.window is not None:
-                        read = read_rewrite(text, sources, prompt.window)
-                    else:
-                        read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
+                drawn = await draw_edit(self.models.coder, cfg, prompt, sources, cand_id=cand_id, parent_id=parent_id,
+                                        sample=sample, events=self.events, budget=self.budget, iid=self.iid)
+                ctx.usage.add_model(drawn.usage, calls=drawn.model_calls)
+                ctx.usage.tool_calls += drawn.tool_calls
+                text, finish, read = drawn.text, drawn.finish, drawn.read
             shown = window_key(windows[0]) if windows else ""
             if read.status == "ok":
                 return Action(text=f"edit {cand_id}", data={
@@ -186,45 +165,8 @@ class RepairPolicy:
                 windows, hint = self.focus.pick(windows), ""
                 if windows[0] != prompt.window:
                     continue
-            hint = (
-                "Your previous answer did not change the code"
-                + (f" ({'; '.join(read.errors[:2])})" if read.errors else "")
-                + (". Copy the SEARCH lines exactly from the code shown and change them." if prompt.window is None
-                   else ". Answer with the corrected code in one ```python block.")
-            )
+            hint = retry_hint(read, prompt)
         return None
-
-    async def _edit_with_tools(self, task: str, sources: dict[str, str], cand_id: str, sample: int,
-                               ctx: RolloutContext) -> tuple[str, str, ReadEdits]:
-        """One tool-calling edit: the coder works on an in-memory overlay of the sources with the editor
-        tools (samples edit concurrently; the sandbox stays free); the files it changed are the edit."""
-        from agentflow.agents.agent import Agent
-        from agentflow.agents.config import AgentConfig
-        from agentflow.tools.context import ToolContext
-
-        cfg = self.edit_cfg
-        overlay = SourceOverlay(sources)
-        agent = Agent(AgentConfig(name="coder", tools=["editor"], step_limit=cfg.tool_steps,
-                                  max_tokens=cfg.max_tokens, temperature=cfg.temperature, tool_protocol="native"),
-                      model=self.models.coder)
-        result = await agent.run(task, ctx=ToolContext(sandbox=overlay, events=self.events), budget=self.budget)
-        ctx.usage.add_model(calls=max(1, result.usage.model_calls))  # every call of the edit's tool loop
-        ctx.usage.tool_calls += result.usage.tool_calls
-        text = str(getattr(result.output, "text", result.output) or "")
-        finish = "stop" if result.stop_reason == "done" else result.stop_reason
-        changed = {p: t for p, t in overlay.changed().items() if p in sources}
-        if not changed:
-            errors = [f"no file was changed ({result.stop_reason}{': ' + result.error if result.error else ''})"]
-            return text, finish, ReadEdits("noop", errors=errors)
-        for path, content in changed.items():
-            try:
-                ast.parse(content)
-            except SyntaxError as exc:
-                return text, finish, ReadEdits("apply_error",
-                                               errors=[f"{path} does not parse after the edit: {exc.msg} (line {exc.lineno})"])
-        self.events.emit("repair.tool_edit", node_id=cand_id, instance_id=self.iid, sample=sample,
-                         steps=result.usage.model_calls, stop_reason=result.stop_reason, files=sorted(changed))
-        return text, finish, ReadEdits("ok", changed)
 
     def _record_failed(self, cand_id: str, parent_id: str, status: str, errors: list[str], answer: str,
                        finish: str, sample: int, window: str = "") -> None:
@@ -255,7 +197,8 @@ class RepairPolicy:
     async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
         d: dict[str, Any] = action.data
         parent_patch = state.data["patch"]
-        tried = await self._verify_files(parent_patch, d["files"])
+        async with self.bench.lock:
+            tried = await self.bench.verify_files(parent_patch, d["files"])
         if tried is None:  # it only touched test files, which are stripped
             self._record_failed(d["candidate_id"], state.data["candidate_id"], "noop",
                                 ["only test files changed"] + d["errors"], d["answer"], d["finish"], d["sample"],
@@ -309,21 +252,6 @@ class RepairPolicy:
             return None  # something else shown, or no report (which `examples_changed` counts as unchanged)
         return "".join(before.shown)
 
-    async def _verify_files(self, parent_patch: str, files: dict[str, str]
-                            ) -> tuple[str, list[str], Verification, float] | None:
-        """Write `files` over the parent state, take the patch and verify it: (patch, dropped test files,
-        verification, start time); None when the patch is the parent's (only test files changed)."""
-        async with self.bench.lock:
-            started = time.monotonic()  # after the lock: the attempt's own time, for its trace span
-            await self.bench.restore(parent_patch)
-            for path, content in files.items():
-                await self.bench.sandbox.write_file(path, content)
-            patch, dropped = await self.bench.diff()
-            if patch.strip() == parent_patch.strip():
-                return None
-            verification, _ = await self.bench.verify(patch)
-        return patch, dropped, verification, started
-
     def _add_attempt(self, state: NodeState, d: dict[str, Any], cand_id: str, patch: str, dropped: list[str],
                      verification: Verification, started: float, part_of: str | None = None) -> None:
         self.attempts.append(Attempt(cand_id, patch, verification, d["sample"], part_of))
@@ -346,7 +274,8 @@ class RepairPolicy:
         sources = await self.sources_at(state.data["patch"])
         seen = {a.patch.strip() for a in self.attempts}
         for number, files in enumerate(edit_parts(sources, d["files"], limit=self.edit_cfg.split_edits_limit), 1):
-            tried = await self._verify_files(state.data["patch"], files)
+            async with self.bench.lock:
+                tried = await self.bench.verify_files(state.data["patch"], files)
             if tried is None or tried[0].strip() in seen:
                 continue
             patch, dropped, verification, started = tried

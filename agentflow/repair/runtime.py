@@ -46,6 +46,10 @@ class RepairRuntime:
     """Node name -> the settings it sets (workflow's `settings:` then `-c nodes.<node>.*`)."""
     policy: Any = None
     """The search's policy once the search node ran (its attempts and sample count)."""
+    solved: bool = False
+    """A candidate passed tests that decide (with `stop_on_success`, `swe.edit` nodes draw no new samples)."""
+    source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Patch -> the Python sources at base + patch, read once per task (`rollout.sources_at`)."""
     _synced: bool = False
 
     @property

@@ -35,6 +35,13 @@ from agentflow.repair.runtime import RepairRuntime, node_settings_for
 from agentflow.repair.searching import TaskEvents
 from agentflow.repair.steps import edit_format_for, issue_text
 from agentflow.repair.workbench import Verification, Workbench
+from agentflow.repair.workflow_settings import (
+    give_settings,
+    graph_searches,
+    require_search,
+    resolved_searches,
+    set_graph_searches,
+)
 from agentflow.rundir import RunDir
 from agentflow.sandbox.base import Sandbox
 from agentflow.secrets import redact
@@ -57,8 +64,9 @@ def _python_for(sandbox: Sandbox) -> str:
 
 
 def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]:
-    """The run's workflow (validated once), its node-type registry and every typed node's own settings, with
-    `strategy` applied to the search node(s)."""
+    """The run's workflow (validated once), its node-type registry and every typed node's own settings (as the
+    workflow and `-c nodes.*` set them), with `strategy` applied to the search node(s) and the run's settings
+    handed to the nodes (`workflow_settings`)."""
     from agentflow.graph.compile import registry_for
     from agentflow.graph.context import RunContext
     from agentflow.graph.loader import load_workflow
@@ -66,24 +74,26 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
 
     spec = load_workflow(cfg.workflow)
     registry = registry_for(spec, RunContext())
-    overrides = {name: dict(values) for name, values in cfg.nodes.items()}
-    if cfg.strategy is not None:
-        searches = [name for name, node in spec.nodes.items() if node.type and registry.require(node.type, name).search]
-        if not searches:
-            raise UserError(f"--strategy {cfg.strategy}: workflow '{spec.name}' has no search node to set")
-        for name in searches:
-            node = spec.nodes[name]
-            node.type = _SEARCH_TYPES[cfg.strategy]
-            settings = {k: v for k, v in node.settings.items() if k != "n" and k in registry.require(node.type, name).settings.model_fields}
-            node.settings = {**settings, "n": 1 if cfg.strategy == "single" else cfg.n}
+    overrides = set_graph_searches(spec, cfg, {name: dict(values) for name, values in cfg.nodes.items()})
+    searches = [name for name, node in spec.nodes.items() if node.type and registry.require(node.type, name).search]
+    require_search(spec, cfg, searches)
+    for name in searches if cfg.strategy is not None else []:
+        node = spec.nodes[name]
+        node.type = _SEARCH_TYPES[cfg.strategy]  # type: ignore[index]
+        settings = {k: v for k, v in node.settings.items() if k != "n" and k in registry.require(node.type, name).settings.model_fields}
+        node.settings = {**settings, "n": 1 if cfg.strategy == "single" else cfg.n}
     check_workflow(spec, registry)
-    return spec, registry, node_settings_for(spec, registry, overrides)
+    node_settings = node_settings_for(spec, registry, overrides)
+    give_settings(spec, registry, cfg, node_settings)
+    return spec, registry, node_settings
 
 
 def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
     """`cfg` with `strategy` and `n` saying what the workflow's search node does, so that a run's
     config.resolved.yaml repeats it exactly (unchanged when the workflow has no single search node)."""
     spec, _, node_settings = workflow
+    if (resolved := resolved_searches(cfg, spec)) is not None:
+        return resolved
     searches = [(name, node) for name, node in spec.nodes.items() if node.type in ("search.best_of_n", "search.mcts")]
     if len(searches) != 1:
         return cfg
@@ -147,6 +157,8 @@ async def repair_task(
             outcome.feedback = bench.mode
             try:
                 await bench.setup()
+                if graph_searches(spec):  # what a branch's recorded workspace diff is taken against
+                    await sandbox.set_base()  # type: ignore[attr-defined]
             except (AgentflowError, OSError) as exc:  # UserError included: a task that cannot be set up
                 outcome.status, outcome.error = "env_error", f"setup: {exc}"
                 finished = True
@@ -190,7 +202,8 @@ async def repair_task(
         if calls is not None:
             calls.close()
         outcome.candidates = sum(1 for c in candidates if c.status == "ok")
-        outcome.samples = int(state.get("samples") or (rt.policy.samples if rt is not None and rt.policy else 0))
+        outcome.samples = int(state.get("samples") or len(state.get("drawn") or [])
+                              or (rt.policy.samples if rt is not None and rt.policy else 0))
         outcome.usage = budget.used.model_dump()
         outcome.duration_s = round(time.monotonic() - started, 3)
         events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
@@ -278,6 +291,9 @@ def _samples_concurrently(spec: WorkflowSpec, node_settings: dict[str, dict[str,
     for name, node in spec.nodes.items():
         if node.type == "search.mcts":
             return True
+        if node.search is not None:
+            search = dict(node.search)
+            return search.get("strategy", "best_of_n") != "best_of_n" or int(search.get("n", 4)) > 1
         if node.type == "search.best_of_n" and int(node_settings.get(name, {}).get("n", 2)) > 1:
             return True
     return False
@@ -307,8 +323,11 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
     from agentflow.graph.context import RunContext
     from agentflow.graph.runner import WorkflowRunner
 
+    # a graph search forks the task's workspace per branch: it needs the sandbox (the main line's nodes use the
+    # workbench's directly)
+    sandbox = rt.bench.sandbox if graph_searches(spec) else None
     context = RunContext(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, resources={"repair": rt},
-                         node_types=registry)
+                         node_types=registry, sandbox=sandbox)
     checkpointer: Any = "sqlite" if inst_dir is not None else "memory"
     t0 = time.perf_counter()
     # the repair keeps its own record of a task (outcome.json, patch.diff, candidates.jsonl): no run ledger
@@ -317,6 +336,7 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
         existing = await runner.graph.aget_state(runner._config(THREAD))
         if existing.created_at is not None:
             rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))
+            await rt.sync(dict(existing.values))  # before a search forks the workspace: the new sandbox as it was
             if inst_dir is not None and (inst_dir / "candidates.jsonl").exists() and "search" in existing.next:
                 (inst_dir / "candidates.jsonl").write_text("")  # the search starts over: so does its file
             result = await runner.resume(THREAD)

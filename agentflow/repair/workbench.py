@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import copy
 import re
 import shlex
+import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -250,6 +252,28 @@ class Workbench:
         if not result.ok:
             raise AgentflowError(f"git diff failed: {result.output.strip()[-300:]}")
         return strip_test_files(result.stdout)
+
+    async def verify_files(self, parent_patch: str, files: Mapping[str, str]
+                           ) -> tuple[str, list[str], Verification, float] | None:
+        """Write `files` over base + `parent_patch`, take the patch and verify it: (patch, dropped test files,
+        verification, start time); None when the patch is the parent's (only test files changed). The caller
+        holds the lock when the sandbox is shared."""
+        started = time.monotonic()  # after the caller's lock: the attempt's own time, for its trace span
+        await self.restore(parent_patch)
+        for path, content in files.items():
+            await self.sandbox.write_file(path, content)
+        patch, dropped = await self.diff()
+        if patch.strip() == parent_patch.strip():
+            return None
+        verification, _ = await self.verify(patch)
+        return patch, dropped, verification, started
+
+    def on(self, sandbox: Sandbox) -> Workbench:
+        """This workbench over another view of its sandbox (a search branch's own workspace): the same task,
+        settings, base verification, reproduction script and cache of verifications; a lock of its own."""
+        view = copy.copy(self)
+        view.sandbox, view.lock = sandbox, asyncio.Lock()
+        return view
 
     own_test_cmd: bool = False
     """`cfg.test_cmd` was set by a node (regression selection), not by the user: treated like the default."""

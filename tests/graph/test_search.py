@@ -275,3 +275,37 @@ def test_graph_show_draws_a_search_node_as_a_box_of_its_subgraph(capsys: pytest.
     out = capsys.readouterr().out
     assert 'subgraph solve_code["solve_code: search by algorithm' in out
     assert "solve_code__start -.-> solve_code__write" in out and "solve_code__start -.-> solve_code__plan" in out
+
+
+async def test_gather_collects_a_key_over_every_branch(tmp_path: Path) -> None:
+    """`gather`: a list key of every branch, each item once (a child's list starts as its parent's), instead of
+    the chosen branch's alone."""
+    search = {"strategy": "beam", "n": 1, "expand": 2, "value": "score", "max_depth": 3, "gather": ["steps"]}
+    result, _, runner = await _run(tmp_path, _workflow(search))
+    by_id = {b["id"]: b for b in result.state["report"]["branches"]}
+    kept = by_id["b2"]["parent"]
+    assert kept in ("b0", "b1") and by_id["b3"]["parent"] == kept
+    assert result.state["steps"] == ["attempt b0", "attempt b1", "refine b2", "refine b3"]
+    runner.close()
+
+
+def test_node_time_counts_concurrent_branches_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's node time is the wall time during which some typed node ran: two branches' nodes at once count
+    once (the rest of the run's wall time is the engine's own)."""
+    from agentflow.graph import context
+
+    now = [0.0]
+    monkeypatch.setattr(context.time, "perf_counter", lambda: now[0])
+    clock = context.NodeClock()
+    clock.start()          # branch b0's node, t=0
+    now[0] = 1.0
+    clock.start()          # branch b1's node, t=1
+    now[0] = 3.0
+    clock.stop()           # b0's ends, t=3
+    now[0] = 4.0
+    clock.stop()           # b1's ends, t=4: busy 0..4
+    now[0] = 10.0
+    clock.start()
+    now[0] = 12.0
+    clock.stop()
+    assert clock.seconds == 6.0

@@ -102,3 +102,44 @@ def test_agentflow_run_runs_a_repair_workflow_from_its_input(docker_image: str, 
     # a repair workflow takes no --workspace: the repository comes from the input
     assert run(["run", "repair", "--input", state, "--workspace", str(tmp_path)]) == 2
     assert "repair workflow" in capsys.readouterr().err
+
+
+def test_repair_search_takes_the_strategy_and_the_runs_settings() -> None:
+    """The graph search node of `repair_search`: `--strategy` and `-c nodes.attempt.*` set its `search:` (the
+    latter last); its concurrency and seed default to the run's; config.resolved.yaml repeats it exactly."""
+    from agentflow.repair.solve import effective_strategy
+
+    cfg = load_repair_config(["workflow=repair_search", "strategy=mcts", "n=3", "max_attempts=2", "mcts_c=0.5",
+                              "concurrency=2"])
+    spec, _, _ = load_repair_workflow(cfg)
+    search = spec.nodes["attempt"].search
+    assert (search["strategy"], search["n"], search["c"], search["concurrency"]) == ("mcts", 6, 0.5, 2)
+    assert search["value"] == "value" and search["gather"] == ["attempts", "drawn"]
+    cfg = load_repair_config(["workflow=repair_search", "strategy=single", "nodes.attempt.strategy=rebase",
+                              "nodes.attempt.n=3"])
+    workflow = load_repair_workflow(cfg)
+    assert (workflow[0].nodes["attempt"].search["strategy"], workflow[0].nodes["attempt"].search["n"]) == ("rebase", 3)
+    resolved = effective_strategy(cfg, workflow)
+    assert resolved.strategy is None and resolved.nodes["attempt"] == workflow[0].nodes["attempt"].search
+    again, _, _ = load_repair_workflow(resolved)
+    assert again.nodes["attempt"].search == workflow[0].nodes["attempt"].search
+    with pytest.raises(Exception, match="search.strategi"):
+        load_repair_workflow(load_repair_config(["workflow=repair_search", "nodes.attempt.strategi=mcts"]))
+
+
+def test_the_rollout_nodes_are_given_their_settings() -> None:
+    """A typed node runs with the settings it is given: the run's value of each setting its type takes, then the
+    workflow's `settings:`, then `-c nodes.<node>.*` (the node-level ones alone are the node's own)."""
+    cfg = load_repair_config(["workflow=repair_search", "temperature=0.1", "max_attempts=2",
+                              "nodes.edit.max_tokens=99", "nodes.test.split_edits=false"])
+    spec, registry, own = load_repair_workflow(cfg)
+    sub = spec.nodes["attempt"].subgraph
+    edit = registry.require("swe.edit", "edit").parse_settings(sub.nodes["edit"].settings, "edit")
+    test = registry.require("swe.test", "test").parse_settings(sub.nodes["test"].settings, "test")
+    assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, cfg.noop_retries)
+    assert (test.max_attempts, test.split_edits) == (2, False)
+    assert own["edit"] == {"max_tokens": 99} and own["test"] == {"split_edits": False}
+
+
+def test_the_repair_search_workflow_validates() -> None:
+    assert run(["graph", "validate", "workflows/repair_search.yaml"]) == 0
