@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         """Print every problem of WORKFLOW, one per line; exit 2 if there is any. The workflow's Python is
         read, not run (see --import-code); what only an import shows is printed as not checked."""
         from agentflow.graph.loader import load_workflow
-        from agentflow.graph.validate import validate
+        from agentflow.graph.validation import validate
 
         spec = load_workflow(workflow)
         notes: list[str] = []

@@ -273,7 +273,7 @@ def load_config(cls: Any, items: list[str]) -> Any:
 def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
     """The workflow spec with `-c step_limit` applied, validated (a UserError names the first problem)."""
     from agentflow.graph.loader import load_workflow
-    from agentflow.graph.validate import check_workflow
+    from agentflow.graph.validation import check_workflow
 
     spec = load_workflow(workflow)
     if cfg.step_limit is not None:

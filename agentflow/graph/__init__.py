@@ -22,9 +22,9 @@ _LAZY: dict[str, str] = {
     "load_workflow": "agentflow.graph.loader",
     "find_workflow": "agentflow.graph.loader",
     "spec_from_dict": "agentflow.graph.loader",
-    "validate": "agentflow.graph.validate",
-    "check_workflow": "agentflow.graph.validate",
-    "Problem": "agentflow.graph.validate",
+    "validate": "agentflow.graph.validation",
+    "check_workflow": "agentflow.graph.validation",
+    "Problem": "agentflow.graph.validation",
     "to_mermaid": "agentflow.graph.mermaid",
     "compile_workflow": "agentflow.graph.compile",
     "build_graph": "agentflow.graph.compile",
@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.graph.mermaid import to_mermaid
     from agentflow.graph.runner import RunResult, StreamEvent, WorkflowRunner, open_checkpointer
     from agentflow.graph.spec import END, START, FieldSpec, NodeSpec, ParallelSpec, RouteSpec, WorkflowSpec
-    from agentflow.graph.validate import Problem, check_workflow, validate
+    from agentflow.graph.validation import Problem, check_workflow, validate
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -16,7 +16,7 @@ from agentflow.graph.conditions import evaluate, parse_condition
 from agentflow.graph.context import NodeContext, RunContext
 from agentflow.graph.loader import resolve_callable
 from agentflow.graph.spec import NodeSpec, RouteSpec, WorkflowSpec, is_end
-from agentflow.graph.validate import check_workflow
+from agentflow.graph.validation import check_workflow
 
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 
@@ -331,7 +331,7 @@ def compile_workflow(
 
 def initial_state(spec: WorkflowSpec, given: Mapping[str, Any], rt: RunContext | None = None) -> dict[str, Any]:
     """Input for a fresh run: declared defaults, then the given values (an undeclared key is a UserError)."""
-    from agentflow.graph.validate import check_input
+    from agentflow.graph.validation import check_input
 
     check_input(spec, given, "input sets", lambda: registry_for(spec, rt))
     out = {k: f.default for k, f in spec.state.items() if f.default is not None and spec.state_class is None}

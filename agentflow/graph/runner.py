@@ -440,7 +440,7 @@ class WorkflowRunner:
     def check_edit(self, edit: Mapping[str, Any] | None) -> None:
         """An edit may set only keys the state declares (a typo would otherwise be dropped or added)."""
         from agentflow.graph.compile import registry_for
-        from agentflow.graph.validate import check_input
+        from agentflow.graph.validation import check_input
 
         if edit is not None:
             check_input(self.spec, edit, "--edit sets", lambda: registry_for(self.spec, self.context))

@@ -1,7 +1,7 @@
 """WorkflowSpec: the single definition of a workflow that both the YAML loader and the Python builder produce.
 
 A spec is data (nodes, edges, routes, parallel groups, state fields); it neither runs nor stores anything.
-`agentflow.graph.validate` checks it, `agentflow.graph.compile` turns it into a LangGraph StateGraph.
+`agentflow.graph.validation` checks it, `agentflow.graph.compile` turns it into a LangGraph StateGraph.
 """
 
 from __future__ import annotations

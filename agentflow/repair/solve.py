@@ -70,7 +70,7 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
     from agentflow.graph.compile import registry_for
     from agentflow.graph.context import RunContext
     from agentflow.graph.loader import load_workflow
-    from agentflow.graph.validate import check_workflow
+    from agentflow.graph.validation import check_workflow
 
     spec = load_workflow(cfg.workflow)
     registry = registry_for(spec, RunContext())

@@ -14,7 +14,7 @@ from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
 from agentflow.graph.context import RunContext
 from agentflow.graph.loader import spec_from_dict
-from agentflow.graph.validate import validate
+from agentflow.graph.validation import validate
 
 
 def _workflow(search: dict[str, Any], nodes: dict[str, Any] | None = None) -> dict[str, Any]:

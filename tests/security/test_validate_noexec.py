@@ -147,7 +147,7 @@ def test_a_missing_function_is_reported_without_importing(untrusted: Path) -> No
 
 
 def test_library_validate_does_not_import(untrusted: Path) -> None:
-    """`agentflow.graph.validate` (the API under the CLI) is static unless asked to import."""
+    """`agentflow.graph.validation` (the API under the CLI) is static unless asked to import."""
     code = (
         "import sys\nfrom agentflow.graph import load_workflow, validate\n"
         f"spec = load_workflow({str(untrusted)!r})\n"
@@ -164,7 +164,7 @@ def test_library_validate_does_not_import(untrusted: Path) -> None:
 def _validate(folder: Path, workflow: str) -> tuple[list[str], list[str]]:
     """(problems, notes) of the workflow text in `folder`, in-process, as `graph validate` finds them."""
     from agentflow.graph.loader import load_workflow
-    from agentflow.graph.validate import validate  # (the package's `validate` may be the submodule by now)
+    from agentflow.graph.validation import validate
 
     (folder / "wf.yaml").write_text(workflow)
     notes: list[str] = []
