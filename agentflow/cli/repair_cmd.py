@@ -87,6 +87,11 @@ def register(app: typer.Typer) -> None:
         ),
         instance_id: str = typer.Option(None, "--instance-id", "-i", help="... and the task to repair."),
         allow_paths: list[Path] = ALLOW_PATH_OPTION,
+        wheelhouse: Path = typer.Option(
+            None, "--wheelhouse",
+            help="Folder of wheels (the tests' own dependencies) installed offline for every test run, the repair's "
+            "and the grading's (each wheel in it; a task's `requirements`, when it lists any).",
+        ),
         strategy: str = STRATEGY_OPTION,
         n: int = N_OPTION,
         model: str = MODEL_OPTION,
@@ -151,6 +156,8 @@ def register(app: typer.Typer) -> None:
             inputs.instance_ids = [instance_id]
         if allow_paths:
             inputs.allow_paths = [str(p) for p in allow_paths]
+        if wheelhouse is not None:
+            inputs.wheelhouse = str(wheelhouse)
         if check and not (inputs.issue or "").strip():
             inputs.issue = "(pre-flight check)"  # the check reads no issue
         task = task_for_inputs(inputs, apply=apply)

@@ -97,6 +97,10 @@ class RunInputs(StrictConfig):
     allow_paths: list[str] = Field(default_factory=list)
     """Folders the tasks file may name besides its own (`--allow-path`): its local `repo`/`wheelhouse` paths
     must lie under one of them or beside the file."""
+    wheelhouse: str | None = None
+    """Directory of wheels installed offline for every test run of the task, the repair's own and grading's
+    (`agentflow repair REPO --wheelhouse DIR`: the repository's test-only dependencies; with a tasks file it
+    replaces the task's own `wheelhouse`). Without the task's `requirements`, every wheel in it is installed."""
     instance_ids: list[str] = Field(default_factory=list)
     """Only these instances (empty: all)."""
     slice: str | None = None

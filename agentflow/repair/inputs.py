@@ -45,6 +45,7 @@ def task_for_inputs(inputs: RunInputs, *, apply: bool = False) -> SWETask:
     from agentflow.repair.runs import select
     from agentflow.swe.tasks import load_tasks
 
+    wheelhouse = _wheelhouse(inputs.wheelhouse)
     if inputs.tasks:
         all_tasks = load_tasks(inputs.tasks, allow_paths=inputs.allow_paths)
         if not inputs.instance_ids and len(all_tasks) > 1:
@@ -55,14 +56,31 @@ def task_for_inputs(inputs: RunInputs, *, apply: bool = False) -> SWETask:
             task.problem_statement = inputs.issue
         if apply:
             raise UserError("--apply needs a REPO argument (a task's repository is not a working tree to change)")
+        if wheelhouse is not None:  # named by the user, not by the (untrusted) tasks file: allowed where it is
+            task.wheelhouse = str(wheelhouse)
+            task.allowed_dirs = [*task.allowed_dirs, str(wheelhouse)]
         return task
     if inputs.repo:
         if not inputs.issue or not inputs.issue.strip():
             raise UserError("no issue given", hint="pass --issue TEXT or --issue-file FILE")
         from agentflow.swe.workspace import repo_task
 
-        return repo_task(Path(inputs.repo), inputs.issue)
+        return repo_task(Path(inputs.repo), inputs.issue, wheelhouse=wheelhouse)
     raise UserError("no repository given", hint="agentflow repair REPO --issue TEXT (or --tasks FILE -i ID)")
+
+
+def _wheelhouse(value: str | None) -> Path | None:
+    """The `--wheelhouse` folder, resolved; a UserError when it is no folder of wheels."""
+    if value is None:
+        return None
+    path = Path(value).expanduser().resolve()
+    if not path.is_dir():
+        raise UserError(f"--wheelhouse {value}: no such directory",
+                        hint="give a folder of wheels, e.g. made by: pip download --only-binary :all: -d DIR PACKAGE")
+    if not any(path.glob("*.whl")):
+        raise UserError(f"--wheelhouse {value} holds no wheels (*.whl)",
+                        hint="pip download --only-binary :all: -d DIR PACKAGE puts a package's wheels there")
+    return path
 
 
 __all__ = ["inputs_from_state", "read_issue_file", "task_for_inputs"]

@@ -22,6 +22,7 @@ from agentflow.swe.workspace import EVAL_DIR, PYTHON_SHIM
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
 _MISSING = re.compile(r"(ModuleNotFoundError: No module named '[^']+'|ImportError: [^\n]+)")
 _COLLECTING = re.compile(r"_+ ERROR collecting (\S+) _+")
+_USAGE = re.compile(r"^\S*: error: (.+)$", re.MULTILINE)
 _NOT_FOUND = re.compile(r"(?:^|: )(\S+): (?:command )?not found", re.MULTILINE)
 
 
@@ -80,7 +81,8 @@ def cannot_run(output: str, exit_code: int, is_pytest: bool) -> str | None:
             return f"{missing.group(1)}{where}"
         return f"an error while collecting the tests{where}" if collecting else "pytest was interrupted (exit 2)"
     if exit_code == 4:
-        return "pytest usage error (exit 4): " + (output.strip().splitlines() or ["?"])[-1][:200]
+        usage = _USAGE.search(output)
+        return "pytest usage error (exit 4): " + (usage.group(1) if usage else (output.strip().splitlines() or ["?"])[-1])[:200]
     if exit_code == 5:
         return "no tests were collected (exit 5)"
     return None
@@ -91,9 +93,12 @@ def fix_for(cause: str) -> str:
     if cause.startswith("command not found"):
         return "give a --test-cmd the sandbox has (it has python3 and pytest; `python` runs python3)"
     if "No module named" in cause or cause.startswith("ImportError"):
-        return ("if the module is a dependency, install it: list it in the task's `requirements` with a "
-                "`wheelhouse` (agentflow repair --tasks FILE) or add it to the sandbox image; if the repository "
-                "should provide it, fix the import")
+        return ("if the module is a dependency of the tests, give its wheels: agentflow repair REPO --wheelhouse DIR "
+                "(pip download --only-binary :all: -d DIR PACKAGE), or a task's `requirements` with a `wheelhouse`; "
+                "if the repository should provide it, fix the import")
+    if "unrecognized arguments" in cause:
+        return ("the repository's pytest configuration uses a plugin the sandbox lacks (its options are unknown): "
+                "give the plugin's wheels with --wheelhouse DIR (pip download --only-binary :all: -d DIR PLUGIN)")
     if "no tests were collected" in cause:
         return "point --test-cmd at the repository's tests (e.g. --test-cmd 'pytest -q tests')"
     return "run the test command in the repository to see the error, then fix it or give another --test-cmd"

@@ -74,9 +74,11 @@ class SWETask(BaseModel):
     test_cmd: str | None = None
     """Command that runs tests; test ids are appended. Default: `python -m pytest -rfE -p no:cacheprovider`."""
     requirements: list[str] = Field(default_factory=list)
-    """Packages to pip-install before testing (from `wheelhouse` when given: no index is used)."""
+    """Packages to pip-install before any test run, the repair's own and grading's (from `wheelhouse` when given:
+    no index is used and nothing is resolved, so list every package the tests need beyond the sandbox image)."""
     wheelhouse: str | None = None
-    """Directory of wheels (relative to the tasks file) to install `requirements` from, offline."""
+    """Directory of wheels (relative to the tasks file) to install `requirements` from, offline; without
+    `requirements`, every wheel in it is installed."""
     setup_commands: list[str] = Field(default_factory=list)
     """Shell commands run in the workspace after checkout, before any patch."""
     base_dir: str | None = Field(default=None, exclude=True)

@@ -153,14 +153,24 @@ SHIM_DIR = "bin"
 """Folder of the scratch folder put first on the tests' PATH (`python` for a sandbox that has only `python3`)."""
 
 
+SITE_PLUGINS = "site-plugins"
+"""File of the scratch folder naming the pytest plugins (`pytest11` entry points) of the task's installed
+requirements, comma-separated (`workspace.install_requirements` writes it)."""
+
+
 def test_env(scratch: str) -> str:
     """Shell statement giving every test run one environment (the repair's own runs and grading alike): the
     repository root and its `src/` importable (the `pytest` console script, unlike `python -m pytest`, does not
     put the root on sys.path: a flat or src-layout package would not import), the task's installed
-    requirements (`scratch/site`), and the scratch `bin/` first on PATH (the `python` shim)."""
+    requirements (`scratch/site`), and the scratch `bin/` first on PATH (the `python` shim). Where the host's
+    pytest plugins are kept out (`PYTEST_DISABLE_PLUGIN_AUTOLOAD`, the local backend), the plugins among the
+    task's requirements are loaded by name (`PYTEST_PLUGINS`): they are the task's environment, not the host's."""
+    plugins = f"$PWD/{scratch}/{SITE_PLUGINS}"
     return (
         f'export PATH="$PWD/{scratch}/{SHIM_DIR}:$PATH" '
         f'PYTHONPATH="$PWD$([ -d src ] && printf %s ":$PWD/src"):$PWD/{scratch}/site${{PYTHONPATH:+:$PYTHONPATH}}"; '
+        f'if [ -n "$PYTEST_DISABLE_PLUGIN_AUTOLOAD" ] && [ -s "{plugins}" ]; then '
+        f'export PYTEST_PLUGINS="$(cat "{plugins}")${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}"; fi; '
     )
 
 

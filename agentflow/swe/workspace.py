@@ -34,7 +34,7 @@ from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.hostgit import clone, git, has_commit, resolve_ref
 from agentflow.swe.patch import SCRATCH_DIR
 from agentflow.swe.tasks import SWETask
-from agentflow.swe.testrun import SHIM_DIR
+from agentflow.swe.testrun import SHIM_DIR, SITE_PLUGINS
 
 SNAPSHOT_ENV = {
     "GIT_AUTHOR_NAME": "agentflow",
@@ -222,23 +222,49 @@ def _tar_dir(path: Path) -> bytes:
 
 
 async def install_requirements(sandbox: Sandbox, task: SWETask, *, python: str = "python3") -> None:
-    """pip-install the task's `requirements` into SITE_DIR; offline from `wheelhouse` when it is given."""
-    if not task.requirements:
-        return
-    source = ""
+    """pip-install the task's test-time dependencies into SITE_DIR (on every test run's PYTHONPATH: the repair's
+    own runs and grading alike): its `requirements`, offline from `wheelhouse` when it is given; a wheelhouse
+    without `requirements` installs every wheel in it.
+
+    From a wheelhouse nothing is resolved (`--no-deps`): `--target` resolves against an empty environment, so a
+    test plugin's dependency the sandbox's Python already has (pytest-cov's pytest) would have to be in the
+    wheelhouse and would then shadow the interpreter's own. A wheelhouse is the complete set: each wheel the
+    tests need beyond the sandbox image, listed."""
+    wheels: list[str] = []
     if task.wheelhouse:
         wheelhouse = task.local_path(task.wheelhouse, "wheelhouse")
         if not wheelhouse.is_dir():
             raise UserError(f"task {task.instance_id}: wheelhouse {wheelhouse} is not a directory")
+        wheels = sorted(p.name for p in wheelhouse.glob("*.whl"))
+        if not task.requirements and not wheels:
+            raise UserError(f"task {task.instance_id}: wheelhouse {wheelhouse} holds no wheels (*.whl)",
+                            hint="pip download --only-binary :all: -d DIR PACKAGE ... puts a package's wheels there")
         await upload_tar(sandbox, await asyncio.to_thread(_tar_dir, wheelhouse), f"{EVAL_DIR}/wheelhouse", python=python)
-        source = f"--no-index --find-links {EVAL_DIR}/wheelhouse "
-    reqs = " ".join(shlex.quote(r) for r in task.requirements)
+        source = f"--no-index --find-links {EVAL_DIR}/wheelhouse --no-deps "
+        targets = list(task.requirements) or [f"{EVAL_DIR}/wheelhouse/{name}" for name in wheels]
+    elif task.requirements:
+        source, targets = "", list(task.requirements)
+    else:
+        return
+    reqs = " ".join(shlex.quote(r) for r in targets)
     await run_checked(
         sandbox,
         f"{python} -m pip install -q --disable-pip-version-check --no-input {source}--target {SITE_DIR} {reqs}",
         "installing requirements",
         timeout=None,
     )
+    await run_checked(sandbox, f"{python} -c {shlex.quote(_LIST_PLUGINS)}", "listing the requirements' pytest plugins")
+
+
+# the modules of the `pytest11` entry points of the distributions installed into SITE_DIR (`testrun.test_env`)
+_LIST_PLUGINS = (
+    "import configparser,glob\n"
+    "mods=[]\n"
+    f"for f in sorted(glob.glob({SITE_DIR!r}+'/*.dist-info/entry_points.txt')):\n"
+    "    c=configparser.ConfigParser(delimiters=('=',));c.read(f)\n"
+    "    mods+=[v.split(':')[0].strip() for v in (c['pytest11'].values() if c.has_section('pytest11') else [])]\n"
+    f"open({f'{EVAL_DIR}/{SITE_PLUGINS}'!r},'w').write(','.join(mods))\n"
+)
 
 
 PYTHON_SHIM = f"{EVAL_DIR}/{SHIM_DIR}/python"
@@ -278,8 +304,9 @@ async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "pyth
     return head
 
 
-def repo_task(repo: Path, issue: str) -> SWETask:
-    """A task for a plain repository: its committed HEAD (git) or its files as they are (a snapshot)."""
+def repo_task(repo: Path, issue: str, *, wheelhouse: Path | None = None) -> SWETask:
+    """A task for a plain repository: its committed HEAD (git) or its files as they are (a snapshot); the
+    wheels of `wheelhouse`, if given, installed for its test runs."""
     if not repo.exists():
         raise UserError(f"repository {repo} not found", hint="give the path of a repository directory")
     if not repo.is_dir():
@@ -301,4 +328,5 @@ def repo_task(repo: Path, issue: str) -> SWETask:
         base_commit=base,
         problem_statement=issue,
         FAIL_TO_PASS=[],
+        wheelhouse=str(wheelhouse.resolve()) if wheelhouse is not None else None,
     )

@@ -209,10 +209,10 @@ The docstring (and clojure's take-nth) say every nth item *starting with the fir
 With `n=1` I also lose the first item instead of getting the whole sequence back.
 """),
     # ---------------------------------------------------------------- semver
-    Bug("semver-1", "semver", "semver/version.py",
+    Bug("semver-1", "semver", "src/semver/version.py",
         "            elif isinstance(a, int):\n                return -1",
         "            elif isinstance(a, int):\n                return 1",
-        ("semver/version.py:Version._nat_cmp",), "wrong ordering",
+        ("src/semver/version.py:Version._nat_cmp",), "wrong ordering",
         """
 Numeric pre-release identifiers sort after alphanumeric ones
 
@@ -230,10 +230,10 @@ False
 Expected `-1` and `True`. Sorting a list of release candidates with mixed identifiers therefore puts
 them in the wrong order.
 """),
-    Bug("semver-2", "semver", "semver/version.py",
+    Bug("semver-2", "semver", "src/semver/version.py",
         "            and (other.minor >= self.minor)",
         "            and (other.minor > self.minor)",
-        ("semver/version.py:Version.is_compatible",), "wrong comparison",
+        ("src/semver/version.py:Version.is_compatible",), "wrong comparison",
         """
 `Version.is_compatible` says a version is not compatible with the same minor release
 
@@ -251,10 +251,10 @@ By the documented rule (same major > 0, other minor >= this minor, same pre-rele
 checked) `1.1.0` is compatible with `1.1.5` and certainly with itself, so I expected `True` for the
 first two. Only a newer minor is accepted now, which breaks my "is this install new enough" check.
 """),
-    Bug("semver-3", "semver", "semver/version.py",
+    Bug("semver-3", "semver", "src/semver/version.py",
         '            prerelease = str(token) + ".0"',
         '            prerelease = str(token) + ".1"',
-        ("semver/version.py:Version.bump_prerelease",), "wrong default",
+        ("src/semver/version.py:Version.bump_prerelease",), "wrong default",
         """
 `bump_prerelease()` on a release skips `rc.1`
 
@@ -272,10 +272,10 @@ Expected `3.4.5-rc.1` and `3.4.5-dev.1`. Bumping an existing pre-release (`3.4.5
 works; `next_version("prerelease")` is affected as well.
 """),
     # ---------------------------------------------------------------- cachetools
-    Bug("cachetools-1", "cachetools", "cachetools/__init__.py",
+    Bug("cachetools-1", "cachetools", "src/cachetools/__init__.py",
         "        if size > maxsize:\n",
         "        if size >= maxsize:\n",
-        ("cachetools/__init__.py:Cache.__setitem__",), "wrong comparison",
+        ("src/cachetools/__init__.py:Cache.__setitem__",), "wrong comparison",
         """
 A value exactly as large as `maxsize` is rejected with "value too large"
 
@@ -294,10 +294,10 @@ ValueError: value too large
 Same with `Cache`, `FIFOCache`, `LFUCache`, `TTLCache`. Expected the item to be stored (`currsize == 3`);
 only values larger than `maxsize` should raise.
 """),
-    Bug("cachetools-2", "cachetools", "cachetools/__init__.py",
+    Bug("cachetools-2", "cachetools", "src/cachetools/__init__.py",
         "            return self.timer() < link.expires\n",
         "            return self.timer() <= link.expires\n",
-        ("cachetools/__init__.py:TTLCache.__contains__",), "wrong comparison",
+        ("src/cachetools/__init__.py:TTLCache.__contains__",), "wrong comparison",
         """
 TTLCache: `key in cache` is True at the moment the item expires, but `cache[key]` raises KeyError
 
@@ -319,10 +319,10 @@ KeyError: 1
 Expected `1 in c` to be False once the ttl has elapsed, consistent with `__getitem__`, `len()` and
 `expire()`.
 """),
-    Bug("cachetools-3", "cachetools", "cachetools/__init__.py",
+    Bug("cachetools-3", "cachetools", "src/cachetools/__init__.py",
         "        if key in self:  # __missing__ may not store item\n            self.__counter[key] -= 1",
         "        if key in self:  # __missing__ may not store item\n            self.__counter[key] += 1",
-        ("cachetools/__init__.py:LFUCache.__getitem__",), "wrong update",
+        ("src/cachetools/__init__.py:LFUCache.__getitem__",), "wrong update",
         """
 LFUCache evicts the most frequently read item instead of the least frequently used one
 

@@ -6,11 +6,16 @@ identity and dates), so running it twice writes the same files, the same `base_c
 test lists. Nothing is random (so there is no seed to set).
 
 For every task it
-1. unpacks the package's sdist, keeping only its source, its tests, its license and a small `pytest.ini`
-   (`repos/<task>/`, one folder per task: each holds the BUGGY state, as a task's base commit does);
+1. unpacks the package's sdist as published (`repos/<task>/`, one folder per task: each holds the BUGGY
+   state, as a task's base commit does): its layout (a `src/` package stays in `src/`), its tests and its own
+   test configuration untouched; only what the sdist build generated (`PKG-INFO`, `*.egg-info`) and git's
+   metadata files (`.gitignore`, `.gitattributes`: inside this repository they would apply to its own files)
+   are left out;
 2. applies the bug (an exact text replacement that must match once);
 3. runs the package's own test files in the sandbox image (`docker run --network none`; or the host
-   python with `--runner host`) at the buggy and at the clean state;
+   python with `--runner host`) at the buggy and at the clean state, in the environment agentflow's test runs
+   get (`agentflow.swe.testrun.test_env`: the root and `src/` importable, the test-time requirements installed
+   from `wheelhouse/`);
 4. FAIL_TO_PASS = tests failing with the bug and passing without it; PASS_TO_PASS = tests passing in
    both, limited to the test files that hold a FAIL_TO_PASS test (keeps each evaluation short);
 5. writes `tasks.jsonl` (SWE-bench fields, plus `gold_functions` and `bug_kind`, which `SWETask`
@@ -43,24 +48,26 @@ from bugs import BUGS, Bug
 from agentflow.swe.workspace import snapshot_commit
 
 IMAGE = "agentflow-sandbox:0.1.0"
-WHEEL_SHA256 = {"packaging-24.1-py3-none-any.whl": "5b8f2217dbdbd2f7f384c41c628544e6d52f2d0f53c6d0c3ea61aa5d1d7ff124"}
+WHEEL_SHA256 = {
+    "packaging-24.1-py3-none-any.whl": "5b8f2217dbdbd2f7f384c41c628544e6d52f2d0f53c6d0c3ea61aa5d1d7ff124",
+    "pytest_cov-5.0.0-py3-none-any.whl": "4f0764a1219df53214206bf1feea4633c3b558a2925c8b59f144f682861ce652",
+    "coverage-7.6.11-py3-none-any.whl": "f0f334ae844675420164175bf32b04e18a81fe57ad8eb7e0cfd4689d681ffed7",
+}
 """The wheelhouse's wheels, pinned like the sdists."""
 CREATED_AT = "2024-01-01T00:00:00Z"
 
 
 @dataclass(frozen=True)
 class Package:
-    """A pinned sdist and what of it a task repository keeps."""
+    """A pinned sdist (a task repository is the whole sdist, as published)."""
 
     name: str
     version: str
     sha256: str
     license: str
-    keep: dict[str, str]
-    """Path in the sdist (below its top folder) -> path in the task repository."""
-    pytest_ini: str = "[pytest]\n"
     requirements: list[str] = field(default_factory=list)
-    """Test-time requirements, installed offline from `wheelhouse/`."""
+    """Test-time requirements the package's own test set-up needs, installed offline from `wheelhouse/`
+    (each listed: a wheelhouse is installed without resolving dependencies)."""
     unportable: tuple[str, ...] = ()
     """Tests whose outcome depends on how the Python was built (left out of both lists, so the local
     backend grades like the sandbox image)."""
@@ -69,27 +76,24 @@ class Package:
 PACKAGES = {
     p.name: p
     for p in [
-        Package("tabulate", "0.9.0", "0095b12bf5966de529c0feb1fa08671671b3368eec77d7ef7ab114be2c068b3c", "MIT",
-                {"tabulate": "tabulate", "test": "test", "LICENSE": "LICENSE"}),
-        Package("more-itertools", "10.5.0", "5482bfef7849c25dc3c6dd53a6173ae4795da2a41a80faea6700d9f5846c5da6", "MIT",
-                {"more_itertools": "more_itertools", "tests": "tests", "LICENSE": "LICENSE"}),
-        Package("toolz", "1.0.0", "2c86e3d9a04798ac556793bced838816296a2f085017664e4995cb40a1047a02", "BSD-3-Clause",
-                {"toolz": "toolz", "tlz": "tlz", "LICENSE.txt": "LICENSE.txt"}),
+        Package("tabulate", "0.9.0", "0095b12bf5966de529c0feb1fa08671671b3368eec77d7ef7ab114be2c068b3c", "MIT"),
+        Package("more-itertools", "10.5.0", "5482bfef7849c25dc3c6dd53a6173ae4795da2a41a80faea6700d9f5846c5da6", "MIT"),
+        Package("toolz", "1.0.0", "2c86e3d9a04798ac556793bced838816296a2f085017664e4995cb40a1047a02", "BSD-3-Clause"),
+        # a src-layout package whose own pytest configuration (setup.cfg) turns on pytest-cov and whose conftest
+        # imports packaging: three test-only requirements
         Package("semver", "3.0.2", "6253adb39c70f6e51afed2fa7152bcd414c411286088fb4b9effb133885ab4cc", "BSD-3-Clause",
-                {"src/semver": "semver", "tests": "tests", "LICENSE.txt": "LICENSE.txt"},
-                pytest_ini="[pytest]\npythonpath = . tests\nfilterwarnings =\n    ignore:Function 'semver.*:DeprecationWarning\n",
-                requirements=["packaging==24.1"]),
-        Package("cachetools", "5.5.0", "2cc24fb4cbe39633fb7badd9db9ca6295d766d9c2995f245725a46715d050f2a", "MIT",
-                {"src/cachetools": "cachetools", "tests": "tests", "LICENSE": "LICENSE"}),
-        Package("parse", "1.20.2", "b41d604d16503c79d81af5165155c0b20f6c8d6c559efa66b4b695c3e5a0a0ce", "MIT",
-                {"parse.py": "parse.py", "tests": "tests", "LICENSE": "LICENSE"}),
-        Package("inflection", "0.5.1", "1a29730d366e996aaacffb2f1f1cb9593dc38e2ddd30c91250c6dde09ea9b417", "MIT",
-                {"inflection": "inflection", "test_inflection.py": "test_inflection.py", "LICENSE": "LICENSE"}),
+                requirements=["packaging==24.1", "pytest-cov==5.0.0", "coverage==7.6.11"]),
+        Package("cachetools", "5.5.0", "2cc24fb4cbe39633fb7badd9db9ca6295d766d9c2995f245725a46715d050f2a", "MIT"),
+        Package("parse", "1.20.2", "b41d604d16503c79d81af5165155c0b20f6c8d6c559efa66b4b695c3e5a0a0ce", "MIT"),
+        Package("inflection", "0.5.1", "1a29730d366e996aaacffb2f1f1cb9593dc38e2ddd30c91250c6dde09ea9b417", "MIT"),
         Package("six", "1.16.0", "1e61c37477a1626458e36f7b1d82aa5c9b094fa4802892072e49de9c60c4c926", "MIT",
-                {"six.py": "six.py", "test_six.py": "test_six.py", "LICENSE": "LICENSE"},
                 unportable=("test_six.py::test_move_items[dbm_ndbm]",)),  # needs the optional _dbm module
     ]
 }
+
+LEFT_OUT = ("PKG-INFO", "*.egg-info", ".gitignore", ".gitattributes", "__pycache__", "*.pyc")
+"""What of an sdist a task repository leaves out: what the sdist build generated, and git's metadata files
+(nested in this repository they would apply to its own files: tabulate's `.gitignore` ignores a source file)."""
 
 # Collects every test's outcome into $OUTCOMES_FILE (node id -> passed/failed/skipped).
 OUTCOMES_PLUGIN = '''
@@ -124,18 +128,11 @@ def sdist(pkg: Package, cache: Path) -> Path:
 
 
 def unpack_clean(pkg: Package, cache: Path, dest: Path) -> None:
-    """The kept parts of the sdist in `dest` (no caches, no egg-info), plus the pytest.ini."""
+    """The sdist as published in `dest`, less `LEFT_OUT`."""
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(sdist(pkg, cache)) as tf:
         tf.extractall(tmp, filter="data")
         (top,) = Path(tmp).iterdir()
-        for src, dst in pkg.keep.items():
-            s, d = top / src, dest / dst
-            d.parent.mkdir(parents=True, exist_ok=True)
-            if s.is_dir():
-                shutil.copytree(s, d, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
-            else:
-                shutil.copy2(s, d)
-    (dest / "pytest.ini").write_text(pkg.pytest_ini)
+        shutil.copytree(top, dest, ignore=shutil.ignore_patterns(*LEFT_OUT))
 
 
 def inject(repo: Path, bug: Bug) -> None:
@@ -146,8 +143,17 @@ def inject(repo: Path, bug: Bug) -> None:
     path.write_text(text.replace(bug.old, bug.new))
 
 
+def _install(pkg: Package, python: str, wheels: str, site: str) -> list[str]:
+    """The command installing the package's test-time requirements into `site`, as agentflow's
+    `swe.workspace.install_requirements` does (offline, each wheel as listed)."""
+    return [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-input", "--no-index",
+            "--find-links", wheels, "--no-deps", "--target", site, *pkg.requirements]
+
+
 def run_suite(repo: Path, pkg: Package, runner: str, wheelhouse: Path, files: list[str] | None = None) -> dict[str, str]:
-    """Outcome of every test of the repository's suite (or of `files`), run in a throw-away copy."""
+    """Outcome of every test of the repository's suite (or of `files`), run in a throw-away copy with the
+    environment of agentflow's test runs: the repository root and its `src/` importable, the requirements in
+    `site` (`swe.testrun.test_env`)."""
     with tempfile.TemporaryDirectory() as tmp:
         work, aux = Path(tmp) / "w", Path(tmp) / "aux"
         shutil.copytree(repo, work)
@@ -156,18 +162,20 @@ def run_suite(repo: Path, pkg: Package, runner: str, wheelhouse: Path, files: li
         for p in (Path(tmp), work, aux):
             p.chmod(0o777)
         args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "outcomes_plugin", *(files or [])]
+        src = (work / "src").is_dir()
         if runner == "docker":
-            setup = ""
-            if pkg.requirements:
-                setup = ("python3 -m pip install -q --no-index --find-links /wheels --target /aux/site "
-                         + " ".join(pkg.requirements) + " >/dev/null && ")
+            setup = " ".join(_install(pkg, "python3", "/wheels", "/aux/site")) + " && " if pkg.requirements else ""
+            path = "/workspace" + (":/workspace/src" if src else "") + ":/aux/site:/aux"
             cmd = ["docker", "run", "--rm", "--network", "none", "-v", f"{work}:/workspace", "-v", f"{aux}:/aux",
                    "-v", f"{wheelhouse}:/wheels:ro", "-e", "OUTCOMES_FILE=/aux/outcomes.json",
-                   "-e", "PYTHONPATH=/aux:/aux/site", "-e", "PYTHONDONTWRITEBYTECODE=1", IMAGE,
+                   "-e", f"PYTHONPATH={path}", "-e", "PYTHONDONTWRITEBYTECODE=1", IMAGE,
                    "sh", "-c", setup + "python3 " + " ".join(args)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         else:
-            env = {**os.environ, "OUTCOMES_FILE": str(aux / "outcomes.json"), "PYTHONPATH": str(aux),
+            if pkg.requirements:
+                subprocess.run(_install(pkg, sys.executable, str(wheelhouse), str(aux / "site")), check=True)
+            path = [str(work), *([str(work / "src")] if src else []), str(aux / "site"), str(aux)]
+            env = {**os.environ, "OUTCOMES_FILE": str(aux / "outcomes.json"), "PYTHONPATH": os.pathsep.join(path),
                    "PYTHONDONTWRITEBYTECODE": "1"}
             proc = subprocess.run([sys.executable, *args], cwd=work, env=env, capture_output=True, text=True, check=False)
         out = aux / "outcomes.json"
@@ -238,10 +246,11 @@ def build_task(bug: Bug, cache: Path, runner: str, wheelhouse: Path) -> tuple[di
 def fetch_wheels(wheelhouse: Path) -> None:
     """Test-time requirements as wheels (pure Python, pinned), for offline installs in the sandbox."""
     wanted = sorted({r for p in PACKAGES.values() for r in p.requirements})
-    have = {w.name.split("-")[0].lower() + "==" + w.name.split("-")[1] for w in wheelhouse.glob("*.whl")}
+    have = {w.name.split("-")[0].lower().replace("_", "-") + "==" + w.name.split("-")[1] for w in wheelhouse.glob("*.whl")}
     missing = [r for r in wanted if r.lower() not in have]
-    if missing:
+    if missing:  # pure-Python wheels only (`any` platform): the sandbox's Python and the host's may differ
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+                        "--platform", "any", "--implementation", "py", "--python-version", "3.11",
                         *missing, "-d", str(wheelhouse)], check=True)
     for wheel in sorted(wheelhouse.glob("*.whl")):
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
