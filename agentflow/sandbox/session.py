@@ -257,7 +257,7 @@ class AgentSandbox:
             self.events.emit(
                 "sandbox.exec",
                 sandbox=self.id,
-                command=command[:500],
+                command=_shown(command),
                 exit_code=result.exit_code,
                 duration_s=round(result.duration_s, 4),
                 timed_out=result.timed_out,
@@ -538,3 +538,11 @@ def _file_error(exc: _AgentFailure, path: str) -> SandboxError:
     if kind == "PermissionError":
         return SandboxError(f"{path}: permission denied in the sandbox")
     return SandboxError(f"{path}: {exc}")
+
+
+def _shown(command: str, head: int = 300, tail: int = 700) -> str:
+    """A command as the events record it: whole when short, else its start and its end (a test run's command
+    starts with the environment it sets and ends with what it runs: both tell what happened)."""
+    if len(command) <= head + tail:
+        return command
+    return f"{command[:head]} ... {command[-tail:]}"
