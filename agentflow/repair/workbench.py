@@ -233,6 +233,10 @@ class Workbench:
         self.repro: bool = False
         """A reproduction script is installed (blind mode): candidates are scored by it too."""
         self._verified: dict[str, Verification] = {}
+        self.candidate_test_s = 0.0
+        """Seconds of test runs on candidates (not the base commit's), for the record (`InstanceOutcome`)."""
+        self.longest_test_wait_s = 0.0
+        """The longest single test run on a candidate."""
         self.reach: SuiteReach | None = None
         """Which tests reach which function at the base commit (`swe.spectrum`), for targeted test runs."""
         self._base_runs: dict[str, ExecResult] = {}
@@ -463,6 +467,8 @@ class Workbench:
                 output=output,
                 seconds=round(time.monotonic() - started, 3),
             )
+            if patch.strip() and not final:
+                self._count_test_time(verification.seconds or 0.0)
             await self.restore(patch)
             return verification, report
         await self.restore(patch)
@@ -521,9 +527,16 @@ class Workbench:
         return (narrowed, targets) if narrowed is not None else None
 
     async def _run_tests(self, cmd: str, *, at_base: bool) -> ExecResult:
-        return await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
-                                       env=self._test_env(),
-                                       timeout=self.cfg.test_timeout_s if at_base else self.candidate_timeout)
+        result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
+                                         env=self._test_env(),
+                                         timeout=self.cfg.test_timeout_s if at_base else self.candidate_timeout)
+        if not at_base:
+            self._count_test_time(result.duration_s)
+        return result
+
+    def _count_test_time(self, seconds: float) -> None:
+        self.candidate_test_s += seconds
+        self.longest_test_wait_s = max(self.longest_test_wait_s, seconds)
 
     async def _verify_repo(self, patch: str, *, whole: bool) -> Verification:
         cmd = self.repo_test_cmd

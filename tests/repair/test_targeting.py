@@ -15,7 +15,7 @@ from agentflow.events import EventLog
 from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import Attempt
-from agentflow.repair.spectrum import FunctionIndex, read_spectrum, reach_summary
+from agentflow.repair.spectrum import FunctionIndex, reach_summary, read_spectrum
 from agentflow.repair.targeting import (
     SuiteReach,
     changed_functions,
@@ -23,7 +23,7 @@ from agentflow.repair.targeting import (
     targeted_command,
     timeout_from_base,
 )
-from agentflow.repair.workbench import Verification, Workbench
+from agentflow.repair.workbench import Workbench
 from tests.repair.conftest import ROOT
 
 CORE = '''def paginate(items, page, per_page):
@@ -211,8 +211,8 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
         attempts = [Attempt("t/c1", SNEAKY, sneaky, 1), Attempt("t/c2", SNEAKY, sneaky.model_copy(), 2),
                     Attempt("t/c3", FIX, fixed, 3)]
         mark = len(events.events)
-        best, by = await choose(attempts, RepairConfig(vote=True), None, task.problem_statement, Budget(), events,
-                                confirm=bench.verify_whole, instance_id="t")
+        best, _ = await choose(attempts, RepairConfig(vote=True), None, task.problem_statement, Budget(), events,
+                               confirm=bench.verify_whole, instance_id="t")
         assert best is not None and best.candidate_id == "t/c3"
         confirms = [e.data for e in events.events[mark:] if e.kind == "repair.confirm"]
         assert [(c["candidate_id"], c["held"]) for c in confirms] == [("t/c1", False), ("t/c3", True)]
