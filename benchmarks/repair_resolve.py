@@ -17,6 +17,11 @@ samples looked (each candidate's `window`): `on_gold` samples whose window was a
 answers that gave their window back unchanged, on a gold function (`unchanged_on_gold`: the model missed the
 bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone).
 
+Test time (per strategy): `test_seconds_per_candidate` (seconds of test runs on candidates, finalists' whole-suite
+runs included, per candidate), `test_seconds_vs_whole_suite` (the same as a share of a whole-suite run on the
+unchanged code, which every candidate cost before its tests were targeted) and `max_test_wait_ratio` (the
+longest single candidate run over its task's base run).
+
 `--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships (`repair`
 and `repair_search` with best-of-N as their search, N = calls - 4, `search_at_budget`), at the same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
 calls, tokens, wall).
@@ -152,6 +157,23 @@ def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
         # what the graph engine and its checkpointer cost: a task's workflow wall time outside its nodes
         "graph_overhead_ratio": round(sum(max(0.0, o.get("graph_s", 0.0) - o.get("nodes_s", 0.0)) for o in outcomes)
                                       / max(1e-9, sum(o.get("duration_s", 0.0) for o in outcomes)), 5),
+        **test_time(outcomes),
+    }
+
+
+def test_time(outcomes: list[dict[str, Any]]) -> dict[str, object]:
+    """Where test time went: seconds of candidate test runs per candidate; the same as a share of one whole-suite
+    run on the unchanged code (each candidate ran the whole suite before tests were targeted, so that share
+    was at least 1); and the longest single candidate run as a multiple of its task's base run."""
+    timed = [o for o in outcomes if o.get("base_test_seconds")]
+    candidates = sum(o.get("candidates", 0) for o in timed)
+    seconds = sum(o.get("test_seconds", 0.0) for o in timed)
+    whole = sum(o["base_test_seconds"] * o.get("candidates", 0) for o in timed)
+    return {
+        "test_seconds_per_candidate": round(seconds / candidates, 2) if candidates else 0.0,
+        "test_seconds_vs_whole_suite": round(seconds / whole, 3) if whole else 0.0,
+        "max_test_wait_ratio": round(max((o.get("longest_test_wait_s", 0.0) / o["base_test_seconds"] for o in timed),
+                                         default=0.0), 2),
     }
 
 

@@ -3,8 +3,11 @@ loaded there by `agentflow.repair.spectrum` (`-p agentflow_spectrum`; never impo
 library only.
 
 At the end of the session it writes, to the file named by `AGENTFLOW_SPECTRUM_OUT`, a JSON object: `tests`
-{passed, failed} and `functions` [[file relative to the working directory, first line, passed tests that
-called it, failed tests that called it]] -- the program spectrum fault localization reads.
+{passed, failed}, `ids` (the node ids of the tests that passed or failed, in the order they ran), `failed_ids`
+(indexes into `ids`) and `functions` [[file relative to the working directory, first line, passed tests that
+called it, failed tests that called it, indexes into `ids` of the tests that called it]] -- the program
+spectrum fault localization reads, and which tests reach which function (a candidate's tests start with those).
+Past MAX_IDS tests the ids are no longer recorded (`ids` is then null): the counts stay whole.
 """
 
 import json
@@ -18,6 +21,10 @@ _called = set()
 _outcome = {}
 _counts = {}
 _tests = {"passed": 0, "failed": 0}
+_ids = []
+_failed_ids = []
+_reach = {}
+MAX_IDS = 20000
 
 
 def _relative(filename):
@@ -62,8 +69,15 @@ def pytest_runtest_logreport(report):
         if outcome in _tests:
             _tests[outcome] += 1
             column = 0 if outcome == "passed" else 1
+            index = len(_ids)
+            if index < MAX_IDS:
+                _ids.append(report.nodeid)
+                if column:
+                    _failed_ids.append(index)
             for key in _called:
                 _counts.setdefault(key, [0, 0])[column] += 1
+                if index < MAX_IDS:
+                    _reach.setdefault(key, []).append(index)
         _called.clear()
 
 
@@ -72,9 +86,12 @@ def pytest_sessionfinish(session, exitstatus):
     target = os.environ.get("AGENTFLOW_SPECTRUM_OUT")
     if not target:
         return
-    rows = [[path, line, passed, failed] for (path, line), (passed, failed) in _counts.items()]
+    complete = _tests["passed"] + _tests["failed"] <= MAX_IDS
+    rows = [[path, line, passed, failed, _reach.get((path, line), []) if complete else []]
+            for (path, line), (passed, failed) in _counts.items()]
     try:
         with open(target, "w") as f:
-            json.dump({"tests": _tests, "functions": rows}, f)
+            json.dump({"tests": _tests, "ids": _ids if complete else None, "failed_ids": _failed_ids,
+                       "functions": rows}, f)
     except Exception:  # the suite's own result stands; the host reads no spectrum
         sys.stderr.write("agentflow_spectrum: could not write " + target + "\n")

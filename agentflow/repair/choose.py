@@ -4,13 +4,19 @@ examples show on each candidate, then over normalised patches), then a verifier 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from agentflow.budget import Budget, BudgetExceeded
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import Attempt
+from agentflow.repair.workbench import Verification
+
+
+def tests_key(a: Attempt) -> tuple[bool, float]:
+    """How the tests rank a candidate: passing first, then by the share of tests passing."""
+    return (a.verification.passed is True, a.verification.score)
 
 
 async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
@@ -18,7 +24,36 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
                  changed: Mapping[str, bool] | None = None, *,
                  keeps: Mapping[str, bool] | None = None,
                  shown: Mapping[str, tuple[str, ...]] | None = None,
+                 confirm: Callable[[str], Awaitable[Verification]] | None = None,
                  instance_id: str = "") -> tuple[Attempt | None, str | None]:
+    """`choose_once`, with the choice's whole-suite result confirmed: a candidate whose verification was
+    estimated from the tests reaching its change (`Verification.targeted`) runs the whole suite (`confirm`,
+    per patch) before it is chosen; when the whole suite says worse than the estimate, its verification
+    becomes the whole suite's and the choice is made again (the whole suite runs for finalists only)."""
+    while True:
+        best, decided_by = await choose_once(attempts, cfg, verifier, issue, budget, events, changed, keeps=keeps,
+                                             shown=shown, instance_id=instance_id)
+        if best is None or confirm is None or best.verification.targeted is None:
+            return best, decided_by
+        estimated = best.verification
+        whole = await confirm(best.patch)
+        held = (whole.passed is True, whole.score) >= tests_key(best)
+        events.emit("repair.confirm", node_id=instance_id or None, instance_id=instance_id,
+                    candidate_id=best.candidate_id, targeted=estimated.targeted, held=held,
+                    estimated=list(estimated.counts or ()), whole=list(whole.counts or ()), seconds=whole.seconds)
+        for a in attempts:  # samples of the same patch share its whole-suite result
+            if a.patch.strip() == best.patch.strip():
+                a.verification = whole.model_copy(deep=True)
+        if held:
+            return best, decided_by
+
+
+async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
+                      budget: Budget, events: EventLog,
+                      changed: Mapping[str, bool] | None = None, *,
+                      keeps: Mapping[str, bool] | None = None,
+                      shown: Mapping[str, tuple[str, ...]] | None = None,
+                      instance_id: str = "") -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
     keep-working check (`keeps`: per patch, whether it still passes, see `RepairConfig.keep_check`; used only
     among candidates on which the reproduction script no longer fails, so a check asserting the bug cannot
@@ -38,9 +73,6 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
         return None, None
     if len(pool) == 1:
         return pool[0], "only"
-
-    def tests_key(a: Attempt) -> tuple[bool, float]:
-        return (a.verification.passed is True, a.verification.score)
 
     top_key = max(tests_key(a) for a in pool)
     top = [a for a in pool if tests_key(a) == top_key]

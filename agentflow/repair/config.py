@@ -245,7 +245,17 @@ class RepairConfig(StrictConfig):
     test_cmd: str | None = None
     """Test command for repo feedback (default: pytest on the whole repository)."""
     test_timeout_s: float = Field(default=300.0, gt=0)
-    """Limit of one test run."""
+    """Limit of one test run (the base commit's; a candidate's is at most this, see `test_timeout_ratio`)."""
+    test_timeout_ratio: float = Field(default=5.0, ge=1.0)
+    """A candidate's test run times out at this multiple of the unchanged code's run of the same tests (at
+    least `test_timeout_floor_s`): a candidate that hangs costs a few base runs, not `test_timeout_s`."""
+    test_timeout_floor_s: float = Field(default=5.0, gt=0)
+    """The shortest timeout of a candidate's test run (a suite of a second still needs time to start)."""
+    target_tests: bool = True
+    """Blind mode: a candidate runs only the repository tests that reached the functions it changes in the base
+    commit's traced run (`swe.spectrum`), its whole-suite result estimated from theirs; the whole suite runs
+    for a finalist before it is submitted (see `agentflow.repair.targeting`). Off: every candidate runs the
+    whole suite."""
     mcts_k: int = Field(default=2, ge=1, le=16)
     """Samples drawn per mcts expansion."""
     mcts_c: float = Field(default=0.3, ge=0)

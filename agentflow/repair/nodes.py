@@ -313,7 +313,7 @@ async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     changed, shown = await compare_examples(rt, attempts) if cfg.compare_examples or cfg.vote_by_examples else ({}, {})
     best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events,
                                    changed if cfg.compare_examples else {}, keeps=keeps, shown=shown,
-                                   instance_id=rt.iid)
+                                   confirm=rt.bench.verify_whole, instance_id=rt.iid)
     if best is None:
         return {"chosen": None}
     return await submit(rt, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()))

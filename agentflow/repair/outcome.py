@@ -68,6 +68,12 @@ class InstanceOutcome(BaseModel):
     """Wall time of the task's workflow run (its nodes plus the graph engine and checkpointer around them)."""
     nodes_s: float = 0.0
     """Time inside the workflow's nodes; graph_s - nodes_s is what the graph engine and checkpointer cost."""
+    test_seconds: float = 0.0
+    """Seconds of test runs on candidates (the base commit's runs not counted)."""
+    longest_test_wait_s: float = 0.0
+    """The longest single test run on a candidate."""
+    base_test_seconds: float | None = None
+    """How long the verifying tests took on the unchanged code (what a whole-suite run costs)."""
     preflight: dict[str, Any] | None = None
     """Blind mode: what the test command did at the base commit before any model call (`swe.preflight`)."""
     sandbox_backend: str | None = None

@@ -83,7 +83,15 @@ _FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 
 def verdict(v: Verification | None) -> str:
     """What a candidate's verification says, in a few words: `tests pass`, `tests fail (2 of 5: test_x,
-    test_y)`, `the issue still reproduces`, `not refuted: ...` (blind mode, where passing tests prove no fix)."""
+    test_y)`, `the issue still reproduces`, `not refuted: ...` (blind mode, where passing tests prove no fix);
+    with which tests ran when only those reaching the change did."""
+    said = _verdict(v)
+    if v is not None and v.targeted:
+        said += f" [ran the {v.targeted} tests that reach the change]"
+    return said
+
+
+def _verdict(v: Verification | None) -> str:
     if v is None or v.kind == "none":
         return "not verified"
     if v.kind == "task_tests" and v.tests_status:
@@ -386,6 +394,17 @@ class ProgressPrinter:
         why = _CHOSEN_BY.get(str(d.get("chosen_by")), "")
         return iid, f"decision: {cid}{among}, chosen by {d.get('chosen_by')}{': ' + why if why else ''}{verified}"
 
+    def _confirm(self, e: Event) -> tuple[str | None, str]:
+        iid, _ = self._task_of(e)
+        d = e.data
+        cid = str(d.get("candidate_id") or "").split("/", 1)[-1]
+        whole = d.get("whole") or []
+        counts = f" ({whole[0]} of {whole[1]} pass)" if len(whole) == 2 else ""
+        took = f" in {float(d['seconds']):.1f}s" if isinstance(d.get("seconds"), (int, float)) else ""
+        if d.get("held"):
+            return iid, f"finalist {cid}: the whole suite agrees{counts}{took}"
+        return iid, f"finalist {cid}: the whole suite says worse than its {d.get('targeted')} tests did{counts}{took}; choosing again"
+
     def _reproduce(self, e: Event) -> tuple[str | None, str]:
         iid, _ = self._task_of(e)
         if e.data.get("kept"):
@@ -417,6 +436,7 @@ class ProgressPrinter:
         "model.call": _model_call,
         "repair.reproduce": _reproduce,
         "repair.candidate": _candidate,
+        "repair.confirm": _confirm,
         "repair.choice": _choice,
         "repair.end": _repair_end,
     }

@@ -21,6 +21,7 @@ from agentflow.events import EventLog
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.policy import RoleModels
+from agentflow.repair.targeting import SuiteReach
 from agentflow.repair.workbench import REPRO_PATH, Verification, Workbench
 
 
@@ -74,6 +75,8 @@ class RepairRuntime:
         if regression.get("test_cmd"):  # the selected regression tests (`swe.regression`)
             self.bench.cfg = self.bench.cfg.model_copy(update={"test_cmd": regression["test_cmd"]})
             self.bench.own_test_cmd = True
+        spectrum = (state.get("spectrum") or {}) if isinstance(state, dict) else {}
+        self.bench.reach = SuiteReach.from_json(spectrum.get("reach")) if isinstance(spectrum, dict) else None
         repro = (state.get("reproduction") or {}) if isinstance(state, dict) else {}
         if repro.get("kept") and repro.get("script"):
             await self.bench.reset()

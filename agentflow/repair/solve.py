@@ -206,6 +206,10 @@ async def repair_task(
                               or (rt.policy.samples if rt is not None and rt.policy else 0))
         outcome.usage = budget.used.model_dump()
         outcome.duration_s = round(time.monotonic() - started, 3)
+        if rt is not None:
+            outcome.test_seconds = round(rt.bench.candidate_test_s, 3)
+            outcome.longest_test_wait_s = round(rt.bench.longest_test_wait_s, 3)
+            outcome.base_test_seconds = rt.bench.base.seconds if rt.bench.base else None
         events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
                     chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
         if inst_dir is not None and finished:  # an interrupted task leaves no outcome: resume continues it

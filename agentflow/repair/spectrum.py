@@ -218,6 +218,12 @@ class SuiteSpectrum:
     failed: int = 0
     functions: Mapping[tuple[str, str], tuple[int, int]] | None = None
     """(path, qualified name) -> (passing tests that called it, failing tests that called it)."""
+    ids: tuple[str, ...] = ()
+    """Node ids of the tests that passed or failed, in the order they ran (empty: not recorded)."""
+    failed_ids: frozenset[int] = frozenset()
+    """Indexes into `ids` of the tests that failed."""
+    reach: Mapping[tuple[str, str], frozenset[int]] | None = None
+    """(path, qualified name) -> indexes into `ids` of the tests that called it (None: not recorded)."""
 
 
 def read_example_run(output: str, index: FunctionIndex, statements: int) -> ExampleRun:
@@ -248,15 +254,35 @@ def read_spectrum(text: str, index: FunctionIndex) -> SuiteSpectrum | None:
         rows = list(data["functions"])
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+    ids = _read_ids(data.get("ids"), passed + failed)
     functions: dict[tuple[str, str], tuple[int, int]] = {}
+    reach: dict[tuple[str, str], set[int]] = {}
     for row in rows:
-        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(x, int) for x in row[2:])):
+        if not (isinstance(row, list) and len(row) in (4, 5) and all(isinstance(x, int) for x in row[2:4])):
             continue
         key = index.at(row[0], row[1])
         if key is not None:  # a function's nested code (lambdas, comprehensions) counts for the function
             p, f = functions.get(key, (0, 0))
             functions[key] = (max(p, min(row[2], passed)), max(f, min(row[3], failed)))
-    return SuiteSpectrum(max(passed, 0), max(failed, 0), functions)
+            if ids and len(row) == 5 and isinstance(row[4], list):
+                reach.setdefault(key, set()).update(i for i in row[4] if isinstance(i, int) and 0 <= i < len(ids))
+    failed_ids = data.get("failed_ids") if ids else None
+    failing = frozenset(i for i in failed_ids if isinstance(i, int) and 0 <= i < len(ids)) if isinstance(failed_ids, list) else frozenset()
+    return SuiteSpectrum(max(passed, 0), max(failed, 0), functions, ids, failing,
+                         {k: frozenset(v) for k, v in reach.items()} if ids else None)
+
+
+MAX_TEST_ID_CHARS = 500
+"""A longer test id is not what pytest writes for a test of a repository (the reach is then not used)."""
+
+
+def _read_ids(value: object, tests: int) -> tuple[str, ...]:
+    """The plugin's test ids, or () when they are missing, incomplete or not ids pytest could write."""
+    if not (isinstance(value, list) and len(value) == tests and tests > 0):
+        return ()
+    if not all(isinstance(x, str) and 0 < len(x) <= MAX_TEST_ID_CHARS and "\n" not in x for x in value):
+        return ()
+    return tuple(value)
 
 
 def ochiai(spectrum: SuiteSpectrum | None, examples: ExampleRun) -> dict[tuple[str, str], float]:
@@ -332,9 +358,19 @@ async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Ma
         "errors": examples.errors,  # shown, not ranked on: an example may show an exception the fix keeps
         "tests": {"passed": spectrum.passed, "failed": spectrum.failed} if spectrum else None,
         "suspicion": [[p, q, v] for (p, q), v in sorted(suspicion.items(), key=lambda kv: -kv[1])[:200]],
+        "reach": reach_summary(spectrum),
         "problems": problems,  # what gave no evidence, and why (the ranking then goes on without it)
     }
     return evidence_from_json(summary), summary
+
+
+def reach_summary(spectrum: SuiteSpectrum | None) -> dict[str, Any] | None:
+    """Which tests reach which function, as plain JSON (the state's `spectrum.reach`, read by
+    `agentflow.repair.targeting.SuiteReach.from_json`); None when the suite recorded no ids."""
+    if spectrum is None or not spectrum.ids or spectrum.reach is None:
+        return None
+    return {"ids": list(spectrum.ids), "failed": sorted(spectrum.failed_ids),
+            "functions": [[p, q, sorted(v)] for (p, q), v in sorted(spectrum.reach.items())]}
 
 
 def evidence_from_json(data: Mapping[str, Any] | None) -> RunEvidence:

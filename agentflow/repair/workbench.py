@@ -23,10 +23,17 @@ from agentflow.repair.config import RepairConfig
 from agentflow.repair.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.spectrum import ExampleRun, FunctionIndex, gather_evidence, run_examples
+from agentflow.repair.targeting import (
+    SuiteReach,
+    changed_functions,
+    estimate,
+    targeted_command,
+    timeout_from_base,
+)
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
-from agentflow.swe.patch import apply_patch, strip_test_files
+from agentflow.swe.patch import apply_patch, parse_patch, strip_test_files
 from agentflow.swe.preflight import Preflight, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
@@ -56,7 +63,13 @@ class Verification(BaseModel):
     output: str = ""
     """Failure summary, the feedback of the next attempt."""
     counts: tuple[int, int] | None = None
-    """Blind mode: (passed, run) as pytest's summary line says; None when it printed none."""
+    """Blind mode: (passed, run) as pytest's summary line says (the whole suite's estimate when `targeted`);
+    None when it printed none."""
+    targeted: int | None = None
+    """Blind mode: the result is estimated from a run of this many tests, those reaching the functions the
+    patch changes (`agentflow.repair.targeting`); None when the whole suite ran."""
+    seconds: float | None = None
+    """How long its test run took."""
 
 
 def summarise_failures(output: str, limit: int) -> str:
@@ -189,6 +202,17 @@ def _counts(output: str) -> tuple[int, int]:
     return good, good + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
 
 
+def _missed_tests(result: ExecResult, named: int) -> bool:
+    """Whether a run of `named` tests by id did not run them all: pytest found no such test (usage error, exit
+    4) or none ran (exit 5), or its summary counts fewer (one was skipped this time). The whole suite then runs
+    instead. A timeout or a collection error (exit 2) is the candidate's own result: the base collected."""
+    if result.timed_out:
+        return False
+    if result.exit_code in (4, 5):
+        return True
+    return result.exit_code in (0, 1) and _counts(result.output)[1] < named
+
+
 _LIST_PYTHON = "git ls-files --cached --others --exclude-standard -- '*.py'"
 
 
@@ -209,6 +233,12 @@ class Workbench:
         self.repro: bool = False
         """A reproduction script is installed (blind mode): candidates are scored by it too."""
         self._verified: dict[str, Verification] = {}
+        self.candidate_test_s = 0.0
+        """Seconds of test runs on candidates (not the base commit's), for the record (`InstanceOutcome`)."""
+        self.longest_test_wait_s = 0.0
+        """The longest single test run on a candidate."""
+        self.reach: SuiteReach | None = None
+        """Which tests reach which function at the base commit (`swe.spectrum`), for targeted test runs."""
         self._base_runs: dict[str, ExecResult] = {}
         """The pre-flight's run of a test command at the base commit, taken by the first base verification
         with that command instead of a second run of the same suite on the same code."""
@@ -354,8 +384,11 @@ class Workbench:
         async with self.lock:
             await self.reset()
             try:
-                return await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=self.repo_test_cmd,
-                                             test_timeout_s=test_timeout_s, env=self._test_env())
+                evidence, summary = await gather_evidence(self.sandbox, self.python, issue, sources,
+                                                          test_cmd=self.repo_test_cmd, test_timeout_s=test_timeout_s,
+                                                          env=self._test_env())
+                self.reach = SuiteReach.from_json(summary.get("reach"))
+                return evidence, summary
             finally:
                 await self.reset()  # whatever the examples or the tests wrote is not part of any candidate
 
@@ -376,29 +409,47 @@ class Workbench:
         self.base, _ = await self.verify("")
         return self.base
 
-    async def verify(self, patch: str, *, final: bool = False) -> tuple[Verification, InstanceReport | None]:
+    async def verify(self, patch: str, *, final: bool = False, whole: bool = False
+                     ) -> tuple[Verification, InstanceReport | None]:
         """Run the verifying tests on base + patch (the workspace is left at base + patch). `final` runs the
-        task's own tests when it has them (the report), whatever the feedback mode. During the search a patch
-        already verified is not run again (the same tests on the same code)."""
-        key = f"{self.cfg.test_cmd}\0{patch.strip()}"  # a node may change the test command (regression tests)
-        if not final and key in self._verified:
+        task's own tests when it has them (the report), whatever the feedback mode, and otherwise the whole
+        suite, as does `whole` (a candidate's run may be of the tests reaching its change only, see
+        `RepairConfig.target_tests`). The same tests on the same code run once: a patch already verified is not
+        run again, except for the report."""
+        graded = self.mode == "task" or (final and bool(self.task.FAIL_TO_PASS))
+        whole = (whole or final) and not graded
+        key = f"{self.cfg.test_cmd}\0{whole}\0{patch.strip()}"  # a node may change the test command (regression tests)
+        if not (final and graded) and key in self._verified:
             await self.restore(patch)
             return self._verified[key].model_copy(deep=True), None
-        verification, report = await self._verify(patch, final=final)
-        if not final:
+        verification, report = await self._verify(patch, final=final, whole=whole)
+        if not (final and graded):
             self._verified[key] = verification.model_copy(deep=True)
+            if verification.targeted is None and not whole:  # it ran whole: that is its whole-suite result too
+                self._verified[f"{self.cfg.test_cmd}\0True\0{patch.strip()}"] = verification.model_copy(deep=True)
         return verification, report
 
-    async def _verify(self, patch: str, *, final: bool) -> tuple[Verification, InstanceReport | None]:
+    async def verify_whole(self, patch: str) -> Verification:
+        """The whole suite's verification of base + patch (a finalist's, when its own was estimated from the
+        tests reaching its change); the workspace is reset afterwards."""
+        async with self.lock:
+            try:
+                verification, _ = await self.verify(patch, whole=True)
+            finally:
+                await self.reset()
+        return verification
+
+    async def _verify(self, patch: str, *, final: bool, whole: bool) -> tuple[Verification, InstanceReport | None]:
         if self.mode == "task" or (final and self.task.FAIL_TO_PASS):
             await self.reset()
             logs: dict[str, str] = {}
+            started = time.monotonic()
             report = await run_prediction(
                 self.sandbox,
                 self.task,
                 patch or None,
                 python=self.python,
-                test_timeout_s=self.cfg.test_timeout_s,
+                test_timeout_s=self.cfg.test_timeout_s if final or not patch.strip() else self.candidate_timeout,
                 rerun_failed=final,
                 seed=False,
                 run_empty=True,
@@ -414,14 +465,17 @@ class Workbench:
                 kind="task_tests",
                 tests_status=status,
                 output=output,
+                seconds=round(time.monotonic() - started, 3),
             )
+            if patch.strip() and not final:
+                self._count_test_time(verification.seconds or 0.0)
             await self.restore(patch)
             return verification, report
         await self.restore(patch)
         if self.mode == "repo":
             # a candidate's own pytest.ini, sitecustomize.py or plugin must not decide its verification
             await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=self.cfg.test_cmd)
-            return await self._verify_repo(at_base=not patch.strip()), None
+            return await self._verify_repo(patch, whole=whole), None
         return Verification(kind="none"), None
 
     @property
@@ -442,18 +496,68 @@ class Workbench:
             finally:
                 await self.reset()
 
-    async def _verify_repo(self, *, at_base: bool) -> Verification:
+    @property
+    def candidate_timeout(self) -> float:
+        """A candidate's test run's limit: a multiple of the unchanged code's (`RepairConfig.test_timeout_ratio`)."""
+        return timeout_from_base(self.base.seconds if self.base else None, ratio=self.cfg.test_timeout_ratio,
+                                 floor_s=self.cfg.test_timeout_floor_s, ceiling_s=self.cfg.test_timeout_s)
+
+    async def _base_sources(self, patch: str) -> dict[str, str]:
+        """The base commit's text of the Python files `patch` changes (read from git: the workspace holds the
+        patch)."""
+        out: dict[str, str] = {}
+        for fp in parse_patch(patch).files:
+            path = fp.old_path
+            if path and path.endswith(".py") and path not in out:
+                shown = await self.sandbox.exec(sh_command(f"git {GIT_FLAGS} show {shlex.quote(f'{self.head}:{path}')}"))
+                if shown.ok:
+                    out[path] = shown.stdout
+        return out
+
+    async def _targets(self, patch: str, cmd: str) -> tuple[str, list[int]] | None:
+        """The command running only the tests that reach what `patch` changes, and their indexes; None when
+        the whole suite must run (see `agentflow.repair.targeting`)."""
+        if not (self.cfg.target_tests and self.reach is not None and patch.strip()):
+            return None
+        changed = changed_functions(patch, await self._base_sources(patch))
+        targets = self.reach.tests_for(changed) if changed is not None else []
+        if not targets or len(targets) >= len(self.reach.ids):
+            return None
+        narrowed = targeted_command(cmd, [self.reach.ids[i] for i in targets])
+        return (narrowed, targets) if narrowed is not None else None
+
+    async def _run_tests(self, cmd: str, *, at_base: bool) -> ExecResult:
+        result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
+                                         env=self._test_env(),
+                                         timeout=self.cfg.test_timeout_s if at_base else self.candidate_timeout)
+        if not at_base:
+            self._count_test_time(result.duration_s)
+        return result
+
+    def _count_test_time(self, seconds: float) -> None:
+        self.candidate_test_s += seconds
+        self.longest_test_wait_s = max(self.longest_test_wait_s, seconds)
+
+    async def _verify_repo(self, patch: str, *, whole: bool) -> Verification:
         cmd = self.repo_test_cmd
+        at_base = not patch.strip()
         result = self._base_runs.pop(cmd, None) if at_base else None
+        targeted = None if (whole or at_base) else await self._targets(patch, cmd)
         if result is None:
             # pytest itself comes from the environment, not from a `pytest.py` the candidate put in the workspace
             await install_runner(self.sandbox, EVAL_DIR)
-            result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
-                                             env=self._test_env(), timeout=self.cfg.test_timeout_s)
+            result = await self._run_tests(targeted[0] if targeted else cmd, at_base=at_base)
+            if targeted and _missed_tests(result, len(targeted[1])):
+                targeted, result = None, await self._run_tests(cmd, at_base=False)
         good, total = _counts(result.output)
-        score = 1.0 if result.ok else (good / total if total else 0.0)
+        ok = result.ok
+        if targeted is not None and self.reach is not None:  # the whole suite's result, estimated
+            found = estimate(self.reach, targeted[1], good, total)
+            ok = ok and found.estimated_ok
+            good, total = found.counts
+        score = 1.0 if ok else (good / total if total else 0.0)
         output = "" if result.ok else summarise_failures(result.output, 4000)
-        passed: bool | None = result.ok
+        passed: bool | None = ok
         reproduced: bool | None = None
         if self.repro:
             reproduced, repro_out = await self.run_repro()
@@ -462,10 +566,11 @@ class Workbench:
                 output = (output + "\n\n" if output else "") + "The issue still reproduces:\n" + repro_out[-1500:]
         if self.base is not None and self.base.passed and not self.repro:
             # the tests passed before any change: passing them again shows no regression, not a fix
-            passed = None if result.ok else False
+            passed = None if ok else False
         elif self.repro:
-            passed = None if (result.ok and not reproduced) else False
+            passed = None if (ok and not reproduced) else False
         return Verification(
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
             output=output, counts=(good, total) if total else None,
+            targeted=len(targeted[1]) if targeted else None, seconds=round(result.duration_s, 3),
         )

@@ -178,8 +178,10 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     suite = [c for c in runs if "agentflow_spectrum" not in c]
     distinct = {c["patch"].strip() for c in cands}
     # the base: the pre-flight (before any model call; the first base verification takes its run), then
-    # again after the script
-    assert len(distinct) < len(cands) and len(suite) == 2 + len(distinct)
+    # again after the script; each distinct patch runs the tests that reach what it changes; the finalist
+    # runs the whole suite before it is chosen
+    targeted = [c for c in suite if "::" in c]
+    assert len(distinct) < len(cands) and len(suite) == 2 + len(distinct) + 1 and len(targeted) == len(distinct)
     assert len(runs) - len(suite) == 1  # and once more, call-traced, for the spectrum (swe.spectrum)
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["feedback"] == "repo" and outcome["reproduced"] is True
