@@ -506,12 +506,15 @@ class Workbench:
         """The base commit's text of the Python files `patch` changes (read from git: the workspace holds the
         patch)."""
         out: dict[str, str] = {}
+        copy_path = f"{EVAL_DIR}/base_source.py"  # read as a file: a command's output is cut when long
         for fp in parse_patch(patch).files:
             path = fp.old_path
             if path and path.endswith(".py") and path not in out:
-                shown = await self.sandbox.exec(sh_command(f"git {GIT_FLAGS} show {shlex.quote(f'{self.head}:{path}')}"))
+                spec = shlex.quote(f"{self.head}:{path}")
+                shown = await self.sandbox.exec(sh_command(f"git {GIT_FLAGS} show {spec} > {copy_path}"))
                 if shown.ok:
-                    out[path] = shown.stdout
+                    with contextlib.suppress(Exception):  # unreadable: the whole suite runs
+                        out[path] = await self.sandbox.read_file(copy_path)
         return out
 
     async def _targets(self, patch: str, cmd: str) -> tuple[str, list[int]] | None:

@@ -40,7 +40,7 @@ def label(page):
 
 
 DEFAULT_LABEL = label(1)
-'''
+''' + "\n".join(f"# {'a long file, longer than what a command may print: ' * 2}{i}" for i in range(800)) + "\n"
 TESTS = {
     "tests/test_pager.py": "from pager.core import paginate\n\n\ndef test_first_page():\n"
                            "    assert paginate(list(range(10)), 1, 3) == [0, 1, 2]\n\n\n"
