@@ -7,13 +7,13 @@ base commit, the budget and the candidates file. A checkpoint is written after e
 folder (`checkpoints.db`), so a task killed mid-way resumes at the node where it stopped: the steps that had
 finished (and their model calls) are not run again. Inside the node it stopped in (a search of many samples),
 the seeded model calls that had completed are answered from the task's call journal (`calls.db`) instead of
-the model.
+the model; a graph search node also takes its branches whose steps had finished as they were, and the
+candidates they recorded stand (`candidate_log.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import shlex
 import sys
 import time
@@ -27,10 +27,11 @@ from agentflow.graph.spec import WorkflowSpec
 from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
 from agentflow.models.cache import ResponseCache
+from agentflow.repair.candidate_log import CandidateLog, restarts_at
 from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.outcome import Candidate, InstanceOutcome
 from agentflow.repair.policy import RoleModels
-from agentflow.repair.progress import candidate_reason, expected_calls
+from agentflow.repair.progress import expected_calls
 from agentflow.repair.runtime import RepairRuntime, node_settings_for
 from agentflow.repair.searching import TaskEvents
 from agentflow.repair.steps import edit_format_for, issue_text
@@ -44,7 +45,6 @@ from agentflow.repair.workflow_settings import (
 )
 from agentflow.rundir import RunDir
 from agentflow.sandbox.base import Sandbox
-from agentflow.secrets import redact
 from agentflow.swe.preflight import Preflight
 from agentflow.swe.tasks import SWETask
 
@@ -132,7 +132,7 @@ async def repair_task(
     events.emit("repair.start", node_id=iid, instance_id=iid, strategy=cfg.strategy, model=cfg.model,
                 workflow=spec.name, expected_calls=expected_calls(cfg, spec, node_settings),
                 step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s)
-    candidates: list[Candidate] = []
+    candidates = CandidateLog(inst_dir, events)
     owned: list[ChatModel] = []
     rt: RepairRuntime | None = None
     state: dict[str, Any] = {}
@@ -174,9 +174,9 @@ async def repair_task(
                 finished = True
                 return outcome
             rt = RepairRuntime(cfg, bench, models, budget, events, issue_text(task.problem_statement, task.hints_text),
-                               _recorder(inst_dir, candidates, events), node_settings)
+                               candidates, node_settings)
             try:
-                state = await _run_graph(spec, registry, rt, inst_dir, outcome)
+                state = await _run_graph(spec, registry, rt, inst_dir, outcome, candidates)
             except BudgetExceeded as exc:
                 outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)
             except ModelError as exc:
@@ -184,7 +184,7 @@ async def repair_task(
                 outcome.error = f"{exc.__class__.__name__}: {exc}"
             _fill_outcome(outcome, state, budget)
             if outcome.status.startswith("limits_exceeded") and not outcome.model_patch:
-                _submit_best_so_far(outcome, candidates)
+                _submit_best_so_far(outcome, candidates.rows)
         finally:
             await sandbox_cm.__aexit__(None, None, None)
         finished = True
@@ -201,7 +201,7 @@ async def repair_task(
                 await owned_model.aclose()
         if calls is not None:
             calls.close()
-        outcome.candidates = sum(1 for c in candidates if c.status == "ok")
+        outcome.candidates = sum(1 for c in candidates.rows if c.status == "ok")
         outcome.samples = int(state.get("samples") or len(state.get("drawn") or [])
                               or (rt.policy.samples if rt is not None and rt.policy else 0))
         outcome.usage = budget.used.model_dump()
@@ -303,26 +303,8 @@ def _samples_concurrently(spec: WorkflowSpec, node_settings: dict[str, dict[str,
     return False
 
 
-def _recorder(inst_dir: Path | None, candidates: list[Candidate], events: EventLog) -> Any:
-    """Records a candidate: in `candidates`, the task's candidates.jsonl and a `repair.candidate` event (its
-    outcome in words, for whoever follows the run)."""
-
-    def record(cand: Candidate) -> None:
-        candidates.append(cand)
-        if inst_dir is not None:
-            with open(inst_dir / "candidates.jsonl", "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(redact(cand.model_dump(mode="json"))) + "\n")
-        v = cand.verification
-        events.emit("repair.candidate", node_id=cand.candidate_id, parent_id=cand.parent_id,
-                    instance_id=cand.instance_id, candidate_id=cand.candidate_id, status=cand.status,
-                    passed=v.passed if v is not None else None, score=v.score if v is not None else None,
-                    reason=candidate_reason(cand), part_of=cand.part_of)
-
-    return record
-
-
 async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_dir: Path | None,
-                     outcome: InstanceOutcome) -> dict[str, Any]:
+                     outcome: InstanceOutcome, candidates: CandidateLog) -> dict[str, Any]:
     """Run (or continue) the task's workflow thread; the final state."""
     from agentflow.graph.context import RunContext
     from agentflow.graph.runner import WorkflowRunner
@@ -341,12 +323,14 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
         if existing.created_at is not None:
             rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))
             await rt.sync(dict(existing.values))  # before a search forks the workspace: the new sandbox as it was
-            if inst_dir is not None and (inst_dir / "candidates.jsonl").exists() and "search" in existing.next:
-                (inst_dir / "candidates.jsonl").write_text("")  # the search starts over: so does its file
+            if restarts_at(spec, registry, list(existing.next)):
+                candidates.start()
+            else:  # what the killed run recorded stands; a candidate that passed stops new samples as it did
+                candidates.carry_on()
+                rt.solved = rt.solved or candidates.passed()
             result = await runner.resume(THREAD)
         else:
-            if inst_dir is not None:
-                (inst_dir / "candidates.jsonl").write_text("")
+            candidates.start()
             result = await runner.start({}, thread_id=THREAD)
     outcome.graph_s = round(time.perf_counter() - t0, 3)
     outcome.nodes_s = round(context.node_seconds, 3)

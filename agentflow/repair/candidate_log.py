@@ -1,0 +1,94 @@
+"""A task's record of its candidates: in memory (the outcome's count, the best so far), in the task's
+`candidates.jsonl` and as `repair.candidate` events.
+
+A resumed task keeps what its killed run recorded when the node it stopped in goes on from where it was (a
+graph search takes its finished branches as they were), and starts the file over when that node runs again
+from its start (a policy search draws its samples anew). A node cut by the kill and run again records the
+same candidates under the same ids: the later record of an id replaces the earlier one, so each candidate is
+in the file once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentflow.events import EventLog
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.progress import candidate_reason
+from agentflow.secrets import redact
+
+FILE = "candidates.jsonl"
+
+
+class CandidateLog:
+    """Records candidates (call it with one); `rows` holds them in the order first recorded."""
+
+    def __init__(self, inst_dir: Path | None, events: EventLog) -> None:
+        self.path = inst_dir / FILE if inst_dir is not None else None
+        self.events = events
+        self.rows: list[Candidate] = []
+
+    def __call__(self, cand: Candidate) -> None:
+        known = next((i for i, row in enumerate(self.rows) if row.candidate_id == cand.candidate_id), None)
+        if known is None:
+            self.rows.append(cand)
+            self._append(cand)
+        else:  # recorded again by a node a kill had cut short: this record is the one that stands
+            self.rows[known] = cand
+            self._rewrite()
+        v = cand.verification
+        self.events.emit("repair.candidate", node_id=cand.candidate_id, parent_id=cand.parent_id,
+                         instance_id=cand.instance_id, candidate_id=cand.candidate_id, status=cand.status,
+                         passed=v.passed if v is not None else None, score=v.score if v is not None else None,
+                         reason=candidate_reason(cand), part_of=cand.part_of)
+
+    def start(self) -> None:
+        """Begin the record anew (a new task, or a resumed one whose recording node starts over)."""
+        self.rows = []
+        if self.path is not None:
+            self.path.write_text("")
+
+    def carry_on(self) -> None:
+        """Take up what the killed run had recorded (a line it was writing when killed is left out)."""
+        self.rows = []
+        if self.path is None or not self.path.is_file():
+            return
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                self.rows.append(Candidate.model_validate_json(line))
+            except ValueError:
+                continue
+        self._rewrite()
+
+    def passed(self) -> bool:
+        """Whether a recorded candidate passed tests that decide."""
+        return any(c.status == "ok" and c.verification is not None and c.verification.passed is True
+                   for c in self.rows)
+
+    def _append(self, cand: Candidate) -> None:
+        if self.path is not None:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(_line(cand))
+
+    def _rewrite(self) -> None:
+        if self.path is not None:
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            tmp.write_text("".join(_line(c) for c in self.rows), encoding="utf-8")
+            tmp.replace(self.path)
+
+
+def restarts_at(spec: Any, registry: Any, nodes: list[str]) -> bool:
+    """Whether a task resumed at `nodes` runs a node that records candidates again from its start: a typed
+    search node (its samples are drawn anew, the completed ones answered from the call journal). A graph
+    search goes on from its branches' checkpoints, and the other nodes record no candidates."""
+    return any(spec.nodes[name].type and registry.require(spec.nodes[name].type, name).search
+               for name in nodes if name in spec.nodes)
+
+
+def _line(cand: Candidate) -> str:
+    return json.dumps(redact(cand.model_dump(mode="json"))) + "\n"
+
+
+__all__ = ["FILE", "CandidateLog", "restarts_at"]
