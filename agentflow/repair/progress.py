@@ -44,6 +44,9 @@ def expected_calls(cfg: RepairConfig, spec: Any, node_settings: Mapping[str, Map
     critique = bool(cfg.critique or cfg.critic_model) or any(s.get("critique") for s in node_settings.values())
     out: dict[str, int] = {}
     for name, node in spec.nodes.items():
+        if node.search is not None:
+            out[name] = _graph_search_calls(cfg, node, node_settings, critique)
+            continue
         c = cfg.model_copy(update=dict(node_settings.get(name) or {}))
         per_edit = max(1, c.tool_steps // 2) if c.edit_format == "tools" else 1
         attempts = c.n * c.max_attempts
@@ -64,6 +67,22 @@ def expected_calls(cfg: RepairConfig, spec: Any, node_settings: Mapping[str, Map
         }.get(node.type or "", 0)
         out[name] = calls
     return out
+
+
+def _graph_search_calls(cfg: RepairConfig, node: Any, node_settings: Mapping[str, Mapping[str, Any]],
+                        critique: bool) -> int:
+    """Model calls of a graph search node over a repair rollout: best-of-n (and the level-wise strategies) run
+    `n` chains of up to `max_attempts` steps, MCTS `n` expansions of one step; a step is an edit, a review
+    when critique is on, and the value agent's call when the subgraph has one."""
+    nodes = node.subgraph.nodes if node.subgraph is not None and hasattr(node.subgraph, "nodes") else {}
+    edit = next((n for n, sub in nodes.items() if sub.type == "swe.edit"), None)
+    c = cfg.model_copy(update=dict(node_settings.get(edit) or {})) if edit else cfg
+    per_edit = max(1, c.tool_steps // 2) if c.edit_format == "tools" else 1
+    per_step = per_edit + int(critique) + int(any(sub.type == "swe.value" for sub in nodes.values()))
+    search = dict(node.search or {})
+    n = int(search.get("n") or 1)
+    steps = n if search.get("strategy") == "mcts" else n * c.max_attempts
+    return steps * per_step
 
 
 # ----------------------------------------------------------------------------------------------- why, in words

@@ -53,6 +53,11 @@ def test_the_shipped_workflow_expects_a_call_per_attempt_and_one_per_helper_step
     spec, _, node_settings = load_repair_workflow(cfg)
     plan = expected_calls(cfg, spec, node_settings)
     assert (plan["rank"], plan["reproduce"], plan["search"]) == (0, 0, 24)  # an edit and a review per attempt
+    # the graph search: best-of-n chains of up to max_attempts edits; MCTS one edit per expansion
+    cfg = load_repair_config(["strategy=best-of-n", "n=4", "max_attempts=2", "workflow=repair_search"])
+    assert expected_calls(cfg, *load_repair_workflow(cfg)[::2])["attempt"] == 8
+    cfg = load_repair_config(["strategy=mcts", "n=2", "max_attempts=3", "workflow=repair_search"])
+    assert expected_calls(cfg, *load_repair_workflow(cfg)[::2])["attempt"] == 6
 
 
 def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expected():
