@@ -1,5 +1,6 @@
-"""Choosing the candidate to submit: tests, then what the issue's examples show, then the vote (first by what the
-examples show on each candidate, then over normalised patches), then a verifier model."""
+"""Choosing the candidate to submit: none that changes no code when the tests fail at the base commit, then tests,
+then what the issue's examples show, then the vote (first by what the examples show on each candidate, then over
+normalised patches), then a verifier model."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.policy import Attempt
+from agentflow.repair.workbench import Verification
 
 
 async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
@@ -18,6 +20,7 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
                  changed: Mapping[str, bool] | None = None, *,
                  keeps: Mapping[str, bool] | None = None,
                  shown: Mapping[str, tuple[str, ...]] | None = None,
+                 noops: Mapping[str, bool] | None = None, base_failed: bool | None = None,
                  instance_id: str = "") -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
     keep-working check (`keeps`: per patch, whether it still passes, see `RepairConfig.keep_check`; used only
@@ -26,7 +29,12 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     `spectrum.examples_changed`), then the vote, then the verifier model's judgement, then the smallest patch.
     The vote counts first the samples whose candidates make the examples show the same (`shown`: per patch,
     what they show on it; see `RepairConfig.vote_by_examples`), then the samples of the same normalised
-    patch. `instance_id` names the task in the events."""
+    patch. `instance_id` names the task in the events.
+
+    When the tests fail at the base commit (`base_failed`, see `tests_fail_at_base`), a candidate that changes no
+    code (`noops`: per patch, see `swe.patch.changes_nothing`) cannot be the fix and is left out (a `repair.noop`
+    event), unless the tests pass on it: then what it changes is behaviour after all (a test reading a
+    docstring). With only such candidates, nothing is submitted: (None, "noop")."""
     from agentflow.search.normalize import normalise_output
     from agentflow.search.protocols import VerifyContext
     from agentflow.search.types import Candidate as SearchCandidate
@@ -34,6 +42,14 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     from agentflow.search.verifiers import CriticVerifier
 
     pool = [a for a in attempts if a.patch.strip()]
+    if base_failed and noops:
+        kept = [a for a in pool if not noops.get(a.patch.strip()) or a.verification.passed is True]
+        if len(kept) < len(pool):
+            events.emit("repair.noop", node_id=instance_id or None, instance_id=instance_id,
+                        left_out=len(pool) - len(kept), among=len(pool))
+        if pool and not kept:
+            return None, "noop"
+        pool = kept
     if not pool:
         return None, None
     if len(pool) == 1:
@@ -90,6 +106,12 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     best = max(top, key=lambda a: (votes.get(a.candidate_id, (0.0, 0.0)), judged.get(a.candidate_id, 0.0),
                                    -len(a.patch), -a.sample))
     return best, decided_by
+
+
+def tests_fail_at_base(base: Verification | None) -> bool | None:
+    """Whether the verifying tests fail at the base commit, so the bug shows there (the task's FAIL_TO_PASS tests;
+    blind: the repository's tests, or a kept reproduction script); None when they were not run or cannot tell."""
+    return None if base is None or base.passed is None else base.passed is False
 
 
 def _vote_shares(pool: Sequence[Attempt], keys: Mapping[str, object]) -> dict[str, float]:

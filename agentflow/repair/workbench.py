@@ -469,3 +469,21 @@ class Workbench:
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
             output=output, counts=(good, total) if total else None,
         )
+
+    # ------------------------------------------------------------------------------------- noop check
+
+    async def files_at(self, patch: str, paths: list[str]) -> dict[str, str | None]:
+        """The files `paths` on base + `patch` (None for one that cannot be read), read as data for
+        `swe.patch.changes_nothing`; the workspace is reset afterwards."""
+        async with self.lock:
+            await self.restore(patch)
+            try:
+                found: dict[str, str | None] = {}
+                for path in paths:
+                    try:
+                        found[path] = await self.sandbox.read_file(path)
+                    except (AgentflowError, OSError, ValueError):  # missing, a folder, unreadable: nothing to compare
+                        found[path] = None
+                return found
+            finally:
+                await self.reset()
