@@ -26,6 +26,10 @@ longest single candidate run over its task's base run).
 and `repair_search` with best-of-N as their search, N = calls - 4, `search_at_budget`), at the same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
 calls, tokens, wall).
 
+`noop_submissions` counts submitted patches that change no code (only docstrings, comments or whitespace) on
+tasks whose tests fail at the base commit (outcome.json's `noop` and `base_failed`); `chosen_by` counts `noop`
+for tasks where every candidate was such a patch and nothing was submitted.
+
 `--grade-candidates` also grades every candidate of the best-of-8 run with the hidden tests (after the run;
 nothing of it reaches the search): `pass_at_1` is the share of candidates that resolve (the expected
 resolve rate of a single one-shot run without search) and `coverage` the share of tasks where any of the 8 samples resolves (what a perfect
@@ -137,6 +141,12 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     }
 
 
+def noop_submissions(outcomes: list[dict[str, Any]]) -> int:
+    """Submitted patches that change no code (only docstrings, comments or whitespace) on tasks whose tests fail
+    at the base commit: never the fix (outcome.json's `noop` and `base_failed`)."""
+    return sum(1 for o in outcomes if o.get("model_patch") and o.get("noop") and o.get("base_failed"))
+
+
 def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
     report = json.loads((run_dir / "report.json").read_text())
     outcomes = [json.loads(p.read_text()) for p in sorted((run_dir / "instances").glob("*/outcome.json"))]
@@ -151,6 +161,7 @@ def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
         "model_calls_mean": round(sum(calls) / len(calls), 2) if calls else 0.0,
         "tokens": sum(o["usage"].get("tokens", 0) for o in outcomes),
         "reproduced": sum(1 for o in outcomes if o.get("reproduced")),
+        "noop_submissions": noop_submissions(outcomes),
         "statuses": report.get("statuses", {}),
         "chosen_by": {k: sum(1 for o in outcomes if str(o.get("chosen_by")) == k)
                       for k in sorted({str(o.get("chosen_by")) for o in outcomes})},
@@ -278,7 +289,8 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "resolved_ids": fig["resolved_ids"], "coverage": graded["coverage"],
                           "covered_ids": graded["covered_ids"],
                           "model_calls_mean": fig["model_calls_mean"], "tokens": fig["tokens"], "wall_s": fig["wall_s"],
-                          "statuses": fig["statuses"], "chosen_by": fig["chosen_by"], "samples": went["samples"],
+                          "statuses": fig["statuses"], "chosen_by": fig["chosen_by"],
+                          "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
                           "localization": went["localization"], "edit_hit": went["edit_hit"]}), flush=True)
 
 

@@ -42,6 +42,11 @@ from agentflow.errors import UserError
 
 def describe(outcome: Any, out_dir: Path) -> str:
     lines = [f"status: {outcome.status}" + (f" ({outcome.error})" if outcome.error else "")]
+    if not outcome.model_patch and outcome.chosen_by == "noop":
+        lines.append("nothing submitted: every candidate changes only docstrings, comments or whitespace, and the "
+                     "tests fail at the base commit")
+    elif outcome.noop:
+        lines.append("the patch changes only docstrings, comments or whitespace")
     if outcome.preflight:
         from agentflow.swe.preflight import Preflight
 

@@ -1,5 +1,7 @@
-"""Choosing the candidate to submit: tests, then what the issue's examples show, then the vote (first by what the
-examples show on each candidate, then over normalised patches), then a verifier model."""
+"""Choosing the candidate to submit: none that changes no code when the tests fail at the base commit, then tests,
+then what the issue's examples show, then the vote (first by what the examples show on each candidate, then over
+normalised patches), then a verifier model; a choice whose tests ran only where its change reaches is confirmed
+by the whole suite."""
 
 from __future__ import annotations
 
@@ -25,13 +27,30 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
                  keeps: Mapping[str, bool] | None = None,
                  shown: Mapping[str, tuple[str, ...]] | None = None,
                  confirm: Callable[[str], Awaitable[Verification]] | None = None,
+                 noops: Mapping[str, bool] | None = None, base_failed: bool | None = None,
                  instance_id: str = "") -> tuple[Attempt | None, str | None]:
-    """`choose_once`, with the choice's whole-suite result confirmed: a candidate whose verification was
-    estimated from the tests reaching its change (`Verification.targeted`) runs the whole suite (`confirm`,
-    per patch) before it is chosen; when the whole suite says worse than the estimate, its verification
-    becomes the whole suite's and the choice is made again (the whole suite runs for finalists only)."""
+    """`choose_once` among the candidates that may be the fix, with the choice's whole-suite result confirmed.
+
+    When the tests fail at the base commit (`base_failed`, see `tests_fail_at_base`), a candidate that changes no
+    code (`noops`: per patch, see `swe.patch.changes_nothing`) cannot be the fix and is left out (a `repair.noop`
+    event), unless the tests pass on it: then what it changes is behaviour after all (a test reading a
+    docstring). With only such candidates, nothing is submitted: (None, "noop").
+
+    A candidate whose verification was estimated from the tests reaching its change (`Verification.targeted`)
+    runs the whole suite (`confirm`, per patch) before it is chosen; when the whole suite says worse than the
+    estimate, its verification becomes the whole suite's and the choice is made again (the whole suite runs
+    for finalists only)."""
+    pool = [a for a in attempts if a.patch.strip()]
+    if base_failed and noops:
+        kept = [a for a in pool if not noops.get(a.patch.strip()) or a.verification.passed is True]
+        if len(kept) < len(pool):
+            events.emit("repair.noop", node_id=instance_id or None, instance_id=instance_id,
+                        left_out=len(pool) - len(kept), among=len(pool))
+        if pool and not kept:
+            return None, "noop"
+        pool = kept
     while True:
-        best, decided_by = await choose_once(attempts, cfg, verifier, issue, budget, events, changed, keeps=keeps,
+        best, decided_by = await choose_once(pool, cfg, verifier, issue, budget, events, changed, keeps=keeps,
                                              shown=shown, instance_id=instance_id)
         if best is None or confirm is None or best.verification.targeted is None:
             return best, decided_by
@@ -41,7 +60,7 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
         events.emit("repair.confirm", node_id=instance_id or None, instance_id=instance_id,
                     candidate_id=best.candidate_id, targeted=estimated.targeted, held=held,
                     estimated=list(estimated.counts or ()), whole=list(whole.counts or ()), seconds=whole.seconds)
-        for a in attempts:  # samples of the same patch share its whole-suite result
+        for a in pool:  # samples of the same patch share its whole-suite result
             if a.patch.strip() == best.patch.strip():
                 a.verification = whole.model_copy(deep=True)
         if held:
@@ -122,6 +141,12 @@ async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: 
     best = max(top, key=lambda a: (votes.get(a.candidate_id, (0.0, 0.0)), judged.get(a.candidate_id, 0.0),
                                    -len(a.patch), -a.sample))
     return best, decided_by
+
+
+def tests_fail_at_base(base: Verification | None) -> bool | None:
+    """Whether the verifying tests fail at the base commit, so the bug shows there (the task's FAIL_TO_PASS tests;
+    blind: the repository's tests, or a kept reproduction script); None when they were not run or cannot tell."""
+    return None if base is None or base.passed is None else base.passed is False
 
 
 def _vote_shares(pool: Sequence[Attempt], keys: Mapping[str, object]) -> dict[str, float]:

@@ -34,17 +34,19 @@ def attempts_of(state: Any) -> list[Attempt]:
                     a.get("part_of")) for a in state.get("attempts") or []]
 
 
-async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None, *, among: int | None = None) -> dict[str, Any]:
+async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None, *, among: int | None = None,
+                 noop: bool | None = None) -> dict[str, Any]:
     """The state update of a chosen candidate: the choice (a `repair.choice` event: which one of `among`
-    candidates, what decided, its verification in words), and its final verification and report."""
+    candidates, what decided, its verification in words, whether it changes no code: `noop`, None when not
+    checked), and its final verification and report."""
     emit(rt, "repair.choice", candidate_id=best.candidate_id, chosen_by=chosen_by, among=among,
-         reason=verdict(best.verification))
+         reason=verdict(best.verification), noop=noop)
     final, report = await rt.bench.verify(best.patch, final=True)
     if report is None:
         report = InstanceReport(instance_id=rt.iid, patch_exists=True, patch_successfully_applied=True,
                                 resolved=bool(final.passed), completed=final.passed is not None)
     return {
-        "chosen": {"candidate_id": best.candidate_id, "patch": best.patch, "chosen_by": chosen_by},
+        "chosen": {"candidate_id": best.candidate_id, "patch": best.patch, "chosen_by": chosen_by, "noop": noop},
         "final": {"verification": final.model_dump(mode="json"),
                   "report": report.model_dump(mode="json") | {"completed": report.completed}},
     }

@@ -11,7 +11,8 @@
     swe.edit         one edit sample (the old search: its proposals)   -> edit, drawn, focus, suspects
     swe.test         applies the edit, diffs it, verifies it; verdict    -> candidate, tried, attempts, verdict
     swe.critique     a failed attempt's review joins the next attempt's feedback -> candidate
-    swe.choose       tests, keep check, examples, vote, verifier; graded -> chosen, final
+    swe.choose       no noop if the bug shows, tests, keep check, examples,
+                     vote, verifier; graded                              -> chosen, final
     swe.value        the value agent values a tested attempt; its assessment joins the feedback -> value
     swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
     swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
@@ -33,11 +34,11 @@ import dataclasses
 from typing import Any
 
 from agentflow.budget import BudgetExceeded
-from agentflow.errors import ModelError, UserError
+from agentflow.errors import AgentflowError, ModelError, UserError
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.spec import is_end
 from agentflow.repair import rollout
-from agentflow.repair.choose import choose
+from agentflow.repair.choose import choose, tests_fail_at_base
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
@@ -57,6 +58,7 @@ from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.value import ValuedRepairPolicy
 from agentflow.repair.workbench import Verification
+from agentflow.swe.patch import changes_nothing, touched_in_place
 
 _PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
 SpectrumSettings = settings_model("swe.spectrum", ("spectrum", "test_timeout_s"))
@@ -304,19 +306,43 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
     return held
 
 
+async def noop_patches(rt: RepairRuntime, patches: list[str]) -> dict[str, bool]:
+    """Per distinct patch, whether it changes no code (`swe.patch.changes_nothing`): the files it touches read in
+    the sandbox at the base commit and on base + patch, no test run."""
+    touched = {p: touched_in_place(p) for p in dict.fromkeys(p.strip() for p in patches) if p}
+    wanted = sorted({path for paths in touched.values() for path in paths or ()})
+    base = await rt.bench.files_at("", wanted) if wanted else {}
+    found: dict[str, bool] = {}
+    for patch, paths in touched.items():
+        try:
+            after = await rt.bench.files_at(patch + "\n", paths) if paths else None
+        except AgentflowError:  # it no longer applies: not shown to change nothing
+            after = None
+        found[patch] = after is not None and changes_nothing({p: base.get(p) for p in after}, after)
+    return found
+
+
 async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     rt = runtime(ctx)
     await rt.sync(state)
     cfg, attempts = rt.cfg_for(ctx.node), attempts_of(state)
+    base = Verification.model_validate(state["base"]) if state.get("base") else rt.bench.base
+    base_failed = tests_fail_at_base(base)
+    # the noop check of every candidate only when it can drop one; otherwise only the submitted patch is flagged
+    noops = await noop_patches(rt, [a.patch for a in attempts]) if base_failed else {}
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
     changed, shown = await compare_examples(rt, attempts) if cfg.compare_examples or cfg.vote_by_examples else ({}, {})
     best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events,
                                    changed if cfg.compare_examples else {}, keeps=keeps, shown=shown,
-                                   confirm=rt.bench.verify_whole, instance_id=rt.iid)
+                                   confirm=rt.bench.verify_whole, noops=noops, base_failed=base_failed,
+                                   instance_id=rt.iid)
     if best is None:
-        return {"chosen": None}
-    return await submit(rt, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()))
+        return {"chosen": None, "final": {"declined": chosen_by}} if chosen_by else {"chosen": None}
+    if best.patch.strip() not in noops:
+        noops = await noop_patches(rt, [best.patch])
+    return await submit(rt, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()),
+                        noop=noops.get(best.patch.strip()))
 
 
 _NODE_TYPES = [
@@ -339,9 +365,9 @@ _NODE_TYPES = [
              "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
     NodeType("swe.critique", rollout.critique_node, CritiqueSettings, _REVIEW_READS, ("candidate",),
              "a failed attempt's review joins its feedback"),
-    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts",), ("chosen", "final"),
-             "tests, then the keep-working check, then what the issue's examples show, then the vote, then the "
-             "verifier model; graded"),
+    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts", "base"), ("chosen", "final"),
+             "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
+             "check, then what the issue's examples show, then the vote, then the verifier model; graded"),
     NodeType("swe.value", rollout.value_node, ValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
              "the value agent: a value guides the search, its assessment the next expansion"),
     NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts",), ("chosen", "final"),

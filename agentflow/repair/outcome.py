@@ -47,7 +47,14 @@ class InstanceOutcome(BaseModel):
     """candidate_id of the submitted patch."""
     chosen_by: str | None = None
     """What decided the choice: tests, vote, verifier, only (a single candidate), or best_so_far (the task was
-    cut at its wall-clock limit before choosing: the best candidate verified so far, ungraded)."""
+    cut at its wall-clock limit before choosing: the best candidate verified so far, ungraded); noop when nothing
+    was submitted because every candidate changes no code while the tests fail at the base commit."""
+    noop: bool | None = None
+    """Whether the submitted patch changes no code (only docstrings, comments or whitespace:
+    `swe.patch.changes_nothing`); None when nothing was submitted or it was not checked."""
+    base_failed: bool | None = None
+    """Whether the verifying tests fail at the base commit, so the bug shows there (`choose.tests_fail_at_base`);
+    None when they were not run or cannot tell."""
     verification: Verification | None = None
     report: dict[str, Any] | None = None
     """SWE-bench per-instance report (resolved, tests_status, ...) of the submitted patch."""

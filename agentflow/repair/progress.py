@@ -406,7 +406,7 @@ class ProgressPrinter:
         iid, _ = self._task_of(e)
         d = e.data
         cid = str(d.get("candidate_id") or "").split("/", 1)[-1]
-        verified = f"; its verification: {d.get('reason')}"
+        verified = f"; its verification: {d.get('reason')}" + ("; it changes no code" if d.get("noop") else "")
         if d.get("chosen_by") == "only":
             return iid, f"decision: {cid}, the only candidate with a patch{verified}"
         among = f" of {d['among']} candidates" if d.get("among") else ""
@@ -424,6 +424,13 @@ class ProgressPrinter:
             return iid, f"finalist {cid}: the whole suite agrees{counts}{took}"
         return iid, f"finalist {cid}: the whole suite says worse than its {d.get('targeted')} tests did{counts}{took}; choosing again"
 
+    def _noop(self, e: Event) -> tuple[str | None, str]:
+        iid, _ = self._task_of(e)
+        left_out, among = e.data.get("left_out"), e.data.get("among")
+        what = ("nothing submitted: every candidate changes" if left_out == among
+                else f"left out {left_out} of {among} candidates: they change")
+        return iid, f"decision: {what} only docstrings, comments or whitespace, and the tests fail at the base commit"
+
     def _reproduce(self, e: Event) -> tuple[str | None, str]:
         iid, _ = self._task_of(e)
         if e.data.get("kept"):
@@ -439,6 +446,8 @@ class ProgressPrinter:
         resolved = d.get("resolved")
         graded = "" if resolved is None else (", resolved" if resolved else ", not resolved")
         chosen = f", {str(d['chosen']).split('/', 1)[-1]} chosen by {d.get('chosen_by')}" if d.get("chosen") else ""
+        if not d.get("chosen") and d.get("chosen_by") == "noop":
+            chosen = ", every candidate changes no code"
         error = f" ({str(d['error'])[:200]})" if d.get("error") else ""
         spent = ""
         if task is not None:
@@ -457,5 +466,6 @@ class ProgressPrinter:
         "repair.candidate": _candidate,
         "repair.confirm": _confirm,
         "repair.choice": _choice,
+        "repair.noop": _noop,
         "repair.end": _repair_end,
     }

@@ -28,6 +28,7 @@ from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
 from agentflow.models.cache import ResponseCache
 from agentflow.repair.candidate_log import CandidateLog, restarts_at
+from agentflow.repair.choose import tests_fail_at_base
 from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.outcome import Candidate, InstanceOutcome
 from agentflow.repair.policy import RoleModels
@@ -373,9 +374,14 @@ def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budge
         outcome.status = f"limits_exceeded:{kind}"
     if outcome.status == "no_patch" and outcome.error and not state.get("attempts"):
         outcome.status = "env_error"  # no candidate and an error: an infrastructure failure (resume retries it)
+    if state.get("base"):
+        outcome.base_failed = tests_fail_at_base(Verification.model_validate(state["base"]))
     chosen = state.get("chosen")
+    if not chosen and (declined := (state.get("final") or {}).get("declined")):
+        outcome.chosen_by = declined  # nothing submitted, and why (noop)
     if chosen:
         outcome.model_patch, outcome.chosen, outcome.chosen_by = chosen["patch"], chosen["candidate_id"], chosen["chosen_by"]
+        outcome.noop = chosen.get("noop")
         final = state.get("final") or {}
         outcome.verification = Verification.model_validate(final["verification"]) if final.get("verification") else None
         outcome.report = final.get("report")

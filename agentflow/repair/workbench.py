@@ -577,3 +577,21 @@ class Workbench:
             output=output, counts=(good, total) if total else None,
             targeted=len(targeted[1]) if targeted else None, seconds=round(result.duration_s, 3),
         )
+
+    # ------------------------------------------------------------------------------------- noop check
+
+    async def files_at(self, patch: str, paths: list[str]) -> dict[str, str | None]:
+        """The files `paths` on base + `patch` (None for one that cannot be read), read as data for
+        `swe.patch.changes_nothing`; the workspace is reset afterwards."""
+        async with self.lock:
+            await self.restore(patch)
+            try:
+                found: dict[str, str | None] = {}
+                for path in paths:
+                    try:
+                        found[path] = await self.sandbox.read_file(path)
+                    except (AgentflowError, OSError, ValueError):  # missing, a folder, unreadable: nothing to compare
+                        found[path] = None
+                return found
+            finally:
+                await self.reset()

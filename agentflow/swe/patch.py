@@ -1,4 +1,5 @@
-"""Patches: clean up a model's diff, tell test files apart, extract a diff from a workspace, apply one.
+"""Patches: clean up a model's diff, tell test files apart, extract a diff from a workspace, apply one, tell
+one that changes no code (a noop: only docstrings, comments or whitespace).
 
 Application follows the SWE-bench harness: `git apply --verbose`, and when that fails,
 `patch --batch --fuzz=5 -p1 -i` (no `--reject` step: a partly applied patch is a failed patch).
@@ -6,8 +7,10 @@ Application follows the SWE-bench harness: `git apply --verbose`, and when that 
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -117,6 +120,66 @@ def is_empty_patch(diff: str | None) -> bool:
 
 def changed_paths(diff: str) -> list[str]:
     return [fp.path for fp in parse_patch(diff).files]
+
+
+NOOP_PARSE_LIMIT = 2_000_000
+"""Longest source (characters) `changes_nothing` parses: the files come from the sandbox, where nothing is
+trusted, and a longer one simply counts as changed."""
+_OPAQUE = ("new file mode", "deleted file mode", "rename from", "copy from", "GIT binary patch", "Binary files")
+
+
+def touched_in_place(diff: str) -> list[str] | None:
+    """The files a diff modifies in place; None when it adds, deletes, renames or copies a file, touches a binary
+    one, or is no usable diff: each of those is a change whatever the files hold."""
+    parsed = parse_patch(diff)
+    if parsed.problem is not None:
+        return None
+    paths: list[str] = []
+    for fp in parsed.files:
+        if fp.old_path is None or fp.old_path != fp.new_path or any(k in fp.text for k in _OPAQUE):
+            return None
+        paths.append(fp.path)
+    return paths
+
+
+def changes_nothing(before: Mapping[str, str | None], after: Mapping[str, str | None]) -> bool:
+    """Whether the files a patch touches (path -> content, None for one that could not be read) hold the same
+    code `after` it as `before` it: Python files whose syntax trees are equal once docstrings are dropped
+    (comments and layout are not in the tree), other files equal but for whitespace. A file on one side only,
+    one that could not be read, and a changed Python file that does not parse are changes."""
+    if before.keys() != after.keys():
+        return False
+    return all(_same_code(path, before[path], after[path]) for path in before)
+
+
+def _same_code(path: str, old: str | None, new: str | None) -> bool:
+    if old is None or new is None:
+        return False
+    if old == new:
+        return True
+    if not path.endswith((".py", ".pyi")):
+        return "".join(old.split()) == "".join(new.split())
+    old_tree = _code_tree(old)
+    return old_tree is not None and old_tree == _code_tree(new)
+
+
+def _code_tree(source: str) -> str | None:
+    """The syntax tree of `source` without docstrings, as text; None when it does not parse within limits."""
+    if len(source) > NOOP_PARSE_LIMIT:
+        return None
+    try:
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and \
+                    node.body and _is_docstring(node.body[0]):
+                node.body = node.body[1:]
+        return ast.dump(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # deep nesting, NUL bytes, ...
+        return None
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def clean_patch(text: str | None) -> str:

@@ -247,3 +247,44 @@ async def test_in_a_real_sandbox_the_keep_working_check_tells_the_fix_from_the_d
     assert only_reported is None and "none of its checks passes" in refused and "ConversionError" in refused
     assert held == {"fix": True, "decimal": False, "none": True}
     assert left == ""  # the workspace is back at the base commit
+
+
+async def test_a_candidate_that_changes_no_code_is_not_submitted_when_the_tests_fail_at_the_base():
+    """Three samples reword a docstring, one changes code; none passes the tests, so the vote would pick the
+    docstring. The tests fail at the base commit, so a change of no code cannot be the fix: it is left out, and
+    with only such candidates nothing is submitted. When the tests pass at the base, the choice is as before
+    (the caller flags the submitted noop)."""
+    failing = Verification(kind="task_tests", passed=False, score=0.5)
+    docs = [Attempt(f"t/c{i}", "diff-docstring\n", failing, i, None) for i in range(3)]
+    code = Attempt("t/c3", "diff-code\n", failing, 3, None)
+    noops = {"diff-docstring": True, "diff-code": False}
+    cfg = RepairConfig(vote=True)
+    assert (await choose([*docs, code], cfg, None, "issue", Budget(), EventLog()))[0] is docs[0]  # the vote
+    events = EventLog()
+    best, by = await choose([*docs, code], cfg, None, "issue", Budget(), events, noops=noops, base_failed=True,
+                            instance_id="t")
+    assert best is code and by == "only"
+    assert [e.data for e in events.events if e.kind == "repair.noop"] == [{"instance_id": "t", "left_out": 3,
+                                                                          "among": 4}]
+    events = EventLog()
+    assert await choose(docs, cfg, None, "issue", Budget(), events, noops=noops, base_failed=True) == (None, "noop")
+    assert [e.data["left_out"] for e in events.events if e.kind == "repair.noop"] == [3]
+    for base_failed in (False, None):  # the tests pass at the base, or cannot tell: nothing is left out
+        best, by = await choose([*docs, code], cfg, None, "issue", Budget(), EventLog(), noops=noops,
+                                base_failed=base_failed)
+        assert best is docs[0] and by == "vote"
+    # the tests pass on it while they fail at the base: what it changes is behaviour after all (a docstring a
+    # test reads), so it stays
+    read = Attempt("t/c4", "diff-docstring\n", Verification(kind="task_tests", passed=True, score=1.0), 4, None)
+    best, by = await choose([read, code], cfg, None, "issue", Budget(), EventLog(), noops=noops, base_failed=True)
+    assert best is read and by == "tests"
+
+
+def test_the_tests_fail_at_the_base_when_its_verification_did_not_pass():
+    from agentflow.repair.choose import tests_fail_at_base
+
+    assert tests_fail_at_base(Verification(kind="task_tests", passed=False)) is True  # FAIL_TO_PASS fail there
+    assert tests_fail_at_base(Verification(kind="test_cmd", passed=False, reproduced=True)) is True  # a kept script
+    assert tests_fail_at_base(Verification(kind="test_cmd", passed=True)) is False  # nothing shows the bug
+    assert tests_fail_at_base(Verification(kind="none")) is None
+    assert tests_fail_at_base(None) is None

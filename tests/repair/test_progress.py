@@ -117,6 +117,27 @@ def test_a_repair_stopped_by_its_preflight_prints_nothing_but_the_error():
     assert "done: env_error (pre-flight: No module named 'x')" in lines[1]
 
 
+def test_candidates_that_change_no_code_are_said_to_be_left_out():
+    """The choice says which candidates it left out as changing no code, and a task where that was every one of
+    them ends saying so; a submitted patch that changes no code (the tests passed at the base) is flagged."""
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append)
+    for data in ({"left_out": 3, "among": 4}, {"left_out": 2, "among": 2}):
+        printer(Event(kind="repair.noop", node_id="t", data={"instance_id": "t", **data}))
+    printer(Event(kind="repair.choice", node_id="t", data={"instance_id": "t", "candidate_id": "t/c1", "among": 2,
+                                                          "chosen_by": "vote", "reason": "no test decides",
+                                                          "noop": True}))
+    printer(Event(kind="repair.end", node_id="t", data={"instance_id": "t", "status": "no_patch",
+                                                       "chosen": None, "chosen_by": "noop"}))
+    said = [line.split("] ", 1)[1] for line in lines]
+    assert said[0].endswith("decision: left out 3 of 4 candidates: they change only docstrings, comments or "
+                            "whitespace, and the tests fail at the base commit")
+    assert said[1].endswith("decision: nothing submitted: every candidate changes only docstrings, comments or "
+                            "whitespace, and the tests fail at the base commit")
+    assert said[2].endswith("its verification: no test decides; it changes no code")
+    assert said[3].startswith("done: no_patch, every candidate changes no code")
+
+
 def test_a_line_that_cannot_be_written_does_not_stop_the_repair():
     def broken(line: str) -> None:
         raise BrokenPipeError(line)

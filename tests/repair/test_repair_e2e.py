@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import textwrap
@@ -423,3 +424,57 @@ def test_blind_the_keep_working_check_outweighs_the_vote_of_samples_that_break_h
     outcome = json.loads((again / "instances" / "inikit__inikit-3" / "outcome.json").read_text())
     assert outcome["chosen"] == "inikit__inikit-3/c1" and outcome["chosen_by"] == "vote"
     assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
+
+
+DOCSTRING = ('cachette/lru.py\n<<<<<<< SEARCH\n        """Keys from least to most recently used."""\n=======\n'
+             '        """The keys, least recently used first."""\n>>>>>>> REPLACE\nEND_EDITS')
+"""cachette-1: a sample that only rewords a docstring (it changes no code)."""
+COMMENT = ("cachette/lru.py\n<<<<<<< SEARCH\n        self.stats.hits += 1\n        return value\n=======\n"
+           "        self.stats.hits += 1  # counted before the value is returned\n        return value\n"
+           ">>>>>>> REPLACE\nEND_EDITS")
+"""cachette-1: a sample that only adds a comment."""
+
+
+def test_a_patch_that_changes_no_code_is_not_submitted_when_the_tests_fail_at_the_base(
+        docker_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """cachette-1 verified by its own tests, which fail at the base commit: two samples reword a docstring, one
+    adds a comment, one writes the look-alike; no candidate passes, and the vote would submit the docstring. It
+    changes no code, so it cannot be the fix: the look-alike is submitted. With only the docstring and the
+    comment nothing is submitted, and the outcome says why. In blind mode without a reproduction the tests pass
+    at the base commit: the docstring is submitted as before, flagged as changing no code."""
+    from .conftest import scripted_cassette
+
+    def run_with(name: str, answers: list[str], *extra: str, code: int = 0) -> dict:
+        cassette = scripted_cassette(tmp_path / f"{name}.json", answers)
+        args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
+                "--strategy", "best-of-n", "-n", str(len(answers)), "-c", "concurrency=1",
+                "-c", "edit_format=search_replace", "-c", "max_attempts=1", "-c", "rank=false",
+                "-c", "spectrum=false", "-c", "reproduce=false", *extra]
+        assert repair(tmp_path / name, docker_image, *args) == code
+        return json.loads((tmp_path / name / "instances" / "cachette__cachette-1" / "outcome.json").read_text())
+
+    outcome = run_with("mixed", [DOCSTRING, LOOKALIKE, COMMENT, DOCSTRING], "-c", "feedback=task")
+    assert outcome["base_failed"] is True and outcome["chosen_by"] == "only" and outcome["noop"] is False
+    assert "move_to_end" in outcome["model_patch"] and outcome["candidates"] == 4
+    events = read_jsonl(tmp_path / "mixed" / "events.jsonl")
+    assert [e["data"]["left_out"] for e in events if e["kind"] == "repair.noop"] == [3]
+
+    outcome = run_with("noops", [DOCSTRING, COMMENT], "-c", "feedback=task", code=1)  # no patch: exit 1
+    assert (outcome["status"], outcome["chosen"], outcome["chosen_by"]) == ("no_patch", None, "noop")
+    assert outcome["model_patch"] == "" and outcome["base_failed"] is True
+    assert json.loads((tmp_path / "noops" / "report.json").read_text())["statuses"] == {"no_patch": 1}
+    assert "nothing submitted: every candidate changes only docstrings" in capsys.readouterr().out
+
+    outcome = run_with("blind", [DOCSTRING, DOCSTRING, LOOKALIKE])
+    assert outcome["base_failed"] is False and outcome["status"] == "submitted"
+    assert (outcome["chosen_by"], outcome["noop"]) == ("vote", True) and "The keys, least" in outcome["model_patch"]
+
+    # the benchmark counts a submitted noop only where the tests failed at the base commit
+    spec = importlib.util.spec_from_file_location("repair_resolve", ROOT / "benchmarks" / "repair_resolve.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    outcomes = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("*/instances/*/outcome.json"))]
+    assert len(outcomes) == 3 and bench.noop_submissions(outcomes) == 0
+    assert bench.noop_submissions([o | {"base_failed": True} for o in outcomes]) == 1  # the blind run's, were it so
+    assert bench.figures(tmp_path / "noops", 1.0)["chosen_by"] == {"noop": 1}

@@ -4,12 +4,15 @@ import pytest
 
 from agentflow.sandbox import open_sandbox
 from agentflow.swe.patch import (
+    NOOP_PARSE_LIMIT,
     apply_patch,
+    changes_nothing,
     clean_patch,
     is_empty_patch,
     is_test_path,
     parse_patch,
     strip_test_files,
+    touched_in_place,
     workspace_diff,
 )
 
@@ -108,3 +111,73 @@ async def test_patch_that_does_not_fit_is_not_applied():
         result = await apply_patch(sb, wrong)
         assert not result.applied and result.command is None
         assert "return 1" in await sb.read_file("pkg/mod.py")
+
+
+BASE_SOURCE = '''"""Least-recently-used cache."""
+
+from collections import OrderedDict
+
+
+class LRUCache:
+    """Keeps at most `maxsize` entries."""
+
+    def get(self, key, default=None):
+        """The value of `key`, or `default`."""
+        value = self._data.get(key, default)  # no move_to_end yet
+        return value
+'''
+
+
+@pytest.mark.parametrize("after, noop", [
+    # the docstrings of the module, the class and the method reworded (and one dropped)
+    (BASE_SOURCE.replace("Least-recently-used cache.", "An LRU cache.")
+     .replace('"""Keeps at most `maxsize` entries."""', '"""Keeps at most `maxsize` entries,\n    evicting the oldest."""')
+     .replace('        """The value of `key`, or `default`."""\n', ""), True),
+    (BASE_SOURCE.replace("# no move_to_end yet", "# TODO: mark the entry used"), True),  # a comment
+    (BASE_SOURCE.replace("        value = self._data.get(key, default)", "        value = self._data.get(\n            key,  default)")
+     + "\n\n", True),  # layout
+    (BASE_SOURCE.replace("get(key, default)", "get(key, None)"), False),  # one token of code
+    (BASE_SOURCE.replace("        return value", "        \"value\"\n        return value"), False),  # a string statement, no docstring
+    (BASE_SOURCE.replace("    def get", "    def get(self\n    def get"), False),  # does not parse
+])
+def test_a_patch_that_changes_only_docstrings_comments_or_layout_changes_nothing(after: str, noop: bool):
+    assert changes_nothing({"cachette/lru.py": BASE_SOURCE}, {"cachette/lru.py": after}) is noop
+
+
+def test_other_files_compare_but_for_whitespace_and_anything_unreadable_is_a_change():
+    readme = "Usage:\n\n    cache.get(key)\n"
+    assert changes_nothing({"README.md": readme}, {"README.md": readme.replace("\n\n", "\n \n\n")})
+    assert not changes_nothing({"README.md": readme}, {"README.md": readme.replace("get", "set")})
+    assert not changes_nothing({"a.py": "x = 1\n"}, {"a.py": "x = 1\n", "b.py": "\n"})  # a new file
+    assert not changes_nothing({"a.py": "x = 1\n"}, {"a.py": None})  # could not be read
+    assert not changes_nothing({"a.cfg": None}, {"a.cfg": None})
+    long = "x = 1\n" * (NOOP_PARSE_LIMIT // 6 + 1)  # past the parse limit: not read as code
+    assert not changes_nothing({"a.py": long}, {"a.py": long + "# a comment\n"})
+    assert changes_nothing({"a.py": long}, {"a.py": long})  # the same text is the same, whatever its length
+    deep = "x = " + "(" * 200_000 + ")" * 200_000 + "\n"  # nesting the parser refuses
+    assert not changes_nothing({"a.py": deep}, {"a.py": deep + "# a comment\n"})
+
+
+NEW_FILE = """diff --git a/pkg/new.py b/pkg/new.py
+new file mode 100644
+--- /dev/null
++++ b/pkg/new.py
+@@ -0,0 +1 @@
++x = 1
+"""
+DELETED = """diff --git a/pkg/mod.py b/pkg/mod.py
+deleted file mode 100644
+--- a/pkg/mod.py
++++ /dev/null
+@@ -1 +0,0 @@
+-x = 1
+"""
+
+
+def test_a_new_deleted_or_renamed_file_is_a_change_without_reading_anything():
+    assert touched_in_place(SRC_DIFF + TEST_DIFF) == ["pkg/mod.py", "tests/test_mod.py"]
+    assert touched_in_place(NEW_FILE) is None
+    assert touched_in_place(DELETED) is None
+    assert touched_in_place(SRC_DIFF.replace("b/pkg/mod.py", "b/pkg/other.py")) is None  # renamed and changed
+    assert touched_in_place(SRC_DIFF + NEW_FILE) is None
+    assert touched_in_place("not a diff\n") is None
