@@ -4,8 +4,9 @@ a test run may take.
 A test that never called a function a patch changes runs the same code on the candidate as on the unchanged
 code, so its result there is its result at the base commit. The suite's call-traced run at the base
 (`agentflow.repair.spectrum`) records which tests reach which function (`SuiteReach`); a candidate's
-verification then runs only the tests that reach what it changed, and its result for the whole suite is
-estimated from theirs and the base's results of the others (`TargetedRun`). A candidate whose targeted tests
+verification then runs only the tests that reach what it changed, with those that failed at the base (they
+show the bug: a fix must change them, even through a path the trace missed, such as code run at import), and
+its result for the whole suite is estimated from theirs and the base's results of the others (`TargetedRun`). A candidate whose targeted tests
 fail is a loser and stops there; the whole suite runs only for a finalist, before it is submitted
 (`RepairConfig.confirm_finalists`): a test can reach changed code through paths the trace does not see
 (module-level code run at import, a function handed to C code), so an estimate is confirmed before it counts.

@@ -523,7 +523,10 @@ class Workbench:
         if not (self.cfg.target_tests and self.reach is not None and patch.strip()):
             return None
         changed = changed_functions(patch, await self._base_sources(patch))
-        targets = self.reach.tests_for(changed) if changed is not None else []
+        if changed is None:
+            return None
+        # with the tests that failed at the base: they show the bug, whatever path the trace saw them take
+        targets = sorted(set(self.reach.tests_for(changed)) | self.reach.failed)
         if not targets or len(targets) >= len(self.reach.ids):
             return None
         narrowed = targeted_command(cmd, [self.reach.ids[i] for i in targets])

@@ -192,8 +192,11 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
         assert fixed.targeted == 2 and fixed.passed is True and fixed.counts == (7, 7)
         assert len(runs) == 1 and "test_first_page" in runs[0] and "test_count" not in runs[0]
 
+        mark = len(events.events)
         broken, _ = await bench.verify(BREAK_COUNT)  # a loser: stops at the tests reaching page_count
-        assert broken.targeted == 3 and broken.passed is False and broken.counts == (5, 7)  # test_rest, and the bug
+        # ... and the test that failed at the base, which page_count never reaches: it shows the bug
+        assert "test_first_page" in _test_runs(events, mark)[0]
+        assert broken.targeted == 4 and broken.passed is False and broken.counts == (5, 7)  # test_rest, and the bug
 
         mark = len(events.events)
         moved, _ = await bench.verify(MODULE_LEVEL)  # module level: the whole suite, once
