@@ -62,8 +62,32 @@ def expected_calls(cfg: RepairConfig, spec: Any, node_settings: Mapping[str, Map
             "swe.vote_tests": 1,
             "swe.discriminate": c.finalists * c.debaters + 1,
         }.get(node.type or "", 0)
+        if node.search is not None and node.subgraph is not None:
+            calls = _graph_search_calls(cfg, node, node_settings, critique)
         out[name] = calls
     return out
+
+
+def _graph_search_calls(cfg: RepairConfig, node: Any, node_settings: Mapping[str, Mapping[str, Any]],
+                        critique: bool) -> int:
+    """Model calls of a graph search node over repair steps: attempts times the calls of one (an edit, and a
+    review when a critique or value node follows it). best_of_n: `n` chains of the test node's `max_attempts`;
+    mcts: `n` expansions of one attempt; beam/tot and rebase: a step per depth, each of `n` (x `expand` for
+    beam) attempts."""
+    search = dict(node.search)
+    steps = {n: (s.type or "", cfg.model_copy(update=dict(node_settings.get(n) or {})))
+             for n, s in node.subgraph.nodes.items()}
+    edit = next((c for t, c in steps.values() if t == "swe.edit"), cfg)
+    chain = next((c.max_attempts for t, c in steps.values() if t == "swe.test"), cfg.max_attempts)
+    reviews = int(any(t == "swe.value" for t, _ in steps.values()))
+    reviews += int(critique and any(t == "swe.critique" for t, _ in steps.values()))
+    per_attempt = (max(1, edit.tool_steps // 2) if edit.edit_format == "tools" else 1) + reviews
+    n, strategy = int(search.get("n", 4)), str(search.get("strategy", "best_of_n"))
+    depth = min(chain, int(search.get("max_depth", 4)))
+    expand = search.get("expand", 2)
+    attempts = {"best_of_n": n * chain, "mcts": n, "rebase": n * depth}.get(
+        strategy, n * (expand if isinstance(expand, int) else expand[0]) * depth)
+    return attempts * per_attempt
 
 
 # ----------------------------------------------------------------------------------------------- why, in words

@@ -341,7 +341,8 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
         if existing.created_at is not None:
             rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))
             await rt.sync(dict(existing.values))  # before a search forks the workspace: the new sandbox as it was
-            if inst_dir is not None and (inst_dir / "candidates.jsonl").exists() and "search" in existing.next:
+            if inst_dir is not None and (inst_dir / "candidates.jsonl").exists() and _typed_search_next(
+                    spec, registry, existing.next):
                 (inst_dir / "candidates.jsonl").write_text("")  # the search starts over: so does its file
             result = await runner.resume(THREAD)
         else:
@@ -359,6 +360,17 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
         error = next(iter(result.errors.values()))
         raise AgentflowError(f"node '{error.node}' failed: {error.error}")
     return dict(result.state)
+
+
+def _typed_search_next(spec: WorkflowSpec, registry: Any, next_nodes: Any) -> bool:
+    """Whether a resumed thread goes on at a search node type (`search.best_of_n`, `search.mcts`), which runs
+    its search again from the start. A graph search node keeps the branches it had finished (and their
+    candidates in the task's file)."""
+    for name in next_nodes:
+        node = spec.nodes.get(name)
+        if node is not None and node.search is None and node.type and registry.require(node.type, name).search:
+            return True
+    return False
 
 
 def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate]) -> None:
