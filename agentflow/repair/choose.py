@@ -12,7 +12,9 @@ from agentflow.budget import Budget, BudgetExceeded
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.policy import Attempt
+from agentflow.repair.normalize import normalise_output
+from agentflow.repair.outcome import Attempt
+from agentflow.repair.verifier import judge_patches
 from agentflow.repair.workbench import Verification
 
 
@@ -81,12 +83,6 @@ async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: 
     The vote counts first the samples whose candidates make the examples show the same (`shown`: per patch,
     what they show on it; see `RepairConfig.vote_by_examples`), then the samples of the same normalised
     patch. `instance_id` names the task in the events."""
-    from agentflow.search.normalize import normalise_output
-    from agentflow.search.protocols import VerifyContext
-    from agentflow.search.types import Candidate as SearchCandidate
-    from agentflow.search.types import NodeState
-    from agentflow.search.verifiers import CriticVerifier
-
     pool = [a for a in attempts if a.patch.strip()]
     if not pool:
         return None, None
@@ -131,11 +127,8 @@ async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: 
         best_vote = max(votes.values(), default=(0.0, 0.0))
         finalists = [a for a in top if votes.get(a.candidate_id, (0.0, 0.0)) == best_vote][:4]
         if len(finalists) > 1:
-            critic = CriticVerifier(verifier, task=issue)
-            cands = [SearchCandidate(a.candidate_id, NodeState(done=True, output=a.patch)) for a in finalists]
             with contextlib.suppress(BudgetExceeded):
-                results = await critic.verify(cands, VerifyContext(budget=budget, events=events))
-                judged = {c.node_id: r.score for c, r in zip(cands, results, strict=True)}
+                judged = await judge_patches(verifier, issue, {a.candidate_id: a.patch for a in finalists}, budget)
                 if len(set(judged.values())) > 1:
                     decided_by = "verifier"
     best = max(top, key=lambda a: (votes.get(a.candidate_id, (0.0, 0.0)), judged.get(a.candidate_id, 0.0),

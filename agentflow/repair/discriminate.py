@@ -18,7 +18,8 @@ from agentflow.errors import ModelError
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.nodekit import emit, runtime, submit
-from agentflow.repair.policy import Attempt
+from agentflow.repair.normalize import normalise_output
+from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import settings_model
 from agentflow.repair.steps import ask, render
 from agentflow.repair.workbench import Verification
@@ -28,8 +29,6 @@ DiscriminateSettings = settings_model("swe.discriminate", ("finalists", "debater
 
 def finalists(attempts: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """The best `limit` distinct patches (normalised): passing tests first, then value, then tests' score."""
-    from agentflow.search.normalize import normalise_output
-
     def key(a: dict[str, Any]) -> tuple[bool, float, float]:
         v = a["verification"]
         value = a.get("value")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentflow.errors import UserError
-from agentflow.repair.policy import Attempt
+from agentflow.repair.outcome import Attempt
 from agentflow.repair.progress import verdict
 from agentflow.repair.runtime import RepairRuntime
 from agentflow.repair.workbench import Verification

@@ -21,8 +21,9 @@
     swe.vote_tests   votes by the generated tests, then a selector      -> chosen, final
 
 The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run as graph nodes under a graph
-`search:` node (`rollout.py`, `workflows/repair_search.yaml`); under `search.best_of_n` / `search.mcts` the
-search policy carries them out instead (`policy.py`), reading the subgraph as the description of a rollout.
+`search:` node (`rollout.py`, `workflows/repair_search.yaml`); under `search.best_of_n` / `search.mcts`
+(`searching.py`) the search policy carries them out instead (`policy.py`), reading the subgraph as the
+description of a rollout.
 
 Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
 JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
@@ -33,20 +34,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agentflow.budget import BudgetExceeded
-from agentflow.errors import AgentflowError, ModelError, UserError
+from agentflow.errors import AgentflowError
 from agentflow.graph.nodetypes import NodeType
-from agentflow.graph.spec import is_end
 from agentflow.repair import rollout
 from agentflow.repair.choose import choose, tests_fail_at_base
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodekit import attempts_of, emit, runtime, submit
-from agentflow.repair.policy import Attempt, RepairPolicy
+from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
-from agentflow.repair.searching import run_search
+from agentflow.repair.searching import BestOfNSettings, MCTSSettings, best_of_n, mcts
 from agentflow.repair.spectrum import (
     evidence_from_json,
     examples_changed,
@@ -56,7 +55,6 @@ from agentflow.repair.spectrum import (
 from agentflow.repair.steps import make_plan, rank_suspects, write_keep_check, write_reproduction
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
-from agentflow.repair.value import ValuedRepairPolicy
 from agentflow.repair.workbench import Verification
 from agentflow.swe.patch import changes_nothing, touched_in_place
 
@@ -74,10 +72,6 @@ EditSettings = settings_model(
 )
 TestSettings = settings_model("swe.test", ("max_attempts", "split_edits", "split_edits_limit", "stop_on_success"))
 CritiqueSettings = settings_model("swe.critique", ("critique", "max_tokens", "seed", "prompts"))
-BestOfNSettings = settings_model("search.best_of_n", ("n", "max_attempts", "concurrency", "stop_on_success", "seed"))
-MCTSSettings = settings_model(
-    "search.mcts", ("n", "max_attempts", "concurrency", "stop_on_success", "seed", "mcts_k", "mcts_c")
-)
 ChooseSettings = settings_model("swe.choose", ("vote", "vote_by_examples", "compare_examples"))
 ValueSettings = settings_model("swe.value", ("value_weight", "max_tokens", "seed", "prompts"))
 
@@ -180,90 +174,6 @@ async def plan(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------------------- search
-
-
-ROLLOUT_STEPS = ("swe.test", "swe.critique", "swe.value")
-"""Node types a rollout may hold after its `swe.edit`."""
-
-
-def rollout_steps(subgraph: Any) -> list[tuple[str, str]]:
-    """(node name, node type) of a rollout subgraph, in order: a chain from its first node to END, the first a
-    proposer (`swe.edit`), a `swe.test` among the rest."""
-    edges = dict(subgraph.edges)
-    order, name = [], subgraph.first_node()
-    while name is not None and not is_end(name):
-        if name in (n for n, _ in order):
-            raise UserError(f"rollout subgraph '{subgraph.name}' loops at '{name}'; a rollout is a chain of steps")
-        order.append((name, subgraph.nodes[name].type or ""))
-        name = edges.get(name)
-    types = [t for _, t in order]
-    if not types or types[0] != "swe.edit" or "swe.test" not in types[1:]:
-        raise UserError(
-            f"rollout subgraph '{subgraph.name}' must start with a swe.edit node and contain a swe.test node "
-            f"(has {' -> '.join(types) or 'nothing'})"
-        )
-    unknown = [t for t in types[1:] if t not in ROLLOUT_STEPS]
-    if unknown:
-        raise UserError(f"rollout subgraph '{subgraph.name}': {unknown[0]} cannot be a rollout step "
-                        f"({', '.join(ROLLOUT_STEPS)})")
-    return order
-
-
-def _policy(rt: RepairRuntime, state: Any, ctx: Any) -> RepairPolicy:
-    steps = rollout_steps(ctx.spec.subgraph)
-    edit_node = steps[0][0]
-    critique_node = next((n for n, t in steps if t == "swe.critique"), None)
-    critique_cfg = rt.cfg_for(critique_node) if critique_node else None
-    if critique_cfg is not None and not (critique_cfg.critique or rt.cfg.critic_model):
-        critique_cfg = None
-    prefer = [tuple(x) for x in state.get("ranked") or []]
-    args = (rt.cfg_for(ctx.node), rt.bench, rt.models, rt.budget, rt.events, rt.issue, rt.record)
-    kwargs: dict[str, Any] = {"plan": state.get("plan") or "", "prefer": prefer, "edit_cfg": rt.cfg_for(edit_node),
-                              "critique_cfg": critique_cfg, "evidence": evidence_of(state)}
-    value_node = next((n for n, t in steps if t == "swe.value"), None)
-    if value_node is not None:
-        return ValuedRepairPolicy(*args, value_cfg=rt.cfg_for(value_node), **kwargs)
-    return RepairPolicy(*args, **kwargs)
-
-
-async def _run_search(state: Any, ctx: Any, algorithm: str) -> dict[str, Any]:
-    rt = runtime(ctx)
-    await rt.sync(state)
-    base = Verification.model_validate(state["base"])
-    policy = rt.policy = _policy(rt, state, ctx)
-    # where the samples look (the suspects they share out, best first), for the outcome and the benchmark; the
-    # sources read here are the ones the root's first samples use (the policy caches them)
-    sources = await policy.sources_at("")
-    shown = policy.ranked_windows(policy.root(base), sources)
-    found = [f"{w.path}:{w.symbol}" for w in shown]
-    _emit(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,
-          reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=policy.edit_cfg.edit_format,
-          suspects=found)
-    stopped, error = None, None
-    try:
-        await run_search(policy, rt.cfg_for(ctx.node), algorithm, base, rt.budget, rt.events)
-    except BudgetExceeded as exc:
-        stopped, error = f"limits_exceeded:{exc.kind}", str(exc)
-    except ModelError as exc:
-        # the candidates found so far are kept; with none, the task is an infrastructure failure
-        stopped = "context_exceeded" if "context" in str(exc).lower() else "model_error"
-        error = f"{exc.__class__.__name__}: {exc}"
-    attempts = [{"candidate_id": a.candidate_id, "patch": a.patch, "sample": a.sample, "part_of": a.part_of,
-                 "verification": a.verification.model_dump(mode="json")} for a in policy.attempts]
-    for item in attempts:  # the value agent's judgement of each candidate, for the final pick
-        judged = getattr(policy, "judged", {}).get(item["candidate_id"])
-        if judged is not None:
-            item |= {"value": judged.value, "assessment": judged.assessment}
-    return {"attempts": attempts, "samples": policy.samples, "suspects": found,
-            "search": {"stopped": stopped, "error": error}}
-
-
-async def best_of_n(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
-    return await _run_search(state, ctx, "best_of_n")
-
-
-async def mcts(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
-    return await _run_search(state, ctx, "mcts")
 
 
 _EDIT_READS = ("base", "ranked", "spectrum", "plan", "candidate", "drawn", "focus", "suspects")
@@ -386,4 +296,4 @@ _NODE_TYPES = [
 # every repair type works on a task's RepairRuntime, which `agentflow.repair` sets up (`needs`)
 NODE_TYPES = [dataclasses.replace(t, needs="repair") for t in _NODE_TYPES]
 
-__all__ = ["NODE_TYPES", "rollout_steps"]
+__all__ = ["NODE_TYPES"]

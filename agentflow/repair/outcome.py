@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -34,6 +35,18 @@ class Candidate(BaseModel):
     part_of: str | None = None
     """Set on a candidate that keeps one change of another's multi-change edit (`split_edits`): not a model
     answer of its own, so not a sample."""
+
+
+@dataclass
+class Attempt:
+    """An edit that produced a new patch, verified (every one is a candidate for submission)."""
+
+    candidate_id: str
+    patch: str
+    verification: Verification
+    sample: int
+    part_of: str | None = None
+    """The candidate whose edit this one keeps one change of (`split_edits`); None for a model's own edit."""
 
 
 class InstanceOutcome(BaseModel):

@@ -13,45 +13,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from agentflow.budget import Budget, CallSlots
 from agentflow.events import EventLog
-from agentflow.models.base import ChatModel
+from agentflow.reasoning.value import ValueJudgement
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import edit_parts
 from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import RunEvidence, Window
-from agentflow.repair.outcome import Candidate
+from agentflow.repair.outcome import Attempt, Candidate
+from agentflow.repair.runtime import RoleModels
 from agentflow.repair.sampling import draw_edit, retry_hint
 from agentflow.repair.spectrum import ExampleRun, examples_comparable, examples_reach_code
 from agentflow.repair.steps import critique, edit_prompt, examples_hint, suspects
+from agentflow.repair.value import judge_attempt
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.search.protocols import RolloutContext
 from agentflow.search.types import Action, NodeState
-
-
-@dataclass
-class RoleModels:
-    """The model of each role (instrumented: they charge the task's budget and write `model.call` events)."""
-
-    coder: ChatModel
-    planner: ChatModel | None = None
-    critic: ChatModel | None = None
-    verifier: ChatModel | None = None
-
-
-@dataclass
-class Attempt:
-    """An edit that produced a new patch (every one is a candidate for submission)."""
-
-    candidate_id: str
-    patch: str
-    verification: Verification
-    sample: int
-    part_of: str | None = None
-    """The candidate whose edit this one keeps one change of (`split_edits`); None for a model's own edit."""
 
 
 class RepairPolicy:
@@ -321,3 +300,37 @@ class RepairPolicy:
             return state.child(done=True, output=None)
         best.done = True
         return best
+
+
+class ValuedRepairPolicy(RepairPolicy):
+    """`RepairPolicy` whose attempts are valued by the value agent after their tests (the `swe.value` step)."""
+
+    def __init__(self, *args: Any, value_cfg: RepairConfig, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.value_cfg = value_cfg
+        self.judged: dict[str, ValueJudgement] = {}
+        """Candidate id -> the value agent's judgement of it."""
+
+    async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
+        child = await super().apply(state, action, ctx)
+        verification = child.data.get("verification")
+        if child.data.get("noop") or not isinstance(verification, Verification) or verification.passed is True:
+            return child  # nothing new to value, or the tests decided already
+        cfg, cand_id = self.value_cfg, child.data["candidate_id"]
+        with self.calls.hold():  # held against the call limit with the edit samples in flight
+            judgement = await judge_attempt(self.models.critic or self.models.coder, cfg, self.issue,
+                                            child.data["patch"], verification,
+                                            seed=cfg.seed + int(action.data.get("sample", 0)))
+        ctx.usage.add_model()
+        self.judged[cand_id] = judgement
+        value = verification.score if judgement.value is None else judgement.value
+        data = dict(child.data)
+        data["value"] = round(cfg.value_weight * value + (1 - cfg.value_weight) * verification.score, 4)
+        # in front of the test output: an edit prompt keeps only the feedback's first part
+        shown = f" (value {round(judgement.value * 100)}/100)" if judgement.value is not None else ""
+        data["feedback"] = f"A reviewer's assessment of the current change{shown}:\n{judgement.assessment}\n\n" + str(
+            data.get("feedback") or "")
+        child.data = data
+        self.events.emit("repair.value", node_id=cand_id, instance_id=self.iid, value=judgement.value,
+                         search_value=data["value"], assessment=judgement.assessment)
+        return child

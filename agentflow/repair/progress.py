@@ -65,24 +65,32 @@ def expected_calls(cfg: RepairConfig, spec: Any, node_settings: Mapping[str, Map
             "swe.vote_tests": 1,
             "swe.discriminate": c.finalists * c.debaters + 1,
         }.get(node.type or "", 0)
+        if node.search is not None and node.subgraph is not None:
+            calls = _graph_search_calls(cfg, node, node_settings, critique)
         out[name] = calls
     return out
 
 
 def _graph_search_calls(cfg: RepairConfig, node: Any, node_settings: Mapping[str, Mapping[str, Any]],
                         critique: bool) -> int:
-    """Model calls of a graph search node over a repair rollout: best-of-n (and the level-wise strategies) run
-    `n` chains of up to `max_attempts` steps, MCTS `n` expansions of one step; a step is an edit, a review
-    when critique is on, and the value agent's call when the subgraph has one."""
-    nodes = node.subgraph.nodes if node.subgraph is not None and hasattr(node.subgraph, "nodes") else {}
-    edit = next((n for n, sub in nodes.items() if sub.type == "swe.edit"), None)
-    c = cfg.model_copy(update=dict(node_settings.get(edit) or {})) if edit else cfg
-    per_edit = max(1, c.tool_steps // 2) if c.edit_format == "tools" else 1
-    per_step = per_edit + int(critique) + int(any(sub.type == "swe.value" for sub in nodes.values()))
-    search = dict(node.search or {})
-    n = int(search.get("n") or 1)
-    steps = n if search.get("strategy") == "mcts" else n * c.max_attempts
-    return steps * per_step
+    """Model calls of a graph search node over repair steps: attempts times the calls of one (an edit, and a
+    review when a critique or value node follows it). best_of_n: `n` chains of the test node's `max_attempts`;
+    mcts: `n` expansions of one attempt; beam/tot and rebase: a step per depth, each of `n` (x `expand` for
+    beam) attempts."""
+    search = dict(node.search)
+    steps = {n: (s.type or "", cfg.model_copy(update=dict(node_settings.get(n) or {})))
+             for n, s in node.subgraph.nodes.items()}
+    edit = next((c for t, c in steps.values() if t == "swe.edit"), cfg)
+    chain = next((c.max_attempts for t, c in steps.values() if t == "swe.test"), cfg.max_attempts)
+    reviews = int(any(t == "swe.value" for t, _ in steps.values()))
+    reviews += int(critique and any(t == "swe.critique" for t, _ in steps.values()))
+    per_attempt = (max(1, edit.tool_steps // 2) if edit.edit_format == "tools" else 1) + reviews
+    n, strategy = int(search.get("n", 4)), str(search.get("strategy", "best_of_n"))
+    depth = min(chain, int(search.get("max_depth", 4)))
+    expand = search.get("expand", 2)
+    attempts = {"best_of_n": n * chain, "mcts": n, "rebase": n * depth}.get(
+        strategy, n * (expand if isinstance(expand, int) else expand[0]) * depth)
+    return attempts * per_attempt
 
 
 # ----------------------------------------------------------------------------------------------- why, in words

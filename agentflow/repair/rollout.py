@@ -246,8 +246,8 @@ async def test_node(state: State, ctx: NodeContext, settings: BaseModel | None) 
     cfg = node_config(rt, settings)
     edit, current = state.get("edit"), current_of(state, rt.iid)
     tries = int(state.get("tries") or 0)
-    if not edit:
-        return {"verdict": "stop"}  # nothing was drawn: the budget, or stop_on_success
+    if not edit:  # nothing was drawn (the budget, or stop_on_success): no attempt for a reviewer to look at
+        return {"tried": None, "verdict": "stop"}
     bench = bench_of(rt, ctx)
     tries += 1
     async with bench.lock:
@@ -278,11 +278,12 @@ async def test_node(state: State, ctx: NodeContext, settings: BaseModel | None) 
 # ----------------------------------------------------------------------------------------------- review
 
 
-def _reviewable(state: State, iid: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(the attempt verified last, the candidate) when the chain goes on from that attempt and its tests did
-    not pass: what a critic or the value agent looks at."""
+def _reviewable(state: State, iid: str,
+                verdicts: tuple[str, ...] = ("retry",)) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the attempt verified last, the candidate) when the chain goes on from that attempt (its verdict one of
+    `verdicts`) and its tests did not pass: what a critic or the value agent looks at."""
     tried, current = state.get("tried"), current_of(state, iid)
-    if state.get("verdict") != "retry" or not tried or tried["verification"].get("passed") is True:
+    if state.get("verdict") not in verdicts or not tried or tried["verification"].get("passed") is True:
         return None
     return (dict(tried), current) if tried["candidate_id"] == current["candidate_id"] else None
 
@@ -308,10 +309,11 @@ async def critique_node(state: State, ctx: NodeContext, settings: BaseModel | No
 async def value_node(state: State, ctx: NodeContext, settings: BaseModel | None) -> dict[str, Any]:
     """`swe.value`: the value agent values a failed attempt the chain goes on from; the value (blended with
     the tests' score by `value_weight`) is the branch's search value, the assessment leads the next edit's
-    feedback, and both are kept on the attempt for the final pick."""
+    feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
+    valued too when the route brings it here: its value is what the search backs up and the final pick reads."""
     rt = runtime(ctx)
     cfg = node_config(rt, settings)
-    found = _reviewable(state, rt.iid)
+    found = _reviewable(state, rt.iid, ("retry", "stop"))
     if found is None:
         return {}
     tried, current = found

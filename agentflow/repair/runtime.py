@@ -18,9 +18,9 @@ from agentflow.budget import Budget
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 from agentflow.events import EventLog
+from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.policy import RoleModels
 from agentflow.repair.targeting import SuiteReach
 from agentflow.repair.workbench import REPRO_PATH, Verification, Workbench
 
@@ -30,6 +30,32 @@ def settings_model(name: str, fields: Sequence[str]) -> type[StrictConfig]:
     source: the fields are RepairConfig's own)."""
     defs: dict[str, Any] = {f: (RepairConfig.model_fields[f].annotation, RepairConfig.model_fields[f]) for f in fields}
     return create_model(name, __base__=StrictConfig, __doc__=f"Settings of the {name} node type.", **defs)
+
+
+@dataclass
+class RoleModels:
+    """The model of each role (instrumented: they charge the task's budget and write `model.call` events)."""
+
+    coder: ChatModel
+    planner: ChatModel | None = None
+    critic: ChatModel | None = None
+    verifier: ChatModel | None = None
+
+
+class TaskEvents(EventLog):
+    """The run's event log as seen by one task: node ids get the instance id in front, so the graph nodes and
+    search trees of many tasks share one events file."""
+
+    def __init__(self, inner: EventLog, instance_id: str) -> None:
+        super().__init__(None, run_id=inner.run_id)
+        self.inner, self.instance_id = inner, instance_id
+        self.capture_content = inner.capture_content
+
+    def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Any:
+        prefix = f"{self.instance_id}/"
+        return self.inner.emit(kind, node_id=prefix + node_id if node_id else node_id,
+                               parent_id=prefix + parent_id if parent_id else parent_id,
+                               instance_id=self.instance_id, **data)
 
 
 @dataclass

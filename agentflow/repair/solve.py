@@ -31,10 +31,8 @@ from agentflow.repair.candidate_log import CandidateLog, restarts_at
 from agentflow.repair.choose import tests_fail_at_base
 from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.outcome import Candidate, InstanceOutcome
-from agentflow.repair.policy import RoleModels
 from agentflow.repair.progress import expected_calls
-from agentflow.repair.runtime import RepairRuntime, node_settings_for
-from agentflow.repair.searching import TaskEvents
+from agentflow.repair.runtime import RepairRuntime, RoleModels, TaskEvents, node_settings_for
 from agentflow.repair.steps import edit_format_for, issue_text
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.repair.workflow_settings import (

@@ -19,7 +19,8 @@ from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import picked
 from agentflow.repair.nodekit import emit, runtime, submit
-from agentflow.repair.policy import Attempt
+from agentflow.repair.normalize import normalise_output
+from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.steps import code_blocks, render
 from agentflow.repair.workbench import Verification, Workbench
@@ -94,8 +95,6 @@ async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[dict[str, An
 
 
 async def vote_tests_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
-    from agentflow.search.normalize import normalise_output
-
     rt = runtime(ctx)
     await rt.sync(state)
     cfg = rt.cfg_for(ctx.node)

@@ -11,7 +11,7 @@ from agentflow.budget import Budget
 from agentflow.events import EventLog
 from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.policy import Attempt
+from agentflow.repair.outcome import Attempt
 from agentflow.repair.spectrum import ExampleRun, examples_changed, examples_shown
 from agentflow.repair.workbench import Verification
 from tests.repair.conftest import TASKS_FILE

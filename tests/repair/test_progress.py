@@ -250,3 +250,21 @@ def test_bench_counts_what_the_report_counts_and_estimates_from_finished_tasks(d
     # the wrong fix's candidate says which test failed; the unreadable answer says so
     assert re.search(r"cachette__cachette-2: candidate c1: tests fail \(1 of \d+: test_\w+\)", captured.err)
     assert "tabkit__tabkit-2: candidate c1: the answer could not be read" in captured.err
+
+
+def test_a_graph_search_node_expects_its_attempts_times_the_calls_of_one():
+    """The published workflows' graph search nodes: agentless's 4 one-shot branches; swe_search's 6 expansions of
+    an edit and its value; repair_search's chains with `--strategy`."""
+    from agentflow.repair.config import load_repair_config
+    from agentflow.repair.solve import load_repair_workflow
+
+    def plan(*args: str) -> dict[str, int]:
+        cfg = load_repair_config(list(args))
+        spec, _, node_settings = load_repair_workflow(cfg)
+        return expected_calls(cfg, spec, node_settings)
+
+    assert plan("workflow=agentless")["search"] == 4
+    assert plan("workflow=swe_search")["search"] == 12
+    assert plan("workflow=swe_search", "nodes.search.n=3")["search"] == 6
+    assert plan("workflow=repair_search", "strategy=best-of-n", "n=4")["attempt"] == 12
+    assert plan("workflow=repair_search", "strategy=best-of-n", "n=4", "critique=true")["attempt"] == 24

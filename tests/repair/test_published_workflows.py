@@ -44,33 +44,80 @@ def prompts(events: list[dict[str, Any]]) -> list[str]:
     return [e["data"]["messages"][-1]["content"] for e in events if e["kind"] == "model.call"]
 
 
+def search_tree(events: list[dict[str, Any]]) -> dict[str, tuple[float, str | None]]:
+    """Branch -> (its value, its parent) from the graph search's `search.node` events (the last one of each)."""
+    return {e["node_id"].rsplit("/", 1)[1]: (e["data"]["value"], e["parent_id"].rsplit("/", 1)[-1])
+            for e in events if e["kind"] == "search.node" and e["parent_id"]}
+
+
 @pytest.mark.docker
 def test_swe_search_value_agent_guides_the_tree_and_the_discriminator_picks(docker_image: str, tmp_path: Path) -> None:
-    """c1 (a wrong fix) is valued 20 with an assessment; the next expansion from it reads that assessment and
-    makes c2; c3 grows from c2. The tree's values are the value agent's, not the tests' (c1's tests score 0.5).
-    c2 and c3 both pass the blind tests and the vote cannot split them (tests then smallest patch would take
-    c2); the debate's judge picks finalist 2, c3, and c3's patch is what is submitted."""
-    events, outcome, out = repair_run(tmp_path, docker_image, "swe_search", "-c", "nodes.search.n=1")
+    """b0.1 (a wrong fix) is valued 20 with an assessment; the next expansion, from b0, reads that assessment and
+    makes b1.2; b2.3 grows from b1 and, the chain's last attempt, is valued too. The tree's values are the value
+    agent's, not the tests' (b0.1's tests score 0.5). b1.2 and b2.3 both pass the blind tests and the vote cannot
+    split them (tests then smallest patch would take b1.2); the debate's judge picks finalist 2, b2.3, and its
+    patch is what is submitted. Three expansions, one child each (`expand=1`): a chain, as the answers follow."""
+    events, outcome, out = repair_run(tmp_path, docker_image, "swe_search", "-c", "nodes.search.n=3",
+                                      "-c", "nodes.search.expand=1")
     shown = prompts(events)
     assert len(shown) == 11  # rank, reproduce, 3 x (edit, value), 2 debaters, judge
     edits = [shown[2], shown[4], shown[6]]
     assert "[ASSESSED-C1]" not in edits[0]
-    assert "[ASSESSED-C1]" in edits[1] and "[ASSESSED-C2]" not in edits[1]  # expansion from c1 reads its assessment
+    assert "[ASSESSED-C1]" in edits[1] and "[ASSESSED-C2]" not in edits[1]  # expansion from b0 reads its assessment
     assert "[ASSESSED-C2]" in edits[2]
     values = {e["node_id"].rsplit("/", 1)[1]: e["data"]["value"] for e in events if e["kind"] == "repair.value"}
-    assert values == {"c1": 0.2, "c2": 0.9, "c3": 0.6}
-    tree = {e["data"]["candidate_id"].rsplit("/", 1)[1]: (e["data"]["value"], e.get("parent_id"))
-            for e in events if e["kind"] == "search.node" and not e["data"].get("final") and e["data"]["depth"]}
-    assert tree["c1"][0] == 0.2 and tree["c2"] == (0.9, f"{IID}/0.0") and tree["c3"] == (0.6, f"{IID}/0.0.0")
+    assert values == {"b0.1": 0.2, "b1.2": 0.9, "b2.3": 0.6}
+    assert search_tree(events) == {"b0": (0.2, "search"), "b1": (0.9, "b0"), "b2": (0.6, "b1")}
     attempts = {e["node_id"].rsplit("/", 1)[1]: e["data"] for e in events if e["kind"] == "repair.attempt"}
-    assert attempts["c1"]["value"] == 0.5 and attempts["c2"]["passed"] is None and attempts["c3"]["passed"] is None
+    assert attempts["b0.1"]["value"] == 0.5 and attempts["b1.2"]["passed"] is None
+    assert attempts["b2.3"]["passed"] is None
     debate = next(e["data"] for e in events if e["kind"] == "repair.discriminate")
-    assert debate["finalists"] == [f"{IID}/c2", f"{IID}/c3", f"{IID}/c1"]  # by value
+    assert debate["finalists"] == [f"{IID}/b1.2", f"{IID}/b2.3", f"{IID}/b0.1"]  # by value
     assert "Best: 1" in shown[9] and "Best: 2" in shown[10]  # the 2nd debater and the judge read the arguments
-    assert debate["chosen"] == outcome["chosen"] == f"{IID}/c3" and outcome["chosen_by"] == "discriminator"
-    c3 = next(c for c in read_jsonl(out / "candidates.jsonl") if c["candidate_id"] == f"{IID}/c3")
-    assert outcome["model_patch"] == c3["patch"] and "parts[-1].strip()" in c3["patch"]
+    assert debate["chosen"] == outcome["chosen"] == f"{IID}/b2.3" and outcome["chosen_by"] == "discriminator"
+    b23 = next(c for c in read_jsonl(out / "candidates.jsonl") if c["candidate_id"] == f"{IID}/b2.3")
+    assert outcome["model_patch"] == b23["patch"] and "parts[-1].strip()" in b23["patch"]
     assert outcome["report"]["resolved"] is True
+
+
+WRONG_2 = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=")\n=======\n'
+           '        parts = stripped.split("=", 2)\n>>>>>>> REPLACE\nEND_EDITS')
+WRONG_3 = WRONG_2.replace('split("=", 2)', 'split("=", 3)')
+
+
+def fix_on(wrong: str) -> str:
+    """An edit whose SEARCH lines exist only in the workspace of `wrong`: its split made right."""
+    made = wrong.split("=======\n")[1].split("\n>>>>>>>")[0]
+    right = made.replace(', 2)', ', 1)').replace(', 3)', ', 1)')
+    return f"inikit/parser.py\n<<<<<<< SEARCH\n{made}\n=======\n{right}\n>>>>>>> REPLACE\nEND_EDITS"
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("preferred", "values"), [("b0", (90, 20)), ("b1", (20, 90))])
+def test_swe_search_uct_expands_the_branch_the_value_agent_prefers(
+        docker_image: str, tmp_path: Path, preferred: str, values: tuple[int, int]) -> None:
+    """The shipped tree (a node has up to two children): the first two expansions both start from the unchanged
+    code and make wrong edits the tests score alike; the value agent values them differently, and the third
+    expansion continues the one it values higher (from its checkpoint and workspace: the fix's SEARCH lines exist
+    only there), whichever of the two that is. The fix passes the task's tests; the judge takes it."""
+    wrong = {"b0": WRONG_2, "b1": WRONG_3}
+    answers = ["4, 1", WRONG_2, f"Value: {values[0]}\nAssessment: b0", WRONG_3, f"Value: {values[1]}\nAssessment: b1",
+               fix_on(wrong[preferred]), "Best: 1", "Best: 1", "Choice: 1"]
+    cassette = scripted_cassette(tmp_path / "c.json", answers)
+    out = tmp_path / "run"
+    assert run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", "swe_search", "--model",
+                f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c",
+                "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-c", "nodes.search.n=3",
+                "-o", str(out)]) == 0
+    events = read_jsonl(out / "events.jsonl")
+    tree = search_tree(events)
+    assert {b: parent for b, (_, parent) in tree.items()} == {"b0": "search", "b1": "search", "b2": preferred}
+    assert (tree["b0"][0], tree["b1"][0]) == (values[0] / 100, values[1] / 100)
+    tests = {e["node_id"].rsplit("/", 1)[1]: e["data"]["value"] for e in events if e["kind"] == "repair.attempt"}
+    assert tests["b0.1"] == tests["b1.1"] < 1  # the tests cannot tell the two wrong edits apart
+    outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
+    assert outcome["chosen"] == f"{IID}/b2.2" and outcome["report"]["resolved"] is True
+    assert sum(1 for e in events if e["kind"] == "model.call") == len(answers)
 
 
 @pytest.mark.docker
@@ -78,7 +125,8 @@ def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(doc
     """Each localization step is shown only what the one before chose (files -> their outlines -> the chosen
     functions' code); the model's locations become the suspects; the regression test the model names is
     deselected from every verification; of the candidates that pass both the regression tests and the
-    reproduction test, the majority's fix (c1 and c3, equal after normalisation) wins over the smaller c4."""
+    reproduction test, the majority's fix (b0.1 and b2.1, equal after normalisation) wins over the smaller b3.1.
+    The four samples are the four branches of a graph search node, one attempt each (edit -> test)."""
     events, outcome, out = repair_run(tmp_path, docker_image, "agentless")
     shown = prompts(events)
     assert len(shown) == 10  # 3 localization steps, reproduction, keep-working check, regression selection, 4 samples
@@ -108,8 +156,14 @@ def test_agentless_localizes_by_the_model_selects_regression_tests_and_votes(doc
     assert keep["kept"] and "host = local" in keep["check"]
     keeps = next(e["data"] for e in events if e["kind"] == "repair.keeps")
     assert (keeps["compared"], keeps["held"]) == (3, 3)
-    assert outcome["chosen"] == f"{IID}/c1" and outcome["chosen_by"] == "vote"
-    assert len(cands["c4"]["patch"]) < len(cands["c1"]["patch"])  # without the vote the smaller c4 would win
+    assert list(cands) == ["b0.1", "b1.1", "b2.1", "b3.1"]  # one sample per branch
+    branches = {e["node_id"].rsplit("/", 1)[1] for e in events if e["kind"] == "search.node" and e["data"].get("final")
+                and e["parent_id"]}
+    assert branches == {"b0", "b1", "b2", "b3"}
+    assert all([e["node_id"].rsplit("/", 1)[1] for e in events if e["kind"] == "node.start"
+                and e["data"].get("branch") == b] == ["edit", "test"] for b in branches)  # no feedback loop
+    assert outcome["chosen"] == f"{IID}/b0.1" and outcome["chosen_by"] == "vote"
+    assert len(cands["b3.1"]["patch"]) < len(cands["b0.1"]["patch"])  # without the vote the smaller b3.1 would win
     assert outcome["report"]["resolved"] is True
 
 

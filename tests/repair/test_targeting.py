@@ -14,7 +14,7 @@ from agentflow.budget import Budget
 from agentflow.events import EventLog
 from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.policy import Attempt
+from agentflow.repair.outcome import Attempt
 from agentflow.repair.spectrum import FunctionIndex, reach_summary, read_spectrum
 from agentflow.repair.targeting import (
     SuiteReach,
