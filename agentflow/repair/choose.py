@@ -12,10 +12,10 @@ from agentflow.budget import Budget, BudgetExceeded
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.normalize import normalise_output
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.verifier import judge_patches
 from agentflow.repair.workbench import Verification
+from agentflow.search.normalize import normalise_output
 
 
 def tests_key(a: Attempt) -> tuple[bool, float]:

@@ -18,11 +18,11 @@ from agentflow.errors import ModelError
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.nodekit import emit, runtime, submit
-from agentflow.repair.normalize import normalise_output
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import settings_model
 from agentflow.repair.steps import ask, render
 from agentflow.repair.workbench import Verification
+from agentflow.search.normalize import normalise_output
 
 DiscriminateSettings = settings_model("swe.discriminate", ("finalists", "debaters", "max_tokens", "seed", "prompts"))
 

@@ -13,47 +13,9 @@ from agentflow.repair.nodekit import emit, runtime
 from agentflow.repair.runtime import settings_model
 from agentflow.repair.steps import ask, render
 from agentflow.sandbox.base import sh_command
+from agentflow.search.testparse import parse_pytest_summary
 from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
-
-# pytest's `-rA` short summary, read here to list the passing tests. Grading reads it with
-# `swe.testrun.parse_summary` (SWE-bench's statuses); this reading keeps a test id whole when it holds spaces
-# (a parametrised id) and ranks the several lines of one test.
-_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (.+)$")
-_SKIPPED = re.compile(r"^\[\d+\] (.+?):(\d+): ")
-_OUTCOMES = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "XFAIL": "xfailed", "XPASS": "xpassed",
-             "SKIPPED": "skipped"}
-# When one test has several lines (a teardown error after a pass), the worse outcome wins.
-_RANK = {"passed": 0, "xfailed": 0, "skipped": 1, "xpassed": 2, "failed": 3, "error": 4}
-
-
-def _put(results: dict[str, str], test: str, outcome: str) -> None:
-    old = results.get(test)
-    if old is None or _RANK[outcome] > _RANK[old]:
-        results[test] = outcome
-
-
-def parse_pytest_summary(output: str) -> dict[str, str]:
-    """Outcomes from `pytest -rA` output: test node id -> passed | failed | error | skipped | xfailed | xpassed."""
-    lines = output.splitlines()
-    start = 0
-    for i, line in enumerate(lines):
-        if "short test summary info" in line:
-            start = i + 1
-    results: dict[str, str] = {}
-    for line in lines[start:]:
-        m = _SUMMARY_LINE.match(line.rstrip())
-        if not m:
-            continue
-        word, rest = m.groups()
-        if word == "SKIPPED":
-            s = _SKIPPED.match(rest)
-            test = f"{s.group(1)}:{s.group(2)}" if s else rest
-        else:
-            test = rest.split(" - ", 1)[0].strip()
-        _put(results, test, _OUTCOMES[word])
-    return results
-
 
 RegressionSettings = settings_model("swe.regression", ("regression_pool", "test_timeout_s", "seed", "prompts"))
 

@@ -19,12 +19,12 @@ from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import picked
 from agentflow.repair.nodekit import emit, runtime, submit
-from agentflow.repair.normalize import normalise_output
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.steps import code_blocks, render
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.sandbox.base import sh_command
+from agentflow.search.normalize import normalise_output
 from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 

@@ -1,4 +1,4 @@
-"""pass@k estimator and parsing of a real JUnit report (the search engine's `TestVerifier` reads it)."""
+"""pass@k estimator, output normalisation for votes, and parsing of real pytest output."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentflow.search import parse_junit_xml, pass_at_k, pass_at_ks
+from agentflow.search import normalise_output, parse_junit_xml, parse_pytest_summary, pass_at_k, pass_at_ks
 
 
 @pytest.mark.parametrize("n,c,k", [(5, 0, 1), (5, 1, 1), (5, 2, 3), (10, 3, 4), (7, 7, 2), (6, 5, 2), (20, 1, 20)])
@@ -33,6 +33,30 @@ def test_pass_at_ks_picks_powers_of_two_and_n() -> None:
     assert pass_at_ks(0, 0) == {}
     with pytest.raises(ValueError):
         pass_at_k(3, 4, 1)
+
+
+def test_python_outputs_equal_up_to_formatting_vote_together() -> None:
+    a = "def f(x):\n    return x + 1  # add one\n"
+    b = "def f(x): return (x+1)\n"
+    c = "def f(x):\n    return x + 2\n"
+    assert normalise_output(a) == normalise_output(b)
+    assert normalise_output(a) != normalise_output(c)
+
+
+def test_patches_compare_by_the_ast_of_added_code() -> None:
+    p1 = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x\n+    return x+1\n"
+    p2 = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x\n+    return (x + 1)  # fixed\n"
+    p3 = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x\n+    return x-1\n"
+    p4 = p1.replace("m.py", "n.py")
+    assert normalise_output(p1) == normalise_output(p2)
+    assert normalise_output(p1) != normalise_output(p3)
+    assert normalise_output(p1) != normalise_output(p4)
+
+
+def test_changed_file_contents_win_over_the_output_and_text_falls_back_to_whitespace() -> None:
+    assert normalise_output("x", {"a.py": "y = 1\n"}) == normalise_output("z", {"a.py": "y=1"})
+    assert normalise_output("the  answer is \n\n  42 ") == normalise_output("the answer is\n42")
+    assert normalise_output("the answer is 42") != normalise_output("the answer is 43")
 
 
 TEST_FILE = '''
@@ -81,6 +105,19 @@ def pytest_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return proc.stdout, (Path(root) / "report.xml").read_text()
 
 
+def test_parse_pytest_summary_of_real_output(pytest_run: tuple[str, str]) -> None:
+    tests = parse_pytest_summary(pytest_run[0])
+    assert tests["test_sample.py::test_ok"] == "passed"
+    assert tests["test_sample.py::test_bad"] == "failed"
+    assert tests["test_sample.py::test_expected_failure"] == "xfailed"
+    assert tests["test_sample.py::test_error"] == "error"
+    assert tests["test_sample.py::test_param[1]"] == "passed"
+    assert tests["test_sample.py::test_param[a b]"] == "failed"
+    assert tests["test_sample.py::TestGroup::test_method"] == "passed"
+    assert [o for t, o in tests.items() if o == "skipped"] == ["skipped"]
+    assert len(tests) == 8
+
+
 def test_parse_junit_of_real_output(pytest_run: tuple[str, str]) -> None:
     tests = parse_junit_xml(pytest_run[1])
     assert tests["test_sample::test_ok"] == "passed"
@@ -92,3 +129,8 @@ def test_parse_junit_of_real_output(pytest_run: tuple[str, str]) -> None:
     assert tests["test_sample.TestGroup::test_method"] == "passed"
     with pytest.raises(ValueError):
         parse_junit_xml("not xml")
+
+
+def test_a_teardown_error_after_a_pass_counts_as_error() -> None:
+    out = "== short test summary info ==\nPASSED t.py::a\nERROR t.py::a - teardown\n"
+    assert parse_pytest_summary(out) == {"t.py::a": "error"}
