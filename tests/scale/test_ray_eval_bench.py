@@ -24,10 +24,14 @@ BENCH_IDS = ["inikit__inikit-1", "cachette__cachette-2", "tabkit__tabkit-2"]
 MODEL = f"replay:{CASSETTES / '{instance_id}.json'}"
 
 
+_DURATIONS = ("duration_s", "wall_seconds", "graph_s", "nodes_s", "seconds", "test_seconds", "longest_test_wait_s",
+              "base_test_seconds")
+
+
 def _without_durations(value: Any) -> Any:
     """`value` without what differs between two runs of the same work: durations, and pytest's timings."""
     if isinstance(value, dict):
-        return {k: _without_durations(v) for k, v in value.items() if k not in ("duration_s", "wall_seconds", "graph_s", "nodes_s")}
+        return {k: _without_durations(v) for k, v in value.items() if k not in _DURATIONS}
     if isinstance(value, list):
         return [_without_durations(v) for v in value]
     if isinstance(value, str):
