@@ -18,7 +18,8 @@ answers that gave their window back unchanged, on a gold function (`unchanged_on
 bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone).
 
 Test time (per strategy): `test_seconds_per_candidate` (seconds of test runs on candidates, finalists' whole-suite
-runs included, per candidate), `test_seconds_vs_whole_suite` (the same as a share of a whole-suite run on the
+runs included, per candidate), `test_seconds_per_candidate_before` (an estimate of the same before targeting
+and base-timed timeouts: a whole-suite run per distinct patch, 300 s for one that timed out here), `test_seconds_vs_whole_suite` (the same as a share of a whole-suite run on the
 unchanged code, which every candidate cost before its tests were targeted) and `max_test_wait_ratio` (the
 longest single candidate run over its task's base run).
 
@@ -168,24 +169,49 @@ def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
         # what the graph engine and its checkpointer cost: a task's workflow wall time outside its nodes
         "graph_overhead_ratio": round(sum(max(0.0, o.get("graph_s", 0.0) - o.get("nodes_s", 0.0)) for o in outcomes)
                                       / max(1e-9, sum(o.get("duration_s", 0.0) for o in outcomes)), 5),
-        **test_time(outcomes),
+        **test_time(outcomes, run_dir),
     }
 
 
-def test_time(outcomes: list[dict[str, Any]]) -> dict[str, object]:
+def test_time(outcomes: list[dict[str, Any]], run_dir: Path | None = None) -> dict[str, object]:
     """Where test time went: seconds of candidate test runs per candidate; the same as a share of one whole-suite
     run on the unchanged code (each candidate ran the whole suite before tests were targeted, so that share
-    was at least 1); and the longest single candidate run as a multiple of its task's base run."""
+    was at least 1); and the longest single candidate run as a multiple of its task's base run.
+
+    `test_seconds_per_candidate_before` estimates the same run's test time as it was before runs were targeted
+    and timed from the base: each distinct candidate patch one whole-suite run (the base's duration), or the
+    fixed 300 s limit when its run here hit the timeout (a candidate that hangs hangs either way)."""
     timed = [o for o in outcomes if o.get("base_test_seconds")]
     candidates = sum(o.get("candidates", 0) for o in timed)
     seconds = sum(o.get("test_seconds", 0.0) for o in timed)
     whole = sum(o["base_test_seconds"] * o.get("candidates", 0) for o in timed)
+    before = sum(_seconds_before(o, run_dir / "instances" / o["instance_id"]) for o in timed) if run_dir else None
     return {
         "test_seconds_per_candidate": round(seconds / candidates, 2) if candidates else 0.0,
+        "test_seconds_per_candidate_before": round(before / candidates, 2) if before is not None and candidates
+        else None,
         "test_seconds_vs_whole_suite": round(seconds / whole, 3) if whole else 0.0,
         "max_test_wait_ratio": round(max((o.get("longest_test_wait_s", 0.0) / o["base_test_seconds"] for o in timed),
                                          default=0.0), 2),
     }
+
+
+def _seconds_before(outcome: dict[str, Any], inst: Path, *, ratio: float = 5.0, floor_s: float = 5.0,
+                    fixed_s: float = 300.0) -> float:
+    """A task's candidate test seconds without targeting and with the fixed timeout (see `test_time`); `ratio`
+    and `floor_s` are RepairConfig's defaults (`test_timeout_ratio`, `test_timeout_floor_s`)."""
+    base = outcome["base_test_seconds"]
+    limit = min(fixed_s, max(floor_s, ratio * base))
+    seen: set[str] = set()
+    total = 0.0
+    for row in read_jsonl(inst / "candidates.jsonl") if (inst / "candidates.jsonl").is_file() else []:
+        patch = str(row.get("patch") or "").strip()
+        if row.get("status") != "ok" or patch in seen:
+            continue
+        seen.add(patch)
+        ran = float((row.get("verification") or {}).get("seconds") or 0.0)
+        total += fixed_s if ran >= 0.98 * limit else base
+    return total
 
 
 async def count_resolving(tasks: list[Any], patches: dict[str, list[str]]) -> dict[str, int]:
