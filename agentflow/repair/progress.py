@@ -65,8 +65,6 @@ def expected_calls(cfg: RepairConfig, spec: Any, node_settings: Mapping[str, Map
             "swe.vote_tests": 1,
             "swe.discriminate": c.finalists * c.debaters + 1,
         }.get(node.type or "", 0)
-        if node.search is not None and node.subgraph is not None:
-            calls = _graph_search_calls(cfg, node, node_settings, critique)
         out[name] = calls
     return out
 
