@@ -221,7 +221,7 @@ async def noop_patches(rt: RepairRuntime, patches: list[str]) -> dict[str, bool]
     the sandbox at the base commit and on base + patch, no test run."""
     touched = {p: touched_in_place(p) for p in dict.fromkeys(p.strip() for p in patches) if p}
     wanted = sorted({path for paths in touched.values() for path in paths or ()})
-    base = await rt.bench.files_at("", wanted) if wanted else {}
+    base = await rt.bench.base_files(wanted) if wanted else {}
     found: dict[str, bool] = {}
     for patch, paths in touched.items():
         try:

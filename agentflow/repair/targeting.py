@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.repair.localize import functions_touched
-from agentflow.swe.patch import parse_patch
+from agentflow.swe.patch import touched_in_place
 
 Function = tuple[str, str]
 """(path, qualified name) of a repository function."""
@@ -72,12 +72,9 @@ class SuiteReach:
 def changed_functions(patch: str, base_sources: Mapping[str, str]) -> set[Function] | None:
     """The functions a patch changes, read on the base commit's sources; None when it changes anything outside
     a function (module or class level, a new, deleted or non-Python file), which any test may reach."""
-    parsed = parse_patch(patch)
-    if parsed.problem or not parsed.files:
+    paths = touched_in_place(patch)
+    if not paths or any(path not in base_sources for path in paths):
         return None
-    for fp in parsed.files:
-        if fp.old_path is None or fp.new_path is None or fp.old_path != fp.new_path or fp.old_path not in base_sources:
-            return None
     touched = functions_touched(patch, base_sources)
     if not touched or any(name.endswith(":") for name in touched):
         return None

@@ -33,7 +33,7 @@ from agentflow.repair.targeting import (
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
-from agentflow.swe.patch import apply_patch, parse_patch, strip_test_files
+from agentflow.swe.patch import apply_patch, strip_test_files, touched_in_place
 from agentflow.swe.preflight import Preflight, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
@@ -418,7 +418,7 @@ class Workbench:
         run again, except for the report."""
         graded = self.mode == "task" or (final and bool(self.task.FAIL_TO_PASS))
         whole = (whole or final) and not graded
-        key = f"{self.cfg.test_cmd}\0{whole}\0{patch.strip()}"  # a node may change the test command (regression tests)
+        key = self._verified_key(patch, whole=whole)
         if not (final and graded) and key in self._verified:
             await self.restore(patch)
             return self._verified[key].model_copy(deep=True), None
@@ -426,8 +426,12 @@ class Workbench:
         if not (final and graded):
             self._verified[key] = verification.model_copy(deep=True)
             if verification.targeted is None and not whole:  # it ran whole: that is its whole-suite result too
-                self._verified[f"{self.cfg.test_cmd}\0True\0{patch.strip()}"] = verification.model_copy(deep=True)
+                self._verified[self._verified_key(patch, whole=True)] = verification.model_copy(deep=True)
         return verification, report
+
+    def _verified_key(self, patch: str, *, whole: bool) -> str:
+        # the test command is part of it: a node may change it (regression tests)
+        return f"{self.cfg.test_cmd}\0{whole}\0{patch.strip()}"
 
     async def verify_whole(self, patch: str) -> Verification:
         """The whole suite's verification of base + patch (a finalist's, when its own was estimated from the
@@ -502,19 +506,18 @@ class Workbench:
         return timeout_from_base(self.base.seconds if self.base else None, ratio=self.cfg.test_timeout_ratio,
                                  floor_s=self.cfg.test_timeout_floor_s, ceiling_s=self.cfg.test_timeout_s)
 
-    async def _base_sources(self, patch: str) -> dict[str, str]:
-        """The base commit's text of the Python files `patch` changes (read from git: the workspace holds the
-        patch)."""
-        out: dict[str, str] = {}
-        copy_path = f"{EVAL_DIR}/base_source.py"  # read as a file: a command's output is cut when long
-        for fp in parse_patch(patch).files:
-            path = fp.old_path
-            if path and path.endswith(".py") and path not in out:
-                spec = shlex.quote(f"{self.head}:{path}")
-                shown = await self.sandbox.exec(sh_command(f"git {GIT_FLAGS} show {spec} > {copy_path}"))
-                if shown.ok:
-                    with contextlib.suppress(Exception):  # unreadable: the whole suite runs
-                        out[path] = await self.sandbox.read_file(copy_path)
+    async def base_files(self, paths: list[str]) -> dict[str, str | None]:
+        """The base commit's text of `paths` (None for one it does not hold or that cannot be read), read from git
+        whatever the workspace holds, each through a scratch file: a command's output is cut when long."""
+        out: dict[str, str | None] = {}
+        copy_path = f"{EVAL_DIR}/base_file"
+        for path in dict.fromkeys(paths):
+            spec = shlex.quote(f"{self.head}:{path}")
+            shown = await self.sandbox.exec(sh_command(f"git {GIT_FLAGS} show {spec} > {copy_path}"))
+            out[path] = None
+            if shown.ok:
+                with contextlib.suppress(AgentflowError, OSError, ValueError):  # unreadable: nothing to compare
+                    out[path] = await self.sandbox.read_file(copy_path)
         return out
 
     async def _targets(self, patch: str, cmd: str) -> tuple[str, list[int]] | None:
@@ -522,7 +525,11 @@ class Workbench:
         the whole suite must run (see `agentflow.repair.targeting`)."""
         if not (self.cfg.target_tests and self.reach is not None and patch.strip()):
             return None
-        changed = changed_functions(patch, await self._base_sources(patch))
+        paths = touched_in_place(patch)
+        if not paths or not all(path.endswith(".py") for path in paths):
+            return None  # a file added, removed or not Python: any test may see it
+        sources = {path: text for path, text in (await self.base_files(paths)).items() if text is not None}
+        changed = changed_functions(patch, sources)
         if changed is None:
             return None
         # with the tests that failed at the base: they show the bug, whatever path the trace saw them take
