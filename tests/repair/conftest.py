@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.swe_fixtures import ROOT, TASKS_FILE, _private_cache, docker_image, read_jsonl
 
 CASSETTES = Path(__file__).resolve().parent / "cassettes"
 
-__all__ = ["CASSETTES", "ROOT", "TASKS_FILE", "_private_cache", "docker_image", "read_jsonl", "scripted_cassette"]
+__all__ = ["CASSETTES", "ROOT", "TASKS_FILE", "_private_cache", "docker_image", "read_jsonl", "run_with_spectrum_plugin",
+           "scripted_cassette"]
 
 
 def scripted_cassette(path: Path, answers: list[str]) -> Path:
@@ -18,3 +21,17 @@ def scripted_cassette(path: Path, answers: list[str]) -> Path:
         for a in answers
     ]}))
     return path
+
+
+def run_with_spectrum_plugin(root: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run pytest in `root` (importable) under the sandbox-side spectrum plugin, loaded as
+    `spectrum.run_spectrum` loads it; (the run, the report file it writes)."""
+    plugin_dir = root / "plug"
+    plugin_dir.mkdir()
+    (plugin_dir / "agentflow_spectrum.py").write_text((ROOT / "agentflow/repair/_pytest_spectrum.py").read_text())
+    out = root / "spectrum.json"
+    env = {"PYTHONPATH": f"{plugin_dir}:{root}", "PATH": "/usr/bin:/bin", "AGENTFLOW_SPECTRUM_OUT": str(out),
+           "PYTEST_ADDOPTS": "-p agentflow_spectrum"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    return done, out

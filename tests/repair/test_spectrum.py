@@ -28,6 +28,7 @@ from agentflow.repair.spectrum import (
     read_example_run,
     read_spectrum,
 )
+from tests.repair.conftest import run_with_spectrum_plugin
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -247,14 +248,7 @@ def test_the_pytest_plugin_counts_what_each_test_calls_but_not_pytest_s_own_repr
         "def test_half():\n    assert Box(4).half() == 2\n"
         "def test_repr():\n    assert repr(Box(1)) == 'Box(1)'\n"
     )
-    plugin_dir = tmp_path / "plug"
-    plugin_dir.mkdir()
-    (plugin_dir / "agentflow_spectrum.py").write_text((ROOT / "agentflow/repair/_pytest_spectrum.py").read_text())
-    out = tmp_path / "spectrum.json"
-    env = {"PYTHONPATH": f"{plugin_dir}", "PATH": "/usr/bin:/bin", "AGENTFLOW_SPECTRUM_OUT": str(out),
-           "PYTEST_ADDOPTS": "-p agentflow_spectrum"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done, out = run_with_spectrum_plugin(tmp_path)
     assert done.returncode == 1  # one test fails, on purpose
     sources = {"box.py": (tmp_path / "box.py").read_text(), "test_box.py": (tmp_path / "test_box.py").read_text()}
     spectrum = read_spectrum(out.read_text(), FunctionIndex(sources))

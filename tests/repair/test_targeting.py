@@ -5,7 +5,6 @@ a multiple of the unchanged code's. Pure parts, the plugin under a real pytest, 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from agentflow.repair.targeting import (
     timeout_from_base,
 )
 from agentflow.repair.workbench import Workbench
-from tests.repair.conftest import ROOT
+from tests.repair.conftest import run_with_spectrum_plugin
 
 CORE = '''def paginate(items, page, per_page):
     start = page * per_page
@@ -127,14 +126,7 @@ def test_the_plugin_records_which_tests_reach_each_function(tmp_path: Path):
     for path, text in TESTS.items():
         (tmp_path / path).parent.mkdir(exist_ok=True)
         (tmp_path / path).write_text(text)
-    plugin_dir = tmp_path / "plug"
-    plugin_dir.mkdir()
-    (plugin_dir / "agentflow_spectrum.py").write_text((ROOT / "agentflow/repair/_pytest_spectrum.py").read_text())
-    out = tmp_path / "spectrum.json"
-    env = {"PYTHONPATH": f"{plugin_dir}:{tmp_path}", "PATH": "/usr/bin:/bin", "AGENTFLOW_SPECTRUM_OUT": str(out),
-           "PYTEST_ADDOPTS": "-p agentflow_spectrum"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done, out = run_with_spectrum_plugin(tmp_path)
     assert done.returncode == 1, done.stdout  # test_first_page fails: the bug
     spectrum = read_spectrum(out.read_text(), FunctionIndex({"pager/core.py": CORE, **TESTS}))
     assert spectrum is not None and len(spectrum.ids) == 7
