@@ -13,9 +13,12 @@ from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.verifier import judge_patches
 from agentflow.repair.workbench import Verification
 from agentflow.search.normalize import normalise_output
+from agentflow.search.protocols import VerifyContext
+from agentflow.search.types import Candidate as SearchCandidate
+from agentflow.search.types import NodeState
+from agentflow.search.verifiers import CriticVerifier
 
 
 def tests_key(a: Attempt) -> tuple[bool, float]:
@@ -127,8 +130,11 @@ async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: 
         best_vote = max(votes.values(), default=(0.0, 0.0))
         finalists = [a for a in top if votes.get(a.candidate_id, (0.0, 0.0)) == best_vote][:4]
         if len(finalists) > 1:
+            critic = CriticVerifier(verifier, task=issue)
+            cands = [SearchCandidate(a.candidate_id, NodeState(done=True, output=a.patch)) for a in finalists]
             with contextlib.suppress(BudgetExceeded):
-                judged = await judge_patches(verifier, issue, {a.candidate_id: a.patch for a in finalists}, budget)
+                results = await critic.verify(cands, VerifyContext(budget=budget, events=events))
+                judged = {c.node_id: r.score for c, r in zip(cands, results, strict=True)}
                 if len(set(judged.values())) > 1:
                     decided_by = "verifier"
     best = max(top, key=lambda a: (votes.get(a.candidate_id, (0.0, 0.0)), judged.get(a.candidate_id, 0.0),
