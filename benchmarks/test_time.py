@@ -55,8 +55,7 @@ async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
         await bench.reset()
         rows: dict[str, Any] = {}
         for name, patch in candidates.items():
-            bench._verified.clear()
-            bench.cfg = cfg.model_copy(update={"target_tests": True})
+            bench._verified.clear()  # each measurement runs its tests: none taken from the cache
             started = bench.candidate_test_s
             targeted, _ = await bench.verify(patch)
             if name == "fix" and targeted.targeted is not None:
