@@ -5,20 +5,43 @@ by the whole suite."""
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from agentflow.budget import Budget, BudgetExceeded
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentflow.budget import Budget
+from agentflow.errors import AgentflowError
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
+from agentflow.models.instrumented import InstrumentedModel
+from agentflow.models.structured import chat_structured
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Attempt
+from agentflow.repair.steps import ask_request
 from agentflow.repair.workbench import Verification
-from agentflow.search.normalize import normalise_output
-from agentflow.search.protocols import VerifyContext
-from agentflow.search.types import Candidate as SearchCandidate
-from agentflow.search.types import NodeState
-from agentflow.search.verifiers import CriticVerifier
+from agentflow.swe.normalize import normalise_output
+
+VERIFIER_INSTRUCTIONS = (
+    "You review the work of a coding agent. Judge whether it solves the task. Reply with a JSON object: "
+    '{"score": <0..1>, "evidence": ["<observation>", ...], "summary": "<one sentence>"}. '
+    "Base the score on evidence you can point to."
+)
+VERIFIER_MAX_CHARS = 12_000
+"""Most characters of a patch the verifier model is shown; a longer one keeps its start and its end."""
+
+
+class Judgement(BaseModel):
+    """The verifier model's structured judgement of one patch."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    score: float = Field(ge=0.0, le=1.0)
+    """How likely the work solves the task, from 0 (surely not) to 1 (surely)."""
+    evidence: list[str] = Field(min_length=1)
+    """Concrete observations behind the score (lines of the patch, test output, reasoning steps)."""
+    summary: str = ""
+    """The judgement in one sentence."""
 
 
 def tests_key(a: Attempt) -> tuple[bool, float]:
@@ -130,16 +153,36 @@ async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: 
         best_vote = max(votes.values(), default=(0.0, 0.0))
         finalists = [a for a in top if votes.get(a.candidate_id, (0.0, 0.0)) == best_vote][:4]
         if len(finalists) > 1:
-            critic = CriticVerifier(verifier, task=issue)
-            cands = [SearchCandidate(a.candidate_id, NodeState(done=True, output=a.patch)) for a in finalists]
-            with contextlib.suppress(BudgetExceeded):
-                results = await critic.verify(cands, VerifyContext(budget=budget, events=events))
-                judged = {c.node_id: r.score for c, r in zip(cands, results, strict=True)}
-                if len(set(judged.values())) > 1:
-                    decided_by = "verifier"
+            scores = await asyncio.gather(*(verifier_score(verifier, cfg, issue, a.patch, budget)
+                                            for a in finalists))
+            judged = {a.candidate_id: score for a, score in zip(finalists, scores, strict=True)}
+            if len(set(judged.values())) > 1:
+                decided_by = "verifier"
     best = max(top, key=lambda a: (votes.get(a.candidate_id, (0.0, 0.0)), judged.get(a.candidate_id, 0.0),
                                    -len(a.patch), -a.sample))
     return best, decided_by
+
+
+async def verifier_score(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, budget: Budget) -> float:
+    """The verifier model's score of `patch` for `issue`, from 0 to 1; 0 when the call fails (the budget
+    included) or its reply does not validate as a `Judgement`. It cannot decide correctness, only break ties. A
+    model that does not charge the budget itself (not an `InstrumentedModel`) is held against `budget` here."""
+    work = patch or "(no output)"
+    if len(work) > VERIFIER_MAX_CHARS:
+        work = work[: VERIFIER_MAX_CHARS // 2] + "\n...[cut]...\n" + work[-VERIFIER_MAX_CHARS // 2 :]
+    request = ask_request(cfg, VERIFIER_INSTRUCTIONS, f"Task:\n{issue}\n\nFinal output of the agent:\n{work}",
+                          max_tokens=None, seed=cfg.seed, temperature=0.0)
+    try:
+        if isinstance(model, InstrumentedModel):
+            judgement, _ = await chat_structured(model, request, Judgement)
+        else:
+            with budget.model_call(request.max_tokens) as hold:
+                async with budget.deadline():
+                    judgement, response = await chat_structured(model, request, Judgement)
+                hold.charge_model(tokens=response.usage.total_tokens, usd=response.usage.cost_usd)
+    except AgentflowError:
+        return 0.0
+    return judgement.score
 
 
 def tests_fail_at_base(base: Verification | None) -> bool | None:

@@ -22,7 +22,7 @@ from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import settings_model
 from agentflow.repair.steps import ask, render
 from agentflow.repair.workbench import Verification
-from agentflow.search.normalize import normalise_output
+from agentflow.swe.normalize import normalise_output
 
 DiscriminateSettings = settings_model("swe.discriminate", ("finalists", "debaters", "max_tokens", "seed", "prompts"))
 

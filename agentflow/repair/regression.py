@@ -13,7 +13,7 @@ from agentflow.repair.nodekit import emit, runtime
 from agentflow.repair.runtime import settings_model
 from agentflow.repair.steps import ask, render
 from agentflow.sandbox.base import sh_command
-from agentflow.search.testparse import parse_pytest_summary
+from agentflow.swe.testparse import parse_pytest_summary
 from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 

@@ -650,15 +650,22 @@ def first_text(response: ChatResponse) -> tuple[str, str]:
     return response.text, (response.choices[0].finish_reason if response.choices else "unknown") or "unknown"
 
 
-async def ask(model: ChatModel, cfg: RepairConfig, system: str, user: str, *, max_tokens: int, seed: int,
-              temperature: float | None = None, stop: list[str] | None = None) -> tuple[str, str]:
-    request = ChatRequest(
+def ask_request(cfg: RepairConfig, system: str, user: str, *, max_tokens: int | None, seed: int,
+                temperature: float | None = None, stop: list[str] | None = None) -> ChatRequest:
+    """One question to a model: a system and a user message, at the config's temperature unless given
+    (`max_tokens` None: the backend's limit)."""
+    return ChatRequest(
         messages=[Message.system(system), Message.user(user)],
         temperature=cfg.temperature if temperature is None else temperature,
         seed=seed,
         max_tokens=max_tokens,
         stop=stop or [],
     )
+
+
+async def ask(model: ChatModel, cfg: RepairConfig, system: str, user: str, *, max_tokens: int, seed: int,
+              temperature: float | None = None, stop: list[str] | None = None) -> tuple[str, str]:
+    request = ask_request(cfg, system, user, max_tokens=max_tokens, seed=seed, temperature=temperature, stop=stop)
     return first_text(await model.chat(request))
 
 

@@ -24,7 +24,7 @@ from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.steps import code_blocks, render
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.sandbox.base import sh_command
-from agentflow.search.normalize import normalise_output
+from agentflow.swe.normalize import normalise_output
 from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 

@@ -8,7 +8,6 @@ from agentflow.search.best_of_n import BestOfN, BestOfNConfig
 from agentflow.search.chat_policy import ChatPolicy
 from agentflow.search.mcts import MCTS, MCTSConfig
 from agentflow.search.node import GraphRolloutPolicy, SearchNode, search_node
-from agentflow.search.normalize import normalise_output
 from agentflow.search.passk import pass_at_k, pass_at_ks
 from agentflow.search.protocols import (
     Policy,
@@ -21,7 +20,6 @@ from agentflow.search.protocols import (
 )
 from agentflow.search.report import select
 from agentflow.search.simulated import SimulatedAnswerPolicy, SimulatedPolicy
-from agentflow.search.testparse import parse_junit_xml, parse_pytest_summary
 from agentflow.search.tree import tree_from_events
 from agentflow.search.types import (
     Action,
@@ -46,6 +44,5 @@ __all__ = [
     "FunctionVerifier", "GraphRolloutPolicy", "Judgement", "MCTSConfig", "NodeState", "Policy", "RolloutContext",
     "SearchNode", "SearchResult", "SearchUsage", "SimulatedAnswerPolicy", "SimulatedPolicy", "StepPolicy",
     "TestVerifier", "TreeNode", "Verification", "Verifier", "VerifyContext", "VoteVerifier", "Workspace",
-    "WorkspacePool", "normalise_output", "parse_junit_xml", "parse_pytest_summary", "pass_at_k", "pass_at_ks",
-    "search_node", "select", "tree_from_events",
+    "WorkspacePool", "pass_at_k", "pass_at_ks", "search_node", "select", "tree_from_events",
 ]

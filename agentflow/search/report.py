@@ -6,9 +6,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
-from agentflow.search.normalize import normalise_output
 from agentflow.search.passk import pass_at_ks
 from agentflow.search.types import Candidate
+from agentflow.swe.normalize import normalise_output
 
 Selection = Literal["score", "tests", "vote", "tests_then_critic"]
 Oracle = Callable[[Candidate], "bool | Awaitable[bool]"]

@@ -13,10 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.errors import AgentflowError, UserError
 from agentflow.models.base import ChatModel, ChatRequest, Message
-from agentflow.search.normalize import normalise_output
 from agentflow.search.protocols import Verifier, VerifyContext
-from agentflow.search.testparse import parse_junit_xml, parse_pytest_summary
 from agentflow.search.types import Candidate, Verification
+from agentflow.swe.normalize import normalise_output
+from agentflow.swe.testparse import parse_junit_xml, parse_pytest_summary
 
 
 def _clamp(x: float) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -9,6 +10,8 @@ import pytest
 
 from agentflow.budget import Budget
 from agentflow.events import EventLog
+from agentflow.models.base import ChatRequest
+from agentflow.models.testing import FunctionModel
 from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Attempt
@@ -35,6 +38,30 @@ async def test_parts_of_a_split_edit_are_candidates_but_cast_no_vote():
 
 def _passing(cand: str, patch: str, sample: int) -> Attempt:
     return Attempt(cand, patch, Verification(kind="test_cmd", passed=None, score=1.0), sample, None)
+
+
+async def test_the_verifier_model_breaks_a_tie_of_tests_and_vote_and_is_held_against_the_budget():
+    # equal tests and votes: without a judgement the smaller patch (c2) would be chosen
+    tied = [_passing("t/c1", "diff-split-at-the-first-sign\n", 1), _passing("t/c2", "diff-split-twice\n", 2)]
+
+    def judge(request: ChatRequest) -> str:
+        asked = request.messages[-1].content or ""
+        return json.dumps({"score": 0.9 if "first-sign" in asked else 0.2, "evidence": ["what it splits"]})
+
+    budget, verifier = Budget(), FunctionModel(judge)
+    best, by = await choose(tied, RepairConfig(), verifier, "split at the first '=' only", budget, EventLog())
+    assert best is tied[0] and by == "verifier"
+    assert sorted(r.messages[-1].content for r in verifier.requests) == [
+        f"Task:\nsplit at the first '=' only\n\nFinal output of the agent:\n{a.patch}" for a in tied]
+    assert budget.used.model_calls == 2  # a model that does not charge the budget itself is charged here
+
+    # a judgement that does not validate (after the retry), or a call the budget refuses, scores nothing
+    best, by = await choose(tied, RepairConfig(), FunctionModel(lambda r: "looks fine"), "issue", Budget(),
+                            EventLog())
+    assert best is tied[1] and by == "tests"
+    spent = Budget(model_calls=0)
+    best, by = await choose(tied, RepairConfig(), FunctionModel(judge), "issue", spent, EventLog())
+    assert best is tied[1] and by == "tests" and spent.used.model_calls == 0
 
 
 async def test_what_the_examples_show_decides_before_the_vote():

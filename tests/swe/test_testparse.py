@@ -1,63 +1,14 @@
-"""pass@k estimator, output normalisation for votes, and parsing of real pytest output."""
+"""Per-test outcomes read from real pytest output: the `-rA` summary lines and a JUnit XML report."""
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
-from math import comb
 from pathlib import Path
 
 import pytest
 
-from agentflow.search import normalise_output, parse_junit_xml, parse_pytest_summary, pass_at_k, pass_at_ks
-
-
-@pytest.mark.parametrize("n,c,k", [(5, 0, 1), (5, 1, 1), (5, 2, 3), (10, 3, 4), (7, 7, 2), (6, 5, 2), (20, 1, 20)])
-def test_pass_at_k_matches_the_combinatorial_definition(n: int, c: int, k: int) -> None:
-    expected = 1 - comb(n - c, k) / comb(n, k)
-    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
-
-
-def test_pass_at_k_equals_the_share_of_k_subsets_that_hold_a_correct_sample() -> None:
-    samples = [True, False, False, True, False, False]
-    for k in range(1, len(samples) + 1):
-        subsets = list(itertools.combinations(samples, k))
-        share = sum(any(s) for s in subsets) / len(subsets)
-        assert pass_at_k(len(samples), sum(samples), k) == pytest.approx(share)
-
-
-def test_pass_at_ks_picks_powers_of_two_and_n() -> None:
-    assert list(pass_at_ks(10, 2)) == [1, 2, 4, 8, 10]
-    assert pass_at_ks(10, 2)[1] == pytest.approx(0.2)
-    assert pass_at_ks(0, 0) == {}
-    with pytest.raises(ValueError):
-        pass_at_k(3, 4, 1)
-
-
-def test_python_outputs_equal_up_to_formatting_vote_together() -> None:
-    a = "def f(x):\n    return x + 1  # add one\n"
-    b = "def f(x): return (x+1)\n"
-    c = "def f(x):\n    return x + 2\n"
-    assert normalise_output(a) == normalise_output(b)
-    assert normalise_output(a) != normalise_output(c)
-
-
-def test_patches_compare_by_the_ast_of_added_code() -> None:
-    p1 = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x\n+    return x+1\n"
-    p2 = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x\n+    return (x + 1)  # fixed\n"
-    p3 = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x\n+    return x-1\n"
-    p4 = p1.replace("m.py", "n.py")
-    assert normalise_output(p1) == normalise_output(p2)
-    assert normalise_output(p1) != normalise_output(p3)
-    assert normalise_output(p1) != normalise_output(p4)
-
-
-def test_changed_file_contents_win_over_the_output_and_text_falls_back_to_whitespace() -> None:
-    assert normalise_output("x", {"a.py": "y = 1\n"}) == normalise_output("z", {"a.py": "y=1"})
-    assert normalise_output("the  answer is \n\n  42 ") == normalise_output("the answer is\n42")
-    assert normalise_output("the answer is 42") != normalise_output("the answer is 43")
-
+from agentflow.swe.testparse import parse_junit_xml, parse_pytest_summary
 
 TEST_FILE = '''
 import pytest
