@@ -1,12 +1,16 @@
 """Choosing the candidate to submit: none that changes no code when the tests fail at the base commit, then tests,
 then what the issue's examples show, then the vote (first by what the examples show on each candidate, then over
 normalised patches), then a verifier model; a choice whose tests ran only where its change reaches is confirmed
-by the whole suite."""
+by the whole suite.
+
+The first rule (`noop_check`, `leave_out_noops`, `is_noop`) is every chooser's: `swe.choose`, `swe.discriminate`,
+`swe.vote_tests` and the best candidate so far of a task cut at its wall-clock limit."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,8 +23,9 @@ from agentflow.models.structured import chat_structured
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.steps import ask_request
-from agentflow.repair.workbench import Verification
+from agentflow.repair.workbench import Verification, Workbench
 from agentflow.swe.normalize import normalise_output
+from agentflow.swe.patch import changes_nothing, touched_in_place
 
 VERIFIER_INSTRUCTIONS = (
     "You review the work of a coding agent. Judge whether it solves the task. Reply with a JSON object: "
@@ -68,15 +73,9 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
     runs the whole suite (`confirm`, per patch) before it is chosen; when the whole suite says worse than the
     estimate, its verification becomes the whole suite's and the choice is made again (the whole suite runs
     for finalists only)."""
-    pool = [a for a in attempts if a.patch.strip()]
-    if base_failed and noops:
-        kept = [a for a in pool if not noops.get(a.patch.strip()) or a.verification.passed is True]
-        if len(kept) < len(pool):
-            events.emit("repair.noop", node_id=instance_id or None, instance_id=instance_id,
-                        left_out=len(pool) - len(kept), among=len(pool))
-        if pool and not kept:
-            return None, "noop"
-        pool = kept
+    pool = leave_out_noops([a for a in attempts if a.patch.strip()], noops, base_failed, events, instance_id)
+    if pool is None:
+        return None, "noop"
     while True:
         best, decided_by = await choose_once(pool, cfg, verifier, issue, budget, events, changed, keeps=keeps,
                                              shown=shown, instance_id=instance_id)
@@ -189,6 +188,56 @@ def tests_fail_at_base(base: Verification | None) -> bool | None:
     """Whether the verifying tests fail at the base commit, so the bug shows there (the task's FAIL_TO_PASS tests;
     blind: the repository's tests, or a kept reproduction script); None when they were not run or cannot tell."""
     return None if base is None or base.passed is None else base.passed is False
+
+
+def leave_out_noops(pool: Sequence[Attempt], noops: Mapping[str, bool] | None, base_failed: bool | None,
+                    events: EventLog, instance_id: str = "") -> list[Attempt] | None:
+    """The candidates of `pool` that may be the fix: when the tests fail at the base commit (`base_failed`, see
+    `tests_fail_at_base`), one that changes no code (`noops`: per stripped patch, see `noop_check`) cannot be,
+    unless the tests pass on it (then what it changes is behaviour after all: a docstring a test reads). Those
+    left out are counted in a `repair.noop` event; None when every candidate is left out (nothing is to be
+    submitted: the chooser says `noop`)."""
+    if not base_failed or not noops:
+        return list(pool)
+    kept = [a for a in pool if not noops.get(a.patch.strip()) or a.verification.passed is True]
+    if len(kept) < len(pool):
+        events.emit("repair.noop", node_id=instance_id or None, instance_id=instance_id,
+                    left_out=len(pool) - len(kept), among=len(pool))
+    return None if pool and not kept else kept
+
+
+async def noop_patches(bench: Workbench, patches: Iterable[str]) -> dict[str, bool]:
+    """Per distinct stripped patch, whether it changes no code (`swe.patch.changes_nothing`): the files it touches
+    read in the sandbox at the base commit and on base + patch, no test run."""
+    touched = {p: touched_in_place(p) for p in dict.fromkeys(p.strip() for p in patches) if p}
+    wanted = sorted({path for paths in touched.values() for path in paths or ()})
+    base = await bench.base_files(wanted) if wanted else {}
+    found: dict[str, bool] = {}
+    for patch, paths in touched.items():
+        try:
+            after = await bench.files_at(patch + "\n", paths) if paths else None
+        except AgentflowError:  # it no longer applies: not shown to change nothing
+            after = None
+        found[patch] = after is not None and changes_nothing({p: base.get(p) for p in after}, after)
+    return found
+
+
+async def noop_check(bench: Workbench, state: Mapping[str, Any], patches: Iterable[str]
+                     ) -> tuple[bool | None, dict[str, bool]]:
+    """(whether the tests fail at the base commit: the state's `base`, else the workbench's; per distinct
+    stripped patch of `patches`, whether it changes no code). The patches are checked only when the tests fail
+    at the base, where the check can leave a candidate out; otherwise only the submitted one is (`is_noop`)."""
+    base = Verification.model_validate(state["base"]) if state.get("base") else bench.base
+    base_failed = tests_fail_at_base(base)
+    return base_failed, (await noop_patches(bench, patches) if base_failed else {})
+
+
+async def is_noop(bench: Workbench, patch: str, noops: Mapping[str, bool] | None = None) -> bool:
+    """Whether the submitted `patch` changes no code: as `noops` (from `noop_check`) says, or checked now."""
+    key = patch.strip()
+    if noops is None or key not in noops:
+        noops = await noop_patches(bench, [key])
+    return noops.get(key, False)
 
 
 def _vote_shares(pool: Sequence[Attempt], keys: Mapping[str, object]) -> dict[str, float]:

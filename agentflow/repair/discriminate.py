@@ -2,9 +2,11 @@
 the arguments before it, and a judge reads them all and decides.
 
 Node type `swe.discriminate` (in place of `swe.choose`): the finalists are the best distinct patches by
-tests, then value (a value agent's, when the search had `swe.value`), then tests' score; one finalist is
-submitted as it is. When the debate cannot finish (the budget ran out, no answer names a finalist), the first
-finalist is submitted and the outcome's `chosen_by` says so (`value`).
+tests, then value (a value agent's, when the search had `swe.value`), then tests' score, among the candidates
+that may be the fix (`nodekit.may_fix`: none that changes no code when the tests fail at the base
+commit; with only such candidates nothing is submitted); one finalist is submitted as it is. When the debate
+cannot finish (the budget ran out, no answer names a finalist), the first finalist is submitted and the
+outcome's `chosen_by` says so (`value`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.nodekit import emit, runtime, submit
+from agentflow.repair.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import settings_model
 from agentflow.repair.steps import ask, render
@@ -95,7 +97,10 @@ async def discriminate_node(state: Any, ctx: Any, settings: Any) -> dict[str, An
     rt = runtime(ctx)
     await rt.sync(state)
     cfg = rt.cfg_for(ctx.node)
-    finals = finalists(list(state.get("attempts") or []), cfg.finalists)
+    attempts, noops = await may_fix(rt, state)
+    if attempts is None:
+        return declined("noop")
+    finals = finalists(attempts, cfg.finalists)
     if not finals:
         return {"chosen": None}
     pick, arguments, chosen_by, error = 1, [], "only", None
@@ -110,7 +115,7 @@ async def discriminate_node(state: Any, ctx: Any, settings: Any) -> dict[str, An
          chosen_by=chosen_by, arguments=arguments, error=error)
     attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
                       best["sample"])
-    return await submit(rt, attempt, chosen_by)
+    return await submit(rt, attempt, chosen_by, noops=noops)
 
 
 __all__ = ["DiscriminateSettings", "debate", "describe", "discriminate_node", "finalists", "picked"]

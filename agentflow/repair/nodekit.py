@@ -1,11 +1,13 @@
 """What the repair node types share: the task's runtime from a node's context, events, the search's attempts
-as the state holds them, and submitting a choice (graded with the task's tests for the report)."""
+as the state holds them, and submitting a choice (graded with the task's tests for the report) or nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from agentflow.errors import UserError
+from agentflow.repair.choose import is_noop, leave_out_noops, noop_check
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.progress import verdict
 from agentflow.repair.runtime import RepairRuntime
@@ -35,10 +37,11 @@ def attempts_of(state: Any) -> list[Attempt]:
 
 
 async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None, *, among: int | None = None,
-                 noop: bool | None = None) -> dict[str, Any]:
+                 noops: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """The state update of a chosen candidate: the choice (a `repair.choice` event: which one of `among`
-    candidates, what decided, its verification in words, whether it changes no code: `noop`, None when not
-    checked), and its final verification and report."""
+    candidates, what decided, its verification in words, whether it changes no code: `noop`, as `noops` from
+    `choose.noop_check` says or checked now), and its final verification and report."""
+    noop = await is_noop(rt.bench, best.patch, noops)
     emit(rt, "repair.choice", candidate_id=best.candidate_id, chosen_by=chosen_by, among=among,
          reason=verdict(best.verification), noop=noop)
     final, report = await rt.bench.verify(best.patch, final=True)
@@ -52,5 +55,24 @@ async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None, *, amo
     }
 
 
-__all__ = ["attempts_of", "emit", "runtime", "submit"]
+async def may_fix(rt: RepairRuntime, state: Any) -> tuple[list[dict[str, Any]] | None, dict[str, bool]]:
+    """(the state's attempts with a patch that may be the fix, as the state holds them: none that changes no code
+    when the tests fail at the base commit, see `choose.leave_out_noops`; None when every one changes no code;
+    the noop verdicts, for `submit`)."""
+    found = [a for a in attempts_of(state) if a.patch.strip()]
+    base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in found])
+    kept = leave_out_noops(found, noops, base_failed, rt.events, rt.iid)
+    if kept is None:
+        return None, noops
+    ids = {a.candidate_id for a in kept}
+    return [a for a in state.get("attempts") or [] if a["patch"].strip() and a["candidate_id"] in ids], noops
+
+
+def declined(chosen_by: str) -> dict[str, Any]:
+    """The state update of a choice that submits nothing, and why (`noop`: every candidate changes no code while
+    the tests fail at the base commit); the outcome's `chosen_by` says it."""
+    return {"chosen": None, "final": {"declined": chosen_by}}
+
+
+__all__ = ["attempts_of", "declined", "emit", "may_fix", "runtime", "submit"]
 

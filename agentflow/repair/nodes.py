@@ -34,14 +34,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agentflow.errors import AgentflowError
 from agentflow.graph.nodetypes import NodeType
 from agentflow.repair import rollout
-from agentflow.repair.choose import choose, tests_fail_at_base
+from agentflow.repair.choose import choose, noop_check
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
-from agentflow.repair.nodekit import attempts_of, emit, runtime, submit
+from agentflow.repair.nodekit import attempts_of, declined, emit, runtime, submit
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
@@ -56,7 +55,6 @@ from agentflow.repair.steps import make_plan, rank_suspects, write_keep_check, w
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.workbench import Verification
-from agentflow.swe.patch import changes_nothing, touched_in_place
 
 _PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
 SpectrumSettings = settings_model("swe.spectrum", ("spectrum", "test_timeout_s"))
@@ -216,30 +214,11 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
     return held
 
 
-async def noop_patches(rt: RepairRuntime, patches: list[str]) -> dict[str, bool]:
-    """Per distinct patch, whether it changes no code (`swe.patch.changes_nothing`): the files it touches read in
-    the sandbox at the base commit and on base + patch, no test run."""
-    touched = {p: touched_in_place(p) for p in dict.fromkeys(p.strip() for p in patches) if p}
-    wanted = sorted({path for paths in touched.values() for path in paths or ()})
-    base = await rt.bench.base_files(wanted) if wanted else {}
-    found: dict[str, bool] = {}
-    for patch, paths in touched.items():
-        try:
-            after = await rt.bench.files_at(patch + "\n", paths) if paths else None
-        except AgentflowError:  # it no longer applies: not shown to change nothing
-            after = None
-        found[patch] = after is not None and changes_nothing({p: base.get(p) for p in after}, after)
-    return found
-
-
 async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     rt = runtime(ctx)
     await rt.sync(state)
     cfg, attempts = rt.cfg_for(ctx.node), attempts_of(state)
-    base = Verification.model_validate(state["base"]) if state.get("base") else rt.bench.base
-    base_failed = tests_fail_at_base(base)
-    # the noop check of every candidate only when it can drop one; otherwise only the submitted patch is flagged
-    noops = await noop_patches(rt, [a.patch for a in attempts]) if base_failed else {}
+    base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
     changed, shown = await compare_examples(rt, attempts) if cfg.compare_examples or cfg.vote_by_examples else ({}, {})
@@ -248,11 +227,8 @@ async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
                                    confirm=rt.bench.verify_whole, noops=noops, base_failed=base_failed,
                                    instance_id=rt.iid)
     if best is None:
-        return {"chosen": None, "final": {"declined": chosen_by}} if chosen_by else {"chosen": None}
-    if best.patch.strip() not in noops:
-        noops = await noop_patches(rt, [best.patch])
-    return await submit(rt, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()),
-                        noop=noops.get(best.patch.strip()))
+        return declined(chosen_by) if chosen_by else {"chosen": None}
+    return await submit(rt, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()), noops=noops)
 
 
 _NODE_TYPES = [
@@ -280,8 +256,9 @@ _NODE_TYPES = [
              "check, then what the issue's examples show, then the vote, then the verifier model; graded"),
     NodeType("swe.value", rollout.value_node, ValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
              "the value agent: a value guides the search, its assessment the next expansion"),
-    NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts",), ("chosen", "final"),
-             "agents argue over the finalists, a judge picks; the choice graded"),
+    NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts", "base"), ("chosen", "final"),
+             "agents argue over the finalists (none that changes no code when the tests fail at the base commit), "
+             "a judge picks; the choice graded"),
     NodeType("swe.localize", localize_node, LocalizeSettings, ("base",), ("ranked", "localized"),
              "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic"),
     NodeType("swe.regression", regression_node, RegressionSettings, ("base",), ("regression", "base"),
@@ -289,8 +266,9 @@ _NODE_TYPES = [
     NodeType("swe.trajectories", trajectories_node, TrajectorySettings, ("base", "ranked", "spectrum"),
              ("attempts", "samples", "tests", "search"),
              "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns"),
-    NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests"), ("chosen", "final"),
-             "candidates vote by the generated tests they pass; a selection trajectory splits a tie; graded"),
+    NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests", "base"), ("chosen", "final"),
+             "candidates vote by the generated tests they pass (none that changes no code when the tests fail at "
+             "the base commit); a selection trajectory splits a tie; graded"),
 ]
 
 # every repair type works on a task's RepairRuntime, which `agentflow.repair` sets up (`needs`)

@@ -28,9 +28,9 @@ from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
 from agentflow.models.cache import ResponseCache
 from agentflow.repair.candidate_log import CandidateLog, restarts_at
-from agentflow.repair.choose import tests_fail_at_base
+from agentflow.repair.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
 from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
-from agentflow.repair.outcome import Candidate, InstanceOutcome
+from agentflow.repair.outcome import Attempt, Candidate, InstanceOutcome
 from agentflow.repair.progress import expected_calls
 from agentflow.repair.runtime import RepairRuntime, RoleModels, TaskEvents, node_settings_for
 from agentflow.repair.steps import edit_format_for, issue_text
@@ -182,8 +182,9 @@ async def repair_task(
                 outcome.status = "context_exceeded" if "context" in str(exc).lower() else "env_error"
                 outcome.error = f"{exc.__class__.__name__}: {exc}"
             _fill_outcome(outcome, state, budget)
-            if outcome.status.startswith("limits_exceeded") and not outcome.model_patch:
-                _submit_best_so_far(outcome, candidates.rows)
+            # cut before its choice (a choice that declined to submit, `chosen_by: noop`, stands)
+            if outcome.status.startswith("limits_exceeded") and not outcome.model_patch and outcome.chosen_by is None:
+                await _submit_best_so_far(outcome, candidates.rows, bench, state, events)
         finally:
             await sandbox_cm.__aexit__(None, None, None)
         finished = True
@@ -344,17 +345,33 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
     return dict(result.state)
 
 
-def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate]) -> None:
+async def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate], bench: Workbench,
+                              state: dict[str, Any], events: EventLog) -> None:
     """A task stopped by a limit before its choice (cut at the wall clock): the best candidate verified so far
-    is submitted, by the choice's first rule (tests passed, then the share of tests passing), then the smallest
-    patch; `chosen_by` says `best_so_far` and no grade is given."""
-    pool = [c for c in candidates if c.status == "ok" and c.patch.strip() and c.verification is not None]
+    is submitted, by the choice's first rules (none that changes no code when the tests fail at the base commit,
+    see `choose.leave_out_noops`: with only such candidates nothing is, and `chosen_by` says `noop`; then tests
+    passed, then the share of tests passing), then the smallest patch; `chosen_by` says `best_so_far` and no
+    grade is given."""
+    pool = [Attempt(c.candidate_id, c.patch, c.verification, c.sample, c.part_of)
+            for c in candidates if c.status == "ok" and c.patch.strip() and c.verification is not None]
     if not pool:
         return
-    best = max(pool, key=lambda c: (c.verification.passed is True, c.verification.score,  # type: ignore[union-attr]
-                                    -len(c.patch), -c.sample))
+    iid = outcome.instance_id
+    try:
+        base_failed, noops = await noop_check(bench, state, [a.patch for a in pool])
+    except AgentflowError:  # the sandbox cannot tell (it may be what the limit cut): the choice without the check
+        base_failed, noops = None, {}
+    kept = leave_out_noops(pool, noops, base_failed, events, iid)
+    if outcome.base_failed is None:
+        outcome.base_failed = base_failed
+    if kept is None:
+        outcome.chosen_by = "noop"
+        return
+    best = max(kept, key=lambda a: (*tests_key(a), -len(a.patch), -a.sample))
     outcome.model_patch, outcome.chosen, outcome.chosen_by = best.patch, best.candidate_id, "best_so_far"
     outcome.verification = best.verification
+    with contextlib.suppress(AgentflowError):  # not checked: the flag stays None
+        outcome.noop = await is_noop(bench, best.patch, noops)
 
 
 def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budget) -> None:

@@ -1,7 +1,9 @@
 """Model-written tests as judges (CodeMonkeys, Ehrlich et al. 2025): every generated test script runs against
 every candidate in the sandbox, the candidates vote by the tests they pass, and a selection trajectory (a
 model that reads the finalists, may run scripts of its own on them, and then picks one) decides among those
-the vote cannot split. Node type `swe.vote_tests` (after `swe.trajectories`, which writes `tests`).
+the vote cannot split. Node type `swe.vote_tests` (after `swe.trajectories`, which writes `tests`). Only the
+candidates that may be the fix vote (`nodekit.may_fix`: none that changes no code when the tests fail
+at the base commit; with only such candidates nothing is submitted).
 
 Scripts are model-written code: they run only in the task's sandbox, from its scratch folder (never in a
 patch), with the repository root on the path; exit status 0 is a pass.
@@ -18,7 +20,7 @@ from agentflow.errors import ModelError
 from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import picked
-from agentflow.repair.nodekit import emit, runtime, submit
+from agentflow.repair.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import RepairRuntime, settings_model
 from agentflow.repair.steps import code_blocks, render
@@ -98,13 +100,14 @@ async def vote_tests_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]
     rt = runtime(ctx)
     await rt.sync(state)
     cfg = rt.cfg_for(ctx.node)
+    attempts, noops = await may_fix(rt, state)
+    if attempts is None:
+        return declined("noop")
     pool: dict[str, dict[str, Any]] = {}
-    for a in state.get("attempts") or []:  # distinct patches; one that breaks the repository's tests is out
-        if a["patch"].strip() and a["verification"].get("passed") is not False:
+    for a in attempts:  # distinct patches; one that breaks the repository's tests is out
+        if a["verification"].get("passed") is not False:
             pool.setdefault(normalise_output(a["patch"]), a)
-    candidates = list(pool.values())
-    if not candidates:
-        candidates = [a for a in state.get("attempts") or [] if a["patch"].strip()][:1]
+    candidates = list(pool.values()) or attempts[:1]
     if not candidates:
         return {"chosen": None}
     scripts = list(dict.fromkeys(t["script"] for t in state.get("tests") or [] if t.get("script")))
@@ -123,7 +126,7 @@ async def vote_tests_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]
          finalists=[c["candidate_id"] for c in finals], chosen=best["candidate_id"], chosen_by=chosen_by, error=error)
     attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
                       best["sample"])
-    return await submit(rt, attempt, chosen_by)
+    return await submit(rt, attempt, chosen_by, noops=noops)
 
 
 __all__ = ["VoteTestsSettings", "run_script", "select", "test_script", "vote", "vote_tests_node"]

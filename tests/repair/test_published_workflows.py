@@ -80,6 +80,50 @@ def test_swe_search_value_agent_guides_the_tree_and_the_discriminator_picks(dock
     assert outcome["report"]["resolved"] is True
 
 
+def cachette_run(tmp_path: Path, image: str, name: str, workflow: str, answers: list[str], *extra: str,
+                 code: int = 0) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A published workflow on cachette-1, verified by the task's own tests (which fail at the base commit), with
+    scripted answers; (its events, its outcome)."""
+    cassette = scripted_cassette(tmp_path / f"{name}.json", answers)
+    out = tmp_path / name
+    assert run(["repair", "--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--workflow", workflow,
+                "--model", f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={image}",
+                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-c", "rank=false",
+                *extra, "-o", str(out)]) == code
+    outcome = json.loads((out / "instances" / "cachette__cachette-1" / "outcome.json").read_text())
+    return read_jsonl(out / "events.jsonl"), outcome
+
+
+@pytest.mark.docker
+def test_swe_search_discriminator_never_submits_a_change_of_no_code_when_the_tests_fail_at_the_base(
+        docker_image: str, tmp_path: Path) -> None:
+    """cachette-1: the first branch rewords a docstring and the value agent values it above the second, the
+    look-alike (neither passes the task's tests); the debate would take the docstring, finalist 1. The tests fail
+    at the base commit, so a change of no code cannot be the fix: it is no finalist, and the look-alike is
+    submitted without a debate. With only a docstring and a comment nothing is submitted."""
+    from .test_repair_e2e import COMMENT, DOCSTRING, LOOKALIKE
+
+    search = ("-c", "nodes.search.n=2")
+    debate = ["Best: 1", "Best: 1", "Choice: 1"]
+    events, outcome = cachette_run(tmp_path, docker_image, "mixed", "swe_search",
+                                   [DOCSTRING, "Value: 90\nAssessment: a", LOOKALIKE, "Value: 20\nAssessment: b",
+                                    *debate], *search)
+    assert outcome["base_failed"] is True and outcome["status"] == "submitted"
+    assert "move_to_end" in outcome["model_patch"] and "The keys, least" not in outcome["model_patch"]
+    assert (outcome["chosen_by"], outcome["noop"]) == ("only", False)
+    assert [(e["data"]["left_out"], e["data"]["among"]) for e in events if e["kind"] == "repair.noop"] == [(1, 2)]
+    debate_run = next(e["data"] for e in events if e["kind"] == "repair.discriminate")
+    assert debate_run["finalists"] == [outcome["chosen"]] and debate_run["arguments"] == []  # one: no debate
+    assert sum(1 for e in events if e["kind"] == "model.call") == 4  # two edits, two values
+
+    events, outcome = cachette_run(tmp_path, docker_image, "noops", "swe_search",
+                                   [DOCSTRING, "Value: 90\nAssessment: a", COMMENT, "Value: 20\nAssessment: b",
+                                    *debate], *search, code=1)
+    assert (outcome["status"], outcome["chosen"], outcome["chosen_by"]) == ("no_patch", None, "noop")
+    assert outcome["model_patch"] == "" and outcome["base_failed"] is True
+    assert [e["data"]["left_out"] for e in events if e["kind"] == "repair.noop"] == [2]
+
+
 WRONG_2 = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=")\n=======\n'
            '        parts = stripped.split("=", 2)\n>>>>>>> REPLACE\nEND_EDITS')
 WRONG_3 = WRONG_2.replace('split("=", 2)', 'split("=", 3)')
@@ -193,6 +237,25 @@ def test_codemonkeys_trajectories_write_tests_that_decide_the_vote(docker_image:
     assert selection[-1]["content"] == "Output of your script on candidate 2 (exit 0)\n'x=y=z'"
     assert outcome["chosen"] == vote["chosen"] == f"{IID}/t3" and outcome["chosen_by"] == "selector"
     assert outcome["model_patch"] == cands["t3"]["patch"] and outcome["report"]["resolved"] is True
+
+
+@pytest.mark.docker
+def test_codemonkeys_vote_never_submits_a_change_of_no_code_when_the_tests_fail_at_the_base(
+        docker_image: str, tmp_path: Path) -> None:
+    """cachette-1: the first trajectory rewords a docstring, the second writes the look-alike; both pass the
+    generated test, neither the task's tests, so the first candidate would stand. The tests fail at the base
+    commit, so the docstring cannot be the fix: the look-alike is submitted."""
+    from .test_repair_e2e import DOCSTRING, LOOKALIKE
+
+    script = ("```python\nfrom cachette.lru import LRUCache\n\ncache = LRUCache(2)\ncache.set('a', 1)\n"
+              "assert cache.get('a') == 1\n```\n\n")
+    events, outcome = cachette_run(tmp_path, docker_image, "vote", "codemonkeys",
+                                   [script + DOCSTRING, script + LOOKALIKE, "CHOICE: 1"],
+                                   "-c", "nodes.trajectories.trajectories=2", "-c", "nodes.trajectories.turns=1")
+    assert outcome["base_failed"] is True and outcome["status"] == "submitted"
+    assert "move_to_end" in outcome["model_patch"] and "The keys, least" not in outcome["model_patch"]
+    assert outcome["noop"] is False
+    assert [(e["data"]["left_out"], e["data"]["among"]) for e in events if e["kind"] == "repair.noop"] == [(1, 2)]
 
 
 PARSER = Path("examples/swe-tasks/repos/inikit/inikit/parser.py").read_text().splitlines()
