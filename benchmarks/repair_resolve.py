@@ -1,6 +1,6 @@
 """Resolve rate of `agentflow bench` on the example tasks with the embedded model, per strategy, at about the
 same number of edit samples per task: single (one chain of 3 attempts), best-of-8 (8 one-shot samples) and
-MCTS (4 expansions of 2 samples, depth 2). Blind mode (the default): the hidden tests only grade the result.
+MCTS (8 expansions of one sample, chains of up to 2 attempts). Blind mode (the default): the hidden tests only grade the result.
 
 Long: about 15-30 minutes per strategy on a fast 2-core AMD EPYC, over an hour on a slower 2-core Intel Xeon
 (Qwen2.5-Coder-1.5B on llama.cpp). Prints one JSON object.
@@ -24,8 +24,8 @@ unchanged code, which every candidate cost before its tests were targeted) and `
 longest single candidate run over its task's base run).
 
 `--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships (`repair`
-and `repair_search` with best-of-N as their search, N = calls - 4, `search_at_budget`), at the same model-call limit per task (`--calls`), and prints one JSON object per workflow (resolved, coverage,
-calls, tokens, wall).
+with best-of-N as its search, N = calls - 4, `search_at_budget`), at the same model-call limit per task
+(`--calls`), and prints one JSON object per workflow (resolved, coverage, calls, tokens, wall).
 
 `noop_submissions` counts submitted patches that change no code (only docstrings, comments or whitespace) on
 tasks whose tests fail at the base commit (outcome.json's `noop` and `base_failed`); `chosen_by` counts `noop`
@@ -55,7 +55,7 @@ TASKS = ROOT / "examples" / "swe-tasks" / "tasks.jsonl"
 STRATEGIES: dict[str, list[str]] = {
     "single": ["--strategy", "single", "-c", "max_attempts=3"],
     "best_of_8": ["--strategy", "best-of-n", "-n", "8", "-c", "max_attempts=1"],
-    "mcts": ["--strategy", "mcts", "-n", "4", "-c", "max_attempts=2", "-c", "mcts_k=2"],
+    "mcts": ["--strategy", "mcts", "-n", "4", "-c", "max_attempts=2"],
 }
 
 
@@ -280,16 +280,15 @@ FIXED_CALLS = 4
 a resampled answer that changed nothing (measured: 11.5 calls a task with 8 samples at `--calls 12`)."""
 
 
-STRATEGY_WORKFLOWS = ("repair", "repair_search")
-"""Workflows whose search `--strategy` sets: `repair` (its search node type) and `repair_search` (the same
-attempts as graph nodes under a graph search node)."""
+STRATEGY_WORKFLOWS = ("repair",)
+"""Workflows whose search `--strategy` sets: `repair` (its graph search node over edit -> test -> critique)."""
 
 
 def search_at_budget(name: str, calls: int) -> list[str]:
-    """How a workflow's search is set for the side by side: `repair` and `repair_search` ship one chain of
-    attempts (about 7 calls), so at the shared budget they run as best-of-N one-shot samples with N = calls -
-    FIXED_CALLS (8 at 12 calls), the strategy of `agentflow repair` that fills the budget; the published
-    workflows' searches are many samples already and run as they ship."""
+    """How a workflow's search is set for the side by side: `repair` ships one chain of attempts (about 7
+    calls), so at the shared budget it runs as best-of-N one-shot samples with N = calls - FIXED_CALLS (8 at
+    12 calls), the strategy of `agentflow repair` that fills the budget; the published workflows' searches
+    are many samples already and run as they ship."""
     if name not in STRATEGY_WORKFLOWS:
         return []
     return ["--strategy", "best-of-n", "-n", str(max(1, calls - FIXED_CALLS)), "-c", "max_attempts=1"]

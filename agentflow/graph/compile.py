@@ -53,10 +53,10 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
         tp = _TYPES.get(f.type, Any)
         fields[name] = Annotated[tp, _REDUCERS[f.reducer]] if f.reducer and f.reducer != "replace" else tp
     if registry is not None:
-        for node in spec.nodes.values():
-            node_type = registry.get(node.type) if node.type else None
-            for key in (*node_type.reads, *node_type.writes) if node_type else ():
-                fields.setdefault(key, Any)
+        from agentflow.graph.nodetypes import typed_keys
+
+        for key in typed_keys(spec, registry):
+            fields.setdefault(key, Any)
     if any(n.on_error for n in spec.nodes.values()):
         from agentflow.graph.outcome import NODE_ERRORS
 

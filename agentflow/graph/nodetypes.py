@@ -174,6 +174,17 @@ def workflow_registry(spec: Any, registry: NodeTypeRegistry | None = None) -> No
     return registry
 
 
+def typed_keys(spec: Any, registry: NodeTypeRegistry) -> list[str]:
+    """The state keys a workflow's own typed nodes read and write (not its subgraphs'), in order, each once:
+    part of its state whether or not `state:` declares them."""
+    keys: dict[str, None] = {}
+    for node in spec.nodes.values():
+        node_type = registry.get(node.type) if node.type else None
+        for key in (*node_type.reads, *node_type.writes) if node_type else ():
+            keys.setdefault(key)
+    return list(keys)
+
+
 def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[NodeType]:
     """The registered types of a workflow's typed nodes, its subgraphs' (a search node's rollout) included."""
     for node in spec.nodes.values():
@@ -190,4 +201,4 @@ def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "needed_resources",
-           "typed_nodes", "workflow_registry"]
+           "typed_keys", "typed_nodes", "workflow_registry"]

@@ -418,8 +418,16 @@ class SearchRun:
         return self._saver
 
     def _inputs(self, state: Mapping[str, Any]) -> dict[str, Any]:
-        keys = set(self.sub.state) if self.sub.state else None
-        return {k: v for k, v in state.items() if keys is None or k in keys}
+        """What a branch from the search's start is given: the run's state, cut to the keys of the subgraph's
+        state (its declared ones and those its typed nodes read and write, as its compiled schema has them)."""
+        if not self.sub.state:
+            return dict(state)
+        keys = set(self.sub.state)
+        if any(node.type for node in self.sub.nodes.values()):
+            from agentflow.graph.nodetypes import typed_keys, workflow_registry
+
+            keys.update(typed_keys(self.sub, workflow_registry(self.sub, self.rt.node_types)))
+        return {k: v for k, v in state.items() if k in keys}
 
     async def _copy_checkpoint(self, parent: Branch, child: Branch) -> None:
         """The child's thread starts at the parent's last checkpoint (LangGraph's fork, into a new thread)."""

@@ -45,9 +45,21 @@ _SCALARS = (str, bool, int, float)
 
 
 def _branch_of(event: Event) -> str | None:
-    """`search/branch` of an event a search branch wrote (its nodes, agents, calls), else None."""
+    """`search/branch` of an event a search branch wrote (its nodes, agents, calls), else None: the id of its
+    `search.branch` events, so with the task's id in front when the task's events name their nodes so (a
+    repair's)."""
     branch = event.data.get("branch")
-    return f"{event.data.get('search')}/{branch}" if branch else None
+    if not branch:
+        return None
+    iid = str(event.data.get("instance_id") or "")
+    prefix = f"{iid}/" if iid and (event.node_id or "").startswith(f"{iid}/") else ""
+    return f"{prefix}{event.data.get('search')}/{branch}"
+
+
+def _graph_search(data: dict[str, Any]) -> bool:
+    """A `search.node` of the graph layer's search (its branches are runs of graph nodes, with spans of their
+    own), not of the older engines (whose nodes stand for candidates)."""
+    return bool(data.get("search"))
 
 
 def _scoped(event: Event, name: str) -> str:
@@ -133,6 +145,7 @@ class SpanTranslator:
         self._open: dict[tuple[str, str], _Open] = {}
         self._cand_node: dict[str, _Open] = {}  # candidate id -> the search node it created (or the root)
         self._cand_parent: dict[str, str] = {}  # candidate id -> the candidate it was built on
+        self._graph_tasks: set[str] = set()  # tasks (instance ids, "" for a workflow) searching on the graph layer
         self._scope: ContextVar[_Scope | None] = ContextVar(f"agentflow_scope_{id(self)}", default=None)
         self._pending: list[tuple[Event, _Scope | None, _Scope | None]] = []
         self._drained_at = time.monotonic()
@@ -245,6 +258,11 @@ class SpanTranslator:
                                         else event.node_id))
                 if found is not None:
                     return found
+        branch = _branch_of(event)
+        if branch is not None:  # a graph search branch's own event (a repair's attempt): the branch's node
+            found = self._in_branch(branch)
+            if found is not None:
+                return found
         current = self._cur()
         repair = self._open.get(("repair", str(event.data.get("instance_id") or "")))
         if repair is not None:  # the task's current span if it is inside this repair (live), else the repair
@@ -254,9 +272,18 @@ class SpanTranslator:
             return current if span is repair else repair
         return current or self._open.get(("run", ""))
 
+    def _in_branch(self, branch: str) -> _Open | None:
+        """The node a graph search branch is running (the last it started), else the branch's span."""
+        record = self._open.get(("branch", branch))
+        if record is None:
+            return None
+        nodes = [child for child in record.children.values() if child.key[0] == "node"]
+        return nodes[-1] if nodes else record
+
     def _cand_span(self, cand: str, start_ns: int) -> _Open | None:
         """The search node a candidate's work belongs to: the node its edit created, else (a chain of attempts
-        inside one best-of-N rollout) the nearest ancestor's, else the tree's root for `<instance>/root`."""
+        inside one best-of-N rollout) the nearest ancestor's, else the tree's root for `<instance>/root`. None
+        for a task searching on the graph layer: its candidates' work is in the branches' nodes."""
         seen: set[str] = set()
         while cand not in seen:
             seen.add(cand)
@@ -265,6 +292,8 @@ class SpanTranslator:
                 return found
             if cand.endswith("/root") or cand == "root":
                 iid = cand[: -len("/root")] if cand.endswith("/root") else ""
+                if iid in self._graph_tasks:
+                    return None
                 root = self._snode(f"{iid}/0" if iid else "0", None, iid, start_ns)
                 self._cand_node[cand] = root
                 return root
@@ -314,7 +343,7 @@ class SpanTranslator:
         iid = str(event.data.get("instance_id") or "")
         branch = _branch_of(event)
         if branch is not None:  # a search branch's node: under the branch, keyed apart from other branches'
-            parent = self._open.get(("branch", branch)) or self._open.get(("node", branch.split("/")[0]))
+            parent = self._open.get(("branch", branch)) or self._open.get(("node", branch.rsplit("/", 1)[0]))
         else:
             parent = self._open.get(("run", iid)) or self._cur()  # graph nodes are the run's
         attrs = {"agentflow.node": name, **({"agentflow.search.branch": branch} if branch else {})}
@@ -324,7 +353,8 @@ class SpanTranslator:
         """A search branch's step (`search.branch` start / resume ... end): a span under its search node."""
         key = ("branch", event.node_id or "?")
         if event.data.get("event") in ("start", "resume"):
-            parent = self._open.get(("node", str(event.data.get("search") or ""))) or self._cur()
+            search = (event.node_id or "").rsplit("/", 1)[0]  # the search node's id (`<search>/<branch>`)
+            parent = self._open.get(("node", search)) or self._cur()
             self._start(key, f"branch {event.node_id}", parent, _ns(event.ts),
                         {"agentflow.search.branch": event.node_id or "?",
                          "agentflow.search.parent": str(event.data.get("parent") or "")})
@@ -424,11 +454,14 @@ class SpanTranslator:
         })
         self._end_tree(record, _ns(event.ts))
 
-    def _end_tree(self, record: _Open, end_ns: int) -> None:
-        """End a search and its nodes; each node ends at its last update."""
-        for child in list(record.children.values()):
-            self._end_tree(child, child.last_ns if child.key[0] == "snode" else end_ns)
-        self._end(record, end_ns)
+    def _end_tree(self, record: _Open, end_ns: int) -> int:
+        """End a search and its nodes; each node ends at its last update, or its subtree's when later (a graph
+        search writes its tree's final records root first). Returns when `record` ended."""
+        ends = [self._end_tree(child, child.last_ns if child.key[0] == "snode" else end_ns)
+                for child in list(record.children.values())]
+        end = max([end_ns, record.last_ns, *ends])
+        self._end(record, end)
+        return end
 
     def _search_node(self, event: Event) -> None:
         node_id = event.node_id or ""
@@ -445,6 +478,11 @@ class SpanTranslator:
         record = self._snode(node_id, event.parent_id, iid, _ns(event.ts))
         record.span.set_attributes(attrs)
         record.last_ns = max(record.last_ns, _ns(event.ts))
+        if _graph_search(d):  # its nodes are branches, not candidates
+            self._graph_tasks.add(iid)
+            if event.parent_id is None and record.parent is not None and record.parent.key[0] == "search":
+                record.parent.span.update_name(f"search {d.get('strategy') or ''}".strip())
+            return
         action = str(d.get("action") or "")
         if d.get("candidate_id") and event.parent_id is not None:
             self._cand_node.setdefault(str(d["candidate_id"]), record)

@@ -184,10 +184,11 @@ class RepairConfig(StrictConfig):
     """Sets the workflow's search node: single (best-of-N with n=1: one chain of attempts), best-of-n (n chains
     at once), mcts (tree search over attempts). None: the search node as the workflow defines it."""
     n: int = Field(default=4, ge=1, le=64)
-    """Chains for best-of-n. mcts makes about n * max_attempts edit samples (ceil(n * max_attempts / mcts_k)
-    expansions of mcts_k samples each), the same budget as best-of-n."""
+    """Chains for best-of-n. mcts makes n * max_attempts expansions of one edit sample each, the same budget as
+    best-of-n."""
     max_attempts: int = Field(default=3, ge=1, le=20)
-    """Edit attempts in one chain (each after the previous one's test feedback); for mcts, the tree's depth."""
+    """Edit attempts in one chain (each after the previous one's test feedback); for mcts, the most attempts
+    along one path of the tree."""
     noop_retries: int = Field(default=2, ge=0, le=20)
     """Extra samples when an answer changes nothing or cannot be read (those are not candidates). A rewrite given
     back unchanged, or answered with other code than the window's function, is retried on another suspect
@@ -257,7 +258,8 @@ class RepairConfig(StrictConfig):
     for a finalist before it is submitted (see `agentflow.repair.targeting`). Off: every candidate runs the
     whole suite."""
     mcts_k: int = Field(default=2, ge=1, le=16)
-    """Samples drawn per mcts expansion."""
+    """Samples drawn per expansion of the older `search.mcts` node type (the repair's graph search draws one
+    per expansion)."""
     mcts_c: float = Field(default=0.3, ge=0)
     """UCT exploration constant (values are in [0, 1])."""
     value_weight: float = Field(default=1.0, ge=0, le=1)

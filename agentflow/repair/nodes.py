@@ -6,9 +6,9 @@
     swe.reproduce    blind mode: a script that fails like the bug, and
                      one of what must keep working                       -> reproduction, base
     swe.plan         the planner says which function and what to change  -> plan
-    search.best_of_n N rollouts of the subgraph at once                 -> attempts, samples, search
+    search.best_of_n N rollouts of the subgraph at once (the old engine) -> attempts, samples, search
     search.mcts      UCT tree search whose expansions are subgraph steps -> attempts, samples, search
-    swe.edit         one edit sample (the old search: its proposals)   -> edit, drawn, focus, suspects
+    swe.edit         one edit sample from the branch's candidate       -> edit, drawn, focus, suspects, hint
     swe.test         applies the edit, diffs it, verifies it; verdict    -> candidate, tried, attempts, verdict
     swe.critique     a failed attempt's review joins the next attempt's feedback -> candidate
     swe.choose       no noop if the bug shows, tests, keep check, examples,
@@ -21,9 +21,9 @@
     swe.vote_tests   votes by the generated tests, then a selector      -> chosen, final
 
 The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run as graph nodes under a graph
-`search:` node (`rollout.py`, `workflows/repair_search.yaml`); under `search.best_of_n` / `search.mcts`
-(`searching.py`) the search policy carries them out instead (`policy.py`), reading the subgraph as the
-description of a rollout.
+`search:` node (`rollout.py`, `workflows/repair.yaml`); under the older `search.best_of_n` / `search.mcts`
+types (`searching.py`, no shipped workflow uses them) the search policy carries them out instead
+(`policy.py`), reading the subgraph as the description of a rollout.
 
 Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
 JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
@@ -68,7 +68,8 @@ EditSettings = settings_model(
     ("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
      "file_context_lines", "split_edits", "split_edits_limit", "rank_keep", "stop_on_success", *_PROMPT_FIELDS),
 )
-TestSettings = settings_model("swe.test", ("max_attempts", "split_edits", "split_edits_limit", "stop_on_success"))
+TestSettings = settings_model("swe.test", ("max_attempts", "split_edits", "split_edits_limit", "stop_on_success",
+                                            "examples_retries"))
 CritiqueSettings = settings_model("swe.critique", ("critique", "max_tokens", "seed", "prompts"))
 ChooseSettings = settings_model("swe.choose", ("vote", "vote_by_examples", "compare_examples"))
 ValueSettings = settings_model("swe.value", ("value_weight", "max_tokens", "seed", "prompts"))
@@ -174,7 +175,7 @@ async def plan(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- search
 
 
-_EDIT_READS = ("base", "ranked", "spectrum", "plan", "candidate", "drawn", "focus", "suspects")
+_EDIT_READS = ("base", "ranked", "spectrum", "plan", "candidate", "drawn", "focus", "suspects", "hint", "reproduction")
 _REVIEW_READS = ("base", "tried", "candidate", "verdict")
 
 
@@ -244,10 +245,10 @@ _NODE_TYPES = [
              ("attempts", "samples", "suspects", "search"), "n rollouts of the subgraph at once", search=True),
     NodeType("search.mcts", mcts, MCTSSettings, ("base", "ranked", "plan"), ("attempts", "samples", "suspects", "search"),
              "tree search: expansions are subgraph steps from restored workspace states", search=True),
-    NodeType("swe.edit", rollout.edit_node, EditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects"),
+    NodeType("swe.edit", rollout.edit_node, EditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects", "hint"),
              "one edit sample from the candidate a chain builds on (in a search: the branch's)", role="propose"),
-    NodeType("swe.test", rollout.test_node, TestSettings, ("base", "edit", "candidate", "tries", "attempts"),
-             ("edit", "tried", "candidate", "attempts", "tries", "verdict", "value"),
+    NodeType("swe.test", rollout.test_node, TestSettings, ("base", "edit", "candidate", "tries", "attempts", "retried"),
+             ("edit", "tried", "candidate", "attempts", "tries", "verdict", "value", "retried", "hint"),
              "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
     NodeType("swe.critique", rollout.critique_node, CritiqueSettings, _REVIEW_READS, ("candidate",),
              "a failed attempt's review joins its feedback"),

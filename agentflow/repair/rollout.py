@@ -1,5 +1,5 @@
 """The repair's attempt as graph nodes: `swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`, looped while
-the tests fail and attempts remain. Put under a graph `search:` node (`workflows/repair_search.yaml`), each
+the tests fail and attempts remain. Put under a graph `search:` node (`workflows/repair.yaml`), each
 branch of the search runs them as real nodes in its own fork of the task's workspace (`ctx.run.sandbox`).
 
 The branch's state is plain JSON, so a checkpoint after each node holds all of it:
@@ -11,6 +11,8 @@ The branch's state is plain JSON, so a checkpoint after each node holds all of i
     drawn       the numbers of every sample drawn (resampled answers included)
     focus       which suspects the branch's samples looked at and which the model left alone (`FocusSchedule`)
     tries, verdict, value   attempts made; pass / retry / stop for the route; the branch's search value
+    hint, retried   what the next edit is told about an edit that left the issue's examples as they were, and
+                how many such edits were drawn again (`examples_retries`)
 
 A branch builds on its best attempt so far: an edit that scores below the candidate it started from is
 recorded and verified, but the next edit starts from the candidate again. Every sample is recorded in the
@@ -35,12 +37,13 @@ from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import edit_parts
 from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import Window
+from agentflow.repair.nodekit import emit as emit_task
 from agentflow.repair.nodekit import runtime
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.runtime import RepairRuntime
 from agentflow.repair.sampling import draw_edit, retry_hint
-from agentflow.repair.spectrum import evidence_from_json
-from agentflow.repair.steps import critique, edit_prompt, suspects
+from agentflow.repair.spectrum import evidence_from_json, examples_comparable, examples_reach_code
+from agentflow.repair.steps import critique, edit_prompt, examples_hint, suspects
 from agentflow.repair.value import judge_attempt
 from agentflow.repair.workbench import Verification, Workbench
 
@@ -148,7 +151,7 @@ async def _draw(ctx: NodeContext, rt: RepairRuntime, cfg: RepairConfig, state: S
     """One usable edit: an answer that changes nothing or cannot be read is recorded and drawn again
     (`noop_retries`), on another suspect when it left this one alone. None when none was usable."""
     tag, number = branch_of(ctx)
-    order, hint = _pick(schedule, windows, number), ""
+    order, hint = _pick(schedule, windows, number), str(state.get("hint") or "")
     for _ in range(cfg.noop_retries + 1):
         if rt.solved and cfg.stop_on_success:
             return None
@@ -186,9 +189,15 @@ async def edit_node(state: State, ctx: NodeContext, settings: BaseModel | None) 
                        prefer=[(p, q) for p, q in state.get("ranked") or []],
                        evidence=evidence_from_json(state.get("spectrum")))
     schedule, drawn = _schedule(state), list(state.get("drawn") or [])
-    updates: dict[str, Any] = {}
+    updates: dict[str, Any] = {"hint": ""}
     if not state.get("suspects"):
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
+        if not rt.base_shown:  # once a task: what its search starts from (the first edit's view of it)
+            rt.base_shown = True
+            base = Verification.model_validate(state.get("base") or {})
+            emit_task(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,
+                      reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=cfg.edit_format,
+                      suspects=updates["suspects"])
     try:
         edit = await _draw(ctx, rt, cfg, state, current, sources, windows, schedule, drawn)
     except BudgetExceeded as exc:  # the branch ends here; its candidates so far stand
@@ -239,6 +248,28 @@ def _verdict(passed: bool | None, tries: int, max_attempts: int) -> str:
     return "pass" if passed else ("retry" if tries < max_attempts else "stop")
 
 
+async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -> str | None:
+    """What the issue's examples show when they show on base + `patch` what they showed on the unchanged code;
+    None when they show something else, or no report, or cannot tell a change (`spectrum.examples_comparable`:
+    run twice on the unchanged code, once a task). Runs in the sandbox, no model call; the workspace is left
+    at base."""
+    sources = await sources_at(rt, bench, "")
+    async with rt.examples_lock:
+        if not rt.examples_checked:
+            base = await bench.show_examples("", rt.issue, sources)
+            if examples_reach_code(base):  # else the second run is spared: nothing to compare
+                again = await bench.show_examples("", rt.issue, sources)
+                rt.examples_before = base if examples_comparable(base, again) else None
+            rt.examples_checked = True
+    before = rt.examples_before
+    if before is None:
+        return None
+    run = await bench.show_examples(patch + "\n", rt.issue, sources)
+    if run.problem or not run.shown or run.shown != before.shown:
+        return None  # something else shown, or no report (which `examples_changed` counts as unchanged)
+    return "".join(before.shown)
+
+
 async def test_node(state: State, ctx: NodeContext, settings: BaseModel | None) -> dict[str, Any]:
     """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
     of it (and of its parts) becomes the candidate when it scores at least as well."""
@@ -263,14 +294,32 @@ async def test_node(state: State, ctx: NodeContext, settings: BaseModel | None) 
     verification = Verification.model_validate(best["verification"])
     if verification.passed and cfg.stop_on_success:
         rt.solved = True
+    attempts = [*(state.get("attempts") or []), *made]
+    retried = int(state.get("retried") or 0)
+    unchanged = None
+    if verification.passed is not True and cfg.examples_retries:
+        unchanged = await _examples_unchanged(rt, bench, made[0]["patch"])
+    if unchanged is not None:
+        emit(ctx, "repair.examples_unchanged", rt, edit["candidate_id"], None, shown=unchanged[:500])
+    if unchanged is not None and retried < cfg.examples_retries:
+        # the edit left the report's behaviour as it was: drawn again from the same candidate, told so; it
+        # stays a candidate, and the draw is not counted as an attempt
+        async with bench.lock:
+            await bench.restore(current["patch"])
+        return {"edit": None, "tried": best, "attempts": attempts, "tries": tries - 1, "retried": retried + 1,
+                "hint": examples_hint(made[0]["patch"], unchanged), "verdict": "retry", "value": current["value"]}
     candidate = current
     if verification.score >= float(current["score"]):
-        candidate = {"candidate_id": best["candidate_id"], "patch": best["patch"], "feedback": verification.output,
+        feedback = verification.output
+        if unchanged is not None and best is made[0]:  # no retry left: the next edit reads it in the feedback
+            feedback = (feedback + "\n\n" if feedback else "") + (
+                f"Run with this change, the issue's example still shows what it showed before:\n{unchanged[:800]}")
+        candidate = {"candidate_id": best["candidate_id"], "patch": best["patch"], "feedback": feedback,
                      "score": verification.score, "value": verification.score}
-    if candidate["patch"] != made[-1]["patch"]:
+    if unchanged is not None or candidate["patch"] != made[-1]["patch"]:
         async with bench.lock:
             await bench.restore(candidate["patch"])  # the workspace as the next edit builds on it
-    return {"edit": None, "tried": best, "candidate": candidate, "attempts": [*(state.get("attempts") or []), *made],
+    return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,
             "tries": tries, "verdict": _verdict(verification.passed, tries, cfg.max_attempts),
             "value": candidate["value"]}
 

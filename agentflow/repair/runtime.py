@@ -8,6 +8,7 @@ it takes (`settings_model`), so a typo in a workflow is a validation problem, no
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Candidate
+from agentflow.repair.spectrum import ExampleRun
 from agentflow.repair.targeting import SuiteReach
 from agentflow.repair.workbench import REPRO_PATH, Verification, Workbench
 
@@ -77,6 +79,13 @@ class RepairRuntime:
     """A candidate passed tests that decide (with `stop_on_success`, `swe.edit` nodes draw no new samples)."""
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     """Patch -> the Python sources at base + patch, read once per task (`rollout.sources_at`)."""
+    base_shown: bool = False
+    """The `repair.base` event was written (the first edit of the task writes it)."""
+    examples_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    examples_checked: bool = False
+    examples_before: ExampleRun | None = None
+    """What the issue's examples show on the unchanged code, when a run of them can tell a change (checked
+    once a task, under `examples_lock`, by the first edit `examples_retries` looks at)."""
     _synced: bool = False
 
     @property

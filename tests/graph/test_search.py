@@ -309,3 +309,31 @@ def test_node_time_counts_concurrent_branches_once(monkeypatch: pytest.MonkeyPat
     now[0] = 12.0
     clock.stop()
     assert clock.seconds == 6.0
+
+
+async def test_a_branch_is_given_what_its_typed_nodes_read_though_the_state_does_not_declare_it(
+        tmp_path: Path) -> None:
+    """Typed nodes' keys are part of the state without `state:` naming them: the main line's writes reach the
+    branches' nodes that read them (a repair's `base`, `ranked` and `plan` reach its `swe.edit`)."""
+    from agentflow.graph.loader import load_workflow
+    from agentflow.graph.nodetypes import workflow_registry
+
+    (tmp_path / "hintnodes.py").write_text(
+        "from agentflow.graph.nodetypes import NodeType\n\n"
+        "async def give(state, ctx, settings):\n    return {'hint': 'h1'}\n\n"
+        "async def use(state, ctx, settings):\n    return {'answer': f\"saw {state.get('hint')}\"}\n\n"
+        "NODE_TYPES = [NodeType('t.give', give, None, (), ('hint',)),\n"
+        "              NodeType('t.use', use, None, ('hint',), ('answer',))]\n")
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(json.dumps({
+        "name": "f", "node_types": ["hintnodes.py"],
+        "state": {"answer": {"type": "str"}, "report": {"type": "dict"}},
+        "nodes": {"give": {"type": "t.give", "next": "go"},
+                  "go": {"search": {"n": 2}, "output": "report", "next": "END",
+                         "subgraph": {"name": "try", "nodes": {"use": {"type": "t.use", "next": "END"}}}}}}))
+    spec = load_workflow(flow)
+    runner = WorkflowRunner(spec, run_dir=tmp_path / "run",
+                            context=RunContext(events=EventLog(), node_types=workflow_registry(spec)))
+    result = await runner.start({}, thread_id="t")
+    assert result.status == "done" and result.state["answer"] == "saw h1"
+    runner.close()

@@ -1,5 +1,6 @@
 """Replayed repairs in the Docker sandbox: a best-of-N repair's spans at a real OTLP/HTTP receiver, and an MCTS
-repair's viewer in headless Chromium."""
+repair's viewer in headless Chromium. The repair searches on the graph layer: its branches are spans of their
+own holding the graph nodes they ran, and the viewer shows each branch's candidate."""
 
 from __future__ import annotations
 
@@ -32,38 +33,55 @@ def test_a_best_of_n_repair_is_one_span_tree_at_the_collector_and_a_tree_in_the_
                   "-c", "max_attempts=1", "-c", f"trace.endpoint={otlp_receiver.url}") == 0
     assert f"agentflow view {out}" in capsys.readouterr().err
     r, events = otlp_receiver, read_jsonl(out / "events.jsonl")
+    iid = "inikit__inikit-1"
     (root,) = [s for s in r.spans if s.parent_id == ""]
-    assert root.name == "agentflow best-of-n" and {s.trace_id for s in r.spans} == {root.trace_id}
+    assert root.name == "agentflow run" and {s.trace_id for s in r.spans} == {root.trace_id}
     (task,) = r.children(root)
-    assert task.name == "repair inikit__inikit-1" and task.attributes["agentflow.repair.status"] == "submitted"
+    assert task.name == f"repair {iid}" and task.attributes["agentflow.repair.status"] == "submitted"
     assert task.attributes["agentflow.repair.resolved"] is True
+    steps = [c.name for c in r.children(task)]
+    assert "repair.base" in steps and "search best_of_n" in steps and "workflow repair" in steps
+    # the search's tree: one span per search node, nested as the tree: the root under the search, the branches
+    # under the root, each with its last update (visits, value, whether it finished)
     (search,) = r.by_name("search best_of_n")
     assert r.parent_of(search) is task
-    steps = [c.name for c in r.children(task)]
-    assert "repair.base" in steps and "search best_of_n" in steps
-    # one span per search node, nested as the tree: the root under the search, its children under the root
     node_ids = {e["node_id"] for e in events if e["kind"] == "search.node"}
     nodes = {s.attributes["agentflow.search.node_id"]: s for s in r.by_name("search.node ")}
-    assert set(nodes) == node_ids
-    tree_root = nodes["inikit__inikit-1/0"]
+    assert set(nodes) == node_ids == {f"{iid}/search", *(f"{iid}/search/b{k}" for k in range(3))}
+    tree_root = nodes[f"{iid}/search"]
     assert r.parent_of(tree_root) is search
-    assert all(r.parent_of(s) is tree_root for k, s in nodes.items() if k != "inikit__inikit-1/0")
+    assert all(r.parent_of(s) is tree_root for k, s in nodes.items() if k != f"{iid}/search")
     final = {e["node_id"]: e["data"] for e in events if e["kind"] == "search.node"}  # the last update wins
     for node_id, span in nodes.items():
         assert span.attributes["agentflow.search.visits"] == final[node_id]["visits"]
-        if final[node_id]["passed"] is not None:
-            assert span.attributes["agentflow.search.passed"] is final[node_id]["passed"]
-    # the samples' model calls are GenAI chat spans under the node they expand; attempts carry their verification
+        assert span.attributes["agentflow.search.value"] == final[node_id]["value"]
+        assert span.attributes["agentflow.search.terminal"] is final[node_id]["terminal"]
+    # each branch is a span under the workflow's search node, holding the graph nodes it ran
+    (search_node,) = r.by_name(f"node {iid}/search")
+    branch_spans = {s.attributes["agentflow.search.branch"]: s for s in r.by_name("branch ")}
+    assert set(branch_spans) == {f"{iid}/search/b{k}" for k in range(3)}
+    assert all(r.parent_of(b) is search_node for b in branch_spans.values())
+    for branch in branch_spans.values():
+        assert [c.name for c in r.children(branch)] == [f"node {iid}/edit", f"node {iid}/test"]
+    # the samples' model calls are GenAI chat spans in the edit node that drew them (the ranking's in the task)
     chats = [s for s in r.spans if s.attributes.get("gen_ai.operation.name") == "chat"]
     assert len(chats) == sum(1 for e in events if e["kind"] == "model.call")
     for chat in chats:
         assert chat.attributes["gen_ai.provider.name"] == "replay"
         assert chat.attributes["gen_ai.usage.input_tokens"] == 100 or chat.attributes["gen_ai.usage.input_tokens"] > 0
         assert chat.attributes["gen_ai.response.finish_reasons"]
-    assert any(r.parent_of(c) is tree_root for c in chats)
+    samples = sum(1 for e in events if e["kind"] == "model.call" and e["node_id"] != iid)
+    in_edits = [c for c in chats if r.parent_of(c).name == f"node {iid}/edit"]
+    assert len(in_edits) == samples >= 3 and all(r.parent_of(r.parent_of(c)) in branch_spans.values() for c in in_edits)
+    # attempts carry their verification, in the test node of the branch that made them
     attempts = r.by_name("apply ")
-    assert len(attempts) == sum(1 for e in events if e["kind"] == "repair.attempt") >= 2
+    made = {e["node_id"]: e["data"]["branch"] for e in events if e["kind"] == "repair.attempt"}
+    assert len(attempts) == len(made) >= 2
     assert {a.attributes["agentflow.attempt.passed"] for a in attempts} == {True, False}
+    for a in attempts:
+        node = r.parent_of(a)
+        assert node.name == f"node {iid}/test"
+        assert r.parent_of(node) is branch_spans[f"{iid}/search/{made[a.attributes['agentflow.candidate_id']]}"]
     assert all(a.end_ns > a.start_ns for a in attempts)  # the attempt's own duration
     # the sandbox commands are spans too, with their exit codes, inside the task
     execs = r.by_name("sandbox.exec")
@@ -74,7 +92,7 @@ def test_a_best_of_n_repair_is_one_span_tree_at_the_collector_and_a_tree_in_the_
         if parent is not None:
             assert parent.start_ns <= span.start_ns and span.end_ns <= parent.end_ns, (span.name, parent.name)
 
-    # the viewer: each rollout's node shows the candidate it ended with; the chosen one is marked
+    # the viewer: each branch's node shows its candidate (the chosen one, else its best); the chosen one is marked
     open_view(browser, out)
     browser.find_element("css selector", "#search-tree > .snode > .srow").click()
     rollouts = browser.find_elements("css selector", "#search-tree > .snode > .kids > .snode")

@@ -4,13 +4,31 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.swe_fixtures import ROOT, TASKS_FILE, _private_cache, docker_image, read_jsonl
 
 CASSETTES = Path(__file__).resolve().parent / "cassettes"
 
-__all__ = ["CASSETTES", "ROOT", "TASKS_FILE", "_private_cache", "docker_image", "read_jsonl", "run_with_spectrum_plugin",
-           "scripted_cassette"]
+__all__ = ["CASSETTES", "ROOT", "TASKS_FILE", "_private_cache", "branches", "docker_image", "ran_in", "read_jsonl",
+           "run_with_spectrum_plugin", "scripted_cassette", "short"]
+
+
+def short(cid: str | None) -> str | None:
+    """A candidate or search node id without its task: `inikit__inikit-1/b0.2` -> `b0.2`."""
+    return cid.rsplit("/", 1)[1] if cid else None
+
+
+def branches(events: list[dict[str, Any]]) -> dict[str, str | None]:
+    """The repair's search tree from its final `search.node` events: branch -> its parent (`search`: the root)."""
+    return {e["node_id"].rsplit("/", 1)[1]: short(e["parent_id"]) for e in events
+            if e["kind"] == "search.node" and e["data"].get("final") and e["parent_id"]}
+
+
+def ran_in(events: list[dict[str, Any]], branch: str, search: str = "search") -> list[str]:
+    """The graph nodes a branch of the repair's search ran, in order."""
+    return [e["node_id"].rsplit("/", 1)[1] for e in events if e["kind"] == "node.start"
+            and e["data"].get("search") == search and e["data"].get("branch") == branch]
 
 
 def scripted_cassette(path: Path, answers: list[str]) -> Path:

@@ -51,8 +51,14 @@ def test_a_resumed_task_takes_up_the_killed_runs_candidates(tmp_path: Path) -> N
     assert resumed.rows == [] and (tmp_path / FILE).read_text() == "" and not resumed.passed()
 
 
-def test_a_policy_search_starts_its_file_over_and_a_graph_search_keeps_it() -> None:
-    spec, registry, _ = load_repair_workflow(load_repair_config([]))
+def test_a_policy_search_starts_its_file_over_and_a_graph_search_keeps_it(tmp_path: Path) -> None:
+    spec, registry, _ = load_repair_workflow(load_repair_config(["strategy=mcts"]))
+    assert not restarts_at(spec, registry, ["search"]) and not restarts_at(spec, registry, ["choose"])
+    typed = tmp_path / "typed.yaml"  # the older typed search node, driven by agentflow.search's engines
+    typed.write_text(
+        "name: typed\nnodes:\n  baseline: {type: swe.baseline, next: search}\n"
+        "  search:\n    type: search.best_of_n\n    settings: {n: 1}\n    subgraph:\n      name: rollout\n"
+        "      nodes:\n        edit: {type: swe.edit, next: test}\n        test: {type: swe.test, next: END}\n"
+        "    next: choose\n  choose: {type: swe.choose, next: END}\n")
+    spec, registry, _ = load_repair_workflow(load_repair_config([f"workflow={typed}"]))
     assert restarts_at(spec, registry, ["search"]) and not restarts_at(spec, registry, ["choose"])
-    spec, registry, _ = load_repair_workflow(load_repair_config(["workflow=repair_search", "strategy=mcts"]))
-    assert not restarts_at(spec, registry, ["attempt"]) and not restarts_at(spec, registry, ["choose"])

@@ -54,10 +54,12 @@ def test_the_shipped_workflow_expects_a_call_per_attempt_and_one_per_helper_step
     plan = expected_calls(cfg, spec, node_settings)
     assert (plan["rank"], plan["reproduce"], plan["search"]) == (0, 0, 24)  # an edit and a review per attempt
     # the graph search: best-of-n chains of up to max_attempts edits; MCTS one edit per expansion
-    cfg = load_repair_config(["strategy=best-of-n", "n=4", "max_attempts=2", "workflow=repair_search"])
-    assert expected_calls(cfg, *load_repair_workflow(cfg)[::2])["attempt"] == 8
-    cfg = load_repair_config(["strategy=mcts", "n=2", "max_attempts=3", "workflow=repair_search"])
-    assert expected_calls(cfg, *load_repair_workflow(cfg)[::2])["attempt"] == 6
+    cfg = load_repair_config(["strategy=best-of-n", "n=4", "max_attempts=2"])
+    assert expected_calls(cfg, *load_repair_workflow(cfg)[::2])["search"] == 8
+    cfg = load_repair_config(["strategy=mcts", "n=2", "max_attempts=3"])
+    assert expected_calls(cfg, *load_repair_workflow(cfg)[::2])["search"] == 6
+    cfg = load_repair_config(["nodes.search.strategy=rebase", "nodes.search.n=2", "max_attempts=3"])
+    assert expected_calls(cfg, *load_repair_workflow(cfg)[::2])["search"] == 6  # a step per depth, 2 each
 
 
 def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expected():
@@ -72,29 +74,32 @@ def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expecte
     at(101.0, "node.start", "t-1/rank", instance_id="t-1", type="swe.rank")
     at(110.0, "model.call", "t-1", spec="m", usage={"input_tokens": 700, "output_tokens": 2}, latency_s=8.5)
     at(110.0, "node.end", "t-1/rank", instance_id="t-1")
-    at(111.0, "node.start", "t-1/search", instance_id="t-1", type="search.best_of_n")
-    at(120.0, "model.call", "t-1/c1", parent_id="t-1/root", spec="m", usage={"input_tokens": 900, "output_tokens": 60},
-       latency_s=7.0)
-    at(125.0, "repair.candidate", "t-1/c1", instance_id="t-1", candidate_id="t-1/c1", status="ok",
+    at(111.0, "node.start", "t-1/search", instance_id="t-1", type="search", strategy="best_of_n")
+    # the search's branches run graph nodes of their own: not steps of the task
+    at(111.5, "node.start", "t-1/edit", instance_id="t-1", type="swe.edit", search="search", branch="b0")
+    at(120.0, "model.call", "t-1/b0.1", parent_id="t-1/root", spec="m",
+       usage={"input_tokens": 900, "output_tokens": 60}, latency_s=7.0, search="search", branch="b0")
+    at(125.0, "repair.candidate", "t-1/b0.1", instance_id="t-1", candidate_id="t-1/b0.1", status="ok",
        reason="tests fail (1 of 3: test_x)")
     # past its share the search still expects a call, nothing else being left
-    for k, ts in enumerate((130.0, 140.0, 150.0, 160.0), start=2):
-        at(ts, "model.call", f"t-1/c{k}", spec="m", usage={"input_tokens": 1, "output_tokens": 1}, latency_s=1.0)
+    for k, ts in enumerate((130.0, 140.0, 150.0, 160.0), start=1):
+        at(ts, "model.call", f"t-1/b{k}.1", spec="m", usage={"input_tokens": 1, "output_tokens": 1}, latency_s=1.0)
     at(161.0, "node.end", "t-1/search", instance_id="t-1")
-    at(162.0, "repair.choice", "t-1", instance_id="t-1", candidate_id="t-1/c2", chosen_by="vote", among=5,
+    at(162.0, "repair.choice", "t-1", instance_id="t-1", candidate_id="t-1/b1.1", chosen_by="vote", among=5,
        reason="tests pass (3 of 3)")
-    at(170.0, "repair.end", "t-1", instance_id="t-1", status="submitted", chosen="t-1/c2", chosen_by="vote",
+    at(170.0, "repair.end", "t-1", instance_id="t-1", status="submitted", chosen="t-1/b1.1", chosen_by="vote",
        resolved=True, error=None)
     assert lines[0] == "[00:00] repair t-1: workflow repair, strategy best-of-n, model m; about 5 model calls expected"
     assert lines[1] == "[00:01] step rank (swe.rank, about 1 model call)"
     # 10 s for one call, 4 calls of the search left
     assert lines[2] == "[00:10] model call 1 (rank): 700 in + 2 out tokens, 8.5s; ETA 40s"
-    assert lines[4] == "[00:20] model call 2 (edit c1): 900 in + 60 out tokens, 7.0s; ETA 30s"
-    assert lines[5] == "[00:25] candidate c1: tests fail (1 of 3: test_x); ETA 38s"
-    assert lines[9].endswith("model call 6 (edit c5): 1 in + 1 out tokens, 1.0s; ETA 10s")
-    assert lines[10] == ("[01:02] decision: c2 of 5 candidates, chosen by vote: most samples agree on its patch; "
+    assert lines[3] == "[00:11] step search (search, about 4 model calls)"
+    assert lines[4] == "[00:20] model call 2 (edit b0.1): 900 in + 60 out tokens, 7.0s; ETA 30s"
+    assert lines[5] == "[00:25] candidate b0.1: tests fail (1 of 3: test_x); ETA 38s"
+    assert lines[9].endswith("model call 6 (edit b4.1): 1 in + 1 out tokens, 1.0s; ETA 10s")
+    assert lines[10] == ("[01:02] decision: b1.1 of 5 candidates, chosen by vote: most samples agree on its patch; "
                          "its verification: tests pass (3 of 3)")
-    assert lines[11] == "[01:10] done: submitted, resolved, c2 chosen by vote; 6 model calls, 1670 tokens, 1m10s"
+    assert lines[11] == "[01:10] done: submitted, resolved, b1.1 chosen by vote; 6 model calls, 1670 tokens, 1m10s"
 
 
 def test_a_repair_stopped_by_its_preflight_prints_nothing_but_the_error():
@@ -177,19 +182,20 @@ def test_a_piped_repair_prints_each_model_call_candidate_and_decision_as_it_happ
     calls = [line for line in lines if re.match(r"\[\d\d:\d\d\] model call \d+ \(", line)]
     assert len(calls) == sum(1 for e in events if e["kind"] == "model.call") == 6
     assert " (rank): 700 in + 2 out tokens, " in calls[0]
-    assert [re.search(r"\((edit c\d)\)", c).group(1) for c in calls[2:]] == ["edit c1", "edit c2", "edit c3", "edit c4"]
+    assert [re.search(r"\((edit b\d\.\d)\)", c).group(1) for c in calls[2:]] == [f"edit b{k}.1" for k in range(4)]
     assert all(re.search(r"; ETA \d[\dhms]*$", c) for c in calls)  # every call gives an estimate
     cands = [line.split("] ", 1)[1] for line in lines if "] candidate " in line]
-    assert [c.split(":", 1)[0] for c in cands] == [f"candidate c{k}" for k in range(1, 5)]
-    # c2 passes the tests but the reproduction still fails; the others are not refuted; each ran only the
+    assert [c.split(":", 1)[0] for c in cands] == [f"candidate b{k}.1" for k in range(4)]
+    # b1.1 passes the tests but the reproduction still fails; the others are not refuted; each ran only the
     # tests that reach the function it changed
-    assert re.match(r"candidate c2: the issue still reproduces \[ran the \d+ tests that reach the change\]; ETA", cands[1])
+    assert re.match(r"candidate b1.1: the issue still reproduces \[ran the \d+ tests that reach the change\]; ETA", cands[1])
     assert all("not refuted: the tests pass and the reproduction no longer fails" in cands[k] for k in (0, 2, 3))
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     decision = next(line for line in lines if "] decision: " in line)
     assert f"decision: {outcome['chosen'].split('/')[1]} of 4 candidates, chosen by {outcome['chosen_by']}: " in decision
-    assert lines[-2].split("] ", 1)[1].startswith("done: submitted, resolved, c1 chosen by vote; 6 model calls")
-    assert any("] step search (search.best_of_n, about 4 model calls)" in line for line in lines)
+    assert lines[-2].split("] ", 1)[1].startswith("done: submitted, resolved, b0.1 chosen by vote; 6 model calls")
+    assert [line.split("] ", 1)[1] for line in lines if "] step search " in line] == [
+        "step search (search, about 4 model calls)"]  # the search's branches' nodes are not steps of their own
 
 
 @pytest.mark.docker
@@ -204,7 +210,7 @@ def test_quiet_prints_no_progress(docker_image: str, tmp_path: Path, capsys: pyt
     assert "model call" not in err and "candidate" not in err and "see it: agentflow view" in err
     assert run([*argv[:-1], "-o", str(tmp_path / "loud")]) == 1
     err = capsys.readouterr().err
-    assert "] model call 1 (edit c1)" in err and "] candidate c1: the answer could not be read" in err
+    assert "] model call 1 (edit b0.1)" in err and "] candidate b0.1: the answer could not be read" in err
 
 
 # ----------------------------------------------------------------------------------------------- bench
@@ -248,13 +254,13 @@ def test_bench_counts_what_the_report_counts_and_estimates_from_finished_tasks(d
     # the last line of the run says the same
     assert "3/3 done: submitted 2 (resolved 1), failed 1; statuses: no_patch 1, submitted 2" in captured.out
     # the wrong fix's candidate says which test failed; the unreadable answer says so
-    assert re.search(r"cachette__cachette-2: candidate c1: tests fail \(1 of \d+: test_\w+\)", captured.err)
-    assert "tabkit__tabkit-2: candidate c1: the answer could not be read" in captured.err
+    assert re.search(r"cachette__cachette-2: candidate b0.1: tests fail \(1 of \d+: test_\w+\)", captured.err)
+    assert "tabkit__tabkit-2: candidate b0.1: the answer could not be read" in captured.err
 
 
 def test_a_graph_search_node_expects_its_attempts_times_the_calls_of_one():
     """The published workflows' graph search nodes: agentless's 4 one-shot branches; swe_search's 6 expansions of
-    an edit and its value; repair_search's chains with `--strategy`."""
+    an edit and its value; repair's chains with `--strategy`, and a review per attempt with critique on."""
     from agentflow.repair.config import load_repair_config
     from agentflow.repair.solve import load_repair_workflow
 
@@ -266,5 +272,5 @@ def test_a_graph_search_node_expects_its_attempts_times_the_calls_of_one():
     assert plan("workflow=agentless")["search"] == 4
     assert plan("workflow=swe_search")["search"] == 12
     assert plan("workflow=swe_search", "nodes.search.n=3")["search"] == 6
-    assert plan("workflow=repair_search", "strategy=best-of-n", "n=4")["attempt"] == 12
-    assert plan("workflow=repair_search", "strategy=best-of-n", "n=4", "critique=true")["attempt"] == 24
+    assert plan("strategy=best-of-n", "n=4")["search"] == 12
+    assert plan("strategy=best-of-n", "n=4", "critique=true")["search"] == 24

@@ -1,4 +1,6 @@
-"""`agentflow repair` end to end in the Docker sandbox with scripted (replayed) model answers."""
+"""`agentflow repair` end to end in the Docker sandbox with scripted (replayed) model answers. The attempts run
+as graph nodes (edit -> test -> critique) in the branches of the workflow's search node, each branch in its
+own fork of the task's workspace; candidate ids are `<task>/bK.n` (branch K's lineage's n-th sample)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import yaml
 
 from agentflow.cli.main import run
 
-from .conftest import CASSETTES, ROOT, TASKS_FILE, read_jsonl
+from .conftest import CASSETTES, ROOT, TASKS_FILE, branches, ran_in, read_jsonl, short
 
 pytestmark = pytest.mark.docker
 
@@ -46,22 +48,29 @@ def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_pat
         "success": ["tests/test_parser.py::test_value_may_contain_equals_signs"],
         "failure": [],
     }
-    # the unchanged answer was resampled, not counted; the wrong edit failed its tests; the next one passed
+    # the unchanged answer was drawn again, not counted; the wrong edit failed its tests; the next one passed
     cands = read_jsonl(out / "candidates.jsonl")
-    assert [c["status"] for c in cands] == ["noop", "ok", "ok"]
+    assert [(short(c["candidate_id"]), short(c["parent_id"]), c["status"]) for c in cands] == [
+        ("b0.1", "root", "noop"), ("b0.2", "root", "ok"), ("b0.3", "b0.2", "ok")]
     assert [c["verification"]["passed"] for c in cands[1:]] == [False, True]
     events = read_jsonl(out / "events.jsonl")
     attempts = [e for e in events if e["kind"] == "repair.attempt"]
-    assert [(e["node_id"].split("/")[1], e["parent_id"].split("/")[1]) for e in attempts] == [
-        ("c2", "root"),
-        ("c3", "c2"),  # the second attempt built on the first one's patch and test feedback
+    assert [(short(e["node_id"]), short(e["parent_id"])) for e in attempts] == [
+        ("b0.2", "root"),
+        ("b0.3", "b0.2"),  # the second attempt built on the first one's patch and test feedback
     ]
-    assert [e["node_id"].split("/")[1] for e in events if e["kind"] == "repair.resample"] == ["c1"]
-    tree = {e["node_id"]: e for e in events if e["kind"] == "search.node"}
-    assert set(tree) == {"inikit__inikit-1/0", "inikit__inikit-1/0.0"}  # best-of-1: the root and its chain
-    # the resolved config alone repeats the run
+    assert [short(e["node_id"]) for e in events if e["kind"] == "repair.resample"] == ["b0.1"]
+    # best-of-1: one branch, whose nodes ran as graph nodes (the critique node is a no-op: critique is off)
+    assert branches(events) == {"b0": "search"}
+    assert ran_in(events, "b0") == ["edit", "test", "critique", "edit", "test"]
+    main = [short(e["node_id"]) for e in events if e["kind"] == "node.start" and "branch" not in e["data"]]
+    assert main == ["baseline", "spectrum", "rank", "reproduce", "plan", "search", "choose"]
+    outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
+    assert outcome["chosen"] == "inikit__inikit-1/b0.3" and outcome["samples"] == 3 and outcome["suspects"]
+    # the resolved config alone repeats the run: the search node's settings, no strategy left to apply
     resolved = yaml.safe_load((out / "config.resolved.yaml").read_text())
-    assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["strategy"] == "single"
+    assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["strategy"] is None
+    assert (resolved["nodes"]["search"]["strategy"], resolved["nodes"]["search"]["n"]) == ("best_of_n", 1)
     # the backend actually used is recorded everywhere (never "auto")
     assert resolved["backend"] == "docker"
     assert json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())["sandbox_backend"] == "docker"
@@ -104,8 +113,12 @@ def test_mcts_resolves(docker_image: str, tmp_path: Path):
     assert all(
         e["parent_id"] in nodes for e in nodes.values() if e["parent_id"]
     )  # one tree, every parent recorded
-    assert sum(1 for e in nodes.values() if (e["data"]["action"] or "").startswith("edit ")) >= 3
+    assert sum(1 for e in nodes.values() if (e["data"]["action"] or "").startswith("edit → test")) >= 3
     assert any(e["data"]["depth"] == 2 for e in nodes.values())  # it searched below the first attempts
+    # the fix came from a child branch that went on from its parent branch's candidate (and workspace)
+    (fix,) = [c for c in read_jsonl(out / "candidates.jsonl") if c["status"] == "ok" and c["verification"]["passed"]]
+    branch, parent = short(fix["candidate_id"]).split(".")[0], short(fix["parent_id"]).split(".")[0]
+    assert branches(events)[branch] == parent != "root"
 
 
 def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_path: Path):
@@ -128,8 +141,14 @@ def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_pat
     ]
     assert repair(tmp_path / "run", docker_image, *args) == 0
     assert 'split("=", 1)' in (repo / "inikit" / "parser.py").read_text()
-    cands = read_jsonl(tmp_path / "run" / "candidates.jsonl")
-    assert cands[0]["verification"]["kind"] == "test_cmd" and cands[0]["verification"]["passed"] is True
+    (cand,) = read_jsonl(tmp_path / "run" / "candidates.jsonl")
+    assert short(cand["candidate_id"]) == "b0.1" and cand["verification"]["kind"] == "test_cmd"
+    assert cand["verification"]["passed"] is True
+    events = read_jsonl(tmp_path / "run" / "events.jsonl")
+    assert branches(events) == {"b0": "search"}
+    assert ran_in(events, "b0") == ["edit", "test"]  # passed at once: no critique, no second attempt
+    attempt = next(e for e in events if e["kind"] == "repair.attempt")
+    assert (attempt["data"]["search"], attempt["data"]["branch"]) == ("search", "b0")
 
 
 def test_step_limit_ends_the_search_and_the_best_patch_so_far_is_kept(docker_image: str, tmp_path: Path):
@@ -144,6 +163,9 @@ def test_step_limit_ends_the_search_and_the_best_patch_so_far_is_kept(docker_ima
     assert inst["status"] == "limits_exceeded:model_calls"
     assert inst["resolved"] is False and inst["tests_status"]["FAIL_TO_PASS"]["failure"]
     assert 'split("=", 2)' in read_jsonl(out / "preds.jsonl")[0]["model_patch"]
+    # the branch's next edit was refused by the limit: the branch ended there, its candidate stands
+    stopped = [e for e in read_jsonl(out / "events.jsonl") if e["kind"] == "repair.stopped"]
+    assert stopped and stopped[0]["data"]["reason"] == "limits_exceeded:model_calls"
 
 
 def test_an_edit_naming_the_wrong_file_lands_where_its_search_lines_match(docker_image: str, tmp_path: Path):
@@ -167,7 +189,10 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     repro = next(e for e in events if e["kind"] == "repair.reproduce")
     assert repro["data"]["kept"] is True and "AssertionError" in repro["data"]["output"]
     cands = read_jsonl(out / "candidates.jsonl")
-    assert [c["status"] for c in cands] == ["ok"] * 4
+    assert [(short(c["candidate_id"]), c["status"]) for c in cands] == [(f"b{k}.1", "ok") for k in range(4)]
+    # four branches of one attempt each, each in its own fork of the workspace holding the reproduction script
+    assert branches(events) == {f"b{k}": "search" for k in range(4)}
+    assert all(ran_in(events, f"b{k}") == ["edit", "test"] for k in range(4))
     verdicts = [(c["verification"]["kind"], c["verification"]["reproduced"], c["verification"]["passed"]) for c in cands]
     # blind verification cannot decide: a candidate that fixes the reproduction is "not refuted" (None)
     assert verdicts == [("test_cmd", False, None), ("test_cmd", True, False), ("test_cmd", False, None),
@@ -189,7 +214,8 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     # the scripted ranking named the 4th and 1st of the heuristic's pool: loads() and get()
     assert outcome["ranked"] == ["inikit/parser.py:loads", "inikit/config.py:Config.get"]
     assert next(e for e in events if e["kind"] == "repair.rank")["data"]["ranked"] == outcome["ranked"]
-    assert outcome["chosen"] == "inikit__inikit-1/c1" and outcome["chosen_by"] == "vote"
+    # the vote counts the samples of every branch (gathered): two agree on the fix
+    assert outcome["chosen"] == "inikit__inikit-1/b0.1" and outcome["chosen_by"] == "vote"
     assert outcome["report"]["resolved"] is True  # the hidden tests, run once, for the report
 
 
@@ -210,9 +236,10 @@ def test_a_tool_calling_model_edits_with_the_editor_tools(docker_image: str, tmp
     assert [c["name"] for c in calls] == ["view", "str_replace", "str_replace"]
     # the first replacement did not match: the model read why, and the run went on
     assert calls[1]["ok"] is False and "was not found" in calls[1]["error"] and calls[2]["ok"] is True
-    # the edit's four model calls and three tool calls all count in the rollout's usage
-    rollout = next(e["data"] for e in events if e["kind"] == "search.node" and e["data"]["action"] == "rollout 0")
-    assert rollout["usage"]["model_calls"] == 4 and rollout["usage"]["tool_calls"] == 3
+    assert short(cands[0]["candidate_id"]) == "b0.1" and ran_in(events, "b0") == ["edit", "test"]
+    # the edit's four model calls and three tool calls all count in the task's usage (with the ranking's call)
+    usage = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())["usage"]
+    assert usage["model_calls"] == 5 and usage["tool_calls"] == 3
 
 
 def test_a_fix_beside_a_slip_is_found_by_verifying_each_change_alone(docker_image: str, tmp_path: Path):
@@ -233,19 +260,19 @@ def test_a_fix_beside_a_slip_is_found_by_verifying_each_change_alone(docker_imag
             "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-c", "max_attempts=1"]
     assert repair(out, docker_image, *args) == 0
     cands = read_jsonl(out / "candidates.jsonl")
-    assert [(c["candidate_id"].split("/")[1], c["part_of"], c["verification"]["passed"]) for c in cands] == [
-        ("c1", None, False),
-        ("c1.1", "inikit__inikit-1/c1", False),  # the slip alone
-        ("c1.2", "inikit__inikit-1/c1", True),   # the fix alone
+    assert [(short(c["candidate_id"]), c["part_of"], c["verification"]["passed"]) for c in cands] == [
+        ("b0.1", None, False),
+        ("b0.1.1", "inikit__inikit-1/b0.1", False),  # the slip alone
+        ("b0.1.2", "inikit__inikit-1/b0.1", True),   # the fix alone
     ]
     assert '+        parts = stripped.split("=", 1)' in cands[2]["patch"] and "stripped[1:])" not in cands[2]["patch"]
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
-    assert outcome["chosen"] == "inikit__inikit-1/c1.2" and outcome["samples"] == 1
+    assert outcome["chosen"] == "inikit__inikit-1/b0.1.2" and outcome["samples"] == 1
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]
     # without splitting, the one answer is all there is
     again = tmp_path / "again"
     assert repair(again, docker_image, *args, "-c", "split_edits=false") == 0
-    assert [c["candidate_id"].split("/")[1] for c in read_jsonl(again / "candidates.jsonl")] == ["c1"]
+    assert [short(c["candidate_id"]) for c in read_jsonl(again / "candidates.jsonl")] == ["b0.1"]
     assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
 
 
@@ -371,12 +398,14 @@ def test_an_edit_that_leaves_the_examples_as_they_were_is_drawn_again_told_so(do
     assert repair(out, docker_image, *args, "-c", "examples_retries=1") == 0
     events = read_jsonl(out / "events.jsonl")
     unchanged = [e for e in events if e["kind"] == "repair.examples_unchanged"]
-    assert [e["node_id"] for e in unchanged] == ["cachette__cachette-1/c1"] and "False" in unchanged[0]["data"]["shown"]
+    assert [e["node_id"] for e in unchanged] == ["cachette__cachette-1/b0.1"] and "False" in unchanged[0]["data"]["shown"]
     edits = [e["data"]["messages"][-1]["content"] for e in events if e["kind"] == "model.call"]
     assert len(edits) == 2 and "An earlier answer made this change" not in edits[0]
     assert "An earlier answer made this change" in edits[1] and "+            self._data.move_to_end(key)" in edits[1]
     assert "still shows what it showed before" in edits[1] and "False" in edits[1].split("still shows")[1]
-    assert [c["status"] for c in read_jsonl(out / "candidates.jsonl")] == ["ok", "ok"]
+    # both are candidates; the second was drawn from the unchanged code, not built on the first
+    assert [(short(c["candidate_id"]), short(c["parent_id"]), c["status"])
+            for c in read_jsonl(out / "candidates.jsonl")] == [("b0.1", "root", "ok"), ("b0.2", "root", "ok")]
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["cachette__cachette-1"]
     # off (the default): one sample, the look-alike, and nothing resolves
     again = tmp_path / "again"
@@ -415,14 +444,14 @@ def test_blind_the_keep_working_check_outweighs_the_vote_of_samples_that_break_h
     keeps = next(e["data"] for e in events if e["kind"] == "repair.keeps")
     assert (keeps["compared"], keeps["held"]) == (2, 1)
     outcome = json.loads((out / "instances" / "inikit__inikit-3" / "outcome.json").read_text())
-    assert outcome["chosen"] == "inikit__inikit-3/c4" and outcome["chosen_by"] == "keep_check"
+    assert outcome["chosen"] == "inikit__inikit-3/b3.1" and outcome["chosen_by"] == "keep_check"
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-3"]
     # without the check: the same samples, and the vote submits the decimal-only rewrite
     cassette = scripted_cassette(tmp_path / "c2.json", [repro, decimal, decimal, decimal, fix])
     again = tmp_path / "again"
     assert repair(again, docker_image, *args, "--model", f"replay:{cassette}", "-c", "keep_check=false") == 0
     outcome = json.loads((again / "instances" / "inikit__inikit-3" / "outcome.json").read_text())
-    assert outcome["chosen"] == "inikit__inikit-3/c1" and outcome["chosen_by"] == "vote"
+    assert outcome["chosen"] == "inikit__inikit-3/b0.1" and outcome["chosen_by"] == "vote"
     assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
 
 

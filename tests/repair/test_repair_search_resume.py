@@ -1,4 +1,4 @@
-"""A repair whose attempts are a graph MCTS (`workflows/repair_search.yaml`, `nodes.attempt.strategy=mcts`) is
+"""A repair whose search is an MCTS (`workflows/repair.yaml` with `nodes.search.strategy=mcts`) is
 resumable inside the search: killed with -9 after a branch's step finished and while another branch's step
 runs, then `--resume`d, it takes the finished branch as it was (its nodes not run again), continues the
 interrupted branch from its own last checkpoint and workspace, and asks the model server (a real loopback
@@ -40,10 +40,10 @@ FIX = _edit('        parts = stripped.split("=")', '        parts = stripped.spl
 
 
 def _bench(out: Path, image: str, spec: str, *extra: str) -> list[str]:
-    return ["bench", str(TASKS_FILE), "-i", IID, "--workflow", "repair_search", "--model", spec,
+    return ["bench", str(TASKS_FILE), "-i", IID, "--model", spec,
             "--sandbox", "docker", "-c", f"sandbox.image={image}", "-c", "feedback=task",
             "-c", "edit_format=search_replace", "-c", "model_options.max_attempts=1", "-c", "concurrency=1",
-            "-c", "nodes.attempt.strategy=mcts", "-c", "nodes.attempt.n=3", "-o", str(out), *extra]
+            "-c", "nodes.search.strategy=mcts", "-c", "nodes.search.n=3", "-o", str(out), *extra]
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
@@ -64,7 +64,7 @@ def _branch_events(events: list[dict[str, Any]], kind: str) -> list[tuple[str, s
 
 def _ran(events: list[dict[str, Any]], branch: str) -> list[str]:
     return [e["node_id"].rsplit("/", 1)[1] for e in events if e["kind"] == "node.start"
-            and e["data"].get("search") == "attempt" and e["data"].get("branch") == branch]
+            and e["data"].get("search") == "search" and e["data"].get("branch") == branch]
 
 
 def _second_branch_asked(events_file: Path) -> bool:
@@ -106,7 +106,7 @@ def test_kill_9_inside_an_mcts_repair_then_resume(docker_image: str, tmp_path: P
     assert _ran(after, "b1")[-1] == "critique" and "edit" not in _ran(after, "b1")[1:]
     assert _ran(after, "b2") == ["edit", "test"]
     main = [e["node_id"].rsplit("/", 1)[1] for e in after if e["kind"] == "node.start" and "branch" not in e["data"]]
-    assert main == ["attempt", "choose"]  # the nodes before the search had finished: not run again
+    assert main == ["search", "choose"]  # the nodes before the search had finished: not run again
     tree = {e["node_id"].rsplit("/", 1)[1]: e["parent_id"] for e in after
             if e["kind"] == "search.node" and e["data"].get("final") and e["parent_id"]}
     assert set(tree) == {"b0", "b1", "b2"}

@@ -1,5 +1,8 @@
 """A repair killed with -9 mid-task resumes at the node where it stopped: the nodes that had finished are not
-run again, and neither are their model calls (checked at the model server, a real loopback HTTP process)."""
+run again, and neither are their model calls (checked at the model server, a real loopback HTTP process).
+Killed inside the search, it resumes inside it: a branch whose run had finished is taken as it was, one that
+was running goes on from its own last checkpoint (an MCTS search killed between steps:
+test_repair_search_resume.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from agentflow.cli.main import run
 from tests.models.conftest import FakeServer, fake_server_process
 from tests.swe_fixtures import kill_9_when
 
-from .conftest import ROOT, TASKS_FILE, read_jsonl
+from .conftest import ROOT, TASKS_FILE, ran_in, read_jsonl, short
 
 pytestmark = pytest.mark.docker
 IID = "inikit__inikit-1"
@@ -39,6 +42,16 @@ def _rank_requests(server: FakeServer) -> int:
     return sum("Which of these" in json.dumps(r["body"]) for r in server.requests())
 
 
+def _branch_events(events: list[dict], kind: str = "search.branch") -> list[tuple[str, str]]:
+    """(what happened, branch) of the search's `search.branch` events."""
+    return [(e["data"]["event"], e["node_id"].rsplit("/", 1)[1]) for e in events if e["kind"] == kind]
+
+
+def _main_line(events: list[dict]) -> list[str]:
+    """The workflow's own nodes that started (not the search's branches' nodes)."""
+    return [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" not in e["data"]]
+
+
 def test_kill_9_mid_task_then_resume_continues_at_the_search(docker_image: str, model_server: FakeServer, tmp_path: Path) -> None:
     out = tmp_path / "run"
     # the ranking answers at once; the first edit takes long enough to kill the run while it waits
@@ -48,27 +61,32 @@ def test_kill_9_mid_task_then_resume_continues_at_the_search(docker_image: str, 
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events_file = out / "events.jsonl"
 
-    def searching() -> bool:
-        text = events_file.read_text() if events_file.exists() else ""
-        return '"node.start"' in text and f'"{IID}/search"' in text
+    def editing() -> bool:  # the search's branch is in its edit node, waiting for the model
+        return len(model_server.requests()) == 2
 
-    kill_9_when(proc, searching, timeout=240, what="run")
+    kill_9_when(proc, editing, timeout=240, what="run")
     assert _rank_requests(model_server) == 1
-    before = len(read_jsonl(events_file))
+    first = read_jsonl(events_file)
+    assert ("start", "b0") in _branch_events(first) and ("end", "b0") not in _branch_events(first)
 
     model_server.reset()
     model_server.script({"content": RIGHT})
     assert run(_bench(out, docker_image, model_server.spec(), "--resume")) == 0
-    after = read_jsonl(events_file)[before:]
+    after = read_jsonl(events_file)[len(first):]
     resumed = [e for e in after if e["kind"] == "repair.resume"]
     assert resumed and resumed[0]["data"]["next"] == ["search"]
-    ran = [e["node_id"].split("/", 1)[1] for e in after if e["kind"] == "node.start"]
-    assert ran == ["search", "choose"]  # baseline, rank, reproduce and plan had finished: not run again
+    assert _main_line(after) == ["search", "choose"]  # baseline, rank, reproduce and plan had finished: not run again
+    # the search took up its branch: it went on from its own last checkpoint, in its edit node
+    (search,) = [e for e in after if e["kind"] == "search.resume"]
+    assert (search["data"]["branches"], search["data"]["finished"]) == (1, 0)
+    assert _branch_events(after) == [("resume", "b0"), ("end", "b0")]
+    assert ran_in(after, "b0") == ["edit", "test"]
     assert _rank_requests(model_server) == 0  # the ranking's model call was not repeated
-    assert len(model_server.requests()) == 1  # only the edit
+    assert len(model_server.requests()) == 1  # only the edit, which had no answer yet
     outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
     assert outcome["status"] == "submitted" and outcome["report"]["resolved"] is True
     assert outcome["ranked"]  # the ranking came back from the checkpoint
+    assert outcome["chosen"] == f"{IID}/b0.1"
 
 
 # a wrong edit that applies and parses: the value after the first '=' is cut at the next one
@@ -80,36 +98,49 @@ def _edit_requests(server: FakeServer) -> int:
     return sum("Which of these" not in json.dumps(r["body"]) for r in server.requests())
 
 
-def test_kill_9_inside_the_search_then_resume_takes_its_completed_samples_from_the_call_journal(
+def test_kill_9_inside_the_search_then_resume_takes_its_finished_branch_as_it_was(
         docker_image: str, model_server: FakeServer, tmp_path: Path) -> None:
+    """Best-of-2, one attempt a branch, the branches' edits sent at once: the first answer comes at once and its
+    branch finishes, the second so late that the run is killed while it waits. Resumed, the finished branch is
+    taken as it was (its nodes not run again, its candidate kept) and only the unanswered edit is asked again."""
     out = tmp_path / "run"
-    # two samples, sent one by one: the first answered at once, the second so late that the run is killed
-    # while it waits
     model_server.script({"content": "1"}, {"content": WRONG}, {"content": RIGHT, "delay": 60})
     agentflow = str(Path(sys.executable).parent / "agentflow")
     argv = _bench(out, docker_image, model_server.spec(), "--strategy", "best-of-n", "-n", "2",
                   "-c", "batch_samples=1", "-c", "max_attempts=1")
     proc = subprocess.Popen([agentflow, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    candidates = out / "instances" / IID / "candidates.jsonl"
+    events_file = out / "events.jsonl"
 
-    def first_sample_verified() -> bool:
-        return candidates.exists() and bool(candidates.read_text().strip())
+    def a_branch_finished() -> bool:
+        return events_file.exists() and '"search.branch"' in events_file.read_text() and any(
+            what == "end" for what, _ in _branch_events(read_jsonl(events_file)))
 
-    kill_9_when(proc, first_sample_verified, timeout=240, what="run")
+    kill_9_when(proc, a_branch_finished, timeout=240, what="run")
     assert _edit_requests(model_server) == 2  # one answered, one in flight when killed
-    before = len(read_jsonl(out / "events.jsonl"))
+    first = read_jsonl(events_file)
+    (finished,) = [b for what, b in _branch_events(first) if what == "end"]
+    (waiting,) = {"b0", "b1"} - {finished}
+    candidates = out / "instances" / IID / "candidates.jsonl"
+    assert [short(r["candidate_id"]) for r in read_jsonl(candidates)] == [f"{finished}.1"]
 
     model_server.reset()
     model_server.script({"content": RIGHT})
     assert run([*argv, "--resume"]) == 0
-    after = read_jsonl(out / "events.jsonl")[before:]
-    ran = [e["node_id"].split("/", 1)[1] for e in after if e["kind"] == "node.start"]
-    assert ran == ["search", "choose"]
-    # the search started over, but only the sample that had not been answered went to the model
+    after = read_jsonl(events_file)[len(first):]
+    assert _main_line(after) == ["search", "choose"]
+    (search,) = [e for e in after if e["kind"] == "search.resume"]
+    assert (search["data"]["branches"], search["data"]["finished"]) == (2, 1)
+    branch_events = _branch_events(after)
+    assert ("reused", finished) in branch_events and ("resume", waiting) in branch_events
+    assert ran_in(after, finished) == [] and ran_in(after, waiting) == ["edit", "test"]
+    # the answered sample was neither asked for again nor drawn again: one model call, the unanswered edit
     assert len(model_server.requests()) == 1
-    calls = [e["data"] for e in after if e["kind"] == "model.call"]
-    assert sorted(bool(c.get("cached")) for c in calls) == [False, True]
+    calls = [e for e in after if e["kind"] == "model.call"]
+    assert [(short(e["node_id"]), bool(e["data"].get("cached"))) for e in calls] == [(f"{waiting}.1", False)]
+    # each candidate once, across the two legs: the finished branch's wrong edit and the fix
     rows = read_jsonl(candidates)
-    assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}  # the replayed wrong edit is a candidate again
+    assert sorted(short(r["candidate_id"]) for r in rows) == sorted([f"{finished}.1", f"{waiting}.1"])
+    assert {r["status"] for r in rows} == {"ok"}
     outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
     assert outcome["status"] == "submitted" and outcome["report"]["resolved"] is True
+    assert outcome["chosen"] == f"{IID}/{waiting}.1"

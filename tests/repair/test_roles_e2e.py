@@ -91,6 +91,6 @@ def test_the_verifier_model_breaks_a_tie(docker_image: str, tmp_path: Path):
             "verifier": [judge_low, judge_high],
         },
     )
-    assert outcome["chosen_by"] == "verifier" and outcome["chosen"] == "inikit__inikit-1/c2"
+    assert outcome["chosen_by"] == "verifier" and outcome["chosen"] == "inikit__inikit-1/b1.1"  # the 2nd branch's
     assert outcome["report"]["resolved"] is True
     assert len(recorded_user_messages(d / "verifier.rec.json")) == 2

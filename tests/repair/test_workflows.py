@@ -21,8 +21,9 @@ def test_the_shipped_repair_workflow_validates_and_shows_its_search_node(capsys:
     assert run(["graph", "validate", "workflows/repair.yaml"]) == 0
     assert run(["graph", "show", "repair"]) == 0
     shown = capsys.readouterr().out
-    assert 'subgraph search["search: search.best_of_n (n=1)"]' in shown
+    assert 'subgraph search["search: search best_of_n (strategy=best_of_n, n=1, ' in shown
     assert 'search__edit["edit: swe.edit"]' in shown and "search__edit --> search__test" in shown
+    assert "search__test -.-> search__critique" in shown and "search__critique --> search__edit" in shown
 
 
 def test_node_settings_are_validated_against_their_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,15 +43,18 @@ def test_settings_precedence_run_then_node_then_c_nodes() -> None:
     _, _, settings = load_repair_workflow(cfg)
     assert settings["edit"] == {"temperature": 0.7}  # the node's own setting beats the run's
     assert settings["review"] == {"critique": True, "max_tokens": 99}
+    assert settings["test"] == {"max_attempts": 3}
     with pytest.raises(Exception, match="nodes.nope"):
         load_repair_workflow(load_repair_config([f"workflow={USER_WORKFLOW}", "nodes.nope.n=2"]))
 
 
 def test_strategy_sets_the_search_node() -> None:
-    spec, _, settings = load_repair_workflow(load_repair_config(["strategy=mcts", "n=3"]))
-    assert spec.nodes["search"].type == "search.mcts" and settings["search"]["n"] == 3
-    spec, _, settings = load_repair_workflow(load_repair_config(["strategy=single", "n=8"]))
-    assert spec.nodes["search"].type == "search.best_of_n" and settings["search"]["n"] == 1
+    spec, _, _ = load_repair_workflow(load_repair_config(["strategy=mcts", "n=3", "max_attempts=2"]))
+    assert (spec.nodes["search"].search["strategy"], spec.nodes["search"].search["n"]) == ("mcts", 6)
+    spec, _, _ = load_repair_workflow(load_repair_config(["strategy=single", "n=8"]))
+    assert (spec.nodes["search"].search["strategy"], spec.nodes["search"].search["n"]) == ("best_of_n", 1)
+    spec, _, _ = load_repair_workflow(load_repair_config(["strategy=best-of-n", "n=8"]))
+    assert (spec.nodes["search"].search["strategy"], spec.nodes["search"].search["n"]) == ("best_of_n", 8)
 
 
 @pytest.mark.docker
@@ -68,8 +72,10 @@ def test_a_user_workflow_runs_its_nodes_in_its_order(docker_image: str, tmp_path
                 "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-o", str(out)])
     assert code == 0
     events = read_jsonl(out / "events.jsonl")
-    ran = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start"]
+    ran = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" not in e["data"]]
     assert ran == ["baseline", "rank", "search", "choose"]  # the user's order, no reproduce or plan
+    chain = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" in e["data"]]
+    assert chain == ["edit", "test", "review", "edit", "test"]  # the critic between the two attempts
     calls = [e for e in events if e["kind"] == "model.call"]
     assert len(calls) == 4
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
@@ -97,49 +103,48 @@ def test_agentflow_run_runs_a_repair_workflow_from_its_input(docker_image: str, 
     assert printed["status"] == "submitted" and printed["report"]["resolved"] is True
     run_dir = Path(printed["run_dir"])
     assert run_dir.parent == tmp_path / "runs"
-    ran = [e["node_id"].split("/", 1)[1] for e in read_jsonl(run_dir / "events.jsonl") if e["kind"] == "node.start"]
+    events = read_jsonl(run_dir / "events.jsonl")
+    ran = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" not in e["data"]]
     assert ran == ["baseline", "spectrum", "rank", "reproduce", "plan", "search", "choose"]
+    branch = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" in e["data"]]
+    assert branch == ["edit", "test"]  # the search's one branch: its edit passed at once
     # a repair workflow takes no --workspace: the repository comes from the input
     assert run(["run", "repair", "--input", state, "--workspace", str(tmp_path)]) == 2
     assert "repair workflow" in capsys.readouterr().err
 
 
-def test_repair_search_takes_the_strategy_and_the_runs_settings() -> None:
-    """The graph search node of `repair_search`: `--strategy` and `-c nodes.attempt.*` set its `search:` (the
-    latter last); its concurrency and seed default to the run's; config.resolved.yaml repeats it exactly."""
+def test_the_search_node_takes_the_strategy_and_the_runs_settings() -> None:
+    """The graph search node of `repair`: `--strategy` and `-c nodes.search.*` set its `search:` (the latter
+    last); its concurrency and seed default to the run's; config.resolved.yaml repeats it exactly."""
     from agentflow.repair.solve import effective_strategy
 
-    cfg = load_repair_config(["workflow=repair_search", "strategy=mcts", "n=3", "max_attempts=2", "mcts_c=0.5",
+    cfg = load_repair_config(["strategy=mcts", "n=3", "max_attempts=2", "mcts_c=0.5",
                               "concurrency=2"])
     spec, _, _ = load_repair_workflow(cfg)
-    search = spec.nodes["attempt"].search
+    search = spec.nodes["search"].search
     assert (search["strategy"], search["n"], search["c"], search["concurrency"]) == ("mcts", 6, 0.5, 2)
     assert search["value"] == "value" and search["gather"] == ["attempts", "drawn"]
-    cfg = load_repair_config(["workflow=repair_search", "strategy=single", "nodes.attempt.strategy=rebase",
-                              "nodes.attempt.n=3"])
+    cfg = load_repair_config(["strategy=single", "nodes.search.strategy=rebase",
+                              "nodes.search.n=3"])
     workflow = load_repair_workflow(cfg)
-    assert (workflow[0].nodes["attempt"].search["strategy"], workflow[0].nodes["attempt"].search["n"]) == ("rebase", 3)
+    assert (workflow[0].nodes["search"].search["strategy"], workflow[0].nodes["search"].search["n"]) == ("rebase", 3)
     resolved = effective_strategy(cfg, workflow)
-    assert resolved.strategy is None and resolved.nodes["attempt"] == workflow[0].nodes["attempt"].search
+    assert resolved.strategy is None and resolved.nodes["search"] == workflow[0].nodes["search"].search
     again, _, _ = load_repair_workflow(resolved)
-    assert again.nodes["attempt"].search == workflow[0].nodes["attempt"].search
+    assert again.nodes["search"].search == workflow[0].nodes["search"].search
     with pytest.raises(Exception, match="search.strategi"):
-        load_repair_workflow(load_repair_config(["workflow=repair_search", "nodes.attempt.strategi=mcts"]))
+        load_repair_workflow(load_repair_config(["nodes.search.strategi=mcts"]))
 
 
 def test_the_rollout_nodes_are_given_their_settings() -> None:
     """A typed node runs with the settings it is given: the run's value of each setting its type takes, then the
     workflow's `settings:`, then `-c nodes.<node>.*` (the node-level ones alone are the node's own)."""
-    cfg = load_repair_config(["workflow=repair_search", "temperature=0.1", "max_attempts=2",
+    cfg = load_repair_config(["temperature=0.1", "max_attempts=2",
                               "nodes.edit.max_tokens=99", "nodes.test.split_edits=false"])
     spec, registry, own = load_repair_workflow(cfg)
-    sub = spec.nodes["attempt"].subgraph
+    sub = spec.nodes["search"].subgraph
     edit = registry.require("swe.edit", "edit").parse_settings(sub.nodes["edit"].settings, "edit")
     test = registry.require("swe.test", "test").parse_settings(sub.nodes["test"].settings, "test")
     assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, cfg.noop_retries)
     assert (test.max_attempts, test.split_edits) == (2, False)
     assert own["edit"] == {"max_tokens": 99} and own["test"] == {"split_edits": False}
-
-
-def test_the_repair_search_workflow_validates() -> None:
-    assert run(["graph", "validate", "workflows/repair_search.yaml"]) == 0

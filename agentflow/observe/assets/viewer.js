@@ -190,7 +190,22 @@
       if (!kids.has(key)) kids.set(key, []);
       kids.get(key).push(n);
     }
-    const candOf = (n) => candById.get(n.candidate_id) || ((n.action || "").startsWith("edit ") ? candById.get(n.action.slice(5)) : null);
+    // a graph search's branch: the candidates its nodes verified (`repair.attempt`, tagged with the branch), of
+    // which it shows the chosen one, else its best (tests passed, then score; the later on a tie)
+    const inBranch = new Map();
+    for (const e of events) if (e.kind === "repair.attempt" && e.data.branch && candById.has(e.node)) {
+      const key = (e.data.instance_id && e.node.startsWith(e.data.instance_id + "/") ? e.data.instance_id + "/" : "") +
+        `${e.data.search}/${e.data.branch}`;
+      if (!inBranch.has(key)) inBranch.set(key, []);
+      inBranch.get(key).push(candById.get(e.node));
+    }
+    const rank = (c) => [(c.verification || {}).passed === true ? 1 : 0, +(c.verification || {}).score || 0];
+    const bestOf = (cs) => cs.find((c) => c.candidate_id === chosen) || cs.reduce((a, b) => {
+      const [pa, sa] = rank(a), [pb, sb] = rank(b);
+      return pb > pa || (pb === pa && sb >= sa) ? b : a;
+    });
+    const candOf = (n) => n.search ? (inBranch.has(n.id) ? bestOf(inBranch.get(n.id)) : null) :
+      candById.get(n.candidate_id) || ((n.action || "").startsWith("edit ") ? candById.get(n.action.slice(5)) : null);
     const chosenPath = new Set();
     for (const n of nodes.values()) {
       const c = candOf(n);
@@ -200,11 +215,11 @@
       const c = candOf(n), parts = [];
       parts.push(h("div", {}, `value ${(+n.value || 0).toFixed(3)} · visits ${n.visits} · depth ${n.depth}` +
         (n.terminal ? " · terminal" : "") + ` · tokens ${fmtN((n.usage || {}).input_tokens + (n.usage || {}).output_tokens)}`));
-      if (!c) {  // a graph search's branch: the nodes its step ran, and why it failed
+      if (!c || n.search) {  // a graph search's branch: the nodes its step ran, and why it failed
         parts.push(h("p", { cls: "muted" }, n.action ? "ran " + n.action : "the starting point (the run's state at the search node)"));
         if (n.error) parts.push(h("div", { cls: "bad" }, "failed: " + n.error));
         if (n.thread) parts.push(h("div", { cls: "muted" }, "checkpoint thread " + n.thread));
-        return parts;
+        if (!c) return parts;
       }
       const v = c.verification || {};
       const chain = [];  // a best-of-N rollout: its attempts, each built on the one before
@@ -225,7 +240,7 @@
     function render(n) {
       const ch = kids.get(n.id) || [];
       const c = candOf(n);
-      const isChosen = (c && c.candidate_id === chosen) || n.chosen === true;
+      const isChosen = chosen ? !!c && c.candidate_id === chosen : n.chosen === true;  // a repair's choice first
       const box = h("div", { cls: "snode" + (isChosen ? " chosen" : ""), "data-node-id": n.id });
       const toggle = h("span", { cls: "toggle" }, ch.length ? "▸" : "·");
       let kidsEl = null, detailEl = null;
@@ -244,7 +259,7 @@
       return box;
     }
     const roots = kids.get("") || [];
-    const picked = [...nodes.values()].find((n) => n.chosen === true);  // a graph search's choice
+    const picked = chosen ? null : [...nodes.values()].find((n) => n.chosen === true);  // a graph search's choice
     if (picked) for (let p = picked; p; p = nodes.get(p.parent)) chosenPath.add(p.id);
     const why = picked ? h("p", {}, "chosen: ", h("b", {}, picked.id.split("/").pop()), ` by ${picked.select || "value"}` +
       ` among ${nodes.size - 1} branches (${picked.strategy || ""})`) :
