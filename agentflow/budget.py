@@ -144,6 +144,22 @@ class Budget:
             return theirs
         return mine if theirs is None else min(mine, theirs)
 
+    def left(self) -> BudgetLimits:
+        """What is left of each limit (here and in the parents), as the limits of a budget built elsewhere:
+        a step run on another node runs under them and hands back what it used (`charge`)."""
+        left = {kind: self.remaining(kind) for kind in BUDGET_KINDS}
+        for kind in ("tokens", "model_calls", "tool_calls"):
+            if left[kind] is not None:
+                left[kind] = int(left[kind])  # type: ignore[arg-type]
+        return BudgetLimits.model_validate(left)
+
+    def charge(self, used: BudgetUsage) -> None:
+        """Charge what a step run elsewhere used (its own budget's `used`; its wall time is this run's too)."""
+        if used.model_calls or used.tokens or used.usd:
+            self.charge_model(tokens=used.tokens, usd=used.usd, calls=used.model_calls)
+        if used.tool_calls:
+            self.charge_tool(used.tool_calls)
+
     def carry(self, spent: BudgetUsage) -> None:
         """Count `spent` (earlier legs of a resumed run) here as if it had been charged, wall seconds included;
         as `Budget(spent=...)` does for a budget built for the resume."""

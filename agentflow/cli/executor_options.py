@@ -1,4 +1,4 @@
-"""`--executor`, `--ray-address`, `--task-cpus`: where `bench` and `eval` run their tasks."""
+"""`--executor`, `--ray-address`, `--task-cpus`: where `bench` and `eval` run their tasks (and `run` its search steps)."""
 
 from __future__ import annotations
 

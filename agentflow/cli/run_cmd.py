@@ -22,12 +22,17 @@ from agentflow.cli.common import (
     print_view_hint,
     stop_interrupted,
 )
+from agentflow.cli.executor_options import RAY_ADDRESS_OPTION, TASK_CPUS_OPTION, executor_from_flags
 from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError, did_you_mean
 from agentflow.observe.config import TraceConfig
 
 OUTPUT_OPTION = typer.Option(Path("runs"), "-o", "--output", help="Folder that holds run directories.")
+EXECUTOR_OPTION = typer.Option(
+    None, "--executor", help="Where the steps of search nodes run: in-process (default) or ray (each step a Ray task "
+    "on a worker node); a node's search.executor overrides it."
+)
 
 
 class RunConfig(StrictConfig):
@@ -132,6 +137,9 @@ def register(app: typer.Typer) -> None:
         history: str | None = typer.Option(
             None, "--history", help="List the kept checkpoints of this thread (to fork from) and exit."
         ),
+        executor: str | None = EXECUTOR_OPTION,
+        ray_address: str | None = RAY_ADDRESS_OPTION,
+        task_cpus: float | None = TASK_CPUS_OPTION,
         config: list[str] | None = CONFIG_OPTION,
         as_json: bool = JSON_OPTION,
         output: Path = OUTPUT_OPTION,
@@ -151,7 +159,11 @@ def register(app: typer.Typer) -> None:
             raise UserError("--input starts a new run; drop it when using --resume")
         if resume is None and fork is None and workflow is None:
             raise UserError("missing WORKFLOW", hint="give a YAML path or a shipped workflow name, or --resume THREAD_ID")
+        executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
         if resume is None and fork is None and workflow is not None and needs_repair(workflow):
+            if executor_cfg is not None:
+                raise UserError(f"--executor places the steps of search nodes; {workflow} is a repair workflow",
+                                hint="scale repairs out by task with `agentflow bench --executor ray`")
             return _run_repair(workflow, input, workspace=workspace, thread_id=thread_id, model=model, serve=serve,
                                sandbox=sandbox, config=list(config or []), budget_usd=budget_usd,
                                step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
@@ -175,6 +187,9 @@ def register(app: typer.Typer) -> None:
         if opts.model is not None:
             check_model_spec(opts.model)
         check_serve(opts.serve)
+        if opts.serve and opts.model is None and executor_cfg is not None and executor_cfg.kind == "ray":
+            raise UserError("--serve cannot be combined with --executor ray: the served model is this machine's",
+                            hint="start a model server every node reaches and pass it with --model")
         inputs = parse_json_input(input)
         edits = parse_json_input(edit) if edit is not None else None
         spec = load_run_workflow(opts.workflow or "", cfg)
@@ -188,7 +203,7 @@ def register(app: typer.Typer) -> None:
             result, run_id, rdir, applied = _run_workflow(
                 spec, opts, cfg, handle=handle, inputs=inputs, edits=edits, thread_id=thread_id, resume=resume,
                 resume_dir=resume_dir, fork=fork_from, approve=approve, apply=apply, allow_exec=allow_exec,
-                output=output,
+                output=output, executor=executor_cfg,
                 printer_mode="json" if as_json else "live" if is_tty() else "plain",
             )
         return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied)
@@ -378,9 +393,10 @@ def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: 
 def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: dict[str, Any],
                   edits: dict[str, Any] | None, thread_id: str | None, resume: str | None,
                   resume_dir: Path | None, approve: bool, apply: bool, allow_exec: bool, output: Path,
-                  printer_mode: str, fork: ForkFrom | None = None) -> tuple[Any, str, Path, Any]:
+                  printer_mode: str, fork: ForkFrom | None = None, executor: Any = None) -> tuple[Any, str, Path, Any]:
     """Create or find the run directory, print the thread first, and run (or resume, or fork) the workflow
-    there; the library keeps the run's ledger in that folder. `handle` is a --serve server."""
+    there; the library keeps the run's ledger in that folder. `handle` is a --serve server; `executor` the
+    `ExecutorConfig` of --executor (where search steps run)."""
     from agentflow.budget import Budget, BudgetLimits
     from agentflow.cli.run_printer import RunPrinter
     from agentflow.graph.context import RunContext
@@ -425,7 +441,7 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         result, applied = asyncio.run(_drive(
             runner, thread=thread, inputs=inputs, edits=edits, resume=resume is not None, approve=approve,
             apply=apply, allow_exec=allow_exec, workspace=opts.workspace, on_event=on_event, fork=fork,
-            metrics=_metrics(handle, ctx.events, served)))
+            metrics=_metrics(handle, ctx.events, served), executor=_executor(ctx, executor)))
     except KeyboardInterrupt:  # Ctrl-C: asyncio.run has cancelled the run; its checkpoints are kept
         interrupted = True
     finally:
@@ -439,11 +455,12 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
 
 async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dict[str, Any] | None, resume: bool,
                  approve: bool, apply: bool, allow_exec: bool, workspace: str | None, on_event: Any,
-                 metrics: Any, fork: ForkFrom | None = None) -> tuple[Any, Any]:
+                 metrics: Any, fork: ForkFrom | None = None,
+                 executor: contextlib.AbstractAsyncContextManager[None] | None = None) -> tuple[Any, Any]:
     """Run, resume or fork the workflow (the runner starts the sandbox with the workspace and, on resume, the
     run's earlier changes) and, with --apply, bring a done run's diff back (checked). `metrics` ends before
-    the runner closes the run's event log."""
-    async with runner, metrics:
+    the runner closes the run's event log; `executor` (the run's, for its search steps) before that."""
+    async with runner, metrics, executor or contextlib.nullcontext():
         if fork is not None:
             result = await runner.fork(fork.thread_id, checkpoint_id=fork.checkpoint_id, source=fork.run_dir,
                                        update=edits, new_thread_id=thread, approve=approve, on_event=on_event)
@@ -476,6 +493,22 @@ async def _pick_checkpoint(spec: Any, fork: ForkFrom, edits: dict[str, Any] | No
     finally:
         runner.close()
     return point.checkpoint_id
+
+
+@contextlib.asynccontextmanager
+async def _executor(ctx: Any, config: Any) -> AsyncIterator[None]:
+    """The run's executor (--executor) open while it runs: its search nodes send their steps there."""
+    if config is None:
+        yield
+        return
+    from agentflow.executors.base import open_executor
+
+    async with open_executor(config) as opened:
+        ctx.executor = opened
+        try:
+            yield
+        finally:
+            ctx.executor = None
 
 
 @contextlib.asynccontextmanager

@@ -33,8 +33,9 @@ class Executor(Protocol):
         """`await fn(*args)` on some worker; a lost call raises `RemoteTaskError`."""
         ...
 
-    def share(self, value: Any) -> Any:
-        """A handle for a large value passed to many calls (put once in Ray's object store; itself here)."""
+    def share(self, value: Any, what: str = "a shared value") -> Any:
+        """A handle for a large value passed to many calls (put once in Ray's object store; itself here); a
+        value that cannot travel is a one-line UserError naming `what` it is."""
         ...
 
     def run_budget(self, usd_limit: float | None, spent_usd: float = 0.0) -> Budget | None:
@@ -56,7 +57,7 @@ class InProcessExecutor:
     async def call(self, fn: Callable[..., Awaitable[T]], /, *args: Any, label: str = "") -> T:
         return await fn(*args)
 
-    def share(self, value: Any) -> Any:
+    def share(self, value: Any, what: str = "a shared value") -> Any:
         return value
 
     def run_budget(self, usd_limit: float | None, spent_usd: float = 0.0) -> Budget | None:

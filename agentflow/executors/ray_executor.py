@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -114,6 +115,20 @@ def _init_on_loopback(kwargs: dict[str, Any]) -> None:
                            "and pass --ray-address")
 
 
+def _unpicklable(what: str, exc: TypeError) -> Exception:
+    """Ray's report of a value it cannot pickle (a page of traversal output) as one line naming the object that
+    refused; any other TypeError as it is."""
+    text = str(exc)
+    if not text.startswith("Could not serialize"):
+        return exc
+    cause = str(exc.__cause__ or "").strip()  # pickle's own error, when Ray kept it
+    found = re.search(r"FAIL serialization: (.+)", text)
+    reason = cause.splitlines()[0] if cause else found.group(1).strip() if found else text.splitlines()[0]
+    return UserError(f"ray: {what} cannot be sent to a worker: {reason}",
+                     hint="what a task takes must pickle: functions a worker can import, plain data, "
+                          "no open connections, locks or clients")
+
+
 def _loopback(address: str | None) -> bool:
     if address is None:
         return True
@@ -189,7 +204,10 @@ class RayExecutor:
 
     async def call(self, fn: Callable[..., Awaitable[T]], /, *args: Any, label: str = "") -> T:
         task = self._remote.options(name=label or fn.__name__, **self._options)
-        ref = task.remote(fn, self._ledger, label, *args)
+        try:
+            ref = task.remote(fn, self._ledger, label, *args)
+        except TypeError as exc:
+            raise _unpicklable(f"the arguments of {label or fn.__name__}", exc) from None
         try:
             return await ref
         except asyncio.CancelledError:
@@ -211,8 +229,11 @@ class RayExecutor:
                                f"({self.config.max_retries} retries allowed): {exc.__class__.__name__}: {first}",
                                attempts=attempts)
 
-    def share(self, value: Any) -> Any:
-        return ray.put(value)
+    def share(self, value: Any, what: str = "a shared value") -> Any:
+        try:
+            return ray.put(value)
+        except TypeError as exc:
+            raise _unpicklable(what, exc) from None
 
     def run_budget(self, usd_limit: float | None, spent_usd: float = 0.0) -> Budget | None:
         if usd_limit is None:

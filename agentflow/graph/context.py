@@ -91,6 +91,9 @@ class RunContext:
     deps: Any = None
     """The application's dependencies (a database handle, a client...): `ctx.deps` in function nodes, and
     `ToolContext.deps` in the tools of agent, tool and function nodes."""
+    executor: Any = None
+    """Where search steps run when a search node does not say (`search.executor`): an open `Executor`
+    (`agentflow run --executor ray`) or an `ExecutorConfig` (opened for each search); None: in this process."""
 
     @property
     def node_seconds(self) -> float:

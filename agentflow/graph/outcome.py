@@ -61,6 +61,13 @@ def error_from_exception(node: str, exc: BaseException | str) -> NodeError:
     return NodeError(node=node, reason="error", error=" ".join(str(text).split())[:2000])
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception as one line (a search branch's error): its first line, after its reason when it has one."""
+    reason = getattr(exc, "reason", None)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{reason}: {text}" if reason else text
+
+
 def _reason_in(message: str) -> str:
     start, end = message.find("("), message.find(")")
     return message[start + 1 : end] if 0 <= start < end else "error"
@@ -112,6 +119,7 @@ __all__ = [
     "agent_failure",
     "error_from_exception",
     "failed_tasks",
+    "one_line",
     "record_budget_stop",
     "recorded_errors",
     "to_error",

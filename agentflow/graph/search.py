@@ -34,6 +34,10 @@ value, by a vote over a state path, or as the smallest among the best; its state
 and its workspace becomes the run's. With `stop_at`, a finished branch valued that high ends the search (nothing
 new starts after it). A branch that fails is recorded (event `search.branch` with its error)
 and scores nothing; a search none of whose branches finished fails the node.
+
+Each step runs in this process, or — `executor: ray`, or the run's executor — as a call on a worker node
+(`search_remote`): its checkpoints, events, usage and workspace come back into the run, so the tree, the
+values and the choice are the same.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
-from agentflow.graph.outcome import NodeFailed
+from agentflow.graph.outcome import NodeFailed, one_line
 
 if TYPE_CHECKING:
     from agentflow.graph.context import RunContext
@@ -111,6 +115,10 @@ class SearchSettings(StrictConfig):
     branch or step starts; steps already running finish. None: run the strategy to its end."""
     seed: int = 0
     """Seeds the tie-breaks (which branch wins among equal values, which child UCT tries first)."""
+    executor: Literal["in-process", "ray"] | None = None
+    """Where each step runs (best_of_n: a whole branch; the stepwise strategies: one expansion): in this
+    process, or as a Ray task on a worker node (`search_remote`). None: the run's executor
+    (`agentflow run --executor`, `RunContext.executor`), in this process when the run has none."""
 
     @field_validator("expand")
     @classmethod
@@ -248,11 +256,16 @@ class SearchRun:
     """One execution of a search node: the tree, the branches in flight, and the choice."""
 
     def __init__(self, name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext,
-                 settings: SearchSettings, thread: str, compile: Callable[..., Any]) -> None:
+                 settings: SearchSettings, thread: str, compile: Callable[..., Any], executor: Any = None) -> None:
         self.name = name
         self.compile = compile
         """`compile.compile_workflow` (passed in: the compiler builds search nodes, so this module cannot import it)."""
+        self.executor = executor
+        """An open remote `Executor` the steps run on (None: in this process)."""
+        self.remote: Any = None
+        """The steps on `executor` (`search_remote.RemoteSteps`), set up as the search starts."""
         self.sub = branch_spec(spec, node)
+        self.mcp = list(spec.mcp_servers)
         self.parent_keys = set(spec.state) if spec.state else None
         self.rt = rt
         self.settings = settings
@@ -324,8 +337,8 @@ class SearchRun:
                                    sample=branch.sample, after_tool_call=None)
 
     def _graph(self, rt: RunContext) -> Any:
-        return self.compile(self.sub, rt, self._checkpointer(),
-                            interrupt_after=self._interrupt_after() if self.stepwise else None)
+        return self.compile(self.sub, rt, self.checkpointer(),
+                            interrupt_after=self.interrupt_after() if self.stepwise else None)
 
     def _config(self, branch: Branch) -> dict[str, Any]:
         return {"configurable": {"thread_id": branch.thread}, "recursion_limit": self.sub.step_limit or 1000}
@@ -351,12 +364,13 @@ class SearchRun:
                     setup = time.perf_counter() - t0
                 # from here each checkpoint of the branch records the branch's workspace (the runner's hook)
                 self.rt.branch_workspaces[branch.thread] = rt.sandbox
-                if parent.thread is None and not resumed:
-                    await graph.ainvoke(self._inputs(parent.state), config)
+                inputs = self._inputs(parent.state) if parent.thread is None and not resumed else None
+                if self.remote is not None:
+                    branch.error = await self.remote.step(branch, rt, inputs)
                 else:
-                    await graph.ainvoke(None, config)
+                    await graph.ainvoke(inputs, config)
             except Exception as exc:  # noqa: BLE001 - a branch's failure is that branch's, recorded below
-                branch.error = _describe(exc)
+                branch.error = one_line(exc)
             finally:
                 self.rt.branch_workspaces.pop(branch.thread, None)
             snapshot = await graph.aget_state(config)
@@ -405,10 +419,12 @@ class SearchRun:
         self._check_solved(branch)
         return branch
 
-    def _interrupt_after(self) -> Any:
+    def interrupt_after(self) -> Any:
+        """Where a step ends: after the nodes `step_until` names, else after any node."""
         return list(self.settings.step_until) or "*"
 
-    def _checkpointer(self) -> Any:
+    def checkpointer(self) -> Any:
+        """The run's checkpointer (an in-memory one for a run without: branches still pause and fork)."""
         if self.rt.checkpointer is not None:
             return self.rt.checkpointer
         if self._saver is None:  # a run without a checkpointer still needs branches to pause and fork
@@ -431,7 +447,7 @@ class SearchRun:
 
     async def _copy_checkpoint(self, parent: Branch, child: Branch) -> None:
         """The child's thread starts at the parent's last checkpoint (LangGraph's fork, into a new thread)."""
-        saver = self._checkpointer()
+        saver = self.checkpointer()
         saved = await saver.aget_tuple({"configurable": {"thread_id": parent.thread, "checkpoint_ns": ""}})
         if saved is None:
             raise NodeFailed(self.name, "error", f"branch {parent.id} has no checkpoint to expand from")
@@ -452,6 +468,10 @@ class SearchRun:
                       pending=False)
         self.root = root
         self._emit(root)
+        if self.executor is not None:
+            from agentflow.graph.search_remote import RemoteSteps
+
+            self.remote = await RemoteSteps.open(self, self.executor, root)
         await self._load(root)
         strategy = {"best_of_n": self._best_of_n, "beam": self._beam, "tot": self._beam,
                     "rebase": self._beam, "mcts": self._mcts}[self.settings.strategy]
@@ -464,7 +484,7 @@ class SearchRun:
         """The branches of an earlier run of this search (same thread), from the checkpointer: each with its
         state, value and workspace, `pending` when its step had not finished."""
         prefix = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
-        threads = sorted({t.config["configurable"]["thread_id"] async for t in self._checkpointer().alist(None)
+        threads = sorted({t.config["configurable"]["thread_id"] async for t in self.checkpointer().alist(None)
                           if str(t.config["configurable"]["thread_id"]).startswith(prefix)
                           and not t.config["configurable"].get("checkpoint_ns")}, key=lambda t: (t.count(BRANCH_SEP), t))
         if not threads:
@@ -486,7 +506,7 @@ class SearchRun:
                      finished=sum(1 for b in by_thread.values() if not b.pending and b is not root))
 
     async def _loaded_branch(self, graph: Any, thread: str, parent: Branch) -> Branch:
-        saved = await self._checkpointer().aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+        saved = await self.checkpointer().aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
         snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
         branch = Branch(id=thread.rsplit(BRANCH_SEP, 1)[1], parent=parent, thread=thread,
                         state=dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {},
@@ -692,6 +712,12 @@ class BranchEvents:
             self.ran.append(node_id)
         return self._events.emit(kind, node_id=node_id, parent_id=parent_id, **{**data, **self._tag})
 
+    def write(self, event: Any) -> None:
+        """Record an event the branch's step emitted elsewhere (on a worker node), tagged as `emit` tags."""
+        if event.kind == "node.end" and event.node_id:
+            self.ran.append(event.node_id)
+        self._events.write(event.model_copy(update={"data": {**event.data, **self._tag}}))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._events, name)
 
@@ -726,12 +752,6 @@ def _step_key(config: Mapping[str, Any]) -> str:
     return f"search-step:{conf['thread_id']}:{conf['checkpoint_id']}"
 
 
-def _describe(exc: BaseException) -> str:
-    reason = getattr(exc, "reason", None)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"{reason}: {text}" if reason else text
-
-
 def search_node(
     name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext, compile: Callable[..., Any]
 ) -> Callable[..., Any]:
@@ -745,8 +765,11 @@ def search_node(
         values = dict(state) if isinstance(state, Mapping) else dict(vars(state))
         settings = strategy_for(configured, values, name)
         rt.emit("node.start", node_id=name, type="search", strategy=settings.strategy)
-        search = SearchRun(name, node, spec, rt, settings, thread, compile)
-        chosen = await search.run(values)
+        from agentflow.graph.search_remote import step_executor
+
+        async with step_executor(settings, rt) as executor:
+            search = SearchRun(name, node, spec, rt, settings, thread, compile, executor)
+            chosen = await search.run(values)
         search.finish(chosen)
         if search.shared is not None and chosen.snapshot is not None:
             await search.shared.restore(chosen.snapshot)  # the run goes on in the chosen branch's workspace

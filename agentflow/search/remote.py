@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from agentflow.budget import BUDGET_KINDS, Budget, BudgetLimits
+from agentflow.budget import Budget, BudgetLimits
 from agentflow.errors import UserError
 from agentflow.events import Event, EventLog
 from agentflow.executors.base import Executor, open_executor
@@ -96,19 +96,6 @@ class StepResult:
     workspace: bytes | None = None
 
 
-def _limits_left(budget: Budget | None) -> BudgetLimits:
-    if budget is None:
-        return BudgetLimits()
-    left = {kind: budget.remaining(kind) for kind in BUDGET_KINDS}
-    if left["tokens"] is not None:
-        left["tokens"] = int(left["tokens"])
-    if left["model_calls"] is not None:
-        left["model_calls"] = int(left["model_calls"])
-    if left["tool_calls"] is not None:
-        left["tool_calls"] = int(left["tool_calls"])
-    return BudgetLimits.model_validate(left)
-
-
 async def remote_step(policy: Policy, state: NodeState, action: Action | None, seed: str, node_id: str,
                       parent_id: str | None, limits: BudgetLimits, shipper: WorkspaceShipper | None,
                       blob: bytes | None, run_id: str) -> StepResult:
@@ -156,8 +143,9 @@ class RemoteSteps:
         """One rollout (`action` None) or one apply, run on the executor; the new state and its usage."""
         blob = await self._blob(pool, state.snapshot_id)
         shipper = self.shipper if pool is not None else None
+        limits = budget.left() if budget is not None else BudgetLimits()
         result: StepResult = await self.executor.call(
-            remote_step, policy, state, action, seed, node_id, parent_id, _limits_left(budget), shipper, blob,
+            remote_step, policy, state, action, seed, node_id, parent_id, limits, shipper, blob,
             events.run_id if events is not None else "", label=f"search:{node_id}")
         if events is not None:
             for event in result.events:

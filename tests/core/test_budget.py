@@ -64,3 +64,19 @@ def test_remaining_is_tightest() -> None:
     assert child.remaining("tokens") == 60
     assert parent.remaining("tokens") == 960
     assert Budget().remaining("tokens") is None
+
+
+def test_what_is_left_travels_and_what_was_used_elsewhere_is_charged() -> None:
+    """A step run on another node gets what is left as its own limits and hands back what it used."""
+    parent = Budget(tokens=1000, tool_calls=5)
+    run = parent.child(usd=1.0)
+    run.charge_model(tokens=300, usd=0.25)
+    left = run.left()
+    assert (left.tokens, left.usd, left.tool_calls, left.model_calls) == (700, 0.75, 5, None)
+    elsewhere = Budget(left)
+    elsewhere.charge_model(tokens=100, usd=0.5, calls=2)
+    elsewhere.charge_tool(2)
+    run.charge(elsewhere.used)
+    used = run.used
+    assert (used.tokens, used.usd, used.model_calls, used.tool_calls) == (400, 0.75, 3, 2)
+    assert parent.used.tool_calls == 2 and run.remaining("usd") == 0.25

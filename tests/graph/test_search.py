@@ -224,12 +224,45 @@ def test_validation_names_bad_search_settings() -> None:
     assert any("search.expand" in p and "at least one number" in p for p in problems), problems
     problems = [p.message for p in validate(spec_from_dict(_workflow({"stop_at": "high"})))]
     assert any("search.stop_at" in p for p in problems), problems
+    problems = [p.message for p in validate(spec_from_dict(_workflow({"executor": "dask"})))]
+    assert any("search.executor" in p and "'in-process'" in p for p in problems), problems
     assert validate(spec_from_dict(_keyed({"strategy_key": "algorithm", "expand": [3, 1], "stop_at": 1.0}))) == []
     no_sub = {"name": "s", "nodes": {"go": {"search": {"n": 2}, "next": "END"}}}
     problems = [p.message for p in validate(spec_from_dict(no_sub))]
     assert any("no subgraph" in p for p in problems), problems
     ok = _workflow({"strategy": "mcts", "value": "score", "step_until": ["refine"]})
     assert validate(spec_from_dict(ok)) == []
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--executor", "dask"], "--executor must be one of in-process, ray, got 'dask'"),
+    (["--ray-address", "127.0.0.1:6379"], "--ray-address needs --executor ray"),
+])
+def test_bad_executor_flags_of_run_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       flags: list[str], message: str) -> None:
+    from agentflow.cli.main import run
+
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(json.dumps(_workflow({"n": 2, "value": "score"})))
+    assert run(["run", str(wf), "-o", str(tmp_path / "runs"), "-i", '{"task": "x"}', *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_executor_in_process_runs_the_search_here(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--executor in-process` is the default made explicit: no Ray, the same search."""
+    from agentflow.cli.main import run
+
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(json.dumps(_workflow({"n": 3, "value": "score", "value_scale": 10})))
+    reports = []
+    for flags in ([], ["--executor", "in-process"]):
+        code = run(["run", str(wf), "-o", str(tmp_path / "runs"), "--json", "-i", '{"task": "x"}', *flags])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        reports.append(json.loads(out.strip().splitlines()[-1])["state"]["report"])
+    assert reports[0] == reports[1] and reports[0]["chosen"] == f"b{max(range(3), key=_final)}"
 
 
 def test_cli_sets_search_settings_per_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

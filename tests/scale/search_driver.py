@@ -1,7 +1,10 @@
-"""A driver process for the search tests: runs best-of-N and MCTS over local sandboxes in process and with
-`executor` on the Ray cluster at argv[1], and prints one JSON object comparing them.
+"""The graph search on the Ray cluster: the node functions of the tests' workflow (importable on the workers
+as `tests.scale.search_driver:NAME`), the workflow itself, and a driver for what only the Python API can
+give a run (run as `python -m tests.scale.search_driver HOST:PORT`; prints one JSON object).
 
-    python -m tests.scale.search_driver 127.0.0.1:PORT
+Each step of a branch appends a word to `notes.txt` in its workspace and checks first that the file holds
+what its state says (its workspace travelled with it); the word, and so every value, is a function of the
+branch's id, so a search gives the same tree wherever its steps run. Each step notes the pid it ran in.
 """
 
 from __future__ import annotations
@@ -9,89 +12,99 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sys
-import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
-from agentflow.budget import Budget
-from agentflow.events import EventLog
-from agentflow.executors.types import ExecutorConfig
-from agentflow.models.base import Usage
-from agentflow.search import MCTS, BestOfN, FunctionVerifier, StepPolicy, WorkspacePool
-from agentflow.search.protocols import RolloutContext
-from agentflow.search.remote import SandboxShipper
-from agentflow.search.types import Action, NodeState, Verification
-
-WORDS = ["yes", "no", "maybe", "yes"]
+WORDS = ["yes", "no", "maybe", "yes", "no"]
 
 
-class NotesPolicy(StepPolicy):
-    """Each step appends a sampled word to notes.txt in the workspace; after `steps` steps the file is the
-    output. A step first checks that the workspace holds what its state says (the snapshot travelled)."""
-
-    def __init__(self, steps: int = 2) -> None:
-        self.steps = steps
-        self.max_steps = steps
-
-    async def propose(self, state: NodeState, k: int, ctx: RolloutContext) -> list[Action]:
-        ctx.charge_model(Usage(input_tokens=10, output_tokens=5, cost_usd=0.001), calls=1)
-        return [Action(text=word, data={"word": word}) for word in (ctx.rng.choice(WORDS) for _ in range(k))]
-
-    async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
-        ws: Any = ctx.workspace
-        text = state.data.get("text", "")
-        if text and await ws.read_file("notes.txt") != text:
-            raise RuntimeError(f"workspace of {ctx.node_id} is not at its parent's state")
-        text += action.data["word"] + "\n"
-        await ws.write_file("notes.txt", text)
-        ctx.charge_tool()
-        done = state.depth + 1 >= self.steps
-        pids = [*state.data.get("pids", []), os.getpid()]
-        return state.child(done=done, output=text if done else None, data={"text": text, "pids": pids})
+def _index(ctx: Any) -> int:
+    return int(str(ctx.run.branch).rsplit("~", 1)[-1][1:])
 
 
-def score(cand: Any) -> Verification:
-    text = cand.state.output or cand.state.data.get("text", "")
-    return Verification(score=text.count("yes") / 2, passed=text.count("yes") == 2)
+def start(state: dict[str, Any]) -> dict[str, Any]:
+    """Before the search: where the run itself (the driver) runs."""
+    return {"driver": os.getpid()}
 
 
-def summary(result: Any, budget: Budget) -> dict[str, Any]:
-    return {"best": result.best.output if result.best else None,
-            "candidates": sorted((c.node_id, c.state.output) for c in result.candidates),
-            "used": {k: v for k, v in budget.used.model_dump().items() if k != "wall_seconds"},
-            "pids": sorted({p for c in result.candidates for p in c.state.data.get("pids", [])})}
+async def write(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """With `pause: b<k>` in the state, branch b<k>'s first run of this node waits to be killed (after writing
+    `<flag>.ready`); it goes on when run again."""
+    k = _index(ctx)
+    flag = Path(str(state.get("flag") or "")  + ".ready")
+    if state.get("pause") == f"b{k}" and not flag.exists():
+        flag.write_text(str(os.getpid()))
+        await asyncio.sleep(300)
+    notes = str(state.get("notes") or "")
+    word = WORDS[(k * 3 + int(state.get("depth") or 0)) % len(WORDS)]
+    sandbox = ctx.run.sandbox
+    if sandbox is not None:
+        held = await sandbox.read_file("notes.txt") if notes else ""
+        if held != notes:
+            raise RuntimeError(f"branch b{k}'s workspace holds {held!r}, its state {notes!r}")
+        await sandbox.write_file("notes.txt", notes + word + "\n")
+    return {"notes": notes + word + "\n", "pids": [os.getpid()], "steps": [f"b{k}: {word}"]}
 
 
-async def one(kind: str, executor: Any, boxes: list[Any]) -> dict[str, Any]:
-    shipper = SandboxShipper("local") if executor is not None else None
-    verifier = FunctionVerifier(score, name="yes")
-    if kind == "best_of_n":
-        search: Any = BestOfN(NotesPolicy(), verifier, n=4, concurrency=4, seed=3, executor=executor,
-                              shipper=shipper)
-    else:
-        search = MCTS(NotesPolicy(), verifier, k=2, concurrency=2, max_depth=2, max_expansions=3, seed=3,
-                      stop_on_solution=False, executor=executor, shipper=shipper)
-    budget = Budget()
-    result = await search.run(budget=budget, events=EventLog(), workspaces=WorkspacePool(boxes))
-    return summary(result, budget)
+async def check(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    notes = str(state.get("notes") or "")
+    result = await ctx.call_tool(_count, {"text": notes})  # a journaled tool call, counted in the run's usage
+    assert result.ok, result.text
+    diff = ""
+    if ctx.run.sandbox is not None:
+        from agentflow.graph.workspace import workspace_diff
+
+        diff = await workspace_diff(ctx.run.sandbox)
+    depth = int(state.get("depth") or 0) + 1
+    return {"score": notes.count("yes") * 4 + len(notes.split()), "depth": depth, "more": depth < 2, "diff": diff,
+            "pids": [os.getpid()]}
+
+
+def _count(text: str) -> int:
+    """The number of words in `text`."""
+    return len(text.split())
+
+
+def workflow(search: dict[str, Any]) -> dict[str, Any]:
+    """A workflow whose node `go` searches over two rounds of write -> check with the given `search:` settings
+    (a step of the stepwise strategies ends after `check`)."""
+    return {
+        "name": "notes",
+        "state": {"task": {"type": "str"}, "driver": {"type": "int"}, "notes": {"type": "str"},
+                  "score": {"type": "int"}, "depth": {"type": "int"}, "more": {"type": "bool"}, "diff": {"type": "str"},
+                  "pids": {"type": "list", "reducer": "append"}, "steps": {"type": "list", "reducer": "append"},
+                  "report": {"type": "dict"}, "pause": {"type": "str"}, "flag": {"type": "str"}},
+        "nodes": {
+            "start": {"fn": "tests.scale.search_driver:start", "next": "go"},
+            "go": {"search": {"value": "score", "value_scale": 10, "step_until": ["check"], **search},
+                   "output": "report", "next": "END",
+                   "subgraph": {"name": "step", "nodes": {
+                       "write": {"fn": "tests.scale.search_driver:write", "next": "check"},
+                       "check": {"fn": "tests.scale.search_driver:check",
+                                 "route": {"on": "more", "cases": {"true": "write", "false": "END"}}}}}},
+        },
+    }
 
 
 async def main(address: str) -> None:
-    from agentflow.sandbox.local import LocalSandbox
+    """A run whose dependencies cannot travel: the search says so in one line before any step starts."""
+    from agentflow.errors import UserError
+    from agentflow.executors.types import ExecutorConfig
+    from agentflow.graph import WorkflowRunner
+    from agentflow.graph.context import RunContext
+    from agentflow.graph.loader import spec_from_dict
 
-    store = Path(tempfile.mkdtemp(prefix="search-store-"))
-    boxes = [await LocalSandbox.start(store=store) for _ in range(2)]
-    out: dict[str, Any] = {"driver_pid": os.getpid()}
+    context = RunContext(executor=ExecutorConfig(kind="ray", address=address), deps={"lock": threading.Lock()})
+    runner = WorkflowRunner(spec_from_dict(workflow({"n": 2})), checkpointer="memory", context=context)
+    out: dict[str, Any] = {}
     try:
-        for kind in ("best_of_n", "mcts"):
-            out[kind] = {"in_process": await one(kind, None, boxes),
-                         "ray": await one(kind, ExecutorConfig(kind="ray", address=address), boxes)}
+        await runner.start({"task": "x"}, thread_id="t")
+    except UserError as exc:
+        out["error"] = str(exc)
     finally:
-        for box in boxes:
-            await box.close()
-        shutil.rmtree(store, ignore_errors=True)
+        await runner.aclose()
     print(json.dumps(out))
 
 
