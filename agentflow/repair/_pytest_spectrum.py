@@ -10,24 +10,28 @@ spectrum fault localization reads, and which tests reach which function (a candi
 Past MAX_IDS tests the ids are no longer recorded (`ids` is then null): the counts stay whole.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from types import FrameType
+from typing import Any
 
 _ROOT = os.path.realpath(os.getcwd()) + os.sep
 _PYTEST_DIR = os.sep + "_pytest" + os.sep
-_files = {}
-_called = set()
-_outcome = {}
-_counts = {}
+_files: dict[str, str | None] = {}
+_called: set[tuple[str, int]] = set()
+_outcome: dict[str, str] = {}
+_counts: dict[tuple[str, int], list[int]] = {}
 _tests = {"passed": 0, "failed": 0}
-_ids = []
-_failed_ids = []
-_reach = {}
+_ids: list[str] = []
+_failed_ids: list[int] = []
+_reach: dict[tuple[str, int], list[int]] = {}
 MAX_IDS = 20000
 
 
-def _relative(filename):
+def _relative(filename: str) -> str | None:
     if filename not in _files:
         real = os.path.realpath(filename) if not filename.startswith("<") else ""
         inside = real.startswith(_ROOT) and "site-packages" not in real
@@ -35,7 +39,7 @@ def _relative(filename):
     return _files[filename]
 
 
-def _tracer(frame, event, arg):
+def _tracer(frame: FrameType, event: str, arg: Any) -> None:
     code = frame.f_code
     if code.co_name != "<module>":
         rel = _relative(code.co_filename)
@@ -44,22 +48,22 @@ def _tracer(frame, event, arg):
     # returns None: calls only, no line events
 
 
-def _by_pytest(caller):
+def _by_pytest(caller: FrameType | None) -> bool:
     # pytest's own calls into the code under test are not the test's: the `repr()` of the objects in a failed
     # assertion's message would make `__repr__` the most suspicious method of every class a failing test uses
     return caller is not None and _PYTEST_DIR in caller.f_code.co_filename
 
 
-def pytest_runtest_setup(item):
+def pytest_runtest_setup(item: Any) -> None:
     _called.clear()
     sys.settrace(_tracer)
 
 
-def pytest_runtest_teardown(item, nextitem):
+def pytest_runtest_teardown(item: Any, nextitem: Any) -> None:
     sys.settrace(None)
 
 
-def pytest_runtest_logreport(report):
+def pytest_runtest_logreport(report: Any) -> None:
     if report.failed:
         _outcome[report.nodeid] = "failed"
     elif report.when == "call":
@@ -81,7 +85,7 @@ def pytest_runtest_logreport(report):
         _called.clear()
 
 
-def pytest_sessionfinish(session, exitstatus):
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     sys.settrace(None)
     target = os.environ.get("AGENTFLOW_SPECTRUM_OUT")
     if not target:

@@ -14,6 +14,8 @@ when that is an expression, as an interactive session shows it, and the type and
 no traceback, whose line numbers move with any edit).
 """
 
+from __future__ import annotations
+
 import ast
 import importlib
 import io
@@ -21,6 +23,8 @@ import json
 import os
 import sys
 import traceback
+from types import CodeType, FrameType
+from typing import Any
 
 MARKER = "AGENTFLOW_TRACE "
 MAX_CALLS = 2000
@@ -28,21 +32,23 @@ MAX_ERROR_CHARS = 3000
 MAX_SHOWN_CHARS = 2000
 
 
-def compiled(statement):
+def compiled(statement: str) -> tuple[CodeType, CodeType | None]:
     """(code of the statement, code of its last line's expression or None): the value an interactive session
     would echo (`"alice" in cache` after the lines that set the cache up)."""
     tree = ast.parse(statement, "<issue>")
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    tail = tree.body[-1] if tree.body else None
+    if isinstance(tail, ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(tail.value)
     return compile(tree, "<issue>", "exec"), (compile(last, "<issue>", "eval") if last is not None else None)
 
 
-def run_statement(statement, namespace):
+def run_statement(statement: str, namespace: dict[str, Any]) -> tuple[str, str | None]:
     """Run one statement; (what it showed, its traceback or None)."""
     out, real = io.StringIO(), sys.stdout
     sys.stdout = out
-    error = None
+    error: str | None = None
     try:
         body, last = compiled(statement)
         exec(body, namespace)
@@ -67,22 +73,22 @@ def run_statement(statement, namespace):
     return out.getvalue()[-MAX_SHOWN_CHARS:], error
 
 
-def main(spec_path):
+def main(spec_path: str) -> None:
     with open(spec_path) as f:
         spec = json.load(f)
     root = os.path.realpath(os.getcwd()) + os.sep
     own = os.path.realpath(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    calls = {}
-    files = {}
+    calls: dict[tuple[str, str, int], list[int]] = {}
+    files: dict[str, str | None] = {}
 
-    def relative(filename):
+    def relative(filename: str) -> str | None:
         if filename not in files:
             real = os.path.realpath(filename) if not filename.startswith("<") else ""
             inside = real.startswith(root) and not real.startswith(own) and "site-packages" not in real
             files[filename] = real[len(root):] if inside else None
         return files[filename]
 
-    def importing(frame):
+    def importing(frame: FrameType) -> bool:
         # a call made while a module body runs (an import, eager or lazy) is not the example's own: the
         # nearest module-level frame up the stack tells which
         caller = frame.f_back
@@ -92,7 +98,7 @@ def main(spec_path):
             caller = caller.f_back
         return True
 
-    def tracer(frame, event, arg):
+    def tracer(frame: FrameType, event: str, arg: Any) -> None:
         code = frame.f_code
         rel = relative(code.co_filename)
         if rel is not None and code.co_name != "<module>" and not importing(frame):
@@ -104,8 +110,9 @@ def main(spec_path):
                 calls[key] = [len(calls), 1]
         # returns None: calls only, no line events, so the examples run at close to full speed
 
-    namespace = {"__name__": "__main__"}
-    errors, shown = [], []
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    errors: list[str] = []
+    shown: list[str] = []
     sys.settrace(tracer)
     try:
         for name, module in sorted(spec.get("names", {}).items()):

@@ -103,7 +103,8 @@ async def discriminate_node(state: Any, ctx: Any, settings: Any) -> dict[str, An
     finals = finalists(attempts, cfg.finalists)
     if not finals:
         return {"chosen": None}
-    pick, arguments, chosen_by, error = 1, [], "only", None
+    arguments: list[str] = []
+    pick, chosen_by, error = 1, "only", None
     if len(finals) > 1:
         try:
             number, arguments, chosen_by = await debate(rt.models.verifier or rt.models.coder, cfg, rt.issue, finals)

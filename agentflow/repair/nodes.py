@@ -134,7 +134,7 @@ async def reproduce(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     previous: tuple[str, str] | None = None
     for attempt in range(cfg.reproduce_attempts):
         script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
-                                          previous=previous, prefer=prefer, evidence=evidence)  # type: ignore[arg-type]
+                                          previous=previous, prefer=prefer, evidence=evidence)
         kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
         _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:])
         if kept:
@@ -166,7 +166,7 @@ async def plan(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     cfg = rt.cfg_for(ctx.node)
     sources = await rt.bench.python_sources()
     prefer = [tuple(x) for x in state.get("ranked") or []]
-    text = await make_plan(rt.models.planner, cfg, rt.issue, sources, seed=cfg.seed, prefer=prefer,  # type: ignore[arg-type]
+    text = await make_plan(rt.models.planner, cfg, rt.issue, sources, seed=cfg.seed, prefer=prefer,
                            evidence=evidence_of(state))
     _emit(rt, "repair.plan", plan=text)
     return {"plan": text}

@@ -157,7 +157,7 @@ async def repair_task(
             try:
                 await bench.setup()
                 if graph_searches(spec):  # what a branch's recorded workspace diff is taken against
-                    await sandbox.set_base()  # type: ignore[attr-defined]
+                    await sandbox.set_base()
             except (AgentflowError, OSError) as exc:  # UserError included: a task that cannot be set up
                 outcome.status, outcome.error = "env_error", f"setup: {exc}"
                 finished = True
