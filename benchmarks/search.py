@@ -1,13 +1,13 @@
-"""Search benchmark: prints ONE JSON object.
+"""Parallel branches of a graph search: prints ONE JSON object.
 
-- Parallel rollouts against a real model server process on loopback (an OpenAI-compatible chat server that
-  answers every request after a fixed latency), called through agentflow's `openai-compatible` backend:
-  wall time of one rollout, of 16 rollouts at concurrency 16 and of 16 one after another.
-  Target: parallel16_s / one_rollout_s <= 1.15. The OpenAI SDK costs a few ms of CPU per call, which on a
-  small machine is not small next to a short latency, so the same rollouts are also timed through a bare
-  httpx client (`httpx_*` keys): that isolates what the search itself adds.
-- Search bookkeeping per tree node (MCTS with a zero-latency simulated policy and verifier, their time
-  subtracted; events recorded to a JSONL file). Target: <= 200 microseconds.
+A workflow's search node (best_of_n) over a subgraph of `--steps` function nodes, each one model call (the
+run's deps are the model), run as a real run (checkpoints and events in a run folder), against a real model
+server process on loopback (an OpenAI-compatible chat server that answers every request after a fixed
+latency), called through agentflow's `openai-compatible` backend: wall time of a search of one branch, of 16
+branches at concurrency 16 and of 16 one after another. Target: parallel16_s / one_rollout_s <= 1.15. The
+OpenAI SDK costs a few ms of CPU per call, which on a small machine is not small next to a short latency, so
+the same searches are also timed through a bare httpx client (`httpx_*` keys): that isolates what the search
+itself adds. The engine's own time per expansion beside its nodes: benchmarks/graph_search.py.
 
     .venv/bin/python benchmarks/search.py [--latency 0.1] [--steps 4]
 """
@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 # --- the model server (run as a subprocess: `search.py --serve LATENCY`) -------------------------------------
 
@@ -94,13 +94,40 @@ class HttpxModel:
         await self.client.aclose()
 
 
-async def rollouts(latency: float, steps: int, client: str) -> dict[str, float]:
+class State(TypedDict, total=False):
+    task: str
+    calls: int
+    report: dict[str, Any]
+
+
+async def step(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """One step of a branch: one model call (the run's deps are the model), its reply appended to the task."""
+    from agentflow.models.base import ChatRequest, Message
+
+    reply = await ctx.deps.chat(ChatRequest(messages=[Message.user(state.get("task") or "count")]))
+    return {"calls": int(state.get("calls") or 0) + 1, "task": f"{state.get('task')} {reply.choices[0].message.content}"}
+
+
+def workflow(n: int, concurrency: int, steps: int) -> Any:
+    """A search node running `n` branches (`concurrency` at once) of a subgraph of `steps` model-calling steps."""
+    from agentflow.graph import END, Workflow
+
+    branch = Workflow("rollout", state=State)
+    for k in range(steps):
+        branch.node(f"s{k}", step, writes=["calls", "task"])
+        branch.edge(f"s{k}", f"s{k + 1}" if k + 1 < steps else END)
+    return Workflow("bench", state=State).search("search", branch, strategy="best_of_n", n=n,
+                                                   concurrency=concurrency, value="calls", output="report").edge("search", END).spec
+
+
+async def rollouts(latency: float, steps: int, client: str, tmp: Path) -> dict[str, float]:
+    from agentflow.graph import WorkflowRunner
     from agentflow.models.spec import load_model
-    from agentflow.search import BestOfN, ChatPolicy
 
     proc = subprocess.Popen(
         [sys.executable, __file__, "--serve", str(latency)], stdout=subprocess.PIPE, text=True
     )
+    runs = [0]
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline().split()[1])
@@ -109,13 +136,17 @@ async def rollouts(latency: float, steps: int, client: str) -> dict[str, float]:
             model: Any = load_model(f"openai-compatible:{base_url}#sim", concurrency=16)
         else:
             model = HttpxModel(base_url)
-        policy = ChatPolicy(model, task="count", max_steps=steps)
 
         async def timed(n: int, concurrency: int) -> float:
+            runs[0] += 1
             start = time.perf_counter()
-            result = await BestOfN(policy, None, n=n, concurrency=concurrency).run()
+            async with WorkflowRunner(workflow(n, concurrency, steps), run_dir=tmp / f"{client}-{runs[0]}",
+                                      deps=model, sandbox="none") as runner:
+                result = await runner.start({"task": "count", "calls": 0})
             elapsed = time.perf_counter() - start
-            assert len(result.candidates) == n and all(c.usage.model_calls == steps for c in result.candidates)
+            report = result.state["report"]
+            assert result.status == "done" and len(report["branches"]) == n, result.status
+            assert all(b["value"] == steps for b in report["branches"]), report["branches"]
             return elapsed
 
         await timed(16, 16)  # warm-up: connections, imports
@@ -134,62 +165,20 @@ async def rollouts(latency: float, steps: int, client: str) -> dict[str, float]:
             "sequential16_s": round(sequential, 4), "parallel_efficiency_ratio": round(parallel / one, 4)}
 
 
-async def overhead(expansions: int, events_path: Path) -> dict[str, Any]:
-    from agentflow.events import EventLog
-    from agentflow.search import MCTS, RolloutContext, SimulatedPolicy, Verification
-    from agentflow.search.types import Action, Candidate, NodeState
-    from agentflow.search.verifiers import FunctionVerifier
-
-    spent = [0.0]
-
-    class TimedPolicy(SimulatedPolicy):
-        async def propose(self, state: NodeState, k: int, ctx: RolloutContext) -> list[Action]:
-            t = time.perf_counter()
-            out = await super().propose(state, k, ctx)
-            spent[0] += time.perf_counter() - t
-            return out
-
-        async def apply(self, state: NodeState, action: Action, ctx: RolloutContext) -> NodeState:
-            t = time.perf_counter()
-            out = await super().apply(state, action, ctx)
-            spent[0] += time.perf_counter() - t
-            return out
-
-    policy = TimedPolicy(steps=30, p=0.5, options=3)  # a realistic depth: 30 steps
-
-    def value(cand: Candidate) -> Verification:
-        t = time.perf_counter()
-        v = Verification(score=policy.progress(cand.state))
-        spent[0] += time.perf_counter() - t
-        return v
-
-    verifier = FunctionVerifier(value)
-    with EventLog(events_path, run_id="bench") as log:
-        start = time.perf_counter()
-        result = await MCTS(policy, verifier, k=4, concurrency=8, max_depth=30, stop_on_solution=False,
-                            max_expansions=expansions).run(events=log)
-        total = time.perf_counter() - start
-    nodes = len(result.tree)
-    return {"overhead_us_per_node": round((total - spent[0]) / nodes * 1e6, 2), "overhead_nodes": nodes,
-            "overhead_events": len(events_path.read_text().splitlines())}
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=1.0, help="server latency per request, seconds")
     parser.add_argument("--steps", type=int, default=2, help="model calls per rollout")
-    parser.add_argument("--expansions", type=int, default=2000, help="MCTS expansions for the overhead figure")
     args = parser.parse_args()
     if args.serve is not None:
         await _serve(args.serve)
         return
     figures: dict[str, Any] = {"latency_s": args.latency, "steps_per_rollout": args.steps}
-    figures.update(await rollouts(args.latency, args.steps, "agentflow"))
-    figures.update(await rollouts(args.latency, args.steps, "httpx"))
     with tempfile.TemporaryDirectory() as tmp:
-        figures.update(await overhead(args.expansions, Path(tmp) / "events.jsonl"))
-    figures["targets"] = {"parallel_efficiency_ratio": 1.15, "overhead_us_per_node": 200}
+        figures.update(await rollouts(args.latency, args.steps, "agentflow", Path(tmp)))
+        figures.update(await rollouts(args.latency, args.steps, "httpx", Path(tmp)))
+    figures["targets"] = {"parallel_efficiency_ratio": 1.15}
     figures["cpus"] = os.cpu_count()
     print(json.dumps(figures))
 

@@ -1,8 +1,9 @@
 """The run viewer on large runs: build time of `agentflow view` and time to a usable page in headless Chromium.
 Prints ONE JSON object.
 
-Two synthetic run directories written the way runs write them (tests/observe/synthetic.py, seeded): a 200-task
-bench (8 candidates per task) and one MCTS repair with a 500-node tree. For each: `build_s` (reading the run and
+Two synthetic run directories written the way runs write them (tests/observe/synthetic.py, seeded: each task's
+repair workflow with a graph search node, its branches' graph nodes tagged): a 200-task bench (8 branches, so 8
+candidates, per task) and one MCTS repair with a 500-node tree. For each: `build_s` (reading the run and
 writing the page), `html_bytes`, and, opened from disk in Debian's headless Chromium (chromium-driver),
 `open_s` measured here from `driver.get` to the page's "ready" mark (best of 3), `ready_ms` the page's own
 performance.now() at that mark. Goal: open_s < 2 for both.

@@ -15,11 +15,11 @@ def _id(name: str) -> str:
 
 def to_mermaid(spec: WorkflowSpec) -> str:
     """`flowchart TD` text: plain arrows for edges, labelled dotted arrows for route cases, thick for parallel.
-    Typed nodes show their type; a search node (a typed node with a subgraph) is drawn as a box holding its
-    rollout subgraph."""
+    Typed nodes show their type; a search node (`search:` over a subgraph) is drawn as a box holding the
+    subgraph its branches run."""
     lines = ["flowchart TD", "    __start__([start])", "    __end__([end])"]
     for name, node in spec.nodes.items():
-        if (node.type or node.search is not None) and isinstance(node.subgraph, WorkflowSpec):
+        if node.search is not None and isinstance(node.subgraph, WorkflowSpec):
             lines += _search_box(name, node)
             continue
         left, right = _SHAPES.get(node.kind(), ("[", "]"))
@@ -51,14 +51,12 @@ def to_mermaid(spec: WorkflowSpec) -> str:
 
 
 def _search_box(name: str, node: NodeSpec) -> list[str]:
-    """A search node as a box holding the subgraph its branches run: the repair's search types, or a graph
-    search (`search:` settings)."""
+    """A search node as a box holding the subgraph its branches run, titled with its `search:` settings."""
     sub = node.subgraph
-    given = node.settings if node.type else dict(node.search or {})
+    given = dict(node.search or {})
     settings = ", ".join(f"{k}={v}" for k, v in given.items())
     strategy = f"by {given['strategy_key']}" if given.get("strategy_key") else given.get("strategy", "best_of_n")
-    kind = node.type or f"search {strategy}"
-    title = f"{name}: {kind}" + (f" ({settings})" if settings else "")
+    title = f"{name}: search {strategy}" + (f" ({settings})" if settings else "")
     out = [f'    subgraph {_id(name)}["{title}"]', "        direction LR"]
     prefix = f"{_id(name)}__"
     for child, child_node in sub.nodes.items():

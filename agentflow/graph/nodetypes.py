@@ -2,8 +2,8 @@
 
 A node type is an async function `run(state, ctx, settings) -> updates` with a pydantic model of the
 settings it takes (a node's `settings:` are validated against it: a typo is a validation problem), the state
-keys it reads and writes, and one line of description. A *search* node type (`search.best_of_n`,
-`search.mcts`) also takes a `subgraph:`: the rollout it searches over.
+keys it reads and writes, and one line of description. (A search is not a node type: a node with `search:`
+settings runs its `subgraph:` as the branches, `agentflow.graph.search`.)
 
 Where types come from, in order: the entry-point group `agentflow.node_types` (each entry a module or an
 object holding `NODE_TYPES`, a list of `NodeType`) — agentflow's own packages (`agentflow.repair.nodes`, ...)
@@ -49,10 +49,6 @@ class NodeType:
     """State keys it writes (for parallel-conflict checks and `graph show`)."""
     description: str = ""
     """One line for `agentflow graph types` and `graph show`."""
-    search: bool = False
-    """A search node: it runs its node's `subgraph:` as rollouts."""
-    role: str = "step"
-    """Inside a search's rollout: `propose` (samples actions), `step` (applies them, in order)."""
     needs: str | None = None
     """A run resource the type works with, set up by the library that provides it (`repair`: a task's sandbox,
     models and settings, from `agentflow.repair`); `agentflow run` hands a workflow of such types to it."""
@@ -186,7 +182,7 @@ def typed_keys(spec: Any, registry: NodeTypeRegistry) -> list[str]:
 
 
 def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[NodeType]:
-    """The registered types of a workflow's typed nodes, its subgraphs' (a search node's rollout) included."""
+    """The registered types of a workflow's typed nodes, its subgraphs' (a search node's branches) included."""
     for node in spec.nodes.values():
         node_type = registry.get(node.type) if node.type else None
         if node_type is not None:

@@ -34,9 +34,8 @@ class FieldSpec(StrictConfig):
 
 
 class NodeSpec(StrictConfig):
-    """One node: exactly one of fn, agent, tool, interrupt, subgraph or type says what it does (a search
-    `type` also takes a `subgraph`: the rollout it searches over). A node with `search:` settings runs its
-    `subgraph:` as the branches of a search (see `agentflow.graph.search`)."""
+    """One node: exactly one of fn, agent, tool, interrupt, subgraph or type says what it does. A node with
+    `search:` settings runs its `subgraph:` as the branches of a search (see `agentflow.graph.search`)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, arbitrary_types_allowed=True)
 
@@ -53,9 +52,9 @@ class NodeSpec(StrictConfig):
     show: list[str] = Field(default_factory=list)
     """State keys shown to the human at an interrupt."""
     subgraph: Any = None
-    """A nested WorkflowSpec (or a path to a YAML workflow) run as one node; for a search node, its rollout."""
+    """A nested WorkflowSpec (or a path to a YAML workflow) run as one node; for a search node, its branches."""
     type: str | None = None
-    """A registered node type (`swe.edit`, `search.best_of_n`; see `agentflow graph types`)."""
+    """A registered node type (`swe.edit`, `reason.value`; see `agentflow graph types`)."""
     settings: dict[str, Any] = Field(default_factory=dict)
     """Settings of a typed node, validated against its type's settings model."""
     writes: list[str] | None = None

@@ -42,8 +42,8 @@ class ModuleText:
     """Names bound by `from ... import` from outside the standard library (a pack may import its tools)."""
     tools: int
     """Functions decorated with `@tool`, and `tool(...)` calls."""
-    node_types: tuple[tuple[str, bool | None, str], ...]
-    """(name, search, description) of each `NodeType(...)` with a literal name (search None: not a literal)."""
+    node_types: tuple[tuple[str, str], ...]
+    """(name, description) of each `NodeType(...)` with a literal name."""
     types_opaque: bool
     """A `NodeType(...)` whose name is not a literal: only an import shows which types the module adds."""
 
@@ -55,8 +55,6 @@ class UncheckedType(NodeType):
 
     module: str = ""
     """The `node_types:` entry that defines it."""
-    search_known: bool = True
-    """False when `search=` is not a literal: the node may or may not take a rollout subgraph."""
 
 
 @dataclass
@@ -170,14 +168,13 @@ def _names(node: ast.expr, name: str) -> bool:
     return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
 
 
-def _node_type(call: ast.Call) -> tuple[str, bool | None, str] | None:
-    """(name, search, description) of a `NodeType(...)` call; None when its name is not a literal."""
+def _node_type(call: ast.Call) -> tuple[str, str] | None:
+    """(name, description) of a `NodeType(...)` call; None when its name is not a literal."""
     args = {k.arg: k.value for k in call.keywords if k.arg}
     name = _literal(args.get("name", call.args[0] if call.args else None), str)
     if name is None:
         return None
-    search = _literal(args["search"], bool) if "search" in args else False
-    return name, search, _literal(args.get("description"), str) or ""
+    return name, _literal(args.get("description"), str) or ""
 
 
 def _literal(node: ast.expr | None, kind: type) -> Any:
@@ -341,10 +338,10 @@ class CodeCheck:
         text = read_module(file) if file is not None else None
         if text is not None and "NODE_TYPES" not in text.names and not text.open_ended:
             raise UserError(f"node_types: {name} has no NODE_TYPES list", hint="define NODE_TYPES = [NodeType(...)]")
-        for type_name, search, description in text.node_types if text is not None else ():
+        for type_name, description in text.node_types if text is not None else ():
             out.register(
-                UncheckedType(name=type_name, run=_not_imported, module=name, search=bool(search),
-                              search_known=search is not None, description=f"{description} (from {name})".lstrip()),
+                UncheckedType(name=type_name, run=_not_imported, module=name,
+                              description=f"{description} (from {name})".lstrip()),
                 replace=True,
             )
         if text is None or text.types_opaque or not text.node_types:

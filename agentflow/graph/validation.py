@@ -159,12 +159,6 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
             add("bad-option", f"tools: {bad}")
     for name, node in spec.nodes.items():
         kinds = [k for k in ("type", "fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
-        node_type = registry.get(node.type) if (registry is not None and node.type) else None
-        maybe_search = isinstance(node_type, UncheckedType) and not node_type.search_known
-        if node_type is not None and (node_type.search or maybe_search):
-            kinds = [k for k in kinds if k != "subgraph"]  # a search node's subgraph is its rollout
-            if node.subgraph is None and node_type.search:
-                add("bad-node", f"node '{name}' ({node.type}) needs a subgraph: the rollout it searches over")
         if len(kinds) != 1:
             what = "none" if not kinds else " and ".join(kinds)
             add(

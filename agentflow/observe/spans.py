@@ -4,10 +4,11 @@ One source: the spans are derived from the events a run writes (`EventLog` sinks
 it is written), never recorded beside them. A `SpanTranslator` works live (a sink of the run's log) and on an
 events file afterwards (`replay`), with the events' own timestamps, so both give the same spans.
 
-Nesting. Start/end pairs (`run`, graph `node`, `agent`, `repair`, `search`) open and close spans. A point event
-that carries a duration (`model.call`, `tool.call`, `sandbox.exec`, `repair.attempt`) becomes a span that ends
-at the event's time. Its parent is found from the event itself (a search-tree node for a candidate id, an open
-agent / graph node / repair of the same `node_id`, the repair of its `instance_id`), so a replay nests these
+Nesting. Start/end pairs (`run`, graph `node`, `agent`, `repair`, a search's `search.branch`) open and close
+spans; a search's tree is a span per `search.node` under a `search <strategy>` span. A point event that
+carries a duration (`model.call`, `tool.call`, `sandbox.exec`, `repair.attempt`) becomes a span that ends at
+the event's time. Its parent is found from the event itself (an open agent / graph node / repair of the same
+`node_id`, the node its search branch is running, the repair of its `instance_id`), so a replay nests these
 exactly as the live run did. Only an event that names nothing (a workflow's `sandbox.exec`) is placed by the
 scope current in the emitting task: live, the translator notes it in a context variable that each asyncio task
 and thread sees on its own, so concurrent branches nest as they ran; replayed, the last one opened. Other
@@ -54,12 +55,6 @@ def _branch_of(event: Event) -> str | None:
     iid = str(event.data.get("instance_id") or "")
     prefix = f"{iid}/" if iid and (event.node_id or "").startswith(f"{iid}/") else ""
     return f"{prefix}{event.data.get('search')}/{branch}"
-
-
-def _graph_search(data: dict[str, Any]) -> bool:
-    """A `search.node` of the graph layer's search (its branches are runs of graph nodes, with spans of their
-    own), not of the older engines (whose nodes stand for candidates)."""
-    return bool(data.get("search"))
 
 
 def _scoped(event: Event, name: str) -> str:
@@ -143,9 +138,6 @@ class SpanTranslator:
         self.capture_content = capture_content
         self.on_close = on_close
         self._open: dict[tuple[str, str], _Open] = {}
-        self._cand_node: dict[str, _Open] = {}  # candidate id -> the search node it created (or the root)
-        self._cand_parent: dict[str, str] = {}  # candidate id -> the candidate it was built on
-        self._graph_tasks: set[str] = set()  # tasks (instance ids, "" for a workflow) searching on the graph layer
         self._scope: ContextVar[_Scope | None] = ContextVar(f"agentflow_scope_{id(self)}", default=None)
         self._pending: list[tuple[Event, _Scope | None, _Scope | None]] = []
         self._drained_at = time.monotonic()
@@ -157,8 +149,7 @@ class SpanTranslator:
             "node.start": self._node_start, "node.end": self._node_end,
             "agent.start": self._agent_start, "agent.end": self._agent_end,
             "repair.start": self._repair_start, "repair.end": self._repair_end,
-            "search.start": self._search_start, "search.end": self._search_end, "search.node": self._search_node,
-            "search.branch": self._branch,
+            "search.node": self._search_node, "search.branch": self._branch,
             "model.call": self._model_call, "tool.call": self._tool_call, "sandbox.exec": self._sandbox_exec,
             "repair.attempt": self._attempt,
             "repair.rank": self._repair_step, "repair.base": self._repair_step,
@@ -243,15 +234,9 @@ class SpanTranslator:
             scope = scope.parent
         return None
 
-    def _parent(self, event: Event, start_ns: int | None = None) -> _Open | None:
-        """The span an event belongs to: its search node, its agent / node / repair, the current one, the run."""
-        if event.parent_id is not None:
-            if event.node_id is not None and event.kind in ("model.call", "repair.attempt"):
-                self._cand_parent.setdefault(event.node_id, event.parent_id)
-            found = self._cand_span(event.parent_id, start_ns or _ns(event.ts)) or self._open.get(
-                ("snode", event.parent_id))
-            if found is not None:
-                return found
+    def _parent(self, event: Event) -> _Open | None:
+        """The span an event belongs to: its agent / node / repair, the node its search branch is running, the
+        current one, the run."""
         if event.node_id is not None:
             for scope in ("agent", "node", "repair", "snode"):
                 found = self._open.get((scope, _scoped(event, event.node_id) if scope in ("agent", "node")
@@ -280,31 +265,8 @@ class SpanTranslator:
         nodes = [child for child in record.children.values() if child.key[0] == "node"]
         return nodes[-1] if nodes else record
 
-    def _cand_span(self, cand: str, start_ns: int) -> _Open | None:
-        """The search node a candidate's work belongs to: the node its edit created, else (a chain of attempts
-        inside one best-of-N rollout) the nearest ancestor's, else the tree's root for `<instance>/root`. None
-        for a task searching on the graph layer: its candidates' work is in the branches' nodes."""
-        seen: set[str] = set()
-        while cand not in seen:
-            seen.add(cand)
-            found = self._live(self._cand_node.get(cand))
-            if found is not None:
-                return found
-            if cand.endswith("/root") or cand == "root":
-                iid = cand[: -len("/root")] if cand.endswith("/root") else ""
-                if iid in self._graph_tasks:
-                    return None
-                root = self._snode(f"{iid}/0" if iid else "0", None, iid, start_ns)
-                self._cand_node[cand] = root
-                return root
-            if cand not in self._cand_parent:
-                return None
-            cand = self._cand_parent[cand]
-        return None
-
     def _snode(self, node_id: str, parent_id: str | None, iid: str, start_ns: int) -> _Open:
-        """The span of a search node, opened by its first event or by the first work done under it (best-of-N
-        writes its nodes when the rollouts are over)."""
+        """The span of a search node, opened by its first event (or by a child's, should that come first)."""
         record = self._open.get(("snode", node_id))
         if record is None:
             parent = self._snode(parent_id, None, iid, start_ns) if parent_id else self._search_span(iid, start_ns)
@@ -428,31 +390,13 @@ class SpanTranslator:
         return None
 
     def _search_span(self, iid: str, start_ns: int) -> _Open:
-        """The search span of an instance; opened by whichever comes first, `search.start` or its root node."""
+        """The search span of an instance, opened by its tree's root node."""
         record = self._open.get(("search", iid))
         if record is None:
             parent = self._open.get(("repair", iid)) or self._cur() or self._open.get(("run", ""))
             # not made current: the search's own tasks find their nodes by id; the repair's later steps stay its own
             record = self._start(("search", iid), "search", parent, start_ns, {}, current=False)
         return record
-
-    def _search_start(self, event: Event) -> None:
-        d = event.data
-        record = self._search_span(str(d.get("instance_id") or ""), _ns(event.ts))
-        record.span.update_name(f"search {d.get('strategy', '')}".strip())
-        record.span.set_attributes(_flat("agentflow.search", d, skip=("instance_id",)))
-
-    def _search_end(self, event: Event) -> None:
-        record = self._open.get(("search", str(event.data.get("instance_id") or "")))
-        if record is None:
-            return
-        d = event.data
-        best = d.get("best") or {}
-        record.span.set_attributes({
-            **_flat("agentflow.search", d, skip=("instance_id", "best")),
-            **({"agentflow.search.best_node": str(best["node_id"])} if best.get("node_id") else {}),
-        })
-        self._end_tree(record, _ns(event.ts))
 
     def _end_tree(self, record: _Open, end_ns: int) -> int:
         """End a search and its nodes; each node ends at its last update, or its subtree's when later (a graph
@@ -464,32 +408,21 @@ class SpanTranslator:
         return end
 
     def _search_node(self, event: Event) -> None:
+        """A node of a search's tree (a branch, or the root: the state the search started from); its spans
+        nest as the tree, the last update's value, visits and whether it finished on each."""
         node_id = event.node_id or ""
         d = event.data
         attrs = {
             "agentflow.search.node_id": node_id,
-            **_flat("agentflow.search", {k: d.get(k) for k in ("value", "visits", "depth", "terminal", "passed",
-                                                                 "action", "strategy")}),
+            **_flat("agentflow.search", {k: d.get(k) for k in ("value", "visits", "depth", "terminal", "action",
+                                                                 "strategy", "error", "chosen")}),
         }
-        usage = d.get("usage") or {}
-        attrs["gen_ai.usage.input_tokens"] = int(usage.get("input_tokens") or 0)
-        attrs["gen_ai.usage.output_tokens"] = int(usage.get("output_tokens") or 0)
         iid = str(d.get("instance_id") or "")
         record = self._snode(node_id, event.parent_id, iid, _ns(event.ts))
         record.span.set_attributes(attrs)
         record.last_ns = max(record.last_ns, _ns(event.ts))
-        if _graph_search(d):  # its nodes are branches, not candidates
-            self._graph_tasks.add(iid)
-            if event.parent_id is None and record.parent is not None and record.parent.key[0] == "search":
-                record.parent.span.update_name(f"search {d.get('strategy') or ''}".strip())
-            return
-        action = str(d.get("action") or "")
-        if d.get("candidate_id") and event.parent_id is not None:
-            self._cand_node.setdefault(str(d["candidate_id"]), record)
-        elif action.startswith("edit "):
-            self._cand_node.setdefault(action[5:], record)
-        elif event.parent_id is None:
-            self._cand_node.setdefault(f"{iid}/root" if iid else "root", record)
+        if event.parent_id is None and record.parent is not None and record.parent.key[0] == "search":
+            record.parent.span.update_name(f"search {d.get('strategy') or ''}".strip())
 
     # ------------------------------------------------------------------------------------------ leaf spans
 
@@ -515,7 +448,7 @@ class SpanTranslator:
             attrs["gen_ai.input.messages"] = _text(d["messages"])
             attrs["gen_ai.output.messages"] = _text(d.get("output") or [])
         name = f"chat {attrs['gen_ai.request.model']}"
-        parent = self._parent(event, _ns(event.ts - float(d.get("latency_s") or 0.0)))
+        parent = self._parent(event)
         if parent is not None and parent.key[0] == "agent":
             parent.tokens[0] += attrs["gen_ai.usage.input_tokens"]
             parent.tokens[1] += attrs["gen_ai.usage.output_tokens"]
@@ -547,11 +480,11 @@ class SpanTranslator:
         self._leaf("sandbox.exec", self._parent(event), event, d.get("duration_s"), attrs, error=error)
 
     def _attempt(self, event: Event) -> None:
-        """A candidate applied and verified: under the search node it was proposed from."""
+        """A candidate applied and verified: in the node that verified it (a search branch's test node)."""
         d = event.data
         attrs = {"agentflow.candidate_id": event.node_id or "",
                  **_flat("agentflow.attempt", d, skip=("instance_id", "duration_s"))}
-        parent = self._parent(event, _ns(event.ts - float(d.get("duration_s") or 0.0)))
+        parent = self._parent(event)
         self._leaf(f"apply {event.node_id}", parent, event, d.get("duration_s"), attrs)
 
 

@@ -1,18 +1,16 @@
 """A task's record of its candidates: in memory (the outcome's count, the best so far), in the task's
 `candidates.jsonl` and as `repair.candidate` events.
 
-A resumed task keeps what its killed run recorded when the node it stopped in goes on from where it was (a
-graph search takes its finished branches as they were), and starts the file over when that node runs again
-from its start (a policy search draws its samples anew). A node cut by the kill and run again records the
-same candidates under the same ids: the later record of an id replaces the earlier one, so each candidate is
-in the file once.
+A resumed task keeps what its killed run recorded: the node it stopped in goes on from where it was (a graph
+search takes its finished branches as they were). A node cut by the kill and run again records the same
+candidates under the same ids: the later record of an id replaces the earlier one, so each candidate is in
+the file once.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from agentflow.events import EventLog
 from agentflow.repair.outcome import Candidate
@@ -45,7 +43,7 @@ class CandidateLog:
                          reason=candidate_reason(cand), part_of=cand.part_of)
 
     def start(self) -> None:
-        """Begin the record anew (a new task, or a resumed one whose recording node starts over)."""
+        """Begin the record anew (a new task)."""
         self.rows = []
         if self.path is not None:
             self.path.write_text("")
@@ -79,16 +77,8 @@ class CandidateLog:
             tmp.replace(self.path)
 
 
-def restarts_at(spec: Any, registry: Any, nodes: list[str]) -> bool:
-    """Whether a task resumed at `nodes` runs a node that records candidates again from its start: a typed
-    search node (its samples are drawn anew, the completed ones answered from the call journal). A graph
-    search goes on from its branches' checkpoints, and the other nodes record no candidates."""
-    return any(spec.nodes[name].type and registry.require(spec.nodes[name].type, name).search
-               for name in nodes if name in spec.nodes)
-
-
 def _line(cand: Candidate) -> str:
     return json.dumps(redact(cand.model_dump(mode="json"))) + "\n"
 
 
-__all__ = ["FILE", "CandidateLog", "restarts_at"]
+__all__ = ["FILE", "CandidateLog"]

@@ -257,9 +257,6 @@ class RepairConfig(StrictConfig):
     commit's traced run (`swe.spectrum`), its whole-suite result estimated from theirs; the whole suite runs
     for a finalist before it is submitted (see `agentflow.repair.targeting`). Off: every candidate runs the
     whole suite."""
-    mcts_k: int = Field(default=2, ge=1, le=16)
-    """Samples drawn per expansion of the older `search.mcts` node type (the repair's graph search draws one
-    per expansion)."""
     mcts_c: float = Field(default=0.3, ge=0)
     """UCT exploration constant (values are in [0, 1])."""
     value_weight: float = Field(default=1.0, ge=0, le=1)

@@ -6,8 +6,6 @@
     swe.reproduce    blind mode: a script that fails like the bug, and
                      one of what must keep working                       -> reproduction, base
     swe.plan         the planner says which function and what to change  -> plan
-    search.best_of_n N rollouts of the subgraph at once (the old engine) -> attempts, samples, search
-    search.mcts      UCT tree search whose expansions are subgraph steps -> attempts, samples, search
     swe.edit         one edit sample from the branch's candidate       -> edit, drawn, focus, suspects, hint
     swe.test         applies the edit, diffs it, verifies it; verdict    -> candidate, tried, attempts, verdict
     swe.critique     a failed attempt's review joins the next attempt's feedback -> candidate
@@ -21,9 +19,7 @@
     swe.vote_tests   votes by the generated tests, then a selector      -> chosen, final
 
 The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run as graph nodes under a graph
-`search:` node (`rollout.py`, `workflows/repair.yaml`); under the older `search.best_of_n` / `search.mcts`
-types (`searching.py`, no shipped workflow uses them) the search policy carries them out instead
-(`policy.py`), reading the subgraph as the description of a rollout.
+`search:` node (`rollout.py`, `workflows/repair.yaml`).
 
 Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
 JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
@@ -44,7 +40,6 @@ from agentflow.repair.nodekit import attempts_of, declined, emit, runtime, submi
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.runtime import RepairRuntime, settings_model
-from agentflow.repair.searching import BestOfNSettings, MCTSSettings, best_of_n, mcts
 from agentflow.repair.spectrum import (
     evidence_from_json,
     examples_changed,
@@ -241,12 +236,8 @@ _NODE_TYPES = [
              "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
              "must keep working, kept if it passes"),
     NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
-    NodeType("search.best_of_n", best_of_n, BestOfNSettings, ("base", "ranked", "plan"),
-             ("attempts", "samples", "suspects", "search"), "n rollouts of the subgraph at once", search=True),
-    NodeType("search.mcts", mcts, MCTSSettings, ("base", "ranked", "plan"), ("attempts", "samples", "suspects", "search"),
-             "tree search: expansions are subgraph steps from restored workspace states", search=True),
     NodeType("swe.edit", rollout.edit_node, EditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects", "hint"),
-             "one edit sample from the candidate a chain builds on (in a search: the branch's)", role="propose"),
+             "one edit sample from the candidate a chain builds on (in a search: the branch's)"),
     NodeType("swe.test", rollout.test_node, TestSettings, ("base", "edit", "candidate", "tries", "attempts", "retried"),
              ("edit", "tried", "candidate", "attempts", "tries", "verdict", "value", "retried", "hint"),
              "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),

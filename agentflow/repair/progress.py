@@ -16,7 +16,6 @@ its finished tasks (`Progress.eta_s`).
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -48,16 +47,10 @@ def expected_calls(cfg: RepairConfig, spec: Any, node_settings: Mapping[str, Map
             out[name] = _graph_search_calls(cfg, node, node_settings, critique)
             continue
         c = cfg.model_copy(update=dict(node_settings.get(name) or {}))
-        per_edit = max(1, c.tool_steps // 2) if c.edit_format == "tools" else 1
-        attempts = c.n * c.max_attempts
-        if node.type == "search.mcts":
-            attempts = math.ceil(attempts / c.mcts_k) * c.mcts_k
         calls = {
             "swe.rank": int(c.rank),
             "swe.reproduce": (1 + int(c.keep_check)) if c.reproduce and c.feedback != "task" else 0,
             "swe.plan": int(c.plan or c.planner_model is not None),
-            "search.best_of_n": attempts * (per_edit + int(critique)),
-            "search.mcts": attempts * (per_edit + int(critique)),
             "swe.choose": int(c.verifier_model is not None),
             "swe.localize": 3,
             "swe.regression": 1,

@@ -16,7 +16,7 @@ The branch's state is plain JSON, so a checkpoint after each node holds all of i
 
 A branch builds on its best attempt so far: an edit that scores below the candidate it started from is
 recorded and verified, but the next edit starts from the candidate again. Every sample is recorded in the
-task's candidates file as the search policy's are. The task's handles (models, workbench, budget) come from
+task's candidates file. The task's handles (models, workbench, budget) come from
 `ctx.run.resources["repair"]`; the settings are the node's own (the run's, then the node's `settings:`, then
 `-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over).
 """

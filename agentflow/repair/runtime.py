@@ -73,8 +73,6 @@ class RepairRuntime:
     record: Callable[[Candidate], None]
     node_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Node name -> the settings it sets (workflow's `settings:` then `-c nodes.<node>.*`)."""
-    policy: Any = None
-    """The search's policy once the search node ran (its attempts and sample count)."""
     solved: bool = False
     """A candidate passed tests that decide (with `stop_on_success`, `swe.edit` nodes draw no new samples)."""
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)

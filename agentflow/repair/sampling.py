@@ -1,6 +1,6 @@
 """One edit sample of the coder: the prompt sent (or a tool-calling edit on an in-memory overlay of the
-sources), and the answer read into new file contents, nothing written to the workspace. Shared by the search
-policy (`policy.RepairPolicy`) and the `swe.edit` graph node (`rollout.py`)."""
+sources), and the answer read into new file contents, nothing written to the workspace; the `swe.edit` graph
+node (`rollout.py`) draws its samples with it."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from agentflow.graph.spec import WorkflowSpec
 from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
 from agentflow.models.cache import ResponseCache
-from agentflow.repair.candidate_log import CandidateLog, restarts_at
+from agentflow.repair.candidate_log import CandidateLog
 from agentflow.repair.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
 from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.outcome import Attempt, Candidate, InstanceOutcome
@@ -51,7 +51,6 @@ THREAD = "repair"
 """The graph thread of a task's repair in its own checkpoint file."""
 CALLS_FILE = "calls.db"
 """A task's journal of seeded model calls in its folder: a resumed task takes completed calls from it."""
-_SEARCH_TYPES = {"single": "search.best_of_n", "best-of-n": "search.best_of_n", "mcts": "search.mcts"}
 
 
 def instance_model_spec(spec: str, instance_id: str) -> str:
@@ -64,8 +63,8 @@ def _python_for(sandbox: Sandbox) -> str:
 
 def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]:
     """The run's workflow (validated once), its node-type registry and every typed node's own settings (as the
-    workflow and `-c nodes.*` set them), with `strategy` applied to the search node(s) and the run's settings
-    handed to the nodes (`workflow_settings`)."""
+    workflow and `-c nodes.*` set them), with `strategy` applied to the graph search node(s) and the run's
+    settings handed to the nodes (`workflow_settings`)."""
     from agentflow.graph.compile import registry_for
     from agentflow.graph.context import RunContext
     from agentflow.graph.loader import load_workflow
@@ -74,13 +73,7 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
     spec = load_workflow(cfg.workflow)
     registry = registry_for(spec, RunContext())
     overrides = set_graph_searches(spec, cfg, {name: dict(values) for name, values in cfg.nodes.items()})
-    searches = [name for name, node in spec.nodes.items() if node.type and registry.require(node.type, name).search]
-    require_search(spec, cfg, searches)
-    for name in searches if cfg.strategy is not None else []:
-        node = spec.nodes[name]
-        node.type = _SEARCH_TYPES[cfg.strategy]  # type: ignore[index]
-        settings = {k: v for k, v in node.settings.items() if k != "n" and k in registry.require(node.type, name).settings.model_fields}
-        node.settings = {**settings, "n": 1 if cfg.strategy == "single" else cfg.n}
+    require_search(spec, cfg)
     check_workflow(spec, registry)
     node_settings = node_settings_for(spec, registry, overrides)
     give_settings(spec, registry, cfg, node_settings)
@@ -88,19 +81,9 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
 
 
 def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
-    """`cfg` with `strategy` and `n` saying what the workflow's search node does, so that a run's
-    config.resolved.yaml repeats it exactly (unchanged when the workflow has no single search node)."""
-    spec, _, node_settings = workflow
-    if (resolved := resolved_searches(cfg, spec)) is not None:
-        return resolved
-    searches = [(name, node) for name, node in spec.nodes.items() if node.type in ("search.best_of_n", "search.mcts")]
-    if len(searches) != 1:
-        return cfg
-    name, node = searches[0]
-    n = int(node_settings.get(name, {}).get("n", cfg.n))
-    if node.type == "search.mcts":
-        return cfg.model_copy(update={"strategy": "mcts", "n": n})
-    return cfg.model_copy(update={"strategy": "single" if n == 1 else "best-of-n", "n": cfg.n if n == 1 else n})
+    """`cfg` saying what the workflow's search nodes do (`workflow_settings.resolved_searches`), so that a run's
+    config.resolved.yaml repeats it exactly (unchanged when the workflow has no search node)."""
+    return resolved_searches(cfg, workflow[0]) or cfg
 
 
 async def repair_task(
@@ -202,8 +185,7 @@ async def repair_task(
         if calls is not None:
             calls.close()
         outcome.candidates = sum(1 for c in candidates.rows if c.status == "ok")
-        outcome.samples = int(state.get("samples") or len(state.get("drawn") or [])
-                              or (rt.policy.samples if rt is not None and rt.policy else 0))
+        outcome.samples = int(state.get("samples") or len(state.get("drawn") or []))
         outcome.usage = budget.used.model_dump()
         outcome.duration_s = round(time.monotonic() - started, 3)
         if rt is not None:
@@ -281,7 +263,7 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
         inner = loader(instance_model_spec(cfg.model, iid))
         owned.append(inner)
     cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
-    if cfg.batch_samples > 1 and _samples_concurrently(spec, node_settings):
+    if cfg.batch_samples > 1 and _samples_concurrently(spec):
         inner = SampleBatcher(inner, max_n=cfg.batch_samples)
     coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
     models = RoleModels(coder, planner=role(cfg.planner_model, on("plan"), coder),
@@ -290,16 +272,12 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     return models, cfg
 
 
-def _samples_concurrently(spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]]) -> bool:
+def _samples_concurrently(spec: WorkflowSpec) -> bool:
     """Whether a search node draws several samples of one prompt at once (then they go as one request)."""
-    for name, node in spec.nodes.items():
-        if node.type == "search.mcts":
-            return True
+    for node in spec.nodes.values():
         if node.search is not None:
             search = dict(node.search)
             return search.get("strategy", "best_of_n") != "best_of_n" or int(search.get("n", 4)) > 1
-        if node.type == "search.best_of_n" and int(node_settings.get(name, {}).get("n", 2)) > 1:
-            return True
     return False
 
 
@@ -323,11 +301,9 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
         if existing.created_at is not None:
             rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))
             await rt.sync(dict(existing.values))  # before a search forks the workspace: the new sandbox as it was
-            if restarts_at(spec, registry, list(existing.next)):
-                candidates.start()
-            else:  # what the killed run recorded stands; a candidate that passed stops new samples as it did
-                candidates.carry_on()
-                rt.solved = rt.solved or candidates.passed()
+            # what the killed run recorded stands; a candidate that passed stops new samples as it did
+            candidates.carry_on()
+            rt.solved = rt.solved or candidates.passed()
             result = await runner.resume(THREAD)
         else:
             candidates.start()

@@ -1,6 +1,6 @@
 """The steps of a repair attempt besides running tests: the edit prompt, reading an answer's edits, and the
-planner, critic and reproduction calls. Each is a small function of text in, text out; the policy
-(`agentflow.repair.policy`) puts them together. Prompts are Jinja templates (`prompts/*.j2`)."""
+planner, critic and reproduction calls. Each is a small function of text in, text out; the repair's node
+types (`nodes.py`, `rollout.py`) put them together. Prompts are Jinja templates (`prompts/*.j2`)."""
 
 from __future__ import annotations
 

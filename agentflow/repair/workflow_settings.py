@@ -66,9 +66,9 @@ def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_set
         node.settings = run | node_settings.get(name, {})
 
 
-def require_search(spec: WorkflowSpec, cfg: RepairConfig, typed_searches: list[str]) -> None:
+def require_search(spec: WorkflowSpec, cfg: RepairConfig) -> None:
     """`--strategy` needs a search node to set."""
-    if cfg.strategy is not None and not typed_searches and not graph_searches(spec):
+    if cfg.strategy is not None and not graph_searches(spec):
         raise UserError(f"--strategy {cfg.strategy}: workflow '{spec.name}' has no search node to set")
 
 

@@ -34,12 +34,10 @@ LAYERS: dict[str, int] = {
     "agentflow.agents": 3,
     # 4 the reusable model-driven steps (constraints, verification, algorithm selection)
     "agentflow.reasoning": 4,
-    # 5 task kinds: the SWE-bench harness, code generation (HumanEval), instruction following; and the older
-    # search engine, which keys votes and reads test output with the harness's helpers
+    # 5 task kinds: the SWE-bench harness, code generation (HumanEval), instruction following
     "agentflow.swe": 5,
     "agentflow.codegen": 5,
     "agentflow.instruct": 5,
-    "agentflow.search": 5,
     # 6 the repair solver (node types over the harness)
     "agentflow.repair": 6,
     # 7 running many tasks (executors), then 8 entry points

@@ -6,10 +6,8 @@ import json
 from pathlib import Path
 
 from agentflow.events import EventLog
-from agentflow.repair.candidate_log import FILE, CandidateLog, restarts_at
-from agentflow.repair.config import load_repair_config
+from agentflow.repair.candidate_log import FILE, CandidateLog
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.solve import load_repair_workflow
 from agentflow.repair.workbench import Verification
 
 
@@ -47,18 +45,6 @@ def test_a_resumed_task_takes_up_the_killed_runs_candidates(tmp_path: Path) -> N
     assert [c.candidate_id for c in resumed.rows] == ["t/b0.1", "t/b2.2"] and resumed.passed()
     resumed(_cand("b3.1"))
     assert _ids(tmp_path / FILE) == ["t/b0.1", "t/b2.2", "t/b3.1"]
-    resumed.start()  # a node that starts over: its file does too
+    resumed.start()  # the record begun anew: so is its file
     assert resumed.rows == [] and (tmp_path / FILE).read_text() == "" and not resumed.passed()
 
-
-def test_a_policy_search_starts_its_file_over_and_a_graph_search_keeps_it(tmp_path: Path) -> None:
-    spec, registry, _ = load_repair_workflow(load_repair_config(["strategy=mcts"]))
-    assert not restarts_at(spec, registry, ["search"]) and not restarts_at(spec, registry, ["choose"])
-    typed = tmp_path / "typed.yaml"  # the older typed search node, driven by agentflow.search's engines
-    typed.write_text(
-        "name: typed\nnodes:\n  baseline: {type: swe.baseline, next: search}\n"
-        "  search:\n    type: search.best_of_n\n    settings: {n: 1}\n    subgraph:\n      name: rollout\n"
-        "      nodes:\n        edit: {type: swe.edit, next: test}\n        test: {type: swe.test, next: END}\n"
-        "    next: choose\n  choose: {type: swe.choose, next: END}\n")
-    spec, registry, _ = load_repair_workflow(load_repair_config([f"workflow={typed}"]))
-    assert restarts_at(spec, registry, ["search"]) and not restarts_at(spec, registry, ["choose"])

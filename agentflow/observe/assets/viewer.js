@@ -63,11 +63,11 @@
   }
 
   // Spans: start/end pairs and the leaf events that carry a duration (the same rules as the trace export).
-  // A run's or search's key holds its task (a bench runs one workflow per task, several at once); a node's id
+  // A run's key holds its task (a bench runs one workflow per task, several at once); a node's id
   // already does. A top-level run.start / run.resume begins a new leg of the run (after a crash or a pause):
   // what was still open ended with the previous leg's last event, so no span reaches across the gap.
-  const PAIRS = { run: "run", node: "node", agent: "agent", repair: "repair", search: "search" };
-  const spanKey = (scope, e) => scope + ":" + (scope === "search" || scope === "run" ? (e.data.instance_id || "") : (e.node || ""));
+  const PAIRS = { run: "run", node: "node", agent: "agent", repair: "repair" };
+  const spanKey = (scope, e) => scope + ":" + (scope === "run" ? (e.data.instance_id || "") : (e.node || ""));
   function spansOf(events) {
     const open = new Map(), out = [];
     let previous = null;
@@ -81,8 +81,7 @@
       if (PAIRS[scope] && (phase === "start" || phase === "resume")) {
         const key = spanKey(scope, e);
         const span = { kind: scope, label: scope === "run" ? (e.data.workflow || D.kind) + " run" + (phase === "resume" ? " (resumed)" : "") :
-          scope === "search" ? "search " + (e.data.strategy || "") : scope + " " + (e.node || ""),
-          start: e.ts, end: null, ev: e, depth: { run: 0, repair: 1, node: 1, agent: 2, search: 2 }[scope] };
+          scope + " " + (e.node || ""), start: e.ts, end: null, ev: e, depth: { run: 0, repair: 1, node: 1, agent: 2 }[scope] };
         if (!open.has(key)) open.set(key, []);
         open.get(key).push(span); out.push(span);  // one key may be open several times (samples of one agent)
       } else if (PAIRS[scope] && (phase === "end" || (scope === "node" && phase === "failed"))) {
@@ -190,8 +189,8 @@
       if (!kids.has(key)) kids.set(key, []);
       kids.get(key).push(n);
     }
-    // a graph search's branch: the candidates its nodes verified (`repair.attempt`, tagged with the branch), of
-    // which it shows the chosen one, else its best (tests passed, then score; the later on a tie)
+    // a branch's candidates: those its nodes verified (`repair.attempt`, tagged with the branch), of which it
+    // shows the chosen one, else its best (tests passed, then score; the later on a tie)
     const inBranch = new Map();
     for (const e of events) if (e.kind === "repair.attempt" && e.data.branch && candById.has(e.node)) {
       const key = (e.data.instance_id && e.node.startsWith(e.data.instance_id + "/") ? e.data.instance_id + "/" : "") +
@@ -204,8 +203,7 @@
       const [pa, sa] = rank(a), [pb, sb] = rank(b);
       return pb > pa || (pb === pa && sb >= sa) ? b : a;
     });
-    const candOf = (n) => n.search ? (inBranch.has(n.id) ? bestOf(inBranch.get(n.id)) : null) :
-      candById.get(n.candidate_id) || ((n.action || "").startsWith("edit ") ? candById.get(n.action.slice(5)) : null);
+    const candOf = (n) => inBranch.has(n.id) ? bestOf(inBranch.get(n.id)) : null;
     const chosenPath = new Set();
     for (const n of nodes.values()) {
       const c = candOf(n);
@@ -214,15 +212,14 @@
     function nodeDetail(n) {
       const c = candOf(n), parts = [];
       parts.push(h("div", {}, `value ${(+n.value || 0).toFixed(3)} · visits ${n.visits} · depth ${n.depth}` +
-        (n.terminal ? " · terminal" : "") + ` · tokens ${fmtN((n.usage || {}).input_tokens + (n.usage || {}).output_tokens)}`));
-      if (!c || n.search) {  // a graph search's branch: the nodes its step ran, and why it failed
-        parts.push(h("p", { cls: "muted" }, n.action ? "ran " + n.action : "the starting point (the run's state at the search node)"));
-        if (n.error) parts.push(h("div", { cls: "bad" }, "failed: " + n.error));
-        if (n.thread) parts.push(h("div", { cls: "muted" }, "checkpoint thread " + n.thread));
-        if (!c) return parts;
-      }
+        (n.terminal ? " · terminal" : "")));
+      // the nodes the branch's step ran, and why it failed
+      parts.push(h("p", { cls: "muted" }, n.action ? "ran " + n.action : "the starting point (the run's state at the search node)"));
+      if (n.error) parts.push(h("div", { cls: "bad" }, "failed: " + n.error));
+      if (n.thread) parts.push(h("div", { cls: "muted" }, "checkpoint thread " + n.thread));
+      if (!c) return parts;
       const v = c.verification || {};
-      const chain = [];  // a best-of-N rollout: its attempts, each built on the one before
+      const chain = [];  // a chain of attempts in one branch (best-of-N): each built on the one before
       for (let p = candById.get(c.parent_id); p && chain.length < 50; p = candById.get(p.parent_id)) chain.unshift(p.candidate_id);
       const parentCand = candOf(nodes.get(n.parent) || {});
       if (chain.length && !(parentCand && chain[chain.length - 1] === parentCand.candidate_id))
@@ -239,7 +236,7 @@
     }
     function render(n) {
       const ch = kids.get(n.id) || [];
-      const c = candOf(n);
+      const c = candOf(n), passed = c ? (c.verification || {}).passed : undefined;
       const isChosen = chosen ? !!c && c.candidate_id === chosen : n.chosen === true;  // a repair's choice first
       const box = h("div", { cls: "snode" + (isChosen ? " chosen" : ""), "data-node-id": n.id });
       const toggle = h("span", { cls: "toggle" }, ch.length ? "▸" : "·");
@@ -252,8 +249,8 @@
         }
       } } }, toggle, h("b", {}, n.id.split("/").pop()), h("span", {}, n.action || "root"),
       h("span", { cls: "vbar", title: "value" }, h("i", { style: `width:${Math.round(100 * Math.max(0, Math.min(1, +n.value || 0)))}%` })),
-      h("span", { cls: "muted" }, `v=${(+n.value || 0).toFixed(2)} n=${n.visits}`), passMark(n.passed),
-      n.passed === false && whyFailed(c) ? h("span", { cls: "why" }, whyFailed(c)) : null,
+      h("span", { cls: "muted" }, `v=${(+n.value || 0).toFixed(2)} n=${n.visits}`), passMark(passed),
+      passed === false && whyFailed(c) ? h("span", { cls: "why" }, whyFailed(c)) : null,
       isChosen ? pill("chosen", "ok") : chosenPath.has(n.id) ? pill("on chosen path") : null);
       box.appendChild(row);
       return box;
