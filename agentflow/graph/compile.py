@@ -45,7 +45,8 @@ _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {"append": _append, "add": _ad
 
 def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
     """The LangGraph state schema: the Python state class, or a TypedDict built from `state:` (plus the keys
-    typed nodes read and write, when the workflow does not declare them)."""
+    typed nodes read and write, when the workflow does not declare them, typed as their node types' `state`
+    types them)."""
     if spec.state_class is not None:
         return cast(type, spec.state_class)
     fields: dict[str, Any] = {}
@@ -55,8 +56,8 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
     if registry is not None:
         from agentflow.graph.nodetypes import typed_keys
 
-        for key in typed_keys(spec, registry):
-            fields.setdefault(key, Any)
+        for key, tp in typed_keys(spec, registry).items():
+            fields.setdefault(key, tp)
     if any(n.on_error for n in spec.nodes.values()):
         from agentflow.graph.outcome import NODE_ERRORS
 

@@ -64,8 +64,6 @@ class RunContext:
     chat_model: ChatModel | None = None
     """An already built model shared by agent nodes (tests pass a replay model here)."""
     sandbox: Any = None
-    resources: dict[str, Any] = field(default_factory=dict)
-    """Application runtimes node types need (e.g. `repair`: the task's workbench, models and budget)."""
     node_types: Any = None
     """The `NodeTypeRegistry` typed nodes come from (default: `nodetypes.default_registry()`)."""
     node_clock: NodeClock = field(default_factory=NodeClock)
@@ -89,8 +87,9 @@ class RunContext:
     """Models built from spec strings during the run, by spec: one model per spec for the whole run, search
     branches included (a replayed cassette is read once, a local server started once)."""
     deps: Any = None
-    """The application's dependencies (a database handle, a client...): `ctx.deps` in function nodes, and
-    `ToolContext.deps` in the tools of agent, tool and function nodes."""
+    """The application's dependencies (a database handle, a client, a repair task's workbench and models...):
+    `ctx.deps` in function and typed nodes, and `ToolContext.deps` in the tools of agent, tool and function
+    nodes."""
     executor: Any = None
     """Where search steps run when a search node does not say (`search.executor`): an open `Executor`
     (`agentflow run --executor ray`) or an `ExecutorConfig` (opened for each search); None: in this process."""

@@ -10,12 +10,18 @@ object holding `NODE_TYPES`, a list of `NodeType`) — agentflow's own packages 
 register there too, in its pyproject.toml, so this layer names nothing above it — and the modules a workflow
 names under `node_types:` (`my_pkg.nodes`, or `nodes.py` next to the workflow).
 A registry is a value (no global state): `default_registry()` builds one and caches it per process.
+
+Typed, a node type's function is `run(state: MyState, ctx: NodeContext[MyDeps], settings: MySettings)`: the
+TypedDict it names as its `state` types its keys in the workflow's state schema (else they are Any), its
+context's `deps` are the run's dependencies (`RunContext.deps`: what it `needs`, set up by the library that
+provides it), and its settings an instance of its model.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -54,6 +60,25 @@ class NodeType:
     models and settings, from `agentflow.repair`); `agentflow run` hands a workflow of such types to it."""
     sandbox: bool = False
     """It runs code in the run's sandbox: `agentflow run` starts one (docker by default) for a workflow using it."""
+    state: type | None = None
+    """The TypedDict its state keys are fields of (the type of the state it takes): the type of each key it
+    reads and writes in the workflow's state schema (None: Any)."""
+
+    def __post_init__(self) -> None:
+        keys = getattr(self.state, "__annotations__", None)  # a TypedDict's: its bases' keys too
+        missing = [key for key in (*self.reads, *self.writes) if key not in keys] if keys is not None else []
+        if self.state is not None and missing:
+            raise ConfigError(f"node type {self.name}: its state {self.state.__name__} has no key {missing[0]!r}")
+
+    def key_types(self) -> dict[str, Any]:
+        """The type of each key of its `state` (none without one)."""
+        if self.state is None:
+            return {}
+        try:
+            return typing.get_type_hints(self.state)
+        except NameError as exc:
+            raise ConfigError(f"node type {self.name}: the types of its state {self.state.__name__} do not "
+                              f"resolve ({exc})") from None
 
     def parse_settings(self, values: Mapping[str, Any] | None, where: str) -> BaseModel | None:
         """The node's settings validated, or a ConfigError naming the first bad key."""
@@ -170,15 +195,17 @@ def workflow_registry(spec: Any, registry: NodeTypeRegistry | None = None) -> No
     return registry
 
 
-def typed_keys(spec: Any, registry: NodeTypeRegistry) -> list[str]:
-    """The state keys a workflow's own typed nodes read and write (not its subgraphs'), in order, each once:
-    part of its state whether or not `state:` declares them."""
-    keys: dict[str, None] = {}
+def typed_keys(spec: Any, registry: NodeTypeRegistry) -> dict[str, Any]:
+    """The state keys a workflow's own typed nodes read and write (not its subgraphs'), in order, each once,
+    with their types (the node type's `state` says; else Any): part of its state whether or not `state:`
+    declares them."""
+    keys: dict[str, Any] = {}
     for node in spec.nodes.values():
         node_type = registry.get(node.type) if node.type else None
+        types = node_type.key_types() if node_type else {}
         for key in (*node_type.reads, *node_type.writes) if node_type else ():
-            keys.setdefault(key)
-    return list(keys)
+            keys.setdefault(key, types.get(key, Any))
+    return keys
 
 
 def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[NodeType]:
@@ -192,7 +219,7 @@ def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[NodeType]:
 
 
 def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
-    """The run resources (`NodeType.needs`) a workflow's typed nodes need, its subgraphs' included."""
+    """What a workflow's typed nodes need set up as the run's deps (`NodeType.needs`), its subgraphs' included."""
     return {t.needs for t in typed_nodes(spec, registry) if t.needs}
 
 

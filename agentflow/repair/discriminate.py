@@ -13,32 +13,36 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
 
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
+from agentflow.graph.context import NodeContext
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.runtime import settings_model
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.state import AttemptRecord, RepairState
 from agentflow.repair.steps import ask, render
 from agentflow.repair.workbench import Verification
 from agentflow.swe.normalize import normalise_output
 
-DiscriminateSettings = settings_model("swe.discriminate", ("finalists", "debaters", "max_tokens", "seed", "prompts"))
+
+@repair_fields("finalists", "debaters", "max_tokens", "seed", "prompts")
+class DiscriminateSettings(NodeSettings):
+    """Settings of the swe.discriminate node type."""
 
 
-def finalists(attempts: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+def finalists(attempts: list[AttemptRecord], limit: int) -> list[AttemptRecord]:
     """The best `limit` distinct patches (normalised): passing tests first, then value, then tests' score."""
-    def key(a: dict[str, Any]) -> tuple[bool, float, float]:
+    def key(a: AttemptRecord) -> tuple[bool, float, float]:
         v = a["verification"]
         value = a.get("value")
         return (v.get("passed") is True, float(v.get("score", 0.0) if value is None else value),
                 float(v.get("score", 0.0)))
 
     seen: set[str] = set()
-    out: list[dict[str, Any]] = []
+    out: list[AttemptRecord] = []
     for a in sorted((a for a in attempts if a["patch"].strip()), key=key, reverse=True):  # stable: earlier first
         norm = normalise_output(a["patch"])
         if norm not in seen:
@@ -47,7 +51,7 @@ def finalists(attempts: list[dict[str, Any]], limit: int) -> list[dict[str, Any]
     return out[:limit]
 
 
-def describe(finals: list[dict[str, Any]]) -> str:
+def describe(finals: list[AttemptRecord]) -> str:
     """The finalists as numbered patches with what their tests (and a value agent) said."""
     parts = []
     for number, a in enumerate(finals, 1):
@@ -66,7 +70,8 @@ def picked(text: str, label: str, count: int) -> int | None:
     return found[-1] if found and 1 <= found[-1] <= count else None
 
 
-async def debate(model: ChatModel, cfg: RepairConfig, issue: str, finals: list[dict[str, Any]]) -> tuple[int | None, list[str], str]:
+async def debate(model: ChatModel, cfg: RepairConfig, issue: str,
+                 finals: list[AttemptRecord]) -> tuple[int | None, list[str], str]:
     """(the judge's pick or else the debaters' majority, 1-based or None; the arguments; what decided)."""
     shown = describe(finals)
     arguments: list[str] = []
@@ -93,10 +98,10 @@ async def debate(model: ChatModel, cfg: RepairConfig, issue: str, finals: list[d
     return None, arguments, "value"
 
 
-async def discriminate_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: DiscriminateSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg = rt.cfg_for(ctx.node)
+    cfg = settings.over(rt.cfg)
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")

@@ -12,17 +12,22 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from agentflow.graph.context import NodeContext
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.localize import Window, render_window, repo_map, symbols
 from agentflow.repair.nodekit import emit, runtime
-from agentflow.repair.runtime import settings_model
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.state import RepairState
 from agentflow.repair.steps import ask, render
 from agentflow.swe.patch import is_test_path
 
-LocalizeSettings = settings_model(
-    "swe.localize", ("localize_files", "localize_symbols", "max_prompt_chars", "window_lines", "seed", "prompts")
-)
+
+@repair_fields("localize_files", "localize_symbols", "max_prompt_chars", "window_lines", "seed", "prompts")
+class LocalizeSettings(NodeSettings):
+    """Settings of the swe.localize node type."""
+
+
 _LINE = re.compile(r"\bline\s+(\d+)", re.IGNORECASE)
 
 
@@ -135,10 +140,10 @@ async def localize_hierarchy(model: ChatModel, cfg: RepairConfig, issue: str, so
     return {"files": files, "symbols": chosen, "locations": locations, "ranked": ranked}
 
 
-async def localize_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def localize_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: LocalizeSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg = rt.cfg_for(ctx.node)
+    cfg = settings.over(rt.cfg)
     found = await localize_hierarchy(rt.models.coder, cfg, rt.issue, await rt.bench.python_sources(), seed=cfg.seed)
     emit(rt, "repair.localize", files=found["files"], symbols=[f"{p}:{n}" for p, n in found["symbols"]],
          locations=[f"{p}:{n}" for p, n in found["locations"]])

@@ -1,5 +1,6 @@
-"""What the repair node types share: the task's runtime from a node's context, events, the search's attempts
-as the state holds them, and submitting a choice (graded with the task's tests for the report) or nothing."""
+"""What the repair node types share: the task's runtime from a node's context, events, what the state holds
+(the spectrum's evidence, the ranked suspects, the search's attempts), and submitting a choice (graded with
+the task's tests for the report) or nothing."""
 
 from __future__ import annotations
 
@@ -7,17 +8,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentflow.errors import UserError
+from agentflow.graph.context import NodeContext
 from agentflow.repair.choose import is_noop, leave_out_noops, noop_check
+from agentflow.repair.localize import RunEvidence
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.progress import verdict
 from agentflow.repair.runtime import RepairRuntime
+from agentflow.repair.spectrum import evidence_from_json
+from agentflow.repair.state import AttemptRecord, RepairState
 from agentflow.repair.workbench import Verification
 from agentflow.swe.report import InstanceReport
 
 
-def runtime(ctx: Any) -> RepairRuntime:
-    """The task's `RepairRuntime`; a UserError when the node runs outside a repair."""
-    found = ctx.run.resources.get("repair")
+def runtime(ctx: NodeContext[RepairRuntime]) -> RepairRuntime:
+    """The task's `RepairRuntime` (the run's `deps`); a UserError when the node runs outside a repair."""
+    found: object = ctx.deps  # typed for the node; whatever the run was given
     if not isinstance(found, RepairRuntime):
         raise UserError(
             f"node '{ctx.node}' is a repair step and runs only inside a repair",
@@ -30,14 +35,24 @@ def emit(rt: RepairRuntime, kind: str, **data: Any) -> None:
     rt.events.emit(kind, node_id=rt.iid, instance_id=rt.iid, **data)
 
 
-def attempts_of(state: Any) -> list[Attempt]:
+def evidence_of(state: RepairState) -> RunEvidence:
+    """The `swe.spectrum` node's evidence in the state (none when the workflow has no such node)."""
+    return evidence_from_json(state.get("spectrum"))
+
+
+def ranked_of(state: RepairState) -> list[tuple[str, str]]:
+    """The ranked suspects in the state, as (path, name) pairs (none before `swe.rank` / `swe.localize`)."""
+    return [(path, name) for path, name in state.get("ranked") or []]
+
+
+def attempts_of(state: RepairState) -> list[Attempt]:
     """The search's candidates as the state holds them (`attempts`)."""
     return [Attempt(a["candidate_id"], a["patch"], Verification.model_validate(a["verification"]), a["sample"],
                     a.get("part_of")) for a in state.get("attempts") or []]
 
 
 async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None, *, among: int | None = None,
-                 noops: Mapping[str, bool] | None = None) -> dict[str, Any]:
+                 noops: Mapping[str, bool] | None = None) -> RepairState:
     """The state update of a chosen candidate: the choice (a `repair.choice` event: which one of `among`
     candidates, what decided, its verification in words, whether it changes no code: `noop`, as `noops` from
     `choose.noop_check` says or checked now), and its final verification and report."""
@@ -55,7 +70,7 @@ async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None, *, amo
     }
 
 
-async def may_fix(rt: RepairRuntime, state: Any) -> tuple[list[dict[str, Any]] | None, dict[str, bool]]:
+async def may_fix(rt: RepairRuntime, state: RepairState) -> tuple[list[AttemptRecord] | None, dict[str, bool]]:
     """(the state's attempts with a patch that may be the fix, as the state holds them: none that changes no code
     when the tests fail at the base commit, see `choose.leave_out_noops`; None when every one changes no code;
     the noop verdicts, for `submit`)."""
@@ -68,11 +83,11 @@ async def may_fix(rt: RepairRuntime, state: Any) -> tuple[list[dict[str, Any]] |
     return [a for a in state.get("attempts") or [] if a["patch"].strip() and a["candidate_id"] in ids], noops
 
 
-def declined(chosen_by: str) -> dict[str, Any]:
+def declined(chosen_by: str) -> RepairState:
     """The state update of a choice that submits nothing, and why (`noop`: every candidate changes no code while
     the tests fail at the base commit); the outcome's `chosen_by` says it."""
     return {"chosen": None, "final": {"declined": chosen_by}}
 
 
-__all__ = ["attempts_of", "declined", "emit", "may_fix", "runtime", "submit"]
+__all__ = ["attempts_of", "declined", "emit", "evidence_of", "may_fix", "ranked_of", "runtime", "submit"]
 

@@ -21,53 +21,60 @@
 The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run as graph nodes under a graph
 `search:` node (`rollout.py`, `workflows/repair.yaml`).
 
-Every node reads the task's handles from `ctx.run.resources["repair"]` (`RepairRuntime`), and writes plain
-JSON-able values to the state, so a checkpoint after each node lets a killed repair resume where it stopped.
+Every node is `async (state: RepairState, ctx: NodeContext[RepairRuntime], settings: ItsSettings) -> RepairState`:
+the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with `settings.over(rt.cfg)`, and it
+writes plain JSON-able values to the state (`state.py`), so a checkpoint after each node lets a killed repair
+resume where it stopped.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
+from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType
 from agentflow.repair import rollout
 from agentflow.repair.choose import choose, noop_check
+from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
-from agentflow.repair.nodekit import attempts_of, declined, emit, runtime, submit
+from agentflow.repair.nodekit import attempts_of, declined, emit, evidence_of, ranked_of, runtime, submit
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
-from agentflow.repair.runtime import RepairRuntime, settings_model
-from agentflow.repair.spectrum import (
-    evidence_from_json,
-    examples_changed,
-    examples_reach_code,
-    examples_shown,
-)
+from agentflow.repair.rollout import CritiqueSettings, EditSettings, TestSettings, ValueSettings
+from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.spectrum import examples_changed, examples_reach_code, examples_shown
+from agentflow.repair.state import RepairState, ReproductionRecord
 from agentflow.repair.steps import make_plan, rank_suspects, write_keep_check, write_reproduction
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.workbench import Verification
 
-_PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
-SpectrumSettings = settings_model("swe.spectrum", ("spectrum", "test_timeout_s"))
-RankSettings = settings_model("swe.rank", ("rank", "rank_pool", "rank_lines", *_PROMPT_FIELDS))
-ReproduceSettings = settings_model(
-    "swe.reproduce", ("reproduce", "reproduce_attempts", "keep_check", "temperature", "max_tokens", *_PROMPT_FIELDS)
-)
-PlanSettings = settings_model("swe.plan", ("plan", "max_tokens", *_PROMPT_FIELDS))
-EditSettings = settings_model(
-    "swe.edit",
-    ("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
-     "file_context_lines", "split_edits", "split_edits_limit", "rank_keep", "stop_on_success", *_PROMPT_FIELDS),
-)
-TestSettings = settings_model("swe.test", ("max_attempts", "split_edits", "split_edits_limit", "stop_on_success",
-                                            "examples_retries"))
-CritiqueSettings = settings_model("swe.critique", ("critique", "max_tokens", "seed", "prompts"))
-ChooseSettings = settings_model("swe.choose", ("vote", "vote_by_examples", "compare_examples"))
-ValueSettings = settings_model("swe.value", ("value_weight", "max_tokens", "seed", "prompts"))
+
+@repair_fields("spectrum", "test_timeout_s")
+class SpectrumSettings(NodeSettings):
+    """Settings of the swe.spectrum node type."""
+
+
+@repair_fields("rank", "rank_pool", "rank_lines", *PROMPT_FIELDS)
+class RankSettings(NodeSettings):
+    """Settings of the swe.rank node type."""
+
+
+@repair_fields("reproduce", "reproduce_attempts", "keep_check", "temperature", "max_tokens", *PROMPT_FIELDS)
+class ReproduceSettings(NodeSettings):
+    """Settings of the swe.reproduce node type."""
+
+
+@repair_fields("plan", "max_tokens", *PROMPT_FIELDS)
+class PlanSettings(NodeSettings):
+    """Settings of the swe.plan node type."""
+
+
+@repair_fields("vote", "vote_by_examples", "compare_examples")
+class ChooseSettings(NodeSettings):
+    """Settings of the swe.choose node type."""
 
 
 _emit = emit
@@ -76,16 +83,16 @@ _emit = emit
 # ----------------------------------------------------------------------------------------------- before search
 
 
-async def baseline(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def baseline(state: RepairState, ctx: NodeContext[RepairRuntime], settings: None) -> RepairState:
     rt = runtime(ctx)
     base = await rt.bench.verify_base()
     return {"base": base.model_dump(mode="json"), "issue": rt.issue}
 
 
-async def spectrum(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SpectrumSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg = rt.cfg_for(ctx.node)
+    cfg = settings.over(rt.cfg)
     if not cfg.spectrum:
         return {"spectrum": {}}
     sources = await rt.bench.python_sources()
@@ -96,15 +103,10 @@ async def spectrum(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     return {"spectrum": summary}
 
 
-def evidence_of(state: Any) -> RunEvidence:
-    """The `swe.spectrum` node's evidence in the state (none when the workflow has no such node)."""
-    return evidence_from_json(state.get("spectrum"))
-
-
-async def rank(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RankSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg = rt.cfg_for(ctx.node)
+    cfg = settings.over(rt.cfg)
     if not cfg.rank:
         return {"ranked": []}
     base = Verification.model_validate(state["base"])
@@ -116,15 +118,15 @@ async def rank(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
     return {"ranked": ranked}
 
 
-async def reproduce(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg, bench = rt.cfg_for(ctx.node), rt.bench
+    cfg, bench = settings.over(rt.cfg), rt.bench
     base = Verification.model_validate(state["base"])
     if not (bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None):
         return {"reproduction": {"kept": None}}
     sources = await bench.python_sources()
-    prefer = [tuple(x) for x in state.get("ranked") or []]
+    prefer = ranked_of(state)
     evidence = evidence_of(state)
     previous: tuple[str, str] | None = None
     for attempt in range(cfg.reproduce_attempts):
@@ -132,18 +134,18 @@ async def reproduce(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
                                           previous=previous, prefer=prefer, evidence=evidence)
         kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
         _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:])
-        if kept:
+        if kept and script:
             base = await bench.verify_base()
-            reproduction = {"kept": True, "script": script}
+            reproduction: ReproductionRecord = {"kept": True, "script": script}
             if cfg.keep_check:
-                reproduction["keep_check"] = await _keep_check(rt, cfg, sources, script, prefer, evidence)  # type: ignore[arg-type]
+                reproduction["keep_check"] = await _keep_check(rt, cfg, sources, script, prefer, evidence)
             return {"reproduction": reproduction, "base": base.model_dump(mode="json")}
         previous = (script or "", output)
     return {"reproduction": {"kept": False}}
 
 
-async def _keep_check(rt: RepairRuntime, cfg: Any, sources: dict[str, str], reproduction: str,
-                      prefer: list[tuple[str, str]], evidence: Any) -> str | None:
+async def _keep_check(rt: RepairRuntime, cfg: RepairConfig, sources: dict[str, str], reproduction: str,
+                      prefer: list[tuple[str, str]], evidence: RunEvidence) -> str | None:
     """The keep-working check beside a kept reproduction (`RepairConfig.keep_check`): the model's script cut
     down to its checks that pass at the base commit, or None."""
     script = await write_keep_check(rt.models.coder, cfg, rt.issue, sources, reproduction, seed=cfg.seed,
@@ -153,14 +155,14 @@ async def _keep_check(rt: RepairRuntime, cfg: Any, sources: dict[str, str], repr
     return kept
 
 
-async def plan(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: PlanSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    if rt.models.planner is None or not (rt.cfg_for(ctx.node).plan or rt.cfg.planner_model):
+    cfg = settings.over(rt.cfg)
+    if rt.models.planner is None or not (cfg.plan or cfg.planner_model):
         return {"plan": ""}
-    cfg = rt.cfg_for(ctx.node)
     sources = await rt.bench.python_sources()
-    prefer = [tuple(x) for x in state.get("ranked") or []]
+    prefer = ranked_of(state)
     text = await make_plan(rt.models.planner, cfg, rt.issue, sources, seed=cfg.seed, prefer=prefer,
                            evidence=evidence_of(state))
     _emit(rt, "repair.plan", plan=text)
@@ -210,10 +212,10 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
     return held
 
 
-async def choose_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ChooseSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg, attempts = rt.cfg_for(ctx.node), attempts_of(state)
+    cfg, attempts = settings.over(rt.cfg), attempts_of(state)
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
@@ -231,8 +233,8 @@ _NODE_TYPES = [
     NodeType("swe.baseline", baseline, None, (), ("base", "issue"), "the task's tests on the unchanged code"),
     NodeType("swe.spectrum", spectrum, SpectrumSettings, ("base",), ("spectrum",),
              "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs reach"),
-    NodeType("swe.rank", rank, RankSettings, ("base",), ("ranked",), "the coder ranks the heuristic's suspect functions"),
-    NodeType("swe.reproduce", reproduce, ReproduceSettings, ("base", "ranked"), ("reproduction", "base"),
+    NodeType("swe.rank", rank, RankSettings, ("base", "spectrum"), ("ranked",), "the coder ranks the heuristic's suspect functions"),
+    NodeType("swe.reproduce", reproduce, ReproduceSettings, ("base", "ranked", "spectrum"), ("reproduction", "base"),
              "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
              "must keep working, kept if it passes"),
     NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
@@ -243,7 +245,7 @@ _NODE_TYPES = [
              "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
     NodeType("swe.critique", rollout.critique_node, CritiqueSettings, _REVIEW_READS, ("candidate",),
              "a failed attempt's review joins its feedback"),
-    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts", "base"), ("chosen", "final"),
+    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts", "base", "reproduction"), ("chosen", "final"),
              "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
              "check, then what the issue's examples show, then the vote, then the verifier model; graded"),
     NodeType("swe.value", rollout.value_node, ValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
@@ -263,7 +265,8 @@ _NODE_TYPES = [
              "the base commit); a selection trajectory splits a tie; graded"),
 ]
 
-# every repair type works on a task's RepairRuntime, which `agentflow.repair` sets up (`needs`)
-NODE_TYPES = [dataclasses.replace(t, needs="repair") for t in _NODE_TYPES]
+# every repair type works on a task's RepairRuntime, which `agentflow.repair` sets up as the run's deps
+# (`needs`), and on a RepairState
+NODE_TYPES = [dataclasses.replace(t, needs="repair", state=RepairState) for t in _NODE_TYPES]
 
 __all__ = ["NODE_TYPES"]

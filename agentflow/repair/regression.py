@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any
 
+from agentflow.graph.context import NodeContext
 from agentflow.repair.nodekit import emit, runtime
-from agentflow.repair.runtime import settings_model
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.state import RepairState
 from agentflow.repair.steps import ask, render
 from agentflow.sandbox.base import sh_command
 from agentflow.swe.testparse import parse_pytest_summary
 from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
-RegressionSettings = settings_model("swe.regression", ("regression_pool", "test_timeout_s", "seed", "prompts"))
+
+@repair_fields("regression_pool", "test_timeout_s", "seed", "prompts")
+class RegressionSettings(NodeSettings):
+    """Settings of the swe.regression node type."""
 
 
 def deselecting(python: str, deselected: list[str]) -> str:
@@ -26,10 +30,10 @@ def deselecting(python: str, deselected: list[str]) -> str:
     return f"{python} -m pytest -q -p no:cacheprovider{skip}"
 
 
-async def regression_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RegressionSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg, bench = rt.cfg_for(ctx.node), rt.bench
+    cfg, bench = settings.over(rt.cfg), rt.bench
     if bench.mode != "repo" or bench.cfg.test_cmd is not None:
         return {"regression": {"selected": False}}  # task tests, or the user's own command, verify candidates
     await bench.reset()

@@ -16,19 +16,17 @@ The branch's state is plain JSON, so a checkpoint after each node holds all of i
 
 A branch builds on its best attempt so far: an edit that scores below the candidate it started from is
 recorded and verified, but the next edit starts from the candidate again. Every sample is recorded in the
-task's candidates file. The task's handles (models, workbench, budget) come from
-`ctx.run.resources["repair"]`; the settings are the node's own (the run's, then the node's `settings:`, then
-`-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over).
+task's candidates file. The task's handles (models, workbench, budget) are the run's `deps`
+(`ctx: NodeContext[RepairRuntime]`); the settings are the node's own (the run's, then the node's `settings:`,
+then `-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over), over the run's `RepairConfig`
+(`NodeSettings.over`).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
-
-from pydantic import BaseModel
 
 from agentflow.budget import BudgetExceeded
 from agentflow.graph.context import NodeContext
@@ -38,16 +36,16 @@ from agentflow.repair.edits import edit_parts
 from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit as emit_task
-from agentflow.repair.nodekit import runtime
+from agentflow.repair.nodekit import evidence_of, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.runtime import RepairRuntime
+from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.sampling import draw_edit, retry_hint
-from agentflow.repair.spectrum import evidence_from_json, examples_comparable, examples_reach_code
+from agentflow.repair.spectrum import examples_comparable, examples_reach_code
+from agentflow.repair.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
 from agentflow.repair.steps import critique, edit_prompt, examples_hint, suspects
 from agentflow.repair.value import judge_attempt
 from agentflow.repair.workbench import Verification, Workbench
 
-State = Mapping[str, Any]
 SAMPLE_STRIDE = 1000
 """Sample numbers of branch `bK` are (K + 1) * SAMPLE_STRIDE + n (n: the lineage's n-th sample): distinct seeds
 and candidate ids for concurrent branches, the same for a seed whatever order they run in."""
@@ -56,22 +54,34 @@ and candidate ids for concurrent branches, the same for a seed whatever order th
 # ----------------------------------------------------------------------------------------------- shared
 
 
-def node_config(rt: RepairRuntime, settings: BaseModel | None) -> RepairConfig:
-    """The step functions' `RepairConfig`: the node's settings over the run's (fields the node does not take
-    keep the run's value); `edit_format: auto` is the format resolved for the run's coder."""
-    update = dict(settings) if settings is not None else {}
-    if update.get("edit_format") == "auto":
-        update["edit_format"] = rt.cfg.edit_format
-    return rt.cfg.model_copy(update=update)
+@repair_fields("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
+               "file_context_lines", "split_edits", "split_edits_limit", "rank_keep", "stop_on_success", *PROMPT_FIELDS)
+class EditSettings(NodeSettings):
+    """Settings of the swe.edit node type."""
 
 
-def bench_of(rt: RepairRuntime, ctx: NodeContext) -> Workbench:
+@repair_fields("max_attempts", "split_edits", "split_edits_limit", "stop_on_success", "examples_retries")
+class TestSettings(NodeSettings):
+    """Settings of the swe.test node type."""
+
+
+@repair_fields("critique", "max_tokens", "seed", "prompts")
+class CritiqueSettings(NodeSettings):
+    """Settings of the swe.critique node type."""
+
+
+@repair_fields("value_weight", "max_tokens", "seed", "prompts")
+class ValueSettings(NodeSettings):
+    """Settings of the swe.value node type."""
+
+
+def bench_of(rt: RepairRuntime, ctx: NodeContext[RepairRuntime]) -> Workbench:
     """The task's workbench on the node's workspace: a search branch's own fork, else the task's sandbox."""
     sandbox = ctx.run.sandbox
     return rt.bench if sandbox is None or sandbox is rt.bench.sandbox else rt.bench.on(sandbox)
 
 
-def branch_of(ctx: NodeContext) -> tuple[str, int]:
+def branch_of(ctx: NodeContext[RepairRuntime]) -> tuple[str, int]:
     """(tag, number) of the search branch the node runs in: (`b3`, 3); (`m`, -1) outside a search."""
     thread = ctx.run.branch
     if not thread:
@@ -80,12 +90,12 @@ def branch_of(ctx: NodeContext) -> tuple[str, int]:
     return tag, int(tag[1:]) if tag[1:].isdigit() else 0
 
 
-def current_of(state: State, iid: str) -> dict[str, Any]:
+def current_of(state: RepairState, iid: str) -> CandidateRecord:
     """The candidate the next edit builds on: the state's, else the unchanged code (the base verification's
     output as its feedback)."""
     found = state.get("candidate")
     if found:
-        return dict(found)
+        return found.copy()
     base = Verification.model_validate(state.get("base") or {})
     return {"candidate_id": f"{iid}/root", "patch": "", "feedback": base.output, "score": base.score,
             "value": base.score}
@@ -105,7 +115,7 @@ async def sources_at(rt: RepairRuntime, bench: Workbench, patch: str) -> dict[st
     return rt.source_cache[patch]
 
 
-def emit(ctx: NodeContext, kind: str, rt: RepairRuntime, cand_id: str, parent_id: str | None, **data: Any) -> None:
+def emit(ctx: NodeContext[RepairRuntime], kind: str, rt: RepairRuntime, cand_id: str, parent_id: str | None, **data: Any) -> None:
     """A repair event of a candidate, through the node's event log (a branch's events name it)."""
     local = cand_id.removeprefix(f"{rt.iid}/")
     parent = parent_id.removeprefix(f"{rt.iid}/") if parent_id else None
@@ -115,11 +125,11 @@ def emit(ctx: NodeContext, kind: str, rt: RepairRuntime, cand_id: str, parent_id
 # ----------------------------------------------------------------------------------------------- swe.edit
 
 
-def _schedule(state: State) -> FocusSchedule:
-    saved = state.get("focus") or {}
-    schedule = FocusSchedule()
-    schedule.shown.update(saved.get("shown") or {})
-    schedule.declined.update(saved.get("declined") or {})
+def _schedule(state: RepairState) -> FocusSchedule:
+    saved, schedule = state.get("focus"), FocusSchedule()
+    if saved:
+        schedule.shown.update(saved["shown"])
+        schedule.declined.update(saved["declined"])
     return schedule
 
 
@@ -137,7 +147,7 @@ def _pick(schedule: FocusSchedule, windows: list[Window], offset: int) -> list[W
     return order
 
 
-def _record_failed(ctx: NodeContext, rt: RepairRuntime, edit: Mapping[str, Any], status: str,
+def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, status: str,
                    errors: list[str]) -> None:
     rt.record(Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
                         status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
@@ -145,9 +155,9 @@ def _record_failed(ctx: NodeContext, rt: RepairRuntime, edit: Mapping[str, Any],
     emit(ctx, "repair.resample", rt, edit["candidate_id"], edit["parent_id"], status=status, errors=errors[:3])
 
 
-async def _draw(ctx: NodeContext, rt: RepairRuntime, cfg: RepairConfig, state: State, current: Mapping[str, Any],
-                sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
-                drawn: list[int]) -> dict[str, Any] | None:
+async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairConfig, state: RepairState,
+                current: CandidateRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
+                drawn: list[int]) -> EditRecord | None:
     """One usable edit: an answer that changes nothing or cannot be read is recorded and drawn again
     (`noop_retries`), on another suspect when it left this one alone. None when none was usable."""
     tag, number = branch_of(ctx)
@@ -164,9 +174,9 @@ async def _draw(ctx: NodeContext, rt: RepairRuntime, cfg: RepairConfig, state: S
                               parent_id=current["candidate_id"], sample=sample, events=rt.events, budget=rt.budget,
                               iid=rt.iid)
         drawn.append(sample)
-        edit = {"candidate_id": cand_id, "parent_id": current["candidate_id"], "sample": sample,
-                "files": got.read.files, "errors": got.read.errors, "answer": got.text, "finish": got.finish,
-                "window": window_key(order[0]) if order else ""}
+        edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["candidate_id"], "sample": sample,
+                            "files": got.read.files, "errors": got.read.errors, "answer": got.text,
+                            "finish": got.finish, "window": window_key(order[0]) if order else ""}
         if got.read.status == "ok":
             return edit
         _record_failed(ctx, rt, edit, got.read.status, got.read.errors)
@@ -179,17 +189,16 @@ async def _draw(ctx: NodeContext, rt: RepairRuntime, cfg: RepairConfig, state: S
     return None
 
 
-async def edit_node(state: State, ctx: NodeContext, settings: BaseModel | None) -> dict[str, Any]:
+async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: EditSettings) -> RepairState:
     """`swe.edit`: one edit sample from the candidate the branch builds on (nothing written yet)."""
     rt = runtime(ctx)
-    cfg = node_config(rt, settings)
+    cfg = settings.over(rt.cfg)
     current = current_of(state, rt.iid)
     sources = await sources_at(rt, bench_of(rt, ctx), current["patch"])
     windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
-                       prefer=[(p, q) for p, q in state.get("ranked") or []],
-                       evidence=evidence_from_json(state.get("spectrum")))
+                       prefer=ranked_of(state), evidence=evidence_of(state))
     schedule, drawn = _schedule(state), list(state.get("drawn") or [])
-    updates: dict[str, Any] = {"hint": ""}
+    updates: RepairState = {"hint": ""}
     if not state.get("suspects"):
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
         if not rt.base_shown:  # once a task: what its search starts from (the first edit's view of it)
@@ -210,8 +219,8 @@ async def edit_node(state: State, ctx: NodeContext, settings: BaseModel | None) 
 # ----------------------------------------------------------------------------------------------- swe.test
 
 
-def _attempt(ctx: NodeContext, rt: RepairRuntime, edit: Mapping[str, Any], cand_id: str, tried: Any,
-             part_of: str | None = None) -> dict[str, Any]:
+def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, cand_id: str,
+             tried: tuple[str, list[str], Verification, float], part_of: str | None = None) -> AttemptRecord:
     """Record a verified candidate (candidates file, `repair.attempt` event); its entry in `attempts`."""
     patch, dropped, verification, started = tried
     rt.record(Candidate(
@@ -226,12 +235,12 @@ def _attempt(ctx: NodeContext, rt: RepairRuntime, edit: Mapping[str, Any], cand_
             "verification": verification.model_dump(mode="json")}
 
 
-async def _parts(ctx: NodeContext, rt: RepairRuntime, bench: Workbench, cfg: RepairConfig, edit: Mapping[str, Any],
-                 parent_patch: str, seen: set[str]) -> list[dict[str, Any]]:
+async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, cfg: RepairConfig,
+                 edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
     """An edit that failed and changed several places: each change alone verified as a candidate of its own
     (`split_edits`, no model call), until one passes."""
     sources = await sources_at(rt, bench, parent_patch)
-    out: list[dict[str, Any]] = []
+    out: list[AttemptRecord] = []
     for number, files in enumerate(edit_parts(sources, edit["files"], limit=cfg.split_edits_limit), 1):
         async with bench.lock:
             tried = await bench.verify_files(parent_patch, files)
@@ -244,7 +253,7 @@ async def _parts(ctx: NodeContext, rt: RepairRuntime, bench: Workbench, cfg: Rep
     return out
 
 
-def _verdict(passed: bool | None, tries: int, max_attempts: int) -> str:
+def _verdict(passed: bool | None, tries: int, max_attempts: int) -> Verdict:
     return "pass" if passed else ("retry" if tries < max_attempts else "stop")
 
 
@@ -270,11 +279,11 @@ async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -
     return "".join(before.shown)
 
 
-async def test_node(state: State, ctx: NodeContext, settings: BaseModel | None) -> dict[str, Any]:
+async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TestSettings) -> RepairState:
     """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
     of it (and of its parts) becomes the candidate when it scores at least as well."""
     rt = runtime(ctx)
-    cfg = node_config(rt, settings)
+    cfg = settings.over(rt.cfg)
     edit, current = state.get("edit"), current_of(state, rt.iid)
     tries = int(state.get("tries") or 0)
     if not edit:  # nothing was drawn (the budget, or stop_on_success): no attempt for a reviewer to look at
@@ -327,21 +336,21 @@ async def test_node(state: State, ctx: NodeContext, settings: BaseModel | None) 
 # ----------------------------------------------------------------------------------------------- review
 
 
-def _reviewable(state: State, iid: str,
-                verdicts: tuple[str, ...] = ("retry",)) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _reviewable(state: RepairState, iid: str,
+                verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[AttemptRecord, CandidateRecord] | None:
     """(the attempt verified last, the candidate) when the chain goes on from that attempt (its verdict one of
     `verdicts`) and its tests did not pass: what a critic or the value agent looks at."""
     tried, current = state.get("tried"), current_of(state, iid)
     if state.get("verdict") not in verdicts or not tried or tried["verification"].get("passed") is True:
         return None
-    return (dict(tried), current) if tried["candidate_id"] == current["candidate_id"] else None
+    return (tried.copy(), current) if tried["candidate_id"] == current["candidate_id"] else None
 
 
-async def critique_node(state: State, ctx: NodeContext, settings: BaseModel | None) -> dict[str, Any]:
+async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: CritiqueSettings) -> RepairState:
     """`swe.critique`: a critic reviews a failed attempt the chain goes on from; its notes join the feedback
     the next edit reads. A no-op unless `critique` is on or a critic model is given."""
     rt = runtime(ctx)
-    cfg = node_config(rt, settings)
+    cfg = settings.over(rt.cfg)
     found = _reviewable(state, rt.iid)
     if found is None or rt.models.critic is None or not (cfg.critique or cfg.critic_model):
         return {}
@@ -355,13 +364,13 @@ async def critique_node(state: State, ctx: NodeContext, settings: BaseModel | No
     return {"candidate": {**current, "feedback": feedback}}
 
 
-async def value_node(state: State, ctx: NodeContext, settings: BaseModel | None) -> dict[str, Any]:
+async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ValueSettings) -> RepairState:
     """`swe.value`: the value agent values a failed attempt the chain goes on from; the value (blended with
     the tests' score by `value_weight`) is the branch's search value, the assessment leads the next edit's
     feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
     valued too when the route brings it here: its value is what the search backs up and the final pick reads."""
     rt = runtime(ctx)
-    cfg = node_config(rt, settings)
+    cfg = settings.over(rt.cfg)
     found = _reviewable(state, rt.iid, ("retry", "stop"))
     if found is None:
         return {}
@@ -383,5 +392,5 @@ async def value_node(state: State, ctx: NodeContext, settings: BaseModel | None)
     return {"candidate": {**current, "feedback": feedback, "value": value}, "attempts": attempts, "value": value}
 
 
-__all__ = ["SAMPLE_STRIDE", "bench_of", "branch_of", "critique_node", "current_of", "edit_node", "node_config",
-           "sources_at", "test_node", "value_node"]
+__all__ = ["SAMPLE_STRIDE", "CritiqueSettings", "EditSettings", "TestSettings", "ValueSettings", "bench_of",
+           "branch_of", "critique_node", "current_of", "edit_node", "sources_at", "test_node", "value_node"]

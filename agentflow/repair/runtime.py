@@ -1,17 +1,18 @@
-"""What the repair node types share while one task runs: the task's workbench (sandbox), the role models, the
-budget, the events, and each node's effective settings.
+"""What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`): the task's
+workbench (sandbox), the role models, the budget and the events; and the settings classes of the node types.
 
 Settings of a node, from weakest to strongest: `RepairConfig`'s defaults and the run's `-c key=value`, the
 node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`. A node type declares which settings
-it takes (`settings_model`), so a typo in a workflow is a validation problem, not a silently ignored key.
+it takes (a `NodeSettings` class with fields of `RepairConfig`, `repair_fields`), so a typo in a workflow is a
+validation problem, not a silently ignored key; a node runs its steps with `settings.over(rt.cfg)`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, create_model
 
@@ -26,12 +27,37 @@ from agentflow.repair.spectrum import ExampleRun
 from agentflow.repair.targeting import SuiteReach
 from agentflow.repair.workbench import REPRO_PATH, Verification, Workbench
 
+PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
+"""The fields of `RepairConfig` a node type whose prompts show the task's code takes."""
 
-def settings_model(name: str, fields: Sequence[str]) -> type[StrictConfig]:
-    """A settings class holding `fields` of `RepairConfig`, with their types, bounds, defaults and docs (one
-    source: the fields are RepairConfig's own)."""
+
+class NodeSettings(StrictConfig):
+    """The settings of a repair node type: some fields of `RepairConfig` (`repair_fields` gives a subclass
+    them), each as the run sets it unless the node's `settings:` or `-c nodes.<node>.*` do."""
+
+    def over(self, run: RepairConfig) -> RepairConfig:
+        """The `RepairConfig` the node's steps run with: the fields these settings were given over the run's
+        (its other fields: the model specs, the test command...); `edit_format: auto` is the format resolved for
+        the run's coder."""
+        update = {name: getattr(self, name) for name in self.model_fields_set}
+        if update.get("edit_format") == "auto":
+            update["edit_format"] = run.edit_format
+        return run.model_copy(update=update)
+
+
+SettingsT = TypeVar("SettingsT", bound=NodeSettings)
+
+
+def repair_fields(*fields: str) -> Callable[[type[SettingsT]], type[SettingsT]]:
+    """Class decorator: the `NodeSettings` class with `fields` of `RepairConfig` (their types, bounds, defaults
+    and docs: one source, RepairConfig's own). The fields are RepairConfig's, so a node reads them from
+    `settings.over(rt.cfg)`, typed there."""
     defs: dict[str, Any] = {f: (RepairConfig.model_fields[f].annotation, RepairConfig.model_fields[f]) for f in fields}
-    return create_model(name, __base__=StrictConfig, __doc__=f"Settings of the {name} node type.", **defs)
+
+    def with_fields(cls: type[SettingsT]) -> type[SettingsT]:
+        return create_model(cls.__name__, __base__=cls, __module__=cls.__module__, __doc__=cls.__doc__, **defs)
+
+    return with_fields
 
 
 @dataclass
@@ -62,7 +88,7 @@ class TaskEvents(EventLog):
 
 @dataclass
 class RepairRuntime:
-    """One task's handles for the repair node types (RunContext.resources["repair"])."""
+    """One task's handles for the repair node types: the `deps` of its run (`NodeContext[RepairRuntime]`)."""
 
     cfg: RepairConfig
     bench: Workbench
@@ -71,8 +97,6 @@ class RepairRuntime:
     events: EventLog
     issue: str
     record: Callable[[Candidate], None]
-    node_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Node name -> the settings it sets (workflow's `settings:` then `-c nodes.<node>.*`)."""
     solved: bool = False
     """A candidate passed tests that decide (with `stop_on_success`, `swe.edit` nodes draw no new samples)."""
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -90,27 +114,22 @@ class RepairRuntime:
     def iid(self) -> str:
         return self.bench.task.instance_id
 
-    def cfg_for(self, node: str) -> RepairConfig:
-        """The settings a node runs with."""
-        update = self.node_settings.get(node)
-        return self.cfg.model_copy(update=update) if update else self.cfg
-
-    async def sync(self, state: Any) -> None:
+    async def sync(self, state: Mapping[str, Any]) -> None:
         """Bring the workbench in line with the state once per process: after a resume the sandbox is new, so
         the base verification and a kept reproduction script come back from the checkpointed state."""
         if self._synced:
             return
         self._synced = True
-        base = state.get("base") if isinstance(state, dict) else None
+        base = state.get("base")
         if base:
             self.bench.base = Verification.model_validate(base)
-        regression = (state.get("regression") or {}) if isinstance(state, dict) else {}
+        regression = state.get("regression") or {}
         if regression.get("test_cmd"):  # the selected regression tests (`swe.regression`)
             self.bench.cfg = self.bench.cfg.model_copy(update={"test_cmd": regression["test_cmd"]})
             self.bench.own_test_cmd = True
-        spectrum = (state.get("spectrum") or {}) if isinstance(state, dict) else {}
+        spectrum = state.get("spectrum") or {}
         self.bench.reach = SuiteReach.from_json(spectrum.get("reach")) if isinstance(spectrum, dict) else None
-        repro = (state.get("reproduction") or {}) if isinstance(state, dict) else {}
+        repro = state.get("reproduction") or {}
         if repro.get("kept") and repro.get("script"):
             await self.bench.reset()
             await self.bench.sandbox.write_file(REPRO_PATH, repro["script"])

@@ -156,7 +156,7 @@ async def repair_task(
                 finished = True
                 return outcome
             rt = RepairRuntime(cfg, bench, models, budget, events, issue_text(task.problem_statement, task.hints_text),
-                               candidates, node_settings)
+                               candidates)
             try:
                 state = await _run_graph(spec, registry, rt, inst_dir, outcome, candidates)
             except BudgetExceeded as exc:
@@ -290,8 +290,8 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
     # a graph search forks the task's workspace per branch: it needs the sandbox (the main line's nodes use the
     # workbench's directly)
     sandbox = rt.bench.sandbox if graph_searches(spec) else None
-    context = RunContext(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, resources={"repair": rt},
-                         node_types=registry, sandbox=sandbox)
+    context = RunContext(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, deps=rt, node_types=registry,
+                         sandbox=sandbox)
     checkpointer: Any = "sqlite" if inst_dir is not None else "memory"
     t0 = time.perf_counter()
     # the repair keeps its own record of a task (outcome.json, patch.diff, candidates.jsonl): no run ledger

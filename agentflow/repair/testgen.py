@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any
 
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
+from agentflow.graph.context import NodeContext
 from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import picked
 from agentflow.repair.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.runtime import RepairRuntime, settings_model
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.state import AttemptRecord, RepairState
 from agentflow.repair.steps import code_blocks, render
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.sandbox.base import sh_command
@@ -30,9 +31,10 @@ from agentflow.swe.normalize import normalise_output
 from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
-VoteTestsSettings = settings_model(
-    "swe.vote_tests", ("finalists", "select_turns", "max_tokens", "temperature", "seed", "prompts", "test_timeout_s")
-)
+
+@repair_fields("finalists", "select_turns", "max_tokens", "temperature", "seed", "prompts", "test_timeout_s")
+class VoteTestsSettings(NodeSettings):
+    """Settings of the swe.vote_tests node type."""
 
 
 async def run_script(bench: Workbench, name: str, script: str, patch: str) -> tuple[bool, str]:
@@ -51,7 +53,7 @@ def test_script(text: str) -> str | None:
     return next((b for b in code_blocks(text) if "<<<<<<<" not in b and ">>>>>>>" not in b), None)
 
 
-async def vote(bench: Workbench, candidates: list[dict[str, Any]], scripts: list[str]) -> tuple[dict[str, int], list[int]]:
+async def vote(bench: Workbench, candidates: list[AttemptRecord], scripts: list[str]) -> tuple[dict[str, int], list[int]]:
     """Each candidate's count of passed tests, over the tests that fail on the unchanged code (all of them when
     none does: then they only guard against regressions); the indices of the tests that counted."""
     async with bench.lock:
@@ -65,7 +67,7 @@ async def vote(bench: Workbench, candidates: list[dict[str, Any]], scripts: list
     return votes, counted
 
 
-async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[dict[str, Any]], votes: dict[str, int]) -> int | None:
+async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecord], votes: dict[str, int]) -> int | None:
     """The selection trajectory: up to `select_turns` turns of running a script on a finalist (`RUN N` and a
     code block) or choosing one (`CHOICE: N`); the 1-based pick, or None when it named none."""
     shown = "\n\n".join(f"[{n}] passes {votes[a['candidate_id']]} of the generated tests\n```diff\n{a['patch'][:2500]}```"
@@ -96,14 +98,14 @@ async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[dict[str, An
     return None
 
 
-async def vote_tests_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: VoteTestsSettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg = rt.cfg_for(ctx.node)
+    cfg = settings.over(rt.cfg)
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")
-    pool: dict[str, dict[str, Any]] = {}
+    pool: dict[str, AttemptRecord] = {}
     for a in attempts:  # distinct patches; one that breaks the repository's tests is out
         if a["verification"].get("passed") is not False:
             pool.setdefault(normalise_output(a["patch"]), a)

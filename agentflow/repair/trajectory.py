@@ -17,14 +17,15 @@ from typing import Any
 
 from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
+from agentflow.graph.context import NodeContext
 from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import Window
-from agentflow.repair.nodekit import emit, runtime
+from agentflow.repair.nodekit import emit, evidence_of, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.runtime import RepairRuntime, settings_model
-from agentflow.repair.spectrum import evidence_from_json
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.state import AttemptRecord, GeneratedTest, RepairState
 from agentflow.repair.steps import (
     DEF_LINE,
     ReadEdits,
@@ -39,11 +40,13 @@ from agentflow.repair.steps import (
 )
 from agentflow.repair.testgen import run_script, test_script
 
-TrajectorySettings = settings_model(
-    "swe.trajectories",
-    ("trajectories", "turns", "concurrency", "temperature", "max_tokens", "seed", "prompts", "max_prompt_chars",
-     "windows", "window_lines", "edit_format", "context_windows", "file_context_lines"),
-)
+
+@repair_fields("trajectories", "turns", "concurrency", "temperature", "max_tokens", "seed", "prompts",
+               "max_prompt_chars", "windows", "window_lines", "edit_format", "context_windows", "file_context_lines")
+class TrajectorySettings(NodeSettings):
+    """Settings of the swe.trajectories node type."""
+
+
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
 
 
@@ -180,18 +183,17 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
     return {"trajectory": number, "patch": patch, "script": script, "turns": turns, "stopped": stopped}
 
 
-async def trajectories_node(state: Any, ctx: Any, settings: Any) -> dict[str, Any]:
+async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings) -> RepairState:
     rt = runtime(ctx)
     await rt.sync(state)
-    cfg = rt.cfg_for(ctx.node)
+    cfg = settings.over(rt.cfg)
     async with rt.bench.lock:
         await rt.bench.reset()
         sources = await rt.bench.python_sources()
     gate = asyncio.Semaphore(cfg.concurrency)
     counter, calls = [0], CallSlots(rt.budget)
-    prefer = [(str(p), str(n)) for p, n in state.get("ranked") or []]
     # ranked once; each trajectory starts from another suspect (the rotation a search's samples use)
-    ranked = suspects(cfg, sources, rt.issue, "", focus=0, prefer=prefer, evidence=evidence_from_json(state.get("spectrum")))
+    ranked = suspects(cfg, sources, rt.issue, "", focus=0, prefer=ranked_of(state), evidence=evidence_of(state))
 
     async def one(number: int) -> dict[str, Any]:
         async with gate:
@@ -204,7 +206,8 @@ async def trajectories_node(state: Any, ctx: Any, settings: Any) -> dict[str, An
     if failed is not None:
         raise failed
     runs = [r for r in results if isinstance(r, dict)]
-    attempts, tests = [], []
+    attempts: list[AttemptRecord] = []
+    tests: list[GeneratedTest] = []
     for run in runs:
         cand_id = f"{rt.iid}/t{run['trajectory'] + 1}"
         if run["script"]:

@@ -196,3 +196,29 @@ def test_unknown_names_get_the_nearest_one_suggested(tmp_path: Path, capsys: pyt
     assert "settings.sampels: Extra inputs are not permitted; did you mean 'samples'?" in capsys.readouterr().err
     assert run(["run", "decrim", "-m", "replay:/dev/null", "-o", str(tmp_path), "-c", "nodes.refin.samples=1"]) == 2
     assert "has no typed or search node 'refin'; did you mean 'refine'?" in capsys.readouterr().err
+
+
+class StepState(TypedDict, total=False):
+    task: str
+    found: list[int]
+
+
+def test_a_node_types_state_types_its_keys_in_the_schema() -> None:
+    """A node type that names its state (a TypedDict) gives the keys it reads and writes their types in the
+    workflow's state schema (a key the workflow declares keeps its type); a key its state lacks is an error."""
+    import typing
+
+    from agentflow.errors import ConfigError
+    from agentflow.graph.compile import state_schema
+    from agentflow.graph.nodetypes import NodeType, NodeTypeRegistry
+
+    async def step(state: StepState, ctx: Any, settings: None) -> StepState:
+        return {"found": [len(state.get("task") or "")]}
+
+    registry = NodeTypeRegistry()
+    registry.register(NodeType("my.step", step, None, ("task",), ("found",), state=StepState))
+    spec = spec_from_dict({"name": "w", "state": {"task": {"type": "str"}}, "nodes": {"s": {"type": "my.step"}}})
+    hints = typing.get_type_hints(state_schema(spec, registry))
+    assert hints == {"task": str, "found": list[int]}
+    with pytest.raises(ConfigError, match="my.other: its state StepState has no key 'lost'"):
+        NodeType("my.other", step, None, ("task",), ("lost",), state=StepState)

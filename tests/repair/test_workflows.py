@@ -148,3 +148,56 @@ def test_the_rollout_nodes_are_given_their_settings() -> None:
     assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, cfg.noop_retries)
     assert (test.max_attempts, test.split_edits) == (2, False)
     assert own["edit"] == {"max_tokens": 99} and own["test"] == {"split_edits": False}
+
+
+def test_a_node_runs_with_the_settings_it_is_given() -> None:
+    """What a node's steps run with is its settings over the run's `RepairConfig` (`NodeSettings.over`): the
+    settings it was given, the run's value of every other field, `edit_format: auto` as the run's coder's."""
+    from agentflow.repair.rollout import EditSettings
+
+    cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "temperature=0.3"])
+    spec, registry, _ = load_repair_workflow(cfg)
+    rank = registry.require("swe.rank", "rank").parse_settings(spec.nodes["rank"].settings, "rank")
+    run_cfg = cfg.model_copy(update={"edit_format": "rewrite", "seed": 11})  # as the task's runtime holds it
+    assert rank.over(run_cfg).rank_pool == 3 and rank.over(run_cfg).model == run_cfg.model
+    edit = registry.require("swe.edit", "edit").parse_settings(spec.nodes["search"].subgraph.nodes["edit"].settings,
+                                                               "edit")
+    assert isinstance(edit, EditSettings) and edit.edit_format == "auto"
+    assert (edit.over(run_cfg).edit_format, edit.over(run_cfg).temperature) == ("rewrite", 0.3)
+    alone = EditSettings.model_validate({"max_tokens": 50}).over(run_cfg)  # given one setting: the rest the run's
+    assert (alone.max_tokens, alone.temperature, alone.seed) == (50, 0.3, 11)
+
+
+def test_a_repair_node_outside_a_repair_is_a_one_line_error() -> None:
+    """A repair node finds the task's runtime as the run's deps: a graph run without them names the way in."""
+    import asyncio
+
+    from agentflow.errors import UserError
+    from agentflow.graph.loader import spec_from_dict
+    from agentflow.graph.runner import WorkflowRunner
+
+    async def start(deps: object) -> None:
+        spec = spec_from_dict({"name": "w", "nodes": {"base": {"type": "swe.baseline", "next": "END"}}})
+        async with WorkflowRunner(spec, checkpointer="memory", deps=deps) as runner:
+            await runner.start({}, thread_id="t")
+
+    for deps in (None, {"repair": "not a runtime"}):
+        with pytest.raises(UserError, match="node 'base' is a repair step and runs only inside a repair"):
+            asyncio.run(start(deps))
+
+
+def test_the_repair_state_types_the_workflows_state_keys() -> None:
+    """The repair node types name `RepairState`: the keys they read and write have its types in the graph's
+    state schema (the keys a workflow declares under `state:` keep its types)."""
+    import typing
+
+    from agentflow.graph.compile import registry_for, state_schema
+    from agentflow.repair.state import ChosenRecord, RepairState
+
+    spec, registry, _ = load_repair_workflow(load_repair_config([]))
+    hints = typing.get_type_hints(state_schema(spec, registry_for(spec)))
+    assert hints["ranked"] == list[list[str]] and hints["chosen"] == ChosenRecord | None
+    assert hints["attempts"] is list  # declared by the workflow
+    for node_type in registry.types.values():
+        if node_type.needs == "repair":
+            assert node_type.state is RepairState
