@@ -34,7 +34,8 @@ GOLD = ROOT / "examples" / "real-tasks" / "gold.jsonl"
 
 async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.workbench import Workbench
+    from agentflow.repair.targeting import SuiteReach
+    from agentflow.repair.workbench import HowToVerify, Workbench
     from agentflow.sandbox import open_sandbox
 
     cfg = load_repair_config(["backend=docker", f"sandbox.image={image}", "feedback=repo"])
@@ -44,7 +45,8 @@ async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
         await bench.preflight()
         base = await bench.verify_base()
         sources = await bench.python_sources()
-        await bench.gather_evidence(task.problem_statement, sources, test_timeout_s=cfg.test_timeout_s)
+        _, summary = await bench.gather_evidence(task.problem_statement, sources, test_timeout_s=cfg.test_timeout_s)
+        how = HowToVerify(base=base, reach=SuiteReach.from_json(summary.get("reach")))
         candidates = {"fix": gold}
         await bench.restore(gold)
         fixed_sources = await bench.python_sources()
@@ -57,18 +59,18 @@ async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
         for name, patch in candidates.items():
             bench._verified.clear()  # each measurement runs its tests: none taken from the cache
             started = bench.candidate_test_s
-            targeted, _ = await bench.verify(patch)
+            targeted, _ = await bench.verify(patch, how)
             if name == "fix" and targeted.targeted is not None:
-                await bench.verify(patch, whole=True)  # the finalist's confirmation
+                await bench.verify(patch, how, whole=True)  # the finalist's confirmation
             targeted_s = bench.candidate_test_s - started
             bench._verified.clear()
             started = bench.candidate_test_s
-            whole, _ = await bench.verify(patch, whole=True)
+            whole, _ = await bench.verify(patch, how, whole=True)
             whole_s = bench.candidate_test_s - started
             rows[name] = {"targeted": targeted.targeted, "targeted_s": round(targeted_s, 2), "whole_s": round(whole_s, 2),
                           "targeted_passed": targeted.passed, "whole_passed": whole.passed,
                           "targeted_ok": targeted.exit_code == 0, "whole_counts": whole.counts}
-        return {"base_s": base.seconds, "tests": len(bench.reach.ids) if bench.reach else None,
+        return {"base_s": base.seconds, "tests": len(how.reach.ids) if how.reach else None,
                 "longest_wait_s": round(bench.longest_test_wait_s, 2), "candidates": rows}
 
 

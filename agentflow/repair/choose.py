@@ -224,10 +224,10 @@ async def noop_patches(bench: Workbench, patches: Iterable[str]) -> dict[str, bo
 
 async def noop_check(bench: Workbench, state: Mapping[str, Any], patches: Iterable[str]
                      ) -> tuple[bool | None, dict[str, bool]]:
-    """(whether the tests fail at the base commit: the state's `base`, else the workbench's; per distinct
-    stripped patch of `patches`, whether it changes no code). The patches are checked only when the tests fail
-    at the base, where the check can leave a candidate out; otherwise only the submitted one is (`is_noop`)."""
-    base = Verification.model_validate(state["base"]) if state.get("base") else bench.base
+    """(whether the tests fail at the base commit, as the state's `base` says; per distinct stripped patch of
+    `patches`, whether it changes no code). The patches are checked only when the tests fail at the base, where
+    the check can leave a candidate out; otherwise only the submitted one is (`is_noop`)."""
+    base = Verification.model_validate(state["base"]) if state.get("base") else None
     base_failed = tests_fail_at_base(base)
     return base_failed, (await noop_patches(bench, patches) if base_failed else {})
 

@@ -100,7 +100,6 @@ async def debate(model: ChatModel, cfg: RepairConfig, issue: str,
 
 async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: DiscriminateSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg = settings.over(rt.cfg)
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
@@ -121,7 +120,7 @@ async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime],
          chosen_by=chosen_by, arguments=arguments, error=error)
     attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
                       best["sample"])
-    return await submit(rt, attempt, chosen_by, noops=noops)
+    return await submit(rt, state, attempt, chosen_by, noops=noops)
 
 
 __all__ = ["DiscriminateSettings", "debate", "describe", "discriminate_node", "finalists", "picked"]

@@ -142,7 +142,6 @@ async def localize_hierarchy(model: ChatModel, cfg: RepairConfig, issue: str, so
 
 async def localize_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: LocalizeSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg = settings.over(rt.cfg)
     found = await localize_hierarchy(rt.models.coder, cfg, rt.issue, await rt.bench.python_sources(), seed=cfg.seed)
     emit(rt, "repair.localize", files=found["files"], symbols=[f"{p}:{n}" for p, n in found["symbols"]],

@@ -1,6 +1,6 @@
 """What the repair node types share: the task's runtime from a node's context, events, what the state holds
-(the spectrum's evidence, the ranked suspects, the search's attempts), and submitting a choice (graded with
-the task's tests for the report) or nothing."""
+(the spectrum's evidence, the ranked suspects, the search's attempts, how candidates are verified), and
+submitting a choice (graded with the task's tests for the report) or nothing."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from agentflow.repair.progress import verdict
 from agentflow.repair.runtime import RepairRuntime
 from agentflow.repair.spectrum import evidence_from_json
 from agentflow.repair.state import AttemptRecord, RepairState
-from agentflow.repair.workbench import Verification
+from agentflow.repair.targeting import SuiteReach
+from agentflow.repair.workbench import HowToVerify, Verification
 from agentflow.swe.report import InstanceReport
 
 
@@ -45,21 +46,41 @@ def ranked_of(state: RepairState) -> list[tuple[str, str]]:
     return [(path, name) for path, name in state.get("ranked") or []]
 
 
+VERIFY_READS = ("base", "regression", "reproduction", "spectrum")
+"""The state keys `how_to_verify` reads: every node type that verifies reads them."""
+
+
+def how_to_verify(state: RepairState) -> HowToVerify:
+    """How the task's candidates are verified, as the state says (the state alone: a resumed task, in a new
+    sandbox, verifies as the killed one did): the base verification, the selected regression tests' command
+    (`swe.regression`), which tests reach which function (`swe.spectrum`) and a kept reproduction script
+    (`swe.reproduce`)."""
+    base, reproduction = state.get("base"), state.get("reproduction") or {}
+    spectrum = state.get("spectrum") or {}
+    return HowToVerify(
+        base=Verification.model_validate(base) if base else None,
+        test_cmd=(state.get("regression") or {}).get("test_cmd") or None,
+        reach=SuiteReach.from_json(spectrum.get("reach")) if isinstance(spectrum, dict) else None,
+        repro=(reproduction.get("script") or None) if reproduction.get("kept") else None,
+    )
+
+
 def attempts_of(state: RepairState) -> list[Attempt]:
     """The search's candidates as the state holds them (`attempts`)."""
     return [Attempt(a["candidate_id"], a["patch"], Verification.model_validate(a["verification"]), a["sample"],
                     a.get("part_of")) for a in state.get("attempts") or []]
 
 
-async def submit(rt: RepairRuntime, best: Attempt, chosen_by: str | None, *, among: int | None = None,
-                 noops: Mapping[str, bool] | None = None) -> RepairState:
+async def submit(rt: RepairRuntime, state: RepairState, best: Attempt, chosen_by: str | None, *,
+                 among: int | None = None, noops: Mapping[str, bool] | None = None) -> RepairState:
     """The state update of a chosen candidate: the choice (a `repair.choice` event: which one of `among`
     candidates, what decided, its verification in words, whether it changes no code: `noop`, as `noops` from
-    `choose.noop_check` says or checked now), and its final verification and report."""
+    `choose.noop_check` says or checked now), and its final verification (as `state` says, `how_to_verify`)
+    and report."""
     noop = await is_noop(rt.bench, best.patch, noops)
     emit(rt, "repair.choice", candidate_id=best.candidate_id, chosen_by=chosen_by, among=among,
          reason=verdict(best.verification), noop=noop)
-    final, report = await rt.bench.verify(best.patch, final=True)
+    final, report = await rt.bench.verify(best.patch, how_to_verify(state), final=True)
     if report is None:
         report = InstanceReport(instance_id=rt.iid, patch_exists=True, patch_successfully_applied=True,
                                 resolved=bool(final.passed), completed=final.passed is not None)
@@ -89,5 +110,6 @@ def declined(chosen_by: str) -> RepairState:
     return {"chosen": None, "final": {"declined": chosen_by}}
 
 
-__all__ = ["attempts_of", "declined", "emit", "evidence_of", "may_fix", "ranked_of", "runtime", "submit"]
+__all__ = ["VERIFY_READS", "attempts_of", "declined", "emit", "evidence_of", "how_to_verify", "may_fix", "ranked_of",
+           "runtime", "submit"]
 

@@ -30,6 +30,7 @@ resume where it stopped.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType
@@ -39,7 +40,17 @@ from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
-from agentflow.repair.nodekit import attempts_of, declined, emit, evidence_of, ranked_of, runtime, submit
+from agentflow.repair.nodekit import (
+    VERIFY_READS,
+    attempts_of,
+    declined,
+    emit,
+    evidence_of,
+    how_to_verify,
+    ranked_of,
+    runtime,
+    submit,
+)
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.rollout import CritiqueSettings, EditSettings, TestSettings, ValueSettings
@@ -85,18 +96,18 @@ _emit = emit
 
 async def baseline(state: RepairState, ctx: NodeContext[RepairRuntime], settings: None) -> RepairState:
     rt = runtime(ctx)
-    base = await rt.bench.verify_base()
+    base = await rt.bench.verify_base(how_to_verify(state))
     return {"base": base.model_dump(mode="json"), "issue": rt.issue}
 
 
 async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SpectrumSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg = settings.over(rt.cfg)
     if not cfg.spectrum:
         return {"spectrum": {}}
     sources = await rt.bench.python_sources()
-    _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=cfg.test_timeout_s)
+    _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=cfg.test_timeout_s,
+                                                how=how_to_verify(state))
     top = [f"{p}:{q}" for p, q, _ in summary["suspicion"][:5]]
     _emit(rt, "repair.spectrum", examples=summary["examples"], executed=len(summary["executed"]),
           tests=summary["tests"], suspects=top, problems=summary["problems"])
@@ -105,7 +116,6 @@ async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings
 
 async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RankSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg = settings.over(rt.cfg)
     if not cfg.rank:
         return {"ranked": []}
@@ -120,7 +130,6 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
 
 async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg, bench = settings.over(rt.cfg), rt.bench
     base = Verification.model_validate(state["base"])
     if not (bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None):
@@ -135,7 +144,8 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
         _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:])
         if kept and script:
-            base = await bench.verify_base()
+            # the base again, the script's failure counted: the tests fail there now
+            base = await bench.verify_base(dataclasses.replace(how_to_verify(state), repro=script))
             reproduction: ReproductionRecord = {"kept": True, "script": script}
             if cfg.keep_check:
                 reproduction["keep_check"] = await _keep_check(rt, cfg, sources, script, prefer, evidence)
@@ -157,7 +167,6 @@ async def _keep_check(rt: RepairRuntime, cfg: RepairConfig, sources: dict[str, s
 
 async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: PlanSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg = settings.over(rt.cfg)
     if rt.models.planner is None or not (cfg.plan or cfg.planner_model):
         return {"plan": ""}
@@ -214,53 +223,55 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
 
 async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ChooseSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg, attempts = settings.over(rt.cfg), attempts_of(state)
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
     changed, shown = await compare_examples(rt, attempts) if cfg.compare_examples or cfg.vote_by_examples else ({}, {})
+    confirm = functools.partial(rt.bench.verify_whole, how=how_to_verify(state))
     best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events,
                                    changed if cfg.compare_examples else {}, keeps=keeps, shown=shown,
-                                   confirm=rt.bench.verify_whole, noops=noops, base_failed=base_failed,
-                                   instance_id=rt.iid)
+                                   confirm=confirm, noops=noops, base_failed=base_failed, instance_id=rt.iid)
     if best is None:
         return declined(chosen_by) if chosen_by else {"chosen": None}
-    return await submit(rt, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()), noops=noops)
+    return await submit(rt, state, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()), noops=noops)
 
 
 _NODE_TYPES = [
     NodeType("swe.baseline", baseline, None, (), ("base", "issue"), "the task's tests on the unchanged code"),
-    NodeType("swe.spectrum", spectrum, SpectrumSettings, ("base",), ("spectrum",),
+    NodeType("swe.spectrum", spectrum, SpectrumSettings, ("base", "regression"), ("spectrum",),
              "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs reach"),
     NodeType("swe.rank", rank, RankSettings, ("base", "spectrum"), ("ranked",), "the coder ranks the heuristic's suspect functions"),
-    NodeType("swe.reproduce", reproduce, ReproduceSettings, ("base", "ranked", "spectrum"), ("reproduction", "base"),
+    NodeType("swe.reproduce", reproduce, ReproduceSettings, (*VERIFY_READS, "ranked"), ("reproduction", "base"),
              "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
              "must keep working, kept if it passes"),
     NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
     NodeType("swe.edit", rollout.edit_node, EditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects", "hint"),
              "one edit sample from the candidate a chain builds on (in a search: the branch's)"),
-    NodeType("swe.test", rollout.test_node, TestSettings, ("base", "edit", "candidate", "tries", "attempts", "retried"),
+    NodeType("swe.test", rollout.test_node, TestSettings,
+             (*VERIFY_READS, "edit", "candidate", "tries", "attempts", "retried"),
              ("edit", "tried", "candidate", "attempts", "tries", "verdict", "value", "retried", "hint"),
              "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
     NodeType("swe.critique", rollout.critique_node, CritiqueSettings, _REVIEW_READS, ("candidate",),
              "a failed attempt's review joins its feedback"),
-    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts", "base", "reproduction"), ("chosen", "final"),
+    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts", *VERIFY_READS), ("chosen", "final"),
              "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
              "check, then what the issue's examples show, then the vote, then the verifier model; graded"),
     NodeType("swe.value", rollout.value_node, ValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
              "the value agent: a value guides the search, its assessment the next expansion"),
-    NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts", "base"), ("chosen", "final"),
+    NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts", *VERIFY_READS),
+             ("chosen", "final"),
              "agents argue over the finalists (none that changes no code when the tests fail at the base commit), "
              "a judge picks; the choice graded"),
     NodeType("swe.localize", localize_node, LocalizeSettings, ("base",), ("ranked", "localized"),
              "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic"),
-    NodeType("swe.regression", regression_node, RegressionSettings, ("base",), ("regression", "base"),
+    NodeType("swe.regression", regression_node, RegressionSettings, VERIFY_READS, ("regression", "base"),
              "blind mode: the passing tests minus those the model says the fix may change verify candidates"),
-    NodeType("swe.trajectories", trajectories_node, TrajectorySettings, ("base", "ranked", "spectrum"),
+    NodeType("swe.trajectories", trajectories_node, TrajectorySettings, (*VERIFY_READS, "ranked"),
              ("attempts", "samples", "tests", "search"),
              "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns"),
-    NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests", "base"), ("chosen", "final"),
+    NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests", *VERIFY_READS),
+             ("chosen", "final"),
              "candidates vote by the generated tests they pass (none that changes no code when the tests fail at "
              "the base commit); a selection trajectory splits a tie; graded"),
 ]

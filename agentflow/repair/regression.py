@@ -1,15 +1,17 @@
 """Selected regression tests (Agentless): the repository's tests that pass at the base commit are listed, the
 model names those a correct fix may rightly change (they assert the buggy behaviour), and candidates are then
-verified by the rest. Node type `swe.regression` (blind mode, after `swe.reproduce`): it sets the run's test
-command to the repository's tests minus the deselected ones, and verifies the base again with it."""
+verified by the rest. Node type `swe.regression` (blind mode, after `swe.reproduce`): the state's
+`regression.test_cmd`, the repository's tests minus the deselected ones, verifies candidates from then on
+(`nodekit.how_to_verify`); the base is verified again with it."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 
 from agentflow.graph.context import NodeContext
-from agentflow.repair.nodekit import emit, runtime
+from agentflow.repair.nodekit import emit, how_to_verify, runtime
 from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.state import RepairState
 from agentflow.repair.steps import ask, render
@@ -32,10 +34,11 @@ def deselecting(python: str, deselected: list[str]) -> str:
 
 async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RegressionSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg, bench = settings.over(rt.cfg), rt.bench
     if bench.mode != "repo" or bench.cfg.test_cmd is not None:
         return {"regression": {"selected": False}}  # task tests, or the user's own command, verify candidates
+    if (state.get("regression") or {}).get("test_cmd"):
+        return {}  # selected already (a workflow with two such nodes): the first selection stands
     await bench.reset()
     cmd = f"{bench.python} -m pytest -q -rA -p no:cacheprovider"
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
@@ -51,9 +54,7 @@ async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     # a model that would drop most of the suite is not selecting: keep every test then
     deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []
     test_cmd = deselecting(bench.python, deselected)
-    bench.cfg = bench.cfg.model_copy(update={"test_cmd": test_cmd})
-    bench.own_test_cmd = True  # still agentflow's own command: the local backend's plugin guard applies
-    base = await bench.verify_base()
+    base = await bench.verify_base(dataclasses.replace(how_to_verify(state), test_cmd=test_cmd))
     emit(rt, "repair.regression", passing=len(passing), deselected=deselected, test_cmd=test_cmd, answer=text[:200])
     return {"regression": {"selected": True, "passing": len(passing), "deselected": deselected,
                            "test_cmd": test_cmd},

@@ -36,7 +36,7 @@ from agentflow.repair.edits import edit_parts
 from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit as emit_task
-from agentflow.repair.nodekit import evidence_of, ranked_of, runtime
+from agentflow.repair.nodekit import evidence_of, how_to_verify, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.sampling import draw_edit, retry_hint
@@ -44,7 +44,7 @@ from agentflow.repair.spectrum import examples_comparable, examples_reach_code
 from agentflow.repair.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
 from agentflow.repair.steps import critique, edit_prompt, examples_hint, suspects
 from agentflow.repair.value import judge_attempt
-from agentflow.repair.workbench import Verification, Workbench
+from agentflow.repair.workbench import HowToVerify, Verification, Workbench
 
 SAMPLE_STRIDE = 1000
 """Sample numbers of branch `bK` are (K + 1) * SAMPLE_STRIDE + n (n: the lineage's n-th sample): distinct seeds
@@ -235,15 +235,15 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
             "verification": verification.model_dump(mode="json")}
 
 
-async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, cfg: RepairConfig,
-                 edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
+async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, how: HowToVerify,
+                 cfg: RepairConfig, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
     """An edit that failed and changed several places: each change alone verified as a candidate of its own
     (`split_edits`, no model call), until one passes."""
     sources = await sources_at(rt, bench, parent_patch)
     out: list[AttemptRecord] = []
     for number, files in enumerate(edit_parts(sources, edit["files"], limit=cfg.split_edits_limit), 1):
         async with bench.lock:
-            tried = await bench.verify_files(parent_patch, files)
+            tried = await bench.verify_files(parent_patch, files, how)
         if tried is None or tried[0].strip() in seen:
             continue
         seen.add(tried[0].strip())
@@ -288,17 +288,17 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     tries = int(state.get("tries") or 0)
     if not edit:  # nothing was drawn (the budget, or stop_on_success): no attempt for a reviewer to look at
         return {"tried": None, "verdict": "stop"}
-    bench = bench_of(rt, ctx)
+    bench, how = bench_of(rt, ctx), how_to_verify(state)
     tries += 1
     async with bench.lock:
-        tried = await bench.verify_files(current["patch"], edit["files"])
+        tried = await bench.verify_files(current["patch"], edit["files"], how)
     if tried is None:  # it only touched test files, which are stripped
         _record_failed(ctx, rt, edit, "noop", ["only test files changed", *edit["errors"]])
         return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, cfg.max_attempts)}
     made = [_attempt(ctx, rt, edit, edit["candidate_id"], tried)]
     if tried[2].passed is not True and cfg.split_edits:
         seen = {a["patch"].strip() for a in [*(state.get("attempts") or []), *made]}
-        made += await _parts(ctx, rt, bench, cfg, edit, current["patch"], seen)
+        made += await _parts(ctx, rt, bench, how, cfg, edit, current["patch"], seen)
     best = max(made, key=lambda a: (a["verification"].get("passed") is True, a["verification"]["score"]))
     verification = Verification.model_validate(best["verification"])
     if verification.passed and cfg.stop_on_success:

@@ -10,7 +10,7 @@ validation problem, not a silently ignored key; a node runs its steps with `sett
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,8 +24,7 @@ from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.spectrum import ExampleRun
-from agentflow.repair.targeting import SuiteReach
-from agentflow.repair.workbench import REPRO_PATH, Verification, Workbench
+from agentflow.repair.workbench import Workbench
 
 PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
 """The fields of `RepairConfig` a node type whose prompts show the task's code takes."""
@@ -108,32 +107,10 @@ class RepairRuntime:
     examples_before: ExampleRun | None = None
     """What the issue's examples show on the unchanged code, when a run of them can tell a change (checked
     once a task, under `examples_lock`, by the first edit `examples_retries` looks at)."""
-    _synced: bool = False
 
     @property
     def iid(self) -> str:
         return self.bench.task.instance_id
-
-    async def sync(self, state: Mapping[str, Any]) -> None:
-        """Bring the workbench in line with the state once per process: after a resume the sandbox is new, so
-        the base verification and a kept reproduction script come back from the checkpointed state."""
-        if self._synced:
-            return
-        self._synced = True
-        base = state.get("base")
-        if base:
-            self.bench.base = Verification.model_validate(base)
-        regression = state.get("regression") or {}
-        if regression.get("test_cmd"):  # the selected regression tests (`swe.regression`)
-            self.bench.cfg = self.bench.cfg.model_copy(update={"test_cmd": regression["test_cmd"]})
-            self.bench.own_test_cmd = True
-        spectrum = state.get("spectrum") or {}
-        self.bench.reach = SuiteReach.from_json(spectrum.get("reach")) if isinstance(spectrum, dict) else None
-        repro = state.get("reproduction") or {}
-        if repro.get("kept") and repro.get("script"):
-            await self.bench.reset()
-            await self.bench.sandbox.write_file(REPRO_PATH, repro["script"])
-            self.bench.repro = True
 
 
 def node_settings_for(spec: Any, registry: Any, overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -191,7 +191,7 @@ async def repair_task(
         if rt is not None:
             outcome.test_seconds = round(rt.bench.candidate_test_s, 3)
             outcome.longest_test_wait_s = round(rt.bench.longest_test_wait_s, 3)
-            outcome.base_test_seconds = rt.bench.base.seconds if rt.bench.base else None
+            outcome.base_test_seconds = (state.get("base") or {}).get("seconds")
         events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
                     chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
         if inst_dir is not None and finished:  # an interrupted task leaves no outcome: resume continues it
@@ -300,7 +300,6 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
         existing = await runner.graph.aget_state(runner._config(THREAD))
         if existing.created_at is not None:
             rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))
-            await rt.sync(dict(existing.values))  # before a search forks the workspace: the new sandbox as it was
             # what the killed run recorded stands; a candidate that passed stops new samples as it did
             candidates.carry_on()
             rt.solved = rt.solved or candidates.passed()

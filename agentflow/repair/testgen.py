@@ -100,7 +100,6 @@ async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecor
 
 async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: VoteTestsSettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg = settings.over(rt.cfg)
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
@@ -128,7 +127,7 @@ async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
          finalists=[c["candidate_id"] for c in finals], chosen=best["candidate_id"], chosen_by=chosen_by, error=error)
     attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
                       best["sample"])
-    return await submit(rt, attempt, chosen_by, noops=noops)
+    return await submit(rt, state, attempt, chosen_by, noops=noops)
 
 
 __all__ = ["VoteTestsSettings", "run_script", "select", "test_script", "vote", "vote_tests_node"]

@@ -22,7 +22,7 @@ from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import Window
-from agentflow.repair.nodekit import emit, evidence_of, ranked_of, runtime
+from agentflow.repair.nodekit import emit, evidence_of, how_to_verify, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.state import AttemptRecord, GeneratedTest, RepairState
@@ -185,7 +185,6 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
 
 async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings) -> RepairState:
     rt = runtime(ctx)
-    await rt.sync(state)
     cfg = settings.over(rt.cfg)
     async with rt.bench.lock:
         await rt.bench.reset()
@@ -206,6 +205,7 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
     if failed is not None:
         raise failed
     runs = [r for r in results if isinstance(r, dict)]
+    how = how_to_verify(state)
     attempts: list[AttemptRecord] = []
     tests: list[GeneratedTest] = []
     for run in runs:
@@ -215,7 +215,7 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
         if not run["patch"].strip():
             continue
         async with rt.bench.lock:
-            verification, _ = await rt.bench.verify(run["patch"])
+            verification, _ = await rt.bench.verify(run["patch"], how)
         attempts.append({"candidate_id": cand_id, "patch": run["patch"], "sample": run["trajectory"] + 1,
                          "verification": verification.model_dump(mode="json")})
         rt.record(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",

@@ -14,6 +14,7 @@ import re
 import shlex
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -70,6 +71,29 @@ class Verification(BaseModel):
     patch changes (`agentflow.repair.targeting`); None when the whole suite ran."""
     seconds: float | None = None
     """How long its test run took."""
+
+
+@dataclass(frozen=True)
+class HowToVerify:
+    """What a verification depends on besides the patch, as the task's state holds it: the node that verifies
+    passes it (`nodekit.how_to_verify`), so a resumed task, in a new sandbox, verifies as the killed one did."""
+
+    base: Verification | None = None
+    """The tests on the unchanged code: a candidate's test run may take a multiple of their time
+    (`RepairConfig.test_timeout_ratio`); blind mode, when they passed, passing them again shows no regression
+    only."""
+    test_cmd: str | None = None
+    """Agentflow's own command of the selected regression tests (`swe.regression`); None: the run's
+    `test_cmd`, else the repository's whole suite."""
+    reach: SuiteReach | None = None
+    """Which tests reach which function at the base commit (`swe.spectrum`), for targeted test runs."""
+    repro: str | None = None
+    """A kept reproduction script (`swe.reproduce`): blind mode, it scores candidates too."""
+
+    def key(self) -> tuple[object, ...]:
+        """What of it a verification's result depends on (a cached one is reused only when it is the same)."""
+        base = (self.base.passed, self.base.seconds) if self.base is not None else None
+        return self.test_cmd, self.repro, self.reach is not None, base
 
 
 def summarise_failures(output: str, limit: int) -> str:
@@ -228,21 +252,15 @@ class Workbench:
             mode = "task" if task.FAIL_TO_PASS else "repo"
         self.mode: FeedbackMode = mode
         self.lock = asyncio.Lock()
-        self.base: Verification | None = None
-        """Verification of the unchanged code (set by `verify_base`)."""
-        self.repro: bool = False
-        """A reproduction script is installed (blind mode): candidates are scored by it too."""
-        self._verified: dict[str, Verification] = {}
+        self._verified: dict[tuple[object, ...], Verification] = {}
+        """Verifications by what they depend on and patch: samples that agree on a patch run the suite once."""
         self.candidate_test_s = 0.0
         """Seconds of test runs on candidates (not the base commit's), for the record (`InstanceOutcome`)."""
         self.longest_test_wait_s = 0.0
         """The longest single test run on a candidate."""
-        self.reach: SuiteReach | None = None
-        """Which tests reach which function at the base commit (`swe.spectrum`), for targeted test runs."""
         self._base_runs: dict[str, ExecResult] = {}
         """The pre-flight's run of a test command at the base commit, taken by the first base verification
         with that command instead of a second run of the same suite on the same code."""
-        """Verifications by test command and patch: samples that agree on a patch run the suite once."""
 
     async def setup(self) -> None:
         self.head = (await seed_workspace(self.sandbox, self.task, python=self.python)) or "HEAD"
@@ -283,11 +301,11 @@ class Workbench:
             raise AgentflowError(f"git diff failed: {result.output.strip()[-300:]}")
         return strip_test_files(result.stdout)
 
-    async def verify_files(self, parent_patch: str, files: Mapping[str, str]
+    async def verify_files(self, parent_patch: str, files: Mapping[str, str], how: HowToVerify
                            ) -> tuple[str, list[str], Verification, float] | None:
-        """Write `files` over base + `parent_patch`, take the patch and verify it: (patch, dropped test files,
-        verification, start time); None when the patch is the parent's (only test files changed). The caller
-        holds the lock when the sandbox is shared."""
+        """Write `files` over base + `parent_patch`, take the patch and verify it as `how` says: (patch, dropped
+        test files, verification, start time); None when the patch is the parent's (only test files changed).
+        The caller holds the lock when the sandbox is shared."""
         started = time.monotonic()  # after the caller's lock: the attempt's own time, for its trace span
         await self.restore(parent_patch)
         for path, content in files.items():
@@ -295,52 +313,52 @@ class Workbench:
         patch, dropped = await self.diff()
         if patch.strip() == parent_patch.strip():
             return None
-        verification, _ = await self.verify(patch)
+        verification, _ = await self.verify(patch, how)
         return patch, dropped, verification, started
 
     def on(self, sandbox: Sandbox) -> Workbench:
         """This workbench over another view of its sandbox (a search branch's own workspace): the same task,
-        settings, base verification, reproduction script and cache of verifications; a lock of its own."""
+        settings and cache of verifications; a lock of its own."""
         view = copy.copy(self)
         view.sandbox, view.lock = sandbox, asyncio.Lock()
         return view
 
-    own_test_cmd: bool = False
-    """`cfg.test_cmd` was set by a node (regression selection), not by the user: treated like the default."""
-
-    def _test_env(self) -> dict[str, str] | None:
-        ours = self.cfg.test_cmd is None or self.own_test_cmd
+    def _test_env(self, how: HowToVerify | None = None) -> dict[str, str] | None:
+        # agentflow's own command (the default, or the selected regression tests') runs without the plugins the
+        # local environment has installed; a command the user gave may need them
+        ours = self.cfg.test_cmd is None or (how is not None and how.test_cmd is not None)
         return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
 
     # ------------------------------------------------------------------------------------- reproduction
 
-    async def _run_script(self, path: str) -> tuple[bool, str]:
+    async def _run_script(self, path: str, how: HowToVerify | None = None) -> tuple[bool, str]:
         """(ran without error, output) of a script of the scratch folder on the current workspace."""
         # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
         script = f"{test_env(EVAL_DIR)}{self.python} {shlex.quote(path)}"
         result = await self.sandbox.exec(
-            sh_command(script), env=self._test_env(), timeout=min(60.0, self.cfg.test_timeout_s)
+            sh_command(script), env=self._test_env(how), timeout=min(60.0, self.cfg.test_timeout_s)
         )
         return result.ok, result.output
 
-    async def run_repro(self) -> tuple[bool, str]:
-        """(still failing, output) of the reproduction script on the current workspace."""
-        ok, output = await self._run_script(REPRO_PATH)
+    async def run_repro(self, script: str, how: HowToVerify | None = None) -> tuple[bool, str]:
+        """(still failing, output) of the reproduction `script` on the current workspace."""
+        # written each time: the workspace may be a new sandbox (a resumed task) or a branch's fork
+        await self.sandbox.write_file(REPRO_PATH, script)
+        ok, output = await self._run_script(REPRO_PATH, how)
         return (not ok), output
 
     async def install_repro(self, script: str) -> tuple[bool, str]:
-        """Try a reproduction script at the base commit; keep it only if it fails there the way the bug does
-        (`why_not_a_bug`) on the issue's own case (`why_not_the_reported_case`). (kept, output; a script not kept has the reason appended to its output)."""
+        """Try a reproduction script at the base commit: it is kept only if it fails there the way the bug does
+        (`why_not_a_bug`) on the issue's own case (`why_not_the_reported_case`). (kept, output; a script not kept
+        has the reason appended to its output.) A kept script is the state's (`reproduction`), and verifications
+        run it from there (`HowToVerify.repro`)."""
         await self.reset()
-        await self.sandbox.write_file(REPRO_PATH, script)
-        failing, output = await self.run_repro()
+        failing, output = await self.run_repro(script)
         issue = f"{self.task.problem_statement}\n{self.task.hints_text or ''}"  # hints may name the exception
         reasons = (why_not_a_bug(output, issue) if failing else "it ran without error",
                    why_not_the_reported_case(script, issue))
         why = "; ".join(r for r in reasons if r) or None  # all of them: the retry is shown what to mend
-        self.repro = why is None
-        self._verified.clear()  # verifications now include the script
-        return self.repro, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
+        return why is None, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
 
     async def install_keep_check(self, script: str, sources: Mapping[str, str]) -> tuple[str | None, str]:
         """A keep-working check (a script asserting what the fix must not change) cut down to the checks that
@@ -377,18 +395,17 @@ class Workbench:
                 await self.reset()
         return ok
 
-    async def gather_evidence(self, issue: str, sources: Mapping[str, str], *,
-                              test_timeout_s: float) -> tuple[RunEvidence, dict[str, Any]]:
-        """Run the issue's examples and the repository's suite call-traced at the base commit
-        (`agentflow.repair.spectrum.gather_evidence`); the workspace is reset afterwards."""
+    async def gather_evidence(self, issue: str, sources: Mapping[str, str], *, test_timeout_s: float,
+                              how: HowToVerify = HowToVerify()) -> tuple[RunEvidence, dict[str, Any]]:
+        """Run the issue's examples and the repository's suite (`how`'s command) call-traced at the base commit
+        (`agentflow.repair.spectrum.gather_evidence`); the workspace is reset afterwards. The summary's `reach`
+        is what targeted test runs go by (`HowToVerify.reach`)."""
         async with self.lock:
             await self.reset()
             try:
-                evidence, summary = await gather_evidence(self.sandbox, self.python, issue, sources,
-                                                          test_cmd=self.repo_test_cmd, test_timeout_s=test_timeout_s,
-                                                          env=self._test_env())
-                self.reach = SuiteReach.from_json(summary.get("reach"))
-                return evidence, summary
+                return await gather_evidence(self.sandbox, self.python, issue, sources,
+                                             test_cmd=self.test_command(how), test_timeout_s=test_timeout_s,
+                                             env=self._test_env(how))
             finally:
                 await self.reset()  # whatever the examples or the tests wrote is not part of any candidate
 
@@ -405,45 +422,44 @@ class Workbench:
 
     # ------------------------------------------------------------------------------------- verification
 
-    async def verify_base(self) -> Verification:
-        self.base, _ = await self.verify("")
-        return self.base
+    async def verify_base(self, how: HowToVerify = HowToVerify()) -> Verification:
+        """The unchanged code's verification as `how` says (by default: the task's tests alone, before any node
+        found more)."""
+        verification, _ = await self.verify("", how)
+        return verification
 
-    async def verify(self, patch: str, *, final: bool = False, whole: bool = False
+    async def verify(self, patch: str, how: HowToVerify, *, final: bool = False, whole: bool = False
                      ) -> tuple[Verification, InstanceReport | None]:
-        """Run the verifying tests on base + patch (the workspace is left at base + patch). `final` runs the
-        task's own tests when it has them (the report), whatever the feedback mode, and otherwise the whole
-        suite, as does `whole` (a candidate's run may be of the tests reaching its change only, see
-        `RepairConfig.target_tests`). The same tests on the same code run once: a patch already verified is not
-        run again, except for the report."""
+        """Run the verifying tests on base + patch as `how` says (the workspace is left at base + patch).
+        `final` runs the task's own tests when it has them (the report), whatever the feedback mode, and
+        otherwise the whole suite, as does `whole` (a candidate's run may be of the tests reaching its change
+        only, see `RepairConfig.target_tests`). The same tests on the same code run once: a patch already
+        verified the same way is not run again, except for the report."""
         graded = self.mode == "task" or (final and bool(self.task.FAIL_TO_PASS))
         whole = (whole or final) and not graded
-        key = self._verified_key(patch, whole=whole)
+        key = (*how.key(), whole, patch.strip())
         if not (final and graded) and key in self._verified:
             await self.restore(patch)
             return self._verified[key].model_copy(deep=True), None
-        verification, report = await self._verify(patch, final=final, whole=whole)
+        verification, report = await self._verify(patch, how, final=final, whole=whole)
         if not (final and graded):
             self._verified[key] = verification.model_copy(deep=True)
             if verification.targeted is None and not whole:  # it ran whole: that is its whole-suite result too
-                self._verified[self._verified_key(patch, whole=True)] = verification.model_copy(deep=True)
+                self._verified[(*how.key(), True, patch.strip())] = verification.model_copy(deep=True)
         return verification, report
 
-    def _verified_key(self, patch: str, *, whole: bool) -> str:
-        # the test command is part of it: a node may change it (regression tests)
-        return f"{self.cfg.test_cmd}\0{whole}\0{patch.strip()}"
-
-    async def verify_whole(self, patch: str) -> Verification:
+    async def verify_whole(self, patch: str, how: HowToVerify) -> Verification:
         """The whole suite's verification of base + patch (a finalist's, when its own was estimated from the
         tests reaching its change); the workspace is reset afterwards."""
         async with self.lock:
             try:
-                verification, _ = await self.verify(patch, whole=True)
+                verification, _ = await self.verify(patch, how, whole=True)
             finally:
                 await self.reset()
         return verification
 
-    async def _verify(self, patch: str, *, final: bool, whole: bool) -> tuple[Verification, InstanceReport | None]:
+    async def _verify(self, patch: str, how: HowToVerify, *, final: bool, whole: bool
+                      ) -> tuple[Verification, InstanceReport | None]:
         if self.mode == "task" or (final and self.task.FAIL_TO_PASS):
             await self.reset()
             logs: dict[str, str] = {}
@@ -453,7 +469,7 @@ class Workbench:
                 self.task,
                 patch or None,
                 python=self.python,
-                test_timeout_s=self.cfg.test_timeout_s if final or not patch.strip() else self.candidate_timeout,
+                test_timeout_s=self.cfg.test_timeout_s if final or not patch.strip() else self.candidate_timeout(how),
                 rerun_failed=final,
                 seed=False,
                 run_empty=True,
@@ -478,21 +494,22 @@ class Workbench:
         await self.restore(patch)
         if self.mode == "repo":
             # a candidate's own pytest.ini, sitecustomize.py or plugin must not decide its verification
-            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=self.cfg.test_cmd)
-            return await self._verify_repo(patch, whole=whole), None
+            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.test_cmd)
+            return await self._verify_repo(patch, how, whole=whole), None
         return Verification(kind="none"), None
 
-    @property
-    def repo_test_cmd(self) -> str:
-        """The command that runs the repository's own tests (blind mode's verification)."""
-        return self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
+    def test_command(self, how: HowToVerify | None = None) -> str:
+        """The command that runs the repository's own tests (blind mode's verification): `how`'s selected
+        tests, else the run's `test_cmd`, else the whole suite."""
+        chosen = how.test_cmd if how is not None else None
+        return chosen or self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
 
     async def preflight(self) -> Preflight:
         """Whether the command verifying candidates in blind mode can run at the base commit (`swe.preflight`)."""
         async with self.lock:
             await self.reset()
             try:
-                found = await run_preflight(self.sandbox, self.repo_test_cmd, timeout=self.cfg.test_timeout_s,
+                found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.test_timeout_s,
                                             env=self._test_env())
                 if found.result is not None and found.can_run:
                     self._base_runs[found.command] = found.result
@@ -500,10 +517,9 @@ class Workbench:
             finally:
                 await self.reset()
 
-    @property
-    def candidate_timeout(self) -> float:
+    def candidate_timeout(self, how: HowToVerify) -> float:
         """A candidate's test run's limit: a multiple of the unchanged code's (`RepairConfig.test_timeout_ratio`)."""
-        return timeout_from_base(self.base.seconds if self.base else None, ratio=self.cfg.test_timeout_ratio,
+        return timeout_from_base(how.base.seconds if how.base else None, ratio=self.cfg.test_timeout_ratio,
                                  floor_s=self.cfg.test_timeout_floor_s, ceiling_s=self.cfg.test_timeout_s)
 
     async def base_files(self, paths: list[str]) -> dict[str, str | None]:
@@ -520,10 +536,10 @@ class Workbench:
                     out[path] = await self.sandbox.read_file(copy_path)
         return out
 
-    async def _targets(self, patch: str, cmd: str) -> tuple[str, list[int]] | None:
-        """The command running only the tests that reach what `patch` changes, and their indexes; None when
-        the whole suite must run (see `agentflow.repair.targeting`)."""
-        if not (self.cfg.target_tests and self.reach is not None and patch.strip()):
+    async def _targets(self, patch: str, cmd: str, reach: SuiteReach | None) -> tuple[str, list[int]] | None:
+        """The command running only the tests that `reach` says reach what `patch` changes, and their indexes;
+        None when the whole suite must run (see `agentflow.repair.targeting`)."""
+        if not (self.cfg.target_tests and reach is not None and patch.strip()):
             return None
         paths = touched_in_place(patch)
         if not paths or not all(path.endswith(".py") for path in paths):
@@ -533,16 +549,16 @@ class Workbench:
         if changed is None:
             return None
         # with the tests that failed at the base: they show the bug, whatever path the trace saw them take
-        targets = sorted(set(self.reach.tests_for(changed)) | self.reach.failed)
-        if not targets or len(targets) >= len(self.reach.ids):
+        targets = sorted(set(reach.tests_for(changed)) | reach.failed)
+        if not targets or len(targets) >= len(reach.ids):
             return None
-        narrowed = targeted_command(cmd, [self.reach.ids[i] for i in targets])
+        narrowed = targeted_command(cmd, [reach.ids[i] for i in targets])
         return (narrowed, targets) if narrowed is not None else None
 
-    async def _run_tests(self, cmd: str, *, at_base: bool) -> ExecResult:
+    async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool) -> ExecResult:
         result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
-                                         env=self._test_env(),
-                                         timeout=self.cfg.test_timeout_s if at_base else self.candidate_timeout)
+                                         env=self._test_env(how),
+                                         timeout=self.cfg.test_timeout_s if at_base else self.candidate_timeout(how))
         if not at_base:
             self._count_test_time(result.duration_s)
         return result
@@ -551,36 +567,36 @@ class Workbench:
         self.candidate_test_s += seconds
         self.longest_test_wait_s = max(self.longest_test_wait_s, seconds)
 
-    async def _verify_repo(self, patch: str, *, whole: bool) -> Verification:
-        cmd = self.repo_test_cmd
+    async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool) -> Verification:
+        cmd = self.test_command(how)
         at_base = not patch.strip()
         result = self._base_runs.pop(cmd, None) if at_base else None
-        targeted = None if (whole or at_base) else await self._targets(patch, cmd)
+        targeted = None if (whole or at_base) else await self._targets(patch, cmd, how.reach)
         if result is None:
             # pytest itself comes from the environment, not from a `pytest.py` the candidate put in the workspace
             await install_runner(self.sandbox, EVAL_DIR)
-            result = await self._run_tests(targeted[0] if targeted else cmd, at_base=at_base)
+            result = await self._run_tests(targeted[0] if targeted else cmd, how, at_base=at_base)
             if targeted and _missed_tests(result, len(targeted[1])):
-                targeted, result = None, await self._run_tests(cmd, at_base=False)
+                targeted, result = None, await self._run_tests(cmd, how, at_base=False)
         good, total = _counts(result.output)
         ok = result.ok
-        if targeted is not None and self.reach is not None:  # the whole suite's result, estimated
-            found = estimate(self.reach, targeted[1], good, total)
+        if targeted is not None and how.reach is not None:  # the whole suite's result, estimated
+            found = estimate(how.reach, targeted[1], good, total)
             ok = ok and found.estimated_ok
             good, total = found.counts
         score = 1.0 if ok else (good / total if total else 0.0)
         output = "" if result.ok else summarise_failures(result.output, 4000)
         passed: bool | None = ok
         reproduced: bool | None = None
-        if self.repro:
-            reproduced, repro_out = await self.run_repro()
+        if how.repro:
+            reproduced, repro_out = await self.run_repro(how.repro, how)
             score = (score + (0.0 if reproduced else 1.0)) / 2
             if reproduced:
                 output = (output + "\n\n" if output else "") + "The issue still reproduces:\n" + repro_out[-1500:]
-        if self.base is not None and self.base.passed and not self.repro:
+        if how.base is not None and how.base.passed and not how.repro:
             # the tests passed before any change: passing them again shows no regression, not a fix
             passed = None if ok else False
-        elif self.repro:
+        elif how.repro:
             passed = None if (ok and not reproduced) else False
         return Verification(
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,

@@ -144,3 +144,48 @@ def test_kill_9_inside_the_search_then_resume_takes_its_finished_branch_as_it_wa
     outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
     assert outcome["status"] == "submitted" and outcome["report"]["resolved"] is True
     assert outcome["chosen"] == f"{IID}/{waiting}.1"
+
+
+# the fix, on top of the wrong edit: it scores as well as the unchanged code (its tests pass, the script fails),
+# so the next edit builds on it
+FIX_AFTER_WRONG = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=", 2)[:2]\n=======\n'
+                   '        parts = stripped.split("=", 1)\n>>>>>>> REPLACE\nEND_EDITS')
+REPRODUCTION = ('```python\nfrom inikit import loads\n\ncfg = loads("[db]\\nurl = a=b==\\n")\n'
+                'assert cfg.get("db", "url") == "a=b==", cfg.get("db", "url")\n```\n')
+
+
+def test_a_resumed_blind_task_verifies_as_the_killed_one_did(docker_image: str, model_server: FakeServer,
+                                                             tmp_path: Path) -> None:
+    """Blind mode: the reproduction script kept and the suite call-traced before the kill; killed while the first
+    edit waits for the model. The resumed process, in a new sandbox, verifies each candidate as the killed one
+    would have, from the checkpointed state alone: by the repository's tests run where the change reaches (the
+    spectrum's reach) and by the kept script (the wrong edit still reproduces the issue, the fix does not)."""
+    out = tmp_path / "run"
+    argv = ["bench", str(TASKS_FILE), "-i", IID, "--model", model_server.spec(), "--sandbox", "docker",
+            "-c", f"sandbox.image={docker_image}", "-c", "feedback=repo", "-c", "edit_format=search_replace",
+            "-c", "model_options.max_attempts=1", "-c", "keep_check=false", "-c", "max_attempts=2", "-o", str(out)]
+    model_server.script({"content": "4, 1"}, {"content": REPRODUCTION}, {"content": WRONG, "delay": 60})
+    agentflow = str(Path(sys.executable).parent / "agentflow")
+    proc = subprocess.Popen([agentflow, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kill_9_when(proc, lambda: len(model_server.requests()) == 3, timeout=240, what="run")  # the edit in flight
+    events_file = out / "events.jsonl"
+    first = read_jsonl(events_file)
+    (kept,) = [e["data"]["kept"] for e in first if e["kind"] == "repair.reproduce"]
+    assert kept is True
+
+    model_server.reset()
+    model_server.script({"content": WRONG}, {"content": FIX_AFTER_WRONG})
+    assert run([*argv, "--resume"]) == 0
+    after = read_jsonl(events_file)[len(first):]
+    assert _main_line(after) == ["search", "choose"]  # the nodes before the search had finished
+    assert not [e for e in after if e["kind"] == "repair.reproduce"]
+    rows = read_jsonl(out / "instances" / IID / "candidates.jsonl")
+    assert [short(r["candidate_id"]) for r in rows] == ["b0.1", "b0.2"]
+    verdicts = [(r["verification"]["kind"], r["verification"]["reproduced"], r["verification"]["passed"])
+                for r in rows]
+    assert verdicts == [("test_cmd", True, False), ("test_cmd", False, None)]
+    assert "The issue still reproduces" in rows[0]["verification"]["output"]
+    assert all(r["verification"]["targeted"] for r in rows)  # the tests reaching `loads`, not the whole suite
+    outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
+    assert outcome["status"] == "submitted" and outcome["chosen"] == f"{IID}/b0.2"
+    assert outcome["reproduced"] is True and outcome["report"]["resolved"] is True

@@ -4,6 +4,7 @@ a multiple of the unchanged code's. Pure parts, the plugin under a real pytest, 
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from agentflow.repair.targeting import (
     targeted_command,
     timeout_from_base,
 )
-from agentflow.repair.workbench import Workbench
+from agentflow.repair.workbench import HowToVerify, Workbench
 from tests.repair.conftest import run_with_spectrum_plugin
 
 CORE = '''def paginate(items, page, per_page):
@@ -175,31 +176,33 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
         await bench.setup()
         base = await bench.verify_base()
         assert base.passed is False and base.counts == (6, 7) and base.seconds
-        await bench.gather_evidence(task.problem_statement, await bench.python_sources(), test_timeout_s=300)
-        assert bench.reach is not None and len(bench.reach.ids) == 7
+        _, summary = await bench.gather_evidence(task.problem_statement, await bench.python_sources(),
+                                                 test_timeout_s=300)
+        how = HowToVerify(base=base, reach=SuiteReach.from_json(summary["reach"]))
+        assert how.reach is not None and len(how.reach.ids) == 7
 
         mark = len(events.events)
-        fixed, _ = await bench.verify(FIX)
+        fixed, _ = await bench.verify(FIX, how)
         runs = _test_runs(events, mark)
         assert fixed.targeted == 2 and fixed.passed is True and fixed.counts == (7, 7)
         assert len(runs) == 1 and "test_first_page" in runs[0] and "test_count" not in runs[0]
 
         mark = len(events.events)
-        broken, _ = await bench.verify(BREAK_COUNT)  # a loser: stops at the tests reaching page_count
+        broken, _ = await bench.verify(BREAK_COUNT, how)  # a loser: stops at the tests reaching page_count
         # ... and the test that failed at the base, which page_count never reaches: it shows the bug
         assert "test_first_page" in _test_runs(events, mark)[0]
         assert broken.targeted == 4 and broken.passed is False and broken.counts == (5, 7)  # test_rest, and the bug
 
         mark = len(events.events)
-        moved, _ = await bench.verify(MODULE_LEVEL)  # module level: the whole suite, once
+        moved, _ = await bench.verify(MODULE_LEVEL, how)  # module level: the whole suite, once
         assert moved.targeted is None and moved.counts == (6, 7) and len(_test_runs(events, mark)) == 1
 
-        hung, _ = await bench.verify(HANG)
-        limit = bench.candidate_timeout
+        hung, _ = await bench.verify(HANG, how)
+        limit = bench.candidate_timeout(how)
         assert limit == max(cfg.test_timeout_floor_s, cfg.test_timeout_ratio * base.seconds) < cfg.test_timeout_s
         assert hung.passed is False and hung.seconds is not None and limit <= hung.seconds < limit + 15
 
-        sneaky, _ = await bench.verify(SNEAKY)
+        sneaky, _ = await bench.verify(SNEAKY, how)
         assert sneaky.targeted == 3 and sneaky.passed is True  # the import-time constant is not among its tests
 
         # choosing: the sneaky patch leads the vote; the whole suite refutes it, the plain fix is confirmed
@@ -207,7 +210,7 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
                     Attempt("t/c3", FIX, fixed, 3)]
         mark = len(events.events)
         best, _ = await choose(attempts, RepairConfig(vote=True), None, task.problem_statement, Budget(), events,
-                               confirm=bench.verify_whole, instance_id="t")
+                               confirm=functools.partial(bench.verify_whole, how=how), instance_id="t")
         assert best is not None and best.candidate_id == "t/c3"
         confirms = [e.data for e in events.events[mark:] if e.kind == "repair.confirm"]
         assert [(c["candidate_id"], c["held"]) for c in confirms] == [("t/c1", False), ("t/c3", True)]
@@ -216,6 +219,6 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
         assert len(_test_runs(events, mark)) == 2  # one whole-suite run per finalist, none for the others
 
         mark = len(events.events)
-        final, _ = await bench.verify(FIX, final=True)  # the report reuses the finalist's whole run
+        final, _ = await bench.verify(FIX, how, final=True)  # the report reuses the finalist's whole run
         assert final.passed is True and _test_runs(events, mark) == []
 

@@ -120,7 +120,7 @@ async def test_blind_repair_verification_does_not_take_a_runner_lookalike_for_pa
     docker_image: str, tmp_path: Path
 ) -> None:
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.workbench import Workbench
+    from agentflow.repair.workbench import HowToVerify, Workbench
     from agentflow.swe.workspace import repo_task
 
     (tmp_path / "mod.py").write_text("def f():\n    return 2\n")
@@ -133,8 +133,9 @@ async def test_blind_repair_verification_does_not_take_a_runner_lookalike_for_pa
         base = await bench.verify_base()
         # model-written commands can leave files in the scratch folder, where the runner script lives
         await sandbox.write_file(".agentflow_eval/pytest.py", FAKE_RUN)
-        fake, _ = await bench.verify(_new_file("pytest.py", "import sys\nprint('all passed')\nsys.exit(0)\n"))
-        fix, _ = await bench.verify("--- a/mod.py\n+++ b/mod.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 2\n+    return 1\n")
+        how = HowToVerify(base=base)
+        fake, _ = await bench.verify(_new_file("pytest.py", "import sys\nprint('all passed')\nsys.exit(0)\n"), how)
+        fix, _ = await bench.verify("--- a/mod.py\n+++ b/mod.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 2\n+    return 1\n", how)
     assert base.passed is False
     assert fake.passed is False, fake
     assert fix.passed is True, fix
