@@ -27,7 +27,8 @@ from agentflow.codegen.execute import run_examples
 from agentflow.codegen.task import CodeTask, make_task
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.search import read_path
-from agentflow.reasoning.llm import ask, code_block, sampling
+from agentflow.models.ask import code_block
+from agentflow.reasoning.llm import node_ask, sampling
 
 
 def task_of(state: Any) -> CodeTask:
@@ -94,13 +95,13 @@ async def plan(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any
     task = task_of(state)
     sim = state.get("simulation") or {}
     if state.get("plan") and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
-        text = await ask(ctx, P.REVISE_PLAN.format(prompt=task.prompt, plan=state["plan"], trace=sim.get("trace", "")),
-                         system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                         purpose="revise plan")
+        text = await node_ask(ctx, P.REVISE_PLAN.format(prompt=task.prompt, plan=state["plan"], trace=sim.get("trace", "")),
+                              system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                              purpose="revise plan")
         return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0) + 1}
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    text = await ask(ctx, P.PLAN.format(prompt=task.prompt), system=P.SYSTEM, max_tokens=settings.max_tokens,
-                     temperature=temperature, seed=seed, purpose="plan")
+    text = await node_ask(ctx, P.PLAN.format(prompt=task.prompt), system=P.SYSTEM, max_tokens=settings.max_tokens,
+                          temperature=temperature, seed=seed, purpose="plan")
     return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0)}
 
 
@@ -114,19 +115,19 @@ async def simulate(state: Any, ctx: Any, settings: SimulateSettings) -> dict[str
     if settings.target == "plan":
         if not task.examples:
             return {"simulation": {"target": "plan", "verdict": "agree", "trace": "(no examples to simulate)"}}
-        trace = await ask(ctx, P.SIMULATE_PLAN.format(prompt=task.prompt, plan=state.get("plan") or "",
+        trace = await node_ask(ctx, P.SIMULATE_PLAN.format(prompt=task.prompt, plan=state.get("plan") or "",
                                                       examples=_examples(task, settings.examples)),
-                          system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                          purpose="simulate plan")
+                               system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                               purpose="simulate plan")
         verdict = _verdict(trace)
         ctx.emit("codegen.simulate", target="plan", verdict=verdict)
         return {"simulation": {"target": "plan", "verdict": verdict, "trace": trace.strip()}}
     failures = (state.get("tests") or {}).get("failures") or []
     if not failures:
         return {"simulation": {"target": "code", "verdict": "agree", "trace": "(no failing example)"}}
-    trace = await ask(ctx, P.SIMULATE_CODE.format(code=state.get("code") or "", failure=failures[0]),
-                      system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                      purpose="simulate failing case")
+    trace = await node_ask(ctx, P.SIMULATE_CODE.format(code=state.get("code") or "", failure=failures[0]),
+                           system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                           purpose="simulate failing case")
     ctx.emit("codegen.simulate", target="code", failure=failures[0])
     return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
 
@@ -135,8 +136,8 @@ async def write(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, An
     task = task_of(state)
     given = P.PLAN_GIVEN.format(plan=state["plan"]) if state.get("plan") else ""
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    answer = await ask(ctx, P.WRITE.format(prompt=task.prompt, plan=given), system=P.SYSTEM,
-                       max_tokens=settings.max_tokens, temperature=temperature, seed=seed, purpose="write code")
+    answer = await node_ask(ctx, P.WRITE.format(prompt=task.prompt, plan=given), system=P.SYSTEM,
+                            max_tokens=settings.max_tokens, temperature=temperature, seed=seed, purpose="write code")
     return {"code": code_of(answer, task.entry_point)}
 
 
@@ -152,10 +153,10 @@ async def test(state: Any, ctx: Any, settings: TestSettings) -> dict[str, Any]:
 async def debug(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any]:
     task = task_of(state)
     failures = "\n".join((state.get("tests") or {}).get("failures") or []) or "(none)"
-    answer = await ask(ctx, P.DEBUG.format(prompt=task.prompt, code=state.get("code") or "", failures=failures,
+    answer = await node_ask(ctx, P.DEBUG.format(prompt=task.prompt, code=state.get("code") or "", failures=failures,
                                            trace=(state.get("simulation") or {}).get("trace", "")),
-                       system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                       purpose="debug")
+                            system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                            purpose="debug")
     return {"code": code_of(answer, task.entry_point), "debug_rounds": int(state.get("debug_rounds") or 0) + 1}
 
 

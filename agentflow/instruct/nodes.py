@@ -30,8 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentflow.codegen.execute import run_predicate, run_text
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.search import read_path
+from agentflow.models.ask import code_block
 from agentflow.reasoning.constraints import verify_against
-from agentflow.reasoning.llm import ask, code_block, sampling
+from agentflow.reasoning.llm import node_ask, sampling
 
 RESPOND = "{prompt}"
 
@@ -235,15 +236,15 @@ async def respond(state: Any, ctx: Any, settings: RespondSettings) -> dict[str, 
     plan = read_path(state, settings.plan) if settings.plan else None
     prompt = FOLLOW.format(prompt=_prompt(state), plan=plan) if plan else RESPOND.format(prompt=_prompt(state))
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    text = await ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=temperature, seed=seed,
-                     purpose="respond")
+    text = await node_ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=temperature, seed=seed,
+                          purpose="respond")
     return {"response": text.strip()}
 
 
 async def outline(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, Any]:
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    text = await ask(ctx, OUTLINE.format(prompt=_prompt(state)), max_tokens=settings.max_tokens,
-                     temperature=temperature, seed=seed, purpose="plan")
+    text = await node_ask(ctx, OUTLINE.format(prompt=_prompt(state)), max_tokens=settings.max_tokens,
+                          temperature=temperature, seed=seed, purpose="plan")
     return {"plan": text.strip()}
 
 
@@ -279,8 +280,8 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
         # a check that does not run says nothing: the model judges this constraint instead (this round; the
         # next round asks for a check afresh, and it may write one that runs)
         code = None
-    answer = await ask(ctx, JUDGE.format(constraint=constraint, response=response[:4000]),
-                       max_tokens=settings.max_tokens, purpose="judge")
+    answer = await node_ask(ctx, JUDGE.format(constraint=constraint, response=response[:4000]),
+                            max_tokens=settings.max_tokens, purpose="judge")
     verdict = re.search(r"\b(PASS|FAIL)\b\s*:?\s*(.*)", answer, re.DOTALL)
     ok = verdict is not None and verdict.group(1) == "PASS"
     why = "" if ok else (verdict.group(2).strip().splitlines()[0] if verdict and verdict.group(2).strip() else "judged not met")
@@ -291,8 +292,8 @@ async def _write_check(ctx: Any, constraint: str, settings: CriticSettings) -> s
     """A check function for `constraint`, or JUDGED when code cannot check it (or the critic wrote none)."""
     if not (settings.code_checks and checkable(constraint)):
         return JUDGED
-    answer = await ask(ctx, CHECK.format(constraint=constraint), max_tokens=settings.max_tokens,
-                       purpose="check", shots=CHECK_SHOTS)
+    answer = await node_ask(ctx, CHECK.format(constraint=constraint), max_tokens=settings.max_tokens,
+                            purpose="check", shots=CHECK_SHOTS)
     block = code_block(answer)
     return block if block and re.search(r"def\s+check\s*\(", block) else JUDGED
 
@@ -355,8 +356,8 @@ async def refine(state: Any, ctx: Any, settings: RefineSettings) -> dict[str, An
     template = REFINE if settings.show_previous else REANSWER
     prompt = template.format(prompt=_prompt(state), response=state.get("response") or "",
                              failures=failures or "- (none listed)")
-    texts = [await ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                       seed=rounds * settings.samples + i, purpose="refine") for i in range(settings.samples)]
+    texts = [await node_ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                            seed=rounds * settings.samples + i, purpose="refine") for i in range(settings.samples)]
     refinements = [t.strip() for t in texts]
     if settings.code_fix and failed and state.get("response"):
         fixed = await _code_fix(ctx, _prompt(state), str(state["response"]), failures, rounds, settings)
@@ -370,9 +371,9 @@ async def _code_fix(ctx: Any, prompt: str, response: str, failures: str, rounds:
     """The answer as the model's `fix` function edits it (run in the sandbox), or None when it wrote none that
     runs. Said in the run's events either way. Greedy in the first round, sampled after: a fix that did not
     help leaves the answer and its faults as they were, and the same question would get the same fix."""
-    answer = await ask(ctx, FIX.format(prompt=prompt, response=response[:4000], failures=failures),
-                       max_tokens=settings.max_tokens, temperature=settings.temperature if rounds else 0.0,
-                       seed=rounds, purpose="fix", shots=FIX_SHOTS)
+    answer = await node_ask(ctx, FIX.format(prompt=prompt, response=response[:4000], failures=failures),
+                            max_tokens=settings.max_tokens, temperature=settings.temperature if rounds else 0.0,
+                            seed=rounds, purpose="fix", shots=FIX_SHOTS)
     block = code_block(answer)
     if not block or not re.search(r"def\s+fix\s*\(", block):
         ctx.emit("instruct.fix", ok=False, error="no fix function in the answer")

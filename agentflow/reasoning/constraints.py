@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentflow.reasoning.llm import ask, numbered_items
+from agentflow.reasoning.llm import node_ask, numbered_items
 
 EXTRACT = """Split the task below into its separate requirements: copy each requirement from the task word for \
 word, one per line, numbered. A sentence that asks two things gives two lines. Do not add anything the task \
@@ -63,7 +63,7 @@ async def extract_constraints(ctx: Any, task: str, *, limit: int = 8, max_tokens
     """The constraint agent: the task's constraints as a list (at most `limit`), each grounded in the task.
     When what it kept leaves most of the task unsaid (it answered the task instead of listing it), the
     task's own sentences are the list."""
-    text = await ask(ctx, EXTRACT.format(task=task), max_tokens=max_tokens, purpose="constraints", shots=[EXTRACT_SHOT])
+    text = await node_ask(ctx, EXTRACT.format(task=task), max_tokens=max_tokens, purpose="constraints", shots=[EXTRACT_SHOT])
     items = numbered_items(text) or [line.strip() for line in text.splitlines() if line.strip()]
     kept = [item for item in items if grounded(item, task)]
     said = {w for item in kept for w in _words(item)}
@@ -89,8 +89,8 @@ async def verify_against(ctx: Any, task: str, constraints: list[str], candidate:
                          max_tokens: int = 200) -> float:
     """The verification agent: the candidate's score against the constraints, in [0, 1]."""
     listed = "\n".join(f"{i}. {c}" for i, c in enumerate(constraints, 1)) or "(none listed: judge by the task)"
-    text = await ask(ctx, VERIFY.format(task=task, constraints=listed, candidate=candidate[:4000]),
-                     max_tokens=max_tokens, purpose="verify")
+    text = await node_ask(ctx, VERIFY.format(task=task, constraints=listed, candidate=candidate[:4000]),
+                          max_tokens=max_tokens, purpose="verify")
     return read_score(text)
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.search import read_path
 from agentflow.reasoning.constraints import extract_constraints, verify_against
-from agentflow.reasoning.llm import ask
+from agentflow.reasoning.llm import node_ask
 from agentflow.reasoning.ucb import ALGORITHMS, KNOWN_ALGORITHMS, UcbStats, choose_algorithm, ucb_scores
 from agentflow.reasoning.value import ValueSettings, value_node
 
@@ -110,8 +110,8 @@ async def select_node(state: Any, ctx: Any, settings: SelectSettings) -> dict[st
     stats = UcbStats.model_validate(state.get("ucb") or {})
     prior = None
     if settings.prior:
-        answer = await ask(ctx, PRIOR.format(task=str(state.get(settings.input) or "")[:3000]), max_tokens=8,
-                           purpose="select")
+        answer = await node_ask(ctx, PRIOR.format(task=str(state.get(settings.input) or "")[:3000]), max_tokens=8,
+                                purpose="select")
         match = re.search(r"\b([ABC])\b", answer.upper())
         prior = _LETTERS[match.group(1)] if match else None
     chosen = choose_algorithm(stats, settings.algorithms, c=settings.c, prior=prior,

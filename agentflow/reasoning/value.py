@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentflow.reasoning.llm import ask
+from agentflow.reasoning.llm import node_ask
 
 _VALUE = re.compile(r"value\s*[:=]?\s*(\d{1,3}(?:\.\d+)?)", re.IGNORECASE)
 _ASSESSMENT = re.compile(r"assessment\s*[:=]\s*(.*)", re.IGNORECASE | re.DOTALL)
@@ -88,7 +88,7 @@ async def value_node(state: Any, ctx: Any, settings: ValueSettings) -> dict[str,
     prompt = PROMPT.format(task=_text(_at(state, settings.task), settings.limit),
                            work=_text(_at(state, settings.work), settings.limit),
                            checks=_text(_at(state, settings.checks), settings.limit) if settings.checks else "(not checked)")
-    judgement = read_judgement(await ask(ctx, prompt, max_tokens=settings.max_tokens, purpose="value"))
+    judgement = read_judgement(await node_ask(ctx, prompt, max_tokens=settings.max_tokens, purpose="value"))
     ctx.emit("reason.value", value=judgement.value, assessment=judgement.assessment)
     return {settings.output: {"value": judgement.value, "assessment": judgement.assessment}}
 

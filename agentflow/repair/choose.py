@@ -17,12 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentflow.budget import Budget
 from agentflow.errors import AgentflowError
 from agentflow.events import EventLog
+from agentflow.models.ask import ask_request, charging
 from agentflow.models.base import ChatModel
-from agentflow.models.instrumented import InstrumentedModel
 from agentflow.models.structured import chat_structured
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.steps import ask_request
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.swe.normalize import normalise_output
 from agentflow.swe.patch import changes_nothing, touched_in_place
@@ -164,21 +163,15 @@ async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: 
 
 async def verifier_score(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, budget: Budget) -> float:
     """The verifier model's score of `patch` for `issue`, from 0 to 1; 0 when the call fails (the budget
-    included) or its reply does not validate as a `Judgement`. It cannot decide correctness, only break ties. A
-    model that does not charge the budget itself (not an `InstrumentedModel`) is held against `budget` here."""
+    included) or its reply does not validate as a `Judgement`. It cannot decide correctness, only break ties.
+    Each call is charged to `budget` unless the model charges it itself (`charging`)."""
     work = patch or "(no output)"
     if len(work) > VERIFIER_MAX_CHARS:
         work = work[: VERIFIER_MAX_CHARS // 2] + "\n...[cut]...\n" + work[-VERIFIER_MAX_CHARS // 2 :]
-    request = ask_request(cfg, VERIFIER_INSTRUCTIONS, f"Task:\n{issue}\n\nFinal output of the agent:\n{work}",
+    request = ask_request(f"Task:\n{issue}\n\nFinal output of the agent:\n{work}", system=VERIFIER_INSTRUCTIONS,
                           max_tokens=None, seed=cfg.seed, temperature=0.0)
     try:
-        if isinstance(model, InstrumentedModel):
-            judgement, _ = await chat_structured(model, request, Judgement)
-        else:
-            with budget.model_call(request.max_tokens) as hold:
-                async with budget.deadline():
-                    judgement, response = await chat_structured(model, request, Judgement)
-                hold.charge_model(tokens=response.usage.total_tokens, usd=response.usage.cost_usd)
+        judgement, _ = await chat_structured(charging(model, budget), request, Judgement)
     except AgentflowError:
         return 0.0
     return judgement.score

@@ -17,13 +17,14 @@ from collections import Counter
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.graph.context import NodeContext
+from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.state import AttemptRecord, RepairState
-from agentflow.repair.steps import ask, render
+from agentflow.repair.steps import render
 from agentflow.repair.workbench import Verification
 from agentflow.swe.normalize import normalise_output
 
@@ -82,14 +83,14 @@ async def debate(model: ChatModel, cfg: RepairConfig, issue: str,
 
     for agent in range(cfg.debaters):
         values = {"issue": issue, "finalists": shown, "arguments": so_far()}
-        text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "argue", values),
-                            max_tokens=min(cfg.max_tokens, 256), seed=cfg.seed + agent, temperature=0.0)
+        text = (await ask(model, render(cfg, "argue", values), system=render(cfg, "helper_system"),
+                          max_tokens=min(cfg.max_tokens, 256), seed=cfg.seed + agent, temperature=0.0)).text
         arguments.append(text.strip()[:1200])
         if (best := picked(text, "best", len(finals))) is not None:
             votes.append(best)
     values = {"issue": issue, "finalists": shown, "arguments": so_far()}
-    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "judge", values),
-                        max_tokens=min(cfg.max_tokens, 128), seed=cfg.seed, temperature=0.0)
+    text = (await ask(model, render(cfg, "judge", values), system=render(cfg, "helper_system"),
+                      max_tokens=min(cfg.max_tokens, 128), seed=cfg.seed, temperature=0.0)).text
     arguments.append("Judge: " + text.strip()[:600])
     if (choice := picked(text, "choice", len(finals))) is not None:
         return choice, arguments, "discriminator"

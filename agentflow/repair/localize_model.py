@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentflow.graph.context import NodeContext
+from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.localize import Window, render_window, repo_map, symbols
 from agentflow.repair.nodekit import emit, runtime
 from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.state import RepairState
-from agentflow.repair.steps import ask, render
+from agentflow.repair.steps import render
 from agentflow.swe.patch import is_test_path
 
 
@@ -115,15 +116,15 @@ async def localize_hierarchy(model: ChatModel, cfg: RepairConfig, issue: str, so
     system = render(cfg, "helper_system")
     budget = max(500, cfg.max_prompt_chars - len(issue) - 600)
     values = {"issue": issue, "skeleton": repo_map(sources, limit_chars=budget), "count": str(cfg.localize_files)}
-    text, _ = await ask(model, cfg, system, render(cfg, "localize_files", values), max_tokens=96, seed=seed,
-                        temperature=0.0)
+    text = (await ask(model, render(cfg, "localize_files", values), system=system, max_tokens=96, seed=seed,
+                      temperature=0.0)).text
     files = read_files(text, sources, cfg.localize_files)
     if not files:
         return {"files": [], "symbols": [], "locations": [], "ranked": []}
     outlines = "\n\n".join(skeleton(p, sources[p]) for p in files)[:budget]
     values = {"issue": issue, "skeletons": outlines, "count": str(cfg.localize_symbols)}
-    text, _ = await ask(model, cfg, system, render(cfg, "localize_symbols", values), max_tokens=128, seed=seed,
-                        temperature=0.0)
+    text = (await ask(model, render(cfg, "localize_symbols", values), system=system, max_tokens=128, seed=seed,
+                      temperature=0.0)).text
     chosen = read_locations(text, sources, files, cfg.localize_symbols)
     locations: list[tuple[str, str]] = []
     if chosen:
@@ -133,8 +134,8 @@ async def localize_hierarchy(model: ChatModel, cfg: RepairConfig, issue: str, so
             window = Window(path, sym.start, min(sym.end, sym.start + cfg.window_lines * 2), 0.0, name)
             shown.append(render_window(sources[path], window))
         values = {"issue": issue, "code": "\n\n".join(shown)[:budget], "count": str(cfg.localize_symbols)}
-        text, _ = await ask(model, cfg, system, render(cfg, "localize_lines", values), max_tokens=128, seed=seed,
-                            temperature=0.0)
+        text = (await ask(model, render(cfg, "localize_lines", values), system=system, max_tokens=128, seed=seed,
+                          temperature=0.0)).text
         locations = read_locations(text, sources, [p for p, _ in chosen], cfg.localize_symbols)
     ranked = list(dict.fromkeys([*locations, *chosen]))
     return {"files": files, "symbols": chosen, "locations": locations, "ranked": ranked}

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 from agentflow.budget import Budget
 from agentflow.events import EventLog
-from agentflow.models.base import ChatModel, ChatRequest, Usage
+from agentflow.models.ask import ask
+from agentflow.models.base import ChatModel, Usage
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.overlay import SourceOverlay
-from agentflow.repair.steps import EditPrompt, ReadEdits, first_text, read_edits, read_rewrite
+from agentflow.repair.steps import EditPrompt, ReadEdits, read_edits, read_rewrite
 
 
 @dataclass
@@ -36,18 +37,17 @@ async def draw_edit(coder: ChatModel, cfg: RepairConfig, prompt: EditPrompt, sou
     """One sample of `prompt` (seeded `cfg.seed + sample`), read against `sources`: a rewrite of the prompt's
     window, SEARCH/REPLACE blocks, or (`edit_format: tools`) the files a tool-calling edit changed."""
     if cfg.edit_format == "tools":
-        return await edit_with_tools(coder, cfg, prompt.messages[-1].content or "", sources, cand_id=cand_id,
-                                     sample=sample, events=events, budget=budget, iid=iid)
-    request = ChatRequest(messages=prompt.messages, temperature=cfg.temperature, seed=cfg.seed + sample,
-                          max_tokens=prompt.max_tokens(cfg.max_tokens), stop=list(cfg.stop))
+        return await edit_with_tools(coder, cfg, prompt.user, sources, cand_id=cand_id, sample=sample,
+                                     events=events, budget=budget, iid=iid)
     with_node = getattr(coder, "with_node", None)
-    response = await (with_node(cand_id, parent_id) if with_node else coder).chat(request)
-    text, finish = first_text(response)
+    answer = await ask(with_node(cand_id, parent_id) if with_node else coder, prompt.user, system=prompt.system,
+                       temperature=cfg.temperature, seed=cfg.seed + sample,
+                       max_tokens=prompt.max_tokens(cfg.max_tokens), stop=cfg.stop)
     if prompt.window is not None:
-        read = read_rewrite(text, sources, prompt.window)
+        read = read_rewrite(answer.text, sources, prompt.window)
     else:
-        read = read_edits(text, sources, prompt.focus_path, complete=finish != "length")
-    return DrawnEdit(text, finish, read, usage=response.usage)
+        read = read_edits(answer.text, sources, prompt.focus_path, complete=answer.finish != "length")
+    return DrawnEdit(answer.text, answer.finish, read, usage=answer.usage)
 
 
 async def edit_with_tools(coder: ChatModel, cfg: RepairConfig, task: str, sources: Mapping[str, str], *,

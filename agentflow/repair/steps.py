@@ -17,7 +17,9 @@ from typing import Literal
 import jinja2
 
 from agentflow.errors import ConfigError
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, declared_tool_calling
+from agentflow.models.ask import ask as ask_model
+from agentflow.models.ask import code_block, code_blocks
+from agentflow.models.base import ChatModel, Message, declared_tool_calling
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import apply_edit, indent_of, parse_edits
 from agentflow.repair.focus import rotated
@@ -75,7 +77,8 @@ def issue_text(problem_statement: str, hints: str = "", limit: int = 2500) -> st
 
 @dataclass
 class EditPrompt:
-    messages: list[Message]
+    system: str
+    user: str
     focus_path: str | None
     """File of the first window shown (the path an answer without one most likely meant)."""
     window: Window | None = None
@@ -88,6 +91,11 @@ class EditPrompt:
         a token for code, a fifth more and a fence's worth as slack): a fixed 512 cut 13 of the 15 unparsable
         rewrites on real modules (long lines) mid-function."""
         return max(cap, len(self.snippet) * 12 // 35 + 48)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The request's messages (what `ask` sends for `system` and `user`)."""
+        return [Message.system(self.system), Message.user(self.user)]
 
 
 def public_api(sources: Mapping[str, str], *, per_class: int = 8) -> str:
@@ -320,7 +328,7 @@ def edit_prompt(
     path = target.path if target else None
     values["path"] = path or "path/to/file.py"
     return EditPrompt(
-        [Message.system(render(cfg, "system", values)), Message.user(render(cfg, template, values))], path,
+        render(cfg, "system", values), render(cfg, template, values), path,
         target if cfg.edit_format == "rewrite" else None, values["snippet"],
     )
 
@@ -645,40 +653,13 @@ def read_edits(text: str, sources: Mapping[str, str], default_path: str | None, 
     return ReadEdits("ok", changed, errors)
 
 
-def first_text(response: ChatResponse) -> tuple[str, str]:
-    """(text, finish reason) of a response's first choice."""
-    return response.text, (response.choices[0].finish_reason if response.choices else "unknown") or "unknown"
-
-
-def ask_request(cfg: RepairConfig, system: str, user: str, *, max_tokens: int | None, seed: int,
-                temperature: float | None = None, stop: list[str] | None = None) -> ChatRequest:
-    """One question to a model: a system and a user message, at the config's temperature unless given
-    (`max_tokens` None: the backend's limit)."""
-    return ChatRequest(
-        messages=[Message.system(system), Message.user(user)],
-        temperature=cfg.temperature if temperature is None else temperature,
-        seed=seed,
-        max_tokens=max_tokens,
-        stop=stop or [],
-    )
-
-
 async def ask(model: ChatModel, cfg: RepairConfig, system: str, user: str, *, max_tokens: int, seed: int,
-              temperature: float | None = None, stop: list[str] | None = None) -> tuple[str, str]:
-    request = ask_request(cfg, system, user, max_tokens=max_tokens, seed=seed, temperature=temperature, stop=stop)
-    return first_text(await model.chat(request))
-
-
-def code_block(text: str) -> str | None:
-    """The first fenced code block of an answer (or None)."""
-    blocks = code_blocks(text)
-    return blocks[0] if blocks else None
-
-
-def code_blocks(text: str) -> list[str]:
-    """The non-empty fenced code blocks of an answer, in order (an unclosed last block included)."""
-    return [body.strip() + "\n" for body in re.findall(r"```(?:python|py)?[^\n]*\n(.*?)(?:```|\Z)", text, re.DOTALL)
-            if body.strip()]
+              temperature: float | None = None) -> tuple[str, str]:
+    """(text, finish reason) of `agentflow.models.ask.ask` at the config's temperature unless given: the
+    earlier form of the call, for callers not moved to it yet."""
+    answer = await ask_model(model, user, system=system, max_tokens=max_tokens, seed=seed,
+                             temperature=cfg.temperature if temperature is None else temperature)
+    return answer.text, answer.finish
 
 
 async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
@@ -687,8 +668,8 @@ async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Ma
     code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
                            evidence=evidence)
     values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "api": public_api(sources)}
-    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "plan", values),
-                        max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)
+    text = (await ask_model(model, render(cfg, "plan", values), system=render(cfg, "helper_system"),
+                            max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)).text
     return text.strip()[:1200]
 
 
@@ -714,8 +695,8 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
         shown.append(item)
     values = {"issue": issue, "functions": "\n\n".join(shown), "count": str(len(shown)),
               "feedback": f"Test results of the current code:\n{feedback[:1200]}" if feedback.strip() else ""}
-    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "rank", values),
-                        max_tokens=24, seed=seed, temperature=0.0)
+    text = (await ask_model(model, render(cfg, "rank", values), system=render(cfg, "helper_system"),
+                            max_tokens=24, seed=seed, temperature=0.0)).text
     picked: list[tuple[str, str]] = []
     for number in map(int, re.findall(r"\d+", text)):
         if 1 <= number <= len(shown) and (key := (pool[number - 1].path, pool[number - 1].symbol)) not in picked:
@@ -726,8 +707,8 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
 async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, test_output: str, *, seed: int) -> str:
     """The critic's review of a candidate that did not pass: what is wrong and what to try instead."""
     values = {"issue": issue, "patch": patch[:3000], "tests": test_output[:2000] or "(no test output)"}
-    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "critique", values),
-                        max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)
+    text = (await ask_model(model, render(cfg, "critique", values), system=render(cfg, "helper_system"),
+                            max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)).text
     return text.strip()[:1000]
 
 
@@ -751,14 +732,15 @@ async def write_reproduction(
     `previous` is an earlier try that did not count (script, output): the model sees why."""
     before = ""
     if previous is not None:
-        before = (f"An earlier script did not reproduce the issue:\n```python\n{previous[0][:1500]}```\n"
+        shown = previous[0][:1500].rstrip() + "\n" if previous[0].strip() else ""  # the closing fence on its own line
+        before = (f"An earlier script did not reproduce the issue:\n```python\n{shown}```\n"
                   f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\nWrite a corrected script.\n")
     values = {**_script_context(cfg, sources, issue, prefer, evidence), "repo_map": repo_map(sources),
               "previous": before}
-    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "reproduce", values),
-                        max_tokens=cfg.max_tokens, seed=seed,
-                        # a retry at the first try's low temperature mostly repeats the same script
-                        temperature=0.2 if previous is None else max(cfg.temperature, 0.8))
+    text = (await ask_model(model, render(cfg, "reproduce", values), system=render(cfg, "helper_system"),
+                            max_tokens=cfg.max_tokens, seed=seed,
+                            # a retry at the first try's low temperature mostly repeats the same script
+                            temperature=0.2 if previous is None else max(cfg.temperature, 0.8))).text
     return code_block(text)
 
 
@@ -769,6 +751,6 @@ async def write_keep_check(
     """A standalone script asserting what a fix of the issue must not change, written beside the kept
     `reproduction` (which shows the model how to call the package); None when the answer holds no code."""
     values = {**_script_context(cfg, sources, issue, prefer, evidence), "reproduction": reproduction.strip()[:1500]}
-    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "keep_check", values),
-                        max_tokens=cfg.max_tokens, seed=seed, temperature=0.2)
+    text = (await ask_model(model, render(cfg, "keep_check", values), system=render(cfg, "helper_system"),
+                            max_tokens=cfg.max_tokens, seed=seed, temperature=0.2)).text
     return code_block(text)

@@ -17,6 +17,7 @@ import shlex
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.graph.context import NodeContext
+from agentflow.models.ask import code_blocks
 from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import picked
@@ -24,7 +25,7 @@ from agentflow.repair.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.state import AttemptRecord, RepairState
-from agentflow.repair.steps import code_blocks, render
+from agentflow.repair.steps import render
 from agentflow.repair.workbench import Verification, Workbench
 from agentflow.sandbox.base import sh_command
 from agentflow.swe.normalize import normalise_output

@@ -18,6 +18,7 @@ from typing import Any
 from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
 from agentflow.graph.context import NodeContext
+from agentflow.models.ask import code_blocks
 from agentflow.models.base import ChatRequest, Message
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.focus import rotated
@@ -29,7 +30,6 @@ from agentflow.repair.state import AttemptRecord, GeneratedTest, RepairState
 from agentflow.repair.steps import (
     DEF_LINE,
     ReadEdits,
-    code_blocks,
     public_api,
     read_edits,
     read_rewrite,

@@ -9,10 +9,11 @@ and assessment (`attempts` in the state) for the final pick (`swe.discriminate`)
 
 from __future__ import annotations
 
+from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.reasoning.value import ValueJudgement, read_judgement
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.steps import ask, render
+from agentflow.repair.steps import render
 from agentflow.repair.workbench import Verification
 
 
@@ -22,8 +23,8 @@ async def judge_attempt(model: ChatModel, cfg: RepairConfig, issue: str, patch: 
     verdict = {True: "the tests pass", False: "the tests fail", None: "the tests cannot decide"}[verification.passed]
     tests = f"{verdict} (share passing: {verification.score:.2f})\n{verification.output[:2000]}".strip()
     values = {"issue": issue, "patch": patch[:3000], "tests": tests}
-    text, _ = await ask(model, cfg, render(cfg, "helper_system"), render(cfg, "value", values),
-                        max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)
+    text = (await ask(model, render(cfg, "value", values), system=render(cfg, "helper_system"),
+                      max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)).text
     return read_judgement(text)
 
 
