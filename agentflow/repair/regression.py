@@ -11,10 +11,11 @@ import re
 import shlex
 
 from agentflow.graph.context import NodeContext
+from agentflow.models.ask import ask
 from agentflow.repair.nodekit import emit, how_to_verify, runtime
 from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.state import RepairState
-from agentflow.repair.steps import ask, render
+from agentflow.repair.steps import render
 from agentflow.sandbox.base import sh_command
 from agentflow.swe.testparse import parse_pytest_summary
 from agentflow.swe.testrun import test_env
@@ -48,8 +49,8 @@ async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     if not shown:
         return {"regression": {"selected": False, "passing": 0}}
     values = {"issue": rt.issue, "tests": "\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1))}
-    text, _ = await ask(rt.models.coder, cfg, render(cfg, "helper_system"), render(cfg, "regression", values),
-                        max_tokens=48, seed=cfg.seed, temperature=0.0)
+    text = (await ask(rt.models.coder, render(cfg, "regression", values), system=render(cfg, "helper_system"),
+                      max_tokens=48, seed=cfg.seed, temperature=0.0)).text
     numbers = [int(n) for n in re.findall(r"\d+", text) if 1 <= int(n) <= len(shown)]
     # a model that would drop most of the suite is not selecting: keep every test then
     deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []

@@ -653,15 +653,6 @@ def read_edits(text: str, sources: Mapping[str, str], default_path: str | None, 
     return ReadEdits("ok", changed, errors)
 
 
-async def ask(model: ChatModel, cfg: RepairConfig, system: str, user: str, *, max_tokens: int, seed: int,
-              temperature: float | None = None) -> tuple[str, str]:
-    """(text, finish reason) of `agentflow.models.ask.ask` at the config's temperature unless given: the
-    earlier form of the call, for callers not moved to it yet."""
-    answer = await ask_model(model, user, system=system, max_tokens=max_tokens, seed=seed,
-                             temperature=cfg.temperature if temperature is None else temperature)
-    return answer.text, answer.finish
-
-
 async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
                     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None) -> str:
     """The planner's short plan: which function is wrong and what to change."""
