@@ -152,13 +152,8 @@ def register(app: typer.Typer) -> None:
 
         if history is not None:
             return _print_history(history, output, as_json=as_json)
-        _check_fork_flags(fork, resume, at, after, input)
-        if resume is None and fork is None and (approve or edit is not None):
-            raise UserError("--approve and --edit need --resume THREAD_ID (or --fork THREAD_ID)")
-        if resume is not None and input is not None:
-            raise UserError("--input starts a new run; drop it when using --resume")
-        if resume is None and fork is None and workflow is None:
-            raise UserError("missing WORKFLOW", hint="give a YAML path or a shipped workflow name, or --resume THREAD_ID")
+        _check_run_flags(workflow, input=input, resume=resume, fork=fork, at=at, after=after, approve=approve,
+                         edit=edit)
         executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
         if resume is None and fork is None and workflow is not None and needs_repair(workflow):
             if executor_cfg is not None:
@@ -231,6 +226,19 @@ def _check_fork_flags(fork: str | None, resume: str | None, at: str | None, afte
         raise UserError("--fork takes the state at the checkpoint; change it with --edit JSON, not --input")
     if at is not None and after is not None:
         raise UserError("--at and --after both pick the checkpoint: give one")
+
+
+def _check_run_flags(workflow: str | None, *, input: str | None, resume: str | None, fork: str | None,
+                     at: str | None, after: str | None, approve: bool, edit: str | None) -> None:
+    """Flags that contradict each other are refused before anything is loaded or started."""
+    _check_fork_flags(fork, resume, at, after, input)
+    new_run = resume is None and fork is None
+    if new_run and (approve or edit is not None):
+        raise UserError("--approve and --edit need --resume THREAD_ID (or --fork THREAD_ID)")
+    if resume is not None and input is not None:
+        raise UserError("--input starts a new run; drop it when using --resume")
+    if new_run and workflow is None:
+        raise UserError("missing WORKFLOW", hint="give a YAML path or a shipped workflow name, or --resume THREAD_ID")
 
 
 def _print_history(thread_id: str, output: Path, *, as_json: bool) -> int:
