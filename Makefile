@@ -45,7 +45,7 @@ demo: setup setup-models $(if $(filter docker,$(SANDBOX)),setup-sandbox)
 ## test: lint, then the whole suite, as CI runs it
 test: setup setup-models setup-sandbox setup-browser
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict agentflow/graph agentflow/repair
+	$(BIN)/mypy --strict agentflow/graph agentflow/repair agentflow/reasoning agentflow/codegen agentflow/instruct
 	AGENTFLOW_REQUIRE_LLAMA=1 $(BIN)/pytest
 
 ## test-fast: the suite without Docker or llama-server parts

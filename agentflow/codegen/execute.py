@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
 from pydantic import BaseModel, Field
 
 from agentflow.codegen.task import CodeTask, Example, program
+from agentflow.sandbox.base import ExecResult
 
 HARNESS = r'''
 import json, os, subprocess, sys
@@ -69,6 +70,26 @@ with os.fdopen(int(channel), "w") as fh:
 '''
 
 
+class HarnessSandbox(Protocol):
+    """What the harness needs of a sandbox: a file written, and a command run with a side channel (every
+    sandbox of `agentflow.sandbox`, and a search branch's fork of one)."""
+
+    async def write_file(self, path: str, content: str) -> None: ...
+
+    async def exec(self, command: str, *, timeout: float | None = None,
+                   side_channel: bool = False) -> ExecResult: ...
+
+
+class ReportSummary(TypedDict):
+    """A `TestReport` as JSON: what a workflow sees of a candidate's run on the examples."""
+
+    passed: int
+    total: int
+    all_passed: bool
+    failures: list[str]
+    """Each failing case described (`CaseResult.describe`)."""
+
+
 class CaseResult(BaseModel):
     """The outcome of one example (or of the hidden tests)."""
 
@@ -105,13 +126,12 @@ class TestReport(BaseModel):
     def all_passed(self) -> bool:
         return bool(self.cases) and self.passed == self.total
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ReportSummary:
         return {"passed": self.passed, "total": self.total, "all_passed": self.all_passed,
                 "failures": [c.describe() for c in self.cases if not c.ok]}
 
 
-def _sandbox(ctx_or_sandbox: Any) -> Any:
-    sb = getattr(getattr(ctx_or_sandbox, "run", None), "sandbox", ctx_or_sandbox)
+def _sandbox(sb: HarnessSandbox | None) -> HarnessSandbox:
     if sb is None:
         from agentflow.errors import UserError
 
@@ -120,7 +140,7 @@ def _sandbox(ctx_or_sandbox: Any) -> Any:
     return sb
 
 
-async def _run_cases(sandbox: Any, prog: str, entry_point: str, cases: list[dict[str, Any]],
+async def _run_cases(sandbox: HarnessSandbox, prog: str, entry_point: str, cases: list[dict[str, Any]],
                      timeout: float) -> list[dict[str, Any]]:
     if not cases:
         return []
@@ -145,8 +165,8 @@ def _field(value: Any, limit: int = 300) -> str | None:
     return None if value is None else str(value)[:limit]
 
 
-async def run_examples(sandbox: Any, task: CodeTask, code: str, examples: list[Example] | None = None,
-                       *, timeout: float = 10.0) -> TestReport:
+async def run_examples(sandbox: HarnessSandbox | None, task: CodeTask, code: str,
+                       examples: list[Example] | None = None, *, timeout: float = 10.0) -> TestReport:
     """The candidate `code` on the prompt's examples (or `examples`), each in its own process."""
     examples = task.examples if examples is None else examples
     prog = program(task.prompt, code, task.entry_point)
@@ -157,7 +177,7 @@ async def run_examples(sandbox: Any, task: CodeTask, code: str, examples: list[E
                              for e, d in zip(examples, raw, strict=True)])
 
 
-async def grade(sandbox: Any, task: CodeTask, code: str, *, timeout: float = 20.0) -> CaseResult:
+async def grade(sandbox: HarnessSandbox | None, task: CodeTask, code: str, *, timeout: float = 20.0) -> CaseResult:
     """The hidden tests on the candidate: passed or not (the tests' text never leaves this function)."""
     if not task.tests:
         raise ValueError(f"task {task.task_id} has no hidden tests to grade with")
@@ -169,8 +189,8 @@ async def grade(sandbox: Any, task: CodeTask, code: str, *, timeout: float = 20.
 
 
 
-async def _run_call(sandbox: Any, code: str, function: str, argument: str, case: dict[str, Any],
-                    timeout: float) -> tuple[str, dict[str, Any]]:
+async def _run_call(sandbox: HarnessSandbox | None, code: str, function: str, argument: str,
+                    case: dict[str, Any], timeout: float) -> tuple[str, dict[str, Any]]:
     """`function(argument)` of the model-written `code` as one harness case: the call's text and its raw outcome."""
     prog = f"{code}\n\n__ARGUMENT__ = {argument!r}\n"
     call = f"{function}(__ARGUMENT__)"
@@ -178,15 +198,16 @@ async def _run_call(sandbox: Any, code: str, function: str, argument: str, case:
     return call, raw[0]
 
 
-async def run_predicate(sandbox: Any, code: str, function: str, argument: str, *, timeout: float = 10.0) -> CaseResult:
+async def run_predicate(sandbox: HarnessSandbox | None, code: str, function: str, argument: str, *,
+                        timeout: float = 10.0) -> CaseResult:
     """`function(argument)` of the model-written `code`, run in the sandbox: ok when it returns True."""
     call, raw = await _run_call(sandbox, code, function, argument, {"kind": "example", "expected": "True"}, timeout)
     return CaseResult(ok=raw.get("ok") is True, call=call, expected="True", got=_field(raw.get("got")),
                       error=_field(raw.get("error")))
 
 
-async def run_text(sandbox: Any, code: str, function: str, argument: str, *, timeout: float = 10.0,
-                   limit: int = 8000) -> CaseResult:
+async def run_text(sandbox: HarnessSandbox | None, code: str, function: str, argument: str, *,
+                   timeout: float = 10.0, limit: int = 8000) -> CaseResult:
     """`function(argument)` of the model-written `code`, run in the sandbox: ok when it returns a string, which is
     `got` (at most `limit` characters; what comes back is text to read, never run)."""
     call, raw = await _run_call(sandbox, code, function, argument,

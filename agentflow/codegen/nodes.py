@@ -13,25 +13,34 @@ The state holds `prompt` (signature and docstring) and optionally `entry_point`;
 use are parsed from the prompt. Hidden tests are never part of a workflow's state. A search over these nodes
 (plan -> write -> test -> reward in its subgraph, `workflows/plangen.yaml`) samples its sibling branches
 (`sample_temperature`) and values them by `score`.
+
+Every node is `async (state: CodeGenState, ctx: NodeContext[object], settings: ItsSettings) -> update`: the keys
+and records of `agentflow.codegen.state`, which each type names as its `state`. The context's deps are
+`object`: these nodes read none (the run's model, sandbox, budget and events are `ctx.run`'s), so they run in
+any workflow, whatever deps its run carries. `codegen.reward` writes to the key its `output` setting names,
+so its update is keyed by that setting.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.codegen import prompts as P
 from agentflow.codegen.execute import run_examples
+from agentflow.codegen.state import CodeGenState, ExamplesRecord, RewardRecord
 from agentflow.codegen.task import CodeTask, make_task
+from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.search import read_path
 from agentflow.models.ask import code_block
 from agentflow.reasoning.llm import node_ask, sampling
 
 
-def task_of(state: Any) -> CodeTask:
+def task_of(state: CodeGenState) -> CodeTask:
     """The task of the state's `prompt` and `entry_point` (the examples parsed from the prompt)."""
     prompt = state.get("prompt")
     if not prompt:
@@ -45,6 +54,18 @@ def code_of(answer: str, entry_point: str) -> str:
     if block is not None:
         return block
     return answer if re.search(rf"def\s+{re.escape(entry_point)}\s*\(", answer) else answer.strip()
+
+
+def _failures(state: CodeGenState) -> list[str]:
+    """The failing examples of the last test run, described (none before one)."""
+    tests = state.get("tests")
+    return list(tests.get("failures") or []) if tests else []
+
+
+def _trace(state: CodeGenState) -> str:
+    """The last simulation's trace ('' before one)."""
+    sim = state.get("simulation")
+    return sim.get("trace", "") if sim else ""
 
 
 def _examples(task: CodeTask, limit: int) -> str:
@@ -91,11 +112,11 @@ class TestSettings(BaseModel):
     """Seconds per example."""
 
 
-async def plan(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any]:
+async def plan(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
-    sim = state.get("simulation") or {}
-    if state.get("plan") and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
-        text = await node_ask(ctx, P.REVISE_PLAN.format(prompt=task.prompt, plan=state["plan"], trace=sim.get("trace", "")),
+    sim = state.get("simulation")
+    if state.get("plan") and sim and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
+        text = await node_ask(ctx, P.REVISE_PLAN.format(prompt=task.prompt, plan=state["plan"], trace=_trace(state)),
                               system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                               purpose="revise plan")
         return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0) + 1}
@@ -105,12 +126,12 @@ async def plan(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any
     return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0)}
 
 
-def _verdict(trace: str) -> str:
+def _verdict(trace: str) -> Literal["agree", "disagree"]:
     found = re.findall(r"VERDICT\s*:\s*\**\s*(MATCH|MISMATCH)", trace, re.IGNORECASE)
     return "agree" if found and found[-1].upper() == "MATCH" else "disagree"
 
 
-async def simulate(state: Any, ctx: Any, settings: SimulateSettings) -> dict[str, Any]:
+async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: SimulateSettings) -> CodeGenState:
     task = task_of(state)
     if settings.target == "plan":
         if not task.examples:
@@ -122,7 +143,7 @@ async def simulate(state: Any, ctx: Any, settings: SimulateSettings) -> dict[str
         verdict = _verdict(trace)
         ctx.emit("codegen.simulate", target="plan", verdict=verdict)
         return {"simulation": {"target": "plan", "verdict": verdict, "trace": trace.strip()}}
-    failures = (state.get("tests") or {}).get("failures") or []
+    failures = _failures(state)
     if not failures:
         return {"simulation": {"target": "code", "verdict": "agree", "trace": "(no failing example)"}}
     trace = await node_ask(ctx, P.SIMULATE_CODE.format(code=state.get("code") or "", failure=failures[0]),
@@ -132,7 +153,7 @@ async def simulate(state: Any, ctx: Any, settings: SimulateSettings) -> dict[str
     return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
 
 
-async def write(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any]:
+async def write(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
     given = P.PLAN_GIVEN.format(plan=state["plan"]) if state.get("plan") else ""
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
@@ -141,32 +162,33 @@ async def write(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, An
     return {"code": code_of(answer, task.entry_point)}
 
 
-async def test(state: Any, ctx: Any, settings: TestSettings) -> dict[str, Any]:
+async def test(state: CodeGenState, ctx: NodeContext[object], settings: TestSettings) -> CodeGenState:
     task = task_of(state)
-    report = await run_examples(ctx, task, state.get("code") or "", timeout=settings.timeout)
+    report = await run_examples(ctx.run.sandbox, task, state.get("code") or "", timeout=settings.timeout)
     summary = report.summary()
-    summary["ok"] = not summary["failures"]  # no examples: nothing left to check
+    tests: ExamplesRecord = {**summary, "ok": not summary["failures"]}  # no examples: nothing left to check
     ctx.emit("codegen.test", passed=report.passed, total=report.total)
-    return {"tests": summary}
+    return {"tests": tests}
 
 
-async def debug(state: Any, ctx: Any, settings: CodeGenSettings) -> dict[str, Any]:
+async def debug(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
-    failures = "\n".join((state.get("tests") or {}).get("failures") or []) or "(none)"
+    failures = "\n".join(_failures(state)) or "(none)"
     answer = await node_ask(ctx, P.DEBUG.format(prompt=task.prompt, code=state.get("code") or "", failures=failures,
-                                           trace=(state.get("simulation") or {}).get("trace", "")),
+                                           trace=_trace(state)),
                             system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                             purpose="debug")
     return {"code": code_of(answer, task.entry_point), "debug_rounds": int(state.get("debug_rounds") or 0) + 1}
 
 
-def _score(raw: Any) -> float | None:
+def _score(raw: object) -> float | None:
     if isinstance(raw, dict):
         raw = raw.get("score")
     return float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
 
 
-async def reward(state: Any, ctx: Any, settings: RewardSettings) -> dict[str, Any]:
+async def reward(state: CodeGenState, ctx: NodeContext[object],
+                 settings: RewardSettings) -> dict[str, RewardRecord]:
     tests = read_path(state, settings.tests) or {}
     verified = _score(read_path(state, settings.verified)) if settings.verified else None
     passed, total = int(tests.get("passed") or 0), int(tests.get("total") or 0)
@@ -184,7 +206,7 @@ async def reward(state: Any, ctx: Any, settings: RewardSettings) -> dict[str, An
     return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 
-NODE_TYPES = [
+_NODE_TYPES = [
     NodeType("codegen.plan", plan, CodeGenSettings, ("prompt", "plan", "simulation", "plan_rounds"), ("plan", "plan_rounds"),
              "a plan for the function; after a disagreeing simulation, the plan revised with its trace"),
     NodeType("codegen.simulate", simulate, SimulateSettings, ("prompt", "plan", "code", "tests"), ("simulation",),
@@ -197,5 +219,6 @@ NODE_TYPES = [
     NodeType("codegen.reward", reward, RewardSettings, ("tests", "verified"), ("score",),
              "a candidate's reward: the share of examples passing (1 only when all do), the verifier's score blended in"),
 ]
+NODE_TYPES = [dataclasses.replace(t, state=CodeGenState) for t in _NODE_TYPES]
 
 __all__ = ["NODE_TYPES", "code_of", "task_of"]

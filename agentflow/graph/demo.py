@@ -1,38 +1,85 @@
-"""Model-free node functions used by the shipped `demo` workflow (and handy in tests and docs)."""
+"""Model-free node functions used by the shipped `demo` workflow (and handy in tests and docs).
+
+Each takes the keys of `DemoState` (the keys of the shipped workflows that name these functions) and returns a
+plain dict of updates, not a `DemoState`: `Workflow.node` would read a TypedDict return type as "writes every
+key", and each of these writes a few (the workflows list them under `writes:`).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
+
+from agentflow.graph.context import NodeContext
 
 
-def prepare(state: dict[str, Any]) -> dict[str, Any]:
+class IssueRecord(TypedDict, total=False):
+    """One issue of the critic agent's output (`agentflow.agents.schemas.Issue` as JSON)."""
+
+    severity: str
+    location: str
+    description: str
+    suggestion: str
+
+
+class CritiqueRecord(TypedDict, total=False):
+    """The critic agent's output (`agentflow.agents.schemas.Critique` as JSON)."""
+
+    issues: list[IssueRecord]
+    summary: str
+
+
+class CheckRecord(TypedDict):
+    """What `check_work` found of a change's tests."""
+
+    ok: bool
+    summary: str
+    failed: list[str]
+
+
+class DemoState(TypedDict, total=False):
+    """The state keys these functions read (of the `demo`, `plan_code_critique` and `plan_code_search`
+    workflows)."""
+
+    topic: str
+    rounds: int
+    """demo: the drafting rounds to make; plan_code_critique: the review rounds made."""
+    max_rounds: int
+    count: int
+    notes: list[str]
+    critique: CritiqueRecord | None
+    tests: CheckRecord
+    attempts: int
+    max_attempts: int
+
+
+def prepare(state: DemoState) -> dict[str, object]:
     """Normalise the topic and start the count."""
     topic = str(state.get("topic") or "agentflow").strip()
     return {"topic": topic, "count": 0, "notes": [f"topic: {topic}"]}
 
 
-def outline(state: dict[str, Any]) -> dict[str, Any]:
+def outline(state: DemoState) -> dict[str, object]:
     return {"notes": [f"outline of {state['topic']}"]}
 
 
-def examples(state: dict[str, Any]) -> dict[str, Any]:
+def examples(state: DemoState) -> dict[str, object]:
     return {"notes": [f"examples for {state['topic']}"]}
 
 
-def draft(state: dict[str, Any]) -> dict[str, Any]:
+def draft(state: DemoState) -> dict[str, object]:
     """One drafting round; the route after it loops until `rounds` rounds are done."""
     count = int(state.get("count") or 0) + 1
     done = count >= int(state.get("rounds") or 2)
     return {"count": count, "status": "done" if done else "again", "notes": [f"draft round {count}"]}
 
 
-def summarize(state: dict[str, Any]) -> dict[str, Any]:
+def summarize(state: DemoState) -> dict[str, object]:
     return {
         "summary": f"{state['topic']}: {len(state.get('notes') or [])} notes after {state.get('count')} rounds"
     }
 
 
-async def check_work(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+async def check_work(state: DemoState, ctx: NodeContext[object]) -> dict[str, object]:
     """After the coder: what it changed in the sandbox (`diff`) and the test results (`tests`), run through
     the journaled `run_tests` tool. Without a sandbox there is nothing to check: that fails the node."""
     sandbox = ctx.run.sandbox
@@ -46,10 +93,11 @@ async def check_work(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
     summary = result.text.splitlines()[0] if result.text else ""
     # exit code 5: pytest found no tests, which is not a failure of the change
     passed = result.ok or data.get("exit_code") == 5
-    return {"diff": diff, "tests": {"ok": passed, "summary": summary, "failed": data.get("failed", [])}}
+    tests: CheckRecord = {"ok": passed, "summary": summary, "failed": data.get("failed", [])}
+    return {"diff": diff, "tests": tests}
 
 
-def review_gate(state: dict[str, Any]) -> dict[str, Any]:
+def review_gate(state: DemoState) -> dict[str, object]:
     """After the critic: accept when no critical/major issue is left and the tests (when run) pass; revise
     otherwise, up to `max_rounds` rounds, then stop with verdict `max_rounds`.
 
@@ -68,7 +116,7 @@ def review_gate(state: dict[str, Any]) -> dict[str, Any]:
     return {"rounds": rounds, "verdict": verdict}
 
 
-def tests_gate(state: dict[str, Any]) -> dict[str, Any]:
+def tests_gate(state: DemoState) -> dict[str, object]:
     """After an attempt's check: `pass` when its tests pass, else `retry` until `max_attempts` attempts were
     made, then `stop` (the attempt is over, its tests failing)."""
     tests = state.get("tests")

@@ -17,12 +17,16 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from pydantic import BaseModel
 
 from agentflow.errors import UserError
+from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType, NodeTypeRegistry, default_registry, workflow_registry
 from agentflow.graph.user_code import folder_module, is_file_path
 
@@ -362,7 +366,10 @@ def _attribute_problem(module: types.ModuleType, module_name: str, attr: str, re
     return None if callable(obj) else f"{ref!r} is not callable"
 
 
-async def _not_imported(state: Any, ctx: Any, settings: Any) -> Any:
+async def _not_imported(state: Mapping[str, object], ctx: NodeContext[object],
+                        settings: BaseModel | None) -> NoReturn:
+    """The `run` of an `UncheckedType`: its module was read, not imported, so there is no function to call (any
+    state, context and settings: it runs none of them)."""
     raise UserError("a node type read without importing its module cannot run", hint="run with agentflow run")
 
 

@@ -17,19 +17,27 @@
 
 The benchmark's own checkers (`agentflow.instruct.checks`) are never used here: the critic sees only the
 constraint text the decomposition produced.
+
+Every node is `async (state: InstructState, ctx: NodeContext[object], settings: ItsSettings) -> update`: the keys
+and records of `agentflow.instruct.state`, which each type names as its `state`. The context's deps are
+`object`: these nodes read none (the run's model, sandbox, budget and events are `ctx.run`'s), so they run in
+any workflow, whatever deps its run carries. `instruct.score` writes to the key its `output` setting names, so
+its update is keyed by that setting.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.codegen.execute import run_predicate, run_text
+from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.search import read_path
+from agentflow.instruct.state import CheckCode, ConstraintScore, ConstraintVerdict, InstructState
 from agentflow.models.ask import code_block
 from agentflow.reasoning.constraints import verify_against
 from agentflow.reasoning.llm import node_ask, sampling
@@ -225,14 +233,14 @@ class ScoreSettings(BaseModel):
     """State key the reward is written to, as `{score, failed}` (a search's `value:` reads it)."""
 
 
-def _prompt(state: Any) -> str:
+def _prompt(state: InstructState) -> str:
     prompt = state.get("prompt")
     if not prompt:
         raise ValueError("the state has no 'prompt' (give --input '{\"prompt\": \"...\"}')")
     return str(prompt)
 
 
-async def respond(state: Any, ctx: Any, settings: RespondSettings) -> dict[str, Any]:
+async def respond(state: InstructState, ctx: NodeContext[object], settings: RespondSettings) -> InstructState:
     plan = read_path(state, settings.plan) if settings.plan else None
     prompt = FOLLOW.format(prompt=_prompt(state), plan=plan) if plan else RESPOND.format(prompt=_prompt(state))
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
@@ -241,7 +249,7 @@ async def respond(state: Any, ctx: Any, settings: RespondSettings) -> dict[str, 
     return {"response": text.strip()}
 
 
-async def outline(state: Any, ctx: Any, settings: TextGenSettings) -> dict[str, Any]:
+async def outline(state: InstructState, ctx: NodeContext[object], settings: TextGenSettings) -> InstructState:
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
     text = await node_ask(ctx, OUTLINE.format(prompt=_prompt(state)), max_tokens=settings.max_tokens,
                           temperature=temperature, seed=seed, purpose="plan")
@@ -262,13 +270,13 @@ def checkable(constraint: str) -> bool:
     return bool(_SURFACE.search(constraint))
 
 
-async def _critique_one(ctx: Any, constraint: str, response: str, known: str | None,
-                        settings: CriticSettings) -> tuple[dict[str, Any], str | None]:
+async def _critique_one(ctx: NodeContext[object], constraint: str, response: str, known: CheckCode,
+                        settings: CriticSettings) -> tuple[ConstraintVerdict, CheckCode]:
     """One constraint's verdict, and what to keep for the next round: the check function, JUDGED, or None (no
     check that runs: ask afresh)."""
     code: str | None = known if known is not None else await _write_check(ctx, constraint, settings)
     if code:
-        result = await run_predicate(ctx, code, "check", response, timeout=settings.timeout)
+        result = await run_predicate(ctx.run.sandbox, code, "check", response, timeout=settings.timeout)
         if result.error is None:
             why = "" if result.ok else _check_reason(constraint, result.got)
             return {"constraint": constraint, "ok": result.ok, "how": "code", "why": why}, code
@@ -288,7 +296,7 @@ async def _critique_one(ctx: Any, constraint: str, response: str, known: str | N
     return {"constraint": constraint, "ok": ok, "how": "model", "why": why}, code
 
 
-async def _write_check(ctx: Any, constraint: str, settings: CriticSettings) -> str:
+async def _write_check(ctx: NodeContext[object], constraint: str, settings: CriticSettings) -> str:
     """A check function for `constraint`, or JUDGED when code cannot check it (or the critic wrote none)."""
     if not (settings.code_checks and checkable(constraint)):
         return JUDGED
@@ -314,8 +322,8 @@ def _check_reason(constraint: str, got: str | None) -> str:
     return f"the check of '{constraint}' returned {got}"
 
 
-async def _critique(ctx: Any, constraints: list[str], response: str, checks: dict[str, str | None],
-                    settings: CriticSettings) -> list[dict[str, Any]]:
+async def _critique(ctx: NodeContext[object], constraints: list[str], response: str, checks: dict[str, CheckCode],
+                    settings: CriticSettings) -> list[ConstraintVerdict]:
     """Every constraint's verdict on `response`; `checks` gains the check functions written on the way."""
     critique = []
     for constraint in constraints:
@@ -325,7 +333,7 @@ async def _critique(ctx: Any, constraints: list[str], response: str, checks: dic
     return critique
 
 
-async def critic(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, Any]:
+async def critic(state: InstructState, ctx: NodeContext[object], settings: CriticSettings) -> InstructState:
     """The critic on the answer, or on each of the refinements (the one that meets most constraints is kept)."""
     checks = dict(state.get("checks") or {})
     constraints = list(state.get("constraints") or [])
@@ -349,7 +357,7 @@ async def critic(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, An
             "best": best, "refinements": []}
 
 
-async def refine(state: Any, ctx: Any, settings: RefineSettings) -> dict[str, Any]:
+async def refine(state: InstructState, ctx: NodeContext[object], settings: RefineSettings) -> InstructState:
     failed = [c for c in state.get("critique") or [] if not c.get("ok")]
     failures = "\n".join(f"- {c['constraint']}" + (f" ({c['why']})" if c.get("why") else "") for c in failed)
     rounds = int(state.get("rounds") or 0)
@@ -366,7 +374,7 @@ async def refine(state: Any, ctx: Any, settings: RefineSettings) -> dict[str, An
     return {"refinements": refinements, "rounds": rounds + 1}
 
 
-async def _code_fix(ctx: Any, prompt: str, response: str, failures: str, rounds: int,
+async def _code_fix(ctx: NodeContext[object], prompt: str, response: str, failures: str, rounds: int,
                     settings: RefineSettings) -> str | None:
     """The answer as the model's `fix` function edits it (run in the sandbox), or None when it wrote none that
     runs. Said in the run's events either way. Greedy in the first round, sampled after: a fix that did not
@@ -378,7 +386,7 @@ async def _code_fix(ctx: Any, prompt: str, response: str, failures: str, rounds:
     if not block or not re.search(r"def\s+fix\s*\(", block):
         ctx.emit("instruct.fix", ok=False, error="no fix function in the answer")
         return None
-    result = await run_text(ctx, block, "fix", response, timeout=settings.fix_timeout)
+    result = await run_text(ctx.run.sandbox, block, "fix", response, timeout=settings.fix_timeout)
     if not result.ok:
         ctx.emit("instruct.fix", ok=False, error=result.error or f"fix returned {result.got}, not text")
         return None
@@ -390,12 +398,12 @@ async def _code_fix(ctx: Any, prompt: str, response: str, failures: str, rounds:
     return fixed
 
 
-def _by_constraint(ctx: Any, constraints: list[str], enabled: bool) -> bool:
+def _by_constraint(ctx: NodeContext[object], constraints: list[str], enabled: bool) -> bool:
     """Whether answers are judged constraint by constraint: checks run in the sandbox, so not without one."""
-    return enabled and bool(constraints) and getattr(ctx.run, "sandbox", None) is not None
+    return enabled and bool(constraints) and ctx.run.sandbox is not None
 
 
-async def checks(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, Any]:
+async def checks(state: InstructState, ctx: NodeContext[object], settings: CriticSettings) -> InstructState:
     """The check of every constraint written once, from the constraint alone (the critic never shows it an
     answer): every answer judged later, in any branch of a search, is judged by the same checks."""
     constraints = list(state.get("constraints") or [])
@@ -409,7 +417,10 @@ async def checks(state: Any, ctx: Any, settings: CriticSettings) -> dict[str, An
     return {"checks": written}
 
 
-async def score(state: Any, ctx: Any, settings: ScoreSettings) -> dict[str, Any]:
+async def score(state: InstructState, ctx: NodeContext[object],
+                settings: ScoreSettings) -> dict[str, ConstraintScore | dict[str, CheckCode]]:
+    """`instruct.score`: the reward under `settings.output` (`score` unless renamed, so the update is keyed by
+    that setting), and the checks written on the way."""
     constraints = list(state.get("constraints") or [])
     response = str(state.get("response") or "")
     if _by_constraint(ctx, constraints, settings.constraint_checks):
@@ -424,7 +435,7 @@ async def score(state: Any, ctx: Any, settings: ScoreSettings) -> dict[str, Any]
     return {settings.output: {"score": round(value, 4)}}
 
 
-NODE_TYPES = [
+_NODE_TYPES = [
     NodeType("instruct.respond", respond, RespondSettings, ("prompt", "plan"), ("response",),
              "answers the prompt (following the outline when there is one)"),
     NodeType("instruct.outline", outline, TextGenSettings, ("prompt",), ("plan",),
@@ -442,5 +453,6 @@ NODE_TYPES = [
              ("score", "checks"), "an answer's reward: the share of constraints that hold, checked as the critic "
              "does (the verification agent's score without a sandbox)", sandbox=True),
 ]
+NODE_TYPES = [dataclasses.replace(t, state=InstructState) for t in _NODE_TYPES]
 
 __all__ = ["NODE_TYPES"]

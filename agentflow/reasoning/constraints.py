@@ -4,9 +4,10 @@ candidate against that list), shared by PlanGEN and DeCRIM."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from agentflow.graph.context import NodeContext
 from agentflow.reasoning.llm import node_ask, numbered_items
+from agentflow.tools.context import DepsT
 
 EXTRACT = """Split the task below into its separate requirements: copy each requirement from the task word for \
 word, one per line, numbered. A sentence that asks two things gives two lines. Do not add anything the task \
@@ -59,7 +60,8 @@ def sentences(task: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(task.strip()) if _words(s)]
 
 
-async def extract_constraints(ctx: Any, task: str, *, limit: int = 8, max_tokens: int = 300) -> list[str]:
+async def extract_constraints(ctx: NodeContext[DepsT], task: str, *, limit: int = 8,
+                              max_tokens: int = 300) -> list[str]:
     """The constraint agent: the task's constraints as a list (at most `limit`), each grounded in the task.
     When what it kept leaves most of the task unsaid (it answered the task instead of listing it), the
     task's own sentences are the list."""
@@ -85,7 +87,7 @@ def read_score(text: str, top: float = 10.0) -> float:
     return min(max(float(found[-1]) / top, 0.0), 1.0)
 
 
-async def verify_against(ctx: Any, task: str, constraints: list[str], candidate: str, *,
+async def verify_against(ctx: NodeContext[DepsT], task: str, constraints: list[str], candidate: str, *,
                          max_tokens: int = 200) -> float:
     """The verification agent: the candidate's score against the constraints, in [0, 1]."""
     listed = "\n".join(f"{i}. {c}" for i, c in enumerate(constraints, 1)) or "(none listed: judge by the task)"

@@ -3,19 +3,24 @@
 Node types of small task kinds (code generation, instruction following) talk to the model directly with short
 prompts rather than through a tool-using agent loop: a 1.5B local model follows one plain instruction far
 more reliably than a tool protocol.
+
+Each helper takes the node's `NodeContext` whatever its deps are (generic in them): it reads only the run's
+handles (`ctx.run`: the model, the budget, the events, the search branch's sample) and the node's name.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from agentflow.errors import UserError
+from agentflow.graph.context import NodeContext
 from agentflow.models.ask import ask
+from agentflow.models.base import ChatModel
+from agentflow.tools.context import DepsT
 
 
-def node_model(ctx: Any) -> Any:
+def node_model(ctx: NodeContext[DepsT]) -> ChatModel:
     """The run's shared chat model (`ctx.run.chat_model`), built from `ctx.run.model` on first use."""
     run = ctx.run
     if run.chat_model is None:
@@ -24,18 +29,12 @@ def node_model(ctx: Any) -> Any:
                 f"node '{ctx.node}' needs a model",
                 hint="pass --model SPEC (e.g. local:qwen2.5-coder-1.5b) or set model: in the workflow",
             )
-        run.chat_model = run.model_for(run.model) if hasattr(run, "model_for") else _load(run.model)
+        run.chat_model = run.model_for(run.model)
     return run.chat_model
 
 
-def _load(spec: str) -> Any:
-    from agentflow.models.spec import load_model
-
-    return load_model(spec)
-
-
 async def node_ask(
-    ctx: Any,
+    ctx: NodeContext[DepsT],
     prompt: str,
     *,
     system: str | None = None,
@@ -52,18 +51,19 @@ async def node_ask(
                        max_tokens=max_tokens, seed=seed, budget=ctx.run.budget)
     # prompts and answers may be sensitive: in the run's events only when content capture is on
     # (`-c trace.content=true`), as for every other model call
-    captured = getattr(ctx.run.events, "capture_content", False)
+    captured = ctx.run.events is not None and ctx.run.events.capture_content
     content = {"prompt": prompt[-2000:], "answer": answer.text[-2000:]} if captured else {}
     ctx.emit("model.ask", purpose=purpose, tokens=answer.usage.total_tokens, **content)
     return answer.text
 
 
-def sampling(ctx: Any, temperature: float, sample_temperature: float | None) -> tuple[float, int | None]:
+def sampling(ctx: NodeContext[DepsT], temperature: float,
+             sample_temperature: float | None) -> tuple[float, int | None]:
     """The (temperature, seed) of a node's model call. On the main line, and in a search branch that is its
     parent's first child: `temperature`. In a later sibling (`ctx.run.sample` > 0): `sample_temperature`,
     seeded by the sibling's place -- siblings ask the same question from the same state, so without this every
     branch of a search would get the same answer (None: `temperature` everywhere)."""
-    sample = getattr(ctx.run, "sample", None)
+    sample = ctx.run.sample
     if sample is None:
         return temperature, None
     if sample == 0 or sample_temperature is None:

@@ -11,19 +11,28 @@
 reads the reward the search chose (`value: search.value`): PlanGEN is a workflow of these around a search
 (`workflows/plangen.yaml`). `begin` is a function node that writes nothing, for a subgraph whose route must
 pick its first real node (a branch that answers without planning first).
+
+Every node is `async (state: ReasoningState, ctx: NodeContext[object], settings: ItsSettings) -> update`: the
+keys and records of `agentflow.reasoning.state`, which each type names as its `state`. The context's deps are
+`object`: these steps read none (only the run's model, budget and events), so they run in any workflow,
+whatever deps its run carries. A node whose output key is a setting (`reason.verify`) returns an update keyed
+by that setting.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any
+from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType
 from agentflow.graph.search import read_path
 from agentflow.reasoning.constraints import extract_constraints, verify_against
 from agentflow.reasoning.llm import node_ask
+from agentflow.reasoning.state import ReasoningState, ScoreRecord, SelectionRecord, UcbRecord
 from agentflow.reasoning.ucb import ALGORITHMS, KNOWN_ALGORITHMS, UcbStats, choose_algorithm, ucb_scores
 from agentflow.reasoning.value import ValueSettings, value_node
 
@@ -93,7 +102,13 @@ Reply with one letter: A, B or C."""
 _LETTERS = {"A": "best_of_n", "B": "tree_of_thought", "C": "rebase"}
 
 
-async def constraints_node(state: Any, ctx: Any, settings: ConstraintSettings) -> dict[str, Any]:
+def _ucb_record(stats: UcbStats) -> UcbRecord:
+    """The statistics as the state keeps them (the model's dump is the record's shape)."""
+    return cast(UcbRecord, stats.model_dump())
+
+
+async def constraints_node(state: ReasoningState, ctx: NodeContext[object],
+                           settings: ConstraintSettings) -> ReasoningState:
     task = state.get(settings.input)
     if not task:
         raise ValueError(f"node '{ctx.node}': the state has no {settings.input!r} to extract constraints from")
@@ -102,7 +117,7 @@ async def constraints_node(state: Any, ctx: Any, settings: ConstraintSettings) -
     return {"constraints": found}
 
 
-async def select_node(state: Any, ctx: Any, settings: SelectSettings) -> dict[str, Any]:
+async def select_node(state: ReasoningState, ctx: NodeContext[object], settings: SelectSettings) -> ReasoningState:
     unknown = [a for a in settings.algorithms if a not in KNOWN_ALGORITHMS]
     if unknown or not settings.algorithms:
         raise ValueError(f"node '{ctx.node}': unknown algorithm {unknown[0] if unknown else '(none)'} "
@@ -117,13 +132,15 @@ async def select_node(state: Any, ctx: Any, settings: SelectSettings) -> dict[st
     chosen = choose_algorithm(stats, settings.algorithms, c=settings.c, prior=prior,
                               prior_weight=settings.prior_weight)
     scores = ucb_scores(stats, settings.algorithms, c=settings.c, prior=prior, prior_weight=settings.prior_weight)
-    selection = {"algorithm": chosen, "prior": prior,
-                 "scores": {k: (None if v == float("inf") else round(v, 4)) for k, v in scores.items()}}
+    selection: SelectionRecord = {
+        "algorithm": chosen, "prior": prior,
+        "scores": {k: (None if v == float("inf") else round(v, 4)) for k, v in scores.items()}}
     ctx.emit("reason.select", **selection)
-    return {"algorithm": chosen, "selection": selection, "ucb": stats.model_dump()}
+    return {"algorithm": chosen, "selection": selection, "ucb": _ucb_record(stats)}
 
 
-async def verify_node(state: Any, ctx: Any, settings: VerifySettings) -> dict[str, Any]:
+async def verify_node(state: ReasoningState, ctx: NodeContext[object],
+                      settings: VerifySettings) -> dict[str, ScoreRecord]:
     work = read_path(state, settings.work)
     if work is None:
         raise ValueError(f"node '{ctx.node}': the state has nothing at {settings.work!r} to verify")
@@ -133,22 +150,22 @@ async def verify_node(state: Any, ctx: Any, settings: VerifySettings) -> dict[st
     return {settings.output: {"score": score}}
 
 
-async def reward_node(state: Any, ctx: Any, settings: RewardSettings) -> dict[str, Any]:
+async def reward_node(state: ReasoningState, ctx: NodeContext[object], settings: RewardSettings) -> ReasoningState:
     algorithm, reward = state.get("algorithm"), read_path(state, settings.value)
     if algorithm is None or not isinstance(reward, (int, float)):
         raise ValueError(f"node '{ctx.node}': needs 'algorithm' and a number at {settings.value!r} in the state "
                          "(run a search first)")
     stats = UcbStats.model_validate(state.get("ucb") or {}).update(algorithm, float(reward))
     ctx.emit("reason.reward", algorithm=algorithm, reward=reward, ucb=stats.model_dump())
-    return {"ucb": stats.model_dump(), "reward": float(reward)}
+    return {"ucb": _ucb_record(stats), "reward": float(reward)}
 
 
-def begin(state: Any) -> dict[str, Any]:
+def begin(state: ReasoningState) -> ReasoningState:
     """Writes nothing: the first node of a subgraph whose route picks where a branch really starts."""
     return {}
 
 
-NODE_TYPES = [
+_NODE_TYPES = [
     NodeType("reason.constraints", constraints_node, ConstraintSettings, ("prompt",), ("constraints",),
              "the constraint agent: the instance's constraints as a list"),
     NodeType("reason.select", select_node, SelectSettings, ("prompt", "ucb"), ("algorithm", "selection", "ucb"),
@@ -161,5 +178,6 @@ NODE_TYPES = [
              "the value agent: how likely an attempt solves the task (0..1) and an assessment, from the task, "
              "the attempt and its checks (a search's `value: value.value`)"),
 ]
+NODE_TYPES = [dataclasses.replace(t, state=ReasoningState) for t in _NODE_TYPES]
 
 __all__ = ["NODE_TYPES", "begin"]

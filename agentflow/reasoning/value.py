@@ -1,7 +1,7 @@
 """The value agent (SWE-Search's value function, Antoniades et al., 2024), for any task kind: a model reads the
 task, an attempt at it and what checking the attempt showed, and answers with a value and an assessment.
 
-As the node type `reason.value` it writes `{value: 0..1 | None, assessment}`; a search node reading
+As the node type `reason.value` it writes `{value: 0..1 | None, assessment}` (a `ValueRecord`); a search node reading
 `value: <output>.value` then grows its tree where the value agent sees progress, and a next attempt can read
 the assessment. The repair's `swe.value` step reads its answers with the same `read_judgement`.
 """
@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentflow.graph.context import NodeContext
 from agentflow.reasoning.llm import node_ask
+from agentflow.reasoning.state import ReasoningState, ValueRecord
 
 _VALUE = re.compile(r"value\s*[:=]?\s*(\d{1,3}(?:\.\d+)?)", re.IGNORECASE)
 _ASSESSMENT = re.compile(r"assessment\s*[:=]\s*(.*)", re.IGNORECASE | re.DOTALL)
@@ -70,8 +72,10 @@ class ValueSettings(BaseModel):
     """Characters of the attempt and of the checks shown (the rest is cut)."""
 
 
-def _at(state: Any, path: str | None) -> Any:
-    cur = state
+def _at(state: Mapping[str, object], path: str | None) -> object:
+    """The value at dotted `path` (None when a part is missing): the paths are settings, so what they reach is
+    whatever JSON the workflow put there."""
+    cur: object = state
     for part in (path or "").split(".") if path else ():
         cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
         if cur is None:
@@ -79,12 +83,15 @@ def _at(state: Any, path: str | None) -> Any:
     return cur
 
 
-def _text(value: Any, limit: int) -> str:
+def _text(value: object, limit: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, indent=1, default=str)
     return text[:limit] if text else "(none)"
 
 
-async def value_node(state: Any, ctx: Any, settings: ValueSettings) -> dict[str, Any]:
+async def value_node(state: ReasoningState, ctx: NodeContext[object],
+                     settings: ValueSettings) -> dict[str, ValueRecord]:
+    """`reason.value`: the value agent's judgement of the attempt at `settings.work`, written to
+    `settings.output` (`value` unless renamed, hence an update keyed by a setting, not a `ReasoningState`)."""
     prompt = PROMPT.format(task=_text(_at(state, settings.task), settings.limit),
                            work=_text(_at(state, settings.work), settings.limit),
                            checks=_text(_at(state, settings.checks), settings.limit) if settings.checks else "(not checked)")

@@ -1,0 +1,62 @@
+"""The state keys the `codegen.*` node types read and write, with the type of each value.
+
+`CodeGenState` is the type of the `state` their functions take, and each of these node types names it as its
+`state` (`agentflow.graph.nodetypes.NodeType`), so a workflow that does not declare a key under `state:` gets
+it typed as here. Every value is plain JSON, as before these types were written down: a checkpoint after each
+node holds all of it. The hidden tests of a task are never part of it (`agentflow.codegen.task`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from agentflow.codegen.execute import ReportSummary
+from agentflow.reasoning.state import ScoreRecord
+
+
+class SimulationRecord(TypedDict):
+    """A step-by-step simulation (`codegen.simulate`): of the plan on the examples, or of the code on its first
+    failing example."""
+
+    target: Literal["plan", "code"]
+    verdict: Literal["agree", "disagree"]
+    """Whether the simulation ends as the examples say (a code simulation is run on a failure: `disagree`)."""
+    trace: str
+
+
+class ExamplesRecord(ReportSummary):
+    """The prompt's examples on the code (`codegen.test`'s `tests`)."""
+
+    ok: bool
+    """No example fails (no examples: nothing left to check, so True)."""
+
+
+class RewardRecord(ScoreRecord):
+    """A candidate's reward (`codegen.reward`): `score` is what a search's `value: score` reads."""
+
+    examples: float | None
+    """The share of examples passing (None: the prompt has none)."""
+    verifier: float | None
+    """The verification agent's score (None: not read)."""
+
+
+class CodeGenState(TypedDict, total=False):
+    """Every state key of the `codegen.*` node types (a node reads some and returns an update of others)."""
+
+    prompt: str
+    """The function's signature and docstring, with its examples."""
+    entry_point: str
+    """The function's name (default: the last function the prompt defines)."""
+    plan: str
+    plan_rounds: int
+    """Revisions of the plan after a disagreeing simulation."""
+    simulation: SimulationRecord
+    code: str
+    tests: ExamplesRecord
+    debug_rounds: int
+    verified: ScoreRecord
+    """The verification agent's score of the code (`reason.verify`), blended into the reward."""
+    score: RewardRecord
+
+
+__all__ = ["CodeGenState", "ExamplesRecord", "RewardRecord", "SimulationRecord"]

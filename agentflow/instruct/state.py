@@ -1,0 +1,70 @@
+"""The state keys the `instruct.*` node types read and write, with the type of each value.
+
+`InstructState` is the type of the `state` their functions take, and each of these node types names it as its
+`state` (`agentflow.graph.nodetypes.NodeType`), so a workflow that does not declare a key under `state:` gets
+it typed as here. Every value is plain JSON, as before these types were written down: a checkpoint after each
+node holds all of it (the critic's check functions are kept as their source text).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+from agentflow.reasoning.state import ScoreRecord
+
+
+class ConstraintVerdict(TypedDict):
+    """The critic's verdict on one constraint of an answer."""
+
+    constraint: str
+    ok: bool
+    how: Literal["code", "model"]
+    """Checked by a function the critic wrote (run in the sandbox), or judged by the model."""
+    why: str
+    """What is wrong ('' when it holds)."""
+
+
+class BestRecord(TypedDict):
+    """The answer that met most constraints so far (`instruct.critic`): a worse refinement gives way to it."""
+
+    response: str
+    passed: int
+    critique: list[ConstraintVerdict]
+
+
+class ConstraintScore(ScoreRecord):
+    """An answer's reward (`instruct.score`): `score` is what a search's `value: score` reads."""
+
+    failed: NotRequired[list[str]]
+    """The constraints that do not hold (only when each was checked: the verification agent's single score
+    names none)."""
+
+
+CheckCode = str | None
+"""What `checks` keeps for a constraint: the critic's check function (source text), `""` when the critic said
+code cannot check it (judged by the model every round), None when no check that runs was kept (ask again)."""
+
+
+class InstructState(TypedDict, total=False):
+    """Every state key of the `instruct.*` node types (a node reads some and returns an update of others)."""
+
+    prompt: str
+    """The instruction."""
+    constraints: list[str]
+    """Its constraints, as the decomposition (`reason.constraints`) listed them."""
+    plan: str
+    """An outline to follow (`instruct.outline`)."""
+    response: str
+    critique: list[ConstraintVerdict]
+    all_pass: bool
+    checks: dict[str, CheckCode]
+    """Constraint -> its check."""
+    best: BestRecord
+    refinements: list[str]
+    """New answers for the critic to choose among (emptied once it chose)."""
+    rounds: int
+    """Refinement rounds so far."""
+    score: ConstraintScore
+
+
+__all__ = ["BestRecord", "CheckCode", "ConstraintScore", "ConstraintVerdict", "InstructState"]

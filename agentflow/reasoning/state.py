@@ -1,0 +1,79 @@
+"""The state keys the `reason.*` node types read and write, with the type of each value.
+
+`ReasoningState` is the type of the `state` their functions take, and each of these node types names it as its
+`state` (`agentflow.graph.nodetypes.NodeType`), so a workflow that does not declare a key under `state:` gets
+it typed as here. Every value is plain JSON, as before these types were written down: a checkpoint holds all
+of it. The records' fields are the ones the nodes write; a key that a setting renames (`reason.verify`'s
+`output: score`) holds the same record under the new name.
+
+The task kinds above this layer (`agentflow.codegen.state`, `agentflow.instruct.state`) build their records of
+a score on `ScoreRecord`: a search's `value: score` reads `score` whichever node wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypedDict
+
+
+class ScoreRecord(TypedDict):
+    """A 0..1 score of a plan, code or an answer (`reason.verify`'s `verified`; what a search's `value:` reads)."""
+
+    score: float
+
+
+class ValueRecord(TypedDict):
+    """The value agent's judgement of an attempt (`reason.value`)."""
+
+    value: float | None
+    """0..1; None when its answer named no number."""
+    assessment: str
+
+
+class ArmRecord(TypedDict):
+    """One algorithm's rewards so far (`ucb.ArmStats` as JSON)."""
+
+    n: int
+    total: float
+
+
+class UcbRecord(TypedDict):
+    """The rewards per algorithm across instances (`ucb.UcbStats` as JSON): carried from one run's result to
+    the next run's input."""
+
+    arms: dict[str, ArmRecord]
+
+
+class SelectionRecord(TypedDict):
+    """Why `reason.select` chose its algorithm."""
+
+    algorithm: str
+    prior: str | None
+    """The model's pick (None: not asked, or no letter in its answer)."""
+    scores: dict[str, float | None]
+    """Each algorithm's UCB score (None: not tried yet, infinite)."""
+
+
+class ReasoningState(TypedDict, total=False):
+    """Every state key of the `reason.*` node types (a node reads some and returns an update of others)."""
+
+    prompt: str
+    """The instance's text (the task)."""
+    constraints: list[str]
+    algorithm: str
+    """The inference algorithm chosen: a graph search's strategy (`strategy_key: algorithm`)."""
+    selection: SelectionRecord
+    ucb: UcbRecord
+    response: str
+    """An answer to verify."""
+    verified: ScoreRecord
+    reward: float
+    """The reward added to the chosen algorithm's statistics (`reason.reward`)."""
+    code: str
+    """An attempt the value agent judges (`reason.value`'s default `work`)."""
+    tests: Mapping[str, object]
+    """What checking the attempt showed (a task kind's test results, `reason.value`'s default `checks`)."""
+    value: ValueRecord
+
+
+__all__ = ["ArmRecord", "ReasoningState", "ScoreRecord", "SelectionRecord", "UcbRecord", "ValueRecord"]
