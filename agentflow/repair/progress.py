@@ -319,7 +319,8 @@ class ProgressPrinter:
         if not self.many:
             return None
         done = f", {total - todo} done before" if todo < total else ""
-        return None, f"run: {todo} of {total} tasks to repair{done} ({e.data.get('strategy') or 'default'} strategy)"
+        search = f"search {e.data['strategy']}" if e.data.get("strategy") else "no search"
+        return None, f"run: {todo} of {total} tasks to repair{done} ({search})"
 
     def _repair_start(self, e: Event) -> None:
         iid = str(e.data.get("instance_id") or e.node_id)
@@ -331,8 +332,8 @@ class ProgressPrinter:
         expected = sum(task.plan.values())
         if task.step_limit is not None:
             expected = min(expected, task.step_limit)
-        strategy = d.get("strategy") or "the workflow's"
-        text = (f"repair{'' if self.many else ' ' + iid}: workflow {d.get('workflow')}, strategy {strategy}, "
+        search = f"search {d['strategy']}" if d.get("strategy") else "no search"
+        text = (f"repair{'' if self.many else ' ' + iid}: workflow {d.get('workflow')} ({search}), "
                 f"model {task.model}; about {expected} model calls expected")
         self.pending[iid] = (e.ts, text)
 

@@ -28,6 +28,7 @@ from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.remote import repair_via
 from agentflow.repair.solve import effective_strategy, load_repair_workflow
+from agentflow.repair.workflow_settings import search_summary
 from agentflow.rundir import RunDir, check_folder
 from agentflow.secrets import redact
 from agentflow.swe.report import InstanceReport, make_summary
@@ -261,6 +262,7 @@ async def run_batch(
         for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
             (out / name).unlink(missing_ok=True)
     workflow = load_repair_workflow(cfg)  # validated once, before any task
+    search = search_summary(workflow[0])
     cfg = effective_strategy(cfg, workflow)
     rundir = RunDir.create(out)
     rundir.write_config(cfg)
@@ -279,7 +281,7 @@ async def run_batch(
     with rundir.events() as events:
         instrument(events, cfg.trace)
         events.sinks.extend(sinks)
-        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=cfg.strategy,
+        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=search,
                     executor=executor.kind)
 
         async def one(task: SWETask) -> None:

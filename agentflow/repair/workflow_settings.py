@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agentflow.errors import UserError
+from agentflow.graph.search import SearchSettings
 from agentflow.graph.spec import NodeSpec, WorkflowSpec
 from agentflow.repair.config import RepairConfig
 
@@ -23,6 +24,16 @@ RUN_DEFAULTS = ("concurrency", "seed")
 def graph_searches(spec: WorkflowSpec) -> list[str]:
     """The workflow's graph search nodes (top level)."""
     return [name for name, node in spec.nodes.items() if node.search is not None]
+
+
+def search_summary(spec: WorkflowSpec) -> str | None:
+    """What the workflow's graph search nodes run, in words for a progress line (`best_of_n, n=8`); None
+    when it has none. Settings not given are the search's defaults (`SearchSettings`)."""
+    parts = []
+    for name in graph_searches(spec):
+        search = SearchSettings.model_validate(dict(spec.nodes[name].search or {}))
+        parts.append(f"{search.strategy}, n={search.n}")
+    return "; ".join(parts) or None
 
 
 def strategy_search(cfg: RepairConfig) -> dict[str, Any]:
@@ -83,4 +94,4 @@ def resolved_searches(cfg: RepairConfig, spec: WorkflowSpec) -> RepairConfig | N
 
 
 __all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "require_search", "resolved_searches",
-           "set_graph_searches", "strategy_search"]
+           "search_summary", "set_graph_searches", "strategy_search"]

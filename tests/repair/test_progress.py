@@ -62,6 +62,20 @@ def test_the_shipped_workflow_expects_a_call_per_attempt_and_one_per_helper_step
     assert expected_calls(cfg, *load_repair_workflow(cfg)[::2])["search"] == 6  # a step per depth, 2 each
 
 
+def test_the_start_line_says_what_the_search_runs_as_the_options_set_it():
+    from agentflow.repair.config import load_repair_config
+    from agentflow.repair.solve import load_repair_workflow
+    from agentflow.repair.workflow_settings import search_summary
+
+    def summary(*items: str) -> str | None:
+        return search_summary(load_repair_workflow(load_repair_config(list(items)))[0])
+
+    assert summary("strategy=best-of-n", "n=8") == "best_of_n, n=8"
+    assert summary("strategy=mcts", "n=2", "max_attempts=3") == "mcts, n=6"  # an expansion per attempt
+    assert summary("nodes.search.strategy=rebase", "nodes.search.n=3") == "rebase, n=3"
+    assert summary("workflow=codemonkeys") is None  # no search node
+
+
 def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expected():
     lines: list[str] = []
     printer = ProgressPrinter(lines.append)
@@ -69,7 +83,7 @@ def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expecte
     def at(ts: float, kind: str, node_id: str | None = None, **data: object) -> None:
         printer(Event(ts=ts, kind=kind, node_id=node_id, data=data))
 
-    at(100.0, "repair.start", "t-1", instance_id="t-1", model="m", workflow="repair", strategy="best-of-n",
+    at(100.0, "repair.start", "t-1", instance_id="t-1", model="m", workflow="repair", strategy="best_of_n, n=4",
        expected_calls={"rank": 1, "search": 4, "choose": 0}, step_limit=None, wall_time_s=None)
     at(101.0, "node.start", "t-1/rank", instance_id="t-1", type="swe.rank")
     at(110.0, "model.call", "t-1", spec="m", usage={"input_tokens": 700, "output_tokens": 2}, latency_s=8.5)
@@ -89,7 +103,8 @@ def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expecte
        reason="tests pass (3 of 3)")
     at(170.0, "repair.end", "t-1", instance_id="t-1", status="submitted", chosen="t-1/b1.1", chosen_by="vote",
        resolved=True, error=None)
-    assert lines[0] == "[00:00] repair t-1: workflow repair, strategy best-of-n, model m; about 5 model calls expected"
+    assert lines[0] == ("[00:00] repair t-1: workflow repair (search best_of_n, n=4), model m; "
+                        "about 5 model calls expected")
     assert lines[1] == "[00:01] step rank (swe.rank, about 1 model call)"
     # 10 s for one call, 4 calls of the search left
     assert lines[2] == "[00:10] model call 1 (rank): 700 in + 2 out tokens, 8.5s; ETA 40s"
@@ -178,6 +193,8 @@ def test_a_piped_repair_prints_each_model_call_candidate_and_decision_as_it_happ
     lines += proc.stderr.read().splitlines()
     assert proc.wait(timeout=600) == 0, "\n".join(lines)
 
+    assert any(f"] repair inikit__inikit-1: workflow repair (search best_of_n, n=4), model replay:"
+               f"{CASSETTES / 'blind_inikit-1.json'}; about " in line for line in lines), lines
     events = read_jsonl(out / "events.jsonl")
     calls = [line for line in lines if re.match(r"\[\d\d:\d\d\] model call \d+ \(", line)]
     assert len(calls) == sum(1 for e in events if e["kind"] == "model.call") == 6
@@ -242,6 +259,7 @@ def test_bench_counts_what_the_report_counts_and_estimates_from_finished_tasks(d
     captured = capsys.readouterr()
     progress = [line for line in captured.err.splitlines() if re.match(r"\[\d\d:\d\d\] \d/3 done: ", line)]
     assert len(progress) == 4  # before the first task, then after each
+    assert "] run: 3 of 3 tasks to repair (search best_of_n, n=" in captured.err  # what --strategy set, or the YAML
     assert "ETA ?" in progress[0] and all(re.search(r"; ETA \d[\dhms]*;", line) for line in progress[1:])
     report = json.loads((out / "report.json").read_text())
     last = re.search(r"3/3 done: submitted (\d+) \(resolved (\d+)\), failed (\d+)", progress[-1])
