@@ -319,7 +319,7 @@ class ProgressPrinter:
         if not self.many:
             return None
         done = f", {total - todo} done before" if todo < total else ""
-        search = f"search {e.data['strategy']}" if e.data.get("strategy") else "no search"
+        search = f"search {e.data['search']}" if e.data.get("search") else "no search"
         return None, f"run: {todo} of {total} tasks to repair{done} ({search})"
 
     def _repair_start(self, e: Event) -> None:
@@ -332,7 +332,7 @@ class ProgressPrinter:
         expected = sum(task.plan.values())
         if task.step_limit is not None:
             expected = min(expected, task.step_limit)
-        search = f"search {d['strategy']}" if d.get("strategy") else "no search"
+        search = f"search {d['search']}" if d.get("search") else "no search"
         text = (f"repair{'' if self.many else ' ' + iid}: workflow {d.get('workflow')} ({search}), "
                 f"model {task.model}; about {expected} model calls expected")
         self.pending[iid] = (e.ts, text)

@@ -281,7 +281,7 @@ async def run_batch(
     with rundir.events() as events:
         instrument(events, cfg.trace)
         events.sinks.extend(sinks)
-        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, strategy=search,
+        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, search=search,
                     executor=executor.kind)
 
         async def one(task: SWETask) -> None:

@@ -112,7 +112,7 @@ async def repair_task(
     budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s),
                     parent=run_budget)
     outcome = InstanceOutcome(instance_id=iid, status="no_patch")
-    events.emit("repair.start", node_id=iid, instance_id=iid, strategy=search_summary(spec), model=cfg.model,
+    events.emit("repair.start", node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
                 workflow=spec.name, expected_calls=expected_calls(cfg, spec, node_settings),
                 step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s)
     candidates = CandidateLog(inst_dir, events)

@@ -56,7 +56,7 @@ def _record(branch: dict[str, Any], **extra: Any) -> dict[str, Any]:
 def _instance(w: _Writer, rng: random.Random, iid: str, nodes: int) -> tuple[list[dict], dict]:
     """One task's events (a graph search of `nodes` tree nodes: the root and MCTS-shaped branches, one attempt
     each) and its candidates."""
-    w.emit("repair.start", iid, instance_id=iid, strategy=None, model="replay:synthetic", workflow="repair",
+    w.emit("repair.start", iid, instance_id=iid, search=None, model="replay:synthetic", workflow="repair",
            expected_calls={"baseline": 0, "search": nodes - 1, "choose": 0})
     w.emit("run.start", instance_id=iid, workflow="repair", thread_id="repair")
     _node(w, iid, "baseline", ["base", "issue"])

@@ -179,7 +179,7 @@ def _bench_folder(out: Path) -> Path:
     with rundir.events() as events:
         events.emit("run.start", total=2, todo=2, resume=False, strategy="best_of_n", executor="in-process")
         for iid, outcome in outcomes.items():
-            events.emit("repair.start", node_id=iid, instance_id=iid, strategy="best_of_n", model=cfg.model)
+            events.emit("repair.start", node_id=iid, instance_id=iid, search="best_of_n, n=4", model=cfg.model)
             events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
                         chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=None)
             inst = RunDir.create(instance_dir(out, iid))

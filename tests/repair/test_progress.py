@@ -83,7 +83,7 @@ def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expecte
     def at(ts: float, kind: str, node_id: str | None = None, **data: object) -> None:
         printer(Event(ts=ts, kind=kind, node_id=node_id, data=data))
 
-    at(100.0, "repair.start", "t-1", instance_id="t-1", model="m", workflow="repair", strategy="best_of_n, n=4",
+    at(100.0, "repair.start", "t-1", instance_id="t-1", model="m", workflow="repair", search="best_of_n, n=4",
        expected_calls={"rank": 1, "search": 4, "choose": 0}, step_limit=None, wall_time_s=None)
     at(101.0, "node.start", "t-1/rank", instance_id="t-1", type="swe.rank")
     at(110.0, "model.call", "t-1", spec="m", usage={"input_tokens": 700, "output_tokens": 2}, latency_s=8.5)
