@@ -68,7 +68,9 @@ def _graph_search_calls(cfg: RepairConfig, node: Any, node_settings: Mapping[str
     review when a critique or value node follows it). best_of_n: `n` chains of the test node's `max_attempts`;
     mcts: `n` expansions of one attempt; beam/tot and rebase: a step per depth, each of `n` (x `expand` for
     beam) attempts."""
-    search = dict(node.search)
+    from agentflow.graph.search import SearchSettings  # the search's defaults, from their one source
+
+    search = SearchSettings.model_validate(dict(node.search))
     steps = {n: (s.type or "", cfg.model_copy(update=dict(node_settings.get(n) or {})))
              for n, s in node.subgraph.nodes.items()}
     edit = next((c for t, c in steps.values() if t == "swe.edit"), cfg)
@@ -76,11 +78,9 @@ def _graph_search_calls(cfg: RepairConfig, node: Any, node_settings: Mapping[str
     reviews = int(any(t == "swe.value" for t, _ in steps.values()))
     reviews += int(critique and any(t == "swe.critique" for t, _ in steps.values()))
     per_attempt = (max(1, edit.tool_steps // 2) if edit.edit_format == "tools" else 1) + reviews
-    n, strategy = int(search.get("n", 4)), str(search.get("strategy", "best_of_n"))
-    depth = min(chain, int(search.get("max_depth", 4)))
-    expand = search.get("expand", 2)
+    n, depth = search.n, min(chain, search.max_depth)
     attempts = {"best_of_n": n * chain, "mcts": n, "rebase": n * depth}.get(
-        strategy, n * (expand if isinstance(expand, int) else expand[0]) * depth)
+        search.strategy, n * search.expand_at(0) * depth)
     return attempts * per_attempt
 
 
