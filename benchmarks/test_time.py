@@ -58,20 +58,20 @@ async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
         rows: dict[str, Any] = {}
         for name, patch in candidates.items():
             bench._verified.clear()  # each measurement runs its tests: none taken from the cache
-            started = bench.candidate_test_s
+            started = bench.test_time.total_s
             targeted, _ = await bench.verify(patch, how)
             if name == "fix" and targeted.targeted is not None:
                 await bench.verify(patch, how, whole=True)  # the finalist's confirmation
-            targeted_s = bench.candidate_test_s - started
+            targeted_s = bench.test_time.total_s - started
             bench._verified.clear()
-            started = bench.candidate_test_s
+            started = bench.test_time.total_s
             whole, _ = await bench.verify(patch, how, whole=True)
-            whole_s = bench.candidate_test_s - started
+            whole_s = bench.test_time.total_s - started
             rows[name] = {"targeted": targeted.targeted, "targeted_s": round(targeted_s, 2), "whole_s": round(whole_s, 2),
                           "targeted_passed": targeted.passed, "whole_passed": whole.passed,
                           "targeted_ok": targeted.exit_code == 0, "whole_counts": whole.counts}
         return {"base_s": base.seconds, "tests": len(how.reach.ids) if how.reach else None,
-                "longest_wait_s": round(bench.longest_test_wait_s, 2), "candidates": rows}
+                "longest_wait_s": round(bench.test_time.longest_s, 2), "candidates": rows}
 
 
 def _raise_in_first_changed(gold: str, base: dict[str, str], fixed: dict[str, str]) -> tuple[str, str] | None:

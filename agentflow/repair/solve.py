@@ -190,8 +190,8 @@ async def repair_task(
         outcome.usage = budget.used.model_dump()
         outcome.duration_s = round(time.monotonic() - started, 3)
         if rt is not None:
-            outcome.test_seconds = round(rt.bench.candidate_test_s, 3)
-            outcome.longest_test_wait_s = round(rt.bench.longest_test_wait_s, 3)
+            outcome.test_seconds = round(rt.bench.test_time.total_s, 3)
+            outcome.longest_test_wait_s = round(rt.bench.test_time.longest_s, 3)
             outcome.base_test_seconds = (state.get("base") or {}).get("seconds")
         events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
                     chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)

@@ -240,6 +240,18 @@ def _missed_tests(result: ExecResult, named: int) -> bool:
 _LIST_PYTHON = "git ls-files --cached --others --exclude-standard -- '*.py'"
 
 
+@dataclass
+class CandidateTestTime:
+    """Seconds of test runs on candidates over one task: their sum and the longest single run."""
+
+    total_s: float = 0.0
+    longest_s: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.total_s += seconds
+        self.longest_s = max(self.longest_s, seconds)
+
+
 class Workbench:
     """One task's sandbox, shared by every rollout of its search (see the module docstring)."""
 
@@ -254,10 +266,9 @@ class Workbench:
         self.lock = asyncio.Lock()
         self._verified: dict[tuple[object, ...], Verification] = {}
         """Verifications by what they depend on and patch: samples that agree on a patch run the suite once."""
-        self.candidate_test_s = 0.0
-        """Seconds of test runs on candidates (not the base commit's), for the record (`InstanceOutcome`)."""
-        self.longest_test_wait_s = 0.0
-        """The longest single test run on a candidate."""
+        self.test_time = CandidateTestTime()
+        """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
+        every view of this workbench (`on`), so a search branch's runs count too."""
         self._base_runs: dict[str, ExecResult] = {}
         """The pre-flight's run of a test command at the base commit, taken by the first base verification
         with that command instead of a second run of the same suite on the same code."""
@@ -318,7 +329,7 @@ class Workbench:
 
     def on(self, sandbox: Sandbox) -> Workbench:
         """This workbench over another view of its sandbox (a search branch's own workspace): the same task,
-        settings and cache of verifications; a lock of its own."""
+        settings, cache of verifications and test-time tally; a lock of its own."""
         view = copy.copy(self)
         view.sandbox, view.lock = sandbox, asyncio.Lock()
         return view
@@ -564,8 +575,7 @@ class Workbench:
         return result
 
     def _count_test_time(self, seconds: float) -> None:
-        self.candidate_test_s += seconds
-        self.longest_test_wait_s = max(self.longest_test_wait_s, seconds)
+        self.test_time.add(seconds)
 
     async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool) -> Verification:
         cmd = self.test_command(how)

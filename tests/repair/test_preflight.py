@@ -75,6 +75,9 @@ def test_flat_layout_with_the_pytest_script_is_verified_and_resolved(docker_imag
     assert "start = (page - 1) * per_page" in shown["model_patch"]
     assert shown["verification"] == {**shown["verification"], "kind": "test_cmd", "exit_code": 0, "passed": True}
     assert shown["report"]["resolved"] is True
+    # the candidates were tested in the search's branches, each on its own view of the workbench: their runs
+    # count in the task's test time all the same
+    assert shown["test_seconds"] >= shown["longest_test_wait_s"] > 0
     pre = shown["preflight"]  # the outcome says what the pre-flight found: the bug's failing test, the other passing
     assert pre["cause"] is None and pre["counts"] == {"failed": 1, "passed": 1}
     assert any("repository root" in f for f in pre["fixed"])
