@@ -499,7 +499,7 @@ class Workbench:
                 seconds=round(time.monotonic() - started, 3),
             )
             if patch.strip() and not final:
-                self._count_test_time(verification.seconds or 0.0)
+                self.test_time.add(verification.seconds or 0.0)
             await self.restore(patch)
             return verification, report
         await self.restore(patch)
@@ -571,11 +571,8 @@ class Workbench:
                                          env=self._test_env(how),
                                          timeout=self.cfg.test_timeout_s if at_base else self.candidate_timeout(how))
         if not at_base:
-            self._count_test_time(result.duration_s)
+            self.test_time.add(result.duration_s)
         return result
-
-    def _count_test_time(self, seconds: float) -> None:
-        self.test_time.add(seconds)
 
     async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool) -> Verification:
         cmd = self.test_command(how)

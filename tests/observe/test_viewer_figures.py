@@ -177,7 +177,7 @@ def _bench_folder(out: Path) -> Path:
                                chosen_by="only", report=None),
     }
     with rundir.events() as events:
-        events.emit("run.start", total=2, todo=2, resume=False, strategy="best_of_n", executor="in-process")
+        events.emit("run.start", total=2, todo=2, resume=False, search="best_of_n, n=4", executor="in-process")
         for iid, outcome in outcomes.items():
             events.emit("repair.start", node_id=iid, instance_id=iid, search="best_of_n, n=4", model=cfg.model)
             events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
