@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -42,6 +42,11 @@ from agentflow.cli.repair_options import (
 )
 from agentflow.cli.serve_flag import check_serve, sets_model
 from agentflow.errors import UserError
+
+if TYPE_CHECKING:
+    from agentflow.repair.outcome import InstanceOutcome
+    from agentflow.repair.progress import ProgressPrinter
+    from agentflow.repair.runs import Progress
 
 
 def register(app: typer.Typer) -> None:
@@ -85,10 +90,9 @@ def register(app: typer.Typer) -> None:
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Repair every task of a tasks file; write preds.jsonl, report.json, candidates.jsonl, events.jsonl."""
-        from agentflow.repair.config import load_repair_config
-        from agentflow.repair.outcome import InstanceOutcome
+        from agentflow.repair.config import load_repair_config, resumed_repair_config
         from agentflow.repair.progress import ProgressPrinter, counts_text
-        from agentflow.repair.runs import Progress, RunCounts, select
+        from agentflow.repair.runs import RunCounts, select
         from agentflow.swe.tasks import load_tasks
 
         check_serve(serve)
@@ -102,14 +106,6 @@ def register(app: typer.Typer) -> None:
             raise UserError(
                 f"--{'resume' if resume else 'redo'} needs the run directory", hint="pass -o runs/<run_id>"
             )
-        base = {}
-        if resume and output is not None:
-            resolved = output / "config.resolved.yaml"
-            if not resolved.is_file():
-                raise UserError(f"{output} is not a run directory (no config.resolved.yaml)", hint="check -o")
-            from agentflow.config import read_yaml
-
-            base = dict(read_yaml(resolved) or {})
         overrides = list(config or []) + repair_overrides(
             strategy=strategy,
             n=n,
@@ -128,14 +124,10 @@ def register(app: typer.Typer) -> None:
             if workers < 1:
                 raise UserError(f"--workers must be at least 1, got {workers}")
             overrides.append(f"workers={workers}")
-        cfg = load_repair_config(overrides, base=base)
-        if base:  # a resume: a secret masked in config.resolved.yaml must be given again
-            from agentflow.secrets import masked_paths
-
-            hidden = masked_paths(cfg.model_dump(mode="json"))
-            if hidden:
-                raise UserError(f"{hidden[0]} was saved redacted in {output / 'config.resolved.yaml'}",
-                                hint=f"give it again: -c {hidden[0]}=VALUE")
+        if resume and output is not None:
+            cfg = resumed_repair_config(output, overrides)
+        else:
+            cfg = load_repair_config(overrides)
         cfg.inputs.tasks = str(tasks)
         if slice_ is not None:
             cfg.inputs.slice = slice_
@@ -154,33 +146,7 @@ def register(app: typer.Typer) -> None:
         out_dir = output if output is not None else Path("runs") / new_run_id("bench")
 
         printer = None if quiet else ProgressPrinter()
-        show_bar = printer is not None and sys.stderr.isatty()
-        # (bar, task id): started on the first progress report, after a --serve server is up
-        bars: list[tuple[Any, Any]] = []
-
-        def progress_bar() -> tuple[Any, Any]:
-            if not bars:
-                from rich.progress import BarColumn, TextColumn
-                from rich.progress import Progress as Bar
-
-                # the description says "3/10 done: ..." (the counts of the plain line)
-                bar = Bar(TextColumn("bench"), BarColumn(), TextColumn("{task.description}"), transient=False)
-                bar_id = bar.add_task("", total=len(chosen))
-                bar.start()
-                bars.append((bar, bar_id))
-            return bars[0]
-
-        def on_progress(p: Progress, outcome: InstanceOutcome | None) -> None:
-            # one text for the bar and the plain line: the report's counts and the estimate from finished tasks
-            if printer is None:
-                return
-            if show_bar:
-                bar, bar_id = progress_bar()
-                bar.update(bar_id, completed=p.done, description=ProgressPrinter.batch_text(p))
-                if outcome is None:
-                    return
-            printer.batch(p, outcome)
-
+        progress = _BatchProgress(printer, len(chosen))
         try:
             summary = run_batch_cli(
                 chosen,
@@ -190,13 +156,12 @@ def register(app: typer.Typer) -> None:
                 model_set=model is not None or sets_model(list(config or [])),
                 resume=resume,
                 redo=redo,
-                on_progress=on_progress,
+                on_progress=progress.report,
                 printer=printer,
                 executor=executor_cfg,
             )
         finally:
-            for bar, _ in bars:
-                bar.stop()
+            progress.stop()
         short = {k: v for k, v in summary.items() if k != "instances"}
         if as_json:
             print_json({**short, "run_dir": str(out_dir)})
@@ -207,3 +172,38 @@ def register(app: typer.Typer) -> None:
             )
             typer.echo(f"run: {out_dir}  (preds.jsonl, report.json, candidates.jsonl, events.jsonl)")
         print_view_hint(out_dir)
+
+
+class _BatchProgress:
+    """`bench`'s progress: a line per finished task (`ProgressPrinter.batch`) and, on a terminal, a bar whose
+    text is the report's counts and the estimate from finished tasks. The bar starts on the first report, after
+    a `--serve` server is up."""
+
+    def __init__(self, printer: ProgressPrinter | None, total: int) -> None:
+        self.printer = printer
+        self.total = total
+        self.show_bar = printer is not None and sys.stderr.isatty()
+        self.bar: Any = None
+        self.bar_id: Any = None
+
+    def report(self, p: Progress, outcome: InstanceOutcome | None) -> None:
+        from agentflow.repair.progress import ProgressPrinter
+
+        if self.printer is None:
+            return
+        if self.show_bar:
+            if self.bar is None:
+                from rich.progress import BarColumn, TextColumn
+                from rich.progress import Progress as Bar
+
+                self.bar = Bar(TextColumn("bench"), BarColumn(), TextColumn("{task.description}"), transient=False)
+                self.bar_id = self.bar.add_task("", total=self.total)
+                self.bar.start()
+            self.bar.update(self.bar_id, completed=p.done, description=ProgressPrinter.batch_text(p))
+            if outcome is None:
+                return
+        self.printer.batch(p, outcome)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -6,6 +6,7 @@ The Python a workflow names (`fn:`, route `on:`, `tools:`, `node_types:`) is rea
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import typing
 from collections.abc import Callable, Iterable
@@ -16,7 +17,7 @@ import networkx as nx
 
 from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.conditions import condition_fields, parse_condition
-from agentflow.graph.spec import END, START, NodeSpec, WorkflowSpec, is_end
+from agentflow.graph.spec import END, START, NodeSpec, RouteSpec, WorkflowSpec, is_end
 from agentflow.graph.static_code import UNCHECKED, CodeCheck, StaticRegistry, UncheckedType, workflow_folder
 
 
@@ -76,140 +77,165 @@ def validate(
     return _validate(spec, prefix, registry, code)
 
 
-def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -> list[Problem]:
-    problems: list[Problem] = []
-    where = f"{prefix}{spec.name}: " if prefix or spec.name else ""
-    known = set(spec.nodes)
+@dataclass
+class _Check:
+    """One workflow's check under way: its problems so far, and the lookups every part of the check shares."""
 
-    def add(kind: str, msg: str) -> None:
-        problems.append(Problem(kind, where + msg))
+    spec: WorkflowSpec
+    where: str
+    """The workflow's name as each message starts (a subgraph's with its path)."""
+    code: CodeCheck
+    keys: set[str] | None = None
+    """The declared state keys, None when they cannot be known (a node type without its declaration)."""
+    problems: list[Problem] = dataclasses.field(default_factory=list)
 
-    if not spec.nodes:
-        add("bad-node", "the workflow has no nodes; add at least one under nodes:")
-        return problems
+    def add(self, kind: str, msg: str) -> None:
+        self.problems.append(Problem(kind, self.where + msg))
 
-    def check(name: str, context: str) -> bool:
-        if is_end(name) or name in known:
+    def node_ref(self, name: str, context: str) -> bool:
+        """Whether `name` is a node or END (else a problem naming `context` and the nearest node)."""
+        if is_end(name) or name in self.spec.nodes:
             return True
-        fix = did_you_mean(name, [*known, END]) or "; define it under nodes: or fix the name"
-        add("unknown-node", f"{context} refers to unknown node '{name}'{fix}")
+        fix = did_you_mean(name, [*self.spec.nodes, END]) or "; define it under nodes: or fix the name"
+        self.add("unknown-node", f"{context} refers to unknown node '{name}'{fix}")
         return False
 
+    def undeclared(self, key: str, use: str = "") -> str:
+        """'' for a declared key, else the key (and where the workflow names it), and the fix: the nearest
+        declared key, or declaring it."""
+        if self.keys is None or key in self.keys:
+            return ""
+        near, declare = did_you_mean(key, self.keys), _declare_fix(self.spec)
+        fix = f"{near} (or {declare})" if near else f"; {declare} or fix the name"
+        return f"'{key}'{f' ({use})' if use else ''}, which the state does not declare{fix}"
+
+
+def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -> list[Problem]:
+    check = _Check(spec, f"{prefix}{spec.name}: " if prefix or spec.name else "", code)
+    if not spec.nodes:
+        check.add("bad-node", "the workflow has no nodes; add at least one under nodes:")
+        return check.problems
     if registry is None and any(node.type for node in spec.nodes.values()):
         try:
             registry = code.registry(spec)
         except UserError as exc:
-            add("bad-import", str(exc) if str(exc).startswith("node_types:") else f"node_types: {exc}")
-    keys = _checked_keys(spec, registry, where, code)
-
-    def undeclared(key: str, use: str = "") -> str:
-        """'' for a declared key, else the key (and where the workflow names it), and the fix: the nearest
-        declared key, or declaring it."""
-        if keys is None or key in keys:
-            return ""
-        near, declare = did_you_mean(key, keys), _declare_fix(spec)
-        fix = f"{near} (or {declare})" if near else f"; {declare} or fix the name"
-        return f"'{key}'{f' ({use})' if use else ''}, which the state does not declare{fix}"
-
-    if spec.start is not None:
-        check(spec.start, "start")
-    for a, b in spec.edges:
-        check(a, f"edge {a} -> {b}")
-        check(b, f"edge {a} -> {b}")
-    for r in spec.routes:
-        check(r.source, f"route from '{r.source}'")
-        for case, target in r.cases.items():
-            check(target, f"route from '{r.source}' case '{case}'")
-        if r.default:
-            check(r.default, f"route from '{r.source}' default")
-        if r.on is None and not r.when:
-            add("bad-route", f"route from '{r.source}' has neither on: nor when:; add one of them")
-        elif r.on is None and r.default is None:
-            add(
-                "bad-route",
-                f"route from '{r.source}' has only when: conditions; add a default: for when none holds",
-            )
-        for cond, target in r.when.items():
-            check(target, f"route from '{r.source}' condition {cond!r}")
-            try:
-                fields = condition_fields(parse_condition(cond))
-            except UserError as exc:
-                add("bad-route", f"route from '{r.source}': {exc}; fix the condition")
-                continue
-            for field in sorted(fields):
-                if undeclared(field):
-                    add("unknown-field", f"route from '{r.source}' condition {cond!r} reads {undeclared(field)}")
-        if isinstance(r.on, str) and ":" in r.on:
-            bad = code.callable_problem(r.on, f"route from '{r.source}'", where, ctx_ok=False)
-            if bad:
-                add("bad-import", f"route from '{r.source}': {bad}; fix the import path (pkg.module:function)")
-        elif isinstance(r.on, str) and undeclared(r.on):
-            add("unknown-field", f"route from '{r.source}' is on state field {undeclared(r.on)}")
-    for p in spec.parallel:
-        check(p.source, f"parallel from '{p.source}'")
-        for b in p.branches:
-            check(b, f"parallel from '{p.source}' branch")
-        check(p.join, f"parallel from '{p.source}' join")
-    for name in spec.interrupt_before:
-        check(name, "interrupt_before")
-
+            check.add("bad-import", str(exc) if str(exc).startswith("node_types:") else f"node_types: {exc}")
+    check.keys = _checked_keys(spec, registry, check.where, code)
+    _check_references(check)
     for pack in spec.tools:
-        bad = code.pack_problem(pack, where)
+        bad = code.pack_problem(pack, check.where)
         if bad:
-            add("bad-option", f"tools: {bad}")
+            check.add("bad-option", f"tools: {bad}")
     for name, node in spec.nodes.items():
-        kinds = [k for k in ("type", "fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
-        if len(kinds) != 1:
-            what = "none" if not kinds else " and ".join(kinds)
-            add(
-                "bad-node",
-                f"node '{name}' must have exactly one of fn, agent, tool, interrupt, subgraph, type (has {what})",
-            )
-        if node.type and registry is not None:
-            problems.extend(_typed_problems(name, node, registry, where, code))
-        elif node.settings and not node.type:
-            add("bad-node", f"node '{name}' has settings but no type; settings: belong to typed nodes")
-        bad = code.callable_problem(node.fn, f"node '{name}'", where)
+        _check_node(check, name, node, registry)
+    _check_flow(check)
+    _check_parallel_writes(check)
+    return check.problems
+
+
+def _check_references(check: _Check) -> None:
+    """Every node an edge, route, parallel block or interrupt names exists; routes are well formed."""
+    spec = check.spec
+    if spec.start is not None:
+        check.node_ref(spec.start, "start")
+    for a, b in spec.edges:
+        check.node_ref(a, f"edge {a} -> {b}")
+        check.node_ref(b, f"edge {a} -> {b}")
+    for r in spec.routes:
+        _check_route(check, r)
+    for p in spec.parallel:
+        check.node_ref(p.source, f"parallel from '{p.source}'")
+        for b in p.branches:
+            check.node_ref(b, f"parallel from '{p.source}' branch")
+        check.node_ref(p.join, f"parallel from '{p.source}' join")
+    for name in spec.interrupt_before:
+        check.node_ref(name, "interrupt_before")
+
+
+def _check_route(check: _Check, r: RouteSpec) -> None:
+    """A route's targets exist, it has a way to choose (on: or when: with a default), its conditions parse and
+    read declared keys, and its `on:` is a declared key or a function that can be imported."""
+    check.node_ref(r.source, f"route from '{r.source}'")
+    for case, target in r.cases.items():
+        check.node_ref(target, f"route from '{r.source}' case '{case}'")
+    if r.default:
+        check.node_ref(r.default, f"route from '{r.source}' default")
+    if r.on is None and not r.when:
+        check.add("bad-route", f"route from '{r.source}' has neither on: nor when:; add one of them")
+    elif r.on is None and r.default is None:
+        check.add("bad-route", f"route from '{r.source}' has only when: conditions; add a default: for when none holds")
+    for cond, target in r.when.items():
+        check.node_ref(target, f"route from '{r.source}' condition {cond!r}")
+        try:
+            fields = condition_fields(parse_condition(cond))
+        except UserError as exc:
+            check.add("bad-route", f"route from '{r.source}': {exc}; fix the condition")
+            continue
+        for key in sorted(fields):
+            if check.undeclared(key):
+                check.add("unknown-field", f"route from '{r.source}' condition {cond!r} reads {check.undeclared(key)}")
+    if isinstance(r.on, str) and ":" in r.on:
+        bad = check.code.callable_problem(r.on, f"route from '{r.source}'", check.where, ctx_ok=False)
         if bad:
-            add("bad-import", f"node '{name}': {bad}; fix the import path (pkg.module:function)")
-        servers = node.args.get("mcp_servers") if node.agent is not None else None
-        if servers is not None:
-            declared = [s.name for s in spec.mcp_servers]
-            unknown = [str(s) for s in servers] if not isinstance(servers, list) else [
-                str(s) for s in servers if s not in declared
-            ]
-            if unknown:
-                near = did_you_mean(unknown[0], declared) if len(unknown) == 1 else ""
-                add(
-                    "unknown-mcp-server",
-                    f"node '{name}' names MCP server(s) {', '.join(unknown)}, which the workflow does not "
-                    f"declare{near}; declared: {', '.join(declared) or 'none'} (add them under mcp_servers:)",
-                )
+            check.add("bad-import", f"route from '{r.source}': {bad}; fix the import path (pkg.module:function)")
+    elif isinstance(r.on, str) and check.undeclared(r.on):
+        check.add("unknown-field", f"route from '{r.source}' is on state field {check.undeclared(r.on)}")
+
+
+def _check_node(check: _Check, name: str, node: NodeSpec, registry: Any) -> None:
+    """One node: exactly one kind, its type's settings, its function's import path, the MCP servers it names,
+    its search settings, the state keys it reads and writes, its subgraph (checked as a workflow), its options."""
+    spec, where = check.spec, check.where
+    kinds = [k for k in ("type", "fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
+    if len(kinds) != 1:
+        what = "none" if not kinds else " and ".join(kinds)
+        check.add("bad-node",
+                  f"node '{name}' must have exactly one of fn, agent, tool, interrupt, subgraph, type (has {what})")
+    if node.type and registry is not None:
+        check.problems.extend(_typed_problems(name, node, registry, where, check.code))
+    elif node.settings and not node.type:
+        check.add("bad-node", f"node '{name}' has settings but no type; settings: belong to typed nodes")
+    bad = check.code.callable_problem(node.fn, f"node '{name}'", where)
+    if bad:
+        check.add("bad-import", f"node '{name}': {bad}; fix the import path (pkg.module:function)")
+    servers = node.args.get("mcp_servers") if node.agent is not None else None
+    if servers is not None:
+        declared = [s.name for s in spec.mcp_servers]
+        unknown = [str(s) for s in servers] if not isinstance(servers, list) else [
+            str(s) for s in servers if s not in declared
+        ]
+        if unknown:
+            near = did_you_mean(unknown[0], declared) if len(unknown) == 1 else ""
+            check.add("unknown-mcp-server",
+                      f"node '{name}' names MCP server(s) {', '.join(unknown)}, which the workflow does not "
+                      f"declare{near}; declared: {', '.join(declared) or 'none'} (add them under mcp_servers:)")
+    if node.search is not None:
+        check.problems.extend(Problem("bad-search", where + msg) for msg in _search_problems(name, node, spec))
+    for key, verb, use in state_refs(name, node):
+        if check.undeclared(key):
+            check.add("unknown-field", f"node '{name}' {verb} {check.undeclared(key, use)}")
+    if isinstance(node.subgraph, WorkflowSpec):
+        sub = node.subgraph
         if node.search is not None:
-            problems.extend(Problem("bad-search", where + msg) for msg in _search_problems(name, node, spec))
-        for key, verb, use in state_refs(name, node):
-            if undeclared(key):
-                add("unknown-field", f"node '{name}' {verb} {undeclared(key, use)}")
-        if isinstance(node.subgraph, WorkflowSpec):
-            sub = node.subgraph
-            if node.search is not None:
-                from agentflow.graph.search import branch_spec
+            from agentflow.graph.search import branch_spec
 
-                sub = branch_spec(spec, node)  # a branch runs over the workflow's state
-            problems.extend(_validate(sub, f"{where}node '{name}' > ", registry, code))
-        problems.extend(Problem("bad-option", where + msg) for msg in node_option_problems(name, node, spec, code))
+            sub = branch_spec(spec, node)  # a branch runs over the workflow's state
+        check.problems.extend(_validate(sub, f"{where}node '{name}' > ", registry, check.code))
+    options = node_option_problems(name, node, spec, check.code)
+    check.problems.extend(Problem("bad-option", where + msg) for msg in options)
 
+
+def _check_flow(check: _Check) -> None:
+    """The control flow, with networkx: every node reachable from the start and able to reach END, and no loop
+    without a conditional exit unless a step limit ends it."""
+    spec = check.spec
     g = to_networkx(spec)
-    g.remove_nodes_from([n for n in list(g) if n not in known and n not in (START, END)])
-
-    reachable = nx.descendants(g, START) if spec.first_node() in known else set()
+    g.remove_nodes_from([n for n in list(g) if n not in spec.nodes and n not in (START, END)])
+    reachable = nx.descendants(g, START) if spec.first_node() in spec.nodes else set()
     for name in spec.nodes:
         if name not in reachable:
-            add(
-                "unreachable",
-                f"node '{name}' is unreachable from the start node '{spec.first_node()}'; "
-                f"add an edge into it or remove it",
-            )
+            check.add("unreachable", f"node '{name}' is unreachable from the start node '{spec.first_node()}'; "
+                                     f"add an edge into it or remove it")
     can_end = nx.ancestors(g, END)
     stuck = [n for n in spec.nodes if n in reachable and n not in can_end]
     if stuck:
@@ -219,31 +245,29 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
             if dag.out_degree(comp):
                 continue
             members = sorted(dag.nodes[comp]["members"])
-            what = (
-                f"node '{members[0]}'" if len(members) == 1 else f"nodes {', '.join(members)} (a closed loop)"
-            )
-            add("no-path-to-end", f"{what} has no path to END; add an edge or route case from it to END")
-
+            what = f"node '{members[0]}'" if len(members) == 1 else f"nodes {', '.join(members)} (a closed loop)"
+            check.add("no-path-to-end", f"{what} has no path to END; add an edge or route case from it to END")
     if spec.step_limit is None:
-        route_sources = {r.source for r in spec.routes}
-        for scc in nx.strongly_connected_components(g):
-            loop = scc if len(scc) > 1 else {n for n in scc if g.has_edge(n, n)}
-            if not loop:
-                continue
-            exits = any(
-                data.get("kind") == "route" and v not in scc
-                for u in scc
-                if u in route_sources
-                for _, v, data in g.out_edges(u, data=True)
-            )
-            if not exits:
-                names = ", ".join(sorted(loop))
-                add(
-                    "endless-cycle",
-                    f"cycle through {names} has no conditional exit and no step limit; "
-                    f"add a route out of the loop or set step_limit",
-                )
+        _check_loops_exit(check, g)
 
+
+def _check_loops_exit(check: _Check, g: nx.DiGraph) -> None:
+    """Each loop of the flow has a route out of it (without a step limit nothing else would end it)."""
+    route_sources = {r.source for r in check.spec.routes}
+    for scc in nx.strongly_connected_components(g):
+        loop = scc if len(scc) > 1 else {n for n in scc if g.has_edge(n, n)}
+        if not loop:
+            continue
+        exits = any(data.get("kind") == "route" and v not in scc
+                    for u in scc if u in route_sources for _, v, data in g.out_edges(u, data=True))
+        if not exits:
+            check.add("endless-cycle", f"cycle through {', '.join(sorted(loop))} has no conditional exit and no "
+                                       f"step limit; add a route out of the loop or set step_limit")
+
+
+def _check_parallel_writes(check: _Check) -> None:
+    """Parallel branches do not write one state key without a reducer (the join would keep either)."""
+    spec = check.spec
     reducers = {k for k, f in spec.state.items() if f.reducer is not None}
     for p in spec.parallel:
         owner: dict[str, str] = {}
@@ -253,14 +277,11 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
                 if key in reducers:
                     continue
                 if key in owner and owner[key] != b:
-                    add(
-                        "parallel-write-conflict",
-                        f"parallel branches '{owner[key]}' and '{b}' (from '{p.source}') both write state key "
-                        f"'{key}' without a reducer; give '{key}' a reducer (e.g. reducer: append) "
-                        f"or write different keys",
-                    )
+                    check.add("parallel-write-conflict",
+                              f"parallel branches '{owner[key]}' and '{b}' (from '{p.source}') both write state key "
+                              f"'{key}' without a reducer; give '{key}' a reducer (e.g. reducer: append) "
+                              f"or write different keys")
                 owner.setdefault(key, b)
-    return problems
 
 
 def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec, code: CodeCheck | None = None) -> list[str]:

@@ -4,6 +4,7 @@ templates under `agentflow/repair/prompts/` unless a config gives its own text."
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -311,6 +312,23 @@ def load_repair_config(
 ) -> RepairConfig:
     """The defaults (this module: their only source), then `base`, then `-c` items (files or key=value)."""
     return validate_config(RepairConfig, apply_overrides(dict(base or {}), overrides), source="repair config")
+
+
+def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> RepairConfig:
+    """The settings of the run in `run_dir` (its config.resolved.yaml), then `-c` items: what a resumed run
+    goes on with. A secret that was saved redacted there must be given again (a UserError naming it)."""
+    from agentflow.config import read_yaml
+    from agentflow.errors import UserError
+    from agentflow.secrets import masked_paths
+
+    resolved = run_dir / "config.resolved.yaml"
+    if not resolved.is_file():
+        raise UserError(f"{run_dir} is not a run directory (no config.resolved.yaml)", hint="check -o")
+    cfg = load_repair_config(overrides, base=dict(read_yaml(resolved) or {}))
+    hidden = masked_paths(cfg.model_dump(mode="json"))
+    if hidden:
+        raise UserError(f"{hidden[0]} was saved redacted in {resolved}", hint=f"give it again: -c {hidden[0]}=VALUE")
+    return cfg
 
 
 def task_sandbox_config(cfg: RepairConfig) -> SandboxConfig:

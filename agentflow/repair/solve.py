@@ -14,11 +14,12 @@ candidates they recorded stand (`candidate_log.py`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
 from agentflow.errors import AgentflowError, ModelError, UserError
@@ -47,6 +48,9 @@ from agentflow.rundir import RunDir
 from agentflow.sandbox.base import Sandbox
 from agentflow.swe.preflight import Preflight
 from agentflow.swe.tasks import SWETask
+
+if TYPE_CHECKING:
+    from agentflow.sandbox.session import AgentSandbox
 
 THREAD = "repair"
 """The graph thread of a task's repair in its own checkpoint file."""
@@ -111,73 +115,40 @@ async def repair_task(
         inst_dir.mkdir(parents=True, exist_ok=True)
     budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s),
                     parent=run_budget)
-    outcome = InstanceOutcome(instance_id=iid, status="no_patch")
     events.emit("repair.start", node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
                 workflow=spec.name, expected_calls=expected_calls(cfg, spec, node_settings),
                 step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s)
-    candidates = CandidateLog(inst_dir, events)
+    run = _TaskRun(task, cfg, spec, registry, events, budget, CandidateLog(inst_dir, events),
+                   InstanceOutcome(instance_id=iid, status="no_patch"), inst_dir)
     owned: list[ChatModel] = []
-    rt: RepairRuntime | None = None
-    state: dict[str, Any] = {}
     finished = False
     calls: ResponseCache | None = None
     try:
         if inst_dir is not None:
             calls = ResponseCache(inst_dir / CALLS_FILE)
-        models, cfg = _role_models(cfg, spec, node_settings, iid, budget, events, model, model_loader, owned, calls)
+        models, run.cfg = _role_models(cfg, spec, node_settings, iid, budget, events, model, model_loader, owned,
+                                       calls)
         try:
             from agentflow.sandbox import open_sandbox
 
-            sandbox_cm = open_sandbox(cfg.backend, task_sandbox_config(cfg), events=TaskEvents(events, iid))
+            sandbox_cm = open_sandbox(run.cfg.backend, task_sandbox_config(run.cfg), events=TaskEvents(events, iid))
             sandbox = await sandbox_cm.__aenter__()
-            outcome.sandbox_backend = sandbox.info().backend
+            run.outcome.sandbox_backend = sandbox.info().backend
         except (AgentflowError, OSError) as exc:
-            outcome.status, outcome.error = "env_error", f"sandbox: {exc}"
+            run.outcome.status, run.outcome.error = "env_error", f"sandbox: {exc}"
             finished = True
-            return outcome
+            return run.outcome
         try:
-            bench = Workbench(sandbox, task, cfg, _python_for(sandbox))
-            outcome.feedback = bench.mode
-            try:
-                await bench.setup()
-                if graph_searches(spec):  # what a branch's recorded workspace diff is taken against
-                    await sandbox.set_base()
-            except (AgentflowError, OSError) as exc:  # UserError included: a task that cannot be set up
-                outcome.status, outcome.error = "env_error", f"setup: {exc}"
-                finished = True
-                return outcome
-            try:
-                outcome.preflight = await preflight(bench, events)
-            except TestsCannotRun as exc:
-                if stop_on_preflight:  # the run is this one task: stop before any model call, one line
-                    raise
-                # one task of a batch: the others go on; the task is reported with the cause (and retried
-                # by --resume, like every env_error, once the user has fixed it)
-                outcome.status, outcome.error = "env_error", f"pre-flight: {exc}"
-                finished = True
-                return outcome
-            rt = RepairRuntime(cfg, bench, models, budget, events, issue_text(task.problem_statement, task.hints_text),
-                               candidates)
-            try:
-                state = await _run_graph(spec, registry, rt, inst_dir, outcome, candidates)
-            except BudgetExceeded as exc:
-                outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)
-            except ModelError as exc:
-                outcome.status = "context_exceeded" if "context" in str(exc).lower() else "env_error"
-                outcome.error = f"{exc.__class__.__name__}: {exc}"
-            _fill_outcome(outcome, state, budget)
-            # cut before its choice (a choice that declined to submit, `chosen_by: noop`, stands)
-            if outcome.status.startswith("limits_exceeded") and not outcome.model_patch and outcome.chosen_by is None:
-                await _submit_best_so_far(outcome, candidates.rows, bench, state, events)
+            await _repair_in(run, sandbox, models, stop_on_preflight)
         finally:
             await sandbox_cm.__aexit__(None, None, None)
         finished = True
     except UserError:
         raise
     except AgentflowError as exc:
-        if outcome.status == "no_patch" and not state.get("attempts"):
-            outcome.status = "env_error"
-        outcome.error = f"{exc.__class__.__name__}: {exc}"
+        if run.outcome.status == "no_patch" and not run.state.get("attempts"):
+            run.outcome.status = "env_error"
+        run.outcome.error = f"{exc.__class__.__name__}: {exc}"
         finished = True
     finally:
         for owned_model in owned:
@@ -185,21 +156,89 @@ async def repair_task(
                 await owned_model.aclose()
         if calls is not None:
             calls.close()
-        outcome.candidates = sum(1 for c in candidates.rows if c.status == "ok")
-        outcome.samples = int(state.get("samples") or len(state.get("drawn") or []))
-        outcome.usage = budget.used.model_dump()
-        outcome.duration_s = round(time.monotonic() - started, 3)
-        if rt is not None:
-            outcome.test_seconds = round(rt.bench.test_time.total_s, 3)
-            outcome.longest_test_wait_s = round(rt.bench.test_time.longest_s, 3)
-            outcome.base_test_seconds = (state.get("base") or {}).get("seconds")
-        events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
+        _end_task(run, time.monotonic() - started, write=finished)
+    return run.outcome
+
+
+@dataclasses.dataclass
+class _TaskRun:
+    """One task's repair under way: what it works with, and how far it got (its outcome is written from this
+    however the repair ends)."""
+
+    task: SWETask
+    cfg: RepairConfig
+    """The run's settings, with `edit_format: auto` resolved for the coder once the models are made."""
+    spec: WorkflowSpec
+    registry: Any
+    events: EventLog
+    budget: Budget
+    candidates: CandidateLog
+    outcome: InstanceOutcome
+    inst_dir: Path | None
+    rt: RepairRuntime | None = None
+    """The nodes' runtime, once the pre-flight passed."""
+    state: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The workflow's final state, once it ran."""
+
+
+async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
+    """The task's repository set up in `sandbox`, the pre-flight, then the repair workflow; `run.outcome` says
+    how it ended (a set-up or pre-flight failure is an env_error, the pre-flight's raised when
+    `stop_on_preflight`)."""
+    outcome, events = run.outcome, run.events
+    bench = Workbench(sandbox, run.task, run.cfg, _python_for(sandbox))
+    outcome.feedback = bench.mode
+    try:
+        await bench.setup()
+        if graph_searches(run.spec):  # what a branch's recorded workspace diff is taken against
+            await sandbox.set_base()
+    except (AgentflowError, OSError) as exc:  # UserError included: a task that cannot be set up
+        outcome.status, outcome.error = "env_error", f"setup: {exc}"
+        return
+    try:
+        outcome.preflight = await preflight(bench, events)
+    except TestsCannotRun as exc:
+        if stop_on_preflight:  # the run is this one task: stop before any model call, one line
+            raise
+        # one task of a batch: the others go on; the task is reported with the cause (and retried by --resume,
+        # like every env_error, once the user has fixed it)
+        outcome.status, outcome.error = "env_error", f"pre-flight: {exc}"
+        return
+    run.rt = RepairRuntime(run.cfg, bench, models, run.budget, events,
+                           issue_text(run.task.problem_statement, run.task.hints_text), run.candidates)
+    try:
+        run.state = await _run_graph(run.spec, run.registry, run.rt, run.inst_dir, outcome, run.candidates)
+    except BudgetExceeded as exc:
+        outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)
+    except ModelError as exc:
+        outcome.status = "context_exceeded" if "context" in str(exc).lower() else "env_error"
+        outcome.error = f"{exc.__class__.__name__}: {exc}"
+    _fill_outcome(outcome, run.state, run.budget)
+    # cut before its choice (a choice that declined to submit, `chosen_by: noop`, stands)
+    if outcome.status.startswith("limits_exceeded") and not outcome.model_patch and outcome.chosen_by is None:
+        await _submit_best_so_far(outcome, run.candidates.rows, bench, run.state, events)
+
+
+def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
+    """The outcome's accounting (candidates, samples, usage, time, test time), the task's `repair.end` event,
+    and — when the task ran to an end (`write`) — its patch.diff and outcome.json. An interrupted task leaves
+    no outcome: a resume continues it."""
+    outcome, state = run.outcome, run.state
+    outcome.candidates = sum(1 for c in run.candidates.rows if c.status == "ok")
+    outcome.samples = int(state.get("samples") or len(state.get("drawn") or []))
+    outcome.usage = run.budget.used.model_dump()
+    outcome.duration_s = round(duration_s, 3)
+    if run.rt is not None:
+        outcome.test_seconds = round(run.rt.bench.test_time.total_s, 3)
+        outcome.longest_test_wait_s = round(run.rt.bench.test_time.longest_s, 3)
+        outcome.base_test_seconds = (state.get("base") or {}).get("seconds")
+    iid = outcome.instance_id
+    run.events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
                     chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
-        if inst_dir is not None and finished:  # an interrupted task leaves no outcome: resume continues it
-            task_dir = RunDir(inst_dir)
-            task_dir.write_text("patch.diff", outcome.model_patch, code=True)
-            task_dir.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
-    return outcome
+    if run.inst_dir is not None and write:
+        task_dir = RunDir(run.inst_dir)
+        task_dir.write_text("patch.diff", outcome.model_patch, code=True)
+        task_dir.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
 
 
 class TestsCannotRun(UserError):

@@ -337,16 +337,12 @@ def op_exec(req):
 
 
 def _run(req, argv):
-    cwd = req.get("cwd") or _state["workdir"]
-    if not os.path.isabs(cwd):
-        cwd = os.path.join(_state["workdir"], cwd)
+    """Run one command (`argv`, or the request's command line) to its end, its timeout or its output limit;
+    what it printed (capped), how it ended and which limit, if any, it hit."""
     env = dict(os.environ)
     env.update(_state["env"])
     env.update(req.get("env") or {})
-    timeout = float(req.get("timeout") or 120)
     limit = int(req.get("output_limit") or _state["output_limit"])
-    kill_bytes = int(_state["output_kill"])
-    stdin_data = req.get("stdin")
     results_r = results_w = None
     if req.get("results_fd"):
         # a side channel for structured results (the test harness's outcomes): it reaches the host through
@@ -355,6 +351,45 @@ def _run(req, argv):
         env["AGENTFLOW_RESULTS_FD"] = str(results_w)
     before = _counters()
     start = time.monotonic()
+    started = _spawn(req, argv, env, results_r, results_w)
+    if isinstance(started, dict):
+        return started
+    proc, slot = started
+    caps = {proc.stdout.fileno(): _Capture(limit), proc.stderr.fileno(): _Capture(limit)}
+    deadline = start + float(req.get("timeout") or 120)
+    timed_out, output_hit, results = _collect(proc, slot, caps, results_r, results_w, deadline)
+    duration = time.monotonic() - start
+    status = slot[1]
+    code = os.waitstatus_to_exitcode(status) if status is not None else -9
+    proc.returncode = code  # the reaper has the status; keep Popen from polling for it
+    out_cap, err_cap = caps.values()
+    out, out_omitted = out_cap.result()
+    err, err_omitted = err_cap.result()
+    # read even after exit 0: an OOM kill inside a pipeline whose last command succeeds still counts
+    limit_hit = _limit_hit(before, _counters(), out, err, output_hit=output_hit, timed_out=timed_out)
+    extra = {}
+    if results_r is not None:
+        extra["results"] = results.decode("utf-8", "replace") if results is not None else None
+    return {
+        **extra,
+        "exit_code": 124 if timed_out else code,
+        "stdout": out,
+        "stderr": err,
+        "duration_s": duration,
+        "timed_out": timed_out,
+        "truncated": bool(out_omitted or err_omitted),
+        "omitted_bytes": out_omitted + err_omitted,
+        "limit_hit": limit_hit,
+    }
+
+
+def _spawn(req, argv, env, results_r, results_w):
+    """Start the command in its own session, registered with the reaper, fed its stdin (if any) by a thread;
+    (process, its reaper slot), or the reply for a command that could not start."""
+    cwd = req.get("cwd") or _state["workdir"]
+    if not os.path.isabs(cwd):
+        cwd = os.path.join(_state["workdir"], cwd)
+    stdin_data = req.get("stdin")
     try:
         with _reap_lock:  # hold it so the reaper cannot lose this pid before it is registered
             if argv is None:
@@ -409,7 +444,15 @@ def _run(req, argv):
                     pass
 
         threading.Thread(target=feed, daemon=True).start()
-    caps = {proc.stdout.fileno(): _Capture(limit), proc.stderr.fileno(): _Capture(limit)}
+    return proc, slot
+
+
+def _collect(proc, slot, caps, results_r, results_w, deadline):
+    """Read the command's stdout and stderr into `caps` (and its results pipe) until it has exited and its
+    pipes are drained, its deadline passes or its output passes the kill limit; the process group is killed
+    in the last two cases (and when background jobs still hold its pipes). (timed out, output limit hit,
+    the results read: None when there was no results pipe or what came was too large)."""
+    kill_bytes = int(_state["output_kill"])
     sel = selectors.DefaultSelector()
     for f in (proc.stdout, proc.stderr):
         os.set_blocking(f.fileno(), False)
@@ -420,7 +463,6 @@ def _run(req, argv):
         results = bytearray()
         os.set_blocking(results_r, False)
         sel.register(results_r, selectors.EVENT_READ)
-    deadline = start + timeout
     timed_out = False
     output_hit = False
     exited_at = None
@@ -471,44 +513,24 @@ def _run(req, argv):
     if results_r is not None:
         results = _drain(results_r, results)
     _close_fds(results_r)
-    duration = time.monotonic() - start
-    status = slot[1]
-    code = os.waitstatus_to_exitcode(status) if status is not None else -9
-    # read even after exit 0: an OOM kill inside a pipeline whose last command succeeds still counts
-    after = _counters()
-    limit_hit = None
-    for kind in ("memory", "pids"):
+    return timed_out, output_hit, results
+
+
+def _limit_hit(before, after, out, err, output_hit, timed_out):
+    """Which limit ended the command, if any: the cgroup's memory or pids counters rose, else its output, the
+    disk, its timeout or a fork refused (from what it printed)."""
+    for kind in ("pids", "memory"):
         if after.get(kind, 0) > before.get(kind, 0):
-            limit_hit = kind
-    proc.returncode = code  # the reaper has the status; keep Popen from polling for it
-    out_cap, err_cap = caps.values()
-    out, out_omitted = out_cap.result()
-    err, err_omitted = err_cap.result()
-    if limit_hit is None:
-        if output_hit:
-            limit_hit = "output"
-        elif "No space left on device" in err or "No space left on device" in out:
-            limit_hit = "disk"
-        elif timed_out:
-            limit_hit = "timeout"
-        elif "fork: retry" in err or "Resource temporarily unavailable" in err:
-            limit_hit = "pids"
+            return kind
+    if output_hit:
+        return "output"
+    if "No space left on device" in err or "No space left on device" in out:
+        return "disk"
     if timed_out:
-        code = 124
-    extra = {}
-    if results_r is not None:
-        extra["results"] = results.decode("utf-8", "replace") if results is not None else None
-    return {
-        **extra,
-        "exit_code": code,
-        "stdout": out,
-        "stderr": err,
-        "duration_s": duration,
-        "timed_out": timed_out,
-        "truncated": bool(out_omitted or err_omitted),
-        "omitted_bytes": out_omitted + err_omitted,
-        "limit_hit": limit_hit,
-    }
+        return "timeout"
+    if "fork: retry" in err or "Resource temporarily unavailable" in err:
+        return "pids"
+    return None
 
 
 def _path(p):
