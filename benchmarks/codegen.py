@@ -58,6 +58,16 @@ def method_specs(n: int) -> dict[str, Any]:
     }
 
 
+RUN_SANDBOX_S = 7 * 24 * 3600.0
+"""The lifetime of the one sandbox a benchmark run shares across its items: the run, however long (every method
+over a whole set is hours on a small CPU; the default 1 h ended a run mid-way). The run removes it on exit."""
+
+
+def open_run_sandbox(backend: str) -> Any:
+    """The sandbox every item of a benchmark run works in (`async with`), living as long as the run."""
+    return open_sandbox(backend, {"sandbox_timeout_s": RUN_SANDBOX_S})
+
+
 async def run_one(spec: Any, inputs: dict[str, Any], model: Any, sandbox: Any) -> tuple[dict[str, Any], Budget]:
     budget = Budget()
     ctx = RunContext(chat_model=model, sandbox=sandbox, budget=budget)
@@ -100,7 +110,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                       | ({"n": args.n} if method in USES_N else {}))
     ucb: dict[str, Any] = {}
     try:
-        async with open_sandbox(args.sandbox) as sb:
+        async with open_run_sandbox(args.sandbox) as sb:
             for method in methods:
                 for task in tasks:
                     row = await journal.measure(method, task.task_id,

@@ -22,13 +22,12 @@ from functools import partial
 from typing import Any
 
 from _journal import Journal  # this folder is on sys.path when the script runs
-from codegen import run_one
+from codegen import open_run_sandbox, run_one
 
 from agentflow.graph import spec_from_dict
 from agentflow.graph.loader import load_workflow
 from agentflow.instruct.dataset import load_instructions
 from agentflow.models.spec import load_model
-from agentflow.sandbox import open_sandbox
 
 METHODS = ("single", "decrim", "plangen")
 
@@ -63,7 +62,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     journal = Journal(args.journal, {"model": args.model, "sandbox": args.sandbox})
     ucb: dict[str, Any] = {}
     try:
-        async with open_sandbox(args.sandbox) as sb:
+        async with open_run_sandbox(args.sandbox) as sb:
             for method in methods:
                 for item in items:
                     row = await journal.measure(method, item.id,
