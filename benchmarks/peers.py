@@ -64,7 +64,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="mini-swe-agent's own venv (made on first use)")
     parser.add_argument("--mini-config", default="swebench_backticks.yaml",
                         help="mini-swe-agent's config (a name of its own configs or a path)")
-    parser.add_argument("--temperature", type=float, default=0.0, help="mini-swe-agent's sampling temperature")
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="mini-swe-agent's sampling temperature (default: none sent, as its configs ship: the "
+                             "server's own sampling)")
     parser.add_argument("--max-tokens", type=int, default=1024, help="mini-swe-agent's tokens per answer")
     parser.add_argument("--task-timeout", type=float, default=3600.0, help="seconds one mini-swe-agent task may take")
     parser.add_argument("--concurrent", action="store_true",
@@ -152,10 +154,19 @@ def mini_job(task: Any, folder: Path, *, handle: Any, image: str, args: argparse
         "image": image, "repo_tar": str(folder / "repo.tar"), "wheel_tar": str(wheel_tar) if wheel_tar else None,
         "requirements": list(task.requirements), "config": args.mini_config, "step_limit": args.calls,
         "model_name": f"openai/{handle.model}", "api_base": handle.base_url,
-        "sampling": {"temperature": args.temperature, "max_tokens": args.max_tokens, "seed": args.seed,
-                     "timeout": args.task_timeout},
+        "sampling": mini_sampling(args),
         "trajectory": str(folder / "trajectory.json"), "result": str(folder / "result.json"),
     }
+
+
+def mini_sampling(args: argparse.Namespace) -> dict[str, Any]:
+    """The sampling options sent with each of mini-swe-agent's requests. Its SWE-bench configs set no temperature,
+    so unless `--temperature` is given none is sent and the server samples as it does by default (greedy decoding
+    makes a small model repeat its first command until the call limit)."""
+    sampling: dict[str, Any] = {"max_tokens": args.max_tokens, "seed": args.seed, "timeout": args.task_timeout}
+    if args.temperature is not None:
+        sampling["temperature"] = args.temperature
+    return sampling
 
 
 def run_mini(chosen: list[tuple[str, Any]], *, handle: Any, image: str, args: argparse.Namespace,

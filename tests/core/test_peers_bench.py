@@ -42,6 +42,13 @@ def test_defaults_run_both_systems_on_both_sets_at_twelve_calls():
     assert peers.systems(more) == ["agentflow:repair", "agentflow:agentless"]
 
 
+def test_mini_samples_as_its_configs_ship_unless_a_temperature_is_given():
+    shipped = peers.mini_sampling(peers.parse_args([]))
+    assert "temperature" not in shipped  # its SWE-bench configs send none: the server's own sampling
+    assert (shipped["max_tokens"], shipped["seed"]) == (1024, 0)
+    assert peers.mini_sampling(peers.parse_args(["--temperature", "0"]))["temperature"] == 0.0
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--limit", "0"], "--limit must be at least 1"),
     (["--calls", "0"], "--calls must be at least 1"),
