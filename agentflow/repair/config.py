@@ -49,6 +49,10 @@ class RepairPrompts(StrictConfig):
     reproduce: str | None = None
     """Reproduction step's user message: issue, repo_map, api, code, previous; the answer's first code block is
     run."""
+    expect: str | None = None
+    """What the issue's examples should give (the reproduction from examples, `reproduce_from_examples`): issue,
+    examples (numbered, each with what it gives on the unchanged code); the answer's `[N] value` lines are read
+    (`agentflow.repair.expectations`)."""
     keep_check: str | None = None
     """Keep-working check's user message: issue, api, usage, code, reproduction (the kept reproduction script);
     the answer's first code block is run."""
@@ -157,6 +161,11 @@ class RepairConfig(StrictConfig):
     which neither the reproduction nor the failing tests check."""
     reproduce_attempts: int = Field(default=2, ge=1, le=5)
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
+    reproduce_from_examples: bool = True
+    """The first reproduction try, when the issue shows examples whose values can be checked: the model says
+    only what each should give once fixed, and the script is the issue's own statements with those values
+    asserted (`agentflow.repair.expectations`); kept or refused as any reproduction. It counts as one of the
+    `reproduce_attempts`."""
     vote: bool = True
     """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
     examples_retries: int = Field(default=0, ge=0, le=3)

@@ -38,6 +38,7 @@ from agentflow.repair import rollout
 from agentflow.repair.choose import choose, noop_check
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
+from agentflow.repair.expectations import Example, checkable, expectation_script, read_expectations
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodekit import (
@@ -55,9 +56,21 @@ from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.rollout import CritiqueSettings, EditSettings, TestSettings, ValueSettings
 from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
-from agentflow.repair.spectrum import examples_changed, examples_reach_code, examples_shown
+from agentflow.repair.spectrum import (
+    examples_changed,
+    examples_reach_code,
+    examples_shown,
+    issue_examples,
+    names_to_import,
+)
 from agentflow.repair.state import RepairState, ReproductionRecord
-from agentflow.repair.steps import make_plan, rank_suspects, write_keep_check, write_reproduction
+from agentflow.repair.steps import (
+    make_plan,
+    rank_suspects,
+    write_expectations,
+    write_keep_check,
+    write_reproduction,
+)
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.workbench import Verification
@@ -73,7 +86,7 @@ class RankSettings(NodeSettings):
     """Settings of the swe.rank node type."""
 
 
-@repair_fields("reproduce", "reproduce_attempts", "keep_check", "temperature", "max_tokens", *PROMPT_FIELDS)
+@repair_fields("reproduce", "reproduce_attempts", "reproduce_from_examples", "keep_check", "temperature", "max_tokens", *PROMPT_FIELDS)
 class ReproduceSettings(NodeSettings):
     """Settings of the swe.reproduce node type."""
 
@@ -138,11 +151,17 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     prefer = ranked_of(state)
     evidence = evidence_of(state)
     previous: tuple[str, str] | None = None
+    from_examples = cfg.reproduce_from_examples and bool(examples_to_check(rt, state))
     for attempt in range(cfg.reproduce_attempts):
-        script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
-                                          previous=previous, prefer=prefer, evidence=evidence)
-        kept, output = await bench.install_repro(script) if script else (False, "no code block in the answer")
-        _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:])
+        if attempt == 0 and from_examples:
+            script, why = await _script_from_examples(rt, cfg, state, sources)
+        else:
+            script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
+                                              previous=previous, prefer=prefer, evidence=evidence)
+            why = "no code block in the answer"
+        kept, output = await bench.install_repro(script) if script else (False, why)
+        _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:],
+              source="examples" if attempt == 0 and from_examples else "model")
         if kept and script:
             # the base again, the script's failure counted: the tests fail there now
             base = await bench.verify_base(dataclasses.replace(how_to_verify(state), repro=script))
@@ -152,6 +171,26 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
             return {"reproduction": reproduction, "base": base.model_dump(mode="json")}
         previous = (script or "", output)
     return {"reproduction": {"kept": False}}
+
+
+def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[Example]:
+    """The issue's examples whose values a reproduction can check (`expectations.checkable`), with what the
+    spectrum's run of them showed on the unchanged code; none when that run did not happen or did not report."""
+    shown = (state.get("spectrum") or {}).get("shown") or []
+    statements = issue_examples(rt.issue)
+    return checkable(statements, shown) if shown and len(shown) == len(statements) else []
+
+
+async def _script_from_examples(rt: RepairRuntime, cfg: RepairConfig, state: RepairState,
+                                sources: dict[str, str]) -> tuple[str | None, str]:
+    """(the reproduction from the issue's examples and the values the model says they should give, or None
+    and why there is none)."""
+    examples = examples_to_check(rt, state)
+    answer = await write_expectations(rt.models.coder, cfg, rt.issue, examples, seed=cfg.seed)
+    statements = issue_examples(rt.issue)
+    script = expectation_script(statements, names_to_import(statements, sources),
+                                read_expectations(answer, examples))
+    return script, "" if script else f"the answer gave no expected value that differs from the code's:\n{answer[:500]}"
 
 
 async def _keep_check(rt: RepairRuntime, cfg: RepairConfig, sources: dict[str, str], reproduction: str,

@@ -356,6 +356,7 @@ async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Ma
         "examples": examples.statements,
         "executed": [list(k) for k in examples.called],
         "errors": examples.errors,  # shown, not ranked on: an example may show an exception the fix keeps
+        "shown": list(examples.shown),  # per statement, what it gave (the reproduction from examples reads it)
         "tests": {"passed": spectrum.passed, "failed": spectrum.failed} if spectrum else None,
         "suspicion": [[p, q, v] for (p, q), v in sorted(suspicion.items(), key=lambda kv: -kv[1])[:200]],
         "reach": reach_summary(spectrum),

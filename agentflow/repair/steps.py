@@ -22,6 +22,7 @@ from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, Message, declared_tool_calling
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import apply_edit, indent_of, parse_edits
+from agentflow.repair.expectations import Example
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import (
     CONTEXT_MARKER,
@@ -42,6 +43,9 @@ EditStatus = Literal["ok", "noop", "unparsable", "apply_error"]
 DEF_LINE = re.compile(r"(?:async\s+)?def\s+\w+")
 """The start of a function's `def` line, up to its name."""
 
+
+MAX_SHOWN_EXAMPLE_CHARS = 300
+"""What an example gave on the unchanged code, as the expectations prompt shows it, is cut to this."""
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
@@ -733,6 +737,18 @@ async def write_reproduction(
                             # a retry at the first try's low temperature mostly repeats the same script
                             temperature=0.2 if previous is None else max(cfg.temperature, 0.8))).text
     return code_block(text)
+
+
+async def write_expectations(model: ChatModel, cfg: RepairConfig, issue: str, examples: Sequence[Example], *,
+                             seed: int) -> str:
+    """The model's answer to what each of the issue's `examples` should give once fixed (`[N] value` lines,
+    read by `expectations.read_expectations`)."""
+    listed = "\n".join(f"[{e.number}] >>> {textwrap.indent(e.source, '... ').removeprefix('... ')}\n"
+                       f"    gives: {(e.shown or '(nothing)')[:MAX_SHOWN_EXAMPLE_CHARS]}" for e in examples)
+    text = (await ask_model(model, render(cfg, "expect", {"issue": issue, "examples": listed}),
+                            system=render(cfg, "helper_system"), max_tokens=min(cfg.max_tokens, 400), seed=seed,
+                            temperature=0.0)).text
+    return text
 
 
 async def write_keep_check(

@@ -507,3 +507,37 @@ def test_a_patch_that_changes_no_code_is_not_submitted_when_the_tests_fail_at_th
     assert len(outcomes) == 3 and bench.noop_submissions(outcomes) == 0
     assert bench.noop_submissions([o | {"base_failed": True} for o in outcomes]) == 1  # the blind run's, were it so
     assert bench.figures(tmp_path / "noops", 1.0)["chosen_by"] == {"noop": 1}
+
+
+def test_blind_the_reproduction_is_the_issue_s_own_examples_with_the_values_the_model_says_they_should_give(
+        docker_image: str, tmp_path: Path):
+    """verspec-3, blind: the issue shows two `contains` calls giving True and says both should be False. The
+    model is asked only what each example should give; the script is the issue's own statements (the name they
+    never import imported from its module) with those values asserted: it fails at the base commit, so it is
+    kept, and the fix is the candidate that passes it."""
+    from .conftest import scripted_cassette
+
+    fix = ("verspec/version.py\n<<<<<<< SEARCH\n            return Version(self.major, self.minor + 1, self.patch)\n"
+           "=======\n            return Version(self.major, self.minor + 1, 0)\n>>>>>>> REPLACE\nEND_EDITS")
+    wrong = ("verspec/version.py\n<<<<<<< SEARCH\n            return Version(self.major, self.minor, self.patch + 1)\n"
+             "=======\n            return Version(self.major, self.minor, self.patch + 2)\n>>>>>>> REPLACE\nEND_EDITS")
+    cassette = scripted_cassette(tmp_path / "c.json", ["[1] False\n[2] False", wrong, fix])
+    args = ["--tasks", str(TASKS_FILE), "-i", "verspec__verspec-3", "--model", f"replay:{cassette}",
+            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=2",
+            "-c", "rank=false", "-c", "keep_check=false", "-c", "trace.content=true"]
+    out = tmp_path / "run"
+    assert repair(out, docker_image, *args) == 0
+    events = read_jsonl(out / "events.jsonl")
+    tries = [e["data"] for e in events if e["kind"] == "repair.reproduce"]
+    assert [(t["kept"], t["source"]) for t in tries] == [(True, "examples")]
+    script = tries[0]["script"]
+    assert "import Specifier" in script and 'Specifier("~1.2.3").contains("1.3.1")' in script
+    assert "the issue expects False" in tries[0]["output"]
+    cands = read_jsonl(out / "candidates.jsonl")
+    # the wrong edit still fails the examples' check, and the next attempt is told what they give
+    assert [c["verification"]["reproduced"] for c in cands] == [True, False]
+    prompts = [e["data"]["messages"][-1]["content"] for e in events if e["kind"] == "model.call"
+               and "SEARCH" in e["data"]["messages"][-1]["content"]]
+    assert 'contains("1.3.1")' in prompts[-1] and "the issue expects False" in prompts[-1]
+    outcome = json.loads((out / "instances" / "verspec__verspec-3" / "outcome.json").read_text())
+    assert outcome["reproduced"] is True and outcome["report"]["resolved"] is True
