@@ -45,8 +45,14 @@ class Expectation:
     """Name of the exception it must raise (its class's name, as a traceback's last line says it)."""
 
 
-_ANSWER = re.compile(r"^\s*\[?(\d+)\]?\s*[.:)\]-]?\s*(.*?)\s*$")
-_RAISES = re.compile(r"^raises?\s+`?([A-Za-z_][\w.]*)`?")
+_PROMPT = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
+_RAISED = re.compile(r"^\s*(?:raises?\s+)?`?([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt))`?\b")
+
+
+def doctest_source(source: str) -> str:
+    """`source` as a doctest writes it: `>>> ` before its first line, `... ` before the others."""
+    first, *rest = source.rstrip("\n").split("\n")
+    return "\n".join([f">>> {first}", *(f"... {line}" for line in rest)])
 
 
 def checkable(statements: Sequence[str], shown: Sequence[str]) -> list[Example]:
@@ -75,26 +81,54 @@ def _is_print(node: ast.expr) -> bool:
 
 
 def read_expectations(answer: str, examples: Sequence[Example]) -> dict[int, Expectation]:
-    """Per example number, what the answer says it should give. A line the answer gives that is no literal
-    nor `raises Name` (a `?`, words, an expression) says nothing; nor does a value equal to what the example
-    showed on the unchanged code (no check then fails where the bug is)."""
-    wanted = {e.number: e for e in examples}
+    """Per example number, what the answer (the examples as a doctest of the fixed code) says it should give:
+    the output under an example's `>>>` lines, read as a Python literal, or a traceback's (or `raises`) error
+    name. An example is found by its code (quotes and spacing aside). Output that is neither (words, a repr)
+    says nothing; nor does a value equal to what the example showed on the unchanged code (no check then
+    fails where the bug is)."""
+    by_code = {_code_key(e.source): e for e in examples}
     found: dict[int, Expectation] = {}
-    for line in answer.splitlines():
-        m = _ANSWER.match(line.strip().strip("`"))
-        if m is None or int(m.group(1)) not in wanted or int(m.group(1)) in found:
+    for source, output in _doctest_parts(answer):
+        example = by_code.get(_code_key(source))
+        if example is None or example.number in found or not output:
             continue
-        number, text = int(m.group(1)), m.group(2).strip().strip("`").strip()
-        raised = _RAISES.match(text)
-        if raised is not None:
-            name = raised.group(1).rsplit(".", 1)[-1]
-            if not wanted[number].shown.startswith(f"raised {name}"):
-                found[number] = Expectation(raises=name)
-            continue
-        literal = _literal(text)
-        if literal is not None and not _same_as_shown(literal, wanted[number].shown):
-            found[number] = Expectation(literal=literal)
+        expected = _expectation(output, example.shown)
+        if expected is not None:
+            found[example.number] = expected
     return found
+
+
+def _doctest_parts(answer: str) -> list[tuple[str, str]]:
+    """(source, output) of each `>>>` example of a doctest text."""
+    parts: list[tuple[list[str], list[str]]] = []
+    for line in answer.splitlines():
+        m = _PROMPT.match(line)
+        if m is not None and m.group(1) == ">>>":
+            parts.append(([m.group(2)], []))
+        elif m is not None and parts and not parts[-1][1]:
+            parts[-1][0].append(m.group(2))  # a continuation line (after output: a traceback's `...`)
+        elif parts and line.strip():
+            parts[-1][1].append(line.strip())
+        elif parts and parts[-1][1]:
+            parts.append(([], []))  # a blank line ends the output
+    return [("\n".join(src), "\n".join(out)) for src, out in parts if src]
+
+
+def _code_key(source: str) -> str:
+    try:
+        return ast.dump(ast.parse(source.strip()))
+    except (SyntaxError, ValueError):
+        return " ".join(source.split())
+
+
+def _expectation(output: str, shown: str) -> Expectation | None:
+    lines = output.splitlines()
+    if lines[0].startswith("Traceback") or _RAISED.match(lines[-1]):
+        m = _RAISED.match(lines[-1])
+        name = m.group(1).rsplit(".", 1)[-1] if m else None
+        return Expectation(raises=name) if name and not shown.startswith(f"raised {name}") else None
+    literal = _literal(output.strip())
+    return Expectation(literal=literal) if literal is not None and not _same_as_shown(literal, shown) else None
 
 
 def _literal(text: str) -> str | None:

@@ -22,7 +22,7 @@ from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, Message, declared_tool_calling
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import apply_edit, indent_of, parse_edits
-from agentflow.repair.expectations import Example
+from agentflow.repair.expectations import Example, doctest_source
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import (
     CONTEXT_MARKER,
@@ -741,14 +741,14 @@ async def write_reproduction(
 
 async def write_expectations(model: ChatModel, cfg: RepairConfig, issue: str, examples: Sequence[Example], *,
                              seed: int) -> str:
-    """The model's answer to what each of the issue's `examples` should give once fixed (`[N] value` lines,
-    read by `expectations.read_expectations`)."""
-    listed = "\n".join(f"[{e.number}] >>> {textwrap.indent(e.source, '... ').removeprefix('... ')}\n"
-                       f"    gives: {(e.shown or '(nothing)')[:MAX_SHOWN_EXAMPLE_CHARS]}" for e in examples)
+    """The model's answer to what each of the issue's `examples` should give once fixed: the examples as a
+    doctest of the fixed code (read by `expectations.read_expectations`)."""
+    listed = "\n".join(f"{doctest_source(e.source)}\n{(e.shown or '(nothing)')[:MAX_SHOWN_EXAMPLE_CHARS]}"
+                       for e in examples)
     text = (await ask_model(model, render(cfg, "expect", {"issue": issue, "examples": listed}),
                             system=render(cfg, "helper_system"), max_tokens=min(cfg.max_tokens, 400), seed=seed,
                             temperature=0.0)).text
-    return text
+    return code_block(text) or text
 
 
 async def write_keep_check(

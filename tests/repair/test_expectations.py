@@ -60,14 +60,17 @@ def test_only_examples_whose_last_line_is_a_value_and_not_a_print_can_be_checked
     assert [(e.number, e.source) for e in examples] == [(3, 'list(interpose("a", [1, 2, 3]))'), (4, "last([])")]
 
 
-def test_the_answer_s_literals_and_raised_errors_are_read_and_what_the_code_already_gives_is_not():
-    examples = [Example(3, "f()", "['a', 1]"), Example(4, "g()", "raised IndexError: x"), Example(5, "h()", "1")]
-    answer = "[3] `[1, 'a', 2]`\n[4] raises ValueError\n[5] 1\n[6] 2\n[3] [9]"
-    assert read_expectations(answer, examples) == {3: Expectation(literal="[1, 'a', 2]"),
+def test_the_answer_is_read_as_a_doctest_of_the_fixed_code_and_what_the_code_already_gives_is_not():
+    examples = [Example(3, 'f("a")', "['a', 1]"), Example(4, "g()", "raised IndexError: x"), Example(5, "h()", "1")]
+    answer = (">>> f('a')\n[1, 'a',\n 2]\n\n>>> g()\nTraceback (most recent call last):\n  ...\n"
+              "builtins.ValueError: empty\n>>> h()\n1\n>>> k()\n2\n")
+    # found by their code (quotes and spacing aside); a literal may span lines; an error by its name
+    assert read_expectations(answer, examples) == {3: Expectation(literal="[1, 'a',\n2]"),
                                                    4: Expectation(raises="ValueError")}
-    # a value equal to the unchanged code's, words, an expression, an unknown: nothing to check
-    assert read_expectations("3: ['a', 1]\n4: raises IndexError\n5: ?", examples) == {}
-    assert read_expectations("[3] the list without the first separator\n[5] h() + 1", examples) == {}
+    # a value equal to the unchanged code's, the same error, words, a repr: nothing to check
+    assert read_expectations('>>> f("a")\n[\'a\', 1]\n>>> g()\nIndexError: y\n>>> h()\n<H object>', examples) == {}
+    assert read_expectations(">>> h()\nthe number two", examples) == {}
+    assert read_expectations(">>> g()\nraises KeyError", examples) == {4: Expectation(raises="KeyError")}
     assert expectation_script(["f()"], {}, {}) is None
 
 
@@ -81,7 +84,9 @@ def _run(tmp_path: Path, module: str, script: str) -> subprocess.CompletedProces
 def test_the_script_fails_on_the_buggy_code_naming_each_mismatch_and_passes_on_the_fixed_code(tmp_path: Path):
     statements = issue_examples(ISSUE)
     examples = checkable(statements, ["", "", "['a', 1, 'a', 2, 'a', 3]", "raised IndexError: list index out of range"])
-    expected = read_expectations("[3] [1, 'a', 2, 'a', 3]\n[4] raises ValueError", examples)
+    expected = read_expectations(">>> list(interpose('a', [1, 2, 3]))\n[1, 'a', 2, 'a', 3]\n>>> last([])\n"
+                                 "Traceback (most recent call last):\nValueError: empty", examples)
+    assert set(expected) == {3, 4}
     script = expectation_script(statements, {}, expected)
     assert script is not None
     buggy = _run(tmp_path, BUGGY, script)

@@ -521,7 +521,9 @@ def test_blind_the_reproduction_is_the_issue_s_own_examples_with_the_values_the_
            "=======\n            return Version(self.major, self.minor + 1, 0)\n>>>>>>> REPLACE\nEND_EDITS")
     wrong = ("verspec/version.py\n<<<<<<< SEARCH\n            return Version(self.major, self.minor, self.patch + 1)\n"
              "=======\n            return Version(self.major, self.minor, self.patch + 2)\n>>>>>>> REPLACE\nEND_EDITS")
-    cassette = scripted_cassette(tmp_path / "c.json", ["[1] False\n[2] False", wrong, fix])
+    cassette = scripted_cassette(tmp_path / "c.json", [
+        '```python\n>>> Specifier("~1.2.3").contains("1.3.1")\nFalse\n>>> Specifier("^0.2.3").contains("0.3.0")\nFalse\n```',
+        wrong, fix])
     args = ["--tasks", str(TASKS_FILE), "-i", "verspec__verspec-3", "--model", f"replay:{cassette}",
             "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=2",
             "-c", "rank=false", "-c", "keep_check=false", "-c", "trace.content=true"]
