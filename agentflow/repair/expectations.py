@@ -86,7 +86,10 @@ def read_expectations(answer: str, examples: Sequence[Example]) -> dict[int, Exp
     name. An example is found by its code (quotes and spacing aside). Output that is neither (words, a repr)
     says nothing; nor does a value equal to what the example showed on the unchanged code (no check then
     fails where the bug is)."""
-    by_code = {_code_key(e.source): e for e in examples}
+    # an example of several statements (a code block run as one) is also found by its last line, which the
+    # answer may give as a `>>>` of its own after the others
+    by_code = {_code_key(_last_line(e.source)): e for e in examples}
+    by_code.update({_code_key(e.source): e for e in examples})
     found: dict[int, Expectation] = {}
     for source, output in _doctest_parts(answer):
         example = by_code.get(_code_key(source))
@@ -112,6 +115,11 @@ def _doctest_parts(answer: str) -> list[tuple[str, str]]:
         elif parts and parts[-1][1]:
             parts.append(([], []))  # a blank line ends the output
     return [("\n".join(src), "\n".join(out)) for src, out in parts if src]
+
+
+def _last_line(source: str) -> str:
+    tree = ast.parse(source)
+    return _segment(source, tree.body[-1]) if tree.body else source
 
 
 def _code_key(source: str) -> str:

@@ -72,6 +72,10 @@ def test_the_answer_is_read_as_a_doctest_of_the_fixed_code_and_what_the_code_alr
     assert read_expectations(">>> h()\nthe number two", examples) == {}
     assert read_expectations(">>> g()\nraises KeyError", examples) == {4: Expectation(raises="KeyError")}
     assert expectation_script(["f()"], {}, {}) is None
+    # an example of several statements is found by its last line too
+    block = [Example(1, 'c = C(2)\nc.set("a", 1)\n"a" in c  # True!', "False")]
+    assert read_expectations('>>> c = C(2)\n>>> c.set("a", 1)\n>>> "a" in c\nTrue', block) == {
+        1: Expectation(literal="True")}
 
 
 def _run(tmp_path: Path, module: str, script: str) -> subprocess.CompletedProcess[str]:
