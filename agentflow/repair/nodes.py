@@ -176,9 +176,13 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
 def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[Example]:
     """The issue's examples whose values a reproduction can check (`expectations.checkable`), with what the
     spectrum's run of them showed on the unchanged code; none when that run did not happen or did not report."""
-    shown = (state.get("spectrum") or {}).get("shown") or []
-    statements = issue_examples(rt.issue)
-    return checkable(statements, shown) if shown and len(shown) == len(statements) else []
+    summary = state.get("spectrum") or {}
+    shown, statements = summary.get("shown") or [], issue_examples(rt.issue)
+    # examples that called no repository code use a name the issue never defines (`router.add(...)` without
+    # the router): a script of them fails in itself, never the way the bug does
+    if not summary.get("executed") or len(shown) != len(statements):
+        return []
+    return checkable(statements, shown)
 
 
 async def _script_from_examples(rt: RepairRuntime, cfg: RepairConfig, state: RepairState,
