@@ -13,6 +13,7 @@ candidates they recorded stand (`candidate_log.py`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import shlex
@@ -146,6 +147,11 @@ async def repair_task(
     except UserError:
         raise
     except AgentflowError as exc:
+        if _being_cancelled():
+            # an interrupt under way (Ctrl-C) can surface as an error of what it cut (a sandbox link closed
+            # mid-command) instead of the cancellation: the task did not end, so no outcome is written and a
+            # resume continues it
+            raise asyncio.CancelledError from exc
         if run.outcome.status == "no_patch" and not run.state.get("attempts"):
             run.outcome.status = "env_error"
         run.outcome.error = f"{exc.__class__.__name__}: {exc}"
@@ -158,6 +164,11 @@ async def repair_task(
             calls.close()
         _end_task(run, time.monotonic() - started, write=finished)
     return run.outcome
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 @dataclasses.dataclass

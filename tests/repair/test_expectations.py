@@ -109,3 +109,19 @@ def test_names_the_examples_never_import_are_imported_from_the_module_that_defin
     assert script is not None and script.startswith("from seqs import interpose\n")
     assert _run(tmp_path, FIXED, script).returncode == 0
     assert _run(tmp_path, BUGGY, script).returncode != 0
+
+
+def test_examples_that_called_no_repository_code_are_not_checked():
+    """Examples using a name the issue never defines (a `router` it never builds) fail in themselves: no
+    reproduction is built of them (a model call saved), nor when the spectrum did not run them."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from agentflow.repair.nodes import examples_to_check
+
+    rt = cast(Any, SimpleNamespace(issue=ISSUE))
+    shown = ["", "['a', 1, 'a', 2]", "['a', 1, 'a', 2, 'a', 3]", "raised IndexError: list index out of range"]
+    ran = {"executed": [["seqs.py", "interpose"]], "shown": shown}
+    assert [e.number for e in examples_to_check(rt, {"spectrum": ran})] == [3, 4]
+    assert examples_to_check(rt, {"spectrum": {**ran, "executed": []}}) == []
+    assert examples_to_check(rt, {"spectrum": {}}) == []
