@@ -178,8 +178,8 @@ def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[Example]:
     spectrum's run of them showed on the unchanged code; none when that run did not happen or did not report."""
     summary = state.get("spectrum") or {}
     shown, statements = summary.get("shown") or [], issue_examples(rt.issue)
-    # examples that called no repository code use a name the issue never defines (`router.add(...)` without
-    # the router): a script of them fails in itself, never the way the bug does
+    # examples that called no repository code use a name the issue never defines (an object it uses but never
+    # builds): a script of them fails in itself, never the way the bug does
     if not summary.get("executed") or len(shown) != len(statements):
         return []
     return checkable(statements, shown)
