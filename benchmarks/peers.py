@@ -22,6 +22,11 @@ Prints ONE JSON object. Run (a smoke test: one task):
     .venv/bin/python benchmarks/peers.py --tasks examples/real-tasks/tasks.jsonl --limit 1
 Both sets, the same calls per task (hours on a CPU):
     .venv/bin/python benchmarks/peers.py --tasks examples/swe-tasks/tasks.jsonl examples/real-tasks/tasks.jsonl
+The same in parts, for machines whose processes cannot outlive a few hours: `--part K/N` runs the K-th of N
+interleaved parts of the tasks (each part's JSON object kept, e.g. under docs/measurements/), and
+`--merge PART.json ...` sums the parts into the one object of the whole run (same settings, disjoint tasks):
+    .venv/bin/python benchmarks/peers.py --part 1/4 --out runs/peers-1   # ... --part 4/4
+    .venv/bin/python benchmarks/peers.py --merge runs/peers-*/peers.json
 """
 
 from __future__ import annotations
@@ -74,7 +79,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              "the machine; default: one after the other)")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / f"peers-{time.strftime('%Y%m%d-%H%M%S')}")
     parser.add_argument("-c", dest="config", action="append", default=[], help="agentflow -c key=value items")
+    parser.add_argument("--part", type=_part, default=None, metavar="K/N",
+                        help="run the K-th of N interleaved parts of the tasks (1 <= K <= N)")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="PART.json",
+                        help="sum the JSON objects of --part runs into one (nothing is run)")
     args = parser.parse_args(argv)
+    for path in args.merge or []:
+        if not path.is_file():
+            parser.error(f"--merge {path}: no such file")
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be at least 1, got {args.limit}")
     if args.calls < 1:
@@ -86,6 +98,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         if not Path(path).is_file():
             parser.error(f"--tasks {path}: no such file")
     return args
+
+
+def _part(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K/N (e.g. 1/4), got {text!r}") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"K/N needs 1 <= K <= N, got {text!r}")
+    return k, n
 
 
 def systems(args: argparse.Namespace) -> list[str]:
@@ -111,6 +133,15 @@ def select_tasks(files: Sequence[str], limit: int | None, seed: int) -> list[tup
         keep = set(random.Random(seed).sample(ids, limit)) if limit is not None and limit < len(ids) else set(ids)
         chosen += [(path, t) for t in tasks if t.instance_id in keep]
     return chosen
+
+
+def part_of(chosen: list[tuple[str, Any]], part: tuple[int, int] | None) -> list[tuple[str, Any]]:
+    """The K-th of N interleaved parts of the chosen tasks (every N-th task from the K-th: each part spread over
+    the files and their repositories); all of them without `part`."""
+    if part is None:
+        return chosen
+    k, n = part
+    return chosen[k - 1::n]
 
 
 # ---------------------------------------------------------------- mini-swe-agent
@@ -296,23 +327,33 @@ async def grade(tasks: Sequence[Any], patches: dict[str, list[str]], out: Path) 
     return resolving
 
 
-def figures(per_task: dict[str, dict[str, Any]], resolving: set[tuple[str, str]]) -> dict[str, Any]:
-    """A system's figures: resolved (its submission resolves), coverage (any candidate does), calls, tokens, wall."""
-    resolved = sorted(iid for iid, rec in per_task.items() if (iid, rec["patch"]) in resolving)
-    covered = sorted(iid for iid, rec in per_task.items()
-                     if any((iid, p) in resolving for p in [rec["patch"], *rec["candidates"]]))
-    n = len(per_task)
-    calls = sum(rec["calls"] for rec in per_task.values())
+def task_rows(per_task: dict[str, dict[str, Any]], resolving: set[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """Per task, what a system did as the JSON object keeps it: resolved (its submission resolves), covered (any
+    of its patches does), submitted, candidates (how many besides the submission), calls, tokens, wall, status."""
+    return {iid: {"resolved": (iid, rec["patch"]) in resolving,
+                  "covered": any((iid, p) in resolving for p in [rec["patch"], *rec["candidates"]]),
+                  "submitted": bool(rec["patch"].strip()),
+                  **{k: v for k, v in rec.items() if k not in ("patch", "candidates")},
+                  "candidates": len(rec["candidates"])}
+            for iid, rec in per_task.items()}
+
+
+def figures(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A system's figures from its `task_rows`: resolved, coverage, submitted, calls, tokens, wall, statuses."""
+    resolved = sorted(iid for iid, row in rows.items() if row["resolved"])
+    covered = sorted(iid for iid, row in rows.items() if row["covered"])
+    n = len(rows)
+    calls = sum(row["calls"] for row in rows.values())
     statuses: dict[str, int] = {}
-    for rec in per_task.values():
-        statuses[rec["status"]] = statuses.get(rec["status"], 0) + 1
+    for row in rows.values():
+        statuses[row["status"]] = statuses.get(row["status"], 0) + 1
     return {
         "resolved": len(resolved), "total": n, "resolve_rate": round(len(resolved) / n, 3) if n else 0.0,
         "resolved_ids": resolved, "coverage": len(covered), "covered_ids": covered,
-        "submitted": sum(1 for rec in per_task.values() if rec["patch"].strip()),
+        "submitted": sum(1 for row in rows.values() if row["submitted"]),
         "calls": calls, "calls_mean": round(calls / n, 2) if n else 0.0,
-        "tokens": sum(rec["tokens"] for rec in per_task.values()),
-        "wall_s": round(sum(rec["wall_s"] for rec in per_task.values()), 1),
+        "tokens": sum(row["tokens"] for row in rows.values()),
+        "wall_s": round(sum(row["wall_s"] for row in rows.values()), 1),
         "statuses": dict(sorted(statuses.items())),
     }
 
@@ -321,29 +362,64 @@ def assemble(args: argparse.Namespace, chosen: list[tuple[str, Any]], results: d
              resolving: set[tuple[str, str]], *, model: str) -> dict[str, Any]:
     """The ONE JSON object: the settings, each system's figures, and per task what each system did."""
     ids = [t.instance_id for _, t in chosen]
+    rows = {name: task_rows(per_task, resolving) for name, per_task in results.items()}
     return {
         "benchmark": "peers", "model": model, "calls_per_task": args.calls,
         "tasks": [str(Path(p).resolve().relative_to(ROOT)) if Path(p).resolve().is_relative_to(ROOT) else p
                   for p in args.tasks],
-        "limit": args.limit, "seed": args.seed, "concurrent": args.concurrent, "instances": ids,
+        "limit": args.limit, "seed": args.seed, "part": list(args.part) if args.part else None,
+        "concurrent": args.concurrent, "instances": ids,
         "mini_swe_agent": {"pin": MINI_PIN, "config": args.mini_config, "temperature": args.temperature,
                            "max_tokens": args.max_tokens},
         "agentflow_config": list(args.config),
-        "systems": {name: figures(per_task, resolving) for name, per_task in results.items()},
-        "per_task": {iid: {name: {"resolved": (iid, per_task[iid]["patch"]) in resolving,
-                                  **{k: v for k, v in per_task[iid].items() if k not in ("patch", "candidates")},
-                                  "candidates": len(per_task[iid]["candidates"])}
-                           for name, per_task in results.items() if iid in per_task}
+        "systems": {name: figures(system_rows) for name, system_rows in rows.items()},
+        "per_task": {iid: {name: system_rows[iid] for name, system_rows in rows.items() if iid in system_rows}
                      for iid in ids},
     }
 
 
+SAME_IN_EVERY_PART = ("benchmark", "model", "calls_per_task", "tasks", "limit", "seed", "concurrent",
+                      "mini_swe_agent", "agentflow_config")
+"""What the parts of one run must agree on to be summed into it."""
+
+
+def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON object of the whole run from those of its `--part` runs: the same settings, tasks in no two
+    parts, every part's systems; figures recomputed from the per-task rows. A ValueError says what differs."""
+    first = parts[0]
+    for key in SAME_IN_EVERY_PART:
+        differing = {json.dumps(p.get(key), sort_keys=True) for p in parts}
+        if len(differing) > 1:
+            raise ValueError(f"the parts differ in {key!r}: {sorted(differing)}")
+    ids = [iid for p in parts for iid in p["instances"]]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"a task is in two parts: {sorted({i for i in ids if ids.count(i) > 1})}")
+    names = list(dict.fromkeys(name for p in parts for name in p["systems"]))
+    rows = {name: {iid: p["per_task"][iid][name] for p in parts for iid in p["instances"]
+                   if name in p["per_task"].get(iid, {})} for name in names}
+    missing = [name for name in names if len(rows[name]) != len(ids)]
+    if missing:
+        raise ValueError(f"not every part ran {', '.join(missing)}")
+    return {**{key: first.get(key) for key in SAME_IN_EVERY_PART}, "part": None,
+            "parts": [p.get("part") for p in parts], "instances": ids,
+            "systems": {name: figures(rows[name]) for name in names},
+            "per_task": {iid: {name: rows[name][iid] for name in names} for iid in ids}}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.merge:
+        try:
+            merged = merge([json.loads(path.read_text()) for path in args.merge])
+        except (ValueError, KeyError) as exc:  # json.JSONDecodeError is a ValueError
+            print(f"peers: cannot merge: {exc}", file=sys.stderr)
+            return 2
+        print(json.dumps(merged))
+        return 0
     from agentflow.cli.serve_flag import serving
     from agentflow.sandbox.image import ensure_image
 
-    chosen = select_tasks(args.tasks, args.limit, args.seed)
+    chosen = part_of(select_tasks(args.tasks, args.limit, args.seed), args.part)
     args.out.mkdir(parents=True, exist_ok=True)
     image = ensure_image()
     with serving(args.serve) as handle:

@@ -91,11 +91,11 @@ def test_figures_count_submissions_candidates_calls_tokens_and_wall():
     results = {"mini-swe-agent": mini, "agentflow:repair": agentflow}
     assert peers.patches_to_grade(results) == {"a": ["diff-a1", "diff-a2"], "b": ["diff-b1", "diff-b2", "diff-b3"]}
     resolving = {("a", "diff-a1"), ("b", "diff-b3")}
-    fm = peers.figures(mini, resolving)
+    fm = peers.figures(peers.task_rows(mini, resolving))
     assert (fm["resolved"], fm["coverage"], fm["covered_ids"], fm["submitted"]) == (0, 1, ["a"], 1)
     assert (fm["calls"], fm["calls_mean"], fm["tokens"], fm["wall_s"]) == (17, 8.5, 13000, 150.0)
     assert fm["statuses"] == {"LimitsExceeded": 1, "Submitted": 1}
-    fa = peers.figures(agentflow, resolving)
+    fa = peers.figures(peers.task_rows(agentflow, resolving))
     assert (fa["resolved"], fa["resolved_ids"], fa["coverage"], fa["resolve_rate"]) == (1, ["a"], 2, 0.5)
 
     args = peers.parse_args(["--tasks", SWE, "--limit", "2", "--seed", "3"])
@@ -106,8 +106,66 @@ def test_figures_count_submissions_candidates_calls_tokens_and_wall():
     assert out["instances"] == ["a", "b"] and out["calls_per_task"] == 12 and out["concurrent"] is False
     assert out["systems"]["agentflow:repair"]["resolved"] == 1 and out["systems"]["mini-swe-agent"]["coverage"] == 1
     assert out["per_task"]["a"]["agentflow:repair"]["resolved"] is True
-    assert out["per_task"]["a"]["mini-swe-agent"] == {"resolved": False, "calls": 12, "tokens": 9000, "wall_s": 100.0,
+    assert out["per_task"]["a"]["mini-swe-agent"] == {"resolved": False, "covered": True, "submitted": False,
+                                                      "calls": 12, "tokens": 9000, "wall_s": 100.0,
                                                       "status": "LimitsExceeded", "candidates": 1}
+
+
+def _object_of(ids: list[str], results: dict, resolving: set, argv: list[str]) -> dict:
+    args = peers.parse_args(["--tasks", SWE, *argv])
+    chosen = [(SWE, type("T", (), {"instance_id": iid})()) for iid in ids]
+    return json.loads(json.dumps(peers.assemble(args, chosen, results, resolving, model="m")))
+
+
+def test_parts_interleave_the_tasks_and_their_objects_merge_into_the_whole_run_s():
+    chosen = [("f", i) for i in range(7)]
+    parts = [peers.part_of(chosen, (k, 3)) for k in (1, 2, 3)]
+    assert parts == [[("f", 0), ("f", 3), ("f", 6)], [("f", 1), ("f", 4)], [("f", 2), ("f", 5)]]
+    assert peers.part_of(chosen, None) == chosen
+
+    def rec(patch: str, calls: int) -> dict:
+        return peers.record(patch=patch, calls=calls, tokens=10 * calls, wall_s=float(calls), status="done")
+
+    results = {"mini-swe-agent": {"a": rec("", 12), "b": rec("pb", 12), "c": rec("pc", 6)},
+               "agentflow:repair": {"a": rec("pa", 8), "b": rec("pb", 9), "c": rec("pc2", 10)}}
+    resolving = {("a", "pa"), ("b", "pb"), ("c", "pc")}
+    whole = _object_of(["a", "b", "c"], results, resolving, [])
+    one = _object_of(["a", "c"], {n: {i: r[i] for i in "ac"} for n, r in results.items()}, resolving, ["--part", "1/2"])
+    two = _object_of(["b"], {n: {"b": r["b"]} for n, r in results.items()}, resolving, ["--part", "2/2"])
+    merged = peers.merge([one, two])
+    assert merged["systems"] == whole["systems"] and merged["per_task"] == {i: whole["per_task"][i] for i in "acb"}
+    assert merged["parts"] == [[1, 2], [2, 2]] and merged["instances"] == ["a", "c", "b"]
+    with pytest.raises(ValueError, match="a task is in two parts"):
+        peers.merge([one, one])
+    with pytest.raises(ValueError, match="differ in 'calls_per_task'"):
+        peers.merge([one, {**two, "calls_per_task": 6}])
+
+
+def test_merge_from_the_command_line_prints_one_object_or_one_line_naming_the_difference(tmp_path, capsys):
+    rec = peers.record(patch="p", calls=3, tokens=30, wall_s=3.0, status="done")
+    files = []
+    for k, iid in enumerate("ab", start=1):
+        files.append(tmp_path / f"{iid}.json")
+        files[-1].write_text(json.dumps(_object_of([iid], {"agentflow:repair": {iid: rec}}, {(iid, "p")},
+                                                   ["--part", f"{k}/2"])))
+    assert peers.main(["--merge", *map(str, files)]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert merged["systems"]["agentflow:repair"]["resolved"] == 2 and merged["instances"] == ["a", "b"]
+    assert peers.main(["--merge", str(files[0]), str(files[0])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("peers: cannot merge: a task is in two parts") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--part", "3/2"], "K/N needs 1 <= K <= N"),
+    (["--part", "two"], "expected K/N"),
+    (["--merge", "no-such.json"], "--merge no-such.json: no such file"),
+])
+def test_bad_part_and_merge_arguments_are_one_line_errors(argv: list[str], message: str,
+                                                          capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        peers.parse_args(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_the_driver_points_mini_swe_agent_at_the_served_model_with_the_call_limit(monkeypatch: pytest.MonkeyPatch):
