@@ -4,8 +4,9 @@ Bug reports often show an interactive session (`>>> f(x)` and the wrong value it
 what they expected. A free-form reproduction script asks a small model to get the package's API, a way to
 fail and the issue's values right at once, and it often gets one of them wrong. Here the statements are the
 issue's own (run as they are, the names they use but never import imported as the examples' tracer does);
-the model is asked only what each example should give once the bug is fixed — a Python literal, an exception
-raised, or that the issue does not say — and the script that checks those values is written by code. It is
+the model is asked only what each example should give once the bug is fixed — it writes the examples back as
+a doctest of the fixed code: a Python literal under each, or the error it should raise, leaving out those the
+issue says nothing about — and the script that checks those values is written by code. It is
 then kept or refused like any reproduction (`Workbench.install_repro`: it must fail at the base commit the way
 the issue reports).
 
@@ -29,7 +30,7 @@ class Example:
     """One statement of the issue's examples, as the examples' tracer ran it."""
 
     number: int
-    """1-based, as the prompt numbers it."""
+    """Its position among the issue's statements, from 1 (an expectation's key)."""
     source: str
     shown: str
     """What it showed on the unchanged code (printed, echoed or raised; `_tracer.py`)."""
