@@ -51,8 +51,8 @@ class RepairPrompts(StrictConfig):
     run."""
     expect: str | None = None
     """What the issue's examples should give (the reproduction from examples, `reproduce_from_examples`): issue,
-    examples (numbered, each with what it gives on the unchanged code); the answer's `[N] value` lines are read
-    (`agentflow.repair.expectations`)."""
+    examples (each as doctest lines with what it gives on the unchanged code); the answer's first code block
+    (else its text) is read as a doctest of the fixed code (`agentflow.repair.expectations`)."""
     keep_check: str | None = None
     """Keep-working check's user message: issue, api, usage, code, reproduction (the kept reproduction script);
     the answer's first code block is run."""
