@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from agentflow.repair.spectrum import DOCTEST_LINE
+
 MAX_LITERAL_CHARS = 1000
 """An expected value longer than this is not checked (the prompt shows each example's output cut to size)."""
 
@@ -46,7 +48,6 @@ class Expectation:
     """Name of the exception it must raise (its class's name, as a traceback's last line says it)."""
 
 
-_PROMPT = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
 _RAISED = re.compile(r"^\s*(?:raises?\s+)?`?([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt))`?\b")
 
 
@@ -106,7 +107,7 @@ def _doctest_parts(answer: str) -> list[tuple[str, str]]:
     """(source, output) of each `>>>` example of a doctest text."""
     parts: list[tuple[list[str], list[str]]] = []
     for line in answer.splitlines():
-        m = _PROMPT.match(line)
+        m = DOCTEST_LINE.match(line)
         if m is not None and m.group(1) == ">>>":
             parts.append(([m.group(2)], []))
         elif m is not None and parts and not parts[-1][1]:

@@ -151,17 +151,17 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     prefer = ranked_of(state)
     evidence = evidence_of(state)
     previous: tuple[str, str] | None = None
-    from_examples = cfg.reproduce_from_examples and bool(examples_to_check(rt, state))
+    examples = examples_to_check(rt, state) if cfg.reproduce_from_examples else []
     for attempt in range(cfg.reproduce_attempts):
-        if attempt == 0 and from_examples:
-            script, why = await _script_from_examples(rt, cfg, state, sources)
+        if attempt == 0 and examples:
+            script, why = await _script_from_examples(rt, cfg, examples, sources)
         else:
             script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
                                               previous=previous, prefer=prefer, evidence=evidence)
             why = "no code block in the answer"
         kept, output = await bench.install_repro(script) if script else (False, why)
         _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:],
-              source="examples" if attempt == 0 and from_examples else "model")
+              source="examples" if attempt == 0 and examples else "model")
         if kept and script:
             # the base again, the script's failure counted: the tests fail there now
             base = await bench.verify_base(dataclasses.replace(how_to_verify(state), repro=script))
@@ -185,11 +185,10 @@ def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[Example]:
     return checkable(statements, shown)
 
 
-async def _script_from_examples(rt: RepairRuntime, cfg: RepairConfig, state: RepairState,
+async def _script_from_examples(rt: RepairRuntime, cfg: RepairConfig, examples: list[Example],
                                 sources: dict[str, str]) -> tuple[str | None, str]:
-    """(the reproduction from the issue's examples and the values the model says they should give, or None
-    and why there is none)."""
-    examples = examples_to_check(rt, state)
+    """(the reproduction from the issue's `examples` (`examples_to_check`) and the values the model says they
+    should give, or None and why there is none)."""
     answer = await write_expectations(rt.models.coder, cfg, rt.issue, examples, seed=cfg.seed)
     statements = issue_examples(rt.issue)
     script = expectation_script(statements, names_to_import(statements, sources),

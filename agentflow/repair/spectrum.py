@@ -51,7 +51,8 @@ MAX_REPORT_CHARS = 4_000_000
 """A report larger than this is not read (a suite of thousands of tests writes well under 1 MB)."""
 
 _FENCE = re.compile(r"```[ \t]*(\w*)[^\n]*\n(.*?)```", re.DOTALL)
-_PROMPT = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
+DOCTEST_LINE = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
+"""A doctest's prompt line (`>>> code` or a `... ` continuation): the prompt, then the code."""
 
 
 def issue_examples(text: str) -> list[str]:
@@ -78,7 +79,7 @@ def issue_examples(text: str) -> list[str]:
 def _prompted(lines: list[str]) -> list[str]:
     statements: list[list[str]] = []
     for line in lines:
-        m = _PROMPT.match(line)
+        m = DOCTEST_LINE.match(line)
         if m is None:
             continue
         if m.group(1) == ">>>" or not statements:

@@ -368,9 +368,8 @@ def test_blind_a_reproduction_of_another_case_is_refused_and_the_issues_own_case
            "    try:\n        return _BOOLEANS[raw.strip().lower()]\n    except KeyError:\n"
            "        raise ConversionError(f\"not a boolean: {raw!r}\") from None\n>>>>>>> REPLACE\nEND_EDITS")
     cassette = scripted_cassette(tmp_path / "c.json", [other_case, own_case, fix])
-    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-2", "--model", f"replay:{cassette}",
-            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=1",
-            "-c", "rank=false", "-c", "spectrum=false", "-c", "keep_check=false"]
+    args = [*task_args("inikit__inikit-2", str(cassette), oracle=False),  # an absolute cassette path stays as it is
+            "-c", "max_attempts=1", "-c", "rank=false", "-c", "spectrum=false", "-c", "keep_check=false"]
     out = tmp_path / "run"
     assert repair(out, docker_image, *args) == 0
     events = read_jsonl(out / "events.jsonl")
@@ -524,9 +523,8 @@ def test_blind_the_reproduction_is_the_issue_s_own_examples_with_the_values_the_
     cassette = scripted_cassette(tmp_path / "c.json", [
         '```python\n>>> Specifier("~1.2.3").contains("1.3.1")\nFalse\n>>> Specifier("^0.2.3").contains("0.3.0")\nFalse\n```',
         wrong, fix])
-    args = ["--tasks", str(TASKS_FILE), "-i", "verspec__verspec-3", "--model", f"replay:{cassette}",
-            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=2",
-            "-c", "rank=false", "-c", "keep_check=false", "-c", "trace.content=true"]
+    args = [*task_args("verspec__verspec-3", str(cassette), oracle=False),
+            "-c", "max_attempts=2", "-c", "rank=false", "-c", "keep_check=false", "-c", "trace.content=true"]
     out = tmp_path / "run"
     assert repair(out, docker_image, *args) == 0
     events = read_jsonl(out / "events.jsonl")
