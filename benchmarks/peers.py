@@ -368,7 +368,7 @@ def assemble(args: argparse.Namespace, chosen: list[tuple[str, Any]], results: d
         "tasks": [str(Path(p).resolve().relative_to(ROOT)) if Path(p).resolve().is_relative_to(ROOT) else p
                   for p in args.tasks],
         "limit": args.limit, "seed": args.seed, "part": list(args.part) if args.part else None,
-        "concurrent": args.concurrent, "instances": ids,
+        "commit": agentflow_commit(), "concurrent": args.concurrent, "instances": ids,
         "mini_swe_agent": {"pin": MINI_PIN, "config": args.mini_config, "temperature": args.temperature,
                            "max_tokens": args.max_tokens},
         "agentflow_config": list(args.config),
@@ -376,6 +376,18 @@ def assemble(args: argparse.Namespace, chosen: list[tuple[str, Any]], results: d
         "per_task": {iid: {name: system_rows[iid] for name, system_rows in rows.items() if iid in system_rows}
                      for iid in ids},
     }
+
+
+def agentflow_commit() -> str | None:
+    """The checkout's commit the agentflow system ran (`+dirty` with uncommitted changes); None outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
 
 
 SAME_IN_EVERY_PART = ("benchmark", "model", "calls_per_task", "tasks", "limit", "seed", "concurrent",
@@ -401,7 +413,7 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if missing:
         raise ValueError(f"not every part ran {', '.join(missing)}")
     return {**{key: first.get(key) for key in SAME_IN_EVERY_PART}, "part": None,
-            "parts": [p.get("part") for p in parts], "instances": ids,
+            "parts": [p.get("part") for p in parts], "commits": [p.get("commit") for p in parts], "instances": ids,
             "systems": {name: figures(rows[name]) for name in names},
             "per_task": {iid: {name: rows[name][iid] for name in names} for iid in ids}}
 

@@ -41,7 +41,7 @@ __all__ = [
     "run_batch_cli",
 ]
 
-STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy: single, best-of-n or mcts.")
+STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy: single, best-of-n or mcts (default: the workflow's search; mcts when the tests fail at the base commit).")
 N_OPTION = typer.Option(None, "-n", help="Rollouts of best-of-n (mcts: n * max_attempts expansions).")
 MODEL_OPTION = typer.Option(
     None,

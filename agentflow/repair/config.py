@@ -192,7 +192,14 @@ class RepairConfig(StrictConfig):
     """Settings of single nodes, over the workflow's own: `-c nodes.search.n=8` (node name, then setting)."""
     strategy: Strategy | None = None
     """Sets the workflow's search node: single (best-of-N with n=1: one chain of attempts), best-of-n (n chains
-    at once), mcts (tree search over attempts). None: the search node as the workflow defines it."""
+    at once), mcts (tree search over attempts). None: the search node as the workflow defines it (or
+    `strategy_when_tests_fail`)."""
+    strategy_when_tests_fail: Strategy | None = "mcts"
+    """The search when `strategy` is not given and the pre-flight finds tests that fail at the base commit: each
+    candidate's tests then say how far it got, so a tree search can build on the best candidates so far with
+    their failing tests as feedback, where one chain (or independent samples) starts from the unchanged code
+    each time. Applied to the workflow's graph search nodes, as `--strategy` would be (a node's own
+    `-c nodes.<node>.strategy` keeps it); None: the workflow's search whatever the tests do."""
     n: int = Field(default=4, ge=1, le=64)
     """Chains for best-of-n. mcts makes n * max_attempts expansions of one edit sample each, the same budget as
     best-of-n."""

@@ -348,6 +348,17 @@ class ProgressPrinter:
             return None
         return self._task_of(e)[0], f"pre-flight: {found.summary()}"
 
+    def _search(self, e: Event) -> tuple[str | None, str]:
+        iid, task = self._task_of(e)
+        d = e.data
+        expected = ""
+        if task is not None and d.get("expected_calls"):
+            task.plan = {k: int(v) for k, v in d["expected_calls"].items()}
+            total = sum(task.plan.values())
+            total = min(total, task.step_limit) if task.step_limit is not None else total
+            expected = f"; about {total} model calls expected"
+        return iid, f"decision: search {d.get('search')}, because {d.get('why')}{expected}"
+
     def _node_start(self, e: Event) -> tuple[str | None, str] | None:
         iid, task = self._task_of(e)
         name = (e.node_id or "").split("/", 1)[-1]
@@ -459,6 +470,7 @@ class ProgressPrinter:
         "run.start": _run_start,
         "repair.start": _repair_start,
         "repair.preflight": _preflight,
+        "repair.search": _search,
         "node.start": _node_start,
         "node.end": _node_end,
         "model.call": _model_call,

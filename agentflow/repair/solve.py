@@ -43,6 +43,7 @@ from agentflow.repair.workflow_settings import (
     require_search,
     resolved_searches,
     search_summary,
+    searches_for_failing_tests,
     set_graph_searches,
 )
 from agentflow.rundir import RunDir
@@ -88,7 +89,10 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
 
 def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
     """`cfg` saying what the workflow's search nodes do (`workflow_settings.resolved_searches`), so that a run's
-    config.resolved.yaml repeats it exactly (unchanged when the workflow has no search node)."""
+    config.resolved.yaml repeats it exactly; unchanged when the workflow has no search node, or when each task's
+    search depends on its pre-flight (`strategy_when_tests_fail`): the settings as given repeat that choice."""
+    if searches_for_failing_tests(workflow[0], cfg) is not None:
+        return cfg
     return resolved_searches(cfg, workflow[0]) or cfg
 
 
@@ -119,7 +123,7 @@ async def repair_task(
     events.emit("repair.start", node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
                 workflow=spec.name, expected_calls=expected_calls(cfg, spec, node_settings),
                 step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s)
-    run = _TaskRun(task, cfg, spec, registry, events, budget, CandidateLog(inst_dir, events),
+    run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget, CandidateLog(inst_dir, events),
                    InstanceOutcome(instance_id=iid, status="no_patch"), inst_dir)
     owned: list[ChatModel] = []
     finished = False
@@ -180,6 +184,8 @@ class _TaskRun:
     cfg: RepairConfig
     """The run's settings, with `edit_format: auto` resolved for the coder once the models are made."""
     spec: WorkflowSpec
+    """The workflow; its search as `strategy_when_tests_fail` says once the pre-flight found failing tests."""
+    node_settings: dict[str, dict[str, Any]]
     registry: Any
     events: EventLog
     budget: Budget
@@ -190,6 +196,19 @@ class _TaskRun:
     """The nodes' runtime, once the pre-flight passed."""
     state: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The workflow's final state, once it ran."""
+
+
+def _search_for_failing_tests(run: _TaskRun) -> None:
+    """Tests fail at the base commit: the workflow's search as `strategy_when_tests_fail` says, unless the user
+    chose one (`workflow_settings.searches_for_failing_tests`); a decision event says so."""
+    switched = searches_for_failing_tests(run.spec, run.cfg)
+    if switched is None:
+        return
+    run.spec = switched
+    iid = run.task.instance_id
+    run.events.emit("repair.search", node_id=iid, instance_id=iid, search=search_summary(switched),
+                    why="the tests fail at the base commit",
+                    expected_calls=expected_calls(run.cfg, switched, run.node_settings))
 
 
 async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
@@ -215,6 +234,8 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
         # like every env_error, once the user has fixed it)
         outcome.status, outcome.error = "env_error", f"pre-flight: {exc}"
         return
+    if outcome.preflight is not None and Preflight.model_validate(outcome.preflight).tests_fail:
+        _search_for_failing_tests(run)
     run.rt = RepairRuntime(run.cfg, bench, models, run.budget, events,
                            issue_text(run.task.problem_statement, run.task.hints_text), run.candidates)
     try:
@@ -314,7 +335,7 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
         inner = loader(instance_model_spec(cfg.model, iid))
         owned.append(inner)
     cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
-    if cfg.batch_samples > 1 and _samples_concurrently(spec):
+    if cfg.batch_samples > 1 and _samples_concurrently(spec, cfg):
         inner = SampleBatcher(inner, max_n=cfg.batch_samples)
     coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
     models = RoleModels(coder, planner=role(cfg.planner_model, on("plan"), coder),
@@ -323,8 +344,13 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     return models, cfg
 
 
-def _samples_concurrently(spec: WorkflowSpec) -> bool:
-    """Whether a search node draws several samples of one prompt at once (then they go as one request)."""
+def _samples_concurrently(spec: WorkflowSpec, cfg: RepairConfig) -> bool:
+    """Whether a search node may draw several samples of one prompt at once (then they go as one request): as
+    the workflow stands, or as it searches once the pre-flight finds failing tests (`strategy_when_tests_fail`)."""
+    return any(_draws_together(s) for s in (spec, searches_for_failing_tests(spec, cfg)) if s is not None)
+
+
+def _draws_together(spec: WorkflowSpec) -> bool:
     for node in spec.nodes.values():
         if node.search is not None:
             search = dict(node.search)

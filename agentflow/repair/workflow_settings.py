@@ -38,9 +38,11 @@ def search_summary(spec: WorkflowSpec) -> str | None:
 
 def strategy_search(cfg: RepairConfig) -> dict[str, Any]:
     """`--strategy` as graph search settings: single (one chain: best_of_n with n=1), best-of-n (n chains),
-    mcts (as many expansions, one sample each, as best-of-n's chains make attempts; UCT weight `mcts_c`)."""
+    mcts (as many expansions, one sample each, as best-of-n's chains make attempts; UCT weight `mcts_c`; with
+    `stop_on_success`, no expansion starts once a candidate passes every test, a value of 1)."""
     if cfg.strategy == "mcts":
-        return {"strategy": "mcts", "n": cfg.n * cfg.max_attempts, "c": cfg.mcts_c}
+        return {"strategy": "mcts", "n": cfg.n * cfg.max_attempts, "c": cfg.mcts_c,
+                "stop_at": 1.0 if cfg.stop_on_success else None}
     return {"strategy": "best_of_n", "n": 1 if cfg.strategy == "single" else cfg.n}
 
 
@@ -56,6 +58,24 @@ def set_graph_searches(spec: WorkflowSpec, cfg: RepairConfig,
             search |= strategy_search(cfg)
         node.search = search | rest.pop(name, {})
     return rest
+
+
+def searches_for_failing_tests(spec: WorkflowSpec, cfg: RepairConfig) -> WorkflowSpec | None:
+    """A copy of `spec` whose graph search nodes search as `cfg.strategy_when_tests_fail` says (as `--strategy`
+    sets them, a node's own `-c nodes.<node>.*` over it), for a task whose tests fail at the base commit; None
+    when nothing changes: `--strategy` given, no such setting, or no search node without a strategy of the
+    user's."""
+    if cfg.strategy is not None or cfg.strategy_when_tests_fail is None:
+        return None
+    names = [name for name in graph_searches(spec) if "strategy" not in cfg.nodes.get(name, {})]
+    if not names:
+        return None
+    chosen = strategy_search(cfg.model_copy(update={"strategy": cfg.strategy_when_tests_fail}))
+    switched = spec.model_copy(deep=True)
+    for name in names:
+        node = switched.nodes[name]
+        node.search = dict(node.search or {}) | chosen | dict(cfg.nodes.get(name, {}))
+    return switched
 
 
 def _typed(spec: WorkflowSpec) -> Iterator[tuple[str, NodeSpec]]:
@@ -94,4 +114,4 @@ def resolved_searches(cfg: RepairConfig, spec: WorkflowSpec) -> RepairConfig | N
 
 
 __all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "require_search", "resolved_searches",
-           "search_summary", "set_graph_searches", "strategy_search"]
+           "search_summary", "searches_for_failing_tests", "set_graph_searches", "strategy_search"]

@@ -53,6 +53,11 @@ class Preflight(BaseModel):
     def can_run(self) -> bool:
         return self.cause is None
 
+    @property
+    def tests_fail(self) -> bool:
+        """The tests ran and some failed: the bug shows (each candidate's tests can say how far it got)."""
+        return self.can_run and self.exit_code not in (0, None)
+
     def summary(self) -> str:
         """One line: the outcome counts, what was fixed, the cause or the note."""
         counts = ", ".join(f"{v} {k}" for k, v in self.counts.items()) or "no test counts"

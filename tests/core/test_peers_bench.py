@@ -135,6 +135,7 @@ def test_parts_interleave_the_tasks_and_their_objects_merge_into_the_whole_run_s
     merged = peers.merge([one, two])
     assert merged["systems"] == whole["systems"] and merged["per_task"] == {i: whole["per_task"][i] for i in "acb"}
     assert merged["parts"] == [[1, 2], [2, 2]] and merged["instances"] == ["a", "c", "b"]
+    assert merged["commits"] == [one["commit"], two["commit"]] and one["commit"]  # each part says what code ran
     with pytest.raises(ValueError, match="a task is in two parts"):
         peers.merge([one, one])
     with pytest.raises(ValueError, match="differ in 'calls_per_task'"):

@@ -85,6 +85,23 @@ def test_flat_layout_with_the_pytest_script_is_verified_and_resolved(docker_imag
     assert len(events) == 1 and events[0]["data"]["exit_code"] == 1
 
 
+def test_tests_failing_at_the_base_make_the_default_repair_search_a_tree(docker_image: str, tmp_path: Path, capsys):
+    """No --strategy: the pre-flight's failing test switches the workflow's one chain of attempts to MCTS
+    (`strategy_when_tests_fail`), said in a decision line; the fix passes and stops the search."""
+    repo = make_repo(tmp_path / "pager-repo")
+    cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
+    out = tmp_path / "run"
+    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--json") == 0
+    captured = capsys.readouterr()
+    shown = json.loads(captured.out)
+    assert shown["report"]["resolved"] is True and shown["verification"]["passed"] is True
+    events = read_jsonl(out / "events.jsonl")
+    switched = [e["data"] for e in events if e.get("kind") == "repair.search"]
+    assert [(d["search"], d["expected_calls"]["search"]) for d in switched] == [("mcts, n=12", 12)]
+    assert "decision: search mcts, n=12, because the tests fail at the base commit" in captured.err
+    assert model_calls(out) == 1  # the first expansion passes the tests: the tree stops there
+
+
 def test_tests_that_cannot_be_collected_stop_before_the_first_model_call(docker_image: str, tmp_path: Path, capsys):
     """A test importing a module that exists nowhere: exit 2, one line naming the cause and the fix, no model call."""
     repo = make_repo(tmp_path / "broken", extra_test="import nowhere_to_be_found\n\n\ndef test_x():\n    pass\n")

@@ -67,10 +67,12 @@ def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_pat
     assert main == ["baseline", "spectrum", "rank", "reproduce", "plan", "search", "choose"]
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["chosen"] == "inikit__inikit-1/b0.3" and outcome["samples"] == 3 and outcome["suspects"]
-    # the resolved config alone repeats the run: the search node's settings, no strategy left to apply
+    # the resolved config alone repeats the run: no strategy given, so each task's pre-flight chooses the search
+    # again as it did (this task's tests pass at the base: the workflow's own)
     resolved = yaml.safe_load((out / "config.resolved.yaml").read_text())
     assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["strategy"] is None
-    assert (resolved["nodes"]["search"]["strategy"], resolved["nodes"]["search"]["n"]) == ("best_of_n", 1)
+    assert resolved["strategy_when_tests_fail"] == "mcts" and "search" not in resolved["nodes"]
+    assert not [e for e in events if e["kind"] == "repair.search"]
     # the backend actually used is recorded everywhere (never "auto")
     assert resolved["backend"] == "docker"
     assert json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())["sandbox_backend"] == "docker"
@@ -138,6 +140,8 @@ def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_pat
         f"replay:{CASSETTES / 'bench' / 'inikit__inikit-1.json'}",
         "-c",
         "edit_format=search_replace",
+        "-c",
+        "concurrency=1",  # the check fails at the base: a tree search, one expansion at a time
     ]
     assert repair(tmp_path / "run", docker_image, *args) == 0
     assert 'split("=", 1)' in (repo / "inikit" / "parser.py").read_text()

@@ -113,6 +113,32 @@ def test_agentflow_run_runs_a_repair_workflow_from_its_input(docker_image: str, 
     assert "repair workflow" in capsys.readouterr().err
 
 
+def test_failing_tests_at_the_base_switch_the_search_unless_the_user_chose_one() -> None:
+    """`strategy_when_tests_fail` (mcts by default) sets the search of a task whose tests fail at the base commit,
+    as `--strategy` would, on a copy of the workflow; a strategy of the user's (`--strategy`, `-c
+    nodes.search.strategy`) or the setting off leaves the search as it is; the run's config then keeps the
+    setting as given (each task's pre-flight decides)."""
+    from agentflow.repair.solve import effective_strategy
+    from agentflow.repair.workflow_settings import searches_for_failing_tests
+
+    cfg = load_repair_config([])
+    workflow = load_repair_workflow(cfg)
+    switched = searches_for_failing_tests(workflow[0], cfg)
+    assert switched is not None
+    assert (switched.nodes["search"].search["strategy"], switched.nodes["search"].search["n"]) == ("mcts", 12)
+    assert workflow[0].nodes["search"].search["strategy"] == "best_of_n"  # the loaded workflow is not changed
+    assert effective_strategy(cfg, workflow) == cfg
+    cfg = load_repair_config(["nodes.search.n=5", "max_attempts=2"])
+    switched = searches_for_failing_tests(load_repair_workflow(cfg)[0], cfg)
+    assert switched is not None
+    assert (switched.nodes["search"].search["strategy"], switched.nodes["search"].search["n"]) == ("mcts", 5)
+    for kept in (["strategy=single"], ["nodes.search.strategy=rebase"], ["strategy_when_tests_fail=null"]):
+        cfg = load_repair_config(kept)
+        workflow = load_repair_workflow(cfg)
+        assert searches_for_failing_tests(workflow[0], cfg) is None
+        assert effective_strategy(cfg, workflow).nodes["search"] == workflow[0].nodes["search"].search
+
+
 def test_the_search_node_takes_the_strategy_and_the_runs_settings() -> None:
     """The graph search node of `repair`: `--strategy` and `-c nodes.search.*` set its `search:` (the latter
     last); its concurrency and seed default to the run's; config.resolved.yaml repeats it exactly."""
