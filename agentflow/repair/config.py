@@ -196,10 +196,11 @@ class RepairConfig(StrictConfig):
     `strategy_when_tests_fail`)."""
     strategy_when_tests_fail: Strategy | None = "mcts"
     """The search when `strategy` is not given and the pre-flight finds tests that fail at the base commit: each
-    candidate's tests then say how far it got, so a tree search can build on the best candidates so far with
-    their failing tests as feedback, where one chain (or independent samples) starts from the unchanged code
-    each time. Applied to the workflow's graph search nodes, as `--strategy` would be (a node's own
-    `-c nodes.<node>.strategy` keeps it); None: the workflow's search whatever the tests do."""
+    candidate's tests then say how far it got, so a tree search can build on the best candidates so far (their
+    failing tests as feedback) and spread the budget over several of them, where one chain follows a single
+    line of attempts and independent samples all start from the unchanged code. Applied to the workflow's
+    graph search nodes as `--strategy` would be (a node's own `-c nodes.<node>.strategy` keeps it); None: the
+    workflow's search whatever the tests do."""
     n: int = Field(default=4, ge=1, le=64)
     """Chains for best-of-n. mcts makes n * max_attempts expansions of one edit sample each, the same budget as
     best-of-n."""
