@@ -47,6 +47,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from _journal import commit as checkout_commit  # this folder is on sys.path when the script runs
+
 ROOT = Path(__file__).resolve().parents[1]
 MINI_PIN = "mini-swe-agent==2.4.6"
 MINI_DRIVER = Path(__file__).resolve().parent / "_peers_mini.py"
@@ -368,7 +370,7 @@ def assemble(args: argparse.Namespace, chosen: list[tuple[str, Any]], results: d
         "tasks": [str(Path(p).resolve().relative_to(ROOT)) if Path(p).resolve().is_relative_to(ROOT) else p
                   for p in args.tasks],
         "limit": args.limit, "seed": args.seed, "part": list(args.part) if args.part else None,
-        "commit": agentflow_commit(), "concurrent": args.concurrent, "instances": ids,
+        "commit": checkout_commit(), "concurrent": args.concurrent, "instances": ids,
         "mini_swe_agent": {"pin": MINI_PIN, "config": args.mini_config, "temperature": args.temperature,
                            "max_tokens": args.max_tokens},
         "agentflow_config": list(args.config),
@@ -376,18 +378,6 @@ def assemble(args: argparse.Namespace, chosen: list[tuple[str, Any]], results: d
         "per_task": {iid: {name: system_rows[iid] for name, system_rows in rows.items() if iid in system_rows}
                      for iid in ids},
     }
-
-
-def agentflow_commit() -> str | None:
-    """The checkout's commit the agentflow system ran (`+dirty` with uncommitted changes); None outside git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+dirty" if dirty else "")
 
 
 SAME_IN_EVERY_PART = ("benchmark", "model", "calls_per_task", "tasks", "limit", "seed", "concurrent",

@@ -218,6 +218,11 @@ class _Task:
     cannot_run: bool = False
     """The pre-flight found that the tests cannot run."""
 
+    def calls_expected(self) -> int:
+        """The plan's calls, at most the step limit."""
+        total = sum(self.plan.values())
+        return min(total, self.step_limit) if self.step_limit is not None else total
+
     def calls_left(self) -> int:
         left = sum(calls for name, calls in self.plan.items() if name not in self.ended and name != self.node)
         if self.node is not None:
@@ -329,9 +334,7 @@ class ProgressPrinter:
                      step_limit=d.get("step_limit"), wall_time_s=d.get("wall_time_s"),
                      model=str(d.get("model") or "").replace("{instance_id}", iid))
         self.tasks[iid] = task
-        expected = sum(task.plan.values())
-        if task.step_limit is not None:
-            expected = min(expected, task.step_limit)
+        expected = task.calls_expected()
         search = f"search {d['search']}" if d.get("search") else "no search"
         text = (f"repair{'' if self.many else ' ' + iid}: workflow {d.get('workflow')} ({search}), "
                 f"model {task.model}; about {expected} model calls expected")
@@ -354,9 +357,7 @@ class ProgressPrinter:
         expected = ""
         if task is not None and d.get("expected_calls"):
             task.plan = {k: int(v) for k, v in d["expected_calls"].items()}
-            total = sum(task.plan.values())
-            total = min(total, task.step_limit) if task.step_limit is not None else total
-            expected = f"; about {total} model calls expected"
+            expected = f"; about {task.calls_expected()} model calls expected"
         return iid, f"decision: search {d.get('search')}, because {d.get('why')}{expected}"
 
     def _node_start(self, e: Event) -> tuple[str | None, str] | None:

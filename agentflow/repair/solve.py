@@ -226,7 +226,7 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
         outcome.status, outcome.error = "env_error", f"setup: {exc}"
         return
     try:
-        outcome.preflight = await preflight(bench, events)
+        found = await preflight(bench, events)
     except TestsCannotRun as exc:
         if stop_on_preflight:  # the run is this one task: stop before any model call, one line
             raise
@@ -234,7 +234,8 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
         # like every env_error, once the user has fixed it)
         outcome.status, outcome.error = "env_error", f"pre-flight: {exc}"
         return
-    if outcome.preflight is not None and Preflight.model_validate(outcome.preflight).tests_fail:
+    outcome.preflight = found.model_dump(mode="json") if found is not None else None
+    if found is not None and found.tests_fail:
         _search_for_failing_tests(run)
     run.rt = RepairRuntime(run.cfg, bench, models, run.budget, events,
                            issue_text(run.task.problem_statement, run.task.hints_text), run.candidates)
@@ -277,7 +278,7 @@ class TestsCannotRun(UserError):
     """The pre-flight found that the verifying tests cannot run at the base commit."""
 
 
-async def preflight(bench: Workbench, events: EventLog | None = None) -> dict[str, Any] | None:
+async def preflight(bench: Workbench, events: EventLog | None = None) -> Preflight | None:
     """Blind mode's pre-flight, before any model call: the verifying test command at the base commit (a
     `repair.preflight` event). Tests that cannot run are a UserError naming the cause and the fix: every
     candidate, the right one included, would be verified as failing. None when the task's own tests verify."""
@@ -289,7 +290,7 @@ async def preflight(bench: Workbench, events: EventLog | None = None) -> dict[st
         events.emit("repair.preflight", node_id=iid, instance_id=iid, **found.model_dump(mode="json"))
     if not found.can_run:
         raise TestsCannotRun(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
-    return found.model_dump(mode="json")
+    return found
 
 
 async def check_task(task: SWETask, cfg: RepairConfig) -> Preflight:

@@ -27,6 +27,7 @@ def _load(name: str) -> ModuleType:
     return module
 
 
+sys.modules["_journal"] = _load("_journal")  # what peers imports from beside it (as when the script runs)
 peers = _load("peers")
 driver = _load("_peers_mini")
 
