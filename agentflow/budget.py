@@ -228,10 +228,9 @@ class Budget:
         if wall is None:
             yield
             return
+        self.check_wall()
         budget, limit = wall
         left = limit - budget.used.wall_seconds
-        if left <= 0:
-            raise BudgetExceeded("wall_seconds", budget.used.wall_seconds, limit)
         try:
             async with asyncio.timeout(left + grace_s) as scope:
                 yield
@@ -239,6 +238,13 @@ class Budget:
             if not scope.expired():
                 raise
             raise BudgetExceeded("wall_seconds", budget.used.wall_seconds, limit) from None
+
+    def check_wall(self) -> None:
+        """Raise `BudgetExceeded("wall_seconds")` once the wall-clock limit here or in a parent has passed (the
+        other limits refuse the next call, not the next step: a run out of model calls still chooses)."""
+        wall = self._first_wall_limit()
+        if wall is not None and wall[0].used.wall_seconds >= wall[1]:
+            raise BudgetExceeded("wall_seconds", wall[0].used.wall_seconds, wall[1])
 
     def _first_wall_limit(self) -> tuple[Budget, float] | None:
         """The budget (this one or a parent) whose wall-clock limit ends first, and that limit."""

@@ -228,7 +228,7 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
         from agentflow.tools.context import ToolContext
 
         ctx = NodeContext(rt, name, config)
-        rt.emit("node.start", node_id=name)
+        rt.start_node(name)
         if isinstance(options.input, Mapping):
             task: Any = {var: _path(state, str(src)) for var, src in options.input.items()}
             task = {k: v for k, v in task.items() if v is not None}

@@ -90,19 +90,18 @@ def _wants_ctx(fn: Callable[..., Any]) -> bool:
 def _function_node(name: str, fn: Callable[..., Any], rt: RunContext) -> Callable[..., Any]:
     wants_ctx = _wants_ctx(fn)
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-    traced = rt.events is not None
+    # a node is wrapped to say when it starts and ends, and to start none past the wall-clock limit
+    wrapped = rt.events is not None or rt.budget is not None
 
     def finish(result: Any) -> Any:
-        if traced:
-            keys = list(result) if isinstance(result, Mapping) else []
-            rt.emit("node.end", node_id=name, writes=keys)
+        keys = list(result) if isinstance(result, Mapping) else []
+        rt.emit("node.end", node_id=name, writes=keys)
         return result
 
     if is_async:
 
         async def run_async(state: Any, config: RunnableConfig) -> Any:
-            if traced:
-                rt.emit("node.start", node_id=name)
+            rt.start_node(name)
             args = (state, NodeContext(rt, name, config)) if wants_ctx else (state,)
             return finish(await fn(*args))
 
@@ -111,17 +110,16 @@ def _function_node(name: str, fn: Callable[..., Any], rt: RunContext) -> Callabl
     if wants_ctx:
 
         def run_ctx(state: Any, config: RunnableConfig) -> Any:
-            if traced:
-                rt.emit("node.start", node_id=name)
+            rt.start_node(name)
             return finish(fn(state, NodeContext(rt, name, config)))
 
         return run_ctx
 
-    if not traced:
+    if not wrapped:
         return fn  # nothing to add: the plain function is the node
 
     def run_plain(state: Any) -> Any:
-        rt.emit("node.start", node_id=name)
+        rt.start_node(name)
         return finish(fn(state))
 
     return run_plain
@@ -131,7 +129,7 @@ def _interrupt_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., 
     def ask(state: Any) -> dict[str, Any]:
         from langgraph.types import interrupt
 
-        rt.emit("node.start", node_id=name)
+        rt.start_node(name)
         shown = {key: _get(state, key) for key in node.show}
         answer = interrupt({"node": name, "message": node.interrupt, "state": shown})
         updates: dict[str, Any] = {}
@@ -165,7 +163,7 @@ def _tool_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
     output = node.output or name
 
     async def call(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        rt.emit("node.start", node_id=name)
+        rt.start_node(name)
         result = await NodeContext(rt, name, config).call_tool(node.tool or "", _fill(node.args, state))
         if not result.ok:
             raise UserError(f"tool node '{name}': {result.text}")
@@ -195,7 +193,7 @@ def _typed_node(name: str, node: NodeSpec, rt: RunContext, registry: Any) -> Cal
     settings = node_type.parse_settings(node.settings, f"node '{name}'")
 
     async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        rt.emit("node.start", node_id=name, type=node_type.name)
+        rt.start_node(name, type=node_type.name)
         rt.node_clock.start()
         try:
             updates = dict(await node_type.run(state, NodeContext(rt, name, config, node), settings) or {})

@@ -118,6 +118,15 @@ class RunContext:
     """Awaited after each tool call of an agent or function node (the run ledger needs none: it keeps the
     workspace diff as each completed call is journaled, see `agentflow.graph.ledger`)."""
 
+    def start_node(self, name: str, **data: Any) -> None:
+        """A node begins (`node.start`). None begins once the run is past its wall-clock limit: the node raises
+        `BudgetExceeded`, so the run stops at that step, whatever timing let the step before it end within the
+        cut's grace, and a resume begins with that node. A search's branches are left to their search, which
+        starts none past a limit and ends with what its branches reached."""
+        if self.budget is not None and self.branch is None:
+            self.budget.check_wall()
+        self.emit("node.start", node_id=name, **data)
+
     def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
         if self.events is not None:
             self.events.emit(kind, node_id=node_id, **data)

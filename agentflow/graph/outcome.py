@@ -75,11 +75,13 @@ def _reason_in(message: str) -> str:
 
 async def record_budget_stop(checkpointer: Any, snapshot: Any, exc: BudgetExceeded) -> None:
     """The run was cut at a budget limit (the wall clock) while nodes ran: record each unfinished node of the
-    last checkpoint as failed for that reason, in place of the cancellation LangGraph wrote there, so that the
-    thread reads back as failed (`budget:<kind>`) and `resume` runs those nodes again."""
+    last checkpoint as failed for that reason, in place of the cancellation (or the refusal to start, see
+    `RunContext.start_node`) LangGraph wrote there, so that the thread reads back as failed (`budget:<kind>`)
+    and `resume` runs those nodes again."""
     for task in getattr(snapshot, "tasks", ()) or ():
-        cancelled = task.error is None or "CancelledError" in f"{type(task.error).__name__}{task.error!r}"
-        if cancelled and not task.interrupts and task.result is None:
+        written = f"{type(task.error).__name__}{task.error!r}"
+        cut = task.error is None or "CancelledError" in written or "BudgetExceeded" in written
+        if cut and not task.interrupts and task.result is None:
             failure = NodeFailed(task.name, f"budget:{exc.kind}", str(exc))
             await checkpointer.aput_writes(snapshot.config, [(ERROR_CHANNEL, failure)], task.id)
 

@@ -764,7 +764,7 @@ def search_node(
         thread = str((config.get("configurable") or {}).get("thread_id", "")) or "run"
         values = dict(state) if isinstance(state, Mapping) else dict(vars(state))
         settings = strategy_for(configured, values, name)
-        rt.emit("node.start", node_id=name, type="search", strategy=settings.strategy)
+        rt.start_node(name, type="search", strategy=settings.strategy)
         from agentflow.graph.search_remote import step_executor
 
         async with step_executor(settings, rt) as executor:

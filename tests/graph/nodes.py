@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentflow.budget import BudgetExceeded
+
 
 def effect(path: str, label: str) -> str:
     """Append `label` to the file at `path` (a side effect the crash test counts)."""
@@ -66,3 +68,18 @@ async def slow_step(state: dict[str, Any]) -> dict[str, Any]:
     """Work that is no model or tool call (only the run's own wall-clock cut stops it)."""
     await asyncio.sleep(SLOW_NODE["seconds"])
     return {"summary": "slow step done"}
+
+
+async def draft_until_the_deadline(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Drafts until the run's wall-clock limit cuts it, then ends with what it has (as a search node does)."""
+    try:
+        async with ctx.run.budget.deadline():
+            await asyncio.sleep(60)
+    except BudgetExceeded:
+        pass
+    return {"draft": "cut short"}
+
+
+def summarize(state: dict[str, Any]) -> dict[str, Any]:
+    """A step that takes no time."""
+    return {"summary": f"summary of {state['draft']}"}

@@ -83,6 +83,25 @@ async def test_work_that_is_no_call_is_cut_too_and_resume_runs_it_again(tmp_path
     assert resumed.status == "done" and resumed.state["summary"] == "slow step done"
 
 
+async def test_no_node_starts_past_the_deadline_and_resume_begins_with_it(tmp_path: Path) -> None:
+    """The first node ends with its own outcome when the deadline cuts what it waits for (as a search node
+    does), within the run's grace: the next node, however fast, does not start; a resume starts it."""
+    raw = _spec({"fn": "tests.graph.nodes:summarize", "next": "END"})
+    raw["nodes"]["draft"]["fn"] = "tests.graph.nodes:draft_until_the_deadline"
+    spec = spec_from_dict(raw)
+    events = EventLog(tmp_path / "events.jsonl", run_id="r")
+    async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunContext(events=events)) as runner:
+        runner.context.budget = Budget(wall_seconds=1)
+        result = await runner.start({"task": "t"}, thread_id="t")
+    assert (result.status, result.failed_node, result.stop_reason) == ("failed", "second", "budget:wall_seconds")
+    assert result.state["draft"] == "cut short" and "summary" not in result.state
+    assert [e.node_id for e in read_events(tmp_path / "events.jsonl") if e.kind == "node.start"] == ["draft"]
+    async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunContext(budget=Budget())) as runner:
+        resumed = await runner.resume("t")
+    events.close()
+    assert resumed.status == "done" and resumed.state["summary"] == "summary of cut short"
+
+
 def _repo(root: Path) -> Path:
     root.mkdir()
     (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
