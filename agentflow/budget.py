@@ -228,9 +228,8 @@ class Budget:
         if wall is None:
             yield
             return
-        self.check_wall()
         budget, limit = wall
-        left = limit - budget.used.wall_seconds
+        left = _seconds_left(budget, limit)
         try:
             async with asyncio.timeout(left + grace_s) as scope:
                 yield
@@ -241,10 +240,11 @@ class Budget:
 
     def check_wall(self) -> None:
         """Raise `BudgetExceeded("wall_seconds")` once the wall-clock limit here or in a parent has passed (the
-        other limits refuse the next call, not the next step: a run out of model calls still chooses)."""
+        other limits refuse the next call, not the next step: a run out of model calls still runs the steps
+        that make none)."""
         wall = self._first_wall_limit()
-        if wall is not None and wall[0].used.wall_seconds >= wall[1]:
-            raise BudgetExceeded("wall_seconds", wall[0].used.wall_seconds, wall[1])
+        if wall is not None:
+            _seconds_left(*wall)
 
     def _first_wall_limit(self) -> tuple[Budget, float] | None:
         """The budget (this one or a parent) whose wall-clock limit ends first, and that limit."""
@@ -309,3 +309,11 @@ class CallSlots:
             yield
         finally:
             self.in_flight -= 1
+
+
+def _seconds_left(budget: Budget, limit: float) -> float:
+    """Seconds before `budget` reaches its wall-clock `limit`; `BudgetExceeded` when none are left."""
+    used = budget.used.wall_seconds
+    if used >= limit:
+        raise BudgetExceeded("wall_seconds", used, limit)
+    return limit - used
