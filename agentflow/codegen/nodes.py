@@ -92,7 +92,7 @@ class SimulateSettings(CodeGenSettings):
     """Most examples put in a plan simulation."""
 
 
-class RewardSettings(BaseModel):
+class CodegenRewardSettings(BaseModel):
     """Settings of `codegen.reward`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -106,7 +106,7 @@ class RewardSettings(BaseModel):
     """State key the reward is written to, as `{score, examples, verifier}` (a search's `value:` reads it)."""
 
 
-class TestSettings(BaseModel):
+class CodegenTestSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     timeout: float = Field(default=10.0, gt=0)
     """Seconds per example."""
@@ -162,7 +162,7 @@ async def write(state: CodeGenState, ctx: NodeContext[object], settings: CodeGen
     return {"code": code_of(answer, task.entry_point)}
 
 
-async def test(state: CodeGenState, ctx: NodeContext[object], settings: TestSettings) -> CodeGenState:
+async def test(state: CodeGenState, ctx: NodeContext[object], settings: CodegenTestSettings) -> CodeGenState:
     task = task_of(state)
     report = await run_examples(ctx.run.sandbox, task, state.get("code") or "", timeout=settings.timeout)
     summary = report.summary()
@@ -188,7 +188,7 @@ def _score(raw: object) -> float | None:
 
 
 async def reward(state: CodeGenState, ctx: NodeContext[object],
-                 settings: RewardSettings) -> dict[str, RewardRecord]:
+                 settings: CodegenRewardSettings) -> dict[str, RewardRecord]:
     tests = read_path(state, settings.tests) or {}
     verified = _score(read_path(state, settings.verified)) if settings.verified else None
     passed, total = int(tests.get("passed") or 0), int(tests.get("total") or 0)
@@ -212,11 +212,11 @@ _NODE_TYPES = [
     NodeType("codegen.simulate", simulate, SimulateSettings, ("prompt", "plan", "code", "tests"), ("simulation",),
              "simulates the plan on the examples, or the code on a failing example, step by step"),
     NodeType("codegen.write", write, CodeGenSettings, ("prompt", "plan"), ("code",), "writes the function (following the plan)"),
-    NodeType("codegen.test", test, TestSettings, ("prompt", "code"), ("tests",),
+    NodeType("codegen.test", test, CodegenTestSettings, ("prompt", "code"), ("tests",),
              "runs the prompt's examples on the code in the sandbox", sandbox=True),
     NodeType("codegen.debug", debug, CodeGenSettings, ("prompt", "code", "tests", "simulation", "debug_rounds"),
              ("code", "debug_rounds"), "fixes the code from the failing examples and the simulation's trace"),
-    NodeType("codegen.reward", reward, RewardSettings, ("tests", "verified"), ("score",),
+    NodeType("codegen.reward", reward, CodegenRewardSettings, ("tests", "verified"), ("score",),
              "a candidate's reward: the share of examples passing (1 only when all do), the verifier's score blended in"),
 ]
 NODE_TYPES = [dataclasses.replace(t, state=CodeGenState) for t in _NODE_TYPES]

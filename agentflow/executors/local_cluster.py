@@ -93,7 +93,7 @@ class RayNode:
             except OSError:
                 continue
             if title.startswith("ray::") and title not in ("ray::IDLE", "ray::DashboardAgent",
-                                                           "ray::RuntimeEnvAgent") and "RunLedger" not in title:
+                                                           "ray::RuntimeEnvAgent") and "RayLedger" not in title:
                 names.append(title.removeprefix("ray::"))
         return names
 

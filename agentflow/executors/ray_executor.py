@@ -42,7 +42,7 @@ _LOST = (
 
 
 @ray.remote(num_cpus=0, max_concurrency=64)
-class RunLedger:
+class RayLedger:
     """Run-wide state shared by every node: USD spent and the starts of each call (for retry reports)."""
 
     def __init__(self, spent_usd: float = 0.0) -> None:
@@ -181,7 +181,7 @@ class RayExecutor:
         cfg = self.config
         node = ray.get_runtime_context().get_node_id()
         pin = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node, soft=False)
-        self._ledger = RunLedger.options(scheduling_strategy=pin).remote()
+        self._ledger = RayLedger.options(scheduling_strategy=pin).remote()
         options: dict[str, Any] = {"num_cpus": cfg.task_cpus, "max_retries": cfg.max_retries,
                                    "retry_exceptions": False, "scheduling_strategy": "SPREAD"}
         if cfg.task_memory_mb:

@@ -34,7 +34,7 @@ from agentflow.reasoning.constraints import extract_constraints, verify_against
 from agentflow.reasoning.llm import node_ask
 from agentflow.reasoning.state import ReasoningState, ScoreRecord, SelectionRecord, UcbRecord
 from agentflow.reasoning.ucb import ALGORITHMS, KNOWN_ALGORITHMS, UcbStats, choose_algorithm, ucb_scores
-from agentflow.reasoning.value import ValueSettings, value_node
+from agentflow.reasoning.value import ReasonValueSettings, value_node
 
 
 class ConstraintSettings(BaseModel):
@@ -82,7 +82,7 @@ class VerifySettings(BaseModel):
     """Longest answer of the verification agent."""
 
 
-class RewardSettings(BaseModel):
+class ReasonRewardSettings(BaseModel):
     """Settings of `reason.reward`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -150,7 +150,7 @@ async def verify_node(state: ReasoningState, ctx: NodeContext[object],
     return {settings.output: {"score": score}}
 
 
-async def reward_node(state: ReasoningState, ctx: NodeContext[object], settings: RewardSettings) -> ReasoningState:
+async def reward_node(state: ReasoningState, ctx: NodeContext[object], settings: ReasonRewardSettings) -> ReasoningState:
     algorithm, reward = state.get("algorithm"), read_path(state, settings.value)
     if algorithm is None or not isinstance(reward, (int, float)):
         raise ValueError(f"node '{ctx.node}': needs 'algorithm' and a number at {settings.value!r} in the state "
@@ -172,9 +172,9 @@ _NODE_TYPES = [
              "the selection agent: an inference algorithm by UCB over rewards so far plus the model's prior"),
     NodeType("reason.verify", verify_node, VerifySettings, ("prompt", "constraints", "response"), ("verified",),
              "the verification agent: a 0..1 score of a plan or an answer against the constraints"),
-    NodeType("reason.reward", reward_node, RewardSettings, ("algorithm", "reward", "ucb"), ("ucb", "reward"),
+    NodeType("reason.reward", reward_node, ReasonRewardSettings, ("algorithm", "reward", "ucb"), ("ucb", "reward"),
              "adds the search's reward to the chosen algorithm's UCB statistics"),
-    NodeType("reason.value", value_node, ValueSettings, ("prompt", "code", "tests"), ("value",),
+    NodeType("reason.value", value_node, ReasonValueSettings, ("prompt", "code", "tests"), ("value",),
              "the value agent: how likely an attempt solves the task (0..1) and an assessment, from the task, "
              "the attempt and its checks (a search's `value: value.value`)"),
 ]

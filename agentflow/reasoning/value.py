@@ -54,7 +54,7 @@ def read_judgement(text: str) -> ValueJudgement:
     return ValueJudgement(value, assessment[:1000])
 
 
-class ValueSettings(BaseModel):
+class ReasonValueSettings(BaseModel):
     """Settings of `reason.value`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -89,7 +89,7 @@ def _text(value: object, limit: int) -> str:
 
 
 async def value_node(state: ReasoningState, ctx: NodeContext[object],
-                     settings: ValueSettings) -> dict[str, ValueRecord]:
+                     settings: ReasonValueSettings) -> dict[str, ValueRecord]:
     """`reason.value`: the value agent's judgement of the attempt at `settings.work`, written to
     `settings.output` (`value` unless renamed, hence an update keyed by a setting, not a `ReasoningState`)."""
     prompt = PROMPT.format(task=_text(_at(state, settings.task), settings.limit),
@@ -100,4 +100,4 @@ async def value_node(state: ReasoningState, ctx: NodeContext[object],
     return {settings.output: {"value": judgement.value, "assessment": judgement.assessment}}
 
 
-__all__ = ["PROMPT", "ValueJudgement", "ValueSettings", "read_judgement", "value_node"]
+__all__ = ["PROMPT", "ReasonValueSettings", "ValueJudgement", "read_judgement", "value_node"]

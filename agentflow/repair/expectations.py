@@ -28,7 +28,7 @@ MAX_LITERAL_CHARS = 1000
 
 
 @dataclass(frozen=True)
-class Example:
+class TracedExample:
     """One statement of the issue's examples, as the examples' tracer ran it."""
 
     number: int
@@ -57,15 +57,15 @@ def doctest_source(source: str) -> str:
     return "\n".join([f">>> {first}", *(f"... {line}" for line in rest)])
 
 
-def checkable(statements: Sequence[str], shown: Sequence[str]) -> list[Example]:
+def checkable(statements: Sequence[str], shown: Sequence[str]) -> list[TracedExample]:
     """The examples whose value can be checked: the last line is an expression that is not a `print` call (a
     printed table is no literal). Numbered from 1 in the order of `statements`."""
-    out: list[Example] = []
+    out: list[TracedExample] = []
     for i, source in enumerate(statements):
         last = _last_expression(source)
         if last is None or _is_print(last):
             continue
-        out.append(Example(i + 1, source, shown[i].strip() if i < len(shown) else ""))
+        out.append(TracedExample(i + 1, source, shown[i].strip() if i < len(shown) else ""))
     return out
 
 
@@ -82,7 +82,7 @@ def _is_print(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
 
 
-def read_expectations(answer: str, examples: Sequence[Example]) -> dict[int, Expectation]:
+def read_expectations(answer: str, examples: Sequence[TracedExample]) -> dict[int, Expectation]:
     """Per example number, what the answer (the examples as a doctest of the fixed code) says it should give:
     the output under an example's `>>>` lines, read as a Python literal, or a traceback's (or `raises`) error
     name. An example is found by its code (quotes and spacing aside). Output that is neither (words, a repr)

@@ -38,7 +38,7 @@ from agentflow.repair import rollout
 from agentflow.repair.choose import choose, noop_check
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
-from agentflow.repair.expectations import Example, checkable, expectation_script, read_expectations
+from agentflow.repair.expectations import TracedExample, checkable, expectation_script, read_expectations
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodekit import (
@@ -54,7 +54,7 @@ from agentflow.repair.nodekit import (
 )
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
-from agentflow.repair.rollout import CritiqueSettings, EditSettings, TestSettings, ValueSettings
+from agentflow.repair.rollout import SweCritiqueSettings, SweEditSettings, SweTestSettings, SweValueSettings
 from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.spectrum import (
     examples_changed,
@@ -173,7 +173,7 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     return {"reproduction": {"kept": False}}
 
 
-def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[Example]:
+def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[TracedExample]:
     """The issue's examples whose values a reproduction can check (`expectations.checkable`), with what the
     spectrum's run of them showed on the unchanged code; none when that run did not happen or did not report."""
     summary = state.get("spectrum") or {}
@@ -185,7 +185,7 @@ def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[Example]:
     return checkable(statements, shown)
 
 
-async def _script_from_examples(rt: RepairRuntime, cfg: RepairConfig, examples: list[Example],
+async def _script_from_examples(rt: RepairRuntime, cfg: RepairConfig, examples: list[TracedExample],
                                 sources: dict[str, str]) -> tuple[str | None, str]:
     """(the reproduction from the issue's `examples` (`examples_to_check`) and the values the model says they
     should give, or None and why there is none)."""
@@ -288,18 +288,18 @@ _NODE_TYPES = [
              "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
              "must keep working, kept if it passes"),
     NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
-    NodeType("swe.edit", rollout.edit_node, EditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects", "hint"),
+    NodeType("swe.edit", rollout.edit_node, SweEditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects", "hint"),
              "one edit sample from the candidate a chain builds on (in a search: the branch's)"),
-    NodeType("swe.test", rollout.test_node, TestSettings,
+    NodeType("swe.test", rollout.test_node, SweTestSettings,
              (*VERIFY_READS, "edit", "candidate", "tries", "attempts", "retried"),
              ("edit", "tried", "candidate", "attempts", "tries", "verdict", "value", "retried", "hint"),
              "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
-    NodeType("swe.critique", rollout.critique_node, CritiqueSettings, _REVIEW_READS, ("candidate",),
+    NodeType("swe.critique", rollout.critique_node, SweCritiqueSettings, _REVIEW_READS, ("candidate",),
              "a failed attempt's review joins its feedback"),
     NodeType("swe.choose", choose_node, ChooseSettings, ("attempts", *VERIFY_READS), ("chosen", "final"),
              "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
              "check, then what the issue's examples show, then the vote, then the verifier model; graded"),
-    NodeType("swe.value", rollout.value_node, ValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
+    NodeType("swe.value", rollout.value_node, SweValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
              "the value agent: a value guides the search, its assessment the next expansion"),
     NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts", *VERIFY_READS),
              ("chosen", "final"),

@@ -56,22 +56,22 @@ and candidate ids for concurrent branches, the same for a seed whatever order th
 
 @repair_fields("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
                "file_context_lines", "split_edits", "split_edits_limit", "rank_keep", "stop_on_success", *PROMPT_FIELDS)
-class EditSettings(NodeSettings):
+class SweEditSettings(NodeSettings):
     """Settings of the swe.edit node type."""
 
 
 @repair_fields("max_attempts", "split_edits", "split_edits_limit", "stop_on_success", "examples_retries")
-class TestSettings(NodeSettings):
+class SweTestSettings(NodeSettings):
     """Settings of the swe.test node type."""
 
 
 @repair_fields("critique", "max_tokens", "seed", "prompts")
-class CritiqueSettings(NodeSettings):
+class SweCritiqueSettings(NodeSettings):
     """Settings of the swe.critique node type."""
 
 
 @repair_fields("value_weight", "max_tokens", "seed", "prompts")
-class ValueSettings(NodeSettings):
+class SweValueSettings(NodeSettings):
     """Settings of the swe.value node type."""
 
 
@@ -189,7 +189,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairC
     return None
 
 
-async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: EditSettings) -> RepairState:
+async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweEditSettings) -> RepairState:
     """`swe.edit`: one edit sample from the candidate the branch builds on (nothing written yet)."""
     rt = runtime(ctx)
     cfg = settings.over(rt.cfg)
@@ -279,7 +279,7 @@ async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -
     return "".join(before.shown)
 
 
-async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TestSettings) -> RepairState:
+async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweTestSettings) -> RepairState:
     """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
     of it (and of its parts) becomes the candidate when it scores at least as well."""
     rt = runtime(ctx)
@@ -346,7 +346,7 @@ def _reviewable(state: RepairState, iid: str,
     return (tried.copy(), current) if tried["candidate_id"] == current["candidate_id"] else None
 
 
-async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: CritiqueSettings) -> RepairState:
+async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweCritiqueSettings) -> RepairState:
     """`swe.critique`: a critic reviews a failed attempt the chain goes on from; its notes join the feedback
     the next edit reads. A no-op unless `critique` is on or a critic model is given."""
     rt = runtime(ctx)
@@ -364,7 +364,7 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     return {"candidate": {**current, "feedback": feedback}}
 
 
-async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ValueSettings) -> RepairState:
+async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweValueSettings) -> RepairState:
     """`swe.value`: the value agent values a failed attempt the chain goes on from; the value (blended with
     the tests' score by `value_weight`) is the branch's search value, the assessment leads the next edit's
     feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
@@ -392,5 +392,5 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
     return {"candidate": {**current, "feedback": feedback, "value": value}, "attempts": attempts, "value": value}
 
 
-__all__ = ["SAMPLE_STRIDE", "CritiqueSettings", "EditSettings", "TestSettings", "ValueSettings", "bench_of",
+__all__ = ["SAMPLE_STRIDE", "SweCritiqueSettings", "SweEditSettings", "SweTestSettings", "SweValueSettings", "bench_of",
            "branch_of", "critique_node", "current_of", "edit_node", "sources_at", "test_node", "value_node"]

@@ -22,7 +22,7 @@ from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, Message, declared_tool_calling
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edits import apply_edit, indent_of, parse_edits
-from agentflow.repair.expectations import Example, doctest_source
+from agentflow.repair.expectations import TracedExample, doctest_source
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import (
     CONTEXT_MARKER,
@@ -739,7 +739,7 @@ async def write_reproduction(
     return code_block(text)
 
 
-async def write_expectations(model: ChatModel, cfg: RepairConfig, issue: str, examples: Sequence[Example], *,
+async def write_expectations(model: ChatModel, cfg: RepairConfig, issue: str, examples: Sequence[TracedExample], *,
                              seed: int) -> str:
     """The model's answer to what each of the issue's `examples` should give once fixed: the examples as a
     doctest of the fixed code (read by `expectations.read_expectations`)."""

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from agentflow.repair.expectations import (
-    Example,
     Expectation,
+    TracedExample,
     checkable,
     expectation_script,
     read_expectations,
@@ -61,7 +61,7 @@ def test_only_examples_whose_last_line_is_a_value_and_not_a_print_can_be_checked
 
 
 def test_the_answer_is_read_as_a_doctest_of_the_fixed_code_and_what_the_code_already_gives_is_not():
-    examples = [Example(3, 'f("a")', "['a', 1]"), Example(4, "g()", "raised IndexError: x"), Example(5, "h()", "1")]
+    examples = [TracedExample(3, 'f("a")', "['a', 1]"), TracedExample(4, "g()", "raised IndexError: x"), TracedExample(5, "h()", "1")]
     answer = (">>> f('a')\n[1, 'a',\n 2]\n\n>>> g()\nTraceback (most recent call last):\n  ...\n"
               "builtins.ValueError: empty\n>>> h()\n1\n>>> k()\n2\n")
     # found by their code (quotes and spacing aside); a literal may span lines; an error by its name
@@ -73,7 +73,7 @@ def test_the_answer_is_read_as_a_doctest_of_the_fixed_code_and_what_the_code_alr
     assert read_expectations(">>> g()\nraises KeyError", examples) == {4: Expectation(raises="KeyError")}
     assert expectation_script(["f()"], {}, {}) is None
     # an example of several statements is found by its last line too
-    block = [Example(1, 'c = C(2)\nc.set("a", 1)\n"a" in c  # True!', "False")]
+    block = [TracedExample(1, 'c = C(2)\nc.set("a", 1)\n"a" in c  # True!', "False")]
     assert read_expectations('>>> c = C(2)\n>>> c.set("a", 1)\n>>> "a" in c\nTrue', block) == {
         1: Expectation(literal="True")}
 

@@ -179,7 +179,7 @@ def test_the_rollout_nodes_are_given_their_settings() -> None:
 def test_a_node_runs_with_the_settings_it_is_given() -> None:
     """What a node's steps run with is its settings over the run's `RepairConfig` (`NodeSettings.over`): the
     settings it was given, the run's value of every other field, `edit_format: auto` as the run's coder's."""
-    from agentflow.repair.rollout import EditSettings
+    from agentflow.repair.rollout import SweEditSettings
 
     cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "temperature=0.3"])
     spec, registry, _ = load_repair_workflow(cfg)
@@ -188,9 +188,9 @@ def test_a_node_runs_with_the_settings_it_is_given() -> None:
     assert rank.over(run_cfg).rank_pool == 3 and rank.over(run_cfg).model == run_cfg.model
     edit = registry.require("swe.edit", "edit").parse_settings(spec.nodes["search"].subgraph.nodes["edit"].settings,
                                                                "edit")
-    assert isinstance(edit, EditSettings) and edit.edit_format == "auto"
+    assert isinstance(edit, SweEditSettings) and edit.edit_format == "auto"
     assert (edit.over(run_cfg).edit_format, edit.over(run_cfg).temperature) == ("rewrite", 0.3)
-    alone = EditSettings.model_validate({"max_tokens": 50}).over(run_cfg)  # given one setting: the rest the run's
+    alone = SweEditSettings.model_validate({"max_tokens": 50}).over(run_cfg)  # given one setting: the rest the run's
     assert (alone.max_tokens, alone.temperature, alone.seed) == (50, 0.3, 11)
 
 
