@@ -216,6 +216,24 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
     return summary
 
 
+def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> Path:
+    """Check the run folder before anything in it is deleted or run: a folder holding a run's results is
+    continued (`resume`), emptied of them (`redo`) or refused; return its folder of instances."""
+    check_folder(out)
+    inst_root = out / "instances"
+    existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
+    if existing and not (resume or redo):
+        raise UserError(
+            f"{out} already holds results of a run",
+            hint="use --resume to continue it or --redo to start over",
+        )
+    if redo and inst_root.is_dir():
+        shutil.rmtree(inst_root)
+        for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
+            (out / name).unlink(missing_ok=True)
+    return inst_root
+
+
 async def run_batch(
     tasks: Sequence[SWETask],
     cfg: RepairConfig,
@@ -249,18 +267,7 @@ async def run_batch(
     if not executor.remote:
         cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
     out = Path(out_dir)
-    check_folder(out)  # before anything is deleted or run
-    inst_root = out / "instances"
-    existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
-    if existing and not (resume or redo):
-        raise UserError(
-            f"{out} already holds results of a run",
-            hint="use --resume to continue it or --redo to start over",
-        )
-    if redo and inst_root.is_dir():
-        shutil.rmtree(inst_root)
-        for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
-            (out / name).unlink(missing_ok=True)
+    inst_root = _open_out_folder(out, resume=resume, redo=redo)
     workflow = load_repair_workflow(cfg)  # validated once, before any task
     search = search_summary(workflow[0])
     cfg = effective_strategy(cfg, workflow)

@@ -66,3 +66,12 @@ def test_bad_flags(tmp_path: Path, capsys):
 
 def test_resume_of_a_directory_that_is_no_run(tmp_path: Path, capsys):
     check(["bench", str(TASKS_FILE), "--resume", "-o", str(tmp_path)], capsys, "not a run directory")
+
+
+def test_a_folder_holding_a_run_s_results_is_refused_and_kept(tmp_path: Path, capsys):
+    outcome = tmp_path / "instances" / "x" / "outcome.json"
+    outcome.parent.mkdir(parents=True)
+    outcome.write_text("{}")
+    check(["bench", str(TASKS_FILE), "--slice", "0:1", "-o", str(tmp_path)], capsys,
+          "already holds results of a run", "--resume", "--redo")
+    assert outcome.read_text() == "{}"
