@@ -221,8 +221,7 @@ def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> Path:
     continued (`resume`), emptied of them (`redo`) or refused; return its folder of instances."""
     check_folder(out)
     inst_root = out / "instances"
-    existing = sorted(inst_root.glob("*/outcome.json")) if inst_root.is_dir() else []
-    if existing and not (resume or redo):
+    if not (resume or redo) and any(inst_root.glob("*/outcome.json")):
         raise UserError(
             f"{out} already holds results of a run",
             hint="use --resume to continue it or --redo to start over",
