@@ -12,11 +12,14 @@ its data through `redact`; hot paths call `redactor()` once per write instead.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
+
+from pydantic_core import to_jsonable_python
 
 _SECRET_ENV = re.compile(
     r"(API_?KEY|ACCESS_?KEY|SECRET|PASSWORD|PASSWD|PRIVATE_?KEY|CREDENTIALS?|(^|_)TOKEN|(^|_)KEY$|_AUTH$|^AUTH_|DSN$)",
@@ -31,7 +34,9 @@ _SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 _SECRET_KEY_NOT = re.compile(r"[_.-](env|file|path|var|name)s?$", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)([^\s/@]*)@")
+# The user info of a URL: never across whitespace or the delimiters of the formats a run writes (a JSON string's
+# `"` and `\\`, HTML's `<` `>`), so masking a password in a JSON line or a page keeps it well formed.
+_URL_USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)([^\s/@\"\\<>]*)@")
 _TOKEN_USER = 16  # a user name without password this long is a token (`https://ghp_...@github.com`)
 _extra: set[str] = set()
 _MIN_LEN = 8  # shorter values would redact ordinary words
@@ -149,7 +154,9 @@ def _scan() -> tuple[str, ...]:
     found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= _MIN_LEN}
     # a URL's password in any variable (DATABASE_URL, OPENAI_BASE_URL, ...), also outside its URL
     found |= {s for v in os.environ.values() for s in url_secrets(v) if len(s) >= _MIN_LEN}
-    return tuple(sorted(found | _extra, key=len, reverse=True))  # longest first: a secret may contain another
+    found |= _extra
+    found |= {json.dumps(s)[1:-1] for s in found}  # as a JSON string holds it (`"` and non-ASCII escaped)
+    return tuple(sorted(found, key=len, reverse=True))  # longest first: a secret may contain another
 
 
 def _hide_userinfo(match: re.Match[str]) -> str:
@@ -191,6 +198,21 @@ def _make_redactor(secrets: tuple[str, ...], urls: bool = True) -> Redactor:
             if all(new is old for new, old in zip(items, value, strict=True)):
                 return value
             return tuple(items) if type(value) is tuple else items
-        return value
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, (bytes, bytearray)):
+            text = value.decode("utf-8", "surrogateescape")
+            clean = scrub(text)
+            return value if clean == text else clean.encode("utf-8", "surrogateescape")
+        # Any other type (an exception, a pydantic model, a dataclass, a set, a Path, ...) as the JSON data it
+        # is written as, else as its text: no type is passed through unredacted.
+        return scrub(to_jsonable_python(value, fallback=_text))
 
     return scrub
+
+
+def _text(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not stop a write; the type name holds no secret
+        return f"<{type(value).__name__}>"
