@@ -17,7 +17,8 @@ Storage layout (one SQLite file, WAL, one transaction per super-step):
   error and resume writes are committed at once; reads, `flush()` and `close()` commit what is buffered.
 
 Retention keeps the last `keep_last` checkpoints per thread and namespace; versions no kept checkpoint refers to
-and blobs nothing refers to are deleted. Every value passes through `agentflow.secrets.redactor()` first.
+and blobs nothing refers to are deleted. Every serialized value (checkpoint heads, metadata, channel values,
+writes, whatever their type) passes through `serde_redact.redact_serialized` before it is stored: no secret.
 
 Durability: WAL with synchronous=NORMAL. put() returns once its transaction is in the WAL, so the checkpoint
 survives a crash or kill of the process; an OS crash or power loss may lose the last transactions (never
@@ -51,7 +52,7 @@ from langgraph.checkpoint.base import (
 )
 
 from agentflow.graph.serde import RefusedType, StrictSerde
-from agentflow.secrets import redactor
+from agentflow.graph.serde_redact import redact_serialized
 
 # Rowid tables on purpose: a WITHOUT ROWID b-tree keeps only ~1 KB of a row in-page, so KB-sized blobs,
 # checkpoint heads and list manifests would each spill into a mostly empty overflow page. `writes` rows are
@@ -170,8 +171,13 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             self.serde.allow(extra_allowlist)
         return self
 
-    def _store_blob(self, cur: sqlite3.Cursor, value: Any) -> bytes:
+    def _dumps(self, value: Any) -> tuple[str, bytes]:
+        """Every value stored goes through here: serialized, then its secrets masked (serde_redact)."""
         type_, data = self.serde.dumps_typed(value)
+        return type_, redact_serialized(type_, data)
+
+    def _store_blob(self, cur: sqlite3.Cursor, value: Any) -> bytes:
+        type_, data = self._dumps(value)
         return self._store_serialized(cur, type_, data)
 
     def _store_serialized(self, cur: sqlite3.Cursor, type_: str, data: bytes) -> bytes:
@@ -235,13 +241,11 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         conf = config["configurable"]
         thread_id = str(conf["thread_id"])
         ns = conf.get("checkpoint_ns", "")
-        scrub = redactor()
         values = checkpoint["channel_values"]
         head = dict(checkpoint)
         del head["channel_values"]
-        head_type, head_data = self.serde.dumps_typed(head)
-        meta = get_checkpoint_metadata(config, metadata)
-        meta_type, meta_data = self.serde.dumps_typed(scrub(meta) if scrub else meta)
+        head_type, head_data = self._dumps(head)
+        meta_type, meta_data = self._dumps(get_checkpoint_metadata(config, metadata))
         with self._lock:
             head_codec, head_packed = self._encode(head_data, _HEAD_COMPRESS_MIN)
             cur = self._conn.cursor()
@@ -252,12 +256,12 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                 for channel, version in new_versions.items():
                     if channel not in values:
                         continue  # an emptied channel: a version without a row reads as empty
-                    value = scrub(values[channel]) if scrub else values[channel]
+                    value = values[channel]
                     if type(value) is list:
                         ref = self._store_list(cur, (thread_id, ns, channel), value)
                         rows.append((thread_id, ns, channel, str(version), _KIND_LIST, ref))
                     else:
-                        type_, data = self.serde.dumps_typed(value)
+                        type_, data = self._dumps(value)
                         if len(data) <= _INLINE_MAX:  # small values: a blob row and its hash would cost more
                             ref = type_.encode() + b"\0" + data
                             rows.append((thread_id, ns, channel, str(version), _KIND_INLINE, ref))
@@ -313,11 +317,8 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         checkpoint_id = conf["checkpoint_id"]
         special = any(channel in WRITES_IDX_MAP for channel, _ in writes)
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        scrub = redactor()
         with self._lock:  # also guards the zstd contexts, which are not thread-safe
             for idx, (channel, value) in enumerate(writes):
-                if scrub is not None:
-                    value = scrub(value)
                 key = (
                     thread_id,
                     ns,
@@ -328,10 +329,10 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                     task_path,
                 )
                 if type(value) is list and value:
-                    items = [self.serde.dumps_typed(item) for item in value]
+                    items = [self._dumps(item) for item in value]
                     self._pending.append((replace, key, _KIND_LIST, items))
                 else:
-                    type_, data = self.serde.dumps_typed(value)
+                    type_, data = self._dumps(value)
                     kind = _KIND_INLINE if len(data) <= _INLINE_MAX else _KIND_BLOB
                     self._pending.append((replace, key, kind, (type_, data)))
             if special or not self.batch_writes:
