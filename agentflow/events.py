@@ -63,16 +63,13 @@ class EventLog:
 
     def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Event:
         """Record one event and return it."""
-        event = Event(run_id=self.run_id, kind=kind, node_id=node_id, parent_id=parent_id, data=redact(data))
-        self.write(event)
-        return event
+        return self.write(Event(run_id=self.run_id, kind=kind, node_id=node_id, parent_id=parent_id, data=data))
 
-    def write(self, event: Event) -> None:
+    def write(self, event: Event) -> Event:
         """Record an event, also one built elsewhere (a remote worker's: redacted again with what this
-        process knows)."""
-        data = redact(event.data)  # the same object when nothing changed
-        if data is not event.data:
-            event = event.model_copy(update={"data": data})
+        process knows), and return it as written. Every field of it, whatever the type of a value, passes
+        through `redact` here: the file, the in-memory list and the sinks (trace spans) see only this."""
+        event = Event.model_validate(redact(event.model_dump()))
         line = event.model_dump_json()
         with self._lock:
             self.events.append(event)
@@ -81,6 +78,7 @@ class EventLog:
                 self._fh.flush()
             for sink in self.sinks:
                 sink(event)
+        return event
 
     def fsync(self) -> None:
         with self._lock:

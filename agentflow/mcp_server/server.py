@@ -255,10 +255,11 @@ async def open_workspace(cfg: McpServeConfig) -> AsyncIterator[Workspace]:
 class _StreamedEvents(EventLog):
     """Events go to the file only: a server that runs for days keeps none of them in memory."""
 
-    def write(self, event: Any) -> None:
-        super().write(event)
+    def write(self, event: Any) -> Any:
+        written = super().write(event)
         with self._lock:
             self.events.clear()
+        return written
 
 
 def require_sdk() -> None:
