@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import pkgutil
 import sys
@@ -17,6 +18,7 @@ except ImportError:  # pragma: no cover
     from click.exceptions import Abort, Exit  # type: ignore[assignment,no-redef]
 
 from agentflow import __version__
+from agentflow.cli._output import redact_std_streams, redacted_output
 from agentflow.errors import UserError
 
 _NOT_COMMANDS = {"main", "common"}
@@ -69,7 +71,12 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: object, *
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code (used by `main` and by tests)."""
+    """Run the CLI and return its exit code (used by `main` and by tests). Everything it prints is redacted."""
+    with redacted_output():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     import warnings
 
     warnings.showwarning = _show_warning
@@ -100,6 +107,9 @@ def main() -> None:
 
     # SIGTERM/SIGHUP unwind like Ctrl-C: `finally` blocks and atexit stop model servers and sandboxes
     install_signal_handlers()
+    # for the whole process: a traceback and what atexit handlers print are redacted too
+    for stream in redact_std_streams():
+        atexit.register(stream.drain)
     sys.exit(run())
 
 
