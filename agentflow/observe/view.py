@@ -179,5 +179,6 @@ def write_view(run_dir: str | Path, out: str | Path | None = None, graph: dict[s
     """Write the page (default `RUN_DIR/view.html`) and return its path."""
     data = load_run(run_dir, graph)
     path = Path(out) if out is not None else Path(run_dir) / VIEW_FILE
-    path.write_text(render_html(data), encoding="utf-8")
+    # the data was redacted (`load_run`); the page is again, as text, for a secret in a form only it shows
+    path.write_text(redact(render_html(data), urls=False), encoding="utf-8")
     return path
