@@ -15,36 +15,34 @@ from typing import Any, TextIO
 
 from agentflow.secrets import redact
 
-_ENDS = ("\n", "\r")
 
-
-class RedactedStream:
-    """A text stream that writes whole lines to `inner` once they are redacted.
+class _Lines:
+    """Text or bytes held until a line ends, then redacted and written to `inner`.
 
     A line is held until it ends (a secret written in two pieces is masked whole). `flush()` also writes what
     precedes the last space of an unfinished line (a prompt, streamed text), keeping the last word back: it may
     be the start of a secret. `drain()` writes everything."""
 
-    def __init__(self, inner: TextIO) -> None:
+    def __init__(self, inner: Any, empty: Any, ends: tuple[Any, ...], spaces: tuple[Any, ...]) -> None:
         self.inner = inner
-        self._pending = ""
+        self._pending, self._ends, self._spaces = empty, ends, spaces
         self._lock = threading.RLock()
 
-    def write(self, text: str) -> int:
+    def write(self, data: Any) -> int:
         with self._lock:
-            self._pending += text
-            cut = max(self._pending.rfind(end) for end in _ENDS) + 1
+            self._pending += data
+            cut = max(self._pending.rfind(end) for end in self._ends) + 1
             if cut:
                 self._emit(cut)
-        return len(text)
+        return len(data)
 
-    def writelines(self, lines: Iterable[str]) -> None:
+    def writelines(self, lines: Iterable[Any]) -> None:
         for line in lines:
             self.write(line)
 
     def flush(self) -> None:
         with self._lock:
-            cut = max(self._pending.rfind(" "), self._pending.rfind("\t")) + 1
+            cut = max(self._pending.rfind(space) for space in self._spaces) + 1
             if cut:
                 self._emit(cut)
             self.inner.flush()
@@ -60,13 +58,39 @@ class RedactedStream:
         head, self._pending = self._pending[:cut], self._pending[cut:]
         self.inner.write(redact(head))
 
-    @property
-    def buffer(self) -> Any:
-        # bytes written under the text layer would not be redacted: there is no binary side
-        raise AttributeError("buffer")
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)  # isatty, fileno, encoding, ... of the real stream
+
+
+class RedactedStream(_Lines):
+    """`sys.stdout` or `sys.stderr`, redacted line by line (see `_Lines`); its `buffer` (bytes written under
+    the text layer, as the MCP stdio transport does) is redacted the same way."""
+
+    def __init__(self, inner: TextIO) -> None:
+        super().__init__(inner, "", ("\n", "\r"), (" ", "\t"))
+        raw = getattr(inner, "buffer", None)
+        self._buffer = _Lines(raw, b"", (b"\n", b"\r"), (b" ", b"\t")) if raw is not None else None
+
+    @property
+    def buffer(self) -> Any:
+        if self._buffer is None:
+            raise AttributeError("buffer")
+        return self._buffer
+
+    def drain(self) -> None:
+        super().drain()
+        if self._buffer is not None:
+            self._buffer.drain()
+
+
+def print_unredacted(text: str) -> None:
+    """Print a line to stdout as it is: only for a secret the user asked this command for (the API key of the
+    model server `agentflow serve` started, which its clients need)."""
+    stream = sys.stdout
+    inner = stream.inner if isinstance(stream, RedactedStream) else stream
+    stream.flush()
+    inner.write(text + "\n")
+    inner.flush()
 
 
 def redact_std_streams() -> list[RedactedStream]:

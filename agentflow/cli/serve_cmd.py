@@ -132,9 +132,9 @@ def _validated(cls: Any, **fields: Any) -> Any:
 
 def _serve_foreground(handle: Any, as_json: bool) -> None:
     """Start with a live view of the server log, print how to connect, wait for Ctrl-C or the server's death."""
-    import sys
     import time
 
+    from agentflow.cli._output import print_unredacted
     from agentflow.cli.serve_flag import start_with_progress
     from agentflow.serving.process import install_signal_handlers
 
@@ -142,14 +142,14 @@ def _serve_foreground(handle: Any, as_json: bool) -> None:
     try:
         start_with_progress(handle, quiet=as_json)
         info = {**handle.describe(), "api_key": handle.api_key}
+        # the key is what a client of this server needs: printed as it is (everything else is redacted)
         if as_json:
-            typer.echo(__import__("json").dumps(info), nl=True)
-            sys.stdout.flush()
+            print_unredacted(__import__("json").dumps(info))
         else:
             typer.echo(f"{handle.launch.label} ready in {info['start_seconds']}s (pid {info['pid']})")
             typer.echo(f"  base URL : {info['base_url']}")
             typer.echo(f"  model    : {info['spec']}")
-            typer.echo(f"  API key  : export AGENTFLOW_API_KEY={handle.api_key}")
+            print_unredacted(f"  API key  : export AGENTFLOW_API_KEY={handle.api_key}")
             typer.echo(f"  log      : {info['log']}")
             typer.echo("Press Ctrl-C to stop.")
         while handle.alive:
