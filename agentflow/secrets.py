@@ -16,6 +16,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
@@ -37,6 +38,7 @@ _SECRET_KEY_NOT = re.compile(r"[_.-](env|file|path|var|name)s?$", re.IGNORECASE)
 # The user info of a URL: never across whitespace or the delimiters of the formats a run writes (a JSON string's
 # `"` and `\\`, HTML's `<` `>`), so masking a password in a JSON line or a page keeps it well formed.
 _URL_USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)([^\s/@\"\\<>]*)@")
+_URL_USERINFO_BYTES = re.compile(_URL_USERINFO.pattern.encode())
 _TOKEN_USER = 16  # a user name without password this long is a token (`https://ghp_...@github.com`)
 _extra: set[str] = set()
 _MIN_LEN = 8  # shorter values would redact ordinary words
@@ -114,8 +116,18 @@ def masked_paths(value: Any, prefix: str = "") -> list[str]:
     return []
 
 
-# (environment keys, (key, value) of the secret-named variables, (redactor, redactor without URL rule))
-_cache: tuple[Any, tuple[tuple[Any, Any], ...], tuple[Redactor, Redactor]] | None = None
+@dataclass(frozen=True)
+class Redactors:
+    """The current secrets as functions: `full` and `code` (see `redactor`), and `holds`, a quick test of
+    serialized bytes (a known secret, or something like a URL with user info) before they are decoded."""
+
+    full: Redactor
+    code: Redactor
+    holds: Callable[[bytes], bool]
+
+
+# (environment keys, (key, value) of the secret-named variables, the redactors)
+_cache: tuple[Any, tuple[tuple[Any, Any], ...], Redactors] | None = None
 
 
 def redactor(*, urls: bool = True) -> Redactor | None:
@@ -123,24 +135,40 @@ def redactor(*, urls: bool = True) -> Redactor | None:
 
     `urls=False` leaves URLs that are not known secrets alone: for code (a patch; see `CODE_KEYS`, which
     dictionaries get anyway); known secrets are still redacted.
-    Costs a microsecond or two while the environment and the registry are unchanged: they are rescanned only
+    Costs a few microseconds while the environment and the registry are unchanged: they are rescanned only
     when a variable was added or removed, a secret-named one changed, or a secret was registered.
     """
+    current = redactors()
+    return current.full if urls else current.code
+
+
+def redactors() -> Redactors:
+    """`redactor()` and `redactor(urls=False)` at once, with their bytes test (see `Redactors`)."""
     global _cache
     data = getattr(os.environ, "_data", None)  # the raw mapping; os.environ's public view decodes each item
     if not isinstance(data, dict):
-        return _make_redactor(_scan(), urls)
+        return _make_redactors(_scan())
     cache = _cache
     # Key-set equality catches an added variable; identity catches a re-set secret-named one.
     if cache is not None and data.keys() == cache[0] and all(data.get(k) is v for k, v in cache[1]):
-        return cache[2][0 if urls else 1]
+        return cache[2]
     # Snapshot before scanning: a change in between is seen as a change on the next call, never missed.
     keys = set(data)
     watched = tuple((k, v) for k, v in data.items() if _SECRET_ENV.search(os.fsdecode(k)))
-    secrets = _scan()
-    both = (_make_redactor(secrets, True), _make_redactor(secrets, False))
-    _cache = (keys, watched, both)
-    return both[0 if urls else 1]
+    current = _make_redactors(_scan())
+    _cache = (keys, watched, current)
+    return current
+
+
+def _make_redactors(secrets: tuple[str, ...]) -> Redactors:
+    needles = tuple({s.encode("utf-8", "surrogateescape") for s in secrets})
+
+    def holds(data: bytes) -> bool:
+        if any(n in data for n in needles):
+            return True
+        return b"://" in data and b"@" in data and _URL_USERINFO_BYTES.search(data) is not None
+
+    return Redactors(_make_redactor(secrets, True), _make_redactor(secrets, False), holds)
 
 
 def redact(value: Any, *, urls: bool = True) -> Any:

@@ -53,6 +53,7 @@ from langgraph.checkpoint.base import (
 
 from agentflow.graph.serde import RefusedType, StrictSerde
 from agentflow.graph.serde_redact import redact_serialized
+from agentflow.secrets import Redactors, redactors
 
 # Rowid tables on purpose: a WITHOUT ROWID b-tree keeps only ~1 KB of a row in-page, so KB-sized blobs,
 # checkpoint heads and list manifests would each spill into a mostly empty overflow page. `writes` rows are
@@ -126,6 +127,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         self.keep_last = keep_last
         self.gc_every = max(1, gc_every)
         self._lock = threading.RLock()
+        self._redactors: Redactors | None = None  # the secrets of the put in progress (see _dumps)
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         # auto_vacuum must be chosen before the first table exists; it lets retention shrink the file.
         self._conn.executescript(
@@ -174,7 +176,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
     def _dumps(self, value: Any) -> tuple[str, bytes]:
         """Every value stored goes through here: serialized, then its secrets masked (serde_redact)."""
         type_, data = self.serde.dumps_typed(value)
-        return type_, redact_serialized(type_, data)
+        return type_, redact_serialized(type_, data, self._redactors)
 
     def _store_blob(self, cur: sqlite3.Cursor, value: Any) -> bytes:
         type_, data = self._dumps(value)
@@ -241,6 +243,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         conf = config["configurable"]
         thread_id = str(conf["thread_id"])
         ns = conf.get("checkpoint_ns", "")
+        self._redactors = redactors()  # looked up once per put, not per value
         values = checkpoint["channel_values"]
         head = dict(checkpoint)
         del head["channel_values"]
@@ -317,6 +320,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         checkpoint_id = conf["checkpoint_id"]
         special = any(channel in WRITES_IDX_MAP for channel, _ in writes)
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        self._redactors = redactors()
         with self._lock:  # also guards the zstd contexts, which are not thread-safe
             for idx, (channel, value) in enumerate(writes):
                 key = (

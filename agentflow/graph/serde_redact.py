@@ -14,7 +14,7 @@ from typing import Any
 
 import ormsgpack
 
-from agentflow.secrets import CODE_KEYS, Redactor, redactor
+from agentflow.secrets import CODE_KEYS, Redactor, Redactors, redactors
 
 _OPT = ormsgpack.OPT_NON_STR_KEYS
 
@@ -23,12 +23,13 @@ class SecretLeft(RuntimeError):
     """A serialized value still held a known secret after redaction: it is not written."""
 
 
-def redact_serialized(type_: str, data: bytes) -> bytes:
+def redact_serialized(type_: str, data: bytes, current: Redactors | None = None) -> bytes:
     """`data` (a value serialized as `type_` by LangGraph's serializer) with every secret masked; the same object
-    when it holds none."""
-    full, code = redactor(), redactor(urls=False)
-    if full is None or code is None or type_ == "null" or full(data) == data:
+    when it holds none. `current`: `secrets.redactors()`, when the caller has it already."""
+    current = current or redactors()
+    if type_ == "null" or not current.holds(data):
         return data
+    full, code = current.full, current.code
     out = _redact_msgpack(data, full, code) if type_ == "msgpack" else full(data)
     if code(out) != out:  # a known secret the decoding did not reach (it cannot be masked in place)
         raise SecretLeft(f"a checkpoint value ({type_}) still holds a secret after redaction; not written")
@@ -40,7 +41,7 @@ def _redact_msgpack(data: bytes, full: Redactor, code: Redactor) -> bytes:
 
     def ext(tag: int, inner: bytes) -> ormsgpack.Ext:
         nonlocal changed
-        clean = _redact_msgpack(inner, full, code) if full(inner) != inner else inner
+        clean = _redact_msgpack(inner, full, code)
         changed = changed or clean is not inner
         return ormsgpack.Ext(tag, clean)
 
