@@ -7,7 +7,10 @@ Values of credential-named variables (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, `*PASS
 (`register_secrets_in`: `-c model_options.api_key=...`, a password in a model URL, a token in a config file),
 so a secret given any way is known before the first file is written. Every writer of a run folder (events,
 checkpoints, the call journal, run.json, config.resolved.yaml, preds, reports, logs, the viewer page) passes
-its data through `redact`; hot paths call `redactor()` once per write instead.
+its data through `redact`; hot paths call `redactor()` once per write instead. `redact` takes a value of any
+type: what it does not walk (an exception, a pydantic model, a set, ...) is redacted as the JSON data or the
+text it is written as. Checkpoints are redacted after serialization (`graph/serde_redact.py`), printed output
+line by line at `sys.stdout`/`sys.stderr` (`cli/_output.py`).
 """
 
 from __future__ import annotations
@@ -234,7 +237,11 @@ def _make_redactor(secrets: tuple[str, ...], urls: bool = True) -> Redactor:
             return value if clean == text else clean.encode("utf-8", "surrogateescape")
         # Any other type (an exception, a pydantic model, a dataclass, a set, a Path, ...) as the JSON data it
         # is written as, else as its text: no type is passed through unredacted.
-        return scrub(to_jsonable_python(value, fallback=_text))
+        try:
+            plain = to_jsonable_python(value, fallback=_text)
+        except (ValueError, TypeError, RecursionError):  # a circular reference, a model that fails to dump
+            plain = _text(value)
+        return scrub(plain)
 
     return scrub
 
