@@ -69,7 +69,15 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: object, *
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code (used by `main` and by tests)."""
+    """Run the CLI and return its exit code (used by `main` and by tests). Everything it prints has its
+    control characters escaped (`common.escaping_streams`)."""
+    from agentflow.cli.common import escaping_streams
+
+    with escaping_streams():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     import warnings
 
     warnings.showwarning = _show_warning

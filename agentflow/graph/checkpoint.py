@@ -50,6 +50,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
+from agentflow.graph.compression import decompress
 from agentflow.graph.serde import RefusedType, StrictSerde
 from agentflow.secrets import redactor
 
@@ -155,7 +156,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         return _CODEC_RAW, data
 
     def _decode(self, codec: int, data: bytes) -> bytes:
-        return self._dctx.decompress(data) if codec == _CODEC_ZSTD else data
+        return decompress(data, f"a checkpoint value in {self.path}", dctx=self._dctx) if codec == _CODEC_ZSTD else data
 
     def _loads(self, type_: str, data: bytes) -> Any:
         try:

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from agentflow.errors import UserError
+from agentflow.errors import UserError, printable
 from agentflow.swe.hostgit import OwnRepo, init, run_git
 
 _APPLY = ["apply", "--verbose", "-"]
@@ -299,7 +299,7 @@ def _encode(patch: str) -> bytes:
 
 def _shown(path: str) -> str:
     """`path` for a terminal: control and invisible characters escaped (no line breaks, colours, bidi)."""
-    return path if path.isprintable() else path.encode("unicode_escape").decode("ascii")
+    return printable(path)
 
 
 def diffstat(files: list[FileChange], made_exec: set[str] | frozenset[str] = frozenset()) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentflow.cli.main import run
-from agentflow.errors import UserError
+from agentflow.errors import UserError, printable
 from agentflow.swe.tree import apply_to_tree
 
 from .hostile_git import WHERES, arm, fired, self_test
@@ -174,7 +174,7 @@ def test_the_diffstat_lists_every_file_git_writes(tmp_path: Path, patch: str) ->
     after = _files(repo)
     written = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     assert written  # the patch did land
-    shown = {path.encode("unicode_escape").decode() if not path.isprintable() else path for path in written}
+    shown = {printable(path) for path in written}
     assert _listed_paths(done.diffstat) == shown, done.diffstat
     assert f"{len(written)} file(s) changed" in done.diffstat
 
