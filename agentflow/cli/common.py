@@ -39,11 +39,11 @@ class EscapingStream:
         they show is escaped by their callers)."""
 
     def write(self, text: str) -> int:
-        return int(self.unescaped.write(printable(text, lines=True)))
+        self.unescaped.write(printable(text, lines=True))
+        return len(text)  # all of `text` is consumed, whatever length its escaped form has
 
     def __getattr__(self, name: str) -> Any:
-        if name == "buffer":  # bytes written there would skip the escaping: click then writes text here
-            raise AttributeError(name)
+        # `buffer` too: bytes are not text to escape (the MCP stdio transport speaks JSON-RPC through it)
         return getattr(self.unescaped, name)
 
 
