@@ -29,6 +29,68 @@ class StrictConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
 
 
+YAML_ALIAS_BUDGET = 100_000
+"""How many nodes a YAML document's aliases may repeat in all (no shipped file uses one): past it, a document is
+an alias bomb, 1 KB that every walk over the loaded value (validation, a JSON dump) meets a billion times."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that counts, while composing, how many nodes the document stands for with every
+    alias expanded, and refuses it past `YAML_ALIAS_BUDGET` more than it holds (linear in the text)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._weights: dict[int, int] = {}
+        self._nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        node = super().compose_node(parent, index)
+        if id(node) in self._weights:  # an alias: the node composed at its anchor
+            return node
+        self._nodes += 1
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [item for pair in node.value for item in pair]
+        else:
+            children = []
+        weight = 1 + sum(self._weights.get(id(child), 1) for child in children)
+        self._weights[id(node)] = weight
+        if weight > self._nodes + YAML_ALIAS_BUDGET:
+            raise _AliasBomb(weight)
+        return node
+
+
+class _MalformedYAML(ConfigError):
+    """The text is not YAML (a `-c` value then stands as the plain string it is)."""
+
+
+class _AliasBomb(Exception):
+    def __init__(self, weight: int) -> None:
+        super().__init__(weight)
+        self.weight = weight
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """`yaml.safe_load(text)` with bounded work: every YAML agentflow reads goes through here. Nesting too deep,
+    an alias bomb and bad syntax are one-line `ConfigError`s that start with `source`."""
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    except _AliasBomb:
+        raise ConfigError(f"{source}: its aliases (*name) repeat more than {YAML_ALIAS_BUDGET} values",
+                          hint="write the values out instead of repeating anchors (&name)") from None
+    except RecursionError:  # PyYAML's composer recurses once per nesting level
+        raise ConfigError(f"{source}: nested too deeply to read", hint="flatten the YAML") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _MalformedYAML(f"{source}:{where}: malformed YAML: {problem}", hint="fix the syntax") from None
+    finally:
+        loader.dispose()
+
+
 def read_yaml(path: str | Path) -> Any:
     """Read a YAML file, turning every way it can fail into one-line `UserError`s."""
     p = Path(path)
@@ -40,15 +102,7 @@ def read_yaml(path: str | Path) -> Any:
         raise UserError(f"{p}: is a directory, expected a YAML file") from None
     except (PermissionError, UnicodeDecodeError) as exc:
         raise UserError(f"{p}: cannot read ({exc.__class__.__name__})") from None
-    try:
-        return yaml.safe_load(text)
-    except RecursionError:  # PyYAML's composer recurses once per nesting level
-        raise ConfigError(f"{p}: nested too deeply to read", hint="flatten the YAML") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{p}:{where}: malformed YAML: {problem}", hint="fix the syntax") from None
+    return load_yaml(text, str(p))
 
 
 def parse_json(text: str, source: str) -> Any:
@@ -70,11 +124,9 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"bad override {item!r}: expected KEY=VALUE, e.g. -c agent.step_limit=20")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw, f"bad override {key!r}") if raw.strip() else ""
+    except _MalformedYAML:
         value = raw
-    except RecursionError:
-        raise ConfigError(f"bad override {key!r}: its value is nested too deeply") from None
     return key.split("."), value
 
 

@@ -6,6 +6,7 @@ its message on one line and exits with code 2. Anything else is a bug and keeps 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 
 
@@ -70,3 +71,37 @@ def did_you_mean(name: object, choices: Iterable[object], sep: str = "; ") -> st
         by_lower.setdefault(str(choice).lower(), str(choice))
     found = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.6)
     return f"{sep}did you mean '{by_lower[found[0]]}'?" if found else ""
+
+
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+"""Control characters (ESC, CR, BEL...), format characters (bidi overrides, zero-width), lone surrogates (an
+undecodable byte of a file name), private use, and line/paragraph separators."""
+
+
+class _Escapes(dict[int, str]):
+    """A `str.translate` table built as characters are met: each unsafe one to its escape, the rest to itself."""
+
+    def __init__(self, keep: str) -> None:
+        super().__init__()
+        self.keep = keep
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        if ch in self.keep or unicodedata.category(ch) not in _UNSAFE_CATEGORIES:
+            value = ch
+        else:
+            value = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+        self[code] = value
+        return value
+
+
+_FIELD = _Escapes(keep="")
+_LINES = _Escapes(keep="\n\t")
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """`text` safe to print on a terminal: control and invisible characters written as escapes (`\\x1b`,
+    `\\u202e`), so a name from a file can neither move the cursor, recolour, retitle the terminal, reorder
+    what follows (bidi) nor, unless `lines`, start a line of its own. Every CLI write goes through it
+    (`cli/main.py` wraps stdout and stderr); call it on a single-line field (a file name, an id) yourself."""
+    return text.translate(_LINES if lines else _FIELD)

@@ -86,7 +86,7 @@ class RedactedStream(_Lines):
 def print_unredacted(text: str) -> None:
     """Print a line to stdout as it is: only for a secret the user asked this command for (the API key of the
     model server `agentflow serve` started, which its clients need)."""
-    stream = sys.stdout
+    stream = getattr(sys.stdout, "unescaped", sys.stdout)  # under `common.escaping_streams`
     inner = stream.inner if isinstance(stream, RedactedStream) else stream
     stream.flush()
     inner.write(text + "\n")

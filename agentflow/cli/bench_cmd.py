@@ -15,6 +15,7 @@ from agentflow.cli.common import (
     new_run_id,
     print_json,
     print_view_hint,
+    terminal,
 )
 from agentflow.cli.executor_options import (
     EXECUTOR_OPTION,
@@ -41,7 +42,7 @@ from agentflow.cli.repair_options import (
     run_batch_cli,
 )
 from agentflow.cli.serve_flag import check_serve, sets_model
-from agentflow.errors import UserError
+from agentflow.errors import UserError, printable
 
 if TYPE_CHECKING:
     from agentflow.repair.outcome import InstanceOutcome
@@ -193,13 +194,15 @@ class _BatchProgress:
             return
         if self.show_bar:
             if self.bar is None:
+                from rich.console import Console
                 from rich.progress import BarColumn, TextColumn
                 from rich.progress import Progress as Bar
 
-                self.bar = Bar(TextColumn("bench"), BarColumn(), TextColumn("{task.description}"), transient=False)
+                self.bar = Bar(TextColumn("bench"), BarColumn(), TextColumn("{task.description}"), transient=False,
+                               console=Console(file=terminal()))
                 self.bar_id = self.bar.add_task("", total=self.total)
                 self.bar.start()
-            self.bar.update(self.bar_id, completed=p.done, description=ProgressPrinter.batch_text(p))
+            self.bar.update(self.bar_id, completed=p.done, description=printable(ProgressPrinter.batch_text(p)))
             if outcome is None:
                 return
         self.printer.batch(p, outcome)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 
-from agentflow.errors import UserError
+from agentflow.errors import UserError, printable
 
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of text.")
 CONFIG_OPTION = typer.Option(
@@ -25,6 +26,42 @@ ALLOW_PATH_OPTION = typer.Option(
 
 def is_tty() -> bool:
     return sys.stdout.isatty()
+
+
+class EscapingStream:
+    """A text stream that writes every string through `printable(..., lines=True)`: whatever a command prints
+    (a node or file name from a workflow, a run folder or a model) reaches the terminal with its control
+    characters escaped. Installed over stdout and stderr for the whole command (`escaping_streams`)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.unescaped = stream
+        """The stream itself, for rich's live displays (their cursor moves are escapes by design; the text
+        they show is escaped by their callers)."""
+
+    def write(self, text: str) -> int:
+        self.unescaped.write(printable(text, lines=True))
+        return len(text)  # all of `text` is consumed, whatever length its escaped form has
+
+    def __getattr__(self, name: str) -> Any:
+        # `buffer` too: bytes are not text to escape (the MCP stdio transport speaks JSON-RPC through it)
+        return getattr(self.unescaped, name)
+
+
+@contextlib.contextmanager
+def escaping_streams() -> Iterator[None]:
+    """sys.stdout and sys.stderr escape control characters while the context lasts."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapingStream(sys.stdout), EscapingStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def terminal(err: bool = False) -> Any:
+    """The real stdout (or stderr) under `escaping_streams`, for a rich Console (see `EscapingStream`)."""
+    stream = sys.stderr if err else sys.stdout
+    return getattr(stream, "unescaped", stream)
 
 
 def print_json(obj: Any) -> None:

@@ -71,8 +71,11 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: object, *
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code (used by `main` and by tests). Everything it prints is redacted."""
-    with redacted_output():
+    """Run the CLI and return its exit code (used by `main` and by tests). Everything it prints has its
+    control characters escaped (`common.escaping_streams`), then is redacted (`_output.redacted_output`)."""
+    from agentflow.cli.common import escaping_streams
+
+    with redacted_output(), escaping_streams():
         return _run(argv)
 
 

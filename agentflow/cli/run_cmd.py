@@ -25,7 +25,7 @@ from agentflow.cli.common import (
 from agentflow.cli.executor_options import RAY_ADDRESS_OPTION, TASK_CPUS_OPTION, executor_from_flags
 from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
-from agentflow.errors import UserError, did_you_mean
+from agentflow.errors import UserError, did_you_mean, printable
 from agentflow.observe.config import TraceConfig
 
 OUTPUT_OPTION = typer.Option(Path("runs"), "-o", "--output", help="Folder that holds run directories.")
@@ -258,10 +258,10 @@ def _print_history(thread_id: str, output: Path, *, as_json: bool) -> int:
             typer.echo(json.dumps(point.summary()))
         else:
             after = f"after {', '.join(point.after)}" if point.after else point.source
-            typer.echo(f"{point.checkpoint_id}  step {point.step:<3} {after:<24} next: {', '.join(point.next) or 'END'}"
-                       + ("" if point.workspace_diff is None else f"  workspace {point.workspace_diff[:12]}"))
+            typer.echo(printable(f"{point.checkpoint_id}  step {point.step:<3} {after:<24} next: {', '.join(point.next) or 'END'}"
+                       + ("" if point.workspace_diff is None else f"  workspace {point.workspace_diff[:12]}")))
     if not as_json:
-        typer.echo(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]")
+        typer.echo(printable(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]"))
     return 0
 
 
@@ -349,25 +349,25 @@ def _report(
         typer.echo(json.dumps(summary, default=str))
     elif result.status == "interrupted":
         info = result.interrupt or {}
-        typer.echo(f"paused at '{info.get('node')}': {info.get('message')}")
+        typer.echo(printable(f"paused at '{info.get('node')}': {info.get('message')}"))
         if info.get("state"):
             typer.echo(json.dumps(info["state"], indent=2, default=str))
         typer.echo(
-            f"continue with: agentflow run -o {output} --resume {result.thread_id} --approve (or --edit JSON)"
+            printable(f"continue with: agentflow run -o {output} --resume {result.thread_id} --approve (or --edit JSON)")
         )
     else:
         typer.echo(json.dumps(result.state, indent=2, default=str))
         if applied is not None:
             typer.echo(f"applied to the workspace with {applied.command}:\n{applied.diffstat}")
         if result.status == "done":
-            typer.echo(f"run {run_id} done (thread {result.thread_id}) in {rdir}")
+            typer.echo(printable(f"run {run_id} done (thread {result.thread_id}) in {rdir}"))
     print_view_hint(rdir)
     if result.status == "failed":
         err = result.errors[result.failed_node]
-        typer.echo(
+        typer.echo(printable(
             f"agentflow: run {run_id} failed: node '{err.node}' failed ({err.reason}): {err.error} "
             f"(events in {rdir / 'events.jsonl'}; retry the node with: agentflow run -o {output} "
-            f"--resume {result.thread_id})",
+            f"--resume {result.thread_id})"),
             err=True,
         )
         return 1

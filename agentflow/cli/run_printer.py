@@ -12,6 +12,8 @@ from typing import Any
 
 import typer
 
+from agentflow.cli.common import terminal
+from agentflow.errors import printable
 from agentflow.graph.streaming import RunEvent
 
 ARGS_CHARS = 60
@@ -47,11 +49,13 @@ class RunPrinter:
             typer.echo(json.dumps({"event": "run.start", "run_id": run_id, "thread_id": thread_id,
                                    "run_dir": str(run_dir), "how": how}))
             return
-        typer.echo(f"{how} {run_id} · thread {thread_id} · {run_dir}")
+        typer.echo(printable(f"{how} {run_id} · thread {thread_id} · {run_dir}"))
         if self.mode == "live":
+            from rich.console import Console
             from rich.live import Live
 
-            self.live = Live(get_renderable=self._table, refresh_per_second=4, transient=True)
+            self.live = Live(get_renderable=self._table, refresh_per_second=4, transient=True,
+                             console=Console(file=terminal()))
             self.live.start()
 
     def __call__(self, event: RunEvent) -> None:
@@ -61,7 +65,7 @@ class RunPrinter:
         self._track(event)
         line = self._line(event)
         if line is not None:
-            self._print(f"[{event.elapsed_s:7.1f}s] {line}")
+            self._print(f"[{event.elapsed_s:7.1f}s] {printable(line)}")  # one line, whatever names it holds
         elif event.kind == "custom" and event.text and self.mode == "plain":
             sys.stdout.write(event.text)  # a node's own streamed text, as it comes
             sys.stdout.flush()
@@ -129,7 +133,7 @@ class RunPrinter:
                 doing += f" ({now - node.get('since_activity', now):.0f}s)"
                 tail = " ".join(str(node.get("tail", "")).split())
                 doing += f" {tail}" if tail else ""
-            table.add_row(name, node["status"], f"{now - node['since']:.0f}s" if running else "", doing)
+            table.add_row(printable(name), node["status"], f"{now - node['since']:.0f}s" if running else "", printable(doing))
         return table
 
     def _print(self, line: str) -> None:
@@ -137,7 +141,7 @@ class RunPrinter:
             typer.echo("")
             self.midline = False
         if self.live is not None:
-            self.live.console.print(line, highlight=False, markup=False)
+            self.live.console.print(printable(line), highlight=False, markup=False)
         else:
             typer.echo(line)
 

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from agentflow.cli.common import terminal
+from agentflow.errors import printable
+
 if TYPE_CHECKING:
     from agentflow.events import EventLog
     from agentflow.models.base import ChatModel
@@ -51,8 +54,9 @@ def start_with_progress(handle: ServerHandle, *, quiet: bool = False) -> None:
         if sys.stderr.isatty() and not quiet:
             from rich.console import Console
 
-            with Console(stderr=True).status(f"starting {label}") as status:
-                handle.start_sync(on_log=lambda line: status.update(f"starting {label}: {line[-100:]}"))
+            shown = printable(label)
+            with Console(file=terminal(err=True), stderr=True, markup=False).status(f"starting {shown}") as status:
+                handle.start_sync(on_log=lambda line: status.update(f"starting {shown}: {printable(line[-100:])}"))
         else:
             if not quiet:
                 _say(f"starting {label} (log: {handle.log_path})")

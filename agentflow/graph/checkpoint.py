@@ -51,6 +51,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
+from agentflow.graph.compression import decompress
 from agentflow.graph.serde import RefusedType, StrictSerde
 from agentflow.graph.serde_redact import redact_serialized
 from agentflow.secrets import Redactors, redactors
@@ -158,7 +159,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         return _CODEC_RAW, data
 
     def _decode(self, codec: int, data: bytes) -> bytes:
-        return self._dctx.decompress(data) if codec == _CODEC_ZSTD else data
+        return decompress(data, f"a checkpoint value in {self.path}", dctx=self._dctx) if codec == _CODEC_ZSTD else data
 
     def _loads(self, type_: str, data: bytes) -> Any:
         try:

@@ -23,6 +23,7 @@ from typing import Any
 import zstandard
 
 from agentflow.errors import UserError
+from agentflow.graph.compression import decompress
 from agentflow.secrets import redact
 
 DIFF_KEY = "workspace_diff"
@@ -58,7 +59,7 @@ class DiffStore:
         if not path.is_file():
             raise UserError(f"the workspace diff {digest[:12]} is missing from {self.root}",
                             hint="the run folder is incomplete; fork from another checkpoint")
-        return zstandard.ZstdDecompressor().decompress(path.read_bytes()).decode()
+        return decompress(path.read_bytes(), f"the workspace diff {path}").decode(errors="replace")
 
     def copy_to(self, digest: str, other: DiffStore) -> None:
         """Make diff `digest` available in `other` too (a fork's folder holds what its checkpoints name)."""

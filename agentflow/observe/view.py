@@ -64,6 +64,34 @@ def _cap(value: Any, limit: int = TEXT_CAP) -> Any:
     return value
 
 
+def _break_parent_cycles(events: list[list[Any]]) -> None:
+    """Make the search tree of `search.node` rows ([ts, kind, node, parent, data]) a tree: a run folder is any
+    file, and a parent chain that comes back to itself would keep the page walking it forever. On each cycle,
+    the node seen first becomes a root (its rows lose their parent), so every node is still shown."""
+    parent: dict[str, str] = {}
+    first: dict[str, int] = {}
+    for i, (_, kind, node, up, _) in enumerate(events):
+        if kind == "search.node" and node:
+            parent[node] = up
+            first.setdefault(node, i)
+    done: set[str] = set()
+    roots: set[str] = set()
+    for start in parent:
+        path: list[str] = []
+        on_path: set[str] = set()
+        node: str | None = start
+        while node in parent and node not in done and node not in on_path:
+            path.append(node)
+            on_path.add(node)
+            node = parent[node]
+        if node in on_path:  # the walk came back: path[path.index(node):] is a cycle
+            roots.add(min(path[path.index(node):], key=first.__getitem__))
+        done.update(path)
+    for row in events:
+        if row[1] == "search.node" and row[2] in roots:
+            row[3] = None
+
+
 def _config(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "config.resolved.yaml"
     if not path.is_file():
@@ -126,6 +154,7 @@ def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[s
     events: list[list[Any]] = []
     if (rdir / "events.jsonl").is_file():
         events = [[e.ts, e.kind, e.node_id, e.parent_id, _cap(e.data)] for e in read_events(rdir / "events.jsonl")]
+        _break_parent_cycles(events)
     report = _read_json(rdir / "report.json")
     eval_patches, eval_logs = _eval_files(rdir)
     data = {

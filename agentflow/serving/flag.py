@@ -16,9 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import yaml
-
-from agentflow.config import validate_config
+from agentflow.config import load_yaml, validate_config
 from agentflow.errors import UserError
 from agentflow.serving.server import LogCallback, ServerHandle
 
@@ -40,7 +38,7 @@ def parse_serve_flag(value: str) -> tuple[str, dict[str, Any]]:
         key, eq, raw = pair.partition("=")
         if not eq or not key.strip():
             raise UserError(f"bad --serve value {value!r}: {pair!r} is not key=value", hint=f"use {FORMS}")
-        options[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        options[key.strip()] = load_yaml(raw, f"bad --serve value {value!r}: {key.strip()}") if raw.strip() else ""
     return kind, options
 
 

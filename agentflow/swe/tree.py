@@ -8,42 +8,34 @@ git itself says what the patch does:
    each name is refused if it is absolute, climbs out with `..`, lies under `.git/` (a hook there runs
    on the user's next commit), or goes through a symlink / resolves outside the repository in the tree.
 2. Those files are copied from the tree into a scratch repository (no user config, hooks or filters) and
-   the same bytes are applied there with the same `git apply`; the RESULT is inspected on disk: refused
-   when it holds a symlink, or a file made executable (unless the user allows it), or a changed file
-   git's own list left out.
-3. Only then does `git apply` write the user's tree (a patch git refuses is not retried with a more
-   lenient tool). The diffstat shown is git's list, so it names every file that is written.
+   the patch is applied there with `git apply`; the RESULT is inspected on disk: refused when it holds a
+   symlink, or a file made executable (unless the user allows it), or a changed file git's own list left
+   out. A patch git refuses is not retried with a more lenient tool.
+3. Only then are the inspected files copied from the scratch repository into the user's tree, after each
+   path is checked again to hold what was copied out. git never runs in the user's repository: its
+   config (filters, fsmonitor, hooks, drivers, includes) is never read, and the bytes written are the
+   bytes inspected. The diffstat shown is git's list, so it names every file that is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from agentflow.errors import UserError
-from agentflow.swe.hostgit import safe_env
+from agentflow.errors import UserError, printable
+from agentflow.swe.hostgit import OwnRepo, init, run_git
 
 _APPLY = ["apply", "--verbose", "-"]
-_NO_HOOKS = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
-_SCRATCH_CONFIG = [
-    *_NO_HOOKS,
-    *("-c", "core.symlinks=true", "-c", "core.fileMode=true", "-c", "core.autocrlf=false"),
-    *("-c", "core.protectHFS=true", "-c", "core.protectNTFS=true"),
-]
+_SCRATCH_CONFIG = ("core.symlinks=true", "core.protectHFS=true", "core.protectNTFS=true")
 """The scratch repository writes symlinks and modes as they are, so the inspection sees them."""
-_LOCAL_GIT_ENV = frozenset({
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
-    "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_SHALLOW_FILE",
-    "GIT_COMMON_DIR",
-})
-"""`git rev-parse --local-env-vars`: these would point `git apply` at another tree than the one checked."""
 _State = tuple[str, bool, bytes]
 """A path on disk: kind ("file", "link", "other"), executable, digest of the content or link target."""
 
@@ -69,11 +61,8 @@ class FileChange:
     """Line counts, "-" for a binary file."""
 
 
-def _git(args: list[str], cwd: Path, env: dict[str, str], data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, env=env, input=data, capture_output=True, check=False)
-    except FileNotFoundError:
-        raise UserError("git is not installed", hint="install git, or apply patch.diff by hand") from None
+def _git(args: list[str], scratch: OwnRepo, data: bytes) -> subprocess.CompletedProcess[bytes]:
+    return run_git(args, scratch, input=data, config=_SCRATCH_CONFIG)
 
 
 def _reason(proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -87,8 +76,8 @@ def _does_not_apply(repo: Path, proc: subprocess.CompletedProcess[bytes]) -> Use
     )
 
 
-def _numstat(patch: bytes, cwd: Path, env: dict[str, str], *, reverse: bool) -> list[tuple[str, str, str]]:
-    proc = _git([*_SCRATCH_CONFIG, "apply", "--numstat", "-z", *(["-R"] if reverse else []), "-"], cwd, env, patch)
+def _numstat(patch: bytes, scratch: OwnRepo, *, reverse: bool) -> list[tuple[str, str, str]]:
+    proc = _git(["apply", "--numstat", "-z", *(["-R"] if reverse else []), "-"], scratch, patch)
     if proc.returncode != 0:
         raise UserError(f"the patch cannot be applied: {_reason(proc)}", hint="review patch.diff in the run folder")
     out = []
@@ -98,12 +87,12 @@ def _numstat(patch: bytes, cwd: Path, env: dict[str, str], *, reverse: bool) -> 
     return out
 
 
-def patch_files(patch: bytes, cwd: Path, env: dict[str, str]) -> list[FileChange]:
+def patch_files(patch: bytes, scratch: OwnRepo) -> list[FileChange]:
     """The files `git apply` would touch, in patch order. Forward, git names the new path (the old one for
     a deletion); with -R, the old one (the new one for a creation), and lists the files last to first
     (the order a reversed patch applies in): together they name both ends."""
-    forward = _numstat(patch, cwd, env, reverse=False)
-    backward = _numstat(patch, cwd, env, reverse=True)[::-1]
+    forward = _numstat(patch, scratch, reverse=False)
+    backward = _numstat(patch, scratch, reverse=True)[::-1]
     if [(a, d) for a, d, _ in forward] != [(a, d) for d, a, _ in backward]:
         raise UserError("the patch cannot be applied: git reads it differently forwards and backwards")
     return [FileChange(old, new, added, deleted) for (added, deleted, new), (_, _, old) in zip(forward, backward)]
@@ -209,27 +198,96 @@ def _inspect(scratch: Path, before: dict[str, _State], files: list[FileChange], 
     return made_exec
 
 
-def check_patch_for_tree(repo: Path, patch: str, *, allow_exec: bool = False) -> tuple[list[FileChange], set[str]]:
-    """The patch's files and those it makes executable, or a UserError naming the first one that may not
-    reach the user's tree. Decided by applying the patch with git to a scratch copy (see the module doc)."""
-    data = _encode(patch)
+@dataclass
+class _Checked:
+    """A patch applied in a scratch copy and inspected: what `apply_to_tree` copies into the tree."""
+
+    files: list[FileChange]
+    made_exec: set[str]
+    scratch: Path
+    before: dict[str, _State]
+    """The tree's files as they were copied into the scratch repository."""
+
+
+@contextlib.contextmanager
+def _checked(repo: Path, patch: bytes, allow_exec: bool) -> Iterator[_Checked]:
+    """Apply `patch` in a scratch repository holding copies of the files it touches, and inspect the result
+    (see the module doc); the scratch folder lives as long as the context."""
     with tempfile.TemporaryDirectory(prefix="agentflow-apply-") as tmp:
-        env = safe_env({"GIT_CEILING_DIRECTORIES": tmp})  # the scratch repository knows no config of anyone's
-        scratch = Path(tmp) / "tree"
-        init = _git(["init", "-q", "--template=", str(scratch)], Path(tmp), env)
-        if init.returncode != 0:
-            raise UserError(f"cannot make a scratch repository to check the patch: {_reason(init)}")
-        files = patch_files(data, scratch, env)
-        for path in sorted({p for fc in files for p in (fc.old_path, fc.new_path)}):
+        scratch = init(Path(tmp) / "tree")  # a repository of ours: nobody's config, hooks or filters
+        files = patch_files(patch, scratch)
+        for path in _paths(files):
             why = _path_problem(path) or _tree_problem(repo, path)
             if why:
                 raise UserError(f"refusing to apply the patch: {_shown(path)} {why}", hint="review patch.diff in the run folder")
-            _copy_preimage(repo, scratch, path)
-        before = _snapshot(scratch)
-        proc = _git([*_SCRATCH_CONFIG, *_APPLY], scratch, env, data)
+            _copy_preimage(repo, scratch.path, path)
+        before = _snapshot(scratch.path)
+        proc = _git(_APPLY, scratch, patch)
         if proc.returncode != 0:
             raise _does_not_apply(repo, proc)
-        return files, _inspect(scratch, before, files, allow_exec)
+        yield _Checked(files, _inspect(scratch.path, before, files, allow_exec), scratch.path, before)
+
+
+def _paths(files: list[FileChange]) -> list[str]:
+    return sorted({p for fc in files for p in (fc.old_path, fc.new_path)})
+
+
+def check_patch_for_tree(repo: Path, patch: str, *, allow_exec: bool = False) -> tuple[list[FileChange], set[str]]:
+    """The patch's files and those it makes executable, or a UserError naming the first one that may not
+    reach the user's tree. Decided by applying the patch with git to a scratch copy (see the module doc)."""
+    with _checked(repo, _encode(patch), allow_exec) as checked:
+        return checked.files, checked.made_exec
+
+
+def _unchanged_since_check(repo: Path, checked: _Checked) -> None:
+    """Each path the patch touches still holds what was copied out and checked (no symlink swapped in)."""
+    for path in _paths(checked.files):
+        full = repo / path
+        now = _state(full) if os.path.lexists(full) and not full.is_dir() else None
+        if _tree_problem(repo, path) or now != checked.before.get(path):
+            raise UserError(f"refusing to apply the patch: {_shown(path)} changed in your tree while it was checked",
+                            hint="run again, or apply patch.diff by hand")
+
+
+def _write_file(src: Path, dest: Path) -> None:
+    """`src`'s bytes at `dest`, made beside it and renamed over it (a symlink there is replaced, never followed);
+    the mode git gives a file: 0666 or 0777 less the umask."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".agentflow-apply-{os.getpid()}-{dest.name}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o777 if os.access(src, os.X_OK) else 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(src.read_bytes())
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _remove_file(repo: Path, path: str) -> None:
+    """Delete `path`, then the folders it leaves empty (as git apply does), never `repo` itself."""
+    (repo / path).unlink()
+    parent = (repo / path).parent
+    while parent != repo and not any(parent.iterdir()):
+        parent.rmdir()
+        parent = parent.parent
+
+
+def _copy_result(repo: Path, checked: _Checked) -> None:
+    """Bring what git wrote in the scratch repository into `repo`: deletions first (a file may give way to a
+    folder of the same name), then every file the patch leaves."""
+    _unchanged_since_check(repo, checked)
+    paths = _paths(checked.files)
+    try:
+        for path in paths:
+            if not os.path.lexists(checked.scratch / path) and os.path.lexists(repo / path):
+                _remove_file(repo, path)
+        for path in paths:
+            if os.path.lexists(checked.scratch / path):
+                _write_file(checked.scratch / path, repo / path)
+    except OSError as exc:
+        raise UserError(f"writing the patch into {repo} failed: {exc.strerror}: {_shown(str(exc.filename))}",
+                        hint="check the tree (git status) and apply patch.diff by hand") from None
 
 
 def _encode(patch: str) -> bytes:
@@ -241,7 +299,7 @@ def _encode(patch: str) -> bytes:
 
 def _shown(path: str) -> str:
     """`path` for a terminal: control and invisible characters escaped (no line breaks, colours, bidi)."""
-    return path if path.isprintable() else path.encode("unicode_escape").decode("ascii")
+    return printable(path)
 
 
 def diffstat(files: list[FileChange], made_exec: set[str] | frozenset[str] = frozenset()) -> str:
@@ -257,14 +315,9 @@ def diffstat(files: list[FileChange], made_exec: set[str] | frozenset[str] = fro
 
 
 def apply_to_tree(repo: str | Path, patch: str, *, allow_exec: bool = False) -> TreeApplication:
-    """Check `patch` against `repo`'s working tree (see the module docstring), then `git apply` it."""
+    """Check `patch` against `repo`'s working tree and copy the checked result in (see the module docstring)."""
     repo = Path(repo)
-    files, made_exec = check_patch_for_tree(repo, patch, allow_exec=allow_exec)
-    env = {k: v for k, v in os.environ.items() if k not in _LOCAL_GIT_ENV}
-    # git looks no higher than `repo` for a repository: inside an enclosing one (a subfolder, a dotfiles
-    # repo in $HOME) it would read the paths from that one's top, not from `repo` as checked above
-    env["GIT_CEILING_DIRECTORIES"] = str(repo.resolve().parent)
-    proc = _git([*_NO_HOOKS, *_APPLY], repo, env, _encode(patch))
-    if proc.returncode != 0:
-        raise _does_not_apply(repo, proc)
-    return TreeApplication(command="git apply", diffstat=diffstat(files, made_exec))
+    with _checked(repo, _encode(patch), allow_exec) as checked:
+        _copy_result(repo, checked)
+        return TreeApplication(command="git apply (in a scratch copy)",
+                               diffstat=diffstat(checked.files, checked.made_exec))

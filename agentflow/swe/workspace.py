@@ -31,7 +31,7 @@ from pathlib import Path
 from agentflow.config import cache_dir
 from agentflow.errors import SandboxError, UserError
 from agentflow.sandbox.base import Sandbox, sh_command
-from agentflow.swe.hostgit import clone, git, has_commit, resolve_ref
+from agentflow.swe.hostgit import OwnRepo, alternate_object_dirs, clone, git, has_commit, init, resolve_ref
 from agentflow.swe.patch import SCRATCH_DIR
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import SHIM_DIR, SITE_PLUGINS
@@ -86,10 +86,10 @@ def snapshot_commit(src: str | Path, dest: str | Path, *, check: Check | None = 
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((src / rel).read_bytes())
         target.chmod(0o644)
-    git(["init", "-q"], dest)
-    git(["add", "-f", "-A", "."], dest)
-    git(["commit", "-q", "--no-verify", "-m", SNAPSHOT_MESSAGE], dest, env=SNAPSHOT_ENV)
-    return git(["rev-parse", "HEAD"], dest).decode().strip()
+    repo = init(dest)
+    git(["add", "-f", "-A", "."], repo)
+    git(["commit", "-q", "--no-verify", "-m", SNAPSHOT_MESSAGE], repo, env=SNAPSHOT_ENV)
+    return git(["rev-parse", "HEAD"], repo).decode().strip()
 
 
 def _git_dir(src: Path) -> Path | None:
@@ -112,12 +112,8 @@ def _check_git_dir(git_dir: Path, check: Check) -> None:
     common = dirs[0] / "commondir"
     if common.is_file():
         dirs.append(check(dirs[0] / common.read_text(errors="replace").strip(), "repo's commondir"))
-    for d in list(dirs):
-        alternates = d / "objects" / "info" / "alternates"
-        if alternates.is_file():
-            for line in alternates.read_text(errors="replace").splitlines():
-                if line.strip() and not line.startswith("#"):
-                    dirs.append(check(d / "objects" / line.strip(), "repo's object alternate"))
+    for d in list(dirs):  # read as git reads them: quoted, relative, alternates of alternates
+        dirs.extend(check(alt, "repo's object alternate") for alt in alternate_object_dirs(d / "objects"))
     for d in dirs:
         for root, subdirs, files in os.walk(d):
             for name in (*subdirs, *files):
@@ -141,13 +137,13 @@ def cached_repo(task: SWETask, root: str | Path | None = None) -> tuple[Path, st
         kind = "git"  # a local repository: cloned like a URL, never used in place
         _check_git_dir(git_dir, task.confine)
         if not _HEX.fullmatch(commit):  # a moving name: pin it, so that the cached clone is the right one
-            commit = resolve_ref(source, commit, root) or commit
+            commit = resolve_ref(source, commit) or commit
     key = hashlib.sha256(f"{kind}:{source}:{commit}".encode()).hexdigest()[:16]
     dest = root / f"{Path(source.rstrip('/')).name.removesuffix('.git')}-{key}"
     # threads of this process, and other processes sharing the cache (Ray workers on one host, parallel runs):
     # one builds while the others wait, and nobody replaces a repository another one is reading
     with _lock, _cache_lock(root):
-        if dest.is_dir() and has_commit(dest, commit):
+        if dest.is_dir() and has_commit(OwnRepo(dest), commit):  # a clone of ours, from an earlier run
             return dest, commit
         tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         try:
@@ -160,8 +156,7 @@ def cached_repo(task: SWETask, root: str | Path | None = None) -> tuple[Path, st
                         hint="the directory changed since the task was written; restore it or update base_commit",
                     )
             else:
-                clone(source, tmp / "repo")
-                if not has_commit(tmp / "repo", commit):
+                if not has_commit(clone(source, tmp / "repo"), commit):
                     raise UserError(f"task {task.instance_id}: commit {task.base_commit} not found in {source}")
             shutil.rmtree(dest, ignore_errors=True)
             (tmp / "repo").rename(dest)
@@ -182,7 +177,7 @@ def _cache_lock(root: Path) -> Iterator[None]:
 
 def archive(repo: Path, commit: str) -> bytes:
     """Tar of the tree at `commit`."""
-    return git(["archive", "--format=tar", commit, "--"], repo)
+    return git(["archive", "--format=tar", commit, "--"], OwnRepo(repo))
 
 
 async def run_checked(sandbox: Sandbox, command: str, what: str, timeout: float | None = None) -> str:
@@ -314,8 +309,7 @@ def repo_task(repo: Path, issue: str, *, wheelhouse: Path | None = None) -> SWET
     repo = repo.resolve()
     if _git_dir(repo) is not None:
         # asked from outside: the repository may come from a tarball, its config is not trusted either
-        with tempfile.TemporaryDirectory() as tmp:
-            head = resolve_ref(str(repo), "HEAD", Path(tmp))
+        head = resolve_ref(str(repo), "HEAD")
         if head is None:
             raise UserError(f"repository {repo} has no commit yet", hint="commit the code to repair first")
         base = head

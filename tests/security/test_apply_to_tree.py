@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from agentflow.cli.main import run
-from agentflow.errors import UserError
+from agentflow.errors import UserError, printable
 from agentflow.swe.tree import apply_to_tree
+
+from .hostile_git import WHERES, arm, fired, self_test
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -170,7 +174,7 @@ def test_the_diffstat_lists_every_file_git_writes(tmp_path: Path, patch: str) ->
     after = _files(repo)
     written = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     assert written  # the patch did land
-    shown = {path.encode("unicode_escape").decode() if not path.isprintable() else path for path in written}
+    shown = {printable(path) for path in written}
     assert _listed_paths(done.diffstat) == shown, done.diffstat
     assert f"{len(written)} file(s) changed" in done.diffstat
 
@@ -195,3 +199,67 @@ def test_a_tree_inside_another_repository_gets_the_patch_at_the_paths_checked(tm
     assert (repo / "mod.py").read_text() == "x = 2\ny = 3\n", "git skipped the file the diffstat lists"
     assert _listed_paths(done.diffstat) == {"mod.py"}
     assert (outer / "mod.py").read_text() == "x = 1\n"
+
+
+# ------------------------------------------------------------------ nothing of the user's repository runs
+
+DELETE = "diff --git a/mod.py b/mod.py\ndeleted file mode 100644\n--- a/mod.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"
+NESTED = "--- /dev/null\n+++ b/pkg/sub/new.py\n@@ -0,0 +1 @@\n+a = 1\n"
+
+
+def _armed_repo(tmp_path: Path, where: str) -> tuple[Path, Path]:
+    repo = _repo(tmp_path)
+    (repo / "notes.txt").write_text("kept\n")
+    markers = tmp_path / "markers"
+    arm(repo, markers, where)
+    assert self_test(repo, markers), "the armed repository sets nothing off"
+    shutil.rmtree(markers)
+    return repo, markers
+
+
+@pytest.mark.parametrize("where", WHERES)
+def test_applying_a_patch_runs_nothing_of_the_users_repository(tmp_path: Path, where: str) -> None:
+    """Every config key git runs a command from, hooks, attributes naming drivers: `apply_to_tree` (behind
+    `repair --apply` and `run --apply`) sets none of them off, whatever the patch does, and writes the bytes
+    it checked (the repository's `core.autocrlf=true` and filters change nothing)."""
+    repo, markers = _armed_repo(tmp_path, where)
+    apply_to_tree(repo, GOOD)
+    assert (repo / "mod.py").read_bytes() == b"x = 2\ny = 3\n"
+    apply_to_tree(repo, EXEC, allow_exec=True)
+    apply_to_tree(repo, NESTED)
+    assert (repo / "pkg" / "sub" / "new.py").read_text() == "a = 1\n"
+    apply_to_tree(repo, NESTED.replace("/dev/null", "a/pkg/sub/new.py").replace("+++ b/pkg/sub/new.py", "+++ /dev/null")
+                  .replace("@@ -0,0 +1 @@\n+a = 1", "@@ -1 +0,0 @@\n-a = 1"))
+    assert not (repo / "pkg").exists(), "a folder the patch empties is removed, as git apply does"
+    apply_to_tree(repo, "diff --git a/notes.txt b/kept.txt\nsimilarity index 100%\nrename from notes.txt\nrename to kept.txt\n")
+    assert (repo / "kept.txt").read_text() == "kept\n"
+    with pytest.raises(UserError, match="does not apply"):
+        apply_to_tree(repo, GOOD)
+    assert fired(markers) == []
+
+
+@pytest.mark.parametrize("where", WHERES)
+def test_repair_check_and_apply_run_nothing_of_the_users_repository(tmp_path: Path, where: str) -> None:
+    """The real CLI (`repair REPO --check`, then `repair REPO --apply` with a replayed model, local sandbox)."""
+    from tests.repair.conftest import scripted_cassette
+    from tests.repair.test_preflight import FIX, ISSUE, make_repo
+
+    repo = make_repo(tmp_path / "pager-repo")
+    markers = tmp_path / "markers"
+    arm(repo, markers, where)
+    cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
+    common = ["--sandbox", "local", "--test-cmd", "python -m pytest -q"]
+    check = _cli("repair", str(repo), "--check", *common)
+    assert check.returncode == 0, check.stderr[-2000:]
+    assert fired(markers) == []
+    done = _cli("repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "-c", "edit_format=search_replace",
+                "-c", "concurrency=1", "-c", "rank=false", "-o", str(tmp_path / "run"), "--apply", *common)
+    assert "applied to" in done.stdout and "pager/core.py | +1 -1" in done.stdout, done.stderr[-2000:]
+    assert "start = (page - 1) * per_page" in (repo / "pager" / "core.py").read_text()
+    assert fired(markers) == []
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return subprocess.run([sys.executable, "-m", "agentflow.cli.main", *argv], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)

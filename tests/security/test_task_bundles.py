@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,13 +17,12 @@ from agentflow.errors import UserError
 from agentflow.swe.workspace import EVAL_DIR
 
 from .conftest import TASKS_FILE, write_jsonl
+from .hostile_git import ATTRIBUTES, WHERES, arm, fired, self_test
 
 SECRET = "AKIA-test-key-3f9c2e71"
 PATCH = "--- a/mod.py\n+++ b/mod.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2\n"
 TEST = "import mod\n\n\ndef test_value():\n    assert mod.VALUE == 2\n"
 WHEEL = TASKS_FILE.parents[1] / "real-tasks" / "wheelhouse" / "packaging-24.1-py3-none-any.whl"
-HOOKS = ("pre-commit", "post-commit", "post-checkout", "reference-transaction", "pre-auto-gc", "post-index-change",
-         "fsmonitor-watchman", "pre-push", "post-rewrite")
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -46,31 +46,18 @@ def _git_repo(root: Path) -> Path:
     return root
 
 
-def _arm(repo: Path, markers: Path) -> None:
-    """Everything a repository's own `.git` can ask the host's git to run; each leaves a marker file."""
-    markers.mkdir(exist_ok=True)
-
-    def cmd(name: str) -> str:
-        return f"touch {markers / name}; cat"
-
-    (repo / ".gitattributes").write_text("* filter=x diff=x merge=x\n")
-    _git(repo, "add", ".gitattributes")
-    _git(repo, "commit", "-qm", "attributes")
-    settings = {
-        "filter.x.smudge": cmd("smudge"), "filter.x.clean": cmd("clean"), "filter.x.process": cmd("process"),
-        "filter.x.required": "false", "diff.x.textconv": cmd("textconv"), "diff.x.command": cmd("diff"),
-        "merge.x.driver": cmd("merge"), "core.fsmonitor": cmd("fsmonitor"), "core.sshCommand": cmd("ssh"),
-        "core.askPass": cmd("askpass"), "core.gitProxy": cmd("gitproxy"), "core.pager": cmd("pager"),
-        "core.alternateRefsCommand": cmd("alternaterefs"), "uploadpack.packObjectsHook": cmd("packobjects"),
-        "protocol.ext.allow": "always", "protocol.allow": "always", "core.hooksPath": str(repo / ".git" / "hooks"),
-        "gc.auto": "1", "sequence.editor": cmd("editor"), "core.editor": cmd("editor"),
-    }
-    for key, value in settings.items():
-        _git(repo, "config", key, value)
-    for hook in HOOKS:
-        path = repo / ".git" / "hooks" / hook
-        path.write_text(f"#!/bin/sh\ntouch {markers / hook}\n")
-        path.chmod(0o755)
+def _arm(repo: Path, markers: Path, where: str = "config") -> None:
+    """Everything a repository's own `.git` can ask the host's git to run (`hostile_git`), each leaving a
+    marker, with `.gitattributes` naming the drivers committed. First proven live on a twin repository: git
+    working inside it does set markers off."""
+    tmp = Path(tempfile.mkdtemp())
+    for target, marks in ((_git_repo(tmp / "twin"), tmp / "m"), (repo, markers)):
+        (target / ".gitattributes").write_text(ATTRIBUTES)
+        _git(target, "add", ".gitattributes")
+        _git(target, "commit", "-qm", "attributes")
+        arm(target, marks, where)
+    assert self_test(tmp / "twin", tmp / "m"), "the armed repository sets nothing off"
+    shutil.rmtree(tmp)
 
 
 def _bundle(tmp_path: Path, task: dict) -> tuple[Path, Path]:
@@ -90,18 +77,19 @@ def _eval(tasks: Path, preds: Path, out: Path, *extra: str) -> int:
 
 
 def _fired(markers: Path) -> list[str]:
-    return sorted(p.name for p in markers.iterdir()) if markers.is_dir() else []
+    return fired(markers)
 
 
 # ------------------------------------------------------------------ (a) the repository's config never runs
 
 
+@pytest.mark.parametrize("where", WHERES)
 @pytest.mark.parametrize("base", ["commit", "HEAD"])
-def test_a_task_repos_git_config_never_runs_on_the_host(tmp_path: Path, base: str,
+def test_a_task_repos_git_config_never_runs_on_the_host(tmp_path: Path, base: str, where: str,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     repo = _git_repo(tmp_path / "bundle" / "repo")
     markers = tmp_path / "markers"
-    _arm(repo, markers)
+    _arm(repo, markers, where)
     tasks, preds = _bundle(tmp_path, {"repo": "repo", "base_commit": _git(repo, "rev-parse", "HEAD") if base == "commit" else "HEAD"})
     assert _eval(tasks, preds, tmp_path / "out") == 0
     assert '"resolved_instances": 1' in capsys.readouterr().out  # the set-up worked: the repository was used
@@ -143,14 +131,15 @@ def test_the_users_global_git_config_does_not_apply_to_task_repositories(
     assert _fired(markers) == []
 
 
-async def test_repair_of_a_users_repository_does_not_run_its_git_config(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", WHERES)
+async def test_repair_of_a_users_repository_does_not_run_its_git_config(tmp_path: Path, where: str) -> None:
     """`agentflow repair REPO` shares the set-up: a repository from a tarball may carry a hostile .git too."""
     from agentflow.sandbox import open_sandbox
     from agentflow.swe.workspace import repo_task, seed_workspace
 
     repo = _git_repo(tmp_path / "repo")
     markers = tmp_path / "markers"
-    _arm(repo, markers)
+    _arm(repo, markers, where)
     task = repo_task(repo, "VALUE must be 2")
     assert task.base_commit == _git(repo, "rev-parse", "HEAD")
     async with open_sandbox("local") as sb:
@@ -246,6 +235,55 @@ def test_a_git_file_pointing_outside_the_tasks_folder_is_refused(tmp_path: Path,
                                       "test_cmd": "cat credentials; python -m pytest -rA"})
     code = _eval(tasks, preds, tmp_path / "out")
     _assert_refused(tmp_path, code, capsys.readouterr().err, "repo")
+
+
+def _hop(folder: Path, alternates: str) -> Path:
+    """An object folder (`folder/objects`) with nothing but an alternates file."""
+    (folder / "objects" / "info").mkdir(parents=True)
+    (folder / "objects" / "info" / "alternates").write_text(alternates)
+    return folder / "objects"
+
+
+def _c_quoted(path: Path, octal: bool = False) -> str:
+    return '"' + (str(path).replace("/", "\\057") if octal else str(path)) + '"\n'
+
+
+@pytest.mark.parametrize("form", ["plain", "relative", "quoted", "quoted-octal", "nested", "nested-quoted",
+                                  "nested-relative", "after-a-comment"])
+def test_object_alternates_outside_the_tasks_folder_are_refused(tmp_path: Path, form: str,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`objects/info/alternates` read as git reads it: C-quoted paths, relative ones, alternates of alternates."""
+    private = _outside_repo(tmp_path)
+    objects = private / ".git" / "objects"
+    repo = tmp_path / "bundle" / "repo"
+    _git(tmp_path, "clone", "-q", "--shared", str(private), str(repo))  # its objects are the private repository's
+    info = repo / ".git" / "objects" / "info" / "alternates"
+    relative = os.path.relpath(objects, repo / ".git" / "objects")
+    if form.startswith("nested"):
+        inner = {"nested": f"{objects}\n", "nested-quoted": _c_quoted(objects),
+                 "nested-relative": os.path.relpath(objects, tmp_path / "bundle" / "hop" / "objects") + "\n"}[form]
+        hop = _hop(tmp_path / "bundle" / "hop", inner)
+        info.write_text(f"{hop}\n")
+    else:
+        info.write_text({"plain": f"{objects}\n", "relative": f"{relative}\n", "quoted": _c_quoted(objects),
+                         "quoted-octal": _c_quoted(objects, octal=True),
+                         "after-a-comment": f"# mirror\n{_c_quoted(objects)}"}[form])
+    tasks, preds = _bundle(tmp_path, {"repo": "repo", "base_commit": "HEAD",
+                                      "test_cmd": "cat credentials; python -m pytest -rA"})
+    code = _eval(tasks, preds, tmp_path / "out")
+    _assert_refused(tmp_path, code, capsys.readouterr().err, "alternate")
+
+
+def test_alternates_nested_deeper_than_git_reads_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _git_repo(tmp_path / "bundle" / "repo")
+    last = repo / ".git" / "objects"
+    for depth in range(8):  # a chain inside the tasks folder, longer than git follows
+        last = _hop(tmp_path / "bundle" / f"hop{depth}", f"{last}\n")
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{last}\n")
+    tasks, preds = _bundle(tmp_path, {"repo": "repo", "base_commit": "HEAD"})
+    assert _eval(tasks, preds, tmp_path / "out") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nested more than" in err, err
 
 
 def test_a_symlink_in_a_task_directory_cannot_read_a_host_file(tmp_path: Path,

@@ -207,7 +207,7 @@
     const chosenPath = new Set();
     for (const n of nodes.values()) {
       const c = candOf(n);
-      if (c && chosen && c.candidate_id === chosen) for (let p = n; p; p = nodes.get(p.parent)) chosenPath.add(p.id);
+      if (c && chosen && c.candidate_id === chosen) for (let p = n; p && !chosenPath.has(p.id); p = nodes.get(p.parent)) chosenPath.add(p.id);
     }
     function nodeDetail(n) {
       const c = candOf(n), parts = [];
@@ -257,7 +257,7 @@
     }
     const roots = kids.get("") || [];
     const picked = chosen ? null : [...nodes.values()].find((n) => n.chosen === true);  // a graph search's choice
-    if (picked) for (let p = picked; p; p = nodes.get(p.parent)) chosenPath.add(p.id);
+    if (picked) for (let p = picked; p && !chosenPath.has(p.id); p = nodes.get(p.parent)) chosenPath.add(p.id);  // stops on a cycle
     const why = picked ? h("p", {}, "chosen: ", h("b", {}, picked.id.split("/").pop()), ` by ${picked.select || "value"}` +
       ` among ${nodes.size - 1} branches (${picked.strategy || ""})`) :
       chosen ? h("p", {}, "chosen: ", h("b", {}, chosen), ` by ${chosenBy || "?"}` +
