@@ -121,9 +121,9 @@ def truncate_file(path: str | Path, size: int) -> None:
         os.close(fd)
 
 
-def open_read(path: str | Path) -> IO[str]:
-    """The regular file `path` opened for reading text (undecodable bytes replaced); FileNotFoundError when
-    absent, a UserError when it is a link or not a regular file (nothing is read through it)."""
+def _open_read(path: str | Path) -> int:
+    """A descriptor of the regular file `path` opened for reading; FileNotFoundError when absent, a UserError
+    when it is a link or not a regular file (nothing is read through it)."""
     p = Path(path)
     try:
         fd = os.open(p, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
@@ -136,17 +136,24 @@ def open_read(path: str | Path) -> IO[str]:
         os.close(fd)
         raise UserError(f"{p} is not a regular file: agentflow does not read through it", hint=_HINT)
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "r", encoding="utf-8", errors="replace")
+    return fd
+
+
+def open_read(path: str | Path) -> IO[str]:
+    """The regular file `path` opened for reading text (undecodable bytes replaced); FileNotFoundError when
+    absent, a UserError when it is a link or not a regular file (nothing is read through it)."""
+    return os.fdopen(_open_read(path), "r", encoding="utf-8", errors="replace")
 
 
 def read_bytes(path: str | Path) -> bytes | None:
     """The bytes of the regular file `path`, None when it is absent; a UserError when it is a link or not a
     regular file (nothing is read through it)."""
     try:
-        with open_read(path) as fh:
-            return fh.buffer.read()
+        fd = _open_read(path)
     except FileNotFoundError:
         return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def read_text(path: str | Path) -> str | None:

@@ -71,18 +71,24 @@ def find_run(root: Path, thread_id: str) -> Path:
     from agentflow.graph.search import BRANCH_SEP
     from agentflow.runrecord import verified
 
+    unreadable: list[UserError] = []
     for wanted in dict.fromkeys((thread_id, thread_id.split(BRANCH_SEP, 1)[0])):
         direct = root / wanted
         if (direct / "run.json").is_file():
             return direct
         found = []
         for meta in sorted(root.glob("*/run.json")) if root.is_dir() else []:
-            with contextlib.suppress(UserError):
+            try:
                 record = read_record(meta.parent)
-                if record.get("thread_id") == wanted:
-                    found.append((not verified(record), meta.parent))
+            except UserError as exc:  # another run's damaged record does not hide this one
+                unreadable.append(exc)
+                continue
+            if record.get("thread_id") == wanted:
+                found.append((not verified(record), meta.parent))
         if found:
             return min(found)[1]
+    if unreadable:  # the run may be the one whose record cannot be read: say why
+        raise unreadable[0]
     raise UserError(f"no run with thread {thread_id!r} under {root}", hint="check the id and -o/--output")
 
 
@@ -232,6 +238,9 @@ def _check_fork_flags(fork: str | None, resume: str | None, at: str | None, afte
         return
     if resume is not None:
         raise UserError("--fork starts a new run from another; drop --resume (resume the fork by its own thread id)")
+    if "~" in fork:  # search.BRANCH_SEP: a branch runs a search node's subgraph, not a workflow of its own
+        raise UserError(f"--fork {fork}: that is a search branch's thread; fork the run's own thread",
+                        hint=f"list its checkpoints: agentflow run --history {fork.split('~', 1)[0]}")
     if input is not None:
         raise UserError("--fork takes the state at the checkpoint; change it with --edit JSON, not --input")
     if at is not None and after is not None:
@@ -258,7 +267,8 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
 
     rdir = find_run(output, thread_id)
     opts = resolve_options(given, rdir, verb=f"--history {thread_id}")
-    spec = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
+    workflow = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
+    spec = thread_spec(workflow, thread_id)
     runner = checkpoint_reader(spec, opts)
     try:
         points = asyncio.run(runner.history(thread_id, source=rdir))
@@ -271,7 +281,7 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
             after = f"after {', '.join(point.after)}" if point.after else point.source
             typer.echo(f"{point.checkpoint_id}  step {point.step:<3} {after:<24} next: {', '.join(point.next) or 'END'}"
                        + ("" if point.workspace_diff is None else f"  workspace {point.workspace_diff[:12]}"))
-    if not as_json:
+    if not as_json and spec is workflow:  # a search branch's thread is not forked on its own
         typer.echo(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]")
     return 0
 
@@ -500,6 +510,24 @@ async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dic
                     raise UserError("--apply needs the run's --workspace DIR")
                 applied = apply_to_tree(workspace, patch, allow_exec=allow_exec)
         return result, applied
+
+
+def thread_spec(spec: Any, thread_id: str) -> Any:
+    """The graph whose checkpoints `thread_id` holds: the workflow's, or for a search branch's thread
+    (`THREAD~node~b1~b4`, nested searches `...~b1~inner~b2`) the subgraph that branch runs."""
+    import re
+
+    from agentflow.graph.search import BRANCH_SEP, branch_spec
+
+    for part in thread_id.split(BRANCH_SEP)[1:]:
+        if re.fullmatch(r"b\d+", part):
+            continue
+        node = spec.nodes.get(part)
+        if node is None or node.search is None:
+            raise UserError(f"thread {thread_id!r} names no search node {part!r} of {spec.name}",
+                            hint="copy the thread id the viewer or `--history` shows")
+        spec = branch_spec(spec, node)
+    return spec
 
 
 READER_MODEL = "unused:reading-checkpoints"

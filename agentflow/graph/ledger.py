@@ -65,7 +65,7 @@ class RunLedger:
         resume executes with is signed (`runrecord`) only when the record was new or already the user's own:
         a record from elsewhere is never made to verify."""
         before = self.record()
-        data = redact({**before, **fields})
+        data: dict[str, Any] = redact({**before, **fields})
         if any(before.get(k) != data.get(k) for k in SIGNED_FIELDS) and (not before or verified(before)):
             data = sign(data)
         _write_atomic(self.run_dir / RUN_FILE, json.dumps(data), code=False)
@@ -88,10 +88,11 @@ class RunLedger:
     def spent(self) -> BudgetUsage | None:
         """What earlier legs of the run spent (None for a new run)."""
         path = self.run_dir / USAGE_FILE
-        if not path.is_file():
+        text = read_text(path)  # never through a link the folder brings
+        if text is None:
             return None
         try:
-            return BudgetUsage.model_validate_json(path.read_text())
+            return BudgetUsage.model_validate_json(text)
         except ValueError:
             raise UserError(f"{path} is damaged", hint="delete it to restart the run's spend from zero") from None
 
@@ -114,8 +115,7 @@ class RunLedger:
     # -- patch.diff -----------------------------------------------------------------------------------------
 
     def diff(self) -> str | None:
-        path = self.run_dir / DIFF_FILE
-        return path.read_text() if path.is_file() else None
+        return read_text(self.run_dir / DIFF_FILE)  # never through a link the folder brings
 
     def save_diff(self, patch: str) -> None:
         _write_atomic(self.run_dir / DIFF_FILE, patch, code=True)
