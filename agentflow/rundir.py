@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from agentflow.errors import UserError
 from agentflow.events import EventLog
 from agentflow.runfiles import check_folder_entry, make_folder, replace_file, truncate_file
+from agentflow.runrecord import sign_yaml
 from agentflow.secrets import redact
 
 
@@ -68,9 +69,9 @@ class RunDir:
 
     def write_config(self, config: BaseModel | dict[str, Any]) -> Path:
         """`config.resolved.yaml`: everything the run was started with, enough to repeat it (secrets masked:
-        a resume asks for them again)."""
+        a resume asks for them again), signed with the user's run key (a resume goes on with it only then)."""
         data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
-        return self._replace("config.resolved.yaml", yaml.safe_dump(redact(data), sort_keys=False))
+        return self._replace("config.resolved.yaml", sign_yaml(yaml.safe_dump(redact(data), sort_keys=False)))
 
     def _replace(self, name: str, text: str) -> Path:
         return replace_file(self.path / name, text)

@@ -103,6 +103,32 @@ def sign(record: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in record.items() if k != MAC_FIELD}, MAC_FIELD: _mac(key, record)}
 
 
+YAML_MAC = "# agentflow-mac: "
+"""The first line of a signed YAML record (`config.resolved.yaml`): a comment, so every YAML reader skips it."""
+
+
+def _text_mac(key: bytes, text: str) -> str:
+    return _PREFIX + hmac.new(key, b"agentflow-run-config-v1\0" + text.encode(), hashlib.sha256).hexdigest()
+
+
+def sign_yaml(text: str) -> str:
+    """`text` (a YAML document, as written) with a first line holding its MAC."""
+    key = run_key(create=True)
+    assert key is not None
+    return f"{YAML_MAC}{_text_mac(key, text)}\n{text}"
+
+
+def verified_yaml(text: str) -> str | None:
+    """The YAML document of a signed `text` when this user's key signed it, else None."""
+    first, newline, body = text.partition("\n")
+    if not newline or not first.startswith(YAML_MAC):
+        return None
+    key = run_key(create=False)
+    if key is None or not hmac.compare_digest(first[len(YAML_MAC):], _text_mac(key, body)):
+        return None
+    return body
+
+
 def verified(record: dict[str, Any]) -> bool:
     """Whether `record` was signed by this user's key (False when it has no MAC or there is no key)."""
     mac = record.get(MAC_FIELD)
@@ -112,4 +138,5 @@ def verified(record: dict[str, Any]) -> bool:
     return key is not None and hmac.compare_digest(mac, _mac(key, record))
 
 
-__all__ = ["MAC_FIELD", "SIGNED_FIELDS", "config_dir", "key_path", "run_key", "sign", "verified"]
+__all__ = ["MAC_FIELD", "SIGNED_FIELDS", "YAML_MAC", "config_dir", "key_path", "run_key", "sign", "sign_yaml",
+           "verified", "verified_yaml"]

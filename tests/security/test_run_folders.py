@@ -426,3 +426,36 @@ def test_the_allowed_agentflow_types_round_trip() -> None:
     serde = StrictSerde()
     for value in (NodeError(node="n", reason="error", error="e"), BudgetUsage(tokens=3)):
         assert serde.loads_typed(serde.dumps_typed(value)) == value
+
+
+# -- a benchmark's folder: its config.resolved.yaml is what `bench --resume` goes on with -------------------------
+
+@pytest.mark.parametrize("how", HOWS)
+def test_bench_resume_of_a_folder_from_elsewhere_uses_none_of_its_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, recorder: Recorder,
+    how: str,
+) -> None:
+    from agentflow.rundir import RunDir
+    from agentflow.runrecord import YAML_MAC
+    from tests.swe_fixtures import TASKS_FILE
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-own-key-0123456789")
+    folder = tmp_path / "bench"
+    RunDir.create(folder).write_config({"model": "replay:none.json", "backend": "docker"})
+    text = (folder / "config.resolved.yaml").read_text()
+    assert text.startswith(YAML_MAC)
+    first, _, _ = text.partition("\n")
+    forged = f"model: openai-compatible:{recorder.url}#m\nbackend: local\nfeedback: task\n"
+    if how == "unsigned":
+        text = forged
+    elif how == "another key":
+        text = YAML_MAC + "hmac-sha256:" + "0" * 64 + "\n" + forged
+    else:
+        text = first + "\n" + forged
+    (folder / "config.resolved.yaml").write_text(text)
+    code = run(["bench", str(TASKS_FILE), "-i", "inikit__inikit-1", "--resume", "-o", str(folder)])
+    err = capsys.readouterr().err
+    assert recorder.requests == [], "the folder's model URL was called"
+    assert not (folder / "instances").exists(), "a task ran"
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "config.resolved.yaml" in err and "give them on the command line" in err, err
