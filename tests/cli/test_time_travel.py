@@ -54,18 +54,22 @@ def test_history_of_a_run_whose_model_came_from_the_command_line(
     assert points[-1]["next"] == ["approve_plan"], out
 
 
+EDITS = {"README's": {"task": "add -v too"}, "a new plan": {"plan": {"goal": "fix add, edited", "steps": []}}}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
 @pytest.mark.parametrize("with_model", [False, True], ids=["recorded-model", "-m-again"])
-def test_fork_after_plan_with_an_edit(paused: tuple[str, str], with_model: bool,
+def test_fork_after_plan_with_an_edit(paused: tuple[str, str], with_model: bool, edit: str,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     runs, model = paused
     extra = ["-m", model] if with_model else []
-    edit = json.dumps({"plan": {"goal": "fix add, edited", "steps": []}})
-    code = run(["run", "-o", runs, "--fork", "t1", "--after", "plan", "--edit", edit, "--json", *extra])
+    code = run(["run", "-o", runs, "--fork", "t1", "--after", "plan", "--edit", json.dumps(EDITS[edit]), "--json",
+                *extra])
     out, err = capsys.readouterr()
     assert code == 0, err
     result = _last(out)
     assert result["status"] == "interrupted" and result["interrupt"]["node"] == "approve_plan", out
-    assert result["state"]["plan"]["goal"] == "fix add, edited"
+    assert {k: result["state"][k] for k in EDITS[edit]} == EDITS[edit]
     # the fork's own record is the user's: it resumes with no flags at all
     assert run(["run", "-o", runs, "--history", result["thread_id"], "--json"]) == 0, capsys.readouterr().err
 
