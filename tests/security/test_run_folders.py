@@ -459,3 +459,17 @@ def test_bench_resume_of_a_folder_from_elsewhere_uses_none_of_its_settings(
     assert not (folder / "instances").exists(), "a task ran"
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "config.resolved.yaml" in err and "give them on the command line" in err, err
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_folder_from_elsewhere_claiming_the_users_thread_does_not_shadow_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], recorder: Recorder, how: str
+) -> None:
+    """Threads are found by the thread id run.json names: a copied folder naming the same thread (and sorting
+    first) is passed over for the user's own record."""
+    folder, _ = own_paused_run(tmp_path, capsys)
+    copy = folder.parent / "a-copied-run"
+    shutil.copytree(folder, copy)
+    forge(copy, Elsewhere(tmp_path / "elsewhere", recorder), how, ("workflow", "model", "sandbox"))
+    assert run(["run", "-o", str(folder.parent), "--history", THREAD, "--json"]) == 0, capsys.readouterr().err
+    assert recorder.requests == []
