@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentflow.runfiles import open_append, open_read
 from agentflow.secrets import redact
 
 
@@ -59,7 +60,7 @@ class EventLog:
         self._fh = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            self._fh = open_append(self.path)  # never through a link the folder brings; closed in close()
 
     def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Event:
         """Record one event and return it."""
@@ -106,7 +107,7 @@ class EventLog:
 
 def read_events(path: str | Path) -> Iterator[Event]:
     """Read an events file, skipping a torn last line left by a crash."""
-    with open(path, encoding="utf-8") as fh:
+    with open_read(path) as fh:  # a regular file only, never through a link
         for line in fh:
             line = line.strip()
             if not line:

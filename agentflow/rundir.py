@@ -1,7 +1,8 @@
 """A run's folder on disk, one writer for `agentflow run`, `repair` and `bench`: created (or found) once,
 `config.resolved.yaml` and JSON files replaced atomically (a reader or a `kill -9` never sees half a file),
 and `events.jsonl` appended across resumes (a line torn by a killed writer is cut first). Everything written
-passes through `secrets.redact` (run folders are meant to be shared)."""
+passes through `secrets.redact` (run folders are meant to be shared), and through `agentflow.runfiles`: a
+link or special file the folder holds is never written through."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pydantic import BaseModel
 
 from agentflow.errors import UserError
 from agentflow.events import EventLog
+from agentflow.runfiles import check_folder_entry, make_folder, replace_file, truncate_file
+from agentflow.runrecord import sign_yaml
 from agentflow.secrets import redact
 
 
@@ -43,7 +46,7 @@ class RunDir:
         """The folder, made if missing; a one-line UserError when it cannot be (see `check_folder`)."""
         found = cls(check_folder(path))
         try:
-            found.path.mkdir(parents=True, exist_ok=True)
+            make_folder(found.path)
         except OSError as exc:
             raise UserError(f"cannot create the folder {found.path}: {exc.strerror or exc.__class__.__name__}",
                             hint="give -o a folder you can write to") from None
@@ -66,24 +69,21 @@ class RunDir:
 
     def write_config(self, config: BaseModel | dict[str, Any]) -> Path:
         """`config.resolved.yaml`: everything the run was started with, enough to repeat it (secrets masked:
-        a resume asks for them again)."""
+        a resume asks for them again), signed with the user's run key (a resume goes on with it only then)."""
         data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
-        return self._replace("config.resolved.yaml", yaml.safe_dump(redact(data), sort_keys=False))
+        return self._replace("config.resolved.yaml", sign_yaml(yaml.safe_dump(redact(data), sort_keys=False)))
 
     def _replace(self, name: str, text: str) -> Path:
-        target = self.path / name
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
-        return target
+        return replace_file(self.path / name, text)
 
     def events(self, run_id: str | None = None) -> EventLog:
         """The run's event log, appended to (a half line left by a killed writer is cut first)."""
+        check_folder_entry(self.path)
         path = self.path / "events.jsonl"
-        if path.is_file():
+        if path.is_file() and not path.is_symlink():
             data = path.read_bytes()
             if data and not data.endswith(b"\n"):
-                path.write_bytes(data[: data.rfind(b"\n") + 1])
+                truncate_file(path, data.rfind(b"\n") + 1)
         return EventLog(path, run_id=run_id or self.run_id)
 
 

@@ -64,17 +64,31 @@ def check_model_spec(spec: str) -> str:
 
 
 def find_run(root: Path, thread_id: str) -> Path:
-    """The run directory holding `thread_id`: runs/<thread_id>, or the run whose run.json names the thread."""
-    direct = root / thread_id
-    if (direct / "run.json").is_file():
-        return direct
-    if root.is_dir():
-        for meta in root.glob("*/run.json"):
+    """The run directory holding `thread_id`: runs/<thread_id>, or the run whose run.json names the thread
+    (a record of the user's own first: a copied folder claiming the thread does not shadow it). A search
+    branch's thread (`THREAD~node~b3`, as the viewer shows it) is kept in the run of its root thread."""
+    from agentflow.graph.run_options import read_record
+    from agentflow.graph.search import BRANCH_SEP
+    from agentflow.runrecord import verified
+
+    unreadable: list[UserError] = []
+    for wanted in dict.fromkeys((thread_id, thread_id.split(BRANCH_SEP, 1)[0])):
+        direct = root / wanted
+        if (direct / "run.json").is_file():
+            return direct
+        found = []
+        for meta in sorted(root.glob("*/run.json")) if root.is_dir() else []:
             try:
-                if json.loads(meta.read_text()).get("thread_id") == thread_id:
-                    return meta.parent
-            except (OSError, ValueError):
+                record = read_record(meta.parent)
+            except UserError as exc:  # another run's damaged record does not hide this one
+                unreadable.append(exc)
                 continue
+            if record.get("thread_id") == wanted:
+                found.append((not verified(record), meta.parent))
+        if found:
+            return min(found)[1]
+    if unreadable:  # the run may be the one whose record cannot be read: say why
+        raise unreadable[0]
     raise UserError(f"no run with thread {thread_id!r} under {root}", hint="check the id and -o/--output")
 
 
@@ -148,10 +162,19 @@ def register(app: typer.Typer) -> None:
         usage.json, patch.diff, diffs/); exit code 1 when a node fails. --fork starts a new run from a
         checkpoint of another (state and workspace as they were there); --history lists a thread's checkpoints."""
         from agentflow.cli.repair_options import parse_duration
-        from agentflow.graph.run_options import RunOptions, budget_limits
+        from agentflow.graph.run_options import RunOptions, budget_limits, resolve_options
 
+        given = RunOptions(
+            workflow=workflow, model=model, serve=serve, sandbox=sandbox,
+            workspace=str(workspace.resolve()) if workspace is not None else None,
+            config=list(config or []),
+            limits=budget_limits(
+                budget_usd=budget_usd, step_limit=step_limit,
+                wall_seconds=parse_duration(wall_time) if wall_time is not None else None,
+            ),
+        )
         if history is not None:
-            return _print_history(history, output, as_json=as_json)
+            return _print_history(history, given, output, as_json=as_json)
         _check_run_flags(workflow, input=input, resume=resume, fork=fork, at=at, after=after, approve=approve,
                          edit=edit)
         executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
@@ -165,19 +188,12 @@ def register(app: typer.Typer) -> None:
                                allow_exec=allow_exec, as_json=as_json)
         if apply and workspace is None and resume is None and fork is None:
             raise UserError("--apply needs --workspace DIR (the folder the diff is written back to)")
-        given = RunOptions(
-            workflow=workflow, model=model, serve=serve, sandbox=sandbox,
-            workspace=str(workspace.resolve()) if workspace is not None else None,
-            config=list(config or []),
-            limits=budget_limits(
-                budget_usd=budget_usd, step_limit=step_limit,
-                wall_seconds=parse_duration(wall_time) if wall_time is not None else None,
-            ),
-        )
         resume_dir = find_run(output, resume) if resume is not None else None
         fork_from = ForkFrom(fork, find_run(output, fork), at, after) if fork is not None else None
         recorded_dir = resume_dir or (fork_from.run_dir if fork_from is not None else None)
-        opts = given.over(RunOptions.recorded(recorded_dir)) if recorded_dir is not None else given
+        # the same resolution for resume, fork and --history: the command line, else a verified record
+        opts = resolve_options(given, recorded_dir,
+                               verb=f"--resume {resume}" if resume is not None else f"--fork {fork}")
         cfg = load_config(RunConfig, opts.config)
         if opts.model is not None:
             check_model_spec(opts.model)
@@ -222,6 +238,9 @@ def _check_fork_flags(fork: str | None, resume: str | None, at: str | None, afte
         return
     if resume is not None:
         raise UserError("--fork starts a new run from another; drop --resume (resume the fork by its own thread id)")
+    if "~" in fork:  # search.BRANCH_SEP: a branch runs a search node's subgraph, not a workflow of its own
+        raise UserError(f"--fork {fork}: that is a search branch's thread; fork the run's own thread",
+                        hint=f"list its checkpoints: agentflow run --history {fork.split('~', 1)[0]}")
     if input is not None:
         raise UserError("--fork takes the state at the checkpoint; change it with --edit JSON, not --input")
     if at is not None and after is not None:
@@ -241,14 +260,16 @@ def _check_run_flags(workflow: str | None, *, input: str | None, resume: str | N
         raise UserError("missing WORKFLOW", hint="give a YAML path or a shipped workflow name, or --resume THREAD_ID")
 
 
-def _print_history(thread_id: str, output: Path, *, as_json: bool) -> int:
-    """`--history THREAD`: the thread's kept checkpoints, oldest first, read from a copy of its database."""
-    from agentflow.graph.run_options import RunOptions
-    from agentflow.graph.runner import WorkflowRunner
+def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -> int:
+    """`--history THREAD`: the thread's kept checkpoints, oldest first, read from a copy of its database. The
+    workflow (and model) resolved as `run` resolves them: the command line, else the run's verified record."""
+    from agentflow.graph.run_options import resolve_options
 
     rdir = find_run(output, thread_id)
-    spec = load_run_workflow(RunOptions.recorded(rdir).workflow or "", RunConfig())
-    runner = WorkflowRunner(spec, checkpointer="memory", sandbox="none")
+    opts = resolve_options(given, rdir, verb=f"--history {thread_id}")
+    workflow = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
+    spec = thread_spec(workflow, thread_id)
+    runner = checkpoint_reader(spec, opts)
     try:
         points = asyncio.run(runner.history(thread_id, source=rdir))
     finally:
@@ -260,7 +281,7 @@ def _print_history(thread_id: str, output: Path, *, as_json: bool) -> int:
             after = f"after {', '.join(point.after)}" if point.after else point.source
             typer.echo(printable(f"{point.checkpoint_id}  step {point.step:<3} {after:<24} next: {', '.join(point.next) or 'END'}"
                        + ("" if point.workspace_diff is None else f"  workspace {point.workspace_diff[:12]}")))
-    if not as_json:
+    if not as_json and spec is workflow:  # a search branch's thread is not forked on its own
         typer.echo(printable(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]"))
     return 0
 
@@ -377,12 +398,15 @@ def _report(
 def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: str | None,
                  inputs: dict[str, Any], forked_from: dict[str, Any] | None = None) -> tuple[str, str, Path]:
     from agentflow.rundir import RunDir
+    from agentflow.runrecord import sign
+    from agentflow.secrets import redact
 
     run_id = new_run_id(spec.name)
     thread = thread_id or run_id
     rundir = RunDir.create(output / run_id)
     meta = {"run_id": run_id, "thread_id": thread, **opts.record(spec)}
-    rundir.write_json("run.json", {**meta, "forked_from": forked_from} if forked_from else meta)
+    # signed as written (redacted): the options of a later resume come from here only when the MAC verifies
+    rundir.write_json("run.json", sign(redact({**meta, "forked_from": forked_from} if forked_from else meta)))
     resolved = {
         "workflow": spec.name,
         "source": spec.source_path,
@@ -408,16 +432,16 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
     from agentflow.budget import Budget, BudgetLimits
     from agentflow.cli.run_printer import RunPrinter
     from agentflow.graph.context import RunContext
+    from agentflow.graph.run_options import read_record
     from agentflow.graph.runner import WorkflowRunner
     from agentflow.graph.streaming import LiveEvents
 
     if resume is not None and resume_dir is not None:
         rdir = resume_dir
-        run_id, thread = json.loads((rdir / "run.json").read_text())["run_id"], resume
+        run_id, thread = str(read_record(rdir).get("run_id") or rdir.name), resume
     elif fork is not None:
-        source = {"run_id": json.loads((fork.run_dir / "run.json").read_text()).get("run_id"),
-                  "thread_id": fork.thread_id}
-        point = asyncio.run(_pick_checkpoint(spec, fork, edits))  # before the run folder: a bad id makes none
+        source = {"run_id": read_record(fork.run_dir).get("run_id"), "thread_id": fork.thread_id}
+        point = asyncio.run(_pick_checkpoint(spec, opts, fork, edits))  # before the run folder: a bad id makes none
         run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs,
                                             forked_from={**source, "checkpoint_id": point})
         fork = ForkFrom(fork.thread_id, fork.run_dir, point)
@@ -488,12 +512,42 @@ async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dic
         return result, applied
 
 
-async def _pick_checkpoint(spec: Any, fork: ForkFrom, edits: dict[str, Any] | None) -> str:
-    """The id of the checkpoint --fork names (a one-line UserError for an unknown thread or checkpoint, or an
-    --edit of an undeclared key)."""
+def thread_spec(spec: Any, thread_id: str) -> Any:
+    """The graph whose checkpoints `thread_id` holds: the workflow's, or for a search branch's thread
+    (`THREAD~node~b1~b4`, nested searches `...~b1~inner~b2`) the subgraph that branch runs."""
+    import re
+
+    from agentflow.graph.search import BRANCH_SEP, branch_spec
+
+    for part in thread_id.split(BRANCH_SEP)[1:]:
+        if re.fullmatch(r"b\d+", part):
+            continue
+        node = spec.nodes.get(part)
+        if node is None or node.search is None:
+            raise UserError(f"thread {thread_id!r} names no search node {part!r} of {spec.name}",
+                            hint="copy the thread id the viewer or `--history` shows")
+        spec = branch_spec(spec, node)
+    return spec
+
+
+READER_MODEL = "unused:reading-checkpoints"
+"""The model spec of a runner that only reads checkpoints, when the run names none (it is never built)."""
+
+
+def checkpoint_reader(spec: Any, opts: Any) -> Any:
+    """A runner that only reads a thread's checkpoints: no sandbox, no checkpointer of its own, and the run's
+    model as `run` resolves it (an agent node compiles only with a model; a reader never calls it)."""
+    from agentflow.graph.context import RunContext
     from agentflow.graph.runner import WorkflowRunner
 
-    runner = WorkflowRunner(spec, checkpointer="memory", sandbox="none")
+    context = RunContext(model=opts.model or spec.model or READER_MODEL)
+    return WorkflowRunner(spec, checkpointer="memory", sandbox="none", context=context)
+
+
+async def _pick_checkpoint(spec: Any, opts: Any, fork: ForkFrom, edits: dict[str, Any] | None) -> str:
+    """The id of the checkpoint --fork names (a one-line UserError for an unknown thread or checkpoint, or an
+    --edit of an undeclared key)."""
+    runner = checkpoint_reader(spec, opts)
     try:
         runner.check_edit(edits)
         point, _ = await runner.find_checkpoint(fork.thread_id, fork.checkpoint_id, after_node=fork.after_node,

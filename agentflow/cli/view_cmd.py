@@ -9,14 +9,18 @@ import typer
 
 
 def workflow_outline(run_dir: Path) -> dict[str, Any] | None:
-    """The graph of a workflow run (from its resolved config's source), or None when it cannot be loaded."""
-    import json
-
+    """The graph of a workflow run (from the workflow its run.json names), or None when it cannot be loaded.
+    Only a record of the user's own is followed: loading a workflow may import its Python, and a folder from
+    elsewhere is data (the page then draws the nodes that ran)."""
     from agentflow.errors import AgentflowError
+    from agentflow.graph.run_options import read_record
+    from agentflow.runrecord import verified
 
     try:
-        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        meta = read_record(run_dir)
+    except AgentflowError:
+        return None
+    if not verified(meta):
         return None
     from agentflow.graph.loader import load_workflow
     from agentflow.graph.mermaid import outline

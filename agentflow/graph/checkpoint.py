@@ -54,6 +54,7 @@ from langgraph.checkpoint.base import (
 from agentflow.graph.compression import decompress
 from agentflow.graph.serde import RefusedType, StrictSerde
 from agentflow.graph.serde_redact import redact_serialized
+from agentflow.runfiles import check_database
 from agentflow.secrets import Redactors, redactors
 
 # Rowid tables on purpose: a WITHOUT ROWID b-tree keeps only ~1 KB of a row in-page, so KB-sized blobs,
@@ -121,7 +122,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
     ) -> None:
         # Only declared types are built from a stored value (graph/serde.py): a run folder is not code.
         super().__init__(serde=serde if serde is not None else StrictSerde(allowed_types))
-        self.path = Path(path)
+        self.path = check_database(path)  # SQLite would write through a link the run folder brings
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if keep_last is not None and keep_last < 1:
             raise ValueError(f"keep_last must be at least 1 (or None to keep all), got {keep_last}")

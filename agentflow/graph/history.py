@@ -24,6 +24,7 @@ import zstandard
 
 from agentflow.errors import UserError
 from agentflow.graph.compression import decompress
+from agentflow.runfiles import check_regular, make_folder, read_bytes, replace_file
 from agentflow.secrets import redact
 
 DIFF_KEY = "workspace_diff"
@@ -47,11 +48,9 @@ class DiffStore:
         text = redact(diff, urls=False)
         digest = hashlib.sha256(text.encode()).hexdigest()
         path = self._path(digest)
-        if not path.is_file():
-            self.root.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(zstandard.ZstdCompressor(level=3).compress(text.encode()))
-            tmp.replace(path)
+        if not check_regular(path).is_file():
+            make_folder(self.root)
+            replace_file(path, zstandard.ZstdCompressor(level=3).compress(text.encode()))
         return digest
 
     def get(self, digest: str) -> str:
@@ -59,7 +58,7 @@ class DiffStore:
         if not path.is_file():
             raise UserError(f"the workspace diff {digest[:12]} is missing from {self.root}",
                             hint="the run folder is incomplete; fork from another checkpoint")
-        return decompress(path.read_bytes(), f"the workspace diff {path}").decode(errors="replace")
+        return decompress(read_bytes(path) or b"", f"the workspace diff {path}").decode(errors="replace")
 
     def copy_to(self, digest: str, other: DiffStore) -> None:
         """Make diff `digest` available in `other` too (a fork's folder holds what its checkpoints name)."""

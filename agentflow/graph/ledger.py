@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from agentflow.budget import Budget, BudgetLimits, BudgetUsage
 from agentflow.errors import UserError
+from agentflow.runfiles import make_folder, read_text, replace_file
+from agentflow.runrecord import SIGNED_FIELDS, sign, verified
 from agentflow.secrets import redact
 
 RUN_FILE = "run.json"
@@ -50,18 +51,24 @@ class RunLedger:
     def record(self) -> dict[str, Any]:
         """run.json as written so far ({} when there is none yet)."""
         path = self.run_dir / RUN_FILE
-        if not path.is_file():
-            return {}
         try:
-            data = json.loads(path.read_text())
+            text = read_text(path)
+            if text is None:
+                return {}
+            data = json.loads(text)
         except (OSError, ValueError) as exc:
             raise UserError(f"{path} cannot be read ({exc})", hint="the run folder is damaged") from None
         return data if isinstance(data, dict) else {}
 
     def update_record(self, **fields: Any) -> dict[str, Any]:
-        """Merge `fields` into run.json (secrets redacted) and return the whole record."""
-        data = {**self.record(), **fields}
-        _write_atomic(self.run_dir / RUN_FILE, json.dumps(redact(data)), code=False)
+        """Merge `fields` into run.json (secrets redacted) and return the whole record. A change to a field a
+        resume executes with is signed (`runrecord`) only when the record was new or already the user's own:
+        a record from elsewhere is never made to verify."""
+        before = self.record()
+        data: dict[str, Any] = redact({**before, **fields})
+        if any(before.get(k) != data.get(k) for k in SIGNED_FIELDS) and (not before or verified(before)):
+            data = sign(data)
+        _write_atomic(self.run_dir / RUN_FILE, json.dumps(data), code=False)
         return data
 
     def begin(self, thread_id: str, workflow: str) -> dict[str, Any]:
@@ -81,10 +88,11 @@ class RunLedger:
     def spent(self) -> BudgetUsage | None:
         """What earlier legs of the run spent (None for a new run)."""
         path = self.run_dir / USAGE_FILE
-        if not path.is_file():
+        text = read_text(path)  # never through a link the folder brings
+        if text is None:
             return None
         try:
-            return BudgetUsage.model_validate_json(path.read_text())
+            return BudgetUsage.model_validate_json(text)
         except ValueError:
             raise UserError(f"{path} is damaged", hint="delete it to restart the run's spend from zero") from None
 
@@ -107,8 +115,7 @@ class RunLedger:
     # -- patch.diff -----------------------------------------------------------------------------------------
 
     def diff(self) -> str | None:
-        path = self.run_dir / DIFF_FILE
-        return path.read_text() if path.is_file() else None
+        return read_text(self.run_dir / DIFF_FILE)  # never through a link the folder brings
 
     def save_diff(self, patch: str) -> None:
         _write_atomic(self.run_dir / DIFF_FILE, patch, code=True)
@@ -153,10 +160,8 @@ class WorkspaceJournal:
 def _write_atomic(path: Path, text: str, *, code: bool) -> None:
     """Replace `path` (written beside it, then renamed: a kill -9 never leaves half a file); secrets redacted,
     for code (the workspace diff) known secrets only (see secrets.CODE_KEYS)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(redact(text, urls=not code))
-    os.replace(tmp, path)
+    make_folder(path.parent)
+    replace_file(path, redact(text, urls=not code))
 
 
 __all__ = ["DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceJournal"]

@@ -2,7 +2,11 @@
 workflow, model, sandbox, workspace, options and limits:
 
     runs/<run_id>/run.json     run id, thread id, workflow (an absolute path), model, serve, sandbox,
-                               workspace, -c overrides, budget limits
+                               workspace, -c overrides, budget limits, and a MAC over them (`runrecord`)
+
+A resume, fork or `--history` executes with `resolve_options`: what the command line gives, else what a
+record of this user's own (its MAC verifies) holds. A record from elsewhere is never executed from: the
+user names the workflow (and any model, sandbox or workspace) on the command line, and that is what runs.
 
 What the run has done and spent (usage.json, patch.diff, events.jsonl, diffs/) is the library's run ledger
 (`agentflow.graph.ledger`), kept the same way for every entry point.
@@ -16,8 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.errors import UserError
-from agentflow.graph.ledger import DIFF_FILE, USAGE_FILE, RunLedger
+from agentflow.graph.ledger import DIFF_FILE, RUN_FILE, USAGE_FILE, RunLedger
+from agentflow.runfiles import read_text
+from agentflow.runrecord import verified
 from agentflow.secrets import masked
+
+OPTION_FIELDS = ("workflow", "model", "serve", "sandbox", "workspace", "config", "limits")
 
 
 @dataclass(frozen=True)
@@ -33,14 +41,10 @@ class RunOptions:
     limits: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def recorded(cls, run_dir: Path) -> RunOptions:
-        """The options a run was started with (older run.json files hold only the workflow)."""
-        try:
-            meta = json.loads((run_dir / "run.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{run_dir / 'run.json'} cannot be read ({exc})") from None
-        known = {k: meta[k] for k in ("workflow", "model", "serve", "sandbox", "workspace", "config", "limits")
-                 if meta.get(k) is not None}
+    def recorded(cls, record: dict[str, Any]) -> RunOptions:
+        """The options a run record holds (older run.json files hold only the workflow). Check the record is
+        the user's own first (`resolve_options` does)."""
+        known = {k: record[k] for k in OPTION_FIELDS if record.get(k) is not None}
         return cls(**known)
 
     def over(self, recorded: RunOptions) -> RunOptions:
@@ -80,6 +84,39 @@ class RunOptions:
         }
 
 
+def read_record(run_dir: Path) -> dict[str, Any]:
+    """run.json of `run_dir` (a regular file: never read through a link); a one-line UserError when unreadable."""
+    path = run_dir / RUN_FILE
+    try:
+        text = read_text(path)
+        data = json.loads(text) if text is not None else None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UserError(f"{path} cannot be read ({exc.__class__.__name__})", hint="the run folder is damaged") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a run record", hint="the run folder is damaged")
+    return data
+
+
+def resolve_options(given: RunOptions, run_dir: Path | None, *, verb: str) -> RunOptions:
+    """What a command executes with: `given` (the command line) over the options recorded in `run_dir` when
+    its run.json is this user's own (its MAC verifies under the user's run key); for a record from
+    elsewhere, `given` alone, which must then name the workflow (a one-line UserError says so). `verb` is
+    the command's flag (`--resume THREAD`), for the hint."""
+    if run_dir is None:
+        return given
+    record = read_record(run_dir)
+    if verified(record):
+        return given.over(RunOptions.recorded(record))
+    if given.workflow is None:
+        raise UserError(
+            f"{run_dir / RUN_FILE} is not a record of a run of yours (no valid signature from this machine's run "
+            "key): the workflow, model, sandbox and workspace it names are not used",
+            hint=f"give them on the command line, which is then what runs: agentflow run WORKFLOW {verb} "
+            "[-m MODEL] [--sandbox KIND] [--workspace DIR]",
+        )
+    return given
+
+
 def budget_limits(
     *, budget_usd: float | None = None, step_limit: int | None = None, wall_seconds: float | None = None
 ) -> dict[str, float]:
@@ -107,4 +144,5 @@ def priced(model_spec: str) -> bool:
     return spec.scheme in ("openai", "anthropic", "litellm") and lookup_price(spec.model) is not None
 
 
-__all__ = ["DIFF_FILE", "USAGE_FILE", "RunLedger", "RunOptions", "budget_limits", "priced"]
+__all__ = ["DIFF_FILE", "USAGE_FILE", "RunLedger", "RunOptions", "budget_limits", "priced", "read_record",
+           "resolve_options"]

@@ -6,27 +6,24 @@ revives them by importing and calling that attr, whatever it is: a checkpoints.d
 extension in it (nested ones included) is checked against what may be built:
 
 - LangGraph's own list of safe types (datetime, uuid, Path, ..., LangChain messages, `Send`, `Interrupt`);
-- agentflow's own data classes (pydantic models, dataclasses and enums defined in an `agentflow.` module);
+- the agentflow types a run itself stores (`AGENTFLOW_TYPES`, exact module and name pairs);
 - the types the workflow declares: its state schema and what it refers to (`compile_workflow` adds them
   through `AgentflowSaver.with_allowlist`, as LangGraph's strict mode would).
 
-Anything else (and LangGraph's `json` and `pickle` encodings, which agentflow never writes) is refused with a
-`UserError` naming the type; nothing in the value has been built at that point.
+The check compares names only: it imports nothing, so a checkpoint naming any other module (an `agentflow.`
+one included, whose import could have effects) is refused before that module is loaded. Anything else (and
+LangGraph's `json` and `pickle` encodings, which agentflow never writes) is refused with a `UserError` naming
+the type; nothing in the value has been built at that point.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import importlib
-import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import ormsgpack
 from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from pydantic import BaseModel
 
 from agentflow.errors import UserError
 
@@ -51,25 +48,19 @@ class RefusedType(UserError):
         )
 
 
-def _is_agentflow_data_class(module: str, name: str) -> bool:
-    """A pydantic model, dataclass or enum that an agentflow module itself defines (not one it imports)."""
-    if module != "agentflow" and not module.startswith("agentflow."):
-        return False
-    try:
-        mod = sys.modules.get(module) or importlib.import_module(module)
-    except Exception:  # noqa: BLE001 - a name that does not import is simply not allowed
-        return False
-    cls = getattr(mod, name, None)
-    if not isinstance(cls, type) or cls.__module__ != module or issubclass(cls, BaseException):
-        return False
-    return issubclass(cls, (BaseModel, enum.Enum)) or dataclasses.is_dataclass(cls)
+AGENTFLOW_TYPES: frozenset[tuple[str, str]] = frozenset({
+    ("agentflow.graph.outcome", "NodeError"),
+    ("agentflow.budget", "BudgetUsage"),
+})
+"""The agentflow classes a checkpoint may name besides what the workflow declares: data classes agentflow
+code may put into a state or a write (each a pydantic model whose fields are plain data)."""
 
 
 class StrictSerde:
     """LangGraph's `JsonPlusSerializer` for writing; reading checks every named type first (see the module)."""
 
     def __init__(self, allowed: Iterable[tuple[str, ...] | type] = ()) -> None:
-        self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES)
+        self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES) | set(AGENTFLOW_TYPES)
         self._inner = JsonPlusSerializer()
         self._inner_size = -1
         self.allow(allowed)
@@ -96,7 +87,6 @@ class StrictSerde:
             refused = self._refused(payload)
             if refused is not None:
                 raise RefusedType(refused)
-            self._sync()  # agentflow classes the check admitted just now
         return self._inner.loads_typed(data)
 
     def _refused(self, payload: bytes) -> str | None:
@@ -125,12 +115,7 @@ class StrictSerde:
         if code == _METHOD:
             method = tup[3] if len(tup) > 3 and isinstance(tup[3], str) else "?"
             return None if (module, name, method) in SAFE_MSGPACK_METHODS else f"{module}.{name}.{method}"
-        if (module, name) in self._allowed:
-            return None
-        if _is_agentflow_data_class(module, name):
-            self._allowed.add((module, name))
-            return None
-        return f"{module}.{name}"
+        return None if (module, name) in self._allowed else f"{module}.{name}"
 
 
 def declared_types(graph: Any) -> set[tuple[str, ...]]:
@@ -154,4 +139,4 @@ def declared_types(graph: Any) -> set[tuple[str, ...]]:
     return found
 
 
-__all__ = ["RefusedType", "StrictSerde", "declared_types"]
+__all__ = ["AGENTFLOW_TYPES", "RefusedType", "StrictSerde", "declared_types"]

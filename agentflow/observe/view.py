@@ -20,6 +20,7 @@ from typing import Any
 
 from agentflow.errors import UserError
 from agentflow.events import read_events
+from agentflow.runfiles import read_inside, read_text, replace_file
 from agentflow.secrets import redact, register_secrets_in
 
 VIEW_FILE = "view.html"
@@ -27,21 +28,20 @@ PATCH_CAP = 40_000  # characters of one patch kept in the page (a longer one is 
 TEXT_CAP = 20_000  # characters of any other long string in event data
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, root: Path | None = None) -> Any:
+    """A JSON file of the run folder `root` (default: the file's folder): a regular file reached through real
+    folders only (a link out of the folder is refused, never read into the page); None when absent."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
+        text = read_inside(root or path.parent, path)
+        return None if text is None else json.loads(text)
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to parse
         raise UserError(f"{path}: not readable as JSON ({exc.__class__.__name__})",
                         hint="the run may still be writing it; try again when it ends") from None
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in (read_text(path) or "").splitlines():
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):
@@ -93,13 +93,13 @@ def _break_parent_cycles(events: list[list[Any]]) -> None:
 
 
 def _config(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "config.resolved.yaml"
-    if not path.is_file():
+    text = read_text(run_dir / "config.resolved.yaml")
+    if text is None:
         return {}
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(text)
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}
@@ -110,7 +110,7 @@ def _outcomes(run_dir: Path) -> dict[str, Any]:
     root = run_dir / "instances"
     if root.is_dir():
         for path in sorted(root.glob("*/outcome.json")):
-            data = _read_json(path)
+            data = _read_json(path, run_dir)
             if isinstance(data, dict) and data.get("instance_id"):
                 data.pop("model_patch", None)  # preds.jsonl holds it once
                 out[str(data["instance_id"])] = data
@@ -123,10 +123,10 @@ def _eval_files(rdir: Path) -> tuple[dict[str, str], dict[str, str]]:
     logs: dict[str, str] = {}
     for path in sorted(rdir.glob("*/*/patch.diff")):
         iid = path.parent.name
-        patches.setdefault(iid, _cap(path.read_text(encoding="utf-8", errors="replace"), PATCH_CAP))
-        log = path.parent / "run_instance.log"
-        if log.is_file():
-            logs[iid] = _cap(log.read_text(encoding="utf-8", errors="replace"))
+        patches.setdefault(iid, _cap(read_inside(rdir, path) or "", PATCH_CAP))
+        log = read_inside(rdir, path.parent / "run_instance.log")
+        if log is not None:
+            logs[iid] = _cap(log)
     return patches, logs
 
 
@@ -208,6 +208,7 @@ def write_view(run_dir: str | Path, out: str | Path | None = None, graph: dict[s
     """Write the page (default `RUN_DIR/view.html`) and return its path."""
     data = load_run(run_dir, graph)
     path = Path(out) if out is not None else Path(run_dir) / VIEW_FILE
-    # the data was redacted (`load_run`); the page is again, as text, for a secret in a form only it shows
-    path.write_text(redact(render_html(data), urls=False), encoding="utf-8")
+    # the data was redacted (`load_run`); the page is again, as text, for a secret in a form only it shows;
+    # never written through a link the run folder brings
+    replace_file(path, redact(render_html(data), urls=False))
     return path

@@ -15,6 +15,7 @@ from pathlib import Path
 from agentflow.events import EventLog
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.progress import candidate_reason
+from agentflow.runfiles import open_append, read_text, replace_file
 from agentflow.secrets import redact
 
 FILE = "candidates.jsonl"
@@ -46,14 +47,14 @@ class CandidateLog:
         """Begin the record anew (a new task)."""
         self.rows = []
         if self.path is not None:
-            self.path.write_text("")
+            replace_file(self.path, "")
 
     def carry_on(self) -> None:
         """Take up what the killed run had recorded (a line it was writing when killed is left out)."""
         self.rows = []
         if self.path is None or not self.path.is_file():
             return
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in (read_text(self.path) or "").splitlines():
             try:
                 self.rows.append(Candidate.model_validate_json(line))
             except ValueError:
@@ -67,14 +68,12 @@ class CandidateLog:
 
     def _append(self, cand: Candidate) -> None:
         if self.path is not None:
-            with open(self.path, "a", encoding="utf-8") as fh:
+            with open_append(self.path) as fh:  # never through a link the run folder brings
                 fh.write(_line(cand))
 
     def _rewrite(self) -> None:
         if self.path is not None:
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            tmp.write_text("".join(_line(c) for c in self.rows), encoding="utf-8")
-            tmp.replace(self.path)
+            replace_file(self.path, "".join(_line(c) for c in self.rows))
 
 
 def _line(cand: Candidate) -> str:

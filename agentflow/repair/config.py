@@ -334,14 +334,28 @@ def load_repair_config(
 def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> RepairConfig:
     """The settings of the run in `run_dir` (its config.resolved.yaml), then `-c` items: what a resumed run
     goes on with. A secret that was saved redacted there must be given again (a UserError naming it)."""
-    from agentflow.config import read_yaml
+    import yaml
+
     from agentflow.errors import UserError
+    from agentflow.runfiles import read_text
+    from agentflow.runrecord import verified_yaml
     from agentflow.secrets import masked_paths
 
     resolved = run_dir / "config.resolved.yaml"
-    if not resolved.is_file():
+    text = read_text(resolved)  # never through a link the folder brings
+    if text is None:
         raise UserError(f"{run_dir} is not a run directory (no config.resolved.yaml)", hint="check -o")
-    cfg = load_repair_config(overrides, base=dict(read_yaml(resolved) or {}))
+    body = verified_yaml(text)
+    if body is None and not overrides:  # a folder from elsewhere: its model, sandbox and settings are not used
+        raise UserError(f"{resolved} is not a record of a run of yours (no valid signature from this machine's "
+                        "run key): the model, sandbox and settings it names are not used",
+                        hint="give them on the command line (--model, --sandbox, -c KEY=VALUE), which is then "
+                        "what runs")
+    try:
+        base = yaml.safe_load(body) if body is not None else {}
+    except (yaml.YAMLError, RecursionError):  # signed by the user's key: only a damaged file gets here
+        raise UserError(f"{resolved} is not valid YAML", hint="the run folder is damaged") from None
+    cfg = load_repair_config(overrides, base=dict(base or {}))
     hidden = masked_paths(cfg.model_dump(mode="json"))
     if hidden:
         raise UserError(f"{hidden[0]} was saved redacted in {resolved}", hint=f"give it again: -c {hidden[0]}=VALUE")

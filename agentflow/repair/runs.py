@@ -30,6 +30,7 @@ from agentflow.repair.remote import repair_via
 from agentflow.repair.solve import effective_strategy, load_repair_workflow
 from agentflow.repair.workflow_settings import search_summary
 from agentflow.rundir import RunDir, check_folder
+from agentflow.runfiles import read_text
 from agentflow.secrets import redact
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.shipping import Shipping
@@ -80,8 +81,9 @@ def select(
 
 def read_outcome(path: Path) -> InstanceOutcome | None:
     try:
-        return InstanceOutcome.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = read_text(path)  # a regular file of the run folder, never read through a link
+        return None if text is None else InstanceOutcome.model_validate_json(text)
+    except (OSError, ValueError, UserError):
         return None
 
 
@@ -200,9 +202,9 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
     outcomes = [o for o, _ in found]
     candidates: list[str] = []
     for _, inst in found:
-        cand_file = inst / "candidates.jsonl"
-        if cand_file.is_file():
-            candidates.extend(line for line in cand_file.read_text().splitlines() if line.strip())
+        text = read_text(inst / "candidates.jsonl")  # never through a link the folder brings
+        if text is not None:
+            candidates.extend(line for line in text.splitlines() if line.strip())
     # the model as named in files meant to be shared: a password in its URL masked
     preds = [
         Prediction(instance_id=o.instance_id, model_name_or_path=redact(cfg.model), model_patch=o.model_patch)

@@ -16,6 +16,7 @@ from agentflow.config import cache_dir
 from agentflow.executors.base import Executor
 from agentflow.executors.shipping import pack_dir, unpack_dir
 from agentflow.executors.types import RemoteTaskError
+from agentflow.runfiles import make_folder, read_inside, replace_file
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.secrets import redact
 from agentflow.swe.tasks import SWETask
@@ -79,19 +80,18 @@ def prepare_node(backend: str, sandbox: SandboxConfig) -> None:
 
 def read_tree(root: Path) -> dict[str, str]:
     """A finished task folder's text files (its checkpoint database stays on the node: the task is done)."""
-    return {str(p.relative_to(root)): p.read_text(encoding="utf-8", errors="replace")
+    return {str(p.relative_to(root)): read_inside(root, p) or ""  # regular files only, never through a link
             for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.name.endswith(".tmp") and not p.name.startswith("checkpoints.db")}
+            if p.is_file() and not p.is_symlink() and not p.name.endswith(".tmp")
+            and not p.name.startswith("checkpoints.db")}
 
 
 def write_tree(root: Path, files: dict[str, str], last: str | None = None) -> None:
     """Write files under `root` (each must stay inside it); `last` is written after the others, atomically."""
     base = root.resolve()
     for rel in sorted(files, key=lambda r: r == last):
-        target = (root / rel).resolve()
-        if base not in target.parents:
+        target = root / rel
+        if base not in target.resolve().parents:
             raise RemoteTaskError(f"a remote task returned a file outside its folder: {rel!r}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(redact(files[rel], urls=False), encoding="utf-8")  # known secrets; patches stay
-        tmp.replace(target)
+        make_folder(target.parent)
+        replace_file(target, redact(files[rel], urls=False))  # known secrets; patches stay. Never through a link

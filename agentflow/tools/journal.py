@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, Self, runtime_checkable
 
+from agentflow.runfiles import check_database
 from agentflow.secrets import redact
 from agentflow.tools.result import ToolResult
 
@@ -55,7 +56,7 @@ class SqliteToolJournal:
     """A `ToolJournal` in a SQLite file (WAL mode): survives the process, shared by threads and processes."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        self.path = check_database(path)  # SQLite would write through a link the run folder brings
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = sqlite3.connect(

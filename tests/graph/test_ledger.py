@@ -13,6 +13,7 @@ import pytest
 from agentflow.errors import UserError
 from agentflow.graph import END, Workflow, WorkflowRunner
 from agentflow.graph.context import RunContext
+from agentflow.runrecord import verified
 
 
 class State(TypedDict, total=False):
@@ -49,7 +50,9 @@ async def test_a_python_run_keeps_its_ledger_across_runners(tmp_path: Path) -> N
     async with WorkflowRunner(_workflow(), run_dir=run, context=first) as runner:
         paused = await runner.start({"task": "t"}, thread_id="th")
     assert paused.status == "interrupted" and paused.usage.model_calls == 1
-    assert json.loads((run / "run.json").read_text()) == {
+    record = json.loads((run / "run.json").read_text())
+    assert verified(record), record  # the library's own record is signed as the CLI's is (runrecord)
+    assert {k: v for k, v in record.items() if k != "mac"} == {
         "run_id": "run", "thread_id": "th", "workflow": "two_plans", "status": "interrupted",
         "stop_reason": "interrupted"}
     assert json.loads((run / "usage.json").read_text())["tokens"] == 11

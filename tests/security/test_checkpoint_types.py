@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import shlex
 import sqlite3
 import subprocess
@@ -97,7 +98,9 @@ def test_tampered_checkpoint_cli_subprocess(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "agentflow.cli.main", "run", APPROVAL, "-o", str(tmp_path / "runs"),
          "--resume", "t2", "--approve"],
-        cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=False,
+        cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin",
+                       "AGENTFLOW_CONFIG_DIR": os.environ["AGENTFLOW_CONFIG_DIR"]},
+        capture_output=True, text=True, check=False,
         timeout=120,
     )
     assert not marker.exists()
