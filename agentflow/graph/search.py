@@ -173,7 +173,8 @@ def ignored_settings(settings: SearchSettings) -> list[str]:
     out: list[str] = []
     for field in sorted(settings.model_fields_set - READS[strategy]):
         readers = [name for name, reads in READS.items() if field in reads and name != "tot"]
-        out.append(f"{strategy} does not use search.{field} (only {', '.join(readers)} do): ignored")
+        verb = "does" if len(readers) == 1 else "do"
+        out.append(f"{strategy} does not use search.{field} (only {', '.join(readers)} {verb}): ignored")
     if "select_key" in settings.model_fields_set and settings.select == "value":
         out.append("select value does not use search.select_key (select vote and smallest do): ignored")
     if "value_scale" in settings.model_fields_set and not settings.value:

@@ -135,6 +135,6 @@ def test_run_prints_the_decisions(tmp_path: Path, capsys: pytest.CaptureFixture[
                 "-c", "nodes.go.strategy=mcts", "-c", "nodes.go.n=5", "-c", "nodes.go.temperature=0.9"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "go: decision: mcts does not use search.temperature (only rebase do): ignored" in out
+    assert "go: decision: mcts does not use search.temperature (only rebase does): ignored" in out
     assert out.count("go: decision: mcts: no tree node can take another child") == 3
     assert out.count(": branch b") >= 5
