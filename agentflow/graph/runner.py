@@ -539,22 +539,24 @@ class WorkflowRunner:
         return result
 
     def _count_thread(self, thread_id: str) -> None:
-        """The budget counts `thread_id` from here: what that thread spent before (in this runner, else in
-        usage.json), nothing for a new thread. A budget charged before this runner ran anything (shared with
-        other work by its owner) is left as it is."""
+        """The budget counts `thread_id` from here. The first thread this runner runs: the budget as it was
+        given, plus what the thread spent in earlier legs (usage.json) when the budget has not been charged
+        yet (one charged already is shared with other work by its owner, who counts it). Another thread after
+        it: the budget restarts at what that thread spent before (in this runner, else in usage.json), zero
+        for a new one, so one thread's usage never counts against another's limits."""
         budget = self.context.budget
         if budget is None or thread_id == self._thread:
             return
-        used = budget.used
-        if self._thread is None and (used.model_calls or used.tool_calls or used.tokens or used.usd):
-            self._thread = thread_id
-            return
-        if self._thread is not None:
-            self._thread_usage[self._thread] = used
         spent = self._thread_usage.get(thread_id)
         if spent is None and self.ledger is not None:
             spent = self.ledger.spent(thread_id)
-        budget.restart(spent)
+        if self._thread is None:
+            used = budget.used
+            if spent is not None and not (used.model_calls or used.tool_calls or used.tokens or used.usd):
+                budget.carry(spent)
+        else:
+            self._thread_usage[self._thread] = budget.used
+            budget.restart(spent)
         self._thread = thread_id
 
     def _usage_of(self, thread_id: str) -> BudgetUsage:
