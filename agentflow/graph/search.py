@@ -26,6 +26,12 @@ algorithm a selection node chose for this instance):
   by rank alone.
 - `mcts`: `n` expansions chosen by UCT (value + c * sqrt(ln N / visits)); up to `concurrency` run at once,
   the branches being expanded counting as visits with value 0 (virtual loss) so concurrent selections spread.
+  When every tree node has its `expand` children (finished branches take none), the open node with the
+  highest backed-up mean takes one more: `n` expansions are made.
+
+Every setting is read by the strategy in effect (`READS`, an allowlist), refused by validation when no run can
+honour it (`settings_problems`), or said to be ignored as the search starts; what the search decides that its
+settings did not spell out (a widening, an early end) is a `search.decision` event, printed by `agentflow run`.
 
 A branch's value is read from its state (`value:` a dotted path; a bool counts 1/0, a number is divided by
 `value_scale`, a dict's `score`/`value`/`ok`/`passed` is used) — so a value is whatever node of the subgraph
