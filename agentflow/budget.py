@@ -59,10 +59,12 @@ class BudgetUsage(BaseModel):
 class BudgetExceeded(AgentflowError):
     """Raised by `Budget.check()` when a limit is reached; `kind` says which."""
 
-    def __init__(self, kind: BudgetKind, used: float, limit: float) -> None:
+    def __init__(self, kind: BudgetKind, used: float, limit: float, *, refused: bool = False) -> None:
         self.kind = kind
         self.used = used
         self.limit = limit
+        self.refused = refused
+        """The call was refused before it started (it was never made), not cut while it ran."""
         super().__init__(f"budget exceeded: {kind} used {used:g} of {limit:g}")
 
 
@@ -170,6 +172,14 @@ class Budget:
             self._used.tool_calls += spent.tool_calls
             self._start -= spent.wall_seconds
 
+    def restart(self, spent: BudgetUsage | None) -> None:
+        """Count exactly `spent` from now on (a run thread's own earlier usage; None: nothing), wall seconds
+        included: the budget follows one thread of a run folder at a time. Calls in flight keep their holds."""
+        spent = spent or BudgetUsage()
+        with self._lock:
+            self._used = spent.model_copy(update={"wall_seconds": 0.0})
+            self._start = time.monotonic() - spent.wall_seconds
+
     def summary(self) -> dict[str, object]:
         return {"limits": self.limits.model_dump(exclude_none=True), "used": self.used.model_dump()}
 
@@ -207,7 +217,7 @@ class Budget:
                         continue
                     value = getattr(used, kind) + (getattr(budget._held, kind) if kind in spends else 0)
                     if value >= limit:
-                        raise BudgetExceeded(kind, value, limit)
+                        raise BudgetExceeded(kind, value, limit, refused=True)
                 budget = budget.parent
             return Hold(self, amount)
 
@@ -303,7 +313,7 @@ class CallSlots:
         left = self.budget.remaining("model_calls")
         if left is not None and left - self.in_flight <= 0:
             raise BudgetExceeded("model_calls", self.budget.used.model_calls + self.in_flight,
-                                 self.budget.limits.model_calls or 0)
+                                 self.budget.limits.model_calls or 0, refused=True)
         self.in_flight += 1
         try:
             yield

@@ -293,6 +293,8 @@ class _Run:
             except ModelError as exc:
                 return await self._end(self._finish("error", error=str(exc), kind="model_error"))
             except BudgetExceeded as exc:  # refused before it started, or cut at the wall-clock limit
+                if exc.refused:
+                    self.steps -= 1  # a refused call was never made: `steps` counts the calls made
                 return await self._end(self._finish(self._budget_stop(exc)))
             if reply is None:
                 return await self._end(self._finish("wall_time"))

@@ -59,11 +59,15 @@ class AgentResult(BaseModel):
         if self.ok:
             return None
         reason = self.stop_reason if self.stop_reason != "done" else "no_output"
-        message = self.error or (
-            f"the agent stopped after {self.steps} model calls without a final answer"
-            if reason != "no_output"
-            else "the agent's final answer was empty"
-        )
+        if self.error:
+            message = self.error
+        elif reason == "no_output":
+            message = "the agent's final answer was empty"
+        elif reason.startswith("budget:"):
+            message = (f"the budget's {reason.removeprefix('budget:')} limit stopped the agent after "
+                       f"{self.steps} model calls made, without a final answer")
+        else:
+            message = f"the agent stopped after {self.steps} model calls without a final answer"
         return reason, message
 
     def summary(self) -> dict[str, object]:

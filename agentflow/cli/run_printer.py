@@ -95,6 +95,8 @@ class RunPrinter:
             status = "ok" if data.get("ok") else "failed"
             replayed = ", replayed" if data.get("replayed") else ""
             return f"{where}: tool {data.get('tool')}({_args(args)}) {status} in {data.get('duration_s', 0):.1f}s{replayed}"
+        if ev.kind == "search.decision":
+            return f"{where}: decision: {data.get('decision', '?')}"
         if ev.kind == "search.branch":
             value = f" value {data['value']:.2f}" if isinstance(data.get("value"), (int, float)) else ""
             return f"{where}: branch {str(data.get('node_id') or '').rsplit('/', 1)[-1] or '?'} " \

@@ -249,6 +249,38 @@ def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str,
     return choose, path_map
 
 
+def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext, registry: Any) -> Any:
+    """What LangGraph runs for `node`: a callable, or a compiled subgraph."""
+    kind = node.kind()
+    if kind == "type":
+        return _typed_node(name, node, rt, registry)
+    if kind == "fn":
+        return _function_node(name, resolve_callable(node.fn, f"node '{name}'"), rt)
+    if kind == "interrupt":
+        return _interrupt_node(name, node, rt)
+    if kind == "tool":
+        return _tool_node(name, node, rt)
+    if kind == "agent":
+        return _agent_node(name, node, rt, spec)
+    if kind == "subgraph":
+        return build_graph(node.subgraph, rt).compile()
+    from agentflow.graph.search import search_node
+
+    return search_node(name, node, spec, rt, compile_workflow)
+
+
+def _settled(node: Any, rt: RunContext) -> Any:
+    """A node raises its failure only once the nodes running beside it in its step have ended
+    (`agentflow.graph.superstep`); a subgraph is LangGraph's as it is."""
+    if not inspect.isfunction(node):
+        return node
+    from agentflow.graph.superstep import settled, settled_sync
+
+    if inspect.iscoroutinefunction(node):
+        return settled(rt.supersteps, node)
+    return settled_sync(rt.supersteps, node)
+
+
 def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
     """The uncompiled LangGraph StateGraph for `spec` (validated first)."""
     from langgraph.graph import END, START, StateGraph
@@ -258,24 +290,7 @@ def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
     check_workflow(spec, registry)
     graph: Any = StateGraph(state_schema(spec, registry))
     for name, node in spec.nodes.items():
-        kind = node.kind()
-        if kind == "type":
-            graph.add_node(name, _typed_node(name, node, rt, registry))
-        elif kind == "fn":
-            fn = resolve_callable(node.fn, f"node '{name}'")
-            graph.add_node(name, _function_node(name, fn, rt))
-        elif kind == "interrupt":
-            graph.add_node(name, _interrupt_node(name, node, rt))
-        elif kind == "tool":
-            graph.add_node(name, _tool_node(name, node, rt))
-        elif kind == "agent":
-            graph.add_node(name, _agent_node(name, node, rt, spec))
-        elif kind == "subgraph":
-            graph.add_node(name, build_graph(node.subgraph, rt).compile())
-        elif kind == "search":
-            from agentflow.graph.search import search_node
-
-            graph.add_node(name, search_node(name, node, spec, rt, compile_workflow))
+        graph.add_node(name, _settled(_node_callable(name, node, spec, rt, registry), rt))
 
     def target(name: str) -> str:
         return END if is_end(name) else name

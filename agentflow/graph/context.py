@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, cast
 
 from agentflow.errors import UserError
+from agentflow.graph.superstep import Supersteps
 from agentflow.tools.context import DepsT
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from agentflow.tools.result import ToolResult
 
 
-LIVE_KINDS = frozenset({"search.branch"})
+LIVE_KINDS = frozenset({"search.branch", "search.decision"})
 """Event kinds `RunContext.emit` also puts on the run's live stream (`agentflow.graph.streaming`)."""
 
 
@@ -90,6 +91,9 @@ class RunContext:
     """The application's dependencies (a database handle, a client, a repair task's workbench and models...):
     `ctx.deps` in function and typed nodes, and `ToolContext.deps` in the tools of agent, tool and function
     nodes."""
+    supersteps: Supersteps = field(default_factory=Supersteps)
+    """The steps whose async nodes are running: a node that fails waits for its siblings there
+    (`agentflow.graph.superstep`), so one failure does not cancel the calls the others have made."""
     executor: Any = None
     """Where search steps run when a search node does not say (`search.executor`): an open `Executor`
     (`agentflow run --executor ray`) or an `ExecutorConfig` (opened for each search); None: in this process."""

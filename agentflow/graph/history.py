@@ -83,11 +83,36 @@ class CheckpointInfo:
     workspace_diff: str | None = None
     """Id of the workspace diff recorded with the checkpoint (None: the run had no sandbox)."""
     values: dict[str, Any] = field(default_factory=dict, repr=False)
+    searches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """State key -> the branches of the search report this checkpoint is the first to hold (a search node's
+    `output:`), each with its id, parent, own and backed-up value, test result and workspace diff id."""
 
     def summary(self) -> dict[str, Any]:
-        return {"checkpoint_id": self.checkpoint_id, "step": self.step, "source": self.source,
-                "after": self.after, "next": self.next, "created_at": self.created_at,
-                "workspace_diff": self.workspace_diff}
+        out = {"checkpoint_id": self.checkpoint_id, "step": self.step, "source": self.source,
+               "after": self.after, "next": self.next, "created_at": self.created_at,
+               "workspace_diff": self.workspace_diff}
+        if self.searches:
+            out["searches"] = self.searches
+        return out
+
+
+def new_searches(values: dict[str, Any], before: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The search reports in `values` that `before` (the parent checkpoint's values) did not hold, by key."""
+    return {key: [_branch_line(b) for b in value["branches"] if isinstance(b, dict)]
+            for key, value in values.items() if _is_search_report(value) and before.get(key) != value}
+
+
+def _is_search_report(value: Any) -> bool:
+    return isinstance(value, dict) and {"strategy", "chosen", "branches"} <= set(value) and isinstance(
+        value["branches"], list)
+
+
+def _branch_line(branch: dict[str, Any]) -> dict[str, Any]:
+    tests = branch.get("tests")
+    ok = tests.get("ok", tests.get("passed")) if isinstance(tests, dict) else tests if isinstance(tests, bool) else None
+    return {"id": branch.get("id"), "parent": branch.get("parent"), "value": branch.get("value"),
+            "mean": branch.get("mean", branch.get("value")), "tests_ok": ok, "terminal": branch.get("terminal"),
+            "error": branch.get("error"), "diff_id": branch.get("diff_id")}
 
 
 async def thread_history(graph: Any, thread_id: str) -> list[CheckpointInfo]:
@@ -111,6 +136,8 @@ async def thread_history(graph: Any, thread_id: str) -> list[CheckpointInfo]:
             workspace_diff=meta.get(DIFF_KEY),
             values=dict(snap.values) if isinstance(snap.values, dict) else {},
         ))
+        before = by_id[parent].values if parent in by_id and isinstance(by_id[parent].values, dict) else {}
+        out[-1].searches = new_searches(out[-1].values, before)
     return out
 
 

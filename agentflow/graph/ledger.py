@@ -6,13 +6,15 @@
                                  adds the options it was started with: model, sandbox, workspace, limits...)
     runs/<run_id>/events.jsonl   every model call, tool call and node transition (when the caller brings no
                                  event log of its own), appended across resumes
-    runs/<run_id>/usage.json     the budget's usage so far, rewritten after every model call, tool call and node
+    runs/<run_id>/usage.json     the budget's usage so far per thread (`threads`) and summed (the top level),
+                                 rewritten after every model call, tool call and node
     runs/<run_id>/patch.diff     the sandbox workspace's diff so far, rewritten before each completed tool call
                                  is journaled, at every checkpoint and at the end of each leg
     runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (graph/history.py)
 
-A runner opened on a folder that holds a ledger carries it on: its budget starts from `usage.json` (usage is
-the sum across the interrupted and the resumed legs) and, on `resume`, the fresh sandbox gets `patch.diff`
+A runner opened on a folder that holds a ledger carries it on: its budget counts one thread at a time, from
+that thread's usage in `usage.json` (the sum across its interrupted and resumed legs; a new thread or a fork
+starts at zero) and, on `resume`, the fresh sandbox gets `patch.diff`
 applied before the node that was cut short runs again, so the tool calls the journal replays find their
 edits in place. The workspace is written before a call's result is journaled: a call the journal replays
 always has its edits in `patch.diff` (a crash between the two re-runs that one call on a workspace that
@@ -85,32 +87,42 @@ class RunLedger:
 
     # -- usage.json -----------------------------------------------------------------------------------------
 
-    def spent(self) -> BudgetUsage | None:
-        """What earlier legs of the run spent (None for a new run)."""
+    def usage(self) -> dict[str, BudgetUsage]:
+        """Thread id -> what that thread of the run has spent so far, from usage.json ({} for a new run). A
+        file from before usage was kept per thread counts as the thread run.json names."""
         path = self.run_dir / USAGE_FILE
         text = read_text(path)  # never through a link the folder brings
         if text is None:
-            return None
+            return {}
         try:
-            return BudgetUsage.model_validate_json(text)
-        except ValueError:
+            data = json.loads(text)
+            threads = data.get("threads")
+            if threads is None:
+                return {str(self.record().get("thread_id") or ""): BudgetUsage.model_validate(data)}
+            return {str(t): BudgetUsage.model_validate(u) for t, u in threads.items()}
+        except (ValueError, AttributeError):
             raise UserError(f"{path} is damaged", hint="delete it to restart the run's spend from zero") from None
 
-    def budget(self, limits: dict[str, float]) -> Budget:
-        """A budget with `limits` and what earlier legs of the run already spent."""
-        return Budget(BudgetLimits.model_validate(limits), spent=self.spent())
+    def spent(self, thread_id: str) -> BudgetUsage | None:
+        """What earlier legs of thread `thread_id` spent (None for a new thread)."""
+        return self.usage().get(thread_id)
 
-    def carry(self, budget: Budget) -> None:
-        """Count what earlier legs spent in `budget` (a fresh one: a budget that has been charged already
-        counts this process's spend, which usage.json then holds too)."""
-        spent = self.spent()
-        used = budget.used
-        if spent is not None and not (used.model_calls or used.tool_calls or used.tokens or used.usd):
-            budget.carry(spent)
+    def budget(self, limits: dict[str, float], thread_id: str) -> Budget:
+        """A budget with `limits` and what earlier legs of thread `thread_id` already spent."""
+        return Budget(BudgetLimits.model_validate(limits), spent=self.spent(thread_id))
 
-    def save_usage(self, budget: Budget | None) -> None:
-        if budget is not None:
-            _write_atomic(self.run_dir / USAGE_FILE, budget.used.model_dump_json(), code=False)
+    def save_usage(self, budget: Budget | None, thread_id: str | None) -> None:
+        """Record `budget`'s usage as thread `thread_id`'s; usage.json's top level is the sum over the run's
+        threads (what the folder has cost), `threads` each thread's own."""
+        if budget is None or not thread_id:
+            return
+        threads = {**self.usage(), thread_id: budget.used}
+        total = BudgetUsage()
+        for used in threads.values():
+            for kind in BudgetUsage.model_fields:
+                setattr(total, kind, getattr(total, kind) + getattr(used, kind))
+        data = {**total.model_dump(), "threads": {t: u.model_dump() for t, u in threads.items()}}
+        _write_atomic(self.run_dir / USAGE_FILE, json.dumps(data), code=False)
 
     # -- patch.diff -----------------------------------------------------------------------------------------
 
@@ -122,15 +134,17 @@ class RunLedger:
 
 
 class UsageSaver:
-    """An `EventLog` sink rewriting usage.json after each event that charged the budget."""
+    """An `EventLog` sink rewriting usage.json after each event that charged the budget, as the usage of the
+    thread the runner is running (`thread()`; None between runs: nothing is written)."""
 
-    def __init__(self, ledger: RunLedger, budget: Budget) -> None:
+    def __init__(self, ledger: RunLedger, budget: Budget, thread: Callable[[], str | None]) -> None:
         self.ledger = ledger
         self.budget = budget
+        self.thread = thread
 
     def __call__(self, event: Any) -> None:
         if event.kind in SAVE_USAGE_ON:
-            self.ledger.save_usage(self.budget)
+            self.ledger.save_usage(self.budget, self.thread())
 
 
 class WorkspaceJournal:

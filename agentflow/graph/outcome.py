@@ -95,6 +95,12 @@ def failed_tasks(snapshot: Any) -> dict[str, NodeError]:
     return errors
 
 
+def finished_tasks(snapshot: Any) -> list[str]:
+    """Nodes of the snapshot's pending step that ended well (their writes are kept; a resume skips them)."""
+    return [task.name for task in getattr(snapshot, "tasks", ()) or ()
+            if not getattr(task, "error", None) and not task.interrupts and task.result is not None]
+
+
 def recorded_errors(state: Any) -> dict[str, NodeError]:
     """Failures routed through `on_error:` and still standing (a later success of the node clears them)."""
     raw = state.get(NODE_ERRORS) if isinstance(state, Mapping) else getattr(state, NODE_ERRORS, None)
@@ -121,6 +127,7 @@ __all__ = [
     "agent_failure",
     "error_from_exception",
     "failed_tasks",
+    "finished_tasks",
     "one_line",
     "record_budget_stop",
     "recorded_errors",

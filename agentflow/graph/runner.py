@@ -30,7 +30,7 @@ from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.context import RunContext
 from agentflow.graph.history import CheckpointInfo
 from agentflow.graph.ledger import RunLedger
-from agentflow.graph.outcome import NodeError, failed_tasks, recorded_errors
+from agentflow.graph.outcome import NodeError, failed_tasks, finished_tasks, recorded_errors
 from agentflow.graph.spec import WorkflowSpec
 from agentflow.graph.streaming import RunEvent
 
@@ -66,9 +66,14 @@ class RunResult:
     stop_reason: str = "done"
     """`done`, `interrupted`, or for a failed run the failed node's reason (`error`, `step_limit`, `budget:usd`...)."""
     errors: dict[str, NodeError] = field(default_factory=dict)
-    """Node -> why it failed: the node that ended the run, and failures routed through `on_error:`."""
+    """Node -> why it failed: the node that ended the run (every node of its step that failed: those the
+    budget refused say `budget:<kind>`), and failures routed through `on_error:`."""
+    finished: list[str] = field(default_factory=list)
+    """A failed run: the nodes of the failed step that ended well beside the failed ones (their results are
+    in the checkpoint; `resume` runs only the failed ones again)."""
     usage: BudgetUsage = field(default_factory=BudgetUsage)
-    """Model and tool usage of the run so far (with a run_dir: summed across the legs of a resumed run)."""
+    """Model and tool usage of this thread so far (with a run_dir: summed across the legs of a resumed run;
+    other threads of the same run folder are not counted)."""
     exception: BaseException | None = field(default=None, repr=False)
     """The exception the failed node raised, when this process saw it (an application can re-raise it to
     branch on its type)."""
@@ -181,6 +186,10 @@ class WorkflowRunner:
             self._owned.append(self.context.journal)
         self.ledger = RunLedger(self.run_dir) if self.run_dir is not None and ledger else None
         self._usage_sink: Any = None
+        self._thread: str | None = None
+        """The thread the budget counts now (the one last started, resumed or forked)."""
+        self._thread_usage: dict[str, BudgetUsage] = {}
+        """What each thread this runner ran spent, kept as the budget moves to another thread."""
         self._built_model: Any = None
         if self.ledger is not None:
             self._open_ledger(self.ledger)
@@ -207,10 +216,9 @@ class WorkflowRunner:
             self.context.events = RunDir(ledger.run_dir).events(ledger.run_id)
             self._owned.append(self.context.events)
         assert self.context.budget is not None
-        ledger.carry(self.context.budget)
         sinks = getattr(self.context.events, "sinks", None)
         if isinstance(sinks, list):
-            self._usage_sink = UsageSaver(ledger, self.context.budget)
+            self._usage_sink = UsageSaver(ledger, self.context.budget, lambda: self._thread)
             sinks.append(self._usage_sink)
         if self.context.journal is not None and not isinstance(self.context.journal, WorkspaceJournal):
             self.context.journal = WorkspaceJournal(self.context.journal, self._keep_workspace)
@@ -517,17 +525,48 @@ class WorkflowRunner:
         if self.context.chat_model is None:
             load_shared_model(self.spec, self.context)  # now that a run starts, not when the graph was compiled
             self._built_model = self.context.chat_model
+        self._count_thread(thread_id)
         try:
             result = await self._stream(inputs, thread_id, on_event)
         finally:
             if self.context.mcp is not None:  # MCP servers live as long as one start/resume call
                 await self.context.mcp.aclose()
             if self.ledger is not None:
-                self.ledger.save_usage(self.context.budget)
+                self.ledger.save_usage(self.context.budget, thread_id)
         if self.ledger is not None:
             await self._keep_workspace()
             self.ledger.update_record(status=result.status, stop_reason=result.stop_reason)
         return result
+
+    def _count_thread(self, thread_id: str) -> None:
+        """The budget counts `thread_id` from here. The first thread this runner runs: the budget as it was
+        given, plus what the thread spent in earlier legs (usage.json) when the budget has not been charged
+        yet (one charged already is shared with other work by its owner, who counts it). Another thread after
+        it: the budget restarts at what that thread spent before (in this runner, else in usage.json), zero
+        for a new one, so one thread's usage never counts against another's limits."""
+        budget = self.context.budget
+        if budget is None or thread_id == self._thread:
+            return
+        spent = self._thread_usage.get(thread_id)
+        if spent is None and self.ledger is not None:
+            spent = self.ledger.spent(thread_id)
+        if self._thread is None:
+            used = budget.used
+            if spent is not None and not (used.model_calls or used.tool_calls or used.tokens or used.usd):
+                budget.carry(spent)
+        else:
+            self._thread_usage[self._thread] = budget.used
+            budget.restart(spent)
+        self._thread = thread_id
+
+    def _usage_of(self, thread_id: str) -> BudgetUsage:
+        """What thread `thread_id` has spent: the budget's count while it counts that thread, else the record."""
+        if self.context.budget is not None and thread_id == self._thread:
+            return self.context.budget.used
+        recorded = self._thread_usage.get(thread_id)
+        if recorded is None and self.ledger is not None:
+            recorded = self.ledger.spent(thread_id)
+        return recorded or BudgetUsage()
 
     async def _stream(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
         config = self._config(thread_id)
@@ -566,7 +605,7 @@ class WorkflowRunner:
         self.context.emit(
             "run.end", thread_id=thread_id, status=result.status, next=result.next,
             stop_reason=result.stop_reason,
-            errors={k: v.model_dump() for k, v in result.errors.items()},
+            errors={k: v.model_dump() for k, v in result.errors.items()}, finished=result.finished,
             usage=result.usage.model_dump(),
         )
         return result
@@ -580,7 +619,7 @@ class WorkflowRunner:
 
     def _result(self, thread_id: str, snapshot: Any, failure: BaseException | None = None) -> RunResult:
         values = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
-        usage = self.context.budget.used if self.context.budget is not None else BudgetUsage()
+        usage = self._usage_of(thread_id)
         routed = recorded_errors(values)
         failed = failed_tasks(snapshot)
         if failure is not None or failed:
@@ -598,6 +637,7 @@ class WorkflowRunner:
             return RunResult(
                 thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
                 stop_reason=first.reason, errors={**failed, **routed}, usage=usage, exception=failure,
+                finished=finished_tasks(snapshot),
             )
         if not snapshot.next:
             return RunResult(thread_id=thread_id, status="done", state=values, errors=routed, usage=usage)

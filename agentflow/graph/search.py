@@ -26,6 +26,12 @@ algorithm a selection node chose for this instance):
   by rank alone.
 - `mcts`: `n` expansions chosen by UCT (value + c * sqrt(ln N / visits)); up to `concurrency` run at once,
   the branches being expanded counting as visits with value 0 (virtual loss) so concurrent selections spread.
+  When every tree node has its `expand` children (finished branches take none), the open node with the
+  highest backed-up mean takes one more: `n` expansions are made.
+
+Every setting is read by the strategy in effect (`READS`, an allowlist), refused by validation when no run can
+honour it (`settings_problems`), or said to be ignored as the search starts; what the search decides that its
+settings did not spell out (a widening, an early end) is a `search.decision` event, printed by `agentflow run`.
 
 A branch's value is read from its state (`value:` a dotted path; a bool counts 1/0, a number is divided by
 `value_scale`, a dict's `score`/`value`/`ok`/`passed` is used) — so a value is whatever node of the subgraph
@@ -53,7 +59,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
@@ -90,6 +96,9 @@ class SearchSettings(StrictConfig):
     value: str | None = None
     """Dotted state path that values a branch after each step (e.g. `tests.ok`, `critique.score`); without it
     every branch is worth 0 and the choice falls to `select`'s tie-break."""
+    tests: str | None = "tests"
+    """Dotted state path of a branch's test result, kept per branch in the search report (`BranchReport.tests`;
+    None there when the branch's state has nothing at that path)."""
     value_scale: float = Field(1.0, gt=0)
     """A numeric value is divided by this (100 for a 0-100 score), so values compare across nodes."""
     select: Literal["value", "vote", "smallest"] = "value"
@@ -132,6 +141,51 @@ class SearchSettings(StrictConfig):
         if isinstance(self.expand, int):
             return self.expand
         return self.expand[min(depth, len(self.expand) - 1)]
+
+
+COMMON_SETTINGS = frozenset({"strategy", "strategy_key", "n", "value", "value_scale", "select", "select_key",
+                             "outputs", "gather", "concurrency", "stop_at", "seed", "executor", "tests"})
+"""The settings every strategy reads (`value_scale` and `select_key` only with what they qualify)."""
+STEPWISE_SETTINGS = frozenset({"max_depth", "step_until"})
+READS: dict[str, frozenset[str]] = {
+    "best_of_n": COMMON_SETTINGS,
+    "beam": COMMON_SETTINGS | STEPWISE_SETTINGS | {"expand"},
+    "tot": COMMON_SETTINGS | STEPWISE_SETTINGS | {"expand"},
+    "rebase": COMMON_SETTINGS | STEPWISE_SETTINGS | {"temperature"},
+    "mcts": COMMON_SETTINGS | STEPWISE_SETTINGS | {"expand", "c"},
+}
+"""Strategy -> the settings it reads: an allowlist; a setting given that the strategy in effect does not read
+is said to be ignored (`ignored_settings`), never dropped silently."""
+
+
+def settings_problems(settings: SearchSettings, where: str) -> list[str]:
+    """Settings no run can honour, one line each naming the fix (validation errors: `agentflow validate`
+    and `run` exit 2 on them)."""
+    problems: list[str] = []
+    if settings.stop_at is not None and not settings.value:
+        problems.append(f"{where}: search.stop_at {settings.stop_at:g} needs search.value (without it every "
+                        f"branch is worth 0); set value: to the state path that values a branch")
+    if isinstance(settings.expand, list) and len(settings.expand) > settings.max_depth:
+        problems.append(f"{where}: search.expand gives {len(settings.expand)} depths but max_depth is "
+                        f"{settings.max_depth}, so the last {len(settings.expand) - settings.max_depth} never "
+                        f"apply; shorten expand or raise max_depth")
+    return problems
+
+
+def ignored_settings(settings: SearchSettings) -> list[str]:
+    """The settings given (in the YAML, by `-c` or from Python) that this run's strategy does not read, one
+    line each (the search emits each as a `search.decision` event as it starts)."""
+    strategy = settings.strategy
+    out: list[str] = []
+    for field in sorted(settings.model_fields_set - READS[strategy]):
+        readers = [name for name, reads in READS.items() if field in reads and name != "tot"]
+        verb = "does" if len(readers) == 1 else "do"
+        out.append(f"{strategy} does not use search.{field} (only {', '.join(readers)} {verb}): ignored")
+    if "select_key" in settings.model_fields_set and settings.select == "value":
+        out.append("select value does not use search.select_key (select vote and smallest do): ignored")
+    if "value_scale" in settings.model_fields_set and not settings.value:
+        out.append("search.value_scale scales search.value, which is not set: ignored")
+    return out
 
 
 STRATEGY_NAMES: dict[str, str] = {"best_of_n": "best_of_n", "beam": "beam", "tot": "tot",
@@ -242,14 +296,63 @@ class Branch:
     virtual: int = 0
     children: list[Branch] = dataclasses.field(default_factory=list)
 
+    diff_id: str | None = None
+    """Id of the workspace diff recorded at the branch's last checkpoint (`history.DiffStore`; None: no
+    workspace, or no run folder)."""
+
     @property
     def mean(self) -> float:
+        """The backed-up value: the mean of the values of the branches below it (mcts), else its own."""
         return self.value_sum / self.visits if self.visits else self.value
 
     def record(self, search: str, strategy: str) -> dict[str, Any]:
         return {"search": search, "strategy": strategy, "thread": self.thread, "depth": self.depth, "action": self.action,
-                "value": round(self.value, 4), "visits": self.visits, "terminal": self.done,
-                "error": self.error, "snapshot_id": self.snapshot}
+                "value": round(self.value, 4), "mean": round(self.mean, 4), "visits": self.visits,
+                "terminal": self.done, "error": self.error, "snapshot_id": self.snapshot, "diff_id": self.diff_id}
+
+
+REPORT_DIFF_CHARS = 20_000
+"""Most characters of a branch's diff kept in the search report (the whole diff stays in the run folder's
+`diffs/`, by `diff_id`)."""
+
+
+class BranchReport(BaseModel):
+    """One branch of a search, as the search report (the search node's `output:`) keeps it."""
+
+    id: str
+    parent: str | None
+    depth: int
+    action: str | None = None
+    """The nodes its last step ran (`code → check → gate`)."""
+    value: float
+    """Its own value, read from its state after its step."""
+    mean: float
+    """Its backed-up value: mcts, the mean value of the branches below it and itself; else its own value."""
+    visits: int = 0
+    terminal: bool
+    error: str | None = None
+    tests: Any = None
+    """Its test result, from the state path `search.tests` (None: nothing there)."""
+    diff_id: str | None = None
+    """Id of its workspace diff in the run folder's `diffs/` (None: the run had no workspace or folder)."""
+    diff: str | None = None
+    """Its workspace diff against the run's base (the first `REPORT_DIFF_CHARS` characters)."""
+
+
+class SearchReport(BaseModel):
+    """What a search records for its branches: under the search node's `output:` key, as a dict."""
+
+    strategy: str
+    chosen: str
+    value: float
+    """The chosen branch's own value."""
+    mean: float
+    """The root's backed-up value: the mean over every branch valued (mcts), else the chosen one's value."""
+    visits: int
+    """The root's visits (mcts: the expansions backed up), else 0."""
+    branches: list[BranchReport]
+    restores: int = 0
+    stopped_at: str | None = None
 
 
 class SearchRun:
@@ -282,6 +385,8 @@ class SearchRun:
         """Parent id -> branches a killed run of this search had made (a resume takes them before new ones)."""
         self.solved: Branch | None = None
         """The first finished branch whose value reached `stop_at`: the search starts nothing after it."""
+        self._diffs: dict[str, str] = {}
+        """Diff id -> the diff's text (`read_diffs`)."""
 
     # -- the tree ---------------------------------------------------------------------------------------------
 
@@ -473,10 +578,30 @@ class SearchRun:
 
             self.remote = await RemoteSteps.open(self, self.executor, root)
         await self._load(root)
+        for text in ignored_settings(self.settings):
+            self.decide(text)
         strategy = {"best_of_n": self._best_of_n, "beam": self._beam, "tot": self._beam,
                     "rebase": self._beam, "mcts": self._mcts}[self.settings.strategy]
         await strategy(root)
+        self._say_why_ended()
         return self._choose()
+
+    def _say_why_ended(self) -> None:
+        """A search that made fewer expansions than `n` asked (best_of_n, mcts) because it was stopped says
+        what stopped it."""
+        s = self.settings
+        made = len(self.branches)
+        if s.strategy not in ("best_of_n", "mcts") or made >= s.n:
+            return
+        budget = self.rt.budget.exceeded() if self.rt.budget is not None else None
+        if self.solved is not None:
+            why = f"branch {self.solved.id} reached stop_at {s.stop_at:g} (value {self.solved.value:.2f})"
+        elif budget is not None:
+            why = f"the run's budget ({budget}) is spent"
+        else:
+            why = "no branch could be run"
+        self.decide(f"{s.strategy}: {made} of n={s.n} {'branches' if s.strategy == 'best_of_n' else 'expansions'}"
+                    f" made: {why}", made=made)
 
     # -- resuming a search a killed run had begun --------------------------------------------------------------
 
@@ -596,6 +721,8 @@ class SearchRun:
         while started < s.n or running:
             while started < s.n and len(running) < s.concurrency and not self._stopped():
                 leaf = self._select(root)
+                if leaf is None and not running:
+                    leaf = self._widen(root, started)
                 if leaf is None:
                     break
                 path = _path(leaf)
@@ -633,6 +760,24 @@ class SearchRun:
 
             node = max(options, key=uct)
         return node
+
+    def _widen(self, root: Branch, started: int) -> Branch:
+        """Every tree node has its `expand` children (or finished, failed, or is at max_depth) and expansions
+        of `n` are left: the open node with the highest backed-up mean takes one more child (the root is
+        always open), so `n` is what the search makes. A `search.decision` event says so."""
+        s = self.settings
+        open_nodes = [b for b in [root, *self.branches]
+                      if not b.pending and b.error is None and not b.done and b.depth < s.max_depth]
+        node = max(open_nodes, key=lambda b: (b.mean, -b.depth, -int(b.id[1:]) if b.parent else 1))
+        self.decide(f"mcts: no tree node can take another child under expand={s.expand_at(node.depth)} "
+                    f"({started} of n={s.n} expansions made); widening {node.id} (mean {node.mean:.2f}) to "
+                    f"{len(node.children) + 1} children", widened=node.id)
+        return node
+
+    def decide(self, text: str, **data: Any) -> None:
+        """A choice the search made that its settings did not spell out: a `search.decision` event (printed by
+        `agentflow run`, kept in events.jsonl)."""
+        self.rt.emit("search.decision", node_id=self.name, search=self.name, decision=text, **data)
 
     def _can_grow(self, node: Branch) -> bool:
         s = self.settings
@@ -689,13 +834,41 @@ class SearchRun:
         return out
 
     def report(self, chosen: Branch) -> dict[str, Any]:
-        return {
-            "strategy": self.settings.strategy, "chosen": chosen.id, "value": chosen.value,
-            "branches": [{"id": b.id, "parent": b.parent.id if b.parent else None, "value": b.value,
-                          "terminal": b.done, "error": b.error, "depth": b.depth} for b in self.branches],
-            "restores": self.shared.restores if self.shared is not None else 0,
-            "stopped_at": self.solved.id if self.solved is not None else None,
-        }
+        root = self.root
+        visits = root.visits if root is not None else 0
+        return SearchReport(
+            strategy=self.settings.strategy, chosen=chosen.id, value=chosen.value,
+            mean=root.mean if root is not None and visits else chosen.value, visits=visits,
+            branches=[self._branch_report(b) for b in self.branches],
+            restores=self.shared.restores if self.shared is not None else 0,
+            stopped_at=self.solved.id if self.solved is not None else None,
+        ).model_dump(mode="json")
+
+    def _branch_report(self, b: Branch) -> BranchReport:
+        diff = self._diffs.get(b.diff_id) if b.diff_id else None
+        return BranchReport(id=b.id, parent=b.parent.id if b.parent else None, depth=b.depth, action=b.action,
+                            value=b.value, mean=b.mean, visits=b.visits, terminal=b.done, error=b.error,
+                            tests=_jsonable(read_path(b.state, self.settings.tests)), diff_id=b.diff_id,
+                            diff=diff[:REPORT_DIFF_CHARS] if diff is not None else None)
+
+    async def read_diffs(self) -> None:
+        """Each branch's workspace diff as recorded at its last checkpoint (the runner records one per
+        checkpoint of a run with a workspace and a folder), for the report."""
+        if self.rt.run_dir is None:
+            return
+        from agentflow.graph.history import DIFF_KEY, DiffStore
+
+        store = DiffStore(self.rt.run_dir)
+        for branch in self.branches:
+            if branch.thread is None:
+                continue
+            saved = await self.checkpointer().aget_tuple({"configurable": {"thread_id": branch.thread,
+                                                                           "checkpoint_ns": ""}})
+            digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
+            if digest:
+                branch.diff_id = str(digest)
+                if digest not in self._diffs:
+                    self._diffs[str(digest)] = store.get(str(digest))
 
 
 class BranchEvents:
@@ -741,6 +914,13 @@ def _path(branch: Branch) -> list[Branch]:
     return out
 
 
+def _jsonable(value: Any) -> Any:
+    """A state value as JSON data (a pydantic model as its dump; anything else JSON cannot hold as text)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return json.loads(json.dumps(value, default=str))
+
+
 def _key(value: Any) -> str:
     if isinstance(value, str):
         return " ".join(value.split())
@@ -770,6 +950,7 @@ def search_node(
         async with step_executor(settings, rt) as executor:
             search = SearchRun(name, node, spec, rt, settings, thread, compile, executor)
             chosen = await search.run(values)
+        await search.read_diffs()
         search.finish(chosen)
         if search.shared is not None and chosen.snapshot is not None:
             await search.shared.restore(chosen.snapshot)  # the run goes on in the chosen branch's workspace
@@ -781,5 +962,7 @@ def search_node(
     return run
 
 
-__all__ = ["BRANCH_SEP", "STRATEGY_NAMES", "Branch", "BranchEvents", "SearchRun", "SearchSettings", "as_value",
-           "branch_spec", "parse_search_settings", "read_path", "search_node", "strategy_for"]
+__all__ = ["BRANCH_SEP", "READS", "STRATEGY_NAMES", "Branch", "BranchEvents", "BranchReport", "SearchReport",
+           "SearchRun", "SearchSettings",
+           "as_value", "branch_spec", "ignored_settings", "parse_search_settings", "read_path", "search_node",
+           "settings_problems", "strategy_for"]

@@ -38,6 +38,7 @@ MODE_OF: dict[str, StreamMode] = {
     "node.end": "nodes",
     "interrupt": "nodes",
     "search.branch": "search",
+    "search.decision": "search",
     "custom": "custom",
 }
 """Which mode each event kind belongs to (`run.start` and `run.end` come in every mode)."""
@@ -159,7 +160,7 @@ class LiveEvents:
         kind = data.get("event")
         given = data.get("data")
         rest: dict[str, Any] = given if isinstance(given, dict) else {}
-        if kind == "search.branch":  # a search node's branch: attributed to the search node
+        if kind in ("search.branch", "search.decision"):  # a search node's branch: attributed to the search node
             node = rest.get("search") or node
         path = (*graph_path, str(node)) if node else graph_path
         if kind is None:  # a node's own ctx.stream(chunk)

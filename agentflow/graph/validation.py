@@ -313,7 +313,7 @@ def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec, code: Co
 
 def _search_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]:
     """A search node's settings, its subgraph, and the state paths and nodes the settings name."""
-    from agentflow.graph.search import parse_search_settings
+    from agentflow.graph.search import parse_search_settings, settings_problems
 
     if not isinstance(node.subgraph, WorkflowSpec):
         return [f"node '{name}' has search: settings but no subgraph: (the workflow its branches run); add one"]
@@ -321,7 +321,7 @@ def _search_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]
         settings = parse_search_settings(node.search, f"node '{name}'")
     except UserError as exc:
         return [str(exc)]
-    problems: list[str] = []
+    problems = settings_problems(settings, f"node '{name}'")
     sub = node.subgraph
     for step in settings.step_until:
         if step not in sub.nodes:

@@ -74,3 +74,10 @@ def sampled(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
     """Notes the branch's place among its siblings (`ctx.run.sample`), scored by its id as `attempt` is."""
     k = _index(ctx)
     return {"score": (k * 37) % 10, "steps": [f"b{k} sample {ctx.run.sample}"]}
+
+
+async def edit_and_test(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Writes `b<k>.txt` into the branch's workspace and passes its tests when k is even."""
+    k = _index(ctx)
+    await ctx.run.sandbox.exec(f"echo 'made by b{k}' > b{k}.txt")
+    return {"tests": {"ok": k % 2 == 0, "summary": f"b{k}: {'pass' if k % 2 == 0 else 'fail'}"}}

@@ -226,7 +226,8 @@ def test_validation_names_bad_search_settings() -> None:
     assert any("search.stop_at" in p for p in problems), problems
     problems = [p.message for p in validate(spec_from_dict(_workflow({"executor": "dask"})))]
     assert any("search.executor" in p and "'in-process'" in p for p in problems), problems
-    assert validate(spec_from_dict(_keyed({"strategy_key": "algorithm", "expand": [3, 1], "stop_at": 1.0}))) == []
+    keyed = {"strategy_key": "algorithm", "expand": [3, 1], "stop_at": 1.0, "value": "score"}  # stop_at needs value
+    assert validate(spec_from_dict(_keyed(keyed))) == []
     no_sub = {"name": "s", "nodes": {"go": {"search": {"n": 2}, "next": "END"}}}
     problems = [p.message for p in validate(spec_from_dict(no_sub))]
     assert any("no subgraph" in p for p in problems), problems

@@ -199,7 +199,8 @@ def test_a_graph_search_shows_its_branches_as_a_tree(browser: Any, tmp_path: Pat
     path = tmp_path / "searched.yaml"
     path.write_text(json.dumps(wf))
     assert run(["run", str(path), "-o", str(tmp_path / "runs"), "-i", '{"task": "x"}', "--json"]) == 0
-    chosen = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["state"]["report"]["chosen"]
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["state"]["report"]
+    chosen = report["chosen"]
     (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/run.json")]
     open_view(browser, run_dir)
     main = browser.find_element("css selector", "main").text
@@ -207,7 +208,9 @@ def test_a_graph_search_shows_its_branches_as_a_tree(browser: Any, tmp_path: Pat
     state = {g.get_attribute("data-node"): g.get_attribute("class")
              for g in browser.find_elements("css selector", "svg.graph g[data-node]")}
     assert state["go"] == "done" and "attempt" not in state  # a branch's nodes are not the workflow's
-    browser.find_element("css selector", "#search-tree > .snode > .srow").click()
+    root_row = browser.find_element("css selector", "#search-tree > .snode > .srow")
+    assert f"v={report['mean']:.2f} n={report['visits']}" in root_row.text  # the backed-up mean, not the root's 0
+    root_row.click()
     kids = browser.find_elements("css selector", "#search-tree > .snode > .kids > .snode")
     assert [k.get_attribute("data-node-id") for k in kids] == ["go/b0", "go/b1"]
     kids[0].find_element("css selector", ".srow").click()

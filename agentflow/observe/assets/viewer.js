@@ -209,10 +209,12 @@
       const c = candOf(n);
       if (c && chosen && c.candidate_id === chosen) for (let p = n; p && !chosenPath.has(p.id); p = nodes.get(p.parent)) chosenPath.add(p.id);
     }
+    // a node's value as its label shows it: the backed-up mean over its subtree (mcts), else its own
+    const backedUp = (n) => +(n.mean !== undefined && n.mean !== null ? n.mean : n.value) || 0;
     function nodeDetail(n) {
       const c = candOf(n), parts = [];
-      parts.push(h("div", {}, `value ${(+n.value || 0).toFixed(3)} · visits ${n.visits} · depth ${n.depth}` +
-        (n.terminal ? " · terminal" : "")));
+      parts.push(h("div", {}, `value ${backedUp(n).toFixed(3)} backed up · own ${(+n.value || 0).toFixed(3)} · ` +
+        `visits ${n.visits} · depth ${n.depth}` + (n.terminal ? " · terminal" : "")));
       // the nodes the branch's step ran, and why it failed
       parts.push(h("p", { cls: "muted" }, n.action ? "ran " + n.action : "the starting point (the run's state at the search node)"));
       if (n.error) parts.push(h("div", { cls: "bad" }, "failed: " + n.error));
@@ -248,8 +250,8 @@
             kidsEl = h("div", { cls: "kids" }, ch.map(render)); box.appendChild(kidsEl); toggle.textContent = "▾"; }
         }
       } } }, toggle, h("b", {}, n.id.split("/").pop()), h("span", {}, n.action || "root"),
-      h("span", { cls: "vbar", title: "value" }, h("i", { style: `width:${Math.round(100 * Math.max(0, Math.min(1, +n.value || 0)))}%` })),
-      h("span", { cls: "muted" }, `v=${(+n.value || 0).toFixed(2)} n=${n.visits}`), passMark(passed),
+      h("span", { cls: "vbar", title: "backed-up value" }, h("i", { style: `width:${Math.round(100 * Math.max(0, Math.min(1, backedUp(n))))}%` })),
+      h("span", { cls: "muted", title: `own value ${(+n.value || 0).toFixed(2)}` }, `v=${backedUp(n).toFixed(2)} n=${n.visits}`), passMark(passed),
       passed === false && whyFailed(c) ? h("span", { cls: "why" }, whyFailed(c)) : null,
       isChosen ? pill("chosen", "ok") : chosenPath.has(n.id) ? pill("on chosen path") : null);
       box.appendChild(row);
