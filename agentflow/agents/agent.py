@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from agentflow.agents.config import AgentConfig, import_schema
+from agentflow.agents.loops import LoopDetection, LoopDetector
 from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.prompts import PromptSet
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
@@ -277,6 +278,8 @@ class _Run:
         self.model = _instrumented(agent.model, budget, ctx, agent.name)
         self.messages: list[Message] = []
         self.steps = 0
+        self.loops = LoopDetector(self.cfg.loop_guard)
+        self.loop_error: str | None = None
 
     async def loop(self, task: Task) -> AgentResult:
         specs = self.agent.tool_specs()
@@ -313,9 +316,16 @@ class _Run:
                     return await self._end(self._finish(stop))
                 continue
 
+            looping = self.loops.observe_answer(reply.content or "")
             try:
                 output = parse_output(self.agent.schema, reply.content)
             except OutputParseError as exc:
+                if looping is not None:
+                    nudge = self._on_loop(looping)
+                    if nudge is None:
+                        return await self._end(self._finish("loop", error=f"loop: {looping.what} {looping.count} times"))
+                    self.messages.append(Message.user(nudge))
+                    continue
                 if self.finish_reason == "length":  # cut by max_tokens: not the model's mistake to correct
                     if self._raise_max_tokens():
                         self.messages.pop()
@@ -431,6 +441,7 @@ class _Run:
         calls not run still get a result, as chat APIs require one per call)."""
         results: list[tuple[ToolCall, bool, str]] = []
         stop: StopReason | None = None
+        nudges: list[str] = []
         for index, call in enumerate(calls):
             stop = stop or self._limit_reached(check_steps=False)
             if stop is not None:
@@ -454,15 +465,34 @@ class _Run:
                 continue
             results.append((call, result.ok, result.text))
             await self._notify(AgentEvent(kind="tool", step=self.steps, tool=call.name, ok=result.ok, text=result.text))
+            looping = self.loops.observe_call(call.name, call.arguments, result.ok, result.text)
+            if looping is not None:
+                nudge = self._on_loop(looping)
+                if nudge is None:
+                    stop, self.loop_error = "loop", f"loop: {looping.what} {looping.count} times"
+                elif nudge not in nudges:
+                    nudges.append(nudge)
         if self.text_protocol:
             text = self.agent.prompts.render(
                 "_tool_results.md",
                 results=[{"name": c.name or "?", "ok": ok, "text": t} for c, ok, t in results],
             )
-            self.messages.append(Message.user(text))
+            # One user message: chat templates that require turns to alternate reject two in a row.
+            self.messages.append(Message.user("\n\n".join([text, *nudges])))
         else:
             self.messages.extend(Message.tool(c.id, c.name, t) for c, _, t in results)
+            if nudges:
+                self.messages.append(Message.user("\n\n".join(nudges)))
         return stop
+
+    def _on_loop(self, detection: LoopDetection) -> str | None:
+        """Record a detected loop (event `agent.loop`); the nudge to send the model, or None to stop the run."""
+        guard = self.cfg.loop_guard
+        nudge = bool(guard.nudge_message) and self.loops.should_nudge()
+        action = "nudge" if nudge else guard.action if guard.action != "nudge" else "stop"
+        self._emit("agent.loop", loop=detection.kind, what=detection.what, count=detection.count,
+                   action=action, step=self.steps)
+        return detection.nudge(guard.nudge_message) if nudge else None
 
     def _best_output(self) -> BaseModel | None:
         """The latest assistant reply that parses as the output schema (used when the run stops early)."""
@@ -487,7 +517,9 @@ class _Run:
         if output is None:
             output = self._best_output()
         if kind is None and stop != "done":
-            kind = "limit"
+            kind = "loop" if stop == "loop" else "limit"
+        if error is None and stop == "loop":
+            error = self.loop_error
         result = AgentResult(
             error_kind=kind,
             output=output,

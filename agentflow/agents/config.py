@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agentflow.agents.loops import LoopGuardConfig
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 
@@ -44,6 +45,9 @@ class AgentConfig(StrictConfig):
     parsed as JSON either way."""
     output_retries: int = Field(default=1, ge=0)
     """How many times an unparseable final answer is sent back to the model with the parse error."""
+    loop_guard: LoopGuardConfig = Field(default_factory=LoopGuardConfig)
+    """When the agent counts as repeating itself (same tool call and result, same failure, same answer) and
+    what then happens (`nudge`, `stop` with `stop_reason: loop`, or `end_branch`); see `agentflow.agents.loops`."""
 
 
 def import_schema(path: str) -> type[BaseModel]:

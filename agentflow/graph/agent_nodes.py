@@ -249,7 +249,8 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
         failure = agent_failure(name, result)
         if failure is not None:
             rt.emit("node.failed", node_id=name, reason=failure.reason, error=failure.error)
-            if on_error is None:
+            # A loop guard set to end the branch fails the node even where failures route (a search prunes it).
+            if on_error is None or (result.stop_reason == "loop" and agent.config.loop_guard.action == "end_branch"):
                 raise NodeFailed(name, failure.reason, failure.error)
             return {output_key: None, NODE_ERRORS: {name: failure.model_dump()}}
         output = result.output.model_dump(mode="json") if result.output is not None else None
