@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agentflow.agents.approval import ask as ask_approval
+from agentflow.agents.approval import call_hash, in_graph_run, needs_approval
 from agentflow.agents.config import AgentConfig, import_schema
 from agentflow.agents.loops import LoopDetection, LoopDetector
 from agentflow.agents.output import OutputParseError, parse_output
@@ -450,6 +452,11 @@ class _Run:
             if call.arguments_error is not None and not call.name:
                 results.append((call, False, f"ToolError: {call.arguments_error}"))
                 continue
+            if needs_approval(self.cfg.approve_tools, call.name):
+                approved, why_not = self._approve(call)
+                if not approved:
+                    results.append((call, False, why_not))
+                    continue
             key = None
             if self.journal is not None:
                 key = make_journal_key(
@@ -484,6 +491,14 @@ class _Run:
             if nudges:
                 self.messages.append(Message.user("\n\n".join(nudges)))
         return stop
+
+    def _approve(self, call: ToolCall) -> tuple[bool, str]:
+        """Whether a human approved exactly this call (asked through the graph run's interrupt)."""
+        if not in_graph_run():
+            self._emit("approval.refused", tool=call.name, call_hash=call_hash(call.name, call.arguments),
+                       reason="no workflow run to ask a human in")
+            return False, (f"not run: {call.name} needs a human's approval, which only a workflow run can ask for")
+        return ask_approval(self.agent.name, call, self._emit)
 
     def _on_loop(self, detection: LoopDetection) -> str | None:
         """Record a detected loop (event `agent.loop`); the nudge to send the model, or None to stop the run."""

@@ -45,6 +45,9 @@ class AgentConfig(StrictConfig):
     parsed as JSON either way."""
     output_retries: int = Field(default=1, ge=0)
     """How many times an unparseable final answer is sent back to the model with the parse error."""
+    approve_tools: list[str] = Field(default_factory=list)
+    """Tools whose every call waits for a human's approval (`*` for all): in a workflow run the run pauses
+    showing the exact call, and the approval runs exactly that call (see `agentflow.agents.approval`)."""
     loop_guard: LoopGuardConfig = Field(default_factory=LoopGuardConfig)
     """When the agent counts as repeating itself (same tool call and result, same failure, same answer) and
     what then happens (`nudge`, `stop` with `stop_reason: loop`, or `end_branch`); see `agentflow.agents.loops`."""
