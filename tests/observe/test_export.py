@@ -199,3 +199,38 @@ async def test_the_cli_writes_the_file_and_refuses_bad_input_in_one_line(tmp_pat
     for argv in ([str(run), "--format", "csv", "-o", str(tmp_path / "x")], [str(tmp_path / "none"), "-o", "x"]):
         bad = cli(*argv)
         assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+async def test_repair_samples_carry_their_tests_and_are_grouped_by_parent_across_tasks(tmp_path: Path) -> None:
+    """A bench-shaped folder (two tasks), written by the repair's own writers: the coder instrumented per task
+    and attributed per candidate (`with_node`), candidates recorded by `CandidateLog`, `repair.end` per task."""
+    from agentflow.models.instrumented import InstrumentedModel
+    from agentflow.repair.candidate_log import CandidateLog
+    from agentflow.repair.outcome import Candidate
+    from agentflow.repair.workbench import Verification
+
+    model = FunctionModel(lambda request: _traced("patch"))
+    plan = {"t1": [("c1", None, 1.0), ("c2", None, 0.0), ("c3", "c1", 0.5), ("c4", "c1", 0.25)],
+            "t2": [("c1", None, 0.0), ("c2", None, 0.0)]}
+    for task, cands in plan.items():
+        events = EventLog(tmp_path / "bench" / task / "events.jsonl", run_id="bench")
+        coder = InstrumentedModel(model, events=events, node_id=task)
+        log = CandidateLog(tmp_path / "bench" / task, events)
+        for cand, parent, score_ in cands:
+            cid, pid = f"{task}/{cand}", f"{task}/{parent}" if parent else None
+            await coder.with_node(cid, pid).chat(ChatRequest(messages=[Message.user("fix it")]))
+            log(Candidate(instance_id=task, candidate_id=cid, parent_id=pid, status="ok",
+                          verification=Verification(passed=score_ == 1.0, score=score_)))
+        events.emit("repair.end", node_id=task, instance_id=task, status="done", chosen=f"{task}/c1",
+                    resolved=task == "t1")
+        events.close()
+
+    rows = {r["node_id"]: r for r in trajectory_rows(tmp_path / "bench")}
+    assert len(rows) == 6
+    assert {k: r["reward"] for k, r in rows.items()} == {
+        f"{t}/{c}": s for t, cands in plan.items() for c, _, s in cands}
+    assert rows["t1/c1"]["group_id"] == rows["t1/c2"]["group_id"] == "t1:root"
+    assert rows["t1/c3"]["group_id"] == rows["t1/c4"]["group_id"] == "t1:t1/c1"
+    assert rows["t2/c1"]["group_id"] == "t2:root" != rows["t1/c1"]["group_id"]
+    assert [k for k, r in rows.items() if r["chosen"]] == ["t1/c1", "t2/c1"]
+    assert {r["task_id"] for r in rows.values()} == {"t1", "t2"}
