@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from agentflow.agents.approval import ask as ask_approval
 from agentflow.agents.approval import call_hash, in_graph_run, needs_approval
 from agentflow.agents.config import AgentConfig, import_schema
+from agentflow.agents.context import declared_context_window, fit, prompt_counter
 from agentflow.agents.loops import LoopDetection, LoopDetector
 from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.prompts import PromptSet
@@ -258,6 +259,10 @@ def _instrumented(model: ChatModel, budget: Budget, ctx: ToolContext, node_id: s
     return InstrumentedModel(model, budget=budget, events=ctx.events, node_id=node_id)
 
 
+class _ContextFull(Exception):
+    """The prompt does not fit the model's context window, even compacted."""
+
+
 class _Run:
     """The state of one run of an agent; `loop` is the whole algorithm."""
 
@@ -281,6 +286,8 @@ class _Run:
         self.messages: list[Message] = []
         self.steps = 0
         self.loops = LoopDetector(self.cfg.loop_guard)
+        self.window = self.cfg.context.window or declared_context_window(agent.model)
+        self.count_tokens = prompt_counter(agent.model, self.cfg.context.chars_per_token)
         self.loop_error: str | None = None
 
     async def loop(self, task: Task) -> AgentResult:
@@ -297,6 +304,8 @@ class _Run:
                 reply = await self._call_model(specs)
             except ModelError as exc:
                 return await self._end(self._finish("error", error=str(exc), kind="model_error"))
+            except _ContextFull as exc:
+                return await self._end(self._finish("context", error=str(exc)))
             except BudgetExceeded as exc:  # refused before it started, or cut at the wall-clock limit
                 return await self._end(self._finish(self._budget_stop(exc)))
             if reply is None:
@@ -409,6 +418,7 @@ class _Run:
             temperature=self.cfg.temperature,
             max_tokens=self.max_tokens,
         )
+        request = await self._fit_window(request)
         key = self._reply_key(request)
         journaled = self.journal.get_reply(key) if key is not None else None  # type: ignore[union-attr]
         if journaled is not None:  # this node ran before a crash: its reply is taken, the model not asked again
@@ -428,6 +438,22 @@ class _Run:
             self.journal.put_reply(key, response.model_dump_json())  # type: ignore[union-attr]
         self.finish_reason = response.choices[0].finish_reason
         return response.message
+
+    async def _fit_window(self, request: ChatRequest) -> ChatRequest:
+        """The request compacted to fit the model's context window (event `agent.compacted`); `_ContextFull`
+        when it cannot be: a prompt the server would reject for its length is never sent. The run's own
+        messages stay whole (the result has the whole conversation)."""
+        if self.window is None:
+            return request
+        fitted, record, fits = await fit(request, self.cfg.context, self.window, self.count_tokens)
+        if record is not None:
+            self._emit("agent.compacted", step=self.steps, fits=fits, **record)
+        if not fits:
+            raise _ContextFull(
+                f"the conversation needs {record['tokens_after'] if record else '?'} tokens plus "
+                f"{record['reply_tokens'] if record else '?'} for the reply, more than the model's context window "
+                f"of {self.window} tokens, even after compaction; raise the window or shorten the task")
+        return fitted
 
     def _reply_key(self, request: ChatRequest) -> str | None:
         """Where the reply to `request` is journaled: the caller's prefix (thread:node:step), this agent, its

@@ -15,6 +15,7 @@ StopReason = Literal[
     "wall_time",
     "error",
     "loop",
+    "context",
     "budget:tokens",
     "budget:usd",
     "budget:model_calls",
@@ -42,7 +43,8 @@ class AgentResult(BaseModel):
     steps: int
     """Model calls made."""
     stop_reason: StopReason
-    """`done`, `step_limit`, `wall_time`, `budget:<kind>`, `loop` (a loop guard stopped it) or `error`."""
+    """`done`, `step_limit`, `wall_time`, `budget:<kind>`, `loop` (a loop guard stopped it), `context` (the
+    conversation could not be made to fit the model's context window) or `error`."""
     usage: BudgetUsage = Field(default_factory=BudgetUsage)
     """Tokens, cost, model and tool calls and wall seconds of this run alone (nested runs included)."""
     error: str | None = None

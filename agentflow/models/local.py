@@ -243,6 +243,36 @@ class _ServerBacked:
                 choice.trace = choice.trace.scrubbed()
         return response
 
+    @property
+    def context_window(self) -> int:
+        """Tokens one request may use (prompt and reply): the server's context per slot."""
+        return self.shared.opts.ctx or embedded_model(self.shared.key[0]).default_ctx
+
+    async def count_prompt_tokens(self, request: ChatRequest) -> int:
+        """The prompt's length in the server's own tokens (the template applied, special tokens included)."""
+        handle = self.shared.handle
+        if not handle.alive or self._seen_restarts != handle.restarts:
+            await self._recover()
+        async with httpx.AsyncClient(timeout=60) as client:
+            prompt = self._prompt_text(request)
+            if prompt is None:
+                from agentflow.models.openai_backend import to_openai_messages, to_openai_tools
+
+                body: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
+                if request.tools:
+                    body["tools"] = to_openai_tools(request.tools)
+                reply = await client.post(handle.url("/apply-template"), headers=handle.headers, json=body)
+                reply.raise_for_status()
+                prompt = str(reply.json()["prompt"])
+            reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                      json={"content": prompt, "add_special": True, "parse_special": True})
+            reply.raise_for_status()
+            return len(reply.json()["tokens"])
+
+    def _prompt_text(self, request: ChatRequest) -> str | None:
+        """The prompt as text when this client renders it (completion mode); None when the server does."""
+        return None
+
     def _extended(self, waited_s: float) -> None:
         if not self.shared.told_extended:  # once per server: later ones are the same story
             self.shared.told_extended = True
@@ -359,6 +389,9 @@ class LocalCompletionModel(_ServerBacked, CompletionChatModel):
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         return await self._guarded(lambda: CompletionChatModel._chat_once(self, request), request)
+
+    def _prompt_text(self, request: ChatRequest) -> str | None:
+        return self.template.render(request.messages)
 
     async def aclose(self) -> None:
         await CompletionChatModel.aclose(self)
