@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agentflow.agents.approval import Approver, call_hash, needs_approval
 from agentflow.agents.approval import ask as ask_approval
-from agentflow.agents.approval import call_hash, in_graph_run, needs_approval
 from agentflow.agents.config import AgentConfig, import_schema
 from agentflow.agents.context import declared_context_window, fit, prompt_counter
 from agentflow.agents.loops import LoopDetection, LoopDetector
@@ -148,6 +148,7 @@ class Agent:
         journal_key: str = "",
         on_event: OnAgentEvent | None = None,
         deps: Any = None,
+        approver: Approver | None = None,
     ) -> AgentResult:
         """Run the agent on `task` (a string, or a dict of the task template's variables).
 
@@ -160,13 +161,16 @@ class Agent:
         already happened instead of repeating them.
 
         `deps` (else `ctx.deps`, else the agent's own) are the dependencies the tools see as `ctx.deps`.
+
+        `approver` asks a human about each call of a tool in `approve_tools` (see `agentflow.agents.approval`;
+        a workflow's agent nodes pass one that pauses the run); without one such calls are not run.
         """
         ctx = ctx or ToolContext()
         parent = budget or ctx.budget
         run_budget = parent.child() if parent is not None else Budget()
         deps = next((d for d in (deps, ctx.deps, self.deps) if d is not None), None)
         ctx = dataclasses.replace(ctx, budget=run_budget, deps=deps)
-        return await _Run(self, ctx, run_budget, journal, journal_key, on_event).loop(task)
+        return await _Run(self, ctx, run_budget, journal, journal_key, on_event, approver).loop(task)
 
     def run_sync(
         self,
@@ -274,8 +278,10 @@ class _Run:
         journal: ToolJournal | None,
         key_prefix: str,
         on_event: OnAgentEvent | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self.agent, self.cfg, self.ctx, self.budget = agent, agent.config, ctx, budget
+        self.approver = approver
         self.journal, self.key_prefix, self.on_event = journal, key_prefix, on_event
         self.max_tokens = self.cfg.max_tokens
         self.finish_reason = "unknown"
@@ -519,12 +525,12 @@ class _Run:
         return stop
 
     def _approve(self, call: ToolCall) -> tuple[bool, str]:
-        """Whether a human approved exactly this call (asked through the graph run's interrupt)."""
-        if not in_graph_run():
+        """Whether a human approved exactly this call (asked through the run's approver)."""
+        if self.approver is None:
             self._emit("approval.refused", tool=call.name, call_hash=call_hash(call.name, call.arguments),
-                       reason="no workflow run to ask a human in")
-            return False, (f"not run: {call.name} needs a human's approval, which only a workflow run can ask for")
-        return ask_approval(self.agent.name, call, self._emit)
+                       reason="nobody to ask: the run has no approver")
+            return False, f"not run: {call.name} needs a human's approval, and this run has nobody to ask"
+        return ask_approval(self.agent.name, call, self._emit, self.approver)
 
     def _on_loop(self, detection: LoopDetection) -> str | None:
         """Record a detected loop (event `agent.loop`); the nudge to send the model, or None to stop the run."""

@@ -19,6 +19,9 @@ from typing import Any
 from agentflow.agents.loops import fingerprint
 from agentflow.models.base import ToolCall
 
+MAX_ASKS = 10
+"""Approvals for other calls after which the call is declined (an approver that never answers for it)."""
+
 ARGS_SHOWN = 2000
 """Characters of a call's arguments put in the interrupt's message (the full arguments are in `tool_call`)."""
 
@@ -47,27 +50,18 @@ def approval_request(agent: str, call: ToolCall) -> dict[str, Any]:
     }
 
 
-def in_graph_run() -> bool:
-    """Whether this code runs inside a LangGraph node (where `interrupt` can pause the run)."""
-    try:
-        from langgraph.config import get_config
-    except ImportError:  # pragma: no cover - langgraph is a dependency
-        return False
-    try:
-        get_config()
-    except RuntimeError:
-        return False
-    return True
+Approver = Callable[[dict[str, Any]], Any]
+"""Asks a human about an `approval_request` and returns the answer (`{"action": "approve", "call_hash": ...}`,
+or another action to decline). A workflow run's agent nodes pass LangGraph's `interrupt`, which pauses the
+run until it is resumed with the answer."""
 
 
-def ask(agent: str, call: ToolCall, emit: Callable[..., None]) -> tuple[bool, str]:
-    """Pause the graph run for approval of `call`; (approved, why not). Raises LangGraph's interrupt when no
-    answer is there yet. An approval for another call is refused and the human is asked again."""
-    from langgraph.types import interrupt
-
+def ask(agent: str, call: ToolCall, emit: Callable[..., None], interrupt: Approver) -> tuple[bool, str]:
+    """Ask for approval of `call`; (approved, why not). An approval for another call is refused and the human
+    is asked again."""
     request = approval_request(agent, call)
     digest = request["call_hash"]
-    while True:
+    for _ in range(MAX_ASKS):
         emit("approval.requested", tool=call.name, args=call.arguments, call_hash=digest)
         answer = interrupt(request)
         action = answer.get("action") if isinstance(answer, Mapping) else None
@@ -81,3 +75,5 @@ def ask(agent: str, call: ToolCall, emit: Callable[..., None]) -> tuple[bool, st
             continue  # asked anew: the next interrupt shows this call
         emit("approval.refused", tool=call.name, call_hash=digest, reason=f"answer {action!r}")
         return False, "not run: the human did not approve this call"
+    emit("approval.refused", tool=call.name, call_hash=digest, reason=f"{MAX_ASKS} approvals, none for this call")
+    return False, f"not run: asked {MAX_ASKS} times, no approval was for this call"

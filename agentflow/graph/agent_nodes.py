@@ -245,6 +245,7 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
             journal=rt.journal,
             journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",
             on_event=_live_tools(name, rt),
+            approver=_pause_for_approval,
         )
         failure = agent_failure(name, result)
         if failure is not None:
@@ -261,6 +262,14 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
         return update
 
     return run
+
+
+def _pause_for_approval(request: dict[str, Any]) -> Any:
+    """An agent's approver in a workflow run: pause the run showing the call (LangGraph's interrupt); the answer
+    is what the run is resumed with (`WorkflowRunner.resume(approve=...)`)."""
+    from langgraph.types import interrupt
+
+    return interrupt(request)
 
 
 def _live_tools(name: str, rt: RunContext) -> Callable[[Any], Any]:

@@ -144,3 +144,27 @@ async def test_an_approved_call_runs_once_when_its_node_runs_again(tmp_path: Pat
         done = await runner.resume("t", approve=True)
         assert done.status == "done", done.errors
     assert WRITES == [ARGS, second]
+
+
+@pytest.mark.parametrize("answers", ["right", "wrong_then_right", "always_wrong", "decline"])
+async def test_an_applications_own_approver_is_bound_the_same_way(answers: str) -> None:
+    from agentflow.agents import Agent, AgentConfig
+    from agentflow.tools import ToolRegistry
+    from agentflow.tools.decorator import Tool
+
+    shown: list[dict[str, Any]] = []
+    right = call_hash("write_note", ARGS)
+
+    def approver(request: dict[str, Any]) -> dict[str, Any]:
+        shown.append(request)
+        wrong = answers == "always_wrong" or (answers == "wrong_then_right" and len(shown) == 1)
+        if answers == "decline":
+            return {"action": "reject"}
+        return {"action": "approve", "call_hash": call_hash("write_note", {**ARGS, "text": "x"}) if wrong else right}
+
+    agent = Agent(AgentConfig(approve_tools=["write_note"]), model=_model(), tools=ToolRegistry([Tool(write_note)]))
+    await agent.run("write the note", approver=approver)
+
+    assert shown[0]["tool_call"] == {"name": "write_note", "arguments": ARGS}
+    assert WRITES == ([ARGS] if answers in ("right", "wrong_then_right") else [])
+    assert len(shown) == {"right": 1, "wrong_then_right": 2, "always_wrong": 10, "decline": 1}[answers]
