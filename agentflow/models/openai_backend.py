@@ -136,6 +136,10 @@ def token_trace(choice: Any, raw: Any, text: str | None, source: str) -> TokenTr
     prompt_ids = _get(raw, "prompt_token_ids")
     if ids is None and logprobs is None and prompt_ids is None:
         return None
+    pieces = [_get(e, "bytes") for e in entries]
+    if entries and all(isinstance(p, list) for p in pieces):
+        # the tokens' own bytes: the text the ids are (the reply's text may hold part of a stop string)
+        text = bytes(b for piece in pieces for b in piece).decode("utf-8", errors="replace")
     return TokenTrace(completion_text=text or "", completion_ids=list(ids) if ids is not None else None,
                       logprobs=logprobs, prompt_ids=list(prompt_ids) if prompt_ids is not None else None,
                       source=source).scrubbed()

@@ -18,7 +18,8 @@ def _response(choice_extra: dict[str, Any], top: dict[str, Any] | None = None) -
 
 
 LLAMA = {"logprobs": {"content": [{"id": 17, "token": "Hi", "logprob": -0.1, "bytes": [72, 105]},
-                                  {"id": 99, "token": " there", "logprob": -1.5, "bytes": [32]}]}}
+                                  {"id": 99, "token": " there", "logprob": -1.5,
+                                   "bytes": list(b" there")}]}}
 VLLM = {"token_ids": [17, 99], "logprobs": {"content": [{"token": "Hi", "logprob": -0.1},
                                                         {"token": " there", "logprob": -1.5}]}}
 
@@ -36,6 +37,14 @@ def test_ids_and_logprobs_come_from_the_documented_fields(extra: dict[str, Any],
     assert trace is not None
     assert (trace.completion_ids, trace.prompt_ids, trace.logprobs) == (ids, prompt_ids, logprobs)
     assert trace.completion_text == "Hi there"
+
+
+def test_the_completion_text_is_the_text_of_the_ids_not_the_replys() -> None:
+    """llama-server's reply text can hold a piece of the stop string its log-probs leave out."""
+    raw = _response(LLAMA)
+    raw["choices"][0]["message"]["content"] = "Hi there\n"
+    trace = from_openai_response(raw).choices[0].trace
+    assert trace is not None and trace.completion_text == "Hi there" and trace.completion_ids == [17, 99]
 
 
 def test_a_response_without_tokens_has_no_trace() -> None:
