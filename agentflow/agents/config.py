@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agentflow.agents.context import ContextConfig
+from agentflow.agents.loops import LoopGuardConfig
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 
@@ -44,6 +46,15 @@ class AgentConfig(StrictConfig):
     parsed as JSON either way."""
     output_retries: int = Field(default=1, ge=0)
     """How many times an unparseable final answer is sent back to the model with the parse error."""
+    approve_tools: list[str] = Field(default_factory=list)
+    """Tools whose every call waits for a human's approval (`*` for all): in a workflow run the run pauses
+    showing the exact call, and the approval runs exactly that call (see `agentflow.agents.approval`)."""
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    """The model's context window (default: what the model declares) and how the conversation is compacted to
+    stay within it; see `agentflow.agents.context`."""
+    loop_guard: LoopGuardConfig = Field(default_factory=LoopGuardConfig)
+    """When the agent counts as repeating itself (same tool call and result, same failure, same answer) and
+    what then happens (`nudge`, `stop` with `stop_reason: loop`, or `end_branch`); see `agentflow.agents.loops`."""
 
 
 def import_schema(path: str) -> type[BaseModel]:

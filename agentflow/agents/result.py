@@ -14,6 +14,8 @@ StopReason = Literal[
     "step_limit",
     "wall_time",
     "error",
+    "loop",
+    "context",
     "budget:tokens",
     "budget:usd",
     "budget:model_calls",
@@ -22,10 +24,10 @@ StopReason = Literal[
 ]
 
 
-ErrorKind = Literal["model_error", "bad_output", "output_cut", "limit"]
+ErrorKind = Literal["model_error", "bad_output", "output_cut", "limit", "loop"]
 """Why a run gave no usable answer: the model could not be reached or failed (`model_error`), its answer
 did not parse as the schema (`bad_output`), the answer was cut by max_tokens (`output_cut`), or a step,
-wall-time or budget limit ended the run (`limit`)."""
+wall-time or budget limit ended the run (`limit`), or a loop guard stopped a run that repeated itself (`loop`)."""
 
 
 class AgentResult(BaseModel):
@@ -41,7 +43,8 @@ class AgentResult(BaseModel):
     steps: int
     """Model calls made."""
     stop_reason: StopReason
-    """`done`, `step_limit`, `wall_time`, `budget:<kind>` or `error`."""
+    """`done`, `step_limit`, `wall_time`, `budget:<kind>`, `loop` (a loop guard stopped it), `context` (the
+    conversation could not be made to fit the model's context window) or `error`."""
     usage: BudgetUsage = Field(default_factory=BudgetUsage)
     """Tokens, cost, model and tool calls and wall seconds of this run alone (nested runs included)."""
     error: str | None = None

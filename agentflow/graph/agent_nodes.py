@@ -245,11 +245,13 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
             journal=rt.journal,
             journal_key=f"{ctx.thread_id}:{name}:{ctx.step}",
             on_event=_live_tools(name, rt),
+            approver=_pause_for_approval,
         )
         failure = agent_failure(name, result)
         if failure is not None:
             rt.emit("node.failed", node_id=name, reason=failure.reason, error=failure.error)
-            if on_error is None:
+            # A loop guard set to end the branch fails the node even where failures route (a search prunes it).
+            if on_error is None or (result.stop_reason == "loop" and agent.config.loop_guard.action == "end_branch"):
                 raise NodeFailed(name, failure.reason, failure.error)
             return {output_key: None, NODE_ERRORS: {name: failure.model_dump()}}
         output = result.output.model_dump(mode="json") if result.output is not None else None
@@ -260,6 +262,14 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSp
         return update
 
     return run
+
+
+def _pause_for_approval(request: dict[str, Any]) -> Any:
+    """An agent's approver in a workflow run: pause the run showing the call (LangGraph's interrupt); the answer
+    is what the run is resumed with (`WorkflowRunner.resume(approve=...)`)."""
+    from langgraph.types import interrupt
+
+    return interrupt(request)
 
 
 def _live_tools(name: str, rt: RunContext) -> Callable[[Any], Any]:

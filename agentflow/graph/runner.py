@@ -274,11 +274,14 @@ class WorkflowRunner:
         self,
         thread_id: str,
         *,
-        approve: bool = False,
+        approve: bool | str = False,
         edit: Mapping[str, Any] | None = None,
         on_event: OnEvent | None = None,
     ) -> RunResult:
-        """Continue a thread from its last checkpoint: after a crash, or past an interrupt (approve/edit)."""
+        """Continue a thread from its last checkpoint: after a crash, or past an interrupt (approve/edit).
+
+        An interrupt that asks to approve a tool call is approved for the call it shows (its `call_hash`), or,
+        with `approve` a hash, for the call with that hash: the agent runs the call only if it is that one."""
         from langgraph.types import Command
 
         config = self._config(thread_id)
@@ -298,7 +301,7 @@ class WorkflowRunner:
             if edit is not None:
                 command: Any = Command(resume={"action": "edit", "updates": dict(edit)})
             elif approve:
-                command = Command(resume={"action": "approve"})
+                command = Command(resume={"action": "approve", **_approved_call(pending[0].value, approve)})
             else:
                 node = (
                     pending[0].value.get("node") if isinstance(pending[0].value, dict) else snapshot.next[0]
@@ -325,7 +328,7 @@ class WorkflowRunner:
         return self._sync("run_sync", "runner.start(...)", lambda: self.start(inputs, thread_id=thread_id,
                                                                                on_event=on_event))
 
-    def resume_sync(self, thread_id: str, *, approve: bool = False, edit: Mapping[str, Any] | None = None,
+    def resume_sync(self, thread_id: str, *, approve: bool | str = False, edit: Mapping[str, Any] | None = None,
                     on_event: OnEvent | None = None) -> RunResult:
         """`resume` for synchronous code (see `run_sync`)."""
         return self._sync("resume_sync", "runner.resume(...)",
@@ -742,3 +745,11 @@ class WorkflowRunner:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _approved_call(pending: Any, approve: bool | str) -> dict[str, Any]:
+    """What binds an approval to a tool call: the hash named by the caller, else the one the interrupt shows."""
+    if isinstance(approve, str):
+        return {"call_hash": approve}
+    shown = pending.get("call_hash") if isinstance(pending, Mapping) else None
+    return {"call_hash": shown} if shown else {}

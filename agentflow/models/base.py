@@ -104,11 +104,45 @@ class Usage(BaseModel):
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "unknown"]
 
 
+class TokenTrace(BaseModel):
+    """One sample at the token level, as far as the backend gives it (training data: see
+    docs/concepts/training-data.md). A field the backend cannot give is None."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    prompt_text: str | None = None
+    """The exact text the model read (the chat template or few-shot template applied), when known."""
+    prompt_ids: list[int] | None = None
+    """Token ids of the prompt as the server tokenized it (special tokens included)."""
+    completion_text: str = ""
+    """The generated text exactly as decoded, before any trimming."""
+    completion_ids: list[int] | None = None
+    """Token ids the model sampled, in order."""
+    logprobs: list[float] | None = None
+    """Log-probability of each sampled token (one per completion id) under the model's distribution."""
+    source: str = ""
+    """Where the ids and log-probs came from (endpoint and fields), for whoever reads them later."""
+
+    def scrubbed(self) -> TokenTrace:
+        """This trace as it may be written: when redaction changes its text (it held a secret), the text is
+        redacted and the ids and log-probs, which would spell the secret out, are dropped."""
+        from agentflow.secrets import redact
+
+        prompt = redact(self.prompt_text) if self.prompt_text is not None else None
+        completion = redact(self.completion_text)
+        if prompt == self.prompt_text and completion == self.completion_text:
+            return self
+        return TokenTrace(prompt_text=prompt, completion_text=completion, source=f"{self.source}; ids and "
+                          "log-probs dropped: the text held a secret")
+
+
 class Choice(BaseModel):
     """One sample."""
 
     message: Message
     finish_reason: FinishReason = "unknown"
+    trace: TokenTrace | None = None
+    """Token ids and log-probs of this sample when the backend gives them (local llama-server models do)."""
 
 
 class ChatResponse(BaseModel):
@@ -122,6 +156,9 @@ class ChatResponse(BaseModel):
     """Wall time of the call, retries included."""
     cached: bool = False
     """True when served from the response cache or a replay cassette."""
+    identity: dict[str, str] = Field(default_factory=dict)
+    """What model answered, as precisely as the backend knows: e.g. `backend`, `model`, `file_sha256` (the
+    GGUF file of a local model)."""
 
     @property
     def message(self) -> Message:

@@ -70,6 +70,9 @@ class InstrumentedModel:
                 data["messages"] = [_message(m) for m in request.messages]
                 data["output"] = [_message(c.message) for c in response.choices]
             self.events.emit("model.call", node_id=self.node_id, parent_id=self.parent_id, **data)
+            if getattr(self.events, "record_turns", True):
+                self.events.emit("model.turn", node_id=self.node_id, parent_id=self.parent_id,
+                                 **turn_record(self.spec, request, response))
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         if self.budget is None:
@@ -115,6 +118,28 @@ def _most_tokens(request: ChatRequest) -> int:
     """The output tokens a call may use at most (0 when the request sets no limit: then only its actual
     usage is charged, after it)."""
     return (request.max_tokens or 0) * max(1, request.n)
+
+
+def turn_record(spec: str, request: ChatRequest, response: ChatResponse) -> dict[str, Any]:
+    """One model call as training data (event `model.turn`): the messages it read, the samples it gave with
+    their token traces (scrubbed of any text that held a secret), the sampling settings and the model's
+    identity. See docs/concepts/training-data.md."""
+    sampling = request.model_dump(include={"temperature", "top_p", "seed", "max_tokens", "n", "stop"})
+    samples = []
+    for choice in response.choices:
+        trace = choice.trace.scrubbed() if choice.trace is not None else None
+        samples.append({"message": _message(choice.message), "finish_reason": choice.finish_reason,
+                        "trace": trace.model_dump() if trace is not None else None})
+    return {
+        "spec": spec,
+        "model": response.model,
+        "identity": dict(response.identity),
+        "sampling": sampling,
+        "tools": [t.name for t in request.tools],
+        "messages": [_message(m) for m in request.messages],
+        "samples": samples,
+        "cached": response.cached,
+    }
 
 
 def _message(message: Any) -> dict[str, Any]:

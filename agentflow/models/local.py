@@ -175,6 +175,8 @@ class _ServerBacked:
     _client: Any
     paced: bool = True
     """Requests wait by the server's measured pace (`agentflow.serving.pace`); False: `timeout_s` is the limit."""
+    trace_tokens = True
+    """Every call records its prompt and sampled token ids and the sampled tokens' log-probs (`Choice.trace`)."""
 
     @property
     def server(self) -> ServerHandle:
@@ -200,15 +202,76 @@ class _ServerBacked:
         try:
             pace = self.shared.pace
             if not self.paced or pace is None:
-                return await call()  # type: ignore[no-any-return]
-            prompt_chars = sum(len(m.content or "") for m in request.messages)
-            return await pace.wait(call, prompt_chars=prompt_chars, max_tokens=request.max_tokens or 512,
-                                               on_extend=self._extended)
+                response = await call()
+            else:
+                prompt_chars = sum(len(m.content or "") for m in request.messages)
+                response = await pace.wait(call, prompt_chars=prompt_chars, max_tokens=request.max_tokens or 512,
+                                           on_extend=self._extended)
+            return await self._traced(response, request)
         except Exception:
             if not await _died(self.shared.handle):
                 raise
         await self._recover()  # raises ServerDied when the policy forbids a restart
         raise TransientError(f"{self.spec}: llama-server died during the call and was restarted", unreachable=True)
+
+    async def _traced(self, response: ChatResponse, request: ChatRequest) -> ChatResponse:
+        """The response with the model's identity and each sample's prompt token ids (the server's `/tokenize` of
+        the prompt text, from `/apply-template` in chat mode), kept only when their count is the server's own
+        count of prompt tokens."""
+        response.identity = model_identity(self.shared.key[0])
+        traces = [c.trace for c in response.choices if c.trace is not None and c.trace.prompt_ids is None]
+        if not traces:
+            return response
+        handle = self.shared.handle
+        try:
+            async with httpx.AsyncClient(timeout=60) as client:
+                prompt = traces[0].prompt_text
+                if prompt is None:
+                    from agentflow.models.openai_backend import to_openai_messages
+
+                    reply = await client.post(handle.url("/apply-template"), headers=handle.headers,
+                                              json={"messages": to_openai_messages(request.messages)})
+                    reply.raise_for_status()
+                    prompt = str(reply.json()["prompt"])
+                ids = await _prompt_ids(client, handle, prompt, response.usage.input_tokens)
+        except (httpx.HTTPError, KeyError, ValueError):
+            return response  # a finished call is not failed for its training record; the ids stay None
+        for trace in traces:
+            trace.prompt_text, trace.prompt_ids = prompt, ids
+        for choice in response.choices:  # what the call journal and the cache keep: no ids spelling a secret
+            if choice.trace is not None:
+                choice.trace = choice.trace.scrubbed()
+        return response
+
+    @property
+    def context_window(self) -> int:
+        """Tokens one request may use (prompt and reply): the server's context per slot."""
+        return self.shared.opts.ctx or embedded_model(self.shared.key[0]).default_ctx
+
+    async def count_prompt_tokens(self, request: ChatRequest) -> int:
+        """The prompt's length in the server's own tokens (the template applied, special tokens included)."""
+        handle = self.shared.handle
+        if not handle.alive or self._seen_restarts != handle.restarts:
+            await self._recover()
+        async with httpx.AsyncClient(timeout=60) as client:
+            prompt = self._prompt_text(request)
+            if prompt is None:
+                from agentflow.models.openai_backend import to_openai_messages, to_openai_tools
+
+                body: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
+                if request.tools:
+                    body["tools"] = to_openai_tools(request.tools)
+                reply = await client.post(handle.url("/apply-template"), headers=handle.headers, json=body)
+                reply.raise_for_status()
+                prompt = str(reply.json()["prompt"])
+            reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                      json={"content": prompt, "add_special": True, "parse_special": True})
+            reply.raise_for_status()
+            return len(reply.json()["tokens"])
+
+    def _prompt_text(self, request: ChatRequest) -> str | None:
+        """The prompt as text when this client renders it (completion mode); None when the server does."""
+        return None
 
     def _extended(self, waited_s: float) -> None:
         if not self.shared.told_extended:  # once per server: later ones are the same story
@@ -254,6 +317,29 @@ class _ServerBacked:
             await asyncio.to_thread(_release, self.shared)
 
 
+async def _prompt_ids(client: httpx.AsyncClient, handle: ServerHandle, prompt: str, counted: int) -> list[int] | None:
+    """The server's tokens of `prompt` with or without its special start tokens: the variant whose length is the
+    server's own count of the call's prompt tokens; None when neither is (the ids would not be the model's)."""
+    for add_special in (True, False):
+        reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                  json={"content": prompt, "add_special": add_special, "parse_special": True})
+        reply.raise_for_status()
+        ids = [int(t) for t in reply.json()["tokens"]]
+        if len(ids) == counted:
+            return ids
+    return None
+
+
+def model_identity(name: str) -> dict[str, str]:
+    """What a local model is: the embedded model's name, its GGUF file's pinned (and verified) SHA-256, and
+    the llama.cpp build serving it."""
+    from agentflow.serving.setup import LLAMA_CPP_PYTHON_VERSION
+
+    model = embedded_model(name)
+    return {"backend": "llama.cpp llama-server", "llama_cpp_python": LLAMA_CPP_PYTHON_VERSION,
+            "model": model.name, "file": model.file_name, "file_sha256": model.sha256}
+
+
 async def _died(handle: ServerHandle) -> bool:
     """True when the server is gone (a connection error may arrive a moment before the exit is visible)."""
     for _ in range(10):
@@ -276,6 +362,10 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
         return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request), request)
 
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
+        if self.trace_tokens:  # llama-server gives no log-probs to a stream with tools: the answer comes whole
+            async for delta in self._stream_fallback(request):
+                yield delta
+            return
         # a dead server surfaces as a connection error, which RemoteModel.stream retries before the first token
         if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
             await self._recover()
@@ -299,6 +389,9 @@ class LocalCompletionModel(_ServerBacked, CompletionChatModel):
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         return await self._guarded(lambda: CompletionChatModel._chat_once(self, request), request)
+
+    def _prompt_text(self, request: ChatRequest) -> str | None:
+        return self.template.render(request.messages)
 
     async def aclose(self) -> None:
         await CompletionChatModel.aclose(self)

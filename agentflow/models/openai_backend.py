@@ -20,6 +20,7 @@ from agentflow.models.base import (
     FinishReason,
     Message,
     StreamDelta,
+    TokenTrace,
     ToolCall,
     ToolSpec,
     Usage,
@@ -122,6 +123,28 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def token_trace(choice: Any, raw: Any, text: str | None, source: str) -> TokenTrace | None:
+    """The sampled token ids and log-probs of an OpenAI-style choice, where the server gives them: per-token
+    `logprobs.content[].logprob` (OpenAI, vLLM, llama-server) with `.id` (llama-server), or the choice's
+    `token_ids` and the response's `prompt_token_ids` (vLLM's `return_token_ids`). None when it gives neither."""
+    entries = _get(_get(choice, "logprobs"), "content") or []
+    logprobs = [float(_get(e, "logprob")) for e in entries] if entries and all(
+        isinstance(_get(e, "logprob"), (int, float)) for e in entries) else None
+    ids = _get(choice, "token_ids")
+    if ids is None and entries and all(isinstance(_get(e, "id"), int) for e in entries):
+        ids = [int(_get(e, "id")) for e in entries]
+    prompt_ids = _get(raw, "prompt_token_ids")
+    if ids is None and logprobs is None and prompt_ids is None:
+        return None
+    pieces = [_get(e, "bytes") for e in entries]
+    if entries and all(isinstance(p, list) for p in pieces):
+        # the tokens' own bytes: the text the ids are (the reply's text may hold part of a stop string)
+        text = bytes(b for piece in pieces for b in piece).decode("utf-8", errors="replace")
+    return TokenTrace(completion_text=text or "", completion_ids=list(ids) if ids is not None else None,
+                      logprobs=logprobs, prompt_ids=list(prompt_ids) if prompt_ids is not None else None,
+                      source=source).scrubbed()
+
+
 def from_openai_response(raw: Any) -> ChatResponse:
     choices = []
     for c in sorted(_get(raw, "choices") or [], key=lambda c: _get(c, "index", 0) or 0):
@@ -139,8 +162,10 @@ def from_openai_response(raw: Any) -> ChatResponse:
                 )
             )
         message = Message(role="assistant", content=_get(msg, "content"), tool_calls=calls)
+        trace = token_trace(c, raw, _get(msg, "content"), "/v1/chat/completions logprobs")
         choices.append(
-            Choice(message=message, finish_reason=_FINISH.get(_get(c, "finish_reason") or "", "unknown"))
+            Choice(message=message, finish_reason=_FINISH.get(_get(c, "finish_reason") or "", "unknown"),
+                   trace=trace)
         )
     usage = _get(raw, "usage")
     return ChatResponse(
@@ -216,6 +241,9 @@ class _StreamAccumulator:
 class OpenAIChatModel(RemoteModel):
     """OpenAI's API or any server that speaks it."""
 
+    trace_tokens = False
+    """Ask for the sampled tokens' log-probs on every call (`Choice.trace`); local llama-server models do."""
+
     def __init__(
         self, spec: str, model: str, options: ModelOptions, *, compatible_base_url: str | None = None
     ) -> None:
@@ -259,6 +287,8 @@ class OpenAIChatModel(RemoteModel):
             request, max_tokens_field="max_tokens" if self.compatible else "max_completion_tokens"
         )
         kw["model"] = self.model
+        if self.trace_tokens:  # the sampled tokens' log-probs (and, from llama-server, their ids)
+            kw["logprobs"], kw["top_logprobs"] = True, 1
         if request.extra:
             kw["extra_body"] = dict(request.extra)
         return kw

@@ -153,7 +153,9 @@ def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[s
                         hint="pass the folder printed at the end of `agentflow run/repair/bench/eval`")
     events: list[list[Any]] = []
     if (rdir / "events.jsonl").is_file():
-        events = [[e.ts, e.kind, e.node_id, e.parent_id, _cap(e.data)] for e in read_events(rdir / "events.jsonl")]
+        # `model.turn` is training data (whole prompts, token ids): `agentflow export` reads it, the page does not
+        events = [[e.ts, e.kind, e.node_id, e.parent_id, _cap(e.data)] for e in read_events(rdir / "events.jsonl")
+                  if e.kind != "model.turn"]
         _break_parent_cycles(events)
     report = _read_json(rdir / "report.json")
     eval_patches, eval_logs = _eval_files(rdir)

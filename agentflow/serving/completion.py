@@ -13,7 +13,7 @@ from pydantic import Field
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError
 from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, Usage
-from agentflow.models.openai_backend import _FINISH, OpenAIChatModel
+from agentflow.models.openai_backend import _FINISH, OpenAIChatModel, token_trace
 
 
 class FewShotTemplate(StrictConfig):
@@ -72,6 +72,8 @@ class CompletionChatModel(OpenAIChatModel):
             if value is not None:
                 kw[name] = value
         extra = dict(request.extra)
+        if self.trace_tokens:
+            extra.setdefault("n_probs", 1)  # llama-server: the sampled tokens with their ids and log-probs
         if request.response_schema is not None:
             extra[self.schema_field] = request.response_schema
         if extra:
@@ -79,12 +81,16 @@ class CompletionChatModel(OpenAIChatModel):
         return kw
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
-        raw = await self.client().completions.create(**self._completion_kwargs(request))
-        choices = [
-            Choice(message=Message(role="assistant", content=(c.text or "").strip()),
-                   finish_reason=_FINISH.get(c.finish_reason or "", "unknown"))
-            for c in sorted(raw.choices, key=lambda c: c.index or 0)
-        ]
+        kw = self._completion_kwargs(request)
+        raw = await self.client().completions.create(**kw)
+        choices = []
+        for c in sorted(raw.choices, key=lambda c: c.index or 0):
+            trace = token_trace(c, raw, c.text, "/v1/completions n_probs") if self.trace_tokens else None
+            if trace is not None:
+                trace.prompt_text = kw["prompt"]
+                trace = trace.scrubbed()
+            choices.append(Choice(message=Message(role="assistant", content=(c.text or "").strip()),
+                                  finish_reason=_FINISH.get(c.finish_reason or "", "unknown"), trace=trace))
         usage = raw.usage
         return ChatResponse(
             choices=choices,

@@ -1,0 +1,87 @@
+"""Against the real llama-server (Gemma 3 270M): every model call of an agent run records the sampled token ids,
+which are the server's own `/tokenize` of the same text, the prompt's ids (whose count is the server's count
+of prompt tokens) and a log-prob per sampled token; the export carries them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentflow.agents import Agent, AgentConfig
+from agentflow.events import EventLog
+from agentflow.models.base import ChatRequest, Message
+from agentflow.observe.export import trajectory_rows
+from agentflow.tools import ToolContext
+
+from .conftest import SMALL, require_llama
+
+pytestmark = pytest.mark.llama
+
+
+async def _tokenize(client: httpx.AsyncClient, server: object, text: str, *, special: bool) -> list[int]:
+    reply = await client.post(server.url("/tokenize"), headers=server.headers,  # type: ignore[attr-defined]
+                              json={"content": text, "add_special": special, "parse_special": True})
+    reply.raise_for_status()
+    return [int(t) for t in reply.json()["tokens"]]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_every_turn_records_the_servers_own_tokens_and_logprobs(tmp_path: Path, seed: int) -> None:
+    require_llama()
+    from agentflow.models.local import load_local_model
+
+    model = load_local_model(SMALL, parallel=2, ctx=1024, quiet=True, max_attempts=1)
+    server = model.server  # type: ignore[attr-defined]
+    events = EventLog(tmp_path / "run" / "events.jsonl", run_id="llama")
+    try:
+        agent = Agent(AgentConfig(name="a", max_tokens=24, temperature=0.8, output_retries=2), model=model)
+        await agent.run(f"Name a colour. ({seed})", ctx=ToolContext(events=events))
+        direct = await model.chat(ChatRequest(messages=[Message.user("Count: one, two,")], max_tokens=12,
+                                              seed=seed, temperature=1.0))
+        events.close()
+        rows = trajectory_rows(tmp_path / "run")
+        assert rows, "the agent run made no model call"
+        async with httpx.AsyncClient(timeout=60) as client:
+            for row in rows:
+                assert row["tokens_available"], row["tokens_missing"]
+                assert row["response_ids"] == await _tokenize(client, server, row["completion_text"], special=False)
+                assert row["prompt_token_ids"] == await _tokenize(client, server, row["prompt_text"], special=True)
+                assert len(row["rollout_logprobs"]) == len(row["response_ids"])
+                assert all(lp <= 0.0 for lp in row["rollout_logprobs"])
+                assert row["model_file_sha256"] and len(row["model_file_sha256"]) == 64
+            trace = direct.choices[0].trace
+            assert trace is not None and trace.prompt_ids is not None
+            assert len(trace.prompt_ids) == direct.usage.input_tokens  # the server's own count of prompt tokens
+            # the server leaves the tokens that formed a stop string out of the log-probs: at most what it counted
+            assert 0 < len(trace.completion_ids or []) <= direct.usage.output_tokens
+            assert len(trace.logprobs or []) == len(trace.completion_ids or [])
+    finally:
+        await model.aclose()
+
+
+async def test_a_growing_conversation_is_compacted_and_never_rejected_for_length(tmp_path: Path) -> None:
+    """Gemma 3 270M with 1024 tokens per slot, answering a schema it cannot follow: each retry makes the
+    conversation longer; compaction keeps every request (prompt as the server counted it, plus max_tokens)
+    within the window, so the server never rejects one."""
+    require_llama()
+    from agentflow.agents.loops import LoopGuardConfig
+    from agentflow.models.local import load_local_model
+
+    model = load_local_model(SMALL, parallel=2, ctx=1024, quiet=True, max_attempts=1)
+    events = EventLog(None)
+    try:
+        assert model.context_window == 1024  # type: ignore[attr-defined]
+        config = AgentConfig(name="planner", output_schema="agentflow.agents.schemas:Plan", max_tokens=64,
+                             temperature=1.0, output_retries=14, step_limit=15,
+                             loop_guard=LoopGuardConfig(enabled=False))
+        result = await Agent(config, model=model).run("Plan how to fix a failing test in calc.py. " * 8,
+                                                      ctx=ToolContext(events=events))
+    finally:
+        await model.aclose()
+    assert result.error_kind != "model_error", result.error
+    calls = [e.data for e in events.events if e.kind == "model.call"]
+    assert calls and all(c["usage"]["input_tokens"] + 64 <= 1024 for c in calls)
+    if result.steps >= 8:  # a long run had to be compacted on the way
+        assert any(e.kind == "agent.compacted" for e in events.events)
