@@ -176,7 +176,8 @@ class _ServerBacked:
     paced: bool = True
     """Requests wait by the server's measured pace (`agentflow.serving.pace`); False: `timeout_s` is the limit."""
     trace_tokens = True
-    """Every call records its prompt and sampled token ids and the sampled tokens' log-probs (`Choice.trace`)."""
+    """Every call that is not streamed records its prompt and sampled token ids and the sampled tokens'
+    log-probs (`Choice.trace`)."""
 
     @property
     def server(self) -> ServerHandle:
@@ -362,10 +363,8 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
         return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request), request)
 
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
-        if self.trace_tokens:  # llama-server gives no log-probs to a stream with tools: the answer comes whole
-            async for delta in self._stream_fallback(request):
-                yield delta
-            return
+        # streamed as asked, without a token trace: llama-server gives no log-probs to a stream that offers
+        # tools, and a user watching a slow local model needs its tokens as they come (the export says so)
         # a dead server surfaces as a connection error, which RemoteModel.stream retries before the first token
         if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
             await self._recover()

@@ -133,7 +133,7 @@ def _token_fields(sample: dict[str, Any], spec: str) -> dict[str, Any]:
     response_ids = trace.completion_ids if trace else None
     missing = None
     if trace is None:
-        missing = f"the backend ({spec}) gave no token ids or log-probs for this call; the messages are kept"
+        missing = f"the backend ({spec}) gave no token ids or log-probs for this call (a hosted API, or a streamed call); the messages are kept"
     elif prompt_ids is None or response_ids is None:
         missing = f"partial: {trace.source}"
     full = prompt_ids is not None and response_ids is not None
