@@ -41,16 +41,16 @@ from agentflow.swe.hostgit import git
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import ERROR, FAILED, PASSED, TestRun, default_test_cmd, maintained, run_tests
 from agentflow.swe.workspace import EVAL_DIR, SNAPSHOT_ENV, seed_workspace, snapshot_commit
-from agentflow.synth.layout import reaching_tests, repo_files, source_files, test_files
+from agentflow.synth.layout import reaching_tests, repo_files, source_files, suite_files
 from agentflow.synth.mutate import OPERATORS, Mutation, file_mutations
 from agentflow.synth.statement import (
     Failure,
     behaviour_report,
     check_statement,
+    failing_test_code,
+    failing_test_report,
     read_failure,
     scrub,
-    test_report,
-    test_source,
 )
 
 CREATED_AT = "2024-01-01T00:00:00Z"
@@ -171,7 +171,7 @@ async def synthesize(repo: str | Path, out: str | Path, config: SynthConfig | No
     started = time.monotonic()
     files = repo_files(repo)
     sources = source_files(repo, files)
-    tests = test_files(files)
+    tests = suite_files(files)
     if not sources:
         raise UserError(f"{repo}: no package source files found", hint="give the folder holding the package (or its src/)")
     if not tests:
@@ -218,7 +218,7 @@ async def _baseline(sandbox: Sandbox, repo: Path, clean: Path, files: list[str],
     task = SWETask(instance_id="synth-clean", repo=str(clean), base_commit=head, FAIL_TO_PASS=[])
     python = _python(backend)
     await seed_workspace(sandbox, task, python=python)
-    test_cmd = default_test_cmd(python) + " --tb=short --continue-on-collection-errors"
+    test_cmd = default_test_cmd(python) + " --tb=short --color=no --continue-on-collection-errors"
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if backend == "local" else None
     log(f"running the whole suite ({len(tests)} test files) at the clean state")
     started = time.monotonic()
@@ -338,13 +338,13 @@ def statement_for(ctx: Context, found: Kept, k: int) -> str | None:
         text = next((b for f in failures if (b := behaviour_report(f)) is not None), None)
     if text is None:
         first = failures[0].test_id
-        code = test_source(ctx.tests.get(first.split("::", 1)[0], ""), first)
-        text = test_report(failures, code, found.failing)
+        code = failing_test_code(ctx.tests.get(first.split("::", 1)[0], ""), first)
+        text = failing_test_report(failures, code, found.failing)
     text = scrub(text, forbidden)
     return text if check_statement(text, forbidden) else None
 
 
-async def _make_task(ctx: Context, found: Kept, out: Path, k: int, backend: str) -> tuple[dict, dict] | None:  # type: ignore[type-arg]
+async def _make_task(ctx: Context, found: Kept, out: Path, k: int, backend: Literal["docker", "local"]) -> tuple[dict, dict] | None:  # type: ignore[type-arg]
     """Write the task's repository folder and records, then check them the way `agentflow eval` grades."""
     m, seed = found.mutation, ctx.config.seed
     statement = statement_for(ctx, found, k)
@@ -383,7 +383,7 @@ def _gold_patch(buggy: Path, clean: Path, path: str) -> tuple[str, str]:
     return head, diff
 
 
-async def fresh_clone_check(task: SWETask, ctx: Context, backend: str) -> str | None:
+async def fresh_clone_check(task: SWETask, ctx: Context, backend: Literal["docker", "local"]) -> str | None:
     """None when, each in a fresh sandbox from the task's folder, FAIL_TO_PASS fails and PASS_TO_PASS passes at
     the base, and the gold patch resolves the task; else what went wrong."""
     from agentflow.sandbox import open_sandbox

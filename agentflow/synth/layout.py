@@ -46,7 +46,7 @@ def source_files(root: Path, files: list[str] | None = None) -> list[str]:
     return sorted(out)
 
 
-def test_files(files: list[str]) -> list[str]:
+def suite_files(files: list[str]) -> list[str]:
     """The files pytest would collect as tests by its default patterns, sorted."""
     out = []
     for rel in files:

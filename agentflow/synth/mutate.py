@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -96,7 +97,8 @@ def _segment(lines: list[bytes], node: ast.AST) -> str | None:
     lineno, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
     if lineno is None or lineno != end:
         return None
-    return lines[lineno - 1][node.col_offset : node.end_col_offset].decode("utf-8")  # type: ignore[attr-defined]
+    text: str = lines[lineno - 1][node.col_offset : node.end_col_offset].decode("utf-8")  # type: ignore[attr-defined]
+    return text
 
 
 def _between(lines: list[bytes], left: ast.AST, right: ast.AST) -> tuple[int, int, str] | None:
@@ -256,24 +258,25 @@ def file_mutations(path: str, text: str, operators: tuple[str, ...] = OPERATORS)
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    original = ast.dump(tree)
     lines = [line.encode("utf-8") for line in text.splitlines()]
     out: list[Mutation] = []
     seen: set[str] = set()
     owners = _line_owners(tree)
+    original: dict[tuple[int, int], str | None] = {}
     for qualname, func in _functions(tree):
+        span = (func.decorator_list[0].lineno if func.decorator_list else func.lineno, func.end_lineno or func.lineno)
         body_nodes = [n for stmt in func.body for n in ast.walk(stmt)]
         for op in operators:
             if op == "remove-statement":
                 for stmt in _removable(func):
                     if owners.get(stmt.lineno) == qualname:
-                        _add(out, seen, _removal(path, lines, stmt, qualname), text, original)
+                        _add(out, seen, _removal(path, lines, stmt, qualname), text, span, original)
                 continue
             nodes = [func] if op == "change-default" else body_nodes
             for node in nodes:
                 for target, start, end, new in _SPLICERS[op](node, lines):
                     if owners.get(target.lineno) == qualname or op == "change-default":  # type: ignore[attr-defined]
-                        _add(out, seen, _splice(path, lines, target, start, end, new, op, qualname), text, original)
+                        _add(out, seen, _splice(path, lines, target, start, end, new, op, qualname), text, span, original)
     return out
 
 
@@ -306,14 +309,36 @@ def _removal(path: str, lines: list[bytes], stmt: ast.stmt, qualname: str) -> Mu
     return Mutation(path, stmt.lineno, stmt.lineno, (), "remove-statement", qualname, (old,))
 
 
-def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: str, original: str) -> None:
+def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: str, span: tuple[int, int],
+         original: dict[tuple[int, int], str | None]) -> None:
+    """Keep a mutation when its function still parses and its syntax tree changed (checked on the function
+    alone: parsing the whole file for each candidate of a large module costs seconds)."""
     if mutation is None or mutation.key in seen:
         return
     seen.add(mutation.key)
-    try:
-        changed = ast.parse(mutation.apply(text))
-        compile(changed, mutation.path, "exec")
-    except (SyntaxError, ValueError):
-        return
-    if ast.dump(changed) != original:
+    first, last = span
+    lines = text.splitlines()
+    before = _tree_of(lines[first - 1 : last], original, span)
+    changed = lines[first - 1 : mutation.start - 1] + list(mutation.new_lines) + lines[mutation.end : last]
+    if before is not None:
+        after = _parsed(changed)
+    else:  # the function does not parse alone (a string literal less indented than it): the whole file
+        before, after = _parsed(lines), _parsed(mutation.apply(text).splitlines())
+    if after is not None and after != before:
         out.append(mutation)
+
+
+def _tree_of(lines: list[str], cache: dict[tuple[int, int], str | None], key: tuple[int, int]) -> str | None:
+    if key not in cache:
+        cache[key] = _parsed(lines)
+    return cache[key]
+
+
+def _parsed(lines: list[str]) -> str | None:
+    """The dump of the syntax tree of `lines` (dedented), or None when they do not compile."""
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(lines)))
+        compile(tree, "<mutation>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+    return ast.dump(tree)

@@ -77,7 +77,7 @@ def read_failure(test_id: str, output: str, test_paths: set[str]) -> Failure | N
     return Failure(test_id, frames[:_MAX_OUTPUT_LINES], failing, error[:_MAX_OUTPUT_LINES])
 
 
-def test_source(text: str, test_id: str) -> str:
+def failing_test_code(text: str, test_id: str) -> str:
     """The source of the test function `test_id` names, in the test file's `text` ("" if not found)."""
     names = test_id.split("::")[1:]
     if not names:
@@ -104,7 +104,7 @@ def test_source(text: str, test_id: str) -> str:
     return "\n".join(body)
 
 
-def test_report(failures: list[Failure], code: str, failing_ids: list[str]) -> str:
+def failing_test_report(failures: list[Failure], code: str, failing_ids: list[str]) -> str:
     """The failing-test report: which tests fail, the first one's code and pytest's output for it."""
     first = failures[0]
     listed = "\n".join(f"- `{t}`" for t in failing_ids[:8]) + ("\n- ..." if len(failing_ids) > 8 else "")
