@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from agentflow.errors import UserError
 from agentflow.swe.patch import is_test_path
 from agentflow.swe.workspace import snapshot_files
 
@@ -22,8 +23,17 @@ _HIDDEN = re.compile(r"(^|/)\.")
 
 
 def repo_files(root: Path) -> list[str]:
-    """Every file of the repository a task snapshot holds (posix, relative, sorted)."""
-    return [p.as_posix() for p in snapshot_files(root)]
+    """Every file of the repository a task snapshot holds (posix, relative, sorted). A symlink must point
+    inside the repository (its content is copied into the tasks): else a one-line UserError."""
+    real_root = root.resolve()
+
+    def inside(path: Path, what: str) -> Path:
+        real = path.resolve()
+        if real != real_root and real_root not in real.parents:
+            raise UserError(f"{what} {real} is outside the repository {root}", hint="remove the link or copy the file in")
+        return real
+
+    return [p.as_posix() for p in snapshot_files(root, inside)]
 
 
 def source_files(root: Path, files: list[str] | None = None) -> list[str]:

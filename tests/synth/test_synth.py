@@ -105,6 +105,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         ("no-tests", "no test files"),
         ("no-source", "no package source"),
         ("bad-sandbox", "--sandbox"),
+        ("symlink-out", "outside the repository"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: str, needle: str) -> None:
@@ -120,7 +121,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: str, needle: str
         "no-tests": [str(write_repo(tmp_path / "notests")), "-o", str(out)],
         "no-source": [str(tmp_path / "nosource"), "-o", str(out)],
         "bad-sandbox": [str(repo), "-o", str(out), "--sandbox", "vm"],
+        "symlink-out": [str(repo), "-o", str(out)],
     }[case]
+    if case == "symlink-out":
+        (tmp_path / "secret.txt").write_text("host file")
+        (repo / "minipkg" / "data.txt").symlink_to(tmp_path / "secret.txt")
     if case == "no-tests":
         for f in (tmp_path / "notests" / "tests").iterdir():
             f.unlink()
