@@ -54,6 +54,7 @@ PACKAGES = [
     Package("wcwidth", "0.2.13", "72ea0c06399eb286d978fdedb6923a9eb47e1c486ce63e9b4e64fc18303972b5", "MIT"),
     Package("xmltodict", "0.14.2", "201e7c28bb210e374999d1dde6382923ab0ed1a8a5faeece48ab525b7810a553", "MIT"),
     Package("tomlkit", "0.13.2", "fff5fe59a87295b278abd31bec92c15d9bc4a06885ab12bcea52c71119392e79", "MIT"),
+    Package("pyparsing", "3.1.4", "f86ec8d1a83f11977c9a6ea7598e8c27fc5cddfa5b07ea2241edbbde1d7bc032", "MIT"),
     Package("toml", "0.10.2", "b3bda1d108d5dd99f4a20d24d9c348e91c4db7ab1b749200bded2f839ccbe68f", "MIT"),
 ]
 BY_NAME = {p.name: p for p in PACKAGES}
