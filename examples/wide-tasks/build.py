@@ -50,8 +50,6 @@ PACKAGES = [
     Package("boltons", "24.1.0", "4a49b7d57ee055b83a458c8682a2a6f199d263a8aa517098bda9bab813554b87", "BSD-3-Clause"),
     Package("colorama", "0.4.6", "08695f5cb7ed6e0531a20572697297273c47b8cae5a63ffc6d6ed5c201be6e44", "BSD-3-Clause"),
     Package("jmespath", "1.0.1", "90261b206d6defd58fdd5e85f478bf633a2901798906be2ad389150c5c60edbe", "MIT"),
-    Package("markdown", "3.7", "2ae2471477cfd02dbbf038d5d9bc226d40def84b4fe2986e49b59b6b472bbed2", "BSD-3-Clause"),
-    Package("wcwidth", "0.2.13", "72ea0c06399eb286d978fdedb6923a9eb47e1c486ce63e9b4e64fc18303972b5", "MIT"),
     Package("xmltodict", "0.14.2", "201e7c28bb210e374999d1dde6382923ab0ed1a8a5faeece48ab525b7810a553", "MIT"),
     Package("tomlkit", "0.13.2", "fff5fe59a87295b278abd31bec92c15d9bc4a06885ab12bcea52c71119392e79", "MIT"),
     Package("pyparsing", "3.1.4", "f86ec8d1a83f11977c9a6ea7598e8c27fc5cddfa5b07ea2241edbbde1d7bc032", "MIT"),
