@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -186,7 +186,8 @@ async def synthesize(repo: str | Path, out: str | Path, config: SynthConfig | No
             candidates = await _candidates(ctx, sources)
             kept = await _search(sandbox, ctx, candidates)
         out.mkdir(parents=True, exist_ok=True)
-        tasks, golds = [], []
+        tasks: list[dict[str, Any]] = []
+        golds: list[dict[str, Any]] = []
         for k, found in enumerate(kept, start=1):
             made = await _make_task(ctx, found, out, k, backend)
             if made is not None:
@@ -344,7 +345,8 @@ def statement_for(ctx: Context, found: Kept, k: int) -> str | None:
     return text if check_statement(text, forbidden) else None
 
 
-async def _make_task(ctx: Context, found: Kept, out: Path, k: int, backend: Literal["docker", "local"]) -> tuple[dict, dict] | None:  # type: ignore[type-arg]
+async def _make_task(ctx: Context, found: Kept, out: Path, k: int,
+                     backend: Literal["docker", "local"]) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Write the task's repository folder and records, then check them the way `agentflow eval` grades."""
     m, seed = found.mutation, ctx.config.seed
     statement = statement_for(ctx, found, k)

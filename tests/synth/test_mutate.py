@@ -82,3 +82,13 @@ async def test_model_rewrites_become_candidates_only_when_they_change_the_same_f
     assert again == made
     assert await model_rewrites("function:tests.synth.fakes:rename", texts, 10, seed=3) == []
     assert rewritten("minipkg/core.py", "clamp", 4, 9, CORE, "no code here") is None
+
+
+def test_reaching_tests_name_the_function_then_its_module_then_all() -> None:
+    from agentflow.synth.layout import reaching_tests
+
+    tests = {"t/test_a.py": "from pkg.core import clamp\nclamp(1, 2, 3)\n", "t/test_b.py": "import pkg.core\n",
+             "t/test_c.py": "def test_x():\n    pass\n"}
+    assert reaching_tests(tests, "pkg/core.py", "clamp") == ["t/test_a.py"]
+    assert reaching_tests(tests, "pkg/core.py", "_helper") == ["t/test_a.py", "t/test_b.py"]
+    assert reaching_tests(tests, "pkg/other.py", "_helper") == sorted(tests)
