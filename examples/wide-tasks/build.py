@@ -41,18 +41,21 @@ class Package:
     license: str
     limit: int = 2
     """Tasks synth makes for the package."""
+    candidates: int = 20
+    """`--max-candidates` of its synth run."""
 
 
 PACKAGES = [
-    Package("idna", "3.10", "12f65c9b470abda6dc35cf8e63cc574b1c52b11df2c86030af0ac09b01b13ea9", "BSD-3-Clause", 5),
-    Package("pathspec", "0.12.1", "a482d51503a1ab33b1c67a6c3813a26953dbdc71c31dacaef9a838c4e29f5712", "MPL-2.0", 5),
-    Package("exceptiongroup", "1.2.2", "47c2edf7c6738fafb49fd34290706d1a1a2f4d1c6df275526b62cbb4aa5393cc", "MIT"),
+    Package("idna", "3.10", "12f65c9b470abda6dc35cf8e63cc574b1c52b11df2c86030af0ac09b01b13ea9", "BSD-3-Clause", 5, 30),
+    Package("pathspec", "0.12.1", "a482d51503a1ab33b1c67a6c3813a26953dbdc71c31dacaef9a838c4e29f5712", "MPL-2.0", 5, 30),
+    Package("exceptiongroup", "1.2.2", "47c2edf7c6738fafb49fd34290706d1a1a2f4d1c6df275526b62cbb4aa5393cc", "MIT", 2, 60),
     Package("boltons", "24.1.0", "4a49b7d57ee055b83a458c8682a2a6f199d263a8aa517098bda9bab813554b87", "BSD-3-Clause"),
     Package("colorama", "0.4.6", "08695f5cb7ed6e0531a20572697297273c47b8cae5a63ffc6d6ed5c201be6e44", "BSD-3-Clause"),
     Package("jmespath", "1.0.1", "90261b206d6defd58fdd5e85f478bf633a2901798906be2ad389150c5c60edbe", "MIT"),
     Package("xmltodict", "0.14.2", "201e7c28bb210e374999d1dde6382923ab0ed1a8a5faeece48ab525b7810a553", "MIT"),
     Package("tomlkit", "0.13.2", "fff5fe59a87295b278abd31bec92c15d9bc4a06885ab12bcea52c71119392e79", "MIT"),
-    Package("pyparsing", "3.1.4", "f86ec8d1a83f11977c9a6ea7598e8c27fc5cddfa5b07ea2241edbbde1d7bc032", "MIT"),
+    Package("pyparsing", "3.1.4", "f86ec8d1a83f11977c9a6ea7598e8c27fc5cddfa5b07ea2241edbbde1d7bc032", "MIT", 2, 12),
+    Package("isodate", "0.7.2", "4cd1aa0f43ca76f4a6c6c0292a85f40b35ec2e43e315b59f06e6d32171a953e6", "BSD-3-Clause"),
     Package("toml", "0.10.2", "b3bda1d108d5dd99f4a20d24d9c348e91c4db7ab1b749200bded2f839ccbe68f", "MIT"),
 ]
 BY_NAME = {p.name: p for p in PACKAGES}
@@ -112,11 +115,13 @@ def synth(pkgs: list[Package], cache: Path, args: argparse.Namespace) -> int:
             unpack_clean(pkg, cache, clean)
             cmd = [sys.executable, "-m", "agentflow.cli.main", "tasks", "synth", str(clean), "-o", str(out),
                    "--seed", str(SEED), "--limit", str(args.limit or pkg.limit), "--max-candidates",
-                   str(args.max_candidates), "--name", pkg.name, "--version", pkg.version]
+                   str(args.max_candidates or pkg.candidates), "--name", pkg.name, "--version", pkg.version]
             print("$", " ".join(cmd[3:]), flush=True)
             if subprocess.run(cmd, check=False).returncode != 0:
                 print(f"{pkg.name}: synth failed", file=sys.stderr)
                 continue
+            tasks = {json.loads(x)["instance_id"]: x for x in _lines(HERE / "tasks.jsonl")}
+            golds = {json.loads(x)["instance_id"]: x for x in _lines(HERE / "gold.jsonl")}
             for iid in [i for i in tasks if i.startswith(f"{pkg.name}__")]:
                 del tasks[iid], golds[iid]
             for line in _lines(out / "tasks.jsonl"):
@@ -147,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--synth", action="store_true", help="re-run agentflow tasks synth (Docker) and rewrite the files")
     parser.add_argument("--only", nargs="*", help="packages to synthesize (with --synth)")
     parser.add_argument("--limit", type=int, default=None, help="tasks per package (default: the package's)")
-    parser.add_argument("--max-candidates", type=int, default=30)
+    parser.add_argument("--max-candidates", type=int, default=None, help="candidates per package (default: the package's)")
     args = parser.parse_args(argv)
     if args.synth:
         unknown = [n for n in args.only or [] if n not in BY_NAME]
