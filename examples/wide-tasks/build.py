@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -100,7 +101,9 @@ def make_repos(tasks: list[dict], golds: dict[str, str], cache: Path) -> None:
             repo = HERE / task["repo"]
             shutil.rmtree(repo, ignore_errors=True)
             shutil.copytree(clean, repo)
-            subprocess.run(["git", "apply", "-R"], cwd=repo, check=True,
+            # outside any repository (this folder is inside agentflow's: git would patch relative to its root)
+            env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(repo.parent)}
+            subprocess.run(["git", "apply", "-R"], cwd=repo, check=True, env=env,
                            input=golds[task["instance_id"]].encode())
             head = snapshot_commit(repo, Path(tmp) / f"check-{task['instance_id']}")
             if head != task["base_commit"]:
