@@ -92,3 +92,26 @@ def test_reaching_tests_name_the_function_then_its_module_then_all() -> None:
     assert reaching_tests(tests, "pkg/core.py", "clamp") == ["t/test_a.py"]
     assert reaching_tests(tests, "pkg/core.py", "_helper") == ["t/test_a.py", "t/test_b.py"]
     assert reaching_tests(tests, "pkg/other.py", "_helper") == sorted(tests)
+
+
+def _context(passing: set[str], seen: set[str]):  # type: ignore[no-untyped-def]
+    from agentflow.synth.build import Context, SynthConfig, SynthReport
+
+    return Context(repo=Path("."), clean=Path("."), files=[], tests={}, texts={}, passing=passing, seen=seen,
+                   config=SynthConfig(max_failing=2), python="python3", test_cmd="", env=None, timeout=30.0,
+                   run_all=True, name="p", report=SynthReport(), log=lambda _: None)
+
+
+def test_ids_renamed_between_runs_are_not_failing_tests() -> None:
+    from agentflow.synth.build import _judge
+    from agentflow.swe.testrun import TestRun
+
+    clean = {f"t/test_a.py::test_x[<obj at 0x{i}>]" for i in range(5)} | {"t/test_b.py::test_y"}
+    ctx = _context(clean, clean)
+    renamed = {f"t/test_a.py::test_x[<obj at 0x{i + 9}>]": "PASSED" for i in range(5)}
+    kept = _judge(ctx, file_mutations("m.py", CORE)[0], ["t/test_a.py", "t/test_b.py"],
+                  TestRun(status={**renamed, "t/test_b.py::test_y": "FAILED"}))
+    assert kept is not None and kept.failing == ["t/test_b.py::test_y"]
+    # where the ids are stable, a test that vanished (its file no longer imports) did not pass
+    gone = _judge(ctx, file_mutations("m.py", CORE)[0], ["t/test_b.py"], TestRun(status={}))
+    assert gone is None and ctx.report.dropped == {"failing tests did not run": 1}
