@@ -103,8 +103,8 @@ def _context(passing: set[str], seen: set[str]):  # type: ignore[no-untyped-def]
 
 
 def test_ids_renamed_between_runs_are_not_failing_tests() -> None:
-    from agentflow.synth.build import _judge
     from agentflow.swe.testrun import TestRun
+    from agentflow.synth.build import _judge
 
     clean = {f"t/test_a.py::test_x[<obj at 0x{i}>]" for i in range(5)} | {"t/test_b.py::test_y"}
     ctx = _context(clean, clean)
