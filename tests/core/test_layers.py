@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "agentflow.swe": 5,
     "agentflow.codegen": 5,
     "agentflow.instruct": 5,
+    "agentflow.synth": 5,  # task synthesis: builds on swe/ (same layer), never on repair/
     # 6 the repair solver (node types over the harness)
     "agentflow.repair": 6,
     # 7 running many tasks (executors), then 8 entry points

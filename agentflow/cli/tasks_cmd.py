@@ -1,0 +1,78 @@
+"""`agentflow tasks synth`: SWE-bench-format tasks from a repository and its own test suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, print_json
+
+
+def register(app: typer.Typer) -> None:
+    sub = typer.Typer(help="Make task sets (SWE-bench format).", no_args_is_help=True)
+    app.add_typer(sub, name="tasks")
+
+    @sub.command("synth")
+    def synth(
+        repo: Path = typer.Argument(..., help="Folder of a Python project with its own pytest suite.", show_default=False),
+        output: Path = typer.Option(..., "-o", "--output", help="New folder for tasks.jsonl, gold.jsonl and repos/."),
+        seed: int = typer.Option(0, "--seed", help="Orders the candidates; the same seed writes the same files."),
+        limit: int = typer.Option(5, "--limit", "-n", help="Tasks to make."),
+        max_candidates: int = typer.Option(40, "--max-candidates", help="Candidate bugs to try at most (a test run each)."),
+        max_failing: int = typer.Option(10, "--max-failing", help="Keep a bug when 1 to this many tests fail."),
+        operators: list[str] = typer.Option(None, "--operator", help="Operator family to use (repeatable; default all)."),
+        statement: str = typer.Option("mixed", "--statement", help="Problem statements: test, behaviour or mixed."),
+        name: str = typer.Option(None, "--name", help="Package name in instance ids (default: the folder's name)."),
+        version: str = typer.Option("", "--version", help="The tasks' version field."),
+        sandbox: str = typer.Option("docker", "--sandbox", help="Where the tests run: docker, local or auto."),
+        candidate_timeout: float = typer.Option(None, "--candidate-timeout", help="Seconds per candidate's test run (default 3x the suite's, >= 30)."),
+        rewrite_model: str = typer.Option(None, "--rewrite-model", help="Model spec that also writes bug rewrites (off by default)."),
+        rewrites: int = typer.Option(3, "--rewrites", help="Functions the rewrite model is asked to break."),
+        as_json: bool = JSON_OPTION,
+        config: list[str] = CONFIG_OPTION,
+    ) -> None:
+        """Inject single-site bugs into a repository's package (on the syntax tree), keep those its own tests
+        catch with a few failing tests, check each task from a fresh copy in the sandbox, and write
+        tasks.jsonl, gold.jsonl and repos/ (run `agentflow eval OUT/gold.jsonl --tasks OUT/tasks.jsonl`)."""
+        import asyncio
+        import dataclasses
+
+        from agentflow.config import load_config
+        from agentflow.errors import UserError
+        from agentflow.synth.build import SynthConfig, synthesize
+        from agentflow.synth.statement import STATEMENT_KINDS
+
+        if statement not in STATEMENT_KINDS:
+            raise UserError(f"--statement must be one of {', '.join(STATEMENT_KINDS)}, got {statement!r}")
+        if sandbox not in ("docker", "local", "auto"):
+            raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
+        for flag, value in (("--limit", limit), ("--max-candidates", max_candidates), ("--max-failing", max_failing)):
+            if value < 1:
+                raise UserError(f"{flag} must be at least 1, got {value}")
+        if rewrites < 0:
+            raise UserError(f"--rewrites must be 0 or more, got {rewrites}")
+        if candidate_timeout is not None and candidate_timeout <= 0:
+            raise UserError(f"--candidate-timeout must be positive, got {candidate_timeout}")
+        settings = {
+            "seed": seed, "limit": limit, "max_candidates": max_candidates, "max_failing": max_failing,
+            "statement": statement, "name": name, "version": version, "backend": sandbox,
+            "candidate_timeout_s": candidate_timeout, "rewrite_model": rewrite_model, "rewrites": rewrites,
+        }
+        if operators:
+            settings["operators"] = list(operators)
+        cfg = load_config(SynthConfig, list(config or [])).model_copy(update=settings)
+        cfg = SynthConfig.model_validate(cfg.model_dump())
+
+        def log(line: str) -> None:
+            if not as_json:
+                typer.echo(line, err=True)
+
+        report = asyncio.run(synthesize(repo, output, cfg, log=log))
+        if as_json:
+            print_json(dataclasses.asdict(report))
+            return
+        dropped = ", ".join(f"{n} {why}" for why, n in sorted(report.dropped.items())) or "none"
+        typer.echo(f"{len(report.tasks)} tasks in {output} ({report.tried} of {report.candidates} candidates tried; "
+                   f"dropped: {dropped}; {report.duration_s}s)")
+        typer.echo(f"check them: agentflow eval {output / 'gold.jsonl'} --tasks {output / 'tasks.jsonl'}")

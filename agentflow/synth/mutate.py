@@ -1,0 +1,344 @@
+"""Procedural bug injection on the syntax tree: every single-site mutation of a package's source files.
+
+Each operator family finds the nodes it applies to with `ast` and rewrites only the text span of that node
+(its original source segment, formatting kept), so a mutation is one line of one file changed, or one line
+removed. A mutation is kept as a candidate only when the file still compiles and its syntax tree differs from
+the original (swapping two equal arguments changes nothing). Everything here is a pure function of the files'
+text: the order of the candidates is the order of files, then of `ast.walk`; the seed only picks among them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+OPERATORS = (
+    "flip-comparison",
+    "off-by-one",
+    "swap-boolean",
+    "negate-condition",
+    "remove-statement",
+    "change-default",
+    "swap-arguments",
+    "wrong-return",
+)
+"""The procedural operator families (`--operators` picks among them)."""
+
+_COMPARE_FLIP: dict[type[ast.cmpop], tuple[str, str]] = {
+    ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="), ast.GtE: (">=", ">"),
+    ast.Eq: ("==", "!="), ast.NotEq: ("!=", "=="), ast.Is: ("is not", "is"), ast.IsNot: ("is not", "is"),
+    ast.In: ("not in", "in"), ast.NotIn: ("not in", "in"),
+}
+"""Operator token to look for between the two operands, and its replacement. `is`/`in` look for the longer
+token first (the segment of `a is not b` holds `is` too)."""
+_MIN_LINE_CHARS = 4
+"""A changed line shorter than this (stripped) is not a candidate: a problem statement could not be checked
+for naming it."""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One candidate bug: lines `start`..`end` (1-based, inclusive) of `path` become `new_lines`."""
+
+    path: str
+    """File, relative to the repository root (posix)."""
+    start: int
+    end: int
+    new_lines: tuple[str, ...]
+    """Replacement lines, without line ends (empty: the lines are removed)."""
+    operator: str
+    function: str
+    """`Class.method` or `function` that holds the change (the gold function)."""
+    old_lines: tuple[str, ...]
+
+    def apply(self, text: str) -> str:
+        """`text` (the file's original content) with the mutation."""
+        lines = text.splitlines(keepends=True)
+        ending = _line_ending(lines[self.start - 1])
+        new = [line + ending for line in self.new_lines]
+        return "".join(lines[: self.start - 1] + new + lines[self.end :])
+
+    @property
+    def key(self) -> str:
+        return f"{self.path}:{self.start}:{self.operator}:{'|'.join(self.new_lines)}"
+
+
+def _line_ending(line: str) -> str:
+    stripped = line.rstrip("\r\n")
+    return line[len(stripped) :] or "\n"
+
+
+def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, node) of every function and method, nested ones under their parent's name."""
+
+    def walk(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                yield name, child
+                yield from walk(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                yield from walk(child, f"{prefix}{child.name}.")
+            else:
+                yield from walk(child, prefix)
+
+    yield from walk(tree, "")
+
+
+Splice = tuple[ast.AST, int, int, str]
+"""(node whose line changes, start column, end column in the line's UTF-8 bytes, replacement text)."""
+
+
+def _segment(lines: list[bytes], node: ast.AST) -> str | None:
+    """The source text of a node that sits on one line, else None."""
+    lineno, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+    if lineno is None or lineno != end:
+        return None
+    text: str = lines[lineno - 1][node.col_offset : node.end_col_offset].decode("utf-8")  # type: ignore[attr-defined]
+    return text
+
+
+def _between(lines: list[bytes], left: ast.AST, right: ast.AST) -> tuple[int, int, str] | None:
+    """(start, end, text) of the text between two nodes on one line (an operator token sits there)."""
+    if left.end_lineno != right.lineno or left.lineno != right.end_lineno:  # type: ignore[attr-defined]
+        return None
+    start, end = left.end_col_offset, right.col_offset  # type: ignore[attr-defined]
+    return start, end, lines[left.lineno - 1][start:end].decode("utf-8")  # type: ignore[attr-defined]
+
+
+def _flip_comparison(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        gap = _between(lines, node.left, node.comparators[0])
+        if gap is None:
+            return
+        start, end, text = gap
+        old, new = _COMPARE_FLIP[type(node.ops[0])]
+        if isinstance(node.ops[0], (ast.Is, ast.In)):
+            old, new = new, old
+        pattern = re.compile(r"(?<![\w<>=!])" + re.escape(old).replace(r"\ ", r"\s+") + r"(?![\w<>=])")
+        if len(pattern.findall(text)) == 1:
+            yield node, start, end, pattern.sub(new, text)
+
+
+def _off_by_one(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    bounds: list[ast.AST] = []
+    if isinstance(node, ast.Slice):
+        bounds = [b for b in (node.lower, node.upper) if b is not None]
+    elif isinstance(node, ast.Subscript) and not isinstance(node.slice, (ast.Slice, ast.Tuple)):
+        bounds = [node.slice]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
+        bounds = list(node.args)
+    elif isinstance(node, (ast.BinOp, ast.Compare)):
+        bounds = [n for n in ([node.left, node.right] if isinstance(node, ast.BinOp) else node.comparators)
+                  if isinstance(n, ast.Constant)]
+    for bound in bounds:
+        text = _segment(lines, bound)
+        if text is None:
+            continue
+        if isinstance(bound, ast.Constant) and type(bound.value) is int:
+            for value in (bound.value + 1, bound.value - 1):
+                if value >= 0:
+                    yield bound, bound.col_offset, bound.end_col_offset, str(value)  # type: ignore[misc]
+        elif isinstance(bound, (ast.Name, ast.Attribute, ast.Call)) and not isinstance(node, ast.BinOp):
+            yield bound, bound.col_offset, bound.end_col_offset, f"{text} + 1"  # type: ignore[misc]
+
+
+def _swap_boolean(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    if isinstance(node, ast.BoolOp) and len(node.values) >= 2:
+        gap = _between(lines, node.values[0], node.values[1])
+        if gap is None:
+            return
+        start, end, text = gap
+        old, new = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+        if len(re.findall(rf"\b{old}\b", text)) == 1:
+            yield node, start, end, re.sub(rf"\b{old}\b", new, text)
+
+
+def _negate_condition(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        test = node.test
+        text = _segment(lines, test)
+        if text is None:
+            return
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = _segment(lines, test.operand)
+            if inner is not None:
+                new = inner if isinstance(test.operand, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({inner})"
+                yield test, test.col_offset, test.end_col_offset, new  # type: ignore[misc]
+            return
+        simple = isinstance(test, (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant))
+        yield test, test.col_offset, test.end_col_offset, f"not {text}" if simple else f"not ({text})"  # type: ignore[misc]
+
+
+def _change_default(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            if not isinstance(default, ast.Constant) or _segment(lines, default) is None:
+                continue
+            value = default.value
+            if isinstance(value, bool):
+                new = str(not value)
+            elif isinstance(value, int):
+                new = str(value + 1)
+            elif value is None:
+                continue
+            else:
+                continue
+            yield default, default.col_offset, default.end_col_offset, new  # type: ignore[misc]
+
+
+def _swap_arguments(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    if isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args[:2]):
+        first, second = node.args[0], node.args[1]
+        a, b = _segment(lines, first), _segment(lines, second)
+        gap = _between(lines, first, second)
+        if a is None or b is None or gap is None or a == b:
+            return
+        yield node, first.col_offset, second.end_col_offset, b + gap[2] + a  # type: ignore[misc]
+
+
+def _wrong_return(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    if isinstance(node, ast.Return) and node.value is not None:
+        value = node.value
+        if _segment(lines, value) is None:
+            return
+        if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+            new = str(not value.value)
+        elif isinstance(value, ast.Constant) and value.value is None:
+            return
+        else:
+            new = "None"
+        yield value, value.col_offset, value.end_col_offset, new  # type: ignore[misc]
+
+
+_SPLICERS: dict[str, Callable[[ast.AST, list[bytes]], Iterator[Splice]]] = {
+    "flip-comparison": _flip_comparison,
+    "off-by-one": _off_by_one,
+    "swap-boolean": _swap_boolean,
+    "negate-condition": _negate_condition,
+    "change-default": _change_default,
+    "swap-arguments": _swap_arguments,
+    "wrong-return": _wrong_return,
+}
+
+
+def _removable(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.stmt]:
+    """Single-line simple statements in a block that keeps another statement once they are gone."""
+    for node in ast.walk(func):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or len(block) < 2:
+                continue
+            for stmt in block:
+                if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)) and stmt.lineno == stmt.end_lineno:
+                    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                        continue  # a docstring or a bare constant: removing it changes no behaviour
+                    if isinstance(stmt, ast.Assign) and not _reassigns(func, stmt):
+                        continue  # the first binding of a name: removing it is a NameError, not a bug to find
+                    yield stmt
+
+
+def _reassigns(func: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.Assign) -> bool:
+    """True when every name `stmt` binds is bound (or is a parameter) before it in the function."""
+    targets = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    if len(targets) != len(stmt.targets):
+        return True  # an attribute or item assignment: a state change, not a first binding
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    earlier = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+               and n.lineno < stmt.lineno}
+    return all(t in params or t in earlier for t in targets)
+
+
+def file_mutations(path: str, text: str, operators: tuple[str, ...] = OPERATORS) -> list[Mutation]:
+    """Every mutation of one source file by the given operator families, in a fixed order."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    lines = [line.encode("utf-8") for line in text.splitlines()]
+    out: list[Mutation] = []
+    seen: set[str] = set()
+    owners = _line_owners(tree)
+    original: dict[tuple[int, int], str | None] = {}
+    for qualname, func in _functions(tree):
+        span = (func.decorator_list[0].lineno if func.decorator_list else func.lineno, func.end_lineno or func.lineno)
+        body_nodes = [n for stmt in func.body for n in ast.walk(stmt)]
+        for op in operators:
+            if op == "remove-statement":
+                for stmt in _removable(func):
+                    if owners.get(stmt.lineno) == qualname:
+                        _add(out, seen, _removal(path, lines, stmt, qualname), text, span, original)
+                continue
+            nodes = [func] if op == "change-default" else body_nodes
+            for node in nodes:
+                for target, start, end, new in _SPLICERS[op](node, lines):
+                    if owners.get(target.lineno) == qualname or op == "change-default":  # type: ignore[attr-defined]
+                        _add(out, seen, _splice(path, lines, target, start, end, new, op, qualname), text, span, original)
+    return out
+
+
+def _line_owners(tree: ast.Module) -> dict[int, str]:
+    """Line -> the innermost function holding it (a nested function's lines are its own, not its parent's)."""
+    owners: dict[int, str] = {}
+    for qualname, func in _functions(tree):  # parents come first: nested functions overwrite their lines
+        for line in range(func.lineno, (func.end_lineno or func.lineno) + 1):
+            owners[line] = qualname
+    return owners
+
+
+def _splice(path: str, lines: list[bytes], node: ast.AST, start: int, end: int, new: str, op: str,
+            qualname: str) -> Mutation | None:
+    lineno = node.lineno  # type: ignore[attr-defined]
+    line = lines[lineno - 1]
+    changed = (line[:start] + new.encode("utf-8") + line[end:]).decode("utf-8")
+    old = line.decode("utf-8")
+    if changed == old or len(old.strip()) < _MIN_LINE_CHARS:
+        return None
+    return Mutation(path, lineno, lineno, (changed,), op, qualname, (old,))
+
+
+def _removal(path: str, lines: list[bytes], stmt: ast.stmt, qualname: str) -> Mutation | None:
+    old = lines[stmt.lineno - 1].decode("utf-8")
+    if old[: stmt.col_offset].strip() or old[stmt.end_col_offset or 0 :].split("#", 1)[0].strip():
+        return None  # another statement shares the line
+    if len(old.strip()) < _MIN_LINE_CHARS:
+        return None
+    return Mutation(path, stmt.lineno, stmt.lineno, (), "remove-statement", qualname, (old,))
+
+
+def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: str, span: tuple[int, int],
+         original: dict[tuple[int, int], str | None]) -> None:
+    """Keep a mutation when its function still parses and its syntax tree changed (checked on the function
+    alone: parsing the whole file for each candidate of a large module costs seconds)."""
+    if mutation is None or mutation.key in seen:
+        return
+    seen.add(mutation.key)
+    first, last = span
+    lines = text.splitlines()
+    before = _tree_of(lines[first - 1 : last], original, span)
+    changed = lines[first - 1 : mutation.start - 1] + list(mutation.new_lines) + lines[mutation.end : last]
+    if before is not None:
+        after = _parsed(changed)
+    else:  # the function does not parse alone (a string literal less indented than it): the whole file
+        before, after = _parsed(lines), _parsed(mutation.apply(text).splitlines())
+    if after is not None and after != before:
+        out.append(mutation)
+
+
+def _tree_of(lines: list[str], cache: dict[tuple[int, int], str | None], key: tuple[int, int]) -> str | None:
+    if key not in cache:
+        cache[key] = _parsed(lines)
+    return cache[key]
+
+
+def _parsed(lines: list[str]) -> str | None:
+    """The dump of the syntax tree of `lines` (dedented), or None when they do not compile."""
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(lines)))
+        compile(tree, "<mutation>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+    return ast.dump(tree)

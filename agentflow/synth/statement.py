@@ -1,0 +1,179 @@
+"""Problem statements for synthesized tasks, written from what the failing tests show.
+
+Two kinds: a failing-test report (the failing test's code and pytest's assertion output, as CI prints it),
+and, where the failing line is an `assert` comparing a call's result, a short behaviour report ("`f(x)` gives
+3, expected 2"). Both are built only from the test files' frames of pytest's `--tb=short` output and the test's
+own source: frames inside the package are dropped. Every statement then goes through `scrub`, the one exit,
+which removes any line naming a forbidden text (the changed file's path, the changed lines) and memory
+addresses (they differ per run); `check_statement` proves the result names none of them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+STATEMENT_KINDS = ("test", "behaviour", "mixed")
+_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
+_FRAME = re.compile(r"^(\S+\.py):\d+: in \S+")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
+_MAX_CODE_LINES = 40
+_MAX_OUTPUT_LINES = 30
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What pytest showed for one failing test, the package's own frames removed."""
+
+    test_id: str
+    frames: list[str]
+    """Lines of the test files' frames (`path:line: in name`, the source lines, `E` lines)."""
+    failing_line: str
+    """The test's source line where it failed (the last test-file frame's code line), or ""."""
+    error: list[str]
+    """The `E` lines (the assertion or exception output)."""
+
+
+def failure_sections(output: str) -> dict[str, list[str]]:
+    """pytest's FAILURES/ERRORS sections by title (`test_name`, `TestClass.test_name[param]`)."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in output.splitlines():
+        match = _SECTION.match(line)
+        if match:
+            current = sections.setdefault(match.group(1), [])
+            continue
+        if line.startswith(("=====", "----- Captured")):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return sections
+
+
+def section_title(test_id: str) -> str:
+    """The title pytest gives a test's failure section: its id after the file, `::` as `.`."""
+    return test_id.split("::", 1)[1].replace("::", ".") if "::" in test_id else test_id
+
+
+def read_failure(test_id: str, output: str, test_paths: set[str]) -> Failure | None:
+    """The test-file frames of `test_id`'s failure in `output` (`--tb=short`), or None if it is not there."""
+    lines = failure_sections(output).get(section_title(test_id))
+    if lines is None:
+        return None
+    frames: list[str] = []
+    keep, failing, error = True, "", []
+    for line in lines:
+        frame = _FRAME.match(line)
+        if frame:
+            keep = frame.group(1) in test_paths
+        if line.startswith("E "):
+            error.append(line)
+            frames.append(line)
+        elif keep:
+            frames.append(line)
+            if line.startswith("    ") and not frame:
+                failing = line.strip()
+    return Failure(test_id, frames[:_MAX_OUTPUT_LINES], failing, error[:_MAX_OUTPUT_LINES])
+
+
+def failing_test_code(text: str, test_id: str) -> str:
+    """The source of the test function `test_id` names, in the test file's `text` ("" if not found)."""
+    names = test_id.split("::")[1:]
+    if not names:
+        return ""
+    names[-1] = names[-1].split("[", 1)[0]
+    try:
+        node: ast.AST = ast.parse(text)
+    except SyntaxError:
+        return ""
+    for name in names:
+        found = [c for c in ast.iter_child_nodes(node)
+                 if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and c.name == name]
+        if not found:
+            return ""
+        node = found[0]
+    lines = text.splitlines()[node.lineno - 1 : node.end_lineno]  # type: ignore[attr-defined]
+    decorators = getattr(node, "decorator_list", [])
+    if decorators:
+        lines = text.splitlines()[decorators[0].lineno - 1 : node.end_lineno]  # type: ignore[attr-defined]
+    indent = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+    body = [x[indent:] for x in lines]
+    if len(body) > _MAX_CODE_LINES:
+        body = body[:_MAX_CODE_LINES] + ["    ..."]
+    return "\n".join(body)
+
+
+def failing_test_report(failures: list[Failure], code: str, failing_ids: list[str]) -> str:
+    """The failing-test report: which tests fail, the first one's code and pytest's output for it."""
+    first = failures[0]
+    listed = "\n".join(f"- `{t}`" for t in failing_ids[:8]) + ("\n- ..." if len(failing_ids) > 8 else "")
+    parts = [
+        f"`{first.test_id}` fails" + (f" (and {len(failing_ids) - 1} more)" if len(failing_ids) > 1 else ""),
+        "",
+        "CI fails on the current code. Failing tests:",
+        "",
+        listed,
+        "",
+        f"The output for `{first.test_id}`:",
+        "",
+        "```",
+        *first.frames,
+        "```",
+    ]
+    if code:
+        parts += ["", "The test:", "", "```python", code, "```"]
+    parts += ["", "The tests are right; the library is wrong. Fix the library so that they pass."]
+    return "\n".join(parts) + "\n"
+
+
+def behaviour_report(failure: Failure) -> str | None:
+    """"`expr` gives X, expected Y" when the failing line is `assert <expr> == <expected>` and pytest showed
+    the value; None when that cannot be derived."""
+    try:
+        tree = ast.parse(failure.failing_line)
+    except SyntaxError:
+        return None
+    if not tree.body or not isinstance(tree.body[0], ast.Assert):
+        return None
+    test = tree.body[0].test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return None
+    got = _shown_value(failure.error)
+    if got is None:
+        return None
+    expr, expected = ast.unparse(test.left), ast.unparse(test.comparators[0])
+    if not any(isinstance(n, ast.Call) for n in ast.walk(test.left)):
+        expr, expected = expected, expr  # `assert expected == f(x)`
+        if not any(isinstance(n, ast.Call) for n in ast.walk(test.comparators[0])):
+            return None
+    return (
+        f"Wrong result from `{_short(expr)}`\n\n"
+        f"`{expr}` gives `{got}`, but it should equal `{expected}` "
+        f"(from `{failure.test_id}`).\n"
+    )
+
+
+def _shown_value(error: list[str]) -> str | None:
+    """The left value of pytest's first `E       assert A == B` line."""
+    for line in error:
+        text = line[1:].strip().removeprefix("AssertionError: ")
+        if text.startswith("assert ") and " == " in text:
+            return text.removeprefix("assert ").split(" == ", 1)[0].strip()
+    return None
+
+
+def _short(expr: str) -> str:
+    return expr if len(expr) <= 60 else expr[:57] + "..."
+
+
+def scrub(text: str, forbidden: list[str]) -> str:
+    """`text` without the lines naming any forbidden text (memory addresses replaced)."""
+    needles = [f for f in (x.strip() for x in forbidden) if f]
+    kept = [line for line in text.split("\n") if not any(n in line for n in needles)]
+    return _ADDRESS.sub("0x...", "\n".join(kept))
+
+
+def check_statement(text: str, forbidden: list[str]) -> bool:
+    """True when the statement names none of the forbidden texts."""
+    return not any(f.strip() and f.strip() in text for f in forbidden)
