@@ -92,13 +92,17 @@ def _descendants(spare=()):
 
 
 def _kill_tree(spare=()):
-    """SIGKILL every process below the agent but those below the `spare` pids, again until none is left (one
-    may fork while the pass runs; its child is below the agent too and is found by the next pass). How many
-    were killed, and how many still live after the passes (0 unless they outpaced five seconds of them)."""
+    """SIGKILL every process below the agent but the commands of the requests `spare` names (and what is below
+    them), again until none is left (one may fork while the pass runs; its child is below the agent too and
+    is found by the next pass). How many were killed, and how many still lived after five seconds of passes.
+    Each pass lists under the reaper's lock, which a command's start holds from fork to registration: a
+    spared request's command is never caught between the two."""
     ended = 0
     deadline = time.monotonic() + 5
     while True:
-        pids = _descendants(spare)
+        with _reap_lock:
+            keep = {pid for rid, pid in _running.items() if rid in spare}
+            pids = _descendants(keep)
         if not pids or time.monotonic() >= deadline:
             return ended, len(pids)
         for pid in pids:
@@ -662,10 +666,7 @@ def op_end_processes(req):
     """End every process in the sandbox but this agent and the commands of the requests named in `spare`
     (ones the host still waits for; what runs below them stays too). A search branch gives up the sandbox
     this way: nothing it started, detached or not, is left to touch the next branch's workspace."""
-    spare = set(req.get("spare") or ())
-    with _reap_lock:
-        keep = {pid for rid, pid in _running.items() if rid in spare}
-    ended, left = _kill_tree(keep)
+    ended, left = _kill_tree(set(req.get("spare") or ()))
     if left:
         raise RuntimeError(f"{left} processes were still starting after five seconds of killing them")
     return {"ended": ended}
