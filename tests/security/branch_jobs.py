@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-# the branch's test: the module from the workspace, run from a copy in /tmp (a job may aim at either)
-CHECK = "cp tests/check.py /tmp/check.py && sleep {pause} && python3 /tmp/check.py"
+# the branch's test: the module from the workspace, run from a copy in the temp folder (a job may aim at either;
+# the local backend's is the sandbox's own)
+CHECK = 'cp tests/check.py "${{TMPDIR:-/tmp}}/check.py" && sleep {pause} && python3 "${{TMPDIR:-/tmp}}/check.py"'
 GATE: dict[str, asyncio.Event] = {}
 
 

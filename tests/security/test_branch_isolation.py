@@ -17,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import shlex
 import subprocess
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentflow.graph.branch_workspace import BranchSandbox, SharedSandbox
+from agentflow.sandbox.local import LocalBackendWarning
 from tests.security import branch_jobs
 
 # -- ways to leave a job behind ---------------------------------------------------------------------------------
@@ -53,7 +55,7 @@ LAUNCHES = ("ampersand", "nohup", "setsid", "double_fork", "ignores_signals")
 BROKEN = {
     "src": "echo broken > src/mod.py",
     "tests": "printf 'raise SystemExit(1)\\n' > tests/check.py",
-    "tmp": "printf 'raise SystemExit(1)\\n' > /tmp/check.py",
+    "tmp": "printf 'raise SystemExit(1)\\n' > \"${TMPDIR:-/tmp}/check.py\"",
 }
 WHEN = {
     "after 0.3 s": "sleep 0.3; {write}",
@@ -103,13 +105,13 @@ WORKFLOW = {
 }
 
 
-async def _search(tmp_path: Path, job: str) -> dict[str, Any]:
+async def _search(tmp_path: Path, job: str, backend: str) -> dict[str, Any]:
     """The search's outcome: each branch's value, test result and diff, the choice, the run's final diff."""
     from agentflow.graph import WorkflowRunner
     from agentflow.graph.loader import spec_from_dict
 
     branch_jobs.GATE.clear()
-    runner = WorkflowRunner(spec_from_dict(WORKFLOW), run_dir=tmp_path / "run", sandbox="docker",
+    runner = WorkflowRunner(spec_from_dict(WORKFLOW), run_dir=tmp_path / "run", sandbox=backend,
                             workspace=_repo(tmp_path / "repo"))
     async with runner:
         result = await runner.start({"job": job}, thread_id="t")
@@ -123,24 +125,38 @@ async def _search(tmp_path: Path, job: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def without_job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return asyncio.run(_search(tmp_path_factory.mktemp("baseline"), ""))
+BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), "local"]
+_WITHOUT_JOB: dict[str, dict[str, Any]] = {}
 
 
-@pytest.mark.docker
-def test_the_search_without_a_job_chooses_the_better_branch(without_job: dict[str, Any]) -> None:
+def _without_job(tmp_path_factory: pytest.TempPathFactory, backend: str) -> dict[str, Any]:
+    """The same search without a job (once per backend)."""
+    if backend not in _WITHOUT_JOB:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LocalBackendWarning)
+            _WITHOUT_JOB[backend] = asyncio.run(_search(tmp_path_factory.mktemp("baseline"), "", backend))
+    return _WITHOUT_JOB[backend]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_search_without_a_job_chooses_the_better_branch(
+    tmp_path_factory: pytest.TempPathFactory, backend: str
+) -> None:
+    without_job = _without_job(tmp_path_factory, backend)
     assert without_job["values"] == {"b0": 0.5, "b1": 1.0} and without_job["chosen"] == "b1"
     assert "+    return 1  # good" in without_job["final"]
 
 
-@pytest.mark.docker
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(("how", "target", "when"), _sabotage())
 def test_a_branchs_background_job_changes_no_other_branch(
-    tmp_path: Path, without_job: dict[str, Any], how: str, target: str, when: str
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, backend: str, how: str, target: str, when: str
 ) -> None:
     job = leave(how, WHEN[when].format(write=BROKEN[target]))
-    assert asyncio.run(_search(tmp_path, job)) == without_job
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LocalBackendWarning)
+        outcome = asyncio.run(_search(tmp_path, job, backend))
+    assert outcome == _without_job(tmp_path_factory, backend)
 
 
 # -- the processes of a branch's turn -----------------------------------------------------------------------------
@@ -185,13 +201,11 @@ async def _start(backend: str, tmp_path: Path) -> Any:
     from agentflow.sandbox.config import SandboxConfig
 
     if backend == "local":
-        pytest.importorskip("ctypes")
-        with pytest.warns(Warning):
+        with pytest.warns(LocalBackendWarning):
             return await start_sandbox("local", SandboxConfig())
     return await start_sandbox("docker", SandboxConfig())
 
 
-BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), "local"]
 JOB = "while :; do echo tick >> ticks.txt; sleep 0.05; done"
 STARTED = "for i in $(seq 200); do [ -s ticks.txt ] && break; sleep 0.05; done"
 """Waits (in the command that left the job) until the job has ticked once."""
