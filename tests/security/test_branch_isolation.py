@@ -68,10 +68,10 @@ WHEN = {
 
 
 def _sabotage() -> list[tuple[str, str, str]]:
-    """(launch, target, timing): every launch at the plainest target and timing, every target and every
-    timing with two launches each."""
+    """(launch, target, timing): every launch at the plainest target and timing, every target (struck again
+    and again, so whenever the other branch copies or runs its file) and every timing with two launches each."""
     cases = {(how, "src", "after 0.3 s") for how in LAUNCHES}
-    cases |= {(how, target, "after 0.3 s") for target in BROKEN for how in ("nohup", "double_fork")}
+    cases |= {(how, target, "again and again") for target in BROKEN for how in ("nohup", "double_fork")}
     cases |= {(how, "src", when) for when in WHEN for how in ("setsid", "double_fork")}
     return sorted(cases)
 
