@@ -68,9 +68,10 @@ WHEN = {
 
 
 def _sabotage() -> list[tuple[str, str, str]]:
-    """(launch, target, timing): every launch at the plainest target and timing, every target (struck again
-    and again, so whenever the other branch copies or runs its file) and every timing with two launches each."""
-    cases = {(how, "src", "after 0.3 s") for how in LAUNCHES}
+    """(launch, target, timing): every launch striking the source as soon as the other branch's fix appears,
+    every target struck again and again (so whenever the other branch copies or runs its file), and every
+    timing, with two launches each."""
+    cases = {(how, "src", "on sight") for how in LAUNCHES}
     cases |= {(how, target, "again and again") for target in BROKEN for how in ("nohup", "double_fork")}
     cases |= {(how, "src", when) for when in WHEN for how in ("setsid", "double_fork")}
     return sorted(cases)
@@ -119,6 +120,7 @@ async def _search(tmp_path: Path, job: str, backend: str) -> dict[str, Any]:
     report = result.state["report"]
     return {
         "values": {b["id"]: b["value"] for b in report["branches"]},
+        "errors": {b["id"]: b["error"] for b in report["branches"]},
         "chosen": report["chosen"],
         "records": sorted((r["branch"], r["ok"], r["diff"]) for r in result.state["records"]),
         "final": final,
