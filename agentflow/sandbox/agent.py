@@ -5,8 +5,8 @@ backend, a child process. The host sends its source over stdin at start (nothing
 
 Requests (one JSON object per line on stdin): {"id": N, "op": NAME, ...}. Replies on stdout:
 {"id": N, "ok": true, ...} or {"id": N, "ok": false, "error": "..."}. Requests run concurrently in threads.
-Ops: hello, exec, read, write, list, untar, ping, end_processes, shutdown. Patches and snapshots are `exec` calls built by
-the host. This file must run on the image's Python 3 with nothing but the standard library.
+Ops: hello, exec, read, write, list, untar, ping, end_processes, shutdown. Patches and snapshots are `exec`
+calls built by the host. This file must run on the image's Python 3 with nothing but the standard library.
 
 The reply channel is the host's only source of truth about the sandbox, so sandboxed commands must not be
 able to write to it. Two defences (docs/security.md):
@@ -668,7 +668,7 @@ def op_end_processes(req):
     this way: nothing it started, detached or not, is left to touch the next branch's workspace."""
     ended, left = _kill_tree(set(req.get("spare") or ()))
     if left:
-        raise RuntimeError(f"{left} processes were still starting after five seconds of killing them")
+        raise RuntimeError(f"{left} processes outlived five seconds of SIGKILL passes; start a new sandbox")
     return {"ended": ended}
 
 
