@@ -1,7 +1,8 @@
 """Sandbox speed figures, all from one run; prints ONE JSON object.
 
 cold start (a new hardened container with its agent answering) vs warm-pool acquire; exec round trip through
-agentflow vs docker-py `exec_run` vs the `docker exec` CLI on the same container; snapshot+restore of a
+agentflow vs docker-py `exec_run` vs the `docker exec` CLI on the same container; the same command as a search
+branch runs it (its processes ended and its workspace snapshotted after it); snapshot+restore of a
 ~10 MB repository across two pooled sandboxes; 8 sandboxes started, used and removed in parallel.
 Run: .venv/bin/python benchmarks/sandbox.py   (builds the offline image first if it is missing)
 """
@@ -86,6 +87,18 @@ async def main() -> dict[str, object]:
             subprocess.run(["docker", "exec", sb.id, "true"], check=True)
             cli.append(ms(t0))
 
+        # A search branch's command: the same `true` through a BranchSandbox, which ends the branch's processes
+        # and snapshots the workspace after each command (graph/branch_workspace.py).
+        from agentflow.graph.branch_workspace import BranchSandbox, SharedSandbox
+
+        shared = SharedSandbox(sb)
+        branch = BranchSandbox(shared, await shared.snapshot())
+        branch_exec: list[float] = []
+        for _ in range(30):
+            t0 = time.perf_counter()
+            await branch.exec("true")
+            branch_exec.append(ms(t0))
+
         other = await pool.acquire()
         size_mb = int((await sb.exec(MAKE_REPO, timeout=300)).stdout.split()[-1])
         base = await sb.snapshot()
@@ -127,6 +140,7 @@ async def main() -> dict[str, object]:
         "docker_py_exec_ms_p50": round(p50(dpy), 2),
         "docker_cli_exec_ms_p50": round(p50(cli), 2),
         "exec_ratio_vs_docker_py": round(p50(ours) / p50(dpy), 3),
+        "branch_exec_ms_p50": round(p50(branch_exec), 2),
         "acquire_ratio_vs_cold": round(p50(acquire) / p50(cold), 5),
         "fork_ms_p50": round(p50(fork), 1),
         "fork_repo_mb": size_mb,

@@ -7,6 +7,13 @@ another branch used the sandbox last, runs, and — when the operation may have 
 snapshot. Forking a branch is copying a snapshot id; switching costs one restore (tens of milliseconds,
 `benchmarks/sandbox.py`), and nothing is restored while one branch works alone.
 
+A branch gives up the sandbox with nothing of it still running: every operation that may have started a
+process ends, before its snapshot is taken, every process in the sandbox but its agent (`end_processes`;
+commands the host still awaits, such as another branch's diff, are spared), and a switch to another branch
+ends them again before restoring. So a background job a branch leaves (nohup, setsid, a double fork) cannot
+write into the next branch's workspace, tests or value, and a branch's snapshot is all it did: nothing of
+it writes after the snapshot is taken (docs/security.md, "Search branches are isolated").
+
 The sandbox's `base` (what `diff()` compares against) is the run's: a branch's diff is its changes since
 the run's workspace was loaded, as the main line's would be.
 """
@@ -18,6 +25,36 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+
+
+async def end_processes(sandbox: Any) -> None:
+    """End every process the sandbox runs but its agent and the commands the host still awaits. A sandbox
+    without `end_processes` runs no processes of its own (a test double, an in-memory overlay)."""
+    end = getattr(sandbox, "end_processes", None)
+    if end is not None:
+        await end()
+
+
+class SandboxTurn:
+    """A lock for callers that take turns in one sandbox (the rollouts of a repair search, each setting the
+    workspace to its candidate and testing it): a turn ends with every process started in it ended, so none
+    works on into the next holder's turn. `async with turn:` as with an `asyncio.Lock`."""
+
+    def __init__(self, sandbox: Any) -> None:
+        self.sandbox = sandbox
+        self._lock = asyncio.Lock()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    async def __aenter__(self) -> None:
+        await self._lock.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await end_processes(self.sandbox)
+        finally:
+            self._lock.release()
 
 
 class SharedSandbox:
@@ -36,8 +73,10 @@ class SharedSandbox:
             return self.current
 
     async def restore(self, snapshot_id: str) -> None:
-        """Set the sandbox's files to `snapshot_id` (the main line takes over the chosen branch's workspace)."""
+        """Set the sandbox's files to `snapshot_id` (the main line takes over the chosen branch's workspace),
+        with no process of any branch left running (a branch cancelled mid-command leaves its command)."""
         async with self.lock:
+            await end_processes(self.sandbox)
             if self.current != snapshot_id:
                 await self.sandbox.restore(snapshot_id)
                 self.current = snapshot_id
@@ -59,6 +98,8 @@ class BranchSandbox:
         async with shared.lock:
             if shared.current != self.snapshot_id:
                 t0 = time.perf_counter()
+                # the last user ended its processes as it left; one cancelled mid-command could not
+                await end_processes(shared.sandbox)
                 await shared.sandbox.restore(self.snapshot_id)
                 self.restore_seconds.append(time.perf_counter() - t0)
                 shared.current = self.snapshot_id
@@ -67,7 +108,10 @@ class BranchSandbox:
                 yield shared.sandbox
             finally:
                 if writes:
-                    # also after a failed or timed-out command: what it wrote before stopping is this branch's
+                    # nothing the operation started outlives it, so nothing writes after the snapshot, and
+                    # the snapshot is taken also after a failed or timed-out command: what it wrote is this
+                    # branch's
+                    await end_processes(shared.sandbox)
                     self.snapshot_id = str(await shared.sandbox.snapshot())
                     shared.current = self.snapshot_id
 
@@ -98,6 +142,9 @@ class BranchSandbox:
     async def apply_patch(self, diff: str) -> Any:
         async with self._use(writes=True) as sb:
             return await sb.apply_patch(diff)
+
+    async def end_processes(self) -> None:
+        """Processes end as each operation ends (see `_use`): none of this branch's is running between them."""
 
     async def snapshot(self) -> str:
         return self.snapshot_id
@@ -134,4 +181,4 @@ class BranchSandbox:
         return getattr(self._shared.sandbox, name)
 
 
-__all__ = ["BranchSandbox", "SharedSandbox"]
+__all__ = ["BranchSandbox", "SandboxTurn", "SharedSandbox", "end_processes"]

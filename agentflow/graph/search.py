@@ -660,6 +660,7 @@ class SearchRun:
     async def _workspace_at(self, saved: Any, parent: Branch) -> str | None:
         """A snapshot of the workspace recorded at checkpoint `saved` (the run's base plus its diff); the
         parent's when none was recorded there."""
+        from agentflow.graph.branch_workspace import end_processes
         from agentflow.graph.history import DIFF_KEY, DiffStore
 
         digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
@@ -668,6 +669,7 @@ class SearchRun:
         sandbox = self.shared.sandbox
         diff = DiffStore(self.rt.run_dir).get(str(digest))
         async with self.shared.lock:
+            await end_processes(sandbox)  # as before any branch's workspace is set up (branch_workspace.py)
             if sandbox.base is not None:
                 await sandbox.restore(sandbox.base)  # the run's workspace as loaded, then the branch's changes
             if diff:

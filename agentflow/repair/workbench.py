@@ -1,13 +1,14 @@
 """A task's sandbox at its base commit: reset, restore a patch, read sources, diff, verify.
 
 Concurrent rollouts share one workbench: `async with bench.lock:` around anything that sets the workspace
-to a state and reads from it (model calls happen outside the lock, so samples decode together).
+to a state and reads from it (model calls happen outside the lock, so samples decode together). Letting go of
+the lock ends every process started under it (`SandboxTurn`): a candidate's code cannot leave a background
+job that rewrites the next candidate's files or tests.
 """
 
 from __future__ import annotations
 
 import ast
-import asyncio
 import contextlib
 import copy
 import re
@@ -20,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agentflow.errors import AgentflowError
+from agentflow.graph.branch_workspace import SandboxTurn
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
 from agentflow.repair.localize import RunEvidence
@@ -263,7 +265,8 @@ class Workbench:
         if mode == "auto":
             mode = "task" if task.FAIL_TO_PASS else "repo"
         self.mode: FeedbackMode = mode
-        self.lock = asyncio.Lock()
+        self.lock = SandboxTurn(sandbox)
+        """Held by a rollout while it sets the workspace and runs in it; its processes end as it lets go."""
         self._verified: dict[tuple[object, ...], Verification] = {}
         """Verifications by what they depend on and patch: samples that agree on a patch run the suite once."""
         self.test_time = CandidateTestTime()
@@ -331,7 +334,7 @@ class Workbench:
         """This workbench over another view of its sandbox (a search branch's own workspace): the same task,
         settings, cache of verifications and test-time tally; a lock of its own."""
         view = copy.copy(self)
-        view.sandbox, view.lock = sandbox, asyncio.Lock()
+        view.sandbox, view.lock = sandbox, SandboxTurn(sandbox)
         return view
 
     def _test_env(self, how: HowToVerify | None = None) -> dict[str, str] | None:

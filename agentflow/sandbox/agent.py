@@ -5,8 +5,8 @@ backend, a child process. The host sends its source over stdin at start (nothing
 
 Requests (one JSON object per line on stdin): {"id": N, "op": NAME, ...}. Replies on stdout:
 {"id": N, "ok": true, ...} or {"id": N, "ok": false, "error": "..."}. Requests run concurrently in threads.
-Ops: hello, exec, read, write, list, untar, ping, shutdown. Patches and snapshots are `exec` calls built by
-the host. This file must run on the image's Python 3 with nothing but the standard library.
+Ops: hello, exec, read, write, list, untar, ping, end_processes, shutdown. Patches and snapshots are `exec`
+calls built by the host. This file must run on the image's Python 3 with nothing but the standard library.
 
 The reply channel is the host's only source of truth about the sandbox, so sandboxed commands must not be
 able to write to it. Two defences (docs/security.md):
@@ -64,8 +64,9 @@ def _make_undumpable():
     return _prctl(_PR_SET_DUMPABLE, 0)
 
 
-def _descendants():
-    """Pids of every live process below this one (one pass over /proc; zombies have no children to find)."""
+def _descendants(spare=()):
+    """Pids of every live process below this one, except the `spare` pids and what is below them (one pass
+    over /proc; zombies have no children to find)."""
     me = os.getpid()
     children = {}
     try:
@@ -84,22 +85,30 @@ def _descendants():
     found, todo = [], [me]
     while todo:
         for pid in children.get(todo.pop(), ()):
-            found.append(pid)
-            todo.append(pid)
+            if pid not in spare:
+                found.append(pid)
+                todo.append(pid)
     return found
 
 
-def _kill_tree():
-    """SIGKILL every process below the agent, again until none is left (one may fork while the pass runs;
-    its child is below the agent too and is found by the next pass)."""
+def _kill_tree(spare=()):
+    """SIGKILL every process below the agent but the commands of the requests `spare` names (and what is below
+    them), again until none is left (one may fork while the pass runs; its child is below the agent too and
+    is found by the next pass). How many were killed, and how many still lived after five seconds of passes.
+    Each pass lists under the reaper's lock, which a command's start holds from fork to registration: a
+    spared request's command is never caught between the two."""
+    ended = 0
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        pids = _descendants()
-        if not pids:
-            return
+    while True:
+        with _reap_lock:
+            keep = {pid for rid, pid in _running.items() if rid in spare}
+            pids = _descendants(keep)
+        if not pids or time.monotonic() >= deadline:
+            return ended, len(pids)
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
+                ended += 1
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.01)
@@ -128,6 +137,7 @@ _reap_lock = threading.Lock()
 _waiters: dict = {}  # pid -> [event, status]
 _early: dict = {}  # pid -> status, for children that exited before they were registered
 _spawned = threading.Event()
+_running: dict = {}  # request id -> pid of the command that request is running now (until it has ended)
 
 
 def _reaper():
@@ -357,7 +367,11 @@ def _run(req, argv):
     proc, slot = started
     caps = {proc.stdout.fileno(): _Capture(limit), proc.stderr.fileno(): _Capture(limit)}
     deadline = start + float(req.get("timeout") or 120)
-    timed_out, output_hit, results = _collect(proc, slot, caps, results_r, results_w, deadline)
+    try:
+        timed_out, output_hit, results = _collect(proc, slot, caps, results_r, results_w, deadline)
+    finally:
+        with _reap_lock:
+            _running.pop(req.get("id"), None)
     duration = time.monotonic() - start
     status = slot[1]
     code = os.waitstatus_to_exitcode(status) if status is not None else -9
@@ -406,6 +420,7 @@ def _spawn(req, argv, env, results_r, results_w):
                 preexec_fn=_set_rlimits if _state["rlimits"] else None,  # noqa: PLW1509 - local backend only
             )
             slot = [threading.Event(), None]
+            _running[req.get("id")] = proc.pid
             if proc.pid in _early:
                 slot[1] = _early.pop(proc.pid)
                 slot[0].set()
@@ -647,6 +662,16 @@ def op_ping(req):
     return {}
 
 
+def op_end_processes(req):
+    """End every process in the sandbox but this agent and the commands of the requests named in `spare`
+    (ones the host still waits for; what runs below them stays too). A search branch gives up the sandbox
+    this way: nothing it started, detached or not, is left to touch the next branch's workspace."""
+    ended, left = _kill_tree(set(req.get("spare") or ()))
+    if left:
+        raise RuntimeError(f"{left} processes outlived five seconds of SIGKILL passes; start a new sandbox")
+    return {"ended": ended}
+
+
 def op_shutdown(req):
     """Kill every process the commands started (detached background jobs included)."""
     _kill_tree()
@@ -661,6 +686,7 @@ OPS = {
     "untar": op_untar,
     "hello": op_hello,
     "ping": op_ping,
+    "end_processes": op_end_processes,
     "shutdown": op_shutdown,
 }
 

@@ -106,6 +106,10 @@ class AgentLink:
                 fut.set_exception(SandboxError(self._dead))
         self._pending.clear()
 
+    def waiting(self) -> list[int]:
+        """Ids of the requests sent and not yet answered (nor given up on)."""
+        return list(self._pending)
+
     async def call(self, op: str, wait: float | None = None, **fields: Any) -> dict[str, Any]:
         if self._dead is not None:
             raise SandboxError(self._dead)
@@ -123,8 +127,10 @@ class AgentLink:
         try:
             msg = await asyncio.wait_for(fut, wait)
         except TimeoutError:
-            self._pending.pop(rid, None)
             raise SandboxError(f"sandbox agent did not answer a {op!r} request within {wait:.0f}s") from None
+        finally:
+            # answered, timed out or cancelled: no longer waited for, so `end_processes` spares it no more
+            self._pending.pop(rid, None)
         if not msg.get("ok"):
             raise _AgentFailure(msg.get("error", "unknown error"), msg.get("kind"))
         return msg
@@ -340,6 +346,14 @@ class AgentSandbox:
             'rm -f "$f"; exit ${rc:-0}'
         )
         return await self.exec(script, stdin=diff, timeout=60)
+
+    async def end_processes(self) -> int:
+        """End every process in the sandbox but its agent and the commands still running for this host (those
+        a caller awaits now: a concurrent diff's git, say). Background jobs go, whether they detached (nohup,
+        setsid, a double fork) or not: every orphan is the agent's (PID 1 in Docker, a child subreaper
+        locally), so none is out of its reach. How many processes were ended."""
+        msg = await self.link.call("end_processes", wait=30, spare=self.link.waiting())
+        return int(msg.get("ended", 0))
 
     def _snap_env(self) -> dict[str, str]:
         return {
