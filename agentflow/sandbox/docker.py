@@ -140,7 +140,9 @@ def container_settings(config: SandboxConfig) -> tuple[dict[str, Any], dict[str,
         "detach": True,
         "user": config.user,
         "working_dir": config.workdir,
-        "environment": {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
+        # no user site: HOME (/tmp) outlives a search branch's turn, and a `usercustomize.py` or `.pth` one branch
+        # wrote there would run in every later Python of every branch
+        "environment": {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8"},
         "labels": _owner_labels(),
         "network_disabled": not config.network,
     }

@@ -39,7 +39,8 @@ class LocalBackendWarning(UserWarning):
 def scrubbed_env(root: Path) -> dict[str, str]:
     """The environment of a local sandbox: a few harmless host variables, nothing secret."""
     env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
-    env.update({"HOME": str(root), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(root)})
+    # no user site: a `usercustomize.py` one search branch wrote under HOME would run in every later branch's Python
+    env.update({"HOME": str(root), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "TMPDIR": str(root)})
     return env
 
 
