@@ -231,6 +231,35 @@ async def test_a_branchs_jobs_end_with_its_turn(tmp_path: Path, backend: str, ho
         await sandbox.close()
 
 
+USER_SITE_HOOKS = {
+    "usercustomize": ("usercustomize.py", "open({marker!r}, 'w').write('ran')\n"),
+    "pth": ("hook.pth", "import os; open({marker!r}, 'w').write('ran')\n"),
+}
+"""Files in Python's user site (under HOME, which outlives a branch's turn) that run in every later Python."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("hook", sorted(USER_SITE_HOOKS))
+async def test_a_branchs_user_site_hook_runs_in_no_later_python(tmp_path: Path, backend: str, hook: str) -> None:
+    sandbox = await _start(backend, tmp_path)
+    try:
+        shared = SharedSandbox(sandbox)
+        first = BranchSandbox(shared, await shared.snapshot())
+        second = BranchSandbox(shared, first.snapshot_id)
+        name, body = USER_SITE_HOOKS[hook]
+        marker = "$HOME/hook-ran"
+        site = "$(python3 -c 'import site; print(site.getuserbase())')/lib/python3.$(python3 -c 'import sys; print(sys.version_info[1])')/site-packages"
+        placed = await first.exec(
+            f'd="{site}"; mkdir -p "$d" && python3 -c "import sys; open(sys.argv[1], \'w\').write(sys.argv[2])" '
+            f'"$d/{name}" {shlex.quote(body.format(marker="MARKER"))} && sed -i "s#MARKER#$HOME/hook-ran#" "$d/{name}" '
+            f'&& ls "$d/{name}"')
+        assert placed.ok, placed.output
+        ran = await second.exec(f'python3 -c "print(1)"; test -e "{marker}" && echo RAN || echo CLEAN')
+        assert ran.stdout.split()[-1] == "CLEAN"
+    finally:
+        await sandbox.close()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_turn_spares_the_commands_the_host_awaits_and_ends_a_cancelled_one(
     tmp_path: Path, backend: str
