@@ -96,12 +96,9 @@ def _config(run_dir: Path) -> dict[str, Any]:
     text = read_text(run_dir / "config.resolved.yaml")
     if text is None:
         return {}
-    import yaml
+    from agentflow.config import load_yaml
 
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return {}
+    data = load_yaml(text, str(run_dir / "config.resolved.yaml"))  # bounded: an alias bomb is one line, exit 2
     return data if isinstance(data, dict) else {}
 
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agentflow.config import StrictConfig, apply_overrides, validate_config
+from agentflow.config import StrictConfig, apply_overrides, load_yaml, validate_config
 from agentflow.models.base import ChatModel
 from agentflow.observe.config import TraceConfig
 from agentflow.sandbox.config import SandboxConfig
@@ -334,7 +334,6 @@ def load_repair_config(
 def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> RepairConfig:
     """The settings of the run in `run_dir` (its config.resolved.yaml), then `-c` items: what a resumed run
     goes on with. A secret that was saved redacted there must be given again (a UserError naming it)."""
-    import yaml
 
     from agentflow.errors import UserError
     from agentflow.runfiles import read_text
@@ -351,10 +350,7 @@ def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] 
                         "run key): the model, sandbox and settings it names are not used",
                         hint="give them on the command line (--model, --sandbox, -c KEY=VALUE), which is then "
                         "what runs")
-    try:
-        base = yaml.safe_load(body) if body is not None else {}
-    except (yaml.YAMLError, RecursionError):  # signed by the user's key: only a damaged file gets here
-        raise UserError(f"{resolved} is not valid YAML", hint="the run folder is damaged") from None
+    base = load_yaml(body, str(resolved)) if body is not None else {}  # signed: only a damaged file fails
     cfg = load_repair_config(overrides, base=dict(base or {}))
     hidden = masked_paths(cfg.model_dump(mode="json"))
     if hidden:

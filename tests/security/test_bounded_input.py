@@ -88,13 +88,18 @@ def validate_cpu(tmp_path_factory: pytest.TempPathFactory) -> float:
 
 
 @pytest.mark.parametrize("shape", sorted(YAML_BOMBS))
-@pytest.mark.parametrize("where", ["workflow file", "config file"])
+@pytest.mark.parametrize("where", ["workflow file", "config file", "run folder's config"])
 def test_a_yaml_alias_bomb_is_one_line_exit_2(tmp_path: Path, shape: str, where: str, validate_cpu: float) -> None:
     bomb = YAML_BOMBS[shape]
     assert len(bomb) < 4096
     if where == "config file":
         (tmp_path / "c.yaml").write_text(bomb)
         argv: list[str] = ["run", "demo", "-c", str(tmp_path / "c.yaml"), "-o", str(tmp_path / "runs")]
+    elif where == "run folder's config":  # a bench folder from elsewhere, opened with `view`
+        (tmp_path / "run").mkdir()
+        (tmp_path / "run" / "preds.jsonl").write_text("")
+        (tmp_path / "run" / "config.resolved.yaml").write_text(bomb)
+        argv = ["view", str(tmp_path / "run"), "-o", str(tmp_path / "page.html")]
     else:
         (tmp_path / "w.yaml").write_text(GOOD_WORKFLOW + "x-defs:\n" + "".join(f"  {line}\n" for line in bomb.splitlines()))
         argv = ["graph", "validate", str(tmp_path / "w.yaml")]
