@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from agentflow.errors import UserError
 from agentflow.swe.hostgit import safe_env
+from agentflow.swe.patch import FileChange, UnreadablePatch, pair_numstat, parse_numstat
 
 _APPLY = ["apply", "--verbose", "-"]
 _NO_HOOKS = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
@@ -57,18 +58,6 @@ class TreeApplication:
     """`path | +N -M` per file (as git lists them), and a total line."""
 
 
-@dataclass
-class FileChange:
-    """One file of a patch, as `git apply --numstat` reads it."""
-
-    old_path: str
-    new_path: str
-    """Both are the same path unless the patch renames or copies."""
-    added: str
-    deleted: str
-    """Line counts, "-" for a binary file."""
-
-
 def _git(args: list[str], cwd: Path, env: dict[str, str], data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run(["git", *args], cwd=cwd, env=env, input=data, capture_output=True, check=False)
@@ -91,22 +80,15 @@ def _numstat(patch: bytes, cwd: Path, env: dict[str, str], *, reverse: bool) -> 
     proc = _git([*_SCRATCH_CONFIG, "apply", "--numstat", "-z", *(["-R"] if reverse else []), "-"], cwd, env, patch)
     if proc.returncode != 0:
         raise UserError(f"the patch cannot be applied: {_reason(proc)}", hint="review patch.diff in the run folder")
-    out = []
-    for record in proc.stdout.split(b"\0")[:-1]:
-        added, deleted, path = record.decode("utf-8", "surrogateescape").split("\t", 2)
-        out.append((added, deleted, path))
-    return out
+    return parse_numstat(proc.stdout)
 
 
 def patch_files(patch: bytes, cwd: Path, env: dict[str, str]) -> list[FileChange]:
-    """The files `git apply` would touch, in patch order. Forward, git names the new path (the old one for
-    a deletion); with -R, the old one (the new one for a creation), and lists the files last to first
-    (the order a reversed patch applies in): together they name both ends."""
-    forward = _numstat(patch, cwd, env, reverse=False)
-    backward = _numstat(patch, cwd, env, reverse=True)[::-1]
-    if [(a, d) for a, d, _ in forward] != [(a, d) for d, a, _ in backward]:
-        raise UserError("the patch cannot be applied: git reads it differently forwards and backwards")
-    return [FileChange(old, new, added, deleted) for (added, deleted, new), (_, _, old) in zip(forward, backward)]
+    """The files `git apply` would touch, in patch order, both ends of renames (`swe.patch.pair_numstat`)."""
+    try:
+        return pair_numstat(_numstat(patch, cwd, env, reverse=False), _numstat(patch, cwd, env, reverse=True))
+    except UnreadablePatch as exc:
+        raise UserError(f"the patch cannot be applied: {exc}") from None
 
 
 def _path_problem(path: str) -> str | None:
