@@ -112,7 +112,7 @@ async def run_prediction(
                 report.error = f"model patch did not apply{f' ({problem})' if problem else ''}"
                 return report
             report.restored_files = await restore_test_infra(
-                sandbox, patch, test_cmd=task.test_cmd, test_ids=test_ids, files=applied.files)
+                sandbox, patch, test_cmd=task.test_cmd, test_ids=test_ids, files=applied.files, plugins=task.pytest_plugins)
             if report.restored_files:
                 logs["restored"] = "restored from the base commit: " + ", ".join(report.restored_files)
         report.patch_successfully_applied = True
@@ -127,6 +127,8 @@ async def run_prediction(
         # no plugin loads because it is installed where pytest looks (an entry point on sys.path, the host's
         # plugins on the local backend): the task's are named (`testrun.test_env`, its config's `-p`)
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        if task.pytest_plugins:
+            env["PYTEST_PLUGINS"] = ",".join(task.pytest_plugins)
         run = await run_tests(sandbox, test_ids, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=test_timeout_s, env=env)
         logs["tests"] = run.log
         status = dict(run.status)

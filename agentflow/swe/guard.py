@@ -177,7 +177,7 @@ async def _base_text(sandbox: Sandbox, command: str) -> str:
 
 
 async def base_facts(sandbox: Sandbox, files: Sequence[FileChange], *, base: str, test_cmd: str | None,
-                     test_ids: Sequence[str]) -> BaseFacts:
+                     test_ids: Sequence[str], plugins: Sequence[str] = ()) -> BaseFacts:
     """Read from the base commit (git in the sandbox) what `is_library_path` needs for these files."""
     touched = {p for fc in files for p in fc.paths}
     asked = sorted({m for p in touched for m in root_markers(p)} | touched)
@@ -197,7 +197,7 @@ async def base_facts(sandbox: Sandbox, files: Sequence[FileChange], *, base: str
     test_dirs = {str(PurePosixPath(f).parent) for f in test_files(test_ids)}
     return BaseFacts(
         existing=existing,
-        plugins=plugin_modules([test_cmd or "", *configs, declared]),
+        plugins=plugin_modules([test_cmd or "", *configs, declared]) | set(plugins),
         sys_path=sorted({*PATH_ROOTS, *pythonpath_roots(configs), *("" if d == "." else d for d in test_dirs)}),
         test_files=set(test_files(test_ids)),
     )
@@ -205,18 +205,18 @@ async def base_facts(sandbox: Sandbox, files: Sequence[FileChange], *, base: str
 
 async def restore_test_infra(
     sandbox: Sandbox, patch: str, *, base: str = "HEAD", test_cmd: str | None = None, test_ids: Sequence[str] = (),
-    files: Sequence[FileChange] | None = None,
+    files: Sequence[FileChange] | None = None, plugins: Sequence[str] = (),
 ) -> list[str]:
     """Put every file the patch touched that is not library source back as it is at `base` (remove it when
     `base` has none); return those paths. `files`: git's reading of the patch (`ApplyResult.files`), read
-    again with git when not given. `test_ids`: the tests that will run."""
+    again with git when not given. `test_ids`: the tests that will run; `plugins`: the task's named plugins."""
     if not patch.strip():
         return []
     if files is None:
         files = await git_patch_files(sandbox, patch)
     if not files:
         return []
-    facts = await base_facts(sandbox, files, base=base, test_cmd=test_cmd, test_ids=test_ids)
+    facts = await base_facts(sandbox, files, base=base, test_cmd=test_cmd, test_ids=test_ids, plugins=plugins)
     paths = not_library(files, facts)
     await _restore(sandbox, paths, base)
     return paths

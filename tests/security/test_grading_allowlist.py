@@ -161,3 +161,30 @@ def test_no_hostile_patch_is_graded_resolved(graded: dict[str, Any], name: str) 
         assert outside <= set(inst["restored_files"]), (name, inst)
     if name.startswith("library:"):  # the library's skip/xfail reached the failing test: not a pass
         assert inst["tests_status"]["FAIL_TO_PASS"]["failure"] == _task().FAIL_TO_PASS, (name, inst)
+
+
+async def test_grading_loads_only_the_plugins_a_task_names(tmp_path: Path) -> None:
+    """Plugin autoloading is off in grading: a plugin installed where pytest would find it (here the host's
+    pytest-asyncio, on the local backend) loads only when the task names it (`pytest_plugins`)."""
+    from agentflow.sandbox import open_sandbox
+    from agentflow.swe.evaluate import run_prediction
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "mod.py").write_text("def value():\n    return 1\n")
+    (repo / "tests" / "test_mod.py").write_text(
+        "import pytest\n\nfrom mod import value\n\n\n@pytest.mark.asyncio\nasync def test_value():\n    assert value() == 2\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
+    fix = "--- a/mod.py\n+++ b/mod.py\n@@ -1,2 +1,2 @@\n def value():\n-    return 1\n+    return 2\n"
+    task = SWETask(instance_id="asyncmod-1", repo=str(repo), base_commit="HEAD", FAIL_TO_PASS=["tests/test_mod.py::test_value"])
+    reports = []
+    for plugins in ([], ["pytest_asyncio.plugin"]):
+        async with open_sandbox("local") as sb:
+            named = task.model_copy(update={"pytest_plugins": plugins})
+            reports.append(await run_prediction(sb, named, fix, rerun_failed=False))
+    unnamed, named_report = reports
+    assert unnamed.completed and not unnamed.resolved, unnamed  # the async test did not run as one
+    assert named_report.resolved, named_report
