@@ -202,13 +202,17 @@ def leave_out_noops(pool: Sequence[Attempt], noops: Mapping[str, bool] | None, b
 async def noop_patches(bench: Workbench, patches: Iterable[str]) -> dict[str, bool]:
     """Per distinct stripped patch, whether it changes no code (`swe.patch.changes_nothing`): the files it touches
     read in the sandbox at the base commit and on base + patch, no test run."""
-    touched = {p: touched_in_place(p) for p in dict.fromkeys(p.strip() for p in patches) if p}
+    originals: dict[str, str] = {}
+    for text in patches:
+        if text.strip():  # applied as given: stripping can cut a hunk's last (blank) context line
+            originals.setdefault(text.strip(), text if text.endswith("\n") else text + "\n")
+    touched = {p: touched_in_place(p) for p in originals}
     wanted = sorted({path for paths in touched.values() for path in paths or ()})
     base = await bench.base_files(wanted) if wanted else {}
     found: dict[str, bool] = {}
     for patch, paths in touched.items():
         try:
-            after = await bench.files_at(patch + "\n", paths) if paths else None
+            after = await bench.files_at(originals[patch], paths) if paths else None
         except AgentflowError:  # it no longer applies: not shown to change nothing
             after = None
         found[patch] = after is not None and changes_nothing({p: base.get(p) for p in after}, after)
@@ -229,7 +233,7 @@ async def is_noop(bench: Workbench, patch: str, noops: Mapping[str, bool] | None
     """Whether the submitted `patch` changes no code: as `noops` (from `noop_check`) says, or checked now."""
     key = patch.strip()
     if noops is None or key not in noops:
-        noops = await noop_patches(bench, [key])
+        noops = await noop_patches(bench, [patch])
     return noops.get(key, False)
 
 

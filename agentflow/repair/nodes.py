@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterable
 
 from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType
@@ -230,11 +231,21 @@ _REVIEW_READS = ("base", "tried", "candidate", "verdict")
 # ----------------------------------------------------------------------------------------------- choosing
 
 
+def _distinct_patches(patches: Iterable[str]) -> dict[str, str]:
+    """The non-empty patches by their stripped text (the key results are looked up by), each as given to apply:
+    stripping can cut a hunk's last context line when it is blank, which `git apply` then refuses."""
+    out: dict[str, str] = {}
+    for patch in patches:
+        if patch.strip():
+            out.setdefault(patch.strip(), patch if patch.endswith("\n") else patch + "\n")
+    return out
+
+
 async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[dict[str, bool], dict[str, tuple[str, ...]]]:
     """Per distinct patch, whether the issue's examples show something else on it than on the unchanged code
     (`spectrum.examples_changed`), and what they show on it (`spectrum.examples_shown`, for the vote); each
     patch's examples run once in the task's sandbox, no model call."""
-    patches = list(dict.fromkeys(a.patch.strip() for a in attempts if a.patch.strip()))
+    patches = _distinct_patches(a.patch for a in attempts)
     if len(patches) < 2:
         return {}, {}
     await rt.bench.reset()
@@ -243,7 +254,7 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[
     if not examples_reach_code(base):  # nothing to compare: spare running every candidate
         return {}, {}
     again = await rt.bench.show_examples("", rt.issue, sources)
-    runs = {patch: await rt.bench.show_examples(patch + "\n", rt.issue, sources) for patch in patches}
+    runs = {key: await rt.bench.show_examples(patch, rt.issue, sources) for key, patch in patches.items()}
     changed, shown = examples_changed(base, again, runs), examples_shown(base, again, runs)
     _emit(rt, "repair.examples", compared=len(runs), changed=sum(changed.values()), usable=bool(changed),
           behaviours=len(set(shown.values())))
@@ -253,12 +264,12 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[
 async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -> dict[str, bool]:
     """Per distinct patch of the candidates that fix the reproduction, whether the keep-working check (kept at the
     base commit by `swe.reproduce`) still passes on it; each patch's check runs once in the sandbox."""
-    patches = list(dict.fromkeys(a.patch.strip() for a in attempts if a.patch.strip() and a.verification.reproduced is False))
+    patches = _distinct_patches(a.patch for a in attempts if a.verification.reproduced is False)
     if len(patches) < 2:
         return {}
     if not await rt.bench.keeps_working("", script):  # it passed there before; a flaky check is not used
         return {}
-    held = {patch: await rt.bench.keeps_working(patch + "\n", script) for patch in patches}
+    held = {key: await rt.bench.keeps_working(patch, script) for key, patch in patches.items()}
     _emit(rt, "repair.keeps", compared=len(held), held=sum(held.values()))
     return held
 

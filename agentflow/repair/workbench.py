@@ -507,8 +507,10 @@ class Workbench:
             return verification, report
         await self.restore(patch)
         if self.mode == "repo":
-            # a candidate's own pytest.ini, sitecustomize.py or plugin must not decide its verification
-            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.test_cmd)
+            # only a candidate's library code is verified: its pytest.ini, conftest.py, sitecustomize.py or
+            # plugin must not decide it (swe/guard.py's allowlist)
+            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.test_cmd,
+                                     plugins=self.task.pytest_plugins)
             return await self._verify_repo(patch, how, whole=whole), None
         return Verification(kind="none"), None
 

@@ -1,9 +1,12 @@
 """The evaluation harness: does a prediction's patch resolve its task?
 
 For each prediction, in a fresh sandbox: the repository at `base_commit` goes into the workspace, the
-model patch is applied (`git apply --verbose`, else `patch --fuzz=5`), the test-infrastructure files it
-touched are restored from the base (`swe/guard.py`), the test files the task's `test_patch` touches are
-reset and `test_patch` is applied, then FAIL_TO_PASS and PASS_TO_PASS run.
+model patch is applied with `git apply` alone (`swe/patch.py`), every file it touched that is not library
+source is restored from the base (`swe/guard.py`: an allowlist, on git's own reading of the patch), the test
+files the task's `test_patch` touches are reset and `test_patch` is applied, then FAIL_TO_PASS and
+PASS_TO_PASS run with pytest's plugin autoloading off (the plugins a task needs are named: its
+requirements' `pytest11` entry points, `-p` in its configuration or test command). A FAIL_TO_PASS test
+passes only when it PASSED: skipped or xfailed is not passed (`swe/testrun.py`).
 Failing tests are run once more to flag flaky ones (grading keeps the first run, as SWE-bench does).
 Outcomes follow SWE-bench: an empty patch is not run; a patch that does not apply is an error.
 
@@ -102,13 +105,14 @@ async def run_prediction(
             head = await seed_workspace(sandbox, task, python=py)
             logs["setup"] = f"workspace at {head or task.base_commit}"
         if patch is not None and report.patch_exists:
-            problem = parse_patch(patch).problem
             applied = await apply_patch(sandbox, patch)
             logs["model_patch"] = applied.log
             if not applied.applied:
+                problem = parse_patch(patch).problem or (applied.log.strip().splitlines() or [""])[-1][:200]
                 report.error = f"model patch did not apply{f' ({problem})' if problem else ''}"
                 return report
-            report.restored_files = await restore_test_infra(sandbox, patch, test_cmd=task.test_cmd, test_ids=test_ids)
+            report.restored_files = await restore_test_infra(
+                sandbox, patch, test_cmd=task.test_cmd, test_ids=test_ids, files=applied.files, plugins=task.pytest_plugins)
             if report.restored_files:
                 logs["restored"] = "restored from the base commit: " + ", ".join(report.restored_files)
         report.patch_successfully_applied = True
@@ -120,8 +124,11 @@ async def run_prediction(
                 report.error = "test patch did not apply on top of the model patch"
                 return report
         test_cmd = task.test_cmd or default_test_cmd(py)
-        # on the local backend the host's pytest plugins are not part of the task's environment
-        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if task.test_cmd is None and sandbox.info().backend == "local" else None
+        # no plugin loads because it is installed where pytest looks (an entry point on sys.path, the host's
+        # plugins on the local backend): the task's are named (`testrun.test_env`, its config's `-p`)
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        if task.pytest_plugins:
+            env["PYTEST_PLUGINS"] = ",".join(task.pytest_plugins)
         run = await run_tests(sandbox, test_ids, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=test_timeout_s, env=env)
         logs["tests"] = run.log
         status = dict(run.status)

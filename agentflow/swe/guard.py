@@ -1,21 +1,32 @@
-"""Keep a model patch from grading itself: test-infrastructure files go back to the base commit.
+"""Grading by allowlist: a model patch is graded on the library code it changes, nothing else.
 
-A patch that adds a root `conftest.py` forcing every outcome to "passed", a plugin module plus
-`addopts = -p plugin` in `pytest.ini`, a `sitecustomize.py` or a `.pth` file would be graded resolved if the
-harness ran the tests over it. So before the tests run, every such file that the model patch adds or
-changes is restored from the base commit (or removed, when the base has none), and the report names them.
+A patch graded by running tests can try to grade itself instead of fixing the bug: a `conftest.py` forcing
+every outcome to "passed" (at any depth), a pytest configuration under any of the names pytest reads
+(`pytest.ini`, `.pytest.ini`, `tox.ini`, `setup.cfg`, `pyproject.toml`) naming a plugin, a `sitecustomize.py`,
+a `.pth`, an entry-point plugin (`*.dist-info/entry_points.txt`) on sys.path, a `tests/__init__.py` that
+patches pytest, a module standing in for pytest or the standard library. Naming those is a denylist, and a
+denylist misses the next name. So the rule is the other way round: before the tests run, every file the
+patch touched that is NOT library source of the repository is put back as the base commit has it (removed
+when the base has none), and the report names it (`restored_files`). Library source (`is_library_path`):
 
-So is a module the patch adds that would stand in for the test runner or the standard library: a `pytest.py`,
-`_pytest/__init__.py`, `pluggy.py` or `json.py` at the root of the repository, under `src/`, in a `pythonpath`
-entry of the base's pytest configuration or next to the task's test files, all places that are on sys.path
-while the tests run. (The harness also starts pytest so that such a module is not imported in its place,
-`swe/testrun.py`; this removes it for commands it does not start, and for what is imported later.) A module
-that the base commit already has there is the repository's own code, e.g. pytest's own `src/_pytest`, and
-stays as the patch left it.
+- inside a package root: a folder at the repository's root or under `src/` that is an importable package
+  at the base commit (it has `__init__.py` there), or a top-level module the base commit has at the root or
+  under `src/` (`six.py`); anything else (a new top-level module, `docs/`, the harness's scratch folder) is not;
+- a source or plain data file (`LIBRARY_SUFFIXES`), so no configuration (`*.ini`, `*.cfg`, `*.toml`), `.pth`,
+  compiled module (`.pyc`, `.so`) or packaging metadata (`entry_points.txt` lives in a `*.dist-info` folder);
+- no test: not under a `tests/`, `test/`, `testing/` folder, not `test_*.py`, `*_test.py`, `conftest.py`,
+  not a file of the tests that will run (whatever its name);
+- not a file Python or pytest loads by itself: `setup.py`, `sitecustomize.py`, `usercustomize.py`, a
+  folder starting with `.`, `__pycache__`, `*.dist-info`, `*.egg-info`; not a module the base configuration
+  or test command loads as a plugin (`-p NAME`) or a base module names in `pytest_plugins`;
+- not a module the patch creates that would stand in for the runner or the standard library from a folder
+  on sys.path (the root, `src/`, the base's `pythonpath` entries, the test files' folders, which pytest
+  inserts): `pkg/tests_helpers/json.py` next to a test file found there.
 
-Which files: decided on the host, from the host's own parse of the patch (never from what the sandbox says
-changed). The files themselves are restored with git inside the sandbox, where no model-written code has
-run yet in `eval` (the patch went in through `git apply`).
+Which files the patch touched is git's own reading of it (`swe.patch.git_patch_files`: `git apply
+--numstat`, both ends of a rename), by the same git that applied it in the same sandbox; a patch git does
+not apply is not graded (`swe.patch.apply_patch`). In `eval` no model-written code has run in the sandbox
+when git reads the patch and restores the files.
 """
 
 from __future__ import annotations
@@ -24,19 +35,23 @@ import re
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from agentflow.sandbox.base import Sandbox, sh_command
-from agentflow.swe.patch import SCRATCH_DIR, FilePatch, parse_patch
+from agentflow.swe.patch import FileChange, git_patch_files, is_test_path
 from agentflow.swe.testrun import PLUGIN_NAME, RUNNER_NAME, test_files
 
-INFRA_NAMES = frozenset(
-    {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sitecustomize.py", "usercustomize.py"}
+LIBRARY_SUFFIXES = frozenset(
+    {".py", ".pyi", ".json", ".txt", ".csv", ".html", ".md", ".rst", ".yaml", ".yml", ".xml", ".jinja", ".j2"}
 )
-"""File names that configure or hook into pytest or the interpreter wherever they are in the tree."""
+"""What a library file may be: Python source, and plain data that nothing reads unless the code asks."""
+LOADED_BY_ITSELF = frozenset({"conftest.py", "setup.py", "sitecustomize.py", "usercustomize.py"})
+"""Names Python, pytest or packaging load without being asked by the code under test."""
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 """Files whose pytest section may name plugins (`-p NAME` in `addopts`) and folders for sys.path (`pythonpath`)."""
 _PLUGIN_FLAG = re.compile(r"(?:^|\s)-p\s*([A-Za-z_][\w.]*)")
+_PYTEST_PLUGINS = re.compile(r"pytest_plugins\s*=\s*(\[[^\]]*\]|\([^)]*\)|\"[^\"]*\"|'[^']*')")
 RUNNER_MODULES = frozenset(
     {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "attr", "attrs",
      "more_itertools", "atomicwrites", "colorama", "pygments", PLUGIN_NAME, RUNNER_NAME}
@@ -48,13 +63,17 @@ PATH_ROOTS = ("", "src")
 """Folders on sys.path in every run: the repository root (`python -m pytest`) and a `src/` layout."""
 _MODULE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".so", ".pyd")
 _PYTHONPATH_INI = re.compile(r"^\s*pythonpath\s*=\s*(.+)$", re.MULTILINE)
+_BATCH = 50_000
+"""Characters of paths per restoring shell command (one argument may hold 128 KiB on Linux)."""
 
 
 def plugin_modules(texts: Iterable[str]) -> set[str]:
-    """Module names given to pytest with `-p NAME` in config texts or a test command (`no:x` excluded)."""
+    """Module names given to pytest with `-p NAME` or listed in `pytest_plugins = ...` (`no:x` excluded)."""
     found: set[str] = set()
     for text in texts:
         found.update(_PLUGIN_FLAG.findall(text))
+        for value in _PYTEST_PLUGINS.findall(text):
+            found.update(re.findall(r"[\"']([A-Za-z_][\w.]*)[\"']", value))
     return found
 
 
@@ -88,12 +107,6 @@ def shadowed_module(path: str, roots: Iterable[str]) -> str | None:
     return None
 
 
-def _creates(fp: FilePatch) -> bool:
-    """The patch makes `fp.new_path` a file the base does not have there (new, renamed or copied to)."""
-    header = fp.text.split("\n@@", 1)[0]
-    return fp.new_path is not None and (fp.old_path is None or fp.old_path != fp.new_path or "new file mode" in header)
-
-
 def _module_of(path: str) -> str | None:
     p = PurePosixPath(path)
     if p.suffix != ".py":
@@ -104,58 +117,132 @@ def _module_of(path: str) -> str | None:
     return ".".join(parts) if parts else None
 
 
-def infra_paths(patch: str, plugins: Iterable[str] = (), roots: Iterable[str] = PATH_ROOTS) -> list[str]:
-    """Paths the patch adds, changes, deletes or renames that belong to the test infrastructure, and modules
-    it adds in one of `roots` (folders on sys.path) that would stand in for the runner or the standard library."""
-    plugins, roots = set(plugins), list(roots)
+def root_markers(path: str) -> list[str]:
+    """Base-commit paths any one of which makes `path` lie in a package root: the package's `__init__.py`
+    (`pkg/` or `src/pkg/`), or, for a top-level module (`six.py`, `src/six.py`), the module itself."""
+    parts = PurePosixPath(path).parts
+    markers = [path] if len(parts) == 1 else [f"{parts[0]}/__init__.py"]
+    if parts[0] == "src" and len(parts) >= 2:
+        markers.append(path if len(parts) == 2 else f"src/{parts[1]}/__init__.py")
+    return markers
+
+
+@dataclass
+class BaseFacts:
+    """What the base commit says about where library code is and what pytest loads."""
+
+    existing: set[str] = field(default_factory=set)
+    """The touched paths and their `root_markers` that the base commit has (as files)."""
+    plugins: set[str] = field(default_factory=set)
+    """Modules loaded as pytest plugins (`-p` in the base config or test command, `pytest_plugins`)."""
+    sys_path: list[str] = field(default_factory=lambda: list(PATH_ROOTS))
+    """Folders on sys.path while the tests run ("" for the root)."""
+    test_files: set[str] = field(default_factory=set)
+    """Files of the tests that will run."""
+
+
+def is_library_path(path: str, facts: BaseFacts, *, created: bool) -> bool:
+    """Whether `path`, touched by a patch, is library source of the repository (the module docstring's rule);
+    `created`: the patch makes it a file the base does not have there."""
+    p = PurePosixPath(path)
+    if not path or path.startswith("/") or ".." in p.parts or p.suffix not in LIBRARY_SUFFIXES:
+        return False
+    if not any(marker in facts.existing for marker in root_markers(path)):
+        return False
+    if p.name in LOADED_BY_ITSELF or is_test_path(path) or path in facts.test_files:
+        return False
+    if any(part.startswith(".") or part == "__pycache__" or part.endswith((".dist-info", ".egg-info"))
+           for part in p.parts):
+        return False
+    module = _module_of(path)
+    if module is not None and any(module == m or module.endswith("." + m) for m in facts.plugins):
+        return False
+    return not (created and shadowed_module(path, facts.sys_path) is not None)
+
+
+def not_library(files: Sequence[FileChange], facts: BaseFacts) -> list[str]:
+    """Every path (both ends of renames) of `files` that is not library source, in patch order."""
     out: list[str] = []
-    for fp in parse_patch(patch).files:
-        for path in {fp.old_path, fp.new_path} - {None}:
-            assert path is not None
-            name = PurePosixPath(path).name
-            module = _module_of(path)
-            hit = (
-                name in INFRA_NAMES
-                or name.endswith(".pth")
-                or path.split("/", 1)[0] == SCRATCH_DIR
-                # `-p pkg.plugin` may live at the root or under src/
-                or (module is not None and any(module == m or module.endswith("." + m) for m in plugins))
-                or (path == fp.new_path and _creates(fp) and shadowed_module(path, roots) is not None)
-            )
-            if hit and path not in out:
+    for fc in files:
+        for path in fc.paths:
+            created = path == fc.new_path and (fc.old_path != fc.new_path or path not in facts.existing)
+            if path not in out and not is_library_path(path, facts, created=created):
                 out.append(path)
     return out
 
 
-async def _base_configs(sandbox: Sandbox, base: str) -> list[str]:
-    """The texts of the base commit's pytest configuration files."""
-    texts = []
-    for name in CONFIG_FILES:
-        res = await sandbox.exec(f"git show {shlex.quote(f'{base}:{name}')}")
-        if res.ok:
-            texts.append(res.stdout)
-    return texts
+async def _base_text(sandbox: Sandbox, command: str) -> str:
+    res = await sandbox.exec(command)
+    return res.stdout if res.ok else ""
+
+
+async def base_facts(sandbox: Sandbox, files: Sequence[FileChange], *, base: str, test_cmd: str | None,
+                     test_ids: Sequence[str], plugins: Sequence[str] = ()) -> BaseFacts:
+    """Read from the base commit (git in the sandbox) what `is_library_path` needs for these files."""
+    touched = {p for fc in files for p in fc.paths}
+    asked = sorted({m for p in touched for m in root_markers(p)} | touched)
+    listing = await sandbox.exec(
+        "git cat-file --batch-check='%(objecttype)' --buffer",
+        stdin="".join(f"{base}:{p}\n" for p in asked),
+    )
+    if not listing.ok or listing.truncated:
+        from agentflow.errors import SandboxError
+
+        raise SandboxError(f"could not list the base commit's files: {listing.output.strip()[-200:]}")
+    answers = listing.stdout.splitlines()
+    existing = {p for p, kind in zip(asked, answers) if kind == "blob"}
+    configs = [await _base_text(sandbox, f"git show {shlex.quote(f'{base}:{name}')}") for name in CONFIG_FILES]
+    declared = await _base_text(sandbox, sh_command(
+        f"git grep -h -I -A 30 -e pytest_plugins {shlex.quote(base)} -- '*.py' | head -c 1000000"))
+    test_dirs = {str(PurePosixPath(f).parent) for f in test_files(test_ids)}
+    return BaseFacts(
+        existing=existing,
+        plugins=plugin_modules([test_cmd or "", *configs, declared]) | set(plugins),
+        sys_path=sorted({*PATH_ROOTS, *pythonpath_roots(configs), *("" if d == "." else d for d in test_dirs)}),
+        test_files=set(test_files(test_ids)),
+    )
 
 
 async def restore_test_infra(
-    sandbox: Sandbox, patch: str, *, base: str = "HEAD", test_cmd: str | None = None, test_ids: Sequence[str] = ()
+    sandbox: Sandbox, patch: str, *, base: str = "HEAD", test_cmd: str | None = None, test_ids: Sequence[str] = (),
+    files: Sequence[FileChange] | None = None, plugins: Sequence[str] = (),
 ) -> list[str]:
-    """Put every test-infrastructure file the patch touched back as it is at `base`; return those paths.
-
-    `test_ids`: the tests that will run; pytest puts their folders on sys.path too."""
+    """Put every file the patch touched that is not library source back as it is at `base` (remove it when
+    `base` has none); return those paths. `files`: git's reading of the patch (`ApplyResult.files`), read
+    again with git when not given. `test_ids`: the tests that will run; `plugins`: the task's named plugins."""
     if not patch.strip():
         return []
-    configs = await _base_configs(sandbox, base)
-    plugins = plugin_modules([test_cmd or "", *configs])
-    test_dirs = {str(PurePosixPath(f).parent) for f in test_files(test_ids)}
-    roots = {*PATH_ROOTS, *pythonpath_roots(configs), *("" if d == "." else d for d in test_dirs)}
-    paths = infra_paths(patch, plugins, sorted(roots))
-    for path in paths:
-        q, ref = shlex.quote(path), shlex.quote(f"{base}:{path}")
-        script = f"if git cat-file -e {ref} 2>/dev/null; then git checkout -q {shlex.quote(base)} -- {q}; else rm -rf -- {q}; fi"
-        res = await sandbox.exec(sh_command(script))
-        if not res.ok:
-            from agentflow.errors import SandboxError
-
-            raise SandboxError(f"could not restore {path} from the base commit: {res.output.strip()[-200:]}")
+    if files is None:
+        files = await git_patch_files(sandbox, patch)
+    if not files:
+        return []
+    facts = await base_facts(sandbox, files, base=base, test_cmd=test_cmd, test_ids=test_ids, plugins=plugins)
+    paths = not_library(files, facts)
+    await _restore(sandbox, paths, base)
     return paths
+
+
+async def _restore(sandbox: Sandbox, paths: Sequence[str], base: str) -> None:
+    """Each of `paths` as at `base`, or absent; deepest first (a file the patch put below a path that the base
+    has as a file goes before that file comes back). Fails loudly when one is not so afterwards."""
+    ref = shlex.quote(base)
+    steps = []
+    for path in sorted(paths, key=lambda p: (-p.count("/"), p)):
+        q, obj = shlex.quote(path), shlex.quote(f"{base}:{path}")
+        steps.append(
+            f"rm -rf -- {q} 2>/dev/null; if git cat-file -e {obj} 2>/dev/null; then "
+            f"git --literal-pathspecs checkout -q {ref} -- {q} || {{ echo {q}; exit 1; }}; "
+            f"elif [ -e {q} ] || [ -L {q} ]; then echo {q}; exit 1; fi"
+        )
+    batch: list[str] = []
+    for step in [*steps, None]:
+        if step is not None and sum(map(len, batch)) + len(step) < _BATCH:
+            batch.append(step)
+            continue
+        if batch:
+            res = await sandbox.exec(sh_command("; ".join(batch)))
+            if not res.ok:
+                from agentflow.errors import SandboxError
+
+                raise SandboxError(f"could not restore {res.output.strip()[-200:]} from the base commit")
+        batch = [step] if step is not None else []

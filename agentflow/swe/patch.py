@@ -1,8 +1,11 @@
 """Patches: clean up a model's diff, tell test files apart, extract a diff from a workspace, apply one, tell
 one that changes no code (a noop: only docstrings, comments or whitespace).
 
-Application follows the SWE-bench harness: `git apply --verbose`, and when that fails,
-`patch --batch --fuzz=5 -p1 -i` (no `--reject` step: a partly applied patch is a failed patch).
+A patch is applied with `git apply --verbose` alone, and what it touches is git's own reading of it
+(`git apply --numstat -z`, forwards and with `-R`, by the same git in the same workspace): what grading
+restores is decided from the very reading that writes the files. SWE-bench falls back to
+`patch --batch --fuzz=5`; that tool reads headers git ignores (a form-feed or `\r` in a header line, context
+and ed-style diffs), so a patch only it would apply is refused here, as one that does not apply.
 """
 
 from __future__ import annotations
@@ -16,9 +19,8 @@ from pathlib import PurePosixPath
 
 from agentflow.sandbox.base import Sandbox, sh_command
 
-APPLY_COMMANDS = ("git apply --verbose", "patch --batch --fuzz=5 -p1 -i")
-"""SWE-bench's commands; the diff is given on stdin (`-` / no `-i`), so nothing is left in the workspace."""
-_STDIN_FORMS = {"git apply --verbose": "git apply --verbose -", "patch --batch --fuzz=5 -p1 -i": "patch --batch --fuzz=5 -p1"}
+APPLY_COMMAND = "git apply --verbose"
+"""The one command that applies a patch; the diff is given on stdin (`-`), so nothing is left in the workspace."""
 SCRATCH_DIR = ".agentflow_eval"
 _FENCE = re.compile(r"```(?:diff|patch)?[ \t]*\n(.*?)```", re.DOTALL)
 _DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+)$")
@@ -218,26 +220,91 @@ def make_patch(diff: str) -> str:
 
 
 @dataclass
+class FileChange:
+    """One file of a patch, as `git apply --numstat` reads it."""
+
+    old_path: str
+    new_path: str
+    """Both are the same path unless the patch renames or copies."""
+    added: str
+    deleted: str
+    """Line counts, "-" for a binary file."""
+
+    @property
+    def paths(self) -> list[str]:
+        """The path, or both ends of a rename or copy."""
+        return [self.old_path] if self.old_path == self.new_path else [self.old_path, self.new_path]
+
+
+class UnreadablePatch(ValueError):
+    """git does not read the text as a patch (or reads it differently forwards and backwards)."""
+
+
+def parse_numstat(out: bytes) -> list[tuple[str, str, str]]:
+    """(added, deleted, path) records of `git apply --numstat -z` output."""
+    records = []
+    for record in out.split(b"\0")[:-1]:
+        fields = record.decode("utf-8", "surrogateescape").split("\t", 2)
+        if len(fields) != 3:
+            raise UnreadablePatch(f"unexpected `git apply --numstat` record {record[:80]!r}")
+        records.append((fields[0], fields[1], fields[2]))
+    return records
+
+
+def pair_numstat(forward: list[tuple[str, str, str]], backward: list[tuple[str, str, str]]) -> list[FileChange]:
+    """The files of a patch from its forward and reversed (`-R`) numstat. Forward, git names the new path
+    (the old one for a deletion); with -R, the old one (the new one for a creation), and lists the files last
+    to first (the order a reversed patch applies in): together they name both ends."""
+    backward = backward[::-1]
+    if [(a, d) for a, d, _ in forward] != [(a, d) for d, a, _ in backward]:
+        raise UnreadablePatch("git reads it differently forwards and backwards")
+    return [FileChange(old, new, added, deleted) for (added, deleted, new), (_, _, old) in zip(forward, backward)]
+
+
+async def git_patch_files(sandbox: Sandbox, diff: str) -> list[FileChange]:
+    """The files `git apply` in the sandbox's workspace would touch (both ends of renames); UnreadablePatch
+    when git does not read `diff` as a patch. Only git's reading counts: the same program that applies it."""
+    text = diff if diff.endswith("\n") else diff + "\n"
+    outputs = []
+    for reverse in (False, True):
+        result = await sandbox.exec(f"git apply --numstat -z {'-R ' if reverse else ''}-", stdin=text)
+        if not result.ok:
+            raise UnreadablePatch((result.output.strip().splitlines() or ["git apply --numstat failed"])[-1])
+        if result.truncated:
+            raise UnreadablePatch("git's list of the files it touches is too long to read")
+        outputs.append(parse_numstat(result.stdout.encode("utf-8", "surrogateescape")))
+    files = pair_numstat(outputs[0], outputs[1])
+    for fc in files:
+        for path in fc.paths:
+            # a name the harness could not restore exactly (decoded with replacement) is no name a fix needs
+            if not path.isprintable() or "\ufffd" in path:
+                raise UnreadablePatch(f"it names a path with control or undecodable characters: {path!r}")
+    return files
+
+
+@dataclass
 class ApplyResult:
     applied: bool
     command: str | None
     """The command that applied the patch (None when none did)."""
     log: str
+    files: list[FileChange] = field(default_factory=list)
+    """The files it touched, as git reads the patch (empty when it did not apply)."""
 
 
 async def apply_patch(sandbox: Sandbox, diff: str) -> ApplyResult:
-    """Apply `diff` in the workspace like the SWE-bench harness does (git apply, else patch with fuzz)."""
+    """Apply `diff` in the workspace with `git apply` alone; a patch git does not read, or reads but cannot
+    apply, is not applied (no lenient second tool: what it wrote would not be what git's reading says)."""
     text = diff if diff.endswith("\n") else diff + "\n"
-    logs = []
-    for command in APPLY_COMMANDS:
-        # --no-backup-if-mismatch: no .orig files; a failed `patch` may leave the tree half-patched, which
-        # is why a failure is final (the instance is an error, as in SWE-bench)
-        real = _STDIN_FORMS[command] + (" --no-backup-if-mismatch -r /dev/null" if command.startswith("patch") else "")
-        result = await sandbox.exec(real, stdin=text)
-        logs.append(f"$ {command}\n(exit {result.exit_code})\n{result.output}")
-        if result.ok:
-            return ApplyResult(True, command, "\n".join(logs))
-    return ApplyResult(False, None, "\n".join(logs))
+    try:
+        files = await git_patch_files(sandbox, text)
+    except UnreadablePatch as exc:
+        return ApplyResult(False, None, f"$ git apply --numstat -z -\n(git does not read it as a patch: {exc})")
+    result = await sandbox.exec(APPLY_COMMAND + " -", stdin=text)
+    log = f"$ {APPLY_COMMAND}\n(exit {result.exit_code})\n{result.output}"
+    if not result.ok:
+        return ApplyResult(False, None, log)
+    return ApplyResult(True, APPLY_COMMAND, log, files)
 
 
 async def workspace_diff(sandbox: Sandbox, base: str = "HEAD", *, exclude_tests: bool = True) -> str:

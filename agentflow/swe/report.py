@@ -39,8 +39,9 @@ class InstanceReport(BaseModel):
     flaky_tests: list[str] = Field(default_factory=list)
     """Tests that failed, then passed when run again (grading keeps the first run)."""
     restored_files: list[str] = Field(default_factory=list)
-    """Test-infrastructure files the model patch touched, put back as at the base commit before the tests ran
-    (`conftest.py`, `pytest.ini`, `sitecustomize.py`, `-p` plugin modules, ...: see `swe/guard.py`)."""
+    """Files the model patch touched that are not library source, put back as at the base commit (removed
+    when it has none) before the tests ran (`conftest.py`, any configuration, tests, new top-level modules,
+    `-p` plugin modules, ...: see `swe/guard.py`)."""
     duration_s: float = 0.0
 
     @property
@@ -59,8 +60,9 @@ class InstanceReport(BaseModel):
 def grade(
     fail_to_pass: Sequence[str], pass_to_pass: Sequence[str], status: Mapping[str, str]
 ) -> tuple[dict[str, dict[str, list[str]]], bool]:
-    """SWE-bench's grading: FAIL_TO_PASS tests must pass (or xfail), PASS_TO_PASS tests must pass or be
-    skipped; resolved when every one does. Tests that did not run count as failures."""
+    """SWE-bench's grading, stricter on FAIL_TO_PASS: those tests must pass (skipped or xfailed is not
+    passed), PASS_TO_PASS tests must pass, xfail or be skipped; resolved when every one does. Tests that did
+    not run count as failures."""
     from agentflow.swe.testrun import maintained, passed
 
     out = empty_tests_status()

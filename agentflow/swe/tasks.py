@@ -3,7 +3,7 @@
 Field names are SWE-bench's. `FAIL_TO_PASS` / `PASS_TO_PASS` may be lists or JSON-encoded strings (as in the
 SWE-bench datasets). `repo` is a local directory (relative paths resolve against the tasks file's folder), a
 git URL, or a GitHub `owner/name`. agentflow adds optional set-up fields: `test_cmd`, `requirements`,
-`wheelhouse`, `setup_commands`.
+`wheelhouse`, `setup_commands`, `pytest_plugins`.
 
 A tasks file is untrusted input: every local path it names (`repo` as a folder or `file://` URL, `wheelhouse`)
 must lie, symlinks resolved, under the tasks file's folder or a folder the user allowed (`--allow-path`), or
@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -81,13 +81,17 @@ class SWETask(BaseModel):
     `requirements`, every wheel in it is installed."""
     setup_commands: list[str] = Field(default_factory=list)
     """Shell commands run in the workspace after checkout, before any patch."""
+    pytest_plugins: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]] = Field(
+        default_factory=list)
+    """pytest plugins (module names) the tests need beyond those of `requirements`, loaded by name: grading runs
+    pytest with plugin autoloading off, so a plugin preinstalled in a custom sandbox image loads only when named."""
     base_dir: str | None = Field(default=None, exclude=True)
     """Folder of the tasks file (set by the loader; relative `repo`/`wheelhouse` resolve against it). A task
     that has one came from a file: its local paths must stay under this folder or `allowed_dirs`."""
     allowed_dirs: list[str] = Field(default_factory=list, exclude=True)
     """Other folders the task's local paths may name (`--allow-path`; set by the loader)."""
 
-    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", "requirements", "setup_commands", mode="before")
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", "requirements", "setup_commands", "pytest_plugins", mode="before")
     @classmethod
     def _decode_lists(cls, value: Any) -> Any:
         return _json_list(value)

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from agentflow.errors import UserError, printable
 from agentflow.swe.hostgit import OwnRepo, init, run_git
+from agentflow.swe.patch import FileChange, UnreadablePatch, pair_numstat, parse_numstat
 
 _APPLY = ["apply", "--verbose", "-"]
 _SCRATCH_CONFIG = ("core.symlinks=true", "core.protectHFS=true", "core.protectNTFS=true")
@@ -47,18 +48,6 @@ class TreeApplication:
     command: str
     diffstat: str
     """`path | +N -M` per file (as git lists them), and a total line."""
-
-
-@dataclass
-class FileChange:
-    """One file of a patch, as `git apply --numstat` reads it."""
-
-    old_path: str
-    new_path: str
-    """Both are the same path unless the patch renames or copies."""
-    added: str
-    deleted: str
-    """Line counts, "-" for a binary file."""
 
 
 def _git(args: list[str], scratch: OwnRepo, data: bytes) -> subprocess.CompletedProcess[bytes]:
@@ -80,22 +69,15 @@ def _numstat(patch: bytes, scratch: OwnRepo, *, reverse: bool) -> list[tuple[str
     proc = _git(["apply", "--numstat", "-z", *(["-R"] if reverse else []), "-"], scratch, patch)
     if proc.returncode != 0:
         raise UserError(f"the patch cannot be applied: {_reason(proc)}", hint="review patch.diff in the run folder")
-    out = []
-    for record in proc.stdout.split(b"\0")[:-1]:
-        added, deleted, path = record.decode("utf-8", "surrogateescape").split("\t", 2)
-        out.append((added, deleted, path))
-    return out
+    return parse_numstat(proc.stdout)
 
 
 def patch_files(patch: bytes, scratch: OwnRepo) -> list[FileChange]:
-    """The files `git apply` would touch, in patch order. Forward, git names the new path (the old one for
-    a deletion); with -R, the old one (the new one for a creation), and lists the files last to first
-    (the order a reversed patch applies in): together they name both ends."""
-    forward = _numstat(patch, scratch, reverse=False)
-    backward = _numstat(patch, scratch, reverse=True)[::-1]
-    if [(a, d) for a, d, _ in forward] != [(a, d) for d, a, _ in backward]:
-        raise UserError("the patch cannot be applied: git reads it differently forwards and backwards")
-    return [FileChange(old, new, added, deleted) for (added, deleted, new), (_, _, old) in zip(forward, backward)]
+    """The files `git apply` would touch, in patch order, both ends of renames (`swe.patch.pair_numstat`)."""
+    try:
+        return pair_numstat(_numstat(patch, scratch, reverse=False), _numstat(patch, scratch, reverse=True))
+    except UnreadablePatch as exc:
+        raise UserError(f"the patch cannot be applied: {exc}") from None
 
 
 def _path_problem(path: str) -> str | None:

@@ -178,8 +178,10 @@ async def test_the_local_backend_loads_the_plugins_of_the_tasks_requirements(tmp
         "requirements": ["pagerkit==1.0"], "wheelhouse": "wheels",
     }) + "\n")
     (task,) = load_tasks(tasks)
-    fix = ("--- a/src/pager/core.py\n+++ b/src/pager/core.py\n@@ -3 +3 @@\n"
-           "-    start = page * per_page\n+    start = (page - 1) * per_page\n")
+    fix = ("--- a/src/pager/core.py\n+++ b/src/pager/core.py\n@@ -2,3 +2,3 @@\n"
+           '     """Items of page `page` (1-based), `per_page` a page."""\n'
+           "-    start = page * per_page\n+    start = (page - 1) * per_page\n"
+           "     return items[start:start + per_page]\n")
     async with open_sandbox("local") as sb:
         base = await run_prediction(sb, task, "", run_empty=True, rerun_failed=False)
     async with open_sandbox("local") as sb:

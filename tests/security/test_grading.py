@@ -92,7 +92,7 @@ def task() -> SWETask:
     ("patch", "restored"),
     [
         (CONFTEST, ["conftest.py"]),
-        (PLUGIN, ["pytest.ini"]),
+        (PLUGIN, ["evilplugin.py", "pytest.ini"]),
         (SITE, [".agentflow_eval/sitecustomize.py", "sitecustomize.py"]),
         (FORGE_INIT, []),
         (ROOT_PYTEST, ["pytest.py"]),

@@ -4,7 +4,7 @@
 `_pytest` package or a standard-library `json.py` in the workspace ran instead of the real module and could
 report every test as passed. Two defences, each tested on its own here: the harness starts pytest from
 a runner script that loads it from the environment (these files can sit in the workspace and change
-nothing), and the guard removes such modules when a patch adds them (`test_grading.py` grades the patches).
+nothing), and the allowlist removes such modules when a patch adds them (`test_grading.py` grades the patches).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import pytest
 from agentflow.sandbox import open_sandbox
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.swe.evaluate import run_prediction
-from agentflow.swe.guard import infra_paths, pythonpath_roots, shadowed_module
+from agentflow.swe.guard import BaseFacts, is_library_path, not_library, pythonpath_roots, shadowed_module
+from agentflow.swe.patch import FileChange
 from agentflow.swe.tasks import SWETask, load_tasks
 from agentflow.swe.testrun import runner_command
 from agentflow.swe.workspace import seed_workspace
@@ -27,8 +28,12 @@ from .test_grading import FAKE_RUN, _new_file
 IID = "inikit__inikit-1"
 
 
-def _change(path: str) -> str:
-    return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+BASE = BaseFacts(existing={"inikit/__init__.py", "src/pytest/__init__.py", "json.py"})
+"""A base commit with the package `inikit`, pytest's own `src/pytest` and a top-level module `json.py`."""
+
+
+def _restored(path: str, facts: BaseFacts = BASE) -> bool:
+    return not is_library_path(path, facts, created=path not in facts.existing)
 
 
 @pytest.mark.parametrize(
@@ -37,26 +42,25 @@ def _change(path: str) -> str:
         ("pytest.py", True),
         ("_pytest/__init__.py", True),
         ("pluggy/__init__.py", True),
-        ("json.py", True),
+        ("json.py", False),  # the base has it: the repository's own module
         ("unittest/__init__.py", True),
         ("src/json.py", True),
         ("json.cpython-311-x86_64-linux-gnu.so", True),
         ("agentflow_results_plugin.py", True),
         ("inikit/json.py", False),  # a submodule, inikit.json: shadows nothing
         ("inikit/values.py", False),
-        ("pytest/__main__.py", False),  # without __init__ a namespace folder, which the real package beats
+        ("pytest/__main__.py", True),  # outside every package root of the base
     ],
 )
-def test_a_module_the_patch_adds_in_a_folder_on_sys_path_is_caught_by_its_name(path: str, restored: bool) -> None:
-    assert (infra_paths(_new_file(path, "x = 1\n")) == [path]) is restored
+def test_a_module_the_patch_adds_outside_the_package_roots_is_removed(path: str, restored: bool) -> None:
+    assert _restored(path) is restored
 
 
 def test_a_module_the_base_already_has_is_the_repositorys_own_code() -> None:
     # pytest's own repository changes src/pytest/__init__.py in real fixes: that is the code under test
-    assert infra_paths(_change("src/pytest/__init__.py")) == []
-    assert infra_paths(_change("json.py")) == []
-    renamed = "diff --git a/mod.py b/json.py\nsimilarity index 100%\nrename from mod.py\nrename to json.py\n"
-    assert infra_paths(renamed) == ["json.py"]
+    assert not _restored("src/pytest/__init__.py")
+    renamed = [FileChange("inikit/mod.py", "json.py", "0", "0")]
+    assert not_library(renamed, BaseFacts(existing={"inikit/__init__.py", "inikit/mod.py"})) == ["json.py"]
 
 
 def test_the_folders_on_sys_path_come_from_the_base_configuration_and_the_tests() -> None:
@@ -64,7 +68,8 @@ def test_the_folders_on_sys_path_come_from_the_base_configuration_and_the_tests(
     assert pythonpath_roots(configs) == {"lib", "other", ""}
     assert shadowed_module("lib/pytest.py", ["lib"]) == "pytest"
     assert shadowed_module("lib/pytest.py", ["", "src"]) is None
-    assert infra_paths(_new_file("tests/json.py", "x = 1\n"), roots=["", "tests"]) == ["tests/json.py"]
+    facts = BaseFacts(existing={"inikit/__init__.py"}, sys_path=["", "inikit/probe"])
+    assert _restored("inikit/probe/json.py", facts)
 
 
 @pytest.mark.parametrize(

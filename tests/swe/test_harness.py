@@ -107,10 +107,12 @@ async def test_setup_command_failure_is_an_error_not_a_crash(tmp_path: Path):
     assert not report.completed and "setup command" in (report.error or "")
 
 
-def test_grading_follows_swe_bench():
+def test_grading_follows_swe_bench_but_an_xfail_is_no_pass():
     status = {"a": "PASSED", "b": "XFAIL", "c": "SKIPPED", "d": "FAILED", "e": "ERROR"}
-    tests, resolved = grade(["a", "b"], ["a", "c"], status)
-    assert resolved and tests["PASS_TO_PASS"]["success"] == ["a", "c"]
+    tests, resolved = grade(["a"], ["a", "b", "c"], status)
+    assert resolved and tests["PASS_TO_PASS"]["success"] == ["a", "b", "c"]
+    tests, resolved = grade(["a", "b"], ["a"], status)  # an xfailed FAIL_TO_PASS test is not a pass (issue #50)
+    assert not resolved and tests["FAIL_TO_PASS"]["failure"] == ["b"]
     tests, resolved = grade(["a", "c"], ["a"], status)  # a skipped FAIL_TO_PASS test is not a pass
     assert not resolved and tests["FAIL_TO_PASS"]["failure"] == ["c"]
     tests, resolved = grade(["a"], ["missing"], status)  # a test that did not run fails

@@ -94,14 +94,25 @@ async def test_apply_with_git_then_diff_without_tests():
         assert "tests/test_mod.py" in await workspace_diff(sb, "HEAD", exclude_tests=False)
 
 
-async def test_fuzzy_patch_falls_back_to_patch():
-    # context lines differ slightly from the file: git apply refuses, patch --fuzz accepts
+async def test_a_patch_only_a_lenient_tool_would_apply_is_refused():
+    """No `patch --fuzz` fallback: what grading restores is git's reading of the patch, so only git applies it."""
+    # context lines differ slightly from the file: git apply refuses (patch --fuzz=5 would accept)
     fuzzy = SRC_DIFF.replace(" def f():\n", " def f():  # old comment\n")
     async with open_sandbox("local") as sb:
         await _workspace(sb)
         result = await apply_patch(sb, fuzzy)
-        assert result.applied and result.command.startswith("patch --batch --fuzz=5")
-        assert "return 2" in await sb.read_file("pkg/mod.py")
+        assert not result.applied and result.command is None and result.files == []
+        assert "return 1" in await sb.read_file("pkg/mod.py")
+
+
+async def test_applying_says_which_files_git_touched():
+    renamed = "diff --git a/pkg/mod.py b/pkg/other.py\nsimilarity index 100%\nrename from pkg/mod.py\nrename to pkg/other.py\n"
+    async with open_sandbox("local") as sb:
+        await _workspace(sb)
+        result = await apply_patch(sb, renamed + TEST_DIFF)
+        assert result.applied
+        assert [(f.old_path, f.new_path) for f in result.files] == [
+            ("pkg/mod.py", "pkg/other.py"), ("tests/test_mod.py", "tests/test_mod.py")]
 
 
 async def test_patch_that_does_not_fit_is_not_applied():
