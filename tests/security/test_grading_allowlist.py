@@ -22,7 +22,7 @@ from agentflow.errors import UserError
 from agentflow.swe import testrun
 from agentflow.swe.evaluate import EvalConfig, evaluate_predictions
 from agentflow.swe.guard import BaseFacts, is_library_path, not_library, root_markers
-from agentflow.swe.hostgit import safe_env
+from agentflow.swe.hostgit import init
 from agentflow.swe.patch import FileChange
 from agentflow.swe.report import grade
 from agentflow.swe.tasks import Prediction, SWETask, load_predictions, load_tasks
@@ -41,10 +41,9 @@ LIBRARY_PARTS = {"inikit/_force.py", "inikit/errors.py", "inikit/__init__.py"}
 def git_files(patch: str) -> list[FileChange] | None:
     """The files git on the host reads in `patch` (None when git does not read it as a patch)."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = safe_env({"GIT_CEILING_DIRECTORIES": tmp})
-        subprocess.run(["git", "init", "-q", tmp], check=True, env=env)
+        scratch = init(Path(tmp) / "scratch")
         try:
-            return patch_files(patch.encode("utf-8", "surrogateescape"), Path(tmp), env)
+            return patch_files(patch.encode("utf-8", "surrogateescape"), scratch)
         except UserError:
             return None
 
