@@ -35,7 +35,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ sys.path.insert(0, str(HERE))
 from bugs import BUGS, Bug
 
 from agentflow.swe.workspace import snapshot_commit
+from agentflow.synth.sdist import fetch_sdist, unpack_sdist
 
 IMAGE = "agentflow-sandbox:0.1.0"
 WHEEL_SHA256 = {
@@ -91,9 +91,6 @@ PACKAGES = {
     ]
 }
 
-LEFT_OUT = ("PKG-INFO", "*.egg-info", ".gitignore", ".gitattributes", "__pycache__", "*.pyc")
-"""What of an sdist a task repository leaves out: what the sdist build generated, and git's metadata files
-(nested in this repository they would apply to its own files: tabulate's `.gitignore` ignores a source file)."""
 
 # Collects every test's outcome into $OUTCOMES_FILE (node id -> passed/failed/skipped).
 OUTCOMES_PLUGIN = '''
@@ -110,29 +107,9 @@ def pytest_sessionfinish(session):
 '''
 
 
-def sdist(pkg: Package, cache: Path) -> Path:
-    """The package's sdist, downloaded from PyPI once (`pip download`), checked against its sha256."""
-    cache.mkdir(parents=True, exist_ok=True)
-    found = [p for p in cache.glob("*.tar.gz") if p.name.lower().replace("_", "-") == f"{pkg.name}-{pkg.version}.tar.gz"]
-    if not found:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-             f"{pkg.name}=={pkg.version}", "-d", str(cache)],
-            check=True,
-        )
-        return sdist(pkg, cache)
-    digest = hashlib.sha256(found[0].read_bytes()).hexdigest()
-    if digest != pkg.sha256:
-        raise SystemExit(f"{found[0]}: sha256 {digest} is not the pinned {pkg.sha256}")
-    return found[0]
-
-
 def unpack_clean(pkg: Package, cache: Path, dest: Path) -> None:
-    """The sdist as published in `dest`, less `LEFT_OUT`."""
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(sdist(pkg, cache)) as tf:
-        tf.extractall(tmp, filter="data")
-        (top,) = Path(tmp).iterdir()
-        shutil.copytree(top, dest, ignore=shutil.ignore_patterns(*LEFT_OUT))
+    """The package's pinned sdist as published in `dest`, less `synth.sdist.LEFT_OUT`."""
+    unpack_sdist(fetch_sdist(pkg.name, pkg.version, pkg.sha256, cache), dest)
 
 
 def inject(repo: Path, bug: Bug) -> None:

@@ -18,20 +18,17 @@ rewrites both files from its output.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SEED = 52
-LEFT_OUT = ("PKG-INFO", "*.egg-info", ".gitignore", ".gitattributes", "__pycache__", "*.pyc")
 
 
 @dataclass(frozen=True)
@@ -65,27 +62,11 @@ PACKAGES = [
 BY_NAME = {p.name: p for p in PACKAGES}
 
 
-def sdist(pkg: Package, cache: Path) -> Path:
-    """The package's sdist, downloaded from PyPI once, checked against its pinned sha256."""
-    cache.mkdir(parents=True, exist_ok=True)
-    wanted = f"{pkg.name}-{pkg.version}.tar.gz".lower().replace("_", "-")
-    found = [p for p in cache.glob("*.tar.gz") if p.name.lower().replace("_", "-") == wanted]
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                        f"{pkg.name}=={pkg.version}", "-d", str(cache)], check=True)
-        return sdist(pkg, cache)
-    digest = hashlib.sha256(found[0].read_bytes()).hexdigest()
-    if digest != pkg.sha256:
-        raise SystemExit(f"{found[0]}: sha256 {digest} is not the pinned {pkg.sha256}")
-    return found[0]
-
-
 def unpack_clean(pkg: Package, cache: Path, dest: Path) -> None:
-    """The sdist as published in `dest`, less `LEFT_OUT`."""
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(sdist(pkg, cache)) as tf:
-        tf.extractall(tmp, filter="data")
-        (top,) = Path(tmp).iterdir()
-        shutil.copytree(top, dest, ignore=shutil.ignore_patterns(*LEFT_OUT))
+    """The package's pinned sdist as published in `dest`, less `synth.sdist.LEFT_OUT`."""
+    from agentflow.synth.sdist import fetch_sdist, unpack_sdist
+
+    unpack_sdist(fetch_sdist(pkg.name, pkg.version, pkg.sha256, cache), dest)
 
 
 def make_repos(tasks: list[dict], golds: dict[str, str], cache: Path) -> None:
