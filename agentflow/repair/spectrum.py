@@ -326,8 +326,10 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
     out = f"{TRACE_DIR}/spectrum.json"
     await sandbox.write_file(f"{TRACE_DIR}/agentflow_spectrum.py", _SPECTRUM.read_text())
     await sandbox.exec(sh_command(f"rm -f {out}"))
-    # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off)
-    script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" PYTEST_ADDOPTS="-p agentflow_spectrum" '
+    # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off);
+    # the options `env` has for pytest (the test files the pre-flight left out) are kept
+    script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" '
+              f'PYTEST_ADDOPTS="-p agentflow_spectrum ${{PYTEST_ADDOPTS:-}}" '
               f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {test_cmd}')
     result = await sandbox.exec(sh_command(script), env=dict(env) if env else None, timeout=timeout_s)
     stopped = f" (stopped by the sandbox's {result.limit_hit} limit)" if result.limit_hit else ""

@@ -37,7 +37,7 @@ from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files, touched_in_place
-from agentflow.swe.preflight import Preflight, run_preflight
+from agentflow.swe.preflight import Preflight, ignoring, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import install_runner, runner_command, test_env
@@ -272,6 +272,9 @@ class Workbench:
         self.test_time = CandidateTestTime()
         """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
         every view of this workbench (`on`), so a search branch's runs count too."""
+        self.left_out: list[str] = []
+        """Test files the pre-flight found cannot be collected for a missing optional module: left out of every
+        test run (`swe.preflight.ignoring`)."""
         self._base_runs: dict[str, ExecResult] = {}
         """The pre-flight's run of a test command at the base commit, taken by the first base verification
         with that command instead of a second run of the same suite on the same code."""
@@ -341,7 +344,9 @@ class Workbench:
         # agentflow's own command (the default, or the selected regression tests') runs without the plugins the
         # local environment has installed; a command the user gave may need them
         ours = self.cfg.test_cmd is None or (how is not None and how.test_cmd is not None)
-        return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
+        # the test files the pre-flight left out (an optional module they import is missing): every run skips them
+        return ignoring(env, self.left_out)
 
     # ------------------------------------------------------------------------------------- reproduction
 
@@ -525,8 +530,10 @@ class Workbench:
         async with self.lock:
             await self.reset()
             try:
+                self.left_out = []
                 found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.test_timeout_s,
                                             env=self._test_env())
+                self.left_out = list(found.left_out) if found.can_run else []
                 if found.result is not None and found.can_run:
                     self._base_runs[found.command] = found.result
                 return found
