@@ -351,6 +351,11 @@ class ProgressPrinter:
             return None
         return self._task_of(e)[0], f"pre-flight: {found.summary()}"
 
+    def _test_time(self, e: Event) -> tuple[str | None, str]:
+        from agentflow.repair.testshare import describe
+
+        return self._task_of(e)[0], describe(e.data)
+
     def _search(self, e: Event) -> tuple[str | None, str]:
         iid, task = self._task_of(e)
         d = e.data
@@ -471,6 +476,7 @@ class ProgressPrinter:
         "run.start": _run_start,
         "repair.start": _repair_start,
         "repair.preflight": _preflight,
+        "repair.test_time": _test_time,
         "repair.search": _search,
         "node.start": _node_start,
         "node.end": _node_end,
