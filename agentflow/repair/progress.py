@@ -104,7 +104,9 @@ def verdict(v: Verification | None) -> str:
     test_y)`, `the issue still reproduces`, `not refuted: ...` (blind mode, where passing tests prove no fix);
     with which tests ran when only those reaching the change did."""
     said = _verdict(v)
-    if v is not None and v.targeted:
+    if v is not None and v.targeted and v.shortened:
+        said += f" [ran the {v.targeted} tests failing at the base commit: the test-time share]"
+    elif v is not None and v.targeted:
         said += f" [ran the {v.targeted} tests that reach the change]"
     return said
 

@@ -74,6 +74,9 @@ class Verification(BaseModel):
     patch changes (`agentflow.repair.targeting`); None when the whole suite ran."""
     seconds: float | None = None
     """How long its test run took."""
+    shortened: bool = False
+    """Blind mode: the run was cut to the tests failing at the base commit, the whole suite not fitting in the
+    test-time share (`RepairConfig.test_time_share`); `targeted` says how many ran."""
 
 
 @dataclass(frozen=True)
@@ -686,6 +689,7 @@ class Workbench:
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
             output=output, counts=(good, total) if total else None,
             targeted=len(targeted[1]) if targeted else shortened[1] if shortened else None,
+            shortened=bool(shortened) and not targeted,
             seconds=round(result.duration_s, 3),
         )
 

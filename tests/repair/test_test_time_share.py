@@ -51,6 +51,7 @@ def test_runs_that_would_exceed_the_share_run_the_failing_tests_instead(docker_i
     assert all(f["share_s"] == 3.0 for f in found)
     assert "test time: localization runs 1 test(s) instead of the suite" in captured.err
     assert "test time: verification runs 1 test(s) instead of the suite" in captured.err
+    assert "[ran the 1 tests failing at the base commit: the test-time share]" in captured.err
     assert shown["report"]["resolved"] is True
 
 
