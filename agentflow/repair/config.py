@@ -270,6 +270,13 @@ class RepairConfig(StrictConfig):
     least `test_timeout_floor_s`): a candidate that hangs costs a few base runs, not `test_timeout_s`."""
     test_timeout_floor_s: float = Field(default=5.0, gt=0)
     """The shortest timeout of a candidate's test run (a suite of a second still needs time to start)."""
+    test_time_share: float = Field(default=0.3, gt=0, le=1)
+    """Share of the task's wall time (`wall_time_s`) that the repair's own test runs may spend together: the
+    call-traced localization run (`swe.spectrum`) and the candidates' verifications during the search (not the
+    pre-flight, nor the whole-suite check of a finalist). A run whose expected time (the base commit's run of the
+    suite; twice that traced) does not fit in what is left runs only the tests failing at the base commit,
+    its timeout what is left; a run that still times out says so. Both are `repair.test_time` events and
+    progress lines. Without `wall_time_s` there is no share: each run is bounded by its own timeout."""
     target_tests: bool = True
     """Blind mode: a candidate runs only the repository tests that reached the functions it changes in the base
     commit's traced run (`swe.spectrum`), its whole-suite result estimated from theirs; the whole suite runs

@@ -104,7 +104,9 @@ def verdict(v: Verification | None) -> str:
     test_y)`, `the issue still reproduces`, `not refuted: ...` (blind mode, where passing tests prove no fix);
     with which tests ran when only those reaching the change did."""
     said = _verdict(v)
-    if v is not None and v.targeted:
+    if v is not None and v.targeted and v.shortened:
+        said += f" [ran the {v.targeted} tests failing at the base commit: the test-time share]"
+    elif v is not None and v.targeted:
         said += f" [ran the {v.targeted} tests that reach the change]"
     return said
 
@@ -351,6 +353,11 @@ class ProgressPrinter:
             return None
         return self._task_of(e)[0], f"pre-flight: {found.summary()}"
 
+    def _test_time(self, e: Event) -> tuple[str | None, str]:
+        from agentflow.repair.testshare import describe
+
+        return self._task_of(e)[0], describe(e.data)
+
     def _search(self, e: Event) -> tuple[str | None, str]:
         iid, task = self._task_of(e)
         d = e.data
@@ -471,6 +478,7 @@ class ProgressPrinter:
         "run.start": _run_start,
         "repair.start": _repair_start,
         "repair.preflight": _preflight,
+        "repair.test_time": _test_time,
         "repair.search": _search,
         "node.start": _node_start,
         "node.end": _node_end,

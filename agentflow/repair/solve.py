@@ -218,6 +218,9 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
     outcome, events = run.outcome, run.events
     bench = Workbench(sandbox, run.task, run.cfg, _python_for(sandbox))
     outcome.feedback = bench.mode
+    iid = run.task.instance_id
+    # a test run shortened or timed out for the test-time share is an event and a progress line, never silent
+    bench.test_share.reporter = lambda found: events.emit("repair.test_time", node_id=iid, instance_id=iid, **found)
     try:
         await bench.setup()
         if graph_searches(run.spec):  # what a branch's recorded workspace diff is taken against

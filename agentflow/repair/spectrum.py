@@ -320,17 +320,25 @@ async def run_examples(sandbox: Sandbox, python: str, issue: str, index: Functio
     return run
 
 
+TIMED_OUT = "the suite did not finish within"
+"""How a spectrum problem says the traced suite ran out of time (`repair.testshare` reports it)."""
+
+
 async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *, timeout_s: float,
                        env: Mapping[str, str] | None = None) -> tuple[SuiteSpectrum | None, str]:
     """Run the suite (a pytest command) with the spectrum plugin: (spectrum, ""), or (None, why there is none)."""
     out = f"{TRACE_DIR}/spectrum.json"
     await sandbox.write_file(f"{TRACE_DIR}/agentflow_spectrum.py", _SPECTRUM.read_text())
     await sandbox.exec(sh_command(f"rm -f {out}"))
-    # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off)
-    script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" PYTEST_ADDOPTS="-p agentflow_spectrum" '
+    # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off);
+    # the options `env` has for pytest (the test files the pre-flight left out) are kept
+    script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" '
+              f'PYTEST_ADDOPTS="-p agentflow_spectrum ${{PYTEST_ADDOPTS:-}}" '
               f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {test_cmd}')
     result = await sandbox.exec(sh_command(script), env=dict(env) if env else None, timeout=timeout_s)
     stopped = f" (stopped by the sandbox's {result.limit_hit} limit)" if result.limit_hit else ""
+    if result.timed_out:
+        stopped += f" ({TIMED_OUT} {timeout_s:.0f}s)"
     try:
         text = await sandbox.read_file(out)
     except (SandboxError, OSError):  # the suite did not start, or it is not pytest

@@ -25,7 +25,7 @@ from agentflow.graph.branch_workspace import SandboxTurn
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
 from agentflow.repair.localize import RunEvidence
-from agentflow.repair.spectrum import ExampleRun, FunctionIndex, gather_evidence, run_examples
+from agentflow.repair.spectrum import TIMED_OUT, ExampleRun, FunctionIndex, gather_evidence, run_examples
 from agentflow.repair.targeting import (
     SuiteReach,
     changed_functions,
@@ -33,11 +33,12 @@ from agentflow.repair.targeting import (
     targeted_command,
     timeout_from_base,
 )
+from agentflow.repair.testshare import TestTimeShare, failing_ids
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files, touched_in_place
-from agentflow.swe.preflight import Preflight, run_preflight
+from agentflow.swe.preflight import Preflight, ignoring, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import install_runner, runner_command, test_env
@@ -73,6 +74,9 @@ class Verification(BaseModel):
     patch changes (`agentflow.repair.targeting`); None when the whole suite ran."""
     seconds: float | None = None
     """How long its test run took."""
+    shortened: bool = False
+    """Blind mode: the run was cut to the tests failing at the base commit, the whole suite not fitting in the
+    test-time share (`RepairConfig.test_time_share`); `targeted` says how many ran."""
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,8 @@ def _missed_tests(result: ExecResult, named: int) -> bool:
     return result.exit_code in (0, 1) and _counts(result.output)[1] < named
 
 
+TRACE_SLOWDOWN = 2.0
+"""The call-traced suite run is expected to take this multiple of the plain run (the tracer's overhead)."""
 _LIST_PYTHON = "git ls-files --cached --others --exclude-standard -- '*.py'"
 
 
@@ -272,6 +278,16 @@ class Workbench:
         self.test_time = CandidateTestTime()
         """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
         every view of this workbench (`on`), so a search branch's runs count too."""
+        self.test_share = TestTimeShare(limit_s=cfg.test_time_share * cfg.wall_time_s if cfg.wall_time_s else None)
+        """What the localization run and the candidates' verifications may still spend (`test_time_share`); one
+        for every view of this workbench."""
+        self.failing_at_base: list[str] = []
+        """The test ids that failed in the pre-flight's run: what a shortened run keeps."""
+        self.base_seconds: float | None = None
+        """How long the pre-flight's run of the suite took."""
+        self.left_out: list[str] = []
+        """Test files the pre-flight found cannot be collected for a missing optional module: left out of every
+        test run (`swe.preflight.ignoring`)."""
         self._base_runs: dict[str, ExecResult] = {}
         """The pre-flight's run of a test command at the base commit, taken by the first base verification
         with that command instead of a second run of the same suite on the same code."""
@@ -341,7 +357,9 @@ class Workbench:
         # agentflow's own command (the default, or the selected regression tests') runs without the plugins the
         # local environment has installed; a command the user gave may need them
         ours = self.cfg.test_cmd is None or (how is not None and how.test_cmd is not None)
-        return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
+        # the test files the pre-flight left out (an optional module they import is missing): every run skips them
+        return ignoring(env, self.left_out)
 
     # ------------------------------------------------------------------------------------- reproduction
 
@@ -414,14 +432,40 @@ class Workbench:
         """Run the issue's examples and the repository's suite (`how`'s command) call-traced at the base commit
         (`agentflow.repair.spectrum.gather_evidence`); the workspace is reset afterwards. The summary's `reach`
         is what targeted test runs go by (`HowToVerify.reach`)."""
+        cmd, shortened = self.test_command(how), None
+        expected = self._base_seconds(how)
+        expected = expected * TRACE_SLOWDOWN if expected is not None else None
+        if not self.test_share.fits(expected):
+            shortened = self._shortened(cmd, self.failing_at_base)
+            if shortened is not None:
+                self.test_share.report("localization", "shortened", tests=len(self.failing_at_base),
+                                       expected_s=round(expected or 0.0, 1), left_s=round(self.test_share.left_s() or 0.0, 1))
+                cmd = shortened
+        timeout = self.test_share.timeout(test_timeout_s, self.cfg.test_timeout_floor_s)
         async with self.lock:
             await self.reset()
+            started = time.monotonic()
             try:
-                return await gather_evidence(self.sandbox, self.python, issue, sources,
-                                             test_cmd=self.test_command(how), test_timeout_s=test_timeout_s,
-                                             env=self._test_env(how))
+                found = await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=cmd,
+                                              test_timeout_s=timeout, env=self._test_env(how))
             finally:
                 await self.reset()  # whatever the examples or the tests wrote is not part of any candidate
+        self.test_share.spend(time.monotonic() - started)
+        if any(TIMED_OUT in problem for problem in found[1]["problems"]):
+            self.test_share.report("localization", "timed_out", timeout_s=round(timeout, 1),
+                                   shortened=shortened is not None)
+        return found
+
+    def _base_seconds(self, how: HowToVerify | None) -> float | None:
+        """How long the unchanged code's run of the suite took (the base verification's, else the pre-flight's)."""
+        if how is not None and how.base is not None and how.base.seconds is not None:
+            return how.base.seconds
+        return self.base_seconds
+
+    @staticmethod
+    def _shortened(cmd: str, ids: list[str]) -> str | None:
+        """`cmd` running only `ids` (the tests failing at the base commit); None when it cannot be narrowed."""
+        return targeted_command(cmd, ids) if ids else None
 
     async def show_examples(self, patch: str, issue: str, sources: Mapping[str, str]) -> ExampleRun:
         """What the report's examples show on base + `patch` (`spectrum.run_examples`, its `shown`); the
@@ -525,8 +569,13 @@ class Workbench:
         async with self.lock:
             await self.reset()
             try:
+                self.left_out = []
                 found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.test_timeout_s,
                                             env=self._test_env())
+                self.left_out = list(found.left_out) if found.can_run else []
+                if found.result is not None:
+                    self.failing_at_base = failing_ids(found.result.output)
+                    self.base_seconds = found.result.duration_s
                 if found.result is not None and found.can_run:
                     self._base_runs[found.command] = found.result
                 return found
@@ -571,25 +620,51 @@ class Workbench:
         narrowed = targeted_command(cmd, [reach.ids[i] for i in targets])
         return (narrowed, targets) if narrowed is not None else None
 
-    async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool) -> ExecResult:
+    async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool, shared: bool = False,
+                         shortened: bool = False) -> ExecResult:
+        """One run of `cmd`; `shared`: a candidate's verification, drawing on the test-time share."""
+        timeout = self.cfg.test_timeout_s if at_base else self.candidate_timeout(how)
+        if shared:
+            timeout = self.test_share.timeout(timeout, self.cfg.test_timeout_floor_s)
         result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
-                                         env=self._test_env(how),
-                                         timeout=self.cfg.test_timeout_s if at_base else self.candidate_timeout(how))
+                                         env=self._test_env(how), timeout=timeout)
         if not at_base:
             self.test_time.add(result.duration_s)
+        if shared:
+            self.test_share.spend(result.duration_s)
+            if result.timed_out:
+                self.test_share.report("verification", "timed_out", timeout_s=round(timeout, 1), shortened=shortened)
         return result
+
+    def _fit_verification(self, cmd: str, how: HowToVerify) -> tuple[str, int] | None:
+        """A candidate's whole-suite run that does not fit in the test-time share: the command running the
+        tests failing at the base commit instead (reported) and how many, or None (it fits, or cannot be narrowed)."""
+        expected = self._base_seconds(how)
+        if self.test_share.fits(expected):
+            return None
+        ids = [how.reach.ids[i] for i in sorted(how.reach.failed)] if how.reach and how.reach.failed else []
+        ids = ids or self.failing_at_base
+        shortened = self._shortened(cmd, ids)
+        if shortened is not None:
+            self.test_share.report("verification", "shortened", tests=len(ids), expected_s=round(expected or 0.0, 1),
+                                   left_s=round(self.test_share.left_s() or 0.0, 1))
+            return shortened, len(ids)
+        return None
 
     async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool) -> Verification:
         cmd = self.test_command(how)
         at_base = not patch.strip()
         result = self._base_runs.pop(cmd, None) if at_base else None
         targeted = None if (whole or at_base) else await self._targets(patch, cmd, how.reach)
+        shared = not (whole or at_base)  # a candidate's run during the search: it draws on the test-time share
+        shortened = self._fit_verification(cmd, how) if shared and targeted is None else None
         if result is None:
             # pytest itself comes from the environment, not from a `pytest.py` the candidate put in the workspace
             await install_runner(self.sandbox, EVAL_DIR)
-            result = await self._run_tests(targeted[0] if targeted else cmd, how, at_base=at_base)
+            chosen = targeted[0] if targeted else shortened[0] if shortened else cmd
+            result = await self._run_tests(chosen, how, at_base=at_base, shared=shared, shortened=bool(shortened))
             if targeted and _missed_tests(result, len(targeted[1])):
-                targeted, result = None, await self._run_tests(cmd, how, at_base=False)
+                targeted, result = None, await self._run_tests(cmd, how, at_base=False, shared=shared)
         good, total = _counts(result.output)
         ok = result.ok
         if targeted is not None and how.reach is not None:  # the whole suite's result, estimated
@@ -613,7 +688,9 @@ class Workbench:
         return Verification(
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
             output=output, counts=(good, total) if total else None,
-            targeted=len(targeted[1]) if targeted else None, seconds=round(result.duration_s, 3),
+            targeted=len(targeted[1]) if targeted else shortened[1] if shortened else None,
+            shortened=bool(shortened) and not targeted,
+            seconds=round(result.duration_s, 3),
         )
 
     # ------------------------------------------------------------------------------------- noop check

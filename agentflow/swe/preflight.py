@@ -6,11 +6,21 @@ at the base commit, in the environment every later test run gets (`testrun.test_
 `src/` importable, the task's requirements, a `python` on PATH), and its outcome is classified: the tests ran
 (some fail: the bug; all pass: fine, but they cannot show the fix) or they cannot run (the cause, and the fix
 the user has to make).
+
+A pytest suite that cannot be collected is read file by file (`read_collection_errors`):
+- a test file that imports a module the repository does not have, with no frame in the repository's package
+  (an optional dependency of that file alone) is left out of every later run (`--ignore`, through
+  `PYTEST_ADDOPTS`: `ignoring`), named in the pre-flight's line, and the rest of the suite runs;
+- an error raised from the repository's own package (a frame in its package files, or a missing name that is one
+  of its own modules) is not a set-up failure: it may be the very bug the issue reports, so the repair goes on
+  and the collection error is the failing behaviour (the tests fail at the base commit);
+- anything else (a package's own dependency missing, a test file's syntax error) stops as before.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -42,6 +52,11 @@ class Preflight(BaseModel):
     """What the user can do about `cause`."""
     note: str | None = None
     """Worth knowing although the tests ran (every test passes: they cannot show the bug)."""
+    left_out: dict[str, str] = Field(default_factory=dict)
+    """Test files left out of every run of the repair (file -> why: the optional module it imports is missing)."""
+    own_errors: dict[str, str] = Field(default_factory=dict)
+    """Test files whose collection fails on an error the repository's own package raises (file -> the error):
+    taken as the failing behaviour, not as a set-up failure."""
     _result: ExecResult | None = PrivateAttr(default=None)
 
     @property
@@ -64,6 +79,12 @@ class Preflight(BaseModel):
         parts = [f"the test command at the base commit: exit {self.exit_code} ({counts})"]
         if self.fixed:
             parts.append("arranged: " + "; ".join(self.fixed))
+        if self.left_out:
+            parts.append("left out (an optional module the sandbox lacks): "
+                         + ", ".join(f"{path} ({why})" for path, why in self.left_out.items()))
+        if self.own_errors:
+            parts.append("the repository's own code raises while the tests are collected, taken as the failing "
+                         "behaviour: " + ", ".join(f"{path} ({why})" for path, why in self.own_errors.items()))
         if self.cause:
             parts.append(f"cannot run: {self.cause}")
         elif self.note:
@@ -109,9 +130,117 @@ def fix_for(cause: str) -> str:
     return "run the test command in the repository to see the error, then fix it or give another --test-cmd"
 
 
+_SECTION = re.compile(r"^_+ ERROR collecting (\S+) _+$", re.MULTILINE)
+_SECTION_END = re.compile(r"^(?:_+ .+ _+|=+ .* =+)$", re.MULTILINE)
+_FRAME = re.compile(r"^(\S+\.py):\d+: ", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^E\s+(\S.*)$", re.MULTILINE)
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+_CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '[^']+' from '([^']+)'")
+_TEST_PART = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
+_LIST_TRACKED = "git ls-files --cached --others --exclude-standard -- '*.py'"
+
+
+class RepoModules(BaseModel):
+    """The repository's Python files, as names a traceback or an import error can be matched against."""
+
+    files: frozenset[str]
+
+    @property
+    def package_files(self) -> frozenset[str]:
+        """Its files that are not tests (nor test helpers or conftest files)."""
+        return frozenset(f for f in self.files if not _TEST_PART.search(f))
+
+    @property
+    def own_names(self) -> frozenset[str]:
+        """The top-level modules it provides (at its root or under src/)."""
+        names = set()
+        for path in self.package_files:
+            first = path.removeprefix("src/").split("/", 1)[0]
+            names.add(first.removesuffix(".py"))
+        return frozenset(names)
+
+    @property
+    def any_names(self) -> frozenset[str]:
+        """Every folder and module name anywhere in it (a test helper's included)."""
+        return frozenset(part.removesuffix(".py") for path in self.files for part in path.split("/"))
+
+
+class CollectionError(BaseModel):
+    """One test file's collection error, classified."""
+
+    path: str
+    error: str
+    kind: str
+    """optional_module (left out), own_code (the bug, maybe) or setup (stop)."""
+
+
+def read_collection_errors(output: str, repo: RepoModules) -> list[CollectionError]:
+    """Each `ERROR collecting FILE` section of a pytest log, classified (see the module docstring)."""
+    found = []
+    for header in _SECTION.finditer(output):
+        end = _SECTION_END.search(output, header.end())
+        body = output[header.end():end.start() if end else len(output)]
+        path = header.group(1)
+        errors = _ERROR_LINE.findall(body)
+        error = errors[-1].strip() if errors else "an error while collecting"
+        frames = {_relative(f) for f in _FRAME.findall(body)}
+        in_package = bool(frames & repo.package_files)
+        missing = _NO_MODULE.search(error)
+        named = missing or _CANNOT_IMPORT.search(error)
+        top = named.group(1).split(".")[0] if named else None
+        if missing and top not in repo.any_names:  # a module from outside: a dependency
+            kind = "setup" if in_package else "optional_module"  # the package's own dependency: set-up
+        elif top in repo.own_names or in_package:  # one of its own modules, or raised in its own code
+            kind = "own_code"
+        else:
+            kind = "setup"
+        found.append(CollectionError(path=path, error=error[:200], kind=kind))
+    return found
+
+
+def _relative(frame: str) -> str:
+    return frame.removeprefix("./")
+
+
+def ignoring(env: Mapping[str, str] | None, files: list[str]) -> dict[str, str] | None:
+    """`env` with pytest told to leave `files` out (added to any `PYTEST_ADDOPTS` it has); `env` when none."""
+    if not files:
+        return dict(env) if env else None
+    out = dict(env or {})
+    extra = " ".join(f"--ignore={shlex.quote(path)}" for path in files)
+    out["PYTEST_ADDOPTS"] = f"{out['PYTEST_ADDOPTS']} {extra}" if out.get("PYTEST_ADDOPTS") else extra
+    return out
+
+
 async def run_preflight(sandbox: Sandbox, test_cmd: str, *, timeout: float,
                         env: Mapping[str, str] | None = None) -> Preflight:
-    """Run `test_cmd` in the workspace (at the base commit) with the test environment; classify the outcome."""
+    """Run `test_cmd` in the workspace (at the base commit) with the test environment; classify the outcome.
+    Collection errors are read per file: test files needing a missing optional module are left out and the
+    suite runs again without them; an error of the repository's own code is the failing behaviour."""
+    report = await _run_once(sandbox, test_cmd, timeout=timeout, env=env)
+    if report.can_run or report.result is None or not _COLLECTING.search(report.result.output):
+        return report
+    listing = await sandbox.exec(sh_command(_LIST_TRACKED))
+    repo = RepoModules(files=frozenset(listing.stdout.split()))
+    errors = read_collection_errors(report.result.output, repo)
+    if not errors or any(e.kind == "setup" for e in errors):
+        return report
+    left_out = {e.path: e.error for e in errors if e.kind == "optional_module"}
+    own = {e.path: e.error for e in errors if e.kind == "own_code"}
+    if left_out:
+        again = await _run_once(sandbox, test_cmd, timeout=timeout, env=ignoring(env, list(left_out)))
+        again.left_out = left_out
+        if not again.can_run or not own:
+            return again
+        report = again
+    report.own_errors = own
+    report.cause = report.fix = None
+    report.note = "the tests fail at the base commit on an error of the repository's own code"
+    return report
+
+
+async def _run_once(sandbox: Sandbox, test_cmd: str, *, timeout: float,
+                    env: Mapping[str, str] | None) -> Preflight:
     shim = (await sandbox.exec(sh_command(f"test -e {PYTHON_SHIM}"))).ok
     has_src = (await sandbox.exec(sh_command("test -d src"))).ok
     await install_runner(sandbox, EVAL_DIR)  # the same command as verification runs (its result may be reused)

@@ -36,13 +36,17 @@ def test_empty():
 '''
 
 
-def make_repo(root: Path, *, src: bool = False, extra_test: str | None = None) -> Path:
+MISSING_DEP = "import nowhere_to_be_found\n"
+"""A line importing a module that exists nowhere (a dependency the sandbox lacks)."""
+
+
+def make_repo(root: Path, *, src: bool = False, extra_test: str | None = None, core: str = PAGER) -> Path:
     """A newcomer's repository: package `pager` (at the root, or under src/), tests importing it, no pytest
     configuration, an off-by-one; committed with git."""
     pkg = root / ("src/pager" if src else "pager")
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("from pager.core import paginate\n\n__all__ = ['paginate']\n")
-    (pkg / "core.py").write_text(PAGER)
+    (pkg / "core.py").write_text(core)
     (root / "tests").mkdir()
     (root / "tests" / "test_pager.py").write_text(TESTS)
     if extra_test is not None:
@@ -103,15 +107,16 @@ def test_tests_failing_at_the_base_make_the_default_repair_search_a_tree(docker_
 
 
 def test_tests_that_cannot_be_collected_stop_before_the_first_model_call(docker_image: str, tmp_path: Path, capsys):
-    """A test importing a module that exists nowhere: exit 2, one line naming the cause and the fix, no model call."""
-    repo = make_repo(tmp_path / "broken", extra_test="import nowhere_to_be_found\n\n\ndef test_x():\n    pass\n")
+    """The package imports a module that exists nowhere (its own dependency, missing): exit 2, one line naming
+    the cause and the fix, no model call."""
+    repo = make_repo(tmp_path / "broken", core=MISSING_DEP + PAGER)
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
     assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q") == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert "cannot run at the base commit" in err and "No module named 'nowhere_to_be_found'" in err
-    assert "tests/test_extra.py" in err and "requirements" in err
+    assert "tests/test_pager.py" in err and "requirements" in err
     assert model_calls(out) == 0
     assert not (out / "instances" / "broken" / "outcome.json").exists()  # a --resume after the fix runs it
 
@@ -143,7 +148,7 @@ def test_in_a_batch_tests_that_cannot_run_are_that_tasks_env_error_and_the_other
     """One repository's tests cannot be collected: that task is reported with the pre-flight's cause (no model
     call for it), the other task of the batch is repaired, and the exit code is the batch's."""
     good = make_repo(tmp_path / "good")
-    broken = make_repo(tmp_path / "broken", extra_test="import nowhere_to_be_found\n\n\ndef test_x():\n    pass\n")
+    broken = make_repo(tmp_path / "broken", core=MISSING_DEP + PAGER)
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"instance_id": name, "repo": name, "base_commit": "HEAD",
                                          "problem_statement": ISSUE, "test_cmd": "pytest -q",
@@ -163,3 +168,47 @@ def test_in_a_batch_tests_that_cannot_run_are_that_tasks_env_error_and_the_other
     assert report["resolved_ids"] == ["good"]
     calls = [e for e in read_jsonl(out / "events.jsonl") if e.get("kind") == "model.call"]
     assert calls and all(e.get("instance_id", e.get("node_id", "")).startswith("good") for e in calls), calls[:2]
+
+
+def test_a_test_file_needing_a_missing_optional_module_is_left_out_and_the_rest_repairs(
+        docker_image: str, tmp_path: Path, capsys):
+    """#52.4: one test file imports a module the sandbox lacks; the pre-flight leaves that file out (said in its
+    line, with the reason), the rest of the suite runs, and every later run leaves it out too: the fix's
+    verification passes (the file, collected, would fail every run)."""
+    repo = make_repo(tmp_path / "pager-repo", extra_test=MISSING_DEP + "\n\ndef test_x():\n    pass\n")
+    cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
+    out = tmp_path / "run"
+    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best-of-n",
+                  "-n", "2", "--json") == 0
+    captured = capsys.readouterr()
+    shown = json.loads(captured.out)
+    pre = shown["preflight"]
+    assert pre["cause"] is None and pre["counts"] == {"failed": 1, "passed": 1}
+    assert pre["left_out"] == {"tests/test_extra.py": "ModuleNotFoundError: No module named 'nowhere_to_be_found'"}
+    assert "left out (an optional module the sandbox lacks): tests/test_extra.py" in captured.err
+    assert shown["verification"]["passed"] is True and shown["report"]["resolved"] is True
+
+
+BOOM = 'PAGE_BASE = int("1st")\n\n\n' + PAGER.replace("start = page * per_page", "start = (page - 1) * per_page")
+BOOM_FIX = ('pager/core.py\n<<<<<<< SEARCH\nPAGE_BASE = int("1st")\n=======\nPAGE_BASE = 1\n'
+            ">>>>>>> REPLACE\nEND_EDITS")
+
+
+def test_the_package_raising_on_import_is_the_failing_behaviour_not_a_setup_failure(
+        docker_image: str, tmp_path: Path, capsys):
+    """#53.6: importing the package under repair raises (the issue's bug); the pre-flight says so and the repair
+    goes on, the collection error being the tests' failure at the base commit; the fix passes."""
+    repo = make_repo(tmp_path / "pager-repo", core=BOOM)
+    cassette = scripted_cassette(tmp_path / "fix.json", [BOOM_FIX] * 8)
+    out = tmp_path / "run"
+    assert run(["repair", str(repo), "--issue", "import pager fails: ValueError: invalid literal for int()",
+                "--model", f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
+                "-c", "edit_format=search_replace", "-c", "concurrency=1", "-c", "rank=false", "-o", str(out),
+                "--test-cmd", "pytest -q", "--strategy", "best-of-n", "-n", "2", "--json"]) == 0
+    captured = capsys.readouterr()
+    shown = json.loads(captured.out)
+    pre = shown["preflight"]
+    assert pre["cause"] is None and pre["exit_code"] == 2
+    assert pre["own_errors"] == {"tests/test_pager.py": "ValueError: invalid literal for int() with base 10: '1st'"}
+    assert "the repository's own code raises while the tests are collected" in captured.err
+    assert shown["verification"]["passed"] is True and shown["report"]["resolved"] is True
