@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,7 +130,10 @@ def register(app: typer.Typer) -> None:
         allow_exec: bool = typer.Option(False, "--allow-exec", help="With --apply: allow the diff to make files executable."),
         budget_usd: float | None = typer.Option(None, "--budget-usd", help="Spend limit of the whole run in USD (models with known prices)."),
         step_limit: int | None = typer.Option(None, "--step-limit", help="Model calls of the whole run."),
-        wall_time: str | None = typer.Option(None, "--wall-time", help="Wall-clock limit of the whole run, e.g. 90s, 30m, 1h."),
+        wall_time: str | None = typer.Option(
+            None, "--wall-time", help="Wall-clock limit of the whole run, all its legs together, e.g. 90s, 30m, 1h "
+            "(--resume: a new limit)."
+        ),
         thread_id: str | None = typer.Option(
             None, "--thread-id", help="Thread id of a new run (default: the run id)."
         ),
@@ -217,7 +221,7 @@ def register(app: typer.Typer) -> None:
                 output=output, executor=executor_cfg,
                 printer_mode="json" if as_json else "live" if is_tty() else "plain",
             )
-        return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied)
+        return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied, limits=opts.limits)
 
 
 @dataclass(frozen=True)
@@ -348,8 +352,32 @@ def warn_unpriced(opts: Any, spec: Any) -> None:
         warn(model or str(opts.serve), opts.limits["usd"])
 
 
+LIMIT_OPTIONS = {"wall_seconds": "--wall-time", "usd": "--budget-usd", "model_calls": "--step-limit"}
+"""The run-wide budget kinds and the `run` option that sets each (a resume takes a new value)."""
+
+
+def resume_command(output: Path, thread: str, stop_reason: str, limits: dict[str, float],
+                   used: Any) -> list[str]:
+    """The command that continues a stopped thread and can succeed: when a run-wide limit stopped it (the
+    spend of every leg counts against it), the limit raised to what was spent plus another leg's worth."""
+    command = ["agentflow", "run", "-o", str(output), "--resume", thread]
+    kind = stop_reason.removeprefix("budget:")
+    option, limit = LIMIT_OPTIONS.get(kind), limits.get(kind)
+    if option is None or limit is None:
+        return command
+    raised = float(getattr(used, kind, 0.0) or 0.0) + float(limit)
+    if kind == "wall_seconds":
+        value = f"{math.ceil(raised)}s"
+    elif kind == "model_calls":
+        value = str(math.ceil(raised))
+    else:
+        value = f"{math.ceil(raised * 100) / 100:g}"
+    return [*command, option, value]
+
+
 def _report(
-    result: Any, run_id: str, rdir: Path, *, output: Path, as_json: bool, applied: Any = None
+    result: Any, run_id: str, rdir: Path, *, output: Path, as_json: bool, applied: Any = None,
+    limits: dict[str, float] | None = None,
 ) -> int:
     """Print the outcome; the exit code is 0 (done or paused) or 1 (a node failed)."""
     errors = {node: err.model_dump() for node, err in result.errors.items()}
@@ -384,11 +412,13 @@ def _report(
             typer.echo(printable(f"run {run_id} done (thread {result.thread_id}) in {rdir}"))
     print_view_hint(rdir)
     if result.status == "failed":
+        import shlex
+
         err = result.errors[result.failed_node]
+        again = resume_command(output, result.thread_id, result.stop_reason, limits or {}, result.usage)
         typer.echo(printable(
             f"agentflow: run {run_id} failed: node '{err.node}' failed ({err.reason}): {err.error} "
-            f"(events in {rdir / 'events.jsonl'}; retry the node with: agentflow run -o {output} "
-            f"--resume {result.thread_id})"),
+            f"(events in {rdir / 'events.jsonl'}; retry the node with: {shlex.join(again)})"),
             err=True,
         )
         return 1
