@@ -164,7 +164,9 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Run WORKFLOW; writes runs/<run_id>/ (run.json, config.resolved.yaml, events.jsonl, checkpoints.db,
         usage.json, patch.diff, diffs/); exit code 1 when a node fails. --fork starts a new run from a
-        checkpoint of another (state and workspace as they were there); --history lists a thread's checkpoints."""
+        checkpoint of another (state and workspace as they were there); --history lists a thread's checkpoints.
+        Stdout holds the result alone (the final state as JSON; with --json, the event lines and the result), so
+        `run ... > state.json` keeps it; the run line, progress and hints go to stderr."""
         from agentflow.cli.repair_options import parse_duration
         from agentflow.graph.run_options import RunOptions, budget_limits, resolve_options
 
@@ -219,7 +221,7 @@ def register(app: typer.Typer) -> None:
                 spec, opts, cfg, handle=handle, inputs=inputs, edits=edits, thread_id=thread_id, resume=resume,
                 resume_dir=resume_dir, fork=fork_from, approve=approve, apply=apply, allow_exec=allow_exec,
                 output=output, executor=executor_cfg,
-                printer_mode="json" if as_json else "live" if is_tty() else "plain",
+                printer_mode="json" if as_json else "live" if is_tty(err=True) else "plain",
             )
         return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied, limits=opts.limits)
 
@@ -396,20 +398,20 @@ def _report(
     }
     if as_json:
         typer.echo(json.dumps(summary, default=str))
-    elif result.status == "interrupted":
+    elif result.status == "interrupted":  # stdout: the state alone (`run ... > state.json`); the rest: stderr
         info = result.interrupt or {}
-        typer.echo(printable(f"paused at '{info.get('node')}': {info.get('message')}"))
-        if info.get("state"):
-            typer.echo(json.dumps(info["state"], indent=2, default=str))
+        typer.echo(printable(f"paused at '{info.get('node')}': {info.get('message')}"), err=True)
+        typer.echo(json.dumps(info.get("state") or result.state, indent=2, default=str))
         typer.echo(
-            printable(f"continue with: agentflow run -o {output} --resume {result.thread_id} --approve (or --edit JSON)")
+            printable(f"continue with: agentflow run -o {output} --resume {result.thread_id} --approve (or --edit JSON)"),
+            err=True,
         )
     else:
         typer.echo(json.dumps(result.state, indent=2, default=str))
         if applied is not None:
-            typer.echo(f"applied to the workspace with {applied.command}:\n{applied.diffstat}")
+            typer.echo(f"applied to the workspace with {applied.command}:\n{applied.diffstat}", err=True)
         if result.status == "done":
-            typer.echo(printable(f"run {run_id} done (thread {result.thread_id}) in {rdir}"))
+            typer.echo(printable(f"run {run_id} done (thread {result.thread_id}) in {rdir}"), err=True)
     print_view_hint(rdir)
     if result.status == "failed":
         import shlex

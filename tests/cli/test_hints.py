@@ -42,3 +42,22 @@ def test_the_resume_command_printed_after_a_wall_time_stop_finishes_the_run(
     captured = capsys.readouterr()
     resumed = json.loads(captured.out.strip().splitlines()[-1])
     assert (code, resumed["status"], resumed["state"]["naps"]) == (0, "done", 2), captured.err
+
+
+@pytest.mark.parametrize("outcome", ["done", "failed", "paused"])
+def test_text_mode_stdout_holds_the_result_alone(
+    outcome: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run ... > state.json`: stdout is one JSON document (the state), whatever the run's outcome; the run
+    line, the progress lines and the hints are on stderr."""
+    spec = {**NAPS, **({"interrupt_before": ["second"]} if outcome == "paused" else {})}
+    workflow = tmp_path / "naps.yaml"
+    workflow.write_text(yaml.safe_dump(spec))
+    nap = 0.0 if outcome != "failed" else 5.0
+    limit = ["--wall-time", "1s"] if outcome == "failed" else []
+    code = run(["run", str(workflow), "-o", str(tmp_path / "runs"), *limit, "-i", json.dumps({"nap": nap})])
+    captured = capsys.readouterr()
+    assert code == (1 if outcome == "failed" else 0), captured.err
+    state = json.loads(captured.out)  # the whole of stdout
+    assert state["nap"] == nap
+    assert "· thread naps-" in captured.err and "first: started" in captured.err

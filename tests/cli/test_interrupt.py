@@ -55,8 +55,8 @@ def test_ctrl_c_on_run_names_the_thread_first_and_the_resume_command(tmp_path: P
     effects, runs = tmp_path / "effects.txt", tmp_path / "runs"
     proc = _cli(["run", str(CRASH), "-o", str(runs), "--input", json.dumps({"effects": str(effects), "rounds": 3})],
                 {"AF_TEST_PAUSE_AT": "1"})
-    assert proc.stdout is not None
-    first = proc.stdout.readline()  # printed at the start, not at the end: the run is still going
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # printed at the start, not at the end: the run is still going
     assert proc.poll() is None and first.startswith("run crash-") and " · thread crash-" in first, first
     run_id, thread = first.split()[1], first.split(" · thread ", 1)[1].split(" · ", 1)[0]
     err = _ctrl_c_when(proc, Path(f"{effects}.ready").exists)
