@@ -215,6 +215,7 @@ def register(app: typer.Typer) -> None:
 
             initial_state(spec, inputs)
         warn_unpriced(opts, spec)
+        check_can_start(spec, opts)
 
         with serving(opts.serve) as handle:
             result, run_id, rdir, applied = _run_workflow(
@@ -340,6 +341,19 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
         node.settings = {**node.settings, **settings}
     check_workflow(spec)
     return spec
+
+
+def check_can_start(spec: Any, opts: Any) -> None:
+    """What a run needs from this machine, checked before its folder is made (a refused run leaves none): the
+    API key of the run's hosted model and the --workspace folder."""
+    from agentflow.graph.workspace import check_workspace
+    from agentflow.models.spec import check_credentials
+
+    model = opts.model or (spec.model if opts.serve is None else None)
+    if model is not None:
+        check_credentials(model)
+    if opts.workspace is not None:
+        check_workspace(opts.workspace)
 
 
 def warn_unpriced(opts: Any, spec: Any) -> None:

@@ -61,3 +61,46 @@ def test_text_mode_stdout_holds_the_result_alone(
     state = json.loads(captured.out)  # the whole of stdout
     assert state["nap"] == nap
     assert "· thread naps-" in captured.err and "first: started" in captured.err
+
+
+AGENT = {"name": "ask", "state": {"task": {"type": "str"}, "answer": {"type": "dict"}},
+         "nodes": {"a": {"agent": "critic", "output": "answer", "next": "END",
+                         "args": {"input": {"task": "task", "summary": "task"}, "config": {"tools": []}}}}}
+
+
+def _missing_workspace(tmp: Path) -> list[str]:
+    return ["-m", "test:echo", "--workspace", str(tmp / "nope")]
+
+
+def _file_workspace(tmp: Path) -> list[str]:
+    (tmp / "a-file").write_text("x")
+    return ["-m", "test:echo", "--workspace", str(tmp / "a-file")]
+
+
+def _dangling_workspace(tmp: Path) -> list[str]:
+    (tmp / "link").symlink_to(tmp / "gone")
+    return ["-m", "test:echo", "--workspace", str(tmp / "link")]
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (lambda tmp: ["-m", "openai:gpt-4o-mini"], "OPENAI_API_KEY"),
+    (lambda tmp: ["-m", "anthropic:claude-3-5-haiku-latest"], "ANTHROPIC_API_KEY"),
+    (lambda tmp: ["--model", "openai:gpt-4o-mini", "--sandbox", "none"], "OPENAI_API_KEY"),
+    (_missing_workspace, "is not a directory"),
+    (_file_workspace, "is not a directory"),
+    (_dangling_workspace, "is not a directory"),
+], ids=["openai-key", "anthropic-key", "openai-key-no-sandbox", "missing-workspace", "file-workspace",
+        "dangling-workspace"])
+def test_a_run_that_cannot_start_makes_no_run_folder(
+    flags: object, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for env in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(env, raising=False)
+    workflow = tmp_path / "ask.yaml"
+    workflow.write_text(yaml.safe_dump(AGENT))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    code = run(["run", str(workflow), "-o", str(runs), *flags(tmp_path), "-i", '{"task": "x"}'])  # type: ignore[operator]
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err, err
+    assert list(runs.iterdir()) == []  # no half-made run folder
