@@ -95,3 +95,24 @@ def test_ctrl_c_on_repair_prints_the_command_that_continues_it(docker_image: str
     assert ("repair.resume", "inikit__inikit-1") in kinds
     assert kinds.count(("node.start", "inikit__inikit-1/baseline")) == 1  # the finished node did not run again
     assert kinds.count(("node.start", "inikit__inikit-1/spectrum")) == 2  # the one cut short did
+
+
+@pytest.mark.docker
+def test_ctrl_c_on_bench_prints_the_command_that_continues_it(docker_image: str, tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    events = out / "events.jsonl"
+    proc = _cli(["bench", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{CASSETTE}",
+                 "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "feedback=task",
+                 "-c", "edit_format=search_replace", "-o", str(out)])
+
+    def started() -> bool:
+        return events.is_file() and any(e["kind"] == "node.start" for e in read_jsonl(events))
+
+    err = _ctrl_c_when(proc, started)
+    assert f"the batch is kept in {out}" in err
+    argv = _continue_command(err)
+    assert argv[0] == "bench" and "--resume" in argv and argv[-2:] == ["-o", str(out)] and argv.count("-o") == 1
+    again = _cli(argv)
+    stdout, err = again.communicate(timeout=300)
+    assert again.returncode == 0, stdout + err
+    assert "1/1 done" in stdout, stdout + err
