@@ -62,7 +62,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agentflow.config import StrictConfig, strategy_spelling
-from agentflow.errors import ConfigError
+from agentflow.errors import ConfigError, did_you_mean
 from agentflow.graph.outcome import NodeFailed, one_line
 
 if TYPE_CHECKING:
@@ -222,7 +222,8 @@ def parse_search_settings(values: Any, where: str) -> SearchSettings:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         known = ", ".join(SearchSettings.model_fields)
-        raise ConfigError(f"{where}: search.{loc}: {err['msg']} (search settings: {known})") from None
+        near = did_you_mean(err["loc"][-1], SearchSettings.model_fields) if err["loc"] else ""
+        raise ConfigError(f"{where}: search.{loc}: {err['msg']}{near} (search settings: {known})") from None
 
 
 def branch_spec(parent: WorkflowSpec, node: NodeSpec) -> WorkflowSpec:
