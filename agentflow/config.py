@@ -71,6 +71,13 @@ class _AliasBomb(Exception):
         self.weight = weight
 
 
+def strategy_spelling(name: str) -> str:
+    """A search strategy's name in the one spelling every place that reads one compares: case and `-`/`_`
+    folded (`best-of-n`, `Best_Of_N` -> `best_of_n`), so a name the docs or a YAML spell one way is accepted
+    spelt the other."""
+    return name.strip().lower().replace("-", "_")
+
+
 def load_yaml(text: str, source: str) -> Any:
     """`yaml.safe_load(text)` with bounded work: every YAML agentflow reads goes through here. Nesting too deep,
     an alias bomb and bad syntax are one-line `ConfigError`s that start with `source`."""

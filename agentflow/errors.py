@@ -73,6 +73,12 @@ def did_you_mean(name: object, choices: Iterable[object], sep: str = "; ") -> st
     return f"{sep}did you mean '{by_lower[found[0]]}'?" if found else ""
 
 
+def public_names(obj: object) -> list[str]:
+    """The attribute names of `obj` a user would write (no `_` first): the choices of `did_you_mean` for a
+    `module:name` that is not there."""
+    return [name for name in dir(obj) if not name.startswith("_")]
+
+
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 """Control characters (ESC, CR, BEL...), format characters (bidi overrides, zero-width), lone surrogates (an
 undecodable byte of a file name), private use, and line/paragraph separators."""

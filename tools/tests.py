@@ -39,10 +39,16 @@ async def run_tests(
     passed = sorted(t for t, o in outcomes.items() if o in ("passed", "xfail"))
     failed = sorted(t for t, o in outcomes.items() if o in ("failed", "error", "xpass"))
     tail = "\n".join(res.stdout.strip().splitlines()[-1:])
+    # ran: pytest reported an outcome per test. Anything else (pytest missing, exit 127, no tests collected,
+    # an unparsable run) is not "0 passed, 0 failed": the tests did not run, and the result says so
+    ran = bool(outcomes) and not res.timed_out
     if res.timed_out:
         summary = f"pytest timed out after {res.duration_s:.0f}s"
     elif res.exit_code == 5:
-        summary = "no tests ran (pytest found no tests matching)"
+        summary = "the tests did not run: pytest collected no tests"
+    elif not ran:
+        said = (res.stderr.strip() or res.stdout.strip()).splitlines()[-1:] or [""]
+        summary = f"the tests did not run: pytest could not run (exit code {res.exit_code}) {said[0][:200]}".rstrip()
     elif res.exit_code in (0, 1):
         summary = f"{len(passed)} passed, {len(failed)} failed" + (f" ({tail})" if tail else "")
     else:
@@ -53,17 +59,18 @@ async def run_tests(
         failure_part = res.stdout.split("= FAILURES =")[-1] if "= FAILURES =" in res.stdout else ""
         if failure_part:
             text += "\n" + failure_part[:4000]
-    elif res.exit_code not in (0, 1, 5):
+    elif not ran or res.exit_code not in (0, 1):
         text += "\n" + (res.stdout + res.stderr)[-3000:]
     return ToolResult(
-        ok=res.exit_code == 0,
+        ok=res.exit_code == 0 and ran,
         text=text,
-        error=None if res.exit_code == 0 else summary,
+        error=None if res.exit_code == 0 and ran else summary,
         data={
             "exit_code": res.exit_code,
             "passed": passed,
             "failed": failed,
             "outcomes": outcomes,
             "timed_out": res.timed_out,
+            "ran": ran,
         },
     )

@@ -12,10 +12,13 @@ from agentflow.cli.common import (
     ALLOW_PATH_OPTION,
     CONFIG_OPTION,
     JSON_OPTION,
+    invoked_argv,
     new_run_id,
     print_json,
     print_view_hint,
+    stop_interrupted,
     terminal,
+    with_output,
 )
 from agentflow.cli.executor_options import (
     EXECUTOR_OPTION,
@@ -148,6 +151,7 @@ def register(app: typer.Typer) -> None:
 
         printer = None if quiet else ProgressPrinter()
         progress = _BatchProgress(printer, len(chosen))
+        interrupted = False
         try:
             summary = run_batch_cli(
                 chosen,
@@ -161,8 +165,13 @@ def register(app: typer.Typer) -> None:
                 printer=printer,
                 executor=executor_cfg,
             )
+        except KeyboardInterrupt:  # Ctrl-C: finished tasks are in report.json; --resume skips them
+            interrupted = True
         finally:
             progress.stop()
+        if interrupted:
+            stop_interrupted(f"the batch is kept in {out_dir} (finished tasks are not run again)",
+                             resume_command(invoked_argv(), out_dir))
         short = {k: v for k, v in summary.items() if k != "instances"}
         if as_json:
             print_json({**short, "run_dir": str(out_dir)})
@@ -173,6 +182,13 @@ def register(app: typer.Typer) -> None:
             )
             typer.echo(f"run: {out_dir}  (preds.jsonl, report.json, candidates.jsonl, events.jsonl)")
         print_view_hint(out_dir)
+
+
+def resume_command(argv: list[str], out_dir: Path) -> list[str]:
+    """The `bench` command that continues a batch in `out_dir`: the same arguments, with --resume (not
+    --redo) and `-o OUT_DIR`."""
+    kept = [arg for arg in with_output(argv, out_dir) if arg not in ("--resume", "--redo")]
+    return ["agentflow", *kept[:-2], "--resume", *kept[-2:]]
 
 
 class _BatchProgress:

@@ -24,8 +24,9 @@ ALLOW_PATH_OPTION = typer.Option(
 )
 
 
-def is_tty() -> bool:
-    return sys.stdout.isatty()
+def is_tty(err: bool = False) -> bool:
+    """Whether stdout (or stderr) is a terminal."""
+    return (sys.stderr if err else sys.stdout).isatty()
 
 
 class EscapingStream:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from agentflow.cli.serve_flag import SERVE_OPTION
-from agentflow.errors import UserError
+from agentflow.errors import UserError, did_you_mean
 
 if TYPE_CHECKING:
     from agentflow.events import EventSink
@@ -41,11 +41,12 @@ __all__ = [
     "run_batch_cli",
 ]
 
-STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy: single, best-of-n or mcts (default: the workflow's search; mcts when the tests fail at the base commit).")
+STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy: single, best-of-n (or best_of_n) or mcts (default: the workflow's search; mcts when the tests fail at the base commit).")
 N_OPTION = typer.Option(None, "-n", help="Rollouts of best-of-n (mcts: n * max_attempts expansions).")
 MODEL_OPTION = typer.Option(
     None,
     "--model",
+    "-m",
     help="Model spec of the coder (default local:qwen2.5-coder-1.5b); {instance_id} is replaced per task.",
 )
 PLANNER_MODEL_OPTION = typer.Option(
@@ -114,9 +115,14 @@ def repair_overrides(
 
         out.append(f"workflow={json.dumps(str(find_workflow(workflow).resolve()) if Path(workflow).is_file() else workflow)}")
     if strategy is not None:
-        if strategy not in STRATEGIES:
-            raise UserError(f"--strategy must be single, best-of-n or mcts, got {strategy!r}")
-        out.append(f"strategy={strategy}")
+        from agentflow.config import strategy_spelling
+
+        spelt = {strategy_spelling(name): name for name in STRATEGIES}
+        known = spelt.get(strategy_spelling(strategy))
+        if known is None:
+            raise UserError(f"--strategy must be single, best-of-n or mcts, got {strategy!r}"
+                            f"{did_you_mean(strategy, STRATEGIES)}")
+        out.append(f"strategy={known}")
     if n is not None:
         if n < 1:
             raise UserError(f"-n must be at least 1, got {n}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,7 +130,10 @@ def register(app: typer.Typer) -> None:
         allow_exec: bool = typer.Option(False, "--allow-exec", help="With --apply: allow the diff to make files executable."),
         budget_usd: float | None = typer.Option(None, "--budget-usd", help="Spend limit of the whole run in USD (models with known prices)."),
         step_limit: int | None = typer.Option(None, "--step-limit", help="Model calls of the whole run."),
-        wall_time: str | None = typer.Option(None, "--wall-time", help="Wall-clock limit of the whole run, e.g. 90s, 30m, 1h."),
+        wall_time: str | None = typer.Option(
+            None, "--wall-time", help="Wall-clock limit of the whole run, all its legs together, e.g. 90s, 30m, 1h "
+            "(--resume: a new limit)."
+        ),
         thread_id: str | None = typer.Option(
             None, "--thread-id", help="Thread id of a new run (default: the run id)."
         ),
@@ -160,7 +164,9 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Run WORKFLOW; writes runs/<run_id>/ (run.json, config.resolved.yaml, events.jsonl, checkpoints.db,
         usage.json, patch.diff, diffs/); exit code 1 when a node fails. --fork starts a new run from a
-        checkpoint of another (state and workspace as they were there); --history lists a thread's checkpoints."""
+        checkpoint of another (state and workspace as they were there); --history lists a thread's checkpoints.
+        Stdout holds the result alone (the final state as JSON; with --json, the event lines and the result), so
+        `run ... > state.json` keeps it; the run line, progress and hints go to stderr."""
         from agentflow.cli.repair_options import parse_duration
         from agentflow.graph.run_options import RunOptions, budget_limits, resolve_options
 
@@ -209,15 +215,16 @@ def register(app: typer.Typer) -> None:
 
             initial_state(spec, inputs)
         warn_unpriced(opts, spec)
+        check_can_start(spec, opts)
 
         with serving(opts.serve) as handle:
             result, run_id, rdir, applied = _run_workflow(
                 spec, opts, cfg, handle=handle, inputs=inputs, edits=edits, thread_id=thread_id, resume=resume,
                 resume_dir=resume_dir, fork=fork_from, approve=approve, apply=apply, allow_exec=allow_exec,
                 output=output, executor=executor_cfg,
-                printer_mode="json" if as_json else "live" if is_tty() else "plain",
+                printer_mode="json" if as_json else "live" if is_tty(err=True) else "plain",
             )
-        return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied)
+        return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied, limits=opts.limits)
 
 
 @dataclass(frozen=True)
@@ -336,6 +343,19 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
     return spec
 
 
+def check_can_start(spec: Any, opts: Any) -> None:
+    """What a run needs from this machine, checked before its folder is made (a refused run leaves none): the
+    API key of the run's hosted model and the --workspace folder."""
+    from agentflow.graph.workspace import check_workspace
+    from agentflow.models.spec import check_credentials
+
+    model = opts.model or (spec.model if opts.serve is None else None)
+    if model is not None:
+        check_credentials(model)
+    if opts.workspace is not None:
+        check_workspace(opts.workspace)
+
+
 def warn_unpriced(opts: Any, spec: Any) -> None:
     """A USD limit cannot trip for a model without a known price: say so before the run starts."""
     if opts.limits.get("usd") is None:
@@ -348,8 +368,32 @@ def warn_unpriced(opts: Any, spec: Any) -> None:
         warn(model or str(opts.serve), opts.limits["usd"])
 
 
+LIMIT_OPTIONS = {"wall_seconds": "--wall-time", "usd": "--budget-usd", "model_calls": "--step-limit"}
+"""The run-wide budget kinds and the `run` option that sets each (a resume takes a new value)."""
+
+
+def resume_command(output: Path, thread: str, stop_reason: str, limits: dict[str, float],
+                   used: Any) -> list[str]:
+    """The command that continues a stopped thread and can succeed: when a run-wide limit stopped it (the
+    spend of every leg counts against it), the limit raised to what was spent plus another leg's worth."""
+    command = ["agentflow", "run", "-o", str(output), "--resume", thread]
+    kind = stop_reason.removeprefix("budget:")
+    option, limit = LIMIT_OPTIONS.get(kind), limits.get(kind)
+    if option is None or limit is None:
+        return command
+    raised = float(getattr(used, kind, 0.0) or 0.0) + float(limit)
+    if kind == "wall_seconds":
+        value = f"{math.ceil(raised)}s"
+    elif kind == "model_calls":
+        value = str(math.ceil(raised))
+    else:
+        value = f"{math.ceil(raised * 100) / 100:g}"
+    return [*command, option, value]
+
+
 def _report(
-    result: Any, run_id: str, rdir: Path, *, output: Path, as_json: bool, applied: Any = None
+    result: Any, run_id: str, rdir: Path, *, output: Path, as_json: bool, applied: Any = None,
+    limits: dict[str, float] | None = None,
 ) -> int:
     """Print the outcome; the exit code is 0 (done or paused) or 1 (a node failed)."""
     errors = {node: err.model_dump() for node, err in result.errors.items()}
@@ -368,27 +412,29 @@ def _report(
     }
     if as_json:
         typer.echo(json.dumps(summary, default=str))
-    elif result.status == "interrupted":
+    elif result.status == "interrupted":  # stdout: the state alone (`run ... > state.json`); the rest: stderr
         info = result.interrupt or {}
-        typer.echo(printable(f"paused at '{info.get('node')}': {info.get('message')}"))
-        if info.get("state"):
-            typer.echo(json.dumps(info["state"], indent=2, default=str))
+        typer.echo(printable(f"paused at '{info.get('node')}': {info.get('message')}"), err=True)
+        typer.echo(json.dumps(info.get("state") or result.state, indent=2, default=str))
         typer.echo(
-            printable(f"continue with: agentflow run -o {output} --resume {result.thread_id} --approve (or --edit JSON)")
+            printable(f"continue with: agentflow run -o {output} --resume {result.thread_id} --approve (or --edit JSON)"),
+            err=True,
         )
     else:
         typer.echo(json.dumps(result.state, indent=2, default=str))
         if applied is not None:
-            typer.echo(f"applied to the workspace with {applied.command}:\n{applied.diffstat}")
+            typer.echo(f"applied to the workspace with {applied.command}:\n{applied.diffstat}", err=True)
         if result.status == "done":
-            typer.echo(printable(f"run {run_id} done (thread {result.thread_id}) in {rdir}"))
+            typer.echo(printable(f"run {run_id} done (thread {result.thread_id}) in {rdir}"), err=True)
     print_view_hint(rdir)
     if result.status == "failed":
+        import shlex
+
         err = result.errors[result.failed_node]
+        again = resume_command(output, result.thread_id, result.stop_reason, limits or {}, result.usage)
         typer.echo(printable(
             f"agentflow: run {run_id} failed: node '{err.node}' failed ({err.reason}): {err.error} "
-            f"(events in {rdir / 'events.jsonl'}; retry the node with: agentflow run -o {output} "
-            f"--resume {result.thread_id})"),
+            f"(events in {rdir / 'events.jsonl'}; retry the node with: {shlex.join(again)})"),
             err=True,
         )
         return 1

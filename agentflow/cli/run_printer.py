@@ -49,13 +49,13 @@ class RunPrinter:
             typer.echo(json.dumps({"event": "run.start", "run_id": run_id, "thread_id": thread_id,
                                    "run_dir": str(run_dir), "how": how}))
             return
-        typer.echo(printable(f"{how} {run_id} · thread {thread_id} · {run_dir}"))
+        typer.echo(printable(f"{how} {run_id} · thread {thread_id} · {run_dir}"), err=True)
         if self.mode == "live":
             from rich.console import Console
             from rich.live import Live
 
             self.live = Live(get_renderable=self._table, refresh_per_second=4, transient=True,
-                             console=Console(file=terminal()))
+                             console=Console(file=terminal(err=True)))
             self.live.start()
 
     def __call__(self, event: RunEvent) -> None:
@@ -67,8 +67,8 @@ class RunPrinter:
         if line is not None:
             self._print(f"[{event.elapsed_s:7.1f}s] {printable(line)}")  # one line, whatever names it holds
         elif event.kind == "custom" and event.text and self.mode == "plain":
-            sys.stdout.write(event.text)  # a node's own streamed text, as it comes
-            sys.stdout.flush()
+            sys.stderr.write(event.text)  # a node's own streamed text, as it comes
+            sys.stderr.flush()
             self.midline = True
 
     def _line(self, ev: RunEvent) -> str | None:
@@ -140,19 +140,19 @@ class RunPrinter:
 
     def _print(self, line: str) -> None:
         if self.midline:  # end a line of streamed text first
-            typer.echo("")
+            typer.echo("", err=True)
             self.midline = False
         if self.live is not None:
             self.live.console.print(printable(line), highlight=False, markup=False)
         else:
-            typer.echo(line)
+            typer.echo(line, err=True)
 
     def stop(self) -> None:
         if self.live is not None:
             self.live.stop()
             self.live = None
         if self.midline:
-            typer.echo("")
+            typer.echo("", err=True)
             self.midline = False
 
 

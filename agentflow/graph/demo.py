@@ -91,9 +91,11 @@ async def check_work(state: DemoState, ctx: NodeContext[object]) -> dict[str, ob
     result = await ctx.call_tool("run_tests", {})
     data = dict(result.data or {})
     summary = result.text.splitlines()[0] if result.text else ""
-    # exit code 5: pytest found no tests, which is not a failure of the change
-    passed = result.ok or data.get("exit_code") == 5
-    tests: CheckRecord = {"ok": passed, "summary": summary, "failed": data.get("failed", [])}
+    if data.get("ran") is False or result.data is None:  # pytest missing, no tests collected: nothing checked
+        from agentflow.errors import NodeFailed
+
+        raise NodeFailed(ctx.node, "tests_not_run", summary or result.error or "the tests did not run")
+    tests: CheckRecord = {"ok": result.ok, "summary": summary, "failed": data.get("failed", [])}
     return {"diff": diff, "tests": tests}
 
 

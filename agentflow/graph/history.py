@@ -22,7 +22,7 @@ from typing import Any
 
 import zstandard
 
-from agentflow.errors import UserError
+from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.compression import decompress
 from agentflow.runfiles import check_regular, make_folder, read_bytes, replace_file
 from agentflow.secrets import redact
@@ -155,7 +155,9 @@ def pick_checkpoint(history: list[CheckpointInfo], thread_id: str, *, checkpoint
     if after_node is not None:
         found = [c for c in history if after_node in c.after]
         if not found:
-            raise UserError(f"thread {thread_id!r} has no kept checkpoint after node {after_node!r}", hint=hint)
+            ran = [node for c in history for node in c.after]
+            raise UserError(f"thread {thread_id!r} has no kept checkpoint after node {after_node!r}"
+                            f"{did_you_mean(after_node, ran)}", hint=hint)
         return found[-1]
     return history[-1]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from agentflow.config import read_yaml, validate_config
-from agentflow.errors import ConfigError, UserError
+from agentflow.errors import ConfigError, UserError, did_you_mean, public_names
 from agentflow.graph.spec import ParallelSpec, RouteSpec, WorkflowSpec
 from agentflow.resources import data_dir
 
@@ -154,7 +154,8 @@ def import_object(path: str) -> Any:
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise UserError(f"{module_name!r} has no attribute {attr!r} (from {path!r})")
+            raise UserError(f"{module_name!r} has no attribute {attr!r} (from {path!r})"
+                            f"{did_you_mean(part, public_names(obj))}")
         obj = getattr(obj, part)
     return obj
 

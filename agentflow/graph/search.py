@@ -61,8 +61,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from agentflow.config import StrictConfig
-from agentflow.errors import ConfigError
+from agentflow.config import StrictConfig, strategy_spelling
+from agentflow.errors import ConfigError, did_you_mean
 from agentflow.graph.outcome import NodeFailed, one_line
 
 if TYPE_CHECKING:
@@ -128,6 +128,11 @@ class SearchSettings(StrictConfig):
     """Where each step runs (best_of_n: a whole branch; the stepwise strategies: one expansion): in this
     process, or as a Ray task on a worker node (`search_remote`). None: the run's executor
     (`agentflow run --executor`, `RunContext.executor`), in this process when the run has none."""
+
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _one_spelling(cls, value: Any) -> Any:
+        return strategy_spelling(value) if isinstance(value, str) else value
 
     @field_validator("expand")
     @classmethod
@@ -200,7 +205,7 @@ def strategy_for(settings: SearchSettings, state: Any, where: str) -> SearchSett
     named = read_path(state, settings.strategy_key)
     if named is None or named == "":
         return settings
-    strategy = STRATEGY_NAMES.get(str(named))
+    strategy = STRATEGY_NAMES.get(strategy_spelling(str(named)))
     if strategy is None:
         raise NodeFailed(where, "error", f"search.strategy_key '{settings.strategy_key}' holds {named!r}, which "
                          f"names no strategy (one of {', '.join(STRATEGY_NAMES)})")
@@ -217,7 +222,8 @@ def parse_search_settings(values: Any, where: str) -> SearchSettings:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         known = ", ".join(SearchSettings.model_fields)
-        raise ConfigError(f"{where}: search.{loc}: {err['msg']} (search settings: {known})") from None
+        near = did_you_mean(err["loc"][-1], SearchSettings.model_fields) if err["loc"] else ""
+        raise ConfigError(f"{where}: search.{loc}: {err['msg']}{near} (search settings: {known})") from None
 
 
 def branch_spec(parent: WorkflowSpec, node: NodeSpec) -> WorkflowSpec:

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
-from agentflow.errors import UserError
+from agentflow.errors import UserError, did_you_mean, public_names
 from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType, NodeTypeRegistry, default_registry, workflow_registry
 from agentflow.graph.user_code import folder_module, is_file_path
@@ -255,7 +255,7 @@ class CodeCheck:
         elif stmt is None and not is_file_path(module) and find_module(f"{module}.{head}") is not None:
             return f"{ref!r} is not callable"  # a submodule
         elif stmt is None:
-            return f"{module!r} has no attribute {attr!r} (from {ref!r})"
+            return f"{module!r} has no attribute {attr!r} (from {ref!r}){did_you_mean(head, text.names)}"
         elif rest:
             self.notes.append(f"{what}: {ref}: {head!r} is defined, {rest!r} of it is {UNCHECKED}")
         elif isinstance(stmt, _FUNCTIONS):
@@ -361,7 +361,7 @@ def _attribute_problem(module: types.ModuleType, module_name: str, attr: str, re
         if not hasattr(obj, part):
             if obj is module and find_module(f"{module_name}.{part}") is not None:
                 return f"{ref!r} is not callable"  # a submodule, not imported yet
-            return f"{module_name!r} has no attribute {attr!r} (from {ref!r})"
+            return f"{module_name!r} has no attribute {attr!r} (from {ref!r}){did_you_mean(part, public_names(obj))}"
         obj = getattr(obj, part)
     return None if callable(obj) else f"{ref!r} is not callable"
 

@@ -113,7 +113,11 @@ def localize_file(value: str, base: Path) -> str:
 
 
 def localize_model(spec: Any, base: Path) -> Any:
-    """`replay:cassette.json` -> `replay:/abs/base/cassette.json`; any other model spec unchanged."""
+    """`replay:cassette.json` -> `replay:/abs/base/cassette.json`, `function:helpers.py:reply` (or
+    `function:helpers:reply` for a helpers.py in `base`) -> `function:/abs/base/helpers.py:reply`; any other
+    model spec unchanged."""
+    if isinstance(spec, str) and spec.strip().startswith("function:"):
+        return f"function:{localize_path(spec.strip().removeprefix('function:').strip(), base)}"
     if not isinstance(spec, str) or not spec.strip().startswith("replay:"):
         return spec
     rest = spec.strip().removeprefix("replay:").strip()

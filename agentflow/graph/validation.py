@@ -110,6 +110,17 @@ class _Check:
         return f"'{key}'{f' ({use})' if use else ''}, which the state does not declare{fix}"
 
 
+def _check_function_model(check: _Check) -> None:
+    """`model: function:FILE.py:NAME` (resolved against the workflow's folder on load) names a function that
+    is there, as a node's `fn:` must."""
+    model = check.spec.model
+    if isinstance(model, str) and model.strip().startswith("function:"):
+        target = model.strip().removeprefix("function:").strip()
+        bad = check.code.callable_problem(target, "model", check.where)
+        if bad:
+            check.add("bad-import", f"model: {bad}")
+
+
 def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -> list[Problem]:
     check = _Check(spec, f"{prefix}{spec.name}: " if prefix or spec.name else "", code)
     if not spec.nodes:
@@ -126,6 +137,7 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
         bad = code.pack_problem(pack, check.where)
         if bad:
             check.add("bad-option", f"tools: {bad}")
+    _check_function_model(check)
     for name, node in spec.nodes.items():
         _check_node(check, name, node, registry)
     _check_flow(check)

@@ -118,11 +118,18 @@ def _copy_without_git(src: Path, dest: Path, ignore: Iterable[str]) -> None:
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git", *GENERATED, *ignore))
 
 
-async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Iterable[str] = ()) -> int:
-    """Copy the host folder `workspace` (without .git) into the sandbox's working directory."""
+def check_workspace(workspace: str | Path) -> Path:
+    """The workspace folder; a one-line UserError when it is not one (checked before a run creates anything
+    and again when the sandbox loads it)."""
     src = Path(workspace)
     if not src.is_dir():
         raise UserError(f"workspace {src} is not a directory", hint="pass --workspace DIR with an existing folder")
+    return src
+
+
+async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Iterable[str] = ()) -> int:
+    """Copy the host folder `workspace` (without .git) into the sandbox's working directory."""
+    src = check_workspace(workspace)
     with tempfile.TemporaryDirectory(prefix="agentflow-ws-") as tmp:
         copy = Path(tmp) / "ws"
         _copy_without_git(src, copy, ignore)

@@ -29,17 +29,27 @@ def write_token(path: Path, token: str) -> None:
         fh.write(token + "\n")
 
 
+def bearer_credentials(header: bytes) -> bytes | None:
+    """The credentials of an `Authorization: Bearer <token>` header, None for another scheme or none. The
+    scheme is case-insensitive and spaces separate it from the token (RFC 7235 section 2.1)."""
+    scheme, _, credentials = header.strip().partition(b" ")
+    if scheme.lower() != b"bearer":
+        return None
+    return credentials.strip(b" ") or None
+
+
 class BearerAuth:
-    """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` get 401; lifespan passes."""
+    """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` (the scheme in any case) get
+    401; lifespan passes."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket"):
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
+            given = bearer_credentials(dict(scope.get("headers") or []).get(b"authorization", b""))
+            if given is None or not hmac.compare_digest(given, self._expected):
                 await _unauthorized(send)
                 return
         await self.app(scope, receive, send)

@@ -9,11 +9,9 @@ system prompt and `chat_structured` parses the JSON reply).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentflow.errors import UserError
 from agentflow.models.base import (
     ChatRequest,
     ChatResponse,
@@ -103,9 +101,9 @@ class AnthropicChatModel(RemoteModel):
         if self._client is None:
             import anthropic
 
-            key = self.options.api_key or os.environ.get("ANTHROPIC_API_KEY")
-            if not key:
-                raise UserError(f"{self.spec}: no Anthropic API key", hint="set ANTHROPIC_API_KEY")
+            from agentflow.models.options import hosted_api_key
+
+            key = hosted_api_key("anthropic", self.spec, self.options.api_key)
             self._client = anthropic.AsyncAnthropic(
                 api_key=key, base_url=self.options.base_url, max_retries=0, timeout=self.options.timeout_s
             )

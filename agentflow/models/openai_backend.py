@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlparse
 
-from agentflow.errors import UserError
 from agentflow.models.base import (
     ChatRequest,
     ChatResponse,
@@ -268,10 +267,9 @@ class OpenAIChatModel(RemoteModel):
         if self.compatible:
             # local servers usually need no key; the SDK insists on a non-empty string
             return os.environ.get("AGENTFLOW_API_KEY") or os.environ.get("OPENAI_API_KEY") or "no-key"
-        key = os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise UserError(f"{self.spec}: no OpenAI API key", hint="set OPENAI_API_KEY")
-        return key
+        from agentflow.models.options import hosted_api_key
+
+        return hosted_api_key("openai", self.spec, None)
 
     def client(self) -> Any:
         if self._client is None:

@@ -36,3 +36,22 @@ class ModelOptions(StrictConfig):
     """USD per million output tokens; overrides the built-in price table."""
     stream_usage: bool = True
     """Ask OpenAI-style servers to report token usage at the end of a stream."""
+
+
+HOSTED_KEYS = {"openai": ("OpenAI", "OPENAI_API_KEY"), "anthropic": ("Anthropic", "ANTHROPIC_API_KEY")}
+"""Provider scheme -> (its name, the environment variable holding its API key)."""
+
+
+def hosted_api_key(scheme: str, spec: str, given: str | None) -> str:
+    """The API key of a hosted provider's model: `given` (the api_key option), else its environment variable;
+    a one-line UserError naming the variable when neither is set. The same check runs before a run creates
+    anything (`spec.check_credentials`) and when the client is built."""
+    import os
+
+    from agentflow.errors import UserError
+
+    name, env = HOSTED_KEYS[scheme]
+    key = given or os.environ.get(env)
+    if not key:
+        raise UserError(f"{spec}: no {name} API key", hint=f"set {env}")
+    return key

@@ -31,3 +31,9 @@ async def ask(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
         ChatRequest(messages=[Message.user(state["prompt"])], max_tokens=8, temperature=0.0, seed=1)
     )
     return {"text": response.text, "model": model.spec}
+
+
+async def nap(state: dict[str, Any]) -> dict[str, Any]:
+    """Sleep `nap` seconds (work that only the run's wall-clock limit cuts), then count itself in `naps`."""
+    await asyncio.sleep(float(state["nap"]))
+    return {"naps": int(state.get("naps") or 0) + 1}

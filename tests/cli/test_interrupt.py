@@ -55,8 +55,8 @@ def test_ctrl_c_on_run_names_the_thread_first_and_the_resume_command(tmp_path: P
     effects, runs = tmp_path / "effects.txt", tmp_path / "runs"
     proc = _cli(["run", str(CRASH), "-o", str(runs), "--input", json.dumps({"effects": str(effects), "rounds": 3})],
                 {"AF_TEST_PAUSE_AT": "1"})
-    assert proc.stdout is not None
-    first = proc.stdout.readline()  # printed at the start, not at the end: the run is still going
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # printed at the start, not at the end: the run is still going
     assert proc.poll() is None and first.startswith("run crash-") and " · thread crash-" in first, first
     run_id, thread = first.split()[1], first.split(" · thread ", 1)[1].split(" · ", 1)[0]
     err = _ctrl_c_when(proc, Path(f"{effects}.ready").exists)
@@ -95,3 +95,24 @@ def test_ctrl_c_on_repair_prints_the_command_that_continues_it(docker_image: str
     assert ("repair.resume", "inikit__inikit-1") in kinds
     assert kinds.count(("node.start", "inikit__inikit-1/baseline")) == 1  # the finished node did not run again
     assert kinds.count(("node.start", "inikit__inikit-1/spectrum")) == 2  # the one cut short did
+
+
+@pytest.mark.docker
+def test_ctrl_c_on_bench_prints_the_command_that_continues_it(docker_image: str, tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    events = out / "events.jsonl"
+    proc = _cli(["bench", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{CASSETTE}",
+                 "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "feedback=task",
+                 "-c", "edit_format=search_replace", "-o", str(out)])
+
+    def started() -> bool:
+        return events.is_file() and any(e["kind"] == "node.start" for e in read_jsonl(events))
+
+    err = _ctrl_c_when(proc, started)
+    assert f"the batch is kept in {out}" in err
+    argv = _continue_command(err)
+    assert argv[0] == "bench" and "--resume" in argv and argv[-2:] == ["-o", str(out)] and argv.count("-o") == 1
+    again = _cli(argv)
+    stdout, err = again.communicate(timeout=300)
+    assert again.returncode == 0, stdout + err
+    assert "1/1 done" in stdout, stdout + err

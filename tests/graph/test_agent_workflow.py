@@ -25,6 +25,7 @@ async def test_plan_approve_code_critique_loop(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "cli.py").write_text("print('hi')\n")
+    (repo / "test_cli.py").write_text("def test_runs():\n    assert True\n")  # tests that do not run fail the check
     # the check node runs the tests in a sandbox holding the workspace (docker: the default when tools need one)
     runner = WorkflowRunner(spec, run_dir=tmp_path, context=ctx, workspace=repo)
     async with runner:

@@ -32,7 +32,7 @@ def test_resume_reuses_the_recorded_workflow_and_model(tmp_path: Path, capsys: p
     runs = str(tmp_path / "runs")
     assert run(["run", WORKFLOW, "-m", f"replay:{cassette}", "-o", runs, "--thread-id", "r1",
                 "-i", '{"task": "t"}']) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     hint = next(line for line in out.splitlines() if line.startswith("continue with:"))
     command = hint.removeprefix("continue with: agentflow ").split(" (or")[0].split()
     assert "-m" not in command and "--resume" in command

@@ -133,7 +133,7 @@ def test_run_prints_the_decisions(tmp_path: Path, capsys: pytest.CaptureFixture[
     path.write_text(yaml.safe_dump(_workflow({"step_until": ["attempt"], "value": "score"}, ONE_STEP)))
     code = run(["run", str(path), "-o", str(tmp_path / "runs"), "-i", '{"task": "x"}',
                 "-c", "nodes.go.strategy=mcts", "-c", "nodes.go.n=5", "-c", "nodes.go.temperature=0.9"])
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 0, out
     assert "go: decision: mcts does not use search.temperature (only rebase does): ignored" in out
     assert out.count("go: decision: mcts: no tree node can take another child") == 3

@@ -25,7 +25,11 @@ async def test_a_workflow_of_agents_becomes_a_genai_span_tree(otlp_receiver: Rec
     events = EventLog(tmp_path / "events.jsonl", run_id="wf")
     assert instrument(events, TraceConfig(endpoint=otlp_receiver.url)) is not None
     ctx = RunContext(events=events, chat_model=ReplayModel(WORKFLOW_CASSETTE))
-    async with WorkflowRunner(load_workflow("plan_code_critique"), run_dir=tmp_path, context=ctx) as runner:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_cli.py").write_text("def test_runs():\n    assert True\n")  # the check node's tests must run
+    async with WorkflowRunner(load_workflow("plan_code_critique"), run_dir=tmp_path / "run", context=ctx,
+                              workspace=repo) as runner:
         assert (await runner.start({"task": "add a --verbose flag"}, thread_id="t")).status == "interrupted"
         assert (await runner.resume("t", approve=True)).status == "done"
     events.close()  # ends the translator: the batch is flushed to the receiver

@@ -269,7 +269,7 @@ def test_control_characters_in_a_thread_id_are_escaped_in_run_and_history_lines(
     code, out, err, _ = cli("run", "demo", "-o", str(tmp_path), "--thread-id", thread)
     assert code == 0, err
     assert _raw_controls(out + err) == [] and out.count("\n") == len(out.splitlines())
-    assert f"thread {printable(thread)}" in out
+    assert f"thread {printable(thread)}" in err  # the run line is on stderr (stdout: the result alone)
     assert not any(line.startswith("agentflow: error: forged") for line in (out + err).splitlines())
     code, out, err, _ = cli("run", "-o", str(tmp_path), "--history", thread)
     assert code == 0, err
