@@ -345,13 +345,13 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
 
 def check_can_start(spec: Any, opts: Any) -> None:
     """What a run needs from this machine, checked before its folder is made (a refused run leaves none): the
-    API key of the run's hosted model and the --workspace folder."""
+    run's model (a hosted one's API key, a replay cassette) and the --workspace folder."""
     from agentflow.graph.workspace import check_workspace
-    from agentflow.models.spec import check_credentials
+    from agentflow.models.spec import check_can_start as check_model
 
     model = opts.model or (spec.model if opts.serve is None else None)
     if model is not None:
-        check_credentials(model)
+        check_model(model)
     if opts.workspace is not None:
         check_workspace(opts.workspace)
 

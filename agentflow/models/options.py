@@ -45,7 +45,7 @@ HOSTED_KEYS = {"openai": ("OpenAI", "OPENAI_API_KEY"), "anthropic": ("Anthropic"
 def hosted_api_key(scheme: str, spec: str, given: str | None) -> str:
     """The API key of a hosted provider's model: `given` (the api_key option), else its environment variable;
     a one-line UserError naming the variable when neither is set. The same check runs before a run creates
-    anything (`spec.check_credentials`) and when the client is built."""
+    anything (`spec.check_can_start`) and when the client is built."""
     import os
 
     from agentflow.errors import UserError

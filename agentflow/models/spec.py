@@ -85,14 +85,19 @@ def _options(spec: str, options: dict[str, Any]) -> ModelOptions:
     return validate_config(ModelOptions, options, source=f"options of model {spec!r}")
 
 
-def check_credentials(spec: str) -> None:
-    """A one-line UserError when a hosted provider's model (`openai:`, `anthropic:`) has no API key in the
-    environment: run before a run creates its folder (the model itself checks the same when it is built)."""
+def check_can_start(spec: str) -> None:
+    """A one-line UserError when the model `spec` names cannot be built: a hosted provider's model (`openai:`,
+    `anthropic:`) with no API key in the environment, a `replay:` cassette that cannot be read. Run before a run
+    creates its folder (the model itself checks the same when it is built)."""
     from agentflow.models.options import HOSTED_KEYS, hosted_api_key
 
     parsed = parse_spec(spec)
     if parsed.scheme in HOSTED_KEYS:
         hosted_api_key(parsed.scheme, parsed.text, None)
+    elif parsed.scheme == "replay":
+        from agentflow.models.replay import load_cassette
+
+        load_cassette(parsed.model)
 
 
 def load_model(spec: str, **options: Any) -> ChatModel:

@@ -82,6 +82,11 @@ def _dangling_workspace(tmp: Path) -> list[str]:
     return ["-m", "test:echo", "--workspace", str(tmp / "link")]
 
 
+def _unreadable_cassette(tmp: Path) -> list[str]:
+    (tmp / "bad.json").write_text("{not json")
+    return ["-m", f"replay:{tmp / 'bad.json'}"]
+
+
 @pytest.mark.parametrize("flags, needle", [
     (lambda tmp: ["-m", "openai:gpt-4o-mini"], "OPENAI_API_KEY"),
     (lambda tmp: ["-m", "anthropic:claude-3-5-haiku-latest"], "ANTHROPIC_API_KEY"),
@@ -89,8 +94,10 @@ def _dangling_workspace(tmp: Path) -> list[str]:
     (_missing_workspace, "is not a directory"),
     (_file_workspace, "is not a directory"),
     (_dangling_workspace, "is not a directory"),
+    (lambda tmp: ["-m", f"replay:{tmp / 'none.json'}"], "none.json"),
+    (_unreadable_cassette, "invalid JSON"),
 ], ids=["openai-key", "anthropic-key", "openai-key-no-sandbox", "missing-workspace", "file-workspace",
-        "dangling-workspace"])
+        "dangling-workspace", "missing-cassette", "unreadable-cassette"])
 def test_a_run_that_cannot_start_makes_no_run_folder(
     flags: object, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
