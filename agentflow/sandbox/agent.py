@@ -133,7 +133,9 @@ def _keep_the_tree(parent):
 # --- child reaping -------------------------------------------------------------------------------------------
 # As PID 1 (or a child subreaper) the agent inherits every orphan; one reaper thread waits for all children
 # and hands exit statuses to whoever registered the pid (unregistered pids are orphans and are simply reaped).
-_reap_lock = threading.Lock()
+# re-entrant: the host-died signal handler kills the tree (`_kill_tree`, which lists under this lock) in the main
+# thread, which may be inside `_kill_tree` already (stdin closed at the same moment)
+_reap_lock = threading.RLock()
 _waiters: dict = {}  # pid -> [event, status]
 _early: dict = {}  # pid -> status, for children that exited before they were registered
 _spawned = threading.Event()
