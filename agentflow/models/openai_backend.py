@@ -126,12 +126,15 @@ def token_trace(choice: Any, raw: Any, text: str | None, source: str) -> TokenTr
     """The sampled token ids and log-probs of an OpenAI-style choice, where the server gives them: per-token
     `logprobs.content[].logprob` (OpenAI, vLLM, llama-server) with `.id` (llama-server), or the choice's
     `token_ids` and the response's `prompt_token_ids` (vLLM's `return_token_ids`). None when it gives neither."""
-    entries = _get(_get(choice, "logprobs"), "content") or []
+    content = _get(_get(choice, "logprobs"), "content")
+    entries = content or []
     logprobs = [float(_get(e, "logprob")) for e in entries] if entries and all(
         isinstance(_get(e, "logprob"), (int, float)) for e in entries) else None
     ids = _get(choice, "token_ids")
     if ids is None and entries and all(isinstance(_get(e, "id"), int) for e in entries):
         ids = [int(_get(e, "id")) for e in entries]
+    if content == [] and ids is None:  # log-probs given for no sampled token (the reply was only a stop string)
+        ids, logprobs, text = [], [], ""
     prompt_ids = _get(raw, "prompt_token_ids")
     if ids is None and logprobs is None and prompt_ids is None:
         return None

@@ -37,7 +37,7 @@ from agentflow.errors import UserError
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.swe.evaluate import run_prediction
-from agentflow.swe.hostgit import git
+from agentflow.swe.hostgit import OwnRepo, git
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import ERROR, FAILED, PASSED, TestRun, default_test_cmd, maintained, run_tests
 from agentflow.swe.workspace import EVAL_DIR, SNAPSHOT_ENV, seed_workspace, snapshot_commit
@@ -387,7 +387,8 @@ def _gold_patch(buggy: Path, clean: Path, path: str) -> tuple[str, str]:
         work = Path(tmp) / "r"
         head = snapshot_commit(buggy, work)
         (work / path).write_bytes((clean / path).read_bytes())
-        diff = git(["diff", "--no-color", "--no-ext-diff"], work, env=SNAPSHOT_ENV).decode("utf-8")
+        # `work` is a repository agentflow just made (`snapshot_commit`)
+        diff = git(["diff", "--no-color", "--no-ext-diff"], OwnRepo(work), env=SNAPSHOT_ENV).decode("utf-8")
     return head, diff
 
 

@@ -50,3 +50,11 @@ def test_the_completion_text_is_the_text_of_the_ids_not_the_replys() -> None:
 def test_a_response_without_tokens_has_no_trace() -> None:
     assert from_openai_response(_response({})).choices[0].trace is None
     assert from_openai_response(_response({"logprobs": None})).choices[0].trace is None
+
+
+def test_a_reply_of_no_sampled_token_is_an_empty_trace_not_a_missing_one() -> None:
+    """llama-server leaves a stop string's tokens out of the log-probs: a reply that was only one has an empty
+    `content` list, which is a trace of zero tokens (the export keeps it), not a backend that gives none."""
+    trace = from_openai_response(_response({"logprobs": {"content": []}})).choices[0].trace
+    assert trace is not None
+    assert (trace.completion_ids, trace.logprobs, trace.completion_text) == ([], [], "")
