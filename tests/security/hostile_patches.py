@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .test_grading import FAKE_RUN  # the runner stand-in of the earlier attacks
+
 REPO = Path(__file__).resolve().parents[2] / "examples" / "swe-tasks" / "repos" / "inikit"
 IID = "inikit__inikit-1"
 
@@ -190,23 +192,6 @@ def _library_outcomes() -> dict[str, str]:
         )
         out[f"library:{label}"] = write_file("inikit/__init__.py", init + "\n" + wrapper)
     return out
-
-
-FAKE_RUN = """import os
-import sys
-
-_fd = os.environ.get("AGENTFLOW_RESULTS_FD")
-_ids = os.environ.get("AGENTFLOW_TEST_IDS")
-if _fd and _ids:
-    with open(_ids) as fh:
-        names = [line.strip() for line in fh if line.strip()]
-    with os.fdopen(int(_fd), "w") as out:
-        out.write("{" + ", ".join('"%s": "PASSED"' % n for n in names) + "}")
-print("all tests passed")
-sys.stdout.flush()
-os._exit(0)
-"""
-"""Stands in for the runner: every listed test reported PASSED on the harness's channel, exit 0, no test run."""
 
 
 def _earlier() -> dict[str, str]:
