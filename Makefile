@@ -42,10 +42,17 @@ SANDBOX ?= docker
 demo: setup setup-models $(if $(filter docker,$(SANDBOX)),setup-sandbox)
 	$(AF) repair --tasks examples/swe-tasks/tasks.jsonl -i cachette__cachette-2 --strategy best-of-n -n 4 -c max_attempts=1 --sandbox $(SANDBOX)
 
-## test: lint, then the whole suite, as CI runs it
+# The Python of the sandbox image (sandboxes/Dockerfile and rootfs.sh: Debian bookworm's python3), which runs the
+# in-sandbox agent; tests/sandbox/test_image.py checks that the image still has it
+SANDBOX_PYTHON := 3.11
+
+## test: lint and type-check, then the whole suite, as CI runs it
 test: setup setup-models setup-sandbox setup-browser
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict agentflow/graph agentflow/repair agentflow/reasoning agentflow/codegen agentflow/instruct
+	$(BIN)/mypy --strict agentflow
+	@# the in-sandbox agent as the image runs it: alone (not as part of the package), on that Python, with the
+	@# standard library only (no config file, no site-packages)
+	MYPYPATH=agentflow/sandbox $(BIN)/mypy --strict --config-file= --no-site-packages --python-version $(SANDBOX_PYTHON) -m agent
 	AGENTFLOW_REQUIRE_LLAMA=1 $(BIN)/pytest
 
 ## test-fast: the suite without Docker or llama-server parts

@@ -92,7 +92,7 @@ class Budget:
 
     def child(self, limits: BudgetLimits | None = None, **kw: float | None) -> Budget:
         """A nested budget: its own limits, and every charge also counts against this one."""
-        return Budget(limits, parent=self, **kw)
+        return Budget(limits or BudgetLimits.model_validate(kw), parent=self)
 
     @property
     def used(self) -> BudgetUsage:
@@ -139,8 +139,9 @@ class Budget:
 
     def remaining(self, kind: BudgetKind) -> float | None:
         """How much of `kind` is left (the tightest of this budget and its parents), None if unlimited."""
-        limit = getattr(self.limits, kind)
-        mine = None if limit is None else max(0.0, limit - getattr(self.used, kind))
+        limit: float | None = getattr(self.limits, kind)
+        used: float = getattr(self.used, kind)
+        mine = None if limit is None else max(0.0, limit - used)
         theirs = self.parent.remaining(kind) if self.parent is not None else None
         if mine is None:
             return theirs

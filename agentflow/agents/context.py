@@ -26,6 +26,7 @@ from agentflow.config import StrictConfig
 from agentflow.models.base import ChatRequest, Message
 
 CompactionStep = Literal["drop_tool_outputs", "keep_ends"]
+_DEFAULT_POLICY: tuple[CompactionStep, ...] = ("drop_tool_outputs", "keep_ends")
 
 DROPPED = "[tool output dropped to stay within the context window: {chars} characters]"
 
@@ -36,7 +37,7 @@ class ContextConfig(StrictConfig):
     window: int | None = Field(default=None, ge=64)
     """Context tokens of the model; None: what the model declares (`context_window`, e.g. a local model's slot
     size), and no compaction when it declares nothing."""
-    policy: list[CompactionStep] = Field(default_factory=lambda: ["drop_tool_outputs", "keep_ends"])
+    policy: list[CompactionStep] = Field(default_factory=lambda: list(_DEFAULT_POLICY))
     """Compaction steps tried in order until the prompt fits; empty: never compact (stop instead)."""
     keep_last: int = Field(default=4, ge=1)
     """Newest messages no compaction step touches."""

@@ -52,7 +52,7 @@ class EscapingStream:
 def escaping_streams() -> Iterator[None]:
     """sys.stdout and sys.stderr escape control characters while the context lasts."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = EscapingStream(sys.stdout), EscapingStream(sys.stderr)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = EscapingStream(sys.stdout), EscapingStream(sys.stderr)
     try:
         yield
     finally:

@@ -15,7 +15,7 @@ try:  # typer >= 0.2x vendors click (Abort and Exit moved to typer.exceptions); 
     from typer.exceptions import Abort, Exit
 except ImportError:  # pragma: no cover
     from click import exceptions as click_exc  # type: ignore[no-redef]
-    from click.exceptions import Abort, Exit  # type: ignore[assignment,no-redef]
+    from click.exceptions import Abort, Exit  # type: ignore[assignment]
 
 from agentflow import __version__
 from agentflow.cli._output import redact_std_streams, redacted_output

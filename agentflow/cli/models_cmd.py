@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         import asyncio
 
         from agentflow.errors import ModelError
-        from agentflow.models.base import ChatRequest, Message
+        from agentflow.models.base import ChatRequest, ChatResponse, Message
         from agentflow.models.spec import UNCONFIGURED, load_model, parse_spec
 
         parsed = parse_spec(spec)
@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         model = load_model(spec, **options)
         request = ChatRequest(messages=[Message.user(prompt)], max_tokens=max_tokens, temperature=0)
 
-        async def call():  # type: ignore[no-untyped-def]
+        async def call() -> ChatResponse:
             try:
                 return await model.chat(request)
             finally:

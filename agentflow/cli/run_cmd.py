@@ -9,7 +9,7 @@ import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 from pydantic import Field
@@ -28,6 +28,9 @@ from agentflow.cli.serve_flag import SERVE_OPTION, check_serve, serving
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError, did_you_mean, printable
 from agentflow.observe.config import TraceConfig
+
+if TYPE_CHECKING:
+    from agentflow.graph.runner import WorkflowRunner
 
 OUTPUT_OPTION = typer.Option(Path("runs"), "-o", "--output", help="Folder that holds run directories.")
 EXECUTOR_OPTION = typer.Option(
@@ -302,7 +305,7 @@ def _run_repair(workflow: str, input: str | None, *, workspace: Path | None, thr
                         hint='--input \'{"repo": "DIR", "issue": "TEXT"}\' (--apply writes the patch to DIR)')
     from agentflow.cli.repair_cmd import run_repair_workflow
 
-    return run_repair_workflow(workflow, parse_json_input(input), **options)  # type: ignore[no-any-return]
+    return run_repair_workflow(workflow, parse_json_input(input), **options)
 
 
 def needs_repair(workflow: str) -> bool:
@@ -505,6 +508,7 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
                             durability=cfg.durability, sandbox=opts.sandbox, workspace=opts.workspace)
     from agentflow.observe import instrument
 
+    assert ctx.events is not None  # the runner keeps its ledger in `rdir`: it opened the run's events.jsonl
     instrument(ctx.events, cfg.trace)
     printer = RunPrinter(printer_mode)
     live = LiveEvents()
@@ -580,7 +584,7 @@ READER_MODEL = "unused:reading-checkpoints"
 """The model spec of a runner that only reads checkpoints, when the run names none (it is never built)."""
 
 
-def checkpoint_reader(spec: Any, opts: Any) -> Any:
+def checkpoint_reader(spec: Any, opts: Any) -> WorkflowRunner:
     """A runner that only reads a thread's checkpoints: no sandbox, no checkpointer of its own, and the run's
     model as `run` resolves it (an agent node compiles only with a model; a reader never calls it)."""
     from agentflow.graph.context import RunContext

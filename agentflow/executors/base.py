@@ -9,7 +9,7 @@ the only write access to its run directory: a remote call returns what it produc
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from agentflow.budget import Budget
@@ -29,8 +29,9 @@ class Executor(Protocol):
     remote: bool
     """True when calls leave this process (results must then be written by the caller)."""
 
-    async def call(self, fn: Callable[..., Awaitable[T]], /, *args: Any, label: str = "") -> T:
-        """`await fn(*args)` on some worker; a lost call raises `RemoteTaskError`."""
+    async def call(self, fn: Callable[..., Coroutine[Any, Any, T]], /, *args: Any, label: str = "") -> T:
+        """`await fn(*args)` on some worker (`fn` a coroutine function: a worker runs it in its own event loop);
+        a lost call raises `RemoteTaskError`."""
         ...
 
     def share(self, value: Any, what: str = "a shared value") -> Any:
@@ -54,7 +55,7 @@ class InProcessExecutor:
     kind = "in-process"
     remote = False
 
-    async def call(self, fn: Callable[..., Awaitable[T]], /, *args: Any, label: str = "") -> T:
+    async def call(self, fn: Callable[..., Coroutine[Any, Any, T]], /, *args: Any, label: str = "") -> T:
         return await fn(*args)
 
     def share(self, value: Any, what: str = "a shared value") -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -41,9 +41,9 @@ _LOST = (
 )
 
 
-@ray.remote(num_cpus=0, max_concurrency=64)
 class RayLedger:
-    """Run-wide state shared by every node: USD spent and the starts of each call (for retry reports)."""
+    """Run-wide state shared by every node: USD spent and the starts of each call (for retry reports). One
+    actor per run (`_LEDGER_ACTOR`), serving many calls at once."""
 
     def __init__(self, spent_usd: float = 0.0) -> None:
         self.usd = spent_usd
@@ -62,6 +62,11 @@ class RayLedger:
 
     def attempts(self, label: str) -> list[str]:
         return list(self.starts.get(label, []))
+
+
+# ray.remote(...)'s typed keyword form takes task options only: the actor's options are given on creation
+_LEDGER_ACTOR = ray.remote(RayLedger)
+_LEDGER_OPTIONS: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 64}
 
 
 class LedgerBudget(Budget):
@@ -91,7 +96,7 @@ class LedgerBudget(Budget):
         return snap
 
 
-def _invoke(fn: Callable[..., Awaitable[Any]], ledger: Any, label: str, *args: Any) -> Any:
+def _invoke(fn: Callable[..., Coroutine[Any, Any, Any]], ledger: Any, label: str, *args: Any) -> Any:
     """Body of every Ray task: record the start in the ledger, then run the coroutine function."""
     ray.get(ledger.started.remote(label, ray.get_runtime_context().get_node_id()))
     return asyncio.run(fn(*args))
@@ -181,7 +186,7 @@ class RayExecutor:
         cfg = self.config
         node = ray.get_runtime_context().get_node_id()
         pin = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node, soft=False)
-        self._ledger = RayLedger.options(scheduling_strategy=pin).remote()
+        self._ledger = _LEDGER_ACTOR.options(**_LEDGER_OPTIONS, scheduling_strategy=pin).remote()
         options: dict[str, Any] = {"num_cpus": cfg.task_cpus, "max_retries": cfg.max_retries,
                                    "retry_exceptions": False, "scheduling_strategy": "SPREAD"}
         if cfg.task_memory_mb:
@@ -202,14 +207,15 @@ class RayExecutor:
         return [{"node_id": n["NodeID"], "address": n["NodeManagerAddress"], "cpus": n["Resources"].get("CPU", 0)}
                 for n in ray.nodes() if n.get("Alive")]
 
-    async def call(self, fn: Callable[..., Awaitable[T]], /, *args: Any, label: str = "") -> T:
+    async def call(self, fn: Callable[..., Coroutine[Any, Any, T]], /, *args: Any, label: str = "") -> T:
         task = self._remote.options(name=label or fn.__name__, **self._options)
         try:
             ref = task.remote(fn, self._ledger, label, *args)
         except TypeError as exc:
             raise _unpicklable(f"the arguments of {label or fn.__name__}", exc) from None
         try:
-            return await ref
+            result: T = await ref
+            return result
         except asyncio.CancelledError:
             ray.cancel(ref, force=True)
             raise
@@ -244,4 +250,5 @@ class RayExecutor:
 
     def started_on(self, label: str) -> list[str]:
         """Ids of the nodes the call with `label` was started on, in order (more than one: retried)."""
-        return ray.get(self._ledger.attempts.remote(label))
+        nodes: list[str] = ray.get(self._ledger.attempts.remote(label))
+        return nodes

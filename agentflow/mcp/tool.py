@@ -164,7 +164,7 @@ def _bounded(text: str, limit: int) -> str:
 
 def _args_schema(schema: Any) -> dict[str, Any]:
     """The server's input schema as models see native ones: an object, titles dropped."""
-    out = _strip_titles(dict(schema or {}))
+    out: dict[str, Any] = _strip_titles(dict(schema or {}))
     out["type"] = "object"
     out.setdefault("properties", {})
     return out

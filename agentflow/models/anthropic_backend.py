@@ -139,7 +139,7 @@ class AnthropicChatModel(RemoteModel):
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         return from_anthropic(await self.client().messages.create(**self._kwargs(request)))
 
-    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
         kw = self._kwargs(request)
         kw["stream"] = True
         texts: list[str] = []

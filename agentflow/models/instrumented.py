@@ -11,7 +11,7 @@ from typing import Any
 
 from agentflow.budget import Budget, Hold
 from agentflow.events import EventLog
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, StreamDelta
 
 
 class InstrumentedModel:
@@ -142,6 +142,6 @@ def turn_record(spec: str, request: ChatRequest, response: ChatResponse) -> dict
     }
 
 
-def _message(message: Any) -> dict[str, Any]:
+def _message(message: Message) -> dict[str, Any]:
     """A message as event data: role, text and tool calls, without empty fields."""
     return message.model_dump(mode="json", exclude_none=True, exclude_defaults=True) | {"role": message.role}

@@ -50,7 +50,7 @@ class LiteLLMChatModel(RemoteModel):
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         return from_openai_response(await self._litellm.acompletion(**self._kwargs(request)))
 
-    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
         kw = self._kwargs(request)
         kw.update(stream=True, stream_options={"include_usage": True})
         acc = _StreamAccumulator()

@@ -362,7 +362,7 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request), request)
 
-    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
         # streamed as asked, without a token trace: llama-server gives no log-probs to a stream that offers
         # tools, and a user watching a slow local model needs its tokens as they come (the export says so)
         # a dead server surfaces as a connection error, which RemoteModel.stream retries before the first token

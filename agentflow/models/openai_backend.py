@@ -298,7 +298,7 @@ class OpenAIChatModel(RemoteModel):
         raw = await self.client().chat.completions.create(**self._kwargs(request))
         return from_openai_response(raw)
 
-    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
         kw = self._kwargs(request)
         kw["stream"] = True
         if self.options.stream_usage:

@@ -68,12 +68,12 @@ def _break_parent_cycles(events: list[list[Any]]) -> None:
     """Make the search tree of `search.node` rows ([ts, kind, node, parent, data]) a tree: a run folder is any
     file, and a parent chain that comes back to itself would keep the page walking it forever. On each cycle,
     the node seen first becomes a root (its rows lose their parent), so every node is still shown."""
-    parent: dict[str, str] = {}
+    parent: dict[str, str | None] = {}
     first: dict[str, int] = {}
-    for i, (_, kind, node, up, _) in enumerate(events):
-        if kind == "search.node" and node:
-            parent[node] = up
-            first.setdefault(node, i)
+    for i, (_, kind, node_id, up, _) in enumerate(events):
+        if kind == "search.node" and node_id:
+            parent[node_id] = up
+            first.setdefault(node_id, i)
     done: set[str] = set()
     roots: set[str] = set()
     for start in parent:
@@ -174,7 +174,8 @@ def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[s
         "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
     register_secrets_in(data)  # a key in clear in an older run's config: masked wherever else it shows up
-    return redact(data)
+    redacted: dict[str, Any] = redact(data)
+    return redacted
 
 
 def _asset(name: str) -> str:

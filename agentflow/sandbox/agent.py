@@ -31,10 +31,17 @@ import sys
 import tarfile
 import threading
 import time
+from collections.abc import Callable, Collection
+from types import FrameType
+from typing import IO, Any
+
+# A request and its reply: JSON objects (what the host sends is checked by the op that reads it)
+Request = dict[str, Any]
+Reply = dict[str, Any]
 
 _out_lock = threading.Lock()
-_state = {"workdir": "/workspace", "env": {}, "rlimits": {}, "output_limit": 64000, "output_kill": 256000000}
-_key = {"value": None}  # the reply-signing key, set by hello; never written anywhere
+_state: dict[str, Any] = {"workdir": "/workspace", "env": {}, "rlimits": {}, "output_limit": 64000, "output_kill": 256000000}
+_key: dict[str, bytes | None] = {"value": None}  # the reply-signing key, set by hello; never written anywhere
 _RESULTS_LIMIT = 64 * 1024 * 1024  # a side-channel result larger than this is dropped, not cut
 
 # --- the process tree ------------------------------------------------------------------------------------------
@@ -48,27 +55,28 @@ _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 
 
-def _prctl(option, value):
+def _prctl(option: int, value: int) -> bool:
     """prctl(option, value); True when the kernel accepted it."""
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
+        result: int = libc.prctl(option, value, 0, 0, 0)
+        return result == 0
     except (OSError, AttributeError, ImportError):
         return False
 
 
-def _make_undumpable():
+def _make_undumpable() -> bool:
     """PR_SET_DUMPABLE=0: our /proc entries become root's and ptrace needs CAP_SYS_PTRACE. True when set."""
     return _prctl(_PR_SET_DUMPABLE, 0)
 
 
-def _descendants(spare=()):
+def _descendants(spare: Collection[int] = ()) -> list[int]:
     """Pids of every live process below this one, except the `spare` pids and what is below them (one pass
     over /proc; zombies have no children to find)."""
     me = os.getpid()
-    children = {}
+    children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -82,7 +90,8 @@ def _descendants(spare=()):
                 continue
             if fields[0] != "Z":
                 children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [me]
+    found: list[int] = []
+    todo = [me]
     while todo:
         for pid in children.get(todo.pop(), ()):
             if pid not in spare:
@@ -91,7 +100,7 @@ def _descendants(spare=()):
     return found
 
 
-def _kill_tree(spare=()):
+def _kill_tree(spare: Collection[object] = ()) -> tuple[int, int]:
     """SIGKILL every process below the agent but the commands of the requests `spare` names (and what is below
     them), again until none is left (one may fork while the pass runs; its child is below the agent too and
     is found by the next pass). How many were killed, and how many still lived after five seconds of passes.
@@ -114,12 +123,12 @@ def _kill_tree(spare=()):
         time.sleep(0.01)
 
 
-def _keep_the_tree(parent):
+def _keep_the_tree(parent: int) -> None:
     """Local backend: become a child subreaper, and have the kernel signal us when `parent` (the host) dies,
     even if it dies without closing our stdin (a process it forked may hold the pipe open)."""
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
-    def host_died(signum, frame):
+    def host_died(signum: int, frame: FrameType | None) -> None:
         if os.getppid() != parent:  # the signal also comes when the host's thread that started us ends
             _kill_tree()
             os._exit(0)
@@ -136,13 +145,23 @@ def _keep_the_tree(parent):
 # re-entrant: the host-died signal handler kills the tree (`_kill_tree`, which lists under this lock) in the main
 # thread, which may be inside `_kill_tree` already (stdin closed at the same moment)
 _reap_lock = threading.RLock()
-_waiters: dict = {}  # pid -> [event, status]
-_early: dict = {}  # pid -> status, for children that exited before they were registered
+
+
+class _Exit:
+    """A child's exit as the reaper hands it over: `ended` is set once `status` (os.wait's) is known."""
+
+    def __init__(self) -> None:
+        self.ended = threading.Event()
+        self.status: int | None = None
+
+
+_waiters: dict[int, _Exit] = {}  # pid -> its exit, for the command that waits for it
+_early: dict[int, int] = {}  # pid -> status, for children that exited before they were registered
 _spawned = threading.Event()
-_running: dict = {}  # request id -> pid of the command that request is running now (until it has ended)
+_running: dict[object, int] = {}  # request id -> pid of the command that request is running now (until it has ended)
 
 
-def _reaper():
+def _reaper() -> None:
     while True:
         try:
             pid, status = os.wait()
@@ -159,8 +178,8 @@ def _reaper():
                 if len(_early) > 10000:
                     _early.clear()
             else:
-                slot[1] = status
-                slot[0].set()
+                slot.status = status
+                slot.ended.set()
 
 
 # --- cgroup counters (say which limit stopped a command) ------------------------------------------------------
@@ -173,7 +192,7 @@ _COUNTERS = {
 }
 
 
-def _counters():
+def _counters() -> dict[str, int]:
     out = {}
     for kind, places in _COUNTERS.items():
         for path, key in places:
@@ -193,13 +212,13 @@ def _counters():
 class _Capture:
     """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
 
-    def __init__(self, limit):
+    def __init__(self, limit: int) -> None:
         self.half = max(limit // 2, 1)
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
 
-    def add(self, data):
+    def add(self, data: bytes) -> None:
         self.total += len(data)
         room = self.half - len(self.head)
         if room > 0:
@@ -210,7 +229,7 @@ class _Capture:
             if len(self.tail) > 2 * self.half:
                 del self.tail[: len(self.tail) - self.half]
 
-    def result(self):
+    def result(self) -> tuple[str, int]:
         tail = self.tail[-self.half :] if len(self.tail) > self.half else self.tail
         omitted = self.total - len(self.head) - len(tail)
         text = self.head.decode("utf-8", "replace")
@@ -220,7 +239,7 @@ class _Capture:
         return text, max(omitted, 0)
 
 
-def _set_rlimits():
+def _set_rlimits() -> None:
     for name, value in _state["rlimits"].items():
         try:
             resource.setrlimit(getattr(resource, name), (value, value))
@@ -228,7 +247,7 @@ def _set_rlimits():
             pass
 
 
-def _kill_group(pid):
+def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -315,7 +334,7 @@ _SHELL_WORDS = frozenset(
 )
 
 
-def _direct_argv(command, env):
+def _direct_argv(command: str, env: dict[str, str]) -> list[str] | None:
     """argv to exec without a shell when `command` is plain words (same result as bash -c, one process less)."""
     if not command or not set(command) <= _SIMPLE:
         return None
@@ -334,13 +353,13 @@ def _direct_argv(command, env):
     return [exe] + words[1:]
 
 
-def op_exec(req):
+def op_exec(req: Request) -> Reply:
     """Run `command` with bash (or directly when it is plain words), or each argv of `argvs` in turn without
     a shell, stopping at the first failure (used for snapshots: one round trip, no shell)."""
     argvs = req.get("argvs")
     if not argvs:
         return _run(req, None)
-    result = None
+    result: Reply = {}
     for argv in argvs:
         result = _run(req, argv)
         if result["exit_code"] != 0:
@@ -348,7 +367,7 @@ def op_exec(req):
     return result
 
 
-def _run(req, argv):
+def _run(req: Request, argv: list[str] | None) -> Reply:
     """Run one command (`argv`, or the request's command line) to its end, its timeout or its output limit;
     what it printed (capped), how it ended and which limit, if any, it hit."""
     env = dict(os.environ)
@@ -367,7 +386,8 @@ def _run(req, argv):
     if isinstance(started, dict):
         return started
     proc, slot = started
-    caps = {proc.stdout.fileno(): _Capture(limit), proc.stderr.fileno(): _Capture(limit)}
+    stdout, stderr = _pipes(proc)
+    caps = {stdout.fileno(): _Capture(limit), stderr.fileno(): _Capture(limit)}
     deadline = start + float(req.get("timeout") or 120)
     try:
         timed_out, output_hit, results = _collect(proc, slot, caps, results_r, results_w, deadline)
@@ -375,7 +395,7 @@ def _run(req, argv):
         with _reap_lock:
             _running.pop(req.get("id"), None)
     duration = time.monotonic() - start
-    status = slot[1]
+    status = slot.status
     code = os.waitstatus_to_exitcode(status) if status is not None else -9
     proc.returncode = code  # the reaper has the status; keep Popen from polling for it
     out_cap, err_cap = caps.values()
@@ -383,7 +403,7 @@ def _run(req, argv):
     err, err_omitted = err_cap.result()
     # read even after exit 0: an OOM kill inside a pipeline whose last command succeeds still counts
     limit_hit = _limit_hit(before, _counters(), out, err, output_hit=output_hit, timed_out=timed_out)
-    extra = {}
+    extra: dict[str, str | None] = {}
     if results_r is not None:
         extra["results"] = results.decode("utf-8", "replace") if results is not None else None
     return {
@@ -399,7 +419,9 @@ def _run(req, argv):
     }
 
 
-def _spawn(req, argv, env, results_r, results_w):
+def _spawn(
+    req: Request, argv: list[str] | None, env: dict[str, str], results_r: int | None, results_w: int | None
+) -> Reply | tuple[subprocess.Popen[bytes], _Exit]:
     """Start the command in its own session, registered with the reaper, fed its stdin (if any) by a thread;
     (process, its reaper slot), or the reply for a command that could not start."""
     cwd = req.get("cwd") or _state["workdir"]
@@ -421,11 +443,11 @@ def _spawn(req, argv, env, results_r, results_w):
                 pass_fds=(results_w,) if results_w is not None else (),
                 preexec_fn=_set_rlimits if _state["rlimits"] else None,  # noqa: PLW1509 - local backend only
             )
-            slot = [threading.Event(), None]
+            slot = _Exit()
             _running[req.get("id")] = proc.pid
             if proc.pid in _early:
-                slot[1] = _early.pop(proc.pid)
-                slot[0].set()
+                slot.status = _early.pop(proc.pid)
+                slot.ended.set()
             else:
                 _waiters[proc.pid] = slot
         _spawned.set()
@@ -448,15 +470,17 @@ def _spawn(req, argv, env, results_r, results_w):
     except OSError:
         pass
     if stdin_data is not None:
+        stdin = proc.stdin
+        assert stdin is not None  # a pipe when there is data to feed
 
-        def feed():
+        def feed() -> None:
             try:
-                proc.stdin.write(stdin_data.encode())
+                stdin.write(stdin_data.encode())
             except OSError:
                 pass
             finally:
                 try:
-                    proc.stdin.close()
+                    stdin.close()
                 except OSError:
                     pass
 
@@ -464,32 +488,45 @@ def _spawn(req, argv, env, results_r, results_w):
     return proc, slot
 
 
-def _collect(proc, slot, caps, results_r, results_w, deadline):
+def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
+    """The command's stdout and stderr (both are pipes: see `_spawn`)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    return proc.stdout, proc.stderr
+
+
+def _collect(
+    proc: subprocess.Popen[bytes],
+    slot: _Exit,
+    caps: dict[int, _Capture],
+    results_r: int | None,
+    results_w: int | None,
+    deadline: float,
+) -> tuple[bool, bool, bytearray | None]:
     """Read the command's stdout and stderr into `caps` (and its results pipe) until it has exited and its
     pipes are drained, its deadline passes or its output passes the kill limit; the process group is killed
     in the last two cases (and when background jobs still hold its pipes). (timed out, output limit hit,
     the results read: None when there was no results pipe or what came was too large)."""
     kill_bytes = int(_state["output_kill"])
     sel = selectors.DefaultSelector()
-    for f in (proc.stdout, proc.stderr):
+    for f in _pipes(proc):
         os.set_blocking(f.fileno(), False)
         sel.register(f.fileno(), selectors.EVENT_READ)
-    results = None
-    if results_r is not None:
+    results: bytearray | None = None
+    if results_r is not None and results_w is not None:
         os.close(results_w)  # the command holds the only write end now
         results = bytearray()
         os.set_blocking(results_r, False)
         sel.register(results_r, selectors.EVENT_READ)
     timed_out = False
     output_hit = False
-    exited_at = None
+    exited_at: float | None = None
     open_fds = set(caps)
     while open_fds:
         now = time.monotonic()
         if now >= deadline:
             timed_out = True
             break
-        if slot[0].is_set() and exited_at is None:
+        if slot.ended.is_set() and exited_at is None:
             exited_at = now
         if exited_at is not None and now - exited_at > 0.2:
             break  # the command is done; background jobs still hold its pipes
@@ -518,11 +555,11 @@ def _collect(proc, slot, caps, results_r, results_w, deadline):
             break
     if timed_out or output_hit or open_fds:
         _kill_group(proc.pid)
-    if not slot[0].wait(5):
+    if not slot.ended.wait(5):
         _kill_group(proc.pid)
-        slot[0].wait(5)
+        slot.ended.wait(5)
     sel.close()
-    for f in (proc.stdout, proc.stderr):
+    for f in _pipes(proc):
         try:
             f.close()
         except OSError:
@@ -533,7 +570,9 @@ def _collect(proc, slot, caps, results_r, results_w, deadline):
     return timed_out, output_hit, results
 
 
-def _limit_hit(before, after, out, err, output_hit, timed_out):
+def _limit_hit(
+    before: dict[str, int], after: dict[str, int], out: str, err: str, output_hit: bool, timed_out: bool
+) -> str | None:
     """Which limit ended the command, if any: the cgroup's memory or pids counters rose, else its output, the
     disk, its timeout or a fork refused (from what it printed)."""
     for kind in ("pids", "memory"):
@@ -550,11 +589,11 @@ def _limit_hit(before, after, out, err, output_hit, timed_out):
     return None
 
 
-def _path(p):
+def _path(p: str) -> str:
     return p if os.path.isabs(p) else os.path.join(_state["workdir"], p)
 
 
-def op_read(req):
+def op_read(req: Request) -> Reply:
     path = _path(req["path"])
     limit = int(req.get("limit") or 50_000_000)
     with open(path, "rb") as fh:
@@ -564,7 +603,7 @@ def op_read(req):
     return {"data": base64.b64encode(data).decode()}
 
 
-def _drain(fd, buf):
+def _drain(fd: int, buf: bytearray | None) -> bytearray | None:
     """Whatever the command wrote to the side channel and the loop has not read yet."""
     while buf is not None:
         try:
@@ -579,7 +618,7 @@ def _drain(fd, buf):
     return buf
 
 
-def _close_fds(*fds):
+def _close_fds(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
             try:
@@ -588,7 +627,7 @@ def _close_fds(*fds):
                 pass
 
 
-def op_write(req):
+def op_write(req: Request) -> Reply:
     path = _path(req["path"])
     parent = os.path.dirname(path)
     if parent:
@@ -600,13 +639,13 @@ def op_write(req):
     return {}
 
 
-def op_list(req):
+def op_list(req: Request) -> Reply:
     root = _path(req.get("path") or ".")
     recursive = bool(req.get("recursive"))
     cap = int(req.get("max_entries") or 10000)
-    entries = []
+    entries: list[dict[str, object]] = []
 
-    def add(full):
+    def add(full: str) -> None:
         try:
             st = os.lstat(full)
         except OSError:
@@ -635,11 +674,11 @@ def op_list(req):
     return {"entries": entries, "truncated": False}
 
 
-def op_untar(req):
+def op_untar(req: Request) -> Reply:
     dest = _path(req.get("dest") or ".")
     os.makedirs(dest, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(base64.b64decode(req["data"]))) as tar:
-        members = []
+        members: list[tarfile.TarInfo] = []
         for m in tar.getmembers():
             name = os.path.normpath(m.name)
             if name.startswith("..") or os.path.isabs(name) or m.isdev():
@@ -650,7 +689,7 @@ def op_untar(req):
     return {"count": len(members)}
 
 
-def op_hello(req):
+def op_hello(req: Request) -> Reply:
     for key in ("workdir", "env", "rlimits", "output_limit", "output_kill"):
         if key in req:
             _state[key] = req[key]
@@ -660,11 +699,11 @@ def op_hello(req):
     return {"pid": os.getpid(), "python": sys.version.split()[0], "dumpable": _state.get("dumpable", True)}
 
 
-def op_ping(req):
+def op_ping(req: Request) -> Reply:
     return {}
 
 
-def op_end_processes(req):
+def op_end_processes(req: Request) -> Reply:
     """End every process in the sandbox but this agent and the commands of the requests named in `spare`
     (ones the host still waits for; what runs below them stays too). A search branch gives up the sandbox
     this way: nothing it started, detached or not, is left to touch the next branch's workspace."""
@@ -674,13 +713,13 @@ def op_end_processes(req):
     return {"ended": ended}
 
 
-def op_shutdown(req):
+def op_shutdown(req: Request) -> Reply:
     """Kill every process the commands started (detached background jobs included)."""
     _kill_tree()
     return {}
 
 
-OPS = {
+OPS: dict[str, Callable[[Request], Reply]] = {
     "exec": op_exec,
     "read": op_read,
     "write": op_write,
@@ -693,7 +732,7 @@ OPS = {
 }
 
 
-def _reply(obj):
+def _reply(obj: Reply) -> None:
     body = json.dumps(obj).encode()
     key = _key["value"]
     if key is not None:
@@ -704,7 +743,7 @@ def _reply(obj):
         sys.stdout.buffer.flush()
 
 
-def _handle(req):
+def _handle(req: Request) -> None:
     rid = req.get("id")
     try:
         result = OPS[req["op"]](req)
@@ -722,7 +761,7 @@ def _handle(req):
     _reply(result)
 
 
-def main():
+def main() -> None:
     parent = os.getppid()  # the host (0 as a container's PID 1)
     _state["dumpable"] = not _make_undumpable()
     for sig in (

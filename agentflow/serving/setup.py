@@ -243,7 +243,7 @@ def _marker(path: Path) -> Path:
 def _is_verified(model: EmbeddedModel, path: Path) -> bool:
     try:
         stat = path.stat()
-        marker = json.loads(_marker(path).read_text())
+        marker: object = json.loads(_marker(path).read_text())
     except (OSError, ValueError):
         return False
     return marker == {"sha256": model.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}

@@ -57,7 +57,7 @@ class Tool:
         self.spec = ToolSpec(
             name=self.name, description=self.description, parameters=json_schema(self.args_model)
         )
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, pack={self.pack!r})"

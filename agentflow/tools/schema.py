@@ -164,7 +164,7 @@ def build_args_model(
         fields[field_name] = (annotation, info)
     model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) + "Args"
     try:
-        model = create_model(model_name, __base__=ArgsBase, **fields)  # type: ignore[call-overload]
+        model = create_model(model_name, __base__=ArgsBase, **fields)
         model.model_json_schema()
     except Exception as exc:
         raise TypeError(f"tool {name!r}: its parameters cannot be turned into a JSON schema ({exc})") from exc
@@ -189,7 +189,7 @@ def _with_alias(info: FieldInfo, alias: str) -> FieldInfo:
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The arguments schema as models see it: no titles, `$ref`s inlined where that is finite."""
-    schema = model.model_json_schema()
+    schema: dict[str, Any] = model.model_json_schema()
     defs = schema.pop("$defs", {})
     if defs and not _recursive(defs):
         schema = _inline(schema, defs)

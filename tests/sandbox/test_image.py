@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from agentflow.sandbox import open_sandbox
 
 pytestmark = [pytest.mark.docker]
+
+MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
 
 
 async def test_base_image_has_the_tools(sandbox_image):
@@ -16,6 +21,16 @@ async def test_base_image_has_the_tools(sandbox_image):
         )
         assert res.ok, res.output
         assert "pytest" in res.output and "git version" in res.output and "ripgrep" in res.output
+
+
+async def test_the_agent_is_type_checked_for_the_python_of_the_image(sandbox_image):
+    """`make test` checks the in-sandbox agent with mypy for `SANDBOX_PYTHON`: the image must run that Python."""
+    checked = re.search(r"^SANDBOX_PYTHON := (\S+)$", MAKEFILE.read_text(), flags=re.MULTILINE)
+    assert checked is not None, "the Makefile names no SANDBOX_PYTHON"
+    async with open_sandbox("docker", {"image": sandbox_image}) as sb:
+        res = await sb.exec("python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'")
+    assert res.ok, res.output
+    assert res.stdout.strip() == checked.group(1)
 
 
 @pytest.mark.slow
