@@ -103,10 +103,10 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
 
     `path` is the SQLite file (created with its parent folder). `keep_last` checkpoints are kept per thread and
     namespace (None keeps all); garbage is collected every `gc_every` checkpoints. `level` is the zstd level of
-    blobs, which are compressed inside put(): on 4 KB pieces of code and text, 1 is 5-25% faster than 3 for
-    0-3% more bytes. Reading builds only the classes `StrictSerde` allows: LangGraph's safe types, agentflow's
-    data classes, `allowed_types` and what `with_allowlist` adds (`compile_workflow` adds the workflow's state
-    types); any other type a stored value names is a `RefusedType` error.
+    blobs, which are compressed inside put(): on small pieces of code and text, 1 is faster than zstd's
+    default of 3 for hardly more bytes. Reading builds only the classes `StrictSerde` allows: LangGraph's safe
+    types, agentflow's data classes, `allowed_types` and what `with_allowlist` adds (`compile_workflow` adds
+    the workflow's state types); any other type a stored value names is a `RefusedType` error.
     """
 
     def __init__(

@@ -96,12 +96,12 @@ CHECK_SHOTS = [
           "    return True if n == 3 else f\"{n} bullet points, 3 needed\"\n"),
 ]
 """Worked examples, given as earlier turns of the conversation (in the prompt itself, a small model copied the
-example's check for constraints it did not fit), one constraint each and one of each common kind: with a
-single word-count example the 1.5B critic checked "at least 40 words" as "'photosynthesis' at least 40 times",
-without a topic in the word-count examples "Explain recursion in at most 70 words" as "'recursion' once", and
-without a topic judged "Describe how a bicycle gear works" as "'gear' once".
-The response is not shown when a check is asked for: shown an answer of six steps, the critic checked "in under
-60 words" as "exactly 6 steps", a check fitted to the answer."""
+example's check for constraints it did not fit), one constraint each and one of each common kind: a small
+critic fits its check to the nearest example, so a kind without one gets the check of another (a word limit
+read as a count of the topic's word, a topic as one occurrence of its word); the word-count examples name a
+topic so that the count, not the topic, is what their checks count.
+The response is not shown when a check is asked for: shown the answer, the critic fitted the check to the
+answer instead of the constraint."""
 
 REFINE = """{prompt}
 
@@ -262,7 +262,8 @@ _SURFACE = re.compile(
     r"hashtags?|punctuation|once|twice|thrice|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
 """What code can check in a text: a count, a quoted word or phrase, a named form (bullets, case, JSON, how it
 starts or ends). A constraint with none of these ("Explain recursion", "to a child") is judged by the model
-without asking for a check: asked, the 1.5B critic wrote one anyway ("Explain recursion" as "contains 'def'")."""
+without asking for a check: asked, a small critic writes one anyway, of some surface feature the constraint
+does not ask for."""
 
 
 def checkable(constraint: str) -> bool:
@@ -348,7 +349,7 @@ async def critic(state: InstructState, ctx: NodeContext[object], settings: Criti
     if best and passed <= best["passed"]:
         # no refinement the critic finds better: go on from (and end with) the best answer so far. A tie keeps
         # it too -- a refinement the critic cannot tell apart mends a constraint it misjudged as often as it
-        # breaks one it cannot check (a first run, which took ties, lost 4 prompts the single answer met)
+        # breaks one it cannot check
         ctx.emit("instruct.revert", passed=passed, best=best["passed"])
         return {"response": best["response"], "critique": best["critique"], "all_pass": False, "checks": checks,
                 "refinements": []}

@@ -2,8 +2,8 @@
 
 A search draws many samples at once, often of the same prompt (best-of-N chains start from one state).
 Sent separately, each sample makes the server evaluate the prompt again; sent as one request with `n`, a
-server that shares the prompt (llama-server's `n_cmpl`, vLLM, OpenAI) evaluates it once. On 2 CPU cores
-with a 1,300-token prompt that is 67-76 s instead of 163-247 s for 8 samples of Qwen2.5-Coder-1.5B.
+server that shares the prompt (llama-server's `n_cmpl`, vLLM, OpenAI) evaluates it once; on a CPU, evaluating
+a long prompt is a large part of each sample's time.
 
 `SampleBatcher(model)` holds a single-sample request for `window_s`; requests that arrive meanwhile and
 differ only in their seed join it, up to `max_n`. Each caller gets its own choice back. The prompt's input

@@ -9,7 +9,7 @@ the last `aclose()` stops it. If the server dies, the next call restarts it (`re
 `n` samples: one request with `n` (llama-server's `n_cmpl`; more than the server's slots are split into
 several requests). The server evaluates the prompt once and copies it to `n` slots, which then decode
 together with seeds seed, seed+1, ... Sending `n` separate requests instead would evaluate the prompt `n`
-times: with a 1,300-token prompt and 8 samples that took 163-247 s against 67-76 s (Qwen2.5-Coder-1.5B, 2 cores).
+times, on a CPU a large part of each sample's time when the prompt is long.
 """
 
 from __future__ import annotations

@@ -21,8 +21,7 @@ EXTRACT_SHOT = (EXTRACT.format(task="Describe the sea in at most 30 words, witho
                 "1. Describe the sea\n2. in at most 30 words\n3. without the word 'blue'.\n4. End with 'Farewell.'")
 """A worked example, given as an earlier turn: without one the embedded 1.5B model often answered the task
 instead of listing it; written into the prompt itself, its items were copied as the task's. The topic and the
-word limit are two items: given "Explain recursion in at most 70 words" as one, decrim's critic checked the
-word 'recursion' and not the count."""
+word limit are two items: given both as one, a critic checks the topic's word and not the count."""
 
 VERIFY = """Task:
 {task}

