@@ -35,12 +35,18 @@ from collections.abc import Callable, Collection
 from types import FrameType
 from typing import IO, Any
 
-# A request and its reply: JSON objects (what the host sends is checked by the op that reads it)
+# A request and its reply: JSON objects (each op reads the fields it needs from its request)
 Request = dict[str, Any]
 Reply = dict[str, Any]
 
 _out_lock = threading.Lock()
-_state: dict[str, Any] = {"workdir": "/workspace", "env": {}, "rlimits": {}, "output_limit": 64000, "output_kill": 256000000}
+_state: dict[str, Any] = {
+    "workdir": "/workspace",
+    "env": {},
+    "rlimits": {},
+    "output_limit": 64000,
+    "output_kill": 256000000,
+}
 _key: dict[str, bytes | None] = {"value": None}  # the reply-signing key, set by hello; never written anywhere
 _RESULTS_LIMIT = 64 * 1024 * 1024  # a side-channel result larger than this is dropped, not cut
 
@@ -158,7 +164,8 @@ class _Exit:
 _waiters: dict[int, _Exit] = {}  # pid -> its exit, for the command that waits for it
 _early: dict[int, int] = {}  # pid -> status, for children that exited before they were registered
 _spawned = threading.Event()
-_running: dict[object, int] = {}  # request id -> pid of the command that request is running now (until it has ended)
+# request id -> pid of the command that request is running now (until it has ended)
+_running: dict[object, int] = {}
 
 
 def _reaper() -> None:
