@@ -49,10 +49,13 @@ def build_app() -> typer.Typer:
 
     import agentflow.cli as pkg
 
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name in _NOT_COMMANDS or info.name.startswith("_"):
+    # commands live in subpackages by what they drive (workflow/, repair/, parts/); registered by module name
+    found = pkgutil.walk_packages(pkg.__path__, f"{pkg.__name__}.")
+    for info in sorted(found, key=lambda m: m.name.rpartition(".")[2]):
+        name = info.name.rpartition(".")[2]
+        if info.ispkg or name in _NOT_COMMANDS or name.startswith("_"):
             continue
-        module = importlib.import_module(f"agentflow.cli.{info.name}")
+        module = importlib.import_module(info.name)
         register = getattr(module, "register", None)
         if register is not None:
             register(app)

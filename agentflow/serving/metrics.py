@@ -1,4 +1,5 @@
-"""Read a server's Prometheus `/metrics` into a few named figures, and write them to a run's events.
+"""Read a server's Prometheus `/metrics` into a few named figures (`metric_events` writes them to a run's
+events).
 
 vLLM names (V1 engine, with the V0 names as fallbacks): `vllm:num_requests_running`,
 `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc` (V0: `vllm:gpu_cache_usage_perc`),
@@ -10,16 +11,8 @@ llama-server (started with `--metrics`): `llamacpp:requests_processing`, `llamac
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 import re
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from agentflow.events import EventLog
-    from agentflow.serving.server import ServerHandle
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
@@ -86,56 +79,3 @@ def summarize_llamacpp(values: dict[str, float]) -> dict[str, float | None]:
 def summarize(kind: str, text: str) -> dict[str, float | None]:
     values = parse_prometheus(text)
     return summarize_vllm(values) if kind == "vllm" else summarize_llamacpp(values)
-
-
-def _metrics_event(handle: ServerHandle, events: EventLog, figures: Any, node_id: str | None,
-                   extra: dict[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = {"server": handle.kind, "model": handle.model, **extra}
-    if isinstance(figures, BaseException):  # metrics are advisory: record why they are missing
-        data["error"] = f"{type(figures).__name__}: {figures}"[:300]
-    else:
-        data.update(figures)
-    events.emit("server.metrics", node_id=node_id, **data)
-    return data
-
-
-async def emit_metrics(handle: ServerHandle, events: EventLog, *, node_id: str | None = None,
-                       **extra: Any) -> dict[str, Any]:
-    """Read the server's metrics once and write a `server.metrics` event (plus `extra`); returns its data."""
-    try:
-        figures: Any = await handle.metrics()
-    except Exception as exc:  # noqa: BLE001
-        figures = exc
-    return _metrics_event(handle, events, figures, node_id, extra)
-
-
-def emit_metrics_sync(handle: ServerHandle, events: EventLog, *, node_id: str | None = None,
-                      **extra: Any) -> dict[str, Any]:
-    """`emit_metrics` for synchronous callers (e.g. a progress callback after each task)."""
-    try:
-        figures: Any = handle.metrics_sync()
-    except Exception as exc:  # noqa: BLE001
-        figures = exc
-    return _metrics_event(handle, events, figures, node_id, extra)
-
-
-@contextlib.asynccontextmanager
-async def report_metrics(handle: ServerHandle, events: EventLog, *, interval_s: float = 5.0,
-                         node_id: str | None = None) -> AsyncIterator[None]:
-    """Write `server.metrics` events every `interval_s` seconds while the block runs, and once at its end."""
-
-    async def loop() -> None:
-        while True:
-            await asyncio.sleep(interval_s)
-            if handle.alive:
-                await emit_metrics(handle, events, node_id=node_id)
-
-    task = asyncio.create_task(loop())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        if handle.alive:
-            await emit_metrics(handle, events, node_id=node_id)

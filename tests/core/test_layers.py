@@ -1,11 +1,13 @@
 """The import graph of `agentflow/` has no cycles and no upward imports (docs/architecture.md).
 
-Every import counts, at module level or inside a function (imports under `if TYPE_CHECKING:` do not: they
-never run), and so does a module loaded by its name: a string naming an agentflow module (`pkg.mod` or
-`pkg.mod:attr`) passed to `import_module` / `import_object` / `resolve_callable`, or held by an ALL-CAPS
-module constant (a registry of module names). A module may import its own layer or a lower one; a new
-subpackage must be given a layer here. The package's lazy table of public names (`agentflow/__init__.py`) is
-the one place that names modules of every layer, by design.
+Every import counts, at module level or inside a function, and so does a module loaded by its name: a
+string naming an agentflow module (`pkg.mod` or `pkg.mod:attr`) passed to `import_module` / `import_object` /
+`resolve_callable`, or held by an ALL-CAPS module constant (a registry of module names). A module may import
+its own layer or a lower one; a new subpackage must be given a layer here. The package's lazy table of public
+names (`agentflow/__init__.py`) is the one place that names modules of every layer, by design. Imports under `if TYPE_CHECKING:` never run:
+they may name a higher layer (the lazy tables' types), but they count for cycles (a cycle of type-only
+imports is still a cycle of concepts). No package folder holds more than `MAX_MODULES` modules: a bigger
+one is split into subpackages by concern.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[2] / "agentflow"
+MAX_MODULES = 15
 
 LAYERS: dict[str, int] = {
     # 1 foundations: the top-level modules
@@ -34,6 +37,7 @@ LAYERS: dict[str, int] = {
     "agentflow.agents": 3,
     # 4 the reusable model-driven steps (constraints, verification, algorithm selection)
     "agentflow.reasoning": 4,
+    "agentflow.workflows": 4,  # the shipped workflows' own node functions
     # 5 task kinds: the SWE-bench harness, code generation (HumanEval), instruction following
     "agentflow.swe": 5,
     "agentflow.codegen": 5,
@@ -104,13 +108,14 @@ def _loaded_by_name(tree: ast.AST) -> list[str]:
     return found
 
 
-def import_graph() -> nx.DiGraph:
+def import_graph(*, type_only: bool = False) -> nx.DiGraph:
+    """Module -> the modules it imports; `type_only` adds the imports under `if TYPE_CHECKING:`."""
     modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
     graph = nx.DiGraph()
     for name, path in modules.items():
         graph.add_node(name)
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        skip = _type_checking_nodes(tree)
+        skip = set() if type_only else _type_checking_nodes(tree)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(tree):
             if id(node) in skip:
@@ -145,7 +150,7 @@ def test_every_subpackage_has_a_layer() -> None:
 
 
 def test_no_import_cycles() -> None:
-    cycles = [c for c in nx.simple_cycles(import_graph()) if len(c) > 1]
+    cycles = [c for c in nx.simple_cycles(import_graph(type_only=True)) if len(c) > 1]
     shown = [" -> ".join([*c, c[0]]) for c in sorted(cycles, key=len)[:10]]
     assert not cycles, "import cycles:\n" + "\n".join(shown)
 
@@ -157,3 +162,9 @@ def test_no_module_imports_a_higher_layer() -> None:
         if la is not None and lb is not None and lb > la:
             upward.append(f"{a} (layer {la}) imports {b} (layer {lb})")
     assert not upward, "upward imports:\n" + "\n".join(sorted(upward))
+
+
+def test_no_package_folder_is_flat_and_big() -> None:
+    sizes = {folder: len(list(folder.glob("*.py"))) for folder in [ROOT, *ROOT.rglob("*")] if folder.is_dir()}
+    big = sorted(f"{folder.relative_to(ROOT.parent)}: {n} modules" for folder, n in sizes.items() if n > MAX_MODULES)
+    assert not big, f"split these by concern into subpackages (at most {MAX_MODULES} modules each):\n" + "\n".join(big)

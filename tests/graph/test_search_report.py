@@ -14,9 +14,9 @@ import pytest
 
 from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
-from agentflow.graph.context import RunContext
-from agentflow.graph.loader import spec_from_dict
-from agentflow.graph.search import BranchReport, SearchReport
+from agentflow.graph.define.loader import spec_from_dict
+from agentflow.graph.run.context import RunContext
+from agentflow.graph.search.tree import BranchReport, SearchReport
 
 
 def _workflow(strategy: str, n: int) -> dict[str, Any]:

@@ -15,10 +15,10 @@ import pytest
 from agentflow.cli.main import run
 from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
-from agentflow.graph.context import RunContext
-from agentflow.graph.loader import spec_from_dict
-from agentflow.graph.search import SearchSettings
-from agentflow.graph.validation import validate
+from agentflow.graph.check.validation import validate
+from agentflow.graph.define.loader import spec_from_dict
+from agentflow.graph.run.context import RunContext
+from agentflow.graph.search.settings import SearchSettings
 
 STRATEGIES = ("best_of_n", "beam", "tot", "rebase", "mcts")
 

@@ -16,7 +16,7 @@ import pytest
 
 from agentflow.errors import UserError
 from agentflow.graph import END, Workflow, WorkflowRunner
-from agentflow.graph.context import RunContext
+from agentflow.graph.run.context import RunContext
 
 ANSWER = '{"summary": "looked the word up: it means to flow", "done": true}'
 PIECES = [ANSWER[i:i + 8] for i in range(0, len(ANSWER), 8)]

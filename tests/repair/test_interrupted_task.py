@@ -12,8 +12,8 @@ import pytest
 
 from agentflow.errors import SandboxError
 from agentflow.events import EventLog
-from agentflow.repair import solve
 from agentflow.repair.config import load_repair_config
+from agentflow.repair.run import solve
 from agentflow.swe import load_tasks
 
 from .conftest import TASKS_FILE, scripted_cassette

@@ -1,0 +1,149 @@
+"""The search tree: a branch, the subgraph branches run, values read from their state, the search report."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
+
+def branch_spec(parent: WorkflowSpec, node: NodeSpec) -> WorkflowSpec:
+    """The subgraph a search node's branches run: its own state keys over the workflow's (a branch reads and
+    writes the run's state), its tools and model defaulting to the workflow's."""
+    sub: WorkflowSpec = node.subgraph
+    update: dict[str, Any] = {}
+    if parent.state and sub.state_class is None:
+        update["state"] = {**parent.state, **sub.state}
+    if parent.state_class is not None and sub.state_class is None and not sub.state:
+        update["state_class"] = parent.state_class
+    if parent.tools and not sub.tools:
+        update["tools"] = list(parent.tools)
+    if parent.model and not sub.model:
+        update["model"] = parent.model
+    if parent.source_path and not sub.source_path:
+        update["source_path"] = parent.source_path
+    return sub.model_copy(update=update) if update else sub
+
+
+def read_path(state: Any, path: str | None) -> Any:
+    """The value at dotted `path` of a state (mappings and attributes), None when any part is missing."""
+    if not path:
+        return None
+    cur = state
+    for part in path.split("."):
+        if isinstance(cur, Mapping):
+            cur = cur.get(part)
+        else:
+            cur = getattr(cur, part, None)
+        if cur is None:
+            return None
+    return cur
+
+
+def as_value(raw: Any, scale: float) -> float:
+    """A branch value from what its state holds at the value path."""
+    if isinstance(raw, Mapping):
+        for key in ("score", "value", "ok", "passed"):
+            if key in raw:
+                return as_value(raw[key], scale)
+        return 0.0
+    if isinstance(raw, bool):
+        return 1.0 if raw else 0.0
+    if isinstance(raw, (int, float)):
+        return float(raw) / scale
+    return 0.0
+
+
+@dataclasses.dataclass(eq=False)
+class Branch:
+    """One node of the search tree: a run of the subgraph paused after a step, or finished."""
+
+    id: str
+    parent: Branch | None
+    thread: str | None
+    """The branch's checkpoint thread (None for the root: the run's state at the search node)."""
+    state: dict[str, Any]
+    snapshot: str | None
+    """The snapshot its workspace is at (None without a sandbox)."""
+    depth: int = 0
+    sample: int = 0
+    """Which child of its parent it is (0: the first): nodes that sample keep the first greedy, seed the rest."""
+    done: bool = False
+    """The subgraph reached its end in this branch."""
+    error: str | None = None
+    pending: bool = True
+    """Its step is running: it has no checkpoint to expand from yet."""
+    skipped: bool = False
+    """It never ran: the search reached `stop_at` while it waited for its turn (it is not in the tree)."""
+    action: str | None = None
+    """The nodes its step ran (`code → check → gate`)."""
+    value: float = 0.0
+    visits: int = 0
+    value_sum: float = 0.0
+    virtual: int = 0
+    children: list[Branch] = dataclasses.field(default_factory=list)
+
+    diff_id: str | None = None
+    """Id of the workspace diff recorded at the branch's last checkpoint (`history.DiffStore`; None: no
+    workspace, or no run folder)."""
+
+    @property
+    def mean(self) -> float:
+        """The backed-up value: the mean of the values of the branches below it (mcts), else its own."""
+        return self.value_sum / self.visits if self.visits else self.value
+
+    def record(self, search: str, strategy: str) -> dict[str, Any]:
+        return {"search": search, "strategy": strategy, "thread": self.thread, "depth": self.depth, "action": self.action,
+                "value": round(self.value, 4), "mean": round(self.mean, 4), "visits": self.visits,
+                "terminal": self.done, "error": self.error, "snapshot_id": self.snapshot, "diff_id": self.diff_id}
+
+
+REPORT_DIFF_CHARS = 20_000
+"""Most characters of a branch's diff kept in the search report (the whole diff stays in the run folder's
+`diffs/`, by `diff_id`)."""
+
+
+class BranchReport(BaseModel):
+    """One branch of a search, as the search report (the search node's `output:`) keeps it."""
+
+    id: str
+    parent: str | None
+    depth: int
+    action: str | None = None
+    """The nodes its last step ran (`code → check → gate`)."""
+    value: float
+    """Its own value, read from its state after its step."""
+    mean: float
+    """Its backed-up value: mcts, the mean value of the branches below it and itself; else its own value."""
+    visits: int = 0
+    terminal: bool
+    error: str | None = None
+    tests: Any = None
+    """Its test result, from the state path `search.tests` (None: nothing there)."""
+    diff_id: str | None = None
+    """Id of its workspace diff in the run folder's `diffs/` (None: the run had no workspace or folder)."""
+    diff: str | None = None
+    """Its workspace diff against the run's base (the first `REPORT_DIFF_CHARS` characters)."""
+
+
+class SearchReport(BaseModel):
+    """What a search records for its branches: under the search node's `output:` key, as a dict."""
+
+    strategy: str
+    chosen: str
+    value: float
+    """The chosen branch's own value."""
+    mean: float
+    """The root's backed-up value: the mean over every branch valued (mcts), else the chosen one's value."""
+    visits: int
+    """The root's visits (mcts: the expansions backed up), else 0."""
+    branches: list[BranchReport]
+    restores: int = 0
+    stopped_at: str | None = None
+
+
+__all__ = ["REPORT_DIFF_CHARS", "Branch", "BranchReport", "SearchReport", "as_value", "branch_spec", "read_path"]
