@@ -30,7 +30,7 @@ from agentflow.errors import UserError, did_you_mean, printable
 from agentflow.observe.config import TraceConfig
 
 if TYPE_CHECKING:
-    from agentflow.graph.runner import WorkflowRunner
+    from agentflow.graph.run.runner import WorkflowRunner
 
 OUTPUT_OPTION = typer.Option(Path("runs"), "-o", "--output", help="Folder that holds run directories.")
 EXECUTOR_OPTION = typer.Option(
