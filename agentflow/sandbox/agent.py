@@ -5,7 +5,7 @@ backend, a child process. The host sends its source over stdin at start (nothing
 
 Requests (one JSON object per line on stdin): {"id": N, "op": NAME, ...}. Replies on stdout:
 {"id": N, "ok": true, ...} or {"id": N, "ok": false, "error": "..."}. Requests run concurrently in threads.
-Ops: hello, exec, read, write, list, untar, ping, end_processes, shutdown. Patches and snapshots are `exec`
+Ops: hello, exec, read, write, list, untar, ping, end_processes, wipe, shutdown. Patches and snapshots are `exec`
 calls built by the host. This file must run on the image's Python 3 with nothing but the standard library.
 
 The reply channel is the host's only source of truth about the sandbox, so sandboxed commands must not be
