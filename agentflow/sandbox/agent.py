@@ -31,6 +31,7 @@ import sys
 import tarfile
 import threading
 import time
+from typing import Any
 
 _out_lock = threading.Lock()
 _state = {"workdir": "/workspace", "env": {}, "rlimits": {}, "output_limit": 64000, "output_kill": 256000000}
@@ -138,12 +139,12 @@ def _keep_the_tree(parent):
 # runs can neither read nor write them, nor ptrace the git that does (its gid differs), and they get no
 # capability (execve as a non-root user with no file capabilities and no-new-privileges keeps none).
 _RUN_AS_ENV = "AGENTFLOW_RUN_AS"
-_run_as = {"uid": None, "gid": None, "store_gid": None}
+_run_as: dict[str, int | None] = {"uid": None, "gid": None, "store_gid": None}
 _PR_SET_KEEPCAPS = 8
 _CAP_SETGID, _CAP_SETUID = 6, 7
 
 
-def _become_command_user():
+def _become_command_user() -> None:
     """From `$AGENTFLOW_RUN_AS` (uid:gid:store_gid:store folder:..., set by the docker backend): close the
     store folders to all but root and the store's group, then become uid:gid with no supplementary group,
     keeping CAP_SETUID and CAP_SETGID to start commands and snapshot operations as their identities. Must run
@@ -151,8 +152,8 @@ def _become_command_user():
     spec = os.environ.pop(_RUN_AS_ENV, "")
     if not spec or os.getuid() != 0:
         return
-    uid, gid, store_gid, *folders = spec.split(":")
-    uid, gid, store_gid = int(uid), int(gid), int(store_gid)
+    ids, folders = spec.split(":")[:3], spec.split(":")[3:]
+    uid, gid, store_gid = (int(part) for part in ids)
     for folder in folders:
         # the engine gives a tmpfs the mode of the image's folder under it; the mount's own mode is not kept
         os.chown(folder, 0, store_gid)
@@ -173,7 +174,7 @@ def _become_command_user():
     _run_as.update(uid=uid, gid=gid, store_gid=store_gid)
 
 
-def _identity(req):
+def _identity(req: dict[str, Any]) -> dict[str, Any]:
     """Popen arguments that start a `store` request (the host's snapshot operations) in the snapshot store's
     group; none for any other command, which runs as the agent is (the command user, no supplementary group,
     its capabilities gone at execve), so it keeps the fast vfork start that changing identity would cost."""
@@ -732,7 +733,7 @@ def op_end_processes(req):
     return {"ended": ended}
 
 
-def op_wipe(req):
+def op_wipe(req: dict[str, Any]) -> dict[str, Any]:
     """Empty each folder of `paths`: every entry, whatever its kind or mode (a folder its owner closed is opened
     first); with `ipc` (a container's own IPC namespace, never the host's), remove the System V IPC objects
     left; then run `argvs` as `exec` does, if given (a search branch's scratch places are put back so: emptied
@@ -745,7 +746,7 @@ def op_wipe(req):
     return {"removed": removed}
 
 
-def _empty(top):
+def _empty(top: str) -> int:
     """Remove everything in folder `top` (not `top` itself); how many entries there were at its top."""
     import shutil
     import stat
@@ -767,7 +768,7 @@ def _empty(top):
     return count
 
 
-def _ipc_objects_left():
+def _ipc_objects_left() -> bool:
     """Whether any System V shared memory segment, message queue or semaphore set exists (they outlive the
     processes that made them)."""
     for kind in ("shm", "msg", "sem"):
