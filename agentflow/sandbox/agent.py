@@ -5,7 +5,7 @@ backend, a child process. The host sends its source over stdin at start (nothing
 
 Requests (one JSON object per line on stdin): {"id": N, "op": NAME, ...}. Replies on stdout:
 {"id": N, "ok": true, ...} or {"id": N, "ok": false, "error": "..."}. Requests run concurrently in threads.
-Ops: hello, exec, read, write, list, untar, ping, end_processes, shutdown. Patches and snapshots are `exec`
+Ops: hello, exec, read, write, list, untar, ping, end_processes, wipe, shutdown. Patches and snapshots are `exec`
 calls built by the host. This file must run on the image's Python 3 with nothing but the standard library.
 
 The reply channel is the host's only source of truth about the sandbox, so sandboxed commands must not be
@@ -143,6 +143,58 @@ def _keep_the_tree(parent: int) -> None:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1)
     if os.getppid() != parent:  # the host went before the signal was armed
         host_died(signal.SIGUSR1, None)
+
+
+# --- who commands run as ----------------------------------------------------------------------------------------
+# In Docker the container starts as root with CAP_SETUID and CAP_SETGID only, and the agent becomes the command
+# user at once, keeping those two capabilities (and nothing else). Every command then runs as that user with no
+# supplementary group, while the host's snapshot operations (requests marked `store`) run as the same user in
+# the group that alone can enter the snapshot index and store (root-owned, mode 0770): the commands a model
+# runs can neither read nor write them, nor ptrace the git that does (its gid differs), and they get no
+# capability (execve as a non-root user with no file capabilities and no-new-privileges keeps none).
+_RUN_AS_ENV = "AGENTFLOW_RUN_AS"
+_run_as: dict[str, int | None] = {"uid": None, "gid": None, "store_gid": None}
+_PR_SET_KEEPCAPS = 8
+_CAP_SETGID, _CAP_SETUID = 6, 7
+
+
+def _become_command_user() -> None:
+    """From `$AGENTFLOW_RUN_AS` (uid:gid:store_gid:store folder:..., set by the docker backend): close the
+    store folders to all but root and the store's group, then become uid:gid with no supplementary group,
+    keeping CAP_SETUID and CAP_SETGID to start commands and snapshot operations as their identities. Must run
+    before any thread starts (capabilities are per thread)."""
+    spec = os.environ.pop(_RUN_AS_ENV, "")
+    if not spec or os.getuid() != 0:
+        return
+    ids, folders = spec.split(":")[:3], spec.split(":")[3:]
+    uid, gid, store_gid = (int(part) for part in ids)
+    for folder in folders:
+        # the engine gives a tmpfs the mode of the image's folder under it; the mount's own mode is not kept
+        os.chown(folder, 0, store_gid)
+        os.chmod(folder, 0o770)
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_KEEPCAPS)")
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    keep = (1 << _CAP_SETGID) | (1 << _CAP_SETUID)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)(keep, keep, 0, 0, 0, 0)  # effective, permitted, inheritable (two words)
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    _run_as.update(uid=uid, gid=gid, store_gid=store_gid)
+
+
+def _identity(req: dict[str, Any]) -> dict[str, Any]:
+    """Popen arguments that start a `store` request (the host's snapshot operations) in the snapshot store's
+    group; none for any other command, which runs as the agent is (the command user, no supplementary group,
+    its capabilities gone at execve), so it keeps the fast vfork start that changing identity would cost."""
+    if _run_as["uid"] is None or not req.get("store"):
+        return {}
+    return {"group": _run_as["store_gid"], "extra_groups": []}
 
 
 # --- child reaping -------------------------------------------------------------------------------------------
@@ -449,6 +501,7 @@ def _spawn(
                 start_new_session=True,
                 pass_fds=(results_w,) if results_w is not None else (),
                 preexec_fn=_set_rlimits if _state["rlimits"] else None,  # noqa: PLW1509 - local backend only
+                **_identity(req),
             )
             slot = _Exit()
             _running[req.get("id")] = proc.pid
@@ -703,7 +756,12 @@ def op_hello(req: Request) -> Reply:
     os.makedirs(_state["workdir"], exist_ok=True)
     if req.get("key") and _key["value"] is None:  # set once: a later hello cannot change it
         _key["value"] = bytes.fromhex(req["key"])
-    return {"pid": os.getpid(), "python": sys.version.split()[0], "dumpable": _state.get("dumpable", True)}
+    return {
+        "pid": os.getpid(),
+        "python": sys.version.split()[0],
+        "dumpable": _state.get("dumpable", True),
+        "store_gid": _run_as["store_gid"],
+    }
 
 
 def op_ping(req: Request) -> Reply:
@@ -718,6 +776,54 @@ def op_end_processes(req: Request) -> Reply:
     if left:
         raise RuntimeError(f"{left} processes outlived five seconds of SIGKILL passes; start a new sandbox")
     return {"ended": ended}
+
+
+def op_wipe(req: Request) -> Reply:
+    """Empty each folder of `paths`: every entry, whatever its kind or mode (a folder its owner closed is opened
+    first); with `ipc` (a container's own IPC namespace, never the host's), remove the System V IPC objects
+    left; then run `argvs` as `exec` does, if given (a search branch's scratch places are put back so: emptied
+    here, its files written by the git that `argvs` runs)."""
+    removed = sum(_empty(top) for top in req.get("paths") or ())
+    if req.get("ipc") and _ipc_objects_left():
+        subprocess.run(["ipcrm", "--all"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    if req.get("argvs"):
+        return {**op_exec(req), "removed": removed}
+    return {"removed": removed}
+
+
+def _empty(top: str) -> int:
+    """Remove everything in folder `top` (not `top` itself); how many entries there were at its top."""
+    import shutil
+    import stat
+
+    for path, dirnames, _ in os.walk(top):
+        for name in dirnames:  # top-down: each folder is opened before the walk goes into it
+            full = os.path.join(path, name)
+            mode = os.lstat(full).st_mode
+            if stat.S_ISDIR(mode) and mode & 0o700 != 0o700:
+                os.chmod(full, stat.S_IMODE(mode) | 0o700)
+    count = 0
+    with os.scandir(top) as entries:
+        for entry in entries:
+            count += 1
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+    return count
+
+
+def _ipc_objects_left() -> bool:
+    """Whether any System V shared memory segment, message queue or semaphore set exists (they outlive the
+    processes that made them)."""
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                if len(fh.read().splitlines()) > 1:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def op_shutdown(req: Request) -> Reply:
@@ -735,6 +841,7 @@ OPS: dict[str, Callable[[Request], Reply]] = {
     "hello": op_hello,
     "ping": op_ping,
     "end_processes": op_end_processes,
+    "wipe": op_wipe,
     "shutdown": op_shutdown,
 }
 
@@ -770,6 +877,7 @@ def _handle(req: Request) -> None:
 
 def main() -> None:
     parent = os.getppid()  # the host (0 as a container's PID 1)
+    _become_command_user()
     _state["dumpable"] = not _make_undumpable()
     for sig in (
         signal.SIGTERM,

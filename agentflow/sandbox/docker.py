@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from agentflow._process import pid_alive
-from agentflow.errors import DependencyMissing, UserError
+from agentflow.errors import DependencyMissing, SandboxError, UserError
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
 from agentflow.sandbox.watchdog import ensure_watchdog
@@ -29,6 +29,14 @@ SNAP_DIR = "/run/agentflow/snap"
 STORE_DIR = "/var/lib/agentflow/store"
 _RUN_MB = 64  # /run/agentflow: the snapshot index and refs
 _SHM_MB = 64  # /dev/shm (Docker's default size, stated so that it is counted in the memory limit)
+STORE_GID = 64999
+"""The group that alone can enter the snapshot index and store: the agent's snapshot operations run in it, the
+commands a model runs never do (agent.py, "who commands run as")."""
+SCRATCH_PLACES = ("/tmp", "/dev/shm")
+"""Every place outside the workspace where commands can keep files (the rest of the root is read-only, the
+snapshot index and store are closed to them): kept per search branch (`AgentSandbox.save_scratch`)."""
+WIPED_PLACES = ("/dev/mqueue",)
+"""Writable places whose entries cannot be kept as files (POSIX message queues): emptied at each switch."""
 _client_cache: Any = None
 _reaped = False
 
@@ -124,10 +132,23 @@ def prune(client: Any | None = None, *, everything: bool = False) -> list[str]:
     return removed
 
 
+def separates_store(config: SandboxConfig) -> bool:
+    """Whether commands run apart from the snapshot store: always, unless they run as root (`user: "0"`), whose
+    commands could enter it anyway."""
+    return config.user.partition(":")[0] not in ("", "0")
+
+
 def container_settings(config: SandboxConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """(create_container kwargs, host_config kwargs) for `config`: the hardening lives here."""
     uid, _, gid = config.user.partition(":")
     owner = f"uid={uid or 0},gid={gid or uid or 0}"
+    # the container starts as root only so that its agent can become the command user with the two capabilities
+    # it needs to start commands and snapshot operations as different identities (agent.py)
+    separated = separates_store(config)
+    if separated and (gid or uid) == str(STORE_GID):
+        raise UserError(f"sandbox user {config.user}: gid {STORE_GID} is the snapshot store's own", hint="use 1000:1000")
+    store_owner = f"uid=0,gid={STORE_GID}" if separated else owner
+    run_as = {"AGENTFLOW_RUN_AS": f"{uid}:{gid or uid}:{STORE_GID}:/run/agentflow:{STORE_DIR}"} if separated else {}
     # tmpfs pages are charged to the container's memory cgroup: the limit is memory_mb for processes plus the
     # tmpfs sizes, so a full workspace cannot starve later commands (they would all die as "memory")
     tmpfs_mb = config.workspace_size_mb + config.tmp_size_mb + config.store_size_mb + _RUN_MB + _SHM_MB
@@ -138,11 +159,12 @@ def container_settings(config: SandboxConfig) -> tuple[dict[str, Any], dict[str,
         "stdin_open": True,
         "tty": False,
         "detach": True,
-        "user": config.user,
+        "user": "0:0" if separated else config.user,
         "working_dir": config.workdir,
-        # no user site: HOME (/tmp) outlives a search branch's turn, and a `usercustomize.py` or `.pth` one branch
-        # wrote there would run in every later Python of every branch
-        "environment": {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8"},
+        # no user site: a `usercustomize.py` or `.pth` under HOME would run in every later Python (HOME and TMPDIR
+        # are in /tmp, which a search branch keeps as its own, but a sandbox has other users than branches)
+        "environment": {"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+                        "LANG": "C.UTF-8", **run_as},
         "labels": _owner_labels(),
         "network_disabled": not config.network,
     }
@@ -151,7 +173,7 @@ def container_settings(config: SandboxConfig) -> tuple[dict[str, Any], dict[str,
         "read_only": config.read_only_root,
         "network_mode": "bridge" if config.network else "none",
         "cap_drop": config.cap_drop or None,
-        "cap_add": config.cap_add or None,
+        "cap_add": sorted({*config.cap_add, *(("SETUID", "SETGID") if separated else ())}) or None,
         "security_opt": ["no-new-privileges:true"] if config.no_new_privileges else None,
         "pids_limit": config.pids_limit,
         "mem_limit": f"{memory}m",
@@ -161,10 +183,10 @@ def container_settings(config: SandboxConfig) -> tuple[dict[str, Any], dict[str,
         "tmpfs": {
             config.workdir: f"rw,exec,nosuid,nodev,size={config.workspace_size_mb}m,mode=0755,{owner}",
             "/tmp": f"rw,exec,nosuid,nodev,size={config.tmp_size_mb}m,mode=1777",
-            "/run/agentflow": f"rw,nosuid,nodev,noexec,size={_RUN_MB}m,mode=0700,{owner}",
-            # the snapshot objects: writable by the sandbox's commands (they run as the agent's uid), so held
-            # in memory under a cap like the workspace, never on the host's disk (a volume had no size limit)
-            STORE_DIR: f"rw,nosuid,nodev,noexec,size={config.store_size_mb}m,mode=0700,{owner}",
+            # the snapshot index and objects: root's, open to the store's group alone, so no command a model runs
+            # can read or write them; held in memory under a cap like the workspace, never on the host's disk
+            "/run/agentflow": f"rw,nosuid,nodev,noexec,size={_RUN_MB}m,mode=0770,{store_owner}",
+            STORE_DIR: f"rw,nosuid,nodev,noexec,size={config.store_size_mb}m,mode=0770,{store_owner}",
         },
     }
     return create, host
@@ -174,6 +196,7 @@ class DockerSandbox(AgentSandbox):
     """A sandbox in a hardened Docker container. Start with `await DockerSandbox.start(config)`."""
 
     backend = "docker"
+    private_ipc = True
 
     def __init__(self, config: SandboxConfig) -> None:
         super().__init__(f"sbx-{secrets.token_hex(5)}", config, config.workdir, SNAP_DIR, STORE_DIR)
@@ -248,6 +271,11 @@ class DockerSandbox(AgentSandbox):
         self._reader = asyncio.create_task(self._read_frames(reader))
         await write(boot_payload())
         await self._hello()
+        if separates_store(self.config) and self.store_gid != STORE_GID:
+            raise SandboxError(
+                f"sandbox {self.id}: the agent could not run commands apart from the snapshot store "
+                "(CAP_SETUID/CAP_SETGID refused?); check the Docker engine's security options"
+            )
         remaining = self.config.sandbox_timeout_s
         self._deadline = asyncio.get_running_loop().call_later(remaining, self._wall_clock_hit)
 
@@ -320,12 +348,19 @@ class DockerSandbox(AgentSandbox):
         c = self.config
         return {STORE_DIR: f"store_size_mb={c.store_size_mb}", c.workdir: f"workspace_size_mb={c.workspace_size_mb}"}
 
+    def _scratch_places(self) -> tuple[str, tuple[str, ...]]:
+        return "/", SCRATCH_PLACES
+
+    def _wiped_places(self) -> tuple[str, ...]:
+        return WIPED_PLACES
+
     def _reset_script(self) -> str:
         # Inside the container only: kill -1 spares PID 1 (the agent) and the calling shell. Every writable
         # place goes, so nothing is left to the sandbox's next user.
+        places = " ".join((*SCRATCH_PLACES, *WIPED_PLACES, "/run/agentflow"))
         return (
             "kill -9 -1 2>/dev/null; "
-            "find /tmp /dev/shm /run/agentflow -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; "
+            f"find {places} -mindepth 1 -maxdepth 1 -exec rm -rf {{}} + 2>/dev/null; "
             + super()._reset_script()
         )
 

@@ -30,6 +30,8 @@ from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payloa
 _PREFIX = "agentflow-sandbox-"
 # The only host variables a local sandbox's commands see: enough to find programs and decode text.
 _KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+SCRATCH = "scratch"
+"""The sandbox's scratch folder (HOME, TMPDIR), next to its workspace in its temp dir."""
 
 
 class LocalBackendWarning(UserWarning):
@@ -37,10 +39,12 @@ class LocalBackendWarning(UserWarning):
 
 
 def scrubbed_env(root: Path) -> dict[str, str]:
-    """The environment of a local sandbox: a few harmless host variables, nothing secret."""
+    """The environment of a local sandbox: a few harmless host variables, nothing secret. HOME, TMPDIR and the
+    XDG folders are the sandbox's scratch folder, which a search branch keeps as its own."""
     env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
-    # no user site: a `usercustomize.py` one search branch wrote under HOME would run in every later branch's Python
-    env.update({"HOME": str(root), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "TMPDIR": str(root)})
+    scratch = str(root / SCRATCH)
+    env.update({"HOME": scratch, "TMPDIR": scratch, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"})
+    env.update({f"XDG_{kind}_HOME": f"{scratch}/.{kind.lower()}" for kind in ("CONFIG", "CACHE", "DATA", "STATE")})
     return env
 
 
@@ -91,6 +95,7 @@ class LocalSandbox(AgentSandbox):
         store_path = Path(store) if store is not None else root / "store"
         store_path.mkdir(parents=True, exist_ok=True)
         (root / "workspace").mkdir()
+        (root / SCRATCH).mkdir()
         sb = cls(config, root, store_path, own)
         try:
             await sb._start()
@@ -133,6 +138,10 @@ class LocalSandbox(AgentSandbox):
                 "RLIMIT_CORE": 0,
             }
         )
+
+    def _scratch_places(self) -> tuple[str, tuple[str, ...]]:
+        # only the scratch folder the commands are pointed at: they run as you and can write anywhere you can
+        return str(self.root), (str(self.root / SCRATCH),)
 
     async def _read_lines(self, stream: asyncio.StreamReader) -> None:
         try:

@@ -14,6 +14,7 @@ import hmac
 import io
 import itertools
 import json
+import os
 import secrets
 import shlex
 import tarfile
@@ -149,6 +150,9 @@ class _AgentFailure(SandboxError):
         self.kind = kind
 
 
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+"""git's id of the empty tree: the scratch places of a backend that has none."""
+
 # Snapshots: a private git dir per sandbox (index + refs), objects in a store shared by sandboxes of one base.
 _SNAP_ENV_KEYS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_INDEX_FILE")
 
@@ -157,6 +161,8 @@ class AgentSandbox:
     """A `Sandbox` backed by an agent process; subclasses start it and provide the transport."""
 
     backend = "agent"
+    private_ipc = False
+    """Whether the sandbox has an IPC namespace of its own (its System V IPC objects are its commands' alone)."""
 
     def __init__(
         self, sandbox_id: str, config: SandboxConfig, workdir: str, snap_dir: str, store_dir: str
@@ -184,6 +190,9 @@ class AgentSandbox:
         self.exec_count = 0
         self.agent_dumpable = True
         """False once the agent confirmed it made itself non-dumpable (its /proc entries closed to commands)."""
+        self.store_gid: int | None = None
+        """The group the agent runs snapshot operations in, which commands are never in (None: commands and
+        snapshot operations run as one identity, as in the local backend)."""
         self.events: Any = None
         """An `EventLog` to record `sandbox.start`/`sandbox.exec` to (set by open_sandbox/SandboxPool)."""
 
@@ -209,6 +218,7 @@ class AgentSandbox:
             key=link.key.hex(),
         )
         self.agent_dumpable = bool(reply.get("dumpable", True))
+        self.store_gid = reply.get("store_gid")
 
     def _tamper(self, line: bytes) -> None:
         # loud, not fatal: the forged line is dropped and the real reply still arrives
@@ -235,6 +245,14 @@ class AgentSandbox:
         """Run `command` in the workspace. With `side_channel`, the command gets a pipe whose fd number is in
         `$AGENTFLOW_RESULTS_FD`; what it writes there comes back as `ExecResult.results`, carried by the
         agent's signed replies (used for test outcomes: no file in the workspace is trusted for them)."""
+        fields = {"cwd": cwd, "env": env or {}, "stdin": stdin, **({"results_fd": True} if side_channel else {})}
+        return await self._exec(command, timeout, fields)
+
+    async def _exec(
+        self, command: str, timeout: float | None = None, fields: dict[str, Any] | None = None, *, store: bool = False
+    ) -> ExecResult:
+        """`exec` with the request's other `fields` (cwd, env, stdin...); with `store`, as the host's snapshot
+        operation (in the one group that can enter the snapshot index and store)."""
         limit = float(timeout if timeout is not None else self.config.command_timeout_s)
         left = self.remaining_s()
         if left <= 0:
@@ -245,8 +263,7 @@ class AgentSandbox:
         limit = max(min(limit, left), 0.01)
         self.exec_count += 1
         msg = await self.link.call(
-            "exec", wait=limit + 30, command=command, cwd=cwd, env=env or {}, stdin=stdin, timeout=limit,
-            **({"results_fd": True} if side_channel else {}),
+            "exec", wait=limit + 30, command=command, timeout=limit, **(fields or {}), **({"store": True} if store else {})
         )
         result = ExecResult(
             results=msg.get("results"),
@@ -288,7 +305,8 @@ class AgentSandbox:
         snapshot and restore, which share the snapshot index with `_git`: one of them at a time."""
         async with self._git_lock:
             msg = await self.link.call(
-                "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120
+                "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120,
+                store=True,
             )
         if msg["exit_code"] != 0:
             raise await self._snap_failure(what, msg.get("stdout", "") + msg.get("stderr", ""))
@@ -361,6 +379,10 @@ class AgentSandbox:
             "GIT_WORK_TREE": self.workdir,
             "GIT_OBJECT_DIRECTORY": f"{self._store_dir}/objects",
             "GIT_CONFIG_NOSYSTEM": "1",
+            # nothing from the commands' HOME or XDG folders (config, attributes): git reads only our own config
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "HOME": self._snap_dir,
+            "XDG_CONFIG_HOME": self._snap_dir,
             "GIT_AUTHOR_NAME": "agentflow",
             "GIT_AUTHOR_EMAIL": "agentflow@localhost",
             "GIT_COMMITTER_NAME": "agentflow",
@@ -377,12 +399,13 @@ class AgentSandbox:
                 f"mkdir -p {shlex.quote(self._store_dir)}/objects && "
                 f"{{ [ -f {shlex.quote(self._snap_dir)}/HEAD ] || env -u GIT_DIR -u GIT_WORK_TREE git init -q --bare {shlex.quote(self._snap_dir)}; }} && "
                 f"git config core.bare false && git config core.excludesFile /dev/null && "
-                f"git config gc.auto 0 && git config core.untrackedCache true; "
+                f"git config gc.auto 0 && git config core.untrackedCache true && "
+                f"git config core.attributesFile /dev/null; "
                 f"mkdir -p {shlex.quote(self._snap_dir)}/info && echo '.git' > {shlex.quote(self._snap_dir)}/info/exclude; "
             )
         )
         async with self._git_lock:
-            res = await self.exec(init + script, env=self._snap_env(), timeout=120, cwd=self.workdir)
+            res = await self._exec(init + script, 120, {"env": self._snap_env(), "cwd": self.workdir}, store=True)
         if not res.ok:
             raise await self._snap_failure(what, res.output)
         self._snap_ready = True
@@ -403,7 +426,7 @@ class AgentSandbox:
             str(Path(self._snap_dir).parent): "the snapshot index",
         }
         probe = "; ".join(f"stat -f -c '%a %S' {shlex.quote(p)} 2>/dev/null || echo '-1 1'" for p in places)
-        lines = (await self.exec(probe, timeout=30)).stdout.splitlines()
+        lines = (await self._exec(probe, 30, store=True)).stdout.splitlines()
         sizes = self._space_settings()
         for (path, name), line in zip(places.items(), lines, strict=False):
             blocks, _, size = line.partition(" ")
@@ -431,6 +454,69 @@ class AgentSandbox:
         self._snapshots.add(sid)
         self._taken.add(sid)
         return sid
+
+    async def snapshot_branch(self) -> tuple[str, str]:
+        """(a snapshot of the workspace, a tree of the scratch places) in one round trip: what a search branch
+        keeps of the sandbox (graph/search/workspace.py). The scratch places are every place outside the
+        workspace where commands can keep files (`_scratch_places`); what git cannot keep as a file (a socket,
+        a FIFO, a file its owner made unreadable, an empty folder, a `.git` folder) is not kept, and
+        `restore_scratch` leaves none of it behind either."""
+        await self._ensure_snap()
+        script = f"git add -A -f . && git write-tree && {self._scratch_save_script()}"
+        out = await self._exec_argvs([["sh", "-c", script]], self._snap_env(), "snapshot")
+        sid, _, scratch = out.partition("\n")
+        if self._base is None:
+            self._base = sid
+        self._snapshots.add(sid)
+        self._taken.add(sid)
+        return sid, scratch.strip()
+
+    async def save_scratch(self) -> str:
+        """A tree of the files in the scratch places (see `snapshot_branch`)."""
+        await self._ensure_snap()
+        return await self._exec_argvs([["sh", "-c", self._scratch_save_script()]], self._snap_env(), "saving scratch")
+
+    def _scratch_save_script(self) -> str:
+        root, places = self._scratch_places()
+        if not places:
+            return f"echo {EMPTY_TREE}"
+        specs = " ".join(shlex.quote(os.path.relpath(p, root)) for p in places)
+        index = shlex.quote(f"{self._snap_dir}/scratch-index")
+        # --ignore-errors: a file its owner closed is left out (and so removed by the next restore), but a
+        # full store is a failure
+        return (
+            f"export GIT_INDEX_FILE={index} GIT_WORK_TREE={shlex.quote(root)}; "
+            f"e=$(git -C {shlex.quote(root)} add -A -f --ignore-errors -- {specs} 2>&1); "
+            f'case "$e" in *"{_NO_SPACE}"*) echo "$e" >&2; exit 1;; esac; git write-tree'
+        )
+
+    async def restore_scratch(self, tree: str) -> None:
+        """Make the scratch places hold exactly the files of `tree` (from `save_scratch`/`snapshot_branch`):
+        the agent empties them (every entry, whatever its kind or mode) and the places that cannot be kept as
+        files (`_wiped_places`, System V IPC objects), then git writes the tree's files, in one round trip."""
+        if not all(c in "0123456789abcdef" for c in tree) or len(tree) != 40:
+            raise SandboxError(f"{tree!r} is not a scratch tree id")
+        await self._ensure_snap()
+        root, places = self._scratch_places()
+        env = {**self._snap_env(), "GIT_INDEX_FILE": f"{self._snap_dir}/scratch-index", "GIT_WORK_TREE": root}
+        argvs = [["git", "read-tree", tree], ["git", "-C", root, "checkout-index", "-a", "-f"]] if places else []
+        async with self._git_lock:
+            msg = await self.link.call(
+                "wipe", wait=150, paths=[*places, *self._wiped_places()], ipc=self.private_ipc, command="", argvs=argvs,
+                cwd=self.workdir, env=env, stdin=None, timeout=120, store=True,
+            )
+        if argvs and msg["exit_code"] != 0:
+            raise await self._snap_failure("restoring scratch", msg.get("stdout", "") + msg.get("stderr", ""))
+
+    def _scratch_places(self) -> tuple[str, tuple[str, ...]]:
+        """(a folder, the scratch places under it): every place outside the workspace where the sandbox's
+        commands can keep files. A backend whose commands can write elsewhere says so in its docs."""
+        return "/", ()
+
+    def _wiped_places(self) -> tuple[str, ...]:
+        """Places outside the workspace where commands can leave entries that are not files `save_scratch`
+        can keep (message queues): emptied at each `restore_scratch`."""
+        return ()
 
     async def restore(self, snapshot_id: str) -> None:
         if not all(c in "0123456789abcdef" for c in snapshot_id) or len(snapshot_id) < 7:
@@ -460,7 +546,7 @@ class AgentSandbox:
         )
         msg = await self.link.call(
             "exec", wait=150, command=script, cwd=self.workdir, env=self._snap_env(), stdin=None,
-            timeout=120, output_limit=1 << 30,
+            timeout=120, output_limit=1 << 30, store=True,
         )
         if msg["exit_code"] != 0 or msg.get("truncated"):
             raise SandboxError(f"exporting snapshot {snapshot_id} failed in sandbox {self.id}")
@@ -469,9 +555,9 @@ class AgentSandbox:
     async def import_snapshot(self, snapshot_id: str, pack: bytes) -> None:
         """Unpack another sandbox's snapshot objects into this sandbox's own store (git verifies them)."""
         await self._ensure_snap()
-        res = await self.exec(
-            f"base64 -d | git unpack-objects -q && git cat-file -e {shlex.quote(snapshot_id)}^{{tree}}",
-            env=self._snap_env(), stdin=base64.b64encode(pack).decode(), timeout=120, cwd=self.workdir,
+        res = await self._exec(
+            f"base64 -d | git unpack-objects -q && git cat-file -e {shlex.quote(snapshot_id)}^{{tree}}", 120,
+            {"env": self._snap_env(), "stdin": base64.b64encode(pack).decode(), "cwd": self.workdir}, store=True,
         )
         if not res.ok:
             if _NO_SPACE in res.output:
@@ -517,11 +603,12 @@ class AgentSandbox:
 
     async def reset_workspace(self) -> None:
         """Empty the workspace (used by pools when a sandbox is handed back)."""
-        res = await self.exec(self._reset_script(), timeout=60)
+        res = await self._exec(self._reset_script(), 60, store=True)
         if not res.ok:
             raise SandboxError(f"could not reset sandbox {self.id}: {res.output.strip()[-300:]}")
         self._base = None
         self._snap_ready = False  # the docker reset empties /run/agentflow, where the snapshot index lives
+
 
     def info(self) -> SandboxInfo:
         return SandboxInfo(

@@ -27,12 +27,13 @@ async def test_a_pool_member_cannot_rewrite_another_members_snapshot(docker_imag
         sid = await a.snapshot()
         await b.restore(sid)  # copied over as a pack
         assert await b.read_file("code.py") == "print('original')\n"
-        # b, hostile, rewrites every object it can reach: its own store, and any store path it can see
+        # b's store is rewritten, every object of it (no command can reach the store any more,
+        # test_branch_scratch.py; this is the store's own identity, as if its snapshot operations were hostile)
         evil = (
             f"find {STORE} -type f -exec sh -c 'chmod u+w \"$1\"; printf junk > \"$1\"' _ {{}} \\; ; "
             "ls /var/lib/agentflow/store"
         )
-        await b.exec(evil)
+        await b._exec(evil, store=True)
         await a.restore(sid)
         assert await a.read_file("code.py") == "print('original')\n"
         await c.restore(sid)

@@ -1,8 +1,10 @@
 """Item 8: the snapshot store cannot fill the host's disk from inside a sandbox.
 
-Sandboxed commands run as the agent's uid, so they can write to the git object store that snapshots use. It
-was a Docker volume on the host's disk with no size limit (2 GiB written in 14 s); it is now a tmpfs of
-`store_size_mb`, charged to the container's memory cgroup like the workspace.
+The git object store that snapshots use was a Docker volume on the host's disk with no size limit (2 GiB
+written in 14 s, when sandboxed commands could write it); it is now a tmpfs of `store_size_mb`, charged to the
+container's memory cgroup like the workspace. Sandboxed commands can no longer write it at all (only the
+agent's snapshot operations can, `tests/security/test_branch_scratch.py`), so the store is filled here as a
+snapshot operation would fill it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ async def test_filling_the_snapshot_store_stops_short_and_touches_no_host_disk(d
     async with open_sandbox("docker", cfg) as sb:
         await sb.write_file("code.py", "print('v1')\n")
         first = await sb.snapshot()
-        fill = await sb.exec(FILL, timeout=60)
-        written = int((await sb.exec(f"stat -c %s {STORE_DIR}/junk")).stdout)
+        refused = await sb.exec(FILL, timeout=60)
+        assert not refused.ok and "Permission denied" in refused.output, refused
+        fill = await sb._exec(FILL, 60, store=True)
+        written = int((await sb._exec(f"stat -c %s {STORE_DIR}/junk", store=True)).stdout)
         # stopped by a full store, well below the 1 GiB asked for
         assert not fill.ok and "No space left on device" in fill.output, fill
         assert fill.limit_hit == "disk", fill
@@ -43,7 +47,7 @@ async def test_filling_the_snapshot_store_stops_short_and_touches_no_host_disk(d
         with pytest.raises(SandboxError, match="snapshot store .*is full.*store_size_mb"):
             await sb.snapshot()
         # once the space is freed, snapshot and restore work again
-        await sb.exec(f"rm -f {STORE_DIR}/junk")
+        await sb._exec(f"rm -f {STORE_DIR}/junk", store=True)
         second = await sb.snapshot()
         await sb.restore(first)
         assert await sb.read_file("code.py") == "print('v1')\n"

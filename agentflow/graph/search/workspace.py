@@ -14,6 +14,13 @@ ends them again before restoring. So a background job a branch leaves (nohup, se
 write into the next branch's workspace, tests or value, and a branch's snapshot is all it did: nothing of
 it writes after the snapshot is taken (docs/security.md, "Search branches are isolated").
 
+A branch also keeps its own files outside the workspace: the sandbox's scratch places (in Docker `/tmp`, which
+is HOME and TMPDIR, and `/dev/shm`; every other place outside the workspace is read-only to commands, and the
+snapshot index and store are closed to them) are saved as a tree with the branch's snapshot and put back exactly
+at each switch (`snapshot_branch`, `restore_scratch`), so a file one branch leaves there (a module on a
+path, a cache, a config) is never in another branch's view. Rollouts that take turns (`SandboxTurn`) get the
+scratch places back as they were before the first turn, at the end of each.
+
 The sandbox's `base` (what `diff()` compares against) is the run's: a branch's diff is its changes since
 the run's workspace was loaded, as the main line's would be.
 """
@@ -27,6 +34,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 
+def keeps_scratch(sandbox: Any) -> bool:
+    """Whether `sandbox` can save and restore its scratch places (a test double or an overlay cannot)."""
+    return hasattr(sandbox, "restore_scratch") and hasattr(sandbox, "save_scratch")
+
+
 async def end_processes(sandbox: Any) -> None:
     """End every process the sandbox runs but its agent and the commands the host still awaits. A sandbox
     without `end_processes` runs no processes of its own (a test double, an in-memory overlay)."""
@@ -38,21 +50,32 @@ async def end_processes(sandbox: Any) -> None:
 class SandboxTurn:
     """A lock for callers that take turns in one sandbox (the rollouts of a repair search, each setting the
     workspace to its candidate and testing it): a turn ends with every process started in it ended, so none
-    works on into the next holder's turn. `async with turn:` as with an `asyncio.Lock`."""
+    works on into the next holder's turn, and with the scratch places as they were before the first turn, so
+    no file a holder left outside the workspace is in the next one's. `async with turn:` as with an
+    `asyncio.Lock`."""
 
     def __init__(self, sandbox: Any) -> None:
         self.sandbox = sandbox
         self._lock = asyncio.Lock()
+        self._scratch: str | None = None
 
     def locked(self) -> bool:
         return self._lock.locked()
 
     async def __aenter__(self) -> None:
         await self._lock.acquire()
+        try:
+            if self._scratch is None and keeps_scratch(self.sandbox):
+                self._scratch = str(await self.sandbox.save_scratch())
+        except BaseException:
+            self._lock.release()
+            raise
 
     async def __aexit__(self, *exc: object) -> None:
         try:
             await end_processes(self.sandbox)
+            if self._scratch is not None:
+                await self.sandbox.restore_scratch(self._scratch)
         finally:
             self._lock.release()
 
@@ -64,22 +87,47 @@ class SharedSandbox:
         self.sandbox = sandbox
         self.lock = asyncio.Lock()
         self.current: str | None = None
+        self.current_scratch: str | None = None
+        """The tree the scratch places hold now (None: not known)."""
+        self.base_scratch: str | None = None
+        """The scratch places as the main line had them when the branches started: every branch's at its start."""
         self.restores = 0
         """How many times a branch switch restored a snapshot (reported by the search)."""
 
+    async def ensure_base_scratch(self) -> None:
+        """Save the main line's scratch places once, before any branch runs (the caller holds the lock)."""
+        if self.base_scratch is None and keeps_scratch(self.sandbox):
+            self.base_scratch = self.current_scratch = str(await self.sandbox.save_scratch())
+
     async def snapshot(self) -> str:
         async with self.lock:
+            await self.ensure_base_scratch()
             self.current = str(await self.sandbox.snapshot())
             return self.current
 
+    async def switch(self, snapshot_id: str, scratch: str | None) -> bool:
+        """Bring the sandbox to a workspace and scratch tree, with no process of any branch left running (the
+        last user ended its processes as it left; one cancelled mid-command could not). Whether it restored
+        anything. The caller holds the lock."""
+        scratch = scratch or self.base_scratch
+        stale_scratch = scratch is not None and self.current_scratch != scratch
+        if self.current == snapshot_id and not stale_scratch:
+            return False
+        await end_processes(self.sandbox)
+        if self.current != snapshot_id:
+            await self.sandbox.restore(snapshot_id)
+            self.current = snapshot_id
+        if stale_scratch:
+            await self.sandbox.restore_scratch(scratch)
+            self.current_scratch = scratch
+        return True
+
     async def restore(self, snapshot_id: str) -> None:
-        """Set the sandbox's files to `snapshot_id` (the main line takes over the chosen branch's workspace),
-        with no process of any branch left running (a branch cancelled mid-command leaves its command)."""
+        """Set the sandbox's files to `snapshot_id` (the main line takes over the chosen branch's workspace)
+        and its scratch places back to the main line's, with no process of any branch left running."""
         async with self.lock:
-            await end_processes(self.sandbox)
-            if self.current != snapshot_id:
-                await self.sandbox.restore(snapshot_id)
-                self.current = snapshot_id
+            if not await self.switch(snapshot_id, None):
+                await end_processes(self.sandbox)  # a branch cancelled mid-command leaves its command
 
 
 class BranchSandbox:
@@ -89,6 +137,8 @@ class BranchSandbox:
         self._shared = shared
         self.snapshot_id = snapshot_id
         """The snapshot this branch's workspace is at."""
+        self.scratch: str | None = None
+        """The tree of this branch's scratch places (None: the main line's, as the branch has not written)."""
         self.restore_seconds: list[float] = []
         """How long each switch to this branch's workspace took (the search reports them)."""
 
@@ -96,13 +146,10 @@ class BranchSandbox:
     async def _use(self, *, writes: bool) -> AsyncIterator[Any]:
         shared = self._shared
         async with shared.lock:
-            if shared.current != self.snapshot_id:
-                t0 = time.perf_counter()
-                # the last user ended its processes as it left; one cancelled mid-command could not
-                await end_processes(shared.sandbox)
-                await shared.sandbox.restore(self.snapshot_id)
+            await shared.ensure_base_scratch()
+            t0 = time.perf_counter()
+            if await shared.switch(self.snapshot_id, self.scratch):
                 self.restore_seconds.append(time.perf_counter() - t0)
-                shared.current = self.snapshot_id
                 shared.restores += 1
             try:
                 yield shared.sandbox
@@ -110,10 +157,17 @@ class BranchSandbox:
                 if writes:
                     # nothing the operation started outlives it, so nothing writes after the snapshot, and
                     # the snapshot is taken also after a failed or timed-out command: what it wrote is this
-                    # branch's
+                    # branch's, in the workspace and in the scratch places
                     await end_processes(shared.sandbox)
-                    self.snapshot_id = str(await shared.sandbox.snapshot())
-                    shared.current = self.snapshot_id
+                    await self._take_snapshot(shared)
+
+    async def _take_snapshot(self, shared: SharedSandbox) -> None:
+        if keeps_scratch(shared.sandbox) and hasattr(shared.sandbox, "snapshot_branch"):
+            sid, self.scratch = await shared.sandbox.snapshot_branch()
+            shared.current_scratch = self.scratch
+        else:
+            sid = await shared.sandbox.snapshot()
+        self.snapshot_id = shared.current = str(sid)
 
     async def exec(self, command: str, *args: Any, **kwargs: Any) -> Any:
         async with self._use(writes=True) as sb:
@@ -145,6 +199,14 @@ class BranchSandbox:
 
     async def end_processes(self) -> None:
         """Processes end as each operation ends (see `_use`): none of this branch's is running between them."""
+
+    async def save_scratch(self) -> str:
+        """The tree of this branch's scratch places (saved as each operation ends)."""
+        async with self._use(writes=False):
+            return str(self.scratch or self._shared.current_scratch)
+
+    async def restore_scratch(self, tree: str) -> None:
+        self.scratch = tree  # taken up by the next operation
 
     async def snapshot(self) -> str:
         return self.snapshot_id
@@ -181,4 +243,4 @@ class BranchSandbox:
         return getattr(self._shared.sandbox, name)
 
 
-__all__ = ["BranchSandbox", "SandboxTurn", "SharedSandbox", "end_processes"]
+__all__ = ["BranchSandbox", "SandboxTurn", "SharedSandbox", "end_processes", "keeps_scratch"]
