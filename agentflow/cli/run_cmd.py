@@ -245,9 +245,6 @@ def _check_fork_flags(fork: str | None, resume: str | None, at: str | None, afte
         return
     if resume is not None:
         raise UserError("--fork starts a new run from another; drop --resume (resume the fork by its own thread id)")
-    if "~" in fork:  # search.BRANCH_SEP: a branch runs a search node's subgraph, not a workflow of its own
-        raise UserError(f"--fork {fork}: that is a search branch's thread; fork the run's own thread",
-                        hint=f"list its checkpoints: agentflow run --history {fork.split('~', 1)[0]}")
     if input is not None:
         raise UserError("--fork takes the state at the checkpoint; change it with --edit JSON, not --input")
     if at is not None and after is not None:
@@ -274,8 +271,7 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
 
     rdir = find_run(output, thread_id)
     opts = resolve_options(given, rdir, verb=f"--history {thread_id}")
-    workflow = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
-    spec = thread_spec(workflow, thread_id)
+    spec = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
     runner = checkpoint_reader(spec, opts)
     try:
         points = asyncio.run(runner.history(thread_id, source=rdir))
@@ -288,7 +284,7 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
             after = f"after {', '.join(point.after)}" if point.after else point.source
             typer.echo(printable(f"{point.checkpoint_id}  step {point.step:<3} {after:<24} next: {', '.join(point.next) or 'END'}"
                        + ("" if point.workspace_diff is None else f"  workspace {point.workspace_diff[:12]}")))
-    if not as_json and spec is workflow:  # a search branch's thread is not forked on its own
+    if not as_json:
         typer.echo(printable(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]"))
     return 0
 
@@ -558,24 +554,6 @@ async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dic
         return result, applied
 
 
-def thread_spec(spec: Any, thread_id: str) -> Any:
-    """The graph whose checkpoints `thread_id` holds: the workflow's, or for a search branch's thread
-    (`THREAD~node~b1~b4`, nested searches `...~b1~inner~b2`) the subgraph that branch runs."""
-    import re
-
-    from agentflow.graph.search import BRANCH_SEP, branch_spec
-
-    for part in thread_id.split(BRANCH_SEP)[1:]:
-        if re.fullmatch(r"b\d+", part):
-            continue
-        node = spec.nodes.get(part)
-        if node is None or node.search is None:
-            raise UserError(f"thread {thread_id!r} names no search node {part!r} of {spec.name}",
-                            hint="copy the thread id the viewer or `--history` shows")
-        spec = branch_spec(spec, node)
-    return spec
-
-
 READER_MODEL = "unused:reading-checkpoints"
 """The model spec of a runner that only reads checkpoints, when the run names none (it is never built)."""
 
@@ -595,12 +573,11 @@ async def _pick_checkpoint(spec: Any, opts: Any, fork: ForkFrom, edits: dict[str
     --edit of an undeclared key)."""
     runner = checkpoint_reader(spec, opts)
     try:
-        runner.check_edit(edits)
         point, _ = await runner.find_checkpoint(fork.thread_id, fork.checkpoint_id, after_node=fork.after_node,
-                                                source=fork.run_dir)
+                                                source=fork.run_dir, edit=edits)
     finally:
         runner.close()
-    return point.checkpoint_id
+    return str(point.checkpoint_id)
 
 
 @contextlib.asynccontextmanager

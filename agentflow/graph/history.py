@@ -30,6 +30,9 @@ from agentflow.secrets import redact
 DIFF_KEY = "workspace_diff"
 """Checkpoint metadata key holding the hash of the workspace diff at that checkpoint."""
 DIFFS_DIR = "diffs"
+GRAPH_KEY = "graph"
+"""Checkpoint metadata key of a thread forked from a search branch's checkpoint: the search nodes whose
+subgraph it runs (`attempt`, nested `attempt/inner`), so any runner of the workflow continues it as that graph."""
 
 
 class DiffStore:
@@ -178,4 +181,4 @@ def temp_dir() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="agentflow-fork-")
 
 
-__all__ = ["DIFF_KEY", "CheckpointInfo", "DiffStore", "copy_database", "pick_checkpoint", "thread_history"]
+__all__ = ["DIFF_KEY", "GRAPH_KEY", "CheckpointInfo", "DiffStore", "copy_database", "pick_checkpoint", "thread_history"]

@@ -53,6 +53,7 @@ import dataclasses
 import json
 import math
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -62,7 +63,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agentflow.config import StrictConfig, strategy_spelling
-from agentflow.errors import ConfigError, did_you_mean
+from agentflow.errors import ConfigError, UserError, did_you_mean
 from agentflow.graph.outcome import NodeFailed, one_line
 
 if TYPE_CHECKING:
@@ -242,6 +243,25 @@ def branch_spec(parent: WorkflowSpec, node: NodeSpec) -> WorkflowSpec:
     if parent.source_path and not sub.source_path:
         update["source_path"] = parent.source_path
     return sub.model_copy(update=update) if update else sub
+
+
+def branch_path(thread_id: str) -> list[str]:
+    """The search nodes, outermost first, whose subgraph a search branch's thread runs: `THREAD~node~b1~b4`
+    -> [node], nested searches `THREAD~node~b1~inner~b2` -> [node, inner]; [] for a run's own thread."""
+    return [part for part in thread_id.split(BRANCH_SEP)[1:] if not re.fullmatch(r"b\d+", part)]
+
+
+def subgraph_spec(spec: WorkflowSpec, path: list[str]) -> WorkflowSpec:
+    """The graph the search nodes `path` (outermost first) run as their branches: `spec` itself for []. A
+    one-line UserError names a part that is no search node."""
+    for part in path:
+        node = spec.nodes.get(part)
+        if node is None or node.search is None:
+            searches = [n for n, x in spec.nodes.items() if x.search is not None]
+            raise UserError(f"{spec.name} has no search node {part!r}{did_you_mean(part, searches)}",
+                            hint="copy the thread id the viewer or `--history` shows")
+        spec = branch_spec(spec, node)
+    return spec
 
 
 def read_path(state: Any, path: str | None) -> Any:
@@ -972,5 +992,5 @@ def search_node(
 
 __all__ = ["BRANCH_SEP", "READS", "STRATEGY_NAMES", "Branch", "BranchEvents", "BranchReport", "SearchReport",
            "SearchRun", "SearchSettings",
-           "as_value", "branch_spec", "ignored_settings", "parse_search_settings", "read_path", "search_node",
-           "settings_problems", "strategy_for"]
+           "as_value", "branch_path", "branch_spec", "ignored_settings", "parse_search_settings", "read_path", "search_node",
+           "settings_problems", "strategy_for", "subgraph_spec"]
