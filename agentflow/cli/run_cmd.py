@@ -267,6 +267,7 @@ def _check_run_flags(workflow: str | None, *, input: str | None, resume: str | N
 def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -> int:
     """`--history THREAD`: the thread's kept checkpoints, oldest first, read from a copy of its database. The
     workflow (and model) resolved as `run` resolves them: the command line, else the run's verified record."""
+    from agentflow.graph.history import branch_lines
     from agentflow.graph.run_options import resolve_options
 
     rdir = find_run(output, thread_id)
@@ -284,6 +285,8 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
             after = f"after {', '.join(point.after)}" if point.after else point.source
             typer.echo(printable(f"{point.checkpoint_id}  step {point.step:<3} {after:<24} next: {', '.join(point.next) or 'END'}"
                        + ("" if point.workspace_diff is None else f"  workspace {point.workspace_diff[:12]}")))
+            for line in branch_lines(point.searches):
+                typer.echo(printable(line))
     if not as_json:
         typer.echo(printable(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]"))
     return 0

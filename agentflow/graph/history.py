@@ -115,7 +115,28 @@ def _branch_line(branch: dict[str, Any]) -> dict[str, Any]:
     ok = tests.get("ok", tests.get("passed")) if isinstance(tests, dict) else tests if isinstance(tests, bool) else None
     return {"id": branch.get("id"), "parent": branch.get("parent"), "value": branch.get("value"),
             "mean": branch.get("mean", branch.get("value")), "tests_ok": ok, "terminal": branch.get("terminal"),
-            "error": branch.get("error"), "diff_id": branch.get("diff_id")}
+            "error": branch.get("error"), "diff_id": branch.get("diff_id"), "thread": branch.get("thread")}
+
+
+def branch_lines(searches: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The branches of a checkpoint's search reports as `agentflow run --history` prints them: one line each,
+    indented under the checkpoint, with its parent, own and backed-up value, tests, diff id and thread."""
+    lines = []
+    for key, branches in searches.items():
+        lines.append(f"    search report '{key}': {len(branches)} branches")
+        for b in branches:
+            tests = {True: "pass", False: "fail"}.get(b["tests_ok"], "-")
+            parent = f"<- {b['parent']}" if b.get("parent") else ""
+            value = f"value {_num(b['value'])} mean {_num(b['mean'])}"
+            state = "error: " + str(b["error"])[:80] if b.get("error") else "end" if b.get("terminal") else "open"
+            diff = f"diff {str(b['diff_id'])[:12]}" if b.get("diff_id") else "no diff"
+            lines.append(f"      {b['id']!s:<5} {parent:<8} {value}  tests {tests:<4}  {state:<5}  {diff}  "
+                         f"thread {b.get('thread') or '-'}")
+    return lines
+
+
+def _num(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
 
 async def thread_history(graph: Any, thread_id: str) -> list[CheckpointInfo]:
@@ -181,4 +202,5 @@ def temp_dir() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="agentflow-fork-")
 
 
-__all__ = ["DIFF_KEY", "GRAPH_KEY", "CheckpointInfo", "DiffStore", "copy_database", "pick_checkpoint", "thread_history"]
+__all__ = ["DIFF_KEY", "GRAPH_KEY", "CheckpointInfo", "DiffStore", "branch_lines", "copy_database", "pick_checkpoint",
+           "thread_history"]

@@ -85,7 +85,13 @@ def summarize(state: dict[str, Any]) -> dict[str, Any]:
     return {"summary": f"summary of {state['draft']}"}
 
 
+FORK_ATTEMPT = 9
+"""The attempt number `branch_write` writes in a run that is no search branch (a fork of one)."""
+
+
 def _branch_index(ctx: Any) -> int:
+    if ctx.run.branch is None:
+        return FORK_ATTEMPT
     return int(str(ctx.run.branch).rsplit("~", 1)[-1][1:])
 
 

@@ -81,3 +81,9 @@ async def edit_and_test(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
     k = _index(ctx)
     await ctx.run.sandbox.exec(f"echo 'made by b{k}' > b{k}.txt")
     return {"tests": {"ok": k % 2 == 0, "summary": f"b{k}: {'pass' if k % 2 == 0 else 'fail'}"}}
+
+
+def streamed(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Sends a chunk naming its branch thread on the run's live stream (`ctx.stream`)."""
+    ctx.stream(f"from {ctx.run.branch}")
+    return {"score": _index(ctx)}

@@ -132,3 +132,32 @@ async def test_python_fork_of_a_branch_and_a_fresh_runner_resumes_it(tmp_path: P
         history = await fresh.history("f")
         assert history[-1].after == ["check"] and not history[-1].next
         assert (await fresh.result("f")).state["saw"] == f"attempt {k}"
+
+
+def test_text_history_lists_each_branch_with_its_values_tests_and_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run --history THREAD` (text) prints under the search node's checkpoint one line per branch: parent,
+    own and backed-up value, tests, diff id and the thread `--fork` takes; that thread forks as printed."""
+    ws, runs = _workspace(tmp_path), str(tmp_path / "runs")
+    assert run(["run", WORKFLOW, "-m", "test", "--sandbox", "local", "--workspace", str(ws), "-o", runs,
+                "--thread-id", "t", "-i", '{"task": "fix it"}', "--json", *STRATEGIES["mcts"]]) == 0
+    report = SearchReport.model_validate(_last(capsys.readouterr().out)["state"]["report"])
+    assert run(["run", "-o", runs, "--history", "t"]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("      b")}
+    assert sorted(lines) == sorted(b.id for b in report.branches), out
+    for b in report.branches:
+        line = lines[b.id]
+        assert f"value {b.value:.2f} mean {b.mean:.2f}" in line and f"thread {b.thread}" in line
+        assert ("tests pass" if b.tests and b.tests.get("ok") else "tests fail" if b.tests else "tests -") in line
+        assert (f"diff {b.diff_id[:12]}" if b.diff_id else "no diff") in line
+        assert (f"<- {b.parent}" in line) == (b.parent is not None)
+    assert "search report 'report'" in out
+    # a branch MCTS left between steps, forked at its latest checkpoint, runs on to the subgraph's end
+    open_branch = next(b for b in report.branches if not b.terminal and not b.error)
+    assert run(["run", "-o", runs, "--fork", str(open_branch.thread), "--thread-id", "f", "--json"]) == 0
+    forked = _last(capsys.readouterr().out)
+    state = forked["state"]
+    assert forked["status"] == "done" and state["tests"]["no"] in (int(open_branch.id[1:]), 9), forked
+    assert state["saw"] == f"attempt {state['tests']['no']}"
