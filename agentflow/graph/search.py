@@ -457,7 +457,7 @@ class SearchRun:
         chosen one marked with how it was chosen, each branch with its test result and workspace diff as the
         report holds them (what the viewer shows when a branch is clicked)."""
         for branch in [self.root, *self.branches] if self.root is not None else self.branches:
-            mark = {"chosen": True, "select": self.settings.select} if branch is chosen else {}
+            mark: dict[str, Any] = {"chosen": True, "select": self.settings.select} if branch is chosen else {}
             if branch.parent is not None:
                 report = self._branch_report(branch)
                 mark = {**mark, "tests": report.tests, "diff": report.diff}
