@@ -197,10 +197,57 @@ def copy_database(src: Path, into: Path) -> Path:
     return into / src.name
 
 
+CHECKPOINT_FILE = "checkpoints.db"
+"""A run folder's SQLite checkpoint file (the runner's default checkpointer)."""
+
+
+def fork_sources(root: Path) -> dict[Path, list[tuple[str, str]]]:
+    """Run folder under `root` -> the (thread id, checkpoint id) pairs of its checkpoints that forks in other
+    run folders were taken from (their run.json names `forked_from: {run_id, thread_id, checkpoint_id}`). A
+    record only adds what is kept, so one from elsewhere can do no harm here."""
+    from agentflow.graph.run_options import read_record
+
+    records: dict[Path, dict[str, Any]] = {}
+    for meta in sorted(root.glob("*/run.json")) if root.is_dir() else []:
+        try:
+            records[meta.parent] = read_record(meta.parent)
+        except UserError:  # a damaged record names no fork: its run is pruned as any other
+            continue
+    by_id = {str(r.get("run_id") or d.name): d for d, r in records.items()}
+    sources: dict[Path, list[tuple[str, str]]] = {}
+    for record in records.values():
+        origin = record.get("forked_from")
+        if not isinstance(origin, dict) or not origin.get("thread_id") or not origin.get("checkpoint_id"):
+            continue
+        source = by_id.get(str(origin.get("run_id")))
+        if source is not None:
+            sources.setdefault(source, []).append((str(origin["thread_id"]), str(origin["checkpoint_id"])))
+    return sources
+
+
+def prune_run(run_dir: Path, keep_last: int, keep: list[tuple[str, str]]) -> dict[str, Any]:
+    """Prune the checkpoint file of `run_dir` (`AgentflowSaver.prune`): what it held and holds now. A
+    UserError when another process has it open."""
+    from agentflow.graph.checkpoint import AgentflowSaver
+
+    db = run_dir / CHECKPOINT_FILE
+    size = _file_bytes(db)
+    with AgentflowSaver(db, keep_last=None) as saver:
+        before = saver.counts()
+        saver.prune(keep_last=keep_last, keep=keep)
+        after = saver.counts()
+    return {"run_dir": str(run_dir), "threads": after["threads"], "checkpoints_before": before["checkpoints"],
+            "checkpoints": after["checkpoints"], "bytes_before": size, "bytes": _file_bytes(db)}
+
+
+def _file_bytes(db: Path) -> int:
+    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.is_file())
+
+
 def temp_dir() -> tempfile.TemporaryDirectory[str]:
     """A scratch folder for the copy of a source run's database."""
     return tempfile.TemporaryDirectory(prefix="agentflow-fork-")
 
 
-__all__ = ["DIFF_KEY", "GRAPH_KEY", "CheckpointInfo", "DiffStore", "branch_lines", "copy_database", "pick_checkpoint",
-           "thread_history"]
+__all__ = ["CHECKPOINT_FILE", "DIFF_KEY", "GRAPH_KEY", "CheckpointInfo", "DiffStore", "branch_lines", "copy_database",
+           "fork_sources", "pick_checkpoint", "prune_run", "thread_history"]

@@ -28,13 +28,12 @@ from typing import Any, Literal, Self
 from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.context import RunContext
-from agentflow.graph.history import GRAPH_KEY, CheckpointInfo
+from agentflow.graph.history import CHECKPOINT_FILE, GRAPH_KEY, CheckpointInfo
 from agentflow.graph.ledger import RunLedger
 from agentflow.graph.outcome import NodeError, failed_tasks, finished_tasks, recorded_errors
 from agentflow.graph.spec import WorkflowSpec
 from agentflow.graph.streaming import RunEvent
 
-CHECKPOINT_FILE = "checkpoints.db"
 WALL_GRACE_S = 0.2
 """How long after the budget's wall-clock limit the run itself is cut (its calls are cut at the limit)."""
 

@@ -108,3 +108,13 @@ async def branch_check(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
     seen = (await ctx.run.sandbox.exec("cat attempt.txt")).stdout.strip()
     no = int(state["attempt_no"])
     return {"saw": seen, "tests": {"ok": no % 2 == 0 and seen == f"attempt {no}", "no": no}}
+
+
+LOOP_STEPS = 6
+"""How many times `count_step` runs before the prune test's workflow pauses."""
+
+
+def count_step(state: dict[str, Any]) -> dict[str, Any]:
+    """Prune test: one loop step (a checkpoint each), then on to the approval."""
+    n = int(state.get("n") or 0) + 1
+    return {"n": n, "log": [f"step {n}"], "more": "yes" if n < LOOP_STEPS else "no"}
