@@ -403,6 +403,7 @@ def _report(
         "status": result.status,
         "stop_reason": result.stop_reason,
         "errors": errors,
+        "finished": list(result.finished),
         "usage": result.usage.model_dump(),
         "run_dir": str(rdir),
         "state": result.state,
@@ -436,6 +437,11 @@ def _report(
             f"(events in {rdir / 'events.jsonl'}; retry the node with: {shlex.join(again)})"),
             err=True,
         )
+        if len(result.errors) > 1 or result.finished:  # a step of nodes at once: say how each of them ended
+            failed = ", ".join(f"{e.node} ({e.reason})" for e in result.errors.values())
+            typer.echo(printable(f"agentflow: in that step, failed: {failed}; finished: "
+                                 f"{', '.join(result.finished) or 'none'} (a resume runs only the failed ones)"),
+                       err=True)
         return 1
     return 0
 
