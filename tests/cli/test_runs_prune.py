@@ -8,55 +8,29 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentflow.cli.main import run
+from tests.graph.search_nodes import kill_when_paused, killable_search
 
 ROOT = Path(__file__).resolve().parents[2]
 PRUNE = str(ROOT / "tests" / "graph" / "prune.yaml")
 
 
-def _search(path: Path) -> Path:
-    path.write_text(json.dumps({
-        "name": "searched",
-        "state": {"task": {"type": "str"}, "effects": {"type": "str"}, "critique": {"type": "dict"},
-                  "score": {"type": "int"}, "depth": {"type": "int"}, "verdict": {"type": "str"},
-                  "report": {"type": "dict"}},
-        "nodes": {"go": {
-            "search": {"strategy": "mcts", "n": 4, "expand": 2, "concurrency": 1, "value": "score",
-                       "value_scale": 10, "step_until": ["score"]},
-            "output": "report", "next": "END",
-            "subgraph": {"name": "step", "nodes": {
-                "ask": {"agent": "critic", "args": {"input": {"task": "task"}, "config": {"tools": []}},
-                        "output": "critique", "next": "score"},
-                "score": {"fn": "tests.graph.search_nodes:score_step", "writes": ["score", "depth", "verdict"],
-                          "route": {"on": "verdict", "cases": {"more": "ask", "stop": "END"}}}}}}},
-    }))
-    return path
-
-
 def _killed_search(tmp_path: Path, runs: Path) -> Path:
     """A search run killed with -9 while branch b2 is mid-step; its effects file."""
     effects = tmp_path / "effects.txt"
-    args = [sys.executable, "-m", "agentflow.cli.main", "run", str(_search(tmp_path / "s.yaml")), "-o", str(runs),
+    args = [sys.executable, "-m", "agentflow.cli.main", "run", str(killable_search(tmp_path / "s.yaml")), "-o", str(runs),
             "--thread-id", "s", "-m", "test", "-c", "keep_last=null",
             "-i", json.dumps({"task": "review", "effects": str(effects)})]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AF_TEST_PAUSE_BRANCH": "b2"}
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    ready, deadline = Path(f"{effects}.ready"), time.monotonic() + 120
-    while not ready.exists():
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        assert time.monotonic() < deadline, "the search never reached branch b2"
-        time.sleep(0.1)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_when_paused(proc, effects)
     assert effects.read_text().split() == ["b0", "b1", "b2"]
     return effects
 
