@@ -18,8 +18,8 @@ Storage layout (one SQLite file, WAL, one transaction per super-step):
 
 Retention keeps the last `keep_last` checkpoints per thread and namespace, and every *pinned* checkpoint
 (`pins(thread_id, ns, checkpoint_id)`): a fork's first checkpoint and the one it was forked from (pinned as the
-fork's checkpoint is written: its metadata names it under `forked_from`; a search branch's first checkpoint is
-such a fork of its parent's), and those `prune(keep=...)` is given (a fork in another run's folder); versions no
+fork's checkpoint is written: its metadata names it under `forked_from`; not a search branch's start, which a
+resumed search does not need), and those `prune(keep=...)` is given (a fork in another run's folder); versions no
 kept checkpoint refers to and blobs nothing refers to are deleted. A thread's latest checkpoint and its pending
 writes (a paused run's interrupt, a killed step's finished tasks) are always kept. Every serialized value (checkpoint heads, metadata, channel values,
 writes, whatever their type) passes through `serde_redact.redact_serialized` before it is stored: no secret.
@@ -521,9 +521,11 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
 
     @staticmethod
     def _pin_fork(cur: sqlite3.Cursor, thread_id: str, ns: str, checkpoint_id: str, metadata: Any) -> None:
-        """A fork's first checkpoint (its metadata names `forked_from`) and its source stay through retention."""
+        """A fork's first checkpoint (its metadata names `forked_from`) and its source stay through retention.
+        Not a search branch's start (`forked_from` names its `search`): a search, resumed, needs only each
+        branch's latest checkpoint, which is always kept."""
         origin = metadata.get("forked_from") if isinstance(metadata, dict) else None
-        if not isinstance(origin, dict):
+        if not isinstance(origin, dict) or origin.get("search"):
             return
         pins = [(thread_id, ns, checkpoint_id)]
         if origin.get("thread_id") and origin.get("checkpoint_id"):

@@ -604,7 +604,7 @@ class SearchRun:
         saved = await saver.aget_tuple({"configurable": {"thread_id": parent.thread, "checkpoint_ns": ""}})
         if saved is None:
             raise NodeFailed(self.name, "error", f"branch {parent.id} has no checkpoint to expand from")
-        metadata = {**saved.metadata, "forked_from": {"thread_id": parent.thread,
+        metadata = {**saved.metadata, "forked_from": {"thread_id": parent.thread, "search": self.name,
                                                       "checkpoint_id": saved.checkpoint["id"]}}
         await saver.aput({"configurable": {"thread_id": child.thread, "checkpoint_ns": ""}},
                          saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))

@@ -68,3 +68,27 @@ def test_prune_refuses_a_file_another_saver_has_open(tmp_path: Path) -> None:
         other.prune(keep_last=1)  # alone now
     with AgentflowSaver(db) as saver, pytest.raises(ValueError, match="at least 1"):
         saver.prune(keep_last=0)
+
+
+async def test_a_searchs_branches_keep_their_latest_checkpoint_only(tmp_path: Path) -> None:
+    """A finished MCTS search: each branch thread starts with a copy of its parent's checkpoint (no pin: a
+    resumed search needs only each branch's latest), so a prune leaves one per branch, and a branch's latest
+    still forks."""
+    from agentflow.graph.loader import spec_from_dict
+
+    spec = spec_from_dict({
+        "name": "s", "state": {"task": {"type": "str"}, "answer": {"type": "str"}, "score": {"type": "int"},
+                               "steps": {"type": "list", "reducer": "append"}, "report": {"type": "dict"}},
+        "nodes": {"go": {"search": {"strategy": "mcts", "n": 4, "value": "score"}, "output": "report",
+                         "next": "END", "subgraph": {"name": "try", "nodes": {
+                             "attempt": {"fn": "tests.graph.search_nodes:attempt", "next": "refine"},
+                             "refine": {"fn": "tests.graph.search_nodes:refine", "next": "END"}}}}}})
+    db = tmp_path / "checkpoints.db"
+    async with WorkflowRunner(spec, run_dir=tmp_path, keep_last=None) as runner:
+        result = await runner.start({"task": "x"}, thread_id="t")
+        threads = [str(b["thread"]) for b in result.state["report"]["branches"]]
+        assert any(len(_ids(db, t)) > 1 for t in threads)
+        runner.checkpointer.prune(keep_last=1)
+        assert all(len(_ids(db, t)) == 1 for t in threads)
+        forked = await runner.fork(threads[-1], new_thread_id="f")
+        assert forked.status == "done" and forked.state["steps"], forked
