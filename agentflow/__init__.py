@@ -34,12 +34,12 @@ _LAZY: dict[str, str] = {
     "AgentResult": "agentflow.agents.result",
     "AgentEvent": "agentflow.agents.stream",
     "AgentConfig": "agentflow.agents.config",
-    "Workflow": "agentflow.graph.builder",
-    "WorkflowRunner": "agentflow.graph.runner",
-    "RunContext": "agentflow.graph.context",
-    "NodeContext": "agentflow.graph.context",
-    "RunResult": "agentflow.graph.runner",
-    "load_workflow": "agentflow.graph.loader",
+    "Workflow": "agentflow.graph.define.builder",
+    "WorkflowRunner": "agentflow.graph.run.runner",
+    "RunContext": "agentflow.graph.run.context",
+    "NodeContext": "agentflow.graph.run.context",
+    "RunResult": "agentflow.graph.run.runner",
+    "load_workflow": "agentflow.graph.define.loader",
     "open_sandbox": "agentflow.sandbox",
 }
 
@@ -51,10 +51,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.budget import Budget, BudgetExceeded
     from agentflow.errors import AgentflowError, UserError
     from agentflow.events import Event, EventLog
-    from agentflow.graph.builder import Workflow
-    from agentflow.graph.context import NodeContext, RunContext
-    from agentflow.graph.loader import load_workflow
-    from agentflow.graph.runner import RunResult, WorkflowRunner
+    from agentflow.graph.define.builder import Workflow
+    from agentflow.graph.define.loader import load_workflow
+    from agentflow.graph.run.context import NodeContext, RunContext
+    from agentflow.graph.run.runner import RunResult, WorkflowRunner
     from agentflow.models.base import ChatRequest, ChatResponse, Message
     from agentflow.models.spec import load_model
     from agentflow.models.testing import FunctionModel, TestModel, tool_call

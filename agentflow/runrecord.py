@@ -9,7 +9,7 @@ fields a command executes with (`SIGNED_FIELDS`) with HMAC-SHA256 under a key of
 
 made on first use (32 random bytes, mode 0600, never written anywhere else). A record is the user's own when
 its `mac` verifies; any other record (no MAC, a wrong one, or no key on this machine) is data only: its
-options are not used (`agentflow.graph.run_options.resolve_options` says what the user gives instead).
+options are not used (`agentflow.graph.run.run_options.resolve_options` says what the user gives instead).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ so a secret given any way is known before the first file is written. Every write
 checkpoints, the call journal, run.json, config.resolved.yaml, preds, reports, logs, the viewer page) passes
 its data through `redact`; hot paths call `redactor()` once per write instead. `redact` takes a value of any
 type: what it does not walk (an exception, a pydantic model, a set, ...) is redacted as the JSON data or the
-text it is written as. Checkpoints are redacted after serialization (`graph/serde_redact.py`), printed output
+text it is written as. Checkpoints are redacted after serialization (`graph/persist/serde_redact.py`), printed output
 line by line at `sys.stdout`/`sys.stderr` (`cli/_output.py`).
 """
 

@@ -30,7 +30,7 @@ from agentflow.budget import Budget
 from agentflow.codegen.execute import grade
 from agentflow.codegen.humaneval import load_humaneval
 from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
-from agentflow.graph.loader import load_workflow
+from agentflow.graph.define.loader import load_workflow
 from agentflow.models.spec import load_model
 from agentflow.sandbox import open_sandbox
 

@@ -74,8 +74,8 @@ def workflow(expansions: int, concurrency: int) -> dict[str, Any]:
 async def run_search(repo: Path, run_dir: Path, expansions: int, concurrency: int, node_seconds: float) -> list[Any]:
     from agentflow.events import EventLog
     from agentflow.graph import WorkflowRunner
-    from agentflow.graph.context import RunContext
-    from agentflow.graph.loader import spec_from_dict
+    from agentflow.graph.define.loader import spec_from_dict
+    from agentflow.graph.run.context import RunContext
 
     events = EventLog(run_dir / "events.jsonl")
     spec = spec_from_dict(workflow(expansions, concurrency), source=str(run_dir / "bench.yaml"))

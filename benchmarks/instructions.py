@@ -25,7 +25,7 @@ from _journal import Journal  # this folder is on sys.path when the script runs
 from codegen import open_run_sandbox, run_one
 
 from agentflow.graph import spec_from_dict
-from agentflow.graph.loader import load_workflow
+from agentflow.graph.define.loader import load_workflow
 from agentflow.instruct.dataset import load_instructions
 from agentflow.models.spec import load_model
 

@@ -31,9 +31,9 @@ from repair_resolve import (  # this folder is on sys.path when the script runs
 )
 
 from agentflow.repair.config import load_repair_config
-from agentflow.repair.localize import functions_touched, traceback_frames
-from agentflow.repair.steps import issue_text, suspects
-from agentflow.repair.workbench import Workbench
+from agentflow.repair.edit.steps import issue_text, suspects
+from agentflow.repair.locate.localize import functions_touched, traceback_frames
+from agentflow.repair.verify.workbench import Workbench
 from agentflow.sandbox import open_sandbox, resolve_backend
 from agentflow.swe.patch import changed_paths
 from agentflow.swe.tasks import load_tasks

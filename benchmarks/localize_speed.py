@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from agentflow.repair.config import load_repair_config
-from agentflow.repair.localize import repo_map
-from agentflow.repair.steps import suspects
+from agentflow.repair.edit.steps import suspects
+from agentflow.repair.locate.localize import repo_map
 
 ROOT = Path(__file__).resolve().parents[1]
 REPOS = ROOT / "examples" / "real-tasks" / "repos"

@@ -122,7 +122,7 @@ def null_saver() -> Any:
     """A checkpointer that stores nothing: what LangGraph's per-step machinery costs with any checkpointer."""
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
-    from agentflow.graph.checkpoint import AgentflowSaver
+    from agentflow.graph.persist.checkpoint import AgentflowSaver
 
     class NullSaver(BaseCheckpointSaver[str]):
         get_next_version = AgentflowSaver.get_next_version  # the same version strings as the real savers
@@ -180,7 +180,7 @@ def disk_bytes(path: Path) -> int:
 def storage(tmp: Path) -> dict[str, int]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from agentflow.graph.checkpoint import AgentflowSaver
+    from agentflow.graph.persist.checkpoint import AgentflowSaver
 
     records = _records()
     config = {"configurable": {"thread_id": "loop"}, "recursion_limit": LOOP_STEPS + 10}
@@ -214,7 +214,7 @@ def import_seconds() -> float:
 def main() -> None:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from agentflow.graph.checkpoint import AgentflowSaver
+    from agentflow.graph.persist.checkpoint import AgentflowSaver
 
     result: dict[str, Any] = {}
     lg, af = compare(plain_chain(), agentflow_chain(), durable=False)

@@ -12,7 +12,7 @@ by agentflow's eval harness (`agentflow.swe.evaluate`, the tasks' hidden tests).
   set up as agentflow's test runs are (the repository at its base commit, `python`, the root and `src/`
   importable, the task's requirements from its wheelhouse). Its patch is what it submits (as its own SWE-bench
   runner takes it); the tracked files' final diff is its second candidate.
-- agentflow: `agentflow bench`'s repair in this process (`agentflow.repair.runs.run_batch`), defaults as shipped
+- agentflow: `agentflow bench`'s repair in this process (`agentflow.repair.run.runs.run_batch`), defaults as shipped
   (`--workflows` adds shipped workflows beside `repair`), `step_limit` = `--calls`; its candidates are the
   `candidates.jsonl` patches.
 - Figures per system: resolved (the submitted patch resolves), coverage (tasks where any candidate resolves),
@@ -256,9 +256,9 @@ def run_agentflow(chosen: list[tuple[str, Any]], workflow: str, *, handle: Any, 
                   out: Path) -> dict[str, dict[str, Any]]:
     """agentflow's repair (`workflow` as it ships) on the tasks of each file, in this process with the served
     model (as `agentflow bench --serve` runs it); a record per task."""
-    from agentflow.cli.serve_flag import served_loader
+    from agentflow.cli.parts.serve_flag import served_loader
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.runs import instance_dir, read_outcome, run_batch
+    from agentflow.repair.run.runs import instance_dir, read_outcome, run_batch
 
     records: dict[str, dict[str, Any]] = {}
     for path in dict.fromkeys(p for p, _ in chosen):
@@ -418,7 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(json.dumps(merged))
         return 0
-    from agentflow.cli.serve_flag import serving
+    from agentflow.cli.parts.serve_flag import serving
     from agentflow.sandbox.image import ensure_image
 
     chosen = part_of(select_tasks(args.tasks, args.limit, args.seed), args.part)

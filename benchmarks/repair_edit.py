@@ -28,8 +28,8 @@ from repair_resolve import count_resolving  # this folder is on sys.path when th
 from agentflow.models.base import ChatRequest
 from agentflow.models.spec import load_model
 from agentflow.repair.config import RepairConfig, load_repair_config
-from agentflow.repair.localize import Window, clip_span, rank_windows, symbols
-from agentflow.repair.steps import edit_prompt, issue_text, read_rewrite
+from agentflow.repair.edit.steps import edit_prompt, issue_text, read_rewrite
+from agentflow.repair.locate.localize import Window, clip_span, rank_windows, symbols
 from agentflow.swe import SWETask, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -88,8 +88,8 @@ def in_gold(name: str, gold: set[str]) -> bool:
 
 def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     """The outcome mix of the run's samples, the localization hit rate and the edit hit rate (module doc)."""
-    from agentflow.repair.localize import functions_touched
-    from agentflow.repair.steps import UNCHANGED
+    from agentflow.repair.edit.steps import UNCHANGED
+    from agentflow.repair.locate.localize import functions_touched
     from agentflow.swe.patch import changed_paths
 
     tasks = {t["instance_id"]: t for t in read_jsonl(tasks_file)}

@@ -88,8 +88,8 @@ async def main() -> dict[str, object]:
             cli.append(ms(t0))
 
         # A search branch's command: the same `true` through a BranchSandbox, which ends the branch's processes
-        # and snapshots the workspace after each command (graph/branch_workspace.py).
-        from agentflow.graph.branch_workspace import BranchSandbox, SharedSandbox
+        # and snapshots the workspace after each command (graph/search/workspace.py).
+        from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox
 
         shared = SharedSandbox(sb)
         branch = BranchSandbox(shared, await shared.snapshot())

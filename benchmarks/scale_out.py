@@ -1,7 +1,7 @@
 """Scale-out benchmark: `bench` on the Ray executor vs in process; prints ONE JSON object.
 
 16 repair tasks (the three example tasks that have replay cassettes, each repeated under its own id) run
-through `agentflow.repair.runs.run_batch` in Docker sandboxes, their model calls served by a scripted
+through `agentflow.repair.run.runs.run_batch` in Docker sandboxes, their model calls served by a scripted
 OpenAI-compatible server on loopback that answers each task's calls with its cassette's replies after a
 fixed latency (the replayed repair, with a model that takes time like a real one).
 
@@ -113,7 +113,7 @@ def make_tasks(count: int, folder: Path) -> Path:
 
 async def one_run(tasks_file: Path, out: Path, port: int, image: str, workers: int, executor: Any) -> dict[str, Any]:
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.runs import run_batch
+    from agentflow.repair.run.runs import run_batch
     from agentflow.swe.tasks import load_tasks
 
     cfg = load_repair_config([f"model=openai-compatible:http://127.0.0.1:{port}/v1#{{instance_id}}",
@@ -139,7 +139,7 @@ async def scheduling_round_trip_ms(executor: Any, calls: int = 30) -> float:
 
 async def warm() -> None:
     """What a first task on a fresh worker process pays once: importing the repair stack."""
-    import agentflow.repair.remote  # noqa: F401
+    import agentflow.repair.run.remote  # noqa: F401
 
     await asyncio.sleep(0.5)  # keep the slot busy so the warm-ups spread over every slot
 

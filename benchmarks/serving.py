@@ -44,8 +44,8 @@ from typing import Any
 
 import httpx
 
+from agentflow.models.backends.local import load_local_model
 from agentflow.models.base import ChatRequest, Message
-from agentflow.models.local import load_local_model
 
 SAMPLES = 8
 MAX_TOKENS = int(os.environ.get("BENCH_MAX_TOKENS", "64"))

@@ -34,8 +34,8 @@ GOLD = ROOT / "examples" / "real-tasks" / "gold.jsonl"
 
 async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.targeting import SuiteReach
-    from agentflow.repair.workbench import HowToVerify, Workbench
+    from agentflow.repair.verify.targeting import SuiteReach
+    from agentflow.repair.verify.workbench import HowToVerify, Workbench
     from agentflow.sandbox import open_sandbox
 
     cfg = load_repair_config(["backend=docker", f"sandbox.image={image}", "feedback=repo"])
@@ -77,8 +77,8 @@ async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
 def _raise_in_first_changed(gold: str, base: dict[str, str], fixed: dict[str, str]) -> tuple[str, str] | None:
     """(path, the fixed file with `raise RuntimeError` first in the first function the gold patch changes, after
     its docstring); None when the change is outside any function."""
-    from agentflow.repair.localize import symbols
-    from agentflow.repair.targeting import changed_functions
+    from agentflow.repair.locate.localize import symbols
+    from agentflow.repair.verify.targeting import changed_functions
 
     changed = changed_functions(gold, base)
     if not changed:

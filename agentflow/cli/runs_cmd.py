@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from agentflow.cli.common import JSON_OPTION
-from agentflow.cli.run_cmd import OUTPUT_OPTION
+from agentflow.cli.workflow.run_cmd import OUTPUT_OPTION
 
 
 def register(app: typer.Typer) -> None:
@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
         import json
 
         from agentflow.errors import UserError, printable
-        from agentflow.graph.history import CHECKPOINT_FILE, fork_sources, prune_run
+        from agentflow.graph.run.history import CHECKPOINT_FILE, fork_sources, prune_run
 
         if keep_last < 1:
             raise UserError(f"--keep-last must be at least 1 (a run resumes from its latest), got {keep_last}")

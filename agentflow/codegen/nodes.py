@@ -33,9 +33,9 @@ from agentflow.codegen import prompts as P
 from agentflow.codegen.execute import run_examples
 from agentflow.codegen.state import CodeGenState, ExamplesRecord, RewardRecord
 from agentflow.codegen.task import CodeTask, make_task
-from agentflow.graph.context import NodeContext
-from agentflow.graph.nodetypes import NodeType
-from agentflow.graph.search import read_path
+from agentflow.graph.compile.nodetypes import NodeType
+from agentflow.graph.run.context import NodeContext
+from agentflow.graph.search.tree import read_path
 from agentflow.models.ask import code_block
 from agentflow.reasoning.llm import node_ask, sampling
 

@@ -34,9 +34,9 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.codegen.execute import run_predicate, run_text
-from agentflow.graph.context import NodeContext
-from agentflow.graph.nodetypes import NodeType
-from agentflow.graph.search import read_path
+from agentflow.graph.compile.nodetypes import NodeType
+from agentflow.graph.run.context import NodeContext
+from agentflow.graph.search.tree import read_path
 from agentflow.instruct.state import CheckCode, ConstraintScore, ConstraintVerdict, InstructState
 from agentflow.models.ask import code_block
 from agentflow.reasoning.constraints import verify_against

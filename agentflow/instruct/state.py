@@ -1,7 +1,7 @@
 """The state keys the `instruct.*` node types read and write, with the type of each value.
 
 `InstructState` is the type of the `state` their functions take, and each of these node types names it as its
-`state` (`agentflow.graph.nodetypes.NodeType`), so a workflow that does not declare a key under `state:` gets
+`state` (`agentflow.graph.compile.nodetypes.NodeType`), so a workflow that does not declare a key under `state:` gets
 it typed as here. Every value is plain JSON, as before these types were written down: a checkpoint after each
 node holds all of it (the critic's check functions are kept as their source text).
 """

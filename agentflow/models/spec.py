@@ -119,13 +119,13 @@ def load_model(spec: str, **options: Any) -> ChatModel:
         return load_function(parsed.model, parsed.text)
     if parsed.scheme == "local":
         try:
-            local = importlib.import_module("agentflow.models.local")
+            local = importlib.import_module("agentflow.models.backends.local")
         except ModuleNotFoundError as exc:
-            if exc.name != "agentflow.models.local":
+            if exc.name != "agentflow.models.backends.local":
                 raise
             raise UserError(
                 f"{spec}: local models are not available in this installation "
-                "(agentflow.models.local is missing)",
+                "(agentflow.models.backends.local is missing)",
                 hint="reinstall agentflow",
             ) from None
         return local.load_local_model(parsed.model, **options)  # type: ignore[no-any-return]
@@ -133,19 +133,19 @@ def load_model(spec: str, **options: Any) -> ChatModel:
     opts = _options(spec, options)
     model: ChatModel
     if parsed.scheme == "openai":
-        from agentflow.models.openai_backend import OpenAIChatModel
+        from agentflow.models.backends.openai_backend import OpenAIChatModel
 
         model = OpenAIChatModel(parsed.text, parsed.model, opts)
     elif parsed.scheme == "openai-compatible":
-        from agentflow.models.openai_backend import OpenAIChatModel
+        from agentflow.models.backends.openai_backend import OpenAIChatModel
 
         model = OpenAIChatModel(parsed.text, parsed.model, opts, compatible_base_url=parsed.base_url)
     elif parsed.scheme == "anthropic":
-        from agentflow.models.anthropic_backend import AnthropicChatModel
+        from agentflow.models.backends.anthropic_backend import AnthropicChatModel
 
         model = AnthropicChatModel(parsed.text, parsed.model, opts)
     else:
-        from agentflow.models.litellm_backend import LiteLLMChatModel
+        from agentflow.models.backends.litellm_backend import LiteLLMChatModel
 
         model = LiteLLMChatModel(parsed.text, parsed.model, opts)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from agentflow.graph.context import NodeContext
+from agentflow.graph.run.context import NodeContext
 from agentflow.reasoning.llm import node_ask, numbered_items
 from agentflow.tools.context import DepsT
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from agentflow.errors import UserError
-from agentflow.graph.context import NodeContext
+from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.tools.context import DepsT

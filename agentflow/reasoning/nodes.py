@@ -27,9 +27,9 @@ from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentflow.graph.context import NodeContext
-from agentflow.graph.nodetypes import NodeType
-from agentflow.graph.search import read_path
+from agentflow.graph.compile.nodetypes import NodeType
+from agentflow.graph.run.context import NodeContext
+from agentflow.graph.search.tree import read_path
 from agentflow.reasoning.constraints import extract_constraints, verify_against
 from agentflow.reasoning.llm import node_ask
 from agentflow.reasoning.state import ReasoningState, ScoreRecord, SelectionRecord, UcbRecord

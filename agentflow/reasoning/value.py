@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentflow.graph.context import NodeContext
+from agentflow.graph.run.context import NodeContext
 from agentflow.reasoning.llm import node_ask
 from agentflow.reasoning.state import ReasoningState, ValueRecord
 

@@ -17,15 +17,15 @@ _LAZY: dict[str, str] = {
     "load_repair_config": "agentflow.repair.config",
     "Candidate": "agentflow.repair.outcome",
     "InstanceOutcome": "agentflow.repair.outcome",
-    "repair_task": "agentflow.repair.solve",
-    "run_batch": "agentflow.repair.runs",
+    "repair_task": "agentflow.repair.run.solve",
+    "run_batch": "agentflow.repair.run.runs",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentflow.repair.config import RepairConfig, RepairPrompts, RunInputs, load_repair_config
     from agentflow.repair.outcome import Candidate, InstanceOutcome
-    from agentflow.repair.runs import run_batch
-    from agentflow.repair.solve import repair_task
+    from agentflow.repair.run.runs import run_batch
+    from agentflow.repair.run.solve import repair_task
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 

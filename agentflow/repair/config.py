@@ -52,7 +52,7 @@ class RepairPrompts(StrictConfig):
     expect: str | None = None
     """What the issue's examples should give (the reproduction from examples, `reproduce_from_examples`): issue,
     examples (each as doctest lines with what it gives on the unchanged code); the answer's first code block
-    (else its text) is read as a doctest of the fixed code (`agentflow.repair.expectations`)."""
+    (else its text) is read as a doctest of the fixed code (`agentflow.repair.verify.expectations`)."""
     keep_check: str | None = None
     """Keep-working check's user message: issue, api, usage, code, reproduction (the kept reproduction script);
     the answer's first code block is run."""
@@ -154,7 +154,7 @@ class RepairConfig(StrictConfig):
     keep_check: bool = True
     """Once a reproduction script is kept, ask for a second script asserting what the fix must not change (what
     the issue says works today or must keep working), cut down to its checks that pass at the base commit
-    (`agentflow.repair.keepcheck`). Among candidates on which the reproduction no longer fails and the tests
+    (`agentflow.repair.verify.keepcheck`). Among candidates on which the reproduction no longer fails and the tests
     rank equal, and before the examples and the vote, those that still pass it are preferred (one model call
     a task with a kept reproduction; each candidate's check runs in the sandbox). Without it, several samples
     of the same wrong patch can outvote the fix while breaking behaviour the issue says must keep working,
@@ -164,7 +164,7 @@ class RepairConfig(StrictConfig):
     reproduce_from_examples: bool = True
     """The first reproduction try, when the issue shows examples whose values can be checked: the model says
     only what each should give once fixed, and the script is the issue's own statements with those values
-    asserted (`agentflow.repair.expectations`); kept or refused as any reproduction. It counts as one of the
+    asserted (`agentflow.repair.verify.expectations`); kept or refused as any reproduction. It counts as one of the
     `reproduce_attempts`."""
     vote: bool = True
     """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
@@ -210,7 +210,7 @@ class RepairConfig(StrictConfig):
     noop_retries: int = Field(default=2, ge=0, le=20)
     """Extra samples when an answer changes nothing or cannot be read (those are not candidates). A rewrite given
     back unchanged, or answered with other code than the window's function, is retried on another suspect
-    (`agentflow.repair.focus`); an answer that cannot be read or does not parse, on the same one."""
+    (`agentflow.repair.locate.focus`); an answer that cannot be read or does not parse, on the same one."""
     split_edits: bool = True
     """An edit that fails its tests and changes several places (separate runs of lines) is also verified one
     change at a time, each a candidate of its own (no model call): small models often fix the bug and break
@@ -280,7 +280,7 @@ class RepairConfig(StrictConfig):
     target_tests: bool = True
     """Blind mode: a candidate runs only the repository tests that reached the functions it changes in the base
     commit's traced run (`swe.spectrum`), its whole-suite result estimated from theirs; the whole suite runs
-    for a finalist before it is submitted (see `agentflow.repair.targeting`). Off: every candidate runs the
+    for a finalist before it is submitted (see `agentflow.repair.verify.targeting`). Off: every candidate runs the
     whole suite."""
     mcts_c: float = Field(default=0.3, ge=0)
     """UCT exploration constant (values are in [0, 1])."""

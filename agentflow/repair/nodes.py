@@ -33,16 +33,28 @@ import dataclasses
 import functools
 from collections.abc import Iterable
 
-from agentflow.graph.context import NodeContext
-from agentflow.graph.nodetypes import NodeType
-from agentflow.repair import rollout
-from agentflow.repair.choose import choose, noop_check
+from agentflow.graph.compile.nodetypes import NodeType
+from agentflow.graph.run.context import NodeContext
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
-from agentflow.repair.expectations import TracedExample, checkable, expectation_script, read_expectations
-from agentflow.repair.localize import RunEvidence
-from agentflow.repair.localize_model import LocalizeSettings, localize_node
-from agentflow.repair.nodekit import (
+from agentflow.repair.edit.steps import (
+    make_plan,
+    rank_suspects,
+    write_expectations,
+    write_keep_check,
+    write_reproduction,
+)
+from agentflow.repair.locate.localize import RunEvidence
+from agentflow.repair.locate.spectrum import (
+    examples_changed,
+    examples_reach_code,
+    examples_shown,
+    issue_examples,
+    names_to_import,
+)
+from agentflow.repair.nodetypes import rollout
+from agentflow.repair.nodetypes.discriminate import DiscriminateSettings, discriminate_node
+from agentflow.repair.nodetypes.localize_model import LocalizeSettings, localize_node
+from agentflow.repair.nodetypes.nodekit import (
     VERIFY_READS,
     attempts_of,
     declined,
@@ -53,28 +65,26 @@ from agentflow.repair.nodekit import (
     runtime,
     submit,
 )
+from agentflow.repair.nodetypes.regression import RegressionSettings, regression_node
+from agentflow.repair.nodetypes.rollout import (
+    SweCritiqueSettings,
+    SweEditSettings,
+    SweTestSettings,
+    SweValueSettings,
+)
+from agentflow.repair.nodetypes.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.state import RepairState, ReproductionRecord
+from agentflow.repair.nodetypes.testgen import VoteTestsSettings, vote_tests_node
+from agentflow.repair.nodetypes.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.regression import RegressionSettings, regression_node
-from agentflow.repair.rollout import SweCritiqueSettings, SweEditSettings, SweTestSettings, SweValueSettings
-from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
-from agentflow.repair.spectrum import (
-    examples_changed,
-    examples_reach_code,
-    examples_shown,
-    issue_examples,
-    names_to_import,
+from agentflow.repair.verify.choose import choose, noop_check
+from agentflow.repair.verify.expectations import (
+    TracedExample,
+    checkable,
+    expectation_script,
+    read_expectations,
 )
-from agentflow.repair.state import RepairState, ReproductionRecord
-from agentflow.repair.steps import (
-    make_plan,
-    rank_suspects,
-    write_expectations,
-    write_keep_check,
-    write_reproduction,
-)
-from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
-from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
-from agentflow.repair.workbench import Verification
+from agentflow.repair.verify.workbench import Verification
 
 
 @repair_fields("spectrum", "test_timeout_s")

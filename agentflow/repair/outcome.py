@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agentflow.repair.workbench import Verification
+from agentflow.repair.verify.workbench import Verification
 
 STATUSES = ("submitted", "limits_exceeded", "context_exceeded", "env_error", "no_patch")
 

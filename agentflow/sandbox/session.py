@@ -171,7 +171,7 @@ class AgentSandbox:
         self._base: str | None = None
         self._snap_ready = False
         # One snapshot operation at a time: each stages into or reads the snapshot index (`git add -A`,
-        # read-tree), and two at once (a node's diff and the checkpoint's, graph/history.py) would race for
+        # read-tree), and two at once (a node's diff and the checkpoint's, graph/run/history.py) would race for
         # its lock file.
         self._git_lock = asyncio.Lock()
         self._snapshots: set[str] = set()

@@ -32,8 +32,8 @@ _LAZY: dict[str, str] = {
     "FewShotTemplate": "agentflow.serving.completion",
     "CompletionChatModel": "agentflow.serving.completion",
     "VllmEngineModel": "agentflow.serving.vllm_engine",
-    "emit_metrics": "agentflow.serving.metrics",
-    "report_metrics": "agentflow.serving.metrics",
+    "emit_metrics": "agentflow.serving.metric_events",
+    "report_metrics": "agentflow.serving.metric_events",
     "ensure_llama_server": "agentflow.serving.setup",
     "ensure_model": "agentflow.serving.setup",
 }
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.serving.embedded import profile_for
     from agentflow.serving.flag import parse_serve_flag, served, start_from_flag
     from agentflow.serving.llamacpp import LlamaServerOptions, start_llamacpp
-    from agentflow.serving.metrics import emit_metrics, report_metrics
+    from agentflow.serving.metric_events import emit_metrics, report_metrics
     from agentflow.serving.profiles import ModelProfile
     from agentflow.serving.server import Launch, ServerDied, ServerError, ServerHandle, ServerStartError
     from agentflow.serving.setup import ensure_llama_server, ensure_model

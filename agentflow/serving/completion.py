@@ -12,8 +12,8 @@ from pydantic import Field
 
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError
+from agentflow.models.backends.openai_backend import _FINISH, OpenAIChatModel, token_trace
 from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, Usage
-from agentflow.models.openai_backend import _FINISH, OpenAIChatModel, token_trace
 
 
 class FewShotTemplate(StrictConfig):

@@ -7,7 +7,7 @@ Accepted: `vllm:MODEL`, `llamacpp:MODEL` (an embedded name or a GGUF path), `lla
 `local:NAME` (same as `llamacpp:NAME`). Extra options are `key=value` pairs after a comma:
 `vllm:MODEL,max_model_len=8192,gpu_memory_utilization=0.85`.
 
-The CLI side (progress, log tail on failure, metrics events) is `agentflow/cli/serve_flag.py`.
+The CLI side (progress, log tail on failure, metrics events) is `agentflow/cli/parts/serve_flag.py`.
 """
 
 from __future__ import annotations

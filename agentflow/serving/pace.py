@@ -87,7 +87,7 @@ class ServerPace:
                    on_extend: Callable[[float], Any] | None = None) -> T:
         """Run `call`; past its deadline keep waiting while the server's decode count grows, else cancel it
         and raise `TransientError`."""
-        from agentflow.models.retry import TransientError
+        from agentflow.models.backends.retry import TransientError
 
         before = await self.counters()
         deadline = self.deadline_s(before, prompt_chars, max_tokens)

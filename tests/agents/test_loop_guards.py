@@ -184,7 +184,7 @@ async def test_end_branch_fails_the_node_even_where_failures_route(tmp_path, act
         "nodes": {
             "review": {"agent": "critic", "args": {"input": {"task": "task", "summary": "task"}, "config": config},
                        "output": "critique", "on_error": "fallback", "next": "END"},
-            "fallback": {"fn": "agentflow.graph.demo:summarize", "next": "END"},
+            "fallback": {"fn": "agentflow.workflows.demo:summarize", "next": "END"},
         },
     })
     model = FunctionModel(lambda request: Message.assistant("not json"))

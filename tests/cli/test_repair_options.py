@@ -8,8 +8,8 @@ import pytest
 from typer.main import get_command
 
 from agentflow.cli.main import build_app, run
-from agentflow.cli.repair_options import repair_overrides
-from agentflow.cli.serve_flag import sets_model
+from agentflow.cli.parts.serve_flag import sets_model
+from agentflow.cli.repair.repair_options import repair_overrides
 from agentflow.config import apply_overrides
 from agentflow.errors import UserError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentflow.cli.main import run
-from agentflow.cli.run_cmd import RunConfig, load_run_workflow
+from agentflow.cli.workflow.run_cmd import RunConfig, load_run_workflow
 
 
 def test_node_settings_override_the_yaml() -> None:

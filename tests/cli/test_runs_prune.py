@@ -79,7 +79,7 @@ def test_prune_says_what_is_wrong(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "has no checkpoints.db" in capsys.readouterr().err
     assert run(["run", PRUNE, "-o", str(runs), "--thread-id", "p", "--json"]) == 0
     (rdir,) = runs.iterdir()
-    from agentflow.graph.checkpoint import AgentflowSaver
+    from agentflow.graph.persist.checkpoint import AgentflowSaver
 
     with AgentflowSaver(rdir / "checkpoints.db"):  # a run still going holds its file open
         assert run(["runs", "prune", "-o", str(runs)]) == 1

@@ -189,12 +189,12 @@ def test_repair_runs_get_the_served_model_a_loader_and_metrics_per_task(
     require_llama()
     from types import SimpleNamespace
 
-    from agentflow.cli import serve_flag
-    from agentflow.cli.repair_options import run_batch_cli
+    from agentflow.cli.parts import serve_flag
+    from agentflow.cli.repair.repair_options import run_batch_cli
     from agentflow.events import EventLog
     from agentflow.models.base import ChatRequest, Message
-    from agentflow.repair import runs
     from agentflow.repair.config import load_repair_config
+    from agentflow.repair.run import runs
 
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"version": 1, "match": "sequence", "interactions": []}))

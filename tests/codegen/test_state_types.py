@@ -7,9 +7,9 @@ import typing
 
 from agentflow.codegen.state import ExamplesRecord, RewardRecord, SimulationRecord
 from agentflow.graph import spec_from_dict
-from agentflow.graph.compile import registry_for, state_schema
-from agentflow.graph.context import NodeContext
-from agentflow.graph.nodetypes import default_registry
+from agentflow.graph.compile.compiler import registry_for, state_schema
+from agentflow.graph.compile.nodetypes import default_registry
+from agentflow.graph.run.context import NodeContext
 from agentflow.instruct.state import BestRecord, ConstraintVerdict
 from agentflow.reasoning.state import ScoreRecord, SelectionRecord, UcbRecord
 

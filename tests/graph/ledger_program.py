@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any, TypedDict
 
 from agentflow.graph import END, Workflow, WorkflowRunner
-from agentflow.graph.context import RunContext
+from agentflow.graph.run.context import RunContext
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
 
 

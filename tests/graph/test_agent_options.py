@@ -41,8 +41,8 @@ def test_option_typos_are_problems() -> None:
 
 def test_options_on_the_wrong_kind_of_node_are_problems() -> None:
     spec = spec_from_dict({"name": "w", "nodes": {
-        "a": {"fn": "agentflow.graph.demo:prepare", "args": {"x": 1}, "output": "y", "next": "b"},
-        "b": {"fn": "agentflow.graph.demo:outline", "on_error": "a", "next": "END"},
+        "a": {"fn": "agentflow.workflows.demo:prepare", "args": {"x": 1}, "output": "y", "next": "b"},
+        "b": {"fn": "agentflow.workflows.demo:outline", "on_error": "a", "next": "END"},
     }})
     text = " | ".join(str(p) for p in validate(spec))
     assert "node 'a': args applies" in text and "node 'a': output applies" in text
@@ -105,6 +105,6 @@ async def test_builder_takes_objects_and_a_node_model_wins(tmp_path: Path) -> No
 
 def test_an_unknown_workflow_tool_pack_is_a_problem() -> None:
     spec = spec_from_dict({"name": "w", "tools": ["calc", "no_such_pack"],
-                           "nodes": {"a": {"fn": "agentflow.graph.demo:prepare", "next": "END"}}})
+                           "nodes": {"a": {"fn": "agentflow.workflows.demo:prepare", "next": "END"}}})
     (problem,) = [str(p) for p in validate(spec)]
     assert "no_such_pack" in problem

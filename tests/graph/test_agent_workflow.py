@@ -64,7 +64,7 @@ async def test_agent_node_without_model_is_a_user_error(tmp_path: Path) -> None:
 
 async def test_agent_tokens_reach_the_custom_stream(tmp_path: Path) -> None:
     pytest.importorskip("agentflow.agents")
-    from agentflow.graph.runner import StreamEvent
+    from agentflow.graph.run.runner import StreamEvent
     from agentflow.models.replay import ReplayModel
 
     seen: list[StreamEvent] = []

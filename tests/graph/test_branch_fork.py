@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentflow.graph.search.tree import SearchReport
 
 from agentflow.cli.main import run
 from agentflow.graph import WorkflowRunner, load_workflow
-from agentflow.graph.context import RunContext
-from agentflow.graph.search import SearchReport
+from agentflow.graph.run.context import RunContext
 
 WORKFLOW = str(Path(__file__).with_name("branch_fork.yaml"))
 STRATEGIES = {"best_of_n": [], "mcts": ["-c", "nodes.attempt.strategy=mcts", "-c", "nodes.attempt.n=6"]}

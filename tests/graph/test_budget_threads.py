@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from agentflow import FunctionModel, RunContext
 from agentflow.budget import Budget
-from agentflow.graph.builder import Workflow
-from agentflow.graph.runner import WorkflowRunner
-from agentflow.graph.spec import END
+from agentflow.graph.define.builder import Workflow
+from agentflow.graph.define.spec import END
+from agentflow.graph.run.runner import WorkflowRunner
 
 CALL_S = 0.3
 """How long each model call takes: long enough that every agent asks before any answer."""

@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from agentflow.graph.checkpoint import AgentflowSaver
+from agentflow.graph.persist.checkpoint import AgentflowSaver
 
 
 class LoopState(TypedDict, total=False):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from agentflow.graph.search.settings import parse_search_settings
 
 from agentflow.cli.main import run
 from agentflow.errors import ConfigError, UserError
-from agentflow.graph.loader import resolve_callable
-from agentflow.graph.search import parse_search_settings
+from agentflow.graph.define.loader import resolve_callable
 
 
 @pytest.mark.parametrize("typo, right", [("strategyy", "strategy"), ("temprature", "temperature"),

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
-from agentflow.graph.demo import review_gate
 from agentflow.models.replay import ReplayModel
+from agentflow.workflows.demo import review_gate
 
 CASSETTES = Path(__file__).parent / "cassettes"
 
@@ -34,7 +34,7 @@ def _spec(on_error: str | None = None) -> dict:
         node["on_error"] = on_error
     nodes = {"review": node}
     if on_error:
-        nodes["fallback"] = {"fn": "agentflow.graph.demo:summarize", "next": "END"}
+        nodes["fallback"] = {"fn": "agentflow.workflows.demo:summarize", "next": "END"}
     return {"name": "fails", "state": {"task": {"type": "str"}, "critique": {"type": "dict"},
                                          "topic": {"type": "str"}, "summary": {"type": "str"}},
             "nodes": nodes}
@@ -101,7 +101,7 @@ def test_cli_exits_non_zero_on_a_failed_run(tmp_path: Path, capsys: pytest.Captu
 
 async def test_agent_node_callable_raises_on_failure(tmp_path: Path) -> None:
     from agentflow.agents import Agent, agent_node
-    from agentflow.graph.outcome import NodeFailed
+    from agentflow.graph.run.outcome import NodeFailed
 
     model = ReplayModel(_cassette(tmp_path, ["not json", "not json either"]))
     agent = Agent("critic", model=model, overrides=["tools=[]", "output_retries=0"])

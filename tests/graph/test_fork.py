@@ -121,7 +121,7 @@ def test_recorded_workspace_diffs_hold_no_secret(tmp_path: Path, monkeypatch: py
     patch.diff (a URL's password in the code is the code's own and stays); a diff id read from a checkpoint
     names only a file of the store, never a path."""
     from agentflow.errors import UserError
-    from agentflow.graph.history import DiffStore
+    from agentflow.graph.run.history import DiffStore
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fork-test-secret-123456")
     store = DiffStore(tmp_path)

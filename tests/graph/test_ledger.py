@@ -12,7 +12,7 @@ import pytest
 
 from agentflow.errors import UserError
 from agentflow.graph import END, Workflow, WorkflowRunner
-from agentflow.graph.context import RunContext
+from agentflow.graph.run.context import RunContext
 from agentflow.runrecord import verified
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from agentflow.errors import UserError
 from agentflow.graph import WorkflowRunner, load_workflow
-from agentflow.graph.checkpoint import AgentflowSaver
+from agentflow.graph.persist.checkpoint import AgentflowSaver
 
 WORKFLOW = str(Path(__file__).with_name("prune.yaml"))
 
@@ -74,7 +74,7 @@ async def test_a_searchs_branches_keep_their_latest_checkpoint_only(tmp_path: Pa
     """A finished MCTS search: each branch thread starts with a copy of its parent's checkpoint (no pin: a
     resumed search needs only each branch's latest), so a prune leaves one per branch, and a branch's latest
     still forks."""
-    from agentflow.graph.loader import spec_from_dict
+    from agentflow.graph.define.loader import spec_from_dict
 
     spec = spec_from_dict({
         "name": "s", "state": {"task": {"type": "str"}, "answer": {"type": "str"}, "score": {"type": "int"},

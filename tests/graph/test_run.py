@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from agentflow.errors import UserError
 from agentflow.events import EventLog, read_events
 from agentflow.graph import END, RunContext, Workflow, WorkflowRunner, load_workflow, spec_from_dict
-from agentflow.graph.runner import StreamEvent
+from agentflow.graph.run.runner import StreamEvent
 
 
 class LoopState(TypedDict, total=False):
@@ -201,7 +201,7 @@ async def test_call_tool_is_journaled_and_evented(tmp_path: Path) -> None:
     assert kinds.count("tool.call") == 2 and "node.start" in kinds and "node.end" in kinds
 
     # The journal replays completed calls for the same thread/node/step/index instead of re-running them.
-    from agentflow.graph.context import NodeContext
+    from agentflow.graph.run.context import NodeContext
     from agentflow.tools.journal import SqliteToolJournal
 
     with SqliteToolJournal(tmp_path / "checkpoints.db") as journal:
@@ -264,14 +264,14 @@ async def test_yaml_subgraph_by_relative_path(tmp_path: Path) -> None:
     (tmp_path / "inner.yaml").write_text(
         "name: inner\nstate: {rounds: {type: int}, count: {type: int}, status: {type: str},"
         " notes: {type: list, reducer: append}, topic: {type: str}}\n"
-        "nodes:\n  d:\n    fn: agentflow.graph.demo:draft\n"
+        "nodes:\n  d:\n    fn: agentflow.workflows.demo:draft\n"
         "    route: {on: status, cases: {again: d, done: END}}\n"
     )
     (tmp_path / "outer.yaml").write_text(
         "name: outer\nstate: {rounds: {type: int, default: 2}, count: {type: int, default: 0}, status: {type: str},"
         " notes: {type: list, reducer: append}, topic: {type: str, default: t}, summary: {type: str}}\n"
         "nodes:\n  drafting: {subgraph: inner.yaml, next: sum}\n"
-        "  sum: {fn: 'agentflow.graph.demo:summarize', next: END}\n"
+        "  sum: {fn: 'agentflow.workflows.demo:summarize', next: END}\n"
     )
     spec = load_workflow(tmp_path / "outer.yaml")
     async with WorkflowRunner(spec, run_dir=tmp_path / "run") as runner:
@@ -313,7 +313,7 @@ async def test_yaml_route_with_conditions(tmp_path: Path) -> None:
             },
             "nodes": {
                 "d": {
-                    "fn": "agentflow.graph.demo:draft",
+                    "fn": "agentflow.workflows.demo:draft",
                     "route": {"when": {"count >= 3 and status != 'done'": "END"}, "default": "d"},
                 }
             },

@@ -12,9 +12,9 @@ import pytest
 
 from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
-from agentflow.graph.context import RunContext
-from agentflow.graph.loader import spec_from_dict
-from agentflow.graph.validation import validate
+from agentflow.graph.check.validation import validate
+from agentflow.graph.define.loader import spec_from_dict
+from agentflow.graph.run.context import RunContext
 
 
 def _workflow(search: dict[str, Any], nodes: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -328,7 +328,7 @@ async def test_gather_collects_a_key_over_every_branch(tmp_path: Path) -> None:
 def test_node_time_counts_concurrent_branches_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The run's node time is the wall time during which some typed node ran: two branches' nodes at once count
     once (the rest of the run's wall time is the engine's own)."""
-    from agentflow.graph import context
+    from agentflow.graph.run import context
 
     now = [0.0]
     monkeypatch.setattr(context.time, "perf_counter", lambda: now[0])
@@ -351,11 +351,11 @@ async def test_a_branch_is_given_what_its_typed_nodes_read_though_the_state_does
         tmp_path: Path) -> None:
     """Typed nodes' keys are part of the state without `state:` naming them: the main line's writes reach the
     branches' nodes that read them (a repair's `base`, `ranked` and `plan` reach its `swe.edit`)."""
-    from agentflow.graph.loader import load_workflow
-    from agentflow.graph.nodetypes import workflow_registry
+    from agentflow.graph.compile.nodetypes import workflow_registry
+    from agentflow.graph.define.loader import load_workflow
 
     (tmp_path / "hintnodes.py").write_text(
-        "from agentflow.graph.nodetypes import NodeType\n\n"
+        "from agentflow.graph.compile.nodetypes import NodeType\n\n"
         "async def give(state, ctx, settings):\n    return {'hint': 'h1'}\n\n"
         "async def use(state, ctx, settings):\n    return {'answer': f\"saw {state.get('hint')}\"}\n\n"
         "NODE_TYPES = [NodeType('t.give', give, None, (), ('hint',)),\n"

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentflow.graph.search.tree import BranchReport, SearchReport
 
 from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
-from agentflow.graph.context import RunContext
-from agentflow.graph.loader import spec_from_dict
-from agentflow.graph.search import BranchReport, SearchReport
+from agentflow.graph.define.loader import spec_from_dict
+from agentflow.graph.run.context import RunContext
 
 
 def _workflow(strategy: str, n: int) -> dict[str, Any]:

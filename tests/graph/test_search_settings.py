@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentflow.graph.search.settings import SearchSettings
 
 from agentflow.cli.main import run
 from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
-from agentflow.graph.context import RunContext
-from agentflow.graph.loader import spec_from_dict
-from agentflow.graph.search import SearchSettings
-from agentflow.graph.validation import validate
+from agentflow.graph.check.validation import validate
+from agentflow.graph.define.loader import spec_from_dict
+from agentflow.graph.run.context import RunContext
 
 STRATEGIES = ("best_of_n", "beam", "tot", "rebase", "mcts")
 

@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 import pytest
+from agentflow.graph.search.settings import STRATEGY_NAMES, parse_search_settings, strategy_for
 
-from agentflow.cli.repair_options import STRATEGIES, repair_overrides
+from agentflow.cli.repair.repair_options import STRATEGIES, repair_overrides
 from agentflow.errors import ConfigError, UserError
-from agentflow.graph.outcome import NodeFailed
-from agentflow.graph.search import STRATEGY_NAMES, parse_search_settings, strategy_for
+from agentflow.graph.run.outcome import NodeFailed
 
 
 def _spellings(name: str) -> list[str]:

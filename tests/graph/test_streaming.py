@@ -16,7 +16,7 @@ import pytest
 
 from agentflow.errors import UserError
 from agentflow.graph import END, Workflow, WorkflowRunner
-from agentflow.graph.context import RunContext
+from agentflow.graph.run.context import RunContext
 
 ANSWER = '{"summary": "looked the word up: it means to flow", "done": true}'
 PIECES = [ANSWER[i:i + 8] for i in range(0, len(ANSWER), 8)]
@@ -206,7 +206,7 @@ async def test_what_a_search_branch_sends_is_streamed_with_its_branch_path(tmp_p
     import subprocess
 
     from agentflow.graph import load_workflow
-    from agentflow.graph.loader import spec_from_dict
+    from agentflow.graph.define.loader import spec_from_dict
 
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -189,7 +189,7 @@ def test_a_second_runner_after_run_sync_works_in_async_code(tmp_path: Path) -> N
 
 TYPED = '''
 from dataclasses import dataclass
-from agentflow.graph.context import NodeContext
+from agentflow.graph.run.context import NodeContext
 from agentflow.tools.context import ToolContext
 
 @dataclass

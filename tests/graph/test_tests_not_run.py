@@ -17,7 +17,7 @@ from agentflow.cli.main import run
 
 CHECK = {"name": "check", "tools": ["tests"],
          "state": {"diff": {"type": "str"}, "tests": {"type": "dict"}},
-         "nodes": {"check": {"fn": "agentflow.graph.demo:check_work", "next": "END"}}}
+         "nodes": {"check": {"fn": "agentflow.workflows.demo:check_work", "next": "END"}}}
 
 PASSING = "def test_ok():\n    assert True\n"
 

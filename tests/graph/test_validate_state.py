@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from agentflow.cli.main import run
 from agentflow.errors import UserError
 from agentflow.graph import END, Workflow, WorkflowRunner, spec_from_dict, validate
-from agentflow.graph.compile import initial_state
-from agentflow.graph.loader import load_workflow
+from agentflow.graph.compile.compiler import initial_state
+from agentflow.graph.define.loader import load_workflow
 
 STATE = {"task": {"type": "str"}, "plan": {"type": "dict"}, "code": {"type": "dict"}}
 
@@ -57,7 +57,7 @@ def test_tool_interrupt_writes_and_typed_settings_keys_are_checked() -> None:
     found = problems({
         "calc": {"tool": "calculate", "args": {"expression": "{plan} + {cod}"}, "output": "code", "next": "ok"},
         "ok": {"interrupt": "go on?", "show": ["plan", "tsak"], "next": "gate"},
-        "gate": {"fn": "agentflow.graph.demo:review_gate", "writes": ["verdict"], "next": "c"},
+        "gate": {"fn": "agentflow.workflows.demo:review_gate", "writes": ["verdict"], "next": "c"},
         "c": {"type": "reason.constraints", "settings": {"input": "promt"}, "next": "END"},
     }, state={**STATE, "prompt": {"type": "str"}})
     assert len(found) == 4, found
@@ -83,7 +83,7 @@ def test_keys_typed_nodes_read_and_write_count_as_declared(capsys: pytest.Captur
 
 
 def test_routes_are_checked_against_the_same_keys() -> None:
-    (on,) = problems({"a": {"fn": "agentflow.graph.demo:prepare"}},
+    (on,) = problems({"a": {"fn": "agentflow.workflows.demo:prepare"}},
                      routes=[{"source": "a", "on": "plna", "cases": {"x": "END"}}])
     assert "route from 'a' is on state field 'plna'" in on and "did you mean 'plan'?" in on
 
@@ -95,7 +95,7 @@ def test_a_workflow_without_state_is_not_checked() -> None:
 
 def test_node_types_read_from_text_leave_the_keys_unchecked_with_a_note(tmp_path: Path) -> None:
     (tmp_path / "mynodes.py").write_text(
-        "from agentflow.graph.nodetypes import NodeType\n\n"
+        "from agentflow.graph.compile.nodetypes import NodeType\n\n"
         "async def step(state, ctx, settings):\n    return {'found': 1}\n\n"
         "NODE_TYPES = [NodeType('my.step', step, None, ('task',), ('found',))]\n")
     flow = tmp_path / "flow.yaml"
@@ -176,9 +176,9 @@ def test_unknown_names_get_the_nearest_one_suggested(tmp_path: Path, capsys: pyt
         return " | ".join(p.message for p in validate(spec_from_dict({"name": "w", "state": STATE, **spec})))
 
     assert "unknown node 'chek'; did you mean 'check'?" in messages(
-        {"nodes": {"check": {"fn": "agentflow.graph.demo:prepare", "next": "chek"}}})
+        {"nodes": {"check": {"fn": "agentflow.workflows.demo:prepare", "next": "chek"}}})
     assert "on_error refers to unknown node 'fixx'; did you mean 'fix'?" in messages(
-        {"nodes": {"a": agent(output="plan", on_error="fixx"), "fix": {"fn": "agentflow.graph.demo:prepare"}}})
+        {"nodes": {"a": agent(output="plan", on_error="fixx"), "fix": {"fn": "agentflow.workflows.demo:prepare"}}})
     assert "unknown type 'swe.edti'; did you mean 'swe.edit'?" in messages({"nodes": {"e": {"type": "swe.edti"}}})
     assert "unknown option 'inptu'; did you mean 'input'?" in messages(
         {"nodes": {"a": agent(output="plan", args={"inptu": "task"})}})
@@ -209,8 +209,8 @@ def test_a_node_types_state_types_its_keys_in_the_schema() -> None:
     import typing
 
     from agentflow.errors import ConfigError
-    from agentflow.graph.compile import state_schema
-    from agentflow.graph.nodetypes import NodeType, NodeTypeRegistry
+    from agentflow.graph.compile.compiler import state_schema
+    from agentflow.graph.compile.nodetypes import NodeType, NodeTypeRegistry
 
     async def step(state: StepState, ctx: Any, settings: None) -> StepState:
         return {"found": [len(state.get("task") or "")]}

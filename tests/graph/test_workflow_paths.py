@@ -81,7 +81,7 @@ def test_what_is_not_in_the_workflow_folder_is_not_taken_from_the_current_one(
 ) -> None:
     flows = tmp_path / "flows"
     flows.mkdir()
-    (tmp_path / "inner.yaml").write_text("name: inner\nnodes: {a: {fn: 'agentflow.graph.demo:prepare'}}\n")
+    (tmp_path / "inner.yaml").write_text("name: inner\nnodes: {a: {fn: 'agentflow.workflows.demo:prepare'}}\n")
     (tmp_path / "steps.py").write_text(STEPS)
     (tmp_path / "srv").mkdir()
     monkeypatch.chdir(tmp_path)  # inner.yaml, steps.py and srv/ are here, not beside the workflow

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from agentflow.errors import ModelError, UserError
+from agentflow.models.backends.retry import ModelUnreachable
 from agentflow.models.base import ChatRequest, Message, ToolCall, ToolSpec
-from agentflow.models.retry import ModelUnreachable
 from agentflow.models.spec import load_model
 
 WEATHER = ToolSpec(

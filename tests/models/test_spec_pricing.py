@@ -93,7 +93,7 @@ def test_litellm_missing_is_dependency_missing(monkeypatch) -> None:
 
 
 def test_local_missing_is_a_user_error(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "agentflow.models.local", None)
+    monkeypatch.setitem(sys.modules, "agentflow.models.backends.local", None)
     with pytest.raises(UserError, match="local models are not available"):
         load_model("local:gemma3-270m")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentflow.models.openai_backend import from_openai_response
+from agentflow.models.backends.openai_backend import from_openai_response
 
 
 def _response(choice_extra: dict[str, Any], top: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -47,7 +47,7 @@ def _node(w: _Writer, iid: str, name: str, writes: list[str], dt: float = 0.05, 
 
 
 def _record(branch: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A `search.node` event's data, as `agentflow.graph.search.Branch.record` writes it."""
+    """A `search.node` event's data, as `agentflow.graph.search.tree.Branch.record` writes it."""
     return {"search": SEARCH, "strategy": "mcts", "thread": branch["thread"], "depth": branch["depth"],
             "action": branch["action"], "value": branch["value"], "visits": branch["visits"],
             "terminal": branch["terminal"], "error": None, "snapshot_id": f"{branch['depth']:040x}", **extra}

@@ -205,9 +205,9 @@ async def test_repair_samples_carry_their_tests_and_are_grouped_by_parent_across
     """A bench-shaped folder (two tasks), written by the repair's own writers: the coder instrumented per task
     and attributed per candidate (`with_node`), candidates recorded by `CandidateLog`, `repair.end` per task."""
     from agentflow.models.instrumented import InstrumentedModel
-    from agentflow.repair.candidate_log import CandidateLog
     from agentflow.repair.outcome import Candidate
-    from agentflow.repair.workbench import Verification
+    from agentflow.repair.run.candidate_log import CandidateLog
+    from agentflow.repair.verify.workbench import Verification
 
     model = FunctionModel(lambda request: _traced("patch"))
     plan = {"t1": [("c1", None, 1.0), ("c2", None, 0.0), ("c3", "c1", 0.5), ("c4", "c1", 0.25)],

@@ -125,8 +125,8 @@ async def test_a_graph_search_s_branches_are_spans_under_the_search_node(tmp_pat
     """A search node's branches run the same node names at once: each branch is a span under the search node,
     holding its own node spans (which the run's other branches never close)."""
     from agentflow.graph import WorkflowRunner
-    from agentflow.graph.context import RunContext
-    from agentflow.graph.loader import spec_from_dict
+    from agentflow.graph.define.loader import spec_from_dict
+    from agentflow.graph.run.context import RunContext
 
     tp, live = provider()
     events = EventLog(tmp_path / "events.jsonl", run_id="r")

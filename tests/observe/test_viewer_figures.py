@@ -137,8 +137,8 @@ def _bench_folder(out: Path) -> Path:
     from a repository without the task's tests (nothing graded it), whose only other candidate did not apply."""
     from agentflow.repair.config import RepairConfig
     from agentflow.repair.outcome import Candidate, InstanceOutcome
-    from agentflow.repair.runs import instance_dir, write_summaries
-    from agentflow.repair.workbench import Verification
+    from agentflow.repair.run.runs import instance_dir, write_summaries
+    from agentflow.repair.verify.workbench import Verification
     from agentflow.rundir import RunDir
     from agentflow.swe.tasks import SWETask
 

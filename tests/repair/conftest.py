@@ -46,7 +46,7 @@ def run_with_spectrum_plugin(root: Path) -> tuple[subprocess.CompletedProcess[st
     `spectrum.run_spectrum` loads it; (the run, the report file it writes)."""
     plugin_dir = root / "plug"
     plugin_dir.mkdir()
-    (plugin_dir / "agentflow_spectrum.py").write_text((ROOT / "agentflow/repair/_pytest_spectrum.py").read_text())
+    (plugin_dir / "agentflow_spectrum.py").write_text((ROOT / "agentflow/repair/locate/_pytest_spectrum.py").read_text())
     out = root / "spectrum.json"
     env = {"PYTHONPATH": f"{plugin_dir}:{root}", "PATH": "/usr/bin:/bin", "AGENTFLOW_SPECTRUM_OUT": str(out),
            "PYTEST_ADDOPTS": "-p agentflow_spectrum"}

@@ -1,4 +1,4 @@
-"""A task's candidates file across a kill and a resume (`agentflow.repair.candidate_log`)."""
+"""A task's candidates file across a kill and a resume (`agentflow.repair.run.candidate_log`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from agentflow.events import EventLog
-from agentflow.repair.candidate_log import FILE, CandidateLog
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.workbench import Verification
+from agentflow.repair.run.candidate_log import FILE, CandidateLog
+from agentflow.repair.verify.workbench import Verification
 
 
 def _cand(cid: str, *, passed: bool | None = False, score: float = 0.5) -> Candidate:

@@ -12,11 +12,11 @@ from agentflow.budget import Budget
 from agentflow.events import EventLog
 from agentflow.models.base import ChatRequest
 from agentflow.models.testing import FunctionModel
-from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
+from agentflow.repair.locate.spectrum import ExampleRun, examples_changed, examples_shown
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.spectrum import ExampleRun, examples_changed, examples_shown
-from agentflow.repair.workbench import Verification
+from agentflow.repair.verify.choose import choose
+from agentflow.repair.verify.workbench import Verification
 from tests.repair.conftest import TASKS_FILE
 
 
@@ -186,8 +186,8 @@ async def test_in_a_real_sandbox_the_fix_changes_what_the_report_shows_and_the_l
     A sample from the embedded model made `__contains__` mark it instead (the repository's tests pass, three
     samples agreed on it): the block still shows False. The fix in `get` makes it True."""
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.steps import issue_text
-    from agentflow.repair.workbench import Workbench
+    from agentflow.repair.edit.steps import issue_text
+    from agentflow.repair.verify.workbench import Workbench
     from agentflow.sandbox import open_sandbox
     from agentflow.swe.tasks import load_tasks
 
@@ -228,7 +228,12 @@ KEEPS_HEX = 'from inikit import loads\n\ncfg = loads("[job]\\nmask = 0x1F\\n")\n
 def test_a_keep_working_check_is_cut_down_to_what_holds_today():
     """The model's check of inikit-3 asserts the reported case ("03") beside hex: each top-level check runs on its
     own, and the one kept is the script without those that failed at the base commit."""
-    from agentflow.repair.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
+    from agentflow.repair.verify.keepcheck import (
+        instrumented,
+        passed_checks,
+        passing_only,
+        why_not_a_keep_check,
+    )
 
     sources = {"inikit/values.py": "", "tests/test_values.py": "", "setup.py": ""}
     assert why_not_a_keep_check(KEEPS_HEX, sources) is None
@@ -253,7 +258,7 @@ async def test_in_a_real_sandbox_the_keep_working_check_tells_the_fix_from_the_d
     case and hex; cut down to hex, it is kept, still passes on the fix and fails on the embedded model's
     `int(raw, 10)` samples. A check of the reported case alone has nothing left and is refused."""
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.workbench import Workbench
+    from agentflow.repair.verify.workbench import Workbench
     from agentflow.sandbox import open_sandbox
     from agentflow.swe.tasks import load_tasks
 
@@ -308,7 +313,7 @@ async def test_a_candidate_that_changes_no_code_is_not_submitted_when_the_tests_
 
 
 def test_the_tests_fail_at_the_base_when_its_verification_did_not_pass():
-    from agentflow.repair.choose import tests_fail_at_base
+    from agentflow.repair.verify.choose import tests_fail_at_base
 
     assert tests_fail_at_base(Verification(kind="task_tests", passed=False)) is True  # FAIL_TO_PASS fail there
     assert tests_fail_at_base(Verification(kind="test_cmd", passed=False, reproduced=True)) is True  # a kept script

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentflow.repair.edits import apply_edit, edit_parts, parse_edits
+from agentflow.repair.edit.edits import apply_edit, edit_parts, parse_edits
 
 SOURCE = "def f(x):\n    if x:\n        return 1\n    return 2\n"
 

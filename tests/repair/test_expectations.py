@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentflow.repair.expectations import (
+from agentflow.repair.locate.spectrum import issue_examples
+from agentflow.repair.verify.expectations import (
     Expectation,
     TracedExample,
     checkable,
     expectation_script,
     read_expectations,
 )
-from agentflow.repair.spectrum import issue_examples
 
 ISSUE = '''`interpose` puts the separator in front of the first element
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agentflow.repair.focus import ROTATION, FocusSchedule, rotated, shares
-from agentflow.repair.localize import Window
+from agentflow.repair.locate.focus import ROTATION, FocusSchedule, rotated, shares
+from agentflow.repair.locate.localize import Window
 
 WINDOWS = [Window("pkg/a.py", 1, 10, 3.0, "top"), Window("pkg/a.py", 20, 30, 2.0, "second"),
            Window("pkg/b.py", 1, 10, 1.0, "third"), Window("pkg/c.py", 1, 10, 0.5, "fourth")]

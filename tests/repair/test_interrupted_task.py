@@ -12,9 +12,9 @@ import pytest
 
 from agentflow.errors import SandboxError
 from agentflow.events import EventLog, read_events
-from agentflow.repair import solve
 from agentflow.repair.config import load_repair_config
-from agentflow.repair.progress import ProgressPrinter
+from agentflow.repair.run import solve
+from agentflow.repair.run.progress import ProgressPrinter
 from agentflow.swe import load_tasks
 
 from .conftest import TASKS_FILE, scripted_cassette

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentflow.repair.localize import (
+from agentflow.repair.locate.localize import (
     bound_method_calls,
     failure_calls,
     function_window,

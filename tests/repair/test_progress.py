@@ -15,8 +15,8 @@ import pytest
 
 from agentflow.cli.main import run
 from agentflow.events import Event
-from agentflow.repair.progress import ProgressPrinter, expected_calls, verdict
-from agentflow.repair.workbench import Verification
+from agentflow.repair.run.progress import ProgressPrinter, expected_calls, verdict
+from agentflow.repair.verify.workbench import Verification
 
 from .conftest import CASSETTES, ROOT, TASKS_FILE, read_jsonl, scripted_cassette
 
@@ -43,7 +43,7 @@ def test_a_verification_says_which_tests_fail_and_of_how_many():
 
 def test_the_shipped_workflow_expects_a_call_per_attempt_and_one_per_helper_step():
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.solve import load_repair_workflow
+    from agentflow.repair.run.solve import load_repair_workflow
 
     cfg = load_repair_config(["strategy=best-of-n", "n=4"])
     spec, _, node_settings = load_repair_workflow(cfg)
@@ -64,8 +64,8 @@ def test_the_shipped_workflow_expects_a_call_per_attempt_and_one_per_helper_step
 
 def test_the_start_line_says_what_the_search_runs_as_the_options_set_it():
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.solve import load_repair_workflow
-    from agentflow.repair.workflow_settings import search_summary
+    from agentflow.repair.run.solve import load_repair_workflow
+    from agentflow.repair.run.workflow_settings import search_summary
 
     def summary(*items: str) -> str | None:
         return search_summary(load_repair_workflow(load_repair_config(list(items)))[0])
@@ -280,7 +280,7 @@ def test_a_graph_search_node_expects_its_attempts_times_the_calls_of_one():
     """The published workflows' graph search nodes: agentless's 4 one-shot branches; swe_search's 6 expansions of
     an edit and its value; repair's chains with `--strategy`, and a review per attempt with critique on."""
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.solve import load_repair_workflow
+    from agentflow.repair.run.solve import load_repair_workflow
 
     def plan(*args: str) -> dict[str, int]:
         cfg = load_repair_config(list(args))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from agentflow.models.replay import ReplayModel
 from agentflow.repair.config import load_repair_config
-from agentflow.repair.localize import rank_windows
-from agentflow.repair.steps import edit_prompt, rank_suspects
+from agentflow.repair.edit.steps import edit_prompt, rank_suspects
+from agentflow.repair.locate.localize import rank_windows
 
 from .conftest import scripted_cassette
 

@@ -287,7 +287,7 @@ def test_windows_given_back_unchanged_send_the_next_samples_to_the_suspects_not_
     the first three back unchanged; each retry goes to a suspect not yet declined, so the fourth sample reaches
     `loads` (a fixed rotation would have shown the top window again), and its fix resolves the task."""
     from agentflow.repair.config import RepairConfig
-    from agentflow.repair.steps import issue_text, suspects
+    from agentflow.repair.edit.steps import issue_text, suspects
 
     from .conftest import scripted_cassette
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentflow.repair.steps import usage_from_tests
+from agentflow.repair.edit.steps import usage_from_tests
 
 SOURCES = {
     "kit/__init__.py": "from kit.config import Config, loads\n",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agentflow.repair.config import load_repair_config
-from agentflow.repair.localize import Window
-from agentflow.repair.steps import edit_prompt, public_api, read_rewrite
+from agentflow.repair.edit.steps import edit_prompt, public_api, read_rewrite
+from agentflow.repair.locate.localize import Window
 
 SOURCE = '''class Stats:
     def __init__(self):
@@ -126,7 +126,7 @@ def test_public_api_lists_what_a_script_may_import_and_how_to_call_it():
 
 
 def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():
-    from agentflow.repair.steps import code_windows
+    from agentflow.repair.edit.steps import code_windows
 
     cfg = load_repair_config(["edit_format=rewrite", "context_windows=0"])
     text, path = code_windows(cfg, SOURCES, "hit_rate raises ZeroDivisionError", "", focus=0, budget_chars=4000)
@@ -136,7 +136,7 @@ def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():
 def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
     from types import SimpleNamespace
 
-    from agentflow.repair.steps import edit_format_for
+    from agentflow.repair.edit.steps import edit_format_for
 
     cfg = load_repair_config()
     assert cfg.edit_format == "auto"
@@ -152,7 +152,7 @@ def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
 
 
 def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_code():
-    from agentflow.repair.steps import suspects
+    from agentflow.repair.edit.steps import suspects
 
     cfg = load_repair_config(["windows=3"])
     source = ("def load(text):\n    return parse(text)\n\n\ndef parse(text):\n    return text.split('=')\n\n\n"
@@ -172,7 +172,7 @@ def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_cod
 
 
 def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
-    from agentflow.repair.localize import file_context, file_outline
+    from agentflow.repair.locate.localize import file_context, file_outline
 
     cfg = load_repair_config(["edit_format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)

@@ -15,7 +15,7 @@ import pytest
 from agentflow.events import EventLog
 from agentflow.models.replay import RecordingModel, ReplayModel
 from agentflow.repair.config import load_repair_config
-from agentflow.repair.solve import repair_task
+from agentflow.repair.run.solve import repair_task
 from agentflow.swe.tasks import load_tasks
 
 from .conftest import TASKS_FILE, scripted_cassette

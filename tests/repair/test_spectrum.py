@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agentflow.repair.localize import RunEvidence, rank_windows, traceback_frames
-from agentflow.repair.spectrum import (
+from agentflow.repair.locate.localize import RunEvidence, rank_windows, traceback_frames
+from agentflow.repair.locate.spectrum import (
     MARKER,
     ExampleRun,
     FunctionIndex,
@@ -190,7 +190,7 @@ def test_the_tracer_runs_statements_like_a_doctest_and_reports_only_the_examples
     spec = {"statements": ["import pkg", "pkg.parse('x', 'bad')", "Config().offset('+01:00')"],
             "names": {"Config": "pkg.core"}}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    tracer = ROOT / "agentflow" / "repair" / "_tracer.py"
+    tracer = ROOT / "agentflow" / "repair" / "locate" / "_tracer.py"
     out = subprocess.run([sys.executable, str(tracer), "spec.json"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=60, env={"PYTHONPATH": ".", "PATH": "/usr/bin:/bin"}, check=True).stdout
     run = read_example_run(out, FunctionIndex(SOURCES), 3)
@@ -204,8 +204,8 @@ async def test_in_a_real_sandbox_the_spectrum_finds_the_helper_the_report_never_
     """parse 1.20.2 with the timezone sign flipped in `date_convert`: the report shows `parse.parse(...)` and
     `utcoffset()`; words alone never reach `date_convert`, the examples' trace and the suite's spectrum do."""
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.steps import issue_text, suspects
-    from agentflow.repair.workbench import Workbench
+    from agentflow.repair.edit.steps import issue_text, suspects
+    from agentflow.repair.verify.workbench import Workbench
     from agentflow.sandbox import open_sandbox
     from agentflow.swe.tasks import load_tasks
 
@@ -269,7 +269,7 @@ def test_the_tracer_shows_what_each_statement_printed_echoed_or_raised(tmp_path)
     spec = {"statements": ["b = Box(5)\nprint('made')\nb.half()", "b.v = None", "b.half()", "object()", "b"],
             "names": {"Box": "pkg"}}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    tracer = ROOT / "agentflow" / "repair" / "_tracer.py"
+    tracer = ROOT / "agentflow" / "repair" / "locate" / "_tracer.py"
     outputs = [subprocess.run([sys.executable, str(tracer), "spec.json"], cwd=tmp_path, capture_output=True, text=True,
                               timeout=60, env={"PYTHONPATH": ".", "PATH": "/usr/bin:/bin"}, check=True).stdout
                for _ in range(2)]

@@ -12,18 +12,18 @@ import pytest
 
 from agentflow.budget import Budget
 from agentflow.events import EventLog
-from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
+from agentflow.repair.locate.spectrum import FunctionIndex, reach_summary, read_spectrum
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.spectrum import FunctionIndex, reach_summary, read_spectrum
-from agentflow.repair.targeting import (
+from agentflow.repair.verify.choose import choose
+from agentflow.repair.verify.targeting import (
     SuiteReach,
     changed_functions,
     estimate,
     targeted_command,
     timeout_from_base,
 )
-from agentflow.repair.workbench import HowToVerify, Workbench
+from agentflow.repair.verify.workbench import HowToVerify, Workbench
 from tests.repair.conftest import run_with_spectrum_plugin
 
 CORE = '''def paginate(items, page, per_page):

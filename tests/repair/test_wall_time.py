@@ -100,8 +100,8 @@ async def test_of_candidates_that_change_no_code_the_best_so_far_is_none() -> No
     outcome says why."""
     from agentflow.repair.config import load_repair_config
     from agentflow.repair.outcome import Candidate, InstanceOutcome
-    from agentflow.repair.solve import _python_for, _submit_best_so_far
-    from agentflow.repair.workbench import Verification, Workbench
+    from agentflow.repair.run.solve import _python_for, _submit_best_so_far
+    from agentflow.repair.verify.workbench import Verification, Workbench
     from agentflow.sandbox import open_sandbox
     from agentflow.swe.tasks import load_tasks
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentflow.repair.workbench import (
+from agentflow.repair.verify.workbench import (
     issue_values,
     reported_exceptions,
     summarise_failures,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentflow.repair.config import load_repair_config
-from agentflow.repair.workbench import Workbench
+from agentflow.repair.verify.workbench import Workbench
 from agentflow.sandbox import open_sandbox
 from agentflow.swe.workspace import repo_task
 

@@ -10,7 +10,7 @@ import pytest
 
 from agentflow.cli.main import run
 from agentflow.repair.config import load_repair_config
-from agentflow.repair.solve import load_repair_workflow
+from agentflow.repair.run.solve import load_repair_workflow
 
 from .conftest import ROOT, TASKS_FILE, read_jsonl, scripted_cassette
 
@@ -118,8 +118,8 @@ def test_failing_tests_at_the_base_switch_the_search_unless_the_user_chose_one()
     as `--strategy` would, on a copy of the workflow; a strategy of the user's (`--strategy`, `-c
     nodes.search.strategy`) or the setting off leaves the search as it is; the run's config then keeps the
     setting as given (each task's pre-flight decides)."""
-    from agentflow.repair.solve import effective_strategy
-    from agentflow.repair.workflow_settings import searches_for_failing_tests
+    from agentflow.repair.run.solve import effective_strategy
+    from agentflow.repair.run.workflow_settings import searches_for_failing_tests
 
     cfg = load_repair_config([])
     workflow = load_repair_workflow(cfg)
@@ -142,7 +142,7 @@ def test_failing_tests_at_the_base_switch_the_search_unless_the_user_chose_one()
 def test_the_search_node_takes_the_strategy_and_the_runs_settings() -> None:
     """The graph search node of `repair`: `--strategy` and `-c nodes.search.*` set its `search:` (the latter
     last); its concurrency and seed default to the run's; config.resolved.yaml repeats it exactly."""
-    from agentflow.repair.solve import effective_strategy
+    from agentflow.repair.run.solve import effective_strategy
 
     cfg = load_repair_config(["strategy=mcts", "n=3", "max_attempts=2", "mcts_c=0.5",
                               "concurrency=2"])
@@ -179,7 +179,7 @@ def test_the_rollout_nodes_are_given_their_settings() -> None:
 def test_a_node_runs_with_the_settings_it_is_given() -> None:
     """What a node's steps run with is its settings over the run's `RepairConfig` (`NodeSettings.over`): the
     settings it was given, the run's value of every other field, `edit_format: auto` as the run's coder's."""
-    from agentflow.repair.rollout import SweEditSettings
+    from agentflow.repair.nodetypes.rollout import SweEditSettings
 
     cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "temperature=0.3"])
     spec, registry, _ = load_repair_workflow(cfg)
@@ -199,8 +199,8 @@ def test_a_repair_node_outside_a_repair_is_a_one_line_error() -> None:
     import asyncio
 
     from agentflow.errors import UserError
-    from agentflow.graph.loader import spec_from_dict
-    from agentflow.graph.runner import WorkflowRunner
+    from agentflow.graph.define.loader import spec_from_dict
+    from agentflow.graph.run.runner import WorkflowRunner
 
     async def start(deps: object) -> None:
         spec = spec_from_dict({"name": "w", "nodes": {"base": {"type": "swe.baseline", "next": "END"}}})
@@ -217,8 +217,8 @@ def test_the_repair_state_types_the_workflows_state_keys() -> None:
     state schema (the keys a workflow declares under `state:` keep its types)."""
     import typing
 
-    from agentflow.graph.compile import registry_for, state_schema
-    from agentflow.repair.state import ChosenRecord, RepairState
+    from agentflow.graph.compile.compiler import registry_for, state_schema
+    from agentflow.repair.nodetypes.state import ChosenRecord, RepairState
 
     spec, registry, _ = load_repair_workflow(load_repair_config([]))
     hints = typing.get_type_hints(state_schema(spec, registry_for(spec)))

@@ -86,7 +86,7 @@ async def test_local_reset_only_touches_its_own_workspace(tmp_path):
 
 
 async def test_snapshot_operations_at_the_same_time_do_not_race():
-    """A run diffs its workspace after each node and as each checkpoint is written (graph/history.py), which
+    """A run diffs its workspace after each node and as each checkpoint is written (graph/run/history.py), which
     can overlap: every diff and snapshot stages into one git index, so they must take turns, not fail on
     its lock file."""
     async with open_sandbox("local") as sb:

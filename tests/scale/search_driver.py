@@ -54,7 +54,7 @@ async def check(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
     assert result.ok, result.text
     diff = ""
     if ctx.run.sandbox is not None:
-        from agentflow.graph.workspace import workspace_diff
+        from agentflow.graph.run.workspace import workspace_diff
 
         diff = await workspace_diff(ctx.run.sandbox)
     depth = int(state.get("depth") or 0) + 1
@@ -93,8 +93,8 @@ async def main(address: str) -> None:
     from agentflow.errors import UserError
     from agentflow.executors.types import ExecutorConfig
     from agentflow.graph import WorkflowRunner
-    from agentflow.graph.context import RunContext
-    from agentflow.graph.loader import spec_from_dict
+    from agentflow.graph.define.loader import spec_from_dict
+    from agentflow.graph.run.context import RunContext
 
     context = RunContext(executor=ExecutorConfig(kind="ray", address=address), deps={"lock": threading.Lock()})
     runner = WorkflowRunner(spec_from_dict(workflow({"n": 2})), checkpointer="memory", context=context)

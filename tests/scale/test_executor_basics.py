@@ -16,7 +16,7 @@ from .conftest import GOLD_FILE, TASKS_FILE
 
 
 def test_the_package_the_cli_and_bench_eval_do_not_import_ray():
-    code = ("import sys, agentflow, agentflow.cli.main, agentflow.repair.runs, agentflow.swe.evaluate, "
+    code = ("import sys, agentflow, agentflow.cli.main, agentflow.repair.run.runs, agentflow.swe.evaluate, "
             "agentflow.executors; agentflow.executors.ExecutorConfig; print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -54,8 +54,8 @@ def _repo(tmp: Path) -> Path:
 
 def _branches(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Each branch thread's last checkpoint: its state and the workspace diff it names."""
-    from agentflow.graph.checkpoint import AgentflowSaver
-    from agentflow.graph.history import DIFF_KEY, DiffStore
+    from agentflow.graph.persist.checkpoint import AgentflowSaver
+    from agentflow.graph.run.history import DIFF_KEY, DiffStore
 
     saver = AgentflowSaver(run_dir / "checkpoints.db", keep_last=None)
     try:

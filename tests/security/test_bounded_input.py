@@ -52,7 +52,7 @@ def assert_one_line_error(code: int, err: str, *words: str) -> None:
 
 # ------------------------------------------------------------------------------------------- YAML alias bombs
 
-GOOD_WORKFLOW = "name: w\nnodes:\n  a: {fn: 'agentflow.graph.demo:summarize', writes: [summary], next: END}\n" \
+GOOD_WORKFLOW = "name: w\nnodes:\n  a: {fn: 'agentflow.workflows.demo:summarize', writes: [summary], next: END}\n" \
                 "state:\n  summary: {type: str}\n"
 
 
@@ -112,7 +112,7 @@ def test_a_few_aliases_still_load(tmp_path: Path) -> None:
     """A bound, not a ban: anchors used as YAML means them load as before."""
     path = tmp_path / "w.yaml"
     path.write_text("name: w\nstate:\n  summary: &s {type: str}\n  other: *s\n"
-                    "nodes:\n  a: {fn: 'agentflow.graph.demo:summarize', writes: [summary], next: END}\n")
+                    "nodes:\n  a: {fn: 'agentflow.workflows.demo:summarize', writes: [summary], next: END}\n")
     code, _, err, _ = cli("graph", "validate", str(path))
     assert code == 0, err
 
@@ -175,7 +175,7 @@ def test_a_zstd_bomb_in_a_checkpoint_database_is_one_line_exit_2(tmp_path: Path,
 _DIFF_STORE_GET = """
 import json, resource, sys
 from agentflow.errors import UserError
-from agentflow.graph.history import DiffStore
+from agentflow.graph.run.history import DiffStore
 try:
     DiffStore(sys.argv[1]).get(sys.argv[2])
     refused = ""
@@ -190,7 +190,7 @@ print(json.dumps({"refused": refused, "cpu": use.ru_utime + use.ru_stime, "peak_
 
 @pytest.mark.parametrize("shape", sorted(ZSTD_BOMBS))
 def test_a_zstd_bomb_in_the_diffs_store_is_refused(tmp_path: Path, shape: str) -> None:
-    from agentflow.graph.history import DiffStore
+    from agentflow.graph.run.history import DiffStore
 
     store = DiffStore(tmp_path)
     digest = store.put("--- a/x\n+++ b/x\n")

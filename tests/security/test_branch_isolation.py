@@ -1,6 +1,6 @@
 """Search branches are isolated: a branch that leaves a background job behind cannot touch another branch.
 
-Branches of a search take turns in one sandbox (graph/branch_workspace.py). A job one branch leaves running
+Branches of a search take turns in one sandbox (graph/search/workspace.py). A job one branch leaves running
 (nohup, setsid, a double fork, a plain `&`) would write into whichever branch's workspace is restored next:
 its source, its tests, the files it runs from /tmp, and so its value and the search's choice. Each branch's
 turn ends every process in the sandbox but its agent, so:
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from agentflow.graph.branch_workspace import BranchSandbox, SharedSandbox
+from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox
 from agentflow.sandbox.local import LocalBackendWarning
 from tests.security import branch_jobs
 
@@ -109,7 +109,7 @@ WORKFLOW = {
 async def _search(tmp_path: Path, job: str, backend: str) -> dict[str, Any]:
     """The search's outcome: each branch's value, test result and diff, the choice, the run's final diff."""
     from agentflow.graph import WorkflowRunner
-    from agentflow.graph.loader import spec_from_dict
+    from agentflow.graph.define.loader import spec_from_dict
 
     branch_jobs.GATE.clear()
     runner = WorkflowRunner(spec_from_dict(WORKFLOW), run_dir=tmp_path / "run", sandbox=backend,
@@ -291,7 +291,7 @@ async def test_a_repair_rollouts_jobs_end_with_its_turn(tmp_path: Path, backend:
     """The workbench's lock, which a repair search's rollouts take turns under: what a candidate's run left
     ends as the rollout lets go (on the task's sandbox and on a branch's view of it alike)."""
     from agentflow.repair.config import RepairConfig
-    from agentflow.repair.workbench import Workbench
+    from agentflow.repair.verify.workbench import Workbench
     from agentflow.swe.tasks import SWETask
 
     sandbox = await _start(backend, tmp_path)

@@ -24,10 +24,10 @@ import pytest
 
 from agentflow.cli.main import run
 from agentflow.errors import UserError
-from agentflow.graph.checkpoint import AgentflowSaver
-from agentflow.graph.loader import load_workflow
-from agentflow.graph.runner import WorkflowRunner
-from agentflow.graph.serde import RefusedType
+from agentflow.graph.define.loader import load_workflow
+from agentflow.graph.persist.checkpoint import AgentflowSaver
+from agentflow.graph.persist.serde import RefusedType
+from agentflow.graph.run.runner import WorkflowRunner
 
 APPROVAL = str(Path(__file__).parents[1] / "graph" / "approval.yaml")
 REPO = Path(__file__).resolve().parents[2]
@@ -158,7 +158,7 @@ class DraftState(TypedDict, total=False):
 
 
 def test_a_declared_state_type_survives_a_resume_an_undeclared_one_is_refused(tmp_path: Path) -> None:
-    from agentflow.graph.builder import Workflow
+    from agentflow.graph.define.builder import Workflow
 
     def write(state: DraftState) -> dict[str, Any]:
         return {"draft": Draft(f"about {state['topic']}", 2), "note": Undeclared("x") if state["topic"] == "b" else 1}

@@ -27,9 +27,9 @@ from langgraph.types import Send
 from pydantic import BaseModel
 
 from agentflow.cli._output import RedactedStream
-from agentflow.graph.checkpoint import AgentflowSaver
-from agentflow.graph.serde import StrictSerde
-from agentflow.graph.serde_redact import redact_serialized
+from agentflow.graph.persist.checkpoint import AgentflowSaver
+from agentflow.graph.persist.serde import StrictSerde
+from agentflow.graph.persist.serde_redact import redact_serialized
 from agentflow.secrets import MASK, redact, register_secret
 
 KNOWN = "sk-SINKSECRET-4711"  # a `-c ...api_key=` value: registered

@@ -325,9 +325,9 @@ def test_a_special_file_is_refused_not_waited_on(tmp_path: Path, capsys: pytest.
 
 def _writers(folder: Path) -> dict[str, Any]:
     from agentflow.events import EventLog
-    from agentflow.graph.checkpoint import AgentflowSaver
-    from agentflow.graph.history import DiffStore
-    from agentflow.graph.ledger import RunLedger
+    from agentflow.graph.persist.checkpoint import AgentflowSaver
+    from agentflow.graph.run.history import DiffStore
+    from agentflow.graph.run.ledger import RunLedger
     from agentflow.observe.view import write_view
     from agentflow.rundir import RunDir
     from agentflow.tools.journal import SqliteToolJournal
@@ -390,7 +390,7 @@ NOT_ALLOWED = [
     ("agentflow.config", "StrictConfig"),
     ("agentflow.budget", "Budget"),
     ("agentflow", "Evil"),
-    ("agentflow.graph.outcome", "NodeErrorX"),
+    ("agentflow.graph.run.outcome", "NodeErrorX"),
 ]
 
 
@@ -402,7 +402,7 @@ def test_a_checkpoint_naming_an_agentflow_module_is_refused_without_importing_it
     script = f"""
 import sys, ormsgpack
 from agentflow.errors import UserError
-from agentflow.graph.serde import StrictSerde
+from agentflow.graph.persist.serde import StrictSerde
 payload = ormsgpack.packb(ormsgpack.Ext(5, ormsgpack.packb([{module!r}, {name!r}, {{"x": 1}}])))
 try:
     StrictSerde().loads_typed(("msgpack", payload))
@@ -419,10 +419,10 @@ print("imported:", {module!r} in sys.modules and {module!r} != "agentflow")
 
 def test_the_allowed_agentflow_types_round_trip() -> None:
     from agentflow.budget import BudgetUsage
-    from agentflow.graph.outcome import NodeError
-    from agentflow.graph.serde import AGENTFLOW_TYPES, StrictSerde
+    from agentflow.graph.persist.serde import AGENTFLOW_TYPES, StrictSerde
+    from agentflow.graph.run.outcome import NodeError
 
-    assert {("agentflow.graph.outcome", "NodeError"), ("agentflow.budget", "BudgetUsage")} <= AGENTFLOW_TYPES
+    assert {("agentflow.graph.run.outcome", "NodeError"), ("agentflow.budget", "BudgetUsage")} <= AGENTFLOW_TYPES
     serde = StrictSerde()
     for value in (NodeError(node="n", reason="error", error="e"), BudgetUsage(tokens=3)):
         assert serde.loads_typed(serde.dumps_typed(value)) == value

@@ -125,7 +125,7 @@ async def test_blind_repair_verification_does_not_take_a_runner_lookalike_for_pa
     docker_image: str, tmp_path: Path
 ) -> None:
     from agentflow.repair.config import load_repair_config
-    from agentflow.repair.workbench import HowToVerify, Workbench
+    from agentflow.repair.verify.workbench import HowToVerify, Workbench
     from agentflow.swe.workspace import repo_task
 
     (tmp_path / "mod.py").write_text("def f():\n    return 2\n")

@@ -28,13 +28,13 @@ FILES = {
     '    """Shout the text."""\n    return text.upper()\n',
     "wfpkg_x/__init__.py": "",
     "wfpkg_x/types.py": MARK.format(name="node_types")
-    + "from pydantic import BaseModel\nfrom agentflow.graph.nodetypes import NodeType\n\n\n"
+    + "from pydantic import BaseModel\nfrom agentflow.graph.compile.nodetypes import NodeType\n\n\n"
     "class Loud(BaseModel):\n    volume: int = 1\n\n\n"
     "async def run(state, ctx, settings):\n    return {'volume': settings.volume}\n\n\n"
     "NODE_TYPES = [NodeType(name='evil.step', run=run, settings=Loud, writes=('volume',),"
     " description='Step from a package')]\n",
     "nodes.py": MARK.format(name="nodes_py")
-    + "from agentflow.graph.nodetypes import NodeType\n\n\n"
+    + "from agentflow.graph.compile.nodetypes import NodeType\n\n\n"
     "async def run(state, ctx, settings):\n    return {'other': True}\n\n\n"
     "NODE_TYPES = [NodeType(name='evil.other', run=run, writes=('other',), description='Step beside the workflow')]\n",
 }
@@ -147,7 +147,7 @@ def test_a_missing_function_is_reported_without_importing(untrusted: Path) -> No
 
 
 def test_library_validate_does_not_import(untrusted: Path) -> None:
-    """`agentflow.graph.validation` (the API under the CLI) is static unless asked to import."""
+    """`agentflow.graph.check.validation` (the API under the CLI) is static unless asked to import."""
     code = (
         "import sys\nfrom agentflow.graph import load_workflow, validate\n"
         f"spec = load_workflow({str(untrusted)!r})\n"
@@ -163,8 +163,8 @@ def test_library_validate_does_not_import(untrusted: Path) -> None:
 
 def _validate(folder: Path, workflow: str) -> tuple[list[str], list[str]]:
     """(problems, notes) of the workflow text in `folder`, in-process, as `graph validate` finds them."""
-    from agentflow.graph.loader import load_workflow
-    from agentflow.graph.validation import validate
+    from agentflow.graph.check.validation import validate
+    from agentflow.graph.define.loader import load_workflow
 
     (folder / "wf.yaml").write_text(workflow)
     notes: list[str] = []
@@ -182,7 +182,7 @@ def test_what_reading_finds_and_what_it_only_notes(tmp_path: Path) -> None:
         "def two(state, ctx):\n    return 'x'\n"
     )
     (folder / "made.py").write_text(
-        MARK.format(name="made") + "from agentflow.graph.nodetypes import NodeType\n\n\n"
+        MARK.format(name="made") + "from agentflow.graph.compile.nodetypes import NodeType\n\n\n"
         "def make(name):\n    return NodeType(name=name, run=None)\n\n\nNODE_TYPES = [make('made.one')]\n"
     )
     (folder / "empty_types.py").write_text(MARK.format(name="empty") + "TYPES = []\n")

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from agentflow.serving.metric_events import emit_metrics
 
 from agentflow.errors import UserError
 from agentflow.events import EventLog
 from agentflow.models.base import ChatRequest, Message
 from agentflow.models.spec import served_model
 from agentflow.serving.completion import CompletionChatModel
-from agentflow.serving.metrics import emit_metrics
 from agentflow.serving.process import reap_orphans, run_dir
 from agentflow.serving.server import ServerDied, ServerHandle
 from tests.serving.conftest import SMALL, require_llama, start_small
@@ -141,7 +141,7 @@ def test_auto_port_retries_when_the_picked_port_is_taken(monkeypatch: pytest.Mon
 
 async def test_killed_server_with_restart_never_fails_clearly() -> None:
     require_llama()
-    from agentflow.models.local import load_local_model
+    from agentflow.models.backends.local import load_local_model
 
     model = load_local_model(SMALL, restart="never", parallel=2, ctx=512, quiet=True, max_attempts=2,
                              retry_initial_s=0)
@@ -159,7 +159,7 @@ async def test_killed_server_with_restart_never_fails_clearly() -> None:
 
 async def test_server_killed_mid_request_is_restarted_and_the_call_retried() -> None:
     require_llama()
-    from agentflow.models.local import load_local_model
+    from agentflow.models.backends.local import load_local_model
 
     model = load_local_model(SMALL, restart="on-failure", max_restarts=1, parallel=3, ctx=512, quiet=True,
                              retry_initial_s=0)
@@ -184,7 +184,7 @@ async def test_server_killed_mid_request_is_restarted_and_the_call_retried() -> 
 
 async def test_local_models_share_one_server_and_the_last_close_stops_it() -> None:
     require_llama()
-    from agentflow.models.local import load_local_model
+    from agentflow.models.backends.local import load_local_model
 
     a = load_local_model(SMALL, parallel=2, ctx=512, quiet=True)
     b = load_local_model(SMALL, parallel=2, ctx=512, quiet=True)
@@ -245,7 +245,7 @@ def test_cli_serve_sigterm_stops_and_a_killed_cli_takes_its_server_along() -> No
 
 
 async def test_report_metrics_writes_events_while_a_block_runs(small_server: ServerHandle) -> None:
-    from agentflow.serving.metrics import report_metrics
+    from agentflow.serving.metric_events import report_metrics
 
     events = EventLog()
     deadline = time.monotonic() + 30  # generous: a loaded machine answers /metrics slowly
@@ -260,7 +260,7 @@ async def test_report_metrics_writes_events_while_a_block_runs(small_server: Ser
 
 async def test_n_samples_evaluate_the_prompt_once_and_count_every_sample() -> None:
     require_llama()
-    from agentflow.models.local import load_local_model
+    from agentflow.models.backends.local import load_local_model
 
     model = load_local_model(SMALL, parallel=4, ctx=1024, quiet=True, max_attempts=1)
     server = model.server  # type: ignore[attr-defined]

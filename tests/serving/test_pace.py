@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from agentflow.models.backends.retry import TransientError
 from agentflow.models.base import ChatRequest, Message
 from agentflow.models.options import ModelOptions
-from agentflow.models.retry import TransientError
 from agentflow.serving.completion import CompletionChatModel
 from agentflow.serving.pace import Pace, ServerPace
 from agentflow.serving.server import ServerHandle

@@ -30,7 +30,7 @@ async def _tokenize(client: httpx.AsyncClient, server: object, text: str, *, spe
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_every_turn_records_the_servers_own_tokens_and_logprobs(tmp_path: Path, seed: int) -> None:
     require_llama()
-    from agentflow.models.local import load_local_model
+    from agentflow.models.backends.local import load_local_model
 
     model = load_local_model(SMALL, parallel=2, ctx=1024, quiet=True, max_attempts=1)
     server = model.server  # type: ignore[attr-defined]
@@ -67,7 +67,7 @@ async def test_a_growing_conversation_is_compacted_and_never_rejected_for_length
     within the window, so the server never rejects one."""
     require_llama()
     from agentflow.agents.loops import LoopGuardConfig
-    from agentflow.models.local import load_local_model
+    from agentflow.models.backends.local import load_local_model
 
     model = load_local_model(SMALL, parallel=2, ctx=1024, quiet=True, max_attempts=1)
     events = EventLog(None)

@@ -174,7 +174,7 @@ def test_few_shot_template_renders_examples_and_turns() -> None:
 
 # --- local model options ------------------------------------------------------------------------------------
 def test_local_model_rejects_unknown_names_and_options() -> None:
-    from agentflow.models.local import load_local_model
+    from agentflow.models.backends.local import load_local_model
 
     with pytest.raises(UserError, match="gemma3-270m"):
         load_local_model("llama-9000")

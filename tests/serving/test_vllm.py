@@ -29,7 +29,8 @@ def _need_vllm() -> None:
 
 
 async def test_vllm_server_chat_samples_metrics_and_shutdown() -> None:
-    from agentflow.serving.metrics import emit_metrics
+    from agentflow.serving.metric_events import emit_metrics
+
     from agentflow.serving.vllm import start_vllm
 
     handle = await start_vllm(model=MODEL, max_model_len=2048, gpu_memory_utilization=0.5,

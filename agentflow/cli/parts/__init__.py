@@ -1,0 +1,1 @@
+"""Commands over the parts: models, serving, sandboxes, tools, MCP."""

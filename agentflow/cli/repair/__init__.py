@@ -1,0 +1,1 @@
+"""Commands over SWE tasks: repair, bench, eval, tasks."""

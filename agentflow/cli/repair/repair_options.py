@@ -1,0 +1,197 @@
+"""Model, search and limit options shared by `agentflow repair` and `agentflow bench`.
+
+Both commands declare these parameters with the Option objects below (so help texts and defaults are written
+once) and turn them into `-c key=value` items with `repair_overrides`, appended after the user's own `-c`
+items: a flag beats a config file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from agentflow.cli.parts.serve_flag import SERVE_OPTION
+from agentflow.errors import UserError, did_you_mean
+
+if TYPE_CHECKING:
+    from agentflow.events import EventSink
+
+__all__ = [
+    "BUDGET_OPTION",
+    "CRITIC_MODEL_OPTION",
+    "MODEL_OPTION",
+    "N_OPTION",
+    "PLANNER_MODEL_OPTION",
+    "QUIET_OPTION",
+    "SANDBOX_OPTION",
+    "SERVE_OPTION",
+    "STEP_LIMIT_OPTION",
+    "STRATEGY_OPTION",
+    "TEST_CMD_OPTION",
+    "VERIFIER_MODEL_OPTION",
+    "WALL_TIME_OPTION",
+    "WORKFLOW_OPTION",
+    "parse_duration",
+    "repair_overrides",
+    "run_batch_cli",
+]
+
+STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy: single, best-of-n (or best_of_n) or mcts (default: the workflow's search; mcts when the tests fail at the base commit).")
+N_OPTION = typer.Option(None, "-n", help="Rollouts of best-of-n (mcts: n * max_attempts expansions).")
+MODEL_OPTION = typer.Option(
+    None,
+    "--model",
+    "-m",
+    help="Model spec of the coder (default local:qwen2.5-coder-1.5b); {instance_id} is replaced per task.",
+)
+PLANNER_MODEL_OPTION = typer.Option(
+    None, "--planner-model", help="Model of a planner step (turns the step on; -c plan=true uses --model)."
+)
+CRITIC_MODEL_OPTION = typer.Option(
+    None, "--critic-model", help="Model of a critic step after failed attempts (turns it on; -c critique=true uses --model)."
+)
+VERIFIER_MODEL_OPTION = typer.Option(
+    None, "--verifier-model", help="Model that judges the finalists when tests and vote tie (turns it on)."
+)
+TEST_CMD_OPTION = typer.Option(
+    None,
+    "--test-cmd",
+    help="Verify candidates with this command (exit 0 = pass) instead of the task's tests or pytest.",
+)
+BUDGET_OPTION = typer.Option(
+    None, "--budget-usd", help="Spend limit per task, in USD (models with known prices)."
+)
+STEP_LIMIT_OPTION = typer.Option(None, "--step-limit", help="Model calls per task.")
+WALL_TIME_OPTION = typer.Option(None, "--wall-time", help="Wall-clock limit per task, e.g. 90s, 30m, 1h.")
+SANDBOX_OPTION = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto.")
+WORKFLOW_OPTION = typer.Option(
+    None, "--workflow", help="Repair workflow: a shipped name (default repair) or a YAML path (see 'agentflow graph show')."
+)
+
+QUIET_OPTION = typer.Option(
+    False, "--quiet", "-q",
+    help="Print no progress lines (by default a line per model call, candidate, decision and task on stderr).",
+)
+
+STRATEGIES = ("single", "best-of-n", "mcts")
+SANDBOXES = ("docker", "local", "auto")
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `30m`, `1h`, `1h30m` -> seconds."""
+    match = re.fullmatch(
+        r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text
+    )
+    if not text.strip() or not match or not any(match.groups()):
+        raise UserError(f"--wall-time {text!r} is not a duration", hint="use e.g. 90s, 30m or 1h")
+    h, m, s = (float(g) if g else 0.0 for g in match.groups())
+    return h * 3600 + m * 60 + s
+
+
+def repair_overrides(
+    *,
+    strategy: str | None = None,
+    n: int | None = None,
+    model: str | None = None,
+    planner_model: str | None = None,
+    critic_model: str | None = None,
+    verifier_model: str | None = None,
+    test_cmd: str | None = None,
+    budget_usd: float | None = None,
+    step_limit: int | None = None,
+    wall_time: str | None = None,
+    sandbox: str | None = None,
+    workflow: str | None = None,
+) -> list[str]:
+    """The `-c key=value` items the shared flags stand for (unset flags add none); bad values: UserError."""
+    out: list[str] = []
+    if workflow is not None:
+        from agentflow.graph.define.loader import find_workflow
+
+        out.append(f"workflow={json.dumps(str(find_workflow(workflow).resolve()) if Path(workflow).is_file() else workflow)}")
+    if strategy is not None:
+        from agentflow.config import strategy_spelling
+
+        spelt = {strategy_spelling(name): name for name in STRATEGIES}
+        known = spelt.get(strategy_spelling(strategy))
+        if known is None:
+            raise UserError(f"--strategy must be single, best-of-n or mcts, got {strategy!r}"
+                            f"{did_you_mean(strategy, STRATEGIES)}")
+        out.append(f"strategy={known}")
+    if n is not None:
+        if n < 1:
+            raise UserError(f"-n must be at least 1, got {n}")
+        out.append(f"n={n}")
+    for key, spec in (
+        ("model", model),
+        ("planner_model", planner_model),
+        ("critic_model", critic_model),
+        ("verifier_model", verifier_model),
+    ):
+        if spec is not None:
+            if not spec.strip():
+                raise UserError(
+                    f"--{key.replace('_', '-')} is empty", hint="give a model spec, e.g. openai:gpt-4o-mini"
+                )
+            out.append(f"{key}={json.dumps(spec)}")  # JSON quoting keeps ':' and '#' out of YAML's hands
+    if test_cmd is not None:
+        out.append(f"test_cmd={json.dumps(test_cmd)}")
+        out.append("feedback=repo")
+    if budget_usd is not None:
+        if budget_usd < 0:
+            raise UserError(f"--budget-usd must not be negative, got {budget_usd}")
+        out.append(f"budget_usd={budget_usd}")
+    if step_limit is not None:
+        if step_limit < 1:
+            raise UserError(f"--step-limit must be at least 1, got {step_limit}")
+        out.append(f"step_limit={step_limit}")
+    if wall_time is not None:
+        out.append(f"wall_time_s={parse_duration(wall_time)}")
+    if sandbox is not None:
+        if sandbox not in SANDBOXES:
+            raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
+        out.append(f"backend={sandbox}")
+    return out
+
+
+def run_batch_cli(
+    tasks: Sequence[Any],
+    cfg: Any,
+    out_dir: Path,
+    *,
+    serve: str | None,
+    model_set: bool,
+    on_progress: Callable[[Any, Any], None] | None = None,
+    printer: EventSink | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """`run_batch` for the CLI; with `--serve`, inside a server that is stopped however the run ends.
+    `printer` (a `ProgressPrinter`, None with `--quiet`) sees the run's events and says what it is doing.
+
+    The served model becomes `cfg.model` unless the user set one (`model_set`); role models left unset
+    (planner/critic/verifier) follow `cfg.model`. After each task a `server.metrics` event goes to the run's
+    events.jsonl.
+    """
+    import asyncio
+
+    from agentflow.cli.parts.serve_flag import metrics_hook, served_loader, serving
+    from agentflow.repair.run.runs import run_batch
+
+    with serving(serve) as handle:
+        extra: dict[str, Any] = {}
+        if handle is not None:
+            if not model_set:
+                cfg.model = handle.spec
+            extra["model_loader"] = served_loader(handle, cfg.model_options)
+        progress, metrics = metrics_hook(handle, out_dir, on_progress)
+        try:
+            sinks = [printer] if printer is not None else []
+            return asyncio.run(run_batch(tasks, cfg, out_dir, on_progress=progress, sinks=sinks, **extra, **kwargs))
+        finally:
+            if metrics is not None:
+                metrics.close()

@@ -1,0 +1,1 @@
+"""Commands over workflows: run, graph, view, export."""

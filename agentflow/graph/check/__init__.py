@@ -1,0 +1,1 @@
+"""A workflow checked before it runs: validation and the static reading of its code."""

@@ -1,0 +1,1 @@
+"""A spec compiled to LangGraph: node types, agent nodes, the graph build."""

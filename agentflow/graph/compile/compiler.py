@@ -1,0 +1,358 @@
+"""Turn a WorkflowSpec into a LangGraph StateGraph (LangGraph is imported here, never at package import)."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import re
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypedDict, cast
+
+from langchain_core.runnables import RunnableConfig
+
+from agentflow.errors import UserError
+from agentflow.graph.check.validation import check_workflow
+from agentflow.graph.define.conditions import evaluate, parse_condition
+from agentflow.graph.define.loader import resolve_callable
+from agentflow.graph.define.spec import NodeSpec, RouteSpec, WorkflowSpec, is_end
+from agentflow.graph.run.context import NodeContext, RunContext
+
+_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
+
+
+def _append(left: Any, right: Any) -> list[Any]:
+    items: list[Any] = [] if left is None else list(left)
+    if right is None:
+        return items
+    return items + (list(right) if isinstance(right, (list, tuple)) else [right])
+
+
+def _add(left: Any, right: Any) -> Any:
+    if left is None:
+        return right
+    if right is None:
+        return left
+    return operator.add(left, right)
+
+
+def _merge(left: Any, right: Any) -> dict[str, Any]:
+    return {**(left or {}), **(right or {})}
+
+
+_REDUCERS: dict[str, Callable[[Any, Any], Any]] = {"append": _append, "add": _add, "merge": _merge}
+
+
+def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
+    """The LangGraph state schema: the Python state class, or a TypedDict built from `state:` (plus the keys
+    typed nodes read and write, when the workflow does not declare them, typed as their node types' `state`
+    types them)."""
+    if spec.state_class is not None:
+        return cast(type, spec.state_class)
+    fields: dict[str, Any] = {}
+    for name, f in spec.state.items():
+        tp = _TYPES.get(f.type, Any)
+        fields[name] = Annotated[tp, _REDUCERS[f.reducer]] if f.reducer and f.reducer != "replace" else tp
+    if registry is not None:
+        from agentflow.graph.compile.nodetypes import typed_keys
+
+        for key, tp in typed_keys(spec, registry).items():
+            fields.setdefault(key, tp)
+    if any(n.on_error for n in spec.nodes.values()):
+        from agentflow.graph.run.outcome import NODE_ERRORS
+
+        fields[NODE_ERRORS] = Annotated[dict, _merge]
+    if not fields:
+        fields["__value"] = Any  # LangGraph needs at least one key
+    safe = re.sub(r"\W", "_", spec.name) or "State"
+    schema: type = TypedDict(f"{safe}_State", fields, total=False)  # type: ignore[misc]
+    return schema
+
+
+def _get(state: Any, key: str) -> Any:
+    if isinstance(state, Mapping):
+        return state.get(key)
+    return getattr(state, key, None)
+
+
+def _wants_ctx(fn: Callable[..., Any]) -> bool:
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _function_node(name: str, fn: Callable[..., Any], rt: RunContext) -> Callable[..., Any]:
+    wants_ctx = _wants_ctx(fn)
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+    # a node is wrapped to say when it starts and ends, and to start none past the wall-clock limit
+    wrapped = rt.events is not None or rt.budget is not None
+
+    def finish(result: Any) -> Any:
+        keys = list(result) if isinstance(result, Mapping) else []
+        rt.emit("node.end", node_id=name, writes=keys)
+        return result
+
+    if is_async:
+
+        async def run_async(state: Any, config: RunnableConfig) -> Any:
+            rt.start_node(name)
+            args = (state, NodeContext(rt, name, config)) if wants_ctx else (state,)
+            return finish(await fn(*args))
+
+        return run_async
+
+    if wants_ctx:
+
+        def run_ctx(state: Any, config: RunnableConfig) -> Any:
+            rt.start_node(name)
+            return finish(fn(state, NodeContext(rt, name, config)))
+
+        return run_ctx
+
+    if not wrapped:
+        return fn  # nothing to add: the plain function is the node
+
+    def run_plain(state: Any) -> Any:
+        rt.start_node(name)
+        return finish(fn(state))
+
+    return run_plain
+
+
+def _interrupt_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
+    def ask(state: Any) -> dict[str, Any]:
+        from langgraph.types import interrupt
+
+        rt.start_node(name)
+        shown = {key: _get(state, key) for key in node.show}
+        answer = interrupt({"node": name, "message": node.interrupt, "state": shown})
+        updates: dict[str, Any] = {}
+        if isinstance(answer, Mapping):
+            if answer.get("action") == "reject":
+                raise UserError(
+                    f"run rejected at '{name}'" + (f": {answer['reason']}" if answer.get("reason") else "")
+                )
+            if answer.get("action") == "edit":
+                updates = dict(answer.get("updates") or {})
+        rt.emit("node.end", node_id=name, writes=list(updates), approved=True)
+        return updates
+
+    return ask
+
+
+def _fill(template: Any, state: Any) -> Any:
+    if isinstance(template, str):
+        match = re.fullmatch(r"\{(\w+)\}", template)
+        if match:
+            return _get(state, match.group(1))
+        return re.sub(r"\{(\w+)\}", lambda m: str(_get(state, m.group(1))), template)
+    if isinstance(template, dict):
+        return {k: _fill(v, state) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_fill(v, state) for v in template]
+    return template
+
+
+def _tool_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
+    output = node.output or name
+
+    async def call(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        rt.start_node(name)
+        result = await NodeContext(rt, name, config).call_tool(node.tool or "", _fill(node.args, state))
+        if not result.ok:
+            raise UserError(f"tool node '{name}': {result.text}")
+        value = result.data if result.data else result.text
+        rt.emit("node.end", node_id=name, writes=[output])
+        return {output: value}
+
+    return call
+
+
+def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Callable[..., Any]:
+    from agentflow.graph.compile.agent_nodes import (
+        build_agent_node,  # agents load only for workflows that use them
+    )
+
+    return cast("Callable[..., Any]", build_agent_node(name, node, rt, spec))
+
+
+def registry_for(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
+    """The node types a workflow can use: the run's registry (default: shipped and installed ones) plus
+    the modules the workflow names under `node_types:` (relative to its file)."""
+    from agentflow.graph.compile.nodetypes import workflow_registry
+
+    return workflow_registry(spec, rt.node_types if rt is not None else None)
+
+
+def _typed_node(name: str, node: NodeSpec, rt: RunContext, registry: Any) -> Callable[..., Any]:
+    node_type = registry.require(node.type, f"node '{name}'")
+    settings = node_type.parse_settings(node.settings, f"node '{name}'")
+
+    async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        rt.start_node(name, type=node_type.name)
+        rt.node_clock.start()
+        try:
+            updates = dict(await node_type.run(state, NodeContext(rt, name, config, node), settings) or {})
+        finally:
+            rt.node_clock.stop()
+        rt.emit("node.end", node_id=name, type=node_type.name, writes=list(updates))
+        return updates
+
+    return run
+
+
+def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str, str]]:
+    on = route.on
+    pick: Callable[[Any], Any] | None
+    if on is None:
+        pick = None
+    elif isinstance(on, str) and ":" not in on:
+        field = on
+
+        def pick(state: Any) -> Any:
+            return _get(state, field)
+    else:
+        pick = resolve_callable(on, f"route from '{route.source}'")
+
+    conditions = [(parse_condition(text), target) for text, target in route.when.items()]
+    targets = {*route.when.values(), *route.cases.values()} | ({route.default} if route.default else set())
+    path_map = {t: (end if is_end(t) else t) for t in targets}
+    cases = route.cases
+    default = route.default
+
+    def choose(state: Any) -> str:
+        for tree, when_target in conditions:
+            if evaluate(tree, state):
+                return when_target
+        if pick is None:
+            return default or end
+        value = pick(state)
+        key = (
+            value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+        )
+        target = cases.get(key)
+        if target is None and isinstance(value, bool):
+            target = cases.get(str(value))
+        if target is None:
+            if default is None:
+                raise UserError(
+                    f"route from '{route.source}': value {value!r} matches no case "
+                    f"({', '.join(cases)}); add a case or a default"
+                )
+            target = default
+        return target
+
+    return choose, path_map
+
+
+def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext, registry: Any) -> Any:
+    """What LangGraph runs for `node`: a callable, or a compiled subgraph."""
+    kind = node.kind()
+    if kind == "type":
+        return _typed_node(name, node, rt, registry)
+    if kind == "fn":
+        return _function_node(name, resolve_callable(node.fn, f"node '{name}'"), rt)
+    if kind == "interrupt":
+        return _interrupt_node(name, node, rt)
+    if kind == "tool":
+        return _tool_node(name, node, rt)
+    if kind == "agent":
+        return _agent_node(name, node, rt, spec)
+    if kind == "subgraph":
+        return build_graph(node.subgraph, rt).compile()
+    from agentflow.graph.search.engine import search_node
+
+    return search_node(name, node, spec, rt, compile_workflow)
+
+
+def _settled(node: Any, rt: RunContext) -> Any:
+    """A node raises its failure only once the nodes running beside it in its step have ended
+    (`agentflow.graph.run.superstep`); a subgraph is LangGraph's as it is."""
+    if not inspect.isfunction(node):
+        return node
+    from agentflow.graph.run.superstep import settled, settled_sync
+
+    if inspect.iscoroutinefunction(node):
+        return settled(rt.supersteps, node)
+    return settled_sync(rt.supersteps, node)
+
+
+def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
+    """The uncompiled LangGraph StateGraph for `spec` (validated first)."""
+    from langgraph.graph import END, START, StateGraph
+
+    rt = rt or RunContext()
+    registry = registry_for(spec, rt) if any(n.type for n in spec.nodes.values()) else None
+    check_workflow(spec, registry)
+    graph: Any = StateGraph(state_schema(spec, registry))
+    for name, node in spec.nodes.items():
+        graph.add_node(name, _settled(_node_callable(name, node, spec, rt, registry), rt))
+
+    def target(name: str) -> str:
+        return END if is_end(name) else name
+
+    graph.add_edge(START, spec.first_node())
+    on_error = {name: node.on_error for name, node in spec.nodes.items() if node.on_error}
+    for a, b in spec.edges:
+        if a in on_error:
+            _add_error_exit(graph, a, on_error[a], target(b))
+        else:
+            graph.add_edge(a, target(b))
+    for route in spec.routes:
+        choose, path_map = _router(route, END)
+        if route.source in on_error:
+            _add_error_exit(graph, route.source, on_error[route.source], choose, path_map)
+        else:
+            graph.add_conditional_edges(route.source, choose, path_map)
+    for p in spec.parallel:
+        for b in p.branches:
+            graph.add_edge(p.source, b)
+        graph.add_edge(list(p.branches), target(p.join))
+    return graph
+
+
+def _add_error_exit(
+    graph: Any, source: str, on_error: str, normal: Any, path_map: dict[str, str] | None = None
+) -> None:
+    """Edges out of a node with `on_error:`: to that node after a failure, else as declared."""
+    from langgraph.graph import END
+
+    from agentflow.graph.run.outcome import with_error_exit
+
+    paths = dict(path_map or {normal: normal})
+    paths[on_error] = END if is_end(on_error) else on_error
+    graph.add_conditional_edges(source, with_error_exit(source, on_error, normal), paths)
+
+
+def compile_workflow(
+    spec: WorkflowSpec, rt: RunContext | None = None, checkpointer: Any = None, *, interrupt_after: Any = None
+) -> Any:
+    """A runnable LangGraph graph for `spec`, with `interrupt_before` applied (and `interrupt_after`: node
+    names or "*", where a search pauses a branch between steps). An agentflow checkpointer is told the types
+    the workflow's state declares: the only ones besides agentflow's it will load back."""
+    from agentflow.graph.persist.serde import StrictSerde, declared_types
+
+    graph = build_graph(spec, rt)
+    if isinstance(getattr(checkpointer, "serde", None), StrictSerde):
+        checkpointer.with_allowlist(declared_types(graph))
+    return graph.compile(checkpointer=checkpointer, interrupt_before=list(spec.interrupt_before) or None,
+                         interrupt_after=interrupt_after)
+
+
+def initial_state(spec: WorkflowSpec, given: Mapping[str, Any], rt: RunContext | None = None) -> dict[str, Any]:
+    """Input for a fresh run: declared defaults, then the given values (an undeclared key is a UserError)."""
+    from agentflow.graph.check.validation import check_input
+
+    check_input(spec, given, "input sets", lambda: registry_for(spec, rt))
+    out = {k: f.default for k, f in spec.state.items() if f.default is not None and spec.state_class is None}
+    out.update(given)
+    return out
+
+
+__all__ = ["build_graph", "compile_workflow", "initial_state", "state_schema", "typing"]

@@ -1,0 +1,1 @@
+"""A workflow's definition: the spec, the Python builder, the YAML loader, user code, diagrams."""

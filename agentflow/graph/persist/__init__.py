@@ -1,0 +1,1 @@
+"""Durable checkpoints: the SQLite saver, its serializer, redaction and compression."""

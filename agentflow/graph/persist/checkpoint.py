@@ -1,0 +1,735 @@
+"""agentflow's compact, crash-safe LangGraph checkpointer on SQLite.
+
+Storage layout (one SQLite file, WAL, one transaction per super-step):
+
+- `blobs(hash, type, codec, data)`: content-addressed values (sha256 of the serialized value), zstd-compressed
+  when that helps. Identical values are stored once, whatever thread or channel they belong to.
+- `versions(thread_id, ns, channel, version, kind, ref)`: what a channel version holds. Only channels whose
+  version changed are written per checkpoint; a checkpoint refers to unchanged channels by version. A list
+  value (e.g. an append-reducer channel) is stored item by item: `ref` is the concatenated item hashes, so
+  appending one item to a long list costs one new blob plus 32 bytes per item of manifest. Values that
+  serialize to at most 128 bytes are kept inline in the row instead.
+- `checkpoints(...)`: the checkpoint without its channel values, plus metadata.
+- `writes(...)`: pending writes of tasks; like channel values, a value over 128 bytes is a blob (so a write and
+  the channel value it becomes share one). Ordinary task writes are committed together with the next checkpoint
+  (`batch_writes=True`): a crash inside a super-step re-runs that super-step's tasks, which LangGraph's
+  at-least-once node semantics allow and the tool journal makes harmless for tool effects. Interrupt,
+  error and resume writes are committed at once; reads, `flush()` and `close()` commit what is buffered.
+
+Retention keeps the last `keep_last` checkpoints per thread and namespace, and every *pinned* checkpoint
+(`pins(thread_id, ns, checkpoint_id)`): a fork's first checkpoint and the one it was forked from (pinned as the
+fork's checkpoint is written: its metadata names it under `forked_from`; not a search branch's start, which a
+resumed search does not need), and those `prune(keep=...)` is given (a fork in another run's folder); versions no
+kept checkpoint refers to and blobs nothing refers to are deleted. A thread's latest checkpoint and its pending
+writes (a paused run's interrupt, a killed step's finished tasks) are always kept. Every serialized value (checkpoint heads, metadata, channel values,
+writes, whatever their type) passes through `serde_redact.redact_serialized` before it is stored: no secret.
+
+Durability: WAL with synchronous=NORMAL. put() returns once its transaction is in the WAL, so the checkpoint
+survives a crash or kill of the process; an OS crash or power loss may lose the last transactions (never
+corrupt the file). With LangGraph's `durability="sync"` each super-step is durable before the next starts;
+with "async" the next step runs while its checkpoint is written, so a crash can lose the step in flight, which
+then re-runs on resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import random
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Self
+
+import zstandard
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+
+from agentflow.errors import UserError
+from agentflow.graph.persist.compression import decompress
+from agentflow.graph.persist.serde import RefusedType, StrictSerde
+from agentflow.graph.persist.serde_redact import redact_serialized
+from agentflow.runfiles import check_database
+from agentflow.secrets import Redactors, redactors
+
+# Rowid tables on purpose: a WITHOUT ROWID b-tree keeps only ~1 KB of a row in-page, so KB-sized blobs,
+# checkpoint heads and list manifests would each spill into a mostly empty overflow page. `writes` rows are
+# small (values over 128 bytes go to `blobs`), so it is WITHOUT ROWID: one b-tree instead of a table plus its
+# primary-key index, one page fewer written per commit. (Files created before keep a rowid `writes`; both
+# layouts read and write the same.)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS blobs (
+    hash BLOB PRIMARY KEY, type TEXT NOT NULL, codec INTEGER NOT NULL, data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS versions (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, channel TEXT NOT NULL, version TEXT NOT NULL,
+    kind INTEGER NOT NULL, ref BLOB,
+    PRIMARY KEY (thread_id, ns, channel, version)
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, parent_id TEXT,
+    type TEXT NOT NULL, checkpoint BLOB NOT NULL, mtype TEXT NOT NULL, metadata BLOB NOT NULL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id)
+);
+CREATE TABLE IF NOT EXISTS writes (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL,
+    idx INTEGER NOT NULL, channel TEXT NOT NULL, task_path TEXT NOT NULL, kind INTEGER NOT NULL,
+    type TEXT, codec INTEGER, value BLOB,
+    PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pins (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id)
+) WITHOUT ROWID;
+"""
+
+_KIND_EMPTY, _KIND_BLOB, _KIND_LIST, _KIND_INLINE = 0, 1, 2, 3
+_CODEC_RAW, _CODEC_ZSTD = 0, 1
+_INLINE_MAX = 128  # serialized values up to this size live in the versions row itself
+_MIN_COMPRESS = 96  # below this, zstd's frame header outweighs the gain
+# Checkpoint heads (versions of every channel) are written on every step and rarely kept long: below this size
+# compressing one (~10 us) costs more than the few hundred bytes it saves.
+_HEAD_COMPRESS_MIN = 1024
+_IMMUTABLE = (str, bytes, int, float)
+# SQLite copies the WAL into the database file (a checkpoint: two fsyncs, plus one when the WAL restarts) inside
+# the commit that takes the WAL past this many pages. A put writes ~4-8 pages, so SQLite's default of 1000 puts
+# those fsyncs on every ~200th step; 4096 makes that 4x rarer and keeps the WAL under 16 MB (deleted on close).
+_WAL_CHECKPOINT_PAGES = 4096
+
+
+class AgentflowSaver(BaseCheckpointSaver[str]):
+    """LangGraph checkpointer: content-addressed, zstd-compressed, changed channels only, with retention.
+
+    `path` is the SQLite file (created with its parent folder). `keep_last` checkpoints are kept per thread and
+    namespace (None keeps all); garbage is collected every `gc_every` checkpoints. `level` is the zstd level of
+    blobs, which are compressed inside put(): on 4 KB pieces of code and text, 1 is 5-25% faster than 3 for
+    0-3% more bytes. Reading builds only the classes `StrictSerde` allows: LangGraph's safe types, agentflow's
+    data classes, `allowed_types` and what `with_allowlist` adds (`compile_workflow` adds the workflow's state
+    types); any other type a stored value names is a `RefusedType` error.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        keep_last: int | None = 20,
+        gc_every: int = 16,
+        level: int = 1,
+        batch_writes: bool = True,
+        serde: Any = None,
+        allowed_types: Iterable[tuple[str, ...] | type] = (),
+    ) -> None:
+        # Only declared types are built from a stored value (graph/persist/serde.py): a run folder is not code.
+        super().__init__(serde=serde if serde is not None else StrictSerde(allowed_types))
+        self.path = check_database(path)  # SQLite would write through a link the run folder brings
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if keep_last is not None and keep_last < 1:
+            raise ValueError(f"keep_last must be at least 1 (or None to keep all), got {keep_last}")
+        self.keep_last = keep_last
+        self.gc_every = max(1, gc_every)
+        self._lock = threading.RLock()
+        self._redactors: Redactors | None = None  # the secrets of the put in progress (see _dumps)
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        # Every open saver holds a shared lock on the file; `prune` takes it exclusively. Another process's saver
+        # trusts the blobs it has stored to stay (it does not write them again): a prune from outside while it
+        # runs could take a blob it is about to refer to.
+        self._users = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fcntl.flock(self._users, fcntl.LOCK_SH)
+        # auto_vacuum must be chosen before the first table exists; it lets retention shrink the file.
+        self._conn.executescript(
+            "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+            f"PRAGMA busy_timeout=10000; PRAGMA wal_autocheckpoint={_WAL_CHECKPOINT_PAGES};" + _SCHEMA
+        )
+        self._cctx = zstandard.ZstdCompressor(level=level)
+        self._dctx = zstandard.ZstdDecompressor()
+        self._known: set[bytes] = set()  # blob hashes this process has seen stored
+        self._list_cache: dict[tuple[str, str, str], tuple[list[Any], list[bytes]]] = {}
+        self._puts = 0
+        self.pruned = 0
+        """Checkpoints the last `prune` removed."""
+        self._unswept = 0  # checkpoints deleted since the last blob sweep
+        self.batch_writes = batch_writes
+        self._pending: list[
+            tuple[bool, tuple[Any, ...], int, Any]
+        ] = []  # task writes awaiting their checkpoint
+        self.metadata_hook: Callable[[RunnableConfig], Awaitable[dict[str, Any]]] | None = None
+        """Awaited by `aput` (the path a running graph takes) with the checkpoint's config; the keys it returns
+        join the checkpoint's metadata. The runner records there the workspace's diff at each checkpoint (graph/run/history.py)."""
+
+    # -- encoding -------------------------------------------------------------------------------
+
+    def _encode(self, data: bytes, threshold: int = _MIN_COMPRESS) -> tuple[int, bytes]:
+        if len(data) >= threshold:
+            packed = self._cctx.compress(data)
+            if len(packed) < len(data):
+                return _CODEC_ZSTD, packed
+        return _CODEC_RAW, data
+
+    def _decode(self, codec: int, data: bytes) -> bytes:
+        return decompress(data, f"a checkpoint value in {self.path}", dctx=self._dctx) if codec == _CODEC_ZSTD else data
+
+    def _loads(self, type_: str, data: bytes) -> Any:
+        try:
+            return self.serde.loads_typed((type_, data))
+        except RefusedType as exc:
+            raise RefusedType(exc.type_name, where=str(self.path)) from None
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Self:
+        """Also load these (module, name) types. Unlike LangGraph's savers this widens this saver in place
+        (every graph sharing it reads the same file) and returns it."""
+        if isinstance(self.serde, StrictSerde):
+            self.serde.allow(extra_allowlist)
+        return self
+
+    def _dumps(self, value: Any) -> tuple[str, bytes]:
+        """Every value stored goes through here: serialized, then its secrets masked (serde_redact)."""
+        type_, data = self.serde.dumps_typed(value)
+        return type_, redact_serialized(type_, data, self._redactors)
+
+    def _store_blob(self, cur: sqlite3.Cursor, value: Any) -> bytes:
+        type_, data = self._dumps(value)
+        return self._store_serialized(cur, type_, data)
+
+    def _store_serialized(self, cur: sqlite3.Cursor, type_: str, data: bytes) -> bytes:
+        digest = hashlib.sha256(type_.encode() + b"\0" + data).digest()
+        if digest not in self._known:
+            codec, packed = self._encode(data)
+            cur.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?)", (digest, type_, codec, packed))
+            self._known.add(digest)
+        return digest
+
+    def _store_list(self, cur: sqlite3.Cursor, key: tuple[str, str, str], items: list[Any]) -> bytes:
+        prev_items, prev_hashes = self._list_cache.get(key, ([], []))
+        hashes: list[bytes] = []
+        for i, item in enumerate(items):
+            # Reuse the hash of an identical immutable item at the same position (append-only lists).
+            if i < len(prev_items) and prev_items[i] is item and isinstance(item, _IMMUTABLE):
+                digest = prev_hashes[i]
+                if digest in self._known:
+                    hashes.append(digest)
+                    continue
+            hashes.append(self._store_blob(cur, item))
+        self._list_cache[key] = (list(items), hashes)
+        return b"".join(hashes)
+
+    def _load_blob(self, cur: sqlite3.Cursor, digest: bytes) -> Any:
+        row = cur.execute("SELECT type, codec, data FROM blobs WHERE hash = ?", (digest,)).fetchone()
+        if row is None:
+            raise KeyError(f"checkpoint blob {digest.hex()} is missing")
+        return self._loads(row[0], self._decode(row[1], row[2]))
+
+    def _load_values(
+        self, cur: sqlite3.Cursor, thread_id: str, ns: str, versions: ChannelVersions
+    ) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for channel, version in versions.items():
+            row = cur.execute(
+                "SELECT kind, ref FROM versions WHERE thread_id=? AND ns=? AND channel=? AND version=?",
+                (thread_id, ns, channel, str(version)),
+            ).fetchone()
+            if row is None or row[0] == _KIND_EMPTY:
+                continue
+            if row[0] == _KIND_BLOB:
+                values[channel] = self._load_blob(cur, row[1])
+            elif row[0] == _KIND_INLINE:
+                type_, _, data = bytes(row[1]).partition(b"\0")
+                values[channel] = self._loads(type_.decode(), data)
+            else:
+                ref: bytes = row[1]
+                values[channel] = [self._load_blob(cur, ref[i : i + 32]) for i in range(0, len(ref), 32)]
+        return values
+
+    # -- sync interface -------------------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        conf = config["configurable"]
+        thread_id = str(conf["thread_id"])
+        ns = conf.get("checkpoint_ns", "")
+        self._redactors = redactors()  # looked up once per put, not per value
+        values = checkpoint["channel_values"]
+        head = dict(checkpoint)
+        del head["channel_values"]
+        head_type, head_data = self._dumps(head)
+        meta_type, meta_data = self._dumps(get_checkpoint_metadata(config, metadata))
+        with self._lock:
+            head_codec, head_packed = self._encode(head_data, _HEAD_COMPRESS_MIN)
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                self._write_pending(cur)
+                rows: list[tuple[Any, ...]] = []
+                for channel, version in new_versions.items():
+                    if channel not in values:
+                        continue  # an emptied channel: a version without a row reads as empty
+                    value = values[channel]
+                    if type(value) is list:
+                        ref = self._store_list(cur, (thread_id, ns, channel), value)
+                        rows.append((thread_id, ns, channel, str(version), _KIND_LIST, ref))
+                    else:
+                        type_, data = self._dumps(value)
+                        if len(data) <= _INLINE_MAX:  # small values: a blob row and its hash would cost more
+                            ref = type_.encode() + b"\0" + data
+                            rows.append((thread_id, ns, channel, str(version), _KIND_INLINE, ref))
+                        else:
+                            ref = self._store_serialized(cur, type_, data)
+                            rows.append((thread_id, ns, channel, str(version), _KIND_BLOB, ref))
+                if rows:
+                    cur.executemany("INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?, ?)", rows)
+                self._pin_fork(cur, thread_id, ns, checkpoint["id"], metadata)
+                cur.execute(
+                    "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        thread_id,
+                        ns,
+                        checkpoint["id"],
+                        conf.get("checkpoint_id"),
+                        f"{head_type}:{head_codec}",
+                        head_packed,
+                        meta_type,
+                        meta_data,
+                    ),
+                )
+                self._puts += 1
+                deleted = 0
+                if self.keep_last is not None and self._puts % self.gc_every == 0:
+                    deleted = self._retain(cur, thread_id, ns)
+                    self._unswept += deleted
+                    # Sweeping blobs scans every reference, so it runs once enough checkpoints have gone.
+                    if self._unswept >= max(64, 4 * (self.keep_last or 0)):
+                        self._collect_blobs(cur)
+                        self._unswept = 0
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                self._known.clear()
+                self._list_cache.clear()
+                raise
+            if deleted:
+                cur.execute("PRAGMA incremental_vacuum")
+        return {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        conf = config["configurable"]
+        thread_id = str(conf["thread_id"])
+        ns = conf.get("checkpoint_ns", "")
+        checkpoint_id = conf["checkpoint_id"]
+        special = any(channel in WRITES_IDX_MAP for channel, _ in writes)
+        replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        self._redactors = redactors()
+        with self._lock:  # also guards the zstd contexts, which are not thread-safe
+            for idx, (channel, value) in enumerate(writes):
+                key = (
+                    thread_id,
+                    ns,
+                    checkpoint_id,
+                    task_id,
+                    WRITES_IDX_MAP.get(channel, idx),
+                    channel,
+                    task_path,
+                )
+                if type(value) is list and value:
+                    items = [self._dumps(item) for item in value]
+                    self._pending.append((replace, key, _KIND_LIST, items))
+                else:
+                    type_, data = self._dumps(value)
+                    kind = _KIND_INLINE if len(data) <= _INLINE_MAX else _KIND_BLOB
+                    self._pending.append((replace, key, kind, (type_, data)))
+            if special or not self.batch_writes:
+                # Interrupts, errors and resume values are committed at once; ordinary task writes ride
+                # along with the super-step's checkpoint (one transaction per super-step).
+                self._commit_pending()
+
+    def _write_pending(self, cur: sqlite3.Cursor) -> None:
+        """Insert buffered task writes inside the caller's transaction."""
+        if not self._pending:
+            return
+        keep_first: list[tuple[Any, ...]] = []
+        keep_last: list[tuple[Any, ...]] = []
+        for replace, key, kind, payload in self._pending:
+            # Values beyond the inline size go to the blob store, shared with the channel value they become.
+            if kind == _KIND_LIST:
+                ref = b"".join(self._store_serialized(cur, type_, data) for type_, data in payload)
+                row: tuple[Any, ...] = (*key, _KIND_LIST, None, None, ref)
+            elif kind == _KIND_BLOB:
+                row = (*key, _KIND_BLOB, None, None, self._store_serialized(cur, *payload))
+            else:
+                row = (*key, _KIND_INLINE, payload[0], _CODEC_RAW, payload[1])
+            (keep_last if replace else keep_first).append(row)
+        # Ignores before replaces ends with the same rows as running them in order: the last replace of a key
+        # wins, otherwise its first write.
+        if keep_first:
+            cur.executemany(
+                "INSERT OR IGNORE INTO writes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", keep_first
+            )
+        if keep_last:
+            cur.executemany(
+                "INSERT OR REPLACE INTO writes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", keep_last
+            )
+        self._pending.clear()
+
+    def _commit_pending(self) -> None:
+        if not self._pending:
+            return
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            self._write_pending(cur)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            self._known.clear()
+            raise
+
+    def flush(self) -> None:
+        """Commit buffered task writes now (reads, close and the next checkpoint do this by themselves)."""
+        with self._lock:
+            self._commit_pending()
+
+    def _tuple_from_row(self, cur: sqlite3.Cursor, row: tuple[Any, ...]) -> CheckpointTuple:
+        thread_id, ns, checkpoint_id, parent_id, type_codec, packed, meta_type, meta_data = row
+        head_type, _, codec = type_codec.rpartition(":")
+        head = self._loads(head_type, self._decode(int(codec), packed))
+        head["channel_values"] = self._load_values(cur, thread_id, ns, head["channel_versions"])
+        writes = cur.execute(
+            "SELECT task_id, idx, channel, task_path, kind, type, codec, value FROM writes "
+            "WHERE thread_id=? AND ns=? AND checkpoint_id=?",
+            (thread_id, ns, checkpoint_id),
+        ).fetchall()
+        writes.sort(key=lambda w: writes_sort_key(w[3], w[0], w[1]))
+        pending = []
+        for task_id, _, channel, _, kind, type_, codec, value in writes:
+            if kind == _KIND_LIST:
+                loaded: Any = [self._load_blob(cur, value[i : i + 32]) for i in range(0, len(value), 32)]
+            elif kind == _KIND_BLOB:
+                loaded = self._load_blob(cur, value)
+            else:
+                loaded = self._loads(type_, self._decode(codec, value))
+            pending.append((task_id, channel, loaded))
+        parent: Any = (
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent_id}}
+            if parent_id
+            else None
+        )
+        return CheckpointTuple(
+            config={
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+            },
+            checkpoint=head,
+            metadata=self._loads(meta_type, meta_data),
+            parent_config=parent,
+            pending_writes=pending,
+        )
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        conf = config["configurable"]
+        thread_id = str(conf["thread_id"])
+        ns = conf.get("checkpoint_ns", "")
+        with self._lock:
+            self._commit_pending()
+            cur = self._conn.cursor()
+            if checkpoint_id := get_checkpoint_id(config):
+                row = cur.execute(
+                    "SELECT * FROM checkpoints WHERE thread_id=? AND ns=? AND checkpoint_id=?",
+                    (thread_id, ns, checkpoint_id),
+                ).fetchone()
+            else:
+                row = cur.execute(
+                    "SELECT * FROM checkpoints WHERE thread_id=? AND ns=? ORDER BY checkpoint_id DESC LIMIT 1",
+                    (thread_id, ns),
+                ).fetchone()
+            return self._tuple_from_row(cur, row) if row else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        where, params = [], []
+        if config is not None:
+            conf = config["configurable"]
+            where.append("thread_id = ?")
+            params.append(str(conf["thread_id"]))
+            if "checkpoint_ns" in conf:
+                where.append("ns = ?")
+                params.append(conf["checkpoint_ns"])
+            if checkpoint_id := get_checkpoint_id(config):
+                where.append("checkpoint_id = ?")
+                params.append(checkpoint_id)
+        if before is not None and (before_id := get_checkpoint_id(before)):
+            where.append("checkpoint_id < ?")
+            params.append(before_id)
+        sql = "SELECT * FROM checkpoints" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY checkpoint_id DESC"
+        with self._lock:
+            self._commit_pending()
+            cur = self._conn.cursor()
+            rows = cur.execute(sql, params).fetchall()
+            count = 0
+            out = []
+            for row in rows:
+                if limit is not None and count >= limit:
+                    break
+                tup = self._tuple_from_row(cur, row)
+                if filter and any(tup.metadata.get(k) != v for k, v in filter.items()):
+                    continue
+                out.append(tup)
+                count += 1
+        yield from out
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._lock:
+            self._commit_pending()
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            for table in ("checkpoints", "writes", "versions", "pins"):
+                cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
+            self._collect_blobs(cur)
+            cur.execute("COMMIT")
+            self._list_cache = {k: v for k, v in self._list_cache.items() if k[0] != str(thread_id)}
+
+    # -- retention ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _pin_fork(cur: sqlite3.Cursor, thread_id: str, ns: str, checkpoint_id: str, metadata: Any) -> None:
+        """A fork's first checkpoint (its metadata names `forked_from`) and its source stay through retention.
+        Not a search branch's start (`forked_from` names its `search`): a search, resumed, needs only each
+        branch's latest checkpoint, which is always kept."""
+        origin = metadata.get("forked_from") if isinstance(metadata, dict) else None
+        if not isinstance(origin, dict) or origin.get("search"):
+            return
+        pins = [(thread_id, ns, checkpoint_id)]
+        if origin.get("thread_id") and origin.get("checkpoint_id"):
+            pins.append((str(origin["thread_id"]), "", str(origin["checkpoint_id"])))
+        cur.executemany("INSERT OR IGNORE INTO pins VALUES (?, ?, ?)", pins)
+
+    def _retain(self, cur: sqlite3.Cursor, thread_id: str, ns: str) -> int:
+        """Delete checkpoints beyond `keep_last` but the pinned ones, their writes and the versions only they
+        used; returns how many."""
+        assert self.keep_last is not None
+        old = cur.execute(
+            "SELECT checkpoint_id FROM (SELECT checkpoint_id FROM checkpoints WHERE thread_id=? AND ns=? "
+            "ORDER BY checkpoint_id DESC LIMIT -1 OFFSET ?) "
+            "WHERE checkpoint_id NOT IN (SELECT checkpoint_id FROM pins WHERE thread_id=? AND ns=?)",
+            (thread_id, ns, self.keep_last, thread_id, ns),
+        ).fetchall()
+        if not old:
+            return 0
+        cur.executemany(
+            "DELETE FROM checkpoints WHERE thread_id=? AND ns=? AND checkpoint_id=?",
+            [(thread_id, ns, r[0]) for r in old],
+        )
+        cur.executemany(
+            "DELETE FROM writes WHERE thread_id=? AND ns=? AND checkpoint_id=?",
+            [(thread_id, ns, r[0]) for r in old],
+        )
+        kept: set[tuple[str, str]] = set()
+        for type_codec, packed in cur.execute(
+            "SELECT type, checkpoint FROM checkpoints WHERE thread_id=? AND ns=?", (thread_id, ns)
+        ):
+            head_type, _, codec = type_codec.rpartition(":")
+            head = self._loads(head_type, self._decode(int(codec), packed))
+            kept.update((ch, str(v)) for ch, v in head["channel_versions"].items())
+        stale = [
+            (thread_id, ns, ch, v)
+            for ch, v in cur.execute(
+                "SELECT channel, version FROM versions WHERE thread_id=? AND ns=?", (thread_id, ns)
+            )
+            if (ch, v) not in kept
+        ]
+        cur.executemany("DELETE FROM versions WHERE thread_id=? AND ns=? AND channel=? AND version=?", stale)
+        return len(old)
+
+    def _collect_blobs(self, cur: sqlite3.Cursor) -> None:
+        cur.execute("CREATE TEMP TABLE IF NOT EXISTS live (hash BLOB PRIMARY KEY) WITHOUT ROWID")
+        cur.execute("DELETE FROM live")
+        cur.execute("INSERT OR IGNORE INTO live SELECT ref FROM versions WHERE kind = ?", (_KIND_BLOB,))
+        cur.execute("INSERT OR IGNORE INTO live SELECT value FROM writes WHERE kind = ?", (_KIND_BLOB,))
+        manifests = cur.execute("SELECT ref FROM versions WHERE kind = ?", (_KIND_LIST,)).fetchall()
+        manifests += cur.execute("SELECT value FROM writes WHERE kind = ?", (_KIND_LIST,)).fetchall()
+        for (ref,) in manifests:
+            cur.executemany(
+                "INSERT OR IGNORE INTO live VALUES (?)", [(ref[i : i + 32],) for i in range(0, len(ref), 32)]
+            )
+        cur.execute("DELETE FROM blobs WHERE hash NOT IN (SELECT hash FROM live)")
+        live = {r[0] for r in cur.execute("SELECT hash FROM live")}
+        self._known &= live
+
+    def vacuum(self) -> None:
+        """Run retention on every thread now and give freed pages back to the file system."""
+        with self._lock:
+            self._commit_pending()
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            if self.keep_last is not None:
+                for thread_id, ns in cur.execute("SELECT DISTINCT thread_id, ns FROM checkpoints").fetchall():
+                    self._retain(cur, thread_id, ns)
+            self._collect_blobs(cur)
+            self._unswept = 0
+            cur.execute("COMMIT")
+            cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            cur.execute("VACUUM")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pending:
+                self._commit_pending()
+            self._conn.close()
+            if self._users >= 0:
+                os.close(self._users)  # releases the shared lock
+                self._users = -1
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- async interface: SQLite calls here are short (WAL, synchronous=NORMAL), so they run inline ------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        if self.metadata_hook is not None:
+            metadata = {**metadata, **await self.metadata_hook(config)}  # type: ignore[typeddict-item]
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.delete_thread(thread_id)
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
+        # Zero-padded counter (orders as text) plus a random suffix: a fork from an older checkpoint
+        # (update_state, time travel) must not reuse a version id that another branch already stored.
+        if current is None:
+            n = 0
+        elif isinstance(current, int):
+            n = current
+        else:
+            n = int(str(current).split(".")[0])
+        return f"{n + 1:016}.{random.getrandbits(32):08x}"
+
+    def prune(self, thread_ids: Sequence[str] | None = None, *, strategy: str = "keep_latest",
+              keep_last: int | None = None, keep: Iterable[tuple[str, str]] = ()) -> None:
+        """`keep_latest`: keep the newest `keep_last` checkpoints (default 1) of each of `thread_ids` (None:
+        every thread) per namespace, and every pinned one: forks' first checkpoints and their sources (also
+        those of forks written before pins existed, found in the metadata now) and `keep`, (thread id,
+        checkpoint id) pairs that another database's forks name. `delete` removes the threads.
+        `pruned` then says how many checkpoints went."""
+        if strategy == "delete":
+            if thread_ids is None:
+                raise ValueError("prune(strategy='delete') needs the thread ids to delete")
+            for thread_id in thread_ids:
+                self.delete_thread(thread_id)
+            return
+        if keep_last is not None and keep_last < 1:
+            raise ValueError(f"keep_last must be at least 1, got {keep_last}")
+        with self._lock, self._alone():
+            self._commit_pending()
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            saved_keep, self.keep_last = self.keep_last, keep_last or 1
+            try:
+                self._pin_recorded_forks(cur)
+                cur.executemany("INSERT OR IGNORE INTO pins VALUES (?, '', ?)", [(str(t), str(c)) for t, c in keep])
+                pairs = cur.execute("SELECT DISTINCT thread_id, ns FROM checkpoints").fetchall()
+                wanted = None if thread_ids is None else {str(t) for t in thread_ids}
+                self.pruned = sum(self._retain(cur, thread_id, ns) for thread_id, ns in pairs
+                                  if wanted is None or thread_id in wanted)
+                self._collect_blobs(cur)
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            finally:
+                self.keep_last = saved_keep
+            cur.execute("PRAGMA incremental_vacuum")
+
+    @contextlib.contextmanager
+    def _alone(self) -> Iterator[None]:
+        """The file's lock held exclusively (no other saver has it open), else a one-line UserError."""
+        try:
+            fcntl.flock(self._users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fcntl.flock(self._users, fcntl.LOCK_SH)  # a refused upgrade may have dropped the shared lock
+            raise UserError(f"{self.path} is open in another process (a run still going?)",
+                            hint="prune it once that run has ended") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(self._users, fcntl.LOCK_SH)
+
+    def _pin_recorded_forks(self, cur: sqlite3.Cursor) -> None:
+        """Pin the forks a file written before pins existed holds (their metadata names `forked_from`)."""
+        rows = cur.execute("SELECT thread_id, ns, checkpoint_id, mtype, metadata FROM checkpoints").fetchall()
+        for thread_id, ns, checkpoint_id, mtype, data in rows:
+            if b"forked_from" in data:  # serialized metadata is not compressed: skip the rest unread
+                self._pin_fork(cur, thread_id, ns, checkpoint_id, self._loads(mtype, data))
+
+    async def aprune(self, thread_ids: Sequence[str] | None = None, *, strategy: str = "keep_latest",
+                     keep_last: int | None = None, keep: Iterable[tuple[str, str]] = ()) -> None:
+        self.prune(thread_ids, strategy=strategy, keep_last=keep_last, keep=keep)
+
+    def counts(self) -> dict[str, int]:
+        """Checkpoints, threads (root namespace) and stored blobs in the file now."""
+        with self._lock:
+            self._commit_pending()
+            cur = self._conn.cursor()
+            return {"checkpoints": cur.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0],
+                    "threads": cur.execute("SELECT COUNT(DISTINCT thread_id) FROM checkpoints").fetchone()[0],
+                    "blobs": cur.execute("SELECT COUNT(*) FROM blobs").fetchone()[0]}

@@ -1,0 +1,1 @@
+"""Running a compiled workflow: the runner, its context, live events, the run ledger, history."""

@@ -1,0 +1,216 @@
+"""What a node can reach while it runs: run-scoped handles (RunContext) and the per-call NodeContext.
+
+A function node that declares a second parameter gets a `NodeContext`: `await ctx.call_tool("name", {...})`
+runs a tool through the exactly-once journal (key = thread + node + step + call index + args), so a node
+re-run after a crash replays completed tool calls instead of repeating their effects. `ctx.deps` is the run's
+dependencies (`WorkflowRunner(spec, deps=...)`); annotate `ctx: NodeContext[MyDeps]` and a type checker knows
+their type.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, cast
+
+from agentflow.errors import UserError
+from agentflow.graph.run.superstep import Supersteps
+from agentflow.tools.context import DepsT
+
+if TYPE_CHECKING:
+    from agentflow.budget import Budget
+    from agentflow.events import EventLog
+    from agentflow.mcp.hub import McpHub
+    from agentflow.models.base import ChatModel
+    from agentflow.tools.journal import ToolJournal
+    from agentflow.tools.result import ToolResult
+
+
+LIVE_KINDS = frozenset({"search.branch", "search.decision"})
+"""Event kinds `RunContext.emit` also puts on the run's live stream (`agentflow.graph.run.streaming`)."""
+
+
+class NodeClock:
+    """Wall time during which at least one typed node ran: nodes that run at once (a search's branches) count
+    once, so what is left of a run's wall time is the engine's own."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._running = 0
+        self._since = 0.0
+
+    def start(self) -> None:
+        if self._running == 0:
+            self._since = time.perf_counter()
+        self._running += 1
+
+    def stop(self) -> None:
+        self._running -= 1
+        if self._running == 0:
+            self.seconds += time.perf_counter() - self._since
+
+
+@dataclass
+class RunContext:
+    """Handles shared by every node of one run (none of them required)."""
+
+    events: EventLog | None = None
+    journal: ToolJournal | None = None
+    budget: Budget | None = None
+    tools: dict[str, Any] = field(default_factory=dict)
+    """Tool name -> agentflow.tools.Tool (or a plain callable) available to `ctx.call_tool` and tool nodes."""
+    model: str | None = None
+    """Model spec for agent nodes (from --model, else the workflow's `model:`)."""
+    chat_model: ChatModel | None = None
+    """An already built model shared by agent nodes (tests pass a replay model here)."""
+    sandbox: Any = None
+    node_types: Any = None
+    """The `NodeTypeRegistry` typed nodes come from (default: `nodetypes.default_registry()`)."""
+    node_clock: NodeClock = field(default_factory=NodeClock)
+    """Time spent inside typed nodes so far (shared with a search's branches: `node_seconds`)."""
+    mcp: McpHub | None = None
+    """The run's MCP servers (from the workflow's `mcp_servers:`): their tools join `tools` on first use."""
+    checkpointer: Any = None
+    """The run's checkpointer (set by `WorkflowRunner`): a search node keeps each branch's checkpoints there."""
+    branch: str | None = None
+    """Inside a search branch: its thread id (`<run thread>~<search node>~<branch id>...`); None on the main line."""
+    sample: int | None = None
+    """Inside a search branch: which child of its parent the branch is (0: the first). Sibling branches ask the
+    same questions from the same state: a node that samples keeps the first greedy and seeds the others by
+    this, so they differ (`agentflow.reasoning.llm.sampling`)."""
+    branch_workspaces: dict[str, Any] = field(default_factory=dict)
+    """Branch thread -> its `BranchSandbox` while a search runs (shared by the branches' contexts): the runner
+    records each branch checkpoint's workspace from it, so a resumed search restores a branch's files."""
+    run_dir: Any = None
+    """The run's folder when it has one (the workspace diffs recorded at checkpoints live there)."""
+    models: dict[str, Any] = field(default_factory=dict)
+    """Models built from spec strings during the run, by spec: one model per spec for the whole run, search
+    branches included (a replayed cassette is read once, a local server started once)."""
+    deps: Any = None
+    """The application's dependencies (a database handle, a client, a repair task's workbench and models...):
+    `ctx.deps` in function and typed nodes, and `ToolContext.deps` in the tools of agent, tool and function
+    nodes."""
+    supersteps: Supersteps = field(default_factory=Supersteps)
+    """The steps whose async nodes are running: a node that fails waits for its siblings there
+    (`agentflow.graph.run.superstep`), so one failure does not cancel the calls the others have made."""
+    executor: Any = None
+    """Where search steps run when a search node does not say (`search.executor`): an open `Executor`
+    (`agentflow run --executor ray`) or an `ExecutorConfig` (opened for each search); None: in this process."""
+
+    @property
+    def node_seconds(self) -> float:
+        """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
+        return self.node_clock.seconds
+
+    def model_for(self, spec: str) -> ChatModel:
+        """The run's model for `spec`, built on first use."""
+        found = self.models.get(spec)
+        if found is None:
+            from agentflow.models.spec import load_model
+
+            found = self.models[spec] = load_model(spec)
+        return cast("ChatModel", found)
+
+    async def find_tool(self, name: str) -> Any:
+        """`tools[name]`, else the MCP tool of that name (starting its server), else None."""
+        found = self.tools.get(name)
+        if found is None and self.mcp:
+            found = await self.mcp.find(name)
+        return found
+    after_tool_call: Callable[[], Awaitable[None]] | None = None
+    """Awaited after each tool call of an agent or function node (the run ledger needs none: it keeps the
+    workspace diff as each completed call is journaled, see `agentflow.graph.run.ledger`)."""
+
+    def start_node(self, name: str, **data: Any) -> None:
+        """A node begins (`node.start`). None begins once the run is past its wall-clock limit: the node raises
+        `BudgetExceeded`, so the run stops at that step, whatever timing let the step before it end within the
+        cut's grace, and a resume begins with that node. A search's branches are left to their search, which
+        starts none past a limit and ends with what its branches reached."""
+        if self.budget is not None and self.branch is None:
+            self.budget.check_wall()
+        self.emit("node.start", node_id=name, **data)
+
+    def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
+        if self.events is not None:
+            self.events.emit(kind, node_id=node_id, **data)
+        if kind in LIVE_KINDS:  # also streamed live (a search node's branches)
+            from agentflow.graph.run.streaming import send
+
+            send(node_id, kind, node_id=node_id, **data)
+
+
+class NodeContext(Generic[DepsT]):
+    """Passed to a node as its second argument."""
+
+    __slots__ = ("_calls", "config", "node", "run", "spec")
+
+    def __init__(self, run: RunContext, node: str, config: Mapping[str, Any], spec: Any = None) -> None:
+        self.run = run
+        self.node = node
+        self.config = config
+        self.spec = spec
+        """The node's `NodeSpec` (typed nodes: a search node reads its `subgraph` here)."""
+        self._calls = 0
+
+    @property
+    def deps(self) -> DepsT:
+        """The run's dependencies (`WorkflowRunner(spec, deps=...)`; None when none were given)."""
+        return cast(DepsT, self.run.deps)
+
+    @property
+    def thread_id(self) -> str:
+        return str((self.config.get("configurable") or {}).get("thread_id", ""))
+
+    @property
+    def step(self) -> int:
+        return int((self.config.get("metadata") or {}).get("langgraph_step", 0))
+
+    def emit(self, kind: str, **data: Any) -> None:
+        """Record an event attributed to this node."""
+        self.run.emit(kind, node_id=self.node, **data)
+
+    def stream(self, chunk: Any) -> None:
+        """Send a chunk (e.g. model tokens) to the run's `custom` stream."""
+        from langgraph.config import get_stream_writer
+
+        get_stream_writer()({"node": self.node, "chunk": chunk})
+
+    async def call_tool(
+        self, tool: str | Callable[..., Any], args: dict[str, Any] | None = None
+    ) -> ToolResult:
+        """Run a tool once per (thread, node, step, call index): a replayed node gets the journaled result."""
+        from agentflow.graph.run.streaming import RESULT_CHARS, send
+        from agentflow.models.base import ToolCall
+        from agentflow.tools.context import ToolContext
+        from agentflow.tools.decorator import Tool
+        from agentflow.tools.journal import journal_key
+        from agentflow.tools.registry import ToolRegistry
+
+        args = dict(args or {})
+        if isinstance(tool, str):
+            obj = await self.run.find_tool(tool)
+            if obj is None:
+                known = [*self.run.tools, *[t.name for t in (await self.run.mcp.tools() if self.run.mcp else [])]]
+                raise UserError(
+                    f"node '{self.node}' calls unknown tool '{tool}'",
+                    hint=f"known tools: {', '.join(sorted(known)) or '(none; add tools: to the workflow)'}",
+                )
+        else:
+            obj = tool
+        if not isinstance(obj, Tool):
+            obj = Tool(obj)
+        index = self._calls
+        self._calls += 1
+        key = journal_key(self.thread_id, self.node, self.step, index, obj.name, args)
+        ctx: ToolContext[Any] = ToolContext(sandbox=self.run.sandbox, budget=self.run.budget,
+                                            events=self.run.events, deps=self.run.deps)
+        call = ToolCall(id=f"{self.node}-{self.step}-{index}", name=obj.name, arguments=args)
+        # The registry owns validation, timeout, budget, the `tool.call` event and the journal replay.
+        send(self.node, "tool.call", tool=obj.name, args=args)
+        result = await ToolRegistry([obj]).execute(call, ctx, journal=self.run.journal, key=key, node_id=self.node)
+        send(self.node, "tool.result", result.text[:RESULT_CHARS], tool=obj.name, ok=result.ok,
+             duration_s=round(result.duration_s, 3), replayed=result.replayed)
+        if self.run.after_tool_call is not None and not result.replayed:
+            await self.run.after_tool_call()
+        return result

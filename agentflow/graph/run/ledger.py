@@ -1,0 +1,181 @@
+"""The run ledger: what a run has done, kept in its folder by the library, whichever entry point ran it.
+
+`WorkflowRunner(spec, run_dir=...)` keeps it (the CLI only chooses the folder and prints):
+
+    runs/<run_id>/run.json       run id, thread id, workflow; the last leg's status and stop reason (the CLI
+                                 adds the options it was started with: model, sandbox, workspace, limits...)
+    runs/<run_id>/events.jsonl   every model call, tool call and node transition (when the caller brings no
+                                 event log of its own), appended across resumes
+    runs/<run_id>/usage.json     the budget's usage so far per thread (`threads`) and summed (the top level),
+                                 rewritten after every model call, tool call and node
+    runs/<run_id>/patch.diff     the sandbox workspace's diff so far, rewritten before each completed tool call
+                                 is journaled, at every checkpoint and at the end of each leg
+    runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (graph/run/history.py)
+
+A runner opened on a folder that holds a ledger carries it on: its budget counts one thread at a time, from
+that thread's usage in `usage.json` (the sum across its interrupted and resumed legs; a new thread or a fork
+starts at zero) and, on `resume`, the fresh sandbox gets `patch.diff`
+applied before the node that was cut short runs again, so the tool calls the journal replays find their
+edits in place. The workspace is written before a call's result is journaled: a call the journal replays
+always has its edits in `patch.diff` (a crash between the two re-runs that one call on a workspace that
+already holds its effect).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from agentflow.budget import Budget, BudgetLimits, BudgetUsage
+from agentflow.errors import UserError
+from agentflow.runfiles import make_folder, read_text, replace_file
+from agentflow.runrecord import SIGNED_FIELDS, sign, verified
+from agentflow.secrets import redact
+
+RUN_FILE = "run.json"
+USAGE_FILE = "usage.json"
+DIFF_FILE = "patch.diff"
+SAVE_USAGE_ON = frozenset({"model.call", "tool.call", "node.end", "node.failed", "budget.exceeded"})
+"""Event kinds after which usage.json is rewritten (what was charged is on disk before the next call)."""
+
+
+class RunLedger:
+    """Reads and writes a run folder's record, usage and workspace diff."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    # -- run.json -------------------------------------------------------------------------------------------
+
+    def record(self) -> dict[str, Any]:
+        """run.json as written so far ({} when there is none yet)."""
+        path = self.run_dir / RUN_FILE
+        try:
+            text = read_text(path)
+            if text is None:
+                return {}
+            data = json.loads(text)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{path} cannot be read ({exc})", hint="the run folder is damaged") from None
+        return data if isinstance(data, dict) else {}
+
+    def update_record(self, **fields: Any) -> dict[str, Any]:
+        """Merge `fields` into run.json (secrets redacted) and return the whole record. A change to a field a
+        resume executes with is signed (`runrecord`) only when the record was new or already the user's own:
+        a record from elsewhere is never made to verify."""
+        before = self.record()
+        data: dict[str, Any] = redact({**before, **fields})
+        if any(before.get(k) != data.get(k) for k in SIGNED_FIELDS) and (not before or verified(before)):
+            data = sign(data)
+        _write_atomic(self.run_dir / RUN_FILE, json.dumps(data), code=False)
+        return data
+
+    def begin(self, thread_id: str, workflow: str) -> dict[str, Any]:
+        """Name the run in run.json when nothing did yet (the CLI writes its own first): run id (the folder's
+        name), thread id, workflow."""
+        data = self.record()
+        missing = {k: v for k, v in (("run_id", self.run_dir.name), ("thread_id", thread_id),
+                                     ("workflow", workflow)) if data.get(k) is None}
+        return self.update_record(**missing) if missing else data
+
+    @property
+    def run_id(self) -> str:
+        return str(self.record().get("run_id") or self.run_dir.name)
+
+    # -- usage.json -----------------------------------------------------------------------------------------
+
+    def usage(self) -> dict[str, BudgetUsage]:
+        """Thread id -> what that thread of the run has spent so far, from usage.json ({} for a new run). A
+        file from before usage was kept per thread counts as the thread run.json names."""
+        path = self.run_dir / USAGE_FILE
+        text = read_text(path)  # never through a link the folder brings
+        if text is None:
+            return {}
+        try:
+            data = json.loads(text)
+            threads = data.get("threads")
+            if threads is None:
+                return {str(self.record().get("thread_id") or ""): BudgetUsage.model_validate(data)}
+            return {str(t): BudgetUsage.model_validate(u) for t, u in threads.items()}
+        except (ValueError, AttributeError):
+            raise UserError(f"{path} is damaged", hint="delete it to restart the run's spend from zero") from None
+
+    def spent(self, thread_id: str) -> BudgetUsage | None:
+        """What earlier legs of thread `thread_id` spent (None for a new thread)."""
+        return self.usage().get(thread_id)
+
+    def budget(self, limits: dict[str, float], thread_id: str) -> Budget:
+        """A budget with `limits` and what earlier legs of thread `thread_id` already spent."""
+        return Budget(BudgetLimits.model_validate(limits), spent=self.spent(thread_id))
+
+    def save_usage(self, budget: Budget | None, thread_id: str | None) -> None:
+        """Record `budget`'s usage as thread `thread_id`'s; usage.json's top level is the sum over the run's
+        threads (what the folder has cost), `threads` each thread's own."""
+        if budget is None or not thread_id:
+            return
+        threads = {**self.usage(), thread_id: budget.used}
+        total = BudgetUsage()
+        for used in threads.values():
+            for kind in BudgetUsage.model_fields:
+                setattr(total, kind, getattr(total, kind) + getattr(used, kind))
+        data = {**total.model_dump(), "threads": {t: u.model_dump() for t, u in threads.items()}}
+        _write_atomic(self.run_dir / USAGE_FILE, json.dumps(data), code=False)
+
+    # -- patch.diff -----------------------------------------------------------------------------------------
+
+    def diff(self) -> str | None:
+        return read_text(self.run_dir / DIFF_FILE)  # never through a link the folder brings
+
+    def save_diff(self, patch: str) -> None:
+        _write_atomic(self.run_dir / DIFF_FILE, patch, code=True)
+
+
+class UsageSaver:
+    """An `EventLog` sink rewriting usage.json after each event that charged the budget, as the usage of the
+    thread the runner is running (`thread()`; None between runs: nothing is written)."""
+
+    def __init__(self, ledger: RunLedger, budget: Budget, thread: Callable[[], str | None]) -> None:
+        self.ledger = ledger
+        self.budget = budget
+        self.thread = thread
+
+    def __call__(self, event: Any) -> None:
+        if event.kind in SAVE_USAGE_ON:
+            self.ledger.save_usage(self.budget, self.thread())
+
+
+class WorkspaceJournal:
+    """A `ToolJournal` that has the run's workspace written (`keep(key)`) before it records a completed call,
+    so a call the journal replays after a crash finds its edits in the restored workspace. Everything else
+    (replies, marks, keys) is the wrapped journal's."""
+
+    def __init__(self, inner: Any, keep: Callable[[str], Awaitable[None]]) -> None:
+        self.inner = inner
+        self.keep = keep
+
+    def get(self, key: str) -> Any:
+        return self.inner.get(key)
+
+    def put(self, key: str, result: Any) -> None:
+        self.inner.put(key, result)
+
+    async def aput(self, key: str, result: Any) -> None:
+        """Keep the workspace, then record the call (the order a crash cannot turn into a lost edit)."""
+        await self.keep(key)
+        await asyncio.to_thread(self.inner.put, key, result)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _write_atomic(path: Path, text: str, *, code: bool) -> None:
+    """Replace `path` (written beside it, then renamed: a kill -9 never leaves half a file); secrets redacted,
+    for code (the workspace diff) known secrets only (see secrets.CODE_KEYS)."""
+    make_folder(path.parent)
+    replace_file(path, redact(text, urls=not code))
+
+
+__all__ = ["DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceJournal"]

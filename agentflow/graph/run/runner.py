@@ -1,0 +1,819 @@
+"""Run, stream, pause and resume a compiled workflow against a durable checkpointer.
+
+    runner = WorkflowRunner(spec, run_dir="runs/r1")
+    result = await runner.start({"task": "..."})            # RunResult(status="done"|"interrupted", ...)
+    result = await runner.resume(result.thread_id, approve=True)
+    result = runner.run_sync({"task": "..."})                # the same from synchronous code
+    async for ev in runner.stream({"task": "..."}, mode=["tokens", "tools"]):  # live events, any node
+        ...
+    history = await runner.history(result.thread_id)        # its checkpoints, oldest first
+    forked = await runner.fork(result.thread_id, after_node="plan", update={"task": "..."})
+
+Execution (LangGraph) is separate from the definition (WorkflowSpec) and from persistence (the checkpointer:
+agentflow's SQLite saver by default, Postgres optional). With a `run_dir` the runner keeps the run ledger
+there (`agentflow.graph.run.ledger`: run.json, events.jsonl, usage.json, patch.diff) and a resume restores the
+workspace and the usage from it, whichever program started the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Self
+
+from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
+from agentflow.errors import DependencyMissing, UserError
+from agentflow.graph.define.spec import WorkflowSpec
+from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.history import CHECKPOINT_FILE, GRAPH_KEY, CheckpointInfo
+from agentflow.graph.run.ledger import RunLedger
+from agentflow.graph.run.outcome import NodeError, failed_tasks, finished_tasks, recorded_errors
+from agentflow.graph.run.streaming import RunEvent
+
+WALL_GRACE_S = 0.2
+"""How long after the budget's wall-clock limit the run itself is cut (its calls are cut at the limit)."""
+
+
+@dataclass
+class StreamEvent:
+    """One item of a run's LangGraph stream: `mode` is updates (a node finished), custom (node chunks and
+    agentflow's live events), tasks (a node started or ended) or messages. `runner.stream` gives `RunEvent`s."""
+
+    mode: str
+    namespace: tuple[str, ...]
+    data: Any
+
+
+RunStatus = Literal["done", "interrupted", "failed"]
+
+
+@dataclass
+class RunResult:
+    """How a run (or one leg of it, up to a pause) ended."""
+
+    thread_id: str
+    status: RunStatus
+    """`done` (reached END), `interrupted` (waits for approval) or `failed` (a node failed; see `errors`)."""
+    state: dict[str, Any]
+    interrupt: dict[str, Any] | None = None
+    """What the run waits for: {node, message, state} (interrupt nodes) or {node, message} (interrupt_before)."""
+    next: list[str] = field(default_factory=list)
+    stop_reason: str = "done"
+    """`done`, `interrupted`, or for a failed run the failed node's reason (`error`, `step_limit`, `budget:usd`...)."""
+    errors: dict[str, NodeError] = field(default_factory=dict)
+    """Node -> why it failed: the node that ended the run (every node of its step that failed: those the
+    budget refused say `budget:<kind>`), and failures routed through `on_error:`."""
+    finished: list[str] = field(default_factory=list)
+    """A failed run: the nodes of the failed step that ended well beside the failed ones (their results are
+    in the checkpoint; `resume` runs only the failed ones again)."""
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    """Model and tool usage of this thread so far (with a run_dir: summed across the legs of a resumed run;
+    other threads of the same run folder are not counted)."""
+    exception: BaseException | None = field(default=None, repr=False)
+    """The exception the failed node raised, when this process saw it (an application can re-raise it to
+    branch on its type)."""
+
+    @property
+    def failed_node(self) -> str | None:
+        """The node that ended a failed run, else None."""
+        return next(iter(self.errors), None) if self.status == "failed" else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
+
+
+OnEvent = Callable[[StreamEvent], Awaitable[None] | None]
+
+
+def open_checkpointer(target: str | Path | None, *, keep_last: int | None = 20) -> Any:
+    """`sqlite` / a file path -> AgentflowSaver; `postgres://...` -> LangGraph's PostgresSaver; `memory`."""
+    text = str(target) if target is not None else "memory"
+    if text == "memory":
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return InMemorySaver()
+    if text.startswith(("postgres://", "postgresql://")):
+        try:
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from psycopg import Connection
+        except ImportError:
+            raise DependencyMissing(
+                "langgraph-checkpoint-postgres", "postgres", "a Postgres checkpointer"
+            ) from None
+        conn = Connection.connect(text, autocommit=True, prepare_threshold=0)
+        saver = PostgresSaver(conn)
+        saver.setup()
+        return saver
+    from agentflow.graph.persist.checkpoint import AgentflowSaver
+
+    return AgentflowSaver(text, keep_last=keep_last)
+
+
+def _check_thread_id(thread_id: str) -> None:
+    from agentflow.graph.search.settings import BRANCH_SEP
+
+    if BRANCH_SEP in thread_id:
+        raise UserError(f"thread id {thread_id!r} contains {BRANCH_SEP!r}, which separates a search's branch threads",
+                        hint="choose a thread id without it")
+
+
+class WorkflowRunner:
+    """Runs one workflow; every run is a LangGraph thread in the checkpointer."""
+
+    def __init__(
+        self,
+        spec: WorkflowSpec,
+        *,
+        run_dir: str | Path | None = None,
+        checkpointer: Any = "sqlite",
+        context: RunContext | None = None,
+        keep_last: int | None = 20,
+        durability: Literal["sync", "async", "exit"] = "sync",
+        sandbox: str | None = None,
+        workspace: str | Path | None = None,
+        deps: Any = None,
+        ledger: bool = True,
+    ) -> None:
+        """A sandbox for the run's tools is started on the first start or resume, holding a copy of
+        `workspace`: `sandbox` is `docker`, `local`, `auto` or `none`; by default docker when a node's tools
+        act on a sandbox or a workspace is given (as `agentflow run` does). `await runner.diff()` is what
+        the agents changed there; the runner closes it in `aclose()` / `async with`. A sandbox you started
+        yourself goes in `context.sandbox` instead. `deps`, the application's dependencies (a database
+        handle, a client...), reach function nodes as `ctx.deps` and tools as `ToolContext.deps`.
+
+        With a `run_dir` (and `ledger`, the default) the run ledger is kept there: events.jsonl (unless
+        `context.events` is given), usage.json, patch.diff and run.json; a runner opened on a folder that
+        holds one carries its usage on, and `resume` puts its workspace diff back into the fresh sandbox
+        before anything runs. Nothing starts (no model, no sandbox) until a run does: `result()` reads."""
+        from agentflow.graph.compile.compiler import compile_workflow
+
+        self.spec = spec
+        self._loop: asyncio.Runner | None = None  # the event loop of run_sync/resume_sync, kept across calls
+        self._sandbox_request: tuple[str | None, str | Path | None] | None = (sandbox, workspace)
+        self._sandbox_cm: Any = None
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.context = context or RunContext()
+        if deps is not None:
+            self.context.deps = deps
+        if self.context.budget is None:  # usage is always counted, so RunResult.usage says what a run cost
+            self.context.budget = Budget()
+        self.durability = durability
+        self._owned: list[Any] = []
+        if checkpointer == "sqlite":
+            if self.run_dir is None:
+                raise UserError("a SQLite checkpointer needs a run directory (run_dir=...)")
+            checkpointer = self.run_dir / CHECKPOINT_FILE
+        if checkpointer is None or isinstance(checkpointer, (str, Path)):
+            checkpointer = open_checkpointer(checkpointer, keep_last=keep_last)
+            self._owned.append(checkpointer)
+        self.checkpointer = checkpointer
+        self.context.checkpointer = checkpointer
+        self.context.run_dir = self.run_dir
+        self._branch_stamps: dict[str, str] = {}
+        """A search branch's workspace snapshot -> the id of its recorded diff (recorded once per snapshot)."""
+        self._thread_graphs: dict[str, str] = {}
+        """Thread -> the search nodes (`a/b`; "" for the workflow) whose subgraph its checkpoints hold."""
+        self._graphs: dict[str, Any] = {}
+        """Search-node path -> that subgraph compiled on this runner's checkpointer."""
+        if hasattr(checkpointer, "metadata_hook"):
+            checkpointer.metadata_hook = self._stamp  # each checkpoint names its graph and the workspace's diff
+        if self.context.journal is None and self.run_dir is not None:
+            from agentflow.tools.journal import SqliteToolJournal
+
+            self.context.journal = SqliteToolJournal(self.run_dir / CHECKPOINT_FILE)
+            self._owned.append(self.context.journal)
+        self.ledger = RunLedger(self.run_dir) if self.run_dir is not None and ledger else None
+        self._usage_sink: Any = None
+        self._thread: str | None = None
+        """The thread the budget counts now (the one last started, resumed or forked)."""
+        self._thread_usage: dict[str, BudgetUsage] = {}
+        """What each thread this runner ran spent, kept as the budget moves to another thread."""
+        self._built_model: Any = None
+        if self.ledger is not None:
+            self._open_ledger(self.ledger)
+        if spec.tools:
+            from agentflow.tools.packs import load_pack
+
+            for pack in spec.tools:
+                for tool in load_pack(pack):
+                    self.context.tools.setdefault(tool.name, tool)
+        if spec.mcp_servers and self.context.mcp is None:
+            from agentflow.mcp.hub import McpHub
+
+            self.context.mcp = McpHub(spec.mcp_servers, events=self.context.events)
+        self.graph = compile_workflow(spec, self.context, checkpointer)
+
+    def _open_ledger(self, ledger: RunLedger) -> None:
+        """events.jsonl (unless the context brings a log), earlier legs' spend carried into the budget, usage
+        saved after each charge, the workspace kept before each completed tool call is journaled."""
+        from agentflow.graph.run.ledger import UsageSaver, WorkspaceJournal
+
+        if self.context.events is None:
+            from agentflow.rundir import RunDir
+
+            self.context.events = RunDir(ledger.run_dir).events(ledger.run_id)
+            self._owned.append(self.context.events)
+        assert self.context.budget is not None
+        sinks = getattr(self.context.events, "sinks", None)
+        if isinstance(sinks, list):
+            self._usage_sink = UsageSaver(ledger, self.context.budget, lambda: self._thread)
+            sinks.append(self._usage_sink)
+        if self.context.journal is not None and not isinstance(self.context.journal, WorkspaceJournal):
+            self.context.journal = WorkspaceJournal(self.context.journal, self._keep_workspace)
+
+    async def _keep_workspace(self, key: str = "") -> None:
+        """Write the sandbox workspace's diff to patch.diff (not for a search branch: its own fork)."""
+        from agentflow.graph.search.settings import BRANCH_SEP
+
+        if self.ledger is None or self.context.sandbox is None or BRANCH_SEP in key:
+            return
+        from agentflow.graph.run.workspace import workspace_diff
+
+        self.ledger.save_diff(await workspace_diff(self.context.sandbox))
+
+    async def _restore_workspace(self) -> None:
+        """On resume: the fresh sandbox gets the run's recorded diff (before the node that was cut short runs
+        again and the journal replays its calls), unless it holds it already."""
+        recorded = self.ledger.diff() if self.ledger is not None else None
+        if not recorded or self.context.sandbox is None:
+            return
+        from agentflow.graph.run.workspace import replay, workspace_diff
+
+        if await workspace_diff(self.context.sandbox) != recorded:
+            await replay(self.context.sandbox, recorded, reset=True)
+            self.context.emit("workspace.restored", bytes=len(recorded))
+
+    def _config(self, thread_id: str) -> dict[str, Any]:
+        config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        config["recursion_limit"] = self.spec.step_limit or 1000
+        return config
+
+    async def start(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        thread_id: str | None = None,
+        on_event: OnEvent | None = None,
+    ) -> RunResult:
+        """Start a new thread from `inputs` (declared defaults fill the rest)."""
+        from agentflow.graph.compile.compiler import initial_state
+
+        thread_id = thread_id or uuid.uuid4().hex[:12]
+        _check_thread_id(thread_id)
+        await self._ensure_sandbox()
+        if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
+            raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
+        if self.ledger is not None:
+            self.ledger.begin(thread_id, self._workflow_ref())
+        self.context.emit("run.start", workflow=self.spec.name, thread_id=thread_id)
+        return await self._drive(initial_state(self.spec, inputs or {}, self.context), thread_id, on_event)
+
+    async def resume(
+        self,
+        thread_id: str,
+        *,
+        approve: bool | str = False,
+        edit: Mapping[str, Any] | None = None,
+        on_event: OnEvent | None = None,
+    ) -> RunResult:
+        """Continue a thread from its last checkpoint: after a crash, or past an interrupt (approve/edit).
+
+        An interrupt that asks to approve a tool call is approved for the call it shows (its `call_hash`), or,
+        with `approve` a hash, for the call with that hash: the agent runs the call only if it is that one."""
+        from langgraph.types import Command
+
+        config = self._config(thread_id)
+        path = await self._graph_path(thread_id)
+        graph = self._graph_at(path)
+        snapshot = await graph.aget_state(config)
+        if snapshot.created_at is None:
+            raise UserError(
+                f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory"
+            )
+        if not snapshot.next:
+            return self._result(thread_id, snapshot)
+        self.check_edit(edit, path)
+        await self._ensure_sandbox()
+        await self._restore_workspace()
+        pending = [i for task in snapshot.tasks for i in task.interrupts]
+        self.context.emit("run.resume", workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit))
+        if pending:
+            if edit is not None:
+                command: Any = Command(resume={"action": "edit", "updates": dict(edit)})
+            elif approve:
+                command = Command(resume={"action": "approve", **_approved_call(pending[0].value, approve)})
+            else:
+                node = (
+                    pending[0].value.get("node") if isinstance(pending[0].value, dict) else snapshot.next[0]
+                )
+                raise UserError(
+                    f"thread {thread_id!r} waits for approval at node '{node}'",
+                    hint="pass --approve, or --edit JSON to change the state first",
+                )
+            return await self._drive(command, thread_id, on_event)
+        at_breakpoint = bool(set(snapshot.next) & set(self._spec_at(path).interrupt_before))
+        if at_breakpoint and not (approve or edit is not None):
+            raise UserError(
+                f"thread {thread_id!r} waits for approval before node '{snapshot.next[0]}'",
+                hint="pass --approve, or --edit JSON to change the state first",
+            )
+        if edit is not None:
+            await graph.aupdate_state(config, dict(edit))
+        return await self._drive(None, thread_id, on_event)
+
+    def run_sync(self, inputs: Mapping[str, Any] | None = None, *, thread_id: str | None = None,
+                 on_event: OnEvent | None = None) -> RunResult:
+        """`start` for synchronous code (a script, a test, a web handler without asyncio). Successive sync calls
+        share one event loop, which `close()` ends; inside a running loop it raises: await `start` there."""
+        return self._sync("run_sync", "runner.start(...)", lambda: self.start(inputs, thread_id=thread_id,
+                                                                               on_event=on_event))
+
+    def resume_sync(self, thread_id: str, *, approve: bool | str = False, edit: Mapping[str, Any] | None = None,
+                    on_event: OnEvent | None = None) -> RunResult:
+        """`resume` for synchronous code (see `run_sync`)."""
+        return self._sync("resume_sync", "runner.resume(...)",
+                          lambda: self.resume(thread_id, approve=approve, edit=edit, on_event=on_event))
+
+    def _sync(self, name: str, instead: str, call: Callable[[], Coroutine[Any, Any, RunResult]]) -> RunResult:
+        from agentflow._sync import require_no_running_loop
+
+        require_no_running_loop(f"WorkflowRunner.{name}", instead)
+        if self._loop is None:  # one loop for every sync call: the sandbox and MCP servers live on it
+            self._loop = asyncio.Runner()
+        return self._loop.run(call())
+
+    async def history(self, thread_id: str, *, source: str | Path | None = None) -> list[CheckpointInfo]:
+        """The kept checkpoints of `thread_id` (oldest first), each with the nodes it follows, the nodes that run
+        next and the id of the workspace diff recorded with it. `source`: another run's directory to read
+        (a copy of its database is read; nothing there is written)."""
+        from agentflow.graph.run.history import thread_history
+
+        async with self._source(source, thread_id) as (graph, _, _path):
+            return await thread_history(graph, thread_id)
+
+    async def fork(
+        self,
+        thread_id: str,
+        *,
+        checkpoint_id: str | None = None,
+        after_node: str | None = None,
+        update: Mapping[str, Any] | None = None,
+        source: str | Path | None = None,
+        new_thread_id: str | None = None,
+        approve: bool = False,
+        on_event: OnEvent | None = None,
+    ) -> RunResult:
+        """Continue a past run from one of its checkpoints as a new thread, with the workspace as it was there.
+
+        The checkpoint is `checkpoint_id` (a unique prefix will do), else the latest one after node `after_node`
+        ran, else the thread's latest. Its state is copied into thread `new_thread_id` (default: a new id) of
+        this runner's checkpointer, `update` is applied as LangGraph's `update_state` does (as the node that
+        last wrote), and the run continues. `source` is the directory of the run to fork when it is not this
+        runner's own (its files stay byte for byte as they were). The run's sandbox (started now, or already
+        running) is set to the workspace at its base plus the diff recorded at that checkpoint. A fork from a checkpoint before an `interrupt_before`
+        node pauses there unless `approve`.
+
+        `thread_id` may be a search branch's thread (`THREAD~node~b3`, as `history`, the viewer and the search
+        report name it): the fork is then a run of the subgraph that branch runs, from the branch's state and
+        its own workspace at that checkpoint, and ends where the branch would have ended (its checkpoints
+        name that subgraph, so `resume` and `history` of the fork know it)."""
+        from agentflow.graph.run.history import DIFF_KEY, DiffStore, pick_checkpoint, thread_history
+
+        new_thread = new_thread_id or uuid.uuid4().hex[:12]
+        _check_thread_id(new_thread)
+        config = self._config(new_thread)
+        if (await self.checkpointer.aget_tuple({"configurable": {"thread_id": new_thread,
+                                                                  "checkpoint_ns": ""}})) is not None:
+            raise UserError(f"thread {new_thread!r} already exists", hint="give the fork another thread id")
+        async with self._source(source, thread_id) as (graph, store, path):
+            self.check_edit(update, path)
+            point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
+                                    checkpoint_id=checkpoint_id, after_node=after_node)
+            saved = await graph.checkpointer.aget_tuple(
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": point.checkpoint_id}}
+            )
+            diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
+            if diff is not None and self.run_dir is not None:
+                store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))
+        if self.context.sandbox is not None or await self._ensure_sandbox() is not None:
+            if diff is None:
+                raise UserError(f"thread {thread_id!r} recorded no workspace at checkpoint {point.checkpoint_id}",
+                                hint="fork a run that had a sandbox, written by this version with the sqlite "
+                                "checkpointer, or run the fork without one (sandbox='none')")
+            from agentflow.graph.run.workspace import replay
+
+            await replay(self.context.sandbox, diff, reset=True)  # the workspace as it was at the checkpoint
+        origin = {"thread_id": thread_id, "checkpoint_id": point.checkpoint_id}
+        metadata = {**saved.metadata, "forked_from": origin, **({GRAPH_KEY: path} if path else {})}
+        self._thread_graphs[new_thread] = path
+        if point.workspace_diff and self.context.sandbox is None:
+            metadata[DIFF_KEY] = point.workspace_diff
+        # Pending writes are left behind: the nodes after the checkpoint run again in the fork.
+        await self.checkpointer.aput({"configurable": {"thread_id": new_thread, "checkpoint_ns": ""}},
+                                     saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))
+        if self.ledger is not None:
+            self.ledger.begin(new_thread, self._workflow_ref())
+        self.context.emit("run.fork", workflow=self.spec.name, thread_id=new_thread, forked_from=origin,
+                          edit=bool(update))
+        graph = self._graph_at(path)
+        if update:
+            await graph.aupdate_state(config, dict(update))
+        snapshot = await graph.aget_state(config)
+        if not snapshot.next or (set(snapshot.next) & set(self._spec_at(path).interrupt_before) and not approve):
+            return self._result(new_thread, snapshot)
+        return await self._drive(None, new_thread, on_event)
+
+    async def find_checkpoint(
+        self, thread_id: str, checkpoint_id: str | None = None, *, after_node: str | None = None,
+        source: str | Path | None = None, edit: Mapping[str, Any] | None = None,
+    ) -> tuple[CheckpointInfo, str | None]:
+        """The checkpoint `fork` would pick, and the workspace diff recorded there (None without one): a
+        caller that opens the fork's sandbox itself applies that diff to the run's workspace. `edit` is
+        checked as `fork` checks its update (a UserError names a key the thread's state does not declare)."""
+        from agentflow.graph.run.history import pick_checkpoint, thread_history
+
+        async with self._source(source, thread_id) as (graph, store, path):
+            self.check_edit(edit, path)
+            point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
+                                    checkpoint_id=checkpoint_id, after_node=after_node)
+            diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
+            return point, diff
+
+    @contextlib.asynccontextmanager
+    async def _source(self, source: str | Path | None, thread_id: str) -> AsyncIterator[tuple[Any, Any, str]]:
+        """(graph, DiffStore or None, graph path) reading the checkpoints of `thread_id` in run directory
+        `source` (default: this runner's own checkpointer), the graph being the one that thread runs (a search
+        branch's: its subgraph, at the path of search nodes). Another run's database is read from a copy: its
+        folder is never written to."""
+        from agentflow.graph.run.history import DiffStore, copy_database, temp_dir
+
+        if source is None or (self.run_dir is not None and Path(source).resolve() == self.run_dir.resolve()):
+            path = await self._graph_path(thread_id)
+            yield self._graph_at(path), (DiffStore(self.run_dir) if self.run_dir is not None else None), path
+            return
+        from agentflow.graph.compile.compiler import compile_workflow
+        from agentflow.graph.persist.checkpoint import AgentflowSaver
+
+        with temp_dir() as tmp:
+            saver = AgentflowSaver(copy_database(Path(source) / CHECKPOINT_FILE, Path(tmp)), keep_last=None)
+            try:
+                path = await self._graph_path(thread_id, saver)
+                yield compile_workflow(self._spec_at(path), self.context, saver), DiffStore(source), path
+            finally:
+                saver.close()
+
+    def check_edit(self, edit: Mapping[str, Any] | None, graph_path: str = "") -> None:
+        """An edit may set only keys the state declares (a typo would otherwise be dropped or added);
+        `graph_path`: of the search nodes whose subgraph the thread runs ("": the workflow)."""
+        from agentflow.graph.check.validation import check_input
+        from agentflow.graph.compile.compiler import registry_for
+
+        if edit is not None:
+            spec = self._spec_at(graph_path)
+            check_input(spec, edit, "--edit sets", lambda: registry_for(spec, self.context))
+
+    async def result(self, thread_id: str) -> RunResult:
+        """Where thread `thread_id` stands, read from its last checkpoint without running anything (a failed
+        node stays failed there: `resume` runs it again)."""
+        snapshot = await (await self._graph_of(thread_id)).aget_state(self._config(thread_id))
+        if snapshot.created_at is None:
+            raise UserError(f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory")
+        return self._result(thread_id, snapshot)
+
+    async def get_state(self, thread_id: str) -> dict[str, Any]:
+        snapshot = await (await self._graph_of(thread_id)).aget_state(self._config(thread_id))
+        return dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
+
+    async def stream(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        thread_id: str | None = None,
+        resume: bool = False,
+        approve: bool = False,
+        edit: Mapping[str, Any] | None = None,
+        mode: str | Iterable[str] | None = None,
+        nodes: Iterable[str] | None = None,
+    ) -> AsyncIterator[RunEvent]:
+        """Start a thread (or, with `resume`, continue `thread_id` as `resume()` does) and yield its live
+        `RunEvent`s as they happen: `run.start` first (the thread id), then node starts and ends, model tokens,
+        model calls, tool calls and results, search branches and `ctx.stream` chunks from any node, nested
+        subgraphs included; `run.end` last, its `result` the RunResult. `mode` keeps some of `tokens`,
+        `models`, `tools`, `nodes`, `search`, `custom` (default: all); `nodes` keeps the events of those nodes
+        and of everything running inside them. Leaving the loop early cancels the run when the generator is
+        closed (`async with contextlib.aclosing(runner.stream(...)) as events:`); `resume=True` continues it."""
+        from agentflow.graph.run.streaming import LiveEvents, check_modes
+
+        live = LiveEvents(check_modes(mode), list(nodes) if nodes is not None else None)
+        if resume and thread_id is None:
+            raise UserError("stream(resume=True) needs the thread_id of the run to continue")
+        thread = thread_id or uuid.uuid4().hex[:12]
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+        def on_event(event: StreamEvent) -> None:
+            for item in live(event):
+                queue.put_nowait(item)
+
+        async def drive() -> None:
+            try:
+                if resume:
+                    result = await self.resume(thread, approve=approve, edit=edit, on_event=on_event)
+                else:
+                    result = await self.start(inputs, thread_id=thread, on_event=on_event)
+                queue.put_nowait(live.event("run.end", data={
+                    "thread_id": thread, "status": result.status, "stop_reason": result.stop_reason,
+                    "usage": result.usage.model_dump()}, result=result))
+            finally:
+                queue.put_nowait(None)
+
+        yield live.event("run.start", data={"thread_id": thread, "workflow": self.spec.name, "resumed": resume})
+        task = asyncio.ensure_future(drive())
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            await task  # re-raises what the run raised (a UserError...)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _drive(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
+        from agentflow.graph.compile.agent_nodes import load_shared_model
+
+        if self.context.chat_model is None:
+            load_shared_model(self.spec, self.context)  # now that a run starts, not when the graph was compiled
+            self._built_model = self.context.chat_model
+        self._count_thread(thread_id)
+        try:
+            result = await self._stream(inputs, thread_id, on_event)
+        finally:
+            if self.context.mcp is not None:  # MCP servers live as long as one start/resume call
+                await self.context.mcp.aclose()
+            if self.ledger is not None:
+                self.ledger.save_usage(self.context.budget, thread_id)
+        if self.ledger is not None:
+            await self._keep_workspace()
+            self.ledger.update_record(status=result.status, stop_reason=result.stop_reason)
+        return result
+
+    def _count_thread(self, thread_id: str) -> None:
+        """The budget counts `thread_id` from here. The first thread this runner runs: the budget as it was
+        given, plus what the thread spent in earlier legs (usage.json) when the budget has not been charged
+        yet (one charged already is shared with other work by its owner, who counts it). Another thread after
+        it: the budget restarts at what that thread spent before (in this runner, else in usage.json), zero
+        for a new one, so one thread's usage never counts against another's limits."""
+        budget = self.context.budget
+        if budget is None or thread_id == self._thread:
+            return
+        spent = self._thread_usage.get(thread_id)
+        if spent is None and self.ledger is not None:
+            spent = self.ledger.spent(thread_id)
+        if self._thread is None:
+            used = budget.used
+            if spent is not None and not (used.model_calls or used.tool_calls or used.tokens or used.usd):
+                budget.carry(spent)
+        else:
+            self._thread_usage[self._thread] = budget.used
+            budget.restart(spent)
+        self._thread = thread_id
+
+    def _usage_of(self, thread_id: str) -> BudgetUsage:
+        """What thread `thread_id` has spent: the budget's count while it counts that thread, else the record."""
+        if self.context.budget is not None and thread_id == self._thread:
+            return self.context.budget.used
+        recorded = self._thread_usage.get(thread_id)
+        if recorded is None and self.ledger is not None:
+            recorded = self.ledger.spent(thread_id)
+        return recorded or BudgetUsage()
+
+    async def _stream(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
+        config = self._config(thread_id)
+        graph = await self._graph_of(thread_id)
+        modes = ["updates", "custom", "messages", "tasks"] if on_event is not None else ["updates"]
+        try:
+            async with self._deadline():  # a wall-clock limit cuts whatever the nodes are waiting for
+                async for namespace, mode, data in graph.astream(
+                    inputs, config, stream_mode=modes, subgraphs=True, durability=self.durability
+                ):
+                    if on_event is not None:
+                        maybe = on_event(StreamEvent(mode=mode, namespace=tuple(namespace), data=data))
+                        if maybe is not None:
+                            await maybe
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any node's exception is that node's failure, reported below
+            from langgraph.errors import GraphRecursionError
+
+            if isinstance(exc, GraphRecursionError):
+                raise UserError(
+                    f"workflow '{self.spec.name}' hit its step limit ({config['recursion_limit']} steps)",
+                    hint="raise step_limit or check the loop's exit route",
+                ) from None
+            failure: BaseException | None = exc  # a node failed: the checkpoint names it; the run ends `failed`
+        else:
+            failure = None
+        snapshot = await graph.aget_state(config)
+        if isinstance(failure, BudgetExceeded):  # cut at the wall-clock limit: the checkpoint says why
+            from agentflow.graph.run.outcome import record_budget_stop
+
+            if self.context.events is not None:
+                self.context.events.emit("budget.exceeded", kind=failure.kind, cut=list(snapshot.next))
+            await record_budget_stop(self.checkpointer, snapshot, failure)
+            snapshot = await graph.aget_state(config)
+        result = self._result(thread_id, snapshot, failure)
+        self.context.emit(
+            "run.end", thread_id=thread_id, status=result.status, next=result.next,
+            stop_reason=result.stop_reason,
+            errors={k: v.model_dump() for k, v in result.errors.items()}, finished=result.finished,
+            usage=result.usage.model_dump(),
+        )
+        return result
+
+    def _deadline(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The budget's wall-clock limit over the run (`BudgetExceeded`), a little later than the limit itself
+        so that nodes cut at it by their own calls first end with their own outcome."""
+        if self.context.budget is None:
+            return contextlib.nullcontext()
+        return self.context.budget.deadline(grace_s=WALL_GRACE_S)
+
+    def _result(self, thread_id: str, snapshot: Any, failure: BaseException | None = None) -> RunResult:
+        values = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
+        usage = self._usage_of(thread_id)
+        routed = recorded_errors(values)
+        failed = failed_tasks(snapshot)
+        if failure is not None or failed:
+            if failure is not None and not failed:  # not in the checkpoint (e.g. an in-memory run): from the exception
+                from agentflow.graph.run.outcome import error_from_exception
+
+                node = getattr(failure, "node", None) or (snapshot.next[0] if snapshot.next else "?")
+                failed = {node: error_from_exception(node, failure)}
+            elif failure is not None:
+                from agentflow.graph.run.outcome import NodeFailed, to_error
+
+                if isinstance(failure, NodeFailed) and failure.node in failed:
+                    failed[failure.node] = to_error(failure)
+            first = next(iter(failed.values()))
+            return RunResult(
+                thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
+                stop_reason=first.reason, errors={**failed, **routed}, usage=usage, exception=failure,
+                finished=finished_tasks(snapshot),
+            )
+        if not snapshot.next:
+            return RunResult(thread_id=thread_id, status="done", state=values, errors=routed, usage=usage)
+        pending = [i.value for task in snapshot.tasks for i in task.interrupts]
+        info = pending[0] if pending and isinstance(pending[0], dict) else None
+        if info is None:
+            info = {"node": snapshot.next[0], "message": f"approve before running '{snapshot.next[0]}'"}
+        return RunResult(
+            thread_id=thread_id, status="interrupted", state=values, interrupt=info, next=list(snapshot.next),
+            stop_reason="interrupted", errors=routed, usage=usage,
+        )
+
+    async def _stamp(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Checkpoint metadata: the workspace's diff and, on a thread forked from a search branch, the
+        subgraph it runs (every checkpoint names it: the oldest may be pruned)."""
+        path = self._thread_graphs.get(str(config["configurable"].get("thread_id", "")))
+        stamp = {GRAPH_KEY: path} if path and not config["configurable"].get("checkpoint_ns") else {}
+        return {**stamp, **await self._stamp_workspace(config)}
+
+    async def _graph_path(self, thread_id: str, checkpointer: Any = None) -> str:
+        """The search nodes (`a/b`, "" for the workflow) whose subgraph thread `thread_id` runs: a branch's
+        from its id (`THREAD~a~b1~b4`), a fork of one's from its checkpoints' metadata."""
+        from agentflow.graph.search.engine import branch_path
+        from agentflow.graph.search.settings import BRANCH_SEP
+
+        if BRANCH_SEP in thread_id:
+            return "/".join(branch_path(thread_id))
+        if checkpointer is None and thread_id in self._thread_graphs:
+            return self._thread_graphs[thread_id]
+        saved = await (checkpointer or self.checkpointer).aget_tuple(
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        path = str((saved.metadata or {}).get(GRAPH_KEY) or "") if saved is not None else ""
+        if checkpointer is None and saved is not None:
+            self._thread_graphs[thread_id] = path
+        return path
+
+    def _spec_at(self, path: str) -> WorkflowSpec:
+        from agentflow.graph.search.engine import subgraph_spec
+
+        return subgraph_spec(self.spec, path.split("/")) if path else self.spec
+
+    def _graph_at(self, path: str) -> Any:
+        """The compiled graph of the search nodes' subgraph at `path` ("" : the workflow's)."""
+        if not path:
+            return self.graph
+        if path not in self._graphs:
+            from agentflow.graph.compile.compiler import compile_workflow
+
+            self._graphs[path] = compile_workflow(self._spec_at(path), self.context, self.checkpointer)
+        return self._graphs[path]
+
+    async def _graph_of(self, thread_id: str) -> Any:
+        return self._graph_at(await self._graph_path(thread_id))
+
+    async def _stamp_workspace(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Checkpoint metadata naming the workspace's diff as the checkpoint is written (for `fork`, which
+        starts from the root graph's checkpoints: a subgraph's are not stamped)."""
+        if self.context.sandbox is None or self.run_dir is None or config["configurable"].get("checkpoint_ns"):
+            return {}
+        from agentflow.graph.run.history import DIFF_KEY, DiffStore
+        from agentflow.graph.run.workspace import workspace_diff
+        from agentflow.graph.search.settings import BRANCH_SEP
+
+        thread = str(config["configurable"].get("thread_id", ""))
+        if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
+            branch = self.context.branch_workspaces.get(thread)
+            if branch is None:
+                return {}
+            known = self._branch_stamps.get(branch.snapshot_id)  # a node that left the files as they were
+            if known is None:
+                known = self._branch_stamps[branch.snapshot_id] = DiffStore(self.run_dir).put(
+                    await workspace_diff(branch))
+            return {DIFF_KEY: known}
+        diff = await workspace_diff(self.context.sandbox)
+        if self.ledger is not None:  # the run's workspace so far, as of this checkpoint
+            self.ledger.save_diff(diff)
+        return {DIFF_KEY: DiffStore(self.run_dir).put(diff)}
+
+    def _workflow_ref(self) -> str:
+        """How run.json names the workflow: the file it was loaded from (absolute), else its name."""
+        source = self.spec.source_path
+        return str(Path(source).resolve()) if source and Path(source).is_file() else self.spec.name
+
+    async def _ensure_sandbox(self) -> Any:
+        """The run's sandbox, started now when this runner is to start one; None without one."""
+        if self._sandbox_request is None or self.context.sandbox is not None:
+            return self.context.sandbox
+        from agentflow.graph.run.workspace import choose_backend, open_workspace
+
+        requested, workspace = self._sandbox_request
+        backend = choose_backend(requested, self.spec, workspace)
+        if backend is None:
+            return None
+        self._sandbox_cm = open_workspace(backend, workspace, events=self.context.events)
+        self.context.sandbox = await self._sandbox_cm.__aenter__()
+        return self.context.sandbox
+
+    async def diff(self) -> str:
+        """What the run's agents changed in the sandbox's workspace, as a unified diff."""
+        if self.context.sandbox is None:
+            raise UserError("this run has no sandbox", hint="pass sandbox= or workspace= to WorkflowRunner")
+        from agentflow.graph.run.workspace import workspace_diff
+
+        return await workspace_diff(self.context.sandbox)
+
+    async def aclose(self) -> None:
+        """Close the sandbox and the model this runner started, then the checkpointer, journal and events."""
+        if self._sandbox_cm is not None:
+            cm, self._sandbox_cm = self._sandbox_cm, None
+            self.context.sandbox = None
+            await cm.__aexit__(None, None, None)
+        if self._built_model is not None:
+            model, self._built_model = self._built_model, None
+            if self.context.chat_model is model:
+                self.context.chat_model = None
+            await model.aclose()
+        self.close()
+
+    def close(self) -> None:
+        """Close what the runner opened (the sandbox too, when a sync call started it)."""
+        if self._loop is not None:
+            loop, self._loop = self._loop, None
+            loop.run(self.aclose())  # the sandbox belongs to that loop; aclose comes back here for the rest
+            loop.close()
+            return
+        sinks = getattr(self.context.events, "sinks", None)
+        if self._usage_sink is not None and isinstance(sinks, list) and self._usage_sink in sinks:
+            sinks.remove(self._usage_sink)  # a log the caller keeps stops writing this run's usage
+        self._usage_sink = None
+        for item in self._owned:
+            close = getattr(item, "close", None)
+            if close is not None:
+                close()
+        self._owned.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _approved_call(pending: Any, approve: bool | str) -> dict[str, Any]:
+    """What binds an approval to a tool call: the hash named by the caller, else the one the interrupt shows."""
+    if isinstance(approve, str):
+        return {"call_hash": approve}
+    shown = pending.get("call_hash") if isinstance(pending, Mapping) else None
+    return {"call_hash": shown} if shown else {}

@@ -1,0 +1,187 @@
+"""The sandbox a workflow's agents act in, holding a copy of the user's workspace.
+
+    async with open_workspace("docker", "path/to/repo", events=log) as sb:
+        ctx = RunContext(sandbox=sb, ...)
+        ...                                   # agents edit and test the copy inside the sandbox
+        patch = await sb.diff()               # what they changed, as a unified diff
+
+The same backends and rules as `repair`: docker by default, `auto` needs Docker too, `local` (not a security
+boundary) only when asked for by name. The workspace is copied in without its `.git`; nothing comes back
+to the host unless the caller applies the diff (the CLI's `run --apply` checks it first, as repair does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentflow.errors import SandboxError, UserError
+
+if TYPE_CHECKING:
+    from agentflow.graph.define.spec import WorkflowSpec
+    from agentflow.sandbox.session import AgentSandbox
+
+SANDBOX_PACKS = frozenset({"shell", "editor", "search", "tests", "patch"})
+"""Built-in tool packs whose tools act on the run's sandbox."""
+
+SANDBOX_CHOICES = ("docker", "local", "auto", "none")
+
+
+def agent_packs(spec: WorkflowSpec) -> set[str]:
+    """Tool packs of the workflow and of every agent node in it (subgraphs included)."""
+    from agentflow.graph.compile.agent_nodes import node_options
+
+    packs = set(spec.tools)
+    for name, node in spec.nodes.items():
+        if node.agent is not None:
+            from agentflow.agents.roles import load_agent_config
+
+            try:
+                options = node_options(name, node)
+                overrides = [f"{k}={v}" for k, v in options.config.items() if k == "tools"]
+                packs.update(load_agent_config(node.agent, overrides).tools)
+            except UserError:
+                continue  # validation reports it
+        sub = node.subgraph
+        if sub is not None and not isinstance(sub, (str, dict)):
+            packs |= agent_packs(sub)
+    return packs
+
+
+def needs_sandbox(spec: WorkflowSpec) -> bool:
+    """True when a node or agent of `spec` uses a tool pack that acts on a sandbox, or a typed node's type
+    runs code in one (`NodeType.sandbox`)."""
+    return bool(agent_packs(spec) & SANDBOX_PACKS) or _typed_needs_sandbox(spec)
+
+
+def _typed_needs_sandbox(spec: WorkflowSpec) -> bool:
+    if not any(node.type for node in spec.nodes.values()):
+        return False
+    from agentflow.graph.compile.compiler import registry_for
+    from agentflow.graph.compile.nodetypes import typed_nodes
+
+    try:
+        registry = registry_for(spec)
+    except UserError:
+        return False  # validation reports it
+    return any(t.sandbox for t in typed_nodes(spec, registry))  # a search node's rollout included
+
+
+def choose_backend(requested: str | None, spec: WorkflowSpec, workspace: str | Path | None) -> str | None:
+    """The sandbox backend of a run: the one asked for; else docker when the workflow's tools need one or a
+    workspace is given; else None (no sandbox). `none` refuses a sandbox, which a workspace contradicts."""
+    if requested is not None and requested not in SANDBOX_CHOICES:
+        raise UserError(f"unknown sandbox {requested!r}", hint=f"use one of {', '.join(SANDBOX_CHOICES)}")
+    if requested == "none":
+        if workspace is not None:
+            raise UserError("--workspace needs a sandbox", hint="drop '--sandbox none' or --workspace")
+        return None
+    if requested is not None:
+        return requested
+    return "docker" if workspace is not None or needs_sandbox(spec) else None
+
+
+GENERATED = (".pytest_cache", "__pycache__", ".mypy_cache", ".ruff_cache")
+"""Folders tools write as a side effect (a test run's caches): never part of a run's changes."""
+
+
+def _generated(path: str) -> bool:
+    parts = path.split("/")
+    return any(part in GENERATED for part in parts) or path.endswith(".pyc")
+
+
+def without_generated(diff: str) -> str:
+    """`diff` without the file sections of caches and bytecode, ending in a newline (as `git apply` needs)."""
+    import re
+
+    sections = re.split(r"(?m)^(?=diff --git )", diff)
+    kept = []
+    for section in sections:
+        match = re.match(r"diff --git a/(\S+) b/(\S+)", section)
+        if match and (_generated(match.group(1)) or _generated(match.group(2))):
+            continue
+        kept.append(section)
+    text = "".join(kept)
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+async def workspace_diff(sb: Any) -> str:
+    """What changed in the sandbox's workspace since its base, caches left out."""
+    return without_generated(str(await sb.diff()))
+
+
+def _copy_without_git(src: Path, dest: Path, ignore: Iterable[str]) -> None:
+    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git", *GENERATED, *ignore))
+
+
+def check_workspace(workspace: str | Path) -> Path:
+    """The workspace folder; a one-line UserError when it is not one (checked before a run creates anything
+    and again when the sandbox loads it)."""
+    src = Path(workspace)
+    if not src.is_dir():
+        raise UserError(f"workspace {src} is not a directory", hint="pass --workspace DIR with an existing folder")
+    return src
+
+
+async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Iterable[str] = ()) -> int:
+    """Copy the host folder `workspace` (without .git) into the sandbox's working directory."""
+    src = check_workspace(workspace)
+    with tempfile.TemporaryDirectory(prefix="agentflow-ws-") as tmp:
+        copy = Path(tmp) / "ws"
+        _copy_without_git(src, copy, ignore)
+        return await sb.upload(copy, ".")
+
+
+async def replay(sb: Any, diff: str, *, reset: bool = False) -> None:
+    """Apply a run's recorded changes `diff` to the sandbox's workspace; with `reset`, on the workspace as it
+    was at its base (a fork's sandbox that already ran something). A SandboxError when they do not apply
+    (the workspace folder changed since the run)."""
+    if reset and getattr(sb, "base", None) is not None:
+        await sb.restore(sb.base)
+    if diff:
+        res = await sb.apply_patch(diff)
+        if not res.ok:
+            raise SandboxError(f"the run's earlier changes do not apply to the workspace: {res.output[-300:]}")
+
+
+@contextlib.asynccontextmanager
+async def open_workspace(
+    backend: str = "docker",
+    workspace: str | Path | None = None,
+    *,
+    events: Any = None,
+    replay_diff: str | None = None,
+    config: Any = None,
+) -> AsyncIterator[AgentSandbox]:
+    """A started sandbox holding a copy of `workspace` (empty without one), its diff base set there; with
+    `replay_diff` (a resumed run's changes so far) that diff is applied on top. Closed on exit."""
+    from agentflow.sandbox import start_sandbox
+
+    sb = await start_sandbox(backend, config, events=events)  # type: ignore[arg-type]
+    try:
+        if workspace is not None:
+            await load_workspace(sb, workspace)
+        await sb.set_base()
+        if replay_diff:
+            await replay(sb, replay_diff)
+        yield sb
+    finally:
+        await sb.close()
+
+
+__all__ = [
+    "SANDBOX_CHOICES",
+    "SANDBOX_PACKS",
+    "agent_packs",
+    "choose_backend",
+    "load_workspace",
+    "needs_sandbox",
+    "open_workspace",
+    "replay",
+    "without_generated",
+    "workspace_diff",
+]

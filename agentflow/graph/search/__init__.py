@@ -1,0 +1,1 @@
+"""Search nodes: settings, the tree of branches, the engine, remote steps, branch workspaces."""

@@ -1,0 +1,1 @@
+"""Chat model backends that call a server (OpenAI-compatible, Anthropic, LiteLLM, local)."""

@@ -1,0 +1,434 @@
+"""`local:NAME` models: an embedded open model served on CPU by a managed llama-server.
+
+`load_local_model("gemma3-270m")` assembles the model file and builds llama-server if needed (printing
+what it does), starts the server on 127.0.0.1 with a generated API key, and returns an OpenAI-compatible
+ChatModel pointed at it. Models with the same name and server options share one server within a process;
+the last `aclose()` stops it. If the server dies, the next call restarts it (`restart="on-failure"`, at most
+`max_restarts` times) or fails with a clear `ServerDied` error (`restart="never"`).
+
+`n` samples: one request with `n` (llama-server's `n_cmpl`; more than the server's slots are split into
+several requests). The server evaluates the prompt once and copies it to `n` slots, which then decode
+together with seeds seed, seed+1, ... Sending `n` separate requests instead would evaluate the prompt `n`
+times: with a 1,300-token prompt and 8 samples that took 163-247 s against 67-76 s (Qwen2.5-Coder-1.5B, 2 cores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
+
+import httpx
+from pydantic import Field
+
+from agentflow.config import StrictConfig, validate_config
+from agentflow.models.backends.openai_backend import OpenAIChatModel
+from agentflow.models.backends.remote import merge_responses
+from agentflow.models.backends.retry import TransientError
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
+from agentflow.models.options import ModelOptions
+from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
+from agentflow.serving.embedded import embedded_model
+from agentflow.serving.pace import Pace, ServerPace
+from agentflow.serving.server import ServerDied, ServerHandle
+
+LOCAL_TIMEOUT_S = Pace.first_deadline_s
+"""How long one request to a local CPU server may take before its speed is measured (a server decoding several
+requests at once gives each a few tokens per second: 400 tokens can take minutes). `local:` models then wait
+by the server's measured speed (`agentflow.serving.pace`) unless `timeout_s` is given."""
+
+LOCAL_HARD_TIMEOUT_S = 3600.0
+"""The HTTP ceiling of one paced request (the pace decides sooner; this only bounds a server gone silent)."""
+
+
+class LocalServingOptions(StrictConfig):
+    """Options of `local:` models beyond the usual `ModelOptions`."""
+
+    parallel: int | None = Field(default=None, ge=1, le=64)
+    """llama-server slots decoded together; default: 4 for qwen2.5-coder-1.5b, 8 for gemma3-270m."""
+    ctx: int | None = Field(default=None, ge=256)
+    """Context tokens per slot; default: 8192 for qwen2.5-coder-1.5b, 2048 for gemma3-270m."""
+    threads: int | None = Field(default=None, ge=1)
+    """CPU threads for llama-server."""
+    startup_timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds to wait for the server to become healthy."""
+    restart: Literal["on-failure", "never"] = "on-failure"
+    """What to do when the server dies while in use."""
+    max_restarts: int = Field(default=2, ge=0)
+    """Restarts allowed over the life of the server."""
+    mode: Literal["auto", "chat", "completion"] = "auto"
+    """`auto` follows the model's profile (gemma3-270m is a base model: completion mode)."""
+    template: FewShotTemplate | None = None
+    """Completion-mode prompt template; default: a plain question/answer template."""
+    quiet: bool = False
+    """Do not print set-up and start-up progress to stderr."""
+
+
+_LOCAL_FIELDS = set(LocalServingOptions.model_fields)
+
+
+class _SharedServer:
+    """One llama-server shared by every local model object with the same key."""
+
+    def __init__(self, handle: ServerHandle, key: tuple[Any, ...], opts: LocalServingOptions) -> None:
+        self.handle = handle
+        self.key = key
+        self.opts = opts
+        self.users = 0
+        self.lock = threading.Lock()
+        self.announced = False
+        """Whether the first call's "this is slow" notice was printed (once per server)."""
+        self.pace = self._new_pace()
+        self.told_extended = False
+
+    def _new_pace(self) -> ServerPace | None:
+        """The pace of the server (None without a metrics endpoint: then `timeout_s` alone limits a request)."""
+        path = self.handle.launch.metrics_path
+        return ServerPace(self.handle.url(path), dict(self.handle.headers)) if path else None
+
+    def announce_first_call(self, spec: str) -> None:
+        """Say once that the first call is slow, so minutes of prompt evaluation on CPU are not silent."""
+        if self.announced:
+            return
+        self.announced = True
+        _say(self.opts, f"{spec}: first call; the model is reading the prompt on CPU "
+                        "(a long prompt can take minutes on a small machine; later calls reuse its cache)")
+
+    def recover(self, seen_restarts: int) -> None:
+        """Make sure the server runs again after it died (once, whoever notices first), or raise ServerDied."""
+        with self.lock:
+            if self.handle.restarts != seen_restarts and self.handle.alive:
+                return  # someone else restarted it already
+            if self.handle.alive:
+                return
+            died = self.handle.died_error()
+            if self.opts.restart == "never" or self.handle.restarts >= self.opts.max_restarts:
+                why = "restart policy is 'never'" if self.opts.restart == "never" else \
+                    f"restarted {self.handle.restarts} times already (max_restarts={self.opts.max_restarts})"
+                raise ServerDied(f"{died.summary} ({why})", died.log_tail)
+            _say(self.opts, f"{died.summary}; restarting it")
+            self.handle.restart_sync()
+            self.pace = self._new_pace()  # another port, fresh counters
+
+
+_servers: dict[tuple[Any, ...], _SharedServer] = {}
+_servers_lock = threading.Lock()
+
+
+def _say(opts: LocalServingOptions, message: str) -> None:
+    if not opts.quiet:
+        print(f"agentflow: {message}", file=sys.stderr, flush=True)
+
+
+def _acquire(name: str, opts: LocalServingOptions) -> _SharedServer:
+    from agentflow.serving.llamacpp import LlamaServerOptions, llamacpp_launch
+
+    key = (name, opts.parallel, opts.ctx, opts.threads)
+    with _servers_lock:
+        shared = _servers.get(key)
+        if shared is not None and (shared.handle.alive or shared.users > 0):
+            shared.users += 1
+            return shared
+        say: Callable[[str], None] = (lambda m: None) if opts.quiet else (lambda m: _say(opts, m))
+        launch = llamacpp_launch(LlamaServerOptions(model=name, parallel=opts.parallel, ctx=opts.ctx,
+                                                    threads=opts.threads,
+                                                    startup_timeout_s=opts.startup_timeout_s), say=say)
+        handle = ServerHandle(launch)
+        say(f"starting llama-server for local:{name}")
+        started = time.monotonic()
+        handle.start_sync()
+        say(f"llama-server for local:{name} ready on {handle.base_url} in {time.monotonic() - started:.1f}s "
+            f"(pid {handle.pid})")
+        shared = _SharedServer(handle, key, opts)
+        shared.users = 1
+        _servers[key] = shared
+        return shared
+
+
+def _release(shared: _SharedServer) -> None:
+    with _servers_lock:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        if _servers.get(shared.key) is shared:
+            del _servers[shared.key]
+    shared.handle.stop_sync()
+
+
+class _ServerBacked:
+    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death.
+
+    `n > 1` goes to llama-server as its own `n` (one prompt evaluation for all samples), in requests of at
+    most the server's slot count. The server reports the output tokens of the first sample only, so the
+    others are counted with its `/tokenize` endpoint.
+    """
+
+    native_n = False
+    shared: _SharedServer
+    _seen_restarts: int
+    _released: bool
+    spec: str
+    base_url: str | None
+    _client: Any
+    paced: bool = True
+    """Requests wait by the server's measured pace (`agentflow.serving.pace`); False: `timeout_s` is the limit."""
+    trace_tokens = True
+    """Every call that is not streamed records its prompt and sampled token ids and the sampled tokens'
+    log-probs (`Choice.trace`)."""
+
+    @property
+    def server(self) -> ServerHandle:
+        return self.shared.handle
+
+    async def _recover(self) -> None:
+        await asyncio.to_thread(self.shared.recover, self._seen_restarts)
+        self._seen_restarts = self.shared.handle.restarts
+        if self.base_url != self.shared.handle.base_url:  # restarted on another port
+            self.base_url = self.shared.handle.base_url
+            old, self._client = self._client, None
+            if old is not None:
+                await old.close()
+
+    async def _guarded(self, call: Callable[[], Any], request: ChatRequest) -> ChatResponse:
+        if self._released:
+            from agentflow.errors import UserError
+
+            raise UserError(f"{self.spec}: the model was closed", hint="load it again with load_model")
+        if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
+            await self._recover()
+        self.shared.announce_first_call(self.spec)
+        try:
+            pace = self.shared.pace
+            if not self.paced or pace is None:
+                response = await call()
+            else:
+                prompt_chars = sum(len(m.content or "") for m in request.messages)
+                response = await pace.wait(call, prompt_chars=prompt_chars, max_tokens=request.max_tokens or 512,
+                                           on_extend=self._extended)
+            return await self._traced(response, request)
+        except Exception:
+            if not await _died(self.shared.handle):
+                raise
+        await self._recover()  # raises ServerDied when the policy forbids a restart
+        raise TransientError(f"{self.spec}: llama-server died during the call and was restarted", unreachable=True)
+
+    async def _traced(self, response: ChatResponse, request: ChatRequest) -> ChatResponse:
+        """The response with the model's identity and each sample's prompt token ids (the server's `/tokenize` of
+        the prompt text, from `/apply-template` in chat mode), kept only when their count is the server's own
+        count of prompt tokens."""
+        response.identity = model_identity(self.shared.key[0])
+        traces = [c.trace for c in response.choices if c.trace is not None and c.trace.prompt_ids is None]
+        if not traces:
+            return response
+        handle = self.shared.handle
+        try:
+            async with httpx.AsyncClient(timeout=60) as client:
+                prompt = traces[0].prompt_text
+                if prompt is None:
+                    from agentflow.models.backends.openai_backend import to_openai_messages
+
+                    reply = await client.post(handle.url("/apply-template"), headers=handle.headers,
+                                              json={"messages": to_openai_messages(request.messages)})
+                    reply.raise_for_status()
+                    prompt = str(reply.json()["prompt"])
+                ids = await _prompt_ids(client, handle, prompt, response.usage.input_tokens)
+        except (httpx.HTTPError, KeyError, ValueError):
+            return response  # a finished call is not failed for its training record; the ids stay None
+        for trace in traces:
+            trace.prompt_text, trace.prompt_ids = prompt, ids
+        for choice in response.choices:  # what the call journal and the cache keep: no ids spelling a secret
+            if choice.trace is not None:
+                choice.trace = choice.trace.scrubbed()
+        return response
+
+    @property
+    def context_window(self) -> int:
+        """Tokens one request may use (prompt and reply): the server's context per slot."""
+        return self.shared.opts.ctx or embedded_model(self.shared.key[0]).default_ctx
+
+    async def count_prompt_tokens(self, request: ChatRequest) -> int:
+        """The prompt's length in the server's own tokens (the template applied, special tokens included)."""
+        handle = self.shared.handle
+        if not handle.alive or self._seen_restarts != handle.restarts:
+            await self._recover()
+        async with httpx.AsyncClient(timeout=60) as client:
+            prompt = self._prompt_text(request)
+            if prompt is None:
+                from agentflow.models.backends.openai_backend import to_openai_messages, to_openai_tools
+
+                body: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
+                if request.tools:
+                    body["tools"] = to_openai_tools(request.tools)
+                reply = await client.post(handle.url("/apply-template"), headers=handle.headers, json=body)
+                reply.raise_for_status()
+                prompt = str(reply.json()["prompt"])
+            reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                      json={"content": prompt, "add_special": True, "parse_special": True})
+            reply.raise_for_status()
+            return len(reply.json()["tokens"])
+
+    def _prompt_text(self, request: ChatRequest) -> str | None:
+        """The prompt as text when this client renders it (completion mode); None when the server does."""
+        return None
+
+    def _extended(self, waited_s: float) -> None:
+        if not self.shared.told_extended:  # once per server: later ones are the same story
+            self.shared.told_extended = True
+            _say(self.shared.opts, f"{self.spec}: a request is still running after {waited_s:.0f} s; the server is "
+                                   "making progress, so it is waited for (not retried from the start)")
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        if request.n == 1:
+            return await super().chat(request)  # type: ignore[misc,no-any-return]
+        self._bind_loop()  # type: ignore[attr-defined]
+        start = time.monotonic()
+        slots = self.shared.handle.launch.slots or request.n
+        parts = []
+        for offset in range(0, request.n, slots):
+            seed = None if request.seed is None else request.seed + offset
+            parts.append(request.model_copy(update={"n": min(slots, request.n - offset), "seed": seed}))
+        responses = await asyncio.gather(*(self._call(part) for part in parts))  # type: ignore[attr-defined]
+        counted = await asyncio.gather(*(self._count_outputs(r) for r in responses))
+        return self._finish(merge_responses(list(counted)), start)  # type: ignore[attr-defined,no-any-return]
+
+    async def _count_outputs(self, response: ChatResponse) -> ChatResponse:
+        """The response with its output tokens summed over all its samples (the server counts the first one)."""
+        if len(response.choices) < 2:
+            return response
+        handle = self.shared.handle
+        try:
+            async with httpx.AsyncClient(timeout=60) as client:
+                others = 0
+                for choice in response.choices[1:]:
+                    reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                              json={"content": choice.message.content or ""})
+                    reply.raise_for_status()
+                    others += len(reply.json()["tokens"]) + (choice.finish_reason == "stop")  # + end token
+        except (httpx.HTTPError, KeyError, ValueError):
+            return response  # the usage stays an undercount rather than failing a finished call
+        usage = response.usage.model_copy(update={"output_tokens": response.usage.output_tokens + others})
+        return response.model_copy(update={"usage": usage})
+
+    async def _release_server(self) -> None:
+        if not self._released:
+            self._released = True
+            await asyncio.to_thread(_release, self.shared)
+
+
+async def _prompt_ids(client: httpx.AsyncClient, handle: ServerHandle, prompt: str, counted: int) -> list[int] | None:
+    """The server's tokens of `prompt` with or without its special start tokens: the variant whose length is the
+    server's own count of the call's prompt tokens; None when neither is (the ids would not be the model's)."""
+    for add_special in (True, False):
+        reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                  json={"content": prompt, "add_special": add_special, "parse_special": True})
+        reply.raise_for_status()
+        ids = [int(t) for t in reply.json()["tokens"]]
+        if len(ids) == counted:
+            return ids
+    return None
+
+
+def model_identity(name: str) -> dict[str, str]:
+    """What a local model is: the embedded model's name, its GGUF file's pinned (and verified) SHA-256, and
+    the llama.cpp build serving it."""
+    from agentflow.serving.setup import LLAMA_CPP_PYTHON_VERSION
+
+    model = embedded_model(name)
+    return {"backend": "llama.cpp llama-server", "llama_cpp_python": LLAMA_CPP_PYTHON_VERSION,
+            "model": model.name, "file": model.file_name, "file_sha256": model.sha256}
+
+
+async def _died(handle: ServerHandle) -> bool:
+    """True when the server is gone (a connection error may arrive a moment before the exit is visible)."""
+    for _ in range(10):
+        if not handle.alive:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+class LocalChatModel(_ServerBacked, OpenAIChatModel):
+    """Chat mode (`/v1/chat/completions`) against a managed llama-server."""
+
+    def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions) -> None:
+        handle = shared.handle
+        super().__init__(spec, handle.model, options, compatible_base_url=handle.base_url)
+        self.shared, self._seen_restarts, self._released = shared, handle.restarts, False
+        self.profile = handle.profile
+
+    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
+        return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request), request)
+
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:  # type: ignore[override]
+        # streamed as asked, without a token trace: llama-server gives no log-probs to a stream that offers
+        # tools, and a user watching a slow local model needs its tokens as they come (the export says so)
+        # a dead server surfaces as a connection error, which RemoteModel.stream retries before the first token
+        if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
+            await self._recover()
+        async for delta in OpenAIChatModel._stream_once(self, request):
+            yield delta
+
+    async def aclose(self) -> None:
+        await OpenAIChatModel.aclose(self)
+        await self._release_server()
+
+
+class LocalCompletionModel(_ServerBacked, CompletionChatModel):
+    """Text-completion mode (`/v1/completions` with a few-shot template) against a managed llama-server."""
+
+    def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions,
+                 template: FewShotTemplate | None = None) -> None:
+        handle = shared.handle
+        super().__init__(spec, handle.model, options, compatible_base_url=handle.base_url, template=template)
+        self.shared, self._seen_restarts, self._released = shared, handle.restarts, False
+        self.profile = handle.profile
+
+    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
+        return await self._guarded(lambda: CompletionChatModel._chat_once(self, request), request)
+
+    def _prompt_text(self, request: ChatRequest) -> str | None:
+        return self.template.render(request.messages)
+
+    async def aclose(self) -> None:
+        await CompletionChatModel.aclose(self)
+        await self._release_server()
+
+
+def load_local_model(name: str, **options: Any) -> ChatModel:
+    """Start (or share) a llama-server for embedded model `name` and return a ChatModel for it.
+
+    Options: those of `LocalServingOptions` plus any `ModelOptions` (timeout_s, max_attempts, concurrency, ...).
+    """
+    model = embedded_model(name)
+    local = validate_config(LocalServingOptions, {k: v for k, v in options.items() if k in _LOCAL_FIELDS},
+                            source=f"options of model 'local:{name}'")
+    rest = {k: v for k, v in options.items() if k not in _LOCAL_FIELDS}
+    if "api_key" in rest or "base_url" in rest:
+        from agentflow.errors import UserError
+
+        raise UserError(f"local:{name} manages its own server; api_key and base_url cannot be set",
+                        hint="use an openai-compatible: spec to talk to a server you run yourself")
+    parallel = local.parallel or model.default_parallel
+    rest.setdefault("concurrency", parallel)
+    # a CPU server decoding `parallel` requests at once is slow per request; a fixed client-side timeout would
+    # abandon work the server goes on doing and then send it again: unless one is given, the server's
+    # measured pace decides (the HTTP timeout is only a ceiling)
+    shared = _acquire(name, local)
+    paced = "timeout_s" not in rest and shared.pace is not None
+    rest.setdefault("timeout_s", LOCAL_HARD_TIMEOUT_S if paced else LOCAL_TIMEOUT_S)
+    try:
+        model_options = validate_config(ModelOptions, {**rest, "api_key": shared.handle.api_key},
+                                        source=f"options of model 'local:{name}'")
+        mode = model.profile.mode if local.mode == "auto" else local.mode
+        if mode == "completion":
+            built: _ServerBacked = LocalCompletionModel(f"local:{name}", shared, model_options, template=local.template)
+        else:
+            built = LocalChatModel(f"local:{name}", shared, model_options)
+        built.paced = paced
+        return built  # type: ignore[return-value]
+    except BaseException:
+        _release(shared)
+        raise

@@ -1,0 +1,146 @@
+"""Shared machinery of the HTTP backends: retries, a concurrency limit, latency, pricing, `n` emulation.
+
+A backend subclasses `RemoteModel` and implements `_chat_once` (one HTTP call, provider exceptions passed
+through) and optionally `_stream_once`. Retries happen only before the first streamed token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agentflow.models.backends.retry import TransientError, classify, gave_up, with_retries
+from agentflow.models.base import ChatRequest, ChatResponse, Choice, StreamDelta, Usage
+from agentflow.models.options import ModelOptions
+from agentflow.models.pricing import cost_usd, lookup_price
+from agentflow.secrets import register_secret
+
+
+def merge_responses(parts: list[ChatResponse]) -> ChatResponse:
+    """One response holding the choices of several single-sample calls, usage summed."""
+    choices: list[Choice] = [c for p in parts for c in p.choices]
+    usage = Usage(
+        input_tokens=sum(p.usage.input_tokens for p in parts),
+        output_tokens=sum(p.usage.output_tokens for p in parts),
+    )
+    return ChatResponse(choices=choices, usage=usage, model=parts[0].model if parts else "")
+
+
+class RemoteModel:
+    """Base of the provider backends. Safe to share across tasks of one event loop."""
+
+    native_n: bool = True
+    """False when the provider cannot return several samples per call (they are then requested concurrently)."""
+    key_env: str | None = None
+    """Environment variable holding the API key (named in error messages)."""
+
+    def __init__(self, spec: str, model: str, options: ModelOptions) -> None:
+        self.spec = spec
+        self.model = model
+        self.options = options
+        register_secret(options.api_key)
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore = asyncio.Semaphore(options.concurrency)
+
+    def _bind_loop(self) -> None:
+        """Semaphores and HTTP connections belong to one event loop; start afresh when used from another."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            if self._loop is not None:
+                self._client = None  # its connections belong to the old loop
+                self._semaphore = asyncio.Semaphore(self.options.concurrency)
+            self._loop = loop
+
+    # --- what a backend implements -------------------------------------------------------------
+    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
+        """Default: no streaming API, so the whole reply arrives as one piece."""
+        return self._stream_fallback(request)
+
+    def _prices(self) -> tuple[float, float] | None:
+        if self.options.price_in_per_mtok is not None or self.options.price_out_per_mtok is not None:
+            return (self.options.price_in_per_mtok or 0.0, self.options.price_out_per_mtok or 0.0)
+        return lookup_price(self.model)
+
+    async def aclose(self) -> None:
+        return None
+
+    # --- the ChatModel interface ---------------------------------------------------------------
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        self._bind_loop()
+        start = time.monotonic()
+        if request.n > 1 and not self.native_n:
+            single = request.model_copy(update={"n": 1})
+            parts = await asyncio.gather(*(self._call(single) for _ in range(request.n)))
+            response = merge_responses(list(parts))
+        else:
+            response = await self._call(request)
+        return self._finish(response, start)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
+        self._bind_loop()
+        start = time.monotonic()
+        if request.n > 1 and not self.native_n:
+            async for delta in _as_deltas(await self.chat(request)):
+                yield delta
+            return
+        attempts = 0
+        while True:
+            attempts += 1
+            started = False
+            try:
+                async with self._semaphore:
+                    async for delta in self._stream_once(request):
+                        if delta.response is not None:
+                            delta = delta.model_copy(update={"response": self._finish(delta.response, start)})
+                        started = True
+                        yield delta
+                return
+            except Exception as exc:  # noqa: BLE001 - classified below
+                mapped = classify(exc, self.spec, self.key_env)
+                if started or not isinstance(mapped, TransientError):
+                    raise mapped from None
+                if attempts >= self.options.max_attempts:
+                    raise gave_up(mapped, attempts) from None
+                wait = mapped.retry_after
+                if wait is None:
+                    wait = random.uniform(0, self.options.retry_initial_s * 2 ** (attempts - 1))
+                await asyncio.sleep(min(wait, self.options.retry_max_wait_s))
+
+    # --- helpers ---------------------------------------------------------------------------------
+    async def _call(self, request: ChatRequest) -> ChatResponse:
+        async def attempt() -> ChatResponse:
+            async with self._semaphore:
+                try:
+                    return await self._chat_once(request)
+                except Exception as exc:  # noqa: BLE001 - classified
+                    raise classify(exc, self.spec, self.key_env) from None
+
+        return await with_retries(
+            attempt,
+            attempts=self.options.max_attempts,
+            initial_s=self.options.retry_initial_s,
+            max_wait_s=self.options.retry_max_wait_s,
+        )
+
+    def _finish(self, response: ChatResponse, start: float) -> ChatResponse:
+        response.latency_s = time.monotonic() - start
+        response.usage.cost_usd = cost_usd(response.usage, self._prices())
+        return response
+
+    async def _stream_fallback(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
+        async for delta in _as_deltas(await self._chat_once(request)):
+            yield delta
+
+
+async def _as_deltas(response: ChatResponse) -> AsyncIterator[StreamDelta]:
+    for i, choice in enumerate(response.choices):
+        if choice.message.content:
+            yield StreamDelta(index=i, text=choice.message.content)
+    yield StreamDelta(response=response)

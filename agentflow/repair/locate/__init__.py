@@ -1,0 +1,1 @@
+"""Where the fix goes: code windows from the issue, run evidence (spectrum), edit focus."""

@@ -1,0 +1,392 @@
+"""Localization by running code: which repository functions the failing runs reach, and how rarely the
+passing ones do (spectrum-based fault localization, as AutoCodeRover uses it, with the report's own examples
+as a failing run).
+
+* The report's examples (`>>>` lines, code blocks) are the failing call. Run in the task's sandbox under a
+  call tracer (`_tracer.py`), they name the functions the fault must lie on, helpers the report never names
+  included (`date_convert` behind `parse("{:ti}", ...)`, `_nat_cmp` behind `compare`). What they raise is
+  kept for the record but not ranked on: a report shows the exceptions a fix keeps (`cache[key]` raising
+  KeyError once the item expired) as often as the one it removes.
+* The repository's own test suite, run once more with a pytest plugin (`_pytest_spectrum.py`), says which functions
+  each passing and each failing test called.
+* A function's Ochiai suspiciousness is ef / sqrt(F * (ef + ep)): F failing runs (failing tests, plus the
+  examples when they ran code), ef of them reached it, ep passing tests did. `localize.rank_windows` weighs
+  its word scores with it (`RunEvidence`).
+
+Nothing the sandbox writes is trusted: both reports are read as data, sizes bounded, and a row is kept only
+when it names a line inside a function of the repository's own non-test sources.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import SandboxError
+from agentflow.repair.locate.localize import RunEvidence, symbols
+from agentflow.sandbox.base import Sandbox, sh_command
+from agentflow.swe.patch import is_test_path
+from agentflow.swe.testrun import test_env
+from agentflow.swe.workspace import EVAL_DIR
+
+TRACE_DIR = f"{EVAL_DIR}/spectrum"
+"""Where the tracer, the plugin and their reports live (the git-excluded scratch folder)."""
+_TRACER = Path(__file__).with_name("_tracer.py")
+_SPECTRUM = Path(__file__).with_name("_pytest_spectrum.py")
+MARKER = "AGENTFLOW_TRACE "
+"""The tracer's last line starts with it (`_tracer.MARKER`)."""
+MAX_EXAMPLE_CHARS = 6000
+MAX_SHOWN_CHARS = 2000
+"""Of what one statement showed, the end is kept (the tracer cuts at the same size, `_tracer.MAX_SHOWN_CHARS`)."""
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+"""An object's default repr names its address, which differs from run to run."""
+MAX_REPORT_CHARS = 4_000_000
+"""A report larger than this is not read (a suite of thousands of tests writes well under 1 MB)."""
+
+_FENCE = re.compile(r"```[ \t]*(\w*)[^\n]*\n(.*?)```", re.DOTALL)
+DOCTEST_LINE = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
+"""A doctest's prompt line (`>>> code` or a `... ` continuation): the prompt, then the code."""
+
+
+def issue_examples(text: str) -> list[str]:
+    """The runnable statements of a report: each `>>>` line with its `...` continuations (the shown output
+    left out), and every code block without prompts that parses as Python and calls something (a block of
+    expected output or a traceback does not parse, or calls nothing)."""
+    out: list[str] = []
+    blocks = [body for _, body in _FENCE.findall(text)]
+    outside = _FENCE.sub("\n", text)
+    for chunk in [*blocks, outside]:
+        lines = chunk.split("\n")
+        if any(line.lstrip().startswith(">>>") for line in lines):
+            out.extend(_prompted(lines))
+        elif chunk is not outside and _runnable(chunk):
+            out.append(chunk.strip("\n"))
+    statements, total = [], 0
+    for s in out:
+        if s.strip() and total + len(s) <= MAX_EXAMPLE_CHARS:
+            statements.append(s)
+            total += len(s)
+    return statements
+
+
+def _prompted(lines: list[str]) -> list[str]:
+    statements: list[list[str]] = []
+    for line in lines:
+        m = DOCTEST_LINE.match(line)
+        if m is None:
+            continue
+        if m.group(1) == ">>>" or not statements:
+            statements.append([m.group(2)])
+        else:
+            statements[-1].append(m.group(2))
+    return ["\n".join(s) for s in statements if _parses("\n".join(s))]
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _runnable(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, (ast.Call, ast.Import, ast.ImportFrom, ast.Subscript, ast.Compare))
+               for node in ast.walk(tree))
+
+
+def module_of(path: str) -> str | None:
+    """The import name of a repository file (`pkg/sub/mod.py` -> `pkg.sub.mod`, `pkg/__init__.py` -> `pkg`)."""
+    if not path.endswith(".py"):
+        return None
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts and parts[0] == "src":  # the src layout
+        parts = parts[1:]
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
+
+
+def names_to_import(statements: list[str], sources: Mapping[str, str]) -> dict[str, str]:
+    """Names the examples use but never bind, that one repository module defines at top level: reports
+    often show `cache = LRUCache(2)` without its import. A name defined in several modules is left out."""
+    used: set[str] = set()
+    bound: set[str] = set()
+    for s in statements:
+        try:
+            tree = ast.parse(s)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.Name):  # `pkg.parse(...)` uses `pkg`, not a bare `parse`
+                (bound if isinstance(node.ctx, ast.Store) else used).add(node.id)
+    found: dict[str, set[str]] = {}
+    for path, source in sources.items():
+        module = module_of(path)
+        if module is None or is_test_path(path):
+            continue
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in used - bound:
+                found.setdefault(node.name, set()).add(module)
+    return {name: next(iter(mods)) for name, mods in found.items() if len(mods) == 1}
+
+
+class FunctionIndex:
+    """The repository function (innermost, qualified name) a file and line belong to; non-test files only."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self.sources = sources
+        self._spans: dict[str, list[tuple[int, int, str]]] = {}
+
+    def at(self, path: object, line: object) -> tuple[str, str] | None:
+        if not (isinstance(path, str) and isinstance(line, int)) or path not in self.sources or is_test_path(path):
+            return None
+        if path not in self._spans:
+            self._spans[path] = sorted(((s.start, s.end, s.qualname) for s in symbols(path, self.sources[path])),
+                                       key=lambda span: span[1] - span[0])
+        return next(((path, q) for start, end, q in self._spans[path] if start <= line <= end), None)
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    """What the report's examples ran."""
+
+    statements: int = 0
+    """Statements run (0: the report has no runnable example)."""
+    called: tuple[tuple[str, str], ...] = ()
+    """(path, qualified name) of the repository functions they called, in the order of the first call."""
+    errors: str = ""
+    """Tracebacks of the statements that raised."""
+    shown: tuple[str, ...] = ()
+    """What each statement showed (printed, echoed, raised; see `_tracer.py`): compared across candidates."""
+    problem: str = ""
+    """Why the examples gave no report although there were some (a timeout, a tracer that did not finish)."""
+
+
+def examples_reach_code(base: ExampleRun) -> bool:
+    """The issue's examples, run on the unchanged code, gave a report and called repository code: a snippet
+    using a name it never defines, or no example at all, cannot tell candidates apart."""
+    return bool(base.shown) and bool(base.called) and not base.problem
+
+
+def examples_comparable(base: ExampleRun, base_again: ExampleRun) -> bool:
+    """The examples can tell a change: they reach repository code and the unchanged code, run twice (`base`,
+    `base_again`), showed the same both times."""
+    return examples_reach_code(base) and base.shown == base_again.shown
+
+
+def examples_changed(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, bool]:
+    """Per patch: whether the issue's examples show something else on it than on the unchanged code (run
+    twice: `base`, `base_again`). Empty when the examples cannot tell: they reach no repository code
+    (`examples_reach_code`), or the unchanged code shows differently from run to run (times, random values).
+    A run that gave no report counts as unchanged."""
+    if not examples_comparable(base, base_again):
+        return {}
+    return {patch: bool(run.shown) and not run.problem and run.shown != base.shown for patch, run in runs.items()}
+
+
+def examples_shown(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, tuple[str, ...]]:
+    """Per patch on which the issue's examples show something else than on the unchanged code (see
+    `examples_changed`), what they show: candidates that show the same behave the same on the report, whatever
+    their code. Those that change nothing are left out (sharing the unchanged behaviour is no agreement on a
+    fix). Empty when the examples cannot tell."""
+    changed = examples_changed(base, base_again, runs)
+    return {patch: runs[patch].shown for patch, moved in changed.items() if moved}
+
+
+@dataclass(frozen=True)
+class SuiteSpectrum:
+    """Which functions the passing and the failing tests of the suite called."""
+
+    passed: int = 0
+    failed: int = 0
+    functions: Mapping[tuple[str, str], tuple[int, int]] | None = None
+    """(path, qualified name) -> (passing tests that called it, failing tests that called it)."""
+    ids: tuple[str, ...] = ()
+    """Node ids of the tests that passed or failed, in the order they ran (empty: not recorded)."""
+    failed_ids: frozenset[int] = frozenset()
+    """Indexes into `ids` of the tests that failed."""
+    reach: Mapping[tuple[str, str], frozenset[int]] | None = None
+    """(path, qualified name) -> indexes into `ids` of the tests that called it (None: not recorded)."""
+
+
+def read_example_run(output: str, index: FunctionIndex, statements: int) -> ExampleRun:
+    """The tracer's report (its last `MARKER` line), rows kept only where they name a repository function."""
+    line = next((x for x in reversed(output.splitlines()) if x.startswith(MARKER)), None)
+    if line is None or len(line) > MAX_REPORT_CHARS:
+        return ExampleRun(statements, problem="the tracer wrote no report" if line is None else "report too large")
+    try:
+        data = json.loads(line[len(MARKER):])
+        rows, errors = list(data["calls"]), [str(e) for e in data.get("errors", [])]
+        shown = tuple(_ADDRESS.sub(" at 0x?", str(x))[-MAX_SHOWN_CHARS:] for x in data.get("shown", [])[:statements])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return ExampleRun(statements, problem="the tracer's report is not what it writes")
+    ordered = sorted((row[3], key) for row in rows
+                     if isinstance(row, list) and len(row) >= 4 and isinstance(row[3], int)
+                     and (key := index.at(row[0], row[2])) is not None)
+    called = list(dict.fromkeys(key for _, key in ordered))
+    return ExampleRun(statements, tuple(called), "\n".join(errors)[-6000:], shown)
+
+
+def read_spectrum(text: str, index: FunctionIndex) -> SuiteSpectrum | None:
+    """The plugin's report; None when it is missing or not what the plugin writes."""
+    if not text or len(text) > MAX_REPORT_CHARS:
+        return None
+    try:
+        data = json.loads(text)
+        passed, failed = int(data["tests"]["passed"]), int(data["tests"]["failed"])
+        rows = list(data["functions"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    ids = _read_ids(data.get("ids"), passed + failed)
+    functions: dict[tuple[str, str], tuple[int, int]] = {}
+    reach: dict[tuple[str, str], set[int]] = {}
+    for row in rows:
+        if not (isinstance(row, list) and len(row) in (4, 5) and all(isinstance(x, int) for x in row[2:4])):
+            continue
+        key = index.at(row[0], row[1])
+        if key is not None:  # a function's nested code (lambdas, comprehensions) counts for the function
+            p, f = functions.get(key, (0, 0))
+            functions[key] = (max(p, min(row[2], passed)), max(f, min(row[3], failed)))
+            if ids and len(row) == 5 and isinstance(row[4], list):
+                reach.setdefault(key, set()).update(i for i in row[4] if isinstance(i, int) and 0 <= i < len(ids))
+    failed_ids = data.get("failed_ids") if ids else None
+    failing = frozenset(i for i in failed_ids if isinstance(i, int) and 0 <= i < len(ids)) if isinstance(failed_ids, list) else frozenset()
+    return SuiteSpectrum(max(passed, 0), max(failed, 0), functions, ids, failing,
+                         {k: frozenset(v) for k, v in reach.items()} if ids else None)
+
+
+MAX_TEST_ID_CHARS = 500
+"""A longer test id is not what pytest writes for a test of a repository (the reach is then not used)."""
+
+
+def _read_ids(value: object, tests: int) -> tuple[str, ...]:
+    """The plugin's test ids, or () when they are missing, incomplete or not ids pytest could write."""
+    if not (isinstance(value, list) and len(value) == tests and tests > 0):
+        return ()
+    if not all(isinstance(x, str) and 0 < len(x) <= MAX_TEST_ID_CHARS and "\n" not in x for x in value):
+        return ()
+    return tuple(value)
+
+
+def ochiai(spectrum: SuiteSpectrum | None, examples: ExampleRun) -> dict[tuple[str, str], float]:
+    """Suspiciousness ef / sqrt(F * (ef + ep)) of every function a failing run reached; the examples count as
+    one failing run when they called repository code."""
+    functions = dict(spectrum.functions or {}) if spectrum else {}
+    failing = spectrum.failed if spectrum else 0
+    if examples.called:
+        failing += 1
+        for key in examples.called:
+            p, f = functions.get(key, (0, 0))
+            functions[key] = (p, f + 1)
+    if not failing:
+        return {}
+    return {key: round(f / math.sqrt(failing * (f + p)), 4) for key, (p, f) in functions.items() if f}
+
+
+async def run_examples(sandbox: Sandbox, python: str, issue: str, index: FunctionIndex, *,
+                       timeout_s: float = 60.0) -> ExampleRun:
+    """Run the report's examples in the sandbox's workspace (its current state) under the call tracer."""
+    examples = issue_examples(issue)
+    if not examples:
+        return ExampleRun()
+    spec = {"statements": examples, "names": names_to_import(examples, index.sources)}
+    await sandbox.write_file(f"{TRACE_DIR}/trace_examples.py", _TRACER.read_text())
+    await sandbox.write_file(f"{TRACE_DIR}/examples.json", json.dumps(spec))
+    # the repository root on the path, as pytest has it (the tracer lives in the scratch folder)
+    script = (f"{test_env(EVAL_DIR)}{python} {TRACE_DIR}/trace_examples.py "
+              f"{TRACE_DIR}/examples.json")
+    result = await sandbox.exec(sh_command(script), timeout=timeout_s)
+    run = read_example_run(result.stdout, index, len(examples))
+    if run.problem and result.limit_hit:
+        run = dataclasses.replace(run, problem=f"{run.problem} (stopped by the sandbox's {result.limit_hit} limit)")
+    return run
+
+
+TIMED_OUT = "the suite did not finish within"
+"""How a spectrum problem says the traced suite ran out of time (`repair.testshare` reports it)."""
+
+
+async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *, timeout_s: float,
+                       env: Mapping[str, str] | None = None) -> tuple[SuiteSpectrum | None, str]:
+    """Run the suite (a pytest command) with the spectrum plugin: (spectrum, ""), or (None, why there is none)."""
+    out = f"{TRACE_DIR}/spectrum.json"
+    await sandbox.write_file(f"{TRACE_DIR}/agentflow_spectrum.py", _SPECTRUM.read_text())
+    await sandbox.exec(sh_command(f"rm -f {out}"))
+    # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off);
+    # the options `env` has for pytest (the test files the pre-flight left out) are kept
+    script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" '
+              f'PYTEST_ADDOPTS="-p agentflow_spectrum ${{PYTEST_ADDOPTS:-}}" '
+              f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {test_cmd}')
+    result = await sandbox.exec(sh_command(script), env=dict(env) if env else None, timeout=timeout_s)
+    stopped = f" (stopped by the sandbox's {result.limit_hit} limit)" if result.limit_hit else ""
+    if result.timed_out:
+        stopped += f" ({TIMED_OUT} {timeout_s:.0f}s)"
+    try:
+        text = await sandbox.read_file(out)
+    except (SandboxError, OSError):  # the suite did not start, or it is not pytest
+        return None, f"the suite wrote no spectrum (exit {result.exit_code}){stopped}"
+    spectrum = read_spectrum(text, index)
+    return spectrum, "" if spectrum is not None else "the suite's spectrum is not what the plugin writes"
+
+
+async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Mapping[str, str], *,
+                          test_cmd: str | None, test_timeout_s: float,
+                          env: Mapping[str, str] | None = None) -> tuple[RunEvidence, dict[str, Any]]:
+    """Run the examples and (with a pytest `test_cmd`) the suite; the evidence for the ranking and a summary
+    of it as plain JSON (the graph state's `spectrum`, see `evidence_from_json`)."""
+    index = FunctionIndex(sources)
+    examples = await run_examples(sandbox, python, issue, index)
+    spectrum, problems = None, [examples.problem] if examples.problem else []
+    if test_cmd and "pytest" in test_cmd:
+        spectrum, problem = await run_spectrum(sandbox, test_cmd, index, timeout_s=test_timeout_s, env=env)
+        problems += [problem] if problem else []
+    else:
+        problems.append("no spectrum: the test command is not pytest")
+    suspicion = ochiai(spectrum, examples)
+    summary: dict[str, Any] = {
+        "examples": examples.statements,
+        "executed": [list(k) for k in examples.called],
+        "errors": examples.errors,  # shown, not ranked on: an example may show an exception the fix keeps
+        "shown": list(examples.shown),  # per statement, what it gave (the reproduction from examples reads it)
+        "tests": {"passed": spectrum.passed, "failed": spectrum.failed} if spectrum else None,
+        "suspicion": [[p, q, v] for (p, q), v in sorted(suspicion.items(), key=lambda kv: -kv[1])[:200]],
+        "reach": reach_summary(spectrum),
+        "problems": problems,  # what gave no evidence, and why (the ranking then goes on without it)
+    }
+    return evidence_from_json(summary), summary
+
+
+def reach_summary(spectrum: SuiteSpectrum | None) -> dict[str, Any] | None:
+    """Which tests reach which function, as plain JSON (the state's `spectrum.reach`, read by
+    `agentflow.repair.verify.targeting.SuiteReach.from_json`); None when the suite recorded no ids."""
+    if spectrum is None or not spectrum.ids or spectrum.reach is None:
+        return None
+    return {"ids": list(spectrum.ids), "failed": sorted(spectrum.failed_ids),
+            "functions": [[p, q, sorted(v)] for (p, q), v in sorted(spectrum.reach.items())]}
+
+
+def evidence_from_json(data: Mapping[str, Any] | None) -> RunEvidence:
+    """The `RunEvidence` of a `gather_evidence` summary (None or {} when no trace ran: no evidence)."""
+    if not data:
+        return RunEvidence()
+    executed = frozenset((str(p), str(q)) for p, q in data.get("executed") or [])
+    suspicion = {(str(p), str(q)): float(v) for p, q, v in data.get("suspicion") or []}
+    return RunEvidence(executed, suspicion)

@@ -1,0 +1,1 @@
+"""The repair's node types (`swe.*`, registered by `agentflow.repair.nodes`) and their state."""

@@ -1,0 +1,127 @@
+"""The discriminator (SWE-Search's final pick): several agents argue in turn over the finalists, each reading
+the arguments before it, and a judge reads them all and decides.
+
+Node type `swe.discriminate` (in place of `swe.choose`): the finalists are the best distinct patches by
+tests, then value (a value agent's, when the search had `swe.value`), then tests' score, among the candidates
+that may be the fix (`nodekit.may_fix`: none that changes no code when the tests fail at the base
+commit; with only such candidates nothing is submitted); one finalist is submitted as it is. When the debate
+cannot finish (the budget ran out, no answer names a finalist), the first finalist is submitted and the
+outcome's `chosen_by` says so (`value`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from agentflow.budget import BudgetExceeded
+from agentflow.errors import ModelError
+from agentflow.graph.run.context import NodeContext
+from agentflow.models.ask import ask
+from agentflow.models.base import ChatModel
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.edit.steps import render
+from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
+from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.state import AttemptRecord, RepairState
+from agentflow.repair.outcome import Attempt
+from agentflow.repair.verify.workbench import Verification
+from agentflow.swe.normalize import normalise_output
+
+
+@repair_fields("finalists", "debaters", "max_tokens", "seed", "prompts")
+class DiscriminateSettings(NodeSettings):
+    """Settings of the swe.discriminate node type."""
+
+
+def finalists(attempts: list[AttemptRecord], limit: int) -> list[AttemptRecord]:
+    """The best `limit` distinct patches (normalised): passing tests first, then value, then tests' score."""
+    def key(a: AttemptRecord) -> tuple[bool, float, float]:
+        v = a["verification"]
+        value = a.get("value")
+        return (v.get("passed") is True, float(v.get("score", 0.0) if value is None else value),
+                float(v.get("score", 0.0)))
+
+    seen: set[str] = set()
+    out: list[AttemptRecord] = []
+    for a in sorted((a for a in attempts if a["patch"].strip()), key=key, reverse=True):  # stable: earlier first
+        norm = normalise_output(a["patch"])
+        if norm not in seen:
+            seen.add(norm)
+            out.append(a)
+    return out[:limit]
+
+
+def describe(finals: list[AttemptRecord]) -> str:
+    """The finalists as numbered patches with what their tests (and a value agent) said."""
+    parts = []
+    for number, a in enumerate(finals, 1):
+        v = a["verification"]
+        tests = {True: "pass", False: "fail", None: "do not decide"}[v.get("passed")]
+        line = f"[{number}] tests {tests} (share passing {float(v.get('score', 0.0)):.2f})"
+        if a.get("assessment"):
+            line += f"; a reviewer said: {a['assessment'][:300]}"
+        parts.append(f"{line}\n```diff\n{a['patch'][:2500]}```")
+    return "\n\n".join(parts)
+
+
+def picked(text: str, label: str, count: int) -> int | None:
+    """The finalist number (1-based) after the last `label:` in an answer, if it names one."""
+    found = [int(n) for n in re.findall(rf"{label}\s*[:=]?\s*\[?(\d+)", text, re.IGNORECASE)]
+    return found[-1] if found and 1 <= found[-1] <= count else None
+
+
+async def debate(model: ChatModel, cfg: RepairConfig, issue: str,
+                 finals: list[AttemptRecord]) -> tuple[int | None, list[str], str]:
+    """(the judge's pick or else the debaters' majority, 1-based or None; the arguments; what decided)."""
+    shown = describe(finals)
+    arguments: list[str] = []
+    votes: list[int] = []
+
+    def so_far() -> str:
+        return "".join(f"\nArgument {i}:\n{a}\n" for i, a in enumerate(arguments, 1))
+
+    for agent in range(cfg.debaters):
+        values = {"issue": issue, "finalists": shown, "arguments": so_far()}
+        text = (await ask(model, render(cfg, "argue", values), system=render(cfg, "helper_system"),
+                          max_tokens=min(cfg.max_tokens, 256), seed=cfg.seed + agent, temperature=0.0)).text
+        arguments.append(text.strip()[:1200])
+        if (best := picked(text, "best", len(finals))) is not None:
+            votes.append(best)
+    values = {"issue": issue, "finalists": shown, "arguments": so_far()}
+    text = (await ask(model, render(cfg, "judge", values), system=render(cfg, "helper_system"),
+                      max_tokens=min(cfg.max_tokens, 128), seed=cfg.seed, temperature=0.0)).text
+    arguments.append("Judge: " + text.strip()[:600])
+    if (choice := picked(text, "choice", len(finals))) is not None:
+        return choice, arguments, "discriminator"
+    if votes:
+        return Counter(votes).most_common(1)[0][0], arguments, "debate"
+    return None, arguments, "value"
+
+
+async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: DiscriminateSettings) -> RepairState:
+    rt = runtime(ctx)
+    cfg = settings.over(rt.cfg)
+    attempts, noops = await may_fix(rt, state)
+    if attempts is None:
+        return declined("noop")
+    finals = finalists(attempts, cfg.finalists)
+    if not finals:
+        return {"chosen": None}
+    arguments: list[str] = []
+    pick, chosen_by, error = 1, "only", None
+    if len(finals) > 1:
+        try:
+            number, arguments, chosen_by = await debate(rt.models.verifier or rt.models.coder, cfg, rt.issue, finals)
+            pick = number or 1
+        except (BudgetExceeded, ModelError) as exc:  # the best finalist by value stands; the event says why
+            chosen_by, error = "value", f"{type(exc).__name__}: {exc}"
+    best = finals[pick - 1]
+    emit(rt, "repair.discriminate", finalists=[a["candidate_id"] for a in finals], chosen=best["candidate_id"],
+         chosen_by=chosen_by, arguments=arguments, error=error)
+    attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
+                      best["sample"])
+    return await submit(rt, state, attempt, chosen_by, noops=noops)
+
+
+__all__ = ["DiscriminateSettings", "debate", "describe", "discriminate_node", "finalists", "picked"]

@@ -1,0 +1,65 @@
+"""Selected regression tests (Agentless): the repository's tests that pass at the base commit are listed, the
+model names those a correct fix may rightly change (they assert the buggy behaviour), and candidates are then
+verified by the rest. Node type `swe.regression` (blind mode, after `swe.reproduce`): the state's
+`regression.test_cmd`, the repository's tests minus the deselected ones, verifies candidates from then on
+(`nodekit.how_to_verify`); the base is verified again with it."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+
+from agentflow.graph.run.context import NodeContext
+from agentflow.models.ask import ask
+from agentflow.repair.edit.steps import render
+from agentflow.repair.nodetypes.nodekit import emit, how_to_verify, runtime
+from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.state import RepairState
+from agentflow.sandbox.base import sh_command
+from agentflow.swe.testparse import parse_pytest_summary
+from agentflow.swe.testrun import test_env
+from agentflow.swe.workspace import EVAL_DIR
+
+
+@repair_fields("regression_pool", "test_timeout_s", "seed", "prompts")
+class RegressionSettings(NodeSettings):
+    """Settings of the swe.regression node type."""
+
+
+def deselecting(python: str, deselected: list[str]) -> str:
+    """The repository's test command without `deselected` (pytest node ids)."""
+    skip = "".join(f" --deselect {shlex.quote(t)}" for t in deselected)
+    return f"{python} -m pytest -q -p no:cacheprovider{skip}"
+
+
+async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RegressionSettings) -> RepairState:
+    rt = runtime(ctx)
+    cfg, bench = settings.over(rt.cfg), rt.bench
+    if bench.mode != "repo" or bench.cfg.test_cmd is not None:
+        return {"regression": {"selected": False}}  # task tests, or the user's own command, verify candidates
+    if (state.get("regression") or {}).get("test_cmd"):
+        return {}  # selected already (a workflow with two such nodes): the first selection stands
+    await bench.reset()
+    cmd = f"{bench.python} -m pytest -q -rA -p no:cacheprovider"
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
+    result = await bench.sandbox.exec(sh_command(test_env(EVAL_DIR) + cmd), env=env, timeout=cfg.test_timeout_s)
+    passing = sorted(t for t, outcome in parse_pytest_summary(result.output).items() if outcome == "passed")
+    shown = passing[: cfg.regression_pool]
+    if not shown:
+        return {"regression": {"selected": False, "passing": 0}}
+    values = {"issue": rt.issue, "tests": "\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1))}
+    text = (await ask(rt.models.coder, render(cfg, "regression", values), system=render(cfg, "helper_system"),
+                      max_tokens=48, seed=cfg.seed, temperature=0.0)).text
+    numbers = [int(n) for n in re.findall(r"\d+", text) if 1 <= int(n) <= len(shown)]
+    # a model that would drop most of the suite is not selecting: keep every test then
+    deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []
+    test_cmd = deselecting(bench.python, deselected)
+    base = await bench.verify_base(dataclasses.replace(how_to_verify(state), test_cmd=test_cmd))
+    emit(rt, "repair.regression", passing=len(passing), deselected=deselected, test_cmd=test_cmd, answer=text[:200])
+    return {"regression": {"selected": True, "passing": len(passing), "deselected": deselected,
+                           "test_cmd": test_cmd},
+            "base": base.model_dump(mode="json")}
+
+
+__all__ = ["RegressionSettings", "deselecting", "regression_node"]

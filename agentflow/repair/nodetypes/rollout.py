@@ -1,0 +1,396 @@
+"""The repair's attempt as graph nodes: `swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`, looped while
+the tests fail and attempts remain. Put under a graph `search:` node (`workflows/repair.yaml`), each
+branch of the search runs them as real nodes in its own fork of the task's workspace (`ctx.run.sandbox`).
+
+The branch's state is plain JSON, so a checkpoint after each node holds all of it:
+    candidate   what the next edit builds on: candidate_id, patch, feedback (the tests' output, a reviewer's
+                notes), score (its tests' share), value (what the search values the branch by)
+    edit        the sample `swe.edit` drew, read into new file contents; `swe.test` verifies it
+    tried       the attempt `swe.test` verified last (the critic and the value agent look at it)
+    attempts    every verified candidate of the branch (`swe.choose` picks among all branches' attempts)
+    drawn       the numbers of every sample drawn (resampled answers included)
+    focus       which suspects the branch's samples looked at and which the model left alone (`FocusSchedule`)
+    tries, verdict, value   attempts made; pass / retry / stop for the route; the branch's search value
+    hint, retried   what the next edit is told about an edit that left the issue's examples as they were, and
+                how many such edits were drawn again (`examples_retries`)
+
+A branch builds on its best attempt so far: an edit that scores below the candidate it started from is
+recorded and verified, but the next edit starts from the candidate again. Every sample is recorded in the
+task's candidates file. The task's handles (models, workbench, budget) are the run's `deps`
+(`ctx: NodeContext[RepairRuntime]`); the settings are the node's own (the run's, then the node's `settings:`,
+then `-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over), over the run's `RepairConfig`
+(`NodeSettings.over`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from agentflow.budget import BudgetExceeded
+from agentflow.graph.run.context import NodeContext
+from agentflow.graph.search.settings import BRANCH_SEP
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.edit.edits import edit_parts
+from agentflow.repair.edit.sampling import draw_edit, retry_hint
+from agentflow.repair.edit.steps import critique, edit_prompt, examples_hint, suspects
+from agentflow.repair.locate.focus import FocusSchedule, window_key
+from agentflow.repair.locate.localize import Window
+from agentflow.repair.locate.spectrum import examples_comparable, examples_reach_code
+from agentflow.repair.nodetypes.nodekit import emit as emit_task
+from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of, runtime
+from agentflow.repair.nodetypes.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
+from agentflow.repair.nodetypes.value import judge_attempt
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.verify.workbench import HowToVerify, Verification, Workbench
+
+SAMPLE_STRIDE = 1000
+"""Sample numbers of branch `bK` are (K + 1) * SAMPLE_STRIDE + n (n: the lineage's n-th sample): distinct seeds
+and candidate ids for concurrent branches, the same for a seed whatever order they run in."""
+
+
+# ----------------------------------------------------------------------------------------------- shared
+
+
+@repair_fields("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
+               "file_context_lines", "split_edits", "split_edits_limit", "rank_keep", "stop_on_success", *PROMPT_FIELDS)
+class SweEditSettings(NodeSettings):
+    """Settings of the swe.edit node type."""
+
+
+@repair_fields("max_attempts", "split_edits", "split_edits_limit", "stop_on_success", "examples_retries")
+class SweTestSettings(NodeSettings):
+    """Settings of the swe.test node type."""
+
+
+@repair_fields("critique", "max_tokens", "seed", "prompts")
+class SweCritiqueSettings(NodeSettings):
+    """Settings of the swe.critique node type."""
+
+
+@repair_fields("value_weight", "max_tokens", "seed", "prompts")
+class SweValueSettings(NodeSettings):
+    """Settings of the swe.value node type."""
+
+
+def bench_of(rt: RepairRuntime, ctx: NodeContext[RepairRuntime]) -> Workbench:
+    """The task's workbench on the node's workspace: a search branch's own fork, else the task's sandbox."""
+    sandbox = ctx.run.sandbox
+    return rt.bench if sandbox is None or sandbox is rt.bench.sandbox else rt.bench.on(sandbox)
+
+
+def branch_of(ctx: NodeContext[RepairRuntime]) -> tuple[str, int]:
+    """(tag, number) of the search branch the node runs in: (`b3`, 3); (`m`, -1) outside a search."""
+    thread = ctx.run.branch
+    if not thread:
+        return "m", -1
+    tag = thread.rsplit(BRANCH_SEP, 1)[-1]
+    return tag, int(tag[1:]) if tag[1:].isdigit() else 0
+
+
+def current_of(state: RepairState, iid: str) -> CandidateRecord:
+    """The candidate the next edit builds on: the state's, else the unchanged code (the base verification's
+    output as its feedback)."""
+    found = state.get("candidate")
+    if found:
+        return found.copy()
+    base = Verification.model_validate(state.get("base") or {})
+    return {"candidate_id": f"{iid}/root", "patch": "", "feedback": base.output, "score": base.score,
+            "value": base.score}
+
+
+async def sources_at(rt: RepairRuntime, bench: Workbench, patch: str) -> dict[str, str]:
+    """The Python sources at base + `patch`, read once per patch for the task (the workspace then is left at
+    base + `patch`): branches that start from one state then ask for their samples at once, which a model
+    that batches samples of one prompt answers together."""
+    if patch not in rt.source_cache:
+        async with bench.lock:
+            await bench.restore(patch)
+            sources = await bench.python_sources()
+        if len(rt.source_cache) >= 16:
+            rt.source_cache.pop(next(iter(rt.source_cache)))
+        rt.source_cache[patch] = sources
+    return rt.source_cache[patch]
+
+
+def emit(ctx: NodeContext[RepairRuntime], kind: str, rt: RepairRuntime, cand_id: str, parent_id: str | None, **data: Any) -> None:
+    """A repair event of a candidate, through the node's event log (a branch's events name it)."""
+    local = cand_id.removeprefix(f"{rt.iid}/")
+    parent = parent_id.removeprefix(f"{rt.iid}/") if parent_id else None
+    ctx.run.emit(kind, node_id=local, parent_id=parent, **data)
+
+
+# ----------------------------------------------------------------------------------------------- swe.edit
+
+
+def _schedule(state: RepairState) -> FocusSchedule:
+    saved, schedule = state.get("focus"), FocusSchedule()
+    if saved:
+        schedule.shown.update(saved["shown"])
+        schedule.declined.update(saved["declined"])
+    return schedule
+
+
+def _pick(schedule: FocusSchedule, windows: list[Window], offset: int) -> list[Window]:
+    """The windows with the one the next sample rewrites first: the schedule's pick after `offset` picks
+    more (a branch's number: concurrent branches from one state look at different suspects, as the samples of
+    one search share them out); the pick is counted."""
+    trial = FocusSchedule(schedule.decline_factor)
+    trial.shown, trial.declined = Counter(schedule.shown), Counter(schedule.declined)
+    for _ in range(max(0, offset)):
+        trial.pick(windows)
+    order = trial.pick(windows)
+    if order:
+        schedule.shown[window_key(order[0])] += 1
+    return order
+
+
+def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, status: str,
+                   errors: list[str]) -> None:
+    rt.record(Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
+                        status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
+                        sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"]))
+    emit(ctx, "repair.resample", rt, edit["candidate_id"], edit["parent_id"], status=status, errors=errors[:3])
+
+
+async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairConfig, state: RepairState,
+                current: CandidateRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
+                drawn: list[int]) -> EditRecord | None:
+    """One usable edit: an answer that changes nothing or cannot be read is recorded and drawn again
+    (`noop_retries`), on another suspect when it left this one alone. None when none was usable."""
+    tag, number = branch_of(ctx)
+    order, hint = _pick(schedule, windows, number), str(state.get("hint") or "")
+    for _ in range(cfg.noop_retries + 1):
+        if rt.solved and cfg.stop_on_success:
+            return None
+        n = len(drawn) + 1
+        sample = (number + 1) * SAMPLE_STRIDE + n
+        cand_id = f"{rt.iid}/{tag}.{n}"
+        prompt = edit_prompt(cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "", hint=hint,
+                             windows=order)
+        got = await draw_edit(rt.models.coder, cfg, prompt, sources, cand_id=cand_id,
+                              parent_id=current["candidate_id"], sample=sample, events=rt.events, budget=rt.budget,
+                              iid=rt.iid)
+        drawn.append(sample)
+        edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["candidate_id"], "sample": sample,
+                            "files": got.read.files, "errors": got.read.errors, "answer": got.text,
+                            "finish": got.finish, "window": window_key(order[0]) if order else ""}
+        if got.read.status == "ok":
+            return edit
+        _record_failed(ctx, rt, edit, got.read.status, got.read.errors)
+        hint = retry_hint(got.read, prompt)
+        if got.read.declined and prompt.window is not None:
+            # the model found nothing to change in this window: the next try looks at another one
+            schedule.decline(prompt.window)
+            order = _pick(schedule, windows, number)
+            hint = "" if order[0] != prompt.window else hint
+    return None
+
+
+async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweEditSettings) -> RepairState:
+    """`swe.edit`: one edit sample from the candidate the branch builds on (nothing written yet)."""
+    rt = runtime(ctx)
+    cfg = settings.over(rt.cfg)
+    current = current_of(state, rt.iid)
+    sources = await sources_at(rt, bench_of(rt, ctx), current["patch"])
+    windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
+                       prefer=ranked_of(state), evidence=evidence_of(state))
+    schedule, drawn = _schedule(state), list(state.get("drawn") or [])
+    updates: RepairState = {"hint": ""}
+    if not state.get("suspects"):
+        updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
+        if not rt.base_shown:  # once a task: what its search starts from (the first edit's view of it)
+            rt.base_shown = True
+            base = Verification.model_validate(state.get("base") or {})
+            emit_task(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,
+                      reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=cfg.edit_format,
+                      suspects=updates["suspects"])
+    try:
+        edit = await _draw(ctx, rt, cfg, state, current, sources, windows, schedule, drawn)
+    except BudgetExceeded as exc:  # the branch ends here; its candidates so far stand
+        edit = None
+        ctx.emit("repair.stopped", reason=f"limits_exceeded:{exc.kind}")
+    return {**updates, "edit": edit, "drawn": drawn,
+            "focus": {"shown": dict(schedule.shown), "declined": dict(schedule.declined)}}
+
+
+# ----------------------------------------------------------------------------------------------- swe.test
+
+
+def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, cand_id: str,
+             tried: tuple[str, list[str], Verification, float], part_of: str | None = None) -> AttemptRecord:
+    """Record a verified candidate (candidates file, `repair.attempt` event); its entry in `attempts`."""
+    patch, dropped, verification, started = tried
+    rt.record(Candidate(
+        instance_id=rt.iid, candidate_id=cand_id, parent_id=edit["parent_id"], status="ok", patch=patch,
+        dropped_test_files=dropped, edit_errors=edit["errors"], verification=verification,
+        finish_reason=edit["finish"], sample=edit["sample"], answer=edit["answer"][:4000] if part_of is None else "",
+        part_of=part_of, window=edit["window"] if part_of is None else "",
+    ))
+    emit(ctx, "repair.attempt", rt, cand_id, edit["parent_id"], value=verification.score, passed=verification.passed,
+         dropped_test_files=dropped, duration_s=round(time.monotonic() - started, 4), part_of=part_of)
+    return {"candidate_id": cand_id, "patch": patch, "sample": edit["sample"], "part_of": part_of,
+            "verification": verification.model_dump(mode="json")}
+
+
+async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, how: HowToVerify,
+                 cfg: RepairConfig, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
+    """An edit that failed and changed several places: each change alone verified as a candidate of its own
+    (`split_edits`, no model call), until one passes."""
+    sources = await sources_at(rt, bench, parent_patch)
+    out: list[AttemptRecord] = []
+    for number, files in enumerate(edit_parts(sources, edit["files"], limit=cfg.split_edits_limit), 1):
+        async with bench.lock:
+            tried = await bench.verify_files(parent_patch, files, how)
+        if tried is None or tried[0].strip() in seen:
+            continue
+        seen.add(tried[0].strip())
+        out.append(_attempt(ctx, rt, edit, f"{edit['candidate_id']}.{number}", tried, part_of=edit["candidate_id"]))
+        if tried[2].passed:
+            break
+    return out
+
+
+def _verdict(passed: bool | None, tries: int, max_attempts: int) -> Verdict:
+    return "pass" if passed else ("retry" if tries < max_attempts else "stop")
+
+
+async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -> str | None:
+    """What the issue's examples show when they show on base + `patch` what they showed on the unchanged code;
+    None when they show something else, or no report, or cannot tell a change (`spectrum.examples_comparable`:
+    run twice on the unchanged code, once a task). Runs in the sandbox, no model call; the workspace is left
+    at base."""
+    sources = await sources_at(rt, bench, "")
+    async with rt.examples_lock:
+        if not rt.examples_checked:
+            base = await bench.show_examples("", rt.issue, sources)
+            if examples_reach_code(base):  # else the second run is spared: nothing to compare
+                again = await bench.show_examples("", rt.issue, sources)
+                rt.examples_before = base if examples_comparable(base, again) else None
+            rt.examples_checked = True
+    before = rt.examples_before
+    if before is None:
+        return None
+    run = await bench.show_examples(patch + "\n", rt.issue, sources)
+    if run.problem or not run.shown or run.shown != before.shown:
+        return None  # something else shown, or no report (which `examples_changed` counts as unchanged)
+    return "".join(before.shown)
+
+
+async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweTestSettings) -> RepairState:
+    """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
+    of it (and of its parts) becomes the candidate when it scores at least as well."""
+    rt = runtime(ctx)
+    cfg = settings.over(rt.cfg)
+    edit, current = state.get("edit"), current_of(state, rt.iid)
+    tries = int(state.get("tries") or 0)
+    if not edit:  # nothing was drawn (the budget, or stop_on_success): no attempt for a reviewer to look at
+        return {"tried": None, "verdict": "stop"}
+    bench, how = bench_of(rt, ctx), how_to_verify(state)
+    tries += 1
+    async with bench.lock:
+        tried = await bench.verify_files(current["patch"], edit["files"], how)
+    if tried is None:  # it only touched test files, which are stripped
+        _record_failed(ctx, rt, edit, "noop", ["only test files changed", *edit["errors"]])
+        return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, cfg.max_attempts)}
+    made = [_attempt(ctx, rt, edit, edit["candidate_id"], tried)]
+    if tried[2].passed is not True and cfg.split_edits:
+        seen = {a["patch"].strip() for a in [*(state.get("attempts") or []), *made]}
+        made += await _parts(ctx, rt, bench, how, cfg, edit, current["patch"], seen)
+    best = max(made, key=lambda a: (a["verification"].get("passed") is True, a["verification"]["score"]))
+    verification = Verification.model_validate(best["verification"])
+    if verification.passed and cfg.stop_on_success:
+        rt.solved = True
+    attempts = [*(state.get("attempts") or []), *made]
+    retried = int(state.get("retried") or 0)
+    unchanged = None
+    if verification.passed is not True and cfg.examples_retries:
+        unchanged = await _examples_unchanged(rt, bench, made[0]["patch"])
+    if unchanged is not None:
+        emit(ctx, "repair.examples_unchanged", rt, edit["candidate_id"], None, shown=unchanged[:500])
+    if unchanged is not None and retried < cfg.examples_retries:
+        # the edit left the report's behaviour as it was: drawn again from the same candidate, told so; it
+        # stays a candidate, and the draw is not counted as an attempt
+        async with bench.lock:
+            await bench.restore(current["patch"])
+        return {"edit": None, "tried": best, "attempts": attempts, "tries": tries - 1, "retried": retried + 1,
+                "hint": examples_hint(made[0]["patch"], unchanged), "verdict": "retry", "value": current["value"]}
+    candidate = current
+    if verification.score >= float(current["score"]):
+        feedback = verification.output
+        if unchanged is not None and best is made[0]:  # no retry left: the next edit reads it in the feedback
+            feedback = (feedback + "\n\n" if feedback else "") + (
+                f"Run with this change, the issue's example still shows what it showed before:\n{unchanged[:800]}")
+        candidate = {"candidate_id": best["candidate_id"], "patch": best["patch"], "feedback": feedback,
+                     "score": verification.score, "value": verification.score}
+    if unchanged is not None or candidate["patch"] != made[-1]["patch"]:
+        async with bench.lock:
+            await bench.restore(candidate["patch"])  # the workspace as the next edit builds on it
+    return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,
+            "tries": tries, "verdict": _verdict(verification.passed, tries, cfg.max_attempts),
+            "value": candidate["value"]}
+
+
+# ----------------------------------------------------------------------------------------------- review
+
+
+def _reviewable(state: RepairState, iid: str,
+                verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[AttemptRecord, CandidateRecord] | None:
+    """(the attempt verified last, the candidate) when the chain goes on from that attempt (its verdict one of
+    `verdicts`) and its tests did not pass: what a critic or the value agent looks at."""
+    tried, current = state.get("tried"), current_of(state, iid)
+    if state.get("verdict") not in verdicts or not tried or tried["verification"].get("passed") is True:
+        return None
+    return (tried.copy(), current) if tried["candidate_id"] == current["candidate_id"] else None
+
+
+async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweCritiqueSettings) -> RepairState:
+    """`swe.critique`: a critic reviews a failed attempt the chain goes on from; its notes join the feedback
+    the next edit reads. A no-op unless `critique` is on or a critic model is given."""
+    rt = runtime(ctx)
+    cfg = settings.over(rt.cfg)
+    found = _reviewable(state, rt.iid)
+    if found is None or rt.models.critic is None or not (cfg.critique or cfg.critic_model):
+        return {}
+    tried, current = found
+    output = tried["verification"].get("output", "")
+    try:
+        review = await critique(rt.models.critic, cfg, rt.issue, tried["patch"], output, seed=cfg.seed + tried["sample"])
+    except BudgetExceeded:
+        return {}
+    feedback = (current["feedback"] + "\n\n" if current["feedback"] else "") + f"Reviewer's notes on this change:\n{review}"
+    return {"candidate": {**current, "feedback": feedback}}
+
+
+async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweValueSettings) -> RepairState:
+    """`swe.value`: the value agent values a failed attempt the chain goes on from; the value (blended with
+    the tests' score by `value_weight`) is the branch's search value, the assessment leads the next edit's
+    feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
+    valued too when the route brings it here: its value is what the search backs up and the final pick reads."""
+    rt = runtime(ctx)
+    cfg = settings.over(rt.cfg)
+    found = _reviewable(state, rt.iid, ("retry", "stop"))
+    if found is None:
+        return {}
+    tried, current = found
+    verification = Verification.model_validate(tried["verification"])
+    try:
+        judgement = await judge_attempt(rt.models.critic or rt.models.coder, cfg, rt.issue, tried["patch"],
+                                        verification, seed=cfg.seed + tried["sample"])
+    except BudgetExceeded:
+        return {}
+    judged = verification.score if judgement.value is None else judgement.value
+    value = round(cfg.value_weight * judged + (1 - cfg.value_weight) * verification.score, 4)
+    shown = f" (value {round(judgement.value * 100)}/100)" if judgement.value is not None else ""
+    feedback = f"A reviewer's assessment of the current change{shown}:\n{judgement.assessment}\n\n{current['feedback']}"
+    attempts = [a | {"value": judgement.value, "assessment": judgement.assessment}
+                if a["candidate_id"] == tried["candidate_id"] else a for a in state.get("attempts") or []]
+    emit(ctx, "repair.value", rt, tried["candidate_id"], None, value=judgement.value, search_value=value,
+         assessment=judgement.assessment)
+    return {"candidate": {**current, "feedback": feedback, "value": value}, "attempts": attempts, "value": value}
+
+
+__all__ = ["SAMPLE_STRIDE", "SweCritiqueSettings", "SweEditSettings", "SweTestSettings", "SweValueSettings", "bench_of",
+           "branch_of", "critique_node", "current_of", "edit_node", "sources_at", "test_node", "value_node"]

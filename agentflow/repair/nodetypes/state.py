@@ -1,0 +1,169 @@
+"""The state of a repair workflow: every key the repair node types read and write, with the type of its value.
+
+`RepairState` is the type of the `state` the repair's nodes take and of the updates they return, and the
+graph's state schema gives these keys these types (each repair `NodeType` names it as its `state`, see
+`agentflow.graph.compile.nodetypes`). Every value is plain JSON (dicts, lists, strings, numbers), so a checkpoint
+after each node holds all of it and a killed repair resumes where it stopped: a model's dump is kept as its
+JSON (`Verification.model_dump(mode="json")`), records of the repair's own as the TypedDicts below.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+VerificationJSON = dict[str, Any]
+"""A `workbench.Verification` as JSON (`model_dump(mode="json")`): read back with `model_validate`."""
+
+
+class AttemptRecord(TypedDict):
+    """A verified candidate (`attempts`, `tried`): what the choice picks among."""
+
+    candidate_id: str
+    patch: str
+    sample: int
+    """The number of the sample it came from (its seed)."""
+    verification: VerificationJSON
+    part_of: NotRequired[str | None]
+    """One change of a failed edit, verified alone (`split_edits`): that edit's candidate id."""
+    value: NotRequired[float | None]
+    """The value agent's value of it (`swe.value`)."""
+    assessment: NotRequired[str]
+    """The value agent's assessment of it (`swe.value`)."""
+
+
+class CandidateRecord(TypedDict):
+    """What a chain's next edit builds on (`candidate`)."""
+
+    candidate_id: str
+    patch: str
+    feedback: str
+    """The tests' output, a reviewer's notes: what the next edit's prompt shows."""
+    score: float
+    """Its tests' share passing."""
+    value: float
+    """What the search values the branch by."""
+
+
+class EditRecord(TypedDict):
+    """An edit sample `swe.edit` drew and read, not yet written (`edit`); `swe.test` verifies it."""
+
+    candidate_id: str
+    parent_id: str
+    sample: int
+    files: dict[str, str]
+    """Path -> its new content."""
+    errors: list[str]
+    answer: str
+    finish: str
+    window: str
+    """The suspect the sample rewrote first (`focus.window_key`)."""
+
+
+class FocusRecord(TypedDict):
+    """Which suspects a chain's samples looked at and which the model left alone (`focus.FocusSchedule`)."""
+
+    shown: dict[str, int]
+    declined: dict[str, int]
+
+
+class ReproductionRecord(TypedDict, total=False):
+    """Blind mode's reproduction script (`swe.reproduce`) and the keep-working check beside it."""
+
+    kept: bool | None
+    """True: it fails while the bug is present and verifies candidates; None: none was tried."""
+    script: str
+    keep_check: str | None
+
+
+class RegressionRecord(TypedDict, total=False):
+    """The selected regression tests (`swe.regression`)."""
+
+    selected: bool
+    passing: int
+    deselected: list[str]
+    test_cmd: str
+    """The test command that verifies candidates from then on."""
+
+
+class LocalizedRecord(TypedDict):
+    """What the model's localization chose (`swe.localize`), each as `path:name`."""
+
+    files: list[str]
+    symbols: list[str]
+    locations: list[str]
+
+
+class GeneratedTest(TypedDict):
+    """A test script a trajectory wrote (`swe.trajectories`); `swe.vote_tests` runs it on every candidate."""
+
+    candidate_id: str
+    script: str
+
+
+class ChosenRecord(TypedDict):
+    """The submitted candidate (`chosen`)."""
+
+    candidate_id: str
+    patch: str
+    chosen_by: str | None
+    """What decided (`tests`, `vote`, `discriminator`, ...)."""
+    noop: bool | None
+    """It changes no code."""
+
+
+class FinalRecord(TypedDict, total=False):
+    """The chosen candidate's final verification and report, or why nothing was submitted (`final`)."""
+
+    verification: VerificationJSON
+    report: dict[str, Any]
+    """The task's `InstanceReport` as JSON."""
+    declined: str
+
+
+Verdict = Literal["pass", "retry", "stop"]
+"""After `swe.test`: the tests passed, another attempt follows, or the chain stops."""
+
+
+class RepairState(TypedDict, total=False):
+    """Every state key of the repair's node types (a node reads some and returns an update of others)."""
+
+    issue: str
+    base: VerificationJSON
+    """The tests on the unchanged code (`swe.baseline`, again after a kept reproduction or selected tests)."""
+    spectrum: dict[str, Any]
+    """The call-traced runs' summary (`spectrum.gather_evidence`; empty when off)."""
+    ranked: list[list[str]]
+    """Suspect functions, most suspect first, each `[path, qualified name]`."""
+    localized: LocalizedRecord
+    reproduction: ReproductionRecord
+    regression: RegressionRecord
+    plan: str
+    edit: EditRecord | None
+    drawn: list[int]
+    """The numbers of every sample drawn (resampled answers included)."""
+    focus: FocusRecord
+    suspects: list[str]
+    """The code windows (`path:name`) the first edit looked at."""
+    hint: str
+    """What the next edit is told about an edit that left the issue's examples as they were."""
+    candidate: CandidateRecord
+    tried: AttemptRecord | None
+    """The attempt `swe.test` verified last (the critic and the value agent look at it)."""
+    tries: int
+    retried: int
+    """Edits drawn again because they left the issue's examples as they were (`examples_retries`)."""
+    verdict: Verdict
+    value: float
+    """A branch's search value."""
+    attempts: list[AttemptRecord]
+    samples: int
+    tests: list[GeneratedTest]
+    search: dict[str, Any]
+    """The search's report (a graph search node's `output`; `swe.trajectories`' stop reason)."""
+    chosen: ChosenRecord | None
+    final: FinalRecord
+
+
+__all__ = ["AttemptRecord", "CandidateRecord", "ChosenRecord", "EditRecord", "FinalRecord", "FocusRecord",
+           "GeneratedTest", "LocalizedRecord", "RegressionRecord", "RepairState", "ReproductionRecord", "Verdict",
+           "VerificationJSON"]

@@ -1,0 +1,134 @@
+"""Model-written tests as judges (CodeMonkeys, Ehrlich et al. 2025): every generated test script runs against
+every candidate in the sandbox, the candidates vote by the tests they pass, and a selection trajectory (a
+model that reads the finalists, may run scripts of its own on them, and then picks one) decides among those
+the vote cannot split. Node type `swe.vote_tests` (after `swe.trajectories`, which writes `tests`). Only the
+candidates that may be the fix vote (`nodekit.may_fix`: none that changes no code when the tests fail
+at the base commit; with only such candidates nothing is submitted).
+
+Scripts are model-written code: they run only in the task's sandbox, from its scratch folder (never in a
+patch), with the repository root on the path; exit status 0 is a pass.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from agentflow.budget import BudgetExceeded
+from agentflow.errors import ModelError
+from agentflow.graph.run.context import NodeContext
+from agentflow.models.ask import code_blocks
+from agentflow.models.base import ChatRequest, Message
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.edit.steps import render
+from agentflow.repair.nodetypes.discriminate import picked
+from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
+from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.state import AttemptRecord, RepairState
+from agentflow.repair.outcome import Attempt
+from agentflow.repair.verify.workbench import Verification, Workbench
+from agentflow.sandbox.base import sh_command
+from agentflow.swe.normalize import normalise_output
+from agentflow.swe.testrun import test_env
+from agentflow.swe.workspace import EVAL_DIR
+
+
+@repair_fields("finalists", "select_turns", "max_tokens", "temperature", "seed", "prompts", "test_timeout_s")
+class VoteTestsSettings(NodeSettings):
+    """Settings of the swe.vote_tests node type."""
+
+
+async def run_script(bench: Workbench, name: str, script: str, patch: str) -> tuple[bool, str]:
+    """(passed, output) of a model-written script on base + `patch`, in the sandbox (call under `bench.lock`)."""
+    await bench.restore(patch)
+    path = f"{EVAL_DIR}/generated_{name}.py"  # a prefix no module has: the scratch folder is on the harness's path
+    await bench.sandbox.write_file(path, script)
+    cmd = f"{test_env(EVAL_DIR)}{bench.python} {shlex.quote(path)}"
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
+    result = await bench.sandbox.exec(sh_command(cmd), env=env, timeout=min(60.0, bench.cfg.test_timeout_s))
+    return result.ok, f"(exit {result.exit_code})\n{result.output.strip()[-1200:]}"
+
+
+def test_script(text: str) -> str | None:
+    """The first code block of an answer that is a script, not edit blocks."""
+    return next((b for b in code_blocks(text) if "<<<<<<<" not in b and ">>>>>>>" not in b), None)
+
+
+async def vote(bench: Workbench, candidates: list[AttemptRecord], scripts: list[str]) -> tuple[dict[str, int], list[int]]:
+    """Each candidate's count of passed tests, over the tests that fail on the unchanged code (all of them when
+    none does: then they only guard against regressions); the indices of the tests that counted."""
+    async with bench.lock:
+        at_base = [(await run_script(bench, f"vote_{i}", s, ""))[0] for i, s in enumerate(scripts)]
+        counted = [i for i, ok in enumerate(at_base) if not ok] or list(range(len(scripts)))
+        votes: dict[str, int] = {}
+        for cand in candidates:
+            votes[cand["candidate_id"]] = sum(
+                [(await run_script(bench, f"vote_{i}", scripts[i], cand["patch"]))[0] for i in counted])
+        await bench.reset()
+    return votes, counted
+
+
+async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecord], votes: dict[str, int]) -> int | None:
+    """The selection trajectory: up to `select_turns` turns of running a script on a finalist (`RUN N` and a
+    code block) or choosing one (`CHOICE: N`); the 1-based pick, or None when it named none."""
+    shown = "\n\n".join(f"[{n}] passes {votes[a['candidate_id']]} of the generated tests\n```diff\n{a['patch'][:2500]}```"
+                        for n, a in enumerate(finals, 1))
+    messages = [Message.system(render(cfg, "helper_system")),
+                Message.user(render(cfg, "select", {"issue": rt.issue, "finalists": shown, "count": str(len(finals))}))]
+    for turn in range(cfg.select_turns):
+        response = await rt.models.coder.chat(ChatRequest(messages=messages, temperature=0.0, seed=cfg.seed + turn,
+                                                          max_tokens=cfg.max_tokens))
+        text = response.text
+        if (choice := picked(text, "choice", len(finals))) is not None:
+            return choice
+        messages.append(Message.assistant(text))
+        run = re.search(r"\bRUN\s+\[?(\d+)", text, re.IGNORECASE)
+        script = test_script(text)
+        if run and script and 1 <= int(run.group(1)) <= len(finals):
+            number = int(run.group(1))
+            async with rt.bench.lock:
+                _, output = await run_script(rt.bench, "select", script, finals[number - 1]["patch"])
+                await rt.bench.reset()
+            reply = f"Output of your script on candidate {number} {output}"
+        else:
+            reply = "Answer with `RUN N` and a ```python script to run on candidate N, or with `CHOICE: N`."
+        if turn == cfg.select_turns - 2:
+            reply += "\nYour next answer must be `CHOICE: N`."
+        messages.append(Message.user(reply))
+        emit(rt, "repair.select_turn", turn=turn, ran=bool(run and script), output=reply[:1500])
+    return None
+
+
+async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: VoteTestsSettings) -> RepairState:
+    rt = runtime(ctx)
+    cfg = settings.over(rt.cfg)
+    attempts, noops = await may_fix(rt, state)
+    if attempts is None:
+        return declined("noop")
+    pool: dict[str, AttemptRecord] = {}
+    for a in attempts:  # distinct patches; one that breaks the repository's tests is out
+        if a["verification"].get("passed") is not False:
+            pool.setdefault(normalise_output(a["patch"]), a)
+    candidates = list(pool.values()) or attempts[:1]
+    if not candidates:
+        return {"chosen": None}
+    scripts = list(dict.fromkeys(t["script"] for t in state.get("tests") or [] if t.get("script")))
+    votes, counted = await vote(rt.bench, candidates, scripts) if scripts else ({c["candidate_id"]: 0 for c in candidates}, [])
+    top = max(votes.values())
+    finals = [c for c in candidates if votes[c["candidate_id"]] == top][: cfg.finalists]
+    pick, chosen_by, error = 1, "test_vote" if len(candidates) > 1 else "only", None
+    if len(finals) > 1:
+        try:
+            number = await select(rt, cfg, finals, votes)
+            pick, chosen_by = (number, "selector") if number else (1, "test_vote")
+        except (BudgetExceeded, ModelError) as exc:  # the first finalist stands; the event says why
+            error = f"{type(exc).__name__}: {exc}"
+    best = finals[pick - 1]
+    emit(rt, "repair.test_vote", votes=votes, tests=len(scripts), counted=counted,
+         finalists=[c["candidate_id"] for c in finals], chosen=best["candidate_id"], chosen_by=chosen_by, error=error)
+    attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
+                      best["sample"])
+    return await submit(rt, state, attempt, chosen_by, noops=noops)
+
+
+__all__ = ["VoteTestsSettings", "run_script", "select", "test_script", "vote", "vote_tests_node"]

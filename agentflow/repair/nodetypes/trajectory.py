@@ -1,0 +1,230 @@
+"""Multi-turn repair trajectories (CodeMonkeys, Ehrlich et al. 2025): each trajectory writes a test script and
+an edit together, sees the script run in the sandbox on the original code and on its change, and revises
+either over several turns until it answers DONE. The edit form follows the run's `edit_format`: with
+`rewrite` (what `auto` gives a local model) the trajectory's suspect function is rewritten whole -- with
+SEARCH/REPLACE blocks the embedded small model seldom gives a usable edit -- and the test script
+is the answer's other code block. `trajectories` run at once (parallel compute), each for at
+most `turns` model calls (serial compute). Node type `swe.trajectories` (in place of a search node): every
+trajectory's last change is a candidate (verified like any other), and its last script joins `tests`, which
+`swe.vote_tests` runs against every candidate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from agentflow.budget import BudgetExceeded, CallSlots
+from agentflow.errors import ModelError
+from agentflow.graph.run.context import NodeContext
+from agentflow.models.ask import code_blocks
+from agentflow.models.base import ChatRequest, Message
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.edit.steps import (
+    DEF_LINE,
+    ReadEdits,
+    public_api,
+    read_edits,
+    read_rewrite,
+    render,
+    render_windows,
+    rewrite_values,
+    suspects,
+)
+from agentflow.repair.locate.focus import rotated
+from agentflow.repair.locate.localize import Window
+from agentflow.repair.nodetypes.nodekit import emit, evidence_of, how_to_verify, ranked_of, runtime
+from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.state import AttemptRecord, GeneratedTest, RepairState
+from agentflow.repair.nodetypes.testgen import run_script, test_script
+from agentflow.repair.outcome import Candidate
+
+
+@repair_fields("trajectories", "turns", "concurrency", "temperature", "max_tokens", "seed", "prompts",
+               "max_prompt_chars", "windows", "window_lines", "edit_format", "context_windows", "file_context_lines")
+class TrajectorySettings(NodeSettings):
+    """Settings of the swe.trajectories node type."""
+
+
+_DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
+
+
+def _without_blocks(text: str, script: str | None) -> str:
+    """The answer without its test script (so edit blocks are read from the rest)."""
+    return text.replace(script, "") if script else text
+
+
+class SearchReplaceForm:
+    """Edits as SEARCH/REPLACE blocks over the suspects shown; each turn's blocks apply to the code so far."""
+
+    revise = "give more SEARCH/REPLACE blocks (they apply to the code with your change)"
+
+    def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
+        code = render_windows(sources, windows, cfg.max_prompt_chars // 2, at_least_one=True)
+        self.path = windows[0].path if windows else None
+        self.first = render(cfg, "trajectory", {"issue": issue, "api": public_api(sources), "code": code,
+                                                "path": self.path or "path/to/file.py"})
+        self.sources = sources
+
+    def script(self, text: str) -> str | None:
+        return test_script(text)
+
+    def gave_edit(self, text: str) -> bool:
+        return "<<<<<<<" in text
+
+    def read(self, text: str, files: dict[str, str]) -> ReadEdits:
+        return read_edits(text, {**self.sources, **files}, self.path, complete=True)
+
+
+class RewriteForm:
+    """The trajectory's suspect rewritten whole (the form small models get right most often); each turn's
+    rewrite replaces the last one, and the test script is the answer's other code block."""
+
+    def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
+        self.window, self.sources = windows[0], sources
+        values = rewrite_values(cfg, sources, self.window)
+        context = render_windows(sources, windows[1 : 1 + cfg.context_windows], cfg.max_prompt_chars // 4,
+                                 at_least_one=False)
+        self.first = render(cfg, "trajectory_rewrite", values | {
+            "issue": issue, "api": public_api(sources), "path": self.window.path,
+            "code": f"Other code that may matter (line numbers are not part of it):\n{context}\n" if context else ""})
+        name = DEF_LINE.match(values["snippet"])
+        self._def = re.compile(rf"^\s*{re.escape(name.group(0))}\s*\(", re.MULTILINE) if name else None
+        self._lines = {line.strip() for line in values["snippet"].splitlines() if len(line.strip()) > 3}
+        self.revise = (f"give {values['symbol']} again, complete and corrected, in a ```python block"
+                       f"{values['opening']} (it replaces your previous version)")
+
+    def _is_rewrite(self, block: str) -> bool:
+        """A block that gives the window back: its `def` line, or (a window of a function's body) most of its
+        lines; a test script shares few lines with the code it tests."""
+        if self._def is not None:
+            return self._def.search(block) is not None
+        shared = sum(line.strip() in self._lines for line in block.splitlines())
+        return bool(self._lines) and shared >= len(self._lines) / 2
+
+    def script(self, text: str) -> str | None:
+        return next((b for b in code_blocks(text) if not self._is_rewrite(b)), None)
+
+    def gave_edit(self, text: str) -> bool:
+        return any(self._is_rewrite(b) for b in code_blocks(text))
+
+    def read(self, text: str, files: dict[str, str]) -> ReadEdits:
+        return read_rewrite(text, self.sources, self.window)
+
+
+async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, script: str | None,
+                         files: dict[str, str], status: str, revise: str) -> tuple[str, str]:
+    """Run the script on the original code and on the trajectory's change; (the next user message, patch)."""
+    async with rt.bench.lock:
+        await rt.bench.restore("")
+        for path, content in files.items():
+            await rt.bench.sandbox.write_file(path, content)
+        patch, _ = await rt.bench.diff()
+        base_out = patched_out = "(no script yet)"
+        if script:
+            base_ok, base_out = await run_script(rt.bench, f"traj_{number}", script, "")
+            patched_ok, patched_out = await run_script(rt.bench, f"traj_{number}", script, patch)
+            base_out = ("passed " if base_ok else "failed ") + base_out
+            patched_out = ("passed " if patched_ok else "failed ") + patched_out
+        await rt.bench.reset()
+    values = {"edit_status": status, "base_output": base_out, "patched_output": patched_out,
+              "diff": patch[:2500] or "(no change yet)", "revise": revise}
+    return render(cfg, "trajectory_turn", values), patch
+
+
+def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str,
+              windows: list[Window]) -> SearchReplaceForm | RewriteForm:
+    """A trajectory's edit form over `windows`, the one it starts from first."""
+    if cfg.edit_format == "rewrite" and windows:
+        return RewriteForm(cfg, sources, issue, windows)
+    return SearchReplaceForm(cfg, sources, issue, windows)
+
+
+async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: SearchReplaceForm | RewriteForm,
+                     counter: list[int], calls: CallSlots) -> dict[str, Any]:
+    """One trajectory: its last patch and script, the turns it took and why it stopped."""
+    messages = [Message.system(render(cfg, "system", {})), Message.user(form.first)]
+    files: dict[str, str] = {}
+    script: str | None = None
+    patch, stopped, turns = "", "turns", 0
+    for turn in range(cfg.turns):
+        try:
+            with calls.hold():
+                counter[0] += 1
+                request = ChatRequest(messages=messages, temperature=cfg.temperature,
+                                      seed=cfg.seed + 1000 * number + turn, max_tokens=cfg.max_tokens)
+                text = (await rt.models.coder.chat(request)).text
+        except BudgetExceeded as exc:
+            stopped = f"limits_exceeded:{exc.kind}"
+            break
+        except ModelError as exc:
+            stopped = f"model_error: {exc}"
+            break
+        turns += 1
+        messages.append(Message.assistant(text))
+        new_script = form.script(text)
+        if _DONE.search(text) and new_script is None and not form.gave_edit(text) and turn > 0:
+            stopped = "done"
+            break
+        script = new_script or script
+        read = form.read(_without_blocks(text, new_script), files)
+        if read.status == "ok":
+            files.update(read.files)
+            status = "Your edit was applied."
+        elif not form.gave_edit(text):
+            status = "You gave no edit."
+        else:
+            status = f"Your edit was not applied ({read.status}: {'; '.join(read.errors[:2]) or 'no edit blocks'})."
+        reply, patch = await _turn_feedback(rt, cfg, number, script, files, status, form.revise)
+        emit(rt, "repair.trajectory_turn", trajectory=number, turn=turn, edit=read.status, script=bool(script),
+             feedback=reply[:2000])
+        messages.append(Message.user(reply))
+    return {"trajectory": number, "patch": patch, "script": script, "turns": turns, "stopped": stopped}
+
+
+async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings) -> RepairState:
+    rt = runtime(ctx)
+    cfg = settings.over(rt.cfg)
+    async with rt.bench.lock:
+        await rt.bench.reset()
+        sources = await rt.bench.python_sources()
+    gate = asyncio.Semaphore(cfg.concurrency)
+    counter, calls = [0], CallSlots(rt.budget)
+    # ranked once; each trajectory starts from another suspect (the rotation a search's samples use)
+    ranked = suspects(cfg, sources, rt.issue, "", focus=0, prefer=ranked_of(state), evidence=evidence_of(state))
+
+    async def one(number: int) -> dict[str, Any]:
+        async with gate:
+            form = edit_form(cfg, sources, rt.issue, rotated(ranked, number))
+            return await trajectory(rt, cfg, number, form, counter, calls)
+
+    # every trajectory finishes before an error goes up: none may go on in a sandbox that is being closed
+    results = await asyncio.gather(*(one(i) for i in range(cfg.trajectories)), return_exceptions=True)
+    failed = next((r for r in results if isinstance(r, BaseException)), None)
+    if failed is not None:
+        raise failed
+    runs = [r for r in results if isinstance(r, dict)]
+    how = how_to_verify(state)
+    attempts: list[AttemptRecord] = []
+    tests: list[GeneratedTest] = []
+    for run in runs:
+        cand_id = f"{rt.iid}/t{run['trajectory'] + 1}"
+        if run["script"]:
+            tests.append({"candidate_id": cand_id, "script": run["script"]})
+        if not run["patch"].strip():
+            continue
+        async with rt.bench.lock:
+            verification, _ = await rt.bench.verify(run["patch"], how)
+        attempts.append({"candidate_id": cand_id, "patch": run["patch"], "sample": run["trajectory"] + 1,
+                         "verification": verification.model_dump(mode="json")})
+        rt.record(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",
+                            patch=run["patch"], verification=verification, sample=run["trajectory"] + 1))
+    emit(rt, "repair.trajectories", runs=[{k: v for k, v in r.items() if k != "patch"} for r in runs])
+    errors = [r["stopped"] for r in runs if r["stopped"] not in ("done", "turns")]
+    stopped = errors[0].split(":", 1)[0] if errors and errors[0].startswith("model_error") else (errors or [None])[0]
+    return {"attempts": attempts, "samples": counter[0], "tests": tests,
+            "search": {"stopped": stopped, "error": errors[0] if errors else None}}
+
+
+__all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "edit_form", "trajectories_node", "trajectory"]

@@ -1,0 +1,1 @@
+"""Running repairs: one task (solve), a batch of tasks, remote workers, progress, candidates."""

@@ -1,0 +1,83 @@
+"""A task's record of its candidates: in memory (the outcome's count, the best so far), in the task's
+`candidates.jsonl` and as `repair.candidate` events.
+
+A resumed task keeps what its killed run recorded: the node it stopped in goes on from where it was (a graph
+search takes its finished branches as they were). A node cut by the kill and run again records the same
+candidates under the same ids: the later record of an id replaces the earlier one, so each candidate is in
+the file once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentflow.events import EventLog
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.run.progress import candidate_reason
+from agentflow.runfiles import open_append, read_text, replace_file
+from agentflow.secrets import redact
+
+FILE = "candidates.jsonl"
+
+
+class CandidateLog:
+    """Records candidates (call it with one); `rows` holds them in the order first recorded."""
+
+    def __init__(self, inst_dir: Path | None, events: EventLog) -> None:
+        self.path = inst_dir / FILE if inst_dir is not None else None
+        self.events = events
+        self.rows: list[Candidate] = []
+
+    def __call__(self, cand: Candidate) -> None:
+        known = next((i for i, row in enumerate(self.rows) if row.candidate_id == cand.candidate_id), None)
+        if known is None:
+            self.rows.append(cand)
+            self._append(cand)
+        else:  # recorded again by a node a kill had cut short: this record is the one that stands
+            self.rows[known] = cand
+            self._rewrite()
+        v = cand.verification
+        self.events.emit("repair.candidate", node_id=cand.candidate_id, parent_id=cand.parent_id,
+                         instance_id=cand.instance_id, candidate_id=cand.candidate_id, status=cand.status,
+                         passed=v.passed if v is not None else None, score=v.score if v is not None else None,
+                         reason=candidate_reason(cand), part_of=cand.part_of)
+
+    def start(self) -> None:
+        """Begin the record anew (a new task)."""
+        self.rows = []
+        if self.path is not None:
+            replace_file(self.path, "")
+
+    def carry_on(self) -> None:
+        """Take up what the killed run had recorded (a line it was writing when killed is left out)."""
+        self.rows = []
+        if self.path is None or not self.path.is_file():
+            return
+        for line in (read_text(self.path) or "").splitlines():
+            try:
+                self.rows.append(Candidate.model_validate_json(line))
+            except ValueError:
+                continue
+        self._rewrite()
+
+    def passed(self) -> bool:
+        """Whether a recorded candidate passed tests that decide."""
+        return any(c.status == "ok" and c.verification is not None and c.verification.passed is True
+                   for c in self.rows)
+
+    def _append(self, cand: Candidate) -> None:
+        if self.path is not None:
+            with open_append(self.path) as fh:  # never through a link the run folder brings
+                fh.write(_line(cand))
+
+    def _rewrite(self) -> None:
+        if self.path is not None:
+            replace_file(self.path, "".join(_line(c) for c in self.rows))
+
+
+def _line(cand: Candidate) -> str:
+    return json.dumps(redact(cand.model_dump(mode="json"))) + "\n"
+
+
+__all__ = ["FILE", "CandidateLog"]

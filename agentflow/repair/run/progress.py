@@ -1,0 +1,494 @@
+"""What a repair is doing, said while it runs.
+
+`ProgressPrinter` is an `EventSink` on a run's `EventLog`: it turns the events into one line per model call
+(its step, tokens and how long it took), per candidate (its outcome and why it failed), per decision (which
+candidate was chosen and why), per step and per task, each with the time since the run started and, where
+it can, an estimate of the time left. `agentflow repair` and `agentflow bench` print the lines on stderr,
+flushed line by line whether stderr is a terminal or a file (`--quiet`: none); a Python caller adds the same
+printer to its own log (`events.sinks.append(ProgressPrinter())`) or passes it to `run_batch(sinks=[...])`.
+
+The estimate of a task: its mean seconds per model call so far (its elapsed time, test runs included, over
+its calls) times the calls still expected. `expected_calls` says how many each node of the workflow makes
+(written in `repair.start`); a node that ended expects none more (a running one past its share: one, when
+nothing else is left), and the task's `step_limit` and `wall_time_s` cap it. A bench's line estimates from
+its finished tasks (`Progress.eta_s`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from agentflow.events import Event
+
+if TYPE_CHECKING:
+    from agentflow.repair.config import RepairConfig
+    from agentflow.repair.outcome import Candidate, InstanceOutcome
+    from agentflow.repair.run.progress import Progress, RunCounts
+    from agentflow.repair.verify.workbench import Verification
+
+__all__ = ["ProgressPrinter", "candidate_reason", "counts_text", "expected_calls", "format_duration", "verdict"]
+
+
+# ----------------------------------------------------------------------------------------------- what to expect
+
+
+def expected_calls(cfg: RepairConfig, spec: Any, node_settings: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """Model calls each top-level node of the repair workflow `spec` is expected to make with `cfg` and the
+    nodes' own settings: the basis of a task's time estimate, not a limit (a node that turns out to have
+    nothing to do makes fewer; answers that change nothing are drawn again and make more)."""
+    critique = bool(cfg.critique or cfg.critic_model) or any(s.get("critique") for s in node_settings.values())
+    out: dict[str, int] = {}
+    for name, node in spec.nodes.items():
+        if node.search is not None:
+            out[name] = _graph_search_calls(cfg, node, node_settings, critique)
+            continue
+        c = cfg.model_copy(update=dict(node_settings.get(name) or {}))
+        calls = {
+            "swe.rank": int(c.rank),
+            "swe.reproduce": (1 + int(c.keep_check)) if c.reproduce and c.feedback != "task" else 0,
+            "swe.plan": int(c.plan or c.planner_model is not None),
+            "swe.choose": int(c.verifier_model is not None),
+            "swe.localize": 3,
+            "swe.regression": 1,
+            "swe.trajectories": c.trajectories * c.turns,
+            "swe.vote_tests": 1,
+            "swe.discriminate": c.finalists * c.debaters + 1,
+        }.get(node.type or "", 0)
+        out[name] = calls
+    return out
+
+
+def _graph_search_calls(cfg: RepairConfig, node: Any, node_settings: Mapping[str, Mapping[str, Any]],
+                        critique: bool) -> int:
+    """Model calls of a graph search node over repair steps: attempts times the calls of one (an edit, and a
+    review when a critique or value node follows it). best_of_n: `n` chains of the test node's `max_attempts`;
+    mcts: `n` expansions of one attempt; beam/tot and rebase: a step per depth, each of `n` (x `expand` for
+    beam) attempts."""
+    from agentflow.graph.search.settings import SearchSettings  # the search's defaults, from their one source
+
+    search = SearchSettings.model_validate(dict(node.search))
+    steps = {n: (s.type or "", cfg.model_copy(update=dict(node_settings.get(n) or {})))
+             for n, s in node.subgraph.nodes.items()}
+    edit = next((c for t, c in steps.values() if t == "swe.edit"), cfg)
+    chain = next((c.max_attempts for t, c in steps.values() if t == "swe.test"), cfg.max_attempts)
+    reviews = int(any(t == "swe.value" for t, _ in steps.values()))
+    reviews += int(critique and any(t == "swe.critique" for t, _ in steps.values()))
+    per_attempt = (max(1, edit.tool_steps // 2) if edit.edit_format == "tools" else 1) + reviews
+    n, depth = search.n, min(chain, search.max_depth)
+    attempts = {"best_of_n": n * chain, "mcts": n, "rebase": n * depth}.get(
+        search.strategy, n * search.expand_at(0) * depth)
+    return attempts * per_attempt
+
+
+# ----------------------------------------------------------------------------------------------- why, in words
+
+
+def _short(test_id: str) -> str:
+    return test_id.rsplit("::", 1)[-1]
+
+
+def _names(ids: list[str], limit: int = 3) -> str:
+    shown = ", ".join(_short(t) for t in ids[:limit])
+    return shown + (f", and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+_FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
+
+
+def verdict(v: Verification | None) -> str:
+    """What a candidate's verification says, in a few words: `tests pass`, `tests fail (2 of 5: test_x,
+    test_y)`, `the issue still reproduces`, `not refuted: ...` (blind mode, where passing tests prove no fix);
+    with which tests ran when only those reaching the change did."""
+    said = _verdict(v)
+    if v is not None and v.targeted and v.shortened:
+        said += f" [ran the {v.targeted} tests failing at the base commit: the test-time share]"
+    elif v is not None and v.targeted:
+        said += f" [ran the {v.targeted} tests that reach the change]"
+    return said
+
+
+def _verdict(v: Verification | None) -> str:
+    if v is None or v.kind == "none":
+        return "not verified"
+    if v.kind == "task_tests" and v.tests_status:
+        ids = [t for part in v.tests_status.values() for t in part.get("failure", [])]
+        total = sum(len(t) for part in v.tests_status.values() for t in part.values())
+        if not ids:
+            return f"tests pass ({total} of {total})"
+        return f"tests fail ({len(ids)} of {total}: {_names(ids)})"
+    said: list[str] = []
+    if v.exit_code != 0:
+        failed = list(dict.fromkeys(_FAILED_LINE.findall(v.output)))
+        counts = v.counts
+        of = f" of {counts[1]}" if counts and counts[1] else ""
+        if failed:
+            said.append(f"tests fail ({len(failed)}{of}: {_names(failed)})")
+        elif counts and counts[1] > counts[0]:
+            said.append(f"tests fail ({counts[1] - counts[0]}{of})")
+        else:
+            said.append(f"the tests did not run to the end (exit {v.exit_code})")
+    if v.reproduced:
+        said.append("the issue still reproduces")
+    if said:
+        return "; ".join(said)
+    if v.passed is True:
+        return "tests pass"
+    if v.reproduced is False:
+        return "not refuted: the tests pass and the reproduction no longer fails"
+    return "not refuted: the tests pass (as they did before the change)"
+
+
+_STATUS_WORDS = {"noop": "noop", "unparsable": "the answer could not be read",
+                 "apply_error": "the edit does not apply"}
+
+
+def candidate_reason(cand: Candidate) -> str:
+    """A candidates.jsonl row's outcome in a few words (why it failed, when it did)."""
+    if cand.status == "ok":
+        return verdict(cand.verification)
+    why = _STATUS_WORDS.get(cand.status, cand.status)
+    return f"{why} ({cand.edit_errors[0][:160]})" if cand.edit_errors else why
+
+
+_CHOSEN_BY = {
+    "only": "the only candidate with a patch",
+    "tests": "the best test result",
+    "keep_check": "it still passes the keep-working check, the others do not",
+    "examples": "it changes what the issue's examples show",
+    "behaviour_vote": "most samples make the issue's examples show what it makes them show",
+    "vote": "most samples agree on its patch",
+    "verifier": "the verifier model judged it best",
+    "value": "the best value among the finalists",
+    "test_vote": "it passes the most generated tests",
+    "selector": "the selection trajectory picked it",
+    "best_so_far": "the best verified so far when a limit stopped the task",
+}
+
+
+def format_duration(seconds: float | None) -> str:
+    """`42s`, `3m05s`, `1h02m`; `?` for None."""
+    if seconds is None:
+        return "?"
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _clock(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60:02d}:{s % 60:02d}"
+
+
+def counts_text(counts: RunCounts, total: int) -> str:
+    """`3/10 done: submitted 2 (resolved 1), failed 1` — the counts of report.json (`RunCounts`)."""
+    return (f"{counts.done}/{total} done: submitted {counts.submitted} (resolved {counts.resolved}), "
+            f"failed {counts.failed}")
+
+
+# ----------------------------------------------------------------------------------------------- the printer
+
+
+def _stderr_line(line: str) -> None:
+    # looked up at each line: a live progress bar (bench on a terminal) swaps sys.stderr for its own proxy
+    stream = sys.stderr
+    stream.write(line + "\n")
+    stream.flush()
+
+
+@dataclass
+class _Task:
+    """What the printer knows of one task."""
+
+    started: float
+    plan: dict[str, int]
+    step_limit: int | None
+    wall_time_s: float | None
+    model: str
+    node: str | None = None
+    ended: set[str] = field(default_factory=set)
+    calls: int = 0
+    node_calls: int = 0
+    tokens: int = 0
+    candidates: int = 0
+    cannot_run: bool = False
+    """The pre-flight found that the tests cannot run."""
+
+    def calls_expected(self) -> int:
+        """The plan's calls, at most the step limit."""
+        total = sum(self.plan.values())
+        return min(total, self.step_limit) if self.step_limit is not None else total
+
+    def calls_left(self) -> int:
+        left = sum(calls for name, calls in self.plan.items() if name not in self.ended and name != self.node)
+        if self.node is not None:
+            expected = self.plan.get(self.node, 0)
+            # a node past its expected calls (answers drawn again) makes one more, as far as anyone can tell
+            left += max(expected - self.node_calls, 0) or int(bool(expected) and not left)
+        if self.step_limit is not None:
+            left = min(left, max(0, self.step_limit - self.calls))
+        return left
+
+    def eta_s(self, now: float) -> float | None:
+        if self.calls == 0:
+            return None
+        elapsed = now - self.started
+        eta = elapsed / self.calls * self.calls_left()
+        if self.wall_time_s is not None:
+            eta = min(eta, max(0.0, self.wall_time_s - elapsed))
+        return eta
+
+
+class ProgressPrinter:
+    """An `EventSink` that says what a repair is doing (see the module docstring). `write` takes one line
+    (default: stderr, flushed); lines name their task when the run has more than one. Never raises: a line it
+    cannot make is left out rather than stopping the repair that emitted the event."""
+
+    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+        self.write = write or _stderr_line
+        self.tasks: dict[str, _Task] = {}
+        self.t0: float | None = None
+        self.many = False
+        """The run repairs more than one task: each line starts with its task's id."""
+        self.pending: dict[str, tuple[float, str]] = {}
+        """A task's first line (what it runs), said with its next one: a repair stopped by its pre-flight says
+        only why (one line, the error's), not what it was about to do."""
+
+    # -------------------------------------------------------------------------------- the sink
+
+    def __call__(self, event: Event) -> None:
+        try:
+            if self.t0 is None:
+                self.t0 = event.ts
+            handler = self._handlers.get(event.kind)
+            if handler is None:
+                return
+            said = handler(self, event)
+            if said:
+                iid, text = said
+                header = self.pending.pop(iid, None) if iid else None
+                if header is not None:
+                    self._line(iid, *header)
+                self._line(iid, event.ts, text)
+        except Exception:  # noqa: BLE001 - a progress line is never worth a failed repair
+            return
+
+    def _line(self, iid: str | None, ts: float, text: str) -> None:
+        who = f"{iid}: " if self.many and iid else ""
+        self.write(f"[{_clock(ts - (self.t0 or ts))}] {who}{text}")
+
+    def batch(self, progress: Progress, outcome: InstanceOutcome | None, *, now: float | None = None) -> None:
+        """A bench's line after each finished task: the report's counts (`RunCounts`), the cost, an estimate
+        from the finished tasks, and the task that just finished."""
+        import time
+
+        now = time.time() if now is None else now
+        if self.t0 is None:
+            self.t0 = now
+        self.write(f"[{_clock(now - self.t0)}] {self.batch_text(progress, outcome)}")
+
+    @staticmethod
+    def batch_text(progress: Progress, outcome: InstanceOutcome | None = None) -> str:
+        text = (f"{counts_text(progress.counts, progress.total)}, cost ${progress.counts.cost_usd:.4f}; "
+                f"ETA {format_duration(progress.eta_s())}")
+        if outcome is not None:
+            resolved = (outcome.report or {}).get("resolved")
+            text += f"; {outcome.instance_id}: {outcome.status}" + (" (resolved)" if resolved else "")
+        return text
+
+    # -------------------------------------------------------------------------------- which task
+
+    def _task_of(self, event: Event) -> tuple[str | None, _Task | None]:
+        iid = event.data.get("instance_id")
+        if not iid and event.node_id:
+            head = event.node_id.split("/", 1)[0]
+            iid = head if head in self.tasks else None
+        if not iid and len(self.tasks) == 1:  # an agent's own calls (named after the agent) in a one-task run
+            iid = next(iter(self.tasks))
+        return iid, self.tasks.get(iid) if iid else None
+
+    def _eta(self, task: _Task | None, ts: float) -> str:
+        return f"; ETA {format_duration(task.eta_s(ts))}" if task is not None else ""
+
+    # -------------------------------------------------------------------------------- the lines
+
+    def _run_start(self, e: Event) -> tuple[str | None, str] | None:
+        if "total" not in e.data:  # a task's own workflow run (the graph engine's run.start)
+            return None
+        total, todo = int(e.data["total"]), int(e.data.get("todo", e.data["total"]))
+        self.many = total > 1
+        if not self.many:
+            return None
+        done = f", {total - todo} done before" if todo < total else ""
+        search = f"search {e.data['search']}" if e.data.get("search") else "no search"
+        return None, f"run: {todo} of {total} tasks to repair{done} ({search})"
+
+    def _repair_start(self, e: Event) -> None:
+        iid = str(e.data.get("instance_id") or e.node_id)
+        d = e.data
+        task = _Task(started=e.ts, plan={k: int(v) for k, v in (d.get("expected_calls") or {}).items()},
+                     step_limit=d.get("step_limit"), wall_time_s=d.get("wall_time_s"),
+                     model=str(d.get("model") or "").replace("{instance_id}", iid))
+        self.tasks[iid] = task
+        expected = task.calls_expected()
+        search = f"search {d['search']}" if d.get("search") else "no search"
+        text = (f"repair{'' if self.many else ' ' + iid}: workflow {d.get('workflow')} ({search}), "
+                f"model {task.model}; about {expected} model calls expected")
+        self.pending[iid] = (e.ts, text)
+
+    def _preflight(self, e: Event) -> tuple[str | None, str] | None:
+        from agentflow.swe.preflight import Preflight
+
+        found = Preflight.model_validate({k: v for k, v in e.data.items() if k in Preflight.model_fields})
+        if not found.can_run:  # the repair stops with an error that says so (a bench's task: its end line)
+            _, task = self._task_of(e)
+            if task is not None:
+                task.cannot_run = True
+            return None
+        return self._task_of(e)[0], f"pre-flight: {found.summary()}"
+
+    def _test_time(self, e: Event) -> tuple[str | None, str]:
+        from agentflow.repair.verify.testshare import describe
+
+        return self._task_of(e)[0], describe(e.data)
+
+    def _search(self, e: Event) -> tuple[str | None, str]:
+        iid, task = self._task_of(e)
+        d = e.data
+        expected = ""
+        if task is not None and d.get("expected_calls"):
+            task.plan = {k: int(v) for k, v in d["expected_calls"].items()}
+            expected = f"; about {task.calls_expected()} model calls expected"
+        return iid, f"decision: search {d.get('search')}, because {d.get('why')}{expected}"
+
+    def _node_start(self, e: Event) -> tuple[str | None, str] | None:
+        iid, task = self._task_of(e)
+        name = (e.node_id or "").split("/", 1)[-1]
+        if task is None or name not in task.plan:
+            return None
+        task.node, task.node_calls = name, 0
+        expected = task.plan[name]
+        calls = f", about {expected} model call{'s' if expected != 1 else ''}" if expected else ""
+        return iid, f"step {name} ({e.data.get('type') or 'node'}{calls})"
+
+    def _node_end(self, e: Event) -> None:
+        _, task = self._task_of(e)
+        name = (e.node_id or "").split("/", 1)[-1]
+        if task is not None and name in task.plan:
+            task.ended.add(name)
+            if task.node == name:
+                task.node = None
+
+    def _model_call(self, e: Event) -> tuple[str | None, str]:
+        iid, task = self._task_of(e)
+        usage = e.data.get("usage") or {}
+        tokens_in, tokens_out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        label = self._step_label(e, iid, task)
+        if task is not None:
+            task.calls += 1
+            task.node_calls += 1
+            task.tokens += tokens_in + tokens_out
+        number = f" {task.calls}" if task is not None else ""
+        samples = int(e.data.get("n") or 1)
+        extra = f", {samples} samples" if samples > 1 else ""
+        spec = e.data.get("spec")
+        if spec and task is not None and spec != task.model:
+            extra += f", {spec}"
+        return iid, (f"model call{number} ({label}{extra}): {tokens_in} in + {tokens_out} out tokens, "
+                     f"{float(e.data.get('latency_s') or 0.0):.1f}s{self._eta(task, e.ts)}")
+
+    @staticmethod
+    def _step_label(e: Event, iid: str | None, task: _Task | None) -> str:
+        node = e.node_id or ""
+        if iid and node.startswith(f"{iid}/"):
+            return f"edit {node.split('/', 1)[1]}"  # a search sample: its candidate's id
+        if iid and node == iid:
+            return task.node if task is not None and task.node else "repair"
+        return node or "model"
+
+    def _candidate(self, e: Event) -> tuple[str | None, str]:
+        iid, task = self._task_of(e)
+        if task is not None:
+            task.candidates += 1
+        cid = str(e.data.get("candidate_id") or e.node_id or "").split("/", 1)[-1]
+        part = e.data.get("part_of")
+        of = f" (one change of {part.split('/', 1)[-1]})" if part else ""
+        return iid, f"candidate {cid}{of}: {e.data.get('reason') or e.data.get('status')}{self._eta(task, e.ts)}"
+
+    def _choice(self, e: Event) -> tuple[str | None, str]:
+        iid, _ = self._task_of(e)
+        d = e.data
+        cid = str(d.get("candidate_id") or "").split("/", 1)[-1]
+        verified = f"; its verification: {d.get('reason')}" + ("; it changes no code" if d.get("noop") else "")
+        if d.get("chosen_by") == "only":
+            return iid, f"decision: {cid}, the only candidate with a patch{verified}"
+        among = f" of {d['among']} candidates" if d.get("among") else ""
+        why = _CHOSEN_BY.get(str(d.get("chosen_by")), "")
+        return iid, f"decision: {cid}{among}, chosen by {d.get('chosen_by')}{': ' + why if why else ''}{verified}"
+
+    def _confirm(self, e: Event) -> tuple[str | None, str]:
+        iid, _ = self._task_of(e)
+        d = e.data
+        cid = str(d.get("candidate_id") or "").split("/", 1)[-1]
+        whole = d.get("whole") or []
+        counts = f" ({whole[0]} of {whole[1]} pass)" if len(whole) == 2 else ""
+        took = f" in {float(d['seconds']):.1f}s" if isinstance(d.get("seconds"), (int, float)) else ""
+        if d.get("held"):
+            return iid, f"finalist {cid}: the whole suite agrees{counts}{took}"
+        return iid, f"finalist {cid}: the whole suite says worse than its {d.get('targeted')} tests did{counts}{took}; choosing again"
+
+    def _noop(self, e: Event) -> tuple[str | None, str]:
+        iid, _ = self._task_of(e)
+        left_out, among = e.data.get("left_out"), e.data.get("among")
+        what = ("nothing submitted: every candidate changes" if left_out == among
+                else f"left out {left_out} of {among} candidates: they change")
+        return iid, f"decision: {what} only docstrings, comments or whitespace, and the tests fail at the base commit"
+
+    def _reproduce(self, e: Event) -> tuple[str | None, str]:
+        iid, _ = self._task_of(e)
+        if e.data.get("kept"):
+            return iid, "reproduction script: kept (it fails at the base commit as the issue says)"
+        why = re.search(r"\(not counted: (.+)\)\s*$", str(e.data.get("output") or ""))
+        return iid, "reproduction script: not kept" + (f" ({why.group(1)[:200]})" if why else "")
+
+    def _repair_end(self, e: Event) -> tuple[str | None, str] | None:
+        iid, task = self._task_of(e)
+        d = e.data
+        if task is not None and task.cannot_run and d.get("status") != "env_error":
+            return None  # the run stops on the pre-flight: its error is the one line to read
+        resolved = d.get("resolved")
+        graded = "" if resolved is None else (", resolved" if resolved else ", not resolved")
+        chosen = f", {str(d['chosen']).split('/', 1)[-1]} chosen by {d.get('chosen_by')}" if d.get("chosen") else ""
+        if not d.get("chosen") and d.get("chosen_by") == "noop":
+            chosen = ", every candidate changes no code"
+        error = f" ({str(d['error'])[:200]})" if d.get("error") else ""
+        spent = ""
+        if task is not None:
+            spent = (f"; {task.calls} model calls, {task.tokens} tokens, "
+                     f"{format_duration(e.ts - task.started)}")
+        if d.get("finished") is False:  # cut short (Ctrl-C): not done, and a resume continues it
+            return iid, f"interrupted: the task did not finish{spent}"
+        return iid, f"done: {d.get('status')}{graded}{chosen}{error}{spent}"
+
+    _handlers: ClassVar[dict[str, Callable[[ProgressPrinter, Event], tuple[str | None, str] | None]]] = {
+        "run.start": _run_start,
+        "repair.start": _repair_start,
+        "repair.preflight": _preflight,
+        "repair.test_time": _test_time,
+        "repair.search": _search,
+        "node.start": _node_start,
+        "node.end": _node_end,
+        "model.call": _model_call,
+        "repair.reproduce": _reproduce,
+        "repair.candidate": _candidate,
+        "repair.confirm": _confirm,
+        "repair.choice": _choice,
+        "repair.noop": _noop,
+        "repair.end": _repair_end,
+    }

@@ -1,0 +1,316 @@
+"""A run of repairs over many tasks: the run directory, workers, resume and the summary files.
+
+`runs/<run_id>/` holds `config.resolved.yaml`, `events.jsonl` (appended across resumes), per task
+`instances/<id>/{outcome.json, patch.diff, candidates.jsonl}`, and, rebuilt after every task,
+`preds.jsonl` (SWE-bench prediction format), `candidates.jsonl` and `report.json`.
+A task is done when its `outcome.json` exists (written last, atomically). `resume` skips done tasks,
+except infrastructure failures (`env_error`), which are retried; agent failures are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import UserError
+from agentflow.events import EventSink
+from agentflow.executors.base import Executor, InProcessExecutor, open_executor
+from agentflow.executors.types import ExecutorConfig
+from agentflow.observe import instrument
+from agentflow.paths import path_component
+from agentflow.repair.config import ModelLoader, RepairConfig
+from agentflow.repair.outcome import InstanceOutcome
+from agentflow.repair.run.remote import repair_via
+from agentflow.repair.run.solve import effective_strategy, load_repair_workflow
+from agentflow.repair.run.workflow_settings import search_summary
+from agentflow.rundir import RunDir, check_folder
+from agentflow.runfiles import read_text
+from agentflow.secrets import redact
+from agentflow.swe.report import InstanceReport, make_summary
+from agentflow.swe.shipping import Shipping
+from agentflow.swe.tasks import Prediction, SWETask
+
+
+def _safe(instance_id: str) -> str:
+    return path_component(instance_id, "instance_id")
+
+
+def instance_dir(out_dir: Path, instance_id: str) -> Path:
+    """A task's folder in a run directory (`instances/<id>`, the id escaped as a path component)."""
+    return out_dir / "instances" / _safe(instance_id)
+
+
+def select(
+    tasks: Sequence[SWETask],
+    *,
+    slice_: str | None = None,
+    pattern: str | None = None,
+    instance_ids: Sequence[str] = (),
+) -> list[SWETask]:
+    """Tasks chosen by ids, a regex on ids, and a `start:stop` slice (in that order)."""
+    out = list(tasks)
+    if instance_ids:
+        by_id = {t.instance_id: t for t in out}
+        for iid in instance_ids:
+            if iid not in by_id:
+                known = ", ".join(sorted(by_id)[:5]) + (", ..." if len(by_id) > 5 else "")
+                raise UserError(f"unknown instance id {iid!r}", hint=f"known ids: {known}")
+        out = [by_id[i] for i in instance_ids]
+    if pattern:
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise UserError(f"--filter {pattern!r} is not a valid regular expression: {exc}") from None
+        out = [t for t in out if regex.search(t.instance_id)]
+    if slice_:
+        match = re.fullmatch(r"\s*(-?\d*)\s*:\s*(-?\d*)\s*", slice_)
+        if not match:
+            raise UserError(f"--slice {slice_!r} is not START:STOP", hint="e.g. --slice 0:10")
+        start, stop = (int(g) if g else None for g in match.groups())
+        out = out[start:stop]
+    if not out:
+        raise UserError("no task is selected", hint="check --slice, --filter and --instance-id")
+    return out
+
+
+def read_outcome(path: Path) -> InstanceOutcome | None:
+    try:
+        text = read_text(path)  # a regular file of the run folder, never read through a link
+        return None if text is None else InstanceOutcome.model_validate_json(text)
+    except (OSError, ValueError, UserError):
+        return None
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """How a run's finished tasks stand, as report.json counts them (`RunCounts.of` its summary): the one
+    source of the numbers of bench's progress line, its last line and the report."""
+
+    done: int = 0
+    """Tasks with an outcome (report.json: total_instances minus the incomplete ones)."""
+    submitted: int = 0
+    """Tasks that handed in a patch, resolved or not (completed_instances + error_instances)."""
+    resolved: int = 0
+    """Tasks whose patch the grading resolved (resolved_instances)."""
+    failed: int = 0
+    """Tasks that ended without a patch: no candidate, a limit before any, env_error (empty_patch_instances)."""
+    cost_usd: float = 0.0
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> RunCounts:
+        return cls(
+            done=int(summary["total_instances"]) - len(summary["incomplete_ids"]),
+            submitted=int(summary["completed_instances"]) + int(summary["error_instances"]),
+            resolved=int(summary["resolved_instances"]),
+            failed=int(summary["empty_patch_instances"]),
+            cost_usd=float(summary.get("cost_usd") or 0.0),
+        )
+
+
+@dataclass
+class Progress:
+    """A run's progress, handed to `on_progress` before the first task and after each one."""
+
+    total: int
+    todo: int = 0
+    """Tasks this process repairs (the others were finished before a `--resume`)."""
+    workers: int = 1
+    counts: RunCounts = field(default_factory=RunCounts)
+    """The counts of report.json as last written."""
+    durations: list[float] = field(default_factory=list)
+    """Wall seconds of each task finished in this process: the basis of the estimate."""
+
+    @property
+    def done(self) -> int:
+        return self.counts.done
+
+    @property
+    def resolved(self) -> int:
+        return self.counts.resolved
+
+    @property
+    def submitted(self) -> int:
+        return self.counts.submitted
+
+    @property
+    def failed(self) -> int:
+        return self.counts.failed
+
+    @property
+    def cost_usd(self) -> float:
+        return self.counts.cost_usd
+
+    def eta_s(self, workers: int | None = None) -> float | None:
+        """Seconds until the last task is done: the mean duration of the tasks finished in this process
+        times the tasks left, over the workers they share (None before the first one finished)."""
+        if not self.durations:
+            return None
+        left = max(0, self.todo - len(self.durations))
+        parallel = max(1, min(workers or self.workers, left))
+        return sum(self.durations) / len(self.durations) * left / parallel
+
+
+def _outcomes(out_dir: Path, tasks: Sequence[SWETask]) -> list[tuple[InstanceOutcome, Path]]:
+    """The tasks' outcomes found in the run directory, with their folders, in task order."""
+    found = []
+    for task in tasks:
+        inst = instance_dir(out_dir, task.instance_id)
+        outcome = read_outcome(inst / "outcome.json")
+        if outcome is not None:
+            found.append((outcome, inst))
+    return found
+
+
+def summarise(tasks: Sequence[SWETask], outcomes: Sequence[InstanceOutcome]) -> dict[str, Any]:
+    """report.json's content for these outcomes (SWE-bench's summary names, `statuses`, `cost_usd`, and
+    `instances`)."""
+    preds = [Prediction(instance_id=o.instance_id, model_patch=o.model_patch) for o in outcomes]
+    reports = []
+    instances: dict[str, Any] = {}
+    for o in outcomes:
+        data = dict(o.report or {})
+        completed = bool(data.pop("completed", False))
+        data["patch_exists"] = bool(o.model_patch.strip())
+        report = InstanceReport(instance_id=o.instance_id, **data)
+        report.completed = completed
+        if o.status == "env_error":
+            report.error = report.error or o.error
+        reports.append(report)
+        instances[o.instance_id] = report.model_dump(mode="json") | {
+            "status": o.status,
+            "feedback": o.feedback,
+        }
+    summary = make_summary(tasks, preds, reports)
+    statuses: dict[str, int] = {}
+    for o in outcomes:
+        statuses[o.status] = statuses.get(o.status, 0) + 1
+    summary["statuses"] = statuses
+    summary["cost_usd"] = round(sum(float(o.usage.get("usd", 0.0) or 0.0) for o in outcomes), 6)
+    summary["instances"] = instances
+    return summary
+
+
+def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) -> dict[str, Any]:
+    """Rebuild preds.jsonl, candidates.jsonl and report.json from the tasks' outcomes."""
+    found = _outcomes(out_dir, tasks)
+    outcomes = [o for o, _ in found]
+    candidates: list[str] = []
+    for _, inst in found:
+        text = read_text(inst / "candidates.jsonl")  # never through a link the folder brings
+        if text is not None:
+            candidates.extend(line for line in text.splitlines() if line.strip())
+    # the model as named in files meant to be shared: a password in its URL masked
+    preds = [
+        Prediction(instance_id=o.instance_id, model_name_or_path=redact(cfg.model), model_patch=o.model_patch)
+        for o in outcomes
+    ]
+    rundir = RunDir(out_dir)
+    rundir.write_jsonl("preds.jsonl", (p.model_dump(mode="json") for p in preds))
+    rundir.write_text("candidates.jsonl", "".join(c + "\n" for c in candidates), code=True)
+    summary = summarise(tasks, outcomes)
+    rundir.write_text("report.json", json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> Path:
+    """Check the run folder before anything in it is deleted or run: a folder holding a run's results is
+    continued (`resume`), emptied of them (`redo`) or refused; return its folder of instances."""
+    check_folder(out)
+    inst_root = out / "instances"
+    if not (resume or redo) and any(inst_root.glob("*/outcome.json")):
+        raise UserError(
+            f"{out} already holds results of a run",
+            hint="use --resume to continue it or --redo to start over",
+        )
+    if redo and inst_root.is_dir():
+        shutil.rmtree(inst_root)
+        for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
+            (out / name).unlink(missing_ok=True)
+    return inst_root
+
+
+async def run_batch(
+    tasks: Sequence[SWETask],
+    cfg: RepairConfig,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    redo: bool = False,
+    on_progress: Callable[[Progress, InstanceOutcome | None], None] | None = None,
+    model_loader: ModelLoader | None = None,
+    executor: Executor | ExecutorConfig | None = None,
+    sinks: Sequence[EventSink] = (),
+) -> dict[str, Any]:
+    """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary.
+    `executor` says where tasks run (default: in this process; an `ExecutorConfig` is opened for the run);
+    `sinks` see every event of the run as it is written (`agentflow.repair.run.progress.ProgressPrinter` says what
+    the repair is doing); `on_progress` is called before the first task and after each one."""
+    if isinstance(executor, ExecutorConfig):
+        async with open_executor(executor) as opened:
+            return await run_batch(tasks, cfg, out_dir, resume=resume, redo=redo, on_progress=on_progress,
+                                   model_loader=model_loader, executor=opened, sinks=sinks)
+    executor = executor or InProcessExecutor()
+    if executor.remote and model_loader is not None:
+        raise UserError("--serve cannot be combined with --executor ray",
+                        hint="start a model server every node reaches and pass it with --model")
+    for task in tasks:  # every id must name a folder before anything runs
+        _safe(task.instance_id)
+    from agentflow.sandbox import resolve_backend
+
+    # once, before any task: no Docker is a one-line error, not a batch of env_errors; and the backend
+    # recorded in config.resolved.yaml is the one used, not "auto" (on Ray, each node resolves its own)
+    if not executor.remote:
+        cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
+    out = Path(out_dir)
+    inst_root = _open_out_folder(out, resume=resume, redo=redo)
+    workflow = load_repair_workflow(cfg)  # validated once, before any task
+    search = search_summary(workflow[0])
+    cfg = effective_strategy(cfg, workflow)
+    rundir = RunDir.create(out)
+    rundir.write_config(cfg)
+    found = _outcomes(out, tasks)
+    finished = {o.instance_id for o, _ in found if not o.infra_failure}
+    todo = [task for task in tasks if task.instance_id not in finished]
+    progress = Progress(total=len(tasks), todo=len(todo), workers=cfg.workers,
+                        counts=RunCounts.of(summarise(tasks, [o for o, _ in found])))
+    if on_progress is not None:
+        on_progress(progress, None)
+    gate = asyncio.Semaphore(cfg.workers)
+    lock = asyncio.Lock()
+    run_budget = executor.run_budget(cfg.run_budget_usd, spent_usd=progress.cost_usd)
+    shipping = Shipping(executor) if executor.remote else None
+    skipped: list[str] = []
+    with rundir.events() as events:
+        instrument(events, cfg.trace)
+        events.sinks.extend(sinks)
+        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, search=search,
+                    executor=executor.kind)
+
+        async def one(task: SWETask) -> None:
+            async with gate:
+                if run_budget is not None and run_budget.exceeded() is not None:
+                    skipped.append(task.instance_id)  # no outcome: a --resume with a larger limit runs it
+                    return
+                outcome = await repair_via(executor, shipping, task, cfg, events=events,
+                                           inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader,
+                                           run_budget=run_budget, workflow=workflow,
+                                           stop_on_preflight=len(tasks) == 1)
+            async with lock:
+                summary = await asyncio.to_thread(write_summaries, out, tasks, cfg)
+                progress.counts = RunCounts.of(summary)
+                progress.durations.append(outcome.duration_s)
+                if on_progress is not None:
+                    on_progress(progress, outcome)
+
+        await asyncio.gather(*(one(t) for t in todo))
+        summary = write_summaries(out, tasks, cfg)
+        if skipped:
+            events.emit("run.budget_exceeded", limit_usd=cfg.run_budget_usd, not_started=skipped)
+        events.emit("run.end", resolved=summary["resolved_instances"], statuses=summary["statuses"])
+    return summary

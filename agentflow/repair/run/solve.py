@@ -1,0 +1,462 @@
+"""Repair one task by running the repair workflow (`workflows/repair.yaml`, or the run's `workflow`) on the
+graph engine: its nodes are the repair node types (`agentflow.repair.nodes`), and the search node runs
+best-of-N or MCTS over the rollout subgraph (edit -> test -> critique).
+
+Around the graph, one task needs what no node owns: the role models, the sandbox with the repository at its
+base commit, the budget and the candidates file. A checkpoint is written after every node into the task's
+folder (`checkpoints.db`), so a task killed mid-way resumes at the node where it stopped: the steps that had
+finished (and their model calls) are not run again. Inside the node it stopped in (a search of many samples),
+the seeded model calls that had completed are answered from the task's call journal (`calls.db`) instead of
+the model; a graph search node also takes its branches whose steps had finished as they were, and the
+candidates they recorded stand (`candidate_log.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
+from agentflow.errors import AgentflowError, ModelError, UserError
+from agentflow.events import EventLog
+from agentflow.graph.define.spec import WorkflowSpec
+from agentflow.models.base import ChatModel
+from agentflow.models.batching import SampleBatcher
+from agentflow.models.cache import ResponseCache
+from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
+from agentflow.repair.edit.steps import edit_format_for, issue_text
+from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents, node_settings_for
+from agentflow.repair.outcome import Attempt, Candidate, InstanceOutcome
+from agentflow.repair.run.candidate_log import CandidateLog
+from agentflow.repair.run.progress import expected_calls
+from agentflow.repair.run.workflow_settings import (
+    give_settings,
+    graph_searches,
+    require_search,
+    resolved_searches,
+    search_summary,
+    searches_for_failing_tests,
+    set_graph_searches,
+)
+from agentflow.repair.verify.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
+from agentflow.repair.verify.workbench import Verification, Workbench
+from agentflow.rundir import RunDir
+from agentflow.sandbox.base import Sandbox
+from agentflow.swe.preflight import Preflight
+from agentflow.swe.tasks import SWETask
+
+if TYPE_CHECKING:
+    from agentflow.sandbox.session import AgentSandbox
+
+THREAD = "repair"
+"""The graph thread of a task's repair in its own checkpoint file."""
+CALLS_FILE = "calls.db"
+"""A task's journal of seeded model calls in its folder: a resumed task takes completed calls from it."""
+
+
+def instance_model_spec(spec: str, instance_id: str) -> str:
+    return spec.replace("{instance_id}", instance_id)
+
+
+def _python_for(sandbox: Sandbox) -> str:
+    return shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3"
+
+
+def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]:
+    """The run's workflow (validated once), its node-type registry and every typed node's own settings (as the
+    workflow and `-c nodes.*` set them), with `strategy` applied to the graph search node(s) and the run's
+    settings handed to the nodes (`workflow_settings`)."""
+    from agentflow.graph.check.validation import check_workflow
+    from agentflow.graph.compile.compiler import registry_for
+    from agentflow.graph.define.loader import load_workflow
+    from agentflow.graph.run.context import RunContext
+
+    spec = load_workflow(cfg.workflow)
+    registry = registry_for(spec, RunContext())
+    overrides = set_graph_searches(spec, cfg, {name: dict(values) for name, values in cfg.nodes.items()})
+    require_search(spec, cfg)
+    check_workflow(spec, registry)
+    node_settings = node_settings_for(spec, registry, overrides)
+    give_settings(spec, registry, cfg, node_settings)
+    return spec, registry, node_settings
+
+
+def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
+    """`cfg` saying what the workflow's search nodes do (`workflow_settings.resolved_searches`), so that a run's
+    config.resolved.yaml repeats it exactly; unchanged when the workflow has no search node, or when each task's
+    search depends on its pre-flight (`strategy_when_tests_fail`): the settings as given repeat that choice."""
+    if searches_for_failing_tests(workflow[0], cfg) is not None:
+        return cfg
+    return resolved_searches(cfg, workflow[0]) or cfg
+
+
+async def repair_task(
+    task: SWETask,
+    cfg: RepairConfig,
+    *,
+    events: EventLog,
+    inst_dir: Path | None = None,
+    model: ChatModel | None = None,
+    model_loader: ModelLoader | None = None,
+    workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]] | None = None,
+    run_budget: Budget | None = None,
+    stop_on_preflight: bool = True,
+) -> InstanceOutcome:
+    """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`
+    (and its checkpoints there: a task whose folder holds an unfinished run continues it). `model` replaces
+    the coder's model; `model_loader` builds the models of the specs in `cfg`; `workflow` is
+    `load_repair_workflow(cfg)` when the caller already loaded it (a batch loads it once); the task's budget
+    charges `run_budget` too (the run-wide limit, `run_budget_usd`)."""
+    started = time.monotonic()
+    iid = task.instance_id
+    spec, registry, node_settings = workflow or load_repair_workflow(cfg)
+    if inst_dir is not None:
+        inst_dir.mkdir(parents=True, exist_ok=True)
+    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s),
+                    parent=run_budget)
+    events.emit("repair.start", node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
+                workflow=spec.name, expected_calls=expected_calls(cfg, spec, node_settings),
+                step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s)
+    run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget, CandidateLog(inst_dir, events),
+                   InstanceOutcome(instance_id=iid, status="no_patch"), inst_dir)
+    owned: list[ChatModel] = []
+    finished = False
+    calls: ResponseCache | None = None
+    try:
+        if inst_dir is not None:
+            calls = ResponseCache(inst_dir / CALLS_FILE)
+        models, run.cfg = _role_models(cfg, spec, node_settings, iid, budget, events, model, model_loader, owned,
+                                       calls)
+        try:
+            from agentflow.sandbox import open_sandbox
+
+            sandbox_cm = open_sandbox(run.cfg.backend, task_sandbox_config(run.cfg), events=TaskEvents(events, iid))
+            sandbox = await sandbox_cm.__aenter__()
+            run.outcome.sandbox_backend = sandbox.info().backend
+        except (AgentflowError, OSError) as exc:
+            run.outcome.status, run.outcome.error = "env_error", f"sandbox: {exc}"
+            finished = True
+            return run.outcome
+        try:
+            await _repair_in(run, sandbox, models, stop_on_preflight)
+        finally:
+            await sandbox_cm.__aexit__(None, None, None)
+        finished = True
+    except UserError:
+        raise
+    except AgentflowError as exc:
+        if _being_cancelled():
+            # an interrupt under way (Ctrl-C) can surface as an error of what it cut (a sandbox link closed
+            # mid-command) instead of the cancellation: the task did not end, so no outcome is written and a
+            # resume continues it
+            raise asyncio.CancelledError from exc
+        if run.outcome.status == "no_patch" and not run.state.get("attempts"):
+            run.outcome.status = "env_error"
+        run.outcome.error = f"{exc.__class__.__name__}: {exc}"
+        finished = True
+    finally:
+        for owned_model in owned:
+            with contextlib.suppress(Exception):  # closing must not hide the outcome
+                await owned_model.aclose()
+        if calls is not None:
+            calls.close()
+        _end_task(run, time.monotonic() - started, write=finished)
+    return run.outcome
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+@dataclasses.dataclass
+class _TaskRun:
+    """One task's repair under way: what it works with, and how far it got (its outcome is written from this
+    however the repair ends)."""
+
+    task: SWETask
+    cfg: RepairConfig
+    """The run's settings, with `edit_format: auto` resolved for the coder once the models are made."""
+    spec: WorkflowSpec
+    """The workflow; its search as `strategy_when_tests_fail` says once the pre-flight found failing tests."""
+    node_settings: dict[str, dict[str, Any]]
+    registry: Any
+    events: EventLog
+    budget: Budget
+    candidates: CandidateLog
+    outcome: InstanceOutcome
+    inst_dir: Path | None
+    rt: RepairRuntime | None = None
+    """The nodes' runtime, once the pre-flight passed."""
+    state: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The workflow's final state, once it ran."""
+
+
+def _search_for_failing_tests(run: _TaskRun) -> None:
+    """Tests fail at the base commit: the workflow's search as `strategy_when_tests_fail` says, unless the user
+    chose one (`workflow_settings.searches_for_failing_tests`); a decision event says so."""
+    switched = searches_for_failing_tests(run.spec, run.cfg)
+    if switched is None:
+        return
+    run.spec = switched
+    iid = run.task.instance_id
+    run.events.emit("repair.search", node_id=iid, instance_id=iid, search=search_summary(switched),
+                    why="the tests fail at the base commit",
+                    expected_calls=expected_calls(run.cfg, switched, run.node_settings))
+
+
+async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
+    """The task's repository set up in `sandbox`, the pre-flight, then the repair workflow; `run.outcome` says
+    how it ended (a set-up or pre-flight failure is an env_error, the pre-flight's raised when
+    `stop_on_preflight`)."""
+    outcome, events = run.outcome, run.events
+    bench = Workbench(sandbox, run.task, run.cfg, _python_for(sandbox))
+    outcome.feedback = bench.mode
+    iid = run.task.instance_id
+    # a test run shortened or timed out for the test-time share is an event and a progress line, never silent
+    bench.test_share.reporter = lambda found: events.emit("repair.test_time", node_id=iid, instance_id=iid, **found)
+    try:
+        await bench.setup()
+        if graph_searches(run.spec):  # what a branch's recorded workspace diff is taken against
+            await sandbox.set_base()
+    except (AgentflowError, OSError) as exc:  # UserError included: a task that cannot be set up
+        outcome.status, outcome.error = "env_error", f"setup: {exc}"
+        return
+    try:
+        found = await preflight(bench, events)
+    except TestsCannotRun as exc:
+        if stop_on_preflight:  # the run is this one task: stop before any model call, one line
+            raise
+        # one task of a batch: the others go on; the task is reported with the cause (and retried by --resume,
+        # like every env_error, once the user has fixed it)
+        outcome.status, outcome.error = "env_error", f"pre-flight: {exc}"
+        return
+    outcome.preflight = found.model_dump(mode="json") if found is not None else None
+    if found is not None and found.tests_fail:
+        _search_for_failing_tests(run)
+    run.rt = RepairRuntime(run.cfg, bench, models, run.budget, events,
+                           issue_text(run.task.problem_statement, run.task.hints_text), run.candidates)
+    try:
+        run.state = await _run_graph(run.spec, run.registry, run.rt, run.inst_dir, outcome, run.candidates)
+    except BudgetExceeded as exc:
+        outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)
+    except ModelError as exc:
+        outcome.status = "context_exceeded" if "context" in str(exc).lower() else "env_error"
+        outcome.error = f"{exc.__class__.__name__}: {exc}"
+    _fill_outcome(outcome, run.state, run.budget)
+    # cut before its choice (a choice that declined to submit, `chosen_by: noop`, stands)
+    if outcome.status.startswith("limits_exceeded") and not outcome.model_patch and outcome.chosen_by is None:
+        await _submit_best_so_far(outcome, run.candidates.rows, bench, run.state, events)
+
+
+def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
+    """The outcome's accounting (candidates, samples, usage, time, test time), the task's `repair.end` event,
+    and — when the task ran to an end (`write`) — its patch.diff and outcome.json. An interrupted task leaves
+    no outcome: a resume continues it."""
+    outcome, state = run.outcome, run.state
+    outcome.candidates = sum(1 for c in run.candidates.rows if c.status == "ok")
+    outcome.samples = int(state.get("samples") or len(state.get("drawn") or []))
+    outcome.usage = run.budget.used.model_dump()
+    outcome.duration_s = round(duration_s, 3)
+    if run.rt is not None:
+        outcome.test_seconds = round(run.rt.bench.test_time.total_s, 3)
+        outcome.longest_test_wait_s = round(run.rt.bench.test_time.longest_s, 3)
+        outcome.base_test_seconds = (state.get("base") or {}).get("seconds")
+    iid = outcome.instance_id
+    # an interrupted task says so: its outcome (still the initial `no_patch`) is not how it ended
+    run.events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status if write else "interrupted",
+                    finished=write, chosen=outcome.chosen,
+                    chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
+    if run.inst_dir is not None and write:
+        task_dir = RunDir(run.inst_dir)
+        task_dir.write_text("patch.diff", outcome.model_patch, code=True)
+        task_dir.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
+
+
+class TestsCannotRun(UserError):
+    """The pre-flight found that the verifying tests cannot run at the base commit."""
+
+
+async def preflight(bench: Workbench, events: EventLog | None = None) -> Preflight | None:
+    """Blind mode's pre-flight, before any model call: the verifying test command at the base commit (a
+    `repair.preflight` event). Tests that cannot run are a UserError naming the cause and the fix: every
+    candidate, the right one included, would be verified as failing. None when the task's own tests verify."""
+    if bench.mode != "repo":
+        return None
+    found = await bench.preflight()
+    iid = bench.task.instance_id
+    if events is not None:
+        events.emit("repair.preflight", node_id=iid, instance_id=iid, **found.model_dump(mode="json"))
+    if not found.can_run:
+        raise TestsCannotRun(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
+    return found
+
+
+async def check_task(task: SWETask, cfg: RepairConfig) -> Preflight:
+    """`agentflow repair --check`: only the pre-flight, in a fresh sandbox (no model is loaded)."""
+    from agentflow.sandbox import open_sandbox
+
+    async with open_sandbox(cfg.backend, task_sandbox_config(cfg)) as sandbox:
+        bench = Workbench(sandbox, task, cfg.model_copy(update={"feedback": "repo"}), _python_for(sandbox))
+        await bench.setup()
+        return await bench.preflight()
+
+
+def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]], iid: str,
+                 budget: Budget, events: EventLog, model: ChatModel | None, model_loader: ModelLoader | None,
+                 owned: list[ChatModel], calls: ResponseCache | None = None) -> tuple[RoleModels, RepairConfig]:
+    """The coder and the helper roles the workflow's nodes turn on (instrumented: they charge the budget and
+    write `model.call` events); `cfg` with `edit_format: auto` resolved for the coder. With `calls` (the task's
+    call journal) a seeded call that completed before a kill is answered from it when the task resumes, also
+    inside a node that had not finished (a search's samples)."""
+    from agentflow.models.cache import CachedModel
+    from agentflow.models.instrumented import InstrumentedModel
+    from agentflow.models.spec import load_model
+
+    def journaled(inner: ChatModel) -> ChatModel:
+        return inner if calls is None else CachedModel(inner, calls, close_inner=False)
+
+    loader = model_loader or (lambda s: load_model(s, **cfg.model_options))
+
+    def on(flag: str) -> bool:  # a node of the workflow (or the run) turns the role on
+        return bool(getattr(cfg, flag)) or any(settings.get(flag) for settings in node_settings.values())
+
+    def role(spec_text: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
+        if spec_text is None and not enabled:
+            return None
+        if spec_text is None:
+            return coder
+        inner = loader(instance_model_spec(spec_text, iid))
+        owned.append(inner)
+        return InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
+
+    inner = model
+    if inner is None:
+        inner = loader(instance_model_spec(cfg.model, iid))
+        owned.append(inner)
+    cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
+    if cfg.batch_samples > 1 and _samples_concurrently(spec, cfg):
+        inner = SampleBatcher(inner, max_n=cfg.batch_samples)
+    coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
+    models = RoleModels(coder, planner=role(cfg.planner_model, on("plan"), coder),
+                        critic=role(cfg.critic_model, on("critique"), coder),
+                        verifier=role(cfg.verifier_model, False, coder))
+    return models, cfg
+
+
+def _samples_concurrently(spec: WorkflowSpec, cfg: RepairConfig) -> bool:
+    """Whether a search node may draw several samples of one prompt at once (then they go as one request): as
+    the workflow stands, or as it searches once the pre-flight finds failing tests (`strategy_when_tests_fail`)."""
+    return any(_draws_together(s) for s in (spec, searches_for_failing_tests(spec, cfg)) if s is not None)
+
+
+def _draws_together(spec: WorkflowSpec) -> bool:
+    for node in spec.nodes.values():
+        if node.search is not None:
+            search = dict(node.search)
+            return search.get("strategy", "best_of_n") != "best_of_n" or int(search.get("n", 4)) > 1
+    return False
+
+
+async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_dir: Path | None,
+                     outcome: InstanceOutcome, candidates: CandidateLog) -> dict[str, Any]:
+    """Run (or continue) the task's workflow thread; the final state."""
+    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.runner import WorkflowRunner
+
+    # a graph search forks the task's workspace per branch: it needs the sandbox (the main line's nodes use the
+    # workbench's directly)
+    sandbox = rt.bench.sandbox if graph_searches(spec) else None
+    context = RunContext(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, deps=rt, node_types=registry,
+                         sandbox=sandbox)
+    checkpointer: Any = "sqlite" if inst_dir is not None else "memory"
+    t0 = time.perf_counter()
+    # the repair keeps its own record of a task (outcome.json, patch.diff, candidates.jsonl): no run ledger
+    async with WorkflowRunner(spec, run_dir=inst_dir, checkpointer=checkpointer, context=context,
+                              ledger=False) as runner:
+        existing = await runner.graph.aget_state(runner._config(THREAD))
+        if existing.created_at is not None:
+            rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))
+            # what the killed run recorded stands; a candidate that passed stops new samples as it did
+            candidates.carry_on()
+            rt.solved = rt.solved or candidates.passed()
+            result = await runner.resume(THREAD)
+        else:
+            candidates.start()
+            result = await runner.start({}, thread_id=THREAD)
+    outcome.graph_s = round(time.perf_counter() - t0, 3)
+    outcome.nodes_s = round(context.node_seconds, 3)
+    if result.status == "failed":
+        if isinstance(result.exception, BudgetExceeded):  # cut at the wall clock: what the checkpoint holds stands
+            outcome.status, outcome.error = f"limits_exceeded:{result.exception.kind}", str(result.exception)
+            return dict(result.state)
+        if result.exception is not None:
+            raise result.exception  # BudgetExceeded, ModelError, ...: the task's outcome says which
+        error = next(iter(result.errors.values()))
+        raise AgentflowError(f"node '{error.node}' failed: {error.error}")
+    return dict(result.state)
+
+
+async def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate], bench: Workbench,
+                              state: dict[str, Any], events: EventLog) -> None:
+    """A task stopped by a limit before its choice (cut at the wall clock): the best candidate verified so far
+    is submitted, by the choice's first rules (none that changes no code when the tests fail at the base commit,
+    see `choose.leave_out_noops`: with only such candidates nothing is, and `chosen_by` says `noop`; then tests
+    passed, then the share of tests passing), then the smallest patch; `chosen_by` says `best_so_far` and no
+    grade is given."""
+    pool = [Attempt(c.candidate_id, c.patch, c.verification, c.sample, c.part_of)
+            for c in candidates if c.status == "ok" and c.patch.strip() and c.verification is not None]
+    if not pool:
+        return
+    iid = outcome.instance_id
+    try:
+        base_failed, noops = await noop_check(bench, state, [a.patch for a in pool])
+    except AgentflowError:  # the sandbox cannot tell (it may be what the limit cut): the choice without the check
+        base_failed, noops = None, {}
+    kept = leave_out_noops(pool, noops, base_failed, events, iid)
+    if outcome.base_failed is None:
+        outcome.base_failed = base_failed
+    if kept is None:
+        outcome.chosen_by = "noop"
+        return
+    best = max(kept, key=lambda a: (*tests_key(a), -len(a.patch), -a.sample))
+    outcome.model_patch, outcome.chosen, outcome.chosen_by = best.patch, best.candidate_id, "best_so_far"
+    outcome.verification = best.verification
+    with contextlib.suppress(AgentflowError):  # not checked: the flag stays None
+        outcome.noop = await is_noop(bench, best.patch, noops)
+
+
+def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budget) -> None:
+    """The outcome as the final state says (what each node found, the choice and its grade)."""
+    outcome.ranked = [f"{p}:{n}" for p, n in state.get("ranked") or []]
+    outcome.suspects = list(state.get("suspects") or [])
+    outcome.reproduced = (state.get("reproduction") or {}).get("kept")
+    outcome.plan = state.get("plan") or None
+    search = state.get("search") or {}
+    if outcome.status == "no_patch" and search.get("stopped"):
+        stopped = search["stopped"]
+        outcome.status = "no_patch" if stopped == "model_error" else stopped
+        outcome.error = search.get("error")
+    if outcome.status == "no_patch" and (kind := budget.exceeded()) is not None:
+        outcome.status = f"limits_exceeded:{kind}"
+    if outcome.status == "no_patch" and outcome.error and not state.get("attempts"):
+        outcome.status = "env_error"  # no candidate and an error: an infrastructure failure (resume retries it)
+    if state.get("base"):
+        outcome.base_failed = tests_fail_at_base(Verification.model_validate(state["base"]))
+    chosen = state.get("chosen")
+    if not chosen and (declined := (state.get("final") or {}).get("declined")):
+        outcome.chosen_by = declined  # nothing submitted, and why (noop)
+    if chosen:
+        outcome.model_patch, outcome.chosen, outcome.chosen_by = chosen["patch"], chosen["candidate_id"], chosen["chosen_by"]
+        outcome.noop = chosen.get("noop")
+        final = state.get("final") or {}
+        outcome.verification = Verification.model_validate(final["verification"]) if final.get("verification") else None
+        outcome.report = final.get("report")
+        if outcome.status == "no_patch":
+            outcome.status = "submitted"

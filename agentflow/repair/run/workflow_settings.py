@@ -1,0 +1,117 @@
+"""How a repair run's settings reach its workflow's nodes.
+
+Typed nodes: every node is handed its settings as the graph passes them to it, the run's (`RepairConfig`: its
+defaults, then `-c key=value`), then its own `settings:`, then `-c nodes.<node>.<key>` (`give_settings`).
+Graph search nodes (a `search:` over a `subgraph:`, `agentflow.graph.search`): their `search:` settings,
+with the run's `concurrency` and `seed` as defaults, `--strategy` over them and `-c nodes.<node>.<key>` last
+(`set_graph_searches`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from agentflow.errors import UserError
+from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
+from agentflow.graph.search.settings import SearchSettings
+from agentflow.repair.config import RepairConfig
+
+RUN_DEFAULTS = ("concurrency", "seed")
+"""Settings of the run a graph search node takes unless its `search:` sets them."""
+
+
+def graph_searches(spec: WorkflowSpec) -> list[str]:
+    """The workflow's graph search nodes (top level)."""
+    return [name for name, node in spec.nodes.items() if node.search is not None]
+
+
+def search_summary(spec: WorkflowSpec) -> str | None:
+    """What the workflow's graph search nodes run, in words for a progress line (`best_of_n, n=8`); None
+    when it has none. Settings not given are the search's defaults (`SearchSettings`)."""
+    parts = []
+    for name in graph_searches(spec):
+        search = SearchSettings.model_validate(dict(spec.nodes[name].search or {}))
+        parts.append(f"{search.strategy}, n={search.n}")
+    return "; ".join(parts) or None
+
+
+def strategy_search(cfg: RepairConfig) -> dict[str, Any]:
+    """`--strategy` as graph search settings: single (one chain: best_of_n with n=1), best-of-n (n chains),
+    mcts (as many expansions, one sample each, as best-of-n's chains make attempts; UCT weight `mcts_c`; with
+    `stop_on_success`, no expansion starts once a candidate passes every test, a value of 1)."""
+    if cfg.strategy == "mcts":
+        return {"strategy": "mcts", "n": cfg.n * cfg.max_attempts, "c": cfg.mcts_c,
+                "stop_at": 1.0 if cfg.stop_on_success else None}
+    return {"strategy": "best_of_n", "n": 1 if cfg.strategy == "single" else cfg.n}
+
+
+def set_graph_searches(spec: WorkflowSpec, cfg: RepairConfig,
+                       overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Apply the run's settings to the graph search nodes (module docstring); the overrides left for the typed
+    nodes."""
+    rest = dict(overrides)
+    for name in graph_searches(spec):
+        node = spec.nodes[name]
+        search = {key: getattr(cfg, key) for key in RUN_DEFAULTS} | dict(node.search or {})
+        if cfg.strategy is not None:
+            search |= strategy_search(cfg)
+        node.search = search | rest.pop(name, {})
+    return rest
+
+
+def searches_for_failing_tests(spec: WorkflowSpec, cfg: RepairConfig) -> WorkflowSpec | None:
+    """A copy of `spec` whose graph search nodes search as `cfg.strategy_when_tests_fail` says (as `--strategy`
+    sets them, a node's own `-c nodes.<node>.*` over it), for a task whose tests fail at the base commit; None
+    when nothing changes: `--strategy` given, no such setting, or no search node without a strategy of the
+    user's."""
+    if cfg.strategy is not None or cfg.strategy_when_tests_fail is None:
+        return None
+    names = [name for name in graph_searches(spec) if "strategy" not in cfg.nodes.get(name, {})]
+    if not names:
+        return None
+    chosen = strategy_search(cfg.model_copy(update={"strategy": cfg.strategy_when_tests_fail}))
+    switched = spec.model_copy(deep=True)
+    for name in names:
+        node = switched.nodes[name]
+        node.search = dict(node.search or {}) | chosen | dict(cfg.nodes.get(name, {}))
+    return switched
+
+
+def _typed(spec: WorkflowSpec) -> Iterator[tuple[str, NodeSpec]]:
+    for name, node in spec.nodes.items():
+        if node.type:
+            yield name, node
+        if isinstance(node.subgraph, WorkflowSpec):
+            yield from _typed(node.subgraph)
+
+
+def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_settings: dict[str, dict[str, Any]]) -> None:
+    """Each typed node's `settings:` become the ones it runs with: the run's value of every setting its type
+    takes, then its own (`node_settings`: the workflow's, then `-c nodes.<node>.*`)."""
+    for name, node in _typed(spec):
+        model = registry.require(node.type, f"node '{name}'").settings
+        if model is None:
+            continue
+        run = {key: getattr(cfg, key) for key in model.model_fields if key in RepairConfig.model_fields}
+        node.settings = run | node_settings.get(name, {})
+
+
+def require_search(spec: WorkflowSpec, cfg: RepairConfig) -> None:
+    """`--strategy` needs a search node to set."""
+    if cfg.strategy is not None and not graph_searches(spec):
+        raise UserError(f"--strategy {cfg.strategy}: workflow '{spec.name}' has no search node to set")
+
+
+def resolved_searches(cfg: RepairConfig, spec: WorkflowSpec) -> RepairConfig | None:
+    """`cfg` saying exactly what the workflow's graph search nodes do (their settings under `nodes:`, no
+    `strategy` left to apply), for config.resolved.yaml; None when the workflow has none."""
+    names = graph_searches(spec)
+    if not names:
+        return None
+    nodes = {**cfg.nodes, **{name: dict(spec.nodes[name].search or {}) for name in names}}
+    return cfg.model_copy(update={"strategy": None, "nodes": nodes})
+
+
+__all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "require_search", "resolved_searches",
+           "search_summary", "searches_for_failing_tests", "set_graph_searches", "strategy_search"]

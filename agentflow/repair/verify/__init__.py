@@ -1,0 +1,1 @@
+"""Checking a candidate: the task's workbench, test targeting, reproductions, the choice."""

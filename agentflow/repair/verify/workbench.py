@@ -1,0 +1,718 @@
+"""A task's sandbox at its base commit: reset, restore a patch, read sources, diff, verify.
+
+Concurrent rollouts share one workbench: `async with bench.lock:` around anything that sets the workspace
+to a state and reads from it (model calls happen outside the lock, so samples decode together). Letting go of
+the lock ends every process started under it (`SandboxTurn`): a candidate's code cannot leave a background
+job that rewrites the next candidate's files or tests.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import re
+import shlex
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from agentflow.errors import AgentflowError
+from agentflow.graph.search.workspace import SandboxTurn
+from agentflow.repair.config import RepairConfig
+from agentflow.repair.locate.localize import RunEvidence
+from agentflow.repair.locate.spectrum import (
+    TIMED_OUT,
+    ExampleRun,
+    FunctionIndex,
+    gather_evidence,
+    run_examples,
+)
+from agentflow.repair.verify.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
+from agentflow.repair.verify.targeting import (
+    SuiteReach,
+    changed_functions,
+    estimate,
+    targeted_command,
+    timeout_from_base,
+)
+from agentflow.repair.verify.testshare import TestTimeShare, failing_ids
+from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
+from agentflow.swe.evaluate import run_prediction
+from agentflow.swe.guard import restore_test_infra
+from agentflow.swe.patch import apply_patch, strip_test_files, touched_in_place
+from agentflow.swe.preflight import Preflight, ignoring, run_preflight
+from agentflow.swe.report import InstanceReport
+from agentflow.swe.tasks import SWETask
+from agentflow.swe.testrun import install_runner, runner_command, test_env
+from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
+
+FeedbackMode = Literal["task", "repo", "none"]
+REPRO_PATH = f"{EVAL_DIR}/reproduce_issue.py"
+"""Where the reproduction script lives: inside the git-excluded scratch folder, so resets keep it and
+patches never contain it."""
+KEEP_PATH = f"{EVAL_DIR}/keeps_working.py"
+"""Where the keep-working check runs (`install_keep_check`), beside the reproduction script."""
+
+
+class Verification(BaseModel):
+    passed: bool | None = None
+    """True/False when the verifying tests decide the candidate; None when they cannot (blind mode: the
+    repository's tests already pass at the base commit, so passing them proves only 'no regressions')."""
+    score: float = 0.0
+    """Value in [0, 1] used to rank candidates and guide the search."""
+    kind: str = "none"
+    """task_tests (the task's FAIL_TO_PASS/PASS_TO_PASS), test_cmd (the repository's tests) or none."""
+    tests_status: dict[str, dict[str, list[str]]] | None = None
+    exit_code: int | None = None
+    reproduced: bool | None = None
+    """Blind mode with a reproduction script: True when the script still fails (the bug is still there)."""
+    output: str = ""
+    """Failure summary, the feedback of the next attempt."""
+    counts: tuple[int, int] | None = None
+    """Blind mode: (passed, run) as pytest's summary line says (the whole suite's estimate when `targeted`);
+    None when it printed none."""
+    targeted: int | None = None
+    """Blind mode: the result is estimated from a run of this many tests, those reaching the functions the
+    patch changes (`agentflow.repair.verify.targeting`); None when the whole suite ran."""
+    seconds: float | None = None
+    """How long its test run took."""
+    shortened: bool = False
+    """Blind mode: the run was cut to the tests failing at the base commit, the whole suite not fitting in the
+    test-time share (`RepairConfig.test_time_share`); `targeted` says how many ran."""
+
+
+@dataclass(frozen=True)
+class HowToVerify:
+    """What a verification depends on besides the patch, as the task's state holds it: the node that verifies
+    passes it (`nodekit.how_to_verify`), so a resumed task, in a new sandbox, verifies as the killed one did."""
+
+    base: Verification | None = None
+    """The tests on the unchanged code: a candidate's test run may take a multiple of their time
+    (`RepairConfig.test_timeout_ratio`); blind mode, when they passed, passing them again shows no regression
+    only."""
+    test_cmd: str | None = None
+    """Agentflow's own command of the selected regression tests (`swe.regression`); None: the run's
+    `test_cmd`, else the repository's whole suite."""
+    reach: SuiteReach | None = None
+    """Which tests reach which function at the base commit (`swe.spectrum`), for targeted test runs."""
+    repro: str | None = None
+    """A kept reproduction script (`swe.reproduce`): blind mode, it scores candidates too."""
+
+    def key(self) -> tuple[object, ...]:
+        """What of it a verification's result depends on (a cached one is reused only when it is the same)."""
+        base = (self.base.passed, self.base.seconds) if self.base is not None else None
+        return self.test_cmd, self.repro, self.reach is not None, base
+
+
+def summarise_failures(output: str, limit: int) -> str:
+    """What a failing pytest log says, as the next attempt's feedback: each failure's name, the lines pytest
+    marks (`>`), the values it shows (`expected = '...'`), its `E` lines and file:line locations, and the short
+    summary's FAILED/ERROR lines. The tests' own source and captured output are left out: shown a failing
+    test's code, a small model often gives back that test instead of the rewrite."""
+    keep = []
+    section: str | None = None
+    for line in output.splitlines():
+        s = line.strip()
+        header = re.match(r"^_{3,} (.+?) _{3,}$", s)
+        if header:
+            section = "failure"
+            keep.append(f"{header.group(1)}:")
+            continue
+        if re.match(r"^-{3,} .+ -{3,}$", s):
+            section = "captured"  # the test's printed output, which repeats the values shown above
+            continue
+        if s.startswith("=" * 5):
+            section = None
+            continue
+        if section == "captured":
+            continue
+        located = bool(re.search(r"\.py:\d+", s))
+        if section == "failure":
+            shown_value = bool(line) and not line[0].isspace() and not re.fullmatch(r"(_ )+_?", s)
+            if s.startswith((">", "E ")) or located or shown_value:
+                keep.append(line.rstrip())
+        elif s.startswith(("E ", "FAILED", "ERROR")) or located:
+            keep.append(line.rstrip())
+    text = "\n".join(dict.fromkeys(keep)) or output.strip()[-limit:]
+    return text if len(text) <= limit else text[:limit] + "\n..."
+
+
+def _exception_name(output: str) -> str | None:
+    """The type of the exception a traceback ends with (`KeyError`, `pkg.errors.ConversionError`,
+    `pkg.routing.NotFound`): the first line at column 0 after the last frame."""
+    lines = output.strip().splitlines()
+    last_frame = max((i for i, line in enumerate(lines) if line.lstrip().startswith('File "')), default=None)
+    if last_frame is None:
+        return None
+    for line in lines[last_frame + 1 :]:
+        if line[:1].isspace() or not line.strip():
+            continue  # the frame's code line and its carets
+        match = re.match(r"([A-Za-z_][\w.]*)(?::|$)", line)
+        return match.group(1) if match else None
+    return None
+
+
+_REPORTED = re.compile(r"(?<![\w.])(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)):[ \t]+\S")
+
+
+def reported_exceptions(issue: str) -> set[str]:
+    """Exceptions the issue shows as raised, in a traceback's last-line form (`KeyError: 'maybe'`,
+    `ZeroDivisionError: division by zero`); an `except Name:` line or a name in prose is not such a report."""
+    return set(_REPORTED.findall(issue))
+
+
+_CODE = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.DOTALL)
+_QUOTED = re.compile(r"'([^'\n]+)'|\"([^\"\n]+)\"")
+
+
+def issue_values(issue: str) -> set[str]:
+    """The string values the issue's code shows (quoted, in code blocks and `inline code`): the case it reports."""
+    code = "\n".join(a or b for a, b in _CODE.findall(issue))
+    return {a or b for a, b in _QUOTED.findall(code)}
+
+
+def why_not_the_reported_case(script: str, issue: str) -> str | None:
+    """None when a reproduction script runs the issue's own case: it uses one of the string values the issue's
+    code shows (exactly, or one of three characters or more inside a longer string), or the issue shows none.
+    Scripts that copy a repository test's fixture instead fail for a reason the issue is not about, and steer
+    every later sample to it."""
+    values = issue_values(issue)
+    if not values:
+        return None
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        return None  # running it says what is wrong
+    used = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    if values & used or any(len(v) >= 3 and v in u for v in values for u in used):
+        return None
+    shown = ", ".join(repr(v) for v in sorted(values, key=len, reverse=True)[:4])
+    return f"the script uses none of the values the issue shows ({shown}): reproduce the issue's own case"
+
+
+def why_not_a_bug(output: str, issue: str) -> str | None:
+    """None when a reproduction script failed the way the bug does: its own assertion failed, or it raised,
+    inside the repository's code, an exception the issue names; when the issue shows errors as raised
+    (`reported_exceptions`), the exception must be one of those, and a failed assertion must show one. Otherwise why the failure does not count: the script's own mistakes
+    (syntax, imports, an error raised in the script itself), an exception the issue does not mention (usually
+    the script calling the API wrongly), or one it names only as what should happen."""
+    if re.search(r"\b(SyntaxError|IndentationError|ModuleNotFoundError|ImportError)\b", output):
+        return "the script itself is broken (syntax or import error)"
+    frames = re.findall(r'File "([^"]+)", line \d+', output)
+    if not frames:
+        return "it did not end with a traceback"
+    name = _exception_name(output) or ""
+    if name.rsplit(".", 1)[-1] == "AssertionError":
+        reported = reported_exceptions(issue)
+        if reported and not any(re.search(rf"\b{re.escape(r)}\b", output) for r in reported):
+            # the issue reports an error raised; a kept script asserting something else (false by design) fails
+            # on every candidate, the fix included, and then tells the vote nothing about the fix
+            return (f"it failed an assertion, but the issue reports {' or '.join(sorted(reported))} raised: make the "
+                    "script run the case that raises it")
+        return None
+    if frames[-1].endswith(REPRO_PATH.rsplit("/", 1)[-1]):
+        return f"the {name or 'error'} was raised in the script itself, not in the package"
+    short = name.rsplit(".", 1)[-1]
+    if name and re.search(rf"\b{re.escape(short)}\b", issue):
+        reported = reported_exceptions(issue)
+        if reported and short not in reported:
+            # the issue names one error as the bug and another as what should happen instead; a script that
+            # fails with the latter reproduces a different case and leads every sample to the wrong function
+            return (f"it failed with {short}, but the error the issue reports is {' or '.join(sorted(reported))} "
+                    f"({short} is probably what the issue expects instead): make the script run the case the issue "
+                    "reports")
+        return None
+    return (f"it failed with {name or 'an error'}, which the issue does not describe: the script probably uses "
+            "the package wrongly (check the signatures above); make the script assert the behaviour the issue "
+            "expects")
+
+
+def _counts(output: str) -> tuple[int, int]:
+    """(passed, total) from pytest's summary line."""
+    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|error|errors)", output)}
+    good = counts.get("passed", 0)
+    return good, good + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+
+
+def _missed_tests(result: ExecResult, named: int) -> bool:
+    """Whether a run of `named` tests by id did not run them all: pytest found no such test (usage error, exit
+    4) or none ran (exit 5), or its summary counts fewer (one was skipped this time). The whole suite then runs
+    instead. A timeout or a collection error (exit 2) is the candidate's own result: the base collected."""
+    if result.timed_out:
+        return False
+    if result.exit_code in (4, 5):
+        return True
+    return result.exit_code in (0, 1) and _counts(result.output)[1] < named
+
+
+TRACE_SLOWDOWN = 2.0
+"""The call-traced suite run is expected to take this multiple of the plain run (the tracer's overhead)."""
+_LIST_PYTHON = "git ls-files --cached --others --exclude-standard -- '*.py'"
+
+
+@dataclass
+class CandidateTestTime:
+    """Seconds of test runs on candidates over one task: their sum and the longest single run."""
+
+    total_s: float = 0.0
+    longest_s: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.total_s += seconds
+        self.longest_s = max(self.longest_s, seconds)
+
+
+class Workbench:
+    """One task's sandbox, shared by every rollout of its search (see the module docstring)."""
+
+    def __init__(self, sandbox: Sandbox, task: SWETask, cfg: RepairConfig, python: str) -> None:
+        self.sandbox, self.task, self.cfg, self.python = sandbox, task, cfg, python
+        self.head = "HEAD"
+        self.local = sandbox.info().backend == "local"
+        mode = cfg.feedback
+        if mode == "auto":
+            mode = "task" if task.FAIL_TO_PASS else "repo"
+        self.mode: FeedbackMode = mode
+        self.lock = SandboxTurn(sandbox)
+        """Held by a rollout while it sets the workspace and runs in it; its processes end as it lets go."""
+        self._verified: dict[tuple[object, ...], Verification] = {}
+        """Verifications by what they depend on and patch: samples that agree on a patch run the suite once."""
+        self.test_time = CandidateTestTime()
+        """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
+        every view of this workbench (`on`), so a search branch's runs count too."""
+        self.test_share = TestTimeShare(limit_s=cfg.test_time_share * cfg.wall_time_s if cfg.wall_time_s else None)
+        """What the localization run and the candidates' verifications may still spend (`test_time_share`); one
+        for every view of this workbench."""
+        self.failing_at_base: list[str] = []
+        """The test ids that failed in the pre-flight's run: what a shortened run keeps."""
+        self.base_seconds: float | None = None
+        """How long the pre-flight's run of the suite took."""
+        self.left_out: list[str] = []
+        """Test files the pre-flight found cannot be collected for a missing optional module: left out of every
+        test run (`swe.preflight.ignoring`)."""
+        self._base_runs: dict[str, ExecResult] = {}
+        """The pre-flight's run of a test command at the base commit, taken by the first base verification
+        with that command instead of a second run of the same suite on the same code."""
+
+    async def setup(self) -> None:
+        self.head = (await seed_workspace(self.sandbox, self.task, python=self.python)) or "HEAD"
+
+    async def reset(self) -> None:
+        script = f"git {GIT_FLAGS} reset -q --hard {shlex.quote(self.head)} && git {GIT_FLAGS} clean -fdq -e {EVAL_DIR}"
+        result = await self.sandbox.exec(sh_command(script))
+        if not result.ok:
+            raise AgentflowError(f"resetting the workspace failed: {result.output.strip()[-300:]}")
+
+    async def restore(self, patch: str) -> None:
+        await self.reset()
+        if patch.strip():
+            applied = await apply_patch(self.sandbox, patch)
+            if not applied.applied:
+                raise AgentflowError(f"a candidate patch no longer applies: {applied.log[-300:]}")
+
+    async def python_sources(self) -> dict[str, str]:
+        # the pathspec quoted: a shell glob would expand `*.py` to the top folder's own files (setup.py, a
+        # top-level test module) and hide every package below it
+        listing = await self.sandbox.exec(sh_command(_LIST_PYTHON))
+        out: dict[str, str] = {}
+        for path in listing.stdout.split():
+            if path.startswith(EVAL_DIR):
+                continue
+            with contextlib.suppress(Exception):  # an unreadable file is just not shown
+                out[path] = await self.sandbox.read_file(path)
+        return out
+
+    async def diff(self) -> tuple[str, list[str]]:
+        script = (
+            # the scratch folder is git-excluded, so `add -A .` leaves it out (naming it in a pathspec fails)
+            f"git add -A . >/dev/null 2>&1 && git -c core.quotepath=off diff --cached "
+            f"--no-color --no-ext-diff {shlex.quote(self.head)}; s=$?; git reset -q >/dev/null 2>&1; exit $s"
+        )
+        result = await self.sandbox.exec(sh_command(script))
+        if not result.ok:
+            raise AgentflowError(f"git diff failed: {result.output.strip()[-300:]}")
+        return strip_test_files(result.stdout)
+
+    async def verify_files(self, parent_patch: str, files: Mapping[str, str], how: HowToVerify
+                           ) -> tuple[str, list[str], Verification, float] | None:
+        """Write `files` over base + `parent_patch`, take the patch and verify it as `how` says: (patch, dropped
+        test files, verification, start time); None when the patch is the parent's (only test files changed).
+        The caller holds the lock when the sandbox is shared."""
+        started = time.monotonic()  # after the caller's lock: the attempt's own time, for its trace span
+        await self.restore(parent_patch)
+        for path, content in files.items():
+            await self.sandbox.write_file(path, content)
+        patch, dropped = await self.diff()
+        if patch.strip() == parent_patch.strip():
+            return None
+        verification, _ = await self.verify(patch, how)
+        return patch, dropped, verification, started
+
+    def on(self, sandbox: Sandbox) -> Workbench:
+        """This workbench over another view of its sandbox (a search branch's own workspace): the same task,
+        settings, cache of verifications and test-time tally; a lock of its own."""
+        view = copy.copy(self)
+        view.sandbox, view.lock = sandbox, SandboxTurn(sandbox)
+        return view
+
+    def _test_env(self, how: HowToVerify | None = None) -> dict[str, str] | None:
+        # agentflow's own command (the default, or the selected regression tests') runs without the plugins the
+        # local environment has installed; a command the user gave may need them
+        ours = self.cfg.test_cmd is None or (how is not None and how.test_cmd is not None)
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
+        # the test files the pre-flight left out (an optional module they import is missing): every run skips them
+        return ignoring(env, self.left_out)
+
+    # ------------------------------------------------------------------------------------- reproduction
+
+    async def _run_script(self, path: str, how: HowToVerify | None = None) -> tuple[bool, str]:
+        """(ran without error, output) of a script of the scratch folder on the current workspace."""
+        # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
+        script = f"{test_env(EVAL_DIR)}{self.python} {shlex.quote(path)}"
+        result = await self.sandbox.exec(
+            sh_command(script), env=self._test_env(how), timeout=min(60.0, self.cfg.test_timeout_s)
+        )
+        return result.ok, result.output
+
+    async def run_repro(self, script: str, how: HowToVerify | None = None) -> tuple[bool, str]:
+        """(still failing, output) of the reproduction `script` on the current workspace."""
+        # written each time: the workspace may be a new sandbox (a resumed task) or a branch's fork
+        await self.sandbox.write_file(REPRO_PATH, script)
+        ok, output = await self._run_script(REPRO_PATH, how)
+        return (not ok), output
+
+    async def install_repro(self, script: str) -> tuple[bool, str]:
+        """Try a reproduction script at the base commit: it is kept only if it fails there the way the bug does
+        (`why_not_a_bug`) on the issue's own case (`why_not_the_reported_case`). (kept, output; a script not kept
+        has the reason appended to its output.) A kept script is the state's (`reproduction`), and verifications
+        run it from there (`HowToVerify.repro`)."""
+        await self.reset()
+        failing, output = await self.run_repro(script)
+        issue = f"{self.task.problem_statement}\n{self.task.hints_text or ''}"  # hints may name the exception
+        reasons = (why_not_a_bug(output, issue) if failing else "it ran without error",
+                   why_not_the_reported_case(script, issue))
+        why = "; ".join(r for r in reasons if r) or None  # all of them: the retry is shown what to mend
+        return why is None, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
+
+    async def install_keep_check(self, script: str, sources: Mapping[str, str]) -> tuple[str | None, str]:
+        """A keep-working check (a script asserting what the fix must not change) cut down to the checks that
+        pass at the base commit (`agentflow.repair.verify.keepcheck`), then run whole there to make sure. (the check
+        as kept or None, output; when None the reason is appended to the output.) The workspace is reset."""
+        why = why_not_a_keep_check(script, sources)
+        if why is not None:
+            return None, f"(not counted: {why})"
+        async with self.lock:
+            await self.reset()
+            try:
+                await self.sandbox.write_file(KEEP_PATH, instrumented(script))
+                _, output = await self._run_script(KEEP_PATH)
+                kept = passing_only(script, passed_checks(output))
+                if kept is None:
+                    return None, f"{output.rstrip()}\n(not counted: none of its checks passes on the unchanged code)"
+                await self.sandbox.write_file(KEEP_PATH, kept)
+                ok, output = await self._run_script(KEEP_PATH)
+            finally:
+                await self.reset()
+        if not ok:
+            return None, f"{output.rstrip()}\n(not counted: its checks that pass alone fail together)"
+        return kept, output
+
+    async def keeps_working(self, patch: str, check: str) -> bool:
+        """Whether the keep-working `check` passes on base + `patch` (read as data: it only ever orders
+        candidates the tests rank equal); the workspace is reset afterwards."""
+        async with self.lock:
+            await self.restore(patch)
+            try:
+                await self.sandbox.write_file(KEEP_PATH, check)
+                ok, _ = await self._run_script(KEEP_PATH)
+            finally:
+                await self.reset()
+        return ok
+
+    async def gather_evidence(self, issue: str, sources: Mapping[str, str], *, test_timeout_s: float,
+                              how: HowToVerify = HowToVerify()) -> tuple[RunEvidence, dict[str, Any]]:
+        """Run the issue's examples and the repository's suite (`how`'s command) call-traced at the base commit
+        (`agentflow.repair.locate.spectrum.gather_evidence`); the workspace is reset afterwards. The summary's `reach`
+        is what targeted test runs go by (`HowToVerify.reach`)."""
+        cmd, shortened = self.test_command(how), None
+        expected = self._base_seconds(how)
+        expected = expected * TRACE_SLOWDOWN if expected is not None else None
+        if not self.test_share.fits(expected):
+            shortened = self._shortened(cmd, self.failing_at_base)
+            if shortened is not None:
+                self.test_share.report("localization", "shortened", tests=len(self.failing_at_base),
+                                       expected_s=round(expected or 0.0, 1), left_s=round(self.test_share.left_s() or 0.0, 1))
+                cmd = shortened
+        timeout = self.test_share.timeout(test_timeout_s, self.cfg.test_timeout_floor_s)
+        async with self.lock:
+            await self.reset()
+            started = time.monotonic()
+            try:
+                found = await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=cmd,
+                                              test_timeout_s=timeout, env=self._test_env(how))
+            finally:
+                await self.reset()  # whatever the examples or the tests wrote is not part of any candidate
+        self.test_share.spend(time.monotonic() - started)
+        if any(TIMED_OUT in problem for problem in found[1]["problems"]):
+            self.test_share.report("localization", "timed_out", timeout_s=round(timeout, 1),
+                                   shortened=shortened is not None)
+        return found
+
+    def _base_seconds(self, how: HowToVerify | None) -> float | None:
+        """How long the unchanged code's run of the suite took (the base verification's, else the pre-flight's)."""
+        if how is not None and how.base is not None and how.base.seconds is not None:
+            return how.base.seconds
+        return self.base_seconds
+
+    @staticmethod
+    def _shortened(cmd: str, ids: list[str]) -> str | None:
+        """`cmd` running only `ids` (the tests failing at the base commit); None when it cannot be narrowed."""
+        return targeted_command(cmd, ids) if ids else None
+
+    async def show_examples(self, patch: str, issue: str, sources: Mapping[str, str]) -> ExampleRun:
+        """What the report's examples show on base + `patch` (`spectrum.run_examples`, its `shown`); the
+        workspace is reset afterwards. Read as data: it only ever decides which candidate is compared first."""
+        async with self.lock:
+            await self.restore(patch)
+            try:
+                return await run_examples(self.sandbox, self.python, issue, FunctionIndex(sources),
+                                          timeout_s=min(60.0, self.cfg.test_timeout_s))
+            finally:
+                await self.reset()
+
+    # ------------------------------------------------------------------------------------- verification
+
+    async def verify_base(self, how: HowToVerify = HowToVerify()) -> Verification:
+        """The unchanged code's verification as `how` says (by default: the task's tests alone, before any node
+        found more)."""
+        verification, _ = await self.verify("", how)
+        return verification
+
+    async def verify(self, patch: str, how: HowToVerify, *, final: bool = False, whole: bool = False
+                     ) -> tuple[Verification, InstanceReport | None]:
+        """Run the verifying tests on base + patch as `how` says (the workspace is left at base + patch).
+        `final` runs the task's own tests when it has them (the report), whatever the feedback mode, and
+        otherwise the whole suite, as does `whole` (a candidate's run may be of the tests reaching its change
+        only, see `RepairConfig.target_tests`). The same tests on the same code run once: a patch already
+        verified the same way is not run again, except for the report."""
+        graded = self.mode == "task" or (final and bool(self.task.FAIL_TO_PASS))
+        whole = (whole or final) and not graded
+        key = (*how.key(), whole, patch.strip())
+        if not (final and graded) and key in self._verified:
+            await self.restore(patch)
+            return self._verified[key].model_copy(deep=True), None
+        verification, report = await self._verify(patch, how, final=final, whole=whole)
+        if not (final and graded):
+            self._verified[key] = verification.model_copy(deep=True)
+            if verification.targeted is None and not whole:  # it ran whole: that is its whole-suite result too
+                self._verified[(*how.key(), True, patch.strip())] = verification.model_copy(deep=True)
+        return verification, report
+
+    async def verify_whole(self, patch: str, how: HowToVerify) -> Verification:
+        """The whole suite's verification of base + patch (a finalist's, when its own was estimated from the
+        tests reaching its change); the workspace is reset afterwards."""
+        async with self.lock:
+            try:
+                verification, _ = await self.verify(patch, how, whole=True)
+            finally:
+                await self.reset()
+        return verification
+
+    async def _verify(self, patch: str, how: HowToVerify, *, final: bool, whole: bool
+                      ) -> tuple[Verification, InstanceReport | None]:
+        if self.mode == "task" or (final and self.task.FAIL_TO_PASS):
+            await self.reset()
+            logs: dict[str, str] = {}
+            started = time.monotonic()
+            report = await run_prediction(
+                self.sandbox,
+                self.task,
+                patch or None,
+                python=self.python,
+                test_timeout_s=self.cfg.test_timeout_s if final or not patch.strip() else self.candidate_timeout(how),
+                rerun_failed=final,
+                seed=False,
+                run_empty=True,
+                logs=logs,
+            )
+            status = report.tests_status
+            total = sum(len(v) for part in status.values() for v in part.values())
+            ok = len(status["FAIL_TO_PASS"]["success"]) + len(status["PASS_TO_PASS"]["success"])
+            output = report.error or summarise_failures(logs.get("tests", ""), 4000)
+            verification = Verification(
+                passed=report.resolved,
+                score=ok / total if total else 0.0,
+                kind="task_tests",
+                tests_status=status,
+                output=output,
+                seconds=round(time.monotonic() - started, 3),
+            )
+            if patch.strip() and not final:
+                self.test_time.add(verification.seconds or 0.0)
+            await self.restore(patch)
+            return verification, report
+        await self.restore(patch)
+        if self.mode == "repo":
+            # only a candidate's library code is verified: its pytest.ini, conftest.py, sitecustomize.py or
+            # plugin must not decide it (swe/guard.py's allowlist)
+            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.test_cmd,
+                                     plugins=self.task.pytest_plugins)
+            return await self._verify_repo(patch, how, whole=whole), None
+        return Verification(kind="none"), None
+
+    def test_command(self, how: HowToVerify | None = None) -> str:
+        """The command that runs the repository's own tests (blind mode's verification): `how`'s selected
+        tests, else the run's `test_cmd`, else the whole suite."""
+        chosen = how.test_cmd if how is not None else None
+        return chosen or self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
+
+    async def preflight(self) -> Preflight:
+        """Whether the command verifying candidates in blind mode can run at the base commit (`swe.preflight`)."""
+        async with self.lock:
+            await self.reset()
+            try:
+                self.left_out = []
+                found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.test_timeout_s,
+                                            env=self._test_env())
+                self.left_out = list(found.left_out) if found.can_run else []
+                if found.result is not None:
+                    self.failing_at_base = failing_ids(found.result.output)
+                    self.base_seconds = found.result.duration_s
+                if found.result is not None and found.can_run:
+                    self._base_runs[found.command] = found.result
+                return found
+            finally:
+                await self.reset()
+
+    def candidate_timeout(self, how: HowToVerify) -> float:
+        """A candidate's test run's limit: a multiple of the unchanged code's (`RepairConfig.test_timeout_ratio`)."""
+        return timeout_from_base(how.base.seconds if how.base else None, ratio=self.cfg.test_timeout_ratio,
+                                 floor_s=self.cfg.test_timeout_floor_s, ceiling_s=self.cfg.test_timeout_s)
+
+    async def base_files(self, paths: list[str]) -> dict[str, str | None]:
+        """The base commit's text of `paths` (None for one it does not hold or that cannot be read), read from git
+        whatever the workspace holds, each through a scratch file: a command's output is cut when long."""
+        out: dict[str, str | None] = {}
+        copy_path = f"{EVAL_DIR}/base_file"
+        for path in dict.fromkeys(paths):
+            spec = shlex.quote(f"{self.head}:{path}")
+            shown = await self.sandbox.exec(sh_command(f"git {GIT_FLAGS} show {spec} > {copy_path}"))
+            out[path] = None
+            if shown.ok:
+                with contextlib.suppress(AgentflowError, OSError, ValueError):  # unreadable: nothing to compare
+                    out[path] = await self.sandbox.read_file(copy_path)
+        return out
+
+    async def _targets(self, patch: str, cmd: str, reach: SuiteReach | None) -> tuple[str, list[int]] | None:
+        """The command running only the tests that `reach` says reach what `patch` changes, and their indexes;
+        None when the whole suite must run (see `agentflow.repair.verify.targeting`)."""
+        if not (self.cfg.target_tests and reach is not None and patch.strip()):
+            return None
+        paths = touched_in_place(patch)
+        if not paths or not all(path.endswith(".py") for path in paths):
+            return None  # a file added, removed or not Python: any test may see it
+        sources = {path: text for path, text in (await self.base_files(paths)).items() if text is not None}
+        changed = changed_functions(patch, sources)
+        if changed is None:
+            return None
+        # with the tests that failed at the base: they show the bug, whatever path the trace saw them take
+        targets = sorted(set(reach.tests_for(changed)) | reach.failed)
+        if not targets or len(targets) >= len(reach.ids):
+            return None
+        narrowed = targeted_command(cmd, [reach.ids[i] for i in targets])
+        return (narrowed, targets) if narrowed is not None else None
+
+    async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool, shared: bool = False,
+                         shortened: bool = False) -> ExecResult:
+        """One run of `cmd`; `shared`: a candidate's verification, drawing on the test-time share."""
+        timeout = self.cfg.test_timeout_s if at_base else self.candidate_timeout(how)
+        if shared:
+            timeout = self.test_share.timeout(timeout, self.cfg.test_timeout_floor_s)
+        result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
+                                         env=self._test_env(how), timeout=timeout)
+        if not at_base:
+            self.test_time.add(result.duration_s)
+        if shared:
+            self.test_share.spend(result.duration_s)
+            if result.timed_out:
+                self.test_share.report("verification", "timed_out", timeout_s=round(timeout, 1), shortened=shortened)
+        return result
+
+    def _fit_verification(self, cmd: str, how: HowToVerify) -> tuple[str, int] | None:
+        """A candidate's whole-suite run that does not fit in the test-time share: the command running the
+        tests failing at the base commit instead (reported) and how many, or None (it fits, or cannot be narrowed)."""
+        expected = self._base_seconds(how)
+        if self.test_share.fits(expected):
+            return None
+        ids = [how.reach.ids[i] for i in sorted(how.reach.failed)] if how.reach and how.reach.failed else []
+        ids = ids or self.failing_at_base
+        shortened = self._shortened(cmd, ids)
+        if shortened is not None:
+            self.test_share.report("verification", "shortened", tests=len(ids), expected_s=round(expected or 0.0, 1),
+                                   left_s=round(self.test_share.left_s() or 0.0, 1))
+            return shortened, len(ids)
+        return None
+
+    async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool) -> Verification:
+        cmd = self.test_command(how)
+        at_base = not patch.strip()
+        result = self._base_runs.pop(cmd, None) if at_base else None
+        targeted = None if (whole or at_base) else await self._targets(patch, cmd, how.reach)
+        shared = not (whole or at_base)  # a candidate's run during the search: it draws on the test-time share
+        shortened = self._fit_verification(cmd, how) if shared and targeted is None else None
+        if result is None:
+            # pytest itself comes from the environment, not from a `pytest.py` the candidate put in the workspace
+            await install_runner(self.sandbox, EVAL_DIR)
+            chosen = targeted[0] if targeted else shortened[0] if shortened else cmd
+            result = await self._run_tests(chosen, how, at_base=at_base, shared=shared, shortened=bool(shortened))
+            if targeted and _missed_tests(result, len(targeted[1])):
+                targeted, result = None, await self._run_tests(cmd, how, at_base=False, shared=shared)
+        good, total = _counts(result.output)
+        ok = result.ok
+        if targeted is not None and how.reach is not None:  # the whole suite's result, estimated
+            found = estimate(how.reach, targeted[1], good, total)
+            ok = ok and found.estimated_ok
+            good, total = found.counts
+        score = 1.0 if ok else (good / total if total else 0.0)
+        output = "" if result.ok else summarise_failures(result.output, 4000)
+        passed: bool | None = ok
+        reproduced: bool | None = None
+        if how.repro:
+            reproduced, repro_out = await self.run_repro(how.repro, how)
+            score = (score + (0.0 if reproduced else 1.0)) / 2
+            if reproduced:
+                output = (output + "\n\n" if output else "") + "The issue still reproduces:\n" + repro_out[-1500:]
+        if how.base is not None and how.base.passed and not how.repro:
+            # the tests passed before any change: passing them again shows no regression, not a fix
+            passed = None if ok else False
+        elif how.repro:
+            passed = None if (ok and not reproduced) else False
+        return Verification(
+            passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
+            output=output, counts=(good, total) if total else None,
+            targeted=len(targeted[1]) if targeted else shortened[1] if shortened else None,
+            shortened=bool(shortened) and not targeted,
+            seconds=round(result.duration_s, 3),
+        )
+
+    # ------------------------------------------------------------------------------------- noop check
+
+    async def files_at(self, patch: str, paths: list[str]) -> dict[str, str | None]:
+        """The files `paths` on base + `patch` (None for one that cannot be read), read as data for
+        `swe.patch.changes_nothing`; the workspace is reset afterwards."""
+        async with self.lock:
+            await self.restore(patch)
+            try:
+                found: dict[str, str | None] = {}
+                for path in paths:
+                    try:
+                        found[path] = await self.sandbox.read_file(path)
+                    except (AgentflowError, OSError, ValueError):  # missing, a folder, unreadable: nothing to compare
+                        found[path] = None
+                return found
+            finally:
+                await self.reset()
