@@ -37,3 +37,8 @@ async def nap(state: dict[str, Any]) -> dict[str, Any]:
     """Sleep `nap` seconds (work that only the run's wall-clock limit cuts), then count itself in `naps`."""
     await asyncio.sleep(float(state["nap"]))
     return {"naps": int(state.get("naps") or 0) + 1}
+
+
+def nothing(state: dict[str, Any]) -> dict[str, Any]:
+    """A node that only joins or fans out."""
+    return {}

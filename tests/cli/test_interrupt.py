@@ -85,6 +85,7 @@ def test_ctrl_c_on_repair_prints_the_command_that_continues_it(docker_image: str
 
     err = _ctrl_c_when(proc, localizing)
     assert f"the repair is kept in {out}" in err
+    assert "done:" not in err and "interrupted: the task did not finish" in err, err  # not `done: no_patch`
     argv = _continue_command(err)
     assert argv[0] == "repair" and argv[-2:] == ["-o", str(out)] and argv.count("-o") == 1
     again = _cli(argv)

@@ -83,3 +83,38 @@ async def draft_until_the_deadline(state: dict[str, Any], ctx: Any) -> dict[str,
 def summarize(state: dict[str, Any]) -> dict[str, Any]:
     """A step that takes no time."""
     return {"summary": f"summary of {state['draft']}"}
+
+
+FORK_ATTEMPT = 9
+"""The attempt number `branch_write` writes in a run that is no search branch (a fork of one)."""
+
+
+def _branch_index(ctx: Any) -> int:
+    if ctx.run.branch is None:
+        return FORK_ATTEMPT
+    return int(str(ctx.run.branch).rsplit("~", 1)[-1][1:])
+
+
+async def branch_write(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Branch-fork test: a search branch `b<k>` writes attempt.txt in its own workspace."""
+    k = _branch_index(ctx)
+    await ctx.run.sandbox.write_file("attempt.txt", f"attempt {k}\n")
+    return {"attempt_no": k}
+
+
+async def branch_check(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Branch-fork test: reads attempt.txt from the workspace it runs in (a fork: the branch's, as it was at
+    the checkpoint) and the attempt number from the state; even attempts pass."""
+    seen = (await ctx.run.sandbox.exec("cat attempt.txt")).stdout.strip()
+    no = int(state["attempt_no"])
+    return {"saw": seen, "tests": {"ok": no % 2 == 0 and seen == f"attempt {no}", "no": no}}
+
+
+LOOP_STEPS = 6
+"""How many times `count_step` runs before the prune test's workflow pauses."""
+
+
+def count_step(state: dict[str, Any]) -> dict[str, Any]:
+    """Prune test: one loop step (a checkpoint each), then on to the approval."""
+    n = int(state.get("n") or 0) + 1
+    return {"n": n, "log": [f"step {n}"], "more": "yes" if n < LOOP_STEPS else "no"}

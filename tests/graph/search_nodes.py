@@ -3,6 +3,8 @@ outcome is a function of its branch id (`ctx.run.branch` ends in `~b<k>`), so a 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 
@@ -81,3 +83,47 @@ async def edit_and_test(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
     k = _index(ctx)
     await ctx.run.sandbox.exec(f"echo 'made by b{k}' > b{k}.txt")
     return {"tests": {"ok": k % 2 == 0, "summary": f"b{k}: {'pass' if k % 2 == 0 else 'fail'}"}}
+
+
+def streamed(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Sends a chunk naming its branch thread on the run's live stream (`ctx.stream`)."""
+    ctx.stream(f"from {ctx.run.branch}")
+    return {"score": _index(ctx)}
+
+
+def killable_search(path: Path) -> Path:
+    """A workflow file at `path` whose MCTS search (n=4, one branch at a time) asks a critic, then scores
+    (`score_step`: a journaled effect per step, and with AF_TEST_PAUSE_BRANCH the kill point): for the tests
+    that kill a run inside its search and resume it."""
+    path.write_text(json.dumps({
+        "name": "searched",
+        "state": {"task": {"type": "str"}, "effects": {"type": "str"}, "critique": {"type": "dict"},
+                  "score": {"type": "int"}, "depth": {"type": "int"}, "verdict": {"type": "str"},
+                  "report": {"type": "dict"}},
+        "nodes": {"go": {
+            "search": {"strategy": "mcts", "n": 4, "expand": 2, "concurrency": 1, "value": "score",
+                       "value_scale": 10, "step_until": ["score"]},
+            "output": "report", "next": "END",
+            "subgraph": {"name": "step", "nodes": {
+                "ask": {"agent": "critic", "args": {"input": {"task": "task"}}, "output": "critique",
+                        "next": "score"},
+                "score": {"fn": "tests.graph.search_nodes:score_step", "writes": ["score", "depth", "verdict"],
+                          "route": {"on": "verdict", "cases": {"more": "ask", "stop": "END"}}}}}}},
+    }))
+    return path
+
+
+def kill_when_paused(proc: Any, effects: Path) -> None:
+    """SIGKILL `proc` (a run of `killable_search` with AF_TEST_PAUSE_BRANCH) once that branch waits to be
+    killed, right after its step's effect."""
+    import os
+    import signal
+    import time
+
+    ready, deadline = Path(f"{effects}.ready"), time.monotonic() + 120
+    while not ready.exists():
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        assert time.monotonic() < deadline, "the search never reached the branch to kill"
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()

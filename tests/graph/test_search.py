@@ -263,6 +263,8 @@ def test_run_executor_in_process_runs_the_search_here(tmp_path: Path, capsys: py
         out = capsys.readouterr().out
         assert code == 0, out
         reports.append(json.loads(out.strip().splitlines()[-1])["state"]["report"])
+    for report in reports:  # each run's branches have that run's threads
+        assert all(b.pop("thread").endswith(f"~go~{b['id']}") for b in report["branches"])
     assert reports[0] == reports[1] and reports[0]["chosen"] == f"b{max(range(3), key=_final)}"
 
 

@@ -6,39 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.graph.search_nodes import kill_when_paused, killable_search
 from tests.models.conftest import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 CRITIQUE = json.dumps({"issues": [], "summary": "looks right"})
-
-
-def _workflow(path: Path) -> Path:
-    wf = {
-        "name": "searched",
-        "state": {"task": {"type": "str"}, "effects": {"type": "str"}, "critique": {"type": "dict"},
-                  "score": {"type": "int"}, "depth": {"type": "int"}, "verdict": {"type": "str"},
-                  "report": {"type": "dict"}},
-        "nodes": {"go": {
-            "search": {"strategy": "mcts", "n": 4, "expand": 2, "concurrency": 1, "value": "score",
-                       "value_scale": 10, "step_until": ["score"]},
-            "output": "report", "next": "END",
-            "subgraph": {"name": "step", "nodes": {
-                "ask": {"agent": "critic", "args": {"input": {"task": "task"}}, "output": "critique",
-                        "next": "score"},
-                "score": {"fn": "tests.graph.search_nodes:score_step", "writes": ["score", "depth", "verdict"],
-                          "route": {"on": "verdict", "cases": {"more": "ask", "stop": "END"}}}}}}},
-    }
-    path.write_text(json.dumps(wf))
-    return path
 
 
 def _events(runs: Path) -> list[dict[str, Any]]:
@@ -59,7 +38,7 @@ def _lineage(report: dict[str, Any], branch: str) -> list[str]:
 def test_kill_9_inside_an_mcts_search_then_resume(tmp_path: Path, sandbox: str | None) -> None:
     """With a Docker sandbox, each branch's workspace is restored from the diff recorded at its checkpoint:
     the chosen branch's files hold the trail of its whole lineage, written before and after the kill."""
-    wf = _workflow(tmp_path / "wf.yaml")
+    wf = killable_search(tmp_path / "wf.yaml")
     effects = tmp_path / "effects.txt"
     runs = tmp_path / "runs"
     with fake_server_process() as server:
@@ -72,14 +51,7 @@ def test_kill_9_inside_an_mcts_search_then_resume(tmp_path: Path, sandbox: str |
             args += ["--workspace", str(tmp_path / "repo")]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "AF_TEST_PAUSE_BRANCH": "b2", "OPENAI_API_KEY": "x"}
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        ready = Path(str(effects) + ".ready")
-        deadline = time.monotonic() + 120
-        while not ready.exists():
-            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-            assert time.monotonic() < deadline, "the search never reached branch b2"
-            time.sleep(0.1)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        kill_when_paused(proc, effects)
         before = len(server.requests())
         assert effects.read_text().split() == ["b0", "b1", "b2"]
         assert before == 3  # one model call per step: b0, b1, and b2's before it was killed

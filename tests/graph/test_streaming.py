@@ -197,3 +197,36 @@ async def test_a_search_node_streams_its_branches(tmp_path: Path) -> None:
     ends = {ev.data["node_id"]: ev.data["value"] for ev in branches if ev.data["event"] == "end"}
     assert ends == {f"go/b{k}": (k * 37) % 10 for k in range(3)}
     assert events[-1].result.state["report"]["chosen"] == "b1"
+
+
+async def test_what_a_search_branch_sends_is_streamed_with_its_branch_path(tmp_path: Path) -> None:
+    """Inside search branches, an agent's tokens and model calls (the test model) and a node's `ctx.stream`
+    chunks reach the run's stream with the branch's path, nested searches included; `nodes=[search node]`
+    keeps them."""
+    import subprocess
+
+    from agentflow.graph import load_workflow
+    from agentflow.graph.define.loader import spec_from_dict
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    spec = load_workflow(str(Path(__file__).with_name("branch_fork.yaml")))
+    async with WorkflowRunner(spec, run_dir=tmp_path / "a", sandbox="local", workspace=ws,
+                              context=RunContext(model="test")) as runner:
+        events = [ev async for ev in runner.stream({"task": "x"}, mode=["tokens", "models"], nodes=["attempt"])]
+    for kind in ("model.start", "token", "model.call"):
+        got = sorted((ev.path, ev.data["branch"]) for ev in events if ev.kind == kind)
+        assert got == [(("attempt", f"b{k}", "review"), f"attempt/b{k}") for k in range(3)], (kind, got)
+    assert all(ev.text for ev in events if ev.kind == "token")
+
+    nested = spec_from_dict({
+        "name": "nested", "state": {"task": {"type": "str"}, "score": {"type": "int"}},
+        "nodes": {"go": {"search": {"n": 2, "value": "score"}, "next": "END", "subgraph": {"name": "outer", "nodes": {
+            "inner": {"search": {"n": 2, "value": "score"}, "next": "END", "subgraph": {"name": "in", "nodes": {
+                "say": {"fn": "tests.graph.search_nodes:streamed", "next": "END"}}}}}}}}})
+    async with WorkflowRunner(nested, run_dir=tmp_path / "b") as runner:
+        events = [ev async for ev in runner.stream({"task": "x"}, mode=["custom"], thread_id="t")]
+    chunks = sorted((ev.path, ev.data["branch"], ev.text) for ev in events if ev.kind == "custom")
+    assert chunks == [(("go", f"b{i}", "inner", f"b{j}", "say"), f"go/b{i}/inner/b{j}",
+                       f"from t~go~b{i}~inner~b{j}") for i in range(2) for j in range(2)], chunks

@@ -217,3 +217,41 @@ def test_a_graph_search_shows_its_branches_as_a_tree(browser: Any, tmp_path: Pat
     assert "ran attempt" in kids[0].find_element("css selector", ".sdetail").text
     assert len(browser.find_elements("css selector", "#search-tree .snode.chosen")) <= 1
     assert console_errors(browser) == []
+
+
+def test_clicking_a_graph_search_branch_shows_its_diff_and_tests(browser: Any, tmp_path: Path, capsys) -> None:
+    """A workflow search in a workspace (each branch `b<k>` writes b<k>.txt; even ones pass their tests):
+    clicking a branch shows its own workspace diff and its test result, the row its pass/fail mark."""
+    import subprocess
+
+    wf = {
+        "name": "seen",
+        "state": {"task": {"type": "str"}, "tests": {"type": "dict"}, "report": {"type": "dict"}},
+        "nodes": {"go": {"search": {"strategy": "best_of_n", "n": 3, "value": "tests.ok", "concurrency": 1},
+                         "output": "report", "next": "END",
+                         "subgraph": {"name": "try", "nodes": {
+                             "work": {"fn": "tests.graph.search_nodes:edit_and_test", "next": "END"}}}}},
+    }
+    path, ws = tmp_path / "seen.yaml", tmp_path / "ws"
+    path.write_text(json.dumps(wf))
+    ws.mkdir()
+    (ws / "README").write_text("a repo\n")
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    assert run(["run", str(path), "-o", str(tmp_path / "runs"), "--sandbox", "local", "--workspace", str(ws),
+                "-i", '{"task": "x"}', "--json"]) == 0
+    capsys.readouterr()
+    (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/run.json")]
+    open_view(browser, run_dir)
+    browser.find_element("css selector", "#search-tree > .snode > .srow").click()
+    kids = {k.get_attribute("data-node-id"): k
+            for k in browser.find_elements("css selector", "#search-tree > .snode > .kids > .snode")}
+    assert sorted(kids) == ["go/b0", "go/b1", "go/b2"]
+    for k in (0, 1):
+        branch = kids[f"go/b{k}"]
+        row = branch.find_element("css selector", ".srow")
+        assert ("pass" if k % 2 == 0 else "fail") in row.text
+        row.click()
+        detail = branch.find_element("css selector", ".sdetail").text
+        assert f"+made by b{k}" in detail and f"b{k + 1}.txt" not in detail  # its own diff, nobody else's
+        assert f'"summary": "b{k}: {"pass" if k % 2 == 0 else "fail"}"' in detail
+    assert console_errors(browser) == []

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from agentflow.errors import SandboxError
-from agentflow.events import EventLog
+from agentflow.events import EventLog, read_events
 from agentflow.repair.config import load_repair_config
 from agentflow.repair.run import solve
+from agentflow.repair.run.progress import ProgressPrinter
 from agentflow.swe import load_tasks
 
 from .conftest import TASKS_FILE, scripted_cassette
@@ -46,6 +47,15 @@ def test_an_interrupt_that_surfaces_as_a_sandbox_error_leaves_the_task_unfinishe
     with pytest.raises(asyncio.CancelledError):
         _run_task(tmp_path, monkeypatch, cut_mid_command)
     assert not (tmp_path / "inst" / "outcome.json").exists()
+    # the task's end says it was interrupted, and so does the progress line (not `done: no_patch`)
+    (end,) = [e for e in read_events(tmp_path / "events.jsonl") if e.kind == "repair.end"]
+    assert end.data["status"] == "interrupted" and end.data["finished"] is False
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append)
+    for event in read_events(tmp_path / "events.jsonl"):
+        printer(event)
+    assert any("interrupted: the task did not finish" in line for line in lines), lines
+    assert not any("done:" in line for line in lines), lines
 
 
 def test_a_sandbox_error_without_an_interrupt_ends_the_task_with_its_outcome(tmp_path, monkeypatch):
@@ -55,3 +65,5 @@ def test_a_sandbox_error_without_an_interrupt_ends_the_task_with_its_outcome(tmp
     outcome = _run_task(tmp_path, monkeypatch, fail)
     assert outcome.status == "env_error" and "engine went away" in (outcome.error or "")
     assert (tmp_path / "inst" / "outcome.json").exists()
+    (end,) = [e for e in read_events(tmp_path / "events.jsonl") if e.kind == "repair.end"]
+    assert end.data["status"] == "env_error" and end.data["finished"] is True

@@ -248,9 +248,6 @@ def _check_fork_flags(fork: str | None, resume: str | None, at: str | None, afte
         return
     if resume is not None:
         raise UserError("--fork starts a new run from another; drop --resume (resume the fork by its own thread id)")
-    if "~" in fork:  # search.BRANCH_SEP: a branch runs a search node's subgraph, not a workflow of its own
-        raise UserError(f"--fork {fork}: that is a search branch's thread; fork the run's own thread",
-                        hint=f"list its checkpoints: agentflow run --history {fork.split('~', 1)[0]}")
     if input is not None:
         raise UserError("--fork takes the state at the checkpoint; change it with --edit JSON, not --input")
     if at is not None and after is not None:
@@ -273,12 +270,12 @@ def _check_run_flags(workflow: str | None, *, input: str | None, resume: str | N
 def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -> int:
     """`--history THREAD`: the thread's kept checkpoints, oldest first, read from a copy of its database. The
     workflow (and model) resolved as `run` resolves them: the command line, else the run's verified record."""
+    from agentflow.graph.run.history import branch_lines
     from agentflow.graph.run.run_options import resolve_options
 
     rdir = find_run(output, thread_id)
     opts = resolve_options(given, rdir, verb=f"--history {thread_id}")
-    workflow = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
-    spec = thread_spec(workflow, thread_id)
+    spec = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
     runner = checkpoint_reader(spec, opts)
     try:
         points = asyncio.run(runner.history(thread_id, source=rdir))
@@ -291,7 +288,9 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
             after = f"after {', '.join(point.after)}" if point.after else point.source
             typer.echo(printable(f"{point.checkpoint_id}  step {point.step:<3} {after:<24} next: {', '.join(point.next) or 'END'}"
                        + ("" if point.workspace_diff is None else f"  workspace {point.workspace_diff[:12]}")))
-    if not as_json and spec is workflow:  # a search branch's thread is not forked on its own
+            for line in branch_lines(point.searches):
+                typer.echo(printable(line))
+    if not as_json:
         typer.echo(printable(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]"))
     return 0
 
@@ -407,6 +406,7 @@ def _report(
         "status": result.status,
         "stop_reason": result.stop_reason,
         "errors": errors,
+        "finished": list(result.finished),
         "usage": result.usage.model_dump(),
         "run_dir": str(rdir),
         "state": result.state,
@@ -440,6 +440,11 @@ def _report(
             f"(events in {rdir / 'events.jsonl'}; retry the node with: {shlex.join(again)})"),
             err=True,
         )
+        if len(result.errors) > 1 or result.finished:  # a step of nodes at once: say how each of them ended
+            failed = ", ".join(f"{e.node} ({e.reason})" for e in result.errors.values())
+            typer.echo(printable(f"agentflow: in that step, failed: {failed}; finished: "
+                                 f"{', '.join(result.finished) or 'none'} (a resume runs only the failed ones)"),
+                       err=True)
         return 1
     return 0
 
@@ -600,12 +605,11 @@ async def _pick_checkpoint(spec: Any, opts: Any, fork: ForkFrom, edits: dict[str
     --edit of an undeclared key)."""
     runner = checkpoint_reader(spec, opts)
     try:
-        runner.check_edit(edits)
         point, _ = await runner.find_checkpoint(fork.thread_id, fork.checkpoint_id, after_node=fork.after_node,
-                                                source=fork.run_dir)
+                                                source=fork.run_dir, edit=edits)
     finally:
         runner.close()
-    return point.checkpoint_id
+    return str(point.checkpoint_id)
 
 
 @contextlib.asynccontextmanager

@@ -16,8 +16,12 @@ Storage layout (one SQLite file, WAL, one transaction per super-step):
   at-least-once node semantics allow and the tool journal makes harmless for tool effects. Interrupt,
   error and resume writes are committed at once; reads, `flush()` and `close()` commit what is buffered.
 
-Retention keeps the last `keep_last` checkpoints per thread and namespace; versions no kept checkpoint refers to
-and blobs nothing refers to are deleted. Every serialized value (checkpoint heads, metadata, channel values,
+Retention keeps the last `keep_last` checkpoints per thread and namespace, and every *pinned* checkpoint
+(`pins(thread_id, ns, checkpoint_id)`): a fork's first checkpoint and the one it was forked from (pinned as the
+fork's checkpoint is written: its metadata names it under `forked_from`; not a search branch's start, which a
+resumed search does not need), and those `prune(keep=...)` is given (a fork in another run's folder); versions no
+kept checkpoint refers to and blobs nothing refers to are deleted. A thread's latest checkpoint and its pending
+writes (a paused run's interrupt, a killed step's finished tasks) are always kept. Every serialized value (checkpoint heads, metadata, channel values,
 writes, whatever their type) passes through `serde_redact.redact_serialized` before it is stored: no secret.
 
 Durability: WAL with synchronous=NORMAL. put() returns once its transaction is in the WAL, so the checkpoint
@@ -29,7 +33,10 @@ then re-runs on resume.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import os
 import random
 import sqlite3
 import threading
@@ -51,6 +58,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
+from agentflow.errors import UserError
 from agentflow.graph.persist.compression import decompress
 from agentflow.graph.persist.serde import RefusedType, StrictSerde
 from agentflow.graph.persist.serde_redact import redact_serialized
@@ -81,6 +89,10 @@ CREATE TABLE IF NOT EXISTS writes (
     idx INTEGER NOT NULL, channel TEXT NOT NULL, task_path TEXT NOT NULL, kind INTEGER NOT NULL,
     type TEXT, codec INTEGER, value BLOB,
     PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pins (
+    thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id)
 ) WITHOUT ROWID;
 """
 
@@ -131,6 +143,11 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         self._lock = threading.RLock()
         self._redactors: Redactors | None = None  # the secrets of the put in progress (see _dumps)
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        # Every open saver holds a shared lock on the file; `prune` takes it exclusively. Another process's saver
+        # trusts the blobs it has stored to stay (it does not write them again): a prune from outside while it
+        # runs could take a blob it is about to refer to.
+        self._users = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fcntl.flock(self._users, fcntl.LOCK_SH)
         # auto_vacuum must be chosen before the first table exists; it lets retention shrink the file.
         self._conn.executescript(
             "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
@@ -141,6 +158,8 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         self._known: set[bytes] = set()  # blob hashes this process has seen stored
         self._list_cache: dict[tuple[str, str, str], tuple[list[Any], list[bytes]]] = {}
         self._puts = 0
+        self.pruned = 0
+        """Checkpoints the last `prune` removed."""
         self._unswept = 0  # checkpoints deleted since the last blob sweep
         self.batch_writes = batch_writes
         self._pending: list[
@@ -275,6 +294,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                             rows.append((thread_id, ns, channel, str(version), _KIND_BLOB, ref))
                 if rows:
                     cur.executemany("INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?, ?)", rows)
+                self._pin_fork(cur, thread_id, ns, checkpoint["id"], metadata)
                 cur.execute(
                     "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
@@ -491,7 +511,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             self._commit_pending()
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
-            for table in ("checkpoints", "writes", "versions"):
+            for table in ("checkpoints", "writes", "versions", "pins"):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
             self._collect_blobs(cur)
             cur.execute("COMMIT")
@@ -499,13 +519,28 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
 
     # -- retention ------------------------------------------------------------------------------------
 
+    @staticmethod
+    def _pin_fork(cur: sqlite3.Cursor, thread_id: str, ns: str, checkpoint_id: str, metadata: Any) -> None:
+        """A fork's first checkpoint (its metadata names `forked_from`) and its source stay through retention.
+        Not a search branch's start (`forked_from` names its `search`): a search, resumed, needs only each
+        branch's latest checkpoint, which is always kept."""
+        origin = metadata.get("forked_from") if isinstance(metadata, dict) else None
+        if not isinstance(origin, dict) or origin.get("search"):
+            return
+        pins = [(thread_id, ns, checkpoint_id)]
+        if origin.get("thread_id") and origin.get("checkpoint_id"):
+            pins.append((str(origin["thread_id"]), "", str(origin["checkpoint_id"])))
+        cur.executemany("INSERT OR IGNORE INTO pins VALUES (?, ?, ?)", pins)
+
     def _retain(self, cur: sqlite3.Cursor, thread_id: str, ns: str) -> int:
-        """Delete checkpoints beyond `keep_last`, their writes and the versions only they used; returns how many."""
+        """Delete checkpoints beyond `keep_last` but the pinned ones, their writes and the versions only they
+        used; returns how many."""
         assert self.keep_last is not None
         old = cur.execute(
-            "SELECT checkpoint_id FROM checkpoints WHERE thread_id=? AND ns=? ORDER BY checkpoint_id DESC "
-            "LIMIT -1 OFFSET ?",
-            (thread_id, ns, self.keep_last),
+            "SELECT checkpoint_id FROM (SELECT checkpoint_id FROM checkpoints WHERE thread_id=? AND ns=? "
+            "ORDER BY checkpoint_id DESC LIMIT -1 OFFSET ?) "
+            "WHERE checkpoint_id NOT IN (SELECT checkpoint_id FROM pins WHERE thread_id=? AND ns=?)",
+            (thread_id, ns, self.keep_last, thread_id, ns),
         ).fetchall()
         if not old:
             return 0
@@ -569,6 +604,9 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             if self._pending:
                 self._commit_pending()
             self._conn.close()
+            if self._users >= 0:
+                os.close(self._users)  # releases the shared lock
+                self._users = -1
 
     def __enter__(self) -> Self:
         return self
@@ -626,27 +664,72 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             n = int(str(current).split(".")[0])
         return f"{n + 1:016}.{random.getrandbits(32):08x}"
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """`keep_latest` keeps each thread's newest checkpoint per namespace; `delete` removes the threads."""
+    def prune(self, thread_ids: Sequence[str] | None = None, *, strategy: str = "keep_latest",
+              keep_last: int | None = None, keep: Iterable[tuple[str, str]] = ()) -> None:
+        """`keep_latest`: keep the newest `keep_last` checkpoints (default 1) of each of `thread_ids` (None:
+        every thread) per namespace, and every pinned one: forks' first checkpoints and their sources (also
+        those of forks written before pins existed, found in the metadata now) and `keep`, (thread id,
+        checkpoint id) pairs that another database's forks name. `delete` removes the threads.
+        `pruned` then says how many checkpoints went."""
         if strategy == "delete":
+            if thread_ids is None:
+                raise ValueError("prune(strategy='delete') needs the thread ids to delete")
             for thread_id in thread_ids:
                 self.delete_thread(thread_id)
             return
-        with self._lock:
+        if keep_last is not None and keep_last < 1:
+            raise ValueError(f"keep_last must be at least 1, got {keep_last}")
+        with self._lock, self._alone():
             self._commit_pending()
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
-            keep, self.keep_last = self.keep_last, 1
+            saved_keep, self.keep_last = self.keep_last, keep_last or 1
             try:
-                for thread_id in thread_ids:
-                    for (ns,) in cur.execute(
-                        "SELECT DISTINCT ns FROM checkpoints WHERE thread_id=?", (str(thread_id),)
-                    ).fetchall():
-                        self._retain(cur, str(thread_id), ns)
+                self._pin_recorded_forks(cur)
+                cur.executemany("INSERT OR IGNORE INTO pins VALUES (?, '', ?)", [(str(t), str(c)) for t, c in keep])
+                pairs = cur.execute("SELECT DISTINCT thread_id, ns FROM checkpoints").fetchall()
+                wanted = None if thread_ids is None else {str(t) for t in thread_ids}
+                self.pruned = sum(self._retain(cur, thread_id, ns) for thread_id, ns in pairs
+                                  if wanted is None or thread_id in wanted)
                 self._collect_blobs(cur)
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
             finally:
-                self.keep_last = keep
+                self.keep_last = saved_keep
+            cur.execute("PRAGMA incremental_vacuum")
+
+    @contextlib.contextmanager
+    def _alone(self) -> Iterator[None]:
+        """The file's lock held exclusively (no other saver has it open), else a one-line UserError."""
+        try:
+            fcntl.flock(self._users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fcntl.flock(self._users, fcntl.LOCK_SH)  # a refused upgrade may have dropped the shared lock
+            raise UserError(f"{self.path} is open in another process (a run still going?)",
+                            hint="prune it once that run has ended") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(self._users, fcntl.LOCK_SH)
+
+    def _pin_recorded_forks(self, cur: sqlite3.Cursor) -> None:
+        """Pin the forks a file written before pins existed holds (their metadata names `forked_from`)."""
+        rows = cur.execute("SELECT thread_id, ns, checkpoint_id, mtype, metadata FROM checkpoints").fetchall()
+        for thread_id, ns, checkpoint_id, mtype, data in rows:
+            if b"forked_from" in data:  # serialized metadata is not compressed: skip the rest unread
+                self._pin_fork(cur, thread_id, ns, checkpoint_id, self._loads(mtype, data))
+
+    async def aprune(self, thread_ids: Sequence[str] | None = None, *, strategy: str = "keep_latest",
+                     keep_last: int | None = None, keep: Iterable[tuple[str, str]] = ()) -> None:
+        self.prune(thread_ids, strategy=strategy, keep_last=keep_last, keep=keep)
+
+    def counts(self) -> dict[str, int]:
+        """Checkpoints, threads (root namespace) and stored blobs in the file now."""
+        with self._lock:
+            self._commit_pending()
+            cur = self._conn.cursor()
+            return {"checkpoints": cur.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0],
+                    "threads": cur.execute("SELECT COUNT(DISTINCT thread_id) FROM checkpoints").fetchone()[0],
+                    "blobs": cur.execute("SELECT COUNT(*) FROM blobs").fetchone()[0]}

@@ -30,6 +30,9 @@ from agentflow.secrets import redact
 DIFF_KEY = "workspace_diff"
 """Checkpoint metadata key holding the hash of the workspace diff at that checkpoint."""
 DIFFS_DIR = "diffs"
+GRAPH_KEY = "graph"
+"""Checkpoint metadata key of a thread forked from a search branch's checkpoint: the search nodes whose
+subgraph it runs (`attempt`, nested `attempt/inner`), so any runner of the workflow continues it as that graph."""
 
 
 class DiffStore:
@@ -112,7 +115,28 @@ def _branch_line(branch: dict[str, Any]) -> dict[str, Any]:
     ok = tests.get("ok", tests.get("passed")) if isinstance(tests, dict) else tests if isinstance(tests, bool) else None
     return {"id": branch.get("id"), "parent": branch.get("parent"), "value": branch.get("value"),
             "mean": branch.get("mean", branch.get("value")), "tests_ok": ok, "terminal": branch.get("terminal"),
-            "error": branch.get("error"), "diff_id": branch.get("diff_id")}
+            "error": branch.get("error"), "diff_id": branch.get("diff_id"), "thread": branch.get("thread")}
+
+
+def branch_lines(searches: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The branches of a checkpoint's search reports as `agentflow run --history` prints them: one line each,
+    indented under the checkpoint, with its parent, own and backed-up value, tests, diff id and thread."""
+    lines = []
+    for key, branches in searches.items():
+        lines.append(f"    search report '{key}': {len(branches)} branches")
+        for b in branches:
+            tests = {True: "pass", False: "fail"}.get(b["tests_ok"], "-")
+            parent = f"<- {b['parent']}" if b.get("parent") else ""
+            value = f"value {_num(b['value'])} mean {_num(b['mean'])}"
+            state = "error: " + str(b["error"])[:80] if b.get("error") else "end" if b.get("terminal") else "open"
+            diff = f"diff {str(b['diff_id'])[:12]}" if b.get("diff_id") else "no diff"
+            lines.append(f"      {b['id']!s:<5} {parent:<8} {value}  tests {tests:<4}  {state:<5}  {diff}  "
+                         f"thread {b.get('thread') or '-'}")
+    return lines
+
+
+def _num(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
 
 async def thread_history(graph: Any, thread_id: str) -> list[CheckpointInfo]:
@@ -173,9 +197,57 @@ def copy_database(src: Path, into: Path) -> Path:
     return into / src.name
 
 
+CHECKPOINT_FILE = "checkpoints.db"
+"""A run folder's SQLite checkpoint file (the runner's default checkpointer)."""
+
+
+def fork_sources(root: Path) -> dict[Path, list[tuple[str, str]]]:
+    """Run folder under `root` -> the (thread id, checkpoint id) pairs of its checkpoints that forks in other
+    run folders were taken from (their run.json names `forked_from: {run_id, thread_id, checkpoint_id}`). A
+    record only adds what is kept, so one from elsewhere can do no harm here."""
+    from agentflow.graph.run.run_options import read_record
+
+    records: dict[Path, dict[str, Any]] = {}
+    for meta in sorted(root.glob("*/run.json")) if root.is_dir() else []:
+        try:
+            records[meta.parent] = read_record(meta.parent)
+        except UserError:  # a damaged record names no fork: its run is pruned as any other
+            continue
+    by_id = {str(r.get("run_id") or d.name): d for d, r in records.items()}
+    sources: dict[Path, list[tuple[str, str]]] = {}
+    for record in records.values():
+        origin = record.get("forked_from")
+        if not isinstance(origin, dict) or not origin.get("thread_id") or not origin.get("checkpoint_id"):
+            continue
+        source = by_id.get(str(origin.get("run_id")))
+        if source is not None:
+            sources.setdefault(source, []).append((str(origin["thread_id"]), str(origin["checkpoint_id"])))
+    return sources
+
+
+def prune_run(run_dir: Path, keep_last: int, keep: list[tuple[str, str]]) -> dict[str, Any]:
+    """Prune the checkpoint file of `run_dir` (`AgentflowSaver.prune`): what it held and holds now. A
+    UserError when another process has it open."""
+    from agentflow.graph.persist.checkpoint import AgentflowSaver
+
+    db = run_dir / CHECKPOINT_FILE
+    size = _file_bytes(db)
+    with AgentflowSaver(db, keep_last=None) as saver:
+        before = saver.counts()
+        saver.prune(keep_last=keep_last, keep=keep)
+        after = saver.counts()
+    return {"run_dir": str(run_dir), "threads": after["threads"], "checkpoints_before": before["checkpoints"],
+            "checkpoints": after["checkpoints"], "bytes_before": size, "bytes": _file_bytes(db)}
+
+
+def _file_bytes(db: Path) -> int:
+    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.is_file())
+
+
 def temp_dir() -> tempfile.TemporaryDirectory[str]:
     """A scratch folder for the copy of a source run's database."""
     return tempfile.TemporaryDirectory(prefix="agentflow-fork-")
 
 
-__all__ = ["DIFF_KEY", "CheckpointInfo", "DiffStore", "copy_database", "pick_checkpoint", "thread_history"]
+__all__ = ["CHECKPOINT_FILE", "DIFF_KEY", "GRAPH_KEY", "CheckpointInfo", "DiffStore", "branch_lines", "copy_database",
+           "fork_sources", "pick_checkpoint", "prune_run", "thread_history"]

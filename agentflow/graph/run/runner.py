@@ -29,12 +29,11 @@ from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.run.context import RunContext
-from agentflow.graph.run.history import CheckpointInfo
+from agentflow.graph.run.history import CHECKPOINT_FILE, GRAPH_KEY, CheckpointInfo
 from agentflow.graph.run.ledger import RunLedger
 from agentflow.graph.run.outcome import NodeError, failed_tasks, finished_tasks, recorded_errors
 from agentflow.graph.run.streaming import RunEvent
 
-CHECKPOINT_FILE = "checkpoints.db"
 WALL_GRACE_S = 0.2
 """How long after the budget's wall-clock limit the run itself is cut (its calls are cut at the limit)."""
 
@@ -177,8 +176,12 @@ class WorkflowRunner:
         self.context.run_dir = self.run_dir
         self._branch_stamps: dict[str, str] = {}
         """A search branch's workspace snapshot -> the id of its recorded diff (recorded once per snapshot)."""
-        if self.run_dir is not None and hasattr(checkpointer, "metadata_hook"):
-            checkpointer.metadata_hook = self._stamp_workspace  # each checkpoint names the workspace's diff
+        self._thread_graphs: dict[str, str] = {}
+        """Thread -> the search nodes (`a/b`; "" for the workflow) whose subgraph its checkpoints hold."""
+        self._graphs: dict[str, Any] = {}
+        """Search-node path -> that subgraph compiled on this runner's checkpointer."""
+        if hasattr(checkpointer, "metadata_hook"):
+            checkpointer.metadata_hook = self._stamp  # each checkpoint names its graph and the workspace's diff
         if self.context.journal is None and self.run_dir is not None:
             from agentflow.tools.journal import SqliteToolJournal
 
@@ -285,14 +288,16 @@ class WorkflowRunner:
         from langgraph.types import Command
 
         config = self._config(thread_id)
-        snapshot = await self.graph.aget_state(config)
+        path = await self._graph_path(thread_id)
+        graph = self._graph_at(path)
+        snapshot = await graph.aget_state(config)
         if snapshot.created_at is None:
             raise UserError(
                 f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory"
             )
         if not snapshot.next:
             return self._result(thread_id, snapshot)
-        self.check_edit(edit)
+        self.check_edit(edit, path)
         await self._ensure_sandbox()
         await self._restore_workspace()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
@@ -311,14 +316,14 @@ class WorkflowRunner:
                     hint="pass --approve, or --edit JSON to change the state first",
                 )
             return await self._drive(command, thread_id, on_event)
-        at_breakpoint = bool(set(snapshot.next) & set(self.spec.interrupt_before))
+        at_breakpoint = bool(set(snapshot.next) & set(self._spec_at(path).interrupt_before))
         if at_breakpoint and not (approve or edit is not None):
             raise UserError(
                 f"thread {thread_id!r} waits for approval before node '{snapshot.next[0]}'",
                 hint="pass --approve, or --edit JSON to change the state first",
             )
         if edit is not None:
-            await self.graph.aupdate_state(config, dict(edit))
+            await graph.aupdate_state(config, dict(edit))
         return await self._drive(None, thread_id, on_event)
 
     def run_sync(self, inputs: Mapping[str, Any] | None = None, *, thread_id: str | None = None,
@@ -348,7 +353,7 @@ class WorkflowRunner:
         (a copy of its database is read; nothing there is written)."""
         from agentflow.graph.run.history import thread_history
 
-        async with self._source(source) as (graph, _):
+        async with self._source(source, thread_id) as (graph, _, _path):
             return await thread_history(graph, thread_id)
 
     async def fork(
@@ -371,16 +376,22 @@ class WorkflowRunner:
         last wrote), and the run continues. `source` is the directory of the run to fork when it is not this
         runner's own (its files stay byte for byte as they were). The run's sandbox (started now, or already
         running) is set to the workspace at its base plus the diff recorded at that checkpoint. A fork from a checkpoint before an `interrupt_before`
-        node pauses there unless `approve`."""
+        node pauses there unless `approve`.
+
+        `thread_id` may be a search branch's thread (`THREAD~node~b3`, as `history`, the viewer and the search
+        report name it): the fork is then a run of the subgraph that branch runs, from the branch's state and
+        its own workspace at that checkpoint, and ends where the branch would have ended (its checkpoints
+        name that subgraph, so `resume` and `history` of the fork know it)."""
         from agentflow.graph.run.history import DIFF_KEY, DiffStore, pick_checkpoint, thread_history
 
-        self.check_edit(update)
         new_thread = new_thread_id or uuid.uuid4().hex[:12]
         _check_thread_id(new_thread)
         config = self._config(new_thread)
-        if (await self.graph.aget_state(config)).created_at is not None:
+        if (await self.checkpointer.aget_tuple({"configurable": {"thread_id": new_thread,
+                                                                  "checkpoint_ns": ""}})) is not None:
             raise UserError(f"thread {new_thread!r} already exists", hint="give the fork another thread id")
-        async with self._source(source) as (graph, store):
+        async with self._source(source, thread_id) as (graph, store, path):
+            self.check_edit(update, path)
             point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
                                     checkpoint_id=checkpoint_id, after_node=after_node)
             saved = await graph.checkpointer.aget_tuple(
@@ -398,7 +409,8 @@ class WorkflowRunner:
 
             await replay(self.context.sandbox, diff, reset=True)  # the workspace as it was at the checkpoint
         origin = {"thread_id": thread_id, "checkpoint_id": point.checkpoint_id}
-        metadata = {**saved.metadata, "forked_from": origin}
+        metadata = {**saved.metadata, "forked_from": origin, **({GRAPH_KEY: path} if path else {})}
+        self._thread_graphs[new_thread] = path
         if point.workspace_diff and self.context.sandbox is None:
             metadata[DIFF_KEY] = point.workspace_diff
         # Pending writes are left behind: the nodes after the checkpoint run again in the fork.
@@ -408,35 +420,41 @@ class WorkflowRunner:
             self.ledger.begin(new_thread, self._workflow_ref())
         self.context.emit("run.fork", workflow=self.spec.name, thread_id=new_thread, forked_from=origin,
                           edit=bool(update))
+        graph = self._graph_at(path)
         if update:
-            await self.graph.aupdate_state(config, dict(update))
-        snapshot = await self.graph.aget_state(config)
-        if not snapshot.next or (set(snapshot.next) & set(self.spec.interrupt_before) and not approve):
+            await graph.aupdate_state(config, dict(update))
+        snapshot = await graph.aget_state(config)
+        if not snapshot.next or (set(snapshot.next) & set(self._spec_at(path).interrupt_before) and not approve):
             return self._result(new_thread, snapshot)
         return await self._drive(None, new_thread, on_event)
 
     async def find_checkpoint(
         self, thread_id: str, checkpoint_id: str | None = None, *, after_node: str | None = None,
-        source: str | Path | None = None,
+        source: str | Path | None = None, edit: Mapping[str, Any] | None = None,
     ) -> tuple[CheckpointInfo, str | None]:
         """The checkpoint `fork` would pick, and the workspace diff recorded there (None without one): a
-        caller that opens the fork's sandbox itself applies that diff to the run's workspace."""
+        caller that opens the fork's sandbox itself applies that diff to the run's workspace. `edit` is
+        checked as `fork` checks its update (a UserError names a key the thread's state does not declare)."""
         from agentflow.graph.run.history import pick_checkpoint, thread_history
 
-        async with self._source(source) as (graph, store):
+        async with self._source(source, thread_id) as (graph, store, path):
+            self.check_edit(edit, path)
             point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
                                     checkpoint_id=checkpoint_id, after_node=after_node)
             diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
             return point, diff
 
     @contextlib.asynccontextmanager
-    async def _source(self, source: str | Path | None) -> AsyncIterator[tuple[Any, Any]]:
-        """(graph, DiffStore or None) reading the checkpoints of run directory `source` (default: this runner's
-        own checkpointer). Another run's database is read from a copy: its folder is never written to."""
+    async def _source(self, source: str | Path | None, thread_id: str) -> AsyncIterator[tuple[Any, Any, str]]:
+        """(graph, DiffStore or None, graph path) reading the checkpoints of `thread_id` in run directory
+        `source` (default: this runner's own checkpointer), the graph being the one that thread runs (a search
+        branch's: its subgraph, at the path of search nodes). Another run's database is read from a copy: its
+        folder is never written to."""
         from agentflow.graph.run.history import DiffStore, copy_database, temp_dir
 
         if source is None or (self.run_dir is not None and Path(source).resolve() == self.run_dir.resolve()):
-            yield self.graph, (DiffStore(self.run_dir) if self.run_dir is not None else None)
+            path = await self._graph_path(thread_id)
+            yield self._graph_at(path), (DiffStore(self.run_dir) if self.run_dir is not None else None), path
             return
         from agentflow.graph.compile.compiler import compile_workflow
         from agentflow.graph.persist.checkpoint import AgentflowSaver
@@ -444,28 +462,31 @@ class WorkflowRunner:
         with temp_dir() as tmp:
             saver = AgentflowSaver(copy_database(Path(source) / CHECKPOINT_FILE, Path(tmp)), keep_last=None)
             try:
-                yield compile_workflow(self.spec, self.context, saver), DiffStore(source)
+                path = await self._graph_path(thread_id, saver)
+                yield compile_workflow(self._spec_at(path), self.context, saver), DiffStore(source), path
             finally:
                 saver.close()
 
-    def check_edit(self, edit: Mapping[str, Any] | None) -> None:
-        """An edit may set only keys the state declares (a typo would otherwise be dropped or added)."""
+    def check_edit(self, edit: Mapping[str, Any] | None, graph_path: str = "") -> None:
+        """An edit may set only keys the state declares (a typo would otherwise be dropped or added);
+        `graph_path`: of the search nodes whose subgraph the thread runs ("": the workflow)."""
         from agentflow.graph.check.validation import check_input
         from agentflow.graph.compile.compiler import registry_for
 
         if edit is not None:
-            check_input(self.spec, edit, "--edit sets", lambda: registry_for(self.spec, self.context))
+            spec = self._spec_at(graph_path)
+            check_input(spec, edit, "--edit sets", lambda: registry_for(spec, self.context))
 
     async def result(self, thread_id: str) -> RunResult:
         """Where thread `thread_id` stands, read from its last checkpoint without running anything (a failed
         node stays failed there: `resume` runs it again)."""
-        snapshot = await self.graph.aget_state(self._config(thread_id))
+        snapshot = await (await self._graph_of(thread_id)).aget_state(self._config(thread_id))
         if snapshot.created_at is None:
             raise UserError(f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory")
         return self._result(thread_id, snapshot)
 
     async def get_state(self, thread_id: str) -> dict[str, Any]:
-        snapshot = await self.graph.aget_state(self._config(thread_id))
+        snapshot = await (await self._graph_of(thread_id)).aget_state(self._config(thread_id))
         return dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
 
     async def stream(
@@ -573,10 +594,11 @@ class WorkflowRunner:
 
     async def _stream(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
         config = self._config(thread_id)
+        graph = await self._graph_of(thread_id)
         modes = ["updates", "custom", "messages", "tasks"] if on_event is not None else ["updates"]
         try:
             async with self._deadline():  # a wall-clock limit cuts whatever the nodes are waiting for
-                async for namespace, mode, data in self.graph.astream(
+                async for namespace, mode, data in graph.astream(
                     inputs, config, stream_mode=modes, subgraphs=True, durability=self.durability
                 ):
                     if on_event is not None:
@@ -596,14 +618,14 @@ class WorkflowRunner:
             failure: BaseException | None = exc  # a node failed: the checkpoint names it; the run ends `failed`
         else:
             failure = None
-        snapshot = await self.graph.aget_state(config)
+        snapshot = await graph.aget_state(config)
         if isinstance(failure, BudgetExceeded):  # cut at the wall-clock limit: the checkpoint says why
             from agentflow.graph.run.outcome import record_budget_stop
 
             if self.context.events is not None:
                 self.context.events.emit("budget.exceeded", kind=failure.kind, cut=list(snapshot.next))
             await record_budget_stop(self.checkpointer, snapshot, failure)
-            snapshot = await self.graph.aget_state(config)
+            snapshot = await graph.aget_state(config)
         result = self._result(thread_id, snapshot, failure)
         self.context.emit(
             "run.end", thread_id=thread_id, status=result.status, next=result.next,
@@ -652,6 +674,47 @@ class WorkflowRunner:
             thread_id=thread_id, status="interrupted", state=values, interrupt=info, next=list(snapshot.next),
             stop_reason="interrupted", errors=routed, usage=usage,
         )
+
+    async def _stamp(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Checkpoint metadata: the workspace's diff and, on a thread forked from a search branch, the
+        subgraph it runs (every checkpoint names it: the oldest may be pruned)."""
+        path = self._thread_graphs.get(str(config["configurable"].get("thread_id", "")))
+        stamp = {GRAPH_KEY: path} if path and not config["configurable"].get("checkpoint_ns") else {}
+        return {**stamp, **await self._stamp_workspace(config)}
+
+    async def _graph_path(self, thread_id: str, checkpointer: Any = None) -> str:
+        """The search nodes (`a/b`, "" for the workflow) whose subgraph thread `thread_id` runs: a branch's
+        from its id (`THREAD~a~b1~b4`), a fork of one's from its checkpoints' metadata."""
+        from agentflow.graph.search.settings import BRANCH_SEP, branch_path
+
+        if BRANCH_SEP in thread_id:
+            return "/".join(branch_path(thread_id))
+        if checkpointer is None and thread_id in self._thread_graphs:
+            return self._thread_graphs[thread_id]
+        saved = await (checkpointer or self.checkpointer).aget_tuple(
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        path = str((saved.metadata or {}).get(GRAPH_KEY) or "") if saved is not None else ""
+        if checkpointer is None and saved is not None:
+            self._thread_graphs[thread_id] = path
+        return path
+
+    def _spec_at(self, path: str) -> WorkflowSpec:
+        from agentflow.graph.search.settings import subgraph_spec
+
+        return subgraph_spec(self.spec, path.split("/")) if path else self.spec
+
+    def _graph_at(self, path: str) -> Any:
+        """The compiled graph of the search nodes' subgraph at `path` ("" : the workflow's)."""
+        if not path:
+            return self.graph
+        if path not in self._graphs:
+            from agentflow.graph.compile.compiler import compile_workflow
+
+            self._graphs[path] = compile_workflow(self._spec_at(path), self.context, self.checkpointer)
+        return self._graphs[path]
+
+    async def _graph_of(self, thread_id: str) -> Any:
+        return self._graph_at(await self._graph_path(thread_id))
 
     async def _stamp_workspace(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Checkpoint metadata naming the workspace's diff as the checkpoint is written (for `fork`, which

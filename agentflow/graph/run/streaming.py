@@ -12,7 +12,10 @@ tokens) and each tool call (when the model asks for it) and its result; function
 `ctx.call_tool` calls; a search node its branches. The runner adds LangGraph's `tasks` stream (a node's start
 and end, in every subgraph) and `LiveEvents` turns both into `RunEvent`s whose `path` names the node from the
 root graph down (`("solve", "code")` for node `code` of subgraph node `solve`). A search branch runs its
-subgraph as a graph of its own: its branch starts and ends are streamed, not the nodes inside it.
+subgraph as a graph of its own: its branch starts and ends are streamed, and what its nodes send (tokens,
+model and tool calls, `ctx.stream` chunks; not their starts and ends) with their branch path: `path`
+`("attempt", "b3", "code")` and `data["branch"]` `"attempt/b3"` for node `code` of branch b3 of search node
+`attempt` (a nested search's: `"attempt/b3/inner/b1"`).
 """
 
 from __future__ import annotations
@@ -159,15 +162,20 @@ class LiveEvents:
         node = data.get("node")
         kind = data.get("event")
         given = data.get("data")
-        rest: dict[str, Any] = given if isinstance(given, dict) else {}
+        rest: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
         if kind in ("search.branch", "search.decision"):  # a search node's branch: attributed to the search node
             node = rest.get("search") or node
+        within = [str(part) for part in data.get("within") or ()]  # from inside a search branch: its path
+        if within:
+            rest["branch"] = "/".join(within)
+            graph_path = (*graph_path, *within)
         path = (*graph_path, str(node)) if node else graph_path
         if kind is None:  # a node's own ctx.stream(chunk)
             chunk = data.get("chunk")
             text = chunk if isinstance(chunk, str) else ""
+            tags = {"branch": rest["branch"]} if "branch" in rest else {}
             return [self.event("custom", node=node, path=path, text=text,
-                               data={} if text else {"chunk": chunk})]
+                               data=tags if text else {**tags, "chunk": chunk})]
         return [self.event(str(kind), node=node, path=path, text=str(data.get("text") or ""), data=dict(rest))]
 
     def _interrupts(self, data: Any, graph_path: tuple[str, ...]) -> list[RunEvent]:

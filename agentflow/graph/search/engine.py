@@ -156,9 +156,13 @@ class SearchRun:
 
     def finish(self, chosen: Branch) -> None:
         """The tree's final record: every node again with its visits (the last event of a node id wins), the
-        chosen one marked with how it was chosen."""
+        chosen one marked with how it was chosen, each branch with its test result and workspace diff as the
+        report holds them (what the viewer shows when a branch is clicked)."""
         for branch in [self.root, *self.branches] if self.root is not None else self.branches:
-            mark = {"chosen": True, "select": self.settings.select} if branch is chosen else {}
+            mark: dict[str, Any] = {"chosen": True, "select": self.settings.select} if branch is chosen else {}
+            if branch.parent is not None:
+                report = self._branch_report(branch)
+                mark = {**mark, "tests": report.tests, "diff": report.diff}
             self._emit(branch, final=True, **mark)
 
     # -- running one step of a branch -------------------------------------------------------------------------
@@ -187,6 +191,7 @@ class SearchRun:
             if self.solved is not None:
                 return self._drop(branch)
             t0 = time.perf_counter()
+            forward = _run_stream()  # the run's live stream, taken here: the branch's graph has its own
             rt = self._branch_context(branch)
             graph = self._graph(rt)
             config = self._config(branch)
@@ -203,7 +208,7 @@ class SearchRun:
                 if self.remote is not None:
                     branch.error = await self.remote.step(branch, rt, inputs)
                 else:
-                    await graph.ainvoke(inputs, config)
+                    await self._invoke(graph, inputs, config, branch, forward)
             except Exception as exc:  # noqa: BLE001 - a branch's failure is that branch's, recorded below
                 branch.error = one_line(exc)
             finally:
@@ -227,6 +232,21 @@ class SearchRun:
         self._emit(branch)
         self._check_solved(branch)
         return branch
+
+    async def _invoke(self, graph: Any, inputs: Any, config: dict[str, Any], branch: Branch,
+                      forward: Callable[[Any], None] | None) -> None:
+        """Run the branch's step; what its nodes put on their live stream (tokens, model and tool calls,
+        `ctx.stream` chunks) goes on to the run's stream, `within` naming the search node and branch (and the
+        subgraph nodes on the way) so a consumer sees which branch it came from."""
+        if forward is None:
+            await graph.ainvoke(inputs, config)
+            return
+        async for namespace, chunk in graph.astream(inputs, config, stream_mode="custom", subgraphs=True):
+            payload = dict(chunk) if isinstance(chunk, Mapping) else {"node": None, "chunk": chunk}
+            inner = payload.get("within")
+            payload["within"] = [self.name, branch.id, *(part.split(":", 1)[0] for part in namespace),
+                                 *(inner if isinstance(inner, list) else [])]
+            forward(payload)
 
     def _check_solved(self, branch: Branch) -> None:
         stop_at = self.settings.stop_at
@@ -286,7 +306,7 @@ class SearchRun:
         saved = await saver.aget_tuple({"configurable": {"thread_id": parent.thread, "checkpoint_ns": ""}})
         if saved is None:
             raise NodeFailed(self.name, "error", f"branch {parent.id} has no checkpoint to expand from")
-        metadata = {**saved.metadata, "forked_from": {"thread_id": parent.thread,
+        metadata = {**saved.metadata, "forked_from": {"thread_id": parent.thread, "search": self.name,
                                                       "checkpoint_id": saved.checkpoint["id"]}}
         await saver.aput({"configurable": {"thread_id": child.thread, "checkpoint_ns": ""}},
                          saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))
@@ -581,7 +601,7 @@ class SearchRun:
         return BranchReport(id=b.id, parent=b.parent.id if b.parent else None, depth=b.depth, action=b.action,
                             value=b.value, mean=b.mean, visits=b.visits, terminal=b.done, error=b.error,
                             tests=_jsonable(read_path(b.state, self.settings.tests)), diff_id=b.diff_id,
-                            diff=diff[:REPORT_DIFF_CHARS] if diff is not None else None)
+                            diff=diff[:REPORT_DIFF_CHARS] if diff is not None else None, thread=b.thread)
 
     async def read_diffs(self) -> None:
         """Each branch's workspace diff as recorded at its last checkpoint (the runner records one per
@@ -625,6 +645,16 @@ class BranchEvents:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._events, name)
+
+
+def _run_stream() -> Callable[[Any], None] | None:
+    """The running graph's `custom` stream writer (None outside a running graph)."""
+    from langgraph.config import get_stream_writer
+
+    try:
+        return get_stream_writer()
+    except RuntimeError:
+        return None
 
 
 def _release(path: list[Branch]) -> Callable[[Any], None]:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
 from agentflow.config import StrictConfig, strategy_spelling
-from agentflow.errors import ConfigError, did_you_mean
+from agentflow.errors import ConfigError, UserError, did_you_mean
 from agentflow.graph.run.outcome import NodeFailed
-from agentflow.graph.search.tree import read_path
+from agentflow.graph.search.tree import branch_spec, read_path
+
+if TYPE_CHECKING:
+    from agentflow.graph.define.spec import WorkflowSpec
 
 BRANCH_SEP = "~"
 """Separates the run's thread id, the search node and the branch id in a branch's thread id."""
@@ -169,5 +173,36 @@ def parse_search_settings(values: Any, where: str) -> SearchSettings:
         raise ConfigError(f"{where}: search.{loc}: {err['msg']}{near} (search settings: {known})") from None
 
 
-__all__ = ["BRANCH_SEP", "COMMON_SETTINGS", "READS", "STEPWISE_SETTINGS", "STRATEGY_NAMES", "SearchSettings",
-           "ignored_settings", "parse_search_settings", "settings_problems", "strategy_for"]
+def branch_path(thread_id: str) -> list[str]:
+    """The search nodes, outermost first, whose subgraph a search branch's thread runs: `THREAD~node~b1~b4`
+    -> [node], nested searches `THREAD~node~b1~inner~b2` -> [node, inner]; [] for a run's own thread."""
+    return [part for part in thread_id.split(BRANCH_SEP)[1:] if not re.fullmatch(r"b\d+", part)]
+
+
+def subgraph_spec(spec: WorkflowSpec, path: list[str]) -> WorkflowSpec:
+    """The graph the search nodes `path` (outermost first) run as their branches: `spec` itself for []. A
+    one-line UserError names a part that is no search node."""
+    for part in path:
+        node = spec.nodes.get(part)
+        if node is None or node.search is None:
+            searches = [n for n, x in spec.nodes.items() if x.search is not None]
+            raise UserError(f"{spec.name} has no search node {part!r}{did_you_mean(part, searches)}",
+                            hint="copy the thread id the viewer or `--history` shows")
+        spec = branch_spec(spec, node)
+    return spec
+
+
+__all__ = [
+    "BRANCH_SEP",
+    "COMMON_SETTINGS",
+    "READS",
+    "STEPWISE_SETTINGS",
+    "STRATEGY_NAMES",
+    "SearchSettings",
+    "branch_path",
+    "ignored_settings",
+    "parse_search_settings",
+    "settings_problems",
+    "strategy_for",
+    "subgraph_spec",
+]

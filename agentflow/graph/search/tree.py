@@ -128,6 +128,8 @@ class BranchReport(BaseModel):
     """Id of its workspace diff in the run folder's `diffs/` (None: the run had no workspace or folder)."""
     diff: str | None = None
     """Its workspace diff against the run's base (the first `REPORT_DIFF_CHARS` characters)."""
+    thread: str | None = None
+    """Its checkpoint thread (`THREAD~node~b3`): `agentflow run --history` / `--fork` take it."""
 
 
 class SearchReport(BaseModel):

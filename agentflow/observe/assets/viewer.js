@@ -219,7 +219,7 @@
       parts.push(h("p", { cls: "muted" }, n.action ? "ran " + n.action : "the starting point (the run's state at the search node)"));
       if (n.error) parts.push(h("div", { cls: "bad" }, "failed: " + n.error));
       if (n.thread) parts.push(h("div", { cls: "muted" }, "checkpoint thread " + n.thread));
-      if (!c) return parts;
+      if (!c) return parts.concat(branchDetail(n));
       const v = c.verification || {};
       const chain = [];  // a chain of attempts in one branch (best-of-N): each built on the one before
       for (let p = candById.get(c.parent_id); p && chain.length < 50; p = candById.get(p.parent_id)) chain.unshift(p.candidate_id);
@@ -238,7 +238,7 @@
     }
     function render(n) {
       const ch = kids.get(n.id) || [];
-      const c = candOf(n), passed = c ? (c.verification || {}).passed : undefined;
+      const c = candOf(n), passed = c ? (c.verification || {}).passed : branchPassed(n);
       const isChosen = chosen ? !!c && c.candidate_id === chosen : n.chosen === true;  // a repair's choice first
       const box = h("div", { cls: "snode" + (isChosen ? " chosen" : ""), "data-node-id": n.id });
       const toggle = h("span", { cls: "toggle" }, ch.length ? "▸" : "·");
@@ -268,6 +268,24 @@
         chosenBy === "verifier" ? " (the verifier model judged it best)" : "")) : h("p", { cls: "muted" }, "no candidate chosen");
     return h("div", {}, why, h("p", { cls: "muted" }, `${nodes.size} nodes; click a node to see its patch and test results and to expand its children`),
       h("div", { cls: "tree", id: "search-tree" }, roots.map(render)));
+  }
+
+  // A workflow search's branch (no repair candidate): its test result and workspace diff, as the search's final
+  // `search.node` event holds them (the search report's `tests` and `diff`).
+  function branchPassed(n) {
+    const t = n.tests;
+    if (typeof t === "boolean") return t;
+    if (t && typeof t === "object") for (const k of ["ok", "passed"]) if (typeof t[k] === "boolean") return t[k];
+    return undefined;
+  }
+  function branchDetail(n) {
+    if (n.parent === null || n.parent === undefined || !("tests" in n || "diff" in n)) return [];
+    const t = n.tests, parts = [h("h3", {}, "tests"), h("div", { cls: "tests" }, passMark(branchPassed(n)))];
+    if (t !== null && t !== undefined) parts.push(pre(typeof t === "string" ? t : JSON.stringify(t, null, 2)));
+    else parts.push(h("p", { cls: "muted" }, "no test result in the branch's state"));
+    parts.push(h("h3", {}, "patch"), h("div", { cls: "patch" }, n.diff === null || n.diff === undefined ?
+      h("p", { cls: "muted" }, "no workspace diff recorded (a run without a workspace or run folder)") : pre(n.diff || "(empty)", true)));
+    return parts;
   }
 
   // Why a candidate did not pass, in one line, from what candidates.jsonl holds: its edit's fate, then its

@@ -543,6 +543,8 @@ class ProgressPrinter:
         if task is not None:
             spent = (f"; {task.calls} model calls, {task.tokens} tokens, "
                      f"{format_duration(e.ts - task.started)}")
+        if d.get("finished") is False:  # cut short (Ctrl-C): not done, and a resume continues it
+            return iid, f"interrupted: the task did not finish{spent}"
         return iid, f"done: {d.get('status')}{graded}{chosen}{error}{spent}"
 
     _handlers: ClassVar[dict[str, Callable[[ProgressPrinter, Event], tuple[str | None, str] | None]]] = {

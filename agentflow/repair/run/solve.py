@@ -269,7 +269,9 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
         outcome.longest_test_wait_s = round(run.rt.bench.test_time.longest_s, 3)
         outcome.base_test_seconds = (state.get("base") or {}).get("seconds")
     iid = outcome.instance_id
-    run.events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
+    # an interrupted task says so: its outcome (still the initial `no_patch`) is not how it ended
+    run.events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status if write else "interrupted",
+                    finished=write, chosen=outcome.chosen,
                     chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
     if run.inst_dir is not None and write:
         task_dir = RunDir(run.inst_dir)
