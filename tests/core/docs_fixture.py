@@ -4,7 +4,7 @@ PATH, and holds what the docs' placeholders name: `path/to/repo` (a small git re
 bug: parsing '1.10' gives 1.1, and a CLI with no --verbose flag), `task.json`, `issue.md`.
 
 Placeholders filled from the page's earlier commands: THREAD_ID (the thread of the last run a command
-printed), RUN_DIR and `runs/<id>` (its run folder), CHECKPOINT_ID (the last checkpoint `--history` listed).
+printed; a `--fork` makes a new thread but the docs go on with the one they forked), RUN_DIR and `runs/<id>` (its run folder), CHECKPOINT_ID (the first checkpoint `--history` listed).
 A hosted OpenAI model answers from the loopback test server (docs_model_server.py) through OPENAI_BASE_URL."""
 
 from __future__ import annotations
@@ -99,13 +99,13 @@ class PageSession:
             command = command.replace(name, value)
         return command
 
-    def note(self, output: str) -> None:
+    def note(self, command: str, output: str) -> None:
         threads = [next(filter(None, groups)) for groups in THREAD.findall(output)]
-        if threads:
+        if threads and "--fork" not in command:
             self.found["THREAD_ID"] = threads[-1]
         checkpoints = CHECKPOINT.findall(output)
         if checkpoints:
-            self.found["CHECKPOINT_ID"] = checkpoints[-1]
+            self.found["CHECKPOINT_ID"] = checkpoints[0]
         dirs = RUN_DIR.findall(output)
         if dirs:
             self.found["RUN_DIR"] = self.found["runs/<id>"] = dirs[-1]

@@ -71,7 +71,7 @@ def _need(block: Block) -> None:
 def _run(argv: list[str], session: PageSession, what: str) -> None:
     proc = subprocess.run(argv, cwd=session.work, env=session.env, capture_output=True, text=True,
                           timeout=COMMAND_SECONDS, check=False)
-    session.note(proc.stderr + proc.stdout)
+    session.note(argv[-1], proc.stderr + proc.stdout)
     assert proc.returncode == 0, f"{what}\nexit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
 
 
