@@ -1,113 +1,105 @@
-"""The docs run as written: every ```python block in README.md and docs/ is a complete program, run here
-from an empty folder (models are replayed or scripted inside the block), or is marked `python fragment`;
-`python requires=docker|llama` blocks run where those are available. Every `agentflow ...` line in a
-```bash block names a real command with real options, and a ```bash run block runs, line by line, from an
-empty folder (with `agentflow` being this checkout's CLI)."""
+"""The docs run as written: every command block and python block of README.md and docs/ (the rules are in
+docs_blocks.py: a block is skipped only by a `<!-- doc-test: skip (REASON) -->` comment). The blocks of a page
+run in order in one working folder (docs_fixture.py: a checkout-like folder with a fixture repository at
+`path/to/repo`); hosted models answer from a loopback test model (docs_model_server.py). Every `agentflow ...`
+line, skipped or not, names a real command with real options."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"(?ms)^(?P<fence>`{3,})(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$")
+from tests.core.docs_blocks import Block, blocks, commands
+from tests.core.docs_fixture import PageSession
+from tests.core.docs_model_server import serving
+
+COMMAND_SECONDS = 180
+"""Longest one documented command or program may take."""
+
+ALL = blocks()
+RUNNABLE = [b for b in ALL if b.runs or b.file]
+SHELL = [b for b in ALL if b.lang in ("bash", "sh", "shell", "console")]
 
 
-@dataclass(frozen=True)
-class Block:
-    path: Path
-    line: int
-    lang: str
-    flags: tuple[str, ...]
-    body: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+def _param(block: Block) -> object:
+    marks = [getattr(pytest.mark, need) for need in block.requires()]
+    return pytest.param(block, id=block.id, marks=marks)
 
 
-def blocks() -> list[Block]:
-    found = []
-    for path in DOCS:
-        text = path.read_text(encoding="utf-8")
-        for m in FENCE.finditer(text):
-            lang, *flags = m["info"].split() or [""]
-            found.append(Block(path, text[: m.start()].count("\n") + 1, lang, tuple(flags), m["body"]))
-    return found
+def test_every_fence_names_its_language_and_markers_are_well_formed() -> None:
+    bad = [f"{b.id}: {problem}" for b in ALL for problem in b.problems]
+    assert not bad, "\n".join(bad)
 
 
-PYTHON = [b for b in blocks() if b.lang == "python" and "fragment" not in b.flags]
-SHELL = [b for b in blocks() if b.lang in ("bash", "sh", "console")]
+def test_the_docs_have_blocks_of_every_kind() -> None:
+    langs = {b.lang for b in RUNNABLE if not b.skip_reason}
+    assert {"bash", "python"} <= langs, langs
 
 
-def _marks(block: Block) -> list[pytest.MarkDecorator]:
-    return [getattr(pytest.mark, flag.split("=", 1)[1]) for flag in block.flags if flag.startswith("requires=")]
+@pytest.fixture(scope="session")
+def model_url() -> Iterator[str]:
+    with serving() as url:
+        yield url
 
 
-def test_every_python_block_is_complete_or_marked() -> None:
-    """A complete program has no top-level await and no path into tests/ (so it runs from any folder)."""
-    bad = []
-    for block in PYTHON:
-        top_level_await = any(line.startswith("await ") or " = await " in line and not line.startswith(" ")
-                              for line in block.body.splitlines())
-        if top_level_await or "tests/" in block.body:
-            bad.append(block.id)
-    assert not bad, f"mark these `python fragment` or make them complete programs: {bad}"
+_SESSIONS: dict[Path, PageSession] = {}
 
 
-@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=_marks(b)) for b in PYTHON])
-def test_python_block_runs(block: Block, tmp_path: Path) -> None:
-    if any(f == "requires=llama" for f in block.flags):
+@pytest.fixture
+def session(block: Block, model_url: str, tmp_path_factory: pytest.TempPathFactory) -> PageSession:
+    if block.path not in _SESSIONS:
+        _SESSIONS[block.path] = PageSession.create(tmp_path_factory.mktemp("doc"), model_url)
+    return _SESSIONS[block.path]
+
+
+def _need(block: Block) -> None:
+    assert not block.problems, "\n".join(block.problems)
+    if block.skip_reason:
+        pytest.skip(f"the doc says: {block.skip_reason}")
+    if "llama" in block.requires():
         from tests.serving.conftest import require_llama
 
-        require_llama()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", block.body], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert proc.returncode == 0, f"{block.id} failed:\n{proc.stderr[-3000:]}"
+        require_llama("qwen2.5-coder-1.5b" if "qwen" in block.body else "gemma3-270m")
 
 
-RUNNABLE_SHELL = [b for b in SHELL if "run" in b.flags]
+def _run(argv: list[str], session: PageSession, what: str) -> None:
+    proc = subprocess.run(argv, cwd=session.work, env=session.env, capture_output=True, text=True,
+                          timeout=COMMAND_SECONDS, check=False)
+    session.note(argv[-1], proc.stderr + proc.stdout)
+    assert proc.returncode == 0, f"{what}\nexit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
 
 
-def test_the_walkthrough_has_runnable_shell_blocks() -> None:
-    assert any(b.path.name == "getting-started.md" for b in RUNNABLE_SHELL)
-
-
-@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=_marks(b)) for b in RUNNABLE_SHELL])
-def test_runnable_shell_block_runs(block: Block, tmp_path: Path) -> None:
-    bin_dir, work = tmp_path / "bin", tmp_path / "work"
-    bin_dir.mkdir()
-    work.mkdir()
-    shim = bin_dir / "agentflow"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m agentflow.cli.main "$@"\n')
-    shim.chmod(0o755)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run(["bash", "-eu", "-o", "pipefail", "-c", block.body], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, f"{block.id} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+@pytest.mark.parametrize("block", [_param(b) for b in RUNNABLE])
+def test_block_runs_as_written(block: Block, session: PageSession) -> None:
+    _need(block)
+    if block.file:
+        (session.work / block.file).write_text(block.body)
+    if block.lang == "python":
+        program = f"{session.program}\n{block.body}" if "continues" in block.flags else block.body
+        session.program = program
+        _run([sys.executable, "-c", program], session, f"{block.id} (python)")
+    elif block.lang in ("bash", "sh", "shell", "console"):
+        for command in commands(block):
+            filled = session.fill(command)
+            _run(["bash", "-e", "-o", "pipefail", "-c", filled], session, f"{block.id}: {filled}")
 
 
 def _agentflow_lines(block: Block) -> list[list[str]]:
-    commands = []
-    text = re.sub(r"\\\n\s*", " ", block.body)
-    for line in text.splitlines():
-        line = line.split(" #", 1)[0].strip()
-        line = line.removeprefix("$ ")
+    found = []
+    for command in commands(block):
+        line = re.sub(r"\\\n\s*", " ", command).split(" #", 1)[0].strip()
         words = shlex.split(line, comments=True) if line else []
         while words and "=" in words[0] and not words[0].startswith("-"):  # VAR=value prefixes
             words.pop(0)
         if words and Path(words[0]).name == "agentflow":
-            commands.append(words[1:])
-    return commands
+            found.append(words[1:])
+    return found
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in SHELL])
