@@ -57,6 +57,8 @@ PACKAGES = [
     Package("pyparsing", "3.1.4", "f86ec8d1a83f11977c9a6ea7598e8c27fc5cddfa5b07ea2241edbbde1d7bc032", "MIT", 2, 12),
     Package("isodate", "0.7.2", "4cd1aa0f43ca76f4a6c6c0292a85f40b35ec2e43e315b59f06e6d32171a953e6", "BSD-3-Clause",
             max_failing=40),
+    Package("networkx", "3.5", "d4c6f9cf81f52d69230866796b82afbccdec3db7ae4fbd1b65ea750feed50037", "BSD-3-Clause",
+            max_failing=40),
     Package("toml", "0.10.2", "b3bda1d108d5dd99f4a20d24d9c348e91c4db7ab1b749200bded2f839ccbe68f", "MIT"),
 ]
 BY_NAME = {p.name: p for p in PACKAGES}
