@@ -10,7 +10,6 @@ import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +19,7 @@ from agentflow.errors import ConfigError
 from agentflow.models.ask import ask as ask_model
 from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, Message, declared_tool_calling
+from agentflow.models.templates import Templates
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits
 from agentflow.repair.locate.focus import rotated
@@ -48,28 +48,22 @@ MAX_SHOWN_EXAMPLE_CHARS = 300
 """What an example gave on the unchanged code, as the expectations prompt shows it, is cut to this."""
 
 PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
-_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
-
-
-@lru_cache(maxsize=64)
-def _shipped_prompt(name: str) -> str:
-    return (PROMPTS_DIR / f"{name}.j2").read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=128)
-def _template(text: str) -> jinja2.Template:
-    return _JINJA.from_string(text)
+PROMPTS = Templates([PROMPTS_DIR])
 
 
 def prompt_text(cfg: RepairConfig, name: str) -> str:
     """The template of prompt `name`: the config's own text, else the shipped `prompts/<name>.j2`."""
-    return getattr(cfg.prompts, name) or _shipped_prompt(name)
+    own: str | None = getattr(cfg.prompts, name)
+    return own or PROMPTS.source(f"{name}.j2")
 
 
 def render(cfg: RepairConfig, name: str, values: Mapping[str, str] | None = None) -> str:
     """Prompt `name` rendered with `values` (a variable the template uses but `values` lacks is an error)."""
+    own: str | None = getattr(cfg.prompts, name)
     try:
-        return _template(prompt_text(cfg, name)).render(**(values or {}))
+        if own:
+            return PROMPTS.render_text(own, **(values or {}))
+        return PROMPTS.render(f"{name}.j2", **(values or {}))
     except jinja2.TemplateError as exc:
         raise ConfigError(f"repair prompt {name!r}: {exc}", hint=f"it can use: {', '.join(sorted(values or {}))}") from None
 
