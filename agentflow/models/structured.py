@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentflow.errors import ModelError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, Usage
+from agentflow.models.templates import MODEL_PROMPTS
 
 T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
@@ -103,10 +104,7 @@ async def chat_structured(
                     "messages": [
                         *request.messages,
                         Message.assistant(response.text),
-                        Message.user(
-                            f"Your reply did not validate against the schema: {why}. "
-                            "Reply again with only the corrected JSON object."
-                        ),
+                        Message.user(MODEL_PROMPTS.render("structured_retry.j2", why=why)),
                     ]
                 }
             )

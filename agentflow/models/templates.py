@@ -56,3 +56,8 @@ class Templates:
 def package_templates(module_file: str) -> Templates:
     """The templates of the package holding `module_file` (its `prompts/` folder)."""
     return Templates([Path(module_file).resolve().parent / "prompts"])
+
+
+MODEL_PROMPTS = package_templates(__file__)
+"""The prompts the model layer itself sends (`models/prompts/*.j2`): the structured-output retry, the schema
+instruction of backends without a JSON-schema mode."""

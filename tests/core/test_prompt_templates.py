@@ -64,3 +64,28 @@ def test_agent_prompt_renders_as_before(case: dict[str, Any]) -> None:
     from agentflow.agents.prompts import PromptSet
 
     assert PromptSet().render(case["name"], **case["values"]) == case["rendered"]
+
+
+PROSE_CASES: list[dict[str, Any]] = json.loads((DATA / "prose_rendered.json").read_text(encoding="utf-8"))
+
+
+def _render_prose(case: dict[str, Any]) -> str:
+    """A prompt once built in Python (a constant or an f-string), rendered the way its call site now does."""
+    if case["name"] == "reproduce_previous":
+        from agentflow.repair.edit.steps import previous_try
+
+        return previous_try(**case["values"])
+    templates = package_templates(str(PACKAGES / case["package"] / "__init__.py"))
+    return templates.render(f"{case['name']}.j2", **case["values"])
+
+
+@pytest.mark.parametrize("case", PROSE_CASES, ids=lambda c: f"{c['package']}.{c['name']}")
+def test_prompt_once_built_in_python_renders_as_before(case: dict[str, Any]) -> None:
+    assert _render_prose(case) == case["rendered"]
+
+
+def test_the_schema_instruction_is_the_template_with_the_schema() -> None:
+    from agentflow.models.backends.anthropic_backend import schema_instruction
+
+    for case in (c for c in PROSE_CASES if c["name"] == "schema_instruction"):
+        assert schema_instruction(json.loads(case["values"]["schema"])) == case["rendered"]

@@ -712,6 +712,12 @@ def _script_context(cfg: RepairConfig, sources: Mapping[str, str], issue: str, p
             "usage": f"How the repository's own tests use it:\n{usage}\n" if usage else ""}
 
 
+def previous_try(script: str, output: str) -> str:
+    """The reproduction prompt's `previous`: an earlier script that did not reproduce the issue, and its output."""
+    shown = script[:1500].rstrip() + "\n" if script.strip() else ""  # the closing fence on its own line
+    return PROMPTS.render("reproduce_previous.j2", script=shown, output=output[-800:])
+
+
 async def write_reproduction(
     model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
     previous: tuple[str, str] | None = None, prefer: Sequence[tuple[str, str]] = (),
@@ -719,13 +725,8 @@ async def write_reproduction(
 ) -> str | None:
     """A standalone script that fails while the bug is present (None when the answer holds no code).
     `previous` is an earlier try that did not count (script, output): the model sees why."""
-    before = ""
-    if previous is not None:
-        shown = previous[0][:1500].rstrip() + "\n" if previous[0].strip() else ""  # the closing fence on its own line
-        before = (f"An earlier script did not reproduce the issue:\n```python\n{shown}```\n"
-                  f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\nWrite a corrected script.\n")
     values = {**_script_context(cfg, sources, issue, prefer, evidence), "repo_map": repo_map(sources),
-              "previous": before}
+              "previous": previous_try(*previous) if previous is not None else ""}
     text = (await ask_model(model, render(cfg, "reproduce", values), system=render(cfg, "helper_system"),
                             max_tokens=cfg.max_tokens, seed=seed,
                             # a retry at the first try's low temperature mostly repeats the same script
