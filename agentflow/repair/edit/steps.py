@@ -273,14 +273,14 @@ def rewrite_values(cfg: RepairConfig, sources: Mapping[str, str], target: Window
     # the answer's first line named: answers that begin elsewhere are mostly the issue's example or a test,
     # given back instead of the window's function
     opening = re.match(rf"\s*({DEF_LINE.pattern}\()", snippet)
-    values["opening"] = f", starting with `{opening.group(1)}`" if opening else ""
+    values["opening"] = PROMPTS.render("part_opening.j2", line=opening.group(1)) if opening else ""
     limit = cfg.file_context_lines
     rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
     outline = file_outline(sources[target.path], target, max_items=limit) if limit and not rest else ""
     if rest.strip():
-        values["file"] = f"The rest of {target.path}:\n```python\n{rest}\n```\n"
+        values["file"] = PROMPTS.render("part_rest_of_file.j2", path=target.path, rest=rest)
     elif outline:  # a list, not code: an outline in a code block was copied instead of the rewrite
-        values["file"] = f"What else {target.path} defines (its code is not shown):\n{outline}\n"
+        values["file"] = PROMPTS.render("part_outline.j2", path=target.path, outline=outline)
     return values
 
 
@@ -302,10 +302,10 @@ def edit_prompt(
     rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows.
     `windows` replaces the ranked suspects, first one first (for a caller that knows where to look); `prefer`
     is the model's ranking of the suspects and `evidence` what running code showed (see `suspects`)."""
-    fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
+    fb = PROMPTS.render("part_feedback.j2", feedback=feedback[:1800]) if feedback.strip() else ""
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
-        "plan": f"Plan:\n{plan.strip()}\n" if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
+        "plan": PROMPTS.render("part_plan.j2", plan=plan.strip()) if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
         "file": "", "opening": "",
     }
     template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
@@ -683,7 +683,7 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
             break
         shown.append(item)
     values = {"issue": issue, "functions": "\n\n".join(shown), "count": str(len(shown)),
-              "feedback": f"Test results of the current code:\n{feedback[:1200]}" if feedback.strip() else ""}
+              "feedback": PROMPTS.render("part_feedback.j2", feedback=feedback[:1200]) if feedback.strip() else ""}
     text = (await ask_model(model, render(cfg, "rank", values), system=render(cfg, "helper_system"),
                             max_tokens=24, seed=seed, temperature=0.0)).text
     picked: list[tuple[str, str]] = []
@@ -709,7 +709,7 @@ def _script_context(cfg: RepairConfig, sources: Mapping[str, str], issue: str, p
                            evidence=evidence)
     usage = usage_from_tests(sources, issue)
     return {"issue": issue, "code": code, "api": public_api(sources),
-            "usage": f"How the repository's own tests use it:\n{usage}\n" if usage else ""}
+            "usage": PROMPTS.render("part_usage.j2", usage=usage) if usage else ""}
 
 
 def previous_try(script: str, output: str) -> str:
