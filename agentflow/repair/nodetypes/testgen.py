@@ -17,8 +17,7 @@ import shlex
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import code_blocks
-from agentflow.models.base import ChatRequest, Message
+from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.steps import render
 from agentflow.repair.nodetypes.discriminate import picked
@@ -73,15 +72,14 @@ async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecor
     code block) or choosing one (`CHOICE: N`); the 1-based pick, or None when it named none."""
     shown = "\n\n".join(f"[{n}] passes {votes[a['candidate_id']]} of the generated tests\n```diff\n{a['patch'][:2500]}```"
                         for n, a in enumerate(finals, 1))
-    messages = [Message.system(render(cfg, "helper_system")),
-                Message.user(render(cfg, "select", {"issue": rt.issue, "finalists": shown, "count": str(len(finals))}))]
+    conversation = Conversation.start(
+        render(cfg, "helper_system"),
+        render(cfg, "select", {"issue": rt.issue, "finalists": shown, "count": str(len(finals))}))
     for turn in range(cfg.select_turns):
-        response = await rt.models.coder.chat(ChatRequest(messages=messages, temperature=0.0, seed=cfg.seed + turn,
-                                                          max_tokens=cfg.max_tokens))
-        text = response.text
+        text = await conversation.reply(rt.models.coder, temperature=0.0, seed=cfg.seed + turn,
+                                        max_tokens=cfg.max_tokens)
         if (choice := picked(text, "choice", len(finals))) is not None:
             return choice
-        messages.append(Message.assistant(text))
         run = re.search(r"\bRUN\s+\[?(\d+)", text, re.IGNORECASE)
         script = test_script(text)
         if run and script and 1 <= int(run.group(1)) <= len(finals):
@@ -94,7 +92,7 @@ async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecor
             reply = "Answer with `RUN N` and a ```python script to run on candidate N, or with `CHOICE: N`."
         if turn == cfg.select_turns - 2:
             reply += "\nYour next answer must be `CHOICE: N`."
-        messages.append(Message.user(reply))
+        conversation.tell(reply)
         emit(rt, "repair.select_turn", turn=turn, ran=bool(run and script), output=reply[:1500])
     return None
 

@@ -18,8 +18,7 @@ from typing import Any
 from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import code_blocks
-from agentflow.models.base import ChatRequest, Message
+from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.steps import (
     DEF_LINE,
@@ -144,7 +143,7 @@ def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str,
 async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: SearchReplaceForm | RewriteForm,
                      counter: list[int], calls: CallSlots) -> dict[str, Any]:
     """One trajectory: its last patch and script, the turns it took and why it stopped."""
-    messages = [Message.system(render(cfg, "system", {})), Message.user(form.first)]
+    conversation = Conversation.start(render(cfg, "system", {}), form.first)
     files: dict[str, str] = {}
     script: str | None = None
     patch, stopped, turns = "", "turns", 0
@@ -152,9 +151,8 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
         try:
             with calls.hold():
                 counter[0] += 1
-                request = ChatRequest(messages=messages, temperature=cfg.temperature,
-                                      seed=cfg.seed + 1000 * number + turn, max_tokens=cfg.max_tokens)
-                text = (await rt.models.coder.chat(request)).text
+                text = await conversation.reply(rt.models.coder, temperature=cfg.temperature,
+                                                seed=cfg.seed + 1000 * number + turn, max_tokens=cfg.max_tokens)
         except BudgetExceeded as exc:
             stopped = f"limits_exceeded:{exc.kind}"
             break
@@ -162,7 +160,6 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
             stopped = f"model_error: {exc}"
             break
         turns += 1
-        messages.append(Message.assistant(text))
         new_script = form.script(text)
         if _DONE.search(text) and new_script is None and not form.gave_edit(text) and turn > 0:
             stopped = "done"
@@ -179,7 +176,7 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
         reply, patch = await _turn_feedback(rt, cfg, number, script, files, status, form.revise)
         emit(rt, "repair.trajectory_turn", trajectory=number, turn=turn, edit=read.status, script=bool(script),
              feedback=reply[:2000])
-        messages.append(Message.user(reply))
+        conversation.tell(reply)
     return {"trajectory": number, "patch": patch, "script": script, "turns": turns, "stopped": stopped}
 
 
