@@ -19,7 +19,7 @@ from agentflow.errors import ModelError
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.edit.steps import render
+from agentflow.repair.edit.steps import PROMPTS, render
 from agentflow.repair.nodetypes.discriminate import picked
 from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
@@ -70,8 +70,8 @@ async def vote(bench: Workbench, candidates: list[AttemptRecord], scripts: list[
 async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecord], votes: dict[str, int]) -> int | None:
     """The selection trajectory: up to `select_turns` turns of running a script on a finalist (`RUN N` and a
     code block) or choosing one (`CHOICE: N`); the 1-based pick, or None when it named none."""
-    shown = "\n\n".join(f"[{n}] passes {votes[a['candidate_id']]} of the generated tests\n```diff\n{a['patch'][:2500]}```"
-                        for n, a in enumerate(finals, 1))
+    shown = "\n\n".join(PROMPTS.render("part_finalist.j2", number=n, votes=votes[a["candidate_id"]],
+                                        patch=a["patch"][:2500]) for n, a in enumerate(finals, 1))
     conversation = Conversation.start(
         render(cfg, "helper_system"),
         render(cfg, "select", {"issue": rt.issue, "finalists": shown, "count": str(len(finals))}))
@@ -87,11 +87,11 @@ async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecor
             async with rt.bench.lock:
                 _, output = await run_script(rt.bench, "select", script, finals[number - 1]["patch"])
                 await rt.bench.reset()
-            reply = f"Output of your script on candidate {number} {output}"
+            reply = PROMPTS.render("part_script_output.j2", number=number, output=output)
         else:
-            reply = "Answer with `RUN N` and a ```python script to run on candidate N, or with `CHOICE: N`."
+            reply = PROMPTS.render("part_select_ask.j2")
         if turn == cfg.select_turns - 2:
-            reply += "\nYour next answer must be `CHOICE: N`."
+            reply += PROMPTS.render("part_select_last.j2")
         conversation.tell(reply)
         emit(rt, "repair.select_turn", turn=turn, ran=bool(run and script), output=reply[:1500])
     return None
