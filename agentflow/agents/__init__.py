@@ -7,7 +7,7 @@
 from agentflow.agents.agent import Agent, Task, run_agent
 from agentflow.agents.config import AgentConfig, import_schema
 from agentflow.agents.node import AgentNode, agent_node
-from agentflow.agents.output import OutputParseError, extract_json, parse_output
+from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
 from agentflow.agents.roles import ROLES, load_agent_config
 from agentflow.agents.schemas import CoderReport, Critique, FinalText, Issue, Plan, PlanStep, Verdict
@@ -33,7 +33,6 @@ __all__ = [
     "Task",
     "Verdict",
     "agent_node",
-    "extract_json",
     "import_schema",
     "load_agent_config",
     "parse_output",

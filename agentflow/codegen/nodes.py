@@ -29,7 +29,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentflow.codegen import prompts as P
 from agentflow.codegen.execute import run_examples
 from agentflow.codegen.state import CodeGenState, ExamplesRecord, RewardRecord
 from agentflow.codegen.task import CodeTask, make_task
@@ -37,7 +36,12 @@ from agentflow.graph.compile.nodetypes import NodeType
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.models.ask import code_block
+from agentflow.models.templates import package_templates
 from agentflow.reasoning.llm import node_ask, sampling
+
+PROMPTS = package_templates(__file__)
+"""The prompts of the code-generation node types (`prompts/*.j2`: short and concrete, so a 1.5B model follows them)."""
+SYSTEM = PROMPTS.render("system.j2")
 
 
 def task_of(state: CodeGenState) -> CodeTask:
@@ -116,12 +120,12 @@ async def plan(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenS
     task = task_of(state)
     sim = state.get("simulation")
     if state.get("plan") and sim and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
-        text = await node_ask(ctx, P.REVISE_PLAN.format(prompt=task.prompt, plan=state["plan"], trace=_trace(state)),
-                              system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+        text = await node_ask(ctx, PROMPTS.render("revise_plan.j2", prompt=task.prompt, plan=state["plan"], trace=_trace(state)),
+                              system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                               purpose="revise plan")
         return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0) + 1}
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    text = await node_ask(ctx, P.PLAN.format(prompt=task.prompt), system=P.SYSTEM, max_tokens=settings.max_tokens,
+    text = await node_ask(ctx, PROMPTS.render("plan.j2", prompt=task.prompt), system=SYSTEM, max_tokens=settings.max_tokens,
                           temperature=temperature, seed=seed, purpose="plan")
     return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0)}
 
@@ -136,9 +140,9 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
     if settings.target == "plan":
         if not task.examples:
             return {"simulation": {"target": "plan", "verdict": "agree", "trace": "(no examples to simulate)"}}
-        trace = await node_ask(ctx, P.SIMULATE_PLAN.format(prompt=task.prompt, plan=state.get("plan") or "",
+        trace = await node_ask(ctx, PROMPTS.render("simulate_plan.j2", prompt=task.prompt, plan=state.get("plan") or "",
                                                       examples=_examples(task, settings.examples)),
-                               system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                               system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                                purpose="simulate plan")
         verdict = _verdict(trace)
         ctx.emit("codegen.simulate", target="plan", verdict=verdict)
@@ -146,8 +150,8 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
     failures = _failures(state)
     if not failures:
         return {"simulation": {"target": "code", "verdict": "agree", "trace": "(no failing example)"}}
-    trace = await node_ask(ctx, P.SIMULATE_CODE.format(code=state.get("code") or "", failure=failures[0]),
-                           system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+    trace = await node_ask(ctx, PROMPTS.render("simulate_code.j2", code=state.get("code") or "", failure=failures[0]),
+                           system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                            purpose="simulate failing case")
     ctx.emit("codegen.simulate", target="code", failure=failures[0])
     return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
@@ -155,9 +159,9 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
 
 async def write(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
-    given = P.PLAN_GIVEN.format(plan=state["plan"]) if state.get("plan") else ""
+    given = PROMPTS.render("plan_given.j2", plan=state["plan"]) if state.get("plan") else ""
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    answer = await node_ask(ctx, P.WRITE.format(prompt=task.prompt, plan=given), system=P.SYSTEM,
+    answer = await node_ask(ctx, PROMPTS.render("write.j2", prompt=task.prompt, plan=given), system=SYSTEM,
                             max_tokens=settings.max_tokens, temperature=temperature, seed=seed, purpose="write code")
     return {"code": code_of(answer, task.entry_point)}
 
@@ -174,9 +178,9 @@ async def test(state: CodeGenState, ctx: NodeContext[object], settings: CodegenT
 async def debug(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
     failures = "\n".join(_failures(state)) or "(none)"
-    answer = await node_ask(ctx, P.DEBUG.format(prompt=task.prompt, code=state.get("code") or "", failures=failures,
+    answer = await node_ask(ctx, PROMPTS.render("debug.j2", prompt=task.prompt, code=state.get("code") or "", failures=failures,
                                            trace=_trace(state)),
-                            system=P.SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                            system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                             purpose="debug")
     return {"code": code_of(answer, task.entry_point), "debug_rounds": int(state.get("debug_rounds") or 0) + 1}
 

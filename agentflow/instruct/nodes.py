@@ -39,25 +39,12 @@ from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.instruct.state import CheckCode, ConstraintScore, ConstraintVerdict, InstructState
 from agentflow.models.ask import code_block
+from agentflow.models.templates import package_templates
 from agentflow.reasoning.constraints import verify_against
 from agentflow.reasoning.llm import node_ask, sampling
 
-RESPOND = "{prompt}"
-
-CHECK = """Constraint: {constraint}
-
-Can this constraint be checked exactly by a short Python function of a response's text (word or sentence \
-counts, required or forbidden words or characters, bullet points, paragraphs, JSON, how it starts or ends)?
-- If yes: reply only with a ```python block defining `def check(response: str)` that returns True when the \
-constraint holds, and otherwise a short string saying what is wrong, with what it found.
-- If not: reply `JUDGE`."""
-
-JUDGE = """Constraint: {constraint}
-
-Does the response below meet this constraint? Reply `PASS` or `FAIL: <the reason>`.
-
-Response:
-{response}"""
+PROMPTS = package_templates(__file__)
+"""The prompts of the instruction-following node types (`prompts/*.j2`)."""
 
 JUDGED = ""
 """What `checks` holds for a constraint the critic said code cannot check: judged by the model every round,
@@ -67,12 +54,12 @@ _SHOT_RESPONSE = "The sea is wide and deep, and its waves never stop moving."
 
 
 def _shot(constraint: str, check: str) -> tuple[str, str]:
-    return CHECK.format(constraint=constraint), f"```python\n{check}```"
+    return PROMPTS.render("check.j2", constraint=constraint), f"```python\n{check}```"
 
 
 CHECK_SHOTS = [
-    (CHECK.format(constraint="Use a calm tone."), "JUDGE"),
-    (CHECK.format(constraint="Describe how a kite flies"), "JUDGE"),
+    (PROMPTS.render("check.j2", constraint="Use a calm tone."), "JUDGE"),
+    (PROMPTS.render("check.j2", constraint="Describe how a kite flies"), "JUDGE"),
     _shot("Mention the words 'wind' and 'string'.", "def check(response: str):\n"
           "    missing = [w for w in ('wind', 'string') if w not in response.lower()]\n"
           "    return True if not missing else f\"missing: {', '.join(missing)}\"\n"),
@@ -103,39 +90,8 @@ topic so that the count, not the topic, is what their checks count.
 The response is not shown when a check is asked for: shown the answer, the critic fitted the check to the
 answer instead of the constraint."""
 
-REFINE = """{prompt}
-
-Your previous answer:
-{response}
-
-What is wrong with it:
-{failures}
-
-Write the answer again so that these problems are gone and every other requirement of the task still holds. \
-Reply with the new answer only."""
-
-REANSWER = """{prompt}
-
-An earlier answer to this had these problems:
-{failures}
-
-Write a new answer that avoids them and meets every requirement of the task. Reply with the answer only."""
-
-FIX = """Task: {prompt}
-
-Answer:
-{response}
-
-The answer breaks these requirements of the task:
-{failures}
-
-Write a Python function `def fix(response: str) -> str` that returns the answer changed as little as possible \
-so that these requirements hold and every other requirement of the task still holds (for example: drop whole \
-sentences or bullet points to shorten it, add a required ending or word, remove forbidden characters, split or \
-join paragraphs). Reply only with a ```python block."""
-
 FIX_SHOTS = [
-    (FIX.format(prompt="Describe the sea in at most 12 words. End with 'Goodbye.'",
+    (PROMPTS.render("fix.j2", prompt="Describe the sea in at most 12 words. End with 'Goodbye.'",
                 response="The sea is wide and deep. Its waves never stop moving. It is home to many fish.",
                 failures="- At most 12 words (17 words, at most 12 allowed)\n"
                          "- End with 'Goodbye.' (it ends with 'many fish.')"),
@@ -143,14 +99,14 @@ FIX_SHOTS = [
       "    sentences = re.split(r\"(?<=[.!?])\\s+\", response.strip())\n"
       "    while len(sentences) > 1 and len(\" \".join(sentences).split()) + len(ending.split()) > 12:\n"
       "        sentences.pop()\n    return \" \".join(sentences) + \" \" + ending\n```")),
-    (FIX.format(prompt="List exactly 2 colours as bullet points starting with '- '. Do not use commas.",
+    (PROMPTS.render("fix.j2", prompt="List exactly 2 colours as bullet points starting with '- '. Do not use commas.",
                 response="- Red, like fire\n- Blue, like the sky\n- Green, like grass",
                 failures="- Exactly 2 bullet points (3 bullet points, 2 needed)\n"
                          "- Do not use commas (3 commas, none allowed)"),
      ("```python\ndef fix(response: str) -> str:\n"
       "    bullets = [line for line in response.splitlines() if line.startswith(\"- \")][:2]\n"
       "    return \"\\n\".join(line.replace(\",\", \"\") for line in bullets)\n```")),
-    (FIX.format(prompt="Write exactly 2 paragraphs about tea, separated by a blank line.",
+    (PROMPTS.render("fix.j2", prompt="Write exactly 2 paragraphs about tea, separated by a blank line.",
                 response="Tea is a drink made from leaves. It is popular in Asia. Green tea is mild. Black tea is strong.",
                 failures="- Exactly 2 paragraphs separated by a blank line (1 paragraph, 2 needed)"),
      ("```python\nimport re\n\ndef fix(response: str) -> str:\n"
@@ -160,18 +116,6 @@ FIX_SHOTS = [
 ]
 """Worked examples of a code fix, as earlier turns (a word limit with a required ending, a bullet count with a
 forbidden character, a paragraph split)."""
-
-OUTLINE = """Before answering, outline how to satisfy every requirement of this task (numbered points, no answer yet):
-
-{prompt}"""
-
-FOLLOW = """{prompt}
-
-Follow this outline:
-{plan}
-
-Reply with the answer only."""
-
 
 class TextGenSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -242,7 +186,7 @@ def _prompt(state: InstructState) -> str:
 
 async def respond(state: InstructState, ctx: NodeContext[object], settings: RespondSettings) -> InstructState:
     plan = read_path(state, settings.plan) if settings.plan else None
-    prompt = FOLLOW.format(prompt=_prompt(state), plan=plan) if plan else RESPOND.format(prompt=_prompt(state))
+    prompt = PROMPTS.render("follow.j2", prompt=_prompt(state), plan=plan) if plan else _prompt(state)
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
     text = await node_ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=temperature, seed=seed,
                           purpose="respond")
@@ -251,7 +195,7 @@ async def respond(state: InstructState, ctx: NodeContext[object], settings: Resp
 
 async def outline(state: InstructState, ctx: NodeContext[object], settings: TextGenSettings) -> InstructState:
     temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    text = await node_ask(ctx, OUTLINE.format(prompt=_prompt(state)), max_tokens=settings.max_tokens,
+    text = await node_ask(ctx, PROMPTS.render("outline.j2", prompt=_prompt(state)), max_tokens=settings.max_tokens,
                           temperature=temperature, seed=seed, purpose="plan")
     return {"plan": text.strip()}
 
@@ -289,7 +233,7 @@ async def _critique_one(ctx: NodeContext[object], constraint: str, response: str
         # a check that does not run says nothing: the model judges this constraint instead (this round; the
         # next round asks for a check afresh, and it may write one that runs)
         code = None
-    answer = await node_ask(ctx, JUDGE.format(constraint=constraint, response=response[:4000]),
+    answer = await node_ask(ctx, PROMPTS.render("judge.j2", constraint=constraint, response=response[:4000]),
                             max_tokens=settings.max_tokens, purpose="judge")
     verdict = re.search(r"\b(PASS|FAIL)\b\s*:?\s*(.*)", answer, re.DOTALL)
     ok = verdict is not None and verdict.group(1) == "PASS"
@@ -301,7 +245,7 @@ async def _write_check(ctx: NodeContext[object], constraint: str, settings: Crit
     """A check function for `constraint`, or JUDGED when code cannot check it (or the critic wrote none)."""
     if not (settings.code_checks and checkable(constraint)):
         return JUDGED
-    answer = await node_ask(ctx, CHECK.format(constraint=constraint), max_tokens=settings.max_tokens,
+    answer = await node_ask(ctx, PROMPTS.render("check.j2", constraint=constraint), max_tokens=settings.max_tokens,
                             purpose="check", shots=CHECK_SHOTS)
     block = code_block(answer)
     return block if block and re.search(r"def\s+check\s*\(", block) else JUDGED
@@ -362,8 +306,8 @@ async def refine(state: InstructState, ctx: NodeContext[object], settings: Refin
     failed = [c for c in state.get("critique") or [] if not c.get("ok")]
     failures = "\n".join(f"- {c['constraint']}" + (f" ({c['why']})" if c.get("why") else "") for c in failed)
     rounds = int(state.get("rounds") or 0)
-    template = REFINE if settings.show_previous else REANSWER
-    prompt = template.format(prompt=_prompt(state), response=state.get("response") or "",
+    template = "refine.j2" if settings.show_previous else "reanswer.j2"
+    prompt = PROMPTS.render(template, prompt=_prompt(state), response=state.get("response") or "",
                              failures=failures or "- (none listed)")
     texts = [await node_ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
                             seed=rounds * settings.samples + i, purpose="refine") for i in range(settings.samples)]
@@ -380,7 +324,7 @@ async def _code_fix(ctx: NodeContext[object], prompt: str, response: str, failur
     """The answer as the model's `fix` function edits it (run in the sandbox), or None when it wrote none that
     runs. Said in the run's events either way. Greedy in the first round, sampled after: a fix that did not
     help leaves the answer and its faults as they were, and the same question would get the same fix."""
-    answer = await node_ask(ctx, FIX.format(prompt=prompt, response=response[:4000], failures=failures),
+    answer = await node_ask(ctx, PROMPTS.render("fix.j2", prompt=prompt, response=response[:4000], failures=failures),
                             max_tokens=settings.max_tokens, temperature=settings.temperature if rounds else 0.0,
                             seed=rounds, purpose="fix", shots=FIX_SHOTS)
     block = code_block(answer)

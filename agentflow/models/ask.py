@@ -4,8 +4,8 @@ worked examples) in, the first sample's text out (`ask`), and the code blocks of
 
 This is the one way a node makes a single model call (the repair's helper roles and edit samples, the
 reasoning, code-generation and instruction nodes): the request has one shape wherever it is built, so a
-replayed cassette matches whoever asks. A multi-turn or tool-calling conversation is an agent's
-(`agentflow.agents`).
+replayed cassette matches whoever asks. A multi-turn conversation without tools is a `Conversation`; one
+with tools is an agent's (`agentflow.agents`).
 """
 
 from __future__ import annotations
@@ -48,6 +48,32 @@ def ask_request(
     turns = [m for q, a in shots for m in (Message.user(q), Message.assistant(a))]
     messages = ([Message.system(system)] if system is not None else []) + turns + [Message.user(user)]
     return ChatRequest(messages=messages, temperature=temperature, seed=seed, max_tokens=max_tokens, stop=list(stop))
+
+
+@dataclass
+class Conversation:
+    """A multi-turn exchange without tools: the messages so far. `reply` asks the model and keeps its answer as
+    the next turn; `tell` adds the next user message. The one conversation loop beside an agent's."""
+
+    messages: list[Message]
+
+    @classmethod
+    def start(cls, system: str, user: str) -> Conversation:
+        """A conversation of a system message and the first user message."""
+        return cls([Message.system(system), Message.user(user)])
+
+    async def reply(
+        self, model: ChatModel, *, temperature: float | None, seed: int | None, max_tokens: int | None
+    ) -> str:
+        """The model's next answer (its first sample's text), kept in the conversation."""
+        request = ChatRequest(messages=list(self.messages), temperature=temperature, seed=seed, max_tokens=max_tokens)
+        text = (await model.chat(request)).text
+        self.messages.append(Message.assistant(text))
+        return text
+
+    def tell(self, text: str) -> None:
+        """Add the next user message."""
+        self.messages.append(Message.user(text))
 
 
 def charging(model: ChatModel, budget: Budget | None) -> ChatModel:

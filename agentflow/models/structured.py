@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from agentflow.errors import ModelError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, Usage
+from agentflow.models.templates import MODEL_PROMPTS
 
 T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
@@ -25,27 +26,32 @@ class StructuredOutputError(ModelError):
     """The model's reply did not validate against the requested schema (after the retry)."""
 
 
-def extract_json(text: str) -> str:
-    """The JSON part of a reply: a fenced block if there is one, else the outermost {...} or [...]."""
-    fenced = _FENCE.search(text)
-    if fenced:
-        return fenced.group(1).strip()
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts:
-        return text.strip()
-    start = min(starts)
-    end = text.rfind("}" if text[start] == "{" else "]")
-    return text[start : end + 1] if end > start else text[start:]
+class NoJSONError(ValueError):
+    """The text holds no JSON value; the message is meant for the model."""
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON value read from a reply: the whole text, else a fenced block, else the outermost
+    `{...}`, else the outermost `[...]`; raises NoJSONError. The one reader of JSON in model replies."""
+    candidates = [text.strip()]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    for opening, closing in ("{}", "[]"):
+        start, end = text.find(opening), text.rfind(closing)
+        if 0 <= start < end:
+            candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+    raise NoJSONError("no JSON object found in the reply")
 
 
 def parse_structured(text: str, schema: type[T]) -> T:
     """Validate `text` (tolerantly extracted JSON) as `schema`; raises pydantic's ValidationError or ValueError."""
-    raw = extract_json(text)
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"reply is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    return schema.model_validate(data)
+    return schema.model_validate(extract_json(text))
 
 
 def _why(exc: Exception) -> str:
@@ -98,10 +104,7 @@ async def chat_structured(
                     "messages": [
                         *request.messages,
                         Message.assistant(response.text),
-                        Message.user(
-                            f"Your reply did not validate against the schema: {why}. "
-                            "Reply again with only the corrected JSON object."
-                        ),
+                        Message.user(MODEL_PROMPTS.render("structured_retry.j2", why=why)),
                     ]
                 }
             )

@@ -6,35 +6,14 @@ from __future__ import annotations
 import re
 
 from agentflow.graph.run.context import NodeContext
-from agentflow.reasoning.llm import node_ask, numbered_items
+from agentflow.reasoning.llm import PROMPTS, node_ask, numbered_items
 from agentflow.tools.context import DepsT
 
-EXTRACT = """Split the task below into its separate requirements: copy each requirement from the task word for \
-word, one per line, numbered. A sentence that asks two things gives two lines. Do not add anything the task \
-does not say. No other text.
-
-Task:
-{task}
-"""
-
-EXTRACT_SHOT = (EXTRACT.format(task="Describe the sea in at most 30 words, without the word 'blue'. End with 'Farewell.'"),
+EXTRACT_SHOT = (PROMPTS.render("extract.j2", task="Describe the sea in at most 30 words, without the word 'blue'. End with 'Farewell.'"),
                 "1. Describe the sea\n2. in at most 30 words\n3. without the word 'blue'.\n4. End with 'Farewell.'")
 """A worked example, given as an earlier turn: without one the embedded 1.5B model often answered the task
 instead of listing it; written into the prompt itself, its items were copied as the task's. The topic and the
 word limit are two items: given both as one, a critic checks the topic's word and not the count."""
-
-VERIFY = """Task:
-{task}
-
-Constraints:
-{constraints}
-
-Candidate answer:
-{candidate}
-
-How well does the candidate satisfy the constraints? Give a score from 0 (none) to 10 (all, fully), as \
-`Score: N` on the last line."""
-
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -64,7 +43,7 @@ async def extract_constraints(ctx: NodeContext[DepsT], task: str, *, limit: int 
     """The constraint agent: the task's constraints as a list (at most `limit`), each grounded in the task.
     When what it kept leaves most of the task unsaid (it answered the task instead of listing it), the
     task's own sentences are the list."""
-    text = await node_ask(ctx, EXTRACT.format(task=task), max_tokens=max_tokens, purpose="constraints", shots=[EXTRACT_SHOT])
+    text = await node_ask(ctx, PROMPTS.render("extract.j2", task=task), max_tokens=max_tokens, purpose="constraints", shots=[EXTRACT_SHOT])
     items = numbered_items(text) or [line.strip() for line in text.splitlines() if line.strip()]
     kept = [item for item in items if grounded(item, task)]
     said = {w for item in kept for w in _words(item)}
@@ -90,7 +69,7 @@ async def verify_against(ctx: NodeContext[DepsT], task: str, constraints: list[s
                          max_tokens: int = 200) -> float:
     """The verification agent: the candidate's score against the constraints, in [0, 1]."""
     listed = "\n".join(f"{i}. {c}" for i, c in enumerate(constraints, 1)) or "(none listed: judge by the task)"
-    text = await node_ask(ctx, VERIFY.format(task=task, constraints=listed, candidate=candidate[:4000]),
+    text = await node_ask(ctx, PROMPTS.render("verify.j2", task=task, constraints=listed, candidate=candidate[:4000]),
                           max_tokens=max_tokens, purpose="verify")
     return read_score(text)
 

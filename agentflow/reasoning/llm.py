@@ -17,7 +17,11 @@ from agentflow.errors import UserError
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
+from agentflow.models.templates import package_templates
 from agentflow.tools.context import DepsT
+
+PROMPTS = package_templates(__file__)
+"""The prompts of the reasoning steps (`prompts/*.j2`)."""
 
 
 def node_model(ctx: NodeContext[DepsT]) -> ChatModel:

@@ -31,7 +31,7 @@ from agentflow.graph.compile.nodetypes import NodeType
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.reasoning.constraints import extract_constraints, verify_against
-from agentflow.reasoning.llm import node_ask
+from agentflow.reasoning.llm import PROMPTS, node_ask
 from agentflow.reasoning.state import ReasoningState, ScoreRecord, SelectionRecord, UcbRecord
 from agentflow.reasoning.ucb import ALGORITHMS, KNOWN_ALGORITHMS, UcbStats, choose_algorithm, ucb_scores
 from agentflow.reasoning.value import ReasonValueSettings, value_node
@@ -90,15 +90,6 @@ class ReasonRewardSettings(BaseModel):
     """Dotted state path of the reward to add, in [0, 1] (after a search: `search.value`, the chosen branch's)."""
 
 
-PRIOR = """Which way of solving this task is most likely to succeed?
-A) write several complete answers and keep the best (simple tasks)
-B) sketch a few approaches, keep the best ones and complete them (tasks that need a plan)
-C) sketch several approaches and spend more attempts on the more promising ones (hard tasks)
-
-Task:
-{task}
-
-Reply with one letter: A, B or C."""
 _LETTERS = {"A": "best_of_n", "B": "tree_of_thought", "C": "rebase"}
 
 
@@ -125,7 +116,7 @@ async def select_node(state: ReasoningState, ctx: NodeContext[object], settings:
     stats = UcbStats.model_validate(state.get("ucb") or {})
     prior = None
     if settings.prior:
-        answer = await node_ask(ctx, PRIOR.format(task=str(state.get(settings.input) or "")[:3000]), max_tokens=8,
+        answer = await node_ask(ctx, PROMPTS.render("prior.j2", task=str(state.get(settings.input) or "")[:3000]), max_tokens=8,
                                 purpose="select")
         match = re.search(r"\b([ABC])\b", answer.upper())
         prior = _LETTERS[match.group(1)] if match else None

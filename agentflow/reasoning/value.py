@@ -16,25 +16,11 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.graph.run.context import NodeContext
-from agentflow.reasoning.llm import node_ask
+from agentflow.reasoning.llm import PROMPTS, node_ask
 from agentflow.reasoning.state import ReasoningState, ValueRecord
 
 _VALUE = re.compile(r"value\s*[:=]?\s*(\d{1,3}(?:\.\d+)?)", re.IGNORECASE)
 _ASSESSMENT = re.compile(r"assessment\s*[:=]\s*(.*)", re.IGNORECASE | re.DOTALL)
-
-PROMPT = """Task:
-{task}
-
-An attempt at it:
-{work}
-
-What checking the attempt showed:
-{checks}
-
-How likely is it that this attempt solves the task without breaking anything? Answer in exactly this form:
-Value: (a number from 0 to 100)
-Assessment: (at most three sentences: what the attempt gets right, what is still wrong, what to try next)"""
-
 
 @dataclass
 class ValueJudgement:
@@ -92,7 +78,7 @@ async def value_node(state: ReasoningState, ctx: NodeContext[object],
                      settings: ReasonValueSettings) -> dict[str, ValueRecord]:
     """`reason.value`: the value agent's judgement of the attempt at `settings.work`, written to
     `settings.output` (`value` unless renamed, hence an update keyed by a setting, not a `ReasoningState`)."""
-    prompt = PROMPT.format(task=_text(_at(state, settings.task), settings.limit),
+    prompt = PROMPTS.render("value.j2", task=_text(_at(state, settings.task), settings.limit),
                            work=_text(_at(state, settings.work), settings.limit),
                            checks=_text(_at(state, settings.checks), settings.limit) if settings.checks else "(not checked)")
     judgement = read_judgement(await node_ask(ctx, prompt, max_tokens=settings.max_tokens, purpose="value"))
@@ -100,4 +86,4 @@ async def value_node(state: ReasoningState, ctx: NodeContext[object],
     return {settings.output: {"value": judgement.value, "assessment": judgement.assessment}}
 
 
-__all__ = ["PROMPT", "ReasonValueSettings", "ValueJudgement", "read_judgement", "value_node"]
+__all__ = ["ReasonValueSettings", "ValueJudgement", "read_judgement", "value_node"]

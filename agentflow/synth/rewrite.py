@@ -12,14 +12,11 @@ import random
 import textwrap
 
 from agentflow.models.ask import ask, code_block
+from agentflow.models.templates import package_templates
 from agentflow.synth.mutate import Mutation, _functions
 
-SYSTEM = (
-    "You write realistic bugs for a bug-fixing benchmark. Given one Python function, return the same function "
-    "with exactly one subtle bug a developer could plausibly make (a wrong bound, a wrong condition, a missed "
-    "case, a wrong value). Keep its name, signature and indentation. Add no comment that points at the bug. "
-    "Answer with the whole function in one ```python block and nothing else."
-)
+PROMPTS = package_templates(__file__)
+"""The bug rewriter's prompts (`prompts/*.j2`)."""
 _MIN_LINES, _MAX_LINES = 3, 60
 
 
@@ -73,7 +70,8 @@ async def model_rewrites(spec: str, texts: dict[str, str], count: int, seed: int
     try:
         for path, qualname, start, end in targets[:count]:
             source = "\n".join(texts[path].splitlines()[start - 1 : end])
-            answer = await ask(model, f"```python\n{textwrap.dedent(source)}\n```", system=SYSTEM,
+            answer = await ask(model, PROMPTS.render("rewrite_task.j2", source=textwrap.dedent(source)),
+                               system=PROMPTS.render("rewrite_system.j2"),
                                max_tokens=2048, seed=seed)
             mutation = rewritten(path, qualname, start, end, texts[path], answer.text)
             if mutation is not None:

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from agentflow.models.base import ChatRequest, Message
 from agentflow.models.spec import load_model
-from agentflow.models.structured import StructuredOutputError, chat_structured, extract_json
+from agentflow.models.structured import NoJSONError, StructuredOutputError, chat_structured, extract_json
 
 
 def ask(text: str, **kw: object) -> ChatRequest:
@@ -101,11 +101,20 @@ async def test_structured_gives_up_with_a_clear_error(server, fast) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{"a": 1}', '{"a": 1}'),
-        ('Here you go:\n```json\n{"a": 1}\n```\nThanks', '{"a": 1}'),
-        ("```\n[1, 2]\n```", "[1, 2]"),
-        ('Result: {"a": {"b": 2}} -- done', '{"a": {"b": 2}}'),
+        ('{"a": 1}', {"a": 1}),
+        ('Here you go:\n```json\n{"a": 1}\n```\nThanks', {"a": 1}),
+        ("```\n[1, 2]\n```", [1, 2]),
+        ('Result: {"a": {"b": 2}} -- done', {"a": {"b": 2}}),
+        ("the list: [1, 2] -- done", [1, 2]),
+        ('Fill {x} in:\n```json\n{"a": 3}\n```', {"a": 3}),
+        ("  42  ", 42),
     ],
 )
-def test_extract_json(text: str, expected: str) -> None:
+def test_extract_json(text: str, expected: object) -> None:
     assert extract_json(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "no json here", "{broken", "```json\n{oops\n```"])
+def test_extract_json_names_the_problem(text: str) -> None:
+    with pytest.raises(NoJSONError, match="no JSON object"):
+        extract_json(text)

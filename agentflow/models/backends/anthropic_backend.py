@@ -25,6 +25,7 @@ from agentflow.models.base import (
     Usage,
 )
 from agentflow.models.options import ModelOptions
+from agentflow.models.templates import MODEL_PROMPTS
 
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -37,10 +38,7 @@ _TOOL_CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {
 
 
 def schema_instruction(schema: dict[str, Any]) -> str:
-    return (
-        "Reply with only one JSON object (no prose, no code fences) that validates against this JSON schema:\n"
-        + json.dumps(schema, sort_keys=True)
-    )
+    return MODEL_PROMPTS.render("schema_instruction.j2", schema=json.dumps(schema, sort_keys=True))
 
 
 def to_anthropic(request: ChatRequest) -> tuple[str, list[dict[str, Any]]]:

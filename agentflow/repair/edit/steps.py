@@ -10,7 +10,6 @@ import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +19,7 @@ from agentflow.errors import ConfigError
 from agentflow.models.ask import ask as ask_model
 from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, Message, declared_tool_calling
+from agentflow.models.templates import Templates
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits
 from agentflow.repair.locate.focus import rotated
@@ -48,28 +48,22 @@ MAX_SHOWN_EXAMPLE_CHARS = 300
 """What an example gave on the unchanged code, as the expectations prompt shows it, is cut to this."""
 
 PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
-_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
-
-
-@lru_cache(maxsize=64)
-def _shipped_prompt(name: str) -> str:
-    return (PROMPTS_DIR / f"{name}.j2").read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=128)
-def _template(text: str) -> jinja2.Template:
-    return _JINJA.from_string(text)
+PROMPTS = Templates([PROMPTS_DIR])
 
 
 def prompt_text(cfg: RepairConfig, name: str) -> str:
     """The template of prompt `name`: the config's own text, else the shipped `prompts/<name>.j2`."""
-    return getattr(cfg.prompts, name) or _shipped_prompt(name)
+    own: str | None = getattr(cfg.prompts, name)
+    return own or PROMPTS.source(f"{name}.j2")
 
 
 def render(cfg: RepairConfig, name: str, values: Mapping[str, str] | None = None) -> str:
     """Prompt `name` rendered with `values` (a variable the template uses but `values` lacks is an error)."""
+    own: str | None = getattr(cfg.prompts, name)
     try:
-        return _template(prompt_text(cfg, name)).render(**(values or {}))
+        if own:
+            return PROMPTS.render_text(own, **(values or {}))
+        return PROMPTS.render(f"{name}.j2", **(values or {}))
     except jinja2.TemplateError as exc:
         raise ConfigError(f"repair prompt {name!r}: {exc}", hint=f"it can use: {', '.join(sorted(values or {}))}") from None
 
@@ -279,14 +273,14 @@ def rewrite_values(cfg: RepairConfig, sources: Mapping[str, str], target: Window
     # the answer's first line named: answers that begin elsewhere are mostly the issue's example or a test,
     # given back instead of the window's function
     opening = re.match(rf"\s*({DEF_LINE.pattern}\()", snippet)
-    values["opening"] = f", starting with `{opening.group(1)}`" if opening else ""
+    values["opening"] = PROMPTS.render("part_opening.j2", line=opening.group(1)) if opening else ""
     limit = cfg.file_context_lines
     rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
     outline = file_outline(sources[target.path], target, max_items=limit) if limit and not rest else ""
     if rest.strip():
-        values["file"] = f"The rest of {target.path}:\n```python\n{rest}\n```\n"
+        values["file"] = PROMPTS.render("part_rest_of_file.j2", path=target.path, rest=rest)
     elif outline:  # a list, not code: an outline in a code block was copied instead of the rewrite
-        values["file"] = f"What else {target.path} defines (its code is not shown):\n{outline}\n"
+        values["file"] = PROMPTS.render("part_outline.j2", path=target.path, outline=outline)
     return values
 
 
@@ -308,10 +302,10 @@ def edit_prompt(
     rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows.
     `windows` replaces the ranked suspects, first one first (for a caller that knows where to look); `prefer`
     is the model's ranking of the suspects and `evidence` what running code showed (see `suspects`)."""
-    fb = f"Test results of the current code:\n{feedback[:1800]}" if feedback.strip() else ""
+    fb = PROMPTS.render("part_feedback.j2", feedback=feedback[:1800]) if feedback.strip() else ""
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
-        "plan": f"Plan:\n{plan.strip()}\n" if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
+        "plan": PROMPTS.render("part_plan.j2", plan=plan.strip()) if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
         "file": "", "opening": "",
     }
     template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
@@ -689,7 +683,7 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
             break
         shown.append(item)
     values = {"issue": issue, "functions": "\n\n".join(shown), "count": str(len(shown)),
-              "feedback": f"Test results of the current code:\n{feedback[:1200]}" if feedback.strip() else ""}
+              "feedback": PROMPTS.render("part_feedback.j2", feedback=feedback[:1200]) if feedback.strip() else ""}
     text = (await ask_model(model, render(cfg, "rank", values), system=render(cfg, "helper_system"),
                             max_tokens=24, seed=seed, temperature=0.0)).text
     picked: list[tuple[str, str]] = []
@@ -715,7 +709,13 @@ def _script_context(cfg: RepairConfig, sources: Mapping[str, str], issue: str, p
                            evidence=evidence)
     usage = usage_from_tests(sources, issue)
     return {"issue": issue, "code": code, "api": public_api(sources),
-            "usage": f"How the repository's own tests use it:\n{usage}\n" if usage else ""}
+            "usage": PROMPTS.render("part_usage.j2", usage=usage) if usage else ""}
+
+
+def previous_try(script: str, output: str) -> str:
+    """The reproduction prompt's `previous`: an earlier script that did not reproduce the issue, and its output."""
+    shown = script[:1500].rstrip() + "\n" if script.strip() else ""  # the closing fence on its own line
+    return PROMPTS.render("reproduce_previous.j2", script=shown, output=output[-800:])
 
 
 async def write_reproduction(
@@ -725,13 +725,8 @@ async def write_reproduction(
 ) -> str | None:
     """A standalone script that fails while the bug is present (None when the answer holds no code).
     `previous` is an earlier try that did not count (script, output): the model sees why."""
-    before = ""
-    if previous is not None:
-        shown = previous[0][:1500].rstrip() + "\n" if previous[0].strip() else ""  # the closing fence on its own line
-        before = (f"An earlier script did not reproduce the issue:\n```python\n{shown}```\n"
-                  f"Its output:\n{previous[1][-800:] or '(it ran without error)'}\nWrite a corrected script.\n")
     values = {**_script_context(cfg, sources, issue, prefer, evidence), "repo_map": repo_map(sources),
-              "previous": before}
+              "previous": previous_try(*previous) if previous is not None else ""}
     text = (await ask_model(model, render(cfg, "reproduce", values), system=render(cfg, "helper_system"),
                             max_tokens=cfg.max_tokens, seed=seed,
                             # a retry at the first try's low temperature mostly repeats the same script

@@ -17,10 +17,9 @@ import shlex
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import code_blocks
-from agentflow.models.base import ChatRequest, Message
+from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.edit.steps import render
+from agentflow.repair.edit.steps import PROMPTS, render
 from agentflow.repair.nodetypes.discriminate import picked
 from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
@@ -71,17 +70,16 @@ async def vote(bench: Workbench, candidates: list[AttemptRecord], scripts: list[
 async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecord], votes: dict[str, int]) -> int | None:
     """The selection trajectory: up to `select_turns` turns of running a script on a finalist (`RUN N` and a
     code block) or choosing one (`CHOICE: N`); the 1-based pick, or None when it named none."""
-    shown = "\n\n".join(f"[{n}] passes {votes[a['candidate_id']]} of the generated tests\n```diff\n{a['patch'][:2500]}```"
-                        for n, a in enumerate(finals, 1))
-    messages = [Message.system(render(cfg, "helper_system")),
-                Message.user(render(cfg, "select", {"issue": rt.issue, "finalists": shown, "count": str(len(finals))}))]
+    shown = "\n\n".join(PROMPTS.render("part_finalist.j2", number=n, votes=votes[a["candidate_id"]],
+                                        patch=a["patch"][:2500]) for n, a in enumerate(finals, 1))
+    conversation = Conversation.start(
+        render(cfg, "helper_system"),
+        render(cfg, "select", {"issue": rt.issue, "finalists": shown, "count": str(len(finals))}))
     for turn in range(cfg.select_turns):
-        response = await rt.models.coder.chat(ChatRequest(messages=messages, temperature=0.0, seed=cfg.seed + turn,
-                                                          max_tokens=cfg.max_tokens))
-        text = response.text
+        text = await conversation.reply(rt.models.coder, temperature=0.0, seed=cfg.seed + turn,
+                                        max_tokens=cfg.max_tokens)
         if (choice := picked(text, "choice", len(finals))) is not None:
             return choice
-        messages.append(Message.assistant(text))
         run = re.search(r"\bRUN\s+\[?(\d+)", text, re.IGNORECASE)
         script = test_script(text)
         if run and script and 1 <= int(run.group(1)) <= len(finals):
@@ -89,12 +87,12 @@ async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecor
             async with rt.bench.lock:
                 _, output = await run_script(rt.bench, "select", script, finals[number - 1]["patch"])
                 await rt.bench.reset()
-            reply = f"Output of your script on candidate {number} {output}"
+            reply = PROMPTS.render("part_script_output.j2", number=number, output=output)
         else:
-            reply = "Answer with `RUN N` and a ```python script to run on candidate N, or with `CHOICE: N`."
+            reply = PROMPTS.render("part_select_ask.j2")
         if turn == cfg.select_turns - 2:
-            reply += "\nYour next answer must be `CHOICE: N`."
-        messages.append(Message.user(reply))
+            reply += PROMPTS.render("part_select_last.j2")
+        conversation.tell(reply)
         emit(rt, "repair.select_turn", turn=turn, ran=bool(run and script), output=reply[:1500])
     return None
 

@@ -18,11 +18,11 @@ from typing import Any
 from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import code_blocks
-from agentflow.models.base import ChatRequest, Message
+from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.steps import (
     DEF_LINE,
+    PROMPTS,
     ReadEdits,
     public_api,
     read_edits,
@@ -58,7 +58,7 @@ def _without_blocks(text: str, script: str | None) -> str:
 class SearchReplaceForm:
     """Edits as SEARCH/REPLACE blocks over the suspects shown; each turn's blocks apply to the code so far."""
 
-    revise = "give more SEARCH/REPLACE blocks (they apply to the code with your change)"
+    revise = PROMPTS.render("part_revise_blocks.j2")
 
     def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
         code = render_windows(sources, windows, cfg.max_prompt_chars // 2, at_least_one=True)
@@ -88,12 +88,11 @@ class RewriteForm:
                                  at_least_one=False)
         self.first = render(cfg, "trajectory_rewrite", values | {
             "issue": issue, "api": public_api(sources), "path": self.window.path,
-            "code": f"Other code that may matter (line numbers are not part of it):\n{context}\n" if context else ""})
+            "code": PROMPTS.render("part_other_code.j2", context=context) if context else ""})
         name = DEF_LINE.match(values["snippet"])
         self._def = re.compile(rf"^\s*{re.escape(name.group(0))}\s*\(", re.MULTILINE) if name else None
         self._lines = {line.strip() for line in values["snippet"].splitlines() if len(line.strip()) > 3}
-        self.revise = (f"give {values['symbol']} again, complete and corrected, in a ```python block"
-                       f"{values['opening']} (it replaces your previous version)")
+        self.revise = PROMPTS.render("part_revise_rewrite.j2", symbol=values["symbol"], opening=values["opening"])
 
     def _is_rewrite(self, block: str) -> bool:
         """A block that gives the window back: its `def` line, or (a window of a function's body) most of its
@@ -144,7 +143,7 @@ def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str,
 async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: SearchReplaceForm | RewriteForm,
                      counter: list[int], calls: CallSlots) -> dict[str, Any]:
     """One trajectory: its last patch and script, the turns it took and why it stopped."""
-    messages = [Message.system(render(cfg, "system", {})), Message.user(form.first)]
+    conversation = Conversation.start(render(cfg, "system", {}), form.first)
     files: dict[str, str] = {}
     script: str | None = None
     patch, stopped, turns = "", "turns", 0
@@ -152,9 +151,8 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
         try:
             with calls.hold():
                 counter[0] += 1
-                request = ChatRequest(messages=messages, temperature=cfg.temperature,
-                                      seed=cfg.seed + 1000 * number + turn, max_tokens=cfg.max_tokens)
-                text = (await rt.models.coder.chat(request)).text
+                text = await conversation.reply(rt.models.coder, temperature=cfg.temperature,
+                                                seed=cfg.seed + 1000 * number + turn, max_tokens=cfg.max_tokens)
         except BudgetExceeded as exc:
             stopped = f"limits_exceeded:{exc.kind}"
             break
@@ -162,7 +160,6 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
             stopped = f"model_error: {exc}"
             break
         turns += 1
-        messages.append(Message.assistant(text))
         new_script = form.script(text)
         if _DONE.search(text) and new_script is None and not form.gave_edit(text) and turn > 0:
             stopped = "done"
@@ -171,15 +168,12 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
         read = form.read(_without_blocks(text, new_script), files)
         if read.status == "ok":
             files.update(read.files)
-            status = "Your edit was applied."
-        elif not form.gave_edit(text):
-            status = "You gave no edit."
-        else:
-            status = f"Your edit was not applied ({read.status}: {'; '.join(read.errors[:2]) or 'no edit blocks'})."
+        status = PROMPTS.render("part_edit_status.j2", status=read.status, gave_edit=form.gave_edit(text),
+                                errors="; ".join(read.errors[:2]))
         reply, patch = await _turn_feedback(rt, cfg, number, script, files, status, form.revise)
         emit(rt, "repair.trajectory_turn", trajectory=number, turn=turn, edit=read.status, script=bool(script),
              feedback=reply[:2000])
-        messages.append(Message.user(reply))
+        conversation.tell(reply)
     return {"trajectory": number, "patch": patch, "script": script, "turns": turns, "stopped": stopped}
 
 

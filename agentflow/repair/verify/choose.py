@@ -21,16 +21,12 @@ from agentflow.models.ask import ask_request, charging
 from agentflow.models.base import ChatModel
 from agentflow.models.structured import chat_structured
 from agentflow.repair.config import RepairConfig
+from agentflow.repair.edit.steps import PROMPTS
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.verify.workbench import Verification, Workbench
 from agentflow.swe.normalize import normalise_output
 from agentflow.swe.patch import changes_nothing, touched_in_place
 
-VERIFIER_INSTRUCTIONS = (
-    "You review the work of a coding agent. Judge whether it solves the task. Reply with a JSON object: "
-    '{"score": <0..1>, "evidence": ["<observation>", ...], "summary": "<one sentence>"}. '
-    "Base the score on evidence you can point to."
-)
 VERIFIER_MAX_CHARS = 12_000
 """Most characters of a patch the verifier model is shown; a longer one keeps its start and its end."""
 
@@ -168,7 +164,8 @@ async def verifier_score(model: ChatModel, cfg: RepairConfig, issue: str, patch:
     work = patch or "(no output)"
     if len(work) > VERIFIER_MAX_CHARS:
         work = work[: VERIFIER_MAX_CHARS // 2] + "\n...[cut]...\n" + work[-VERIFIER_MAX_CHARS // 2 :]
-    request = ask_request(f"Task:\n{issue}\n\nFinal output of the agent:\n{work}", system=VERIFIER_INSTRUCTIONS,
+    request = ask_request(PROMPTS.render("verifier_task.j2", issue=issue, work=work),
+                          system=PROMPTS.render("verifier_system.j2"),
                           max_tokens=None, seed=cfg.seed, temperature=0.0)
     try:
         judgement, _ = await chat_structured(charging(model, budget), request, Judgement)
