@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agentflow.models.backends.openai_backend import parse_arguments
 from agentflow.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
-from agentflow.models.openai_backend import parse_arguments
 from agentflow.models.testing import TestModel
 
 
