@@ -36,7 +36,7 @@ _LAZY: dict[str, str] = {
     "AgentConfig": "agentflow.agents.config",
     "Workflow": "agentflow.graph.builder",
     "WorkflowRunner": "agentflow.graph.runner",
-    "RunContext": "agentflow.graph.context",
+    "RunHandles": "agentflow.graph.context",
     "NodeContext": "agentflow.graph.context",
     "RunResult": "agentflow.graph.runner",
     "load_workflow": "agentflow.graph.loader",
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.errors import AgentflowError, UserError
     from agentflow.events import Event, EventLog
     from agentflow.graph.builder import Workflow
-    from agentflow.graph.context import NodeContext, RunContext
+    from agentflow.graph.context import NodeContext, RunHandles
     from agentflow.graph.loader import load_workflow
     from agentflow.graph.runner import RunResult, WorkflowRunner
     from agentflow.models.base import ChatRequest, ChatResponse, Message
@@ -75,7 +75,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Agent", "AgentConfig", "AgentEvent", "AgentResult", "AgentflowError", "Budget", "BudgetExceeded",
-    "ChatRequest", "ChatResponse", "Event", "EventLog", "FunctionModel", "Message", "NodeContext", "RunContext",
+    "ChatRequest", "ChatResponse", "Event", "EventLog", "FunctionModel", "Message", "NodeContext", "RunHandles",
     "RunResult", "TestModel", "ToolContext", "ToolRegistry", "ToolResult", "UserError", "Workflow",
     "WorkflowRunner", "__version__", "load_model", "load_workflow", "open_sandbox", "tool", "tool_call",
 ]

@@ -40,23 +40,53 @@ class RewardRecord(ScoreRecord):
     """The verification agent's score (None: not read)."""
 
 
-class CodeGenState(TypedDict, total=False):
-    """Every state key of the `codegen.*` node types (a node reads some and returns an update of others)."""
+# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
+# so a group holds keys only ever written together.
 
+
+class PromptKeys(TypedDict, total=False):
     prompt: str
     """The function's signature and docstring, with its examples."""
     entry_point: str
     """The function's name (default: the last function the prompt defines)."""
+
+
+class PlanKeys(TypedDict, total=False):
     plan: str
+
+
+class PlanRoundKeys(TypedDict, total=False):
     plan_rounds: int
     """Revisions of the plan after a disagreeing simulation."""
+
+
+class SimulationKeys(TypedDict, total=False):
     simulation: SimulationRecord
+
+
+class CodeKeys(TypedDict, total=False):
     code: str
+
+
+class ExampleKeys(TypedDict, total=False):
     tests: ExamplesRecord
+
+
+class DebugRoundKeys(TypedDict, total=False):
     debug_rounds: int
+
+
+class VerifiedKeys(TypedDict, total=False):
     verified: ScoreRecord
     """The verification agent's score of the code (`reason.verify`), blended into the reward."""
+
+
+class ScoreKeys(TypedDict, total=False):
     score: RewardRecord
 
 
-__all__ = ["CodeGenState", "ExamplesRecord", "RewardRecord", "SimulationRecord"]
+class CodeGenState(PromptKeys, PlanKeys, PlanRoundKeys, SimulationKeys, CodeKeys, ExampleKeys, DebugRoundKeys, VerifiedKeys, ScoreKeys, total=False):
+    """Every state key of the `codegen.*` node types (a node reads some and returns an update of others)."""
+
+
+__all__ = ["CodeGenState", "CodeKeys", "DebugRoundKeys", "ExampleKeys", "ExamplesRecord", "PlanKeys", "PlanRoundKeys", "PromptKeys", "RewardRecord", "ScoreKeys", "SimulationKeys", "SimulationRecord", "VerifiedKeys"]

@@ -29,7 +29,7 @@ _LAZY: dict[str, str] = {
     "compile_workflow": "agentflow.graph.compile",
     "build_graph": "agentflow.graph.compile",
     "NodeContext": "agentflow.graph.context",
-    "RunContext": "agentflow.graph.context",
+    "RunHandles": "agentflow.graph.context",
     "WorkflowRunner": "agentflow.graph.runner",
     "RunResult": "agentflow.graph.runner",
     "StreamEvent": "agentflow.graph.runner",
@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.graph.builder import Workflow
     from agentflow.graph.checkpoint import AgentflowSaver
     from agentflow.graph.compile import build_graph, compile_workflow
-    from agentflow.graph.context import NodeContext, RunContext
+    from agentflow.graph.context import NodeContext, RunHandles
     from agentflow.graph.loader import find_workflow, load_workflow, spec_from_dict
     from agentflow.graph.mermaid import to_mermaid
     from agentflow.graph.runner import RunResult, StreamEvent, WorkflowRunner, open_checkpointer
@@ -62,7 +62,7 @@ __all__ = [
     "ParallelSpec",
     "Problem",
     "RouteSpec",
-    "RunContext",
+    "RunHandles",
     "RunResult",
     "StreamEvent",
     "Workflow",

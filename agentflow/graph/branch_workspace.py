@@ -24,7 +24,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentflow.graph.context import RunHandles
 
 
 async def end_processes(sandbox: Any) -> None:
@@ -182,3 +185,8 @@ class BranchSandbox:
 
 
 __all__ = ["BranchSandbox", "SandboxTurn", "SharedSandbox", "end_processes"]
+
+
+def branch_sandbox(rt: RunHandles[Any]) -> BranchSandbox | None:
+    """A search branch's workspace (its context's sandbox: `SearchRun` gives each branch one); None without."""
+    return rt.sandbox if isinstance(rt.sandbox, BranchSandbox) else None

@@ -45,26 +45,59 @@ CheckCode = str | None
 code cannot check it (judged by the model every round), None when no check that runs was kept (ask again)."""
 
 
-class InstructState(TypedDict, total=False):
-    """Every state key of the `instruct.*` node types (a node reads some and returns an update of others)."""
+# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
+# so a group holds keys only ever written together.
 
+
+class PromptKeys(TypedDict, total=False):
     prompt: str
     """The instruction."""
+
+
+class ConstraintKeys(TypedDict, total=False):
     constraints: list[str]
     """Its constraints, as the decomposition (`reason.constraints`) listed them."""
+
+
+class PlanKeys(TypedDict, total=False):
     plan: str
     """An outline to follow (`instruct.outline`)."""
+
+
+class ResponseKeys(TypedDict, total=False):
     response: str
+
+
+class CritiqueKeys(TypedDict, total=False):
     critique: list[ConstraintVerdict]
     all_pass: bool
+
+
+class CheckKeys(TypedDict, total=False):
     checks: dict[str, CheckCode]
     """Constraint -> its check."""
+
+
+class BestKeys(TypedDict, total=False):
     best: BestRecord
+
+
+class RefinementKeys(TypedDict, total=False):
     refinements: list[str]
     """New answers for the critic to choose among (emptied once it chose)."""
+
+
+class RoundKeys(TypedDict, total=False):
     rounds: int
     """Refinement rounds so far."""
+
+
+class ScoreKeys(TypedDict, total=False):
     score: ConstraintScore
 
 
-__all__ = ["BestRecord", "CheckCode", "ConstraintScore", "ConstraintVerdict", "InstructState"]
+class InstructState(PromptKeys, ConstraintKeys, PlanKeys, ResponseKeys, CritiqueKeys, CheckKeys, BestKeys, RefinementKeys, RoundKeys, ScoreKeys, total=False):
+    """Every state key of the `instruct.*` node types (a node reads some and returns an update of others)."""
+
+
+__all__ = ["BestKeys", "BestRecord", "CheckCode", "CheckKeys", "ConstraintKeys", "ConstraintScore", "ConstraintVerdict", "CritiqueKeys", "InstructState", "PlanKeys", "PromptKeys", "RefinementKeys", "ResponseKeys", "RoundKeys", "ScoreKeys"]

@@ -20,6 +20,7 @@ GRADE_MARGIN_S = 600.0
 """Life a task's sandbox keeps past the task's `wall_time_s`: the chosen patch is still verified in it."""
 
 Strategy = Literal["single", "best-of-n", "mcts"]
+EditFormat = Literal["auto", "rewrite", "search_replace", "tools"]
 ModelLoader = Callable[[str], ChatModel]
 
 class RepairPrompts(StrictConfig):
@@ -232,7 +233,7 @@ class RepairConfig(StrictConfig):
     max_tokens: int = Field(default=512, ge=16)
     """Output cap of one answer (small models can loop until the cap); a rewrite's cap is raised to fit the
     window it must give back whole."""
-    edit_format: Literal["auto", "rewrite", "search_replace", "tools"] = "auto"
+    edit_format: EditFormat = "auto"
     """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
     form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code;
     tools: the model edits the files with the editor tools (view, str_replace, insert) through its API's

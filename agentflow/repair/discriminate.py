@@ -19,19 +19,24 @@ from agentflow.errors import ModelError
 from agentflow.graph.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairConfig, RepairPrompts
 from agentflow.repair.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.state import AttemptRecord, RepairState
 from agentflow.repair.steps import render
 from agentflow.repair.workbench import Verification
 from agentflow.swe.normalize import normalise_output
 
 
-@repair_fields("finalists", "debaters", "max_tokens", "seed", "prompts")
 class DiscriminateSettings(NodeSettings):
     """Settings of the swe.discriminate node type."""
+
+    finalists: int = run_default("finalists")
+    debaters: int = run_default("debaters")
+    max_tokens: int = run_default("max_tokens")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
 
 def finalists(attempts: list[AttemptRecord], limit: int) -> list[AttemptRecord]:

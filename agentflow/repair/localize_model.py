@@ -15,18 +15,24 @@ from typing import Any
 from agentflow.graph.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairConfig, RepairPrompts
 from agentflow.repair.localize import Window, render_window, repo_map, symbols
 from agentflow.repair.nodekit import emit, runtime
-from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.state import RepairState
 from agentflow.repair.steps import render
 from agentflow.swe.patch import is_test_path
 
 
-@repair_fields("localize_files", "localize_symbols", "max_prompt_chars", "window_lines", "seed", "prompts")
 class LocalizeSettings(NodeSettings):
     """Settings of the swe.localize node type."""
+
+    localize_files: int = run_default("localize_files")
+    localize_symbols: int = run_default("localize_symbols")
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    window_lines: int = run_default("window_lines")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
 
 _LINE = re.compile(r"\bline\s+(\d+)", re.IGNORECASE)

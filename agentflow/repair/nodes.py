@@ -31,19 +31,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from agentflow.graph.context import NodeContext
-from agentflow.graph.nodetypes import NodeType
+from agentflow.graph.nodetypes import NodeRun, NodeType, NoKeys, SettingsT
 from agentflow.repair import rollout
 from agentflow.repair.choose import choose, noop_check
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairConfig, RepairPrompts
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.expectations import TracedExample, checkable, expectation_script, read_expectations
 from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodekit import (
-    VERIFY_READS,
     attempts_of,
     declined,
     emit,
@@ -56,7 +56,7 @@ from agentflow.repair.nodekit import (
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.rollout import SweCritiqueSettings, SweEditSettings, SweTestSettings, SweValueSettings
-from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.spectrum import (
     examples_changed,
     examples_reach_code,
@@ -64,7 +64,28 @@ from agentflow.repair.spectrum import (
     issue_examples,
     names_to_import,
 )
-from agentflow.repair.state import RepairState, ReproductionRecord
+from agentflow.repair.state import (
+    AttemptsKeys,
+    BaseKeys,
+    CandidateKeys,
+    ChoiceKeys,
+    DrawKeys,
+    EditKeys,
+    HintKeys,
+    LocalizedKeys,
+    PlanKeys,
+    RankedKeys,
+    RegressionKeys,
+    RepairState,
+    ReproductionKeys,
+    ReproductionRecord,
+    SpectrumKeys,
+    TaskKeys,
+    TrajectoryKeys,
+    TriedKeys,
+    ValueKeys,
+    VerifyKeys,
+)
 from agentflow.repair.steps import (
     make_plan,
     rank_suspects,
@@ -77,29 +98,60 @@ from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.workbench import Verification
 
 
-@repair_fields("spectrum", "test_timeout_s")
 class SpectrumSettings(NodeSettings):
     """Settings of the swe.spectrum node type."""
 
+    spectrum: bool = run_default("spectrum")
+    test_timeout_s: float = run_default("test_timeout_s")
 
-@repair_fields("rank", "rank_pool", "rank_lines", *PROMPT_FIELDS)
+
 class RankSettings(NodeSettings):
     """Settings of the swe.rank node type."""
 
+    rank: bool = run_default("rank")
+    rank_pool: int = run_default("rank_pool")
+    rank_lines: int = run_default("rank_lines")
+    prompts: RepairPrompts = run_default("prompts")
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    windows: int = run_default("windows")
+    window_lines: int = run_default("window_lines")
+    seed: int = run_default("seed")
 
-@repair_fields("reproduce", "reproduce_attempts", "reproduce_from_examples", "keep_check", "temperature", "max_tokens", *PROMPT_FIELDS)
+
 class ReproduceSettings(NodeSettings):
     """Settings of the swe.reproduce node type."""
 
+    reproduce: bool = run_default("reproduce")
+    reproduce_attempts: int = run_default("reproduce_attempts")
+    reproduce_from_examples: bool = run_default("reproduce_from_examples")
+    keep_check: bool = run_default("keep_check")
+    temperature: float = run_default("temperature")
+    max_tokens: int = run_default("max_tokens")
+    prompts: RepairPrompts = run_default("prompts")
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    windows: int = run_default("windows")
+    window_lines: int = run_default("window_lines")
+    seed: int = run_default("seed")
 
-@repair_fields("plan", "max_tokens", *PROMPT_FIELDS)
+
 class PlanSettings(NodeSettings):
     """Settings of the swe.plan node type."""
 
+    plan: bool = run_default("plan")
+    max_tokens: int = run_default("max_tokens")
+    prompts: RepairPrompts = run_default("prompts")
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    windows: int = run_default("windows")
+    window_lines: int = run_default("window_lines")
+    seed: int = run_default("seed")
 
-@repair_fields("vote", "vote_by_examples", "compare_examples")
+
 class ChooseSettings(NodeSettings):
     """Settings of the swe.choose node type."""
+
+    vote: bool = run_default("vote")
+    vote_by_examples: bool = run_default("vote_by_examples")
+    compare_examples: bool = run_default("compare_examples")
 
 
 _emit = emit
@@ -224,8 +276,6 @@ async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Pl
 # ----------------------------------------------------------------------------------------------- search
 
 
-_EDIT_READS = ("base", "ranked", "spectrum", "plan", "candidate", "drawn", "focus", "suspects", "hint", "reproduction")
-_REVIEW_READS = ("base", "tried", "candidate", "verdict")
 
 
 # ----------------------------------------------------------------------------------------------- choosing
@@ -290,47 +340,136 @@ async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], setti
     return await submit(rt, state, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()), noops=noops)
 
 
-_NODE_TYPES = [
-    NodeType("swe.baseline", baseline, None, (), ("base", "issue"), "the task's tests on the unchanged code"),
-    NodeType("swe.spectrum", spectrum, SpectrumSettings, ("base", "regression"), ("spectrum",),
-             "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs reach"),
-    NodeType("swe.rank", rank, RankSettings, ("base", "spectrum"), ("ranked",), "the coder ranks the heuristic's suspect functions"),
-    NodeType("swe.reproduce", reproduce, ReproduceSettings, (*VERIFY_READS, "ranked"), ("reproduction", "base"),
-             "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
-             "must keep working, kept if it passes"),
-    NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
-    NodeType("swe.edit", rollout.edit_node, SweEditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects", "hint"),
-             "one edit sample from the candidate a chain builds on (in a search: the branch's)"),
-    NodeType("swe.test", rollout.test_node, SweTestSettings,
-             (*VERIFY_READS, "edit", "candidate", "tries", "attempts", "retried"),
-             ("edit", "tried", "candidate", "attempts", "tries", "verdict", "value", "retried", "hint"),
-             "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
-    NodeType("swe.critique", rollout.critique_node, SweCritiqueSettings, _REVIEW_READS, ("candidate",),
-             "a failed attempt's review joins its feedback"),
-    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts", *VERIFY_READS), ("chosen", "final"),
-             "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
-             "check, then what the issue's examples show, then the vote, then the verifier model; graded"),
-    NodeType("swe.value", rollout.value_node, SweValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
-             "the value agent: a value guides the search, its assessment the next expansion"),
-    NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts", *VERIFY_READS),
-             ("chosen", "final"),
-             "agents argue over the finalists (none that changes no code when the tests fail at the base commit), "
-             "a judge picks; the choice graded"),
-    NodeType("swe.localize", localize_node, LocalizeSettings, ("base",), ("ranked", "localized"),
-             "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic"),
-    NodeType("swe.regression", regression_node, RegressionSettings, VERIFY_READS, ("regression", "base"),
-             "blind mode: the passing tests minus those the model says the fix may change verify candidates"),
-    NodeType("swe.trajectories", trajectories_node, TrajectorySettings, (*VERIFY_READS, "ranked"),
-             ("attempts", "samples", "tests", "search"),
-             "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns"),
-    NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests", *VERIFY_READS),
-             ("chosen", "final"),
-             "candidates vote by the generated tests they pass (none that changes no code when the tests fail at "
-             "the base commit); a selection trajectory splits a tie; graded"),
+# ----------------------------------------------------------------------------------------------- the types
+# Each type's reads and writes: views of `RepairState` made of its key groups (`agentflow.repair.state`).
+
+
+class SpectrumReads(BaseKeys, RegressionKeys, total=False):
+    """What `swe.spectrum` reads."""
+
+
+class RankReads(BaseKeys, SpectrumKeys, total=False):
+    """What `swe.rank` reads."""
+
+
+class RankedVerifyKeys(VerifyKeys, RankedKeys, total=False):
+    """What `swe.reproduce` and `swe.trajectories` read."""
+
+
+class BaseReproductionKeys(BaseKeys, ReproductionKeys, total=False):
+    """What `swe.reproduce` writes."""
+
+
+class BaseRegressionKeys(BaseKeys, RegressionKeys, total=False):
+    """What `swe.regression` writes."""
+
+
+class BaselineWrites(BaseKeys, TaskKeys, total=False):
+    """What `swe.baseline` writes."""
+
+
+class EditReads(BaseKeys, RankedKeys, SpectrumKeys, PlanKeys, CandidateKeys, DrawKeys, HintKeys, ReproductionKeys,
+                total=False):
+    """What `swe.edit` reads."""
+
+
+class EditWrites(EditKeys, DrawKeys, HintKeys, total=False):
+    """What `swe.edit` writes."""
+
+
+class TestReads(VerifyKeys, EditKeys, CandidateKeys, TriedKeys, AttemptsKeys, total=False):
+    """What `swe.test` reads."""
+
+
+class TestWrites(EditKeys, TriedKeys, CandidateKeys, AttemptsKeys, ValueKeys, HintKeys, total=False):
+    """What `swe.test` writes."""
+
+
+class ReviewReads(BaseKeys, TriedKeys, CandidateKeys, total=False):
+    """What `swe.critique` reads."""
+
+
+class ValueReads(ReviewReads, AttemptsKeys, total=False):
+    """What `swe.value` reads."""
+
+
+class ValueWrites(CandidateKeys, AttemptsKeys, ValueKeys, total=False):
+    """What `swe.value` writes."""
+
+
+class ChooseReads(AttemptsKeys, VerifyKeys, total=False):
+    """What `swe.choose` and `swe.discriminate` read."""
+
+
+class VoteReads(ChooseReads, TrajectoryKeys, total=False):
+    """What `swe.vote_tests` reads."""
+
+
+class LocalizeWrites(RankedKeys, LocalizedKeys, total=False):
+    """What `swe.localize` writes."""
+
+
+class TrajectoryWrites(AttemptsKeys, TrajectoryKeys, total=False):
+    """What `swe.trajectories` writes."""
+
+
+RepairNodeType = NodeType[RepairState, RepairRuntime, SettingsT]
+"""A repair node type: it takes a `RepairState` and works on the task's `RepairRuntime` (the run's deps, set up
+by `agentflow.repair`: `needs`)."""
+
+
+def _repair(name: str, run: NodeRun[RepairState, RepairRuntime, SettingsT], settings: type[SettingsT] | None,
+            reads: type, writes: type, description: str,
+            calls: Callable[[SettingsT, RepairConfig], int] | None = None) -> RepairNodeType[SettingsT]:
+    return NodeType(name, run, settings, reads, writes, description, needs="repair", state=RepairState,
+                    deps=RepairRuntime, calls=calls)
+
+
+def _edit_calls(settings: SweEditSettings, run: RepairConfig) -> int:
+    """A tool-calling edit views and edits files in several calls; any other edit is one answer."""
+    return max(1, settings.tool_steps // 2) if settings.over(run).edit_format == "tools" else 1
+
+
+NODE_TYPES: list[RepairNodeType[Any]] = [
+    _repair("swe.baseline", baseline, None, NoKeys, BaselineWrites, "the task's tests on the unchanged code"),
+    _repair("swe.spectrum", spectrum, SpectrumSettings, SpectrumReads, SpectrumKeys,
+            "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs "
+            "reach"),
+    _repair("swe.rank", rank, RankSettings, RankReads, RankedKeys, "the coder ranks the heuristic's suspect functions",
+            lambda s, run: int(s.rank)),
+    _repair("swe.reproduce", reproduce, ReproduceSettings, RankedVerifyKeys, BaseReproductionKeys,
+            "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
+            "must keep working, kept if it passes",
+            lambda s, run: (1 + int(s.keep_check)) if s.reproduce and run.feedback != "task" else 0),
+    _repair("swe.plan", plan, PlanSettings, RankedKeys, PlanKeys, "the planner: which function, what to change",
+            lambda s, run: int(s.plan or run.planner_model is not None)),
+    _repair("swe.edit", rollout.edit_node, SweEditSettings, EditReads, EditWrites,
+            "one edit sample from the candidate a chain builds on (in a search: the branch's)", _edit_calls),
+    _repair("swe.test", rollout.test_node, SweTestSettings, TestReads, TestWrites,
+            "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
+    _repair("swe.critique", rollout.critique_node, SweCritiqueSettings, ReviewReads, CandidateKeys,
+            "a failed attempt's review joins its feedback", lambda s, run: int(s.critique or run.critic_model is not None)),
+    _repair("swe.choose", choose_node, ChooseSettings, ChooseReads, ChoiceKeys,
+            "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
+            "check, then what the issue's examples show, then the vote, then the verifier model; graded",
+            lambda s, run: int(run.verifier_model is not None)),
+    _repair("swe.value", rollout.value_node, SweValueSettings, ValueReads, ValueWrites,
+            "the value agent: a value guides the search, its assessment the next expansion", lambda s, run: 1),
+    _repair("swe.discriminate", discriminate_node, DiscriminateSettings, ChooseReads, ChoiceKeys,
+            "agents argue over the finalists (none that changes no code when the tests fail at the base commit), "
+            "a judge picks; the choice graded", lambda s, run: s.finalists * s.debaters + 1),
+    _repair("swe.localize", localize_node, LocalizeSettings, BaseKeys, LocalizeWrites,
+            "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic",
+            lambda s, run: 3),
+    _repair("swe.regression", regression_node, RegressionSettings, VerifyKeys, BaseRegressionKeys,
+            "blind mode: the passing tests minus those the model says the fix may change verify candidates",
+            lambda s, run: 1),
+    _repair("swe.trajectories", trajectories_node, TrajectorySettings, RankedVerifyKeys, TrajectoryWrites,
+            "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns",
+            lambda s, run: s.trajectories * s.turns),
+    _repair("swe.vote_tests", vote_tests_node, VoteTestsSettings, VoteReads, ChoiceKeys,
+            "candidates vote by the generated tests they pass (none that changes no code when the tests fail at "
+            "the base commit); a selection trajectory splits a tie; graded", lambda s, run: 1),
 ]
 
-# every repair type works on a task's RepairRuntime, which `agentflow.repair` sets up as the run's deps
-# (`needs`), and on a RepairState
-NODE_TYPES = [dataclasses.replace(t, needs="repair", state=RepairState) for t in _NODE_TYPES]
-
-__all__ = ["NODE_TYPES"]
+__all__ = ["NODE_TYPES", "RepairNodeType"]

@@ -12,8 +12,9 @@ import shlex
 
 from agentflow.graph.context import NodeContext
 from agentflow.models.ask import ask
+from agentflow.repair.config import RepairPrompts
 from agentflow.repair.nodekit import emit, how_to_verify, runtime
-from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.state import RepairState
 from agentflow.repair.steps import render
 from agentflow.sandbox.base import sh_command
@@ -22,9 +23,13 @@ from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
-@repair_fields("regression_pool", "test_timeout_s", "seed", "prompts")
 class RegressionSettings(NodeSettings):
     """Settings of the swe.regression node type."""
+
+    regression_pool: int = run_default("regression_pool")
+    test_timeout_s: float = run_default("test_timeout_s")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
 
 def deselecting(python: str, deselected: list[str]) -> str:

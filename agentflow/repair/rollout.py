@@ -31,14 +31,14 @@ from typing import Any
 from agentflow.budget import BudgetExceeded
 from agentflow.graph.context import NodeContext
 from agentflow.graph.search import BRANCH_SEP
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.edits import edit_parts
 from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit as emit_task
 from agentflow.repair.nodekit import evidence_of, how_to_verify, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.sampling import draw_edit, retry_hint
 from agentflow.repair.spectrum import examples_comparable, examples_reach_code
 from agentflow.repair.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
@@ -54,25 +54,54 @@ and candidate ids for concurrent branches, the same for a seed whatever order th
 # ----------------------------------------------------------------------------------------------- shared
 
 
-@repair_fields("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
-               "file_context_lines", "split_edits", "split_edits_limit", "rank_keep", "stop_on_success", *PROMPT_FIELDS)
 class SweEditSettings(NodeSettings):
     """Settings of the swe.edit node type."""
 
+    edit_format: EditFormat = run_default("edit_format")
+    temperature: float = run_default("temperature")
+    max_tokens: int = run_default("max_tokens")
+    stop: list[str] = run_default("stop")
+    tool_steps: int = run_default("tool_steps")
+    noop_retries: int = run_default("noop_retries")
+    context_windows: int = run_default("context_windows")
+    file_context_lines: int = run_default("file_context_lines")
+    split_edits: bool = run_default("split_edits")
+    split_edits_limit: int = run_default("split_edits_limit")
+    rank_keep: int = run_default("rank_keep")
+    stop_on_success: bool = run_default("stop_on_success")
+    prompts: RepairPrompts = run_default("prompts")
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    windows: int = run_default("windows")
+    window_lines: int = run_default("window_lines")
+    seed: int = run_default("seed")
 
-@repair_fields("max_attempts", "split_edits", "split_edits_limit", "stop_on_success", "examples_retries")
+
 class SweTestSettings(NodeSettings):
     """Settings of the swe.test node type."""
 
+    max_attempts: int = run_default("max_attempts")
+    split_edits: bool = run_default("split_edits")
+    split_edits_limit: int = run_default("split_edits_limit")
+    stop_on_success: bool = run_default("stop_on_success")
+    examples_retries: int = run_default("examples_retries")
 
-@repair_fields("critique", "max_tokens", "seed", "prompts")
+
 class SweCritiqueSettings(NodeSettings):
     """Settings of the swe.critique node type."""
 
+    critique: bool = run_default("critique")
+    max_tokens: int = run_default("max_tokens")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
-@repair_fields("value_weight", "max_tokens", "seed", "prompts")
+
 class SweValueSettings(NodeSettings):
     """Settings of the swe.value node type."""
+
+    value_weight: float = run_default("value_weight")
+    max_tokens: int = run_default("max_tokens")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
 
 def bench_of(rt: RepairRuntime, ctx: NodeContext[RepairRuntime]) -> Workbench:

@@ -3,18 +3,20 @@ workbench (sandbox), the role models, the budget and the events; and the setting
 
 Settings of a node, from weakest to strongest: `RepairConfig`'s defaults and the run's `-c key=value`, the
 node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`. A node type declares which settings
-it takes (a `NodeSettings` class with fields of `RepairConfig`, `repair_fields`), so a typo in a workflow is a
-validation problem, not a silently ignored key; a node runs its steps with `settings.over(rt.cfg)`.
+it takes (a `NodeSettings` class written out, its fields some of `RepairConfig`'s, their defaults
+`run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node runs its
+steps with `settings.over(rt.cfg)`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
 from agentflow.budget import Budget
 from agentflow.config import StrictConfig
@@ -26,13 +28,11 @@ from agentflow.repair.outcome import Candidate
 from agentflow.repair.spectrum import ExampleRun
 from agentflow.repair.workbench import Workbench
 
-PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
-"""The fields of `RepairConfig` a node type whose prompts show the task's code takes."""
-
 
 class NodeSettings(StrictConfig):
-    """The settings of a repair node type: some fields of `RepairConfig` (`repair_fields` gives a subclass
-    them), each as the run sets it unless the node's `settings:` or `-c nodes.<node>.*` do."""
+    """The settings of a repair node type: some fields of `RepairConfig` (written out in a subclass, each
+    defaulting to the run's: `run_default`), each as the run sets it unless the node's `settings:` or
+    `-c nodes.<node>.*` do."""
 
     def over(self, run: RepairConfig) -> RepairConfig:
         """The `RepairConfig` the node's steps run with: the fields these settings were given over the run's
@@ -44,19 +44,11 @@ class NodeSettings(StrictConfig):
         return run.model_copy(update=update)
 
 
-SettingsT = TypeVar("SettingsT", bound=NodeSettings)
-
-
-def repair_fields(*fields: str) -> Callable[[type[SettingsT]], type[SettingsT]]:
-    """Class decorator: the `NodeSettings` class with `fields` of `RepairConfig` (their types, bounds, defaults
-    and docs: one source, RepairConfig's own). The fields are RepairConfig's, so a node reads them from
-    `settings.over(rt.cfg)`, typed there."""
-    defs: dict[str, Any] = {f: (RepairConfig.model_fields[f].annotation, RepairConfig.model_fields[f]) for f in fields}
-
-    def with_fields(cls: type[SettingsT]) -> type[SettingsT]:
-        return create_model(cls.__name__, __base__=cls, __module__=cls.__module__, __doc__=cls.__doc__, **defs)
-
-    return with_fields
+def run_default(name: str) -> Any:
+    """The field `name` of `RepairConfig` (its default, bounds and description: one source, RepairConfig's own)
+    as the default of a node's setting of that name; `tests/repair/test_workflows.py` checks that the setting
+    is typed as the run's."""
+    return copy.copy(RepairConfig.model_fields[name])
 
 
 @dataclass

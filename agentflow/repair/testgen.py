@@ -19,11 +19,11 @@ from agentflow.errors import ModelError
 from agentflow.graph.context import NodeContext
 from agentflow.models.ask import code_blocks
 from agentflow.models.base import ChatRequest, Message
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairConfig, RepairPrompts
 from agentflow.repair.discriminate import picked
 from agentflow.repair.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.state import AttemptRecord, RepairState
 from agentflow.repair.steps import render
 from agentflow.repair.workbench import Verification, Workbench
@@ -33,9 +33,16 @@ from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
-@repair_fields("finalists", "select_turns", "max_tokens", "temperature", "seed", "prompts", "test_timeout_s")
 class VoteTestsSettings(NodeSettings):
     """Settings of the swe.vote_tests node type."""
+
+    finalists: int = run_default("finalists")
+    select_turns: int = run_default("select_turns")
+    max_tokens: int = run_default("max_tokens")
+    temperature: float = run_default("temperature")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
+    test_timeout_s: float = run_default("test_timeout_s")
 
 
 async def run_script(bench: Workbench, name: str, script: str, patch: str) -> tuple[bool, str]:

@@ -20,12 +20,12 @@ from agentflow.errors import ModelError
 from agentflow.graph.context import NodeContext
 from agentflow.models.ask import code_blocks
 from agentflow.models.base import ChatRequest, Message
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit, evidence_of, how_to_verify, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.state import AttemptRecord, GeneratedTest, RepairState
 from agentflow.repair.steps import (
     DEF_LINE,
@@ -41,10 +41,22 @@ from agentflow.repair.steps import (
 from agentflow.repair.testgen import run_script, test_script
 
 
-@repair_fields("trajectories", "turns", "concurrency", "temperature", "max_tokens", "seed", "prompts",
-               "max_prompt_chars", "windows", "window_lines", "edit_format", "context_windows", "file_context_lines")
 class TrajectorySettings(NodeSettings):
     """Settings of the swe.trajectories node type."""
+
+    trajectories: int = run_default("trajectories")
+    turns: int = run_default("turns")
+    concurrency: int = run_default("concurrency")
+    temperature: float = run_default("temperature")
+    max_tokens: int = run_default("max_tokens")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    windows: int = run_default("windows")
+    window_lines: int = run_default("window_lines")
+    edit_format: EditFormat = run_default("edit_format")
+    context_windows: int = run_default("context_windows")
+    file_context_lines: int = run_default("file_context_lines")
 
 
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)

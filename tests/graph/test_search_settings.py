@@ -15,7 +15,7 @@ import pytest
 from agentflow.cli.main import run
 from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
-from agentflow.graph.context import RunContext
+from agentflow.graph.context import RunHandles
 from agentflow.graph.loader import spec_from_dict
 from agentflow.graph.search import SearchSettings
 from agentflow.graph.validation import validate
@@ -64,7 +64,7 @@ def _workflow(search: dict[str, Any], nodes: dict[str, Any] | None = None) -> di
 
 async def _run(wf: dict[str, Any]) -> tuple[Any, EventLog]:
     events = EventLog()
-    async with WorkflowRunner(spec_from_dict(wf), checkpointer="memory", context=RunContext(events=events)) as r:
+    async with WorkflowRunner(spec_from_dict(wf), checkpointer="memory", context=RunHandles(events=events)) as r:
         result = await r.start({"task": "x"}, thread_id="t")
     return result, events
 

@@ -95,9 +95,11 @@ def test_a_workflow_without_state_is_not_checked() -> None:
 
 def test_node_types_read_from_text_leave_the_keys_unchecked_with_a_note(tmp_path: Path) -> None:
     (tmp_path / "mynodes.py").write_text(
-        "from agentflow.graph.nodetypes import NodeType\n\n"
+        "from typing import TypedDict\n\nfrom agentflow.graph.nodetypes import NodeType\n\n"
+        "class Task(TypedDict, total=False):\n    task: str\n\n"
+        "class Found(TypedDict, total=False):\n    found: int\n\n"
         "async def step(state, ctx, settings):\n    return {'found': 1}\n\n"
-        "NODE_TYPES = [NodeType('my.step', step, None, ('task',), ('found',))]\n")
+        "NODE_TYPES = [NodeType('my.step', step, None, Task, Found)]\n")
     flow = tmp_path / "flow.yaml"
     flow.write_text(json.dumps({"name": "f", "state": {"task": {"type": "str"}, "out": {"type": "dict"}},
                                 "node_types": ["mynodes.py"], "nodes": {
@@ -198,9 +200,20 @@ def test_unknown_names_get_the_nearest_one_suggested(tmp_path: Path, capsys: pyt
     assert "has no typed or search node 'refin'; did you mean 'refine'?" in capsys.readouterr().err
 
 
-class StepState(TypedDict, total=False):
+class TaskKey(TypedDict, total=False):
     task: str
+
+
+class FoundKey(TypedDict, total=False):
     found: list[int]
+
+
+class LostKey(TypedDict, total=False):
+    lost: int
+
+
+class StepState(TaskKey, FoundKey, total=False):
+    """The keys of a node type's state, in groups its reads and writes are made of."""
 
 
 def test_a_node_types_state_types_its_keys_in_the_schema() -> None:
@@ -216,9 +229,9 @@ def test_a_node_types_state_types_its_keys_in_the_schema() -> None:
         return {"found": [len(state.get("task") or "")]}
 
     registry = NodeTypeRegistry()
-    registry.register(NodeType("my.step", step, None, ("task",), ("found",), state=StepState))
+    registry.register(NodeType("my.step", step, None, TaskKey, FoundKey, state=StepState))
     spec = spec_from_dict({"name": "w", "state": {"task": {"type": "str"}}, "nodes": {"s": {"type": "my.step"}}})
     hints = typing.get_type_hints(state_schema(spec, registry))
     assert hints == {"task": str, "found": list[int]}
     with pytest.raises(ConfigError, match="my.other: its state StepState has no key 'lost'"):
-        NodeType("my.other", step, None, ("task",), ("lost",), state=StepState)
+        NodeType("my.other", step, None, TaskKey, LostKey, state=StepState)

@@ -125,7 +125,7 @@ async def test_a_graph_search_s_branches_are_spans_under_the_search_node(tmp_pat
     """A search node's branches run the same node names at once: each branch is a span under the search node,
     holding its own node spans (which the run's other branches never close)."""
     from agentflow.graph import WorkflowRunner
-    from agentflow.graph.context import RunContext
+    from agentflow.graph.context import RunHandles
     from agentflow.graph.loader import spec_from_dict
 
     tp, live = provider()
@@ -137,7 +137,7 @@ async def test_a_graph_search_s_branches_are_spans_under_the_search_node(tmp_pat
                            "subgraph": {"name": "try", "nodes": {
                                "attempt": {"fn": "tests.graph.search_nodes:attempt", "next": "refine"},
                                "refine": {"fn": "tests.graph.search_nodes:refine", "next": "END"}}}}}}
-    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run", context=RunContext(events=events))
+    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run", context=RunHandles(events=events))
     assert (await runner.start({"task": "x"})).status == "done"
     runner.close()
     events.close()

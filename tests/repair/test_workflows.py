@@ -208,7 +208,7 @@ def test_a_repair_node_outside_a_repair_is_a_one_line_error() -> None:
             await runner.start({}, thread_id="t")
 
     for deps in (None, {"repair": "not a runtime"}):
-        with pytest.raises(UserError, match="node 'base' is a repair step and runs only inside a repair"):
+        with pytest.raises(UserError, match="node 'base' \\(swe.baseline\\) runs only with the run's RepairRuntime as its deps"):
             asyncio.run(start(deps))
 
 

@@ -93,10 +93,10 @@ async def main(address: str) -> None:
     from agentflow.errors import UserError
     from agentflow.executors.types import ExecutorConfig
     from agentflow.graph import WorkflowRunner
-    from agentflow.graph.context import RunContext
+    from agentflow.graph.context import RunHandles
     from agentflow.graph.loader import spec_from_dict
 
-    context = RunContext(executor=ExecutorConfig(kind="ray", address=address), deps={"lock": threading.Lock()})
+    context = RunHandles(executor=ExecutorConfig(kind="ray", address=address), deps={"lock": threading.Lock()})
     runner = WorkflowRunner(spec_from_dict(workflow({"n": 2})), checkpointer="memory", context=context)
     out: dict[str, Any] = {}
     try:
