@@ -85,8 +85,11 @@ class ScoreKeys(TypedDict, total=False):
     score: RewardRecord
 
 
-class CodeGenState(PromptKeys, PlanKeys, PlanRoundKeys, SimulationKeys, CodeKeys, ExampleKeys, DebugRoundKeys, VerifiedKeys, ScoreKeys, total=False):
+class CodeGenState(PromptKeys, PlanKeys, PlanRoundKeys, SimulationKeys, CodeKeys, ExampleKeys, DebugRoundKeys,
+                   VerifiedKeys, ScoreKeys, total=False):
     """Every state key of the `codegen.*` node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["CodeGenState", "CodeKeys", "DebugRoundKeys", "ExampleKeys", "ExamplesRecord", "PlanKeys", "PlanRoundKeys", "PromptKeys", "RewardRecord", "ScoreKeys", "SimulationKeys", "SimulationRecord", "VerifiedKeys"]
+__all__ = ["CodeGenState", "CodeKeys", "DebugRoundKeys", "ExampleKeys", "ExamplesRecord", "PlanKeys",
+           "PlanRoundKeys", "PromptKeys", "RewardRecord", "ScoreKeys", "SimulationKeys", "SimulationRecord",
+           "VerifiedKeys"]

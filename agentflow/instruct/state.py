@@ -96,8 +96,11 @@ class ScoreKeys(TypedDict, total=False):
     score: ConstraintScore
 
 
-class InstructState(PromptKeys, ConstraintKeys, PlanKeys, ResponseKeys, CritiqueKeys, CheckKeys, BestKeys, RefinementKeys, RoundKeys, ScoreKeys, total=False):
+class InstructState(PromptKeys, ConstraintKeys, PlanKeys, ResponseKeys, CritiqueKeys, CheckKeys, BestKeys,
+                    RefinementKeys, RoundKeys, ScoreKeys, total=False):
     """Every state key of the `instruct.*` node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["BestKeys", "BestRecord", "CheckCode", "CheckKeys", "ConstraintKeys", "ConstraintScore", "ConstraintVerdict", "CritiqueKeys", "InstructState", "PlanKeys", "PromptKeys", "RefinementKeys", "ResponseKeys", "RoundKeys", "ScoreKeys"]
+__all__ = ["BestKeys", "BestRecord", "CheckCode", "CheckKeys", "ConstraintKeys", "ConstraintScore",
+           "ConstraintVerdict", "CritiqueKeys", "InstructState", "PlanKeys", "PromptKeys", "RefinementKeys",
+           "ResponseKeys", "RoundKeys", "ScoreKeys"]

@@ -105,8 +105,11 @@ class ValueKeys(TypedDict, total=False):
     value: ValueRecord
 
 
-class ReasoningState(PromptKeys, ConstraintKeys, AlgorithmKeys, UcbKeys, ResponseKeys, VerifiedKeys, RewardKeys, CodeKeys, TestKeys, ValueKeys, total=False):
+class ReasoningState(PromptKeys, ConstraintKeys, AlgorithmKeys, UcbKeys, ResponseKeys, VerifiedKeys, RewardKeys,
+                     CodeKeys, TestKeys, ValueKeys, total=False):
     """Every state key of the `reason.*` node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["AlgorithmKeys", "ArmRecord", "CodeKeys", "ConstraintKeys", "PromptKeys", "ReasoningState", "ResponseKeys", "RewardKeys", "ScoreRecord", "SelectionRecord", "TestKeys", "UcbKeys", "UcbRecord", "ValueKeys", "ValueRecord", "VerifiedKeys"]
+__all__ = ["AlgorithmKeys", "ArmRecord", "CodeKeys", "ConstraintKeys", "PromptKeys", "ReasoningState",
+           "ResponseKeys", "RewardKeys", "ScoreRecord", "SelectionRecord", "TestKeys", "UcbKeys", "UcbRecord",
+           "ValueKeys", "ValueRecord", "VerifiedKeys"]

@@ -235,3 +235,33 @@ def test_a_node_types_state_types_its_keys_in_the_schema() -> None:
     assert hints == {"task": str, "found": list[int]}
     with pytest.raises(ConfigError, match="my.other: its state StepState has no key 'lost'"):
         NodeType("my.other", step, None, TaskKey, LostKey, state=StepState)
+
+
+class OtherDeps:
+    """The deps of a library other than the repair's."""
+
+
+def test_a_workflow_whose_typed_nodes_need_different_deps_is_a_problem_at_load() -> None:
+    """One run has one `deps`: a workflow mixing a repair step (its context carries a `RepairRuntime`) with a
+    node type whose context carries other deps, a search's branches included, is refused when it is loaded;
+    node types that take no deps mix with either."""
+    from agentflow.graph.nodetypes import NodeType, default_registry
+
+    async def step(state: StepState, ctx: Any, settings: None) -> StepState:
+        return {}
+
+    registry = default_registry().with_modules([])
+    registry.register(NodeType("my.step", step, None, TaskKey, FoundKey, state=StepState, deps=OtherDeps))
+    mixed = {"name": "w", "nodes": {"base": {"type": "swe.baseline", "next": "go"},
+                                    "go": {"search": {"n": 2}, "next": "END", "subgraph": {
+                                        "name": "b", "nodes": {"s": {"type": "my.step", "next": "END"}}}}}}
+    found = [p.message for p in validate(spec_from_dict(mixed), registry=registry) if p.kind == "deps-conflict"]
+    assert found == [("w: node types swe.baseline and my.step need different deps (RepairRuntime, OtherDeps): one "
+                      "run has one; use node types of one library in a workflow")]
+    from agentflow.graph.validation import check_workflow
+
+    with pytest.raises(UserError, match="need different deps"):
+        check_workflow(spec_from_dict(mixed), registry)
+    alone = {"name": "w", "nodes": {"base": {"type": "swe.baseline", "next": "s"},
+                                    "s": {"type": "reason.constraints", "next": "END"}}}
+    assert [p for p in validate(spec_from_dict(alone), registry=registry) if p.kind == "deps-conflict"] == []
