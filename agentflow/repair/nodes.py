@@ -37,7 +37,7 @@ from typing import Any
 from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeRun, NodeType, NoKeys, SettingsT
 from agentflow.repair import rollout
-from agentflow.repair.choose import choose, noop_check
+from agentflow.repair.choose import ChooseSettings, choose, noop_check
 from agentflow.repair.config import RepairConfig, RepairPrompts
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.expectations import TracedExample, checkable, expectation_script, read_expectations
@@ -101,7 +101,10 @@ from agentflow.repair.workbench import Verification
 class SpectrumSettings(NodeSettings):
     """Settings of the swe.spectrum node type."""
 
-    spectrum: bool = run_default("spectrum")
+    spectrum: bool = True
+    """Before ranking (the `swe.spectrum` node), run the issue's examples and the repository's pytest suite under
+    a call tracer in the sandbox: functions the examples ran, and those failing tests reach more than passing
+    ones, rank higher (spectrum-based localization; no model call)."""
     test_timeout_s: float = run_default("test_timeout_s")
 
 
@@ -146,14 +149,6 @@ class PlanSettings(NodeSettings):
     seed: int = run_default("seed")
 
 
-class ChooseSettings(NodeSettings):
-    """Settings of the swe.choose node type."""
-
-    vote: bool = run_default("vote")
-    vote_by_examples: bool = run_default("vote_by_examples")
-    compare_examples: bool = run_default("compare_examples")
-
-
 _emit = emit
 
 
@@ -168,11 +163,10 @@ async def baseline(state: RepairState, ctx: NodeContext[RepairRuntime], settings
 
 async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SpectrumSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
-    if not cfg.spectrum:
+    if not settings.spectrum:
         return {"spectrum": {}}
     sources = await rt.bench.python_sources()
-    _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=cfg.test_timeout_s,
+    _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=settings.test_timeout_s,
                                                 how=how_to_verify(state))
     top = [f"{p}:{q}" for p, q, _ in summary["suspicion"][:5]]
     _emit(rt, "repair.spectrum", examples=summary["examples"], executed=len(summary["executed"]),
@@ -326,14 +320,14 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
 
 async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ChooseSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg, attempts = settings.over(rt.cfg), attempts_of(state)
+    attempts = attempts_of(state)
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
-    changed, shown = await compare_examples(rt, attempts) if cfg.compare_examples or cfg.vote_by_examples else ({}, {})
+    changed, shown = await compare_examples(rt, attempts) if settings.compare_examples or settings.vote_by_examples else ({}, {})
     confirm = functools.partial(rt.bench.verify_whole, how=how_to_verify(state))
-    best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events,
-                                   changed if cfg.compare_examples else {}, keeps=keeps, shown=shown,
+    best, chosen_by = await choose(attempts, settings, rt.models.verifier, rt.issue, rt.budget, rt.events,
+                                   changed if settings.compare_examples else {}, keeps=keeps, shown=shown,
                                    confirm=confirm, noops=noops, base_failed=base_failed, instance_id=rt.iid)
     if best is None:
         return declined(chosen_by) if chosen_by else {"chosen": None}

@@ -28,6 +28,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from pydantic import Field
+
 from agentflow.budget import BudgetExceeded
 from agentflow.graph.context import NodeContext
 from agentflow.graph.search import BRANCH_SEP
@@ -89,7 +91,9 @@ class SweTestSettings(NodeSettings):
 class SweCritiqueSettings(NodeSettings):
     """Settings of the swe.critique node type."""
 
-    critique: bool = run_default("critique")
+    critique: bool = False
+    """After a failed attempt, ask a critic what is wrong; its notes join the next attempt's feedback (a
+    `critic_model` of the run turns it on too)."""
     max_tokens: int = run_default("max_tokens")
     seed: int = run_default("seed")
     prompts: RepairPrompts = run_default("prompts")
@@ -98,7 +102,8 @@ class SweCritiqueSettings(NodeSettings):
 class SweValueSettings(NodeSettings):
     """Settings of the swe.value node type."""
 
-    value_weight: float = run_default("value_weight")
+    value_weight: float = Field(default=1.0, ge=0, le=1)
+    """Share of the value agent's value in an attempt's search value (the rest: its tests' score)."""
     max_tokens: int = run_default("max_tokens")
     seed: int = run_default("seed")
     prompts: RepairPrompts = run_default("prompts")
@@ -379,14 +384,14 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     """`swe.critique`: a critic reviews a failed attempt the chain goes on from; its notes join the feedback
     the next edit reads. A no-op unless `critique` is on or a critic model is given."""
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
     found = _reviewable(state, rt.iid)
-    if found is None or rt.models.critic is None or not (cfg.critique or cfg.critic_model):
+    if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.critic_model):
         return {}
     tried, current = found
     output = tried["verification"].get("output", "")
     try:
-        review = await critique(rt.models.critic, cfg, rt.issue, tried["patch"], output, seed=cfg.seed + tried["sample"])
+        review = await critique(rt.models.critic, settings, rt.issue, tried["patch"], output,
+                                seed=settings.seed + tried["sample"])
     except BudgetExceeded:
         return {}
     feedback = (current["feedback"] + "\n\n" if current["feedback"] else "") + f"Reviewer's notes on this change:\n{review}"
@@ -399,19 +404,18 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
     feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
     valued too when the route brings it here: its value is what the search backs up and the final pick reads."""
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
     found = _reviewable(state, rt.iid, ("retry", "stop"))
     if found is None:
         return {}
     tried, current = found
     verification = Verification.model_validate(tried["verification"])
     try:
-        judgement = await judge_attempt(rt.models.critic or rt.models.coder, cfg, rt.issue, tried["patch"],
-                                        verification, seed=cfg.seed + tried["sample"])
+        judgement = await judge_attempt(rt.models.critic or rt.models.coder, settings, rt.issue, tried["patch"],
+                                        verification, seed=settings.seed + tried["sample"])
     except BudgetExceeded:
         return {}
     judged = verification.score if judgement.value is None else judgement.value
-    value = round(cfg.value_weight * judged + (1 - cfg.value_weight) * verification.score, 4)
+    value = round(settings.value_weight * judged + (1 - settings.value_weight) * verification.score, 4)
     shown = f" (value {round(judgement.value * 100)}/100)" if judgement.value is not None else ""
     feedback = f"A reviewer's assessment of the current change{shown}:\n{judgement.assessment}\n\n{current['feedback']}"
     attempts = [a | {"value": judgement.value, "assessment": judgement.assessment}

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentflow.budget import Budget
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import ALL_NODES, RepairConfig
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.spectrum import ExampleRun
 from agentflow.repair.workbench import Workbench
@@ -42,6 +42,13 @@ class NodeSettings(StrictConfig):
         if update.get("edit_format") == "auto":
             update["edit_format"] = run.edit_format
         return run.model_copy(update=update)
+
+
+class FinalistSettings(NodeSettings):
+    """The settings of a node type that picks among finalists (`swe.discriminate`, `swe.vote_tests`)."""
+
+    finalists: int = Field(default=3, ge=2, le=8)
+    """Candidates that reach the final pick (distinct patches, the best by tests then value or votes)."""
 
 
 def run_default(name: str) -> Any:
@@ -123,7 +130,7 @@ def node_settings_for(spec: Any, registry: Any, overrides: dict[str, dict[str, A
                 walk(node.subgraph)
 
     walk(spec)
-    unknown = sorted(set(overrides) - seen)
+    unknown = sorted(set(overrides) - seen - {ALL_NODES})
     if unknown:
         raise ConfigError(
             f"nodes.{unknown[0]}: the workflow has no typed node of that name",

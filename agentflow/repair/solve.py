@@ -31,7 +31,7 @@ from agentflow.models.batching import SampleBatcher
 from agentflow.models.cache import ResponseCache
 from agentflow.repair.candidate_log import CandidateLog
 from agentflow.repair.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
-from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
+from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.outcome import Attempt, Candidate, InstanceOutcome
 from agentflow.repair.progress import expected_calls
 from agentflow.repair.runtime import RepairRuntime, RoleModels, TaskEvents, node_settings_for
@@ -323,7 +323,8 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     loader = model_loader or (lambda s: load_model(s, **cfg.model_options))
 
     def on(flag: str) -> bool:  # a node of the workflow (or the run) turns the role on
-        return bool(getattr(cfg, flag)) or any(settings.get(flag) for settings in node_settings.values())
+        return bool(getattr(cfg, flag, False)) or bool(cfg.nodes.get(ALL_NODES, {}).get(flag)) or \
+            any(settings.get(flag) for settings in node_settings.values())
 
     def role(spec_text: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
         if spec_text is None and not enabled:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import jinja2
 
@@ -20,7 +20,7 @@ from agentflow.errors import ConfigError
 from agentflow.models.ask import ask as ask_model
 from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, Message, declared_tool_calling
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairConfig, RepairPrompts
 from agentflow.repair.edits import apply_edit, indent_of, parse_edits
 from agentflow.repair.expectations import TracedExample, doctest_source
 from agentflow.repair.focus import rotated
@@ -61,12 +61,26 @@ def _template(text: str) -> jinja2.Template:
     return _JINJA.from_string(text)
 
 
-def prompt_text(cfg: RepairConfig, name: str) -> str:
+class PromptSource(Protocol):
+    """What holds the prompt templates: the run's config or a node's settings (`prompts`)."""
+
+    @property
+    def prompts(self) -> RepairPrompts: ...
+
+
+class HelperCallSettings(PromptSource, Protocol):
+    """The settings of a short helper call (a critic's review, the value agent's judgement)."""
+
+    @property
+    def max_tokens(self) -> int: ...
+
+
+def prompt_text(cfg: PromptSource, name: str) -> str:
     """The template of prompt `name`: the config's own text, else the shipped `prompts/<name>.j2`."""
     return getattr(cfg.prompts, name) or _shipped_prompt(name)
 
 
-def render(cfg: RepairConfig, name: str, values: Mapping[str, str] | None = None) -> str:
+def render(cfg: PromptSource, name: str, values: Mapping[str, str] | None = None) -> str:
     """Prompt `name` rendered with `values` (a variable the template uses but `values` lacks is an error)."""
     try:
         return _template(prompt_text(cfg, name)).render(**(values or {}))
@@ -699,7 +713,7 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
     return picked[: cfg.windows]
 
 
-async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, test_output: str, *, seed: int) -> str:
+async def critique(model: ChatModel, cfg: HelperCallSettings, issue: str, patch: str, test_output: str, *, seed: int) -> str:
     """The critic's review of a candidate that did not pass: what is wrong and what to try instead."""
     values = {"issue": issue, "patch": patch[:3000], "tests": test_output[:2000] or "(no test output)"}
     text = (await ask_model(model, render(cfg, "critique", values), system=render(cfg, "helper_system"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -192,6 +193,36 @@ def test_a_node_runs_with_the_settings_it_is_given() -> None:
     assert (edit.over(run_cfg).edit_format, edit.over(run_cfg).temperature) == ("rewrite", 0.3)
     alone = SweEditSettings.model_validate({"max_tokens": 50}).over(run_cfg)  # given one setting: the rest the run's
     assert (alone.max_tokens, alone.temperature, alone.seed) == (50, 0.3, 11)
+
+
+def test_a_node_types_setting_given_as_the_runs_reaches_every_node_that_takes_it() -> None:
+    """A setting only node types take (declared in their settings class, not in `RepairConfig`) given as the
+    run's (`-c localize_files=2`) is kept as `nodes.*`: each node whose type takes it gets it, under the
+    workflow's own `settings:` and `-c nodes.<node>.*`; a name no type takes is a one-line error naming the
+    nearest, and a bad value one naming the node."""
+    from agentflow.errors import ConfigError
+    from agentflow.repair.config import RepairConfig
+    from agentflow.repair.localize_model import LocalizeSettings
+
+    def settings_of(cfg: RepairConfig, node: str, node_type: str) -> Any:
+        spec, registry, _ = load_repair_workflow(cfg)
+        return registry.require(node_type, node).parse_settings(spec.nodes[node].settings, node)
+
+    assert "localize_files" not in RepairConfig.model_fields and LocalizeSettings().localize_files == 3
+    cfg = load_repair_config(["workflow=agentless", "localize_files=2", "critique=true"])
+    assert cfg.nodes["*"] == {"critique": True, "localize_files": 2}
+    assert settings_of(cfg, "localize", "swe.localize").localize_files == 2
+    cfg = load_repair_config(["workflow=agentless", "localize_files=2", "nodes.localize.localize_files=1"])
+    assert settings_of(cfg, "localize", "swe.localize").localize_files == 1
+    # swe_search.yaml gives its discriminator `finalists: 3, debaters: 2`: the workflow's own stand
+    discriminate = settings_of(load_repair_config(["workflow=swe_search", "debaters=3"]), "discriminate",
+                               "swe.discriminate")
+    assert (discriminate.finalists, discriminate.debaters) == (3, 2)
+    with pytest.raises(ConfigError, match=r"nodes\.\*\.finalistz: no node type takes that setting; did you mean "
+                                          "'finalists'"):
+        load_repair_config(["nodes.*.finalistz=4"])
+    with pytest.raises(ConfigError, match="node 'localize': settings.localize_files"):
+        load_repair_workflow(load_repair_config(["workflow=agentless", "localize_files=99"]))
 
 
 def test_a_repair_node_outside_a_repair_is_a_one_line_error() -> None:
