@@ -120,7 +120,7 @@ async def choose_once(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier
                       shown: Mapping[str, tuple[str, ...]] | None = None,
                       instance_id: str = "") -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
-    keep-working check (`keeps`: per patch, whether it still passes, see `RepairConfig.keep_check`; used only
+    keep-working check (`keeps`: per patch, whether it still passes, see `nodes.ReproduceSettings.keep_check`; used only
     among candidates on which the reproduction script no longer fails, so a check asserting the bug cannot
     prefer a candidate that leaves it), then the issue's examples (`changed`: per patch, whether they show something else than on the unchanged code, see
     `spectrum.examples_changed`), then the vote, then the verifier model's judgement, then the smallest patch.

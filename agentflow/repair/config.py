@@ -130,38 +130,11 @@ class RepairConfig(StrictConfig):
     """Model of the critic step (setting it turns the step on; `critique: true` uses the coder's model)."""
     verifier_model: str | None = None
     """Model that judges the best candidates when tests cannot tell them apart (setting it turns it on)."""
-    plan: bool = False
-    """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
-    reproduce: bool = True
-    """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
-    reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
-    rank: bool = True
-    """Before the search the coder ranks the heuristic's best functions (one short call); its picks follow the
-    heuristic's `rank_keep` best-scored suspects, in its order, and the heuristic's order fills the rest."""
     rank_keep: int = Field(default=2, ge=0, le=10)
     """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
     them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
     small model's first pick, so keeping only one place can push the faulty function out of the suspects
     (`benchmarks/localize_real.py --ranked RUN` measures it)."""
-    rank_pool: int = Field(default=8, ge=2, le=30)
-    """Functions the ranking call chooses among (the heuristic's best)."""
-    rank_lines: int = Field(default=15, ge=1)
-    """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
-    keep_check: bool = True
-    """Once a reproduction script is kept, ask for a second script asserting what the fix must not change (what
-    the issue says works today or must keep working), cut down to its checks that pass at the base commit
-    (`agentflow.repair.keepcheck`). Among candidates on which the reproduction no longer fails and the tests
-    rank equal, and before the examples and the vote, those that still pass it are preferred (one model call
-    a task with a kept reproduction; each candidate's check runs in the sandbox). Without it, several samples
-    of the same wrong patch can outvote the fix while breaking behaviour the issue says must keep working,
-    which neither the reproduction nor the failing tests check."""
-    reproduce_attempts: int = Field(default=2, ge=1, le=5)
-    """Tries at a reproduction script; each later try sees why the previous one did not count."""
-    reproduce_from_examples: bool = True
-    """The first reproduction try, when the issue shows examples whose values can be checked: the model says
-    only what each should give once fixed, and the script is the issue's own statements with those values
-    asserted (`agentflow.repair.expectations`); kept or refused as any reproduction. It counts as one of the
-    `reproduce_attempts`."""
     examples_retries: int = Field(default=0, ge=0, le=3)
     """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
     the unchanged code is drawn again from where it started, the next prompt showing that edit and what the

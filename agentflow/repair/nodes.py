@@ -34,6 +34,8 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pydantic import Field
+
 from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeRun, NodeType, NoKeys, SettingsT
 from agentflow.repair import rollout
@@ -111,9 +113,13 @@ class SpectrumSettings(NodeSettings):
 class RankSettings(NodeSettings):
     """Settings of the swe.rank node type."""
 
-    rank: bool = run_default("rank")
-    rank_pool: int = run_default("rank_pool")
-    rank_lines: int = run_default("rank_lines")
+    rank: bool = True
+    """Before the search the coder ranks the heuristic's best functions (one short call); its picks follow the
+    heuristic's `rank_keep` best-scored suspects, in its order, and the heuristic's order fills the rest."""
+    rank_pool: int = Field(default=8, ge=2, le=30)
+    """Functions the ranking call chooses among (the heuristic's best)."""
+    rank_lines: int = Field(default=15, ge=1)
+    """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
     prompts: RepairPrompts = run_default("prompts")
     max_prompt_chars: int = run_default("max_prompt_chars")
     windows: int = run_default("windows")
@@ -124,10 +130,24 @@ class RankSettings(NodeSettings):
 class ReproduceSettings(NodeSettings):
     """Settings of the swe.reproduce node type."""
 
-    reproduce: bool = run_default("reproduce")
-    reproduce_attempts: int = run_default("reproduce_attempts")
-    reproduce_from_examples: bool = run_default("reproduce_from_examples")
-    keep_check: bool = run_default("keep_check")
+    reproduce: bool = True
+    """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
+    reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
+    reproduce_attempts: int = Field(default=2, ge=1, le=5)
+    """Tries at a reproduction script; each later try sees why the previous one did not count."""
+    reproduce_from_examples: bool = True
+    """The first reproduction try, when the issue shows examples whose values can be checked: the model says
+    only what each should give once fixed, and the script is the issue's own statements with those values
+    asserted (`agentflow.repair.expectations`); kept or refused as any reproduction. It counts as one of the
+    `reproduce_attempts`."""
+    keep_check: bool = True
+    """Once a reproduction script is kept, ask for a second script asserting what the fix must not change (what
+    the issue says works today or must keep working), cut down to its checks that pass at the base commit
+    (`agentflow.repair.keepcheck`). Among candidates on which the reproduction no longer fails and the tests
+    rank equal, and before the examples and the vote, those that still pass it are preferred (one model call
+    a task with a kept reproduction; each candidate's check runs in the sandbox). Without it, several samples
+    of the same wrong patch can outvote the fix while breaking behaviour the issue says must keep working,
+    which neither the reproduction nor the failing tests check."""
     temperature: float = run_default("temperature")
     max_tokens: int = run_default("max_tokens")
     prompts: RepairPrompts = run_default("prompts")
@@ -135,18 +155,21 @@ class ReproduceSettings(NodeSettings):
     windows: int = run_default("windows")
     window_lines: int = run_default("window_lines")
     seed: int = run_default("seed")
+    rank_keep: int = run_default("rank_keep")
 
 
 class PlanSettings(NodeSettings):
     """Settings of the swe.plan node type."""
 
-    plan: bool = run_default("plan")
+    plan: bool = False
+    """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
     max_tokens: int = run_default("max_tokens")
     prompts: RepairPrompts = run_default("prompts")
     max_prompt_chars: int = run_default("max_prompt_chars")
     windows: int = run_default("windows")
     window_lines: int = run_default("window_lines")
     seed: int = run_default("seed")
+    rank_keep: int = run_default("rank_keep")
 
 
 _emit = emit
@@ -176,12 +199,11 @@ async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings
 
 async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RankSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
-    if not cfg.rank:
+    if not settings.rank:
         return {"ranked": []}
     base = Verification.model_validate(state["base"])
     sources = await rt.bench.python_sources()
-    prefer = await rank_suspects(rt.models.coder, cfg, rt.issue, sources, base.output, seed=cfg.seed,
+    prefer = await rank_suspects(rt.models.coder, settings, rt.issue, sources, base.output, seed=settings.seed,
                                  evidence=evidence_of(state))
     ranked = [[path, name] for path, name in prefer]
     _emit(rt, "repair.rank", ranked=[f"{p}:{n}" for p, n in prefer])
@@ -190,20 +212,21 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
 
 async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg, bench = settings.over(rt.cfg), rt.bench
+    bench = rt.bench
     base = Verification.model_validate(state["base"])
-    if not (bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None):
+    if not (bench.mode == "repo" and base.passed and settings.reproduce and rt.cfg.test_cmd is None):
         return {"reproduction": {"kept": None}}
     sources = await bench.python_sources()
     prefer = ranked_of(state)
     evidence = evidence_of(state)
     previous: tuple[str, str] | None = None
-    examples = examples_to_check(rt, state) if cfg.reproduce_from_examples else []
-    for attempt in range(cfg.reproduce_attempts):
+    examples = examples_to_check(rt, state) if settings.reproduce_from_examples else []
+    for attempt in range(settings.reproduce_attempts):
         if attempt == 0 and examples:
-            script, why = await _script_from_examples(rt, cfg, examples, sources)
+            script, why = await _script_from_examples(rt, settings, examples, sources)
         else:
-            script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
+            script = await write_reproduction(rt.models.coder, settings, rt.issue, sources,
+                                              seed=settings.seed + attempt,
                                               previous=previous, prefer=prefer, evidence=evidence)
             why = "no code block in the answer"
         kept, output = await bench.install_repro(script) if script else (False, why)
@@ -213,8 +236,8 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
             # the base again, the script's failure counted: the tests fail there now
             base = await bench.verify_base(dataclasses.replace(how_to_verify(state), repro=script))
             reproduction: ReproductionRecord = {"kept": True, "script": script}
-            if cfg.keep_check:
-                reproduction["keep_check"] = await _keep_check(rt, cfg, sources, script, prefer, evidence)
+            if settings.keep_check:
+                reproduction["keep_check"] = await _keep_check(rt, settings, sources, script, prefer, evidence)
             return {"reproduction": reproduction, "base": base.model_dump(mode="json")}
         previous = (script or "", output)
     return {"reproduction": {"kept": False}}
@@ -232,22 +255,22 @@ def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[TracedExamp
     return checkable(statements, shown)
 
 
-async def _script_from_examples(rt: RepairRuntime, cfg: RepairConfig, examples: list[TracedExample],
+async def _script_from_examples(rt: RepairRuntime, settings: ReproduceSettings, examples: list[TracedExample],
                                 sources: dict[str, str]) -> tuple[str | None, str]:
     """(the reproduction from the issue's `examples` (`examples_to_check`) and the values the model says they
     should give, or None and why there is none)."""
-    answer = await write_expectations(rt.models.coder, cfg, rt.issue, examples, seed=cfg.seed)
+    answer = await write_expectations(rt.models.coder, settings, rt.issue, examples, seed=settings.seed)
     statements = issue_examples(rt.issue)
     script = expectation_script(statements, names_to_import(statements, sources),
                                 read_expectations(answer, examples))
     return script, "" if script else f"the answer gave no expected value that differs from the code's:\n{answer[:500]}"
 
 
-async def _keep_check(rt: RepairRuntime, cfg: RepairConfig, sources: dict[str, str], reproduction: str,
+async def _keep_check(rt: RepairRuntime, settings: ReproduceSettings, sources: dict[str, str], reproduction: str,
                       prefer: list[tuple[str, str]], evidence: RunEvidence) -> str | None:
-    """The keep-working check beside a kept reproduction (`RepairConfig.keep_check`): the model's script cut
+    """The keep-working check beside a kept reproduction (`ReproduceSettings.keep_check`): the model's script cut
     down to its checks that pass at the base commit, or None."""
-    script = await write_keep_check(rt.models.coder, cfg, rt.issue, sources, reproduction, seed=cfg.seed,
+    script = await write_keep_check(rt.models.coder, settings, rt.issue, sources, reproduction, seed=settings.seed,
                                     prefer=prefer, evidence=evidence)
     kept, output = await rt.bench.install_keep_check(script, sources) if script else (None, "no code block in the answer")
     _emit(rt, "repair.keep_check", kept=kept is not None, script=script, check=kept, output=output[-1500:])
@@ -256,12 +279,11 @@ async def _keep_check(rt: RepairRuntime, cfg: RepairConfig, sources: dict[str, s
 
 async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: PlanSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
-    if rt.models.planner is None or not (cfg.plan or cfg.planner_model):
+    if rt.models.planner is None or not (settings.plan or rt.cfg.planner_model):
         return {"plan": ""}
     sources = await rt.bench.python_sources()
     prefer = ranked_of(state)
-    text = await make_plan(rt.models.planner, cfg, rt.issue, sources, seed=cfg.seed, prefer=prefer,
+    text = await make_plan(rt.models.planner, settings, rt.issue, sources, seed=settings.seed, prefer=prefer,
                            evidence=evidence_of(state))
     _emit(rt, "repair.plan", plan=text)
     return {"plan": text}

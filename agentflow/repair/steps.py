@@ -75,6 +75,52 @@ class HelperCallSettings(PromptSource, Protocol):
     def max_tokens(self) -> int: ...
 
 
+class CodeViewSettings(PromptSource, Protocol):
+    """The settings of a prompt that shows the task's code windows (`code_windows`)."""
+
+    @property
+    def windows(self) -> int: ...
+
+    @property
+    def window_lines(self) -> int: ...
+
+    @property
+    def rank_keep(self) -> int: ...
+
+    @property
+    def max_prompt_chars(self) -> int: ...
+
+
+class CodeCallSettings(CodeViewSettings, HelperCallSettings, Protocol):
+    """The settings of a call whose prompt shows code windows (the plan, the keep-working check)."""
+
+
+class ScriptCallSettings(CodeCallSettings, Protocol):
+    """The settings of the reproduction call (sampled: later tries differ)."""
+
+    @property
+    def temperature(self) -> float: ...
+
+
+class RankCallSettings(PromptSource, Protocol):
+    """The settings of the suspect ranking call (`rank_suspects`)."""
+
+    @property
+    def rank_pool(self) -> int: ...
+
+    @property
+    def rank_lines(self) -> int: ...
+
+    @property
+    def windows(self) -> int: ...
+
+    @property
+    def window_lines(self) -> int: ...
+
+    @property
+    def max_prompt_chars(self) -> int: ...
+
+
 def prompt_text(cfg: PromptSource, name: str) -> str:
     """The template of prompt `name`: the config's own text, else the shipped `prompts/<name>.j2`."""
     return getattr(cfg.prompts, name) or _shipped_prompt(name)
@@ -248,7 +294,7 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool) -> str:
     return ast.unparse(args)
 
 
-def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int,
+def suspects(cfg: CodeViewSettings, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int,
              prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None) -> list[Window]:
     """Ranked code windows, the one sample number `focus` should look at first (`focus.ROTATION`); `prefer` (the model's
     ranking, see `rank_suspects`) follows the `rank_keep` best-scored windows; `evidence`: what the issue's
@@ -275,7 +321,7 @@ def render_windows(sources: Mapping[str, str], windows: list[Window], budget_cha
 
 
 def code_windows(
-    cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int,
+    cfg: CodeViewSettings, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int,
     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None,
 ) -> tuple[str, str | None]:
     """Rendered code windows within `budget_chars`, the `focus`-th suspect first; (text, its path)."""
@@ -671,7 +717,7 @@ def read_edits(text: str, sources: Mapping[str, str], default_path: str | None, 
     return ReadEdits("ok", changed, errors)
 
 
-async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
+async def make_plan(model: ChatModel, cfg: CodeCallSettings, issue: str, sources: Mapping[str, str], *, seed: int,
                     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None) -> str:
     """The planner's short plan: which function is wrong and what to change."""
     code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
@@ -682,7 +728,7 @@ async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Ma
     return text.strip()[:1200]
 
 
-async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str],
+async def rank_suspects(model: ChatModel, cfg: RankCallSettings, issue: str, sources: Mapping[str, str],
                         feedback: str = "", *, seed: int,
                         evidence: RunEvidence | None = None) -> list[tuple[str, str]]:
     """The model's pick among the heuristic's `rank_pool` best functions: (path, name) pairs, most likely
@@ -721,7 +767,7 @@ async def critique(model: ChatModel, cfg: HelperCallSettings, issue: str, patch:
     return text.strip()[:1000]
 
 
-def _script_context(cfg: RepairConfig, sources: Mapping[str, str], issue: str, prefer: Sequence[tuple[str, str]],
+def _script_context(cfg: CodeViewSettings, sources: Mapping[str, str], issue: str, prefer: Sequence[tuple[str, str]],
                     evidence: RunEvidence | None) -> dict[str, str]:
     """What a prompt asking for a script that runs the package shows: issue, code (the suspects), api (what the
     package exports) and usage (the repository's tests that share names with the issue)."""
@@ -733,7 +779,7 @@ def _script_context(cfg: RepairConfig, sources: Mapping[str, str], issue: str, p
 
 
 async def write_reproduction(
-    model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
+    model: ChatModel, cfg: ScriptCallSettings, issue: str, sources: Mapping[str, str], *, seed: int,
     previous: tuple[str, str] | None = None, prefer: Sequence[tuple[str, str]] = (),
     evidence: RunEvidence | None = None,
 ) -> str | None:
@@ -753,7 +799,7 @@ async def write_reproduction(
     return code_block(text)
 
 
-async def write_expectations(model: ChatModel, cfg: RepairConfig, issue: str, examples: Sequence[TracedExample], *,
+async def write_expectations(model: ChatModel, cfg: HelperCallSettings, issue: str, examples: Sequence[TracedExample], *,
                              seed: int) -> str:
     """The model's answer to what each of the issue's `examples` should give once fixed: the examples as a
     doctest of the fixed code (read by `expectations.read_expectations`)."""
@@ -766,7 +812,7 @@ async def write_expectations(model: ChatModel, cfg: RepairConfig, issue: str, ex
 
 
 async def write_keep_check(
-    model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], reproduction: str, *, seed: int,
+    model: ChatModel, cfg: CodeCallSettings, issue: str, sources: Mapping[str, str], reproduction: str, *, seed: int,
     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None,
 ) -> str | None:
     """A standalone script asserting what a fix of the issue must not change, written beside the kept
