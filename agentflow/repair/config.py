@@ -135,12 +135,6 @@ class RepairConfig(StrictConfig):
     them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
     small model's first pick, so keeping only one place can push the faulty function out of the suspects
     (`benchmarks/localize_real.py --ranked RUN` measures it)."""
-    examples_retries: int = Field(default=0, ge=0, le=3)
-    """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
-    the unchanged code is drawn again from where it started, the next prompt showing that edit and what the
-    examples still show (it stays a candidate; the retry is not counted as an attempt). Each edit's examples
-    run in the sandbox, no model call. Off (0) by default: its benefit is not established yet; not used when
-    the examples run no repository code or show something else on each run."""
     workflow: str = "repair"
     """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -241,11 +235,6 @@ class RepairConfig(StrictConfig):
     whole suite."""
     mcts_c: float = Field(default=0.3, ge=0)
     """UCT exploration constant (values are in [0, 1])."""
-    trajectories: int = Field(default=4, ge=1, le=32)
-    """`swe.trajectories`: parallel multi-turn trajectories (codemonkeys' parallel compute)."""
-    turns: int = Field(default=3, ge=1, le=12)
-    """`swe.trajectories`: model turns of one trajectory, each followed by a run of its test script in the
-    sandbox (codemonkeys' serial compute)."""
     backend: Literal["auto", "docker", "local"] = "auto"
     """Sandbox backend (auto: docker when the engine answers)."""
     sandbox: SandboxConfig = Field(

@@ -22,7 +22,8 @@ The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run
 `search:` node (`rollout.py`, `workflows/repair.yaml`).
 
 Every node is `async (state: RepairState, ctx: NodeContext[RepairRuntime], settings: ItsSettings) -> RepairState`:
-the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with `settings.over(rt.cfg)`, and it
+the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with its settings (its type's class,
+written out; a setting the run also has defaults to the run's, `runtime.run_default`), and it
 writes plain JSON-able values to the state (`state.py`), so a checkpoint after each node lets a killed repair
 resume where it stopped.
 """
@@ -443,7 +444,7 @@ def _repair(name: str, run: NodeRun[RepairState, RepairRuntime, SettingsT], sett
 
 def _edit_calls(settings: SweEditSettings, run: RepairConfig) -> int:
     """A tool-calling edit views and edits files in several calls; any other edit is one answer."""
-    return max(1, settings.tool_steps // 2) if settings.over(run).edit_format == "tools" else 1
+    return max(1, settings.tool_steps // 2) if settings.for_coder(run).edit_format == "tools" else 1
 
 
 NODE_TYPES: list[RepairNodeType[Any]] = [

@@ -18,8 +18,8 @@ A branch builds on its best attempt so far: an edit that scores below the candid
 recorded and verified, but the next edit starts from the candidate again. Every sample is recorded in the
 task's candidates file. The task's handles (models, workbench, budget) are the run's `deps`
 (`ctx: NodeContext[RepairRuntime]`); the settings are the node's own (the run's, then the node's `settings:`,
-then `-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over), over the run's `RepairConfig`
-(`NodeSettings.over`).
+then `-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over), `edit_format: auto` as the
+task's coder's (`EditFormatSettings.for_coder`).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from pydantic import Field
 from agentflow.budget import BudgetExceeded
 from agentflow.graph.context import NodeContext
 from agentflow.graph.search import BRANCH_SEP
-from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
+from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edits import edit_parts
 from agentflow.repair.focus import FocusSchedule, window_key
 from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit as emit_task
 from agentflow.repair.nodekit import evidence_of, how_to_verify, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
+from agentflow.repair.runtime import EditFormatSettings, NodeSettings, RepairRuntime, run_default
 from agentflow.repair.sampling import draw_edit, retry_hint
 from agentflow.repair.spectrum import examples_comparable, examples_reach_code
 from agentflow.repair.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
@@ -56,10 +56,9 @@ and candidate ids for concurrent branches, the same for a seed whatever order th
 # ----------------------------------------------------------------------------------------------- shared
 
 
-class SweEditSettings(NodeSettings):
+class SweEditSettings(EditFormatSettings):
     """Settings of the swe.edit node type."""
 
-    edit_format: EditFormat = run_default("edit_format")
     temperature: float = run_default("temperature")
     max_tokens: int = run_default("max_tokens")
     stop: list[str] = run_default("stop")
@@ -85,7 +84,12 @@ class SweTestSettings(NodeSettings):
     split_edits: bool = run_default("split_edits")
     split_edits_limit: int = run_default("split_edits_limit")
     stop_on_success: bool = run_default("stop_on_success")
-    examples_retries: int = run_default("examples_retries")
+    examples_retries: int = Field(default=0, ge=0, le=3)
+    """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
+    the unchanged code is drawn again from where it started, the next prompt showing that edit and what the
+    examples still show (it stays a candidate; the retry is not counted as an attempt). Each edit's examples
+    run in the sandbox, no model call. Off (0) by default: its benefit is not established yet; not used when
+    the examples run no repository code or show something else on each run."""
 
 
 class SweCritiqueSettings(NodeSettings):
@@ -189,7 +193,7 @@ def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: Edi
     emit(ctx, "repair.resample", rt, edit["candidate_id"], edit["parent_id"], status=status, errors=errors[:3])
 
 
-async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairConfig, state: RepairState,
+async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
                 current: CandidateRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
                 drawn: list[int]) -> EditRecord | None:
     """One usable edit: an answer that changes nothing or cannot be read is recorded and drawn again
@@ -226,7 +230,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairC
 async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweEditSettings) -> RepairState:
     """`swe.edit`: one edit sample from the candidate the branch builds on (nothing written yet)."""
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
+    cfg = settings.for_coder(rt.cfg)
     current = current_of(state, rt.iid)
     sources = await sources_at(rt, bench_of(rt, ctx), current["patch"])
     windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
@@ -270,7 +274,7 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
 
 
 async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, how: HowToVerify,
-                 cfg: RepairConfig, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
+                 cfg: SweTestSettings, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
     """An edit that failed and changed several places: each change alone verified as a candidate of its own
     (`split_edits`, no model call), until one passes."""
     sources = await sources_at(rt, bench, parent_patch)
@@ -317,7 +321,6 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
     of it (and of its parts) becomes the candidate when it scores at least as well."""
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
     edit, current = state.get("edit"), current_of(state, rt.iid)
     tries = int(state.get("tries") or 0)
     if not edit:  # nothing was drawn (the budget, or stop_on_success): no attempt for a reviewer to look at
@@ -328,23 +331,23 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         tried = await bench.verify_files(current["patch"], edit["files"], how)
     if tried is None:  # it only touched test files, which are stripped
         _record_failed(ctx, rt, edit, "noop", ["only test files changed", *edit["errors"]])
-        return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, cfg.max_attempts)}
+        return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, settings.max_attempts)}
     made = [_attempt(ctx, rt, edit, edit["candidate_id"], tried)]
-    if tried[2].passed is not True and cfg.split_edits:
+    if tried[2].passed is not True and settings.split_edits:
         seen = {a["patch"].strip() for a in [*(state.get("attempts") or []), *made]}
-        made += await _parts(ctx, rt, bench, how, cfg, edit, current["patch"], seen)
+        made += await _parts(ctx, rt, bench, how, settings, edit, current["patch"], seen)
     best = max(made, key=lambda a: (a["verification"].get("passed") is True, a["verification"]["score"]))
     verification = Verification.model_validate(best["verification"])
-    if verification.passed and cfg.stop_on_success:
+    if verification.passed and settings.stop_on_success:
         rt.solved = True
     attempts = [*(state.get("attempts") or []), *made]
     retried = int(state.get("retried") or 0)
     unchanged = None
-    if verification.passed is not True and cfg.examples_retries:
+    if verification.passed is not True and settings.examples_retries:
         unchanged = await _examples_unchanged(rt, bench, made[0]["patch"])
     if unchanged is not None:
         emit(ctx, "repair.examples_unchanged", rt, edit["candidate_id"], None, shown=unchanged[:500])
-    if unchanged is not None and retried < cfg.examples_retries:
+    if unchanged is not None and retried < settings.examples_retries:
         # the edit left the report's behaviour as it was: drawn again from the same candidate, told so; it
         # stays a candidate, and the draw is not counted as an attempt
         async with bench.lock:
@@ -363,7 +366,7 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         async with bench.lock:
             await bench.restore(candidate["patch"])  # the workspace as the next edit builds on it
     return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,
-            "tries": tries, "verdict": _verdict(verification.passed, tries, cfg.max_attempts),
+            "tries": tries, "verdict": _verdict(verification.passed, tries, settings.max_attempts),
             "value": candidate["value"]}
 
 

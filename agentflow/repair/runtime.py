@@ -1,11 +1,12 @@
 """What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`): the task's
 workbench (sandbox), the role models, the budget and the events; and the settings classes of the node types.
 
-Settings of a node, from weakest to strongest: `RepairConfig`'s defaults and the run's `-c key=value`, the
-node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`. A node type declares which settings
-it takes (a `NodeSettings` class written out, its fields some of `RepairConfig`'s, their defaults
-`run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node runs its
-steps with `settings.over(rt.cfg)`.
+Settings of a node, from weakest to strongest: its type's class's defaults, the run's value (`RepairConfig`,
+with `-c key=value`, then `nodes.*`), the node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`
+(`workflow_settings.give_settings`). A node type declares which settings it takes (a `NodeSettings` class
+written out: a setting only node types take declared there, one the run also has defaulting to the run's,
+`run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node's steps
+read its settings, and the run's config (`rt.cfg`) only for what is the run's (its models, its test command).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, Field
 
@@ -23,25 +24,32 @@ from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import ALL_NODES, RepairConfig
+from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.spectrum import ExampleRun
 from agentflow.repair.workbench import Workbench
 
 
-class NodeSettings(StrictConfig):
-    """The settings of a repair node type: some fields of `RepairConfig` (written out in a subclass, each
-    defaulting to the run's: `run_default`), each as the run sets it unless the node's `settings:` or
-    `-c nodes.<node>.*` do."""
+def run_default(name: str) -> Any:
+    """The field `name` of `RepairConfig` (its default, bounds and description: one source, RepairConfig's own)
+    as the default of a node's setting of that name, for a setting the run has too."""
+    return copy.copy(RepairConfig.model_fields[name])
 
-    def over(self, run: RepairConfig) -> RepairConfig:
-        """The `RepairConfig` the node's steps run with: the fields these settings were given over the run's
-        (its other fields: the model specs, the test command...); `edit_format: auto` is the format resolved for
-        the run's coder."""
-        update = {name: getattr(self, name) for name in self.model_fields_set}
-        if update.get("edit_format") == "auto":
-            update["edit_format"] = run.edit_format
-        return run.model_copy(update=update)
+
+class NodeSettings(StrictConfig):
+    """The settings of a repair node type (a subclass writes them out): each as the run sets it unless the
+    node's `settings:` or `-c nodes.<node>.*` do."""
+
+
+class EditFormatSettings(NodeSettings):
+    """The settings of a node type that asks for edits in an edit format (`swe.edit`, `swe.trajectories`)."""
+
+    edit_format: EditFormat = run_default("edit_format")
+
+    def for_coder(self, run: RepairConfig) -> Self:
+        """These settings with `edit_format: auto` as the format the task's runtime resolved for its coder
+        (`steps.edit_format_for`)."""
+        return self if self.edit_format != "auto" else self.model_copy(update={"edit_format": run.edit_format})
 
 
 class FinalistSettings(NodeSettings):
@@ -49,13 +57,6 @@ class FinalistSettings(NodeSettings):
 
     finalists: int = Field(default=3, ge=2, le=8)
     """Candidates that reach the final pick (distinct patches, the best by tests then value or votes)."""
-
-
-def run_default(name: str) -> Any:
-    """The field `name` of `RepairConfig` (its default, bounds and description: one source, RepairConfig's own)
-    as the default of a node's setting of that name; `tests/repair/test_workflows.py` checks that the setting
-    is typed as the run's."""
-    return copy.copy(RepairConfig.model_fields[name])
 
 
 @dataclass

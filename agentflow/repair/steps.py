@@ -102,6 +102,19 @@ class ScriptCallSettings(CodeCallSettings, Protocol):
     def temperature(self) -> float: ...
 
 
+class EditPromptSettings(CodeViewSettings, Protocol):
+    """The settings of an edit's prompt (`edit_prompt`, `rewrite_values`)."""
+
+    @property
+    def edit_format(self) -> str: ...
+
+    @property
+    def context_windows(self) -> int: ...
+
+    @property
+    def file_context_lines(self) -> int: ...
+
+
 class RankCallSettings(PromptSource, Protocol):
     """The settings of the suspect ranking call (`rank_suspects`)."""
 
@@ -329,7 +342,7 @@ def code_windows(
     return render_windows(sources, windows, budget_chars, at_least_one=True), (windows[0].path if windows else None)
 
 
-def rewrite_values(cfg: RepairConfig, sources: Mapping[str, str], target: Window) -> dict[str, str]:
+def rewrite_values(cfg: EditPromptSettings, sources: Mapping[str, str], target: Window) -> dict[str, str]:
     """What a prompt asking for `target` rewritten shows of it: snippet (at column 0), symbol, lines, opening (the
     answer's first line, named) and file (the rest of its file, or an outline of it)."""
     lines = sources[target.path].split("\n")[target.start - 1 : target.end]
@@ -351,7 +364,7 @@ def rewrite_values(cfg: RepairConfig, sources: Mapping[str, str], target: Window
 
 
 def edit_prompt(
-    cfg: RepairConfig,
+    cfg: EditPromptSettings,
     sources: Mapping[str, str],
     issue: str,
     feedback: str,

@@ -15,17 +15,19 @@ import asyncio
 import re
 from typing import Any
 
+from pydantic import Field
+
 from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
 from agentflow.graph.context import NodeContext
 from agentflow.models.ask import code_blocks
 from agentflow.models.base import ChatRequest, Message
-from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
+from agentflow.repair.config import RepairPrompts
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit, evidence_of, how_to_verify, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
+from agentflow.repair.runtime import EditFormatSettings, RepairRuntime, run_default
 from agentflow.repair.state import AttemptRecord, GeneratedTest, RepairState
 from agentflow.repair.steps import (
     DEF_LINE,
@@ -41,11 +43,14 @@ from agentflow.repair.steps import (
 from agentflow.repair.testgen import run_script, test_script
 
 
-class TrajectorySettings(NodeSettings):
+class TrajectorySettings(EditFormatSettings):
     """Settings of the swe.trajectories node type."""
 
-    trajectories: int = run_default("trajectories")
-    turns: int = run_default("turns")
+    trajectories: int = Field(default=4, ge=1, le=32)
+    """Parallel multi-turn trajectories (codemonkeys' parallel compute)."""
+    turns: int = Field(default=3, ge=1, le=12)
+    """Model turns of one trajectory, each followed by a run of its test script in the
+    sandbox (codemonkeys' serial compute)."""
     concurrency: int = run_default("concurrency")
     temperature: float = run_default("temperature")
     max_tokens: int = run_default("max_tokens")
@@ -54,9 +59,9 @@ class TrajectorySettings(NodeSettings):
     max_prompt_chars: int = run_default("max_prompt_chars")
     windows: int = run_default("windows")
     window_lines: int = run_default("window_lines")
-    edit_format: EditFormat = run_default("edit_format")
     context_windows: int = run_default("context_windows")
     file_context_lines: int = run_default("file_context_lines")
+    rank_keep: int = run_default("rank_keep")
 
 
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
@@ -72,7 +77,7 @@ class SearchReplaceForm:
 
     revise = "give more SEARCH/REPLACE blocks (they apply to the code with your change)"
 
-    def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
+    def __init__(self, cfg: TrajectorySettings, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
         code = render_windows(sources, windows, cfg.max_prompt_chars // 2, at_least_one=True)
         self.path = windows[0].path if windows else None
         self.first = render(cfg, "trajectory", {"issue": issue, "api": public_api(sources), "code": code,
@@ -93,7 +98,7 @@ class RewriteForm:
     """The trajectory's suspect rewritten whole (the form small models get right most often); each turn's
     rewrite replaces the last one, and the test script is the answer's other code block."""
 
-    def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
+    def __init__(self, cfg: TrajectorySettings, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
         self.window, self.sources = windows[0], sources
         values = rewrite_values(cfg, sources, self.window)
         context = render_windows(sources, windows[1 : 1 + cfg.context_windows], cfg.max_prompt_chars // 4,
@@ -125,7 +130,7 @@ class RewriteForm:
         return read_rewrite(text, self.sources, self.window)
 
 
-async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, script: str | None,
+async def _turn_feedback(rt: RepairRuntime, cfg: TrajectorySettings, number: int, script: str | None,
                          files: dict[str, str], status: str, revise: str) -> tuple[str, str]:
     """Run the script on the original code and on the trajectory's change; (the next user message, patch)."""
     async with rt.bench.lock:
@@ -145,7 +150,7 @@ async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, scri
     return render(cfg, "trajectory_turn", values), patch
 
 
-def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str,
+def edit_form(cfg: TrajectorySettings, sources: dict[str, str], issue: str,
               windows: list[Window]) -> SearchReplaceForm | RewriteForm:
     """A trajectory's edit form over `windows`, the one it starts from first."""
     if cfg.edit_format == "rewrite" and windows:
@@ -153,7 +158,7 @@ def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str,
     return SearchReplaceForm(cfg, sources, issue, windows)
 
 
-async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: SearchReplaceForm | RewriteForm,
+async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, form: SearchReplaceForm | RewriteForm,
                      counter: list[int], calls: CallSlots) -> dict[str, Any]:
     """One trajectory: its last patch and script, the turns it took and why it stopped."""
     messages = [Message.system(render(cfg, "system", {})), Message.user(form.first)]
@@ -197,7 +202,7 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
 
 async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
+    cfg = settings.for_coder(rt.cfg)
     async with rt.bench.lock:
         await rt.bench.reset()
         sources = await rt.bench.python_sources()

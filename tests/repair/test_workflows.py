@@ -178,21 +178,27 @@ def test_the_rollout_nodes_are_given_their_settings() -> None:
 
 
 def test_a_node_runs_with_the_settings_it_is_given() -> None:
-    """What a node's steps run with is its settings over the run's `RepairConfig` (`NodeSettings.over`): the
-    settings it was given, the run's value of every other field, `edit_format: auto` as the run's coder's."""
+    """A node's steps read its settings as the run hands them over: the run's value of each setting its type
+    takes (a node type's own setting given as the run's, under `nodes.*`), then its own; `edit_format: auto`
+    as the task's coder's (`EditFormatSettings.for_coder`). A setting the run has too is typed as the run's."""
+    from agentflow.repair.config import RepairConfig
+    from agentflow.repair.nodes import NODE_TYPES
     from agentflow.repair.rollout import SweEditSettings
 
-    cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "temperature=0.3"])
+    cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "temperature=0.3", "seed=11"])
     spec, registry, _ = load_repair_workflow(cfg)
     rank = registry.require("swe.rank", "rank").parse_settings(spec.nodes["rank"].settings, "rank")
-    run_cfg = cfg.model_copy(update={"edit_format": "rewrite", "seed": 11})  # as the task's runtime holds it
-    assert rank.over(run_cfg).rank_pool == 3 and rank.over(run_cfg).model == run_cfg.model
+    assert (rank.rank_pool, rank.seed) == (3, 11)
     edit = registry.require("swe.edit", "edit").parse_settings(spec.nodes["search"].subgraph.nodes["edit"].settings,
                                                                "edit")
     assert isinstance(edit, SweEditSettings) and edit.edit_format == "auto"
-    assert (edit.over(run_cfg).edit_format, edit.over(run_cfg).temperature) == ("rewrite", 0.3)
-    alone = SweEditSettings.model_validate({"max_tokens": 50}).over(run_cfg)  # given one setting: the rest the run's
-    assert (alone.max_tokens, alone.temperature, alone.seed) == (50, 0.3, 11)
+    run_cfg = cfg.model_copy(update={"edit_format": "rewrite"})  # as the task's runtime holds it
+    assert (edit.for_coder(run_cfg).edit_format, edit.for_coder(run_cfg).temperature) == ("rewrite", 0.3)
+    assert edit.model_copy(update={"edit_format": "tools"}).for_coder(run_cfg).edit_format == "tools"
+    for node_type in NODE_TYPES:
+        for name, field in (node_type.settings.model_fields.items() if node_type.settings else ()):
+            if name in RepairConfig.model_fields:
+                assert field.annotation == RepairConfig.model_fields[name].annotation, (node_type.name, name)
 
 
 def test_a_node_types_setting_given_as_the_runs_reaches_every_node_that_takes_it() -> None:
