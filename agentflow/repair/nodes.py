@@ -41,7 +41,7 @@ from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeRun, NodeType, NoKeys, SettingsT
 from agentflow.repair import rollout
 from agentflow.repair.choose import ChooseSettings, choose, noop_check
-from agentflow.repair.config import RepairConfig, RepairPrompts
+from agentflow.repair.config import RepairConfig
 from agentflow.repair.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.expectations import TracedExample, checkable, expectation_script, read_expectations
 from agentflow.repair.localize import RunEvidence
@@ -59,7 +59,7 @@ from agentflow.repair.nodekit import (
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.rollout import SweCritiqueSettings, SweEditSettings, SweTestSettings, SweValueSettings
-from agentflow.repair.runtime import NodeSettings, RepairRuntime, run_default
+from agentflow.repair.runtime import NodeSettings, RepairRuntime, ShowsCodeSettings, run_default
 from agentflow.repair.spectrum import (
     examples_changed,
     examples_reach_code,
@@ -111,7 +111,7 @@ class SpectrumSettings(NodeSettings):
     test_timeout_s: float = run_default("test_timeout_s")
 
 
-class RankSettings(NodeSettings):
+class RankSettings(ShowsCodeSettings):
     """Settings of the swe.rank node type."""
 
     rank: bool = True
@@ -121,14 +121,9 @@ class RankSettings(NodeSettings):
     """Functions the ranking call chooses among (the heuristic's best)."""
     rank_lines: int = Field(default=15, ge=1)
     """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
-    prompts: RepairPrompts = run_default("prompts")
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    windows: int = run_default("windows")
-    window_lines: int = run_default("window_lines")
-    seed: int = run_default("seed")
 
 
-class ReproduceSettings(NodeSettings):
+class ReproduceSettings(ShowsCodeSettings):
     """Settings of the swe.reproduce node type."""
 
     reproduce: bool = True
@@ -151,26 +146,14 @@ class ReproduceSettings(NodeSettings):
     which neither the reproduction nor the failing tests check."""
     temperature: float = run_default("temperature")
     max_tokens: int = run_default("max_tokens")
-    prompts: RepairPrompts = run_default("prompts")
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    windows: int = run_default("windows")
-    window_lines: int = run_default("window_lines")
-    seed: int = run_default("seed")
-    rank_keep: int = run_default("rank_keep")
 
 
-class PlanSettings(NodeSettings):
+class PlanSettings(ShowsCodeSettings):
     """Settings of the swe.plan node type."""
 
     plan: bool = False
     """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
     max_tokens: int = run_default("max_tokens")
-    prompts: RepairPrompts = run_default("prompts")
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    windows: int = run_default("windows")
-    window_lines: int = run_default("window_lines")
-    seed: int = run_default("seed")
-    rank_keep: int = run_default("rank_keep")
 
 
 _emit = emit

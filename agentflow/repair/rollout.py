@@ -40,7 +40,13 @@ from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit as emit_task
 from agentflow.repair.nodekit import evidence_of, how_to_verify, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.runtime import EditFormatSettings, NodeSettings, RepairRuntime, run_default
+from agentflow.repair.runtime import (
+    EditFormatSettings,
+    NodeSettings,
+    RepairRuntime,
+    ShowsCodeSettings,
+    run_default,
+)
 from agentflow.repair.sampling import draw_edit, retry_hint
 from agentflow.repair.spectrum import examples_comparable, examples_reach_code
 from agentflow.repair.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
@@ -56,7 +62,7 @@ and candidate ids for concurrent branches, the same for a seed whatever order th
 # ----------------------------------------------------------------------------------------------- shared
 
 
-class SweEditSettings(EditFormatSettings):
+class SweEditSettings(EditFormatSettings, ShowsCodeSettings):
     """Settings of the swe.edit node type."""
 
     temperature: float = run_default("temperature")
@@ -68,13 +74,7 @@ class SweEditSettings(EditFormatSettings):
     file_context_lines: int = run_default("file_context_lines")
     split_edits: bool = run_default("split_edits")
     split_edits_limit: int = run_default("split_edits_limit")
-    rank_keep: int = run_default("rank_keep")
     stop_on_success: bool = run_default("stop_on_success")
-    prompts: RepairPrompts = run_default("prompts")
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    windows: int = run_default("windows")
-    window_lines: int = run_default("window_lines")
-    seed: int = run_default("seed")
 
 
 class SweTestSettings(NodeSettings):

@@ -24,7 +24,7 @@ from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig
+from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.spectrum import ExampleRun
 from agentflow.repair.workbench import Workbench
@@ -39,6 +39,17 @@ def run_default(name: str) -> Any:
 class NodeSettings(StrictConfig):
     """The settings of a repair node type (a subclass writes them out): each as the run sets it unless the
     node's `settings:` or `-c nodes.<node>.*` do."""
+
+
+class ShowsCodeSettings(NodeSettings):
+    """The settings of a node type whose prompts show the task's code windows (`steps.code_windows`)."""
+
+    prompts: RepairPrompts = run_default("prompts")
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    windows: int = run_default("windows")
+    window_lines: int = run_default("window_lines")
+    seed: int = run_default("seed")
+    rank_keep: int = run_default("rank_keep")
 
 
 class EditFormatSettings(NodeSettings):

@@ -22,12 +22,11 @@ from agentflow.errors import ModelError
 from agentflow.graph.context import NodeContext
 from agentflow.models.ask import code_blocks
 from agentflow.models.base import ChatRequest, Message
-from agentflow.repair.config import RepairPrompts
 from agentflow.repair.focus import rotated
 from agentflow.repair.localize import Window
 from agentflow.repair.nodekit import emit, evidence_of, how_to_verify, ranked_of, runtime
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.runtime import EditFormatSettings, RepairRuntime, run_default
+from agentflow.repair.runtime import EditFormatSettings, RepairRuntime, ShowsCodeSettings, run_default
 from agentflow.repair.state import AttemptRecord, GeneratedTest, RepairState
 from agentflow.repair.steps import (
     DEF_LINE,
@@ -43,7 +42,7 @@ from agentflow.repair.steps import (
 from agentflow.repair.testgen import run_script, test_script
 
 
-class TrajectorySettings(EditFormatSettings):
+class TrajectorySettings(EditFormatSettings, ShowsCodeSettings):
     """Settings of the swe.trajectories node type."""
 
     trajectories: int = Field(default=4, ge=1, le=32)
@@ -54,14 +53,8 @@ class TrajectorySettings(EditFormatSettings):
     concurrency: int = run_default("concurrency")
     temperature: float = run_default("temperature")
     max_tokens: int = run_default("max_tokens")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    windows: int = run_default("windows")
-    window_lines: int = run_default("window_lines")
     context_windows: int = run_default("context_windows")
     file_context_lines: int = run_default("file_context_lines")
-    rank_keep: int = run_default("rank_keep")
 
 
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
