@@ -218,54 +218,26 @@ async def reward(state: CodeGenState, ctx: NodeContext[object],
     return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 
-class PlanReads(PromptKeys, PlanKeys, SimulationKeys, PlanRoundKeys, total=False):
-    """What `codegen.plan` reads."""
-
-
-class PlanWrites(PlanKeys, PlanRoundKeys, total=False):
-    """What `codegen.plan` writes."""
-
-
-class SimulateReads(PromptKeys, PlanKeys, CodeKeys, ExampleKeys, total=False):
-    """What `codegen.simulate` reads."""
-
-
-class WriteReads(PromptKeys, PlanKeys, total=False):
-    """What `codegen.write` reads."""
-
-
-class TestReads(PromptKeys, CodeKeys, total=False):
-    """What `codegen.test` reads."""
-
-
-class DebugReads(PromptKeys, CodeKeys, ExampleKeys, SimulationKeys, DebugRoundKeys, total=False):
-    """What `codegen.debug` reads."""
-
-
-class DebugWrites(CodeKeys, DebugRoundKeys, total=False):
-    """What `codegen.debug` writes."""
-
-
-class RewardReads(ExampleKeys, VerifiedKeys, total=False):
-    """What `codegen.reward` reads."""
-
-
 CodeGenNodeType = NodeType[CodeGenState, object, SettingsT]
 """A codegen node type: it takes a `CodeGenState` and reads no deps (its model, sandbox and budget are the run's)."""
 
 NODE_TYPES: list[CodeGenNodeType[Any]] = [
-    NodeType("codegen.plan", plan, CodeGenSettings, PlanReads, PlanWrites,
+    NodeType("codegen.plan", plan, CodeGenSettings, (PromptKeys, PlanKeys, SimulationKeys, PlanRoundKeys),
+             (PlanKeys, PlanRoundKeys),
              "a plan for the function; after a disagreeing simulation, the plan revised with its trace",
              state=CodeGenState),
-    NodeType("codegen.simulate", simulate, SimulateSettings, SimulateReads, SimulationKeys,
+    NodeType("codegen.simulate", simulate, SimulateSettings, (PromptKeys, PlanKeys, CodeKeys, ExampleKeys),
+             (SimulationKeys,),
              "simulates the plan on the examples, or the code on a failing example, step by step", state=CodeGenState),
-    NodeType("codegen.write", write, CodeGenSettings, WriteReads, CodeKeys, "writes the function (following the plan)",
+    NodeType("codegen.write", write, CodeGenSettings, (PromptKeys, PlanKeys),
+             (CodeKeys,), "writes the function (following the plan)",
              state=CodeGenState),
-    NodeType("codegen.test", test, CodegenTestSettings, TestReads, ExampleKeys,
+    NodeType("codegen.test", test, CodegenTestSettings, (PromptKeys, CodeKeys), (ExampleKeys,),
              "runs the prompt's examples on the code in the sandbox", sandbox=True, state=CodeGenState),
-    NodeType("codegen.debug", debug, CodeGenSettings, DebugReads, DebugWrites,
+    NodeType("codegen.debug", debug, CodeGenSettings, (PromptKeys, CodeKeys, ExampleKeys, SimulationKeys, DebugRoundKeys),
+             (CodeKeys, DebugRoundKeys),
              "fixes the code from the failing examples and the simulation's trace", state=CodeGenState),
-    NodeType("codegen.reward", reward, CodegenRewardSettings, RewardReads, ScoreKeys,
+    NodeType("codegen.reward", reward, CodegenRewardSettings, (ExampleKeys, VerifiedKeys), (ScoreKeys,),
              "a candidate's reward: the share of examples passing (1 only when all do), the verifier's score blended in",
              state=CodeGenState),
 ]

@@ -6,7 +6,8 @@ context carries and its settings: `NodeType[StateT, DepsT, SettingsT]`. Its func
 `settings` classes are declared beside it, so a type checker rejects a node type whose function takes another
 state, context or settings than it declares (`tests/graph/test_nodetype_typing.py`), and loading a workflow
 rejects one whose typed nodes need different deps (`deps_conflict`). The state keys it reads and writes are the
-fields of its `reads` and `writes` TypedDicts (views of its state, each key typed as there); a node's
+fields of its `reads` and `writes`: groups of its state's keys (TypedDicts its state is made of, each key typed
+there once); a node's
 `settings:` are validated against its settings model (a typo is a validation problem); `calls` says how many
 model calls a node of the type is expected to make with given settings (a run's time estimate). (A search is
 not a node type: a node with `search:` settings runs its `subgraph:` as the branches, `agentflow.graph.search`.)
@@ -27,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypedDict
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypeVar
@@ -51,12 +52,9 @@ NodeRun = Callable[[StateT, "NodeContext[DepsT]", SettingsT], Awaitable[Mapping[
 """`async run(state, ctx, settings) -> updates`."""
 
 
-class NoKeys(TypedDict):
-    """The keys of a node type that reads (or writes) none."""
-
-
-def _keys(view: type) -> tuple[str, ...]:
-    return tuple(getattr(view, "__annotations__", {}))  # a TypedDict's own and its bases' keys, in order
+def _keys(groups: tuple[type, ...]) -> tuple[str, ...]:
+    # a TypedDict's annotations hold its bases' keys too, in order
+    return tuple(dict.fromkeys(key for group in groups for key in getattr(group, "__annotations__", {})))
 
 
 @dataclass(frozen=True)
@@ -69,10 +67,10 @@ class NodeType(Generic[StateT, DepsT, SettingsT]):
     """`async run(state, ctx, settings) -> updates`; `ctx` is the node's `NodeContext`."""
     settings: type[SettingsT] | None = None
     """Pydantic model of the node's settings (None: it takes none)."""
-    reads: type = NoKeys
-    """A TypedDict of the state keys it reads (a view of `state`: its keys typed as there)."""
-    writes: type = NoKeys
-    """A TypedDict of the state keys it writes (for parallel-conflict checks and `graph show`)."""
+    reads: tuple[type, ...] = ()
+    """The groups of state keys it reads (TypedDicts: `state`'s bases, each key typed there)."""
+    writes: tuple[type, ...] = ()
+    """The groups of state keys it writes (for parallel-conflict checks and `graph show`)."""
     description: str = ""
     """One line for `agentflow graph types` and `graph show`."""
     needs: str | None = None
@@ -92,10 +90,11 @@ class NodeType(Generic[StateT, DepsT, SettingsT]):
     not a limit. None: it makes none."""
 
     def __post_init__(self) -> None:
-        for role, view in (("reads", self.reads), ("writes", self.writes)):
-            if not typing.is_typeddict(view):
-                raise ConfigError(f"node type {self.name}: its {role} is {view!r}, not a TypedDict of the state "
-                                  f"keys it {role.removesuffix('s')}s (NoKeys: none)")
+        for role, groups in (("reads", self.reads), ("writes", self.writes)):
+            bad = [group for group in groups if not typing.is_typeddict(group)] if isinstance(groups, tuple) else [groups]
+            if bad:
+                raise ConfigError(f"node type {self.name}: its {role} holds {bad[0]!r}, not a TypedDict of state keys "
+                                  f"(give a tuple of TypedDicts, () for none)")
         if self.state is None:
             return
         keys = getattr(self.state, "__annotations__", {})  # a TypedDict's: its bases' keys too
@@ -115,7 +114,7 @@ class NodeType(Generic[StateT, DepsT, SettingsT]):
 
     def key_types(self) -> dict[str, Any]:
         """The type of each key it reads or writes, as its `state` (else its `reads` and `writes`) types it."""
-        sources = [self.state] if self.state is not None else [self.reads, self.writes]
+        sources = [self.state] if self.state is not None else [*self.reads, *self.writes]
         out: dict[str, Any] = {}
         for source in sources:
             try:
@@ -303,6 +302,6 @@ def deps_conflict(spec: Any, registry: NodeTypeRegistry) -> str | None:
     return None
 
 
-__all__ = ["ENTRY_POINT_GROUP", "AnyNodeType", "NoKeys", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "deps_conflict",
+__all__ = ["ENTRY_POINT_GROUP", "AnyNodeType", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "deps_conflict",
            "needed_resources",
            "typed_keys", "typed_nodes", "workflow_registry"]

@@ -450,56 +450,27 @@ async def score(state: InstructState, ctx: NodeContext[object],
     return {settings.output: {"score": round(value, 4)}}
 
 
-class RespondReads(PromptKeys, PlanKeys, total=False):
-    """What `instruct.respond` reads."""
-
-
-class CriticReads(ConstraintKeys, ResponseKeys, RefinementKeys, CheckKeys, BestKeys, total=False):
-    """What `instruct.critic` reads."""
-
-
-class CriticWrites(CritiqueKeys, CheckKeys, BestKeys, ResponseKeys, RefinementKeys, total=False):
-    """What `instruct.critic` writes."""
-
-
-class RefineReads(PromptKeys, ResponseKeys, CritiqueKeys, RoundKeys, total=False):
-    """What `instruct.refine` reads."""
-
-
-class RefineWrites(RefinementKeys, RoundKeys, total=False):
-    """What `instruct.refine` writes."""
-
-
-class ChecksReads(ConstraintKeys, CheckKeys, total=False):
-    """What `instruct.checks` reads."""
-
-
-class ScoreReads(PromptKeys, ConstraintKeys, ResponseKeys, CheckKeys, total=False):
-    """What `instruct.score` reads."""
-
-
-class ScoreWrites(ScoreKeys, CheckKeys, total=False):
-    """What `instruct.score` writes."""
-
-
 InstructNodeType = NodeType[InstructState, object, SettingsT]
 """An instruct node type: it takes an `InstructState` and reads no deps (its model, sandbox and budget are the
 run's)."""
 
 NODE_TYPES: list[InstructNodeType[Any]] = [
-    NodeType("instruct.respond", respond, RespondSettings, RespondReads, ResponseKeys,
+    NodeType("instruct.respond", respond, RespondSettings, (PromptKeys, PlanKeys), (ResponseKeys,),
              "answers the prompt (following the outline when there is one)", state=InstructState),
-    NodeType("instruct.outline", outline, TextGenSettings, PromptKeys, PlanKeys,
+    NodeType("instruct.outline", outline, TextGenSettings, (PromptKeys,), (PlanKeys,),
              "an outline of how to meet every requirement of the prompt, no answer yet", state=InstructState),
-    NodeType("instruct.critic", critic, CriticSettings, CriticReads, CriticWrites,
+    NodeType("instruct.critic", critic, CriticSettings, (ConstraintKeys, ResponseKeys, RefinementKeys, CheckKeys, BestKeys),
+             (CritiqueKeys, CheckKeys, BestKeys, ResponseKeys, RefinementKeys),
              "DeCRIM's critic: each constraint checked, by a function it writes and runs in the sandbox where it can",
              sandbox=True, state=InstructState),
-    NodeType("instruct.refine", refine, RefineSettings, RefineReads, RefineWrites,
+    NodeType("instruct.refine", refine, RefineSettings, (PromptKeys, ResponseKeys, CritiqueKeys, RoundKeys),
+             (RefinementKeys, RoundKeys),
              "new answers that avoid the failed constraints, for the critic to choose among", state=InstructState),
-    NodeType("instruct.checks", checks, CriticSettings, ChecksReads, CheckKeys,
+    NodeType("instruct.checks", checks, CriticSettings, (ConstraintKeys, CheckKeys), (CheckKeys,),
              "the critic's check function for each constraint code can check, written before any answer",
              sandbox=True, state=InstructState),
-    NodeType("instruct.score", score, ScoreSettings, ScoreReads, ScoreWrites,
+    NodeType("instruct.score", score, ScoreSettings, (PromptKeys, ConstraintKeys, ResponseKeys, CheckKeys),
+             (ScoreKeys, CheckKeys),
              "an answer's reward: the share of constraints that hold, checked as the critic does (the verification "
              "agent's score without a sandbox)", sandbox=True, state=InstructState),
 ]

@@ -179,45 +179,23 @@ def begin(state: ReasoningState) -> ReasoningState:
     return {}
 
 
-class SelectReads(PromptKeys, UcbKeys, total=False):
-    """What `reason.select` reads."""
-
-
-class SelectWrites(AlgorithmKeys, UcbKeys, total=False):
-    """What `reason.select` writes."""
-
-
-class VerifyReads(PromptKeys, ConstraintKeys, ResponseKeys, total=False):
-    """What `reason.verify` reads."""
-
-
-class RewardReads(AlgorithmKeys, RewardKeys, UcbKeys, total=False):
-    """What `reason.reward` reads."""
-
-
-class RewardWrites(UcbKeys, RewardKeys, total=False):
-    """What `reason.reward` writes."""
-
-
-class ValueReads(PromptKeys, CodeKeys, TestKeys, total=False):
-    """What `reason.value` reads."""
-
-
 ReasoningNodeType = NodeType[ReasoningState, object, SettingsT]
 """A reasoning node type: it takes a `ReasoningState` and reads no deps (its model and budget are the run's)."""
 
 NODE_TYPES: list[ReasoningNodeType[Any]] = [
-    NodeType("reason.constraints", constraints_node, ConstraintSettings, PromptKeys, ConstraintKeys,
+    NodeType("reason.constraints", constraints_node, ConstraintSettings, (PromptKeys,), (ConstraintKeys,),
              "the constraint agent: the instance's constraints as a list", state=ReasoningState),
-    NodeType("reason.select", select_node, SelectSettings, SelectReads, SelectWrites,
+    NodeType("reason.select", select_node, SelectSettings, (PromptKeys, UcbKeys), (AlgorithmKeys, UcbKeys),
              "the selection agent: an inference algorithm by UCB over rewards so far plus the model's prior",
              state=ReasoningState),
-    NodeType("reason.verify", verify_node, VerifySettings, VerifyReads, VerifiedKeys,
+    NodeType("reason.verify", verify_node, VerifySettings, (PromptKeys, ConstraintKeys, ResponseKeys),
+             (VerifiedKeys,),
              "the verification agent: a 0..1 score of a plan or an answer against the constraints",
              state=ReasoningState),
-    NodeType("reason.reward", reward_node, ReasonRewardSettings, RewardReads, RewardWrites,
+    NodeType("reason.reward", reward_node, ReasonRewardSettings, (AlgorithmKeys, RewardKeys, UcbKeys),
+             (UcbKeys, RewardKeys),
              "adds the search's reward to the chosen algorithm's UCB statistics", state=ReasoningState),
-    NodeType("reason.value", value_node, ReasonValueSettings, ValueReads, ValueKeys,
+    NodeType("reason.value", value_node, ReasonValueSettings, (PromptKeys, CodeKeys, TestKeys), (ValueKeys,),
              "the value agent: how likely an attempt solves the task (0..1) and an assessment, from the task, "
              "the attempt and its checks (a search's `value: value.value`)", state=ReasoningState),
 ]

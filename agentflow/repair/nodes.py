@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import Field
 
 from agentflow.graph.context import NodeContext
-from agentflow.graph.nodetypes import NodeRun, NodeType, NoKeys, SettingsT
+from agentflow.graph.nodetypes import NodeRun, NodeType, SettingsT
 from agentflow.repair import rollout
 from agentflow.repair.choose import ChooseSettings, choose, noop_check
 from agentflow.repair.config import RepairConfig
@@ -341,76 +341,7 @@ async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], setti
 
 
 # ----------------------------------------------------------------------------------------------- the types
-# Each type's reads and writes: views of `RepairState` made of its key groups (`agentflow.repair.state`).
-
-
-class SpectrumReads(BaseKeys, RegressionKeys, total=False):
-    """What `swe.spectrum` reads."""
-
-
-class RankReads(BaseKeys, SpectrumKeys, total=False):
-    """What `swe.rank` reads."""
-
-
-class RankedVerifyKeys(VerifyKeys, RankedKeys, total=False):
-    """What `swe.reproduce` and `swe.trajectories` read."""
-
-
-class BaseReproductionKeys(BaseKeys, ReproductionKeys, total=False):
-    """What `swe.reproduce` writes."""
-
-
-class BaseRegressionKeys(BaseKeys, RegressionKeys, total=False):
-    """What `swe.regression` writes."""
-
-
-class BaselineWrites(BaseKeys, TaskKeys, total=False):
-    """What `swe.baseline` writes."""
-
-
-class EditReads(BaseKeys, RankedKeys, SpectrumKeys, PlanKeys, CandidateKeys, DrawKeys, HintKeys, ReproductionKeys,
-                total=False):
-    """What `swe.edit` reads."""
-
-
-class EditWrites(EditKeys, DrawKeys, HintKeys, total=False):
-    """What `swe.edit` writes."""
-
-
-class TestReads(VerifyKeys, EditKeys, CandidateKeys, TriedKeys, AttemptsKeys, total=False):
-    """What `swe.test` reads."""
-
-
-class TestWrites(EditKeys, TriedKeys, CandidateKeys, AttemptsKeys, ValueKeys, HintKeys, total=False):
-    """What `swe.test` writes."""
-
-
-class ReviewReads(BaseKeys, TriedKeys, CandidateKeys, total=False):
-    """What `swe.critique` reads."""
-
-
-class ValueReads(ReviewReads, AttemptsKeys, total=False):
-    """What `swe.value` reads."""
-
-
-class ValueWrites(CandidateKeys, AttemptsKeys, ValueKeys, total=False):
-    """What `swe.value` writes."""
-
-
-class ChooseReads(AttemptsKeys, VerifyKeys, total=False):
-    """What `swe.choose` and `swe.discriminate` read."""
-
-
-class VoteReads(ChooseReads, TrajectoryKeys, total=False):
-    """What `swe.vote_tests` reads."""
-
-
-class LocalizeWrites(RankedKeys, LocalizedKeys, total=False):
-    """What `swe.localize` writes."""
-
-
-class TrajectoryWrites(AttemptsKeys, TrajectoryKeys, total=False):
-    """What `swe.trajectories` writes."""
+# Each type's reads and writes: groups of `RepairState`'s keys (`agentflow.repair.state`).
 
 
 RepairNodeType = NodeType[RepairState, RepairRuntime, SettingsT]
@@ -419,7 +350,7 @@ by `agentflow.repair`: `needs`)."""
 
 
 def _repair(name: str, run: NodeRun[RepairState, RepairRuntime, SettingsT], settings: type[SettingsT] | None,
-            reads: type, writes: type, description: str,
+            reads: tuple[type, ...], writes: tuple[type, ...], description: str,
             calls: Callable[[SettingsT, RepairConfig], int] | None = None) -> RepairNodeType[SettingsT]:
     return NodeType(name, run, settings, reads, writes, description, needs="repair", state=RepairState,
                     deps=RepairRuntime, calls=calls)
@@ -431,45 +362,52 @@ def _edit_calls(settings: SweEditSettings, run: RepairConfig) -> int:
 
 
 NODE_TYPES: list[RepairNodeType[Any]] = [
-    _repair("swe.baseline", baseline, None, NoKeys, BaselineWrites, "the task's tests on the unchanged code"),
-    _repair("swe.spectrum", spectrum, SpectrumSettings, SpectrumReads, SpectrumKeys,
+    _repair("swe.baseline", baseline, None, (), (BaseKeys, TaskKeys), "the task's tests on the unchanged code"),
+    _repair("swe.spectrum", spectrum, SpectrumSettings, (BaseKeys, RegressionKeys), (SpectrumKeys,),
             "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs "
             "reach"),
-    _repair("swe.rank", rank, RankSettings, RankReads, RankedKeys, "the coder ranks the heuristic's suspect functions",
-            lambda s, run: int(s.rank)),
-    _repair("swe.reproduce", reproduce, ReproduceSettings, RankedVerifyKeys, BaseReproductionKeys,
+    _repair("swe.rank", rank, RankSettings, (BaseKeys, SpectrumKeys), (RankedKeys,),
+            "the coder ranks the heuristic's suspect functions", lambda s, run: int(s.rank)),
+    _repair("swe.reproduce", reproduce, ReproduceSettings, (VerifyKeys, RankedKeys), (BaseKeys, ReproductionKeys),
             "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
             "must keep working, kept if it passes",
             lambda s, run: (1 + int(s.keep_check)) if s.reproduce and run.feedback != "task" else 0),
-    _repair("swe.plan", plan, PlanSettings, RankedKeys, PlanKeys, "the planner: which function, what to change",
+    _repair("swe.plan", plan, PlanSettings, (RankedKeys,), (PlanKeys,), "the planner: which function, what to change",
             lambda s, run: int(s.plan or run.planner_model is not None)),
-    _repair("swe.edit", rollout.edit_node, SweEditSettings, EditReads, EditWrites,
+    _repair("swe.edit", rollout.edit_node, SweEditSettings,
+            (BaseKeys, RankedKeys, SpectrumKeys, PlanKeys, CandidateKeys, DrawKeys, HintKeys, ReproductionKeys),
+            (EditKeys, DrawKeys, HintKeys),
             "one edit sample from the candidate a chain builds on (in a search: the branch's)", _edit_calls),
-    _repair("swe.test", rollout.test_node, SweTestSettings, TestReads, TestWrites,
+    _repair("swe.test", rollout.test_node, SweTestSettings,
+            (VerifyKeys, EditKeys, CandidateKeys, TriedKeys, AttemptsKeys),
+            (EditKeys, TriedKeys, CandidateKeys, AttemptsKeys, ValueKeys, HintKeys),
             "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
-    _repair("swe.critique", rollout.critique_node, SweCritiqueSettings, ReviewReads, CandidateKeys,
-            "a failed attempt's review joins its feedback", lambda s, run: int(s.critique or run.critic_model is not None)),
-    _repair("swe.choose", choose_node, ChooseSettings, ChooseReads, ChoiceKeys,
+    _repair("swe.critique", rollout.critique_node, SweCritiqueSettings, (BaseKeys, TriedKeys, CandidateKeys),
+            (CandidateKeys,), "a failed attempt's review joins its feedback",
+            lambda s, run: int(s.critique or run.critic_model is not None)),
+    _repair("swe.choose", choose_node, ChooseSettings, (AttemptsKeys, VerifyKeys), (ChoiceKeys,),
             "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
             "check, then what the issue's examples show, then the vote, then the verifier model; graded",
             lambda s, run: int(run.verifier_model is not None)),
-    _repair("swe.value", rollout.value_node, SweValueSettings, ValueReads, ValueWrites,
+    _repair("swe.value", rollout.value_node, SweValueSettings, (BaseKeys, TriedKeys, CandidateKeys, AttemptsKeys),
+            (CandidateKeys, AttemptsKeys, ValueKeys),
             "the value agent: a value guides the search, its assessment the next expansion", lambda s, run: 1),
-    _repair("swe.discriminate", discriminate_node, DiscriminateSettings, ChooseReads, ChoiceKeys,
+    _repair("swe.discriminate", discriminate_node, DiscriminateSettings, (AttemptsKeys, VerifyKeys), (ChoiceKeys,),
             "agents argue over the finalists (none that changes no code when the tests fail at the base commit), "
             "a judge picks; the choice graded", lambda s, run: s.finalists * s.debaters + 1),
-    _repair("swe.localize", localize_node, LocalizeSettings, BaseKeys, LocalizeWrites,
+    _repair("swe.localize", localize_node, LocalizeSettings, (BaseKeys,), (RankedKeys, LocalizedKeys),
             "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic",
             lambda s, run: 3),
-    _repair("swe.regression", regression_node, RegressionSettings, VerifyKeys, BaseRegressionKeys,
+    _repair("swe.regression", regression_node, RegressionSettings, (VerifyKeys,), (BaseKeys, RegressionKeys),
             "blind mode: the passing tests minus those the model says the fix may change verify candidates",
             lambda s, run: 1),
-    _repair("swe.trajectories", trajectories_node, TrajectorySettings, RankedVerifyKeys, TrajectoryWrites,
+    _repair("swe.trajectories", trajectories_node, TrajectorySettings, (VerifyKeys, RankedKeys),
+            (AttemptsKeys, TrajectoryKeys),
             "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns",
             lambda s, run: s.trajectories * s.turns),
-    _repair("swe.vote_tests", vote_tests_node, VoteTestsSettings, VoteReads, ChoiceKeys,
-            "candidates vote by the generated tests they pass (none that changes no code when the tests fail at "
-            "the base commit); a selection trajectory splits a tie; graded", lambda s, run: 1),
+    _repair("swe.vote_tests", vote_tests_node, VoteTestsSettings, (AttemptsKeys, VerifyKeys, TrajectoryKeys),
+            (ChoiceKeys,), "candidates vote by the generated tests they pass (none that changes no code when the "
+            "tests fail at the base commit); a selection trajectory splits a tie; graded", lambda s, run: 1),
 ]
 
 __all__ = ["NODE_TYPES", "RepairNodeType"]

@@ -353,13 +353,13 @@ async def test_a_branch_is_given_what_its_typed_nodes_read_though_the_state_does
     from agentflow.graph.nodetypes import workflow_registry
 
     (tmp_path / "hintnodes.py").write_text(
-        "from typing import TypedDict\n\nfrom agentflow.graph.nodetypes import NodeType, NoKeys\n\n"
+        "from typing import TypedDict\n\nfrom agentflow.graph.nodetypes import NodeType\n\n"
         "class Hint(TypedDict, total=False):\n    hint: str\n\n"
         "class Answer(TypedDict, total=False):\n    answer: str\n\n"
         "async def give(state, ctx, settings):\n    return {'hint': 'h1'}\n\n"
         "async def use(state, ctx, settings):\n    return {'answer': f\"saw {state.get('hint')}\"}\n\n"
-        "NODE_TYPES = [NodeType('t.give', give, None, NoKeys, Hint),\n"
-        "              NodeType('t.use', use, None, Hint, Answer)]\n")
+        "NODE_TYPES = [NodeType('t.give', give, None, (), (Hint,)),\n"
+        "              NodeType('t.use', use, None, (Hint,), (Answer,))]\n")
     flow = tmp_path / "flow.yaml"
     flow.write_text(json.dumps({
         "name": "f", "node_types": ["hintnodes.py"],

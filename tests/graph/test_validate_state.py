@@ -99,7 +99,7 @@ def test_node_types_read_from_text_leave_the_keys_unchecked_with_a_note(tmp_path
         "class Task(TypedDict, total=False):\n    task: str\n\n"
         "class Found(TypedDict, total=False):\n    found: int\n\n"
         "async def step(state, ctx, settings):\n    return {'found': 1}\n\n"
-        "NODE_TYPES = [NodeType('my.step', step, None, Task, Found)]\n")
+        "NODE_TYPES = [NodeType('my.step', step, None, (Task,), (Found,))]\n")
     flow = tmp_path / "flow.yaml"
     flow.write_text(json.dumps({"name": "f", "state": {"task": {"type": "str"}, "out": {"type": "dict"}},
                                 "node_types": ["mynodes.py"], "nodes": {
@@ -229,12 +229,12 @@ def test_a_node_types_state_types_its_keys_in_the_schema() -> None:
         return {"found": [len(state.get("task") or "")]}
 
     registry = NodeTypeRegistry()
-    registry.register(NodeType("my.step", step, None, TaskKey, FoundKey, state=StepState))
+    registry.register(NodeType("my.step", step, None, (TaskKey,), (FoundKey,), state=StepState))
     spec = spec_from_dict({"name": "w", "state": {"task": {"type": "str"}}, "nodes": {"s": {"type": "my.step"}}})
     hints = typing.get_type_hints(state_schema(spec, registry))
     assert hints == {"task": str, "found": list[int]}
     with pytest.raises(ConfigError, match="my.other: its state StepState has no key 'lost'"):
-        NodeType("my.other", step, None, TaskKey, LostKey, state=StepState)
+        NodeType("my.other", step, None, (TaskKey,), (LostKey,), state=StepState)
 
 
 class OtherDeps:
@@ -251,7 +251,7 @@ def test_a_workflow_whose_typed_nodes_need_different_deps_is_a_problem_at_load()
         return {}
 
     registry = default_registry().with_modules([])
-    registry.register(NodeType("my.step", step, None, TaskKey, FoundKey, state=StepState, deps=OtherDeps))
+    registry.register(NodeType("my.step", step, None, (TaskKey,), (FoundKey,), state=StepState, deps=OtherDeps))
     mixed = {"name": "w", "nodes": {"base": {"type": "swe.baseline", "next": "go"},
                                     "go": {"search": {"n": 2}, "next": "END", "subgraph": {
                                         "name": "b", "nodes": {"s": {"type": "my.step", "next": "END"}}}}}}

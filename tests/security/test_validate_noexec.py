@@ -32,13 +32,13 @@ FILES = {
     "class Loud(BaseModel):\n    volume: int = 1\n\n\n"
     "async def run(state, ctx, settings):\n    return {'volume': settings.volume}\n\n\n"
     "class Volume(TypedDict, total=False):\n    volume: int\n\n\n"
-    "NODE_TYPES = [NodeType(name='evil.step', run=run, settings=Loud, writes=Volume,"
+    "NODE_TYPES = [NodeType(name='evil.step', run=run, settings=Loud, writes=(Volume,),"
     " description='Step from a package')]\n",
     "nodes.py": MARK.format(name="nodes_py")
     + "from typing import TypedDict\n\nfrom agentflow.graph.nodetypes import NodeType\n\n\n"
     "class Other(TypedDict, total=False):\n    other: bool\n\n\n"
     "async def run(state, ctx, settings):\n    return {'other': True}\n\n\n"
-    "NODE_TYPES = [NodeType(name='evil.other', run=run, writes=Other, description='Step beside the workflow')]\n",
+    "NODE_TYPES = [NodeType(name='evil.other', run=run, writes=(Other,), description='Step beside the workflow')]\n",
 }
 
 WORKFLOW = """\
