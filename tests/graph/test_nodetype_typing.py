@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import agentflow
 
 SNIPPET = '''\
@@ -32,6 +34,7 @@ wired_into_repair: list[RepairNodeType[Any]] = [codegen_matching]  # error: stat
 '''
 
 
+@pytest.mark.slow
 def test_mypy_rejects_a_node_type_of_a_mismatched_state_settings_or_deps(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text(SNIPPET)
