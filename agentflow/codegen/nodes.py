@@ -32,17 +32,14 @@ from agentflow.codegen import prompts as P
 from agentflow.codegen.execute import run_examples
 from agentflow.codegen.state import (
     CodeGenState,
-    CodeKeys,
+    CodeScoreKeys,
     DebugRoundKeys,
+    EntryPointKeys,
     ExampleKeys,
     ExamplesRecord,
-    PlanKeys,
     PlanRoundKeys,
-    PromptKeys,
     RewardRecord,
-    ScoreKeys,
     SimulationKeys,
-    VerifiedKeys,
 )
 from agentflow.codegen.task import CodeTask, make_task
 from agentflow.graph.context import NodeContext
@@ -50,6 +47,7 @@ from agentflow.graph.nodetypes import NodeType, SettingsT
 from agentflow.graph.search import read_path
 from agentflow.models.ask import code_block
 from agentflow.reasoning.llm import node_ask, sampling
+from agentflow.reasoning.state import CodeKeys, PlanKeys, PromptKeys, VerifiedKeys
 
 
 def task_of(state: CodeGenState) -> CodeTask:
@@ -222,22 +220,22 @@ CodeGenNodeType = NodeType[CodeGenState, object, SettingsT]
 """A codegen node type: it takes a `CodeGenState` and reads no deps (its model, sandbox and budget are the run's)."""
 
 NODE_TYPES: list[CodeGenNodeType[Any]] = [
-    NodeType("codegen.plan", plan, CodeGenSettings, (PromptKeys, PlanKeys, SimulationKeys, PlanRoundKeys),
+    NodeType("codegen.plan", plan, CodeGenSettings, (PromptKeys, EntryPointKeys, PlanKeys, SimulationKeys, PlanRoundKeys),
              (PlanKeys, PlanRoundKeys),
              "a plan for the function; after a disagreeing simulation, the plan revised with its trace",
              state=CodeGenState),
-    NodeType("codegen.simulate", simulate, SimulateSettings, (PromptKeys, PlanKeys, CodeKeys, ExampleKeys),
+    NodeType("codegen.simulate", simulate, SimulateSettings, (PromptKeys, EntryPointKeys, PlanKeys, CodeKeys, ExampleKeys),
              (SimulationKeys,),
              "simulates the plan on the examples, or the code on a failing example, step by step", state=CodeGenState),
-    NodeType("codegen.write", write, CodeGenSettings, (PromptKeys, PlanKeys),
+    NodeType("codegen.write", write, CodeGenSettings, (PromptKeys, EntryPointKeys, PlanKeys),
              (CodeKeys,), "writes the function (following the plan)",
              state=CodeGenState),
-    NodeType("codegen.test", test, CodegenTestSettings, (PromptKeys, CodeKeys), (ExampleKeys,),
+    NodeType("codegen.test", test, CodegenTestSettings, (PromptKeys, EntryPointKeys, CodeKeys), (ExampleKeys,),
              "runs the prompt's examples on the code in the sandbox", sandbox=True, state=CodeGenState),
-    NodeType("codegen.debug", debug, CodeGenSettings, (PromptKeys, CodeKeys, ExampleKeys, SimulationKeys, DebugRoundKeys),
+    NodeType("codegen.debug", debug, CodeGenSettings, (PromptKeys, EntryPointKeys, CodeKeys, ExampleKeys, SimulationKeys, DebugRoundKeys),
              (CodeKeys, DebugRoundKeys),
              "fixes the code from the failing examples and the simulation's trace", state=CodeGenState),
-    NodeType("codegen.reward", reward, CodegenRewardSettings, (ExampleKeys, VerifiedKeys), (ScoreKeys,),
+    NodeType("codegen.reward", reward, CodegenRewardSettings, (ExampleKeys, VerifiedKeys), (CodeScoreKeys,),
              "a candidate's reward: the share of examples passing (1 only when all do), the verifier's score blended in",
              state=CodeGenState),
 ]

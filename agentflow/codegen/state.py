@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal, TypedDict
 
 from agentflow.codegen.execute import ReportSummary
-from agentflow.reasoning.state import ScoreRecord
+from agentflow.reasoning.state import CodeKeys, PlanKeys, PromptKeys, ScoreRecord, VerifiedKeys
 
 
 class SimulationRecord(TypedDict):
@@ -44,15 +44,10 @@ class RewardRecord(ScoreRecord):
 # so a group holds keys only ever written together.
 
 
-class PromptKeys(TypedDict, total=False):
-    prompt: str
-    """The function's signature and docstring, with its examples."""
+class EntryPointKeys(TypedDict, total=False):
     entry_point: str
-    """The function's name (default: the last function the prompt defines)."""
-
-
-class PlanKeys(TypedDict, total=False):
-    plan: str
+    """The function's name (default: the last function the prompt (its signature and docstring, with its
+    examples) defines)."""
 
 
 class PlanRoundKeys(TypedDict, total=False):
@@ -64,10 +59,6 @@ class SimulationKeys(TypedDict, total=False):
     simulation: SimulationRecord
 
 
-class CodeKeys(TypedDict, total=False):
-    code: str
-
-
 class ExampleKeys(TypedDict, total=False):
     tests: ExamplesRecord
 
@@ -76,20 +67,14 @@ class DebugRoundKeys(TypedDict, total=False):
     debug_rounds: int
 
 
-class VerifiedKeys(TypedDict, total=False):
-    verified: ScoreRecord
-    """The verification agent's score of the code (`reason.verify`), blended into the reward."""
-
-
-class ScoreKeys(TypedDict, total=False):
+class CodeScoreKeys(TypedDict, total=False):
     score: RewardRecord
 
 
-class CodeGenState(PromptKeys, PlanKeys, PlanRoundKeys, SimulationKeys, CodeKeys, ExampleKeys, DebugRoundKeys,
-                   VerifiedKeys, ScoreKeys, total=False):
+class CodeGenState(PromptKeys, EntryPointKeys, PlanKeys, PlanRoundKeys, SimulationKeys, CodeKeys, ExampleKeys, DebugRoundKeys,
+                   VerifiedKeys, CodeScoreKeys, total=False):
     """Every state key of the `codegen.*` node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["CodeGenState", "CodeKeys", "DebugRoundKeys", "ExampleKeys", "ExamplesRecord", "PlanKeys",
-           "PlanRoundKeys", "PromptKeys", "RewardRecord", "ScoreKeys", "SimulationKeys", "SimulationRecord",
-           "VerifiedKeys"]
+__all__ = ["CodeGenState", "CodeScoreKeys", "DebugRoundKeys", "EntryPointKeys", "ExampleKeys", "ExamplesRecord",
+           "PlanRoundKeys", "RewardRecord", "SimulationKeys", "SimulationRecord"]

@@ -38,24 +38,21 @@ from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeType, SettingsT
 from agentflow.graph.search import read_path
 from agentflow.instruct.state import (
+    AnswerScoreKeys,
     BestKeys,
     CheckCode,
     CheckKeys,
-    ConstraintKeys,
     ConstraintScore,
     ConstraintVerdict,
     CritiqueKeys,
     InstructState,
-    PlanKeys,
-    PromptKeys,
     RefinementKeys,
-    ResponseKeys,
     RoundKeys,
-    ScoreKeys,
 )
 from agentflow.models.ask import code_block
 from agentflow.reasoning.constraints import verify_against
 from agentflow.reasoning.llm import node_ask, sampling
+from agentflow.reasoning.state import ConstraintKeys, PlanKeys, PromptKeys, ResponseKeys
 
 RESPOND = "{prompt}"
 
@@ -470,7 +467,7 @@ NODE_TYPES: list[InstructNodeType[Any]] = [
              "the critic's check function for each constraint code can check, written before any answer",
              sandbox=True, state=InstructState),
     NodeType("instruct.score", score, ScoreSettings, (PromptKeys, ConstraintKeys, ResponseKeys, CheckKeys),
-             (ScoreKeys, CheckKeys),
+             (AnswerScoreKeys, CheckKeys),
              "an answer's reward: the share of constraints that hold, checked as the critic does (the verification "
              "agent's score without a sandbox)", sandbox=True, state=InstructState),
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from agentflow.reasoning.state import ScoreRecord
+from agentflow.reasoning.state import ConstraintKeys, PlanKeys, PromptKeys, ResponseKeys, ScoreRecord
 
 
 class ConstraintVerdict(TypedDict):
@@ -49,25 +49,6 @@ code cannot check it (judged by the model every round), None when no check that 
 # so a group holds keys only ever written together.
 
 
-class PromptKeys(TypedDict, total=False):
-    prompt: str
-    """The instruction."""
-
-
-class ConstraintKeys(TypedDict, total=False):
-    constraints: list[str]
-    """Its constraints, as the decomposition (`reason.constraints`) listed them."""
-
-
-class PlanKeys(TypedDict, total=False):
-    plan: str
-    """An outline to follow (`instruct.outline`)."""
-
-
-class ResponseKeys(TypedDict, total=False):
-    response: str
-
-
 class CritiqueKeys(TypedDict, total=False):
     critique: list[ConstraintVerdict]
     all_pass: bool
@@ -92,15 +73,14 @@ class RoundKeys(TypedDict, total=False):
     """Refinement rounds so far."""
 
 
-class ScoreKeys(TypedDict, total=False):
+class AnswerScoreKeys(TypedDict, total=False):
     score: ConstraintScore
 
 
 class InstructState(PromptKeys, ConstraintKeys, PlanKeys, ResponseKeys, CritiqueKeys, CheckKeys, BestKeys,
-                    RefinementKeys, RoundKeys, ScoreKeys, total=False):
+                    RefinementKeys, RoundKeys, AnswerScoreKeys, total=False):
     """Every state key of the `instruct.*` node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["BestKeys", "BestRecord", "CheckCode", "CheckKeys", "ConstraintKeys", "ConstraintScore",
-           "ConstraintVerdict", "CritiqueKeys", "InstructState", "PlanKeys", "PromptKeys", "RefinementKeys",
-           "ResponseKeys", "RoundKeys", "ScoreKeys"]
+__all__ = ["AnswerScoreKeys", "BestKeys", "BestRecord", "CheckCode", "CheckKeys", "ConstraintScore",
+           "ConstraintVerdict", "CritiqueKeys", "InstructState", "RefinementKeys", "RoundKeys"]

@@ -55,7 +55,8 @@ class SelectionRecord(TypedDict):
 
 
 # The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
-# so a group holds keys only ever written together.
+# so a group holds keys only ever written together. The task kinds' states (`agentflow.codegen.state`,
+# `agentflow.instruct.state`) share the groups of the keys they have in common.
 
 
 class PromptKeys(TypedDict, total=False):
@@ -65,6 +66,14 @@ class PromptKeys(TypedDict, total=False):
 
 class ConstraintKeys(TypedDict, total=False):
     constraints: list[str]
+    """The task's constraints, as the decomposition (`reason.constraints`) listed them."""
+
+
+class PlanKeys(TypedDict, total=False):
+    """A plan or an outline the task kinds write (`codegen.plan`, `instruct.outline`): not a key of
+    `ReasoningState`; the task kinds' states share its type."""
+
+    plan: str
 
 
 class AlgorithmKeys(TypedDict, total=False):
@@ -110,6 +119,6 @@ class ReasoningState(PromptKeys, ConstraintKeys, AlgorithmKeys, UcbKeys, Respons
     """Every state key of the `reason.*` node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["AlgorithmKeys", "ArmRecord", "CodeKeys", "ConstraintKeys", "PromptKeys", "ReasoningState",
+__all__ = ["AlgorithmKeys", "ArmRecord", "CodeKeys", "ConstraintKeys", "PlanKeys", "PromptKeys", "ReasoningState",
            "ResponseKeys", "RewardKeys", "ScoreRecord", "SelectionRecord", "TestKeys", "UcbKeys", "UcbRecord",
            "ValueKeys", "ValueRecord", "VerifiedKeys"]

@@ -39,6 +39,7 @@ from pydantic import Field
 
 from agentflow.graph.context import NodeContext
 from agentflow.graph.nodetypes import NodeRun, NodeType, SettingsT
+from agentflow.reasoning.state import PlanKeys
 from agentflow.repair import rollout
 from agentflow.repair.choose import ChooseSettings, choose, noop_check
 from agentflow.repair.config import RepairConfig
@@ -76,17 +77,16 @@ from agentflow.repair.state import (
     EditKeys,
     HintKeys,
     LocalizedKeys,
-    PlanKeys,
     RankedKeys,
     RegressionKeys,
     RepairState,
     ReproductionKeys,
     ReproductionRecord,
+    SearchValueKeys,
     SpectrumKeys,
     TaskKeys,
     TrajectoryKeys,
     TriedKeys,
-    ValueKeys,
     VerifyKeys,
 )
 from agentflow.repair.steps import (
@@ -380,7 +380,7 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
             "one edit sample from the candidate a chain builds on (in a search: the branch's)", _edit_calls),
     _repair("swe.test", rollout.test_node, SweTestSettings,
             (VerifyKeys, EditKeys, CandidateKeys, TriedKeys, AttemptsKeys),
-            (EditKeys, TriedKeys, CandidateKeys, AttemptsKeys, ValueKeys, HintKeys),
+            (EditKeys, TriedKeys, CandidateKeys, AttemptsKeys, SearchValueKeys, HintKeys),
             "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
     _repair("swe.critique", rollout.critique_node, SweCritiqueSettings, (BaseKeys, TriedKeys, CandidateKeys),
             (CandidateKeys,), "a failed attempt's review joins its feedback",
@@ -390,7 +390,7 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
             "check, then what the issue's examples show, then the vote, then the verifier model; graded",
             lambda s, run: int(run.verifier_model is not None)),
     _repair("swe.value", rollout.value_node, SweValueSettings, (BaseKeys, TriedKeys, CandidateKeys, AttemptsKeys),
-            (CandidateKeys, AttemptsKeys, ValueKeys),
+            (CandidateKeys, AttemptsKeys, SearchValueKeys),
             "the value agent: a value guides the search, its assessment the next expansion", lambda s, run: 1),
     _repair("swe.discriminate", discriminate_node, DiscriminateSettings, (AttemptsKeys, VerifyKeys), (ChoiceKeys,),
             "agents argue over the finalists (none that changes no code when the tests fail at the base commit), "

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from agentflow.reasoning.state import PlanKeys
+
 VerificationJSON = dict[str, Any]
 """A `workbench.Verification` as JSON (`model_dump(mode="json")`): read back with `model_validate`."""
 
@@ -163,10 +165,6 @@ class VerifyKeys(BaseKeys, RegressionKeys, ReproductionKeys, SpectrumKeys, total
     """What `nodekit.how_to_verify` reads: every node type that verifies reads these."""
 
 
-class PlanKeys(TypedDict, total=False):
-    plan: str
-
-
 class EditKeys(TypedDict, total=False):
     edit: EditRecord | None
 
@@ -197,7 +195,7 @@ class TriedKeys(TypedDict, total=False):
     verdict: Verdict
 
 
-class ValueKeys(TypedDict, total=False):
+class SearchValueKeys(TypedDict, total=False):
     value: float
     """A branch's search value."""
 
@@ -219,12 +217,13 @@ class ChoiceKeys(TypedDict, total=False):
 
 
 class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, EditKeys, DrawKeys, HintKeys,
-                  CandidateKeys, TriedKeys, ValueKeys, AttemptsKeys, TrajectoryKeys, ChoiceKeys, total=False):
+                  CandidateKeys, TriedKeys, SearchValueKeys, AttemptsKeys, TrajectoryKeys, ChoiceKeys, total=False):
     """Every state key of the repair's node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["AttemptRecord", "AttemptsKeys", "BaseKeys", "CandidateKeys", "CandidateRecord", "ChoiceKeys", "ChosenRecord",
-           "DrawKeys", "EditKeys", "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HintKeys", "LocalizedKeys",
-           "LocalizedRecord", "PlanKeys", "RankedKeys", "RegressionKeys", "RegressionRecord", "RepairState",
-           "ReproductionKeys", "ReproductionRecord", "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys", "ValueKeys",
-           "Verdict", "VerificationJSON", "VerifyKeys"]
+__all__ = ["AttemptRecord", "AttemptsKeys", "BaseKeys", "CandidateKeys", "CandidateRecord", "ChoiceKeys",
+           "ChosenRecord", "DrawKeys", "EditKeys", "EditRecord", "FinalRecord", "FocusRecord",
+           "GeneratedTest", "HintKeys", "LocalizedKeys", "LocalizedRecord", "RankedKeys", "RegressionKeys",
+           "RegressionRecord", "RepairState", "ReproductionKeys", "ReproductionRecord", "SearchValueKeys",
+           "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys", "Verdict", "VerificationJSON",
+           "VerifyKeys"]
