@@ -36,7 +36,7 @@ _LAZY: dict[str, str] = {
     "AgentConfig": "agentflow.agents.config",
     "Workflow": "agentflow.graph.define.builder",
     "WorkflowRunner": "agentflow.graph.run.runner",
-    "RunContext": "agentflow.graph.run.context",
+    "RunHandles": "agentflow.graph.run.context",
     "NodeContext": "agentflow.graph.run.context",
     "RunResult": "agentflow.graph.run.runner",
     "load_workflow": "agentflow.graph.define.loader",
@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentflow.events import Event, EventLog
     from agentflow.graph.define.builder import Workflow
     from agentflow.graph.define.loader import load_workflow
-    from agentflow.graph.run.context import NodeContext, RunContext
+    from agentflow.graph.run.context import NodeContext, RunHandles
     from agentflow.graph.run.runner import RunResult, WorkflowRunner
     from agentflow.models.base import ChatRequest, ChatResponse, Message
     from agentflow.models.spec import load_model
@@ -75,7 +75,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Agent", "AgentConfig", "AgentEvent", "AgentResult", "AgentflowError", "Budget", "BudgetExceeded",
-    "ChatRequest", "ChatResponse", "Event", "EventLog", "FunctionModel", "Message", "NodeContext", "RunContext",
+    "ChatRequest", "ChatResponse", "Event", "EventLog", "FunctionModel", "Message", "NodeContext", "RunHandles",
     "RunResult", "TestModel", "ToolContext", "ToolRegistry", "ToolResult", "UserError", "Workflow",
     "WorkflowRunner", "__version__", "load_model", "load_workflow", "open_sandbox", "tool", "tool_call",
 ]

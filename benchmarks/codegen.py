@@ -29,7 +29,7 @@ from _journal import Journal  # this folder is on sys.path when the script runs
 from agentflow.budget import Budget
 from agentflow.codegen.execute import grade
 from agentflow.codegen.humaneval import load_humaneval
-from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
+from agentflow.graph import RunHandles, WorkflowRunner, spec_from_dict
 from agentflow.graph.define.loader import load_workflow
 from agentflow.models.spec import load_model
 from agentflow.sandbox import open_sandbox
@@ -70,7 +70,7 @@ def open_run_sandbox(backend: str) -> Any:
 
 async def run_one(spec: Any, inputs: dict[str, Any], model: Any, sandbox: Any) -> tuple[dict[str, Any], Budget]:
     budget = Budget()
-    ctx = RunContext(chat_model=model, sandbox=sandbox, budget=budget)
+    ctx = RunHandles(chat_model=model, sandbox=sandbox, budget=budget)
     with tempfile.TemporaryDirectory(prefix="codegen-bench-") as tmp:
         async with WorkflowRunner(spec, run_dir=tmp, checkpointer="memory", context=ctx, sandbox="none") as runner:
             result = await runner.start(inputs)

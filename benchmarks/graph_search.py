@@ -75,11 +75,11 @@ async def run_search(repo: Path, run_dir: Path, expansions: int, concurrency: in
     from agentflow.events import EventLog
     from agentflow.graph import WorkflowRunner
     from agentflow.graph.define.loader import spec_from_dict
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
 
     events = EventLog(run_dir / "events.jsonl")
     spec = spec_from_dict(workflow(expansions, concurrency), source=str(run_dir / "bench.yaml"))
-    async with WorkflowRunner(spec, run_dir=run_dir, context=RunContext(events=events), sandbox="docker",
+    async with WorkflowRunner(spec, run_dir=run_dir, context=RunHandles(events=events), sandbox="docker",
                               workspace=repo) as runner:
         result = await runner.start({"node_seconds": node_seconds})
         assert result.status == "done", result.errors

@@ -66,7 +66,7 @@ def plain_chain(checkpointer: Any = None) -> Any:
 
 def agentflow_chain(checkpointer: Any = None, traced: bool = False, otel: bool = False) -> Any:
     from agentflow.events import EventLog
-    from agentflow.graph import END, RunContext, Workflow, compile_workflow
+    from agentflow.graph import END, RunHandles, Workflow, compile_workflow
 
     wf = Workflow("chain", state=ChainState)
     for i in range(CHAIN):
@@ -74,7 +74,7 @@ def agentflow_chain(checkpointer: Any = None, traced: bool = False, otel: bool =
     for i in range(CHAIN - 1):
         wf.edge(f"n{i}", f"n{i + 1}")
     wf.edge(f"n{CHAIN - 1}", END)
-    rt = RunContext(events=EventLog(None)) if traced or otel else None  # in-memory node.start/node.end events
+    rt = RunHandles(events=EventLog(None)) if traced or otel else None  # in-memory node.start/node.end events
     if otel and rt is not None and rt.events is not None:  # and a span per node, exported in batches to memory
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor

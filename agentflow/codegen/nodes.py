@@ -23,21 +23,31 @@ so its update is keyed by that setting.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.codegen.execute import run_examples
-from agentflow.codegen.state import CodeGenState, ExamplesRecord, RewardRecord
+from agentflow.codegen.state import (
+    CodeGenState,
+    CodeScoreKeys,
+    DebugRoundKeys,
+    EntryPointKeys,
+    ExampleKeys,
+    ExamplesRecord,
+    PlanRoundKeys,
+    RewardRecord,
+    SimulationKeys,
+)
 from agentflow.codegen.task import CodeTask, make_task
-from agentflow.graph.compile.nodetypes import NodeType
+from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.models.ask import code_block
 from agentflow.models.templates import package_templates
 from agentflow.reasoning.llm import node_ask, sampling
+from agentflow.reasoning.state import CodeKeys, PlanKeys, PromptKeys, VerifiedKeys
 
 PROMPTS = package_templates(__file__)
 """The prompts of the code-generation node types (`prompts/*.j2`: short and concrete, so a 1.5B model follows them)."""
@@ -210,19 +220,28 @@ async def reward(state: CodeGenState, ctx: NodeContext[object],
     return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 
-_NODE_TYPES = [
-    NodeType("codegen.plan", plan, CodeGenSettings, ("prompt", "plan", "simulation", "plan_rounds"), ("plan", "plan_rounds"),
-             "a plan for the function; after a disagreeing simulation, the plan revised with its trace"),
-    NodeType("codegen.simulate", simulate, SimulateSettings, ("prompt", "plan", "code", "tests"), ("simulation",),
-             "simulates the plan on the examples, or the code on a failing example, step by step"),
-    NodeType("codegen.write", write, CodeGenSettings, ("prompt", "plan"), ("code",), "writes the function (following the plan)"),
-    NodeType("codegen.test", test, CodegenTestSettings, ("prompt", "code"), ("tests",),
-             "runs the prompt's examples on the code in the sandbox", sandbox=True),
-    NodeType("codegen.debug", debug, CodeGenSettings, ("prompt", "code", "tests", "simulation", "debug_rounds"),
-             ("code", "debug_rounds"), "fixes the code from the failing examples and the simulation's trace"),
-    NodeType("codegen.reward", reward, CodegenRewardSettings, ("tests", "verified"), ("score",),
-             "a candidate's reward: the share of examples passing (1 only when all do), the verifier's score blended in"),
+CodeGenNodeType = NodeType[CodeGenState, object, SettingsT]
+"""A codegen node type: it takes a `CodeGenState` and reads no deps (its model, sandbox and budget are the run's)."""
+
+NODE_TYPES: list[CodeGenNodeType[Any]] = [
+    NodeType("codegen.plan", plan, CodeGenSettings, (PromptKeys, EntryPointKeys, PlanKeys, SimulationKeys, PlanRoundKeys),
+             (PlanKeys, PlanRoundKeys),
+             "a plan for the function; after a disagreeing simulation, the plan revised with its trace",
+             state=CodeGenState),
+    NodeType("codegen.simulate", simulate, SimulateSettings, (PromptKeys, EntryPointKeys, PlanKeys, CodeKeys, ExampleKeys),
+             (SimulationKeys,),
+             "simulates the plan on the examples, or the code on a failing example, step by step", state=CodeGenState),
+    NodeType("codegen.write", write, CodeGenSettings, (PromptKeys, EntryPointKeys, PlanKeys),
+             (CodeKeys,), "writes the function (following the plan)",
+             state=CodeGenState),
+    NodeType("codegen.test", test, CodegenTestSettings, (PromptKeys, EntryPointKeys, CodeKeys), (ExampleKeys,),
+             "runs the prompt's examples on the code in the sandbox", sandbox=True, state=CodeGenState),
+    NodeType("codegen.debug", debug, CodeGenSettings, (PromptKeys, EntryPointKeys, CodeKeys, ExampleKeys, SimulationKeys, DebugRoundKeys),
+             (CodeKeys, DebugRoundKeys),
+             "fixes the code from the failing examples and the simulation's trace", state=CodeGenState),
+    NodeType("codegen.reward", reward, CodegenRewardSettings, (ExampleKeys, VerifiedKeys), (CodeScoreKeys,),
+             "a candidate's reward: the share of examples passing (1 only when all do), the verifier's score blended in",
+             state=CodeGenState),
 ]
-NODE_TYPES = [dataclasses.replace(t, state=CodeGenState) for t in _NODE_TYPES]
 
 __all__ = ["NODE_TYPES", "code_of", "task_of"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal, TypedDict
 
 from agentflow.codegen.execute import ReportSummary
-from agentflow.reasoning.state import ScoreRecord
+from agentflow.reasoning.state import CodeKeys, PlanKeys, PromptKeys, ScoreRecord, VerifiedKeys
 
 
 class SimulationRecord(TypedDict):
@@ -40,23 +40,41 @@ class RewardRecord(ScoreRecord):
     """The verification agent's score (None: not read)."""
 
 
-class CodeGenState(TypedDict, total=False):
-    """Every state key of the `codegen.*` node types (a node reads some and returns an update of others)."""
+# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
+# so a group holds keys only ever written together.
 
-    prompt: str
-    """The function's signature and docstring, with its examples."""
+
+class EntryPointKeys(TypedDict, total=False):
     entry_point: str
-    """The function's name (default: the last function the prompt defines)."""
-    plan: str
+    """The function's name (default: the last function the prompt (its signature and docstring, with its
+    examples) defines)."""
+
+
+class PlanRoundKeys(TypedDict, total=False):
     plan_rounds: int
     """Revisions of the plan after a disagreeing simulation."""
+
+
+class SimulationKeys(TypedDict, total=False):
     simulation: SimulationRecord
-    code: str
+
+
+class ExampleKeys(TypedDict, total=False):
     tests: ExamplesRecord
+
+
+class DebugRoundKeys(TypedDict, total=False):
     debug_rounds: int
-    verified: ScoreRecord
-    """The verification agent's score of the code (`reason.verify`), blended into the reward."""
+
+
+class CodeScoreKeys(TypedDict, total=False):
     score: RewardRecord
 
 
-__all__ = ["CodeGenState", "ExamplesRecord", "RewardRecord", "SimulationRecord"]
+class CodeGenState(PromptKeys, EntryPointKeys, PlanKeys, PlanRoundKeys, SimulationKeys, CodeKeys, ExampleKeys, DebugRoundKeys,
+                   VerifiedKeys, CodeScoreKeys, total=False):
+    """Every state key of the `codegen.*` node types (a node reads some and returns an update of others)."""
+
+
+__all__ = ["CodeGenState", "CodeScoreKeys", "DebugRoundKeys", "EntryPointKeys", "ExampleKeys", "ExamplesRecord",
+           "PlanRoundKeys", "RewardRecord", "SimulationKeys", "SimulationRecord"]

@@ -29,7 +29,7 @@ _LAZY: dict[str, str] = {
     "compile_workflow": "agentflow.graph.compile.compiler",
     "build_graph": "agentflow.graph.compile.compiler",
     "NodeContext": "agentflow.graph.run.context",
-    "RunContext": "agentflow.graph.run.context",
+    "RunHandles": "agentflow.graph.run.context",
     "WorkflowRunner": "agentflow.graph.run.runner",
     "RunResult": "agentflow.graph.run.runner",
     "StreamEvent": "agentflow.graph.run.runner",
@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
         WorkflowSpec,
     )
     from agentflow.graph.persist.checkpoint import AgentflowSaver
-    from agentflow.graph.run.context import NodeContext, RunContext
+    from agentflow.graph.run.context import NodeContext, RunHandles
     from agentflow.graph.run.runner import RunResult, StreamEvent, WorkflowRunner, open_checkpointer
 
 
@@ -70,7 +70,7 @@ __all__ = [
     "ParallelSpec",
     "Problem",
     "RouteSpec",
-    "RunContext",
+    "RunHandles",
     "RunResult",
     "StreamEvent",
     "Workflow",

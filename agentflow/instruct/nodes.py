@@ -28,20 +28,32 @@ its update is keyed by that setting.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.codegen.execute import run_predicate, run_text
-from agentflow.graph.compile.nodetypes import NodeType
+from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
-from agentflow.instruct.state import CheckCode, ConstraintScore, ConstraintVerdict, InstructState
+from agentflow.instruct.state import (
+    AnswerScoreKeys,
+    BestKeys,
+    CheckCode,
+    CheckKeys,
+    ConstraintScore,
+    ConstraintVerdict,
+    CritiqueKeys,
+    InstructState,
+    RefinementKeys,
+    RoundKeys,
+)
 from agentflow.models.ask import code_block
 from agentflow.models.templates import package_templates
 from agentflow.reasoning.constraints import verify_against
 from agentflow.reasoning.llm import node_ask, sampling
+from agentflow.reasoning.state import ConstraintKeys, PlanKeys, PromptKeys, ResponseKeys
 
 PROMPTS = package_templates(__file__)
 """The prompts of the instruction-following node types (`prompts/*.j2`)."""
@@ -380,24 +392,29 @@ async def score(state: InstructState, ctx: NodeContext[object],
     return {settings.output: {"score": round(value, 4)}}
 
 
-_NODE_TYPES = [
-    NodeType("instruct.respond", respond, RespondSettings, ("prompt", "plan"), ("response",),
-             "answers the prompt (following the outline when there is one)"),
-    NodeType("instruct.outline", outline, TextGenSettings, ("prompt",), ("plan",),
-             "an outline of how to meet every requirement of the prompt, no answer yet"),
-    NodeType("instruct.critic", critic, CriticSettings, ("constraints", "response", "refinements", "checks", "best"),
-             ("critique", "all_pass", "checks", "best", "response", "refinements"),
+InstructNodeType = NodeType[InstructState, object, SettingsT]
+"""An instruct node type: it takes an `InstructState` and reads no deps (its model, sandbox and budget are the
+run's)."""
+
+NODE_TYPES: list[InstructNodeType[Any]] = [
+    NodeType("instruct.respond", respond, RespondSettings, (PromptKeys, PlanKeys), (ResponseKeys,),
+             "answers the prompt (following the outline when there is one)", state=InstructState),
+    NodeType("instruct.outline", outline, TextGenSettings, (PromptKeys,), (PlanKeys,),
+             "an outline of how to meet every requirement of the prompt, no answer yet", state=InstructState),
+    NodeType("instruct.critic", critic, CriticSettings, (ConstraintKeys, ResponseKeys, RefinementKeys, CheckKeys, BestKeys),
+             (CritiqueKeys, CheckKeys, BestKeys, ResponseKeys, RefinementKeys),
              "DeCRIM's critic: each constraint checked, by a function it writes and runs in the sandbox where it can",
-             sandbox=True),
-    NodeType("instruct.refine", refine, RefineSettings, ("prompt", "response", "critique", "rounds"),
-             ("refinements", "rounds"), "new answers that avoid the failed constraints, for the critic to choose among"),
-    NodeType("instruct.checks", checks, CriticSettings, ("constraints", "checks"), ("checks",),
+             sandbox=True, state=InstructState),
+    NodeType("instruct.refine", refine, RefineSettings, (PromptKeys, ResponseKeys, CritiqueKeys, RoundKeys),
+             (RefinementKeys, RoundKeys),
+             "new answers that avoid the failed constraints, for the critic to choose among", state=InstructState),
+    NodeType("instruct.checks", checks, CriticSettings, (ConstraintKeys, CheckKeys), (CheckKeys,),
              "the critic's check function for each constraint code can check, written before any answer",
-             sandbox=True),
-    NodeType("instruct.score", score, ScoreSettings, ("prompt", "constraints", "response", "checks"),
-             ("score", "checks"), "an answer's reward: the share of constraints that hold, checked as the critic "
-             "does (the verification agent's score without a sandbox)", sandbox=True),
+             sandbox=True, state=InstructState),
+    NodeType("instruct.score", score, ScoreSettings, (PromptKeys, ConstraintKeys, ResponseKeys, CheckKeys),
+             (AnswerScoreKeys, CheckKeys),
+             "an answer's reward: the share of constraints that hold, checked as the critic does (the verification "
+             "agent's score without a sandbox)", sandbox=True, state=InstructState),
 ]
-NODE_TYPES = [dataclasses.replace(t, state=InstructState) for t in _NODE_TYPES]
 
 __all__ = ["NODE_TYPES"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from agentflow.reasoning.state import ScoreRecord
+from agentflow.reasoning.state import ConstraintKeys, PlanKeys, PromptKeys, ResponseKeys, ScoreRecord
 
 
 class ConstraintVerdict(TypedDict):
@@ -45,26 +45,42 @@ CheckCode = str | None
 code cannot check it (judged by the model every round), None when no check that runs was kept (ask again)."""
 
 
-class InstructState(TypedDict, total=False):
-    """Every state key of the `instruct.*` node types (a node reads some and returns an update of others)."""
+# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
+# so a group holds keys only ever written together.
 
-    prompt: str
-    """The instruction."""
-    constraints: list[str]
-    """Its constraints, as the decomposition (`reason.constraints`) listed them."""
-    plan: str
-    """An outline to follow (`instruct.outline`)."""
-    response: str
+
+class CritiqueKeys(TypedDict, total=False):
     critique: list[ConstraintVerdict]
     all_pass: bool
+
+
+class CheckKeys(TypedDict, total=False):
     checks: dict[str, CheckCode]
     """Constraint -> its check."""
+
+
+class BestKeys(TypedDict, total=False):
     best: BestRecord
+
+
+class RefinementKeys(TypedDict, total=False):
     refinements: list[str]
     """New answers for the critic to choose among (emptied once it chose)."""
+
+
+class RoundKeys(TypedDict, total=False):
     rounds: int
     """Refinement rounds so far."""
+
+
+class AnswerScoreKeys(TypedDict, total=False):
     score: ConstraintScore
 
 
-__all__ = ["BestRecord", "CheckCode", "ConstraintScore", "ConstraintVerdict", "InstructState"]
+class InstructState(PromptKeys, ConstraintKeys, PlanKeys, ResponseKeys, CritiqueKeys, CheckKeys, BestKeys,
+                    RefinementKeys, RoundKeys, AnswerScoreKeys, total=False):
+    """Every state key of the `instruct.*` node types (a node reads some and returns an update of others)."""
+
+
+__all__ = ["AnswerScoreKeys", "BestKeys", "BestRecord", "CheckCode", "CheckKeys", "ConstraintScore",
+           "ConstraintVerdict", "CritiqueKeys", "InstructState", "RefinementKeys", "RoundKeys"]

@@ -21,18 +21,32 @@ by that setting.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import cast
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentflow.graph.compile.nodetypes import NodeType
+from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.reasoning.constraints import extract_constraints, verify_against
 from agentflow.reasoning.llm import PROMPTS, node_ask
-from agentflow.reasoning.state import ReasoningState, ScoreRecord, SelectionRecord, UcbRecord
+from agentflow.reasoning.state import (
+    AlgorithmKeys,
+    CodeKeys,
+    ConstraintKeys,
+    PromptKeys,
+    ReasoningState,
+    ResponseKeys,
+    RewardKeys,
+    ScoreRecord,
+    SelectionRecord,
+    TestKeys,
+    UcbKeys,
+    UcbRecord,
+    ValueKeys,
+    VerifiedKeys,
+)
 from agentflow.reasoning.ucb import ALGORITHMS, KNOWN_ALGORITHMS, UcbStats, choose_algorithm, ucb_scores
 from agentflow.reasoning.value import ReasonValueSettings, value_node
 
@@ -156,19 +170,25 @@ def begin(state: ReasoningState) -> ReasoningState:
     return {}
 
 
-_NODE_TYPES = [
-    NodeType("reason.constraints", constraints_node, ConstraintSettings, ("prompt",), ("constraints",),
-             "the constraint agent: the instance's constraints as a list"),
-    NodeType("reason.select", select_node, SelectSettings, ("prompt", "ucb"), ("algorithm", "selection", "ucb"),
-             "the selection agent: an inference algorithm by UCB over rewards so far plus the model's prior"),
-    NodeType("reason.verify", verify_node, VerifySettings, ("prompt", "constraints", "response"), ("verified",),
-             "the verification agent: a 0..1 score of a plan or an answer against the constraints"),
-    NodeType("reason.reward", reward_node, ReasonRewardSettings, ("algorithm", "reward", "ucb"), ("ucb", "reward"),
-             "adds the search's reward to the chosen algorithm's UCB statistics"),
-    NodeType("reason.value", value_node, ReasonValueSettings, ("prompt", "code", "tests"), ("value",),
+ReasoningNodeType = NodeType[ReasoningState, object, SettingsT]
+"""A reasoning node type: it takes a `ReasoningState` and reads no deps (its model and budget are the run's)."""
+
+NODE_TYPES: list[ReasoningNodeType[Any]] = [
+    NodeType("reason.constraints", constraints_node, ConstraintSettings, (PromptKeys,), (ConstraintKeys,),
+             "the constraint agent: the instance's constraints as a list", state=ReasoningState),
+    NodeType("reason.select", select_node, SelectSettings, (PromptKeys, UcbKeys), (AlgorithmKeys, UcbKeys),
+             "the selection agent: an inference algorithm by UCB over rewards so far plus the model's prior",
+             state=ReasoningState),
+    NodeType("reason.verify", verify_node, VerifySettings, (PromptKeys, ConstraintKeys, ResponseKeys),
+             (VerifiedKeys,),
+             "the verification agent: a 0..1 score of a plan or an answer against the constraints",
+             state=ReasoningState),
+    NodeType("reason.reward", reward_node, ReasonRewardSettings, (AlgorithmKeys, RewardKeys, UcbKeys),
+             (UcbKeys, RewardKeys),
+             "adds the search's reward to the chosen algorithm's UCB statistics", state=ReasoningState),
+    NodeType("reason.value", value_node, ReasonValueSettings, (PromptKeys, CodeKeys, TestKeys), (ValueKeys,),
              "the value agent: how likely an attempt solves the task (0..1) and an assessment, from the task, "
-             "the attempt and its checks (a search's `value: value.value`)"),
+             "the attempt and its checks (a search's `value: value.value`)", state=ReasoningState),
 ]
-NODE_TYPES = [dataclasses.replace(t, state=ReasoningState) for t in _NODE_TYPES]
 
 __all__ = ["NODE_TYPES", "begin"]

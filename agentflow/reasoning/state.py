@@ -54,26 +54,71 @@ class SelectionRecord(TypedDict):
     """Each algorithm's UCB score (None: not tried yet, infinite)."""
 
 
-class ReasoningState(TypedDict, total=False):
-    """Every state key of the `reason.*` node types (a node reads some and returns an update of others)."""
+# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
+# so a group holds keys only ever written together. The task kinds' states (`agentflow.codegen.state`,
+# `agentflow.instruct.state`) share the groups of the keys they have in common.
 
+
+class PromptKeys(TypedDict, total=False):
     prompt: str
     """The instance's text (the task)."""
+
+
+class ConstraintKeys(TypedDict, total=False):
     constraints: list[str]
+    """The task's constraints, as the decomposition (`reason.constraints`) listed them."""
+
+
+class PlanKeys(TypedDict, total=False):
+    """A plan or an outline the task kinds write (`codegen.plan`, `instruct.outline`): not a key of
+    `ReasoningState`; the task kinds' states share its type."""
+
+    plan: str
+
+
+class AlgorithmKeys(TypedDict, total=False):
     algorithm: str
     """The inference algorithm chosen: a graph search's strategy (`strategy_key: algorithm`)."""
     selection: SelectionRecord
+
+
+class UcbKeys(TypedDict, total=False):
     ucb: UcbRecord
+
+
+class ResponseKeys(TypedDict, total=False):
     response: str
     """An answer to verify."""
+
+
+class VerifiedKeys(TypedDict, total=False):
     verified: ScoreRecord
+
+
+class RewardKeys(TypedDict, total=False):
     reward: float
     """The reward added to the chosen algorithm's statistics (`reason.reward`)."""
+
+
+class CodeKeys(TypedDict, total=False):
     code: str
     """An attempt the value agent judges (`reason.value`'s default `work`)."""
+
+
+class TestKeys(TypedDict, total=False):
     tests: Mapping[str, object]
     """What checking the attempt showed (a task kind's test results, `reason.value`'s default `checks`)."""
+
+
+class ValueKeys(TypedDict, total=False):
     value: ValueRecord
 
 
-__all__ = ["ArmRecord", "ReasoningState", "ScoreRecord", "SelectionRecord", "UcbRecord", "ValueRecord"]
+class ReasoningState(PromptKeys, ConstraintKeys, AlgorithmKeys, UcbKeys, ResponseKeys, VerifiedKeys, RewardKeys,
+                     CodeKeys, TestKeys, ValueKeys, total=False):
+    """Every state key of the `reason.*` node types (a node reads some and returns an update of others)."""
+
+
+__all__ = ["AlgorithmKeys", "ArmRecord", "CodeKeys", "ConstraintKeys", "PlanKeys", "PromptKeys", "ReasoningState",
+           "ResponseKeys", "RewardKeys", "ScoreRecord", "SelectionRecord", "TestKeys", "UcbKeys", "UcbRecord",
+           "ValueKeys", "ValueRecord", "VerifiedKeys"]

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agentflow.config import StrictConfig, apply_overrides, load_yaml, validate_config
+from agentflow.errors import ConfigError, did_you_mean
 from agentflow.models.base import ChatModel
 from agentflow.observe.config import TraceConfig
 from agentflow.sandbox.config import SandboxConfig
@@ -20,6 +21,7 @@ GRADE_MARGIN_S = 600.0
 """Life a task's sandbox keeps past the task's `wall_time_s`: the chosen patch is still verified in it."""
 
 Strategy = Literal["single", "best-of-n", "mcts"]
+EditFormat = Literal["auto", "rewrite", "search_replace", "tools"]
 ModelLoader = Callable[[str], ChatModel]
 
 class RepairPrompts(StrictConfig):
@@ -128,20 +130,6 @@ class RepairConfig(StrictConfig):
     """Model of the critic step (setting it turns the step on; `critique: true` uses the coder's model)."""
     verifier_model: str | None = None
     """Model that judges the best candidates when tests cannot tell them apart (setting it turns it on)."""
-    plan: bool = False
-    """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
-    critique: bool = False
-    """After a failed attempt, ask a critic what is wrong; its notes join the next attempt's feedback."""
-    reproduce: bool = True
-    """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
-    reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
-    spectrum: bool = True
-    """Before ranking (the `swe.spectrum` node), run the issue's examples and the repository's pytest suite under
-    a call tracer in the sandbox: functions the examples ran, and those failing tests reach more than passing
-    ones, rank higher (spectrum-based localization; no model call)."""
-    rank: bool = True
-    """Before the search the coder ranks the heuristic's best functions (one short call); its picks follow the
-    heuristic's `rank_keep` best-scored suspects, in its order, and the heuristic's order fills the rest."""
     rank_keep: int = Field(default=2, ge=0, le=10)
     """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
     them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
@@ -189,7 +177,9 @@ class RepairConfig(StrictConfig):
     workflow: str = "repair"
     """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Settings of single nodes, over the workflow's own: `-c nodes.search.n=8` (node name, then setting)."""
+    """Settings of single nodes, over the workflow's own: `-c nodes.search.n=8` (node name, then setting).
+    `*` holds the settings of every node whose type takes them, under the workflow's own: `-c finalists=4`
+    (a setting of node types, not of the run) is `nodes.*.finalists` (`node_setting_names`)."""
     strategy: Strategy | None = None
     """Sets the workflow's search node: single (best-of-N with n=1: one chain of attempts), best-of-n (n chains
     at once), mcts (tree search over attempts). None: the search node as the workflow defines it (or
@@ -232,7 +222,7 @@ class RepairConfig(StrictConfig):
     max_tokens: int = Field(default=512, ge=16)
     """Output cap of one answer (small models can loop until the cap); a rewrite's cap is raised to fit the
     window it must give back whole."""
-    edit_format: Literal["auto", "rewrite", "search_replace", "tools"] = "auto"
+    edit_format: EditFormat = "auto"
     """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
     form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code;
     tools: the model edits the files with the editor tools (view, str_replace, insert) through its API's
@@ -284,27 +274,6 @@ class RepairConfig(StrictConfig):
     whole suite."""
     mcts_c: float = Field(default=0.3, ge=0)
     """UCT exploration constant (values are in [0, 1])."""
-    value_weight: float = Field(default=1.0, ge=0, le=1)
-    """`swe.value`: share of the value agent's value in an attempt's search value (the rest: its tests' score)."""
-    finalists: int = Field(default=3, ge=2, le=8)
-    """`swe.discriminate` and `swe.vote_tests`: candidates that reach the final pick (distinct patches, the best
-    by tests then value or votes)."""
-    debaters: int = Field(default=2, ge=1, le=6)
-    """`swe.discriminate`: agents that argue in turn over the finalists before the judge decides."""
-    localize_files: int = Field(default=3, ge=1, le=10)
-    """`swe.localize`: files the model picks from the repository skeleton."""
-    localize_symbols: int = Field(default=5, ge=1, le=20)
-    """`swe.localize`: classes/functions the model picks in those files (and edit locations among them)."""
-    regression_pool: int = Field(default=40, ge=1, le=400)
-    """`swe.regression`: passing repository tests shown to the model when it picks those the fix may change."""
-    trajectories: int = Field(default=4, ge=1, le=32)
-    """`swe.trajectories`: parallel multi-turn trajectories (codemonkeys' parallel compute)."""
-    turns: int = Field(default=3, ge=1, le=12)
-    """`swe.trajectories`: model turns of one trajectory, each followed by a run of its test script in the
-    sandbox (codemonkeys' serial compute)."""
-    select_turns: int = Field(default=3, ge=1, le=10)
-    """`swe.vote_tests`: model turns of the final selection trajectory (running scripts on finalists, then a
-    choice); 0 finalists left after the vote need none."""
     backend: Literal["auto", "docker", "local"] = "auto"
     """Sandbox backend (auto: docker when the engine answers)."""
     sandbox: SandboxConfig = Field(
@@ -331,11 +300,43 @@ class RepairConfig(StrictConfig):
     """What the run works on (set from the command line)."""
 
 
+ALL_NODES = "*"
+"""The `nodes:` entry of the settings every node whose type takes them gets (`-c finalists=4`)."""
+
+
+def node_setting_names() -> frozenset[str]:
+    """The settings of the repair's node types that are not the run's (each type's class is their one source)."""
+    from agentflow.graph.compile.nodetypes import default_registry  # the types register through entry points
+
+    return frozenset(name for node_type in default_registry().types.values()
+                     if node_type.needs == "repair" and node_type.settings is not None
+                     for name in node_type.settings.model_fields) - set(RepairConfig.model_fields)
+
+
+def _to_all_nodes(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with its node types' settings (`node_setting_names`) moved under `nodes.*`; a ConfigError for a
+    name under `nodes.*` that no node type takes."""
+    known = node_setting_names()
+    names = known & set(data)
+    nodes = {**dict(data.get("nodes") or {})}
+    every = {**dict(nodes.get(ALL_NODES) or {}), **{name: data[name] for name in sorted(names)}}
+    unknown = sorted(set(every) - known - set(RepairConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"repair config: nodes.{ALL_NODES}.{unknown[0]}: no node type takes that setting"
+                          f"{did_you_mean(unknown[0], known)}")
+    if not every:
+        return data
+    nodes[ALL_NODES] = every
+    return {**{k: v for k, v in data.items() if k not in names}, "nodes": nodes}
+
+
 def load_repair_config(
     overrides: list[str] | tuple[str, ...] = (), base: dict[str, Any] | None = None
 ) -> RepairConfig:
-    """The defaults (this module: their only source), then `base`, then `-c` items (files or key=value)."""
-    return validate_config(RepairConfig, apply_overrides(dict(base or {}), overrides), source="repair config")
+    """The defaults (this module and the node types' settings classes: their only sources), then `base`, then
+    `-c` items (files or key=value); a node type's setting given as the run's goes to `nodes.*`."""
+    data = _to_all_nodes(apply_overrides(dict(base or {}), overrides))
+    return validate_config(RepairConfig, data, source="repair config")
 
 
 def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> RepairConfig:

@@ -22,7 +22,8 @@ The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run
 `search:` node (`rollout.py`, `workflows/repair.yaml`).
 
 Every node is `async (state: RepairState, ctx: NodeContext[RepairRuntime], settings: ItsSettings) -> RepairState`:
-the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with `settings.over(rt.cfg)`, and it
+the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with its settings (its type's class,
+written out; a setting the run also has defaults to the run's, `runtime.run_default`), and it
 writes plain JSON-able values to the state (`state.py`), so a checkpoint after each node lets a killed repair
 resume where it stopped.
 """
@@ -31,10 +32,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from agentflow.graph.compile.nodetypes import NodeType
+from pydantic import Field
+
+from agentflow.graph.compile.nodetypes import NodeRun, NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
+from agentflow.reasoning.state import PlanKeys
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.steps import (
     make_plan,
@@ -55,7 +60,6 @@ from agentflow.repair.nodetypes import rollout
 from agentflow.repair.nodetypes.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.nodetypes.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodetypes.nodekit import (
-    VERIFY_READS,
     attempts_of,
     declined,
     emit,
@@ -72,12 +76,37 @@ from agentflow.repair.nodetypes.rollout import (
     SweTestSettings,
     SweValueSettings,
 )
-from agentflow.repair.nodetypes.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
-from agentflow.repair.nodetypes.state import RepairState, ReproductionRecord
+from agentflow.repair.nodetypes.runtime import (
+    NodeSettings,
+    RepairRuntime,
+    ShowsCodeSettings,
+    run_default,
+)
+from agentflow.repair.nodetypes.state import (
+    AttemptsKeys,
+    BaseKeys,
+    CandidateKeys,
+    ChoiceKeys,
+    DrawKeys,
+    EditKeys,
+    HintKeys,
+    LocalizedKeys,
+    RankedKeys,
+    RegressionKeys,
+    RepairState,
+    ReproductionKeys,
+    ReproductionRecord,
+    SearchValueKeys,
+    SpectrumKeys,
+    TaskKeys,
+    TrajectoryKeys,
+    TriedKeys,
+    VerifyKeys,
+)
 from agentflow.repair.nodetypes.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.nodetypes.trajectory import TrajectorySettings, trajectories_node
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.verify.choose import choose, noop_check
+from agentflow.repair.verify.choose import ChooseSettings, choose, noop_check
 from agentflow.repair.verify.expectations import (
     TracedExample,
     checkable,
@@ -87,29 +116,59 @@ from agentflow.repair.verify.expectations import (
 from agentflow.repair.verify.workbench import Verification
 
 
-@repair_fields("spectrum", "test_timeout_s")
 class SpectrumSettings(NodeSettings):
     """Settings of the swe.spectrum node type."""
 
+    spectrum: bool = True
+    """Before ranking (the `swe.spectrum` node), run the issue's examples and the repository's pytest suite under
+    a call tracer in the sandbox: functions the examples ran, and those failing tests reach more than passing
+    ones, rank higher (spectrum-based localization; no model call)."""
+    test_timeout_s: float = run_default("test_timeout_s")
 
-@repair_fields("rank", "rank_pool", "rank_lines", *PROMPT_FIELDS)
-class RankSettings(NodeSettings):
+
+class RankSettings(ShowsCodeSettings):
     """Settings of the swe.rank node type."""
 
+    rank: bool = True
+    """Before the search the coder ranks the heuristic's best functions (one short call); its picks follow the
+    heuristic's `rank_keep` best-scored suspects, in its order, and the heuristic's order fills the rest."""
+    rank_pool: int = Field(default=8, ge=2, le=30)
+    """Functions the ranking call chooses among (the heuristic's best)."""
+    rank_lines: int = Field(default=15, ge=1)
+    """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
 
-@repair_fields("reproduce", "reproduce_attempts", "reproduce_from_examples", "keep_check", "temperature", "max_tokens", *PROMPT_FIELDS)
-class ReproduceSettings(NodeSettings):
+
+class ReproduceSettings(ShowsCodeSettings):
     """Settings of the swe.reproduce node type."""
 
+    reproduce: bool = True
+    """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
+    reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
+    reproduce_attempts: int = Field(default=2, ge=1, le=5)
+    """Tries at a reproduction script; each later try sees why the previous one did not count."""
+    reproduce_from_examples: bool = True
+    """The first reproduction try, when the issue shows examples whose values can be checked: the model says
+    only what each should give once fixed, and the script is the issue's own statements with those values
+    asserted (`agentflow.repair.verify.expectations`); kept or refused as any reproduction. It counts as one of the
+    `reproduce_attempts`."""
+    keep_check: bool = True
+    """Once a reproduction script is kept, ask for a second script asserting what the fix must not change (what
+    the issue says works today or must keep working), cut down to its checks that pass at the base commit
+    (`agentflow.repair.verify.keepcheck`). Among candidates on which the reproduction no longer fails and the tests
+    rank equal, and before the examples and the vote, those that still pass it are preferred (one model call
+    a task with a kept reproduction; each candidate's check runs in the sandbox). Without it, several samples
+    of the same wrong patch can outvote the fix while breaking behaviour the issue says must keep working,
+    which neither the reproduction nor the failing tests check."""
+    temperature: float = run_default("temperature")
+    max_tokens: int = run_default("max_tokens")
 
-@repair_fields("plan", "max_tokens", *PROMPT_FIELDS)
-class PlanSettings(NodeSettings):
+
+class PlanSettings(ShowsCodeSettings):
     """Settings of the swe.plan node type."""
 
-
-@repair_fields("vote", "vote_by_examples", "compare_examples")
-class ChooseSettings(NodeSettings):
-    """Settings of the swe.choose node type."""
+    plan: bool = False
+    """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
+    max_tokens: int = run_default("max_tokens")
 
 
 _emit = emit
@@ -126,11 +185,10 @@ async def baseline(state: RepairState, ctx: NodeContext[RepairRuntime], settings
 
 async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SpectrumSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
-    if not cfg.spectrum:
+    if not settings.spectrum:
         return {"spectrum": {}}
     sources = await rt.bench.python_sources()
-    _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=cfg.test_timeout_s,
+    _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=settings.test_timeout_s,
                                                 how=how_to_verify(state))
     top = [f"{p}:{q}" for p, q, _ in summary["suspicion"][:5]]
     _emit(rt, "repair.spectrum", examples=summary["examples"], executed=len(summary["executed"]),
@@ -140,12 +198,11 @@ async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings
 
 async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RankSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
-    if not cfg.rank:
+    if not settings.rank:
         return {"ranked": []}
     base = Verification.model_validate(state["base"])
     sources = await rt.bench.python_sources()
-    prefer = await rank_suspects(rt.models.coder, cfg, rt.issue, sources, base.output, seed=cfg.seed,
+    prefer = await rank_suspects(rt.models.coder, settings, rt.issue, sources, base.output, seed=settings.seed,
                                  evidence=evidence_of(state))
     ranked = [[path, name] for path, name in prefer]
     _emit(rt, "repair.rank", ranked=[f"{p}:{n}" for p, n in prefer])
@@ -154,20 +211,21 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
 
 async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg, bench = settings.over(rt.cfg), rt.bench
+    bench = rt.bench
     base = Verification.model_validate(state["base"])
-    if not (bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None):
+    if not (bench.mode == "repo" and base.passed and settings.reproduce and rt.cfg.test_cmd is None):
         return {"reproduction": {"kept": None}}
     sources = await bench.python_sources()
     prefer = ranked_of(state)
     evidence = evidence_of(state)
     previous: tuple[str, str] | None = None
-    examples = examples_to_check(rt, state) if cfg.reproduce_from_examples else []
-    for attempt in range(cfg.reproduce_attempts):
+    examples = examples_to_check(rt, state) if settings.reproduce_from_examples else []
+    for attempt in range(settings.reproduce_attempts):
         if attempt == 0 and examples:
-            script, why = await _script_from_examples(rt, cfg, examples, sources)
+            script, why = await _script_from_examples(rt, settings, examples, sources)
         else:
-            script = await write_reproduction(rt.models.coder, cfg, rt.issue, sources, seed=cfg.seed + attempt,
+            script = await write_reproduction(rt.models.coder, settings, rt.issue, sources,
+                                              seed=settings.seed + attempt,
                                               previous=previous, prefer=prefer, evidence=evidence)
             why = "no code block in the answer"
         kept, output = await bench.install_repro(script) if script else (False, why)
@@ -177,8 +235,8 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
             # the base again, the script's failure counted: the tests fail there now
             base = await bench.verify_base(dataclasses.replace(how_to_verify(state), repro=script))
             reproduction: ReproductionRecord = {"kept": True, "script": script}
-            if cfg.keep_check:
-                reproduction["keep_check"] = await _keep_check(rt, cfg, sources, script, prefer, evidence)
+            if settings.keep_check:
+                reproduction["keep_check"] = await _keep_check(rt, settings, sources, script, prefer, evidence)
             return {"reproduction": reproduction, "base": base.model_dump(mode="json")}
         previous = (script or "", output)
     return {"reproduction": {"kept": False}}
@@ -196,22 +254,22 @@ def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[TracedExamp
     return checkable(statements, shown)
 
 
-async def _script_from_examples(rt: RepairRuntime, cfg: RepairConfig, examples: list[TracedExample],
+async def _script_from_examples(rt: RepairRuntime, settings: ReproduceSettings, examples: list[TracedExample],
                                 sources: dict[str, str]) -> tuple[str | None, str]:
     """(the reproduction from the issue's `examples` (`examples_to_check`) and the values the model says they
     should give, or None and why there is none)."""
-    answer = await write_expectations(rt.models.coder, cfg, rt.issue, examples, seed=cfg.seed)
+    answer = await write_expectations(rt.models.coder, settings, rt.issue, examples, seed=settings.seed)
     statements = issue_examples(rt.issue)
     script = expectation_script(statements, names_to_import(statements, sources),
                                 read_expectations(answer, examples))
     return script, "" if script else f"the answer gave no expected value that differs from the code's:\n{answer[:500]}"
 
 
-async def _keep_check(rt: RepairRuntime, cfg: RepairConfig, sources: dict[str, str], reproduction: str,
+async def _keep_check(rt: RepairRuntime, settings: ReproduceSettings, sources: dict[str, str], reproduction: str,
                       prefer: list[tuple[str, str]], evidence: RunEvidence) -> str | None:
-    """The keep-working check beside a kept reproduction (`RepairConfig.keep_check`): the model's script cut
+    """The keep-working check beside a kept reproduction (`ReproduceSettings.keep_check`): the model's script cut
     down to its checks that pass at the base commit, or None."""
-    script = await write_keep_check(rt.models.coder, cfg, rt.issue, sources, reproduction, seed=cfg.seed,
+    script = await write_keep_check(rt.models.coder, settings, rt.issue, sources, reproduction, seed=settings.seed,
                                     prefer=prefer, evidence=evidence)
     kept, output = await rt.bench.install_keep_check(script, sources) if script else (None, "no code block in the answer")
     _emit(rt, "repair.keep_check", kept=kept is not None, script=script, check=kept, output=output[-1500:])
@@ -220,12 +278,11 @@ async def _keep_check(rt: RepairRuntime, cfg: RepairConfig, sources: dict[str, s
 
 async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: PlanSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
-    if rt.models.planner is None or not (cfg.plan or cfg.planner_model):
+    if rt.models.planner is None or not (settings.plan or rt.cfg.planner_model):
         return {"plan": ""}
     sources = await rt.bench.python_sources()
     prefer = ranked_of(state)
-    text = await make_plan(rt.models.planner, cfg, rt.issue, sources, seed=cfg.seed, prefer=prefer,
+    text = await make_plan(rt.models.planner, settings, rt.issue, sources, seed=settings.seed, prefer=prefer,
                            evidence=evidence_of(state))
     _emit(rt, "repair.plan", plan=text)
     return {"plan": text}
@@ -234,8 +291,6 @@ async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Pl
 # ----------------------------------------------------------------------------------------------- search
 
 
-_EDIT_READS = ("base", "ranked", "spectrum", "plan", "candidate", "drawn", "focus", "suspects", "hint", "reproduction")
-_REVIEW_READS = ("base", "tried", "candidate", "verdict")
 
 
 # ----------------------------------------------------------------------------------------------- choosing
@@ -286,61 +341,88 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
 
 async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ChooseSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg, attempts = settings.over(rt.cfg), attempts_of(state)
+    attempts = attempts_of(state)
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}
-    changed, shown = await compare_examples(rt, attempts) if cfg.compare_examples or cfg.vote_by_examples else ({}, {})
+    changed, shown = await compare_examples(rt, attempts) if settings.compare_examples or settings.vote_by_examples else ({}, {})
     confirm = functools.partial(rt.bench.verify_whole, how=how_to_verify(state))
-    best, chosen_by = await choose(attempts, cfg, rt.models.verifier, rt.issue, rt.budget, rt.events,
-                                   changed if cfg.compare_examples else {}, keeps=keeps, shown=shown,
+    best, chosen_by = await choose(attempts, settings, rt.models.verifier, rt.issue, rt.budget, rt.events,
+                                   changed if settings.compare_examples else {}, keeps=keeps, shown=shown,
                                    confirm=confirm, noops=noops, base_failed=base_failed, instance_id=rt.iid)
     if best is None:
         return declined(chosen_by) if chosen_by else {"chosen": None}
     return await submit(rt, state, best, chosen_by, among=sum(1 for a in attempts if a.patch.strip()), noops=noops)
 
 
-_NODE_TYPES = [
-    NodeType("swe.baseline", baseline, None, (), ("base", "issue"), "the task's tests on the unchanged code"),
-    NodeType("swe.spectrum", spectrum, SpectrumSettings, ("base", "regression"), ("spectrum",),
-             "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs reach"),
-    NodeType("swe.rank", rank, RankSettings, ("base", "spectrum"), ("ranked",), "the coder ranks the heuristic's suspect functions"),
-    NodeType("swe.reproduce", reproduce, ReproduceSettings, (*VERIFY_READS, "ranked"), ("reproduction", "base"),
-             "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
-             "must keep working, kept if it passes"),
-    NodeType("swe.plan", plan, PlanSettings, ("ranked",), ("plan",), "the planner: which function, what to change"),
-    NodeType("swe.edit", rollout.edit_node, SweEditSettings, _EDIT_READS, ("edit", "drawn", "focus", "suspects", "hint"),
-             "one edit sample from the candidate a chain builds on (in a search: the branch's)"),
-    NodeType("swe.test", rollout.test_node, SweTestSettings,
-             (*VERIFY_READS, "edit", "candidate", "tries", "attempts", "retried"),
-             ("edit", "tried", "candidate", "attempts", "tries", "verdict", "value", "retried", "hint"),
-             "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
-    NodeType("swe.critique", rollout.critique_node, SweCritiqueSettings, _REVIEW_READS, ("candidate",),
-             "a failed attempt's review joins its feedback"),
-    NodeType("swe.choose", choose_node, ChooseSettings, ("attempts", *VERIFY_READS), ("chosen", "final"),
-             "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
-             "check, then what the issue's examples show, then the vote, then the verifier model; graded"),
-    NodeType("swe.value", rollout.value_node, SweValueSettings, (*_REVIEW_READS, "attempts"), ("candidate", "attempts", "value"),
-             "the value agent: a value guides the search, its assessment the next expansion"),
-    NodeType("swe.discriminate", discriminate_node, DiscriminateSettings, ("attempts", *VERIFY_READS),
-             ("chosen", "final"),
-             "agents argue over the finalists (none that changes no code when the tests fail at the base commit), "
-             "a judge picks; the choice graded"),
-    NodeType("swe.localize", localize_node, LocalizeSettings, ("base",), ("ranked", "localized"),
-             "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic"),
-    NodeType("swe.regression", regression_node, RegressionSettings, VERIFY_READS, ("regression", "base"),
-             "blind mode: the passing tests minus those the model says the fix may change verify candidates"),
-    NodeType("swe.trajectories", trajectories_node, TrajectorySettings, (*VERIFY_READS, "ranked"),
-             ("attempts", "samples", "tests", "search"),
-             "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns"),
-    NodeType("swe.vote_tests", vote_tests_node, VoteTestsSettings, ("attempts", "tests", *VERIFY_READS),
-             ("chosen", "final"),
-             "candidates vote by the generated tests they pass (none that changes no code when the tests fail at "
-             "the base commit); a selection trajectory splits a tie; graded"),
+# ----------------------------------------------------------------------------------------------- the types
+# Each type's reads and writes: groups of `RepairState`'s keys (`agentflow.repair.nodetypes.state`).
+
+
+RepairNodeType = NodeType[RepairState, RepairRuntime, SettingsT]
+"""A repair node type: it takes a `RepairState` and works on the task's `RepairRuntime` (the run's deps, set up
+by `agentflow.repair`: `needs`)."""
+
+
+def _repair(name: str, run: NodeRun[RepairState, RepairRuntime, SettingsT], settings: type[SettingsT] | None,
+            reads: tuple[type, ...], writes: tuple[type, ...], description: str,
+            calls: Callable[[SettingsT, RepairConfig], int] | None = None) -> RepairNodeType[SettingsT]:
+    return NodeType(name, run, settings, reads, writes, description, needs="repair", state=RepairState,
+                    deps=RepairRuntime, calls=calls)
+
+
+def _edit_calls(settings: SweEditSettings, run: RepairConfig) -> int:
+    """A tool-calling edit views and edits files in several calls; any other edit is one answer."""
+    return max(1, settings.tool_steps // 2) if settings.for_coder(run).edit_format == "tools" else 1
+
+
+NODE_TYPES: list[RepairNodeType[Any]] = [
+    _repair("swe.baseline", baseline, None, (), (BaseKeys, TaskKeys), "the task's tests on the unchanged code"),
+    _repair("swe.spectrum", spectrum, SpectrumSettings, (BaseKeys, RegressionKeys), (SpectrumKeys,),
+            "the issue's examples and the repository's pytest suite run call-traced: which functions failing runs "
+            "reach"),
+    _repair("swe.rank", rank, RankSettings, (BaseKeys, SpectrumKeys), (RankedKeys,),
+            "the coder ranks the heuristic's suspect functions", lambda s, run: int(s.rank)),
+    _repair("swe.reproduce", reproduce, ReproduceSettings, (VerifyKeys, RankedKeys), (BaseKeys, ReproductionKeys),
+            "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
+            "must keep working, kept if it passes",
+            lambda s, run: (1 + int(s.keep_check)) if s.reproduce and run.feedback != "task" else 0),
+    _repair("swe.plan", plan, PlanSettings, (RankedKeys,), (PlanKeys,), "the planner: which function, what to change",
+            lambda s, run: int(s.plan or run.planner_model is not None)),
+    _repair("swe.edit", rollout.edit_node, SweEditSettings,
+            (BaseKeys, RankedKeys, SpectrumKeys, PlanKeys, CandidateKeys, DrawKeys, HintKeys, ReproductionKeys),
+            (EditKeys, DrawKeys, HintKeys),
+            "one edit sample from the candidate a chain builds on (in a search: the branch's)", _edit_calls),
+    _repair("swe.test", rollout.test_node, SweTestSettings,
+            (VerifyKeys, EditKeys, CandidateKeys, TriedKeys, AttemptsKeys),
+            (EditKeys, TriedKeys, CandidateKeys, AttemptsKeys, SearchValueKeys, HintKeys),
+            "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
+    _repair("swe.critique", rollout.critique_node, SweCritiqueSettings, (BaseKeys, TriedKeys, CandidateKeys),
+            (CandidateKeys,), "a failed attempt's review joins its feedback",
+            lambda s, run: int(s.critique or run.critic_model is not None)),
+    _repair("swe.choose", choose_node, ChooseSettings, (AttemptsKeys, VerifyKeys), (ChoiceKeys,),
+            "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
+            "check, then what the issue's examples show, then the vote, then the verifier model; graded",
+            lambda s, run: int(run.verifier_model is not None)),
+    _repair("swe.value", rollout.value_node, SweValueSettings, (BaseKeys, TriedKeys, CandidateKeys, AttemptsKeys),
+            (CandidateKeys, AttemptsKeys, SearchValueKeys),
+            "the value agent: a value guides the search, its assessment the next expansion", lambda s, run: 1),
+    _repair("swe.discriminate", discriminate_node, DiscriminateSettings, (AttemptsKeys, VerifyKeys), (ChoiceKeys,),
+            "agents argue over the finalists (none that changes no code when the tests fail at the base commit), "
+            "a judge picks; the choice graded", lambda s, run: s.finalists * s.debaters + 1),
+    _repair("swe.localize", localize_node, LocalizeSettings, (BaseKeys,), (RankedKeys, LocalizedKeys),
+            "the model localizes: skeleton -> files -> functions -> edit locations, merged with the heuristic",
+            lambda s, run: 3),
+    _repair("swe.regression", regression_node, RegressionSettings, (VerifyKeys,), (BaseKeys, RegressionKeys),
+            "blind mode: the passing tests minus those the model says the fix may change verify candidates",
+            lambda s, run: 1),
+    _repair("swe.trajectories", trajectories_node, TrajectorySettings, (VerifyKeys, RankedKeys),
+            (AttemptsKeys, TrajectoryKeys),
+            "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns",
+            lambda s, run: s.trajectories * s.turns),
+    _repair("swe.vote_tests", vote_tests_node, VoteTestsSettings, (AttemptsKeys, VerifyKeys, TrajectoryKeys),
+            (ChoiceKeys,), "candidates vote by the generated tests they pass (none that changes no code when the "
+            "tests fail at the base commit); a selection trajectory splits a tie; graded", lambda s, run: 1),
 ]
 
-# every repair type works on a task's RepairRuntime, which `agentflow.repair` sets up as the run's deps
-# (`needs`), and on a RepairState
-NODE_TYPES = [dataclasses.replace(t, needs="repair", state=RepairState) for t in _NODE_TYPES]
-
-__all__ = ["NODE_TYPES"]
+__all__ = ["NODE_TYPES", "RepairNodeType"]

@@ -72,6 +72,7 @@ class Sandbox(Protocol):
         env: dict[str, str] | None = None,
         stdin: str | None = None,
         timeout: float | None = None,
+        side_channel: bool = False,
     ) -> ExecResult: ...
 
     async def read_file(self, path: str) -> str: ...

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from support import Deps, Triage, open_db, support_agent, support_workflow
 
-from agentflow import FunctionModel, RunContext, TestModel, WorkflowRunner, tool_call
+from agentflow import FunctionModel, RunHandles, TestModel, WorkflowRunner, tool_call
 from agentflow.errors import ModelError
 from agentflow.models import ChatRequest
 
@@ -72,7 +72,7 @@ def test_a_model_outage_is_reported_not_raised(deps: Deps) -> None:
 
 
 def test_the_desk_queues_the_reply_and_pages_on_call(deps: Deps) -> None:
-    context = RunContext(chat_model=FunctionModel(scripted_support))
+    context = RunHandles(chat_model=FunctionModel(scripted_support))
     with WorkflowRunner(support_workflow(), checkpointer="memory", context=context, deps=deps) as runner:
         run = runner.run_sync({"message": "From ada@example.com: the site is down for me"})
 
@@ -82,7 +82,7 @@ def test_the_desk_queues_the_reply_and_pages_on_call(deps: Deps) -> None:
 
 
 def test_the_whole_desk_runs_on_the_test_model(deps: Deps) -> None:
-    context = RunContext(chat_model=TestModel())
+    context = RunHandles(chat_model=TestModel())
     with WorkflowRunner(support_workflow(), checkpointer="memory", context=context, deps=deps) as runner:
         run = runner.run_sync({"message": "anything"})
 

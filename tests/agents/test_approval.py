@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentflow.agents.approval import call_hash
-from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
+from agentflow.graph import RunHandles, WorkflowRunner, spec_from_dict
 from agentflow.models.base import ChatRequest
 from agentflow.models.testing import FunctionModel, tool_call
 
@@ -54,7 +54,7 @@ async def _paused(runner: WorkflowRunner) -> Any:
 
 
 async def test_the_interrupt_shows_the_exact_call_and_the_approval_runs_it_once(tmp_path: Path) -> None:
-    ctx = RunContext(chat_model=_model())
+    ctx = RunHandles(chat_model=_model())
     async with WorkflowRunner(_spec(tmp_path), run_dir=tmp_path / "r", context=ctx) as runner:
         paused = await _paused(runner)
         assert paused.interrupt["tool_call"] == {"name": "write_note", "arguments": ARGS}
@@ -86,7 +86,7 @@ def _changed() -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.mark.parametrize(("name", "arguments"), _changed())
 async def test_an_approval_for_a_changed_call_is_refused(tmp_path: Path, name: str, arguments: dict) -> None:
-    ctx = RunContext(chat_model=_model())
+    ctx = RunHandles(chat_model=_model())
     async with WorkflowRunner(_spec(tmp_path), run_dir=tmp_path / "r", context=ctx) as runner:
         await _paused(runner)
         refused = await runner.resume("t", approve=call_hash(name, arguments))
@@ -102,14 +102,14 @@ async def test_an_approval_for_a_changed_call_is_refused(tmp_path: Path, name: s
 
 async def test_key_order_is_not_a_different_call(tmp_path: Path) -> None:
     reordered = dict(reversed(list(ARGS.items())))
-    async with WorkflowRunner(_spec(tmp_path), run_dir=tmp_path / "r", context=RunContext(chat_model=_model())) as runner:
+    async with WorkflowRunner(_spec(tmp_path), run_dir=tmp_path / "r", context=RunHandles(chat_model=_model())) as runner:
         await _paused(runner)
         done = await runner.resume("t", approve=call_hash("write_note", reordered))
     assert done.status == "done" and WRITES == [ARGS]
 
 
 async def test_a_declined_call_is_not_run_and_the_model_is_told(tmp_path: Path) -> None:
-    async with WorkflowRunner(_spec(tmp_path), run_dir=tmp_path / "r", context=RunContext(chat_model=_model())) as runner:
+    async with WorkflowRunner(_spec(tmp_path), run_dir=tmp_path / "r", context=RunHandles(chat_model=_model())) as runner:
         await _paused(runner)
         done = await runner.resume("t", edit={"task": "write the note"})
     assert done.status == "done" and WRITES == []
@@ -135,7 +135,7 @@ async def test_an_approved_call_runs_once_when_its_node_runs_again(tmp_path: Pat
         done = sum(1 for m in request.messages if m.role == "tool")
         return [tool_call("write_note", ARGS), tool_call("write_note", second), "both written"][done]
 
-    ctx = RunContext(chat_model=FunctionModel(reply))
+    ctx = RunHandles(chat_model=FunctionModel(reply))
     async with WorkflowRunner(_spec(tmp_path), run_dir=tmp_path / "r", context=ctx) as runner:
         await _paused(runner)
         paused = await runner.resume("t", approve=True)

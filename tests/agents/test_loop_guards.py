@@ -175,7 +175,7 @@ def test_every_guard_field_is_documented() -> None:
 
 @pytest.mark.parametrize(("action", "status"), [("stop", "done"), ("end_branch", "failed")])
 async def test_end_branch_fails_the_node_even_where_failures_route(tmp_path, action: str, status: str) -> None:
-    from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
+    from agentflow.graph import RunHandles, WorkflowRunner, spec_from_dict
 
     config = {"tools": [], "output_retries": 10, "loop_guard": {"answer_limit": 2, "action": action}}
     spec = spec_from_dict({
@@ -189,7 +189,7 @@ async def test_end_branch_fails_the_node_even_where_failures_route(tmp_path, act
     })
     model = FunctionModel(lambda request: Message.assistant("not json"))
     model.reads_response_schema = False  # type: ignore[misc]
-    async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunContext(chat_model=model)) as runner:
+    async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunHandles(chat_model=model)) as runner:
         result = await runner.start({"task": "check it", "topic": "x"}, thread_id="t")
 
     assert result.status == status, result.errors

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any, TypedDict
 
 from agentflow.graph import END, Workflow, WorkflowRunner
-from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.context import RunHandles
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
 
 
@@ -85,7 +85,7 @@ async def main() -> None:
     parser.add_argument("--hold", action="store_true")
     parser.add_argument("--resume")
     args = parser.parse_args()
-    context = RunContext(chat_model=model(args))
+    context = RunHandles(chat_model=model(args))
     async with WorkflowRunner(workflow().spec, run_dir=args.run_dir, workspace=args.workspace,
                               context=context) as runner:
         if args.resume:

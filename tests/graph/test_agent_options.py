@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
-from agentflow.graph import END, RunContext, Workflow, WorkflowRunner, spec_from_dict, validate
+from agentflow.graph import END, RunHandles, Workflow, WorkflowRunner, spec_from_dict, validate
 from agentflow.models.replay import ReplayModel
 from agentflow.tools import tool
 
@@ -95,7 +95,7 @@ async def test_builder_takes_objects_and_a_node_model_wins(tmp_path: Path) -> No
              output_type=Haiku, config={"tools": []})
     wf.edge("write", END)
     assert validate(wf.spec) == []
-    async with WorkflowRunner(wf.spec, run_dir=tmp_path / "r", context=RunContext(chat_model=run_model)) as runner:
+    async with WorkflowRunner(wf.spec, run_dir=tmp_path / "r", context=RunHandles(chat_model=run_model)) as runner:
         result = await runner.start({"task": "a haiku"})
     assert result.status == "done", result.errors
     assert result.state["poem"]["lines"][2] == "splash"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentflow.graph import RunContext, WorkflowRunner, load_workflow, validate
+from agentflow.graph import RunHandles, WorkflowRunner, load_workflow, validate
 
 CASSETTE = Path(__file__).parent / "cassettes" / "plan_code_critique.json"
 
@@ -21,7 +21,7 @@ async def test_plan_approve_code_critique_loop(tmp_path: Path) -> None:
     from agentflow.models.replay import ReplayModel
 
     spec = load_workflow("plan_code_critique")
-    ctx = RunContext(chat_model=ReplayModel(CASSETTE))  # one scripted conversation across start and resume
+    ctx = RunHandles(chat_model=ReplayModel(CASSETTE))  # one scripted conversation across start and resume
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "cli.py").write_text("print('hi')\n")
@@ -45,7 +45,7 @@ async def test_check_without_a_sandbox_fails_the_run(tmp_path: Path) -> None:
     pytest.importorskip("agentflow.agents")
     from agentflow.models.replay import ReplayModel
 
-    ctx = RunContext(chat_model=ReplayModel(CASSETTE))
+    ctx = RunHandles(chat_model=ReplayModel(CASSETTE))
     spec = load_workflow("plan_code_critique")
     async with WorkflowRunner(spec, run_dir=tmp_path, context=ctx, sandbox="none") as runner:
         await runner.start({"task": "add a --verbose flag"}, thread_id="p")
@@ -68,7 +68,7 @@ async def test_agent_tokens_reach_the_custom_stream(tmp_path: Path) -> None:
     from agentflow.models.replay import ReplayModel
 
     seen: list[StreamEvent] = []
-    ctx = RunContext(chat_model=ReplayModel(CASSETTE))
+    ctx = RunHandles(chat_model=ReplayModel(CASSETTE))
     spec = load_workflow("plan_code_critique")
     async with WorkflowRunner(spec, run_dir=tmp_path, context=ctx, sandbox="none") as runner:
         await runner.start({"task": "add a --verbose flag"}, thread_id="s", on_event=seen.append)

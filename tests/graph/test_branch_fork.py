@@ -16,7 +16,7 @@ import pytest
 
 from agentflow.cli.main import run
 from agentflow.graph import WorkflowRunner, load_workflow
-from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.context import RunHandles
 from agentflow.graph.search.tree import SearchReport
 
 WORKFLOW = str(Path(__file__).with_name("branch_fork.yaml"))
@@ -113,7 +113,7 @@ async def test_python_fork_of_a_branch_and_a_fresh_runner_resumes_it(tmp_path: P
     ws, rdir = _workspace(tmp_path), tmp_path / "run"
 
     def runner() -> WorkflowRunner:
-        return WorkflowRunner(spec, run_dir=rdir, sandbox="local", workspace=ws, context=RunContext(model="test"))
+        return WorkflowRunner(spec, run_dir=rdir, sandbox="local", workspace=ws, context=RunHandles(model="test"))
 
     async with runner() as first:
         result = await first.start({"task": "fix it"}, thread_id="t")

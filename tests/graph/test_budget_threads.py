@@ -16,7 +16,7 @@ from typing import Any, TypedDict
 import pytest
 from pydantic import BaseModel
 
-from agentflow import FunctionModel, RunContext
+from agentflow import FunctionModel, RunHandles
 from agentflow.budget import Budget
 from agentflow.graph.define.builder import Workflow
 from agentflow.graph.define.spec import END
@@ -72,7 +72,7 @@ def _fan_out(agents: int, failing: Any = None) -> Any:
 
 async def _run(run_dir: Path, spec: Any, limit: int | None, thread: str, *, resume: bool = False) -> Any:
     model = FunctionModel(_slow)
-    context = RunContext(chat_model=model, budget=Budget(model_calls=limit))
+    context = RunHandles(chat_model=model, budget=Budget(model_calls=limit))
     async with WorkflowRunner(spec, run_dir=run_dir, context=context) as runner:
         result = await (runner.resume(thread) if resume else runner.start({"task": "t"}, thread_id=thread))
     return result, len(model.requests)
@@ -117,7 +117,7 @@ async def test_a_new_thread_in_the_same_folder_is_not_charged_the_old_threads_us
     usage = json.loads((tmp_path / "usage.json").read_text())
     assert {t: u["model_calls"] for t, u in usage["threads"].items()} == {"t1": 2, "t2": 2}
     assert usage["model_calls"] == 4  # the folder's sum
-    reader_context = RunContext(chat_model=FunctionModel(_slow))
+    reader_context = RunHandles(chat_model=FunctionModel(_slow))
     async with WorkflowRunner(spec, run_dir=tmp_path, context=reader_context) as reader:  # its own usage
         assert (await reader.result("t1")).usage.model_calls == 2
 
@@ -125,7 +125,7 @@ async def test_a_new_thread_in_the_same_folder_is_not_charged_the_old_threads_us
 async def test_one_runner_counts_each_thread_on_its_own(tmp_path: Path) -> None:
     model = FunctionModel(_slow)
     budget = Budget(model_calls=2)
-    async with WorkflowRunner(_fan_out(2), run_dir=tmp_path, context=RunContext(chat_model=model, budget=budget)) as r:
+    async with WorkflowRunner(_fan_out(2), run_dir=tmp_path, context=RunHandles(chat_model=model, budget=budget)) as r:
         assert (await r.start({"task": "t"}, thread_id="t1")).usage.model_calls == 2
         second = await r.start({"task": "t"}, thread_id="t2")
         assert second.status == "done" and second.usage.model_calls == 2

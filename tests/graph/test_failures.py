@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
+from agentflow.graph import RunHandles, WorkflowRunner, spec_from_dict
 from agentflow.models.replay import ReplayModel
 from agentflow.workflows.demo import review_gate
 
@@ -41,7 +41,7 @@ def _spec(on_error: str | None = None) -> dict:
 
 
 async def test_an_agent_with_no_readable_answer_fails_the_run(tmp_path: Path) -> None:
-    ctx = RunContext(chat_model=ReplayModel(_cassette(tmp_path, ["this is not JSON"])))
+    ctx = RunHandles(chat_model=ReplayModel(_cassette(tmp_path, ["this is not JSON"])))
     async with WorkflowRunner(spec_from_dict(_spec()), run_dir=tmp_path / "r", context=ctx) as runner:
         result = await runner.start({"task": "check it"}, thread_id="t")
         assert result.status == "failed" and not result.ok
@@ -55,7 +55,7 @@ async def test_an_agent_with_no_readable_answer_fails_the_run(tmp_path: Path) ->
 
 
 async def test_on_error_routes_the_failure_instead(tmp_path: Path) -> None:
-    ctx = RunContext(chat_model=ReplayModel(_cassette(tmp_path, ["no json here"])))
+    ctx = RunHandles(chat_model=ReplayModel(_cassette(tmp_path, ["no json here"])))
     spec = spec_from_dict(_spec(on_error="fallback"))
     async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=ctx) as runner:
         result = await runner.start({"task": "check it", "topic": "x"}, thread_id="t")
@@ -68,7 +68,7 @@ async def test_on_error_routes_the_failure_instead(tmp_path: Path) -> None:
 async def test_step_limit_is_a_failure_reason(tmp_path: Path) -> None:
     spec = _spec()
     spec["nodes"]["review"]["args"]["config"] = {"step_limit": 1, "output_retries": 1}
-    ctx = RunContext(chat_model=ReplayModel(_cassette(tmp_path, ["not json"])))
+    ctx = RunHandles(chat_model=ReplayModel(_cassette(tmp_path, ["not json"])))
     async with WorkflowRunner(spec_from_dict(spec), run_dir=tmp_path / "r", context=ctx) as runner:
         result = await runner.start({"task": "t"}, thread_id="t")
     assert result.status == "failed" and result.stop_reason == "step_limit"

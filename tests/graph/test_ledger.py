@@ -12,7 +12,7 @@ import pytest
 
 from agentflow.errors import UserError
 from agentflow.graph import END, Workflow, WorkflowRunner
-from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.context import RunHandles
 from agentflow.runrecord import verified
 
 
@@ -46,7 +46,7 @@ async def test_a_python_run_keeps_its_ledger_across_runners(tmp_path: Path) -> N
     from agentflow.models.replay import ReplayModel
 
     run = tmp_path / "run"
-    first = RunContext(chat_model=ReplayModel(_cassette(tmp_path / "a.json", 10)))
+    first = RunHandles(chat_model=ReplayModel(_cassette(tmp_path / "a.json", 10)))
     async with WorkflowRunner(_workflow(), run_dir=run, context=first) as runner:
         paused = await runner.start({"task": "t"}, thread_id="th")
     assert paused.status == "interrupted" and paused.usage.model_calls == 1
@@ -57,7 +57,7 @@ async def test_a_python_run_keeps_its_ledger_across_runners(tmp_path: Path) -> N
         "stop_reason": "interrupted"}
     assert json.loads((run / "usage.json").read_text())["tokens"] == 11
 
-    second = RunContext(chat_model=ReplayModel(_cassette(tmp_path / "b.json", 20)))  # another process's leg
+    second = RunHandles(chat_model=ReplayModel(_cassette(tmp_path / "b.json", 20)))  # another process's leg
     async with WorkflowRunner(_workflow(), run_dir=run, context=second) as runner:
         done = await runner.resume("th", approve=True)
     assert done.status == "done" and done.usage.model_calls == 2 and done.usage.tokens == 11 + 21
@@ -71,7 +71,7 @@ async def test_a_python_run_keeps_its_ledger_across_runners(tmp_path: Path) -> N
 async def test_result_of_a_thread_builds_no_model(tmp_path: Path) -> None:
     from agentflow.models.replay import ReplayModel
 
-    ctx = RunContext(chat_model=ReplayModel(_cassette(tmp_path / "a.json", 10)))
+    ctx = RunHandles(chat_model=ReplayModel(_cassette(tmp_path / "a.json", 10)))
     async with WorkflowRunner(_workflow(), run_dir=tmp_path, context=ctx) as runner:
         await runner.start({"task": "t"}, thread_id="th")
     # a model that cannot even be built: reading the thread must not try

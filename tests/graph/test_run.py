@@ -13,7 +13,14 @@ from pydantic import BaseModel
 
 from agentflow.errors import UserError
 from agentflow.events import EventLog, read_events
-from agentflow.graph import END, RunContext, Workflow, WorkflowRunner, load_workflow, spec_from_dict
+from agentflow.graph import (
+    END,
+    RunHandles,
+    Workflow,
+    WorkflowRunner,
+    load_workflow,
+    spec_from_dict,
+)
 from agentflow.graph.run.runner import StreamEvent
 
 
@@ -191,7 +198,7 @@ async def test_call_tool_is_journaled_and_evented(tmp_path: Path) -> None:
 
     wf = Workflow("t", state=LoopState).node("node", node).edge("node", END)
     events = EventLog(tmp_path / "events.jsonl", run_id="r")
-    ctx = RunContext(events=events, tools={"counter": counter})
+    ctx = RunHandles(events=events, tools={"counter": counter})
     async with WorkflowRunner(wf.spec, run_dir=tmp_path, context=ctx) as runner:
         result = await runner.start({}, thread_id="th")
     events.close()
@@ -205,7 +212,7 @@ async def test_call_tool_is_journaled_and_evented(tmp_path: Path) -> None:
     from agentflow.tools.journal import SqliteToolJournal
 
     with SqliteToolJournal(tmp_path / "checkpoints.db") as journal:
-        rt = RunContext(journal=journal, tools={"counter": counter})
+        rt = RunHandles(journal=journal, tools={"counter": counter})
         again = NodeContext(
             rt, "node", {"configurable": {"thread_id": "th"}, "metadata": {"langgraph_step": 1}}
         )

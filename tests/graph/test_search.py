@@ -14,7 +14,7 @@ from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
 from agentflow.graph.check.validation import validate
 from agentflow.graph.define.loader import spec_from_dict
-from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.context import RunHandles
 
 
 def _workflow(search: dict[str, Any], nodes: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def _workflow(search: dict[str, Any], nodes: dict[str, Any] | None = None) -> di
 
 async def _run(tmp_path: Path, wf: dict[str, Any]) -> tuple[Any, EventLog, WorkflowRunner]:
     events = EventLog()
-    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run", context=RunContext(events=events))
+    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run", context=RunHandles(events=events))
     result = await runner.start({"task": "x"}, thread_id="t")
     return result, events, runner
 
@@ -143,7 +143,7 @@ def _keyed(search: dict[str, Any]) -> dict[str, Any]:
 async def test_strategy_key_picks_the_strategy_from_the_state(tmp_path: Path, named: str | None, runs: str) -> None:
     search = {"strategy_key": "algorithm", "n": 2, "value": "score", "step_until": ["attempt"]}
     events = EventLog()
-    runner = WorkflowRunner(spec_from_dict(_keyed(search)), run_dir=tmp_path / "run", context=RunContext(events=events))
+    runner = WorkflowRunner(spec_from_dict(_keyed(search)), run_dir=tmp_path / "run", context=RunHandles(events=events))
     result = await runner.start({"task": "x", **({"algorithm": named} if named else {})}, thread_id="t")
     assert result.status == "done", result.errors
     assert result.state["report"]["strategy"] == runs  # without a value there, `strategy` (best_of_n) runs
@@ -355,11 +355,13 @@ async def test_a_branch_is_given_what_its_typed_nodes_read_though_the_state_does
     from agentflow.graph.define.loader import load_workflow
 
     (tmp_path / "hintnodes.py").write_text(
-        "from agentflow.graph.compile.nodetypes import NodeType\n\n"
+        "from typing import TypedDict\n\nfrom agentflow.graph.compile.nodetypes import NodeType\n\n"
+        "class Hint(TypedDict, total=False):\n    hint: str\n\n"
+        "class Answer(TypedDict, total=False):\n    answer: str\n\n"
         "async def give(state, ctx, settings):\n    return {'hint': 'h1'}\n\n"
         "async def use(state, ctx, settings):\n    return {'answer': f\"saw {state.get('hint')}\"}\n\n"
-        "NODE_TYPES = [NodeType('t.give', give, None, (), ('hint',)),\n"
-        "              NodeType('t.use', use, None, ('hint',), ('answer',))]\n")
+        "NODE_TYPES = [NodeType('t.give', give, None, (), (Hint,)),\n"
+        "              NodeType('t.use', use, None, (Hint,), (Answer,))]\n")
     flow = tmp_path / "flow.yaml"
     flow.write_text(json.dumps({
         "name": "f", "node_types": ["hintnodes.py"],
@@ -369,7 +371,7 @@ async def test_a_branch_is_given_what_its_typed_nodes_read_though_the_state_does
                          "subgraph": {"name": "try", "nodes": {"use": {"type": "t.use", "next": "END"}}}}}}))
     spec = load_workflow(flow)
     runner = WorkflowRunner(spec, run_dir=tmp_path / "run",
-                            context=RunContext(events=EventLog(), node_types=workflow_registry(spec)))
+                            context=RunHandles(events=EventLog(), node_types=workflow_registry(spec)))
     result = await runner.start({}, thread_id="t")
     assert result.status == "done" and result.state["answer"] == "saw h1"
     runner.close()

@@ -15,7 +15,7 @@ import pytest
 from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
 from agentflow.graph.define.loader import spec_from_dict
-from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.context import RunHandles
 from agentflow.graph.search.tree import BranchReport, SearchReport
 
 
@@ -42,7 +42,7 @@ def _repo(root: Path) -> Path:
 async def test_the_report_holds_each_branchs_diff_tests_and_values(tmp_path: Path, strategy: str) -> None:
     events = EventLog()
     runner = WorkflowRunner(spec_from_dict(_workflow(strategy, 4)), run_dir=tmp_path / "run", sandbox="local",
-                            workspace=_repo(tmp_path / "repo"), context=RunContext(events=events))
+                            workspace=_repo(tmp_path / "repo"), context=RunHandles(events=events))
     async with runner:
         result = await runner.start({"task": "x"}, thread_id="t")
         history = await runner.history("t")

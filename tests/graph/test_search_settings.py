@@ -17,7 +17,7 @@ from agentflow.events import EventLog
 from agentflow.graph import WorkflowRunner
 from agentflow.graph.check.validation import validate
 from agentflow.graph.define.loader import spec_from_dict
-from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.context import RunHandles
 from agentflow.graph.search.settings import SearchSettings
 
 STRATEGIES = ("best_of_n", "beam", "tot", "rebase", "mcts")
@@ -64,7 +64,7 @@ def _workflow(search: dict[str, Any], nodes: dict[str, Any] | None = None) -> di
 
 async def _run(wf: dict[str, Any]) -> tuple[Any, EventLog]:
     events = EventLog()
-    async with WorkflowRunner(spec_from_dict(wf), checkpointer="memory", context=RunContext(events=events)) as r:
+    async with WorkflowRunner(spec_from_dict(wf), checkpointer="memory", context=RunHandles(events=events)) as r:
         result = await r.start({"task": "x"}, thread_id="t")
     return result, events
 

@@ -16,7 +16,7 @@ import pytest
 
 from agentflow.errors import UserError
 from agentflow.graph import END, Workflow, WorkflowRunner
-from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.context import RunHandles
 
 ANSWER = '{"summary": "looked the word up: it means to flow", "done": true}'
 PIECES = [ANSWER[i:i + 8] for i in range(0, len(ANSWER), 8)]
@@ -120,7 +120,7 @@ async def test_an_agent_nested_in_a_subgraph_streams_tokens_and_tool_calls_live(
 ) -> None:
     from agentflow.models.spec import load_model
 
-    context = RunContext(chat_model=load_model(slow_server.spec))
+    context = RunHandles(chat_model=load_model(slow_server.spec))
     seen: list[tuple[Any, float]] = []
     async with WorkflowRunner(_workflow().spec, run_dir=tmp_path, context=context, sandbox="none") as runner:
         async for ev in runner.stream({"task": "what does 'stream' mean?"}, thread_id="s1",
@@ -149,7 +149,7 @@ async def test_an_agent_nested_in_a_subgraph_streams_tokens_and_tool_calls_live(
 async def test_every_node_and_model_call_without_a_filter(tmp_path: Path, slow_server: SlowServer) -> None:
     from agentflow.models.spec import load_model
 
-    context = RunContext(chat_model=load_model(slow_server.spec))
+    context = RunHandles(chat_model=load_model(slow_server.spec))
     async with WorkflowRunner(_workflow().spec, run_dir=tmp_path, context=context, sandbox="none") as runner:
         with pytest.raises(UserError, match="unknown stream mode 'token'"):
             [ev async for ev in runner.stream({"task": "x"}, mode=["token"])]
@@ -169,7 +169,7 @@ async def test_leaving_the_stream_cancels_the_run_and_stream_resumes_it(tmp_path
 
     from agentflow.models.spec import load_model
 
-    context = RunContext(chat_model=load_model(slow_server.spec))
+    context = RunHandles(chat_model=load_model(slow_server.spec))
     async with WorkflowRunner(_workflow().spec, run_dir=tmp_path, context=context, sandbox="none") as runner:
         async with contextlib.aclosing(runner.stream({"task": "x"}, thread_id="s3", mode=["tokens"])) as events:
             async for ev in events:
@@ -213,7 +213,7 @@ async def test_what_a_search_branch_sends_is_streamed_with_its_branch_path(tmp_p
     subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
     spec = load_workflow(str(Path(__file__).with_name("branch_fork.yaml")))
     async with WorkflowRunner(spec, run_dir=tmp_path / "a", sandbox="local", workspace=ws,
-                              context=RunContext(model="test")) as runner:
+                              context=RunHandles(model="test")) as runner:
         events = [ev async for ev in runner.stream({"task": "x"}, mode=["tokens", "models"], nodes=["attempt"])]
     for kind in ("model.start", "token", "model.call"):
         got = sorted((ev.path, ev.data["branch"]) for ev in events if ev.kind == kind)

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 import pytest
 from pydantic import BaseModel
 
-from agentflow import Agent, FunctionModel, NodeContext, RunContext, TestModel, ToolContext, tool, tool_call
+from agentflow import Agent, FunctionModel, NodeContext, RunHandles, TestModel, ToolContext, tool, tool_call
 from agentflow.errors import UserError
 from agentflow.graph import END, Workflow, WorkflowRunner, spec_from_dict
 from agentflow.models import ChatRequest
@@ -114,7 +114,7 @@ def _workflow(model: Any = None) -> Workflow:
 def test_workflow_deps_reach_agent_tools_tool_nodes_and_function_nodes() -> None:
     deps = Deps("app")
     model = TestModel()
-    context = RunContext(chat_model=model, tools={"remember": remember})
+    context = RunHandles(chat_model=model, tools={"remember": remember})
     with WorkflowRunner(_workflow().spec, checkpointer="memory", context=context, deps=deps) as runner:
         run = runner.run_sync({"task": "ship"})
     assert run.status == "done", run.errors
@@ -131,7 +131,7 @@ def test_a_node_model_can_be_a_function_model_object_or_a_test_spec(tmp_path: Pa
         return Answer(summary="done", count=len(request.messages))
 
     deps = Deps("fn")
-    context = RunContext(tools={"remember": remember})
+    context = RunHandles(tools={"remember": remember})
     with WorkflowRunner(_workflow(FunctionModel(reply)).spec, checkpointer="memory", context=context,
                         deps=deps) as runner:
         run = runner.run_sync({"task": "t"})
@@ -175,12 +175,12 @@ def test_run_sync_and_resume_sync_share_one_loop_and_close_the_sandbox(tmp_path:
 
 def test_a_second_runner_after_run_sync_works_in_async_code(tmp_path: Path) -> None:
     """run_sync's loop is the runner's own: asyncio.run afterwards (a new loop) is unaffected."""
-    with WorkflowRunner(_workflow().spec, checkpointer="memory", context=RunContext(
+    with WorkflowRunner(_workflow().spec, checkpointer="memory", context=RunHandles(
             chat_model=TestModel(), tools={"remember": remember}), deps=Deps("x")) as runner:
         assert runner.run_sync({"task": "a"}).ok
 
     async def again() -> bool:
-        async with WorkflowRunner(_workflow().spec, checkpointer="memory", context=RunContext(
+        async with WorkflowRunner(_workflow().spec, checkpointer="memory", context=RunHandles(
                 chat_model=TestModel(), tools={"remember": remember}), deps=Deps("y")) as other:
             return (await other.start({"task": "b"})).ok
 

@@ -95,9 +95,11 @@ def test_a_workflow_without_state_is_not_checked() -> None:
 
 def test_node_types_read_from_text_leave_the_keys_unchecked_with_a_note(tmp_path: Path) -> None:
     (tmp_path / "mynodes.py").write_text(
-        "from agentflow.graph.compile.nodetypes import NodeType\n\n"
+        "from typing import TypedDict\n\nfrom agentflow.graph.compile.nodetypes import NodeType\n\n"
+        "class Task(TypedDict, total=False):\n    task: str\n\n"
+        "class Found(TypedDict, total=False):\n    found: int\n\n"
         "async def step(state, ctx, settings):\n    return {'found': 1}\n\n"
-        "NODE_TYPES = [NodeType('my.step', step, None, ('task',), ('found',))]\n")
+        "NODE_TYPES = [NodeType('my.step', step, None, (Task,), (Found,))]\n")
     flow = tmp_path / "flow.yaml"
     flow.write_text(json.dumps({"name": "f", "state": {"task": {"type": "str"}, "out": {"type": "dict"}},
                                 "node_types": ["mynodes.py"], "nodes": {
@@ -198,9 +200,20 @@ def test_unknown_names_get_the_nearest_one_suggested(tmp_path: Path, capsys: pyt
     assert "has no typed or search node 'refin'; did you mean 'refine'?" in capsys.readouterr().err
 
 
-class StepState(TypedDict, total=False):
+class TaskKey(TypedDict, total=False):
     task: str
+
+
+class FoundKey(TypedDict, total=False):
     found: list[int]
+
+
+class LostKey(TypedDict, total=False):
+    lost: int
+
+
+class StepState(TaskKey, FoundKey, total=False):
+    """The keys of a node type's state, in groups its reads and writes are made of."""
 
 
 def test_a_node_types_state_types_its_keys_in_the_schema() -> None:
@@ -216,9 +229,39 @@ def test_a_node_types_state_types_its_keys_in_the_schema() -> None:
         return {"found": [len(state.get("task") or "")]}
 
     registry = NodeTypeRegistry()
-    registry.register(NodeType("my.step", step, None, ("task",), ("found",), state=StepState))
+    registry.register(NodeType("my.step", step, None, (TaskKey,), (FoundKey,), state=StepState))
     spec = spec_from_dict({"name": "w", "state": {"task": {"type": "str"}}, "nodes": {"s": {"type": "my.step"}}})
     hints = typing.get_type_hints(state_schema(spec, registry))
     assert hints == {"task": str, "found": list[int]}
     with pytest.raises(ConfigError, match="my.other: its state StepState has no key 'lost'"):
-        NodeType("my.other", step, None, ("task",), ("lost",), state=StepState)
+        NodeType("my.other", step, None, (TaskKey,), (LostKey,), state=StepState)
+
+
+class OtherDeps:
+    """The deps of a library other than the repair's."""
+
+
+def test_a_workflow_whose_typed_nodes_need_different_deps_is_a_problem_at_load() -> None:
+    """One run has one `deps`: a workflow mixing a repair step (its context carries a `RepairRuntime`) with a
+    node type whose context carries other deps, a search's branches included, is refused when it is loaded;
+    node types that take no deps mix with either."""
+    from agentflow.graph.compile.nodetypes import NodeType, default_registry
+
+    async def step(state: StepState, ctx: Any, settings: None) -> StepState:
+        return {}
+
+    registry = default_registry().with_modules([])
+    registry.register(NodeType("my.step", step, None, (TaskKey,), (FoundKey,), state=StepState, deps=OtherDeps))
+    mixed = {"name": "w", "nodes": {"base": {"type": "swe.baseline", "next": "go"},
+                                    "go": {"search": {"n": 2}, "next": "END", "subgraph": {
+                                        "name": "b", "nodes": {"s": {"type": "my.step", "next": "END"}}}}}}
+    found = [p.message for p in validate(spec_from_dict(mixed), registry=registry) if p.kind == "deps-conflict"]
+    assert found == [("w: node types swe.baseline and my.step need different deps (RepairRuntime, OtherDeps): one "
+                      "run has one; use node types of one library in a workflow")]
+    from agentflow.graph.check.validation import check_workflow
+
+    with pytest.raises(UserError, match="need different deps"):
+        check_workflow(spec_from_dict(mixed), registry)
+    alone = {"name": "w", "nodes": {"base": {"type": "swe.baseline", "next": "s"},
+                                    "s": {"type": "reason.constraints", "next": "END"}}}
+    assert [p for p in validate(spec_from_dict(alone), registry=registry) if p.kind == "deps-conflict"] == []

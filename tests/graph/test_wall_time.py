@@ -19,7 +19,7 @@ import yaml
 from agentflow.budget import Budget
 from agentflow.cli.main import run
 from agentflow.events import EventLog, read_events
-from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
+from agentflow.graph import RunHandles, WorkflowRunner, spec_from_dict
 from agentflow.models.spec import load_model
 
 from ..models.conftest import FakeServer, fake_server_process
@@ -48,7 +48,7 @@ async def test_an_agent_node_is_cut_at_the_deadline_and_the_run_keeps_what_finis
     agent_node = {"agent": "critic", "output": "answer", "next": "END",
                   "args": {"input": {"task": "task", "summary": "task"}, "config": {"tools": []}}}
     events = EventLog(tmp_path / "events.jsonl", run_id="r")
-    ctx = RunContext(chat_model=load_model(llm.spec("tiny"), **FAST), events=events)
+    ctx = RunHandles(chat_model=load_model(llm.spec("tiny"), **FAST), events=events)
     async with WorkflowRunner(spec_from_dict(_spec(agent_node)), run_dir=tmp_path / "r", context=ctx) as runner:
         ctx.budget = budget = Budget(wall_seconds=2)  # its clock starts now, with the run (not with the imports)
         result = await runner.start({"task": "review"}, thread_id="t")
@@ -75,7 +75,7 @@ async def test_work_that_is_no_call_is_cut_too_and_resume_runs_it_again(tmp_path
     assert result.errors["second"].error.startswith("budget exceeded: wall_seconds")
     nodes.SLOW_NODE["seconds"] = 0.0
     try:
-        async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunContext(budget=Budget())) as runner:
+        async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunHandles(budget=Budget())) as runner:
             assert (await runner.result("t")).stop_reason == "budget:wall_seconds"
             resumed = await runner.resume("t")
     finally:
@@ -90,13 +90,13 @@ async def test_no_node_starts_past_the_deadline_and_resume_begins_with_it(tmp_pa
     raw["nodes"]["draft"]["fn"] = "tests.graph.nodes:draft_until_the_deadline"
     spec = spec_from_dict(raw)
     events = EventLog(tmp_path / "events.jsonl", run_id="r")
-    async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunContext(events=events)) as runner:
+    async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunHandles(events=events)) as runner:
         runner.context.budget = Budget(wall_seconds=1)
         result = await runner.start({"task": "t"}, thread_id="t")
     assert (result.status, result.failed_node, result.stop_reason) == ("failed", "second", "budget:wall_seconds")
     assert result.state["draft"] == "cut short" and "summary" not in result.state
     assert [e.node_id for e in read_events(tmp_path / "events.jsonl") if e.kind == "node.start"] == ["draft"]
-    async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunContext(budget=Budget())) as runner:
+    async with WorkflowRunner(spec, run_dir=tmp_path / "r", context=RunHandles(budget=Budget())) as runner:
         resumed = await runner.resume("t")
     events.close()
     assert resumed.status == "done" and resumed.state["summary"] == "summary of cut short"

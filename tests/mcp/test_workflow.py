@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentflow.events import EventLog
-from agentflow.graph import RunContext, WorkflowRunner, load_workflow
+from agentflow.graph import RunHandles, WorkflowRunner, load_workflow
 from agentflow.models.base import ChatRequest
 from agentflow.models.replay import RecordingModel, ReplayModel
 from tests.mcp.conftest import (
@@ -48,7 +48,7 @@ async def run_agent(tmp_path: Path, server: dict, steps: list[dict], during=None
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     events = EventLog(run_dir / "events.jsonl", run_id="r")
-    ctx = RunContext(events=events, chat_model=RecordingModel(ReplayModel(cassette), recording))
+    ctx = RunHandles(events=events, chat_model=RecordingModel(ReplayModel(cassette), recording))
     async with WorkflowRunner(spec, run_dir=run_dir, context=ctx) as runner:
         task = asyncio.create_task(runner.start({"task": "use the tools"}, thread_id="t"))
         if during is not None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentflow.events import EventLog
-from agentflow.graph import RunContext, WorkflowRunner, spec_from_dict
+from agentflow.graph import RunHandles, WorkflowRunner, spec_from_dict
 from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, TokenTrace
 from agentflow.models.testing import FunctionModel
 from agentflow.observe.export import export_run, trajectory_rows
@@ -54,7 +54,7 @@ async def _search_run(tmp_path: Path, n: int) -> Path:
 
     run = tmp_path / "run"
     events = EventLog(run / "events.jsonl", run_id="run1")
-    ctx = RunContext(chat_model=FunctionModel(reply), events=events)
+    ctx = RunHandles(chat_model=FunctionModel(reply), events=events)
     async with WorkflowRunner(_search_workflow(n), run_dir=run, context=ctx) as runner:
         result = await runner.start({"task": "say x"}, thread_id="t")
     events.close()
@@ -161,7 +161,7 @@ async def test_beam_children_of_one_parent_share_a_group_that_other_steps_do_not
     counter = itertools.count(1)
     run = tmp_path / "run"
     events = EventLog(run / "events.jsonl", run_id="run1")
-    ctx = RunContext(chat_model=FunctionModel(lambda request: _traced("x" * next(counter))), events=events)
+    ctx = RunHandles(chat_model=FunctionModel(lambda request: _traced("x" * next(counter))), events=events)
     async with WorkflowRunner(spec_from_dict(go_spec(spec)), run_dir=run, context=ctx) as runner:
         result = await runner.start({"task": "say x"}, thread_id="t")
     events.close()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from agentflow.events import EventLog, read_events
-from agentflow.graph import RunContext, WorkflowRunner, load_workflow
+from agentflow.graph import RunHandles, WorkflowRunner, load_workflow
 from agentflow.models.replay import ReplayModel
 from agentflow.observe import TraceConfig, instrument
 
@@ -24,7 +24,7 @@ AGENT_CASSETTES = ROOT / "tests" / "agents" / "cassettes"
 async def test_a_workflow_of_agents_becomes_a_genai_span_tree(otlp_receiver: Receiver, tmp_path: Path) -> None:
     events = EventLog(tmp_path / "events.jsonl", run_id="wf")
     assert instrument(events, TraceConfig(endpoint=otlp_receiver.url)) is not None
-    ctx = RunContext(events=events, chat_model=ReplayModel(WORKFLOW_CASSETTE))
+    ctx = RunHandles(events=events, chat_model=ReplayModel(WORKFLOW_CASSETTE))
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "test_cli.py").write_text("def test_runs():\n    assert True\n")  # the check node's tests must run

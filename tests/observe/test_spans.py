@@ -126,7 +126,7 @@ async def test_a_graph_search_s_branches_are_spans_under_the_search_node(tmp_pat
     holding its own node spans (which the run's other branches never close)."""
     from agentflow.graph import WorkflowRunner
     from agentflow.graph.define.loader import spec_from_dict
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
 
     tp, live = provider()
     events = EventLog(tmp_path / "events.jsonl", run_id="r")
@@ -137,7 +137,7 @@ async def test_a_graph_search_s_branches_are_spans_under_the_search_node(tmp_pat
                            "subgraph": {"name": "try", "nodes": {
                                "attempt": {"fn": "tests.graph.search_nodes:attempt", "next": "refine"},
                                "refine": {"fn": "tests.graph.search_nodes:refine", "next": "END"}}}}}}
-    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run", context=RunContext(events=events))
+    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run", context=RunHandles(events=events))
     assert (await runner.start({"task": "x"})).status == "done"
     runner.close()
     events.close()

@@ -12,10 +12,9 @@ from agentflow.budget import Budget
 from agentflow.events import EventLog
 from agentflow.models.base import ChatRequest
 from agentflow.models.testing import FunctionModel
-from agentflow.repair.config import RepairConfig
 from agentflow.repair.locate.spectrum import ExampleRun, examples_changed, examples_shown
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.verify.choose import choose
+from agentflow.repair.verify.choose import ChooseSettings, choose
 from agentflow.repair.verify.workbench import Verification
 from tests.repair.conftest import TASKS_FILE
 
@@ -28,11 +27,11 @@ async def test_parts_of_a_split_edit_are_candidates_but_cast_no_vote():
     a = _attempt("t/c1", "diff-a\n", 1)
     b = _attempt("t/c2", "diff-b\n", 2)
     part = _attempt("t/c1.1", "diff-b\n", 1, part_of="t/c1")  # the same change as c2, split out of c1
-    best, by = await choose([a, b, part], RepairConfig(vote=True), None, "issue", Budget(), EventLog())
+    best, by = await choose([a, b, part], ChooseSettings(vote=True), None, "issue", Budget(), EventLog())
     # one sample each: a tie the earliest sample wins; counting the part, c2's patch would have won 2 to 1
     assert best is a and by == "tests"
     better = Attempt("t/c1.2", "diff-c\n", Verification(kind="test_cmd", passed=True, score=1.0), 1, "t/c1")
-    best, by = await choose([a, b, part, better], RepairConfig(vote=True), None, "issue", Budget(), EventLog())
+    best, by = await choose([a, b, part, better], ChooseSettings(vote=True), None, "issue", Budget(), EventLog())
     assert best is better and by == "tests"  # a part that passes is chosen by the tests like any candidate
 
 
@@ -49,18 +48,18 @@ async def test_the_verifier_model_breaks_a_tie_of_tests_and_vote_and_is_held_aga
         return json.dumps({"score": 0.9 if "first-sign" in asked else 0.2, "evidence": ["what it splits"]})
 
     budget, verifier = Budget(), FunctionModel(judge)
-    best, by = await choose(tied, RepairConfig(), verifier, "split at the first '=' only", budget, EventLog())
+    best, by = await choose(tied, ChooseSettings(), verifier, "split at the first '=' only", budget, EventLog())
     assert best is tied[0] and by == "verifier"
     assert sorted(r.messages[-1].content for r in verifier.requests) == [
         f"Task:\nsplit at the first '=' only\n\nFinal output of the agent:\n{a.patch}" for a in tied]
     assert budget.used.model_calls == 2  # a model that does not charge the budget itself is charged here
 
     # a judgement that does not validate (after the retry), or a call the budget refuses, scores nothing
-    best, by = await choose(tied, RepairConfig(), FunctionModel(lambda r: "looks fine"), "issue", Budget(),
+    best, by = await choose(tied, ChooseSettings(), FunctionModel(lambda r: "looks fine"), "issue", Budget(),
                             EventLog())
     assert best is tied[1] and by == "tests"
     spent = Budget(model_calls=0)
-    best, by = await choose(tied, RepairConfig(), FunctionModel(judge), "issue", spent, EventLog())
+    best, by = await choose(tied, ChooseSettings(), FunctionModel(judge), "issue", spent, EventLog())
     assert best is tied[1] and by == "tests" and spent.used.model_calls == 0
 
 
@@ -69,7 +68,7 @@ async def test_what_the_examples_show_decides_before_the_vote():
     chosen, by the examples. When every candidate (or none) changes it, the vote decides as before."""
     same = [_passing(f"t/c{i}", "diff-same\n", i) for i in range(3)]
     fix = _passing("t/c3", "diff-fix\n", 3)
-    cfg = RepairConfig(vote=True)
+    cfg = ChooseSettings(vote=True)
     best, by = await choose([*same, fix], cfg, None, "issue", Budget(), EventLog(),
                             {"diff-same": False, "diff-fix": True})
     assert best is fix and by == "examples"
@@ -93,23 +92,23 @@ async def test_samples_whose_candidates_show_the_same_outvote_a_patch_written_tw
     shown = {"diff-fix-0": ("{'hit_rate': 0.0}\n",), "diff-fix-1\nx": ("{'hit_rate': 0.0}\n",),
              "diff-fix-2\nxx": ("{'hit_rate': 0.0}\n",), "diff-workaround": ("{'hit_rate': None}\n",)}
     events = EventLog()
-    best, by = await choose([*fixes, *workaround], RepairConfig(), None, "issue", Budget(), events, shown=shown,
+    best, by = await choose([*fixes, *workaround], ChooseSettings(), None, "issue", Budget(), events, shown=shown,
                             instance_id="t")
     assert best is fixes[0] and by == "behaviour_vote"
     assert [(e.node_id, e.data["instance_id"], e.data["patch_vote_choice"])
             for e in events.events if e.kind == "repair.vote"] == [("t", "t", "t/c3")]
-    for cfg, known in ((RepairConfig(vote_by_examples=False), shown), (RepairConfig(), {})):
+    for cfg, known in ((ChooseSettings(vote_by_examples=False), shown), (ChooseSettings(), {})):
         best, by = await choose([*fixes, *workaround], cfg, None, "issue", Budget(), EventLog(), shown=known)
         assert best is workaround[0] and by == "vote"
     # a candidate whose examples gave no report votes by its patch: it joins no behaviour
-    best, by = await choose([*fixes, *workaround], RepairConfig(), None, "issue", Budget(), EventLog(),
+    best, by = await choose([*fixes, *workaround], ChooseSettings(), None, "issue", Budget(), EventLog(),
                             shown={k: v for k, v in shown.items() if not k.startswith("diff-fix-2")})
     assert best is workaround[0] and by == "vote"
     # a lead of equal patches that change nothing the report shows (cachette-1's look-alike, three times over
     # one fix) is the plain vote's, not the behaviour vote's
     lookalike = [_passing(f"t/c{i}", "diff-lookalike\n", i) for i in (5, 6, 7)]
     events = EventLog()
-    best, by = await choose([*lookalike, fixes[0]], RepairConfig(), None, "issue", Budget(), events,
+    best, by = await choose([*lookalike, fixes[0]], ChooseSettings(), None, "issue", Budget(), events,
                             shown={"diff-fix-0": ("True\n",)}, instance_id="t")
     assert best is lookalike[0] and by == "vote"
     assert not [e for e in events.events if e.kind == "repair.vote"]
@@ -125,7 +124,7 @@ async def test_the_keep_working_check_decides_among_candidates_that_fix_the_repr
 
     decimal = [fixed(f"t/c{i}", "diff-decimal\n", i) for i in range(3)]
     fix = fixed("t/c3", "diff-fix\n", 3)
-    cfg = RepairConfig(vote=True)
+    cfg = ChooseSettings(vote=True)
     keeps = {"diff-decimal": False, "diff-fix": True}
     best, by = await choose([*decimal, fix], cfg, None, "issue", Budget(), EventLog(),
                             {"diff-decimal": True, "diff-fix": False}, keeps=keeps)
@@ -290,7 +289,7 @@ async def test_a_candidate_that_changes_no_code_is_not_submitted_when_the_tests_
     docs = [Attempt(f"t/c{i}", "diff-docstring\n", failing, i, None) for i in range(3)]
     code = Attempt("t/c3", "diff-code\n", failing, 3, None)
     noops = {"diff-docstring": True, "diff-code": False}
-    cfg = RepairConfig(vote=True)
+    cfg = ChooseSettings(vote=True)
     assert (await choose([*docs, code], cfg, None, "issue", Budget(), EventLog()))[0] is docs[0]  # the vote
     events = EventLog()
     best, by = await choose([*docs, code], cfg, None, "issue", Budget(), events, noops=noops, base_failed=True,

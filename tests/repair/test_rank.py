@@ -10,6 +10,7 @@ from agentflow.models.replay import ReplayModel
 from agentflow.repair.config import load_repair_config
 from agentflow.repair.edit.steps import edit_prompt, rank_suspects
 from agentflow.repair.locate.localize import rank_windows
+from agentflow.repair.nodes import RankSettings
 
 from .conftest import scripted_cassette
 
@@ -32,7 +33,7 @@ def scripted(tmp_path: Path, answer: str) -> ReplayModel:
 
 
 def rank(tmp_path: Path, answer: str, *overrides: str) -> tuple[list[tuple[str, str]], list[str]]:
-    cfg = load_repair_config(list(overrides))
+    cfg = RankSettings.model_validate(dict(o.split("=") for o in overrides))
     pool = [w.symbol for w in rank_windows(SOURCES, ISSUE, max_lines=cfg.window_lines, limit=cfg.rank_pool)]
     return asyncio.run(rank_suspects(scripted(tmp_path, answer), cfg, ISSUE, SOURCES, seed=0)), pool
 
@@ -65,7 +66,7 @@ def test_picks_follow_the_best_scored_suspects_and_the_heuristic_fills_the_rest(
 
 
 def test_a_repository_with_one_candidate_asks_nothing(tmp_path: Path):
-    cfg = load_repair_config()
+    cfg = RankSettings()
     model = scripted(tmp_path, "1")
     sources = {"pkg/a.py": "def parse(text):\n    return text\n"}
     assert asyncio.run(rank_suspects(model, cfg, "`parse` fails", sources, seed=0)) == []

@@ -12,10 +12,9 @@ import pytest
 
 from agentflow.budget import Budget
 from agentflow.events import EventLog
-from agentflow.repair.config import RepairConfig
 from agentflow.repair.locate.spectrum import FunctionIndex, reach_summary, read_spectrum
 from agentflow.repair.outcome import Attempt
-from agentflow.repair.verify.choose import choose
+from agentflow.repair.verify.choose import ChooseSettings, choose
 from agentflow.repair.verify.targeting import (
     SuiteReach,
     changed_functions,
@@ -209,7 +208,7 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
         attempts = [Attempt("t/c1", SNEAKY, sneaky, 1), Attempt("t/c2", SNEAKY, sneaky.model_copy(), 2),
                     Attempt("t/c3", FIX, fixed, 3)]
         mark = len(events.events)
-        best, _ = await choose(attempts, RepairConfig(vote=True), None, task.problem_statement, Budget(), events,
+        best, _ = await choose(attempts, ChooseSettings(vote=True), None, task.problem_statement, Budget(), events,
                                confirm=functools.partial(bench.verify_whole, how=how), instance_id="t")
         assert best is not None and best.candidate_id == "t/c3"
         confirms = [e.data for e in events.events[mark:] if e.kind == "repair.confirm"]

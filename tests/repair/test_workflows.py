@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,21 +178,57 @@ def test_the_rollout_nodes_are_given_their_settings() -> None:
 
 
 def test_a_node_runs_with_the_settings_it_is_given() -> None:
-    """What a node's steps run with is its settings over the run's `RepairConfig` (`NodeSettings.over`): the
-    settings it was given, the run's value of every other field, `edit_format: auto` as the run's coder's."""
+    """A node's steps read its settings as the run hands them over: the run's value of each setting its type
+    takes (a node type's own setting given as the run's, under `nodes.*`), then its own; `edit_format: auto`
+    as the task's coder's (`EditFormatSettings.for_coder`). A setting the run has too is typed as the run's."""
+    from agentflow.repair.config import RepairConfig
+    from agentflow.repair.nodes import NODE_TYPES
     from agentflow.repair.nodetypes.rollout import SweEditSettings
 
-    cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "temperature=0.3"])
+    cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "temperature=0.3", "seed=11"])
     spec, registry, _ = load_repair_workflow(cfg)
     rank = registry.require("swe.rank", "rank").parse_settings(spec.nodes["rank"].settings, "rank")
-    run_cfg = cfg.model_copy(update={"edit_format": "rewrite", "seed": 11})  # as the task's runtime holds it
-    assert rank.over(run_cfg).rank_pool == 3 and rank.over(run_cfg).model == run_cfg.model
+    assert (rank.rank_pool, rank.seed) == (3, 11)
     edit = registry.require("swe.edit", "edit").parse_settings(spec.nodes["search"].subgraph.nodes["edit"].settings,
                                                                "edit")
     assert isinstance(edit, SweEditSettings) and edit.edit_format == "auto"
-    assert (edit.over(run_cfg).edit_format, edit.over(run_cfg).temperature) == ("rewrite", 0.3)
-    alone = SweEditSettings.model_validate({"max_tokens": 50}).over(run_cfg)  # given one setting: the rest the run's
-    assert (alone.max_tokens, alone.temperature, alone.seed) == (50, 0.3, 11)
+    run_cfg = cfg.model_copy(update={"edit_format": "rewrite"})  # as the task's runtime holds it
+    assert (edit.for_coder(run_cfg).edit_format, edit.for_coder(run_cfg).temperature) == ("rewrite", 0.3)
+    assert edit.model_copy(update={"edit_format": "tools"}).for_coder(run_cfg).edit_format == "tools"
+    for node_type in NODE_TYPES:
+        for name, field in (node_type.settings.model_fields.items() if node_type.settings else ()):
+            if name in RepairConfig.model_fields:
+                assert field.annotation == RepairConfig.model_fields[name].annotation, (node_type.name, name)
+
+
+def test_a_node_types_setting_given_as_the_runs_reaches_every_node_that_takes_it() -> None:
+    """A setting only node types take (declared in their settings class, not in `RepairConfig`) given as the
+    run's (`-c localize_files=2`) is kept as `nodes.*`: each node whose type takes it gets it, under the
+    workflow's own `settings:` and `-c nodes.<node>.*`; a name no type takes is a one-line error naming the
+    nearest, and a bad value one naming the node."""
+    from agentflow.errors import ConfigError
+    from agentflow.repair.config import RepairConfig
+    from agentflow.repair.nodetypes.localize_model import LocalizeSettings
+
+    def settings_of(cfg: RepairConfig, node: str, node_type: str) -> Any:
+        spec, registry, _ = load_repair_workflow(cfg)
+        return registry.require(node_type, node).parse_settings(spec.nodes[node].settings, node)
+
+    assert "localize_files" not in RepairConfig.model_fields and LocalizeSettings().localize_files == 3
+    cfg = load_repair_config(["workflow=agentless", "localize_files=2", "critique=true"])
+    assert cfg.nodes["*"] == {"critique": True, "localize_files": 2}
+    assert settings_of(cfg, "localize", "swe.localize").localize_files == 2
+    cfg = load_repair_config(["workflow=agentless", "localize_files=2", "nodes.localize.localize_files=1"])
+    assert settings_of(cfg, "localize", "swe.localize").localize_files == 1
+    # swe_search.yaml gives its discriminator `finalists: 3, debaters: 2`: the workflow's own stand
+    discriminate = settings_of(load_repair_config(["workflow=swe_search", "debaters=3"]), "discriminate",
+                               "swe.discriminate")
+    assert (discriminate.finalists, discriminate.debaters) == (3, 2)
+    with pytest.raises(ConfigError, match=r"nodes\.\*\.finalistz: no node type takes that setting; did you mean "
+                                          "'finalists'"):
+        load_repair_config(["nodes.*.finalistz=4"])
+    with pytest.raises(ConfigError, match="node 'localize': settings.localize_files"):
+        load_repair_workflow(load_repair_config(["workflow=agentless", "localize_files=99"]))
 
 
 def test_a_repair_node_outside_a_repair_is_a_one_line_error() -> None:
@@ -208,7 +245,7 @@ def test_a_repair_node_outside_a_repair_is_a_one_line_error() -> None:
             await runner.start({}, thread_id="t")
 
     for deps in (None, {"repair": "not a runtime"}):
-        with pytest.raises(UserError, match="node 'base' is a repair step and runs only inside a repair"):
+        with pytest.raises(UserError, match="node 'base' \\(swe.baseline\\) runs only with the run's RepairRuntime as its deps"):
             asyncio.run(start(deps))
 
 

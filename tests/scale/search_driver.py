@@ -94,9 +94,9 @@ async def main(address: str) -> None:
     from agentflow.executors.types import ExecutorConfig
     from agentflow.graph import WorkflowRunner
     from agentflow.graph.define.loader import spec_from_dict
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
 
-    context = RunContext(executor=ExecutorConfig(kind="ray", address=address), deps={"lock": threading.Lock()})
+    context = RunHandles(executor=ExecutorConfig(kind="ray", address=address), deps={"lock": threading.Lock()})
     runner = WorkflowRunner(spec_from_dict(workflow({"n": 2})), checkpointer="memory", context=context)
     out: dict[str, Any] = {}
     try:

@@ -28,15 +28,17 @@ FILES = {
     '    """Shout the text."""\n    return text.upper()\n',
     "wfpkg_x/__init__.py": "",
     "wfpkg_x/types.py": MARK.format(name="node_types")
-    + "from pydantic import BaseModel\nfrom agentflow.graph.compile.nodetypes import NodeType\n\n\n"
+    + "from typing import TypedDict\n\nfrom pydantic import BaseModel\nfrom agentflow.graph.compile.nodetypes import NodeType\n\n\n"
     "class Loud(BaseModel):\n    volume: int = 1\n\n\n"
     "async def run(state, ctx, settings):\n    return {'volume': settings.volume}\n\n\n"
-    "NODE_TYPES = [NodeType(name='evil.step', run=run, settings=Loud, writes=('volume',),"
+    "class Volume(TypedDict, total=False):\n    volume: int\n\n\n"
+    "NODE_TYPES = [NodeType(name='evil.step', run=run, settings=Loud, writes=(Volume,),"
     " description='Step from a package')]\n",
     "nodes.py": MARK.format(name="nodes_py")
-    + "from agentflow.graph.compile.nodetypes import NodeType\n\n\n"
+    + "from typing import TypedDict\n\nfrom agentflow.graph.compile.nodetypes import NodeType\n\n\n"
+    "class Other(TypedDict, total=False):\n    other: bool\n\n\n"
     "async def run(state, ctx, settings):\n    return {'other': True}\n\n\n"
-    "NODE_TYPES = [NodeType(name='evil.other', run=run, writes=('other',), description='Step beside the workflow')]\n",
+    "NODE_TYPES = [NodeType(name='evil.other', run=run, writes=(Other,), description='Step beside the workflow')]\n",
 }
 
 WORKFLOW = """\

@@ -114,5 +114,5 @@ def _type_row(nt: Any) -> dict[str, Any]:
 
     unchecked = isinstance(nt, UncheckedType)
     settings = None if unchecked else sorted(nt.settings.model_fields) if nt.settings is not None else []
-    return {"type": nt.name, "description": nt.description, "reads": list(nt.reads),
-            "writes": list(nt.writes), "settings": settings, "note": UNCHECKED if unchecked else None}
+    return {"type": nt.name, "description": nt.description, "reads": list(nt.read_keys),
+            "writes": list(nt.write_keys), "settings": settings, "note": UNCHECKED if unchecked else None}

@@ -485,7 +485,7 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
     `ExecutorConfig` of --executor (where search steps run)."""
     from agentflow.budget import Budget, BudgetLimits
     from agentflow.cli.workflow.run_printer import RunPrinter
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
     from agentflow.graph.run.run_options import read_record
     from agentflow.graph.run.runner import WorkflowRunner
     from agentflow.graph.run.streaming import LiveEvents
@@ -501,7 +501,7 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         fork = ForkFrom(fork.thread_id, fork.run_dir, point)
     else:
         run_id, thread, rdir = _new_run_dir(spec, opts, cfg, output, thread_id, inputs)
-    ctx = RunContext(tools=_load_tools(cfg.tools), model=opts.model or spec.model,
+    ctx = RunHandles(tools=_load_tools(cfg.tools), model=opts.model or spec.model,
                      budget=Budget(BudgetLimits.model_validate(opts.limits)))  # the runner adds earlier legs' spend
     served = None
     if handle is not None and opts.model is None:  # --model beats --serve, which beats the workflow's model:
@@ -593,10 +593,10 @@ READER_MODEL = "unused:reading-checkpoints"
 def checkpoint_reader(spec: Any, opts: Any) -> WorkflowRunner:
     """A runner that only reads a thread's checkpoints: no sandbox, no checkpointer of its own, and the run's
     model as `run` resolves it (an agent node compiles only with a model; a reader never calls it)."""
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
     from agentflow.graph.run.runner import WorkflowRunner
 
-    context = RunContext(model=opts.model or spec.model or READER_MODEL)
+    context = RunHandles(model=opts.model or spec.model or READER_MODEL)
     return WorkflowRunner(spec, checkpointer="memory", sandbox="none", context=context)
 
 

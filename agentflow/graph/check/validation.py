@@ -23,6 +23,7 @@ from agentflow.graph.check.static_code import (
     UncheckedType,
     workflow_folder,
 )
+from agentflow.graph.compile.nodetypes import deps_conflict
 from agentflow.graph.define.conditions import condition_fields, parse_condition
 from agentflow.graph.define.spec import END, START, NodeSpec, RouteSpec, WorkflowSpec, is_end
 
@@ -31,7 +32,7 @@ from agentflow.graph.define.spec import END, START, NodeSpec, RouteSpec, Workflo
 class Problem:
     kind: str
     """unknown-node, unreachable, no-path-to-end, endless-cycle, parallel-write-conflict, bad-node, unknown-field,
-    bad-import, bad-route"""
+    bad-import, bad-route, deps-conflict"""
     message: str
 
     def __str__(self) -> str:
@@ -144,6 +145,9 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -
         if bad:
             check.add("bad-option", f"tools: {bad}")
     _check_function_model(check)
+    conflict = deps_conflict(spec, registry) if registry is not None and not prefix else None
+    if conflict:
+        check.add("deps-conflict", f"{conflict}; use node types of one library in a workflow")
     for name, node in spec.nodes.items():
         _check_node(check, name, node, registry)
     _check_flow(check)
@@ -399,7 +403,7 @@ def state_keys(spec: WorkflowSpec, registry: Any = None) -> set[str] | None:
             node_type = registry.get(node.type) if registry is not None else None
             if node_type is None or isinstance(node_type, UncheckedType):
                 return None
-            keys.update(node_type.reads, node_type.writes)
+            keys.update(node_type.read_keys, node_type.write_keys)
     if any(node.on_error for node in spec.nodes.values()):
         from agentflow.graph.run.outcome import NODE_ERRORS
 

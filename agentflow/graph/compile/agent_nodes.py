@@ -24,7 +24,7 @@ from agentflow.graph.run.outcome import NODE_ERRORS, NodeFailed, agent_failure
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
 
 
 class AgentNodeOptions(StrictConfig):
@@ -126,7 +126,7 @@ def _path(state: Any, dotted: str) -> Any:
     return value
 
 
-def _model_for(name: str, options: AgentNodeOptions, rt: RunContext, spec: WorkflowSpec) -> Any:
+def _model_for(name: str, options: AgentNodeOptions, rt: RunHandles, spec: WorkflowSpec) -> Any:
     """The node's own model, else the run's shared model (built once, on first use), else a UserError naming
     the fix. A model named by a spec is built when the node first calls it: compiling a workflow (a runner
     that only reads where a thread stands) starts no model server."""
@@ -152,7 +152,7 @@ def _model_for(name: str, options: AgentNodeOptions, rt: RunContext, spec: Workf
     return LazyModel(model_spec, shared)
 
 
-def load_shared_model(spec: WorkflowSpec, rt: RunContext) -> None:
+def load_shared_model(spec: WorkflowSpec, rt: RunHandles) -> None:
     """Build the run's shared model now (the runner does, as a run starts) when an agent node of `spec` or of
     its subgraphs uses it: the contexts of search branches, copied from `rt` as the run goes, then share it."""
     model_spec = rt.model or spec.model
@@ -199,7 +199,7 @@ class LazyModel:
         return getattr(self.inner, name)
 
 
-def build_agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Any:
+def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSpec) -> Any:
     """The graph node running `node.agent`; a failed agent routes to `on_error` or raises NodeFailed."""
     from langchain_core.runnables import RunnableConfig
 
@@ -272,7 +272,7 @@ def _pause_for_approval(request: dict[str, Any]) -> Any:
     return interrupt(request)
 
 
-def _live_tools(name: str, rt: RunContext) -> Callable[[Any], Any]:
+def _live_tools(name: str, rt: RunHandles) -> Callable[[Any], Any]:
     """The agent's `on_event`: each tool call the model asks for and each result on the run's stream (with
     the call's duration: tools run one after another, from the model's reply on), then `after_tool_call`."""
     import time
@@ -298,7 +298,7 @@ def _live_tools(name: str, rt: RunContext) -> Callable[[Any], Any]:
     return observe
 
 
-async def _with_mcp_tools(agent: Any, rt: RunContext, options: AgentNodeOptions) -> Any:
+async def _with_mcp_tools(agent: Any, rt: RunHandles, options: AgentNodeOptions) -> Any:
     """The agent with the run's MCP tools (all servers, or the node's `mcp_servers:`) beside its own tools."""
     from agentflow.agents import Agent
     from agentflow.tools.registry import ToolRegistry

@@ -16,7 +16,7 @@ from agentflow.graph.check.validation import check_workflow
 from agentflow.graph.define.conditions import evaluate, parse_condition
 from agentflow.graph.define.loader import resolve_callable
 from agentflow.graph.define.spec import NodeSpec, RouteSpec, WorkflowSpec, is_end
-from agentflow.graph.run.context import NodeContext, RunContext
+from agentflow.graph.run.context import NodeContext, RunHandles
 
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 
@@ -87,7 +87,7 @@ def _wants_ctx(fn: Callable[..., Any]) -> bool:
     return len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
-def _function_node(name: str, fn: Callable[..., Any], rt: RunContext) -> Callable[..., Any]:
+def _function_node(name: str, fn: Callable[..., Any], rt: RunHandles) -> Callable[..., Any]:
     wants_ctx = _wants_ctx(fn)
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
     # a node is wrapped to say when it starts and ends, and to start none past the wall-clock limit
@@ -125,7 +125,7 @@ def _function_node(name: str, fn: Callable[..., Any], rt: RunContext) -> Callabl
     return run_plain
 
 
-def _interrupt_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
+def _interrupt_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., Any]:
     def ask(state: Any) -> dict[str, Any]:
         from langgraph.types import interrupt
 
@@ -159,7 +159,7 @@ def _fill(template: Any, state: Any) -> Any:
     return template
 
 
-def _tool_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
+def _tool_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., Any]:
     output = node.output or name
 
     async def call(state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -174,7 +174,7 @@ def _tool_node(name: str, node: NodeSpec, rt: RunContext) -> Callable[..., Any]:
     return call
 
 
-def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -> Callable[..., Any]:
+def _agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSpec) -> Callable[..., Any]:
     from agentflow.graph.compile.agent_nodes import (
         build_agent_node,  # agents load only for workflows that use them
     )
@@ -182,7 +182,7 @@ def _agent_node(name: str, node: NodeSpec, rt: RunContext, spec: WorkflowSpec) -
     return cast("Callable[..., Any]", build_agent_node(name, node, rt, spec))
 
 
-def registry_for(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
+def registry_for(spec: WorkflowSpec, rt: RunHandles | None = None) -> Any:
     """The node types a workflow can use: the run's registry (default: shipped and installed ones) plus
     the modules the workflow names under `node_types:` (relative to its file)."""
     from agentflow.graph.compile.nodetypes import workflow_registry
@@ -190,11 +190,12 @@ def registry_for(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
     return workflow_registry(spec, rt.node_types if rt is not None else None)
 
 
-def _typed_node(name: str, node: NodeSpec, rt: RunContext, registry: Any) -> Callable[..., Any]:
+def _typed_node(name: str, node: NodeSpec, rt: RunHandles, registry: Any) -> Callable[..., Any]:
     node_type = registry.require(node.type, f"node '{name}'")
     settings = node_type.parse_settings(node.settings, f"node '{name}'")
 
     async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        node_type.require_deps(rt.deps, name)
         rt.start_node(name, type=node_type.name)
         rt.node_clock.start()
         try:
@@ -251,7 +252,7 @@ def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str,
     return choose, path_map
 
 
-def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext, registry: Any) -> Any:
+def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles, registry: Any) -> Any:
     """What LangGraph runs for `node`: a callable, or a compiled subgraph."""
     kind = node.kind()
     if kind == "type":
@@ -271,7 +272,7 @@ def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext
     return search_node(name, node, spec, rt, compile_workflow)
 
 
-def _settled(node: Any, rt: RunContext) -> Any:
+def _settled(node: Any, rt: RunHandles) -> Any:
     """A node raises its failure only once the nodes running beside it in its step have ended
     (`agentflow.graph.run.superstep`); a subgraph is LangGraph's as it is."""
     if not inspect.isfunction(node):
@@ -283,11 +284,11 @@ def _settled(node: Any, rt: RunContext) -> Any:
     return settled_sync(rt.supersteps, node)
 
 
-def build_graph(spec: WorkflowSpec, rt: RunContext | None = None) -> Any:
+def build_graph(spec: WorkflowSpec, rt: RunHandles | None = None) -> Any:
     """The uncompiled LangGraph StateGraph for `spec` (validated first)."""
     from langgraph.graph import END, START, StateGraph
 
-    rt = rt or RunContext()
+    rt = rt or RunHandles()
     registry = registry_for(spec, rt) if any(n.type for n in spec.nodes.values()) else None
     check_workflow(spec, registry)
     graph: Any = StateGraph(state_schema(spec, registry))
@@ -331,7 +332,7 @@ def _add_error_exit(
 
 
 def compile_workflow(
-    spec: WorkflowSpec, rt: RunContext | None = None, checkpointer: Any = None, *, interrupt_after: Any = None
+    spec: WorkflowSpec, rt: RunHandles | None = None, checkpointer: Any = None, *, interrupt_after: Any = None
 ) -> Any:
     """A runnable LangGraph graph for `spec`, with `interrupt_before` applied (and `interrupt_after`: node
     names or "*", where a search pauses a branch between steps). An agentflow checkpointer is told the types
@@ -345,7 +346,7 @@ def compile_workflow(
                          interrupt_after=interrupt_after)
 
 
-def initial_state(spec: WorkflowSpec, given: Mapping[str, Any], rt: RunContext | None = None) -> dict[str, Any]:
+def initial_state(spec: WorkflowSpec, given: Mapping[str, Any], rt: RunHandles | None = None) -> dict[str, Any]:
     """Input for a fresh run: declared defaults, then the given values (an undeclared key is a UserError)."""
     from agentflow.graph.check.validation import check_input
 

@@ -1,20 +1,22 @@
 """Registered node types: reusable steps a workflow names with `type:` (e.g. `type: swe.edit`).
 
-A node type is an async function `run(state, ctx, settings) -> updates` with a pydantic model of the
-settings it takes (a node's `settings:` are validated against it: a typo is a validation problem), the state
-keys it reads and writes, and one line of description. (A search is not a node type: a node with `search:`
-settings runs its `subgraph:` as the branches, `agentflow.graph.search`.)
+A node type is one declared object, generic in the state its function takes, the run's dependencies its
+context carries and its settings: `NodeType[StateT, DepsT, SettingsT]`. Its function is
+`async run(state: StateT, ctx: NodeContext[DepsT], settings: SettingsT) -> updates`; its `state`, `deps` and
+`settings` classes are declared beside it, so a type checker rejects a node type whose function takes another
+state, context or settings than it declares (`tests/graph/test_nodetype_typing.py`), and loading a workflow
+rejects one whose typed nodes need different deps (`deps_conflict`). The state keys it reads and writes are the
+fields of its `reads` and `writes`: groups of its state's keys (TypedDicts its state is made of, each key typed
+there once); a node's
+`settings:` are validated against its settings model (a typo is a validation problem); `calls` says how many
+model calls a node of the type is expected to make with given settings (a run's time estimate). (A search is
+not a node type: a node with `search:` settings runs its `subgraph:` as the branches, `agentflow.graph.search`.)
 
 Where types come from, in order: the entry-point group `agentflow.node_types` (each entry a module or an
 object holding `NODE_TYPES`, a list of `NodeType`) — agentflow's own packages (`agentflow.repair.nodes`, ...)
 register there too, in its pyproject.toml, so this layer names nothing above it — and the modules a workflow
 names under `node_types:` (`my_pkg.nodes`, or `nodes.py` next to the workflow).
 A registry is a value (no global state): `default_registry()` builds one and caches it per process.
-
-Typed, a node type's function is `run(state: MyState, ctx: NodeContext[MyDeps], settings: MySettings)`: the
-TypedDict it names as its `state` types its keys in the workflow's state schema (else they are Any), its
-context's `deps` are the run's dependencies (`RunContext.deps`: what it `needs`, set up by the library that
-provides it), and its settings an instance of its model.
 """
 
 from __future__ import annotations
@@ -26,33 +28,49 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar
 
 from agentflow._modules import import_file
 from agentflow.config import extra_key_hint
 from agentflow.errors import ConfigError, UserError, did_you_mean
+from agentflow.tools.context import DepsT
+
+if TYPE_CHECKING:
+    from agentflow.graph.run.context import NodeContext
 
 ENTRY_POINT_GROUP = "agentflow.node_types"
 
-NodeRun = Callable[[Any, Any, Any], Awaitable[Mapping[str, Any]]]
+StateT = TypeVar("StateT", default=Any)
+"""The state a node type's function takes (a TypedDict of the workflow's keys)."""
+SettingsT = TypeVar("SettingsT", bound=BaseModel | None, default=Any)
+"""The settings a node type's function takes (its pydantic model; None when it takes none)."""
+
+NodeRun = Callable[[StateT, "NodeContext[DepsT]", SettingsT], Awaitable[Mapping[str, Any]]]
+"""`async run(state, ctx, settings) -> updates`."""
+
+
+def _keys(groups: tuple[type, ...]) -> tuple[str, ...]:
+    # a TypedDict's annotations hold its bases' keys too, in order
+    return tuple(dict.fromkeys(key for group in groups for key in getattr(group, "__annotations__", {})))
 
 
 @dataclass(frozen=True)
-class NodeType:
+class NodeType(Generic[StateT, DepsT, SettingsT]):
     """One registered node type."""
 
     name: str
     """Dotted name used in `type:` (`swe.edit`)."""
-    run: NodeRun
+    run: NodeRun[StateT, DepsT, SettingsT]
     """`async run(state, ctx, settings) -> updates`; `ctx` is the node's `NodeContext`."""
-    settings: type[BaseModel] | None = None
+    settings: type[SettingsT] | None = None
     """Pydantic model of the node's settings (None: it takes none)."""
-    reads: tuple[str, ...] = ()
-    """State keys it reads."""
-    writes: tuple[str, ...] = ()
-    """State keys it writes (for parallel-conflict checks and `graph show`)."""
+    reads: tuple[type, ...] = ()
+    """The groups of state keys it reads (TypedDicts: `state`'s bases, each key typed there)."""
+    writes: tuple[type, ...] = ()
+    """The groups of state keys it writes (for parallel-conflict checks and `graph show`)."""
     description: str = ""
     """One line for `agentflow graph types` and `graph show`."""
     needs: str | None = None
@@ -60,51 +78,97 @@ class NodeType:
     models and settings, from `agentflow.repair`); `agentflow run` hands a workflow of such types to it."""
     sandbox: bool = False
     """It runs code in the run's sandbox: `agentflow run` starts one (docker by default) for a workflow using it."""
-    state: type | None = None
-    """The TypedDict its state keys are fields of (the type of the state it takes): the type of each key it
-    reads and writes in the workflow's state schema (None: Any)."""
+    state: type[StateT] | None = None
+    """The TypedDict of the state its function takes (the workflow's keys it knows, `reads` and `writes` among
+    them); None: its `reads` and `writes` alone type its keys."""
+    deps: type[DepsT] | None = None
+    """The class of the run's deps its context carries (`ctx.deps`); the node refuses to start without them
+    (`require_deps`), so its function trusts `ctx.deps`. None: it uses none."""
+    calls: Callable[[SettingsT, Any], int] | None = None
+    """Model calls a node of this type is expected to make with its settings and the run's config (what the
+    library that runs it keeps run-wide, e.g. a repair's `RepairConfig`): the basis of a run's time estimate,
+    not a limit. None: it makes none."""
 
     def __post_init__(self) -> None:
-        keys = getattr(self.state, "__annotations__", None)  # a TypedDict's: its bases' keys too
-        missing = [key for key in (*self.reads, *self.writes) if key not in keys] if keys is not None else []
-        if self.state is not None and missing:
+        for role, groups in (("reads", self.reads), ("writes", self.writes)):
+            bad = [group for group in groups if not typing.is_typeddict(group)] if isinstance(groups, tuple) else [groups]
+            if bad:
+                raise ConfigError(f"node type {self.name}: its {role} holds {bad[0]!r}, not a TypedDict of state keys "
+                                  f"(give a tuple of TypedDicts, () for none)")
+        if self.state is None:
+            return
+        keys = getattr(self.state, "__annotations__", {})  # a TypedDict's: its bases' keys too
+        missing = [key for key in (*self.read_keys, *self.write_keys) if key not in keys]
+        if missing:
             raise ConfigError(f"node type {self.name}: its state {self.state.__name__} has no key {missing[0]!r}")
 
-    def key_types(self) -> dict[str, Any]:
-        """The type of each key of its `state` (none without one)."""
-        if self.state is None:
-            return {}
-        try:
-            return typing.get_type_hints(self.state)
-        except NameError as exc:
-            raise ConfigError(f"node type {self.name}: the types of its state {self.state.__name__} do not "
-                              f"resolve ({exc})") from None
+    @property
+    def read_keys(self) -> tuple[str, ...]:
+        """The state keys it reads (the fields of `reads`)."""
+        return _keys(self.reads)
 
-    def parse_settings(self, values: Mapping[str, Any] | None, where: str) -> BaseModel | None:
+    @property
+    def write_keys(self) -> tuple[str, ...]:
+        """The state keys it writes (the fields of `writes`)."""
+        return _keys(self.writes)
+
+    def key_types(self) -> dict[str, Any]:
+        """The type of each key it reads or writes, as its `state` (else its `reads` and `writes`) types it."""
+        sources = [self.state] if self.state is not None else [*self.reads, *self.writes]
+        out: dict[str, Any] = {}
+        for source in sources:
+            try:
+                out |= typing.get_type_hints(source)
+            except NameError as exc:
+                raise ConfigError(f"node type {self.name}: the types of its state {source.__name__} do not "
+                                  f"resolve ({exc})") from None
+        return out
+
+    def require_deps(self, deps: object, node: str) -> None:
+        """A UserError unless the run's `deps` are what the type's context carries (`deps`)."""
+        if self.deps is not None and not isinstance(deps, self.deps):
+            made_by = f"run the workflow with 'agentflow run', which sets up {self.needs!r}" if self.needs else \
+                f"give WorkflowRunner(spec, deps=...) a {self.deps.__name__}"
+            raise UserError(f"node '{node}' ({self.name}) runs only with the run's {self.deps.__name__} as its deps",
+                            hint=made_by)
+
+    def parse_settings(self, values: Mapping[str, Any] | None, where: str) -> SettingsT | None:
         """The node's settings validated, or a ConfigError naming the first bad key."""
         if self.settings is None:
             if values:
                 raise ConfigError(f"{where}: node type {self.name} takes no settings (got {', '.join(values)})")
             return None
+        model = typing.cast("type[BaseModel]", self.settings)
         try:
-            return self.settings.model_validate(dict(values or {}))
+            return typing.cast("SettingsT", model.model_validate(dict(values or {})))
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            known = ", ".join(sorted(self.settings.model_fields))
-            near = extra_key_hint(self.settings, err)
+            known = ", ".join(sorted(model.model_fields))
+            near = extra_key_hint(model, err)
             raise ConfigError(
                 f"{where}: settings.{loc}: {err['msg']}{near} (settings of {self.name}: {known})"
             ) from None
+
+    def expected_calls(self, values: Mapping[str, Any] | None, run: Any = None) -> int:
+        """Model calls a node of this type with the settings `values` is expected to make in a run of config
+        `run` (`calls`)."""
+        if self.calls is None:
+            return 0
+        return self.calls(typing.cast("SettingsT", self.parse_settings(values, f"node type {self.name}")), run)
+
+
+AnyNodeType = NodeType[Any, Any, Any]
+"""A node type of any state, deps and settings (what a registry holds)."""
 
 
 @dataclass
 class NodeTypeRegistry:
     """Node types by name."""
 
-    types: dict[str, NodeType] = field(default_factory=dict)
+    types: dict[str, AnyNodeType] = field(default_factory=dict)
 
-    def register(self, node_type: NodeType, *, replace: bool = False) -> None:
+    def register(self, node_type: AnyNodeType, *, replace: bool = False) -> None:
         if node_type.name in self.types and not replace and self.types[node_type.name] is not node_type:
             raise ConfigError(f"node type {node_type.name!r} is registered twice; rename one of them")
         self.types[node_type.name] = node_type
@@ -121,10 +185,10 @@ class NodeTypeRegistry:
                 raise ConfigError(f"{module!r}: NODE_TYPES holds {item!r}, not a NodeType")
             self.register(item, replace=replace)
 
-    def get(self, name: str) -> NodeType | None:
+    def get(self, name: str) -> AnyNodeType | None:
         return self.types.get(name)
 
-    def require(self, name: str, where: str) -> NodeType:
+    def require(self, name: str, where: str) -> AnyNodeType:
         found = self.types.get(name)
         if found is None:
             known = ", ".join(sorted(self.types)) or "(none)"
@@ -203,12 +267,12 @@ def typed_keys(spec: Any, registry: NodeTypeRegistry) -> dict[str, Any]:
     for node in spec.nodes.values():
         node_type = registry.get(node.type) if node.type else None
         types = node_type.key_types() if node_type else {}
-        for key in (*node_type.reads, *node_type.writes) if node_type else ():
+        for key in (*node_type.read_keys, *node_type.write_keys) if node_type else ():
             keys.setdefault(key, types.get(key, Any))
     return keys
 
 
-def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[NodeType]:
+def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[AnyNodeType]:
     """The registered types of a workflow's typed nodes, its subgraphs' (a search node's branches) included."""
     for node in spec.nodes.values():
         node_type = registry.get(node.type) if node.type else None
@@ -223,5 +287,21 @@ def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
     return {t.needs for t in typed_nodes(spec, registry) if t.needs}
 
 
-__all__ = ["ENTRY_POINT_GROUP", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "needed_resources",
+def deps_conflict(spec: Any, registry: NodeTypeRegistry) -> str | None:
+    """Why a workflow's typed nodes (its subgraphs' included) cannot share one run: two whose contexts carry
+    deps of unrelated classes (a run has one `deps`); None when they can."""
+    first: dict[type, str] = {}
+    for node_type in typed_nodes(spec, registry):
+        if node_type.deps is not None:
+            first.setdefault(node_type.deps, node_type.name)
+    for deps, name in first.items():
+        for other, other_name in first.items():
+            if not issubclass(deps, other) and not issubclass(other, deps):
+                return (f"node types {name} and {other_name} need different deps ({deps.__name__}, "
+                        f"{other.__name__}): one run has one")
+    return None
+
+
+__all__ = ["ENTRY_POINT_GROUP", "AnyNodeType", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "deps_conflict",
+           "needed_resources",
            "typed_keys", "typed_nodes", "workflow_registry"]

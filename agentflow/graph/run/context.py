@@ -1,10 +1,11 @@
-"""What a node can reach while it runs: run-scoped handles (RunContext) and the per-call NodeContext.
+"""What a node can reach while it runs: run-scoped handles (`RunHandles[Deps]`) and the per-call `NodeContext[Deps]`.
 
 A function node that declares a second parameter gets a `NodeContext`: `await ctx.call_tool("name", {...})`
 runs a tool through the exactly-once journal (key = thread + node + step + call index + args), so a node
 re-run after a crash replays completed tool calls instead of repeating their effects. `ctx.deps` is the run's
 dependencies (`WorkflowRunner(spec, deps=...)`); annotate `ctx: NodeContext[MyDeps]` and a type checker knows
-their type.
+their type. (Pydantic AI's `RunHandles[Deps]` is the same idea for an agent's tools; these names differ so the two
+can be imported side by side.)
 """
 
 from __future__ import annotations
@@ -12,23 +13,33 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, cast
+from typing import TYPE_CHECKING, Any, Generic
 
 from agentflow.errors import UserError
 from agentflow.graph.run.superstep import Supersteps
 from agentflow.tools.context import DepsT
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
     from agentflow.budget import Budget
     from agentflow.events import EventLog
+    from agentflow.executors.base import Executor
+    from agentflow.executors.types import ExecutorConfig
+    from agentflow.graph.compile.nodetypes import NodeTypeRegistry
+    from agentflow.graph.search.workspace import BranchSandbox
     from agentflow.mcp.hub import McpHub
     from agentflow.models.base import ChatModel
+    from agentflow.sandbox.base import Sandbox
+    from agentflow.tools.decorator import Tool
     from agentflow.tools.journal import ToolJournal
     from agentflow.tools.result import ToolResult
 
 
 LIVE_KINDS = frozenset({"search.branch", "search.decision"})
-"""Event kinds `RunContext.emit` also puts on the run's live stream (`agentflow.graph.run.streaming`)."""
+"""Event kinds `RunHandles.emit` also puts on the run's live stream (`agentflow.graph.run.streaming`)."""
 
 
 class NodeClock:
@@ -52,26 +63,27 @@ class NodeClock:
 
 
 @dataclass
-class RunContext:
-    """Handles shared by every node of one run (none of them required)."""
+class RunHandles(Generic[DepsT]):
+    """Handles shared by every node of one run (none of them required), generic in the run's deps."""
 
     events: EventLog | None = None
     journal: ToolJournal | None = None
     budget: Budget | None = None
-    tools: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, Tool | Callable[..., Any]] = field(default_factory=dict)
     """Tool name -> agentflow.tools.Tool (or a plain callable) available to `ctx.call_tool` and tool nodes."""
     model: str | None = None
     """Model spec for agent nodes (from --model, else the workflow's `model:`)."""
     chat_model: ChatModel | None = None
     """An already built model shared by agent nodes (tests pass a replay model here)."""
-    sandbox: Any = None
-    node_types: Any = None
+    sandbox: Sandbox | None = None
+    """The sandbox tool calls and typed nodes act on (a search branch's: its fork)."""
+    node_types: NodeTypeRegistry | None = None
     """The `NodeTypeRegistry` typed nodes come from (default: `nodetypes.default_registry()`)."""
     node_clock: NodeClock = field(default_factory=NodeClock)
     """Time spent inside typed nodes so far (shared with a search's branches: `node_seconds`)."""
     mcp: McpHub | None = None
     """The run's MCP servers (from the workflow's `mcp_servers:`): their tools join `tools` on first use."""
-    checkpointer: Any = None
+    checkpointer: BaseCheckpointSaver[Any] | None = None
     """The run's checkpointer (set by `WorkflowRunner`): a search node keeps each branch's checkpoints there."""
     branch: str | None = None
     """Inside a search branch: its thread id (`<run thread>~<search node>~<branch id>...`); None on the main line."""
@@ -79,22 +91,22 @@ class RunContext:
     """Inside a search branch: which child of its parent the branch is (0: the first). Sibling branches ask the
     same questions from the same state: a node that samples keeps the first greedy and seeds the others by
     this, so they differ (`agentflow.reasoning.llm.sampling`)."""
-    branch_workspaces: dict[str, Any] = field(default_factory=dict)
+    branch_workspaces: dict[str, BranchSandbox] = field(default_factory=dict)
     """Branch thread -> its `BranchSandbox` while a search runs (shared by the branches' contexts): the runner
     records each branch checkpoint's workspace from it, so a resumed search restores a branch's files."""
-    run_dir: Any = None
+    run_dir: Path | None = None
     """The run's folder when it has one (the workspace diffs recorded at checkpoints live there)."""
-    models: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, ChatModel] = field(default_factory=dict)
     """Models built from spec strings during the run, by spec: one model per spec for the whole run, search
     branches included (a replayed cassette is read once, a local server started once)."""
-    deps: Any = None
+    deps: DepsT = None  # type: ignore[assignment]  # None when a run is given none (DepsT then defaults to Any)
     """The application's dependencies (a database handle, a client, a repair task's workbench and models...):
     `ctx.deps` in function and typed nodes, and `ToolContext.deps` in the tools of agent, tool and function
     nodes."""
     supersteps: Supersteps = field(default_factory=Supersteps)
     """The steps whose async nodes are running: a node that fails waits for its siblings there
     (`agentflow.graph.run.superstep`), so one failure does not cancel the calls the others have made."""
-    executor: Any = None
+    executor: Executor | ExecutorConfig | None = None
     """Where search steps run when a search node does not say (`search.executor`): an open `Executor`
     (`agentflow run --executor ray`) or an `ExecutorConfig` (opened for each search); None: in this process."""
 
@@ -110,9 +122,9 @@ class RunContext:
             from agentflow.models.spec import load_model
 
             found = self.models[spec] = load_model(spec)
-        return cast("ChatModel", found)
+        return found
 
-    async def find_tool(self, name: str) -> Any:
+    async def find_tool(self, name: str) -> Tool | Callable[..., Any] | None:
         """`tools[name]`, else the MCP tool of that name (starting its server), else None."""
         found = self.tools.get(name)
         if found is None and self.mcp:
@@ -145,7 +157,7 @@ class NodeContext(Generic[DepsT]):
 
     __slots__ = ("_calls", "config", "node", "run", "spec")
 
-    def __init__(self, run: RunContext, node: str, config: Mapping[str, Any], spec: Any = None) -> None:
+    def __init__(self, run: RunHandles[DepsT], node: str, config: Mapping[str, Any], spec: Any = None) -> None:
         self.run = run
         self.node = node
         self.config = config
@@ -156,7 +168,7 @@ class NodeContext(Generic[DepsT]):
     @property
     def deps(self) -> DepsT:
         """The run's dependencies (`WorkflowRunner(spec, deps=...)`; None when none were given)."""
-        return cast(DepsT, self.run.deps)
+        return self.run.deps
 
     @property
     def thread_id(self) -> str:

@@ -76,7 +76,7 @@ def _reason_in(message: str) -> str:
 async def record_budget_stop(checkpointer: Any, snapshot: Any, exc: BudgetExceeded) -> None:
     """The run was cut at a budget limit (the wall clock) while nodes ran: record each unfinished node of the
     last checkpoint as failed for that reason, in place of the cancellation (or the refusal to start, see
-    `RunContext.start_node`) LangGraph wrote there, so that the thread reads back as failed (`budget:<kind>`)
+    `RunHandles.start_node`) LangGraph wrote there, so that the thread reads back as failed (`budget:<kind>`)
     and `resume` runs those nodes again."""
     for task in getattr(snapshot, "tasks", ()) or ():
         written = f"{type(task.error).__name__}{task.error!r}"

@@ -28,7 +28,7 @@ from typing import Any, Literal, Self
 from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.graph.define.spec import WorkflowSpec
-from agentflow.graph.run.context import RunContext
+from agentflow.graph.run.context import RunHandles
 from agentflow.graph.run.history import CHECKPOINT_FILE, GRAPH_KEY, CheckpointInfo
 from agentflow.graph.run.ledger import RunLedger
 from agentflow.graph.run.outcome import NodeError, failed_tasks, finished_tasks, recorded_errors
@@ -131,7 +131,7 @@ class WorkflowRunner:
         *,
         run_dir: str | Path | None = None,
         checkpointer: Any = "sqlite",
-        context: RunContext | None = None,
+        context: RunHandles | None = None,
         keep_last: int | None = 20,
         durability: Literal["sync", "async", "exit"] = "sync",
         sandbox: str | None = None,
@@ -157,7 +157,7 @@ class WorkflowRunner:
         self._sandbox_request: tuple[str | None, str | Path | None] | None = (sandbox, workspace)
         self._sandbox_cm: Any = None
         self.run_dir = Path(run_dir) if run_dir is not None else None
-        self.context = context or RunContext()
+        self.context = context or RunHandles()
         if deps is not None:
             self.context.deps = deps
         if self.context.budget is None:  # usage is always counted, so RunResult.usage says what a run cost

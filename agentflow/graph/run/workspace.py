@@ -1,7 +1,7 @@
 """The sandbox a workflow's agents act in, holding a copy of the user's workspace.
 
     async with open_workspace("docker", "path/to/repo", events=log) as sb:
-        ctx = RunContext(sandbox=sb, ...)
+        ctx = RunHandles(sandbox=sb, ...)
         ...                                   # agents edit and test the copy inside the sandbox
         patch = await sb.diff()               # what they changed, as a unified diff
 

@@ -81,14 +81,14 @@ from agentflow.graph.search.tree import (
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
 
 
 
 class SearchRun:
     """One execution of a search node: the tree, the branches in flight, and the choice."""
 
-    def __init__(self, name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext,
+    def __init__(self, name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles,
                  settings: SearchSettings, thread: str, compile: Callable[..., Any], executor: Any = None) -> None:
         self.name = name
         self.compile = compile
@@ -167,7 +167,7 @@ class SearchRun:
 
     # -- running one step of a branch -------------------------------------------------------------------------
 
-    def _branch_context(self, branch: Branch) -> RunContext:
+    def _branch_context(self, branch: Branch) -> RunHandles:
         from agentflow.graph.search.workspace import BranchSandbox
 
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
@@ -175,7 +175,7 @@ class SearchRun:
         return dataclasses.replace(self.rt, sandbox=sandbox, events=cast(Any, events), branch=branch.thread,
                                    sample=branch.sample, after_tool_call=None)
 
-    def _graph(self, rt: RunContext) -> Any:
+    def _graph(self, rt: RunHandles) -> Any:
         return self.compile(self.sub, rt, self.checkpointer(),
                             interrupt_after=self.interrupt_after() if self.stepwise else None)
 
@@ -185,6 +185,8 @@ class SearchRun:
     async def _run_branch(self, branch: Branch, *, resumed: bool = False) -> Branch:
         """Run one step of `branch` (best_of_n: the whole subgraph) from its parent's checkpoint and workspace;
         `resumed`: a step a killed run had begun, continued from the branch's own last checkpoint."""
+        from agentflow.graph.search.workspace import branch_sandbox
+
         parent = branch.parent
         assert parent is not None and branch.thread is not None
         async with self.slots:
@@ -193,6 +195,7 @@ class SearchRun:
             t0 = time.perf_counter()
             forward = _run_stream()  # the run's live stream, taken here: the branch's graph has its own
             rt = self._branch_context(branch)
+            workspace = branch_sandbox(rt)
             graph = self._graph(rt)
             config = self._config(branch)
             self.rt.emit("search.branch", node_id=self._node_id(branch), event="resume" if resumed else "start",
@@ -203,7 +206,8 @@ class SearchRun:
                     await self._copy_checkpoint(parent, branch)  # it names the parent's workspace already
                     setup = time.perf_counter() - t0
                 # from here each checkpoint of the branch records the branch's workspace (the runner's hook)
-                self.rt.branch_workspaces[branch.thread] = rt.sandbox
+                if workspace is not None:
+                    self.rt.branch_workspaces[branch.thread] = workspace
                 inputs = self._inputs(parent.state) if parent.thread is None and not resumed else None
                 if self.remote is not None:
                     branch.error = await self.remote.step(branch, rt, inputs)
@@ -218,8 +222,8 @@ class SearchRun:
             branch.done = branch.error is None and not snapshot.next
             if branch.error is None and not branch.done:
                 self._mark(snapshot.config)
-            if rt.sandbox is not None:
-                branch.snapshot = rt.sandbox.snapshot_id
+            if workspace is not None:
+                branch.snapshot = workspace.snapshot_id
             if isinstance(rt.events, BranchEvents):
                 branch.action = " → ".join(rt.events.ran)
         raw = read_path(branch.state, self.settings.value)
@@ -695,7 +699,7 @@ def _step_key(config: Mapping[str, Any]) -> str:
 
 
 def search_node(
-    name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunContext, compile: Callable[..., Any]
+    name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles, compile: Callable[..., Any]
 ) -> Callable[..., Any]:
     """The graph node that runs `node`'s search; `compile` compiles each branch's subgraph (compile.py calls
     this for a node with `search:`, passing its `compile_workflow`)."""

@@ -34,7 +34,7 @@ from agentflow.graph.run.outcome import one_line
 if TYPE_CHECKING:
     from agentflow.executors.base import Executor
     from agentflow.graph.define.spec import WorkflowSpec
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
     from agentflow.graph.search.settings import SearchSettings
     from agentflow.graph.search.tree import Branch
 
@@ -44,7 +44,7 @@ class SearchSide(Protocol):
 
     name: str
     sub: WorkflowSpec
-    rt: RunContext
+    rt: RunHandles
     compile: Callable[..., Any]
     mcp: list[Any]
     shared: Any
@@ -56,9 +56,9 @@ class SearchSide(Protocol):
 
 
 @contextlib.asynccontextmanager
-async def step_executor(settings: SearchSettings, rt: RunContext) -> AsyncIterator[Executor | None]:
+async def step_executor(settings: SearchSettings, rt: RunHandles) -> AsyncIterator[Executor | None]:
     """Where a search's steps run: None in this process; else an open remote executor — the run's
-    (`RunContext.executor`) when it is one, else the one its config asks for (opened around the search), else a
+    (`RunHandles.executor`) when it is one, else the one its config asks for (opened around the search), else a
     Ray started for the search (or the Ray job the run is part of)."""
     from agentflow.executors.types import ExecutorConfig
 
@@ -211,14 +211,14 @@ async def put_saved(saver: Any, thread: str, saved: Saved, *, checkpoint: bool =
 async def run_step(job: StepJob, base_pack: bytes | None, start_pack: bytes | None, start: StepStart) -> StepResult:
     """Run one step of a branch here (on a worker): the subgraph from `start`, in a fresh sandbox at its
     workspace; everything it wrote, as data."""
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
 
     events = EventLog(None, run_id=job.run_id)
     budget = Budget(start.limits)
     saver = StepSaver(job.versions)
     async with _workspace(job, base_pack, start_pack, start, events) as (sandbox, raw):
         saver.workspace = sandbox
-        rt = RunContext(events=events, budget=budget, tools=dict(job.tools), model=job.model,
+        rt = RunHandles(events=events, budget=budget, tools=dict(job.tools), model=job.model,
                         chat_model=job.chat_model, sandbox=sandbox, node_types=job.node_types, checkpointer=saver,
                         branch=start.thread, sample=start.sample, deps=job.deps)
         error = await _run_subgraph(job, start, rt, saver)
@@ -233,7 +233,7 @@ async def run_step(job: StepJob, base_pack: bytes | None, start_pack: bytes | No
     return result
 
 
-async def _run_subgraph(job: StepJob, start: StepStart, rt: RunContext, saver: StepSaver) -> str | None:
+async def _run_subgraph(job: StepJob, start: StepStart, rt: RunHandles, saver: StepSaver) -> str | None:
     """The subgraph from the step's start to its next pause or its end; its error as one line, or None."""
     from agentflow.graph.compile.agent_nodes import load_shared_model
 
@@ -345,9 +345,11 @@ class RemoteSteps:
         steps.base_id = place.base if place is not None else None
         return steps
 
-    async def step(self, branch: Branch, rt: RunContext, inputs: dict[str, Any] | None) -> str | None:
+    async def step(self, branch: Branch, rt: RunHandles, inputs: dict[str, Any] | None) -> str | None:
         """Run one step of `branch` on the executor (from `inputs`, or from the last checkpoint of its thread)
         and put back what it did; the branch's error, or None."""
+        from agentflow.graph.search.workspace import branch_sandbox
+
         search = self.search
         assert branch.thread is not None
         saver = search.checkpointer()
@@ -355,7 +357,8 @@ class RemoteSteps:
         if inputs is None:
             found = await saver.aget_tuple({"configurable": {"thread_id": branch.thread, "checkpoint_ns": ""}})
             start_ckpt = Saved.of(found) if found is not None else None
-        snapshot = rt.sandbox.snapshot_id if rt.sandbox is not None else None
+        workspace = branch_sandbox(rt)
+        snapshot = workspace.snapshot_id if workspace is not None else None
         budget = search.rt.budget
         start = StepStart(thread=branch.thread, sample=branch.sample, inputs=inputs, checkpoint=start_ckpt,
                           snapshot=snapshot, limits=budget.left() if budget is not None else BudgetLimits(),
@@ -376,10 +379,13 @@ class RemoteSteps:
             self._starts[snapshot] = self.executor.share(pack, "a branch's workspace")
         return self._starts[snapshot]
 
-    async def _put_back(self, result: StepResult, branch: Branch, rt: RunContext, start: Saved | None) -> None:
+    async def _put_back(self, result: StepResult, branch: Branch, rt: RunHandles, start: Saved | None) -> None:
         """The step's workspace into the run's sandbox, its usage into the run's budget, its checkpoints into
         the run's checkpointer (each naming its workspace), its events into the run's log."""
+        from agentflow.graph.search.workspace import branch_sandbox
+
         search = self.search
+        workspace = branch_sandbox(rt)
         assert branch.thread is not None
         shared = search.shared
         if shared is not None and result.packs:
@@ -395,11 +401,11 @@ class RemoteSteps:
                             f"{late[0]} sorts before {first}); synchronise the clocks (NTP)")
         saver = search.checkpointer()
         for saved in result.checkpoints:
-            if rt.sandbox is not None and saved.workspace is not None:
-                rt.sandbox.snapshot_id = saved.workspace  # the runner names this workspace in the checkpoint
+            if workspace is not None and saved.workspace is not None:
+                workspace.snapshot_id = saved.workspace  # the runner names this workspace in the checkpoint
             await put_saved(saver, branch.thread, saved, checkpoint=saved.id != first)
-        if rt.sandbox is not None and result.workspace is not None:
-            rt.sandbox.snapshot_id = result.workspace
+        if workspace is not None and result.workspace is not None:
+            workspace.snapshot_id = result.workspace
         for event in result.events:
             if rt.events is not None:
                 rt.events.write(event)

@@ -74,7 +74,7 @@ class SearchSettings(StrictConfig):
     executor: Literal["in-process", "ray"] | None = None
     """Where each step runs (best_of_n: a whole branch; the stepwise strategies: one expansion): in this
     process, or as a Ray task on a worker node (`search_remote`). None: the run's executor
-    (`agentflow run --executor`, `RunContext.executor`), in this process when the run has none."""
+    (`agentflow run --executor`, `RunHandles.executor`), in this process when the run has none."""
 
     @field_validator("strategy", mode="before")
     @classmethod

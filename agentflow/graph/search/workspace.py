@@ -31,7 +31,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentflow.graph.run.context import RunHandles
 
 
 def keeps_scratch(sandbox: Any) -> bool:
@@ -243,4 +246,9 @@ class BranchSandbox:
         return getattr(self._shared.sandbox, name)
 
 
-__all__ = ["BranchSandbox", "SandboxTurn", "SharedSandbox", "end_processes", "keeps_scratch"]
+def branch_sandbox(rt: RunHandles[Any]) -> BranchSandbox | None:
+    """A search branch's workspace (its context's sandbox: `SearchRun` gives each branch one); None without."""
+    return rt.sandbox if isinstance(rt.sandbox, BranchSandbox) else None
+
+
+__all__ = ["BranchSandbox", "SandboxTurn", "SharedSandbox", "branch_sandbox", "end_processes", "keeps_scratch"]

@@ -70,7 +70,7 @@ class SourceOverlay:
         return list(entries.values())
 
     async def exec(self, command: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
-                   stdin: str | None = None, timeout: float | None = None) -> ExecResult:
+                   stdin: str | None = None, timeout: float | None = None, side_channel: bool = False) -> ExecResult:
         raise SandboxError("an edit session has no shell: view and edit files with the editor tools")
 
     async def apply_patch(self, diff: str) -> ExecResult:

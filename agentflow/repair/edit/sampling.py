@@ -7,12 +7,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from agentflow.budget import Budget
 from agentflow.events import EventLog
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel, Usage
-from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.overlay import SourceOverlay
 from agentflow.repair.edit.steps import EditPrompt, ReadEdits, read_edits, read_rewrite
 
@@ -31,7 +31,29 @@ class DrawnEdit:
     tool_calls: int = 0
 
 
-async def draw_edit(coder: ChatModel, cfg: RepairConfig, prompt: EditPrompt, sources: Mapping[str, str], *,
+class DrawSettings(Protocol):
+    """The settings of an edit sample (`swe.edit`'s, its edit format resolved: `EditFormatSettings.for_coder`)."""
+
+    @property
+    def edit_format(self) -> str: ...
+
+    @property
+    def temperature(self) -> float: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    @property
+    def stop(self) -> list[str]: ...
+
+    @property
+    def tool_steps(self) -> int: ...
+
+
+async def draw_edit(coder: ChatModel, cfg: DrawSettings, prompt: EditPrompt, sources: Mapping[str, str], *,
                     cand_id: str, parent_id: str, sample: int, events: EventLog, budget: Budget,
                     iid: str) -> DrawnEdit:
     """One sample of `prompt` (seeded `cfg.seed + sample`), read against `sources`: a rewrite of the prompt's
@@ -50,7 +72,7 @@ async def draw_edit(coder: ChatModel, cfg: RepairConfig, prompt: EditPrompt, sou
     return DrawnEdit(answer.text, answer.finish, read, usage=answer.usage)
 
 
-async def edit_with_tools(coder: ChatModel, cfg: RepairConfig, task: str, sources: Mapping[str, str], *,
+async def edit_with_tools(coder: ChatModel, cfg: DrawSettings, task: str, sources: Mapping[str, str], *,
                           cand_id: str, sample: int, events: EventLog, budget: Budget, iid: str) -> DrawnEdit:
     """One tool-calling edit: the coder works on an in-memory overlay of the sources with the editor tools
     (samples edit concurrently; the sandbox stays free); the files it changed are the edit."""

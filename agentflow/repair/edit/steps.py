@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import jinja2
 
@@ -20,7 +20,7 @@ from agentflow.models.ask import ask as ask_model
 from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, Message, declared_tool_calling
 from agentflow.models.templates import Templates
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairConfig, RepairPrompts
 from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits
 from agentflow.repair.locate.focus import rotated
 from agentflow.repair.locate.localize import (
@@ -51,13 +51,86 @@ PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
 PROMPTS = Templates([PROMPTS_DIR])
 
 
-def prompt_text(cfg: RepairConfig, name: str) -> str:
+class PromptSource(Protocol):
+    """What holds the prompt templates: the run's config or a node's settings (`prompts`)."""
+
+    @property
+    def prompts(self) -> RepairPrompts: ...
+
+
+class HelperCallSettings(PromptSource, Protocol):
+    """The settings of a short helper call (a critic's review, the value agent's judgement)."""
+
+    @property
+    def max_tokens(self) -> int: ...
+
+
+class CodeViewSettings(PromptSource, Protocol):
+    """The settings of a prompt that shows the task's code windows (`code_windows`)."""
+
+    @property
+    def windows(self) -> int: ...
+
+    @property
+    def window_lines(self) -> int: ...
+
+    @property
+    def rank_keep(self) -> int: ...
+
+    @property
+    def max_prompt_chars(self) -> int: ...
+
+
+class CodeCallSettings(CodeViewSettings, HelperCallSettings, Protocol):
+    """The settings of a call whose prompt shows code windows (the plan, the keep-working check)."""
+
+
+class ScriptCallSettings(CodeCallSettings, Protocol):
+    """The settings of the reproduction call (sampled: later tries differ)."""
+
+    @property
+    def temperature(self) -> float: ...
+
+
+class EditPromptSettings(CodeViewSettings, Protocol):
+    """The settings of an edit's prompt (`edit_prompt`, `rewrite_values`)."""
+
+    @property
+    def edit_format(self) -> str: ...
+
+    @property
+    def context_windows(self) -> int: ...
+
+    @property
+    def file_context_lines(self) -> int: ...
+
+
+class RankCallSettings(PromptSource, Protocol):
+    """The settings of the suspect ranking call (`rank_suspects`)."""
+
+    @property
+    def rank_pool(self) -> int: ...
+
+    @property
+    def rank_lines(self) -> int: ...
+
+    @property
+    def windows(self) -> int: ...
+
+    @property
+    def window_lines(self) -> int: ...
+
+    @property
+    def max_prompt_chars(self) -> int: ...
+
+
+def prompt_text(cfg: PromptSource, name: str) -> str:
     """The template of prompt `name`: the config's own text, else the shipped `prompts/<name>.j2`."""
     own: str | None = getattr(cfg.prompts, name)
     return own or PROMPTS.source(f"{name}.j2")
 
 
-def render(cfg: RepairConfig, name: str, values: Mapping[str, str] | None = None) -> str:
+def render(cfg: PromptSource, name: str, values: Mapping[str, str] | None = None) -> str:
     """Prompt `name` rendered with `values` (a variable the template uses but `values` lacks is an error)."""
     own: str | None = getattr(cfg.prompts, name)
     try:
@@ -228,7 +301,7 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool) -> str:
     return ast.unparse(args)
 
 
-def suspects(cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int,
+def suspects(cfg: CodeViewSettings, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int,
              prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None) -> list[Window]:
     """Ranked code windows, the one sample number `focus` should look at first (`focus.ROTATION`); `prefer` (the model's
     ranking, see `rank_suspects`) follows the `rank_keep` best-scored windows; `evidence`: what the issue's
@@ -255,7 +328,7 @@ def render_windows(sources: Mapping[str, str], windows: list[Window], budget_cha
 
 
 def code_windows(
-    cfg: RepairConfig, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int,
+    cfg: CodeViewSettings, sources: Mapping[str, str], issue: str, feedback: str, *, focus: int, budget_chars: int,
     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None,
 ) -> tuple[str, str | None]:
     """Rendered code windows within `budget_chars`, the `focus`-th suspect first; (text, its path)."""
@@ -263,7 +336,7 @@ def code_windows(
     return render_windows(sources, windows, budget_chars, at_least_one=True), (windows[0].path if windows else None)
 
 
-def rewrite_values(cfg: RepairConfig, sources: Mapping[str, str], target: Window) -> dict[str, str]:
+def rewrite_values(cfg: EditPromptSettings, sources: Mapping[str, str], target: Window) -> dict[str, str]:
     """What a prompt asking for `target` rewritten shows of it: snippet (at column 0), symbol, lines, opening (the
     answer's first line, named) and file (the rest of its file, or an outline of it)."""
     lines = sources[target.path].split("\n")[target.start - 1 : target.end]
@@ -285,7 +358,7 @@ def rewrite_values(cfg: RepairConfig, sources: Mapping[str, str], target: Window
 
 
 def edit_prompt(
-    cfg: RepairConfig,
+    cfg: EditPromptSettings,
     sources: Mapping[str, str],
     issue: str,
     feedback: str,
@@ -651,7 +724,7 @@ def read_edits(text: str, sources: Mapping[str, str], default_path: str | None, 
     return ReadEdits("ok", changed, errors)
 
 
-async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
+async def make_plan(model: ChatModel, cfg: CodeCallSettings, issue: str, sources: Mapping[str, str], *, seed: int,
                     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None) -> str:
     """The planner's short plan: which function is wrong and what to change."""
     code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
@@ -662,7 +735,7 @@ async def make_plan(model: ChatModel, cfg: RepairConfig, issue: str, sources: Ma
     return text.strip()[:1200]
 
 
-async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str],
+async def rank_suspects(model: ChatModel, cfg: RankCallSettings, issue: str, sources: Mapping[str, str],
                         feedback: str = "", *, seed: int,
                         evidence: RunEvidence | None = None) -> list[tuple[str, str]]:
     """The model's pick among the heuristic's `rank_pool` best functions: (path, name) pairs, most likely
@@ -693,7 +766,7 @@ async def rank_suspects(model: ChatModel, cfg: RepairConfig, issue: str, sources
     return picked[: cfg.windows]
 
 
-async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, test_output: str, *, seed: int) -> str:
+async def critique(model: ChatModel, cfg: HelperCallSettings, issue: str, patch: str, test_output: str, *, seed: int) -> str:
     """The critic's review of a candidate that did not pass: what is wrong and what to try instead."""
     values = {"issue": issue, "patch": patch[:3000], "tests": test_output[:2000] or "(no test output)"}
     text = (await ask_model(model, render(cfg, "critique", values), system=render(cfg, "helper_system"),
@@ -701,7 +774,7 @@ async def critique(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, 
     return text.strip()[:1000]
 
 
-def _script_context(cfg: RepairConfig, sources: Mapping[str, str], issue: str, prefer: Sequence[tuple[str, str]],
+def _script_context(cfg: CodeViewSettings, sources: Mapping[str, str], issue: str, prefer: Sequence[tuple[str, str]],
                     evidence: RunEvidence | None) -> dict[str, str]:
     """What a prompt asking for a script that runs the package shows: issue, code (the suspects), api (what the
     package exports) and usage (the repository's tests that share names with the issue)."""
@@ -719,7 +792,7 @@ def previous_try(script: str, output: str) -> str:
 
 
 async def write_reproduction(
-    model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *, seed: int,
+    model: ChatModel, cfg: ScriptCallSettings, issue: str, sources: Mapping[str, str], *, seed: int,
     previous: tuple[str, str] | None = None, prefer: Sequence[tuple[str, str]] = (),
     evidence: RunEvidence | None = None,
 ) -> str | None:
@@ -734,7 +807,7 @@ async def write_reproduction(
     return code_block(text)
 
 
-async def write_expectations(model: ChatModel, cfg: RepairConfig, issue: str, examples: Sequence[TracedExample], *,
+async def write_expectations(model: ChatModel, cfg: HelperCallSettings, issue: str, examples: Sequence[TracedExample], *,
                              seed: int) -> str:
     """The model's answer to what each of the issue's `examples` should give once fixed: the examples as a
     doctest of the fixed code (read by `expectations.read_expectations`)."""
@@ -747,7 +820,7 @@ async def write_expectations(model: ChatModel, cfg: RepairConfig, issue: str, ex
 
 
 async def write_keep_check(
-    model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], reproduction: str, *, seed: int,
+    model: ChatModel, cfg: CodeCallSettings, issue: str, sources: Mapping[str, str], reproduction: str, *, seed: int,
     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None,
 ) -> str | None:
     """A standalone script asserting what a fix of the issue must not change, written beside the kept

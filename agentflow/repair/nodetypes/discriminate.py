@@ -14,24 +14,35 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from pydantic import Field
+
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import render
 from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.runtime import (
+    FinalistSettings,
+    RepairRuntime,
+    run_default,
+)
 from agentflow.repair.nodetypes.state import AttemptRecord, RepairState
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.verify.workbench import Verification
 from agentflow.swe.normalize import normalise_output
 
 
-@repair_fields("finalists", "debaters", "max_tokens", "seed", "prompts")
-class DiscriminateSettings(NodeSettings):
+class DiscriminateSettings(FinalistSettings):
     """Settings of the swe.discriminate node type."""
+
+    debaters: int = Field(default=2, ge=1, le=6)
+    """Agents that argue in turn over the finalists before the judge decides."""
+    max_tokens: int = run_default("max_tokens")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
 
 def finalists(attempts: list[AttemptRecord], limit: int) -> list[AttemptRecord]:
@@ -71,7 +82,7 @@ def picked(text: str, label: str, count: int) -> int | None:
     return found[-1] if found and 1 <= found[-1] <= count else None
 
 
-async def debate(model: ChatModel, cfg: RepairConfig, issue: str,
+async def debate(model: ChatModel, cfg: DiscriminateSettings, issue: str,
                  finals: list[AttemptRecord]) -> tuple[int | None, list[str], str]:
     """(the judge's pick or else the debaters' majority, 1-based or None; the arguments; what decided)."""
     shown = describe(finals)
@@ -101,18 +112,18 @@ async def debate(model: ChatModel, cfg: RepairConfig, issue: str,
 
 async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: DiscriminateSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")
-    finals = finalists(attempts, cfg.finalists)
+    finals = finalists(attempts, settings.finalists)
     if not finals:
         return {"chosen": None}
     arguments: list[str] = []
     pick, chosen_by, error = 1, "only", None
     if len(finals) > 1:
         try:
-            number, arguments, chosen_by = await debate(rt.models.verifier or rt.models.coder, cfg, rt.issue, finals)
+            number, arguments, chosen_by = await debate(rt.models.verifier or rt.models.coder, settings, rt.issue,
+                                                        finals)
             pick = number or 1
         except (BudgetExceeded, ModelError) as exc:  # the best finalist by value stands; the event says why
             chosen_by, error = "value", f"{type(exc).__name__}: {exc}"

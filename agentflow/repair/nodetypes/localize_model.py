@@ -12,21 +12,31 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import Field
+
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import render
 from agentflow.repair.locate.localize import Window, render_window, repo_map, symbols
 from agentflow.repair.nodetypes.nodekit import emit, runtime
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.swe.patch import is_test_path
 
 
-@repair_fields("localize_files", "localize_symbols", "max_prompt_chars", "window_lines", "seed", "prompts")
 class LocalizeSettings(NodeSettings):
     """Settings of the swe.localize node type."""
+
+    localize_files: int = Field(default=3, ge=1, le=10)
+    """Files the model picks from the repository skeleton."""
+    localize_symbols: int = Field(default=5, ge=1, le=20)
+    """Classes/functions the model picks in those files (and edit locations among them)."""
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    window_lines: int = run_default("window_lines")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
 
 _LINE = re.compile(r"\bline\s+(\d+)", re.IGNORECASE)
@@ -109,7 +119,7 @@ def read_locations(text: str, sources: Mapping[str, str], files: list[str], limi
     return found[:limit]
 
 
-async def localize_hierarchy(model: ChatModel, cfg: RepairConfig, issue: str, sources: Mapping[str, str], *,
+async def localize_hierarchy(model: ChatModel, cfg: LocalizeSettings, issue: str, sources: Mapping[str, str], *,
                              seed: int) -> dict[str, Any]:
     """The three steps; what each chose (`files`, `symbols`, `locations`) and the merged suspects (`ranked`:
     locations, then the other chosen functions)."""
@@ -143,8 +153,8 @@ async def localize_hierarchy(model: ChatModel, cfg: RepairConfig, issue: str, so
 
 async def localize_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: LocalizeSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
-    found = await localize_hierarchy(rt.models.coder, cfg, rt.issue, await rt.bench.python_sources(), seed=cfg.seed)
+    found = await localize_hierarchy(rt.models.coder, settings, rt.issue, await rt.bench.python_sources(),
+                                     seed=settings.seed)
     emit(rt, "repair.localize", files=found["files"], symbols=[f"{p}:{n}" for p, n in found["symbols"]],
          locations=[f"{p}:{n}" for p, n in found["locations"]])
     return {"ranked": [[p, n] for p, n in found["ranked"]], "localized": {

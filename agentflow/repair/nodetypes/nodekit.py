@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentflow.errors import UserError
 from agentflow.graph.run.context import NodeContext
 from agentflow.repair.locate.localize import RunEvidence
 from agentflow.repair.locate.spectrum import evidence_from_json
@@ -22,14 +21,9 @@ from agentflow.swe.report import InstanceReport
 
 
 def runtime(ctx: NodeContext[RepairRuntime]) -> RepairRuntime:
-    """The task's `RepairRuntime` (the run's `deps`); a UserError when the node runs outside a repair."""
-    found: object = ctx.deps  # typed for the node; whatever the run was given
-    if not isinstance(found, RepairRuntime):
-        raise UserError(
-            f"node '{ctx.node}' is a repair step and runs only inside a repair",
-            hint="run it with 'agentflow repair --workflow FILE' or 'agentflow bench --workflow FILE'",
-        )
-    return found
+    """The task's `RepairRuntime` (the run's `deps`: a repair node type declares it, so the graph starts none
+    of its nodes without one, `NodeType.require_deps`)."""
+    return ctx.deps
 
 
 def emit(rt: RepairRuntime, kind: str, **data: Any) -> None:
@@ -44,10 +38,6 @@ def evidence_of(state: RepairState) -> RunEvidence:
 def ranked_of(state: RepairState) -> list[tuple[str, str]]:
     """The ranked suspects in the state, as (path, name) pairs (none before `swe.rank` / `swe.localize`)."""
     return [(path, name) for path, name in state.get("ranked") or []]
-
-
-VERIFY_READS = ("base", "regression", "reproduction", "spectrum")
-"""The state keys `how_to_verify` reads: every node type that verifies reads them."""
 
 
 def how_to_verify(state: RepairState) -> HowToVerify:
@@ -110,6 +100,6 @@ def declined(chosen_by: str) -> RepairState:
     return {"chosen": None, "final": {"declined": chosen_by}}
 
 
-__all__ = ["VERIFY_READS", "attempts_of", "declined", "emit", "evidence_of", "how_to_verify", "may_fix", "ranked_of",
+__all__ = ["attempts_of", "declined", "emit", "evidence_of", "how_to_verify", "may_fix", "ranked_of",
            "runtime", "submit"]
 

@@ -10,11 +10,14 @@ import dataclasses
 import re
 import shlex
 
+from pydantic import Field
+
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
+from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import render
 from agentflow.repair.nodetypes.nodekit import emit, how_to_verify, runtime
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.sandbox.base import sh_command
 from agentflow.swe.testparse import parse_pytest_summary
@@ -22,9 +25,14 @@ from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
-@repair_fields("regression_pool", "test_timeout_s", "seed", "prompts")
 class RegressionSettings(NodeSettings):
     """Settings of the swe.regression node type."""
+
+    regression_pool: int = Field(default=40, ge=1, le=400)
+    """Passing repository tests shown to the model when it picks those the fix may change."""
+    test_timeout_s: float = run_default("test_timeout_s")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
 
 def deselecting(python: str, deselected: list[str]) -> str:
@@ -35,7 +43,7 @@ def deselecting(python: str, deselected: list[str]) -> str:
 
 async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RegressionSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg, bench = settings.over(rt.cfg), rt.bench
+    bench = rt.bench
     if bench.mode != "repo" or bench.cfg.test_cmd is not None:
         return {"regression": {"selected": False}}  # task tests, or the user's own command, verify candidates
     if (state.get("regression") or {}).get("test_cmd"):
@@ -43,14 +51,14 @@ async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     await bench.reset()
     cmd = f"{bench.python} -m pytest -q -rA -p no:cacheprovider"
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
-    result = await bench.sandbox.exec(sh_command(test_env(EVAL_DIR) + cmd), env=env, timeout=cfg.test_timeout_s)
+    result = await bench.sandbox.exec(sh_command(test_env(EVAL_DIR) + cmd), env=env, timeout=settings.test_timeout_s)
     passing = sorted(t for t, outcome in parse_pytest_summary(result.output).items() if outcome == "passed")
-    shown = passing[: cfg.regression_pool]
+    shown = passing[: settings.regression_pool]
     if not shown:
         return {"regression": {"selected": False, "passing": 0}}
     values = {"issue": rt.issue, "tests": "\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1))}
-    text = (await ask(rt.models.coder, render(cfg, "regression", values), system=render(cfg, "helper_system"),
-                      max_tokens=48, seed=cfg.seed, temperature=0.0)).text
+    text = (await ask(rt.models.coder, render(settings, "regression", values), system=render(settings, "helper_system"),
+                      max_tokens=48, seed=settings.seed, temperature=0.0)).text
     numbers = [int(n) for n in re.findall(r"\d+", text) if 1 <= int(n) <= len(shown)]
     # a model that would drop most of the suite is not selecting: keep every test then
     deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []

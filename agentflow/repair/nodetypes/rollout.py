@@ -18,8 +18,8 @@ A branch builds on its best attempt so far: an edit that scores below the candid
 recorded and verified, but the next edit starts from the candidate again. Every sample is recorded in the
 task's candidates file. The task's handles (models, workbench, budget) are the run's `deps`
 (`ctx: NodeContext[RepairRuntime]`); the settings are the node's own (the run's, then the node's `settings:`,
-then `-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over), over the run's `RepairConfig`
-(`NodeSettings.over`).
+then `-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over), `edit_format: auto` as the
+task's coder's (`EditFormatSettings.for_coder`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ import time
 from collections import Counter
 from typing import Any
 
+from pydantic import Field
+
 from agentflow.budget import BudgetExceeded
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.settings import BRANCH_SEP
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.edits import edit_parts
 from agentflow.repair.edit.sampling import draw_edit, retry_hint
 from agentflow.repair.edit.steps import critique, edit_prompt, examples_hint, suspects
@@ -40,7 +42,13 @@ from agentflow.repair.locate.localize import Window
 from agentflow.repair.locate.spectrum import examples_comparable, examples_reach_code
 from agentflow.repair.nodetypes.nodekit import emit as emit_task
 from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of, runtime
-from agentflow.repair.nodetypes.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.runtime import (
+    EditFormatSettings,
+    NodeSettings,
+    RepairRuntime,
+    ShowsCodeSettings,
+    run_default,
+)
 from agentflow.repair.nodetypes.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
 from agentflow.repair.nodetypes.value import judge_attempt
 from agentflow.repair.outcome import Candidate
@@ -54,25 +62,55 @@ and candidate ids for concurrent branches, the same for a seed whatever order th
 # ----------------------------------------------------------------------------------------------- shared
 
 
-@repair_fields("edit_format", "temperature", "max_tokens", "stop", "tool_steps", "noop_retries", "context_windows",
-               "file_context_lines", "split_edits", "split_edits_limit", "rank_keep", "stop_on_success", *PROMPT_FIELDS)
-class SweEditSettings(NodeSettings):
+class SweEditSettings(EditFormatSettings, ShowsCodeSettings):
     """Settings of the swe.edit node type."""
 
+    temperature: float = run_default("temperature")
+    max_tokens: int = run_default("max_tokens")
+    stop: list[str] = run_default("stop")
+    tool_steps: int = run_default("tool_steps")
+    noop_retries: int = run_default("noop_retries")
+    context_windows: int = run_default("context_windows")
+    file_context_lines: int = run_default("file_context_lines")
+    split_edits: bool = run_default("split_edits")
+    split_edits_limit: int = run_default("split_edits_limit")
+    stop_on_success: bool = run_default("stop_on_success")
 
-@repair_fields("max_attempts", "split_edits", "split_edits_limit", "stop_on_success", "examples_retries")
+
 class SweTestSettings(NodeSettings):
     """Settings of the swe.test node type."""
 
+    max_attempts: int = run_default("max_attempts")
+    split_edits: bool = run_default("split_edits")
+    split_edits_limit: int = run_default("split_edits_limit")
+    stop_on_success: bool = run_default("stop_on_success")
+    examples_retries: int = Field(default=0, ge=0, le=3)
+    """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
+    the unchanged code is drawn again from where it started, the next prompt showing that edit and what the
+    examples still show (it stays a candidate; the retry is not counted as an attempt). Each edit's examples
+    run in the sandbox, no model call. Off (0) by default: its benefit is not established yet; not used when
+    the examples run no repository code or show something else on each run."""
 
-@repair_fields("critique", "max_tokens", "seed", "prompts")
+
 class SweCritiqueSettings(NodeSettings):
     """Settings of the swe.critique node type."""
 
+    critique: bool = False
+    """After a failed attempt, ask a critic what is wrong; its notes join the next attempt's feedback (a
+    `critic_model` of the run turns it on too)."""
+    max_tokens: int = run_default("max_tokens")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
-@repair_fields("value_weight", "max_tokens", "seed", "prompts")
+
 class SweValueSettings(NodeSettings):
     """Settings of the swe.value node type."""
+
+    value_weight: float = Field(default=1.0, ge=0, le=1)
+    """Share of the value agent's value in an attempt's search value (the rest: its tests' score)."""
+    max_tokens: int = run_default("max_tokens")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
 
 
 def bench_of(rt: RepairRuntime, ctx: NodeContext[RepairRuntime]) -> Workbench:
@@ -155,7 +193,7 @@ def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: Edi
     emit(ctx, "repair.resample", rt, edit["candidate_id"], edit["parent_id"], status=status, errors=errors[:3])
 
 
-async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairConfig, state: RepairState,
+async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
                 current: CandidateRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
                 drawn: list[int]) -> EditRecord | None:
     """One usable edit: an answer that changes nothing or cannot be read is recorded and drawn again
@@ -192,7 +230,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairC
 async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweEditSettings) -> RepairState:
     """`swe.edit`: one edit sample from the candidate the branch builds on (nothing written yet)."""
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
+    cfg = settings.for_coder(rt.cfg)
     current = current_of(state, rt.iid)
     sources = await sources_at(rt, bench_of(rt, ctx), current["patch"])
     windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
@@ -236,7 +274,7 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
 
 
 async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, how: HowToVerify,
-                 cfg: RepairConfig, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
+                 cfg: SweTestSettings, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
     """An edit that failed and changed several places: each change alone verified as a candidate of its own
     (`split_edits`, no model call), until one passes."""
     sources = await sources_at(rt, bench, parent_patch)
@@ -283,7 +321,6 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
     of it (and of its parts) becomes the candidate when it scores at least as well."""
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
     edit, current = state.get("edit"), current_of(state, rt.iid)
     tries = int(state.get("tries") or 0)
     if not edit:  # nothing was drawn (the budget, or stop_on_success): no attempt for a reviewer to look at
@@ -294,23 +331,23 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         tried = await bench.verify_files(current["patch"], edit["files"], how)
     if tried is None:  # it only touched test files, which are stripped
         _record_failed(ctx, rt, edit, "noop", ["only test files changed", *edit["errors"]])
-        return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, cfg.max_attempts)}
+        return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, settings.max_attempts)}
     made = [_attempt(ctx, rt, edit, edit["candidate_id"], tried)]
-    if tried[2].passed is not True and cfg.split_edits:
+    if tried[2].passed is not True and settings.split_edits:
         seen = {a["patch"].strip() for a in [*(state.get("attempts") or []), *made]}
-        made += await _parts(ctx, rt, bench, how, cfg, edit, current["patch"], seen)
+        made += await _parts(ctx, rt, bench, how, settings, edit, current["patch"], seen)
     best = max(made, key=lambda a: (a["verification"].get("passed") is True, a["verification"]["score"]))
     verification = Verification.model_validate(best["verification"])
-    if verification.passed and cfg.stop_on_success:
+    if verification.passed and settings.stop_on_success:
         rt.solved = True
     attempts = [*(state.get("attempts") or []), *made]
     retried = int(state.get("retried") or 0)
     unchanged = None
-    if verification.passed is not True and cfg.examples_retries:
+    if verification.passed is not True and settings.examples_retries:
         unchanged = await _examples_unchanged(rt, bench, made[0]["patch"])
     if unchanged is not None:
         emit(ctx, "repair.examples_unchanged", rt, edit["candidate_id"], None, shown=unchanged[:500])
-    if unchanged is not None and retried < cfg.examples_retries:
+    if unchanged is not None and retried < settings.examples_retries:
         # the edit left the report's behaviour as it was: drawn again from the same candidate, told so; it
         # stays a candidate, and the draw is not counted as an attempt
         async with bench.lock:
@@ -329,7 +366,7 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         async with bench.lock:
             await bench.restore(candidate["patch"])  # the workspace as the next edit builds on it
     return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,
-            "tries": tries, "verdict": _verdict(verification.passed, tries, cfg.max_attempts),
+            "tries": tries, "verdict": _verdict(verification.passed, tries, settings.max_attempts),
             "value": candidate["value"]}
 
 
@@ -350,14 +387,14 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     """`swe.critique`: a critic reviews a failed attempt the chain goes on from; its notes join the feedback
     the next edit reads. A no-op unless `critique` is on or a critic model is given."""
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
     found = _reviewable(state, rt.iid)
-    if found is None or rt.models.critic is None or not (cfg.critique or cfg.critic_model):
+    if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.critic_model):
         return {}
     tried, current = found
     output = tried["verification"].get("output", "")
     try:
-        review = await critique(rt.models.critic, cfg, rt.issue, tried["patch"], output, seed=cfg.seed + tried["sample"])
+        review = await critique(rt.models.critic, settings, rt.issue, tried["patch"], output,
+                                seed=settings.seed + tried["sample"])
     except BudgetExceeded:
         return {}
     feedback = (current["feedback"] + "\n\n" if current["feedback"] else "") + f"Reviewer's notes on this change:\n{review}"
@@ -370,19 +407,18 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
     feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
     valued too when the route brings it here: its value is what the search backs up and the final pick reads."""
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
     found = _reviewable(state, rt.iid, ("retry", "stop"))
     if found is None:
         return {}
     tried, current = found
     verification = Verification.model_validate(tried["verification"])
     try:
-        judgement = await judge_attempt(rt.models.critic or rt.models.coder, cfg, rt.issue, tried["patch"],
-                                        verification, seed=cfg.seed + tried["sample"])
+        judgement = await judge_attempt(rt.models.critic or rt.models.coder, settings, rt.issue, tried["patch"],
+                                        verification, seed=settings.seed + tried["sample"])
     except BudgetExceeded:
         return {}
     judged = verification.score if judgement.value is None else judgement.value
-    value = round(cfg.value_weight * judged + (1 - cfg.value_weight) * verification.score, 4)
+    value = round(settings.value_weight * judged + (1 - settings.value_weight) * verification.score, 4)
     shown = f" (value {round(judgement.value * 100)}/100)" if judgement.value is not None else ""
     feedback = f"A reviewer's assessment of the current change{shown}:\n{judgement.assessment}\n\n{current['feedback']}"
     attempts = [a | {"value": judgement.value, "assessment": judgement.assessment}

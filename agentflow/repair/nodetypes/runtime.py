@@ -1,62 +1,73 @@
 """What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`): the task's
 workbench (sandbox), the role models, the budget and the events; and the settings classes of the node types.
 
-Settings of a node, from weakest to strongest: `RepairConfig`'s defaults and the run's `-c key=value`, the
-node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`. A node type declares which settings
-it takes (a `NodeSettings` class with fields of `RepairConfig`, `repair_fields`), so a typo in a workflow is a
-validation problem, not a silently ignored key; a node runs its steps with `settings.over(rt.cfg)`.
+Settings of a node, from weakest to strongest: its type's class's defaults, the run's value (`RepairConfig`,
+with `-c key=value`, then `nodes.*`), the node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`
+(`workflow_settings.give_settings`). A node type declares which settings it takes (a `NodeSettings` class
+written out: a setting only node types take declared there, one the run also has defaulting to the run's,
+`run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node's steps
+read its settings, and the run's config (`rt.cfg`) only for what is the run's (its models, its test command).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Self
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, Field
 
 from agentflow.budget import Budget
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 from agentflow.events import EventLog
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.locate.spectrum import ExampleRun
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import Workbench
 
-PROMPT_FIELDS = ("prompts", "max_prompt_chars", "windows", "window_lines", "seed")
-"""The fields of `RepairConfig` a node type whose prompts show the task's code takes."""
+
+def run_default(name: str) -> Any:
+    """The field `name` of `RepairConfig` (its default, bounds and description: one source, RepairConfig's own)
+    as the default of a node's setting of that name, for a setting the run has too."""
+    return copy.copy(RepairConfig.model_fields[name])
 
 
 class NodeSettings(StrictConfig):
-    """The settings of a repair node type: some fields of `RepairConfig` (`repair_fields` gives a subclass
-    them), each as the run sets it unless the node's `settings:` or `-c nodes.<node>.*` do."""
-
-    def over(self, run: RepairConfig) -> RepairConfig:
-        """The `RepairConfig` the node's steps run with: the fields these settings were given over the run's
-        (its other fields: the model specs, the test command...); `edit_format: auto` is the format resolved for
-        the run's coder."""
-        update = {name: getattr(self, name) for name in self.model_fields_set}
-        if update.get("edit_format") == "auto":
-            update["edit_format"] = run.edit_format
-        return run.model_copy(update=update)
+    """The settings of a repair node type (a subclass writes them out): each as the run sets it unless the
+    node's `settings:` or `-c nodes.<node>.*` do."""
 
 
-SettingsT = TypeVar("SettingsT", bound=NodeSettings)
+class ShowsCodeSettings(NodeSettings):
+    """The settings of a node type whose prompts show the task's code windows (`steps.code_windows`)."""
+
+    prompts: RepairPrompts = run_default("prompts")
+    max_prompt_chars: int = run_default("max_prompt_chars")
+    windows: int = run_default("windows")
+    window_lines: int = run_default("window_lines")
+    seed: int = run_default("seed")
+    rank_keep: int = run_default("rank_keep")
 
 
-def repair_fields(*fields: str) -> Callable[[type[SettingsT]], type[SettingsT]]:
-    """Class decorator: the `NodeSettings` class with `fields` of `RepairConfig` (their types, bounds, defaults
-    and docs: one source, RepairConfig's own). The fields are RepairConfig's, so a node reads them from
-    `settings.over(rt.cfg)`, typed there."""
-    defs: dict[str, Any] = {f: (RepairConfig.model_fields[f].annotation, RepairConfig.model_fields[f]) for f in fields}
+class EditFormatSettings(NodeSettings):
+    """The settings of a node type that asks for edits in an edit format (`swe.edit`, `swe.trajectories`)."""
 
-    def with_fields(cls: type[SettingsT]) -> type[SettingsT]:
-        return create_model(cls.__name__, __base__=cls, __module__=cls.__module__, __doc__=cls.__doc__, **defs)
+    edit_format: EditFormat = run_default("edit_format")
 
-    return with_fields
+    def for_coder(self, run: RepairConfig) -> Self:
+        """These settings with `edit_format: auto` as the format the task's runtime resolved for its coder
+        (`steps.edit_format_for`)."""
+        return self if self.edit_format != "auto" else self.model_copy(update={"edit_format": run.edit_format})
+
+
+class FinalistSettings(NodeSettings):
+    """The settings of a node type that picks among finalists (`swe.discriminate`, `swe.vote_tests`)."""
+
+    finalists: int = Field(default=3, ge=2, le=8)
+    """Candidates that reach the final pick (distinct patches, the best by tests then value or votes)."""
 
 
 @dataclass
@@ -131,7 +142,7 @@ def node_settings_for(spec: Any, registry: Any, overrides: dict[str, dict[str, A
                 walk(node.subgraph)
 
     walk(spec)
-    unknown = sorted(set(overrides) - seen)
+    unknown = sorted(set(overrides) - seen - {ALL_NODES})
     if unknown:
         raise ConfigError(
             f"nodes.{unknown[0]}: the workflow has no typed node of that name",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from agentflow.reasoning.state import PlanKeys
+
 VerificationJSON = dict[str, Any]
 """A `workbench.Verification` as JSON (`model_dump(mode="json")`): read back with `model_validate`."""
 
@@ -124,46 +126,104 @@ Verdict = Literal["pass", "retry", "stop"]
 """After `swe.test`: the tests passed, another attempt follows, or the chain stops."""
 
 
-class RepairState(TypedDict, total=False):
-    """Every state key of the repair's node types (a node reads some and returns an update of others)."""
+# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them
+# (`agentflow.repair.nodes`), so a group holds keys only ever written together.
 
+
+class TaskKeys(TypedDict, total=False):
     issue: str
+
+
+class BaseKeys(TypedDict, total=False):
     base: VerificationJSON
     """The tests on the unchanged code (`swe.baseline`, again after a kept reproduction or selected tests)."""
+
+
+class SpectrumKeys(TypedDict, total=False):
     spectrum: dict[str, Any]
     """The call-traced runs' summary (`spectrum.gather_evidence`; empty when off)."""
+
+
+class RankedKeys(TypedDict, total=False):
     ranked: list[list[str]]
     """Suspect functions, most suspect first, each `[path, qualified name]`."""
+
+
+class LocalizedKeys(TypedDict, total=False):
     localized: LocalizedRecord
+
+
+class ReproductionKeys(TypedDict, total=False):
     reproduction: ReproductionRecord
+
+
+class RegressionKeys(TypedDict, total=False):
     regression: RegressionRecord
-    plan: str
+
+
+class VerifyKeys(BaseKeys, RegressionKeys, ReproductionKeys, SpectrumKeys, total=False):
+    """What `nodekit.how_to_verify` reads: every node type that verifies reads these."""
+
+
+class EditKeys(TypedDict, total=False):
     edit: EditRecord | None
+
+
+class DrawKeys(TypedDict, total=False):
     drawn: list[int]
     """The numbers of every sample drawn (resampled answers included)."""
     focus: FocusRecord
     suspects: list[str]
     """The code windows (`path:name`) the first edit looked at."""
+
+
+class HintKeys(TypedDict, total=False):
     hint: str
     """What the next edit is told about an edit that left the issue's examples as they were."""
+
+
+class CandidateKeys(TypedDict, total=False):
     candidate: CandidateRecord
+
+
+class TriedKeys(TypedDict, total=False):
     tried: AttemptRecord | None
     """The attempt `swe.test` verified last (the critic and the value agent look at it)."""
     tries: int
     retried: int
     """Edits drawn again because they left the issue's examples as they were (`examples_retries`)."""
     verdict: Verdict
+
+
+class SearchValueKeys(TypedDict, total=False):
     value: float
     """A branch's search value."""
+
+
+class AttemptsKeys(TypedDict, total=False):
     attempts: list[AttemptRecord]
+
+
+class TrajectoryKeys(TypedDict, total=False):
     samples: int
     tests: list[GeneratedTest]
     search: dict[str, Any]
     """The search's report (a graph search node's `output`; `swe.trajectories`' stop reason)."""
+
+
+class ChoiceKeys(TypedDict, total=False):
     chosen: ChosenRecord | None
     final: FinalRecord
 
 
-__all__ = ["AttemptRecord", "CandidateRecord", "ChosenRecord", "EditRecord", "FinalRecord", "FocusRecord",
-           "GeneratedTest", "LocalizedRecord", "RegressionRecord", "RepairState", "ReproductionRecord", "Verdict",
-           "VerificationJSON"]
+class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, EditKeys, DrawKeys, HintKeys,
+                  CandidateKeys, TriedKeys, SearchValueKeys, AttemptsKeys, TrajectoryKeys, ChoiceKeys, total=False):
+    """Every state key of the repair's node types (a node reads some and returns an update of others)."""
+
+
+__all__ = ["AttemptRecord", "AttemptsKeys", "BaseKeys", "CandidateKeys", "CandidateRecord", "ChoiceKeys",
+           "ChosenRecord", "DrawKeys", "EditKeys", "EditRecord", "FinalRecord", "FocusRecord",
+           "GeneratedTest", "HintKeys", "LocalizedKeys", "LocalizedRecord", "RankedKeys", "RegressionKeys",
+           "RegressionRecord", "RepairState", "ReproductionKeys", "ReproductionRecord", "SearchValueKeys",
+           "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys", "Verdict", "VerificationJSON",
+           "VerifyKeys"]

@@ -14,15 +14,21 @@ from __future__ import annotations
 import re
 import shlex
 
+from pydantic import Field
+
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import PROMPTS, render
 from agentflow.repair.nodetypes.discriminate import picked
 from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.runtime import (
+    FinalistSettings,
+    RepairRuntime,
+    run_default,
+)
 from agentflow.repair.nodetypes.state import AttemptRecord, RepairState
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.verify.workbench import Verification, Workbench
@@ -32,9 +38,17 @@ from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
-@repair_fields("finalists", "select_turns", "max_tokens", "temperature", "seed", "prompts", "test_timeout_s")
-class VoteTestsSettings(NodeSettings):
+class VoteTestsSettings(FinalistSettings):
     """Settings of the swe.vote_tests node type."""
+
+    select_turns: int = Field(default=3, ge=1, le=10)
+    """Model turns of the final selection trajectory (running scripts on finalists, then a choice); 0 finalists
+    left after the vote need none."""
+    max_tokens: int = run_default("max_tokens")
+    temperature: float = run_default("temperature")
+    seed: int = run_default("seed")
+    prompts: RepairPrompts = run_default("prompts")
+    test_timeout_s: float = run_default("test_timeout_s")
 
 
 async def run_script(bench: Workbench, name: str, script: str, patch: str) -> tuple[bool, str]:
@@ -67,7 +81,7 @@ async def vote(bench: Workbench, candidates: list[AttemptRecord], scripts: list[
     return votes, counted
 
 
-async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecord], votes: dict[str, int]) -> int | None:
+async def select(rt: RepairRuntime, cfg: VoteTestsSettings, finals: list[AttemptRecord], votes: dict[str, int]) -> int | None:
     """The selection trajectory: up to `select_turns` turns of running a script on a finalist (`RUN N` and a
     code block) or choosing one (`CHOICE: N`); the 1-based pick, or None when it named none."""
     shown = "\n\n".join(PROMPTS.render("part_finalist.j2", number=n, votes=votes[a["candidate_id"]],
@@ -99,7 +113,6 @@ async def select(rt: RepairRuntime, cfg: RepairConfig, finals: list[AttemptRecor
 
 async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: VoteTestsSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")
@@ -113,11 +126,11 @@ async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     scripts = list(dict.fromkeys(t["script"] for t in state.get("tests") or [] if t.get("script")))
     votes, counted = await vote(rt.bench, candidates, scripts) if scripts else ({c["candidate_id"]: 0 for c in candidates}, [])
     top = max(votes.values())
-    finals = [c for c in candidates if votes[c["candidate_id"]] == top][: cfg.finalists]
+    finals = [c for c in candidates if votes[c["candidate_id"]] == top][: settings.finalists]
     pick, chosen_by, error = 1, "test_vote" if len(candidates) > 1 else "only", None
     if len(finals) > 1:
         try:
-            number = await select(rt, cfg, finals, votes)
+            number = await select(rt, settings, finals, votes)
             pick, chosen_by = (number, "selector") if number else (1, "test_vote")
         except (BudgetExceeded, ModelError) as exc:  # the first finalist stands; the event says why
             error = f"{type(exc).__name__}: {exc}"

@@ -15,11 +15,12 @@ import asyncio
 import re
 from typing import Any
 
+from pydantic import Field
+
 from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
-from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.steps import (
     DEF_LINE,
     PROMPTS,
@@ -35,16 +36,30 @@ from agentflow.repair.edit.steps import (
 from agentflow.repair.locate.focus import rotated
 from agentflow.repair.locate.localize import Window
 from agentflow.repair.nodetypes.nodekit import emit, evidence_of, how_to_verify, ranked_of, runtime
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, repair_fields
+from agentflow.repair.nodetypes.runtime import (
+    EditFormatSettings,
+    RepairRuntime,
+    ShowsCodeSettings,
+    run_default,
+)
 from agentflow.repair.nodetypes.state import AttemptRecord, GeneratedTest, RepairState
 from agentflow.repair.nodetypes.testgen import run_script, test_script
 from agentflow.repair.outcome import Candidate
 
 
-@repair_fields("trajectories", "turns", "concurrency", "temperature", "max_tokens", "seed", "prompts",
-               "max_prompt_chars", "windows", "window_lines", "edit_format", "context_windows", "file_context_lines")
-class TrajectorySettings(NodeSettings):
+class TrajectorySettings(EditFormatSettings, ShowsCodeSettings):
     """Settings of the swe.trajectories node type."""
+
+    trajectories: int = Field(default=4, ge=1, le=32)
+    """Parallel multi-turn trajectories (codemonkeys' parallel compute)."""
+    turns: int = Field(default=3, ge=1, le=12)
+    """Model turns of one trajectory, each followed by a run of its test script in the
+    sandbox (codemonkeys' serial compute)."""
+    concurrency: int = run_default("concurrency")
+    temperature: float = run_default("temperature")
+    max_tokens: int = run_default("max_tokens")
+    context_windows: int = run_default("context_windows")
+    file_context_lines: int = run_default("file_context_lines")
 
 
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
@@ -60,7 +75,7 @@ class SearchReplaceForm:
 
     revise = PROMPTS.render("part_revise_blocks.j2")
 
-    def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
+    def __init__(self, cfg: TrajectorySettings, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
         code = render_windows(sources, windows, cfg.max_prompt_chars // 2, at_least_one=True)
         self.path = windows[0].path if windows else None
         self.first = render(cfg, "trajectory", {"issue": issue, "api": public_api(sources), "code": code,
@@ -81,7 +96,7 @@ class RewriteForm:
     """The trajectory's suspect rewritten whole (the form small models get right most often); each turn's
     rewrite replaces the last one, and the test script is the answer's other code block."""
 
-    def __init__(self, cfg: RepairConfig, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
+    def __init__(self, cfg: TrajectorySettings, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
         self.window, self.sources = windows[0], sources
         values = rewrite_values(cfg, sources, self.window)
         context = render_windows(sources, windows[1 : 1 + cfg.context_windows], cfg.max_prompt_chars // 4,
@@ -112,7 +127,7 @@ class RewriteForm:
         return read_rewrite(text, self.sources, self.window)
 
 
-async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, script: str | None,
+async def _turn_feedback(rt: RepairRuntime, cfg: TrajectorySettings, number: int, script: str | None,
                          files: dict[str, str], status: str, revise: str) -> tuple[str, str]:
     """Run the script on the original code and on the trajectory's change; (the next user message, patch)."""
     async with rt.bench.lock:
@@ -132,7 +147,7 @@ async def _turn_feedback(rt: RepairRuntime, cfg: RepairConfig, number: int, scri
     return render(cfg, "trajectory_turn", values), patch
 
 
-def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str,
+def edit_form(cfg: TrajectorySettings, sources: dict[str, str], issue: str,
               windows: list[Window]) -> SearchReplaceForm | RewriteForm:
     """A trajectory's edit form over `windows`, the one it starts from first."""
     if cfg.edit_format == "rewrite" and windows:
@@ -140,7 +155,7 @@ def edit_form(cfg: RepairConfig, sources: dict[str, str], issue: str,
     return SearchReplaceForm(cfg, sources, issue, windows)
 
 
-async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: SearchReplaceForm | RewriteForm,
+async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, form: SearchReplaceForm | RewriteForm,
                      counter: list[int], calls: CallSlots) -> dict[str, Any]:
     """One trajectory: its last patch and script, the turns it took and why it stopped."""
     conversation = Conversation.start(render(cfg, "system", {}), form.first)
@@ -179,7 +194,7 @@ async def trajectory(rt: RepairRuntime, cfg: RepairConfig, number: int, form: Se
 
 async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings) -> RepairState:
     rt = runtime(ctx)
-    cfg = settings.over(rt.cfg)
+    cfg = settings.for_coder(rt.cfg)
     async with rt.bench.lock:
         await rt.bench.reset()
         sources = await rt.bench.python_sources()

@@ -12,12 +12,11 @@ from __future__ import annotations
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.reasoning.value import ValueJudgement, read_judgement
-from agentflow.repair.config import RepairConfig
-from agentflow.repair.edit.steps import render
+from agentflow.repair.edit.steps import HelperCallSettings, render
 from agentflow.repair.verify.workbench import Verification
 
 
-async def judge_attempt(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, verification: Verification,
+async def judge_attempt(model: ChatModel, cfg: HelperCallSettings, issue: str, patch: str, verification: Verification,
                         *, seed: int) -> ValueJudgement:
     """One call of the value agent on a tested attempt."""
     verdict = {True: "the tests pass", False: "the tests fail", None: "the tests cannot decide"}[verification.passed]

@@ -107,48 +107,37 @@ class Progress:
 # ----------------------------------------------------------------------------------------------- what to expect
 
 
-def expected_calls(cfg: RepairConfig, spec: Any, node_settings: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
-    """Model calls each top-level node of the repair workflow `spec` is expected to make with `cfg` and the
-    nodes' own settings: the basis of a task's time estimate, not a limit (a node that turns out to have
+def expected_calls(cfg: RepairConfig, spec: Any, registry: Any) -> dict[str, int]:
+    """Model calls each top-level node of the repair workflow `spec` (its typed nodes' settings given, see
+    `workflow_settings.give_settings`) is expected to make in a run of `cfg`, as each node type states
+    (`NodeType.calls`): the basis of a task's time estimate, not a limit (a node that turns out to have
     nothing to do makes fewer; answers that change nothing are drawn again and make more)."""
-    critique = bool(cfg.critique or cfg.critic_model) or any(s.get("critique") for s in node_settings.values())
     out: dict[str, int] = {}
     for name, node in spec.nodes.items():
         if node.search is not None:
-            out[name] = _graph_search_calls(cfg, node, node_settings, critique)
-            continue
-        c = cfg.model_copy(update=dict(node_settings.get(name) or {}))
-        calls = {
-            "swe.rank": int(c.rank),
-            "swe.reproduce": (1 + int(c.keep_check)) if c.reproduce and c.feedback != "task" else 0,
-            "swe.plan": int(c.plan or c.planner_model is not None),
-            "swe.choose": int(c.verifier_model is not None),
-            "swe.localize": 3,
-            "swe.regression": 1,
-            "swe.trajectories": c.trajectories * c.turns,
-            "swe.vote_tests": 1,
-            "swe.discriminate": c.finalists * c.debaters + 1,
-        }.get(node.type or "", 0)
-        out[name] = calls
+            out[name] = _graph_search_calls(cfg, node, registry)
+        else:
+            out[name] = _node_calls(cfg, node, registry)
     return out
 
 
-def _graph_search_calls(cfg: RepairConfig, node: Any, node_settings: Mapping[str, Mapping[str, Any]],
-                        critique: bool) -> int:
-    """Model calls of a graph search node over repair steps: attempts times the calls of one (an edit, and a
-    review when a critique or value node follows it). best_of_n: `n` chains of the test node's `max_attempts`;
-    mcts: `n` expansions of one attempt; beam/tot and rebase: a step per depth, each of `n` (x `expand` for
-    beam) attempts."""
+def _node_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
+    node_type = registry.get(node.type) if node.type else None
+    return node_type.expected_calls(node.settings, cfg) if node_type is not None else 0
+
+
+def _graph_search_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
+    """Model calls of a graph search node over repair steps: attempts times the calls of one (those its
+    subgraph's nodes state: an edit, and a review when a critique or value node follows it). best_of_n: `n`
+    chains of the test node's `max_attempts`; mcts: `n` expansions of one attempt; beam/tot and rebase: a step
+    per depth, each of `n` (x `expand` for beam) attempts."""
     from agentflow.graph.search.settings import SearchSettings  # the search's defaults, from their one source
 
     search = SearchSettings.model_validate(dict(node.search))
-    steps = {n: (s.type or "", cfg.model_copy(update=dict(node_settings.get(n) or {})))
-             for n, s in node.subgraph.nodes.items()}
-    edit = next((c for t, c in steps.values() if t == "swe.edit"), cfg)
-    chain = next((c.max_attempts for t, c in steps.values() if t == "swe.test"), cfg.max_attempts)
-    reviews = int(any(t == "swe.value" for t, _ in steps.values()))
-    reviews += int(critique and any(t == "swe.critique" for t, _ in steps.values()))
-    per_attempt = (max(1, edit.tool_steps // 2) if edit.edit_format == "tools" else 1) + reviews
+    steps = node.subgraph.nodes.values()
+    chain = next((int(s.settings.get("max_attempts", cfg.max_attempts)) for s in steps if s.type == "swe.test"),
+                 cfg.max_attempts)
+    per_attempt = sum(_node_calls(cfg, s, registry) for s in steps)
     n, depth = search.n, min(chain, search.max_depth)
     attempts = {"best_of_n": n * chain, "mcts": n, "rebase": n * depth}.get(
         search.strategy, n * search.expand_at(0) * depth)

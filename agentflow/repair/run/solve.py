@@ -29,7 +29,7 @@ from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
 from agentflow.models.cache import ResponseCache
-from agentflow.repair.config import ModelLoader, RepairConfig, task_sandbox_config
+from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.edit.steps import edit_format_for, issue_text
 from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents, node_settings_for
 from agentflow.repair.outcome import Attempt, Candidate, InstanceOutcome
@@ -75,10 +75,10 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
     from agentflow.graph.check.validation import check_workflow
     from agentflow.graph.compile.compiler import registry_for
     from agentflow.graph.define.loader import load_workflow
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
 
     spec = load_workflow(cfg.workflow)
-    registry = registry_for(spec, RunContext())
+    registry = registry_for(spec, RunHandles())
     overrides = set_graph_searches(spec, cfg, {name: dict(values) for name, values in cfg.nodes.items()})
     require_search(spec, cfg)
     check_workflow(spec, registry)
@@ -121,7 +121,7 @@ async def repair_task(
     budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s),
                     parent=run_budget)
     events.emit("repair.start", node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
-                workflow=spec.name, expected_calls=expected_calls(cfg, spec, node_settings),
+                workflow=spec.name, expected_calls=expected_calls(cfg, spec, registry),
                 step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s)
     run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget, CandidateLog(inst_dir, events),
                    InstanceOutcome(instance_id=iid, status="no_patch"), inst_dir)
@@ -208,7 +208,7 @@ def _search_for_failing_tests(run: _TaskRun) -> None:
     iid = run.task.instance_id
     run.events.emit("repair.search", node_id=iid, instance_id=iid, search=search_summary(switched),
                     why="the tests fail at the base commit",
-                    expected_calls=expected_calls(run.cfg, switched, run.node_settings))
+                    expected_calls=expected_calls(run.cfg, switched, run.registry))
 
 
 async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
@@ -325,7 +325,8 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     loader = model_loader or (lambda s: load_model(s, **cfg.model_options))
 
     def on(flag: str) -> bool:  # a node of the workflow (or the run) turns the role on
-        return bool(getattr(cfg, flag)) or any(settings.get(flag) for settings in node_settings.values())
+        return bool(getattr(cfg, flag, False)) or bool(cfg.nodes.get(ALL_NODES, {}).get(flag)) or \
+            any(settings.get(flag) for settings in node_settings.values())
 
     def role(spec_text: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
         if spec_text is None and not enabled:
@@ -367,13 +368,13 @@ def _draws_together(spec: WorkflowSpec) -> bool:
 async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_dir: Path | None,
                      outcome: InstanceOutcome, candidates: CandidateLog) -> dict[str, Any]:
     """Run (or continue) the task's workflow thread; the final state."""
-    from agentflow.graph.run.context import RunContext
+    from agentflow.graph.run.context import RunHandles
     from agentflow.graph.run.runner import WorkflowRunner
 
     # a graph search forks the task's workspace per branch: it needs the sandbox (the main line's nodes use the
     # workbench's directly)
     sandbox = rt.bench.sandbox if graph_searches(spec) else None
-    context = RunContext(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, deps=rt, node_types=registry,
+    context = RunHandles(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, deps=rt, node_types=registry,
                          sandbox=sandbox)
     checkpointer: Any = "sqlite" if inst_dir is not None else "memory"
     t0 = time.perf_counter()

@@ -15,7 +15,7 @@ from typing import Any
 from agentflow.errors import UserError
 from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
 from agentflow.graph.search.settings import SearchSettings
-from agentflow.repair.config import RepairConfig
+from agentflow.repair.config import ALL_NODES, RepairConfig
 
 RUN_DEFAULTS = ("concurrency", "seed")
 """Settings of the run a graph search node takes unless its `search:` sets them."""
@@ -88,13 +88,18 @@ def _typed(spec: WorkflowSpec) -> Iterator[tuple[str, NodeSpec]]:
 
 def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_settings: dict[str, dict[str, Any]]) -> None:
     """Each typed node's `settings:` become the ones it runs with: the run's value of every setting its type
-    takes, then its own (`node_settings`: the workflow's, then `-c nodes.<node>.*`)."""
+    takes (`cfg`'s own, then `nodes.*`), then its own (`node_settings`: the workflow's, then
+    `-c nodes.<node>.*`), validated (a ConfigError names a bad one)."""
+    every = cfg.nodes.get(ALL_NODES, {})
     for name, node in _typed(spec):
-        model = registry.require(node.type, f"node '{name}'").settings
+        node_type = registry.require(node.type, f"node '{name}'")
+        model = node_type.settings
         if model is None:
             continue
         run = {key: getattr(cfg, key) for key in model.model_fields if key in RepairConfig.model_fields}
+        run |= {key: value for key, value in every.items() if key in model.model_fields}
         node.settings = run | node_settings.get(name, {})
+        node_type.parse_settings(node.settings, f"node '{name}'")
 
 
 def require_search(spec: WorkflowSpec, cfg: RepairConfig) -> None:

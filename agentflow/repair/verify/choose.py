@@ -20,8 +20,8 @@ from agentflow.events import EventLog
 from agentflow.models.ask import ask_request, charging
 from agentflow.models.base import ChatModel
 from agentflow.models.structured import chat_structured
-from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.steps import PROMPTS
+from agentflow.repair.nodetypes.runtime import NodeSettings, run_default
 from agentflow.repair.outcome import Attempt
 from agentflow.repair.verify.workbench import Verification, Workbench
 from agentflow.swe.normalize import normalise_output
@@ -49,7 +49,27 @@ def tests_key(a: Attempt) -> tuple[bool, float]:
     return (a.verification.passed is True, a.verification.score)
 
 
-async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
+class ChooseSettings(NodeSettings):
+    """Settings of the swe.choose node type."""
+
+    vote: bool = True
+    """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
+    vote_by_examples: bool = True
+    """The vote counts first the samples whose candidates make the issue's examples show the same (what each
+    candidate's examples printed, echoed or raised, as `compare_examples` runs them; no model call), then the
+    samples of the same normalised patch: different code with the same fix behaves the same on the report,
+    while a small model rarely writes the same patch twice (execution-based agreement, as in MBR-exec and
+    AlphaCode's clustering). Not used when the examples run no repository code or show something else on each
+    run."""
+    compare_examples: bool = True
+    """Among candidates the tests rank equal, and before the vote, prefer those that change what the issue's
+    examples show (each candidate's examples run in the sandbox and compared with the unchanged code's; no
+    model call): a fix changes the behaviour the report shows, and a rewrite that leaves it as it was is not
+    one. Not used when the examples run no repository code or show something else on each run."""
+    seed: int = run_default("seed")
+
+
+async def choose(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier: ChatModel | None, issue: str,
                  budget: Budget, events: EventLog,
                  changed: Mapping[str, bool] | None = None, *,
                  keeps: Mapping[str, bool] | None = None,
@@ -89,19 +109,19 @@ async def choose(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatM
             return best, decided_by
 
 
-async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: ChatModel | None, issue: str,
+async def choose_once(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier: ChatModel | None, issue: str,
                       budget: Budget, events: EventLog,
                       changed: Mapping[str, bool] | None = None, *,
                       keeps: Mapping[str, bool] | None = None,
                       shown: Mapping[str, tuple[str, ...]] | None = None,
                       instance_id: str = "") -> tuple[Attempt | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
-    keep-working check (`keeps`: per patch, whether it still passes, see `RepairConfig.keep_check`; used only
+    keep-working check (`keeps`: per patch, whether it still passes, see `nodes.ReproduceSettings.keep_check`; used only
     among candidates on which the reproduction script no longer fails, so a check asserting the bug cannot
     prefer a candidate that leaves it), then the issue's examples (`changed`: per patch, whether they show something else than on the unchanged code, see
     `spectrum.examples_changed`), then the vote, then the verifier model's judgement, then the smallest patch.
     The vote counts first the samples whose candidates make the examples show the same (`shown`: per patch,
-    what they show on it; see `RepairConfig.vote_by_examples`), then the samples of the same normalised
+    what they show on it; see `ChooseSettings.vote_by_examples`), then the samples of the same normalised
     patch. `instance_id` names the task in the events."""
     pool = [a for a in attempts if a.patch.strip()]
     if not pool:
@@ -157,7 +177,7 @@ async def choose_once(attempts: Sequence[Attempt], cfg: RepairConfig, verifier: 
     return best, decided_by
 
 
-async def verifier_score(model: ChatModel, cfg: RepairConfig, issue: str, patch: str, budget: Budget) -> float:
+async def verifier_score(model: ChatModel, cfg: ChooseSettings, issue: str, patch: str, budget: Budget) -> float:
     """The verifier model's score of `patch` for `issue`, from 0 to 1; 0 when the call fails (the budget
     included) or its reply does not validate as a `Judgement`. It cannot decide correctness, only break ties.
     Each call is charged to `budget` unless the model charges it itself (`charging`)."""
