@@ -63,6 +63,16 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agentflow.config import StrictConfig, strategy_spelling
 from agentflow.errors import ConfigError, did_you_mean
+from agentflow.events import Event
+from agentflow.events.kinds import (
+    BranchMoment,
+    NodeEnd,
+    SearchBranch,
+    SearchDecision,
+    SearchNode,
+    SearchResume,
+    SearchStop,
+)
 from agentflow.graph.outcome import NodeFailed, one_line
 
 if TYPE_CHECKING:
@@ -311,10 +321,10 @@ class Branch:
         """The backed-up value: the mean of the values of the branches below it (mcts), else its own."""
         return self.value_sum / self.visits if self.visits else self.value
 
-    def record(self, search: str, strategy: str) -> dict[str, Any]:
-        return {"search": search, "strategy": strategy, "thread": self.thread, "depth": self.depth, "action": self.action,
-                "value": round(self.value, 4), "mean": round(self.mean, 4), "visits": self.visits,
-                "terminal": self.done, "error": self.error, "snapshot_id": self.snapshot, "diff_id": self.diff_id}
+    def record(self, search: str, strategy: str) -> SearchNode:
+        return SearchNode(search=search, strategy=strategy, thread=self.thread, depth=self.depth, action=self.action,
+                          value=round(self.value, 4), mean=round(self.mean, 4), visits=self.visits,
+                          terminal=self.done, error=self.error, snapshot_id=self.snapshot, diff_id=self.diff_id)
 
 
 REPORT_DIFF_CHARS = 20_000
@@ -425,17 +435,23 @@ class SearchRun:
     def _node_id(self, branch: Branch) -> str:
         return self.name if branch.parent is None else f"{self.name}/{branch.id}"
 
-    def _emit(self, branch: Branch, **extra: Any) -> None:
+    def _emit(self, branch: Branch, *, final: bool | None = None, chosen: bool | None = None,
+              select: str | None = None) -> None:
         parent = self._node_id(branch.parent) if branch.parent is not None else None
-        self.rt.emit("search.node", node_id=self._node_id(branch), parent_id=parent,
-                     **branch.record(self.name, self.settings.strategy), **extra)
+        marks = {key: value for key, value in (("final", final), ("chosen", chosen), ("select", select))
+                 if value is not None}  # set only when given: the tree's final record
+        self.rt.emit(branch.record(self.name, self.settings.strategy).model_copy(
+            update={"node_id": self._node_id(branch), "parent_id": parent, **marks}))
+
 
     def finish(self, chosen: Branch) -> None:
         """The tree's final record: every node again with its visits (the last event of a node id wins), the
         chosen one marked with how it was chosen."""
         for branch in [self.root, *self.branches] if self.root is not None else self.branches:
-            mark = {"chosen": True, "select": self.settings.select} if branch is chosen else {}
-            self._emit(branch, final=True, **mark)
+            if branch is chosen:
+                self._emit(branch, final=True, chosen=True, select=self.settings.select)
+            else:
+                self._emit(branch, final=True)
 
     # -- running one step of a branch -------------------------------------------------------------------------
 
@@ -466,8 +482,8 @@ class SearchRun:
             rt = self._branch_context(branch)
             graph = self._graph(rt)
             config = self._config(branch)
-            self.rt.emit("search.branch", node_id=self._node_id(branch), event="resume" if resumed else "start",
-                         parent=parent.id, search=self.name)
+            self.rt.emit(SearchBranch(node_id=self._node_id(branch), search=self.name, parent=parent.id,
+                                      event=BranchMoment.RESUME if resumed else BranchMoment.START))
             setup = time.perf_counter() - t0
             try:
                 if not resumed and parent.thread is not None:
@@ -497,9 +513,9 @@ class SearchRun:
         branch.value = 0.0 if branch.error else as_value(raw, self.settings.value_scale)
         branch.pending = False
         restores = getattr(rt.sandbox, "restore_seconds", None) or [0.0]
-        self.rt.emit("search.branch", node_id=self._node_id(branch), event="end", search=self.name,
-                     value=branch.value, terminal=branch.done, error=branch.error,
-                     setup_ms=round(setup * 1000, 2), restore_ms=round(restores[0] * 1000, 2))
+        self.rt.emit(SearchBranch(node_id=self._node_id(branch), event=BranchMoment.END, search=self.name,
+                                  value=branch.value, terminal=branch.done, error=branch.error,
+                                  setup_ms=round(setup * 1000, 2), restore_ms=round(restores[0] * 1000, 2)))
         self._emit(branch)
         self._check_solved(branch)
         return branch
@@ -509,8 +525,8 @@ class SearchRun:
         if stop_at is None or self.solved is not None or not branch.done or branch.error or branch.value < stop_at:
             return
         self.solved = branch
-        self.rt.emit("search.stop", node_id=self.name, search=self.name, branch=branch.id, value=branch.value,
-                     stop_at=stop_at)
+        self.rt.emit(SearchStop(node_id=self.name, search=self.name, branch=branch.id, value=branch.value,
+                                stop_at=stop_at))
 
     def _expand(self, parent: Branch) -> Any:
         """A new child of `parent` run one step, or — in a resumed search — a child a killed run had made there:
@@ -525,8 +541,8 @@ class SearchRun:
         return self._run_branch(self._new(parent))
 
     async def _taken(self, branch: Branch) -> Branch:
-        self.rt.emit("search.branch", node_id=self._node_id(branch), event="reused", search=self.name,
-                     value=branch.value, terminal=branch.done)
+        self.rt.emit(SearchBranch(node_id=self._node_id(branch), event=BranchMoment.REUSED, search=self.name,
+                                  value=branch.value, terminal=branch.done))
         self._check_solved(branch)
         return branch
 
@@ -633,8 +649,8 @@ class SearchRun:
             self._ids = max(self._ids, int(branch.id[1:]) + 1)
         for waiting in self._loaded.values():
             waiting.sort(key=lambda b: int(b.id[1:]))  # creation order: each takes its old place among siblings
-        self.rt.emit("search.resume", node_id=self.name, branches=len(threads),
-                     finished=sum(1 for b in by_thread.values() if not b.pending and b is not root))
+        self.rt.emit(SearchResume(node_id=self.name, branches=len(threads),
+                                  finished=sum(1 for b in by_thread.values() if not b.pending and b is not root)))
 
     async def _loaded_branch(self, graph: Any, thread: str, parent: Branch) -> Branch:
         saved = await self.checkpointer().aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
@@ -782,10 +798,10 @@ class SearchRun:
                     f"{len(node.children) + 1} children", widened=node.id)
         return node
 
-    def decide(self, text: str, **data: Any) -> None:
+    def decide(self, text: str, *, made: int | None = None, widened: str | None = None) -> None:
         """A choice the search made that its settings did not spell out: a `search.decision` event (printed by
         `agentflow run`, kept in events.jsonl)."""
-        self.rt.emit("search.decision", node_id=self.name, search=self.name, decision=text, **data)
+        self.rt.emit(SearchDecision(node_id=self.name, search=self.name, decision=text, made=made, widened=widened))
 
     def _can_grow(self, node: Branch) -> bool:
         s = self.settings
@@ -888,16 +904,12 @@ class BranchEvents:
         self.ran: list[str] = []
         """The graph nodes the branch finished, in order (the step's label in the search tree)."""
 
-    def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Any:
-        if kind == "node.end" and node_id:
-            self.ran.append(node_id)
-        return self._events.emit(kind, node_id=node_id, parent_id=parent_id, **{**data, **self._tag})
-
-    def write(self, event: Any) -> None:
-        """Record an event the branch's step emitted elsewhere (on a worker node), tagged as `emit` tags."""
-        if event.kind == "node.end" and event.node_id:
+    def write(self, event: Event) -> Event:
+        """Record an event of the branch's step (also one it emitted elsewhere: on a worker node), tagged."""
+        if isinstance(event, NodeEnd) and event.node_id:
             self.ran.append(event.node_id)
-        self._events.write(event.model_copy(update={"data": {**event.data, **self._tag}}))
+        written: Event = self._events.write(event.model_copy(update=self._tag))
+        return written
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._events, name)
@@ -952,7 +964,7 @@ def search_node(
         thread = str((config.get("configurable") or {}).get("thread_id", "")) or "run"
         values = dict(state) if isinstance(state, Mapping) else dict(vars(state))
         settings = strategy_for(configured, values, name)
-        rt.start_node(name, type="search", strategy=settings.strategy)
+        rt.start_node(name, node_type="search", strategy=settings.strategy)
         from agentflow.graph.search_remote import step_executor
 
         async with step_executor(settings, rt) as executor:
@@ -963,8 +975,9 @@ def search_node(
         if search.shared is not None and chosen.snapshot is not None:
             await search.shared.restore(chosen.snapshot)  # the run goes on in the chosen branch's workspace
         updates = search.updates(chosen, values, output_key)
-        rt.emit("node.end", node_id=name, type="search", writes=list(updates), chosen=chosen.id,
-                branches=len(search.branches), value=chosen.value)
+        rt.emit(NodeEnd(node_id=name, type="search", writes=list(updates), chosen=chosen.id,
+                        branches=len(search.branches), value=chosen.value))
+
         return updates
 
     return run

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from agentflow.events.kinds import RepairLocalize
 from agentflow.graph.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
@@ -145,8 +146,10 @@ async def localize_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     rt = runtime(ctx)
     cfg = settings.over(rt.cfg)
     found = await localize_hierarchy(rt.models.coder, cfg, rt.issue, await rt.bench.python_sources(), seed=cfg.seed)
-    emit(rt, "repair.localize", files=found["files"], symbols=[f"{p}:{n}" for p, n in found["symbols"]],
-         locations=[f"{p}:{n}" for p, n in found["locations"]])
+    emit(rt, RepairLocalize(files=found["files"], symbols=[f"{p}:{n}" for p, n in found["symbols"]],
+
+                            locations=[f"{p}:{n}" for p, n in found["locations"]]))
+
     return {"ranked": [[p, n] for p, n in found["ranked"]], "localized": {
         "files": found["files"], "symbols": [f"{p}:{n}" for p, n in found["symbols"]],
         "locations": [f"{p}:{n}" for p, n in found["locations"]]}}

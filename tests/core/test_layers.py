@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2] / "agentflow"
 LAYERS: dict[str, int] = {
     # 1 foundations: the top-level modules
     "agentflow": 1,
+    "agentflow.events": 1,
     # 2 parts
     "agentflow.models": 2,
     "agentflow.tools": 2,
