@@ -219,11 +219,15 @@ def _make_redactor(secrets: tuple[str, ...], urls: bool = True) -> Redactor:
             out: dict[Any, Any] | None = None
             for k, v in value.items():
                 new = code(v) if k in CODE_KEYS else scrub(v)
-                if new is not v:
+                key = scrub(k) if isinstance(k, str) else k  # a key is written as much as its value
+                if new is not v or key != k:
                     if out is None:
                         out = dict(value)
-                    out[k] = new
+                    if key != k:
+                        del out[k]
+                    out[key] = new
             return value if out is None else out
+
         if isinstance(value, (list, tuple)):
             items = [scrub(v) for v in value]
             if all(new is old for new, old in zip(items, value, strict=True)):

@@ -32,6 +32,17 @@ from agentflow.agents.stream import AgentEvent, OnAgentEvent, TokenForwardingMod
 from agentflow.agents.textproto import parse_tool_blocks
 from agentflow.budget import Budget, BudgetExceeded
 from agentflow.errors import ModelError
+from agentflow.events import Event
+from agentflow.events.kinds import (
+    AgentCompacted,
+    AgentEnd,
+    AgentLoop,
+    AgentMaxTokensRaised,
+    AgentStart,
+    ApprovalRefused,
+    LimitReached,
+    ModelReplayed,
+)
 from agentflow.models.base import (
     ChatModel,
     ChatRequest,
@@ -299,7 +310,7 @@ class _Run:
     async def loop(self, task: Task) -> AgentResult:
         specs = self.agent.tool_specs()
         self.messages = self.agent.initial_messages(task, specs)
-        self._emit("agent.start", tools=[s.name for s in specs], text_protocol=self.text_protocol)
+        self._emit(AgentStart(tools=[s.name for s in specs], text_protocol=self.text_protocol))
         retries_left = self.cfg.output_retries
         while True:
             stop = self._limit_reached(check_steps=True)
@@ -375,7 +386,7 @@ class _Run:
         if self.max_tokens >= 4 * self.cfg.max_tokens:
             return False
         self.max_tokens *= 2
-        self._emit("agent.max_tokens_raised", max_tokens=self.max_tokens)
+        self._emit(AgentMaxTokensRaised(max_tokens=self.max_tokens))
         return True
 
     async def _notify(self, event: AgentEvent) -> None:
@@ -396,12 +407,12 @@ class _Run:
             return "wall_time"
         kind = self.budget.exceeded()
         if kind is not None:
-            self._emit("budget.exceeded", kind=kind, used=self.budget.used.model_dump())
+            self._emit(LimitReached(limit=kind, used=self.budget.used.model_dump()))
             return f"budget:{kind}"  # type: ignore[return-value]
         return None
 
     def _budget_stop(self, exc: BudgetExceeded) -> StopReason:
-        self._emit("budget.exceeded", kind=exc.kind, used=self.budget.used.model_dump())
+        self._emit(LimitReached(limit=exc.kind, used=self.budget.used.model_dump()))
         return f"budget:{exc.kind}"  # type: ignore[return-value]
 
     def _wall_left(self) -> float | None:
@@ -431,7 +442,7 @@ class _Run:
         journaled = self.journal.get_reply(key) if key is not None else None  # type: ignore[union-attr]
         if journaled is not None:  # this node ran before a crash: its reply is taken, the model not asked again
             response = ChatResponse.model_validate_json(journaled)
-            self._emit("model.replayed", step=self.steps)
+            self._emit(ModelReplayed(step=self.steps))
             self.finish_reason = response.choices[0].finish_reason
             return response.message
         # Wall time also bounds a model call in flight; asyncio.timeout(None) means no limit.
@@ -455,7 +466,7 @@ class _Run:
             return request
         fitted, record, fits = await fit(request, self.cfg.context, self.window, self.count_tokens)
         if record is not None:
-            self._emit("agent.compacted", step=self.steps, fits=fits, **record)
+            self._emit(AgentCompacted(step=self.steps, fits=fits, **record))
         if not fits:
             raise _ContextFull(
                 f"the conversation needs {record['tokens_after'] if record else '?'} tokens plus "
@@ -529,8 +540,8 @@ class _Run:
     def _approve(self, call: ToolCall) -> tuple[bool, str]:
         """Whether a human approved exactly this call (asked through the run's approver)."""
         if self.approver is None:
-            self._emit("approval.refused", tool=call.name, call_hash=call_hash(call.name, call.arguments),
-                       reason="nobody to ask: the run has no approver")
+            self._emit(ApprovalRefused(tool=call.name, call_hash=call_hash(call.name, call.arguments),
+                                       reason="nobody to ask: the run has no approver"))
             return False, f"not run: {call.name} needs a human's approval, and this run has nobody to ask"
         return ask_approval(self.agent.name, call, self._emit, self.approver)
 
@@ -539,8 +550,8 @@ class _Run:
         guard = self.cfg.loop_guard
         nudge = bool(guard.nudge_message) and self.loops.should_nudge()
         action = "nudge" if nudge else guard.action if guard.action != "nudge" else "stop"
-        self._emit("agent.loop", loop=detection.kind, what=detection.what, count=detection.count,
-                   action=action, step=self.steps)
+        self._emit(AgentLoop(loop=detection.kind, what=detection.what, count=detection.count, action=action,
+                             step=self.steps))
         return detection.nudge(guard.nudge_message) if nudge else None
 
     def _best_output(self) -> BaseModel | None:
@@ -578,9 +589,12 @@ class _Run:
             usage=self.budget.used,
             error=error,
         )
-        self._emit("agent.end", **result.summary(), has_output=output is not None)
+        self._emit(AgentEnd(stop_reason=result.stop_reason, steps=result.steps, usage=result.usage.model_dump(),
+                            error=result.error, error_kind=result.error_kind, has_output=output is not None))
+
         return result
 
-    def _emit(self, event_kind: str, /, **data: Any) -> None:
+    def _emit(self, event: Event) -> None:
         if self.ctx.events is not None:
-            self.ctx.events.emit(event_kind, node_id=self.agent.name, **data)
+            self.ctx.events.write(event.model_copy(update={"node_id": self.agent.name}))
+

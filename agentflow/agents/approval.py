@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentflow.agents.loops import fingerprint
+from agentflow.events import Event
+from agentflow.events.kinds import ApprovalGranted, ApprovalRefused, ApprovalRequested
 from agentflow.models.base import ToolCall
 
 MAX_ASKS = 10
@@ -56,24 +58,25 @@ or another action to decline). A workflow run's agent nodes pass LangGraph's `in
 run until it is resumed with the answer."""
 
 
-def ask(agent: str, call: ToolCall, emit: Callable[..., None], interrupt: Approver) -> tuple[bool, str]:
+def ask(agent: str, call: ToolCall, emit: Callable[[Event], None], interrupt: Approver) -> tuple[bool, str]:
     """Ask for approval of `call`; (approved, why not). An approval for another call is refused and the human
     is asked again."""
     request = approval_request(agent, call)
     digest = request["call_hash"]
     for _ in range(MAX_ASKS):
-        emit("approval.requested", tool=call.name, args=call.arguments, call_hash=digest)
+        emit(ApprovalRequested(tool=call.name, args=call.arguments, call_hash=digest))
         answer = interrupt(request)
         action = answer.get("action") if isinstance(answer, Mapping) else None
         given = answer.get("call_hash") if isinstance(answer, Mapping) else None
         if action == "approve" and given == digest:
-            emit("approval.granted", tool=call.name, args=call.arguments, call_hash=digest)
+            emit(ApprovalGranted(tool=call.name, args=call.arguments, call_hash=digest))
             return True, ""
         if action == "approve":
-            emit("approval.refused", tool=call.name, call_hash=digest, approved_hash=given,
-                 reason="the approval was given for another call")
+            emit(ApprovalRefused(tool=call.name, call_hash=digest, approved_hash=given,
+                                 reason="the approval was given for another call"))
             continue  # asked anew: the next interrupt shows this call
-        emit("approval.refused", tool=call.name, call_hash=digest, reason=f"answer {action!r}")
+        emit(ApprovalRefused(tool=call.name, call_hash=digest, reason=f"answer {action!r}"))
         return False, "not run: the human did not approve this call"
-    emit("approval.refused", tool=call.name, call_hash=digest, reason=f"{MAX_ASKS} approvals, none for this call")
+    emit(ApprovalRefused(tool=call.name, call_hash=digest, reason=f"{MAX_ASKS} approvals, none for this call"))
+
     return False, f"not run: asked {MAX_ASKS} times, no approval was for this call"

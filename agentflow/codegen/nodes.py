@@ -41,6 +41,7 @@ from agentflow.codegen.state import (
     SimulationKeys,
 )
 from agentflow.codegen.task import CodeTask, make_task
+from agentflow.events.kinds import CodegenReward, CodegenSimulate, CodegenTest
 from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
@@ -155,7 +156,7 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
                                system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                                purpose="simulate plan")
         verdict = _verdict(trace)
-        ctx.emit("codegen.simulate", target="plan", verdict=verdict)
+        ctx.emit(CodegenSimulate(target="plan", verdict=verdict))
         return {"simulation": {"target": "plan", "verdict": verdict, "trace": trace.strip()}}
     failures = _failures(state)
     if not failures:
@@ -163,7 +164,7 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
     trace = await node_ask(ctx, PROMPTS.render("simulate_code.j2", code=state.get("code") or "", failure=failures[0]),
                            system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
                            purpose="simulate failing case")
-    ctx.emit("codegen.simulate", target="code", failure=failures[0])
+    ctx.emit(CodegenSimulate(target="code", failure=failures[0]))
     return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
 
 
@@ -181,7 +182,7 @@ async def test(state: CodeGenState, ctx: NodeContext[object], settings: CodegenT
     report = await run_examples(ctx.run.sandbox, task, state.get("code") or "", timeout=settings.timeout)
     summary = report.summary()
     tests: ExamplesRecord = {**summary, "ok": not summary["failures"]}  # no examples: nothing left to check
-    ctx.emit("codegen.test", passed=report.passed, total=report.total)
+    ctx.emit(CodegenTest(passed=report.passed, total=report.total))
     return {"tests": tests}
 
 
@@ -216,7 +217,8 @@ async def reward(state: CodeGenState, ctx: NodeContext[object],
         value = 1.0 if passed == total else min(blended, 0.999)
     else:
         value = verified if verified is not None else 0.0
-    ctx.emit("codegen.reward", examples=share, verifier=verified, reward=round(value, 4))
+    ctx.emit(CodegenReward(examples=share, verifier=verified, reward=round(value, 4)))
+
     return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentflow.codegen.execute import run_predicate, run_text
+from agentflow.events.kinds import InstructChecks, InstructCritic, InstructFix, InstructRevert, InstructScore
 from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
@@ -298,15 +299,15 @@ async def critic(state: InstructState, ctx: NodeContext[object], settings: Criti
     judged = [(await _critique(ctx, constraints, answer, checks, settings), answer) for answer in answers]
     critique, response = max(judged, key=lambda pair: sum(c["ok"] for c in pair[0]))  # the first of the best
     passed = sum(c["ok"] for c in critique)
-    ctx.emit("instruct.critic", failed=[c["constraint"] for c in critique if not c["ok"]],
-             by_code=sum(c["how"] == "code" for c in critique), passed=passed,
-             answers=[sum(c["ok"] for c in crit) for crit, _ in judged])
+    ctx.emit(InstructCritic(failed=[c["constraint"] for c in critique if not c["ok"]],
+                            by_code=sum(c["how"] == "code" for c in critique), passed=passed,
+                            answers=[sum(c["ok"] for c in crit) for crit, _ in judged]))
     best = state.get("best") or None
     if best and passed <= best["passed"]:
         # no refinement the critic finds better: go on from (and end with) the best answer so far. A tie keeps
         # it too -- a refinement the critic cannot tell apart mends a constraint it misjudged as often as it
         # breaks one it cannot check
-        ctx.emit("instruct.revert", passed=passed, best=best["passed"])
+        ctx.emit(InstructRevert(passed=passed, best=best["passed"]))
         return {"response": best["response"], "critique": best["critique"], "all_pass": False, "checks": checks,
                 "refinements": []}
     best = {"response": response, "passed": passed, "critique": critique}
@@ -341,17 +342,17 @@ async def _code_fix(ctx: NodeContext[object], prompt: str, response: str, failur
                             seed=rounds, purpose="fix", shots=FIX_SHOTS)
     block = code_block(answer)
     if not block or not re.search(r"def\s+fix\s*\(", block):
-        ctx.emit("instruct.fix", ok=False, error="no fix function in the answer")
+        ctx.emit(InstructFix(ok=False, error="no fix function in the answer"))
         return None
     result = await run_text(ctx.run.sandbox, block, "fix", response, timeout=settings.fix_timeout)
     if not result.ok:
-        ctx.emit("instruct.fix", ok=False, error=result.error or f"fix returned {result.got}, not text")
+        ctx.emit(InstructFix(ok=False, error=result.error or f"fix returned {result.got}, not text"))
         return None
     fixed = (result.got or "").strip()
     if not fixed or fixed == response.strip():
-        ctx.emit("instruct.fix", ok=False, error="fix returned the answer unchanged" if fixed else "fix returned ''")
+        ctx.emit(InstructFix(ok=False, error="fix returned the answer unchanged" if fixed else "fix returned ''"))
         return None
-    ctx.emit("instruct.fix", ok=True, chars=len(fixed))
+    ctx.emit(InstructFix(ok=True, chars=len(fixed)))
     return fixed
 
 
@@ -370,7 +371,7 @@ async def checks(state: InstructState, ctx: NodeContext[object], settings: Criti
     for constraint in constraints:
         if written.get(constraint) is None:
             written[constraint] = await _write_check(ctx, constraint, settings)
-    ctx.emit("instruct.checks", by_code=sum(bool(code) for code in written.values()), constraints=len(constraints))
+    ctx.emit(InstructChecks(by_code=sum(bool(code) for code in written.values()), constraints=len(constraints)))
     return {"checks": written}
 
 
@@ -385,10 +386,11 @@ async def score(state: InstructState, ctx: NodeContext[object],
         critique = await _critique(ctx, constraints, response, known, settings.critic)
         value = sum(c["ok"] for c in critique) / len(critique)
         failed = [c["constraint"] for c in critique if not c["ok"]]
-        ctx.emit("instruct.score", reward=round(value, 4), failed=failed)
+        ctx.emit(InstructScore(reward=round(value, 4), failed=failed))
         return {settings.output: {"score": round(value, 4), "failed": failed}, "checks": known}
     value = await verify_against(ctx, _prompt(state), constraints, response)
-    ctx.emit("instruct.score", reward=round(value, 4), failed=None)
+    ctx.emit(InstructScore(reward=round(value, 4), failed=None))
+
     return {settings.output: {"score": round(value, 4)}}
 
 

@@ -15,6 +15,8 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from agentflow.errors import DependencyMissing, ToolError, UserError
+from agentflow.events import Event
+from agentflow.events.kinds import McpServerExit, McpServerFailed, McpServerStart, McpServerStop
 from agentflow.mcp.config import McpServerConfig
 
 if TYPE_CHECKING:
@@ -129,7 +131,7 @@ class McpConnection:
         raise died
 
     def _died(self, what: str, why: str) -> McpServerDied:
-        self._emit("mcp.server.failed", what=what, reason=why)
+        self._emit(McpServerFailed(server=self.name, what=what, reason=why))
         return McpServerDied(
             f"MCP server '{self.name}' failed during {what}: {why}; it is restarted for the next call"
         )
@@ -166,7 +168,7 @@ class McpConnection:
                 hint="check the command/URL and run it by hand",
             ) from None
         self.starts += 1
-        self._emit("mcp.server.start", target=cfg.describe(), starts=self.starts)
+        self._emit(McpServerStart(server=self.name, target=cfg.describe(), starts=self.starts))
 
     def _target(self) -> Any:
         cfg = self.config
@@ -205,7 +207,7 @@ class McpConnection:
         if generation != self._generation:  # an old server, already replaced
             return
         if not self._ended and self._client is not None:
-            self._emit("mcp.server.exit")
+            self._emit(McpServerExit(server=self.name))
         self._ended = True
 
     async def _own(self, client: Any, ready: asyncio.Future[Any]) -> None:
@@ -248,7 +250,7 @@ class McpConnection:
             self._errlog.close()
             self._errlog = None
         if was_running:
-            self._emit("mcp.server.stop", starts=self.starts)
+            self._emit(McpServerStop(server=self.name, starts=self.starts))
 
     def _stderr_tail(self) -> str:
         log = self._errlog
@@ -263,9 +265,10 @@ class McpConnection:
             return ""
         return _one_line(text)[-STDERR_TAIL_CHARS:]
 
-    def _emit(self, kind: str, **data: Any) -> None:
+    def _emit(self, event: Event) -> None:
         if self.events is not None:
-            self.events.emit(kind, server=self.name, **data)
+            self.events.write(event)
+
 
 
 class _EndWatched(contextlib.AbstractAsyncContextManager[Any]):

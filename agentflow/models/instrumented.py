@@ -11,6 +11,7 @@ from typing import Any
 
 from agentflow.budget import Budget, Hold
 from agentflow.events import EventLog
+from agentflow.events.kinds import ModelCall, ModelTurn
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, StreamDelta
 
 
@@ -57,22 +58,17 @@ class InstrumentedModel:
 
                     warn_unpriced(self.spec, limit)
         if self.events is not None:
-            data: dict[str, Any] = {
-                "spec": self.spec,
-                "model": response.model,
-                "usage": usage.model_dump(),
-                "latency_s": round(response.latency_s, 6),
-                "n": request.n,
-                "cached": response.cached,
-                "finish_reasons": [c.finish_reason for c in response.choices],
-            }
-            if getattr(self.events, "capture_content", False):  # opt-in: prompts and replies may be sensitive
-                data["messages"] = [_message(m) for m in request.messages]
-                data["output"] = [_message(c.message) for c in response.choices]
-            self.events.emit("model.call", node_id=self.node_id, parent_id=self.parent_id, **data)
+            captured = getattr(self.events, "capture_content", False)  # opt-in: prompts and replies may be sensitive
+            self.events.write(ModelCall(
+                node_id=self.node_id, parent_id=self.parent_id, spec=self.spec, model=response.model,
+                usage=usage.model_dump(), latency_s=round(response.latency_s, 6), n=request.n, cached=response.cached,
+                finish_reasons=[c.finish_reason for c in response.choices],
+                messages=[_message(m) for m in request.messages] if captured else None,
+                output=[_message(c.message) for c in response.choices] if captured else None,
+            ))
             if getattr(self.events, "record_turns", True):
-                self.events.emit("model.turn", node_id=self.node_id, parent_id=self.parent_id,
-                                 **turn_record(self.spec, request, response))
+                self.events.write(turn_record(self.spec, request, response).model_copy(
+                    update={"node_id": self.node_id, "parent_id": self.parent_id}))
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         if self.budget is None:
@@ -120,7 +116,7 @@ def _most_tokens(request: ChatRequest) -> int:
     return (request.max_tokens or 0) * max(1, request.n)
 
 
-def turn_record(spec: str, request: ChatRequest, response: ChatResponse) -> dict[str, Any]:
+def turn_record(spec: str, request: ChatRequest, response: ChatResponse) -> ModelTurn:
     """One model call as training data (event `model.turn`): the messages it read, the samples it gave with
     their token traces (scrubbed of any text that held a secret), the sampling settings and the model's
     identity. See docs/concepts/training-data.md."""
@@ -130,16 +126,10 @@ def turn_record(spec: str, request: ChatRequest, response: ChatResponse) -> dict
         trace = choice.trace.scrubbed() if choice.trace is not None else None
         samples.append({"message": _message(choice.message), "finish_reason": choice.finish_reason,
                         "trace": trace.model_dump() if trace is not None else None})
-    return {
-        "spec": spec,
-        "model": response.model,
-        "identity": dict(response.identity),
-        "sampling": sampling,
-        "tools": [t.name for t in request.tools],
-        "messages": [_message(m) for m in request.messages],
-        "samples": samples,
-        "cached": response.cached,
-    }
+    return ModelTurn(spec=spec, model=response.model, identity=dict(response.identity), sampling=sampling,
+                     tools=[t.name for t in request.tools], messages=[_message(m) for m in request.messages],
+                     samples=samples, cached=response.cached)
+
 
 
 def _message(message: Message) -> dict[str, Any]:

@@ -22,6 +22,14 @@ from typing import Any, Literal
 
 from agentflow.errors import UserError
 from agentflow.events import Event, read_events
+from agentflow.events.kinds import (
+    BranchMoment,
+    ModelTurn,
+    RepairCandidate,
+    RepairEnd,
+    SearchBranch,
+    SearchNode,
+)
 from agentflow.models.base import TokenTrace
 from agentflow.secrets import redact
 
@@ -45,23 +53,19 @@ class _Rewards:
     """search tree node id -> its parent's node id."""
 
     def add(self, event: Event) -> None:
-        data = event.data
-        if event.kind == "repair.candidate" and data.get("candidate_id"):
-            score, passed = data.get("score"), data.get("passed")
-            reward = float(score) if isinstance(score, (int, float)) else (
-                float(bool(passed)) if passed is not None else None)
-            self.candidates[str(data["candidate_id"])] = {
-                "reward": reward, "task": data.get("instance_id"), "parent": event.parent_id}
-        elif event.kind == "repair.end" and data.get("instance_id"):
-            if data.get("chosen"):
-                self.chosen.add(str(data["chosen"]))
-            resolved = data.get("resolved")
-            self.tasks[str(data["instance_id"])] = None if resolved is None else float(bool(resolved))
-        elif event.kind == "search.branch" and data.get("event") == "end" and event.node_id:
-            if isinstance(data.get("value"), (int, float)):
-                self.branches[event.node_id] = float(data["value"])
-        elif event.kind == "search.node" and event.node_id:
-            self.parents[event.node_id] = event.parent_id
+        match event:
+            case RepairCandidate(candidate_id=cid) if cid:
+                reward = event.score if event.score is not None else (
+                    float(event.passed) if event.passed is not None else None)
+                self.candidates[cid] = {"reward": reward, "task": event.instance_id, "parent": event.parent_id}
+            case RepairEnd(instance_id=iid) if iid:
+                if event.chosen:
+                    self.chosen.add(event.chosen)
+                self.tasks[iid] = None if event.resolved is None else float(event.resolved)
+            case SearchBranch(event=BranchMoment.END, node_id=node) if node and event.value is not None:
+                self.branches[node] = event.value
+            case SearchNode(node_id=node) if node:
+                self.parents[node] = event.parent_id
 
 
 def _event_files(run: Path) -> list[Path]:
@@ -73,12 +77,12 @@ def _event_files(run: Path) -> list[Path]:
     return files
 
 
-def _turns(files: list[Path]) -> tuple[list[tuple[Path, Event]], _Rewards]:
-    turns: list[tuple[Path, Event]] = []
+def _turns(files: list[Path]) -> tuple[list[tuple[Path, ModelTurn]], _Rewards]:
+    turns: list[tuple[Path, ModelTurn]] = []
     rewards = _Rewards()
     for path in files:
         for event in read_events(path):
-            if event.kind == "model.turn":
+            if isinstance(event, ModelTurn):
                 turns.append((path, event))
             else:
                 rewards.add(event)
@@ -108,7 +112,7 @@ class _Where:
 def _where(path: Path, event: Event, rewards: _Rewards, run_root: Path) -> _Where:
     run_id = event.run_id or (path.parent.name if path.parent != run_root.parent else run_root.name)
     node, parent = event.node_id or "", event.parent_id
-    search, branch = event.data.get("search"), event.data.get("branch")
+    search, branch = event.search, event.branch
     cand = rewards.candidates.get(node)
     if cand is not None:  # a repair sample: siblings are the candidates drawn from the same parent
         task = str(cand["task"] or run_id)
@@ -162,10 +166,9 @@ def trajectory_rows(run: str | Path) -> list[dict[str, Any]]:
         where = _where(path, event, rewards, root)
         index = turn_index.get(where.trajectory, 0)
         turn_index[where.trajectory] = index + 1
-        data = event.data
-        identity = {str(k): str(v) for k, v in (data.get("identity") or {}).items()}
-        messages = [_message(m) for m in data.get("messages") or []]
-        for sample_index, sample in enumerate(data.get("samples") or []):
+        identity = {str(k): str(v) for k, v in event.identity.items()}
+        messages = [_message(m) for m in event.messages]
+        for sample_index, sample in enumerate(event.samples):
             reply = _message(sample.get("message") or {})
             rows.append({
                 "run_id": event.run_id, "task_id": where.task, "group_id": where.group,
@@ -173,11 +176,11 @@ def trajectory_rows(run: str | Path) -> list[dict[str, Any]]:
                 "node_id": event.node_id, "parent_id": event.parent_id,
                 "messages": [*messages, reply], "prompt_messages": len(messages),
                 "finish_reason": sample.get("finish_reason"),
-                **_token_fields(sample, str(data.get("spec", "?"))),
+                **_token_fields(sample, event.spec),
                 "reward": where.reward, "reward_source": where.reward_source, "chosen": where.chosen,
-                "sampling": json.dumps(data.get("sampling") or {}, sort_keys=True),
-                "model_spec": redact(str(data.get("spec", ""))), "model_identity": json.dumps(identity, sort_keys=True),
-                "model_file_sha256": identity.get("file_sha256"), "cached": bool(data.get("cached")),
+                "sampling": json.dumps(event.sampling, sort_keys=True),
+                "model_spec": redact(event.spec), "model_identity": json.dumps(identity, sort_keys=True),
+                "model_file_sha256": identity.get("file_sha256"), "cached": event.cached,
                 "ts": event.ts,
             })
     return rows

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,15 +33,37 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from agentflow.events import Event
+from agentflow.events.kinds import (
+    AgentEnd,
+    AgentStart,
+    BranchMoment,
+    ModelCall,
+    NodeEnd,
+    NodeStart,
+    RepairAttempt,
+    RepairBase,
+    RepairEnd,
+    RepairPlan,
+    RepairRank,
+    RepairReproduce,
+    RepairStart,
+    RunEnd,
+    RunResume,
+    RunStart,
+    SandboxExec,
+    SearchBranch,
+    SearchNode,
+    ToolCalled,
+)
 
 _TEXT_CAP = 4000  # characters of one attribute value (a patch, a command, a message list)
 _ROOT = Context()  # explicit parents only: a batch is made in whichever task wrote its last event
 _BATCH = 256  # events translated together: the SDK's span code runs cache-hot, several times faster per span
 _BATCH_S = 1.0  # ... or after this long since the last batch, so a slow run's spans are not held back
 # the events that open / close a scope in the emitting task, and the key of the span they open / close
-_OPENS = {"run.start": "run", "run.resume": "run", "node.start": "node", "agent.start": "agent",
-          "repair.start": "repair"}
-_CLOSES = {"run.end": "run", "node.end": "node", "agent.end": "agent", "repair.end": "repair"}
+_OPENS: dict[type[Event], str] = {RunStart: "run", RunResume: "run", NodeStart: "node", AgentStart: "agent",
+                                  RepairStart: "repair"}
+_CLOSES: dict[type[Event], str] = {RunEnd: "run", NodeEnd: "node", AgentEnd: "agent", RepairEnd: "repair"}
 _SCALARS = (str, bool, int, float)
 
 
@@ -49,12 +71,11 @@ def _branch_of(event: Event) -> str | None:
     """`search/branch` of an event a search branch wrote (its nodes, agents, calls), else None: the id of its
     `search.branch` events, so with the task's id in front when the task's events name their nodes so (a
     repair's)."""
-    branch = event.data.get("branch")
-    if not branch:
+    if not event.branch:
         return None
-    iid = str(event.data.get("instance_id") or "")
+    iid = event.instance_id or ""
     prefix = f"{iid}/" if iid and (event.node_id or "").startswith(f"{iid}/") else ""
-    return f"{prefix}{event.data.get('search')}/{branch}"
+    return f"{prefix}{event.search}/{event.branch}"
 
 
 def _scoped(event: Event, name: str) -> str:
@@ -144,17 +165,18 @@ class SpanTranslator:
         self._ctx: _Scope | None = None  # the emitting task's scope of the event being translated
         self._new: _Scope | None = None  # the scope that event opened
         self._last_ns = 0
-        self._handlers = {
-            "run.start": self._run_start, "run.resume": self._run_start, "run.end": self._run_end,
-            "node.start": self._node_start, "node.end": self._node_end,
-            "agent.start": self._agent_start, "agent.end": self._agent_end,
-            "repair.start": self._repair_start, "repair.end": self._repair_end,
-            "search.node": self._search_node, "search.branch": self._branch,
-            "model.call": self._model_call, "tool.call": self._tool_call, "sandbox.exec": self._sandbox_exec,
-            "repair.attempt": self._attempt,
-            "repair.rank": self._repair_step, "repair.base": self._repair_step,
-            "repair.reproduce": self._repair_step, "repair.plan": self._repair_step,
+        self._handlers: dict[type[Event], Callable[[Any], None]] = {
+            RunStart: self._run_start, RunResume: self._run_start, RunEnd: self._run_end,
+            NodeStart: self._node_start, NodeEnd: self._node_end,
+            AgentStart: self._agent_start, AgentEnd: self._agent_end,
+            RepairStart: self._repair_start, RepairEnd: self._repair_end,
+            SearchNode: self._search_node, SearchBranch: self._branch,
+            ModelCall: self._model_call, ToolCalled: self._tool_call, SandboxExec: self._sandbox_exec,
+            RepairAttempt: self._attempt,
+            RepairRank: self._repair_step, RepairBase: self._repair_step,
+            RepairReproduce: self._repair_step, RepairPlan: self._repair_step,
         }
+        """What each kind of event makes (any other: a span event on its parent span)."""
 
     # ------------------------------------------------------------------------------------------- plumbing
 
@@ -162,10 +184,11 @@ class SpanTranslator:
         """Note the emitting task's scope now (cheap); translate in batches."""
         scope = self._scope.get()
         opened = None
-        if event.kind in _OPENS:
-            opened = _Scope(_scope_key(_OPENS[event.kind], event), scope)
+        opens, closes = _OPENS.get(type(event)), _CLOSES.get(type(event))
+        if opens is not None:
+            opened = _Scope(_scope_key(opens, event), scope)
             self._scope.set(opened)
-        elif event.kind in _CLOSES and scope is not None and scope.key == _scope_key(_CLOSES[event.kind], event):
+        elif closes is not None and scope is not None and scope.key == _scope_key(closes, event):
             self._scope.set(scope.parent)
         self._pending.append((event, scope, opened))
         if len(self._pending) >= _BATCH or time.monotonic() - self._drained_at >= _BATCH_S:
@@ -177,7 +200,7 @@ class SpanTranslator:
         for event, scope, opened in pending:
             self._ctx, self._new = scope, opened
             self._last_ns = max(self._last_ns, _ns(event.ts))
-            self._handlers.get(event.kind, self._point)(event)
+            self._handlers.get(type(event), self._point)(event)
         self._ctx = self._new = None
         self._drained_at = time.monotonic()
 
@@ -249,7 +272,7 @@ class SpanTranslator:
             if found is not None:
                 return found
         current = self._cur()
-        repair = self._open.get(("repair", str(event.data.get("instance_id") or "")))
+        repair = self._open.get(("repair", event.instance_id or ""))
         if repair is not None:  # the task's current span if it is inside this repair (live), else the repair
             span = current
             while span is not None and span is not repair:
@@ -291,18 +314,18 @@ class SpanTranslator:
         parent = self._open.get(("repair", iid)) if iid else None
         self._start(("run", iid), name, parent, _ns(event.ts), attrs)  # else a root
 
-    def _run_end(self, event: Event) -> None:
-        record = self._open.get(("run", str(event.data.get("instance_id") or "")))
+    def _run_end(self, event: RunEnd) -> None:
+        record = self._open.get(("run", event.instance_id or ""))
         if record is None:
             return
         record.span.set_attributes(_flat("agentflow.run", event.data))
-        if event.data.get("status") in ("error", "failed"):
-            record.span.set_status(Status(StatusCode.ERROR, str(event.data.get("status"))))
+        if event.status in ("error", "failed"):
+            record.span.set_status(Status(StatusCode.ERROR, event.status))
         self._end_tree(record, _ns(event.ts))  # a node paused at an interrupt ends with its run
 
-    def _node_start(self, event: Event) -> None:
+    def _node_start(self, event: NodeStart) -> None:
         name = event.node_id or "?"
-        iid = str(event.data.get("instance_id") or "")
+        iid = event.instance_id or ""
         branch = _branch_of(event)
         if branch is not None:  # a search branch's node: under the branch, keyed apart from other branches'
             parent = self._open.get(("branch", branch)) or self._open.get(("node", branch.rsplit("/", 1)[0]))
@@ -311,29 +334,28 @@ class SpanTranslator:
         attrs = {"agentflow.node": name, **({"agentflow.search.branch": branch} if branch else {})}
         self._start(("node", _scoped(event, name)), f"node {name}", parent, _ns(event.ts), attrs)
 
-    def _branch(self, event: Event) -> None:
+    def _branch(self, event: SearchBranch) -> None:
         """A search branch's step (`search.branch` start / resume ... end): a span under its search node."""
         key = ("branch", event.node_id or "?")
-        if event.data.get("event") in ("start", "resume"):
+        if event.event in (BranchMoment.START, BranchMoment.RESUME):
             search = (event.node_id or "").rsplit("/", 1)[0]  # the search node's id (`<search>/<branch>`)
             parent = self._open.get(("node", search)) or self._cur()
             self._start(key, f"branch {event.node_id}", parent, _ns(event.ts),
                         {"agentflow.search.branch": event.node_id or "?",
-                         "agentflow.search.parent": str(event.data.get("parent") or "")})
+                         "agentflow.search.parent": event.parent or ""})
             return
         record = self._open.get(key)
         if record is not None:
             record.span.set_attributes(_flat("agentflow.search.branch", event.data, skip=("event", "search")))
-            if event.data.get("error"):
-                record.span.set_status(Status(StatusCode.ERROR, str(event.data["error"])[:500]))
+            if event.error:
+                record.span.set_status(Status(StatusCode.ERROR, event.error[:500]))
             self._end(record, _ns(event.ts))
 
-    def _node_end(self, event: Event) -> None:
+    def _node_end(self, event: NodeEnd) -> None:
         record = self._open.get(("node", _scoped(event, event.node_id or "?")))
         if record is not None:
-            writes = event.data.get("writes")
-            if writes:
-                record.span.set_attribute("agentflow.node.writes", ", ".join(map(str, writes)))
+            if event.writes:
+                record.span.set_attribute("agentflow.node.writes", ", ".join(event.writes))
             self._end(record, _ns(event.ts))
 
     def _agent_start(self, event: Event) -> None:
@@ -417,7 +439,7 @@ class SpanTranslator:
             **_flat("agentflow.search", {k: d.get(k) for k in ("value", "visits", "depth", "terminal", "action",
                                                                  "strategy", "error", "chosen")}),
         }
-        iid = str(d.get("instance_id") or "")
+        iid = event.instance_id or ""
         record = self._snode(node_id, event.parent_id, iid, _ns(event.ts))
         record.span.set_attributes(attrs)
         record.last_ns = max(record.last_ns, _ns(event.ts))

@@ -20,6 +20,7 @@ from typing import Any
 
 from agentflow.errors import UserError
 from agentflow.events import read_events
+from agentflow.events.kinds import ModelTurn
 from agentflow.runfiles import read_inside, read_text, replace_file
 from agentflow.secrets import redact, register_secrets_in
 
@@ -70,10 +71,10 @@ def _break_parent_cycles(events: list[list[Any]]) -> None:
     the node seen first becomes a root (its rows lose their parent), so every node is still shown."""
     parent: dict[str, str | None] = {}
     first: dict[str, int] = {}
-    for i, (_, kind, node_id, up, _) in enumerate(events):
-        if kind == "search.node" and node_id:
-            parent[node_id] = up
-            first.setdefault(node_id, i)
+    for i, (_, kind, row_node, up, _) in enumerate(events):
+        if kind == "search.node" and row_node:
+            parent[row_node] = up
+            first.setdefault(row_node, i)
     done: set[str] = set()
     roots: set[str] = set()
     for start in parent:
@@ -152,7 +153,7 @@ def load_run(run_dir: str | Path, graph: dict[str, Any] | None = None) -> dict[s
     if (rdir / "events.jsonl").is_file():
         # `model.turn` is training data (whole prompts, token ids): `agentflow export` reads it, the page does not
         events = [[e.ts, e.kind, e.node_id, e.parent_id, _cap(e.data)] for e in read_events(rdir / "events.jsonl")
-                  if e.kind != "model.turn"]
+                  if not isinstance(e, ModelTurn)]
         _break_parent_cycles(events)
     report = _read_json(rdir / "report.json")
     eval_patches, eval_logs = _eval_files(rdir)

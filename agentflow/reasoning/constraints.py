@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from agentflow.events.kinds import ReasonConstraintsDropped, ReasonConstraintsFallback
 from agentflow.graph.run.context import NodeContext
 from agentflow.reasoning.llm import PROMPTS, node_ask, numbered_items
 from agentflow.tools.context import DepsT
@@ -50,10 +51,11 @@ async def extract_constraints(ctx: NodeContext[DepsT], task: str, *, limit: int 
     task_words = set(_words(task))
     covered = len(said & task_words) / max(len(task_words), 1)
     if covered < 0.6:
-        ctx.emit("reason.constraints_fallback", covered=round(covered, 2), answer=text[:500])
+        ctx.emit(ReasonConstraintsFallback(covered=round(covered, 2), answer=text[:500]))
         return sentences(task)[:limit]
     if len(kept) < len(items):
-        ctx.emit("reason.constraints_dropped", dropped=[item for item in items if item not in kept][:limit])
+        ctx.emit(ReasonConstraintsDropped(dropped=[item for item in items if item not in kept][:limit]))
+
     return kept[:limit]
 
 

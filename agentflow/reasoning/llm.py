@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from agentflow.errors import UserError
+from agentflow.events.kinds import ModelAsk
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
@@ -56,8 +57,9 @@ async def node_ask(
     # prompts and answers may be sensitive: in the run's events only when content capture is on
     # (`-c trace.content=true`), as for every other model call
     captured = ctx.run.events is not None and ctx.run.events.capture_content
-    content = {"prompt": prompt[-2000:], "answer": answer.text[-2000:]} if captured else {}
-    ctx.emit("model.ask", purpose=purpose, tokens=answer.usage.total_tokens, **content)
+    ctx.emit(ModelAsk(purpose=purpose, tokens=answer.usage.total_tokens, prompt=prompt[-2000:] if captured else None,
+                      answer=answer.text[-2000:] if captured else None))
+
     return answer.text
 
 

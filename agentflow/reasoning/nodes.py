@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentflow.events.kinds import ReasonConstraints, ReasonReward, ReasonSelect, ReasonVerify
 from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
@@ -118,7 +119,7 @@ async def constraints_node(state: ReasoningState, ctx: NodeContext[object],
     if not task:
         raise ValueError(f"node '{ctx.node}': the state has no {settings.input!r} to extract constraints from")
     found = await extract_constraints(ctx, str(task), limit=settings.limit, max_tokens=settings.max_tokens)
-    ctx.emit("reason.constraints", constraints=found)
+    ctx.emit(ReasonConstraints(constraints=found))
     return {"constraints": found}
 
 
@@ -140,7 +141,7 @@ async def select_node(state: ReasoningState, ctx: NodeContext[object], settings:
     selection: SelectionRecord = {
         "algorithm": chosen, "prior": prior,
         "scores": {k: (None if v == float("inf") else round(v, 4)) for k, v in scores.items()}}
-    ctx.emit("reason.select", **selection)
+    ctx.emit(ReasonSelect(**selection))
     return {"algorithm": chosen, "selection": selection, "ucb": _ucb_record(stats)}
 
 
@@ -151,7 +152,7 @@ async def verify_node(state: ReasoningState, ctx: NodeContext[object],
         raise ValueError(f"node '{ctx.node}': the state has nothing at {settings.work!r} to verify")
     constraints = [str(c) for c in read_path(state, settings.constraints) or []]
     score = await verify_against(ctx, str(read_path(state, settings.task) or ""), constraints, str(work))
-    ctx.emit("reason.verify", work=settings.work, score=score)
+    ctx.emit(ReasonVerify(work=settings.work, score=score))
     return {settings.output: {"score": score}}
 
 
@@ -161,7 +162,8 @@ async def reward_node(state: ReasoningState, ctx: NodeContext[object], settings:
         raise ValueError(f"node '{ctx.node}': needs 'algorithm' and a number at {settings.value!r} in the state "
                          "(run a search first)")
     stats = UcbStats.model_validate(state.get("ucb") or {}).update(algorithm, float(reward))
-    ctx.emit("reason.reward", algorithm=algorithm, reward=reward, ucb=stats.model_dump())
+    ctx.emit(ReasonReward(algorithm=algorithm, reward=reward, ucb=stats.model_dump()))
+
     return {"ucb": _ucb_record(stats), "reward": float(reward)}
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentflow.events.kinds import ReasonValue
 from agentflow.graph.run.context import NodeContext
 from agentflow.reasoning.llm import PROMPTS, node_ask
 from agentflow.reasoning.state import ReasoningState, ValueRecord
@@ -82,7 +83,8 @@ async def value_node(state: ReasoningState, ctx: NodeContext[object],
                            work=_text(_at(state, settings.work), settings.limit),
                            checks=_text(_at(state, settings.checks), settings.limit) if settings.checks else "(not checked)")
     judgement = read_judgement(await node_ask(ctx, prompt, max_tokens=settings.max_tokens, purpose="value"))
-    ctx.emit("reason.value", value=judgement.value, assessment=judgement.assessment)
+    ctx.emit(ReasonValue(value=judgement.value, assessment=judgement.assessment))
+
     return {settings.output: {"value": judgement.value, "assessment": judgement.assessment}}
 
 

@@ -37,6 +37,15 @@ from typing import Any
 
 from pydantic import Field
 
+from agentflow.events.kinds import (
+    RepairExamples,
+    RepairKeepCheck,
+    RepairKeeps,
+    RepairPlan,
+    RepairRank,
+    RepairReproduce,
+    RepairSpectrum,
+)
 from agentflow.graph.compile.nodetypes import NodeRun, NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
 from agentflow.reasoning.state import PlanKeys
@@ -191,8 +200,8 @@ async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings
     _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=settings.test_timeout_s,
                                                 how=how_to_verify(state))
     top = [f"{p}:{q}" for p, q, _ in summary["suspicion"][:5]]
-    _emit(rt, "repair.spectrum", examples=summary["examples"], executed=len(summary["executed"]),
-          tests=summary["tests"], suspects=top, problems=summary["problems"])
+    _emit(rt, RepairSpectrum(examples=summary["examples"], executed=len(summary["executed"]),
+                             tests=summary["tests"], suspects=top, problems=summary["problems"]))
     return {"spectrum": summary}
 
 
@@ -205,7 +214,7 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
     prefer = await rank_suspects(rt.models.coder, settings, rt.issue, sources, base.output, seed=settings.seed,
                                  evidence=evidence_of(state))
     ranked = [[path, name] for path, name in prefer]
-    _emit(rt, "repair.rank", ranked=[f"{p}:{n}" for p, n in prefer])
+    _emit(rt, RepairRank(ranked=[f"{p}:{n}" for p, n in prefer]))
     return {"ranked": ranked}
 
 
@@ -229,8 +238,8 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
                                               previous=previous, prefer=prefer, evidence=evidence)
             why = "no code block in the answer"
         kept, output = await bench.install_repro(script) if script else (False, why)
-        _emit(rt, "repair.reproduce", kept=kept, script=script, output=output[-1500:],
-              source="examples" if attempt == 0 and examples else "model")
+        _emit(rt, RepairReproduce(kept=kept, script=script, output=output[-1500:],
+                                  source="examples" if attempt == 0 and examples else "model"))
         if kept and script:
             # the base again, the script's failure counted: the tests fail there now
             base = await bench.verify_base(dataclasses.replace(how_to_verify(state), repro=script))
@@ -272,7 +281,7 @@ async def _keep_check(rt: RepairRuntime, settings: ReproduceSettings, sources: d
     script = await write_keep_check(rt.models.coder, settings, rt.issue, sources, reproduction, seed=settings.seed,
                                     prefer=prefer, evidence=evidence)
     kept, output = await rt.bench.install_keep_check(script, sources) if script else (None, "no code block in the answer")
-    _emit(rt, "repair.keep_check", kept=kept is not None, script=script, check=kept, output=output[-1500:])
+    _emit(rt, RepairKeepCheck(kept=kept is not None, script=script, check=kept, output=output[-1500:]))
     return kept
 
 
@@ -284,7 +293,7 @@ async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Pl
     prefer = ranked_of(state)
     text = await make_plan(rt.models.planner, settings, rt.issue, sources, seed=settings.seed, prefer=prefer,
                            evidence=evidence_of(state))
-    _emit(rt, "repair.plan", plan=text)
+    _emit(rt, RepairPlan(plan=text))
     return {"plan": text}
 
 
@@ -321,8 +330,8 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[
     again = await rt.bench.show_examples("", rt.issue, sources)
     runs = {key: await rt.bench.show_examples(patch, rt.issue, sources) for key, patch in patches.items()}
     changed, shown = examples_changed(base, again, runs), examples_shown(base, again, runs)
-    _emit(rt, "repair.examples", compared=len(runs), changed=sum(changed.values()), usable=bool(changed),
-          behaviours=len(set(shown.values())))
+    _emit(rt, RepairExamples(compared=len(runs), changed=sum(changed.values()), usable=bool(changed),
+                             behaviours=len(set(shown.values()))))
     return changed, shown
 
 
@@ -335,7 +344,8 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
     if not await rt.bench.keeps_working("", script):  # it passed there before; a flaky check is not used
         return {}
     held = {key: await rt.bench.keeps_working(patch, script) for key, patch in patches.items()}
-    _emit(rt, "repair.keeps", compared=len(held), held=sum(held.values()))
+    _emit(rt, RepairKeeps(compared=len(held), held=sum(held.values())))
+
     return held
 
 

@@ -9,8 +9,6 @@ from pydantic import BaseModel, Field
 
 from agentflow.repair.verify.workbench import Verification
 
-STATUSES = ("submitted", "limits_exceeded", "context_exceeded", "env_error", "no_patch")
-
 CandidateStatus = Literal["ok", "noop", "unparsable", "apply_error"]
 
 
@@ -54,7 +52,7 @@ class InstanceOutcome(BaseModel):
 
     instance_id: str
     status: str
-    """submitted, limits_exceeded:<kind>, context_exceeded, env_error, no_patch."""
+    """A `agentflow.events.kinds.RepairStatus`, with the limit reached after a colon (limits_exceeded:<kind>)."""
     model_patch: str = ""
     chosen: str | None = None
     """candidate_id of the submitted patch."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from agentflow.errors import SandboxError
+from agentflow.events.kinds import SandboxExec, SandboxStart, SandboxTamper
 from agentflow.sandbox.base import ExecResult, FileEntry, SandboxInfo
 from agentflow.sandbox.config import SandboxConfig
 
@@ -223,7 +224,7 @@ class AgentSandbox:
     def _tamper(self, line: bytes) -> None:
         # loud, not fatal: the forged line is dropped and the real reply still arrives
         if self.events is not None:
-            self.events.emit("sandbox.tamper", sandbox=self.id, line=line[:200].decode("utf-8", "replace"))
+            self.events.write(SandboxTamper(sandbox=self.id, line=line[:200].decode("utf-8", "replace")))
 
     def healthy(self) -> bool:
         return not self.closed and self._link is not None and self._link.dead is None
@@ -277,16 +278,11 @@ class AgentSandbox:
             limit_hit=msg.get("limit_hit"),
         )
         if self.events is not None:
-            self.events.emit(
-                "sandbox.exec",
-                sandbox=self.id,
-                command=_shown(command),
-                exit_code=result.exit_code,
-                duration_s=round(result.duration_s, 4),
-                timed_out=result.timed_out,
-                limit_hit=result.limit_hit,
+            self.events.write(SandboxExec(
+                sandbox=self.id, command=_shown(command), exit_code=result.exit_code,
+                duration_s=round(result.duration_s, 4), timed_out=result.timed_out, limit_hit=result.limit_hit,
                 truncated=result.truncated,
-            )
+            ))
         return result
 
     def attach_events(self, events: Any) -> None:
@@ -298,7 +294,8 @@ class AgentSandbox:
             for key, value in self.config.env.items():
                 if _SECRET_ENV.search(key):
                     register_secret(value)
-            events.emit("sandbox.start", sandbox=self.id, **self.info().model_dump())
+            events.write(SandboxStart(sandbox=self.id, **self.info().model_dump()))
+
 
     async def _exec_argvs(self, argvs: list[list[str]], env: dict[str, str], what: str) -> str:
         """Run argvs in turn without a shell (stop at the first failure); stdout of the last one. Used by

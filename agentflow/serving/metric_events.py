@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from agentflow.events.kinds import ServerMetrics
+
 if TYPE_CHECKING:
     from agentflow.events import EventLog
     from agentflow.serving.server import ServerHandle
@@ -20,7 +22,7 @@ def _metrics_event(handle: ServerHandle, events: EventLog, figures: Any, node_id
         data["error"] = f"{type(figures).__name__}: {figures}"[:300]
     else:
         data.update(figures)
-    events.emit("server.metrics", node_id=node_id, **data)
+    events.write(ServerMetrics(node_id=node_id, **data))
     return data
 
 

@@ -23,8 +23,9 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, PrivateAttr
 
+from agentflow.events.kinds import PreflightFindings
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.testrun import install_runner, runner_command, test_env
 from agentflow.swe.workspace import EVAL_DIR, PYTHON_SHIM
@@ -36,27 +37,9 @@ _USAGE = re.compile(r"^\S*: error: (.+)$", re.MULTILINE)
 _NOT_FOUND = re.compile(r"(?:^|: )(\S+): (?:command )?not found", re.MULTILINE)
 
 
-class Preflight(BaseModel):
+class Preflight(PreflightFindings):
     """What the test command does at the base commit (an event, `repair.preflight`, and the outcome's field)."""
 
-    command: str
-    exit_code: int | None = None
-    timed_out: bool = False
-    counts: dict[str, int] = Field(default_factory=dict)
-    """pytest's summary counts (passed, failed, errors, skipped, ...)."""
-    fixed: list[str] = Field(default_factory=list)
-    """What the harness arranged so the tests can run, without the user (the `python` shim, `src/` importable)."""
-    cause: str | None = None
-    """Why the tests cannot run (None: they ran)."""
-    fix: str | None = None
-    """What the user can do about `cause`."""
-    note: str | None = None
-    """Worth knowing although the tests ran (every test passes: they cannot show the bug)."""
-    left_out: dict[str, str] = Field(default_factory=dict)
-    """Test files left out of every run of the repair (file -> why: the optional module it imports is missing)."""
-    own_errors: dict[str, str] = Field(default_factory=dict)
-    """Test files whose collection fails on an error the repository's own package raises (file -> the error):
-    taken as the failing behaviour, not as a set-up failure."""
     _result: ExecResult | None = PrivateAttr(default=None)
 
     @property

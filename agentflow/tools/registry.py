@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Self
 
 from agentflow.errors import UserError
+from agentflow.events.kinds import ToolCalled
 from agentflow.models.base import ToolCall, ToolSpec
 from agentflow.tools.context import ToolContext
 from agentflow.tools.decorator import Tool
@@ -141,19 +142,12 @@ class ToolRegistry:
             result.replayed = True  # already charged by the run that did it
         if ctx.events is not None:
             text, _ = cap_text(result.text, EVENT_TEXT_CHARS)
-            ctx.events.emit(
-                "tool.call",
-                node_id=node_id,
-                name=call.name,
-                call_id=call.id,
-                args=call.arguments,
-                ok=result.ok,
-                error=result.error,
-                duration_s=round(result.duration_s, 6),
-                replayed=result.replayed,
-                text=text,
-                **({"key": key} if key is not None else {}),
-            )
+            ctx.events.write(ToolCalled(
+                node_id=node_id, name=call.name, call_id=call.id, args=call.arguments, ok=result.ok,
+                error=result.error, duration_s=round(result.duration_s, 6), replayed=result.replayed, text=text,
+                key=key,
+            ))
+
         return result
 
     async def _run_charged(self, call: ToolCall, ctx: ToolContext) -> ToolResult:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from agentflow.cli.main import run
+from agentflow.events.kinds import RunEnd, RunStart
 from tests.serving.conftest import require_llama
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,7 +122,7 @@ def test_run_uses_the_served_model_records_metrics_and_stops_the_server(
     metrics = [e for e in events if e["kind"] == "server.metrics"]
     assert metrics, [e["kind"] for e in events]
     data = metrics[-1]["data"]
-    assert "error" not in data, data
+    assert data.get("error") is None, data
     assert data["server"] == "llamacpp" and data["model"] == "gemma3-270m"
     assert data["generation_tokens_total"] >= 1  # the node's request went to this server
 
@@ -217,7 +218,7 @@ def test_repair_runs_get_the_served_model_a_loader_and_metrics_per_task(
     ) -> dict[str, Any]:
         seen["model"], seen["pid"] = cfg.model, handles[-1].pid
         with EventLog(Path(out_dir) / "events.jsonl", run_id="r") as events:
-            events.emit("run.start")
+            events.write(RunStart())
             if cfg.model == handles[-1].spec:
                 coder = model_loader(cfg.model)
                 seen["reply"] = (
@@ -227,7 +228,7 @@ def test_repair_runs_get_the_served_model_a_loader_and_metrics_per_task(
             seen["other"] = type(model_loader(f"replay:{other}")).__name__
             for task in tasks:
                 on_progress(SimpleNamespace(), SimpleNamespace(instance_id=task))
-            events.emit("run.end")
+            events.write(RunEnd())
         return {"ok": True}
 
     monkeypatch.setattr(runs, "run_batch", fake_run_batch)

@@ -24,6 +24,7 @@ MAX_MODULES = 15
 LAYERS: dict[str, int] = {
     # 1 foundations: the top-level modules
     "agentflow": 1,
+    "agentflow.events": 1,
     # 2 parts
     "agentflow.models": 2,
     "agentflow.tools": 2,

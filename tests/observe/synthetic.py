@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from agentflow.events import Event
+from agentflow.events import parse_event
 
 SEARCH = "search"
 """The repair workflow's search node."""
@@ -36,8 +36,10 @@ class _Writer:
     def emit(self, kind: str, node_id: str | None = None, parent_id: str | None = None, dt: float = 0.05,
              **data: Any) -> None:
         self.t += dt
-        self.lines.append(Event(ts=self.t, run_id=self.out.name, kind=kind, node_id=node_id, parent_id=parent_id,
-                                data=data).model_dump_json())
+        event = parse_event({"ts": self.t, "run_id": self.out.name, "kind": kind, "node_id": node_id,
+                             "parent_id": parent_id, **data})  # a run's writers write only what parses
+        self.lines.append(event.model_dump_json())
+
 
 
 def _node(w: _Writer, iid: str, name: str, writes: list[str], dt: float = 0.05, **tags: Any) -> None:
@@ -49,15 +51,16 @@ def _node(w: _Writer, iid: str, name: str, writes: list[str], dt: float = 0.05, 
 def _record(branch: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """A `search.node` event's data, as `agentflow.graph.search.tree.Branch.record` writes it."""
     return {"search": SEARCH, "strategy": "mcts", "thread": branch["thread"], "depth": branch["depth"],
-            "action": branch["action"], "value": branch["value"], "visits": branch["visits"],
-            "terminal": branch["terminal"], "error": None, "snapshot_id": f"{branch['depth']:040x}", **extra}
+            "action": branch["action"], "value": branch["value"], "mean": branch["value"], "visits": branch["visits"],
+            "terminal": branch["terminal"], "error": None, "snapshot_id": f"{branch['depth']:040x}", "diff_id": None,
+            **extra}
 
 
 def _instance(w: _Writer, rng: random.Random, iid: str, nodes: int) -> tuple[list[dict], dict]:
     """One task's events (a graph search of `nodes` tree nodes: the root and MCTS-shaped branches, one attempt
     each) and its candidates."""
     w.emit("repair.start", iid, instance_id=iid, search=None, model="replay:synthetic", workflow="repair",
-           expected_calls={"baseline": 0, "search": nodes - 1, "choose": 0})
+           expected_calls={"baseline": 0, "search": nodes - 1, "choose": 0}, step_limit=None, wall_time_s=None)
     w.emit("run.start", instance_id=iid, workflow="repair", thread_id="repair")
     _node(w, iid, "baseline", ["base", "issue"])
     search_id = f"{iid}/{SEARCH}"
@@ -65,7 +68,8 @@ def _instance(w: _Writer, rng: random.Random, iid: str, nodes: int) -> tuple[lis
     root = {"id": "root", "node": search_id, "cand": f"{iid}/root", "parent": None, "thread": None, "depth": 0,
             "action": None, "value": 0.0, "visits": 0, "terminal": False}
     w.emit("search.node", search_id, None, instance_id=iid, **_record(root))
-    w.emit("repair.base", iid, instance_id=iid, passed=False, score=0.7, feedback="task")
+    w.emit("repair.base", iid, instance_id=iid, passed=False, score=0.7, feedback="task", reproduced=None,
+           edit_format="search_replace", suspects=[])
     tree, cands, winner = [root], [], rng.randrange(1, nodes)
     for n in range(1, nodes):
         parent = tree[rng.randrange(max(0, len(tree) - 8), len(tree))] if n > 1 else root
@@ -84,7 +88,8 @@ def _instance(w: _Writer, rng: random.Random, iid: str, nodes: int) -> tuple[lis
         w.emit("node.end", f"{iid}/edit", instance_id=iid, type="swe.edit", writes=["edit", "drawn", "focus"], **tags)
         w.emit("node.start", f"{iid}/test", instance_id=iid, type="swe.test", **tags)
         w.emit("sandbox.exec", instance_id=iid, sandbox="s1", command="python -m pytest -q tests",
-               exit_code=0 if passed else 1, duration_s=0.3, dt=0.3)
+               exit_code=0 if passed else 1, duration_s=0.3, dt=0.3,
+               timed_out=False, limit_hit=None, truncated=False)
         w.emit("repair.candidate", branch["cand"], parent["cand"], instance_id=iid, candidate_id=branch["cand"],
                status="ok", passed=passed, score=value, reason="tests pass" if passed else "tests fail", part_of=None)
         w.emit("repair.attempt", branch["cand"], parent["cand"], instance_id=iid, value=value, passed=passed,
@@ -134,7 +139,8 @@ def write_synthetic_run(out: Path, tasks: int, nodes_per_task: int, seed: int = 
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     w = _Writer(out)
-    w.emit("run.start", total=tasks, todo=tasks, resume=False, strategy=None, executor="in-process")
+    w.emit("run.start", total=tasks, todo=tasks, resume=False, search=None, executor="in-process")
+
     all_cands, instances, preds = [], {}, []
     for i in range(tasks):
         iid = f"synth__pkg-{i}"

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentflow.events import EventLog
+from agentflow.events.kinds import RepairEnd
 from agentflow.graph import RunHandles, WorkflowRunner, spec_from_dict
 from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, TokenTrace
 from agentflow.models.testing import FunctionModel
@@ -221,8 +222,7 @@ async def test_repair_samples_carry_their_tests_and_are_grouped_by_parent_across
             await coder.with_node(cid, pid).chat(ChatRequest(messages=[Message.user("fix it")]))
             log(Candidate(instance_id=task, candidate_id=cid, parent_id=pid, status="ok",
                           verification=Verification(passed=score_ == 1.0, score=score_)))
-        events.emit("repair.end", node_id=task, instance_id=task, status="done", chosen=f"{task}/c1",
-                    resolved=task == "t1")
+        events.write(RepairEnd(node_id=task, instance_id=task, status="submitted", chosen=f"{task}/c1", resolved=task == "t1"))
         events.close()
 
     rows = {r["node_id"]: r for r in trajectory_rows(tmp_path / "bench")}

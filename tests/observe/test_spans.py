@@ -12,6 +12,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentflow.events import EventLog, read_events
+from agentflow.events.kinds import (
+    AgentStart,
+    LimitReached,
+    ModelCall,
+    NodeEnd,
+    NodeStart,
+    RunEnd,
+    RunStart,
+    SandboxExec,
+)
 from agentflow.observe import instrument
 from agentflow.observe.spans import SpanTranslator, replay
 
@@ -35,22 +45,23 @@ def shape(spans: tuple[ReadableSpan, ...]) -> list[tuple[Any, ...]]:
 
 async def branch(events: EventLog, name: str, delay: float) -> None:
     """A graph node that calls a tool and a sandbox command with no node id: only the task's context knows."""
-    events.emit("node.start", node_id=name)
+    events.write(NodeStart(node_id=name))
     await asyncio.sleep(delay)
-    events.emit("sandbox.exec", sandbox="s", command=f"make {name}", exit_code=0, duration_s=0.001)
+    events.write(SandboxExec(sandbox="s", command=f"make {name}", exit_code=0, duration_s=0.001, timed_out=False,
+                             limit_hit=None, truncated=False))
     await asyncio.sleep(delay)
-    events.emit("model.call", node_id=name, spec="openai:gpt-4o-mini", model="gpt-4o-mini-2024-07-18",
-                usage={"input_tokens": 10, "output_tokens": 3}, latency_s=0.001, n=1, finish_reasons=["stop"])
-    events.emit("node.end", node_id=name, writes=[name])
+    events.write(ModelCall(node_id=name, spec="openai:gpt-4o-mini", model="gpt-4o-mini-2024-07-18", usage={"input_tokens": 10, "output_tokens": 3}, latency_s=0.001, n=1, cached=False,
+                           finish_reasons=["stop"]))
+    events.write(NodeEnd(node_id=name, writes=[name]))
 
 
 async def test_concurrent_branches_nest_as_they_ran_and_replay_gives_the_same_spans(tmp_path: Path) -> None:
     tp, live = provider()
     events = EventLog(tmp_path / "events.jsonl", run_id="r")
     instrument(events, provider=tp)
-    events.emit("run.start", workflow="fan", thread_id="t")
+    events.write(RunStart(workflow="fan", thread_id="t"))
     await asyncio.gather(branch(events, "left", 0.01), branch(events, "right", 0.003))  # interleaved
-    events.emit("run.end", thread_id="t", status="done")
+    events.write(RunEnd(thread_id="t", status="done"))
     events.close()
     spans = live.get_finished_spans()
     by_id = {s.context.span_id: s for s in spans}
@@ -78,10 +89,10 @@ def test_an_unfinished_run_is_closed_at_its_last_event_and_others_become_span_ev
     tp, exporter = provider()
     events = EventLog(None, run_id="crash")
     instrument(events, provider=tp)
-    events.emit("run.start", workflow="w")
-    events.emit("node.start", node_id="a")
-    events.emit("agent.start", node_id="a", tools=[])
-    last = events.emit("budget.exceeded", node_id="a", kind="tokens", used={"tokens": 9})
+    events.write(RunStart(workflow="w"))
+    events.write(NodeStart(node_id="a"))
+    events.write(AgentStart(node_id="a", tools=[], text_protocol=False))
+    last = events.write(LimitReached(node_id="a", limit="tokens", used={"tokens": 9}))
     events.close()  # a crash: no agent.end, node.end or run.end
     spans = {s.name: s for s in exporter.get_finished_spans()}
     assert set(spans) == {"workflow w", "node a", "invoke_agent a"}

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from agentflow.cli.main import run
+from agentflow.events.kinds import RepairEnd, RepairStart, RunEnd, RunStart
 
 from .conftest import console_errors
 from .test_viewer import open_view
@@ -177,16 +178,16 @@ def _bench_folder(out: Path) -> Path:
                                chosen_by="only", report=None),
     }
     with rundir.events() as events:
-        events.emit("run.start", total=2, todo=2, resume=False, search="best_of_n, n=4", executor="in-process")
+        events.write(RunStart(total=2, todo=2, resume=False, search="best_of_n, n=4", executor="in-process"))
         for iid, outcome in outcomes.items():
-            events.emit("repair.start", node_id=iid, instance_id=iid, search="best_of_n, n=4", model=cfg.model)
-            events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen,
-                        chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=None)
+            events.write(RepairStart(node_id=iid, instance_id=iid, search="best_of_n, n=4", model=cfg.model,
+                                     workflow="repair", expected_calls={}, step_limit=None, wall_time_s=None))
+            events.write(RepairEnd(node_id=iid, instance_id=iid, status=outcome.status, chosen=outcome.chosen, chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=None))
             inst = RunDir.create(instance_dir(out, iid))
             inst.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
             inst.write_text("candidates.jsonl", "".join(c.model_dump_json() + "\n" for c in cands[iid]), code=True)
         summary = write_summaries(out, tasks, cfg)
-        events.emit("run.end", resolved=summary["resolved_instances"], statuses=summary["statuses"])
+        events.write(RunEnd(resolved=summary["resolved_instances"], statuses=summary["statuses"]))
     return out
 
 

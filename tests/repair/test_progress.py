@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 
 from agentflow.cli.main import run
-from agentflow.events import Event
+from agentflow.events import parse_event
+from agentflow.events.kinds import (
+    ModelCall,
+    RepairChoice,
+    RepairEnd,
+    RepairNoop,
+    RepairPreflight,
+    RepairStart,
+    RepairStatus,
+)
 from agentflow.repair.run.progress import ProgressPrinter, expected_calls, verdict
 from agentflow.repair.verify.workbench import Verification
 
@@ -80,27 +89,29 @@ def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expecte
     lines: list[str] = []
     printer = ProgressPrinter(lines.append)
 
+    call = {"spec": "m", "model": "m", "n": 1, "cached": False, "finish_reasons": ["stop"]}
+
     def at(ts: float, kind: str, node_id: str | None = None, **data: object) -> None:
-        printer(Event(ts=ts, kind=kind, node_id=node_id, data=data))
+        printer(parse_event({"ts": ts, "kind": kind, "node_id": node_id, **data}))
 
     at(100.0, "repair.start", "t-1", instance_id="t-1", model="m", workflow="repair", search="best_of_n, n=4",
        expected_calls={"rank": 1, "search": 4, "choose": 0}, step_limit=None, wall_time_s=None)
     at(101.0, "node.start", "t-1/rank", instance_id="t-1", type="swe.rank")
-    at(110.0, "model.call", "t-1", spec="m", usage={"input_tokens": 700, "output_tokens": 2}, latency_s=8.5)
-    at(110.0, "node.end", "t-1/rank", instance_id="t-1")
+    at(110.0, "model.call", "t-1", **call, usage={"input_tokens": 700, "output_tokens": 2}, latency_s=8.5)
+    at(110.0, "node.end", "t-1/rank", instance_id="t-1", writes=[])
     at(111.0, "node.start", "t-1/search", instance_id="t-1", type="search", strategy="best_of_n")
     # the search's branches run graph nodes of their own: not steps of the task
     at(111.5, "node.start", "t-1/edit", instance_id="t-1", type="swe.edit", search="search", branch="b0")
-    at(120.0, "model.call", "t-1/b0.1", parent_id="t-1/root", spec="m",
+    at(120.0, "model.call", "t-1/b0.1", parent_id="t-1/root", **call,
        usage={"input_tokens": 900, "output_tokens": 60}, latency_s=7.0, search="search", branch="b0")
     at(125.0, "repair.candidate", "t-1/b0.1", instance_id="t-1", candidate_id="t-1/b0.1", status="ok",
-       reason="tests fail (1 of 3: test_x)")
+       reason="tests fail (1 of 3: test_x)", passed=False, score=0.3, part_of=None)
     # past its share the search still expects a call, nothing else being left
     for k, ts in enumerate((130.0, 140.0, 150.0, 160.0), start=1):
-        at(ts, "model.call", f"t-1/b{k}.1", spec="m", usage={"input_tokens": 1, "output_tokens": 1}, latency_s=1.0)
-    at(161.0, "node.end", "t-1/search", instance_id="t-1")
+        at(ts, "model.call", f"t-1/b{k}.1", **call, usage={"input_tokens": 1, "output_tokens": 1}, latency_s=1.0)
+    at(161.0, "node.end", "t-1/search", instance_id="t-1", writes=[])
     at(162.0, "repair.choice", "t-1", instance_id="t-1", candidate_id="t-1/b1.1", chosen_by="vote", among=5,
-       reason="tests pass (3 of 3)")
+       reason="tests pass (3 of 3)", noop=False)
     at(170.0, "repair.end", "t-1", instance_id="t-1", status="submitted", chosen="t-1/b1.1", chosen_by="vote",
        resolved=True, error=None)
     assert lines[0] == ("[00:00] repair t-1: workflow repair (search best_of_n, n=4), model m; "
@@ -120,19 +131,20 @@ def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expecte
 def test_a_repair_stopped_by_its_preflight_prints_nothing_but_the_error():
     """The stop is one line, the error's: the printer says neither what the repair was about to do nor the
     pre-flight's finding (a task of a bench says it in its end line)."""
-    start = Event(kind="repair.start", node_id="t", data={"instance_id": "t", "expected_calls": {"search": 4}})
-    found = Event(kind="repair.preflight", node_id="t", data={
-        "instance_id": "t", "command": "pytest -q", "exit_code": 2, "cause": "No module named 'x'", "fix": "..."})
+    start = RepairStart(node_id="t", instance_id="t", model="m", workflow="repair", expected_calls={"search": 4},
+                        step_limit=None, wall_time_s=None)
+    found = RepairPreflight(node_id="t", instance_id="t", command="pytest -q", exit_code=2,
+                            cause="No module named 'x'", fix="...")
     lines: list[str] = []
     printer = ProgressPrinter(lines.append)
-    for event in (start, found, Event(kind="repair.end", node_id="t", data={"instance_id": "t", "status": "no_patch"})):
+    for event in (start, found, RepairEnd(node_id="t", instance_id="t", status=RepairStatus.NO_PATCH)):
         printer(event)
     assert lines == []  # the repair raised its error: that is the line
     printer = ProgressPrinter(lines.append)
     printer(start)
     printer(found)
-    printer(Event(kind="repair.end", node_id="t", data={"instance_id": "t", "status": "env_error",
-                                                       "error": "pre-flight: No module named 'x'"}))
+    printer(RepairEnd(node_id="t", instance_id="t", status=RepairStatus.ENV_ERROR,
+                      error="pre-flight: No module named 'x'"))
     assert [line.split("] ", 1)[1].split(":", 1)[0] for line in lines] == ["repair t", "done"]
     assert "done: env_error (pre-flight: No module named 'x')" in lines[1]
 
@@ -143,12 +155,10 @@ def test_candidates_that_change_no_code_are_said_to_be_left_out():
     lines: list[str] = []
     printer = ProgressPrinter(lines.append)
     for data in ({"left_out": 3, "among": 4}, {"left_out": 2, "among": 2}):
-        printer(Event(kind="repair.noop", node_id="t", data={"instance_id": "t", **data}))
-    printer(Event(kind="repair.choice", node_id="t", data={"instance_id": "t", "candidate_id": "t/c1", "among": 2,
-                                                          "chosen_by": "vote", "reason": "no test decides",
-                                                          "noop": True}))
-    printer(Event(kind="repair.end", node_id="t", data={"instance_id": "t", "status": "no_patch",
-                                                       "chosen": None, "chosen_by": "noop"}))
+        printer(RepairNoop(node_id="t", instance_id="t", **data))
+    printer(RepairChoice(node_id="t", instance_id="t", candidate_id="t/c1", among=2, chosen_by="vote",
+                         reason="no test decides", noop=True))
+    printer(RepairEnd(node_id="t", instance_id="t", status=RepairStatus.NO_PATCH, chosen=None, chosen_by="noop"))
     said = [line.split("] ", 1)[1] for line in lines]
     assert said[0].endswith("decision: left out 3 of 4 candidates: they change only docstrings, comments or "
                             "whitespace, and the tests fail at the base commit")
@@ -163,8 +173,10 @@ def test_a_line_that_cannot_be_written_does_not_stop_the_repair():
         raise BrokenPipeError(line)
 
     printer = ProgressPrinter(broken)
-    printer(Event(kind="repair.start", node_id="t", data={"instance_id": "t", "expected_calls": {}}))
-    printer(Event(kind="model.call", node_id="t", data={"usage": "not a mapping"}))
+    printer(RepairStart(node_id="t", instance_id="t", model="m", workflow="repair", expected_calls={},
+                        step_limit=None, wall_time_s=None))
+    printer(ModelCall(node_id="t", spec="m", model="m", usage={}, latency_s=0.1, n=1, cached=False,
+                      finish_reasons=["stop"]))
 
 
 # ----------------------------------------------------------------------------------------------- a real repair

@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 from agentflow.cli.main import run
+from agentflow.events import read_events
+from agentflow.events.kinds import RepairStopped
 
 from .conftest import CASSETTES, ROOT, TASKS_FILE, branches, ran_in, read_jsonl, short
 
@@ -168,8 +170,9 @@ def test_step_limit_ends_the_search_and_the_best_patch_so_far_is_kept(docker_ima
     assert inst["resolved"] is False and inst["tests_status"]["FAIL_TO_PASS"]["failure"]
     assert 'split("=", 2)' in read_jsonl(out / "preds.jsonl")[0]["model_patch"]
     # the branch's next edit was refused by the limit: the branch ended there, its candidate stands
-    stopped = [e for e in read_jsonl(out / "events.jsonl") if e["kind"] == "repair.stopped"]
-    assert stopped and stopped[0]["data"]["reason"] == "limits_exceeded:model_calls"
+    stopped = [e for e in read_events(out / "events.jsonl") if isinstance(e, RepairStopped)]
+    assert stopped and stopped[0].limit == "model_calls"
+
 
 
 def test_an_edit_naming_the_wrong_file_lands_where_its_search_lines_match(docker_image: str, tmp_path: Path):

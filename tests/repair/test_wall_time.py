@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentflow.cli.main import run
-from agentflow.events import EventLog
+from agentflow.events import EventLog, read_events
+from agentflow.events.kinds import LimitReached, RepairEnd
 
 from ..models.conftest import FakeServer, fake_server_process
 from .conftest import CASSETTES, TASKS_FILE, read_jsonl
@@ -51,9 +52,10 @@ def test_wall_time_cuts_the_call_in_flight_and_submits_the_best_so_far(llm: Fake
     assert (inst / "patch.diff").read_text() == outcome["model_patch"]
     assert (inst / "checkpoints.db").is_file()
     assert read_jsonl(out / "preds.jsonl")[0]["model_patch"] == outcome["model_patch"]
-    events = read_jsonl(out / "events.jsonl")
-    assert any(e["kind"] == "budget.exceeded" and e["data"]["kind"] == "wall_seconds" for e in events)
-    assert [e["data"]["status"] for e in events if e["kind"] == "repair.end"] == ["limits_exceeded:wall_seconds"]
+    events = list(read_events(out / "events.jsonl"))
+    assert any(isinstance(e, LimitReached) and e.limit == "wall_seconds" for e in events)
+    assert [e.status_text for e in events if isinstance(e, RepairEnd)] == ["limits_exceeded:wall_seconds"]
+
 
 
 @pytest.mark.parametrize("noops", [True, False])

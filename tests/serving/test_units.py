@@ -15,6 +15,7 @@ import pytest
 from agentflow.cli.main import run
 from agentflow.errors import ConfigError, UserError
 from agentflow.events import EventLog
+from agentflow.events.kinds import ServerMetrics
 from agentflow.models.base import ChatRequest, Message
 from agentflow.serving.completion import FewShotTemplate
 from agentflow.serving.flag import parse_serve_flag
@@ -276,8 +277,8 @@ def test_handle_api_key_is_redacted_from_events() -> None:
     launch = Launch(kind="llamacpp", model="m", argv=lambda port: ["true"])
     handle = ServerHandle(launch)
     log = EventLog()
-    event = log.emit("server.metrics", note=f"key={handle.api_key}")
-    assert handle.api_key not in event.data["note"]
+    event = log.write(ServerMetrics(server="llamacpp", model="m", error=f"refused key={handle.api_key}"))
+    assert isinstance(event, ServerMetrics) and event.error is not None and handle.api_key not in event.error
 
 
 def test_profiles_tell_agents_what_works() -> None:

@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError
 
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError, did_you_mean
+from agentflow.events.kinds import NodeEnd, NodeFailure
 from agentflow.graph.run.outcome import NODE_ERRORS, NodeFailed, agent_failure
 
 if TYPE_CHECKING:
@@ -249,13 +250,14 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
         )
         failure = agent_failure(name, result)
         if failure is not None:
-            rt.emit("node.failed", node_id=name, reason=failure.reason, error=failure.error)
+            rt.emit(NodeFailure(node_id=name, reason=failure.reason, error=failure.error))
             # A loop guard set to end the branch fails the node even where failures route (a search prunes it).
             if on_error is None or (result.stop_reason == "loop" and agent.config.loop_guard.action == "end_branch"):
                 raise NodeFailed(name, failure.reason, failure.error)
             return {output_key: None, NODE_ERRORS: {name: failure.model_dump()}}
         output = result.output.model_dump(mode="json") if result.output is not None else None
-        rt.emit("node.end", node_id=name, writes=[output_key])
+        rt.emit(NodeEnd(node_id=name, writes=[output_key]))
+
         update: dict[str, Any] = {output_key: output}
         if on_error is not None:
             update[NODE_ERRORS] = {name: None}  # a success clears an earlier failure of this node

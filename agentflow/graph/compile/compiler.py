@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypedDict, cast
 from langchain_core.runnables import RunnableConfig
 
 from agentflow.errors import UserError
+from agentflow.events.kinds import NodeEnd
 from agentflow.graph.check.validation import check_workflow
 from agentflow.graph.define.conditions import evaluate, parse_condition
 from agentflow.graph.define.loader import resolve_callable
@@ -95,7 +96,7 @@ def _function_node(name: str, fn: Callable[..., Any], rt: RunHandles) -> Callabl
 
     def finish(result: Any) -> Any:
         keys = list(result) if isinstance(result, Mapping) else []
-        rt.emit("node.end", node_id=name, writes=keys)
+        rt.emit(NodeEnd(node_id=name, writes=keys))
         return result
 
     if is_async:
@@ -140,7 +141,7 @@ def _interrupt_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., 
                 )
             if answer.get("action") == "edit":
                 updates = dict(answer.get("updates") or {})
-        rt.emit("node.end", node_id=name, writes=list(updates), approved=True)
+        rt.emit(NodeEnd(node_id=name, writes=list(updates), approved=True))
         return updates
 
     return ask
@@ -168,7 +169,7 @@ def _tool_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., Any]:
         if not result.ok:
             raise UserError(f"tool node '{name}': {result.text}")
         value = result.data if result.data else result.text
-        rt.emit("node.end", node_id=name, writes=[output])
+        rt.emit(NodeEnd(node_id=name, writes=[output]))
         return {output: value}
 
     return call
@@ -196,13 +197,14 @@ def _typed_node(name: str, node: NodeSpec, rt: RunHandles, registry: Any) -> Cal
 
     async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
         node_type.require_deps(rt.deps, name)
-        rt.start_node(name, type=node_type.name)
+        rt.start_node(name, node_type=node_type.name)
         rt.node_clock.start()
         try:
             updates = dict(await node_type.run(state, NodeContext(rt, name, config, node), settings) or {})
         finally:
             rt.node_clock.stop()
-        rt.emit("node.end", node_id=name, type=node_type.name, writes=list(updates))
+        rt.emit(NodeEnd(node_id=name, type=node_type.name, writes=list(updates)))
+
         return updates
 
     return run

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
 from agentflow.errors import UserError
+from agentflow.events.kinds import NodeStart, SearchBranch, SearchDecision
 from agentflow.graph.run.superstep import Supersteps
 from agentflow.tools.context import DepsT
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     from agentflow.budget import Budget
-    from agentflow.events import EventLog
+    from agentflow.events import Event, EventLog
     from agentflow.executors.base import Executor
     from agentflow.executors.types import ExecutorConfig
     from agentflow.graph.compile.nodetypes import NodeTypeRegistry
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from agentflow.tools.result import ToolResult
 
 
-LIVE_KINDS = frozenset({"search.branch", "search.decision"})
+LIVE_KINDS = (SearchBranch, SearchDecision)
 """Event kinds `RunHandles.emit` also puts on the run's live stream (`agentflow.graph.run.streaming`)."""
 
 
@@ -134,22 +135,23 @@ class RunHandles(Generic[DepsT]):
     """Awaited after each tool call of an agent or function node (the run ledger needs none: it keeps the
     workspace diff as each completed call is journaled, see `agentflow.graph.run.ledger`)."""
 
-    def start_node(self, name: str, **data: Any) -> None:
+    def start_node(self, name: str, node_type: str | None = None, strategy: str | None = None) -> None:
         """A node begins (`node.start`). None begins once the run is past its wall-clock limit: the node raises
         `BudgetExceeded`, so the run stops at that step, whatever timing let the step before it end within the
         cut's grace, and a resume begins with that node. A search's branches are left to their search, which
         starts none past a limit and ends with what its branches reached."""
         if self.budget is not None and self.branch is None:
             self.budget.check_wall()
-        self.emit("node.start", node_id=name, **data)
+        self.emit(NodeStart(node_id=name, type=node_type, strategy=strategy))
 
-    def emit(self, kind: str, node_id: str | None = None, **data: Any) -> None:
+    def emit(self, event: Event) -> None:
+        """Record `event` in the run's log; a search's branch events also go on the run's live stream."""
         if self.events is not None:
-            self.events.emit(kind, node_id=node_id, **data)
-        if kind in LIVE_KINDS:  # also streamed live (a search node's branches)
+            self.events.write(event)
+        if isinstance(event, LIVE_KINDS):  # also streamed live (a search node's branches)
             from agentflow.graph.run.streaming import send
 
-            send(node_id, kind, node_id=node_id, **data)
+            send(event.node_id, event.kind, node_id=event.node_id, **event.data)
 
 
 class NodeContext(Generic[DepsT]):
@@ -178,9 +180,9 @@ class NodeContext(Generic[DepsT]):
     def step(self) -> int:
         return int((self.config.get("metadata") or {}).get("langgraph_step", 0))
 
-    def emit(self, kind: str, **data: Any) -> None:
-        """Record an event attributed to this node."""
-        self.run.emit(kind, node_id=self.node, **data)
+    def emit(self, event: Event) -> None:
+        """Record an event attributed to this node (its `node_id`, unless the event names one)."""
+        self.run.emit(event if event.node_id else event.model_copy(update={"node_id": self.node}))
 
     def stream(self, chunk: Any) -> None:
         """Send a chunk (e.g. model tokens) to the run's `custom` stream."""

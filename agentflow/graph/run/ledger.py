@@ -31,6 +31,8 @@ from typing import Any
 
 from agentflow.budget import Budget, BudgetLimits, BudgetUsage
 from agentflow.errors import UserError
+from agentflow.events import Event
+from agentflow.events.kinds import LimitReached, ModelCall, NodeEnd, NodeFailure, ToolCalled
 from agentflow.runfiles import make_folder, read_text, replace_file
 from agentflow.runrecord import SIGNED_FIELDS, sign, verified
 from agentflow.secrets import redact
@@ -38,7 +40,7 @@ from agentflow.secrets import redact
 RUN_FILE = "run.json"
 USAGE_FILE = "usage.json"
 DIFF_FILE = "patch.diff"
-SAVE_USAGE_ON = frozenset({"model.call", "tool.call", "node.end", "node.failed", "budget.exceeded"})
+SAVE_USAGE_ON = (ModelCall, ToolCalled, NodeEnd, NodeFailure, LimitReached)
 """Event kinds after which usage.json is rewritten (what was charged is on disk before the next call)."""
 
 
@@ -142,8 +144,8 @@ class UsageSaver:
         self.budget = budget
         self.thread = thread
 
-    def __call__(self, event: Any) -> None:
-        if event.kind in SAVE_USAGE_ON:
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, SAVE_USAGE_ON):
             self.ledger.save_usage(self.budget, self.thread())
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal, Self
 
 from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
+from agentflow.events.kinds import LimitReached, RunEnd, RunFork, RunResume, RunStart, WorkspaceRestored
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.run.context import RunHandles
 from agentflow.graph.run.history import CHECKPOINT_FILE, GRAPH_KEY, CheckpointInfo
@@ -246,7 +247,7 @@ class WorkflowRunner:
 
         if await workspace_diff(self.context.sandbox) != recorded:
             await replay(self.context.sandbox, recorded, reset=True)
-            self.context.emit("workspace.restored", bytes=len(recorded))
+            self.context.emit(WorkspaceRestored(bytes=len(recorded)))
 
     def _config(self, thread_id: str) -> dict[str, Any]:
         config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
@@ -270,7 +271,7 @@ class WorkflowRunner:
             raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
         if self.ledger is not None:
             self.ledger.begin(thread_id, self._workflow_ref())
-        self.context.emit("run.start", workflow=self.spec.name, thread_id=thread_id)
+        self.context.emit(RunStart(workflow=self.spec.name, thread_id=thread_id))
         return await self._drive(initial_state(self.spec, inputs or {}, self.context), thread_id, on_event)
 
     async def resume(
@@ -301,7 +302,7 @@ class WorkflowRunner:
         await self._ensure_sandbox()
         await self._restore_workspace()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
-        self.context.emit("run.resume", workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit))
+        self.context.emit(RunResume(workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit)))
         if pending:
             if edit is not None:
                 command: Any = Command(resume={"action": "edit", "updates": dict(edit)})
@@ -418,8 +419,7 @@ class WorkflowRunner:
                                      saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))
         if self.ledger is not None:
             self.ledger.begin(new_thread, self._workflow_ref())
-        self.context.emit("run.fork", workflow=self.spec.name, thread_id=new_thread, forked_from=origin,
-                          edit=bool(update))
+        self.context.emit(RunFork(workflow=self.spec.name, thread_id=new_thread, forked_from=origin, edit=bool(update)))
         graph = self._graph_at(path)
         if update:
             await graph.aupdate_state(config, dict(update))
@@ -623,16 +623,16 @@ class WorkflowRunner:
             from agentflow.graph.run.outcome import record_budget_stop
 
             if self.context.events is not None:
-                self.context.events.emit("budget.exceeded", kind=failure.kind, cut=list(snapshot.next))
+                self.context.events.write(LimitReached(limit=failure.kind, cut=list(snapshot.next)))
             await record_budget_stop(self.checkpointer, snapshot, failure)
             snapshot = await graph.aget_state(config)
         result = self._result(thread_id, snapshot, failure)
-        self.context.emit(
-            "run.end", thread_id=thread_id, status=result.status, next=result.next,
-            stop_reason=result.stop_reason,
+        self.context.emit(RunEnd(
+            thread_id=thread_id, status=result.status, next=result.next, stop_reason=result.stop_reason,
             errors={k: v.model_dump() for k, v in result.errors.items()}, finished=result.finished,
             usage=result.usage.model_dump(),
-        )
+        ))
+
         return result
 
     def _deadline(self) -> contextlib.AbstractAsyncContextManager[None]:

@@ -61,6 +61,15 @@ from typing import TYPE_CHECKING, Any, cast
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
+from agentflow.events import Event
+from agentflow.events.kinds import (
+    BranchMoment,
+    NodeEnd,
+    SearchBranch,
+    SearchDecision,
+    SearchResume,
+    SearchStop,
+)
 from agentflow.graph.run.outcome import NodeFailed, one_line
 from agentflow.graph.search.settings import (
     BRANCH_SEP,
@@ -82,8 +91,6 @@ from agentflow.graph.search.tree import (
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
     from agentflow.graph.run.context import RunHandles
-
-
 
 class SearchRun:
     """One execution of a search node: the tree, the branches in flight, and the choice."""
@@ -149,21 +156,26 @@ class SearchRun:
     def _node_id(self, branch: Branch) -> str:
         return self.name if branch.parent is None else f"{self.name}/{branch.id}"
 
-    def _emit(self, branch: Branch, **extra: Any) -> None:
+    def _emit(self, branch: Branch, *, final: bool | None = None, chosen: bool | None = None,
+              select: str | None = None, tests: Any = None, diff: str | None = None) -> None:
         parent = self._node_id(branch.parent) if branch.parent is not None else None
-        self.rt.emit("search.node", node_id=self._node_id(branch), parent_id=parent,
-                     **branch.record(self.name, self.settings.strategy), **extra)
+        marks = {key: value for key, value in (("final", final), ("chosen", chosen), ("select", select),
+                                               ("tests", tests), ("diff", diff))
+                 if value is not None}  # set only when given: the tree's final record
+        self.rt.emit(branch.record(self.name, self.settings.strategy).model_copy(
+            update={"node_id": self._node_id(branch), "parent_id": parent, **marks}))
+
 
     def finish(self, chosen: Branch) -> None:
         """The tree's final record: every node again with its visits (the last event of a node id wins), the
         chosen one marked with how it was chosen, each branch with its test result and workspace diff as the
         report holds them (what the viewer shows when a branch is clicked)."""
         for branch in [self.root, *self.branches] if self.root is not None else self.branches:
-            mark: dict[str, Any] = {"chosen": True, "select": self.settings.select} if branch is chosen else {}
-            if branch.parent is not None:
-                report = self._branch_report(branch)
-                mark = {**mark, "tests": report.tests, "diff": report.diff}
-            self._emit(branch, final=True, **mark)
+            report = self._branch_report(branch) if branch.parent is not None else None
+            self._emit(branch, final=True, chosen=True if branch is chosen else None,
+                       select=self.settings.select if branch is chosen else None,
+                       tests=report.tests if report is not None else None,
+                       diff=report.diff if report is not None else None)
 
     # -- running one step of a branch -------------------------------------------------------------------------
 
@@ -198,8 +210,8 @@ class SearchRun:
             workspace = branch_sandbox(rt)
             graph = self._graph(rt)
             config = self._config(branch)
-            self.rt.emit("search.branch", node_id=self._node_id(branch), event="resume" if resumed else "start",
-                         parent=parent.id, search=self.name)
+            self.rt.emit(SearchBranch(node_id=self._node_id(branch), search=self.name, parent=parent.id,
+                                      event=BranchMoment.RESUME if resumed else BranchMoment.START))
             setup = time.perf_counter() - t0
             try:
                 if not resumed and parent.thread is not None:
@@ -230,9 +242,9 @@ class SearchRun:
         branch.value = 0.0 if branch.error else as_value(raw, self.settings.value_scale)
         branch.pending = False
         restores = getattr(rt.sandbox, "restore_seconds", None) or [0.0]
-        self.rt.emit("search.branch", node_id=self._node_id(branch), event="end", search=self.name,
-                     value=branch.value, terminal=branch.done, error=branch.error,
-                     setup_ms=round(setup * 1000, 2), restore_ms=round(restores[0] * 1000, 2))
+        self.rt.emit(SearchBranch(node_id=self._node_id(branch), event=BranchMoment.END, search=self.name,
+                                  value=branch.value, terminal=branch.done, error=branch.error,
+                                  setup_ms=round(setup * 1000, 2), restore_ms=round(restores[0] * 1000, 2)))
         self._emit(branch)
         self._check_solved(branch)
         return branch
@@ -257,8 +269,8 @@ class SearchRun:
         if stop_at is None or self.solved is not None or not branch.done or branch.error or branch.value < stop_at:
             return
         self.solved = branch
-        self.rt.emit("search.stop", node_id=self.name, search=self.name, branch=branch.id, value=branch.value,
-                     stop_at=stop_at)
+        self.rt.emit(SearchStop(node_id=self.name, search=self.name, branch=branch.id, value=branch.value,
+                                stop_at=stop_at))
 
     def _expand(self, parent: Branch) -> Any:
         """A new child of `parent` run one step, or — in a resumed search — a child a killed run had made there:
@@ -273,8 +285,8 @@ class SearchRun:
         return self._run_branch(self._new(parent))
 
     async def _taken(self, branch: Branch) -> Branch:
-        self.rt.emit("search.branch", node_id=self._node_id(branch), event="reused", search=self.name,
-                     value=branch.value, terminal=branch.done)
+        self.rt.emit(SearchBranch(node_id=self._node_id(branch), event=BranchMoment.REUSED, search=self.name,
+                                  value=branch.value, terminal=branch.done))
         self._check_solved(branch)
         return branch
 
@@ -381,8 +393,8 @@ class SearchRun:
             self._ids = max(self._ids, int(branch.id[1:]) + 1)
         for waiting in self._loaded.values():
             waiting.sort(key=lambda b: int(b.id[1:]))  # creation order: each takes its old place among siblings
-        self.rt.emit("search.resume", node_id=self.name, branches=len(threads),
-                     finished=sum(1 for b in by_thread.values() if not b.pending and b is not root))
+        self.rt.emit(SearchResume(node_id=self.name, branches=len(threads),
+                                  finished=sum(1 for b in by_thread.values() if not b.pending and b is not root)))
 
     async def _loaded_branch(self, graph: Any, thread: str, parent: Branch) -> Branch:
         saved = await self.checkpointer().aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
@@ -530,10 +542,10 @@ class SearchRun:
                     f"{len(node.children) + 1} children", widened=node.id)
         return node
 
-    def decide(self, text: str, **data: Any) -> None:
+    def decide(self, text: str, *, made: int | None = None, widened: str | None = None) -> None:
         """A choice the search made that its settings did not spell out: a `search.decision` event (printed by
         `agentflow run`, kept in events.jsonl)."""
-        self.rt.emit("search.decision", node_id=self.name, search=self.name, decision=text, **data)
+        self.rt.emit(SearchDecision(node_id=self.name, search=self.name, decision=text, made=made, widened=widened))
 
     def _can_grow(self, node: Branch) -> bool:
         s = self.settings
@@ -636,16 +648,12 @@ class BranchEvents:
         self.ran: list[str] = []
         """The graph nodes the branch finished, in order (the step's label in the search tree)."""
 
-    def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Any:
-        if kind == "node.end" and node_id:
-            self.ran.append(node_id)
-        return self._events.emit(kind, node_id=node_id, parent_id=parent_id, **{**data, **self._tag})
-
-    def write(self, event: Any) -> None:
-        """Record an event the branch's step emitted elsewhere (on a worker node), tagged as `emit` tags."""
-        if event.kind == "node.end" and event.node_id:
+    def write(self, event: Event) -> Event:
+        """Record an event of the branch's step (also one it emitted elsewhere: on a worker node), tagged."""
+        if isinstance(event, NodeEnd) and event.node_id:
             self.ran.append(event.node_id)
-        self._events.write(event.model_copy(update={"data": {**event.data, **self._tag}}))
+        written: Event = self._events.write(event.model_copy(update=self._tag))
+        return written
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._events, name)
@@ -710,7 +718,7 @@ def search_node(
         thread = str((config.get("configurable") or {}).get("thread_id", "")) or "run"
         values = dict(state) if isinstance(state, Mapping) else dict(vars(state))
         settings = strategy_for(configured, values, name)
-        rt.start_node(name, type="search", strategy=settings.strategy)
+        rt.start_node(name, node_type="search", strategy=settings.strategy)
         from agentflow.graph.search.remote import step_executor
 
         async with step_executor(settings, rt) as executor:
@@ -721,8 +729,9 @@ def search_node(
         if search.shared is not None and chosen.snapshot is not None:
             await search.shared.restore(chosen.snapshot)  # the run goes on in the chosen branch's workspace
         updates = search.updates(chosen, values, output_key)
-        rt.emit("node.end", node_id=name, type="search", writes=list(updates), chosen=chosen.id,
-                branches=len(search.branches), value=chosen.value)
+        rt.emit(NodeEnd(node_id=name, type="search", writes=list(updates), chosen=chosen.id,
+                        branches=len(search.branches), value=chosen.value))
+
         return updates
 
     return run

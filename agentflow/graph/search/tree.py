@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agentflow.events.kinds import SearchNode
+
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
 
@@ -96,10 +98,10 @@ class Branch:
         """The backed-up value: the mean of the values of the branches below it (mcts), else its own."""
         return self.value_sum / self.visits if self.visits else self.value
 
-    def record(self, search: str, strategy: str) -> dict[str, Any]:
-        return {"search": search, "strategy": strategy, "thread": self.thread, "depth": self.depth, "action": self.action,
-                "value": round(self.value, 4), "mean": round(self.mean, 4), "visits": self.visits,
-                "terminal": self.done, "error": self.error, "snapshot_id": self.snapshot, "diff_id": self.diff_id}
+    def record(self, search: str, strategy: str) -> SearchNode:
+        return SearchNode(search=search, strategy=strategy, thread=self.thread, depth=self.depth, action=self.action,
+                          value=round(self.value, 4), mean=round(self.mean, 4), visits=self.visits,
+                          terminal=self.done, error=self.error, snapshot_id=self.snapshot, diff_id=self.diff_id)
 
 
 REPORT_DIFF_CHARS = 20_000

@@ -322,7 +322,9 @@
     const u = usageOf(evs);
     const start = evs.find((e) => e.kind === "repair.start"), end = evs.find((e) => e.kind === "repair.end");
     const graded = r.error ? "error" : r.resolved ? "resolved" : r.patch_successfully_applied === false ? "patch failed" : "unresolved";
-    return { iid, status: r.status || o.status || (end ? end.data.status : start ? "running" : D.kind === "eval" ? graded : "not run"),
+    const ended = end ? end.data.status + (end.data.limit ? ":" + end.data.limit : "") : null;  // limits_exceeded:<limit>
+    return { iid, status: r.status || o.status || ended || (start ? "running" : D.kind === "eval" ? graded : "not run"),
+
       resolved: isGraded(iid) ? !!r.resolved : undefined, usd: r.cost_usd || o.cost_usd || u.usd, calls: u.calls, tokens: u.input + u.output,
       dur: start && end ? end.ts - start.ts : r.duration_s, chosenBy: o.chosen_by || (end ? end.data.chosen_by : null) };
   }

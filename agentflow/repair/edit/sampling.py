@@ -11,6 +11,7 @@ from typing import Protocol
 
 from agentflow.budget import Budget
 from agentflow.events import EventLog
+from agentflow.events.kinds import RepairToolEdit
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel, Usage
 from agentflow.repair.edit.overlay import SourceOverlay
@@ -98,8 +99,9 @@ async def edit_with_tools(coder: ChatModel, cfg: DrawSettings, task: str, source
         except SyntaxError as exc:
             why = f"{path} does not parse after the edit: {exc.msg} (line {exc.lineno})"
             return DrawnEdit(text, finish, ReadEdits("apply_error", errors=[why]), model_calls=calls, tool_calls=tools)
-    events.emit("repair.tool_edit", node_id=cand_id, instance_id=iid, sample=sample,
-                steps=result.usage.model_calls, stop_reason=result.stop_reason, files=sorted(changed))
+    events.write(RepairToolEdit(node_id=cand_id, instance_id=iid, sample=sample, steps=result.usage.model_calls,
+                                stop_reason=result.stop_reason, files=sorted(changed)))
+
     return DrawnEdit(text, finish, ReadEdits("ok", changed), model_calls=calls, tool_calls=tools)
 
 

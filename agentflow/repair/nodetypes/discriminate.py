@@ -18,6 +18,7 @@ from pydantic import Field
 
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
+from agentflow.events.kinds import RepairDiscriminate
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
@@ -128,8 +129,9 @@ async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime],
         except (BudgetExceeded, ModelError) as exc:  # the best finalist by value stands; the event says why
             chosen_by, error = "value", f"{type(exc).__name__}: {exc}"
     best = finals[pick - 1]
-    emit(rt, "repair.discriminate", finalists=[a["candidate_id"] for a in finals], chosen=best["candidate_id"],
-         chosen_by=chosen_by, arguments=arguments, error=error)
+    emit(rt, RepairDiscriminate(finalists=[a["candidate_id"] for a in finals], chosen=best["candidate_id"],
+                                chosen_by=chosen_by, arguments=arguments, error=error))
+
     attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
                       best["sample"])
     return await submit(rt, state, attempt, chosen_by, noops=noops)

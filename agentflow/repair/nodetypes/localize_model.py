@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
+from agentflow.events.kinds import RepairLocalize
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
@@ -155,8 +156,8 @@ async def localize_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     rt = runtime(ctx)
     found = await localize_hierarchy(rt.models.coder, settings, rt.issue, await rt.bench.python_sources(),
                                      seed=settings.seed)
-    emit(rt, "repair.localize", files=found["files"], symbols=[f"{p}:{n}" for p, n in found["symbols"]],
-         locations=[f"{p}:{n}" for p, n in found["locations"]])
+    emit(rt, RepairLocalize(files=found["files"], symbols=[f"{p}:{n}" for p, n in found["symbols"]],
+                            locations=[f"{p}:{n}" for p, n in found["locations"]]))
     return {"ranked": [[p, n] for p, n in found["ranked"]], "localized": {
         "files": found["files"], "symbols": [f"{p}:{n}" for p, n in found["symbols"]],
         "locations": [f"{p}:{n}" for p, n in found["locations"]]}}

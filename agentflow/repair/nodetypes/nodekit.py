@@ -5,8 +5,9 @@ submitting a choice (graded with the task's tests for the report) or nothing."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from agentflow.events import Event
+from agentflow.events.kinds import RepairChoice
 from agentflow.graph.run.context import NodeContext
 from agentflow.repair.locate.localize import RunEvidence
 from agentflow.repair.locate.spectrum import evidence_from_json
@@ -26,8 +27,9 @@ def runtime(ctx: NodeContext[RepairRuntime]) -> RepairRuntime:
     return ctx.deps
 
 
-def emit(rt: RepairRuntime, kind: str, **data: Any) -> None:
-    rt.events.emit(kind, node_id=rt.iid, instance_id=rt.iid, **data)
+def emit(rt: RepairRuntime, event: Event) -> None:
+    """Record a task's event: attributed to the task (its `node_id` and `instance_id`)."""
+    rt.events.write(event.model_copy(update={"node_id": rt.iid, "instance_id": rt.iid}))
 
 
 def evidence_of(state: RepairState) -> RunEvidence:
@@ -68,8 +70,9 @@ async def submit(rt: RepairRuntime, state: RepairState, best: Attempt, chosen_by
     `choose.noop_check` says or checked now), and its final verification (as `state` says, `how_to_verify`)
     and report."""
     noop = await is_noop(rt.bench, best.patch, noops)
-    emit(rt, "repair.choice", candidate_id=best.candidate_id, chosen_by=chosen_by, among=among,
-         reason=verdict(best.verification), noop=noop)
+    emit(rt, RepairChoice(candidate_id=best.candidate_id, chosen_by=chosen_by, among=among,
+                          reason=verdict(best.verification), noop=noop))
+
     final, report = await rt.bench.verify(best.patch, how_to_verify(state), final=True)
     if report is None:
         report = InstanceReport(instance_id=rt.iid, patch_exists=True, patch_successfully_applied=True,

@@ -12,6 +12,7 @@ import shlex
 
 from pydantic import Field
 
+from agentflow.events.kinds import RepairRegression
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import ask
 from agentflow.repair.config import RepairPrompts
@@ -64,7 +65,8 @@ async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []
     test_cmd = deselecting(bench.python, deselected)
     base = await bench.verify_base(dataclasses.replace(how_to_verify(state), test_cmd=test_cmd))
-    emit(rt, "repair.regression", passing=len(passing), deselected=deselected, test_cmd=test_cmd, answer=text[:200])
+    emit(rt, RepairRegression(passing=len(passing), deselected=deselected, test_cmd=test_cmd, answer=text[:200]))
+
     return {"regression": {"selected": True, "passing": len(passing), "deselected": deselected,
                            "test_cmd": test_cmd},
             "base": base.model_dump(mode="json")}

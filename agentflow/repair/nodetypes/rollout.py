@@ -26,11 +26,19 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Any
 
 from pydantic import Field
 
 from agentflow.budget import BudgetExceeded
+from agentflow.events import Event
+from agentflow.events.kinds import (
+    RepairAttempt,
+    RepairBase,
+    RepairExamplesUnchanged,
+    RepairResample,
+    RepairStopped,
+    RepairValue,
+)
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.settings import BRANCH_SEP
 from agentflow.repair.config import RepairPrompts
@@ -153,11 +161,11 @@ async def sources_at(rt: RepairRuntime, bench: Workbench, patch: str) -> dict[st
     return rt.source_cache[patch]
 
 
-def emit(ctx: NodeContext[RepairRuntime], kind: str, rt: RepairRuntime, cand_id: str, parent_id: str | None, **data: Any) -> None:
+def emit(ctx: NodeContext[RepairRuntime], event: Event, rt: RepairRuntime, cand_id: str, parent_id: str | None) -> None:
     """A repair event of a candidate, through the node's event log (a branch's events name it)."""
     local = cand_id.removeprefix(f"{rt.iid}/")
     parent = parent_id.removeprefix(f"{rt.iid}/") if parent_id else None
-    ctx.run.emit(kind, node_id=local, parent_id=parent, **data)
+    ctx.run.emit(event.model_copy(update={"node_id": local, "parent_id": parent}))
 
 
 # ----------------------------------------------------------------------------------------------- swe.edit
@@ -190,7 +198,7 @@ def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: Edi
     rt.record(Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
                         status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
                         sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"]))
-    emit(ctx, "repair.resample", rt, edit["candidate_id"], edit["parent_id"], status=status, errors=errors[:3])
+    emit(ctx, RepairResample(status=status, errors=errors[:3]), rt, edit["candidate_id"], edit["parent_id"])
 
 
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
@@ -242,14 +250,14 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         if not rt.base_shown:  # once a task: what its search starts from (the first edit's view of it)
             rt.base_shown = True
             base = Verification.model_validate(state.get("base") or {})
-            emit_task(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,
-                      reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=cfg.edit_format,
-                      suspects=updates["suspects"])
+            emit_task(rt, RepairBase(passed=base.passed, score=base.score, feedback=rt.bench.mode,
+                                     reproduced=(state.get("reproduction") or {}).get("kept"),
+                                     edit_format=cfg.edit_format, suspects=updates["suspects"]))
     try:
         edit = await _draw(ctx, rt, cfg, state, current, sources, windows, schedule, drawn)
     except BudgetExceeded as exc:  # the branch ends here; its candidates so far stand
         edit = None
-        ctx.emit("repair.stopped", reason=f"limits_exceeded:{exc.kind}")
+        ctx.emit(RepairStopped(limit=exc.kind))
     return {**updates, "edit": edit, "drawn": drawn,
             "focus": {"shown": dict(schedule.shown), "declined": dict(schedule.declined)}}
 
@@ -267,8 +275,9 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
         finish_reason=edit["finish"], sample=edit["sample"], answer=edit["answer"][:4000] if part_of is None else "",
         part_of=part_of, window=edit["window"] if part_of is None else "",
     ))
-    emit(ctx, "repair.attempt", rt, cand_id, edit["parent_id"], value=verification.score, passed=verification.passed,
-         dropped_test_files=dropped, duration_s=round(time.monotonic() - started, 4), part_of=part_of)
+    emit(ctx, RepairAttempt(value=verification.score, passed=verification.passed, dropped_test_files=dropped,
+                            duration_s=round(time.monotonic() - started, 4), part_of=part_of),
+         rt, cand_id, edit["parent_id"])
     return {"candidate_id": cand_id, "patch": patch, "sample": edit["sample"], "part_of": part_of,
             "verification": verification.model_dump(mode="json")}
 
@@ -346,7 +355,7 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     if verification.passed is not True and settings.examples_retries:
         unchanged = await _examples_unchanged(rt, bench, made[0]["patch"])
     if unchanged is not None:
-        emit(ctx, "repair.examples_unchanged", rt, edit["candidate_id"], None, shown=unchanged[:500])
+        emit(ctx, RepairExamplesUnchanged(shown=unchanged[:500]), rt, edit["candidate_id"], None)
     if unchanged is not None and retried < settings.examples_retries:
         # the edit left the report's behaviour as it was: drawn again from the same candidate, told so; it
         # stays a candidate, and the draw is not counted as an attempt
@@ -423,8 +432,9 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
     feedback = f"A reviewer's assessment of the current change{shown}:\n{judgement.assessment}\n\n{current['feedback']}"
     attempts = [a | {"value": judgement.value, "assessment": judgement.assessment}
                 if a["candidate_id"] == tried["candidate_id"] else a for a in state.get("attempts") or []]
-    emit(ctx, "repair.value", rt, tried["candidate_id"], None, value=judgement.value, search_value=value,
-         assessment=judgement.assessment)
+    emit(ctx, RepairValue(value=judgement.value, search_value=value, assessment=judgement.assessment),
+         rt, tried["candidate_id"], None)
+
     return {"candidate": {**current, "feedback": feedback, "value": value}, "attempts": attempts, "value": value}
 
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from agentflow.budget import Budget
 from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
-from agentflow.events import EventLog
+from agentflow.events import Event, EventLog
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.locate.spectrum import ExampleRun
@@ -89,11 +89,13 @@ class TaskEvents(EventLog):
         self.inner, self.instance_id = inner, instance_id
         self.capture_content = inner.capture_content
 
-    def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Any:
+    def write(self, event: Event) -> Event:
         prefix = f"{self.instance_id}/"
-        return self.inner.emit(kind, node_id=prefix + node_id if node_id else node_id,
-                               parent_id=prefix + parent_id if parent_id else parent_id,
-                               instance_id=self.instance_id, **data)
+        return self.inner.write(event.model_copy(update={
+            "node_id": prefix + event.node_id if event.node_id else event.node_id,
+            "parent_id": prefix + event.parent_id if event.parent_id else event.parent_id,
+            "instance_id": self.instance_id}))
+
 
 
 @dataclass

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
+from agentflow.events.kinds import RepairSelectTurn, RepairTestVote
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.config import RepairPrompts
@@ -107,7 +108,7 @@ async def select(rt: RepairRuntime, cfg: VoteTestsSettings, finals: list[Attempt
         if turn == cfg.select_turns - 2:
             reply += PROMPTS.render("part_select_last.j2")
         conversation.tell(reply)
-        emit(rt, "repair.select_turn", turn=turn, ran=bool(run and script), output=reply[:1500])
+        emit(rt, RepairSelectTurn(turn=turn, ran=bool(run and script), output=reply[:1500]))
     return None
 
 
@@ -135,8 +136,9 @@ async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
         except (BudgetExceeded, ModelError) as exc:  # the first finalist stands; the event says why
             error = f"{type(exc).__name__}: {exc}"
     best = finals[pick - 1]
-    emit(rt, "repair.test_vote", votes=votes, tests=len(scripts), counted=counted,
-         finalists=[c["candidate_id"] for c in finals], chosen=best["candidate_id"], chosen_by=chosen_by, error=error)
+    emit(rt, RepairTestVote(votes=votes, tests=len(scripts), counted=counted, finalists=[c["candidate_id"] for c in finals],
+                            chosen=best["candidate_id"], chosen_by=chosen_by, error=error))
+
     attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
                       best["sample"])
     return await submit(rt, state, attempt, chosen_by, noops=noops)

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from agentflow.budget import BudgetExceeded, CallSlots
 from agentflow.errors import ModelError
+from agentflow.events.kinds import RepairTrajectories, RepairTrajectoryTurn
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.edit.steps import (
@@ -186,8 +187,8 @@ async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, fo
         status = PROMPTS.render("part_edit_status.j2", status=read.status, gave_edit=form.gave_edit(text),
                                 errors="; ".join(read.errors[:2]))
         reply, patch = await _turn_feedback(rt, cfg, number, script, files, status, form.revise)
-        emit(rt, "repair.trajectory_turn", trajectory=number, turn=turn, edit=read.status, script=bool(script),
-             feedback=reply[:2000])
+        emit(rt, RepairTrajectoryTurn(trajectory=number, turn=turn, edit=read.status, script=bool(script),
+                                      feedback=reply[:2000]))
         conversation.tell(reply)
     return {"trajectory": number, "patch": patch, "script": script, "turns": turns, "stopped": stopped}
 
@@ -229,7 +230,8 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
                          "verification": verification.model_dump(mode="json")})
         rt.record(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",
                             patch=run["patch"], verification=verification, sample=run["trajectory"] + 1))
-    emit(rt, "repair.trajectories", runs=[{k: v for k, v in r.items() if k != "patch"} for r in runs])
+    emit(rt, RepairTrajectories(runs=[{k: v for k, v in r.items() if k != "patch"} for r in runs]))
+
     errors = [r["stopped"] for r in runs if r["stopped"] not in ("done", "turns")]
     stopped = errors[0].split(":", 1)[0] if errors and errors[0].startswith("model_error") else (errors or [None])[0]
     return {"attempts": attempts, "samples": counter[0], "tests": tests,

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from agentflow.events import EventLog
+from agentflow.events.kinds import RepairCandidate
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.run.progress import candidate_reason
 from agentflow.runfiles import open_append, read_text, replace_file
@@ -38,10 +39,11 @@ class CandidateLog:
             self.rows[known] = cand
             self._rewrite()
         v = cand.verification
-        self.events.emit("repair.candidate", node_id=cand.candidate_id, parent_id=cand.parent_id,
-                         instance_id=cand.instance_id, candidate_id=cand.candidate_id, status=cand.status,
-                         passed=v.passed if v is not None else None, score=v.score if v is not None else None,
-                         reason=candidate_reason(cand), part_of=cand.part_of)
+        self.events.write(RepairCandidate(
+            node_id=cand.candidate_id, parent_id=cand.parent_id, instance_id=cand.instance_id,
+            candidate_id=cand.candidate_id, status=cand.status, passed=v.passed if v is not None else None,
+            score=v.score if v is not None else None, reason=candidate_reason(cand), part_of=cand.part_of))
+
 
     def start(self) -> None:
         """Begin the record anew (a new task)."""

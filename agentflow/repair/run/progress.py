@@ -20,9 +20,26 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from agentflow.events import Event
+from agentflow.events.kinds import (
+    ModelCall,
+    NodeEnd,
+    NodeStart,
+    RepairCandidate,
+    RepairChoice,
+    RepairConfirm,
+    RepairEnd,
+    RepairNoop,
+    RepairPreflight,
+    RepairReproduce,
+    RepairSearch,
+    RepairStart,
+    RepairStatus,
+    RepairTestTime,
+    RunStart,
+)
 
 if TYPE_CHECKING:
     from agentflow.repair.config import RepairConfig
@@ -326,10 +343,7 @@ class ProgressPrinter:
         try:
             if self.t0 is None:
                 self.t0 = event.ts
-            handler = self._handlers.get(event.kind)
-            if handler is None:
-                return
-            said = handler(self, event)
+            said = self._said(event)
             if said:
                 iid, text = said
                 header = self.pending.pop(iid, None) if iid else None
@@ -365,7 +379,7 @@ class ProgressPrinter:
     # -------------------------------------------------------------------------------- which task
 
     def _task_of(self, event: Event) -> tuple[str | None, _Task | None]:
-        iid = event.data.get("instance_id")
+        iid = event.instance_id
         if not iid and event.node_id:
             head = event.node_id.split("/", 1)[0]
             iid = head if head in self.tasks else None
@@ -378,31 +392,65 @@ class ProgressPrinter:
 
     # -------------------------------------------------------------------------------- the lines
 
-    def _run_start(self, e: Event) -> tuple[str | None, str] | None:
-        if "total" not in e.data:  # a task's own workflow run (the graph engine's run.start)
+    def _said(self, event: Event) -> tuple[str | None, str] | None:
+        """The line `event` makes, and its task (None: the event makes no line)."""
+        match event:
+            case RunStart():
+                return self._run_start(event)
+            case RepairStart():
+                self._repair_start(event)
+            case RepairPreflight():
+                return self._preflight(event)
+            case RepairTestTime():
+                from agentflow.repair.verify.testshare import describe
+
+                return self._task_of(event)[0], describe(event.data)
+
+            case RepairSearch():
+                return self._search(event)
+            case NodeStart():
+                return self._node_start(event)
+            case NodeEnd():
+                self._node_end(event)
+            case ModelCall():
+                return self._model_call(event)
+            case RepairReproduce():
+                return self._reproduce(event)
+            case RepairCandidate():
+                return self._candidate(event)
+            case RepairConfirm():
+                return self._confirm(event)
+            case RepairChoice():
+                return self._choice(event)
+            case RepairNoop():
+                return self._noop(event)
+            case RepairEnd():
+                return self._repair_end(event)
+        return None
+
+    def _run_start(self, e: RunStart) -> tuple[str | None, str] | None:
+        if e.total is None:  # a task's own workflow run (the graph engine's run.start)
             return None
-        total, todo = int(e.data["total"]), int(e.data.get("todo", e.data["total"]))
+        total, todo = e.total, e.total if e.todo is None else e.todo
         self.many = total > 1
         if not self.many:
             return None
         done = f", {total - todo} done before" if todo < total else ""
-        search = f"search {e.data['search']}" if e.data.get("search") else "no search"
+        search = f"search {e.search}" if e.search else "no search"
         return None, f"run: {todo} of {total} tasks to repair{done} ({search})"
 
-    def _repair_start(self, e: Event) -> None:
-        iid = str(e.data.get("instance_id") or e.node_id)
-        d = e.data
-        task = _Task(started=e.ts, plan={k: int(v) for k, v in (d.get("expected_calls") or {}).items()},
-                     step_limit=d.get("step_limit"), wall_time_s=d.get("wall_time_s"),
-                     model=str(d.get("model") or "").replace("{instance_id}", iid))
+    def _repair_start(self, e: RepairStart) -> None:
+        iid = str(e.instance_id or e.node_id)
+        task = _Task(started=e.ts, plan=dict(e.expected_calls or {}), step_limit=e.step_limit,
+                     wall_time_s=e.wall_time_s, model=str(e.model or "").replace("{instance_id}", iid))
         self.tasks[iid] = task
         expected = task.calls_expected()
-        search = f"search {d['search']}" if d.get("search") else "no search"
-        text = (f"repair{'' if self.many else ' ' + iid}: workflow {d.get('workflow')} ({search}), "
+        search = f"search {e.search}" if e.search else "no search"
+        text = (f"repair{'' if self.many else ' ' + iid}: workflow {e.workflow} ({search}), "
                 f"model {task.model}; about {expected} model calls expected")
         self.pending[iid] = (e.ts, text)
 
-    def _preflight(self, e: Event) -> tuple[str | None, str] | None:
+    def _preflight(self, e: RepairPreflight) -> tuple[str | None, str] | None:
         from agentflow.swe.preflight import Preflight
 
         found = Preflight.model_validate({k: v for k, v in e.data.items() if k in Preflight.model_fields})
@@ -413,21 +461,15 @@ class ProgressPrinter:
             return None
         return self._task_of(e)[0], f"pre-flight: {found.summary()}"
 
-    def _test_time(self, e: Event) -> tuple[str | None, str]:
-        from agentflow.repair.verify.testshare import describe
-
-        return self._task_of(e)[0], describe(e.data)
-
-    def _search(self, e: Event) -> tuple[str | None, str]:
+    def _search(self, e: RepairSearch) -> tuple[str | None, str]:
         iid, task = self._task_of(e)
-        d = e.data
         expected = ""
-        if task is not None and d.get("expected_calls"):
-            task.plan = {k: int(v) for k, v in d["expected_calls"].items()}
+        if task is not None and e.expected_calls:
+            task.plan = dict(e.expected_calls)
             expected = f"; about {task.calls_expected()} model calls expected"
-        return iid, f"decision: search {d.get('search')}, because {d.get('why')}{expected}"
+        return iid, f"decision: search {e.search}, because {e.why}{expected}"
 
-    def _node_start(self, e: Event) -> tuple[str | None, str] | None:
+    def _node_start(self, e: NodeStart) -> tuple[str | None, str] | None:
         iid, task = self._task_of(e)
         name = (e.node_id or "").split("/", 1)[-1]
         if task is None or name not in task.plan:
@@ -435,9 +477,9 @@ class ProgressPrinter:
         task.node, task.node_calls = name, 0
         expected = task.plan[name]
         calls = f", about {expected} model call{'s' if expected != 1 else ''}" if expected else ""
-        return iid, f"step {name} ({e.data.get('type') or 'node'}{calls})"
+        return iid, f"step {name} ({e.type or 'node'}{calls})"
 
-    def _node_end(self, e: Event) -> None:
+    def _node_end(self, e: NodeEnd) -> None:
         _, task = self._task_of(e)
         name = (e.node_id or "").split("/", 1)[-1]
         if task is not None and name in task.plan:
@@ -445,23 +487,20 @@ class ProgressPrinter:
             if task.node == name:
                 task.node = None
 
-    def _model_call(self, e: Event) -> tuple[str | None, str]:
+    def _model_call(self, e: ModelCall) -> tuple[str | None, str]:
         iid, task = self._task_of(e)
-        usage = e.data.get("usage") or {}
-        tokens_in, tokens_out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        tokens_in, tokens_out = int(e.usage.get("input_tokens") or 0), int(e.usage.get("output_tokens") or 0)
         label = self._step_label(e, iid, task)
         if task is not None:
             task.calls += 1
             task.node_calls += 1
             task.tokens += tokens_in + tokens_out
         number = f" {task.calls}" if task is not None else ""
-        samples = int(e.data.get("n") or 1)
-        extra = f", {samples} samples" if samples > 1 else ""
-        spec = e.data.get("spec")
-        if spec and task is not None and spec != task.model:
-            extra += f", {spec}"
+        extra = f", {e.n} samples" if e.n > 1 else ""
+        if e.spec and task is not None and e.spec != task.model:
+            extra += f", {e.spec}"
         return iid, (f"model call{number} ({label}{extra}): {tokens_in} in + {tokens_out} out tokens, "
-                     f"{float(e.data.get('latency_s') or 0.0):.1f}s{self._eta(task, e.ts)}")
+                     f"{e.latency_s:.1f}s{self._eta(task, e.ts)}")
 
     @staticmethod
     def _step_label(e: Event, iid: str | None, task: _Task | None) -> str:
@@ -472,83 +511,59 @@ class ProgressPrinter:
             return task.node if task is not None and task.node else "repair"
         return node or "model"
 
-    def _candidate(self, e: Event) -> tuple[str | None, str]:
+    def _candidate(self, e: RepairCandidate) -> tuple[str | None, str]:
         iid, task = self._task_of(e)
         if task is not None:
             task.candidates += 1
-        cid = str(e.data.get("candidate_id") or e.node_id or "").split("/", 1)[-1]
-        part = e.data.get("part_of")
-        of = f" (one change of {part.split('/', 1)[-1]})" if part else ""
-        return iid, f"candidate {cid}{of}: {e.data.get('reason') or e.data.get('status')}{self._eta(task, e.ts)}"
+        cid = (e.candidate_id or e.node_id or "").split("/", 1)[-1]
+        of = f" (one change of {e.part_of.split('/', 1)[-1]})" if e.part_of else ""
+        return iid, f"candidate {cid}{of}: {e.reason or e.status}{self._eta(task, e.ts)}"
 
-    def _choice(self, e: Event) -> tuple[str | None, str]:
+    def _choice(self, e: RepairChoice) -> tuple[str | None, str]:
         iid, _ = self._task_of(e)
-        d = e.data
-        cid = str(d.get("candidate_id") or "").split("/", 1)[-1]
-        verified = f"; its verification: {d.get('reason')}" + ("; it changes no code" if d.get("noop") else "")
-        if d.get("chosen_by") == "only":
+        cid = e.candidate_id.split("/", 1)[-1]
+        verified = f"; its verification: {e.reason}" + ("; it changes no code" if e.noop else "")
+        if e.chosen_by == "only":
             return iid, f"decision: {cid}, the only candidate with a patch{verified}"
-        among = f" of {d['among']} candidates" if d.get("among") else ""
-        why = _CHOSEN_BY.get(str(d.get("chosen_by")), "")
-        return iid, f"decision: {cid}{among}, chosen by {d.get('chosen_by')}{': ' + why if why else ''}{verified}"
+        among = f" of {e.among} candidates" if e.among else ""
+        why = _CHOSEN_BY.get(str(e.chosen_by), "")
+        return iid, f"decision: {cid}{among}, chosen by {e.chosen_by}{': ' + why if why else ''}{verified}"
 
-    def _confirm(self, e: Event) -> tuple[str | None, str]:
+    def _confirm(self, e: RepairConfirm) -> tuple[str | None, str]:
         iid, _ = self._task_of(e)
-        d = e.data
-        cid = str(d.get("candidate_id") or "").split("/", 1)[-1]
-        whole = d.get("whole") or []
-        counts = f" ({whole[0]} of {whole[1]} pass)" if len(whole) == 2 else ""
-        took = f" in {float(d['seconds']):.1f}s" if isinstance(d.get("seconds"), (int, float)) else ""
-        if d.get("held"):
+        cid = e.candidate_id.split("/", 1)[-1]
+        counts = f" ({e.whole[0]} of {e.whole[1]} pass)" if len(e.whole) == 2 else ""
+        took = f" in {e.seconds:.1f}s" if e.seconds is not None else ""
+        if e.held:
             return iid, f"finalist {cid}: the whole suite agrees{counts}{took}"
-        return iid, f"finalist {cid}: the whole suite says worse than its {d.get('targeted')} tests did{counts}{took}; choosing again"
+        return iid, f"finalist {cid}: the whole suite says worse than its {e.targeted} tests did{counts}{took}; choosing again"
 
-    def _noop(self, e: Event) -> tuple[str | None, str]:
+    def _noop(self, e: RepairNoop) -> tuple[str | None, str]:
         iid, _ = self._task_of(e)
-        left_out, among = e.data.get("left_out"), e.data.get("among")
-        what = ("nothing submitted: every candidate changes" if left_out == among
-                else f"left out {left_out} of {among} candidates: they change")
+        what = ("nothing submitted: every candidate changes" if e.left_out == e.among
+                else f"left out {e.left_out} of {e.among} candidates: they change")
         return iid, f"decision: {what} only docstrings, comments or whitespace, and the tests fail at the base commit"
 
-    def _reproduce(self, e: Event) -> tuple[str | None, str]:
+    def _reproduce(self, e: RepairReproduce) -> tuple[str | None, str]:
         iid, _ = self._task_of(e)
-        if e.data.get("kept"):
+        if e.kept:
             return iid, "reproduction script: kept (it fails at the base commit as the issue says)"
-        why = re.search(r"\(not counted: (.+)\)\s*$", str(e.data.get("output") or ""))
+        why = re.search(r"\(not counted: (.+)\)\s*$", e.output)
         return iid, "reproduction script: not kept" + (f" ({why.group(1)[:200]})" if why else "")
 
-    def _repair_end(self, e: Event) -> tuple[str | None, str] | None:
+    def _repair_end(self, e: RepairEnd) -> tuple[str | None, str] | None:
         iid, task = self._task_of(e)
-        d = e.data
-        if task is not None and task.cannot_run and d.get("status") != "env_error":
+        if task is not None and task.cannot_run and e.status is not RepairStatus.ENV_ERROR:
             return None  # the run stops on the pre-flight: its error is the one line to read
-        resolved = d.get("resolved")
-        graded = "" if resolved is None else (", resolved" if resolved else ", not resolved")
-        chosen = f", {str(d['chosen']).split('/', 1)[-1]} chosen by {d.get('chosen_by')}" if d.get("chosen") else ""
-        if not d.get("chosen") and d.get("chosen_by") == "noop":
+        graded = "" if e.resolved is None else (", resolved" if e.resolved else ", not resolved")
+        chosen = f", {e.chosen.split('/', 1)[-1]} chosen by {e.chosen_by}" if e.chosen else ""
+        if not e.chosen and e.chosen_by == "noop":
             chosen = ", every candidate changes no code"
-        error = f" ({str(d['error'])[:200]})" if d.get("error") else ""
+        error = f" ({e.error[:200]})" if e.error else ""
         spent = ""
         if task is not None:
             spent = (f"; {task.calls} model calls, {task.tokens} tokens, "
                      f"{format_duration(e.ts - task.started)}")
-        if d.get("finished") is False:  # cut short (Ctrl-C): not done, and a resume continues it
+        if e.finished is False:  # cut short (Ctrl-C): not done, and a resume continues it
             return iid, f"interrupted: the task did not finish{spent}"
-        return iid, f"done: {d.get('status')}{graded}{chosen}{error}{spent}"
-
-    _handlers: ClassVar[dict[str, Callable[[ProgressPrinter, Event], tuple[str | None, str] | None]]] = {
-        "run.start": _run_start,
-        "repair.start": _repair_start,
-        "repair.preflight": _preflight,
-        "repair.test_time": _test_time,
-        "repair.search": _search,
-        "node.start": _node_start,
-        "node.end": _node_end,
-        "model.call": _model_call,
-        "repair.reproduce": _reproduce,
-        "repair.candidate": _candidate,
-        "repair.confirm": _confirm,
-        "repair.choice": _choice,
-        "repair.noop": _noop,
-        "repair.end": _repair_end,
-    }
+        return iid, f"done: {e.status_text}{graded}{chosen}{error}{spent}"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from agentflow.budget import Budget
 from agentflow.errors import UserError
 from agentflow.events import Event, EventLog
+from agentflow.events.kinds import ExecutorLost, ExecutorRetry, ExecutorTask
 from agentflow.executors.base import Executor
 from agentflow.executors.types import RemoteTaskError
 from agentflow.repair.config import ModelLoader, RepairConfig
@@ -75,8 +76,8 @@ async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETas
                                      stop_on_preflight, label=label)
     except RemoteTaskError as exc:
         outcome = InstanceOutcome(instance_id=task.instance_id, status="env_error", error=str(exc))
-        events.emit("executor.lost", node_id=task.instance_id, instance_id=task.instance_id, error=str(exc),
-                    attempts=exc.attempts)
+        events.write(ExecutorLost(node_id=task.instance_id, instance_id=task.instance_id, error=str(exc),
+                                  attempts=exc.attempts))
         write_tree(inst_dir, {"patch.diff": "", "candidates.jsonl": "",
                                "outcome.json": json.dumps(outcome.model_dump(mode="json"), indent=2) + "\n"},
                     last="outcome.json")
@@ -91,7 +92,7 @@ async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETas
 def _report_placement(executor: Executor, label: str, events: EventLog, instance_id: str) -> None:
     """`executor.task`: the nodes the task ran on; `executor.retry` too when it ran more than once."""
     nodes = executor.started_on(label)
-    events.emit("executor.task", node_id=instance_id, instance_id=instance_id, nodes=nodes)
+    events.write(ExecutorTask(node_id=instance_id, instance_id=instance_id, nodes=nodes))
     if len(nodes) > 1:
-        events.emit("executor.retry", node_id=instance_id, instance_id=instance_id, attempts=len(nodes),
-                    nodes=nodes)
+        events.write(ExecutorRetry(node_id=instance_id, instance_id=instance_id, attempts=len(nodes), nodes=nodes))
+

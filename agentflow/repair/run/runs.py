@@ -19,6 +19,7 @@ from typing import Any
 
 from agentflow.errors import UserError
 from agentflow.events import EventSink
+from agentflow.events.kinds import RunBudgetExceeded, RunEnd, RunStart
 from agentflow.executors.base import Executor, InProcessExecutor, open_executor
 from agentflow.executors.types import ExecutorConfig
 from agentflow.observe import instrument
@@ -220,8 +221,7 @@ async def run_batch(
     with rundir.events() as events:
         instrument(events, cfg.trace)
         events.sinks.extend(sinks)
-        events.emit("run.start", total=len(tasks), todo=len(todo), resume=resume, search=search,
-                    executor=executor.kind)
+        events.write(RunStart(total=len(tasks), todo=len(todo), resume=resume, search=search, executor=executor.kind))
 
         async def one(task: SWETask) -> None:
             async with gate:
@@ -242,6 +242,7 @@ async def run_batch(
         await asyncio.gather(*(one(t) for t in todo))
         summary = write_summaries(out, tasks, cfg)
         if skipped:
-            events.emit("run.budget_exceeded", limit_usd=cfg.run_budget_usd, not_started=skipped)
-        events.emit("run.end", resolved=summary["resolved_instances"], statuses=summary["statuses"])
+            events.write(RunBudgetExceeded(limit_usd=cfg.run_budget_usd, not_started=skipped))
+        events.write(RunEnd(resolved=summary["resolved_instances"], statuses=summary["statuses"]))
+
     return summary

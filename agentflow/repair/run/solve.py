@@ -25,6 +25,15 @@ from typing import TYPE_CHECKING, Any
 from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
 from agentflow.errors import AgentflowError, ModelError, UserError
 from agentflow.events import EventLog
+from agentflow.events.kinds import (
+    RepairEnd,
+    RepairPreflight,
+    RepairResume,
+    RepairSearch,
+    RepairStart,
+    RepairStatus,
+    RepairTestTime,
+)
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
@@ -120,9 +129,9 @@ async def repair_task(
         inst_dir.mkdir(parents=True, exist_ok=True)
     budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s),
                     parent=run_budget)
-    events.emit("repair.start", node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
-                workflow=spec.name, expected_calls=expected_calls(cfg, spec, registry),
-                step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s)
+    events.write(RepairStart(node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
+                             workflow=spec.name, expected_calls=expected_calls(cfg, spec, registry),
+                             step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s))
     run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget, CandidateLog(inst_dir, events),
                    InstanceOutcome(instance_id=iid, status="no_patch"), inst_dir)
     owned: list[ChatModel] = []
@@ -206,9 +215,9 @@ def _search_for_failing_tests(run: _TaskRun) -> None:
         return
     run.spec = switched
     iid = run.task.instance_id
-    run.events.emit("repair.search", node_id=iid, instance_id=iid, search=search_summary(switched),
-                    why="the tests fail at the base commit",
-                    expected_calls=expected_calls(run.cfg, switched, run.registry))
+    run.events.write(RepairSearch(node_id=iid, instance_id=iid, search=search_summary(switched),
+                                  why="the tests fail at the base commit",
+                                  expected_calls=expected_calls(run.cfg, switched, run.registry)))
 
 
 async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
@@ -220,7 +229,7 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
     outcome.feedback = bench.mode
     iid = run.task.instance_id
     # a test run shortened or timed out for the test-time share is an event and a progress line, never silent
-    bench.test_share.reporter = lambda found: events.emit("repair.test_time", node_id=iid, instance_id=iid, **found)
+    bench.test_share.reporter = lambda found: events.write(RepairTestTime(node_id=iid, instance_id=iid, **found))
     try:
         await bench.setup()
         if graph_searches(run.spec):  # what a branch's recorded workspace diff is taken against
@@ -270,9 +279,12 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
         outcome.base_test_seconds = (state.get("base") or {}).get("seconds")
     iid = outcome.instance_id
     # an interrupted task says so: its outcome (still the initial `no_patch`) is not how it ended
-    run.events.emit("repair.end", node_id=iid, instance_id=iid, status=outcome.status if write else "interrupted",
-                    finished=write, chosen=outcome.chosen,
-                    chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"), error=outcome.error)
+    status, _, limit = outcome.status.partition(":")  # the outcome's spelling: limits_exceeded:<limit>
+    run.events.write(RepairEnd(node_id=iid, instance_id=iid,
+                               status=RepairStatus(status) if write else RepairStatus.INTERRUPTED,
+                               limit=(limit or None) if write else None, finished=write, chosen=outcome.chosen,
+                               chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"),
+                               error=outcome.error))
     if run.inst_dir is not None and write:
         task_dir = RunDir(run.inst_dir)
         task_dir.write_text("patch.diff", outcome.model_patch, code=True)
@@ -292,7 +304,7 @@ async def preflight(bench: Workbench, events: EventLog | None = None) -> Preflig
     found = await bench.preflight()
     iid = bench.task.instance_id
     if events is not None:
-        events.emit("repair.preflight", node_id=iid, instance_id=iid, **found.model_dump(mode="json"))
+        events.write(RepairPreflight(node_id=iid, instance_id=iid, **found.model_dump(mode="json")))
     if not found.can_run:
         raise TestsCannotRun(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
     return found
@@ -383,7 +395,8 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
                               ledger=False) as runner:
         existing = await runner.graph.aget_state(runner._config(THREAD))
         if existing.created_at is not None:
-            rt.events.emit("repair.resume", node_id=rt.iid, instance_id=rt.iid, next=list(existing.next))
+            rt.events.write(RepairResume(node_id=rt.iid, instance_id=rt.iid, next=list(existing.next)))
+
             # what the killed run recorded stands; a candidate that passed stops new samples as it did
             candidates.carry_on()
             rt.solved = rt.solved or candidates.passed()

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentflow.budget import Budget
 from agentflow.errors import AgentflowError
 from agentflow.events import EventLog
+from agentflow.events.kinds import RepairConfirm, RepairNoop, RepairVote
 from agentflow.models.ask import ask_request, charging
 from agentflow.models.base import ChatModel
 from agentflow.models.structured import chat_structured
@@ -99,9 +100,10 @@ async def choose(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier: Cha
         estimated = best.verification
         whole = await confirm(best.patch)
         held = (whole.passed is True, whole.score) >= tests_key(best)
-        events.emit("repair.confirm", node_id=instance_id or None, instance_id=instance_id,
-                    candidate_id=best.candidate_id, targeted=estimated.targeted, held=held,
-                    estimated=list(estimated.counts or ()), whole=list(whole.counts or ()), seconds=whole.seconds)
+        events.write(RepairConfirm(node_id=instance_id or None, instance_id=instance_id,
+                                   candidate_id=best.candidate_id, targeted=estimated.targeted, held=held,
+                                   estimated=list(estimated.counts or ()), whole=list(whole.counts or ()),
+                                   seconds=whole.seconds))
         for a in pool:  # samples of the same patch share its whole-suite result
             if a.patch.strip() == best.patch.strip():
                 a.verification = whole.model_copy(deep=True)
@@ -156,10 +158,10 @@ async def choose_once(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier
         if (len({by_behaviour[cid] for cid in leading}) == 1 and leading[0] in behaving
                 and len({v[0] for v in votes.values()}) > 1):
             decided_by = "behaviour_vote"
-            events.emit("repair.vote", node_id=instance_id or None, instance_id=instance_id, by="behaviour",
-                        clusters=len(set(by_behaviour.values())),
-                        patch_vote_choice=max(top, key=lambda a: (patch_share[a.candidate_id], -len(a.patch),
-                                                                   -a.sample)).candidate_id)
+            events.write(RepairVote(node_id=instance_id or None, instance_id=instance_id, by="behaviour",
+                                    clusters=len(set(by_behaviour.values())),
+                                    patch_vote_choice=max(top, key=lambda a: (patch_share[a.candidate_id],
+                                                                              -len(a.patch), -a.sample)).candidate_id))
         elif len(set(votes.values())) > 1:
             decided_by = "vote"
     judged: dict[str, float] = {}
@@ -211,8 +213,9 @@ def leave_out_noops(pool: Sequence[Attempt], noops: Mapping[str, bool] | None, b
         return list(pool)
     kept = [a for a in pool if not noops.get(a.patch.strip()) or a.verification.passed is True]
     if len(kept) < len(pool):
-        events.emit("repair.noop", node_id=instance_id or None, instance_id=instance_id,
-                    left_out=len(pool) - len(kept), among=len(pool))
+        events.write(RepairNoop(node_id=instance_id or None, instance_id=instance_id,
+                                left_out=len(pool) - len(kept), among=len(pool)))
+
     return None if pool and not kept else kept
 
 

@@ -1,42 +1,29 @@
-"""One event schema for everything that happens in a run, linear or search tree, written as JSONL.
-
-Reports are computed from events, not kept beside them. A search tree is events whose `node_id` and
-`parent_id` are set; a linear run leaves them empty or uses one node per step.
-"""
+"""The event log: where every event of a run is written (redacted), and how an events file is read back."""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
-import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import TypeAdapter, ValidationError
 
+from agentflow.events.base import Event
+from agentflow.events.kinds import AnyEvent
 from agentflow.runfiles import open_append, open_read
 from agentflow.secrets import redact
 
+_EVENTS: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
 
-class Event(BaseModel):
-    """One thing that happened in a run."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
-
-    ts: float = Field(default_factory=time.time)
-    """Unix time the event was recorded."""
-    run_id: str = ""
-    """The run this event belongs to."""
-    kind: str
-    """What happened, dotted: `model.call`, `tool.call`, `node.start`, `node.end`, `search.node`, `budget.exceeded`, ..."""
-    node_id: str | None = None
-    """Graph node name for workflow events, or search-tree node id for search events."""
-    parent_id: str | None = None
-    """Parent search-tree node id (search events only)."""
-    data: dict[str, Any] = Field(default_factory=dict)
-    """Event payload; secrets are redacted before writing."""
+def parse_event(value: object) -> AnyEvent:
+    """The event a JSON line's object (or a flat dict of fields) holds; `ValidationError` when it is none of
+    `AnyEvent` (an unknown kind, a field missing or of the wrong type)."""
+    return _EVENTS.validate_python(value)
 
 
 EventSink = Callable[[Event], None]
@@ -62,15 +49,15 @@ class EventLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open_append(self.path)  # never through a link the folder brings; closed in close()
 
-    def emit(self, kind: str, /, *, node_id: str | None = None, parent_id: str | None = None, **data: Any) -> Event:
-        """Record one event and return it."""
-        return self.write(Event(run_id=self.run_id, kind=kind, node_id=node_id, parent_id=parent_id, data=data))
+
 
     def write(self, event: Event) -> Event:
         """Record an event, also one built elsewhere (a remote worker's: redacted again with what this
         process knows), and return it as written. Every field of it, whatever the type of a value, passes
         through `redact` here: the file, the in-memory list and the sinks (trace spans) see only this."""
-        event = Event.model_validate(redact(event.model_dump()))
+        if not event.run_id:
+            event = event.model_copy(update={"run_id": self.run_id})
+        event = parse_event(redact(event.model_dump()))
         line = event.model_dump_json()
         with self._lock:
             self.events.append(event)
@@ -105,14 +92,35 @@ class EventLog:
         self.close()
 
 
-def read_events(path: str | Path) -> Iterator[Event]:
-    """Read an events file, skipping a torn last line left by a crash."""
+class UnreadableEvents(UserWarning):
+    """Lines of an events file that are no event of this version (an older agentflow's kinds, a tampered file)."""
+
+
+def read_events(path: str | Path) -> Iterator[AnyEvent]:
+    """Read an events file. A torn last line left by a crash is skipped; any other line that is no event of
+    `AnyEvent` is skipped with one `UnreadableEvents` warning for the file, naming how many and the first."""
+    skipped, first = 0, ""
     with open_read(path) as fh:  # a regular file only, never through a link
-        for line in fh:
+        for number, line in enumerate(fh, 1):
+            torn = not line.endswith("\n")
             line = line.strip()
             if not line:
                 continue
             try:
-                yield Event.model_validate(json.loads(line))
-            except (ValueError, RecursionError):  # torn, or nested too deeply to parse (tampered)
-                continue
+                yield parse_event(json.loads(line))
+            except (ValueError, RecursionError) as exc:  # nested too deeply to parse: tampered
+                if torn and not isinstance(exc, ValidationError):
+                    continue
+                skipped += 1
+                first = first or f"line {number}: {_problem(exc)}"
+    if skipped:
+        warnings.warn(f"{path}: {skipped} line(s) skipped, not events of this agentflow version (first at {first})",
+                      UnreadableEvents, stacklevel=2)
+
+
+def _problem(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        return f"{where}: {error['msg']}" if where else str(error["msg"])
+    return type(exc).__name__ if isinstance(exc, RecursionError) else f"not JSON ({exc})"
