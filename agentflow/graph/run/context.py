@@ -4,7 +4,7 @@ A function node that declares a second parameter gets a `NodeContext`: `await ct
 runs a tool through the exactly-once journal (key = thread + node + step + call index + args), so a node
 re-run after a crash replays completed tool calls instead of repeating their effects. `ctx.deps` is the run's
 dependencies (`WorkflowRunner(spec, deps=...)`); annotate `ctx: NodeContext[MyDeps]` and a type checker knows
-their type. (Pydantic AI's `RunHandles[Deps]` is the same idea for an agent's tools; these names differ so the two
+their type. (Pydantic AI's `RunContext[Deps]` is the same idea for an agent's tools; these names differ so the two
 can be imported side by side.)
 """
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from agentflow.events import Event, EventLog
     from agentflow.executors.base import Executor
     from agentflow.executors.types import ExecutorConfig
-    from agentflow.graph.compile.nodetypes import NodeTypeRegistry
     from agentflow.graph.search.workspace import BranchSandbox
     from agentflow.mcp.hub import McpHub
     from agentflow.models.base import ChatModel
@@ -78,8 +77,10 @@ class RunHandles(Generic[DepsT]):
     """An already built model shared by agent nodes (tests pass a replay model here)."""
     sandbox: Sandbox | None = None
     """The sandbox tool calls and typed nodes act on (a search branch's: its fork)."""
-    node_types: NodeTypeRegistry | None = None
-    """The `NodeTypeRegistry` typed nodes come from (default: `nodetypes.default_registry()`)."""
+    node_types: Any = None
+    """The `compile.nodetypes.NodeTypeRegistry` typed nodes come from (default: `default_registry()`). Not
+    annotated with it: the registry's node types name `NodeContext`, defined here, and the import graph has no
+    cycles (the compiler passes it where the registry type is checked)."""
     node_clock: NodeClock = field(default_factory=NodeClock)
     """Time spent inside typed nodes so far (shared with a search's branches: `node_seconds`)."""
     mcp: McpHub | None = None

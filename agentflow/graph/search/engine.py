@@ -207,7 +207,7 @@ class SearchRun:
             t0 = time.perf_counter()
             forward = _run_stream()  # the run's live stream, taken here: the branch's graph has its own
             rt = self._branch_context(branch)
-            workspace = branch_sandbox(rt)
+            workspace = branch_sandbox(rt.sandbox)
             graph = self._graph(rt)
             config = self._config(branch)
             self.rt.emit(SearchBranch(node_id=self._node_id(branch), search=self.name, parent=parent.id,

@@ -31,10 +31,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from agentflow.graph.run.context import RunHandles
+from typing import Any
 
 
 def keeps_scratch(sandbox: Any) -> bool:
@@ -246,9 +243,10 @@ class BranchSandbox:
         return getattr(self._shared.sandbox, name)
 
 
-def branch_sandbox(rt: RunHandles[Any]) -> BranchSandbox | None:
-    """A search branch's workspace (its context's sandbox: `SearchRun` gives each branch one); None without."""
-    return rt.sandbox if isinstance(rt.sandbox, BranchSandbox) else None
+def branch_sandbox(sandbox: Any) -> BranchSandbox | None:
+    """A search branch's workspace (the sandbox of its context: `SearchRun` gives each branch one); None
+    without."""
+    return sandbox if isinstance(sandbox, BranchSandbox) else None
 
 
 __all__ = ["BranchSandbox", "SandboxTurn", "SharedSandbox", "branch_sandbox", "end_processes", "keeps_scratch"]
