@@ -23,7 +23,7 @@ The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run
 
 Every node is `async (state: RepairState, ctx: NodeContext[RepairRuntime], settings: ItsSettings) -> RepairState`:
 the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with `settings.over(rt.cfg)`, and it
-writes plain JSON-able values to the state (`state.py`), so a checkpoint after each node lets a killed repair
+writes plain data to the state (`state.py`: JSON values, `Candidate`s and `Verification`s), so a checkpoint after each node lets a killed repair
 resume where it stopped.
 """
 
@@ -44,7 +44,6 @@ from agentflow.repair.localize import RunEvidence
 from agentflow.repair.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodekit import (
     VERIFY_READS,
-    attempts_of,
     declined,
     emit,
     evidence_of,
@@ -53,7 +52,7 @@ from agentflow.repair.nodekit import (
     runtime,
     submit,
 )
-from agentflow.repair.outcome import Attempt
+from agentflow.repair.outcome import Candidate
 from agentflow.repair.regression import RegressionSettings, regression_node
 from agentflow.repair.rollout import SweCritiqueSettings, SweEditSettings, SweTestSettings, SweValueSettings
 from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
@@ -74,7 +73,6 @@ from agentflow.repair.steps import (
 )
 from agentflow.repair.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.trajectory import TrajectorySettings, trajectories_node
-from agentflow.repair.workbench import Verification
 
 
 @repair_fields("spectrum", "test_timeout_s")
@@ -111,7 +109,7 @@ _emit = emit
 async def baseline(state: RepairState, ctx: NodeContext[RepairRuntime], settings: None) -> RepairState:
     rt = runtime(ctx)
     base = await rt.bench.verify_base(how_to_verify(state))
-    return {"base": base.model_dump(mode="json"), "issue": rt.issue}
+    return {"base": base, "issue": rt.issue}
 
 
 async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SpectrumSettings) -> RepairState:
@@ -133,9 +131,8 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
     cfg = settings.over(rt.cfg)
     if not cfg.rank:
         return {"ranked": []}
-    base = Verification.model_validate(state["base"])
     sources = await rt.bench.python_sources()
-    prefer = await rank_suspects(rt.models.coder, cfg, rt.issue, sources, base.output, seed=cfg.seed,
+    prefer = await rank_suspects(rt.models.coder, cfg, rt.issue, sources, state["base"].output, seed=cfg.seed,
                                  evidence=evidence_of(state))
     ranked = [[path, name] for path, name in prefer]
     _emit(rt, "repair.rank", ranked=[f"{p}:{n}" for p, n in prefer])
@@ -145,7 +142,7 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
 async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
     rt = runtime(ctx)
     cfg, bench = settings.over(rt.cfg), rt.bench
-    base = Verification.model_validate(state["base"])
+    base = state["base"]
     if not (bench.mode == "repo" and base.passed and cfg.reproduce and cfg.test_cmd is None):
         return {"reproduction": {"kept": None}}
     sources = await bench.python_sources()
@@ -169,7 +166,7 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
             reproduction: ReproductionRecord = {"kept": True, "script": script}
             if cfg.keep_check:
                 reproduction["keep_check"] = await _keep_check(rt, cfg, sources, script, prefer, evidence)
-            return {"reproduction": reproduction, "base": base.model_dump(mode="json")}
+            return {"reproduction": reproduction, "base": base}
         previous = (script or "", output)
     return {"reproduction": {"kept": False}}
 
@@ -241,7 +238,7 @@ def _distinct_patches(patches: Iterable[str]) -> dict[str, str]:
     return out
 
 
-async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[dict[str, bool], dict[str, tuple[str, ...]]]:
+async def compare_examples(rt: RepairRuntime, attempts: list[Candidate]) -> tuple[dict[str, bool], dict[str, tuple[str, ...]]]:
     """Per distinct patch, whether the issue's examples show something else on it than on the unchanged code
     (`spectrum.examples_changed`), and what they show on it (`spectrum.examples_shown`, for the vote); each
     patch's examples run once in the task's sandbox, no model call."""
@@ -261,10 +258,10 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[
     return changed, shown
 
 
-async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -> dict[str, bool]:
+async def check_keeps(rt: RepairRuntime, attempts: list[Candidate], script: str) -> dict[str, bool]:
     """Per distinct patch of the candidates that fix the reproduction, whether the keep-working check (kept at the
     base commit by `swe.reproduce`) still passes on it; each patch's check runs once in the sandbox."""
-    patches = _distinct_patches(a.patch for a in attempts if a.verification.reproduced is False)
+    patches = _distinct_patches(a.patch for a in attempts if a.verified.reproduced is False)
     if len(patches) < 2:
         return {}
     if not await rt.bench.keeps_working("", script):  # it passed there before; a flaky check is not used
@@ -276,7 +273,7 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
 
 async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ChooseSettings) -> RepairState:
     rt = runtime(ctx)
-    cfg, attempts = settings.over(rt.cfg), attempts_of(state)
+    cfg, attempts = settings.over(rt.cfg), list(state.get("attempts") or [])
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}

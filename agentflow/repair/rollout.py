@@ -2,12 +2,12 @@
 the tests fail and attempts remain. Put under a graph `search:` node (`workflows/repair.yaml`), each
 branch of the search runs them as real nodes in its own fork of the task's workspace (`ctx.run.sandbox`).
 
-The branch's state is plain JSON, so a checkpoint after each node holds all of it:
+The branch's state is plain data, so a checkpoint after each node holds all of it:
     candidate   what the next edit builds on: candidate_id, patch, feedback (the tests' output, a reviewer's
                 notes), score (its tests' share), value (what the search values the branch by)
     edit        the sample `swe.edit` drew, read into new file contents; `swe.test` verifies it
-    tried       the attempt `swe.test` verified last (the critic and the value agent look at it)
-    attempts    every verified candidate of the branch (`swe.choose` picks among all branches' attempts)
+    tried       the `Candidate` `swe.test` verified last (the critic and the value agent look at it)
+    attempts    every verified `Candidate` of the branch (`swe.choose` picks among all branches' attempts)
     drawn       the numbers of every sample drawn (resampled answers included)
     focus       which suspects the branch's samples looked at and which the model left alone (`FocusSchedule`)
     tries, verdict, value   attempts made; pass / retry / stop for the route; the branch's search value
@@ -41,7 +41,7 @@ from agentflow.repair.outcome import Candidate
 from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.sampling import draw_edit, retry_hint
 from agentflow.repair.spectrum import examples_comparable, examples_reach_code
-from agentflow.repair.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
+from agentflow.repair.state import CandidateRecord, EditRecord, RepairState, Verdict
 from agentflow.repair.steps import critique, edit_prompt, examples_hint, suspects
 from agentflow.repair.value import judge_attempt
 from agentflow.repair.workbench import HowToVerify, Verification, Workbench
@@ -96,7 +96,7 @@ def current_of(state: RepairState, iid: str) -> CandidateRecord:
     found = state.get("candidate")
     if found:
         return found.copy()
-    base = Verification.model_validate(state.get("base") or {})
+    base = state.get("base") or Verification()
     return {"candidate_id": f"{iid}/root", "patch": "", "feedback": base.output, "score": base.score,
             "value": base.score}
 
@@ -203,7 +203,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
         if not rt.base_shown:  # once a task: what its search starts from (the first edit's view of it)
             rt.base_shown = True
-            base = Verification.model_validate(state.get("base") or {})
+            base = state.get("base") or Verification()
             emit_task(rt, "repair.base", passed=base.passed, score=base.score, feedback=rt.bench.mode,
                       reproduced=(state.get("reproduction") or {}).get("kept"), edit_format=cfg.edit_format,
                       suspects=updates["suspects"])
@@ -220,27 +220,27 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
 
 
 def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, cand_id: str,
-             tried: tuple[str, list[str], Verification, float], part_of: str | None = None) -> AttemptRecord:
-    """Record a verified candidate (candidates file, `repair.attempt` event); its entry in `attempts`."""
+             tried: tuple[str, list[str], Verification, float], part_of: str | None = None) -> Candidate:
+    """Record a verified candidate (candidates file, `repair.attempt` event); it, for `attempts`."""
     patch, dropped, verification, started = tried
-    rt.record(Candidate(
+    cand = Candidate(
         instance_id=rt.iid, candidate_id=cand_id, parent_id=edit["parent_id"], status="ok", patch=patch,
         dropped_test_files=dropped, edit_errors=edit["errors"], verification=verification,
         finish_reason=edit["finish"], sample=edit["sample"], answer=edit["answer"][:4000] if part_of is None else "",
         part_of=part_of, window=edit["window"] if part_of is None else "",
-    ))
+    )
+    rt.record(cand)
     emit(ctx, "repair.attempt", rt, cand_id, edit["parent_id"], value=verification.score, passed=verification.passed,
          dropped_test_files=dropped, duration_s=round(time.monotonic() - started, 4), part_of=part_of)
-    return {"candidate_id": cand_id, "patch": patch, "sample": edit["sample"], "part_of": part_of,
-            "verification": verification.model_dump(mode="json")}
+    return cand
 
 
 async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, how: HowToVerify,
-                 cfg: RepairConfig, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
+                 cfg: RepairConfig, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[Candidate]:
     """An edit that failed and changed several places: each change alone verified as a candidate of its own
     (`split_edits`, no model call), until one passes."""
     sources = await sources_at(rt, bench, parent_patch)
-    out: list[AttemptRecord] = []
+    out: list[Candidate] = []
     for number, files in enumerate(edit_parts(sources, edit["files"], limit=cfg.split_edits_limit), 1):
         async with bench.lock:
             tried = await bench.verify_files(parent_patch, files, how)
@@ -297,17 +297,17 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, cfg.max_attempts)}
     made = [_attempt(ctx, rt, edit, edit["candidate_id"], tried)]
     if tried[2].passed is not True and cfg.split_edits:
-        seen = {a["patch"].strip() for a in [*(state.get("attempts") or []), *made]}
+        seen = {a.patch.strip() for a in [*(state.get("attempts") or []), *made]}
         made += await _parts(ctx, rt, bench, how, cfg, edit, current["patch"], seen)
-    best = max(made, key=lambda a: (a["verification"].get("passed") is True, a["verification"]["score"]))
-    verification = Verification.model_validate(best["verification"])
+    best = max(made, key=lambda a: (a.verified.passed is True, a.verified.score))
+    verification = best.verified
     if verification.passed and cfg.stop_on_success:
         rt.solved = True
     attempts = [*(state.get("attempts") or []), *made]
     retried = int(state.get("retried") or 0)
     unchanged = None
     if verification.passed is not True and cfg.examples_retries:
-        unchanged = await _examples_unchanged(rt, bench, made[0]["patch"])
+        unchanged = await _examples_unchanged(rt, bench, made[0].patch)
     if unchanged is not None:
         emit(ctx, "repair.examples_unchanged", rt, edit["candidate_id"], None, shown=unchanged[:500])
     if unchanged is not None and retried < cfg.examples_retries:
@@ -316,16 +316,16 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         async with bench.lock:
             await bench.restore(current["patch"])
         return {"edit": None, "tried": best, "attempts": attempts, "tries": tries - 1, "retried": retried + 1,
-                "hint": examples_hint(made[0]["patch"], unchanged), "verdict": "retry", "value": current["value"]}
+                "hint": examples_hint(made[0].patch, unchanged), "verdict": "retry", "value": current["value"]}
     candidate = current
     if verification.score >= float(current["score"]):
         feedback = verification.output
         if unchanged is not None and best is made[0]:  # no retry left: the next edit reads it in the feedback
             feedback = (feedback + "\n\n" if feedback else "") + (
                 f"Run with this change, the issue's example still shows what it showed before:\n{unchanged[:800]}")
-        candidate = {"candidate_id": best["candidate_id"], "patch": best["patch"], "feedback": feedback,
+        candidate = {"candidate_id": best.candidate_id, "patch": best.patch, "feedback": feedback,
                      "score": verification.score, "value": verification.score}
-    if unchanged is not None or candidate["patch"] != made[-1]["patch"]:
+    if unchanged is not None or candidate["patch"] != made[-1].patch:
         async with bench.lock:
             await bench.restore(candidate["patch"])  # the workspace as the next edit builds on it
     return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,
@@ -337,13 +337,13 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
 
 
 def _reviewable(state: RepairState, iid: str,
-                verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[AttemptRecord, CandidateRecord] | None:
+                verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[Candidate, CandidateRecord] | None:
     """(the attempt verified last, the candidate) when the chain goes on from that attempt (its verdict one of
     `verdicts`) and its tests did not pass: what a critic or the value agent looks at."""
     tried, current = state.get("tried"), current_of(state, iid)
-    if state.get("verdict") not in verdicts or not tried or tried["verification"].get("passed") is True:
+    if state.get("verdict") not in verdicts or not tried or tried.verified.passed is True:
         return None
-    return (tried.copy(), current) if tried["candidate_id"] == current["candidate_id"] else None
+    return (tried, current) if tried.candidate_id == current["candidate_id"] else None
 
 
 async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweCritiqueSettings) -> RepairState:
@@ -355,9 +355,9 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     if found is None or rt.models.critic is None or not (cfg.critique or cfg.critic_model):
         return {}
     tried, current = found
-    output = tried["verification"].get("output", "")
     try:
-        review = await critique(rt.models.critic, cfg, rt.issue, tried["patch"], output, seed=cfg.seed + tried["sample"])
+        review = await critique(rt.models.critic, cfg, rt.issue, tried.patch, tried.verified.output,
+                                seed=cfg.seed + tried.sample)
     except BudgetExceeded:
         return {}
     feedback = (current["feedback"] + "\n\n" if current["feedback"] else "") + f"Reviewer's notes on this change:\n{review}"
@@ -375,19 +375,20 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
     if found is None:
         return {}
     tried, current = found
-    verification = Verification.model_validate(tried["verification"])
+    verification = tried.verified
     try:
-        judgement = await judge_attempt(rt.models.critic or rt.models.coder, cfg, rt.issue, tried["patch"],
-                                        verification, seed=cfg.seed + tried["sample"])
+        judgement = await judge_attempt(rt.models.critic or rt.models.coder, cfg, rt.issue, tried.patch,
+                                        verification, seed=cfg.seed + tried.sample)
     except BudgetExceeded:
         return {}
     judged = verification.score if judgement.value is None else judgement.value
     value = round(cfg.value_weight * judged + (1 - cfg.value_weight) * verification.score, 4)
     shown = f" (value {round(judgement.value * 100)}/100)" if judgement.value is not None else ""
     feedback = f"A reviewer's assessment of the current change{shown}:\n{judgement.assessment}\n\n{current['feedback']}"
-    attempts = [a | {"value": judgement.value, "assessment": judgement.assessment}
-                if a["candidate_id"] == tried["candidate_id"] else a for a in state.get("attempts") or []]
-    emit(ctx, "repair.value", rt, tried["candidate_id"], None, value=judgement.value, search_value=value,
+    judged_one = {"value": judgement.value, "assessment": judgement.assessment}
+    attempts = [a.model_copy(update=judged_one) if a.candidate_id == tried.candidate_id else a
+                for a in state.get("attempts") or []]
+    emit(ctx, "repair.value", rt, tried.candidate_id, None, value=judgement.value, search_value=value,
          assessment=judgement.assessment)
     return {"candidate": {**current, "feedback": feedback, "value": value}, "attempts": attempts, "value": value}
 

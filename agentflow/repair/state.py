@@ -2,33 +2,18 @@
 
 `RepairState` is the type of the `state` the repair's nodes take and of the updates they return, and the
 graph's state schema gives these keys these types (each repair `NodeType` names it as its `state`, see
-`agentflow.graph.nodetypes`). Every value is plain JSON (dicts, lists, strings, numbers), so a checkpoint
-after each node holds all of it and a killed repair resumes where it stopped: a model's dump is kept as its
-JSON (`Verification.model_dump(mode="json")`), records of the repair's own as the TypedDicts below.
+`agentflow.graph.nodetypes`). Every value is plain data (JSON values, the TypedDicts below, and the two
+pydantic records `Candidate` and `Verification`, held as themselves), so a checkpoint after each node holds all
+of it and a killed repair resumes where it stopped (the checkpoint's serializer builds back exactly the types
+the node types' states name: `agentflow.graph.serde`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, TypedDict
 
-VerificationJSON = dict[str, Any]
-"""A `workbench.Verification` as JSON (`model_dump(mode="json")`): read back with `model_validate`."""
-
-
-class AttemptRecord(TypedDict):
-    """A verified candidate (`attempts`, `tried`): what the choice picks among."""
-
-    candidate_id: str
-    patch: str
-    sample: int
-    """The number of the sample it came from (its seed)."""
-    verification: VerificationJSON
-    part_of: NotRequired[str | None]
-    """One change of a failed edit, verified alone (`split_edits`): that edit's candidate id."""
-    value: NotRequired[float | None]
-    """The value agent's value of it (`swe.value`)."""
-    assessment: NotRequired[str]
-    """The value agent's assessment of it (`swe.value`)."""
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.workbench import Verification
 
 
 class CandidateRecord(TypedDict):
@@ -114,7 +99,7 @@ class ChosenRecord(TypedDict):
 class FinalRecord(TypedDict, total=False):
     """The chosen candidate's final verification and report, or why nothing was submitted (`final`)."""
 
-    verification: VerificationJSON
+    verification: Verification
     report: dict[str, Any]
     """The task's `InstanceReport` as JSON."""
     declined: str
@@ -128,7 +113,7 @@ class RepairState(TypedDict, total=False):
     """Every state key of the repair's node types (a node reads some and returns an update of others)."""
 
     issue: str
-    base: VerificationJSON
+    base: Verification
     """The tests on the unchanged code (`swe.baseline`, again after a kept reproduction or selected tests)."""
     spectrum: dict[str, Any]
     """The call-traced runs' summary (`spectrum.gather_evidence`; empty when off)."""
@@ -147,7 +132,7 @@ class RepairState(TypedDict, total=False):
     hint: str
     """What the next edit is told about an edit that left the issue's examples as they were."""
     candidate: CandidateRecord
-    tried: AttemptRecord | None
+    tried: Candidate | None
     """The attempt `swe.test` verified last (the critic and the value agent look at it)."""
     tries: int
     retried: int
@@ -155,7 +140,8 @@ class RepairState(TypedDict, total=False):
     verdict: Verdict
     value: float
     """A branch's search value."""
-    attempts: list[AttemptRecord]
+    attempts: list[Candidate]
+    """Every verified candidate (status `ok`) of the branch; the search gathers every branch's."""
     samples: int
     tests: list[GeneratedTest]
     search: dict[str, Any]
@@ -164,6 +150,5 @@ class RepairState(TypedDict, total=False):
     final: FinalRecord
 
 
-__all__ = ["AttemptRecord", "CandidateRecord", "ChosenRecord", "EditRecord", "FinalRecord", "FocusRecord",
-           "GeneratedTest", "LocalizedRecord", "RegressionRecord", "RepairState", "ReproductionRecord", "Verdict",
-           "VerificationJSON"]
+__all__ = ["CandidateRecord", "ChosenRecord", "EditRecord", "FinalRecord", "FocusRecord",
+           "GeneratedTest", "LocalizedRecord", "RegressionRecord", "RepairState", "ReproductionRecord", "Verdict"]

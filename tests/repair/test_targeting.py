@@ -14,7 +14,6 @@ from agentflow.budget import Budget
 from agentflow.events import EventLog
 from agentflow.repair.choose import choose
 from agentflow.repair.config import RepairConfig
-from agentflow.repair.outcome import Attempt
 from agentflow.repair.spectrum import FunctionIndex, reach_summary, read_spectrum
 from agentflow.repair.targeting import (
     SuiteReach,
@@ -24,7 +23,7 @@ from agentflow.repair.targeting import (
     timeout_from_base,
 )
 from agentflow.repair.workbench import HowToVerify, Workbench
-from tests.repair.conftest import run_with_spectrum_plugin
+from tests.repair.conftest import run_with_spectrum_plugin, verified
 
 CORE = '''def paginate(items, page, per_page):
     start = page * per_page
@@ -206,8 +205,8 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
         assert sneaky.targeted == 3 and sneaky.passed is True  # the import-time constant is not among its tests
 
         # choosing: the sneaky patch leads the vote; the whole suite refutes it, the plain fix is confirmed
-        attempts = [Attempt("t/c1", SNEAKY, sneaky, 1), Attempt("t/c2", SNEAKY, sneaky.model_copy(), 2),
-                    Attempt("t/c3", FIX, fixed, 3)]
+        attempts = [verified("t/c1", SNEAKY, sneaky, 1), verified("t/c2", SNEAKY, sneaky.model_copy(), 2),
+                    verified("t/c3", FIX, fixed, 3)]
         mark = len(events.events)
         best, _ = await choose(attempts, RepairConfig(vote=True), None, task.problem_statement, Budget(), events,
                                confirm=functools.partial(bench.verify_whole, how=how), instance_id="t")
