@@ -3,8 +3,8 @@ the tests fail and attempts remain. Put under a graph `search:` node (`workflows
 branch of the search runs them as real nodes in its own fork of the task's workspace (`ctx.run.sandbox`).
 
 The branch's state is plain data, so a checkpoint after each node holds all of it:
-    candidate   what the next edit builds on: candidate_id, patch, feedback (the tests' output, a reviewer's
-                notes), score (its tests' share), value (what the search values the branch by)
+    candidate   what the next edit builds on: built_on (a `Candidate`, at first the unchanged code's), feedback
+                (the tests' output, a reviewer's notes), value (what the search values the branch by)
     edit        the sample `swe.edit` drew, read into new file contents; `swe.test` verifies it
     tried       the `Candidate` `swe.test` verified last (the critic and the value agent look at it)
     attempts    every verified `Candidate` of the branch (`swe.choose` picks among all branches' attempts)
@@ -41,7 +41,7 @@ from agentflow.repair.outcome import Candidate
 from agentflow.repair.runtime import PROMPT_FIELDS, NodeSettings, RepairRuntime, repair_fields
 from agentflow.repair.sampling import draw_edit, retry_hint
 from agentflow.repair.spectrum import examples_comparable, examples_reach_code
-from agentflow.repair.state import CandidateRecord, EditRecord, RepairState, Verdict
+from agentflow.repair.state import EditRecord, HeadRecord, RepairState, Verdict
 from agentflow.repair.steps import critique, edit_prompt, examples_hint, suspects
 from agentflow.repair.value import judge_attempt
 from agentflow.repair.workbench import HowToVerify, Verification, Workbench
@@ -90,15 +90,15 @@ def branch_of(ctx: NodeContext[RepairRuntime]) -> tuple[str, int]:
     return tag, int(tag[1:]) if tag[1:].isdigit() else 0
 
 
-def current_of(state: RepairState, iid: str) -> CandidateRecord:
-    """The candidate the next edit builds on: the state's, else the unchanged code (the base verification's
-    output as its feedback)."""
+def current_of(state: RepairState, iid: str) -> HeadRecord:
+    """What the next edit builds on: the state's, else the unchanged code (the base verification's output as its
+    feedback)."""
     found = state.get("candidate")
     if found:
         return found.copy()
     base = state.get("base") or Verification()
-    return {"candidate_id": f"{iid}/root", "patch": "", "feedback": base.output, "score": base.score,
-            "value": base.score}
+    root = Candidate(instance_id=iid, candidate_id=f"{iid}/root", parent_id=None, status="ok", verification=base)
+    return {"built_on": root, "feedback": base.output, "value": base.score}
 
 
 async def sources_at(rt: RepairRuntime, bench: Workbench, patch: str) -> dict[str, str]:
@@ -156,7 +156,7 @@ def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: Edi
 
 
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairConfig, state: RepairState,
-                current: CandidateRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
+                current: HeadRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
                 drawn: list[int]) -> EditRecord | None:
     """One usable edit: an answer that changes nothing or cannot be read is recorded and drawn again
     (`noop_retries`), on another suspect when it left this one alone. None when none was usable."""
@@ -171,10 +171,10 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: RepairC
         prompt = edit_prompt(cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "", hint=hint,
                              windows=order)
         got = await draw_edit(rt.models.coder, cfg, prompt, sources, cand_id=cand_id,
-                              parent_id=current["candidate_id"], sample=sample, events=rt.events, budget=rt.budget,
+                              parent_id=current["built_on"].candidate_id, sample=sample, events=rt.events, budget=rt.budget,
                               iid=rt.iid)
         drawn.append(sample)
-        edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["candidate_id"], "sample": sample,
+        edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["built_on"].candidate_id, "sample": sample,
                             "files": got.read.files, "errors": got.read.errors, "answer": got.text,
                             "finish": got.finish, "window": window_key(order[0]) if order else ""}
         if got.read.status == "ok":
@@ -194,7 +194,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     rt = runtime(ctx)
     cfg = settings.over(rt.cfg)
     current = current_of(state, rt.iid)
-    sources = await sources_at(rt, bench_of(rt, ctx), current["patch"])
+    sources = await sources_at(rt, bench_of(rt, ctx), current["built_on"].patch)
     windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
                        prefer=ranked_of(state), evidence=evidence_of(state))
     schedule, drawn = _schedule(state), list(state.get("drawn") or [])
@@ -291,14 +291,14 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     bench, how = bench_of(rt, ctx), how_to_verify(state)
     tries += 1
     async with bench.lock:
-        tried = await bench.verify_files(current["patch"], edit["files"], how)
+        tried = await bench.verify_files(current["built_on"].patch, edit["files"], how)
     if tried is None:  # it only touched test files, which are stripped
         _record_failed(ctx, rt, edit, "noop", ["only test files changed", *edit["errors"]])
         return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, cfg.max_attempts)}
     made = [_attempt(ctx, rt, edit, edit["candidate_id"], tried)]
     if tried[2].passed is not True and cfg.split_edits:
         seen = {a.patch.strip() for a in [*(state.get("attempts") or []), *made]}
-        made += await _parts(ctx, rt, bench, how, cfg, edit, current["patch"], seen)
+        made += await _parts(ctx, rt, bench, how, cfg, edit, current["built_on"].patch, seen)
     best = max(made, key=lambda a: (a.verified.passed is True, a.verified.score))
     verification = best.verified
     if verification.passed and cfg.stop_on_success:
@@ -314,20 +314,19 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         # the edit left the report's behaviour as it was: drawn again from the same candidate, told so; it
         # stays a candidate, and the draw is not counted as an attempt
         async with bench.lock:
-            await bench.restore(current["patch"])
+            await bench.restore(current["built_on"].patch)
         return {"edit": None, "tried": best, "attempts": attempts, "tries": tries - 1, "retried": retried + 1,
                 "hint": examples_hint(made[0].patch, unchanged), "verdict": "retry", "value": current["value"]}
     candidate = current
-    if verification.score >= float(current["score"]):
+    if verification.score >= current["built_on"].verified.score:
         feedback = verification.output
         if unchanged is not None and best is made[0]:  # no retry left: the next edit reads it in the feedback
             feedback = (feedback + "\n\n" if feedback else "") + (
                 f"Run with this change, the issue's example still shows what it showed before:\n{unchanged[:800]}")
-        candidate = {"candidate_id": best.candidate_id, "patch": best.patch, "feedback": feedback,
-                     "score": verification.score, "value": verification.score}
-    if unchanged is not None or candidate["patch"] != made[-1].patch:
+        candidate = {"built_on": best, "feedback": feedback, "value": verification.score}
+    if unchanged is not None or candidate["built_on"].patch != made[-1].patch:
         async with bench.lock:
-            await bench.restore(candidate["patch"])  # the workspace as the next edit builds on it
+            await bench.restore(candidate["built_on"].patch)  # the workspace as the next edit builds on it
     return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,
             "tries": tries, "verdict": _verdict(verification.passed, tries, cfg.max_attempts),
             "value": candidate["value"]}
@@ -337,13 +336,13 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
 
 
 def _reviewable(state: RepairState, iid: str,
-                verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[Candidate, CandidateRecord] | None:
+                verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[Candidate, HeadRecord] | None:
     """(the attempt verified last, the candidate) when the chain goes on from that attempt (its verdict one of
     `verdicts`) and its tests did not pass: what a critic or the value agent looks at."""
     tried, current = state.get("tried"), current_of(state, iid)
     if state.get("verdict") not in verdicts or not tried or tried.verified.passed is True:
         return None
-    return (tried, current) if tried.candidate_id == current["candidate_id"] else None
+    return (tried, current) if tried.candidate_id == current["built_on"].candidate_id else None
 
 
 async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweCritiqueSettings) -> RepairState:

@@ -16,15 +16,13 @@ from agentflow.repair.outcome import Candidate
 from agentflow.repair.workbench import Verification
 
 
-class CandidateRecord(TypedDict):
-    """What a chain's next edit builds on (`candidate`)."""
+class HeadRecord(TypedDict):
+    """What a chain's next edit builds on (`candidate`): a verified candidate (at first the unchanged code, the
+    base verification's) and what the next edit is told of it."""
 
-    candidate_id: str
-    patch: str
+    built_on: Candidate
     feedback: str
     """The tests' output, a reviewer's notes: what the next edit's prompt shows."""
-    score: float
-    """Its tests' share passing."""
     value: float
     """What the search values the branch by."""
 
@@ -131,7 +129,7 @@ class RepairState(TypedDict, total=False):
     """The code windows (`path:name`) the first edit looked at."""
     hint: str
     """What the next edit is told about an edit that left the issue's examples as they were."""
-    candidate: CandidateRecord
+    candidate: HeadRecord
     tried: Candidate | None
     """The attempt `swe.test` verified last (the critic and the value agent look at it)."""
     tries: int
@@ -150,5 +148,4 @@ class RepairState(TypedDict, total=False):
     final: FinalRecord
 
 
-__all__ = ["CandidateRecord", "ChosenRecord", "EditRecord", "FinalRecord", "FocusRecord",
-           "GeneratedTest", "LocalizedRecord", "RegressionRecord", "RepairState", "ReproductionRecord", "Verdict"]
+__all__ = ["ChosenRecord", "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HeadRecord", "LocalizedRecord", "RegressionRecord", "RepairState", "ReproductionRecord", "Verdict"]

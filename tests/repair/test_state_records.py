@@ -25,7 +25,8 @@ def test_a_shipped_workflows_checkpoint_builds_its_candidates_back_exactly(tmp_p
     fix = Candidate(instance_id="t", candidate_id="t/b0.1", parent_id="t/root", status="ok", patch="diff\n",
                     verification=base.model_copy(update={"passed": True, "score": 1.0}), sample=1001, value=0.9,
                     assessment="fixes it")
-    state = {"base": base, "attempts": [fix], "tried": fix, "final": {"verification": fix.verified}}
+    state = {"base": base, "attempts": [fix], "tried": fix, "final": {"verification": fix.verified},
+             "candidate": {"built_on": fix, "feedback": "a reviewer's notes", "value": 0.9}}
     back = saver.serde.loads_typed(saver.serde.dumps_typed(state))
     assert back == state
     assert type(back["attempts"][0]) is Candidate and type(back["base"]) is Verification
