@@ -24,7 +24,8 @@ The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run
 Every node is `async (state: RepairState, ctx: NodeContext[RepairRuntime], settings: ItsSettings) -> RepairState`:
 the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with its settings (its type's class,
 written out; a setting the run also has defaults to the run's, `runtime.run_default`), and it
-writes plain JSON-able values to the state (`state.py`), so a checkpoint after each node lets a killed repair
+writes plain data to the state (`state.py`: JSON values, `Candidate`s and `Verification`s), so a checkpoint after
+each node lets a killed repair
 resume where it stopped.
 """
 
@@ -69,7 +70,6 @@ from agentflow.repair.nodetypes import rollout
 from agentflow.repair.nodetypes.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.nodetypes.localize_model import LocalizeSettings, localize_node
 from agentflow.repair.nodetypes.nodekit import (
-    attempts_of,
     declined,
     emit,
     evidence_of,
@@ -114,7 +114,7 @@ from agentflow.repair.nodetypes.state import (
 )
 from agentflow.repair.nodetypes.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.nodetypes.trajectory import TrajectorySettings, trajectories_node
-from agentflow.repair.outcome import Attempt
+from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.choose import ChooseSettings, choose, noop_check
 from agentflow.repair.verify.expectations import (
     TracedExample,
@@ -122,7 +122,6 @@ from agentflow.repair.verify.expectations import (
     expectation_script,
     read_expectations,
 )
-from agentflow.repair.verify.workbench import Verification
 
 
 class SpectrumSettings(NodeSettings):
@@ -189,7 +188,7 @@ _emit = emit
 async def baseline(state: RepairState, ctx: NodeContext[RepairRuntime], settings: None) -> RepairState:
     rt = runtime(ctx)
     base = await rt.bench.verify_base(how_to_verify(state))
-    return {"base": base.model_dump(mode="json"), "issue": rt.issue}
+    return {"base": base, "issue": rt.issue}
 
 
 async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SpectrumSettings) -> RepairState:
@@ -209,9 +208,9 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
     rt = runtime(ctx)
     if not settings.rank:
         return {"ranked": []}
-    base = Verification.model_validate(state["base"])
     sources = await rt.bench.python_sources()
-    prefer = await rank_suspects(rt.models.coder, settings, rt.issue, sources, base.output, seed=settings.seed,
+    prefer = await rank_suspects(rt.models.coder, settings, rt.issue, sources, state["base"].output,
+                                 seed=settings.seed,
                                  evidence=evidence_of(state))
     ranked = [[path, name] for path, name in prefer]
     _emit(rt, RepairRank(ranked=[f"{p}:{n}" for p, n in prefer]))
@@ -221,7 +220,7 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
 async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
     rt = runtime(ctx)
     bench = rt.bench
-    base = Verification.model_validate(state["base"])
+    base = state["base"]
     if not (bench.mode == "repo" and base.passed and settings.reproduce and rt.cfg.test_cmd is None):
         return {"reproduction": {"kept": None}}
     sources = await bench.python_sources()
@@ -246,7 +245,7 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
             reproduction: ReproductionRecord = {"kept": True, "script": script}
             if settings.keep_check:
                 reproduction["keep_check"] = await _keep_check(rt, settings, sources, script, prefer, evidence)
-            return {"reproduction": reproduction, "base": base.model_dump(mode="json")}
+            return {"reproduction": reproduction, "base": base}
         previous = (script or "", output)
     return {"reproduction": {"kept": False}}
 
@@ -315,7 +314,7 @@ def _distinct_patches(patches: Iterable[str]) -> dict[str, str]:
     return out
 
 
-async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[dict[str, bool], dict[str, tuple[str, ...]]]:
+async def compare_examples(rt: RepairRuntime, attempts: list[Candidate]) -> tuple[dict[str, bool], dict[str, tuple[str, ...]]]:
     """Per distinct patch, whether the issue's examples show something else on it than on the unchanged code
     (`spectrum.examples_changed`), and what they show on it (`spectrum.examples_shown`, for the vote); each
     patch's examples run once in the task's sandbox, no model call."""
@@ -335,10 +334,10 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Attempt]) -> tuple[
     return changed, shown
 
 
-async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -> dict[str, bool]:
+async def check_keeps(rt: RepairRuntime, attempts: list[Candidate], script: str) -> dict[str, bool]:
     """Per distinct patch of the candidates that fix the reproduction, whether the keep-working check (kept at the
     base commit by `swe.reproduce`) still passes on it; each patch's check runs once in the sandbox."""
-    patches = _distinct_patches(a.patch for a in attempts if a.verification.reproduced is False)
+    patches = _distinct_patches(a.patch for a in attempts if a.verified.reproduced is False)
     if len(patches) < 2:
         return {}
     if not await rt.bench.keeps_working("", script):  # it passed there before; a flaky check is not used
@@ -351,7 +350,7 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Attempt], script: str) -
 
 async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ChooseSettings) -> RepairState:
     rt = runtime(ctx)
-    attempts = attempts_of(state)
+    attempts = list(state.get("attempts") or [])
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")
     keeps = await check_keeps(rt, attempts, keep_script) if keep_script else {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -13,7 +12,8 @@ CandidateStatus = Literal["ok", "noop", "unparsable", "apply_error"]
 
 
 class Candidate(BaseModel):
-    """One model answer and what came of it (a row of candidates.jsonl)."""
+    """One model answer and what came of it: the one record of a candidate, in the repair's state (`attempts`,
+    `tried`) and as a row of candidates.jsonl."""
 
     instance_id: str
     candidate_id: str
@@ -33,18 +33,17 @@ class Candidate(BaseModel):
     part_of: str | None = None
     """Set on a candidate that keeps one change of another's multi-change edit (`split_edits`): not a model
     answer of its own, so not a sample."""
+    value: float | None = None
+    """The value agent's value of it (`swe.value`; not a column of candidates.jsonl, written before it)."""
+    assessment: str = ""
+    """The value agent's assessment of it (`swe.value`; not in candidates.jsonl either)."""
 
-
-@dataclass
-class Attempt:
-    """An edit that produced a new patch, verified (every one is a candidate for submission)."""
-
-    candidate_id: str
-    patch: str
-    verification: Verification
-    sample: int
-    part_of: str | None = None
-    """The candidate whose edit this one keeps one change of (`split_edits`); None for a model's own edit."""
+    @property
+    def verified(self) -> Verification:
+        """Its verification: every candidate in the state's `attempts` (status `ok`) has one."""
+        if self.verification is None:
+            raise ValueError(f"candidate {self.candidate_id} was not verified")
+        return self.verification
 
 
 class InstanceOutcome(BaseModel):

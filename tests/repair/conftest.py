@@ -6,12 +6,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.verify.workbench import Verification
 from tests.swe_fixtures import ROOT, TASKS_FILE, _private_cache, docker_image, read_jsonl
 
 CASSETTES = Path(__file__).resolve().parent / "cassettes"
 
 __all__ = ["CASSETTES", "ROOT", "TASKS_FILE", "_private_cache", "branches", "docker_image", "ran_in", "read_jsonl",
            "run_with_spectrum_plugin", "scripted_cassette", "short"]
+
+
+def verified(cand: str, patch: str, verification: Verification, sample: int, part_of: str | None = None) -> Candidate:
+    """A verified candidate as the search's `attempts` hold it."""
+    return Candidate(instance_id=cand.split("/")[0], candidate_id=cand, parent_id=None, status="ok", patch=patch,
+                     verification=verification, sample=sample, part_of=part_of)
 
 
 def short(cid: str | None) -> str | None:

@@ -48,3 +48,12 @@ def test_a_resumed_task_takes_up_the_killed_runs_candidates(tmp_path: Path) -> N
     resumed.start()  # the record begun anew: so is its file
     assert resumed.rows == [] and (tmp_path / FILE).read_text() == "" and not resumed.passed()
 
+
+
+def test_a_row_has_the_fields_it_always_had(tmp_path: Path) -> None:
+    log = CandidateLog(tmp_path, EventLog())
+    log.start()
+    log(_cand("b0.1").model_copy(update={"value": 0.7, "assessment": "close"}))  # the value agent's, in the state
+    row = json.loads((tmp_path / FILE).read_text())
+    assert set(row) == {"instance_id", "candidate_id", "parent_id", "status", "patch", "dropped_test_files",
+                        "edit_errors", "verification", "finish_reason", "sample", "answer", "window", "part_of"}

@@ -13,14 +13,14 @@ from agentflow.events import EventLog
 from agentflow.models.base import ChatRequest
 from agentflow.models.testing import FunctionModel
 from agentflow.repair.locate.spectrum import ExampleRun, examples_changed, examples_shown
-from agentflow.repair.outcome import Attempt
+from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.choose import ChooseSettings, choose
 from agentflow.repair.verify.workbench import Verification
-from tests.repair.conftest import TASKS_FILE
+from tests.repair.conftest import TASKS_FILE, verified
 
 
-def _attempt(cand: str, patch: str, sample: int, part_of: str | None = None) -> Attempt:
-    return Attempt(cand, patch, Verification(kind="test_cmd", passed=None, score=0.5), sample, part_of)
+def _attempt(cand: str, patch: str, sample: int, part_of: str | None = None) -> Candidate:
+    return verified(cand, patch, Verification(kind="test_cmd", passed=None, score=0.5), sample, part_of)
 
 
 async def test_parts_of_a_split_edit_are_candidates_but_cast_no_vote():
@@ -30,13 +30,13 @@ async def test_parts_of_a_split_edit_are_candidates_but_cast_no_vote():
     best, by = await choose([a, b, part], ChooseSettings(vote=True), None, "issue", Budget(), EventLog())
     # one sample each: a tie the earliest sample wins; counting the part, c2's patch would have won 2 to 1
     assert best is a and by == "tests"
-    better = Attempt("t/c1.2", "diff-c\n", Verification(kind="test_cmd", passed=True, score=1.0), 1, "t/c1")
+    better = verified("t/c1.2", "diff-c\n", Verification(kind="test_cmd", passed=True, score=1.0), 1, "t/c1")
     best, by = await choose([a, b, part, better], ChooseSettings(vote=True), None, "issue", Budget(), EventLog())
     assert best is better and by == "tests"  # a part that passes is chosen by the tests like any candidate
 
 
-def _passing(cand: str, patch: str, sample: int) -> Attempt:
-    return Attempt(cand, patch, Verification(kind="test_cmd", passed=None, score=1.0), sample, None)
+def _passing(cand: str, patch: str, sample: int) -> Candidate:
+    return verified(cand, patch, Verification(kind="test_cmd", passed=None, score=1.0), sample, None)
 
 
 async def test_the_verifier_model_breaks_a_tie_of_tests_and_vote_and_is_held_against_the_budget():
@@ -77,7 +77,7 @@ async def test_what_the_examples_show_decides_before_the_vote():
                                 {"diff-same": all_or_none, "diff-fix": all_or_none})
         assert best is same[0] and by == "vote"
     # the tests still come first: a candidate that changes the examples but fails a test is not chosen
-    failing = Attempt("t/c4", "diff-x\n", Verification(kind="test_cmd", passed=False, score=0.5), 4, None)
+    failing = verified("t/c4", "diff-x\n", Verification(kind="test_cmd", passed=False, score=0.5), 4, None)
     best, by = await choose([fix, failing], cfg, None, "issue", Budget(), EventLog(), {"diff-fix": False, "diff-x": True})
     assert best is fix and by == "tests"
 
@@ -118,8 +118,8 @@ async def test_the_keep_working_check_decides_among_candidates_that_fix_the_repr
     """inikit-3: three samples agree on `int(raw, 10)`, which breaks hex; the check of what must keep working
     (hex) holds on the one fix, chosen before the examples and the vote. It is not used among candidates that
     leave the reproduction failing: a check that asserts the bug would prefer them."""
-    def fixed(cand: str, patch: str, sample: int) -> Attempt:  # blind mode: the tests pass, the script too
-        return Attempt(cand, patch, Verification(kind="test_cmd", passed=None, score=1.0, reproduced=False), sample,
+    def fixed(cand: str, patch: str, sample: int) -> Candidate:  # blind mode: the tests pass, the script too
+        return verified(cand, patch, Verification(kind="test_cmd", passed=None, score=1.0, reproduced=False), sample,
                        None)
 
     decimal = [fixed(f"t/c{i}", "diff-decimal\n", i) for i in range(3)]
@@ -135,8 +135,8 @@ async def test_the_keep_working_check_decides_among_candidates_that_fix_the_repr
         best, by = await choose([*decimal, fix], cfg, None, "issue", Budget(), EventLog(),
                                 keeps={"diff-decimal": every, "diff-fix": every})
         assert best is decimal[0] and by == "vote"
-    def still_failing(cand: str, patch: str, sample: int) -> Attempt:  # the reproduction still fails on it
-        return Attempt(cand, patch, Verification(kind="test_cmd", passed=False, score=0.5, reproduced=True), sample,
+    def still_failing(cand: str, patch: str, sample: int) -> Candidate:  # the reproduction still fails on it
+        return verified(cand, patch, Verification(kind="test_cmd", passed=False, score=0.5, reproduced=True), sample,
                        None)
 
     for make in (still_failing, _passing):  # the reproduction still fails, or there is none
@@ -286,8 +286,8 @@ async def test_a_candidate_that_changes_no_code_is_not_submitted_when_the_tests_
     with only such candidates nothing is submitted. When the tests pass at the base, the choice is as before
     (the caller flags the submitted noop)."""
     failing = Verification(kind="task_tests", passed=False, score=0.5)
-    docs = [Attempt(f"t/c{i}", "diff-docstring\n", failing, i, None) for i in range(3)]
-    code = Attempt("t/c3", "diff-code\n", failing, 3, None)
+    docs = [verified(f"t/c{i}", "diff-docstring\n", failing, i, None) for i in range(3)]
+    code = verified("t/c3", "diff-code\n", failing, 3, None)
     noops = {"diff-docstring": True, "diff-code": False}
     cfg = ChooseSettings(vote=True)
     assert (await choose([*docs, code], cfg, None, "issue", Budget(), EventLog()))[0] is docs[0]  # the vote
@@ -306,7 +306,7 @@ async def test_a_candidate_that_changes_no_code_is_not_submitted_when_the_tests_
         assert best is docs[0] and by == "vote"
     # the tests pass on it while they fail at the base: what it changes is behaviour after all (a docstring a
     # test reads), so it stays
-    read = Attempt("t/c4", "diff-docstring\n", Verification(kind="task_tests", passed=True, score=1.0), 4, None)
+    read = verified("t/c4", "diff-docstring\n", Verification(kind="task_tests", passed=True, score=1.0), 4, None)
     best, by = await choose([read, code], cfg, None, "issue", Budget(), EventLog(), noops=noops, base_failed=True)
     assert best is read and by == "tests"
 

@@ -13,7 +13,6 @@ import pytest
 from agentflow.budget import Budget
 from agentflow.events import EventLog
 from agentflow.repair.locate.spectrum import FunctionIndex, reach_summary, read_spectrum
-from agentflow.repair.outcome import Attempt
 from agentflow.repair.verify.choose import ChooseSettings, choose
 from agentflow.repair.verify.targeting import (
     SuiteReach,
@@ -23,7 +22,7 @@ from agentflow.repair.verify.targeting import (
     timeout_from_base,
 )
 from agentflow.repair.verify.workbench import HowToVerify, Workbench
-from tests.repair.conftest import run_with_spectrum_plugin
+from tests.repair.conftest import run_with_spectrum_plugin, verified
 
 CORE = '''def paginate(items, page, per_page):
     start = page * per_page
@@ -205,8 +204,8 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
         assert sneaky.targeted == 3 and sneaky.passed is True  # the import-time constant is not among its tests
 
         # choosing: the sneaky patch leads the vote; the whole suite refutes it, the plain fix is confirmed
-        attempts = [Attempt("t/c1", SNEAKY, sneaky, 1), Attempt("t/c2", SNEAKY, sneaky.model_copy(), 2),
-                    Attempt("t/c3", FIX, fixed, 3)]
+        attempts = [verified("t/c1", SNEAKY, sneaky, 1), verified("t/c2", SNEAKY, sneaky.model_copy(), 2),
+                    verified("t/c3", FIX, fixed, 3)]
         mark = len(events.events)
         best, _ = await choose(attempts, ChooseSettings(vote=True), None, task.problem_statement, Budget(), events,
                                confirm=functools.partial(bench.verify_whole, how=how), instance_id="t")
@@ -214,8 +213,10 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
         confirms = [e.data for e in events.events[mark:] if e.kind == "repair.confirm"]
         assert [(c["candidate_id"], c["held"]) for c in confirms] == [("t/c1", False), ("t/c3", True)]
         assert best.verification.targeted is None and best.verification.counts == (7, 7)
-        assert all(a.verification.passed is False for a in attempts[:2])  # both samples of the refuted patch
+        # both samples of the refuted patch share its whole-suite result (c2 was not confirmed on its own), on
+        # copies: the candidates given (the state's) stay as they were verified
         assert len(_test_runs(events, mark)) == 2  # one whole-suite run per finalist, none for the others
+        assert [a.verified.passed for a in attempts] == [True, True, True]
 
         mark = len(events.events)
         final, _ = await bench.verify(FIX, how, final=True)  # the report reuses the finalist's whole run

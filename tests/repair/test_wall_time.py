@@ -126,7 +126,7 @@ async def test_of_candidates_that_change_no_code_the_best_so_far_is_none() -> No
         rows = [Candidate(instance_id=task.instance_id, candidate_id=f"{task.instance_id}/c{i}", parent_id=None,
                           status="ok", patch=patch, verification=failing, sample=i) for i, patch in enumerate(patches)]
         outcome = InstanceOutcome(instance_id=task.instance_id, status="limits_exceeded:wall_seconds")
-        await _submit_best_so_far(outcome, rows, bench, {"base": base.model_dump(mode="json")}, events)
+        await _submit_best_so_far(outcome, rows, bench, {"base": base}, events)
     assert all(p.startswith("diff --git a/cachette/lru.py") for p in patches)
     assert (outcome.model_patch, outcome.chosen, outcome.chosen_by) == ("", None, "noop")
     assert outcome.base_failed is True

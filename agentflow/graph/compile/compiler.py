@@ -343,9 +343,17 @@ def compile_workflow(
 
     graph = build_graph(spec, rt)
     if isinstance(getattr(checkpointer, "serde", None), StrictSerde):
-        checkpointer.with_allowlist(declared_types(graph))
+        checkpointer.with_allowlist(declared_types(graph, _node_key_types(spec, rt)))
     return graph.compile(checkpointer=checkpointer, interrupt_before=list(spec.interrupt_before) or None,
                          interrupt_after=interrupt_after)
+
+
+def _node_key_types(spec: WorkflowSpec, rt: RunHandles | None) -> list[Any]:
+    """The types the workflow's typed nodes (its subgraphs' too) give the state keys they read and write: what a
+    node writes is one of them also where the workflow's `state:` declares the key loosely (`type: list`)."""
+    from agentflow.graph.compile.nodetypes import typed_nodes
+
+    return [tp for t in typed_nodes(spec, registry_for(spec, rt)) for tp in t.key_types().values()]
 
 
 def initial_state(spec: WorkflowSpec, given: Mapping[str, Any], rt: RunHandles | None = None) -> dict[str, Any]:

@@ -118,9 +118,9 @@ class StrictSerde:
         return None if (module, name) in self._allowed else f"{module}.{name}"
 
 
-def declared_types(graph: Any) -> set[tuple[str, ...]]:
-    """The (module, name) of every class a LangGraph StateGraph's schemas refer to, its subgraphs' included,
-    collected as LangGraph's strict mode collects them."""
+def declared_types(graph: Any, also: Iterable[Any] = ()) -> set[tuple[str, ...]]:
+    """The (module, name) of every class a LangGraph StateGraph's schemas refer to, its subgraphs' included, and
+    the types `also` refers to (the typed nodes' state keys), collected as LangGraph's strict mode collects them."""
     collect: Callable[..., set[tuple[str, ...]]]
     try:
         from langgraph._internal._serde import build_serde_allowlist as collect
@@ -131,6 +131,7 @@ def declared_types(graph: Any) -> set[tuple[str, ...]]:
     nodes = getattr(graph, "nodes", {}).values()
     schemas = [graph.state_schema, getattr(graph, "input_schema", None), getattr(graph, "output_schema", None)]
     schemas += [getattr(n, "input_schema", None) for n in nodes]
+    schemas += list(also)
     found = set(collect(schemas=[s for s in schemas if s is not None], channels=getattr(graph, "channels", None)))
     for node in nodes:
         sub = getattr(getattr(node, "runnable", None), "builder", None)

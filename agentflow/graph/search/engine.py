@@ -698,6 +698,8 @@ def _jsonable(value: Any) -> Any:
 def _key(value: Any) -> str:
     if isinstance(value, str):
         return " ".join(value.split())
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
     return json.dumps(value, sort_keys=True, default=str)
 
 

@@ -30,9 +30,8 @@ from agentflow.repair.nodetypes.runtime import (
     RepairRuntime,
     run_default,
 )
-from agentflow.repair.nodetypes.state import AttemptRecord, RepairState
-from agentflow.repair.outcome import Attempt
-from agentflow.repair.verify.workbench import Verification
+from agentflow.repair.nodetypes.state import RepairState
+from agentflow.repair.outcome import Candidate
 from agentflow.swe.normalize import normalise_output
 
 
@@ -46,34 +45,32 @@ class DiscriminateSettings(FinalistSettings):
     prompts: RepairPrompts = run_default("prompts")
 
 
-def finalists(attempts: list[AttemptRecord], limit: int) -> list[AttemptRecord]:
+def finalists(attempts: list[Candidate], limit: int) -> list[Candidate]:
     """The best `limit` distinct patches (normalised): passing tests first, then value, then tests' score."""
-    def key(a: AttemptRecord) -> tuple[bool, float, float]:
-        v = a["verification"]
-        value = a.get("value")
-        return (v.get("passed") is True, float(v.get("score", 0.0) if value is None else value),
-                float(v.get("score", 0.0)))
+    def key(a: Candidate) -> tuple[bool, float, float]:
+        v = a.verified
+        return v.passed is True, v.score if a.value is None else a.value, v.score
 
     seen: set[str] = set()
-    out: list[AttemptRecord] = []
-    for a in sorted((a for a in attempts if a["patch"].strip()), key=key, reverse=True):  # stable: earlier first
-        norm = normalise_output(a["patch"])
+    out: list[Candidate] = []
+    for a in sorted((a for a in attempts if a.patch.strip()), key=key, reverse=True):  # stable: earlier first
+        norm = normalise_output(a.patch)
         if norm not in seen:
             seen.add(norm)
             out.append(a)
     return out[:limit]
 
 
-def describe(finals: list[AttemptRecord]) -> str:
+def describe(finals: list[Candidate]) -> str:
     """The finalists as numbered patches with what their tests (and a value agent) said."""
     parts = []
     for number, a in enumerate(finals, 1):
-        v = a["verification"]
-        tests = {True: "pass", False: "fail", None: "do not decide"}[v.get("passed")]
-        line = f"[{number}] tests {tests} (share passing {float(v.get('score', 0.0)):.2f})"
-        if a.get("assessment"):
-            line += f"; a reviewer said: {a['assessment'][:300]}"
-        parts.append(f"{line}\n```diff\n{a['patch'][:2500]}```")
+        v = a.verified
+        tests = {True: "pass", False: "fail", None: "do not decide"}[v.passed]
+        line = f"[{number}] tests {tests} (share passing {v.score:.2f})"
+        if a.assessment:
+            line += f"; a reviewer said: {a.assessment[:300]}"
+        parts.append(f"{line}\n```diff\n{a.patch[:2500]}```")
     return "\n\n".join(parts)
 
 
@@ -84,7 +81,7 @@ def picked(text: str, label: str, count: int) -> int | None:
 
 
 async def debate(model: ChatModel, cfg: DiscriminateSettings, issue: str,
-                 finals: list[AttemptRecord]) -> tuple[int | None, list[str], str]:
+                 finals: list[Candidate]) -> tuple[int | None, list[str], str]:
     """(the judge's pick or else the debaters' majority, 1-based or None; the arguments; what decided)."""
     shown = describe(finals)
     arguments: list[str] = []
@@ -129,12 +126,9 @@ async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime],
         except (BudgetExceeded, ModelError) as exc:  # the best finalist by value stands; the event says why
             chosen_by, error = "value", f"{type(exc).__name__}: {exc}"
     best = finals[pick - 1]
-    emit(rt, RepairDiscriminate(finalists=[a["candidate_id"] for a in finals], chosen=best["candidate_id"],
+    emit(rt, RepairDiscriminate(finalists=[a.candidate_id for a in finals], chosen=best.candidate_id,
                                 chosen_by=chosen_by, arguments=arguments, error=error))
-
-    attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
-                      best["sample"])
-    return await submit(rt, state, attempt, chosen_by, noops=noops)
+    return await submit(rt, state, best, chosen_by, noops=noops)
 
 
 __all__ = ["DiscriminateSettings", "debate", "describe", "discriminate_node", "finalists", "picked"]

@@ -12,12 +12,12 @@ from agentflow.graph.run.context import NodeContext
 from agentflow.repair.locate.localize import RunEvidence
 from agentflow.repair.locate.spectrum import evidence_from_json
 from agentflow.repair.nodetypes.runtime import RepairRuntime
-from agentflow.repair.nodetypes.state import AttemptRecord, RepairState
-from agentflow.repair.outcome import Attempt
+from agentflow.repair.nodetypes.state import RepairState
+from agentflow.repair.outcome import Candidate
 from agentflow.repair.run.progress import verdict
 from agentflow.repair.verify.choose import is_noop, leave_out_noops, noop_check
 from agentflow.repair.verify.targeting import SuiteReach
-from agentflow.repair.verify.workbench import HowToVerify, Verification
+from agentflow.repair.verify.workbench import HowToVerify
 from agentflow.swe.report import InstanceReport
 
 
@@ -47,23 +47,16 @@ def how_to_verify(state: RepairState) -> HowToVerify:
     sandbox, verifies as the killed one did): the base verification, the selected regression tests' command
     (`swe.regression`), which tests reach which function (`swe.spectrum`) and a kept reproduction script
     (`swe.reproduce`)."""
-    base, reproduction = state.get("base"), state.get("reproduction") or {}
-    spectrum = state.get("spectrum") or {}
+    reproduction, spectrum = state.get("reproduction") or {}, state.get("spectrum") or {}
     return HowToVerify(
-        base=Verification.model_validate(base) if base else None,
+        base=state.get("base"),
         test_cmd=(state.get("regression") or {}).get("test_cmd") or None,
         reach=SuiteReach.from_json(spectrum.get("reach")) if isinstance(spectrum, dict) else None,
         repro=(reproduction.get("script") or None) if reproduction.get("kept") else None,
     )
 
 
-def attempts_of(state: RepairState) -> list[Attempt]:
-    """The search's candidates as the state holds them (`attempts`)."""
-    return [Attempt(a["candidate_id"], a["patch"], Verification.model_validate(a["verification"]), a["sample"],
-                    a.get("part_of")) for a in state.get("attempts") or []]
-
-
-async def submit(rt: RepairRuntime, state: RepairState, best: Attempt, chosen_by: str | None, *,
+async def submit(rt: RepairRuntime, state: RepairState, best: Candidate, chosen_by: str | None, *,
                  among: int | None = None, noops: Mapping[str, bool] | None = None) -> RepairState:
     """The state update of a chosen candidate: the choice (a `repair.choice` event: which one of `among`
     candidates, what decided, its verification in words, whether it changes no code: `noop`, as `noops` from
@@ -71,7 +64,7 @@ async def submit(rt: RepairRuntime, state: RepairState, best: Attempt, chosen_by
     and report."""
     noop = await is_noop(rt.bench, best.patch, noops)
     emit(rt, RepairChoice(candidate_id=best.candidate_id, chosen_by=chosen_by, among=among,
-                          reason=verdict(best.verification), noop=noop))
+                          reason=verdict(best.verified), noop=noop))
 
     final, report = await rt.bench.verify(best.patch, how_to_verify(state), final=True)
     if report is None:
@@ -79,22 +72,18 @@ async def submit(rt: RepairRuntime, state: RepairState, best: Attempt, chosen_by
                                 resolved=bool(final.passed), completed=final.passed is not None)
     return {
         "chosen": {"candidate_id": best.candidate_id, "patch": best.patch, "chosen_by": chosen_by, "noop": noop},
-        "final": {"verification": final.model_dump(mode="json"),
+        "final": {"verification": final,
                   "report": report.model_dump(mode="json") | {"completed": report.completed}},
     }
 
 
-async def may_fix(rt: RepairRuntime, state: RepairState) -> tuple[list[AttemptRecord] | None, dict[str, bool]]:
-    """(the state's attempts with a patch that may be the fix, as the state holds them: none that changes no code
-    when the tests fail at the base commit, see `choose.leave_out_noops`; None when every one changes no code;
-    the noop verdicts, for `submit`)."""
-    found = [a for a in attempts_of(state) if a.patch.strip()]
+async def may_fix(rt: RepairRuntime, state: RepairState) -> tuple[list[Candidate] | None, dict[str, bool]]:
+    """(the state's attempts with a patch that may be the fix: none that changes no code when the tests fail at
+    the base commit, see `choose.leave_out_noops`; None when every one changes no code; the noop verdicts, for
+    `submit`)."""
+    found = [a for a in state.get("attempts") or [] if a.patch.strip()]
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in found])
-    kept = leave_out_noops(found, noops, base_failed, rt.events, rt.iid)
-    if kept is None:
-        return None, noops
-    ids = {a.candidate_id for a in kept}
-    return [a for a in state.get("attempts") or [] if a["patch"].strip() and a["candidate_id"] in ids], noops
+    return leave_out_noops(found, noops, base_failed, rt.events, rt.iid), noops
 
 
 def declined(chosen_by: str) -> RepairState:
@@ -103,6 +92,6 @@ def declined(chosen_by: str) -> RepairState:
     return {"chosen": None, "final": {"declined": chosen_by}}
 
 
-__all__ = ["attempts_of", "declined", "emit", "evidence_of", "how_to_verify", "may_fix", "ranked_of",
+__all__ = ["declined", "emit", "evidence_of", "how_to_verify", "may_fix", "ranked_of",
            "runtime", "submit"]
 

@@ -69,7 +69,7 @@ async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
 
     return {"regression": {"selected": True, "passing": len(passing), "deselected": deselected,
                            "test_cmd": test_cmd},
-            "base": base.model_dump(mode="json")}
+            "base": base}
 
 
 __all__ = ["RegressionSettings", "deselecting", "regression_node"]

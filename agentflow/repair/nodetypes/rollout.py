@@ -2,12 +2,12 @@
 the tests fail and attempts remain. Put under a graph `search:` node (`workflows/repair.yaml`), each
 branch of the search runs them as real nodes in its own fork of the task's workspace (`ctx.run.sandbox`).
 
-The branch's state is plain JSON, so a checkpoint after each node holds all of it:
-    candidate   what the next edit builds on: candidate_id, patch, feedback (the tests' output, a reviewer's
-                notes), score (its tests' share), value (what the search values the branch by)
+The branch's state is plain data, so a checkpoint after each node holds all of it:
+    candidate   what the next edit builds on: built_on (a `Candidate`, at first the unchanged code's), feedback
+                (the tests' output, a reviewer's notes), value (what the search values the branch by)
     edit        the sample `swe.edit` drew, read into new file contents; `swe.test` verifies it
-    tried       the attempt `swe.test` verified last (the critic and the value agent look at it)
-    attempts    every verified candidate of the branch (`swe.choose` picks among all branches' attempts)
+    tried       the `Candidate` `swe.test` verified last (the critic and the value agent look at it)
+    attempts    every verified `Candidate` of the branch (`swe.choose` picks among all branches' attempts)
     drawn       the numbers of every sample drawn (resampled answers included)
     focus       which suspects the branch's samples looked at and which the model left alone (`FocusSchedule`)
     tries, verdict, value   attempts made; pass / retry / stop for the route; the branch's search value
@@ -57,7 +57,12 @@ from agentflow.repair.nodetypes.runtime import (
     ShowsCodeSettings,
     run_default,
 )
-from agentflow.repair.nodetypes.state import AttemptRecord, CandidateRecord, EditRecord, RepairState, Verdict
+from agentflow.repair.nodetypes.state import (
+    EditRecord,
+    HeadRecord,
+    RepairState,
+    Verdict,
+)
 from agentflow.repair.nodetypes.value import judge_attempt
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import HowToVerify, Verification, Workbench
@@ -136,15 +141,15 @@ def branch_of(ctx: NodeContext[RepairRuntime]) -> tuple[str, int]:
     return tag, int(tag[1:]) if tag[1:].isdigit() else 0
 
 
-def current_of(state: RepairState, iid: str) -> CandidateRecord:
-    """The candidate the next edit builds on: the state's, else the unchanged code (the base verification's
-    output as its feedback)."""
+def current_of(state: RepairState, iid: str) -> HeadRecord:
+    """What the next edit builds on: the state's, else the unchanged code (the base verification's output as its
+    feedback)."""
     found = state.get("candidate")
     if found:
         return found.copy()
-    base = Verification.model_validate(state.get("base") or {})
-    return {"candidate_id": f"{iid}/root", "patch": "", "feedback": base.output, "score": base.score,
-            "value": base.score}
+    base = state.get("base") or Verification()
+    root = Candidate(instance_id=iid, candidate_id=f"{iid}/root", parent_id=None, status="ok", verification=base)
+    return {"built_on": root, "feedback": base.output, "value": base.score}
 
 
 async def sources_at(rt: RepairRuntime, bench: Workbench, patch: str) -> dict[str, str]:
@@ -202,7 +207,7 @@ def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: Edi
 
 
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
-                current: CandidateRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
+                current: HeadRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
                 drawn: list[int]) -> EditRecord | None:
     """One usable edit: an answer that changes nothing or cannot be read is recorded and drawn again
     (`noop_retries`), on another suspect when it left this one alone. None when none was usable."""
@@ -217,10 +222,10 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
         prompt = edit_prompt(cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "", hint=hint,
                              windows=order)
         got = await draw_edit(rt.models.coder, cfg, prompt, sources, cand_id=cand_id,
-                              parent_id=current["candidate_id"], sample=sample, events=rt.events, budget=rt.budget,
+                              parent_id=current["built_on"].candidate_id, sample=sample, events=rt.events, budget=rt.budget,
                               iid=rt.iid)
         drawn.append(sample)
-        edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["candidate_id"], "sample": sample,
+        edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["built_on"].candidate_id, "sample": sample,
                             "files": got.read.files, "errors": got.read.errors, "answer": got.text,
                             "finish": got.finish, "window": window_key(order[0]) if order else ""}
         if got.read.status == "ok":
@@ -240,7 +245,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     rt = runtime(ctx)
     cfg = settings.for_coder(rt.cfg)
     current = current_of(state, rt.iid)
-    sources = await sources_at(rt, bench_of(rt, ctx), current["patch"])
+    sources = await sources_at(rt, bench_of(rt, ctx), current["built_on"].patch)
     windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
                        prefer=ranked_of(state), evidence=evidence_of(state))
     schedule, drawn = _schedule(state), list(state.get("drawn") or [])
@@ -249,7 +254,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
         if not rt.base_shown:  # once a task: what its search starts from (the first edit's view of it)
             rt.base_shown = True
-            base = Verification.model_validate(state.get("base") or {})
+            base = state.get("base") or Verification()
             emit_task(rt, RepairBase(passed=base.passed, score=base.score, feedback=rt.bench.mode,
                                      reproduced=(state.get("reproduction") or {}).get("kept"),
                                      edit_format=cfg.edit_format, suspects=updates["suspects"]))
@@ -266,28 +271,28 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
 
 
 def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, cand_id: str,
-             tried: tuple[str, list[str], Verification, float], part_of: str | None = None) -> AttemptRecord:
-    """Record a verified candidate (candidates file, `repair.attempt` event); its entry in `attempts`."""
+             tried: tuple[str, list[str], Verification, float], part_of: str | None = None) -> Candidate:
+    """Record a verified candidate (candidates file, `repair.attempt` event); it, for `attempts`."""
     patch, dropped, verification, started = tried
-    rt.record(Candidate(
+    cand = Candidate(
         instance_id=rt.iid, candidate_id=cand_id, parent_id=edit["parent_id"], status="ok", patch=patch,
         dropped_test_files=dropped, edit_errors=edit["errors"], verification=verification,
         finish_reason=edit["finish"], sample=edit["sample"], answer=edit["answer"][:4000] if part_of is None else "",
         part_of=part_of, window=edit["window"] if part_of is None else "",
-    ))
+    )
+    rt.record(cand)
     emit(ctx, RepairAttempt(value=verification.score, passed=verification.passed, dropped_test_files=dropped,
                             duration_s=round(time.monotonic() - started, 4), part_of=part_of),
          rt, cand_id, edit["parent_id"])
-    return {"candidate_id": cand_id, "patch": patch, "sample": edit["sample"], "part_of": part_of,
-            "verification": verification.model_dump(mode="json")}
+    return cand
 
 
 async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, how: HowToVerify,
-                 cfg: SweTestSettings, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[AttemptRecord]:
+                 cfg: SweTestSettings, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[Candidate]:
     """An edit that failed and changed several places: each change alone verified as a candidate of its own
     (`split_edits`, no model call), until one passes."""
     sources = await sources_at(rt, bench, parent_patch)
-    out: list[AttemptRecord] = []
+    out: list[Candidate] = []
     for number, files in enumerate(edit_parts(sources, edit["files"], limit=cfg.split_edits_limit), 1):
         async with bench.lock:
             tried = await bench.verify_files(parent_patch, files, how)
@@ -337,43 +342,42 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     bench, how = bench_of(rt, ctx), how_to_verify(state)
     tries += 1
     async with bench.lock:
-        tried = await bench.verify_files(current["patch"], edit["files"], how)
+        tried = await bench.verify_files(current["built_on"].patch, edit["files"], how)
     if tried is None:  # it only touched test files, which are stripped
         _record_failed(ctx, rt, edit, "noop", ["only test files changed", *edit["errors"]])
         return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, settings.max_attempts)}
     made = [_attempt(ctx, rt, edit, edit["candidate_id"], tried)]
     if tried[2].passed is not True and settings.split_edits:
-        seen = {a["patch"].strip() for a in [*(state.get("attempts") or []), *made]}
-        made += await _parts(ctx, rt, bench, how, settings, edit, current["patch"], seen)
-    best = max(made, key=lambda a: (a["verification"].get("passed") is True, a["verification"]["score"]))
-    verification = Verification.model_validate(best["verification"])
+        seen = {a.patch.strip() for a in [*(state.get("attempts") or []), *made]}
+        made += await _parts(ctx, rt, bench, how, settings, edit, current["built_on"].patch, seen)
+    best = max(made, key=lambda a: (a.verified.passed is True, a.verified.score))
+    verification = best.verified
     if verification.passed and settings.stop_on_success:
         rt.solved = True
     attempts = [*(state.get("attempts") or []), *made]
     retried = int(state.get("retried") or 0)
     unchanged = None
     if verification.passed is not True and settings.examples_retries:
-        unchanged = await _examples_unchanged(rt, bench, made[0]["patch"])
+        unchanged = await _examples_unchanged(rt, bench, made[0].patch)
     if unchanged is not None:
         emit(ctx, RepairExamplesUnchanged(shown=unchanged[:500]), rt, edit["candidate_id"], None)
     if unchanged is not None and retried < settings.examples_retries:
         # the edit left the report's behaviour as it was: drawn again from the same candidate, told so; it
         # stays a candidate, and the draw is not counted as an attempt
         async with bench.lock:
-            await bench.restore(current["patch"])
+            await bench.restore(current["built_on"].patch)
         return {"edit": None, "tried": best, "attempts": attempts, "tries": tries - 1, "retried": retried + 1,
-                "hint": examples_hint(made[0]["patch"], unchanged), "verdict": "retry", "value": current["value"]}
+                "hint": examples_hint(made[0].patch, unchanged), "verdict": "retry", "value": current["value"]}
     candidate = current
-    if verification.score >= float(current["score"]):
+    if verification.score >= current["built_on"].verified.score:
         feedback = verification.output
         if unchanged is not None and best is made[0]:  # no retry left: the next edit reads it in the feedback
             feedback = (feedback + "\n\n" if feedback else "") + (
                 f"Run with this change, the issue's example still shows what it showed before:\n{unchanged[:800]}")
-        candidate = {"candidate_id": best["candidate_id"], "patch": best["patch"], "feedback": feedback,
-                     "score": verification.score, "value": verification.score}
-    if unchanged is not None or candidate["patch"] != made[-1]["patch"]:
+        candidate = {"built_on": best, "feedback": feedback, "value": verification.score}
+    if unchanged is not None or candidate["built_on"].patch != made[-1].patch:
         async with bench.lock:
-            await bench.restore(candidate["patch"])  # the workspace as the next edit builds on it
+            await bench.restore(candidate["built_on"].patch)  # the workspace as the next edit builds on it
     return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,
             "tries": tries, "verdict": _verdict(verification.passed, tries, settings.max_attempts),
             "value": candidate["value"]}
@@ -383,13 +387,13 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
 
 
 def _reviewable(state: RepairState, iid: str,
-                verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[AttemptRecord, CandidateRecord] | None:
+                verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[Candidate, HeadRecord] | None:
     """(the attempt verified last, the candidate) when the chain goes on from that attempt (its verdict one of
     `verdicts`) and its tests did not pass: what a critic or the value agent looks at."""
     tried, current = state.get("tried"), current_of(state, iid)
-    if state.get("verdict") not in verdicts or not tried or tried["verification"].get("passed") is True:
+    if state.get("verdict") not in verdicts or not tried or tried.verified.passed is True:
         return None
-    return (tried.copy(), current) if tried["candidate_id"] == current["candidate_id"] else None
+    return (tried, current) if tried.candidate_id == current["built_on"].candidate_id else None
 
 
 async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweCritiqueSettings) -> RepairState:
@@ -400,10 +404,9 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.critic_model):
         return {}
     tried, current = found
-    output = tried["verification"].get("output", "")
     try:
-        review = await critique(rt.models.critic, settings, rt.issue, tried["patch"], output,
-                                seed=settings.seed + tried["sample"])
+        review = await critique(rt.models.critic, settings, rt.issue, tried.patch, tried.verified.output,
+                                seed=settings.seed + tried.sample)
     except BudgetExceeded:
         return {}
     feedback = (current["feedback"] + "\n\n" if current["feedback"] else "") + f"Reviewer's notes on this change:\n{review}"
@@ -420,21 +423,21 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
     if found is None:
         return {}
     tried, current = found
-    verification = Verification.model_validate(tried["verification"])
+    verification = tried.verified
     try:
-        judgement = await judge_attempt(rt.models.critic or rt.models.coder, settings, rt.issue, tried["patch"],
-                                        verification, seed=settings.seed + tried["sample"])
+        judgement = await judge_attempt(rt.models.critic or rt.models.coder, settings, rt.issue, tried.patch,
+                                        verification, seed=settings.seed + tried.sample)
     except BudgetExceeded:
         return {}
     judged = verification.score if judgement.value is None else judgement.value
     value = round(settings.value_weight * judged + (1 - settings.value_weight) * verification.score, 4)
     shown = f" (value {round(judgement.value * 100)}/100)" if judgement.value is not None else ""
     feedback = f"A reviewer's assessment of the current change{shown}:\n{judgement.assessment}\n\n{current['feedback']}"
-    attempts = [a | {"value": judgement.value, "assessment": judgement.assessment}
-                if a["candidate_id"] == tried["candidate_id"] else a for a in state.get("attempts") or []]
+    judged_one = {"value": judgement.value, "assessment": judgement.assessment}
+    attempts = [a.model_copy(update=judged_one) if a.candidate_id == tried.candidate_id else a
+                for a in state.get("attempts") or []]
     emit(ctx, RepairValue(value=judgement.value, search_value=value, assessment=judgement.assessment),
-         rt, tried["candidate_id"], None)
-
+         rt, tried.candidate_id, None)
     return {"candidate": {**current, "feedback": feedback, "value": value}, "attempts": attempts, "value": value}
 
 

@@ -2,46 +2,28 @@
 
 `RepairState` is the type of the `state` the repair's nodes take and of the updates they return, and the
 graph's state schema gives these keys these types (each repair `NodeType` names it as its `state`, see
-`agentflow.graph.compile.nodetypes`). Every value is plain JSON (dicts, lists, strings, numbers), so a checkpoint
-after each node holds all of it and a killed repair resumes where it stopped: a model's dump is kept as its
-JSON (`Verification.model_dump(mode="json")`), records of the repair's own as the TypedDicts below.
+`agentflow.graph.compile.nodetypes`). Every value is plain data (JSON values, the TypedDicts below, and the two
+pydantic records `Candidate` and `Verification`, held as themselves), so a checkpoint after each node holds all
+of it and a killed repair resumes where it stopped (the checkpoint's serializer builds back exactly the types
+the node types' states name: `agentflow.graph.persist.serde`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, TypedDict
 
 from agentflow.reasoning.state import PlanKeys
-
-VerificationJSON = dict[str, Any]
-"""A `workbench.Verification` as JSON (`model_dump(mode="json")`): read back with `model_validate`."""
-
-
-class AttemptRecord(TypedDict):
-    """A verified candidate (`attempts`, `tried`): what the choice picks among."""
-
-    candidate_id: str
-    patch: str
-    sample: int
-    """The number of the sample it came from (its seed)."""
-    verification: VerificationJSON
-    part_of: NotRequired[str | None]
-    """One change of a failed edit, verified alone (`split_edits`): that edit's candidate id."""
-    value: NotRequired[float | None]
-    """The value agent's value of it (`swe.value`)."""
-    assessment: NotRequired[str]
-    """The value agent's assessment of it (`swe.value`)."""
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.verify.workbench import Verification
 
 
-class CandidateRecord(TypedDict):
-    """What a chain's next edit builds on (`candidate`)."""
+class HeadRecord(TypedDict):
+    """What a chain's next edit builds on (`candidate`): a verified candidate (at first the unchanged code, the
+    base verification's) and what the next edit is told of it."""
 
-    candidate_id: str
-    patch: str
+    built_on: Candidate
     feedback: str
     """The tests' output, a reviewer's notes: what the next edit's prompt shows."""
-    score: float
-    """Its tests' share passing."""
     value: float
     """What the search values the branch by."""
 
@@ -116,7 +98,7 @@ class ChosenRecord(TypedDict):
 class FinalRecord(TypedDict, total=False):
     """The chosen candidate's final verification and report, or why nothing was submitted (`final`)."""
 
-    verification: VerificationJSON
+    verification: Verification
     report: dict[str, Any]
     """The task's `InstanceReport` as JSON."""
     declined: str
@@ -135,7 +117,7 @@ class TaskKeys(TypedDict, total=False):
 
 
 class BaseKeys(TypedDict, total=False):
-    base: VerificationJSON
+    base: Verification
     """The tests on the unchanged code (`swe.baseline`, again after a kept reproduction or selected tests)."""
 
 
@@ -183,11 +165,11 @@ class HintKeys(TypedDict, total=False):
 
 
 class CandidateKeys(TypedDict, total=False):
-    candidate: CandidateRecord
+    candidate: HeadRecord
 
 
 class TriedKeys(TypedDict, total=False):
-    tried: AttemptRecord | None
+    tried: Candidate | None
     """The attempt `swe.test` verified last (the critic and the value agent look at it)."""
     tries: int
     retried: int
@@ -201,7 +183,8 @@ class SearchValueKeys(TypedDict, total=False):
 
 
 class AttemptsKeys(TypedDict, total=False):
-    attempts: list[AttemptRecord]
+    attempts: list[Candidate]
+    """Every verified candidate (status `ok`) of the branch; the search gathers every branch's."""
 
 
 class TrajectoryKeys(TypedDict, total=False):
@@ -221,9 +204,8 @@ class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, Edi
     """Every state key of the repair's node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["AttemptRecord", "AttemptsKeys", "BaseKeys", "CandidateKeys", "CandidateRecord", "ChoiceKeys",
-           "ChosenRecord", "DrawKeys", "EditKeys", "EditRecord", "FinalRecord", "FocusRecord",
-           "GeneratedTest", "HintKeys", "LocalizedKeys", "LocalizedRecord", "RankedKeys", "RegressionKeys",
-           "RegressionRecord", "RepairState", "ReproductionKeys", "ReproductionRecord", "SearchValueKeys",
-           "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys", "Verdict", "VerificationJSON",
-           "VerifyKeys"]
+__all__ = ["AttemptsKeys", "BaseKeys", "CandidateKeys", "ChoiceKeys", "ChosenRecord", "DrawKeys", "EditKeys",
+           "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HeadRecord", "HintKeys", "LocalizedKeys",
+           "LocalizedRecord", "RankedKeys", "RegressionKeys", "RegressionRecord", "RepairState", "ReproductionKeys",
+           "ReproductionRecord", "SearchValueKeys", "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys",
+           "Verdict", "VerifyKeys"]

@@ -30,9 +30,9 @@ from agentflow.repair.nodetypes.runtime import (
     RepairRuntime,
     run_default,
 )
-from agentflow.repair.nodetypes.state import AttemptRecord, RepairState
-from agentflow.repair.outcome import Attempt
-from agentflow.repair.verify.workbench import Verification, Workbench
+from agentflow.repair.nodetypes.state import RepairState
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.verify.workbench import Workbench
 from agentflow.sandbox.base import sh_command
 from agentflow.swe.normalize import normalise_output
 from agentflow.swe.testrun import test_env
@@ -68,7 +68,7 @@ def test_script(text: str) -> str | None:
     return next((b for b in code_blocks(text) if "<<<<<<<" not in b and ">>>>>>>" not in b), None)
 
 
-async def vote(bench: Workbench, candidates: list[AttemptRecord], scripts: list[str]) -> tuple[dict[str, int], list[int]]:
+async def vote(bench: Workbench, candidates: list[Candidate], scripts: list[str]) -> tuple[dict[str, int], list[int]]:
     """Each candidate's count of passed tests, over the tests that fail on the unchanged code (all of them when
     none does: then they only guard against regressions); the indices of the tests that counted."""
     async with bench.lock:
@@ -76,17 +76,17 @@ async def vote(bench: Workbench, candidates: list[AttemptRecord], scripts: list[
         counted = [i for i, ok in enumerate(at_base) if not ok] or list(range(len(scripts)))
         votes: dict[str, int] = {}
         for cand in candidates:
-            votes[cand["candidate_id"]] = sum(
-                [(await run_script(bench, f"vote_{i}", scripts[i], cand["patch"]))[0] for i in counted])
+            votes[cand.candidate_id] = sum(
+                [(await run_script(bench, f"vote_{i}", scripts[i], cand.patch))[0] for i in counted])
         await bench.reset()
     return votes, counted
 
 
-async def select(rt: RepairRuntime, cfg: VoteTestsSettings, finals: list[AttemptRecord], votes: dict[str, int]) -> int | None:
+async def select(rt: RepairRuntime, cfg: VoteTestsSettings, finals: list[Candidate], votes: dict[str, int]) -> int | None:
     """The selection trajectory: up to `select_turns` turns of running a script on a finalist (`RUN N` and a
     code block) or choosing one (`CHOICE: N`); the 1-based pick, or None when it named none."""
-    shown = "\n\n".join(PROMPTS.render("part_finalist.j2", number=n, votes=votes[a["candidate_id"]],
-                                        patch=a["patch"][:2500]) for n, a in enumerate(finals, 1))
+    shown = "\n\n".join(PROMPTS.render("part_finalist.j2", number=n, votes=votes[a.candidate_id],
+                                        patch=a.patch[:2500]) for n, a in enumerate(finals, 1))
     conversation = Conversation.start(
         render(cfg, "helper_system"),
         render(cfg, "select", {"issue": rt.issue, "finalists": shown, "count": str(len(finals))}))
@@ -100,7 +100,7 @@ async def select(rt: RepairRuntime, cfg: VoteTestsSettings, finals: list[Attempt
         if run and script and 1 <= int(run.group(1)) <= len(finals):
             number = int(run.group(1))
             async with rt.bench.lock:
-                _, output = await run_script(rt.bench, "select", script, finals[number - 1]["patch"])
+                _, output = await run_script(rt.bench, "select", script, finals[number - 1].patch)
                 await rt.bench.reset()
             reply = PROMPTS.render("part_script_output.j2", number=number, output=output)
         else:
@@ -117,17 +117,17 @@ async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")
-    pool: dict[str, AttemptRecord] = {}
+    pool: dict[str, Candidate] = {}
     for a in attempts:  # distinct patches; one that breaks the repository's tests is out
-        if a["verification"].get("passed") is not False:
-            pool.setdefault(normalise_output(a["patch"]), a)
+        if a.verified.passed is not False:
+            pool.setdefault(normalise_output(a.patch), a)
     candidates = list(pool.values()) or attempts[:1]
     if not candidates:
         return {"chosen": None}
     scripts = list(dict.fromkeys(t["script"] for t in state.get("tests") or [] if t.get("script")))
-    votes, counted = await vote(rt.bench, candidates, scripts) if scripts else ({c["candidate_id"]: 0 for c in candidates}, [])
+    votes, counted = await vote(rt.bench, candidates, scripts) if scripts else ({c.candidate_id: 0 for c in candidates}, [])
     top = max(votes.values())
-    finals = [c for c in candidates if votes[c["candidate_id"]] == top][: settings.finalists]
+    finals = [c for c in candidates if votes[c.candidate_id] == top][: settings.finalists]
     pick, chosen_by, error = 1, "test_vote" if len(candidates) > 1 else "only", None
     if len(finals) > 1:
         try:
@@ -136,12 +136,10 @@ async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
         except (BudgetExceeded, ModelError) as exc:  # the first finalist stands; the event says why
             error = f"{type(exc).__name__}: {exc}"
     best = finals[pick - 1]
-    emit(rt, RepairTestVote(votes=votes, tests=len(scripts), counted=counted, finalists=[c["candidate_id"] for c in finals],
-                            chosen=best["candidate_id"], chosen_by=chosen_by, error=error))
-
-    attempt = Attempt(best["candidate_id"], best["patch"], Verification.model_validate(best["verification"]),
-                      best["sample"])
-    return await submit(rt, state, attempt, chosen_by, noops=noops)
+    emit(rt, RepairTestVote(votes=votes, tests=len(scripts), counted=counted,
+                            finalists=[c.candidate_id for c in finals], chosen=best.candidate_id,
+                            chosen_by=chosen_by, error=error))
+    return await submit(rt, state, best, chosen_by, noops=noops)
 
 
 __all__ = ["VoteTestsSettings", "run_script", "select", "test_script", "vote", "vote_tests_node"]

@@ -43,7 +43,7 @@ from agentflow.repair.nodetypes.runtime import (
     ShowsCodeSettings,
     run_default,
 )
-from agentflow.repair.nodetypes.state import AttemptRecord, GeneratedTest, RepairState
+from agentflow.repair.nodetypes.state import GeneratedTest, RepairState
 from agentflow.repair.nodetypes.testgen import run_script, test_script
 from agentflow.repair.outcome import Candidate
 
@@ -216,7 +216,7 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
         raise failed
     runs = [r for r in results if isinstance(r, dict)]
     how = how_to_verify(state)
-    attempts: list[AttemptRecord] = []
+    attempts: list[Candidate] = []
     tests: list[GeneratedTest] = []
     for run in runs:
         cand_id = f"{rt.iid}/t{run['trajectory'] + 1}"
@@ -226,12 +226,10 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
             continue
         async with rt.bench.lock:
             verification, _ = await rt.bench.verify(run["patch"], how)
-        attempts.append({"candidate_id": cand_id, "patch": run["patch"], "sample": run["trajectory"] + 1,
-                         "verification": verification.model_dump(mode="json")})
-        rt.record(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",
-                            patch=run["patch"], verification=verification, sample=run["trajectory"] + 1))
+        attempts.append(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",
+                                  patch=run["patch"], verification=verification, sample=run["trajectory"] + 1))
+        rt.record(attempts[-1])
     emit(rt, RepairTrajectories(runs=[{k: v for k, v in r.items() if k != "patch"} for r in runs]))
-
     errors = [r["stopped"] for r in runs if r["stopped"] not in ("done", "turns")]
     stopped = errors[0].split(":", 1)[0] if errors and errors[0].startswith("model_error") else (errors or [None])[0]
     return {"attempts": attempts, "samples": counter[0], "tests": tests,

@@ -79,7 +79,8 @@ class CandidateLog:
 
 
 def _line(cand: Candidate) -> str:
-    return json.dumps(redact(cand.model_dump(mode="json"))) + "\n"
+    # the value agent's judgement comes after the row is written: the state's `attempts` hold it, not the file
+    return json.dumps(redact(cand.model_dump(mode="json", exclude={"value", "assessment"}))) + "\n"
 
 
 __all__ = ["FILE", "CandidateLog"]

@@ -41,7 +41,7 @@ from agentflow.models.cache import ResponseCache
 from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.edit.steps import edit_format_for, issue_text
 from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents, node_settings_for
-from agentflow.repair.outcome import Attempt, Candidate, InstanceOutcome
+from agentflow.repair.outcome import Candidate, InstanceOutcome
 from agentflow.repair.run.candidate_log import CandidateLog
 from agentflow.repair.run.progress import expected_calls
 from agentflow.repair.run.workflow_settings import (
@@ -54,7 +54,7 @@ from agentflow.repair.run.workflow_settings import (
     set_graph_searches,
 )
 from agentflow.repair.verify.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
-from agentflow.repair.verify.workbench import Verification, Workbench
+from agentflow.repair.verify.workbench import Workbench
 from agentflow.rundir import RunDir
 from agentflow.sandbox.base import Sandbox
 from agentflow.swe.preflight import Preflight
@@ -276,7 +276,7 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
     if run.rt is not None:
         outcome.test_seconds = round(run.rt.bench.test_time.total_s, 3)
         outcome.longest_test_wait_s = round(run.rt.bench.test_time.longest_s, 3)
-        outcome.base_test_seconds = (state.get("base") or {}).get("seconds")
+        outcome.base_test_seconds = base.seconds if (base := state.get("base")) else None
     iid = outcome.instance_id
     # an interrupted task says so: its outcome (still the initial `no_patch`) is not how it ended
     status, _, limit = outcome.status.partition(":")  # the outcome's spelling: limits_exceeded:<limit>
@@ -424,8 +424,7 @@ async def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candida
     see `choose.leave_out_noops`: with only such candidates nothing is, and `chosen_by` says `noop`; then tests
     passed, then the share of tests passing), then the smallest patch; `chosen_by` says `best_so_far` and no
     grade is given."""
-    pool = [Attempt(c.candidate_id, c.patch, c.verification, c.sample, c.part_of)
-            for c in candidates if c.status == "ok" and c.patch.strip() and c.verification is not None]
+    pool = [c for c in candidates if c.status == "ok" and c.patch.strip() and c.verification is not None]
     if not pool:
         return
     iid = outcome.instance_id
@@ -441,7 +440,7 @@ async def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candida
         return
     best = max(kept, key=lambda a: (*tests_key(a), -len(a.patch), -a.sample))
     outcome.model_patch, outcome.chosen, outcome.chosen_by = best.patch, best.candidate_id, "best_so_far"
-    outcome.verification = best.verification
+    outcome.verification = best.verified
     with contextlib.suppress(AgentflowError):  # not checked: the flag stays None
         outcome.noop = await is_noop(bench, best.patch, noops)
 
@@ -462,7 +461,7 @@ def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budge
     if outcome.status == "no_patch" and outcome.error and not state.get("attempts"):
         outcome.status = "env_error"  # no candidate and an error: an infrastructure failure (resume retries it)
     if state.get("base"):
-        outcome.base_failed = tests_fail_at_base(Verification.model_validate(state["base"]))
+        outcome.base_failed = tests_fail_at_base(state["base"])
     chosen = state.get("chosen")
     if not chosen and (declined := (state.get("final") or {}).get("declined")):
         outcome.chosen_by = declined  # nothing submitted, and why (noop)
@@ -470,7 +469,7 @@ def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budge
         outcome.model_patch, outcome.chosen, outcome.chosen_by = chosen["patch"], chosen["candidate_id"], chosen["chosen_by"]
         outcome.noop = chosen.get("noop")
         final = state.get("final") or {}
-        outcome.verification = Verification.model_validate(final["verification"]) if final.get("verification") else None
+        outcome.verification = final.get("verification")
         outcome.report = final.get("report")
         if outcome.status == "no_patch":
             outcome.status = "submitted"

@@ -23,7 +23,7 @@ from agentflow.models.base import ChatModel
 from agentflow.models.structured import chat_structured
 from agentflow.repair.edit.steps import PROMPTS
 from agentflow.repair.nodetypes.runtime import NodeSettings, run_default
-from agentflow.repair.outcome import Attempt
+from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import Verification, Workbench
 from agentflow.swe.normalize import normalise_output
 from agentflow.swe.patch import changes_nothing, touched_in_place
@@ -45,9 +45,9 @@ class Judgement(BaseModel):
     """The judgement in one sentence."""
 
 
-def tests_key(a: Attempt) -> tuple[bool, float]:
-    """How the tests rank a candidate: passing first, then by the share of tests passing."""
-    return (a.verification.passed is True, a.verification.score)
+def tests_key(a: Candidate) -> tuple[bool, float]:
+    """How the tests rank a verified candidate: passing first, then by the share of tests passing."""
+    return (a.verified.passed is True, a.verified.score)
 
 
 class ChooseSettings(NodeSettings):
@@ -70,14 +70,14 @@ class ChooseSettings(NodeSettings):
     seed: int = run_default("seed")
 
 
-async def choose(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier: ChatModel | None, issue: str,
+async def choose(attempts: Sequence[Candidate], cfg: ChooseSettings, verifier: ChatModel | None, issue: str,
                  budget: Budget, events: EventLog,
                  changed: Mapping[str, bool] | None = None, *,
                  keeps: Mapping[str, bool] | None = None,
                  shown: Mapping[str, tuple[str, ...]] | None = None,
                  confirm: Callable[[str], Awaitable[Verification]] | None = None,
                  noops: Mapping[str, bool] | None = None, base_failed: bool | None = None,
-                 instance_id: str = "") -> tuple[Attempt | None, str | None]:
+                 instance_id: str = "") -> tuple[Candidate | None, str | None]:
     """`choose_once` among the candidates that may be the fix, with the choice's whole-suite result confirmed.
 
     When the tests fail at the base commit (`base_failed`, see `tests_fail_at_base`), a candidate that changes no
@@ -95,28 +95,28 @@ async def choose(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier: Cha
     while True:
         best, decided_by = await choose_once(pool, cfg, verifier, issue, budget, events, changed, keeps=keeps,
                                              shown=shown, instance_id=instance_id)
-        if best is None or confirm is None or best.verification.targeted is None:
+        if best is None or confirm is None or best.verified.targeted is None:
             return best, decided_by
-        estimated = best.verification
+        estimated = best.verified
         whole = await confirm(best.patch)
         held = (whole.passed is True, whole.score) >= tests_key(best)
         events.write(RepairConfirm(node_id=instance_id or None, instance_id=instance_id,
                                    candidate_id=best.candidate_id, targeted=estimated.targeted, held=held,
                                    estimated=list(estimated.counts or ()), whole=list(whole.counts or ()),
                                    seconds=whole.seconds))
-        for a in pool:  # samples of the same patch share its whole-suite result
-            if a.patch.strip() == best.patch.strip():
-                a.verification = whole.model_copy(deep=True)
+        # samples of the same patch share its whole-suite result (copies: the state's candidates stay as verified)
+        pool = [a.model_copy(update={"verification": whole.model_copy(deep=True)})
+                if a.patch.strip() == best.patch.strip() else a for a in pool]
         if held:
-            return best, decided_by
+            return best.model_copy(update={"verification": whole.model_copy(deep=True)}), decided_by
 
 
-async def choose_once(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier: ChatModel | None, issue: str,
+async def choose_once(attempts: Sequence[Candidate], cfg: ChooseSettings, verifier: ChatModel | None, issue: str,
                       budget: Budget, events: EventLog,
                       changed: Mapping[str, bool] | None = None, *,
                       keeps: Mapping[str, bool] | None = None,
                       shown: Mapping[str, tuple[str, ...]] | None = None,
-                      instance_id: str = "") -> tuple[Attempt | None, str | None]:
+                      instance_id: str = "") -> tuple[Candidate | None, str | None]:
     """The candidate to submit and what decided it: tests (passed, then share of tests passing), then the
     keep-working check (`keeps`: per patch, whether it still passes, see `nodes.ReproduceSettings.keep_check`; used only
     among candidates on which the reproduction script no longer fails, so a check asserting the bug cannot
@@ -134,7 +134,7 @@ async def choose_once(attempts: Sequence[Attempt], cfg: ChooseSettings, verifier
     top_key = max(tests_key(a) for a in pool)
     top = [a for a in pool if tests_key(a) == top_key]
     decided_by = "tests"
-    if keeps and all(a.verification.reproduced is False for a in top):
+    if keeps and all(a.verified.reproduced is False for a in top):
         held = [a for a in top if keeps.get(a.patch.strip())]
         if 0 < len(held) < len(top):
             top, decided_by = held, "keep_check"
@@ -202,8 +202,8 @@ def tests_fail_at_base(base: Verification | None) -> bool | None:
     return None if base is None or base.passed is None else base.passed is False
 
 
-def leave_out_noops(pool: Sequence[Attempt], noops: Mapping[str, bool] | None, base_failed: bool | None,
-                    events: EventLog, instance_id: str = "") -> list[Attempt] | None:
+def leave_out_noops(pool: Sequence[Candidate], noops: Mapping[str, bool] | None, base_failed: bool | None,
+                    events: EventLog, instance_id: str = "") -> list[Candidate] | None:
     """The candidates of `pool` that may be the fix: when the tests fail at the base commit (`base_failed`, see
     `tests_fail_at_base`), one that changes no code (`noops`: per stripped patch, see `noop_check`) cannot be,
     unless the tests pass on it (then what it changes is behaviour after all: a docstring a test reads). Those
@@ -211,7 +211,7 @@ def leave_out_noops(pool: Sequence[Attempt], noops: Mapping[str, bool] | None, b
     submitted: the chooser says `noop`)."""
     if not base_failed or not noops:
         return list(pool)
-    kept = [a for a in pool if not noops.get(a.patch.strip()) or a.verification.passed is True]
+    kept = [a for a in pool if not noops.get(a.patch.strip()) or a.verified.passed is True]
     if len(kept) < len(pool):
         events.write(RepairNoop(node_id=instance_id or None, instance_id=instance_id,
                                 left_out=len(pool) - len(kept), among=len(pool)))
@@ -244,8 +244,7 @@ async def noop_check(bench: Workbench, state: Mapping[str, Any], patches: Iterab
     """(whether the tests fail at the base commit, as the state's `base` says; per distinct stripped patch of
     `patches`, whether it changes no code). The patches are checked only when the tests fail at the base, where
     the check can leave a candidate out; otherwise only the submitted one is (`is_noop`)."""
-    base = Verification.model_validate(state["base"]) if state.get("base") else None
-    base_failed = tests_fail_at_base(base)
+    base_failed = tests_fail_at_base(state.get("base"))
     return base_failed, (await noop_patches(bench, patches) if base_failed else {})
 
 
@@ -257,7 +256,7 @@ async def is_noop(bench: Workbench, patch: str, noops: Mapping[str, bool] | None
     return noops.get(key, False)
 
 
-def _vote_shares(pool: Sequence[Attempt], keys: Mapping[str, object]) -> dict[str, float]:
+def _vote_shares(pool: Sequence[Candidate], keys: Mapping[str, object]) -> dict[str, float]:
     """Per candidate, the share of the model's samples whose candidate has the same key (a part of a split edit
     is no sample of its own: only the model's edits vote, unless there are none)."""
     voters = [keys[a.candidate_id] for a in pool if a.part_of is None] or list(keys.values())
