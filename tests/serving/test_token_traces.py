@@ -5,6 +5,7 @@ of prompt tokens) and a log-prob per sampled token; the export carries them."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -85,3 +86,65 @@ async def test_a_growing_conversation_is_compacted_and_never_rejected_for_length
     assert calls and all(c["usage"]["input_tokens"] + 64 <= 1024 for c in calls)
     if result.steps >= 8:  # a long run had to be compacted on the way
         assert any(e.kind == "agent.compacted" for e in events.events)
+
+
+async def _streamed(model: object, request: ChatRequest) -> Any:
+    final = None
+    async for delta in model.stream(request):  # type: ignore[attr-defined]
+        if delta.response is not None:
+            final = delta.response
+    assert final is not None
+    return final
+
+
+@pytest.mark.parametrize("stop", [[], ["\n"], [","]])
+async def test_a_streamed_chat_call_records_the_servers_own_tokens(stop: list[str]) -> None:
+    """llama-server gives each streamed token's id and log-prob on the chunk it changed; the trace keeps the ids
+    only when the server's `/detokenize` of them is the recorded text (no token left out)."""
+    require_llama()
+    from agentflow.models.local import load_local_model
+
+    model = load_local_model(SMALL, mode="chat", parallel=2, ctx=1024, quiet=True, max_attempts=1)
+    server = model.server  # type: ignore[attr-defined]
+    try:
+        kept = 0
+        for seed in (1, 2, 3):
+            request = ChatRequest(messages=[Message.user("Count: one, two, three,")], max_tokens=16, seed=seed,
+                                  temperature=1.0, stop=stop)
+            response = await _streamed(model, request)
+            trace = response.choices[0].trace
+            assert trace is not None and trace.source.endswith("stream logprobs")
+            assert response.identity["file_sha256"] and len(response.identity["file_sha256"]) == 64
+            if trace.completion_ids is None:  # a token the stream left out: said so, never a wrong list of ids
+                assert trace.missing and "do not spell the reply" in trace.missing
+                continue
+            kept += 1
+            async with httpx.AsyncClient(timeout=60) as client:
+                assert trace.completion_ids == await _tokenize(client, server, trace.completion_text, special=False)
+                assert trace.prompt_text is not None and trace.prompt_ids is not None
+                assert trace.prompt_ids == await _tokenize(client, server, trace.prompt_text, special=True)
+            assert len(trace.prompt_ids) == response.usage.input_tokens
+            assert len(trace.logprobs or []) == len(trace.completion_ids) <= response.usage.output_tokens
+        if not stop:
+            assert kept == 3  # nothing is held back without a stop string: every streamed call keeps its ids
+    finally:
+        await model.aclose()
+
+
+async def test_a_streamed_call_that_offers_tools_says_why_it_has_no_ids() -> None:
+    """llama-server refuses log-probs on a stream that offers tools: the call streams without them and its
+    trace says so (the export's `tokens_missing`)."""
+    require_llama()
+    from agentflow.models.base import ToolSpec
+    from agentflow.models.local import STREAM_WITH_TOOLS, load_local_model
+
+    model = load_local_model(SMALL, mode="chat", parallel=2, ctx=1024, quiet=True, max_attempts=1)
+    try:
+        request = ChatRequest(messages=[Message.user("What time is it?")], max_tokens=12, seed=1,
+                              tools=[ToolSpec(name="clock", description="The current time.")])
+        response = await _streamed(model, request)
+    finally:
+        await model.aclose()
+    trace = response.choices[0].trace
+    assert trace is not None and trace.completion_ids is None and trace.logprobs is None
+    assert trace.missing == STREAM_WITH_TOOLS
