@@ -122,6 +122,8 @@ class TokenTrace(BaseModel):
     """Log-probability of each sampled token (one per completion id) under the model's distribution."""
     source: str = ""
     """Where the ids and log-probs came from (endpoint and fields), for whoever reads them later."""
+    missing: str | None = None
+    """Why the completion's ids or log-probs are absent (None when the backend gave them)."""
 
     def scrubbed(self) -> TokenTrace:
         """This trace as it may be written: when redaction changes its text (it held a secret), the text is
@@ -132,8 +134,8 @@ class TokenTrace(BaseModel):
         completion = redact(self.completion_text)
         if prompt == self.prompt_text and completion == self.completion_text:
             return self
-        return TokenTrace(prompt_text=prompt, completion_text=completion, source=f"{self.source}; ids and "
-                          "log-probs dropped: the text held a secret")
+        return TokenTrace(prompt_text=prompt, completion_text=completion, source=self.source,
+                          missing="ids and log-probs dropped: the text held a secret")
 
 
 class Choice(BaseModel):

@@ -137,9 +137,14 @@ def _token_fields(sample: dict[str, Any], spec: str) -> dict[str, Any]:
     response_ids = trace.completion_ids if trace else None
     missing = None
     if trace is None:
-        missing = f"the backend ({spec}) gave no token ids or log-probs for this call (a hosted API, or a streamed call); the messages are kept"
-    elif prompt_ids is None or response_ids is None:
-        missing = f"partial: {trace.source}"
+        missing = f"the backend ({spec}) gave no token ids or log-probs for this call (a hosted API or a test model); the messages are kept"
+    elif trace.missing:
+        missing = trace.missing
+    elif response_ids is None:
+        missing = f"the backend gave no completion ids ({trace.source})"
+    elif prompt_ids is None:
+        missing = ("the prompt's ids are not recorded: the server's tokenization of the prompt text did not have "
+                   "its own count of prompt tokens")
     full = prompt_ids is not None and response_ids is not None
     return {
         "tokens_available": full,

@@ -13,7 +13,7 @@ from pydantic import Field
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError
 from agentflow.models.backends.openai_backend import _FINISH, OpenAIChatModel, token_trace
-from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, Usage
+from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, TokenTrace, Usage
 
 
 class FewShotTemplate(StrictConfig):
@@ -86,6 +86,9 @@ class CompletionChatModel(OpenAIChatModel):
         choices = []
         for c in sorted(raw.choices, key=lambda c: c.index or 0):
             trace = token_trace(c, raw, c.text, "/v1/completions n_probs") if self.trace_tokens else None
+            if trace is None and self.trace_tokens and not c.text:
+                # llama-server gives no log-probs at all to a reply that was only a stop string: no sampled token
+                trace = TokenTrace(completion_ids=[], logprobs=[], source="/v1/completions n_probs")
             if trace is not None:
                 trace.prompt_text = kw["prompt"]
                 trace = trace.scrubbed()

@@ -58,3 +58,16 @@ def test_a_reply_of_no_sampled_token_is_an_empty_trace_not_a_missing_one() -> No
     trace = from_openai_response(_response({"logprobs": {"content": []}})).choices[0].trace
     assert trace is not None
     assert (trace.completion_ids, trace.logprobs, trace.completion_text) == ([], [], "")
+
+
+@pytest.mark.parametrize("closing", [1, 2, 3])
+def test_tokens_that_wrote_no_text_at_the_end_are_left_out(closing: int) -> None:
+    """A stop string's tokens (the server erases their text) or an end token close the reply with empty bytes:
+    they are not the tokens of the recorded text."""
+    content = [*LLAMA["logprobs"]["content"],
+               *({"id": 200 + i, "token": "", "logprob": -0.2, "bytes": []} for i in range(closing))]
+    trace = from_openai_response(_response({"logprobs": {"content": content}})).choices[0].trace
+    assert trace is not None
+    assert (trace.completion_ids, trace.logprobs, trace.completion_text) == ([17, 99], [-0.1, -1.5], "Hi there")
+    only = from_openai_response(_response({"logprobs": {"content": content[2:]}})).choices[0].trace
+    assert only is not None and (only.completion_ids, only.logprobs, only.completion_text) == ([], [], "")

@@ -5,9 +5,11 @@ of prompt tokens) and a log-prob per sampled token; the export carries them."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 import httpx
 import pytest
+from pydantic import BaseModel, field_validator
 
 from agentflow.agents import Agent, AgentConfig
 from agentflow.events import EventLog
@@ -61,27 +63,108 @@ async def test_every_turn_records_the_servers_own_tokens_and_logprobs(tmp_path: 
         await model.aclose()
 
 
-async def test_a_growing_conversation_is_compacted_and_never_rejected_for_length(tmp_path: Path) -> None:
-    """Gemma 3 270M with 1024 tokens per slot, answering a schema it cannot follow: each retry makes the
-    conversation longer; compaction keeps every request (prompt as the server counted it, plus max_tokens)
-    within the window, so the server never rejects one."""
+class Codeword(BaseModel):
+    """An answer whose JSON shape the server's grammar enforces (one of four words: short, never cut by
+    max_tokens), but which a check in Python always refuses: every answer is read, refused and retried with
+    feedback, so the conversation grows by the model's own replies."""
+
+    word: Literal["apple", "river", "stone", "cloud"]
+
+    @field_validator("word")
+    @classmethod
+    def _never_the_code_word(cls, value: str) -> str:
+        raise ValueError(f"{value!r} is not the code word; none of the words tried so far is, so try again")
+
+
+async def test_a_run_longer_than_the_window_is_compacted_and_never_rejected_for_length() -> None:
+    """Gemma 3 270M with 768 tokens per slot: each refused answer and its feedback make the conversation
+    longer, past the window. Compaction keeps every request (the prompt as the server counted it, plus its
+    max_tokens) within the window: the run ends on its retries, never on a length error."""
     require_llama()
     from agentflow.agents.loops import LoopGuardConfig
     from agentflow.models.backends.local import load_local_model
 
-    model = load_local_model(SMALL, parallel=2, ctx=1024, quiet=True, max_attempts=1)
+    window, reply = 768, 64
+    model = load_local_model(SMALL, parallel=1, ctx=window, quiet=True, max_attempts=1)
     events = EventLog(None)
     try:
-        assert model.context_window == 1024  # type: ignore[attr-defined]
-        config = AgentConfig(name="planner", output_schema="agentflow.agents.schemas:Plan", max_tokens=64,
-                             temperature=1.0, output_retries=14, step_limit=15,
+        config = AgentConfig(name="guesser", max_tokens=reply, temperature=1.0, output_retries=20, step_limit=21,
+                             structured_output=True,  # the server's grammar holds the answer to the schema
                              loop_guard=LoopGuardConfig(enabled=False))
-        result = await Agent(config, model=model).run("Plan how to fix a failing test in calc.py. " * 8,
-                                                      ctx=ToolContext(events=events))
+        result = await Agent(config, model=model, output_type=Codeword).run(
+            "Guess the code word. " * 25, ctx=ToolContext(events=events))
+        whole = await model.count_prompt_tokens(ChatRequest(messages=result.messages))  # type: ignore[attr-defined]
     finally:
         await model.aclose()
-    assert result.error_kind != "model_error", result.error
+    assert whole + reply > window, (result.steps, result.stop_reason, result.error)  # it would not have fit
+    assert result.error_kind != "model_error" and result.stop_reason != "context", result.error
     calls = [e.data for e in events.events if e.kind == "model.call"]
-    assert calls and all(c["usage"]["input_tokens"] + 64 <= 1024 for c in calls)
-    if result.steps >= 8:  # a long run had to be compacted on the way
-        assert any(e.kind == "agent.compacted" for e in events.events)
+    asked = [e.data["sampling"]["max_tokens"] for e in events.events if e.kind == "model.turn"]
+    assert len(calls) == len(asked) == result.steps >= 8
+    # max_tokens grows on an answer cut short: each request as sent, the prompt as the server counted it
+    assert all(c["usage"]["input_tokens"] + most <= window for c, most in zip(calls, asked, strict=True))
+    compacted = [e.data for e in events.events if e.kind == "agent.compacted"]
+    assert compacted and all(c["fits"] and c["tokens_after"] + c["reply_tokens"] <= window
+                             < c["tokens_before"] + c["reply_tokens"] for c in compacted)
+
+
+async def _streamed(model: object, request: ChatRequest) -> Any:
+    final = None
+    async for delta in model.stream(request):  # type: ignore[attr-defined]
+        if delta.response is not None:
+            final = delta.response
+    assert final is not None
+    return final
+
+
+@pytest.mark.parametrize("stop", [[], ["\n"], [","]])
+async def test_a_streamed_chat_call_records_the_servers_own_tokens(stop: list[str]) -> None:
+    """llama-server gives each streamed token's id and log-prob on the chunk it changed; the trace keeps the ids
+    only when the server's `/detokenize` of them is the recorded text (no token left out)."""
+    require_llama()
+    from agentflow.models.backends.local import load_local_model
+
+    model = load_local_model(SMALL, mode="chat", parallel=2, ctx=1024, quiet=True, max_attempts=1)
+    server = model.server  # type: ignore[attr-defined]
+    try:
+        kept = 0
+        for seed in (1, 2, 3):
+            request = ChatRequest(messages=[Message.user("Count: one, two, three,")], max_tokens=16, seed=seed,
+                                  temperature=1.0, stop=stop)
+            response = await _streamed(model, request)
+            trace = response.choices[0].trace
+            assert trace is not None and trace.source.endswith("stream logprobs")
+            assert response.identity["file_sha256"] and len(response.identity["file_sha256"]) == 64
+            if trace.completion_ids is None:  # a token the stream left out: said so, never a wrong list of ids
+                assert trace.missing and "do not spell the reply" in trace.missing
+                continue
+            kept += 1
+            async with httpx.AsyncClient(timeout=60) as client:
+                assert trace.completion_ids == await _tokenize(client, server, trace.completion_text, special=False)
+                assert trace.prompt_text is not None and trace.prompt_ids is not None
+                assert trace.prompt_ids == await _tokenize(client, server, trace.prompt_text, special=True)
+            assert len(trace.prompt_ids) == response.usage.input_tokens
+            assert len(trace.logprobs or []) == len(trace.completion_ids) <= response.usage.output_tokens
+        if not stop:
+            assert kept == 3  # nothing is held back without a stop string: every streamed call keeps its ids
+    finally:
+        await model.aclose()
+
+
+async def test_a_streamed_call_that_offers_tools_says_why_it_has_no_ids() -> None:
+    """llama-server refuses log-probs on a stream that offers tools: the call streams without them and its
+    trace says so (the export's `tokens_missing`)."""
+    require_llama()
+    from agentflow.models.backends.local import STREAM_WITH_TOOLS, load_local_model
+    from agentflow.models.base import ToolSpec
+
+    model = load_local_model(SMALL, mode="chat", parallel=2, ctx=1024, quiet=True, max_attempts=1)
+    try:
+        request = ChatRequest(messages=[Message.user("What time is it?")], max_tokens=12, seed=1,
+                              tools=[ToolSpec(name="clock", description="The current time.")])
+        response = await _streamed(model, request)
+    finally:
+        await model.aclose()
+    trace = response.choices[0].trace
+    assert trace is not None and trace.completion_ids is None and trace.logprobs is None
+    assert trace.missing == STREAM_WITH_TOOLS

@@ -25,10 +25,10 @@ import httpx
 from pydantic import Field
 
 from agentflow.config import StrictConfig, validate_config
-from agentflow.models.backends.openai_backend import OpenAIChatModel
+from agentflow.models.backends.openai_backend import STREAM_SOURCE, OpenAIChatModel
 from agentflow.models.backends.remote import merge_responses
 from agentflow.models.backends.retry import TransientError
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta, TokenTrace
 from agentflow.models.options import ModelOptions
 from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
 from agentflow.serving.embedded import embedded_model
@@ -39,6 +39,9 @@ LOCAL_TIMEOUT_S = Pace.first_deadline_s
 """How long one request to a local CPU server may take before its speed is measured (a server decoding several
 requests at once gives each a few tokens per second: 400 tokens can take minutes). `local:` models then wait
 by the server's measured speed (`agentflow.serving.pace`) unless `timeout_s` is given."""
+
+STREAM_WITH_TOOLS = ("streamed call that offered tools: llama-server gives no log-probs to such a stream "
+                     "('logprobs is not supported with tools + stream'); call without streaming for training data")
 
 LOCAL_HARD_TIMEOUT_S = 3600.0
 """The HTTP ceiling of one paced request (the pace decides sooner; this only bounds a server gone silent)."""
@@ -176,8 +179,8 @@ class _ServerBacked:
     paced: bool = True
     """Requests wait by the server's measured pace (`agentflow.serving.pace`); False: `timeout_s` is the limit."""
     trace_tokens = True
-    """Every call that is not streamed records its prompt and sampled token ids and the sampled tokens'
-    log-probs (`Choice.trace`)."""
+    """Every call records its prompt and sampled token ids and the sampled tokens' log-probs (`Choice.trace`),
+    except a streamed call that offers tools (llama-server refuses log-probs there: the trace says so)."""
 
     @property
     def server(self) -> ServerHandle:
@@ -216,33 +219,49 @@ class _ServerBacked:
         raise TransientError(f"{self.spec}: llama-server died during the call and was restarted", unreachable=True)
 
     async def _traced(self, response: ChatResponse, request: ChatRequest) -> ChatResponse:
-        """The response with the model's identity and each sample's prompt token ids (the server's `/tokenize` of
+        """The response with the model's identity, each sample's prompt token ids (the server's `/tokenize` of
         the prompt text, from `/apply-template` in chat mode), kept only when their count is the server's own
-        count of prompt tokens."""
+        count of prompt tokens, and its completion ids kept only when the server's `/detokenize` of them is
+        the text they were given for (a token the server left out would be missing from it)."""
         response.identity = model_identity(self.shared.key[0])
-        traces = [c.trace for c in response.choices if c.trace is not None and c.trace.prompt_ids is None]
+        traces = [c.trace for c in response.choices if c.trace is not None]
         if not traces:
             return response
         handle = self.shared.handle
         try:
             async with httpx.AsyncClient(timeout=60) as client:
-                prompt = traces[0].prompt_text
-                if prompt is None:
-                    from agentflow.models.backends.openai_backend import to_openai_messages
-
-                    reply = await client.post(handle.url("/apply-template"), headers=handle.headers,
-                                              json={"messages": to_openai_messages(request.messages)})
-                    reply.raise_for_status()
-                    prompt = str(reply.json()["prompt"])
-                ids = await _prompt_ids(client, handle, prompt, response.usage.input_tokens)
+                for trace in traces:
+                    await _check_completion_ids(client, handle, trace)
+                untokenized = [t for t in traces if t.prompt_ids is None]
+                if untokenized:
+                    prompt = untokenized[0].prompt_text
+                    if prompt is None:
+                        prompt = await self._rendered_prompt(client, request)
+                    ids = await _prompt_ids(client, handle, prompt, response.usage.input_tokens)
+                    for trace in untokenized:
+                        trace.prompt_text, trace.prompt_ids = prompt, ids
         except (httpx.HTTPError, KeyError, ValueError):
-            return response  # a finished call is not failed for its training record; the ids stay None
-        for trace in traces:
-            trace.prompt_text, trace.prompt_ids = prompt, ids
+            pass  # a finished call is not failed for its training record; what was not checked stays None
         for choice in response.choices:  # what the call journal and the cache keep: no ids spelling a secret
             if choice.trace is not None:
                 choice.trace = choice.trace.scrubbed()
         return response
+
+    async def _rendered_prompt(self, client: httpx.AsyncClient, request: ChatRequest) -> str:
+        """The prompt exactly as the server reads it: this client's text (completion mode), else the server's
+        chat template applied to the messages and tools (`/apply-template`)."""
+        prompt = self._prompt_text(request)
+        if prompt is not None:
+            return prompt
+        from agentflow.models.backends.openai_backend import to_openai_messages, to_openai_tools
+
+        handle = self.shared.handle
+        body: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
+        if request.tools:
+            body["tools"] = to_openai_tools(request.tools)
+        reply = await client.post(handle.url("/apply-template"), headers=handle.headers, json=body)
+        reply.raise_for_status()
+        return str(reply.json()["prompt"])
 
     @property
     def context_window(self) -> int:
@@ -255,16 +274,7 @@ class _ServerBacked:
         if not handle.alive or self._seen_restarts != handle.restarts:
             await self._recover()
         async with httpx.AsyncClient(timeout=60) as client:
-            prompt = self._prompt_text(request)
-            if prompt is None:
-                from agentflow.models.backends.openai_backend import to_openai_messages, to_openai_tools
-
-                body: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
-                if request.tools:
-                    body["tools"] = to_openai_tools(request.tools)
-                reply = await client.post(handle.url("/apply-template"), headers=handle.headers, json=body)
-                reply.raise_for_status()
-                prompt = str(reply.json()["prompt"])
+            prompt = await self._rendered_prompt(client, request)
             reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
                                       json={"content": prompt, "add_special": True, "parse_special": True})
             reply.raise_for_status()
@@ -318,6 +328,20 @@ class _ServerBacked:
             await asyncio.to_thread(_release, self.shared)
 
 
+async def _check_completion_ids(client: httpx.AsyncClient, handle: ServerHandle, trace: TokenTrace) -> None:
+    """Leave out `trace`'s completion ids and log-probs (saying why) unless the server's `/detokenize` of the
+    ids is the trace's text: the server's ids then hold every token of the reply."""
+    if trace.completion_ids is None or not trace.completion_ids:
+        return
+    reply = await client.post(handle.url("/detokenize"), headers=handle.headers,
+                              json={"tokens": trace.completion_ids})
+    reply.raise_for_status()
+    if str(reply.json()["content"]) != trace.completion_text:
+        trace.completion_ids, trace.logprobs = None, None
+        trace.missing = ("the server's token ids do not spell the reply (a token was left out of its log-probs); "
+                         "the ids are not recorded")
+
+
 async def _prompt_ids(client: httpx.AsyncClient, handle: ServerHandle, prompt: str, counted: int) -> list[int] | None:
     """The server's tokens of `prompt` with or without its special start tokens: the variant whose length is the
     server's own count of the call's prompt tokens; None when neither is (the ids would not be the model's)."""
@@ -362,13 +386,27 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request), request)
 
+    def _stream_kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        kw = OpenAIChatModel._stream_kwargs(self, request)
+        kw["stream_options"] = {"include_usage": True}  # the prompt's token count, which its ids are checked by
+        if request.tools:  # llama-server refuses log-probs on a stream that offers tools
+            kw.pop("logprobs", None)
+            kw.pop("top_logprobs", None)
+        return kw
+
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        # streamed as asked, without a token trace: llama-server gives no log-probs to a stream that offers
-        # tools, and a user watching a slow local model needs its tokens as they come (the export says so)
-        # a dead server surfaces as a connection error, which RemoteModel.stream retries before the first token
+        # streamed as asked (a user watching a slow local model needs its tokens as they come), with the token
+        # trace the stream can give; a dead server surfaces as a connection error, which RemoteModel.stream
+        # retries before the first token
         if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
             await self._recover()
         async for delta in OpenAIChatModel._stream_once(self, request):
+            if delta.response is not None:
+                if request.tools:
+                    for choice in delta.response.choices:
+                        choice.trace = TokenTrace(completion_text=choice.message.content or "",
+                                                  source=STREAM_SOURCE, missing=STREAM_WITH_TOOLS)
+                delta = delta.model_copy(update={"response": await self._traced(delta.response, request)})
             yield delta
 
     async def aclose(self) -> None:

@@ -127,7 +127,12 @@ def token_trace(choice: Any, raw: Any, text: str | None, source: str) -> TokenTr
     `logprobs.content[].logprob` (OpenAI, vLLM, llama-server) with `.id` (llama-server), or the choice's
     `token_ids` and the response's `prompt_token_ids` (vLLM's `return_token_ids`). None when it gives neither."""
     content = _get(_get(choice, "logprobs"), "content")
-    entries = content or []
+    entries = list(content or [])
+    while entries and _get(entries[-1], "bytes") == []:
+        # a token that wrote no text closes the reply: a stop string's (the server erases it) or an end token
+        entries.pop()
+    if content and not entries:
+        content = []
     logprobs = [float(_get(e, "logprob")) for e in entries] if entries and all(
         isinstance(_get(e, "logprob"), (int, float)) for e in entries) else None
     ids = _get(choice, "token_ids")
@@ -180,10 +185,16 @@ def from_openai_response(raw: Any) -> ChatResponse:
     )
 
 
-class _StreamAccumulator:
-    """Builds the final ChatResponse from OpenAI stream chunks."""
+STREAM_SOURCE = "/v1/chat/completions stream logprobs"
 
-    def __init__(self) -> None:
+
+class _StreamAccumulator:
+    """Builds the final ChatResponse from OpenAI stream chunks (with each choice's token trace when the stream
+    was asked for log-probs: `traced`)."""
+
+    def __init__(self, traced: bool = False) -> None:
+        self.traced = traced
+        self.entries: dict[int, list[Any]] = {}
         self.text: dict[int, list[str]] = {}
         self.calls: dict[int, dict[int, dict[str, Any]]] = {}
         self.finish: dict[int, str] = {}
@@ -218,7 +229,21 @@ class _StreamAccumulator:
                     slot["args"].append(_get(fn, "arguments") or "")
             if _get(c, "finish_reason"):
                 self.finish[index] = _get(c, "finish_reason")
+            self.entries.setdefault(index, []).extend(_get(_get(c, "logprobs"), "content") or [])
         return deltas
+
+    def trace(self, index: int, text: str | None) -> TokenTrace | None:
+        """The choice's token trace from the log-probs its chunks carried (None when none were asked for).
+        llama-server attaches a token's log-prob to a chunk only when the token changed the message: a token
+        it held back (the start of a possible stop string) can be missing, which the caller checks."""
+        if not self.traced:
+            return None
+        entries = self.entries.get(index, [])
+        trace = token_trace({"logprobs": {"content": entries}}, {}, text, STREAM_SOURCE)
+        if trace is None or (not entries and text):
+            return TokenTrace(completion_text=text or "", source=STREAM_SOURCE,
+                              missing="streamed call: the stream carried no log-probs for this reply")
+        return trace
 
     def response(self) -> ChatResponse:
         choices = []
@@ -234,6 +259,7 @@ class _StreamAccumulator:
                 Choice(
                     message=Message(role="assistant", content=text, tool_calls=calls),
                     finish_reason=_FINISH.get(self.finish.get(index, ""), "unknown"),
+                    trace=self.trace(index, text),
                 )
             )
         return ChatResponse(choices=choices, usage=self.usage, model=self.model)
@@ -298,12 +324,16 @@ class OpenAIChatModel(RemoteModel):
         raw = await self.client().chat.completions.create(**self._kwargs(request))
         return from_openai_response(raw)
 
-    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
+    def _stream_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kw = self._kwargs(request)
         kw["stream"] = True
         if self.options.stream_usage:
             kw["stream_options"] = {"include_usage": True}
-        acc = _StreamAccumulator()
+        return kw
+
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
+        kw = self._stream_kwargs(request)
+        acc = _StreamAccumulator(traced=bool(kw.get("logprobs")))
         stream = await self.client().chat.completions.create(**kw)
         try:
             async for chunk in stream:

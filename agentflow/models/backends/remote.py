@@ -26,7 +26,8 @@ def merge_responses(parts: list[ChatResponse]) -> ChatResponse:
         input_tokens=sum(p.usage.input_tokens for p in parts),
         output_tokens=sum(p.usage.output_tokens for p in parts),
     )
-    return ChatResponse(choices=choices, usage=usage, model=parts[0].model if parts else "")
+    return ChatResponse(choices=choices, usage=usage, model=parts[0].model if parts else "",
+                        identity=dict(parts[0].identity) if parts else {})
 
 
 class RemoteModel:
