@@ -159,16 +159,18 @@ _SNAP_ENV_KEYS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_INDEX
 
 def _add_tree_script(root: str, specs: list[str], index: str) -> str:
     """Shell that stages the files under `specs` (relative to `root`) into the snapshot index `index` and prints
-    their tree. What a command closed is opened first (by the same user, its owner): git keeps the index entry
-    of a file it cannot read, so a closed file would be saved with the content it had before. --ignore-errors:
-    what is left unreadable (not the command user's) is left out, but a full store is a failure."""
+    their tree. When git reports anything, what a command closed is opened (by the same user, its owner) and the
+    files staged again: git keeps the index entry of a file it cannot read, so a closed file would be saved with
+    the content it had before. --ignore-errors: what is left unreadable (not the command user's) is left out,
+    but a full store is a failure."""
     paths = " ".join(shlex.quote(spec) for spec in specs)
     found = " ".join(shlex.quote(os.path.normpath(os.path.join(root, spec))) for spec in specs)
+    add = f"git -C {shlex.quote(root)} add -A -f --ignore-errors -- {paths} 2>&1"
     return (
-        f"find {found} \\( -type d \\( ! -readable -o ! -writable -o ! -executable \\) "
+        f"export GIT_INDEX_FILE={shlex.quote(index)} GIT_WORK_TREE={shlex.quote(root)}; e=$({add}); "
+        f'if [ -n "$e" ]; then find {found} \\( -type d \\( ! -readable -o ! -writable -o ! -executable \\) '
         "-o ! -type d ! -type l ! -readable \\) -exec chmod u+rwX {} \\; 2>/dev/null; "
-        f"export GIT_INDEX_FILE={shlex.quote(index)} GIT_WORK_TREE={shlex.quote(root)}; "
-        f"e=$(git -C {shlex.quote(root)} add -A -f --ignore-errors -- {paths} 2>&1); "
+        f"e=$({add}); fi; "
         f'case "$e" in *"{_NO_SPACE}"*) echo "$e" >&2; exit 1;; esac; git write-tree'
     )
 
