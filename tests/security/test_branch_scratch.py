@@ -11,6 +11,11 @@ for each one:
 - branch A plants a file and a module there; branch B's view of the place is what B left (or empty for a wiped
   place), B's Python does not import A's module, and B's own file there survived A's turn
   (`test_a_file_a_branch_leaves_outside_the_workspace_is_in_no_other_branchs_view`);
+- the workspace's own `.git` folder, which the workspace snapshot leaves out, is kept per branch too: every path
+  in it the command user can change, changed by branch A along with the hooks, config keys and attributes filter
+  git runs commands from, is not in B's view and runs in none of B's git commands, and A's is back on A's turn
+  (`test_what_a_branch_writes_in_the_workspaces_git_folder_is_in_no_other_branchs_git`, and for a `.git` replaced,
+  closed or made, `test_a_git_folder_a_branch_replaces_or_makes_is_not_the_next_branchs`);
 - the snapshot index and store are in no command's reach: every path in them refuses to be listed, read or
   written, so a branch cannot plant a fake snapshot object, and B's snapshot restores as B took it
   (`test_the_snapshot_store_is_out_of_every_commands_reach`).
