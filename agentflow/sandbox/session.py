@@ -158,6 +158,24 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _SNAP_ENV_KEYS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_INDEX_FILE")
 
 
+def _add_tree_script(root: str, specs: list[str], index: str) -> str:
+    """Shell that stages the files under `specs` (relative to `root`) into the snapshot index `index` and prints
+    their tree. When git reports anything, what a command closed is opened (by the same user, its owner) and the
+    files staged again: git keeps the index entry of a file it cannot read, so a closed file would be saved with
+    the content it had before. --ignore-errors: what is left unreadable (not the command user's) is left out,
+    but a full store is a failure."""
+    paths = " ".join(shlex.quote(spec) for spec in specs)
+    found = " ".join(shlex.quote(os.path.normpath(os.path.join(root, spec))) for spec in specs)
+    add = f"git -C {shlex.quote(root)} add -A -f --ignore-errors -- {paths} 2>&1"
+    return (
+        f"export GIT_INDEX_FILE={shlex.quote(index)} GIT_WORK_TREE={shlex.quote(root)}; e=$({add}); "
+        f'if [ -n "$e" ]; then find {found} \\( -type d \\( ! -readable -o ! -writable -o ! -executable \\) '
+        "-o ! -type d ! -type l ! -readable \\) -exec chmod u+rwX {} \\; 2>/dev/null; "
+        f"e=$({add}); fi; "
+        f'case "$e" in *"{_NO_SPACE}"*) echo "$e" >&2; exit 1;; esac; git write-tree'
+    )
+
+
 class AgentSandbox:
     """A `Sandbox` backed by an agent process; subclasses start it and provide the transport."""
 
@@ -453,11 +471,13 @@ class AgentSandbox:
         return sid
 
     async def snapshot_branch(self) -> tuple[str, str]:
-        """(a snapshot of the workspace, a tree of the scratch places) in one round trip: what a search branch
-        keeps of the sandbox (graph/search/workspace.py). The scratch places are every place outside the
-        workspace where commands can keep files (`_scratch_places`); what git cannot keep as a file (a socket,
-        a FIFO, a file its owner made unreadable, an empty folder, a `.git` folder) is not kept, and
-        `restore_scratch` leaves none of it behind either."""
+        """(a snapshot of the workspace, a tree of what else the branch keeps) in one round trip: what a search
+        branch keeps of the sandbox (graph/search/workspace.py). Besides the workspace, a branch keeps the
+        scratch places, every place outside the workspace where commands can keep files (`_scratch_places`), and
+        the workspace's own `.git` folder, which the workspace snapshot leaves out (its hooks, config and
+        attributes are commands the next branch's git would run). What git cannot keep as a file (a socket, a
+        FIFO, an empty folder, a `.git` folder inside them, a workspace `.git` that is not a folder) is not kept,
+        and `restore_scratch` leaves none of it behind either."""
         await self._ensure_snap()
         script = f"git add -A -f . && git write-tree && {self._scratch_save_script()}"
         out = await self._exec_argvs([["sh", "-c", script]], self._snap_env(), "snapshot")
@@ -469,41 +489,68 @@ class AgentSandbox:
         return sid, scratch.strip()
 
     async def save_scratch(self) -> str:
-        """A tree of the files in the scratch places (see `snapshot_branch`)."""
+        """A tree of the scratch places and the workspace's `.git` folder (see `snapshot_branch`)."""
         await self._ensure_snap()
         return await self._exec_argvs([["sh", "-c", self._scratch_save_script()]], self._snap_env(), "saving scratch")
 
     def _scratch_save_script(self) -> str:
+        """Shell that prints one tree: `scratch`, the files of the scratch places, and `gitdir`, the files of the
+        workspace's `.git` folder when it is a folder (no `gitdir`: there is none to put back)."""
         root, places = self._scratch_places()
-        if not places:
-            return f"echo {EMPTY_TREE}"
-        specs = " ".join(shlex.quote(os.path.relpath(p, root)) for p in places)
-        index = shlex.quote(f"{self._snap_dir}/scratch-index")
-        # --ignore-errors: a file its owner closed is left out (and so removed by the next restore), but a
-        # full store is a failure
+        gitdir = shlex.quote(self._gitdir())
+        scratch = (
+            _add_tree_script(root, [os.path.relpath(p, root) for p in places], f"{self._snap_dir}/scratch-index")
+            if places
+            else f"echo {EMPTY_TREE}"
+        )
+        tree_of_gitdir = _add_tree_script(self._gitdir(), ["."], f"{self._snap_dir}/gitdir-index")
         return (
-            f"export GIT_INDEX_FILE={index} GIT_WORK_TREE={shlex.quote(root)}; "
-            f"e=$(git -C {shlex.quote(root)} add -A -f --ignore-errors -- {specs} 2>&1); "
-            f'case "$e" in *"{_NO_SPACE}"*) echo "$e" >&2; exit 1;; esac; git write-tree'
+            f"s=$( {scratch} ) || exit 1; "
+            f"if [ -d {gitdir} ] && [ ! -L {gitdir} ]; then g=$( {tree_of_gitdir} ) || exit 1; "
+            f"printf '040000 tree %s\\tgitdir\\n040000 tree %s\\tscratch\\n' \"$g\" \"$s\" | git mktree; "
+            f"else printf '040000 tree %s\\tscratch\\n' \"$s\" | git mktree; fi"
         )
 
+    def _gitdir(self) -> str:
+        return os.path.join(self.workdir, ".git")
+
     async def restore_scratch(self, tree: str) -> None:
-        """Make the scratch places hold exactly the files of `tree` (from `save_scratch`/`snapshot_branch`):
-        the agent empties them (every entry, whatever its kind or mode) and the places that cannot be kept as
-        files (`_wiped_places`, System V IPC objects), then git writes the tree's files, in one round trip."""
+        """Make the scratch places and the workspace's `.git` folder hold exactly the files of `tree` (from
+        `save_scratch`/`snapshot_branch`): the agent empties the scratch places (every entry, whatever its kind
+        or mode) and the places that cannot be kept as files (`_wiped_places`, System V IPC objects), then git
+        writes their files and makes the `.git` folder the tree's (or removes it), in one round trip."""
         if not all(c in "0123456789abcdef" for c in tree) or len(tree) != 40:
             raise SandboxError(f"{tree!r} is not a scratch tree id")
         await self._ensure_snap()
         root, places = self._scratch_places()
         env = {**self._snap_env(), "GIT_INDEX_FILE": f"{self._snap_dir}/scratch-index", "GIT_WORK_TREE": root}
-        argvs = [["git", "read-tree", tree], ["git", "-C", root, "checkout-index", "-a", "-f"]] if places else []
+        put_back = (
+            f'git read-tree "$1:scratch" && git -C {shlex.quote(root)} checkout-index -a -f && ' if places else ""
+        )
+        argvs = [["sh", "-c", f"{put_back}{self._gitdir_restore_script()}", "restore", tree]]
         async with self._git_lock:
             msg = await self.link.call(
                 "wipe", wait=150, paths=[*places, *self._wiped_places()], ipc=self.private_ipc, command="", argvs=argvs,
                 cwd=self.workdir, env=env, stdin=None, timeout=120, store=True,
             )
-        if argvs and msg["exit_code"] != 0:
+        if msg["exit_code"] != 0:
             raise await self._snap_failure("restoring scratch", msg.get("stdout", "") + msg.get("stderr", ""))
+
+    def _gitdir_restore_script(self) -> str:
+        """Shell that makes the workspace's `.git` folder hold exactly the files of `$1:gitdir` (git rewrites
+        only the files that changed since the last save, by their inode and change time, which a command cannot
+        set), or removes it when the tree has none. Folders a command closed are opened first; `refs` and
+        `objects`, which git needs to see a repository, are kept even when empty (git keeps no empty folder)."""
+        g = shlex.quote(self._gitdir())
+        index = shlex.quote(f"{self._snap_dir}/gitdir-index")
+        return (
+            f"if [ -d {g} ] && [ ! -L {g} ]; then find {g} -type d ! -perm -u=rwx -exec chmod u+rwx {{}} \\; || exit 1; "
+            f"elif [ -e {g} ] || [ -L {g} ]; then rm -f {g} || exit 1; fi; "
+            f'if git cat-file -e "$1:gitdir" 2>/dev/null; then '
+            f"mkdir -p {g} && cd {g} && export GIT_INDEX_FILE={index} GIT_WORK_TREE={g} && "
+            f'git read-tree --reset -u "$1:gitdir" && git clean -ffdxq && mkdir -p refs objects; '
+            f"else rm -rf {g}; fi"
+        )
 
     def _scratch_places(self) -> tuple[str, tuple[str, ...]]:
         """(a folder, the scratch places under it): every place outside the workspace where the sandbox's

@@ -11,6 +11,11 @@ for each one:
 - branch A plants a file and a module there; branch B's view of the place is what B left (or empty for a wiped
   place), B's Python does not import A's module, and B's own file there survived A's turn
   (`test_a_file_a_branch_leaves_outside_the_workspace_is_in_no_other_branchs_view`);
+- the workspace's own `.git` folder, which the workspace snapshot leaves out, is kept per branch too: every path
+  in it the command user can change, changed by branch A along with the hooks, config keys and attributes filter
+  git runs commands from, is not in B's view and runs in none of B's git commands, and A's is back on A's turn
+  (`test_what_a_branch_writes_in_the_workspaces_git_folder_is_in_no_other_branchs_git`, and for a `.git` replaced,
+  closed or made, `test_a_git_folder_a_branch_replaces_or_makes_is_not_the_next_branchs`);
 - the snapshot index and store are in no command's reach: every path in them refuses to be listed, read or
   written, so a branch cannot plant a fake snapshot object, and B's snapshot restores as B took it
   (`test_the_snapshot_store_is_out_of_every_commands_reach`).
@@ -219,5 +224,153 @@ async def test_the_local_scratch_folder_is_each_branchs_own() -> None:
             seen = await second.exec(f'ls -A "${var}"')
             assert "a-was-here" not in seen.stdout and PLANT not in seen.stdout, (var, seen.output)
             assert f"b-{var}" in seen.stdout, (var, seen.output)
+    finally:
+        await sandbox.close()
+
+
+# The workspace's own `.git` folder: every path in it the command user can change (writable, or its own to
+# make writable), found by walking it as that user, each changed by branch A at once; A also plants what git runs
+# commands from (hooks, config keys, an attributes filter). B's view of `.git` and what B's git runs are B's own.
+GIT_WALK = r"""
+import json, os
+found = []
+for top, dirs, files in os.walk('.git'):
+    for name in [*dirs, *files]:
+        full = os.path.join(top, name)
+        if os.access(full, os.W_OK) or os.lstat(full).st_uid == os.getuid():
+            found.append(full)
+print(json.dumps(found))
+"""
+
+# A's change to each path: a folder gets a new file, a file gets a line more (made writable first, as its owner can).
+GIT_CHANGE = r"""
+import json, os, sys
+for path in json.loads(sys.argv[1]):
+    if os.path.isdir(path):
+        with open(os.path.join(path, 'a-was-here'), 'w') as fh:
+            fh.write('a\n')
+    else:
+        os.chmod(path, os.stat(path).st_mode | 0o200)
+        with open(path, 'a') as fh:
+            fh.write('\n# a was here\n')
+print(json.dumps(True))
+"""
+
+# Each file and link under `.git` (folders show through what they hold: git keeps no empty folder, so an empty
+# one is not kept, nor left behind): its content (a link's target), and whether it is executable.
+GIT_VIEW = r"""
+import hashlib, json, os
+seen = {}
+for top, dirs, files in os.walk('.git'):
+    for name in [*dirs, *files]:
+        full = os.path.join(top, name)
+        if os.path.islink(full):
+            seen[full] = 'link ' + os.readlink(full)
+        elif os.path.isdir(full):
+            continue
+        else:
+            with open(full, 'rb') as fh:
+                seen[full] = hashlib.sha256(fh.read()).hexdigest() + (' x' if os.access(full, os.X_OK) else '')
+print(json.dumps(seen))
+"""
+
+RAN = "agentflow-git-ran"
+"""The prefix of the files a planted git command leaves in the running branch's TMPDIR (its own scratch place)."""
+
+HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-index-change")
+
+
+def _plant_git_commands() -> str:
+    """Shell that makes git run a command of A's from each kind of place in `.git` a command can come from."""
+    ran = f'"${{TMPDIR:-/tmp}}/{RAN}'
+    hooks = " ".join(
+        f"printf '#!/bin/sh\\ntouch {ran}-hook-{hook}\"\\n' > .git/hooks/{hook} && chmod +x .git/hooks/{hook} &&"
+        for hook in HOOKS
+    )
+    config = {
+        "core.fsmonitor": f"touch {ran}-fsmonitor\"; false",
+        "alias.st": f"!touch {ran}-alias\"",
+        "filter.a.clean": f"touch {ran}-clean\"; cat",
+        "filter.a.smudge": f"touch {ran}-smudge\"; cat",
+        "diff.a.textconv": f"sh -c 'touch {ran}-textconv\"; cat \"$1\"' -",
+        "diff.external": f"sh -c 'touch {ran}-diff-external\"' -",
+    }
+    settings = " ".join(f"git config {shlex.quote(k)} {shlex.quote(v)} &&" for k, v in config.items())
+    return f"{hooks} {settings} printf '* filter=a diff=a\\n' > .git/info/attributes"
+
+
+# What the next branch does with git in its workspace: each runs a command from one of the places above.
+USE_GIT = (
+    "git status >/dev/null; git st; echo more >> f; git diff >/dev/null; git diff --no-ext-diff >/dev/null; git add -A; "
+    "git -c user.name=b -c user.email=b@b commit -qm b; git checkout -q HEAD~1 2>/dev/null; git checkout -q -; "
+    f'ls "${{TMPDIR:-/tmp}}" | grep {RAN} | sort; true'
+)
+
+
+async def _start(backend: str) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LocalBackendWarning)
+        return await start_sandbox(backend, SandboxConfig())
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "local"])
+async def test_what_a_branch_writes_in_the_workspaces_git_folder_is_in_no_other_branchs_git(backend: str) -> None:
+    sandbox = await _start(backend)
+    try:
+        init = await sandbox.exec(
+            "git init -q && echo one > f && git add f && git -c user.name=m -c user.email=m@m commit -qm one"
+        )
+        assert init.ok, init.output
+        shared = SharedSandbox(sandbox)
+        first = BranchSandbox(shared, await shared.snapshot())
+        second = BranchSandbox(shared, first.snapshot_id)
+        before = await _run(second, GIT_VIEW)
+        planted = await first.exec(_plant_git_commands())
+        assert planted.ok, planted.output
+        ran_in_a = (await first.exec(USE_GIT)).stdout.split()
+        # the plants are live: A's own git runs each kind of them
+        for kind in ("hook-pre-commit", "fsmonitor", "alias", "clean", "diff-external"):
+            assert f"{RAN}-{kind}" in ran_in_a, (kind, ran_in_a)
+        paths = await _run(first, GIT_WALK)
+        assert ".git/config" in paths and ".git/hooks/pre-commit" in paths, paths  # the walk sees what it must
+        await _run(first, GIT_CHANGE, json.dumps(paths))
+        a_view = await _run(first, GIT_VIEW)
+        after = await _run(second, GIT_VIEW)
+        assert after == before, {p: (before.get(p), after.get(p)) for p in {*before, *after} if before.get(p) != after.get(p)}
+        ran_in_b = (await second.exec(USE_GIT)).stdout.split()
+        assert ran_in_b == [], ran_in_b
+        # and A's `.git` is A's own again when its turn comes back
+        assert await _run(first, GIT_VIEW) == a_view
+    finally:
+        await sandbox.close()
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "local"])
+async def test_a_git_folder_a_branch_replaces_or_makes_is_not_the_next_branchs(backend: str) -> None:
+    """A replaces the workspace's `.git` by a link to a git folder of its own, or by a file; B's `.git` is its
+    own. And a `.git` a branch makes in a workspace that had none is gone in the next branch's."""
+    sandbox = await _start(backend)
+    try:
+        assert (await sandbox.exec("git init -q && git config user.name m")).ok
+        shared = SharedSandbox(sandbox)
+        first = BranchSandbox(shared, await shared.snapshot())
+        second = BranchSandbox(shared, first.snapshot_id)
+        before = await _run(second, GIT_VIEW)
+        for replace in (
+            'cp -r .git "$TMPDIR/own" && git --git-dir="$TMPDIR/own" config user.name a && rm -rf .git && ln -s "$TMPDIR/own" .git',
+            'rm -rf .git && echo "gitdir: $TMPDIR/own" > .git',
+            "chmod -R a-w .git && chmod 0 .git",
+            # a closed file: git keeps the index entry of a file it cannot read (its old content)
+            "git config user.name a && chmod 0 .git/config",
+        ):
+            other = BranchSandbox(shared, first.snapshot_id)
+            assert (await other.exec(replace)).ok, replace
+            assert await _run(second, GIT_VIEW) == before, replace
+            assert (await second.exec("git config user.name")).stdout.strip() == "m"
+        assert (await second.exec("rm -rf .git")).ok
+        third = BranchSandbox(shared, second.snapshot_id)
+        assert (await third.exec("git init -q && git config user.name c")).ok
+        assert (await second.exec("test -e .git || echo none")).stdout.strip() == "none"
+        assert (await third.exec("git config user.name")).stdout.strip() == "c"
     finally:
         await sandbox.close()
