@@ -211,11 +211,16 @@ def test_a_zstd_bomb_in_the_diffs_store_is_refused(tmp_path: Path, shape: str) -
 def _tree_run(folder: Path, cycle: int) -> Path:
     """A run folder whose search.node events form a root with a chain, plus `cycle` nodes whose parents loop."""
     folder.mkdir()
-    events = [{"ts": 1.0, "kind": "search.node", "node_id": "s/root", "parent_id": None, "data": {"value": 0.5}},
-              {"ts": 1.1, "kind": "search.node", "node_id": "s/b0", "parent_id": "s/root", "data": {"value": 0.5}}]
+
+    def node(value: float, **more: object) -> dict[str, object]:  # a search.node event's whole payload
+        return {"strategy": "mcts", "thread": None, "depth": 1, "action": None, "value": value, "mean": value,
+                "visits": 1, "terminal": True, "error": None, "snapshot_id": None, "diff_id": None, **more}
+
+    events = [{"ts": 1.0, "kind": "search.node", "node_id": "s/root", "parent_id": None, "data": node(0.5)},
+              {"ts": 1.1, "kind": "search.node", "node_id": "s/b0", "parent_id": "s/root", "data": node(0.5)}]
     ring = [f"s/c{i}" for i in range(cycle)]
-    events += [{"ts": 2.0 + i, "kind": "search.node", "node_id": node, "parent_id": ring[(i + 1) % cycle],
-                "data": {"value": 0.1, "chosen": i == 0}} for i, node in enumerate(ring)]
+    events += [{"ts": 2.0 + i, "kind": "search.node", "node_id": name, "parent_id": ring[(i + 1) % cycle],
+                "data": node(0.1, chosen=i == 0)} for i, name in enumerate(ring)]
     (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (folder / "run.json").write_text(json.dumps({"run_id": "r", "kind": "run"}))
     return folder
