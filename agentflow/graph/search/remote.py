@@ -357,7 +357,7 @@ class RemoteSteps:
         if inputs is None:
             found = await saver.aget_tuple({"configurable": {"thread_id": branch.thread, "checkpoint_ns": ""}})
             start_ckpt = Saved.of(found) if found is not None else None
-        workspace = branch_sandbox(rt)
+        workspace = branch_sandbox(rt.sandbox)
         snapshot = workspace.snapshot_id if workspace is not None else None
         budget = search.rt.budget
         start = StepStart(thread=branch.thread, sample=branch.sample, inputs=inputs, checkpoint=start_ckpt,
@@ -385,7 +385,7 @@ class RemoteSteps:
         from agentflow.graph.search.workspace import branch_sandbox
 
         search = self.search
-        workspace = branch_sandbox(rt)
+        workspace = branch_sandbox(rt.sandbox)
         assert branch.thread is not None
         shared = search.shared
         if shared is not None and result.packs:

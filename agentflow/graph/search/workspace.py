@@ -31,7 +31,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentflow.sandbox.base import Sandbox
 
 
 def keeps_scratch(sandbox: Any) -> bool:
@@ -243,7 +246,7 @@ class BranchSandbox:
         return getattr(self._shared.sandbox, name)
 
 
-def branch_sandbox(sandbox: Any) -> BranchSandbox | None:
+def branch_sandbox(sandbox: Sandbox | BranchSandbox | None) -> BranchSandbox | None:
     """A search branch's workspace (the sandbox of its context: `SearchRun` gives each branch one); None
     without."""
     return sandbox if isinstance(sandbox, BranchSandbox) else None
