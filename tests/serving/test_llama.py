@@ -166,9 +166,11 @@ async def test_server_killed_mid_request_is_restarted_and_the_call_retried() -> 
     server = model.server  # type: ignore[attr-defined]
     first_pid = server.pid
     try:
+        # long enough to be mid-generation when the server is killed, even on a fast, quiet machine (100 tokens
+        # of the small model can be done within the wait)
         call = asyncio.create_task(model.chat(ChatRequest(messages=[Message.user("Tell a long story.")],
-                                                          max_tokens=100, temperature=0.7)))
-        await asyncio.sleep(0.3)
+                                                          max_tokens=400, temperature=0.7)))
+        await asyncio.sleep(0.15)
         assert not call.done()
         server.process.kill()
         response = await call
