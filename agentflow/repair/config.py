@@ -135,45 +135,6 @@ class RepairConfig(StrictConfig):
     them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
     small model's first pick, so keeping only one place can push the faulty function out of the suspects
     (`benchmarks/localize_real.py --ranked RUN` measures it)."""
-    rank_pool: int = Field(default=8, ge=2, le=30)
-    """Functions the ranking call chooses among (the heuristic's best)."""
-    rank_lines: int = Field(default=15, ge=1)
-    """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
-    keep_check: bool = True
-    """Once a reproduction script is kept, ask for a second script asserting what the fix must not change (what
-    the issue says works today or must keep working), cut down to its checks that pass at the base commit
-    (`agentflow.repair.verify.keepcheck`). Among candidates on which the reproduction no longer fails and the tests
-    rank equal, and before the examples and the vote, those that still pass it are preferred (one model call
-    a task with a kept reproduction; each candidate's check runs in the sandbox). Without it, several samples
-    of the same wrong patch can outvote the fix while breaking behaviour the issue says must keep working,
-    which neither the reproduction nor the failing tests check."""
-    reproduce_attempts: int = Field(default=2, ge=1, le=5)
-    """Tries at a reproduction script; each later try sees why the previous one did not count."""
-    reproduce_from_examples: bool = True
-    """The first reproduction try, when the issue shows examples whose values can be checked: the model says
-    only what each should give once fixed, and the script is the issue's own statements with those values
-    asserted (`agentflow.repair.verify.expectations`); kept or refused as any reproduction. It counts as one of the
-    `reproduce_attempts`."""
-    vote: bool = True
-    """Among candidates the tests rank equal, prefer the patch most samples agree on (normalised)."""
-    examples_retries: int = Field(default=0, ge=0, le=3)
-    """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
-    the unchanged code is drawn again from where it started, the next prompt showing that edit and what the
-    examples still show (it stays a candidate; the retry is not counted as an attempt). Each edit's examples
-    run in the sandbox, no model call. Off (0) by default: its benefit is not established yet; not used when
-    the examples run no repository code or show something else on each run."""
-    compare_examples: bool = True
-    """Among candidates the tests rank equal, and before the vote, prefer those that change what the issue's
-    examples show (each candidate's examples run in the sandbox and compared with the unchanged code's; no
-    model call): a fix changes the behaviour the report shows, and a rewrite that leaves it as it was is not
-    one. Not used when the examples run no repository code or show something else on each run."""
-    vote_by_examples: bool = True
-    """The vote counts first the samples whose candidates make the issue's examples show the same (what each
-    candidate's examples printed, echoed or raised, as `compare_examples` runs them; no model call), then the
-    samples of the same normalised patch: different code with the same fix behaves the same on the report,
-    while a small model rarely writes the same patch twice (execution-based agreement, as in MBR-exec and
-    AlphaCode's clustering). Not used when the examples run no repository code or show something else on each
-    run."""
     workflow: str = "repair"
     """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
