@@ -9,7 +9,7 @@ only when set.
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -36,7 +36,7 @@ class Event(BaseModel):
     run_id: str = ""
     """The run this event belongs to (the log fills it in)."""
     kind: str
-    """What happened, dotted (`model.call`); each event model fixes it with a `Literal`."""
+    """What happened, dotted (`model.call`); each event model fixes it (`__init_subclass__`)."""
     node_id: str | None = None
     """Graph node name for workflow events, or search-tree node id for search events."""
     parent_id: str | None = None
@@ -51,6 +51,14 @@ class Event(BaseModel):
     renamed: ClassVar[dict[str, str]] = {}
     """Payload keys of the disk format that are fields of another name here (a payload `kind` would shadow the
     event's own)."""
+
+    def __init_subclass__(cls, kind: str = "", **kwargs: Any) -> None:
+        """`class ModelCall(Event, kind="model.call")`: the model's `kind` is that `Literal`, defaulted (the
+        discriminator of `AnyEvent`)."""
+        if kind:
+            cls.__annotations__["kind"] = Literal[kind]
+            cls.kind = kind
+        super().__init_subclass__(**kwargs)
 
     @model_validator(mode="before")
     @classmethod

@@ -20,10 +20,9 @@ JsonDict = dict[str, Any]
 # ------------------------------------------------------------------------------------------- runs and nodes
 
 
-class RunStart(Event):
+class RunStart(Event, kind="run.start"):
     """A workflow run began (`thread_id`), or a batch of tasks began (`total`)."""
 
-    kind: Literal["run.start"] = "run.start"
     workflow: str | None = None
     thread_id: str | None = None
     total: int | None = None
@@ -35,16 +34,14 @@ class RunStart(Event):
     executor: str | None = None
 
 
-class RunResume(Event):
-    kind: Literal["run.resume"] = "run.resume"
+class RunResume(Event, kind="run.resume"):
     workflow: str
     thread_id: str
     approve: bool | str
     edit: bool
 
 
-class RunFork(Event):
-    kind: Literal["run.fork"] = "run.fork"
+class RunFork(Event, kind="run.fork"):
     workflow: str
     thread_id: str
     forked_from: dict[str, str]
@@ -52,10 +49,9 @@ class RunFork(Event):
     edit: bool
 
 
-class RunEnd(Event):
+class RunEnd(Event, kind="run.end"):
     """A workflow run ended (`status`), or a batch of tasks ended (`resolved`)."""
 
-    kind: Literal["run.end"] = "run.end"
     thread_id: str | None = None
     status: str | None = None
     next: list[str] = Field(default_factory=list)
@@ -70,22 +66,19 @@ class RunEnd(Event):
     """A batch: tasks per outcome status."""
 
 
-class RunBudgetExceeded(Event):
-    kind: Literal["run.budget_exceeded"] = "run.budget_exceeded"
+class RunBudgetExceeded(Event, kind="run.budget_exceeded"):
     limit_usd: float | None
     not_started: list[str]
 
 
-class NodeStart(Event):
-    kind: Literal["node.start"] = "node.start"
+class NodeStart(Event, kind="node.start"):
     type: str | None = None
     """The node type (typed nodes, searches)."""
     strategy: str | None = None
     """A search node's strategy."""
 
 
-class NodeEnd(Event):
-    kind: Literal["node.end"] = "node.end"
+class NodeEnd(Event, kind="node.end"):
     writes: list[str]
     type: str | None = None
     approved: bool | None = None
@@ -95,21 +88,18 @@ class NodeEnd(Event):
     value: float | None = None
 
 
-class NodeFailure(Event):
-    kind: Literal["node.failed"] = "node.failed"
+class NodeFailure(Event, kind="node.failed"):
     reason: str
     error: str | None
 
 
-class WorkspaceRestored(Event):
-    kind: Literal["workspace.restored"] = "workspace.restored"
+class WorkspaceRestored(Event, kind="workspace.restored"):
     bytes: int
 
 
-class LimitReached(Event):
+class LimitReached(Event, kind="budget.exceeded"):
     """A limit of the run's budget was reached."""
 
-    kind: Literal["budget.exceeded"] = "budget.exceeded"
     limit: str
     """Which limit (`wall_seconds`, `model_calls`, ...); `kind` in the JSON line."""
     cut: list[str] | None = None
@@ -122,10 +112,9 @@ class LimitReached(Event):
 # ------------------------------------------------------------------------------------------- search
 
 
-class SearchNode(Event):
+class SearchNode(Event, kind="search.node"):
     """A search-tree node as it stands (the last of a node id wins); `final` in the tree's closing record."""
 
-    kind: Literal["search.node"] = "search.node"
     strategy: str
     thread: str | None
     depth: int
@@ -153,8 +142,7 @@ class BranchMoment(StrEnum):
     REUSED = "reused"
 
 
-class SearchBranch(Event):
-    kind: Literal["search.branch"] = "search.branch"
+class SearchBranch(Event, kind="search.branch"):
     event: BranchMoment
     parent: str | None = None
     value: float | None = None
@@ -164,22 +152,19 @@ class SearchBranch(Event):
     restore_ms: float | None = None
 
 
-class SearchStop(Event):
+class SearchStop(Event, kind="search.stop"):
     """A branch reached the search's `stop_at` (the envelope's `branch`)."""
 
-    kind: Literal["search.stop"] = "search.stop"
     value: float
     stop_at: float
 
 
-class SearchResume(Event):
-    kind: Literal["search.resume"] = "search.resume"
+class SearchResume(Event, kind="search.resume"):
     branches: int
     finished: int
 
 
-class SearchDecision(Event):
-    kind: Literal["search.decision"] = "search.decision"
+class SearchDecision(Event, kind="search.decision"):
     decision: str
     made: int | None = None
     widened: str | None = None
@@ -188,8 +173,7 @@ class SearchDecision(Event):
 # ------------------------------------------------------------------------------------------- models and tools
 
 
-class ModelCall(Event):
-    kind: Literal["model.call"] = "model.call"
+class ModelCall(Event, kind="model.call"):
     spec: str
     model: str
     usage: JsonDict
@@ -203,10 +187,9 @@ class ModelCall(Event):
     """With content capture only."""
 
 
-class ModelTurn(Event):
+class ModelTurn(Event, kind="model.turn"):
     """One model call as training data: the messages read, the samples given with their token traces."""
 
-    kind: Literal["model.turn"] = "model.turn"
     spec: str
     model: str
     identity: JsonDict
@@ -217,21 +200,18 @@ class ModelTurn(Event):
     cached: bool
 
 
-class ModelAsk(Event):
-    kind: Literal["model.ask"] = "model.ask"
+class ModelAsk(Event, kind="model.ask"):
     purpose: str
     tokens: int
     prompt: str | None = None
     answer: str | None = None
 
 
-class ModelReplayed(Event):
-    kind: Literal["model.replayed"] = "model.replayed"
+class ModelReplayed(Event, kind="model.replayed"):
     step: int
 
 
-class ToolCalled(Event):
-    kind: Literal["tool.call"] = "tool.call"
+class ToolCalled(Event, kind="tool.call"):
     name: str
     call_id: str | None
     args: JsonDict
@@ -244,8 +224,7 @@ class ToolCalled(Event):
     """The call's journal key (a replayable call)."""
 
 
-class ServerMetrics(Event):
-    kind: Literal["server.metrics"] = "server.metrics"
+class ServerMetrics(Event, kind="server.metrics"):
     server: str
     model: str | None
     error: str | None = None
@@ -262,14 +241,12 @@ class ServerMetrics(Event):
 # ------------------------------------------------------------------------------------------- agents
 
 
-class AgentStart(Event):
-    kind: Literal["agent.start"] = "agent.start"
+class AgentStart(Event, kind="agent.start"):
     tools: list[str]
     text_protocol: bool
 
 
-class AgentEnd(Event):
-    kind: Literal["agent.end"] = "agent.end"
+class AgentEnd(Event, kind="agent.end"):
     stop_reason: str
     steps: int
     usage: JsonDict
@@ -278,8 +255,7 @@ class AgentEnd(Event):
     has_output: bool
 
 
-class AgentCompacted(Event):
-    kind: Literal["agent.compacted"] = "agent.compacted"
+class AgentCompacted(Event, kind="agent.compacted"):
     step: int
     fits: bool
     policy: list[str]
@@ -290,8 +266,7 @@ class AgentCompacted(Event):
     messages_changed: int
 
 
-class AgentLoop(Event):
-    kind: Literal["agent.loop"] = "agent.loop"
+class AgentLoop(Event, kind="agent.loop"):
     loop: str
     what: str
     count: int
@@ -299,27 +274,23 @@ class AgentLoop(Event):
     step: int
 
 
-class AgentMaxTokensRaised(Event):
-    kind: Literal["agent.max_tokens_raised"] = "agent.max_tokens_raised"
+class AgentMaxTokensRaised(Event, kind="agent.max_tokens_raised"):
     max_tokens: int | None
 
 
-class ApprovalRequested(Event):
-    kind: Literal["approval.requested"] = "approval.requested"
+class ApprovalRequested(Event, kind="approval.requested"):
     tool: str
     args: JsonDict
     call_hash: str
 
 
-class ApprovalGranted(Event):
-    kind: Literal["approval.granted"] = "approval.granted"
+class ApprovalGranted(Event, kind="approval.granted"):
     tool: str
     args: JsonDict
     call_hash: str
 
 
-class ApprovalRefused(Event):
-    kind: Literal["approval.refused"] = "approval.refused"
+class ApprovalRefused(Event, kind="approval.refused"):
     tool: str
     call_hash: str
     reason: str
@@ -329,8 +300,7 @@ class ApprovalRefused(Event):
 # ------------------------------------------------------------------------------------------- sandboxes, servers
 
 
-class SandboxStart(Event):
-    kind: Literal["sandbox.start"] = "sandbox.start"
+class SandboxStart(Event, kind="sandbox.start"):
     sandbox: str
     backend: str
     image: str | None = None
@@ -338,8 +308,7 @@ class SandboxStart(Event):
     settings: JsonDict = Field(default_factory=dict)
 
 
-class SandboxExec(Event):
-    kind: Literal["sandbox.exec"] = "sandbox.exec"
+class SandboxExec(Event, kind="sandbox.exec"):
     sandbox: str
     command: str
     exit_code: int
@@ -349,52 +318,44 @@ class SandboxExec(Event):
     truncated: bool
 
 
-class SandboxTamper(Event):
+class SandboxTamper(Event, kind="sandbox.tamper"):
     """A forged line on the sandbox agent's channel (dropped)."""
 
-    kind: Literal["sandbox.tamper"] = "sandbox.tamper"
     sandbox: str
     line: str
 
 
-class McpServerStart(Event):
-    kind: Literal["mcp.server.start"] = "mcp.server.start"
+class McpServerStart(Event, kind="mcp.server.start"):
     server: str
     target: str
     starts: int
 
 
-class McpServerStop(Event):
-    kind: Literal["mcp.server.stop"] = "mcp.server.stop"
+class McpServerStop(Event, kind="mcp.server.stop"):
     server: str
     starts: int
 
 
-class McpServerExit(Event):
-    kind: Literal["mcp.server.exit"] = "mcp.server.exit"
+class McpServerExit(Event, kind="mcp.server.exit"):
     server: str
 
 
-class McpServerFailed(Event):
-    kind: Literal["mcp.server.failed"] = "mcp.server.failed"
+class McpServerFailed(Event, kind="mcp.server.failed"):
     server: str
     what: str
     reason: str
 
 
-class ExecutorTask(Event):
-    kind: Literal["executor.task"] = "executor.task"
+class ExecutorTask(Event, kind="executor.task"):
     nodes: list[str]
 
 
-class ExecutorRetry(Event):
-    kind: Literal["executor.retry"] = "executor.retry"
+class ExecutorRetry(Event, kind="executor.retry"):
     attempts: int
     nodes: list[str]
 
 
-class ExecutorLost(Event):
-    kind: Literal["executor.lost"] = "executor.lost"
+class ExecutorLost(Event, kind="executor.lost"):
     error: str
     attempts: int
 
@@ -402,99 +363,84 @@ class ExecutorLost(Event):
 # ------------------------------------------------------------------------------------------- reasoning steps
 
 
-class ReasonConstraints(Event):
-    kind: Literal["reason.constraints"] = "reason.constraints"
+class ReasonConstraints(Event, kind="reason.constraints"):
     constraints: list[str]
 
 
-class ReasonConstraintsFallback(Event):
-    kind: Literal["reason.constraints_fallback"] = "reason.constraints_fallback"
+class ReasonConstraintsFallback(Event, kind="reason.constraints_fallback"):
     covered: float
     answer: str
 
 
-class ReasonConstraintsDropped(Event):
-    kind: Literal["reason.constraints_dropped"] = "reason.constraints_dropped"
+class ReasonConstraintsDropped(Event, kind="reason.constraints_dropped"):
     dropped: list[str]
 
 
-class ReasonSelect(Event):
-    kind: Literal["reason.select"] = "reason.select"
+class ReasonSelect(Event, kind="reason.select"):
     algorithm: str
     prior: str | None
     scores: dict[str, float | None]
 
 
-class ReasonVerify(Event):
-    kind: Literal["reason.verify"] = "reason.verify"
+class ReasonVerify(Event, kind="reason.verify"):
     work: str
     score: float
 
 
-class ReasonReward(Event):
-    kind: Literal["reason.reward"] = "reason.reward"
+class ReasonReward(Event, kind="reason.reward"):
     algorithm: str
     reward: float
     ucb: JsonDict
 
 
-class ReasonValue(Event):
-    kind: Literal["reason.value"] = "reason.value"
+class ReasonValue(Event, kind="reason.value"):
     value: float | None
     """None: the judge gave no value."""
     assessment: str
 
 
-class CodegenSimulate(Event):
-    kind: Literal["codegen.simulate"] = "codegen.simulate"
+class CodegenSimulate(Event, kind="codegen.simulate"):
     target: Literal["plan", "code"]
     verdict: str | None = None
     failure: str | None = None
 
 
-class CodegenTest(Event):
-    kind: Literal["codegen.test"] = "codegen.test"
+class CodegenTest(Event, kind="codegen.test"):
     passed: int
     total: int
 
 
-class CodegenReward(Event):
-    kind: Literal["codegen.reward"] = "codegen.reward"
+class CodegenReward(Event, kind="codegen.reward"):
     examples: float | None
     """The share of examples passing (None: the task has none)."""
     verifier: float | None
     reward: float
 
 
-class InstructCritic(Event):
-    kind: Literal["instruct.critic"] = "instruct.critic"
+class InstructCritic(Event, kind="instruct.critic"):
     failed: list[str]
     by_code: int
     passed: int
     answers: list[int]
 
 
-class InstructRevert(Event):
-    kind: Literal["instruct.revert"] = "instruct.revert"
+class InstructRevert(Event, kind="instruct.revert"):
     passed: int
     best: int
 
 
-class InstructFix(Event):
-    kind: Literal["instruct.fix"] = "instruct.fix"
+class InstructFix(Event, kind="instruct.fix"):
     ok: bool
     chars: int | None = None
     error: str | None = None
 
 
-class InstructChecks(Event):
-    kind: Literal["instruct.checks"] = "instruct.checks"
+class InstructChecks(Event, kind="instruct.checks"):
     by_code: int
     constraints: int
 
 
-class InstructScore(Event):
-    kind: Literal["instruct.score"] = "instruct.score"
+class InstructScore(Event, kind="instruct.score"):
     reward: float
     failed: list[str] | None
 
@@ -502,8 +448,7 @@ class InstructScore(Event):
 # ------------------------------------------------------------------------------------------- repair
 
 
-class RepairStart(Event):
-    kind: Literal["repair.start"] = "repair.start"
+class RepairStart(Event, kind="repair.start"):
     search: str | None = None
     """What the workflow's searches run, in words (None: it has none)."""
     model: str | None
@@ -513,10 +458,9 @@ class RepairStart(Event):
     wall_time_s: float | None
 
 
-class RepairSearch(Event):
+class RepairSearch(Event, kind="repair.search"):
     """The task's search was switched (and why)."""
 
-    kind: Literal["repair.search"] = "repair.search"
     search: str | None = None
     """What the workflow's searches run, in words (None: it has none)."""
     why: str
@@ -549,14 +493,12 @@ class PreflightFindings(BaseModel):
     taken as the failing behaviour, not as a set-up failure."""
 
 
-class RepairPreflight(Event, PreflightFindings):
-    kind: Literal["repair.preflight"] = "repair.preflight"
+class RepairPreflight(Event, PreflightFindings, kind="repair.preflight"):
+    """The test command at the base commit, as the pre-flight found it (`PreflightFindings`)."""
 
-
-class RepairTestTime(Event):
+class RepairTestTime(Event, kind="repair.test_time"):
     """A step's share of the test time was shortened or ran out."""
 
-    kind: Literal["repair.test_time"] = "repair.test_time"
     step: str
     action: str
     share_s: float | None
@@ -569,8 +511,7 @@ class RepairTestTime(Event):
     shortened: bool | None = None
 
 
-class RepairResume(Event):
-    kind: Literal["repair.resume"] = "repair.resume"
+class RepairResume(Event, kind="repair.resume"):
     next: list[str]
 
 
@@ -586,8 +527,7 @@ class RepairStatus(StrEnum):
     """Cut short (Ctrl-C) before it finished: a resume continues it (no outcome is written)."""
 
 
-class RepairEnd(Event):
-    kind: Literal["repair.end"] = "repair.end"
+class RepairEnd(Event, kind="repair.end"):
     status: RepairStatus
     limit: str | None = None
     """Which limit was reached (`status` limits_exceeded)."""
@@ -604,18 +544,16 @@ class RepairEnd(Event):
         return f"{self.status}:{self.limit}" if self.limit else str(self.status)
 
 
-class RepairStopped(Event):
+class RepairStopped(Event, kind="repair.stopped"):
     """A step stopped the task: a limit of its budget was reached."""
 
-    kind: Literal["repair.stopped"] = "repair.stopped"
     limit: str
     """Which limit (`wall_seconds`, `model_calls`, ...)."""
 
 
-class RepairBase(Event):
+class RepairBase(Event, kind="repair.base"):
     """What a task's search starts from: the base commit's verification, as the first edit sees it."""
 
-    kind: Literal["repair.base"] = "repair.base"
     passed: bool | None
     score: float
     feedback: str
@@ -625,8 +563,7 @@ class RepairBase(Event):
     suspects: list[str]
 
 
-class RepairSpectrum(Event):
-    kind: Literal["repair.spectrum"] = "repair.spectrum"
+class RepairSpectrum(Event, kind="repair.spectrum"):
     examples: int
     executed: int
     tests: dict[str, int] | None
@@ -635,75 +572,64 @@ class RepairSpectrum(Event):
     problems: list[str]
 
 
-class RepairRank(Event):
-    kind: Literal["repair.rank"] = "repair.rank"
+class RepairRank(Event, kind="repair.rank"):
     ranked: list[str]
 
 
-class RepairReproduce(Event):
-    kind: Literal["repair.reproduce"] = "repair.reproduce"
+class RepairReproduce(Event, kind="repair.reproduce"):
     kept: bool
     script: str | None
     output: str
     source: Literal["examples", "model"]
 
 
-class RepairKeepCheck(Event):
-    kind: Literal["repair.keep_check"] = "repair.keep_check"
+class RepairKeepCheck(Event, kind="repair.keep_check"):
     kept: bool
     script: str | None
     check: str | None
     output: str
 
 
-class RepairPlan(Event):
-    kind: Literal["repair.plan"] = "repair.plan"
+class RepairPlan(Event, kind="repair.plan"):
     plan: str
 
 
-class RepairExamples(Event):
-    kind: Literal["repair.examples"] = "repair.examples"
+class RepairExamples(Event, kind="repair.examples"):
     compared: int
     changed: int
     usable: bool
     behaviours: int
 
 
-class RepairExamplesUnchanged(Event):
-    kind: Literal["repair.examples_unchanged"] = "repair.examples_unchanged"
+class RepairExamplesUnchanged(Event, kind="repair.examples_unchanged"):
     shown: str
 
 
-class RepairKeeps(Event):
-    kind: Literal["repair.keeps"] = "repair.keeps"
+class RepairKeeps(Event, kind="repair.keeps"):
     compared: int
     held: int
 
 
-class RepairLocalize(Event):
-    kind: Literal["repair.localize"] = "repair.localize"
+class RepairLocalize(Event, kind="repair.localize"):
     files: list[str]
     symbols: list[str]
     locations: list[str]
 
 
-class RepairRegression(Event):
-    kind: Literal["repair.regression"] = "repair.regression"
+class RepairRegression(Event, kind="repair.regression"):
     passing: int
     deselected: list[str]
     test_cmd: str
     answer: str
 
 
-class RepairSelectTurn(Event):
-    kind: Literal["repair.select_turn"] = "repair.select_turn"
+class RepairSelectTurn(Event, kind="repair.select_turn"):
     turn: int
     ran: bool
     output: str
 
 
-class RepairTestVote(Event):
-    kind: Literal["repair.test_vote"] = "repair.test_vote"
+class RepairTestVote(Event, kind="repair.test_vote"):
     votes: dict[str, int]
     tests: int
     counted: list[Any]
@@ -713,8 +639,7 @@ class RepairTestVote(Event):
     error: str | None
 
 
-class RepairTrajectoryTurn(Event):
-    kind: Literal["repair.trajectory_turn"] = "repair.trajectory_turn"
+class RepairTrajectoryTurn(Event, kind="repair.trajectory_turn"):
     trajectory: int
     turn: int
     edit: str
@@ -722,27 +647,23 @@ class RepairTrajectoryTurn(Event):
     feedback: str
 
 
-class RepairTrajectories(Event):
-    kind: Literal["repair.trajectories"] = "repair.trajectories"
+class RepairTrajectories(Event, kind="repair.trajectories"):
     runs: list[JsonDict]
 
 
-class RepairToolEdit(Event):
-    kind: Literal["repair.tool_edit"] = "repair.tool_edit"
+class RepairToolEdit(Event, kind="repair.tool_edit"):
     sample: int
     steps: int
     stop_reason: str
     files: list[str]
 
 
-class RepairResample(Event):
-    kind: Literal["repair.resample"] = "repair.resample"
+class RepairResample(Event, kind="repair.resample"):
     status: str
     errors: list[str]
 
 
-class RepairAttempt(Event):
-    kind: Literal["repair.attempt"] = "repair.attempt"
+class RepairAttempt(Event, kind="repair.attempt"):
     value: float
     passed: bool | None
     dropped_test_files: list[str]
@@ -750,15 +671,13 @@ class RepairAttempt(Event):
     part_of: str | None
 
 
-class RepairValue(Event):
-    kind: Literal["repair.value"] = "repair.value"
+class RepairValue(Event, kind="repair.value"):
     value: float | None
     search_value: float
     assessment: str
 
 
-class RepairCandidate(Event):
-    kind: Literal["repair.candidate"] = "repair.candidate"
+class RepairCandidate(Event, kind="repair.candidate"):
     candidate_id: str
     status: str
     passed: bool | None
@@ -767,10 +686,9 @@ class RepairCandidate(Event):
     part_of: str | None
 
 
-class RepairConfirm(Event):
+class RepairConfirm(Event, kind="repair.confirm"):
     """The chosen candidate's targeted tests confirmed on the whole suite (or not: `held`)."""
 
-    kind: Literal["repair.confirm"] = "repair.confirm"
     candidate_id: str
     targeted: Any
     held: bool
@@ -779,21 +697,18 @@ class RepairConfirm(Event):
     seconds: float | None
 
 
-class RepairVote(Event):
-    kind: Literal["repair.vote"] = "repair.vote"
+class RepairVote(Event, kind="repair.vote"):
     by: str
     clusters: int
     patch_vote_choice: str
 
 
-class RepairNoop(Event):
-    kind: Literal["repair.noop"] = "repair.noop"
+class RepairNoop(Event, kind="repair.noop"):
     left_out: int
     among: int
 
 
-class RepairDiscriminate(Event):
-    kind: Literal["repair.discriminate"] = "repair.discriminate"
+class RepairDiscriminate(Event, kind="repair.discriminate"):
     finalists: list[str]
     chosen: str
     chosen_by: str
@@ -801,8 +716,7 @@ class RepairDiscriminate(Event):
     error: str | None
 
 
-class RepairChoice(Event):
-    kind: Literal["repair.choice"] = "repair.choice"
+class RepairChoice(Event, kind="repair.choice"):
     candidate_id: str
     chosen_by: str | None
     among: int | None
