@@ -115,27 +115,30 @@ class Budget:
         if self.parent is not None:
             self.parent.charge_tool(calls)
 
+    def _reached(self, spends: tuple[BudgetKind, ...] = ()) -> tuple[BudgetKind, float, float] | None:
+        """The first limit reached here or in a parent (kind, used, limit), or None; for the kinds a call
+        `spends`, what calls in flight hold counts as used."""
+        budget: Budget | None = self
+        while budget is not None:
+            used = budget.used
+            for kind in BUDGET_KINDS:
+                limit = getattr(budget.limits, kind)
+                value = getattr(used, kind) + (getattr(budget._held, kind) if kind in spends else 0)
+                if limit is not None and value >= limit:
+                    return kind, value, limit
+            budget = budget.parent
+        return None
+
     def exceeded(self) -> BudgetKind | None:
         """The first limit reached here or in a parent, or None."""
-        used = self.used
-        for kind in BUDGET_KINDS:
-            limit = getattr(self.limits, kind)
-            if limit is not None and getattr(used, kind) >= limit:
-                return kind
-        return self.parent.exceeded() if self.parent is not None else None
+        reached = self._reached()
+        return reached[0] if reached is not None else None
 
     def check(self) -> None:
         """Raise `BudgetExceeded` if any limit (here or in a parent) is reached."""
-        kind = self.exceeded()
-        if kind is None:
-            return
-        budget: Budget | None = self
-        while budget is not None:
-            limit = getattr(budget.limits, kind)
-            if limit is not None and getattr(budget.used, kind) >= limit:
-                raise BudgetExceeded(kind, getattr(budget.used, kind), limit)
-            budget = budget.parent
-        raise BudgetExceeded(kind, 0, 0)  # pragma: no cover - exceeded() and the walk agree
+        reached = self._reached()
+        if reached is not None:
+            raise BudgetExceeded(*reached)
 
     def remaining(self, kind: BudgetKind) -> float | None:
         """How much of `kind` is left (the tightest of this budget and its parents), None if unlimited."""
@@ -167,10 +170,8 @@ class Budget:
         """Count `spent` (earlier legs of a resumed run) here as if it had been charged, wall seconds included;
         as `Budget(spent=...)` does for a budget built for the resume."""
         with self._lock:
-            self._used.tokens += spent.tokens
-            self._used.usd += spent.usd
-            self._used.model_calls += spent.model_calls
-            self._used.tool_calls += spent.tool_calls
+            for kind in ("tokens", "usd", "model_calls", "tool_calls"):
+                setattr(self._used, kind, getattr(self._used, kind) + getattr(spent, kind))
             self._start -= spent.wall_seconds
 
     def restart(self, spent: BudgetUsage | None) -> None:
@@ -184,51 +185,37 @@ class Budget:
     def summary(self) -> dict[str, object]:
         return {"limits": self.limits.model_dump(exclude_none=True), "used": self.used.model_dump()}
 
-    @contextlib.contextmanager
-    def model_call(self, max_tokens: int | None = None) -> Iterator[Hold]:
+    def model_call(self, max_tokens: int | None = None) -> contextlib.AbstractContextManager[Hold]:
         """Admit one model call for the block: it holds one call and `max_tokens` (its most output tokens)
         against the limits here and in every parent until `hold.charge_model(...)` charges what it used or
         the block ends. Refused with `BudgetExceeded` when a limit is reached, counting what calls in flight
         hold of the model-call, token and USD limits."""
-        hold = self._admit(("model_calls", "tokens", "usd"), BudgetUsage(model_calls=1, tokens=max_tokens or 0))
-        try:
-            yield hold
-        finally:
-            hold.release()
+        return self._admit(("model_calls", "tokens", "usd"), BudgetUsage(model_calls=1, tokens=max_tokens or 0))
+
+    def tool_call(self) -> contextlib.AbstractContextManager[Hold]:
+        """Admit one tool call for the block (see `model_call`); `hold.charge_tool()` charges it."""
+        return self._admit(("tool_calls",), BudgetUsage(tool_calls=1))
 
     @contextlib.contextmanager
-    def tool_call(self) -> Iterator[Hold]:
-        """Admit one tool call for the block (see `model_call`); `hold.charge_tool()` charges it."""
-        hold = self._admit(("tool_calls",), BudgetUsage(tool_calls=1))
+    def _admit(self, spends: tuple[BudgetKind, ...], amount: BudgetUsage) -> Iterator[Hold]:
+        """Check every level (see `_reached`), then hold `amount` at every level, both under the tree's one
+        lock, until the block ends."""
+        with self._lock:
+            reached = self._reached(spends)
+            if reached is not None:
+                raise BudgetExceeded(*reached, refused=True)
+            hold = Hold(self, amount)
         try:
             yield hold
         finally:
             hold.release()
-
-    def _admit(self, spends: tuple[BudgetKind, ...], amount: BudgetUsage) -> Hold:
-        """Check every level (a limit reached refuses; for the kinds the call `spends`, what calls in flight
-        hold counts as reached), then hold `amount` at every level: both under the tree's one lock."""
-        with self._lock:
-            budget: Budget | None = self
-            while budget is not None:
-                used = budget.used
-                for kind in BUDGET_KINDS:
-                    limit = getattr(budget.limits, kind)
-                    if limit is None:
-                        continue
-                    value = getattr(used, kind) + (getattr(budget._held, kind) if kind in spends else 0)
-                    if value >= limit:
-                        raise BudgetExceeded(kind, value, limit, refused=True)
-                budget = budget.parent
-            return Hold(self, amount)
 
     def _add_held(self, amount: BudgetUsage, sign: int) -> None:
         with self._lock:
             budget: Budget | None = self
             while budget is not None:
-                budget._held.model_calls += sign * amount.model_calls
-                budget._held.tool_calls += sign * amount.tool_calls
-                budget._held.tokens += sign * amount.tokens
+                for kind in ("model_calls", "tool_calls", "tokens"):
+                    setattr(budget._held, kind, getattr(budget._held, kind) + sign * getattr(amount, kind))
                 budget = budget.parent
 
     @contextlib.asynccontextmanager
