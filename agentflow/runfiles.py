@@ -102,23 +102,27 @@ def open_append(path: str | Path) -> IO[str]:
         fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
     except OSError as exc:
         raise UserError(f"cannot append to {p}: {exc.strerror or exc.__class__.__name__}", hint=_HINT) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UserError(f"{p} is not a regular file: agentflow does not write through it", hint=_HINT)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return os.fdopen(_regular(fd, p, "write"), "a", encoding="utf-8")
 
 
 def truncate_file(path: str | Path, size: int) -> None:
     """Cut the regular file `path` to `size` bytes (never through a link)."""
     p = check_regular(path)
-    fd = os.open(p, os.O_WRONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+    fd = _regular(os.open(p, os.O_WRONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC), p, "write")
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UserError(f"{p} is not a regular file: agentflow does not write through it", hint=_HINT)
         os.ftruncate(fd, size)
     finally:
         os.close(fd)
+
+
+def _regular(fd: int, p: Path, verb: str) -> int:
+    """`fd` (opened non-blocking: a FIFO is not waited on) made blocking when it is a regular file; else it is
+    closed and a UserError raised."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"{p} is not a regular file: agentflow does not {verb} through it", hint=_HINT)
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _open_read(path: str | Path) -> int:
@@ -132,11 +136,7 @@ def _open_read(path: str | Path) -> int:
     except OSError:
         check_regular(p)  # names a link or a special file
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UserError(f"{p} is not a regular file: agentflow does not read through it", hint=_HINT)
-    os.set_blocking(fd, True)
-    return fd
+    return _regular(fd, p, "read")
 
 
 def open_read(path: str | Path) -> IO[str]:

@@ -33,16 +33,12 @@ _PREFIX = "hmac-sha256:"
 _KEY_FILE = "run-key"
 
 
-def config_dir() -> Path:
-    """The user's agentflow config folder (not created here)."""
+def key_path() -> Path:
+    """The run key's file in the user's agentflow config folder (not created here)."""
     root = os.environ.get("AGENTFLOW_CONFIG_DIR") or os.path.join(
         os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "agentflow"
     )
-    return Path(root)
-
-
-def key_path() -> Path:
-    return config_dir() / _KEY_FILE
+    return Path(root) / _KEY_FILE
 
 
 def _read_key(path: Path) -> bytes | None:
@@ -90,32 +86,30 @@ def run_key(*, create: bool) -> bytes | None:
     return key
 
 
-def _mac(key: bytes, record: dict[str, Any]) -> str:
+def _mac(key: bytes | None, record: dict[str, Any]) -> str:
     signed = {name: record.get(name) for name in SIGNED_FIELDS}
     text = json.dumps(signed, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
-    return _PREFIX + hmac.new(key, b"agentflow-run-record-v1\0" + text.encode(), hashlib.sha256).hexdigest()
+    return _text_mac(key, text, b"agentflow-run-record-v1\0")
 
 
 def sign(record: dict[str, Any]) -> dict[str, Any]:
     """`record` with its MAC (over `SIGNED_FIELDS` as they are in `record`: sign what is written, redacted)."""
-    key = run_key(create=True)
-    assert key is not None
-    return {**{k: v for k, v in record.items() if k != MAC_FIELD}, MAC_FIELD: _mac(key, record)}
+    mac = _mac(run_key(create=True), record)
+    return {**{k: v for k, v in record.items() if k != MAC_FIELD}, MAC_FIELD: mac}
 
 
 YAML_MAC = "# agentflow-mac: "
 """The first line of a signed YAML record (`config.resolved.yaml`): a comment, so every YAML reader skips it."""
 
 
-def _text_mac(key: bytes, text: str) -> str:
-    return _PREFIX + hmac.new(key, b"agentflow-run-config-v1\0" + text.encode(), hashlib.sha256).hexdigest()
+def _text_mac(key: bytes | None, text: str, domain: bytes = b"agentflow-run-config-v1\0") -> str:
+    assert key is not None
+    return _PREFIX + hmac.new(key, domain + text.encode(), hashlib.sha256).hexdigest()
 
 
 def sign_yaml(text: str) -> str:
     """`text` (a YAML document, as written) with a first line holding its MAC."""
-    key = run_key(create=True)
-    assert key is not None
-    return f"{YAML_MAC}{_text_mac(key, text)}\n{text}"
+    return f"{YAML_MAC}{_text_mac(run_key(create=True), text)}\n{text}"
 
 
 def verified_yaml(text: str) -> str | None:
@@ -138,5 +132,5 @@ def verified(record: dict[str, Any]) -> bool:
     return key is not None and hmac.compare_digest(mac, _mac(key, record))
 
 
-__all__ = ["MAC_FIELD", "SIGNED_FIELDS", "YAML_MAC", "config_dir", "key_path", "run_key", "sign", "sign_yaml",
+__all__ = ["MAC_FIELD", "SIGNED_FIELDS", "YAML_MAC", "key_path", "run_key", "sign", "sign_yaml",
            "verified", "verified_yaml"]

@@ -96,12 +96,6 @@ def new_run_id(prefix: str = "run") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
 
 
-def run_dir(root: str | Path, run_id: str) -> Path:
-    path = Path(root) / run_id
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def invoked_argv() -> list[str]:
     """The arguments this CLI call was given (after `agentflow`), as `main.run` received them."""
     import click

@@ -49,8 +49,6 @@ class EventLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open_append(self.path)  # never through a link the folder brings; closed in close()
 
-
-
     def write(self, event: Event) -> Event:
         """Record an event, also one built elsewhere (a remote worker's: redacted again with what this
         process knows), and return it as written. Every field of it, whatever the type of a value, passes

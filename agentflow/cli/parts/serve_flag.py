@@ -3,7 +3,7 @@
 `check_serve` parses and validates the value first (a bad one is a one-line error, exit 2, before anything
 starts); `serving(value)` then starts the server with a live view of its log, prints where it runs, prints the
 log tail if it fails to start (exit 1), and stops it and its children however the block ends (error, Ctrl-C,
-SIGTERM). `served_loader` and `TaskMetrics` plug the server into repair runs.
+SIGTERM). `served_loader` and `task_metrics` plug the server into repair runs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from agentflow.cli.common import terminal
 from agentflow.errors import printable
 
 if TYPE_CHECKING:
-    from agentflow.events import EventLog
     from agentflow.models.base import ChatModel
     from agentflow.serving.server import ServerHandle
 
@@ -121,45 +120,32 @@ def sets_model(overrides: list[str], key: str = "model") -> bool:
     return key in apply_overrides({}, overrides)
 
 
-class TaskMetrics:
-    """Writes one `server.metrics` event into a run's `events.jsonl` after each finished task.
-
-    The run's own EventLog belongs to `run_batch`; this one appends to the same file (one flushed line per
-    event, so the two never interleave inside a line) and is opened only once the run has started.
-    """
-
-    def __init__(self, handle: ServerHandle, out_dir: Path) -> None:
-        self.handle = handle
-        self.out_dir = out_dir
-        self._events: EventLog | None = None
-
-    def __call__(self, instance_id: str | None) -> None:
-        from agentflow.events import EventLog
-        from agentflow.serving.metric_events import emit_metrics_sync
-
-        if not self.handle.alive:
-            return
-        if self._events is None:
-            self._events = EventLog(self.out_dir / "events.jsonl", run_id=self.out_dir.name)
-        emit_metrics_sync(self.handle, self._events, node_id=instance_id)
-
-    def close(self) -> None:
-        if self._events is not None:
-            self._events.close()
-
-
-def metrics_hook(
+@contextlib.contextmanager
+def task_metrics(
     handle: ServerHandle | None, out_dir: Path, on_progress: Callable[[Any, Any], None] | None = None
-) -> tuple[Callable[[Any, Any], None] | None, TaskMetrics | None]:
-    """Wrap a `run_batch` progress callback so it also records the server's metrics after each task."""
+) -> Iterator[Callable[[Any, Any], None] | None]:
+    """A `run_batch` progress callback that also writes one `server.metrics` event into the run's
+    `events.jsonl` after each finished task (with a `--serve` server). The run's own EventLog belongs to
+    `run_batch`; this one appends to the same file (one flushed line per event, so the two never interleave
+    inside a line), opened only once the run has started and closed when the block ends."""
     if handle is None:
-        return on_progress, None
-    metrics = TaskMetrics(handle, out_dir)
+        yield on_progress
+        return
+    from agentflow.events import EventLog
+    from agentflow.serving.metric_events import emit_metrics_sync
+
+    opened: list[EventLog] = []
 
     def progress(p: Any, outcome: Any) -> None:
-        if outcome is not None:
-            metrics(outcome.instance_id)
+        if outcome is not None and handle.alive:
+            if not opened:
+                opened.append(EventLog(out_dir / "events.jsonl", run_id=out_dir.name))
+            emit_metrics_sync(handle, opened[0], node_id=outcome.instance_id)
         if on_progress is not None:
             on_progress(p, outcome)
 
-    return progress, metrics
+    try:
+        yield progress
+    finally:
+        for events in opened:
+            events.close()

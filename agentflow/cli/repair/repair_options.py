@@ -179,7 +179,7 @@ def run_batch_cli(
     """
     import asyncio
 
-    from agentflow.cli.parts.serve_flag import metrics_hook, served_loader, serving
+    from agentflow.cli.parts.serve_flag import served_loader, serving, task_metrics
     from agentflow.repair.run.runs import run_batch
 
     with serving(serve) as handle:
@@ -188,10 +188,6 @@ def run_batch_cli(
             if not model_set:
                 cfg.model = handle.spec
             extra["model_loader"] = served_loader(handle, cfg.model_options)
-        progress, metrics = metrics_hook(handle, out_dir, on_progress)
-        try:
+        with task_metrics(handle, out_dir, on_progress) as progress:
             sinks = [printer] if printer is not None else []
             return asyncio.run(run_batch(tasks, cfg, out_dir, on_progress=progress, sinks=sinks, **extra, **kwargs))
-        finally:
-            if metrics is not None:
-                metrics.close()
