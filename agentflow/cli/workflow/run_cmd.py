@@ -25,7 +25,7 @@ from agentflow.cli.common import (
 )
 from agentflow.cli.executor_options import RAY_ADDRESS_OPTION, TASK_CPUS_OPTION, executor_from_flags
 from agentflow.cli.parts.serve_flag import SERVE_OPTION, check_serve, serving
-from agentflow.config import StrictConfig
+from agentflow.config import StrictConfig, load_config
 from agentflow.errors import UserError, did_you_mean, printable
 from agentflow.observe.config import TraceConfig
 
@@ -57,14 +57,6 @@ class RunConfig(StrictConfig):
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Settings of the workflow's typed nodes, over the YAML's (`-c nodes.refine.samples=1`), and of its search
     nodes' `search:` (`-c nodes.attempt.strategy=mcts`); validated like the YAML's own."""
-
-
-def check_model_spec(spec: str) -> str:
-    """A one-line UserError for a malformed spec, before anything is created or loaded."""
-    from agentflow.models.spec import parse_spec
-
-    parse_spec(spec)
-    return spec
 
 
 def find_run(root: Path, thread_id: str) -> Path:
@@ -204,8 +196,6 @@ def register(app: typer.Typer) -> None:
         opts = resolve_options(given, recorded_dir,
                                verb=f"--resume {resume}" if resume is not None else f"--fork {fork}")
         cfg = load_config(RunConfig, opts.config)
-        if opts.model is not None:
-            check_model_spec(opts.model)
         check_serve(opts.serve)
         if opts.serve and opts.model is None and executor_cfg is not None and executor_cfg.kind == "ray":
             raise UserError("--serve cannot be combined with --executor ray: the served model is this machine's",
@@ -217,7 +207,6 @@ def register(app: typer.Typer) -> None:
             from agentflow.graph.compile.compiler import initial_state
 
             initial_state(spec, inputs)
-        warn_unpriced(opts, spec)
         check_can_start(spec, opts)
 
         with serving(opts.serve) as handle:
@@ -240,24 +229,17 @@ class ForkFrom:
     after_node: str | None = None
 
 
-def _check_fork_flags(fork: str | None, resume: str | None, at: str | None, after: str | None,
-                      input: str | None) -> None:
-    if fork is None and (at is not None or after is not None):
-        raise UserError("--at and --after pick the checkpoint of --fork THREAD_ID")
-    if fork is None:
-        return
-    if resume is not None:
-        raise UserError("--fork starts a new run from another; drop --resume (resume the fork by its own thread id)")
-    if input is not None:
-        raise UserError("--fork takes the state at the checkpoint; change it with --edit JSON, not --input")
-    if at is not None and after is not None:
-        raise UserError("--at and --after both pick the checkpoint: give one")
-
-
 def _check_run_flags(workflow: str | None, *, input: str | None, resume: str | None, fork: str | None,
                      at: str | None, after: str | None, approve: bool, edit: str | None) -> None:
     """Flags that contradict each other are refused before anything is loaded or started."""
-    _check_fork_flags(fork, resume, at, after, input)
+    if fork is None and (at is not None or after is not None):
+        raise UserError("--at and --after pick the checkpoint of --fork THREAD_ID")
+    if fork is not None and resume is not None:
+        raise UserError("--fork starts a new run from another; drop --resume (resume the fork by its own thread id)")
+    if fork is not None and input is not None:
+        raise UserError("--fork takes the state at the checkpoint; change it with --edit JSON, not --input")
+    if at is not None and after is not None:
+        raise UserError("--at and --after both pick the checkpoint: give one")
     new_run = resume is None and fork is None
     if new_run and (approve or edit is not None):
         raise UserError("--approve and --edit need --resume THREAD_ID (or --fork THREAD_ID)")
@@ -317,12 +299,6 @@ def needs_repair(workflow: str) -> bool:
     return "repair" in needed_resources(spec, registry_for(spec))
 
 
-def load_config(cls: Any, items: list[str]) -> Any:
-    from agentflow.config import load_config as load
-
-    return load(cls, items)
-
-
 def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
     """The workflow spec with `-c step_limit` applied, validated (a UserError names the first problem)."""
     from agentflow.graph.check.validation import check_workflow
@@ -347,27 +323,20 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
 
 def check_can_start(spec: Any, opts: Any) -> None:
     """What a run needs from this machine, checked before its folder is made (a refused run leaves none): the
-    run's model (a hosted one's API key, a replay cassette) and the --workspace folder."""
+    run's model (a well-formed spec, a hosted one's API key, a replay cassette) and the --workspace folder.
+    A USD limit cannot trip for a model without a known price: that is said before the run starts."""
+    from agentflow.graph.run.run_options import priced
     from agentflow.graph.run.workspace import check_workspace
+    from agentflow.models.pricing import warn_unpriced
     from agentflow.models.spec import check_can_start as check_model
 
     model = opts.model or (spec.model if opts.serve is None else None)
+    if opts.limits.get("usd") is not None and (model is None or not priced(model)):
+        warn_unpriced(model or str(opts.serve), opts.limits["usd"])
     if model is not None:
         check_model(model)
     if opts.workspace is not None:
         check_workspace(opts.workspace)
-
-
-def warn_unpriced(opts: Any, spec: Any) -> None:
-    """A USD limit cannot trip for a model without a known price: say so before the run starts."""
-    if opts.limits.get("usd") is None:
-        return
-    from agentflow.graph.run.run_options import priced
-    from agentflow.models.pricing import warn_unpriced as warn
-
-    model = None if opts.serve is not None and opts.model is None else (opts.model or spec.model)
-    if model is None or not priced(model):
-        warn(model or str(opts.serve), opts.limits["usd"])
 
 
 LIMIT_OPTIONS = {"wall_seconds": "--wall-time", "usd": "--budget-usd", "model_calls": "--step-limit"}
@@ -565,25 +534,6 @@ async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dic
                     raise UserError("--apply needs the run's --workspace DIR")
                 applied = apply_to_tree(workspace, patch, allow_exec=allow_exec)
         return result, applied
-
-
-def thread_spec(spec: Any, thread_id: str) -> Any:
-    """The graph whose checkpoints `thread_id` holds: the workflow's, or for a search branch's thread
-    (`THREAD~node~b1~b4`, nested searches `...~b1~inner~b2`) the subgraph that branch runs."""
-    import re
-
-    from agentflow.graph.search.settings import BRANCH_SEP
-    from agentflow.graph.search.tree import branch_spec
-
-    for part in thread_id.split(BRANCH_SEP)[1:]:
-        if re.fullmatch(r"b\d+", part):
-            continue
-        node = spec.nodes.get(part)
-        if node is None or node.search is None:
-            raise UserError(f"thread {thread_id!r} names no search node {part!r} of {spec.name}",
-                            hint="copy the thread id the viewer or `--history` shows")
-        spec = branch_spec(spec, node)
-    return spec
 
 
 READER_MODEL = "unused:reading-checkpoints"
