@@ -94,11 +94,8 @@ def _load_tools(packs: list[str]) -> dict[str, Any]:
     from agentflow.graph.define.user_code import localize_pack
     from agentflow.tools.packs import load_pack
 
-    tools: dict[str, Any] = {}
-    for pack in packs:
-        for t in load_pack(localize_pack(pack, Path.cwd())):  # a pack file in the current folder loads too
-            tools[t.name] = t
-    return tools
+    # a pack file in the current folder loads too
+    return {t.name: t for pack in packs for t in load_pack(localize_pack(pack, Path.cwd()))}
 
 
 def register(app: typer.Typer) -> None:
@@ -434,9 +431,7 @@ def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: 
         "workflow": spec.name,
         "source": spec.source_path,
         "model": opts.model or spec.model,
-        **({"serve": opts.serve} if opts.serve is not None else {}),
-        **({"sandbox": opts.sandbox} if opts.sandbox is not None else {}),
-        **({"workspace": opts.workspace} if opts.workspace is not None else {}),
+        **{key: getattr(opts, key) for key in ("serve", "sandbox", "workspace") if getattr(opts, key) is not None},
         **({"limits": opts.limits} if opts.limits else {}),
         "input": inputs,
         "run": json.loads(cfg.model_dump_json()),
