@@ -57,7 +57,7 @@ class _BoundedLoader(yaml.SafeLoader):
         weight = 1 + sum(self._weights.get(id(child), 1) for child in children)
         self._weights[id(node)] = weight
         if weight > self._nodes + YAML_ALIAS_BUDGET:
-            raise _AliasBomb(weight)
+            raise _AliasBomb
         return node
 
 
@@ -66,9 +66,7 @@ class _MalformedYAML(ConfigError):
 
 
 class _AliasBomb(Exception):
-    def __init__(self, weight: int) -> None:
-        super().__init__(weight)
-        self.weight = weight
+    """A document whose aliases stand for more than `YAML_ALIAS_BUDGET` nodes it does not hold."""
 
 
 def strategy_spelling(name: str) -> str:
