@@ -35,8 +35,8 @@ class Event(BaseModel):
     """Unix time the event was recorded."""
     run_id: str = ""
     """The run this event belongs to (the log fills it in)."""
-    kind: str
-    """What happened, dotted (`model.call`); each event model fixes it (`__init_subclass__`)."""
+    kind: str = ""
+    """What happened, dotted (`model.call`): each event model's own, given as a class keyword."""
     node_id: str | None = None
     """Graph node name for workflow events, or search-tree node id for search events."""
     parent_id: str | None = None
