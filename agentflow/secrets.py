@@ -133,7 +133,7 @@ class Redactors:
 _cache: tuple[Any, tuple[tuple[Any, Any], ...], Redactors] | None = None
 
 
-def redactor(*, urls: bool = True) -> Redactor | None:
+def redactor(*, urls: bool = True) -> Redactor:
     """A function that redacts every current secret (and URL passwords) from a value.
 
     `urls=False` leaves URLs that are not known secrets alone: for code (a patch; see `CODE_KEYS`, which
@@ -177,8 +177,7 @@ def _make_redactors(secrets: tuple[str, ...]) -> Redactors:
 def redact(value: Any, *, urls: bool = True) -> Any:
     """Return `value` with every secret string replaced by `***` (recursing into lists, tuples and dicts);
     `urls=False` for code: see `redactor`."""
-    scrub = redactor(urls=urls)
-    return scrub(value) if scrub is not None else value
+    return redactor(urls=urls)(value)
 
 
 def _scan() -> tuple[str, ...]:
