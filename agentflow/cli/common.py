@@ -24,11 +24,6 @@ ALLOW_PATH_OPTION = typer.Option(
 )
 
 
-def is_tty(err: bool = False) -> bool:
-    """Whether stdout (or stderr) is a terminal."""
-    return (sys.stderr if err else sys.stdout).isatty()
-
-
 class EscapingStream:
     """A text stream that writes every string through `printable(..., lines=True)`: whatever a command prints
     (a node or file name from a workflow, a run folder or a model) reaches the terminal with its control

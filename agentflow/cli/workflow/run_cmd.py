@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import math
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,6 @@ from pydantic import Field
 from agentflow.cli.common import (
     CONFIG_OPTION,
     JSON_OPTION,
-    is_tty,
     new_run_id,
     parse_json_input,
     print_view_hint,
@@ -211,7 +211,7 @@ def register(app: typer.Typer) -> None:
                 spec, opts, cfg, handle=handle, inputs=inputs, edits=edits, thread_id=thread_id, resume=resume,
                 resume_dir=resume_dir, fork=fork_from, approve=approve, apply=apply, allow_exec=allow_exec,
                 output=output, executor=executor_cfg,
-                printer_mode="json" if as_json else "live" if is_tty(err=True) else "plain",
+                printer_mode="json" if as_json else "live" if sys.stderr.isatty() else "plain",
             )
         return _report(result, run_id, rdir, output=output, as_json=as_json, applied=applied, limits=opts.limits)
 
