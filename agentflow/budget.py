@@ -190,7 +190,8 @@ class Budget:
         against the limits here and in every parent until `hold.charge_model(...)` charges what it used or
         the block ends. Refused with `BudgetExceeded` when a limit is reached, counting what calls in flight
         hold of the model-call, token and USD limits."""
-        return self._admit(("model_calls", "tokens", "usd"), BudgetUsage(model_calls=1, tokens=max_tokens or 0))
+        held = BudgetUsage(model_calls=1, tokens=max_tokens or 0)
+        return self._admit(("model_calls", "tokens", "usd"), held)
 
     def tool_call(self) -> contextlib.AbstractContextManager[Hold]:
         """Admit one tool call for the block (see `model_call`); `hold.charge_tool()` charges it."""

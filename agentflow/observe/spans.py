@@ -224,7 +224,13 @@ class SpanTranslator:
             self._new.record = record
         return record
 
-    def _end(self, record: _Open, end_ns: int) -> None:
+    def _end(self, record: _Open, end_ns: int, attributes: dict[str, Any] | None = None,
+             error: Any = None) -> None:
+        """End `record`'s span (with its last `attributes`; an `error` sets its status)."""
+        if attributes:
+            record.span.set_attributes(attributes)
+        if error:
+            record.span.set_status(Status(StatusCode.ERROR, str(error)[:500]))
         if self._open.get(record.key) is record:
             del self._open[record.key]
         if record.parent is not None:
@@ -346,10 +352,8 @@ class SpanTranslator:
             return
         record = self._open.get(key)
         if record is not None:
-            record.span.set_attributes(_flat("agentflow.search.branch", event.data, skip=("event", "search")))
-            if event.error:
-                record.span.set_status(Status(StatusCode.ERROR, event.error[:500]))
-            self._end(record, _ns(event.ts))
+            attrs = _flat("agentflow.search.branch", event.data, skip=("event", "search"))
+            self._end(record, _ns(event.ts), attrs, event.error)
 
     def _node_end(self, event: NodeEnd) -> None:
         record = self._open.get(("node", _scoped(event, event.node_id or "?")))
@@ -371,15 +375,14 @@ class SpanTranslator:
         if record is None:
             return
         d = event.data
-        record.span.set_attributes({
+        attrs = {
             "gen_ai.usage.input_tokens": record.tokens[0],
             "gen_ai.usage.output_tokens": record.tokens[1],
             **_flat("agentflow.agent", d, skip=("usage",)),
             **_flat("agentflow.agent.usage", d.get("usage") or {}),
-        })
-        if d.get("error") or d.get("stop_reason") == "error":
-            record.span.set_status(Status(StatusCode.ERROR, str(d.get("error") or "error")[:500]))
-        self._end(record, _ns(event.ts))
+        }
+        error = d.get("error") or ("error" if d.get("stop_reason") == "error" else None)
+        self._end(record, _ns(event.ts), attrs, error)
 
     def _repair_start(self, event: Event) -> None:
         iid = event.node_id or ""
@@ -391,12 +394,10 @@ class SpanTranslator:
         record = self._open.get(("repair", event.node_id or ""))
         if record is None:
             return
-        record.span.set_attributes(_flat("agentflow.repair", event.data, skip=("instance_id",)))
-        if event.data.get("error"):
-            record.span.set_status(Status(StatusCode.ERROR, str(event.data["error"])[:500]))
         for child in list(record.children.values()):  # a search the repair left open
             self._end_tree(child, _ns(event.ts))
-        self._end(record, _ns(event.ts))
+        attrs = _flat("agentflow.repair", event.data, skip=("instance_id",))
+        self._end(record, _ns(event.ts), attrs, event.data.get("error"))
 
     def _repair_step(self, event: Event) -> None:
         """rank / base / reproduce / plan: a step from the repair's previous step to this event."""

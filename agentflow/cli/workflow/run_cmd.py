@@ -431,7 +431,8 @@ def _new_run_dir(spec: Any, opts: Any, cfg: RunConfig, output: Path, thread_id: 
         "workflow": spec.name,
         "source": spec.source_path,
         "model": opts.model or spec.model,
-        **{key: getattr(opts, key) for key in ("serve", "sandbox", "workspace") if getattr(opts, key) is not None},
+        **{key: getattr(opts, key) for key in ("serve", "sandbox", "workspace")
+           if getattr(opts, key) is not None},
         **({"limits": opts.limits} if opts.limits else {}),
         "input": inputs,
         "run": json.loads(cfg.model_dump_json()),
