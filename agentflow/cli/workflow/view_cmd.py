@@ -13,21 +13,15 @@ def workflow_outline(run_dir: Path) -> dict[str, Any] | None:
     Only a record of the user's own is followed: loading a workflow may import its Python, and a folder from
     elsewhere is data (the page then draws the nodes that ran)."""
     from agentflow.errors import AgentflowError
+    from agentflow.graph.define.loader import load_workflow
+    from agentflow.graph.define.mermaid import outline
     from agentflow.graph.run.run_options import read_record
     from agentflow.runrecord import verified
 
     try:
         meta = read_record(run_dir)
-    except AgentflowError:
-        return None
-    if not verified(meta):
-        return None
-    from agentflow.graph.define.loader import load_workflow
-    from agentflow.graph.define.mermaid import outline
-
-    try:
-        return outline(load_workflow(meta.get("workflow", "")))
-    except (AgentflowError, OSError, ValueError):  # moved or edited since: the page draws the nodes that ran
+        return outline(load_workflow(meta.get("workflow", ""))) if verified(meta) else None
+    except (AgentflowError, OSError, ValueError):  # damaged, or moved or edited since: the nodes that ran
         return None
 
 
