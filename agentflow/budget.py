@@ -153,11 +153,7 @@ class Budget:
     def left(self) -> BudgetLimits:
         """What is left of each limit (here and in the parents), as the limits of a budget built elsewhere:
         a step run on another node runs under them and hands back what it used (`charge`)."""
-        left = {kind: self.remaining(kind) for kind in BUDGET_KINDS}
-        for kind in ("tokens", "model_calls", "tool_calls"):
-            if left[kind] is not None:
-                left[kind] = int(left[kind])  # type: ignore[arg-type]
-        return BudgetLimits.model_validate(left)
+        return BudgetLimits.model_validate({kind: self.remaining(kind) for kind in BUDGET_KINDS})
 
     def charge(self, used: BudgetUsage) -> None:
         """Charge what a step run elsewhere used (its own budget's `used`; its wall time is this run's too)."""
