@@ -35,6 +35,11 @@ GRAPH_KEY = "graph"
 subgraph it runs (`attempt`, nested `attempt/inner`), so any runner of the workflow continues it as that graph."""
 
 
+def root_config(thread_id: str | None) -> dict[str, Any]:
+    """The config of thread `thread_id`'s latest checkpoint in the root namespace."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
 class DiffStore:
     """Content-addressed workspace diffs in `<run_dir>/diffs/`: one file per distinct diff."""
 
