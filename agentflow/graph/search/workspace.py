@@ -1,28 +1,12 @@
-"""A search branch's own workspace, kept as a snapshot of the run's sandbox.
+"""A search branch's own workspace, kept as a snapshot of the run's sandbox (docs/security.md, "Search
+branches are isolated").
 
-Branches of a search run concurrently (their model calls overlap, which is where the time goes), but one
-sandbox holds one tree of files. So each branch sees the sandbox through a `BranchSandbox`: it remembers
-the snapshot its workspace is at, and every operation takes the sandbox's lock, restores that snapshot when
-another branch used the sandbox last, runs, and — when the operation may have written — takes a new
-snapshot. Forking a branch is copying a snapshot id; switching costs one restore (tens of milliseconds,
-`benchmarks/sandbox.py`), and nothing is restored while one branch works alone.
-
-A branch gives up the sandbox with nothing of it still running: every operation that may have started a
-process ends, before its snapshot is taken, every process in the sandbox but its agent (`end_processes`;
-commands the host still awaits, such as another branch's diff, are spared), and a switch to another branch
-ends them again before restoring. So a background job a branch leaves (nohup, setsid, a double fork) cannot
-write into the next branch's workspace, tests or value, and a branch's snapshot is all it did: nothing of
-it writes after the snapshot is taken (docs/security.md, "Search branches are isolated").
-
-A branch also keeps its own files outside the workspace: the sandbox's scratch places (in Docker `/tmp`, which
-is HOME and TMPDIR, and `/dev/shm`; every other place outside the workspace is read-only to commands, and the
-snapshot index and store are closed to them) are saved as a tree with the branch's snapshot and put back exactly
-at each switch (`snapshot_branch`, `restore_scratch`), so a file one branch leaves there (a module on a
-path, a cache, a config) is never in another branch's view. Rollouts that take turns (`SandboxTurn`) get the
-scratch places back as they were before the first turn, at the end of each.
-
-The sandbox's `base` (what `diff()` compares against) is the run's: a branch's diff is its changes since
-the run's workspace was loaded, as the main line's would be.
+Branches run concurrently but one sandbox holds one tree of files, so each branch sees it through a
+`BranchSandbox`: every operation takes the sandbox's lock, restores the branch's snapshot when another branch
+used the sandbox last, runs, and, when it may have written, ends the processes it left (`end_processes`) and
+takes a new snapshot. The sandbox's scratch places (`/tmp`, `/dev/shm`) are saved and restored with the
+branch's snapshot (`snapshot_branch`, `restore_scratch`). The sandbox's `base` stays the run's: a branch's
+diff is its changes since the run's workspace was loaded.
 """
 
 from __future__ import annotations
