@@ -13,6 +13,8 @@ An agent that ends without a usable answer fails the node (see `agentflow.graph.
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +23,13 @@ from pydantic import Field, ValidationError
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError, did_you_mean
 from agentflow.events.kinds import NodeEnd, NodeFailure
+from agentflow.graph.run.context import NodeContext
 from agentflow.graph.run.outcome import NODE_ERRORS, NodeFailed, agent_failure
+from agentflow.graph.run.streaming import RESULT_CHARS, TokenStreamingModel, send
 from agentflow.graph.search.tree import read_path
+from agentflow.tools.context import ToolContext
+from agentflow.tools.decorator import Tool
+from agentflow.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
@@ -107,8 +114,6 @@ def _agent_config(node: NodeSpec, options: AgentNodeOptions) -> Any:
 
 
 def _override_value(value: Any) -> str:
-    import json
-
     return value if isinstance(value, str) else json.dumps(value)
 
 
@@ -187,17 +192,12 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
     from langchain_core.runnables import RunnableConfig
 
     from agentflow.agents import Agent
-    from agentflow.graph.run.context import NodeContext
-    from agentflow.graph.run.streaming import TokenStreamingModel
 
     options = node_options(name, node)
     config = _agent_config(node, options)
     model = _model_for(name, options, rt, spec)
     tools = None
     if options.tools:
-        from agentflow.tools.decorator import Tool
-        from agentflow.tools.registry import ToolRegistry
-
         packs = [*config.tools, *(t for t in options.tools if isinstance(t, str))]
         tools = ToolRegistry.from_packs(packs)
         for extra in options.tools:
@@ -208,8 +208,6 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
     on_error = getattr(node, "on_error", None)
 
     async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        from agentflow.tools.context import ToolContext
-
         ctx = NodeContext(rt, name, config)
         rt.start_node(name)
         if isinstance(options.input, Mapping):
@@ -257,10 +255,6 @@ def _pause_for_approval(request: dict[str, Any]) -> Any:
 def _live_tools(name: str, rt: RunHandles) -> Callable[[Any], Any]:
     """The agent's `on_event`: each tool call and result (with its duration) on the run's stream, then
     `after_tool_call`."""
-    import time
-
-    from agentflow.graph.run.streaming import RESULT_CHARS, send
-
     last = time.monotonic()
 
     async def observe(event: Any) -> None:
@@ -283,7 +277,6 @@ def _live_tools(name: str, rt: RunHandles) -> Callable[[Any], Any]:
 async def _with_mcp_tools(agent: Any, rt: RunHandles, options: AgentNodeOptions) -> Any:
     """The agent with the run's MCP tools (all servers, or the node's `mcp_servers:`) beside its own tools."""
     from agentflow.agents import Agent
-    from agentflow.tools.registry import ToolRegistry
 
     mcp_tools = await rt.mcp.tools(options.mcp_servers) if rt.mcp else []
     registry = ToolRegistry([*agent.tools, *mcp_tools]) if agent.config.tools else ToolRegistry(mcp_tools)

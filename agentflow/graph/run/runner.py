@@ -23,15 +23,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
 
+from agentflow._sync import require_no_running_loop
 from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.events.kinds import LimitReached, RunEnd, RunFork, RunResume, RunStart, WorkspaceRestored
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.run.context import RunHandles
-from agentflow.graph.run.history import CHECKPOINT_FILE, GRAPH_KEY, CheckpointInfo, root_config
-from agentflow.graph.run.ledger import RunLedger
-from agentflow.graph.run.outcome import NodeError, failed_tasks, finished_tasks, recorded_errors
-from agentflow.graph.run.streaming import RunEvent
+from agentflow.graph.run.history import (
+    CHECKPOINT_FILE,
+    DIFF_KEY,
+    GRAPH_KEY,
+    CheckpointInfo,
+    DiffStore,
+    copy_database,
+    pick_checkpoint,
+    root_config,
+    temp_dir,
+    thread_history,
+)
+from agentflow.graph.run.ledger import RunLedger, UsageSaver, WorkspaceJournal
+from agentflow.graph.run.outcome import (
+    NodeError,
+    NodeFailed,
+    error_from_exception,
+    failed_tasks,
+    finished_tasks,
+    record_budget_stop,
+    recorded_errors,
+    to_error,
+)
+from agentflow.graph.run.streaming import LiveEvents, RunEvent, check_modes
+from agentflow.graph.run.workspace import choose_backend, open_workspace, replay, workspace_diff
+from agentflow.graph.search.settings import BRANCH_SEP, branch_path, subgraph_spec
 
 WALL_GRACE_S = 0.2
 """How long after the budget's wall-clock limit the run itself is cut (its calls are cut at the limit)."""
@@ -110,8 +133,6 @@ def open_checkpointer(target: str | Path | None, *, keep_last: int | None = 20) 
 
 
 def _check_thread_id(thread_id: str) -> str:
-    from agentflow.graph.search.settings import BRANCH_SEP
-
     if BRANCH_SEP in thread_id:
         raise UserError(f"thread id {thread_id!r} contains {BRANCH_SEP!r}, which separates a search's branch threads",
                         hint="choose a thread id without it")
@@ -196,8 +217,6 @@ class WorkflowRunner:
     def _open_ledger(self, ledger: RunLedger) -> None:
         """events.jsonl (unless the context brings a log), usage saved after each charge, the workspace kept
         before each completed tool call is journaled."""
-        from agentflow.graph.run.ledger import UsageSaver, WorkspaceJournal
-
         if self.context.events is None:
             from agentflow.rundir import RunDir
 
@@ -213,12 +232,8 @@ class WorkflowRunner:
 
     async def _keep_workspace(self, key: str = "") -> None:
         """Write the sandbox workspace's diff to patch.diff (not for a search branch: its own fork)."""
-        from agentflow.graph.search.settings import BRANCH_SEP
-
         if self.ledger is None or self.context.sandbox is None or BRANCH_SEP in key:
             return
-        from agentflow.graph.run.workspace import workspace_diff
-
         self.ledger.save_diff(await workspace_diff(self.context.sandbox))
 
     async def _restore_workspace(self) -> None:
@@ -226,8 +241,6 @@ class WorkflowRunner:
         recorded = self.ledger.diff() if self.ledger is not None else None
         if not recorded or self.context.sandbox is None:
             return
-        from agentflow.graph.run.workspace import replay, workspace_diff
-
         if await workspace_diff(self.context.sandbox) != recorded:
             await replay(self.context.sandbox, recorded, reset=True)
             self.context.emit(WorkspaceRestored(bytes=len(recorded)))
@@ -314,8 +327,6 @@ class WorkflowRunner:
                           lambda: self.resume(thread_id, approve=approve, edit=edit, on_event=on_event))
 
     def _sync(self, name: str, instead: str, call: Callable[[], Coroutine[Any, Any, RunResult]]) -> RunResult:
-        from agentflow._sync import require_no_running_loop
-
         require_no_running_loop(f"WorkflowRunner.{name}", instead)
         if self._loop is None:  # one loop for every sync call: the sandbox and MCP servers live on it
             self._loop = asyncio.Runner()
@@ -323,8 +334,6 @@ class WorkflowRunner:
 
     async def history(self, thread_id: str, *, source: str | Path | None = None) -> list[CheckpointInfo]:
         """The kept checkpoints of `thread_id`, oldest first; `source`: another run's directory to read."""
-        from agentflow.graph.run.history import thread_history
-
         async with self._source(source, thread_id) as (graph, _, _path):
             return await thread_history(graph, thread_id)
 
@@ -345,8 +354,6 @@ class WorkflowRunner:
         `after_node` ran, else the latest; `update` is applied as `update_state` does; `source` is another
         run's directory (left as it was). Before an `interrupt_before` node the fork pauses unless `approve`.
         A search branch's thread (`THREAD~node~b3`) forks as a run of the subgraph that branch runs."""
-        from agentflow.graph.run.history import DIFF_KEY, DiffStore, pick_checkpoint, thread_history
-
         new_thread = _check_thread_id(new_thread_id or uuid.uuid4().hex[:12])
         config = self._config(new_thread)
         if await self.checkpointer.aget_tuple(root_config(new_thread)) is not None:
@@ -366,8 +373,6 @@ class WorkflowRunner:
                 raise UserError(f"thread {thread_id!r} recorded no workspace at checkpoint {point.checkpoint_id}",
                                 hint="fork a run that had a sandbox, written by this version with the sqlite "
                                 "checkpointer, or run the fork without one (sandbox='none')")
-            from agentflow.graph.run.workspace import replay
-
             await replay(self.context.sandbox, diff, reset=True)  # the workspace as it was at the checkpoint
         origin = {"thread_id": thread_id, "checkpoint_id": point.checkpoint_id}
         metadata = {**saved.metadata, "forked_from": origin, **({GRAPH_KEY: path} if path else {})}
@@ -394,8 +399,6 @@ class WorkflowRunner:
     ) -> tuple[CheckpointInfo, str | None]:
         """The checkpoint `fork` would pick and the workspace diff recorded there (None without one); `edit`
         is checked as `fork` checks its update."""
-        from agentflow.graph.run.history import pick_checkpoint, thread_history
-
         async with self._source(source, thread_id) as (graph, store, path):
             self.check_edit(edit, path)
             point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
@@ -407,8 +410,6 @@ class WorkflowRunner:
     async def _source(self, source: str | Path | None, thread_id: str) -> AsyncIterator[tuple[Any, Any, str]]:
         """(graph, DiffStore or None, graph path) of thread `thread_id` in run directory `source` (default:
         this runner's); another run's database is read from a copy."""
-        from agentflow.graph.run.history import DiffStore, copy_database, temp_dir
-
         if source is None or (self.run_dir is not None and Path(source).resolve() == self.run_dir.resolve()):
             path = await self._graph_path(thread_id)
             yield self._graph_at(path), (DiffStore(self.run_dir) if self.run_dir is not None else None), path
@@ -459,8 +460,6 @@ class WorkflowRunner:
         and nested subgraph: `run.start` first, `run.end` last (its `result` the RunResult). `mode` keeps some of
         `tokens`, `models`, `tools`, `nodes`, `search`, `custom` (default: all); `nodes` keeps those nodes'
         events. Closing the generator early cancels the run (docs/concepts/workflows.md)."""
-        from agentflow.graph.run.streaming import LiveEvents, check_modes
-
         live = LiveEvents(check_modes(mode), list(nodes) if nodes is not None else None)
         if resume and thread_id is None:
             raise UserError("stream(resume=True) needs the thread_id of the run to continue")
@@ -573,8 +572,6 @@ class WorkflowRunner:
             failure = None
         snapshot = await graph.aget_state(config)
         if isinstance(failure, BudgetExceeded):  # cut at the wall-clock limit: the checkpoint says why
-            from agentflow.graph.run.outcome import record_budget_stop
-
             if self.context.events is not None:
                 self.context.events.write(LimitReached(limit=failure.kind, cut=list(snapshot.next)))
             await record_budget_stop(self.checkpointer, snapshot, failure)
@@ -594,15 +591,10 @@ class WorkflowRunner:
         failed = failed_tasks(snapshot)
         if failure is not None or failed:
             if failure is not None and not failed:  # not in the checkpoint (e.g. an in-memory run): from the exception
-                from agentflow.graph.run.outcome import error_from_exception
-
                 node = getattr(failure, "node", None) or (snapshot.next[0] if snapshot.next else "?")
                 failed = {node: error_from_exception(node, failure)}
-            elif failure is not None:
-                from agentflow.graph.run.outcome import NodeFailed, to_error
-
-                if isinstance(failure, NodeFailed) and failure.node in failed:
-                    failed[failure.node] = to_error(failure)
+            elif isinstance(failure, NodeFailed) and failure.node in failed:
+                failed[failure.node] = to_error(failure)
             first = next(iter(failed.values()))
             return RunResult(
                 thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
@@ -629,8 +621,6 @@ class WorkflowRunner:
     async def _graph_path(self, thread_id: str, checkpointer: Any = None) -> str:
         """The search nodes (`a/b`, "" for the workflow) whose subgraph thread `thread_id` runs: from a branch's
         id (`THREAD~a~b1~b4`), or from a fork's checkpoint metadata."""
-        from agentflow.graph.search.settings import BRANCH_SEP, branch_path
-
         if BRANCH_SEP in thread_id:
             return "/".join(branch_path(thread_id))
         if checkpointer is None and thread_id in self._thread_graphs:
@@ -642,8 +632,6 @@ class WorkflowRunner:
         return path
 
     def _spec_at(self, path: str) -> WorkflowSpec:
-        from agentflow.graph.search.settings import subgraph_spec
-
         return subgraph_spec(self.spec, path.split("/")) if path else self.spec
 
     def _graph_at(self, path: str) -> Any:
@@ -663,10 +651,6 @@ class WorkflowRunner:
         """Checkpoint metadata naming the workspace's diff (root namespace only: `fork` starts there)."""
         if self.context.sandbox is None or self.run_dir is None or config["configurable"].get("checkpoint_ns"):
             return {}
-        from agentflow.graph.run.history import DIFF_KEY, DiffStore
-        from agentflow.graph.run.workspace import workspace_diff
-        from agentflow.graph.search.settings import BRANCH_SEP
-
         thread = str(config["configurable"].get("thread_id", ""))
         if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
             branch = self.context.branch_workspaces.get(thread)
@@ -691,8 +675,6 @@ class WorkflowRunner:
         """The run's sandbox, started now when this runner is to start one; None without one."""
         if self._sandbox_request is None or self.context.sandbox is not None:
             return self.context.sandbox
-        from agentflow.graph.run.workspace import choose_backend, open_workspace
-
         requested, workspace = self._sandbox_request
         backend = choose_backend(requested, self.spec, workspace)
         if backend is None:
@@ -705,8 +687,6 @@ class WorkflowRunner:
         """What the run's agents changed in the sandbox's workspace, as a unified diff."""
         if self.context.sandbox is None:
             raise UserError("this run has no sandbox", hint="pass sandbox= or workspace= to WorkflowRunner")
-        from agentflow.graph.run.workspace import workspace_diff
-
         return await workspace_diff(self.context.sandbox)
 
     async def aclose(self) -> None:

@@ -32,8 +32,10 @@ from agentflow.events.kinds import (
     SearchResume,
     SearchStop,
 )
-from agentflow.graph.run.history import root_config
+from agentflow.graph.compile.nodetypes import typed_keys, workflow_registry
+from agentflow.graph.run.history import DIFF_KEY, DiffStore, root_config
 from agentflow.graph.run.outcome import NodeFailed, one_line
+from agentflow.graph.search.remote import RemoteSteps, step_executor
 from agentflow.graph.search.settings import (
     BRANCH_SEP,
     SearchSettings,
@@ -50,6 +52,7 @@ from agentflow.graph.search.tree import (
     branch_spec,
     read_path,
 )
+from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox, branch_sandbox, end_processes
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
@@ -133,8 +136,6 @@ class SearchRun:
     # -- running one step of a branch -------------------------------------------------------------------------
 
     def _branch_context(self, branch: Branch) -> RunHandles:
-        from agentflow.graph.search.workspace import BranchSandbox
-
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
         events = BranchEvents(self.rt.events, self.name, branch.id) if self.rt.events is not None else None
         return dataclasses.replace(self.rt, sandbox=sandbox, events=cast(Any, events), branch=branch.thread,
@@ -149,8 +150,6 @@ class SearchRun:
 
     async def _run_branch(self, branch: Branch, *, resumed: bool = False) -> Branch:
         """Run one step of `branch` from its parent's checkpoint and workspace (`resumed`: from its own)."""
-        from agentflow.graph.search.workspace import branch_sandbox
-
         parent = branch.parent
         assert parent is not None and branch.thread is not None
         async with self.slots:
@@ -261,8 +260,6 @@ class SearchRun:
             return dict(state)
         keys = set(self.sub.state)
         if any(node.type for node in self.sub.nodes.values()):
-            from agentflow.graph.compile.nodetypes import typed_keys, workflow_registry
-
             keys.update(typed_keys(self.sub, workflow_registry(self.sub, self.rt.node_types)))
         return {k: v for k, v in state.items() if k in keys}
 
@@ -281,8 +278,6 @@ class SearchRun:
 
     async def run(self, state: Mapping[str, Any]) -> Branch:
         if self.rt.sandbox is not None:
-            from agentflow.graph.search.workspace import SharedSandbox
-
             self.shared = SharedSandbox(self.rt.sandbox)
         root = Branch(id="root", parent=None, thread=None, state=dict(state),
                       snapshot=await self.shared.snapshot() if self.shared is not None else None, depth=0,
@@ -290,8 +285,6 @@ class SearchRun:
         self.root = root
         self._emit(root)
         if self.executor is not None:
-            from agentflow.graph.search.remote import RemoteSteps
-
             self.remote = await RemoteSteps.open(self, self.executor, root)
         await self._load(root)
         for text in ignored_settings(self.settings):
@@ -373,9 +366,6 @@ class SearchRun:
 
     async def _workspace_at(self, saved: Any, parent: Branch) -> str | None:
         """A snapshot of the workspace recorded at `saved` (base plus its diff), else the parent's."""
-        from agentflow.graph.run.history import DIFF_KEY, DiffStore
-        from agentflow.graph.search.workspace import end_processes
-
         digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
         if not digest or self.rt.run_dir is None:
             return parent.snapshot
@@ -566,8 +556,6 @@ class SearchRun:
         """Each branch's workspace diff recorded at its last checkpoint, for the report."""
         if self.rt.run_dir is None:
             return
-        from agentflow.graph.run.history import DIFF_KEY, DiffStore
-
         store = DiffStore(self.rt.run_dir)
         for branch in self.branches:
             if branch.thread is None:
@@ -660,8 +648,6 @@ def search_node(
         values = dict(state) if isinstance(state, Mapping) else dict(vars(state))
         settings = strategy_for(configured, values, name)
         rt.start_node(name, node_type="search", strategy=settings.strategy)
-        from agentflow.graph.search.remote import step_executor
-
         async with step_executor(settings, rt) as executor:
             search = SearchRun(name, node, spec, rt, settings, thread, compile, executor)
             chosen = await search.run(values)

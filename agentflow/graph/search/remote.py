@@ -20,8 +20,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agentflow.budget import Budget, BudgetLimits, BudgetUsage
 from agentflow.errors import UserError
 from agentflow.events import Event, EventLog
+from agentflow.graph.compile.agent_nodes import load_shared_model
+from agentflow.graph.compile.nodetypes import needed_resources, workflow_registry
 from agentflow.graph.run.history import root_config
 from agentflow.graph.run.outcome import one_line
+from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox, branch_sandbox
 
 if TYPE_CHECKING:
     from agentflow.executors.base import Executor
@@ -215,8 +218,6 @@ async def run_step(job: StepJob, base_pack: bytes | None, start_pack: bytes | No
 
 async def _run_subgraph(job: StepJob, start: StepStart, rt: RunHandles, saver: StepSaver) -> str | None:
     """The subgraph from the step's start to its next pause or its end; its error as one line, or None."""
-    from agentflow.graph.compile.agent_nodes import load_shared_model
-
     if job.mcp_servers:
         from agentflow.mcp.hub import McpHub
 
@@ -247,7 +248,6 @@ async def _workspace(job: StepJob, base_pack: bytes | None, start_pack: bytes | 
     if place is None or start.snapshot is None:
         yield None, None
         return
-    from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox
     from agentflow.sandbox import start_sandbox
 
     sandbox = await start_sandbox(place.backend, place.config)  # type: ignore[arg-type]
@@ -324,8 +324,6 @@ class RemoteSteps:
 
     async def step(self, branch: Branch, rt: RunHandles, inputs: dict[str, Any] | None) -> str | None:
         """Run one step of `branch` on the executor and put back what it did; the branch's error, or None."""
-        from agentflow.graph.search.workspace import branch_sandbox
-
         search = self.search
         assert branch.thread is not None
         saver = search.checkpointer()
@@ -357,8 +355,6 @@ class RemoteSteps:
 
     async def _put_back(self, result: StepResult, branch: Branch, rt: RunHandles, start: Saved | None) -> None:
         """The step's workspace, usage, checkpoints and events into the run's."""
-        from agentflow.graph.search.workspace import branch_sandbox
-
         search = self.search
         workspace = branch_sandbox(rt.sandbox)
         assert branch.thread is not None
@@ -390,8 +386,6 @@ def _check_portable(search: SearchSide) -> None:
     """Typed nodes that need the run's resources (a repair task's workbench) cannot run elsewhere."""
     if not any(node.type for node in search.sub.nodes.values()):
         return
-    from agentflow.graph.compile.nodetypes import needed_resources, workflow_registry
-
     needs = needed_resources(search.sub, workflow_registry(search.sub, search.rt.node_types))
     if needs:
         raise UserError(f"search node '{search.name}': its subgraph's typed nodes need the run's "
