@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from agentflow.errors import UserError, did_you_mean, public_names
 from agentflow.graph.compile.nodetypes import NodeType, NodeTypeRegistry, default_registry, workflow_registry
+from agentflow.graph.define.loader import resolve_callable
 from agentflow.graph.define.user_code import folder_module, is_file_path
 from agentflow.graph.run.context import NodeContext
 
@@ -199,8 +200,6 @@ class CodeCheck:
             return None  # a Python object (builder): compile checks it
         try:
             if self.import_code:
-                from agentflow.graph.define.loader import resolve_callable
-
                 resolve_callable(ref, what)
                 return None
             return self._read_callable(ref, f"{where}{what}", ctx_ok)

@@ -24,6 +24,9 @@ from agentflow.graph.check.static_code import (
 from agentflow.graph.compile.nodetypes import deps_conflict
 from agentflow.graph.define.conditions import condition_fields, parse_condition
 from agentflow.graph.define.spec import END, START, NodeSpec, RouteSpec, WorkflowSpec, is_end
+from agentflow.graph.run.outcome import NODE_ERRORS
+from agentflow.graph.search.settings import parse_search_settings, settings_problems
+from agentflow.graph.search.tree import branch_spec
 
 
 @dataclass(frozen=True)
@@ -228,8 +231,6 @@ def _check_node(check: _Check, name: str, node: NodeSpec, registry: Any) -> None
     if isinstance(node.subgraph, WorkflowSpec):
         sub = node.subgraph
         if node.search is not None:
-            from agentflow.graph.search.tree import branch_spec
-
             sub = branch_spec(spec, node)  # a branch runs over the workflow's state
         check.problems.extend(_validate(sub, f"{where}node '{name}' > ", registry, check.code))
     options = node_option_problems(name, node, spec, check.code)
@@ -322,8 +323,6 @@ def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec, code: Co
 
 def _search_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]:
     """A search node's settings, its subgraph, and the state paths and nodes the settings name."""
-    from agentflow.graph.search.settings import parse_search_settings, settings_problems
-
     if not isinstance(node.subgraph, WorkflowSpec):
         return [f"node '{name}' has search: settings but no subgraph: (the workflow its branches run); add one"]
     try:
@@ -390,8 +389,6 @@ def state_keys(spec: WorkflowSpec, registry: Any = None) -> set[str] | None:
                 return None
             keys.update(node_type.read_keys, node_type.write_keys)
     if any(node.on_error for node in spec.nodes.values()):
-        from agentflow.graph.run.outcome import NODE_ERRORS
-
         keys.add(NODE_ERRORS)
     return keys
 

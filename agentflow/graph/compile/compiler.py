@@ -13,11 +13,14 @@ from langchain_core.runnables import RunnableConfig
 
 from agentflow.errors import UserError
 from agentflow.events.kinds import NodeEnd
-from agentflow.graph.check.validation import check_workflow
+from agentflow.graph.check.validation import check_input, check_workflow
+from agentflow.graph.compile.nodetypes import typed_keys, typed_nodes, workflow_registry
 from agentflow.graph.define.conditions import evaluate, parse_condition
 from agentflow.graph.define.loader import resolve_callable
 from agentflow.graph.define.spec import NodeSpec, RouteSpec, WorkflowSpec, is_end
 from agentflow.graph.run.context import NodeContext, RunHandles
+from agentflow.graph.run.outcome import NODE_ERRORS, with_error_exit
+from agentflow.graph.run.superstep import settled, settled_sync
 
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 
@@ -54,13 +57,9 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
         tp = _TYPES.get(f.type, Any)
         fields[name] = Annotated[tp, _REDUCERS[f.reducer]] if f.reducer and f.reducer != "replace" else tp
     if registry is not None:
-        from agentflow.graph.compile.nodetypes import typed_keys
-
         for key, tp in typed_keys(spec, registry).items():
             fields.setdefault(key, tp)
     if any(n.on_error for n in spec.nodes.values()):
-        from agentflow.graph.run.outcome import NODE_ERRORS
-
         fields[NODE_ERRORS] = Annotated[dict, _merge]
     if not fields:
         fields["__value"] = Any  # LangGraph needs at least one key
@@ -171,8 +170,6 @@ def _tool_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., Any]:
 
 def registry_for(spec: WorkflowSpec, rt: RunHandles | None = None) -> Any:
     """The node types a workflow can use: the run's registry (default: shipped and installed) plus `node_types:`."""
-    from agentflow.graph.compile.nodetypes import workflow_registry
-
     return workflow_registry(spec, rt.node_types if rt is not None else None)
 
 
@@ -258,8 +255,6 @@ def _settled(node: Any, rt: RunHandles) -> Any:
     """A node raises its failure only once the nodes beside it in its step have ended (`superstep.py`)."""
     if not inspect.isfunction(node):
         return node
-    from agentflow.graph.run.superstep import settled, settled_sync
-
     if inspect.iscoroutinefunction(node):
         return settled(rt.supersteps, node)
     return settled_sync(rt.supersteps, node)
@@ -303,8 +298,6 @@ def _add_error_exit(graph: Any, source: str, on_error: str, normal: Any, path_ma
     """Edges out of a node with `on_error:`: to that node after a failure, else as declared."""
     from langgraph.graph import END
 
-    from agentflow.graph.run.outcome import with_error_exit
-
     paths = dict(path_map or {normal: normal})
     paths[on_error] = END if is_end(on_error) else on_error
     graph.add_conditional_edges(source, with_error_exit(source, on_error, normal), paths)
@@ -326,15 +319,11 @@ def compile_workflow(
 
 def _node_key_types(spec: WorkflowSpec, rt: RunHandles | None) -> list[Any]:
     """The types the workflow's typed nodes (its subgraphs' too) give the state keys they read and write."""
-    from agentflow.graph.compile.nodetypes import typed_nodes
-
     return [tp for t in typed_nodes(spec, registry_for(spec, rt)) for tp in t.key_types().values()]
 
 
 def initial_state(spec: WorkflowSpec, given: Mapping[str, Any], rt: RunHandles | None = None) -> dict[str, Any]:
     """Input for a fresh run: declared defaults, then the given values (an undeclared key is a UserError)."""
-    from agentflow.graph.check.validation import check_input
-
     check_input(spec, given, "input sets", lambda: registry_for(spec, rt))
     out = {k: f.default for k, f in spec.state.items() if f.default is not None and spec.state_class is None}
     out.update(given)

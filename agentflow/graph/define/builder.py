@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentflow.graph.define.spec import (
     END,
@@ -20,9 +20,7 @@ from agentflow.graph.define.spec import (
     RouteSpec,
     WorkflowSpec,
 )
-
-if TYPE_CHECKING:
-    from agentflow.graph.search.settings import SearchSettings
+from agentflow.graph.search.settings import SearchSettings, parse_search_settings
 
 
 class Workflow:
@@ -66,8 +64,6 @@ class Workflow:
                **options: Any) -> Workflow:
         """Add a search over `workflow` (`settings`, or keyword options: `SearchSettings` fields); the chosen
         branch's state keys become the run's, `output` names a state key for the search's report."""
-        from agentflow.graph.search.settings import SearchSettings, parse_search_settings
-
         spec = workflow.spec if isinstance(workflow, Workflow) else workflow
         merged = {**(settings.model_dump() if isinstance(settings, SearchSettings) else dict(settings or {})),
                   **options}

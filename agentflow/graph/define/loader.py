@@ -21,6 +21,7 @@ from typing import Any, cast
 from agentflow.config import read_yaml, validate_config
 from agentflow.errors import ConfigError, UserError, did_you_mean, public_names
 from agentflow.graph.define.spec import ParallelSpec, RouteSpec, WorkflowSpec
+from agentflow.graph.define.user_code import load_file_module, localize
 from agentflow.resources import data_dir
 
 
@@ -46,8 +47,6 @@ def find_workflow(name_or_path: str | Path) -> Path:
 
 def load_workflow(name_or_path: str | Path) -> WorkflowSpec:
     """Read and check the shape of a YAML workflow (graph problems are found by `validate`)."""
-    from agentflow.graph.define.user_code import localize
-
     path = find_workflow(name_or_path)
     data = read_yaml(path)
     spec = spec_from_dict(data, source=str(path))
@@ -144,8 +143,6 @@ def import_object(path: str) -> Any:
         raise UserError(f"bad import path {path!r}: expected 'pkg.module:function'")
     try:
         if module_name.endswith(".py"):  # path/to/file.py:function
-            from agentflow.graph.define.user_code import load_file_module
-
             module = load_file_module(module_name)
         else:
             module = importlib.import_module(module_name)

@@ -18,6 +18,7 @@ import zstandard
 
 from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.persist.compression import decompress
+from agentflow.graph.run.run_options import read_record
 from agentflow.runfiles import check_regular, make_folder, read_bytes, replace_file
 from agentflow.secrets import redact
 
@@ -198,8 +199,6 @@ CHECKPOINT_FILE = "checkpoints.db"
 def fork_sources(root: Path) -> dict[Path, list[tuple[str, str]]]:
     """Run folder under `root` -> the (thread id, checkpoint id) pairs of its checkpoints that forks in other
     run folders were taken from (their run.json names `forked_from`)."""
-    from agentflow.graph.run.run_options import read_record
-
     records: dict[Path, dict[str, Any]] = {}
     for meta in sorted(root.glob("*/run.json")) if root.is_dir() else []:
         try:

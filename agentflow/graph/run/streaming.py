@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentflow.agents.stream import TokenForwardingModel
+from agentflow.errors import UserError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse
 
 StreamMode = Literal["tokens", "models", "tools", "nodes", "search", "custom"]
@@ -85,8 +86,6 @@ def send(node: str | None, kind: str, /, text: str = "", **data: Any) -> None:
 
 def check_modes(mode: str | Iterable[str] | None) -> frozenset[str]:
     """The modes asked for (None: all), a UserError naming an unknown one."""
-    from agentflow.errors import UserError
-
     if mode is None:
         return frozenset(STREAM_MODES)
     modes = frozenset([mode] if isinstance(mode, str) else mode)
