@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,11 +232,6 @@ def prune_run(run_dir: Path, keep_last: int, keep: list[tuple[str, str]]) -> dic
 
 def _file_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.is_file())
-
-
-def temp_dir() -> tempfile.TemporaryDirectory[str]:
-    """A scratch folder for the copy of a source run's database."""
-    return tempfile.TemporaryDirectory(prefix="agentflow-fork-")
 
 
 __all__ = ["CHECKPOINT_FILE", "DIFF_KEY", "GRAPH_KEY", "CheckpointInfo", "DiffStore", "branch_lines", "copy_database",

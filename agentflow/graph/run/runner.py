@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,6 @@ from agentflow.graph.run.history import (
     copy_database,
     pick_checkpoint,
     root_config,
-    temp_dir,
     thread_history,
 )
 from agentflow.graph.run.ledger import RunLedger, UsageSaver, WorkspaceJournal
@@ -417,7 +417,7 @@ class WorkflowRunner:
         from agentflow.graph.compile.compiler import compile_workflow
         from agentflow.graph.persist.checkpoint import AgentflowSaver
 
-        with temp_dir() as tmp:
+        with tempfile.TemporaryDirectory(prefix="agentflow-fork-") as tmp:
             saver = AgentflowSaver(copy_database(Path(source) / CHECKPOINT_FILE, Path(tmp)), keep_last=None)
             try:
                 path = await self._graph_path(thread_id, saver)
@@ -613,10 +613,27 @@ class WorkflowRunner:
         )
 
     async def _stamp(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        """Checkpoint metadata: the workspace's diff and, on a fork of a search branch, the subgraph it runs."""
-        path = self._thread_graphs.get(str(config["configurable"].get("thread_id", "")))
-        stamp = {GRAPH_KEY: path} if path and not config["configurable"].get("checkpoint_ns") else {}
-        return {**stamp, **await self._stamp_workspace(config)}
+        """Checkpoint metadata: on a fork of a search branch, the subgraph it runs; with a sandbox and a run folder,
+        the workspace's diff (root namespace only: `fork` starts there)."""
+        conf = config["configurable"]
+        path = self._thread_graphs.get(str(conf.get("thread_id", "")))
+        stamp = {GRAPH_KEY: path} if path and not conf.get("checkpoint_ns") else {}
+        if self.context.sandbox is None or self.run_dir is None or conf.get("checkpoint_ns"):
+            return stamp
+        thread = str(conf.get("thread_id", ""))
+        if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
+            branch = self.context.branch_workspaces.get(thread)
+            if branch is None:
+                return stamp
+            known = self._branch_stamps.get(branch.snapshot_id)  # a node that left the files as they were
+            if known is None:
+                known = self._branch_stamps[branch.snapshot_id] = DiffStore(self.run_dir).put(
+                    await workspace_diff(branch))
+            return {**stamp, DIFF_KEY: known}
+        diff = await workspace_diff(self.context.sandbox)
+        if self.ledger is not None:  # the run's workspace so far, as of this checkpoint
+            self.ledger.save_diff(diff)
+        return {**stamp, DIFF_KEY: DiffStore(self.run_dir).put(diff)}
 
     async def _graph_path(self, thread_id: str, checkpointer: Any = None) -> str:
         """The search nodes (`a/b`, "" for the workflow) whose subgraph thread `thread_id` runs: from a branch's
@@ -646,25 +663,6 @@ class WorkflowRunner:
 
     async def _graph_of(self, thread_id: str) -> Any:
         return self._graph_at(await self._graph_path(thread_id))
-
-    async def _stamp_workspace(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        """Checkpoint metadata naming the workspace's diff (root namespace only: `fork` starts there)."""
-        if self.context.sandbox is None or self.run_dir is None or config["configurable"].get("checkpoint_ns"):
-            return {}
-        thread = str(config["configurable"].get("thread_id", ""))
-        if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
-            branch = self.context.branch_workspaces.get(thread)
-            if branch is None:
-                return {}
-            known = self._branch_stamps.get(branch.snapshot_id)  # a node that left the files as they were
-            if known is None:
-                known = self._branch_stamps[branch.snapshot_id] = DiffStore(self.run_dir).put(
-                    await workspace_diff(branch))
-            return {DIFF_KEY: known}
-        diff = await workspace_diff(self.context.sandbox)
-        if self.ledger is not None:  # the run's workspace so far, as of this checkpoint
-            self.ledger.save_diff(diff)
-        return {DIFF_KEY: DiffStore(self.run_dir).put(diff)}
 
     def _workflow_ref(self) -> str:
         """The workflow's file (absolute), else its name."""

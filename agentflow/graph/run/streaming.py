@@ -73,15 +73,20 @@ class RunEvent:
         return {**out, **self.data}
 
 
-def send(node: str | None, kind: str, /, text: str = "", **data: Any) -> None:
-    """Put a live event on the running graph's `custom` stream (nothing outside a running graph)."""
+def stream_writer() -> Callable[[Any], None] | None:
+    """The running graph's `custom` stream writer (None outside a running graph)."""
     from langgraph.config import get_stream_writer
 
     try:
-        writer = get_stream_writer()
-    except RuntimeError:  # not inside a running graph
-        return
-    writer({"node": node, "event": kind, "text": text, "data": data})
+        return get_stream_writer()
+    except RuntimeError:
+        return None
+
+
+def send(node: str | None, kind: str, /, text: str = "", **data: Any) -> None:
+    """Put a live event on the running graph's `custom` stream (nothing outside a running graph)."""
+    if (writer := stream_writer()) is not None:
+        writer({"node": node, "event": kind, "text": text, "data": data})
 
 
 def check_modes(mode: str | Iterable[str] | None) -> frozenset[str]:
@@ -182,11 +187,8 @@ class TokenStreamingModel(TokenForwardingModel):
             self._writer({"node": self.node, "event": "token", "chunk": text, "text": text, "data": {}})
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        from langgraph.config import get_stream_writer
-
-        try:
-            self._writer = get_stream_writer()
-        except RuntimeError:  # called outside a running graph
+        self._writer = stream_writer()
+        if self._writer is None:  # called outside a running graph
             return await self.inner.chat(request)
         call = 1 + sum(1 for m in request.messages if m.role == "assistant")  # the agent's loop step
         send(self.node, "model.start", call=call, spec=self.spec, n=request.n)
@@ -201,4 +203,4 @@ class TokenStreamingModel(TokenForwardingModel):
 
 
 __all__ = ["MODE_OF", "STREAM_MODES", "LiveEvents", "RunEvent", "StreamMode", "TokenStreamingModel", "check_modes",
-           "send"]
+           "send", "stream_writer"]

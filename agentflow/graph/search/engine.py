@@ -35,6 +35,7 @@ from agentflow.events.kinds import (
 from agentflow.graph.compile.nodetypes import typed_keys, workflow_registry
 from agentflow.graph.run.history import DIFF_KEY, DiffStore, root_config
 from agentflow.graph.run.outcome import NodeFailed, one_line
+from agentflow.graph.run.streaming import stream_writer
 from agentflow.graph.search.remote import RemoteSteps, step_executor
 from agentflow.graph.search.settings import (
     BRANCH_SEP,
@@ -156,7 +157,7 @@ class SearchRun:
             if self.solved is not None:
                 return self._drop(branch)
             t0 = time.perf_counter()
-            forward = _run_stream()  # the run's live stream, taken here: the branch's graph has its own
+            forward = stream_writer()  # the run's live stream, taken here: the branch's graph has its own
             rt = self._branch_context(branch)
             workspace = branch_sandbox(rt.sandbox)
             graph = self._graph(rt)
@@ -585,16 +586,6 @@ class BranchEvents:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._events, name)
-
-
-def _run_stream() -> Callable[[Any], None] | None:
-    """The running graph's `custom` stream writer (None outside a running graph)."""
-    from langgraph.config import get_stream_writer
-
-    try:
-        return get_stream_writer()
-    except RuntimeError:
-        return None
 
 
 def _release(path: list[Branch]) -> Callable[[Any], None]:
