@@ -23,7 +23,7 @@ from agentflow.graph.check.static_code import (
 )
 from agentflow.graph.compile.nodetypes import deps_conflict
 from agentflow.graph.define.conditions import condition_fields, parse_condition
-from agentflow.graph.define.spec import END, START, NodeSpec, RouteSpec, WorkflowSpec, is_end
+from agentflow.graph.define.spec import END, START, NodeSpec, RouteSpec, WorkflowSpec, flow_edges, is_end
 from agentflow.graph.run.outcome import NODE_ERRORS
 from agentflow.graph.search.settings import parse_search_settings, settings_problems
 from agentflow.graph.search.tree import branch_spec
@@ -48,21 +48,8 @@ def to_networkx(spec: WorkflowSpec) -> nx.DiGraph:
     if first is not None:
         g.add_edge(START, first, kind="edge")
 
-    def norm(name: str) -> str:
-        return END if is_end(name) else name
-
-    for a, b in spec.edges:
-        g.add_edge(norm(a), norm(b), kind="edge")
-    for r in spec.routes:
-        for target in [*r.when.values(), *r.cases.values(), *([r.default] if r.default else [])]:
-            g.add_edge(norm(r.source), norm(target), kind="route")
-    for name, node in spec.nodes.items():
-        if node.on_error:
-            g.add_edge(name, norm(node.on_error), kind="route")
-    for p in spec.parallel:
-        for b in p.branches:
-            g.add_edge(p.source, norm(b), kind="parallel")
-            g.add_edge(norm(b), norm(p.join), kind="join")
+    for a, b, kind, _ in flow_edges(spec, on_error=True):
+        g.add_edge(END if is_end(a) else a, END if is_end(b) else b, kind=kind)
     return g
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agentflow.graph.define.spec import NodeSpec, WorkflowSpec, is_end
+from agentflow.graph.define.spec import NodeSpec, WorkflowSpec, flow_edges, is_end
 
 _SHAPES = {"interrupt": ("{{", "}}"), "subgraph": ("[[", "]]"), "agent": ("([", "])"), "tool": ("[/", "/]")}
 
@@ -29,26 +29,12 @@ def to_mermaid(spec: WorkflowSpec) -> str:
 
     if spec.first_node():
         lines.append(f"    __start__ --> {_id(spec.first_node() or '')}")
-    for a, b, kind, label in _edges(spec):
+    for a, b, kind, label in flow_edges(spec):
         a, b = _id(a), "__end__" if is_end(b) else _id(b)
         quoted = label.replace('"', "'")
         arrow = f'-. "{quoted}" .->' if kind == "route" else "-->" if kind == "edge" else "==>"
         lines.append(f"    {a} {arrow} {b}")
     return "\n".join(lines) + "\n"
-
-
-def _edges(spec: WorkflowSpec) -> list[tuple[str, str, str, str]]:
-    """(source, target, kind, label) of every edge: kind `edge`, `route` (labelled), `parallel` or `join`."""
-    edges = [(a, b, "edge", "") for a, b in spec.edges]
-    for r in spec.routes:
-        on = r.on if isinstance(r.on, str) else getattr(r.on, "__name__", "route")
-        edges += [(r.source, t, "route", cond) for cond, t in r.when.items()]
-        edges += [(r.source, t, "route", f"{on}={case}") for case, t in r.cases.items()]
-        edges += [(r.source, r.default, "route", "default")] if r.default else []
-    for p in spec.parallel:
-        for b in p.branches:
-            edges += [(p.source, b, "parallel", ""), (b, p.join, "join", "")]
-    return edges
 
 
 def _search_box(name: str, node: NodeSpec) -> list[str]:
@@ -79,6 +65,6 @@ def outline(spec: WorkflowSpec) -> dict[str, object]:
     def ref(name: str) -> str:
         return "__end__" if is_end(name) else name
 
-    edges = [[ref(a), ref(b), "parallel" if kind == "parallel" else label] for a, b, kind, label in _edges(spec)]
+    edges = [[ref(a), ref(b), "parallel" if kind == "parallel" else label] for a, b, kind, label in flow_edges(spec)]
     nodes = [{"name": name, "kind": node.kind()} for name, node in spec.nodes.items()]
     return {"start": spec.first_node(), "nodes": nodes, "edges": edges, "step_limit": spec.step_limit}
