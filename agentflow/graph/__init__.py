@@ -48,29 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
-__all__ = [
-    "END",
-    "START",
-    "AgentflowSaver",
-    "FieldSpec",
-    "NodeContext",
-    "NodeSpec",
-    "ParallelSpec",
-    "Problem",
-    "RouteSpec",
-    "RunHandles",
-    "RunResult",
-    "StreamEvent",
-    "Workflow",
-    "WorkflowRunner",
-    "WorkflowSpec",
-    "build_graph",
-    "check_workflow",
-    "compile_workflow",
-    "find_workflow",
-    "load_workflow",
-    "open_checkpointer",
-    "spec_from_dict",
-    "to_mermaid",
-    "validate",
-]
+__all__ = ["END", "START", "AgentflowSaver", "FieldSpec", "NodeContext", "NodeSpec", "ParallelSpec",
+           "Problem", "RouteSpec", "RunHandles", "RunResult", "StreamEvent", "Workflow", "WorkflowRunner",
+           "WorkflowSpec", "build_graph", "check_workflow", "compile_workflow", "find_workflow",
+           "load_workflow", "open_checkpointer", "spec_from_dict", "to_mermaid", "validate"]

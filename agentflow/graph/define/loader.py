@@ -31,18 +31,12 @@ def find_workflow(name_or_path: str | Path) -> Path:
     if path.is_file():
         return path
     shipped = data_dir("workflows")
-    for candidate in (
-        shipped / f"{name_or_path}.yaml",
-        shipped / f"{name_or_path}.yml",
-        shipped / str(name_or_path),
-    ):
+    for candidate in (shipped / f"{name_or_path}.yaml", shipped / f"{name_or_path}.yml", shipped / str(name_or_path)):
         if candidate.is_file():
             return candidate
     names = sorted(p.stem for p in shipped.glob("*.y*ml")) if shipped.is_dir() else []
-    raise UserError(
-        f"workflow {str(name_or_path)!r} not found",
-        hint=f"give a YAML path or one of: {', '.join(names) or '(none shipped)'}",
-    )
+    raise UserError(f"workflow {str(name_or_path)!r} not found",
+                    hint=f"give a YAML path or one of: {', '.join(names) or '(none shipped)'}")
 
 
 def load_workflow(name_or_path: str | Path) -> WorkflowSpec:
@@ -74,24 +68,17 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
             raise ConfigError(f"{source}: nodes.{name}: expected a mapping (e.g. {{fn: 'pkg.mod:func'}})")
         if "next" in node:
             edges.append((str(name), str(node.pop("next"))))
-        if "route" in node:
-            route = node.pop("route")
-            if not isinstance(route, Mapping):
-                raise ConfigError(
-                    f"{source}: nodes.{name}.route: expected {{on: FIELD, cases: {{VALUE: NODE}}}}"
-                )
-            routes.append({"source": name, **route})
-        if "parallel" in node:
-            par = node.pop("parallel")
-            if not isinstance(par, Mapping):
-                raise ConfigError(f"{source}: nodes.{name}.parallel: expected {{branches: [A, B], join: J}}")
-            parallel.append({"source": name, **par})
+        for key, into, shape in (("route", routes, "{on: FIELD, cases: {VALUE: NODE}}"),
+                                 ("parallel", parallel, "{branches: [A, B], join: J}")):
+            if key in node:
+                value = node.pop(key)
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"{source}: nodes.{name}.{key}: expected {shape}")
+                into.append({"source": name, **value})
         nodes[str(name)] = node
     for i, route in enumerate(routes):
         if not isinstance(route, Mapping):
-            raise ConfigError(
-                f"{source}: routes.{i}: expected {{source: NODE, on: FIELD, cases: {{VALUE: NODE}}}}"
-            )
+            raise ConfigError(f"{source}: routes.{i}: expected {{source: NODE, on: FIELD, cases: {{VALUE: NODE}}}}")
         route = routes[i] = dict(route)
         if True in route and "on" not in route:  # YAML 1.1 reads a bare `on:` key as the boolean true
             route["on"] = route.pop(True)
@@ -114,8 +101,7 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
 
 
 def _subgraph_source(base: Path, name: str) -> str | Path:
-    """A `subgraph:` file path relative to the workflow's folder `base` (never the current folder), or the name
-    of a shipped workflow."""
+    """A `subgraph:` file path relative to the workflow's folder `base`, or the name of a shipped workflow."""
     path = Path(name).expanduser()
     if path.is_absolute() or (base / path).is_file() or "/" in name or path.suffix in (".yaml", ".yml"):
         return path if path.is_absolute() else base / path
