@@ -187,9 +187,10 @@ class TokenStreamingModel(TokenForwardingModel):
             self._writer({"node": self.node, "event": "token", "chunk": text, "text": text, "data": {}})
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        self._writer = stream_writer()
-        if self._writer is None:  # called outside a running graph
+        writer = stream_writer()
+        if writer is None:  # called outside a running graph
             return await self.inner.chat(request)
+        self._writer = writer
         call = 1 + sum(1 for m in request.messages if m.role == "assistant")  # the agent's loop step
         send(self.node, "model.start", call=call, spec=self.spec, n=request.n)
         started = time.monotonic()
