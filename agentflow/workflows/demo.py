@@ -39,8 +39,7 @@ class CheckRecord(TypedDict):
 
 
 class DemoState(TypedDict, total=False):
-    """The state keys these functions read (of the `demo`, `plan_code_critique` and `plan_code_search`
-    workflows)."""
+    """The state keys these functions read (of the `demo`, `plan_code_critique`, `plan_code_search` workflows)."""
 
     topic: str
     rounds: int

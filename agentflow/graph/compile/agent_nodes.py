@@ -253,8 +253,7 @@ def _pause_for_approval(request: dict[str, Any]) -> Any:
 
 
 def _live_tools(name: str, rt: RunHandles) -> Callable[[Any], Any]:
-    """The agent's `on_event`: each tool call and result (with its duration) on the run's stream, then
-    `after_tool_call`."""
+    """The agent's `on_event`: tool calls and results on the run's stream, then `after_tool_call`."""
     last = time.monotonic()
 
     async def observe(event: Any) -> None:

@@ -48,8 +48,7 @@ _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {"append": _append, "add": _ad
 
 
 def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
-    """The LangGraph state schema: the Python state class, or a TypedDict of `state:` plus the keys typed nodes
-    read and write."""
+    """The state schema: the Python state class, or a TypedDict of `state:` and the keys typed nodes use."""
     if spec.state_class is not None:
         return cast(type, spec.state_class)
     fields: dict[str, Any] = {}

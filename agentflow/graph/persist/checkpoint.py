@@ -469,8 +469,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         cur.executemany("INSERT OR IGNORE INTO pins VALUES (?, ?, ?)", pins)
 
     def _retain(self, cur: sqlite3.Cursor, thread_id: str, ns: str) -> int:
-        """Delete checkpoints beyond `keep_last` but the pinned ones, their writes and the versions only they
-        used; returns how many."""
+        """Delete checkpoints beyond `keep_last` but the pinned ones (and what only they used); how many."""
         assert self.keep_last is not None
         old = cur.execute(
             "SELECT checkpoint_id FROM (SELECT checkpoint_id FROM checkpoints WHERE thread_id=? AND ns=? "

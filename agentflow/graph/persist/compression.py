@@ -16,8 +16,7 @@ _CHUNK = 1 << 20
 
 def decompress(data: bytes, what: str, *, limit: int = MAX_DECOMPRESSED,
                dctx: zstandard.ZstdDecompressor | None = None) -> bytes:
-    """The first zstd frame of `data`, decompressed; a frame that declares or yields more than `limit` bytes, or
-    that is not zstd, is a one-line UserError naming `what`."""
+    """The first zstd frame of `data`, decompressed; one over `limit` bytes, or not zstd, is a UserError."""
     hint = "the run folder is damaged or not one agentflow wrote; use another run"
     too_big = UserError(f"{what} decompresses to more than {limit >> 20} MiB: refused", hint=hint)
     try:

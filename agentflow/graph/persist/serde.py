@@ -107,8 +107,7 @@ class StrictSerde:
 
 
 def declared_types(graph: Any, also: Iterable[Any] = ()) -> set[tuple[str, ...]]:
-    """The (module, name) of every class a LangGraph StateGraph's schemas refer to, its subgraphs' included, and
-    the types `also` refers to (the typed nodes' state keys), collected as LangGraph's strict mode collects them."""
+    """The (module, name) of every class the graph's schemas (its subgraphs' too) and `also` refer to."""
     collect: Callable[..., set[tuple[str, ...]]]
     try:
         from langgraph._internal._serde import build_serde_allowlist as collect

@@ -40,8 +40,7 @@ LIVE_KINDS = (SearchBranch, SearchDecision)
 
 
 class NodeClock:
-    """Wall time during which at least one typed node ran: nodes that run at once (a search's branches) count
-    once, so what is left of a run's wall time is the engine's own."""
+    """Wall time during which at least one typed node ran (nodes that run at once count once)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0

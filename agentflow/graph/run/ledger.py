@@ -78,8 +78,7 @@ class RunLedger:
     # -- usage.json -----------------------------------------------------------------------------------------
 
     def usage(self) -> dict[str, BudgetUsage]:
-        """Thread id -> what that thread has spent so far ({} for a new run; a file from before usage was kept
-        per thread counts as the thread run.json names)."""
+        """Thread id -> what that thread has spent so far ({} for a new run)."""
         path = self.run_dir / USAGE_FILE
         text = read_text(path)  # never through a link the folder brings
         if text is None:

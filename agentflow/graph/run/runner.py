@@ -215,8 +215,7 @@ class WorkflowRunner:
         self.graph = compile_workflow(spec, self.context, checkpointer)
 
     def _open_ledger(self, ledger: RunLedger) -> None:
-        """events.jsonl (unless the context brings a log), usage saved after each charge, the workspace kept
-        before each completed tool call is journaled."""
+        """events.jsonl, usage saved after each charge, the workspace kept before a tool call is journaled."""
         if self.context.events is None:
             from agentflow.rundir import RunDir
 
@@ -408,8 +407,7 @@ class WorkflowRunner:
 
     @contextlib.asynccontextmanager
     async def _source(self, source: str | Path | None, thread_id: str) -> AsyncIterator[tuple[Any, Any, str]]:
-        """(graph, DiffStore or None, graph path) of thread `thread_id` in run directory `source` (default:
-        this runner's); another run's database is read from a copy."""
+        """(graph, DiffStore or None, graph path) of `thread_id` in run folder `source` (read from a copy)."""
         if source is None or (self.run_dir is not None and Path(source).resolve() == self.run_dir.resolve()):
             path = await self._graph_path(thread_id)
             yield self._graph_at(path), (DiffStore(self.run_dir) if self.run_dir is not None else None), path

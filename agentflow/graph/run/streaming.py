@@ -174,8 +174,7 @@ class LiveEvents:
 
 
 class TokenStreamingModel(TokenForwardingModel):
-    """`TokenForwardingModel` whose tokens go to the run's stream, attributed to `node`, with a `model.start`
-    and a `model.call` event around each call (outside a running graph the model is called as it is)."""
+    """A model whose tokens go to the run's stream as `node`'s, with `model.start` / `model.call` events."""
 
     def __init__(self, inner: ChatModel, node: str) -> None:
         super().__init__(inner, self._write)

@@ -107,8 +107,7 @@ def settled(steps: Supersteps, fn: AsyncNode) -> AsyncNode:
 
 
 def settled_sync(steps: Supersteps, fn: Callable[..., Any]) -> Any:
-    """A sync node as `settled` makes an async one: in an async run it runs in a worker thread (as LangGraph
-    runs it) and its failure waits for its siblings; a sync `invoke` runs `fn` as it is."""
+    """A sync node as `settled` makes an async one (in an async run, in a worker thread as LangGraph runs it)."""
     from langchain_core.runnables import RunnableLambda
     from langchain_core.runnables.config import run_in_executor
 

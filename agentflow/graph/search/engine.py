@@ -203,8 +203,7 @@ class SearchRun:
 
     async def _invoke(self, graph: Any, inputs: Any, config: dict[str, Any], branch: Branch,
                       forward: Callable[[Any], None] | None) -> None:
-        """Run the branch's step; its nodes' live stream goes on to the run's, `within` naming the search node,
-        the branch and the subgraph nodes on the way."""
+        """Run the branch's step; its nodes' live stream goes on to the run's, `within` naming where it came from."""
         if forward is None:
             await graph.ainvoke(inputs, config)
             return
@@ -315,8 +314,7 @@ class SearchRun:
     # -- resuming a search a killed run had begun --------------------------------------------------------------
 
     async def _load(self, root: Branch) -> None:
-        """The branches an earlier run of this search (same thread) left in the checkpointer, `pending` when
-        their step had not finished."""
+        """The branches a killed run of this search left in the checkpointer (`pending`: their step unfinished)."""
         prefix = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
         threads = sorted({t.config["configurable"]["thread_id"] async for t in self.checkpointer().alist(None)
                           if str(t.config["configurable"]["thread_id"]).startswith(prefix)

@@ -154,8 +154,7 @@ class StepResult:
 
 
 class StepSaver(InMemorySaver):
-    """A step's checkpoints on the worker: versions numbered as the run's checkpointer numbers them, and the
-    workspace snapshot each checkpoint was written at."""
+    """A step's checkpoints on the worker, numbered as the run's are, with the workspace each was written at."""
 
     def __init__(self, versions: Any) -> None:
         super().__init__()
@@ -175,8 +174,7 @@ class StepSaver(InMemorySaver):
 
 
 async def put_saved(saver: Any, thread: str, saved: Saved, *, checkpoint: bool = True) -> None:
-    """Write `saved` (and its pending writes) into `saver` under `thread`; `checkpoint=False`: the writes alone
-    (the checkpoint is there already)."""
+    """Write `saved` and its pending writes into `saver` under `thread` (`checkpoint=False`: the writes alone)."""
     conf = {"thread_id": thread, "checkpoint_ns": saved.ns}
     if checkpoint:
         versions = dict(saved.checkpoint["channel_versions"])  # all of them: the thread is new to this saver

@@ -14,8 +14,7 @@ if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
 
 def branch_spec(parent: WorkflowSpec, node: NodeSpec) -> WorkflowSpec:
-    """The subgraph a search node's branches run: its own state keys over the workflow's (a branch reads and
-    writes the run's state), its tools and model defaulting to the workflow's."""
+    """The subgraph a search node's branches run, over the workflow's state keys, tools and model."""
     sub: WorkflowSpec = node.subgraph
     update: dict[str, Any] = {}
     if parent.state and sub.state_class is None:

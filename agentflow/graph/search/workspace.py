@@ -27,8 +27,7 @@ def keeps_scratch(sandbox: Any) -> bool:
 
 
 async def end_processes(sandbox: Any) -> None:
-    """End every process the sandbox runs but its agent and the commands the host still awaits. A sandbox
-    without `end_processes` runs no processes of its own (a test double, an in-memory overlay)."""
+    """End every process the sandbox runs but its agent and the commands the host still awaits (if it can)."""
     end = getattr(sandbox, "end_processes", None)
     if end is not None:
         await end()
