@@ -275,18 +275,15 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                         continue  # an emptied channel: a version without a row reads as empty
                     value = values[channel]
                     if type(value) is list:
-                        ref = self._store_list(cur, (thread_id, ns, channel), value)
-                        rows.append((thread_id, ns, channel, str(version), _KIND_LIST, ref))
+                        kind, ref = _KIND_LIST, self._store_list(cur, (thread_id, ns, channel), value)
                     else:
                         type_, data = self._dumps(value)
                         if len(data) <= _INLINE_MAX:  # small values: a blob row and its hash would cost more
-                            ref = type_.encode() + b"\0" + data
-                            rows.append((thread_id, ns, channel, str(version), _KIND_INLINE, ref))
+                            kind, ref = _KIND_INLINE, type_.encode() + b"\0" + data
                         else:
-                            ref = self._store_serialized(cur, type_, data)
-                            rows.append((thread_id, ns, channel, str(version), _KIND_BLOB, ref))
-                if rows:
-                    cur.executemany("INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?, ?)", rows)
+                            kind, ref = _KIND_BLOB, self._store_serialized(cur, type_, data)
+                    rows.append((thread_id, ns, channel, str(version), kind, ref))
+                cur.executemany("INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?, ?)", rows)
                 self._pin_fork(cur, thread_id, ns, checkpoint["id"], metadata)
                 cur.execute(
                     "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
