@@ -389,21 +389,8 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         conf = config["configurable"]
-        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
-        with self._lock:
-            self._commit_pending()
-            cur = self._conn.cursor()
-            if checkpoint_id := get_checkpoint_id(config):
-                row = cur.execute(
-                    "SELECT * FROM checkpoints WHERE thread_id=? AND ns=? AND checkpoint_id=?",
-                    (thread_id, ns, checkpoint_id),
-                ).fetchone()
-            else:
-                row = cur.execute(
-                    "SELECT * FROM checkpoints WHERE thread_id=? AND ns=? ORDER BY checkpoint_id DESC LIMIT 1",
-                    (thread_id, ns),
-                ).fetchone()
-            return self._tuple_from_row(cur, row) if row else None
+        root: RunnableConfig = {"configurable": {**conf, "checkpoint_ns": conf.get("checkpoint_ns", "")}}
+        return next(self.list(root, limit=1), None)
 
     def list(
         self,
@@ -413,22 +400,20 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        where, params = [], []
+        where: list[tuple[str, Any]] = []
         if config is not None:
             conf = config["configurable"]
-            where.append("thread_id = ?")
-            params.append(str(conf["thread_id"]))
+            where.append(("thread_id = ?", str(conf["thread_id"])))
             if "checkpoint_ns" in conf:
-                where.append("ns = ?")
-                params.append(conf["checkpoint_ns"])
+                where.append(("ns = ?", conf["checkpoint_ns"]))
             if checkpoint_id := get_checkpoint_id(config):
-                where.append("checkpoint_id = ?")
-                params.append(checkpoint_id)
+                where.append(("checkpoint_id = ?", checkpoint_id))
         if before is not None and (before_id := get_checkpoint_id(before)):
-            where.append("checkpoint_id < ?")
-            params.append(before_id)
-        sql = "SELECT * FROM checkpoints" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY checkpoint_id DESC"
+            where.append(("checkpoint_id < ?", before_id))
+        bounded = limit is not None and not filter  # then the query itself stops at `limit` rows
+        sql = "SELECT * FROM checkpoints" + (" WHERE " + " AND ".join(w for w, _ in where) if where else "")
+        sql += " ORDER BY checkpoint_id DESC" + (" LIMIT ?" if bounded else "")
+        params = [v for _, v in where] + ([limit] if bounded else [])
         with self._lock:
             self._commit_pending()
             cur = self._conn.cursor()
