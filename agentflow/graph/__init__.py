@@ -10,32 +10,20 @@ from typing import TYPE_CHECKING
 
 from agentflow._lazy import lazy_getattr
 
-_LAZY: dict[str, str] = {
-    "END": "agentflow.graph.define.spec",
-    "START": "agentflow.graph.define.spec",
-    "WorkflowSpec": "agentflow.graph.define.spec",
-    "NodeSpec": "agentflow.graph.define.spec",
-    "FieldSpec": "agentflow.graph.define.spec",
-    "RouteSpec": "agentflow.graph.define.spec",
-    "ParallelSpec": "agentflow.graph.define.spec",
-    "Workflow": "agentflow.graph.define.builder",
-    "load_workflow": "agentflow.graph.define.loader",
-    "find_workflow": "agentflow.graph.define.loader",
-    "spec_from_dict": "agentflow.graph.define.loader",
-    "validate": "agentflow.graph.check.validation",
-    "check_workflow": "agentflow.graph.check.validation",
-    "Problem": "agentflow.graph.check.validation",
-    "to_mermaid": "agentflow.graph.define.mermaid",
-    "compile_workflow": "agentflow.graph.compile.compiler",
-    "build_graph": "agentflow.graph.compile.compiler",
-    "NodeContext": "agentflow.graph.run.context",
-    "RunHandles": "agentflow.graph.run.context",
-    "WorkflowRunner": "agentflow.graph.run.runner",
-    "RunResult": "agentflow.graph.run.runner",
-    "StreamEvent": "agentflow.graph.run.runner",
-    "open_checkpointer": "agentflow.graph.run.runner",
-    "AgentflowSaver": "agentflow.graph.persist.checkpoint",
+_MODULES: dict[str, tuple[str, ...]] = {
+    "agentflow.graph.define.spec": (
+        "END", "START", "WorkflowSpec", "NodeSpec", "FieldSpec", "RouteSpec", "ParallelSpec",
+    ),
+    "agentflow.graph.define.builder": ("Workflow",),
+    "agentflow.graph.define.loader": ("load_workflow", "find_workflow", "spec_from_dict"),
+    "agentflow.graph.define.mermaid": ("to_mermaid",),
+    "agentflow.graph.check.validation": ("validate", "check_workflow", "Problem"),
+    "agentflow.graph.compile.compiler": ("compile_workflow", "build_graph"),
+    "agentflow.graph.run.context": ("NodeContext", "RunHandles"),
+    "agentflow.graph.run.runner": ("WorkflowRunner", "RunResult", "StreamEvent", "open_checkpointer"),
+    "agentflow.graph.persist.checkpoint": ("AgentflowSaver",),
 }
+_LAZY: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentflow.graph.check.validation import Problem, check_workflow, validate
@@ -60,29 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
-__all__ = [
-    "END",
-    "START",
-    "AgentflowSaver",
-    "FieldSpec",
-    "NodeContext",
-    "NodeSpec",
-    "ParallelSpec",
-    "Problem",
-    "RouteSpec",
-    "RunHandles",
-    "RunResult",
-    "StreamEvent",
-    "Workflow",
-    "WorkflowRunner",
-    "WorkflowSpec",
-    "build_graph",
-    "check_workflow",
-    "compile_workflow",
-    "find_workflow",
-    "load_workflow",
-    "open_checkpointer",
-    "spec_from_dict",
-    "to_mermaid",
-    "validate",
-]
+__all__ = ["END", "START", "AgentflowSaver", "FieldSpec", "NodeContext", "NodeSpec", "ParallelSpec",
+           "Problem", "RouteSpec", "RunHandles", "RunResult", "StreamEvent", "Workflow", "WorkflowRunner",
+           "WorkflowSpec", "build_graph", "check_workflow", "compile_workflow", "find_workflow",
+           "load_workflow", "open_checkpointer", "spec_from_dict", "to_mermaid", "validate"]

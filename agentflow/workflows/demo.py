@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from agentflow.errors import NodeFailed
 from agentflow.graph.run.context import NodeContext
+from agentflow.graph.run.workspace import workspace_diff
 
 
 class IssueRecord(TypedDict, total=False):
@@ -37,8 +39,7 @@ class CheckRecord(TypedDict):
 
 
 class DemoState(TypedDict, total=False):
-    """The state keys these functions read (of the `demo`, `plan_code_critique` and `plan_code_search`
-    workflows)."""
+    """The state keys these functions read (of the `demo`, `plan_code_critique`, `plan_code_search` workflows)."""
 
     topic: str
     rounds: int
@@ -85,15 +86,11 @@ async def check_work(state: DemoState, ctx: NodeContext[object]) -> dict[str, ob
     sandbox = ctx.run.sandbox
     if sandbox is None:
         raise RuntimeError("check_work needs a sandbox holding the workspace (agentflow run --sandbox/--workspace)")
-    from agentflow.graph.run.workspace import workspace_diff
-
     diff = await workspace_diff(sandbox)
     result = await ctx.call_tool("run_tests", {})
     data = dict(result.data or {})
     summary = result.text.splitlines()[0] if result.text else ""
     if data.get("ran") is False or result.data is None:  # pytest missing, no tests collected: nothing checked
-        from agentflow.errors import NodeFailed
-
         raise NodeFailed(ctx.node, "tests_not_run", summary or result.error or "the tests did not run")
     tests: CheckRecord = {"ok": result.ok, "summary": summary, "failed": data.get("failed", [])}
     return {"diff": diff, "tests": tests}

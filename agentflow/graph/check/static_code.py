@@ -1,13 +1,9 @@
-"""Checking the Python a workflow names without running it.
+"""Checking the Python a workflow names (`fn:`, route `on:`, `tools:`, `node_types:`) without running it.
 
-A workflow file is code: its `fn:`, route `on:`, `tools:` and `node_types:` name Python files and modules
-that run when the workflow runs. Checking a workflow someone sent you must not run them, so `CodeCheck`
-reads that code instead of importing it: the module is found without importing it or its packages (a file
-path must lie inside the workflow's folder), its text parses (`ast`), and it binds the named function at
-module level with a signature the node can be called with. What only an import can tell (the settings of a
-workflow's own node types, names made at import time) is noted as not checked. `CodeCheck(import_code=True)`
-imports the code instead (the exact check `agentflow run` makes, and `graph validate --import-code`).
-Modules this process has already imported are checked on the imported module (that runs nothing new).
+`CodeCheck` finds the module without importing it or its packages (a file must lie inside the workflow's
+folder), parses its text (`ast`) and checks that it binds the named function with a signature the node can
+be called with; what only an import can tell is noted as not checked. `import_code=True` imports the code
+instead (the exact check `agentflow run` makes). A module already imported is checked as imported.
 """
 
 from __future__ import annotations
@@ -27,6 +23,7 @@ from pydantic import BaseModel
 
 from agentflow.errors import UserError, did_you_mean, public_names
 from agentflow.graph.compile.nodetypes import NodeType, NodeTypeRegistry, default_registry, workflow_registry
+from agentflow.graph.define.loader import resolve_callable
 from agentflow.graph.define.user_code import folder_module, is_file_path
 from agentflow.graph.run.context import NodeContext
 
@@ -38,45 +35,34 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 class ModuleText:
     """What a module's source binds at module level, read with `ast` (none of it runs)."""
 
-    names: dict[str, ast.stmt]
-    """Module-level name -> the statement that binds it (def, class, assignment, import)."""
-    open_ended: bool
-    """A star import, a module `__getattr__` or `globals()`: it may bind names its text does not show."""
-    imported: frozenset[str]
-    """Names bound by `from ... import` from outside the standard library (a pack may import its tools)."""
-    tools: int
-    """Functions decorated with `@tool`, and `tool(...)` calls."""
-    node_types: tuple[tuple[str, str], ...]
-    """(name, description) of each `NodeType(...)` with a literal name."""
-    types_opaque: bool
-    """A `NodeType(...)` whose name is not a literal: only an import shows which types the module adds."""
+    names: dict[str, ast.stmt]  # module-level name -> the statement that binds it
+    open_ended: bool  # a star import, a module `__getattr__` or `globals()`: it may bind names not shown
+    imported: frozenset[str]  # names from `from ... import` outside the standard library
+    tools: int  # functions decorated with `@tool`, and `tool(...)` calls
+    node_types: tuple[tuple[str, str], ...]  # (name, description) of each `NodeType(...)` with a literal name
+    types_opaque: bool  # a `NodeType(...)` whose name is not a literal
 
 
 @dataclass(frozen=True)
 class UncheckedType(NodeType):
-    """A node type of a workflow's `node_types:` module, as read from its text (the module is not imported,
-    so its settings model is unknown)."""
+    """A node type of a workflow's `node_types:` module read from its text (its settings model is unknown)."""
 
-    module: str = ""
-    """The `node_types:` entry that defines it."""
+    module: str = ""  # the `node_types:` entry that defines it
 
 
 @dataclass
 class StaticRegistry(NodeTypeRegistry):
     """The shipped and installed node types plus a workflow's own, read from text (`UncheckedType`)."""
 
-    opaque: list[str] = field(default_factory=list)
-    """`node_types:` modules whose types only an import shows: an unknown type may come from them."""
+    opaque: list[str] = field(default_factory=list)  # `node_types:` modules whose types only an import shows
 
 
 @dataclass(frozen=True)
 class Found:
     """Where a module is, found without importing it."""
 
-    file: Path | None
-    """Its Python source (None: built in, compiled, or a namespace package)."""
-    module: types.ModuleType | None = None
-    """The module, when this process has imported it already."""
+    file: Path | None  # its Python source (None: built in, compiled, or a namespace package)
+    module: types.ModuleType | None = None  # the module, when this process has imported it already
 
 
 def find_module(name: str, first: Path | None = None) -> Found | None:
@@ -186,9 +172,8 @@ def _literal(node: ast.expr | None, kind: type) -> Any:
 
 
 def signature_problem(fn: ast.FunctionDef | ast.AsyncFunctionDef, ctx_ok: bool) -> str | None:
-    """Why `fn` cannot be called as a node (`(state)`, or `(state, ctx)` when it takes two) or a route
-    (`(state)`) calls it; None when it can. A decorated function is not judged (its decorator may change
-    the signature)."""
+    """Why `fn` cannot be called as a node (`(state)` or `(state, ctx)`) or a route (`(state)`); None when it
+    can or is decorated (a decorator may change the signature)."""
     if fn.decorator_list:
         return None
     a = fn.args
@@ -205,22 +190,16 @@ def signature_problem(fn: ast.FunctionDef | ast.AsyncFunctionDef, ctx_ok: bool) 
 class CodeCheck:
     """Checks the user code a workflow names: reads it (default), or imports it (`import_code`)."""
 
-    root: Path
-    """The workflow's folder: a code file outside it is not read (noted as not checked)."""
-    import_code: bool = False
-    """Import the code (runs it): the exact check, for workflows you trust and for `agentflow run`."""
-    notes: list[str] = field(default_factory=list)
-    """One line per thing only an import could check."""
+    root: Path  # the workflow's folder: a code file outside it is not read
+    import_code: bool = False  # import the code (runs it): the exact check, for workflows you trust
+    notes: list[str] = field(default_factory=list)  # one line per thing only an import could check
 
     def callable_problem(self, ref: Any, what: str, where: str = "", *, ctx_ok: bool = True) -> str | None:
-        """Why `ref` (`pkg.mod:func`, `path/file.py:func`) is not a function a node or route can call, or
-        None. `what` names the reference (`node 'a'`), `where` the workflow, in notes."""
+        """Why `ref` (`pkg.mod:func`, `path/file.py:func`) is not a function a node or route can call, or None."""
         if not isinstance(ref, str):
             return None  # a Python object (builder): compile checks it
         try:
             if self.import_code:
-                from agentflow.graph.define.loader import resolve_callable
-
                 resolve_callable(ref, what)
                 return None
             return self._read_callable(ref, f"{where}{what}", ctx_ok)
@@ -314,8 +293,7 @@ class CodeCheck:
         return none
 
     def registry(self, spec: Any) -> NodeTypeRegistry:
-        """The node types `spec` can use: shipped, installed, and its `node_types:` modules' (read from their
-        text, or imported with `import_code`). A UserError names a module that is missing or wrong."""
+        """The node types `spec` can use: shipped, installed, and its `node_types:` modules' (read or imported)."""
         if self.import_code:
             return workflow_registry(spec)
         out = StaticRegistry(dict(default_registry().types))
@@ -368,8 +346,7 @@ def _attribute_problem(module: types.ModuleType, module_name: str, attr: str, re
 
 async def _not_imported(state: Mapping[str, object], ctx: NodeContext[object],
                         settings: BaseModel | None) -> NoReturn:
-    """The `run` of an `UncheckedType`: its module was read, not imported, so there is no function to call (any
-    state, context and settings: it runs none of them)."""
+    """The `run` of an `UncheckedType`: its module was read, not imported, so there is nothing to call."""
     raise UserError("a node type read without importing its module cannot run", hint="run with agentflow run")
 
 

@@ -1,7 +1,5 @@
 """Check a WorkflowSpec before it runs, with networkx. Every problem is one line naming the node(s) and the fix.
-
-The Python a workflow names (`fn:`, route `on:`, `tools:`, `node_types:`) is read, not run, unless
-`import_code=True` (see `agentflow.graph.check.static_code`): checking a workflow must not execute it.
+The Python a workflow names is read, not run, unless `import_code=True` (`static_code.py`).
 """
 
 from __future__ import annotations
@@ -25,14 +23,15 @@ from agentflow.graph.check.static_code import (
 )
 from agentflow.graph.compile.nodetypes import deps_conflict
 from agentflow.graph.define.conditions import condition_fields, parse_condition
-from agentflow.graph.define.spec import END, START, NodeSpec, RouteSpec, WorkflowSpec, is_end
+from agentflow.graph.define.spec import END, START, NodeSpec, RouteSpec, WorkflowSpec, flow_edges, is_end
+from agentflow.graph.run.outcome import NODE_ERRORS
+from agentflow.graph.search.settings import parse_search_settings, settings_problems
+from agentflow.graph.search.tree import branch_spec
 
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str
-    """unknown-node, unreachable, no-path-to-end, endless-cycle, parallel-write-conflict, bad-node, unknown-field,
-    bad-import, bad-route, deps-conflict"""
+    kind: str  # unknown-node, unreachable, no-path-to-end, bad-node, unknown-field, bad-import...
     message: str
 
     def __str__(self) -> str:
@@ -49,21 +48,8 @@ def to_networkx(spec: WorkflowSpec) -> nx.DiGraph:
     if first is not None:
         g.add_edge(START, first, kind="edge")
 
-    def norm(name: str) -> str:
-        return END if is_end(name) else name
-
-    for a, b in spec.edges:
-        g.add_edge(norm(a), norm(b), kind="edge")
-    for r in spec.routes:
-        for target in [*r.when.values(), *r.cases.values(), *([r.default] if r.default else [])]:
-            g.add_edge(norm(r.source), norm(target), kind="route")
-    for name, node in spec.nodes.items():
-        if node.on_error:
-            g.add_edge(name, norm(node.on_error), kind="route")
-    for p in spec.parallel:
-        for b in p.branches:
-            g.add_edge(p.source, norm(b), kind="parallel")
-            g.add_edge(norm(b), norm(p.join), kind="join")
+    for a, b, kind, _ in flow_edges(spec, on_error=True):
+        g.add_edge(END if is_end(a) else a, END if is_end(b) else b, kind=kind)
     return g
 
 
@@ -76,10 +62,8 @@ def validate(
     notes: list[str] | None = None,
 ) -> list[Problem]:
     """All problems of `spec` (and its subgraphs), empty when it is sound. Typed nodes are checked against
-    `registry` (default: the shipped and installed node types plus the workflow's `node_types:`).
-
-    The workflow's own Python is read, not imported, unless `import_code` (importing runs it: only for a
-    workflow you trust); `notes`, when given, gets one line per thing only an import could check."""
+    `registry` (default: shipped, installed and `node_types:`). The workflow's Python is read, not imported,
+    unless `import_code`; `notes` gets one line per thing only an import could check."""
     code = CodeCheck(workflow_folder(spec), import_code=import_code, notes=notes if notes is not None else [])
     return _validate(spec, prefix, registry, code)
 
@@ -89,11 +73,9 @@ class _Check:
     """One workflow's check under way: its problems so far, and the lookups every part of the check shares."""
 
     spec: WorkflowSpec
-    where: str
-    """The workflow's name as each message starts (a subgraph's with its path)."""
+    where: str  # the workflow's name as each message starts (a subgraph's with its path)
     code: CodeCheck
-    keys: set[str] | None = None
-    """The declared state keys, None when they cannot be known (a node type without its declaration)."""
+    keys: set[str] | None = None  # the declared state keys, None when they cannot be known
     problems: list[Problem] = dataclasses.field(default_factory=list)
 
     def add(self, kind: str, msg: str) -> None:
@@ -108,8 +90,7 @@ class _Check:
         return False
 
     def undeclared(self, key: str, use: str = "") -> str:
-        """'' for a declared key, else the key (and where the workflow names it), and the fix: the nearest
-        declared key, or declaring it."""
+        """'' for a declared key, else the key (and where the workflow names it) and the fix."""
         if self.keys is None or key in self.keys:
             return ""
         near, declare = did_you_mean(key, self.keys), _declare_fix(self.spec)
@@ -118,8 +99,7 @@ class _Check:
 
 
 def _check_function_model(check: _Check) -> None:
-    """`model: function:FILE.py:NAME` (resolved against the workflow's folder on load) names a function that
-    is there, as a node's `fn:` must."""
+    """`model: function:FILE.py:NAME` names a function that is there, as a node's `fn:` must."""
     model = check.spec.model
     if isinstance(model, str) and model.strip().startswith("function:"):
         target = model.strip().removeprefix("function:").strip()
@@ -175,8 +155,8 @@ def _check_references(check: _Check) -> None:
 
 
 def _check_route(check: _Check, r: RouteSpec) -> None:
-    """A route's targets exist, it has a way to choose (on: or when: with a default), its conditions parse and
-    read declared keys, and its `on:` is a declared key or a function that can be imported."""
+    """A route's targets exist, it can choose (on:, or when: with a default), its conditions parse and read
+    declared keys, and its `on:` is a declared key or an importable function."""
     check.node_ref(r.source, f"route from '{r.source}'")
     for case, target in r.cases.items():
         check.node_ref(target, f"route from '{r.source}' case '{case}'")
@@ -205,8 +185,7 @@ def _check_route(check: _Check, r: RouteSpec) -> None:
 
 
 def _check_node(check: _Check, name: str, node: NodeSpec, registry: Any) -> None:
-    """One node: exactly one kind, its type's settings, its function's import path, the MCP servers it names,
-    its search settings, the state keys it reads and writes, its subgraph (checked as a workflow), its options."""
+    """One node: its kind, settings, function, MCP servers, search, state keys, subgraph and options."""
     spec, where = check.spec, check.where
     kinds = [k for k in ("type", "fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
     if len(kinds) != 1:
@@ -239,8 +218,6 @@ def _check_node(check: _Check, name: str, node: NodeSpec, registry: Any) -> None
     if isinstance(node.subgraph, WorkflowSpec):
         sub = node.subgraph
         if node.search is not None:
-            from agentflow.graph.search.tree import branch_spec
-
             sub = branch_spec(spec, node)  # a branch runs over the workflow's state
         check.problems.extend(_validate(sub, f"{where}node '{name}' > ", registry, check.code))
     options = node_option_problems(name, node, spec, check.code)
@@ -248,8 +225,7 @@ def _check_node(check: _Check, name: str, node: NodeSpec, registry: Any) -> None
 
 
 def _check_flow(check: _Check) -> None:
-    """The control flow, with networkx: every node reachable from the start and able to reach END, and no loop
-    without a conditional exit unless a step limit ends it."""
+    """Every node reachable from the start and able to reach END, and every loop with an exit."""
     spec = check.spec
     g = to_networkx(spec)
     g.remove_nodes_from([n for n in list(g) if n not in spec.nodes and n not in (START, END)])
@@ -307,8 +283,7 @@ def _check_parallel_writes(check: _Check) -> None:
 
 
 def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec, code: CodeCheck | None = None) -> list[str]:
-    """Options a node carries but would not use, and bad agent options (see agentflow.graph.compile.agent_nodes);
-    the tool packs an agent names are checked by `code` (default: read, not imported)."""
+    """Options a node carries but would not use, and bad agent options (tool packs checked by `code`)."""
     problems: list[str] = []
     kind = node.kind()
     if node.on_error is not None:
@@ -335,8 +310,6 @@ def node_option_problems(name: str, node: NodeSpec, spec: WorkflowSpec, code: Co
 
 def _search_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]:
     """A search node's settings, its subgraph, and the state paths and nodes the settings name."""
-    from agentflow.graph.search.settings import parse_search_settings, settings_problems
-
     if not isinstance(node.subgraph, WorkflowSpec):
         return [f"node '{name}' has search: settings but no subgraph: (the workflow its branches run); add one"]
     try:
@@ -389,10 +362,8 @@ def _typed_problems(name: str, node: Any, registry: Any, where: str, code: CodeC
 
 
 def state_keys(spec: WorkflowSpec, registry: Any = None) -> set[str] | None:
-    """The keys a run of `spec` keeps, as `compile.state_schema` builds them: a Python state class's fields,
-    else the `state:` keys plus the keys its typed nodes read and write (and `node_errors` with `on_error:`).
-    None when nothing can be checked: the workflow declares no state (its state is only what typed nodes use),
-    or a typed node's keys are unknown (an unknown type, or one read from text: see `UNCHECKED`)."""
+    """The keys a run of `spec` keeps, as `compile.state_schema` builds them; None when they cannot be known
+    (no declared state, or a typed node whose keys are unknown)."""
     if spec.state_class is not None:
         return class_keys(spec.state_class)
     if not spec.state:
@@ -405,8 +376,6 @@ def state_keys(spec: WorkflowSpec, registry: Any = None) -> set[str] | None:
                 return None
             keys.update(node_type.read_keys, node_type.write_keys)
     if any(node.on_error for node in spec.nodes.values()):
-        from agentflow.graph.run.outcome import NODE_ERRORS
-
         keys.add(NODE_ERRORS)
     return keys
 
@@ -442,9 +411,7 @@ def _declare_fix(spec: WorkflowSpec) -> str:
 
 
 def state_refs(name: str, node: NodeSpec) -> list[tuple[str, str, str]]:
-    """(state key, verb, where) for every key `node` names: an agent's `args.input` (a dotted path's first part)
-    and `output`, a tool node's `{key}` arguments and `output`, a typed node's `settings.input`, an interrupt's
-    `show`, and `writes:`. One entry per key (its first use)."""
+    """(state key, verb, where) for every key `node` names (inputs, outputs, `show`, `writes:`), first use only."""
     refs: list[tuple[str, str, str]] = []
     kind = node.kind()
     if kind == "agent":
@@ -484,9 +451,8 @@ def _template_keys(value: Any, at: str = "") -> list[tuple[str, str]]:
 
 
 def check_input(spec: WorkflowSpec, given: Iterable[str], what: str, registry: Callable[[], Any] | None = None) -> None:
-    """A UserError when `given` (a run's input or an edit's keys) sets a key the state does not declare (LangGraph
-    would drop it silently), naming the nearest declared key. `registry` gives the node types (called only
-    when typed nodes could declare the key)."""
+    """A UserError when `given` (input or edit keys) sets a key the state does not declare (LangGraph would drop
+    it silently); `registry` is called only when typed nodes could declare the key."""
     names = list(given)
     plain = class_keys(spec.state_class) if spec.state_class is not None else set(spec.state)
     if not (spec.state or spec.state_class is not None) or set(names) <= plain:
@@ -502,8 +468,7 @@ def check_input(spec: WorkflowSpec, given: Iterable[str], what: str, registry: C
 
 
 def check_workflow(spec: WorkflowSpec, registry: Any = None) -> None:
-    """Raise a one-line UserError for the first problem (all of them are counted in the message). For a run:
-    it imports the workflow's code (the exact check; the run imports it anyway)."""
+    """A one-line UserError for the first problem (counting the rest); imports the workflow's code, as a run does."""
     problems = validate(spec, registry=registry, import_code=True)
     if problems:
         more = f" (and {len(problems) - 1} more; run 'agentflow graph validate')" if len(problems) > 1 else ""

@@ -13,6 +13,8 @@ An agent that ends without a usable answer fails the node (see `agentflow.graph.
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,13 @@ from pydantic import Field, ValidationError
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError, did_you_mean
 from agentflow.events.kinds import NodeEnd, NodeFailure
+from agentflow.graph.run.context import NodeContext
 from agentflow.graph.run.outcome import NODE_ERRORS, NodeFailed, agent_failure
+from agentflow.graph.run.streaming import RESULT_CHARS, TokenStreamingModel, send
+from agentflow.graph.search.tree import read_path
+from agentflow.tools.context import ToolContext
+from agentflow.tools.decorator import Tool
+from agentflow.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
@@ -50,32 +58,25 @@ def node_options(name: str, node: NodeSpec) -> AgentNodeOptions:
     try:
         return AgentNodeOptions.model_validate(node.args)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        if err["type"] == "extra_forbidden":
-            raise UserError(f"agent node '{name}': {_unknown_option(where)}") from None
-        raise UserError(f"agent node '{name}': option '{where}': {err['msg']}") from None
+        raise UserError(_option_error(name, exc.errors()[0])) from None
 
 
-def _unknown_option(option: str) -> str:
-    known = ", ".join(AgentNodeOptions.model_fields)
-    return f"unknown option '{option}'{did_you_mean(option, AgentNodeOptions.model_fields)} (options: {known})"
+def _option_error(name: str, err: Any) -> str:
+    where = ".".join(str(p) for p in err["loc"])
+    if err["type"] != "extra_forbidden":
+        return f"agent node '{name}': option '{where}': {err['msg']}"
+    fields = AgentNodeOptions.model_fields
+    return f"agent node '{name}': unknown option '{where}'{did_you_mean(where, fields)} (options: {', '.join(fields)})"
 
 
 def option_problems(name: str, node: NodeSpec, check_pack: Callable[[str], str | None] | None = None) -> list[str]:
-    """Every problem of an agent node's options (empty when sound), one line each: unknown or bad options,
-    an unknown role, config overrides AgentConfig does not have, tool packs that do not load, a malformed
-    model spec. `check_pack` says why a tool pack is bad (default: `CodeCheck` reads it, without importing)."""
+    """Every problem of an agent node's options (options, role, config overrides, tool packs, model spec), one
+    line each. `check_pack` says why a tool pack is bad (default: `CodeCheck` reads it, without importing)."""
     problems: list[str] = []
     try:
         options = AgentNodeOptions.model_validate(node.args)
     except ValidationError as exc:
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "extra_forbidden":
-                problems.append(f"agent node '{name}': {_unknown_option(where)}")
-            else:
-                problems.append(f"agent node '{name}': option '{where}': {err['msg']}")
+        problems.extend(_option_error(name, err) for err in exc.errors())
         known_ok = {k: v for k, v in node.args.items() if k in ("config", "model") and isinstance(v, (dict, str))}
         try:
             options = AgentNodeOptions.model_validate(known_ok)
@@ -113,24 +114,12 @@ def _agent_config(node: NodeSpec, options: AgentNodeOptions) -> Any:
 
 
 def _override_value(value: Any) -> str:
-    import json
-
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _path(state: Any, dotted: str) -> Any:
-    value = state
-    for part in dotted.split("."):
-        if value is None:
-            return None
-        value = value.get(part) if isinstance(value, Mapping) else getattr(value, part, None)
-    return value
-
-
 def _model_for(name: str, options: AgentNodeOptions, rt: RunHandles, spec: WorkflowSpec) -> Any:
-    """The node's own model, else the run's shared model (built once, on first use), else a UserError naming
-    the fix. A model named by a spec is built when the node first calls it: compiling a workflow (a runner
-    that only reads where a thread stands) starts no model server."""
+    """The node's own model, else the run's shared model, else a UserError naming the fix. A model named by a
+    spec is built when the node first calls it: compiling a workflow starts no model server."""
     if options.model is not None and not isinstance(options.model, str):
         return options.model
     if isinstance(options.model, str):
@@ -140,10 +129,8 @@ def _model_for(name: str, options: AgentNodeOptions, rt: RunHandles, spec: Workf
         return rt.chat_model
     model_spec = rt.model or spec.model
     if model_spec is None:
-        raise UserError(
-            f"agent node '{name}' needs a model",
-            hint="pass --model SPEC, set model: in the workflow or args.model on the node",
-        )
+        raise UserError(f"agent node '{name}' needs a model",
+                        hint="pass --model SPEC, set model: in the workflow or args.model on the node")
 
     def shared() -> Any:
         if rt.chat_model is None:  # the first agent node to call builds the run's model for all of them
@@ -154,8 +141,8 @@ def _model_for(name: str, options: AgentNodeOptions, rt: RunHandles, spec: Workf
 
 
 def load_shared_model(spec: WorkflowSpec, rt: RunHandles) -> None:
-    """Build the run's shared model now (the runner does, as a run starts) when an agent node of `spec` or of
-    its subgraphs uses it: the contexts of search branches, copied from `rt` as the run goes, then share it."""
+    """Build the run's shared model as a run starts when an agent node of `spec` or its subgraphs uses it (so
+    search branches, whose contexts are copies of `rt`, share it)."""
     model_spec = rt.model or spec.model
     if rt.chat_model is None and model_spec is not None and _uses_shared_model(spec):
         rt.chat_model = rt.model_for(model_spec)
@@ -205,17 +192,12 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
     from langchain_core.runnables import RunnableConfig
 
     from agentflow.agents import Agent
-    from agentflow.graph.run.context import NodeContext
-    from agentflow.graph.run.streaming import TokenStreamingModel
 
     options = node_options(name, node)
     config = _agent_config(node, options)
     model = _model_for(name, options, rt, spec)
     tools = None
     if options.tools:
-        from agentflow.tools.decorator import Tool
-        from agentflow.tools.registry import ToolRegistry
-
         packs = [*config.tools, *(t for t in options.tools if isinstance(t, str))]
         tools = ToolRegistry.from_packs(packs)
         for extra in options.tools:
@@ -226,15 +208,13 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
     on_error = getattr(node, "on_error", None)
 
     async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        from agentflow.tools.context import ToolContext
-
         ctx = NodeContext(rt, name, config)
         rt.start_node(name)
         if isinstance(options.input, Mapping):
-            task: Any = {var: _path(state, str(src)) for var, src in options.input.items()}
+            task: Any = {var: read_path(state, str(src)) for var, src in options.input.items()}
             task = {k: v for k, v in task.items() if v is not None}
         else:
-            task = _path(state, options.input)
+            task = read_path(state, options.input)
             if task is None:
                 raise NodeFailed(name, "error", f"the state has no {options.input!r} to give the agent")
             task = task if isinstance(task, (str, Mapping)) else str(task)
@@ -257,7 +237,6 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
             return {output_key: None, NODE_ERRORS: {name: failure.model_dump()}}
         output = result.output.model_dump(mode="json") if result.output is not None else None
         rt.emit(NodeEnd(node_id=name, writes=[output_key]))
-
         update: dict[str, Any] = {output_key: output}
         if on_error is not None:
             update[NODE_ERRORS] = {name: None}  # a success clears an earlier failure of this node
@@ -267,20 +246,14 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
 
 
 def _pause_for_approval(request: dict[str, Any]) -> Any:
-    """An agent's approver in a workflow run: pause the run showing the call (LangGraph's interrupt); the answer
-    is what the run is resumed with (`WorkflowRunner.resume(approve=...)`)."""
+    """An agent's approver in a workflow run: pause the run showing the call; it resumes with the answer."""
     from langgraph.types import interrupt
 
     return interrupt(request)
 
 
 def _live_tools(name: str, rt: RunHandles) -> Callable[[Any], Any]:
-    """The agent's `on_event`: each tool call the model asks for and each result on the run's stream (with
-    the call's duration: tools run one after another, from the model's reply on), then `after_tool_call`."""
-    import time
-
-    from agentflow.graph.run.streaming import RESULT_CHARS, send
-
+    """The agent's `on_event`: tool calls and results on the run's stream, then `after_tool_call`."""
     last = time.monotonic()
 
     async def observe(event: Any) -> None:
@@ -303,7 +276,6 @@ def _live_tools(name: str, rt: RunHandles) -> Callable[[Any], Any]:
 async def _with_mcp_tools(agent: Any, rt: RunHandles, options: AgentNodeOptions) -> Any:
     """The agent with the run's MCP tools (all servers, or the node's `mcp_servers:`) beside its own tools."""
     from agentflow.agents import Agent
-    from agentflow.tools.registry import ToolRegistry
 
     mcp_tools = await rt.mcp.tools(options.mcp_servers) if rt.mcp else []
     registry = ToolRegistry([*agent.tools, *mcp_tools]) if agent.config.tools else ToolRegistry(mcp_tools)

@@ -13,11 +13,14 @@ from langchain_core.runnables import RunnableConfig
 
 from agentflow.errors import UserError
 from agentflow.events.kinds import NodeEnd
-from agentflow.graph.check.validation import check_workflow
+from agentflow.graph.check.validation import check_input, check_workflow
+from agentflow.graph.compile.nodetypes import typed_keys, typed_nodes, workflow_registry
 from agentflow.graph.define.conditions import evaluate, parse_condition
 from agentflow.graph.define.loader import resolve_callable
 from agentflow.graph.define.spec import NodeSpec, RouteSpec, WorkflowSpec, is_end
 from agentflow.graph.run.context import NodeContext, RunHandles
+from agentflow.graph.run.outcome import NODE_ERRORS, with_error_exit
+from agentflow.graph.run.superstep import settled, settled_sync
 
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 
@@ -45,9 +48,7 @@ _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {"append": _append, "add": _ad
 
 
 def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
-    """The LangGraph state schema: the Python state class, or a TypedDict built from `state:` (plus the keys
-    typed nodes read and write, when the workflow does not declare them, typed as their node types' `state`
-    types them)."""
+    """The state schema: the Python state class, or a TypedDict of `state:` and the keys typed nodes use."""
     if spec.state_class is not None:
         return cast(type, spec.state_class)
     fields: dict[str, Any] = {}
@@ -55,13 +56,9 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
         tp = _TYPES.get(f.type, Any)
         fields[name] = Annotated[tp, _REDUCERS[f.reducer]] if f.reducer and f.reducer != "replace" else tp
     if registry is not None:
-        from agentflow.graph.compile.nodetypes import typed_keys
-
         for key, tp in typed_keys(spec, registry).items():
             fields.setdefault(key, tp)
     if any(n.on_error for n in spec.nodes.values()):
-        from agentflow.graph.run.outcome import NODE_ERRORS
-
         fields[NODE_ERRORS] = Annotated[dict, _merge]
     if not fields:
         fields["__value"] = Any  # LangGraph needs at least one key
@@ -78,11 +75,8 @@ def _get(state: Any, key: str) -> Any:
 
 def _wants_ctx(fn: Callable[..., Any]) -> bool:
     try:
-        params = [
-            p
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-        ]
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        params = [p for p in inspect.signature(fn).parameters.values() if p.kind in (*positional, p.VAR_POSITIONAL)]
     except (TypeError, ValueError):
         return False
     return len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
@@ -136,9 +130,7 @@ def _interrupt_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., 
         updates: dict[str, Any] = {}
         if isinstance(answer, Mapping):
             if answer.get("action") == "reject":
-                raise UserError(
-                    f"run rejected at '{name}'" + (f": {answer['reason']}" if answer.get("reason") else "")
-                )
+                raise UserError(f"run rejected at '{name}'" + (f": {answer['reason']}" if answer.get("reason") else ""))
             if answer.get("action") == "edit":
                 updates = dict(answer.get("updates") or {})
         rt.emit(NodeEnd(node_id=name, writes=list(updates), approved=True))
@@ -175,19 +167,8 @@ def _tool_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., Any]:
     return call
 
 
-def _agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSpec) -> Callable[..., Any]:
-    from agentflow.graph.compile.agent_nodes import (
-        build_agent_node,  # agents load only for workflows that use them
-    )
-
-    return cast("Callable[..., Any]", build_agent_node(name, node, rt, spec))
-
-
 def registry_for(spec: WorkflowSpec, rt: RunHandles | None = None) -> Any:
-    """The node types a workflow can use: the run's registry (default: shipped and installed ones) plus
-    the modules the workflow names under `node_types:` (relative to its file)."""
-    from agentflow.graph.compile.nodetypes import workflow_registry
-
+    """The node types a workflow can use: the run's registry (default: shipped and installed) plus `node_types:`."""
     return workflow_registry(spec, rt.node_types if rt is not None else None)
 
 
@@ -204,7 +185,6 @@ def _typed_node(name: str, node: NodeSpec, rt: RunHandles, registry: Any) -> Cal
         finally:
             rt.node_clock.stop()
         rt.emit(NodeEnd(node_id=name, type=node_type.name, writes=list(updates)))
-
         return updates
 
     return run
@@ -226,8 +206,7 @@ def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str,
     conditions = [(parse_condition(text), target) for text, target in route.when.items()]
     targets = {*route.when.values(), *route.cases.values()} | ({route.default} if route.default else set())
     path_map = {t: (end if is_end(t) else t) for t in targets}
-    cases = route.cases
-    default = route.default
+    cases, default = route.cases, route.default
 
     def choose(state: Any) -> str:
         for tree, when_target in conditions:
@@ -236,18 +215,13 @@ def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str,
         if pick is None:
             return default or end
         value = pick(state)
-        key = (
-            value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
-        )
-        target = cases.get(key)
+        target = cases.get(str(value).lower() if isinstance(value, bool) else str(value))
         if target is None and isinstance(value, bool):
             target = cases.get(str(value))
         if target is None:
             if default is None:
-                raise UserError(
-                    f"route from '{route.source}': value {value!r} matches no case "
-                    f"({', '.join(cases)}); add a case or a default"
-                )
+                raise UserError(f"route from '{route.source}': value {value!r} matches no case "
+                                f"({', '.join(cases)}); add a case or a default")
             target = default
         return target
 
@@ -266,7 +240,9 @@ def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles
     if kind == "tool":
         return _tool_node(name, node, rt)
     if kind == "agent":
-        return _agent_node(name, node, rt, spec)
+        from agentflow.graph.compile.agent_nodes import build_agent_node  # agents load only when used
+
+        return build_agent_node(name, node, rt, spec)
     if kind == "subgraph":
         return build_graph(node.subgraph, rt).compile()
     from agentflow.graph.search.engine import search_node
@@ -275,12 +251,9 @@ def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles
 
 
 def _settled(node: Any, rt: RunHandles) -> Any:
-    """A node raises its failure only once the nodes running beside it in its step have ended
-    (`agentflow.graph.run.superstep`); a subgraph is LangGraph's as it is."""
+    """A node raises its failure only once the nodes beside it in its step have ended (`superstep.py`)."""
     if not inspect.isfunction(node):
         return node
-    from agentflow.graph.run.superstep import settled, settled_sync
-
     if inspect.iscoroutinefunction(node):
         return settled(rt.supersteps, node)
     return settled_sync(rt.supersteps, node)
@@ -320,13 +293,9 @@ def build_graph(spec: WorkflowSpec, rt: RunHandles | None = None) -> Any:
     return graph
 
 
-def _add_error_exit(
-    graph: Any, source: str, on_error: str, normal: Any, path_map: dict[str, str] | None = None
-) -> None:
+def _add_error_exit(graph: Any, source: str, on_error: str, normal: Any, path_map: dict[str, str] | None = None) -> None:
     """Edges out of a node with `on_error:`: to that node after a failure, else as declared."""
     from langgraph.graph import END
-
-    from agentflow.graph.run.outcome import with_error_exit
 
     paths = dict(path_map or {normal: normal})
     paths[on_error] = END if is_end(on_error) else on_error
@@ -336,9 +305,8 @@ def _add_error_exit(
 def compile_workflow(
     spec: WorkflowSpec, rt: RunHandles | None = None, checkpointer: Any = None, *, interrupt_after: Any = None
 ) -> Any:
-    """A runnable LangGraph graph for `spec`, with `interrupt_before` applied (and `interrupt_after`: node
-    names or "*", where a search pauses a branch between steps). An agentflow checkpointer is told the types
-    the workflow's state declares: the only ones besides agentflow's it will load back."""
+    """A runnable LangGraph graph for `spec` (`interrupt_after`: where a search pauses a branch between steps).
+    An agentflow checkpointer is told the types the workflow's state declares: the only ones it loads back."""
     from agentflow.graph.persist.serde import StrictSerde, declared_types
 
     graph = build_graph(spec, rt)
@@ -349,17 +317,12 @@ def compile_workflow(
 
 
 def _node_key_types(spec: WorkflowSpec, rt: RunHandles | None) -> list[Any]:
-    """The types the workflow's typed nodes (its subgraphs' too) give the state keys they read and write: what a
-    node writes is one of them also where the workflow's `state:` declares the key loosely (`type: list`)."""
-    from agentflow.graph.compile.nodetypes import typed_nodes
-
+    """The types the workflow's typed nodes (its subgraphs' too) give the state keys they read and write."""
     return [tp for t in typed_nodes(spec, registry_for(spec, rt)) for tp in t.key_types().values()]
 
 
 def initial_state(spec: WorkflowSpec, given: Mapping[str, Any], rt: RunHandles | None = None) -> dict[str, Any]:
     """Input for a fresh run: declared defaults, then the given values (an undeclared key is a UserError)."""
-    from agentflow.graph.check.validation import check_input
-
     check_input(spec, given, "input sets", lambda: registry_for(spec, rt))
     out = {k: f.default for k, f in spec.state.items() if f.default is not None and spec.state_class is None}
     out.update(given)

@@ -1,22 +1,14 @@
-"""Registered node types: reusable steps a workflow names with `type:` (e.g. `type: swe.edit`).
+"""Registered node types: reusable steps a workflow names with `type:` (e.g. `type: swe.edit`;
+docs/concepts/workflows.md).
 
-A node type is one declared object, generic in the state its function takes, the run's dependencies its
-context carries and its settings: `NodeType[StateT, DepsT, SettingsT]`. Its function is
-`async run(state: StateT, ctx: NodeContext[DepsT], settings: SettingsT) -> updates`; its `state`, `deps` and
-`settings` classes are declared beside it, so a type checker rejects a node type whose function takes another
-state, context or settings than it declares (`tests/graph/test_nodetype_typing.py`), and loading a workflow
-rejects one whose typed nodes need different deps (`deps_conflict`). The state keys it reads and writes are the
-fields of its `reads` and `writes`: groups of its state's keys (TypedDicts its state is made of, each key typed
-there once); a node's
-`settings:` are validated against its settings model (a typo is a validation problem); `calls` says how many
-model calls a node of the type is expected to make with given settings (a run's time estimate). (A search is
-not a node type: a node with `search:` settings runs its `subgraph:` as the branches, `agentflow.graph.search`.)
+A node type is one declared object, `NodeType[StateT, DepsT, SettingsT]`: its function
+`async run(state: StateT, ctx: NodeContext[DepsT], settings: SettingsT) -> updates` is checked by a type
+checker against the `state`, `deps` and `settings` classes declared beside it; the keys it reads and writes
+are the fields of its `reads` and `writes` TypedDicts.
 
-Where types come from, in order: the entry-point group `agentflow.node_types` (each entry a module or an
-object holding `NODE_TYPES`, a list of `NodeType`) — agentflow's own packages (`agentflow.repair.nodes`, ...)
-register there too, in its pyproject.toml, so this layer names nothing above it — and the modules a workflow
-names under `node_types:` (`my_pkg.nodes`, or `nodes.py` next to the workflow).
-A registry is a value (no global state): `default_registry()` builds one and caches it per process.
+Types come from the entry-point group `agentflow.node_types` (agentflow's own packages register there too, so
+this layer names nothing above it) and from the modules a workflow names under `node_types:`. A registry is a
+value: `default_registry()` builds one per process.
 """
 
 from __future__ import annotations
@@ -64,30 +56,25 @@ class NodeType(Generic[StateT, DepsT, SettingsT]):
     name: str
     """Dotted name used in `type:` (`swe.edit`)."""
     run: NodeRun[StateT, DepsT, SettingsT]
-    """`async run(state, ctx, settings) -> updates`; `ctx` is the node's `NodeContext`."""
+    """`async run(state, ctx, settings) -> updates`."""
     settings: type[SettingsT] | None = None
     """Pydantic model of the node's settings (None: it takes none)."""
     reads: tuple[type, ...] = ()
-    """The groups of state keys it reads (TypedDicts: `state`'s bases, each key typed there)."""
+    """The groups of state keys it reads (TypedDicts)."""
     writes: tuple[type, ...] = ()
-    """The groups of state keys it writes (for parallel-conflict checks and `graph show`)."""
+    """The groups of state keys it writes (TypedDicts)."""
     description: str = ""
     """One line for `agentflow graph types` and `graph show`."""
     needs: str | None = None
-    """A run resource the type works with, set up by the library that provides it (`repair`: a task's sandbox,
-    models and settings, from `agentflow.repair`); `agentflow run` hands a workflow of such types to it."""
+    """A run resource set up by the library that provides the type (`repair`); `agentflow run` hands it the run."""
     sandbox: bool = False
-    """It runs code in the run's sandbox: `agentflow run` starts one (docker by default) for a workflow using it."""
+    """It runs code in the run's sandbox: `agentflow run` starts one for a workflow using it."""
     state: type[StateT] | None = None
-    """The TypedDict of the state its function takes (the workflow's keys it knows, `reads` and `writes` among
-    them); None: its `reads` and `writes` alone type its keys."""
+    """The TypedDict of the state its function takes (None: `reads` and `writes` alone type its keys)."""
     deps: type[DepsT] | None = None
-    """The class of the run's deps its context carries (`ctx.deps`); the node refuses to start without them
-    (`require_deps`), so its function trusts `ctx.deps`. None: it uses none."""
+    """The class of the run's deps its context carries; the node refuses to start without them."""
     calls: Callable[[SettingsT, Any], int] | None = None
-    """Model calls a node of this type is expected to make with its settings and the run's config (what the
-    library that runs it keeps run-wide, e.g. a repair's `RepairConfig`): the basis of a run's time estimate,
-    not a limit. None: it makes none."""
+    """Model calls a node is expected to make with its settings and the run's config (a time estimate)."""
 
     def __post_init__(self) -> None:
         for role, groups in (("reads", self.reads), ("writes", self.writes)):
@@ -104,12 +91,10 @@ class NodeType(Generic[StateT, DepsT, SettingsT]):
 
     @property
     def read_keys(self) -> tuple[str, ...]:
-        """The state keys it reads (the fields of `reads`)."""
         return _keys(self.reads)
 
     @property
     def write_keys(self) -> tuple[str, ...]:
-        """The state keys it writes (the fields of `writes`)."""
         return _keys(self.writes)
 
     def key_types(self) -> dict[str, Any]:
@@ -145,14 +130,11 @@ class NodeType(Generic[StateT, DepsT, SettingsT]):
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
             known = ", ".join(sorted(model.model_fields))
-            near = extra_key_hint(model, err)
-            raise ConfigError(
-                f"{where}: settings.{loc}: {err['msg']}{near} (settings of {self.name}: {known})"
-            ) from None
+            raise ConfigError(f"{where}: settings.{loc}: {err['msg']}{extra_key_hint(model, err)} "
+                              f"(settings of {self.name}: {known})") from None
 
     def expected_calls(self, values: Mapping[str, Any] | None, run: Any = None) -> int:
-        """Model calls a node of this type with the settings `values` is expected to make in a run of config
-        `run` (`calls`)."""
+        """Model calls a node with the settings `values` is expected to make in a run of config `run`."""
         if self.calls is None:
             return 0
         return self.calls(typing.cast("SettingsT", self.parse_settings(values, f"node type {self.name}")), run)
@@ -224,13 +206,11 @@ def _import_types_module(name: str, base_dir: str | Path | None) -> Any:
 
 
 def _entry_point_modules() -> list[Any]:
-    """The modules registered under the entry-point group, agentflow's own first (a plugin may replace one of
-    its types, not the other way round)."""
+    """The modules of the entry-point group, agentflow's own first (a plugin may replace one of its types)."""
     from importlib.metadata import entry_points
 
     out = []
-    found = entry_points(group=ENTRY_POINT_GROUP)
-    for ep in sorted(found, key=lambda ep: (getattr(ep.dist, "name", "") != "agentflow", ep.name)):
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: (getattr(ep.dist, "name", "") != "agentflow", ep.name)):
         try:
             out.append(ep.load())
         except Exception as exc:  # noqa: BLE001 - a broken plugin is named, not fatal to the rest
@@ -240,9 +220,7 @@ def _entry_point_modules() -> list[Any]:
 
 @lru_cache(maxsize=1)
 def default_registry() -> NodeTypeRegistry:
-    """The node types of the entry-point group — agentflow's own (repair, reasoning, codegen, instruct: declared
-    in its pyproject.toml, so the graph layer names nothing above it) and installed plugins' — built once per
-    process."""
+    """The node types of the entry-point group (agentflow's own and installed plugins'), built once per process."""
     registry = NodeTypeRegistry()
     for module in _entry_point_modules():
         registry.add_module(module, replace=True)
@@ -250,8 +228,7 @@ def default_registry() -> NodeTypeRegistry:
 
 
 def workflow_registry(spec: Any, registry: NodeTypeRegistry | None = None) -> NodeTypeRegistry:
-    """`registry` (default: shipped and installed types) plus the types of the modules `spec` names under
-    `node_types:` (relative to its file). This imports those modules: it runs the workflow's code."""
+    """`registry` (default: shipped and installed types) plus those of `spec`'s `node_types:` (imported)."""
     registry = registry if registry is not None else default_registry()
     if spec.node_types:
         base = Path(spec.source_path).parent if spec.source_path else None
@@ -260,9 +237,7 @@ def workflow_registry(spec: Any, registry: NodeTypeRegistry | None = None) -> No
 
 
 def typed_keys(spec: Any, registry: NodeTypeRegistry) -> dict[str, Any]:
-    """The state keys a workflow's own typed nodes read and write (not its subgraphs'), in order, each once,
-    with their types (the node type's `state` says; else Any): part of its state whether or not `state:`
-    declares them."""
+    """The state keys a workflow's own typed nodes (not its subgraphs') read and write, with their types."""
     keys: dict[str, Any] = {}
     for node in spec.nodes.values():
         node_type = registry.get(node.type) if node.type else None
@@ -288,8 +263,7 @@ def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
 
 
 def deps_conflict(spec: Any, registry: NodeTypeRegistry) -> str | None:
-    """Why a workflow's typed nodes (its subgraphs' included) cannot share one run: two whose contexts carry
-    deps of unrelated classes (a run has one `deps`); None when they can."""
+    """Why a workflow's typed nodes cannot share one run (deps of unrelated classes); None when they can."""
     first: dict[type, str] = {}
     for node_type in typed_nodes(spec, registry):
         if node_type.deps is not None:
@@ -302,6 +276,5 @@ def deps_conflict(spec: Any, registry: NodeTypeRegistry) -> str | None:
     return None
 
 
-__all__ = ["ENTRY_POINT_GROUP", "AnyNodeType", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry", "deps_conflict",
-           "needed_resources",
-           "typed_keys", "typed_nodes", "workflow_registry"]
+__all__ = ["ENTRY_POINT_GROUP", "AnyNodeType", "NodeRun", "NodeType", "NodeTypeRegistry", "default_registry",
+           "deps_conflict", "needed_resources", "typed_keys", "typed_nodes", "workflow_registry"]

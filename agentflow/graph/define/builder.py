@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentflow.graph.define.spec import (
     END,
@@ -20,9 +20,7 @@ from agentflow.graph.define.spec import (
     RouteSpec,
     WorkflowSpec,
 )
-
-if TYPE_CHECKING:
-    from agentflow.graph.search.settings import SearchSettings
+from agentflow.graph.search.settings import SearchSettings, parse_search_settings
 
 
 class Workflow:
@@ -45,9 +43,7 @@ class Workflow:
         self._spec.nodes[name] = NodeSpec(agent=role, output=output, args=options, writes=[output or name])
         return self
 
-    def tool(
-        self, name: str, tool: str, args: dict[str, Any] | None = None, *, output: str | None = None
-    ) -> Workflow:
+    def tool(self, name: str, tool: str, args: dict[str, Any] | None = None, *, output: str | None = None) -> Workflow:
         """Add a tool node calling `tool` (through the exactly-once journal)."""
         self._spec.nodes[name] = NodeSpec(tool=tool, args=args or {}, output=output, writes=[output or name])
         return self
@@ -63,21 +59,11 @@ class Workflow:
         self._spec.nodes[name] = NodeSpec(subgraph=spec, writes=list(spec.state) or None)
         return self
 
-    def search(
-        self,
-        name: str,
-        workflow: Workflow | WorkflowSpec,
-        settings: SearchSettings | Mapping[str, Any] | None = None,
-        *,
-        output: str | None = None,
-        **options: Any,
-    ) -> Workflow:
-        """Add a search over `workflow`: its branches are runs of it, each with its own checkpoints and fork of
-        the sandbox workspace (`settings`, or keyword options: strategy, n, value, select...; see
-        `agentflow.graph.search.settings.SearchSettings`). The chosen branch's state keys become the run's; `output`
-        names a state key for the search's report."""
-        from agentflow.graph.search.settings import SearchSettings, parse_search_settings
-
+    def search(self, name: str, workflow: Workflow | WorkflowSpec,
+               settings: SearchSettings | Mapping[str, Any] | None = None, *, output: str | None = None,
+               **options: Any) -> Workflow:
+        """Add a search over `workflow` (`settings`, or keyword options: `SearchSettings` fields); the chosen
+        branch's state keys become the run's, `output` names a state key for the search's report."""
         spec = workflow.spec if isinstance(workflow, Workflow) else workflow
         merged = {**(settings.model_dump() if isinstance(settings, SearchSettings) else dict(settings or {})),
                   **options}
@@ -93,13 +79,8 @@ class Workflow:
         self._spec.start = name
         return self
 
-    def route(
-        self,
-        source: str,
-        on: str | Callable[[Any], Any],
-        cases: dict[Any, str],
-        default: str | None = None,
-    ) -> Workflow:
+    def route(self, source: str, on: str | Callable[[Any], Any], cases: dict[Any, str],
+              default: str | None = None) -> Workflow:
         """Conditional edges: `on` is a state field or a callable of the state; its value picks a case."""
         self._spec.routes.append(
             RouteSpec(source=source, on=on, cases={str(k): v for k, v in cases.items()}, default=default)
@@ -133,31 +114,15 @@ def state_fields(state: type) -> dict[str, FieldSpec]:
             reducer = "add" if any(callable(m) for m in info.metadata) else None
             fields[name] = FieldSpec(type=_type_name(info.annotation), reducer=reducer)
         return fields
-    hints = typing.get_type_hints(state, include_extras=True)
-    for name, hint in hints.items():
-        reducer = None
-        base = hint
-        if typing.get_origin(hint) is typing.Annotated:
-            base, *meta = typing.get_args(hint)
-            if any(callable(m) for m in meta):
-                reducer = "add"
-        fields[name] = FieldSpec(type=_type_name(base), reducer=reducer)
+    for name, hint in typing.get_type_hints(state, include_extras=True).items():
+        base, *meta = typing.get_args(hint) if typing.get_origin(hint) is typing.Annotated else (hint,)
+        fields[name] = FieldSpec(type=_type_name(base), reducer="add" if any(callable(m) for m in meta) else None)
     return fields
 
 
 def _type_name(tp: Any) -> str:
     origin = typing.get_origin(tp) or tp
-    for cls, name in (
-        (str, "str"),
-        (bool, "bool"),
-        (int, "int"),
-        (float, "float"),
-        (list, "list"),
-        (dict, "dict"),
-    ):
-        if origin is cls:
-            return name
-    return "any"
+    return next((cls.__name__ for cls in (str, bool, int, float, list, dict) if origin is cls), "any")
 
 
 def inferred_writes(fn: Callable[..., Any]) -> list[str] | None:

@@ -25,6 +25,8 @@ _CMP: dict[type, Any] = {
     ast.Is: operator.is_,
     ast.IsNot: operator.is_not,
 }
+_ALLOWED = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Constant, ast.Attribute, ast.Load, ast.List,
+            ast.Tuple, ast.And, ast.Or, ast.Not, ast.USub, *_CMP)
 
 
 def parse_condition(text: str) -> ast.expr:
@@ -34,31 +36,11 @@ def parse_condition(text: str) -> ast.expr:
     except SyntaxError as exc:
         raise UserError(f"condition {text!r} is not valid: {exc.msg}") from None
     for node in ast.walk(tree):
-        if not isinstance(
-            node,
-            (
-                ast.Compare,
-                ast.BoolOp,
-                ast.UnaryOp,
-                ast.Name,
-                ast.Constant,
-                ast.Attribute,
-                ast.Load,
-                ast.List,
-                ast.Tuple,
-                ast.And,
-                ast.Or,
-                ast.Not,
-                ast.USub,
-                *_CMP,
-            ),
-        ):
+        if not isinstance(node, _ALLOWED):
             raise UserError(f"condition {text!r} uses {type(node).__name__}, which conditions do not allow")
         negative_number = isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)
         if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not) and not negative_number:
-            raise UserError(
-                f"condition {text!r}: only 'not' and negative numbers are allowed as unary operators"
-            )
+            raise UserError(f"condition {text!r}: only 'not' and negative numbers are allowed as unary operators")
     return tree
 
 

@@ -21,6 +21,7 @@ from typing import Any, cast
 from agentflow.config import read_yaml, validate_config
 from agentflow.errors import ConfigError, UserError, did_you_mean, public_names
 from agentflow.graph.define.spec import ParallelSpec, RouteSpec, WorkflowSpec
+from agentflow.graph.define.user_code import load_file_module, localize
 from agentflow.resources import data_dir
 
 
@@ -30,24 +31,16 @@ def find_workflow(name_or_path: str | Path) -> Path:
     if path.is_file():
         return path
     shipped = data_dir("workflows")
-    for candidate in (
-        shipped / f"{name_or_path}.yaml",
-        shipped / f"{name_or_path}.yml",
-        shipped / str(name_or_path),
-    ):
+    for candidate in (shipped / f"{name_or_path}.yaml", shipped / f"{name_or_path}.yml", shipped / str(name_or_path)):
         if candidate.is_file():
             return candidate
     names = sorted(p.stem for p in shipped.glob("*.y*ml")) if shipped.is_dir() else []
-    raise UserError(
-        f"workflow {str(name_or_path)!r} not found",
-        hint=f"give a YAML path or one of: {', '.join(names) or '(none shipped)'}",
-    )
+    raise UserError(f"workflow {str(name_or_path)!r} not found",
+                    hint=f"give a YAML path or one of: {', '.join(names) or '(none shipped)'}")
 
 
 def load_workflow(name_or_path: str | Path) -> WorkflowSpec:
     """Read and check the shape of a YAML workflow (graph problems are found by `validate`)."""
-    from agentflow.graph.define.user_code import localize
-
     path = find_workflow(name_or_path)
     data = read_yaml(path)
     spec = spec_from_dict(data, source=str(path))
@@ -75,24 +68,17 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
             raise ConfigError(f"{source}: nodes.{name}: expected a mapping (e.g. {{fn: 'pkg.mod:func'}})")
         if "next" in node:
             edges.append((str(name), str(node.pop("next"))))
-        if "route" in node:
-            route = node.pop("route")
-            if not isinstance(route, Mapping):
-                raise ConfigError(
-                    f"{source}: nodes.{name}.route: expected {{on: FIELD, cases: {{VALUE: NODE}}}}"
-                )
-            routes.append({"source": name, **route})
-        if "parallel" in node:
-            par = node.pop("parallel")
-            if not isinstance(par, Mapping):
-                raise ConfigError(f"{source}: nodes.{name}.parallel: expected {{branches: [A, B], join: J}}")
-            parallel.append({"source": name, **par})
+        for key, into, shape in (("route", routes, "{on: FIELD, cases: {VALUE: NODE}}"),
+                                 ("parallel", parallel, "{branches: [A, B], join: J}")):
+            if key in node:
+                value = node.pop(key)
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"{source}: nodes.{name}.{key}: expected {shape}")
+                into.append({"source": name, **value})
         nodes[str(name)] = node
     for i, route in enumerate(routes):
         if not isinstance(route, Mapping):
-            raise ConfigError(
-                f"{source}: routes.{i}: expected {{source: NODE, on: FIELD, cases: {{VALUE: NODE}}}}"
-            )
+            raise ConfigError(f"{source}: routes.{i}: expected {{source: NODE, on: FIELD, cases: {{VALUE: NODE}}}}")
         route = routes[i] = dict(route)
         if True in route and "on" not in route:  # YAML 1.1 reads a bare `on:` key as the boolean true
             route["on"] = route.pop(True)
@@ -115,8 +101,7 @@ def spec_from_dict(data: Any, *, source: str = "workflow") -> WorkflowSpec:
 
 
 def _subgraph_source(base: Path, name: str) -> str | Path:
-    """A `subgraph:` file path relative to the workflow's folder `base` (never the current folder), or the name
-    of a shipped workflow."""
+    """A `subgraph:` file path relative to the workflow's folder `base`, or the name of a shipped workflow."""
     path = Path(name).expanduser()
     if path.is_absolute() or (base / path).is_file() or "/" in name or path.suffix in (".yaml", ".yml"):
         return path if path.is_absolute() else base / path
@@ -144,8 +129,6 @@ def import_object(path: str) -> Any:
         raise UserError(f"bad import path {path!r}: expected 'pkg.module:function'")
     try:
         if module_name.endswith(".py"):  # path/to/file.py:function
-            from agentflow.graph.define.user_code import load_file_module
-
             module = load_file_module(module_name)
         else:
             module = importlib.import_module(module_name)

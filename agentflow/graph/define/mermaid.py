@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agentflow.graph.define.spec import NodeSpec, WorkflowSpec, is_end
+from agentflow.graph.define.spec import NodeSpec, WorkflowSpec, flow_edges, is_end
 
 _SHAPES = {"interrupt": ("{{", "}}"), "subgraph": ("[[", "]]"), "agent": ("([", "])"), "tool": ("[/", "/]")}
 
@@ -27,26 +27,13 @@ def to_mermaid(spec: WorkflowSpec) -> str:
         label = f"{name}: {agent}" if node.kind() == "agent" else f"{name}: {node.type}" if node.type else name
         lines.append(f'    {_id(name)}{left}"{label}"{right}')
 
-    def ref(name: str) -> str:
-        return "__end__" if is_end(name) else _id(name)
-
     if spec.first_node():
-        lines.append(f"    __start__ --> {ref(spec.first_node() or '')}")
-    for a, b in spec.edges:
-        lines.append(f"    {ref(a)} --> {ref(b)}")
-    for r in spec.routes:
-        on = r.on if isinstance(r.on, str) else getattr(r.on, "__name__", "route")
-        for cond, target in r.when.items():
-            label = cond.replace('"', "'")
-            lines.append(f'    {ref(r.source)} -. "{label}" .-> {ref(target)}')
-        for case, target in r.cases.items():
-            lines.append(f'    {ref(r.source)} -. "{on}={case}" .-> {ref(target)}')
-        if r.default:
-            lines.append(f'    {ref(r.source)} -. "default" .-> {ref(r.default)}')
-    for p in spec.parallel:
-        for b in p.branches:
-            lines.append(f"    {ref(p.source)} ==> {ref(b)}")
-            lines.append(f"    {ref(b)} ==> {ref(p.join)}")
+        lines.append(f"    __start__ --> {_id(spec.first_node() or '')}")
+    for a, b, kind, label in flow_edges(spec):
+        a, b = _id(a), "__end__" if is_end(b) else _id(b)
+        quoted = label.replace('"', "'")
+        arrow = f'-. "{quoted}" .->' if kind == "route" else "-->" if kind == "edge" else "==>"
+        lines.append(f"    {a} {arrow} {b}")
     return "\n".join(lines) + "\n"
 
 
@@ -78,19 +65,6 @@ def outline(spec: WorkflowSpec) -> dict[str, object]:
     def ref(name: str) -> str:
         return "__end__" if is_end(name) else name
 
-    edges: list[tuple[str, str, str]] = [(ref(a), ref(b), "") for a, b in spec.edges]
-    for r in spec.routes:
-        on = r.on if isinstance(r.on, str) else getattr(r.on, "__name__", "route")
-        edges += [(ref(r.source), ref(t), cond) for cond, t in r.when.items()]
-        edges += [(ref(r.source), ref(t), f"{on}={case}") for case, t in r.cases.items()]
-        if r.default:
-            edges.append((ref(r.source), ref(r.default), "default"))
-    for p in spec.parallel:
-        for b in p.branches:
-            edges += [(ref(p.source), ref(b), "parallel"), (ref(b), ref(p.join), "")]
-    return {
-        "start": spec.first_node(),
-        "nodes": [{"name": name, "kind": node.kind()} for name, node in spec.nodes.items()],
-        "edges": [list(e) for e in edges],
-        "step_limit": spec.step_limit,
-    }
+    edges = [[ref(a), ref(b), "parallel" if kind == "parallel" else label] for a, b, kind, label in flow_edges(spec)]
+    nodes = [{"name": name, "kind": node.kind()} for name, node in spec.nodes.items()]
+    return {"start": spec.first_node(), "nodes": nodes, "edges": edges, "step_limit": spec.step_limit}

@@ -151,3 +151,20 @@ class WorkflowSpec(StrictConfig):
 
 def is_end(name: str) -> bool:
     return name in END_ALIASES
+
+
+def flow_edges(spec: WorkflowSpec, *, on_error: bool = False) -> list[tuple[str, str, str, str]]:
+    """(source, target, kind, label) of every edge of the control flow: kind `edge`, `route` (labelled; with
+    `on_error`, the nodes' `on_error:` exits too), `parallel` or `join`."""
+    edges = [(a, b, "edge", "") for a, b in spec.edges]
+    for r in spec.routes:
+        on = r.on if isinstance(r.on, str) else getattr(r.on, "__name__", "route")
+        edges += [(r.source, t, "route", cond) for cond, t in r.when.items()]
+        edges += [(r.source, t, "route", f"{on}={case}") for case, t in r.cases.items()]
+        edges += [(r.source, r.default, "route", "default")] if r.default else []
+    if on_error:
+        edges += [(name, node.on_error, "route", "on_error") for name, node in spec.nodes.items() if node.on_error]
+    for p in spec.parallel:
+        for b in p.branches:
+            edges += [(p.source, b, "parallel", ""), (b, p.join, "join", "")]
+    return edges

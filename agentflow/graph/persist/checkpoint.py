@@ -1,34 +1,21 @@
-"""agentflow's compact, crash-safe LangGraph checkpointer on SQLite.
+"""agentflow's compact, crash-safe LangGraph checkpointer on SQLite (docs/concepts/workflows.md, "Compact
+checkpoints": what it stores, retention, durability).
 
 Storage layout (one SQLite file, WAL, one transaction per super-step):
 
 - `blobs(hash, type, codec, data)`: content-addressed values (sha256 of the serialized value), zstd-compressed
-  when that helps. Identical values are stored once, whatever thread or channel they belong to.
-- `versions(thread_id, ns, channel, version, kind, ref)`: what a channel version holds. Only channels whose
-  version changed are written per checkpoint; a checkpoint refers to unchanged channels by version. A list
-  value (e.g. an append-reducer channel) is stored item by item: `ref` is the concatenated item hashes, so
-  appending one item to a long list costs one new blob plus 32 bytes per item of manifest. Values that
-  serialize to at most 128 bytes are kept inline in the row instead.
+  when that helps.
+- `versions(thread_id, ns, channel, version, kind, ref)`: what a channel version holds, written only when the
+  version changed. A list value is stored item by item (`ref`: the concatenated item hashes); a value that
+  serializes to at most 128 bytes is kept inline in the row.
 - `checkpoints(...)`: the checkpoint without its channel values, plus metadata.
-- `writes(...)`: pending writes of tasks; like channel values, a value over 128 bytes is a blob (so a write and
-  the channel value it becomes share one). Ordinary task writes are committed together with the next checkpoint
-  (`batch_writes=True`): a crash inside a super-step re-runs that super-step's tasks, which LangGraph's
-  at-least-once node semantics allow and the tool journal makes harmless for tool effects. Interrupt,
-  error and resume writes are committed at once; reads, `flush()` and `close()` commit what is buffered.
+- `writes(...)`: pending writes of tasks (values over 128 bytes as blobs). Ordinary task writes are committed
+  with the next checkpoint (`batch_writes=True`): a crash inside a super-step re-runs its tasks, which
+  LangGraph's at-least-once semantics allow. Interrupt, error and resume writes are committed at once.
+- `pins(thread_id, ns, checkpoint_id)`: checkpoints retention keeps beside the last `keep_last`: a fork's
+  first checkpoint and its source, and those `prune(keep=...)` is given.
 
-Retention keeps the last `keep_last` checkpoints per thread and namespace, and every *pinned* checkpoint
-(`pins(thread_id, ns, checkpoint_id)`): a fork's first checkpoint and the one it was forked from (pinned as the
-fork's checkpoint is written: its metadata names it under `forked_from`; not a search branch's start, which a
-resumed search does not need), and those `prune(keep=...)` is given (a fork in another run's folder); versions no
-kept checkpoint refers to and blobs nothing refers to are deleted. A thread's latest checkpoint and its pending
-writes (a paused run's interrupt, a killed step's finished tasks) are always kept. Every serialized value (checkpoint heads, metadata, channel values,
-writes, whatever their type) passes through `serde_redact.redact_serialized` before it is stored: no secret.
-
-Durability: WAL with synchronous=NORMAL. put() returns once its transaction is in the WAL, so the checkpoint
-survives a crash or kill of the process; an OS crash or power loss may lose the last transactions (never
-corrupt the file). With LangGraph's `durability="sync"` each super-step is durable before the next starts;
-with "async" the next step runs while its checkpoint is written, so a crash can lose the step in flight, which
-then re-runs on resume.
+Every serialized value passes through `serde_redact.redact_serialized` before it is stored.
 """
 
 from __future__ import annotations
@@ -113,12 +100,10 @@ _WAL_CHECKPOINT_PAGES = 4096
 class AgentflowSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpointer: content-addressed, zstd-compressed, changed channels only, with retention.
 
-    `path` is the SQLite file (created with its parent folder). `keep_last` checkpoints are kept per thread and
-    namespace (None keeps all); garbage is collected every `gc_every` checkpoints. `level` is the zstd level of
-    blobs, which are compressed inside put(): on small pieces of code and text, 1 is faster than zstd's
-    default of 3 for hardly more bytes. Reading builds only the classes `StrictSerde` allows: LangGraph's safe
-    types, agentflow's data classes, `allowed_types` and what `with_allowlist` adds (`compile_workflow` adds
-    the workflow's state types); any other type a stored value names is a `RefusedType` error.
+    `keep_last` checkpoints are kept per thread and namespace (None keeps all); garbage is collected every
+    `gc_every` checkpoints. `level`: the zstd level of blobs (1 is faster than 3 on small code and text for
+    hardly more bytes). Reading builds only the classes `StrictSerde` allows (plus `allowed_types` and what
+    `with_allowlist` adds); any other type a stored value names is a `RefusedType` error.
     """
 
     def __init__(
@@ -158,16 +143,12 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         self._known: set[bytes] = set()  # blob hashes this process has seen stored
         self._list_cache: dict[tuple[str, str, str], tuple[list[Any], list[bytes]]] = {}
         self._puts = 0
-        self.pruned = 0
-        """Checkpoints the last `prune` removed."""
+        self.pruned = 0  # checkpoints the last `prune` removed
         self._unswept = 0  # checkpoints deleted since the last blob sweep
         self.batch_writes = batch_writes
-        self._pending: list[
-            tuple[bool, tuple[Any, ...], int, Any]
-        ] = []  # task writes awaiting their checkpoint
+        self._pending: list[tuple[bool, tuple[Any, ...], int, Any]] = []  # task writes awaiting their checkpoint
         self.metadata_hook: Callable[[RunnableConfig], Awaitable[dict[str, Any]]] | None = None
-        """Awaited by `aput` (the path a running graph takes) with the checkpoint's config; the keys it returns
-        join the checkpoint's metadata. The runner records there the workspace's diff at each checkpoint (graph/run/history.py)."""
+        """Awaited by `aput` with the checkpoint's config; the keys it returns join the checkpoint's metadata."""
 
     # -- encoding -------------------------------------------------------------------------------
 
@@ -199,9 +180,6 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         type_, data = self.serde.dumps_typed(value)
         return type_, redact_serialized(type_, data, self._redactors)
 
-    def _store_blob(self, cur: sqlite3.Cursor, value: Any) -> bytes:
-        type_, data = self._dumps(value)
-        return self._store_serialized(cur, type_, data)
 
     def _store_serialized(self, cur: sqlite3.Cursor, type_: str, data: bytes) -> bytes:
         digest = hashlib.sha256(type_.encode() + b"\0" + data).digest()
@@ -221,7 +199,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                 if digest in self._known:
                     hashes.append(digest)
                     continue
-            hashes.append(self._store_blob(cur, item))
+            hashes.append(self._store_serialized(cur, *self._dumps(item)))
         self._list_cache[key] = (list(items), hashes)
         return b"".join(hashes)
 
@@ -230,6 +208,28 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         if row is None:
             raise KeyError(f"checkpoint blob {digest.hex()} is missing")
         return self._loads(row[0], self._decode(row[1], row[2]))
+
+    def _load_list(self, cur: sqlite3.Cursor, ref: bytes) -> list[Any]:
+        return [self._load_blob(cur, ref[i : i + 32]) for i in range(0, len(ref), 32)]
+
+    def _load_head(self, type_codec: str, packed: bytes) -> Any:
+        """A checkpoint without its channel values (its type is stored as `type:codec`)."""
+        head_type, _, codec = type_codec.rpartition(":")
+        return self._loads(head_type, self._decode(int(codec), packed))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        """One write transaction (the caller holds the lock); a failure rolls it back and forgets what it stored."""
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            self._known.clear()
+            self._list_cache.clear()
+            raise
 
     def _load_values(
         self, cur: sqlite3.Cursor, thread_id: str, ns: str, versions: ChannelVersions
@@ -248,22 +248,16 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                 type_, _, data = bytes(row[1]).partition(b"\0")
                 values[channel] = self._loads(type_.decode(), data)
             else:
-                ref: bytes = row[1]
-                values[channel] = [self._load_blob(cur, ref[i : i + 32]) for i in range(0, len(ref), 32)]
+                values[channel] = self._load_list(cur, row[1])
         return values
 
     # -- sync interface -------------------------------------------------------------------------------
 
     def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> RunnableConfig:
         conf = config["configurable"]
-        thread_id = str(conf["thread_id"])
-        ns = conf.get("checkpoint_ns", "")
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         self._redactors = redactors()  # looked up once per put, not per value
         values = checkpoint["channel_values"]
         head = dict(checkpoint)
@@ -272,9 +266,8 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         meta_type, meta_data = self._dumps(get_checkpoint_metadata(config, metadata))
         with self._lock:
             head_codec, head_packed = self._encode(head_data, _HEAD_COMPRESS_MIN)
-            cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
+            deleted = 0
+            with self._transaction() as cur:
                 self._write_pending(cur)
                 rows: list[tuple[Any, ...]] = []
                 for channel, version in new_versions.items():
@@ -282,34 +275,22 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                         continue  # an emptied channel: a version without a row reads as empty
                     value = values[channel]
                     if type(value) is list:
-                        ref = self._store_list(cur, (thread_id, ns, channel), value)
-                        rows.append((thread_id, ns, channel, str(version), _KIND_LIST, ref))
+                        kind, ref = _KIND_LIST, self._store_list(cur, (thread_id, ns, channel), value)
                     else:
                         type_, data = self._dumps(value)
                         if len(data) <= _INLINE_MAX:  # small values: a blob row and its hash would cost more
-                            ref = type_.encode() + b"\0" + data
-                            rows.append((thread_id, ns, channel, str(version), _KIND_INLINE, ref))
+                            kind, ref = _KIND_INLINE, type_.encode() + b"\0" + data
                         else:
-                            ref = self._store_serialized(cur, type_, data)
-                            rows.append((thread_id, ns, channel, str(version), _KIND_BLOB, ref))
-                if rows:
-                    cur.executemany("INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?, ?)", rows)
+                            kind, ref = _KIND_BLOB, self._store_serialized(cur, type_, data)
+                    rows.append((thread_id, ns, channel, str(version), kind, ref))
+                cur.executemany("INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?, ?)", rows)
                 self._pin_fork(cur, thread_id, ns, checkpoint["id"], metadata)
                 cur.execute(
                     "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        thread_id,
-                        ns,
-                        checkpoint["id"],
-                        conf.get("checkpoint_id"),
-                        f"{head_type}:{head_codec}",
-                        head_packed,
-                        meta_type,
-                        meta_data,
-                    ),
+                    (thread_id, ns, checkpoint["id"], conf.get("checkpoint_id"), f"{head_type}:{head_codec}",
+                     head_packed, meta_type, meta_data),
                 )
                 self._puts += 1
-                deleted = 0
                 if self.keep_last is not None and self._puts % self.gc_every == 0:
                     deleted = self._retain(cur, thread_id, ns)
                     self._unswept += deleted
@@ -317,43 +298,21 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                     if self._unswept >= max(64, 4 * (self.keep_last or 0)):
                         self._collect_blobs(cur)
                         self._unswept = 0
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                self._known.clear()
-                self._list_cache.clear()
-                raise
             if deleted:
                 cur.execute("PRAGMA incremental_vacuum")
-        return {
-            "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
-        }
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
         conf = config["configurable"]
-        thread_id = str(conf["thread_id"])
-        ns = conf.get("checkpoint_ns", "")
-        checkpoint_id = conf["checkpoint_id"]
+        thread_id, ns, checkpoint_id = str(conf["thread_id"]), conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
         special = any(channel in WRITES_IDX_MAP for channel, _ in writes)
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         self._redactors = redactors()
         with self._lock:  # also guards the zstd contexts, which are not thread-safe
             for idx, (channel, value) in enumerate(writes):
-                key = (
-                    thread_id,
-                    ns,
-                    checkpoint_id,
-                    task_id,
-                    WRITES_IDX_MAP.get(channel, idx),
-                    channel,
-                    task_path,
-                )
+                key = (thread_id, ns, checkpoint_id, task_id, WRITES_IDX_MAP.get(channel, idx), channel, task_path)
                 if type(value) is list and value:
                     items = [self._dumps(item) for item in value]
                     self._pending.append((replace, key, _KIND_LIST, items))
@@ -384,28 +343,14 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             (keep_last if replace else keep_first).append(row)
         # Ignores before replaces ends with the same rows as running them in order: the last replace of a key
         # wins, otherwise its first write.
-        if keep_first:
-            cur.executemany(
-                "INSERT OR IGNORE INTO writes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", keep_first
-            )
-        if keep_last:
-            cur.executemany(
-                "INSERT OR REPLACE INTO writes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", keep_last
-            )
+        cur.executemany("INSERT OR IGNORE INTO writes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", keep_first)
+        cur.executemany("INSERT OR REPLACE INTO writes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", keep_last)
         self._pending.clear()
 
     def _commit_pending(self) -> None:
-        if not self._pending:
-            return
-        cur = self._conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            self._write_pending(cur)
-            cur.execute("COMMIT")
-        except BaseException:
-            cur.execute("ROLLBACK")
-            self._known.clear()
-            raise
+        if self._pending:
+            with self._transaction() as cur:
+                self._write_pending(cur)
 
     def flush(self) -> None:
         """Commit buffered task writes now (reads, close and the next checkpoint do this by themselves)."""
@@ -414,8 +359,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
 
     def _tuple_from_row(self, cur: sqlite3.Cursor, row: tuple[Any, ...]) -> CheckpointTuple:
         thread_id, ns, checkpoint_id, parent_id, type_codec, packed, meta_type, meta_data = row
-        head_type, _, codec = type_codec.rpartition(":")
-        head = self._loads(head_type, self._decode(int(codec), packed))
+        head = self._load_head(type_codec, packed)
         head["channel_values"] = self._load_values(cur, thread_id, ns, head["channel_versions"])
         writes = cur.execute(
             "SELECT task_id, idx, channel, task_path, kind, type, codec, value FROM writes "
@@ -426,45 +370,27 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         pending = []
         for task_id, _, channel, _, kind, type_, codec, value in writes:
             if kind == _KIND_LIST:
-                loaded: Any = [self._load_blob(cur, value[i : i + 32]) for i in range(0, len(value), 32)]
+                loaded: Any = self._load_list(cur, value)
             elif kind == _KIND_BLOB:
                 loaded = self._load_blob(cur, value)
             else:
                 loaded = self._loads(type_, self._decode(codec, value))
             pending.append((task_id, channel, loaded))
-        parent: Any = (
-            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent_id}}
-            if parent_id
-            else None
-        )
+        def config(checkpoint_id: str) -> Any:
+            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
         return CheckpointTuple(
-            config={
-                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
-            },
+            config=config(checkpoint_id),
             checkpoint=head,
             metadata=self._loads(meta_type, meta_data),
-            parent_config=parent,
+            parent_config=config(parent_id) if parent_id else None,
             pending_writes=pending,
         )
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         conf = config["configurable"]
-        thread_id = str(conf["thread_id"])
-        ns = conf.get("checkpoint_ns", "")
-        with self._lock:
-            self._commit_pending()
-            cur = self._conn.cursor()
-            if checkpoint_id := get_checkpoint_id(config):
-                row = cur.execute(
-                    "SELECT * FROM checkpoints WHERE thread_id=? AND ns=? AND checkpoint_id=?",
-                    (thread_id, ns, checkpoint_id),
-                ).fetchone()
-            else:
-                row = cur.execute(
-                    "SELECT * FROM checkpoints WHERE thread_id=? AND ns=? ORDER BY checkpoint_id DESC LIMIT 1",
-                    (thread_id, ns),
-                ).fetchone()
-            return self._tuple_from_row(cur, row) if row else None
+        root: RunnableConfig = {"configurable": {**conf, "checkpoint_ns": conf.get("checkpoint_ns", "")}}
+        return next(self.list(root, limit=1), None)
 
     def list(
         self,
@@ -474,47 +400,39 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        where, params = [], []
+        where: list[tuple[str, Any]] = []
         if config is not None:
             conf = config["configurable"]
-            where.append("thread_id = ?")
-            params.append(str(conf["thread_id"]))
+            where.append(("thread_id = ?", str(conf["thread_id"])))
             if "checkpoint_ns" in conf:
-                where.append("ns = ?")
-                params.append(conf["checkpoint_ns"])
+                where.append(("ns = ?", conf["checkpoint_ns"]))
             if checkpoint_id := get_checkpoint_id(config):
-                where.append("checkpoint_id = ?")
-                params.append(checkpoint_id)
+                where.append(("checkpoint_id = ?", checkpoint_id))
         if before is not None and (before_id := get_checkpoint_id(before)):
-            where.append("checkpoint_id < ?")
-            params.append(before_id)
-        sql = "SELECT * FROM checkpoints" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY checkpoint_id DESC"
+            where.append(("checkpoint_id < ?", before_id))
+        bounded = limit is not None and not filter  # then the query itself stops at `limit` rows
+        sql = "SELECT * FROM checkpoints" + (" WHERE " + " AND ".join(w for w, _ in where) if where else "")
+        sql += " ORDER BY checkpoint_id DESC" + (" LIMIT ?" if bounded else "")
+        params = [v for _, v in where] + ([limit] if bounded else [])
         with self._lock:
             self._commit_pending()
             cur = self._conn.cursor()
-            rows = cur.execute(sql, params).fetchall()
-            count = 0
-            out = []
-            for row in rows:
-                if limit is not None and count >= limit:
+            out: list[CheckpointTuple] = []
+            for row in cur.execute(sql, params).fetchall():
+                if limit is not None and len(out) >= limit:
                     break
                 tup = self._tuple_from_row(cur, row)
-                if filter and any(tup.metadata.get(k) != v for k, v in filter.items()):
-                    continue
-                out.append(tup)
-                count += 1
+                if not filter or all(tup.metadata.get(k) == v for k, v in filter.items()):
+                    out.append(tup)
         yield from out
 
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:
             self._commit_pending()
-            cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            for table in ("checkpoints", "writes", "versions", "pins"):
-                cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
-            self._collect_blobs(cur)
-            cur.execute("COMMIT")
+            with self._transaction() as cur:
+                for table in ("checkpoints", "writes", "versions", "pins"):
+                    cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
+                self._collect_blobs(cur)
             self._list_cache = {k: v for k, v in self._list_cache.items() if k[0] != str(thread_id)}
 
     # -- retention ------------------------------------------------------------------------------------
@@ -533,8 +451,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         cur.executemany("INSERT OR IGNORE INTO pins VALUES (?, ?, ?)", pins)
 
     def _retain(self, cur: sqlite3.Cursor, thread_id: str, ns: str) -> int:
-        """Delete checkpoints beyond `keep_last` but the pinned ones, their writes and the versions only they
-        used; returns how many."""
+        """Delete checkpoints beyond `keep_last` but the pinned ones (and what only they used); how many."""
         assert self.keep_last is not None
         old = cur.execute(
             "SELECT checkpoint_id FROM (SELECT checkpoint_id FROM checkpoints WHERE thread_id=? AND ns=? "
@@ -544,20 +461,14 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         ).fetchall()
         if not old:
             return 0
-        cur.executemany(
-            "DELETE FROM checkpoints WHERE thread_id=? AND ns=? AND checkpoint_id=?",
-            [(thread_id, ns, r[0]) for r in old],
-        )
-        cur.executemany(
-            "DELETE FROM writes WHERE thread_id=? AND ns=? AND checkpoint_id=?",
-            [(thread_id, ns, r[0]) for r in old],
-        )
+        for table in ("checkpoints", "writes"):
+            cur.executemany(f"DELETE FROM {table} WHERE thread_id=? AND ns=? AND checkpoint_id=?",
+                            [(thread_id, ns, r[0]) for r in old])
         kept: set[tuple[str, str]] = set()
         for type_codec, packed in cur.execute(
             "SELECT type, checkpoint FROM checkpoints WHERE thread_id=? AND ns=?", (thread_id, ns)
         ):
-            head_type, _, codec = type_codec.rpartition(":")
-            head = self._loads(head_type, self._decode(int(codec), packed))
+            head = self._load_head(type_codec, packed)
             kept.update((ch, str(v)) for ch, v in head["channel_versions"].items())
         stale = [
             (thread_id, ns, ch, v)
@@ -588,14 +499,12 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         """Run retention on every thread now and give freed pages back to the file system."""
         with self._lock:
             self._commit_pending()
-            cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            if self.keep_last is not None:
-                for thread_id, ns in cur.execute("SELECT DISTINCT thread_id, ns FROM checkpoints").fetchall():
-                    self._retain(cur, thread_id, ns)
-            self._collect_blobs(cur)
-            self._unswept = 0
-            cur.execute("COMMIT")
+            with self._transaction() as cur:
+                if self.keep_last is not None:
+                    for thread_id, ns in cur.execute("SELECT DISTINCT thread_id, ns FROM checkpoints").fetchall():
+                        self._retain(cur, thread_id, ns)
+                self._collect_blobs(cur)
+                self._unswept = 0
             cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             cur.execute("VACUUM")
 
@@ -620,33 +529,21 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         return self.get_tuple(config)
 
     async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
+        self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None, limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         for item in self.list(config, filter=filter, before=before, limit=limit):
             yield item
 
     async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> RunnableConfig:
         if self.metadata_hook is not None:
             metadata = {**metadata, **await self.metadata_hook(config)}  # type: ignore[typeddict-item]
         return self.put(config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
         self.put_writes(config, writes, task_id, task_path)
 
@@ -656,21 +553,14 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         # Zero-padded counter (orders as text) plus a random suffix: a fork from an older checkpoint
         # (update_state, time travel) must not reuse a version id that another branch already stored.
-        if current is None:
-            n = 0
-        elif isinstance(current, int):
-            n = current
-        else:
-            n = int(str(current).split(".")[0])
+        n = current if isinstance(current, int) else int(str(current).split(".")[0]) if current is not None else 0
         return f"{n + 1:016}.{random.getrandbits(32):08x}"
 
     def prune(self, thread_ids: Sequence[str] | None = None, *, strategy: str = "keep_latest",
               keep_last: int | None = None, keep: Iterable[tuple[str, str]] = ()) -> None:
         """`keep_latest`: keep the newest `keep_last` checkpoints (default 1) of each of `thread_ids` (None:
-        every thread) per namespace, and every pinned one: forks' first checkpoints and their sources (also
-        those of forks written before pins existed, found in the metadata now) and `keep`, (thread id,
-        checkpoint id) pairs that another database's forks name. `delete` removes the threads.
-        `pruned` then says how many checkpoints went."""
+        every thread) per namespace, and every pinned one (forks, and `keep`: (thread id, checkpoint id) pairs
+        another database's forks name). `delete` removes the threads. `pruned` says how many went."""
         if strategy == "delete":
             if thread_ids is None:
                 raise ValueError("prune(strategy='delete') needs the thread ids to delete")
@@ -681,21 +571,17 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             raise ValueError(f"keep_last must be at least 1, got {keep_last}")
         with self._lock, self._alone():
             self._commit_pending()
-            cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
             saved_keep, self.keep_last = self.keep_last, keep_last or 1
             try:
-                self._pin_recorded_forks(cur)
-                cur.executemany("INSERT OR IGNORE INTO pins VALUES (?, '', ?)", [(str(t), str(c)) for t, c in keep])
-                pairs = cur.execute("SELECT DISTINCT thread_id, ns FROM checkpoints").fetchall()
-                wanted = None if thread_ids is None else {str(t) for t in thread_ids}
-                self.pruned = sum(self._retain(cur, thread_id, ns) for thread_id, ns in pairs
-                                  if wanted is None or thread_id in wanted)
-                self._collect_blobs(cur)
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
+                with self._transaction() as cur:
+                    self._pin_recorded_forks(cur)
+                    cur.executemany("INSERT OR IGNORE INTO pins VALUES (?, '', ?)",
+                                    [(str(t), str(c)) for t, c in keep])
+                    pairs = cur.execute("SELECT DISTINCT thread_id, ns FROM checkpoints").fetchall()
+                    wanted = None if thread_ids is None else {str(t) for t in thread_ids}
+                    self.pruned = sum(self._retain(cur, thread_id, ns) for thread_id, ns in pairs
+                                      if wanted is None or thread_id in wanted)
+                    self._collect_blobs(cur)
             finally:
                 self.keep_last = saved_keep
             cur.execute("PRAGMA incremental_vacuum")

@@ -1,9 +1,6 @@
-"""zstd with bounded output: what a run folder holds (checkpoint blobs, workspace diffs) is read back without
-trusting the sizes it declares.
-
-A zstd frame states its decompressed size, and `ZstdDecompressor.decompress` allocates that much up front
-(`max_output_size` binds only frames that state none): a 16 KB file from someone else's run folder can ask for
-gigabytes. `decompress` here reads the frame as a stream and stops past `limit`.
+"""zstd with bounded output: a run folder's checkpoint blobs and diffs are read without trusting the sizes
+they declare (`ZstdDecompressor.decompress` allocates a frame's stated size up front); `decompress` streams
+the frame and stops past `limit`.
 """
 
 from __future__ import annotations
@@ -19,10 +16,9 @@ _CHUNK = 1 << 20
 
 def decompress(data: bytes, what: str, *, limit: int = MAX_DECOMPRESSED,
                dctx: zstandard.ZstdDecompressor | None = None) -> bytes:
-    """The first zstd frame of `data`, decompressed; a frame that declares or yields more than `limit` bytes, or
-    that is not zstd, is a one-line UserError naming `what`."""
-    too_big = UserError(f"{what} decompresses to more than {limit >> 20} MiB: refused",
-                        hint="the run folder is damaged or not one agentflow wrote; use another run")
+    """The first zstd frame of `data`, decompressed; one over `limit` bytes, or not zstd, is a UserError."""
+    hint = "the run folder is damaged or not one agentflow wrote; use another run"
+    too_big = UserError(f"{what} decompresses to more than {limit >> 20} MiB: refused", hint=hint)
     try:
         declared = zstandard.get_frame_parameters(data).content_size
         if declared != zstandard.CONTENTSIZE_UNKNOWN and declared > limit:
@@ -35,6 +31,5 @@ def decompress(data: bytes, what: str, *, limit: int = MAX_DECOMPRESSED,
                     raise too_big
                 chunks.append(chunk)
     except zstandard.ZstdError as exc:
-        raise UserError(f"{what} is not readable zstd data ({exc})",
-                        hint="the run folder is damaged or not one agentflow wrote; use another run") from None
+        raise UserError(f"{what} is not readable zstd data ({exc})", hint=hint) from None
     return b"".join(chunks)

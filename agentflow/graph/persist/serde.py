@@ -1,19 +1,9 @@
 """Checkpoint values are data, never code: the serializer `AgentflowSaver` reads them back with.
 
-LangGraph stores objects as msgpack extensions that name a `module:attr` and its arguments, and by default
-revives them by importing and calling that attr, whatever it is: a checkpoints.db someone edited could call
-`os.system` on `agentflow run --resume`. `StrictSerde` refuses that. Before LangGraph decodes a value, every
-extension in it (nested ones included) is checked against what may be built:
-
-- LangGraph's own list of safe types (datetime, uuid, Path, ..., LangChain messages, `Send`, `Interrupt`);
-- the agentflow types a run itself stores (`AGENTFLOW_TYPES`, exact module and name pairs);
-- the types the workflow declares: its state schema and what it refers to (`compile_workflow` adds them
-  through `AgentflowSaver.with_allowlist`, as LangGraph's strict mode would).
-
-The check compares names only: it imports nothing, so a checkpoint naming any other module (an `agentflow.`
-one included, whose import could have effects) is refused before that module is loaded. Anything else (and
-LangGraph's `json` and `pickle` encodings, which agentflow never writes) is refused with a `UserError` naming
-the type; nothing in the value has been built at that point.
+LangGraph stores objects as msgpack extensions naming a `module:attr` it would import and call, so an edited
+checkpoints.db could run code on resume. `StrictSerde` first checks every extension (nested ones included),
+by name only, against LangGraph's safe types, `AGENTFLOW_TYPES` and the types the workflow declares
+(`with_allowlist`); anything else is a `RefusedType` error before anything is imported or built.
 """
 
 from __future__ import annotations
@@ -42,8 +32,7 @@ class RefusedType(UserError):
         self.type_name = name
         super().__init__(
             f"{where + ': ' if where else ''}refusing to load {name} from a checkpoint: not a type agentflow "
-            "or the workflow declares "
-            "(the file may have been edited)",
+            "or the workflow declares (the file may have been edited)",
             hint="start a new run, or declare the type in the workflow's Python state class",
         )
 
@@ -52,8 +41,7 @@ AGENTFLOW_TYPES: frozenset[tuple[str, str]] = frozenset({
     ("agentflow.graph.run.outcome", "NodeError"),
     ("agentflow.budget", "BudgetUsage"),
 })
-"""The agentflow classes a checkpoint may name besides what the workflow declares: data classes agentflow
-code may put into a state or a write (each a pydantic model whose fields are plain data)."""
+"""The agentflow data classes a checkpoint may name besides what the workflow declares."""
 
 
 class StrictSerde:
@@ -119,8 +107,7 @@ class StrictSerde:
 
 
 def declared_types(graph: Any, also: Iterable[Any] = ()) -> set[tuple[str, ...]]:
-    """The (module, name) of every class a LangGraph StateGraph's schemas refer to, its subgraphs' included, and
-    the types `also` refers to (the typed nodes' state keys), collected as LangGraph's strict mode collects them."""
+    """The (module, name) of every class the graph's schemas (its subgraphs' too) and `also` refer to."""
     collect: Callable[..., set[tuple[str, ...]]]
     try:
         from langgraph._internal._serde import build_serde_allowlist as collect

@@ -1,11 +1,7 @@
-"""Checkpoint bytes hold no secret, whatever the type of the value they encode.
-
-Redacting values before they are serialized only sees the types a walker knows (str, dict, list): an exception
-LangGraph records as a task's error, a pydantic model or a LangChain message in the state would keep a password
-in clear. So the saver redacts what the serializer produced instead: `redact_serialized` looks for a secret in
-the bytes (a known one, or a URL with a password) and only then decodes the msgpack (extensions included,
-building nothing), replaces every secret in every string, and encodes it again. Values under `CODE_KEYS`
-(patches) lose known secrets only, as everywhere else (`agentflow.secrets`).
+"""Checkpoint bytes hold no secret, whatever the type of the value they encode: the saver redacts what the
+serializer produced (an exception, a model or a message would escape a walker of known types).
+`redact_serialized` looks for a secret in the bytes and only then decodes the msgpack (building nothing),
+masks every string and encodes it again; values under `CODE_KEYS` (patches) lose known secrets only.
 """
 
 from __future__ import annotations

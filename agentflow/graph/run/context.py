@@ -1,11 +1,8 @@
 """What a node can reach while it runs: run-scoped handles (`RunHandles[Deps]`) and the per-call `NodeContext[Deps]`.
 
 A function node that declares a second parameter gets a `NodeContext`: `await ctx.call_tool("name", {...})`
-runs a tool through the exactly-once journal (key = thread + node + step + call index + args), so a node
-re-run after a crash replays completed tool calls instead of repeating their effects. `ctx.deps` is the run's
-dependencies (`WorkflowRunner(spec, deps=...)`); annotate `ctx: NodeContext[MyDeps]` and a type checker knows
-their type. (Pydantic AI's `RunContext[Deps]` is the same idea for an agent's tools; these names differ so the two
-can be imported side by side.)
+runs a tool through the exactly-once journal, so a node re-run after a crash replays completed tool calls.
+`ctx.deps` is the run's dependencies (`WorkflowRunner(spec, deps=...)`), typed by `NodeContext[MyDeps]`.
 """
 
 from __future__ import annotations
@@ -43,8 +40,7 @@ LIVE_KINDS = (SearchBranch, SearchDecision)
 
 
 class NodeClock:
-    """Wall time during which at least one typed node ran: nodes that run at once (a search's branches) count
-    once, so what is left of a run's wall time is the engine's own."""
+    """Wall time during which at least one typed node ran (nodes that run at once count once)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
@@ -78,9 +74,7 @@ class RunHandles(Generic[DepsT]):
     sandbox: Sandbox | None = None
     """The sandbox tool calls and typed nodes act on (a search branch's: its fork)."""
     node_types: Any = None
-    """The `compile.nodetypes.NodeTypeRegistry` typed nodes come from (default: `default_registry()`). Not
-    annotated with it: the registry's node types name `NodeContext`, defined here, and the import graph has no
-    cycles (the compiler passes it where the registry type is checked)."""
+    """The `NodeTypeRegistry` typed nodes come from (default: `default_registry()`; not annotated: no cycle)."""
     node_clock: NodeClock = field(default_factory=NodeClock)
     """Time spent inside typed nodes so far (shared with a search's branches: `node_seconds`)."""
     mcp: McpHub | None = None
@@ -90,27 +84,20 @@ class RunHandles(Generic[DepsT]):
     branch: str | None = None
     """Inside a search branch: its thread id (`<run thread>~<search node>~<branch id>...`); None on the main line."""
     sample: int | None = None
-    """Inside a search branch: which child of its parent the branch is (0: the first). Sibling branches ask the
-    same questions from the same state: a node that samples keeps the first greedy and seeds the others by
-    this, so they differ (`agentflow.reasoning.llm.sampling`)."""
+    """Inside a search branch: which child of its parent it is (0: the first), so sampling nodes seed siblings
+    apart (`agentflow.reasoning.llm.sampling`)."""
     branch_workspaces: dict[str, BranchSandbox] = field(default_factory=dict)
-    """Branch thread -> its `BranchSandbox` while a search runs (shared by the branches' contexts): the runner
-    records each branch checkpoint's workspace from it, so a resumed search restores a branch's files."""
+    """Branch thread -> its `BranchSandbox` while a search runs: the runner records its checkpoints' workspace."""
     run_dir: Path | None = None
     """The run's folder when it has one (the workspace diffs recorded at checkpoints live there)."""
     models: dict[str, ChatModel] = field(default_factory=dict)
-    """Models built from spec strings during the run, by spec: one model per spec for the whole run, search
-    branches included (a replayed cassette is read once, a local server started once)."""
+    """Models built from spec strings during the run, one per spec (search branches included)."""
     deps: DepsT = None  # type: ignore[assignment]  # None when a run is given none (DepsT then defaults to Any)
-    """The application's dependencies (a database handle, a client, a repair task's workbench and models...):
-    `ctx.deps` in function and typed nodes, and `ToolContext.deps` in the tools of agent, tool and function
-    nodes."""
+    """The application's dependencies: `ctx.deps` in function and typed nodes, `ToolContext.deps` in tools."""
     supersteps: Supersteps = field(default_factory=Supersteps)
-    """The steps whose async nodes are running: a node that fails waits for its siblings there
-    (`agentflow.graph.run.superstep`), so one failure does not cancel the calls the others have made."""
+    """The steps whose async nodes are running: a node that fails waits for its siblings there (`superstep.py`)."""
     executor: Executor | ExecutorConfig | None = None
-    """Where search steps run when a search node does not say (`search.executor`): an open `Executor`
-    (`agentflow run --executor ray`) or an `ExecutorConfig` (opened for each search); None: in this process."""
+    """Where search steps run when a search node does not say: an open `Executor` or an `ExecutorConfig`."""
 
     @property
     def node_seconds(self) -> float:
@@ -133,14 +120,11 @@ class RunHandles(Generic[DepsT]):
             found = await self.mcp.find(name)
         return found
     after_tool_call: Callable[[], Awaitable[None]] | None = None
-    """Awaited after each tool call of an agent or function node (the run ledger needs none: it keeps the
-    workspace diff as each completed call is journaled, see `agentflow.graph.run.ledger`)."""
+    """Awaited after each tool call of an agent or function node."""
 
     def start_node(self, name: str, node_type: str | None = None, strategy: str | None = None) -> None:
-        """A node begins (`node.start`). None begins once the run is past its wall-clock limit: the node raises
-        `BudgetExceeded`, so the run stops at that step, whatever timing let the step before it end within the
-        cut's grace, and a resume begins with that node. A search's branches are left to their search, which
-        starts none past a limit and ends with what its branches reached."""
+        """A node begins (`node.start`); past the run's wall-clock limit it raises `BudgetExceeded` instead, so a
+        resume begins with it (a search's branches are left to their search)."""
         if self.budget is not None and self.branch is None:
             self.budget.check_wall()
         self.emit(NodeStart(node_id=name, type=node_type, strategy=strategy))
@@ -191,9 +175,7 @@ class NodeContext(Generic[DepsT]):
 
         get_stream_writer()({"node": self.node, "chunk": chunk})
 
-    async def call_tool(
-        self, tool: str | Callable[..., Any], args: dict[str, Any] | None = None
-    ) -> ToolResult:
+    async def call_tool(self, tool: str | Callable[..., Any], args: dict[str, Any] | None = None) -> ToolResult:
         """Run a tool once per (thread, node, step, call index): a replayed node gets the journaled result."""
         from agentflow.graph.run.streaming import RESULT_CHARS, send
         from agentflow.models.base import ToolCall
@@ -207,10 +189,8 @@ class NodeContext(Generic[DepsT]):
             obj = await self.run.find_tool(tool)
             if obj is None:
                 known = [*self.run.tools, *[t.name for t in (await self.run.mcp.tools() if self.run.mcp else [])]]
-                raise UserError(
-                    f"node '{self.node}' calls unknown tool '{tool}'",
-                    hint=f"known tools: {', '.join(sorted(known)) or '(none; add tools: to the workflow)'}",
-                )
+                raise UserError(f"node '{self.node}' calls unknown tool '{tool}'",
+                                hint=f"known tools: {', '.join(sorted(known)) or '(none; add tools: to the workflow)'}")
         else:
             obj = tool
         if not isinstance(obj, Tool):

@@ -1,21 +1,14 @@
 """A run's checkpoints as a history to fork from, with the workspace as it was at each of them.
 
-LangGraph's time travel forks a thread's state. A workflow with a sandbox also changes files, so the runner
-records, as each checkpoint is written, the workspace's diff against its base (the copy of the user's folder):
-the diff's text goes once into the run folder, content-addressed, and its hash into the checkpoint's metadata.
-
-    runs/<run_id>/diffs/<sha256>.diff.zst    a workspace diff (zstd, secrets redacted like patch.diff)
-    checkpoint metadata["workspace_diff"]    the hash of the workspace's diff when the checkpoint was written
-
-The workspace at a checkpoint is then the run's workspace folder plus that diff. Forking reads another run's
-checkpoints from a copy of its database, so the source run's folder is never written to.
+As each checkpoint is written the runner records the workspace's diff against its base, once per distinct
+diff, in `runs/<run_id>/diffs/<sha256>.diff.zst`, and its hash in the checkpoint's metadata
+(`workspace_diff`). Forking reads another run's checkpoints from a copy of its database.
 """
 
 from __future__ import annotations
 
 import hashlib
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +17,7 @@ import zstandard
 
 from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.persist.compression import decompress
+from agentflow.graph.run.run_options import read_record
 from agentflow.runfiles import check_regular, make_folder, read_bytes, replace_file
 from agentflow.secrets import redact
 
@@ -33,6 +27,11 @@ DIFFS_DIR = "diffs"
 GRAPH_KEY = "graph"
 """Checkpoint metadata key of a thread forked from a search branch's checkpoint: the search nodes whose
 subgraph it runs (`attempt`, nested `attempt/inner`), so any runner of the workflow continues it as that graph."""
+
+
+def root_config(thread_id: str | None) -> dict[str, Any]:
+    """The config of thread `thread_id`'s latest checkpoint in the root namespace."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
 class DiffStore:
@@ -76,8 +75,7 @@ class CheckpointInfo:
     checkpoint_id: str
     step: int
     source: str
-    """`input`, `loop` (a super-step ended), `update` (a state edit) or `fork` (a fork's first checkpoint:
-    the one it was forked from)."""
+    """`input`, `loop` (a super-step ended), `update` (a state edit) or `fork` (a fork's first checkpoint)."""
     after: list[str]
     """Nodes whose writes this checkpoint is the first to hold."""
     next: list[str]
@@ -87,8 +85,7 @@ class CheckpointInfo:
     """Id of the workspace diff recorded with the checkpoint (None: the run had no sandbox)."""
     values: dict[str, Any] = field(default_factory=dict, repr=False)
     searches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """State key -> the branches of the search report this checkpoint is the first to hold (a search node's
-    `output:`), each with its id, parent, own and backed-up value, test result and workspace diff id."""
+    """State key -> the branches of the search report this checkpoint is the first to hold (`branch_lines`)."""
 
     def summary(self) -> dict[str, Any]:
         out = {"checkpoint_id": self.checkpoint_id, "step": self.step, "source": self.source,
@@ -119,8 +116,7 @@ def _branch_line(branch: dict[str, Any]) -> dict[str, Any]:
 
 
 def branch_lines(searches: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The branches of a checkpoint's search reports as `agentflow run --history` prints them: one line each,
-    indented under the checkpoint, with its parent, own and backed-up value, tests, diff id and thread."""
+    """The branches of a checkpoint's search reports as `agentflow run --history` prints them, one line each."""
     lines = []
     for key, branches in searches.items():
         lines.append(f"    search report '{key}': {len(branches)} branches")
@@ -167,8 +163,7 @@ async def thread_history(graph: Any, thread_id: str) -> list[CheckpointInfo]:
 
 def pick_checkpoint(history: list[CheckpointInfo], thread_id: str, *, checkpoint_id: str | None = None,
                     after_node: str | None = None) -> CheckpointInfo:
-    """The checkpoint named by id (a unique prefix will do), else the latest one after `after_node` ran,
-    else the thread's latest. A one-line UserError when there is no such checkpoint."""
+    """The checkpoint named by id (a unique prefix), else the latest after `after_node` ran, else the latest."""
     hint = f"list them with: agentflow run --history {thread_id}"
     if checkpoint_id is not None:
         found = [c for c in history if c.checkpoint_id.startswith(checkpoint_id)] if checkpoint_id else []
@@ -187,8 +182,7 @@ def pick_checkpoint(history: list[CheckpointInfo], thread_id: str, *, checkpoint
 
 
 def copy_database(src: Path, into: Path) -> Path:
-    """A copy of the checkpoint database `src` (with its WAL, if a crashed run left one) inside `into`:
-    reading the copy leaves the run's own files byte for byte as they were."""
+    """A copy of the checkpoint database `src` (with its WAL, if a crashed run left one) inside `into`."""
     if not src.is_file():
         raise UserError(f"{src} does not exist", hint="fork a run that used the sqlite checkpointer")
     for suffix in ("", "-wal"):
@@ -203,10 +197,7 @@ CHECKPOINT_FILE = "checkpoints.db"
 
 def fork_sources(root: Path) -> dict[Path, list[tuple[str, str]]]:
     """Run folder under `root` -> the (thread id, checkpoint id) pairs of its checkpoints that forks in other
-    run folders were taken from (their run.json names `forked_from: {run_id, thread_id, checkpoint_id}`). A
-    record only adds what is kept, so one from elsewhere can do no harm here."""
-    from agentflow.graph.run.run_options import read_record
-
+    run folders were taken from (their run.json names `forked_from`)."""
     records: dict[Path, dict[str, Any]] = {}
     for meta in sorted(root.glob("*/run.json")) if root.is_dir() else []:
         try:
@@ -226,8 +217,7 @@ def fork_sources(root: Path) -> dict[Path, list[tuple[str, str]]]:
 
 
 def prune_run(run_dir: Path, keep_last: int, keep: list[tuple[str, str]]) -> dict[str, Any]:
-    """Prune the checkpoint file of `run_dir` (`AgentflowSaver.prune`): what it held and holds now. A
-    UserError when another process has it open."""
+    """Prune the checkpoint file of `run_dir` (`AgentflowSaver.prune`): what it held and holds now."""
     from agentflow.graph.persist.checkpoint import AgentflowSaver
 
     db = run_dir / CHECKPOINT_FILE
@@ -244,10 +234,5 @@ def _file_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.is_file())
 
 
-def temp_dir() -> tempfile.TemporaryDirectory[str]:
-    """A scratch folder for the copy of a source run's database."""
-    return tempfile.TemporaryDirectory(prefix="agentflow-fork-")
-
-
 __all__ = ["CHECKPOINT_FILE", "DIFF_KEY", "GRAPH_KEY", "CheckpointInfo", "DiffStore", "branch_lines", "copy_database",
-           "fork_sources", "pick_checkpoint", "prune_run", "thread_history"]
+           "fork_sources", "pick_checkpoint", "prune_run", "root_config", "thread_history"]

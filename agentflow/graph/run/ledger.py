@@ -1,24 +1,14 @@
-"""The run ledger: what a run has done, kept in its folder by the library, whichever entry point ran it.
+"""The run ledger: what a run has done, kept in its folder by `WorkflowRunner(spec, run_dir=...)`, whichever
+entry point ran it (docs/concepts/workflows.md):
 
-`WorkflowRunner(spec, run_dir=...)` keeps it (the CLI only chooses the folder and prints):
+    runs/<run_id>/run.json       run id, thread id, workflow; the last leg's status and stop reason
+    runs/<run_id>/events.jsonl   every model call, tool call and node transition, appended across resumes
+    runs/<run_id>/usage.json     the budget's usage per thread (`threads`) and summed, rewritten as it grows
+    runs/<run_id>/patch.diff     the sandbox workspace's diff so far
+    runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (history.py)
 
-    runs/<run_id>/run.json       run id, thread id, workflow; the last leg's status and stop reason (the CLI
-                                 adds the options it was started with: model, sandbox, workspace, limits...)
-    runs/<run_id>/events.jsonl   every model call, tool call and node transition (when the caller brings no
-                                 event log of its own), appended across resumes
-    runs/<run_id>/usage.json     the budget's usage so far per thread (`threads`) and summed (the top level),
-                                 rewritten after every model call, tool call and node
-    runs/<run_id>/patch.diff     the sandbox workspace's diff so far, rewritten before each completed tool call
-                                 is journaled, at every checkpoint and at the end of each leg
-    runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (graph/run/history.py)
-
-A runner opened on a folder that holds a ledger carries it on: its budget counts one thread at a time, from
-that thread's usage in `usage.json` (the sum across its interrupted and resumed legs; a new thread or a fork
-starts at zero) and, on `resume`, the fresh sandbox gets `patch.diff`
-applied before the node that was cut short runs again, so the tool calls the journal replays find their
-edits in place. The workspace is written before a call's result is journaled: a call the journal replays
-always has its edits in `patch.diff` (a crash between the two re-runs that one call on a workspace that
-already holds its effect).
+The workspace is written before a tool call's result is journaled: a call the journal replays on resume
+always has its edits in `patch.diff`.
 """
 
 from __future__ import annotations
@@ -29,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agentflow.budget import Budget, BudgetLimits, BudgetUsage
+from agentflow.budget import Budget, BudgetUsage
 from agentflow.errors import UserError
 from agentflow.events import Event
 from agentflow.events.kinds import LimitReached, ModelCall, NodeEnd, NodeFailure, ToolCalled
@@ -66,8 +56,7 @@ class RunLedger:
 
     def update_record(self, **fields: Any) -> dict[str, Any]:
         """Merge `fields` into run.json (secrets redacted) and return the whole record. A change to a field a
-        resume executes with is signed (`runrecord`) only when the record was new or already the user's own:
-        a record from elsewhere is never made to verify."""
+        resume executes with is signed (`runrecord`) only when the record was new or already signed."""
         before = self.record()
         data: dict[str, Any] = redact({**before, **fields})
         if any(before.get(k) != data.get(k) for k in SIGNED_FIELDS) and (not before or verified(before)):
@@ -76,8 +65,7 @@ class RunLedger:
         return data
 
     def begin(self, thread_id: str, workflow: str) -> dict[str, Any]:
-        """Name the run in run.json when nothing did yet (the CLI writes its own first): run id (the folder's
-        name), thread id, workflow."""
+        """Name the run (run id, thread id, workflow) in run.json when nothing did yet."""
         data = self.record()
         missing = {k: v for k, v in (("run_id", self.run_dir.name), ("thread_id", thread_id),
                                      ("workflow", workflow)) if data.get(k) is None}
@@ -90,8 +78,7 @@ class RunLedger:
     # -- usage.json -----------------------------------------------------------------------------------------
 
     def usage(self) -> dict[str, BudgetUsage]:
-        """Thread id -> what that thread of the run has spent so far, from usage.json ({} for a new run). A
-        file from before usage was kept per thread counts as the thread run.json names."""
+        """Thread id -> what that thread has spent so far ({} for a new run)."""
         path = self.run_dir / USAGE_FILE
         text = read_text(path)  # never through a link the folder brings
         if text is None:
@@ -109,13 +96,8 @@ class RunLedger:
         """What earlier legs of thread `thread_id` spent (None for a new thread)."""
         return self.usage().get(thread_id)
 
-    def budget(self, limits: dict[str, float], thread_id: str) -> Budget:
-        """A budget with `limits` and what earlier legs of thread `thread_id` already spent."""
-        return Budget(BudgetLimits.model_validate(limits), spent=self.spent(thread_id))
-
     def save_usage(self, budget: Budget | None, thread_id: str | None) -> None:
-        """Record `budget`'s usage as thread `thread_id`'s; usage.json's top level is the sum over the run's
-        threads (what the folder has cost), `threads` each thread's own."""
+        """Record `budget`'s usage as thread `thread_id`'s (the top level sums the run's threads)."""
         if budget is None or not thread_id:
             return
         threads = {**self.usage(), thread_id: budget.used}
@@ -136,8 +118,7 @@ class RunLedger:
 
 
 class UsageSaver:
-    """An `EventLog` sink rewriting usage.json after each event that charged the budget, as the usage of the
-    thread the runner is running (`thread()`; None between runs: nothing is written)."""
+    """An `EventLog` sink rewriting usage.json, as thread `thread()`'s, after each event that charged the budget."""
 
     def __init__(self, ledger: RunLedger, budget: Budget, thread: Callable[[], str | None]) -> None:
         self.ledger = ledger
@@ -151,8 +132,7 @@ class UsageSaver:
 
 class WorkspaceJournal:
     """A `ToolJournal` that has the run's workspace written (`keep(key)`) before it records a completed call,
-    so a call the journal replays after a crash finds its edits in the restored workspace. Everything else
-    (replies, marks, keys) is the wrapped journal's."""
+    so a call replayed after a crash finds its edits in the restored workspace."""
 
     def __init__(self, inner: Any, keep: Callable[[str], Awaitable[None]]) -> None:
         self.inner = inner
@@ -174,8 +154,7 @@ class WorkspaceJournal:
 
 
 def _write_atomic(path: Path, text: str, *, code: bool) -> None:
-    """Replace `path` (written beside it, then renamed: a kill -9 never leaves half a file); secrets redacted,
-    for code (the workspace diff) known secrets only (see secrets.CODE_KEYS)."""
+    """Replace `path` atomically, secrets redacted (for code, the workspace diff, known secrets only)."""
     make_folder(path.parent)
     replace_file(path, redact(text, urls=not code))
 

@@ -1,10 +1,8 @@
 """A node's failure as a typed outcome: routed to the node's `on_error:` target, or the end of the run.
 
-An agent node that stops without a usable answer (error, step limit, budget, wall time) does not write `None`
-and carry on: with `on_error: NODE` it records `{node: NodeError}` under the state key `node_errors` and the
-graph goes to NODE; without it the node raises `NodeFailed`, and the runner ends the run with status
-`failed`, naming the node, the reason and the error. Any other exception a node raises ends the run the same
-way (reason `error`), read back from the checkpoint so a crashed or resumed run reports it too.
+An agent node that stops without a usable answer records `{node: NodeError}` under `node_errors` and goes to
+its `on_error:` node, or raises `NodeFailed`; the runner then ends the run `failed`, naming the node, the
+reason and the error (read back from the checkpoint, so a resumed run reports it too).
 """
 
 from __future__ import annotations
@@ -74,10 +72,8 @@ def _reason_in(message: str) -> str:
 
 
 async def record_budget_stop(checkpointer: Any, snapshot: Any, exc: BudgetExceeded) -> None:
-    """The run was cut at a budget limit (the wall clock) while nodes ran: record each unfinished node of the
-    last checkpoint as failed for that reason, in place of the cancellation (or the refusal to start, see
-    `RunHandles.start_node`) LangGraph wrote there, so that the thread reads back as failed (`budget:<kind>`)
-    and `resume` runs those nodes again."""
+    """The run was cut at a budget limit while nodes ran: record each unfinished node of the last checkpoint
+    as failed for that reason (`budget:<kind>`), in place of the cancellation LangGraph wrote there."""
     for task in getattr(snapshot, "tasks", ()) or ():
         written = f"{type(task.error).__name__}{task.error!r}"
         cut = task.error is None or "CancelledError" in written or "BudgetExceeded" in written
@@ -107,9 +103,7 @@ def recorded_errors(state: Any) -> dict[str, NodeError]:
     return {k: NodeError.model_validate(v) for k, v in (raw or {}).items() if v}
 
 
-def with_error_exit(
-    node: str, on_error: str, normal: Callable[[Any], str] | str
-) -> Callable[[Any], str]:
+def with_error_exit(node: str, on_error: str, normal: Callable[[Any], str] | str) -> Callable[[Any], str]:
     """A router out of `node`: to `on_error` when the node's last run failed, else the normal target."""
 
     def choose(state: Any) -> str:
@@ -120,17 +114,5 @@ def with_error_exit(
     return choose
 
 
-__all__ = [
-    "NODE_ERRORS",
-    "NodeError",
-    "NodeFailed",
-    "agent_failure",
-    "error_from_exception",
-    "failed_tasks",
-    "finished_tasks",
-    "one_line",
-    "record_budget_stop",
-    "recorded_errors",
-    "to_error",
-    "with_error_exit",
-]
+__all__ = ["NODE_ERRORS", "NodeError", "NodeFailed", "agent_failure", "error_from_exception", "failed_tasks",
+           "finished_tasks", "one_line", "record_budget_stop", "recorded_errors", "to_error", "with_error_exit"]

@@ -1,15 +1,7 @@
-"""What `agentflow run` was started with, recorded in run.json so a resume carries on with the same
-workflow, model, sandbox, workspace, options and limits:
-
-    runs/<run_id>/run.json     run id, thread id, workflow (an absolute path), model, serve, sandbox,
-                               workspace, -c overrides, budget limits, and a MAC over them (`runrecord`)
-
-A resume, fork or `--history` executes with `resolve_options`: what the command line gives, else what a
-record of this user's own (its MAC verifies) holds. A record from elsewhere is never executed from: the
-user names the workflow (and any model, sandbox or workspace) on the command line, and that is what runs.
-
-What the run has done and spent (usage.json, patch.diff, events.jsonl, diffs/) is the library's run ledger
-(`agentflow.graph.run.ledger`), kept the same way for every entry point.
+"""What `agentflow run` was started with (workflow, model, serve, sandbox, workspace, -c overrides, limits),
+recorded in run.json with a MAC (`runrecord`) so a resume, fork or `--history` carries on with the same.
+A record from elsewhere (its MAC does not verify) is never executed from: the command line must name it all.
+What the run has done and spent is the run ledger (`ledger.py`).
 """
 
 from __future__ import annotations
@@ -42,22 +34,18 @@ class RunOptions:
 
     @classmethod
     def recorded(cls, record: dict[str, Any]) -> RunOptions:
-        """The options a run record holds (older run.json files hold only the workflow). Check the record is
-        the user's own first (`resolve_options` does)."""
+        """The options a run record holds (check the record is the user's own first: `resolve_options` does)."""
         known = {k: record[k] for k in OPTION_FIELDS if record.get(k) is not None}
         return cls(**known)
 
     def over(self, recorded: RunOptions) -> RunOptions:
-        """These options where given, the recorded ones elsewhere (`-c` items are added after the recorded).
-        A recorded value whose secret was masked must be given again (a UserError says which)."""
+        """These options where given, the recorded ones elsewhere (`-c` items after the recorded); a recorded
+        value whose secret was masked must be given again."""
         self._check_masked(recorded)
-        merged = {
-            name: getattr(self, name) if getattr(self, name) is not None else getattr(recorded, name)
-            for name in ("workflow", "model", "serve", "sandbox", "workspace")
-        }
-        return replace(
-            recorded, **merged, config=[*recorded.config, *self.config], limits={**recorded.limits, **self.limits}
-        )
+        merged = {name: getattr(self, name) if getattr(self, name) is not None else getattr(recorded, name)
+                  for name in ("workflow", "model", "serve", "sandbox", "workspace")}
+        return replace(recorded, **merged, config=[*recorded.config, *self.config],
+                       limits={**recorded.limits, **self.limits})
 
     def _check_masked(self, recorded: RunOptions) -> None:
         if self.model is None and recorded.model is not None and masked(recorded.model):
@@ -73,15 +61,8 @@ class RunOptions:
         """The JSON-able options for run.json; the workflow as the file it was loaded from (absolute)."""
         source = spec.source_path
         workflow = str(Path(source).resolve()) if source and Path(source).is_file() else self.workflow
-        return {
-            "workflow": workflow,
-            "model": self.model,
-            "serve": self.serve,
-            "sandbox": self.sandbox,
-            "workspace": self.workspace,
-            "config": list(self.config),
-            "limits": dict(self.limits),
-        }
+        return {"workflow": workflow, "model": self.model, "serve": self.serve, "sandbox": self.sandbox,
+                "workspace": self.workspace, "config": list(self.config), "limits": dict(self.limits)}
 
 
 def read_record(run_dir: Path) -> dict[str, Any]:
@@ -98,10 +79,8 @@ def read_record(run_dir: Path) -> dict[str, Any]:
 
 
 def resolve_options(given: RunOptions, run_dir: Path | None, *, verb: str) -> RunOptions:
-    """What a command executes with: `given` (the command line) over the options recorded in `run_dir` when
-    its run.json is this user's own (its MAC verifies under the user's run key); for a record from
-    elsewhere, `given` alone, which must then name the workflow (a one-line UserError says so). `verb` is
-    the command's flag (`--resume THREAD`), for the hint."""
+    """What a command executes with: `given` over the options recorded in `run_dir` when its run.json is this
+    user's own, else `given` alone, which must then name the workflow. `verb`: the command's flag, for the hint."""
     if run_dir is None:
         return given
     record = read_record(run_dir)
@@ -122,11 +101,9 @@ def budget_limits(
 ) -> dict[str, float]:
     """The run-wide limits given on the command line as BudgetLimits fields (model_calls, usd, wall_seconds)."""
     limits: dict[str, float] = {}
-    for name, value, kind in (
-        ("--budget-usd", budget_usd, "usd"),
-        ("--step-limit", step_limit, "model_calls"),
-        ("--wall-time", wall_seconds, "wall_seconds"),
-    ):
+    given = (("--budget-usd", budget_usd, "usd"), ("--step-limit", step_limit, "model_calls"),
+             ("--wall-time", wall_seconds, "wall_seconds"))
+    for name, value, kind in given:
         if value is None:
             continue
         if value < 0 or (kind == "model_calls" and value < 1):

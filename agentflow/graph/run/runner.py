@@ -9,31 +9,52 @@
     history = await runner.history(result.thread_id)        # its checkpoints, oldest first
     forked = await runner.fork(result.thread_id, after_node="plan", update={"task": "..."})
 
-Execution (LangGraph) is separate from the definition (WorkflowSpec) and from persistence (the checkpointer:
-agentflow's SQLite saver by default, Postgres optional). With a `run_dir` the runner keeps the run ledger
-there (`agentflow.graph.run.ledger`: run.json, events.jsonl, usage.json, patch.diff) and a resume restores the
-workspace and the usage from it, whichever program started the run.
+The checkpointer is agentflow's SQLite saver by default (Postgres optional); with a `run_dir` the runner keeps
+the run ledger there (`ledger.py`), from which a resume restores the workspace and the usage.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
 
+from agentflow._sync import require_no_running_loop
 from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.events.kinds import LimitReached, RunEnd, RunFork, RunResume, RunStart, WorkspaceRestored
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.run.context import RunHandles
-from agentflow.graph.run.history import CHECKPOINT_FILE, GRAPH_KEY, CheckpointInfo
-from agentflow.graph.run.ledger import RunLedger
-from agentflow.graph.run.outcome import NodeError, failed_tasks, finished_tasks, recorded_errors
-from agentflow.graph.run.streaming import RunEvent
+from agentflow.graph.run.history import (
+    CHECKPOINT_FILE,
+    DIFF_KEY,
+    GRAPH_KEY,
+    CheckpointInfo,
+    DiffStore,
+    copy_database,
+    pick_checkpoint,
+    root_config,
+    thread_history,
+)
+from agentflow.graph.run.ledger import RunLedger, UsageSaver, WorkspaceJournal
+from agentflow.graph.run.outcome import (
+    NodeError,
+    NodeFailed,
+    error_from_exception,
+    failed_tasks,
+    finished_tasks,
+    record_budget_stop,
+    recorded_errors,
+    to_error,
+)
+from agentflow.graph.run.streaming import LiveEvents, RunEvent, check_modes
+from agentflow.graph.run.workspace import choose_backend, open_workspace, replay, workspace_diff
+from agentflow.graph.search.settings import BRANCH_SEP, branch_path, subgraph_spec
 
 WALL_GRACE_S = 0.2
 """How long after the budget's wall-clock limit the run itself is cut (its calls are cut at the limit)."""
@@ -41,8 +62,7 @@ WALL_GRACE_S = 0.2
 
 @dataclass
 class StreamEvent:
-    """One item of a run's LangGraph stream: `mode` is updates (a node finished), custom (node chunks and
-    agentflow's live events), tasks (a node started or ended) or messages. `runner.stream` gives `RunEvent`s."""
+    """One item of a run's LangGraph stream (`mode`: updates, custom, tasks or messages)."""
 
     mode: str
     namespace: tuple[str, ...]
@@ -66,17 +86,14 @@ class RunResult:
     stop_reason: str = "done"
     """`done`, `interrupted`, or for a failed run the failed node's reason (`error`, `step_limit`, `budget:usd`...)."""
     errors: dict[str, NodeError] = field(default_factory=dict)
-    """Node -> why it failed: the node that ended the run (every node of its step that failed: those the
-    budget refused say `budget:<kind>`), and failures routed through `on_error:`."""
+    """Node -> why it failed: every failed node of the step that ended the run, and failures routed through
+    `on_error:`."""
     finished: list[str] = field(default_factory=list)
-    """A failed run: the nodes of the failed step that ended well beside the failed ones (their results are
-    in the checkpoint; `resume` runs only the failed ones again)."""
+    """A failed run: the nodes of the failed step that ended well (`resume` runs only the failed ones again)."""
     usage: BudgetUsage = field(default_factory=BudgetUsage)
-    """Model and tool usage of this thread so far (with a run_dir: summed across the legs of a resumed run;
-    other threads of the same run folder are not counted)."""
+    """Model and tool usage of this thread so far (with a run_dir: across the legs of a resumed run)."""
     exception: BaseException | None = field(default=None, repr=False)
-    """The exception the failed node raised, when this process saw it (an application can re-raise it to
-    branch on its type)."""
+    """The exception the failed node raised, when this process saw it."""
 
     @property
     def failed_node(self) -> str | None:
@@ -115,12 +132,11 @@ def open_checkpointer(target: str | Path | None, *, keep_last: int | None = 20) 
     return AgentflowSaver(text, keep_last=keep_last)
 
 
-def _check_thread_id(thread_id: str) -> None:
-    from agentflow.graph.search.settings import BRANCH_SEP
-
+def _check_thread_id(thread_id: str) -> str:
     if BRANCH_SEP in thread_id:
         raise UserError(f"thread id {thread_id!r} contains {BRANCH_SEP!r}, which separates a search's branch threads",
                         hint="choose a thread id without it")
+    return thread_id
 
 
 class WorkflowRunner:
@@ -140,21 +156,15 @@ class WorkflowRunner:
         deps: Any = None,
         ledger: bool = True,
     ) -> None:
-        """A sandbox for the run's tools is started on the first start or resume, holding a copy of
-        `workspace`: `sandbox` is `docker`, `local`, `auto` or `none`; by default docker when a node's tools
-        act on a sandbox or a workspace is given (as `agentflow run` does). `await runner.diff()` is what
-        the agents changed there; the runner closes it in `aclose()` / `async with`. A sandbox you started
-        yourself goes in `context.sandbox` instead. `deps`, the application's dependencies (a database
-        handle, a client...), reach function nodes as `ctx.deps` and tools as `ToolContext.deps`.
-
-        With a `run_dir` (and `ledger`, the default) the run ledger is kept there: events.jsonl (unless
-        `context.events` is given), usage.json, patch.diff and run.json; a runner opened on a folder that
-        holds one carries its usage on, and `resume` puts its workspace diff back into the fresh sandbox
-        before anything runs. Nothing starts (no model, no sandbox) until a run does: `result()` reads."""
+        """`sandbox` (`docker`, `local`, `auto`, `none`; default: docker when a node's tools act on a sandbox
+        or a `workspace` is given) is started on the first start or resume with a copy of `workspace`, and
+        closed by `aclose()`; a sandbox you started goes in `context.sandbox`. `deps` reach function nodes as
+        `ctx.deps` and tools as `ToolContext.deps`. With a `run_dir` and `ledger` the run ledger is kept
+        there (`ledger.py`). Nothing starts (no model, no sandbox) until a run does."""
         from agentflow.graph.compile.compiler import compile_workflow
 
         self.spec = spec
-        self._loop: asyncio.Runner | None = None  # the event loop of run_sync/resume_sync, kept across calls
+        self._loop: asyncio.Runner | None = None  # the event loop of run_sync/resume_sync
         self._sandbox_request: tuple[str | None, str | Path | None] | None = (sandbox, workspace)
         self._sandbox_cm: Any = None
         self.run_dir = Path(run_dir) if run_dir is not None else None
@@ -175,12 +185,9 @@ class WorkflowRunner:
         self.checkpointer = checkpointer
         self.context.checkpointer = checkpointer
         self.context.run_dir = self.run_dir
-        self._branch_stamps: dict[str, str] = {}
-        """A search branch's workspace snapshot -> the id of its recorded diff (recorded once per snapshot)."""
-        self._thread_graphs: dict[str, str] = {}
-        """Thread -> the search nodes (`a/b`; "" for the workflow) whose subgraph its checkpoints hold."""
-        self._graphs: dict[str, Any] = {}
-        """Search-node path -> that subgraph compiled on this runner's checkpointer."""
+        self._branch_stamps: dict[str, str] = {}  # a branch's workspace snapshot -> its recorded diff's id
+        self._thread_graphs: dict[str, str] = {}  # thread -> the search nodes (`a/b`) whose subgraph it runs
+        self._graphs: dict[str, Any] = {}  # search-node path -> that subgraph, compiled
         if hasattr(checkpointer, "metadata_hook"):
             checkpointer.metadata_hook = self._stamp  # each checkpoint names its graph and the workspace's diff
         if self.context.journal is None and self.run_dir is not None:
@@ -190,10 +197,8 @@ class WorkflowRunner:
             self._owned.append(self.context.journal)
         self.ledger = RunLedger(self.run_dir) if self.run_dir is not None and ledger else None
         self._usage_sink: Any = None
-        self._thread: str | None = None
-        """The thread the budget counts now (the one last started, resumed or forked)."""
-        self._thread_usage: dict[str, BudgetUsage] = {}
-        """What each thread this runner ran spent, kept as the budget moves to another thread."""
+        self._thread: str | None = None  # the thread the budget counts now
+        self._thread_usage: dict[str, BudgetUsage] = {}  # what each other thread this runner ran spent
         self._built_model: Any = None
         if self.ledger is not None:
             self._open_ledger(self.ledger)
@@ -210,10 +215,7 @@ class WorkflowRunner:
         self.graph = compile_workflow(spec, self.context, checkpointer)
 
     def _open_ledger(self, ledger: RunLedger) -> None:
-        """events.jsonl (unless the context brings a log), earlier legs' spend carried into the budget, usage
-        saved after each charge, the workspace kept before each completed tool call is journaled."""
-        from agentflow.graph.run.ledger import UsageSaver, WorkspaceJournal
-
+        """events.jsonl, usage saved after each charge, the workspace kept before a tool call is journaled."""
         if self.context.events is None:
             from agentflow.rundir import RunDir
 
@@ -229,30 +231,21 @@ class WorkflowRunner:
 
     async def _keep_workspace(self, key: str = "") -> None:
         """Write the sandbox workspace's diff to patch.diff (not for a search branch: its own fork)."""
-        from agentflow.graph.search.settings import BRANCH_SEP
-
         if self.ledger is None or self.context.sandbox is None or BRANCH_SEP in key:
             return
-        from agentflow.graph.run.workspace import workspace_diff
-
         self.ledger.save_diff(await workspace_diff(self.context.sandbox))
 
     async def _restore_workspace(self) -> None:
-        """On resume: the fresh sandbox gets the run's recorded diff (before the node that was cut short runs
-        again and the journal replays its calls), unless it holds it already."""
+        """On resume: the fresh sandbox gets the run's recorded diff, unless it holds it already."""
         recorded = self.ledger.diff() if self.ledger is not None else None
         if not recorded or self.context.sandbox is None:
             return
-        from agentflow.graph.run.workspace import replay, workspace_diff
-
         if await workspace_diff(self.context.sandbox) != recorded:
             await replay(self.context.sandbox, recorded, reset=True)
             self.context.emit(WorkspaceRestored(bytes=len(recorded)))
 
     def _config(self, thread_id: str) -> dict[str, Any]:
-        config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
-        config["recursion_limit"] = self.spec.step_limit or 1000
-        return config
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": self.spec.step_limit or 1000}
 
     async def start(
         self,
@@ -264,8 +257,7 @@ class WorkflowRunner:
         """Start a new thread from `inputs` (declared defaults fill the rest)."""
         from agentflow.graph.compile.compiler import initial_state
 
-        thread_id = thread_id or uuid.uuid4().hex[:12]
-        _check_thread_id(thread_id)
+        thread_id = _check_thread_id(thread_id or uuid.uuid4().hex[:12])
         await self._ensure_sandbox()
         if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
             raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
@@ -282,10 +274,8 @@ class WorkflowRunner:
         edit: Mapping[str, Any] | None = None,
         on_event: OnEvent | None = None,
     ) -> RunResult:
-        """Continue a thread from its last checkpoint: after a crash, or past an interrupt (approve/edit).
-
-        An interrupt that asks to approve a tool call is approved for the call it shows (its `call_hash`), or,
-        with `approve` a hash, for the call with that hash: the agent runs the call only if it is that one."""
+        """Continue a thread from its last checkpoint: after a crash, or past an interrupt (approve/edit). A tool
+        call's approval binds to the call shown (its `call_hash`), or to the hash `approve` gives."""
         from langgraph.types import Command
 
         config = self._config(thread_id)
@@ -293,9 +283,7 @@ class WorkflowRunner:
         graph = self._graph_at(path)
         snapshot = await graph.aget_state(config)
         if snapshot.created_at is None:
-            raise UserError(
-                f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory"
-            )
+            raise UserError(f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory")
         if not snapshot.next:
             return self._result(thread_id, snapshot)
         self.check_edit(edit, path)
@@ -309,9 +297,7 @@ class WorkflowRunner:
             elif approve:
                 command = Command(resume={"action": "approve", **_approved_call(pending[0].value, approve)})
             else:
-                node = (
-                    pending[0].value.get("node") if isinstance(pending[0].value, dict) else snapshot.next[0]
-                )
+                node = pending[0].value.get("node") if isinstance(pending[0].value, dict) else snapshot.next[0]
                 raise UserError(
                     f"thread {thread_id!r} waits for approval at node '{node}'",
                     hint="pass --approve, or --edit JSON to change the state first",
@@ -329,8 +315,7 @@ class WorkflowRunner:
 
     def run_sync(self, inputs: Mapping[str, Any] | None = None, *, thread_id: str | None = None,
                  on_event: OnEvent | None = None) -> RunResult:
-        """`start` for synchronous code (a script, a test, a web handler without asyncio). Successive sync calls
-        share one event loop, which `close()` ends; inside a running loop it raises: await `start` there."""
+        """`start` for synchronous code; sync calls share one event loop, which `close()` ends."""
         return self._sync("run_sync", "runner.start(...)", lambda: self.start(inputs, thread_id=thread_id,
                                                                                on_event=on_event))
 
@@ -341,19 +326,13 @@ class WorkflowRunner:
                           lambda: self.resume(thread_id, approve=approve, edit=edit, on_event=on_event))
 
     def _sync(self, name: str, instead: str, call: Callable[[], Coroutine[Any, Any, RunResult]]) -> RunResult:
-        from agentflow._sync import require_no_running_loop
-
         require_no_running_loop(f"WorkflowRunner.{name}", instead)
         if self._loop is None:  # one loop for every sync call: the sandbox and MCP servers live on it
             self._loop = asyncio.Runner()
         return self._loop.run(call())
 
     async def history(self, thread_id: str, *, source: str | Path | None = None) -> list[CheckpointInfo]:
-        """The kept checkpoints of `thread_id` (oldest first), each with the nodes it follows, the nodes that run
-        next and the id of the workspace diff recorded with it. `source`: another run's directory to read
-        (a copy of its database is read; nothing there is written)."""
-        from agentflow.graph.run.history import thread_history
-
+        """The kept checkpoints of `thread_id`, oldest first; `source`: another run's directory to read."""
         async with self._source(source, thread_id) as (graph, _, _path):
             return await thread_history(graph, thread_id)
 
@@ -369,27 +348,14 @@ class WorkflowRunner:
         approve: bool = False,
         on_event: OnEvent | None = None,
     ) -> RunResult:
-        """Continue a past run from one of its checkpoints as a new thread, with the workspace as it was there.
-
-        The checkpoint is `checkpoint_id` (a unique prefix will do), else the latest one after node `after_node`
-        ran, else the thread's latest. Its state is copied into thread `new_thread_id` (default: a new id) of
-        this runner's checkpointer, `update` is applied as LangGraph's `update_state` does (as the node that
-        last wrote), and the run continues. `source` is the directory of the run to fork when it is not this
-        runner's own (its files stay byte for byte as they were). The run's sandbox (started now, or already
-        running) is set to the workspace at its base plus the diff recorded at that checkpoint. A fork from a checkpoint before an `interrupt_before`
-        node pauses there unless `approve`.
-
-        `thread_id` may be a search branch's thread (`THREAD~node~b3`, as `history`, the viewer and the search
-        report name it): the fork is then a run of the subgraph that branch runs, from the branch's state and
-        its own workspace at that checkpoint, and ends where the branch would have ended (its checkpoints
-        name that subgraph, so `resume` and `history` of the fork know it)."""
-        from agentflow.graph.run.history import DIFF_KEY, DiffStore, pick_checkpoint, thread_history
-
-        new_thread = new_thread_id or uuid.uuid4().hex[:12]
-        _check_thread_id(new_thread)
+        """Continue a past run from one of its checkpoints as a new thread, with the workspace as it was there
+        (docs/concepts/workflows.md). The checkpoint is `checkpoint_id` (a unique prefix), else the latest after
+        `after_node` ran, else the latest; `update` is applied as `update_state` does; `source` is another
+        run's directory (left as it was). Before an `interrupt_before` node the fork pauses unless `approve`.
+        A search branch's thread (`THREAD~node~b3`) forks as a run of the subgraph that branch runs."""
+        new_thread = _check_thread_id(new_thread_id or uuid.uuid4().hex[:12])
         config = self._config(new_thread)
-        if (await self.checkpointer.aget_tuple({"configurable": {"thread_id": new_thread,
-                                                                  "checkpoint_ns": ""}})) is not None:
+        if await self.checkpointer.aget_tuple(root_config(new_thread)) is not None:
             raise UserError(f"thread {new_thread!r} already exists", hint="give the fork another thread id")
         async with self._source(source, thread_id) as (graph, store, path):
             self.check_edit(update, path)
@@ -406,8 +372,6 @@ class WorkflowRunner:
                 raise UserError(f"thread {thread_id!r} recorded no workspace at checkpoint {point.checkpoint_id}",
                                 hint="fork a run that had a sandbox, written by this version with the sqlite "
                                 "checkpointer, or run the fork without one (sandbox='none')")
-            from agentflow.graph.run.workspace import replay
-
             await replay(self.context.sandbox, diff, reset=True)  # the workspace as it was at the checkpoint
         origin = {"thread_id": thread_id, "checkpoint_id": point.checkpoint_id}
         metadata = {**saved.metadata, "forked_from": origin, **({GRAPH_KEY: path} if path else {})}
@@ -415,8 +379,8 @@ class WorkflowRunner:
         if point.workspace_diff and self.context.sandbox is None:
             metadata[DIFF_KEY] = point.workspace_diff
         # Pending writes are left behind: the nodes after the checkpoint run again in the fork.
-        await self.checkpointer.aput({"configurable": {"thread_id": new_thread, "checkpoint_ns": ""}},
-                                     saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))
+        await self.checkpointer.aput(root_config(new_thread), saved.checkpoint, metadata,
+                                     dict(saved.checkpoint["channel_versions"]))
         if self.ledger is not None:
             self.ledger.begin(new_thread, self._workflow_ref())
         self.context.emit(RunFork(workflow=self.spec.name, thread_id=new_thread, forked_from=origin, edit=bool(update)))
@@ -432,11 +396,8 @@ class WorkflowRunner:
         self, thread_id: str, checkpoint_id: str | None = None, *, after_node: str | None = None,
         source: str | Path | None = None, edit: Mapping[str, Any] | None = None,
     ) -> tuple[CheckpointInfo, str | None]:
-        """The checkpoint `fork` would pick, and the workspace diff recorded there (None without one): a
-        caller that opens the fork's sandbox itself applies that diff to the run's workspace. `edit` is
-        checked as `fork` checks its update (a UserError names a key the thread's state does not declare)."""
-        from agentflow.graph.run.history import pick_checkpoint, thread_history
-
+        """The checkpoint `fork` would pick and the workspace diff recorded there (None without one); `edit`
+        is checked as `fork` checks its update."""
         async with self._source(source, thread_id) as (graph, store, path):
             self.check_edit(edit, path)
             point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
@@ -446,12 +407,7 @@ class WorkflowRunner:
 
     @contextlib.asynccontextmanager
     async def _source(self, source: str | Path | None, thread_id: str) -> AsyncIterator[tuple[Any, Any, str]]:
-        """(graph, DiffStore or None, graph path) reading the checkpoints of `thread_id` in run directory
-        `source` (default: this runner's own checkpointer), the graph being the one that thread runs (a search
-        branch's: its subgraph, at the path of search nodes). Another run's database is read from a copy: its
-        folder is never written to."""
-        from agentflow.graph.run.history import DiffStore, copy_database, temp_dir
-
+        """(graph, DiffStore or None, graph path) of `thread_id` in run folder `source` (read from a copy)."""
         if source is None or (self.run_dir is not None and Path(source).resolve() == self.run_dir.resolve()):
             path = await self._graph_path(thread_id)
             yield self._graph_at(path), (DiffStore(self.run_dir) if self.run_dir is not None else None), path
@@ -459,7 +415,7 @@ class WorkflowRunner:
         from agentflow.graph.compile.compiler import compile_workflow
         from agentflow.graph.persist.checkpoint import AgentflowSaver
 
-        with temp_dir() as tmp:
+        with tempfile.TemporaryDirectory(prefix="agentflow-fork-") as tmp:
             saver = AgentflowSaver(copy_database(Path(source) / CHECKPOINT_FILE, Path(tmp)), keep_last=None)
             try:
                 path = await self._graph_path(thread_id, saver)
@@ -468,8 +424,7 @@ class WorkflowRunner:
                 saver.close()
 
     def check_edit(self, edit: Mapping[str, Any] | None, graph_path: str = "") -> None:
-        """An edit may set only keys the state declares (a typo would otherwise be dropped or added);
-        `graph_path`: of the search nodes whose subgraph the thread runs ("": the workflow)."""
+        """An edit may set only keys the state declares; `graph_path`: of the subgraph the thread runs."""
         from agentflow.graph.check.validation import check_input
         from agentflow.graph.compile.compiler import registry_for
 
@@ -478,8 +433,7 @@ class WorkflowRunner:
             check_input(spec, edit, "--edit sets", lambda: registry_for(spec, self.context))
 
     async def result(self, thread_id: str) -> RunResult:
-        """Where thread `thread_id` stands, read from its last checkpoint without running anything (a failed
-        node stays failed there: `resume` runs it again)."""
+        """Where thread `thread_id` stands, read from its last checkpoint without running anything."""
         snapshot = await (await self._graph_of(thread_id)).aget_state(self._config(thread_id))
         if snapshot.created_at is None:
             raise UserError(f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory")
@@ -500,15 +454,10 @@ class WorkflowRunner:
         mode: str | Iterable[str] | None = None,
         nodes: Iterable[str] | None = None,
     ) -> AsyncIterator[RunEvent]:
-        """Start a thread (or, with `resume`, continue `thread_id` as `resume()` does) and yield its live
-        `RunEvent`s as they happen: `run.start` first (the thread id), then node starts and ends, model tokens,
-        model calls, tool calls and results, search branches and `ctx.stream` chunks from any node, nested
-        subgraphs included; `run.end` last, its `result` the RunResult. `mode` keeps some of `tokens`,
-        `models`, `tools`, `nodes`, `search`, `custom` (default: all); `nodes` keeps the events of those nodes
-        and of everything running inside them. Leaving the loop early cancels the run when the generator is
-        closed (`async with contextlib.aclosing(runner.stream(...)) as events:`); `resume=True` continues it."""
-        from agentflow.graph.run.streaming import LiveEvents, check_modes
-
+        """Start a thread (or, with `resume`, continue `thread_id`) and yield its live `RunEvent`s, from any node
+        and nested subgraph: `run.start` first, `run.end` last (its `result` the RunResult). `mode` keeps some of
+        `tokens`, `models`, `tools`, `nodes`, `search`, `custom` (default: all); `nodes` keeps those nodes'
+        events. Closing the generator early cancels the run (docs/concepts/workflows.md)."""
         live = LiveEvents(check_modes(mode), list(nodes) if nodes is not None else None)
         if resume and thread_id is None:
             raise UserError("stream(resume=True) needs the thread_id of the run to continue")
@@ -563,11 +512,9 @@ class WorkflowRunner:
         return result
 
     def _count_thread(self, thread_id: str) -> None:
-        """The budget counts `thread_id` from here. The first thread this runner runs: the budget as it was
-        given, plus what the thread spent in earlier legs (usage.json) when the budget has not been charged
-        yet (one charged already is shared with other work by its owner, who counts it). Another thread after
-        it: the budget restarts at what that thread spent before (in this runner, else in usage.json), zero
-        for a new one, so one thread's usage never counts against another's limits."""
+        """The budget counts `thread_id` from here: the first thread adds what it spent in earlier legs to an
+        uncharged budget (a charged one is shared by its owner); another thread restarts it at what that thread
+        spent before, so one thread's usage never counts against another's limits."""
         budget = self.context.budget
         if budget is None or thread_id == self._thread:
             return
@@ -596,8 +543,11 @@ class WorkflowRunner:
         config = self._config(thread_id)
         graph = await self._graph_of(thread_id)
         modes = ["updates", "custom", "messages", "tasks"] if on_event is not None else ["updates"]
+        budget = self.context.budget
+        # WALL_GRACE_S after the wall-clock limit: nodes cut at it by their own calls end with their own outcome
+        deadline = budget.deadline(grace_s=WALL_GRACE_S) if budget is not None else contextlib.nullcontext()
         try:
-            async with self._deadline():  # a wall-clock limit cuts whatever the nodes are waiting for
+            async with deadline:
                 async for namespace, mode, data in graph.astream(
                     inputs, config, stream_mode=modes, subgraphs=True, durability=self.durability
                 ):
@@ -620,8 +570,6 @@ class WorkflowRunner:
             failure = None
         snapshot = await graph.aget_state(config)
         if isinstance(failure, BudgetExceeded):  # cut at the wall-clock limit: the checkpoint says why
-            from agentflow.graph.run.outcome import record_budget_stop
-
             if self.context.events is not None:
                 self.context.events.write(LimitReached(limit=failure.kind, cut=list(snapshot.next)))
             await record_budget_stop(self.checkpointer, snapshot, failure)
@@ -632,15 +580,7 @@ class WorkflowRunner:
             errors={k: v.model_dump() for k, v in result.errors.items()}, finished=result.finished,
             usage=result.usage.model_dump(),
         ))
-
         return result
-
-    def _deadline(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """The budget's wall-clock limit over the run (`BudgetExceeded`), a little later than the limit itself
-        so that nodes cut at it by their own calls first end with their own outcome."""
-        if self.context.budget is None:
-            return contextlib.nullcontext()
-        return self.context.budget.deadline(grace_s=WALL_GRACE_S)
 
     def _result(self, thread_id: str, snapshot: Any, failure: BaseException | None = None) -> RunResult:
         values = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
@@ -649,15 +589,10 @@ class WorkflowRunner:
         failed = failed_tasks(snapshot)
         if failure is not None or failed:
             if failure is not None and not failed:  # not in the checkpoint (e.g. an in-memory run): from the exception
-                from agentflow.graph.run.outcome import error_from_exception
-
                 node = getattr(failure, "node", None) or (snapshot.next[0] if snapshot.next else "?")
                 failed = {node: error_from_exception(node, failure)}
-            elif failure is not None:
-                from agentflow.graph.run.outcome import NodeFailed, to_error
-
-                if isinstance(failure, NodeFailed) and failure.node in failed:
-                    failed[failure.node] = to_error(failure)
+            elif isinstance(failure, NodeFailed) and failure.node in failed:
+                failed[failure.node] = to_error(failure)
             first = next(iter(failed.values()))
             return RunResult(
                 thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
@@ -676,31 +611,42 @@ class WorkflowRunner:
         )
 
     async def _stamp(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        """Checkpoint metadata: the workspace's diff and, on a thread forked from a search branch, the
-        subgraph it runs (every checkpoint names it: the oldest may be pruned)."""
-        path = self._thread_graphs.get(str(config["configurable"].get("thread_id", "")))
-        stamp = {GRAPH_KEY: path} if path and not config["configurable"].get("checkpoint_ns") else {}
-        return {**stamp, **await self._stamp_workspace(config)}
+        """Checkpoint metadata: on a fork of a search branch, the subgraph it runs; with a sandbox and a run folder,
+        the workspace's diff (root namespace only: `fork` starts there)."""
+        conf = config["configurable"]
+        path = self._thread_graphs.get(str(conf.get("thread_id", "")))
+        stamp = {GRAPH_KEY: path} if path and not conf.get("checkpoint_ns") else {}
+        if self.context.sandbox is None or self.run_dir is None or conf.get("checkpoint_ns"):
+            return stamp
+        thread = str(conf.get("thread_id", ""))
+        if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
+            branch = self.context.branch_workspaces.get(thread)
+            if branch is None:
+                return stamp
+            known = self._branch_stamps.get(branch.snapshot_id)  # a node that left the files as they were
+            if known is None:
+                known = self._branch_stamps[branch.snapshot_id] = DiffStore(self.run_dir).put(
+                    await workspace_diff(branch))
+            return {**stamp, DIFF_KEY: known}
+        diff = await workspace_diff(self.context.sandbox)
+        if self.ledger is not None:  # the run's workspace so far, as of this checkpoint
+            self.ledger.save_diff(diff)
+        return {**stamp, DIFF_KEY: DiffStore(self.run_dir).put(diff)}
 
     async def _graph_path(self, thread_id: str, checkpointer: Any = None) -> str:
-        """The search nodes (`a/b`, "" for the workflow) whose subgraph thread `thread_id` runs: a branch's
-        from its id (`THREAD~a~b1~b4`), a fork of one's from its checkpoints' metadata."""
-        from agentflow.graph.search.settings import BRANCH_SEP, branch_path
-
+        """The search nodes (`a/b`, "" for the workflow) whose subgraph thread `thread_id` runs: from a branch's
+        id (`THREAD~a~b1~b4`), or from a fork's checkpoint metadata."""
         if BRANCH_SEP in thread_id:
             return "/".join(branch_path(thread_id))
         if checkpointer is None and thread_id in self._thread_graphs:
             return self._thread_graphs[thread_id]
-        saved = await (checkpointer or self.checkpointer).aget_tuple(
-            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        saved = await (checkpointer or self.checkpointer).aget_tuple(root_config(thread_id))
         path = str((saved.metadata or {}).get(GRAPH_KEY) or "") if saved is not None else ""
         if checkpointer is None and saved is not None:
             self._thread_graphs[thread_id] = path
         return path
 
     def _spec_at(self, path: str) -> WorkflowSpec:
-        from agentflow.graph.search.settings import subgraph_spec
-
         return subgraph_spec(self.spec, path.split("/")) if path else self.spec
 
     def _graph_at(self, path: str) -> Any:
@@ -716,32 +662,8 @@ class WorkflowRunner:
     async def _graph_of(self, thread_id: str) -> Any:
         return self._graph_at(await self._graph_path(thread_id))
 
-    async def _stamp_workspace(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        """Checkpoint metadata naming the workspace's diff as the checkpoint is written (for `fork`, which
-        starts from the root graph's checkpoints: a subgraph's are not stamped)."""
-        if self.context.sandbox is None or self.run_dir is None or config["configurable"].get("checkpoint_ns"):
-            return {}
-        from agentflow.graph.run.history import DIFF_KEY, DiffStore
-        from agentflow.graph.run.workspace import workspace_diff
-        from agentflow.graph.search.settings import BRANCH_SEP
-
-        thread = str(config["configurable"].get("thread_id", ""))
-        if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
-            branch = self.context.branch_workspaces.get(thread)
-            if branch is None:
-                return {}
-            known = self._branch_stamps.get(branch.snapshot_id)  # a node that left the files as they were
-            if known is None:
-                known = self._branch_stamps[branch.snapshot_id] = DiffStore(self.run_dir).put(
-                    await workspace_diff(branch))
-            return {DIFF_KEY: known}
-        diff = await workspace_diff(self.context.sandbox)
-        if self.ledger is not None:  # the run's workspace so far, as of this checkpoint
-            self.ledger.save_diff(diff)
-        return {DIFF_KEY: DiffStore(self.run_dir).put(diff)}
-
     def _workflow_ref(self) -> str:
-        """How run.json names the workflow: the file it was loaded from (absolute), else its name."""
+        """The workflow's file (absolute), else its name."""
         source = self.spec.source_path
         return str(Path(source).resolve()) if source and Path(source).is_file() else self.spec.name
 
@@ -749,8 +671,6 @@ class WorkflowRunner:
         """The run's sandbox, started now when this runner is to start one; None without one."""
         if self._sandbox_request is None or self.context.sandbox is not None:
             return self.context.sandbox
-        from agentflow.graph.run.workspace import choose_backend, open_workspace
-
         requested, workspace = self._sandbox_request
         backend = choose_backend(requested, self.spec, workspace)
         if backend is None:
@@ -763,12 +683,10 @@ class WorkflowRunner:
         """What the run's agents changed in the sandbox's workspace, as a unified diff."""
         if self.context.sandbox is None:
             raise UserError("this run has no sandbox", hint="pass sandbox= or workspace= to WorkflowRunner")
-        from agentflow.graph.run.workspace import workspace_diff
-
         return await workspace_diff(self.context.sandbox)
 
     async def aclose(self) -> None:
-        """Close the sandbox and the model this runner started, then the checkpointer, journal and events."""
+        """Close the sandbox and the model this runner started, then what `close` closes."""
         if self._sandbox_cm is not None:
             cm, self._sandbox_cm = self._sandbox_cm, None
             self.context.sandbox = None

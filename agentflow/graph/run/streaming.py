@@ -6,16 +6,10 @@
         elif ev.kind == "tool.call":
             print(f"\\n{'/'.join(ev.path)} calls {ev.data['tool']}")
 
-Nodes put what happens inside them on LangGraph's `custom` stream as `{"node", "event", "text", "data"}`
-(`send`; a token also as `chunk`, like a node's own `ctx.stream(chunk)`): agent nodes their model's tokens as they are generated, each model call's start and end (latency,
-tokens) and each tool call (when the model asks for it) and its result; function nodes their
-`ctx.call_tool` calls; a search node its branches. The runner adds LangGraph's `tasks` stream (a node's start
-and end, in every subgraph) and `LiveEvents` turns both into `RunEvent`s whose `path` names the node from the
-root graph down (`("solve", "code")` for node `code` of subgraph node `solve`). A search branch runs its
-subgraph as a graph of its own: its branch starts and ends are streamed, and what its nodes send (tokens,
-model and tool calls, `ctx.stream` chunks; not their starts and ends) with their branch path: `path`
-`("attempt", "b3", "code")` and `data["branch"]` `"attempt/b3"` for node `code` of branch b3 of search node
-`attempt` (a nested search's: `"attempt/b3/inner/b1"`).
+Nodes put what happens inside them (tokens, model calls, tool calls, search branches) on LangGraph's `custom`
+stream as `{"node", "event", "text", "data"}` (`send`); with LangGraph's `tasks` stream (node starts and ends)
+`LiveEvents` turns them into `RunEvent`s whose `path` names the node from the root graph down. What a search
+branch's nodes send carries the branch path: `path` `("attempt", "b3", "code")`, `data["branch"]` `"attempt/b3"`.
 """
 
 from __future__ import annotations
@@ -26,23 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentflow.agents.stream import TokenForwardingModel
+from agentflow.errors import UserError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse
 
 StreamMode = Literal["tokens", "models", "tools", "nodes", "search", "custom"]
 STREAM_MODES: tuple[StreamMode, ...] = ("tokens", "models", "tools", "nodes", "search", "custom")
 
 MODE_OF: dict[str, StreamMode] = {
-    "token": "tokens",
-    "model.start": "models",
-    "model.call": "models",
-    "tool.call": "tools",
-    "tool.result": "tools",
-    "node.start": "nodes",
-    "node.end": "nodes",
-    "interrupt": "nodes",
-    "search.branch": "search",
-    "search.decision": "search",
-    "custom": "custom",
+    "token": "tokens", "model.start": "models", "model.call": "models", "tool.call": "tools", "tool.result": "tools",
+    "node.start": "nodes", "node.end": "nodes", "interrupt": "nodes", "search.branch": "search",
+    "search.decision": "search", "custom": "custom",
 }
 """Which mode each event kind belongs to (`run.start` and `run.end` come in every mode)."""
 
@@ -86,22 +73,24 @@ class RunEvent:
         return {**out, **self.data}
 
 
-def send(node: str | None, kind: str, /, text: str = "", **data: Any) -> None:
-    """Put a live event on the running graph's `custom` stream as `{"node", "event": kind, "text", "data"}`
-    (nothing outside a running graph, or when nobody streams it)."""
+def stream_writer() -> Callable[[Any], None] | None:
+    """The running graph's `custom` stream writer (None outside a running graph)."""
     from langgraph.config import get_stream_writer
 
     try:
-        writer = get_stream_writer()
-    except RuntimeError:  # not inside a running graph
-        return
-    writer({"node": node, "event": kind, "text": text, "data": data})
+        return get_stream_writer()
+    except RuntimeError:
+        return None
+
+
+def send(node: str | None, kind: str, /, text: str = "", **data: Any) -> None:
+    """Put a live event on the running graph's `custom` stream (nothing outside a running graph)."""
+    if (writer := stream_writer()) is not None:
+        writer({"node": node, "event": kind, "text": text, "data": data})
 
 
 def check_modes(mode: str | Iterable[str] | None) -> frozenset[str]:
     """The modes asked for (None: all), a UserError naming an unknown one."""
-    from agentflow.errors import UserError
-
     if mode is None:
         return frozenset(STREAM_MODES)
     modes = frozenset([mode] if isinstance(mode, str) else mode)
@@ -147,8 +136,7 @@ class LiveEvents:
             self._started[task] = time.monotonic()
             return [self.event("node.start", node=name, path=path)]
         started = self._started.pop(task, None)
-        error = data.get("error")
-        result = data.get("result")
+        error, result = data.get("error"), data.get("result")
         return [self.event("node.end", node=name, path=path, data={
             "duration_s": round(time.monotonic() - started, 3) if started is not None else None,
             "update": result if isinstance(result, dict) else {},
@@ -159,9 +147,7 @@ class LiveEvents:
     def _custom(self, data: Any, graph_path: tuple[str, ...]) -> list[RunEvent]:
         if not isinstance(data, dict):
             return [self.event("custom", path=graph_path, data={"chunk": data})]
-        node = data.get("node")
-        kind = data.get("event")
-        given = data.get("data")
+        node, kind, given = data.get("node"), data.get("event"), data.get("data")
         rest: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
         if kind in ("search.branch", "search.decision"):  # a search node's branch: attributed to the search node
             node = rest.get("search") or node
@@ -188,8 +174,7 @@ class LiveEvents:
 
 
 class TokenStreamingModel(TokenForwardingModel):
-    """`TokenForwardingModel` whose tokens go to the run's stream, attributed to `node`, with a `model.start`
-    and a `model.call` event around each call (outside a running graph the model is called as it is)."""
+    """A model whose tokens go to the run's stream as `node`'s, with `model.start` / `model.call` events."""
 
     def __init__(self, inner: ChatModel, node: str) -> None:
         super().__init__(inner, self._write)
@@ -201,12 +186,10 @@ class TokenStreamingModel(TokenForwardingModel):
             self._writer({"node": self.node, "event": "token", "chunk": text, "text": text, "data": {}})
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        from langgraph.config import get_stream_writer
-
-        try:
-            self._writer = get_stream_writer()
-        except RuntimeError:  # called outside a running graph
+        writer = stream_writer()
+        if writer is None:  # called outside a running graph
             return await self.inner.chat(request)
+        self._writer = writer
         call = 1 + sum(1 for m in request.messages if m.role == "assistant")  # the agent's loop step
         send(self.node, "model.start", call=call, spec=self.spec, n=request.n)
         started = time.monotonic()
@@ -220,4 +203,4 @@ class TokenStreamingModel(TokenForwardingModel):
 
 
 __all__ = ["MODE_OF", "STREAM_MODES", "LiveEvents", "RunEvent", "StreamMode", "TokenStreamingModel", "check_modes",
-           "send"]
+           "send", "stream_writer"]

@@ -1,14 +1,9 @@
 """Nodes that run together finish together: a node that fails waits for its siblings before it raises.
 
-LangGraph runs the nodes of one step (the branches of a `parallel:` group) at once and, as soon as one of
-them raises, cancels the others. Six agents sharing `Budget(model_calls=3)` then lose the three calls the
-budget admitted: cancelled mid-call, uncharged, recorded as `CancelledError`. So every async node of a
-workflow goes through `settled`: a node that fails marks itself failing and waits until each sibling still
-running in the same step (same thread, same graph, same step number) has ended or is failing too, then
-raises. The siblings' results are written to the checkpoint as LangGraph writes a finished task's; the run
-ends `failed` naming the nodes that failed (their reasons: `budget:model_calls` for the refused ones) and
-`RunResult.finished` the nodes of that step that ended well; `resume` runs only the failed ones again.
-
+LangGraph runs the nodes of one step at once and, as soon as one of them raises, cancels the others: calls
+the budget admitted are lost mid-call, uncharged. So every async node goes through `settled`: a node that
+fails waits until each sibling still running in the same step (thread, graph, step number) has ended or is
+failing too, then raises; the siblings' results are checkpointed and `resume` runs only the failed ones.
 Interrupts (`GraphBubbleUp`) and cancellation are not failures: they pass at once.
 """
 
@@ -82,9 +77,10 @@ def step_key(config: Mapping[str, Any]) -> tuple[str, str, int]:
     return str(conf.get("thread_id", "")), graph_ns, step
 
 
-def settled(
-    steps: Supersteps, fn: Callable[[Any, RunnableConfig], Awaitable[Any]]
-) -> Callable[[Any, RunnableConfig], Awaitable[Any]]:
+AsyncNode = Callable[[Any, RunnableConfig], Awaitable[Any]]
+
+
+def settled(steps: Supersteps, fn: AsyncNode) -> AsyncNode:
     """`fn`, an async node, raising its failure only once its step's siblings have ended (see the module)."""
     from langgraph.errors import GraphBubbleUp
 
@@ -111,9 +107,7 @@ def settled(
 
 
 def settled_sync(steps: Supersteps, fn: Callable[..., Any]) -> Any:
-    """A sync node (`fn(state)` or `fn(state, config)`) as `settled` makes an async one: in an async run it
-    runs in a worker thread (as LangGraph runs it) and its failure waits for its siblings; a sync `invoke`
-    of the graph runs `fn` as it is."""
+    """A sync node as `settled` makes an async one (in an async run, in a worker thread as LangGraph runs it)."""
     from langchain_core.runnables import RunnableLambda
     from langchain_core.runnables.config import run_in_executor
 

@@ -1,49 +1,11 @@
-"""Search over any workflow: a node whose `subgraph:` runs as the branches of a search.
+"""Search over any workflow: a node whose `subgraph:` runs as the branches of a search (best_of_n, beam,
+rebase, mcts; docs/concepts/search.md has the settings, the strategies and the report).
 
-    nodes:
-      attempt:
-        search: {strategy: mcts, n: 6, value: tests.ok, step_until: [check]}
-        subgraph:
-          nodes:
-            code:  {agent: coder, args: {input: {task: task, tests: tests}}, output: code, next: check}
-            check: {fn: agentflow.workflows.demo:check_work, writes: [diff, tests], next: END}
-        next: critique
-
-A *branch* is a real run of the subgraph: its nodes run as graph nodes (events, traces, the journal), with
-its own thread of checkpoints in the run's checkpointer (`<thread>~<search node>~<branch id>`) and its own
-fork of the run's sandbox workspace (`workspace.BranchSandbox`). A branch starts from the run's state
-at the search node, or — in the stepwise strategies — from another branch's checkpoint *and* workspace: an
-expansion copies the parent branch's last checkpoint into a new thread and runs the subgraph on from there
-until the next step ends (after a node named in `step_until`, or after any node) or the subgraph ends.
-
-Strategies (one engine; `SearchSettings.strategy`, or per run the state path `strategy_key` names, e.g. the
-algorithm a selection node chose for this instance):
-- `best_of_n`: `n` branches each run the whole subgraph.
-- `beam` (tree-of-thought's breadth-first search): every kept branch is expanded `expand` times a step; the
-  `n` best by value are kept.
-- `rebase` (reward-balanced expansion): each step spends `n` expansions over the kept branches in
-  proportion to softmax(value / temperature), so better branches get more children and none is cut to zero
-  by rank alone.
-- `mcts`: `n` expansions chosen by UCT (value + c * sqrt(ln N / visits)); up to `concurrency` run at once,
-  the branches being expanded counting as visits with value 0 (virtual loss) so concurrent selections spread.
-  When every tree node has its `expand` children (finished branches take none), the open node with the
-  highest backed-up mean takes one more: `n` expansions are made.
-
-Every setting is read by the strategy in effect (`READS`, an allowlist), refused by validation when no run can
-honour it (`settings_problems`), or said to be ignored as the search starts; what the search decides that its
-settings did not spell out (a widening, an early end) is a `search.decision` event, printed by `agentflow run`.
-
-A branch's value is read from its state (`value:` a dotted path; a bool counts 1/0, a number is divided by
-`value_scale`, a dict's `score`/`value`/`ok`/`passed` is used) — so a value is whatever node of the subgraph
-writes there: tests, a critic or value agent, a verifier. The result is chosen among finished branches by
-value, by a vote over a state path, or as the smallest among the best; its state keys are the node's update
-and its workspace becomes the run's. With `stop_at`, a finished branch valued that high ends the search (nothing
-new starts after it). A branch that fails is recorded (event `search.branch` with its error)
-and scores nothing; a search none of whose branches finished fails the node.
-
-Each step runs in this process, or — `executor: ray`, or the run's executor — as a call on a worker node
-(`remote.py`): its checkpoints, events, usage and workspace come back into the run, so the tree, the
-values and the choice are the same.
+A *branch* is a real run of the subgraph, with its own thread of checkpoints in the run's checkpointer
+(`<thread>~<search node>~<branch id>`) and its own fork of the run's sandbox workspace (`BranchSandbox`). In
+the stepwise strategies an expansion copies the parent branch's last checkpoint into a new thread and runs
+the subgraph on from there until the next step ends (after a node named in `step_until`, or after any node).
+Each step runs in this process or, with an executor, on a worker node (`remote.py`).
 """
 
 from __future__ import annotations
@@ -70,7 +32,11 @@ from agentflow.events.kinds import (
     SearchResume,
     SearchStop,
 )
+from agentflow.graph.compile.nodetypes import typed_keys, workflow_registry
+from agentflow.graph.run.history import DIFF_KEY, DiffStore, root_config
 from agentflow.graph.run.outcome import NodeFailed, one_line
+from agentflow.graph.run.streaming import stream_writer
+from agentflow.graph.search.remote import RemoteSteps, step_executor
 from agentflow.graph.search.settings import (
     BRANCH_SEP,
     SearchSettings,
@@ -87,6 +53,7 @@ from agentflow.graph.search.tree import (
     branch_spec,
     read_path,
 )
+from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox, branch_sandbox, end_processes
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
@@ -98,12 +65,9 @@ class SearchRun:
     def __init__(self, name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles,
                  settings: SearchSettings, thread: str, compile: Callable[..., Any], executor: Any = None) -> None:
         self.name = name
-        self.compile = compile
-        """`compile.compile_workflow` (passed in: the compiler builds search nodes, so this module cannot import it)."""
-        self.executor = executor
-        """An open remote `Executor` the steps run on (None: in this process)."""
-        self.remote: Any = None
-        """The steps on `executor` (`remote.RemoteSteps`), set up as the search starts."""
+        self.compile = compile  # compile_workflow, passed in: the compiler imports this module
+        self.executor = executor  # an open remote Executor the steps run on (None: in this process)
+        self.remote: Any = None  # remote.RemoteSteps on `executor`, set up as the search starts
         self.sub = branch_spec(spec, node)
         self.mcp = list(spec.mcp_servers)
         self.parent_keys = set(spec.state) if spec.state else None
@@ -118,18 +82,14 @@ class SearchRun:
         self._saver: Any = None
         self.root: Branch | None = None
         self._ids = 0
-        self._loaded: dict[str, list[Branch]] = {}
-        """Parent id -> branches a killed run of this search had made (a resume takes them before new ones)."""
-        self.solved: Branch | None = None
-        """The first finished branch whose value reached `stop_at`: the search starts nothing after it."""
-        self._diffs: dict[str, str] = {}
-        """Diff id -> the diff's text (`read_diffs`)."""
+        self._loaded: dict[str, list[Branch]] = {}  # parent id -> branches a killed run of this search made
+        self.solved: Branch | None = None  # the first finished branch that reached `stop_at`
+        self._diffs: dict[str, str] = {}  # diff id -> the diff's text (`read_diffs`)
 
     # -- the tree ---------------------------------------------------------------------------------------------
 
     def _new(self, parent: Branch) -> Branch:
-        """A child of `parent` (the root: the run's state at the search node), before it runs: so concurrent
-        selections see it."""
+        """A child of `parent`, in the tree before it runs (so concurrent selections see it)."""
         bid = f"b{self._ids}"
         self._ids += 1
         # a child's thread extends its parent's: the tree is in the thread ids, for a resumed search to rebuild
@@ -159,17 +119,14 @@ class SearchRun:
     def _emit(self, branch: Branch, *, final: bool | None = None, chosen: bool | None = None,
               select: str | None = None, tests: Any = None, diff: str | None = None) -> None:
         parent = self._node_id(branch.parent) if branch.parent is not None else None
-        marks = {key: value for key, value in (("final", final), ("chosen", chosen), ("select", select),
-                                               ("tests", tests), ("diff", diff))
-                 if value is not None}  # set only when given: the tree's final record
+        given = {"final": final, "chosen": chosen, "select": select, "tests": tests, "diff": diff}
+        marks = {k: v for k, v in given.items() if v is not None}  # set only when given: the tree's final record
         self.rt.emit(branch.record(self.name, self.settings.strategy).model_copy(
             update={"node_id": self._node_id(branch), "parent_id": parent, **marks}))
 
-
     def finish(self, chosen: Branch) -> None:
-        """The tree's final record: every node again with its visits (the last event of a node id wins), the
-        chosen one marked with how it was chosen, each branch with its test result and workspace diff as the
-        report holds them (what the viewer shows when a branch is clicked)."""
+        """The tree's final record (the last event of a node id wins): every node with its visits, the chosen
+        one marked, each branch with its test result and diff as the report holds them (for the viewer)."""
         for branch in [self.root, *self.branches] if self.root is not None else self.branches:
             report = self._branch_report(branch) if branch.parent is not None else None
             self._emit(branch, final=True, chosen=True if branch is chosen else None,
@@ -180,8 +137,6 @@ class SearchRun:
     # -- running one step of a branch -------------------------------------------------------------------------
 
     def _branch_context(self, branch: Branch) -> RunHandles:
-        from agentflow.graph.search.workspace import BranchSandbox
-
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
         events = BranchEvents(self.rt.events, self.name, branch.id) if self.rt.events is not None else None
         return dataclasses.replace(self.rt, sandbox=sandbox, events=cast(Any, events), branch=branch.thread,
@@ -195,17 +150,14 @@ class SearchRun:
         return {"configurable": {"thread_id": branch.thread}, "recursion_limit": self.sub.step_limit or 1000}
 
     async def _run_branch(self, branch: Branch, *, resumed: bool = False) -> Branch:
-        """Run one step of `branch` (best_of_n: the whole subgraph) from its parent's checkpoint and workspace;
-        `resumed`: a step a killed run had begun, continued from the branch's own last checkpoint."""
-        from agentflow.graph.search.workspace import branch_sandbox
-
+        """Run one step of `branch` from its parent's checkpoint and workspace (`resumed`: from its own)."""
         parent = branch.parent
         assert parent is not None and branch.thread is not None
         async with self.slots:
             if self.solved is not None:
                 return self._drop(branch)
             t0 = time.perf_counter()
-            forward = _run_stream()  # the run's live stream, taken here: the branch's graph has its own
+            forward = stream_writer()  # the run's live stream, taken here: the branch's graph has its own
             rt = self._branch_context(branch)
             workspace = branch_sandbox(rt.sandbox)
             graph = self._graph(rt)
@@ -251,9 +203,7 @@ class SearchRun:
 
     async def _invoke(self, graph: Any, inputs: Any, config: dict[str, Any], branch: Branch,
                       forward: Callable[[Any], None] | None) -> None:
-        """Run the branch's step; what its nodes put on their live stream (tokens, model and tool calls,
-        `ctx.stream` chunks) goes on to the run's stream, `within` naming the search node and branch (and the
-        subgraph nodes on the way) so a consumer sees which branch it came from."""
+        """Run the branch's step; its nodes' live stream goes on to the run's, `within` naming where it came from."""
         if forward is None:
             await graph.ainvoke(inputs, config)
             return
@@ -273,8 +223,8 @@ class SearchRun:
                                 stop_at=stop_at))
 
     def _expand(self, parent: Branch) -> Any:
-        """A new child of `parent` run one step, or — in a resumed search — a child a killed run had made there:
-        taken as it was when its step had finished, else continued from its own last checkpoint."""
+        """A new child of `parent` run one step, or a child a killed run had made there (taken as it was when
+        its step had finished, else continued)."""
         waiting = self._loaded.get(parent.id)
         if waiting:
             child = waiting.pop(0)
@@ -298,41 +248,36 @@ class SearchRun:
         """The run's checkpointer (an in-memory one for a run without: branches still pause and fork)."""
         if self.rt.checkpointer is not None:
             return self.rt.checkpointer
-        if self._saver is None:  # a run without a checkpointer still needs branches to pause and fork
+        if self._saver is None:
             from langgraph.checkpoint.memory import InMemorySaver
 
             self._saver = InMemorySaver()
         return self._saver
 
     def _inputs(self, state: Mapping[str, Any]) -> dict[str, Any]:
-        """What a branch from the search's start is given: the run's state, cut to the keys of the subgraph's
-        state (its declared ones and those its typed nodes read and write, as its compiled schema has them)."""
+        """The run's state cut to the keys of the subgraph's compiled schema (a new branch's input)."""
         if not self.sub.state:
             return dict(state)
         keys = set(self.sub.state)
         if any(node.type for node in self.sub.nodes.values()):
-            from agentflow.graph.compile.nodetypes import typed_keys, workflow_registry
-
             keys.update(typed_keys(self.sub, workflow_registry(self.sub, self.rt.node_types)))
         return {k: v for k, v in state.items() if k in keys}
 
     async def _copy_checkpoint(self, parent: Branch, child: Branch) -> None:
         """The child's thread starts at the parent's last checkpoint (LangGraph's fork, into a new thread)."""
         saver = self.checkpointer()
-        saved = await saver.aget_tuple({"configurable": {"thread_id": parent.thread, "checkpoint_ns": ""}})
+        saved = await saver.aget_tuple(root_config(parent.thread))
         if saved is None:
             raise NodeFailed(self.name, "error", f"branch {parent.id} has no checkpoint to expand from")
         metadata = {**saved.metadata, "forked_from": {"thread_id": parent.thread, "search": self.name,
                                                       "checkpoint_id": saved.checkpoint["id"]}}
-        await saver.aput({"configurable": {"thread_id": child.thread, "checkpoint_ns": ""}},
-                         saved.checkpoint, metadata, dict(saved.checkpoint["channel_versions"]))
+        await saver.aput(root_config(child.thread), saved.checkpoint, metadata,
+                         dict(saved.checkpoint["channel_versions"]))
 
     # -- strategies -------------------------------------------------------------------------------------------
 
     async def run(self, state: Mapping[str, Any]) -> Branch:
         if self.rt.sandbox is not None:
-            from agentflow.graph.search.workspace import SharedSandbox
-
             self.shared = SharedSandbox(self.rt.sandbox)
         root = Branch(id="root", parent=None, thread=None, state=dict(state),
                       snapshot=await self.shared.snapshot() if self.shared is not None else None, depth=0,
@@ -340,8 +285,6 @@ class SearchRun:
         self.root = root
         self._emit(root)
         if self.executor is not None:
-            from agentflow.graph.search.remote import RemoteSteps
-
             self.remote = await RemoteSteps.open(self, self.executor, root)
         await self._load(root)
         for text in ignored_settings(self.settings):
@@ -353,8 +296,7 @@ class SearchRun:
         return self._choose()
 
     def _say_why_ended(self) -> None:
-        """A search that made fewer expansions than `n` asked (best_of_n, mcts) because it was stopped says
-        what stopped it."""
+        """best_of_n and mcts searches that made fewer than `n` say what stopped them."""
         s = self.settings
         made = len(self.branches)
         if s.strategy not in ("best_of_n", "mcts") or made >= s.n:
@@ -372,8 +314,7 @@ class SearchRun:
     # -- resuming a search a killed run had begun --------------------------------------------------------------
 
     async def _load(self, root: Branch) -> None:
-        """The branches of an earlier run of this search (same thread), from the checkpointer: each with its
-        state, value and workspace, `pending` when its step had not finished."""
+        """The branches a killed run of this search left in the checkpointer (`pending`: their step unfinished)."""
         prefix = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
         threads = sorted({t.config["configurable"]["thread_id"] async for t in self.checkpointer().alist(None)
                           if str(t.config["configurable"]["thread_id"]).startswith(prefix)
@@ -397,7 +338,7 @@ class SearchRun:
                                   finished=sum(1 for b in by_thread.values() if not b.pending and b is not root)))
 
     async def _loaded_branch(self, graph: Any, thread: str, parent: Branch) -> Branch:
-        saved = await self.checkpointer().aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+        saved = await self.checkpointer().aget_tuple(root_config(thread))
         snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
         branch = Branch(id=thread.rsplit(BRANCH_SEP, 1)[1], parent=parent, thread=thread,
                         state=dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {},
@@ -411,9 +352,8 @@ class SearchRun:
         return branch
 
     def _mark(self, config: Mapping[str, Any]) -> None:
-        """Note in the run's journal that the branch's step ended at this checkpoint (a resume takes the branch
-        as it is there instead of running its next step). A kill between the checkpoint and the mark costs one
-        step run again on resume."""
+        """Note in the run's journal that the branch's step ended at this checkpoint (a resume takes it as it
+        is). A kill between the checkpoint and the mark costs one step run again."""
         journal = self.rt.journal
         if journal is not None and hasattr(journal, "mark"):
             journal.mark(_step_key(config))
@@ -424,11 +364,7 @@ class SearchRun:
             _step_key(saved.config))
 
     async def _workspace_at(self, saved: Any, parent: Branch) -> str | None:
-        """A snapshot of the workspace recorded at checkpoint `saved` (the run's base plus its diff); the
-        parent's when none was recorded there."""
-        from agentflow.graph.run.history import DIFF_KEY, DiffStore
-        from agentflow.graph.search.workspace import end_processes
-
+        """A snapshot of the workspace recorded at `saved` (base plus its diff), else the parent's."""
         digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
         if not digest or self.rt.run_dir is None:
             return parent.snapshot
@@ -530,9 +466,8 @@ class SearchRun:
         return node
 
     def _widen(self, root: Branch, started: int) -> Branch:
-        """Every tree node has its `expand` children (or finished, failed, or is at max_depth) and expansions
-        of `n` are left: the open node with the highest backed-up mean takes one more child (the root is
-        always open), so `n` is what the search makes. A `search.decision` event says so."""
+        """No tree node can take another child and expansions of `n` are left: the open node with the highest
+        backed-up mean takes one more (a `search.decision` says so)."""
         s = self.settings
         open_nodes = [b for b in [root, *self.branches]
                       if not b.pending and b.error is None and not b.done and b.depth < s.max_depth]
@@ -543,8 +478,7 @@ class SearchRun:
         return node
 
     def decide(self, text: str, *, made: int | None = None, widened: str | None = None) -> None:
-        """A choice the search made that its settings did not spell out: a `search.decision` event (printed by
-        `agentflow run`, kept in events.jsonl)."""
+        """A choice its settings did not spell out: a `search.decision` event (printed by `agentflow run`)."""
         self.rt.emit(SearchDecision(node_id=self.name, search=self.name, decision=text, made=made, widened=widened))
 
     def _can_grow(self, node: Branch) -> bool:
@@ -575,8 +509,7 @@ class SearchRun:
         return max(pool, key=lambda b: (b.value, ties[id(b)]))
 
     def updates(self, chosen: Branch, before: Mapping[str, Any], output_key: str | None) -> dict[str, Any]:
-        """The run's update: the chosen branch's `outputs` (default: the keys whose values the branch changed)
-        and, under `output_key`, the search's report."""
+        """The chosen branch's `outputs` (default: the keys it changed), `gather` keys, and the report."""
         keys = self.settings.outputs
         if keys is None:
             changed = (k for k, v in chosen.state.items() if k not in before or before[k] != v)
@@ -589,8 +522,7 @@ class SearchRun:
         return out
 
     def gathered(self, key: str) -> list[Any]:
-        """The items of list `key` over every branch's state (failed branches' too: what they did before they
-        failed stands), each item once."""
+        """The items of list `key` over every branch's state (failed ones' too), each item once."""
         seen: set[str] = set()
         out: list[Any] = []
         for branch in self.branches:
@@ -620,18 +552,14 @@ class SearchRun:
                             diff=diff[:REPORT_DIFF_CHARS] if diff is not None else None, thread=b.thread)
 
     async def read_diffs(self) -> None:
-        """Each branch's workspace diff as recorded at its last checkpoint (the runner records one per
-        checkpoint of a run with a workspace and a folder), for the report."""
+        """Each branch's workspace diff recorded at its last checkpoint, for the report."""
         if self.rt.run_dir is None:
             return
-        from agentflow.graph.run.history import DIFF_KEY, DiffStore
-
         store = DiffStore(self.rt.run_dir)
         for branch in self.branches:
             if branch.thread is None:
                 continue
-            saved = await self.checkpointer().aget_tuple({"configurable": {"thread_id": branch.thread,
-                                                                           "checkpoint_ns": ""}})
+            saved = await self.checkpointer().aget_tuple(root_config(branch.thread))
             digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
             if digest:
                 branch.diff_id = str(digest)
@@ -645,11 +573,10 @@ class BranchEvents:
     def __init__(self, events: Any, search: str, branch: str) -> None:
         self._events = events
         self._tag = {"search": search, "branch": branch}
-        self.ran: list[str] = []
-        """The graph nodes the branch finished, in order (the step's label in the search tree)."""
+        self.ran: list[str] = []  # the graph nodes the branch finished (the step's label in the tree)
 
     def write(self, event: Event) -> Event:
-        """Record an event of the branch's step (also one it emitted elsewhere: on a worker node), tagged."""
+        """Record an event of the branch's step (also one emitted on a worker node), tagged."""
         if isinstance(event, NodeEnd) and event.node_id:
             self.ran.append(event.node_id)
         written: Event = self._events.write(event.model_copy(update=self._tag))
@@ -657,16 +584,6 @@ class BranchEvents:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._events, name)
-
-
-def _run_stream() -> Callable[[Any], None] | None:
-    """The running graph's `custom` stream writer (None outside a running graph)."""
-    from langgraph.config import get_stream_writer
-
-    try:
-        return get_stream_writer()
-    except RuntimeError:
-        return None
 
 
 def _release(path: list[Branch]) -> Callable[[Any], None]:
@@ -711,8 +628,7 @@ def _step_key(config: Mapping[str, Any]) -> str:
 def search_node(
     name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles, compile: Callable[..., Any]
 ) -> Callable[..., Any]:
-    """The graph node that runs `node`'s search; `compile` compiles each branch's subgraph (compile.py calls
-    this for a node with `search:`, passing its `compile_workflow`)."""
+    """The graph node that runs `node`'s search; `compile` (compile_workflow) compiles each branch's subgraph."""
     configured = parse_search_settings(node.search, f"node '{name}'")
     output_key = node.output
 
@@ -721,8 +637,6 @@ def search_node(
         values = dict(state) if isinstance(state, Mapping) else dict(vars(state))
         settings = strategy_for(configured, values, name)
         rt.start_node(name, node_type="search", strategy=settings.strategy)
-        from agentflow.graph.search.remote import step_executor
-
         async with step_executor(settings, rt) as executor:
             search = SearchRun(name, node, spec, rt, settings, thread, compile, executor)
             chosen = await search.run(values)
@@ -733,7 +647,6 @@ def search_node(
         updates = search.updates(chosen, values, output_key)
         rt.emit(NodeEnd(node_id=name, type="search", writes=list(updates), chosen=chosen.id,
                         branches=len(search.branches), value=chosen.value))
-
         return updates
 
     return run

@@ -1,19 +1,10 @@
 """A search's steps on an executor: each branch step (best_of_n: a whole branch; the stepwise strategies: one
-expansion) as a call on a worker node, e.g. a Ray task (`search: {executor: ray}`).
+expansion) as a call on a worker node, e.g. a Ray task (`search: {executor: ray}`; docs/concepts/scale-out.md).
 
-What a step takes to the worker: the branch's subgraph as data (its nodes are named, so the worker imports
-them: `fn: module:function`, agents built from model specs), the run's model spec, tools and dependencies,
-the branch's start (the run's state for a new branch, else the checkpoint it continues from), its place among
-its siblings (`sample`), what is left of the run's budget and, when the run has a sandbox, its workspace: the
-snapshot the step starts from, as the git objects it holds beyond the search's base (the base itself travels
-once per search). On the worker the subgraph runs under an in-memory checkpointer, in a fresh sandbox brought
-to that snapshot, exactly as it would run here.
-
-What comes back: the checkpoints the step wrote (put into the run's checkpointer under the branch's thread,
-each naming the workspace it was taken at, so a resumed search and a fork find them as if the step had run
-here), the events (into the run's log, tagged with the search and the branch), the usage (charged to the
-run's budget) and the workspace's snapshots (imported into the run's sandbox: a snapshot id is the hash of its
-files, the same on every node). Values, selection and the tree stay with the search here.
+A step takes the branch's subgraph as data, the run's model spec, tools and deps, the branch's start, what
+is left of the budget and the workspace snapshot it starts from (as git objects beyond the search's base).
+It comes back with its checkpoints (put into the run's checkpointer under the branch's thread), events,
+usage and workspace snapshots; values, selection and the tree stay with the search here.
 """
 
 from __future__ import annotations
@@ -29,7 +20,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agentflow.budget import Budget, BudgetLimits, BudgetUsage
 from agentflow.errors import UserError
 from agentflow.events import Event, EventLog
+from agentflow.graph.compile.agent_nodes import load_shared_model
+from agentflow.graph.compile.nodetypes import needed_resources, workflow_registry
+from agentflow.graph.run.history import root_config
 from agentflow.graph.run.outcome import one_line
+from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox, branch_sandbox
 
 if TYPE_CHECKING:
     from agentflow.executors.base import Executor
@@ -57,9 +52,8 @@ class SearchSide(Protocol):
 
 @contextlib.asynccontextmanager
 async def step_executor(settings: SearchSettings, rt: RunHandles) -> AsyncIterator[Executor | None]:
-    """Where a search's steps run: None in this process; else an open remote executor — the run's
-    (`RunHandles.executor`) when it is one, else the one its config asks for (opened around the search), else a
-    Ray started for the search (or the Ray job the run is part of)."""
+    """Where a search's steps run: None in this process; else the run's remote executor, else one opened
+    around the search (the run's Ray config, or a default Ray)."""
     from agentflow.executors.types import ExecutorConfig
 
     run = rt.executor
@@ -90,16 +84,12 @@ class SandboxPlace:
 class StepJob:
     """What every step of one search takes (put once into the executor's object store)."""
 
-    spec: WorkflowSpec
-    """The branch's subgraph (`search.branch_spec`)."""
-    compile: Callable[..., Any]
-    """`compile.compile_workflow` (by reference: the worker imports it)."""
+    spec: WorkflowSpec  # the branch's subgraph
+    compile: Callable[..., Any]  # compile_workflow, by reference: the worker imports it
     interrupt_after: Any
-    versions: Any
-    """The run checkpointer's class: the worker numbers channel versions as it does (they are compared)."""
+    versions: Any  # the run checkpointer's class: the worker numbers channel versions as it does
     model: str | None
-    chat_model: Any
-    """A model object the run was given (None: the worker builds the model from `model`)."""
+    chat_model: Any  # a model object the run was given (None: the worker builds one from `model`)
     tools: dict[str, Any]
     deps: Any
     node_types: Any
@@ -122,10 +112,8 @@ class Saved:
     checkpoint: dict[str, Any]
     metadata: dict[str, Any]
     parent_id: str | None
-    writes: list[tuple[str, str, Any]]
-    """Its pending writes: (task id, channel, value)."""
-    workspace: str | None = None
-    """The snapshot the branch's workspace was at when it was written."""
+    writes: list[tuple[str, str, Any]]  # its pending writes: (task id, channel, value)
+    workspace: str | None = None  # the snapshot the branch's workspace was at when it was written
 
     @property
     def id(self) -> str:
@@ -146,8 +134,7 @@ class StepStart:
 
     thread: str
     sample: int
-    inputs: dict[str, Any] | None
-    """A new branch's input (the run's state at the search node); None: go on from `checkpoint`."""
+    inputs: dict[str, Any] | None  # a new branch's input; None: go on from `checkpoint`
     checkpoint: Saved | None
     snapshot: str | None
     limits: BudgetLimits
@@ -158,26 +145,22 @@ class StepStart:
 class StepResult:
     """What a step hands back."""
 
-    checkpoints: list[Saved]
-    """Every checkpoint of the branch's thread on the worker, oldest first (the start's too: its new writes)."""
+    checkpoints: list[Saved]  # every checkpoint of the branch's thread on the worker, oldest first
     events: list[Event]
     usage: BudgetUsage
     error: str | None
-    packs: list[tuple[str, bytes]] = dataclasses.field(default_factory=list)
-    """The workspace snapshots the step left, each as the git objects it adds, in order."""
+    packs: list[tuple[str, bytes]] = dataclasses.field(default_factory=list)  # new snapshots as git objects
     workspace: str | None = None
 
 
 class StepSaver(InMemorySaver):
-    """A step's checkpoints on the worker: versions numbered as the run's checkpointer numbers them, and the
-    workspace snapshot each checkpoint was written at."""
+    """A step's checkpoints on the worker, numbered as the run's are, with the workspace each was written at."""
 
     def __init__(self, versions: Any) -> None:
         super().__init__()
         self._versions = versions
-        self.workspace: Any = None
-        """The step's `BranchSandbox` (None without a sandbox)."""
-        self.at: dict[str, str] = {}
+        self.workspace: Any = None  # the step's BranchSandbox (None without a sandbox)
+        self.at: dict[str, str] = {}  # checkpoint id -> workspace snapshot
 
     def get_next_version(self, current: Any, channel: None = None) -> Any:
         if self._versions is None or self._versions is InMemorySaver:
@@ -191,8 +174,7 @@ class StepSaver(InMemorySaver):
 
 
 async def put_saved(saver: Any, thread: str, saved: Saved, *, checkpoint: bool = True) -> None:
-    """Write `saved` (and its pending writes) into `saver` under `thread`; `checkpoint=False`: the writes alone
-    (the checkpoint is there already)."""
+    """Write `saved` and its pending writes into `saver` under `thread` (`checkpoint=False`: the writes alone)."""
     conf = {"thread_id": thread, "checkpoint_ns": saved.ns}
     if checkpoint:
         versions = dict(saved.checkpoint["channel_versions"])  # all of them: the thread is new to this saver
@@ -209,8 +191,7 @@ async def put_saved(saver: Any, thread: str, saved: Saved, *, checkpoint: bool =
 
 
 async def run_step(job: StepJob, base_pack: bytes | None, start_pack: bytes | None, start: StepStart) -> StepResult:
-    """Run one step of a branch here (on a worker): the subgraph from `start`, in a fresh sandbox at its
-    workspace; everything it wrote, as data."""
+    """Run one step of a branch here (on a worker), in a fresh sandbox at its workspace; what it wrote, as data."""
     from agentflow.graph.run.context import RunHandles
 
     events = EventLog(None, run_id=job.run_id)
@@ -235,8 +216,6 @@ async def run_step(job: StepJob, base_pack: bytes | None, start_pack: bytes | No
 
 async def _run_subgraph(job: StepJob, start: StepStart, rt: RunHandles, saver: StepSaver) -> str | None:
     """The subgraph from the step's start to its next pause or its end; its error as one line, or None."""
-    from agentflow.graph.compile.agent_nodes import load_shared_model
-
     if job.mcp_servers:
         from agentflow.mcp.hub import McpHub
 
@@ -261,13 +240,12 @@ async def _run_subgraph(job: StepJob, start: StepStart, rt: RunHandles, saver: S
 @contextlib.asynccontextmanager
 async def _workspace(job: StepJob, base_pack: bytes | None, start_pack: bytes | None, start: StepStart,
                      events: EventLog) -> AsyncIterator[tuple[Any, Any]]:
-    """A fresh sandbox like the run's, at the step's start snapshot with the search's base as its diff base:
-    as a `BranchSandbox` (it takes a snapshot after each write, as a branch here does) and as itself."""
+    """A fresh sandbox like the run's at the step's start snapshot (the search's base as its diff base), as a
+    `BranchSandbox` and as itself."""
     place = job.sandbox
     if place is None or start.snapshot is None:
         yield None, None
         return
-    from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox
     from agentflow.sandbox import start_sandbox
 
     sandbox = await start_sandbox(place.backend, place.config)  # type: ignore[arg-type]
@@ -306,17 +284,14 @@ class RemoteSteps:
     def __init__(self, search: SearchSide, executor: Executor, job: Any, base: Any) -> None:
         self.search = search
         self.executor = executor
-        self.job = job
-        """The shared handle of the `StepJob`."""
-        self.base = base
-        """The shared handle of the base snapshot's objects (None without a sandbox)."""
+        self.job = job  # the shared handle of the StepJob
+        self.base = base  # the shared handle of the base snapshot's objects (None without a sandbox)
         self.base_id: str | None = None
         self._starts: dict[str, Any] = {}
 
     @classmethod
     async def open(cls, search: SearchSide, executor: Executor, root: Branch) -> RemoteSteps:
-        """Ship what every step of `search` takes: the job (a one-line UserError names what does not pickle)
-        and, with a sandbox, the objects of the search's base snapshot."""
+        """Ship what every step of `search` takes: the job and the objects of the search's base snapshot."""
         rt = search.rt
         _check_portable(search)
         place = None
@@ -346,16 +321,13 @@ class RemoteSteps:
         return steps
 
     async def step(self, branch: Branch, rt: RunHandles, inputs: dict[str, Any] | None) -> str | None:
-        """Run one step of `branch` on the executor (from `inputs`, or from the last checkpoint of its thread)
-        and put back what it did; the branch's error, or None."""
-        from agentflow.graph.search.workspace import branch_sandbox
-
+        """Run one step of `branch` on the executor and put back what it did; the branch's error, or None."""
         search = self.search
         assert branch.thread is not None
         saver = search.checkpointer()
         start_ckpt = None
         if inputs is None:
-            found = await saver.aget_tuple({"configurable": {"thread_id": branch.thread, "checkpoint_ns": ""}})
+            found = await saver.aget_tuple(root_config(branch.thread))
             start_ckpt = Saved.of(found) if found is not None else None
         workspace = branch_sandbox(rt.sandbox)
         snapshot = workspace.snapshot_id if workspace is not None else None
@@ -380,10 +352,7 @@ class RemoteSteps:
         return self._starts[snapshot]
 
     async def _put_back(self, result: StepResult, branch: Branch, rt: RunHandles, start: Saved | None) -> None:
-        """The step's workspace into the run's sandbox, its usage into the run's budget, its checkpoints into
-        the run's checkpointer (each naming its workspace), its events into the run's log."""
-        from agentflow.graph.search.workspace import branch_sandbox
-
+        """The step's workspace, usage, checkpoints and events into the run's."""
         search = self.search
         workspace = branch_sandbox(rt.sandbox)
         assert branch.thread is not None
@@ -406,8 +375,8 @@ class RemoteSteps:
             await put_saved(saver, branch.thread, saved, checkpoint=saved.id != first)
         if workspace is not None and result.workspace is not None:
             workspace.snapshot_id = result.workspace
-        for event in result.events:
-            if rt.events is not None:
+        if rt.events is not None:
+            for event in result.events:
                 rt.events.write(event)
 
 
@@ -415,8 +384,6 @@ def _check_portable(search: SearchSide) -> None:
     """Typed nodes that need the run's resources (a repair task's workbench) cannot run elsewhere."""
     if not any(node.type for node in search.sub.nodes.values()):
         return
-    from agentflow.graph.compile.nodetypes import needed_resources, workflow_registry
-
     needs = needed_resources(search.sub, workflow_registry(search.sub, search.rt.node_types))
     if needs:
         raise UserError(f"search node '{search.name}': its subgraph's typed nodes need the run's "

@@ -21,45 +21,34 @@ BRANCH_SEP = "~"
 
 
 class SearchSettings(StrictConfig):
-    """The `search:` of a node: how its subgraph's branches are run, valued and chosen."""
+    """The `search:` of a node: how its subgraph's branches are run, valued and chosen (docs/concepts/search.md)."""
 
     strategy: Literal["best_of_n", "beam", "tot", "rebase", "mcts"] = "best_of_n"
-    """best_of_n (whole runs), beam / tot (keep the n best each step), rebase (reward-balanced expansion),
-    mcts (UCT with concurrent expansions under virtual loss)."""
+    """best_of_n (whole runs), beam / tot (keep the n best each step), rebase, mcts."""
     strategy_key: str | None = None
-    """Dotted state path naming the strategy for this run, e.g. `algorithm` written by `reason.select`; its
-    values best_of_n / tree_of_thought (= beam) / beam / tot / rebase / mcts. Overrides `strategy` when the
-    state holds a value there (none there: `strategy`)."""
+    """Dotted state path naming the strategy for this run (`STRATEGY_NAMES`), overriding `strategy` when set."""
     n: int = Field(4, ge=1)
     """best_of_n: branches; beam/tot: branches kept each step; rebase: expansions each step; mcts: expansions."""
     expand: Annotated[int, Field(ge=1)] | list[Annotated[int, Field(ge=1)]] = 2
-    """Children of one branch per step (beam/tot); most children of one tree node (mcts). A list gives it per
-    depth, the last repeating: `[3, 1]` is three first steps from the start, then one continuation each."""
+    """Children of one branch per step (beam/tot) or tree node (mcts); a list: per depth, the last repeating."""
     max_depth: int = Field(4, ge=1)
-    """Most steps a branch takes in the stepwise strategies (a branch is cut there, unfinished, and competes
-    with the finished ones only when none finished)."""
+    """Most steps a branch takes in the stepwise strategies."""
     step_until: list[str] = Field(default_factory=list)
-    """Subgraph nodes after which a step ends (default: after every node). best_of_n runs branches through."""
+    """Subgraph nodes after which a step ends (default: after every node)."""
     value: str | None = None
-    """Dotted state path that values a branch after each step (e.g. `tests.ok`, `critique.score`); without it
-    every branch is worth 0 and the choice falls to `select`'s tie-break."""
+    """Dotted state path that values a branch after each step (e.g. `tests.ok`); unset: every branch is worth 0."""
     tests: str | None = "tests"
-    """Dotted state path of a branch's test result, kept per branch in the search report (`BranchReport.tests`;
-    None there when the branch's state has nothing at that path)."""
+    """Dotted state path of a branch's test result, kept per branch in the search report."""
     value_scale: float = Field(1.0, gt=0)
     """A numeric value is divided by this (100 for a 0-100 score), so values compare across nodes."""
     select: Literal["value", "vote", "smallest"] = "value"
-    """How the result is chosen among finished branches: the highest value; the most common `select_key`
-    value (ties: higher value); or, among the highest-valued, the smallest `select_key` (e.g. a diff)."""
+    """The choice among finished branches: highest value, most common `select_key`, or smallest among the best."""
     select_key: str | None = None
     """Dotted state path that `vote` counts and `smallest` measures."""
     outputs: list[str] | None = None
-    """State keys copied from the chosen branch into the run's state (default: every key the subgraph's
-    nodes wrote that the workflow's state has)."""
+    """State keys copied from the chosen branch (default: the declared keys its nodes changed)."""
     gather: list[str] = Field(default_factory=list)
-    """State keys (lists) collected from every branch instead of taken from the chosen one: the items of all
-    branches, each once (a child's list starts as its parent's), in branch order; so a later node sees every
-    branch's work, e.g. a vote over the candidates of all branches."""
+    """List keys collected from every branch instead (each item once, in branch order)."""
     concurrency: int = Field(2, ge=1)
     """Branches or expansions in flight at once (their model calls overlap; the sandbox is shared)."""
     c: float = Field(1.0, ge=0)
@@ -67,14 +56,11 @@ class SearchSettings(StrictConfig):
     temperature: float = Field(0.3, gt=0)
     """rebase: softmax temperature over values when sharing out a step's expansions."""
     stop_at: float | None = None
-    """End the search once a finished branch's value reaches this (e.g. 1.0: every test passes): no new
-    branch or step starts; steps already running finish. None: run the strategy to its end."""
+    """End the search once a finished branch's value reaches this: no new branch or step starts."""
     seed: int = 0
     """Seeds the tie-breaks (which branch wins among equal values, which child UCT tries first)."""
     executor: Literal["in-process", "ray"] | None = None
-    """Where each step runs (best_of_n: a whole branch; the stepwise strategies: one expansion): in this
-    process, or as a Ray task on a worker node (`search_remote`). None: the run's executor
-    (`agentflow run --executor`, `RunHandles.executor`), in this process when the run has none."""
+    """Where each step runs: in this process, or as a Ray task (`remote.py`); None: the run's executor."""
 
     @field_validator("strategy", mode="before")
     @classmethod
@@ -106,13 +92,11 @@ READS: dict[str, frozenset[str]] = {
     "rebase": COMMON_SETTINGS | STEPWISE_SETTINGS | {"temperature"},
     "mcts": COMMON_SETTINGS | STEPWISE_SETTINGS | {"expand", "c"},
 }
-"""Strategy -> the settings it reads: an allowlist; a setting given that the strategy in effect does not read
-is said to be ignored (`ignored_settings`), never dropped silently."""
+"""Strategy -> the settings it reads; another setting given is said to be ignored (`ignored_settings`)."""
 
 
 def settings_problems(settings: SearchSettings, where: str) -> list[str]:
-    """Settings no run can honour, one line each naming the fix (validation errors: `agentflow validate`
-    and `run` exit 2 on them)."""
+    """Settings no run can honour, one line each naming the fix."""
     problems: list[str] = []
     if settings.stop_at is not None and not settings.value:
         problems.append(f"{where}: search.stop_at {settings.stop_at:g} needs search.value (without it every "
@@ -125,8 +109,7 @@ def settings_problems(settings: SearchSettings, where: str) -> list[str]:
 
 
 def ignored_settings(settings: SearchSettings) -> list[str]:
-    """The settings given (in the YAML, by `-c` or from Python) that this run's strategy does not read, one
-    line each (the search emits each as a `search.decision` event as it starts)."""
+    """The settings given that this run's strategy does not read, one line each (`search.decision` events)."""
     strategy = settings.strategy
     out: list[str] = []
     for field in sorted(settings.model_fields_set - READS[strategy]):
@@ -174,14 +157,13 @@ def parse_search_settings(values: Any, where: str) -> SearchSettings:
 
 
 def branch_path(thread_id: str) -> list[str]:
-    """The search nodes, outermost first, whose subgraph a search branch's thread runs: `THREAD~node~b1~b4`
-    -> [node], nested searches `THREAD~node~b1~inner~b2` -> [node, inner]; [] for a run's own thread."""
+    """The search nodes, outermost first, whose subgraph a branch's thread runs (`T~node~b1~inner~b2` -> [node,
+    inner]; [] for a run's own thread)."""
     return [part for part in thread_id.split(BRANCH_SEP)[1:] if not re.fullmatch(r"b\d+", part)]
 
 
 def subgraph_spec(spec: WorkflowSpec, path: list[str]) -> WorkflowSpec:
-    """The graph the search nodes `path` (outermost first) run as their branches: `spec` itself for []. A
-    one-line UserError names a part that is no search node."""
+    """The graph the search nodes `path` (outermost first) run as their branches (`spec` itself for [])."""
     for part in path:
         node = spec.nodes.get(part)
         if node is None or node.search is None:
@@ -192,17 +174,6 @@ def subgraph_spec(spec: WorkflowSpec, path: list[str]) -> WorkflowSpec:
     return spec
 
 
-__all__ = [
-    "BRANCH_SEP",
-    "COMMON_SETTINGS",
-    "READS",
-    "STEPWISE_SETTINGS",
-    "STRATEGY_NAMES",
-    "SearchSettings",
-    "branch_path",
-    "ignored_settings",
-    "parse_search_settings",
-    "settings_problems",
-    "strategy_for",
-    "subgraph_spec",
-]
+__all__ = ["BRANCH_SEP", "COMMON_SETTINGS", "READS", "STEPWISE_SETTINGS", "STRATEGY_NAMES", "SearchSettings",
+           "branch_path", "ignored_settings", "parse_search_settings", "settings_problems", "strategy_for",
+           "subgraph_spec"]

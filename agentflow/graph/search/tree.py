@@ -14,8 +14,7 @@ if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
 
 def branch_spec(parent: WorkflowSpec, node: NodeSpec) -> WorkflowSpec:
-    """The subgraph a search node's branches run: its own state keys over the workflow's (a branch reads and
-    writes the run's state), its tools and model defaulting to the workflow's."""
+    """The subgraph a search node's branches run, over the workflow's state keys, tools and model."""
     sub: WorkflowSpec = node.subgraph
     update: dict[str, Any] = {}
     if parent.state and sub.state_class is None:
@@ -37,10 +36,7 @@ def read_path(state: Any, path: str | None) -> Any:
         return None
     cur = state
     for part in path.split("."):
-        if isinstance(cur, Mapping):
-            cur = cur.get(part)
-        else:
-            cur = getattr(cur, part, None)
+        cur = cur.get(part) if isinstance(cur, Mapping) else getattr(cur, part, None)
         if cur is None:
             return None
     return cur
@@ -54,10 +50,8 @@ def as_value(raw: Any, scale: float) -> float:
                 return as_value(raw[key], scale)
         return 0.0
     if isinstance(raw, bool):
-        return 1.0 if raw else 0.0
-    if isinstance(raw, (int, float)):
-        return float(raw) / scale
-    return 0.0
+        return float(raw)
+    return float(raw) / scale if isinstance(raw, (int, float)) else 0.0
 
 
 @dataclasses.dataclass(eq=False)
@@ -66,32 +60,22 @@ class Branch:
 
     id: str
     parent: Branch | None
-    thread: str | None
-    """The branch's checkpoint thread (None for the root: the run's state at the search node)."""
+    thread: str | None  # its checkpoint thread (None for the root: the run's state at the search node)
     state: dict[str, Any]
-    snapshot: str | None
-    """The snapshot its workspace is at (None without a sandbox)."""
+    snapshot: str | None  # the snapshot its workspace is at (None without a sandbox)
     depth: int = 0
-    sample: int = 0
-    """Which child of its parent it is (0: the first): nodes that sample keep the first greedy, seed the rest."""
-    done: bool = False
-    """The subgraph reached its end in this branch."""
+    sample: int = 0  # which child of its parent it is (0: the first)
+    done: bool = False  # the subgraph reached its end in this branch
     error: str | None = None
-    pending: bool = True
-    """Its step is running: it has no checkpoint to expand from yet."""
-    skipped: bool = False
-    """It never ran: the search reached `stop_at` while it waited for its turn (it is not in the tree)."""
-    action: str | None = None
-    """The nodes its step ran (`code → check → gate`)."""
+    pending: bool = True  # its step is running: it has no checkpoint to expand from yet
+    skipped: bool = False  # it never ran: the search reached `stop_at` while it waited
+    action: str | None = None  # the nodes its step ran (`code → check → gate`)
     value: float = 0.0
     visits: int = 0
     value_sum: float = 0.0
     virtual: int = 0
     children: list[Branch] = dataclasses.field(default_factory=list)
-
-    diff_id: str | None = None
-    """Id of the workspace diff recorded at the branch's last checkpoint (`history.DiffStore`; None: no
-    workspace, or no run folder)."""
+    diff_id: str | None = None  # the workspace diff recorded at its last checkpoint (`history.DiffStore`)
 
     @property
     def mean(self) -> float:
@@ -105,8 +89,7 @@ class Branch:
 
 
 REPORT_DIFF_CHARS = 20_000
-"""Most characters of a branch's diff kept in the search report (the whole diff stays in the run folder's
-`diffs/`, by `diff_id`)."""
+"""Most characters of a branch's diff kept in the search report (the whole one is in the run folder's `diffs/`)."""
 
 
 class BranchReport(BaseModel):
@@ -120,14 +103,14 @@ class BranchReport(BaseModel):
     value: float
     """Its own value, read from its state after its step."""
     mean: float
-    """Its backed-up value: mcts, the mean value of the branches below it and itself; else its own value."""
+    """Its backed-up value (mcts: the mean over its subtree; else its own value)."""
     visits: int = 0
     terminal: bool
     error: str | None = None
     tests: Any = None
     """Its test result, from the state path `search.tests` (None: nothing there)."""
     diff_id: str | None = None
-    """Id of its workspace diff in the run folder's `diffs/` (None: the run had no workspace or folder)."""
+    """Id of its workspace diff in the run folder's `diffs/`."""
     diff: str | None = None
     """Its workspace diff against the run's base (the first `REPORT_DIFF_CHARS` characters)."""
     thread: str | None = None
@@ -142,7 +125,7 @@ class SearchReport(BaseModel):
     value: float
     """The chosen branch's own value."""
     mean: float
-    """The root's backed-up value: the mean over every branch valued (mcts), else the chosen one's value."""
+    """The root's backed-up value (mcts), else the chosen one's value."""
     visits: int
     """The root's visits (mcts: the expansions backed up), else 0."""
     branches: list[BranchReport]

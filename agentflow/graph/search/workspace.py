@@ -1,28 +1,12 @@
-"""A search branch's own workspace, kept as a snapshot of the run's sandbox.
+"""A search branch's own workspace, kept as a snapshot of the run's sandbox (docs/security.md, "Search
+branches are isolated").
 
-Branches of a search run concurrently (their model calls overlap, which is where the time goes), but one
-sandbox holds one tree of files. So each branch sees the sandbox through a `BranchSandbox`: it remembers
-the snapshot its workspace is at, and every operation takes the sandbox's lock, restores that snapshot when
-another branch used the sandbox last, runs, and — when the operation may have written — takes a new
-snapshot. Forking a branch is copying a snapshot id; switching costs one restore (tens of milliseconds,
-`benchmarks/sandbox.py`), and nothing is restored while one branch works alone.
-
-A branch gives up the sandbox with nothing of it still running: every operation that may have started a
-process ends, before its snapshot is taken, every process in the sandbox but its agent (`end_processes`;
-commands the host still awaits, such as another branch's diff, are spared), and a switch to another branch
-ends them again before restoring. So a background job a branch leaves (nohup, setsid, a double fork) cannot
-write into the next branch's workspace, tests or value, and a branch's snapshot is all it did: nothing of
-it writes after the snapshot is taken (docs/security.md, "Search branches are isolated").
-
-A branch also keeps its own files outside the workspace: the sandbox's scratch places (in Docker `/tmp`, which
-is HOME and TMPDIR, and `/dev/shm`; every other place outside the workspace is read-only to commands, and the
-snapshot index and store are closed to them) are saved as a tree with the branch's snapshot and put back exactly
-at each switch (`snapshot_branch`, `restore_scratch`), so a file one branch leaves there (a module on a
-path, a cache, a config) is never in another branch's view. Rollouts that take turns (`SandboxTurn`) get the
-scratch places back as they were before the first turn, at the end of each.
-
-The sandbox's `base` (what `diff()` compares against) is the run's: a branch's diff is its changes since
-the run's workspace was loaded, as the main line's would be.
+Branches run concurrently but one sandbox holds one tree of files, so each branch sees it through a
+`BranchSandbox`: every operation takes the sandbox's lock, restores the branch's snapshot when another branch
+used the sandbox last, runs, and, when it may have written, ends the processes it left (`end_processes`) and
+takes a new snapshot. The sandbox's scratch places (`/tmp`, `/dev/shm`) are saved and restored with the
+branch's snapshot (`snapshot_branch`, `restore_scratch`). The sandbox's `base` stays the run's: a branch's
+diff is its changes since the run's workspace was loaded.
 """
 
 from __future__ import annotations
@@ -43,19 +27,15 @@ def keeps_scratch(sandbox: Any) -> bool:
 
 
 async def end_processes(sandbox: Any) -> None:
-    """End every process the sandbox runs but its agent and the commands the host still awaits. A sandbox
-    without `end_processes` runs no processes of its own (a test double, an in-memory overlay)."""
+    """End every process the sandbox runs but its agent and the commands the host still awaits (if it can)."""
     end = getattr(sandbox, "end_processes", None)
     if end is not None:
         await end()
 
 
 class SandboxTurn:
-    """A lock for callers that take turns in one sandbox (the rollouts of a repair search, each setting the
-    workspace to its candidate and testing it): a turn ends with every process started in it ended, so none
-    works on into the next holder's turn, and with the scratch places as they were before the first turn, so
-    no file a holder left outside the workspace is in the next one's. `async with turn:` as with an
-    `asyncio.Lock`."""
+    """A lock for callers that take turns in one sandbox (a repair search's rollouts): a turn ends with every
+    process started in it ended and the scratch places as they were before the first turn."""
 
     def __init__(self, sandbox: Any) -> None:
         self.sandbox = sandbox
@@ -90,12 +70,9 @@ class SharedSandbox:
         self.sandbox = sandbox
         self.lock = asyncio.Lock()
         self.current: str | None = None
-        self.current_scratch: str | None = None
-        """The tree the scratch places hold now (None: not known)."""
-        self.base_scratch: str | None = None
-        """The scratch places as the main line had them when the branches started: every branch's at its start."""
-        self.restores = 0
-        """How many times a branch switch restored a snapshot (reported by the search)."""
+        self.current_scratch: str | None = None  # the tree the scratch places hold now (None: not known)
+        self.base_scratch: str | None = None  # the main line's scratch places: every branch's at its start
+        self.restores = 0  # how many times a branch switch restored a snapshot
 
     async def ensure_base_scratch(self) -> None:
         """Save the main line's scratch places once, before any branch runs (the caller holds the lock)."""
@@ -109,9 +86,8 @@ class SharedSandbox:
             return self.current
 
     async def switch(self, snapshot_id: str, scratch: str | None) -> bool:
-        """Bring the sandbox to a workspace and scratch tree, with no process of any branch left running (the
-        last user ended its processes as it left; one cancelled mid-command could not). Whether it restored
-        anything. The caller holds the lock."""
+        """Bring the sandbox to a workspace and scratch tree with no branch's process left running; whether it
+        restored anything. The caller holds the lock."""
         scratch = scratch or self.base_scratch
         stale_scratch = scratch is not None and self.current_scratch != scratch
         if self.current == snapshot_id and not stale_scratch:
@@ -126,8 +102,7 @@ class SharedSandbox:
         return True
 
     async def restore(self, snapshot_id: str) -> None:
-        """Set the sandbox's files to `snapshot_id` (the main line takes over the chosen branch's workspace)
-        and its scratch places back to the main line's, with no process of any branch left running."""
+        """The main line takes over workspace `snapshot_id`, with its own scratch places and no process left."""
         async with self.lock:
             if not await self.switch(snapshot_id, None):
                 await end_processes(self.sandbox)  # a branch cancelled mid-command leaves its command
@@ -138,12 +113,9 @@ class BranchSandbox:
 
     def __init__(self, shared: SharedSandbox, snapshot_id: str) -> None:
         self._shared = shared
-        self.snapshot_id = snapshot_id
-        """The snapshot this branch's workspace is at."""
-        self.scratch: str | None = None
-        """The tree of this branch's scratch places (None: the main line's, as the branch has not written)."""
-        self.restore_seconds: list[float] = []
-        """How long each switch to this branch's workspace took (the search reports them)."""
+        self.snapshot_id = snapshot_id  # the snapshot this branch's workspace is at
+        self.scratch: str | None = None  # its scratch places' tree (None: the main line's)
+        self.restore_seconds: list[float] = []  # how long each switch to this branch's workspace took
 
     @contextlib.asynccontextmanager
     async def _use(self, *, writes: bool) -> AsyncIterator[Any]:
@@ -223,8 +195,7 @@ class BranchSandbox:
         return str(base) if base is not None else None
 
     async def diff(self, base: str | None = None) -> str:
-        """This branch's changes since `base` (default: the run's base). From the snapshot store when the
-        sandbox can (no restore, no wait for the branch using the sandbox), else in the workspace."""
+        """This branch's changes since `base` (default: the run's), from the snapshot store when it can."""
         sandbox = self._shared.sandbox
         start = base or self.base
         if start is not None and hasattr(sandbox, "diff_snapshots"):
@@ -247,8 +218,7 @@ class BranchSandbox:
 
 
 def branch_sandbox(sandbox: Sandbox | BranchSandbox | None) -> BranchSandbox | None:
-    """A search branch's workspace (the sandbox of its context: `SearchRun` gives each branch one); None
-    without."""
+    """A search branch's workspace (the sandbox of its context), else None."""
     return sandbox if isinstance(sandbox, BranchSandbox) else None
 
 
