@@ -11,6 +11,8 @@
     runs/<run_id>/patch.diff     the sandbox workspace's diff so far, rewritten before each completed tool call
                                  is journaled, at every checkpoint and at the end of each leg
     runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (graph/run/history.py)
+    runs/<run_id>/base.json      the workspace the run started from (each file's digest) and the diffs since
+                                 applied to that folder (`run --apply`): a fork rebuilds that start from them
 
 A runner opened on a folder that holds a ledger carries it on: its budget counts one thread at a time, from
 that thread's usage in `usage.json` (the sum across its interrupted and resumed legs; a new thread or a fork
@@ -33,6 +35,7 @@ from agentflow.budget import Budget, BudgetLimits, BudgetUsage
 from agentflow.errors import UserError
 from agentflow.events import Event
 from agentflow.events.kinds import LimitReached, ModelCall, NodeEnd, NodeFailure, ToolCalled
+from agentflow.graph.run.workspace import WorkspaceBase
 from agentflow.runfiles import make_folder, read_text, replace_file
 from agentflow.runrecord import SIGNED_FIELDS, sign, verified
 from agentflow.secrets import redact
@@ -40,6 +43,7 @@ from agentflow.secrets import redact
 RUN_FILE = "run.json"
 USAGE_FILE = "usage.json"
 DIFF_FILE = "patch.diff"
+BASE_FILE = "base.json"
 SAVE_USAGE_ON = (ModelCall, ToolCalled, NodeEnd, NodeFailure, LimitReached)
 """Event kinds after which usage.json is rewritten (what was charged is on disk before the next call)."""
 
@@ -134,6 +138,33 @@ class RunLedger:
     def save_diff(self, patch: str) -> None:
         _write_atomic(self.run_dir / DIFF_FILE, patch, code=True)
 
+    # -- base.json ------------------------------------------------------------------------------------------
+
+    def base(self) -> WorkspaceBase | None:
+        """The workspace the run started from (None for a run without one, or from before it was kept)."""
+        path = self.run_dir / BASE_FILE
+        text = read_text(path)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+            return WorkspaceBase(files={str(k): str(v) for k, v in data["files"].items()},
+                                 applied=[str(d) for d in data.get("applied", [])])
+        except (ValueError, KeyError, AttributeError, TypeError):
+            raise UserError(f"{path} is damaged", hint="fork a copy of the workspace as the run started "
+                            "from: --workspace COPY") from None
+
+    def save_base(self, base: WorkspaceBase) -> None:
+        _write_atomic(self.run_dir / BASE_FILE, json.dumps({"files": base.files, "applied": base.applied}),
+                      code=True)
+
+    def record_applied(self, patch: str) -> None:
+        """Note that `patch` was applied to the workspace folder the run started from (`run --apply`)."""
+        base = self.base()
+        if base is not None and base.files is not None:
+            base.applied.append(patch)
+            self.save_base(base)
+
 
 class UsageSaver:
     """An `EventLog` sink rewriting usage.json after each event that charged the budget, as the usage of the
@@ -180,4 +211,4 @@ def _write_atomic(path: Path, text: str, *, code: bool) -> None:
     replace_file(path, redact(text, urls=not code))
 
 
-__all__ = ["DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceJournal"]
+__all__ = ["BASE_FILE", "DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceJournal"]
