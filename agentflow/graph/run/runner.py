@@ -405,8 +405,8 @@ class WorkflowRunner:
             diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
             if diff is not None and self.run_dir is not None:
                 store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))
-        base = RunLedger(source if source is not None else self.run_dir).base() if (
-            source is not None or self.run_dir is not None) else None
+        source_dir = source if source is not None else self.run_dir
+        base = RunLedger(source_dir).base() if source_dir is not None else None
         if self.context.sandbox is not None or await self._ensure_sandbox(base) is not None:
             if diff is None:
                 raise UserError(f"thread {thread_id!r} recorded no workspace at checkpoint {point.checkpoint_id}",
