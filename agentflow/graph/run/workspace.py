@@ -158,7 +158,8 @@ def _back_to_base(copy: Path, base: WorkspaceBase, workspace: Path) -> None:
     for patch in [None, *reversed(base.applied)]:
         if patch is not None:
             undo = subprocess.run(["git", "apply", "-R", "--whitespace=nowarn", "-"], cwd=copy, input=patch.encode(),
-                                  capture_output=True, check=False)
+                                  capture_output=True, check=False,
+                                  env={**os.environ, "GIT_CEILING_DIRECTORIES": str(copy.parent)})  # no repo above
             if undo.returncode != 0:
                 break
         if not _changed(folder_digest(copy), base.files):
