@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,6 @@ from agentflow.budget import Budget, BudgetLimits, BudgetUsage
 from agentflow.errors import UserError
 from agentflow.events import Event
 from agentflow.events.kinds import LimitReached, ModelCall, NodeEnd, NodeFailure, ToolCalled
-from agentflow.graph.run.workspace import WorkspaceBase
 from agentflow.runfiles import make_folder, read_text, replace_file
 from agentflow.runrecord import SIGNED_FIELDS, sign, verified
 from agentflow.secrets import redact
@@ -46,6 +46,15 @@ DIFF_FILE = "patch.diff"
 BASE_FILE = "base.json"
 SAVE_USAGE_ON = (ModelCall, ToolCalled, NodeEnd, NodeFailure, LimitReached)
 """Event kinds after which usage.json is rewritten (what was charged is on disk before the next call)."""
+
+
+@dataclass
+class WorkspaceBase:
+    """The workspace a run started from: `files` maps each file's path to its digest (None until the sandbox
+    loads the folder and fills it in), `applied` the diffs applied to the folder since (oldest first)."""
+
+    files: dict[str, str] | None = None
+    applied: list[str] = field(default_factory=list)
 
 
 class RunLedger:
@@ -211,4 +220,4 @@ def _write_atomic(path: Path, text: str, *, code: bool) -> None:
     replace_file(path, redact(text, urls=not code))
 
 
-__all__ = ["BASE_FILE", "DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceJournal"]
+__all__ = ["BASE_FILE", "DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceBase", "WorkspaceJournal"]

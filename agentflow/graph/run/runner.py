@@ -31,10 +31,9 @@ from agentflow.events.kinds import LimitReached, RunEnd, RunFork, RunResume, Run
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.run.context import RunHandles
 from agentflow.graph.run.history import CHECKPOINT_FILE, GRAPH_KEY, CheckpointInfo
-from agentflow.graph.run.ledger import RunLedger
+from agentflow.graph.run.ledger import RunLedger, WorkspaceBase
 from agentflow.graph.run.outcome import NodeError, failed_tasks, finished_tasks, recorded_errors
 from agentflow.graph.run.streaming import RunEvent
-from agentflow.graph.run.workspace import WorkspaceBase
 
 WALL_GRACE_S = 0.2
 """How long after the budget's wall-clock limit the run itself is cut (its calls are cut at the limit)."""

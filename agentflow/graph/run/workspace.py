@@ -24,11 +24,11 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import UserError
+from agentflow.graph.run.ledger import WorkspaceBase
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import WorkflowSpec
@@ -125,15 +125,6 @@ async def workspace_diff(sb: Any) -> str:
 
 def _copy_without_git(src: Path, dest: Path, ignore: Iterable[str]) -> None:
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git", *GENERATED, *ignore))
-
-
-@dataclass
-class WorkspaceBase:
-    """The workspace a run started from: `files` maps each file's path to its digest (None until the sandbox
-    loads the folder and fills it in), `applied` the diffs applied to the folder since (oldest first)."""
-
-    files: dict[str, str] | None = None
-    applied: list[str] = field(default_factory=list)
 
 
 def folder_digest(folder: Path) -> dict[str, str]:
@@ -246,7 +237,6 @@ async def open_workspace(
 __all__ = [
     "SANDBOX_CHOICES",
     "SANDBOX_PACKS",
-    "WorkspaceBase",
     "agent_packs",
     "choose_backend",
     "folder_digest",
