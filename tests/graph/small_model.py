@@ -21,8 +21,9 @@ async def reply(request: ChatRequest) -> Any:
     if system.startswith("You review"):
         return {"issues": [], "summary": "add() adds; the test passes"}
     asked = sum(1 for m in request.messages if m.role == "assistant")
-    if asked == 0:
+    shown = "return a - b" in str(request.messages[1].content)  # the workflow put calc.py in the prompt
+    if asked == 0 and not shown:
         return tool_call("view", path="calc.py")
-    if asked == 1:
+    if asked == (0 if shown else 1):
         return tool_call("str_replace", path="calc.py", old_str="a - b", new_str="a + b")
     return {"summary": "add() returns a + b", "done": True}
