@@ -424,7 +424,8 @@ class AgentSandbox:
         if not res.ok:
             raise await self._snap_failure(what, res.output)
         self._snap_ready = True
-        return res.stdout.strip()
+        # only the final newlines go: a diff's last line may be a blank context line (" "), which it needs
+        return res.stdout.rstrip("\n")
 
     def _space_settings(self) -> dict[str, str]:
         """{path: the setting that sizes the filesystem there}; a backend whose places have a size says so."""

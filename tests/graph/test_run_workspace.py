@@ -6,7 +6,9 @@ and no -m beyond the second leg's cassette: the recorded ones are reused."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +131,56 @@ def test_a_node_cut_short_resumes_with_its_edits(tmp_path: Path, capsys: pytest.
     assert [e["replayed"] for e in edits] == [False, True]
     assert sum(1 for e in events if e.get("kind") == "model.replayed") == 1
     assert (repo / "calc.py").read_text().endswith("a + b\n")
+
+
+
+FIX = {"id": "c1", "name": "str_replace", "arguments": {"path": "calc.py", "old_str": "a - b", "new_str": "a + b"}}
+NEW_TEST = {"id": "c2", "name": "create", "arguments": {
+    "path": "test_more.py", "content": "from calc import add\n\n\ndef test_more():\n    assert add(1, 1) == 2\n"}}
+
+
+def test_a_fork_after_apply_starts_from_the_recorded_workspace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #53: the run's changes were applied to the workspace (`--resume ... --apply`), then a fork from
+    the checkpoint after `code` replays the recorded changes (an edit and a new file) onto the workspace the
+    run started from, not onto the folder as it is now (which already holds them). A folder changed otherwise
+    is refused in one line, exit 2."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # pytest there
+    repo = _repo(tmp_path / "repo")
+    plan = _cassette(tmp_path / "plan.json", [
+        _reply(json.dumps({"goal": "fix add", "steps": [{"description": "return a + b", "files": ["calc.py"]}]})),
+    ])
+    work = _cassette(tmp_path / "work.json", [
+        _reply(calls=[FIX]), _reply(calls=[NEW_TEST]),
+        _reply(json.dumps({"summary": "add() now returns a + b", "done": True})),
+        _reply(json.dumps({"issues": [], "summary": "the fix is right and tested"})),
+    ])
+    review = _cassette(tmp_path / "review.json", [_reply(json.dumps({"issues": [], "summary": "still right"}))])
+    runs = str(tmp_path / "runs")
+    assert run(["run", "plan_code_critique", "--workspace", str(repo), "--sandbox", "local", "-m", f"replay:{plan}",
+                "-o", runs, "--thread-id", "t1", "-i", '{"task": "add() subtracts; make it add"}']) == 0
+    assert run(["run", "-m", f"replay:{work}", "-o", runs, "--resume", "t1", "--approve", "--apply", "--json"]) == 0
+    first = _last(capsys.readouterr().out)
+    assert first["status"] == "done" and (repo / "test_more.py").exists()
+    assert (repo / "calc.py").read_text().endswith("a + b\n")
+
+    assert run(["run", "-o", runs, "--history", "t1", "--json"]) == 0
+    points = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    after_code = next(p for p in points if p["after"] == ["code"])
+    assert run(["run", "-o", runs, "-m", f"replay:{review}", "--fork", "t1", "--at", after_code["checkpoint_id"],
+                "--json"]) == 0, capsys.readouterr().err
+    fork = _last(capsys.readouterr().out)
+    # check ran again on the start plus the recorded changes: the same diff, the same two passing tests
+    assert fork["status"] == "done" and fork["state"]["diff"] == first["state"]["diff"]
+    assert "-    return a - b" in fork["state"]["diff"] and fork["state"]["tests"]["ok"] is True
+    assert "2 passed" in fork["state"]["tests"]["summary"]
+
+    # a folder changed by hand (not by --apply) is not the run's start: one line, exit 2, no traceback
+    (repo / "calc.py").write_text("def add(a, b):\n    return b + a\n")
+    cli = subprocess.run([sys.executable, "-m", "agentflow.cli.main", "run", "-o", runs, "-m", f"replay:{review}", "--fork",
+                          "t1", "--at", after_code["checkpoint_id"]], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}, check=False)
+    assert cli.returncode == 2, cli.stderr
+    assert "Traceback" not in cli.stderr and "changed since the run started" in cli.stderr, cli.stderr
+    assert "calc.py" in cli.stderr and "--workspace COPY" in cli.stderr

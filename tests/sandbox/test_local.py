@@ -98,3 +98,19 @@ async def test_snapshot_operations_at_the_same_time_do_not_race():
         results = await asyncio.gather(*(sb.diff() for _ in range(6)), sb.snapshot(), sb.diff())
     assert all("+changed 39" in r for r in results if r.startswith("diff"))
     assert len({r for r in results if r.startswith("diff")}) == 1
+
+
+async def test_a_diff_whose_last_line_is_a_blank_context_line_applies():
+    """A change followed by two lines and a blank one (a function above another): the diff's last line is
+    " ", which the diff keeps, so it applies (it was cut off, and `run --apply` said "corrupt patch")."""
+    source = "def a():\n    return 1\n\n\ndef b():\n    return 2\n"
+    async with open_sandbox("local") as sb:
+        await sb.write_file("m.py", source)
+        await sb.set_base()
+        await sb.write_file("m.py", source.replace("def a():", "def a(x):"))
+        patch = await sb.diff()
+        assert patch.endswith("\n ")  # the blank context line after `return 1`
+        await sb.write_file("m.py", source)
+        result = await sb.apply_patch(patch + "\n")
+        assert result.ok, result.output
+        assert (await sb.read_file("m.py")).startswith("def a(x):")

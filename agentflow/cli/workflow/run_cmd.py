@@ -529,6 +529,7 @@ async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dic
                 if workspace is None:
                     raise UserError("--apply needs the run's --workspace DIR")
                 applied = apply_to_tree(workspace, patch, allow_exec=allow_exec)
+                runner.record_applied(patch)  # a later fork takes it back out of its copy of the workspace
         return result, applied
 
 

@@ -1,6 +1,7 @@
 """What `agentflow run` prints while a run goes: the thread id first, then a line per node start and end, per
-model call and per tool call, each with the run's elapsed time (on a TTY or not); on a TTY a live table of
-the nodes below the lines (what each is doing, for how long); with --json one JSON object per event."""
+model call (and one every `PROGRESS_EVERY_S` while a call runs, graph/run/streaming.py) and per tool call,
+each with the run's elapsed time (on a TTY or not); on a TTY a live table of the nodes below the lines (what
+each is doing, for how long); with --json one JSON object per event."""
 
 from __future__ import annotations
 
@@ -90,6 +91,9 @@ class RunPrinter:
             wants = f"; calls {', '.join(asks)}" if asks else ""
             return f"{where}: model call {data.get('call', '?')} took {data.get('latency_s', 0):.1f}s " \
                    f"({_tokens(data)}{wants})"
+        if ev.kind == "model.progress":  # a long call: still running, and how far it got
+            return f"{where}: model call {data.get('call', '?')} running for {data.get('running_s', 0):.0f}s " \
+                   f"({data.get('tokens', 0):,} tokens so far)"
         if ev.kind == "tool.result":
             args = self.calls.pop((ev.path, str(data.get("tool"))), {})
             status = "ok" if data.get("ok") else "failed"

@@ -7,8 +7,25 @@ entry point ran it (docs/concepts/workflows.md):
     runs/<run_id>/patch.diff     the sandbox workspace's diff so far
     runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (history.py)
 
-The workspace is written before a tool call's result is journaled: a call the journal replays on resume
-always has its edits in `patch.diff`.
+    runs/<run_id>/run.json       run id, thread id, workflow; the last leg's status and stop reason (the CLI
+                                 adds the options it was started with: model, sandbox, workspace, limits...)
+    runs/<run_id>/events.jsonl   every model call, tool call and node transition (when the caller brings no
+                                 event log of its own), appended across resumes
+    runs/<run_id>/usage.json     the budget's usage so far per thread (`threads`) and summed (the top level),
+                                 rewritten after every model call, tool call and node
+    runs/<run_id>/patch.diff     the sandbox workspace's diff so far, rewritten before each completed tool call
+                                 is journaled, at every checkpoint and at the end of each leg
+    runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (history.py)
+    runs/<run_id>/base.json      the workspace the run started from (each file's digest) and the diffs since
+                                 applied to that folder (`run --apply`): a fork rebuilds that start from them
+
+A runner opened on a folder that holds a ledger carries it on: its budget counts one thread at a time, from
+that thread's usage in `usage.json` (the sum across its interrupted and resumed legs; a new thread or a fork
+starts at zero) and, on `resume`, the fresh sandbox gets `patch.diff`
+applied before the node that was cut short runs again, so the tool calls the journal replays find their
+edits in place. The workspace is written before a call's result is journaled: a call the journal replays
+always has its edits in `patch.diff` (a crash between the two re-runs that one call on a workspace that
+already holds its effect).
 """
 
 from __future__ import annotations
@@ -16,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +48,18 @@ from agentflow.secrets import redact
 RUN_FILE = "run.json"
 USAGE_FILE = "usage.json"
 DIFF_FILE = "patch.diff"
+BASE_FILE = "base.json"
 SAVE_USAGE_ON = (ModelCall, ToolCalled, NodeEnd, NodeFailure, LimitReached)
 """Event kinds after which usage.json is rewritten (what was charged is on disk before the next call)."""
+
+
+@dataclass
+class WorkspaceBase:
+    """The workspace a run started from: `files` maps each file's path to its digest (None until the sandbox
+    loads the folder and fills it in), `applied` the diffs applied to the folder since (oldest first)."""
+
+    files: dict[str, str] | None = None
+    applied: list[str] = field(default_factory=list)
 
 
 class RunLedger:
@@ -116,6 +144,33 @@ class RunLedger:
     def save_diff(self, patch: str) -> None:
         _write_atomic(self.run_dir / DIFF_FILE, patch, code=True)
 
+    # -- base.json ------------------------------------------------------------------------------------------
+
+    def base(self) -> WorkspaceBase | None:
+        """The workspace the run started from (None for a run without one, or from before it was kept)."""
+        path = self.run_dir / BASE_FILE
+        text = read_text(path)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+            return WorkspaceBase(files={str(k): str(v) for k, v in data["files"].items()},
+                                 applied=[str(d) for d in data.get("applied", [])])
+        except (ValueError, KeyError, AttributeError, TypeError):
+            raise UserError(f"{path} is damaged", hint="fork a copy of the workspace as the run started "
+                            "from: --workspace COPY") from None
+
+    def save_base(self, base: WorkspaceBase) -> None:
+        _write_atomic(self.run_dir / BASE_FILE, json.dumps({"files": base.files, "applied": base.applied}),
+                      code=True)
+
+    def record_applied(self, patch: str) -> None:
+        """Note that `patch` was applied to the workspace folder the run started from (`run --apply`)."""
+        base = self.base()
+        if base is not None and base.files is not None:
+            base.applied.append(patch)
+            self.save_base(base)
+
 
 class UsageSaver:
     """An `EventLog` sink rewriting usage.json, as thread `thread()`'s, after each event that charged the budget."""
@@ -159,4 +214,4 @@ def _write_atomic(path: Path, text: str, *, code: bool) -> None:
     replace_file(path, redact(text, urls=not code))
 
 
-__all__ = ["DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceJournal"]
+__all__ = ["BASE_FILE", "DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceBase", "WorkspaceJournal"]

@@ -41,7 +41,7 @@ from agentflow.graph.run.history import (
     root_config,
     thread_history,
 )
-from agentflow.graph.run.ledger import RunLedger, UsageSaver, WorkspaceJournal
+from agentflow.graph.run.ledger import RunLedger, UsageSaver, WorkspaceBase, WorkspaceJournal
 from agentflow.graph.run.outcome import (
     NodeError,
     NodeFailed,
@@ -258,11 +258,14 @@ class WorkflowRunner:
         from agentflow.graph.compile.compiler import initial_state
 
         thread_id = _check_thread_id(thread_id or uuid.uuid4().hex[:12])
-        await self._ensure_sandbox()
+        base = WorkspaceBase()  # its files are filled in as the sandbox loads the workspace
+        await self._ensure_sandbox(base)
         if (await self.graph.aget_state(self._config(thread_id))).created_at is not None:
             raise UserError(f"thread {thread_id!r} already exists", hint="use --resume to continue it")
         if self.ledger is not None:
             self.ledger.begin(thread_id, self._workflow_ref())
+            if base.files is not None:
+                self.ledger.save_base(base)
         self.context.emit(RunStart(workflow=self.spec.name, thread_id=thread_id))
         return await self._drive(initial_state(self.spec, inputs or {}, self.context), thread_id, on_event)
 
@@ -367,7 +370,9 @@ class WorkflowRunner:
             diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
             if diff is not None and self.run_dir is not None:
                 store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))
-        if self.context.sandbox is not None or await self._ensure_sandbox() is not None:
+        source_dir = source if source is not None else self.run_dir
+        base = RunLedger(source_dir).base() if source_dir is not None else None
+        if self.context.sandbox is not None or await self._ensure_sandbox(base) is not None:
             if diff is None:
                 raise UserError(f"thread {thread_id!r} recorded no workspace at checkpoint {point.checkpoint_id}",
                                 hint="fork a run that had a sandbox, written by this version with the sqlite "
@@ -383,6 +388,8 @@ class WorkflowRunner:
                                      dict(saved.checkpoint["channel_versions"]))
         if self.ledger is not None:
             self.ledger.begin(new_thread, self._workflow_ref())
+            if base is not None:
+                self.ledger.save_base(base)  # the fork started from the same workspace, folder changes included
         self.context.emit(RunFork(workflow=self.spec.name, thread_id=new_thread, forked_from=origin, edit=bool(update)))
         graph = self._graph_at(path)
         if update:
@@ -667,17 +674,24 @@ class WorkflowRunner:
         source = self.spec.source_path
         return str(Path(source).resolve()) if source and Path(source).is_file() else self.spec.name
 
-    async def _ensure_sandbox(self) -> Any:
-        """The run's sandbox, started now when this runner is to start one; None without one."""
+    async def _ensure_sandbox(self, base: WorkspaceBase | None = None) -> Any:
+        """The run's sandbox, started now when this runner is to start one; None without one. `base`: the
+        workspace it is to hold (`load_workspace`)."""
         if self._sandbox_request is None or self.context.sandbox is not None:
             return self.context.sandbox
         requested, workspace = self._sandbox_request
         backend = choose_backend(requested, self.spec, workspace)
         if backend is None:
             return None
-        self._sandbox_cm = open_workspace(backend, workspace, events=self.context.events)
+        self._sandbox_cm = open_workspace(backend, workspace, events=self.context.events, base=base)
         self.context.sandbox = await self._sandbox_cm.__aenter__()
         return self.context.sandbox
+
+    def record_applied(self, patch: str) -> None:
+        """Note in the ledger that `patch` (this run's diff) was applied to the workspace folder: a later fork
+        takes it back out of its copy to start where this run started."""
+        if self.ledger is not None:
+            self.ledger.record_applied(patch)
 
     async def diff(self) -> str:
         """What the run's agents changed in the sandbox's workspace, as a unified diff."""

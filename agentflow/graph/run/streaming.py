@@ -14,6 +14,7 @@ branch's nodes send carries the branch path: `path` `("attempt", "b3", "code")`,
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -27,11 +28,17 @@ StreamMode = Literal["tokens", "models", "tools", "nodes", "search", "custom"]
 STREAM_MODES: tuple[StreamMode, ...] = ("tokens", "models", "tools", "nodes", "search", "custom")
 
 MODE_OF: dict[str, StreamMode] = {
-    "token": "tokens", "model.start": "models", "model.call": "models", "tool.call": "tools", "tool.result": "tools",
+    "token": "tokens", "model.start": "models", "model.progress": "models",
+    "model.call": "models", "tool.call": "tools", "tool.result": "tools",
     "node.start": "nodes", "node.end": "nodes", "interrupt": "nodes", "search.branch": "search",
     "search.decision": "search", "custom": "custom",
 }
 """Which mode each event kind belongs to (`run.start` and `run.end` come in every mode)."""
+
+PROGRESS_EVERY_S = 20.0
+"""While a model call runs, a `model.progress` event (seconds so far, tokens so far) this often: a small model
+on a busy CPU can take minutes before its first token (reading the prompt), and a run that prints nothing
+for minutes looks hung."""
 
 RESULT_CHARS = 2000
 """Most characters of a tool result carried by a `tool.result` event (the events file has the rest)."""
@@ -42,7 +49,8 @@ class RunEvent:
     """One live event of a run."""
 
     kind: str
-    """`run.start` (first: the thread id), `node.start` / `node.end`, `token`, `model.start` / `model.call`,
+    """`run.start` (first: the thread id), `node.start` / `node.end`, `token`, `model.start` /
+    `model.progress` (every `PROGRESS_EVERY_S` while the call runs: `running_s`, `tokens`) / `model.call`,
     `tool.call` (the model asked) / `tool.result`, `search.branch`, `custom` (a node's `ctx.stream(chunk)`),
     `interrupt`, `run.end` (last: `result` is the RunResult)."""
     node: str | None = None
@@ -174,7 +182,9 @@ class LiveEvents:
 
 
 class TokenStreamingModel(TokenForwardingModel):
-    """A model whose tokens go to the run's stream as `node`'s, with `model.start` / `model.call` events."""
+    """`TokenForwardingModel` whose tokens go to the run's stream, attributed to `node`, with a `model.start`
+    and a `model.call` event around each call and a `model.progress` event every `PROGRESS_EVERY_S` between
+    them (outside a running graph the model is called as it is)."""
 
     def __init__(self, inner: ChatModel, node: str) -> None:
         super().__init__(inner, self._write)
@@ -193,7 +203,17 @@ class TokenStreamingModel(TokenForwardingModel):
         call = 1 + sum(1 for m in request.messages if m.role == "assistant")  # the agent's loop step
         send(self.node, "model.start", call=call, spec=self.spec, n=request.n)
         started = time.monotonic()
-        response = await super().chat(request)
+        tokens = [0]  # this call's own count: calls of one node's model may run at once (search branches)
+
+        def forward(text: str) -> None:
+            tokens[0] += 1
+            self._write(text)
+
+        ticker = asyncio.create_task(self._tick(call, started, tokens, self._writer))
+        try:
+            response = await TokenForwardingModel(self.inner, forward).chat(request)
+        finally:
+            ticker.cancel()
         usage = response.usage
         send(self.node, "model.call", call=call, spec=self.spec, latency_s=round(time.monotonic() - started, 3),
              input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
@@ -201,6 +221,12 @@ class TokenStreamingModel(TokenForwardingModel):
              finish_reason=response.choices[0].finish_reason if response.choices else "unknown")
         return response
 
+    async def _tick(self, call: int, started: float, tokens: list[int], writer: Callable[[Any], None]) -> None:
+        """A `model.progress` event every PROGRESS_EVERY_S until cancelled (the call has returned)."""
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            writer({"node": self.node, "event": "model.progress", "text": "", "data": {
+                "call": call, "running_s": round(time.monotonic() - started, 1), "tokens": tokens[0]}})
 
-__all__ = ["MODE_OF", "STREAM_MODES", "LiveEvents", "RunEvent", "StreamMode", "TokenStreamingModel", "check_modes",
-           "send", "stream_writer"]
+__all__ = ["MODE_OF", "PROGRESS_EVERY_S", "STREAM_MODES", "LiveEvents", "RunEvent", "StreamMode", "TokenStreamingModel",
+           "check_modes", "send", "stream_writer"]

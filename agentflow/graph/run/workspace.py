@@ -8,18 +8,27 @@
 The same backends and rules as `repair`: docker by default, `auto` needs Docker too, `local` (not a security
 boundary) only when asked for by name. The workspace is copied in without its `.git`; nothing comes back
 to the host unless the caller applies the diff (the CLI's `run --apply` checks it first, as repair does).
+
+A run keeps the workspace it started from (`WorkspaceBase`: each file's digest, and the diffs since applied to
+the folder). A fork starts from that same workspace: a folder that has since had the run's diff applied is
+taken back to it (the applied diffs reversed in the copy), and one that changed otherwise is refused, since
+the recorded changes were made on, and only apply to, the start.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentflow.errors import SandboxError, UserError
+from agentflow.errors import UserError
+from agentflow.graph.run.ledger import WorkspaceBase
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import WorkflowSpec
@@ -118,6 +127,42 @@ def _copy_without_git(src: Path, dest: Path, ignore: Iterable[str]) -> None:
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git", *GENERATED, *ignore))
 
 
+def folder_digest(folder: Path) -> dict[str, str]:
+    """Path -> sha256 of each file under `folder` (a symlink: of its target's name), as the sandbox gets it."""
+    files: dict[str, str] = {}
+    for root, dirs, names in os.walk(folder):
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            path = Path(root) / name
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            files[path.relative_to(folder).as_posix()] = hashlib.sha256(data).hexdigest()
+    return files
+
+
+def _changed(files: dict[str, str], base: dict[str, str]) -> list[str]:
+    return sorted(p for p in files.keys() | base.keys() if files.get(p) != base.get(p))
+
+
+def _back_to_base(copy: Path, base: WorkspaceBase, workspace: Path) -> None:
+    """Make `copy` (of `workspace`) the workspace `base` records: as it is, or with the diffs applied to the
+    folder since reversed, newest first. A one-line UserError when it cannot be."""
+    assert base.files is not None
+    for patch in [None, *reversed(base.applied)]:
+        if patch is not None:
+            undo = subprocess.run(["git", "apply", "-R", "--whitespace=nowarn", "-"], cwd=copy, input=patch.encode(),
+                                  capture_output=True, check=False,
+                                  env={**os.environ, "GIT_CEILING_DIRECTORIES": str(copy.parent)})  # no repo above
+            if undo.returncode != 0:
+                break
+        if not _changed(folder_digest(copy), base.files):
+            return
+    changed = _changed(folder_digest(copy), base.files)
+    raise UserError(
+        f"workspace {workspace} changed since the run started ({len(changed)} files differ: "
+        f"{', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}); its recorded changes apply only there",
+        hint="put the folder back as the run found it (e.g. git stash), or give a copy of it as it was: "
+        "--workspace COPY")
+
+
 def check_workspace(workspace: str | Path) -> Path:
     """The workspace folder; a one-line UserError when it is not one (checked before a run creates anything
     and again when the sandbox loads it)."""
@@ -127,25 +172,39 @@ def check_workspace(workspace: str | Path) -> Path:
     return src
 
 
-async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Iterable[str] = ()) -> int:
-    """Copy the host folder `workspace` (without .git) into the sandbox's working directory."""
+async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Iterable[str] = (),
+                         base: WorkspaceBase | None = None) -> int:
+    """Copy the host folder `workspace` (without .git) into the sandbox's working directory. With `base`, the
+    copy is that recorded workspace (see `_back_to_base`), or, when its files are not known yet, they are
+    filled in from the copy."""
     src = check_workspace(workspace)
     with tempfile.TemporaryDirectory(prefix="agentflow-ws-") as tmp:
         copy = Path(tmp) / "ws"
         _copy_without_git(src, copy, ignore)
+        if base is not None and base.files is None:
+            base.files = folder_digest(copy)
+        elif base is not None:
+            _back_to_base(copy, base, src)
         return await sb.upload(copy, ".")
 
 
 async def replay(sb: Any, diff: str, *, reset: bool = False) -> None:
     """Apply a run's recorded changes `diff` to the sandbox's workspace; with `reset`, on the workspace as it
-    was at its base (a fork's sandbox that already ran something). A SandboxError when they do not apply
+    was at its base (a fork's sandbox that already ran something). A one-line UserError when they do not apply
     (the workspace folder changed since the run)."""
     if reset and getattr(sb, "base", None) is not None:
         await sb.restore(sb.base)
     if diff:
         res = await sb.apply_patch(diff)
         if not res.ok:
-            raise SandboxError(f"the run's earlier changes do not apply to the workspace: {res.output[-300:]}")
+            import re
+
+            files = sorted(set(re.findall(r"(?m)^error: (\S+): (?:already exists|patch does not apply|does not "
+                                          r"exist|No such file)", res.output)))
+            raise UserError(f"the run's recorded changes do not apply to the workspace ({', '.join(files) or 'git apply'}"
+                            " changed since the run)",
+                            hint="put the workspace folder back as the run found it, or give a copy of it as it "
+                            "was: --workspace COPY")
 
 
 @contextlib.asynccontextmanager
@@ -156,15 +215,17 @@ async def open_workspace(
     events: Any = None,
     replay_diff: str | None = None,
     config: Any = None,
+    base: WorkspaceBase | None = None,
 ) -> AsyncIterator[AgentSandbox]:
-    """A started sandbox holding a copy of `workspace` (empty without one), its diff base set there; with
-    `replay_diff` (a resumed run's changes so far) that diff is applied on top. Closed on exit."""
+    """A started sandbox holding a copy of `workspace` (empty without one; with `base`, see `load_workspace`),
+    its diff base set there; with `replay_diff` (a resumed run's changes so far) that diff is applied on top.
+    Closed on exit."""
     from agentflow.sandbox import start_sandbox
 
     sb = await start_sandbox(backend, config, events=events)  # type: ignore[arg-type]
     try:
         if workspace is not None:
-            await load_workspace(sb, workspace)
+            await load_workspace(sb, workspace, base=base)
         await sb.set_base()
         if replay_diff:
             await replay(sb, replay_diff)
@@ -178,6 +239,7 @@ __all__ = [
     "SANDBOX_PACKS",
     "agent_packs",
     "choose_backend",
+    "folder_digest",
     "load_workspace",
     "needs_sandbox",
     "open_workspace",
