@@ -78,26 +78,32 @@ def _make_undumpable() -> bool:
     return _prctl(_PR_SET_DUMPABLE, 0)
 
 
-def _descendants(spare: Collection[int] = ()) -> list[int]:
-    """Pids of every live process below this one, except the `spare` pids and what is below them (one pass
-    over /proc; zombies have no children to find)."""
-    me = os.getpid()
-    children: dict[int, list[int]] = {}
+def _proc_stats() -> dict[int, list[str]]:
+    """{pid: the fields of its /proc/<pid>/stat after the command name} of every process in sight."""
+    stats: dict[int, list[str]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
+        return stats
     for entry in entries:
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
+                    stats[int(entry)] = fh.read().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue
-            if fields[0] != "Z":
-                children.setdefault(int(fields[1]), []).append(int(entry))
+    return stats
+
+
+def _descendants(spare: Collection[int] = ()) -> list[int]:
+    """Pids of every live process below this one, except the `spare` pids and what is below them (one pass
+    over /proc; zombies have no children to find)."""
+    children: dict[int, list[int]] = {}
+    for pid, fields in _proc_stats().items():
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(pid)
     found: list[int] = []
-    todo = [me]
+    todo = [os.getpid()]
     while todo:
         for pid in children.get(todo.pop(), ()):
             if pid not in spare:
@@ -312,85 +318,23 @@ def _kill_group(pid: int) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     # Processes that left the group but stayed in the session (setpgid) go too.
-    try:
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) != os.getpid():
-                try:
-                    with open(f"/proc/{entry}/stat") as fh:
-                        fields = fh.read().rsplit(")", 1)[1].split()
-                    if int(fields[3]) == pid:  # session id
-                        os.kill(int(entry), signal.SIGKILL)
-                except (OSError, ValueError, IndexError):
-                    continue
-    except OSError:
-        pass
+    for other, fields in _proc_stats().items():
+        if other != os.getpid() and len(fields) > 3 and fields[3] == str(pid):  # session id
+            try:
+                os.kill(other, signal.SIGKILL)
+            except OSError:
+                continue
 
 
 _SIMPLE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,- ")
-_SHELL_WORDS = frozenset(
-    [
-        "cd",
-        "export",
-        "exit",
-        "source",
-        ".",
-        "alias",
-        "unset",
-        "set",
-        "shopt",
-        "type",
-        "command",
-        "exec",
-        "eval",
-        "read",
-        "wait",
-        "jobs",
-        "fg",
-        "bg",
-        "kill",
-        "ulimit",
-        "umask",
-        "history",
-        "declare",
-        "typeset",
-        "local",
-        "return",
-        "trap",
-        "times",
-        "hash",
-        "help",
-        "let",
-        "time",
-        "if",
-        "then",
-        "else",
-        "fi",
-        "for",
-        "while",
-        "until",
-        "do",
-        "done",
-        "case",
-        "esac",
-        "function",
-        "select",
-        "builtin",
-        "enable",
-        "logout",
-        "pushd",
-        "popd",
-        "dirs",
-        "disown",
-        "suspend",
-        "readonly",
-        "shift",
-        "getopts",
-        "test",
-        "echo",
-        "printf",
-        "pwd",
-    ]
+# shell builtins and keywords: a command starting with one needs bash
+_BASH_WORDS = (
+    "cd export exit source . alias unset set shopt type command exec eval read wait jobs fg bg kill "
+    "ulimit umask history declare typeset local return trap times hash help let time if then else fi "
+    "for while until do done case esac function select builtin enable logout pushd popd dirs disown "
+    "suspend readonly shift getopts test echo printf pwd"
 )
+_SHELL_WORDS = frozenset(_BASH_WORDS.split())
 
 
 def _direct_argv(command: str, env: dict[str, str]) -> list[str] | None:
@@ -511,19 +455,12 @@ def _spawn(
             else:
                 _waiters[proc.pid] = slot
         _spawned.set()
-    except FileNotFoundError as exc:
-        _close_fds(results_r, results_w)
-        return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "duration_s": 0.0}
     except OSError as exc:
         _close_fds(results_r, results_w)
-        limit_hit = "pids" if exc.errno == 11 else None
-        return {
-            "exit_code": 126,
-            "stdout": "",
-            "stderr": f"cannot start: {exc}\n",
-            "duration_s": 0.0,
-            "limit_hit": limit_hit,
-        }
+        if isinstance(exc, FileNotFoundError):
+            return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "duration_s": 0.0}
+        limit_hit, stderr = "pids" if exc.errno == 11 else None, f"cannot start: {exc}\n"
+        return {"exit_code": 126, "stderr": stderr, "duration_s": 0.0, "limit_hit": limit_hit}
     try:
         with open(f"/proc/{proc.pid}/oom_score_adj", "w") as fh:
             fh.write("1000")  # under memory pressure the command dies, not the agent
@@ -866,12 +803,8 @@ def _handle(req: Request) -> None:
     except KeyError as exc:
         result = {"id": rid, "ok": False, "error": f"unknown op or missing field {exc}"}
     except Exception as exc:  # noqa: BLE001 - every failure becomes a reply; the agent keeps serving
-        result = {
-            "id": rid,
-            "ok": False,
-            "error": f"{exc.__class__.__name__}: {exc}",
-            "kind": exc.__class__.__name__,
-        }
+        kind = exc.__class__.__name__
+        result = {"id": rid, "ok": False, "error": f"{kind}: {exc}", "kind": kind}
     _reply(result)
 
 
@@ -879,16 +812,8 @@ def main() -> None:
     parent = os.getppid()  # the host (0 as a container's PID 1)
     _become_command_user()
     _state["dumpable"] = not _make_undumpable()
-    for sig in (
-        signal.SIGTERM,
-        signal.SIGINT,
-        signal.SIGHUP,
-        signal.SIGQUIT,
-        signal.SIGUSR1,
-        signal.SIGUSR2,
-        signal.SIGPIPE,
-    ):
-        signal.signal(sig, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
     if os.getpid() != 1:
         _keep_the_tree(parent)
     threading.Thread(target=_reaper, daemon=True).start()
@@ -909,14 +834,8 @@ def main() -> None:
         try:
             threading.Thread(target=_handle, args=(req,), daemon=True).start()
         except RuntimeError:  # no thread left: the pids limit is exhausted by the sandbox's own processes
-            _reply(
-                {
-                    "id": req.get("id"),
-                    "ok": False,
-                    "kind": "PidsLimit",
-                    "error": "the sandbox is out of processes (pids limit); kill some or start a new sandbox",
-                }
-            )
+            error = "the sandbox is out of processes (pids limit); kill some or start a new sandbox"
+            _reply({"id": req.get("id"), "ok": False, "kind": "PidsLimit", "error": error})
     os._exit(0)
 
 

@@ -94,41 +94,27 @@ def _owner_gone(labels: dict[str, str], host: str) -> bool:
 
 def reap_orphans(client: Any | None = None) -> list[str]:
     """Remove sandbox containers/volumes whose owning process (on this host) is gone."""
-    client = client or docker_client()
-    removed = []
-    host = socket.gethostname()
-    for c in _listed(client, "containers"):
-        labels = c.get("Labels") or {}
-        if not _owner_gone(labels, host) and c.get("State") != "exited":
-            continue
-        if labels.get(f"{LABEL}.host") != host:
-            continue
-        with contextlib.suppress(Exception):
-            client.api.remove_container(c["Id"], force=True)
-            removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
-    for v in _listed(client, "volumes"):
-        if _owner_gone(v.get("Labels") or {}, host):
-            with contextlib.suppress(Exception):
-                client.api.remove_volume(v["Name"], force=True)
-                removed.append(v["Name"])
-    return removed
+    return prune(client)
 
 
 def prune(client: Any | None = None, *, everything: bool = False) -> list[str]:
     """Remove orphaned sandbox containers and store volumes (their owner process is gone); with
     `everything`, every agentflow sandbox, including those of runs still going."""
     client = client or docker_client()
-    if not everything:
-        return reap_orphans(client)
     removed = []
+    host = socket.gethostname()
     for c in _listed(client, "containers"):
-        with contextlib.suppress(Exception):
-            client.api.remove_container(c["Id"], force=True)
-            removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
+        labels = c.get("Labels") or {}
+        orphan = labels.get(f"{LABEL}.host") == host and (_owner_gone(labels, host) or c.get("State") == "exited")
+        if everything or orphan:
+            with contextlib.suppress(Exception):
+                client.api.remove_container(c["Id"], force=True)
+                removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
     for v in _listed(client, "volumes"):
-        with contextlib.suppress(Exception):
-            client.api.remove_volume(v["Name"], force=True)
-            removed.append(v["Name"])
+        if everything or _owner_gone(v.get("Labels") or {}, host):
+            with contextlib.suppress(Exception):
+                client.api.remove_volume(v["Name"], force=True)
+                removed.append(v["Name"])
     return removed
 
 
