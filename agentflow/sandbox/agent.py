@@ -18,6 +18,7 @@ able to write to it. Two defences (docs/security.md):
 """
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import io
@@ -127,11 +128,9 @@ def _kill_tree(spare: Collection[object] = ()) -> tuple[int, int]:
         if not pids or time.monotonic() >= deadline:
             return ended, len(pids)
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 ended += 1
-            except (ProcessLookupError, PermissionError):
-                pass
         time.sleep(0.01)
 
 
@@ -306,24 +305,18 @@ class _Capture:
 
 def _set_rlimits() -> None:
     for name, value in _state["rlimits"].items():
-        try:
+        with contextlib.suppress(ValueError, OSError, AttributeError):
             resource.setrlimit(getattr(resource, name), (value, value))
-        except (ValueError, OSError, AttributeError):
-            pass
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     # Processes that left the group but stayed in the session (setpgid) go too.
     for other, fields in _proc_stats().items():
         if other != os.getpid() and len(fields) > 3 and fields[3] == str(pid):  # session id
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(other, signal.SIGKILL)
-            except OSError:
-                continue
 
 
 _SIMPLE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,- ")
@@ -461,25 +454,17 @@ def _spawn(
             return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "duration_s": 0.0}
         limit_hit, stderr = "pids" if exc.errno == 11 else None, f"cannot start: {exc}\n"
         return {"exit_code": 126, "stderr": stderr, "duration_s": 0.0, "limit_hit": limit_hit}
-    try:
-        with open(f"/proc/{proc.pid}/oom_score_adj", "w") as fh:
-            fh.write("1000")  # under memory pressure the command dies, not the agent
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open(f"/proc/{proc.pid}/oom_score_adj", "w") as fh:
+        fh.write("1000")  # under memory pressure the command dies, not the agent
     if stdin_data is not None:
         stdin = proc.stdin
         assert stdin is not None  # a pipe when there is data to feed
 
         def feed() -> None:
-            try:
+            with contextlib.suppress(OSError):
                 stdin.write(stdin_data.encode())
-            except OSError:
-                pass
-            finally:
-                try:
-                    stdin.close()
-                except OSError:
-                    pass
+            with contextlib.suppress(OSError):
+                stdin.close()
 
         threading.Thread(target=feed, daemon=True).start()
     return proc, slot
@@ -557,10 +542,8 @@ def _collect(
         slot.ended.wait(5)
     sel.close()
     for f in _pipes(proc):
-        try:
+        with contextlib.suppress(OSError):
             f.close()
-        except OSError:
-            pass
     if results_r is not None:
         results = _drain(results_r, results)
     _close_fds(results_r)
@@ -618,10 +601,8 @@ def _drain(fd: int, buf: bytearray | None) -> bytearray | None:
 def _close_fds(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 def op_write(req: Request) -> Reply:

@@ -172,10 +172,8 @@ class LocalSandbox(AgentSandbox):
         if self._link is not None:
             self._link.closed(f"sandbox {self.id} was closed")
         if self._proc is not None and self._proc.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
             try:
                 await asyncio.wait_for(self._proc.wait(), 5)
             except TimeoutError:
