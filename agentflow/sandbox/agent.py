@@ -27,12 +27,13 @@ import os
 import resource
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from types import FrameType
 from typing import IO, Any
 
@@ -622,34 +623,30 @@ def op_list(req: Request) -> Reply:
     recursive = bool(req.get("recursive"))
     cap = int(req.get("max_entries") or 10000)
     entries: list[dict[str, object]] = []
-
-    def add(full: str) -> None:
+    if not os.path.isdir(root):
+        raise NotADirectoryError(f"{req.get('path')} is not a directory")
+    for full in _listed(root, recursive):
         try:
             st = os.lstat(full)
         except OSError:
-            return
-        import stat as _stat
-
-        is_dir = _stat.S_ISDIR(st.st_mode)
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
         entries.append(
             {"path": os.path.relpath(full, root), "is_dir": is_dir, "size": 0 if is_dir else st.st_size}
         )
-
-    if not os.path.isdir(root):
-        raise NotADirectoryError(f"{req.get('path')} is not a directory")
-    if recursive:
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != ".git")
-            for name in dirnames + sorted(filenames):
-                add(os.path.join(dirpath, name))
-                if len(entries) >= cap:
-                    return {"entries": entries, "truncated": True}
-    else:
-        for name in sorted(os.listdir(root)):
-            add(os.path.join(root, name))
-            if len(entries) >= cap:
-                return {"entries": entries, "truncated": True}
+        if len(entries) >= cap:
+            return {"entries": entries, "truncated": True}
     return {"entries": entries, "truncated": False}
+
+
+def _listed(root: str, recursive: bool) -> Iterator[str]:
+    """The paths in folder `root`, sorted; with `recursive`, those below it too (not inside `.git`)."""
+    if not recursive:
+        yield from (os.path.join(root, name) for name in sorted(os.listdir(root)))
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        yield from (os.path.join(dirpath, name) for name in dirnames + sorted(filenames))
 
 
 def op_untar(req: Request) -> Reply:
@@ -712,7 +709,6 @@ def op_wipe(req: Request) -> Reply:
 def _empty(top: str) -> int:
     """Remove everything in folder `top` (not `top` itself); how many entries there were at its top."""
     import shutil
-    import stat
 
     for path, dirnames, _ in os.walk(top):
         for name in dirnames:  # top-down: each folder is opened before the walk goes into it

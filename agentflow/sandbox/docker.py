@@ -272,17 +272,12 @@ class DockerSandbox(AgentSandbox):
                 header = await reader.readexactly(8)
                 kind, size = struct.unpack(">BxxxL", header)
                 payload = await reader.readexactly(size)
-                if kind == 1:
-                    buf += payload
-                    while True:
-                        nl = buf.find(b"\n")
-                        if nl < 0:
-                            break
-                        line = bytes(buf[:nl])
-                        del buf[: nl + 1]
-                        assert self._link is not None
+                if kind == 1 and self._link is not None:
+                    *lines, rest = bytes(buf + payload).split(b"\n")
+                    buf = bytearray(rest)
+                    for line in lines:
                         self._link.feed_line(line)
-                else:
+                elif kind != 1:
                     self._stderr_tail = (self._stderr_tail + payload)[-2000:]
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass

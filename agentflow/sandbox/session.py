@@ -35,12 +35,9 @@ BOOT = (
 )
 
 
-def agent_source() -> bytes:
-    return _res.files("agentflow.sandbox").joinpath("agent.py").read_bytes()
-
-
 def boot_payload() -> bytes:
-    src = agent_source()
+    """What the agent's stdin gets first: the length of agent.py's source, then the source."""
+    src = _res.files("agentflow.sandbox").joinpath("agent.py").read_bytes()
     return f"{len(src)}\n".encode() + src
 
 
@@ -153,9 +150,6 @@ class _AgentFailure(SandboxError):
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """git's id of the empty tree: the scratch places of a backend that has none."""
-
-# Snapshots: a private git dir per sandbox (index + refs), objects in a store shared by sandboxes of one base.
-_SNAP_ENV_KEYS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_INDEX_FILE")
 
 
 def _add_tree_script(root: str, specs: list[str], index: str) -> str:
@@ -303,13 +297,16 @@ class AgentSandbox:
             events.write(SandboxStart(sandbox=self.id, **self.info().model_dump()))
 
 
-    async def _exec_argvs(self, argvs: list[list[str]], env: dict[str, str], what: str) -> str:
+    async def _exec_argvs(
+        self, argvs: list[list[str]], env: dict[str, str], what: str, op: str = "exec", **fields: Any
+    ) -> str:
         """Run argvs in turn without a shell (stop at the first failure); stdout of the last one. Used by
-        snapshot and restore, which share the snapshot index with `_git`: one of them at a time."""
+        snapshot and restore, which share the snapshot index with `_git`: one of them at a time. `op` and
+        `fields`: another request that runs `argvs` as `exec` does (`wipe`)."""
         async with self._git_lock:
             msg = await self.link.call(
-                "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120,
-                store=True,
+                op, wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120,
+                store=True, **fields,
             )
         if msg["exit_code"] != 0:
             raise await self._snap_failure(what, msg.get("stdout", "") + msg.get("stderr", ""))
@@ -513,13 +510,8 @@ class AgentSandbox:
             f'git read-tree "$1:scratch" && git -C {shlex.quote(root)} checkout-index -a -f && ' if places else ""
         )
         argvs = [["sh", "-c", f"{put_back}{self._gitdir_restore_script()}", "restore", tree]]
-        async with self._git_lock:
-            msg = await self.link.call(
-                "wipe", wait=150, paths=[*places, *self._wiped_places()], ipc=self.private_ipc, command="", argvs=argvs,
-                cwd=self.workdir, env=env, stdin=None, timeout=120, store=True,
-            )
-        if msg["exit_code"] != 0:
-            raise await self._snap_failure("restoring scratch", msg.get("stdout", "") + msg.get("stderr", ""))
+        wiped = [*places, *self._wiped_places()]
+        await self._exec_argvs(argvs, env, "restoring scratch", "wipe", paths=wiped, ipc=self.private_ipc)
 
     def _gitdir_restore_script(self) -> str:
         """Shell that makes the workspace's `.git` folder hold exactly the files of `$1:gitdir` (git rewrites

@@ -14,7 +14,6 @@ import ast
 import re
 from dataclasses import dataclass
 
-STATEMENT_KINDS = ("test", "behaviour", "mixed")
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 _FRAME = re.compile(r"^(\S+\.py):\d+: in \S+")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
@@ -93,10 +92,9 @@ def failing_test_code(text: str, test_id: str) -> str:
         if not found:
             return ""
         node = found[0]
-    lines = text.splitlines()[node.lineno - 1 : node.end_lineno]  # type: ignore[attr-defined]
     decorators = getattr(node, "decorator_list", [])
-    if decorators:
-        lines = text.splitlines()[decorators[0].lineno - 1 : node.end_lineno]  # type: ignore[attr-defined]
+    start = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
+    lines = text.splitlines()[start - 1 : node.end_lineno]  # type: ignore[attr-defined]
     indent = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
     body = [x[indent:] for x in lines]
     if len(body) > _MAX_CODE_LINES:
