@@ -277,9 +277,8 @@ async def evaluate_via(executor: Executor, shipping: Shipping | None, task: SWET
         repo, wheels = shipping.inputs(task) if shipping is not None else (None, None)
         result = await executor.call(eval_job, task, prediction, config, repo, wheels, label=label)
     except RemoteTaskError as exc:
-        report = InstanceReport(instance_id=task.instance_id, patch_exists=True, error=str(exc),
-                                model_name_or_path=prediction.model_name_or_path)
-        return report
+        return InstanceReport(instance_id=task.instance_id, patch_exists=True, error=str(exc),
+                              model_name_or_path=prediction.model_name_or_path)
     if out_dir is not None:
         write_tree(out_dir, result.files)
     return result.report
