@@ -293,7 +293,7 @@ class DockerSandbox(AgentSandbox):
         if self.closed:
             return f"sandbox {self.id} was closed"
         if self.remaining_s() <= 0:
-            return f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s"
+            return self.out_of_time()
         detail = ""
         try:
             attrs = await asyncio.to_thread(
@@ -316,10 +316,7 @@ class DockerSandbox(AgentSandbox):
 
     async def _kill_for_deadline(self) -> None:
         if self._link is not None:
-            self._link.closed(
-                f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s "
-                "(raise sandbox_timeout_s or start a new sandbox)"
-            )
+            self._link.closed(self.out_of_time())
         await self.close()
 
     def healthy(self) -> bool:

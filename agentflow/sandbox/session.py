@@ -243,6 +243,13 @@ class AgentSandbox:
     def remaining_s(self) -> float:
         return self.config.sandbox_timeout_s - (time.monotonic() - self._started)
 
+    def out_of_time(self) -> str:
+        """Why the sandbox serves no more: its wall-clock limit was reached."""
+        return (
+            f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s "
+            "(raise sandbox_timeout_s or start a new sandbox)"
+        )
+
     # -- Sandbox protocol --------------------------------------------------------------------------------------
     async def exec(
         self,
@@ -268,10 +275,7 @@ class AgentSandbox:
         limit = float(timeout if timeout is not None else self.config.command_timeout_s)
         left = self.remaining_s()
         if left <= 0:
-            raise SandboxError(
-                f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s "
-                "(raise sandbox_timeout_s or start a new sandbox)"
-            )
+            raise SandboxError(self.out_of_time())
         limit = max(min(limit, left), 0.01)
         msg = await self.link.call(
             "exec", wait=limit + 30, command=command, timeout=limit, **(fields or {}), **({"store": True} if store else {})
