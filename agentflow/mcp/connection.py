@@ -31,13 +31,13 @@ STOP_TIMEOUT_S = 10.0
 """Longest wait for a server to stop (the SDK closes stdin, then sends SIGTERM, then SIGKILL)."""
 
 
-def require_sdk() -> None:
+def require_sdk(needed_by: str = "tools from MCP servers") -> None:
     """A one-line error naming the extra when the `mcp` SDK is not installed."""
     try:
         import jsonschema  # noqa: F401
         import mcp  # noqa: F401
     except ImportError:
-        raise DependencyMissing("mcp", "mcp", "tools from MCP servers") from None
+        raise DependencyMissing("mcp", "mcp", needed_by) from None
 
 
 class McpServerDied(ToolError):

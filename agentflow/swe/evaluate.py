@@ -62,7 +62,8 @@ class EvalConfig(StrictConfig):
     """Settings of each sandbox."""
 
 
-def _python_for(sandbox: Sandbox, configured: str | None) -> str:
+def sandbox_python(sandbox: Sandbox, configured: str | None = None) -> str:
+    """The Python that runs the tests: `configured`, else `python3` in docker, agentflow's own python locally."""
     if configured:
         return configured
     return shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3"
@@ -98,7 +99,7 @@ async def run_prediction(
     report = InstanceReport(instance_id=task.instance_id, patch_is_None=patch is None, patch_exists=not is_empty_patch(patch))
     if not report.patch_exists and not run_empty:
         return report
-    py = _python_for(sandbox, python)
+    py = sandbox_python(sandbox, python)
     test_ids = list(dict.fromkeys([*task.FAIL_TO_PASS, *task.PASS_TO_PASS]))
     try:
         if seed:
