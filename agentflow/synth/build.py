@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import shutil
@@ -257,11 +258,8 @@ async def _candidates(ctx: Context, sources: list[str]) -> list[Mutation]:
     for family in families:
         rng.shuffle(by_family[family])
     rng.shuffle(families)
-    ordered: list[Mutation] = []
-    while any(by_family[f] for f in families):
-        for family in families:
-            if by_family[family]:
-                ordered.append(by_family[family].pop(0))
+    turns = itertools.zip_longest(*(by_family[f] for f in families))  # one of each family in turn
+    ordered = [m for turn in turns for m in turn if m is not None]
     ctx.report.candidates = len(ordered)
     return ordered
 
