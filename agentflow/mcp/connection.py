@@ -31,13 +31,13 @@ STOP_TIMEOUT_S = 10.0
 """Longest wait for a server to stop (the SDK closes stdin, then sends SIGTERM, then SIGKILL)."""
 
 
-def require_sdk() -> None:
+def require_sdk(needed_by: str = "tools from MCP servers") -> None:
     """A one-line error naming the extra when the `mcp` SDK is not installed."""
     try:
         import jsonschema  # noqa: F401
         import mcp  # noqa: F401
     except ImportError:
-        raise DependencyMissing("mcp", "mcp", "tools from MCP servers") from None
+        raise DependencyMissing("mcp", "mcp", needed_by) from None
 
 
 class McpServerDied(ToolError):
@@ -67,9 +67,8 @@ class McpConnection:
 
     @property
     def running(self) -> bool:
-        return (
-            self._owner is not None and not self._owner.done() and self._client is not None and not self._ended
-        )
+        owner = self._owner
+        return owner is not None and not owner.done() and self._client is not None and not self._ended
 
     async def client(self) -> Any:
         """The connected SDK `Client`, starting (or restarting) the server first when needed."""
@@ -152,12 +151,8 @@ class McpConnection:
                 {ready, self._owner}, timeout=cfg.start_timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
             if ready not in done:
-                why = (
-                    f"it did not answer within {cfg.start_timeout_s:g}s"
-                    if not done
-                    else "it exited during the handshake"
-                )
-                raise RuntimeError(why)
+                late = f"it did not answer within {cfg.start_timeout_s:g}s"
+                raise RuntimeError("it exited during the handshake" if done else late)
             self._client = ready.result()
         except Exception as exc:  # noqa: BLE001 - any failure to start is the one-line error below
             await self._reset()
@@ -305,15 +300,14 @@ class _WatchedStream:
         return self
 
     async def __anext__(self) -> Any:
-        try:
-            return await self._inner.__anext__()
-        except BaseException:
-            self._on_end()
-            raise
+        return await self._watched(self._inner.__anext__())
 
     async def receive(self) -> Any:
+        return await self._watched(self._inner.receive())
+
+    async def _watched(self, step: Any) -> Any:
         try:
-            return await self._inner.receive()
+            return await step
         except BaseException:
             self._on_end()
             raise

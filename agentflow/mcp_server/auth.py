@@ -57,15 +57,10 @@ class BearerAuth:
 
 async def _unauthorized(send: Any) -> None:
     body = b'{"error":"unauthorized: send Authorization: Bearer <token>"}'
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="agentflow-mcp"'),
-            ],
-        }
-    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b'Bearer realm="agentflow-mcp"'),
+    ]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
     await send({"type": "http.response.body", "body": body})

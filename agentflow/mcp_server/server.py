@@ -17,8 +17,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from agentflow.errors import DependencyMissing, ToolError, UserError
+from agentflow.errors import ToolError, UserError
 from agentflow.events import EventLog
+from agentflow.mcp.connection import require_sdk
 from agentflow.mcp_server.boundary import check_models, confine_input, job_model
 from agentflow.mcp_server.config import LOOPBACK, McpServeConfig
 from agentflow.models.base import ToolCall
@@ -262,16 +263,9 @@ class _StreamedEvents(EventLog):
         return written
 
 
-def require_sdk() -> None:
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        raise DependencyMissing("mcp", "mcp", "agentflow mcp serve") from None
-
-
 async def serve(cfg: McpServeConfig, *, on_ready: Any = None) -> None:
     """Serve until the client hangs up (stdio) or the process is stopped (HTTP)."""
-    require_sdk()
+    require_sdk("agentflow mcp serve")
     if cfg.transport == "http" and cfg.host not in LOOPBACK:
         raise UserError(f"--host {cfg.host} is not a loopback address", hint="the server binds 127.0.0.1 only")
     check_models(cfg)

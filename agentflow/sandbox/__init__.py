@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentflow._lazy import lazy_getattr
 from agentflow.config import validate_config
 from agentflow.errors import ConfigError, UserError
 from agentflow.sandbox.base import ExecResult, FileEntry, Sandbox, SandboxInfo, sh_command
@@ -15,6 +16,7 @@ from agentflow.sandbox.config import DEFAULT_IMAGE, SandboxConfig
 
 if TYPE_CHECKING:
     from agentflow.sandbox.docker import DockerSandbox
+    from agentflow.sandbox.image import ensure_image
     from agentflow.sandbox.local import LocalSandbox
     from agentflow.sandbox.pool import SandboxPool
     from agentflow.sandbox.session import AgentSandbox
@@ -81,24 +83,13 @@ async def open_sandbox(
         await sb.close()
 
 
-def __getattr__(name: str) -> Any:
-    if name == "SandboxPool":
-        from agentflow.sandbox.pool import SandboxPool
-
-        return SandboxPool
-    if name == "DockerSandbox":
-        from agentflow.sandbox.docker import DockerSandbox
-
-        return DockerSandbox
-    if name == "LocalSandbox":
-        from agentflow.sandbox.local import LocalSandbox
-
-        return LocalSandbox
-    if name == "ensure_image":
-        from agentflow.sandbox.image import ensure_image
-
-        return ensure_image
-    raise AttributeError(f"module 'agentflow.sandbox' has no attribute {name!r}")
+_LAZY = {
+    "SandboxPool": "agentflow.sandbox.pool",
+    "DockerSandbox": "agentflow.sandbox.docker",
+    "LocalSandbox": "agentflow.sandbox.local",
+    "ensure_image": "agentflow.sandbox.image",
+}
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -18,6 +18,7 @@ able to write to it. Two defences (docs/security.md):
 """
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import io
@@ -26,12 +27,13 @@ import os
 import resource
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from types import FrameType
 from typing import IO, Any
 
@@ -78,26 +80,32 @@ def _make_undumpable() -> bool:
     return _prctl(_PR_SET_DUMPABLE, 0)
 
 
-def _descendants(spare: Collection[int] = ()) -> list[int]:
-    """Pids of every live process below this one, except the `spare` pids and what is below them (one pass
-    over /proc; zombies have no children to find)."""
-    me = os.getpid()
-    children: dict[int, list[int]] = {}
+def _proc_stats() -> dict[int, list[str]]:
+    """{pid: the fields of its /proc/<pid>/stat after the command name} of every process in sight."""
+    stats: dict[int, list[str]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
+        return stats
     for entry in entries:
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
+                    stats[int(entry)] = fh.read().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue
-            if fields[0] != "Z":
-                children.setdefault(int(fields[1]), []).append(int(entry))
+    return stats
+
+
+def _descendants(spare: Collection[int] = ()) -> list[int]:
+    """Pids of every live process below this one, except the `spare` pids and what is below them (one pass
+    over /proc; zombies have no children to find)."""
+    children: dict[int, list[int]] = {}
+    for pid, fields in _proc_stats().items():
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(pid)
     found: list[int] = []
-    todo = [me]
+    todo = [os.getpid()]
     while todo:
         for pid in children.get(todo.pop(), ()):
             if pid not in spare:
@@ -121,11 +129,9 @@ def _kill_tree(spare: Collection[object] = ()) -> tuple[int, int]:
         if not pids or time.monotonic() >= deadline:
             return ended, len(pids)
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 ended += 1
-            except (ProcessLookupError, PermissionError):
-                pass
         time.sleep(0.01)
 
 
@@ -300,97 +306,29 @@ class _Capture:
 
 def _set_rlimits() -> None:
     for name, value in _state["rlimits"].items():
-        try:
+        with contextlib.suppress(ValueError, OSError, AttributeError):
             resource.setrlimit(getattr(resource, name), (value, value))
-        except (ValueError, OSError, AttributeError):
-            pass
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     # Processes that left the group but stayed in the session (setpgid) go too.
-    try:
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) != os.getpid():
-                try:
-                    with open(f"/proc/{entry}/stat") as fh:
-                        fields = fh.read().rsplit(")", 1)[1].split()
-                    if int(fields[3]) == pid:  # session id
-                        os.kill(int(entry), signal.SIGKILL)
-                except (OSError, ValueError, IndexError):
-                    continue
-    except OSError:
-        pass
+    for other, fields in _proc_stats().items():
+        if other != os.getpid() and len(fields) > 3 and fields[3] == str(pid):  # session id
+            with contextlib.suppress(OSError):
+                os.kill(other, signal.SIGKILL)
 
 
 _SIMPLE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,- ")
-_SHELL_WORDS = frozenset(
-    [
-        "cd",
-        "export",
-        "exit",
-        "source",
-        ".",
-        "alias",
-        "unset",
-        "set",
-        "shopt",
-        "type",
-        "command",
-        "exec",
-        "eval",
-        "read",
-        "wait",
-        "jobs",
-        "fg",
-        "bg",
-        "kill",
-        "ulimit",
-        "umask",
-        "history",
-        "declare",
-        "typeset",
-        "local",
-        "return",
-        "trap",
-        "times",
-        "hash",
-        "help",
-        "let",
-        "time",
-        "if",
-        "then",
-        "else",
-        "fi",
-        "for",
-        "while",
-        "until",
-        "do",
-        "done",
-        "case",
-        "esac",
-        "function",
-        "select",
-        "builtin",
-        "enable",
-        "logout",
-        "pushd",
-        "popd",
-        "dirs",
-        "disown",
-        "suspend",
-        "readonly",
-        "shift",
-        "getopts",
-        "test",
-        "echo",
-        "printf",
-        "pwd",
-    ]
+# shell builtins and keywords: a command starting with one needs bash
+_BASH_WORDS = (
+    "cd export exit source . alias unset set shopt type command exec eval read wait jobs fg bg kill "
+    "ulimit umask history declare typeset local return trap times hash help let time if then else fi "
+    "for while until do done case esac function select builtin enable logout pushd popd dirs disown "
+    "suspend readonly shift getopts test echo printf pwd"
 )
+_SHELL_WORDS = frozenset(_BASH_WORDS.split())
 
 
 def _direct_argv(command: str, env: dict[str, str]) -> list[str] | None:
@@ -511,38 +449,23 @@ def _spawn(
             else:
                 _waiters[proc.pid] = slot
         _spawned.set()
-    except FileNotFoundError as exc:
-        _close_fds(results_r, results_w)
-        return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "duration_s": 0.0}
     except OSError as exc:
         _close_fds(results_r, results_w)
-        limit_hit = "pids" if exc.errno == 11 else None
-        return {
-            "exit_code": 126,
-            "stdout": "",
-            "stderr": f"cannot start: {exc}\n",
-            "duration_s": 0.0,
-            "limit_hit": limit_hit,
-        }
-    try:
-        with open(f"/proc/{proc.pid}/oom_score_adj", "w") as fh:
-            fh.write("1000")  # under memory pressure the command dies, not the agent
-    except OSError:
-        pass
+        if isinstance(exc, FileNotFoundError):
+            return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "duration_s": 0.0}
+        limit_hit, stderr = "pids" if exc.errno == 11 else None, f"cannot start: {exc}\n"
+        return {"exit_code": 126, "stderr": stderr, "duration_s": 0.0, "limit_hit": limit_hit}
+    with contextlib.suppress(OSError), open(f"/proc/{proc.pid}/oom_score_adj", "w") as fh:
+        fh.write("1000")  # under memory pressure the command dies, not the agent
     if stdin_data is not None:
         stdin = proc.stdin
         assert stdin is not None  # a pipe when there is data to feed
 
         def feed() -> None:
-            try:
+            with contextlib.suppress(OSError):
                 stdin.write(stdin_data.encode())
-            except OSError:
-                pass
-            finally:
-                try:
-                    stdin.close()
-                except OSError:
-                    pass
+            with contextlib.suppress(OSError):
+                stdin.close()
 
         threading.Thread(target=feed, daemon=True).start()
     return proc, slot
@@ -620,10 +543,8 @@ def _collect(
         slot.ended.wait(5)
     sel.close()
     for f in _pipes(proc):
-        try:
+        with contextlib.suppress(OSError):
             f.close()
-        except OSError:
-            pass
     if results_r is not None:
         results = _drain(results_r, results)
     _close_fds(results_r)
@@ -681,10 +602,8 @@ def _drain(fd: int, buf: bytearray | None) -> bytearray | None:
 def _close_fds(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 def op_write(req: Request) -> Reply:
@@ -704,34 +623,30 @@ def op_list(req: Request) -> Reply:
     recursive = bool(req.get("recursive"))
     cap = int(req.get("max_entries") or 10000)
     entries: list[dict[str, object]] = []
-
-    def add(full: str) -> None:
+    if not os.path.isdir(root):
+        raise NotADirectoryError(f"{req.get('path')} is not a directory")
+    for full in _listed(root, recursive):
         try:
             st = os.lstat(full)
         except OSError:
-            return
-        import stat as _stat
-
-        is_dir = _stat.S_ISDIR(st.st_mode)
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
         entries.append(
             {"path": os.path.relpath(full, root), "is_dir": is_dir, "size": 0 if is_dir else st.st_size}
         )
-
-    if not os.path.isdir(root):
-        raise NotADirectoryError(f"{req.get('path')} is not a directory")
-    if recursive:
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != ".git")
-            for name in dirnames + sorted(filenames):
-                add(os.path.join(dirpath, name))
-                if len(entries) >= cap:
-                    return {"entries": entries, "truncated": True}
-    else:
-        for name in sorted(os.listdir(root)):
-            add(os.path.join(root, name))
-            if len(entries) >= cap:
-                return {"entries": entries, "truncated": True}
+        if len(entries) >= cap:
+            return {"entries": entries, "truncated": True}
     return {"entries": entries, "truncated": False}
+
+
+def _listed(root: str, recursive: bool) -> Iterator[str]:
+    """The paths in folder `root`, sorted; with `recursive`, those below it too (not inside `.git`)."""
+    if not recursive:
+        yield from (os.path.join(root, name) for name in sorted(os.listdir(root)))
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        yield from (os.path.join(dirpath, name) for name in dirnames + sorted(filenames))
 
 
 def op_untar(req: Request) -> Reply:
@@ -794,7 +709,6 @@ def op_wipe(req: Request) -> Reply:
 def _empty(top: str) -> int:
     """Remove everything in folder `top` (not `top` itself); how many entries there were at its top."""
     import shutil
-    import stat
 
     for path, dirnames, _ in os.walk(top):
         for name in dirnames:  # top-down: each folder is opened before the walk goes into it
@@ -866,12 +780,8 @@ def _handle(req: Request) -> None:
     except KeyError as exc:
         result = {"id": rid, "ok": False, "error": f"unknown op or missing field {exc}"}
     except Exception as exc:  # noqa: BLE001 - every failure becomes a reply; the agent keeps serving
-        result = {
-            "id": rid,
-            "ok": False,
-            "error": f"{exc.__class__.__name__}: {exc}",
-            "kind": exc.__class__.__name__,
-        }
+        kind = exc.__class__.__name__
+        result = {"id": rid, "ok": False, "error": f"{kind}: {exc}", "kind": kind}
     _reply(result)
 
 
@@ -879,16 +789,8 @@ def main() -> None:
     parent = os.getppid()  # the host (0 as a container's PID 1)
     _become_command_user()
     _state["dumpable"] = not _make_undumpable()
-    for sig in (
-        signal.SIGTERM,
-        signal.SIGINT,
-        signal.SIGHUP,
-        signal.SIGQUIT,
-        signal.SIGUSR1,
-        signal.SIGUSR2,
-        signal.SIGPIPE,
-    ):
-        signal.signal(sig, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
     if os.getpid() != 1:
         _keep_the_tree(parent)
     threading.Thread(target=_reaper, daemon=True).start()
@@ -909,14 +811,8 @@ def main() -> None:
         try:
             threading.Thread(target=_handle, args=(req,), daemon=True).start()
         except RuntimeError:  # no thread left: the pids limit is exhausted by the sandbox's own processes
-            _reply(
-                {
-                    "id": req.get("id"),
-                    "ok": False,
-                    "kind": "PidsLimit",
-                    "error": "the sandbox is out of processes (pids limit); kill some or start a new sandbox",
-                }
-            )
+            error = "the sandbox is out of processes (pids limit); kill some or start a new sandbox"
+            _reply({"id": req.get("id"), "ok": False, "kind": "PidsLimit", "error": error})
     os._exit(0)
 
 

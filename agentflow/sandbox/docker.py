@@ -94,41 +94,27 @@ def _owner_gone(labels: dict[str, str], host: str) -> bool:
 
 def reap_orphans(client: Any | None = None) -> list[str]:
     """Remove sandbox containers/volumes whose owning process (on this host) is gone."""
-    client = client or docker_client()
-    removed = []
-    host = socket.gethostname()
-    for c in _listed(client, "containers"):
-        labels = c.get("Labels") or {}
-        if not _owner_gone(labels, host) and c.get("State") != "exited":
-            continue
-        if labels.get(f"{LABEL}.host") != host:
-            continue
-        with contextlib.suppress(Exception):
-            client.api.remove_container(c["Id"], force=True)
-            removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
-    for v in _listed(client, "volumes"):
-        if _owner_gone(v.get("Labels") or {}, host):
-            with contextlib.suppress(Exception):
-                client.api.remove_volume(v["Name"], force=True)
-                removed.append(v["Name"])
-    return removed
+    return prune(client)
 
 
 def prune(client: Any | None = None, *, everything: bool = False) -> list[str]:
     """Remove orphaned sandbox containers and store volumes (their owner process is gone); with
     `everything`, every agentflow sandbox, including those of runs still going."""
     client = client or docker_client()
-    if not everything:
-        return reap_orphans(client)
     removed = []
+    host = socket.gethostname()
     for c in _listed(client, "containers"):
-        with contextlib.suppress(Exception):
-            client.api.remove_container(c["Id"], force=True)
-            removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
+        labels = c.get("Labels") or {}
+        orphan = labels.get(f"{LABEL}.host") == host and (_owner_gone(labels, host) or c.get("State") == "exited")
+        if everything or orphan:
+            with contextlib.suppress(Exception):
+                client.api.remove_container(c["Id"], force=True)
+                removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
     for v in _listed(client, "volumes"):
-        with contextlib.suppress(Exception):
-            client.api.remove_volume(v["Name"], force=True)
-            removed.append(v["Name"])
+        if everything or _owner_gone(v.get("Labels") or {}, host):
+            with contextlib.suppress(Exception):
+                client.api.remove_volume(v["Name"], force=True)
+                removed.append(v["Name"])
     return removed
 
 
@@ -286,17 +272,12 @@ class DockerSandbox(AgentSandbox):
                 header = await reader.readexactly(8)
                 kind, size = struct.unpack(">BxxxL", header)
                 payload = await reader.readexactly(size)
-                if kind == 1:
-                    buf += payload
-                    while True:
-                        nl = buf.find(b"\n")
-                        if nl < 0:
-                            break
-                        line = bytes(buf[:nl])
-                        del buf[: nl + 1]
-                        assert self._link is not None
+                if kind == 1 and self._link is not None:
+                    *lines, rest = bytes(buf + payload).split(b"\n")
+                    buf = bytearray(rest)
+                    for line in lines:
                         self._link.feed_line(line)
-                else:
+                elif kind != 1:
                     self._stderr_tail = (self._stderr_tail + payload)[-2000:]
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
@@ -312,7 +293,7 @@ class DockerSandbox(AgentSandbox):
         if self.closed:
             return f"sandbox {self.id} was closed"
         if self.remaining_s() <= 0:
-            return f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s"
+            return self.out_of_time()
         detail = ""
         try:
             attrs = await asyncio.to_thread(
@@ -335,10 +316,7 @@ class DockerSandbox(AgentSandbox):
 
     async def _kill_for_deadline(self) -> None:
         if self._link is not None:
-            self._link.closed(
-                f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s "
-                "(raise sandbox_timeout_s or start a new sandbox)"
-            )
+            self._link.closed(self.out_of_time())
         await self.close()
 
     def healthy(self) -> bool:

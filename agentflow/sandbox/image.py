@@ -98,12 +98,8 @@ def build_rootfs(mirror: str | None = None, *, force: bool = False) -> Path:
     with tempfile.TemporaryDirectory(prefix="agentflow-rootfs-") as tmp:
         root = Path(tmp) / "root"
         _log(f"debootstrap from {mirror} (about a minute)")
-        proc = subprocess.run(
-            ["sh", str(data_dir("sandboxes") / "rootfs.sh"), str(root), mirror],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        recipe = ["sh", str(data_dir("sandboxes") / "rootfs.sh"), str(root), mirror]
+        proc = subprocess.run(recipe, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
             raise SandboxError(
@@ -173,27 +169,9 @@ def download_wheels(requirements: list[str], wheelhouse: Path | None = None) -> 
     key = hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:12]
     wheelhouse = wheelhouse or cache_dir() / "sandbox" / f"wheelhouse-{key}"
     wheelhouse.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--only-binary=:all:",
-            "--python-version",
-            "3.11",
-            "--platform",
-            "manylinux2014_x86_64",
-            "--platform",
-            "any",
-            "-d",
-            str(wheelhouse),
-            *requirements,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    argv = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--python-version", "3.11"]
+    argv += ["--platform", "manylinux2014_x86_64", "--platform", "any", "-d", str(wheelhouse), *requirements]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         last = proc.stderr.strip().splitlines()[-1:] or ["pip download failed"]
         raise UserError(f"cannot download wheels for {requirements}: {last[0]}")
@@ -214,30 +192,16 @@ def build_deps_image(requirements: list[str], base: str = DEFAULT_IMAGE) -> str:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(wheelhouse, arcname="wheelhouse")
+    labels = {"agentflow.sandbox": "1", "agentflow.sandbox.pid": str(os.getpid())}
     container: Any = client.containers.create(
-        base,
-        command=["sleep", "infinity"],
-        user="0",
-        network_mode="none",
-        labels={"agentflow.sandbox": "1", "agentflow.sandbox.pid": str(os.getpid())},
+        base, command=["sleep", "infinity"], user="0", network_mode="none", labels=labels
     )
     try:
         container.start()
         container.put_archive("/tmp", buf.getvalue())
+        pip = ["python3", "-m", "pip", "install", "--no-index", "--find-links", "/tmp/wheelhouse"]
         code, out = container.exec_run(
-            [
-                "python3",
-                "-m",
-                "pip",
-                "install",
-                "--no-index",
-                "--find-links",
-                "/tmp/wheelhouse",
-                "--break-system-packages",
-                "--no-cache-dir",
-                *requirements,
-            ],
-            user="0",
+            [*pip, "--break-system-packages", "--no-cache-dir", *requirements], user="0"
         )
         if code != 0:
             raise SandboxError(f"installing {requirements} in the sandbox failed: {out.decode()[-300:]}")

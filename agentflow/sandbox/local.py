@@ -107,10 +107,7 @@ class LocalSandbox(AgentSandbox):
     async def _start(self) -> None:
         env = scrubbed_env(self.root)
         self._proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-u",
-            "-c",
-            BOOT,
+            *(sys.executable, "-u", "-c", BOOT),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -130,14 +127,8 @@ class LocalSandbox(AgentSandbox):
         self._link = AgentLink(write)
         self._reader = asyncio.create_task(self._read_lines(proc.stdout))
         await write(boot_payload())
-        mem = self.config.memory_mb * 1024 * 1024
-        await self._hello(
-            rlimits={
-                "RLIMIT_AS": max(mem, 256 * 1024 * 1024),
-                "RLIMIT_FSIZE": self.config.workspace_size_mb * 1024 * 1024,
-                "RLIMIT_CORE": 0,
-            }
-        )
+        memory, disk = max(self.config.memory_mb, 256) << 20, self.config.workspace_size_mb << 20
+        await self._hello(rlimits={"RLIMIT_AS": memory, "RLIMIT_FSIZE": disk, "RLIMIT_CORE": 0})
 
     def _scratch_places(self) -> tuple[str, tuple[str, ...]]:
         # only the scratch folder the commands are pointed at: they run as you and can write anywhere you can
@@ -172,10 +163,8 @@ class LocalSandbox(AgentSandbox):
         if self._link is not None:
             self._link.closed(f"sandbox {self.id} was closed")
         if self._proc is not None and self._proc.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
             try:
                 await asyncio.wait_for(self._proc.wait(), 5)
             except TimeoutError:

@@ -52,17 +52,11 @@ class SandboxPool:
         return self
 
     async def _new(self) -> AgentSandbox:
-        if self.backend == "docker":
-            from agentflow.sandbox.docker import DockerSandbox
+        from agentflow.sandbox import start_sandbox
 
-            sb: AgentSandbox = await DockerSandbox.start(self.config)
-        else:
-            from agentflow.sandbox.local import LocalSandbox
-
-            sb = await LocalSandbox.start(self.config)
+        sb = await start_sandbox(self.backend, self.config, events=self.events)
         sb.peer_fetch = self._fetch_snapshot
         self._all.add(sb)
-        sb.attach_events(self.events)
         return sb
 
     async def _fetch_snapshot(self, snapshot_id: str, receiver: AgentSandbox) -> None:

@@ -35,12 +35,9 @@ BOOT = (
 )
 
 
-def agent_source() -> bytes:
-    return _res.files("agentflow.sandbox").joinpath("agent.py").read_bytes()
-
-
 def boot_payload() -> bytes:
-    src = agent_source()
+    """What the agent's stdin gets first: the length of agent.py's source, then the source."""
+    src = _res.files("agentflow.sandbox").joinpath("agent.py").read_bytes()
     return f"{len(src)}\n".encode() + src
 
 
@@ -154,9 +151,6 @@ class _AgentFailure(SandboxError):
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """git's id of the empty tree: the scratch places of a backend that has none."""
 
-# Snapshots: a private git dir per sandbox (index + refs), objects in a store shared by sandboxes of one base.
-_SNAP_ENV_KEYS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_INDEX_FILE")
-
 
 def _add_tree_script(root: str, specs: list[str], index: str) -> str:
     """Shell that stages the files under `specs` (relative to `root`) into the snapshot index `index` and prints
@@ -206,7 +200,6 @@ class AgentSandbox:
         self.peer_fetch: Any = None
         """async (snapshot_id, receiver) -> None: copies a snapshot taken elsewhere into the receiver (SandboxPool)."""
         self.closed = False
-        self.exec_count = 0
         self.agent_dumpable = True
         """False once the agent confirmed it made itself non-dumpable (its /proc entries closed to commands)."""
         self.store_gid: int | None = None
@@ -250,6 +243,13 @@ class AgentSandbox:
     def remaining_s(self) -> float:
         return self.config.sandbox_timeout_s - (time.monotonic() - self._started)
 
+    def out_of_time(self) -> str:
+        """Why the sandbox serves no more: its wall-clock limit was reached."""
+        return (
+            f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s "
+            "(raise sandbox_timeout_s or start a new sandbox)"
+        )
+
     # -- Sandbox protocol --------------------------------------------------------------------------------------
     async def exec(
         self,
@@ -275,26 +275,12 @@ class AgentSandbox:
         limit = float(timeout if timeout is not None else self.config.command_timeout_s)
         left = self.remaining_s()
         if left <= 0:
-            raise SandboxError(
-                f"sandbox {self.id} reached its wall-clock limit of {self.config.sandbox_timeout_s:.0f}s "
-                "(raise sandbox_timeout_s or start a new sandbox)"
-            )
+            raise SandboxError(self.out_of_time())
         limit = max(min(limit, left), 0.01)
-        self.exec_count += 1
         msg = await self.link.call(
             "exec", wait=limit + 30, command=command, timeout=limit, **(fields or {}), **({"store": True} if store else {})
         )
-        result = ExecResult(
-            results=msg.get("results"),
-            exit_code=msg["exit_code"],
-            stdout=msg.get("stdout", ""),
-            stderr=msg.get("stderr", ""),
-            duration_s=msg.get("duration_s", 0.0),
-            timed_out=msg.get("timed_out", False),
-            truncated=msg.get("truncated", False),
-            omitted_bytes=msg.get("omitted_bytes", 0),
-            limit_hit=msg.get("limit_hit"),
-        )
+        result = ExecResult.model_validate(msg)  # the reply's other fields (id, ok) are ignored
         if self.events is not None:
             self.events.write(SandboxExec(
                 sandbox=self.id, command=_shown(command), exit_code=result.exit_code,
@@ -315,40 +301,40 @@ class AgentSandbox:
             events.write(SandboxStart(sandbox=self.id, **self.info().model_dump()))
 
 
-    async def _exec_argvs(self, argvs: list[list[str]], env: dict[str, str], what: str) -> str:
+    async def _exec_argvs(
+        self, argvs: list[list[str]], env: dict[str, str], what: str, op: str = "exec", **fields: Any
+    ) -> str:
         """Run argvs in turn without a shell (stop at the first failure); stdout of the last one. Used by
-        snapshot and restore, which share the snapshot index with `_git`: one of them at a time."""
+        snapshot and restore, which share the snapshot index with `_git`: one of them at a time. `op` and
+        `fields`: another request that runs `argvs` as `exec` does (`wipe`)."""
         async with self._git_lock:
             msg = await self.link.call(
-                "exec", wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120,
-                store=True,
+                op, wait=150, command="", argvs=argvs, cwd=self.workdir, env=env, stdin=None, timeout=120,
+                store=True, **fields,
             )
         if msg["exit_code"] != 0:
             raise await self._snap_failure(what, msg.get("stdout", "") + msg.get("stderr", ""))
         return str(msg.get("stdout", "")).strip()
 
-    async def read_bytes(self, path: str) -> bytes:
+    async def _file_call(self, op: str, path: str, **fields: Any) -> dict[str, Any]:
+        """A file request (`read`, `write`, `list`) on `path`; a failure names the path and what went wrong."""
         try:
-            msg = await self.link.call("read", wait=60, path=path)
+            return await self.link.call(op, wait=60, path=path, **fields)
         except _AgentFailure as exc:
-            raise _file_error(exc, path) from None
-        return base64.b64decode(msg["data"])
+            raise SandboxError(f"{path}: {_FILE_ERRORS.get(exc.kind or '', exc)}") from None
+
+    async def read_bytes(self, path: str) -> bytes:
+        return base64.b64decode((await self._file_call("read", path))["data"])
 
     async def read_file(self, path: str) -> str:
         return (await self.read_bytes(path)).decode("utf-8", "replace")
 
     async def write_file(self, path: str, content: str | bytes, *, mode: int | None = None) -> None:
         data = content.encode() if isinstance(content, str) else content
-        try:
-            await self.link.call("write", wait=60, path=path, data=base64.b64encode(data).decode(), mode=mode)
-        except _AgentFailure as exc:
-            raise _file_error(exc, path) from None
+        await self._file_call("write", path, data=base64.b64encode(data).decode(), mode=mode)
 
     async def list_files(self, path: str = ".", recursive: bool = False) -> list[FileEntry]:
-        try:
-            msg = await self.link.call("list", wait=60, path=path, recursive=recursive)
-        except _AgentFailure as exc:
-            raise _file_error(exc, path) from None
+        msg = await self._file_call("list", path, recursive=recursive)
         return [FileEntry(**e) for e in msg["entries"]]
 
     async def upload(self, source: str | Path, dest: str = ".") -> int:
@@ -465,6 +451,10 @@ class AgentSandbox:
         sid = await self._exec_argvs(
             [["git", "add", "-A", "-f", "."], ["git", "write-tree"]], self._snap_env(), "snapshot"
         )
+        return self._took(sid)
+
+    def _took(self, sid: str) -> str:
+        """Record snapshot `sid` as taken here (the first one is the base `diff()` compares against)."""
         if self._base is None:
             self._base = sid
         self._snapshots.add(sid)
@@ -483,11 +473,7 @@ class AgentSandbox:
         script = f"git add -A -f . && git write-tree && {self._scratch_save_script()}"
         out = await self._exec_argvs([["sh", "-c", script]], self._snap_env(), "snapshot")
         sid, _, scratch = out.partition("\n")
-        if self._base is None:
-            self._base = sid
-        self._snapshots.add(sid)
-        self._taken.add(sid)
-        return sid, scratch.strip()
+        return self._took(sid), scratch.strip()
 
     async def save_scratch(self) -> str:
         """A tree of the scratch places and the workspace's `.git` folder (see `snapshot_branch`)."""
@@ -529,13 +515,8 @@ class AgentSandbox:
             f'git read-tree "$1:scratch" && git -C {shlex.quote(root)} checkout-index -a -f && ' if places else ""
         )
         argvs = [["sh", "-c", f"{put_back}{self._gitdir_restore_script()}", "restore", tree]]
-        async with self._git_lock:
-            msg = await self.link.call(
-                "wipe", wait=150, paths=[*places, *self._wiped_places()], ipc=self.private_ipc, command="", argvs=argvs,
-                cwd=self.workdir, env=env, stdin=None, timeout=120, store=True,
-            )
-        if msg["exit_code"] != 0:
-            raise await self._snap_failure("restoring scratch", msg.get("stdout", "") + msg.get("stderr", ""))
+        wiped = [*places, *self._wiped_places()]
+        await self._exec_argvs(argvs, env, "restoring scratch", "wipe", paths=wiped, ipc=self.private_ipc)
 
     def _gitdir_restore_script(self) -> str:
         """Shell that makes the workspace's `.git` folder hold exactly the files of `$1:gitdir` (git rewrites
@@ -564,8 +545,7 @@ class AgentSandbox:
         return ()
 
     async def restore(self, snapshot_id: str) -> None:
-        if not all(c in "0123456789abcdef" for c in snapshot_id) or len(snapshot_id) < 7:
-            raise SandboxError(f"{snapshot_id!r} is not a snapshot id (use the value returned by snapshot())")
+        _check_snapshot_id(snapshot_id)
         await self._ensure_snap()
         if snapshot_id not in self._snapshots and self.peer_fetch is not None:
             # taken in another sandbox: its objects come over as a pack, and git here names every object by
@@ -634,9 +614,8 @@ class AgentSandbox:
         """The changes from snapshot `base` to snapshot `snapshot_id`, read from the snapshot store alone:
         the workspace's files are not touched (a search records a branch's changes this way while another
         branch works in the sandbox)."""
-        for sid in (base, snapshot_id):
-            if not all(c in "0123456789abcdef" for c in sid) or len(sid) < 7:
-                raise SandboxError(f"{sid!r} is not a snapshot id (use the value returned by snapshot())")
+        _check_snapshot_id(base)
+        _check_snapshot_id(snapshot_id)
         return await self._git(
             f"git diff --no-color --no-ext-diff {shlex.quote(base)} {shlex.quote(snapshot_id)}", "diff"
         )
@@ -673,17 +652,17 @@ class AgentSandbox:
         await self.close()
 
 
-def _file_error(exc: _AgentFailure, path: str) -> SandboxError:
-    kind = exc.kind or ""
-    if kind == "FileNotFoundError":
-        return SandboxError(f"{path}: no such file in the sandbox")
-    if kind == "IsADirectoryError":
-        return SandboxError(f"{path}: is a directory")
-    if kind == "NotADirectoryError":
-        return SandboxError(f"{path}: not a directory")
-    if kind == "PermissionError":
-        return SandboxError(f"{path}: permission denied in the sandbox")
-    return SandboxError(f"{path}: {exc}")
+_FILE_ERRORS = {
+    "FileNotFoundError": "no such file in the sandbox",
+    "IsADirectoryError": "is a directory",
+    "NotADirectoryError": "not a directory",
+    "PermissionError": "permission denied in the sandbox",
+}
+
+
+def _check_snapshot_id(sid: str) -> None:
+    if not all(c in "0123456789abcdef" for c in sid) or len(sid) < 7:
+        raise SandboxError(f"{sid!r} is not a snapshot id (use the value returned by snapshot())")
 
 
 def _shown(command: str, head: int = 300, tail: int = 700) -> str:

@@ -62,16 +62,9 @@ def server_from_flag(value: str, *, say: LogCallback | None = None) -> ServerHan
     (built or assembled if needed, reporting progress to `say`); vLLM must be installed."""
     kind, opts = serve_options(value)
     if kind == "vllm":
-        import importlib.util
-        import shutil
+        from agentflow.serving.vllm import vllm_handle
 
-        from agentflow.errors import DependencyMissing
-        from agentflow.serving.vllm import vllm_launch
-
-        installed = shutil.which("vllm") is not None or importlib.util.find_spec("vllm") is not None
-        if opts.executable is None and not installed:
-            raise DependencyMissing("vllm", "vllm", "serving with vLLM")
-        return ServerHandle(vllm_launch(opts), port=opts.port)
+        return vllm_handle(opts)
     from agentflow.serving.llamacpp import llamacpp_launch
 
     return ServerHandle(llamacpp_launch(opts, say=say), port=opts.port)

@@ -264,14 +264,7 @@ class ServerHandle:
 
     async def metrics(self) -> dict[str, float | None]:
         """The server's key figures from its metrics endpoint (see `agentflow.serving.metrics`)."""
-        from agentflow.serving.metrics import summarize
-
-        if self.launch.metrics_path is None:
-            return {}
-        async with httpx.AsyncClient(timeout=5.0) as client:
-            response = await client.get(self.url(self.launch.metrics_path), headers=self.headers)
-        response.raise_for_status()
-        return summarize(self.kind, response.text)
+        return await asyncio.to_thread(self.metrics_sync)
 
     def metrics_sync(self) -> dict[str, float | None]:
         """`metrics()` for callers outside an event loop (or in a synchronous callback: one local GET)."""

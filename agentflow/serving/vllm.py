@@ -112,14 +112,18 @@ def vllm_available() -> str | None:
     return None
 
 
-async def start_vllm(options: VllmServerOptions | None = None, *, on_log: LogCallback | None = None,
-                     **fields: object) -> ServerHandle:
-    """Start `vllm serve` and wait until healthy: `await start_vllm(model="Qwen/Qwen2.5-Coder-7B-Instruct")`."""
+def vllm_handle(options: VllmServerOptions) -> ServerHandle:
+    """A handle, not yet started, for `options`; a one-line error when vLLM is not installed."""
     import importlib.util
 
     from agentflow.errors import DependencyMissing
 
-    opts = options or VllmServerOptions.model_validate(fields)
-    if opts.executable is None and shutil.which("vllm") is None and importlib.util.find_spec("vllm") is None:
+    if options.executable is None and shutil.which("vllm") is None and importlib.util.find_spec("vllm") is None:
         raise DependencyMissing("vllm", "vllm", "serving with vLLM")
-    return await ServerHandle(vllm_launch(opts), port=opts.port).start(on_log)
+    return ServerHandle(vllm_launch(options), port=options.port)
+
+
+async def start_vllm(options: VllmServerOptions | None = None, *, on_log: LogCallback | None = None,
+                     **fields: object) -> ServerHandle:
+    """Start `vllm serve` and wait until healthy: `await start_vllm(model="Qwen/Qwen2.5-Coder-7B-Instruct")`."""
+    return await vllm_handle(options or VllmServerOptions.model_validate(fields)).start(on_log)

@@ -21,14 +21,9 @@ from agentflow.serving.completion import FewShotTemplate
 def sampling_kwargs(request: ChatRequest) -> dict[str, Any]:
     """`vllm.SamplingParams` keyword arguments for `request` (tested without vLLM)."""
     kw: dict[str, Any] = {"n": request.n}
-    if request.temperature is not None:
-        kw["temperature"] = request.temperature
-    if request.top_p is not None:
-        kw["top_p"] = request.top_p
-    if request.seed is not None:
-        kw["seed"] = request.seed
-    if request.max_tokens is not None:
-        kw["max_tokens"] = request.max_tokens
+    for name in ("temperature", "top_p", "seed", "max_tokens"):
+        if getattr(request, name) is not None:
+            kw[name] = getattr(request, name)
     if request.stop:
         kw["stop"] = list(request.stop)
     return kw

@@ -62,7 +62,8 @@ class EvalConfig(StrictConfig):
     """Settings of each sandbox."""
 
 
-def _python_for(sandbox: Sandbox, configured: str | None) -> str:
+def sandbox_python(sandbox: Sandbox, configured: str | None = None) -> str:
+    """The Python that runs the tests: `configured`, else `python3` in docker, agentflow's own python locally."""
     if configured:
         return configured
     return shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3"
@@ -98,7 +99,7 @@ async def run_prediction(
     report = InstanceReport(instance_id=task.instance_id, patch_is_None=patch is None, patch_exists=not is_empty_patch(patch))
     if not report.patch_exists and not run_empty:
         return report
-    py = _python_for(sandbox, python)
+    py = sandbox_python(sandbox, python)
     test_ids = list(dict.fromkeys([*task.FAIL_TO_PASS, *task.PASS_TO_PASS]))
     try:
         if seed:
@@ -277,9 +278,8 @@ async def evaluate_via(executor: Executor, shipping: Shipping | None, task: SWET
         repo, wheels = shipping.inputs(task) if shipping is not None else (None, None)
         result = await executor.call(eval_job, task, prediction, config, repo, wheels, label=label)
     except RemoteTaskError as exc:
-        report = InstanceReport(instance_id=task.instance_id, patch_exists=True, error=str(exc),
-                                model_name_or_path=prediction.model_name_or_path)
-        return report
+        return InstanceReport(instance_id=task.instance_id, patch_exists=True, error=str(exc),
+                              model_name_or_path=prediction.model_name_or_path)
     if out_dir is not None:
         write_tree(out_dir, result.files)
     return result.report

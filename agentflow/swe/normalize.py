@@ -47,25 +47,25 @@ def normalise_output(output: str | None, files: dict[str, str] | None = None) ->
     """A key equal for equivalent outputs: AST of changed files when known, else of the patch's added code
     or of the output itself, else whitespace-normalised text."""
     if files:
-        parts = []
-        for path in sorted(files):
-            content = files[path]
-            key = normalise_python(content) if path.endswith(".py") else None
-            parts.append(f"{path}\0{key if key is not None else whitespace_normalised(content)}")
-        return _digest("files", "\n".join(parts))
+        return _digest("files", _files_key(files))
     if output is None:
         return "none"
     added = diff_additions(output)
     if added is not None:
-        parts = []
-        for path in sorted(added):
-            key = normalise_python(added[path]) if path.endswith(".py") else None
-            parts.append(f"{path}\0{key if key is not None else whitespace_normalised(added[path])}")
-        return _digest("diff", "\n".join(parts))
+        return _digest("diff", _files_key(added))
     key = normalise_python(output)
     if key is not None:
         return _digest("ast", key)
     return _digest("text", whitespace_normalised(output))
+
+
+def _files_key(files: dict[str, str]) -> str:
+    """Each file's path and key: the AST of Python code that parses, else whitespace-normalised text."""
+    parts = []
+    for path in sorted(files):
+        key = normalise_python(files[path]) if path.endswith(".py") else None
+        parts.append(f"{path}\0{key if key is not None else whitespace_normalised(files[path])}")
+    return "\n".join(parts)
 
 
 def _digest(kind: str, text: str) -> str:

@@ -87,14 +87,9 @@ def make_summary(
         if iid not in predicted or report is None:
             ids["incomplete"].append(iid)
             continue
-        outcome = report.outcome
-        if outcome == "empty_patch":
-            ids["empty_patch"].append(iid)
-        elif outcome == "error":
-            ids["error"].append(iid)
-        else:
+        if report.outcome in ("resolved", "unresolved"):
             ids["completed"].append(iid)
-            ids[outcome].append(iid)
+        ids[report.outcome].append(iid)
     return {
         "total_instances": len(tasks),
         "submitted_instances": len(predictions),

@@ -171,8 +171,8 @@ def _inspect(scratch: Path, before: dict[str, _State], files: list[FileChange], 
         if old == new:
             continue
         if path not in listed:
-            raise UserError(f"refusing to apply the patch: git writes {_shown(path)}, which its file list leaves out")
-        problem = _result_problem(_shown(path), old, new, allow_exec)
+            raise UserError(f"refusing to apply the patch: git writes {printable(path)}, which its file list leaves out")
+        problem = _result_problem(printable(path), old, new, allow_exec)
         if problem:
             raise problem
         if new and new[1] and not (old and old[1]):
@@ -201,7 +201,7 @@ def _checked(repo: Path, patch: bytes, allow_exec: bool) -> Iterator[_Checked]:
         for path in _paths(files):
             why = _path_problem(path) or _tree_problem(repo, path)
             if why:
-                raise UserError(f"refusing to apply the patch: {_shown(path)} {why}", hint="review patch.diff in the run folder")
+                raise UserError(f"refusing to apply the patch: {printable(path)} {why}", hint="review patch.diff in the run folder")
             _copy_preimage(repo, scratch.path, path)
         before = _snapshot(scratch.path)
         proc = _git(_APPLY, scratch, patch)
@@ -214,20 +214,13 @@ def _paths(files: list[FileChange]) -> list[str]:
     return sorted({p for fc in files for p in (fc.old_path, fc.new_path)})
 
 
-def check_patch_for_tree(repo: Path, patch: str, *, allow_exec: bool = False) -> tuple[list[FileChange], set[str]]:
-    """The patch's files and those it makes executable, or a UserError naming the first one that may not
-    reach the user's tree. Decided by applying the patch with git to a scratch copy (see the module doc)."""
-    with _checked(repo, _encode(patch), allow_exec) as checked:
-        return checked.files, checked.made_exec
-
-
 def _unchanged_since_check(repo: Path, checked: _Checked) -> None:
     """Each path the patch touches still holds what was copied out and checked (no symlink swapped in)."""
     for path in _paths(checked.files):
         full = repo / path
         now = _state(full) if os.path.lexists(full) and not full.is_dir() else None
         if _tree_problem(repo, path) or now != checked.before.get(path):
-            raise UserError(f"refusing to apply the patch: {_shown(path)} changed in your tree while it was checked",
+            raise UserError(f"refusing to apply the patch: {printable(path)} changed in your tree while it was checked",
                             hint="run again, or apply patch.diff by hand")
 
 
@@ -268,7 +261,7 @@ def _copy_result(repo: Path, checked: _Checked) -> None:
             if os.path.lexists(checked.scratch / path):
                 _write_file(checked.scratch / path, repo / path)
     except OSError as exc:
-        raise UserError(f"writing the patch into {repo} failed: {exc.strerror}: {_shown(str(exc.filename))}",
+        raise UserError(f"writing the patch into {repo} failed: {exc.strerror}: {printable(str(exc.filename))}",
                         hint="check the tree (git status) and apply patch.diff by hand") from None
 
 
@@ -279,15 +272,10 @@ def _encode(patch: str) -> bytes:
         raise UserError("the patch cannot be applied: it is not UTF-8 text", hint="review patch.diff") from None
 
 
-def _shown(path: str) -> str:
-    """`path` for a terminal: control and invisible characters escaped (no line breaks, colours, bidi)."""
-    return printable(path)
-
-
 def diffstat(files: list[FileChange], made_exec: set[str] | frozenset[str] = frozenset()) -> str:
     lines, plus, minus = [], 0, 0
     for fc in files:
-        name = _shown(fc.new_path) if fc.old_path == fc.new_path else f"{_shown(fc.old_path)} => {_shown(fc.new_path)}"
+        name = printable(fc.new_path) if fc.old_path == fc.new_path else f"{printable(fc.old_path)} => {printable(fc.new_path)}"
         counts = "binary" if "-" in (fc.added, fc.deleted) else f"+{fc.added} -{fc.deleted}"
         if counts != "binary":
             plus, minus = plus + int(fc.added), minus + int(fc.deleted)

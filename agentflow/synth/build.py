@@ -18,11 +18,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
-import shlex
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,7 +35,7 @@ from agentflow.config import StrictConfig
 from agentflow.errors import UserError
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.sandbox.config import SandboxConfig
-from agentflow.swe.evaluate import run_prediction
+from agentflow.swe.evaluate import run_prediction, sandbox_python
 from agentflow.swe.hostgit import OwnRepo, git
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import ERROR, FAILED, PASSED, TestRun, default_test_cmd, maintained, run_tests
@@ -209,17 +208,13 @@ def _copy_files(src: Path, dest: Path, files: list[str]) -> None:
         target.write_bytes((src / rel).read_bytes())
 
 
-def _python(backend: str) -> str:
-    return "python3" if backend == "docker" else shlex.quote(sys.executable)
-
-
 async def _baseline(sandbox: Sandbox, repo: Path, clean: Path, files: list[str], tests: list[str],
                     config: SynthConfig, backend: str, report: SynthReport, log: Callable[[str], None]) -> Context:
     """Seed the sandbox with the clean state and run the whole suite once."""
     with tempfile.TemporaryDirectory(prefix="agentflow-synth-git-") as tmp:
         head = snapshot_commit(clean, Path(tmp) / "r")
     task = SWETask(instance_id="synth-clean", repo=str(clean), base_commit=head, FAIL_TO_PASS=[])
-    python = _python(backend)
+    python = sandbox_python(sandbox)
     await seed_workspace(sandbox, task, python=python)
     test_cmd = default_test_cmd(python) + " --tb=short --color=no --continue-on-collection-errors"
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if backend == "local" else None
@@ -263,11 +258,8 @@ async def _candidates(ctx: Context, sources: list[str]) -> list[Mutation]:
     for family in families:
         rng.shuffle(by_family[family])
     rng.shuffle(families)
-    ordered: list[Mutation] = []
-    while any(by_family[f] for f in families):
-        for family in families:
-            if by_family[family]:
-                ordered.append(by_family[family].pop(0))
+    turns = itertools.zip_longest(*(by_family[f] for f in families))  # one of each family in turn
+    ordered = [m for turn in turns for m in turn if m is not None]
     ctx.report.candidates = len(ordered)
     return ordered
 

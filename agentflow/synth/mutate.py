@@ -183,8 +183,6 @@ def _change_default(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
                 new = str(not value)
             elif isinstance(value, int):
                 new = str(value + 1)
-            elif value is None:
-                continue
             else:
                 continue
             yield default, default.col_offset, default.end_col_offset, new  # type: ignore[misc]

@@ -93,10 +93,9 @@ def failing_test_code(text: str, test_id: str) -> str:
         if not found:
             return ""
         node = found[0]
-    lines = text.splitlines()[node.lineno - 1 : node.end_lineno]  # type: ignore[attr-defined]
     decorators = getattr(node, "decorator_list", [])
-    if decorators:
-        lines = text.splitlines()[decorators[0].lineno - 1 : node.end_lineno]  # type: ignore[attr-defined]
+    start = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
+    lines = text.splitlines()[start - 1 : node.end_lineno]  # type: ignore[attr-defined]
     indent = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
     body = [x[indent:] for x in lines]
     if len(body) > _MAX_CODE_LINES:

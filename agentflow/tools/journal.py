@@ -64,26 +64,25 @@ class SqliteToolJournal:
         )
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a process crash
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS tool_journal ("
-            " key TEXT PRIMARY KEY, result TEXT NOT NULL, created REAL NOT NULL)"
-        )
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS reply_journal (key TEXT PRIMARY KEY, reply TEXT NOT NULL, created REAL NOT NULL)"
-        )
-        self._conn.execute("CREATE TABLE IF NOT EXISTS marks (key TEXT PRIMARY KEY, created REAL NOT NULL)")
+        for table, value in (("tool_journal", "result TEXT NOT NULL, "), ("reply_journal", "reply TEXT NOT NULL, "),
+                             ("marks", "")):
+            self._conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, {value}created REAL NOT NULL)")
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             raise RuntimeError(f"tool journal {self.path} is closed")
         return self._conn
 
-    def get(self, key: str) -> ToolResult | None:
+    def _sql(self, query: str, *params: Any) -> list[Any]:
+        """One statement, run under the lock; its rows."""
         with self._lock:
-            row = self._db().execute("SELECT result FROM tool_journal WHERE key = ?", (key,)).fetchone()
-        if row is None:
+            return self._db().execute(query, params).fetchall()
+
+    def get(self, key: str) -> ToolResult | None:
+        rows = self._sql("SELECT result FROM tool_journal WHERE key = ?", key)
+        if not rows:
             return None
-        result = ToolResult.model_validate_json(row[0])
+        result = ToolResult.model_validate_json(rows[0][0])
         result.replayed = True
         result.duration_s = 0.0
         return result
@@ -92,48 +91,31 @@ class SqliteToolJournal:
         """Record `result` under `key`; the first result recorded for a key wins."""
         stored = ToolResult.model_validate(redact(result.model_dump(mode="json")))
         stored.replayed = False
-        with self._lock:
-            self._db().execute(
-                "INSERT OR IGNORE INTO tool_journal (key, result, created) VALUES (?, ?, ?)",
-                (key, stored.model_dump_json(), time.time()),
-            )
+        self._sql("INSERT OR IGNORE INTO tool_journal (key, result, created) VALUES (?, ?, ?)",
+                  key, stored.model_dump_json(), time.time())
 
     def get_reply(self, key: str) -> str | None:
         """A model reply journaled under `key` (JSON text), or None. Agents journal their replies beside their
         tool calls, so a node re-run after a crash gets the replies it had instead of asking the model again."""
-        with self._lock:
-            row = self._db().execute("SELECT reply FROM reply_journal WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._sql("SELECT reply FROM reply_journal WHERE key = ?", key)
+        return str(rows[0][0]) if rows else None
 
     def put_reply(self, key: str, reply: str) -> None:
         """Record a model reply (JSON text, redacted here) under `key`; the first one recorded wins."""
         text = json.dumps(redact(json.loads(reply)))
-        with self._lock:
-            self._db().execute(
-                "INSERT OR IGNORE INTO reply_journal (key, reply, created) VALUES (?, ?, ?)", (key, text, time.time())
-            )
+        self._sql("INSERT OR IGNORE INTO reply_journal (key, reply, created) VALUES (?, ?, ?)", key, text, time.time())
 
     def mark(self, key: str) -> None:
         """Record that something keyed `key` completed (a search branch's step ending at a checkpoint)."""
-        with self._lock:
-            self._db().execute("INSERT OR IGNORE INTO marks (key, created) VALUES (?, ?)", (key, time.time()))
+        self._sql("INSERT OR IGNORE INTO marks (key, created) VALUES (?, ?)", key, time.time())
 
     def marked(self, key: str) -> bool:
-        with self._lock:
-            return self._db().execute("SELECT 1 FROM marks WHERE key = ?", (key,)).fetchone() is not None
+        return bool(self._sql("SELECT 1 FROM marks WHERE key = ?", key))
 
     def keys(self, prefix: str = "") -> list[str]:
         """Journaled keys starting with `prefix` (e.g. a thread id and ':'), oldest first."""
-        with self._lock:
-            rows = (
-                self._db()
-                .execute(
-                    "SELECT key FROM tool_journal WHERE substr(key, 1, ?) = ? ORDER BY created, rowid",
-                    (len(prefix), prefix),
-                )
-                .fetchall()
-            )
-        return [r[0] for r in rows]
+        query = "SELECT key FROM tool_journal WHERE substr(key, 1, ?) = ? ORDER BY created, rowid"
+        return [r[0] for r in self._sql(query, len(prefix), prefix)]
 
     def delete(self, prefix: str) -> int:
         """Forget every entry whose key starts with `prefix` (e.g. a finished thread); returns how many."""

@@ -56,19 +56,20 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     summary: list[str] = []
     params: dict[str, str] = {}
     i = 0
+
+    def underlined(at: int) -> bool:  # a NumPy section header: its next line is dashes
+        return at + 1 < len(lines) and bool(lines[at + 1].strip()) and set(lines[at + 1].strip()) == {"-"}
+
     while i < len(lines):
         line = lines[i].strip()
-        numpy = i + 1 < len(lines) and bool(lines[i + 1].strip()) and set(lines[i + 1].strip()) == {"-"}
+        numpy = underlined(i)
         header = _HEADER.match(line)
         if header and (line.endswith(":") or numpy):
             i += 2 if numpy else 1
             body: list[str] = []
             while i < len(lines):
                 nxt = lines[i].strip()
-                nxt_numpy = (
-                    i + 1 < len(lines) and bool(lines[i + 1].strip()) and set(lines[i + 1].strip()) == {"-"}
-                )
-                if _HEADER.match(nxt) and (nxt.endswith(":") or nxt_numpy):
+                if _HEADER.match(nxt) and (nxt.endswith(":") or underlined(i)):
                     break
                 body.append(lines[i])
                 i += 1
@@ -265,20 +266,14 @@ def _strip_titles(node: Any, *, in_properties: bool = False) -> Any:
 
 def openai_tool(spec: ToolSpec) -> dict[str, Any]:
     """OpenAI chat-completions tool format."""
+    parameters = copy.deepcopy(spec.parameters)
     return {
         "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": copy.deepcopy(spec.parameters),
-        },
+        "function": {"name": spec.name, "description": spec.description, "parameters": parameters},
     }
 
 
 def anthropic_tool(spec: ToolSpec) -> dict[str, Any]:
     """Anthropic messages-API tool format."""
-    return {
-        "name": spec.name,
-        "description": spec.description,
-        "input_schema": copy.deepcopy(spec.parameters),
-    }
+    schema = copy.deepcopy(spec.parameters)
+    return {"name": spec.name, "description": spec.description, "input_schema": schema}
