@@ -1,12 +1,17 @@
-"""plan_code_search_small's own step: the files the plan names, read from the sandbox into the state, so the
-small coder sees the code it is to change instead of guessing it (docs/measurements/small-model.md: a 1.5B
-coder wrote `str_replace` with an invented `old_str` before viewing the file)."""
+"""plan_code_search_small's own steps: the files the plan names, read from the sandbox into the state, so the
+small coder sees the code it is to change instead of guessing it; and the coder's rewritten function put in
+place of the function of that name, so the edit needs no tool call (docs/measurements/small-model.md: a 1.5B
+coder invented `str_replace` arguments, then answered "done" without calling the tool at all)."""
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from agentflow.errors import AgentflowError
+from agentflow.models.ask import code_blocks
+from agentflow.repair.edit.steps import read_rewrite
+from agentflow.repair.locate.localize import Window
 
 FILE_CHARS = 4000
 """Most characters of one file put into the coder's prompt (a longer file is cut, and the coder views it)."""
@@ -30,4 +35,49 @@ async def plan_files(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
             text = None
         if text is not None:
             shown.append(f"{path}:\n```\n{text[:FILE_CHARS].rstrip()}\n```")
-    return {"files": "\n\n".join(shown)}
+    return {"files": "\n\n".join(shown), "paths": [path for path in named[:MAX_FILES]]}
+
+
+def _defined(block: str) -> list[str]:
+    """The names of the functions an answer's code block defines (none when it does not parse)."""
+    try:
+        tree = ast.parse(block)
+    except SyntaxError:
+        return []
+    return [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def _function_window(path: str, source: str, name: str) -> Window | None:
+    """The lines of the function `name` in `source` (decorators included), the first one if several."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            return Window(path, start, node.end_lineno or node.lineno, score=1.0, symbol=name)
+    return None
+
+
+async def rewrite_function(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """`edit`: the coder's answer (`code.text`, the corrected function in a code block) put in place of the
+    function of the same name in the first shown file that defines it, through the repair's own rewrite reader
+    (re-indents, keeps decorators and docstring); "noop" / "unparsable" / "no such function" otherwise."""
+    answer = str((state.get("code") or {}).get("text") or "")
+    names = [name for block in code_blocks(answer) for name in _defined(block)]
+    if not names:
+        return {"edit": "unparsable: no function in a ```python block"}
+    for path in state.get("paths") or []:
+        source = await ctx.run.sandbox.read_file(path)
+        for name in names:
+            window = _function_window(path, source, name)
+            if window is None:
+                continue
+            read = read_rewrite(answer, {path: source}, window)
+            if read.status != "ok":
+                return {"edit": f"{read.status}: {'; '.join(read.errors)}"}
+            for changed, content in read.files.items():
+                await ctx.run.sandbox.write_file(changed, content)
+            return {"edit": f"ok: {name} in {path}"}
+    return {"edit": f"no function named {', '.join(names)} in the shown files"}

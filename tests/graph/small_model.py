@@ -7,7 +7,6 @@ import asyncio
 from typing import Any
 
 from agentflow.models.base import ChatRequest
-from agentflow.models.testing import tool_call
 
 CALL_S = 0.5
 """Seconds each reply takes (the test sets the progress interval well below it)."""
@@ -20,10 +19,6 @@ async def reply(request: ChatRequest) -> Any:
         return {"goal": "make add() add", "steps": [{"description": "return a + b in add()", "files": ["calc.py"]}]}
     if system.startswith("You review"):
         return {"issues": [], "summary": "add() adds; the test passes"}
-    asked = sum(1 for m in request.messages if m.role == "assistant")
-    shown = "return a - b" in str(request.messages[1].content)  # the workflow put calc.py in the prompt
-    if asked == 0 and not shown:
-        return tool_call("view", path="calc.py")
-    if asked == (0 if shown else 1):
-        return tool_call("str_replace", path="calc.py", old_str="a - b", new_str="a + b")
-    return {"summary": "add() returns a + b", "done": True}
+    if "return a - b" not in str(request.messages[1].content):  # the workflow did not put calc.py in the prompt
+        return "I cannot see calc.py."
+    return "The fix:\n```python\ndef add(a, b):\n    return a + b\n```"

@@ -1,7 +1,7 @@
 """The shipped small-model variant `plan_code_search_small` as a user runs it (`agentflow run ... --workspace
 REPO --apply`), with a scripted model in place of the 1.5B one (docs/measurements/small-model.md has the
-real model's run): it plans, the file the plan names goes into the coder's prompt, two attempts fix the function in their own sandboxes, the tests pass, the
-critic accepts, --apply brings the one-line fix back. While a model call runs, `agentflow run` prints a
+real model's run): it plans, the file the plan names goes into the coder's prompt, two attempts each answer with the
+corrected function and a step puts it in place in their own sandboxes, the tests pass, the critic accepts, --apply brings the one-line fix back. While a model call runs, `agentflow run` prints a
 progress line every `PROGRESS_EVERY_S` (set below the scripted call's length here), so a slow call is never
 a silent one."""
 
@@ -43,5 +43,5 @@ def test_the_small_variant_fixes_a_function_and_reports_progress(
     # every node's model calls (the planner, both attempts' coder, the critic) said they were still running
     progress = re.findall(r"(\S+): model call (\d+) running for \d+s \((\d+) tokens so far\)", err)
     assert {where for where, _, _ in progress} >= {"plan", "attempt/b0/code", "attempt/b1/code", "critique"}, err
-    assert "tool view" not in err, err  # the plan's file was in the coder's prompt: no call to look at it
+    assert "/code: tool" not in err, err  # the plan's file was in the coder's prompt, the step made the edit: no tool call
     assert "branch b0 end value 1.00" in err and "branch b1 end value 1.00" in err, err  # both attempts' tests pass
