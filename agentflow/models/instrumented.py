@@ -12,10 +12,10 @@ from typing import Any
 from agentflow.budget import Budget, Hold
 from agentflow.events import EventLog
 from agentflow.events.kinds import ModelCall, ModelTurn
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, StreamDelta
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, ModelWrapper, StreamDelta
 
 
-class InstrumentedModel:
+class InstrumentedModel(ModelWrapper):
     """Wraps `inner`; each call is admitted by `budget` before it starts (`Budget.model_call`: refused with
     `BudgetExceeded` when a limit is reached, counting the calls in flight), cut with `BudgetExceeded` at its
     wall-clock limit, charged after it (tokens, USD, one call) and written as `model.call` to `events`.
@@ -30,8 +30,7 @@ class InstrumentedModel:
         node_id: str | None = None,
         parent_id: str | None = None,
     ) -> None:
-        self.inner = inner
-        self.spec = inner.spec
+        super().__init__(inner)
         self.budget = budget
         self.events = events
         self.node_id = node_id
@@ -39,13 +38,8 @@ class InstrumentedModel:
 
     def with_node(self, node_id: str | None, parent_id: str | None = None) -> InstrumentedModel:
         """The same model, budget and event log, with events attributed to another node."""
-        return InstrumentedModel(
-            self.inner,
-            budget=self.budget,
-            events=self.events,
-            node_id=node_id,
-            parent_id=parent_id,
-        )
+        return InstrumentedModel(self.inner, budget=self.budget, events=self.events, node_id=node_id,
+                                 parent_id=parent_id)
 
     def _after(self, request: ChatRequest, response: ChatResponse, hold: Hold | None) -> None:
         usage = response.usage
@@ -105,9 +99,6 @@ class InstrumentedModel:
                 close = getattr(deltas, "aclose", None)
                 if close is not None:
                     await close()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def _most_tokens(request: ChatRequest) -> int:
