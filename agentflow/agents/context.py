@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agentflow.config import StrictConfig
-from agentflow.models.base import ChatRequest, Message
+from agentflow.models.base import ChatRequest, Message, wrapped_models
 
 CompactionStep = Literal["drop_tool_outputs", "keep_ends"]
 _DEFAULT_POLICY: tuple[CompactionStep, ...] = ("drop_tool_outputs", "keep_ends")
@@ -49,27 +49,16 @@ class ContextConfig(StrictConfig):
 
 def declared_context_window(model: object) -> int | None:
     """A model's `context_window` (looked up through the models it wraps), or None."""
-    current: object = model
-    for _ in range(8):
-        window = getattr(current, "context_window", None)
-        if isinstance(window, int) and window > 0:
-            return window
-        current = getattr(current, "inner", None)
-        if current is None:
-            break
-    return None
+    windows = (getattr(level, "context_window", None) for level in wrapped_models(model))
+    return next((w for w in windows if isinstance(w, int) and w > 0), None)
 
 
 def prompt_counter(model: object, chars_per_token: float) -> Callable[[ChatRequest], Awaitable[int]]:
     """The model's own `count_prompt_tokens` (looked up through the models it wraps), else an estimate."""
-    current: object = model
-    for _ in range(8):
-        count = getattr(current, "count_prompt_tokens", None)
+    for level in wrapped_models(model):
+        count = getattr(level, "count_prompt_tokens", None)
         if callable(count):
             return count  # type: ignore[no-any-return]
-        current = getattr(current, "inner", None)
-        if current is None:
-            break
 
     async def estimate(request: ChatRequest) -> int:
         text = sum(len(m.content or "") + len(json.dumps([c.arguments for c in m.tool_calls])) + 8
