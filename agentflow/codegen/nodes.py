@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentflow.codegen.execute import run_examples
 from agentflow.codegen.state import (
@@ -41,6 +41,7 @@ from agentflow.codegen.state import (
     SimulationKeys,
 )
 from agentflow.codegen.task import CodeTask, make_task
+from agentflow.config import StrictConfig
 from agentflow.events.kinds import CodegenReward, CodegenSimulate, CodegenTest
 from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
@@ -83,14 +84,9 @@ def _trace(state: CodeGenState) -> str:
     return sim.get("trace", "") if sim else ""
 
 
-def _examples(task: CodeTask, limit: int) -> str:
-    return "\n".join(f"{e.call} -> {e.expected}" for e in task.examples[:limit])
-
-
-class CodeGenSettings(BaseModel):
+class CodeGenSettings(StrictConfig):
     """Settings shared by the model-calling node types."""
 
-    model_config = ConfigDict(extra="forbid")
     max_tokens: int = Field(default=512, ge=16)
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
@@ -107,10 +103,9 @@ class SimulateSettings(CodeGenSettings):
     """Most examples put in a plan simulation."""
 
 
-class CodegenRewardSettings(BaseModel):
+class CodegenRewardSettings(StrictConfig):
     """Settings of `codegen.reward`."""
 
-    model_config = ConfigDict(extra="forbid")
     examples_weight: float = Field(default=0.8, ge=0, le=1)
     """Share of the reward from the examples passing while one fails (the rest: the verification agent's score)."""
     tests: str = "tests"
@@ -121,24 +116,31 @@ class CodegenRewardSettings(BaseModel):
     """State key the reward is written to, as `{score, examples, verifier}` (a search's `value:` reads it)."""
 
 
-class CodegenTestSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CodegenTestSettings(StrictConfig):
     timeout: float = Field(default=10.0, gt=0)
     """Seconds per example."""
+
+
+async def _ask(ctx: NodeContext[object], settings: CodeGenSettings, template: str, purpose: str, *,
+               sampled: bool = False, **values: Any) -> str:
+    """The answer to prompt `template` filled with `values`, under the system prompt: sampled as a search branch
+    (`sampling`) when `sampled`, else at `settings.temperature`."""
+    temperature, seed = (sampling(ctx, settings.temperature, settings.sample_temperature) if sampled
+                         else (settings.temperature, None))
+    return await node_ask(ctx, PROMPTS.render(template, **values), system=SYSTEM, max_tokens=settings.max_tokens,
+                          temperature=temperature, seed=seed, purpose=purpose)
 
 
 async def plan(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
     sim = state.get("simulation")
+    rounds = int(state.get("plan_rounds") or 0)
     if state.get("plan") and sim and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
-        text = await node_ask(ctx, PROMPTS.render("revise_plan.j2", prompt=task.prompt, plan=state["plan"], trace=_trace(state)),
-                              system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                              purpose="revise plan")
-        return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0) + 1}
-    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    text = await node_ask(ctx, PROMPTS.render("plan.j2", prompt=task.prompt), system=SYSTEM, max_tokens=settings.max_tokens,
-                          temperature=temperature, seed=seed, purpose="plan")
-    return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0)}
+        text = await _ask(ctx, settings, "revise_plan.j2", "revise plan", prompt=task.prompt, plan=state["plan"],
+                          trace=_trace(state))
+        return {"plan": text.strip(), "plan_rounds": rounds + 1}
+    text = await _ask(ctx, settings, "plan.j2", "plan", sampled=True, prompt=task.prompt)
+    return {"plan": text.strip(), "plan_rounds": rounds}
 
 
 def _verdict(trace: str) -> Literal["agree", "disagree"]:
@@ -151,19 +153,17 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
     if settings.target == "plan":
         if not task.examples:
             return {"simulation": {"target": "plan", "verdict": "agree", "trace": "(no examples to simulate)"}}
-        trace = await node_ask(ctx, PROMPTS.render("simulate_plan.j2", prompt=task.prompt, plan=state.get("plan") or "",
-                                                      examples=_examples(task, settings.examples)),
-                               system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                               purpose="simulate plan")
+        examples = "\n".join(f"{e.call} -> {e.expected}" for e in task.examples[:settings.examples])
+        trace = await _ask(ctx, settings, "simulate_plan.j2", "simulate plan", prompt=task.prompt,
+                           plan=state.get("plan") or "", examples=examples)
         verdict = _verdict(trace)
         ctx.emit(CodegenSimulate(target="plan", verdict=verdict))
         return {"simulation": {"target": "plan", "verdict": verdict, "trace": trace.strip()}}
     failures = _failures(state)
     if not failures:
         return {"simulation": {"target": "code", "verdict": "agree", "trace": "(no failing example)"}}
-    trace = await node_ask(ctx, PROMPTS.render("simulate_code.j2", code=state.get("code") or "", failure=failures[0]),
-                           system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                           purpose="simulate failing case")
+    trace = await _ask(ctx, settings, "simulate_code.j2", "simulate failing case", code=state.get("code") or "",
+                       failure=failures[0])
     ctx.emit(CodegenSimulate(target="code", failure=failures[0]))
     return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
 
@@ -171,9 +171,7 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
 async def write(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
     given = PROMPTS.render("plan_given.j2", plan=state["plan"]) if state.get("plan") else ""
-    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    answer = await node_ask(ctx, PROMPTS.render("write.j2", prompt=task.prompt, plan=given), system=SYSTEM,
-                            max_tokens=settings.max_tokens, temperature=temperature, seed=seed, purpose="write code")
+    answer = await _ask(ctx, settings, "write.j2", "write code", sampled=True, prompt=task.prompt, plan=given)
     return {"code": code_of(answer, task.entry_point)}
 
 
@@ -188,11 +186,8 @@ async def test(state: CodeGenState, ctx: NodeContext[object], settings: CodegenT
 
 async def debug(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
-    failures = "\n".join(_failures(state)) or "(none)"
-    answer = await node_ask(ctx, PROMPTS.render("debug.j2", prompt=task.prompt, code=state.get("code") or "", failures=failures,
-                                           trace=_trace(state)),
-                            system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                            purpose="debug")
+    answer = await _ask(ctx, settings, "debug.j2", "debug", prompt=task.prompt, code=state.get("code") or "",
+                        failures="\n".join(_failures(state)) or "(none)", trace=_trace(state))
     return {"code": code_of(answer, task.entry_point), "debug_rounds": int(state.get("debug_rounds") or 0) + 1}
 
 

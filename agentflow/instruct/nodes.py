@@ -31,9 +31,10 @@ import ast
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentflow.codegen.execute import run_predicate, run_text
+from agentflow.config import StrictConfig
 from agentflow.events.kinds import InstructChecks, InstructCritic, InstructFix, InstructRevert, InstructScore
 from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
@@ -62,9 +63,6 @@ PROMPTS = package_templates(__file__)
 JUDGED = ""
 """What `checks` holds for a constraint the critic said code cannot check: judged by the model every round,
 without asking for a check again (None: no check kept, ask afresh)."""
-
-_SHOT_RESPONSE = "The sea is wide and deep, and its waves never stop moving."
-
 
 def _shot(constraint: str, check: str) -> tuple[str, str]:
     return PROMPTS.render("check.j2", constraint=constraint), f"```python\n{check}```"
@@ -130,8 +128,7 @@ FIX_SHOTS = [
 """Worked examples of a code fix, as earlier turns (a word limit with a required ending, a bullet count with a
 forbidden character, a paragraph split)."""
 
-class TextGenSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class TextGenSettings(StrictConfig):
     max_tokens: int = Field(default=400, ge=16)
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
@@ -146,8 +143,7 @@ class RespondSettings(TextGenSettings):
     """State key of an outline to follow when it holds one (`instruct.outline`'s); None: never."""
 
 
-class CriticSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CriticSettings(StrictConfig):
     code_checks: bool = True
     """Let the critic check a constraint with a function it writes, run in the sandbox (strong feedback)."""
     max_tokens: int = Field(default=300, ge=16)
@@ -175,10 +171,9 @@ class RefineSettings(TextGenSettings):
     faults are named either way."""
 
 
-class ScoreSettings(BaseModel):
+class ScoreSettings(StrictConfig):
     """Settings of `instruct.score`."""
 
-    model_config = ConfigDict(extra="forbid")
     constraint_checks: bool = True
     """Score an answer as the share of constraints that hold, each checked as decrim's critic does (a function
     the model writes, run in the sandbox, where code can check it; the model's verdict otherwise). Off, or

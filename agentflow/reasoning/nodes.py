@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from agentflow.config import StrictConfig
 from agentflow.events.kinds import ReasonConstraints, ReasonReward, ReasonSelect, ReasonVerify
 from agentflow.graph.compile.nodetypes import NodeType, SettingsT
 from agentflow.graph.run.context import NodeContext
@@ -52,10 +53,9 @@ from agentflow.reasoning.ucb import ALGORITHMS, KNOWN_ALGORITHMS, UcbStats, choo
 from agentflow.reasoning.value import ReasonValueSettings, value_node
 
 
-class ConstraintSettings(BaseModel):
+class ConstraintSettings(StrictConfig):
     """Settings of `reason.constraints`."""
 
-    model_config = ConfigDict(extra="forbid")
     input: str = "prompt"
     """State key holding the instance's text."""
     limit: int = Field(default=8, ge=1)
@@ -64,10 +64,9 @@ class ConstraintSettings(BaseModel):
     """Longest answer of the constraint agent."""
 
 
-class SelectSettings(BaseModel):
+class SelectSettings(StrictConfig):
     """Settings of `reason.select`."""
 
-    model_config = ConfigDict(extra="forbid")
     algorithms: list[str] = Field(default_factory=lambda: list(ALGORITHMS))
     """The algorithms to choose among (best_of_n, tree_of_thought, rebase; mcts too, with a search whose `n`
     lets it finish a branch)."""
@@ -81,10 +80,9 @@ class SelectSettings(BaseModel):
     """State key holding the instance's text (for the prior)."""
 
 
-class VerifySettings(BaseModel):
+class VerifySettings(StrictConfig):
     """Settings of `reason.verify`."""
 
-    model_config = ConfigDict(extra="forbid")
     work: str = "response"
     """Dotted state path of what is scored (a plan, code, an answer)."""
     task: str = "prompt"
@@ -97,20 +95,14 @@ class VerifySettings(BaseModel):
     """Longest answer of the verification agent."""
 
 
-class ReasonRewardSettings(BaseModel):
+class ReasonRewardSettings(StrictConfig):
     """Settings of `reason.reward`."""
 
-    model_config = ConfigDict(extra="forbid")
     value: str = "reward"
     """Dotted state path of the reward to add, in [0, 1] (after a search: `search.value`, the chosen branch's)."""
 
 
 _LETTERS = {"A": "best_of_n", "B": "tree_of_thought", "C": "rebase"}
-
-
-def _ucb_record(stats: UcbStats) -> UcbRecord:
-    """The statistics as the state keeps them (the model's dump is the record's shape)."""
-    return cast(UcbRecord, stats.model_dump())
 
 
 async def constraints_node(state: ReasoningState, ctx: NodeContext[object],
@@ -142,7 +134,7 @@ async def select_node(state: ReasoningState, ctx: NodeContext[object], settings:
         "algorithm": chosen, "prior": prior,
         "scores": {k: (None if v == float("inf") else round(v, 4)) for k, v in scores.items()}}
     ctx.emit(ReasonSelect(**selection))
-    return {"algorithm": chosen, "selection": selection, "ucb": _ucb_record(stats)}
+    return {"algorithm": chosen, "selection": selection, "ucb": cast(UcbRecord, stats.model_dump())}
 
 
 async def verify_node(state: ReasoningState, ctx: NodeContext[object],
@@ -164,7 +156,7 @@ async def reward_node(state: ReasoningState, ctx: NodeContext[object], settings:
     stats = UcbStats.model_validate(state.get("ucb") or {}).update(algorithm, float(reward))
     ctx.emit(ReasonReward(algorithm=algorithm, reward=reward, ucb=stats.model_dump()))
 
-    return {"ucb": _ucb_record(stats), "reward": float(reward)}
+    return {"ucb": cast(UcbRecord, stats.model_dump()), "reward": float(reward)}
 
 
 def begin(state: ReasoningState) -> ReasoningState:
