@@ -72,11 +72,11 @@ def prompt_counter(model: object, chars_per_token: float) -> Callable[[ChatReque
 def drop_tool_outputs(messages: list[Message], keep_last: int) -> bool:
     """Replace the oldest tool result not yet dropped (outside the newest `keep_last`); whether one was."""
     for message in messages[: max(0, len(messages) - keep_last)]:
-        if message.role == "tool" and not (message.content or "").startswith("[tool output dropped"):
-            message.content = DROPPED.format(chars=len(message.content or ""))
-            return True
-        if message.role == "user" and "```tool_result" in (message.content or ""):  # text-protocol results
-            message.content = DROPPED.format(chars=len(message.content or ""))
+        text = message.content or ""
+        if (message.role == "tool" and not text.startswith("[tool output dropped")) or (
+            message.role == "user" and "```tool_result" in text  # text-protocol results
+        ):
+            message.content = DROPPED.format(chars=len(text))
             return True
     return False
 

@@ -1,24 +1,17 @@
 """Code-generation node types (`type: codegen.write`), registered with the graph layer.
 
     codegen.plan      write a plan; after a disagreeing simulation, revise it with the trace  -> plan, plan_rounds
-    codegen.simulate  simulate the plan on the examples (target plan), or the code on a failing
-                      example (target code), step by step                                    -> simulation
+    codegen.simulate  simulate the plan on the examples, or the code on a failing example    -> simulation
     codegen.write     write the function (following the plan when there is one)              -> code
     codegen.test      the prompt's examples on the code, in the sandbox                      -> tests
     codegen.debug     fix the code from the failing examples and the simulation's trace      -> code, debug_rounds
-    codegen.reward    a candidate's reward: the share of examples passing (1 only when all do), the
-                      verification agent's score blended in while one fails                  -> score
+    codegen.reward    the share of examples passing, the verifier's score blended in         -> score
 
 The state holds `prompt` (signature and docstring) and optionally `entry_point`; the examples a node may
 use are parsed from the prompt. Hidden tests are never part of a workflow's state. A search over these nodes
-(plan -> write -> test -> reward in its subgraph, `workflows/plangen.yaml`) samples its sibling branches
-(`sample_temperature`) and values them by `score`.
-
-Every node is `async (state: CodeGenState, ctx: NodeContext[object], settings: ItsSettings) -> update`: the keys
-and records of `agentflow.codegen.state`, which each type names as its `state`. The context's deps are
-`object`: these nodes read none (the run's model, sandbox, budget and events are `ctx.run`'s), so they run in
-any workflow, whatever deps its run carries. `codegen.reward` writes to the key its `output` setting names,
-so its update is keyed by that setting.
+(`workflows/plangen.yaml`) samples its sibling branches (`sample_temperature`) and values them by `score`.
+The node functions' shape and deps are those of the `reason.*` nodes (`agentflow.reasoning.nodes`), with
+`CodeGenState`.
 """
 
 from __future__ import annotations

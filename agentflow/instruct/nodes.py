@@ -1,28 +1,17 @@
 """Instruction-following node types (`type: instruct.critic`), registered with the graph layer.
 
-    instruct.respond  answer the prompt (following the outline when the state has one)  -> response
-    instruct.outline  an outline of how to meet every requirement, no answer yet        -> plan
-    instruct.critic   DeCRIM's critic: each constraint checked; one checkable by code is
-                      checked by a function the critic writes, run in the sandbox
-                      ("strong feedback"), the others judged by the model; of several
-                      refinements the best is kept, and one worse than the best
-                      answer so far gives way to it                       -> response, critique, all_pass, checks, best
-    instruct.refine   new answers that avoid the failed constraints (several samples, and
-                      the best answer as a `fix` function the model writes edits it,
-                      run in the sandbox; the critic keeps the one that meets most)   -> refinements, rounds
-    instruct.checks   the critic's check functions, written before any answer: each branch of
-                      a search then judges its answer by the same checks                -> checks
-    instruct.score    an answer's reward: the share of constraints that hold, checked as the
-                      critic does (the verification agent's score without a sandbox)   -> score, checks
+    instruct.respond  answer the prompt (following the outline when the state has one)    -> response
+    instruct.outline  an outline of how to meet every requirement, no answer yet          -> plan
+    instruct.critic   DeCRIM's critic: each constraint checked by a function it writes and
+                      runs in the sandbox ("strong feedback"), else judged by the model  -> response, critique, checks, best
+    instruct.refine   new answers that avoid the failed constraints, and a `fix` function's
+                      edit of the best answer, for the critic to choose among           -> refinements, rounds
+    instruct.checks   the critic's check functions, written before any answer           -> checks
+    instruct.score    an answer's reward: the share of constraints that hold            -> score, checks
 
 The benchmark's own checkers (`agentflow.instruct.checks`) are never used here: the critic sees only the
-constraint text the decomposition produced.
-
-Every node is `async (state: InstructState, ctx: NodeContext[object], settings: ItsSettings) -> update`: the keys
-and records of `agentflow.instruct.state`, which each type names as its `state`. The context's deps are
-`object`: these nodes read none (the run's model, sandbox, budget and events are `ctx.run`'s), so they run in
-any workflow, whatever deps its run carries. `instruct.score` writes to the key its `output` setting names, so
-its update is keyed by that setting.
+constraint text the decomposition produced. The node functions' shape and deps are those of the `reason.*`
+nodes (`agentflow.reasoning.nodes`), with `InstructState`.
 """
 
 from __future__ import annotations

@@ -100,6 +100,12 @@ class Usage(BaseModel):
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        """The use of both calls; their cost when both costs are known."""
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        return Usage(input_tokens=self.input_tokens + other.input_tokens,
+                     output_tokens=self.output_tokens + other.output_tokens, cost_usd=cost)
+
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "unknown"]
 

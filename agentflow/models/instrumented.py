@@ -7,6 +7,7 @@ Agents and search wrap their model once instead of repeating the bookkeeping at 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from typing import Any
 
 from agentflow.budget import Budget, Hold
@@ -64,31 +65,28 @@ class InstrumentedModel(ModelWrapper):
                 self.events.write(turn_record(self.spec, request, response).model_copy(
                     update={"node_id": self.node_id, "parent_id": self.parent_id}))
 
+    def _admitted(self, request: ChatRequest) -> AbstractContextManager[Hold | None]:
+        """The budget's hold on a call (`Budget.model_call`); none without a budget."""
+        return self.budget.model_call(_most_tokens(request)) if self.budget is not None else nullcontext()
+
+    def _deadline(self) -> AbstractAsyncContextManager[None]:
+        return self.budget.deadline() if self.budget is not None else nullcontext()
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        if self.budget is None:
-            response = await self.inner.chat(request)
-            self._after(request, response, None)
-            return response
-        with self.budget.model_call(_most_tokens(request)) as hold:
-            async with self.budget.deadline():
+        with self._admitted(request) as hold:
+            async with self._deadline():
                 response = await self.inner.chat(request)
             self._after(request, response, hold)
         return response
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        if self.budget is None:
-            async for delta in self.inner.stream(request):
-                if delta.response is not None:
-                    self._after(request, delta.response, None)
-                yield delta
-            return
-        with self.budget.model_call(_most_tokens(request)) as hold:
+        with self._admitted(request) as hold:
             deltas = aiter(self.inner.stream(request))
             try:
                 while True:
                     # the deadline covers the wait for each piece, never the consumer's work between them
                     try:
-                        async with self.budget.deadline():
+                        async with self._deadline():
                             delta = await anext(deltas)
                     except StopAsyncIteration:
                         return

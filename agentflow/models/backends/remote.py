@@ -21,11 +21,7 @@ from agentflow.secrets import register_secret
 def merge_responses(parts: list[ChatResponse]) -> ChatResponse:
     """One response holding the choices of several single-sample calls, usage summed."""
     choices: list[Choice] = [c for p in parts for c in p.choices]
-    usage = Usage(
-        input_tokens=sum(p.usage.input_tokens for p in parts),
-        output_tokens=sum(p.usage.output_tokens for p in parts),
-    )
-    return ChatResponse(choices=choices, usage=usage, model=parts[0].model if parts else "",
+    return ChatResponse(choices=choices, usage=sum((p.usage for p in parts), Usage()), model=parts[0].model if parts else "",
                         identity=dict(parts[0].identity) if parts else {})
 
 
