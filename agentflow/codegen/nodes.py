@@ -36,7 +36,7 @@ from agentflow.codegen.state import (
 from agentflow.codegen.task import CodeTask, make_task
 from agentflow.config import StrictConfig
 from agentflow.events.kinds import CodegenReward, CodegenSimulate, CodegenTest
-from agentflow.graph.compile.nodetypes import NodeType, SettingsT
+from agentflow.graph.compile.nodetypes import NodeType
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.models.ask import code_block
@@ -210,10 +210,7 @@ async def reward(state: CodeGenState, ctx: NodeContext[object],
     return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 
-CodeGenNodeType = NodeType[CodeGenState, object, SettingsT]
-"""A codegen node type: it takes a `CodeGenState` and reads no deps (its model, sandbox and budget are the run's)."""
-
-NODE_TYPES: list[CodeGenNodeType[Any]] = [
+NODE_TYPES: list[NodeType[CodeGenState, object, Any]] = [
     NodeType("codegen.plan", plan, CodeGenSettings, (PromptKeys, EntryPointKeys, PlanKeys, SimulationKeys, PlanRoundKeys),
              (PlanKeys, PlanRoundKeys),
              "a plan for the function; after a disagreeing simulation, the plan revised with its trace",

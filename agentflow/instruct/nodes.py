@@ -25,7 +25,7 @@ from pydantic import Field
 from agentflow.codegen.execute import run_predicate, run_text
 from agentflow.config import StrictConfig
 from agentflow.events.kinds import InstructChecks, InstructCritic, InstructFix, InstructRevert, InstructScore
-from agentflow.graph.compile.nodetypes import NodeType, SettingsT
+from agentflow.graph.compile.nodetypes import NodeType
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.instruct.state import (
@@ -378,11 +378,7 @@ async def score(state: InstructState, ctx: NodeContext[object],
     return {settings.output: {"score": round(value, 4)}}
 
 
-InstructNodeType = NodeType[InstructState, object, SettingsT]
-"""An instruct node type: it takes an `InstructState` and reads no deps (its model, sandbox and budget are the
-run's)."""
-
-NODE_TYPES: list[InstructNodeType[Any]] = [
+NODE_TYPES: list[NodeType[InstructState, object, Any]] = [
     NodeType("instruct.respond", respond, RespondSettings, (PromptKeys, PlanKeys), (ResponseKeys,),
              "answers the prompt (following the outline when there is one)", state=InstructState),
     NodeType("instruct.outline", outline, TextGenSettings, (PromptKeys,), (PlanKeys,),

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from agentflow.config import StrictConfig
 from agentflow.events.kinds import ReasonConstraints, ReasonReward, ReasonSelect, ReasonVerify
-from agentflow.graph.compile.nodetypes import NodeType, SettingsT
+from agentflow.graph.compile.nodetypes import NodeType
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.reasoning.constraints import extract_constraints, verify_against
@@ -161,10 +161,7 @@ def begin(state: ReasoningState) -> ReasoningState:
     return {}
 
 
-ReasoningNodeType = NodeType[ReasoningState, object, SettingsT]
-"""A reasoning node type: it takes a `ReasoningState` and reads no deps (its model and budget are the run's)."""
-
-NODE_TYPES: list[ReasoningNodeType[Any]] = [
+NODE_TYPES: list[NodeType[ReasoningState, object, Any]] = [
     NodeType("reason.constraints", constraints_node, ConstraintSettings, (PromptKeys,), (ConstraintKeys,),
              "the constraint agent: the instance's constraints as a list", state=ReasoningState),
     NodeType("reason.select", select_node, SelectSettings, (PromptKeys, UcbKeys), (AlgorithmKeys, UcbKeys),

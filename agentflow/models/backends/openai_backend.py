@@ -38,39 +38,25 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 # --- conversion: ours -> OpenAI ----------------------------------------------------------------------
+def _function(name: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, **fields}}
+
+
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content or ""})
         elif m.role == "assistant" and m.tool_calls:
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": m.content,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                        }
-                        for c in m.tool_calls
-                    ],
-                }
-            )
+            calls = [{"id": c.id, **_function(c.name, arguments=json.dumps(c.arguments))} for c in m.tool_calls]
+            out.append({"role": "assistant", "content": m.content, "tool_calls": calls})
         else:
             out.append({"role": m.role, "content": m.content or ""})
     return out
 
 
 def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
+    return [_function(t.name, description=t.description, parameters=t.parameters) for t in tools]
 
 
 def request_kwargs(request: ChatRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, Any]:
