@@ -116,12 +116,12 @@ class CodegenTestSettings(StrictConfig):
 
 async def _ask(ctx: NodeContext[object], settings: CodeGenSettings, template: str, purpose: str, *,
                sampled: bool = False, **values: Any) -> str:
-    """The answer to prompt `template` filled with `values`, under the system prompt: sampled as a search branch
-    (`sampling`) when `sampled`, else at `settings.temperature`."""
+    """The answer to prompt `template` filled with `values`, under the system prompt: sampled as a search
+    branch (`sampling`) when `sampled`, else at `settings.temperature`."""
     temperature, seed = (sampling(ctx, settings.temperature, settings.sample_temperature) if sampled
                          else (settings.temperature, None))
-    return await node_ask(ctx, PROMPTS.render(template, **values), system=SYSTEM, max_tokens=settings.max_tokens,
-                          temperature=temperature, seed=seed, purpose=purpose)
+    return await node_ask(ctx, PROMPTS.render(template, **values), system=SYSTEM, temperature=temperature,
+                          seed=seed, max_tokens=settings.max_tokens, purpose=purpose)
 
 
 async def plan(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
@@ -129,8 +129,8 @@ async def plan(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenS
     sim = state.get("simulation")
     rounds = int(state.get("plan_rounds") or 0)
     if state.get("plan") and sim and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
-        text = await _ask(ctx, settings, "revise_plan.j2", "revise plan", prompt=task.prompt, plan=state["plan"],
-                          trace=_trace(state))
+        text = await _ask(ctx, settings, "revise_plan.j2", "revise plan", prompt=task.prompt,
+                          plan=state["plan"], trace=_trace(state))
         return {"plan": text.strip(), "plan_rounds": rounds + 1}
     text = await _ask(ctx, settings, "plan.j2", "plan", sampled=True, prompt=task.prompt)
     return {"plan": text.strip(), "plan_rounds": rounds}
@@ -155,8 +155,8 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
     failures = _failures(state)
     if not failures:
         return {"simulation": {"target": "code", "verdict": "agree", "trace": "(no failing example)"}}
-    trace = await _ask(ctx, settings, "simulate_code.j2", "simulate failing case", code=state.get("code") or "",
-                       failure=failures[0])
+    trace = await _ask(ctx, settings, "simulate_code.j2", "simulate failing case",
+                       code=state.get("code") or "", failure=failures[0])
     ctx.emit(CodegenSimulate(target="code", failure=failures[0]))
     return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
 

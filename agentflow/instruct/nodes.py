@@ -1,13 +1,13 @@
 """Instruction-following node types (`type: instruct.critic`), registered with the graph layer.
 
-    instruct.respond  answer the prompt (following the outline when the state has one)    -> response
-    instruct.outline  an outline of how to meet every requirement, no answer yet          -> plan
-    instruct.critic   DeCRIM's critic: each constraint checked by a function it writes and
-                      runs in the sandbox ("strong feedback"), else judged by the model  -> response, critique, checks, best
-    instruct.refine   new answers that avoid the failed constraints, and a `fix` function's
-                      edit of the best answer, for the critic to choose among           -> refinements, rounds
-    instruct.checks   the critic's check functions, written before any answer           -> checks
-    instruct.score    an answer's reward: the share of constraints that hold            -> score, checks
+    instruct.respond  answer the prompt (following the outline when the state has one)  -> response
+    instruct.outline  an outline of how to meet every requirement, no answer yet        -> plan
+    instruct.critic   DeCRIM's critic: each constraint checked by a function it writes
+                      and runs in the sandbox, else judged by the model    -> response, critique, checks, best
+    instruct.refine   new answers that avoid the failed constraints, and a `fix`
+                      function's edit of the best answer                    -> refinements, rounds
+    instruct.checks   the critic's check functions, written before any answer         -> checks
+    instruct.score    an answer's reward: the share of constraints that hold          -> score, checks
 
 The benchmark's own checkers (`agentflow.instruct.checks`) are never used here: the critic sees only the
 constraint text the decomposition produced. The node functions' shape and deps are those of the `reason.*`

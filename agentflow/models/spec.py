@@ -87,7 +87,7 @@ _BACKENDS = {
     "anthropic": ("anthropic_backend", "AnthropicChatModel"),
     "litellm": ("litellm_backend", "LiteLLMChatModel"),
 }
-"""Scheme of a provider's model -> (module of `agentflow.models.backends`, its class), imported when a spec needs it."""
+"""Scheme of a provider's model -> (module of `agentflow.models.backends`, class), imported when needed."""
 
 
 def check_can_start(spec: str) -> None:

@@ -1,10 +1,10 @@
 """Node types any workflow can use (`type: reason.select`), registered with the graph layer.
 
-    reason.constraints  the constraint agent: the instance's constraints as a list        -> constraints
-    reason.select       the selection agent: the inference algorithm for this instance     -> algorithm, selection
-    reason.verify       the verification agent: a 0..1 score against the constraints       -> verified
-    reason.reward       the algorithm's reward joins the UCB statistics                    -> ucb, reward
-    reason.value        the value agent (SWE-Search): a 0..1 value and an assessment       -> value
+    reason.constraints  the constraint agent: the instance's constraints as a list     -> constraints
+    reason.select       the selection agent: the inference algorithm for this instance  -> algorithm, selection
+    reason.verify       the verification agent: a 0..1 score against the constraints    -> verified
+    reason.reward       the algorithm's reward joins the UCB statistics                 -> ucb, reward
+    reason.value        the value agent (SWE-Search): a 0..1 value and an assessment    -> value
 
 `algorithm` names a graph search's strategy (`strategy_key: algorithm`), and `reason.reward` reads the reward
 the search chose (`value: search.value`): PlanGEN is a workflow of these around a search

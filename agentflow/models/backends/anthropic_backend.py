@@ -160,7 +160,8 @@ class AnthropicChatModel(RemoteModel):
             elif event.type == "message_delta":
                 stop = event.delta.stop_reason or stop
                 usage.output_tokens = event.usage.output_tokens or usage.output_tokens
-        calls = [tool_call_of(slot["id"], slot["name"], "".join(slot["json"])) for _, slot in sorted(tools.items())]
+        slots = [slot for _, slot in sorted(tools.items())]
+        calls = [tool_call_of(slot["id"], slot["name"], "".join(slot["json"])) for slot in slots]
         message = Message(role="assistant", content="".join(texts) or None, tool_calls=calls)
         choice = Choice(message=message, finish_reason=_FINISH.get(stop, "unknown"))
         yield StreamDelta(response=ChatResponse(choices=[choice], usage=usage, model=model))

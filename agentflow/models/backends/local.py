@@ -199,7 +199,8 @@ class _ServerBacked:
     async def _tokenize(self, client: httpx.AsyncClient, text: str, **flags: bool) -> list[int]:
         """The server's tokens of `text` (`/tokenize`; `flags`: add_special, parse_special)."""
         handle = self.shared.handle
-        reply = await client.post(handle.url("/tokenize"), headers=handle.headers, json={"content": text, **flags})
+        reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                  json={"content": text, **flags})
         reply.raise_for_status()
         return [int(t) for t in reply.json()["tokens"]]
 
@@ -293,8 +294,8 @@ class _ServerBacked:
             return len(await self._tokenize(client, prompt, add_special=True, parse_special=True))
 
     async def _prompt_ids(self, client: httpx.AsyncClient, prompt: str, counted: int) -> list[int] | None:
-        """The server's tokens of `prompt` with or without its special start tokens: the variant whose length is
-        the server's own count of the call's prompt tokens; None when neither is (they would not be the model's)."""
+        """The server's tokens of `prompt` with or without its special start tokens: the variant whose length
+        is the server's own count of the call's prompt tokens; None when neither is (not the model's ids)."""
         for add_special in (True, False):
             ids = await self._tokenize(client, prompt, add_special=add_special, parse_special=True)
             if len(ids) == counted:

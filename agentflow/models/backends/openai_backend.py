@@ -48,7 +48,8 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content or ""})
         elif m.role == "assistant" and m.tool_calls:
-            calls = [{"id": c.id, **_function(c.name, arguments=json.dumps(c.arguments))} for c in m.tool_calls]
+            calls = [{"id": c.id, **_function(c.name, arguments=json.dumps(c.arguments))}
+                     for c in m.tool_calls]
             out.append({"role": "assistant", "content": m.content, "tool_calls": calls})
         else:
             out.append({"role": m.role, "content": m.content or ""})
@@ -115,7 +116,8 @@ def tool_call_of(call_id: str, name: str, raw_arguments: str | None) -> ToolCall
 
 
 def _usage(raw: Any) -> Usage:
-    return Usage(input_tokens=_get(raw, "prompt_tokens", 0) or 0, output_tokens=_get(raw, "completion_tokens", 0) or 0)
+    return Usage(input_tokens=_get(raw, "prompt_tokens", 0) or 0,
+                 output_tokens=_get(raw, "completion_tokens", 0) or 0)
 
 
 def token_trace(choice: Any, raw: Any, text: str | None, source: str) -> TokenTrace | None:
@@ -153,7 +155,8 @@ def from_openai_response(raw: Any) -> ChatResponse:
     for c in sorted(_get(raw, "choices") or [], key=lambda c: _get(c, "index", 0) or 0):
         msg = _get(c, "message")
         calls = [tool_call_of(_get(tc, "id") or "", _get(_get(tc, "function"), "name") or "",
-                              _get(_get(tc, "function"), "arguments")) for tc in _get(msg, "tool_calls") or []]
+                              _get(_get(tc, "function"), "arguments"))
+                 for tc in _get(msg, "tool_calls") or []]
         message = Message(role="assistant", content=_get(msg, "content"), tool_calls=calls)
         trace = token_trace(c, raw, _get(msg, "content"), "/v1/chat/completions logprobs")
         choices.append(

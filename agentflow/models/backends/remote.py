@@ -21,8 +21,9 @@ from agentflow.secrets import register_secret
 def merge_responses(parts: list[ChatResponse]) -> ChatResponse:
     """One response holding the choices of several single-sample calls, usage summed."""
     choices: list[Choice] = [c for p in parts for c in p.choices]
-    return ChatResponse(choices=choices, usage=sum((p.usage for p in parts), Usage()), model=parts[0].model if parts else "",
-                        identity=dict(parts[0].identity) if parts else {})
+    first = parts[0] if parts else ChatResponse(choices=[])
+    return ChatResponse(choices=choices, usage=sum((p.usage for p in parts), Usage()), model=first.model,
+                        identity=dict(first.identity))
 
 
 class RemoteModel:
@@ -115,14 +116,15 @@ class RemoteModel:
                 await self._before_retry(exc, attempts, False)
 
     async def _before_retry(self, exc: Exception, attempts: int, started: bool) -> None:
-        """After a failed attempt, raise the failure as one of ours unless it is transient, nothing was streamed
-        yet and attempts are left; then wait before the next one."""
+        """After a failed attempt, raise the failure as one of ours unless it is transient, nothing was
+        streamed yet and attempts are left; then wait before the next one."""
         mapped = classify(exc, self.spec, self.key_env)
         if started or not isinstance(mapped, TransientError):
             raise mapped from None
         if attempts >= self.options.max_attempts:
             raise gave_up(mapped, attempts) from None
-        await asyncio.sleep(backoff_s(mapped, attempts, self.options.retry_initial_s, self.options.retry_max_wait_s))
+        options = self.options
+        await asyncio.sleep(backoff_s(mapped, attempts, options.retry_initial_s, options.retry_max_wait_s))
 
     def _finish(self, response: ChatResponse, start: float) -> ChatResponse:
         response.latency_s = time.monotonic() - start

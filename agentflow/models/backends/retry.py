@@ -108,8 +108,9 @@ def classify(exc: BaseException, spec: str, key_env: str | None) -> Exception:
 def backoff_s(exc: TransientError, attempt: int, initial_s: float, max_wait_s: float) -> float:
     """The wait after failed `attempt` (1-based): the server's Retry-After, else exponential backoff with full
     jitter; both capped at `max_wait_s`."""
-    wait = exc.retry_after if exc.retry_after is not None else random.uniform(0, initial_s * 2 ** (attempt - 1))
-    return min(wait, max_wait_s)
+    if exc.retry_after is not None:
+        return min(exc.retry_after, max_wait_s)
+    return min(random.uniform(0, initial_s * 2 ** (attempt - 1)), max_wait_s)
 
 
 def gave_up(exc: TransientError, attempts: int) -> ModelError:
