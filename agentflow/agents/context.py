@@ -3,14 +3,9 @@
 Before each model call the agent measures the prompt: with the model's own tokenizer where it has one
 (`count_prompt_tokens`: local llama-server models tokenize the rendered prompt), else by a deliberately
 high estimate (`chars_per_token`). When the prompt plus the reply's `max_tokens` would not fit the window,
-the compaction policy runs, in order, until it fits:
-
-1. `drop_tool_outputs`: the oldest tool results are replaced by a one-line note (the newest
-   `keep_last` messages are left alone);
-2. `keep_ends`: whole old turns are dropped, keeping the system prompt, the task and the newest
-   `keep_last` messages (an assistant's tool calls go with their results, as chat APIs require).
-
-A prompt that still does not fit is not sent: the run stops with `stop_reason: context`. Each compaction is
+the compaction policy's steps run in order until it fits: by default `drop_tool_outputs` (old tool results
+become a one-line note), then `keep_ends` (old turns are dropped); neither touches the newest `keep_last`
+messages. A prompt that still does not fit is not sent: the run stops with `stop_reason: context`. Each compaction is
 an `agent.compacted` event (policy, tokens before and after, messages changed).
 """
 

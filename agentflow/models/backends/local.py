@@ -163,12 +163,9 @@ def _release(shared: _SharedServer) -> None:
 
 
 class _ServerBacked:
-    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death.
-
-    `n > 1` goes to llama-server as its own `n` (one prompt evaluation for all samples), in requests of at
-    most the server's slot count. The server reports the output tokens of the first sample only, so the
-    others are counted with its `/tokenize` endpoint.
-    """
+    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death. Samples go
+    as the server's own `n` (see the module doc); it reports the output tokens of the first sample only, so
+    the others are counted with its `/tokenize` endpoint."""
 
     native_n = False
     shared: _SharedServer
