@@ -479,11 +479,8 @@ class _Run:
                 if not approved:
                     results.append((call, False, why_not))
                     continue
-            key = None
-            if self.journal is not None:
-                key = make_journal_key(
-                    self.key_prefix, self.agent.name, self.steps, index, call.name, call.arguments
-                )
+            key = None if self.journal is None else make_journal_key(
+                self.key_prefix, self.agent.name, self.steps, index, call.name, call.arguments)
             try:
                 result = await self.agent.tools.execute(
                     call, self.ctx, journal=self.journal, key=key, node_id=self.agent.name

@@ -5,8 +5,8 @@ Before each model call the agent measures the prompt: with the model's own token
 high estimate (`chars_per_token`). When the prompt plus the reply's `max_tokens` would not fit the window,
 the compaction policy's steps run in order until it fits: by default `drop_tool_outputs` (old tool results
 become a one-line note), then `keep_ends` (old turns are dropped); neither touches the newest `keep_last`
-messages. A prompt that still does not fit is not sent: the run stops with `stop_reason: context`. Each compaction is
-an `agent.compacted` event (policy, tokens before and after, messages changed).
+messages. A prompt that still does not fit is not sent: the run stops with `stop_reason: context`. Each
+compaction is an `agent.compacted` event (policy, tokens before and after, messages changed).
 """
 
 from __future__ import annotations
