@@ -130,7 +130,7 @@ class Agent:
         """True when tool calls go through fenced ```tool blocks instead of the API's tool calling."""
         if self.config.tool_protocol != "auto":
             return self.config.tool_protocol == "text"
-        return not _supports_tools(self.model)
+        return declared_tool_calling(self.model) is False
 
     def initial_messages(self, task: Task, tool_specs: list[ToolSpec]) -> list[Message]:
         """System prompt and task prompt, rendered from the agent's template files."""
@@ -222,10 +222,8 @@ class Agent:
                 step = event.step
             queue.put_nowait(event)
 
-        inner = self.model
-        while isinstance(inner, InstrumentedModel):  # the run instruments (and charges) it once
-            inner = inner.inner
-        streaming = Agent(self.config, model=TokenForwardingModel(inner, token), tools=self._tools,
+        forwarding = TokenForwardingModel(_uninstrumented(self.model), token)  # the run instruments it once
+        streaming = Agent(self.config, model=forwarding, tools=self._tools,
                           output_type=self.schema if self.schema is not FinalText else None, deps=self.deps)
 
         async def drive() -> None:
@@ -261,17 +259,11 @@ async def run_agent(
     return await agent.run(task, ctx=ctx, budget=budget)
 
 
-def _supports_tools(model: object) -> bool:
-    """What the model (or a model it wraps) declares about tool calling; True if nothing says."""
-    return declared_tool_calling(model) is not False
-
-
-def _instrumented(model: ChatModel, budget: Budget, ctx: ToolContext, node_id: str) -> InstrumentedModel:
-    """The model charging this run's budget and writing `model.call` events under the agent's name. A model
-    that is already instrumented is unwrapped first, so a call is never charged twice."""
+def _uninstrumented(model: ChatModel) -> ChatModel:
+    """`model` without its `InstrumentedModel`s, for a run to instrument once (never charged twice)."""
     while isinstance(model, InstrumentedModel):
         model = model.inner
-    return InstrumentedModel(model, budget=budget, events=ctx.events, node_id=node_id)
+    return model
 
 
 class _ContextFull(Exception):
@@ -299,7 +291,9 @@ class _Run:
         self.started = time.monotonic()
         self.text_protocol = agent.text_protocol()
         self.model_reads_schema = declared_response_schema(agent.model)
-        self.model = _instrumented(agent.model, budget, ctx, agent.name)
+        # charges this run's budget and writes `model.call` events under the agent's name
+        self.model = InstrumentedModel(_uninstrumented(agent.model), budget=budget, events=ctx.events,
+                                       node_id=agent.name)
         self.messages: list[Message] = []
         self.steps = 0
         self.loops = LoopDetector(self.cfg.loop_guard)
@@ -315,26 +309,24 @@ class _Run:
         while True:
             stop = self._limit_reached(check_steps=True)
             if stop is not None:
-                return await self._end(self._finish(stop))
+                return await self._finish(stop)
             self.steps += 1
             try:
                 reply = await self._call_model(specs)
             except ModelError as exc:
-                return await self._end(self._finish("error", error=str(exc), kind="model_error"))
+                return await self._finish("error", error=str(exc), kind="model_error")
             except _ContextFull as exc:
-                return await self._end(self._finish("context", error=str(exc)))
+                return await self._finish("context", error=str(exc))
             except BudgetExceeded as exc:  # refused before it started, or cut at the wall-clock limit
                 if exc.refused:
                     self.steps -= 1  # a refused call was never made: `steps` counts the calls made
-                return await self._end(self._finish(self._budget_stop(exc)))
+                return await self._finish(self._budget_stop(exc.kind))
             if reply is None:
-                return await self._end(self._finish("wall_time"))
+                return await self._finish("wall_time")
 
-            calls = (
-                parse_tool_blocks(reply.content, id_prefix=f"s{self.steps}")
-                if self.text_protocol
-                else reply.tool_calls
-            )
+            calls = reply.tool_calls
+            if self.text_protocol:
+                calls = parse_tool_blocks(reply.content, id_prefix=f"s{self.steps}")
             await self._notify(AgentEvent(
                 kind="step", step=self.steps, text=reply.content or "",
                 tool_calls=[{"name": c.name, "arguments": c.arguments} for c in calls or []],
@@ -343,7 +335,7 @@ class _Run:
             if calls:
                 stop = await self._run_tools(calls)
                 if stop is not None:
-                    return await self._end(self._finish(stop))
+                    return await self._finish(stop)
                 continue
 
             looping = self.loops.observe_answer(reply.content or "")
@@ -353,30 +345,24 @@ class _Run:
                 if looping is not None:
                     nudge = self._on_loop(looping)
                     if nudge is None:
-                        return await self._end(self._finish("loop", error=f"loop: {looping.what} {looping.count} times"))
+                        return await self._finish("loop", error=f"loop: {looping.what} {looping.count} times")
                     self.messages.append(Message.user(nudge))
-                    continue
-                if self.finish_reason == "length":  # cut by max_tokens: not the model's mistake to correct
-                    if self._raise_max_tokens():
-                        self.messages.pop()
-                        continue
-                    return await self._end(self._finish(
-                        "error", kind="output_cut",
-                        error=f"the final answer was cut at the token limit ({self.max_tokens or 'the server default'} "
-                        "tokens) before it was complete; raise max_tokens",
-                    ))
-                if retries_left <= 0:
-                    return await self._end(self._finish(
-                        "error", error=f"final answer not readable as {self.agent.schema.__name__}: {exc}",
-                        kind="bad_output",
-                    ))
-                retries_left -= 1
-                feedback = self.agent.prompts.render(
-                    "_output_retry.md", error=str(exc), schema_name=self.agent.schema.__name__
-                )
-                self.messages.append(Message.user(feedback))
+                elif self.finish_reason == "length":  # cut by max_tokens: not the model's mistake to correct
+                    if not self._raise_max_tokens():
+                        limit = self.max_tokens or "the server default"
+                        return await self._finish("error", kind="output_cut", error=(
+                            f"the final answer was cut at the token limit ({limit} tokens) before it was "
+                            "complete; raise max_tokens"))
+                    self.messages.pop()
+                elif retries_left <= 0:
+                    why = f"final answer not readable as {self.agent.schema.__name__}: {exc}"
+                    return await self._finish("error", kind="bad_output", error=why)
+                else:
+                    retries_left -= 1
+                    self.messages.append(Message.user(self.agent.prompts.render(
+                        "_output_retry.md", error=str(exc), schema_name=self.agent.schema.__name__)))
                 continue
-            return await self._end(self._finish("done", output=output))
+            return await self._finish("done", output=output)
 
     def _raise_max_tokens(self) -> bool:
         """After a reply cut by max_tokens: double the limit (up to 4x the configured one) and say whether to
@@ -396,24 +382,17 @@ class _Run:
         if inspect.isawaitable(maybe):
             await maybe
 
-    async def _end(self, result: AgentResult) -> AgentResult:
-        await self._notify(AgentEvent(kind="result", step=self.steps, result=result))
-        return result
-
     def _limit_reached(self, *, check_steps: bool) -> StopReason | None:
         if check_steps and self.steps >= self.cfg.step_limit:
             return "step_limit"
         if self._wall_left() == 0:
             return "wall_time"
         kind = self.budget.exceeded()
-        if kind is not None:
-            self._emit(LimitReached(limit=kind, used=self.budget.used.model_dump()))
-            return f"budget:{kind}"  # type: ignore[return-value]
-        return None
+        return self._budget_stop(kind) if kind is not None else None
 
-    def _budget_stop(self, exc: BudgetExceeded) -> StopReason:
-        self._emit(LimitReached(limit=exc.kind, used=self.budget.used.model_dump()))
-        return f"budget:{exc.kind}"  # type: ignore[return-value]
+    def _budget_stop(self, kind: str) -> StopReason:
+        self._emit(LimitReached(limit=kind, used=self.budget.used.model_dump()))
+        return f"budget:{kind}"  # type: ignore[return-value]
 
     def _wall_left(self) -> float | None:
         if self.cfg.wall_time_s is None:
@@ -443,18 +422,16 @@ class _Run:
         if journaled is not None:  # this node ran before a crash: its reply is taken, the model not asked again
             response = ChatResponse.model_validate_json(journaled)
             self._emit(ModelReplayed(step=self.steps))
-            self.finish_reason = response.choices[0].finish_reason
-            return response.message
-        # Wall time also bounds a model call in flight; asyncio.timeout(None) means no limit.
-        try:
-            async with asyncio.timeout(self._wall_left()) as deadline:
-                response = await self.model.chat(request)
-        except TimeoutError:
-            if deadline.expired():
-                return None
-            raise
-        if key is not None:
-            self.journal.put_reply(key, response.model_dump_json())  # type: ignore[union-attr]
+        else:
+            try:  # wall time also bounds a model call in flight; asyncio.timeout(None) means no limit
+                async with asyncio.timeout(self._wall_left()) as deadline:
+                    response = await self.model.chat(request)
+            except TimeoutError:
+                if deadline.expired():
+                    return None
+                raise
+            if key is not None:
+                self.journal.put_reply(key, response.model_dump_json())  # type: ignore[union-attr]
         self.finish_reason = response.choices[0].finish_reason
         return response.message
 
@@ -502,17 +479,14 @@ class _Run:
                 if not approved:
                     results.append((call, False, why_not))
                     continue
-            key = None
-            if self.journal is not None:
-                key = make_journal_key(
-                    self.key_prefix, self.agent.name, self.steps, index, call.name, call.arguments
-                )
+            key = None if self.journal is None else make_journal_key(
+                self.key_prefix, self.agent.name, self.steps, index, call.name, call.arguments)
             try:
                 result = await self.agent.tools.execute(
                     call, self.ctx, journal=self.journal, key=key, node_id=self.agent.name
                 )
             except BudgetExceeded as exc:  # refused, cut at the wall-clock limit, or raised by the tool itself
-                stop = self._budget_stop(exc)
+                stop = self._budget_stop(exc.kind)
                 results.append((call, False, f"not run: the agent stopped ({stop})"))
                 continue
             results.append((call, result.ok, result.text))
@@ -566,14 +540,9 @@ class _Run:
                     continue
         return None
 
-    def _finish(
-        self,
-        stop: StopReason,
-        *,
-        output: BaseModel | None = None,
-        error: str | None = None,
-        kind: ErrorKind | None = None,
-    ) -> AgentResult:
+    async def _finish(self, stop: StopReason, *, output: BaseModel | None = None, error: str | None = None,
+                      kind: ErrorKind | None = None) -> AgentResult:
+        """The run's result (event `agent.end`; the `result` AgentEvent)."""
         if output is None:
             output = self._best_output()
         if kind is None and stop != "done":
@@ -591,7 +560,7 @@ class _Run:
         )
         self._emit(AgentEnd(stop_reason=result.stop_reason, steps=result.steps, usage=result.usage.model_dump(),
                             error=result.error, error_kind=result.error_kind, has_output=output is not None))
-
+        await self._notify(AgentEvent(kind="result", step=self.steps, result=result))
         return result
 
     def _emit(self, event: Event) -> None:

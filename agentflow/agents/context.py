@@ -3,15 +3,10 @@
 Before each model call the agent measures the prompt: with the model's own tokenizer where it has one
 (`count_prompt_tokens`: local llama-server models tokenize the rendered prompt), else by a deliberately
 high estimate (`chars_per_token`). When the prompt plus the reply's `max_tokens` would not fit the window,
-the compaction policy runs, in order, until it fits:
-
-1. `drop_tool_outputs`: the oldest tool results are replaced by a one-line note (the newest
-   `keep_last` messages are left alone);
-2. `keep_ends`: whole old turns are dropped, keeping the system prompt, the task and the newest
-   `keep_last` messages (an assistant's tool calls go with their results, as chat APIs require).
-
-A prompt that still does not fit is not sent: the run stops with `stop_reason: context`. Each compaction is
-an `agent.compacted` event (policy, tokens before and after, messages changed).
+the compaction policy's steps run in order until it fits: by default `drop_tool_outputs` (old tool results
+become a one-line note), then `keep_ends` (old turns are dropped); neither touches the newest `keep_last`
+messages. A prompt that still does not fit is not sent: the run stops with `stop_reason: context`. Each
+compaction is an `agent.compacted` event (policy, tokens before and after, messages changed).
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agentflow.config import StrictConfig
-from agentflow.models.base import ChatRequest, Message
+from agentflow.models.base import ChatRequest, Message, wrapped_models
 
 CompactionStep = Literal["drop_tool_outputs", "keep_ends"]
 _DEFAULT_POLICY: tuple[CompactionStep, ...] = ("drop_tool_outputs", "keep_ends")
@@ -49,27 +44,16 @@ class ContextConfig(StrictConfig):
 
 def declared_context_window(model: object) -> int | None:
     """A model's `context_window` (looked up through the models it wraps), or None."""
-    current: object = model
-    for _ in range(8):
-        window = getattr(current, "context_window", None)
-        if isinstance(window, int) and window > 0:
-            return window
-        current = getattr(current, "inner", None)
-        if current is None:
-            break
-    return None
+    windows = (getattr(level, "context_window", None) for level in wrapped_models(model))
+    return next((w for w in windows if isinstance(w, int) and w > 0), None)
 
 
 def prompt_counter(model: object, chars_per_token: float) -> Callable[[ChatRequest], Awaitable[int]]:
     """The model's own `count_prompt_tokens` (looked up through the models it wraps), else an estimate."""
-    current: object = model
-    for _ in range(8):
-        count = getattr(current, "count_prompt_tokens", None)
+    for level in wrapped_models(model):
+        count = getattr(level, "count_prompt_tokens", None)
         if callable(count):
             return count  # type: ignore[no-any-return]
-        current = getattr(current, "inner", None)
-        if current is None:
-            break
 
     async def estimate(request: ChatRequest) -> int:
         text = sum(len(m.content or "") + len(json.dumps([c.arguments for c in m.tool_calls])) + 8
@@ -83,11 +67,11 @@ def prompt_counter(model: object, chars_per_token: float) -> Callable[[ChatReque
 def drop_tool_outputs(messages: list[Message], keep_last: int) -> bool:
     """Replace the oldest tool result not yet dropped (outside the newest `keep_last`); whether one was."""
     for message in messages[: max(0, len(messages) - keep_last)]:
-        if message.role == "tool" and not (message.content or "").startswith("[tool output dropped"):
-            message.content = DROPPED.format(chars=len(message.content or ""))
-            return True
-        if message.role == "user" and "```tool_result" in (message.content or ""):  # text-protocol results
-            message.content = DROPPED.format(chars=len(message.content or ""))
+        text = message.content or ""
+        if (message.role == "tool" and not text.startswith("[tool output dropped")) or (
+            message.role == "user" and "```tool_result" in text  # text-protocol results
+        ):
+            message.content = DROPPED.format(chars=len(text))
             return True
     return False
 

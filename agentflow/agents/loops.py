@@ -1,19 +1,10 @@
 """Loop guards: deterministic detectors for an agent that goes round in circles.
 
-Three things count as a loop, each by an exact fingerprint (sha256 of canonical JSON):
-
-- the same tool call (name and arguments) that got the same result, `repeat_limit` times in the run;
-- the same tool call that failed with the same error, `failure_limit` times (failing commands re-run
-  unchanged make no progress, so this limit is usually lower);
-- the same final answer (reply text without tool calls), `answer_limit` times.
-
-A tool call's fingerprint includes its result, so an agent that waits or polls on purpose is never taken
-for a loop while what it polls changes: results that change are progress. The counts are over the whole
-run, not only consecutive repeats, so a loop that alternates between two calls is caught too.
-
-What happens on a detection is `action`: `nudge` (tell the model, up to `max_nudges` times, then stop),
-`stop` (end the run with `stop_reason: loop`) or `end_branch` (stop, and in a workflow fail the node even
-where it routes its failures, so a search prunes the branch). Every detection is an `agent.loop` event.
+A repeated tool call with the same result, a tool call failing again with the same error and a repeated final
+answer count as loops (limits and actions: `LoopGuardConfig`), each by an exact fingerprint (sha256 of
+canonical JSON). A tool call's fingerprint includes its result, so an agent that polls on purpose is never
+taken for a loop while what it polls changes. The counts are over the whole run, not only consecutive repeats,
+so a loop that alternates between two calls is caught too. Every detection is an `agent.loop` event.
 """
 
 from __future__ import annotations

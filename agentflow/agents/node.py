@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentflow.agents.agent import Agent
@@ -15,35 +16,28 @@ if TYPE_CHECKING:
     from agentflow.tools.journal import ToolJournal
 
 
+@dataclass(eq=False)
 class AgentNode:
     """Reads the task from `state[input_key]` (or a dict of several keys), runs the agent and returns
     `{output_key: output as a JSON-able dict}`, plus `{result_key: run summary}` when asked. An agent that
     ends without a usable answer raises `NodeFailed` (node, reason, error), so the graph's run fails loudly;
     with `fail_on_error=False` it writes `{output_key: None}` and the summary says why instead."""
 
-    def __init__(
-        self,
-        agent: Agent,
-        *,
-        input_key: str | Sequence[str] = "task",
-        output_key: str | None = None,
-        result_key: str | None = None,
-        ctx: ToolContext | None = None,
-        budget: Budget | None = None,
-        journal: ToolJournal | None = None,
-        journal_key: str = "",
-        fail_on_error: bool = True,
-    ) -> None:
-        self.agent = agent
-        self.fail_on_error = fail_on_error
-        self.journal_key = journal_key
-        self.input_key = input_key
-        self.output_key = output_key or agent.name
-        self.result_key = result_key
-        self.ctx = ctx
-        self.budget = budget
-        self.journal = journal
-        self.__name__ = agent.name  # graph libraries name nodes after their callables
+    agent: Agent
+    _: KW_ONLY
+    input_key: str | Sequence[str] = "task"
+    output_key: str = ""
+    """State key of the output ('': the agent's name)."""
+    result_key: str | None = None
+    ctx: ToolContext | None = None
+    budget: Budget | None = None
+    journal: ToolJournal | None = None
+    journal_key: str = ""
+    fail_on_error: bool = True
+
+    def __post_init__(self) -> None:
+        self.output_key = self.output_key or self.agent.name
+        self.__name__ = self.agent.name  # graph libraries name nodes after their callables
 
     def task_from(self, state: Mapping[str, Any]) -> str | dict[str, Any]:
         if isinstance(self.input_key, str):
@@ -81,27 +75,5 @@ class AgentNode:
         return update
 
 
-def agent_node(
-    agent: Agent,
-    *,
-    input_key: str | Sequence[str] = "task",
-    output_key: str | None = None,
-    result_key: str | None = None,
-    ctx: ToolContext | None = None,
-    budget: Budget | None = None,
-    journal: ToolJournal | None = None,
-    journal_key: str = "",
-    fail_on_error: bool = True,
-) -> AgentNode:
-    """Wrap `agent` as an async `(state: dict) -> dict` node (see `AgentNode`)."""
-    return AgentNode(
-        agent,
-        input_key=input_key,
-        output_key=output_key,
-        result_key=result_key,
-        ctx=ctx,
-        budget=budget,
-        journal=journal,
-        journal_key=journal_key,
-        fail_on_error=fail_on_error,
-    )
+agent_node = AgentNode
+"""Wrap `agent` as an async `(state: dict) -> dict` node (see `AgentNode`)."""

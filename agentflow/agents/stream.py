@@ -10,11 +10,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, ModelWrapper
 
 if TYPE_CHECKING:
     from agentflow.agents.result import AgentResult
@@ -45,17 +45,13 @@ class AgentEvent:
 OnAgentEvent = Callable[[AgentEvent], Any]
 
 
-class TokenForwardingModel:
+class TokenForwardingModel(ModelWrapper):
     """Wraps `inner`: each single-sample `chat()` is streamed and its text passed to `emit` as `token` events,
     while the caller still gets the whole response."""
 
     def __init__(self, inner: ChatModel, emit: Callable[[str], None]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.emit = emit
-        self.spec = inner.spec
-
-    def __getattr__(self, name: str) -> Any:  # capabilities (supports_tools...) come from the inner model
-        return getattr(self.inner, name)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         if request.n != 1:
@@ -67,12 +63,6 @@ class TokenForwardingModel:
             if delta.response is not None:
                 final = delta.response
         return final if final is not None else await self.inner.chat(request)
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        return self.inner.stream(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 __all__ = ["AgentEvent", "EventKind", "OnAgentEvent", "TokenForwardingModel"]

@@ -131,17 +131,13 @@ class TestReport(BaseModel):
                 "failures": [c.describe() for c in self.cases if not c.ok]}
 
 
-def _sandbox(sb: HarnessSandbox | None) -> HarnessSandbox:
-    if sb is None:
+async def _run_cases(sandbox: HarnessSandbox | None, prog: str, entry_point: str, cases: list[dict[str, Any]],
+                     timeout: float) -> list[dict[str, Any]]:
+    if sandbox is None:
         from agentflow.errors import UserError
 
         raise UserError("generated code runs only in a sandbox, and this run has none",
                         hint="run with --sandbox docker (or --sandbox local: not a security boundary)")
-    return sb
-
-
-async def _run_cases(sandbox: HarnessSandbox, prog: str, entry_point: str, cases: list[dict[str, Any]],
-                     timeout: float) -> list[dict[str, Any]]:
     if not cases:
         return []
     name = secrets.token_hex(6)
@@ -171,7 +167,7 @@ async def run_examples(sandbox: HarnessSandbox | None, task: CodeTask, code: str
     examples = task.examples if examples is None else examples
     prog = program(task.prompt, code, task.entry_point)
     cases = [{"kind": "example", "call": e.call, "expected": e.expected} for e in examples]
-    raw = await _run_cases(_sandbox(sandbox), prog, task.entry_point, cases, timeout)
+    raw = await _run_cases(sandbox, prog, task.entry_point, cases, timeout)
     return TestReport(cases=[CaseResult(ok=d.get("ok") is True, call=e.call, expected=e.expected,
                                         got=_field(d.get("got")), error=_field(d.get("error")))
                              for e, d in zip(examples, raw, strict=True)])
@@ -182,11 +178,9 @@ async def grade(sandbox: HarnessSandbox | None, task: CodeTask, code: str, *, ti
     if not task.tests:
         raise ValueError(f"task {task.task_id} has no hidden tests to grade with")
     prog = program(task.prompt, code, task.entry_point)
-    raw = await _run_cases(_sandbox(sandbox), prog, task.entry_point, [{"kind": "check", "tests": task.tests}], timeout)
+    raw = await _run_cases(sandbox, prog, task.entry_point, [{"kind": "check", "tests": task.tests}], timeout)
     return CaseResult(ok=raw[0].get("ok") is True, call=task.task_id, expected="hidden tests",
                       error=_field(raw[0].get("error")))
-
-
 
 
 async def _run_call(sandbox: HarnessSandbox | None, code: str, function: str, argument: str,
@@ -194,7 +188,7 @@ async def _run_call(sandbox: HarnessSandbox | None, code: str, function: str, ar
     """`function(argument)` of the model-written `code` as one harness case: the call's text and its raw outcome."""
     prog = f"{code}\n\n__ARGUMENT__ = {argument!r}\n"
     call = f"{function}(__ARGUMENT__)"
-    raw = await _run_cases(_sandbox(sandbox), prog, function, [dict(case, call=call)], timeout)
+    raw = await _run_cases(sandbox, prog, function, [dict(case, call=call)], timeout)
     return call, raw[0]
 
 

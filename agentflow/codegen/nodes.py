@@ -1,24 +1,17 @@
 """Code-generation node types (`type: codegen.write`), registered with the graph layer.
 
     codegen.plan      write a plan; after a disagreeing simulation, revise it with the trace  -> plan, plan_rounds
-    codegen.simulate  simulate the plan on the examples (target plan), or the code on a failing
-                      example (target code), step by step                                    -> simulation
+    codegen.simulate  simulate the plan on the examples, or the code on a failing example    -> simulation
     codegen.write     write the function (following the plan when there is one)              -> code
     codegen.test      the prompt's examples on the code, in the sandbox                      -> tests
     codegen.debug     fix the code from the failing examples and the simulation's trace      -> code, debug_rounds
-    codegen.reward    a candidate's reward: the share of examples passing (1 only when all do), the
-                      verification agent's score blended in while one fails                  -> score
+    codegen.reward    the share of examples passing, the verifier's score blended in         -> score
 
 The state holds `prompt` (signature and docstring) and optionally `entry_point`; the examples a node may
 use are parsed from the prompt. Hidden tests are never part of a workflow's state. A search over these nodes
-(plan -> write -> test -> reward in its subgraph, `workflows/plangen.yaml`) samples its sibling branches
-(`sample_temperature`) and values them by `score`.
-
-Every node is `async (state: CodeGenState, ctx: NodeContext[object], settings: ItsSettings) -> update`: the keys
-and records of `agentflow.codegen.state`, which each type names as its `state`. The context's deps are
-`object`: these nodes read none (the run's model, sandbox, budget and events are `ctx.run`'s), so they run in
-any workflow, whatever deps its run carries. `codegen.reward` writes to the key its `output` setting names,
-so its update is keyed by that setting.
+(`workflows/plangen.yaml`) samples its sibling branches (`sample_temperature`) and values them by `score`.
+The node functions' shape and deps are those of the `reason.*` nodes (`agentflow.reasoning.nodes`), with
+`CodeGenState`.
 """
 
 from __future__ import annotations
@@ -26,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentflow.codegen.execute import run_examples
 from agentflow.codegen.state import (
@@ -41,8 +34,9 @@ from agentflow.codegen.state import (
     SimulationKeys,
 )
 from agentflow.codegen.task import CodeTask, make_task
+from agentflow.config import StrictConfig
 from agentflow.events.kinds import CodegenReward, CodegenSimulate, CodegenTest
-from agentflow.graph.compile.nodetypes import NodeType, SettingsT
+from agentflow.graph.compile.nodetypes import NodeType
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.models.ask import code_block
@@ -83,14 +77,9 @@ def _trace(state: CodeGenState) -> str:
     return sim.get("trace", "") if sim else ""
 
 
-def _examples(task: CodeTask, limit: int) -> str:
-    return "\n".join(f"{e.call} -> {e.expected}" for e in task.examples[:limit])
-
-
-class CodeGenSettings(BaseModel):
+class CodeGenSettings(StrictConfig):
     """Settings shared by the model-calling node types."""
 
-    model_config = ConfigDict(extra="forbid")
     max_tokens: int = Field(default=512, ge=16)
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
@@ -107,10 +96,9 @@ class SimulateSettings(CodeGenSettings):
     """Most examples put in a plan simulation."""
 
 
-class CodegenRewardSettings(BaseModel):
+class CodegenRewardSettings(StrictConfig):
     """Settings of `codegen.reward`."""
 
-    model_config = ConfigDict(extra="forbid")
     examples_weight: float = Field(default=0.8, ge=0, le=1)
     """Share of the reward from the examples passing while one fails (the rest: the verification agent's score)."""
     tests: str = "tests"
@@ -121,24 +109,31 @@ class CodegenRewardSettings(BaseModel):
     """State key the reward is written to, as `{score, examples, verifier}` (a search's `value:` reads it)."""
 
 
-class CodegenTestSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CodegenTestSettings(StrictConfig):
     timeout: float = Field(default=10.0, gt=0)
     """Seconds per example."""
+
+
+async def _ask(ctx: NodeContext[object], settings: CodeGenSettings, template: str, purpose: str, *,
+               sampled: bool = False, **values: Any) -> str:
+    """The answer to prompt `template` filled with `values`, under the system prompt: sampled as a search
+    branch (`sampling`) when `sampled`, else at `settings.temperature`."""
+    temperature, seed = (sampling(ctx, settings.temperature, settings.sample_temperature) if sampled
+                         else (settings.temperature, None))
+    return await node_ask(ctx, PROMPTS.render(template, **values), system=SYSTEM, temperature=temperature,
+                          seed=seed, max_tokens=settings.max_tokens, purpose=purpose)
 
 
 async def plan(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
     sim = state.get("simulation")
+    rounds = int(state.get("plan_rounds") or 0)
     if state.get("plan") and sim and sim.get("target") == "plan" and sim.get("verdict") == "disagree":
-        text = await node_ask(ctx, PROMPTS.render("revise_plan.j2", prompt=task.prompt, plan=state["plan"], trace=_trace(state)),
-                              system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                              purpose="revise plan")
-        return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0) + 1}
-    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    text = await node_ask(ctx, PROMPTS.render("plan.j2", prompt=task.prompt), system=SYSTEM, max_tokens=settings.max_tokens,
-                          temperature=temperature, seed=seed, purpose="plan")
-    return {"plan": text.strip(), "plan_rounds": int(state.get("plan_rounds") or 0)}
+        text = await _ask(ctx, settings, "revise_plan.j2", "revise plan", prompt=task.prompt,
+                          plan=state["plan"], trace=_trace(state))
+        return {"plan": text.strip(), "plan_rounds": rounds + 1}
+    text = await _ask(ctx, settings, "plan.j2", "plan", sampled=True, prompt=task.prompt)
+    return {"plan": text.strip(), "plan_rounds": rounds}
 
 
 def _verdict(trace: str) -> Literal["agree", "disagree"]:
@@ -151,19 +146,17 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
     if settings.target == "plan":
         if not task.examples:
             return {"simulation": {"target": "plan", "verdict": "agree", "trace": "(no examples to simulate)"}}
-        trace = await node_ask(ctx, PROMPTS.render("simulate_plan.j2", prompt=task.prompt, plan=state.get("plan") or "",
-                                                      examples=_examples(task, settings.examples)),
-                               system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                               purpose="simulate plan")
+        examples = "\n".join(f"{e.call} -> {e.expected}" for e in task.examples[:settings.examples])
+        trace = await _ask(ctx, settings, "simulate_plan.j2", "simulate plan", prompt=task.prompt,
+                           plan=state.get("plan") or "", examples=examples)
         verdict = _verdict(trace)
         ctx.emit(CodegenSimulate(target="plan", verdict=verdict))
         return {"simulation": {"target": "plan", "verdict": verdict, "trace": trace.strip()}}
     failures = _failures(state)
     if not failures:
         return {"simulation": {"target": "code", "verdict": "agree", "trace": "(no failing example)"}}
-    trace = await node_ask(ctx, PROMPTS.render("simulate_code.j2", code=state.get("code") or "", failure=failures[0]),
-                           system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                           purpose="simulate failing case")
+    trace = await _ask(ctx, settings, "simulate_code.j2", "simulate failing case",
+                       code=state.get("code") or "", failure=failures[0])
     ctx.emit(CodegenSimulate(target="code", failure=failures[0]))
     return {"simulation": {"target": "code", "verdict": "disagree", "trace": trace.strip()}}
 
@@ -171,9 +164,7 @@ async def simulate(state: CodeGenState, ctx: NodeContext[object], settings: Simu
 async def write(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
     given = PROMPTS.render("plan_given.j2", plan=state["plan"]) if state.get("plan") else ""
-    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
-    answer = await node_ask(ctx, PROMPTS.render("write.j2", prompt=task.prompt, plan=given), system=SYSTEM,
-                            max_tokens=settings.max_tokens, temperature=temperature, seed=seed, purpose="write code")
+    answer = await _ask(ctx, settings, "write.j2", "write code", sampled=True, prompt=task.prompt, plan=given)
     return {"code": code_of(answer, task.entry_point)}
 
 
@@ -188,11 +179,8 @@ async def test(state: CodeGenState, ctx: NodeContext[object], settings: CodegenT
 
 async def debug(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
-    failures = "\n".join(_failures(state)) or "(none)"
-    answer = await node_ask(ctx, PROMPTS.render("debug.j2", prompt=task.prompt, code=state.get("code") or "", failures=failures,
-                                           trace=_trace(state)),
-                            system=SYSTEM, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                            purpose="debug")
+    answer = await _ask(ctx, settings, "debug.j2", "debug", prompt=task.prompt, code=state.get("code") or "",
+                        failures="\n".join(_failures(state)) or "(none)", trace=_trace(state))
     return {"code": code_of(answer, task.entry_point), "debug_rounds": int(state.get("debug_rounds") or 0) + 1}
 
 
@@ -222,10 +210,7 @@ async def reward(state: CodeGenState, ctx: NodeContext[object],
     return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 
-CodeGenNodeType = NodeType[CodeGenState, object, SettingsT]
-"""A codegen node type: it takes a `CodeGenState` and reads no deps (its model, sandbox and budget are the run's)."""
-
-NODE_TYPES: list[CodeGenNodeType[Any]] = [
+NODE_TYPES: list[NodeType[CodeGenState, object, Any]] = [
     NodeType("codegen.plan", plan, CodeGenSettings, (PromptKeys, EntryPointKeys, PlanKeys, SimulationKeys, PlanRoundKeys),
              (PlanKeys, PlanRoundKeys),
              "a plan for the function; after a disagreeing simulation, the plan revised with its trace",

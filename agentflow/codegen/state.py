@@ -1,9 +1,5 @@
-"""The state keys the `codegen.*` node types read and write, with the type of each value.
-
-`CodeGenState` is the type of the `state` their functions take, and each of these node types names it as its
-`state` (`agentflow.graph.compile.nodetypes.NodeType`), so a workflow that does not declare a key under `state:` gets
-it typed as here. Every value is plain JSON, as before these types were written down: a checkpoint after each
-node holds all of it. The hidden tests of a task are never part of it (`agentflow.codegen.task`).
+"""The state keys the `codegen.*` node types read and write, with the type of each value (as for
+`agentflow.reasoning.state`). The hidden tests of a task are never part of it (`agentflow.codegen.task`).
 """
 
 from __future__ import annotations
@@ -38,10 +34,6 @@ class RewardRecord(ScoreRecord):
     """The share of examples passing (None: the prompt has none)."""
     verifier: float | None
     """The verification agent's score (None: not read)."""
-
-
-# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
-# so a group holds keys only ever written together.
 
 
 class EntryPointKeys(TypedDict, total=False):

@@ -2,27 +2,16 @@
 
     instruct.respond  answer the prompt (following the outline when the state has one)  -> response
     instruct.outline  an outline of how to meet every requirement, no answer yet        -> plan
-    instruct.critic   DeCRIM's critic: each constraint checked; one checkable by code is
-                      checked by a function the critic writes, run in the sandbox
-                      ("strong feedback"), the others judged by the model; of several
-                      refinements the best is kept, and one worse than the best
-                      answer so far gives way to it                       -> response, critique, all_pass, checks, best
-    instruct.refine   new answers that avoid the failed constraints (several samples, and
-                      the best answer as a `fix` function the model writes edits it,
-                      run in the sandbox; the critic keeps the one that meets most)   -> refinements, rounds
-    instruct.checks   the critic's check functions, written before any answer: each branch of
-                      a search then judges its answer by the same checks                -> checks
-    instruct.score    an answer's reward: the share of constraints that hold, checked as the
-                      critic does (the verification agent's score without a sandbox)   -> score, checks
+    instruct.critic   DeCRIM's critic: each constraint checked by a function it writes
+                      and runs in the sandbox, else judged by the model    -> response, critique, checks, best
+    instruct.refine   new answers that avoid the failed constraints, and a `fix`
+                      function's edit of the best answer                    -> refinements, rounds
+    instruct.checks   the critic's check functions, written before any answer         -> checks
+    instruct.score    an answer's reward: the share of constraints that hold          -> score, checks
 
 The benchmark's own checkers (`agentflow.instruct.checks`) are never used here: the critic sees only the
-constraint text the decomposition produced.
-
-Every node is `async (state: InstructState, ctx: NodeContext[object], settings: ItsSettings) -> update`: the keys
-and records of `agentflow.instruct.state`, which each type names as its `state`. The context's deps are
-`object`: these nodes read none (the run's model, sandbox, budget and events are `ctx.run`'s), so they run in
-any workflow, whatever deps its run carries. `instruct.score` writes to the key its `output` setting names, so
-its update is keyed by that setting.
+constraint text the decomposition produced. The node functions' shape and deps are those of the `reason.*`
+nodes (`agentflow.reasoning.nodes`), with `InstructState`.
 """
 
 from __future__ import annotations
@@ -31,11 +20,12 @@ import ast
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentflow.codegen.execute import run_predicate, run_text
+from agentflow.config import StrictConfig
 from agentflow.events.kinds import InstructChecks, InstructCritic, InstructFix, InstructRevert, InstructScore
-from agentflow.graph.compile.nodetypes import NodeType, SettingsT
+from agentflow.graph.compile.nodetypes import NodeType
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.instruct.state import (
@@ -62,9 +52,6 @@ PROMPTS = package_templates(__file__)
 JUDGED = ""
 """What `checks` holds for a constraint the critic said code cannot check: judged by the model every round,
 without asking for a check again (None: no check kept, ask afresh)."""
-
-_SHOT_RESPONSE = "The sea is wide and deep, and its waves never stop moving."
-
 
 def _shot(constraint: str, check: str) -> tuple[str, str]:
     return PROMPTS.render("check.j2", constraint=constraint), f"```python\n{check}```"
@@ -130,8 +117,7 @@ FIX_SHOTS = [
 """Worked examples of a code fix, as earlier turns (a word limit with a required ending, a bullet count with a
 forbidden character, a paragraph split)."""
 
-class TextGenSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class TextGenSettings(StrictConfig):
     max_tokens: int = Field(default=400, ge=16)
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
@@ -146,8 +132,7 @@ class RespondSettings(TextGenSettings):
     """State key of an outline to follow when it holds one (`instruct.outline`'s); None: never."""
 
 
-class CriticSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CriticSettings(StrictConfig):
     code_checks: bool = True
     """Let the critic check a constraint with a function it writes, run in the sandbox (strong feedback)."""
     max_tokens: int = Field(default=300, ge=16)
@@ -175,10 +160,9 @@ class RefineSettings(TextGenSettings):
     faults are named either way."""
 
 
-class ScoreSettings(BaseModel):
+class ScoreSettings(StrictConfig):
     """Settings of `instruct.score`."""
 
-    model_config = ConfigDict(extra="forbid")
     constraint_checks: bool = True
     """Score an answer as the share of constraints that hold, each checked as decrim's critic does (a function
     the model writes, run in the sandbox, where code can check it; the model's verdict otherwise). Off, or
@@ -394,11 +378,7 @@ async def score(state: InstructState, ctx: NodeContext[object],
     return {settings.output: {"score": round(value, 4)}}
 
 
-InstructNodeType = NodeType[InstructState, object, SettingsT]
-"""An instruct node type: it takes an `InstructState` and reads no deps (its model, sandbox and budget are the
-run's)."""
-
-NODE_TYPES: list[InstructNodeType[Any]] = [
+NODE_TYPES: list[NodeType[InstructState, object, Any]] = [
     NodeType("instruct.respond", respond, RespondSettings, (PromptKeys, PlanKeys), (ResponseKeys,),
              "answers the prompt (following the outline when there is one)", state=InstructState),
     NodeType("instruct.outline", outline, TextGenSettings, (PromptKeys,), (PlanKeys,),

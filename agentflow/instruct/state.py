@@ -1,9 +1,5 @@
-"""The state keys the `instruct.*` node types read and write, with the type of each value.
-
-`InstructState` is the type of the `state` their functions take, and each of these node types names it as its
-`state` (`agentflow.graph.compile.nodetypes.NodeType`), so a workflow that does not declare a key under `state:` gets
-it typed as here. Every value is plain JSON, as before these types were written down: a checkpoint after each
-node holds all of it (the critic's check functions are kept as their source text).
+"""The state keys the `instruct.*` node types read and write, with the type of each value (as for
+`agentflow.reasoning.state`); the critic's check functions are kept as their source text.
 """
 
 from __future__ import annotations
@@ -43,10 +39,6 @@ class ConstraintScore(ScoreRecord):
 CheckCode = str | None
 """What `checks` keeps for a constraint: the critic's check function (source text), `""` when the critic said
 code cannot check it (judged by the model every round), None when no check that runs was kept (ask again)."""
-
-
-# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
-# so a group holds keys only ever written together.
 
 
 class CritiqueKeys(TypedDict, total=False):

@@ -6,7 +6,7 @@ a provider SDK.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -99,6 +99,12 @@ class Usage(BaseModel):
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        """The use of both calls; their cost when both costs are known."""
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        return Usage(input_tokens=self.input_tokens + other.input_tokens,
+                     output_tokens=self.output_tokens + other.output_tokens, cost_usd=cost)
 
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "unknown"]
@@ -194,31 +200,61 @@ class ChatModel(Protocol):
     async def aclose(self) -> None: ...
 
 
-def declared_tool_calling(model: object) -> bool | None:
-    """Whether a model says it calls tools: its `supports_tools`, else its serving profile's `tool_calling`,
-    looked up through the models it wraps (`.inner`); None when nothing says."""
+class ModelWrapper:
+    """Base of a model that wraps `inner`: the spec and capabilities (`profile`, `supports_tools`, ...) are
+    `inner`'s, and what a subclass does not change passes through to it."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+        self.spec = inner.spec
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (a copy under construction): no attribute, not a recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        return await self.inner.chat(request)
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
+        return self.inner.stream(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def as_deltas(response: ChatResponse) -> AsyncIterator[StreamDelta]:
+    """A whole response as a stream: each sample's text in one piece, then the response."""
+    for i, choice in enumerate(response.choices):
+        if choice.message.content:
+            yield StreamDelta(index=i, text=choice.message.content)
+    yield StreamDelta(response=response)
+
+
+def wrapped_models(model: object) -> Iterator[object]:
+    """`model` and the models it wraps (`.inner`), outermost first."""
     current: object = model
     for _ in range(8):
-        flag = getattr(current, "supports_tools", None)
-        if flag is None:
-            flag = getattr(getattr(current, "profile", None), "tool_calling", None)
-        if isinstance(flag, bool):
-            return flag
+        yield current
         current = getattr(current, "inner", None)
         if current is None:
-            break
+            return
+
+
+def declared_tool_calling(model: object) -> bool | None:
+    """Whether a model says it calls tools: its `supports_tools`, else its serving profile's `tool_calling`,
+    looked up through the models it wraps; None when nothing says."""
+    for level in wrapped_models(model):
+        flag = getattr(level, "supports_tools", None)
+        if flag is None:
+            flag = getattr(getattr(level, "profile", None), "tool_calling", None)
+        if isinstance(flag, bool):
+            return flag
     return None
 
 
 def declared_response_schema(model: object) -> bool:
     """Whether a model asks for the output schema on every request (`reads_response_schema`, looked up through
     the models it wraps): test models answer from it, so an agent sends it even without `structured_output`."""
-    current: object = model
-    for _ in range(8):
-        flag = getattr(current, "reads_response_schema", None)
-        if isinstance(flag, bool):
-            return flag
-        current = getattr(current, "inner", None)
-        if current is None:
-            break
-    return False
+    flags = (getattr(level, "reads_response_schema", None) for level in wrapped_models(model))
+    return next((flag for flag in flags if isinstance(flag, bool)), False)

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta, Usage
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, ModelWrapper, Usage
 
 __all__ = ["SampleBatcher"]
 
@@ -30,20 +28,16 @@ class _Group:
     task: asyncio.Task[None] | None = None
 
 
-class SampleBatcher:
+class SampleBatcher(ModelWrapper):
     """A ChatModel that sends concurrent single-sample requests of the same prompt as one `n` request."""
 
     def __init__(self, inner: ChatModel, *, max_n: int = 8, window_s: float = 0.05) -> None:
-        self.inner = inner
-        self.spec = inner.spec
+        super().__init__(inner)
         self.max_n = max_n
         self.window_s = window_s
         self._open: dict[str, _Group] = {}
         self.requests_sent = 0
         """Requests that reached the inner model (fewer than the calls when samples were coalesced)."""
-
-    def __getattr__(self, name: str) -> Any:  # profile, server, ... of the wrapped model
-        return getattr(self.inner, name)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         if request.n != 1 or self.max_n < 2:
@@ -98,9 +92,6 @@ class SampleBatcher:
                                              f"{len(response.choices)}"))
                 continue
             w.set_result(_share(response, i, len(waiters)))
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        return self.inner.stream(request)
 
     async def aclose(self) -> None:
         for group in list(self._open.values()):

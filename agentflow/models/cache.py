@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, ModelWrapper, StreamDelta, as_deltas
 from agentflow.models.replay import KEY_FIELDS
 from agentflow.secrets import redact
 
@@ -67,7 +67,7 @@ class ResponseCache:
             self._db.close()
 
 
-class CachedModel:
+class CachedModel(ModelWrapper):
     """Serves repeated deterministic calls from a `ResponseCache`; everything else goes to `inner`.
 
     `cache` is a file path (the model owns the cache) or a `ResponseCache` the caller owns and closes (one
@@ -76,15 +76,11 @@ class CachedModel:
 
     def __init__(self, inner: ChatModel, cache: str | Path | ResponseCache, *, force: bool = False,
                  close_inner: bool = True) -> None:
-        self.inner = inner
-        self.spec = inner.spec
+        super().__init__(inner)
         self._owns_cache = not isinstance(cache, ResponseCache)
         self.cache = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
         self.force = force
         self.close_inner = close_inner
-
-    def __getattr__(self, name: str) -> object:  # profile, server, with_node ... of the wrapped model
-        return getattr(self.inner, name)
 
     def _key(self, request: ChatRequest) -> str | None:
         return cache_key(self.spec, request) if self.force or cacheable(request) else None
@@ -114,10 +110,8 @@ class CachedModel:
         key = self._key(request)
         hit = await self._lookup(key)
         if hit is not None:
-            for i, choice in enumerate(hit.choices):
-                if choice.message.content:
-                    yield StreamDelta(index=i, text=choice.message.content)
-            yield StreamDelta(response=hit)
+            async for delta in as_deltas(hit):
+                yield delta
             return
         async for delta in self.inner.stream(request):
             if delta.response is not None and key is not None:

@@ -7,15 +7,16 @@ Agents and search wrap their model once instead of repeating the bookkeeping at 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from typing import Any
 
 from agentflow.budget import Budget, Hold
 from agentflow.events import EventLog
 from agentflow.events.kinds import ModelCall, ModelTurn
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, StreamDelta
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, Message, ModelWrapper, StreamDelta
 
 
-class InstrumentedModel:
+class InstrumentedModel(ModelWrapper):
     """Wraps `inner`; each call is admitted by `budget` before it starts (`Budget.model_call`: refused with
     `BudgetExceeded` when a limit is reached, counting the calls in flight), cut with `BudgetExceeded` at its
     wall-clock limit, charged after it (tokens, USD, one call) and written as `model.call` to `events`.
@@ -30,8 +31,7 @@ class InstrumentedModel:
         node_id: str | None = None,
         parent_id: str | None = None,
     ) -> None:
-        self.inner = inner
-        self.spec = inner.spec
+        super().__init__(inner)
         self.budget = budget
         self.events = events
         self.node_id = node_id
@@ -39,13 +39,8 @@ class InstrumentedModel:
 
     def with_node(self, node_id: str | None, parent_id: str | None = None) -> InstrumentedModel:
         """The same model, budget and event log, with events attributed to another node."""
-        return InstrumentedModel(
-            self.inner,
-            budget=self.budget,
-            events=self.events,
-            node_id=node_id,
-            parent_id=parent_id,
-        )
+        return InstrumentedModel(self.inner, budget=self.budget, events=self.events, node_id=node_id,
+                                 parent_id=parent_id)
 
     def _after(self, request: ChatRequest, response: ChatResponse, hold: Hold | None) -> None:
         usage = response.usage
@@ -70,31 +65,28 @@ class InstrumentedModel:
                 self.events.write(turn_record(self.spec, request, response).model_copy(
                     update={"node_id": self.node_id, "parent_id": self.parent_id}))
 
+    def _admitted(self, request: ChatRequest) -> AbstractContextManager[Hold | None]:
+        """The budget's hold on a call (`Budget.model_call`); none without a budget."""
+        return self.budget.model_call(_most_tokens(request)) if self.budget is not None else nullcontext()
+
+    def _deadline(self) -> AbstractAsyncContextManager[None]:
+        return self.budget.deadline() if self.budget is not None else nullcontext()
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        if self.budget is None:
-            response = await self.inner.chat(request)
-            self._after(request, response, None)
-            return response
-        with self.budget.model_call(_most_tokens(request)) as hold:
-            async with self.budget.deadline():
+        with self._admitted(request) as hold:
+            async with self._deadline():
                 response = await self.inner.chat(request)
             self._after(request, response, hold)
         return response
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        if self.budget is None:
-            async for delta in self.inner.stream(request):
-                if delta.response is not None:
-                    self._after(request, delta.response, None)
-                yield delta
-            return
-        with self.budget.model_call(_most_tokens(request)) as hold:
+        with self._admitted(request) as hold:
             deltas = aiter(self.inner.stream(request))
             try:
                 while True:
                     # the deadline covers the wait for each piece, never the consumer's work between them
                     try:
-                        async with self.budget.deadline():
+                        async with self._deadline():
                             delta = await anext(deltas)
                     except StopAsyncIteration:
                         return
@@ -105,9 +97,6 @@ class InstrumentedModel:
                 close = getattr(deltas, "aclose", None)
                 if close is not None:
                     await close()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def _most_tokens(request: ChatRequest) -> int:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agentflow.config import parse_json
 from agentflow.errors import ReplayMiss, UserError
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, ModelWrapper, StreamDelta, as_deltas
 from agentflow.secrets import redact
 
 CASSETTE_VERSION = 1
@@ -102,13 +102,6 @@ def write_cassette(path: str | Path, cassette: Cassette) -> None:
     os.replace(tmp, p)
 
 
-async def _deltas(response: ChatResponse) -> AsyncIterator[StreamDelta]:
-    for i, choice in enumerate(response.choices):
-        if choice.message.content:
-            yield StreamDelta(index=i, text=choice.message.content)
-    yield StreamDelta(response=response)
-
-
 class ReplayModel:
     """Serves calls from a cassette; a call it does not hold raises `ReplayMiss`."""
 
@@ -156,21 +149,20 @@ class ReplayModel:
             return self._take(request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        async for delta in _deltas(await self.chat(request)):
+        async for delta in as_deltas(await self.chat(request)):
             yield delta
 
     async def aclose(self) -> None:
         return None
 
 
-class RecordingModel:
+class RecordingModel(ModelWrapper):
     """Passes calls to `inner` and writes each request/response pair to a cassette (rewritten after every call)."""
 
     def __init__(
         self, inner: ChatModel, path: str | Path, *, match: Literal["request", "sequence"] = "request"
     ) -> None:
-        self.inner = inner
-        self.spec = inner.spec
+        super().__init__(inner)
         self.path = Path(path)
         self.cassette = Cassette(match=match)
         self._lock = asyncio.Lock()
@@ -190,6 +182,3 @@ class RecordingModel:
             if delta.response is not None:
                 await self._record(request, delta.response)
             yield delta
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

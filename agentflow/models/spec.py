@@ -81,8 +81,13 @@ def parse_spec(spec: str) -> ModelSpec:
     return ModelSpec(scheme, rest, None, text)
 
 
-def _options(spec: str, options: dict[str, Any]) -> ModelOptions:
-    return validate_config(ModelOptions, options, source=f"options of model {spec!r}")
+_BACKENDS = {
+    "openai": ("openai_backend", "OpenAIChatModel"),
+    "openai-compatible": ("openai_backend", "OpenAIChatModel"),
+    "anthropic": ("anthropic_backend", "AnthropicChatModel"),
+    "litellm": ("litellm_backend", "LiteLLMChatModel"),
+}
+"""Scheme of a provider's model -> (module of `agentflow.models.backends`, class), imported when needed."""
 
 
 def check_can_start(spec: str) -> None:
@@ -130,25 +135,11 @@ def load_model(spec: str, **options: Any) -> ChatModel:
             ) from None
         return local.load_local_model(parsed.model, **options)  # type: ignore[no-any-return]
 
-    opts = _options(spec, options)
-    model: ChatModel
-    if parsed.scheme == "openai":
-        from agentflow.models.backends.openai_backend import OpenAIChatModel
-
-        model = OpenAIChatModel(parsed.text, parsed.model, opts)
-    elif parsed.scheme == "openai-compatible":
-        from agentflow.models.backends.openai_backend import OpenAIChatModel
-
-        model = OpenAIChatModel(parsed.text, parsed.model, opts, compatible_base_url=parsed.base_url)
-    elif parsed.scheme == "anthropic":
-        from agentflow.models.backends.anthropic_backend import AnthropicChatModel
-
-        model = AnthropicChatModel(parsed.text, parsed.model, opts)
-    else:
-        from agentflow.models.backends.litellm_backend import LiteLLMChatModel
-
-        model = LiteLLMChatModel(parsed.text, parsed.model, opts)
-
+    opts = validate_config(ModelOptions, options, source=f"options of model {spec!r}")
+    module, name = _BACKENDS[parsed.scheme]
+    backend = getattr(importlib.import_module(f"agentflow.models.backends.{module}"), name)
+    extra = {"compatible_base_url": parsed.base_url} if parsed.scheme == "openai-compatible" else {}
+    model: ChatModel = backend(parsed.text, parsed.model, opts, **extra)
     if opts.cache:
         from agentflow.models.cache import CachedModel
 

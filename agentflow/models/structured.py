@@ -64,15 +64,6 @@ def _why(exc: Exception) -> str:
     return str(exc)
 
 
-def _add_usage(a: Usage, b: Usage) -> Usage:
-    cost = None if a.cost_usd is None or b.cost_usd is None else a.cost_usd + b.cost_usd
-    return Usage(
-        input_tokens=a.input_tokens + b.input_tokens,
-        output_tokens=a.output_tokens + b.output_tokens,
-        cost_usd=cost,
-    )
-
-
 async def chat_structured(
     model: ChatModel, request: ChatRequest, schema: type[T], *, retries: int = 1
 ) -> tuple[T, ChatResponse]:
@@ -90,7 +81,7 @@ async def chat_structured(
     usage, latency = Usage(cost_usd=0.0), 0.0
     for attempt in range(retries + 1):
         response = await model.chat(request)
-        usage, latency = _add_usage(usage, response.usage), latency + response.latency_s
+        usage, latency = usage + response.usage, latency + response.latency_s
         try:
             value = parse_structured(response.text, schema)
         except (ValidationError, ValueError) as exc:

@@ -34,7 +34,6 @@ from agentflow.models.base import (
     Message,
     StreamDelta,
     ToolCall,
-    ToolSpec,
     Usage,
 )
 from agentflow.models.schema_data import sample
@@ -185,16 +184,11 @@ class TestModel(_RecordingBase):
         self.requests.append(request)
         return self._respond(request, [self._reply(request) for _ in range(request.n)])
 
-    def _wanted(self, tool: ToolSpec) -> bool:
-        if self.call_tools == "all":
-            return True
-        if self.call_tools == "none":
-            return False
-        return tool.name in self.call_tools
-
     def _reply(self, request: ChatRequest) -> Message:
         called = {c.name for m in request.messages if m.role == "assistant" for c in m.tool_calls}
-        pending = [t for t in request.tools if self._wanted(t) and t.name not in called]
+        wanted = [t for t in request.tools if self.call_tools == "all" or (
+            self.call_tools != "none" and t.name in self.call_tools)]
+        pending = [t for t in wanted if t.name not in called]
         if pending and request.tool_choice != "none":
             return Message.assistant(None, [
                 ToolCall(id="", name=t.name, arguments=sample(t.parameters, seed=self.seed)) for t in pending

@@ -2,21 +2,18 @@
 
     reason.constraints  the constraint agent: the instance's constraints as a list     -> constraints
     reason.select       the selection agent: the inference algorithm for this instance  -> algorithm, selection
-    reason.verify       the verification agent: a score 0..1 of a plan or an answer against the constraints
-                                                                                        -> verified
+    reason.verify       the verification agent: a 0..1 score against the constraints    -> verified
     reason.reward       the algorithm's reward joins the UCB statistics                 -> ucb, reward
-    reason.value        the value agent (SWE-Search): a value 0..1 and an assessment of an attempt -> value
+    reason.value        the value agent (SWE-Search): a 0..1 value and an assessment    -> value
 
-`algorithm` names a graph search's strategy (a search node's `strategy_key: algorithm`), and `reason.reward`
-reads the reward the search chose (`value: search.value`): PlanGEN is a workflow of these around a search
-(`workflows/plangen.yaml`). `begin` is a function node that writes nothing, for a subgraph whose route must
-pick its first real node (a branch that answers without planning first).
+`algorithm` names a graph search's strategy (`strategy_key: algorithm`), and `reason.reward` reads the reward
+the search chose (`value: search.value`): PlanGEN is a workflow of these around a search
+(`workflows/plangen.yaml`). `begin` writes nothing, for a subgraph whose route must pick its first real node.
 
-Every node is `async (state: ReasoningState, ctx: NodeContext[object], settings: ItsSettings) -> update`: the
-keys and records of `agentflow.reasoning.state`, which each type names as its `state`. The context's deps are
-`object`: these steps read none (only the run's model, budget and events), so they run in any workflow,
-whatever deps its run carries. A node whose output key is a setting (`reason.verify`) returns an update keyed
-by that setting.
+Every node is `async (state, ctx: NodeContext[object], settings) -> update` over the keys of its task kind's
+state (`ReasoningState` here): the deps are `object`, as the nodes read only the run's handles (`ctx.run`:
+model, sandbox, budget, events), so they run in any workflow. A node whose output key is a setting returns an
+update keyed by that setting.
 """
 
 from __future__ import annotations
@@ -24,10 +21,11 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from agentflow.config import StrictConfig
 from agentflow.events.kinds import ReasonConstraints, ReasonReward, ReasonSelect, ReasonVerify
-from agentflow.graph.compile.nodetypes import NodeType, SettingsT
+from agentflow.graph.compile.nodetypes import NodeType
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.reasoning.constraints import extract_constraints, verify_against
@@ -52,10 +50,9 @@ from agentflow.reasoning.ucb import ALGORITHMS, KNOWN_ALGORITHMS, UcbStats, choo
 from agentflow.reasoning.value import ReasonValueSettings, value_node
 
 
-class ConstraintSettings(BaseModel):
+class ConstraintSettings(StrictConfig):
     """Settings of `reason.constraints`."""
 
-    model_config = ConfigDict(extra="forbid")
     input: str = "prompt"
     """State key holding the instance's text."""
     limit: int = Field(default=8, ge=1)
@@ -64,10 +61,9 @@ class ConstraintSettings(BaseModel):
     """Longest answer of the constraint agent."""
 
 
-class SelectSettings(BaseModel):
+class SelectSettings(StrictConfig):
     """Settings of `reason.select`."""
 
-    model_config = ConfigDict(extra="forbid")
     algorithms: list[str] = Field(default_factory=lambda: list(ALGORITHMS))
     """The algorithms to choose among (best_of_n, tree_of_thought, rebase; mcts too, with a search whose `n`
     lets it finish a branch)."""
@@ -81,10 +77,9 @@ class SelectSettings(BaseModel):
     """State key holding the instance's text (for the prior)."""
 
 
-class VerifySettings(BaseModel):
+class VerifySettings(StrictConfig):
     """Settings of `reason.verify`."""
 
-    model_config = ConfigDict(extra="forbid")
     work: str = "response"
     """Dotted state path of what is scored (a plan, code, an answer)."""
     task: str = "prompt"
@@ -97,20 +92,14 @@ class VerifySettings(BaseModel):
     """Longest answer of the verification agent."""
 
 
-class ReasonRewardSettings(BaseModel):
+class ReasonRewardSettings(StrictConfig):
     """Settings of `reason.reward`."""
 
-    model_config = ConfigDict(extra="forbid")
     value: str = "reward"
     """Dotted state path of the reward to add, in [0, 1] (after a search: `search.value`, the chosen branch's)."""
 
 
 _LETTERS = {"A": "best_of_n", "B": "tree_of_thought", "C": "rebase"}
-
-
-def _ucb_record(stats: UcbStats) -> UcbRecord:
-    """The statistics as the state keeps them (the model's dump is the record's shape)."""
-    return cast(UcbRecord, stats.model_dump())
 
 
 async def constraints_node(state: ReasoningState, ctx: NodeContext[object],
@@ -142,7 +131,7 @@ async def select_node(state: ReasoningState, ctx: NodeContext[object], settings:
         "algorithm": chosen, "prior": prior,
         "scores": {k: (None if v == float("inf") else round(v, 4)) for k, v in scores.items()}}
     ctx.emit(ReasonSelect(**selection))
-    return {"algorithm": chosen, "selection": selection, "ucb": _ucb_record(stats)}
+    return {"algorithm": chosen, "selection": selection, "ucb": cast(UcbRecord, stats.model_dump())}
 
 
 async def verify_node(state: ReasoningState, ctx: NodeContext[object],
@@ -164,7 +153,7 @@ async def reward_node(state: ReasoningState, ctx: NodeContext[object], settings:
     stats = UcbStats.model_validate(state.get("ucb") or {}).update(algorithm, float(reward))
     ctx.emit(ReasonReward(algorithm=algorithm, reward=reward, ucb=stats.model_dump()))
 
-    return {"ucb": _ucb_record(stats), "reward": float(reward)}
+    return {"ucb": cast(UcbRecord, stats.model_dump()), "reward": float(reward)}
 
 
 def begin(state: ReasoningState) -> ReasoningState:
@@ -172,10 +161,7 @@ def begin(state: ReasoningState) -> ReasoningState:
     return {}
 
 
-ReasoningNodeType = NodeType[ReasoningState, object, SettingsT]
-"""A reasoning node type: it takes a `ReasoningState` and reads no deps (its model and budget are the run's)."""
-
-NODE_TYPES: list[ReasoningNodeType[Any]] = [
+NODE_TYPES: list[NodeType[ReasoningState, object, Any]] = [
     NodeType("reason.constraints", constraints_node, ConstraintSettings, (PromptKeys,), (ConstraintKeys,),
              "the constraint agent: the instance's constraints as a list", state=ReasoningState),
     NodeType("reason.select", select_node, SelectSettings, (PromptKeys, UcbKeys), (AlgorithmKeys, UcbKeys),

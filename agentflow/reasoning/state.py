@@ -1,10 +1,10 @@
 """The state keys the `reason.*` node types read and write, with the type of each value.
 
-`ReasoningState` is the type of the `state` their functions take, and each of these node types names it as its
-`state` (`agentflow.graph.compile.nodetypes.NodeType`), so a workflow that does not declare a key under `state:` gets
-it typed as here. Every value is plain JSON, as before these types were written down: a checkpoint holds all
-of it. The records' fields are the ones the nodes write; a key that a setting renames (`reason.verify`'s
-`output: score`) holds the same record under the new name.
+`ReasoningState` is the type of the `state` their functions take, and each of these node types names it as
+its `state` (`agentflow.graph.compile.nodetypes.NodeType`), so a workflow that does not declare a key under
+`state:` gets it typed as here. Every value is plain JSON: a checkpoint holds all of it. The records' fields
+are the ones the nodes write; a key that a setting renames (`reason.verify`'s `output: score`) holds the same
+record under the new name.
 
 The task kinds above this layer (`agentflow.codegen.state`, `agentflow.instruct.state`) build their records of
 a score on `ScoreRecord`: a search's `value: score` reads `score` whichever node wrote it.

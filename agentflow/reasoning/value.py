@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from agentflow.config import StrictConfig
 from agentflow.events.kinds import ReasonValue
 from agentflow.graph.run.context import NodeContext
+from agentflow.graph.search.tree import read_path
 from agentflow.reasoning.llm import PROMPTS, node_ask
 from agentflow.reasoning.state import ReasoningState, ValueRecord
 
@@ -41,10 +42,9 @@ def read_judgement(text: str) -> ValueJudgement:
     return ValueJudgement(value, assessment[:1000])
 
 
-class ReasonValueSettings(BaseModel):
+class ReasonValueSettings(StrictConfig):
     """Settings of `reason.value`."""
 
-    model_config = ConfigDict(extra="forbid")
     task: str = "prompt"
     """Dotted state path of the task the attempt is for."""
     work: str = "code"
@@ -59,17 +59,6 @@ class ReasonValueSettings(BaseModel):
     """Characters of the attempt and of the checks shown (the rest is cut)."""
 
 
-def _at(state: Mapping[str, object], path: str | None) -> object:
-    """The value at dotted `path` (None when a part is missing): the paths are settings, so what they reach is
-    whatever JSON the workflow put there."""
-    cur: object = state
-    for part in (path or "").split(".") if path else ():
-        cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
-        if cur is None:
-            return None
-    return cur
-
-
 def _text(value: object, limit: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, indent=1, default=str)
     return text[:limit] if text else "(none)"
@@ -79,9 +68,9 @@ async def value_node(state: ReasoningState, ctx: NodeContext[object],
                      settings: ReasonValueSettings) -> dict[str, ValueRecord]:
     """`reason.value`: the value agent's judgement of the attempt at `settings.work`, written to
     `settings.output` (`value` unless renamed, hence an update keyed by a setting, not a `ReasoningState`)."""
-    prompt = PROMPTS.render("value.j2", task=_text(_at(state, settings.task), settings.limit),
-                           work=_text(_at(state, settings.work), settings.limit),
-                           checks=_text(_at(state, settings.checks), settings.limit) if settings.checks else "(not checked)")
+    checks = _text(read_path(state, settings.checks), settings.limit) if settings.checks else "(not checked)"
+    prompt = PROMPTS.render("value.j2", task=_text(read_path(state, settings.task), settings.limit),
+                            work=_text(read_path(state, settings.work), settings.limit), checks=checks)
     judgement = read_judgement(await node_ask(ctx, prompt, max_tokens=settings.max_tokens, purpose="value"))
     ctx.emit(ReasonValue(value=judgement.value, assessment=judgement.assessment))
 

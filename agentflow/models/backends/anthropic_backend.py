@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentflow.models.backends.openai_backend import parse_arguments
+from agentflow.models.backends.openai_backend import tool_call_of
 from agentflow.models.backends.remote import RemoteModel
 from agentflow.models.base import (
     ChatRequest,
@@ -24,7 +24,6 @@ from agentflow.models.base import (
     ToolCall,
     Usage,
 )
-from agentflow.models.options import ModelOptions
 from agentflow.models.templates import MODEL_PROMPTS
 
 _FINISH: dict[str, FinishReason] = {
@@ -91,9 +90,6 @@ def from_anthropic(raw: Any) -> ChatResponse:
 class AnthropicChatModel(RemoteModel):
     native_n = False
     key_env = "ANTHROPIC_API_KEY"
-
-    def __init__(self, spec: str, model: str, options: ModelOptions) -> None:
-        super().__init__(spec, model, options)
 
     def client(self) -> Any:
         if self._client is None:
@@ -164,15 +160,8 @@ class AnthropicChatModel(RemoteModel):
             elif event.type == "message_delta":
                 stop = event.delta.stop_reason or stop
                 usage.output_tokens = event.usage.output_tokens or usage.output_tokens
-        calls = []
-        for _, slot in sorted(tools.items()):
-            args, error = parse_arguments("".join(slot["json"]))
-            calls.append(ToolCall(id=slot["id"], name=slot["name"], arguments=args, arguments_error=error))
+        slots = [slot for _, slot in sorted(tools.items())]
+        calls = [tool_call_of(slot["id"], slot["name"], "".join(slot["json"])) for slot in slots]
         message = Message(role="assistant", content="".join(texts) or None, tool_calls=calls)
         choice = Choice(message=message, finish_reason=_FINISH.get(stop, "unknown"))
         yield StreamDelta(response=ChatResponse(choices=[choice], usage=usage, model=model))
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None

@@ -25,6 +25,7 @@ import httpx
 from pydantic import Field
 
 from agentflow.config import StrictConfig, validate_config
+from agentflow.models.backends import openai_backend as oai
 from agentflow.models.backends.openai_backend import STREAM_SOURCE, OpenAIChatModel
 from agentflow.models.backends.remote import merge_responses
 from agentflow.models.backends.retry import TransientError
@@ -135,7 +136,7 @@ def _acquire(name: str, opts: LocalServingOptions) -> _SharedServer:
         if shared is not None and (shared.handle.alive or shared.users > 0):
             shared.users += 1
             return shared
-        say: Callable[[str], None] = (lambda m: None) if opts.quiet else (lambda m: _say(opts, m))
+        say: Callable[[str], None] = lambda m: _say(opts, m)
         launch = llamacpp_launch(LlamaServerOptions(model=name, parallel=opts.parallel, ctx=opts.ctx,
                                                     threads=opts.threads,
                                                     startup_timeout_s=opts.startup_timeout_s), say=say)
@@ -162,12 +163,9 @@ def _release(shared: _SharedServer) -> None:
 
 
 class _ServerBacked:
-    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death.
-
-    `n > 1` goes to llama-server as its own `n` (one prompt evaluation for all samples), in requests of at
-    most the server's slot count. The server reports the output tokens of the first sample only, so the
-    others are counted with its `/tokenize` endpoint.
-    """
+    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death. Samples go
+    as the server's own `n` (see the module doc); it reports the output tokens of the first sample only, so
+    the others are counted with its `/tokenize` endpoint."""
 
     native_n = False
     shared: _SharedServer
@@ -182,9 +180,30 @@ class _ServerBacked:
     """Every call records its prompt and sampled token ids and the sampled tokens' log-probs (`Choice.trace`),
     except a streamed call that offers tools (llama-server refuses log-probs there: the trace says so)."""
 
+    def _attach(self, shared: _SharedServer) -> None:
+        self.shared, self._seen_restarts, self._released = shared, shared.handle.restarts, False
+        self.profile = shared.handle.profile
+
     @property
     def server(self) -> ServerHandle:
         return self.shared.handle
+
+    async def _ensure_running(self) -> None:
+        """Recover the server when it died or was restarted since this model last used it."""
+        if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
+            await self._recover()
+
+    async def _tokenize(self, client: httpx.AsyncClient, text: str, **flags: bool) -> list[int]:
+        """The server's tokens of `text` (`/tokenize`; `flags`: add_special, parse_special)."""
+        handle = self.shared.handle
+        reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
+                                  json={"content": text, **flags})
+        reply.raise_for_status()
+        return [int(t) for t in reply.json()["tokens"]]
+
+    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
+        call = super()._chat_once  # type: ignore[misc]
+        return await self._guarded(lambda: call(request), request)
 
     async def _recover(self) -> None:
         await asyncio.to_thread(self.shared.recover, self._seen_restarts)
@@ -200,8 +219,7 @@ class _ServerBacked:
             from agentflow.errors import UserError
 
             raise UserError(f"{self.spec}: the model was closed", hint="load it again with load_model")
-        if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
-            await self._recover()
+        await self._ensure_running()
         self.shared.announce_first_call(self.spec)
         try:
             pace = self.shared.pace
@@ -227,17 +245,16 @@ class _ServerBacked:
         traces = [c.trace for c in response.choices if c.trace is not None]
         if not traces:
             return response
-        handle = self.shared.handle
         try:
             async with httpx.AsyncClient(timeout=60) as client:
                 for trace in traces:
-                    await _check_completion_ids(client, handle, trace)
+                    await _check_completion_ids(client, self.shared.handle, trace)
                 untokenized = [t for t in traces if t.prompt_ids is None]
                 if untokenized:
                     prompt = untokenized[0].prompt_text
                     if prompt is None:
                         prompt = await self._rendered_prompt(client, request)
-                    ids = await _prompt_ids(client, handle, prompt, response.usage.input_tokens)
+                    ids = await self._prompt_ids(client, prompt, response.usage.input_tokens)
                     for trace in untokenized:
                         trace.prompt_text, trace.prompt_ids = prompt, ids
         except (httpx.HTTPError, KeyError, ValueError):
@@ -253,12 +270,10 @@ class _ServerBacked:
         prompt = self._prompt_text(request)
         if prompt is not None:
             return prompt
-        from agentflow.models.backends.openai_backend import to_openai_messages, to_openai_tools
-
         handle = self.shared.handle
-        body: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
+        body: dict[str, Any] = {"messages": oai.to_openai_messages(request.messages)}
         if request.tools:
-            body["tools"] = to_openai_tools(request.tools)
+            body["tools"] = oai.to_openai_tools(request.tools)
         reply = await client.post(handle.url("/apply-template"), headers=handle.headers, json=body)
         reply.raise_for_status()
         return str(reply.json()["prompt"])
@@ -270,15 +285,19 @@ class _ServerBacked:
 
     async def count_prompt_tokens(self, request: ChatRequest) -> int:
         """The prompt's length in the server's own tokens (the template applied, special tokens included)."""
-        handle = self.shared.handle
-        if not handle.alive or self._seen_restarts != handle.restarts:
-            await self._recover()
+        await self._ensure_running()
         async with httpx.AsyncClient(timeout=60) as client:
             prompt = await self._rendered_prompt(client, request)
-            reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
-                                      json={"content": prompt, "add_special": True, "parse_special": True})
-            reply.raise_for_status()
-            return len(reply.json()["tokens"])
+            return len(await self._tokenize(client, prompt, add_special=True, parse_special=True))
+
+    async def _prompt_ids(self, client: httpx.AsyncClient, prompt: str, counted: int) -> list[int] | None:
+        """The server's tokens of `prompt` with or without its special start tokens: the variant whose length
+        is the server's own count of the call's prompt tokens; None when neither is (not the model's ids)."""
+        for add_special in (True, False):
+            ids = await self._tokenize(client, prompt, add_special=add_special, parse_special=True)
+            if len(ids) == counted:
+                return ids
+        return None
 
     def _prompt_text(self, request: ChatRequest) -> str | None:
         """The prompt as text when this client renders it (completion mode); None when the server does."""
@@ -308,21 +327,19 @@ class _ServerBacked:
         """The response with its output tokens summed over all its samples (the server counts the first one)."""
         if len(response.choices) < 2:
             return response
-        handle = self.shared.handle
         try:
             async with httpx.AsyncClient(timeout=60) as client:
                 others = 0
                 for choice in response.choices[1:]:
-                    reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
-                                              json={"content": choice.message.content or ""})
-                    reply.raise_for_status()
-                    others += len(reply.json()["tokens"]) + (choice.finish_reason == "stop")  # + end token
+                    tokens = await self._tokenize(client, choice.message.content or "")
+                    others += len(tokens) + (choice.finish_reason == "stop")  # + end token
         except (httpx.HTTPError, KeyError, ValueError):
             return response  # the usage stays an undercount rather than failing a finished call
         usage = response.usage.model_copy(update={"output_tokens": response.usage.output_tokens + others})
         return response.model_copy(update={"usage": usage})
 
-    async def _release_server(self) -> None:
+    async def aclose(self) -> None:
+        await super().aclose()  # type: ignore[misc]
         if not self._released:
             self._released = True
             await asyncio.to_thread(_release, self.shared)
@@ -340,19 +357,6 @@ async def _check_completion_ids(client: httpx.AsyncClient, handle: ServerHandle,
         trace.completion_ids, trace.logprobs = None, None
         trace.missing = ("the server's token ids do not spell the reply (a token was left out of its log-probs); "
                          "the ids are not recorded")
-
-
-async def _prompt_ids(client: httpx.AsyncClient, handle: ServerHandle, prompt: str, counted: int) -> list[int] | None:
-    """The server's tokens of `prompt` with or without its special start tokens: the variant whose length is the
-    server's own count of the call's prompt tokens; None when neither is (the ids would not be the model's)."""
-    for add_special in (True, False):
-        reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
-                                  json={"content": prompt, "add_special": add_special, "parse_special": True})
-        reply.raise_for_status()
-        ids = [int(t) for t in reply.json()["tokens"]]
-        if len(ids) == counted:
-            return ids
-    return None
 
 
 def model_identity(name: str) -> dict[str, str]:
@@ -378,13 +382,8 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
     """Chat mode (`/v1/chat/completions`) against a managed llama-server."""
 
     def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions) -> None:
-        handle = shared.handle
-        super().__init__(spec, handle.model, options, compatible_base_url=handle.base_url)
-        self.shared, self._seen_restarts, self._released = shared, handle.restarts, False
-        self.profile = handle.profile
-
-    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
-        return await self._guarded(lambda: OpenAIChatModel._chat_once(self, request), request)
+        super().__init__(spec, shared.handle.model, options, compatible_base_url=shared.handle.base_url)
+        self._attach(shared)
 
     def _stream_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kw = OpenAIChatModel._stream_kwargs(self, request)
@@ -398,8 +397,7 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
         # streamed as asked (a user watching a slow local model needs its tokens as they come), with the token
         # trace the stream can give; a dead server surfaces as a connection error, which RemoteModel.stream
         # retries before the first token
-        if not self.shared.handle.alive or self._seen_restarts != self.shared.handle.restarts:
-            await self._recover()
+        await self._ensure_running()
         async for delta in OpenAIChatModel._stream_once(self, request):
             if delta.response is not None:
                 if request.tools:
@@ -409,30 +407,18 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
                 delta = delta.model_copy(update={"response": await self._traced(delta.response, request)})
             yield delta
 
-    async def aclose(self) -> None:
-        await OpenAIChatModel.aclose(self)
-        await self._release_server()
-
 
 class LocalCompletionModel(_ServerBacked, CompletionChatModel):
     """Text-completion mode (`/v1/completions` with a few-shot template) against a managed llama-server."""
 
     def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions,
                  template: FewShotTemplate | None = None) -> None:
-        handle = shared.handle
-        super().__init__(spec, handle.model, options, compatible_base_url=handle.base_url, template=template)
-        self.shared, self._seen_restarts, self._released = shared, handle.restarts, False
-        self.profile = handle.profile
-
-    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
-        return await self._guarded(lambda: CompletionChatModel._chat_once(self, request), request)
+        super().__init__(spec, shared.handle.model, options, compatible_base_url=shared.handle.base_url,
+                         template=template)
+        self._attach(shared)
 
     def _prompt_text(self, request: ChatRequest) -> str | None:
         return self.template.render(request.messages)
-
-    async def aclose(self) -> None:
-        await CompletionChatModel.aclose(self)
-        await self._release_server()
 
 
 def load_local_model(name: str, **options: Any) -> ChatModel:

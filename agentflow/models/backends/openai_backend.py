@@ -38,39 +38,26 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 # --- conversion: ours -> OpenAI ----------------------------------------------------------------------
+def _function(name: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, **fields}}
+
+
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content or ""})
         elif m.role == "assistant" and m.tool_calls:
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": m.content,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                        }
-                        for c in m.tool_calls
-                    ],
-                }
-            )
+            calls = [{"id": c.id, **_function(c.name, arguments=json.dumps(c.arguments))}
+                     for c in m.tool_calls]
+            out.append({"role": "assistant", "content": m.content, "tool_calls": calls})
         else:
             out.append({"role": m.role, "content": m.content or ""})
     return out
 
 
 def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
+    return [_function(t.name, description=t.description, parameters=t.parameters) for t in tools]
 
 
 def request_kwargs(request: ChatRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, Any]:
@@ -122,6 +109,17 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def tool_call_of(call_id: str, name: str, raw_arguments: str | None) -> ToolCall:
+    """A tool call whose arguments arrived as JSON text (`arguments_error` set when they do not parse)."""
+    args, error = parse_arguments(raw_arguments)
+    return ToolCall(id=call_id, name=name, arguments=args, arguments_error=error)
+
+
+def _usage(raw: Any) -> Usage:
+    return Usage(input_tokens=_get(raw, "prompt_tokens", 0) or 0,
+                 output_tokens=_get(raw, "completion_tokens", 0) or 0)
+
+
 def token_trace(choice: Any, raw: Any, text: str | None, source: str) -> TokenTrace | None:
     """The sampled token ids and log-probs of an OpenAI-style choice, where the server gives them: per-token
     `logprobs.content[].logprob` (OpenAI, vLLM, llama-server) with `.id` (llama-server), or the choice's
@@ -156,33 +154,16 @@ def from_openai_response(raw: Any) -> ChatResponse:
     choices = []
     for c in sorted(_get(raw, "choices") or [], key=lambda c: _get(c, "index", 0) or 0):
         msg = _get(c, "message")
-        calls = []
-        for tc in _get(msg, "tool_calls") or []:
-            fn = _get(tc, "function")
-            args, error = parse_arguments(_get(fn, "arguments"))
-            calls.append(
-                ToolCall(
-                    id=_get(tc, "id") or "",
-                    name=_get(fn, "name") or "",
-                    arguments=args,
-                    arguments_error=error,
-                )
-            )
+        calls = [tool_call_of(_get(tc, "id") or "", _get(_get(tc, "function"), "name") or "",
+                              _get(_get(tc, "function"), "arguments"))
+                 for tc in _get(msg, "tool_calls") or []]
         message = Message(role="assistant", content=_get(msg, "content"), tool_calls=calls)
         trace = token_trace(c, raw, _get(msg, "content"), "/v1/chat/completions logprobs")
         choices.append(
             Choice(message=message, finish_reason=_FINISH.get(_get(c, "finish_reason") or "", "unknown"),
                    trace=trace)
         )
-    usage = _get(raw, "usage")
-    return ChatResponse(
-        choices=choices,
-        usage=Usage(
-            input_tokens=_get(usage, "prompt_tokens", 0) or 0,
-            output_tokens=_get(usage, "completion_tokens", 0) or 0,
-        ),
-        model=_get(raw, "model", "") or "",
-    )
+    return ChatResponse(choices=choices, usage=_usage(_get(raw, "usage")), model=_get(raw, "model", "") or "")
 
 
 STREAM_SOURCE = "/v1/chat/completions stream logprobs"
@@ -203,12 +184,8 @@ class _StreamAccumulator:
 
     def add(self, chunk: Any) -> list[StreamDelta]:
         self.model = _get(chunk, "model", "") or self.model
-        usage = _get(chunk, "usage")
-        if usage is not None:
-            self.usage = Usage(
-                input_tokens=_get(usage, "prompt_tokens", 0) or 0,
-                output_tokens=_get(usage, "completion_tokens", 0) or 0,
-            )
+        if _get(chunk, "usage") is not None:
+            self.usage = _usage(_get(chunk, "usage"))
         deltas = []
         for c in _get(chunk, "choices") or []:
             index = _get(c, "index", 0) or 0
@@ -248,12 +225,8 @@ class _StreamAccumulator:
     def response(self) -> ChatResponse:
         choices = []
         for index in sorted(self.text.keys() | self.calls.keys()):
-            calls = []
-            for _, slot in sorted(self.calls.get(index, {}).items()):
-                args, error = parse_arguments("".join(slot["args"]))
-                calls.append(
-                    ToolCall(id=slot["id"], name=slot["name"], arguments=args, arguments_error=error)
-                )
+            slots = sorted(self.calls.get(index, {}).items())
+            calls = [tool_call_of(slot["id"], slot["name"], "".join(slot["args"])) for _, slot in slots]
             text = "".join(self.text.get(index, [])) or None
             choices.append(
                 Choice(
@@ -342,8 +315,3 @@ class OpenAIChatModel(RemoteModel):
         finally:
             await stream.close()
         yield StreamDelta(response=acc.response())
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None

@@ -7,13 +7,12 @@ through) and optionally `_stream_once`. Retries happen only before the first str
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentflow.models.backends.retry import TransientError, classify, gave_up, with_retries
-from agentflow.models.base import ChatRequest, ChatResponse, Choice, StreamDelta, Usage
+from agentflow.models.backends.retry import TransientError, backoff_s, classify, gave_up
+from agentflow.models.base import ChatRequest, ChatResponse, Choice, StreamDelta, Usage, as_deltas
 from agentflow.models.options import ModelOptions
 from agentflow.models.pricing import cost_usd, lookup_price
 from agentflow.secrets import register_secret
@@ -22,12 +21,9 @@ from agentflow.secrets import register_secret
 def merge_responses(parts: list[ChatResponse]) -> ChatResponse:
     """One response holding the choices of several single-sample calls, usage summed."""
     choices: list[Choice] = [c for p in parts for c in p.choices]
-    usage = Usage(
-        input_tokens=sum(p.usage.input_tokens for p in parts),
-        output_tokens=sum(p.usage.output_tokens for p in parts),
-    )
-    return ChatResponse(choices=choices, usage=usage, model=parts[0].model if parts else "",
-                        identity=dict(parts[0].identity) if parts else {})
+    first = parts[0] if parts else ChatResponse(choices=[])
+    return ChatResponse(choices=choices, usage=sum((p.usage for p in parts), Usage()), model=first.model,
+                        identity=dict(first.identity))
 
 
 class RemoteModel:
@@ -70,7 +66,9 @@ class RemoteModel:
         return lookup_price(self.model)
 
     async def aclose(self) -> None:
-        return None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     # --- the ChatModel interface ---------------------------------------------------------------
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -88,7 +86,7 @@ class RemoteModel:
         self._bind_loop()
         start = time.monotonic()
         if request.n > 1 and not self.native_n:
-            async for delta in _as_deltas(await self.chat(request)):
+            async for delta in as_deltas(await self.chat(request)):
                 yield delta
             return
         attempts = 0
@@ -103,32 +101,30 @@ class RemoteModel:
                         started = True
                         yield delta
                 return
-            except Exception as exc:  # noqa: BLE001 - classified below
-                mapped = classify(exc, self.spec, self.key_env)
-                if started or not isinstance(mapped, TransientError):
-                    raise mapped from None
-                if attempts >= self.options.max_attempts:
-                    raise gave_up(mapped, attempts) from None
-                wait = mapped.retry_after
-                if wait is None:
-                    wait = random.uniform(0, self.options.retry_initial_s * 2 ** (attempts - 1))
-                await asyncio.sleep(min(wait, self.options.retry_max_wait_s))
+            except Exception as exc:  # noqa: BLE001 - classified
+                await self._before_retry(exc, attempts, started)
 
     # --- helpers ---------------------------------------------------------------------------------
     async def _call(self, request: ChatRequest) -> ChatResponse:
-        async def attempt() -> ChatResponse:
-            async with self._semaphore:
-                try:
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                async with self._semaphore:
                     return await self._chat_once(request)
-                except Exception as exc:  # noqa: BLE001 - classified
-                    raise classify(exc, self.spec, self.key_env) from None
+            except Exception as exc:  # noqa: BLE001 - classified
+                await self._before_retry(exc, attempts, False)
 
-        return await with_retries(
-            attempt,
-            attempts=self.options.max_attempts,
-            initial_s=self.options.retry_initial_s,
-            max_wait_s=self.options.retry_max_wait_s,
-        )
+    async def _before_retry(self, exc: Exception, attempts: int, started: bool) -> None:
+        """After a failed attempt, raise the failure as one of ours unless it is transient, nothing was
+        streamed yet and attempts are left; then wait before the next one."""
+        mapped = classify(exc, self.spec, self.key_env)
+        if started or not isinstance(mapped, TransientError):
+            raise mapped from None
+        if attempts >= self.options.max_attempts:
+            raise gave_up(mapped, attempts) from None
+        options = self.options
+        await asyncio.sleep(backoff_s(mapped, attempts, options.retry_initial_s, options.retry_max_wait_s))
 
     def _finish(self, response: ChatResponse, start: float) -> ChatResponse:
         response.latency_s = time.monotonic() - start
@@ -136,12 +132,5 @@ class RemoteModel:
         return response
 
     async def _stream_fallback(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        async for delta in _as_deltas(await self._chat_once(request)):
+        async for delta in as_deltas(await self._chat_once(request)):
             yield delta
-
-
-async def _as_deltas(response: ChatResponse) -> AsyncIterator[StreamDelta]:
-    for i, choice in enumerate(response.choices):
-        if choice.message.content:
-            yield StreamDelta(index=i, text=choice.message.content)
-    yield StreamDelta(response=response)

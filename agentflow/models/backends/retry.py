@@ -1,25 +1,20 @@
-"""Which provider failures are transient, how long to wait, and the retry loop (tenacity).
+"""Which provider failures are transient and how long to wait before the next attempt.
 
 Both provider SDKs (OpenAI, Anthropic) and LiteLLM raise errors with a `status_code` and the HTTP
 `response`; connection problems are `APIConnectionError`/`APITimeoutError`. `classify` turns any of them
 into one of ours: `TransientError` (retried), `UserError` (bad key, unknown model: fix and rerun) or
-`ModelError` (anything else, one line). SDK-internal retries are off; this loop owns retrying.
+`ModelError` (anything else, one line). SDK-internal retries are off; `RemoteModel` owns retrying.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_random_exponential
+from typing import Any
 
 from agentflow.errors import ModelError, UserError
-
-T = TypeVar("T")
 
 _CONNECTION_ERRORS = {
     "APIConnectionError",
@@ -110,38 +105,12 @@ def classify(exc: BaseException, spec: str, key_env: str | None) -> Exception:
     return ModelError(f"{spec}: request rejected (HTTP {status}): {_detail(exc)}")
 
 
-class _Wait:
-    """Honour a server's Retry-After; otherwise jittered exponential backoff. Both capped at `max_wait`."""
-
-    def __init__(self, initial: float, max_wait: float) -> None:
-        self.max_wait = max_wait
-        self._backoff = wait_random_exponential(multiplier=initial, max=max_wait)
-
-    def __call__(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        hint = getattr(exc, "retry_after", None)
-        if hint is not None:
-            return min(float(hint), self.max_wait)
-        return self._backoff(state)
-
-
-async def with_retries(
-    call: Callable[[], Awaitable[T]], *, attempts: int, initial_s: float, max_wait_s: float
-) -> T:
-    """Run `call` until it succeeds, retrying only `TransientError`s; the last one becomes a one-line error."""
-    retrying = AsyncRetrying(
-        stop=stop_after_attempt(attempts),
-        wait=_Wait(initial_s, max_wait_s),
-        retry=retry_if_exception_type(TransientError),
-        reraise=True,
-    )
-    try:
-        async for attempt in retrying:
-            with attempt:
-                return await call()
-    except TransientError as exc:
-        raise gave_up(exc, attempts) from None
-    raise AssertionError("unreachable")  # pragma: no cover
+def backoff_s(exc: TransientError, attempt: int, initial_s: float, max_wait_s: float) -> float:
+    """The wait after failed `attempt` (1-based): the server's Retry-After, else exponential backoff with full
+    jitter; both capped at `max_wait_s`."""
+    if exc.retry_after is not None:
+        return min(exc.retry_after, max_wait_s)
+    return min(random.uniform(0, initial_s * 2 ** (attempt - 1)), max_wait_s)
 
 
 def gave_up(exc: TransientError, attempts: int) -> ModelError:
