@@ -554,15 +554,21 @@ class RepairPreflight(Event, PreflightFindings):
 
 
 class RepairTestTime(Event):
-    """A step's share of the test time was shortened or ran out."""
+    """A step's test run was shortened to fit its allowance, or ran out of time (`repair.verify.testshare`)."""
 
     kind: Literal["repair.test_time"] = "repair.test_time"
     step: str
+    """localization, verification, confirmation (a finalist's whole-suite check), base, final."""
     action: str
+    """shortened or timed_out."""
     share_s: float | None
+    share: float | None = None
+    """The fraction of the task's wall time `share_s` is (None: no wall limit, no share)."""
     spent_s: float
     tests: int | None = None
     """Shortened: how many tests the step ran instead."""
+    suite_tests: int | None = None
+    """Shortened: how many tests the whole run has (the base run's count)."""
     expected_s: float | None = None
     left_s: float | None = None
     timeout_s: float | None = None

@@ -49,9 +49,9 @@ def test_runs_that_would_exceed_the_share_run_the_failing_tests_instead(docker_i
     assert [(f["step"], f["action"], f["tests"]) for f in found] == [("localization", "shortened", 1),
                                                                      ("verification", "shortened", 1)], found
     assert all(f["share_s"] == 3.0 for f in found)
-    assert "test time: localization runs 1 test(s) instead of the suite" in captured.err
-    assert "test time: verification runs 1 test(s) instead of the suite" in captured.err
-    assert "[ran the 1 tests failing at the base commit: the test-time share]" in captured.err
+    assert "tests: localization ran 1 of 3 (time share 5%" in captured.err
+    assert "tests: verification ran 1 of 3 (time share 5%" in captured.err
+    assert "[ran 1 tests, the failing ones first: the run's time allowance]" in captured.err
     assert shown["report"]["resolved"] is True
 
 
@@ -81,4 +81,4 @@ def test_a_shortened_run_that_still_times_out_says_so(docker_image: str, tmp_pat
     err = capsys.readouterr().err
     timed_out = [f for f in time_events(out) if f["action"] == "timed_out"]
     assert timed_out and timed_out[0]["shortened"] is True, time_events(out)
-    assert "timed out after" in err and "(shortened run)" in err
+    assert "tests: localization timed out after" in err and "(shortened run)" in err
