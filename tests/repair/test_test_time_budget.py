@@ -127,3 +127,42 @@ def test_a_candidate_run_that_times_out_says_so(backend: tuple[str, str | None],
     timed_out = [e for e in events_of(out, "repair.test_time") if e["action"] == "timed_out"]
     assert timed_out and timed_out[0]["step"] in ("verification", "confirmation"), timed_out
     assert "tests: verification timed out after" in err or "tests: confirmation timed out after" in err
+
+
+def test_an_allowance_holds_the_run_or_says_how_many_tests_fit() -> None:
+    """At the base run's pace (100 s for 1,000 tests, a tenth of it start-up), a 300 s step runs the suite;
+    traced (twice as slow) in a 120 s step it runs about as many tests as fit in 80% of it."""
+    from agentflow.repair.verify.testshare import TestTimeShare
+
+    budget = TestTimeShare()
+    budget.measured(100.0, 1000)
+    assert budget.allow(300.0, 5.0).tests is None
+    shortened = budget.allow(120.0, 5.0, slowdown=2.0)
+    assert shortened.timeout_s == 120.0 and shortened.expected_s == 200.0
+    assert shortened.tests is not None and 400 <= shortened.tests <= 450
+    assert budget.expected(shortened.tests, slowdown=2.0) <= 0.8 * 120.0 + 1e-6  # type: ignore[operator]
+    shared = TestTimeShare(limit_s=60.0, share=0.3)
+    shared.measured(100.0, 1000)
+    shared.spend(50.0)  # 10 s left of the share: the step's 300 s are cut to it
+    assert shared.allow(300.0, 5.0).timeout_s == 10.0
+
+
+def test_the_localization_selection_keeps_the_failing_tests_and_the_nearest_files_first() -> None:
+    from agentflow.repair.verify.testshare import localization_selection
+
+    sources = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def f():\n    return 1\n",
+        "pkg/extra.py": "def g():\n    return 2\n",
+        "tests/test_core.py": "from pkg.core import f\n\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n",
+        "tests/test_core_more.py": "from pkg.core import f\n" + "".join(f"\ndef test_{i}():\n    pass\n" for i in range(5)),
+        "tests/far/test_extra.py": "from pkg.extra import g\n" + "".join(f"\ndef test_{i}():\n    pass\n" for i in range(9)),
+    }
+    picked, count = localization_selection(["tests/test_core.py::test_a"], [], sources, limit=7)
+    assert picked == ["tests/test_core.py", "tests/test_core_more.py"] and count == 7
+    picked, count = localization_selection(["tests/test_core.py::test_a"], [], sources, limit=3)
+    assert picked == ["tests/test_core.py"] and count == 2  # the next file (5 tests) does not fit
+    picked, count = localization_selection(["tests/test_core.py::test_a"], [], sources, limit=1)
+    assert picked == ["tests/test_core.py::test_a"] and count == 1  # the failing test, whatever the limit
+    picked, _ = localization_selection([], ["pkg/extra.py"], sources, limit=100)
+    assert picked == ["tests/far/test_extra.py"]  # a suspect the examples ran: the tests importing it

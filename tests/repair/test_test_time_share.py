@@ -37,8 +37,8 @@ def time_events(out: Path) -> list[dict]:
 
 def test_runs_that_would_exceed_the_share_run_the_failing_tests_instead(docker_image: str, tmp_path: Path,
                                                                          capsys):
-    """A 4 s suite, a 3 s share (5% of 60 s): the traced run and the candidate's run keep only the failing test;
-    each says so; the fix is still found (the finalist's whole-suite check is not shortened)."""
+    """A 4 s suite, a 3 s share (5% of 60 s): the traced run, the candidate's run and the finalist's whole-suite
+    check keep only the failing test; each says so; the fix is still found (the report's run is not shortened)."""
     repo = make_repo(tmp_path / "pager-repo", extra_test=SLOW_TEST)
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
     out = tmp_path / "run"
@@ -47,7 +47,8 @@ def test_runs_that_would_exceed_the_share_run_the_failing_tests_instead(docker_i
     shown = json.loads(captured.out)
     found = time_events(out)
     assert [(f["step"], f["action"], f["tests"]) for f in found] == [("localization", "shortened", 1),
-                                                                     ("verification", "shortened", 1)], found
+                                                                     ("verification", "shortened", 1),
+                                                                     ("confirmation", "shortened", 1)], found
     assert all(f["share_s"] == 3.0 for f in found)
     assert "tests: localization ran 1 of 3 (time share 5%" in captured.err
     assert "tests: verification ran 1 of 3 (time share 5%" in captured.err

@@ -527,7 +527,8 @@ class Workbench:
             await self.restore(patch)
             return self._verified[key].model_copy(deep=True), None
         verification, report = await self._verify(patch, how, final=final, whole=whole)
-        if not (final and graded):
+        # a whole-suite run shortened to fit the test-time share is no whole-suite result (the report runs again)
+        if not (final and graded) and not (whole and verification.shortened):
             self._verified[key] = verification.model_copy(deep=True)
             if verification.targeted is None and not whole:  # it ran whole: that is its whole-suite result too
                 self._verified[(*how.key(), True, patch.strip())] = verification.model_copy(deep=True)
@@ -589,7 +590,7 @@ class Workbench:
             # plugin must not decide it (swe/guard.py's allowlist)
             await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.test_cmd,
                                      plugins=self.task.pytest_plugins)
-            return await self._verify_repo(patch, how, whole=whole), None
+            return await self._verify_repo(patch, how, whole=whole, final=final), None
         return Verification(kind="none"), None
 
     def test_command(self, how: HowToVerify | None = None) -> str:
@@ -695,13 +696,14 @@ class Workbench:
         indexes = [where[i] for i in ids] if reach and all(i in where for i in ids) else None
         return allowance, _Shortened(narrowed, len(ids), indexes)
 
-    async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool) -> Verification:
+    async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool, final: bool = False) -> Verification:
         cmd = self.test_command(how)
         at_base = not patch.strip()
         result = self._base_runs.pop(cmd, None) if at_base else None
         targeted = None if (whole or at_base) else await self._targets(patch, cmd, how.reach)
-        shared = not (whole or at_base)  # a candidate's run during the search: it draws on the test-time share
-        step = "verification" if shared else "confirmation"
+        # a candidate's run (a finalist's whole-suite check too) draws on the test-time share; the report's is grading
+        shared = not (at_base or final)
+        step = "final" if final else "confirmation" if whole else "verification"
         cut: _Shortened | None = None
         if result is None:
             allowance: Allowance | None = None
