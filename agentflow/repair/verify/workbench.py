@@ -33,6 +33,7 @@ from agentflow.repair.locate.spectrum import (
 )
 from agentflow.repair.verify.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
 from agentflow.repair.verify.targeting import (
+    MAX_TARGETED_ARGS_CHARS,
     SuiteReach,
     changed_functions,
     estimate,
@@ -676,7 +677,8 @@ class Workbench:
                    shared: bool, step: str) -> tuple[Allowance, _Shortened | None]:
         """A candidate's run's allowance (`TestTimeShare.allow`) and, when its run (`targeted`, else the whole
         suite) is expected not to fit in it, the shortened run instead (reported): the tests failing at the base
-        commit, then those reaching what `patch` changes, as many as fit; None when it fits or cannot be narrowed."""
+        commit, then those reaching what `patch` changes, then (a whole-suite check) the other tests the traced
+        run saw, as many as fit; None when it fits or cannot be narrowed."""
         allowance = self.test_share.allow(self.candidate_timeout(how), self.cfg.test_timeout_floor_s,
                                           tests=len(targeted[1]) if targeted else None, shared=shared)
         if allowance.tests is None:
@@ -686,7 +688,11 @@ class Workbench:
         if targeted is None and patch.strip():
             targeted = await self._targets(patch, cmd, reach)
         reaching = [reach.ids[i] for i in targeted[1]] if targeted and reach else []
+        if step != "verification" and reach:  # a check of the whole suite: then the rest the trace saw, as fit
+            reaching += list(reach.ids)
         ids = bounded(failing, reaching, max(allowance.tests, len(failing)))
+        while len(ids) > len(failing) and sum(len(i) + 3 for i in ids) > MAX_TARGETED_ARGS_CHARS:
+            ids = ids[: max(len(failing), len(ids) * 3 // 4)]  # one command line: the last ones go
         narrowed = targeted_command(cmd, ids) if ids else None
         if narrowed is None:
             return allowance, None
