@@ -496,15 +496,22 @@ class PreflightFindings(BaseModel):
 class RepairPreflight(Event, PreflightFindings, kind="repair.preflight"):
     """The test command at the base commit, as the pre-flight found it (`PreflightFindings`)."""
 
+
 class RepairTestTime(Event, kind="repair.test_time"):
-    """A step's share of the test time was shortened or ran out."""
+    """A step's test run was shortened to fit its allowance, or ran out of time (`repair.verify.testshare`)."""
 
     step: str
+    """localization, verification, confirmation (a finalist's whole-suite check), base, final."""
     action: str
+    """shortened or timed_out."""
     share_s: float | None
+    share: float | None = None
+    """The fraction of the task's wall time `share_s` is (None: no wall limit, no share)."""
     spent_s: float
     tests: int | None = None
     """Shortened: how many tests the step ran instead."""
+    suite_tests: int | None = None
+    """Shortened: how many tests the whole run has (the base run's count)."""
     expected_s: float | None = None
     left_s: float | None = None
     timeout_s: float | None = None

@@ -37,8 +37,8 @@ def time_events(out: Path) -> list[dict]:
 
 def test_runs_that_would_exceed_the_share_run_the_failing_tests_instead(docker_image: str, tmp_path: Path,
                                                                          capsys):
-    """A 4 s suite, a 3 s share (5% of 60 s): the traced run and the candidate's run keep only the failing test;
-    each says so; the fix is still found (the finalist's whole-suite check is not shortened)."""
+    """A 4 s suite, a 3 s share (5% of 60 s): the traced run, the candidate's run and the finalist's whole-suite
+    check keep only the failing test; each says so; the fix is still found (the report's run is not shortened)."""
     repo = make_repo(tmp_path / "pager-repo", extra_test=SLOW_TEST)
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
     out = tmp_path / "run"
@@ -47,11 +47,12 @@ def test_runs_that_would_exceed_the_share_run_the_failing_tests_instead(docker_i
     shown = json.loads(captured.out)
     found = time_events(out)
     assert [(f["step"], f["action"], f["tests"]) for f in found] == [("localization", "shortened", 1),
-                                                                     ("verification", "shortened", 1)], found
+                                                                     ("verification", "shortened", 1),
+                                                                     ("confirmation", "shortened", 1)], found
     assert all(f["share_s"] == 3.0 for f in found)
-    assert "test time: localization runs 1 test(s) instead of the suite" in captured.err
-    assert "test time: verification runs 1 test(s) instead of the suite" in captured.err
-    assert "[ran the 1 tests failing at the base commit: the test-time share]" in captured.err
+    assert "tests: localization ran 1 of 3 (time share 5%" in captured.err
+    assert "tests: verification ran 1 of 3 (time share 5%" in captured.err
+    assert "[ran 1 tests, the failing ones first: the run's time allowance]" in captured.err
     assert shown["report"]["resolved"] is True
 
 
@@ -81,4 +82,4 @@ def test_a_shortened_run_that_still_times_out_says_so(docker_image: str, tmp_pat
     err = capsys.readouterr().err
     timed_out = [f for f in time_events(out) if f["action"] == "timed_out"]
     assert timed_out and timed_out[0]["shortened"] is True, time_events(out)
-    assert "timed out after" in err and "(shortened run)" in err
+    assert "tests: localization timed out after" in err and "(shortened run)" in err

@@ -24,7 +24,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -349,12 +349,17 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
 
 async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Mapping[str, str], *,
                           test_cmd: str | None, test_timeout_s: float,
-                          env: Mapping[str, str] | None = None) -> tuple[RunEvidence, dict[str, Any]]:
+                          env: Mapping[str, str] | None = None,
+                          narrow: Callable[[ExampleRun], str | None] | None = None,
+                          ) -> tuple[RunEvidence, dict[str, Any]]:
     """Run the examples and (with a pytest `test_cmd`) the suite; the evidence for the ranking and a summary
-    of it as plain JSON (the graph state's `spectrum`, see `evidence_from_json`)."""
+    of it as plain JSON (the graph state's `spectrum`, see `evidence_from_json`). `narrow`, given what the
+    examples ran, may name a shortened command to trace instead of `test_cmd` (the test-time budget's)."""
     index = FunctionIndex(sources)
     examples = await run_examples(sandbox, python, issue, index)
     spectrum, problems = None, [examples.problem] if examples.problem else []
+    if test_cmd and narrow is not None:
+        test_cmd = narrow(examples) or test_cmd
     if test_cmd and "pytest" in test_cmd:
         spectrum, problem = await run_spectrum(sandbox, test_cmd, index, timeout_s=test_timeout_s, env=env)
         problems += [problem] if problem else []

@@ -182,7 +182,7 @@ def verdict(v: Verification | None) -> str:
     with which tests ran when only those reaching the change did."""
     said = _verdict(v)
     if v is not None and v.targeted and v.shortened:
-        said += f" [ran the {v.targeted} tests failing at the base commit: the test-time share]"
+        said += f" [ran {v.targeted} tests, the failing ones first: the run's time allowance]"
     elif v is not None and v.targeted:
         said += f" [ran the {v.targeted} tests that reach the change]"
     return said

@@ -1,22 +1,35 @@
-"""The repair's test time, bounded by a share of the task's wall time (`RepairConfig.test_time_share`).
+"""The repair's test time, one budget every test run of a task goes through (`TestTimeShare`).
 
-The call-traced localization run and the candidates' verifications draw on one allowance. A run whose expected
-time (the base commit's run of the same tests) does not fit in what is left runs fewer tests instead: those
-failing at the base commit, and, for a candidate, those reaching the functions it changes; its timeout is what
-is left (at least the shortest timeout). What was shortened, and any run that still timed out, is reported
-through `TestTimeShare.report` (the task's `repair.test_time` events and progress lines): never silent.
+From the pre-flight's run at the base commit (T seconds for N tests) and the task's wall limit, each step gets
+an allowance (`TestTimeShare.allow`): its own timeout (`RepairConfig.test_timeout_s`, a candidate's
+`test_timeout_ratio` times the base run), cut to what is left of the test-time share when the task has a wall
+limit (`RepairConfig.test_time_share` of `wall_time_s`; the call-traced localization run and the candidates'
+verifications draw on it together). A step whose full run is expected not to fit in its allowance runs a
+shortened selection instead of being timed out: the tests failing at the base commit first, then the tests
+nearest the suspects (`localization_selection`, the reach of the changed functions for a candidate), as many as
+the allowance holds at the base run's seconds per test (`Allowance.tests`). What was shortened, and any run that
+still timed out, is reported through `TestTimeShare.report` (the task's `repair.test_time` events and progress
+lines): never silent.
 """
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from agentflow.swe.patch import is_test_path
 
 _FAILED_ID = re.compile(r"^(?:FAILED|ERROR) (\S+::\S+)", re.MULTILINE)
 
 Reporter = Callable[[dict[str, Any]], object]
+
+FIT_MARGIN = 0.8
+"""A run is planned to take at most this part of its allowance (the base run's pace varies with the load)."""
+START_SHARE = 0.1
+"""Of the base run's seconds, the part taken as pytest's start and collection rather than the tests'."""
 
 
 def failing_ids(output: str) -> list[str]:
@@ -24,14 +37,32 @@ def failing_ids(output: str) -> list[str]:
     return list(dict.fromkeys(_FAILED_ID.findall(output)))
 
 
+@dataclass(frozen=True)
+class Allowance:
+    """What one step's test run may take: its timeout, and how many tests when its full run would not fit."""
+
+    timeout_s: float
+    tests: int | None = None
+    """None: the full run fits; else the run is shortened to at most this many tests (the failing ones kept)."""
+    expected_s: float | None = None
+    """The full run's expected seconds (the base run's, times the step's slowdown)."""
+
+
 @dataclass
 class TestTimeShare:
-    """What the repair's test runs may still spend (None: no wall time, no share) and who hears about it."""
+    """What the repair's test runs may still spend (None: no wall time, no share), the base run's pace, and
+    who hears about what was shortened or timed out."""
 
     __test__ = False  # not a pytest class
 
     limit_s: float | None = None
+    share: float | None = None
+    """The fraction of the wall time `limit_s` is (for the progress line)."""
     spent_s: float = 0.0
+    base_s: float | None = None
+    """T: the pre-flight's run of the suite at the base commit."""
+    base_tests: int | None = None
+    """N: the tests that run counted."""
     reporter: Reporter | None = None
     reports: list[dict[str, Any]] = field(default_factory=list)
 
@@ -48,23 +79,162 @@ class TestTimeShare:
         left = self.left_s()
         return own_s if left is None else min(own_s, max(left, floor_s))
 
+    def measured(self, seconds: float | None, tests: int | None) -> None:
+        """The base run's T and N (the pre-flight's), the pace every allowance is planned at."""
+        self.base_s, self.base_tests = seconds, tests if tests and tests > 0 else None
+
+    def expected(self, tests: int | None = None, *, slowdown: float = 1.0) -> float | None:
+        """Expected seconds of a run of `tests` tests (None: the whole suite) at the base run's pace."""
+        if self.base_s is None:
+            return None
+        if tests is None or not self.base_tests:
+            return self.base_s * slowdown
+        start = START_SHARE * self.base_s
+        return (start + (self.base_s - start) * min(tests, self.base_tests) / self.base_tests) * slowdown
+
+    def allow(self, own_timeout_s: float, floor_s: float, *, tests: int | None = None, slowdown: float = 1.0,
+              shared: bool = True) -> Allowance:
+        """A step's allowance: its timeout (its own, cut to the share's rest when `shared`) and, when its run
+        of `tests` tests (None: the suite) is expected not to fit in it, how many tests it may run instead."""
+        timeout = self.timeout(own_timeout_s, floor_s) if shared else own_timeout_s
+        expected = self.expected(tests, slowdown=slowdown)
+        if expected is None or expected <= FIT_MARGIN * timeout:
+            return Allowance(timeout, None, expected)
+        assert self.base_s is not None  # `expected` is known
+        n = self.base_tests or 0
+        start = START_SHARE * self.base_s * slowdown
+        per_test = (self.base_s * slowdown - start) / n if n else 0.0
+        room = FIT_MARGIN * timeout - start
+        fit = int(room / per_test) if per_test > 0 and room > 0 else 0
+        return Allowance(timeout, max(0, min(fit, tests if tests is not None else n)), expected)
+
     def spend(self, seconds: float) -> None:
         self.spent_s += seconds
 
     def report(self, step: str, action: str, **data: Any) -> None:
-        """Say that `step` (localization, verification) was `action` (shortened, timed_out)."""
-        found = {"step": step, "action": action, "share_s": self.limit_s, "spent_s": round(self.spent_s, 3), **data}
+        """Say that `step` (localization, verification, confirmation) was `action` (shortened, timed_out)."""
+        found = {"step": step, "action": action, "share_s": self.limit_s, "share": self.share,
+                 "spent_s": round(self.spent_s, 3), **data}
         self.reports.append(found)
         if self.reporter is not None:
             self.reporter(found)
 
+    def shortened(self, step: str, ran: int, of: int | None, allowance: Allowance) -> None:
+        self.report(step, "shortened", tests=ran, suite_tests=of, expected_s=_round(allowance.expected_s),
+                    left_s=_round(self.left_s()), timeout_s=round(allowance.timeout_s, 1))
+
+    def timed_out(self, step: str, timeout_s: float, *, shortened: bool) -> None:
+        self.report(step, "timed_out", timeout_s=round(timeout_s, 1), shortened=shortened)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
 
 def describe(report: dict[str, Any]) -> str:
-    """A report as a progress line's text."""
-    share = report.get("share_s")
-    of = f" of the {share:.0f}s test-time share" if isinstance(share, (int, float)) else ""
+    """A report as a progress line's text: `tests: ran 41 of 5,739 (time share 30%)`."""
+    share, timeout = report.get("share"), report.get("timeout_s")
+    bound = (f"time share {share:.0%}" if isinstance(share, (int, float)) and report.get("share_s") is not None
+             else f"time limit {timeout:.0f}s" if isinstance(timeout, (int, float)) else "time limit")
+    step = report.get("step")
     if report.get("action") == "shortened":
-        return (f"test time: {report.get('step')} runs {report.get('tests')} test(s) instead of the suite "
-                f"(expected {report.get('expected_s')}s, {report.get('left_s')}s left{of})")
-    return (f"test time: {report.get('step')} timed out after {report.get('timeout_s')}s{of}"
+        of = report.get("suite_tests")
+        whole = f"{of:,}" if isinstance(of, int) else "the suite"
+        expected = report.get("expected_s")
+        why = f", the whole run expected {expected:.0f}s" if isinstance(expected, (int, float)) else ""
+        return f"tests: {step} ran {report.get('tests'):,} of {whole} ({bound}{why})"
+    return (f"tests: {step} timed out after {timeout}s ({bound})"
             f"{' (shortened run)' if report.get('shortened') else ''}")
+
+
+# ------------------------------------------------------------------------------------- the shortened selection
+
+
+def _module_of(path: str) -> str | None:
+    if not path.endswith(".py"):
+        return None
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
+
+
+def _imports(source: str) -> set[str]:
+    """The modules a file imports (`from a.b import c` gives a.b and a.b.c)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+_TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+test", re.MULTILINE)
+
+
+def test_count(source: str) -> int:
+    """Tests a file defines (its `def test...` lines; a parametrized one counts once)."""
+    return max(1, len(_TEST_DEF.findall(source)))
+
+
+def localization_selection(failing: list[str], suspects: Iterable[str], sources: Mapping[str, str], limit: int,
+                           ) -> tuple[list[str], int]:
+    """What a shortened localization run passes pytest, and how many tests that is (estimated): the tests
+    failing at the base commit, then whole test files, nearest first: the failing tests' own files, those
+    importing a suspect module (a file the issue's examples ran or that the failing tests import) or named
+    after one (`test_<module>.py`), those beside the failing tests; as many as `limit` tests hold."""
+    picked: list[str] = list(dict.fromkeys(failing))
+    count = len(picked)
+    tests = {p: s for p, s in sources.items() if p.endswith(".py") and is_test_path(p)
+             and p.rsplit("/", 1)[-1].startswith("test")}
+    failing_files = list(dict.fromkeys(i.split("::", 1)[0] for i in failing))
+    repo_modules = _repo_modules(sources)
+    imported = {p: _imports(s) for p, s in tests.items()}
+    suspect_modules = {m for p in suspects if (m := _module_of(p)) is not None}
+    for path in failing_files:  # what the failing tests import from the repository is suspect too
+        suspect_modules |= {m for m in imported.get(path, set()) if m in repo_modules}
+    suspect_modules -= {m.split(".", 1)[0] for m in repo_modules}  # `import pkg` is every test's: it says nothing
+    stems = {m.rsplit(".", 1)[-1] for m in suspect_modules}
+    folders = {p.rsplit("/", 1)[0] for p in failing_files if "/" in p}
+
+    def nearness(path: str) -> int:
+        if path in failing_files:
+            return 0
+        if imported[path] & suspect_modules or path.rsplit("/", 1)[-1][:-3].removeprefix("test_") in stems:
+            return 1
+        return 2 if path.rsplit("/", 1)[0] in folders else 3
+
+    near = {p: nearness(p) for p in tests}
+    for path in sorted((p for p in tests if near[p] <= 2), key=lambda p: (near[p], p)):
+        inside = [i for i in picked if i.split("::", 1)[0] == path]
+        more = max(0, test_count(tests[path]) - len(inside))
+        if count + more > limit:
+            continue
+        picked = [i for i in picked if i not in inside] + [path]
+        count += more
+    return picked, count
+
+
+def _repo_modules(sources: Mapping[str, str]) -> set[str]:
+    return {m for p in sources if not is_test_path(p) and (m := _module_of(p)) is not None}
+
+
+def bounded(first: list[str], then: list[str], limit: int) -> list[str]:
+    """`first` (always) and then `then`, in order, up to `limit` in all."""
+    keep = list(dict.fromkeys(first))
+    chosen = set(keep)
+    for item in then:
+        if len(keep) >= limit:
+            break
+        if item not in chosen:
+            keep.append(item)
+            chosen.add(item)
+    return keep

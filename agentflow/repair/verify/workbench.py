@@ -33,13 +33,20 @@ from agentflow.repair.locate.spectrum import (
 )
 from agentflow.repair.verify.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
 from agentflow.repair.verify.targeting import (
+    MAX_TARGETED_ARGS_CHARS,
     SuiteReach,
     changed_functions,
     estimate,
     targeted_command,
     timeout_from_base,
 )
-from agentflow.repair.verify.testshare import TestTimeShare, failing_ids
+from agentflow.repair.verify.testshare import (
+    Allowance,
+    TestTimeShare,
+    bounded,
+    failing_ids,
+    localization_selection,
+)
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
@@ -81,8 +88,8 @@ class Verification(BaseModel):
     seconds: float | None = None
     """How long its test run took."""
     shortened: bool = False
-    """Blind mode: the run was cut to the tests failing at the base commit, the whole suite not fitting in the
-    test-time share (`RepairConfig.test_time_share`); `targeted` says how many ran."""
+    """Blind mode: the run was cut to fit its allowance (`verify.testshare`: its timeout, the test-time share):
+    the tests failing at the base commit, then those reaching the change; `targeted` says how many ran."""
 
 
 @dataclass(frozen=True)
@@ -249,6 +256,16 @@ def _missed_tests(result: ExecResult, named: int) -> bool:
     return result.exit_code in (0, 1) and _counts(result.output)[1] < named
 
 
+@dataclass(frozen=True)
+class _Shortened:
+    """A test run cut to fit its allowance: its command, how many tests, their indexes in the suite's reach."""
+
+    command: str
+    tests: int
+    indexes: list[int] | None
+    """None: not every test is one the traced run saw (the result is the run's own, not an estimate)."""
+
+
 TRACE_SLOWDOWN = 2.0
 """The call-traced suite run is expected to take this multiple of the plain run (the tracer's overhead)."""
 _LIST_PYTHON = "git ls-files --cached --others --exclude-standard -- '*.py'"
@@ -284,9 +301,11 @@ class Workbench:
         self.test_time = CandidateTestTime()
         """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
         every view of this workbench (`on`), so a search branch's runs count too."""
-        self.test_share = TestTimeShare(limit_s=cfg.test_time_share * cfg.wall_time_s if cfg.wall_time_s else None)
-        """What the localization run and the candidates' verifications may still spend (`test_time_share`); one
-        for every view of this workbench."""
+        self.test_share = TestTimeShare(limit_s=cfg.test_time_share * cfg.wall_time_s if cfg.wall_time_s else None,
+                                        share=cfg.test_time_share if cfg.wall_time_s else None)
+        """The test-time budget every test run after the pre-flight goes through: what the localization run and
+        the candidates' verifications may still spend (`test_time_share`), the base run's pace; one for every
+        view of this workbench."""
         self.failing_at_base: list[str] = []
         """The test ids that failed in the pre-flight's run: what a shortened run keeps."""
         self.base_seconds: float | None = None
@@ -438,28 +457,36 @@ class Workbench:
         """Run the issue's examples and the repository's suite (`how`'s command) call-traced at the base commit
         (`agentflow.repair.locate.spectrum.gather_evidence`); the workspace is reset afterwards. The summary's `reach`
         is what targeted test runs go by (`HowToVerify.reach`)."""
-        cmd, shortened = self.test_command(how), None
-        expected = self._base_seconds(how)
-        expected = expected * TRACE_SLOWDOWN if expected is not None else None
-        if not self.test_share.fits(expected):
-            shortened = self._shortened(cmd, self.failing_at_base)
-            if shortened is not None:
-                self.test_share.report("localization", "shortened", tests=len(self.failing_at_base),
-                                       expected_s=round(expected or 0.0, 1), left_s=round(self.test_share.left_s() or 0.0, 1))
-                cmd = shortened
-        timeout = self.test_share.timeout(test_timeout_s, self.cfg.test_timeout_floor_s)
+        cmd = self.test_command(how)
+        allowance = self.test_share.allow(test_timeout_s, self.cfg.test_timeout_floor_s, slowdown=TRACE_SLOWDOWN)
+        shortened: list[int] = []
+
+        def narrow(examples: ExampleRun) -> str | None:
+            """The traced run cut to what fits the allowance: the failing tests, then those nearest the suspects."""
+            if allowance.tests is None:
+                return None
+            suspects = [path for path, _ in examples.called]
+            args, count = localization_selection(self.failing_at_base, suspects, sources, allowance.tests)
+            narrowed = targeted_command(cmd, args) if args else None
+            if narrowed is not None:
+                shortened.append(count)
+                self.test_share.shortened("localization", count, self.test_share.base_tests, allowance)
+            return narrowed
+
         async with self.lock:
             await self.reset()
             started = time.monotonic()
             try:
                 found = await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=cmd,
-                                              test_timeout_s=timeout, env=self._test_env(how))
+                                              test_timeout_s=allowance.timeout_s, env=self._test_env(how),
+                                              narrow=narrow)
             finally:
                 await self.reset()  # whatever the examples or the tests wrote is not part of any candidate
         self.test_share.spend(time.monotonic() - started)
         if any(TIMED_OUT in problem for problem in found[1]["problems"]):
-            self.test_share.report("localization", "timed_out", timeout_s=round(timeout, 1),
-                                   shortened=shortened is not None)
+            self.test_share.timed_out("localization", allowance.timeout_s, shortened=bool(shortened))
+        if shortened:
+            found[1]["shortened"] = shortened[0]
         return found
 
     def _base_seconds(self, how: HowToVerify | None) -> float | None:
@@ -467,11 +494,6 @@ class Workbench:
         if how is not None and how.base is not None and how.base.seconds is not None:
             return how.base.seconds
         return self.base_seconds
-
-    @staticmethod
-    def _shortened(cmd: str, ids: list[str]) -> str | None:
-        """`cmd` running only `ids` (the tests failing at the base commit); None when it cannot be narrowed."""
-        return targeted_command(cmd, ids) if ids else None
 
     async def show_examples(self, patch: str, issue: str, sources: Mapping[str, str]) -> ExampleRun:
         """What the report's examples show on base + `patch` (`spectrum.run_examples`, its `shown`); the
@@ -506,7 +528,8 @@ class Workbench:
             await self.restore(patch)
             return self._verified[key].model_copy(deep=True), None
         verification, report = await self._verify(patch, how, final=final, whole=whole)
-        if not (final and graded):
+        # a whole-suite run shortened to fit the test-time share is no whole-suite result (the report runs again)
+        if not (final and graded) and not (whole and verification.shortened):
             self._verified[key] = verification.model_copy(deep=True)
             if verification.targeted is None and not whole:  # it ran whole: that is its whole-suite result too
                 self._verified[(*how.key(), True, patch.strip())] = verification.model_copy(deep=True)
@@ -528,12 +551,15 @@ class Workbench:
             await self.reset()
             logs: dict[str, str] = {}
             started = time.monotonic()
+            shared = bool(patch.strip()) and not final  # a candidate's run during the search
+            timeout = self.cfg.test_timeout_s if not shared else self.test_share.timeout(
+                self.candidate_timeout(how), self.cfg.test_timeout_floor_s)
             report = await run_prediction(
                 self.sandbox,
                 self.task,
                 patch or None,
                 python=self.python,
-                test_timeout_s=self.cfg.test_timeout_s if final or not patch.strip() else self.candidate_timeout(how),
+                test_timeout_s=timeout,
                 rerun_failed=final,
                 seed=False,
                 run_empty=True,
@@ -551,8 +577,12 @@ class Workbench:
                 output=output,
                 seconds=round(time.monotonic() - started, 3),
             )
-            if patch.strip() and not final:
+            if shared:
                 self.test_time.add(verification.seconds or 0.0)
+                self.test_share.spend(verification.seconds or 0.0)
+            if report.error and "timed out" in report.error:
+                self.test_share.timed_out("verification" if shared else "final" if final else "base", timeout,
+                                          shortened=False)
             await self.restore(patch)
             return verification, report
         await self.restore(patch)
@@ -561,7 +591,7 @@ class Workbench:
             # plugin must not decide it (swe/guard.py's allowlist)
             await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.test_cmd,
                                      plugins=self.task.pytest_plugins)
-            return await self._verify_repo(patch, how, whole=whole), None
+            return await self._verify_repo(patch, how, whole=whole, final=final), None
         return Verification(kind="none"), None
 
     def test_command(self, how: HowToVerify | None = None) -> str:
@@ -582,6 +612,8 @@ class Workbench:
                 if found.result is not None:
                     self.failing_at_base = failing_ids(found.result.output)
                     self.base_seconds = found.result.duration_s
+                    if found.can_run:  # the pace every later run's allowance is planned at
+                        self.test_share.measured(found.result.duration_s, sum(found.counts.values()))
                 if found.result is not None and found.can_run:
                     self._base_runs[found.command] = found.result
                 return found
@@ -626,51 +658,76 @@ class Workbench:
         narrowed = targeted_command(cmd, [reach.ids[i] for i in targets])
         return (narrowed, targets) if narrowed is not None else None
 
-    async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool, shared: bool = False,
-                         shortened: bool = False) -> ExecResult:
-        """One run of `cmd`; `shared`: a candidate's verification, drawing on the test-time share."""
-        timeout = self.cfg.test_timeout_s if at_base else self.candidate_timeout(how)
-        if shared:
-            timeout = self.test_share.timeout(timeout, self.cfg.test_timeout_floor_s)
+    async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool, allowance: Allowance | None = None,
+                         shared: bool = False, step: str = "verification", shortened: bool = False) -> ExecResult:
+        """One run of `cmd` within `allowance` (the base commit's: `test_timeout_s`); `shared`: a candidate's
+        verification during the search, drawing on the test-time share. A timeout is reported, whatever the run."""
+        timeout = allowance.timeout_s if allowance is not None else self.cfg.test_timeout_s
         result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
                                          env=self._test_env(how), timeout=timeout)
         if not at_base:
             self.test_time.add(result.duration_s)
         if shared:
             self.test_share.spend(result.duration_s)
-            if result.timed_out:
-                self.test_share.report("verification", "timed_out", timeout_s=round(timeout, 1), shortened=shortened)
+        if result.timed_out:
+            self.test_share.timed_out("base" if at_base else step, timeout, shortened=shortened)
         return result
 
-    def _fit_verification(self, cmd: str, how: HowToVerify) -> tuple[str, int] | None:
-        """A candidate's whole-suite run that does not fit in the test-time share: the command running the
-        tests failing at the base commit instead (reported) and how many, or None (it fits, or cannot be narrowed)."""
-        expected = self._base_seconds(how)
-        if self.test_share.fits(expected):
-            return None
-        ids = [how.reach.ids[i] for i in sorted(how.reach.failed)] if how.reach and how.reach.failed else []
-        ids = ids or self.failing_at_base
-        shortened = self._shortened(cmd, ids)
-        if shortened is not None:
-            self.test_share.report("verification", "shortened", tests=len(ids), expected_s=round(expected or 0.0, 1),
-                                   left_s=round(self.test_share.left_s() or 0.0, 1))
-            return shortened, len(ids)
-        return None
+    async def _fit(self, patch: str, cmd: str, how: HowToVerify, targeted: tuple[str, list[int]] | None, *,
+                   shared: bool, step: str) -> tuple[Allowance, _Shortened | None]:
+        """A candidate's run's allowance (`TestTimeShare.allow`) and, when its run (`targeted`, else the whole
+        suite) is expected not to fit in it, the shortened run instead (reported): the tests failing at the base
+        commit, then those reaching what `patch` changes, then (a whole-suite check) the other tests the traced
+        run saw, as many as fit; None when it fits or cannot be narrowed."""
+        allowance = self.test_share.allow(self.candidate_timeout(how), self.cfg.test_timeout_floor_s,
+                                          tests=len(targeted[1]) if targeted else None, shared=shared)
+        if allowance.tests is None:
+            return allowance, None
+        reach = how.reach
+        failing = [reach.ids[i] for i in sorted(reach.failed)] if reach and reach.failed else self.failing_at_base
+        if targeted is None and patch.strip():
+            targeted = await self._targets(patch, cmd, reach)
+        reaching = [reach.ids[i] for i in targeted[1]] if targeted and reach else []
+        if step != "verification" and reach:  # a check of the whole suite: then the rest the trace saw, as fit
+            reaching += list(reach.ids)
+        ids = bounded(failing, reaching, max(allowance.tests, len(failing)))
+        while len(ids) > len(failing) and sum(len(i) + 3 for i in ids) > MAX_TARGETED_ARGS_CHARS:
+            ids = ids[: max(len(failing), len(ids) * 3 // 4)]  # one command line: the last ones go
+        narrowed = targeted_command(cmd, ids) if ids else None
+        if narrowed is None:
+            return allowance, None
+        self.test_share.shortened(step, len(ids), self.test_share.base_tests or (len(reach.ids) if reach else None),
+                                  allowance)
+        where = {test: i for i, test in enumerate(reach.ids)} if reach else {}
+        indexes = [where[i] for i in ids] if reach and all(i in where for i in ids) else None
+        return allowance, _Shortened(narrowed, len(ids), indexes)
 
-    async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool) -> Verification:
+    async def _verify_repo(self, patch: str, how: HowToVerify, *, whole: bool, final: bool = False) -> Verification:
         cmd = self.test_command(how)
         at_base = not patch.strip()
         result = self._base_runs.pop(cmd, None) if at_base else None
         targeted = None if (whole or at_base) else await self._targets(patch, cmd, how.reach)
-        shared = not (whole or at_base)  # a candidate's run during the search: it draws on the test-time share
-        shortened = self._fit_verification(cmd, how) if shared and targeted is None else None
+        # a candidate's run (a finalist's whole-suite check too) draws on the test-time share; the report's is grading
+        shared = not (at_base or final)
+        step = "final" if final else "confirmation" if whole else "verification"
+        cut: _Shortened | None = None
         if result is None:
+            allowance: Allowance | None = None
+            if not at_base:
+                allowance, cut = await self._fit(patch, cmd, how, targeted, shared=shared, step=step)
+            # a shortened run of traced tests still estimates the whole suite's result; of others, it is its own
+            if cut is not None:
+                targeted = (cut.command, cut.indexes) if cut.indexes is not None else None
             # pytest itself comes from the environment, not from a `pytest.py` the candidate put in the workspace
             await install_runner(self.sandbox, EVAL_DIR)
-            chosen = targeted[0] if targeted else shortened[0] if shortened else cmd
-            result = await self._run_tests(chosen, how, at_base=at_base, shared=shared, shortened=bool(shortened))
+            chosen = cut.command if cut else targeted[0] if targeted else cmd
+            result = await self._run_tests(chosen, how, at_base=at_base, allowance=allowance, shared=shared,
+                                           step=step, shortened=cut is not None)
             if targeted and _missed_tests(result, len(targeted[1])):
-                targeted, result = None, await self._run_tests(cmd, how, at_base=False, shared=shared)
+                allowance, cut = await self._fit("", cmd, how, None, shared=shared, step=step)
+                targeted = None
+                result = await self._run_tests(cut.command if cut else cmd, how, at_base=False, allowance=allowance,
+                                               shared=shared, step=step, shortened=cut is not None)
         good, total = _counts(result.output)
         ok = result.ok
         if targeted is not None and how.reach is not None:  # the whole suite's result, estimated
@@ -694,8 +751,8 @@ class Workbench:
         return Verification(
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
             output=output, counts=(good, total) if total else None,
-            targeted=len(targeted[1]) if targeted else shortened[1] if shortened else None,
-            shortened=bool(shortened) and not targeted,
+            targeted=len(targeted[1]) if targeted else cut.tests if cut else None,
+            shortened=cut is not None,
             seconds=round(result.duration_s, 3),
         )
 
