@@ -17,25 +17,27 @@ FILE_CHARS = 4000
 """Most characters of one file put into the coder's prompt (a longer file is cut, and the coder views it)."""
 
 MAX_FILES = 2
-"""Most files read (the first the plan names)."""
+"""Most files read (the first the plan names that exist)."""
 
 
 async def plan_files(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """`files`: each file the plan's steps name (that the sandbox holds): its path, then its text fenced."""
+    """`files`: each file the plan's steps name that the sandbox holds, its path then its text fenced; `paths`:
+    those files."""
     named: list[str] = []
     for step in (state.get("plan") or {}).get("steps") or []:
         for path in step.get("files") or []:
             if isinstance(path, str) and path not in named:
                 named.append(path)
-    shown = []
-    for path in named[:MAX_FILES]:
+    shown: dict[str, str] = {}
+    for path in named:
         try:
-            text = await ctx.run.sandbox.read_file(path)
-        except AgentflowError:  # a file the plan invented: the coder finds the right one with `view`
-            text = None
-        if text is not None:
-            shown.append(f"{path}:\n```\n{text[:FILE_CHARS].rstrip()}\n```")
-    return {"files": "\n\n".join(shown), "paths": [path for path in named[:MAX_FILES]]}
+            shown[path] = await ctx.run.sandbox.read_file(path)
+        except AgentflowError:  # a file the plan invented (a test it means to add): not shown, not rewritten
+            continue
+        if len(shown) == MAX_FILES:
+            break
+    files = [f"{path}:\n```\n{text[:FILE_CHARS].rstrip()}\n```" for path, text in shown.items()]
+    return {"files": "\n\n".join(files), "paths": list(shown)}
 
 
 def _defined(block: str) -> list[str]:
@@ -61,23 +63,25 @@ def _function_window(path: str, source: str, name: str) -> Window | None:
 
 
 async def rewrite_function(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """`edit`: the coder's answer (`code.text`, the corrected function in a code block) put in place of the
-    function of the same name in the first shown file that defines it, through the repair's own rewrite reader
-    (re-indents, keeps decorators and docstring); "noop" / "unparsable" / "no such function" otherwise."""
+    """`edit`: the coder's answer (`code.text`, the corrected function in a code block) put in place of each
+    function of the same name in the shown files that it changes, through the repair's own rewrite reader
+    (re-indents, keeps decorators and docstring). A small model often gives back the whole file with one
+    function fixed: the functions it gave back unchanged are left alone. "noop" / "unparsable" otherwise."""
     answer = str((state.get("code") or {}).get("text") or "")
-    names = [name for block in code_blocks(answer) for name in _defined(block)]
+    names = list(dict.fromkeys(name for block in code_blocks(answer) for name in _defined(block)))
     if not names:
         return {"edit": "unparsable: no function in a ```python block"}
+    changed: list[str] = []
     for path in state.get("paths") or []:
-        source = await ctx.run.sandbox.read_file(path)
+        source = original = await ctx.run.sandbox.read_file(path)
         for name in names:
             window = _function_window(path, source, name)
-            if window is None:
-                continue
-            read = read_rewrite(answer, {path: source}, window)
-            if read.status != "ok":
-                return {"edit": f"{read.status}: {'; '.join(read.errors)}"}
-            for changed, content in read.files.items():
-                await ctx.run.sandbox.write_file(changed, content)
-            return {"edit": f"ok: {name} in {path}"}
-    return {"edit": f"no function named {', '.join(names)} in the shown files"}
+            read = read_rewrite(answer, {path: source}, window) if window is not None else None
+            if read is not None and read.status == "ok":
+                source = read.files.get(path, source)
+                changed.append(f"{name} in {path}")
+        if source != original:
+            await ctx.run.sandbox.write_file(path, source)
+    if not changed:
+        return {"edit": f"noop: the answer changes no function of the shown files ({', '.join(names)})"}
+    return {"edit": f"ok: {', '.join(changed)}"}
