@@ -1,32 +1,8 @@
-"""The repair's node types, usable from any workflow (`type: swe.rank`) and registered with the graph layer.
-
-    swe.baseline     the task's tests on the unchanged code             -> base
-    swe.spectrum     the issue's examples and the suite, call-traced     -> spectrum
-    swe.rank         the coder ranks the heuristic's suspects            -> ranked
-    swe.reproduce    blind mode: a script that fails like the bug, and
-                     one of what must keep working                       -> reproduction, base
-    swe.plan         the planner says which function and what to change  -> plan
-    swe.edit         one edit sample from the branch's candidate       -> edit, drawn, focus, suspects, hint
-    swe.test         applies the edit, diffs it, verifies it; verdict    -> candidate, tried, attempts, verdict
-    swe.critique     a failed attempt's review joins the next attempt's feedback -> candidate
-    swe.choose       no noop if the bug shows, tests, keep check, examples,
-                     vote, verifier; graded                              -> chosen, final
-    swe.value        the value agent values a tested attempt; its assessment joins the feedback -> value
-    swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
-    swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
-    swe.regression   blind mode: passing tests minus the model's picks   -> regression, base
-    swe.trajectories multi-turn edit + test-script trajectories at once -> attempts, samples, tests, search
-    swe.vote_tests   votes by the generated tests, then a selector      -> chosen, final
-
-The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run as graph nodes under a graph
-`search:` node (`rollout.py`, `workflows/repair.yaml`).
-
-Every node is `async (state: RepairState, ctx: NodeContext[RepairRuntime], settings: ItsSettings) -> RepairState`:
-the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with its settings (its type's class,
-written out; a setting the run also has defaults to the run's, `runtime.run_default`), and it
-writes plain data to the state (`state.py`: JSON values, `Candidate`s and `Verification`s), so a checkpoint after
-each node lets a killed repair
-resume where it stopped.
+"""The repair's node types (`swe.*`, listed with what each does in `NODE_TYPES`), usable from any workflow and
+registered with the graph layer. Each is `async (state: RepairState, ctx: NodeContext[RepairRuntime],
+settings: ItsSettings) -> RepairState` and writes plain data (`nodetypes/state.py`), so a checkpoint after
+each node lets a killed repair resume where it stopped. The rollout steps (`swe.edit` -> `swe.test` ->
+`swe.critique` / `swe.value`) are in `nodetypes/rollout.py`.
 """
 
 from __future__ import annotations
@@ -179,9 +155,6 @@ class PlanSettings(ShowsCodeSettings):
     max_tokens: int = run_default("max_tokens")
 
 
-_emit = emit
-
-
 # ----------------------------------------------------------------------------------------------- before search
 
 
@@ -199,7 +172,7 @@ async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings
     _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=settings.test_timeout_s,
                                                 how=how_to_verify(state))
     top = [f"{p}:{q}" for p, q, _ in summary["suspicion"][:5]]
-    _emit(rt, RepairSpectrum(examples=summary["examples"], executed=len(summary["executed"]),
+    emit(rt, RepairSpectrum(examples=summary["examples"], executed=len(summary["executed"]),
                              tests=summary["tests"], suspects=top, problems=summary["problems"]))
     return {"spectrum": summary}
 
@@ -213,7 +186,7 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
                                  seed=settings.seed,
                                  evidence=evidence_of(state))
     ranked = [[path, name] for path, name in prefer]
-    _emit(rt, RepairRank(ranked=[f"{p}:{n}" for p, n in prefer]))
+    emit(rt, RepairRank(ranked=[f"{p}:{n}" for p, n in prefer]))
     return {"ranked": ranked}
 
 
@@ -237,7 +210,7 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
                                               previous=previous, prefer=prefer, evidence=evidence)
             why = "no code block in the answer"
         kept, output = await bench.install_repro(script) if script else (False, why)
-        _emit(rt, RepairReproduce(kept=kept, script=script, output=output[-1500:],
+        emit(rt, RepairReproduce(kept=kept, script=script, output=output[-1500:],
                                   source="examples" if attempt == 0 and examples else "model"))
         if kept and script:
             # the base again, the script's failure counted: the tests fail there now
@@ -280,7 +253,7 @@ async def _keep_check(rt: RepairRuntime, settings: ReproduceSettings, sources: d
     script = await write_keep_check(rt.models.coder, settings, rt.issue, sources, reproduction, seed=settings.seed,
                                     prefer=prefer, evidence=evidence)
     kept, output = await rt.bench.install_keep_check(script, sources) if script else (None, "no code block in the answer")
-    _emit(rt, RepairKeepCheck(kept=kept is not None, script=script, check=kept, output=output[-1500:]))
+    emit(rt, RepairKeepCheck(kept=kept is not None, script=script, check=kept, output=output[-1500:]))
     return kept
 
 
@@ -292,13 +265,8 @@ async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Pl
     prefer = ranked_of(state)
     text = await make_plan(rt.models.planner, settings, rt.issue, sources, seed=settings.seed, prefer=prefer,
                            evidence=evidence_of(state))
-    _emit(rt, RepairPlan(plan=text))
+    emit(rt, RepairPlan(plan=text))
     return {"plan": text}
-
-
-# ----------------------------------------------------------------------------------------------- search
-
-
 
 
 # ----------------------------------------------------------------------------------------------- choosing
@@ -329,7 +297,7 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Candidate]) -> tupl
     again = await rt.bench.show_examples("", rt.issue, sources)
     runs = {key: await rt.bench.show_examples(patch, rt.issue, sources) for key, patch in patches.items()}
     changed, shown = examples_changed(base, again, runs), examples_shown(base, again, runs)
-    _emit(rt, RepairExamples(compared=len(runs), changed=sum(changed.values()), usable=bool(changed),
+    emit(rt, RepairExamples(compared=len(runs), changed=sum(changed.values()), usable=bool(changed),
                              behaviours=len(set(shown.values()))))
     return changed, shown
 
@@ -343,7 +311,7 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Candidate], script: str)
     if not await rt.bench.keeps_working("", script):  # it passed there before; a flaky check is not used
         return {}
     held = {key: await rt.bench.keeps_working(patch, script) for key, patch in patches.items()}
-    _emit(rt, RepairKeeps(compared=len(held), held=sum(held.values())))
+    emit(rt, RepairKeeps(compared=len(held), held=sum(held.values())))
 
     return held
 

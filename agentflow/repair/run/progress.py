@@ -394,39 +394,13 @@ class ProgressPrinter:
 
     def _said(self, event: Event) -> tuple[str | None, str] | None:
         """The line `event` makes, and its task (None: the event makes no line)."""
-        match event:
-            case RunStart():
-                return self._run_start(event)
-            case RepairStart():
-                self._repair_start(event)
-            case RepairPreflight():
-                return self._preflight(event)
-            case RepairTestTime():
-                from agentflow.repair.verify.testshare import describe
+        said = _LINES.get(type(event))
+        return said(self, event) if said is not None else None
 
-                return self._task_of(event)[0], describe(event.data)
+    def _test_time(self, e: RepairTestTime) -> tuple[str | None, str]:
+        from agentflow.repair.verify.testshare import describe
 
-            case RepairSearch():
-                return self._search(event)
-            case NodeStart():
-                return self._node_start(event)
-            case NodeEnd():
-                self._node_end(event)
-            case ModelCall():
-                return self._model_call(event)
-            case RepairReproduce():
-                return self._reproduce(event)
-            case RepairCandidate():
-                return self._candidate(event)
-            case RepairConfirm():
-                return self._confirm(event)
-            case RepairChoice():
-                return self._choice(event)
-            case RepairNoop():
-                return self._noop(event)
-            case RepairEnd():
-                return self._repair_end(event)
-        return None
+        return self._task_of(e)[0], describe(e.data)
 
     def _run_start(self, e: RunStart) -> tuple[str | None, str] | None:
         if e.total is None:  # a task's own workflow run (the graph engine's run.start)
@@ -567,3 +541,14 @@ class ProgressPrinter:
         if e.finished is False:  # cut short (Ctrl-C): not done, and a resume continues it
             return iid, f"interrupted: the task did not finish{spent}"
         return iid, f"done: {e.status_text}{graded}{chosen}{error}{spent}"
+
+
+_LINES: dict[type[Event], Callable[[ProgressPrinter, Any], tuple[str | None, str] | None]] = {
+    RunStart: ProgressPrinter._run_start, RepairStart: ProgressPrinter._repair_start,
+    RepairPreflight: ProgressPrinter._preflight, RepairTestTime: ProgressPrinter._test_time,
+    RepairSearch: ProgressPrinter._search, NodeStart: ProgressPrinter._node_start, NodeEnd: ProgressPrinter._node_end,
+    ModelCall: ProgressPrinter._model_call, RepairReproduce: ProgressPrinter._reproduce,
+    RepairCandidate: ProgressPrinter._candidate, RepairConfirm: ProgressPrinter._confirm,
+    RepairChoice: ProgressPrinter._choice, RepairNoop: ProgressPrinter._noop, RepairEnd: ProgressPrinter._repair_end,
+}
+"""The line each kind of event makes (the others make none)."""
