@@ -197,7 +197,7 @@ def _pick(schedule: FocusSchedule, windows: list[Window], offset: int) -> list[W
 
 def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, status: str,
                    errors: list[str]) -> None:
-    rt.record(Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
+    rt.candidates(Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
                         status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
                         sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"]))
     emit(ctx, RepairResample(status=status, errors=errors[:3]), rt, edit["candidate_id"], edit["parent_id"])
@@ -270,7 +270,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
     tag, number = branch_of(ctx)
     order, hint = _pick(schedule, windows, number), str(state.get("hint") or "")
     for _ in range(cfg.noop_retries + 1):
-        if rt.solved and cfg.stop_on_success:
+        if cfg.stop_on_success and rt.candidates.passed():
             return None
         n = len(drawn) + 1
         sample = (number + 1) * SAMPLE_STRIDE + n
@@ -335,7 +335,7 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
         finish_reason=edit["finish"], sample=edit["sample"], answer=edit["answer"][:4000] if part_of is None else "",
         part_of=part_of, window=edit["window"] if part_of is None else "",
     )
-    rt.record(cand)
+    rt.candidates(cand)
     emit(ctx, RepairAttempt(value=verification.score, passed=verification.passed, dropped_test_files=dropped,
                             duration_s=round(time.monotonic() - started, 4), part_of=part_of),
          rt, cand_id, edit["parent_id"])
@@ -407,8 +407,6 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         made += await _parts(ctx, rt, bench, how, settings, edit, current["built_on"].patch, seen)
     best = max(made, key=lambda a: (a.verified.passed is True, a.verified.score))
     verification = best.verified
-    if verification.passed and settings.stop_on_success:
-        rt.solved = True
     attempts = [*(state.get("attempts") or []), *made]
     retried = int(state.get("retried") or 0)
     unchanged = None

@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from agentflow.budget import Budget
 from agentflow.config import StrictConfig
-from agentflow.errors import ConfigError
 from agentflow.events import Event, EventLog
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig, RepairPrompts
+from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.locate.spectrum import ExampleRun
-from agentflow.repair.outcome import Candidate
+from agentflow.repair.run.candidate_log import CandidateLog
 from agentflow.repair.verify.workbench import Workbench
 
 
@@ -108,9 +106,9 @@ class RepairRuntime:
     budget: Budget
     events: EventLog
     issue: str
-    record: Callable[[Candidate], None]
-    solved: bool = False
-    """A candidate passed tests that decide (with `stop_on_success`, `swe.edit` nodes draw no new samples)."""
+    candidates: CandidateLog
+    """The task's record of its candidates (call it with one); once one passed tests that decide (`passed`),
+    `swe.edit` nodes with `stop_on_success` draw no new samples."""
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     """Patch -> the Python sources at base + patch, read once per task (`rollout.sources_at`)."""
     base_shown: bool = False
@@ -124,30 +122,3 @@ class RepairRuntime:
     @property
     def iid(self) -> str:
         return self.bench.task.instance_id
-
-
-def node_settings_for(spec: Any, registry: Any, overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each typed node's explicit settings (the workflow's, then `-c nodes.<node>.*`), validated; a
-    `-c nodes.X` naming no typed node is a ConfigError."""
-    out: dict[str, dict[str, Any]] = {}
-    seen: set[str] = set()
-
-    def walk(workflow: Any) -> None:
-        for name, node in workflow.nodes.items():
-            if node.type:
-                node_type = registry.require(node.type, f"node '{name}'")
-                merged = {**node.settings, **overrides.get(name, {})}
-                parsed = node_type.parse_settings(merged, f"node '{name}'")
-                out[name] = parsed.model_dump(exclude_unset=True) if isinstance(parsed, BaseModel) else {}
-                seen.add(name)
-            if node.subgraph is not None and hasattr(node.subgraph, "nodes"):
-                walk(node.subgraph)
-
-    walk(spec)
-    unknown = sorted(set(overrides) - seen - {ALL_NODES})
-    if unknown:
-        raise ConfigError(
-            f"nodes.{unknown[0]}: the workflow has no typed node of that name",
-            hint=f"typed nodes: {', '.join(sorted(seen)) or '(none)'}",
-        )
-    return out
