@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agentflow.repair.edit.edits import indent_of
+from agentflow.repair.edit.edits import indent_of, parsed
 from agentflow.swe.patch import is_test_path
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -249,9 +249,7 @@ def failure_calls(output: str, files: set[str]) -> set[str]:
 def symbols(path: str, source: str) -> list[_Symbol]:
     """Functions and methods (innermost spans) of a Python file, with qualified names; empty when it does not
     parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    if (tree := parsed(source)) is None:
         return []
     out: list[_Symbol] = []
 
@@ -564,9 +562,7 @@ def file_outline(source: str, window: Window, *, max_items: int) -> str:
     """What a long file defines besides the window, as a plain list (not code): imports, module-level names,
     classes with their methods, functions with their parameters. Shown as a code block, an outline of
     `def ...:` lines and `...` bodies is often given back instead of the rewrite by a small model."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    if (tree := parsed(source)) is None:
         return ""
     imports: list[str] = []
     names: list[str] = []

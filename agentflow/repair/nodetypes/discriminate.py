@@ -20,10 +20,9 @@ from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.events.kinds import RepairDiscriminate
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairPrompts
-from agentflow.repair.edit.steps import render
+from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
 from agentflow.repair.nodetypes.runtime import (
     FinalistSettings,
@@ -92,14 +91,12 @@ async def debate(model: ChatModel, cfg: DiscriminateSettings, issue: str,
 
     for agent in range(cfg.debaters):
         values = {"issue": issue, "finalists": shown, "arguments": so_far()}
-        text = (await ask(model, render(cfg, "argue", values), system=render(cfg, "helper_system"),
-                          max_tokens=min(cfg.max_tokens, 256), seed=cfg.seed + agent, temperature=0.0)).text
+        text = await ask_helper(model, cfg, "argue", values, max_tokens=min(cfg.max_tokens, 256), seed=cfg.seed + agent)
         arguments.append(text.strip()[:1200])
         if (best := picked(text, "best", len(finals))) is not None:
             votes.append(best)
     values = {"issue": issue, "finalists": shown, "arguments": so_far()}
-    text = (await ask(model, render(cfg, "judge", values), system=render(cfg, "helper_system"),
-                      max_tokens=min(cfg.max_tokens, 128), seed=cfg.seed, temperature=0.0)).text
+    text = await ask_helper(model, cfg, "judge", values, max_tokens=min(cfg.max_tokens, 128), seed=cfg.seed)
     arguments.append("Judge: " + text.strip()[:600])
     if (choice := picked(text, "choice", len(finals))) is not None:
         return choice, arguments, "discriminator"

@@ -14,9 +14,8 @@ from pydantic import Field
 
 from agentflow.events.kinds import RepairRegression
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import ask
 from agentflow.repair.config import RepairPrompts
-from agentflow.repair.edit.steps import render
+from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.nodetypes.nodekit import emit, how_to_verify, runtime
 from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import RepairState
@@ -58,8 +57,7 @@ async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     if not shown:
         return {"regression": {"selected": False, "passing": 0}}
     values = {"issue": rt.issue, "tests": "\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1))}
-    text = (await ask(rt.models.coder, render(settings, "regression", values), system=render(settings, "helper_system"),
-                      max_tokens=48, seed=settings.seed, temperature=0.0)).text
+    text = await ask_helper(rt.models.coder, settings, "regression", values, max_tokens=48, seed=settings.seed)
     numbers = [int(n) for n in re.findall(r"\d+", text) if 1 <= int(n) <= len(shown)]
     # a model that would drop most of the suite is not selecting: keep every test then
     deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []

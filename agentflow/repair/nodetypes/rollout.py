@@ -38,12 +38,12 @@ from agentflow.repair.edit.overlay import SourceOverlay
 from agentflow.repair.edit.steps import (
     EditPrompt,
     ReadEdits,
+    ask_helper,
     critique,
     edit_prompt,
     examples_hint,
     read_edits,
     read_rewrite,
-    render,
     suspects,
 )
 from agentflow.repair.locate.focus import FocusSchedule, window_key
@@ -473,9 +473,7 @@ async def judge_attempt(model: ChatModel, cfg: SweValueSettings, issue: str, pat
     verdict = {True: "the tests pass", False: "the tests fail", None: "the tests cannot decide"}[verification.passed]
     tests = f"{verdict} (share passing: {verification.score:.2f})\n{verification.output[:2000]}".strip()
     values = {"issue": issue, "patch": patch[:3000], "tests": tests}
-    text = (await ask(model, render(cfg, "value", values), system=render(cfg, "helper_system"),
-                      max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)).text
-    return read_judgement(text)
+    return read_judgement(await ask_helper(model, cfg, "value", values, max_tokens=min(cfg.max_tokens, 200), seed=seed))
 
 
 async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweValueSettings) -> RepairState:

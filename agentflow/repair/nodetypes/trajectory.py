@@ -66,11 +66,6 @@ class TrajectorySettings(EditFormatSettings, ShowsCodeSettings):
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
 
 
-def _without_blocks(text: str, script: str | None) -> str:
-    """The answer without its test script (so edit blocks are read from the rest)."""
-    return text.replace(script, "") if script else text
-
-
 class SearchReplaceForm:
     """Edits as SEARCH/REPLACE blocks over the suspects shown; each turn's blocks apply to the code so far."""
 
@@ -83,8 +78,7 @@ class SearchReplaceForm:
                                                 "path": self.path or "path/to/file.py"})
         self.sources = sources
 
-    def script(self, text: str) -> str | None:
-        return test_script(text)
+    script = staticmethod(test_script)
 
     def gave_edit(self, text: str) -> bool:
         return "<<<<<<<" in text
@@ -181,7 +175,7 @@ async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, fo
             stopped = "done"
             break
         script = new_script or script
-        read = form.read(_without_blocks(text, new_script), files)
+        read = form.read(text.replace(new_script, "") if new_script else text, files)  # edits: not in the script
         if read.status == "ok":
             files.update(read.files)
         status = PROMPTS.render("part_edit_status.j2", status=read.status, gave_edit=form.gave_edit(text),

@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 import shutil
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -119,10 +120,7 @@ def summarise(tasks: Sequence[SWETask], outcomes: Sequence[InstanceOutcome]) -> 
             "feedback": o.feedback,
         }
     summary = make_summary(tasks, preds, reports)
-    statuses: dict[str, int] = {}
-    for o in outcomes:
-        statuses[o.status] = statuses.get(o.status, 0) + 1
-    summary["statuses"] = statuses
+    summary["statuses"] = dict(Counter(o.status for o in outcomes))
     summary["cost_usd"] = round(sum(float(o.usage.get("usd", 0.0) or 0.0) for o in outcomes), 6)
     summary["instances"] = instances
     return summary
