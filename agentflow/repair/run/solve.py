@@ -1,14 +1,11 @@
 """Repair one task by running the repair workflow (`workflows/repair.yaml`, or the run's `workflow`) on the
-graph engine: its nodes are the repair node types (`agentflow.repair.nodes`), and the search node runs
-best-of-N or MCTS over the rollout subgraph (edit -> test -> critique).
+graph engine, with what no node owns around it: the role models, the sandbox with the repository at its base
+commit, the budget and the candidates file.
 
-Around the graph, one task needs what no node owns: the role models, the sandbox with the repository at its
-base commit, the budget and the candidates file. A checkpoint is written after every node into the task's
-folder (`checkpoints.db`), so a task killed mid-way resumes at the node where it stopped: the steps that had
-finished (and their model calls) are not run again. Inside the node it stopped in (a search of many samples),
-the seeded model calls that had completed are answered from the task's call journal (`calls.db`) instead of
-the model; a graph search node also takes its branches whose steps had finished as they were, and the
-candidates they recorded stand (`candidate_log.py`).
+A checkpoint is written after every node into the task's folder (`checkpoints.db`), so a task killed mid-way
+resumes at the node where it stopped. Inside that node (a search of many samples), the seeded model calls that
+had completed are answered from the task's call journal (`calls.db`); a graph search node also takes its
+finished branches as they were, and the candidates they recorded stand (`candidate_log.py`).
 """
 
 from __future__ import annotations
@@ -50,7 +47,6 @@ from agentflow.repair.run.workflow_settings import (
     graph_searches,
     node_settings_for,
     require_search,
-    resolved_searches,
     search_summary,
     searches_for_failing_tests,
     set_graph_searches,
@@ -95,12 +91,16 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
 
 
 def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
-    """`cfg` saying what the workflow's search nodes do (`workflow_settings.resolved_searches`), so that a run's
-    config.resolved.yaml repeats it exactly; unchanged when the workflow has no search node, or when each task's
-    search depends on its pre-flight (`strategy_when_tests_fail`): the settings as given repeat that choice."""
-    if searches_for_failing_tests(workflow[0], cfg) is not None:
+    """`cfg` saying exactly what the workflow's graph search nodes do (their settings under `nodes:`, no
+    `strategy` left to apply), so that a run's config.resolved.yaml repeats it; unchanged when the workflow has no
+    search node, or when each task's search depends on its pre-flight (`strategy_when_tests_fail`): the settings
+    as given repeat that choice."""
+    spec = workflow[0]
+    names = graph_searches(spec)
+    if not names or searches_for_failing_tests(spec, cfg) is not None:
         return cfg
-    return resolved_searches(cfg, workflow[0]) or cfg
+    nodes = {**cfg.nodes, **{name: dict(spec.nodes[name].search or {}) for name in names}}
+    return cfg.model_copy(update={"strategy": None, "nodes": nodes})
 
 
 async def repair_task(

@@ -126,15 +126,5 @@ def require_search(spec: WorkflowSpec, cfg: RepairConfig) -> None:
         raise UserError(f"--strategy {cfg.strategy}: workflow '{spec.name}' has no search node to set")
 
 
-def resolved_searches(cfg: RepairConfig, spec: WorkflowSpec) -> RepairConfig | None:
-    """`cfg` saying exactly what the workflow's graph search nodes do (their settings under `nodes:`, no
-    `strategy` left to apply), for config.resolved.yaml; None when the workflow has none."""
-    names = graph_searches(spec)
-    if not names:
-        return None
-    nodes = {**cfg.nodes, **{name: dict(spec.nodes[name].search or {}) for name in names}}
-    return cfg.model_copy(update={"strategy": None, "nodes": nodes})
-
-
-__all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "node_settings_for", "require_search", "resolved_searches",
+__all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "node_settings_for", "require_search",
            "search_summary", "searches_for_failing_tests", "set_graph_searches", "strategy_search"]
