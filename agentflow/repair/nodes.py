@@ -51,7 +51,6 @@ from agentflow.repair.nodetypes.nodekit import (
     evidence_of,
     how_to_verify,
     ranked_of,
-    runtime,
     submit,
 )
 from agentflow.repair.nodetypes.regression import RegressionSettings, regression_node
@@ -159,13 +158,13 @@ class PlanSettings(ShowsCodeSettings):
 
 
 async def baseline(state: RepairState, ctx: NodeContext[RepairRuntime], settings: None) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     base = await rt.bench.verify_base(how_to_verify(state))
     return {"base": base, "issue": rt.issue}
 
 
 async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SpectrumSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     if not settings.spectrum:
         return {"spectrum": {}}
     sources = await rt.bench.python_sources()
@@ -178,7 +177,7 @@ async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings
 
 
 async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RankSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     if not settings.rank:
         return {"ranked": []}
     sources = await rt.bench.python_sources()
@@ -191,7 +190,7 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
 
 
 async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     bench = rt.bench
     base = state["base"]
     if not (bench.mode == "repo" and base.passed and settings.reproduce and rt.cfg.test_cmd is None):
@@ -258,7 +257,7 @@ async def _keep_check(rt: RepairRuntime, settings: ReproduceSettings, sources: d
 
 
 async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: PlanSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     if rt.models.planner is None or not (settings.plan or rt.cfg.planner_model):
         return {"plan": ""}
     sources = await rt.bench.python_sources()
@@ -317,7 +316,7 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Candidate], script: str)
 
 
 async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ChooseSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     attempts = list(state.get("attempts") or [])
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")

@@ -23,7 +23,7 @@ from agentflow.graph.run.context import NodeContext
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import ask_helper
-from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
+from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, submit
 from agentflow.repair.nodetypes.runtime import (
     FinalistSettings,
     RepairRuntime,
@@ -106,7 +106,7 @@ async def debate(model: ChatModel, cfg: DiscriminateSettings, issue: str,
 
 
 async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: DiscriminateSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")

@@ -21,7 +21,7 @@ from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.edits import parsed
 from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.locate.localize import Window, render_window, repo_map, symbols
-from agentflow.repair.nodetypes.nodekit import emit, runtime
+from agentflow.repair.nodetypes.nodekit import emit
 from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import LocalizedRecord, RepairState
 from agentflow.swe.patch import is_test_path
@@ -147,7 +147,7 @@ async def localize_hierarchy(model: ChatModel, cfg: LocalizeSettings, issue: str
 
 
 async def localize_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: LocalizeSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     found = await localize_hierarchy(rt.models.coder, settings, rt.issue, await rt.bench.python_sources(),
                                      seed=settings.seed)
     localized: LocalizedRecord = {"files": found["files"], "symbols": [f"{p}:{n}" for p, n in found["symbols"]],

@@ -16,7 +16,7 @@ from agentflow.events.kinds import RepairRegression
 from agentflow.graph.run.context import NodeContext
 from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import ask_helper
-from agentflow.repair.nodetypes.nodekit import emit, how_to_verify, runtime
+from agentflow.repair.nodetypes.nodekit import emit, how_to_verify
 from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.sandbox.base import sh_command
@@ -42,7 +42,7 @@ def deselecting(python: str, deselected: list[str]) -> str:
 
 
 async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RegressionSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     bench = rt.bench
     if bench.mode != "repo" or bench.cfg.test_cmd is not None:
         return {"regression": {"selected": False}}  # task tests, or the user's own command, verify candidates

@@ -50,7 +50,7 @@ from agentflow.repair.locate.focus import FocusSchedule, window_key
 from agentflow.repair.locate.localize import Window
 from agentflow.repair.locate.spectrum import examples_comparable, examples_reach_code
 from agentflow.repair.nodetypes.nodekit import emit as emit_task
-from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of, runtime
+from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.runtime import (
     EditFormatSettings,
     NodeSettings,
@@ -297,7 +297,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
 
 async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweEditSettings) -> RepairState:
     """`swe.edit`: one edit sample from the candidate the branch builds on (nothing written yet)."""
-    rt = runtime(ctx)
+    rt = ctx.deps
     cfg = settings.for_coder(rt.cfg)
     current = current_of(state, rt.iid)
     sources = await sources_at(rt, bench_of(rt, ctx), current["built_on"].patch)
@@ -389,7 +389,7 @@ async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -
 async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweTestSettings) -> RepairState:
     """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
     of it (and of its parts) becomes the candidate when it scores at least as well."""
-    rt = runtime(ctx)
+    rt = ctx.deps
     edit, current = state.get("edit"), current_of(state, rt.iid)
     tries = int(state.get("tries") or 0)
     if not edit:  # nothing was drawn (the budget, or stop_on_success): no attempt for a reviewer to look at
@@ -452,7 +452,7 @@ def _reviewable(state: RepairState, iid: str,
 async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweCritiqueSettings) -> RepairState:
     """`swe.critique`: a critic reviews a failed attempt the chain goes on from; its notes join the feedback
     the next edit reads. A no-op unless `critique` is on or a critic model is given."""
-    rt = runtime(ctx)
+    rt = ctx.deps
     found = _reviewable(state, rt.iid)
     if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.critic_model):
         return {}
@@ -481,7 +481,7 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
     the tests' score by `value_weight`) is the branch's search value, the assessment leads the next edit's
     feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
     valued too when the route brings it here: its value is what the search backs up and the final pick reads."""
-    rt = runtime(ctx)
+    rt = ctx.deps
     found = _reviewable(state, rt.iid, ("retry", "stop"))
     if found is None:
         return {}

@@ -24,7 +24,7 @@ from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import PROMPTS, render
 from agentflow.repair.nodetypes.discriminate import picked
-from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
+from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, submit
 from agentflow.repair.nodetypes.runtime import (
     FinalistSettings,
     RepairRuntime,
@@ -113,7 +113,7 @@ async def select(rt: RepairRuntime, cfg: VoteTestsSettings, finals: list[Candida
 
 
 async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: VoteTestsSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")

@@ -36,7 +36,7 @@ from agentflow.repair.edit.steps import (
 )
 from agentflow.repair.locate.focus import rotated
 from agentflow.repair.locate.localize import Window
-from agentflow.repair.nodetypes.nodekit import emit, evidence_of, how_to_verify, ranked_of, runtime
+from agentflow.repair.nodetypes.nodekit import emit, evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.runtime import (
     EditFormatSettings,
     RepairRuntime,
@@ -188,7 +188,7 @@ async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, fo
 
 
 async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     cfg = settings.for_coder(rt.cfg)
     async with rt.bench.lock:
         await rt.bench.reset()

@@ -129,13 +129,8 @@ def expected_calls(cfg: RepairConfig, spec: Any, registry: Any) -> dict[str, int
     `workflow_settings.give_settings`) is expected to make in a run of `cfg`, as each node type states
     (`NodeType.calls`): the basis of a task's time estimate, not a limit (a node that turns out to have
     nothing to do makes fewer; answers that change nothing are drawn again and make more)."""
-    out: dict[str, int] = {}
-    for name, node in spec.nodes.items():
-        if node.search is not None:
-            out[name] = _graph_search_calls(cfg, node, registry)
-        else:
-            out[name] = _node_calls(cfg, node, registry)
-    return out
+    return {name: _graph_search_calls(cfg, node, registry) if node.search is not None else
+            _node_calls(cfg, node, registry) for name, node in spec.nodes.items()}
 
 
 def _node_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
@@ -164,12 +159,8 @@ def _graph_search_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
 # ----------------------------------------------------------------------------------------------- why, in words
 
 
-def _short(test_id: str) -> str:
-    return test_id.rsplit("::", 1)[-1]
-
-
 def _names(ids: list[str], limit: int = 3) -> str:
-    shown = ", ".join(_short(t) for t in ids[:limit])
+    shown = ", ".join(t.rsplit("::", 1)[-1] for t in ids[:limit])
     return shown + (f", and {len(ids) - limit} more" if len(ids) > limit else "")
 
 

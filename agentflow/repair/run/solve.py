@@ -333,10 +333,8 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
             any(settings.get(flag) for settings in node_settings.values())
 
     def role(spec_text: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
-        if spec_text is None and not enabled:
-            return None
         if spec_text is None:
-            return coder
+            return coder if enabled else None
         inner = loader(spec_text.replace("{instance_id}", iid))
         owned.append(inner)
         return InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
