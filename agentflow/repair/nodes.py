@@ -61,6 +61,7 @@ from agentflow.repair.nodetypes.rollout import (
     SweValueSettings,
 )
 from agentflow.repair.nodetypes.runtime import (
+    HelperSettings,
     NodeSettings,
     RepairRuntime,
     ShowsCodeSettings,
@@ -121,7 +122,7 @@ class RankSettings(ShowsCodeSettings):
     """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
 
 
-class ReproduceSettings(ShowsCodeSettings):
+class ReproduceSettings(ShowsCodeSettings, HelperSettings):
     """Settings of the swe.reproduce node type."""
 
     reproduce: bool = True
@@ -143,15 +144,13 @@ class ReproduceSettings(ShowsCodeSettings):
     of the same wrong patch can outvote the fix while breaking behaviour the issue says must keep working,
     which neither the reproduction nor the failing tests check."""
     temperature: float = run_default("temperature")
-    max_tokens: int = run_default("max_tokens")
 
 
-class PlanSettings(ShowsCodeSettings):
+class PlanSettings(ShowsCodeSettings, HelperSettings):
     """Settings of the swe.plan node type."""
 
     plan: bool = False
     """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
-    max_tokens: int = run_default("max_tokens")
 
 
 # ----------------------------------------------------------------------------------------------- before search

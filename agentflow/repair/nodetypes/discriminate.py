@@ -21,27 +21,19 @@ from agentflow.errors import ModelError
 from agentflow.events.kinds import RepairDiscriminate
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, submit
-from agentflow.repair.nodetypes.runtime import (
-    FinalistSettings,
-    RepairRuntime,
-    run_default,
-)
+from agentflow.repair.nodetypes.runtime import FinalistSettings, HelperSettings, RepairRuntime
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.repair.outcome import Candidate
 from agentflow.swe.normalize import normalise_output
 
 
-class DiscriminateSettings(FinalistSettings):
+class DiscriminateSettings(FinalistSettings, HelperSettings):
     """Settings of the swe.discriminate node type."""
 
     debaters: int = Field(default=2, ge=1, le=6)
     """Agents that argue in turn over the finalists before the judge decides."""
-    max_tokens: int = run_default("max_tokens")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
 def finalists(attempts: list[Candidate], limit: int) -> list[Candidate]:

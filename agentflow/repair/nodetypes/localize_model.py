@@ -17,17 +17,16 @@ from pydantic import Field
 from agentflow.events.kinds import RepairLocalize
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.edits import parsed
 from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.locate.localize import Window, render_window, repo_map, symbols
 from agentflow.repair.nodetypes.nodekit import emit
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
+from agentflow.repair.nodetypes.runtime import PromptSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import LocalizedRecord, RepairState
 from agentflow.swe.patch import is_test_path
 
 
-class LocalizeSettings(NodeSettings):
+class LocalizeSettings(PromptSettings):
     """Settings of the swe.localize node type."""
 
     localize_files: int = Field(default=3, ge=1, le=10)
@@ -36,8 +35,6 @@ class LocalizeSettings(NodeSettings):
     """Classes/functions the model picks in those files (and edit locations among them)."""
     max_prompt_chars: int = run_default("max_prompt_chars")
     window_lines: int = run_default("window_lines")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
 _LINE = re.compile(r"\bline\s+(\d+)", re.IGNORECASE)

@@ -14,10 +14,9 @@ from pydantic import Field
 
 from agentflow.events.kinds import RepairRegression
 from agentflow.graph.run.context import NodeContext
-from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.nodetypes.nodekit import emit, how_to_verify
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
+from agentflow.repair.nodetypes.runtime import PromptSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.sandbox.base import sh_command
 from agentflow.swe.testparse import parse_pytest_summary
@@ -25,14 +24,12 @@ from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
-class RegressionSettings(NodeSettings):
+class RegressionSettings(PromptSettings):
     """Settings of the swe.regression node type."""
 
     regression_pool: int = Field(default=40, ge=1, le=400)
     """Passing repository tests shown to the model when it picks those the fix may change."""
     test_timeout_s: float = run_default("test_timeout_s")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
 def deselecting(python: str, deselected: list[str]) -> str:

@@ -32,7 +32,6 @@ from agentflow.graph.search.settings import BRANCH_SEP
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.reasoning.value import ValueJudgement, read_judgement
-from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.edits import edit_parts
 from agentflow.repair.edit.overlay import SourceOverlay
 from agentflow.repair.edit.steps import (
@@ -53,6 +52,7 @@ from agentflow.repair.nodetypes.nodekit import emit as emit_task
 from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.runtime import (
     EditFormatSettings,
+    HelperSettings,
     NodeSettings,
     RepairRuntime,
     ShowsCodeSettings,
@@ -72,11 +72,10 @@ SAMPLE_STRIDE = 1000
 and candidate ids for concurrent branches, the same for a seed whatever order they run in."""
 
 
-class SweEditSettings(EditFormatSettings, ShowsCodeSettings):
+class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
     """Settings of the swe.edit node type."""
 
     temperature: float = run_default("temperature")
-    max_tokens: int = run_default("max_tokens")
     stop: list[str] = run_default("stop")
     tool_steps: int = run_default("tool_steps")
     noop_retries: int = run_default("noop_retries")
@@ -102,25 +101,19 @@ class SweTestSettings(NodeSettings):
     the examples run no repository code or show something else on each run."""
 
 
-class SweCritiqueSettings(NodeSettings):
+class SweCritiqueSettings(HelperSettings):
     """Settings of the swe.critique node type."""
 
     critique: bool = False
     """After a failed attempt, ask a critic what is wrong; its notes join the next attempt's feedback (a
     `critic_model` of the run turns it on too)."""
-    max_tokens: int = run_default("max_tokens")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
-class SweValueSettings(NodeSettings):
+class SweValueSettings(HelperSettings):
     """Settings of the swe.value node type."""
 
     value_weight: float = Field(default=1.0, ge=0, le=1)
     """Share of the value agent's value in an attempt's search value (the rest: its tests' score)."""
-    max_tokens: int = run_default("max_tokens")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
 def bench_of(rt: RepairRuntime, ctx: NodeContext[RepairRuntime]) -> Workbench:

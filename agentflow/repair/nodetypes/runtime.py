@@ -35,14 +35,25 @@ class NodeSettings(StrictConfig):
     node's `settings:` or `-c nodes.<node>.*` do."""
 
 
-class ShowsCodeSettings(NodeSettings):
-    """The settings of a node type whose prompts show the task's code windows (`steps.code_windows`)."""
+class PromptSettings(NodeSettings):
+    """The settings of a node type whose seeded model calls render the repair's prompts."""
 
     prompts: RepairPrompts = run_default("prompts")
+    seed: int = run_default("seed")
+
+
+class HelperSettings(PromptSettings):
+    """The settings of a node type that makes short helper calls (`steps.ask_helper`)."""
+
+    max_tokens: int = run_default("max_tokens")
+
+
+class ShowsCodeSettings(PromptSettings):
+    """The settings of a node type whose prompts show the task's code windows (`steps.code_windows`)."""
+
     max_prompt_chars: int = run_default("max_prompt_chars")
     windows: int = run_default("windows")
     window_lines: int = run_default("window_lines")
-    seed: int = run_default("seed")
     rank_keep: int = run_default("rank_keep")
 
 

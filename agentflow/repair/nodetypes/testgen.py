@@ -21,15 +21,10 @@ from agentflow.errors import ModelError
 from agentflow.events.kinds import RepairSelectTurn, RepairTestVote
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
-from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import PROMPTS, render
 from agentflow.repair.nodetypes.discriminate import picked
 from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, submit
-from agentflow.repair.nodetypes.runtime import (
-    FinalistSettings,
-    RepairRuntime,
-    run_default,
-)
+from agentflow.repair.nodetypes.runtime import FinalistSettings, HelperSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import Workbench
@@ -39,16 +34,13 @@ from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
-class VoteTestsSettings(FinalistSettings):
+class VoteTestsSettings(FinalistSettings, HelperSettings):
     """Settings of the swe.vote_tests node type."""
 
     select_turns: int = Field(default=3, ge=1, le=10)
     """Model turns of the final selection trajectory (running scripts on finalists, then a choice); 0 finalists
     left after the vote need none."""
-    max_tokens: int = run_default("max_tokens")
     temperature: float = run_default("temperature")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
     test_timeout_s: float = run_default("test_timeout_s")
 
 

@@ -39,6 +39,7 @@ from agentflow.repair.locate.localize import Window
 from agentflow.repair.nodetypes.nodekit import emit, evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.runtime import (
     EditFormatSettings,
+    HelperSettings,
     RepairRuntime,
     ShowsCodeSettings,
     run_default,
@@ -48,7 +49,7 @@ from agentflow.repair.nodetypes.testgen import run_script, test_script
 from agentflow.repair.outcome import Candidate
 
 
-class TrajectorySettings(EditFormatSettings, ShowsCodeSettings):
+class TrajectorySettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
     """Settings of the swe.trajectories node type."""
 
     trajectories: int = Field(default=4, ge=1, le=32)
@@ -58,7 +59,6 @@ class TrajectorySettings(EditFormatSettings, ShowsCodeSettings):
     sandbox (codemonkeys' serial compute)."""
     concurrency: int = run_default("concurrency")
     temperature: float = run_default("temperature")
-    max_tokens: int = run_default("max_tokens")
     context_windows: int = run_default("context_windows")
     file_context_lines: int = run_default("file_context_lines")
 
