@@ -142,14 +142,6 @@ async def _turn_feedback(rt: RepairRuntime, cfg: TrajectorySettings, number: int
     return render(cfg, "trajectory_turn", values), patch
 
 
-def edit_form(cfg: TrajectorySettings, sources: dict[str, str], issue: str,
-              windows: list[Window]) -> SearchReplaceForm | RewriteForm:
-    """A trajectory's edit form over `windows`, the one it starts from first."""
-    if cfg.edit_format == "rewrite" and windows:
-        return RewriteForm(cfg, sources, issue, windows)
-    return SearchReplaceForm(cfg, sources, issue, windows)
-
-
 async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, form: SearchReplaceForm | RewriteForm,
                      counter: list[int], calls: CallSlots) -> dict[str, Any]:
     """One trajectory: its last patch and script, the turns it took and why it stopped."""
@@ -200,7 +192,9 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
 
     async def one(number: int) -> dict[str, Any]:
         async with gate:
-            form = edit_form(cfg, sources, rt.issue, rotated(ranked, number))
+            windows = rotated(ranked, number)
+            rewrite = cfg.edit_format == "rewrite" and windows
+            form = (RewriteForm if rewrite else SearchReplaceForm)(cfg, sources, rt.issue, windows)
             return await trajectory(rt, cfg, number, form, counter, calls)
 
     # every trajectory finishes before an error goes up: none may go on in a sandbox that is being closed
@@ -230,4 +224,4 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
             "search": {"stopped": stopped, "error": errors[0] if errors else None}}
 
 
-__all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "edit_form", "trajectories_node", "trajectory"]
+__all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "trajectories_node", "trajectory"]
