@@ -1,11 +1,7 @@
-"""The discriminator (SWE-Search's final pick): several agents argue in turn over the finalists, each reading
-the arguments before it, and a judge reads them all and decides.
-
-Node type `swe.discriminate` (in place of `swe.choose`): the finalists are the best distinct patches by
-tests, then value (a value agent's, when the search had `swe.value`), then tests' score, among the candidates
-that may be the fix (`nodekit.may_fix`: none that changes no code when the tests fail at the base
-commit; with only such candidates nothing is submitted); one finalist is submitted as it is. When the debate
-cannot finish (the budget ran out, no answer names a finalist), the first finalist is submitted and the
+"""The discriminator (SWE-Search's final pick; `docs/workflows/swe_search.md`), node type `swe.discriminate` in
+place of `swe.choose`: several agents argue in turn over the finalists (among the candidates that may be the
+fix, `nodekit.may_fix`), each reading the arguments before it, and a judge reads them all and decides. When the
+debate cannot finish (the budget ran out, no answer names a finalist), the first finalist is submitted and the
 outcome's `chosen_by` says so (`value`).
 """
 

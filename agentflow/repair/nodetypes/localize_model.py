@@ -1,8 +1,7 @@
-"""Hierarchical localization by the model (Agentless, Xia et al. 2024): the repository skeleton -> the files
-to edit -> the classes/functions in them -> the edit locations, three short calls, each shown only what the
-step before chose. Node type `swe.localize` (in place of `swe.rank`): its locations are the run's `ranked`
-suspects, which the edit prompts merge with the heuristic's ranking (`localize.rank_windows`: the
-heuristic's best window first, then the model's locations in order, then the heuristic's others).
+"""Hierarchical localization by the model (Agentless, Xia et al. 2024; `docs/workflows/agentless.md`), node type
+`swe.localize` in place of `swe.rank`: the repository skeleton -> files -> classes/functions -> edit locations,
+three short calls; its locations are the run's `ranked` suspects, which the edit prompts merge with the
+heuristic's ranking (`localize.rank_windows`).
 """
 
 from __future__ import annotations

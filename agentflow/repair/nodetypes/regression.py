@@ -1,8 +1,7 @@
-"""Selected regression tests (Agentless): the repository's tests that pass at the base commit are listed, the
-model names those a correct fix may rightly change (they assert the buggy behaviour), and candidates are then
-verified by the rest. Node type `swe.regression` (blind mode, after `swe.reproduce`): the state's
-`regression.test_cmd`, the repository's tests minus the deselected ones, verifies candidates from then on
-(`nodekit.how_to_verify`); the base is verified again with it."""
+"""Selected regression tests (Agentless; `docs/workflows/agentless.md`), node type `swe.regression` (blind mode,
+after `swe.reproduce`): the model names the passing tests a correct fix may rightly change, and the state's
+`regression.test_cmd`, the repository's tests without them, verifies candidates from then on (the base is
+verified again with it)."""
 
 from __future__ import annotations
 

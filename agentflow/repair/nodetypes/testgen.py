@@ -1,9 +1,6 @@
-"""Model-written tests as judges (CodeMonkeys, Ehrlich et al. 2025): every generated test script runs against
-every candidate in the sandbox, the candidates vote by the tests they pass, and a selection trajectory (a
-model that reads the finalists, may run scripts of its own on them, and then picks one) decides among those
-the vote cannot split. Node type `swe.vote_tests` (after `swe.trajectories`, which writes `tests`). Only the
-candidates that may be the fix vote (`nodekit.may_fix`: none that changes no code when the tests fail
-at the base commit; with only such candidates nothing is submitted).
+"""Model-written tests as judges (CodeMonkeys, Ehrlich et al. 2025; `docs/workflows/codemonkeys.md`), node type
+`swe.vote_tests` after `swe.trajectories`: the candidates that may be the fix (`nodekit.may_fix`) vote by the
+generated tests they pass, and a selection trajectory decides among those the vote cannot split.
 
 Scripts are model-written code: they run only in the task's sandbox, from its scratch folder (never in a
 patch), with the repository root on the path; exit status 0 is a pass.

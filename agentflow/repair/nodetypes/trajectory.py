@@ -1,12 +1,9 @@
-"""Multi-turn repair trajectories (CodeMonkeys, Ehrlich et al. 2025): each trajectory writes a test script and
-an edit together, sees the script run in the sandbox on the original code and on its change, and revises
-either over several turns until it answers DONE. The edit form follows the run's `edit_format`: with
-`rewrite` (what `auto` gives a local model) the trajectory's suspect function is rewritten whole -- with
-SEARCH/REPLACE blocks the embedded small model seldom gives a usable edit -- and the test script
-is the answer's other code block. `trajectories` run at once (parallel compute), each for at
-most `turns` model calls (serial compute). Node type `swe.trajectories` (in place of a search node): every
-trajectory's last change is a candidate (verified like any other), and its last script joins `tests`, which
-`swe.vote_tests` runs against every candidate.
+"""Multi-turn repair trajectories (CodeMonkeys, Ehrlich et al. 2025; `docs/workflows/codemonkeys.md`), node type
+`swe.trajectories` in place of a search node: each trajectory writes a test script and an edit together, sees
+the script run in the sandbox on the original code and on its change, and revises either until it answers
+DONE. With `edit_format: rewrite` (what `auto` gives a local model) the suspect function is rewritten whole --
+with SEARCH/REPLACE blocks the embedded small model seldom gives a usable edit -- and the test script is the
+answer's other code block. Every trajectory's last change is a candidate, its last script joins `tests`.
 """
 
 from __future__ import annotations
