@@ -1,32 +1,8 @@
-"""The repair's node types, usable from any workflow (`type: swe.rank`) and registered with the graph layer.
-
-    swe.baseline     the task's tests on the unchanged code             -> base
-    swe.spectrum     the issue's examples and the suite, call-traced     -> spectrum
-    swe.rank         the coder ranks the heuristic's suspects            -> ranked
-    swe.reproduce    blind mode: a script that fails like the bug, and
-                     one of what must keep working                       -> reproduction, base
-    swe.plan         the planner says which function and what to change  -> plan
-    swe.edit         one edit sample from the branch's candidate       -> edit, drawn, focus, suspects, hint
-    swe.test         applies the edit, diffs it, verifies it; verdict    -> candidate, tried, attempts, verdict
-    swe.critique     a failed attempt's review joins the next attempt's feedback -> candidate
-    swe.choose       no noop if the bug shows, tests, keep check, examples,
-                     vote, verifier; graded                              -> chosen, final
-    swe.value        the value agent values a tested attempt; its assessment joins the feedback -> value
-    swe.discriminate agents argue over the finalists, a judge picks      -> chosen, final
-    swe.localize     the model: skeleton -> files -> functions -> lines  -> ranked, localized
-    swe.regression   blind mode: passing tests minus the model's picks   -> regression, base
-    swe.trajectories multi-turn edit + test-script trajectories at once -> attempts, samples, tests, search
-    swe.vote_tests   votes by the generated tests, then a selector      -> chosen, final
-
-The rollout steps (`swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`) run as graph nodes under a graph
-`search:` node (`rollout.py`, `workflows/repair.yaml`).
-
-Every node is `async (state: RepairState, ctx: NodeContext[RepairRuntime], settings: ItsSettings) -> RepairState`:
-the task's handles are the run's `deps` (`nodekit.runtime`), its steps run with its settings (its type's class,
-written out; a setting the run also has defaults to the run's, `runtime.run_default`), and it
-writes plain data to the state (`state.py`: JSON values, `Candidate`s and `Verification`s), so a checkpoint after
-each node lets a killed repair
-resume where it stopped.
+"""The repair's node types (`swe.*`, listed with what each does in `NODE_TYPES`), usable from any workflow and
+registered with the graph layer. Each is `async (state: RepairState, ctx: NodeContext[RepairRuntime],
+settings: ItsSettings) -> RepairState` and writes plain data (`nodetypes/state.py`), so a checkpoint after
+each node lets a killed repair resume where it stopped. The rollout steps (`swe.edit` -> `swe.test` ->
+`swe.critique` / `swe.value`) are in `nodetypes/rollout.py`.
 """
 
 from __future__ import annotations
@@ -75,7 +51,6 @@ from agentflow.repair.nodetypes.nodekit import (
     evidence_of,
     how_to_verify,
     ranked_of,
-    runtime,
     submit,
 )
 from agentflow.repair.nodetypes.regression import RegressionSettings, regression_node
@@ -86,6 +61,7 @@ from agentflow.repair.nodetypes.rollout import (
     SweValueSettings,
 )
 from agentflow.repair.nodetypes.runtime import (
+    HelperSettings,
     NodeSettings,
     RepairRuntime,
     ShowsCodeSettings,
@@ -146,7 +122,7 @@ class RankSettings(ShowsCodeSettings):
     """Lines of each function shown to the ranking call (longer ones are cut, marked `...`)."""
 
 
-class ReproduceSettings(ShowsCodeSettings):
+class ReproduceSettings(ShowsCodeSettings, HelperSettings):
     """Settings of the swe.reproduce node type."""
 
     reproduce: bool = True
@@ -168,44 +144,39 @@ class ReproduceSettings(ShowsCodeSettings):
     of the same wrong patch can outvote the fix while breaking behaviour the issue says must keep working,
     which neither the reproduction nor the failing tests check."""
     temperature: float = run_default("temperature")
-    max_tokens: int = run_default("max_tokens")
 
 
-class PlanSettings(ShowsCodeSettings):
+class PlanSettings(ShowsCodeSettings, HelperSettings):
     """Settings of the swe.plan node type."""
 
     plan: bool = False
     """Ask a planner once per task which function is wrong and what to change; the plan is shown to the coder."""
-    max_tokens: int = run_default("max_tokens")
-
-
-_emit = emit
 
 
 # ----------------------------------------------------------------------------------------------- before search
 
 
 async def baseline(state: RepairState, ctx: NodeContext[RepairRuntime], settings: None) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     base = await rt.bench.verify_base(how_to_verify(state))
     return {"base": base, "issue": rt.issue}
 
 
 async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SpectrumSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     if not settings.spectrum:
         return {"spectrum": {}}
     sources = await rt.bench.python_sources()
     _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=settings.test_timeout_s,
                                                 how=how_to_verify(state))
     top = [f"{p}:{q}" for p, q, _ in summary["suspicion"][:5]]
-    _emit(rt, RepairSpectrum(examples=summary["examples"], executed=len(summary["executed"]),
+    emit(rt, RepairSpectrum(examples=summary["examples"], executed=len(summary["executed"]),
                              tests=summary["tests"], suspects=top, problems=summary["problems"]))
     return {"spectrum": summary}
 
 
 async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RankSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     if not settings.rank:
         return {"ranked": []}
     sources = await rt.bench.python_sources()
@@ -213,12 +184,12 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
                                  seed=settings.seed,
                                  evidence=evidence_of(state))
     ranked = [[path, name] for path, name in prefer]
-    _emit(rt, RepairRank(ranked=[f"{p}:{n}" for p, n in prefer]))
+    emit(rt, RepairRank(ranked=[f"{p}:{n}" for p, n in prefer]))
     return {"ranked": ranked}
 
 
 async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     bench = rt.bench
     base = state["base"]
     if not (bench.mode == "repo" and base.passed and settings.reproduce and rt.cfg.test_cmd is None):
@@ -237,7 +208,7 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
                                               previous=previous, prefer=prefer, evidence=evidence)
             why = "no code block in the answer"
         kept, output = await bench.install_repro(script) if script else (False, why)
-        _emit(rt, RepairReproduce(kept=kept, script=script, output=output[-1500:],
+        emit(rt, RepairReproduce(kept=kept, script=script, output=output[-1500:],
                                   source="examples" if attempt == 0 and examples else "model"))
         if kept and script:
             # the base again, the script's failure counted: the tests fail there now
@@ -280,25 +251,20 @@ async def _keep_check(rt: RepairRuntime, settings: ReproduceSettings, sources: d
     script = await write_keep_check(rt.models.coder, settings, rt.issue, sources, reproduction, seed=settings.seed,
                                     prefer=prefer, evidence=evidence)
     kept, output = await rt.bench.install_keep_check(script, sources) if script else (None, "no code block in the answer")
-    _emit(rt, RepairKeepCheck(kept=kept is not None, script=script, check=kept, output=output[-1500:]))
+    emit(rt, RepairKeepCheck(kept=kept is not None, script=script, check=kept, output=output[-1500:]))
     return kept
 
 
 async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: PlanSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     if rt.models.planner is None or not (settings.plan or rt.cfg.planner_model):
         return {"plan": ""}
     sources = await rt.bench.python_sources()
     prefer = ranked_of(state)
     text = await make_plan(rt.models.planner, settings, rt.issue, sources, seed=settings.seed, prefer=prefer,
                            evidence=evidence_of(state))
-    _emit(rt, RepairPlan(plan=text))
+    emit(rt, RepairPlan(plan=text))
     return {"plan": text}
-
-
-# ----------------------------------------------------------------------------------------------- search
-
-
 
 
 # ----------------------------------------------------------------------------------------------- choosing
@@ -329,7 +295,7 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Candidate]) -> tupl
     again = await rt.bench.show_examples("", rt.issue, sources)
     runs = {key: await rt.bench.show_examples(patch, rt.issue, sources) for key, patch in patches.items()}
     changed, shown = examples_changed(base, again, runs), examples_shown(base, again, runs)
-    _emit(rt, RepairExamples(compared=len(runs), changed=sum(changed.values()), usable=bool(changed),
+    emit(rt, RepairExamples(compared=len(runs), changed=sum(changed.values()), usable=bool(changed),
                              behaviours=len(set(shown.values()))))
     return changed, shown
 
@@ -343,13 +309,13 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Candidate], script: str)
     if not await rt.bench.keeps_working("", script):  # it passed there before; a flaky check is not used
         return {}
     held = {key: await rt.bench.keeps_working(patch, script) for key, patch in patches.items()}
-    _emit(rt, RepairKeeps(compared=len(held), held=sum(held.values())))
+    emit(rt, RepairKeeps(compared=len(held), held=sum(held.values())))
 
     return held
 
 
 async def choose_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ChooseSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     attempts = list(state.get("attempts") or [])
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in attempts])
     keep_script = (state.get("reproduction") or {}).get("keep_check")

@@ -109,6 +109,14 @@ def parse_edits(text: str, *, complete: bool = False) -> ParsedEdits:
     return ParsedEdits(blocks)
 
 
+def parsed(source: str) -> ast.Module | None:
+    """The syntax tree of Python `source`; None when it does not parse."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def indent_of(line: str) -> str:
     """The leading whitespace of a line."""
     return line[: len(line) - len(line.lstrip())]
@@ -171,10 +179,7 @@ def edit_parts(before: Mapping[str, str], after: Mapping[str, str], *, limit: in
     parts: list[dict[str, str]] = []
     for path, i1, i2, lines in changes:
         content = "\n".join(old[path][:i1] + lines + old[path][i2:])
-        if path.endswith(".py"):
-            try:
-                ast.parse(content)
-            except (SyntaxError, ValueError):
-                continue
+        if path.endswith(".py") and parsed(content) is None:
+            continue
         parts.append({path: content})
     return parts

@@ -21,7 +21,7 @@ from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, Message, declared_tool_calling
 from agentflow.models.templates import Templates
 from agentflow.repair.config import RepairConfig, RepairPrompts
-from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits
+from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits, parsed
 from agentflow.repair.locate.focus import rotated
 from agentflow.repair.locate.localize import (
     CONTEXT_MARKER,
@@ -105,7 +105,7 @@ class EditPromptSettings(CodeViewSettings, Protocol):
     def file_context_lines(self) -> int: ...
 
 
-class RankCallSettings(PromptSource, Protocol):
+class RankCallSettings(CodeViewSettings, Protocol):
     """The settings of the suspect ranking call (`rank_suspects`)."""
 
     @property
@@ -113,15 +113,6 @@ class RankCallSettings(PromptSource, Protocol):
 
     @property
     def rank_lines(self) -> int: ...
-
-    @property
-    def windows(self) -> int: ...
-
-    @property
-    def window_lines(self) -> int: ...
-
-    @property
-    def max_prompt_chars(self) -> int: ...
 
 
 def prompt_text(cfg: PromptSource, name: str) -> str:
@@ -139,6 +130,13 @@ def render(cfg: PromptSource, name: str, values: Mapping[str, str] | None = None
         return PROMPTS.render(f"{name}.j2", **(values or {}))
     except jinja2.TemplateError as exc:
         raise ConfigError(f"repair prompt {name!r}: {exc}", hint=f"it can use: {', '.join(sorted(values or {}))}") from None
+
+
+async def ask_helper(model: ChatModel, cfg: PromptSource, name: str, values: Mapping[str, str], *, max_tokens: int,
+                     seed: int, temperature: float = 0.0) -> str:
+    """The text of a helper's answer to prompt `name` (the helpers' system prompt, `helper_system`)."""
+    return (await ask_model(model, render(cfg, name, values), system=render(cfg, "helper_system"),
+                            max_tokens=max_tokens, seed=seed, temperature=temperature)).text
 
 
 def issue_text(problem_statement: str, hints: str = "", limit: int = 2500) -> str:
@@ -177,9 +175,7 @@ def public_api(sources: Mapping[str, str], *, per_class: int = 8) -> str:
         parts = path.split("/")
         if len(parts) != 2 or parts[1] != "__init__.py" or parts[0] in ("tests", "test"):
             continue
-        try:
-            tree = ast.parse(sources[path])
-        except (SyntaxError, ValueError):
+        if (tree := parsed(sources[path])) is None:
             continue
         names: list[str] = []
         for node in tree.body:
@@ -217,9 +213,7 @@ def usage_from_tests(sources: Mapping[str, str], issue: str, budget_chars: int =
         if not (is_test_path(path) and path.endswith(".py")):
             continue
         text = sources[path]
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+        if (tree := parsed(text)) is None:
             continue
         imports = [ast.get_source_segment(text, n) or "" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
         values = {t.id: ast.get_source_segment(text, n) or "" for n in tree.body if isinstance(n, ast.Assign)
@@ -257,9 +251,7 @@ def _signatures(sources: Mapping[str, str], package: str, names: list[str], per_
     for path in sorted(sources):
         if not path.startswith(package + "/") or not path.endswith(".py"):
             continue
-        try:
-            tree = ast.parse(sources[path])
-        except (SyntaxError, ValueError):
+        if (tree := parsed(sources[path])) is None:
             continue
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name in names:
@@ -730,8 +722,7 @@ async def make_plan(model: ChatModel, cfg: CodeCallSettings, issue: str, sources
     code, _ = code_windows(cfg, sources, issue, "", focus=0, budget_chars=cfg.max_prompt_chars // 2, prefer=prefer,
                            evidence=evidence)
     values = {"issue": issue, "repo_map": repo_map(sources), "code": code, "api": public_api(sources)}
-    text = (await ask_model(model, render(cfg, "plan", values), system=render(cfg, "helper_system"),
-                            max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)).text
+    text = await ask_helper(model, cfg, "plan", values, max_tokens=min(cfg.max_tokens, 200), seed=seed)
     return text.strip()[:1200]
 
 
@@ -757,8 +748,7 @@ async def rank_suspects(model: ChatModel, cfg: RankCallSettings, issue: str, sou
         shown.append(item)
     values = {"issue": issue, "functions": "\n\n".join(shown), "count": str(len(shown)),
               "feedback": PROMPTS.render("part_feedback.j2", feedback=feedback[:1200]) if feedback.strip() else ""}
-    text = (await ask_model(model, render(cfg, "rank", values), system=render(cfg, "helper_system"),
-                            max_tokens=24, seed=seed, temperature=0.0)).text
+    text = await ask_helper(model, cfg, "rank", values, max_tokens=24, seed=seed)
     picked: list[tuple[str, str]] = []
     for number in map(int, re.findall(r"\d+", text)):
         if 1 <= number <= len(shown) and (key := (pool[number - 1].path, pool[number - 1].symbol)) not in picked:
@@ -769,8 +759,7 @@ async def rank_suspects(model: ChatModel, cfg: RankCallSettings, issue: str, sou
 async def critique(model: ChatModel, cfg: HelperCallSettings, issue: str, patch: str, test_output: str, *, seed: int) -> str:
     """The critic's review of a candidate that did not pass: what is wrong and what to try instead."""
     values = {"issue": issue, "patch": patch[:3000], "tests": test_output[:2000] or "(no test output)"}
-    text = (await ask_model(model, render(cfg, "critique", values), system=render(cfg, "helper_system"),
-                            max_tokens=min(cfg.max_tokens, 200), seed=seed, temperature=0.0)).text
+    text = await ask_helper(model, cfg, "critique", values, max_tokens=min(cfg.max_tokens, 200), seed=seed)
     return text.strip()[:1000]
 
 
@@ -800,11 +789,10 @@ async def write_reproduction(
     `previous` is an earlier try that did not count (script, output): the model sees why."""
     values = {**_script_context(cfg, sources, issue, prefer, evidence), "repo_map": repo_map(sources),
               "previous": previous_try(*previous) if previous is not None else ""}
-    text = (await ask_model(model, render(cfg, "reproduce", values), system=render(cfg, "helper_system"),
-                            max_tokens=cfg.max_tokens, seed=seed,
-                            # a retry at the first try's low temperature mostly repeats the same script
-                            temperature=0.2 if previous is None else max(cfg.temperature, 0.8))).text
-    return code_block(text)
+    # a retry at the first try's low temperature mostly repeats the same script
+    temperature = 0.2 if previous is None else max(cfg.temperature, 0.8)
+    return code_block(await ask_helper(model, cfg, "reproduce", values, max_tokens=cfg.max_tokens, seed=seed,
+                                       temperature=temperature))
 
 
 async def write_expectations(model: ChatModel, cfg: HelperCallSettings, issue: str, examples: Sequence[TracedExample], *,
@@ -813,9 +801,8 @@ async def write_expectations(model: ChatModel, cfg: HelperCallSettings, issue: s
     doctest of the fixed code (read by `expectations.read_expectations`)."""
     listed = "\n".join(f"{doctest_source(e.source)}\n{(e.shown or '(nothing)')[:MAX_SHOWN_EXAMPLE_CHARS]}"
                        for e in examples)
-    text = (await ask_model(model, render(cfg, "expect", {"issue": issue, "examples": listed}),
-                            system=render(cfg, "helper_system"), max_tokens=min(cfg.max_tokens, 400), seed=seed,
-                            temperature=0.0)).text
+    text = await ask_helper(model, cfg, "expect", {"issue": issue, "examples": listed},
+                            max_tokens=min(cfg.max_tokens, 400), seed=seed)
     return code_block(text) or text
 
 
@@ -826,6 +813,5 @@ async def write_keep_check(
     """A standalone script asserting what a fix of the issue must not change, written beside the kept
     `reproduction` (which shows the model how to call the package); None when the answer holds no code."""
     values = {**_script_context(cfg, sources, issue, prefer, evidence), "reproduction": reproduction.strip()[:1500]}
-    text = (await ask_model(model, render(cfg, "keep_check", values), system=render(cfg, "helper_system"),
-                            max_tokens=cfg.max_tokens, seed=seed, temperature=0.2)).text
-    return code_block(text)
+    return code_block(await ask_helper(model, cfg, "keep_check", values, max_tokens=cfg.max_tokens, seed=seed,
+                                       temperature=0.2))

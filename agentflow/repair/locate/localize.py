@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agentflow.repair.edit.edits import indent_of
+from agentflow.repair.edit.edits import indent_of, parsed
 from agentflow.swe.patch import is_test_path
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -26,92 +26,15 @@ _FRAME = re.compile(
     r"""(?:File "(?P<p1>[^"]+\.py)", line (?P<l1>\d+))|(?:^(?P<p2>[\w./-]+\.py):(?P<l2>\d+):)""",
     re.MULTILINE,
 )
-_STOP = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "with",
-        "that",
-        "this",
-        "from",
-        "have",
-        "not",
-        "but",
-        "are",
-        "was",
-        "were",
-        "when",
-        "what",
-        "which",
-        "into",
-        "then",
-        "than",
-        "they",
-        "them",
-        "there",
-        "their",
-        "would",
-        "should",
-        "could",
-        "value",
-        "values",
-        "return",
-        "returns",
-        "expected",
-        "expect",
-        "instead",
-        "get",
-        "gets",
-        "got",
-        "set",
-        "does",
-        "doesn",
-        "isn",
-        "just",
-        "also",
-        "only",
-        "same",
-        "like",
-        "keep",
-        "keeps",
-        "kept",
-        "even",
-        "still",
-        "thing",
-        "things",
-        "some",
-        "any",
-        "all",
-        "one",
-        "two",
-        "use",
-        "used",
-        "using",
-        "python",
-        "version",
-        "error",
-        "errors",
-        "raise",
-        "raises",
-        "raised",
-        "bug",
-        "issue",
-        "work",
-        "works",
-        "line",
-        "lines",
-        "file",
-        "files",
-        "code",
-        "test",
-        "tests",
-        "true",
-        "false",
-        "none",
-        "self",
-    ]
-)
+_STOP = frozenset([
+    "the", "and", "for", "with", "that", "this", "from", "have", "not", "but", "are", "was", "were",
+    "when", "what", "which", "into", "then", "than", "they", "them", "there", "their", "would", "should",
+    "could", "value", "values", "return", "returns", "expected", "expect", "instead", "get", "gets", "got",
+    "set", "does", "doesn", "isn", "just", "also", "only", "same", "like", "keep", "keeps", "kept", "even",
+    "still", "thing", "things", "some", "any", "all", "one", "two", "use", "used", "using", "python",
+    "version", "error", "errors", "raise", "raises", "raised", "bug", "issue", "work", "works", "line",
+    "lines", "file", "files", "code", "test", "tests", "true", "false", "none", "self"
+])
 
 
 FRAME_SCORE = 10.0
@@ -326,9 +249,7 @@ def failure_calls(output: str, files: set[str]) -> set[str]:
 def symbols(path: str, source: str) -> list[_Symbol]:
     """Functions and methods (innermost spans) of a Python file, with qualified names; empty when it does not
     parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    if (tree := parsed(source)) is None:
         return []
     out: list[_Symbol] = []
 
@@ -641,9 +562,7 @@ def file_outline(source: str, window: Window, *, max_items: int) -> str:
     """What a long file defines besides the window, as a plain list (not code): imports, module-level names,
     classes with their methods, functions with their parameters. Shown as a code block, an outline of
     `def ...:` lines and `...` bodies is often given back instead of the rewrite by a small model."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    if (tree := parsed(source)) is None:
         return ""
     imports: list[str] = []
     names: list[str] = []

@@ -1,11 +1,7 @@
-"""The discriminator (SWE-Search's final pick): several agents argue in turn over the finalists, each reading
-the arguments before it, and a judge reads them all and decides.
-
-Node type `swe.discriminate` (in place of `swe.choose`): the finalists are the best distinct patches by
-tests, then value (a value agent's, when the search had `swe.value`), then tests' score, among the candidates
-that may be the fix (`nodekit.may_fix`: none that changes no code when the tests fail at the base
-commit; with only such candidates nothing is submitted); one finalist is submitted as it is. When the debate
-cannot finish (the budget ran out, no answer names a finalist), the first finalist is submitted and the
+"""The discriminator (SWE-Search's final pick; `docs/workflows/swe_search.md`), node type `swe.discriminate` in
+place of `swe.choose`: several agents argue in turn over the finalists (among the candidates that may be the
+fix, `nodekit.may_fix`), each reading the arguments before it, and a judge reads them all and decides. When the
+debate cannot finish (the budget ran out, no answer names a finalist), the first finalist is submitted and the
 outcome's `chosen_by` says so (`value`).
 """
 
@@ -20,29 +16,20 @@ from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.events.kinds import RepairDiscriminate
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairPrompts
-from agentflow.repair.edit.steps import render
-from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
-from agentflow.repair.nodetypes.runtime import (
-    FinalistSettings,
-    RepairRuntime,
-    run_default,
-)
+from agentflow.repair.edit.steps import ask_helper
+from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, submit
+from agentflow.repair.nodetypes.runtime import FinalistSettings, HelperSettings, RepairRuntime
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.repair.outcome import Candidate
 from agentflow.swe.normalize import normalise_output
 
 
-class DiscriminateSettings(FinalistSettings):
+class DiscriminateSettings(FinalistSettings, HelperSettings):
     """Settings of the swe.discriminate node type."""
 
     debaters: int = Field(default=2, ge=1, le=6)
     """Agents that argue in turn over the finalists before the judge decides."""
-    max_tokens: int = run_default("max_tokens")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
 def finalists(attempts: list[Candidate], limit: int) -> list[Candidate]:
@@ -92,14 +79,12 @@ async def debate(model: ChatModel, cfg: DiscriminateSettings, issue: str,
 
     for agent in range(cfg.debaters):
         values = {"issue": issue, "finalists": shown, "arguments": so_far()}
-        text = (await ask(model, render(cfg, "argue", values), system=render(cfg, "helper_system"),
-                          max_tokens=min(cfg.max_tokens, 256), seed=cfg.seed + agent, temperature=0.0)).text
+        text = await ask_helper(model, cfg, "argue", values, max_tokens=min(cfg.max_tokens, 256), seed=cfg.seed + agent)
         arguments.append(text.strip()[:1200])
         if (best := picked(text, "best", len(finals))) is not None:
             votes.append(best)
     values = {"issue": issue, "finalists": shown, "arguments": so_far()}
-    text = (await ask(model, render(cfg, "judge", values), system=render(cfg, "helper_system"),
-                      max_tokens=min(cfg.max_tokens, 128), seed=cfg.seed, temperature=0.0)).text
+    text = await ask_helper(model, cfg, "judge", values, max_tokens=min(cfg.max_tokens, 128), seed=cfg.seed)
     arguments.append("Judge: " + text.strip()[:600])
     if (choice := picked(text, "choice", len(finals))) is not None:
         return choice, arguments, "discriminator"
@@ -109,7 +94,7 @@ async def debate(model: ChatModel, cfg: DiscriminateSettings, issue: str,
 
 
 async def discriminate_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: DiscriminateSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")

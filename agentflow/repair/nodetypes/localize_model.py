@@ -1,8 +1,7 @@
-"""Hierarchical localization by the model (Agentless, Xia et al. 2024): the repository skeleton -> the files
-to edit -> the classes/functions in them -> the edit locations, three short calls, each shown only what the
-step before chose. Node type `swe.localize` (in place of `swe.rank`): its locations are the run's `ranked`
-suspects, which the edit prompts merge with the heuristic's ranking (`localize.rank_windows`: the
-heuristic's best window first, then the model's locations in order, then the heuristic's others).
+"""Hierarchical localization by the model (Agentless, Xia et al. 2024; `docs/workflows/agentless.md`), node type
+`swe.localize` in place of `swe.rank`: the repository skeleton -> files -> classes/functions -> edit locations,
+three short calls; its locations are the run's `ranked` suspects, which the edit prompts merge with the
+heuristic's ranking (`localize.rank_windows`).
 """
 
 from __future__ import annotations
@@ -16,18 +15,17 @@ from pydantic import Field
 
 from agentflow.events.kinds import RepairLocalize
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import RepairPrompts
-from agentflow.repair.edit.steps import render
+from agentflow.repair.edit.edits import parsed
+from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.locate.localize import Window, render_window, repo_map, symbols
-from agentflow.repair.nodetypes.nodekit import emit, runtime
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
-from agentflow.repair.nodetypes.state import RepairState
+from agentflow.repair.nodetypes.nodekit import emit
+from agentflow.repair.nodetypes.runtime import PromptSettings, RepairRuntime, run_default
+from agentflow.repair.nodetypes.state import LocalizedRecord, RepairState
 from agentflow.swe.patch import is_test_path
 
 
-class LocalizeSettings(NodeSettings):
+class LocalizeSettings(PromptSettings):
     """Settings of the swe.localize node type."""
 
     localize_files: int = Field(default=3, ge=1, le=10)
@@ -36,8 +34,6 @@ class LocalizeSettings(NodeSettings):
     """Classes/functions the model picks in those files (and edit locations among them)."""
     max_prompt_chars: int = run_default("max_prompt_chars")
     window_lines: int = run_default("window_lines")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
 _LINE = re.compile(r"\bline\s+(\d+)", re.IGNORECASE)
@@ -45,9 +41,7 @@ _LINE = re.compile(r"\bline\s+(\d+)", re.IGNORECASE)
 
 def skeleton(path: str, source: str) -> str:
     """A file's outline: class and function signatures (methods indented) with their line numbers."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    if (tree := parsed(source)) is None:
         return f"{path}: (does not parse)"
     lines = [f"{path}:"]
 
@@ -124,18 +118,15 @@ async def localize_hierarchy(model: ChatModel, cfg: LocalizeSettings, issue: str
                              seed: int) -> dict[str, Any]:
     """The three steps; what each chose (`files`, `symbols`, `locations`) and the merged suspects (`ranked`:
     locations, then the other chosen functions)."""
-    system = render(cfg, "helper_system")
     budget = max(500, cfg.max_prompt_chars - len(issue) - 600)
     values = {"issue": issue, "skeleton": repo_map(sources, limit_chars=budget), "count": str(cfg.localize_files)}
-    text = (await ask(model, render(cfg, "localize_files", values), system=system, max_tokens=96, seed=seed,
-                      temperature=0.0)).text
+    text = await ask_helper(model, cfg, "localize_files", values, max_tokens=96, seed=seed)
     files = read_files(text, sources, cfg.localize_files)
     if not files:
         return {"files": [], "symbols": [], "locations": [], "ranked": []}
     outlines = "\n\n".join(skeleton(p, sources[p]) for p in files)[:budget]
     values = {"issue": issue, "skeletons": outlines, "count": str(cfg.localize_symbols)}
-    text = (await ask(model, render(cfg, "localize_symbols", values), system=system, max_tokens=128, seed=seed,
-                      temperature=0.0)).text
+    text = await ask_helper(model, cfg, "localize_symbols", values, max_tokens=128, seed=seed)
     chosen = read_locations(text, sources, files, cfg.localize_symbols)
     locations: list[tuple[str, str]] = []
     if chosen:
@@ -145,22 +136,20 @@ async def localize_hierarchy(model: ChatModel, cfg: LocalizeSettings, issue: str
             window = Window(path, sym.start, min(sym.end, sym.start + cfg.window_lines * 2), 0.0, name)
             shown.append(render_window(sources[path], window))
         values = {"issue": issue, "code": "\n\n".join(shown)[:budget], "count": str(cfg.localize_symbols)}
-        text = (await ask(model, render(cfg, "localize_lines", values), system=system, max_tokens=128, seed=seed,
-                          temperature=0.0)).text
+        text = await ask_helper(model, cfg, "localize_lines", values, max_tokens=128, seed=seed)
         locations = read_locations(text, sources, [p for p, _ in chosen], cfg.localize_symbols)
     ranked = list(dict.fromkeys([*locations, *chosen]))
     return {"files": files, "symbols": chosen, "locations": locations, "ranked": ranked}
 
 
 async def localize_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: LocalizeSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     found = await localize_hierarchy(rt.models.coder, settings, rt.issue, await rt.bench.python_sources(),
                                      seed=settings.seed)
-    emit(rt, RepairLocalize(files=found["files"], symbols=[f"{p}:{n}" for p, n in found["symbols"]],
-                            locations=[f"{p}:{n}" for p, n in found["locations"]]))
-    return {"ranked": [[p, n] for p, n in found["ranked"]], "localized": {
-        "files": found["files"], "symbols": [f"{p}:{n}" for p, n in found["symbols"]],
-        "locations": [f"{p}:{n}" for p, n in found["locations"]]}}
+    localized: LocalizedRecord = {"files": found["files"], "symbols": [f"{p}:{n}" for p, n in found["symbols"]],
+                                  "locations": [f"{p}:{n}" for p, n in found["locations"]]}
+    emit(rt, RepairLocalize(**localized))
+    return {"ranked": [[p, n] for p, n in found["ranked"]], "localized": localized}
 
 
 __all__ = ["LocalizeSettings", "localize_hierarchy", "localize_node", "read_files", "read_locations", "skeleton"]

@@ -1,4 +1,4 @@
-"""What the repair node types share: the task's runtime from a node's context, events, what the state holds
+"""What the repair node types share: events, what the state holds
 (the spectrum's evidence, the ranked suspects, the search's attempts, how candidates are verified), and
 submitting a choice (graded with the task's tests for the report) or nothing."""
 
@@ -8,7 +8,6 @@ from collections.abc import Mapping
 
 from agentflow.events import Event
 from agentflow.events.kinds import RepairChoice
-from agentflow.graph.run.context import NodeContext
 from agentflow.repair.locate.localize import RunEvidence
 from agentflow.repair.locate.spectrum import evidence_from_json
 from agentflow.repair.nodetypes.runtime import RepairRuntime
@@ -19,12 +18,6 @@ from agentflow.repair.verify.choose import is_noop, leave_out_noops, noop_check
 from agentflow.repair.verify.targeting import SuiteReach
 from agentflow.repair.verify.workbench import HowToVerify
 from agentflow.swe.report import InstanceReport
-
-
-def runtime(ctx: NodeContext[RepairRuntime]) -> RepairRuntime:
-    """The task's `RepairRuntime` (the run's `deps`: a repair node type declares it, so the graph starts none
-    of its nodes without one, `NodeType.require_deps`)."""
-    return ctx.deps
 
 
 def emit(rt: RepairRuntime, event: Event) -> None:
@@ -92,6 +85,5 @@ def declined(chosen_by: str) -> RepairState:
     return {"chosen": None, "final": {"declined": chosen_by}}
 
 
-__all__ = ["declined", "emit", "evidence_of", "how_to_verify", "may_fix", "ranked_of",
-           "runtime", "submit"]
+__all__ = ["declined", "emit", "evidence_of", "how_to_verify", "may_fix", "ranked_of", "submit"]
 

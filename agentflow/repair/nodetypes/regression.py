@@ -1,8 +1,7 @@
-"""Selected regression tests (Agentless): the repository's tests that pass at the base commit are listed, the
-model names those a correct fix may rightly change (they assert the buggy behaviour), and candidates are then
-verified by the rest. Node type `swe.regression` (blind mode, after `swe.reproduce`): the state's
-`regression.test_cmd`, the repository's tests minus the deselected ones, verifies candidates from then on
-(`nodekit.how_to_verify`); the base is verified again with it."""
+"""Selected regression tests (Agentless; `docs/workflows/agentless.md`), node type `swe.regression` (blind mode,
+after `swe.reproduce`): the model names the passing tests a correct fix may rightly change, and the state's
+`regression.test_cmd`, the repository's tests without them, verifies candidates from then on (the base is
+verified again with it)."""
 
 from __future__ import annotations
 
@@ -14,11 +13,9 @@ from pydantic import Field
 
 from agentflow.events.kinds import RepairRegression
 from agentflow.graph.run.context import NodeContext
-from agentflow.models.ask import ask
-from agentflow.repair.config import RepairPrompts
-from agentflow.repair.edit.steps import render
-from agentflow.repair.nodetypes.nodekit import emit, how_to_verify, runtime
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
+from agentflow.repair.edit.steps import ask_helper
+from agentflow.repair.nodetypes.nodekit import emit, how_to_verify
+from agentflow.repair.nodetypes.runtime import PromptSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.sandbox.base import sh_command
 from agentflow.swe.testparse import parse_pytest_summary
@@ -26,14 +23,12 @@ from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
-class RegressionSettings(NodeSettings):
+class RegressionSettings(PromptSettings):
     """Settings of the swe.regression node type."""
 
     regression_pool: int = Field(default=40, ge=1, le=400)
     """Passing repository tests shown to the model when it picks those the fix may change."""
     test_timeout_s: float = run_default("test_timeout_s")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
 def deselecting(python: str, deselected: list[str]) -> str:
@@ -43,7 +38,7 @@ def deselecting(python: str, deselected: list[str]) -> str:
 
 
 async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RegressionSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     bench = rt.bench
     if bench.mode != "repo" or bench.cfg.test_cmd is not None:
         return {"regression": {"selected": False}}  # task tests, or the user's own command, verify candidates
@@ -58,8 +53,7 @@ async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     if not shown:
         return {"regression": {"selected": False, "passing": 0}}
     values = {"issue": rt.issue, "tests": "\n".join(f"[{i}] {t}" for i, t in enumerate(shown, 1))}
-    text = (await ask(rt.models.coder, render(settings, "regression", values), system=render(settings, "helper_system"),
-                      max_tokens=48, seed=settings.seed, temperature=0.0)).text
+    text = await ask_helper(rt.models.coder, settings, "regression", values, max_tokens=48, seed=settings.seed)
     numbers = [int(n) for n in re.findall(r"\d+", text) if 1 <= int(n) <= len(shown)]
     # a model that would drop most of the suite is not selecting: keep every test then
     deselected = [shown[n - 1] for n in dict.fromkeys(numbers)] if len(set(numbers)) <= len(shown) // 2 else []

@@ -1,29 +1,16 @@
 """The repair's attempt as graph nodes: `swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`, looped while
 the tests fail and attempts remain. Put under a graph `search:` node (`workflows/repair.yaml`), each
-branch of the search runs them as real nodes in its own fork of the task's workspace (`ctx.run.sandbox`).
-
-The branch's state is plain data, so a checkpoint after each node holds all of it:
-    candidate   what the next edit builds on: built_on (a `Candidate`, at first the unchanged code's), feedback
-                (the tests' output, a reviewer's notes), value (what the search values the branch by)
-    edit        the sample `swe.edit` drew, read into new file contents; `swe.test` verifies it
-    tried       the `Candidate` `swe.test` verified last (the critic and the value agent look at it)
-    attempts    every verified `Candidate` of the branch (`swe.choose` picks among all branches' attempts)
-    drawn       the numbers of every sample drawn (resampled answers included)
-    focus       which suspects the branch's samples looked at and which the model left alone (`FocusSchedule`)
-    tries, verdict, value   attempts made; pass / retry / stop for the route; the branch's search value
-    hint, retried   what the next edit is told about an edit that left the issue's examples as they were, and
-                how many such edits were drawn again (`examples_retries`)
+branch of the search runs them as real nodes in its own fork of the task's workspace (`ctx.run.sandbox`); the
+branch's state is plain data (its keys: `nodetypes/state.py`), so a checkpoint after each node holds all of it.
 
 A branch builds on its best attempt so far: an edit that scores below the candidate it started from is
 recorded and verified, but the next edit starts from the candidate again. Every sample is recorded in the
-task's candidates file. The task's handles (models, workbench, budget) are the run's `deps`
-(`ctx: NodeContext[RepairRuntime]`); the settings are the node's own (the run's, then the node's `settings:`,
-then `-c nodes.<node>.*`: `repair.solve.load_repair_workflow` hands them over), `edit_format: auto` as the
-task's coder's (`EditFormatSettings.for_coder`).
+task's candidates file.
 """
 
 from __future__ import annotations
 
+import ast
 import time
 from collections import Counter
 
@@ -37,21 +24,35 @@ from agentflow.events.kinds import (
     RepairExamplesUnchanged,
     RepairResample,
     RepairStopped,
+    RepairToolEdit,
     RepairValue,
 )
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.settings import BRANCH_SEP
-from agentflow.repair.config import RepairPrompts
+from agentflow.models.ask import ask
+from agentflow.models.base import ChatModel
+from agentflow.reasoning.value import ValueJudgement, read_judgement
 from agentflow.repair.edit.edits import edit_parts
-from agentflow.repair.edit.sampling import draw_edit, retry_hint
-from agentflow.repair.edit.steps import critique, edit_prompt, examples_hint, suspects
+from agentflow.repair.edit.overlay import SourceOverlay
+from agentflow.repair.edit.steps import (
+    EditPrompt,
+    ReadEdits,
+    ask_helper,
+    critique,
+    edit_prompt,
+    examples_hint,
+    read_edits,
+    read_rewrite,
+    suspects,
+)
 from agentflow.repair.locate.focus import FocusSchedule, window_key
 from agentflow.repair.locate.localize import Window
 from agentflow.repair.locate.spectrum import examples_comparable, examples_reach_code
 from agentflow.repair.nodetypes.nodekit import emit as emit_task
-from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of, runtime
+from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.runtime import (
     EditFormatSettings,
+    HelperSettings,
     NodeSettings,
     RepairRuntime,
     ShowsCodeSettings,
@@ -63,7 +64,6 @@ from agentflow.repair.nodetypes.state import (
     RepairState,
     Verdict,
 )
-from agentflow.repair.nodetypes.value import judge_attempt
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import HowToVerify, Verification, Workbench
 
@@ -72,14 +72,10 @@ SAMPLE_STRIDE = 1000
 and candidate ids for concurrent branches, the same for a seed whatever order they run in."""
 
 
-# ----------------------------------------------------------------------------------------------- shared
-
-
-class SweEditSettings(EditFormatSettings, ShowsCodeSettings):
+class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
     """Settings of the swe.edit node type."""
 
     temperature: float = run_default("temperature")
-    max_tokens: int = run_default("max_tokens")
     stop: list[str] = run_default("stop")
     tool_steps: int = run_default("tool_steps")
     noop_retries: int = run_default("noop_retries")
@@ -105,25 +101,19 @@ class SweTestSettings(NodeSettings):
     the examples run no repository code or show something else on each run."""
 
 
-class SweCritiqueSettings(NodeSettings):
+class SweCritiqueSettings(HelperSettings):
     """Settings of the swe.critique node type."""
 
     critique: bool = False
     """After a failed attempt, ask a critic what is wrong; its notes join the next attempt's feedback (a
     `critic_model` of the run turns it on too)."""
-    max_tokens: int = run_default("max_tokens")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
-class SweValueSettings(NodeSettings):
+class SweValueSettings(HelperSettings):
     """Settings of the swe.value node type."""
 
     value_weight: float = Field(default=1.0, ge=0, le=1)
     """Share of the value agent's value in an attempt's search value (the rest: its tests' score)."""
-    max_tokens: int = run_default("max_tokens")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
 
 
 def bench_of(rt: RepairRuntime, ctx: NodeContext[RepairRuntime]) -> Workbench:
@@ -200,10 +190,69 @@ def _pick(schedule: FocusSchedule, windows: list[Window], offset: int) -> list[W
 
 def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, status: str,
                    errors: list[str]) -> None:
-    rt.record(Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
+    rt.candidates(Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
                         status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
                         sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"]))
     emit(ctx, RepairResample(status=status, errors=errors[:3]), rt, edit["candidate_id"], edit["parent_id"])
+
+
+async def draw_edit(rt: RepairRuntime, cfg: SweEditSettings, prompt: EditPrompt, sources: dict[str, str], *,
+                    cand_id: str, parent_id: str, sample: int) -> tuple[str, str, ReadEdits]:
+    """One sample of `prompt` (seeded `cfg.seed + sample`), read against `sources` (nothing written): a rewrite of
+    the prompt's window, SEARCH/REPLACE blocks, or (`edit_format: tools`) the files a tool-calling edit changed;
+    (the answer, its finish reason, what it does)."""
+    if cfg.edit_format == "tools":
+        return await edit_with_tools(rt, cfg, prompt.user, sources, cand_id=cand_id, sample=sample)
+    coder = rt.models.coder
+    with_node = getattr(coder, "with_node", None)
+    answer = await ask(with_node(cand_id, parent_id) if with_node else coder, prompt.user, system=prompt.system,
+                       temperature=cfg.temperature, seed=cfg.seed + sample,
+                       max_tokens=prompt.max_tokens(cfg.max_tokens), stop=cfg.stop)
+    if prompt.window is not None:
+        return answer.text, answer.finish, read_rewrite(answer.text, sources, prompt.window)
+    complete = answer.finish != "length"
+    return answer.text, answer.finish, read_edits(answer.text, sources, prompt.focus_path, complete=complete)
+
+
+async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, sources: dict[str, str], *,
+                          cand_id: str, sample: int) -> tuple[str, str, ReadEdits]:
+    """One tool-calling edit: the coder works on an in-memory overlay of the sources with the editor tools
+    (samples edit concurrently; the sandbox stays free); the files it changed are the edit."""
+    from agentflow.agents.agent import Agent
+    from agentflow.agents.config import AgentConfig
+    from agentflow.tools.context import ToolContext
+
+    overlay = SourceOverlay(dict(sources))
+    agent = Agent(AgentConfig(name="coder", tools=["editor"], step_limit=cfg.tool_steps,
+                              max_tokens=cfg.max_tokens, temperature=cfg.temperature, tool_protocol="native"),
+                  model=rt.models.coder)
+    result = await agent.run(task, ctx=ToolContext(sandbox=overlay, events=rt.events), budget=rt.budget)
+    text = str(getattr(result.output, "text", result.output) or "")
+    finish = "stop" if result.stop_reason == "done" else result.stop_reason
+    changed = {p: t for p, t in overlay.changed().items() if p in sources}
+    if not changed:
+        errors = [f"no file was changed ({result.stop_reason}{': ' + result.error if result.error else ''})"]
+        return text, finish, ReadEdits("noop", errors=errors)
+    for path, content in changed.items():
+        try:
+            ast.parse(content)
+        except SyntaxError as exc:
+            why = f"{path} does not parse after the edit: {exc.msg} (line {exc.lineno})"
+            return text, finish, ReadEdits("apply_error", errors=[why])
+    rt.events.write(RepairToolEdit(node_id=cand_id, instance_id=rt.iid, sample=sample, steps=result.usage.model_calls,
+                                   stop_reason=result.stop_reason, files=sorted(changed)))
+    return text, finish, ReadEdits("ok", changed)
+
+
+def retry_hint(read: ReadEdits, prompt: EditPrompt) -> str:
+    """What the next sample of the same window is told after an answer that changed nothing or could not be
+    read."""
+    return (
+        "Your previous answer did not change the code"
+        + (f" ({'; '.join(read.errors[:2])})" if read.errors else "")
+        + (". Copy the SEARCH lines exactly from the code shown and change them." if prompt.window is None
+           else ". Answer with the corrected code in one ```python block.")
+    )
 
 
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
@@ -214,25 +263,24 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
     tag, number = branch_of(ctx)
     order, hint = _pick(schedule, windows, number), str(state.get("hint") or "")
     for _ in range(cfg.noop_retries + 1):
-        if rt.solved and cfg.stop_on_success:
+        if cfg.stop_on_success and rt.candidates.passed():
             return None
         n = len(drawn) + 1
         sample = (number + 1) * SAMPLE_STRIDE + n
         cand_id = f"{rt.iid}/{tag}.{n}"
         prompt = edit_prompt(cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "", hint=hint,
                              windows=order)
-        got = await draw_edit(rt.models.coder, cfg, prompt, sources, cand_id=cand_id,
-                              parent_id=current["built_on"].candidate_id, sample=sample, events=rt.events, budget=rt.budget,
-                              iid=rt.iid)
+        text, finish, read = await draw_edit(rt, cfg, prompt, sources, cand_id=cand_id,
+                                             parent_id=current["built_on"].candidate_id, sample=sample)
         drawn.append(sample)
         edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["built_on"].candidate_id, "sample": sample,
-                            "files": got.read.files, "errors": got.read.errors, "answer": got.text,
-                            "finish": got.finish, "window": window_key(order[0]) if order else ""}
-        if got.read.status == "ok":
+                            "files": read.files, "errors": read.errors, "answer": text,
+                            "finish": finish, "window": window_key(order[0]) if order else ""}
+        if read.status == "ok":
             return edit
-        _record_failed(ctx, rt, edit, got.read.status, got.read.errors)
-        hint = retry_hint(got.read, prompt)
-        if got.read.declined and prompt.window is not None:
+        _record_failed(ctx, rt, edit, read.status, read.errors)
+        hint = retry_hint(read, prompt)
+        if read.declined and prompt.window is not None:
             # the model found nothing to change in this window: the next try looks at another one
             schedule.decline(prompt.window)
             order = _pick(schedule, windows, number)
@@ -242,7 +290,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
 
 async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweEditSettings) -> RepairState:
     """`swe.edit`: one edit sample from the candidate the branch builds on (nothing written yet)."""
-    rt = runtime(ctx)
+    rt = ctx.deps
     cfg = settings.for_coder(rt.cfg)
     current = current_of(state, rt.iid)
     sources = await sources_at(rt, bench_of(rt, ctx), current["built_on"].patch)
@@ -280,7 +328,7 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
         finish_reason=edit["finish"], sample=edit["sample"], answer=edit["answer"][:4000] if part_of is None else "",
         part_of=part_of, window=edit["window"] if part_of is None else "",
     )
-    rt.record(cand)
+    rt.candidates(cand)
     emit(ctx, RepairAttempt(value=verification.score, passed=verification.passed, dropped_test_files=dropped,
                             duration_s=round(time.monotonic() - started, 4), part_of=part_of),
          rt, cand_id, edit["parent_id"])
@@ -334,7 +382,7 @@ async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -
 async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweTestSettings) -> RepairState:
     """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
     of it (and of its parts) becomes the candidate when it scores at least as well."""
-    rt = runtime(ctx)
+    rt = ctx.deps
     edit, current = state.get("edit"), current_of(state, rt.iid)
     tries = int(state.get("tries") or 0)
     if not edit:  # nothing was drawn (the budget, or stop_on_success): no attempt for a reviewer to look at
@@ -352,8 +400,6 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         made += await _parts(ctx, rt, bench, how, settings, edit, current["built_on"].patch, seen)
     best = max(made, key=lambda a: (a.verified.passed is True, a.verified.score))
     verification = best.verified
-    if verification.passed and settings.stop_on_success:
-        rt.solved = True
     attempts = [*(state.get("attempts") or []), *made]
     retried = int(state.get("retried") or 0)
     unchanged = None
@@ -399,7 +445,7 @@ def _reviewable(state: RepairState, iid: str,
 async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweCritiqueSettings) -> RepairState:
     """`swe.critique`: a critic reviews a failed attempt the chain goes on from; its notes join the feedback
     the next edit reads. A no-op unless `critique` is on or a critic model is given."""
-    rt = runtime(ctx)
+    rt = ctx.deps
     found = _reviewable(state, rt.iid)
     if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.critic_model):
         return {}
@@ -413,12 +459,22 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     return {"candidate": {**current, "feedback": feedback}}
 
 
+async def judge_attempt(model: ChatModel, cfg: SweValueSettings, issue: str, patch: str,
+                        verification: Verification, *, seed: int) -> ValueJudgement:
+    """One call of the value agent (SWE-Search's value function) on a tested attempt: it reads the issue, the
+    patch and its test results and answers with a numeric value and a written assessment."""
+    verdict = {True: "the tests pass", False: "the tests fail", None: "the tests cannot decide"}[verification.passed]
+    tests = f"{verdict} (share passing: {verification.score:.2f})\n{verification.output[:2000]}".strip()
+    values = {"issue": issue, "patch": patch[:3000], "tests": tests}
+    return read_judgement(await ask_helper(model, cfg, "value", values, max_tokens=min(cfg.max_tokens, 200), seed=seed))
+
+
 async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweValueSettings) -> RepairState:
     """`swe.value`: the value agent values a failed attempt the chain goes on from; the value (blended with
     the tests' score by `value_weight`) is the branch's search value, the assessment leads the next edit's
     feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
     valued too when the route brings it here: its value is what the search backs up and the final pick reads."""
-    rt = runtime(ctx)
+    rt = ctx.deps
     found = _reviewable(state, rt.iid, ("retry", "stop"))
     if found is None:
         return {}
@@ -442,4 +498,5 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
 
 
 __all__ = ["SAMPLE_STRIDE", "SweCritiqueSettings", "SweEditSettings", "SweTestSettings", "SweValueSettings", "bench_of",
-           "branch_of", "critique_node", "current_of", "edit_node", "sources_at", "test_node", "value_node"]
+           "branch_of", "critique_node", "current_of", "draw_edit", "edit_node", "judge_attempt", "sources_at", "test_node",
+           "value_node"]

@@ -1,32 +1,26 @@
-"""What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`): the task's
-workbench (sandbox), the role models, the budget and the events; and the settings classes of the node types.
-
-Settings of a node, from weakest to strongest: its type's class's defaults, the run's value (`RepairConfig`,
-with `-c key=value`, then `nodes.*`), the node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`
-(`workflow_settings.give_settings`). A node type declares which settings it takes (a `NodeSettings` class
-written out: a setting only node types take declared there, one the run also has defaulting to the run's,
-`run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node's steps
-read its settings, and the run's config (`rt.cfg`) only for what is the run's (its models, its test command).
+"""What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`: workbench, role
+models, budget, events), and the settings classes of the node types (how a node gets its settings:
+`run/workflow_settings.py`). A node type declares which settings it takes, so a typo in a workflow is a
+validation problem, not a silently ignored key; a node's steps read its settings, and the run's config
+(`rt.cfg`) only for what is the run's (its models, its test command).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from agentflow.budget import Budget
 from agentflow.config import StrictConfig
-from agentflow.errors import ConfigError
 from agentflow.events import Event, EventLog
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig, RepairPrompts
+from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.locate.spectrum import ExampleRun
-from agentflow.repair.outcome import Candidate
+from agentflow.repair.run.candidate_log import CandidateLog
 from agentflow.repair.verify.workbench import Workbench
 
 
@@ -41,14 +35,25 @@ class NodeSettings(StrictConfig):
     node's `settings:` or `-c nodes.<node>.*` do."""
 
 
-class ShowsCodeSettings(NodeSettings):
-    """The settings of a node type whose prompts show the task's code windows (`steps.code_windows`)."""
+class PromptSettings(NodeSettings):
+    """The settings of a node type whose seeded model calls render the repair's prompts."""
 
     prompts: RepairPrompts = run_default("prompts")
+    seed: int = run_default("seed")
+
+
+class HelperSettings(PromptSettings):
+    """The settings of a node type that makes short helper calls (`steps.ask_helper`)."""
+
+    max_tokens: int = run_default("max_tokens")
+
+
+class ShowsCodeSettings(PromptSettings):
+    """The settings of a node type whose prompts show the task's code windows (`steps.code_windows`)."""
+
     max_prompt_chars: int = run_default("max_prompt_chars")
     windows: int = run_default("windows")
     window_lines: int = run_default("window_lines")
-    seed: int = run_default("seed")
     rank_keep: int = run_default("rank_keep")
 
 
@@ -108,9 +113,9 @@ class RepairRuntime:
     budget: Budget
     events: EventLog
     issue: str
-    record: Callable[[Candidate], None]
-    solved: bool = False
-    """A candidate passed tests that decide (with `stop_on_success`, `swe.edit` nodes draw no new samples)."""
+    candidates: CandidateLog
+    """The task's record of its candidates (call it with one); once one passed tests that decide (`passed`),
+    `swe.edit` nodes with `stop_on_success` draw no new samples."""
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     """Patch -> the Python sources at base + patch, read once per task (`rollout.sources_at`)."""
     base_shown: bool = False
@@ -124,30 +129,3 @@ class RepairRuntime:
     @property
     def iid(self) -> str:
         return self.bench.task.instance_id
-
-
-def node_settings_for(spec: Any, registry: Any, overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each typed node's explicit settings (the workflow's, then `-c nodes.<node>.*`), validated; a
-    `-c nodes.X` naming no typed node is a ConfigError."""
-    out: dict[str, dict[str, Any]] = {}
-    seen: set[str] = set()
-
-    def walk(workflow: Any) -> None:
-        for name, node in workflow.nodes.items():
-            if node.type:
-                node_type = registry.require(node.type, f"node '{name}'")
-                merged = {**node.settings, **overrides.get(name, {})}
-                parsed = node_type.parse_settings(merged, f"node '{name}'")
-                out[name] = parsed.model_dump(exclude_unset=True) if isinstance(parsed, BaseModel) else {}
-                seen.add(name)
-            if node.subgraph is not None and hasattr(node.subgraph, "nodes"):
-                walk(node.subgraph)
-
-    walk(spec)
-    unknown = sorted(set(overrides) - seen - {ALL_NODES})
-    if unknown:
-        raise ConfigError(
-            f"nodes.{unknown[0]}: the workflow has no typed node of that name",
-            hint=f"typed nodes: {', '.join(sorted(seen)) or '(none)'}",
-        )
-    return out

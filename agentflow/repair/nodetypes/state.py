@@ -1,12 +1,6 @@
-"""The state of a repair workflow: every key the repair node types read and write, with the type of its value.
-
-`RepairState` is the type of the `state` the repair's nodes take and of the updates they return, and the
-graph's state schema gives these keys these types (each repair `NodeType` names it as its `state`, see
-`agentflow.graph.compile.nodetypes`). Every value is plain data (JSON values, the TypedDicts below, and the two
-pydantic records `Candidate` and `Verification`, held as themselves), so a checkpoint after each node holds all
-of it and a killed repair resumes where it stopped (the checkpoint's serializer builds back exactly the types
-the node types' states name: `agentflow.graph.persist.serde`).
-"""
+"""The state of a repair workflow: every key the repair node types read and write, with the type of its value
+(plain data, so a checkpoint after each node holds all of it; the checkpoint's serializer builds back exactly
+the types named here: `agentflow.graph.persist.serde`)."""
 
 from __future__ import annotations
 

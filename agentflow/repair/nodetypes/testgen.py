@@ -1,9 +1,6 @@
-"""Model-written tests as judges (CodeMonkeys, Ehrlich et al. 2025): every generated test script runs against
-every candidate in the sandbox, the candidates vote by the tests they pass, and a selection trajectory (a
-model that reads the finalists, may run scripts of its own on them, and then picks one) decides among those
-the vote cannot split. Node type `swe.vote_tests` (after `swe.trajectories`, which writes `tests`). Only the
-candidates that may be the fix vote (`nodekit.may_fix`: none that changes no code when the tests fail
-at the base commit; with only such candidates nothing is submitted).
+"""Model-written tests as judges (CodeMonkeys, Ehrlich et al. 2025; `docs/workflows/codemonkeys.md`), node type
+`swe.vote_tests` after `swe.trajectories`: the candidates that may be the fix (`nodekit.may_fix`) vote by the
+generated tests they pass, and a selection trajectory decides among those the vote cannot split.
 
 Scripts are model-written code: they run only in the task's sandbox, from its scratch folder (never in a
 patch), with the repository root on the path; exit status 0 is a pass.
@@ -21,15 +18,10 @@ from agentflow.errors import ModelError
 from agentflow.events.kinds import RepairSelectTurn, RepairTestVote
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
-from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import PROMPTS, render
 from agentflow.repair.nodetypes.discriminate import picked
-from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, runtime, submit
-from agentflow.repair.nodetypes.runtime import (
-    FinalistSettings,
-    RepairRuntime,
-    run_default,
-)
+from agentflow.repair.nodetypes.nodekit import declined, emit, may_fix, submit
+from agentflow.repair.nodetypes.runtime import FinalistSettings, HelperSettings, RepairRuntime, run_default
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import Workbench
@@ -39,16 +31,13 @@ from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
-class VoteTestsSettings(FinalistSettings):
+class VoteTestsSettings(FinalistSettings, HelperSettings):
     """Settings of the swe.vote_tests node type."""
 
     select_turns: int = Field(default=3, ge=1, le=10)
     """Model turns of the final selection trajectory (running scripts on finalists, then a choice); 0 finalists
     left after the vote need none."""
-    max_tokens: int = run_default("max_tokens")
     temperature: float = run_default("temperature")
-    seed: int = run_default("seed")
-    prompts: RepairPrompts = run_default("prompts")
     test_timeout_s: float = run_default("test_timeout_s")
 
 
@@ -113,7 +102,7 @@ async def select(rt: RepairRuntime, cfg: VoteTestsSettings, finals: list[Candida
 
 
 async def vote_tests_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: VoteTestsSettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     attempts, noops = await may_fix(rt, state)
     if attempts is None:
         return declined("noop")

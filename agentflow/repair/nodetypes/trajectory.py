@@ -1,12 +1,9 @@
-"""Multi-turn repair trajectories (CodeMonkeys, Ehrlich et al. 2025): each trajectory writes a test script and
-an edit together, sees the script run in the sandbox on the original code and on its change, and revises
-either over several turns until it answers DONE. The edit form follows the run's `edit_format`: with
-`rewrite` (what `auto` gives a local model) the trajectory's suspect function is rewritten whole -- with
-SEARCH/REPLACE blocks the embedded small model seldom gives a usable edit -- and the test script
-is the answer's other code block. `trajectories` run at once (parallel compute), each for at
-most `turns` model calls (serial compute). Node type `swe.trajectories` (in place of a search node): every
-trajectory's last change is a candidate (verified like any other), and its last script joins `tests`, which
-`swe.vote_tests` runs against every candidate.
+"""Multi-turn repair trajectories (CodeMonkeys, Ehrlich et al. 2025; `docs/workflows/codemonkeys.md`), node type
+`swe.trajectories` in place of a search node: each trajectory writes a test script and an edit together, sees
+the script run in the sandbox on the original code and on its change, and revises either until it answers
+DONE. With `edit_format: rewrite` (what `auto` gives a local model) the suspect function is rewritten whole --
+with SEARCH/REPLACE blocks the embedded small model seldom gives a usable edit -- and the test script is the
+answer's other code block. Every trajectory's last change is a candidate, its last script joins `tests`.
 """
 
 from __future__ import annotations
@@ -36,9 +33,10 @@ from agentflow.repair.edit.steps import (
 )
 from agentflow.repair.locate.focus import rotated
 from agentflow.repair.locate.localize import Window
-from agentflow.repair.nodetypes.nodekit import emit, evidence_of, how_to_verify, ranked_of, runtime
+from agentflow.repair.nodetypes.nodekit import emit, evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.runtime import (
     EditFormatSettings,
+    HelperSettings,
     RepairRuntime,
     ShowsCodeSettings,
     run_default,
@@ -48,7 +46,7 @@ from agentflow.repair.nodetypes.testgen import run_script, test_script
 from agentflow.repair.outcome import Candidate
 
 
-class TrajectorySettings(EditFormatSettings, ShowsCodeSettings):
+class TrajectorySettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
     """Settings of the swe.trajectories node type."""
 
     trajectories: int = Field(default=4, ge=1, le=32)
@@ -58,17 +56,11 @@ class TrajectorySettings(EditFormatSettings, ShowsCodeSettings):
     sandbox (codemonkeys' serial compute)."""
     concurrency: int = run_default("concurrency")
     temperature: float = run_default("temperature")
-    max_tokens: int = run_default("max_tokens")
     context_windows: int = run_default("context_windows")
     file_context_lines: int = run_default("file_context_lines")
 
 
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
-
-
-def _without_blocks(text: str, script: str | None) -> str:
-    """The answer without its test script (so edit blocks are read from the rest)."""
-    return text.replace(script, "") if script else text
 
 
 class SearchReplaceForm:
@@ -83,8 +75,7 @@ class SearchReplaceForm:
                                                 "path": self.path or "path/to/file.py"})
         self.sources = sources
 
-    def script(self, text: str) -> str | None:
-        return test_script(text)
+    script = staticmethod(test_script)
 
     def gave_edit(self, text: str) -> bool:
         return "<<<<<<<" in text
@@ -148,14 +139,6 @@ async def _turn_feedback(rt: RepairRuntime, cfg: TrajectorySettings, number: int
     return render(cfg, "trajectory_turn", values), patch
 
 
-def edit_form(cfg: TrajectorySettings, sources: dict[str, str], issue: str,
-              windows: list[Window]) -> SearchReplaceForm | RewriteForm:
-    """A trajectory's edit form over `windows`, the one it starts from first."""
-    if cfg.edit_format == "rewrite" and windows:
-        return RewriteForm(cfg, sources, issue, windows)
-    return SearchReplaceForm(cfg, sources, issue, windows)
-
-
 async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, form: SearchReplaceForm | RewriteForm,
                      counter: list[int], calls: CallSlots) -> dict[str, Any]:
     """One trajectory: its last patch and script, the turns it took and why it stopped."""
@@ -181,7 +164,7 @@ async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, fo
             stopped = "done"
             break
         script = new_script or script
-        read = form.read(_without_blocks(text, new_script), files)
+        read = form.read(text.replace(new_script, "") if new_script else text, files)  # edits: not in the script
         if read.status == "ok":
             files.update(read.files)
         status = PROMPTS.render("part_edit_status.j2", status=read.status, gave_edit=form.gave_edit(text),
@@ -194,7 +177,7 @@ async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, fo
 
 
 async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings) -> RepairState:
-    rt = runtime(ctx)
+    rt = ctx.deps
     cfg = settings.for_coder(rt.cfg)
     async with rt.bench.lock:
         await rt.bench.reset()
@@ -206,7 +189,9 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
 
     async def one(number: int) -> dict[str, Any]:
         async with gate:
-            form = edit_form(cfg, sources, rt.issue, rotated(ranked, number))
+            windows = rotated(ranked, number)
+            rewrite = cfg.edit_format == "rewrite" and windows
+            form = (RewriteForm if rewrite else SearchReplaceForm)(cfg, sources, rt.issue, windows)
             return await trajectory(rt, cfg, number, form, counter, calls)
 
     # every trajectory finishes before an error goes up: none may go on in a sandbox that is being closed
@@ -228,7 +213,7 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
             verification, _ = await rt.bench.verify(run["patch"], how)
         attempts.append(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",
                                   patch=run["patch"], verification=verification, sample=run["trajectory"] + 1))
-        rt.record(attempts[-1])
+        rt.candidates(attempts[-1])
     emit(rt, RepairTrajectories(runs=[{k: v for k, v in r.items() if k != "patch"} for r in runs]))
     errors = [r["stopped"] for r in runs if r["stopped"] not in ("done", "turns")]
     stopped = errors[0].split(":", 1)[0] if errors and errors[0].startswith("model_error") else (errors or [None])[0]
@@ -236,4 +221,4 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
             "search": {"stopped": stopped, "error": errors[0] if errors else None}}
 
 
-__all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "edit_form", "trajectories_node", "trajectory"]
+__all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "trajectories_node", "trajectory"]

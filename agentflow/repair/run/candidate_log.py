@@ -9,6 +9,7 @@ the file once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from agentflow.events import EventLog
 from agentflow.events.kinds import RepairCandidate
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.run.progress import candidate_reason
-from agentflow.runfiles import open_append, read_text, replace_file
+from agentflow.runfiles import read_text, replace_file
 from agentflow.secrets import redact
 
 FILE = "candidates.jsonl"
@@ -31,50 +32,39 @@ class CandidateLog:
         self.rows: list[Candidate] = []
 
     def __call__(self, cand: Candidate) -> None:
-        known = next((i for i, row in enumerate(self.rows) if row.candidate_id == cand.candidate_id), None)
-        if known is None:
+        ids = [row.candidate_id for row in self.rows]
+        if cand.candidate_id in ids:  # recorded again by a node a kill had cut short: this record stands
+            self.rows[ids.index(cand.candidate_id)] = cand
+        else:
             self.rows.append(cand)
-            self._append(cand)
-        else:  # recorded again by a node a kill had cut short: this record is the one that stands
-            self.rows[known] = cand
-            self._rewrite()
+        self._write()
         v = cand.verification
         self.events.write(RepairCandidate(
             node_id=cand.candidate_id, parent_id=cand.parent_id, instance_id=cand.instance_id,
             candidate_id=cand.candidate_id, status=cand.status, passed=v.passed if v is not None else None,
             score=v.score if v is not None else None, reason=candidate_reason(cand), part_of=cand.part_of))
 
-
     def start(self) -> None:
         """Begin the record anew (a new task)."""
         self.rows = []
-        if self.path is not None:
-            replace_file(self.path, "")
+        self._write()
 
     def carry_on(self) -> None:
         """Take up what the killed run had recorded (a line it was writing when killed is left out)."""
+        text = read_text(self.path) if self.path is not None and self.path.is_file() else None
         self.rows = []
-        if self.path is None or not self.path.is_file():
-            return
-        for line in (read_text(self.path) or "").splitlines():
-            try:
+        for line in (text or "").splitlines():
+            with contextlib.suppress(ValueError):
                 self.rows.append(Candidate.model_validate_json(line))
-            except ValueError:
-                continue
-        self._rewrite()
+        self._write()
 
     def passed(self) -> bool:
         """Whether a recorded candidate passed tests that decide."""
         return any(c.status == "ok" and c.verification is not None and c.verification.passed is True
                    for c in self.rows)
 
-    def _append(self, cand: Candidate) -> None:
-        if self.path is not None:
-            with open_append(self.path) as fh:  # never through a link the run folder brings
-                fh.write(_line(cand))
-
-    def _rewrite(self) -> None:
-        if self.path is not None:
+    def _write(self) -> None:
+        if self.path is not None:  # replaced whole, never written through a link the run folder brings
             replace_file(self.path, "".join(_line(c) for c in self.rows))
 
 

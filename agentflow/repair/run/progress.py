@@ -129,13 +129,8 @@ def expected_calls(cfg: RepairConfig, spec: Any, registry: Any) -> dict[str, int
     `workflow_settings.give_settings`) is expected to make in a run of `cfg`, as each node type states
     (`NodeType.calls`): the basis of a task's time estimate, not a limit (a node that turns out to have
     nothing to do makes fewer; answers that change nothing are drawn again and make more)."""
-    out: dict[str, int] = {}
-    for name, node in spec.nodes.items():
-        if node.search is not None:
-            out[name] = _graph_search_calls(cfg, node, registry)
-        else:
-            out[name] = _node_calls(cfg, node, registry)
-    return out
+    return {name: _graph_search_calls(cfg, node, registry) if node.search is not None else
+            _node_calls(cfg, node, registry) for name, node in spec.nodes.items()}
 
 
 def _node_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
@@ -164,12 +159,8 @@ def _graph_search_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
 # ----------------------------------------------------------------------------------------------- why, in words
 
 
-def _short(test_id: str) -> str:
-    return test_id.rsplit("::", 1)[-1]
-
-
 def _names(ids: list[str], limit: int = 3) -> str:
-    shown = ", ".join(_short(t) for t in ids[:limit])
+    shown = ", ".join(t.rsplit("::", 1)[-1] for t in ids[:limit])
     return shown + (f", and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
@@ -394,39 +385,13 @@ class ProgressPrinter:
 
     def _said(self, event: Event) -> tuple[str | None, str] | None:
         """The line `event` makes, and its task (None: the event makes no line)."""
-        match event:
-            case RunStart():
-                return self._run_start(event)
-            case RepairStart():
-                self._repair_start(event)
-            case RepairPreflight():
-                return self._preflight(event)
-            case RepairTestTime():
-                from agentflow.repair.verify.testshare import describe
+        said = _LINES.get(type(event))
+        return said(self, event) if said is not None else None
 
-                return self._task_of(event)[0], describe(event.data)
+    def _test_time(self, e: RepairTestTime) -> tuple[str | None, str]:
+        from agentflow.repair.verify.testshare import describe
 
-            case RepairSearch():
-                return self._search(event)
-            case NodeStart():
-                return self._node_start(event)
-            case NodeEnd():
-                self._node_end(event)
-            case ModelCall():
-                return self._model_call(event)
-            case RepairReproduce():
-                return self._reproduce(event)
-            case RepairCandidate():
-                return self._candidate(event)
-            case RepairConfirm():
-                return self._confirm(event)
-            case RepairChoice():
-                return self._choice(event)
-            case RepairNoop():
-                return self._noop(event)
-            case RepairEnd():
-                return self._repair_end(event)
-        return None
+        return self._task_of(e)[0], describe(e.data)
 
     def _run_start(self, e: RunStart) -> tuple[str | None, str] | None:
         if e.total is None:  # a task's own workflow run (the graph engine's run.start)
@@ -567,3 +532,14 @@ class ProgressPrinter:
         if e.finished is False:  # cut short (Ctrl-C): not done, and a resume continues it
             return iid, f"interrupted: the task did not finish{spent}"
         return iid, f"done: {e.status_text}{graded}{chosen}{error}{spent}"
+
+
+_LINES: dict[type[Event], Callable[[ProgressPrinter, Any], tuple[str | None, str] | None]] = {
+    RunStart: ProgressPrinter._run_start, RepairStart: ProgressPrinter._repair_start,
+    RepairPreflight: ProgressPrinter._preflight, RepairTestTime: ProgressPrinter._test_time,
+    RepairSearch: ProgressPrinter._search, NodeStart: ProgressPrinter._node_start, NodeEnd: ProgressPrinter._node_end,
+    ModelCall: ProgressPrinter._model_call, RepairReproduce: ProgressPrinter._reproduce,
+    RepairCandidate: ProgressPrinter._candidate, RepairConfirm: ProgressPrinter._confirm,
+    RepairChoice: ProgressPrinter._choice, RepairNoop: ProgressPrinter._noop, RepairEnd: ProgressPrinter._repair_end,
+}
+"""The line each kind of event makes (the others make none)."""

@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 import shutil
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,13 +39,9 @@ from agentflow.swe.shipping import Shipping
 from agentflow.swe.tasks import Prediction, SWETask
 
 
-def _safe(instance_id: str) -> str:
-    return path_component(instance_id, "instance_id")
-
-
 def instance_dir(out_dir: Path, instance_id: str) -> Path:
     """A task's folder in a run directory (`instances/<id>`, the id escaped as a path component)."""
-    return out_dir / "instances" / _safe(instance_id)
+    return out_dir / "instances" / path_component(instance_id, "instance_id")
 
 
 def select(
@@ -119,10 +116,7 @@ def summarise(tasks: Sequence[SWETask], outcomes: Sequence[InstanceOutcome]) -> 
             "feedback": o.feedback,
         }
     summary = make_summary(tasks, preds, reports)
-    statuses: dict[str, int] = {}
-    for o in outcomes:
-        statuses[o.status] = statuses.get(o.status, 0) + 1
-    summary["statuses"] = statuses
+    summary["statuses"] = dict(Counter(o.status for o in outcomes))
     summary["cost_usd"] = round(sum(float(o.usage.get("usd", 0.0) or 0.0) for o in outcomes), 6)
     summary["instances"] = instances
     return summary
@@ -150,9 +144,9 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
     return summary
 
 
-def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> Path:
+def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> None:
     """Check the run folder before anything in it is deleted or run: a folder holding a run's results is
-    continued (`resume`), emptied of them (`redo`) or refused; return its folder of instances."""
+    continued (`resume`), emptied of them (`redo`) or refused."""
     check_folder(out)
     inst_root = out / "instances"
     if not (resume or redo) and any(inst_root.glob("*/outcome.json")):
@@ -164,7 +158,6 @@ def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> Path:
         shutil.rmtree(inst_root)
         for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
             (out / name).unlink(missing_ok=True)
-    return inst_root
 
 
 async def run_batch(
@@ -192,7 +185,7 @@ async def run_batch(
         raise UserError("--serve cannot be combined with --executor ray",
                         hint="start a model server every node reaches and pass it with --model")
     for task in tasks:  # every id must name a folder before anything runs
-        _safe(task.instance_id)
+        instance_dir(Path(out_dir), task.instance_id)
     from agentflow.sandbox import resolve_backend
 
     # once, before any task: no Docker is a one-line error, not a batch of env_errors; and the backend
@@ -200,7 +193,7 @@ async def run_batch(
     if not executor.remote:
         cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
     out = Path(out_dir)
-    inst_root = _open_out_folder(out, resume=resume, redo=redo)
+    _open_out_folder(out, resume=resume, redo=redo)
     workflow = load_repair_workflow(cfg)  # validated once, before any task
     search = search_summary(workflow[0])
     cfg = effective_strategy(cfg, workflow)
@@ -229,7 +222,7 @@ async def run_batch(
                     skipped.append(task.instance_id)  # no outcome: a --resume with a larger limit runs it
                     return
                 outcome = await repair_via(executor, shipping, task, cfg, events=events,
-                                           inst_dir=inst_root / _safe(task.instance_id), model_loader=model_loader,
+                                           inst_dir=instance_dir(out, task.instance_id), model_loader=model_loader,
                                            run_budget=run_budget, workflow=workflow,
                                            stop_on_preflight=len(tasks) == 1)
             async with lock:

@@ -1,14 +1,11 @@
 """Repair one task by running the repair workflow (`workflows/repair.yaml`, or the run's `workflow`) on the
-graph engine: its nodes are the repair node types (`agentflow.repair.nodes`), and the search node runs
-best-of-N or MCTS over the rollout subgraph (edit -> test -> critique).
+graph engine, with what no node owns around it: the role models, the sandbox with the repository at its base
+commit, the budget and the candidates file.
 
-Around the graph, one task needs what no node owns: the role models, the sandbox with the repository at its
-base commit, the budget and the candidates file. A checkpoint is written after every node into the task's
-folder (`checkpoints.db`), so a task killed mid-way resumes at the node where it stopped: the steps that had
-finished (and their model calls) are not run again. Inside the node it stopped in (a search of many samples),
-the seeded model calls that had completed are answered from the task's call journal (`calls.db`) instead of
-the model; a graph search node also takes its branches whose steps had finished as they were, and the
-candidates they recorded stand (`candidate_log.py`).
+A checkpoint is written after every node into the task's folder (`checkpoints.db`), so a task killed mid-way
+resumes at the node where it stopped. Inside that node (a search of many samples), the seeded model calls that
+had completed are answered from the task's call journal (`calls.db`); a graph search node also takes its
+finished branches as they were, and the candidates they recorded stand (`candidate_log.py`).
 """
 
 from __future__ import annotations
@@ -35,20 +32,21 @@ from agentflow.events.kinds import (
     RepairTestTime,
 )
 from agentflow.graph.define.spec import WorkflowSpec
+from agentflow.graph.search.settings import SearchSettings
 from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
 from agentflow.models.cache import ResponseCache
 from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config
 from agentflow.repair.edit.steps import edit_format_for, issue_text
-from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents, node_settings_for
+from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents
 from agentflow.repair.outcome import Candidate, InstanceOutcome
 from agentflow.repair.run.candidate_log import CandidateLog
 from agentflow.repair.run.progress import expected_calls
 from agentflow.repair.run.workflow_settings import (
     give_settings,
     graph_searches,
+    node_settings_for,
     require_search,
-    resolved_searches,
     search_summary,
     searches_for_failing_tests,
     set_graph_searches,
@@ -67,10 +65,6 @@ THREAD = "repair"
 """The graph thread of a task's repair in its own checkpoint file."""
 CALLS_FILE = "calls.db"
 """A task's journal of seeded model calls in its folder: a resumed task takes completed calls from it."""
-
-
-def instance_model_spec(spec: str, instance_id: str) -> str:
-    return spec.replace("{instance_id}", instance_id)
 
 
 def _python_for(sandbox: Sandbox) -> str:
@@ -97,12 +91,16 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
 
 
 def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
-    """`cfg` saying what the workflow's search nodes do (`workflow_settings.resolved_searches`), so that a run's
-    config.resolved.yaml repeats it exactly; unchanged when the workflow has no search node, or when each task's
-    search depends on its pre-flight (`strategy_when_tests_fail`): the settings as given repeat that choice."""
-    if searches_for_failing_tests(workflow[0], cfg) is not None:
+    """`cfg` saying exactly what the workflow's graph search nodes do (their settings under `nodes:`, no
+    `strategy` left to apply), so that a run's config.resolved.yaml repeats it; unchanged when the workflow has no
+    search node, or when each task's search depends on its pre-flight (`strategy_when_tests_fail`): the settings
+    as given repeat that choice."""
+    spec = workflow[0]
+    names = graph_searches(spec)
+    if not names or searches_for_failing_tests(spec, cfg) is not None:
         return cfg
-    return resolved_searches(cfg, workflow[0]) or cfg
+    nodes = {**cfg.nodes, **{name: dict(spec.nodes[name].search or {}) for name in names}}
+    return cfg.model_copy(update={"strategy": None, "nodes": nodes})
 
 
 async def repair_task(
@@ -160,7 +158,7 @@ async def repair_task(
     except UserError:
         raise
     except AgentflowError as exc:
-        if _being_cancelled():
+        if (current := asyncio.current_task()) is not None and current.cancelling() > 0:
             # an interrupt under way (Ctrl-C) can surface as an error of what it cut (a sandbox link closed
             # mid-command) instead of the cancellation: the task did not end, so no outcome is written and a
             # resume continues it
@@ -177,11 +175,6 @@ async def repair_task(
             calls.close()
         _end_task(run, time.monotonic() - started, write=finished)
     return run.outcome
-
-
-def _being_cancelled() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 @dataclasses.dataclass
@@ -295,7 +288,7 @@ class TestsCannotRun(UserError):
     """The pre-flight found that the verifying tests cannot run at the base commit."""
 
 
-async def preflight(bench: Workbench, events: EventLog | None = None) -> Preflight | None:
+async def preflight(bench: Workbench, events: EventLog) -> Preflight | None:
     """Blind mode's pre-flight, before any model call: the verifying test command at the base commit (a
     `repair.preflight` event). Tests that cannot run are a UserError naming the cause and the fix: every
     candidate, the right one included, would be verified as failing. None when the task's own tests verify."""
@@ -303,8 +296,7 @@ async def preflight(bench: Workbench, events: EventLog | None = None) -> Preflig
         return None
     found = await bench.preflight()
     iid = bench.task.instance_id
-    if events is not None:
-        events.write(RepairPreflight(node_id=iid, instance_id=iid, **found.model_dump(mode="json")))
+    events.write(RepairPreflight(node_id=iid, instance_id=iid, **found.model_dump(mode="json")))
     if not found.can_run:
         raise TestsCannotRun(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
     return found
@@ -341,17 +333,15 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
             any(settings.get(flag) for settings in node_settings.values())
 
     def role(spec_text: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
-        if spec_text is None and not enabled:
-            return None
         if spec_text is None:
-            return coder
-        inner = loader(instance_model_spec(spec_text, iid))
+            return coder if enabled else None
+        inner = loader(spec_text.replace("{instance_id}", iid))
         owned.append(inner)
         return InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
 
     inner = model
     if inner is None:
-        inner = loader(instance_model_spec(cfg.model, iid))
+        inner = loader(cfg.model.replace("{instance_id}", iid))
         owned.append(inner)
     cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
     if cfg.batch_samples > 1 and _samples_concurrently(spec, cfg):
@@ -366,15 +356,9 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
 def _samples_concurrently(spec: WorkflowSpec, cfg: RepairConfig) -> bool:
     """Whether a search node may draw several samples of one prompt at once (then they go as one request): as
     the workflow stands, or as it searches once the pre-flight finds failing tests (`strategy_when_tests_fail`)."""
-    return any(_draws_together(s) for s in (spec, searches_for_failing_tests(spec, cfg)) if s is not None)
-
-
-def _draws_together(spec: WorkflowSpec) -> bool:
-    for node in spec.nodes.values():
-        if node.search is not None:
-            search = dict(node.search)
-            return search.get("strategy", "best_of_n") != "best_of_n" or int(search.get("n", 4)) > 1
-    return False
+    searches = [SearchSettings.model_validate(dict(s.nodes[name].search or {}))
+                for s in (spec, searches_for_failing_tests(spec, cfg)) if s is not None for name in graph_searches(s)]
+    return any(search.strategy != "best_of_n" or search.n > 1 for search in searches)
 
 
 async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_dir: Path | None,
@@ -397,9 +381,7 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
         if existing.created_at is not None:
             rt.events.write(RepairResume(node_id=rt.iid, instance_id=rt.iid, next=list(existing.next)))
 
-            # what the killed run recorded stands; a candidate that passed stops new samples as it did
-            candidates.carry_on()
-            rt.solved = rt.solved or candidates.passed()
+            candidates.carry_on()  # what the killed run recorded stands
             result = await runner.resume(THREAD)
         else:
             candidates.start()

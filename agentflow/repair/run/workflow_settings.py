@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from agentflow.errors import UserError
+from pydantic import BaseModel
+
+from agentflow.errors import ConfigError, UserError
 from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
 from agentflow.graph.search.settings import SearchSettings
 from agentflow.repair.config import ALL_NODES, RepairConfig
@@ -86,6 +88,22 @@ def _typed(spec: WorkflowSpec) -> Iterator[tuple[str, NodeSpec]]:
             yield from _typed(node.subgraph)
 
 
+def node_settings_for(spec: WorkflowSpec, registry: Any,
+                      overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each typed node's explicit settings (the workflow's, then `-c nodes.<node>.*`), validated; a
+    `-c nodes.X` naming no typed node is a ConfigError."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, node in _typed(spec):
+        parsed = registry.require(node.type, f"node '{name}'").parse_settings(
+            {**node.settings, **overrides.get(name, {})}, f"node '{name}'")
+        out[name] = parsed.model_dump(exclude_unset=True) if isinstance(parsed, BaseModel) else {}
+    unknown = sorted(set(overrides) - set(out) - {ALL_NODES})
+    if unknown:
+        raise ConfigError(f"nodes.{unknown[0]}: the workflow has no typed node of that name",
+                          hint=f"typed nodes: {', '.join(sorted(out)) or '(none)'}")
+    return out
+
+
 def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_settings: dict[str, dict[str, Any]]) -> None:
     """Each typed node's `settings:` become the ones it runs with: the run's value of every setting its type
     takes (`cfg`'s own, then `nodes.*`), then its own (`node_settings`: the workflow's, then
@@ -108,15 +126,5 @@ def require_search(spec: WorkflowSpec, cfg: RepairConfig) -> None:
         raise UserError(f"--strategy {cfg.strategy}: workflow '{spec.name}' has no search node to set")
 
 
-def resolved_searches(cfg: RepairConfig, spec: WorkflowSpec) -> RepairConfig | None:
-    """`cfg` saying exactly what the workflow's graph search nodes do (their settings under `nodes:`, no
-    `strategy` left to apply), for config.resolved.yaml; None when the workflow has none."""
-    names = graph_searches(spec)
-    if not names:
-        return None
-    nodes = {**cfg.nodes, **{name: dict(spec.nodes[name].search or {}) for name in names}}
-    return cfg.model_copy(update={"strategy": None, "nodes": nodes})
-
-
-__all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "require_search", "resolved_searches",
+__all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "node_settings_for", "require_search",
            "search_summary", "searches_for_failing_tests", "set_graph_searches", "strategy_search"]
