@@ -68,13 +68,13 @@ def diff(path: str, before: str, after: str) -> str:
 async def sample_task(model: object, cfg: RepairConfig, task: SWETask, samples: int) -> dict[str, object]:
     repo = (TASKS.parent / task.repo).resolve()
     sources = {str(p.relative_to(repo)): p.read_text() for p in repo.rglob("*.py") if ".git" not in p.parts}
-    target = gold_window(task, sources, cfg.window_lines)
+    target = gold_window(task, sources, cfg.context.window_lines)
     issue = issue_text(task.problem_statement, task.hints_text or "")
-    others = [w for w in rank_windows(sources, issue, max_lines=cfg.window_lines, limit=cfg.windows)
+    others = [w for w in rank_windows(sources, issue, max_lines=cfg.context.window_lines, limit=cfg.context.windows)
               if (w.path, w.symbol) != (target.path, target.symbol)]
     prompt = edit_prompt(cfg, sources, issue, "", windows=[target, *others])
-    request = ChatRequest(messages=prompt.messages, n=samples, temperature=cfg.temperature, seed=cfg.seed,
-                          max_tokens=cfg.max_tokens, stop=list(cfg.stop))
+    request = ChatRequest(messages=prompt.messages, n=samples, temperature=cfg.sampling.temperature, seed=cfg.sampling.seed,
+                          max_tokens=cfg.sampling.max_tokens, stop=list(cfg.sampling.stop))
     response = await model.chat(request)  # type: ignore[attr-defined]
     patches, statuses = [], []
     for choice in response.choices:

@@ -45,7 +45,7 @@ async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
         await bench.preflight()
         base = await bench.verify_base()
         sources = await bench.python_sources()
-        _, summary = await bench.gather_evidence(task.problem_statement, sources, test_timeout_s=cfg.test_timeout_s)
+        _, summary = await bench.gather_evidence(task.problem_statement, sources, test_timeout_s=cfg.tests.timeout_s)
         how = HowToVerify(base=base, reach=SuiteReach.from_json(summary.get("reach")))
         candidates = {"fix": gold}
         await bench.restore(gold)

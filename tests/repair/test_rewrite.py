@@ -139,7 +139,7 @@ def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
     from agentflow.repair.edit.steps import edit_format_for
 
     cfg = load_repair_config()
-    assert cfg.edit_format == "auto"
+    assert cfg.edit.format == "auto"
     assert edit_format_for(cfg, SimpleNamespace(spec="openai:gpt-4o-mini")) == "tools"
     assert edit_format_for(cfg, SimpleNamespace(spec="anthropic:claude-sonnet-4-5")) == "tools"
     # an OpenAI-compatible server says nothing: the text format small local models handle
@@ -204,14 +204,14 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
 def test_a_rewrite_of_a_long_window_may_answer_past_max_tokens_to_give_it_back_whole():
     cfg = load_repair_config(["edit_format=rewrite"])
     short = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
-    assert short.max_tokens(cfg.max_tokens) == cfg.max_tokens  # a small window fits the cap
+    assert short.max_tokens(cfg.sampling.max_tokens) == cfg.sampling.max_tokens  # a small window fits the cap
     # a 30-line function of long lines (tabulate, semver): ~2,700 characters, ~770 tokens to give back
     body = "".join(f"    value_{i} = compute_something_long(argument_one, argument_two, option={i})  # note\n"
                    for i in range(29))
     sources = {"pkg/wide.py": f"def wide(argument_one, argument_two):\n{body}"}
     long = edit_prompt(cfg, sources, "wide gives the wrong value", "", focus=0)
     assert long.window is not None and long.window.symbol == "wide"
-    assert long.max_tokens(cfg.max_tokens) >= len(long.snippet) // 4 > cfg.max_tokens
+    assert long.max_tokens(cfg.sampling.max_tokens) >= len(long.snippet) // 4 > cfg.sampling.max_tokens
 
 
 LONG = '''"""Tables."""

@@ -172,7 +172,7 @@ def test_the_rollout_nodes_are_given_their_settings() -> None:
     sub = spec.nodes["search"].subgraph
     edit = registry.require("swe.edit", "edit").parse_settings(sub.nodes["edit"].settings, "edit")
     test = registry.require("swe.test", "test").parse_settings(sub.nodes["test"].settings, "test")
-    assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, cfg.noop_retries)
+    assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, cfg.edit.noop_retries)
     assert (test.max_attempts, test.split_edits) == (2, False)
     assert own["edit"] == {"max_tokens": 99} and own["test"] == {"split_edits": False}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -20,10 +20,15 @@ BRANCH_SEP = "~"
 """Separates the run's thread id, the search node and the branch id in a branch's thread id."""
 
 
+Strategy = Literal["best_of_n", "beam", "tot", "rebase", "mcts"]
+"""The search strategies, in the one spelling every setting of one uses (`strategy_spelling` folds others)."""
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+
+
 class SearchSettings(StrictConfig):
     """The `search:` of a node: how its subgraph's branches are run, valued and chosen."""
 
-    strategy: Literal["best_of_n", "beam", "tot", "rebase", "mcts"] = "best_of_n"
+    strategy: Strategy = "best_of_n"
     """best_of_n (whole runs), beam / tot (keep the n best each step), rebase (reward-balanced expansion),
     mcts (UCT with concurrent expansions under virtual loss)."""
     strategy_key: str | None = None
@@ -197,8 +202,10 @@ __all__ = [
     "COMMON_SETTINGS",
     "READS",
     "STEPWISE_SETTINGS",
+    "STRATEGIES",
     "STRATEGY_NAMES",
     "SearchSettings",
+    "Strategy",
     "branch_path",
     "ignored_settings",
     "parse_search_settings",

@@ -401,7 +401,7 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     the next edit reads. A no-op unless `critique` is on or a critic model is given."""
     rt = runtime(ctx)
     found = _reviewable(state, rt.iid)
-    if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.critic_model):
+    if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.roles.critic):
         return {}
     tried, current = found
     try:

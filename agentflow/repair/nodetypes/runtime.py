@@ -24,16 +24,16 @@ from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 from agentflow.events import Event, EventLog
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig, RepairPrompts
+from agentflow.repair.config import ALL_NODES, EditFormat, RepairConfig, RepairPrompts, run_field
 from agentflow.repair.locate.spectrum import ExampleRun
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import Workbench
 
 
 def run_default(name: str) -> Any:
-    """The field `name` of `RepairConfig` (its default, bounds and description: one source, RepairConfig's own)
-    as the default of a node's setting of that name, for a setting the run has too."""
-    return copy.copy(RepairConfig.model_fields[name])
+    """The run's setting a node type names `name` (`run_field`: its default, bounds and description, one
+    source, RepairConfig's own) as the default of a node's setting of that name, for a setting the run has too."""
+    return copy.copy(run_field(name))
 
 
 class NodeSettings(StrictConfig):
@@ -60,7 +60,7 @@ class EditFormatSettings(NodeSettings):
     def for_coder(self, run: RepairConfig) -> Self:
         """These settings with `edit_format: auto` as the format the task's runtime resolved for its coder
         (`steps.edit_format_for`)."""
-        return self if self.edit_format != "auto" else self.model_copy(update={"edit_format": run.edit_format})
+        return self if self.edit_format != "auto" else self.model_copy(update={"edit_format": run.edit.format})
 
 
 class FinalistSettings(NodeSettings):

@@ -273,7 +273,7 @@ class Workbench:
         self.sandbox, self.task, self.cfg, self.python = sandbox, task, cfg, python
         self.head = "HEAD"
         self.local = sandbox.info().backend == "local"
-        mode = cfg.feedback
+        mode = cfg.tests.feedback
         if mode == "auto":
             mode = "task" if task.FAIL_TO_PASS else "repo"
         self.mode: FeedbackMode = mode
@@ -284,7 +284,7 @@ class Workbench:
         self.test_time = CandidateTestTime()
         """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
         every view of this workbench (`on`), so a search branch's runs count too."""
-        self.test_share = TestTimeShare(limit_s=cfg.test_time_share * cfg.wall_time_s if cfg.wall_time_s else None)
+        self.test_share = TestTimeShare(limit_s=cfg.tests.time_share * cfg.limits.wall_time_s if cfg.limits.wall_time_s else None)
         """What the localization run and the candidates' verifications may still spend (`test_time_share`); one
         for every view of this workbench."""
         self.failing_at_base: list[str] = []
@@ -362,7 +362,7 @@ class Workbench:
     def _test_env(self, how: HowToVerify | None = None) -> dict[str, str] | None:
         # agentflow's own command (the default, or the selected regression tests') runs without the plugins the
         # local environment has installed; a command the user gave may need them
-        ours = self.cfg.test_cmd is None or (how is not None and how.test_cmd is not None)
+        ours = self.cfg.tests.cmd is None or (how is not None and how.test_cmd is not None)
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
         # the test files the pre-flight left out (an optional module they import is missing): every run skips them
         return ignoring(env, self.left_out)
@@ -374,7 +374,7 @@ class Workbench:
         # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
         script = f"{test_env(EVAL_DIR)}{self.python} {shlex.quote(path)}"
         result = await self.sandbox.exec(
-            sh_command(script), env=self._test_env(how), timeout=min(60.0, self.cfg.test_timeout_s)
+            sh_command(script), env=self._test_env(how), timeout=min(60.0, self.cfg.tests.timeout_s)
         )
         return result.ok, result.output
 
@@ -447,7 +447,7 @@ class Workbench:
                 self.test_share.report("localization", "shortened", tests=len(self.failing_at_base),
                                        expected_s=round(expected or 0.0, 1), left_s=round(self.test_share.left_s() or 0.0, 1))
                 cmd = shortened
-        timeout = self.test_share.timeout(test_timeout_s, self.cfg.test_timeout_floor_s)
+        timeout = self.test_share.timeout(test_timeout_s, self.cfg.tests.timeout_floor_s)
         async with self.lock:
             await self.reset()
             started = time.monotonic()
@@ -480,7 +480,7 @@ class Workbench:
             await self.restore(patch)
             try:
                 return await run_examples(self.sandbox, self.python, issue, FunctionIndex(sources),
-                                          timeout_s=min(60.0, self.cfg.test_timeout_s))
+                                          timeout_s=min(60.0, self.cfg.tests.timeout_s))
             finally:
                 await self.reset()
 
@@ -533,7 +533,7 @@ class Workbench:
                 self.task,
                 patch or None,
                 python=self.python,
-                test_timeout_s=self.cfg.test_timeout_s if final or not patch.strip() else self.candidate_timeout(how),
+                test_timeout_s=self.cfg.tests.timeout_s if final or not patch.strip() else self.candidate_timeout(how),
                 rerun_failed=final,
                 seed=False,
                 run_empty=True,
@@ -559,7 +559,7 @@ class Workbench:
         if self.mode == "repo":
             # only a candidate's library code is verified: its pytest.ini, conftest.py, sitecustomize.py or
             # plugin must not decide it (swe/guard.py's allowlist)
-            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.test_cmd,
+            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.tests.cmd,
                                      plugins=self.task.pytest_plugins)
             return await self._verify_repo(patch, how, whole=whole), None
         return Verification(kind="none"), None
@@ -568,7 +568,7 @@ class Workbench:
         """The command that runs the repository's own tests (blind mode's verification): `how`'s selected
         tests, else the run's `test_cmd`, else the whole suite."""
         chosen = how.test_cmd if how is not None else None
-        return chosen or self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
+        return chosen or self.cfg.tests.cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
 
     async def preflight(self) -> Preflight:
         """Whether the command verifying candidates in blind mode can run at the base commit (`swe.preflight`)."""
@@ -576,7 +576,7 @@ class Workbench:
             await self.reset()
             try:
                 self.left_out = []
-                found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.test_timeout_s,
+                found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.tests.timeout_s,
                                             env=self._test_env())
                 self.left_out = list(found.left_out) if found.can_run else []
                 if found.result is not None:
@@ -590,8 +590,8 @@ class Workbench:
 
     def candidate_timeout(self, how: HowToVerify) -> float:
         """A candidate's test run's limit: a multiple of the unchanged code's (`RepairConfig.test_timeout_ratio`)."""
-        return timeout_from_base(how.base.seconds if how.base else None, ratio=self.cfg.test_timeout_ratio,
-                                 floor_s=self.cfg.test_timeout_floor_s, ceiling_s=self.cfg.test_timeout_s)
+        return timeout_from_base(how.base.seconds if how.base else None, ratio=self.cfg.tests.timeout_ratio,
+                                 floor_s=self.cfg.tests.timeout_floor_s, ceiling_s=self.cfg.tests.timeout_s)
 
     async def base_files(self, paths: list[str]) -> dict[str, str | None]:
         """The base commit's text of `paths` (None for one it does not hold or that cannot be read), read from git
@@ -610,7 +610,7 @@ class Workbench:
     async def _targets(self, patch: str, cmd: str, reach: SuiteReach | None) -> tuple[str, list[int]] | None:
         """The command running only the tests that `reach` says reach what `patch` changes, and their indexes;
         None when the whole suite must run (see `agentflow.repair.verify.targeting`)."""
-        if not (self.cfg.target_tests and reach is not None and patch.strip()):
+        if not (self.cfg.tests.targeted and reach is not None and patch.strip()):
             return None
         paths = touched_in_place(patch)
         if not paths or not all(path.endswith(".py") for path in paths):
@@ -629,9 +629,9 @@ class Workbench:
     async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool, shared: bool = False,
                          shortened: bool = False) -> ExecResult:
         """One run of `cmd`; `shared`: a candidate's verification, drawing on the test-time share."""
-        timeout = self.cfg.test_timeout_s if at_base else self.candidate_timeout(how)
+        timeout = self.cfg.tests.timeout_s if at_base else self.candidate_timeout(how)
         if shared:
-            timeout = self.test_share.timeout(timeout, self.cfg.test_timeout_floor_s)
+            timeout = self.test_share.timeout(timeout, self.cfg.tests.timeout_floor_s)
         result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
                                          env=self._test_env(how), timeout=timeout)
         if not at_base:
