@@ -92,7 +92,7 @@ async def main() -> None:
     parser.add_argument("--filter", default="")
     parser.add_argument("-c", dest="config", action="append", default=[])
     args = parser.parse_args()
-    cfg = load_repair_config(["edit_format=rewrite", *args.config])
+    cfg = load_repair_config(["edit.format=rewrite", *args.config])
     model = load_model(cfg.model, **cfg.model_options)
     tasks = [t for t in load_tasks(TASKS) if re.search(args.filter, t.instance_id)]
     start = time.perf_counter()

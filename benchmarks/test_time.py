@@ -38,7 +38,7 @@ async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
     from agentflow.repair.verify.workbench import HowToVerify, Workbench
     from agentflow.sandbox import open_sandbox
 
-    cfg = load_repair_config(["backend=docker", f"sandbox.image={image}", "feedback=repo"])
+    cfg = load_repair_config(["backend=docker", f"sandbox.image={image}", "tests.feedback=repo"])
     async with open_sandbox("docker", cfg.sandbox) as sandbox:
         bench = Workbench(sandbox, task, cfg, "python3")
         await bench.setup()

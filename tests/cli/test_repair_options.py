@@ -94,7 +94,7 @@ def test_sets_model_sees_key_value_items_and_config_files(tmp_path: Path) -> Non
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("model: openai:gpt-4o-mini\nn: 2\n")
     assert sets_model([str(cfg)]) and sets_model(["model=local:gemma3-270m"])
-    assert not sets_model(["n=2", "planner_model=openai:gpt-4o"])
+    assert not sets_model(["search.n=2", "roles.planner=openai:gpt-4o"])
 
 
 @pytest.mark.parametrize("command", ["repair", "bench"])

@@ -60,7 +60,7 @@ def make_repo(root: Path, *, src: bool = False, extra_test: str | None = None, c
 
 def repair(out: Path, image: str, repo: Path, cassette: Path, *args: str) -> int:
     return run(["repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "--sandbox", "docker",
-                "-c", f"sandbox.image={image}", "-c", "edit_format=search_replace", "-c", "concurrency=1",
+                "-c", f"sandbox.image={image}", "-c", "edit.format=search_replace", "-c", "search.concurrency=1",
                 "-c", "rank=false", "-o", str(out), *args])
 
 
@@ -158,8 +158,8 @@ def test_in_a_batch_tests_that_cannot_run_are_that_tasks_env_error_and_the_other
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
     assert run(["bench", str(tasks), "--model", f"replay:{cassette}", "--sandbox", "docker",
-                "-c", f"sandbox.image={docker_image}", "-c", "edit_format=search_replace", "-c", "concurrency=1",
-                "-c", "rank=false", "-c", "feedback=repo", "--workers", "1", "-o", str(out)]) == 0
+                "-c", f"sandbox.image={docker_image}", "-c", "edit.format=search_replace", "-c", "search.concurrency=1",
+                "-c", "rank=false", "-c", "tests.feedback=repo", "--workers", "1", "-o", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["instances"]["broken"]["status"] == "env_error"
     outcome = json.loads((out / "instances" / "broken" / "outcome.json").read_text())
@@ -203,7 +203,7 @@ def test_the_package_raising_on_import_is_the_failing_behaviour_not_a_setup_fail
     out = tmp_path / "run"
     assert run(["repair", str(repo), "--issue", "import pager fails: ValueError: invalid literal for int()",
                 "--model", f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
-                "-c", "edit_format=search_replace", "-c", "concurrency=1", "-c", "rank=false", "-o", str(out),
+                "-c", "edit.format=search_replace", "-c", "search.concurrency=1", "-c", "rank=false", "-o", str(out),
                 "--test-cmd", "pytest -q", "--strategy", "best-of-n", "-n", "2", "--json"]) == 0
     captured = capsys.readouterr()
     shown = json.loads(captured.out)
