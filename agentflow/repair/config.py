@@ -4,7 +4,7 @@ templates under `agentflow/repair/prompts/` unless a config gives its own text."
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -443,6 +443,13 @@ def run_setting_names() -> frozenset[str]:
     return frozenset(RepairConfig.model_fields) | frozenset(RENAMED)
 
 
+def run_values_for(cfg: RepairConfig, names: Iterable[str]) -> dict[str, Any]:
+    """The run's values of those of `names` that are settings of the run, by the names node types use
+    (`run_field`): what a node's settings start from."""
+    known = run_setting_names()
+    return {name: run_value(cfg, name) for name in names if name in known}
+
+
 def run_value(cfg: RepairConfig, name: str) -> Any:
     """The run's value of the setting a node type names `name` (`run_field`)."""
     value: Any = cfg
@@ -501,7 +508,22 @@ def load_repair_config(
         data = apply_overrides(data, [_renamed_item(item)]) if "=" in item else \
             deep_merge(data, renamed_to_paths(apply_overrides({}, [item])))
     data = _to_all_nodes(data)
+    _check_top_level(data)
     return validate_config(RepairConfig, data, source="repair config")
+
+
+def _check_top_level(data: dict[str, Any]) -> None:
+    """A ConfigError for a top-level name the run does not have, naming the nearest setting by its path (a
+    typo of `temperature` suggests `sampling.temperature`)."""
+    unknown = sorted(set(data) - set(RepairConfig.model_fields))
+    if not unknown:
+        return
+    paths = {**{name: name for name in RepairConfig.model_fields}, **{path.split(".")[1]: path for path in RENAMED.values()},
+             **{path: path for path in RENAMED.values()}}
+    near = did_you_mean(unknown[0], paths, sep="")
+    name = near.removeprefix("did you mean '").removesuffix("'?")
+    hint = f"; did you mean '{paths[name]}'?" if near else ""
+    raise ConfigError(f"repair config: {unknown[0]}: no such setting{hint}")
 
 
 def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> RepairConfig:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agentflow.repair.config import load_repair_config, with_setting
+from agentflow.repair.config import load_repair_config, run_values_for, with_setting
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 from agentflow.repair.edit.steps import edit_prompt, public_api, read_rewrite
 from agentflow.repair.locate.localize import Window
 
@@ -16,6 +17,11 @@ SOURCE = '''class Stats:
 '''
 SOURCES = {"pkg/__init__.py": "from .stats import Stats\n__version__ = '1'\n", "pkg/stats.py": SOURCE}
 WINDOW = Window("pkg/stats.py", 6, 7, 5.0, "hit_rate")
+
+
+def edit_settings(items: list[str]) -> SweEditSettings:
+    """The settings a `swe.edit` node runs with under the run's `-c` items (the run's values of its settings)."""
+    return SweEditSettings.model_validate(run_values_for(load_repair_config(items), SweEditSettings.model_fields))
 
 
 def test_the_answer_replaces_the_window_reindented():
@@ -96,7 +102,7 @@ def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
 
 
 def test_the_prompt_shows_the_window_at_column_zero():
-    cfg = load_repair_config(["edit.format=rewrite"])
+    cfg = edit_settings(["edit.format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
     text = prompt.messages[-1].content or ""
     assert prompt.window is not None and prompt.window.symbol == "Stats.hit_rate"
@@ -106,7 +112,7 @@ def test_the_prompt_shows_the_window_at_column_zero():
 
 
 def test_a_window_that_is_not_a_function_names_no_opening():
-    cfg = load_repair_config(["edit.format=rewrite"])
+    cfg = edit_settings(["edit.format=rewrite"])
     lines = Window("pkg/__init__.py", 1, 2, 5.0, None)
     prompt = edit_prompt(cfg, SOURCES, "the version is wrong", "", windows=[lines])
     text = " ".join((prompt.messages[-1].content or "").split())
@@ -128,7 +134,7 @@ def test_public_api_lists_what_a_script_may_import_and_how_to_call_it():
 def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():
     from agentflow.repair.edit.steps import code_windows
 
-    cfg = load_repair_config(["edit.format=rewrite", "context.context_windows=0"])
+    cfg = edit_settings(["edit.format=rewrite", "context.context_windows=0"])
     text, path = code_windows(cfg, SOURCES, "hit_rate raises ZeroDivisionError", "", focus=0, budget_chars=4000)
     assert path == "pkg/stats.py" and "def hit_rate(self):" in text
 
@@ -154,7 +160,7 @@ def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
 def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_code():
     from agentflow.repair.edit.steps import suspects
 
-    cfg = load_repair_config(["context.windows=3"])
+    cfg = edit_settings(["context.windows=3"])
     source = ("def load(text):\n    return parse(text)\n\n\ndef parse(text):\n    return text.split('=')\n\n\n"
               "def dump(data):\n    return '='.join(data)\n")
     sources = {"kit/core.py": source}
@@ -174,14 +180,14 @@ def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_cod
 def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
     from agentflow.repair.locate.localize import file_context, file_outline
 
-    cfg = load_repair_config(["edit.format=rewrite"])
+    cfg = edit_settings(["edit.format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
     text = prompt.messages[-1].content or ""
     # the small file is shown whole, with the window to rewrite marked instead of repeated
     assert "The rest of pkg/stats.py:\n```python\nclass Stats:\n    def __init__(self):\n        self.hits = 0" in text
     assert "    # ... Stats.hit_rate (lines 6-7, given below) ..." in text
     assert text.count("return self.hits / (self.hits + self.misses)") == 1
-    off = edit_prompt(with_setting(cfg, "context.file_context_lines", 0), SOURCES, "hit_rate fails", "", focus=0)
+    off = edit_prompt(cfg.model_copy(update={"file_context_lines": 0}), SOURCES, "hit_rate fails", "", focus=0)
     assert "The rest of" not in (off.messages[-1].content or "")
     # a long file: what it defines, as a list (not code a small model would copy back)
     body = "\n".join(f"    x{i} = {i}" for i in range(30))
@@ -193,7 +199,7 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
         "- imports: re", "- module-level names: LIMIT", "- class ParseError(ValueError): methods where",
         "- function parse(text, *, strict=False)"]
     long_sources = {"m.py": source}
-    prompt = edit_prompt(with_setting(cfg, "context.file_context_lines", 20), long_sources, "dump gives the wrong value", "",
+    prompt = edit_prompt(cfg.model_copy(update={"file_context_lines": 20}), long_sources, "dump gives the wrong value", "",
                          focus=0)
     text = prompt.messages[-1].content or ""
     assert prompt.window is not None and prompt.window.symbol == "dump"
@@ -202,16 +208,16 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
 
 
 def test_a_rewrite_of_a_long_window_may_answer_past_max_tokens_to_give_it_back_whole():
-    cfg = load_repair_config(["edit.format=rewrite"])
+    cfg = edit_settings(["edit.format=rewrite"])
     short = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
-    assert short.max_tokens(cfg.sampling.max_tokens) == cfg.sampling.max_tokens  # a small window fits the cap
+    assert short.max_tokens(cfg.max_tokens) == cfg.max_tokens  # a small window fits the cap
     # a 30-line function of long lines (tabulate, semver): ~2,700 characters, ~770 tokens to give back
     body = "".join(f"    value_{i} = compute_something_long(argument_one, argument_two, option={i})  # note\n"
                    for i in range(29))
     sources = {"pkg/wide.py": f"def wide(argument_one, argument_two):\n{body}"}
     long = edit_prompt(cfg, sources, "wide gives the wrong value", "", focus=0)
     assert long.window is not None and long.window.symbol == "wide"
-    assert long.max_tokens(cfg.sampling.max_tokens) >= len(long.snippet) // 4 > cfg.sampling.max_tokens
+    assert long.max_tokens(cfg.max_tokens) >= len(long.snippet) // 4 > cfg.max_tokens
 
 
 LONG = '''"""Tables."""

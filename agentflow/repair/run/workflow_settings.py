@@ -19,8 +19,8 @@ from agentflow.repair.config import (
     ALL_NODES,
     RepairConfig,
     RepairSearch,
-    run_setting_names,
     run_value,
+    run_values_for,
     with_setting,
 )
 
@@ -104,7 +104,7 @@ def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_set
         model = node_type.settings
         if model is None:
             continue
-        run = {key: run_value(cfg, key) for key in model.model_fields if key in run_setting_names()}
+        run = run_values_for(cfg, model.model_fields)
         run |= {key: value for key, value in every.items() if key in model.model_fields}
         node.settings = run | node_settings.get(name, {})
         node_type.parse_settings(node.settings, f"node '{name}'")
