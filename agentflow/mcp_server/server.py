@@ -29,7 +29,7 @@ from agentflow.tools.result import ToolResult
 SERVER_NAME = "agentflow"
 REPAIR_OPTIONS = {
     "edit.format", "search.max_attempts", "search.concurrency", "plan", "critique", "rank", "reproduce", "vote",
-    "sampling.temperature", "sampling.seed", "sampling.max_tokens", "context.windows", "limits.step_limit",
+    "sampling.temperature", "sampling.seed", "sampling.max_tokens", "windows", "limits.step_limit",
     "limits.wall_time_s", "limits.budget_usd", "tests.timeout_s",
 }
 """Repair settings an MCP client may change; where the code runs (sandbox, image, backend) is not one."""

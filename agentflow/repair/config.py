@@ -194,8 +194,6 @@ class Sampling(StrictConfig):
     max_tokens: int = Field(default=512, ge=16)
     """Output cap of one answer (small models can loop until the cap); a rewrite's cap is raised to fit the
     window it must give back whole."""
-    stop: list[str] = Field(default_factory=lambda: ["END_EDITS"])
-    """Stop sequences of edit answers."""
     batch_samples: int = Field(default=8, ge=1, le=64)
     """Samples of one prompt in flight at once are sent as one request with `n`, up to this many (the
     server evaluates the prompt once for all of them). At most the server's slots
@@ -203,47 +201,14 @@ class Sampling(StrictConfig):
 
 
 class EditSettings(StrictConfig):
-    """The form of the edits asked for, and what is done with an edit that changes nothing or fails."""
+    """The form of the edits asked for (the edit nodes' own settings, `tool_steps`, `noop_retries`, `split_edits`,
+    ..., are their types': `agentflow.repair.nodetypes.rollout.SweEditSettings`)."""
     format: EditFormat = "auto"
     """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
     form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code;
     tools: the model edits the files with the editor tools (view, str_replace, insert) through its API's
     tool calling; auto: tools for models that say they call tools (OpenAI, Anthropic, LiteLLM, a serving
     profile with tool calling), else rewrite."""
-    tool_steps: int = Field(default=8, ge=1, le=50)
-    """edit_format tools: model calls of one edit (viewing and editing files, then a last answer)."""
-    noop_retries: int = Field(default=2, ge=0, le=20)
-    """Extra samples when an answer changes nothing or cannot be read (those are not candidates). A rewrite given
-    back unchanged, or answered with other code than the window's function, is retried on another suspect
-    (`agentflow.repair.locate.focus`); an answer that cannot be read or does not parse, on the same one."""
-    split_edits: bool = True
-    """An edit that fails its tests and changes several places (separate runs of lines) is also verified one
-    change at a time, each a candidate of its own (no model call): small models often fix the bug and break
-    something beside it (a signature they were not asked to touch)."""
-    split_edits_limit: int = Field(default=4, ge=2, le=20)
-    """Edits with more changes than this are not split (a rewrite, not a fix with a slip beside it)."""
-
-
-class CodeContext(StrictConfig):
-    """What code a prompt shows."""
-    max_prompt_chars: int = Field(default=12000, ge=1000)
-    """Prompt size cap (about 4 characters per token); code windows are dropped to stay under it."""
-    windows: int = Field(default=4, ge=1, le=20)
-    """Code windows shown per attempt."""
-    context_windows: int = Field(default=0, ge=0, le=20)
-    """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
-    file_context_lines: int = Field(default=80, ge=0)
-    """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
-    lines, else as a list of what it defines (imports, module names, classes and methods, functions; at most
-    this many items); 0 shows none of it."""
-    window_lines: int = Field(default=30, ge=5)
-    """Longest code window (a function's `def` line and docstring not counted); longer functions are shown around
-    the hit."""
-    rank_keep: int = Field(default=2, ge=0, le=10)
-    """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
-    them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
-    small model's first pick, so keeping only one place can push the faulty function out of the suspects
-    (`benchmarks/localize_real.py --ranked RUN` measures it)."""
 
 
 class TestSettings(StrictConfig):
@@ -314,8 +279,6 @@ class RepairConfig(StrictConfig):
     """Sampling of answers."""
     edit: EditSettings = Field(default_factory=EditSettings)
     """Edits: their form, retries and splitting."""
-    context: CodeContext = Field(default_factory=CodeContext)
-    """Code shown in prompts."""
     tests: TestSettings = Field(default_factory=TestSettings)
     """Verification of candidates."""
     limits: Limits = Field(default_factory=Limits)
@@ -356,19 +319,8 @@ RENAMED: dict[str, str] = {
     "temperature": "sampling.temperature",
     "seed": "sampling.seed",
     "max_tokens": "sampling.max_tokens",
-    "stop": "sampling.stop",
     "batch_samples": "sampling.batch_samples",
     "edit_format": "edit.format",
-    "tool_steps": "edit.tool_steps",
-    "noop_retries": "edit.noop_retries",
-    "split_edits": "edit.split_edits",
-    "split_edits_limit": "edit.split_edits_limit",
-    "max_prompt_chars": "context.max_prompt_chars",
-    "windows": "context.windows",
-    "context_windows": "context.context_windows",
-    "file_context_lines": "context.file_context_lines",
-    "window_lines": "context.window_lines",
-    "rank_keep": "context.rank_keep",
     "feedback": "tests.feedback",
     "test_cmd": "tests.cmd",
     "test_timeout_s": "tests.timeout_s",

@@ -232,7 +232,7 @@ def test_quiet_prints_no_progress(docker_image: str, tmp_path: Path, capsys: pyt
     cassette = scripted_cassette(tmp_path / "c.json", ["no edit here"])
     argv = ["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
             "-c", "rank=false", "-c", "spectrum=false", "-c", "tests.feedback=task", "-c", "search.max_attempts=1",
-            "-c", "edit.noop_retries=0", "-c", "edit.format=search_replace", "--sandbox", "docker",
+            "-c", "noop_retries=0", "-c", "edit.format=search_replace", "--sandbox", "docker",
             "-c", f"sandbox.image={docker_image}", "--quiet"]
     assert run([*argv, "-o", str(tmp_path / "quiet")]) == 1
     err = capsys.readouterr().err
@@ -265,7 +265,7 @@ def test_bench_counts_what_the_report_counts_and_estimates_from_finished_tasks(d
     out = tmp_path / "run"
     argv = ["bench", str(TASKS_FILE), "--model", f"replay:{cassettes / '{instance_id}.json'}", "--sandbox", "docker",
             "-c", f"sandbox.image={docker_image}", "-o", str(out), "-c", "tests.feedback=task", "-c", "search.max_attempts=1",
-            "-c", "edit.noop_retries=0", "-c", "spectrum=false", "-c", "edit.format=search_replace",
+            "-c", "noop_retries=0", "-c", "spectrum=false", "-c", "edit.format=search_replace",
             "-i", "inikit__inikit-1", "-i", "cachette__cachette-2", "-i", "tabkit__tabkit-2"]
     assert run(argv) == 0
     captured = capsys.readouterr()

@@ -278,7 +278,7 @@ def test_codemonkeys_trajectory_in_rewrite_form(docker_image: str, tmp_path: Pat
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", "codemonkeys", "--model",
                 f"replay:{model}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "search.concurrency=1",
                 "-c", "edit.format=rewrite", "-c", "trace.content=true", "-c", "nodes.trajectories.trajectories=1",
-                "-c", "nodes.trajectories.turns=2", "-c", "context.rank_keep=0", "-o", str(out)])
+                "-c", "nodes.trajectories.turns=2", "-c", "rank_keep=0", "-o", str(out)])
     assert code == 0
     events = read_jsonl(out / "events.jsonl")
     calls = [e["data"]["messages"] for e in events if e["kind"] == "model.call"]

@@ -278,7 +278,7 @@ def test_a_fix_beside_a_slip_is_found_by_verifying_each_change_alone(docker_imag
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]
     # without splitting, the one answer is all there is
     again = tmp_path / "again"
-    assert repair(again, docker_image, *args, "-c", "edit.split_edits=false") == 0
+    assert repair(again, docker_image, *args, "-c", "split_edits=false") == 0
     assert [short(c["candidate_id"]) for c in read_jsonl(again / "candidates.jsonl")] == ["b0.1"]
     assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
 
@@ -309,7 +309,7 @@ def test_windows_given_back_unchanged_send_the_next_samples_to_the_suspects_not_
     cassette = scripted_cassette(tmp_path / "c.json", answers)
     out = tmp_path / "run"
     args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
-            "-c", "search.concurrency=1", "-c", "edit.format=rewrite", "-c", "search.max_attempts=1", "-c", "edit.noop_retries=3",
+            "-c", "search.concurrency=1", "-c", "edit.format=rewrite", "-c", "search.max_attempts=1", "-c", "noop_retries=3",
             "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false"]
     assert repair(out, docker_image, *args) == 0
     cands = read_jsonl(out / "candidates.jsonl")

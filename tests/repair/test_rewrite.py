@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from agentflow.repair.config import load_repair_config, run_values_for, with_setting
-from agentflow.repair.nodetypes.rollout import SweEditSettings
 from agentflow.repair.edit.steps import edit_prompt, public_api, read_rewrite
 from agentflow.repair.locate.localize import Window
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 
 SOURCE = '''class Stats:
     def __init__(self):
@@ -134,7 +134,7 @@ def test_public_api_lists_what_a_script_may_import_and_how_to_call_it():
 def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():
     from agentflow.repair.edit.steps import code_windows
 
-    cfg = edit_settings(["edit.format=rewrite", "context.context_windows=0"])
+    cfg = edit_settings(["edit.format=rewrite", "context_windows=0"])
     text, path = code_windows(cfg, SOURCES, "hit_rate raises ZeroDivisionError", "", focus=0, budget_chars=4000)
     assert path == "pkg/stats.py" and "def hit_rate(self):" in text
 
@@ -160,7 +160,7 @@ def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
 def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_code():
     from agentflow.repair.edit.steps import suspects
 
-    cfg = edit_settings(["context.windows=3"])
+    cfg = edit_settings(["windows=3"])
     source = ("def load(text):\n    return parse(text)\n\n\ndef parse(text):\n    return text.split('=')\n\n\n"
               "def dump(data):\n    return '='.join(data)\n")
     sources = {"kit/core.py": source}

@@ -11,6 +11,7 @@ import pytest
 
 from agentflow.cli.main import run
 from agentflow.repair.config import load_repair_config, run_field, run_setting_names, with_setting
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 from agentflow.repair.run.solve import load_repair_workflow
 
 from .conftest import ROOT, TASKS_FILE, read_jsonl, scripted_cassette
@@ -172,7 +173,7 @@ def test_the_rollout_nodes_are_given_their_settings() -> None:
     sub = spec.nodes["search"].subgraph
     edit = registry.require("swe.edit", "edit").parse_settings(sub.nodes["edit"].settings, "edit")
     test = registry.require("swe.test", "test").parse_settings(sub.nodes["test"].settings, "test")
-    assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, cfg.edit.noop_retries)
+    assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, SweEditSettings().noop_retries)
     assert (test.max_attempts, test.split_edits) == (2, False)
     assert own["edit"] == {"max_tokens": 99} and own["test"] == {"split_edits": False}
 

@@ -22,7 +22,13 @@ from agentflow.repair.config import RepairPrompts
 from agentflow.repair.edit.steps import render
 from agentflow.repair.locate.localize import Window, render_window, repo_map, symbols
 from agentflow.repair.nodetypes.nodekit import emit, runtime
-from agentflow.repair.nodetypes.runtime import NodeSettings, RepairRuntime, run_default
+from agentflow.repair.nodetypes.runtime import (
+    NodeSettings,
+    RepairRuntime,
+    ShowsCodeSettings,
+    run_default,
+    setting_of,
+)
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.swe.patch import is_test_path
 
@@ -34,8 +40,8 @@ class LocalizeSettings(NodeSettings):
     """Files the model picks from the repository skeleton."""
     localize_symbols: int = Field(default=5, ge=1, le=20)
     """Classes/functions the model picks in those files (and edit locations among them)."""
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    window_lines: int = run_default("window_lines")
+    max_prompt_chars: int = setting_of(ShowsCodeSettings, "max_prompt_chars")
+    window_lines: int = setting_of(ShowsCodeSettings, "window_lines")
     seed: int = run_default("seed")
     prompts: RepairPrompts = run_default("prompts")
 

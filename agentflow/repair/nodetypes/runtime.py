@@ -36,6 +36,12 @@ def run_default(name: str) -> Any:
     return copy.copy(run_field(name))
 
 
+def setting_of(settings: type[BaseModel], name: str) -> Any:
+    """The field `name` of another node settings class, as the default of a node's setting of that name (its
+    default, bounds and description: one source, that class)."""
+    return copy.copy(settings.model_fields[name])
+
+
 class NodeSettings(StrictConfig):
     """The settings of a repair node type (a subclass writes them out): each as the run sets it unless the
     node's `settings:` or `-c nodes.<node>.*` do."""
@@ -45,17 +51,31 @@ class ShowsCodeSettings(NodeSettings):
     """The settings of a node type whose prompts show the task's code windows (`steps.code_windows`)."""
 
     prompts: RepairPrompts = run_default("prompts")
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    windows: int = run_default("windows")
-    window_lines: int = run_default("window_lines")
     seed: int = run_default("seed")
-    rank_keep: int = run_default("rank_keep")
+    max_prompt_chars: int = Field(default=12000, ge=1000)
+    """Prompt size cap (about 4 characters per token); code windows are dropped to stay under it."""
+    windows: int = Field(default=4, ge=1, le=20)
+    """Code windows shown per attempt."""
+    window_lines: int = Field(default=30, ge=5)
+    """Longest code window (a function's `def` line and docstring not counted); longer functions are shown around
+    the hit."""
+    rank_keep: int = Field(default=2, ge=0, le=10)
+    """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
+    them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
+    small model's first pick, so keeping only one place can push the faulty function out of the suspects
+    (`benchmarks/localize_real.py --ranked RUN` measures it)."""
 
 
 class EditFormatSettings(NodeSettings):
     """The settings of a node type that asks for edits in an edit format (`swe.edit`, `swe.trajectories`)."""
 
     edit_format: EditFormat = run_default("edit_format")
+    context_windows: int = Field(default=0, ge=0, le=20)
+    """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
+    file_context_lines: int = Field(default=80, ge=0)
+    """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
+    lines, else as a list of what it defines (imports, module names, classes and methods, functions; at most
+    this many items); 0 shows none of it."""
 
     def for_coder(self, run: RepairConfig) -> Self:
         """These settings with `edit_format: auto` as the format the task's runtime resolved for its coder

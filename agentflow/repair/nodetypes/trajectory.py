@@ -59,8 +59,6 @@ class TrajectorySettings(EditFormatSettings, ShowsCodeSettings):
     concurrency: int = run_default("concurrency")
     temperature: float = run_default("temperature")
     max_tokens: int = run_default("max_tokens")
-    context_windows: int = run_default("context_windows")
-    file_context_lines: int = run_default("file_context_lines")
 
 
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
