@@ -291,7 +291,7 @@ def search_at_budget(name: str, calls: int) -> list[str]:
     are many samples already and run as they ship."""
     if name not in STRATEGY_WORKFLOWS:
         return []
-    return ["--strategy", "best-of-n", "-n", str(max(1, calls - FIXED_CALLS)), "-c", "search.max_attempts=1"]
+    return ["--strategy", "best_of_n", "-n", str(max(1, calls - FIXED_CALLS)), "-c", "search.max_attempts=1"]
 
 
 def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -> None:

@@ -29,7 +29,7 @@ def test_a_best_of_n_repair_is_one_span_tree_at_the_collector_and_a_tree_in_the_
     docker_image: str, tmp_path: Path, otlp_receiver: Receiver, capsys, browser: Any
 ) -> None:
     out = tmp_path / "run"
-    assert repair(out, docker_image, "inikit__inikit-1", "bon_inikit-1.json", "--strategy", "best-of-n", "-n", "3",
+    assert repair(out, docker_image, "inikit__inikit-1", "bon_inikit-1.json", "--strategy", "best_of_n", "-n", "3",
                   "-c", "search.max_attempts=1", "-c", f"trace.endpoint={otlp_receiver.url}") == 0
     assert f"agentflow view {out}" in capsys.readouterr().err
     r, events = otlp_receiver, read_jsonl(out / "events.jsonl")

@@ -73,7 +73,7 @@ def test_flat_layout_with_the_pytest_script_is_verified_and_resolved(docker_imag
     repo = make_repo(tmp_path / "pager-repo")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best-of-n",
+    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best_of_n",
                   "-n", "4", "--json") == 0
     shown = json.loads(capsys.readouterr().out)
     assert "start = (page - 1) * per_page" in shown["model_patch"]
@@ -178,7 +178,7 @@ def test_a_test_file_needing_a_missing_optional_module_is_left_out_and_the_rest_
     repo = make_repo(tmp_path / "pager-repo", extra_test=MISSING_DEP + "\n\ndef test_x():\n    pass\n")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best-of-n",
+    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best_of_n",
                   "-n", "2", "--json") == 0
     captured = capsys.readouterr()
     shown = json.loads(captured.out)
@@ -204,7 +204,7 @@ def test_the_package_raising_on_import_is_the_failing_behaviour_not_a_setup_fail
     assert run(["repair", str(repo), "--issue", "import pager fails: ValueError: invalid literal for int()",
                 "--model", f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
                 "-c", "edit.format=search_replace", "-c", "search.concurrency=1", "-c", "rank=false", "-o", str(out),
-                "--test-cmd", "pytest -q", "--strategy", "best-of-n", "-n", "2", "--json"]) == 0
+                "--test-cmd", "pytest -q", "--strategy", "best_of_n", "-n", "2", "--json"]) == 0
     captured = capsys.readouterr()
     shown = json.loads(captured.out)
     pre = shown["preflight"]

@@ -72,8 +72,8 @@ def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_pat
     # the resolved config alone repeats the run: no strategy given, so each task's pre-flight chooses the search
     # again as it did (this task's tests pass at the base: the workflow's own)
     resolved = yaml.safe_load((out / "config.resolved.yaml").read_text())
-    assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["strategy"] is None
-    assert resolved["strategy_when_tests_fail"] == "mcts" and "search" not in resolved["nodes"]
+    assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["search"]["strategy"] is None
+    assert resolved["search"]["when_tests_fail"] == "mcts" and "search" not in resolved["nodes"]
     assert not [e for e in events if e["kind"] == "repair.search"]
     # the backend actually used is recorded everywhere (never "auto")
     assert resolved["backend"] == "docker"
@@ -88,7 +88,7 @@ def test_best_of_n_resolves_and_strips_edits_to_tests(docker_image: str, tmp_pat
     out = tmp_path / "run"
     args = task_args("inikit__inikit-1", "bon_inikit-1.json") + [
         "--strategy",
-        "best-of-n",
+        "best_of_n",
         "-n",
         "3",
         "-c",
@@ -190,7 +190,7 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     uses the task's tests."""
     out = tmp_path / "run"
     args = task_args("inikit__inikit-1", "blind_inikit-1.json", oracle=False)
-    assert repair(out, docker_image, *args, "--strategy", "best-of-n", "-n", "4", "-c", "search.max_attempts=1",
+    assert repair(out, docker_image, *args, "--strategy", "best_of_n", "-n", "4", "-c", "search.max_attempts=1",
                   "-c", "keep_check=false") == 0  # recorded before the keep-working check
     events = read_jsonl(out / "events.jsonl")
     repro = next(e for e in events if e["kind"] == "repair.reproduce")
@@ -339,7 +339,7 @@ def test_blind_the_examples_choose_the_fix_that_three_lookalike_samples_outvote(
 
     cassette = scripted_cassette(tmp_path / "c.json", [LOOKALIKE, FIX, LOOKALIKE, LOOKALIKE])
     args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
-            "--strategy", "best-of-n", "-n", "4", "-c", "search.concurrency=1", "-c", "edit.format=search_replace",
+            "--strategy", "best_of_n", "-n", "4", "-c", "search.concurrency=1", "-c", "edit.format=search_replace",
             "-c", "search.max_attempts=1", "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false"]
     out = tmp_path / "run"
     assert repair(out, docker_image, *args) == 0
@@ -438,7 +438,7 @@ def test_blind_the_keep_working_check_outweighs_the_vote_of_samples_that_break_h
     fix = ("inikit/values.py\n<<<<<<< SEARCH\n        return int(raw.strip(), 0)\n=======\n"
            "        try:\n            return int(raw.strip(), 0)\n        except ValueError:\n"
            "            return int(raw.strip(), 10)\n>>>>>>> REPLACE\nEND_EDITS")
-    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-3", "--strategy", "best-of-n", "-n", "4",
+    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-3", "--strategy", "best_of_n", "-n", "4",
             "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "search.max_attempts=1", "-c", "rank=false",
             "-c", "spectrum=false"]
     cassette = scripted_cassette(tmp_path / "c.json", [repro, keep, decimal, decimal, decimal, fix])
@@ -482,7 +482,7 @@ def test_a_patch_that_changes_no_code_is_not_submitted_when_the_tests_fail_at_th
     def run_with(name: str, answers: list[str], *extra: str, code: int = 0) -> dict:
         cassette = scripted_cassette(tmp_path / f"{name}.json", answers)
         args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
-                "--strategy", "best-of-n", "-n", str(len(answers)), "-c", "search.concurrency=1",
+                "--strategy", "best_of_n", "-n", str(len(answers)), "-c", "search.concurrency=1",
                 "-c", "edit.format=search_replace", "-c", "search.max_attempts=1", "-c", "rank=false",
                 "-c", "spectrum=false", "-c", "reproduce=false", *extra]
         assert repair(tmp_path / name, docker_image, *args) == code

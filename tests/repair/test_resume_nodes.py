@@ -106,7 +106,7 @@ def test_kill_9_inside_the_search_then_resume_takes_its_finished_branch_as_it_wa
     out = tmp_path / "run"
     model_server.script({"content": "1"}, {"content": WRONG}, {"content": RIGHT, "delay": 60})
     agentflow = str(Path(sys.executable).parent / "agentflow")
-    argv = _bench(out, docker_image, model_server.spec(), "--strategy", "best-of-n", "-n", "2",
+    argv = _bench(out, docker_image, model_server.spec(), "--strategy", "best_of_n", "-n", "2",
                   "-c", "sampling.batch_samples=1", "-c", "search.max_attempts=1")
     proc = subprocess.Popen([agentflow, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events_file = out / "events.jsonl"

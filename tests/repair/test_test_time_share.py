@@ -24,7 +24,7 @@ SLOW_TEST = "import time\n\n\ndef test_slow():\n    time.sleep(4)\n"
 def repair(out: Path, image: str, repo: Path, cassette: Path, *settings: str) -> int:
     args = ["repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "--sandbox", "docker",
             "-c", f"sandbox.image={image}", "-c", "edit.format=search_replace", "-c", "search.concurrency=1",
-            "-c", "rank=false", "-o", str(out), "--test-cmd", "pytest -q", "--strategy", "best-of-n", "-n", "1",
+            "-c", "rank=false", "-o", str(out), "--test-cmd", "pytest -q", "--strategy", "best_of_n", "-n", "1",
             "--json"]
     for setting in settings:
         args += ["-c", setting]

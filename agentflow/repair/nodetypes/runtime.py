@@ -1,8 +1,9 @@
 """What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`): the task's
 workbench (sandbox), the role models, the budget and the events; and the settings classes of the node types.
 
-Settings of a node, from weakest to strongest: its type's class's defaults, the run's value (`RepairConfig`,
-with `-c key=value`, then `nodes.*`), the node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`
+Settings of a node, from weakest to strongest (docs/concepts/repair.md, "Where a setting comes from"): its
+type's class's defaults and the run's value (`RepairConfig` by the setting's flat name, `run_field`, with
+`-c key=value`, then `nodes.*`), the node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`
 (`workflow_settings.give_settings`). A node type declares which settings it takes (a `NodeSettings` class
 written out: a setting only node types take declared there, one the run also has defaulting to the run's,
 `run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node's steps
