@@ -26,9 +26,9 @@ from agentflow.observe.config import TraceConfig
 from agentflow.sandbox.config import SandboxConfig
 
 REPAIR_SANDBOX_LIFETIME_S = 4 * 3600.0
-"""Wall-clock life of a task's sandbox unless the task's `wall_time_s` or `sandbox.sandbox_timeout_s` says otherwise."""
+"""Wall-clock life of a task's sandbox unless the task's `limits.wall_time_s` or `sandbox.sandbox_timeout_s` says otherwise."""
 GRADE_MARGIN_S = 600.0
-"""Life a task's sandbox keeps past the task's `wall_time_s`: the chosen patch is still verified in it."""
+"""Life a task's sandbox keeps past the task's `limits.wall_time_s`: the chosen patch is still verified in it."""
 
 EditFormat = Literal["auto", "rewrite", "search_replace", "tools"]
 ModelLoader = Callable[[str], ChatModel]
@@ -151,15 +151,15 @@ class RepairSearch(StrictConfig):
     graph search nodes as `--strategy` would be (a node's own `-c nodes.<node>.strategy` keeps it); None: the
     workflow's search whatever the tests do."""
     n: int = Field(default=4, ge=1, le=64)
-    """Chains for best-of-n. mcts makes n * max_attempts expansions of one edit sample each, the same budget as
-    best-of-n."""
+    """Chains for best_of_n. mcts makes n * max_attempts expansions of one edit sample each, the same budget as
+    best_of_n."""
     max_attempts: int = Field(default=3, ge=1, le=20)
     """Edit attempts in one chain (each after the previous one's test feedback); for mcts, the most attempts
     along one path of the tree."""
     c: float = Field(default=0.3, ge=0)
     """mcts: the UCT exploration weight (values are in [0, 1]); the search's `c`."""
     concurrency: int = Field(default=4, ge=1, le=64)
-    """Model calls in flight at once (chains of best-of-n, leaves of mcts); a local server decodes them together."""
+    """Model calls in flight at once (chains of best_of_n, leaves of mcts); a local server decodes them together."""
     stop_on_success: bool = True
     """Stop drawing samples once a candidate passes tests that decide (task tests, or a failing test command)."""
 
@@ -214,7 +214,7 @@ class EditSettings(StrictConfig):
 class TestSettings(StrictConfig):
     """How candidates are verified during the search."""
     feedback: Literal["auto", "task", "repo", "none"] = "repo"
-    """Tests that verify candidates during the search. repo (blind, the default): `test_cmd` on the repository
+    """Tests that verify candidates during the search. repo (blind, the default): `tests.cmd` on the repository
     as it is, plus a reproduction script (`reproduce`). task: the task's FAIL_TO_PASS/PASS_TO_PASS with its
     test_patch -- hidden tests a real solver does not see (an oracle setting; never for reported resolve rates).
     none: no verification. auto: task when the task has FAIL_TO_PASS tests, else repo. Whatever the mode, the
@@ -229,12 +229,12 @@ class TestSettings(StrictConfig):
     timeout_floor_s: float = Field(default=5.0, gt=0)
     """The shortest timeout of a candidate's test run (a suite of a second still needs time to start)."""
     time_share: float = Field(default=0.3, gt=0, le=1)
-    """Share of the task's wall time (`wall_time_s`) that the repair's own test runs may spend together: the
+    """Share of the task's wall time (`limits.wall_time_s`) that the repair's own test runs may spend together: the
     call-traced localization run (`swe.spectrum`) and the candidates' verifications during the search (not the
     pre-flight, nor the whole-suite check of a finalist). A run whose expected time (the base commit's run of the
     suite; twice that traced) does not fit in what is left runs only the tests failing at the base commit,
     its timeout what is left; a run that still times out says so. Both are `repair.test_time` events and
-    progress lines. Without `wall_time_s` there is no share: each run is bounded by its own timeout."""
+    progress lines. Without `limits.wall_time_s` there is no share: each run is bounded by its own timeout."""
     targeted: bool = True
     """Blind mode: a candidate runs only the repository tests that reached the functions it changes in the base
     commit's traced run (`swe.spectrum`), its whole-suite result estimated from theirs; the whole suite runs
@@ -278,7 +278,7 @@ class RepairConfig(StrictConfig):
     sampling: Sampling = Field(default_factory=Sampling)
     """Sampling of answers."""
     edit: EditSettings = Field(default_factory=EditSettings)
-    """Edits: their form, retries and splitting."""
+    """The form of the edits asked for."""
     tests: TestSettings = Field(default_factory=TestSettings)
     """Verification of candidates."""
     limits: Limits = Field(default_factory=Limits)
@@ -289,7 +289,7 @@ class RepairConfig(StrictConfig):
         default_factory=lambda: SandboxConfig.model_validate({"sandbox_timeout_s": REPAIR_SANDBOX_LIFETIME_S}))
     """Settings of each task's sandbox. Its wall-clock life (`sandbox.sandbox_timeout_s`, 4 hours here: a
     search of many samples on a real package can outlast the sandbox's own 1-hour default on a busy CPU)
-    stretches to the task's `wall_time_s` plus time to grade when that is longer (`task_sandbox_config`)."""
+    stretches to the task's `limits.wall_time_s` plus time to grade when that is longer (`task_sandbox_config`)."""
     trace: TraceConfig = Field(default_factory=TraceConfig)
     """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     prompts: RepairPrompts = Field(default_factory=RepairPrompts)
@@ -506,7 +506,7 @@ def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] 
 
 
 def task_sandbox_config(cfg: RepairConfig) -> SandboxConfig:
-    """The sandbox settings of one task: `cfg.sandbox`, living at least the task's `wall_time_s` plus
+    """The sandbox settings of one task: `cfg.sandbox`, living at least the task's `limits.wall_time_s` plus
     `GRADE_MARGIN_S` (a sandbox that dies first turns a slow task into an `env_error`)."""
     wall_time_s = cfg.limits.wall_time_s
     if wall_time_s is None or cfg.sandbox.sandbox_timeout_s >= wall_time_s + GRADE_MARGIN_S:
