@@ -136,7 +136,7 @@ class ModelRoles(StrictConfig):
     """Model that judges the best candidates when tests cannot tell them apart (setting it turns it on)."""
 
 
-class RepairSearch(StrictConfig):
+class RepairSearchSettings(StrictConfig):
     """How the workflow's graph search nodes search (the search's own vocabulary: `agentflow.graph.search.settings`)."""
     strategy: Strategy | None = None
     """Sets the workflow's graph search nodes (`--strategy`): best_of_n (n chains of attempts at once; `-n 1`
@@ -273,7 +273,7 @@ class RepairConfig(StrictConfig):
     """Settings of single nodes, over the workflow's own: `-c nodes.search.n=8` (node name, then setting).
     `*` holds the settings of every node whose type takes them, under the workflow's own: `-c finalists=4`
     (a setting of node types, not of the run) is `nodes.*.finalists` (`node_setting_names`)."""
-    search: RepairSearch = Field(default_factory=RepairSearch)
+    search: RepairSearchSettings = Field(default_factory=RepairSearchSettings)
     """The search over attempts."""
     sampling: Sampling = Field(default_factory=Sampling)
     """Sampling of answers."""

@@ -117,7 +117,7 @@ def repair_overrides(
         from agentflow.config import strategy_spelling
         from agentflow.graph.search.settings import STRATEGIES
 
-        known = {*STRATEGIES, "single"}  # single: an earlier spelling of best_of_n -n 1 (RepairSearch warns)
+        known = {*STRATEGIES, "single"}  # single: an earlier spelling of best_of_n -n 1 (RepairSearchSettings warns)
         if strategy_spelling(strategy) not in known:
             raise UserError(f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
                             f"{did_you_mean(strategy, STRATEGIES)}")

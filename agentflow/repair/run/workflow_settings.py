@@ -18,7 +18,7 @@ from agentflow.graph.search.settings import SearchSettings, Strategy
 from agentflow.repair.config import (
     ALL_NODES,
     RepairConfig,
-    RepairSearch,
+    RepairSearchSettings,
     run_value,
     run_values_for,
     with_setting,
@@ -43,7 +43,7 @@ def search_summary(spec: WorkflowSpec) -> str | None:
     return "; ".join(parts) or None
 
 
-def strategy_search(search: RepairSearch, strategy: Strategy) -> dict[str, Any]:
+def strategy_search(search: RepairSearchSettings, strategy: Strategy) -> dict[str, Any]:
     """`--strategy` (`search.strategy`) as graph search settings: best_of_n (n chains of attempts), mcts (as
     many expansions, one sample each, as best_of_n's chains make attempts; UCT weight `search.c`; with
     `stop_on_success`, no expansion starts once a candidate passes every test, a value of 1), the stepwise
