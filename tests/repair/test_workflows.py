@@ -182,7 +182,6 @@ def test_a_node_runs_with_the_settings_it_is_given() -> None:
     """A node's steps read its settings as the run hands them over: the run's value of each setting its type
     takes (a node type's own setting given as the run's, under `nodes.*`), then its own; `edit_format: auto`
     as the task's coder's (`EditFormatSettings.for_coder`). A setting the run has too is typed as the run's."""
-    from agentflow.repair.config import RepairConfig  # noqa: F401
     from agentflow.repair.nodes import NODE_TYPES
     from agentflow.repair.nodetypes.rollout import SweEditSettings
 
