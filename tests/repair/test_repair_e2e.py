@@ -289,15 +289,15 @@ def test_windows_given_back_unchanged_send_the_next_samples_to_the_suspects_not_
     """inikit-1's suspects are Config.get, normalize_name, Config._typed, then the faulty `loads`. The model gives
     the first three back unchanged; each retry goes to a suspect not yet declined, so the fourth sample reaches
     `loads` (a fixed rotation would have shown the top window again), and its fix resolves the task."""
-    from agentflow.repair.config import RepairConfig
     from agentflow.repair.edit.steps import issue_text, suspects
+    from agentflow.repair.nodetypes.rollout import SweEditSettings
 
     from .conftest import scripted_cassette
 
     repo = ROOT / "examples" / "swe-tasks" / "repos" / "inikit"
     sources = {str(p.relative_to(repo)): p.read_text() for p in repo.rglob("*.py")}
     task = next(row for row in read_jsonl(TASKS_FILE) if row["instance_id"] == "inikit__inikit-1")
-    windows = suspects(RepairConfig(), sources, issue_text(task["problem_statement"], task["hints_text"]), "", focus=0)
+    windows = suspects(SweEditSettings(), sources, issue_text(task["problem_statement"], task["hints_text"]), "", focus=0)
     assert [w.symbol for w in windows] == ["Config.get", "normalize_name", "Config._typed", "loads"]
 
     def given_back(window, fix=("", "")):  # the window's code as the model would answer it
