@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from agentflow.repair.locate.localize import RunEvidence, rank_windows, traceback_frames
-from agentflow.repair.nodetypes.rollout import SweEditSettings
 from agentflow.repair.locate.spectrum import (
     MARKER,
     ExampleRun,
@@ -29,6 +28,7 @@ from agentflow.repair.locate.spectrum import (
     read_example_run,
     read_spectrum,
 )
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 from tests.repair.conftest import run_with_spectrum_plugin
 
 ROOT = Path(__file__).resolve().parents[2]
