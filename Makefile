@@ -40,7 +40,7 @@ setup-browser:
 ## code on this machine instead: not a security boundary, for machines without Docker)
 SANDBOX ?= docker
 demo: setup setup-models $(if $(filter docker,$(SANDBOX)),setup-sandbox)
-	$(AF) repair --tasks examples/swe-tasks/tasks.jsonl -i cachette__cachette-2 --strategy best-of-n -n 4 -c max_attempts=1 --sandbox $(SANDBOX)
+	$(AF) repair --tasks examples/swe-tasks/tasks.jsonl -i cachette__cachette-2 --strategy best_of_n -n 4 -c search.max_attempts=1 --sandbox $(SANDBOX)
 
 # The Python of the sandbox image (sandboxes/Dockerfile and rootfs.sh: Debian bookworm's python3), which runs the
 # in-sandbox agent; tests/sandbox/test_image.py checks that the image still has it

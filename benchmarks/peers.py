@@ -263,7 +263,7 @@ def run_agentflow(chosen: list[tuple[str, Any]], workflow: str, *, handle: Any, 
     records: dict[str, dict[str, Any]] = {}
     for path in dict.fromkeys(p for p, _ in chosen):
         tasks = [t for p, t in chosen if p == path]
-        cfg = load_repair_config([f"step_limit={args.calls}", "workers=1", f"workflow={workflow}", *args.config])
+        cfg = load_repair_config([f"limits.step_limit={args.calls}", "workers=1", f"workflow={workflow}", *args.config])
         cfg.model = handle.spec
         cfg.inputs.tasks = str(path)
         cfg.inputs.instance_ids = [t.instance_id for t in tasks]

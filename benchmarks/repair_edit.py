@@ -27,9 +27,10 @@ from repair_resolve import count_resolving  # this folder is on sys.path when th
 
 from agentflow.models.base import ChatRequest
 from agentflow.models.spec import load_model
-from agentflow.repair.config import RepairConfig, load_repair_config
+from agentflow.repair.config import load_repair_config, run_values_for
 from agentflow.repair.edit.steps import edit_prompt, issue_text, read_rewrite
 from agentflow.repair.locate.localize import Window, clip_span, rank_windows, symbols
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 from agentflow.swe import SWETask, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +66,7 @@ def diff(path: str, before: str, after: str) -> str:
     return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{path}", f"b/{path}"))
 
 
-async def sample_task(model: object, cfg: RepairConfig, task: SWETask, samples: int) -> dict[str, object]:
+async def sample_task(model: object, cfg: SweEditSettings, task: SWETask, samples: int) -> dict[str, object]:
     repo = (TASKS.parent / task.repo).resolve()
     sources = {str(p.relative_to(repo)): p.read_text() for p in repo.rglob("*.py") if ".git" not in p.parts}
     target = gold_window(task, sources, cfg.window_lines)
@@ -92,13 +93,14 @@ async def main() -> None:
     parser.add_argument("--filter", default="")
     parser.add_argument("-c", dest="config", action="append", default=[])
     args = parser.parse_args()
-    cfg = load_repair_config(["edit_format=rewrite", *args.config])
+    cfg = load_repair_config(["edit.format=rewrite", *args.config])
+    edit = SweEditSettings.model_validate(run_values_for(cfg, SweEditSettings.model_fields))  # as swe.edit gets them
     model = load_model(cfg.model, **cfg.model_options)
     tasks = [t for t in load_tasks(TASKS) if re.search(args.filter, t.instance_id)]
     start = time.perf_counter()
     results = {}
     for task in tasks:
-        results[task.instance_id] = await sample_task(model, cfg, task, args.samples)
+        results[task.instance_id] = await sample_task(model, edit, task, args.samples)
         print(f"{task.instance_id}: {results[task.instance_id]['statuses']}", file=sys.stderr)
     sample_s = time.perf_counter() - start
     resolved = await count_resolving(tasks, {iid: r["patches"] for iid, r in results.items()})  # type: ignore[misc]

@@ -53,9 +53,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "examples" / "swe-tasks" / "tasks.jsonl"
 STRATEGIES: dict[str, list[str]] = {
-    "single": ["--strategy", "single", "-c", "max_attempts=3"],
-    "best_of_8": ["--strategy", "best-of-n", "-n", "8", "-c", "max_attempts=1"],
-    "mcts": ["--strategy", "mcts", "-n", "4", "-c", "max_attempts=2"],
+    "single": ["--strategy", "best_of_n", "-n", "1", "-c", "search.max_attempts=3"],
+    "best_of_8": ["--strategy", "best_of_n", "-n", "8", "-c", "search.max_attempts=1"],
+    "mcts": ["--strategy", "mcts", "-n", "4", "-c", "search.max_attempts=2"],
 }
 
 
@@ -291,7 +291,7 @@ def search_at_budget(name: str, calls: int) -> list[str]:
     are many samples already and run as they ship."""
     if name not in STRATEGY_WORKFLOWS:
         return []
-    return ["--strategy", "best-of-n", "-n", str(max(1, calls - FIXED_CALLS)), "-c", "max_attempts=1"]
+    return ["--strategy", "best_of_n", "-n", str(max(1, calls - FIXED_CALLS)), "-c", "search.max_attempts=1"]
 
 
 def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -> None:
@@ -301,7 +301,7 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
     for name in args.workflows.split(","):
         run_dir = Path(args.out) / f"workflow-{name}"
         argv = [agentflow, "bench", args.tasks, "--workflow", name, *search_at_budget(name, args.calls),
-                "--workers", str(args.workers), "-o", str(run_dir), "-c", f"step_limit={args.calls}"]
+                "--workers", str(args.workers), "-o", str(run_dir), "-c", f"limits.step_limit={args.calls}"]
         wall, code = run_bench(argv, run_dir, args, subset)
         if not (run_dir / "report.json").is_file():
             print(json.dumps({"workflow": name, "error": f"agentflow bench exited {code} without a report"}))

@@ -117,7 +117,7 @@ async def one_run(tasks_file: Path, out: Path, port: int, image: str, workers: i
     from agentflow.swe.tasks import load_tasks
 
     cfg = load_repair_config([f"model=openai-compatible:http://127.0.0.1:{port}/v1#{{instance_id}}",
-                              "feedback=task", "edit_format=search_replace", "backend=docker",
+                              "tests.feedback=task", "edit.format=search_replace", "backend=docker",
                               f"sandbox.image={image}", f"workers={workers}"])
     started = time.monotonic()
     summary = await run_batch(load_tasks(tasks_file, allow_paths=[TASKS.parent]), cfg, out, executor=executor)

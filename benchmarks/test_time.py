@@ -38,14 +38,14 @@ async def measure(task: Any, gold: str, image: str) -> dict[str, Any]:
     from agentflow.repair.verify.workbench import HowToVerify, Workbench
     from agentflow.sandbox import open_sandbox
 
-    cfg = load_repair_config(["backend=docker", f"sandbox.image={image}", "feedback=repo"])
+    cfg = load_repair_config(["backend=docker", f"sandbox.image={image}", "tests.feedback=repo"])
     async with open_sandbox("docker", cfg.sandbox) as sandbox:
         bench = Workbench(sandbox, task, cfg, "python3")
         await bench.setup()
         await bench.preflight()
         base = await bench.verify_base()
         sources = await bench.python_sources()
-        _, summary = await bench.gather_evidence(task.problem_statement, sources, test_timeout_s=cfg.test_timeout_s)
+        _, summary = await bench.gather_evidence(task.problem_statement, sources, test_timeout_s=cfg.tests.timeout_s)
         how = HowToVerify(base=base, reach=SuiteReach.from_json(summary.get("reach")))
         candidates = {"fix": gold}
         await bench.restore(gold)

@@ -29,16 +29,18 @@ from agentflow.tools.result import ToolResult
 
 SERVER_NAME = "agentflow"
 REPAIR_OPTIONS = {
-    "edit_format", "max_attempts", "concurrency", "plan", "critique", "rank", "reproduce", "vote",
-    "temperature", "seed", "max_tokens", "windows", "step_limit", "wall_time_s", "budget_usd", "test_timeout_s",
+    "edit.format", "search.max_attempts", "search.concurrency", "plan", "critique", "rank", "reproduce", "vote",
+    "sampling.temperature", "sampling.seed", "sampling.max_tokens", "windows", "limits.step_limit",
+    "limits.wall_time_s", "limits.budget_usd", "tests.timeout_s",
 }
 """Repair settings an MCP client may change; where the code runs (sandbox, image, backend) is not one."""
 REPAIR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "issue": {"type": "string", "description": "The issue to fix, as a user would report it."},
-        "strategy": {"type": "string", "enum": ["single", "best-of-n", "mcts"], "description": "Search strategy."},
-        "n": {"type": "integer", "minimum": 1, "maximum": 64, "description": "Rollouts of best-of-n / mcts."},
+        "strategy": {"type": "string", "enum": ["best_of_n", "mcts"], "description": "Search strategy."},
+        "n": {"type": "integer", "minimum": 1, "maximum": 64, "description": "Chains of best_of_n (mcts: n * "
+              "max_attempts expansions)."},
         "model": {"type": "string", "description": "Model spec of the coder: the server's (default) or one it "
                   "allows; any other is refused."},
         "test_cmd": {"type": "string", "description": "Command that runs the repository's tests."},

@@ -3,24 +3,33 @@ templates under `agentflow/repair/prompts/` unless a config gives its own text."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
+from pydantic.fields import FieldInfo
 
-from agentflow.config import StrictConfig, apply_overrides, load_yaml, validate_config
+from agentflow.config import (
+    StrictConfig,
+    apply_overrides,
+    deep_merge,
+    load_yaml,
+    strategy_spelling,
+    validate_config,
+)
 from agentflow.errors import ConfigError, did_you_mean
+from agentflow.graph.search.settings import STRATEGIES, Strategy
 from agentflow.models.base import ChatModel
 from agentflow.observe.config import TraceConfig
 from agentflow.sandbox.config import SandboxConfig
 
 REPAIR_SANDBOX_LIFETIME_S = 4 * 3600.0
-"""Wall-clock life of a task's sandbox unless the task's `wall_time_s` or `sandbox.sandbox_timeout_s` says otherwise."""
+"""Wall-clock life of a task's sandbox unless the task's `limits.wall_time_s` or `sandbox.sandbox_timeout_s` says otherwise."""
 GRADE_MARGIN_S = 600.0
-"""Life a task's sandbox keeps past the task's `wall_time_s`: the chosen patch is still verified in it."""
+"""Life a task's sandbox keeps past the task's `limits.wall_time_s`: the chosen patch is still verified in it."""
 
-Strategy = Literal["single", "best-of-n", "mcts"]
 EditFormat = Literal["auto", "rewrite", "search_replace", "tools"]
 ModelLoader = Callable[[str], ChatModel]
 
@@ -116,36 +125,25 @@ class RunInputs(StrictConfig):
     """Regular expression the instance ids must match."""
 
 
-class RepairConfig(StrictConfig):
-    """Settings of `agentflow repair` / `agentflow bench` (defaults: `workflows/repair.yaml`)."""
 
-    model: str = "local:qwen2.5-coder-1.5b"
-    """Model spec of the coder; `{instance_id}` in any role's spec is replaced per task (e.g. one cassette each)."""
-    model_options: dict[str, Any] = Field(default_factory=dict)
-    """Options of every role's model (`agentflow.models.ModelOptions`: timeout_s, max_attempts, concurrency,
-    ...), e.g. `-c model_options.timeout_s=900` for a busy CPU server."""
-    planner_model: str | None = None
+class ModelRoles(StrictConfig):
+    """The models of the helper roles beside the coder (`model`); each one set turns its step on."""
+    planner: str | None = None
     """Model of the planner step (setting it turns the step on; `plan: true` uses the coder's model)."""
-    critic_model: str | None = None
+    critic: str | None = None
     """Model of the critic step (setting it turns the step on; `critique: true` uses the coder's model)."""
-    verifier_model: str | None = None
+    verifier: str | None = None
     """Model that judges the best candidates when tests cannot tell them apart (setting it turns it on)."""
-    rank_keep: int = Field(default=2, ge=0, le=10)
-    """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
-    them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
-    small model's first pick, so keeping only one place can push the faulty function out of the suspects
-    (`benchmarks/localize_real.py --ranked RUN` measures it)."""
-    workflow: str = "repair"
-    """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
-    nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Settings of single nodes, over the workflow's own: `-c nodes.search.n=8` (node name, then setting).
-    `*` holds the settings of every node whose type takes them, under the workflow's own: `-c finalists=4`
-    (a setting of node types, not of the run) is `nodes.*.finalists` (`node_setting_names`)."""
+
+
+class RepairSearchSettings(StrictConfig):
+    """How the workflow's graph search nodes search (the search's own vocabulary: `agentflow.graph.search.settings`)."""
     strategy: Strategy | None = None
-    """Sets the workflow's search node: single (best-of-N with n=1: one chain of attempts), best-of-n (n chains
-    at once), mcts (tree search over attempts). None: the search node as the workflow defines it (or
-    `strategy_when_tests_fail`)."""
-    strategy_when_tests_fail: Strategy | None = "mcts"
+    """Sets the workflow's graph search nodes (`--strategy`): best_of_n (n chains of attempts at once; `-n 1`
+    is one chain), mcts (tree search over attempts: n * max_attempts expansions of one attempt each, UCT weight
+    `c`), beam / tot / rebase (the search's stepwise strategies, n branches). None: the search nodes as the
+    workflow defines them (or `when_tests_fail`). `single` and `best-of-n` are earlier spellings (warned)."""
+    when_tests_fail: Strategy | None = "mcts"
     """The search when `strategy` is not given and the pre-flight finds tests that fail at the base commit: each
     candidate's tests then say how far it got, so a tree search can build on the best candidates so far (their
     failing tests as feedback) and spread the budget over several of them, where one chain follows a single
@@ -153,29 +151,42 @@ class RepairConfig(StrictConfig):
     graph search nodes as `--strategy` would be (a node's own `-c nodes.<node>.strategy` keeps it); None: the
     workflow's search whatever the tests do."""
     n: int = Field(default=4, ge=1, le=64)
-    """Chains for best-of-n. mcts makes n * max_attempts expansions of one edit sample each, the same budget as
-    best-of-n."""
+    """Chains for best_of_n. mcts makes n * max_attempts expansions of one edit sample each, the same budget as
+    best_of_n."""
     max_attempts: int = Field(default=3, ge=1, le=20)
     """Edit attempts in one chain (each after the previous one's test feedback); for mcts, the most attempts
     along one path of the tree."""
-    noop_retries: int = Field(default=2, ge=0, le=20)
-    """Extra samples when an answer changes nothing or cannot be read (those are not candidates). A rewrite given
-    back unchanged, or answered with other code than the window's function, is retried on another suspect
-    (`agentflow.repair.locate.focus`); an answer that cannot be read or does not parse, on the same one."""
-    split_edits: bool = True
-    """An edit that fails its tests and changes several places (separate runs of lines) is also verified one
-    change at a time, each a candidate of its own (no model call): small models often fix the bug and break
-    something beside it (a signature they were not asked to touch)."""
-    split_edits_limit: int = Field(default=4, ge=2, le=20)
-    """Edits with more changes than this are not split (a rewrite, not a fix with a slip beside it)."""
+    c: float = Field(default=0.3, ge=0)
+    """mcts: the UCT exploration weight (values are in [0, 1]); the search's `c`."""
+    concurrency: int = Field(default=4, ge=1, le=64)
+    """Model calls in flight at once (chains of best_of_n, leaves of mcts); a local server decodes them together."""
     stop_on_success: bool = True
     """Stop drawing samples once a candidate passes tests that decide (task tests, or a failing test command)."""
-    concurrency: int = Field(default=4, ge=1, le=64)
-    """Model calls in flight at once (chains of best-of-n, leaves of mcts); a local server decodes them together."""
-    batch_samples: int = Field(default=8, ge=1, le=64)
-    """Samples of one prompt in flight at once are sent as one request with `n`, up to this many (the
-    server evaluates the prompt once for all of them). At most the server's slots
-    (llama-server `--parallel`); 1 sends every sample on its own."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _search_spelling(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for key in ("strategy", "when_tests_fail"):
+            value = out.get(key)
+            if not isinstance(value, str) or value in STRATEGIES:
+                continue
+            spelt = strategy_spelling(value)
+            if spelt == "single":
+                warn_renamed(f"search.{key}={value}", f"search.{key}=best_of_n with search.n=1 (`--strategy best_of_n -n 1`)")
+                out[key] = "best_of_n"
+                if key == "strategy":
+                    out["n"] = 1
+            elif spelt in STRATEGIES:
+                warn_renamed(f"search.{key}={value}", f"search.{key}={spelt}")
+                out[key] = spelt
+        return out
+
+
+class Sampling(StrictConfig):
+    """How each answer is sampled."""
     temperature: float = Field(default=0.7, ge=0)
     """Sampling temperature."""
     seed: int = 0
@@ -183,67 +194,56 @@ class RepairConfig(StrictConfig):
     max_tokens: int = Field(default=512, ge=16)
     """Output cap of one answer (small models can loop until the cap); a rewrite's cap is raised to fit the
     window it must give back whole."""
-    edit_format: EditFormat = "auto"
+    batch_samples: int = Field(default=8, ge=1, le=64)
+    """Samples of one prompt in flight at once are sent as one request with `n`, up to this many (the
+    server evaluates the prompt once for all of them). At most the server's slots
+    (llama-server `--parallel`); 1 sends every sample on its own."""
+
+
+class EditSettings(StrictConfig):
+    """The form of the edits asked for (the edit nodes' own settings, `tool_steps`, `noop_retries`, `split_edits`,
+    ..., are their types': `agentflow.repair.nodetypes.rollout.SweEditSettings`)."""
+    format: EditFormat = "auto"
     """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
     form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code;
     tools: the model edits the files with the editor tools (view, str_replace, insert) through its API's
     tool calling; auto: tools for models that say they call tools (OpenAI, Anthropic, LiteLLM, a serving
     profile with tool calling), else rewrite."""
-    tool_steps: int = Field(default=8, ge=1, le=50)
-    """edit_format tools: model calls of one edit (viewing and editing files, then a last answer)."""
-    stop: list[str] = Field(default_factory=lambda: ["END_EDITS"])
-    """Stop sequences of edit answers."""
-    max_prompt_chars: int = Field(default=12000, ge=1000)
-    """Prompt size cap (about 4 characters per token); code windows are dropped to stay under it."""
-    windows: int = Field(default=4, ge=1, le=20)
-    """Code windows shown per attempt."""
-    context_windows: int = Field(default=0, ge=0, le=20)
-    """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
-    file_context_lines: int = Field(default=80, ge=0)
-    """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
-    lines, else as a list of what it defines (imports, module names, classes and methods, functions; at most
-    this many items); 0 shows none of it."""
-    window_lines: int = Field(default=30, ge=5)
-    """Longest code window (a function's `def` line and docstring not counted); longer functions are shown around
-    the hit."""
+
+
+class TestSettings(StrictConfig):
+    """How candidates are verified during the search."""
     feedback: Literal["auto", "task", "repo", "none"] = "repo"
-    """Tests that verify candidates during the search. repo (blind, the default): `test_cmd` on the repository
+    """Tests that verify candidates during the search. repo (blind, the default): `tests.cmd` on the repository
     as it is, plus a reproduction script (`reproduce`). task: the task's FAIL_TO_PASS/PASS_TO_PASS with its
     test_patch -- hidden tests a real solver does not see (an oracle setting; never for reported resolve rates).
     none: no verification. auto: task when the task has FAIL_TO_PASS tests, else repo. Whatever the mode, the
     submitted patch is evaluated with the task's tests for the report."""
-    test_cmd: str | None = None
+    cmd: str | None = None
     """Test command for repo feedback (default: pytest on the whole repository)."""
-    test_timeout_s: float = Field(default=300.0, gt=0)
+    timeout_s: float = Field(default=300.0, gt=0)
     """Limit of one test run (the base commit's; a candidate's is at most this, see `test_timeout_ratio`)."""
-    test_timeout_ratio: float = Field(default=5.0, ge=1.0)
+    timeout_ratio: float = Field(default=5.0, ge=1.0)
     """A candidate's test run times out at this multiple of the unchanged code's run of the same tests (at
     least `test_timeout_floor_s`): a candidate that hangs costs a few base runs, not `test_timeout_s`."""
-    test_timeout_floor_s: float = Field(default=5.0, gt=0)
+    timeout_floor_s: float = Field(default=5.0, gt=0)
     """The shortest timeout of a candidate's test run (a suite of a second still needs time to start)."""
-    test_time_share: float = Field(default=0.3, gt=0, le=1)
-    """Share of the task's wall time (`wall_time_s`) that the repair's own test runs may spend together: the
+    time_share: float = Field(default=0.3, gt=0, le=1)
+    """Share of the task's wall time (`limits.wall_time_s`) that the repair's own test runs may spend together: the
     call-traced localization run (`swe.spectrum`) and the candidates' verifications during the search (not the
     pre-flight, nor the whole-suite check of a finalist). A run whose expected time (the base commit's run of the
     suite; twice that traced) does not fit in what is left runs only the tests failing at the base commit,
     its timeout what is left; a run that still times out says so. Both are `repair.test_time` events and
-    progress lines. Without `wall_time_s` there is no share: each run is bounded by its own timeout."""
-    target_tests: bool = True
+    progress lines. Without `limits.wall_time_s` there is no share: each run is bounded by its own timeout."""
+    targeted: bool = True
     """Blind mode: a candidate runs only the repository tests that reached the functions it changes in the base
     commit's traced run (`swe.spectrum`), its whole-suite result estimated from theirs; the whole suite runs
     for a finalist before it is submitted (see `agentflow.repair.verify.targeting`). Off: every candidate runs the
     whole suite."""
-    mcts_c: float = Field(default=0.3, ge=0)
-    """UCT exploration constant (values are in [0, 1])."""
-    backend: Literal["auto", "docker", "local"] = "auto"
-    """Sandbox backend (auto: docker when the engine answers)."""
-    sandbox: SandboxConfig = Field(
-        default_factory=lambda: SandboxConfig.model_validate({"sandbox_timeout_s": REPAIR_SANDBOX_LIFETIME_S}))
-    """Settings of each task's sandbox. Its wall-clock life (`sandbox.sandbox_timeout_s`, 4 hours here: a
-    search of many samples on a real package can outlast the sandbox's own 1-hour default on a busy CPU)
-    stretches to the task's `wall_time_s` plus time to grade when that is longer (`task_sandbox_config`)."""
-    trace: TraceConfig = Field(default_factory=TraceConfig)
-    """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
+
+
+class Limits(StrictConfig):
+    """What one task (or the whole run) may spend."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Spend limit per task (models with known prices)."""
     run_budget_usd: float | None = Field(default=None, ge=0)
@@ -253,12 +253,161 @@ class RepairConfig(StrictConfig):
     """Model calls per task (every role's calls count)."""
     wall_time_s: float | None = Field(default=None, gt=0)
     """Wall-clock limit per task."""
+
+
+class RepairConfig(StrictConfig):
+    """Settings of `agentflow repair` / `agentflow bench`, in sections; where each setting comes from:
+    docs/concepts/repair.md#settings. Flat names of earlier versions (`temperature`) are read as their new
+    paths (`sampling.temperature`) with a warning (`RENAMED`)."""
+
+    model: str = "local:qwen2.5-coder-1.5b"
+    """Model spec of the coder; `{instance_id}` in any role's spec is replaced per task (e.g. one cassette each)."""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    """Options of every role's model (`agentflow.models.ModelOptions`: timeout_s, max_attempts, concurrency,
+    ...), e.g. `-c model_options.timeout_s=900` for a busy CPU server."""
+    roles: ModelRoles = Field(default_factory=ModelRoles)
+    """Planner, critic and verifier models."""
+    workflow: str = "repair"
+    """The repair workflow: a shipped name (`repair`) or a YAML path (see `agentflow graph show repair`)."""
+    nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Settings of single nodes, over the workflow's own: `-c nodes.search.n=8` (node name, then setting).
+    `*` holds the settings of every node whose type takes them, under the workflow's own: `-c finalists=4`
+    (a setting of node types, not of the run) is `nodes.*.finalists` (`node_setting_names`)."""
+    search: RepairSearchSettings = Field(default_factory=RepairSearchSettings)
+    """The search over attempts."""
+    sampling: Sampling = Field(default_factory=Sampling)
+    """Sampling of answers."""
+    edit: EditSettings = Field(default_factory=EditSettings)
+    """The form of the edits asked for."""
+    tests: TestSettings = Field(default_factory=TestSettings)
+    """Verification of candidates."""
+    limits: Limits = Field(default_factory=Limits)
+    """Spend limits of a task and of the run."""
+    backend: Literal["auto", "docker", "local"] = "auto"
+    """Sandbox backend (auto: docker when the engine answers)."""
+    sandbox: SandboxConfig = Field(
+        default_factory=lambda: SandboxConfig.model_validate({"sandbox_timeout_s": REPAIR_SANDBOX_LIFETIME_S}))
+    """Settings of each task's sandbox. Its wall-clock life (`sandbox.sandbox_timeout_s`, 4 hours here: a
+    search of many samples on a real package can outlast the sandbox's own 1-hour default on a busy CPU)
+    stretches to the task's `limits.wall_time_s` plus time to grade when that is longer (`task_sandbox_config`)."""
+    trace: TraceConfig = Field(default_factory=TraceConfig)
+    """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     prompts: RepairPrompts = Field(default_factory=RepairPrompts)
     """Prompt templates."""
     workers: int = Field(default=1, ge=1, le=64)
     """Tasks repaired at the same time (one sandbox each)."""
     inputs: RunInputs = Field(default_factory=RunInputs)
     """What the run works on (set from the command line)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_names(cls, data: Any) -> Any:
+        return renamed_to_paths(data) if isinstance(data, dict) else data
+
+
+RENAMED: dict[str, str] = {
+    "planner_model": "roles.planner",
+    "critic_model": "roles.critic",
+    "verifier_model": "roles.verifier",
+    "strategy": "search.strategy",
+    "strategy_when_tests_fail": "search.when_tests_fail",
+    "n": "search.n",
+    "max_attempts": "search.max_attempts",
+    "mcts_c": "search.c",
+    "concurrency": "search.concurrency",
+    "stop_on_success": "search.stop_on_success",
+    "temperature": "sampling.temperature",
+    "seed": "sampling.seed",
+    "max_tokens": "sampling.max_tokens",
+    "batch_samples": "sampling.batch_samples",
+    "edit_format": "edit.format",
+    "feedback": "tests.feedback",
+    "test_cmd": "tests.cmd",
+    "test_timeout_s": "tests.timeout_s",
+    "test_timeout_ratio": "tests.timeout_ratio",
+    "test_timeout_floor_s": "tests.timeout_floor_s",
+    "test_time_share": "tests.time_share",
+    "target_tests": "tests.targeted",
+    "budget_usd": "limits.budget_usd",
+    "run_budget_usd": "limits.run_budget_usd",
+    "step_limit": "limits.step_limit",
+    "wall_time_s": "limits.wall_time_s",
+}
+"""Flat name of an earlier version -> its path in `RepairConfig` now. Each is still read (from Python, a config
+file or `-c`), with a warning naming the new path once per process; node types name a setting of the run they
+take by its flat name (`run_field`)."""
+
+_warned: set[str] = set()
+
+
+class RenamedSettingWarning(UserWarning):
+    """A setting was given in an earlier spelling; the message names the one to use."""
+
+
+def warn_renamed(old: str, new: str) -> None:
+    """Warn, once per spelling and process, that `old` is now `new`."""
+    if old in _warned:
+        return
+    _warned.add(old)
+    warnings.warn(f"repair config: {old} is spelt {new} now", RenamedSettingWarning, stacklevel=2)
+
+
+def renamed_to_paths(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with its flat names of earlier versions (`RENAMED`) moved to their paths, one warning each; a
+    ConfigError when one mapping gives a setting in both spellings."""
+    old = [key for key in data if key in RENAMED]
+    if not old:
+        return data
+    out = {key: value for key, value in data.items() if key not in RENAMED}
+    for key in old:
+        section, name = RENAMED[key].split(".")
+        given = out.get(section)
+        if isinstance(given, dict) and name in given:
+            raise ConfigError(f"repair config: {key} and {RENAMED[key]} are both given", hint=f"drop {key}")
+        warn_renamed(key, RENAMED[key])
+        out[section] = {**(given if isinstance(given, dict) else {}), name: data[key]}
+    return out
+
+
+def run_field(name: str) -> FieldInfo:
+    """The field of the run's setting a node type names `name` (its flat name, `RENAMED`): its default, bounds
+    and description, from their one source."""
+    path = RENAMED.get(name, name)
+    if "." not in path:
+        return RepairConfig.model_fields[path]
+    section, leaf = path.split(".")
+    section_cls = RepairConfig.model_fields[section].annotation
+    assert isinstance(section_cls, type) and issubclass(section_cls, StrictConfig), section
+    return section_cls.model_fields[leaf]
+
+
+def with_setting(cfg: RepairConfig, path: str, value: Any) -> RepairConfig:
+    """A copy of `cfg` with the setting at `path` (`tests.feedback`; a flat name of `RENAMED` is read as its
+    path) set to `value`, not validated (as `model_copy(update=...)`)."""
+    section, _, leaf = RENAMED.get(path, path).partition(".")
+    if not leaf:
+        return cfg.model_copy(update={section: value})
+    return cfg.model_copy(update={section: getattr(cfg, section).model_copy(update={leaf: value})})
+
+
+def run_setting_names() -> frozenset[str]:
+    """The flat names node types may take a run's setting by: the run's top-level settings and `RENAMED`'s keys."""
+    return frozenset(RepairConfig.model_fields) | frozenset(RENAMED)
+
+
+def run_values_for(cfg: RepairConfig, names: Iterable[str]) -> dict[str, Any]:
+    """The run's values of those of `names` that are settings of the run, by the names node types use
+    (`run_field`): what a node's settings start from."""
+    known = run_setting_names()
+    return {name: run_value(cfg, name) for name in names if name in known}
+
+
+def run_value(cfg: RepairConfig, name: str) -> Any:
+    """The run's value of the setting a node type names `name` (`run_field`)."""
+    value: Any = cfg
+    for part in RENAMED.get(name, name).split("."):
+        value = getattr(value, part)
+    return value
 
 
 ALL_NODES = "*"
@@ -271,7 +420,7 @@ def node_setting_names() -> frozenset[str]:
 
     return frozenset(name for node_type in default_registry().types.values()
                      if node_type.needs == "repair" and node_type.settings is not None
-                     for name in node_type.settings.model_fields) - set(RepairConfig.model_fields)
+                     for name in node_type.settings.model_fields) - run_setting_names()
 
 
 def _to_all_nodes(data: dict[str, Any]) -> dict[str, Any]:
@@ -281,7 +430,7 @@ def _to_all_nodes(data: dict[str, Any]) -> dict[str, Any]:
     names = known & set(data)
     nodes = {**dict(data.get("nodes") or {})}
     every = {**dict(nodes.get(ALL_NODES) or {}), **{name: data[name] for name in sorted(names)}}
-    unknown = sorted(set(every) - known - set(RepairConfig.model_fields))
+    unknown = sorted(set(every) - known - run_setting_names())
     if unknown:
         raise ConfigError(f"repair config: nodes.{ALL_NODES}.{unknown[0]}: no node type takes that setting"
                           f"{did_you_mean(unknown[0], known)}")
@@ -291,13 +440,42 @@ def _to_all_nodes(data: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in data.items() if k not in names}, "nodes": nodes}
 
 
+def _renamed_item(item: str) -> str:
+    """A `-c key=value` item with a flat name of an earlier version (`RENAMED`) in front spelt as its path."""
+    key, value = item.split("=", 1)
+    head, dot, rest = key.strip().partition(".")
+    if head not in RENAMED:
+        return item
+    warn_renamed(head, RENAMED[head])
+    return f"{RENAMED[head]}{dot}{rest}={value}"
+
+
 def load_repair_config(
     overrides: list[str] | tuple[str, ...] = (), base: dict[str, Any] | None = None
 ) -> RepairConfig:
     """The defaults (this module and the node types' settings classes: their only sources), then `base`, then
     `-c` items (files or key=value); a node type's setting given as the run's goes to `nodes.*`."""
-    data = _to_all_nodes(apply_overrides(dict(base or {}), overrides))
+    data = renamed_to_paths(dict(base or {}))
+    for item in overrides:  # each item's flat names moved first, so a later item wins whatever its spelling
+        data = apply_overrides(data, [_renamed_item(item)]) if "=" in item else \
+            deep_merge(data, renamed_to_paths(apply_overrides({}, [item])))
+    data = _to_all_nodes(data)
+    _check_top_level(data)
     return validate_config(RepairConfig, data, source="repair config")
+
+
+def _check_top_level(data: dict[str, Any]) -> None:
+    """A ConfigError for a top-level name the run does not have, naming the nearest setting by its path (a
+    typo of `temperature` suggests `sampling.temperature`)."""
+    unknown = sorted(set(data) - set(RepairConfig.model_fields))
+    if not unknown:
+        return
+    paths = {**{name: name for name in RepairConfig.model_fields}, **{path.split(".")[1]: path for path in RENAMED.values()},
+             **{path: path for path in RENAMED.values()}}
+    near = did_you_mean(unknown[0], paths, sep="")
+    name = near.removeprefix("did you mean '").removesuffix("'?")
+    hint = f"; did you mean '{paths[name]}'?" if near else ""
+    raise ConfigError(f"repair config: {unknown[0]}: no such setting{hint}")
 
 
 def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> RepairConfig:
@@ -328,8 +506,9 @@ def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] 
 
 
 def task_sandbox_config(cfg: RepairConfig) -> SandboxConfig:
-    """The sandbox settings of one task: `cfg.sandbox`, living at least the task's `wall_time_s` plus
+    """The sandbox settings of one task: `cfg.sandbox`, living at least the task's `limits.wall_time_s` plus
     `GRADE_MARGIN_S` (a sandbox that dies first turns a slow task into an `env_error`)."""
-    if cfg.wall_time_s is None or cfg.sandbox.sandbox_timeout_s >= cfg.wall_time_s + GRADE_MARGIN_S:
+    wall_time_s = cfg.limits.wall_time_s
+    if wall_time_s is None or cfg.sandbox.sandbox_timeout_s >= wall_time_s + GRADE_MARGIN_S:
         return cfg.sandbox
-    return cfg.sandbox.model_copy(update={"sandbox_timeout_s": cfg.wall_time_s + GRADE_MARGIN_S})
+    return cfg.sandbox.model_copy(update={"sandbox_timeout_s": wall_time_s + GRADE_MARGIN_S})

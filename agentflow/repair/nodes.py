@@ -192,7 +192,7 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     rt = ctx.deps
     bench = rt.bench
     base = state["base"]
-    if not (bench.mode == "repo" and base.passed and settings.reproduce and rt.cfg.test_cmd is None):
+    if not (bench.mode == "repo" and base.passed and settings.reproduce and rt.cfg.tests.cmd is None):
         return {"reproduction": {"kept": None}}
     sources = await bench.python_sources()
     prefer = ranked_of(state)
@@ -257,7 +257,7 @@ async def _keep_check(rt: RepairRuntime, settings: ReproduceSettings, sources: d
 
 async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: PlanSettings) -> RepairState:
     rt = ctx.deps
-    if rt.models.planner is None or not (settings.plan or rt.cfg.planner_model):
+    if rt.models.planner is None or not (settings.plan or rt.cfg.roles.planner):
         return {"plan": ""}
     sources = await rt.bench.python_sources()
     prefer = ranked_of(state)
@@ -361,9 +361,9 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
     _repair("swe.reproduce", reproduce, ReproduceSettings, (VerifyKeys, RankedKeys), (BaseKeys, ReproductionKeys),
             "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
             "must keep working, kept if it passes",
-            lambda s, run: (1 + int(s.keep_check)) if s.reproduce and run.feedback != "task" else 0),
+            lambda s, run: (1 + int(s.keep_check)) if s.reproduce and run.tests.feedback != "task" else 0),
     _repair("swe.plan", plan, PlanSettings, (RankedKeys,), (PlanKeys,), "the planner: which function, what to change",
-            lambda s, run: int(s.plan or run.planner_model is not None)),
+            lambda s, run: int(s.plan or run.roles.planner is not None)),
     _repair("swe.edit", rollout.edit_node, SweEditSettings,
             (BaseKeys, RankedKeys, SpectrumKeys, PlanKeys, CandidateKeys, DrawKeys, HintKeys, ReproductionKeys),
             (EditKeys, DrawKeys, HintKeys),
@@ -374,11 +374,11 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
             "applies an edit, takes its patch, verifies it; verdict pass / retry / stop"),
     _repair("swe.critique", rollout.critique_node, SweCritiqueSettings, (BaseKeys, TriedKeys, CandidateKeys),
             (CandidateKeys,), "a failed attempt's review joins its feedback",
-            lambda s, run: int(s.critique or run.critic_model is not None)),
+            lambda s, run: int(s.critique or run.roles.critic is not None)),
     _repair("swe.choose", choose_node, ChooseSettings, (AttemptsKeys, VerifyKeys), (ChoiceKeys,),
             "none that changes no code when the tests fail at the base commit, then tests, then the keep-working "
             "check, then what the issue's examples show, then the vote, then the verifier model; graded",
-            lambda s, run: int(run.verifier_model is not None)),
+            lambda s, run: int(run.roles.verifier is not None)),
     _repair("swe.value", rollout.value_node, SweValueSettings, (BaseKeys, TriedKeys, CandidateKeys, AttemptsKeys),
             (CandidateKeys, AttemptsKeys, SearchValueKeys),
             "the value agent: a value guides the search, its assessment the next expansion", lambda s, run: 1),

@@ -75,8 +75,8 @@ def test_ctrl_c_on_repair_prints_the_command_that_continues_it(docker_image: str
     out = tmp_path / "repair"
     events = out / "events.jsonl"
     proc = _cli(["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{CASSETTE}",
-                 "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "feedback=task",
-                 "-c", "edit_format=search_replace", "-o", str(out)])
+                 "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "tests.feedback=task",
+                 "-c", "edit.format=search_replace", "-o", str(out)])
 
     def localizing() -> bool:  # inside the spectrum (seconds of traced tests): before any model call, so the
         # replayed model's sequence starts where the continued run asks
@@ -103,8 +103,8 @@ def test_ctrl_c_on_bench_prints_the_command_that_continues_it(docker_image: str,
     out = tmp_path / "bench"
     events = out / "events.jsonl"
     proc = _cli(["bench", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{CASSETTE}",
-                 "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "feedback=task",
-                 "-c", "edit_format=search_replace", "-o", str(out)])
+                 "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "tests.feedback=task",
+                 "-c", "edit.format=search_replace", "-o", str(out)])
 
     def started() -> bool:
         return events.is_file() and any(e["kind"] == "node.start" for e in read_jsonl(events))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from agentflow.cli.parts.serve_flag import sets_model
 from agentflow.cli.repair.repair_options import repair_overrides
 from agentflow.config import apply_overrides
 from agentflow.errors import UserError
+from agentflow.repair.config import load_repair_config
 
 SHARED = [
     "--strategy",
@@ -44,7 +46,7 @@ def test_repair_and_bench_declare_the_shared_flags_identically() -> None:
 
 def test_every_flag_maps_to_its_config_key() -> None:
     items = repair_overrides(
-        strategy="best-of-n",
+        strategy="best_of_n",
         n=8,
         model="openai-compatible:http://127.0.0.1:8000/v1#m",
         planner_model="openai:gpt-4o-mini",
@@ -57,19 +59,19 @@ def test_every_flag_maps_to_its_config_key() -> None:
         sandbox="local",
     )
     assert apply_overrides({}, items) == {
-        "strategy": "best-of-n",
-        "n": 8,
+        "search": {"strategy": "best_of_n", "n": 8},
         "model": "openai-compatible:http://127.0.0.1:8000/v1#m",
-        "planner_model": "openai:gpt-4o-mini",
-        "critic_model": "anthropic:claude-3-5-haiku-latest",
-        "verifier_model": "local:gemma3-270m",
-        "test_cmd": "pytest -x tests/test_a.py",
-        "feedback": "repo",
-        "budget_usd": 0.5,
-        "step_limit": 12,
-        "wall_time_s": 5400.0,
+        "roles": {"planner": "openai:gpt-4o-mini", "critic": "anthropic:claude-3-5-haiku-latest",
+                  "verifier": "local:gemma3-270m"},
+        "tests": {"cmd": "pytest -x tests/test_a.py", "feedback": "repo"},
+        "limits": {"budget_usd": 0.5, "step_limit": 12, "wall_time_s": 5400.0},
         "backend": "local",
     }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the flags spell every setting by its path: no renamed-setting warning
+        cfg = load_repair_config(items)
+    assert (cfg.search.strategy, cfg.search.n, cfg.roles.verifier, cfg.limits.wall_time_s) == (
+        "best_of_n", 8, "local:gemma3-270m", 5400.0)
     assert repair_overrides() == []
 
 
@@ -94,7 +96,7 @@ def test_sets_model_sees_key_value_items_and_config_files(tmp_path: Path) -> Non
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("model: openai:gpt-4o-mini\nn: 2\n")
     assert sets_model([str(cfg)]) and sets_model(["model=local:gemma3-270m"])
-    assert not sets_model(["n=2", "planner_model=openai:gpt-4o"])
+    assert not sets_model(["search.n=2", "roles.planner=openai:gpt-4o"])
 
 
 @pytest.mark.parametrize("command", ["repair", "bench"])

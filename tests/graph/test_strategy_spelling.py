@@ -1,15 +1,19 @@
 """A search strategy's name is accepted in either spelling, wherever one is named: a node's `search.strategy`
 (YAML or `-c`), a `strategy_key` value in the state, and `--strategy` of `repair`/`bench` (`best-of-n` and
-`best_of_n`, any case); an unknown one is still refused, with the nearest name."""
+`best_of_n`, any case; a spelling other than the search's warns once); an unknown one is still refused, with the
+nearest name."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
-from agentflow.cli.repair.repair_options import STRATEGIES, repair_overrides
+from agentflow.cli.repair.repair_options import repair_overrides
 from agentflow.errors import ConfigError, UserError
 from agentflow.graph.run.outcome import NodeFailed
-from agentflow.graph.search.settings import STRATEGY_NAMES, parse_search_settings, strategy_for
+from agentflow.graph.search.settings import STRATEGIES, STRATEGY_NAMES, parse_search_settings, strategy_for
+from agentflow.repair.config import RenamedSettingWarning, load_repair_config
 
 
 def _spellings(name: str) -> list[str]:
@@ -33,7 +37,9 @@ def test_strategy_key_values_in_any_spelling(spelt: str, name: str) -> None:
 
 @pytest.mark.parametrize("spelt, name", [(s, n) for n in STRATEGIES for s in _spellings(n)])
 def test_repair_strategy_flag_in_any_spelling(spelt: str, name: str) -> None:
-    assert repair_overrides(strategy=spelt) == [f"strategy={name}"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RenamedSettingWarning)
+        assert load_repair_config(repair_overrides(strategy=spelt)).search.strategy == name
 
 
 def test_unknown_names_are_still_refused() -> None:
@@ -41,5 +47,5 @@ def test_unknown_names_are_still_refused() -> None:
         parse_search_settings({"strategy": "best_of"}, "go")
     with pytest.raises(NodeFailed):
         strategy_for(parse_search_settings({"strategy_key": "a"}, "go"), {"a": "bestofn"}, "go")
-    with pytest.raises(UserError, match="did you mean 'best-of-n'"):
+    with pytest.raises(UserError, match="did you mean 'best_of_n'"):
         repair_overrides(strategy="best-of_m")

@@ -146,7 +146,7 @@ async def test_repair_returns_a_verified_patch_with_progress(tmp_path: Path) -> 
             {
                 "issue": "Values containing `=` are cut off after the second `=` by `loads`.",
                 "test_cmd": check,
-                "options": {"edit_format": "search_replace"},
+                "options": {"edit.format": "search_replace"},
             },
             progress_callback=on_progress,
         )

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.docker
 
 def repair(out: Path, image: str, iid: str, cassette: str, *args: str) -> int:
     return run(["repair", "--tasks", str(TASKS_FILE), "-i", iid, "--model", f"replay:{CASSETTES / cassette}",
-                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task",
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task",
                 "--sandbox", "docker", "-c", f"sandbox.image={image}", "-o", str(out), *args])
 
 
@@ -29,8 +29,8 @@ def test_a_best_of_n_repair_is_one_span_tree_at_the_collector_and_a_tree_in_the_
     docker_image: str, tmp_path: Path, otlp_receiver: Receiver, capsys, browser: Any
 ) -> None:
     out = tmp_path / "run"
-    assert repair(out, docker_image, "inikit__inikit-1", "bon_inikit-1.json", "--strategy", "best-of-n", "-n", "3",
-                  "-c", "max_attempts=1", "-c", f"trace.endpoint={otlp_receiver.url}") == 0
+    assert repair(out, docker_image, "inikit__inikit-1", "bon_inikit-1.json", "--strategy", "best_of_n", "-n", "3",
+                  "-c", "search.max_attempts=1", "-c", f"trace.endpoint={otlp_receiver.url}") == 0
     assert f"agentflow view {out}" in capsys.readouterr().err
     r, events = otlp_receiver, read_jsonl(out / "events.jsonl")
     iid = "inikit__inikit-1"

@@ -64,7 +64,7 @@ def test_a_failed_node_is_red_with_its_reason_and_the_limits_are_as_configured(b
     cassette = _cassette(tmp_path / "c.json", ["this is not JSON"])
     assert run(["run", str(wf), "-m", f"replay:{cassette}", "-i", '{"task": "t"}', "-o", str(tmp_path / "runs"),
                 "--sandbox", "none", "--budget-usd", "2", "--step-limit", "9", "--wall-time", "90s",
-                "-c", "step_limit=40"]) == 1
+                "-c", "limits.step_limit=40"]) == 1
     (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/run.json")]
     open_view(browser, run_dir)
     cls, text = _node_state(browser, "review")
@@ -143,7 +143,7 @@ def _bench_folder(out: Path) -> Path:
     from agentflow.rundir import RunDir
     from agentflow.swe.tasks import SWETask
 
-    cfg = RepairConfig(model="replay:x.json", step_limit=30, wall_time_s=600, run_budget_usd=2.5)
+    cfg = RepairConfig.model_validate({"model": "replay:x.json", "limits": {"step_limit": 30, "wall_time_s": 600, "run_budget_usd": 2.5}})
     rundir = RunDir.create(out)
     rundir.write_config(cfg)
     graded, blind = "pkg__pkg-1", "own__repo-1"

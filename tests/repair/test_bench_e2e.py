@@ -34,9 +34,9 @@ def bench_argv(out: Path, image: str, *extra: str) -> list[str]:
         "-o",
         str(out),
         "-c",
-        "feedback=task",
+        "tests.feedback=task",
         "-c",
-        "edit_format=search_replace",
+        "edit.format=search_replace",
     ]
     for iid in IDS:
         argv += ["-i", iid]
@@ -105,9 +105,9 @@ def test_env_error_is_recorded_the_batch_continues_and_resume_retries_it(docker_
         "--allow-path",
         str(TASKS_FILE.parent),
         "-c",
-        "feedback=task",
+        "tests.feedback=task",
         "-c",
-        "edit_format=search_replace",
+        "edit.format=search_replace",
     ]
     assert run(argv) == 0
     report = json.loads((out / "report.json").read_text())

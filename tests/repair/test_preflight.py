@@ -60,7 +60,7 @@ def make_repo(root: Path, *, src: bool = False, extra_test: str | None = None, c
 
 def repair(out: Path, image: str, repo: Path, cassette: Path, *args: str) -> int:
     return run(["repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "--sandbox", "docker",
-                "-c", f"sandbox.image={image}", "-c", "edit_format=search_replace", "-c", "concurrency=1",
+                "-c", f"sandbox.image={image}", "-c", "edit.format=search_replace", "-c", "search.concurrency=1",
                 "-c", "rank=false", "-o", str(out), *args])
 
 
@@ -73,7 +73,7 @@ def test_flat_layout_with_the_pytest_script_is_verified_and_resolved(docker_imag
     repo = make_repo(tmp_path / "pager-repo")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best-of-n",
+    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best_of_n",
                   "-n", "4", "--json") == 0
     shown = json.loads(capsys.readouterr().out)
     assert "start = (page - 1) * per_page" in shown["model_patch"]
@@ -158,8 +158,8 @@ def test_in_a_batch_tests_that_cannot_run_are_that_tasks_env_error_and_the_other
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
     assert run(["bench", str(tasks), "--model", f"replay:{cassette}", "--sandbox", "docker",
-                "-c", f"sandbox.image={docker_image}", "-c", "edit_format=search_replace", "-c", "concurrency=1",
-                "-c", "rank=false", "-c", "feedback=repo", "--workers", "1", "-o", str(out)]) == 0
+                "-c", f"sandbox.image={docker_image}", "-c", "edit.format=search_replace", "-c", "search.concurrency=1",
+                "-c", "rank=false", "-c", "tests.feedback=repo", "--workers", "1", "-o", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["instances"]["broken"]["status"] == "env_error"
     outcome = json.loads((out / "instances" / "broken" / "outcome.json").read_text())
@@ -178,7 +178,7 @@ def test_a_test_file_needing_a_missing_optional_module_is_left_out_and_the_rest_
     repo = make_repo(tmp_path / "pager-repo", extra_test=MISSING_DEP + "\n\ndef test_x():\n    pass\n")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best-of-n",
+    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best_of_n",
                   "-n", "2", "--json") == 0
     captured = capsys.readouterr()
     shown = json.loads(captured.out)
@@ -203,8 +203,8 @@ def test_the_package_raising_on_import_is_the_failing_behaviour_not_a_setup_fail
     out = tmp_path / "run"
     assert run(["repair", str(repo), "--issue", "import pager fails: ValueError: invalid literal for int()",
                 "--model", f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
-                "-c", "edit_format=search_replace", "-c", "concurrency=1", "-c", "rank=false", "-o", str(out),
-                "--test-cmd", "pytest -q", "--strategy", "best-of-n", "-n", "2", "--json"]) == 0
+                "-c", "edit.format=search_replace", "-c", "search.concurrency=1", "-c", "rank=false", "-o", str(out),
+                "--test-cmd", "pytest -q", "--strategy", "best_of_n", "-n", "2", "--json"]) == 0
     captured = capsys.readouterr()
     shown = json.loads(captured.out)
     pre = shown["preflight"]

@@ -54,20 +54,20 @@ def test_the_shipped_workflow_expects_a_call_per_attempt_and_one_per_helper_step
     from agentflow.repair.config import load_repair_config
     from agentflow.repair.run.solve import load_repair_workflow
 
-    cfg = load_repair_config(["strategy=best-of-n", "n=4"])
+    cfg = load_repair_config(["search.strategy=best_of_n", "search.n=4"])
     spec, registry, _ = load_repair_workflow(cfg)
     plan = expected_calls(cfg, spec, registry)
     assert plan == {"baseline": 0, "spectrum": 0, "rank": 1, "reproduce": 2, "plan": 0, "search": 12, "choose": 0}
-    cfg = load_repair_config(["strategy=best-of-n", "n=4", "critique=true", "rank=false", "feedback=task"])
+    cfg = load_repair_config(["search.strategy=best_of_n", "search.n=4", "critique=true", "rank=false", "tests.feedback=task"])
     spec, registry, _ = load_repair_workflow(cfg)
     plan = expected_calls(cfg, spec, registry)
     assert (plan["rank"], plan["reproduce"], plan["search"]) == (0, 0, 24)  # an edit and a review per attempt
     # the graph search: best-of-n chains of up to max_attempts edits; MCTS one edit per expansion
-    cfg = load_repair_config(["strategy=best-of-n", "n=4", "max_attempts=2"])
+    cfg = load_repair_config(["search.strategy=best_of_n", "search.n=4", "search.max_attempts=2"])
     assert expected_calls(cfg, *load_repair_workflow(cfg)[:2])["search"] == 8
-    cfg = load_repair_config(["strategy=mcts", "n=2", "max_attempts=3"])
+    cfg = load_repair_config(["search.strategy=mcts", "search.n=2", "search.max_attempts=3"])
     assert expected_calls(cfg, *load_repair_workflow(cfg)[:2])["search"] == 6
-    cfg = load_repair_config(["nodes.search.strategy=rebase", "nodes.search.n=2", "max_attempts=3"])
+    cfg = load_repair_config(["nodes.search.strategy=rebase", "nodes.search.n=2", "search.max_attempts=3"])
     assert expected_calls(cfg, *load_repair_workflow(cfg)[:2])["search"] == 6  # a step per depth, 2 each
 
 
@@ -79,8 +79,8 @@ def test_the_start_line_says_what_the_search_runs_as_the_options_set_it():
     def summary(*items: str) -> str | None:
         return search_summary(load_repair_workflow(load_repair_config(list(items)))[0])
 
-    assert summary("strategy=best-of-n", "n=8") == "best_of_n, n=8"
-    assert summary("strategy=mcts", "n=2", "max_attempts=3") == "mcts, n=6"  # an expansion per attempt
+    assert summary("search.strategy=best_of_n", "search.n=8") == "best_of_n, n=8"
+    assert summary("search.strategy=mcts", "search.n=2", "search.max_attempts=3") == "mcts, n=6"  # an expansion per attempt
     assert summary("nodes.search.strategy=rebase", "nodes.search.n=3") == "rebase, n=3"
     assert summary("workflow=codemonkeys") is None  # no search node
 
@@ -190,8 +190,8 @@ def test_a_piped_repair_prints_each_model_call_candidate_and_decision_as_it_happ
     out = tmp_path / "run"
     argv = [str(Path(sys.executable).parent / "agentflow"), "repair", "--tasks", str(TASKS_FILE),
             "-i", "inikit__inikit-1", "--model", f"replay:{CASSETTES / 'blind_inikit-1.json'}",
-            "-c", "concurrency=1", "-c", "edit_format=search_replace", "--strategy", "best-of-n", "-n", "4",
-            "-c", "max_attempts=1", "-c", "keep_check=false", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
+            "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "--strategy", "best_of_n", "-n", "4",
+            "-c", "search.max_attempts=1", "-c", "keep_check=false", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
             "-o", str(out)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
@@ -231,8 +231,8 @@ def test_a_piped_repair_prints_each_model_call_candidate_and_decision_as_it_happ
 def test_quiet_prints_no_progress(docker_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     cassette = scripted_cassette(tmp_path / "c.json", ["no edit here"])
     argv = ["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
-            "-c", "rank=false", "-c", "spectrum=false", "-c", "feedback=task", "-c", "max_attempts=1",
-            "-c", "noop_retries=0", "-c", "edit_format=search_replace", "--sandbox", "docker",
+            "-c", "rank=false", "-c", "spectrum=false", "-c", "tests.feedback=task", "-c", "search.max_attempts=1",
+            "-c", "noop_retries=0", "-c", "edit.format=search_replace", "--sandbox", "docker",
             "-c", f"sandbox.image={docker_image}", "--quiet"]
     assert run([*argv, "-o", str(tmp_path / "quiet")]) == 1
     err = capsys.readouterr().err
@@ -264,8 +264,8 @@ def test_bench_counts_what_the_report_counts_and_estimates_from_finished_tasks(d
     scripted_cassette(cassettes / "tabkit__tabkit-2.json", ["1", "I would need to see more of the code."])
     out = tmp_path / "run"
     argv = ["bench", str(TASKS_FILE), "--model", f"replay:{cassettes / '{instance_id}.json'}", "--sandbox", "docker",
-            "-c", f"sandbox.image={docker_image}", "-o", str(out), "-c", "feedback=task", "-c", "max_attempts=1",
-            "-c", "noop_retries=0", "-c", "spectrum=false", "-c", "edit_format=search_replace",
+            "-c", f"sandbox.image={docker_image}", "-o", str(out), "-c", "tests.feedback=task", "-c", "search.max_attempts=1",
+            "-c", "noop_retries=0", "-c", "spectrum=false", "-c", "edit.format=search_replace",
             "-i", "inikit__inikit-1", "-i", "cachette__cachette-2", "-i", "tabkit__tabkit-2"]
     assert run(argv) == 0
     captured = capsys.readouterr()
@@ -302,5 +302,5 @@ def test_a_graph_search_node_expects_its_attempts_times_the_calls_of_one():
     assert plan("workflow=agentless")["search"] == 4
     assert plan("workflow=swe_search")["search"] == 12
     assert plan("workflow=swe_search", "nodes.search.n=3")["search"] == 6
-    assert plan("strategy=best-of-n", "n=4")["search"] == 12
-    assert plan("strategy=best-of-n", "n=4", "critique=true")["search"] == 24
+    assert plan("search.strategy=best_of_n", "search.n=4")["search"] == 12
+    assert plan("search.strategy=best_of_n", "search.n=4", "critique=true")["search"] == 24

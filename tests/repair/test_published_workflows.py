@@ -32,8 +32,8 @@ def repair_run(tmp_path: Path, image: str, name: str, *extra: str) -> tuple[list
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", name,
                 "--model", f"replay:{CASSETTES / 'workflows' / f'{name}_inikit-1.json'}",
-                "--sandbox", "docker", "-c", f"sandbox.image={image}", "-c", "concurrency=1",
-                "-c", "edit_format=search_replace", "-c", "trace.content=true", *extra, "-o", str(out)])
+                "--sandbox", "docker", "-c", f"sandbox.image={image}", "-c", "search.concurrency=1",
+                "-c", "edit.format=search_replace", "-c", "trace.content=true", *extra, "-o", str(out)])
     assert code == 0
     outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
     return read_jsonl(out / "events.jsonl"), outcome, out
@@ -88,7 +88,7 @@ def cachette_run(tmp_path: Path, image: str, name: str, workflow: str, answers: 
     out = tmp_path / name
     assert run(["repair", "--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--workflow", workflow,
                 "--model", f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={image}",
-                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-c", "rank=false",
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "rank=false",
                 *extra, "-o", str(out)]) == code
     outcome = json.loads((out / "instances" / "cachette__cachette-1" / "outcome.json").read_text())
     return read_jsonl(out / "events.jsonl"), outcome
@@ -151,7 +151,7 @@ def test_swe_search_uct_expands_the_branch_the_value_agent_prefers(
     out = tmp_path / "run"
     assert run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", "swe_search", "--model",
                 f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c",
-                "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-c", "nodes.search.n=3",
+                "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "nodes.search.n=3",
                 "-o", str(out)]) == 0
     events = read_jsonl(out / "events.jsonl")
     tree = search_tree(events)
@@ -276,8 +276,8 @@ def test_codemonkeys_trajectory_in_rewrite_form(docker_image: str, tmp_path: Pat
     model = scripted_cassette(tmp_path / "cm.json", ["4, 1", SCRIPT + "\n\n" + rewrite_of_loads(2), rewrite_of_loads(1)])
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", "codemonkeys", "--model",
-                f"replay:{model}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "concurrency=1",
-                "-c", "edit_format=rewrite", "-c", "trace.content=true", "-c", "nodes.trajectories.trajectories=1",
+                f"replay:{model}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "search.concurrency=1",
+                "-c", "edit.format=rewrite", "-c", "trace.content=true", "-c", "nodes.trajectories.trajectories=1",
                 "-c", "nodes.trajectories.turns=2", "-c", "rank_keep=0", "-o", str(out)])
     assert code == 0
     events = read_jsonl(out / "events.jsonl")

@@ -7,10 +7,10 @@ import asyncio
 from pathlib import Path
 
 from agentflow.models.replay import ReplayModel
-from agentflow.repair.config import load_repair_config
 from agentflow.repair.edit.steps import edit_prompt, rank_suspects
 from agentflow.repair.locate.localize import rank_windows
 from agentflow.repair.nodes import RankSettings
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 
 from .conftest import scripted_cassette
 
@@ -60,8 +60,8 @@ def test_picks_follow_the_best_scored_suspects_and_the_heuristic_fills_the_rest(
     assert [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3, prefer=picks, keep=2)] == plain
     assert rank_windows(SOURCES, ISSUE, limit=3, prefer=picks)[0].symbol == "to_bool"  # keep=0: the picks first
     for keep, second in ((1, "to_bool"), (2, "getbool")):
-        cfg = load_repair_config(["edit_format=rewrite", f"rank_keep={keep}"])
-        prompt = edit_prompt(cfg, SOURCES, ISSUE, "", focus=1, prefer=picks)
+        settings = SweEditSettings(edit_format="rewrite", rank_keep=keep)
+        prompt = edit_prompt(settings, SOURCES, ISSUE, "", focus=1, prefer=picks)
         assert prompt.window is not None and prompt.window.symbol == second  # the second suspect's turn
 
 

@@ -30,8 +30,8 @@ def task_args(instance_id: str, cassette: str, *, oracle: bool = True) -> list[s
     """Scripted answers are replayed in order, so calls go one at a time (`concurrency=1`); `oracle` verifies
     candidates with the task's hidden tests (`feedback=task`) instead of blind mode."""
     args = ["--tasks", str(TASKS_FILE), "-i", instance_id, "--model", f"replay:{CASSETTES / cassette}"]
-    args += ["-c", "concurrency=1", "-c", "edit_format=search_replace"]
-    return args + (["-c", "feedback=task"] if oracle else [])
+    args += ["-c", "search.concurrency=1", "-c", "edit.format=search_replace"]
+    return args + (["-c", "tests.feedback=task"] if oracle else [])
 
 
 def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_path: Path):
@@ -72,8 +72,8 @@ def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_pat
     # the resolved config alone repeats the run: no strategy given, so each task's pre-flight chooses the search
     # again as it did (this task's tests pass at the base: the workflow's own)
     resolved = yaml.safe_load((out / "config.resolved.yaml").read_text())
-    assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["strategy"] is None
-    assert resolved["strategy_when_tests_fail"] == "mcts" and "search" not in resolved["nodes"]
+    assert resolved["inputs"]["instance_ids"] == ["inikit__inikit-1"] and resolved["search"]["strategy"] is None
+    assert resolved["search"]["when_tests_fail"] == "mcts" and "search" not in resolved["nodes"]
     assert not [e for e in events if e["kind"] == "repair.search"]
     # the backend actually used is recorded everywhere (never "auto")
     assert resolved["backend"] == "docker"
@@ -88,11 +88,11 @@ def test_best_of_n_resolves_and_strips_edits_to_tests(docker_image: str, tmp_pat
     out = tmp_path / "run"
     args = task_args("inikit__inikit-1", "bon_inikit-1.json") + [
         "--strategy",
-        "best-of-n",
+        "best_of_n",
         "-n",
         "3",
         "-c",
-        "max_attempts=1",
+        "search.max_attempts=1",
     ]
     assert repair(out, docker_image, *args) == 0
     cands = read_jsonl(out / "candidates.jsonl")
@@ -141,9 +141,9 @@ def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_pat
         "--model",
         f"replay:{CASSETTES / 'bench' / 'inikit__inikit-1.json'}",
         "-c",
-        "edit_format=search_replace",
+        "edit.format=search_replace",
         "-c",
-        "concurrency=1",  # the check fails at the base: a tree search, one expansion at a time
+        "search.concurrency=1",  # the check fails at the base: a tree search, one expansion at a time
     ]
     assert repair(tmp_path / "run", docker_image, *args) == 0
     assert 'split("=", 1)' in (repo / "inikit" / "parser.py").read_text()
@@ -190,7 +190,7 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     uses the task's tests."""
     out = tmp_path / "run"
     args = task_args("inikit__inikit-1", "blind_inikit-1.json", oracle=False)
-    assert repair(out, docker_image, *args, "--strategy", "best-of-n", "-n", "4", "-c", "max_attempts=1",
+    assert repair(out, docker_image, *args, "--strategy", "best_of_n", "-n", "4", "-c", "search.max_attempts=1",
                   "-c", "keep_check=false") == 0  # recorded before the keep-working check
     events = read_jsonl(out / "events.jsonl")
     repro = next(e for e in events if e["kind"] == "repair.reproduce")
@@ -229,7 +229,7 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
 def test_a_tool_calling_model_edits_with_the_editor_tools(docker_image: str, tmp_path: Path):
     out = tmp_path / "run"
     args = task_args("inikit__inikit-1", "tools_inikit-1.json")
-    assert repair(out, docker_image, *args, "-c", "edit_format=tools") == 0
+    assert repair(out, docker_image, *args, "-c", "edit.format=tools") == 0
     patch = read_jsonl(out / "preds.jsonl")[0]["model_patch"]
     assert '+        parts = stripped.split("=", 1)' in patch
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]
@@ -264,7 +264,7 @@ def test_a_fix_beside_a_slip_is_found_by_verifying_each_change_alone(docker_imag
     cassette = scripted_cassette(tmp_path / "c.json", ["1", answer])  # rank, edit
     out = tmp_path / "run"
     args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
-            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-c", "max_attempts=1"]
+            "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "search.max_attempts=1"]
     assert repair(out, docker_image, *args) == 0
     cands = read_jsonl(out / "candidates.jsonl")
     assert [(short(c["candidate_id"]), c["part_of"], c["verification"]["passed"]) for c in cands] == [
@@ -289,15 +289,15 @@ def test_windows_given_back_unchanged_send_the_next_samples_to_the_suspects_not_
     """inikit-1's suspects are Config.get, normalize_name, Config._typed, then the faulty `loads`. The model gives
     the first three back unchanged; each retry goes to a suspect not yet declined, so the fourth sample reaches
     `loads` (a fixed rotation would have shown the top window again), and its fix resolves the task."""
-    from agentflow.repair.config import RepairConfig
     from agentflow.repair.edit.steps import issue_text, suspects
+    from agentflow.repair.nodetypes.rollout import SweEditSettings
 
     from .conftest import scripted_cassette
 
     repo = ROOT / "examples" / "swe-tasks" / "repos" / "inikit"
     sources = {str(p.relative_to(repo)): p.read_text() for p in repo.rglob("*.py")}
     task = next(row for row in read_jsonl(TASKS_FILE) if row["instance_id"] == "inikit__inikit-1")
-    windows = suspects(RepairConfig(), sources, issue_text(task["problem_statement"], task["hints_text"]), "", focus=0)
+    windows = suspects(SweEditSettings(), sources, issue_text(task["problem_statement"], task["hints_text"]), "", focus=0)
     assert [w.symbol for w in windows] == ["Config.get", "normalize_name", "Config._typed", "loads"]
 
     def given_back(window, fix=("", "")):  # the window's code as the model would answer it
@@ -309,7 +309,7 @@ def test_windows_given_back_unchanged_send_the_next_samples_to_the_suspects_not_
     cassette = scripted_cassette(tmp_path / "c.json", answers)
     out = tmp_path / "run"
     args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
-            "-c", "concurrency=1", "-c", "edit_format=rewrite", "-c", "max_attempts=1", "-c", "noop_retries=3",
+            "-c", "search.concurrency=1", "-c", "edit.format=rewrite", "-c", "search.max_attempts=1", "-c", "noop_retries=3",
             "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false"]
     assert repair(out, docker_image, *args) == 0
     cands = read_jsonl(out / "candidates.jsonl")
@@ -339,8 +339,8 @@ def test_blind_the_examples_choose_the_fix_that_three_lookalike_samples_outvote(
 
     cassette = scripted_cassette(tmp_path / "c.json", [LOOKALIKE, FIX, LOOKALIKE, LOOKALIKE])
     args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
-            "--strategy", "best-of-n", "-n", "4", "-c", "concurrency=1", "-c", "edit_format=search_replace",
-            "-c", "max_attempts=1", "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false"]
+            "--strategy", "best_of_n", "-n", "4", "-c", "search.concurrency=1", "-c", "edit.format=search_replace",
+            "-c", "search.max_attempts=1", "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false"]
     out = tmp_path / "run"
     assert repair(out, docker_image, *args) == 0
     outcome = json.loads((out / "instances" / "cachette__cachette-1" / "outcome.json").read_text())
@@ -376,7 +376,7 @@ def test_blind_a_reproduction_of_another_case_is_refused_and_the_issues_own_case
            "        raise ConversionError(f\"not a boolean: {raw!r}\") from None\n>>>>>>> REPLACE\nEND_EDITS")
     cassette = scripted_cassette(tmp_path / "c.json", [other_case, own_case, fix])
     args = [*task_args("inikit__inikit-2", str(cassette), oracle=False),  # an absolute cassette path stays as it is
-            "-c", "max_attempts=1", "-c", "rank=false", "-c", "spectrum=false", "-c", "keep_check=false"]
+            "-c", "search.max_attempts=1", "-c", "rank=false", "-c", "spectrum=false", "-c", "keep_check=false"]
     out = tmp_path / "run"
     assert repair(out, docker_image, *args) == 0
     events = read_jsonl(out / "events.jsonl")
@@ -398,7 +398,7 @@ def test_an_edit_that_leaves_the_examples_as_they_were_is_drawn_again_told_so(do
 
     cassette = scripted_cassette(tmp_path / "c.json", [LOOKALIKE, FIX])
     args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
-            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=1", "-c", "rank=false",
+            "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "search.max_attempts=1", "-c", "rank=false",
             "-c", "spectrum=false", "-c", "reproduce=false", "-c", "trace.content=true"]
     out = tmp_path / "run"
     assert repair(out, docker_image, *args, "-c", "examples_retries=1") == 0
@@ -438,8 +438,8 @@ def test_blind_the_keep_working_check_outweighs_the_vote_of_samples_that_break_h
     fix = ("inikit/values.py\n<<<<<<< SEARCH\n        return int(raw.strip(), 0)\n=======\n"
            "        try:\n            return int(raw.strip(), 0)\n        except ValueError:\n"
            "            return int(raw.strip(), 10)\n>>>>>>> REPLACE\nEND_EDITS")
-    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-3", "--strategy", "best-of-n", "-n", "4",
-            "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "max_attempts=1", "-c", "rank=false",
+    args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-3", "--strategy", "best_of_n", "-n", "4",
+            "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "search.max_attempts=1", "-c", "rank=false",
             "-c", "spectrum=false"]
     cassette = scripted_cassette(tmp_path / "c.json", [repro, keep, decimal, decimal, decimal, fix])
     out = tmp_path / "run"
@@ -482,19 +482,19 @@ def test_a_patch_that_changes_no_code_is_not_submitted_when_the_tests_fail_at_th
     def run_with(name: str, answers: list[str], *extra: str, code: int = 0) -> dict:
         cassette = scripted_cassette(tmp_path / f"{name}.json", answers)
         args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
-                "--strategy", "best-of-n", "-n", str(len(answers)), "-c", "concurrency=1",
-                "-c", "edit_format=search_replace", "-c", "max_attempts=1", "-c", "rank=false",
+                "--strategy", "best_of_n", "-n", str(len(answers)), "-c", "search.concurrency=1",
+                "-c", "edit.format=search_replace", "-c", "search.max_attempts=1", "-c", "rank=false",
                 "-c", "spectrum=false", "-c", "reproduce=false", *extra]
         assert repair(tmp_path / name, docker_image, *args) == code
         return json.loads((tmp_path / name / "instances" / "cachette__cachette-1" / "outcome.json").read_text())
 
-    outcome = run_with("mixed", [DOCSTRING, LOOKALIKE, COMMENT, DOCSTRING], "-c", "feedback=task")
+    outcome = run_with("mixed", [DOCSTRING, LOOKALIKE, COMMENT, DOCSTRING], "-c", "tests.feedback=task")
     assert outcome["base_failed"] is True and outcome["chosen_by"] == "only" and outcome["noop"] is False
     assert "move_to_end" in outcome["model_patch"] and outcome["candidates"] == 4
     events = read_jsonl(tmp_path / "mixed" / "events.jsonl")
     assert [e["data"]["left_out"] for e in events if e["kind"] == "repair.noop"] == [3]
 
-    outcome = run_with("noops", [DOCSTRING, COMMENT], "-c", "feedback=task", code=1)  # no patch: exit 1
+    outcome = run_with("noops", [DOCSTRING, COMMENT], "-c", "tests.feedback=task", code=1)  # no patch: exit 1
     assert (outcome["status"], outcome["chosen"], outcome["chosen_by"]) == ("no_patch", None, "noop")
     assert outcome["model_patch"] == "" and outcome["base_failed"] is True
     assert json.loads((tmp_path / "noops" / "report.json").read_text())["statuses"] == {"no_patch": 1}
@@ -531,7 +531,7 @@ def test_blind_the_reproduction_is_the_issue_s_own_examples_with_the_values_the_
         '```python\n>>> Specifier("~1.2.3").contains("1.3.1")\nFalse\n>>> Specifier("^0.2.3").contains("0.3.0")\nFalse\n```',
         wrong, fix])
     args = [*task_args("verspec__verspec-3", str(cassette), oracle=False),
-            "-c", "max_attempts=2", "-c", "rank=false", "-c", "keep_check=false", "-c", "trace.content=true"]
+            "-c", "search.max_attempts=2", "-c", "rank=false", "-c", "keep_check=false", "-c", "trace.content=true"]
     out = tmp_path / "run"
     assert repair(out, docker_image, *args) == 0
     events = read_jsonl(out / "events.jsonl")

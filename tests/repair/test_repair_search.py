@@ -27,11 +27,11 @@ ON_WRONG = ('inikit/parser.py\n<<<<<<< SEARCH\n        parts = stripped.split("=
 
 def repair(out: Path, image: str, *args: str) -> int:
     return run(["repair", "--sandbox", "docker", "-c", f"sandbox.image={image}",
-                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-o", str(out), *args])
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-o", str(out), *args])
 
 
 def task(cassette: Path) -> list[str]:
-    return ["--tasks", str(TASKS_FILE), "-i", IID, "--model", f"replay:{cassette}", "-c", "feedback=task"]
+    return ["--tasks", str(TASKS_FILE), "-i", IID, "--model", f"replay:{cassette}", "-c", "tests.feedback=task"]
 
 
 @pytest.mark.parametrize(("strategy", "n"), [("rebase", 2), ("mcts", 3)])
@@ -65,7 +65,7 @@ def test_bench_runs_the_workflow_on_several_tasks(docker_image: str, tmp_path: P
     ids = ["inikit__inikit-1", "cachette__cachette-2", "tabkit__tabkit-2"]
     argv = ["bench", str(TASKS_FILE), "--model",
             f"replay:{CASSETTES / 'bench' / '{instance_id}.json'}", "--sandbox", "docker", "-c",
-            f"sandbox.image={docker_image}", "-c", "feedback=task", "-c", "edit_format=search_replace",
+            f"sandbox.image={docker_image}", "-c", "tests.feedback=task", "-c", "edit.format=search_replace",
             "--workers", "2", "-o", str(out)]
     for iid in ids:
         argv += ["-i", iid]
@@ -93,7 +93,7 @@ def test_the_value_agent_steers_rebase_over_repair_branches(docker_image: str, t
     cassette = scripted_cassette(tmp_path / "c.json", answers)
     out = tmp_path / "run"
     code = run(["repair", *task(cassette), "--workflow", str(workflow), "--sandbox", "docker", "-c",
-                f"sandbox.image={docker_image}", "-c", "concurrency=1", "-c", "edit_format=search_replace",
+                f"sandbox.image={docker_image}", "-c", "search.concurrency=1", "-c", "edit.format=search_replace",
                 "-c", "trace.content=true", "-c", "nodes.search.strategy=rebase", "-c", "nodes.search.n=2",
                 "-o", str(out)])
     assert code == 0

@@ -34,7 +34,7 @@ def model_server() -> Iterator[FakeServer]:
 
 def _bench(out: Path, image: str, spec: str, *extra: str) -> list[str]:
     return ["bench", str(TASKS_FILE), "-i", IID, "--model", spec, "--sandbox", "docker", "-c", f"sandbox.image={image}",
-            "-c", "feedback=task", "-c", "edit_format=search_replace", "-c", "model_options.max_attempts=1",
+            "-c", "tests.feedback=task", "-c", "edit.format=search_replace", "-c", "model_options.max_attempts=1",
             "-o", str(out), *extra]
 
 
@@ -106,8 +106,8 @@ def test_kill_9_inside_the_search_then_resume_takes_its_finished_branch_as_it_wa
     out = tmp_path / "run"
     model_server.script({"content": "1"}, {"content": WRONG}, {"content": RIGHT, "delay": 60})
     agentflow = str(Path(sys.executable).parent / "agentflow")
-    argv = _bench(out, docker_image, model_server.spec(), "--strategy", "best-of-n", "-n", "2",
-                  "-c", "batch_samples=1", "-c", "max_attempts=1")
+    argv = _bench(out, docker_image, model_server.spec(), "--strategy", "best_of_n", "-n", "2",
+                  "-c", "sampling.batch_samples=1", "-c", "search.max_attempts=1")
     proc = subprocess.Popen([agentflow, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events_file = out / "events.jsonl"
 
@@ -162,8 +162,8 @@ def test_a_resumed_blind_task_verifies_as_the_killed_one_did(docker_image: str, 
     spectrum's reach) and by the kept script (the wrong edit still reproduces the issue, the fix does not)."""
     out = tmp_path / "run"
     argv = ["bench", str(TASKS_FILE), "-i", IID, "--model", model_server.spec(), "--sandbox", "docker",
-            "-c", f"sandbox.image={docker_image}", "-c", "feedback=repo", "-c", "edit_format=search_replace",
-            "-c", "model_options.max_attempts=1", "-c", "keep_check=false", "-c", "max_attempts=2", "-o", str(out)]
+            "-c", f"sandbox.image={docker_image}", "-c", "tests.feedback=repo", "-c", "edit.format=search_replace",
+            "-c", "model_options.max_attempts=1", "-c", "keep_check=false", "-c", "search.max_attempts=2", "-o", str(out)]
     model_server.script({"content": "4, 1"}, {"content": REPRODUCTION}, {"content": WRONG, "delay": 60})
     agentflow = str(Path(sys.executable).parent / "agentflow")
     proc = subprocess.Popen([agentflow, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

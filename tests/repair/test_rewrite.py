@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from agentflow.repair.config import load_repair_config
+from agentflow.repair.config import load_repair_config, run_values_for, with_setting
 from agentflow.repair.edit.steps import edit_prompt, public_api, read_rewrite
 from agentflow.repair.locate.localize import Window
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 
 SOURCE = '''class Stats:
     def __init__(self):
@@ -16,6 +17,11 @@ SOURCE = '''class Stats:
 '''
 SOURCES = {"pkg/__init__.py": "from .stats import Stats\n__version__ = '1'\n", "pkg/stats.py": SOURCE}
 WINDOW = Window("pkg/stats.py", 6, 7, 5.0, "hit_rate")
+
+
+def edit_settings(items: list[str]) -> SweEditSettings:
+    """The settings a `swe.edit` node runs with under the run's `-c` items (the run's values of its settings)."""
+    return SweEditSettings.model_validate(run_values_for(load_repair_config(items), SweEditSettings.model_fields))
 
 
 def test_the_answer_replaces_the_window_reindented():
@@ -96,7 +102,7 @@ def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
 
 
 def test_the_prompt_shows_the_window_at_column_zero():
-    cfg = load_repair_config(["edit_format=rewrite"])
+    cfg = edit_settings(["edit.format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
     text = prompt.messages[-1].content or ""
     assert prompt.window is not None and prompt.window.symbol == "Stats.hit_rate"
@@ -106,7 +112,7 @@ def test_the_prompt_shows_the_window_at_column_zero():
 
 
 def test_a_window_that_is_not_a_function_names_no_opening():
-    cfg = load_repair_config(["edit_format=rewrite"])
+    cfg = edit_settings(["edit.format=rewrite"])
     lines = Window("pkg/__init__.py", 1, 2, 5.0, None)
     prompt = edit_prompt(cfg, SOURCES, "the version is wrong", "", windows=[lines])
     text = " ".join((prompt.messages[-1].content or "").split())
@@ -128,7 +134,7 @@ def test_public_api_lists_what_a_script_may_import_and_how_to_call_it():
 def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():
     from agentflow.repair.edit.steps import code_windows
 
-    cfg = load_repair_config(["edit_format=rewrite", "context_windows=0"])
+    cfg = edit_settings(["edit.format=rewrite", "context_windows=0"])
     text, path = code_windows(cfg, SOURCES, "hit_rate raises ZeroDivisionError", "", focus=0, budget_chars=4000)
     assert path == "pkg/stats.py" and "def hit_rate(self):" in text
 
@@ -139,7 +145,7 @@ def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
     from agentflow.repair.edit.steps import edit_format_for
 
     cfg = load_repair_config()
-    assert cfg.edit_format == "auto"
+    assert cfg.edit.format == "auto"
     assert edit_format_for(cfg, SimpleNamespace(spec="openai:gpt-4o-mini")) == "tools"
     assert edit_format_for(cfg, SimpleNamespace(spec="anthropic:claude-sonnet-4-5")) == "tools"
     # an OpenAI-compatible server says nothing: the text format small local models handle
@@ -148,13 +154,13 @@ def test_auto_edit_format_uses_tools_only_for_models_that_say_they_call_tools():
     assert edit_format_for(cfg, SimpleNamespace(spec="batched", inner=local)) == "rewrite"
     served = SimpleNamespace(spec="openai-compatible:x#y", profile=SimpleNamespace(tool_calling=True))
     assert edit_format_for(cfg, served) == "tools"
-    assert edit_format_for(cfg.model_copy(update={"edit_format": "search_replace"}), served) == "search_replace"
+    assert edit_format_for(with_setting(cfg, "edit.format", "search_replace"), served) == "search_replace"
 
 
 def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_code():
     from agentflow.repair.edit.steps import suspects
 
-    cfg = load_repair_config(["windows=3"])
+    cfg = edit_settings(["windows=3"])
     source = ("def load(text):\n    return parse(text)\n\n\ndef parse(text):\n    return text.split('=')\n\n\n"
               "def dump(data):\n    return '='.join(data)\n")
     sources = {"kit/core.py": source}
@@ -174,7 +180,7 @@ def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_cod
 def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
     from agentflow.repair.locate.localize import file_context, file_outline
 
-    cfg = load_repair_config(["edit_format=rewrite"])
+    cfg = edit_settings(["edit.format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
     text = prompt.messages[-1].content or ""
     # the small file is shown whole, with the window to rewrite marked instead of repeated
@@ -202,7 +208,7 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
 
 
 def test_a_rewrite_of_a_long_window_may_answer_past_max_tokens_to_give_it_back_whole():
-    cfg = load_repair_config(["edit_format=rewrite"])
+    cfg = edit_settings(["edit.format=rewrite"])
     short = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
     assert short.max_tokens(cfg.max_tokens) == cfg.max_tokens  # a small window fits the cap
     # a 30-line function of long lines (tabulate, semver): ~2,700 characters, ~770 tokens to give back

@@ -46,7 +46,7 @@ def run_roles(tmp_path: Path, image: str, overrides: list[str], models: dict[str
         return rec
 
     cfg = load_repair_config(
-        [f"sandbox.image={image}", "backend=docker", "concurrency=1", "edit_format=search_replace", f"model=replay:{specs['coder']}",
+        [f"sandbox.image={image}", "backend=docker", "search.concurrency=1", "edit.format=search_replace", f"model=replay:{specs['coder']}",
          *[f"{role}_model=replay:{specs[role]}" for role in specs if role != "coder"], *overrides]
     )
     task = next(t for t in load_tasks(TASKS_FILE) if t.instance_id == "inikit__inikit-1")
@@ -62,7 +62,7 @@ def run_roles(tmp_path: Path, image: str, overrides: list[str], models: dict[str
 
 def test_plan_and_critique_reach_the_coder(docker_image: str, tmp_path: Path):
     outcome, d = run_roles(
-        tmp_path, docker_image, ["feedback=task", "max_attempts=2", "rank=false"],
+        tmp_path, docker_image, ["tests.feedback=task", "search.max_attempts=2", "rank=false"],
         {
             # the second attempt builds on the first one's patch
             "coder": [edit('        parts = stripped.split("=", 2)'),
@@ -85,7 +85,7 @@ def test_the_verifier_model_breaks_a_tie(docker_image: str, tmp_path: Path):
     judge_low = json.dumps({"score": 0.2, "evidence": ["three parts"], "summary": "still cuts the value"})
     judge_high = json.dumps({"score": 0.9, "evidence": ["maxsplit 1"], "summary": "keeps the whole value"})
     outcome, d = run_roles(
-        tmp_path, docker_image, ["reproduce=false", "rank=false", "strategy=best-of-n", "n=2", "max_attempts=1"],
+        tmp_path, docker_image, ["reproduce=false", "rank=false", "search.strategy=best_of_n", "search.n=2", "search.max_attempts=1"],
         {
             "coder": [edit('        parts = stripped.split("=", 2)'), edit('        parts = stripped.split("=", 1)')],
             "verifier": [judge_low, judge_high],

@@ -28,6 +28,7 @@ from agentflow.repair.locate.spectrum import (
     read_example_run,
     read_spectrum,
 )
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 from tests.repair.conftest import run_with_spectrum_plugin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,8 +227,9 @@ async def test_in_a_real_sandbox_the_spectrum_finds_the_helper_the_report_never_
     assert summary["tests"]["failed"] >= 1 and summary["tests"]["passed"] > 50
     assert summary["problems"] == []
     assert evidence.suspicion[("parse.py", "date_convert")] > 0
-    plain = [w.symbol for w in suspects(cfg, sources, issue, base.output, focus=0)]
-    traced = [w.symbol for w in suspects(cfg, sources, issue, base.output, focus=0, evidence=evidence)]
+    shows = SweEditSettings()  # the suspects an edit node shows, by its settings
+    plain = [w.symbol for w in suspects(shows, sources, issue, base.output, focus=0)]
+    traced = [w.symbol for w in suspects(shows, sources, issue, base.output, focus=0, evidence=evidence)]
     assert "date_convert" not in plain
     assert "date_convert" in traced
 

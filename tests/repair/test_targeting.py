@@ -197,7 +197,7 @@ async def test_in_a_real_sandbox_candidates_run_the_tests_reaching_their_change_
 
         hung, _ = await bench.verify(HANG, how)
         limit = bench.candidate_timeout(how)
-        assert limit == max(cfg.test_timeout_floor_s, cfg.test_timeout_ratio * base.seconds) < cfg.test_timeout_s
+        assert limit == max(cfg.tests.timeout_floor_s, cfg.tests.timeout_ratio * base.seconds) < cfg.tests.timeout_s
         assert hung.passed is False and hung.seconds is not None and limit <= hung.seconds < limit + 15
 
         sneaky, _ = await bench.verify(SNEAKY, how)

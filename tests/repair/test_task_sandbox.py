@@ -16,7 +16,7 @@ def test_the_repair_sandbox_outlives_the_sandbox_default():
 
 
 def test_a_longer_task_wall_time_stretches_the_sandbox_life():
-    cfg = load_repair_config(["wall_time_s=20000"])
+    cfg = load_repair_config(["limits.wall_time_s=20000"])
     assert task_sandbox_config(cfg).sandbox_timeout_s == 20000 + GRADE_MARGIN_S
     # the other sandbox settings are kept
     assert task_sandbox_config(cfg).network == cfg.sandbox.network
@@ -25,5 +25,5 @@ def test_a_longer_task_wall_time_stretches_the_sandbox_life():
 def test_a_set_sandbox_life_is_kept_when_it_is_long_enough():
     cfg = load_repair_config(["sandbox.sandbox_timeout_s=900"])
     assert task_sandbox_config(cfg).sandbox_timeout_s == 900
-    cfg = load_repair_config(["sandbox.sandbox_timeout_s=900", "wall_time_s=200"])
+    cfg = load_repair_config(["sandbox.sandbox_timeout_s=900", "limits.wall_time_s=200"])
     assert task_sandbox_config(cfg).sandbox_timeout_s == 900

@@ -100,7 +100,7 @@ def make_src_repo(root: Path) -> Path:
 
 def repair(out: Path, image: str, *args: str) -> int:
     return run(["repair", *args, "--sandbox", "docker", "-c", f"sandbox.image={image}",
-                "-c", "edit_format=search_replace", "-c", "concurrency=1", "-c", "rank=false", "-o", str(out)])
+                "-c", "edit.format=search_replace", "-c", "search.concurrency=1", "-c", "rank=false", "-o", str(out)])
 
 
 @pytest.mark.docker
@@ -154,7 +154,7 @@ def test_a_tasks_file_wheelhouse_serves_the_repairs_own_test_runs(docker_image: 
     }) + "\n")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
-    assert repair(out, docker_image, "--tasks", str(tasks), "--model", f"replay:{cassette}", "-c", "feedback=repo",
+    assert repair(out, docker_image, "--tasks", str(tasks), "--model", f"replay:{cassette}", "-c", "tests.feedback=repo",
                   "--json") == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["preflight"]["counts"] == {"failed": 1, "passed": 1}

@@ -60,8 +60,8 @@ def make_slow_repo(root: Path) -> Path:
 
 def repair(out: Path, backend: str, image: str | None, repo: Path, cassette: Path, *settings: str) -> int:
     args = ["repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "--sandbox", backend,
-            "-c", "edit_format=search_replace", "-c", "concurrency=1", "-c", "rank=false", "-o", str(out),
-            "--strategy", "best-of-n", "-n", "1", "--json"]
+            "-c", "edit.format=search_replace", "-c", "search.concurrency=1", "-c", "rank=false", "-o", str(out),
+            "--strategy", "best_of_n", "-n", "1", "--json"]
     if image is not None:
         args += ["-c", f"sandbox.image={image}"]
     for setting in settings:
@@ -89,7 +89,7 @@ def test_a_traced_run_that_would_not_fit_its_timeout_runs_the_tests_nearest_the_
     repo = make_slow_repo(tmp_path / "repo")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
     out = tmp_path / "run"
-    assert repair(out, *backend, repo, cassette, "test_timeout_s=14") == 0
+    assert repair(out, *backend, repo, cassette, "tests.timeout_s=14") == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["report"]["resolved"] is True
     preflight = events_of(out, "repair.preflight")[0]
@@ -122,7 +122,7 @@ def test_a_candidate_run_that_times_out_says_so(backend: tuple[str, str | None],
     hang = FIX.replace("start = (page - 1) * per_page", "while True:\n        pass")
     cassette = scripted_cassette(tmp_path / "hang.json", [hang] * 4)
     out = tmp_path / "run"
-    repair(out, *backend, repo, cassette, "test_timeout_ratio=1", "test_timeout_floor_s=1", "spectrum=false")
+    repair(out, *backend, repo, cassette, "tests.timeout_ratio=1", "tests.timeout_floor_s=1", "spectrum=false")
     err = capsys.readouterr().err
     timed_out = [e for e in events_of(out, "repair.test_time") if e["action"] == "timed_out"]
     assert timed_out and timed_out[0]["step"] in ("verification", "confirmation"), timed_out

@@ -23,8 +23,8 @@ SLOW_TEST = "import time\n\n\ndef test_slow():\n    time.sleep(4)\n"
 
 def repair(out: Path, image: str, repo: Path, cassette: Path, *settings: str) -> int:
     args = ["repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "--sandbox", "docker",
-            "-c", f"sandbox.image={image}", "-c", "edit_format=search_replace", "-c", "concurrency=1",
-            "-c", "rank=false", "-o", str(out), "--test-cmd", "pytest -q", "--strategy", "best-of-n", "-n", "1",
+            "-c", f"sandbox.image={image}", "-c", "edit.format=search_replace", "-c", "search.concurrency=1",
+            "-c", "rank=false", "-o", str(out), "--test-cmd", "pytest -q", "--strategy", "best_of_n", "-n", "1",
             "--json"]
     for setting in settings:
         args += ["-c", setting]
@@ -42,7 +42,7 @@ def test_runs_that_would_exceed_the_share_run_the_failing_tests_instead(docker_i
     repo = make_repo(tmp_path / "pager-repo", extra_test=SLOW_TEST)
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
     out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "wall_time_s=60", "test_time_share=0.05") == 0
+    assert repair(out, docker_image, repo, cassette, "limits.wall_time_s=60", "tests.time_share=0.05") == 0
     captured = capsys.readouterr()
     shown = json.loads(captured.out)
     found = time_events(out)
@@ -61,7 +61,7 @@ def test_without_a_share_nothing_is_shortened(docker_image: str, tmp_path: Path,
     repo = make_repo(tmp_path / "pager-repo", extra_test=SLOW_TEST)
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
     out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "wall_time_s=600") == 0
+    assert repair(out, docker_image, repo, cassette, "limits.wall_time_s=600") == 0
     assert json.loads(capsys.readouterr().out)["report"]["resolved"] is True
     assert time_events(out) == []
 
@@ -77,8 +77,8 @@ def test_a_shortened_run_that_still_times_out_says_so(docker_image: str, tmp_pat
                    cwd=repo, check=True)
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
     out = tmp_path / "run"
-    repair(out, docker_image, repo, cassette, "wall_time_s=60", "test_time_share=0.02",
-           "test_timeout_floor_s=1")
+    repair(out, docker_image, repo, cassette, "limits.wall_time_s=60", "tests.time_share=0.02",
+           "tests.timeout_floor_s=1")
     err = capsys.readouterr().err
     timed_out = [f for f in time_events(out) if f["action"] == "timed_out"]
     assert timed_out and timed_out[0]["shortened"] is True, time_events(out)

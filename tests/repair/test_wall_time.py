@@ -37,7 +37,7 @@ def test_wall_time_cuts_the_call_in_flight_and_submits_the_best_so_far(llm: Fake
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--sandbox", "local",
                 "--model", llm.spec("coder"), "--wall-time", f"{WALL_S}s", "-o", str(out),
-                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task"])
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task"])
     assert code == 1  # not `submitted`: the status says which limit ended the task
     inst = out / "instances" / "inikit__inikit-1"
     outcome = json.loads((inst / "outcome.json").read_text())
@@ -74,7 +74,7 @@ def test_a_task_cut_at_its_deadline_never_submits_a_change_of_no_code_when_the_t
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--sandbox", "local",
                 "--model", llm.spec("coder"), "--wall-time", f"{WALL_S}s", "-o", str(out),
-                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task",
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task",
                 "-c", "rank=false", "-c", "spectrum=false"])
     assert code == 1
     inst = out / "instances" / "cachette__cachette-1"
@@ -108,7 +108,7 @@ async def test_of_candidates_that_change_no_code_the_best_so_far_is_none() -> No
     from agentflow.swe.tasks import load_tasks
 
     task = next(t for t in load_tasks(TASKS_FILE) if t.instance_id == "cachette__cachette-1")
-    cfg = load_repair_config(["backend=local", "feedback=task"])
+    cfg = load_repair_config(["backend=local", "tests.feedback=task"])
     events = EventLog()
     async with open_sandbox("local", cfg.sandbox) as sandbox:
         bench = Workbench(sandbox, task, cfg, _python_for(sandbox))

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from agentflow.cli.main import run
-from agentflow.repair.config import load_repair_config
+from agentflow.repair.config import load_repair_config, run_field, run_setting_names, with_setting
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 from agentflow.repair.run.solve import load_repair_workflow
 
 from .conftest import ROOT, TASKS_FILE, read_jsonl, scripted_cassette
@@ -40,7 +41,7 @@ def test_node_settings_are_validated_against_their_type(tmp_path: Path, capsys: 
 
 
 def test_settings_precedence_run_then_node_then_c_nodes() -> None:
-    cfg = load_repair_config([f"workflow={USER_WORKFLOW}", "temperature=0.1", "nodes.review.max_tokens=99"])
+    cfg = load_repair_config([f"workflow={USER_WORKFLOW}", "sampling.temperature=0.1", "nodes.review.max_tokens=99"])
     _, _, settings = load_repair_workflow(cfg)
     assert settings["edit"] == {"temperature": 0.7}  # the node's own setting beats the run's
     assert settings["review"] == {"critique": True, "max_tokens": 99}
@@ -50,11 +51,11 @@ def test_settings_precedence_run_then_node_then_c_nodes() -> None:
 
 
 def test_strategy_sets_the_search_node() -> None:
-    spec, _, _ = load_repair_workflow(load_repair_config(["strategy=mcts", "n=3", "max_attempts=2"]))
+    spec, _, _ = load_repair_workflow(load_repair_config(["search.strategy=mcts", "search.n=3", "search.max_attempts=2"]))
     assert (spec.nodes["search"].search["strategy"], spec.nodes["search"].search["n"]) == ("mcts", 6)
-    spec, _, _ = load_repair_workflow(load_repair_config(["strategy=single", "n=8"]))
+    spec, _, _ = load_repair_workflow(load_repair_config(["search.strategy=best_of_n", "search.n=1"]))
     assert (spec.nodes["search"].search["strategy"], spec.nodes["search"].search["n"]) == ("best_of_n", 1)
-    spec, _, _ = load_repair_workflow(load_repair_config(["strategy=best-of-n", "n=8"]))
+    spec, _, _ = load_repair_workflow(load_repair_config(["search.strategy=best_of_n", "search.n=8"]))
     assert (spec.nodes["search"].search["strategy"], spec.nodes["search"].search["n"]) == ("best_of_n", 8)
 
 
@@ -70,7 +71,7 @@ def test_a_user_workflow_runs_its_nodes_in_its_order(docker_image: str, tmp_path
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
                 "--workflow", str(USER_WORKFLOW), "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
-                "-c", "concurrency=1", "-c", "edit_format=search_replace", "-c", "feedback=task", "-o", str(out)])
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-o", str(out)])
     assert code == 0
     events = read_jsonl(out / "events.jsonl")
     ran = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" not in e["data"]]
@@ -97,7 +98,7 @@ def test_agentflow_run_runs_a_repair_workflow_from_its_input(docker_image: str, 
     cassette = scripted_cassette(tmp_path / "c.json", ["1", right])  # rank, edit
     state = json.dumps({"tasks": str(TASKS_FILE), "instance_id": "inikit__inikit-1"})
     code = run(["run", "repair", "--input", state, "--model", f"replay:{cassette}", "--sandbox", "docker",
-                "-c", f"sandbox.image={docker_image}", "-c", "edit_format=search_replace", "-c", "feedback=task",
+                "-c", f"sandbox.image={docker_image}", "-c", "edit.format=search_replace", "-c", "tests.feedback=task",
                 "-o", str(tmp_path / "runs"), "--json"])
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
@@ -129,11 +130,11 @@ def test_failing_tests_at_the_base_switch_the_search_unless_the_user_chose_one()
     assert (switched.nodes["search"].search["strategy"], switched.nodes["search"].search["n"]) == ("mcts", 12)
     assert workflow[0].nodes["search"].search["strategy"] == "best_of_n"  # the loaded workflow is not changed
     assert effective_strategy(cfg, workflow) == cfg
-    cfg = load_repair_config(["nodes.search.n=5", "max_attempts=2"])
+    cfg = load_repair_config(["nodes.search.n=5", "search.max_attempts=2"])
     switched = searches_for_failing_tests(load_repair_workflow(cfg)[0], cfg)
     assert switched is not None
     assert (switched.nodes["search"].search["strategy"], switched.nodes["search"].search["n"]) == ("mcts", 5)
-    for kept in (["strategy=single"], ["nodes.search.strategy=rebase"], ["strategy_when_tests_fail=null"]):
+    for kept in (["search.strategy=best_of_n"], ["nodes.search.strategy=rebase"], ["search.when_tests_fail=null"]):
         cfg = load_repair_config(kept)
         workflow = load_repair_workflow(cfg)
         assert searches_for_failing_tests(workflow[0], cfg) is None
@@ -145,18 +146,18 @@ def test_the_search_node_takes_the_strategy_and_the_runs_settings() -> None:
     last); its concurrency and seed default to the run's; config.resolved.yaml repeats it exactly."""
     from agentflow.repair.run.solve import effective_strategy
 
-    cfg = load_repair_config(["strategy=mcts", "n=3", "max_attempts=2", "mcts_c=0.5",
-                              "concurrency=2"])
+    cfg = load_repair_config(["search.strategy=mcts", "search.n=3", "search.max_attempts=2", "search.c=0.5",
+                              "search.concurrency=2"])
     spec, _, _ = load_repair_workflow(cfg)
     search = spec.nodes["search"].search
     assert (search["strategy"], search["n"], search["c"], search["concurrency"]) == ("mcts", 6, 0.5, 2)
     assert search["value"] == "value" and search["gather"] == ["attempts", "drawn"]
-    cfg = load_repair_config(["strategy=single", "nodes.search.strategy=rebase",
+    cfg = load_repair_config(["search.strategy=best_of_n", "nodes.search.strategy=rebase",
                               "nodes.search.n=3"])
     workflow = load_repair_workflow(cfg)
     assert (workflow[0].nodes["search"].search["strategy"], workflow[0].nodes["search"].search["n"]) == ("rebase", 3)
     resolved = effective_strategy(cfg, workflow)
-    assert resolved.strategy is None and resolved.nodes["search"] == workflow[0].nodes["search"].search
+    assert resolved.search.strategy is None and resolved.nodes["search"] == workflow[0].nodes["search"].search
     again, _, _ = load_repair_workflow(resolved)
     assert again.nodes["search"].search == workflow[0].nodes["search"].search
     with pytest.raises(Exception, match="search.strategi"):
@@ -166,13 +167,13 @@ def test_the_search_node_takes_the_strategy_and_the_runs_settings() -> None:
 def test_the_rollout_nodes_are_given_their_settings() -> None:
     """A typed node runs with the settings it is given: the run's value of each setting its type takes, then the
     workflow's `settings:`, then `-c nodes.<node>.*` (the node-level ones alone are the node's own)."""
-    cfg = load_repair_config(["temperature=0.1", "max_attempts=2",
+    cfg = load_repair_config(["sampling.temperature=0.1", "search.max_attempts=2",
                               "nodes.edit.max_tokens=99", "nodes.test.split_edits=false"])
     spec, registry, own = load_repair_workflow(cfg)
     sub = spec.nodes["search"].subgraph
     edit = registry.require("swe.edit", "edit").parse_settings(sub.nodes["edit"].settings, "edit")
     test = registry.require("swe.test", "test").parse_settings(sub.nodes["test"].settings, "test")
-    assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, cfg.noop_retries)
+    assert (edit.temperature, edit.max_tokens, edit.noop_retries) == (0.1, 99, SweEditSettings().noop_retries)
     assert (test.max_attempts, test.split_edits) == (2, False)
     assert own["edit"] == {"max_tokens": 99} and own["test"] == {"split_edits": False}
 
@@ -181,24 +182,23 @@ def test_a_node_runs_with_the_settings_it_is_given() -> None:
     """A node's steps read its settings as the run hands them over: the run's value of each setting its type
     takes (a node type's own setting given as the run's, under `nodes.*`), then its own; `edit_format: auto`
     as the task's coder's (`EditFormatSettings.for_coder`). A setting the run has too is typed as the run's."""
-    from agentflow.repair.config import RepairConfig
     from agentflow.repair.nodes import NODE_TYPES
     from agentflow.repair.nodetypes.rollout import SweEditSettings
 
-    cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "temperature=0.3", "seed=11"])
+    cfg = load_repair_config(["rank_pool=7", "nodes.rank.rank_pool=3", "sampling.temperature=0.3", "sampling.seed=11"])
     spec, registry, _ = load_repair_workflow(cfg)
     rank = registry.require("swe.rank", "rank").parse_settings(spec.nodes["rank"].settings, "rank")
     assert (rank.rank_pool, rank.seed) == (3, 11)
     edit = registry.require("swe.edit", "edit").parse_settings(spec.nodes["search"].subgraph.nodes["edit"].settings,
                                                                "edit")
     assert isinstance(edit, SweEditSettings) and edit.edit_format == "auto"
-    run_cfg = cfg.model_copy(update={"edit_format": "rewrite"})  # as the task's runtime holds it
+    run_cfg = with_setting(cfg, "edit.format", "rewrite")  # as the task's runtime holds it
     assert (edit.for_coder(run_cfg).edit_format, edit.for_coder(run_cfg).temperature) == ("rewrite", 0.3)
     assert edit.model_copy(update={"edit_format": "tools"}).for_coder(run_cfg).edit_format == "tools"
     for node_type in NODE_TYPES:
         for name, field in (node_type.settings.model_fields.items() if node_type.settings else ()):
-            if name in RepairConfig.model_fields:
-                assert field.annotation == RepairConfig.model_fields[name].annotation, (node_type.name, name)
+            if name in run_setting_names():
+                assert field.annotation == run_field(name).annotation, (node_type.name, name)
 
 
 def test_a_node_types_setting_given_as_the_runs_reaches_every_node_that_takes_it() -> None:
@@ -214,7 +214,7 @@ def test_a_node_types_setting_given_as_the_runs_reaches_every_node_that_takes_it
         spec, registry, _ = load_repair_workflow(cfg)
         return registry.require(node_type, node).parse_settings(spec.nodes[node].settings, node)
 
-    assert "localize_files" not in RepairConfig.model_fields and LocalizeSettings().localize_files == 3
+    assert "localize_files" not in run_setting_names() and LocalizeSettings().localize_files == 3
     cfg = load_repair_config(["workflow=agentless", "localize_files=2", "critique=true"])
     assert cfg.nodes["*"] == {"critique": True, "localize_files": 2}
     assert settings_of(cfg, "localize", "swe.localize").localize_files == 2

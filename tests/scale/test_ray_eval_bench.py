@@ -61,7 +61,7 @@ def _watch(proc: Any, nodes: list[Any], prefix: str) -> list[set[str]]:
 
 def bench_argv(out: Path, image: str, *extra: str) -> list[str]:
     argv = ["bench", str(TASKS_FILE), "--model", MODEL, "--sandbox", "docker", "-c", f"sandbox.image={image}",
-            "-o", str(out), "-c", "feedback=task", "-c", "edit_format=search_replace"]
+            "-o", str(out), "-c", "tests.feedback=task", "-c", "edit.format=search_replace"]
     for iid in BENCH_IDS:
         argv += ["-i", iid]
     return argv + list(extra)
@@ -198,7 +198,7 @@ def test_the_run_budget_stops_every_node(ray_cluster: Any, docker_image: str, tm
     # alone, a task makes 4 calls ($0.04): every task that starts is stopped by the run's $0.03; the first two
     # start together, one on each node
     argv = [*bench_argv(out, docker_image, "--workers", "2"), *ray_argv(ray_cluster),
-            "--model", f"replay:{cassettes / '{instance_id}.json'}", "-c", "run_budget_usd=0.03"]
+            "--model", f"replay:{cassettes / '{instance_id}.json'}", "-c", "limits.run_budget_usd=0.03"]
     proc = run_driver(ray_cluster, argv)
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
     outcomes = [json.loads(p.read_text()) for p in (out / "instances").glob("*/outcome.json")]

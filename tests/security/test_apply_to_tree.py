@@ -252,8 +252,8 @@ def test_repair_check_and_apply_run_nothing_of_the_users_repository(tmp_path: Pa
     check = _cli("repair", str(repo), "--check", *common)
     assert check.returncode == 0, check.stderr[-2000:]
     assert fired(markers) == []
-    done = _cli("repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "-c", "edit_format=search_replace",
-                "-c", "concurrency=1", "-c", "rank=false", "-o", str(tmp_path / "run"), "--apply", *common)
+    done = _cli("repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "-c", "edit.format=search_replace",
+                "-c", "search.concurrency=1", "-c", "rank=false", "-o", str(tmp_path / "run"), "--apply", *common)
     assert "applied to" in done.stdout and "pager/core.py | +1 -1" in done.stdout, done.stderr[-2000:]
     assert "start = (page - 1) * per_page" in (repo / "pager" / "core.py").read_text()
     assert fired(markers) == []

@@ -41,8 +41,8 @@ __all__ = [
     "run_batch_cli",
 ]
 
-STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy: single, best-of-n (or best_of_n) or mcts (default: the workflow's search; mcts when the tests fail at the base commit).")
-N_OPTION = typer.Option(None, "-n", help="Rollouts of best-of-n (mcts: n * max_attempts expansions).")
+STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy (search.strategy): best_of_n, mcts, beam, tot or rebase (default: the workflow's search; mcts when the tests fail at the base commit).")
+N_OPTION = typer.Option(None, "-n", help="Chains of best_of_n (search.n; mcts: n * max_attempts expansions).")
 MODEL_OPTION = typer.Option(
     None,
     "--model",
@@ -50,24 +50,24 @@ MODEL_OPTION = typer.Option(
     help="Model spec of the coder (default local:qwen2.5-coder-1.5b); {instance_id} is replaced per task.",
 )
 PLANNER_MODEL_OPTION = typer.Option(
-    None, "--planner-model", help="Model of a planner step (turns the step on; -c plan=true uses --model)."
+    None, "--planner-model", help="Model of a planner step (roles.planner; turns the step on; -c plan=true uses --model)."
 )
 CRITIC_MODEL_OPTION = typer.Option(
-    None, "--critic-model", help="Model of a critic step after failed attempts (turns it on; -c critique=true uses --model)."
+    None, "--critic-model", help="Model of a critic step after failed attempts (roles.critic; turns it on; -c critique=true uses --model)."
 )
 VERIFIER_MODEL_OPTION = typer.Option(
-    None, "--verifier-model", help="Model that judges the finalists when tests and vote tie (turns it on)."
+    None, "--verifier-model", help="Model that judges the finalists when tests and vote tie (roles.verifier; turns it on)."
 )
 TEST_CMD_OPTION = typer.Option(
     None,
     "--test-cmd",
-    help="Verify candidates with this command (exit 0 = pass) instead of the task's tests or pytest.",
+    help="Verify candidates with this command (tests.cmd; exit 0 = pass) instead of the task's tests or pytest.",
 )
 BUDGET_OPTION = typer.Option(
-    None, "--budget-usd", help="Spend limit per task, in USD (models with known prices)."
+    None, "--budget-usd", help="Spend limit per task, in USD (limits.budget_usd; models with known prices)."
 )
-STEP_LIMIT_OPTION = typer.Option(None, "--step-limit", help="Model calls per task.")
-WALL_TIME_OPTION = typer.Option(None, "--wall-time", help="Wall-clock limit per task, e.g. 90s, 30m, 1h.")
+STEP_LIMIT_OPTION = typer.Option(None, "--step-limit", help="Model calls per task (limits.step_limit).")
+WALL_TIME_OPTION = typer.Option(None, "--wall-time", help="Wall-clock limit per task (limits.wall_time_s), e.g. 90s, 30m, 1h.")
 SANDBOX_OPTION = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto.")
 WORKFLOW_OPTION = typer.Option(
     None, "--workflow", help="Repair workflow: a shipped name (default repair) or a YAML path (see 'agentflow graph show')."
@@ -78,7 +78,6 @@ QUIET_OPTION = typer.Option(
     help="Print no progress lines (by default a line per model call, candidate, decision and task on stderr).",
 )
 
-STRATEGIES = ("single", "best-of-n", "mcts")
 SANDBOXES = ("docker", "local", "auto")
 
 
@@ -116,42 +115,40 @@ def repair_overrides(
         out.append(f"workflow={json.dumps(str(find_workflow(workflow).resolve()) if Path(workflow).is_file() else workflow)}")
     if strategy is not None:
         from agentflow.config import strategy_spelling
+        from agentflow.graph.search.settings import STRATEGIES
 
-        spelt = {strategy_spelling(name): name for name in STRATEGIES}
-        known = spelt.get(strategy_spelling(strategy))
-        if known is None:
-            raise UserError(f"--strategy must be single, best-of-n or mcts, got {strategy!r}"
+        known = {*STRATEGIES, "single"}  # single: an earlier spelling of best_of_n -n 1 (RepairSearchSettings warns)
+        if strategy_spelling(strategy) not in known:
+            raise UserError(f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
                             f"{did_you_mean(strategy, STRATEGIES)}")
-        out.append(f"strategy={known}")
+        out.append(f"search.strategy={json.dumps(strategy)}")
     if n is not None:
         if n < 1:
             raise UserError(f"-n must be at least 1, got {n}")
-        out.append(f"n={n}")
-    for key, spec in (
-        ("model", model),
-        ("planner_model", planner_model),
-        ("critic_model", critic_model),
-        ("verifier_model", verifier_model),
+        out.append(f"search.n={n}")
+    for flag, key, spec in (
+        ("--model", "model", model),
+        ("--planner-model", "roles.planner", planner_model),
+        ("--critic-model", "roles.critic", critic_model),
+        ("--verifier-model", "roles.verifier", verifier_model),
     ):
         if spec is not None:
             if not spec.strip():
-                raise UserError(
-                    f"--{key.replace('_', '-')} is empty", hint="give a model spec, e.g. openai:gpt-4o-mini"
-                )
+                raise UserError(f"{flag} is empty", hint="give a model spec, e.g. openai:gpt-4o-mini")
             out.append(f"{key}={json.dumps(spec)}")  # JSON quoting keeps ':' and '#' out of YAML's hands
     if test_cmd is not None:
-        out.append(f"test_cmd={json.dumps(test_cmd)}")
-        out.append("feedback=repo")
+        out.append(f"tests.cmd={json.dumps(test_cmd)}")
+        out.append("tests.feedback=repo")
     if budget_usd is not None:
         if budget_usd < 0:
             raise UserError(f"--budget-usd must not be negative, got {budget_usd}")
-        out.append(f"budget_usd={budget_usd}")
+        out.append(f"limits.budget_usd={budget_usd}")
     if step_limit is not None:
         if step_limit < 1:
             raise UserError(f"--step-limit must be at least 1, got {step_limit}")
-        out.append(f"step_limit={step_limit}")
+        out.append(f"limits.step_limit={step_limit}")
     if wall_time is not None:
-        out.append(f"wall_time_s={parse_duration(wall_time)}")
+        out.append(f"limits.wall_time_s={parse_duration(wall_time)}")
     if sandbox is not None:
         if sandbox not in SANDBOXES:
             raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")

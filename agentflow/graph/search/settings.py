@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -20,11 +20,17 @@ BRANCH_SEP = "~"
 """Separates the run's thread id, the search node and the branch id in a branch's thread id."""
 
 
+Strategy = Literal["best_of_n", "beam", "tot", "rebase", "mcts"]
+"""The search strategies, in the one spelling every setting of one uses (`strategy_spelling` folds others)."""
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+
+
 class SearchSettings(StrictConfig):
     """The `search:` of a node: how its subgraph's branches are run, valued and chosen (docs/concepts/search.md)."""
 
-    strategy: Literal["best_of_n", "beam", "tot", "rebase", "mcts"] = "best_of_n"
-    """best_of_n (whole runs), beam / tot (keep the n best each step), rebase, mcts."""
+    strategy: Strategy = "best_of_n"
+    """best_of_n (whole runs), beam / tot (keep the n best each step), rebase (reward-balanced expansion),
+    mcts (UCT with concurrent expansions under virtual loss)."""
     strategy_key: str | None = None
     """Dotted state path naming the strategy for this run (`STRATEGY_NAMES`), overriding `strategy` when set."""
     n: int = Field(4, ge=1)
@@ -174,6 +180,19 @@ def subgraph_spec(spec: WorkflowSpec, path: list[str]) -> WorkflowSpec:
     return spec
 
 
-__all__ = ["BRANCH_SEP", "COMMON_SETTINGS", "READS", "STEPWISE_SETTINGS", "STRATEGY_NAMES", "SearchSettings",
-           "branch_path", "ignored_settings", "parse_search_settings", "settings_problems", "strategy_for",
-           "subgraph_spec"]
+__all__ = [
+    "BRANCH_SEP",
+    "COMMON_SETTINGS",
+    "READS",
+    "STEPWISE_SETTINGS",
+    "STRATEGIES",
+    "STRATEGY_NAMES",
+    "SearchSettings",
+    "Strategy",
+    "branch_path",
+    "ignored_settings",
+    "parse_search_settings",
+    "settings_problems",
+    "strategy_for",
+    "subgraph_spec",
+]

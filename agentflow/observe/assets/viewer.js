@@ -508,7 +508,7 @@
         stepLimit ? String(stepLimit) : "1000 (the default)"]];
   }
   function taskBudget(u) {
-    const c = D.config || {};
+    const c = (D.config || {}).limits || D.config || {};  // a repair's `limits:` (flat in runs of earlier versions)
     return [["model calls", u.calls, shown(c.step_limit, " per task")], ["cost (USD)", u.usd || (D.report || {}).cost_usd || 0,
       shown(c.budget_usd, " per task") + (c.run_budget_usd ? ` · ${c.run_budget_usd} whole run` : "")],
     ["wall time (s)", activeSeconds(E), shown(c.wall_time_s, " per task")]];

@@ -403,8 +403,8 @@ def edit_format_for(cfg: RepairConfig, model: ChatModel) -> str:
     """The edit format a run uses: `cfg.edit_format`, with `auto` resolved for the coder model: `tools` when
     the model says it calls tools (its `supports_tools`, its serving profile, or a provider known for it),
     else `rewrite`. An OpenAI-compatible server says nothing, so it gets `rewrite` unless asked."""
-    if cfg.edit_format != "auto":
-        return cfg.edit_format
+    if cfg.edit.format != "auto":
+        return cfg.edit.format
     declared = declared_tool_calling(model)
     if declared is None:
         declared = str(getattr(model, "spec", "")).startswith(_TOOL_CALLING_PROVIDERS)

@@ -20,7 +20,7 @@ from agentflow.repair.edit.edits import parsed
 from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.locate.localize import Window, render_window, repo_map, symbols
 from agentflow.repair.nodetypes.nodekit import emit
-from agentflow.repair.nodetypes.runtime import PromptSettings, RepairRuntime, run_default
+from agentflow.repair.nodetypes.runtime import PromptSettings, RepairRuntime, ShowsCodeSettings, setting_of
 from agentflow.repair.nodetypes.state import LocalizedRecord, RepairState
 from agentflow.swe.patch import is_test_path
 
@@ -32,8 +32,8 @@ class LocalizeSettings(PromptSettings):
     """Files the model picks from the repository skeleton."""
     localize_symbols: int = Field(default=5, ge=1, le=20)
     """Classes/functions the model picks in those files (and edit locations among them)."""
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    window_lines: int = run_default("window_lines")
+    max_prompt_chars: int = setting_of(ShowsCodeSettings, "max_prompt_chars")
+    window_lines: int = setting_of(ShowsCodeSettings, "window_lines")
 
 
 _LINE = re.compile(r"\bline\s+(\d+)", re.IGNORECASE)

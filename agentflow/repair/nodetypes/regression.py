@@ -40,7 +40,7 @@ def deselecting(python: str, deselected: list[str]) -> str:
 async def regression_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: RegressionSettings) -> RepairState:
     rt = ctx.deps
     bench = rt.bench
-    if bench.mode != "repo" or bench.cfg.test_cmd is not None:
+    if bench.mode != "repo" or bench.cfg.tests.cmd is not None:
         return {"regression": {"selected": False}}  # task tests, or the user's own command, verify candidates
     if (state.get("regression") or {}).get("test_cmd"):
         return {}  # selected already (a workflow with two such nodes): the first selection stands

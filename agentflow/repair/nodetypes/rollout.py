@@ -72,26 +72,39 @@ SAMPLE_STRIDE = 1000
 and candidate ids for concurrent branches, the same for a seed whatever order they run in."""
 
 
-class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
+# ----------------------------------------------------------------------------------------------- shared
+
+
+class SplitEditsSettings(NodeSettings):
+    """The settings of the node types that verify an edit's changes one at a time (`swe.edit`, `swe.test`)."""
+
+    split_edits: bool = True
+    """An edit that fails its tests and changes several places (separate runs of lines) is also verified one
+    change at a time, each a candidate of its own (no model call): small models often fix the bug and break
+    something beside it (a signature they were not asked to touch)."""
+    split_edits_limit: int = Field(default=4, ge=2, le=20)
+    """Edits with more changes than this are not split (a rewrite, not a fix with a slip beside it)."""
+
+
+class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, SplitEditsSettings):
     """Settings of the swe.edit node type."""
 
     temperature: float = run_default("temperature")
-    stop: list[str] = run_default("stop")
-    tool_steps: int = run_default("tool_steps")
-    noop_retries: int = run_default("noop_retries")
-    context_windows: int = run_default("context_windows")
-    file_context_lines: int = run_default("file_context_lines")
-    split_edits: bool = run_default("split_edits")
-    split_edits_limit: int = run_default("split_edits_limit")
+    stop: list[str] = Field(default_factory=lambda: ["END_EDITS"])
+    """Stop sequences of edit answers."""
+    tool_steps: int = Field(default=8, ge=1, le=50)
+    """edit_format tools: model calls of one edit (viewing and editing files, then a last answer)."""
+    noop_retries: int = Field(default=2, ge=0, le=20)
+    """Extra samples when an answer changes nothing or cannot be read (those are not candidates). A rewrite given
+    back unchanged, or answered with other code than the window's function, is retried on another suspect
+    (`agentflow.repair.locate.focus`); an answer that cannot be read or does not parse, on the same one."""
     stop_on_success: bool = run_default("stop_on_success")
 
 
-class SweTestSettings(NodeSettings):
+class SweTestSettings(SplitEditsSettings):
     """Settings of the swe.test node type."""
 
     max_attempts: int = run_default("max_attempts")
-    split_edits: bool = run_default("split_edits")
-    split_edits_limit: int = run_default("split_edits_limit")
     stop_on_success: bool = run_default("stop_on_success")
     examples_retries: int = Field(default=0, ge=0, le=3)
     """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
@@ -447,7 +460,7 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
     the next edit reads. A no-op unless `critique` is on or a critic model is given."""
     rt = ctx.deps
     found = _reviewable(state, rt.iid)
-    if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.critic_model):
+    if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.roles.critic):
         return {}
     tried, current = found
     try:

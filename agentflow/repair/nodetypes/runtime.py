@@ -1,8 +1,13 @@
-"""What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`: workbench, role
-models, budget, events), and the settings classes of the node types (how a node gets its settings:
-`run/workflow_settings.py`). A node type declares which settings it takes, so a typo in a workflow is a
-validation problem, not a silently ignored key; a node's steps read its settings, and the run's config
-(`rt.cfg`) only for what is the run's (its models, its test command).
+"""What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`): the task's
+workbench (sandbox), the role models, the budget and the events; and the settings classes of the node types.
+
+Settings of a node, from weakest to strongest (docs/concepts/repair.md, "Where a setting comes from"): its
+type's class's defaults and the run's value (`RepairConfig` by the setting's flat name, `run_field`, with
+`-c key=value`, then `nodes.*`), the node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`
+(`workflow_settings.give_settings`). A node type declares which settings it takes (a `NodeSettings` class
+written out: a setting only node types take declared there, one the run also has defaulting to the run's,
+`run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node's steps
+read its settings, and the run's config (`rt.cfg`) only for what is the run's (its models, its test command).
 """
 
 from __future__ import annotations
@@ -12,22 +17,28 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from agentflow.budget import Budget
 from agentflow.config import StrictConfig
 from agentflow.events import Event, EventLog
 from agentflow.models.base import ChatModel
-from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
+from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts, run_field
 from agentflow.repair.locate.spectrum import ExampleRun
 from agentflow.repair.run.candidate_log import CandidateLog
 from agentflow.repair.verify.workbench import Workbench
 
 
 def run_default(name: str) -> Any:
-    """The field `name` of `RepairConfig` (its default, bounds and description: one source, RepairConfig's own)
-    as the default of a node's setting of that name, for a setting the run has too."""
-    return copy.copy(RepairConfig.model_fields[name])
+    """The run's setting a node type names `name` (`run_field`: its default, bounds and description, one
+    source, RepairConfig's own) as the default of a node's setting of that name, for a setting the run has too."""
+    return copy.copy(run_field(name))
+
+
+def setting_of(settings: type[BaseModel], name: str) -> Any:
+    """The field `name` of another node settings class, as the default of a node's setting of that name (its
+    default, bounds and description: one source, that class)."""
+    return copy.copy(settings.model_fields[name])
 
 
 class NodeSettings(StrictConfig):
@@ -51,21 +62,35 @@ class HelperSettings(PromptSettings):
 class ShowsCodeSettings(PromptSettings):
     """The settings of a node type whose prompts show the task's code windows (`steps.code_windows`)."""
 
-    max_prompt_chars: int = run_default("max_prompt_chars")
-    windows: int = run_default("windows")
-    window_lines: int = run_default("window_lines")
-    rank_keep: int = run_default("rank_keep")
+    max_prompt_chars: int = Field(default=12000, ge=1000)
+    """Prompt size cap (about 4 characters per token); code windows are dropped to stay under it."""
+    windows: int = Field(default=4, ge=1, le=20)
+    """Code windows shown per attempt."""
+    window_lines: int = Field(default=30, ge=5)
+    """Longest code window (a function's `def` line and docstring not counted); longer functions are shown around
+    the hit."""
+    rank_keep: int = Field(default=2, ge=0, le=10)
+    """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
+    them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
+    small model's first pick, so keeping only one place can push the faulty function out of the suspects
+    (`benchmarks/localize_real.py --ranked RUN` measures it)."""
 
 
 class EditFormatSettings(NodeSettings):
     """The settings of a node type that asks for edits in an edit format (`swe.edit`, `swe.trajectories`)."""
 
     edit_format: EditFormat = run_default("edit_format")
+    context_windows: int = Field(default=0, ge=0, le=20)
+    """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
+    file_context_lines: int = Field(default=80, ge=0)
+    """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
+    lines, else as a list of what it defines (imports, module names, classes and methods, functions; at most
+    this many items); 0 shows none of it."""
 
     def for_coder(self, run: RepairConfig) -> Self:
         """These settings with `edit_format: auto` as the format the task's runtime resolved for its coder
         (`steps.edit_format_for`)."""
-        return self if self.edit_format != "auto" else self.model_copy(update={"edit_format": run.edit_format})
+        return self if self.edit_format != "auto" else self.model_copy(update={"edit_format": run.edit.format})
 
 
 class FinalistSettings(NodeSettings):

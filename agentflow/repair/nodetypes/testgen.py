@@ -48,7 +48,7 @@ async def run_script(bench: Workbench, name: str, script: str, patch: str) -> tu
     await bench.sandbox.write_file(path, script)
     cmd = f"{test_env(EVAL_DIR)}{bench.python} {shlex.quote(path)}"
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
-    result = await bench.sandbox.exec(sh_command(cmd), env=env, timeout=min(60.0, bench.cfg.test_timeout_s))
+    result = await bench.sandbox.exec(sh_command(cmd), env=env, timeout=min(60.0, bench.cfg.tests.timeout_s))
     return result.ok, f"(exit {result.exit_code})\n{result.output.strip()[-1200:]}"
 
 

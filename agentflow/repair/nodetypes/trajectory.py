@@ -56,8 +56,6 @@ class TrajectorySettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
     sandbox (codemonkeys' serial compute)."""
     concurrency: int = run_default("concurrency")
     temperature: float = run_default("temperature")
-    context_windows: int = run_default("context_windows")
-    file_context_lines: int = run_default("file_context_lines")
 
 
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)

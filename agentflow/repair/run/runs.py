@@ -208,7 +208,7 @@ async def run_batch(
         on_progress(progress, None)
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
-    run_budget = executor.run_budget(cfg.run_budget_usd, spent_usd=progress.cost_usd)
+    run_budget = executor.run_budget(cfg.limits.run_budget_usd, spent_usd=progress.cost_usd)
     shipping = Shipping(executor) if executor.remote else None
     skipped: list[str] = []
     with rundir.events() as events:
@@ -235,7 +235,7 @@ async def run_batch(
         await asyncio.gather(*(one(t) for t in todo))
         summary = write_summaries(out, tasks, cfg)
         if skipped:
-            events.write(RunBudgetExceeded(limit_usd=cfg.run_budget_usd, not_started=skipped))
+            events.write(RunBudgetExceeded(limit_usd=cfg.limits.run_budget_usd, not_started=skipped))
         events.write(RunEnd(resolved=summary["resolved_instances"], statuses=summary["statuses"]))
 
     return summary

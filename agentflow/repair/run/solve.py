@@ -36,7 +36,7 @@ from agentflow.graph.search.settings import SearchSettings
 from agentflow.models.base import ChatModel
 from agentflow.models.batching import SampleBatcher
 from agentflow.models.cache import ResponseCache
-from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config
+from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config, with_setting
 from agentflow.repair.edit.steps import edit_format_for, issue_text
 from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents
 from agentflow.repair.outcome import Candidate, InstanceOutcome
@@ -100,7 +100,7 @@ def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dic
     if not names or searches_for_failing_tests(spec, cfg) is not None:
         return cfg
     nodes = {**cfg.nodes, **{name: dict(spec.nodes[name].search or {}) for name in names}}
-    return cfg.model_copy(update={"strategy": None, "nodes": nodes})
+    return with_setting(cfg, "search.strategy", None).model_copy(update={"nodes": nodes})
 
 
 async def repair_task(
@@ -125,11 +125,11 @@ async def repair_task(
     spec, registry, node_settings = workflow or load_repair_workflow(cfg)
     if inst_dir is not None:
         inst_dir.mkdir(parents=True, exist_ok=True)
-    budget = Budget(BudgetLimits(usd=cfg.budget_usd, model_calls=cfg.step_limit, wall_seconds=cfg.wall_time_s),
+    budget = Budget(BudgetLimits(usd=cfg.limits.budget_usd, model_calls=cfg.limits.step_limit, wall_seconds=cfg.limits.wall_time_s),
                     parent=run_budget)
     events.write(RepairStart(node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
                              workflow=spec.name, expected_calls=expected_calls(cfg, spec, registry),
-                             step_limit=cfg.step_limit, wall_time_s=cfg.wall_time_s))
+                             step_limit=cfg.limits.step_limit, wall_time_s=cfg.limits.wall_time_s))
     run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget, CandidateLog(inst_dir, events),
                    InstanceOutcome(instance_id=iid, status="no_patch"), inst_dir)
     owned: list[ChatModel] = []
@@ -307,7 +307,7 @@ async def check_task(task: SWETask, cfg: RepairConfig) -> Preflight:
     from agentflow.sandbox import open_sandbox
 
     async with open_sandbox(cfg.backend, task_sandbox_config(cfg)) as sandbox:
-        bench = Workbench(sandbox, task, cfg.model_copy(update={"feedback": "repo"}), _python_for(sandbox))
+        bench = Workbench(sandbox, task, with_setting(cfg, "tests.feedback", "repo"), _python_for(sandbox))
         await bench.setup()
         return await bench.preflight()
 
@@ -343,13 +343,13 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     if inner is None:
         inner = loader(cfg.model.replace("{instance_id}", iid))
         owned.append(inner)
-    cfg = cfg.model_copy(update={"edit_format": edit_format_for(cfg, inner)})
-    if cfg.batch_samples > 1 and _samples_concurrently(spec, cfg):
-        inner = SampleBatcher(inner, max_n=cfg.batch_samples)
+    cfg = with_setting(cfg, "edit.format", edit_format_for(cfg, inner))
+    if cfg.sampling.batch_samples > 1 and _samples_concurrently(spec, cfg):
+        inner = SampleBatcher(inner, max_n=cfg.sampling.batch_samples)
     coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
-    models = RoleModels(coder, planner=role(cfg.planner_model, on("plan"), coder),
-                        critic=role(cfg.critic_model, on("critique"), coder),
-                        verifier=role(cfg.verifier_model, False, coder))
+    models = RoleModels(coder, planner=role(cfg.roles.planner, on("plan"), coder),
+                        critic=role(cfg.roles.critic, on("critique"), coder),
+                        verifier=role(cfg.roles.verifier, False, coder))
     return models, cfg
 
 

@@ -16,8 +16,14 @@ from pydantic import BaseModel
 
 from agentflow.errors import ConfigError, UserError
 from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
-from agentflow.graph.search.settings import SearchSettings
-from agentflow.repair.config import ALL_NODES, RepairConfig
+from agentflow.graph.search.settings import SearchSettings, Strategy
+from agentflow.repair.config import (
+    ALL_NODES,
+    RepairConfig,
+    RepairSearchSettings,
+    run_value,
+    run_values_for,
+)
 
 RUN_DEFAULTS = ("concurrency", "seed")
 """Settings of the run a graph search node takes unless its `search:` sets them."""
@@ -38,14 +44,15 @@ def search_summary(spec: WorkflowSpec) -> str | None:
     return "; ".join(parts) or None
 
 
-def strategy_search(cfg: RepairConfig) -> dict[str, Any]:
-    """`--strategy` as graph search settings: single (one chain: best_of_n with n=1), best-of-n (n chains),
-    mcts (as many expansions, one sample each, as best-of-n's chains make attempts; UCT weight `mcts_c`; with
-    `stop_on_success`, no expansion starts once a candidate passes every test, a value of 1)."""
-    if cfg.strategy == "mcts":
-        return {"strategy": "mcts", "n": cfg.n * cfg.max_attempts, "c": cfg.mcts_c,
-                "stop_at": 1.0 if cfg.stop_on_success else None}
-    return {"strategy": "best_of_n", "n": 1 if cfg.strategy == "single" else cfg.n}
+def strategy_search(search: RepairSearchSettings, strategy: Strategy) -> dict[str, Any]:
+    """`--strategy` (`search.strategy`) as graph search settings: best_of_n (n chains of attempts), mcts (as
+    many expansions, one sample each, as best_of_n's chains make attempts; UCT weight `search.c`; with
+    `stop_on_success`, no expansion starts once a candidate passes every test, a value of 1), the stepwise
+    beam / tot / rebase with n branches."""
+    if strategy == "mcts":
+        return {"strategy": "mcts", "n": search.n * search.max_attempts, "c": search.c,
+                "stop_at": 1.0 if search.stop_on_success else None}
+    return {"strategy": strategy, "n": search.n}
 
 
 def set_graph_searches(spec: WorkflowSpec, cfg: RepairConfig,
@@ -55,24 +62,24 @@ def set_graph_searches(spec: WorkflowSpec, cfg: RepairConfig,
     rest = dict(overrides)
     for name in graph_searches(spec):
         node = spec.nodes[name]
-        search = {key: getattr(cfg, key) for key in RUN_DEFAULTS} | dict(node.search or {})
-        if cfg.strategy is not None:
-            search |= strategy_search(cfg)
+        search = {key: run_value(cfg, key) for key in RUN_DEFAULTS} | dict(node.search or {})
+        if cfg.search.strategy is not None:
+            search |= strategy_search(cfg.search, cfg.search.strategy)
         node.search = search | rest.pop(name, {})
     return rest
 
 
 def searches_for_failing_tests(spec: WorkflowSpec, cfg: RepairConfig) -> WorkflowSpec | None:
-    """A copy of `spec` whose graph search nodes search as `cfg.strategy_when_tests_fail` says (as `--strategy`
+    """A copy of `spec` whose graph search nodes search as `cfg.search.when_tests_fail` says (as `--strategy`
     sets them, a node's own `-c nodes.<node>.*` over it), for a task whose tests fail at the base commit; None
     when nothing changes: `--strategy` given, no such setting, or no search node without a strategy of the
     user's."""
-    if cfg.strategy is not None or cfg.strategy_when_tests_fail is None:
+    if cfg.search.strategy is not None or cfg.search.when_tests_fail is None:
         return None
     names = [name for name in graph_searches(spec) if "strategy" not in cfg.nodes.get(name, {})]
     if not names:
         return None
-    chosen = strategy_search(cfg.model_copy(update={"strategy": cfg.strategy_when_tests_fail}))
+    chosen = strategy_search(cfg.search, cfg.search.when_tests_fail)
     switched = spec.model_copy(deep=True)
     for name in names:
         node = switched.nodes[name]
@@ -114,7 +121,7 @@ def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_set
         model = node_type.settings
         if model is None:
             continue
-        run = {key: getattr(cfg, key) for key in model.model_fields if key in RepairConfig.model_fields}
+        run = run_values_for(cfg, model.model_fields)
         run |= {key: value for key, value in every.items() if key in model.model_fields}
         node.settings = run | node_settings.get(name, {})
         node_type.parse_settings(node.settings, f"node '{name}'")
@@ -122,8 +129,8 @@ def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_set
 
 def require_search(spec: WorkflowSpec, cfg: RepairConfig) -> None:
     """`--strategy` needs a search node to set."""
-    if cfg.strategy is not None and not graph_searches(spec):
-        raise UserError(f"--strategy {cfg.strategy}: workflow '{spec.name}' has no search node to set")
+    if cfg.search.strategy is not None and not graph_searches(spec):
+        raise UserError(f"--strategy {cfg.search.strategy}: workflow '{spec.name}' has no search node to set")
 
 
 __all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "node_settings_for", "require_search",

@@ -290,7 +290,7 @@ class Workbench:
         self.sandbox, self.task, self.cfg, self.python = sandbox, task, cfg, python
         self.head = "HEAD"
         self.local = sandbox.info().backend == "local"
-        mode = cfg.feedback
+        mode = cfg.tests.feedback
         if mode == "auto":
             mode = "task" if task.FAIL_TO_PASS else "repo"
         self.mode: FeedbackMode = mode
@@ -301,8 +301,8 @@ class Workbench:
         self.test_time = CandidateTestTime()
         """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
         every view of this workbench (`on`), so a search branch's runs count too."""
-        self.test_share = TestTimeShare(limit_s=cfg.test_time_share * cfg.wall_time_s if cfg.wall_time_s else None,
-                                        share=cfg.test_time_share if cfg.wall_time_s else None)
+        self.test_share = TestTimeShare(limit_s=cfg.tests.time_share * cfg.limits.wall_time_s if cfg.limits.wall_time_s else None,
+                                        share=cfg.tests.time_share if cfg.limits.wall_time_s else None)
         """The test-time budget every test run after the pre-flight goes through: what the localization run and
         the candidates' verifications may still spend (`test_time_share`), the base run's pace; one for every
         view of this workbench."""
@@ -381,7 +381,7 @@ class Workbench:
     def _test_env(self, how: HowToVerify | None = None) -> dict[str, str] | None:
         # agentflow's own command (the default, or the selected regression tests') runs without the plugins the
         # local environment has installed; a command the user gave may need them
-        ours = self.cfg.test_cmd is None or (how is not None and how.test_cmd is not None)
+        ours = self.cfg.tests.cmd is None or (how is not None and how.test_cmd is not None)
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if self.local and ours else None
         # the test files the pre-flight left out (an optional module they import is missing): every run skips them
         return ignoring(env, self.left_out)
@@ -393,7 +393,7 @@ class Workbench:
         # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
         script = f"{test_env(EVAL_DIR)}{self.python} {shlex.quote(path)}"
         result = await self.sandbox.exec(
-            sh_command(script), env=self._test_env(how), timeout=min(60.0, self.cfg.test_timeout_s)
+            sh_command(script), env=self._test_env(how), timeout=min(60.0, self.cfg.tests.timeout_s)
         )
         return result.ok, result.output
 
@@ -458,7 +458,7 @@ class Workbench:
         (`agentflow.repair.locate.spectrum.gather_evidence`); the workspace is reset afterwards. The summary's `reach`
         is what targeted test runs go by (`HowToVerify.reach`)."""
         cmd = self.test_command(how)
-        allowance = self.test_share.allow(test_timeout_s, self.cfg.test_timeout_floor_s, slowdown=TRACE_SLOWDOWN)
+        allowance = self.test_share.allow(test_timeout_s, self.cfg.tests.timeout_floor_s, slowdown=TRACE_SLOWDOWN)
         shortened: list[int] = []
 
         def narrow(examples: ExampleRun) -> str | None:
@@ -502,7 +502,7 @@ class Workbench:
             await self.restore(patch)
             try:
                 return await run_examples(self.sandbox, self.python, issue, FunctionIndex(sources),
-                                          timeout_s=min(60.0, self.cfg.test_timeout_s))
+                                          timeout_s=min(60.0, self.cfg.tests.timeout_s))
             finally:
                 await self.reset()
 
@@ -552,8 +552,8 @@ class Workbench:
             logs: dict[str, str] = {}
             started = time.monotonic()
             shared = bool(patch.strip()) and not final  # a candidate's run during the search
-            timeout = self.cfg.test_timeout_s if not shared else self.test_share.timeout(
-                self.candidate_timeout(how), self.cfg.test_timeout_floor_s)
+            timeout = self.cfg.tests.timeout_s if not shared else self.test_share.timeout(
+                self.candidate_timeout(how), self.cfg.tests.timeout_floor_s)
             report = await run_prediction(
                 self.sandbox,
                 self.task,
@@ -589,7 +589,7 @@ class Workbench:
         if self.mode == "repo":
             # only a candidate's library code is verified: its pytest.ini, conftest.py, sitecustomize.py or
             # plugin must not decide it (swe/guard.py's allowlist)
-            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.test_cmd,
+            await restore_test_infra(self.sandbox, patch, base=self.head, test_cmd=how.test_cmd or self.cfg.tests.cmd,
                                      plugins=self.task.pytest_plugins)
             return await self._verify_repo(patch, how, whole=whole, final=final), None
         return Verification(kind="none"), None
@@ -598,7 +598,7 @@ class Workbench:
         """The command that runs the repository's own tests (blind mode's verification): `how`'s selected
         tests, else the run's `test_cmd`, else the whole suite."""
         chosen = how.test_cmd if how is not None else None
-        return chosen or self.cfg.test_cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
+        return chosen or self.cfg.tests.cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
 
     async def preflight(self) -> Preflight:
         """Whether the command verifying candidates in blind mode can run at the base commit (`swe.preflight`)."""
@@ -606,7 +606,7 @@ class Workbench:
             await self.reset()
             try:
                 self.left_out = []
-                found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.test_timeout_s,
+                found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.tests.timeout_s,
                                             env=self._test_env())
                 self.left_out = list(found.left_out) if found.can_run else []
                 if found.result is not None:
@@ -622,8 +622,8 @@ class Workbench:
 
     def candidate_timeout(self, how: HowToVerify) -> float:
         """A candidate's test run's limit: a multiple of the unchanged code's (`RepairConfig.test_timeout_ratio`)."""
-        return timeout_from_base(how.base.seconds if how.base else None, ratio=self.cfg.test_timeout_ratio,
-                                 floor_s=self.cfg.test_timeout_floor_s, ceiling_s=self.cfg.test_timeout_s)
+        return timeout_from_base(how.base.seconds if how.base else None, ratio=self.cfg.tests.timeout_ratio,
+                                 floor_s=self.cfg.tests.timeout_floor_s, ceiling_s=self.cfg.tests.timeout_s)
 
     async def base_files(self, paths: list[str]) -> dict[str, str | None]:
         """The base commit's text of `paths` (None for one it does not hold or that cannot be read), read from git
@@ -642,7 +642,7 @@ class Workbench:
     async def _targets(self, patch: str, cmd: str, reach: SuiteReach | None) -> tuple[str, list[int]] | None:
         """The command running only the tests that `reach` says reach what `patch` changes, and their indexes;
         None when the whole suite must run (see `agentflow.repair.verify.targeting`)."""
-        if not (self.cfg.target_tests and reach is not None and patch.strip()):
+        if not (self.cfg.tests.targeted and reach is not None and patch.strip()):
             return None
         paths = touched_in_place(patch)
         if not paths or not all(path.endswith(".py") for path in paths):
@@ -662,7 +662,7 @@ class Workbench:
                          shared: bool = False, step: str = "verification", shortened: bool = False) -> ExecResult:
         """One run of `cmd` within `allowance` (the base commit's: `test_timeout_s`); `shared`: a candidate's
         verification during the search, drawing on the test-time share. A timeout is reported, whatever the run."""
-        timeout = allowance.timeout_s if allowance is not None else self.cfg.test_timeout_s
+        timeout = allowance.timeout_s if allowance is not None else self.cfg.tests.timeout_s
         result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
                                          env=self._test_env(how), timeout=timeout)
         if not at_base:
@@ -679,7 +679,7 @@ class Workbench:
         suite) is expected not to fit in it, the shortened run instead (reported): the tests failing at the base
         commit, then those reaching what `patch` changes, then (a whole-suite check) the other tests the traced
         run saw, as many as fit; None when it fits or cannot be narrowed."""
-        allowance = self.test_share.allow(self.candidate_timeout(how), self.cfg.test_timeout_floor_s,
+        allowance = self.test_share.allow(self.candidate_timeout(how), self.cfg.tests.timeout_floor_s,
                                           tests=len(targeted[1]) if targeted else None, shared=shared)
         if allowance.tests is None:
             return allowance, None
