@@ -176,11 +176,14 @@ def test_a_fork_after_apply_starts_from_the_recorded_workspace(
     assert "-    return a - b" in fork["state"]["diff"] and fork["state"]["tests"]["ok"] is True
     assert "2 passed" in fork["state"]["tests"]["summary"]
 
-    # a folder changed by hand (not by --apply) is not the run's start: one line, exit 2, no traceback
+    # a folder changed by hand (not by --apply) is not the run's start: one line, exit 2, no traceback, and no
+    # run folder for a fork that could not start
     (repo / "calc.py").write_text("def add(a, b):\n    return b + a\n")
+    folders = sorted(p.name for p in (tmp_path / "runs").iterdir())
     cli = subprocess.run([sys.executable, "-m", "agentflow.cli.main", "run", "-o", runs, "-m", f"replay:{review}", "--fork",
                           "t1", "--at", after_code["checkpoint_id"]], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}, check=False)
     assert cli.returncode == 2, cli.stderr
     assert "Traceback" not in cli.stderr and "changed since the run started" in cli.stderr, cli.stderr
     assert "calc.py" in cli.stderr and "--workspace COPY" in cli.stderr
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == folders

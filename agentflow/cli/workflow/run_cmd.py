@@ -548,14 +548,19 @@ def checkpoint_reader(spec: Any, opts: Any) -> WorkflowRunner:
 
 
 async def _pick_checkpoint(spec: Any, opts: Any, fork: ForkFrom, edits: dict[str, Any] | None) -> str:
-    """The id of the checkpoint --fork names (a one-line UserError for an unknown thread or checkpoint, or an
-    --edit of an undeclared key)."""
+    """The id of the checkpoint --fork names (a one-line UserError for an unknown thread or checkpoint, an
+    --edit of an undeclared key, or a workspace folder that is no longer the one the run started from)."""
+    from agentflow.graph.run.ledger import RunLedger
+    from agentflow.graph.run.workspace import check_recorded_start
+
     runner = checkpoint_reader(spec, opts)
     try:
         point, _ = await runner.find_checkpoint(fork.thread_id, fork.checkpoint_id, after_node=fork.after_node,
                                                 source=fork.run_dir, edit=edits)
     finally:
         runner.close()
+    if opts.workspace is not None:
+        check_recorded_start(opts.workspace, RunLedger(fork.run_dir).base())
     return str(point.checkpoint_id)
 
 

@@ -172,6 +172,18 @@ def check_workspace(workspace: str | Path) -> Path:
     return src
 
 
+def check_recorded_start(workspace: str | Path, base: WorkspaceBase | None) -> None:
+    """A one-line UserError when `workspace` cannot be made the workspace a run recorded as its start (`base`;
+    see `_back_to_base`): checked before a fork creates its run folder, and again as its sandbox loads it."""
+    if base is None or base.files is None:
+        return
+    src = check_workspace(workspace)
+    with tempfile.TemporaryDirectory(prefix="agentflow-ws-") as tmp:
+        copy = Path(tmp) / "ws"
+        _copy_without_git(src, copy, ())
+        _back_to_base(copy, base, src)
+
+
 async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Iterable[str] = (),
                          base: WorkspaceBase | None = None) -> int:
     """Copy the host folder `workspace` (without .git) into the sandbox's working directory. With `base`, the
