@@ -64,7 +64,7 @@ def test_a_failed_node_is_red_with_its_reason_and_the_limits_are_as_configured(b
     cassette = _cassette(tmp_path / "c.json", ["this is not JSON"])
     assert run(["run", str(wf), "-m", f"replay:{cassette}", "-i", '{"task": "t"}', "-o", str(tmp_path / "runs"),
                 "--sandbox", "none", "--budget-usd", "2", "--step-limit", "9", "--wall-time", "90s",
-                "-c", "limits.step_limit=40"]) == 1
+                "-c", "step_limit=40"]) == 1
     (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/run.json")]
     open_view(browser, run_dir)
     cls, text = _node_state(browser, "review")
