@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.repair.locate.spectrum import module_of
 from agentflow.swe.patch import is_test_path
 
 _FAILED_ID = re.compile(r"^(?:FAILED|ERROR) (\S+::\S+)", re.MULTILINE)
@@ -150,17 +151,6 @@ def describe(report: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------- the shortened selection
 
 
-def _module_of(path: str) -> str | None:
-    if not path.endswith(".py"):
-        return None
-    parts = path[:-3].split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    if parts and parts[0] == "src":
-        parts = parts[1:]
-    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
-
-
 def _imports(source: str) -> set[str]:
     """The modules a file imports (`from a.b import c` gives a.b and a.b.c)."""
     try:
@@ -198,7 +188,7 @@ def localization_selection(failing: list[str], suspects: Iterable[str], sources:
     failing_files = list(dict.fromkeys(i.split("::", 1)[0] for i in failing))
     repo_modules = _repo_modules(sources)
     imported = {p: _imports(s) for p, s in tests.items()}
-    suspect_modules = {m for p in suspects if (m := _module_of(p)) is not None}
+    suspect_modules = {m for p in suspects if (m := module_of(p)) is not None}
     for path in failing_files:  # what the failing tests import from the repository is suspect too
         suspect_modules |= {m for m in imported.get(path, set()) if m in repo_modules}
     suspect_modules -= {m.split(".", 1)[0] for m in repo_modules}  # `import pkg` is every test's: it says nothing
@@ -224,7 +214,7 @@ def localization_selection(failing: list[str], suspects: Iterable[str], sources:
 
 
 def _repo_modules(sources: Mapping[str, str]) -> set[str]:
-    return {m for p in sources if not is_test_path(p) and (m := _module_of(p)) is not None}
+    return {m for p in sources if not is_test_path(p) and (m := module_of(p)) is not None}
 
 
 def bounded(first: list[str], then: list[str], limit: int) -> list[str]:
