@@ -587,7 +587,10 @@ class RepairReproduce(Event, kind="repair.reproduce"):
     kept: bool
     script: str | None
     output: str
-    source: Literal["examples", "model"]
+    source: Literal["examples", "model", "tests"]
+    """examples: a script of the issue's examples; model: a script the model wrote; tests: the failing tests a
+    failing-test report names (`tests`), run by id."""
+    tests: list[str] = Field(default_factory=list)
 
 
 class RepairKeepCheck(Event, kind="repair.keep_check"):
