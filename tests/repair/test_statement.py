@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentflow.cli.main import run
+from agentflow.repair.edit.steps import issue_text
 from agentflow.repair.locate.localize import rank_windows
 from agentflow.repair.locate.statement import Frame, read_statement
 from agentflow.synth.statement import behaviour_report, failing_test_code, failing_test_report, read_failure
@@ -169,6 +170,18 @@ def test_the_reports_frames_rank_the_deepest_package_function_first(shop: tuple[
     assert read_statement(report).frames[-1] == Frame("shop/prices.py", line, "_rate")
     windows = rank_windows(sources_of(root), report, limit=3)
     assert [(w.symbol, w.frame) for w in windows[:2]] == [("_rate", True), ("discount", True)]
+
+
+@pytest.mark.parametrize("first", FAILING)
+def test_a_report_cut_to_fit_the_prompts_keeps_its_assertion_output(shop: tuple[Path, str], first: str):
+    root, output = shop
+    report = report_for(root, output, first, FAILING, {TEST_FILE, "shop/prices.py"})
+    assertion = read_statement(report).assertion
+    limit = report.index(assertion.split("\n")[0]) - 40  # the cut falls before the `E` lines
+    shown = issue_text(report, limit=limit)
+    assert assertion in shown and len(shown) <= limit + len("\n...\n\n...")
+    assert shown.startswith(report[:100])  # the failing tests listed first are kept
+    assert issue_text("A long report. " * 200, limit=100) == ("A long report. " * 200)[:100] + "\n..."
 
 
 UNRELATED = '''def test_locale():
