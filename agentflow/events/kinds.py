@@ -501,7 +501,8 @@ class RepairTestTime(Event, kind="repair.test_time"):
     """A step's test run was shortened to fit its allowance, or ran out of time (`repair.verify.testshare`)."""
 
     step: str
-    """localization, verification, confirmation (a finalist's whole-suite check), base, final."""
+    """localization, verification, confirmation (a finalist's whole-suite check), reproduction (a failing-test
+    report's tests), base, final."""
     action: str
     """shortened or timed_out."""
     share_s: float | None
