@@ -36,6 +36,7 @@ from agentflow.repair.locate.localize import (
     without_docstring,
     words,
 )
+from agentflow.repair.locate.statement import read_statement
 from agentflow.repair.verify.expectations import TracedExample, doctest_source
 from agentflow.swe.patch import is_test_path
 
@@ -140,8 +141,16 @@ async def ask_helper(model: ChatModel, cfg: PromptSource, name: str, values: Map
 
 
 def issue_text(problem_statement: str, hints: str = "", limit: int = 2500) -> str:
+    """The statement (and hints) as every step shows it: cut to `limit` characters, keeping its assertion output
+    (`statement.read_statement`) whole when the cut would drop it: what the failing test says is what the fix
+    must change, and a long report's list of tests and frames can push it past the cut."""
     text = (problem_statement + ("\n\nHints:\n" + hints if hints.strip() else "")).strip()
-    return text if len(text) <= limit else text[:limit] + "\n..."
+    if len(text) <= limit:
+        return text
+    assertion = read_statement(problem_statement).assertion[: limit // 4]
+    if not assertion or assertion in text[:limit]:
+        return text[:limit] + "\n..."
+    return f"{text[: limit - len(assertion)]}\n...\n{assertion}\n..."
 
 
 @dataclass

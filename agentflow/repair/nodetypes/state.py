@@ -45,11 +45,14 @@ class FocusRecord(TypedDict):
 
 
 class ReproductionRecord(TypedDict, total=False):
-    """Blind mode's reproduction script (`swe.reproduce`) and the keep-working check beside it."""
+    """Blind mode's reproduction (`swe.reproduce`): a script, or the failing tests a failing-test report names;
+    and the keep-working check beside a script."""
 
     kept: bool | None
     """True: it fails while the bug is present and verifies candidates; None: none was tried."""
     script: str
+    tests: list[str]
+    """The report's failing tests (pytest node ids) kept as the reproduction, instead of a script."""
     keep_check: str | None
 
 

@@ -511,10 +511,12 @@ class ProgressPrinter:
 
     def _reproduce(self, e: RepairReproduce) -> tuple[str | None, str]:
         iid, _ = self._task_of(e)
+        tests = e.source == "tests"
+        what = f"reproduction: the report's failing tests ({len(e.tests)})" if tests else "reproduction script"
         if e.kept:
-            return iid, "reproduction script: kept (it fails at the base commit as the issue says)"
+            return iid, f"{what}: kept ({'they fail' if tests else 'it fails'} at the base commit as the issue says)"
         why = re.search(r"\(not counted: (.+)\)\s*$", e.output)
-        return iid, "reproduction script: not kept" + (f" ({why.group(1)[:200]})" if why else "")
+        return iid, f"{what}: not kept" + (f" ({why.group(1)[:200]})" if why else "")
 
     def _repair_end(self, e: RepairEnd) -> tuple[str | None, str] | None:
         iid, task = self._task_of(e)
