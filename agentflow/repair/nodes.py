@@ -73,6 +73,7 @@ from agentflow.repair.nodetypes.state import (
     CandidateKeys,
     ChoiceKeys,
     DrawKeys,
+    DrawnKeys,
     EditKeys,
     HintKeys,
     LocalizedKeys,
@@ -89,7 +90,7 @@ from agentflow.repair.nodetypes.state import (
     VerifyKeys,
 )
 from agentflow.repair.nodetypes.testgen import VoteTestsSettings, vote_tests_node
-from agentflow.repair.nodetypes.trajectory import TrajectorySettings, trajectories_node
+from agentflow.repair.nodetypes.trajectory import TrajectorySettings, trajectory_node
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.choose import ChooseSettings, choose, noop_check
 from agentflow.repair.verify.expectations import (
@@ -401,10 +402,10 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
     _repair("swe.regression", regression_node, RegressionSettings, (VerifyKeys,), (BaseKeys, RegressionKeys),
             "blind mode: the passing tests minus those the model says the fix may change verify candidates",
             lambda s, run: 1),
-    _repair("swe.trajectories", trajectories_node, TrajectorySettings, (VerifyKeys, RankedKeys),
-            (AttemptsKeys, TrajectoryKeys),
-            "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns",
-            lambda s, run: s.trajectories * s.turns),
+    _repair("swe.trajectory", trajectory_node, TrajectorySettings, (VerifyKeys, RankedKeys),
+            (AttemptsKeys, TrajectoryKeys, DrawnKeys),
+            "a multi-turn trajectory writing a test script and an edit, the script run between turns (a search's "
+            "branch each)", lambda s, run: s.turns),
     _repair("swe.vote_tests", vote_tests_node, VoteTestsSettings, (AttemptsKeys, VerifyKeys, TrajectoryKeys),
             (ChoiceKeys,), "candidates vote by the generated tests they pass (none that changes no code when the "
             "tests fail at the base commit); a selection trajectory splits a tie; graded", lambda s, run: 1),

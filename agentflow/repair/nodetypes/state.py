@@ -75,7 +75,7 @@ class LocalizedRecord(TypedDict):
 
 
 class GeneratedTest(TypedDict):
-    """A test script a trajectory wrote (`swe.trajectories`); `swe.vote_tests` runs it on every candidate."""
+    """A test script a trajectory wrote (`swe.trajectory`); `swe.vote_tests` runs it on every candidate."""
 
     candidate_id: str
     script: str
@@ -148,9 +148,12 @@ class EditKeys(TypedDict, total=False):
     edit: EditRecord | None
 
 
-class DrawKeys(TypedDict, total=False):
+class DrawnKeys(TypedDict, total=False):
     drawn: list[int]
     """The numbers of every sample drawn (resampled answers included)."""
+
+
+class DrawKeys(DrawnKeys, total=False):
     focus: FocusRecord
     suspects: list[str]
     """The code windows (`path:name`) the first edit looked at."""
@@ -185,10 +188,10 @@ class AttemptsKeys(TypedDict, total=False):
 
 
 class TrajectoryKeys(TypedDict, total=False):
-    samples: int
     tests: list[GeneratedTest]
-    search: dict[str, Any]
-    """The search's report (a graph search node's `output`; `swe.trajectories`' stop reason)."""
+    """The trajectories' last test scripts (a search over `swe.trajectory` branches gathers them)."""
+    trajectory_runs: list[dict[str, Any]]
+    """Each trajectory's record: its number, script, turns and why it stopped (`done`, `turns`, an error)."""
 
 
 class ChoiceKeys(TypedDict, total=False):
@@ -201,7 +204,7 @@ class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, Edi
     """Every state key of the repair's node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["AttemptsKeys", "BaseKeys", "CandidateKeys", "ChoiceKeys", "ChosenRecord", "DrawKeys", "EditKeys",
+__all__ = ["AttemptsKeys", "BaseKeys", "CandidateKeys", "ChoiceKeys", "ChosenRecord", "DrawKeys", "DrawnKeys", "EditKeys",
            "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HeadRecord", "HintKeys", "LocalizedKeys",
            "LocalizedRecord", "RankedKeys", "RegressionKeys", "RegressionRecord", "RepairState", "ReproductionKeys",
            "ReproductionRecord", "SearchValueKeys", "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys",

@@ -148,7 +148,7 @@ def _graph_search_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
     search = SearchSettings.model_validate(dict(node.search))
     steps = node.subgraph.nodes.values()
     chain = next((int(s.settings.get("max_attempts", cfg.search.max_attempts)) for s in steps if s.type == "swe.test"),
-                 cfg.search.max_attempts)
+                 1)  # without a test node a branch runs its subgraph once (codemonkeys' trajectories)
     per_attempt = sum(_node_calls(cfg, s, registry) for s in steps)
     n, depth = search.n, min(chain, search.max_depth)
     attempts = {"best_of_n": n * chain, "mcts": n, "rebase": n * depth}.get(
