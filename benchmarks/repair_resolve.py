@@ -15,7 +15,10 @@ the functions its gold patch changes) is among the suspects the search's edits l
 (`first`), and `edit_hit` the share of usable patches that change a gold function. `windows` says where the
 samples looked (each candidate's `window`): `on_gold` samples whose window was a gold function, and the
 answers that gave their window back unchanged, on a gold function (`unchanged_on_gold`: the model missed the
-bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone).
+bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone). `samples.noop_share` is the
+share of samples whose answer changed nothing (noop samples / samples). `after_noop` says what became of the
+samples drawn after a noop, by the last change their prompt made (`rollout.NOOP_ESCALATION`: `format`,
+`failure`, `suspect`), each as the same outcome mix.
 
 Test time (per strategy): `test_seconds_per_candidate` (seconds of test runs on candidates, finalists' whole-suite
 runs included, per candidate), `test_seconds_per_candidate_before` (an estimate of the same before targeting
@@ -100,6 +103,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
     located = first = patches = on_target = parts = 0
     looked = {"on_gold": 0, "unchanged_on_gold": 0, "unchanged_elsewhere": 0, "recorded": 0}
+    after_noop: dict[str, dict[str, int]] = {}
     per_task: dict[str, object] = {}
     for inst in sorted((run_dir / "instances").glob("*")):
         if not (inst / "outcome.json").is_file():
@@ -112,6 +116,9 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         for row in rows:
             kind = "patch" if row["status"] == "ok" else row["status"]
             mix[kind] = mix.get(kind, 0) + 1
+            if row.get("approach"):  # drawn after a noop: by the last change its prompt made
+                changed = after_noop.setdefault(row["approach"][-1], dict.fromkeys(mix, 0))
+                changed[kind] = changed.get(kind, 0) + 1
         ok = [r["patch"] for r in rows if r["status"] == "ok"]
         paths = sorted({p for diff in [task["patch"], *ok] for p in changed_paths(diff)})
         sources = base_sources(task, tasks_file, paths)
@@ -137,6 +144,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     n = len(per_task)
     return {
         "samples": {**mix, "total": total, **{f"{k}_share": round(v / total, 3) if total else 0.0 for k, v in mix.items()}},
+        "after_noop": after_noop,
         "split_parts": parts,
         "localization": {"hit": round(located / n, 3) if n else 0.0, "first": round(first / n, 3) if n else 0.0,
                          "tasks": n},

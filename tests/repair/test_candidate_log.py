@@ -56,4 +56,5 @@ def test_a_row_has_the_fields_it_always_had(tmp_path: Path) -> None:
     log(_cand("b0.1").model_copy(update={"value": 0.7, "assessment": "close"}))  # the value agent's, in the state
     row = json.loads((tmp_path / FILE).read_text())
     assert set(row) == {"instance_id", "candidate_id", "parent_id", "status", "patch", "dropped_test_files",
-                        "edit_errors", "verification", "finish_reason", "sample", "answer", "window", "part_of"}
+                        "edit_errors", "verification", "finish_reason", "sample", "answer", "window", "approach",
+                        "part_of"}

@@ -664,6 +664,22 @@ def examples_hint(patch: str, shown: str, limit: int = 1200) -> str:
             + "\n```\nThat change does not fix the issue. Fix it another way.")
 
 
+def failure_report(issue: str, traced_errors: str, limit: int = 1500) -> str:
+    """The failure the bug causes, as a prompt can show it apart from the issue: the last traceback the issue's
+    examples raised when run call-traced (`traced_errors`), else the last one the statement shows, else the
+    statement's pytest assertion lines (`E ...` and the `file.py:LINE:` lines beside them). Empty when neither
+    has one."""
+    for text in (traced_errors, issue):
+        at = text.rfind("Traceback (most recent call last)")
+        if at >= 0:
+            lines = text[at:].splitlines()
+            end = next((i for i, line in enumerate(lines[1:], 1) if line[:1].strip()), len(lines) - 1)
+            return "\n".join(lines[: end + 1])[-limit:]  # to the exception line: the first at column 0
+    asserted = [line.rstrip() for line in issue.splitlines()
+                if line.startswith("E ") or re.match(r"\S+\.py:\d+: \w", line)]
+    return "\n".join(asserted)[-limit:]
+
+
 UNCHANGED = "the code came back unchanged"
 """The error of a rewrite answer that gave its window back as it was."""
 NOT_GIVEN_BACK = "the answer did not give the whole code back"

@@ -35,6 +35,8 @@ class EditRecord(TypedDict):
     finish: str
     window: str
     """The suspect the sample rewrote first (`focus.window_key`)."""
+    approach: list[str]
+    """What its prompt changed after noops of its draw (`Candidate.approach`)."""
 
 
 class FocusRecord(TypedDict):
