@@ -262,12 +262,12 @@ async def ensure_python_shim(sandbox: Sandbox, python: str = "python3") -> bool:
     return (await sandbox.exec(sh_command(script))).ok
 
 
-async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "python3", repo_root: str | Path | None = None) -> str:
+async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "python3") -> str:
     """Put the repository at `base_commit` into the sandbox's workspace as a git repository; return its HEAD.
 
     Then installs the task's `requirements` and runs its `setup_commands`. Returns "" when the sandbox has
     no git (patches are then applied with `patch`)."""
-    repo, commit = await asyncio.to_thread(cached_repo, task, repo_root)
+    repo, commit = await asyncio.to_thread(cached_repo, task)
     tar = await asyncio.to_thread(archive, repo, commit)
     await upload_tar(sandbox, tar, ".", python=python)
     has_git = (await sandbox.exec("command -v git >/dev/null 2>&1")).ok
