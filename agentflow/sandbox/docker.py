@@ -15,7 +15,6 @@ import os
 import secrets
 import socket
 import struct
-import time
 from typing import Any
 
 from agentflow._process import pid_alive
@@ -193,7 +192,6 @@ class DockerSandbox(AgentSandbox):
         self._writer: asyncio.StreamWriter | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._stderr_tail = bytearray()
-        self.start_ms = 0.0
 
     @classmethod
     async def start(cls, config: SandboxConfig | None = None) -> DockerSandbox:
@@ -205,13 +203,11 @@ class DockerSandbox(AgentSandbox):
             _reaped = True
             await asyncio.to_thread(reap_orphans, client)
         sb = cls(config)
-        t0 = time.perf_counter()
         try:
             await sb._start(client)
         except BaseException:
             await sb.close()
             raise
-        sb.start_ms = (time.perf_counter() - t0) * 1000
         return sb
 
     async def _start(self, client: Any) -> None:
