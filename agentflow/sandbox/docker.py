@@ -69,10 +69,6 @@ def docker_available() -> bool:
         return False
 
 
-def _owner_labels() -> dict[str, str]:
-    return {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}
-
-
 def _listed(client: Any, what: str) -> list[dict[str, Any]]:
     """Our labelled containers or volumes as the engine lists them (no per-item inspect: one that goes away
     meanwhile, as auto-removed containers do, cannot fail the listing)."""
@@ -150,7 +146,7 @@ def container_settings(config: SandboxConfig) -> tuple[dict[str, Any], dict[str,
         # are in /tmp, which a search branch keeps as its own, but a sandbox has other users than branches)
         "environment": {"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
                         "LANG": "C.UTF-8", **run_as},
-        "labels": _owner_labels(),
+        "labels": {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()},
         "network_disabled": not config.network,
     }
     host: dict[str, Any] = {
