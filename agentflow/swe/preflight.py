@@ -91,7 +91,6 @@ class Preflight(PreflightFindings):
             parts.append(self.note)
         return "; ".join(parts)
 
-
     def shortened_run(self) -> str:
         """What a run stopped at its time ran: `ran 1,200 of 5,739 tests (...): first tests/a.py, ...`."""
         stop = f"no test started after {self.stop_after_s:g}s" if self.stop_after_s is not None else "stopped"

@@ -7,8 +7,8 @@ is still measured (`TestTimeShare.measured`: T seconds for N tests, estimated fr
 that pace and the task's wall limit, each later step gets an allowance (`TestTimeShare.allow`): its own
 timeout (`RepairConfig.test_timeout_s`, a candidate's `test_timeout_ratio` times the base run), cut to what is
 left of the test-time share when the task has a wall limit (`RepairConfig.test_time_share` of `wall_time_s`;
-the pre-flight, the call-traced localization run and the candidates' verifications draw on it together). A step whose full run is expected not to fit in its allowance runs a
-shortened selection instead of being timed out: the tests failing at the base commit first, then the tests
+the pre-flight, the call-traced localization run and the candidates' verifications draw on it together). A
+step whose full run is expected not to fit in its allowance runs a shortened selection instead of being timed out: the tests failing at the base commit first, then the tests
 nearest the suspects (`localization_selection`, the reach of the changed functions for a candidate), as many as
 the allowance holds at the base run's seconds per test (`Allowance.tests`). What was shortened, and any run that
 still timed out, is reported through `TestTimeShare.report` (the task's `repair.test_time` events and progress
