@@ -491,6 +491,17 @@ class PreflightFindings(BaseModel):
     own_errors: dict[str, str] = Field(default_factory=dict)
     """Test files whose collection fails on an error the repository's own package raises (file -> the error):
     taken as the failing behaviour, not as a set-up failure."""
+    seconds: float | None = None
+    """How long the test command ran (its runs together, when files were left out)."""
+    stop_after_s: float | None = None
+    """When the run was given a time at which no further test starts (the whole suite would not fit its
+    allowance: `agentflow.repair.verify.testshare`); None: the command ran to its end or its timeout."""
+    ran_tests: int | None = None
+    """Set when the run stopped at `stop_after_s`: how many tests ran, of `suite_tests` collected."""
+    suite_tests: int | None = None
+    first: list[str] = Field(default_factory=list)
+    """The test files run first (the tests the issue names, those nearest the modules it names), the others
+    after them in the suite's order."""
 
 
 class RepairPreflight(Event, PreflightFindings, kind="repair.preflight"):
@@ -501,8 +512,8 @@ class RepairTestTime(Event, kind="repair.test_time"):
     """A step's test run was shortened to fit its allowance, or ran out of time (`repair.verify.testshare`)."""
 
     step: str
-    """localization, verification, confirmation (a finalist's whole-suite check), reproduction (a failing-test
-    report's tests), base, final."""
+    """preflight, localization, verification, confirmation (a finalist's whole-suite check), reproduction (a
+    failing-test report's tests), base, final."""
     action: str
     """shortened or timed_out."""
     share_s: float | None

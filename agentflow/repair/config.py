@@ -230,12 +230,13 @@ class TestSettings(StrictConfig):
     """The shortest timeout of a candidate's test run (a suite of a second still needs time to start)."""
     time_share: float = Field(default=0.3, gt=0, le=1)
     """Share of the task's wall time (`limits.wall_time_s`) that the repair's own test runs may spend together: the
-    call-traced localization run (`swe.spectrum`), the candidates' verifications during the search and a
-    finalist's whole-suite check (not the pre-flight, whose run measures the suite's pace). Every such run goes
-    through one budget (`repair.verify.testshare`): a run whose expected time (the base run's pace; twice that
-    traced) does not fit what is left of the share, or, without `limits.wall_time_s`, its own timeout, runs a
-    shortened selection (the tests failing at the base commit first, then those nearest the suspects or
-    reaching the change) instead of timing out; a run that still times out says so. Both are
+    pre-flight (at most a third of the share), the call-traced localization run (`swe.spectrum`), the
+    candidates' verifications during the search and a finalist's whole-suite check. Every such run goes
+    through one budget (`repair.verify.testshare`): the pre-flight starts with the test files nearest the issue
+    and starts no test after most of its time (its pace measured on what ran); a later run whose expected time
+    (that pace; twice that traced) does not fit what is left of the share, or, without `limits.wall_time_s`,
+    its own timeout, runs a shortened selection (the tests failing at the base commit first, then those nearest
+    the suspects or reaching the change) instead of timing out; a run that still times out says so. Both are
     `repair.test_time` events and progress lines."""
     targeted: bool = True
     """Blind mode: a candidate runs only the repository tests that reached the functions it changes in the base

@@ -15,19 +15,32 @@ A pytest suite that cannot be collected is read file by file (`read_collection_e
   of its own modules) is not a set-up failure: it may be the very bug the issue reports, so the repair goes on
   and the collection error is the failing behaviour (the tests fail at the base commit);
 - anything else (a package's own dependency missing, a test file's syntax error) stops as before.
+
+Given a time to stop at (`stop_after_s`, when the whole suite would not fit the pre-flight's allowance) and the
+test files to run first, the runner script (`swe.testrun`) starts those first and no test after that time: the
+run ends as if complete, on the tests that ran, and says how many of how many (`ran_tests`, `suite_tests`);
+only a command that does not go through the runner, or one test running past the timeout, times out.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, PrivateAttr
 
 from agentflow.events.kinds import PreflightFindings
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
-from agentflow.swe.testrun import install_runner, runner_command, test_env
+from agentflow.swe.testrun import (
+    FIRST_TESTS_ENV,
+    STOP_AFTER_ENV,
+    STOPPED_LINE,
+    install_runner,
+    runner_command,
+    test_env,
+)
 from agentflow.swe.workspace import EVAL_DIR, PYTHON_SHIM
 
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
@@ -35,6 +48,8 @@ _MISSING = re.compile(r"(ModuleNotFoundError: No module named '[^']+'|ImportErro
 _COLLECTING = re.compile(r"_+ ERROR collecting (\S+) _+")
 _USAGE = re.compile(r"^\S*: error: (.+)$", re.MULTILINE)
 _NOT_FOUND = re.compile(r"(?:^|: )(\S+): (?:command )?not found", re.MULTILINE)
+FIRST_TESTS_PATH = f"{EVAL_DIR}/first_tests.txt"
+"""The list of test files the runner starts with (`FIRST_TESTS_ENV`)."""
 
 
 class Preflight(PreflightFindings):
@@ -60,6 +75,8 @@ class Preflight(PreflightFindings):
         """One line: the outcome counts, what was fixed, the cause or the note."""
         counts = ", ".join(f"{v} {k}" for k, v in self.counts.items()) or "no test counts"
         parts = [f"the test command at the base commit: exit {self.exit_code} ({counts})"]
+        if self.ran_tests is not None:
+            parts.append(self.shortened_run())
         if self.fixed:
             parts.append("arranged: " + "; ".join(self.fixed))
         if self.left_out:
@@ -73,6 +90,15 @@ class Preflight(PreflightFindings):
         elif self.note:
             parts.append(self.note)
         return "; ".join(parts)
+
+    def shortened_run(self) -> str:
+        """What a run stopped at its time ran: `ran 1,200 of 5,739 tests (...): first tests/a.py, ...`."""
+        stop = f"no test started after {self.stop_after_s:g}s" if self.stop_after_s is not None else "stopped"
+        text = f"ran {self.ran_tests or 0:,} of {self.suite_tests or 0:,} tests ({stop}: the whole suite would not fit)"
+        if self.first:
+            shown = ", ".join(self.first[:4]) + (f" and {len(self.first) - 4} more" if len(self.first) > 4 else "")
+            text += f", first the {len(self.first)} test files nearest the issue ({shown}), then the others in order"
+        return text
 
 
 def cannot_run(output: str, exit_code: int, is_pytest: bool) -> str | None:
@@ -196,11 +222,17 @@ def ignoring(env: Mapping[str, str] | None, files: list[str]) -> dict[str, str] 
 
 
 async def run_preflight(sandbox: Sandbox, test_cmd: str, *, timeout: float,
-                        env: Mapping[str, str] | None = None) -> Preflight:
+                        env: Mapping[str, str] | None = None, stop_after_s: float | None = None,
+                        first: Sequence[str] = ()) -> Preflight:
     """Run `test_cmd` in the workspace (at the base commit) with the test environment; classify the outcome.
     Collection errors are read per file: test files needing a missing optional module are left out and the
-    suite runs again without them; an error of the repository's own code is the failing behaviour."""
-    report = await _run_once(sandbox, test_cmd, timeout=timeout, env=env)
+    suite runs again without them (in the time left); an error of the repository's own code is the failing
+    behaviour. With `stop_after_s`, no test starts after that many seconds, `first` (test files) first."""
+    started = time.monotonic()
+    limit = _TimeLimit(stop_after_s=stop_after_s, first=list(first)) if stop_after_s is not None else None
+    if limit is not None and first:
+        await sandbox.write_file(FIRST_TESTS_PATH, "".join(f"{path}\n" for path in first))
+    report = await _run_once(sandbox, test_cmd, timeout=timeout, env=env, limit=limit)
     if report.can_run or report.result is None or not _COLLECTING.search(report.result.output):
         return report
     listing = await sandbox.exec(sh_command(_LIST_TRACKED))
@@ -211,8 +243,11 @@ async def run_preflight(sandbox: Sandbox, test_cmd: str, *, timeout: float,
     left_out = {e.path: e.error for e in errors if e.kind == "optional_module"}
     own = {e.path: e.error for e in errors if e.kind == "own_code"}
     if left_out:
-        again = await _run_once(sandbox, test_cmd, timeout=timeout, env=ignoring(env, list(left_out)))
+        spent = time.monotonic() - started
+        again = await _run_once(sandbox, test_cmd, timeout=max(1.0, timeout - spent), env=ignoring(env, list(left_out)),
+                                limit=limit.later(spent) if limit is not None else None)
         again.left_out = left_out
+        again.seconds = round(time.monotonic() - started, 3)
         if not again.can_run or not own:
             return again
         report = again
@@ -222,18 +257,50 @@ async def run_preflight(sandbox: Sandbox, test_cmd: str, *, timeout: float,
     return report
 
 
+def can_stop(test_cmd: str) -> bool:
+    """Whether a run of `test_cmd` can be given a time to stop at (it starts pytest through the runner script)."""
+    return runner_command(test_cmd, EVAL_DIR) != test_cmd
+
+
+class _TimeLimit(BaseModel):
+    """When no test of a run is to start (seconds after its start), and the test files it starts with."""
+
+    stop_after_s: float
+    first: list[str]
+
+    def later(self, spent_s: float) -> _TimeLimit:
+        """The same limit for a run starting `spent_s` seconds after the first."""
+        return self.model_copy(update={"stop_after_s": max(0.0, self.stop_after_s - spent_s)})
+
+    def env(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        out = {**(env or {}), STOP_AFTER_ENV: f"{self.stop_after_s:.1f}"}
+        if self.first:
+            out[FIRST_TESTS_ENV] = FIRST_TESTS_PATH
+        return out
+
+
 async def _run_once(sandbox: Sandbox, test_cmd: str, *, timeout: float,
-                    env: Mapping[str, str] | None) -> Preflight:
+                    env: Mapping[str, str] | None, limit: _TimeLimit | None = None) -> Preflight:
     shim = (await sandbox.exec(sh_command(f"test -e {PYTHON_SHIM}"))).ok
     has_src = (await sandbox.exec(sh_command("test -d src"))).ok
     await install_runner(sandbox, EVAL_DIR)  # the same command as verification runs (its result may be reused)
-    result = await sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(test_cmd, EVAL_DIR)),
-                                env=dict(env or {}) or None,
+    command = runner_command(test_cmd, EVAL_DIR)
+    if not can_stop(test_cmd):  # only the runner script can stop a run at a time: this one runs to its timeout
+        limit = None
+    result = await sandbox.exec(sh_command(test_env(EVAL_DIR) + command),
+                                env=(limit.env(env) if limit is not None else dict(env or {})) or None,
                                 timeout=timeout)
     output = result.output
     is_pytest = "pytest" in test_cmd
-    report = Preflight(command=test_cmd, exit_code=result.exit_code, timed_out=result.timed_out)
+    report = Preflight(command=test_cmd, exit_code=result.exit_code, timed_out=result.timed_out,
+                       seconds=round(result.duration_s, 3))
     report._result = result
+    if limit is not None:
+        report.stop_after_s = round(limit.stop_after_s, 1)
+        stopped = STOPPED_LINE.search(output)
+        if stopped:
+            report.ran_tests, report.suite_tests = int(stopped.group(1)), int(stopped.group(2))
+            report.first = limit.first
     report.counts = {("errors" if k == "error" else k): int(v) for v, k in _COUNT.findall(output)}
     if shim:
         report.fixed.append("`python` runs python3 (the sandbox has no `python`)")
@@ -242,7 +309,9 @@ async def _run_once(sandbox: Sandbox, test_cmd: str, *, timeout: float,
     if has_src:
         report.fixed.append("src/ is importable (a src-layout package)")
     if result.timed_out:
-        report.cause = f"the tests did not finish within {timeout:.0f}s"
+        running = (f" (no test was to start after {round(limit.stop_after_s, 1):g}s: the one running then did not end)"
+                   if limit is not None else "")
+        report.cause = f"the tests did not finish within {timeout:.0f}s{running}"
         report.fix = "raise -c test_timeout_s=SECONDS or give a --test-cmd that runs fewer tests"
     elif (cause := cannot_run(output, result.exit_code, is_pytest)) is not None:
         report.cause, report.fix = cause, fix_for(cause)

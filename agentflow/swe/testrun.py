@@ -32,6 +32,12 @@ _STATUSES = frozenset((PASSED, FAILED, SKIPPED, ERROR, XFAIL))
 PLUGIN_NAME = "agentflow_results_plugin"
 RUNNER_NAME = "agentflow_pytest"
 IDS_ENV = "AGENTFLOW_TEST_IDS"
+STOP_AFTER_ENV = "AGENTFLOW_STOP_AFTER_S"
+"""Read by the runner: seconds after its start at which no further test starts (the run ends as if complete)."""
+FIRST_TESTS_ENV = "AGENTFLOW_FIRST_TESTS"
+"""Read by the runner (with `STOP_AFTER_ENV`): a file of test files to run first, one a line, in order."""
+STOPPED_LINE = re.compile(r"^agentflow: stopped after (\d+) of (\d+) tests", re.MULTILINE)
+"""The line the runner prints when it stopped a run at its time (how many tests ran, of how many collected)."""
 _ARGS_BUDGET = 100_000  # bytes of test ids per command line for non-pytest commands (Linux allows ~2 MB)
 
 PLUGIN_SOURCE = '''\
@@ -94,7 +100,9 @@ conftest files, where `python -m pytest` would have had it all along, for the co
 """
 import os
 import sys
+import time
 
+_started = time.monotonic()
 if not getattr(sys.flags, "safe_path", False):
     del sys.path[0]  # this script's folder: only what PYTHONPATH names from it is importable
 _workspace = os.getcwd()
@@ -125,7 +133,52 @@ class _WorkspaceFirst:
         sys.path[:] = _tree + [entry for entry in sys.path if entry not in _tree]
 
 
-_code = pytest.main(plugins=[_WorkspaceFirst()])
+class _TimeLimit:
+    """Given a time (AGENTFLOW_STOP_AFTER_S): no test starts after it; the session ends after the running test,
+    says how many of how many ran, and exits as the tests that ran decide (not as interrupted). Given a list of
+    test files (AGENTFLOW_FIRST_TESTS, a file of paths), those run first, in its order; the rest as collected."""
+
+    def __init__(self, stop_after_s, first_file):
+        self.deadline = _started + stop_after_s
+        self.first = []
+        if first_file:
+            with open(first_file, encoding="utf-8") as fh:
+                self.first = [line.strip() for line in fh if line.strip()]
+        self.total = self.ran = 0
+        self.failed = self.stopped = False
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        rank = {path: i for i, path in enumerate(self.first)}
+        items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+        self.total = len(items)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        yield
+        self.ran += 1
+        if nextitem is not None and time.monotonic() >= self.deadline:
+            self.stopped = True
+            item.session.shouldstop = "agentflow: the time limit"
+
+    def pytest_runtest_logreport(self, report):
+        self.failed = self.failed or report.failed
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.stopped:
+            terminalreporter.write_line("agentflow: stopped after %d of %d tests (the time limit)" % (self.ran, self.total))
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.stopped and exitstatus == pytest.ExitCode.INTERRUPTED:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if self.failed else pytest.ExitCode.OK
+
+
+_plugins = [_WorkspaceFirst()]
+_stop_after = os.environ.pop("AGENTFLOW_STOP_AFTER_S", None)
+_first = os.environ.pop("AGENTFLOW_FIRST_TESTS", None)
+if _stop_after:
+    _plugins.append(_TimeLimit(float(_stop_after), _first))
+_code = pytest.main(plugins=_plugins)
 sys.stdout.flush()
 sys.exit(int(_code))
 '''

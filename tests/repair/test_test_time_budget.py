@@ -58,8 +58,9 @@ def make_slow_repo(root: Path) -> Path:
     return root
 
 
-def repair(out: Path, backend: str, image: str | None, repo: Path, cassette: Path, *settings: str) -> int:
-    args = ["repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "--sandbox", backend,
+def repair(out: Path, backend: str, image: str | None, repo: Path, cassette: Path, *settings: str,
+           issue: str = ISSUE) -> int:
+    args = ["repair", str(repo), "--issue", issue, "--model", f"replay:{cassette}", "--sandbox", backend,
             "-c", "edit.format=search_replace", "-c", "search.concurrency=1", "-c", "rank=false", "-o", str(out),
             "--strategy", "best_of_n", "-n", "1", "--json"]
     if image is not None:
@@ -166,3 +167,105 @@ def test_the_localization_selection_keeps_the_failing_tests_and_the_nearest_file
     assert picked == ["tests/test_core.py::test_a"] and count == 1  # the failing test, whatever the limit
     picked, _ = localization_selection([], ["pkg/extra.py"], sources, limit=100)
     assert picked == ["tests/far/test_extra.py"]  # a suspect the examples ran: the tests importing it
+
+
+NAMED_ISSUE = ISSUE + "\nCI: tests/test_pager.py::test_first_page fails.\n"
+
+
+def test_a_preflight_whose_suite_would_not_fit_runs_the_issues_tests_first_and_stops_in_time(
+        backend: tuple[str, str | None], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The suite (about 8 s of sleeps) does not fit the pre-flight's 5 s: it starts with the test the issue
+    names and the slow tests of the module the issue imports (pager.core), starts no test after 4 s, and ends
+    on what ran, within its time: its line and event say how many of the 50 ran; the failing test is among
+    them; nothing timed out; the repair goes on to the fix."""
+    repo = make_slow_repo(tmp_path / "repo")
+    cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
+    out = tmp_path / "run"
+    assert repair(out, *backend, repo, cassette, "tests.timeout_s=5", issue=NAMED_ISSUE) == 0
+    captured = capsys.readouterr()
+    preflight = events_of(out, "repair.preflight")[0]
+    assert preflight["cause"] is None and preflight["timed_out"] is False, preflight
+    assert preflight["suite_tests"] == 50 and 1 <= preflight["ran_tests"] < 50, preflight
+    assert preflight["first"] == ["tests/test_pager.py", "tests/test_core_slow.py"], preflight
+    assert preflight["counts"]["failed"] == 1, preflight  # the issue's test ran first
+    assert preflight["stop_after_s"] == 4.0 and preflight["seconds"] < 5.0, preflight
+    ran = preflight["ran_tests"]
+    assert f"ran {ran} of 50 tests (no test started after 4s" in captured.err
+    assert "first the 2 test files nearest the issue (tests/test_pager.py, tests/test_core_slow.py)" in captured.err
+    time_events = events_of(out, "repair.test_time")
+    assert [e for e in time_events if e["step"] == "preflight"] == [
+        {**time_events[0], "step": "preflight", "action": "shortened", "tests": ran, "suite_tests": 50}], time_events
+    assert f"tests: preflight ran {ran} of 50 (time limit 5s, the whole run expected" in captured.err
+    assert not [e for e in time_events if e["action"] == "timed_out"], time_events
+    shown = json.loads(captured.out)
+    assert shown["preflight"]["ran_tests"] == ran  # the outcome records it too
+    assert "start = (page - 1) * per_page" in shown["model_patch"]
+
+
+HANGS = "import time\n\n\ndef test_hangs():\n    time.sleep(30)\n"
+
+
+def test_a_preflight_that_still_times_out_says_so_in_the_events_the_outcome_and_the_progress(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One test runs on past the pre-flight's timeout (a test started before the stop time does not end): the
+    run is cut at 3 s, and the task's events, its outcome and the progress lines say so; the batch's other
+    task is repaired."""
+    from .test_preflight import make_repo
+
+    make_repo(tmp_path / "hangs", extra_test=HANGS)
+    make_repo(tmp_path / "good")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"instance_id": name, "repo": name, "base_commit": "HEAD",
+                                         "problem_statement": ISSUE, "FAIL_TO_PASS": [], "PASS_TO_PASS": []}) + "\n"
+                             for name in ("hangs", "good")))
+    cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
+    out = tmp_path / "run"
+    assert run(["bench", str(tasks), "--model", f"replay:{cassette}", "--sandbox", "local", "-c",
+                "edit.format=search_replace", "-c", "search.concurrency=1", "-c", "rank=false", "-c",
+                "tests.feedback=repo", "-c", "tests.timeout_s=3", "--workers", "1", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    events = [e for e in read_jsonl(out / "events.jsonl") if e.get("node_id") == "hangs"]
+    preflight = next(e["data"] for e in events if e["kind"] == "repair.preflight")
+    assert preflight["timed_out"] is True and preflight["cause"] == (
+        "the tests did not finish within 3s (no test was to start after 2.4s: the one running then did not end)")
+    timed_out = [e["data"] for e in events if e["kind"] == "repair.test_time"]
+    assert [(e["step"], e["action"], e["timeout_s"]) for e in timed_out] == [("preflight", "timed_out", 3.0)]
+    outcome = json.loads((out / "instances" / "hangs" / "outcome.json").read_text())
+    assert outcome["status"] == "env_error" and "did not finish within 3s" in outcome["error"]
+    assert outcome["preflight"]["timed_out"] is True
+    assert "tests: preflight timed out after 3.0s" in err
+    report = json.loads((out / "report.json").read_text())
+    assert report["resolved_ids"] == ["good"]
+
+
+def test_the_preflight_order_starts_with_the_named_tests_and_those_of_the_named_modules() -> None:
+    """The localization's selection with no limit: the named test's file, the files importing a module the
+    issue names (or that file imports), those beside the named test; a top-level name alone says nothing."""
+    from agentflow.repair.verify.testshare import preflight_order
+
+    sources = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def f():\n    return 1\n",
+        "pkg/extra.py": "def g():\n    return 2\n",
+        "tests/test_a.py": "import pkg\n\ndef test_a():\n    pass\n",
+        "tests/test_uses_core.py": "from pkg.core import f\n\ndef test_b():\n    pass\n",
+        "tests/far/test_extra.py": "from pkg.extra import g\n\ndef test_c():\n    pass\n",
+        "tests/far/test_other.py": "import pkg\n\ndef test_d():\n    pass\n",
+    }
+    assert preflight_order("pkg.core.f() is wrong", sources) == ["tests/test_uses_core.py"]
+    assert preflight_order("`tests/far/test_extra.py::test_c` fails in pkg", sources) == [
+        "tests/far/test_extra.py", "tests/far/test_other.py"]
+    assert preflight_order("import pkg; pkg.f() is wrong", sources) == []
+
+
+def test_a_stopped_preflight_gives_the_whole_suites_pace() -> None:
+    """A pre-flight that ran 100 of 1,000 tests in 19 s (a tenth of the whole run being pytest's start): the
+    whole suite is expected to take 100 s, and a later step's allowance is planned at that pace."""
+    from agentflow.repair.verify.testshare import TestTimeShare
+
+    budget = TestTimeShare(limit_s=600.0, share=0.3)
+    assert budget.preflight_timeout(300.0, 5.0) == 200.0  # a third of the share
+    assert TestTimeShare().preflight_timeout(300.0, 5.0) == 300.0  # no share: its own
+    budget.measured(19.0, 1000, ran=100)
+    assert budget.base_s is not None and abs(budget.base_s - 100.0) < 1e-6
+    assert budget.allow(300.0, 5.0).tests is None

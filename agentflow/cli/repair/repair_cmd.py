@@ -162,8 +162,9 @@ def register(app: typer.Typer) -> None:
             inputs.allow_paths = [str(p) for p in allow_paths]
         if wheelhouse is not None:
             inputs.wheelhouse = str(wheelhouse)
-        if check and not (inputs.issue or "").strip():
-            inputs.issue = "(pre-flight check)"  # the check reads no issue
+        if check and inputs.tasks is None and not (inputs.issue or "").strip():
+            # a repository's check needs no issue (a task's statement, if any, orders what its pre-flight runs first)
+            inputs.issue = "(pre-flight check)"
         task = task_for_inputs(inputs, apply=apply)
         if check:
             raise typer.Exit(check_preflight(task, cfg, as_json=as_json))

@@ -235,6 +235,7 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
     try:
         found = await preflight(bench, events)
     except TestsCannotRun as exc:
+        outcome.preflight = exc.found.model_dump(mode="json")  # a timeout included: the record says what ran
         if stop_on_preflight:  # the run is this one task: stop before any model call, one line
             raise
         # one task of a batch: the others go on; the task is reported with the cause (and retried by --resume,
@@ -287,7 +288,11 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
 
 
 class TestsCannotRun(UserError):
-    """The pre-flight found that the verifying tests cannot run at the base commit."""
+    """The pre-flight found that the verifying tests cannot run at the base commit (`found`: what it found)."""
+
+    def __init__(self, found: Preflight) -> None:
+        self.found = found
+        super().__init__(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
 
 
 async def preflight(bench: Workbench, events: EventLog) -> Preflight | None:
@@ -300,7 +305,7 @@ async def preflight(bench: Workbench, events: EventLog) -> Preflight | None:
     iid = bench.task.instance_id
     events.write(RepairPreflight(node_id=iid, instance_id=iid, **found.model_dump(mode="json")))
     if not found.can_run:
-        raise TestsCannotRun(f"the test command cannot run at the base commit: {found.cause}", hint=found.fix)
+        raise TestsCannotRun(found)
     return found
 
 

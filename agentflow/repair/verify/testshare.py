@@ -1,11 +1,14 @@
 """The repair's test time, one budget every test run of a task goes through (`TestTimeShare`).
 
-From the pre-flight's run at the base commit (T seconds for N tests) and the task's wall limit, each step gets
-an allowance (`TestTimeShare.allow`): its own timeout (`RepairConfig.test_timeout_s`, a candidate's
-`test_timeout_ratio` times the base run), cut to what is left of the test-time share when the task has a wall
-limit (`RepairConfig.test_time_share` of `wall_time_s`; the call-traced localization run and the candidates'
-verifications draw on it together). A step whose full run is expected not to fit in its allowance runs a
-shortened selection instead of being timed out: the tests failing at the base commit first, then the tests
+The pre-flight's run at the base commit draws on it first (`TestTimeShare.preflight_timeout`: its own timeout,
+cut to `PREFLIGHT_PART` of the share): it starts with the test files nearest the issue (`preflight_order`) and
+no test after `FIT_MARGIN` of its timeout, so a suite too slow for it is shortened, not timed out, and its pace
+is still measured (`TestTimeShare.measured`: T seconds for N tests, estimated from the part that ran). From
+that pace and the task's wall limit, each later step gets an allowance (`TestTimeShare.allow`): its own
+timeout (`RepairConfig.test_timeout_s`, a candidate's `test_timeout_ratio` times the base run), cut to what is
+left of the test-time share when the task has a wall limit (`RepairConfig.test_time_share` of `wall_time_s`;
+the pre-flight, the call-traced localization run and the candidates' verifications draw on it together). A
+step whose full run is expected not to fit in its allowance runs a shortened selection instead of being timed out: the tests failing at the base commit first, then the tests
 nearest the suspects (`localization_selection`, the reach of the changed functions for a candidate), as many as
 the allowance holds at the base run's seconds per test (`Allowance.tests`). What was shortened, and any run that
 still timed out, is reported through `TestTimeShare.report` (the task's `repair.test_time` events and progress
@@ -16,11 +19,13 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.repair.locate.spectrum import module_of
+from agentflow.repair.locate.statement import read_statement
 from agentflow.swe.patch import is_test_path
 
 _FAILED_ID = re.compile(r"^(?:FAILED|ERROR) (\S+::\S+)", re.MULTILINE)
@@ -31,6 +36,8 @@ FIT_MARGIN = 0.8
 """A run is planned to take at most this part of its allowance (the base run's pace varies with the load)."""
 START_SHARE = 0.1
 """Of the base run's seconds, the part taken as pytest's start and collection rather than the tests'."""
+PREFLIGHT_PART = 1 / 3
+"""Of the test-time share, the most the pre-flight's run may take (the rest is the later steps')."""
 
 
 def failing_ids(output: str) -> list[str]:
@@ -80,9 +87,17 @@ class TestTimeShare:
         left = self.left_s()
         return own_s if left is None else min(own_s, max(left, floor_s))
 
-    def measured(self, seconds: float | None, tests: int | None) -> None:
-        """The base run's T and N (the pre-flight's), the pace every allowance is planned at."""
+    def preflight_timeout(self, own_s: float, floor_s: float) -> float:
+        """The pre-flight's timeout: its own, cut to `PREFLIGHT_PART` of the share (never under `floor_s`)."""
+        return own_s if self.limit_s is None else min(own_s, max(PREFLIGHT_PART * self.limit_s, floor_s))
+
+    def measured(self, seconds: float | None, tests: int | None, *, ran: int | None = None) -> None:
+        """The base run's T and N (the pre-flight's), the pace every allowance is planned at. `ran`: the run
+        stopped after that many of the `tests`, in `seconds`: T is the whole suite's, estimated at its pace."""
         self.base_s, self.base_tests = seconds, tests if tests and tests > 0 else None
+        if seconds is not None and ran is not None and self.base_tests:
+            part = START_SHARE + (1 - START_SHARE) * min(ran, self.base_tests) / self.base_tests
+            self.base_s = seconds / part
 
     def expected(self, tests: int | None = None, *, slowdown: float = 1.0) -> float | None:
         """Expected seconds of a run of `tests` tests (None: the whole suite) at the base run's pace."""
@@ -211,6 +226,25 @@ def localization_selection(failing: list[str], suspects: Iterable[str], sources:
         picked = [i for i in picked if i not in inside] + [path]
         count += more
     return picked, count
+
+
+def preflight_order(issue: str, sources: Mapping[str, str]) -> list[str]:
+    """The test files the pre-flight's run starts with, nearest first (the localization's selection, with no
+    limit): those of the tests the issue names, those importing a module it names (`pkg.sub` or `pkg/sub.py`)
+    or one those tests import, those beside the named tests. Only a run that has to stop early leaves out what
+    comes after them."""
+    named = [i for i in read_statement(issue).failing_tests if i.split("::", 1)[0] in sources]
+    suspects = [path for path in sources if not is_test_path(path) and _names(issue, path)]
+    picked, _ = localization_selection(named, suspects, sources, sys.maxsize)
+    return list(dict.fromkeys(item.split("::", 1)[0] for item in picked))
+
+
+def _names(issue: str, path: str) -> bool:
+    """Whether `issue` names the module `path` (its dotted name or its path, as a whole word)."""
+    module = module_of(path)
+    if module is None or "." not in module:  # a top-level name is every test's: it says nothing
+        return False
+    return any(re.search(rf"(?<![\w./]){re.escape(name)}(?![\w/])", issue) for name in (module, path))
 
 
 def _repo_modules(sources: Mapping[str, str]) -> set[str]:

@@ -42,17 +42,19 @@ from agentflow.repair.verify.targeting import (
     timeout_from_base,
 )
 from agentflow.repair.verify.testshare import (
+    FIT_MARGIN,
     Allowance,
     TestTimeShare,
     bounded,
     failing_ids,
     localization_selection,
+    preflight_order,
 )
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.evaluate import run_prediction
 from agentflow.swe.guard import restore_test_infra
 from agentflow.swe.patch import apply_patch, strip_test_files, touched_in_place
-from agentflow.swe.preflight import Preflight, ignoring, run_preflight
+from agentflow.swe.preflight import Preflight, can_stop, ignoring, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import install_runner, runner_command, test_env
@@ -321,6 +323,8 @@ class Workbench:
         self._base_runs: dict[str, ExecResult] = {}
         """The pre-flight's run of a test command at the base commit, taken by the first base verification
         with that command instead of a second run of the same suite on the same code."""
+        self._base_ran: int | None = None
+        """How many tests the pre-flight's run held when it stopped at its time (None: the whole suite ran)."""
 
     async def setup(self) -> None:
         self.head = (await seed_workspace(self.sandbox, self.task, python=self.python)) or "HEAD"
@@ -635,24 +639,39 @@ class Workbench:
         return chosen or self.cfg.tests.cmd or f"{self.python} -m pytest -q -p no:cacheprovider"
 
     async def preflight(self) -> Preflight:
-        """Whether the command verifying candidates in blind mode can run at the base commit (`swe.preflight`)."""
+        """Whether the command verifying candidates in blind mode can run at the base commit (`swe.preflight`),
+        within its part of the test-time share (`TestTimeShare.preflight_timeout`): no test starts after
+        `FIT_MARGIN` of it, the test files nearest the issue first (`preflight_order`). A run stopped so, or
+        timed out, is reported (`TestTimeShare.report`)."""
+        cmd = self.test_command()
+        # a run that cannot stop itself at a time keeps its own timeout: a cut one would time out, not shorten
+        timeout = (self.test_share.preflight_timeout(self.cfg.tests.timeout_s, self.cfg.tests.timeout_floor_s)
+                   if can_stop(cmd) else self.cfg.tests.timeout_s)
         async with self.lock:
             await self.reset()
             try:
+                first = preflight_order(self.task.problem_statement, await self.python_sources())
                 self.left_out = []
-                found = await run_preflight(self.sandbox, self.test_command(), timeout=self.cfg.tests.timeout_s,
-                                            env=self._test_env())
-                self.left_out = list(found.left_out) if found.can_run else []
-                if found.result is not None:
-                    self.failing_at_base = failing_ids(found.result.output)
-                    self.base_seconds = found.result.duration_s
-                    if found.can_run:  # the pace every later run's allowance is planned at
-                        self.test_share.measured(found.result.duration_s, sum(found.counts.values()))
-                if found.result is not None and found.can_run:
-                    self._base_runs[found.command] = found.result
-                return found
+                found = await run_preflight(self.sandbox, cmd, timeout=timeout, env=self._test_env(),
+                                            stop_after_s=FIT_MARGIN * timeout, first=first)
             finally:
                 await self.reset()
+        self.left_out = list(found.left_out) if found.can_run else []
+        self.test_share.spend(found.seconds or 0.0)
+        if found.result is not None:
+            self.failing_at_base = failing_ids(found.result.output)
+            if found.can_run:  # the pace every later run's allowance is planned at
+                self.test_share.measured(found.result.duration_s, found.suite_tests or sum(found.counts.values()),
+                                         ran=found.ran_tests)
+                self.base_seconds = self.test_share.base_s
+                self._base_runs[found.command] = found.result
+                self._base_ran = found.ran_tests
+        if found.ran_tests is not None:
+            self.test_share.shortened("preflight", found.ran_tests, found.suite_tests,
+                                      Allowance(timeout, found.ran_tests, self.test_share.base_s))
+        if found.timed_out:
+            self.test_share.timed_out("preflight", timeout, shortened=False)  # its cause says when it was to stop
+        return found
 
     def candidate_timeout(self, how: HowToVerify) -> float:
         """A candidate's test run's limit: a multiple of the unchanged code's (`RepairConfig.test_timeout_ratio`)."""
@@ -740,6 +759,7 @@ class Workbench:
         cmd = self.test_command(how)
         at_base = not patch.strip()
         result = self._base_runs.pop(cmd, None) if at_base else None
+        base_ran = self._base_ran if result is not None else None  # the pre-flight's run, stopped at its time
         targeted = None if (whole or at_base) else await self._targets(patch, cmd, how.reach)
         # a candidate's run (a finalist's whole-suite check too) draws on the test-time share; the report's is grading
         shared = not (at_base or final)
@@ -776,8 +796,8 @@ class Workbench:
         return Verification(
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
             output=output, counts=(good, total) if total else None,
-            targeted=len(targeted[1]) if targeted else cut.tests if cut else None,
-            shortened=cut is not None,
+            targeted=len(targeted[1]) if targeted else cut.tests if cut else base_ran,
+            shortened=cut is not None or base_ran is not None,
             seconds=round(result.duration_s, 3),
         )
 
