@@ -99,6 +99,7 @@ from agentflow.repair.verify.expectations import (
     expectation_script,
     read_expectations,
 )
+from agentflow.repair.verify.workbench import summarise_failures
 
 
 class SpectrumSettings(NodeSettings):
@@ -202,7 +203,9 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         kept, output = await bench.install_repro_tests(tests)
         emit(rt, RepairReproduce(kept=kept, script=None, output=output[-1500:], source="tests", tests=tests))
         if kept:
-            base = await bench.verify_base(dataclasses.replace(how_to_verify(state), repro_tests=tuple(tests)))
+            # the base's suite result stands (these tests are part of it, and just failed): nothing runs again
+            base = base.model_copy(update={"reproduced": True, "passed": False, "output": summarise_failures(
+                output, 2000) + ("\n\n" + base.output if base.output else "")})
             return {"reproduction": {"kept": True, "tests": tests}, "base": base}
     if not (base.passed and rt.cfg.tests.cmd is None):
         return {"reproduction": {"kept": None}}
