@@ -281,7 +281,7 @@ def run_agentflow(chosen: list[tuple[str, Any]], workflow: str, *, handle: Any, 
             records[task.instance_id] = record(
                 patch=outcome.model_patch or "", candidates=[r["patch"] for r in rows if r.get("status") == "ok"],
                 calls=int(outcome.usage.get("model_calls", 0)), tokens=int(outcome.usage.get("tokens", 0)),
-                wall_s=outcome.duration_s or wall / len(tasks), status=outcome.status)
+                wall_s=outcome.duration_s or wall / len(tasks), status=str(outcome.status))
     return records
 
 

@@ -226,6 +226,7 @@ def figures(run_dir: Path, wall_s: float) -> dict[str, object]:
         "reproduced": sum(1 for o in outcomes if o.get("reproduced")),
         "noop_submissions": noop_submissions(outcomes),
         "statuses": report.get("statuses", {}),
+        "limits": report.get("limits", {}),
         "chosen_by": {k: sum(1 for o in outcomes if str(o.get("chosen_by")) == k)
                       for k in sorted({str(o.get("chosen_by")) for o in outcomes})},
         # what the graph engine and its checkpointer cost: a task's workflow wall time outside its nodes
@@ -376,7 +377,7 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "resolved_ids": fig["resolved_ids"], "coverage": graded["coverage"],
                           "covered_ids": graded["covered_ids"],
                           "model_calls_mean": fig["model_calls_mean"], "tokens": fig["tokens"], "wall_s": fig["wall_s"],
-                          "statuses": fig["statuses"], "chosen_by": fig["chosen_by"],
+                          "statuses": fig["statuses"], "limits": fig["limits"], "chosen_by": fig["chosen_by"],
                           "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
                           "localization": went["localization"], "edit_hit": went["edit_hit"],
                           **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)

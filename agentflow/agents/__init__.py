@@ -5,7 +5,7 @@
 """
 
 from agentflow.agents.agent import Agent, Task, run_agent
-from agentflow.agents.config import AgentConfig, import_schema
+from agentflow.agents.config import AgentConfig
 from agentflow.agents.node import AgentNode, agent_node
 from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
@@ -33,7 +33,6 @@ __all__ = [
     "Task",
     "Verdict",
     "agent_node",
-    "import_schema",
     "load_agent_config",
     "parse_output",
     "parse_tool_blocks",

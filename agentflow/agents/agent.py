@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from agentflow.agents.approval import Approver, call_hash, needs_approval
 from agentflow.agents.approval import ask as ask_approval
-from agentflow.agents.config import AgentConfig, import_schema
+from agentflow.agents.config import AgentConfig
 from agentflow.agents.context import declared_context_window, fit, prompt_counter
 from agentflow.agents.loops import LoopDetection, LoopDetector
 from agentflow.agents.output import OutputParseError, parse_output
@@ -81,7 +81,7 @@ class Agent:
     ) -> None:
         """`config` is an `AgentConfig`, a role name or a YAML path; `model`/`tools` replace the ones the
         config names (handy for tests and for sharing one model object between agents); `output_type`, a
-        pydantic model class, replaces the config's `output_schema` import path; `deps`, the application's
+        pydantic model class, replaces the config's `output_schema`; `deps`, the application's
         dependencies, reach the tools as `ctx.deps` (a run's own `deps=` takes precedence)."""
         self.config = (
             config
@@ -92,9 +92,7 @@ class Agent:
             from agentflow.errors import ConfigError
 
             raise ConfigError(f"output_type {output_type!r} is not a pydantic model class")
-        self.schema: type[BaseModel] = output_type or (
-            import_schema(self.config.output_schema) if self.config.output_schema else FinalText
-        )
+        self.schema: type[BaseModel] = output_type or self.config.output_schema or FinalText
         self.prompts = PromptSet(self.config.prompt_dirs)
         self._model = model
         self._tools = tools

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, PlainSerializer, WithJsonSchema
 
 from agentflow.agents.context import ContextConfig
 from agentflow.agents.loops import LoopGuardConfig
@@ -13,6 +13,46 @@ from agentflow.config import StrictConfig
 from agentflow.errors import ConfigError
 
 ToolProtocol = Literal["auto", "native", "text"]
+
+
+def _import_schema(path: str) -> type[BaseModel]:
+    """Resolve `module:Class` (or `module.Class`) to a pydantic model class; a bad path is a one-line
+    `ConfigError`."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ConfigError(
+            f"output_schema {path!r}: expected 'module:Class', e.g. agentflow.agents.schemas:Plan"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"output_schema {path!r}: cannot import {module_name!r} ({exc})") from None
+    cls = getattr(module, attr, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+        raise ConfigError(f"output_schema {path!r}: {attr!r} is not a pydantic model in {module_name}")
+    return cls
+
+
+def _schema_class(value: Any) -> Any:
+    """The class itself (from Python), or the class a `module:Class` string names (from YAML or `-c`), resolved
+    here once; anything else is a one-line error."""
+    if isinstance(value, str):
+        return _import_schema(value)
+    if value is None or (isinstance(value, type) and issubclass(value, BaseModel)):
+        return value
+    raise ConfigError(f"output_schema {value!r}: expected a pydantic model class or 'module:Class'")
+
+
+OutputSchema = Annotated[
+    type[BaseModel] | None,
+    BeforeValidator(_schema_class),
+    PlainSerializer(lambda cls: f"{cls.__module__}:{cls.__qualname__}" if cls is not None else None,
+                    return_type=str | None, when_used="json"),
+    WithJsonSchema({"type": ["string", "null"], "description": "module:Class of a pydantic model"}),
+]
+"""A pydantic model class; `module:Class` in text (YAML, `-c`, a config dumped as JSON)."""
 
 
 class AgentConfig(StrictConfig):
@@ -28,8 +68,10 @@ class AgentConfig(StrictConfig):
     """Folders searched for prompt templates before the built-in ones (to override or add prompts)."""
     tools: list[str] = Field(default_factory=list)
     """Tool packs the agent may call: built-in pack names (`shell`, `editor`, ...) or importable modules."""
-    output_schema: str | None = None
-    """Import path `module:Class` of the pydantic model the final answer must follow; None for free text."""
+    output_schema: OutputSchema = None
+    """The pydantic model class the final answer must follow (`AgentConfig(output_schema=Plan)`); in YAML or a
+    `-c` override its import path `module:Class`, resolved to the class when the config is read; None for free
+    text."""
     step_limit: int = Field(default=30, ge=1)
     """Maximum number of model calls in one run."""
     wall_time_s: float | None = Field(default=None, gt=0)
@@ -56,21 +98,3 @@ class AgentConfig(StrictConfig):
     """When the agent counts as repeating itself (same tool call and result, same failure, same answer) and
     what then happens (`nudge`, `stop` with `stop_reason: loop`, or `end_branch`); see `agentflow.agents.loops`."""
 
-
-def import_schema(path: str) -> type[BaseModel]:
-    """Resolve `module:Class` (or `module.Class`) to a pydantic model class."""
-    module_name, sep, attr = path.partition(":")
-    if not sep:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ConfigError(
-            f"output_schema {path!r}: expected 'module:Class', e.g. agentflow.agents.schemas:Plan"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"output_schema {path!r}: cannot import {module_name!r} ({exc})") from None
-    cls = getattr(module, attr, None)
-    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
-        raise ConfigError(f"output_schema {path!r}: {attr!r} is not a pydantic model in {module_name}")
-    return cls

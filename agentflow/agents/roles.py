@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.agents.config import AgentConfig
+from agentflow.agents.schemas import CoderReport, Critique, Plan, Verdict
 from agentflow.config import apply_overrides, read_yaml, validate_config
 from agentflow.errors import ConfigError
-
-_SCHEMAS = "agentflow.agents.schemas"
 
 
 class _RoleTable(Mapping[str, AgentConfig]):
@@ -35,7 +34,7 @@ ROLES: Mapping[str, AgentConfig] = _RoleTable(
             name="planner",
             prompt="planner",
             tools=["search"],
-            output_schema=f"{_SCHEMAS}:Plan",
+            output_schema=Plan,
             step_limit=15,
             temperature=0.2,
         ),
@@ -43,7 +42,7 @@ ROLES: Mapping[str, AgentConfig] = _RoleTable(
             name="coder",
             prompt="coder",
             tools=["shell", "editor", "search"],
-            output_schema=f"{_SCHEMAS}:CoderReport",
+            output_schema=CoderReport,
             step_limit=40,
             temperature=0.0,
         ),
@@ -51,7 +50,7 @@ ROLES: Mapping[str, AgentConfig] = _RoleTable(
             name="critic",
             prompt="critic",
             tools=["search"],
-            output_schema=f"{_SCHEMAS}:Critique",
+            output_schema=Critique,
             step_limit=15,
             temperature=0.2,
         ),
@@ -59,7 +58,7 @@ ROLES: Mapping[str, AgentConfig] = _RoleTable(
             name="verifier",
             prompt="verifier",
             tools=["tests", "search"],
-            output_schema=f"{_SCHEMAS}:Verdict",
+            output_schema=Verdict,
             step_limit=15,
             temperature=0.0,
         ),

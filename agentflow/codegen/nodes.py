@@ -180,7 +180,7 @@ async def test(state: CodeGenState, ctx: NodeContext[object], settings: CodegenT
 async def debug(state: CodeGenState, ctx: NodeContext[object], settings: CodeGenSettings) -> CodeGenState:
     task = task_of(state)
     answer = await _ask(ctx, settings, "debug.j2", "debug", prompt=task.prompt, code=state.get("code") or "",
-                        failures="\n".join(_failures(state)) or "(none)", trace=_trace(state))
+                        failures="\n".join(_failures(state)), trace=_trace(state))
     return {"code": code_of(answer, task.entry_point), "debug_rounds": int(state.get("debug_rounds") or 0) + 1}
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentflow.budget import BudgetKind
 from agentflow.events.base import Event
 
 JsonDict = dict[str, Any]
@@ -63,7 +64,9 @@ class RunEnd(Event, kind="run.end"):
     resolved: int | None = None
     """A batch: tasks resolved."""
     statuses: dict[str, int] | None = None
-    """A batch: tasks per outcome status."""
+    """A batch: tasks per outcome status (a `RepairStatus`)."""
+    limits: dict[str, int] | None = None
+    """A batch: tasks per limit reached (a `BudgetKind`; status limits_exceeded)."""
 
 
 class RunBudgetExceeded(Event, kind="run.budget_exceeded"):
@@ -535,7 +538,8 @@ class RepairResume(Event, kind="repair.resume"):
 
 
 class RepairStatus(StrEnum):
-    """How a task's repair ended (`agentflow.repair.outcome.InstanceOutcome.status` spells a limit after it)."""
+    """How a task's repair ended (`agentflow.repair.outcome.InstanceOutcome.status`; with limits_exceeded,
+    its `limit` says which limit)."""
 
     SUBMITTED = "submitted"
     LIMITS_EXCEEDED = "limits_exceeded"
@@ -548,7 +552,7 @@ class RepairStatus(StrEnum):
 
 class RepairEnd(Event, kind="repair.end"):
     status: RepairStatus
-    limit: str | None = None
+    limit: BudgetKind | None = None
     """Which limit was reached (`status` limits_exceeded)."""
     finished: bool | None = None
     """False when the task was cut short (status interrupted)."""
@@ -559,14 +563,14 @@ class RepairEnd(Event, kind="repair.end"):
 
     @property
     def status_text(self) -> str:
-        """The status as the outcome spells it (`limits_exceeded:wall_seconds`)."""
+        """The status as a line of progress shows it (`limits_exceeded:wall_seconds`)."""
         return f"{self.status}:{self.limit}" if self.limit else str(self.status)
 
 
 class RepairStopped(Event, kind="repair.stopped"):
     """A step stopped the task: a limit of its budget was reached."""
 
-    limit: str
+    limit: BudgetKind
     """Which limit (`wall_seconds`, `model_calls`, ...)."""
 
 

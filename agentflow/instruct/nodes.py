@@ -53,35 +53,7 @@ JUDGED = ""
 """What `checks` holds for a constraint the critic said code cannot check: judged by the model every round,
 without asking for a check again (None: no check kept, ask afresh)."""
 
-def _shot(constraint: str, check: str) -> tuple[str, str]:
-    return PROMPTS.render("check.j2", constraint=constraint), f"```python\n{check}```"
-
-
-CHECK_SHOTS = [
-    (PROMPTS.render("check.j2", constraint="Use a calm tone."), "JUDGE"),
-    (PROMPTS.render("check.j2", constraint="Describe how a kite flies"), "JUDGE"),
-    _shot("Mention the words 'wind' and 'string'.", "def check(response: str):\n"
-          "    missing = [w for w in ('wind', 'string') if w not in response.lower()]\n"
-          "    return True if not missing else f\"missing: {', '.join(missing)}\"\n"),
-    _shot("Describe the sea in under 9 words.", "def check(response: str):\n    n = len(response.split())\n"
-          "    return True if n < 9 else f\"{n} words, fewer than 9 allowed\"\n"),
-    _shot("Explain tides to a child in at least 20 and at most 40 words.",
-          "def check(response: str):\n    n = len(response.split())\n"
-          "    return True if 20 <= n <= 40 else f\"{n} words, 20 to 40 needed\"\n"),
-    _shot("Use the word 'waves' at least twice.", "def check(response: str):\n    n = response.lower().count('waves')\n"
-          "    return True if n >= 2 else f\"'waves' {n} times, at least 2 needed\"\n"),
-    _shot("Do not use any commas.", "def check(response: str):\n    k = response.count(',')\n"
-          "    return True if k == 0 else f\"{k} commas, none allowed\"\n"),
-    _shot("End your answer with 'Goodbye.'", "def check(response: str):\n    end = response.strip()[-30:]\n"
-          "    return True if response.strip().endswith('Goodbye.') else f\"it ends with {end!r}\"\n"),
-    _shot("Write exactly 2 paragraphs separated by a blank line.",
-          "import re\n\ndef check(response: str):\n"
-          "    n = len([p for p in re.split(r'\\n\\s*\\n', response.strip()) if p.strip()])\n"
-          "    return True if n == 2 else f\"{n} paragraphs, 2 needed\"\n"),
-    _shot("Give exactly 3 bullet points starting with '- '.", "def check(response: str):\n"
-          "    n = sum(1 for line in response.splitlines() if line.strip().startswith('- '))\n"
-          "    return True if n == 3 else f\"{n} bullet points, 3 needed\"\n"),
-]
+CHECK_SHOTS = PROMPTS.shots("check_shots.j2", "check.j2")
 """Worked examples, given as earlier turns of the conversation (in the prompt itself, a small model copied the
 example's check for constraints it did not fit), one constraint each and one of each common kind: a small
 critic fits its check to the nearest example, so a kind without one gets the check of another (a word limit
@@ -90,30 +62,7 @@ topic so that the count, not the topic, is what their checks count.
 The response is not shown when a check is asked for: shown the answer, the critic fitted the check to the
 answer instead of the constraint."""
 
-FIX_SHOTS = [
-    (PROMPTS.render("fix.j2", prompt="Describe the sea in at most 12 words. End with 'Goodbye.'",
-                response="The sea is wide and deep. Its waves never stop moving. It is home to many fish.",
-                failures="- At most 12 words (17 words, at most 12 allowed)\n"
-                         "- End with 'Goodbye.' (it ends with 'many fish.')"),
-     ("```python\nimport re\n\ndef fix(response: str) -> str:\n    ending = \"Goodbye.\"\n"
-      "    sentences = re.split(r\"(?<=[.!?])\\s+\", response.strip())\n"
-      "    while len(sentences) > 1 and len(\" \".join(sentences).split()) + len(ending.split()) > 12:\n"
-      "        sentences.pop()\n    return \" \".join(sentences) + \" \" + ending\n```")),
-    (PROMPTS.render("fix.j2", prompt="List exactly 2 colours as bullet points starting with '- '. Do not use commas.",
-                response="- Red, like fire\n- Blue, like the sky\n- Green, like grass",
-                failures="- Exactly 2 bullet points (3 bullet points, 2 needed)\n"
-                         "- Do not use commas (3 commas, none allowed)"),
-     ("```python\ndef fix(response: str) -> str:\n"
-      "    bullets = [line for line in response.splitlines() if line.startswith(\"- \")][:2]\n"
-      "    return \"\\n\".join(line.replace(\",\", \"\") for line in bullets)\n```")),
-    (PROMPTS.render("fix.j2", prompt="Write exactly 2 paragraphs about tea, separated by a blank line.",
-                response="Tea is a drink made from leaves. It is popular in Asia. Green tea is mild. Black tea is strong.",
-                failures="- Exactly 2 paragraphs separated by a blank line (1 paragraph, 2 needed)"),
-     ("```python\nimport re\n\ndef fix(response: str) -> str:\n"
-      "    sentences = re.split(r\"(?<=[.!?])\\s+\", \" \".join(response.split()))\n"
-      "    half = (len(sentences) + 1) // 2\n"
-      "    return \" \".join(sentences[:half]) + \"\\n\\n\" + \" \".join(sentences[half:])\n```")),
-]
+FIX_SHOTS = PROMPTS.shots("fix_shots.j2", "fix.j2")
 """Worked examples of a code fix, as earlier turns (a word limit with a required ending, a bullet count with a
 forbidden character, a paragraph split)."""
 
@@ -305,7 +254,7 @@ async def refine(state: InstructState, ctx: NodeContext[object], settings: Refin
     rounds = int(state.get("rounds") or 0)
     template = "refine.j2" if settings.show_previous else "reanswer.j2"
     prompt = PROMPTS.render(template, prompt=_prompt(state), response=state.get("response") or "",
-                             failures=failures or "- (none listed)")
+                             failures=failures)
     texts = [await node_ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
                             seed=rounds * settings.samples + i, purpose="refine") for i in range(settings.samples)]
     refinements = [t.strip() for t in texts]

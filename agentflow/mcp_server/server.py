@@ -19,6 +19,7 @@ from typing import Any
 
 from agentflow.errors import ToolError, UserError
 from agentflow.events import EventLog
+from agentflow.events.kinds import RepairStatus
 from agentflow.mcp.connection import require_sdk
 from agentflow.mcp_server.boundary import check_models, confine_input, job_model
 from agentflow.mcp_server.config import LOOPBACK, McpServeConfig
@@ -118,9 +119,9 @@ class Workspace:
         job = await run_cli(cli, events_glob=(out, "**/events.jsonl"), progress=progress,
                             timeout=self.cfg.job_timeout_s)
         outcome = job.json_output()
-        keep = ("status", "error", "model_patch", "report", "candidates", "samples", "duration_s", "run_dir")
+        keep = ("status", "limit", "error", "model_patch", "report", "candidates", "samples", "duration_s", "run_dir")
         summary = {k: outcome.get(k) for k in keep if k in outcome}
-        ok = outcome.get("status") == "submitted"
+        ok = outcome.get("status") == RepairStatus.SUBMITTED
         text = (outcome.get("model_patch") or "") + "\n" + json.dumps({k: v for k, v in summary.items()
                                                                        if k != "model_patch"}, default=str)
         return ToolResult(ok=ok, text=text.strip(), data=summary, error=None if ok else outcome.get("status"))

@@ -48,6 +48,13 @@ class Templates:
         """Template file `name` rendered with `values`."""
         return self.get(name).render(**values)
 
+    def shots(self, name: str, ask: str) -> list[tuple[str, str]]:
+        """Worked examples, as (prompt, answer) turns: template file `name` sets `shots`, a list of the values
+        template `ask` is rendered with, each with the model's `answer` to that prompt."""
+        listed = self.get(name).module.shots  # type: ignore[attr-defined]  # the template's own `{% set %}`
+        return [(self.render(ask, **{k: v for k, v in shot.items() if k != "answer"}), str(shot["answer"]))
+                for shot in listed]
+
     def render_text(self, text: str, **values: Any) -> str:
         """Template `text` (a prompt a config gives in place of a shipped file) rendered with `values`."""
         return self._from_text(text).render(**values)

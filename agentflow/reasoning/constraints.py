@@ -10,8 +10,7 @@ from agentflow.graph.run.context import NodeContext
 from agentflow.reasoning.llm import PROMPTS, node_ask, numbered_items
 from agentflow.tools.context import DepsT
 
-EXTRACT_SHOT = (PROMPTS.render("extract.j2", task="Describe the sea in at most 30 words, without the word 'blue'. End with 'Farewell.'"),
-                "1. Describe the sea\n2. in at most 30 words\n3. without the word 'blue'.\n4. End with 'Farewell.'")
+EXTRACT_SHOTS = PROMPTS.shots("extract_shots.j2", "extract.j2")
 """A worked example, given as an earlier turn: without one the embedded 1.5B model often answered the task
 instead of listing it; written into the prompt itself, its items were copied as the task's. The topic and the
 word limit are two items: given both as one, a critic checks the topic's word and not the count."""
@@ -44,7 +43,7 @@ async def extract_constraints(ctx: NodeContext[DepsT], task: str, *, limit: int 
     """The constraint agent: the task's constraints as a list (at most `limit`), each grounded in the task.
     When what it kept leaves most of the task unsaid (it answered the task instead of listing it), the
     task's own sentences are the list."""
-    text = await node_ask(ctx, PROMPTS.render("extract.j2", task=task), max_tokens=max_tokens, purpose="constraints", shots=[EXTRACT_SHOT])
+    text = await node_ask(ctx, PROMPTS.render("extract.j2", task=task), max_tokens=max_tokens, purpose="constraints", shots=EXTRACT_SHOTS)
     items = numbered_items(text) or [line.strip() for line in text.splitlines() if line.strip()]
     kept = [item for item in items if grounded(item, task)]
     said = {w for item in kept for w in _words(item)}
@@ -70,7 +69,7 @@ def read_score(text: str, top: float = 10.0) -> float:
 async def verify_against(ctx: NodeContext[DepsT], task: str, constraints: list[str], candidate: str, *,
                          max_tokens: int = 200) -> float:
     """The verification agent: the candidate's score against the constraints, in [0, 1]."""
-    listed = "\n".join(f"{i}. {c}" for i, c in enumerate(constraints, 1)) or "(none listed: judge by the task)"
+    listed = "\n".join(f"{i}. {c}" for i, c in enumerate(constraints, 1))
     text = await node_ask(ctx, PROMPTS.render("verify.j2", task=task, constraints=listed, candidate=candidate[:4000]),
                           max_tokens=max_tokens, purpose="verify")
     return read_score(text)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from agentflow.budget import BudgetKind
+from agentflow.events.kinds import RepairStatus
 from agentflow.repair.verify.workbench import Verification
 
 CandidateStatus = Literal["ok", "noop", "unparsable", "apply_error"]
@@ -54,8 +56,12 @@ class InstanceOutcome(BaseModel):
     """Result of one task (instances/<id>/outcome.json; its presence marks the task done)."""
 
     instance_id: str
-    status: str
-    """A `agentflow.events.kinds.RepairStatus`, with the limit reached after a colon (limits_exceeded:<kind>)."""
+    status: RepairStatus
+    """How the task ended: submitted, limits_exceeded (then `limit` says which), context_exceeded, env_error or
+    no_patch (`agentflow.events.kinds.RepairStatus`)."""
+    limit: BudgetKind | None = None
+    """Which limit of the task's budget was reached when `status` is limits_exceeded (wall_seconds,
+    model_calls, tokens, usd, tool_calls); None otherwise."""
     model_patch: str = ""
     chosen: str | None = None
     """candidate_id of the submitted patch."""
@@ -100,6 +106,20 @@ class InstanceOutcome(BaseModel):
     sandbox_backend: str | None = None
     """The sandbox backend the task actually ran in (docker, or local when asked for by name)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_status_spelling(cls, data: Any) -> Any:
+        """Outcomes written before `limit` was a field of its own spelled it after the status
+        (`limits_exceeded:wall_seconds`): read as the status and its limit."""
+        if isinstance(data, dict) and isinstance(data.get("status"), str) and ":" in data["status"]:
+            status, _, limit = data["status"].partition(":")
+            data = {**data, "status": status, "limit": data.get("limit") or limit}
+        return data
+
+    def limits_exceeded(self, limit: BudgetKind) -> None:
+        """The task was stopped by its budget's `limit`."""
+        self.status, self.limit = RepairStatus.LIMITS_EXCEEDED, limit
+
     @property
     def infra_failure(self) -> bool:
-        return self.status == "env_error"
+        return self.status is RepairStatus.ENV_ERROR

@@ -9,13 +9,16 @@ failure}); agentflow adds `error`, `flaky_tests`, `duration_s`. The summary uses
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from agentflow.swe.tasks import Prediction, SWETask
 
 SCHEMA_VERSION = 2
+
+GradeOutcome = Literal["empty_patch", "error", "resolved", "unresolved"]
+"""How a graded prediction came out (`InstanceReport.outcome`): SWE-bench's summary lists of ids."""
 
 
 def empty_tests_status() -> dict[str, dict[str, list[str]]]:
@@ -49,7 +52,7 @@ class InstanceReport(BaseModel):
         return not self.patch_exists
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> GradeOutcome:
         if self.empty_patch:
             return "empty_patch"
         if not self.completed:
@@ -80,7 +83,8 @@ def make_summary(
     """The run summary with SWE-bench's field names."""
     predicted = {p.instance_id for p in predictions}
     by_id = {r.instance_id: r for r in reports}
-    ids: dict[str, list[str]] = {k: [] for k in ("completed", "incomplete", "empty_patch", "resolved", "unresolved", "error")}
+    ids: dict[GradeOutcome | Literal["completed", "incomplete"], list[str]] = {
+        k: [] for k in ("completed", "incomplete", "empty_patch", "resolved", "unresolved", "error")}
     for task in tasks:
         iid = task.instance_id
         report = by_id.get(iid)

@@ -11,10 +11,10 @@ from agentflow.agents import (
     Agent,
     AgentConfig,
     CoderReport,
+    Critique,
     Plan,
     Verdict,
     agent_node,
-    import_schema,
     load_agent_config,
 )
 from agentflow.budget import Budget
@@ -27,8 +27,8 @@ from .conftest import CASSETTES, PACK
 
 def test_roles_name_their_schemas_and_prompts() -> None:
     assert set(ROLES) == {"planner", "coder", "critic", "verifier"}
-    schemas = {name: import_schema(cfg.output_schema or "").__name__ for name, cfg in ROLES.items()}
-    assert schemas == {"planner": "Plan", "coder": "CoderReport", "critic": "Critique", "verifier": "Verdict"}
+    schemas = {name: cfg.output_schema for name, cfg in ROLES.items()}
+    assert schemas == {"planner": Plan, "coder": CoderReport, "critic": Critique, "verifier": Verdict}
     for name in ROLES:
         agent = Agent(name, model=ReplayModel(CASSETTES / "planner.json"))
         messages = agent.initial_messages("do the thing", [])
@@ -91,6 +91,31 @@ def test_prompt_templates_are_strict_and_overridable(tmp_path: Path) -> None:
         Agent(AgentConfig(prompt="missing"), model=ReplayModel(CASSETTES / "planner.json")).initial_messages(
             "x", []
         )
+
+
+async def test_a_schema_class_and_its_import_path_make_the_same_agent(ctx: ToolContext) -> None:
+    """From Python the class itself, from text (YAML, `-c`) its `module:Class`: resolved once, at load, to the
+    same class, so the agent asks for and parses the same answer; a config dumped as JSON names it again."""
+    replay = f"model=replay:{CASSETTES / 'parse_retry.json'}"
+    by_class = Agent(load_agent_config(AgentConfig(name="verifier", prompt="verifier", output_schema=Verdict),
+                                       [f"tools=[{PACK}]", replay]))
+    by_path = Agent("verifier", overrides=[f"tools=[{PACK}]", replay,
+                                           "output_schema=agentflow.agents.schemas:Verdict"])
+    yaml_like = load_agent_config({"output_schema": "agentflow.agents.schemas:Verdict"})
+    assert by_class.schema is by_path.schema is yaml_like.output_schema is Verdict
+    assert by_class.initial_messages("check add()", []) == by_path.initial_messages("check add()", [])
+    results = [await agent.run("check add()", ctx=ctx) for agent in (by_class, by_path)]
+    assert results[0].output == results[1].output and isinstance(results[0].output, Verdict)
+    dumped = by_class.config.model_dump(mode="json")
+    assert dumped["output_schema"] == "agentflow.agents.schemas:Verdict"
+    assert AgentConfig.model_validate(dumped).output_schema is Verdict
+
+
+@pytest.mark.parametrize("given", ["agentflow.agents.schemas:Nope", "no_such_module_xyz:Plan", "Plan", 3, str])
+def test_a_bad_output_schema_is_one_line(given: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        AgentConfig(output_schema=given)
+    assert "output_schema" in str(info.value) and "\n" not in str(info.value)
 
 
 async def test_model_spec_in_the_config_is_loaded(ctx: ToolContext) -> None:

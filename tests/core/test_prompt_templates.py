@@ -1,6 +1,7 @@
 """The prompts moved from Python format strings into template files render byte for byte as before: the
 expected strings in `tests/data/prompts_rendered.json` were captured from the format strings, for values
-with braces, Jinja delimiters, trailing newlines and non-ASCII text, and for empty values."""
+with braces, Jinja delimiters, trailing newlines and non-ASCII text, and for empty values (an empty list of
+failures or constraints renders the text its call site passed in its place, now the template's)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ def test_migrated_prompt_renders_as_the_format_string_did(case: dict[str, Any]) 
 
 
 def test_worked_examples_are_unchanged() -> None:
+    """The shot templates (`*_shots.j2`) render, byte for byte, the worked examples the instruction-following
+    and constraint agents were measured with (captured when they were still built in Python)."""
     shots = json.loads((DATA / "prompts_shots.json").read_text(encoding="utf-8"))
-    assert [list(constraints.EXTRACT_SHOT)] == shots["reasoning.EXTRACT_SHOT"]
+    assert [list(s) for s in constraints.EXTRACT_SHOTS] == shots["reasoning.EXTRACT_SHOT"]
     assert [list(s) for s in instruct_nodes.CHECK_SHOTS] == shots["instruct.CHECK_SHOTS"]
     assert [list(s) for s in instruct_nodes.FIX_SHOTS] == shots["instruct.FIX_SHOTS"]
 
@@ -89,3 +92,21 @@ def test_the_schema_instruction_is_the_template_with_the_schema() -> None:
 
     for case in (c for c in PROSE_CASES if c["name"] == "schema_instruction"):
         assert schema_instruction(json.loads(case["values"]["schema"])) == case["rendered"]
+
+
+EMPTY_LISTS = [
+    ("reasoning", "verify.j2", {"task": "t", "candidate": "c"}, "constraints", "(none listed: judge by the task)"),
+    ("codegen", "debug.j2", {"prompt": "p", "code": "c", "trace": "x"}, "failures", "(none)"),
+    ("instruct", "refine.j2", {"prompt": "p", "response": "r"}, "failures", "- (none listed)"),
+    ("instruct", "reanswer.j2", {"prompt": "p", "response": "r"}, "failures", "- (none listed)"),
+]
+
+
+@pytest.mark.parametrize(("package", "name", "values", "key", "said"), EMPTY_LISTS, ids=lambda v: str(v))
+def test_an_empty_list_is_said_by_the_template(package: str, name: str, values: dict[str, str], key: str,
+                                               said: str) -> None:
+    """What a prompt says for an empty list, once passed in by the code, is the template's: the prompt is the
+    one the code rendered with that text as the value."""
+    templates = package_templates(str(PACKAGES / package / "__init__.py"))
+    assert said in templates.render(name, **values, **{key: ""})
+    assert templates.render(name, **values, **{key: ""}) == templates.render(name, **values, **{key: said})

@@ -165,7 +165,8 @@ def test_step_limit_ends_the_search_and_the_best_patch_so_far_is_kept(docker_ima
     )
     report = json.loads((out / "report.json").read_text())
     inst = report["instances"]["inikit__inikit-1"]
-    assert inst["status"] == "limits_exceeded:model_calls"
+    assert (inst["status"], inst["limit"]) == ("limits_exceeded", "model_calls")
+    assert (report["statuses"], report["limits"]) == ({"limits_exceeded": 1}, {"model_calls": 1})
     assert inst["resolved"] is False and inst["tests_status"]["FAIL_TO_PASS"]["failure"]
     assert 'split("=", 2)' in read_jsonl(out / "preds.jsonl")[0]["model_patch"]
     # the branch's next edit was refused by the limit: the branch ended there, its candidate stands

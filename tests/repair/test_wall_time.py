@@ -1,5 +1,5 @@
 """A repair task's `--wall-time` ends it at the deadline: the model call in flight (a real, slow
-OpenAI-compatible server on loopback) is cut, the task ends `limits_exceeded:wall_seconds` with the best
+OpenAI-compatible server on loopback) is cut, the task ends `limits_exceeded` (limit `wall_seconds`) with the best
 candidate verified so far submitted, and its events, checkpoints and candidates are kept."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from agentflow.cli.main import run
 from agentflow.events import EventLog, read_events
-from agentflow.events.kinds import LimitReached, RepairEnd
+from agentflow.events.kinds import LimitReached, RepairEnd, RepairStatus
 
 from ..models.conftest import FakeServer, fake_server_process
 from .conftest import CASSETTES, TASKS_FILE, read_jsonl
@@ -41,7 +41,7 @@ def test_wall_time_cuts_the_call_in_flight_and_submits_the_best_so_far(llm: Fake
     assert code == 1  # not `submitted`: the status says which limit ended the task
     inst = out / "instances" / "inikit__inikit-1"
     outcome = json.loads((inst / "outcome.json").read_text())
-    assert outcome["status"] == "limits_exceeded:wall_seconds", outcome.get("error")
+    assert (outcome["status"], outcome["limit"]) == ("limits_exceeded", "wall_seconds"), outcome.get("error")
     assert outcome["duration_s"] < WALL_S + 10, "the 120 s call was not cut"
     assert len(llm.requests()) == 4  # the fourth call was made, then cut
     # the best candidate verified before the deadline (the wrong edit: nothing better came) is submitted
@@ -54,7 +54,7 @@ def test_wall_time_cuts_the_call_in_flight_and_submits_the_best_so_far(llm: Fake
     assert read_jsonl(out / "preds.jsonl")[0]["model_patch"] == outcome["model_patch"]
     events = list(read_events(out / "events.jsonl"))
     assert any(isinstance(e, LimitReached) and e.limit == "wall_seconds" for e in events)
-    assert [e.status_text for e in events if isinstance(e, RepairEnd)] == ["limits_exceeded:wall_seconds"]
+    assert [(e.status, e.limit) for e in events if isinstance(e, RepairEnd)] == [("limits_exceeded", "wall_seconds")]
 
 
 
@@ -79,7 +79,7 @@ def test_a_task_cut_at_its_deadline_never_submits_a_change_of_no_code_when_the_t
     assert code == 1
     inst = out / "instances" / "cachette__cachette-1"
     outcome = json.loads((inst / "outcome.json").read_text())
-    assert outcome["status"] == "limits_exceeded:wall_seconds", outcome.get("error")
+    assert (outcome["status"], outcome["limit"]) == ("limits_exceeded", "wall_seconds"), outcome.get("error")
     assert len(llm.requests()) == len(answers) + 1  # the last call was made, then cut
     candidates = read_jsonl(inst / "candidates.jsonl")
     assert [c["status"] for c in candidates] == ["ok"] * len(answers)
@@ -125,7 +125,8 @@ async def test_of_candidates_that_change_no_code_the_best_so_far_is_none() -> No
         failing = Verification(kind="task_tests", passed=False, score=10 / 11)
         rows = [Candidate(instance_id=task.instance_id, candidate_id=f"{task.instance_id}/c{i}", parent_id=None,
                           status="ok", patch=patch, verification=failing, sample=i) for i, patch in enumerate(patches)]
-        outcome = InstanceOutcome(instance_id=task.instance_id, status="limits_exceeded:wall_seconds")
+        outcome = InstanceOutcome(instance_id=task.instance_id, status=RepairStatus.LIMITS_EXCEEDED,
+                                  limit="wall_seconds")
         await _submit_best_so_far(outcome, rows, bench, {"base": base}, events)
     assert all(p.startswith("diff --git a/cachette/lru.py") for p in patches)
     assert (outcome.model_patch, outcome.chosen, outcome.chosen_by) == ("", None, "noop")

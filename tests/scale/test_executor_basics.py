@@ -68,7 +68,7 @@ def test_in_process_the_run_budget_stops_the_run_and_resume_counts_what_was_spen
         argv += ["-i", iid]
     assert run(argv) == 0
     outcomes = [json.loads(p.read_text()) for p in (out / "instances").glob("*/outcome.json")]
-    assert [o["status"] for o in outcomes] == ["limits_exceeded:usd"]
+    assert [(o["status"], o["limit"]) for o in outcomes] == [("limits_exceeded", "usd")]
     assert 0.03 - 1e-9 <= outcomes[0]["usage"]["usd"] <= 0.04 + 1e-9
     budget_events = [e for e in read_jsonl(out / "events.jsonl") if e["kind"] == "run.budget_exceeded"]
     assert len(budget_events[0]["data"]["not_started"]) == 2

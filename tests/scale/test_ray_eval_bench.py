@@ -204,7 +204,7 @@ def test_the_run_budget_stops_every_node(ray_cluster: Any, docker_image: str, tm
     outcomes = [json.loads(p.read_text()) for p in (out / "instances").glob("*/outcome.json")]
     events = read_jsonl(out / "events.jsonl")
     placed = {e["node_id"]: e["data"]["nodes"][-1] for e in events if e["kind"] == "executor.task"}
-    assert [o["status"] for o in outcomes] == ["limits_exceeded:usd"] * len(outcomes)
+    assert [(o["status"], o["limit"]) for o in outcomes] == [("limits_exceeded", "usd")] * len(outcomes)
     assert len({placed[o["instance_id"]] for o in outcomes}) == 2, "tasks on both nodes were stopped"
     spent = sum(o["usage"]["usd"] for o in outcomes)
     # each running task may finish the call it was in when the limit was reached, no more

@@ -175,11 +175,15 @@ def register(app: typer.Typer) -> None:
             print_json({**short, "run_dir": str(out_dir)})
         else:
             typer.echo(
-                counts_text(RunCounts.of(short), short["total_instances"]) + "; statuses: "
-                + ", ".join(f"{k} {v}" for k, v in sorted(short["statuses"].items()))
+                counts_text(RunCounts.of(short), short["total_instances"]) + "; statuses: " + _counts(short["statuses"])
+                + (f"; limits reached: {_counts(short['limits'])}" if short.get("limits") else "")
             )
             typer.echo(f"run: {out_dir}  (preds.jsonl, report.json, candidates.jsonl, events.jsonl)")
         print_view_hint(out_dir)
+
+
+def _counts(counted: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counted.items()))
 
 
 def resume_command(argv: list[str], out_dir: Path) -> list[str]:

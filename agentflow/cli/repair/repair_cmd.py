@@ -37,6 +37,7 @@ from agentflow.cli.repair.repair_options import (
     run_batch_cli,
 )
 from agentflow.errors import UserError
+from agentflow.events.kinds import RepairStatus
 
 
 def describe(outcome: Any, out_dir: Path) -> str:
@@ -215,7 +216,7 @@ def report_outcome(outcome: Any, out_dir: Path, *, repo: str | None, apply: bool
         if apply:
             typer.echo(f"applied to {repo} with {applied.command}:\n{applied.diffstat}" if applied else "nothing to apply")
     print_view_hint(out_dir)
-    return 0 if outcome.status == "submitted" else 1
+    return 0 if outcome.status is RepairStatus.SUBMITTED else 1
 
 
 def run_repair_workflow(workflow: str, state: dict[str, Any], *, model: str | None, serve: str | None,

@@ -322,8 +322,10 @@
     const u = usageOf(evs);
     const start = evs.find((e) => e.kind === "repair.start"), end = evs.find((e) => e.kind === "repair.end");
     const graded = r.error ? "error" : r.resolved ? "resolved" : r.patch_successfully_applied === false ? "patch failed" : "unresolved";
-    const ended = end ? end.data.status + (end.data.limit ? ":" + end.data.limit : "") : null;  // limits_exceeded:<limit>
-    return { iid, status: r.status || o.status || ended || (start ? "running" : D.kind === "eval" ? graded : "not run"),
+    // how it ended, with the limit reached (`limit`: outcome.json, report.json's entry, repair.end); runs written
+    // before `limit` was a field spell it in the status (limits_exceeded:<limit>)
+    const ended = [r, o, end ? end.data : {}].map((x) => x.status ? x.status + (x.limit ? ":" + x.limit : "") : null).find(Boolean);
+    return { iid, status: ended || (start ? "running" : D.kind === "eval" ? graded : "not run"),
 
       resolved: isGraded(iid) ? !!r.resolved : undefined, usd: r.cost_usd || o.cost_usd || u.usd, calls: u.calls, tokens: u.input + u.output,
       dur: start && end ? end.ts - start.ts : r.duration_s, chosenBy: o.chosen_by || (end ? end.data.chosen_by : null) };
@@ -461,9 +463,10 @@
     const ids = [...instanceIds].filter((iid) => D.outcomes[iid] && !isGraded(iid));
     return ids.length ? ` (${ids.length} not graded)` : "";
   }
-  function statusCounts() {  // report.json's statuses: how the tasks ended (submitted is not a failure)
-    const st = (D.report || {}).statuses || {};
-    return Object.keys(st).length ? Object.entries(st).map(([k, n]) => `${k} ${n}`).join(" · ") : null;
+  function statusCounts() {  // report.json's statuses: how the tasks ended (submitted is not a failure), and the limits reached
+    const st = (D.report || {}).statuses || {}, limits = Object.entries((D.report || {}).limits || {});
+    return Object.keys(st).length ? Object.entries(st).map(([k, n]) => `${k} ${n}`).join(" · ") +
+      (limits.length ? " (" + limits.map(([k, n]) => `${k} ${n}`).join(" · ") + ")" : "") : null;
   }
   function overview() {
     const u = usageOf(E), out = [];

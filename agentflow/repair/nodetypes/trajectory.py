@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import Field
 
-from agentflow.budget import BudgetExceeded
+from agentflow.budget import BudgetExceeded, BudgetKind
 from agentflow.errors import ModelError
-from agentflow.events.kinds import RepairTrajectories, RepairTrajectoryTurn
+from agentflow.events.kinds import RepairStatus, RepairTrajectories, RepairTrajectoryTurn
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
 from agentflow.repair.edit.steps import (
@@ -146,6 +146,8 @@ async def trajectory(ctx: NodeContext[RepairRuntime], bench: Workbench, cfg: Tra
     files: dict[str, str] = {}
     script: str | None = None
     patch, stopped, turns = "", "turns", 0
+    limit: BudgetKind | None = None
+    error: str | None = None
     for turn in range(cfg.turns):
         sample = 1000 * number + turn
         try:
@@ -154,10 +156,11 @@ async def trajectory(ctx: NodeContext[RepairRuntime], bench: Workbench, cfg: Tra
                 text = await conversation.reply(rt.models.coder, temperature=cfg.temperature,
                                                 seed=cfg.seed + sample, max_tokens=cfg.max_tokens)
         except BudgetExceeded as exc:
-            stopped = f"limits_exceeded:{exc.kind}"
+            # the value, not the enum: the search's report is state, and a checkpoint holds plain data
+            stopped, limit, error = RepairStatus.LIMITS_EXCEEDED.value, exc.kind, str(exc)
             break
         except ModelError as exc:
-            stopped = f"model_error: {exc}"
+            stopped, error = "model_error", f"model_error: {exc}"
             break
         turns += 1
         new_script = form.script(text)
@@ -174,7 +177,8 @@ async def trajectory(ctx: NodeContext[RepairRuntime], bench: Workbench, cfg: Tra
         ctx.emit(RepairTrajectoryTurn(trajectory=number, turn=turn, edit=read.status, script=bool(script),
                                       feedback=reply[:2000]))
         conversation.tell(reply)
-    return {"trajectory": number, "patch": patch, "script": script, "turns": turns, "stopped": stopped}
+    return {"trajectory": number, "patch": patch, "script": script, "turns": turns, "stopped": stopped,
+            "limit": limit, "error": error}
 
 
 async def trajectory_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings
@@ -207,14 +211,12 @@ async def trajectory_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     return {"attempts": attempts, "tests": tests, "drawn": drawn, "trajectory_runs": [record]}
 
 
-def trajectories_stop(runs: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-    """What the trajectories' runs (`trajectory_runs`) say of a task without a patch: (its status, the error)
-    of the first that ended on an error (a limit: `limits_exceeded:<limit>`; a model error: `no_patch`);
-    (None, None) when every one ended as it should."""
-    errors = [r["stopped"] for r in runs if r["stopped"] not in ("done", "turns")]
-    if not errors:
-        return None, None
-    return ("no_patch" if errors[0].startswith("model_error") else errors[0]), errors[0]
+def trajectories_stop(runs: list[dict[str, Any]]) -> tuple[BudgetKind | None, str | None]:
+    """What the trajectories' runs (`trajectory_runs`) say of a task without a patch: (the limit that cut it,
+    or None for a model error; the error) of the first that ended on an error; (None, None) when every one
+    ended as it should."""
+    cut = next((r for r in runs if r["stopped"] not in ("done", "turns")), None)
+    return (None, None) if cut is None else (cut.get("limit"), cut.get("error") or cut["stopped"])
 
 
 __all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "trajectories_stop", "trajectory",

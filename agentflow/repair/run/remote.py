@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from agentflow.budget import Budget
 from agentflow.errors import UserError
 from agentflow.events import Event, EventLog
-from agentflow.events.kinds import ExecutorLost, ExecutorRetry, ExecutorTask
+from agentflow.events.kinds import ExecutorLost, ExecutorRetry, ExecutorTask, RepairStatus
 from agentflow.executors.base import Executor
 from agentflow.executors.types import RemoteTaskError
 from agentflow.repair.config import ModelLoader, RepairConfig
@@ -75,7 +75,7 @@ async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETas
         result = await executor.call(repair_job, task, cfg, events.run_id, run_budget, repo, wheels,
                                      stop_on_preflight, label=label)
     except RemoteTaskError as exc:
-        outcome = InstanceOutcome(instance_id=task.instance_id, status="env_error", error=str(exc))
+        outcome = InstanceOutcome(instance_id=task.instance_id, status=RepairStatus.ENV_ERROR, error=str(exc))
         events.write(ExecutorLost(node_id=task.instance_id, instance_id=task.instance_id, error=str(exc),
                                   attempts=exc.attempts))
         write_tree(inst_dir, {"patch.diff": "", "candidates.jsonl": "",

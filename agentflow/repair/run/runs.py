@@ -97,8 +97,9 @@ def _outcomes(out_dir: Path, tasks: Sequence[SWETask]) -> list[tuple[InstanceOut
 
 
 def summarise(tasks: Sequence[SWETask], outcomes: Sequence[InstanceOutcome]) -> dict[str, Any]:
-    """report.json's content for these outcomes (SWE-bench's summary names, `statuses`, `cost_usd`, and
-    `instances`)."""
+    """report.json's content for these outcomes (SWE-bench's summary names, `statuses`: tasks per status,
+    `limits`: tasks per limit reached (status limits_exceeded), `cost_usd`, and `instances`, each with its
+    `status` and `limit`)."""
     preds = [Prediction(instance_id=o.instance_id, model_patch=o.model_patch) for o in outcomes]
     reports = []
     instances: dict[str, Any] = {}
@@ -108,15 +109,17 @@ def summarise(tasks: Sequence[SWETask], outcomes: Sequence[InstanceOutcome]) -> 
         data["patch_exists"] = bool(o.model_patch.strip())
         report = InstanceReport(instance_id=o.instance_id, **data)
         report.completed = completed
-        if o.status == "env_error":
+        if o.infra_failure:
             report.error = report.error or o.error
         reports.append(report)
         instances[o.instance_id] = report.model_dump(mode="json") | {
-            "status": o.status,
+            "status": str(o.status),
+            "limit": o.limit,
             "feedback": o.feedback,
         }
     summary = make_summary(tasks, preds, reports)
-    summary["statuses"] = dict(Counter(o.status for o in outcomes))
+    summary["statuses"] = dict(Counter(str(o.status) for o in outcomes))
+    summary["limits"] = dict(Counter(o.limit for o in outcomes if o.limit is not None))
     summary["cost_usd"] = round(sum(float(o.usage.get("usd", 0.0) or 0.0) for o in outcomes), 6)
     summary["instances"] = instances
     return summary
@@ -236,6 +239,7 @@ async def run_batch(
         summary = write_summaries(out, tasks, cfg)
         if skipped:
             events.write(RunBudgetExceeded(limit_usd=cfg.limits.run_budget_usd, not_started=skipped))
-        events.write(RunEnd(resolved=summary["resolved_instances"], statuses=summary["statuses"]))
+        events.write(RunEnd(resolved=summary["resolved_instances"], statuses=summary["statuses"],
+                            limits=summary["limits"]))
 
     return summary

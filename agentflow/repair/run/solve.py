@@ -133,7 +133,7 @@ async def repair_task(
                              workflow=spec.name, expected_calls=expected_calls(cfg, spec, registry),
                              step_limit=cfg.limits.step_limit, wall_time_s=cfg.limits.wall_time_s))
     run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget, CandidateLog(inst_dir, events),
-                   InstanceOutcome(instance_id=iid, status="no_patch"), inst_dir)
+                   InstanceOutcome(instance_id=iid, status=RepairStatus.NO_PATCH), inst_dir)
     owned: list[ChatModel] = []
     finished = False
     calls: ResponseCache | None = None
@@ -149,7 +149,7 @@ async def repair_task(
             sandbox = await sandbox_cm.__aenter__()
             run.outcome.sandbox_backend = sandbox.info().backend
         except (AgentflowError, OSError) as exc:
-            run.outcome.status, run.outcome.error = "env_error", f"sandbox: {exc}"
+            run.outcome.status, run.outcome.error = RepairStatus.ENV_ERROR, f"sandbox: {exc}"
             finished = True
             return run.outcome
         try:
@@ -165,8 +165,8 @@ async def repair_task(
             # mid-command) instead of the cancellation: the task did not end, so no outcome is written and a
             # resume continues it
             raise asyncio.CancelledError from exc
-        if run.outcome.status == "no_patch" and not run.state.get("attempts"):
-            run.outcome.status = "env_error"
+        if run.outcome.status is RepairStatus.NO_PATCH and not run.state.get("attempts"):
+            run.outcome.status = RepairStatus.ENV_ERROR
         run.outcome.error = f"{exc.__class__.__name__}: {exc}"
         finished = True
     finally:
@@ -230,7 +230,7 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
         if graph_searches(run.spec):  # what a branch's recorded workspace diff is taken against
             await sandbox.set_base()
     except (AgentflowError, OSError) as exc:  # UserError included: a task that cannot be set up
-        outcome.status, outcome.error = "env_error", f"setup: {exc}"
+        outcome.status, outcome.error = RepairStatus.ENV_ERROR, f"setup: {exc}"
         return
     try:
         found = await preflight(bench, events)
@@ -240,7 +240,7 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
             raise
         # one task of a batch: the others go on; the task is reported with the cause (and retried by --resume,
         # like every env_error, once the user has fixed it)
-        outcome.status, outcome.error = "env_error", f"pre-flight: {exc}"
+        outcome.status, outcome.error = RepairStatus.ENV_ERROR, f"pre-flight: {exc}"
         return
     outcome.preflight = found.model_dump(mode="json") if found is not None else None
     if found is not None and found.tests_fail:
@@ -250,13 +250,14 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
     try:
         run.state = await _run_graph(run.spec, run.registry, run.rt, run.inst_dir, outcome, run.candidates)
     except BudgetExceeded as exc:
-        outcome.status, outcome.error = f"limits_exceeded:{exc.kind}", str(exc)
+        outcome.limits_exceeded(exc.kind)
+        outcome.error = str(exc)
     except ModelError as exc:
-        outcome.status = "context_exceeded" if "context" in str(exc).lower() else "env_error"
+        outcome.status = RepairStatus.CONTEXT_EXCEEDED if "context" in str(exc).lower() else RepairStatus.ENV_ERROR
         outcome.error = f"{exc.__class__.__name__}: {exc}"
     _fill_outcome(outcome, run.state, run.budget)
     # cut before its choice (a choice that declined to submit, `chosen_by: noop`, stands)
-    if outcome.status.startswith("limits_exceeded") and not outcome.model_patch and outcome.chosen_by is None:
+    if outcome.status is RepairStatus.LIMITS_EXCEEDED and not outcome.model_patch and outcome.chosen_by is None:
         await _submit_best_so_far(outcome, run.candidates.rows, bench, run.state, events)
 
 
@@ -275,10 +276,9 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
         outcome.base_test_seconds = base.seconds if (base := state.get("base")) else None
     iid = outcome.instance_id
     # an interrupted task says so: its outcome (still the initial `no_patch`) is not how it ended
-    status, _, limit = outcome.status.partition(":")  # the outcome's spelling: limits_exceeded:<limit>
     run.events.write(RepairEnd(node_id=iid, instance_id=iid,
-                               status=RepairStatus(status) if write else RepairStatus.INTERRUPTED,
-                               limit=(limit or None) if write else None, finished=write, chosen=outcome.chosen,
+                               status=outcome.status if write else RepairStatus.INTERRUPTED,
+                               limit=outcome.limit if write else None, finished=write, chosen=outcome.chosen,
                                chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"),
                                error=outcome.error))
     if run.inst_dir is not None and write:
@@ -399,7 +399,8 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
     outcome.nodes_s = round(context.node_seconds, 3)
     if result.status == "failed":
         if isinstance(result.exception, BudgetExceeded):  # cut at the wall clock: what the checkpoint holds stands
-            outcome.status, outcome.error = f"limits_exceeded:{result.exception.kind}", str(result.exception)
+            outcome.limits_exceeded(result.exception.kind)
+            outcome.error = str(result.exception)
             return dict(result.state)
         if result.exception is not None:
             raise result.exception  # BudgetExceeded, ModelError, ...: the task's outcome says which
@@ -442,13 +443,15 @@ def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budge
     outcome.suspects = list(state.get("suspects") or [])
     outcome.reproduced = (state.get("reproduction") or {}).get("kept")
     outcome.plan = state.get("plan") or None
-    stopped, error = trajectories_stop(state.get("trajectory_runs") or [])
-    if outcome.status == "no_patch" and stopped:
-        outcome.status, outcome.error = stopped, error
-    if outcome.status == "no_patch" and (kind := budget.exceeded()) is not None:
-        outcome.status = f"limits_exceeded:{kind}"
-    if outcome.status == "no_patch" and outcome.error and not state.get("attempts"):
-        outcome.status = "env_error"  # no candidate and an error: an infrastructure failure (resume retries it)
+    limit, error = trajectories_stop(state.get("trajectory_runs") or [])
+    if outcome.status is RepairStatus.NO_PATCH and error:
+        outcome.error = error
+        if limit is not None:  # a trajectory was cut by a limit
+            outcome.limits_exceeded(limit)
+    if outcome.status is RepairStatus.NO_PATCH and (kind := budget.exceeded()) is not None:
+        outcome.limits_exceeded(kind)
+    if outcome.status is RepairStatus.NO_PATCH and outcome.error and not state.get("attempts"):
+        outcome.status = RepairStatus.ENV_ERROR  # no candidate and an error: an infrastructure failure (resume retries it)
     if state.get("base"):
         outcome.base_failed = tests_fail_at_base(state["base"])
     chosen = state.get("chosen")
@@ -460,5 +463,5 @@ def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budge
         final = state.get("final") or {}
         outcome.verification = final.get("verification")
         outcome.report = final.get("report")
-        if outcome.status == "no_patch":
-            outcome.status = "submitted"
+        if outcome.status is RepairStatus.NO_PATCH:
+            outcome.status = RepairStatus.SUBMITTED
