@@ -113,6 +113,45 @@ def killable_search(path: Path) -> Path:
     return path
 
 
+async def looped_step(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """A branch of a search in a loop: its value names the round (`rounds`) and the branch, after a journaled
+    effect `r<round>:b<k>`; with AF_TEST_PAUSE_BRANCH=r<round>:b<k> that branch waits to be killed after it."""
+    import asyncio
+    import os
+
+    k, rounds = _index(ctx), int(state.get("rounds") or 0)
+    label = f"r{rounds}:b{k}"
+    if state.get("effects"):
+        await ctx.call_tool(_effect, {"path": state["effects"], "label": label})
+        if os.environ.get("AF_TEST_PAUSE_BRANCH") == label:
+            Path(state["effects"] + ".ready").write_text("ready")
+            await asyncio.sleep(60)
+    return {"score": k + 10 * rounds, "seen": [label]}
+
+
+def next_round(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    return {"rounds": int(state.get("rounds") or 0) + 1}
+
+
+def looped_search(rounds: int, n: int) -> dict[str, Any]:
+    """A workflow whose best_of_n search node (`pick`, n branches one at a time) runs `rounds` times in a loop
+    (`pick -> bump -> pick ...`), each branch scored `looped_step`."""
+    return {
+        "name": "looped",
+        "state": {"rounds": {"type": "int", "default": 0}, "effects": {"type": "str"}, "score": {"type": "int"},
+                  "seen": {"type": "list"}, "report": {"type": "dict"}},
+        "nodes": {
+            "pick": {"search": {"strategy": "best_of_n", "n": n, "value": "score", "concurrency": 1,
+                                "gather": ["seen"]},
+                     "output": "report", "next": "bump",
+                     "subgraph": {"name": "one", "nodes": {
+                         "attempt": {"fn": "tests.graph.search_nodes:looped_step", "next": "END"}}}},
+            "bump": {"fn": "tests.graph.search_nodes:next_round",
+                     "route": {"when": {f"rounds >= {rounds}": "END"}, "default": "pick"}},
+        },
+    }
+
+
 def kill_when_paused(proc: Any, effects: Path) -> None:
     """SIGKILL `proc` (a run of `killable_search` with AF_TEST_PAUSE_BRANCH) once that branch waits to be
     killed, right after its step's effect."""

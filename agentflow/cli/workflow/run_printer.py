@@ -103,7 +103,7 @@ class RunPrinter:
             return f"{where}: decision: {data.get('decision', '?')}"
         if ev.kind == "search.branch":
             value = f" value {data['value']:.2f}" if isinstance(data.get("value"), (int, float)) else ""
-            return f"{where}: branch {str(data.get('node_id') or '').rsplit('/', 1)[-1] or '?'} " \
+            return f"{where}: branch {str(data.get('node_id') or '').split('/', 1)[-1] or '?'} " \
                    f"{data.get('event', '')}{value}"
         return None
 

@@ -2,9 +2,11 @@
 rebase, mcts; docs/concepts/search.md has the settings, the strategies and the report).
 
 A *branch* is a real run of the subgraph, with its own thread of checkpoints in the run's checkpointer
-(`<thread>~<search node>~<branch id>`) and its own fork of the run's sandbox workspace (`BranchSandbox`). In
-the stepwise strategies an expansion copies the parent branch's last checkpoint into a new thread and runs
-the subgraph on from there until the next step ends (after a node named in `step_until`, or after any node).
+(`<thread>~<search node>~<branch id>`; a search node that runs again in a loop names its later passes'
+branches by the graph step they run in, `<thread>~<search node>~s<step>~<branch id>`) and its own fork of
+the run's sandbox workspace (`BranchSandbox`). In the stepwise strategies an expansion copies the parent
+branch's last checkpoint into a new thread and runs the subgraph on from there until the next step ends
+(after a node named in `step_until`, or after any node).
 Each step runs in this process or, with an executor, on a worker node (`remote.py`).
 """
 
@@ -15,10 +17,11 @@ import dataclasses
 import json
 import math
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
@@ -59,11 +62,28 @@ if TYPE_CHECKING:
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
     from agentflow.graph.run.context import RunHandles
 
+
+class SearchStep(NamedTuple):
+    """The graph step a search node runs in: its number (`langgraph_step`) and the checkpoint it started from."""
+
+    number: int
+    checkpoint: str | None
+
+
+def search_step(config: RunnableConfig) -> SearchStep:
+    """The step of the node `config` is given to (LangGraph's task config); no checkpoint without a checkpointer."""
+    number = (config.get("metadata") or {}).get("langgraph_step")
+    started = (config.get("configurable") or {}).get("checkpoint_map") or {}
+    return SearchStep(number if isinstance(number, int) else 0,
+                      str(list(started.values())[-1]) if started else None)  # the last: the graph running the node
+
+
 class SearchRun:
     """One execution of a search node: the tree, the branches in flight, and the choice."""
 
     def __init__(self, name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles,
-                 settings: SearchSettings, thread: str, compile: Callable[..., Any], executor: Any = None) -> None:
+                 settings: SearchSettings, thread: str, compile: Callable[..., Any], executor: Any = None,
+                 step: SearchStep | None = None) -> None:
         self.name = name
         self.compile = compile  # compile_workflow, passed in: the compiler imports this module
         self.executor = executor  # an open remote Executor the steps run on (None: in this process)
@@ -74,6 +94,8 @@ class SearchRun:
         self.rt = rt
         self.settings = settings
         self.thread = thread
+        self.step = step or SearchStep(0, None)
+        self.pass_part = ""  # "" on the node's first pass in this thread, else `s<step>` (`_choose_pass`)
         self.rng = random.Random(settings.seed)
         self.branches: list[Branch] = []
         self.slots = asyncio.Semaphore(settings.concurrency)
@@ -93,7 +115,7 @@ class SearchRun:
         bid = f"b{self._ids}"
         self._ids += 1
         # a child's thread extends its parent's: the tree is in the thread ids, for a resumed search to rebuild
-        prefix = parent.thread or f"{self.thread}{BRANCH_SEP}{self.name}"
+        prefix = parent.thread or self._pass_thread()
         branch = Branch(id=bid, parent=parent, thread=f"{prefix}{BRANCH_SEP}{bid}", state={},
                         snapshot=parent.snapshot, depth=parent.depth + 1)
         self._attach(branch)
@@ -113,8 +135,17 @@ class SearchRun:
         branch.skipped, branch.pending = True, False
         return branch
 
+    def _pass_thread(self) -> str:
+        """The prefix of this pass's branch threads (`T~node`, a later pass `T~node~s7`)."""
+        base = f"{self.thread}{BRANCH_SEP}{self.name}"
+        return f"{base}{BRANCH_SEP}{self.pass_part}" if self.pass_part else base
+
+    def _label(self, branch: Branch) -> str:
+        """The branch as events name it under the search node: its id, after its pass on a later pass (`s7/b0`)."""
+        return f"{self.pass_part}/{branch.id}" if self.pass_part else branch.id
+
     def _node_id(self, branch: Branch) -> str:
-        return self.name if branch.parent is None else f"{self.name}/{branch.id}"
+        return self.name if branch.parent is None else f"{self.name}/{self._label(branch)}"
 
     def _emit(self, branch: Branch, *, final: bool | None = None, chosen: bool | None = None,
               select: str | None = None, tests: Any = None, diff: str | None = None) -> None:
@@ -138,7 +169,7 @@ class SearchRun:
 
     def _branch_context(self, branch: Branch) -> RunHandles:
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
-        events = BranchEvents(self.rt.events, self.name, branch.id) if self.rt.events is not None else None
+        events = BranchEvents(self.rt.events, self.name, self._label(branch)) if self.rt.events is not None else None
         return dataclasses.replace(self.rt, sandbox=sandbox, events=cast(Any, events), branch=branch.thread,
                                    sample=branch.sample, after_tool_call=None)
 
@@ -210,7 +241,7 @@ class SearchRun:
         async for namespace, chunk in graph.astream(inputs, config, stream_mode="custom", subgraphs=True):
             payload = dict(chunk) if isinstance(chunk, Mapping) else {"node": None, "chunk": chunk}
             inner = payload.get("within")
-            payload["within"] = [self.name, branch.id, *(part.split(":", 1)[0] for part in namespace),
+            payload["within"] = [self.name, self._label(branch), *(part.split(":", 1)[0] for part in namespace),
                                  *(inner if isinstance(inner, list) else [])]
             forward(payload)
 
@@ -286,7 +317,9 @@ class SearchRun:
         self._emit(root)
         if self.executor is not None:
             self.remote = await RemoteSteps.open(self, self.executor, root)
-        await self._load(root)
+        threads = await self._branch_threads()
+        self.pass_part = self._choose_pass(threads)
+        await self._load(root, threads)
         for text in ignored_settings(self.settings):
             self.decide(text)
         strategy = {"best_of_n": self._best_of_n, "beam": self._beam, "tot": self._beam,
@@ -313,28 +346,51 @@ class SearchRun:
 
     # -- resuming a search a killed run had begun --------------------------------------------------------------
 
-    async def _load(self, root: Branch) -> None:
-        """The branches a killed run of this search left in the checkpointer (`pending`: their step unfinished)."""
-        prefix = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
-        threads = sorted({t.config["configurable"]["thread_id"] async for t in self.checkpointer().alist(None)
-                          if str(t.config["configurable"]["thread_id"]).startswith(prefix)
-                          and not t.config["configurable"].get("checkpoint_ns")}, key=lambda t: (t.count(BRANCH_SEP), t))
-        if not threads:
-            return
+    async def _branch_threads(self) -> dict[str, str]:
+        """Every branch thread of this search node in the checkpointer (any pass) -> its newest checkpoint id."""
+        base = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
+        newest: dict[str, str] = {}
+        async for saved in self.checkpointer().alist(None):
+            conf = saved.config["configurable"]
+            thread = str(conf["thread_id"])
+            if thread.startswith(base) and not conf.get("checkpoint_ns"):
+                newest[thread] = max(newest.get(thread, ""), str(conf["checkpoint_id"]))
+        return newest
+
+    def _choose_pass(self, threads: Mapping[str, str]) -> str:
+        """"" when this is the node's first pass in the thread, else `s<step>` (the graph step it runs in, the
+        same when a killed run resumes it). A pass is a later one when first-pass branches (`T~node~b3`) are
+        older than the checkpoint its step started from (checkpoint ids grow with time): they belong to an
+        earlier pass, whose branches this one must not take as its own."""
+        started = self.step.checkpoint
+        if started is None:
+            return ""
+        base = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
+        first_pass = [newest for thread, newest in threads.items()
+                      if re.fullmatch(r"b\d+", thread.removeprefix(base))]
+        return f"s{self.step.number}" if any(newest < started for newest in first_pass) else ""
+
+    async def _load(self, root: Branch, threads: Mapping[str, str]) -> None:
+        """The branches a killed run of this pass of the search left in the checkpointer (`pending`: their step
+        unfinished)."""
+        prefix = f"{self._pass_thread()}{BRANCH_SEP}"
+        mine = sorted((t for t in threads if t.startswith(prefix)), key=lambda t: (t.count(BRANCH_SEP), t))
         by_thread: dict[str | None, Branch] = {None: root}
         graph = self._graph(self.rt)
-        for thread in threads:
+        for thread in mine:
             parent_thread = thread.rsplit(BRANCH_SEP, 1)[0]
             parent = by_thread.get(parent_thread if parent_thread != prefix[:-1] else None)
             if parent is None:
-                continue  # its parent is gone (pruned): it cannot be continued
+                continue  # its parent is gone (pruned), or it is another pass's or an inner search's thread
             branch = await self._loaded_branch(graph, thread, parent)
             by_thread[thread] = branch
             self._loaded.setdefault(parent.id, []).append(branch)
             self._ids = max(self._ids, int(branch.id[1:]) + 1)
         for waiting in self._loaded.values():
             waiting.sort(key=lambda b: int(b.id[1:]))  # creation order: each takes its old place among siblings
-        self.rt.emit(SearchResume(node_id=self.name, branches=len(threads),
+        if len(by_thread) == 1:
+            return
+        self.rt.emit(SearchResume(node_id=self.name, branches=len(by_thread) - 1,
                                   finished=sum(1 for b in by_thread.values() if not b.pending and b is not root)))
 
     async def _loaded_branch(self, graph: Any, thread: str, parent: Branch) -> Branch:
@@ -638,7 +694,7 @@ def search_node(
         settings = strategy_for(configured, values, name)
         rt.start_node(name, node_type="search", strategy=settings.strategy)
         async with step_executor(settings, rt) as executor:
-            search = SearchRun(name, node, spec, rt, settings, thread, compile, executor)
+            search = SearchRun(name, node, spec, rt, settings, thread, compile, executor, search_step(config))
             chosen = await search.run(values)
         await search.read_diffs()
         search.finish(chosen)

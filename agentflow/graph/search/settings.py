@@ -163,9 +163,18 @@ def parse_search_settings(values: Any, where: str) -> SearchSettings:
 
 
 def branch_path(thread_id: str) -> list[str]:
-    """The search nodes, outermost first, whose subgraph a branch's thread runs (`T~node~b1~inner~b2` -> [node,
-    inner]; [] for a run's own thread)."""
-    return [part for part in thread_id.split(BRANCH_SEP)[1:] if not re.fullmatch(r"b\d+", part)]
+    """The search nodes, outermost first, whose subgraph a branch's thread runs (`T~node~b1~inner~s4~b2` ->
+    [node, inner]; [] for a run's own thread). A node's name may be followed by its pass (`s<step>`, a search
+    node's later pass in a loop), then come its branch ids (`b<k>`)."""
+    path: list[str] = []
+    after_node = False
+    for part in thread_id.split(BRANCH_SEP)[1:]:
+        if re.fullmatch(r"b\d+", part) or (after_node and re.fullmatch(r"s\d+", part)):
+            after_node = False
+            continue
+        path.append(part)
+        after_node = True
+    return path
 
 
 def subgraph_spec(spec: WorkflowSpec, path: list[str]) -> WorkflowSpec:

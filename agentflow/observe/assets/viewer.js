@@ -177,6 +177,11 @@
 
   // ----------------------------------------------------------------------------------------------- search tree
   const candById = new Map(D.candidates.map((c) => [c.candidate_id, c]));
+  // a branch's name in its tree: its id, after its pass when a search node ran again in a loop (`s7/b0`)
+  function branchName(id) {
+    const parts = id.split("/");
+    return parts.length > 2 && /^s\d+$/.test(parts[parts.length - 2]) ? parts.slice(-2).join("/") : parts[parts.length - 1];
+  }
   function searchTree(iid, events) {
     const nodes = new Map();
     for (const e of events) if (e.kind === "search.node" && e.node) nodes.set(e.node, Object.assign({ id: e.node, parent: e.parent }, e.data));
@@ -249,7 +254,7 @@
           if (kidsEl) { kidsEl.remove(); kidsEl = null; toggle.textContent = "▸"; } else {
             kidsEl = h("div", { cls: "kids" }, ch.map(render)); box.appendChild(kidsEl); toggle.textContent = "▾"; }
         }
-      } } }, toggle, h("b", {}, n.id.split("/").pop()), h("span", {}, n.action || "root"),
+      } } }, toggle, h("b", {}, branchName(n.id)), h("span", {}, n.action || "root"),
       h("span", { cls: "vbar", title: "backed-up value" }, h("i", { style: `width:${Math.round(100 * Math.max(0, Math.min(1, backedUp(n))))}%` })),
       h("span", { cls: "muted", title: `own value ${(+n.value || 0).toFixed(2)}` }, `v=${backedUp(n).toFixed(2)} n=${n.visits}`), passMark(passed),
       passed === false && whyFailed(c) ? h("span", { cls: "why" }, whyFailed(c)) : null,
@@ -258,9 +263,9 @@
       return box;
     }
     const roots = kids.get("") || [];
-    const picked = chosen ? null : [...nodes.values()].find((n) => n.chosen === true);  // a graph search's choice
+    const picked = chosen ? null : [...nodes.values()].filter((n) => n.chosen === true).pop();  // a graph search's (last pass's) choice
     if (picked) for (let p = picked; p && !chosenPath.has(p.id); p = nodes.get(p.parent)) chosenPath.add(p.id);  // stops on a cycle
-    const why = picked ? h("p", {}, "chosen: ", h("b", {}, picked.id.split("/").pop()), ` by ${picked.select || "value"}` +
+    const why = picked ? h("p", {}, "chosen: ", h("b", {}, branchName(picked.id)), ` by ${picked.select || "value"}` +
       ` among ${nodes.size - 1} branches (${picked.strategy || ""})`) :
       chosen ? h("p", {}, "chosen: ", h("b", {}, chosen), ` by ${chosenBy || "?"}` +
       (chosenBy === "tests" ? " (the best verification score)" : chosenBy === "vote" ? " (most candidates agree on the normalised patch)" :
