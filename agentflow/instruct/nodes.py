@@ -4,8 +4,8 @@
     instruct.outline  an outline of how to meet every requirement, no answer yet        -> plan
     instruct.critic   DeCRIM's critic: each constraint checked by a function it writes
                       and runs in the sandbox, else judged by the model    -> response, critique, checks, best
-    instruct.refine   new answers that avoid the failed constraints, and a `fix`
-                      function's edit of the best answer                    -> refinements, rounds
+    instruct.refine   a new answer that avoids the failed constraints (one per search
+                      branch), and a `fix` function's edit of the best answer -> refinements, rounds
     instruct.checks   the critic's check functions, written before any answer         -> checks
     instruct.score    an answer's reward: the share of constraints that hold          -> score, checks
 
@@ -94,8 +94,6 @@ class RefineSettings(TextGenSettings):
     temperature: float = Field(default=0.7, ge=0)
     """Sampling temperature of the refinements: greedy refinements of one prompt are one answer, and the
     critic's choice among several is what moves a small model."""
-    samples: int = Field(default=3, ge=1, le=16)
-    """Refinements drawn per round; the critic keeps the one that meets most constraints."""
     code_fix: bool = True
     """Also ask for `def fix(response) -> str`, a function that edits the best answer so far to mend the failed
     constraints (run in the sandbox; what it returns is one more refinement for the critic to judge). The
@@ -249,19 +247,23 @@ async def critic(state: InstructState, ctx: NodeContext[object], settings: Criti
 
 
 async def refine(state: InstructState, ctx: NodeContext[object], settings: RefineSettings) -> InstructState:
+    """One refinement: in decrim, one branch of the `refine` search, each branch seeded apart by its place among
+    its siblings; the last branch also asks for the code fix (appended after its refinement, so the branches'
+    gathered refinements come first and a tie goes to a written answer)."""
     failed = [c for c in state.get("critique") or [] if not c.get("ok")]
     failures = "\n".join(f"- {c['constraint']}" + (f" ({c['why']})" if c.get("why") else "") for c in failed)
     rounds = int(state.get("rounds") or 0)
+    sample, siblings = ctx.run.sample or 0, ctx.run.siblings or 1
     template = "refine.j2" if settings.show_previous else "reanswer.j2"
     prompt = PROMPTS.render(template, prompt=_prompt(state), response=state.get("response") or "",
                              failures=failures)
-    texts = [await node_ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                            seed=rounds * settings.samples + i, purpose="refine") for i in range(settings.samples)]
-    refinements = [t.strip() for t in texts]
-    if settings.code_fix and failed and state.get("response"):
+    text = await node_ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                          seed=rounds * siblings + sample, purpose="refine")
+    refinements = [text.strip()]
+    if settings.code_fix and sample == siblings - 1 and failed and state.get("response"):
         fixed = await _code_fix(ctx, _prompt(state), str(state["response"]), failures, rounds, settings)
         if fixed:
-            refinements.append(fixed)  # last: a tie goes to a written answer
+            refinements.append(fixed)
     return {"refinements": refinements, "rounds": rounds + 1}
 
 

@@ -32,7 +32,7 @@ def test_decrim_critic_checks_by_code_and_refines(tmp_path: Path, capsys: pytest
     item = next(i for i in load_instructions() if i.id == "if-02")  # 3 bullets, no commas
     model = cassette(tmp_path / "decrim.json", REPLIES)
     code = run(["run", "decrim", "-m", f"replay:{model}", "--sandbox", BACKEND, "-c", "trace.content=true",
-                "-c", "nodes.refine.samples=1", "-c", "nodes.refine.code_fix=false", "-o", str(tmp_path / "runs"),
+                "-c", "nodes.refine.n=1", "-c", "nodes.refinement.code_fix=false", "-o", str(tmp_path / "runs"),
                 "--json", "-i", json.dumps({"prompt": item.prompt})])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
@@ -77,9 +77,13 @@ def _decrim(tmp_path: Path, capsys: pytest.CaptureFixture[str], replies: list[st
     return result_of(out)
 
 
-def _events(done: dict, kind: str) -> list[dict]:
+def _events_of(done: dict, kind: str) -> list[dict]:
     lines = (Path(done["run_dir"]) / "events.jsonl").read_text().splitlines()
-    return [e["data"] for e in map(json.loads, lines) if e["kind"] == kind]
+    return [e for e in map(json.loads, lines) if e["kind"] == kind]
+
+
+def _events(done: dict, kind: str) -> list[dict]:
+    return [e["data"] for e in _events_of(done, kind)]
 
 
 @pytest.mark.docker
@@ -87,7 +91,7 @@ def test_decrim_refinements_are_sampled_and_the_critic_keeps_the_best(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = _decrim(tmp_path, capsys, [CONSTRAINTS,
                                       FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, MENDED, FIRST],
-                   "-c", "nodes.refine.code_fix=false")
+                   "-c", "nodes.refinement.code_fix=false")
     state = done["state"]
     assert done["status"] == "done" and state["all_pass"] is True and state["response"] == MENDED
     calls = asks(done["run_dir"])
@@ -109,8 +113,8 @@ def test_decrim_keeps_its_answer_when_no_refinement_is_better(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = _decrim(tmp_path, capsys, [CONSTRAINTS,
                                       FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, TIE],
-                   "-c", "nodes.refine.samples=2", "-c", "nodes.refine.show_previous=true",
-                   "-c", "nodes.refine.code_fix=false", max_rounds=1)
+                   "-c", "nodes.refine.n=2", "-c", "nodes.refinement.show_previous=true",
+                   "-c", "nodes.refinement.code_fix=false", max_rounds=1)
     state = done["state"]
     assert state["rounds"] == 1 and state["all_pass"] is False
     assert state["response"] == FIRST  # neither the worse refinement nor the one the critic cannot tell apart
@@ -143,7 +147,7 @@ def test_decrim_code_fix_edits_the_answer_in_the_sandbox_and_the_critic_takes_it
     """The model writes `fix(response)`; run in the sandbox on the best answer, its result is one more refinement,
     judged by the critic's checks like the sampled ones (no model call for them)."""
     done = _decrim(tmp_path, capsys, [CONSTRAINTS, FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, FIX_COMMAS],
-                   "-c", "nodes.refine.samples=1")
+                   "-c", "nodes.refine.n=1")
     state = done["state"]
     assert done["status"] == "done" and state["all_pass"] is True and state["rounds"] == 1
     assert state["response"] == FIRST.replace(",", "")
@@ -154,7 +158,8 @@ def test_decrim_code_fix_edits_the_answer_in_the_sandbox_and_the_critic_takes_it
     assert FIRST in fix and "- Do not use any commas. (1 commas, none allowed)" in fix
     assert "Goodbye." not in fix  # the worked examples are earlier turns
     assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0, 2]]
-    assert _events(done, "instruct.fix") == [{"ok": True, "chars": len(FIRST) - 1}]
+    # written by the search's last branch (the only one here)
+    assert _events(done, "instruct.fix") == [{"search": "refine", "branch": "b0", "ok": True, "chars": len(FIRST) - 1}]
     item = next(i for i in load_instructions() if i.id == "if-02")
     assert item.grade(state["response"])["all"] is True  # the benchmark's own checkers agree
 
@@ -166,11 +171,12 @@ def test_a_fix_that_returns_no_text_is_said_and_adds_nothing(
     escape = (f"```python\ndef fix(response: str) -> str:\n    try:\n        open({str(marker)!r}, 'w').write('x')\n"
               "    except OSError:\n        pass\n```")
     done = _decrim(tmp_path, capsys, [CONSTRAINTS, FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, escape],
-                   "-c", "nodes.refine.samples=1", max_rounds=1)
+                   "-c", "nodes.refine.n=1", max_rounds=1)
     state = done["state"]
     assert state["all_pass"] is False and state["response"] == FIRST
     [event] = _events(done, "instruct.fix")
-    assert event == {"ok": False, "error": "fix returned None, not text"}  # said in the run's events
+    # said in the run's events
+    assert event == {"search": "refine", "branch": "b0", "ok": False, "error": "fix returned None, not text"}
     assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0]]  # only the sampled refinement
     assert not marker.exists()  # the model's code ran in the sandbox, not on this machine
 
@@ -203,3 +209,20 @@ def test_a_check_that_cannot_parse_the_response_fails_it_and_says_where(
     assert parse["why"].startswith("the response does not parse: json.decoder.JSONDecodeError: Expecting")
     assert only == {"constraint": "Output only the JSON.", "ok": True, "how": "model", "why": ""}
     assert state["checks"]["Output only the JSON."] is None  # not kept: the next round asks afresh
+
+
+@pytest.mark.docker
+def test_each_refinement_is_a_branch_of_the_refine_search_and_the_last_writes_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    done = _decrim(tmp_path, capsys, [CONSTRAINTS, FIRST, COUNT_BULLETS, COUNT_COMMAS, WORSE, MENDED, FIX_COMMAS],
+                   "-c", "nodes.refine.n=2")
+    state = done["state"]
+    assert state["all_pass"] is True and state["rounds"] == 1 and state["response"] == MENDED
+    # each refinement ran in a branch of its own (its thread, its events); the last branch also wrote the fix
+    assert [(e["node_id"], e["data"]["event"]) for e in _events_of(done, "search.branch")] == [
+        ("refine/b0", "start"), ("refine/b0", "end"), ("refine/b1", "start"), ("refine/b1", "end")]
+    asked = [(e["purpose"], e.get("branch")) for e in _events(done, "model.ask")]
+    assert asked == [("constraints", None), ("respond", None), ("check", None), ("check", None),
+                     ("refine", "b0"), ("refine", "b1"), ("fix", "b1")]
+    # the critic judges the gathered refinements in branch order, the fix last; the first of the best is kept
+    assert [e["answers"] for e in _events(done, "instruct.critic")] == [[1], [0, 2, 2]]

@@ -193,10 +193,10 @@ def test_unknown_names_get_the_nearest_one_suggested(tmp_path: Path, capsys: pyt
     # -c typos on the command line: the run's options and a typed node's settings
     assert run(["run", "demo", "-o", str(tmp_path), "-c", "keep_lsat=3"]) == 2
     assert "keep_lsat: Extra inputs are not permitted; did you mean 'keep_last'?" in capsys.readouterr().err
-    assert run(["run", "decrim", "-m", "replay:/dev/null", "-o", str(tmp_path), "-c", "nodes.refine.sampels=1",
+    assert run(["run", "decrim", "-m", "replay:/dev/null", "-o", str(tmp_path), "-c", "nodes.refinement.code_fxi=0",
                 "-i", '{"prompt": "x"}']) == 2
-    assert "settings.sampels: Extra inputs are not permitted; did you mean 'samples'?" in capsys.readouterr().err
-    assert run(["run", "decrim", "-m", "replay:/dev/null", "-o", str(tmp_path), "-c", "nodes.refin.samples=1"]) == 2
+    assert "settings.code_fxi: Extra inputs are not permitted; did you mean 'code_fix'?" in capsys.readouterr().err
+    assert run(["run", "decrim", "-m", "replay:/dev/null", "-o", str(tmp_path), "-c", "nodes.refin.n=1"]) == 2
     assert "has no typed or search node 'refin'; did you mean 'refine'?" in capsys.readouterr().err
 
 

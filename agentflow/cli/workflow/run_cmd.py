@@ -7,7 +7,7 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -55,8 +55,8 @@ class RunConfig(StrictConfig):
     trace: TraceConfig = Field(default_factory=TraceConfig)
     """OpenTelemetry spans of the run (`trace.endpoint`, `trace.content`); nothing is sent unless configured."""
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Settings of the workflow's typed nodes, over the YAML's (`-c nodes.refine.samples=1`), and of its search
-    nodes' `search:` (`-c nodes.attempt.strategy=mcts`); validated like the YAML's own."""
+    """Settings of the workflow's typed nodes, over the YAML's (`-c nodes.refinement.code_fix=false`, a search's
+    subgraph's too), and of its search nodes' `search:` (`-c nodes.refine.n=1`); validated like the YAML's own."""
 
 
 def find_run(root: Path, thread_id: str) -> Path:
@@ -304,18 +304,30 @@ def load_run_workflow(workflow: str, cfg: RunConfig) -> Any:
     spec = load_workflow(workflow)
     if cfg.step_limit is not None:
         spec.step_limit = cfg.step_limit
+    settable: dict[str, Any] = {}
+    for found, node in _settable_nodes(spec):
+        settable.setdefault(found, node)  # a workflow's own node before a branch's of the same name
     for name, settings in cfg.nodes.items():
-        node = spec.nodes.get(name)
+        node = settable.get(name)
         if node is not None and node.search is not None:  # a search node's settings are its search:
             node.search = {**dict(node.search), **settings}
             continue
-        if node is None or not node.type:
-            typed = [n for n, x in spec.nodes.items() if x.type or x.search is not None]
+        if node is None:
+            typed = list(settable)
             raise UserError(f"-c nodes.{name}: {spec.name} has no typed or search node {name!r}"
                             f"{did_you_mean(name, typed)}", hint=f"its typed and search nodes: {', '.join(typed) or 'none'}")
         node.settings = {**node.settings, **settings}
     check_workflow(spec)
     return spec
+
+
+def _settable_nodes(spec: Any) -> Iterator[tuple[str, Any]]:
+    """The typed and search nodes `-c nodes.NAME` sets, a search's subgraph's after it (a branch's own node)."""
+    for name, node in spec.nodes.items():
+        if node.type or node.search is not None:
+            yield name, node
+        if node.subgraph is not None and hasattr(node.subgraph, "nodes"):
+            yield from _settable_nodes(node.subgraph)
 
 
 def check_can_start(spec: Any, opts: Any) -> None:

@@ -86,6 +86,10 @@ class RunHandles(Generic[DepsT]):
     sample: int | None = None
     """Inside a search branch: which child of its parent it is (0: the first), so sampling nodes seed siblings
     apart (`agentflow.reasoning.llm.sampling`)."""
+    siblings: int | None = None
+    """Inside a search branch: how many children its parent is given (best_of_n: `n`; beam, tot, mcts: `expand`
+    at its depth; None in rebase, which shares them out by value), so a node that splits one job among siblings
+    (`instruct.refine`) knows the last."""
     branch_workspaces: dict[str, BranchSandbox] = field(default_factory=dict)
     """Branch thread -> its `BranchSandbox` while a search runs: the runner records its checkpoints' workspace."""
     run_dir: Path | None = None

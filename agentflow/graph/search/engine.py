@@ -171,7 +171,16 @@ class SearchRun:
         sandbox = BranchSandbox(self.shared, branch.snapshot or "") if self.shared is not None else None
         events = BranchEvents(self.rt.events, self.name, self._label(branch)) if self.rt.events is not None else None
         return dataclasses.replace(self.rt, sandbox=sandbox, events=cast(Any, events), branch=branch.thread,
-                                   sample=branch.sample, after_tool_call=None)
+                                   sample=branch.sample, siblings=self._siblings(branch), after_tool_call=None)
+
+    def _siblings(self, branch: Branch) -> int | None:
+        """How many children `branch`'s parent is given (`RunHandles.siblings`)."""
+        s = self.settings
+        if s.strategy == "best_of_n":
+            return s.n
+        if s.strategy == "rebase" or branch.parent is None:
+            return None
+        return s.expand_at(branch.parent.depth)
 
     def _graph(self, rt: RunHandles) -> Any:
         return self.compile(self.sub, rt, self.checkpointer(),

@@ -134,6 +134,7 @@ class StepStart:
 
     thread: str
     sample: int
+    siblings: int | None
     inputs: dict[str, Any] | None  # a new branch's input; None: go on from `checkpoint`
     checkpoint: Saved | None
     snapshot: str | None
@@ -201,7 +202,8 @@ async def run_step(job: StepJob, base_pack: bytes | None, start_pack: bytes | No
         saver.workspace = sandbox
         rt = RunHandles(events=events, budget=budget, tools=dict(job.tools), model=job.model,
                         chat_model=job.chat_model, sandbox=sandbox, node_types=job.node_types, checkpointer=saver,
-                        branch=start.thread, sample=start.sample, deps=job.deps)
+                        branch=start.thread, sample=start.sample, siblings=start.siblings,
+                        deps=job.deps)
         error = await _run_subgraph(job, start, rt, saver)
         saved = sorted([Saved.of(t, saver.at.get(t.checkpoint["id"]))
                         async for t in saver.alist({"configurable": {"thread_id": start.thread}})],
@@ -332,8 +334,9 @@ class RemoteSteps:
         workspace = branch_sandbox(rt.sandbox)
         snapshot = workspace.snapshot_id if workspace is not None else None
         budget = search.rt.budget
-        start = StepStart(thread=branch.thread, sample=branch.sample, inputs=inputs, checkpoint=start_ckpt,
-                          snapshot=snapshot, limits=budget.left() if budget is not None else BudgetLimits(),
+        start = StepStart(thread=branch.thread, sample=branch.sample, siblings=rt.siblings, inputs=inputs,
+                          checkpoint=start_ckpt, snapshot=snapshot,
+                          limits=budget.left() if budget is not None else BudgetLimits(),
                           recursion_limit=search.sub.step_limit or 1000)
         result: StepResult = await self.executor.call(
             run_step, self.job, self.base, await self._start_pack(snapshot), start, label=f"search {branch.thread}")
