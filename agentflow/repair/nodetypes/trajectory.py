@@ -211,7 +211,7 @@ async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime],
             verification, _ = await rt.bench.verify(run["patch"], how)
         attempts.append(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",
                                   patch=run["patch"], verification=verification, sample=run["trajectory"] + 1))
-        rt.candidates(attempts[-1])
+        rt.record(attempts[-1])
     emit(rt, RepairTrajectories(runs=[{k: v for k, v in r.items() if k != "patch"} for r in runs]))
     errors = [r["stopped"] for r in runs if r["stopped"] not in ("done", "turns")]
     stopped = errors[0].split(":", 1)[0] if errors and errors[0].startswith("model_error") else (errors or [None])[0]
