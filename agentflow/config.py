@@ -6,11 +6,13 @@ layered: defaults, then YAML files, then `-c key=value` overrides, in the order 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -245,3 +247,13 @@ def cache_dir() -> Path:
     path = Path(root)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created with its folder) while the block runs: one process at a time
+    builds what the block builds. Closing the file releases the lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield

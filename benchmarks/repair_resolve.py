@@ -15,7 +15,10 @@ the functions its gold patch changes) is among the suspects the search's edits l
 (`first`), and `edit_hit` the share of usable patches that change a gold function. `windows` says where the
 samples looked (each candidate's `window`): `on_gold` samples whose window was a gold function, and the
 answers that gave their window back unchanged, on a gold function (`unchanged_on_gold`: the model missed the
-bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone).
+bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone). `samples.noop_share` is the
+share of samples whose answer changed nothing (noop samples / samples). `after_noop` says what became of the
+samples drawn after a noop, by the last change their prompt made (`rollout.NOOP_ESCALATION`: `format`,
+`failure`, `suspect`), each as the same outcome mix.
 
 Test time (per strategy): `test_seconds_per_candidate` (seconds of test runs on candidates, finalists' whole-suite
 runs included, per candidate), `test_seconds_per_candidate_before` (an estimate of the same before targeting
@@ -25,7 +28,11 @@ longest single candidate run over its task's base run).
 
 `--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships (`repair`
 with best-of-N as its search, N = calls - 4, `search_at_budget`), at the same model-call limit per task
-(`--calls`), and prints one JSON object per workflow (resolved, coverage, calls, tokens, wall).
+(`--calls`), and prints one JSON object per workflow (resolved, coverage, calls, tokens, wall), with resolved
+per package (`by_package`, the instance id's owner) and per bug kind (`by_bug_kind`, synthesized tasks), and
+`limited_by`: each unresolved task under its first cause (test_environment, localization, noop, unusable,
+wrong_fix, selection; `what_limited`). On the wide set: `--tasks examples/wide-tasks/tasks.jsonl` (its
+repositories built first by examples/wide-tasks/build.py).
 
 `noop_submissions` counts submitted patches that change no code (only docstrings, comments or whitespace) on
 tasks whose tests fail at the base commit (outcome.json's `noop` and `base_failed`); `chosen_by` counts `noop`
@@ -96,6 +103,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
     located = first = patches = on_target = parts = 0
     looked = {"on_gold": 0, "unchanged_on_gold": 0, "unchanged_elsewhere": 0, "recorded": 0}
+    after_noop: dict[str, dict[str, int]] = {}
     per_task: dict[str, object] = {}
     for inst in sorted((run_dir / "instances").glob("*")):
         if not (inst / "outcome.json").is_file():
@@ -108,6 +116,9 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         for row in rows:
             kind = "patch" if row["status"] == "ok" else row["status"]
             mix[kind] = mix.get(kind, 0) + 1
+            if row.get("approach"):  # drawn after a noop: by the last change its prompt made
+                changed = after_noop.setdefault(row["approach"][-1], dict.fromkeys(mix, 0))
+                changed[kind] = changed.get(kind, 0) + 1
         ok = [r["patch"] for r in rows if r["status"] == "ok"]
         paths = sorted({p for diff in [task["patch"], *ok] for p in changed_paths(diff)})
         sources = base_sources(task, tasks_file, paths)
@@ -133,6 +144,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     n = len(per_task)
     return {
         "samples": {**mix, "total": total, **{f"{k}_share": round(v / total, 3) if total else 0.0 for k, v in mix.items()}},
+        "after_noop": after_noop,
         "split_parts": parts,
         "localization": {"hit": round(located / n, 3) if n else 0.0, "first": round(first / n, 3) if n else 0.0,
                          "tasks": n},
@@ -140,6 +152,56 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         "windows": looked,
         "per_task": per_task,
     }
+
+
+def package_of(instance_id: str) -> str:
+    """The package a task belongs to: the repository's owner before `__` in a SWE-bench instance id."""
+    return instance_id.split("__", 1)[0]
+
+
+def what_limited(outcome: dict[str, Any], located: bool, usable: int, covered: bool | None) -> str:
+    """Why a task was not resolved, first cause first: the test environment (the task could not be verified),
+    localization (no suspect is a gold function), noop (no sample changed code), unusable (samples changed code
+    but none applied or parsed), wrong fix (usable patches, none resolves: graded after the run), selection
+    (a candidate resolves but another was submitted). None of these when the candidates were not graded."""
+    if str(outcome.get("status", "")).startswith(("env_error", "context_exceeded")) or (
+            outcome.get("preflight") or {}).get("cause"):  # the pre-flight's cause: why the tests cannot run
+        return "test_environment"
+    if not located:
+        return "localization"
+    if not usable:
+        return "noop" if outcome.get("samples", 0) and outcome.get("candidates", 0) == 0 else "unusable"
+    if covered is None:
+        return "wrong_fix_or_selection"
+    return "selection" if covered else "wrong_fix"
+
+
+def breakdown(fig: dict[str, Any], went: dict[str, Any], graded: dict[str, Any] | None, run_dir: Path,
+              tasks_file: Path) -> dict[str, object]:
+    """Resolved per package and per bug kind (the tasks' `bug_kind`, synthesized tasks), and what limited each
+    unresolved task (`what_limited`), with counts: a mechanism is judged across packages, not on one set."""
+    tasks = {t["instance_id"]: t for t in read_jsonl(tasks_file)}
+    resolved = set(fig["resolved_ids"])
+    covered = set(graded["covered_ids"]) if graded else None
+    by_package: dict[str, dict[str, int]] = {}
+    by_kind: dict[str, dict[str, int]] = {}
+    limits: dict[str, list[str]] = {}
+    for path in sorted((run_dir / "instances").glob("*/outcome.json")):
+        outcome = json.loads(path.read_text())
+        iid = outcome["instance_id"]
+        won = iid in resolved
+        for table, key in ((by_package, package_of(iid)), (by_kind, str(tasks[iid].get("bug_kind", "unknown")))):
+            row = table.setdefault(key, {"resolved": 0, "total": 0})
+            row["resolved"] += won
+            row["total"] += 1
+        if won:
+            continue
+        task = went["per_task"].get(iid, {})
+        cause = what_limited(outcome, bool(task.get("located")), int(task.get("patches", 0)),
+                             None if covered is None else iid in covered)
+        limits.setdefault(cause, []).append(iid)
+    return {"by_package": by_package, "by_bug_kind": by_kind,
+            "limited_by": {k: {"count": len(v), "ids": v} for k, v in sorted(limits.items())}}
 
 
 def noop_submissions(outcomes: list[dict[str, Any]]) -> int:
@@ -316,7 +378,8 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "model_calls_mean": fig["model_calls_mean"], "tokens": fig["tokens"], "wall_s": fig["wall_s"],
                           "statuses": fig["statuses"], "chosen_by": fig["chosen_by"],
                           "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
-                          "localization": went["localization"], "edit_hit": went["edit_hit"]}), flush=True)
+                          "localization": went["localization"], "edit_hit": went["edit_hit"],
+                          **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
 
 
 def main() -> None:

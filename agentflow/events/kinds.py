@@ -501,7 +501,8 @@ class RepairTestTime(Event, kind="repair.test_time"):
     """A step's test run was shortened to fit its allowance, or ran out of time (`repair.verify.testshare`)."""
 
     step: str
-    """localization, verification, confirmation (a finalist's whole-suite check), base, final."""
+    """localization, verification, confirmation (a finalist's whole-suite check), reproduction (a failing-test
+    report's tests), base, final."""
     action: str
     """shortened or timed_out."""
     share_s: float | None
@@ -587,7 +588,10 @@ class RepairReproduce(Event, kind="repair.reproduce"):
     kept: bool
     script: str | None
     output: str
-    source: Literal["examples", "model"]
+    source: Literal["examples", "model", "tests"]
+    """examples: a script of the issue's examples; model: a script the model wrote; tests: the failing tests a
+    failing-test report names (`tests`), run by id."""
+    tests: list[str] = Field(default_factory=list)
 
 
 class RepairKeepCheck(Event, kind="repair.keep_check"):

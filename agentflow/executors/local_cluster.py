@@ -70,7 +70,6 @@ class RayNode:
     """One `ray start --block` process (and the node's processes in its group)."""
 
     proc: subprocess.Popen[bytes]
-    node_manager_port: int
     cpus: int
     log: Path
     head: bool = False
@@ -177,7 +176,7 @@ class LocalRayCluster:
         self._logs.append(log)
         proc = subprocess.Popen(self.wrap(self._command(head, cpus, nm_port, resources)), env=self.env, stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        node = RayNode(proc, nm_port, cpus, log_path, head=head)
+        node = RayNode(proc, cpus, log_path, head=head)
         self.nodes.append(node)
         try:
             if head:

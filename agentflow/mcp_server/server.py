@@ -265,7 +265,7 @@ class _StreamedEvents(EventLog):
         return written
 
 
-async def serve(cfg: McpServeConfig, *, on_ready: Any = None) -> None:
+async def serve(cfg: McpServeConfig) -> None:
     """Serve until the client hangs up (stdio) or the process is stopped (HTTP)."""
     require_sdk("agentflow mcp serve")
     if cfg.transport == "http" and cfg.host not in LOOPBACK:
@@ -279,10 +279,10 @@ async def serve(cfg: McpServeConfig, *, on_ready: Any = None) -> None:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         else:
-            await _serve_http(cfg, server, on_ready)
+            await _serve_http(cfg, server)
 
 
-async def _serve_http(cfg: McpServeConfig, server: Any, on_ready: Any) -> None:
+async def _serve_http(cfg: McpServeConfig, server: Any) -> None:
     import uvicorn
 
     from agentflow.mcp_server.auth import BearerAuth, make_token, write_token
@@ -299,6 +299,4 @@ async def _serve_http(cfg: McpServeConfig, server: Any, on_ready: Any) -> None:
         message += f"token: {token}\n"
     sys.stderr.write(message)
     sys.stderr.flush()
-    if on_ready is not None:
-        on_ready(url, token)
     await http.serve()

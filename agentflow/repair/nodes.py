@@ -39,9 +39,9 @@ from agentflow.repair.locate.spectrum import (
     examples_changed,
     examples_reach_code,
     examples_shown,
-    issue_examples,
     names_to_import,
 )
+from agentflow.repair.locate.statement import read_statement
 from agentflow.repair.nodetypes import rollout
 from agentflow.repair.nodetypes.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.nodetypes.localize_model import LocalizeSettings, localize_node
@@ -73,6 +73,7 @@ from agentflow.repair.nodetypes.state import (
     CandidateKeys,
     ChoiceKeys,
     DrawKeys,
+    DrawnKeys,
     EditKeys,
     HintKeys,
     LocalizedKeys,
@@ -90,7 +91,7 @@ from agentflow.repair.nodetypes.state import (
     VerifyKeys,
 )
 from agentflow.repair.nodetypes.testgen import VoteTestsSettings, vote_tests_node
-from agentflow.repair.nodetypes.trajectory import TrajectorySettings, trajectories_node
+from agentflow.repair.nodetypes.trajectory import TrajectorySettings, trajectory_node
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.choose import ChooseSettings, choose, noop_check
 from agentflow.repair.verify.expectations import (
@@ -127,8 +128,9 @@ class ReproduceSettings(ShowsCodeSettings, HelperSettings):
     """Settings of the swe.reproduce node type."""
 
     reproduce: bool = True
-    """Blind mode (`feedback: repo`) when the repository's tests pass at the base commit: ask for a script that
-    reproduces the issue, keep it if it fails at the base commit, and score candidates by it too."""
+    """Blind mode (`feedback: repo`): a reproduction that fails at the base commit scores candidates too. The
+    failing tests a failing-test report names, when the workspace has them and they fail there; else, when the
+    repository's tests pass at the base commit, a script the model writes, kept if it fails at the base commit."""
     reproduce_attempts: int = Field(default=2, ge=1, le=5)
     """Tries at a reproduction script; each later try sees why the previous one did not count."""
     reproduce_from_examples: bool = True
@@ -193,9 +195,18 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     rt = ctx.deps
     bench = rt.bench
     base = state["base"]
-    if not (bench.mode == "repo" and base.passed and settings.reproduce and rt.cfg.tests.cmd is None):
+    if not (bench.mode == "repo" and settings.reproduce):
         return {"reproduction": {"kept": None}}
     sources = await bench.python_sources()
+    # a failing-test report's own tests, when the workspace has them, are the reproduction: run, not written
+    if tests := read_statement(rt.issue).tests_in(sources):
+        kept, output = await bench.install_repro_tests(tests)
+        emit(rt, RepairReproduce(kept=kept, script=None, output=output[-1500:], source="tests", tests=tests))
+        if kept:
+            base = await bench.verify_base(dataclasses.replace(how_to_verify(state), repro_tests=tuple(tests)))
+            return {"reproduction": {"kept": True, "tests": tests}, "base": base}
+    if not (base.passed and rt.cfg.tests.cmd is None):
+        return {"reproduction": {"kept": None}}
     prefer = ranked_of(state)
     evidence = evidence_of(state)
     previous: tuple[str, str] | None = None
@@ -226,7 +237,7 @@ def examples_to_check(rt: RepairRuntime, state: RepairState) -> list[TracedExamp
     """The issue's examples whose values a reproduction can check (`expectations.checkable`), with what the
     spectrum's run of them showed on the unchanged code; none when that run did not happen or did not report."""
     summary = state.get("spectrum") or {}
-    shown, statements = summary.get("shown") or [], issue_examples(rt.issue)
+    shown, statements = summary.get("shown") or [], list(read_statement(rt.issue).examples)
     # examples that called no repository code use a name the issue never defines (an object it uses but never
     # builds): a script of them fails in itself, never the way the bug does
     if not summary.get("executed") or len(shown) != len(statements):
@@ -239,7 +250,7 @@ async def _script_from_examples(rt: RepairRuntime, settings: ReproduceSettings, 
     """(the reproduction from the issue's `examples` (`examples_to_check`) and the values the model says they
     should give, or None and why there is none)."""
     answer = await write_expectations(rt.models.coder, settings, rt.issue, examples, seed=settings.seed)
-    statements = issue_examples(rt.issue)
+    statements = list(read_statement(rt.issue).examples)
     script = expectation_script(statements, names_to_import(statements, sources),
                                 read_expectations(answer, examples))
     return script, "" if script else f"the answer gave no expected value that differs from the code's:\n{answer[:500]}"
@@ -360,8 +371,8 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
     _repair("swe.rank", rank, RankSettings, (BaseKeys, SpectrumKeys), (RankedKeys,),
             "the coder ranks the heuristic's suspect functions", lambda s, run: int(s.rank)),
     _repair("swe.reproduce", reproduce, ReproduceSettings, (VerifyKeys, RankedKeys), (BaseKeys, ReproductionKeys),
-            "blind mode: a script that fails while the bug is present, kept only if it does; then a check of what "
-            "must keep working, kept if it passes",
+            "blind mode: the failing tests a report names, or a script, that fail while the bug is present, kept "
+            "only if they do; then, beside a script, a check of what must keep working, kept if it passes",
             lambda s, run: (1 + int(s.keep_check)) if s.reproduce and run.tests.feedback != "task" else 0),
     _repair("swe.plan", plan, PlanSettings, (RankedKeys,), (PlanKeys,), "the planner: which function, what to change",
             lambda s, run: int(s.plan or run.roles.planner is not None)),
@@ -393,10 +404,10 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
     _repair("swe.regression", regression_node, RegressionSettings, (VerifyKeys,), (BaseKeys, RegressionKeys),
             "blind mode: the passing tests minus those the model says the fix may change verify candidates",
             lambda s, run: 1),
-    _repair("swe.trajectories", trajectories_node, TrajectorySettings, (VerifyKeys, RankedKeys),
-            (AttemptsKeys, TrajectoryKeys),
-            "parallel multi-turn trajectories, each writing a test script and an edit, the script run between turns",
-            lambda s, run: s.trajectories * s.turns),
+    _repair("swe.trajectory", trajectory_node, TrajectorySettings, (VerifyKeys, RankedKeys),
+            (AttemptsKeys, TrajectoryKeys, DrawnKeys),
+            "a multi-turn trajectory writing a test script and an edit, the script run between turns (a search's "
+            "branch each)", lambda s, run: s.turns),
     _repair("swe.vote_tests", vote_tests_node, VoteTestsSettings, (AttemptsKeys, VerifyKeys, TrajectoryKeys),
             (ChoiceKeys,), "candidates vote by the generated tests they pass (none that changes no code when the "
             "tests fail at the base commit); a selection trajectory splits a tie; graded", lambda s, run: 1),

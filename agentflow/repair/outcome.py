@@ -30,6 +30,10 @@ class Candidate(BaseModel):
     window: str = ""
     """The code the answer was asked to rewrite, or with SEARCH/REPLACE edits the first window shown
     (`path:Class.method`, or `path:START-END` for lines outside a function); empty for a split-out part."""
+    approach: list[str] = Field(default_factory=list)
+    """What its prompt changed after earlier answers of its draw changed nothing, in order (`format`: the other
+    edit format, `failure`: the failure report shown, `suspect`: another suspect; `rollout.NOOP_ESCALATION`);
+    empty for a draw's first try."""
     part_of: str | None = None
     """Set on a candidate that keeps one change of another's multi-change edit (`split_edits`): not a model
     answer of its own, so not a sample."""

@@ -15,7 +15,6 @@ import os
 import secrets
 import socket
 import struct
-import time
 from typing import Any
 
 from agentflow._process import pid_alive
@@ -68,10 +67,6 @@ def docker_available() -> bool:
         return True
     except UserError:
         return False
-
-
-def _owner_labels() -> dict[str, str]:
-    return {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}
 
 
 def _listed(client: Any, what: str) -> list[dict[str, Any]]:
@@ -151,7 +146,7 @@ def container_settings(config: SandboxConfig) -> tuple[dict[str, Any], dict[str,
         # are in /tmp, which a search branch keeps as its own, but a sandbox has other users than branches)
         "environment": {"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
                         "LANG": "C.UTF-8", **run_as},
-        "labels": _owner_labels(),
+        "labels": {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()},
         "network_disabled": not config.network,
     }
     host: dict[str, Any] = {
@@ -193,7 +188,6 @@ class DockerSandbox(AgentSandbox):
         self._writer: asyncio.StreamWriter | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._stderr_tail = bytearray()
-        self.start_ms = 0.0
 
     @classmethod
     async def start(cls, config: SandboxConfig | None = None) -> DockerSandbox:
@@ -205,13 +199,11 @@ class DockerSandbox(AgentSandbox):
             _reaped = True
             await asyncio.to_thread(reap_orphans, client)
         sb = cls(config)
-        t0 = time.perf_counter()
         try:
             await sb._start(client)
         except BaseException:
             await sb.close()
             raise
-        sb.start_ms = (time.perf_counter() - t0) * 1000
         return sb
 
     async def _start(self, client: Any) -> None:

@@ -68,20 +68,16 @@ class LocalSandbox(AgentSandbox):
 
     backend = "local"
 
-    def __init__(self, config: SandboxConfig, root: Path, store: Path, own_store: bool) -> None:
+    def __init__(self, config: SandboxConfig, root: Path) -> None:
         super().__init__(
-            f"local-{secrets.token_hex(5)}", config, str(root / "workspace"), str(root / "snap"), str(store)
+            f"local-{secrets.token_hex(5)}", config, str(root / "workspace"), str(root / "snap"), str(root / "store")
         )
         self.root = root
-        self.store = store
-        self._own_store = own_store
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
 
     @classmethod
-    async def start(
-        cls, config: SandboxConfig | None = None, *, store: str | Path | None = None
-    ) -> LocalSandbox:
+    async def start(cls, config: SandboxConfig | None = None) -> LocalSandbox:
         config = config or SandboxConfig()
         warnings.warn(
             "the local sandbox backend is not a security boundary: model-written code runs on this machine "
@@ -91,12 +87,9 @@ class LocalSandbox(AgentSandbox):
         )
         await asyncio.to_thread(reap_local_orphans)
         root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
-        own = store is None
-        store_path = Path(store) if store is not None else root / "store"
-        store_path.mkdir(parents=True, exist_ok=True)
-        (root / "workspace").mkdir()
-        (root / SCRATCH).mkdir()
-        sb = cls(config, root, store_path, own)
+        for folder in ("store", "workspace", SCRATCH):
+            (root / folder).mkdir()
+        sb = cls(config, root)
         try:
             await sb._start()
         except BaseException:

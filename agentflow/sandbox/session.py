@@ -47,12 +47,11 @@ class AgentLink:
     From the `hello` request on, replies must carry an HMAC under `key` (a per-sandbox secret); lines that do
     not verify are dropped and counted in `tampered` (see agent.py for why the stream needs it)."""
 
-    def __init__(self, write: Any, describe_exit: Any = None, on_tamper: Any = None) -> None:
+    def __init__(self, write: Any, on_tamper: Any = None) -> None:
         self._write = write  # async (bytes) -> None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._dead: str | None = None
-        self._describe_exit = describe_exit
         self._write_lock = asyncio.Lock()
         self.key = secrets.token_bytes(32)
         self._signed = False

@@ -86,8 +86,9 @@ class CompletionChatModel(OpenAIChatModel):
         choices = []
         for c in sorted(raw.choices, key=lambda c: c.index or 0):
             trace = token_trace(c, raw, c.text, "/v1/completions n_probs") if self.trace_tokens else None
-            if trace is None and self.trace_tokens and not c.text:
-                # llama-server gives no log-probs at all to a reply that was only a stop string: no sampled token
+            if trace is None and self.trace_tokens and not (c.text or "").strip():
+                # llama-server gives no log-probs to a reply that was only a stop string, or only whitespace held
+                # back with one: the message keeps the stripped text (none), and so does its trace
                 trace = TokenTrace(completion_ids=[], logprobs=[], source="/v1/completions n_probs")
             if trace is not None:
                 trace.prompt_text = kw["prompt"]

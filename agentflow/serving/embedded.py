@@ -63,8 +63,6 @@ GEMMA3_270M = EmbeddedModel(
 )
 
 EMBEDDED: dict[str, EmbeddedModel] = {m.name: m for m in (QWEN_CODER_1_5B, GEMMA3_270M)}
-DEFAULT_MODEL = QWEN_CODER_1_5B.name
-SMALL_MODEL = GEMMA3_270M.name
 
 
 def embedded_model(name: str) -> EmbeddedModel:

@@ -16,7 +16,6 @@ CLI: `agentflow serve setup [--models all|small|default|none]`.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib
 import importlib.util
@@ -31,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from agentflow.config import cache_dir
+from agentflow.config import cache_dir, file_lock
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.serving.embedded import EMBEDDED, EmbeddedModel, embedded_model
 
@@ -55,17 +54,6 @@ Say = Callable[[str], None]
 
 def _default_say(message: str) -> None:
     print(f"agentflow: {message}", file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # --- llama-server ---------------------------------------------------------------------------------
@@ -156,7 +144,7 @@ def ensure_llama_server(say: Say = _default_say, jobs: int | None = None) -> Pat
         return found
     level, level_flags = cpu_level()
     target_dir = llama_server_dir(level=level)
-    with _file_lock(target_dir.parent / f"{target_dir.name}.lock"):
+    with file_lock(target_dir.parent / f"{target_dir.name}.lock"):
         found = find_llama_server()  # another process may have finished the build while we waited
         if found is not None:
             return found
@@ -276,7 +264,7 @@ def ensure_model(name: str, say: Say = _default_say, progress: bool = True) -> P
     path = models_dir() / model.file_name
     if _is_verified(model, path):
         return path
-    with _file_lock(models_dir() / f"{model.file_name}.lock"):
+    with file_lock(models_dir() / f"{model.file_name}.lock"):
         if _is_verified(model, path):
             return path
         if path.is_file():

@@ -8,11 +8,10 @@ run directory (`write_tree`), each file inside the folder it belongs to, the mar
 
 from __future__ import annotations
 
-import fcntl
 from pathlib import Path
 from typing import Any
 
-from agentflow.config import cache_dir
+from agentflow.config import cache_dir, file_lock
 from agentflow.executors.base import Executor
 from agentflow.executors.shipping import pack_dir, unpack_dir
 from agentflow.executors.types import RemoteTaskError
@@ -73,8 +72,7 @@ def prepare_node(backend: str, sandbox: SandboxConfig) -> None:
 
     if image_exists(sandbox.image):
         return
-    with open(cache_dir() / "sandbox-image.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with file_lock(cache_dir() / "sandbox-image.lock"):
         ensure_image(sandbox.image)
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -25,10 +23,10 @@ import shlex
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-from agentflow.config import cache_dir
+from agentflow.config import cache_dir, file_lock
 from agentflow.errors import SandboxError, UserError
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.hostgit import OwnRepo, alternate_object_dirs, clone, git, has_commit, init, resolve_ref
@@ -142,7 +140,7 @@ def cached_repo(task: SWETask, root: str | Path | None = None) -> tuple[Path, st
     dest = root / f"{Path(source.rstrip('/')).name.removesuffix('.git')}-{key}"
     # threads of this process, and other processes sharing the cache (Ray workers on one host, parallel runs):
     # one builds while the others wait, and nobody replaces a repository another one is reading
-    with _lock, _cache_lock(root):
+    with _lock, file_lock(root / ".lock"):
         if dest.is_dir() and has_commit(OwnRepo(dest), commit):  # a clone of ours, from an earlier run
             return dest, commit
         tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
@@ -163,16 +161,6 @@ def cached_repo(task: SWETask, root: str | Path | None = None) -> tuple[Path, st
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return dest, commit
-
-
-@contextlib.contextmanager
-def _cache_lock(root: Path) -> Iterator[None]:
-    with open(root / ".lock", "a+b") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def archive(repo: Path, commit: str) -> bytes:
@@ -274,12 +262,12 @@ async def ensure_python_shim(sandbox: Sandbox, python: str = "python3") -> bool:
     return (await sandbox.exec(sh_command(script))).ok
 
 
-async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "python3", repo_root: str | Path | None = None) -> str:
+async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "python3") -> str:
     """Put the repository at `base_commit` into the sandbox's workspace as a git repository; return its HEAD.
 
     Then installs the task's `requirements` and runs its `setup_commands`. Returns "" when the sandbox has
     no git (patches are then applied with `patch`)."""
-    repo, commit = await asyncio.to_thread(cached_repo, task, repo_root)
+    repo, commit = await asyncio.to_thread(cached_repo, task)
     tar = await asyncio.to_thread(archive, repo, commit)
     await upload_tar(sandbox, tar, ".", python=python)
     has_git = (await sandbox.exec("command -v git >/dev/null 2>&1")).ok

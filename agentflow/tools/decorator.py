@@ -171,17 +171,11 @@ def tool(
     parameter's description from its `Args:` entry or `Annotated[..., Field(description=...)]`.
     """
 
-    if fn is not None:
-        return Tool(
-            fn, name=name, description=description, timeout=timeout, max_chars=max_chars, localns=_caller()
-        )
+    def wrap(f: Callable[..., Any], localns: dict[str, Any] | None = None) -> Tool:
+        return Tool(f, name=name, description=description, timeout=timeout, max_chars=max_chars,
+                    localns=localns if localns is not None else _caller())
 
-    def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool(
-            f, name=name, description=description, timeout=timeout, max_chars=max_chars, localns=_caller()
-        )
-
-    return wrap
+    return wrap(fn, _caller()) if fn is not None else wrap
 
 
 def _caller() -> dict[str, Any]:

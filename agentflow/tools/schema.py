@@ -156,11 +156,11 @@ def build_args_model(
         else:
             info = Field(default=... if default is param.empty else default)
         if not _has_description(annotation, info) and param.name in doc_params:
-            info = _with_description(info, doc_params[param.name])
+            info = FieldInfo.merge_field_infos(info, Field(description=doc_params[param.name]))
         field_name = param.name
         if field_name.startswith(("model_", "_")) or hasattr(BaseModel, field_name):
             field_name = f"arg_{param.name.lstrip('_')}"
-            info = _with_alias(info, param.name)
+            info = FieldInfo.merge_field_infos(info, Field(alias=param.name))
         names[field_name] = param.name
         fields[field_name] = (annotation, info)
     model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) + "Args"
@@ -178,14 +178,6 @@ def _has_description(annotation: Any, info: FieldInfo) -> bool:
     if typing.get_origin(annotation) is typing.Annotated:
         return any(isinstance(m, FieldInfo) and m.description for m in typing.get_args(annotation)[1:])
     return False
-
-
-def _with_description(info: FieldInfo, description: str) -> FieldInfo:
-    return FieldInfo.merge_field_infos(info, Field(description=description))
-
-
-def _with_alias(info: FieldInfo, alias: str) -> FieldInfo:
-    return FieldInfo.merge_field_infos(info, Field(alias=alias))
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentflow.repair.locate.spectrum import issue_examples
+from agentflow.repair.locate.statement import issue_examples
 from agentflow.repair.verify.expectations import (
     Expectation,
     TracedExample,

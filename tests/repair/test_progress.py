@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentflow.cli.main import run
+from agentflow.errors import UserError
 from agentflow.events import parse_event
 from agentflow.events.kinds import (
     ModelCall,
@@ -82,7 +83,9 @@ def test_the_start_line_says_what_the_search_runs_as_the_options_set_it():
     assert summary("search.strategy=best_of_n", "search.n=8") == "best_of_n, n=8"
     assert summary("search.strategy=mcts", "search.n=2", "search.max_attempts=3") == "mcts, n=6"  # an expansion per attempt
     assert summary("nodes.search.strategy=rebase", "nodes.search.n=3") == "rebase, n=3"
-    assert summary("workflow=codemonkeys") is None  # no search node
+    assert summary("workflow=codemonkeys") == "best_of_n, n=3"  # its trajectories
+    with pytest.raises(UserError, match="no search over chains of attempts to set"):  # --strategy reshapes those only
+        summary("workflow=codemonkeys", "search.strategy=mcts")
 
 
 def test_the_estimate_is_the_mean_seconds_per_call_times_the_calls_still_expected():

@@ -218,7 +218,7 @@ def test_codemonkeys_trajectories_write_tests_that_decide_the_vote(docker_image:
     generated tests fail on it (0 votes) although it passes the repository's tests like the others and comes
     first; t2 and t3 pass all three and tie, so the selection trajectory runs a script on finalist 2 (t3),
     reads its output, and picks it."""
-    events, outcome, out = repair_run(tmp_path, docker_image, "codemonkeys", "-c", "nodes.trajectories.turns=2")
+    events, outcome, out = repair_run(tmp_path, docker_image, "codemonkeys", "-c", "nodes.trajectory.turns=2")
     calls = [e["data"]["messages"] for e in events if e["kind"] == "model.call"]
     assert len(calls) == 9  # rank, 3 trajectories x 2 turns, 2 selection turns
     second_turns = [calls[2][-1]["content"], calls[4][-1]["content"], calls[6][-1]["content"]]
@@ -251,7 +251,7 @@ def test_codemonkeys_vote_never_submits_a_change_of_no_code_when_the_tests_fail_
               "assert cache.get('a') == 1\n```\n\n")
     events, outcome = cachette_run(tmp_path, docker_image, "vote", "codemonkeys",
                                    [script + DOCSTRING, script + LOOKALIKE, "CHOICE: 1"],
-                                   "-c", "nodes.trajectories.trajectories=2", "-c", "nodes.trajectories.turns=1")
+                                   "-c", "nodes.trajectories.n=2", "-c", "nodes.trajectory.turns=1")
     assert outcome["base_failed"] is True and outcome["status"] == "submitted"
     assert "move_to_end" in outcome["model_patch"] and "The keys, least" not in outcome["model_patch"]
     assert outcome["noop"] is False
@@ -277,8 +277,8 @@ def test_codemonkeys_trajectory_in_rewrite_form(docker_image: str, tmp_path: Pat
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", "codemonkeys", "--model",
                 f"replay:{model}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "search.concurrency=1",
-                "-c", "edit.format=rewrite", "-c", "trace.content=true", "-c", "nodes.trajectories.trajectories=1",
-                "-c", "nodes.trajectories.turns=2", "-c", "rank_keep=0", "-o", str(out)])
+                "-c", "edit.format=rewrite", "-c", "trace.content=true", "-c", "nodes.trajectories.n=1",
+                "-c", "nodes.trajectory.turns=2", "-c", "rank_keep=0", "-o", str(out)])
     assert code == 0
     events = read_jsonl(out / "events.jsonl")
     calls = [e["data"]["messages"] for e in events if e["kind"] == "model.call"]

@@ -47,7 +47,7 @@ def run_roles(tmp_path: Path, image: str, overrides: list[str], models: dict[str
 
     cfg = load_repair_config(
         [f"sandbox.image={image}", "backend=docker", "search.concurrency=1", "edit.format=search_replace", f"model=replay:{specs['coder']}",
-         *[f"{role}_model=replay:{specs[role]}" for role in specs if role != "coder"], *overrides]
+         *[f"roles.{role}=replay:{specs[role]}" for role in specs if role != "coder"], *overrides]
     )
     task = next(t for t in load_tasks(TASKS_FILE) if t.instance_id == "inikit__inikit-1")
     import asyncio

@@ -21,13 +21,13 @@ from agentflow.repair.locate.spectrum import (
     FunctionIndex,
     SuiteSpectrum,
     evidence_from_json,
-    issue_examples,
     module_of,
     names_to_import,
     ochiai,
     read_example_run,
     read_spectrum,
 )
+from agentflow.repair.locate.statement import issue_examples
 from agentflow.repair.nodetypes.rollout import SweEditSettings
 from tests.repair.conftest import run_with_spectrum_plugin
 

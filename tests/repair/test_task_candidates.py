@@ -37,7 +37,8 @@ def test_a_row_has_the_fields_it_always_had(tmp_path: Path) -> None:
     write_candidates(tmp_path, [_cand("b0.1", 101).model_copy(update={"value": 0.7, "assessment": "close"})])
     (row,) = [json.loads(line) for line in (tmp_path / FILE).read_text().splitlines()]
     assert set(row) == {"instance_id", "candidate_id", "parent_id", "status", "patch", "dropped_test_files",
-                        "edit_errors", "verification", "finish_reason", "sample", "answer", "window", "part_of"}
+                        "edit_errors", "verification", "finish_reason", "sample", "answer", "window", "approach",
+                        "part_of"}
     write_candidates(tmp_path, [])  # replaced whole
     assert (tmp_path / FILE).read_text() == ""
 

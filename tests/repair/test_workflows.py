@@ -139,6 +139,12 @@ def test_failing_tests_at_the_base_switch_the_search_unless_the_user_chose_one()
         workflow = load_repair_workflow(cfg)
         assert searches_for_failing_tests(workflow[0], cfg) is None
         assert effective_strategy(cfg, workflow).nodes["search"] == workflow[0].nodes["search"].search
+    # codemonkeys' search runs whole trajectories, not chains of attempts: it keeps its workflow's settings
+    cfg = load_repair_config(["workflow=codemonkeys"])
+    workflow = load_repair_workflow(cfg)
+    assert searches_for_failing_tests(workflow[0], cfg) is None
+    assert effective_strategy(cfg, workflow).nodes["trajectories"]["strategy"] == "best_of_n"
+    assert workflow[0].nodes["trajectories"].search["n"] == 3
 
 
 def test_the_search_node_takes_the_strategy_and_the_runs_settings() -> None:

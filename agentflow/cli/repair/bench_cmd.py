@@ -26,7 +26,7 @@ from agentflow.cli.executor_options import (
     TASK_CPUS_OPTION,
     executor_from_flags,
 )
-from agentflow.cli.parts.serve_flag import check_serve, sets_model
+from agentflow.cli.parts.serve_flag import SERVE_OPTION, check_serve, sets_model
 from agentflow.cli.repair.repair_options import (
     BUDGET_OPTION,
     CRITIC_MODEL_OPTION,
@@ -35,7 +35,6 @@ from agentflow.cli.repair.repair_options import (
     PLANNER_MODEL_OPTION,
     QUIET_OPTION,
     SANDBOX_OPTION,
-    SERVE_OPTION,
     STEP_LIMIT_OPTION,
     STRATEGY_OPTION,
     TEST_CMD_OPTION,

@@ -18,7 +18,7 @@ from agentflow.cli.common import (
     stop_interrupted,
     with_output,
 )
-from agentflow.cli.parts.serve_flag import check_serve, sets_model
+from agentflow.cli.parts.serve_flag import SERVE_OPTION, check_serve, sets_model
 from agentflow.cli.repair.repair_options import (
     BUDGET_OPTION,
     CRITIC_MODEL_OPTION,
@@ -27,7 +27,6 @@ from agentflow.cli.repair.repair_options import (
     PLANNER_MODEL_OPTION,
     QUIET_OPTION,
     SANDBOX_OPTION,
-    SERVE_OPTION,
     STEP_LIMIT_OPTION,
     STRATEGY_OPTION,
     TEST_CMD_OPTION,

@@ -15,31 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from agentflow.cli.parts.serve_flag import SERVE_OPTION
 from agentflow.errors import UserError, did_you_mean
 
 if TYPE_CHECKING:
     from agentflow.events import EventSink
-
-__all__ = [
-    "BUDGET_OPTION",
-    "CRITIC_MODEL_OPTION",
-    "MODEL_OPTION",
-    "N_OPTION",
-    "PLANNER_MODEL_OPTION",
-    "QUIET_OPTION",
-    "SANDBOX_OPTION",
-    "SERVE_OPTION",
-    "STEP_LIMIT_OPTION",
-    "STRATEGY_OPTION",
-    "TEST_CMD_OPTION",
-    "VERIFIER_MODEL_OPTION",
-    "WALL_TIME_OPTION",
-    "WORKFLOW_OPTION",
-    "parse_duration",
-    "repair_overrides",
-    "run_batch_cli",
-]
 
 STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy (search.strategy): best_of_n, mcts, beam, tot or rebase (default: the workflow's search; mcts when the tests fail at the base commit).")
 N_OPTION = typer.Option(None, "-n", help="Chains of best_of_n (search.n; mcts: n * max_attempts expansions).")

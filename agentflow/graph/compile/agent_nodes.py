@@ -109,12 +109,8 @@ def option_problems(name: str, node: NodeSpec, check_pack: Callable[[str], str |
 def _agent_config(node: NodeSpec, options: AgentNodeOptions) -> Any:
     from agentflow.agents.roles import load_agent_config
 
-    overrides = [f"{k}={_override_value(v)}" for k, v in options.config.items()]
+    overrides = [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in options.config.items()]
     return load_agent_config(node.agent or "", overrides)
-
-
-def _override_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _model_for(name: str, options: AgentNodeOptions, rt: RunHandles, spec: WorkflowSpec) -> Any:

@@ -510,8 +510,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
 
     def close(self) -> None:
         with self._lock:
-            if self._pending:
-                self._commit_pending()
+            self._commit_pending()
             self._conn.close()
             if self._users >= 0:
                 os.close(self._users)  # releases the shared lock

@@ -88,12 +88,8 @@ class CheckpointInfo:
     """State key -> the branches of the search report this checkpoint is the first to hold (`branch_lines`)."""
 
     def summary(self) -> dict[str, Any]:
-        out = {"checkpoint_id": self.checkpoint_id, "step": self.step, "source": self.source,
-               "after": self.after, "next": self.next, "created_at": self.created_at,
-               "workspace_diff": self.workspace_diff}
-        if self.searches:
-            out["searches"] = self.searches
-        return out
+        """The fields but the state's `values` (and `searches` when there are none), as `--history --json`."""
+        return {k: v for k, v in vars(self).items() if k != "values" and (v or k != "searches")}
 
 
 def new_searches(values: dict[str, Any], before: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -64,7 +64,7 @@ class Branch:
     state: dict[str, Any]
     snapshot: str | None  # the snapshot its workspace is at (None without a sandbox)
     depth: int = 0
-    sample: int = 0  # which child of its parent it is (0: the first)
+    sample: int = 0  # which child of its parent it is (0: the first); siblings choose apart by it (`spread`)
     done: bool = False  # the subgraph reached its end in this branch
     error: str | None = None
     pending: bool = True  # its step is running: it has no checkpoint to expand from yet
@@ -86,6 +86,30 @@ class Branch:
         return SearchNode(search=search, strategy=strategy, thread=self.thread, depth=self.depth, action=self.action,
                           value=round(self.value, 4), mean=round(self.mean, 4), visits=self.visits,
                           terminal=self.done, error=self.error, snapshot_id=self.snapshot, diff_id=self.diff_id)
+
+
+T = TypeVar("T")
+
+
+def spread(sample: int, options: Sequence[T], pick: Callable[[Sequence[T]], T], *,
+           key: Callable[[T], Hashable] = lambda option: option, avoid: Collection[Hashable] = ()) -> T:
+    """The option a branch takes that is child number `sample` of its parent (`Branch.sample`, a node's
+    `ctx.run.sample`), when the parent's children take options in turn: each takes `pick`'s choice among the
+    options whose `key` no earlier sibling took (nor one in `avoid`), all options again once none is left. So
+    siblings, which start from one state and run concurrently, take distinct options while distinct ones remain,
+    whatever `pick` prefers; `pick` is called `sample + 1` times (a pick that keeps counts counts each)."""
+    if not options:
+        raise ValueError("spread: no options to choose from")
+    taken: set[Hashable] = set(avoid)
+    chosen = options[0]
+    for _ in range(sample + 1):
+        free = [option for option in options if key(option) not in taken]
+        if not free:  # every option was taken: a new round
+            taken.clear()
+            free = list(options)
+        chosen = pick(free)
+        taken.add(key(chosen))
+    return chosen
 
 
 REPORT_DIFF_CHARS = 20_000
@@ -133,4 +157,5 @@ class SearchReport(BaseModel):
     stopped_at: str | None = None
 
 
-__all__ = ["REPORT_DIFF_CHARS", "Branch", "BranchReport", "SearchReport", "as_value", "branch_spec", "read_path"]
+__all__ = ["REPORT_DIFF_CHARS", "Branch", "BranchReport", "SearchReport", "as_value", "branch_spec", "read_path",
+           "spread"]

@@ -36,6 +36,7 @@ from agentflow.repair.locate.localize import (
     without_docstring,
     words,
 )
+from agentflow.repair.locate.statement import read_statement
 from agentflow.repair.verify.expectations import TracedExample, doctest_source
 from agentflow.swe.patch import is_test_path
 
@@ -140,8 +141,16 @@ async def ask_helper(model: ChatModel, cfg: PromptSource, name: str, values: Map
 
 
 def issue_text(problem_statement: str, hints: str = "", limit: int = 2500) -> str:
+    """The statement (and hints) as every step shows it: cut to `limit` characters, keeping its assertion output
+    (`statement.read_statement`) whole when the cut would drop it: what the failing test says is what the fix
+    must change, and a long report's list of tests and frames can push it past the cut."""
     text = (problem_statement + ("\n\nHints:\n" + hints if hints.strip() else "")).strip()
-    return text if len(text) <= limit else text[:limit] + "\n..."
+    if len(text) <= limit:
+        return text
+    assertion = read_statement(problem_statement).assertion[: limit // 4]
+    if not assertion or assertion in text[:limit]:
+        return text[:limit] + "\n..."
+    return f"{text[: limit - len(assertion)]}\n...\n{assertion}\n..."
 
 
 @dataclass
@@ -653,6 +662,22 @@ def examples_hint(patch: str, shown: str, limit: int = 1200) -> str:
     return ("An earlier answer made this change:\n```diff\n" + changed[:limit] + "\n```\n"
             "Run with it, the issue's example still shows what it showed before:\n```\n" + shown[:limit].rstrip()
             + "\n```\nThat change does not fix the issue. Fix it another way.")
+
+
+def failure_report(issue: str, traced_errors: str, limit: int = 1500) -> str:
+    """The failure the bug causes, as a prompt can show it apart from the issue: the last traceback the issue's
+    examples raised when run call-traced (`traced_errors`), else the last one the statement shows, else the
+    statement's pytest assertion lines (`E ...` and the `file.py:LINE:` lines beside them). Empty when neither
+    has one."""
+    for text in (traced_errors, issue):
+        at = text.rfind("Traceback (most recent call last)")
+        if at >= 0:
+            lines = text[at:].splitlines()
+            end = next((i for i, line in enumerate(lines[1:], 1) if line[:1].strip()), len(lines) - 1)
+            return "\n".join(lines[: end + 1])[-limit:]  # to the exception line: the first at column 0
+    asserted = [line.rstrip() for line in issue.splitlines()
+                if line.startswith("E ") or re.match(r"\S+\.py:\d+: \w", line)]
+    return "\n".join(asserted)[-limit:]
 
 
 UNCHANGED = "the code came back unchanged"

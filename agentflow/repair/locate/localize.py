@@ -1,7 +1,8 @@
 """Localization: which code windows of a repository an edit should look at.
 
 Cheap and deterministic: the repository map (functions and classes of every non-test Python file, from the
-AST), words of the issue (identifiers, backticked names), and the frames of failing tests' tracebacks.
+AST), words of the issue (identifiers, backticked names), and the traceback frames of the statement
+(`statement.read_statement`) and of the failing tests' output.
 A function containing a traceback frame ranks first; then functions whose name or body mention the issue's
 identifiers. What running code showed (`RunEvidence`, from `agentflow.repair.locate.spectrum`: the functions the
 issue's examples ran, the suspiciousness of functions from the failing and passing runs that reached them)
@@ -17,15 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentflow.repair.edit.edits import indent_of, parsed
+from agentflow.repair.locate.statement import Frame, read_frames, read_statement
 from agentflow.swe.patch import is_test_path
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
 _CODE = re.compile(r"`([^`\n]+)`")
-_FRAME = re.compile(
-    r"""(?:File "(?P<p1>[^"]+\.py)", line (?P<l1>\d+))|(?:^(?P<p2>[\w./-]+\.py):(?P<l2>\d+):)""",
-    re.MULTILINE,
-)
 _STOP = frozenset([
     "the", "and", "for", "with", "that", "this", "from", "have", "not", "but", "are", "was", "were",
     "when", "what", "which", "into", "then", "than", "they", "them", "there", "their", "would", "should",
@@ -211,12 +209,12 @@ def _string_literals(sym: _Symbol) -> list[str]:
     return out
 
 
-def traceback_frames(output: str, files: set[str]) -> list[tuple[str, int]]:
-    """(path, line) of traceback frames that point into the repository's non-test files, deepest last."""
+def traceback_frames(output: str | Sequence[Frame], files: set[str]) -> list[tuple[str, int]]:
+    """(path, line) of traceback frames (in a text, or as `statement.read_frames` read them) that point into the
+    repository's non-test files, deepest last."""
     frames = []
-    for match in _FRAME.finditer(output):
-        path = match.group("p1") or match.group("p2")
-        line = int(match.group("l1") or match.group("l2"))
+    for frame in read_frames(output) if isinstance(output, str) else output:
+        path, line = frame.path, frame.line
         # the longest repository path the frame's path ends with: `/work/pkg/__init__.py` is `pkg/__init__.py`,
         # not another package's `__init__.py`
         matches = [f for f in files if path == f or path.endswith("/" + f) or f.endswith("/" + path)]
@@ -342,7 +340,11 @@ def rank_windows(
     operators = operator_methods(issue)
     bound = bound_method_calls(issue)
     code_files = {p for p in sources if not is_test_path(p)}
-    frames = traceback_frames(failure_output, set(sources))
+    # the statement's own traceback (a failing-test report's, a pasted one) and the failing tests' output at hand,
+    # each frame with its depth in its own traceback
+    frames = [(path, line, depth) for found in (traceback_frames(read_statement(issue).frames, set(sources)),
+                                                traceback_frames(failure_output, set(sources)))
+              for depth, (path, line) in enumerate(found)]
     # functions the failing tests call (their source shows in the failure output) are likely culprits
     called = failure_calls(failure_output, set(sources))
     messages = quoted_messages(issue + "\n" + failure_output)
@@ -367,7 +369,7 @@ def rank_windows(
             if messages and any(m in text for text in _string_literals(sym) for m in messages):
                 score += MESSAGE_SCORE
             focus = None
-            for depth, (fpath, fline) in enumerate(frames):
+            for fpath, fline, depth in frames:
                 if fpath == path and sym.start <= fline <= sym.end:
                     score += FRAME_SCORE + depth  # deeper frames are closer to the fault
                     focus = fline

@@ -2,7 +2,7 @@
 passing ones do (spectrum-based fault localization, as AutoCodeRover uses it, with the report's own examples
 as a failing run).
 
-* The report's examples (`>>>` lines, code blocks) are the failing call. Run in the task's sandbox under a
+* The report's examples (`>>>` lines, code blocks; `statement.read_statement`) are the failing call. Run in the task's sandbox under a
   call tracer (`_tracer.py`), they name the functions the fault must lie on, helpers the report never names
   included (`date_convert` behind `parse("{:ti}", ...)`, `_nat_cmp` behind `compare`). What they raise is
   kept for the record but not ranked on: a report shows the exceptions a fix keeps (`cache[key]` raising
@@ -31,6 +31,7 @@ from typing import Any
 
 from agentflow.errors import SandboxError
 from agentflow.repair.locate.localize import RunEvidence, symbols
+from agentflow.repair.locate.statement import read_statement
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.patch import is_test_path
 from agentflow.swe.testrun import test_env
@@ -42,69 +43,12 @@ _TRACER = Path(__file__).with_name("_tracer.py")
 _SPECTRUM = Path(__file__).with_name("_pytest_spectrum.py")
 MARKER = "AGENTFLOW_TRACE "
 """The tracer's last line starts with it (`_tracer.MARKER`)."""
-MAX_EXAMPLE_CHARS = 6000
 MAX_SHOWN_CHARS = 2000
 """Of what one statement showed, the end is kept (the tracer cuts at the same size, `_tracer.MAX_SHOWN_CHARS`)."""
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 """An object's default repr names its address, which differs from run to run."""
 MAX_REPORT_CHARS = 4_000_000
 """A report larger than this is not read (a suite of thousands of tests writes well under 1 MB)."""
-
-_FENCE = re.compile(r"```[ \t]*(\w*)[^\n]*\n(.*?)```", re.DOTALL)
-DOCTEST_LINE = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
-"""A doctest's prompt line (`>>> code` or a `... ` continuation): the prompt, then the code."""
-
-
-def issue_examples(text: str) -> list[str]:
-    """The runnable statements of a report: each `>>>` line with its `...` continuations (the shown output
-    left out), and every code block without prompts that parses as Python and calls something (a block of
-    expected output or a traceback does not parse, or calls nothing)."""
-    out: list[str] = []
-    blocks = [body for _, body in _FENCE.findall(text)]
-    outside = _FENCE.sub("\n", text)
-    for chunk in [*blocks, outside]:
-        lines = chunk.split("\n")
-        if any(line.lstrip().startswith(">>>") for line in lines):
-            out.extend(_prompted(lines))
-        elif chunk is not outside and _runnable(chunk):
-            out.append(chunk.strip("\n"))
-    statements, total = [], 0
-    for s in out:
-        if s.strip() and total + len(s) <= MAX_EXAMPLE_CHARS:
-            statements.append(s)
-            total += len(s)
-    return statements
-
-
-def _prompted(lines: list[str]) -> list[str]:
-    statements: list[list[str]] = []
-    for line in lines:
-        m = DOCTEST_LINE.match(line)
-        if m is None:
-            continue
-        if m.group(1) == ">>>" or not statements:
-            statements.append([m.group(2)])
-        else:
-            statements[-1].append(m.group(2))
-    return ["\n".join(s) for s in statements if _parses("\n".join(s))]
-
-
-def _parses(code: str) -> bool:
-    try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    return True
-
-
-def _runnable(code: str) -> bool:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    return any(isinstance(node, (ast.Call, ast.Import, ast.ImportFrom, ast.Subscript, ast.Compare))
-               for node in ast.walk(tree))
-
 
 def module_of(path: str) -> str | None:
     """The import name of a repository file (`pkg/sub/mod.py` -> `pkg.sub.mod`, `pkg/__init__.py` -> `pkg`)."""
@@ -304,7 +248,7 @@ def ochiai(spectrum: SuiteSpectrum | None, examples: ExampleRun) -> dict[tuple[s
 async def run_examples(sandbox: Sandbox, python: str, issue: str, index: FunctionIndex, *,
                        timeout_s: float = 60.0) -> ExampleRun:
     """Run the report's examples in the sandbox's workspace (its current state) under the call tracer."""
-    examples = issue_examples(issue)
+    examples = list(read_statement(issue).examples)
     if not examples:
         return ExampleRun()
     spec = {"statements": examples, "names": names_to_import(examples, index.sources)}

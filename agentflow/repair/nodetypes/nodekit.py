@@ -38,14 +38,15 @@ def ranked_of(state: RepairState) -> list[tuple[str, str]]:
 def how_to_verify(state: RepairState) -> HowToVerify:
     """How the task's candidates are verified, as the state says (the state alone: a resumed task, in a new
     sandbox, verifies as the killed one did): the base verification, the selected regression tests' command
-    (`swe.regression`), which tests reach which function (`swe.spectrum`) and a kept reproduction script
-    (`swe.reproduce`)."""
+    (`swe.regression`), which tests reach which function (`swe.spectrum`) and a kept reproduction (`swe.reproduce`:
+    a script, or the failing tests the report names)."""
     reproduction, spectrum = state.get("reproduction") or {}, state.get("spectrum") or {}
     return HowToVerify(
         base=state.get("base"),
         test_cmd=(state.get("regression") or {}).get("test_cmd") or None,
         reach=SuiteReach.from_json(spectrum.get("reach")) if isinstance(spectrum, dict) else None,
         repro=(reproduction.get("script") or None) if reproduction.get("kept") else None,
+        repro_tests=tuple(reproduction.get("tests") or ()) if reproduction.get("kept") else (),
     )
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import time
 from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass, field
 
 from pydantic import Field
 
@@ -29,18 +31,21 @@ from agentflow.events.kinds import (
 )
 from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.settings import BRANCH_SEP
+from agentflow.graph.search.tree import spread
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.reasoning.value import ValueJudgement, read_judgement
-from agentflow.repair.edit.edits import edit_parts
+from agentflow.repair.edit.edits import edit_parts, parse_edits
 from agentflow.repair.edit.overlay import SourceOverlay
 from agentflow.repair.edit.steps import (
+    PROMPTS,
     EditPrompt,
     ReadEdits,
     ask_helper,
     critique,
     edit_prompt,
     examples_hint,
+    failure_report,
     read_edits,
     read_rewrite,
     suspects,
@@ -94,10 +99,11 @@ class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, Spl
     """Stop sequences of edit answers."""
     tool_steps: int = Field(default=8, ge=1, le=50)
     """edit_format tools: model calls of one edit (viewing and editing files, then a last answer)."""
-    noop_retries: int = Field(default=2, ge=0, le=20)
-    """Extra samples when an answer changes nothing or cannot be read (those are not candidates). A rewrite given
-    back unchanged, or answered with other code than the window's function, is retried on another suspect
-    (`agentflow.repair.locate.focus`); an answer that cannot be read or does not parse, on the same one."""
+    noop_retries: int = Field(default=3, ge=0, le=20)
+    """Extra samples when an answer changes nothing or cannot be read (those are not candidates), each told what
+    the one before did. After one that changed nothing the next asks another way (`NOOP_ESCALATION`: the other
+    edit format, the failure report, another suspect: the default reaches each once); after one that cannot be
+    read or applied, the same way again."""
     stop_on_success: bool = run_default("stop_on_success")
 
 
@@ -187,18 +193,18 @@ def _schedule(state: RepairState) -> FocusSchedule:
     return schedule
 
 
-def _pick(schedule: FocusSchedule, windows: list[Window], offset: int) -> list[Window]:
-    """The windows with the one the next sample rewrites first: the schedule's pick after `offset` picks
-    more (a branch's number: concurrent branches from one state look at different suspects, as the samples of
-    one search share them out); the pick is counted."""
+def suspect_order(schedule: FocusSchedule, windows: list[Window], sibling: int,
+                  avoid: Collection[str] = ()) -> list[Window]:
+    """The windows with the one the next sample rewrites first: the schedule's pick as the search's `sibling`-th
+    child of one state takes it (`spread`: concurrent branches from one state start from distinct suspects
+    while distinct ones remain), none in `avoid` (window keys) while others remain; the pick is counted."""
+    if not windows:
+        return []
     trial = FocusSchedule(schedule.decline_factor)
     trial.shown, trial.declined = Counter(schedule.shown), Counter(schedule.declined)
-    for _ in range(max(0, offset)):
-        trial.pick(windows)
-    order = trial.pick(windows)
-    if order:
-        schedule.shown[window_key(order[0])] += 1
-    return order
+    chosen = spread(sibling, windows, lambda free: trial.pick(free)[0], key=window_key, avoid=avoid)
+    schedule.shown[window_key(chosen)] += 1
+    return [chosen, *(w for w in windows if w is not chosen)]
 
 
 def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, status: str,
@@ -207,7 +213,8 @@ def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: Edi
     `resampled`."""
     cand = Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
                      status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
-                     sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"])
+                     sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"],
+                     approach=edit.get("approach") or [])
     rt.record(cand)
     emit(ctx, RepairResample(status=status, errors=errors[:3]), rt, edit["candidate_id"], edit["parent_id"])
     return cand
@@ -216,8 +223,8 @@ def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: Edi
 async def draw_edit(rt: RepairRuntime, cfg: SweEditSettings, prompt: EditPrompt, sources: dict[str, str], *,
                     cand_id: str, parent_id: str, sample: int) -> tuple[str, str, ReadEdits]:
     """One sample of `prompt` (seeded `cfg.seed + sample`), read against `sources` (nothing written): a rewrite of
-    the prompt's window, SEARCH/REPLACE blocks, or (`edit_format: tools`) the files a tool-calling edit changed;
-    (the answer, its finish reason, what it does)."""
+    the prompt's window, SEARCH/REPLACE blocks (in either form's answer), or (`edit_format: tools`) the files a
+    tool-calling edit changed; (the answer, its finish reason, what it does)."""
     if cfg.edit_format == "tools":
         return await edit_with_tools(rt, cfg, prompt.user, sources, cand_id=cand_id, sample=sample)
     coder = rt.models.coder
@@ -225,8 +232,10 @@ async def draw_edit(rt: RepairRuntime, cfg: SweEditSettings, prompt: EditPrompt,
     answer = await ask(with_node(cand_id, parent_id) if with_node else coder, prompt.user, system=prompt.system,
                        temperature=cfg.temperature, seed=cfg.seed + sample,
                        max_tokens=prompt.max_tokens(cfg.max_tokens), stop=cfg.stop)
-    if prompt.window is not None:
+    if prompt.window is not None and not parse_edits(answer.text).blocks:
         return answer.text, answer.finish, read_rewrite(answer.text, sources, prompt.window)
+    # SEARCH/REPLACE blocks are read as such whatever form was asked for: a try in the other form
+    # (`NOOP_ESCALATION`) may be answered in the form of the tries before it
     complete = answer.finish != "length"
     return answer.text, answer.finish, read_edits(answer.text, sources, prompt.focus_path, complete=complete)
 
@@ -261,47 +270,96 @@ async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, so
     return text, finish, ReadEdits("ok", changed)
 
 
-def retry_hint(read: ReadEdits, prompt: EditPrompt) -> str:
-    """What the next sample of the same window is told after an answer that changed nothing or could not be
-    read."""
-    return (
-        "Your previous answer did not change the code"
-        + (f" ({'; '.join(read.errors[:2])})" if read.errors else "")
-        + (". Copy the SEARCH lines exactly from the code shown and change them." if prompt.window is None
-           else ". Answer with the corrected code in one ```python block.")
-    )
+NOOP_ESCALATION = ("format", "failure", "suspect")
+"""What a branch's next try changes after an answer that changed nothing (status `noop`: the code given back
+unchanged, other code than asked for, edits that change nothing), one change per such answer, in this order,
+each kept for the tries after it: the other edit format (a whole-function rewrite <-> SEARCH/REPLACE blocks),
+then the failure the bug causes shown in the prompt (`steps.failure_report`), then the next suspect (and
+another for each further noop). A change that cannot be made is passed over (no other format for `tools`, no
+failure report, no other suspect). Drawing the same prompt again mostly gives the same answer back."""
+OTHER_FORMAT = {"rewrite": "search_replace", "search_replace": "rewrite"}
+
+
+@dataclass
+class Approach:
+    """How a branch's next try asks (`NOOP_ESCALATION`): its settings (the edit format), its windows (the first
+    the suspect it looks at), the failure report shown, and the changes made so far."""
+
+    cfg: SweEditSettings
+    order: list[Window]
+    failure: str = ""
+    changes: list[str] = field(default_factory=list)
+    looked_at: set[str] = field(default_factory=set)
+    """The suspects (`window_key`) tries of this draw looked at first."""
+
+    def change(self, step: str, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> bool:
+        """Make change `step` of `NOOP_ESCALATION`; False when it cannot be made."""
+        if step == "format":
+            other = OTHER_FORMAT.get(self.cfg.edit_format)
+            if other is None or (other == "rewrite" and not self.order):
+                return False
+            self.cfg = self.cfg.model_copy(update={"edit_format": other})
+        elif step == "failure":
+            if not failure or self.failure:
+                return False
+            self.failure = failure
+        elif {window_key(w) for w in windows} <= self.looked_at:
+            return False  # "suspect": every one was looked at
+        else:
+            self.order = suspect_order(schedule, windows, sibling, avoid=self.looked_at)
+            self.looked_at.add(window_key(self.order[0]))
+        self.changes.append(step)
+        return True
+
+    def after_noop(self, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> str | None:
+        """The next change that can be made after a noop (`NOOP_ESCALATION`, its last step again once all were
+        made), made; None when none can."""
+        steps = [step for step in NOOP_ESCALATION[:-1] if step not in self.changes] + [NOOP_ESCALATION[-1]]
+        return next((step for step in steps if self.change(step, failure, schedule, windows, sibling)), None)
+
+    def hint(self, read: ReadEdits, change: str | None) -> str:
+        """What the next try is told: what the previous answer did (`part_edit_status`), what changed."""
+        status = PROMPTS.render("part_edit_status.j2", status=read.status, gave_edit=True,
+                                errors="; ".join(read.errors[:2]))
+        first = self.order[0] if self.order else None
+        symbol = f"`{first.symbol}` from {first.path}" if first is not None and first.symbol else "other code"
+        return status + " " + PROMPTS.render("part_retry.j2", change=change or "", symbol=symbol,
+                                             window=self.cfg.edit_format == "rewrite", failure=self.failure)
 
 
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
                 current: HeadRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
                 drawn: list[int], resampled: list[Candidate]) -> EditRecord | None:
     """One usable edit: an answer that changes nothing or cannot be read is recorded (into `resampled`) and
-    drawn again (`noop_retries`), on another suspect when it left this one alone. None when none was usable."""
+    drawn again (`noop_retries`), told what it did; after one that changed nothing the next try asks another
+    way (`NOOP_ESCALATION`). None when none was usable."""
     tag, number = branch_of(ctx)
-    order, hint = _pick(schedule, windows, number), str(state.get("hint") or "")
+    sibling = ctx.run.sample or 0
+    way = Approach(cfg, suspect_order(schedule, windows, sibling))
+    way.looked_at.update(window_key(w) for w in way.order[:1])
+    hint = str(state.get("hint") or "")
+    failure = failure_report(rt.issue, str((state.get("spectrum") or {}).get("errors") or ""))
     for _ in range(cfg.noop_retries + 1):
         if cfg.stop_on_success and rt.solved:
             return None
         n = len(drawn) + 1
         sample = (number + 1) * SAMPLE_STRIDE + n
         cand_id = f"{rt.iid}/{tag}.{n}"
-        prompt = edit_prompt(cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "", hint=hint,
-                             windows=order)
-        text, finish, read = await draw_edit(rt, cfg, prompt, sources, cand_id=cand_id,
+        prompt = edit_prompt(way.cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "",
+                             hint=hint, windows=way.order)
+        text, finish, read = await draw_edit(rt, way.cfg, prompt, sources, cand_id=cand_id,
                                              parent_id=current["built_on"].candidate_id, sample=sample)
         drawn.append(sample)
         edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["built_on"].candidate_id, "sample": sample,
-                            "files": read.files, "errors": read.errors, "answer": text,
-                            "finish": finish, "window": window_key(order[0]) if order else ""}
+                            "files": read.files, "errors": read.errors, "answer": text, "finish": finish,
+                            "window": window_key(way.order[0]) if way.order else "", "approach": list(way.changes)}
         if read.status == "ok":
             return edit
         resampled.append(_record_failed(ctx, rt, edit, read.status, read.errors))
-        hint = retry_hint(read, prompt)
-        if read.declined and prompt.window is not None:
-            # the model found nothing to change in this window: the next try looks at another one
+        if read.declined and prompt.window is not None:  # the model found nothing to change there
             schedule.decline(prompt.window)
-            order = _pick(schedule, windows, number)
-            hint = "" if order[0] != prompt.window else hint
+        change = way.after_noop(failure, schedule, windows, sibling) if read.status == "noop" else None
+        hint = way.hint(read, change)
     return None
 
 
@@ -344,6 +402,7 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
         dropped_test_files=dropped, edit_errors=edit["errors"], verification=verification,
         finish_reason=edit["finish"], sample=edit["sample"], answer=edit["answer"][:4000] if part_of is None else "",
         part_of=part_of, window=edit["window"] if part_of is None else "",
+        approach=(edit.get("approach") or []) if part_of is None else [],
     )
     rt.record(cand)
     emit(ctx, RepairAttempt(value=verification.score, passed=verification.passed, dropped_test_files=dropped,
@@ -515,6 +574,6 @@ async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settin
     return {"candidate": {**current, "feedback": feedback, "value": value}, "attempts": attempts, "value": value}
 
 
-__all__ = ["SAMPLE_STRIDE", "SweCritiqueSettings", "SweEditSettings", "SweTestSettings", "SweValueSettings", "bench_of",
-           "branch_of", "critique_node", "current_of", "draw_edit", "edit_node", "judge_attempt", "sources_at", "test_node",
-           "value_node"]
+__all__ = ["NOOP_ESCALATION", "SAMPLE_STRIDE", "Approach", "SweCritiqueSettings", "SweEditSettings", "SweTestSettings",
+           "SweValueSettings", "bench_of", "branch_of", "critique_node", "current_of", "draw_edit", "edit_node",
+           "judge_attempt", "sources_at", "suspect_order", "test_node", "value_node"]

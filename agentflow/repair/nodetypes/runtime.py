@@ -19,7 +19,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, Field
 
-from agentflow.budget import Budget
+from agentflow.budget import Budget, CallSlots
 from agentflow.config import StrictConfig
 from agentflow.events import Event, EventLog
 from agentflow.events.kinds import RepairCandidate
@@ -167,6 +167,13 @@ class RepairRuntime:
     """What the issue's examples show on the unchanged code, when a run of them can tell a change (checked
     once a task, under `examples_lock`, by the first edit `examples_retries` looks at; a resumed task runs
     them again)."""
+
+    call_slots: CallSlots = field(init=False)
+    """The task's model calls in flight against its budget's call limit: concurrent search branches (codemonkeys'
+    trajectories) hold one slot each per call, so together they start no call the limit cannot cover."""
+
+    def __post_init__(self) -> None:
+        self.call_slots = CallSlots(self.budget)
 
     @property
     def iid(self) -> str:

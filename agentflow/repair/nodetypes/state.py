@@ -36,6 +36,8 @@ class EditRecord(TypedDict):
     finish: str
     window: str
     """The suspect the sample rewrote first (`focus.window_key`)."""
+    approach: list[str]
+    """What its prompt changed after noops of its draw (`Candidate.approach`)."""
 
 
 class FocusRecord(TypedDict):
@@ -46,11 +48,14 @@ class FocusRecord(TypedDict):
 
 
 class ReproductionRecord(TypedDict, total=False):
-    """Blind mode's reproduction script (`swe.reproduce`) and the keep-working check beside it."""
+    """Blind mode's reproduction (`swe.reproduce`): a script, or the failing tests a failing-test report names;
+    and the keep-working check beside a script."""
 
     kept: bool | None
     """True: it fails while the bug is present and verifies candidates; None: none was tried."""
     script: str
+    tests: list[str]
+    """The report's failing tests (pytest node ids) kept as the reproduction, instead of a script."""
     keep_check: str | None
 
 
@@ -73,7 +78,7 @@ class LocalizedRecord(TypedDict):
 
 
 class GeneratedTest(TypedDict):
-    """A test script a trajectory wrote (`swe.trajectories`); `swe.vote_tests` runs it on every candidate."""
+    """A test script a trajectory wrote (`swe.trajectory`); `swe.vote_tests` runs it on every candidate."""
 
     candidate_id: str
     script: str
@@ -146,9 +151,12 @@ class EditKeys(TypedDict, total=False):
     edit: EditRecord | None
 
 
-class DrawKeys(TypedDict, total=False):
+class DrawnKeys(TypedDict, total=False):
     drawn: list[int]
     """The numbers of every sample drawn (resampled answers included)."""
+
+
+class DrawKeys(DrawnKeys, total=False):
     focus: FocusRecord
     suspects: list[str]
     """The code windows (`path:name`) the first edit looked at."""
@@ -189,10 +197,10 @@ class AttemptsKeys(TypedDict, total=False):
 
 
 class TrajectoryKeys(TypedDict, total=False):
-    samples: int
     tests: list[GeneratedTest]
-    search: dict[str, Any]
-    """The search's report (a graph search node's `output`; `swe.trajectories`' stop reason)."""
+    """The trajectories' last test scripts (a search over `swe.trajectory` branches gathers them)."""
+    trajectory_runs: list[dict[str, Any]]
+    """Each trajectory's record: its number, script, turns and why it stopped (`done`, `turns`, an error)."""
 
 
 class ChoiceKeys(TypedDict, total=False):
@@ -218,7 +226,7 @@ class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, Edi
     """Every state key of the repair's node types (a node reads some and returns an update of others)."""
 
 
-__all__ = ["AttemptsKeys", "BaseKeys", "CandidateKeys", "ChoiceKeys", "ChosenRecord", "DrawKeys", "EditKeys",
+__all__ = ["AttemptsKeys", "BaseKeys", "CandidateKeys", "ChoiceKeys", "ChosenRecord", "DrawKeys", "DrawnKeys", "EditKeys",
            "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HeadRecord", "HintKeys", "LocalizedKeys",
            "LocalizedRecord", "RankedKeys", "RegressionKeys", "RegressionRecord", "RepairState", "ReproductionKeys",
            "ReproductionRecord", "ResampledKeys", "SearchValueKeys", "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys",

@@ -1,20 +1,21 @@
-"""Multi-turn repair trajectories (CodeMonkeys, Ehrlich et al. 2025; `docs/workflows/codemonkeys.md`), node type
-`swe.trajectories` in place of a search node: each trajectory writes a test script and an edit together, sees
-the script run in the sandbox on the original code and on its change, and revises either until it answers
-DONE. With `edit_format: rewrite` (what `auto` gives a local model) the suspect function is rewritten whole --
-with SEARCH/REPLACE blocks the embedded small model seldom gives a usable edit -- and the test script is the
-answer's other code block. Every trajectory's last change is a candidate, its last script joins `tests`.
+"""A multi-turn repair trajectory (CodeMonkeys, Ehrlich et al. 2025; `docs/workflows/codemonkeys.md`), node type
+`swe.trajectory`, run as the branches of a graph search node (`workflows/codemonkeys.yaml`: best_of_n, one
+trajectory a branch, each in its own fork of the task's workspace with its own checkpoints). A trajectory
+writes a test script and an edit together, sees the script run in its workspace on the original code and on
+its change, and revises either until it answers DONE. With `edit_format: rewrite` (what `auto` gives a local
+model) the suspect function is rewritten whole -- with SEARCH/REPLACE blocks the embedded small model seldom
+gives a usable edit -- and the test script is the answer's other code block. Its last change is a candidate,
+its last script joins `tests`; the search gathers both over its branches.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
 from pydantic import Field
 
-from agentflow.budget import BudgetExceeded, CallSlots
+from agentflow.budget import BudgetExceeded
 from agentflow.errors import ModelError
 from agentflow.events.kinds import RepairTrajectories, RepairTrajectoryTurn
 from agentflow.graph.run.context import NodeContext
@@ -33,7 +34,8 @@ from agentflow.repair.edit.steps import (
 )
 from agentflow.repair.locate.focus import rotated
 from agentflow.repair.locate.localize import Window
-from agentflow.repair.nodetypes.nodekit import emit, evidence_of, how_to_verify, ranked_of
+from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of
+from agentflow.repair.nodetypes.rollout import bench_of, branch_of, sources_at
 from agentflow.repair.nodetypes.runtime import (
     EditFormatSettings,
     HelperSettings,
@@ -44,17 +46,15 @@ from agentflow.repair.nodetypes.runtime import (
 from agentflow.repair.nodetypes.state import GeneratedTest, RepairState
 from agentflow.repair.nodetypes.testgen import run_script, test_script
 from agentflow.repair.outcome import Candidate
+from agentflow.repair.verify.workbench import Workbench
 
 
 class TrajectorySettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
-    """Settings of the swe.trajectories node type."""
+    """Settings of the swe.trajectory node type (how many trajectories: its search node's `n`)."""
 
-    trajectories: int = Field(default=4, ge=1, le=32)
-    """Parallel multi-turn trajectories (codemonkeys' parallel compute)."""
     turns: int = Field(default=3, ge=1, le=12)
     """Model turns of one trajectory, each followed by a run of its test script in the
     sandbox (codemonkeys' serial compute)."""
-    concurrency: int = run_default("concurrency")
     temperature: float = run_default("temperature")
 
 
@@ -117,39 +117,42 @@ class RewriteForm:
         return read_rewrite(text, self.sources, self.window)
 
 
-async def _turn_feedback(rt: RepairRuntime, cfg: TrajectorySettings, number: int, script: str | None,
+async def _turn_feedback(bench: Workbench, cfg: TrajectorySettings, number: int, script: str | None,
                          files: dict[str, str], status: str, revise: str) -> tuple[str, str]:
-    """Run the script on the original code and on the trajectory's change; (the next user message, patch)."""
-    async with rt.bench.lock:
-        await rt.bench.restore("")
+    """Run the script on the original code and on the trajectory's change; (the next user message, patch). The
+    workspace is left at the change (a search branch's workspace then holds its trajectory's change)."""
+    async with bench.lock:
+        await bench.restore("")
         for path, content in files.items():
-            await rt.bench.sandbox.write_file(path, content)
-        patch, _ = await rt.bench.diff()
+            await bench.sandbox.write_file(path, content)
+        patch, _ = await bench.diff()
         base_out = patched_out = "(no script yet)"
         if script:
-            base_ok, base_out = await run_script(rt.bench, f"traj_{number}", script, "")
-            patched_ok, patched_out = await run_script(rt.bench, f"traj_{number}", script, patch)
+            base_ok, base_out = await run_script(bench, f"traj_{number}", script, "")
+            patched_ok, patched_out = await run_script(bench, f"traj_{number}", script, patch)
             base_out = ("passed " if base_ok else "failed ") + base_out
             patched_out = ("passed " if patched_ok else "failed ") + patched_out
-        await rt.bench.reset()
     values = {"edit_status": status, "base_output": base_out, "patched_output": patched_out,
               "diff": patch[:2500] or "(no change yet)", "revise": revise}
     return render(cfg, "trajectory_turn", values), patch
 
 
-async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, form: SearchReplaceForm | RewriteForm,
-                     counter: list[int], calls: CallSlots) -> dict[str, Any]:
-    """One trajectory: its last patch and script, the turns it took and why it stopped."""
+async def trajectory(ctx: NodeContext[RepairRuntime], bench: Workbench, cfg: TrajectorySettings, number: int,
+                     form: SearchReplaceForm | RewriteForm, drawn: list[int]) -> dict[str, Any]:
+    """One trajectory: its last patch and script, the turns it took and why it stopped; `drawn` gains the
+    number of each model call it began (its samples)."""
+    rt = ctx.deps
     conversation = Conversation.start(render(cfg, "system", {}), form.first)
     files: dict[str, str] = {}
     script: str | None = None
     patch, stopped, turns = "", "turns", 0
     for turn in range(cfg.turns):
+        sample = 1000 * number + turn
         try:
-            with calls.hold():
-                counter[0] += 1
+            with rt.call_slots.hold():
+                drawn.append(sample)
                 text = await conversation.reply(rt.models.coder, temperature=cfg.temperature,
-                                                seed=cfg.seed + 1000 * number + turn, max_tokens=cfg.max_tokens)
+                                                seed=cfg.seed + sample, max_tokens=cfg.max_tokens)
         except BudgetExceeded as exc:
             stopped = f"limits_exceeded:{exc.kind}"
             break
@@ -167,56 +170,52 @@ async def trajectory(rt: RepairRuntime, cfg: TrajectorySettings, number: int, fo
             files.update(read.files)
         status = PROMPTS.render("part_edit_status.j2", status=read.status, gave_edit=form.gave_edit(text),
                                 errors="; ".join(read.errors[:2]))
-        reply, patch = await _turn_feedback(rt, cfg, number, script, files, status, form.revise)
-        emit(rt, RepairTrajectoryTurn(trajectory=number, turn=turn, edit=read.status, script=bool(script),
+        reply, patch = await _turn_feedback(bench, cfg, number, script, files, status, form.revise)
+        ctx.emit(RepairTrajectoryTurn(trajectory=number, turn=turn, edit=read.status, script=bool(script),
                                       feedback=reply[:2000]))
         conversation.tell(reply)
     return {"trajectory": number, "patch": patch, "script": script, "turns": turns, "stopped": stopped}
 
 
-async def trajectories_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings) -> RepairState:
+async def trajectory_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings
+                          ) -> RepairState:
+    """`swe.trajectory`: one trajectory, the search branch's number choosing its suspect and seeds; its change
+    verified and recorded as candidate `t<number + 1>`."""
     rt = ctx.deps
     cfg = settings.for_coder(rt.cfg)
-    async with rt.bench.lock:
-        await rt.bench.reset()
-        sources = await rt.bench.python_sources()
-    gate = asyncio.Semaphore(cfg.concurrency)
-    counter, calls = [0], CallSlots(rt.budget)
-    # ranked once; each trajectory starts from another suspect (the rotation a search's samples use)
+    bench = bench_of(rt, ctx)
+    number = max(branch_of(ctx)[1], 0)
+    sources = await sources_at(rt, bench, "")
+    # each trajectory starts from another suspect (the rotation a search's samples use)
     ranked = suspects(cfg, sources, rt.issue, "", focus=0, prefer=ranked_of(state), evidence=evidence_of(state))
-
-    async def one(number: int) -> dict[str, Any]:
-        async with gate:
-            windows = rotated(ranked, number)
-            rewrite = cfg.edit_format == "rewrite" and windows
-            form = (RewriteForm if rewrite else SearchReplaceForm)(cfg, sources, rt.issue, windows)
-            return await trajectory(rt, cfg, number, form, counter, calls)
-
-    # every trajectory finishes before an error goes up: none may go on in a sandbox that is being closed
-    results = await asyncio.gather(*(one(i) for i in range(cfg.trajectories)), return_exceptions=True)
-    failed = next((r for r in results if isinstance(r, BaseException)), None)
-    if failed is not None:
-        raise failed
-    runs = [r for r in results if isinstance(r, dict)]
-    how = how_to_verify(state)
+    windows = rotated(ranked, number)
+    form = (RewriteForm if cfg.edit_format == "rewrite" and windows else SearchReplaceForm)(cfg, sources, rt.issue,
+                                                                                          windows)
+    drawn: list[int] = []
+    run = await trajectory(ctx, bench, cfg, number, form, drawn)
+    cand_id = f"{rt.iid}/t{number + 1}"
+    tests: list[GeneratedTest] = [{"candidate_id": cand_id, "script": run["script"]}] if run["script"] else []
     attempts: list[Candidate] = []
-    tests: list[GeneratedTest] = []
-    for run in runs:
-        cand_id = f"{rt.iid}/t{run['trajectory'] + 1}"
-        if run["script"]:
-            tests.append({"candidate_id": cand_id, "script": run["script"]})
-        if not run["patch"].strip():
-            continue
-        async with rt.bench.lock:
-            verification, _ = await rt.bench.verify(run["patch"], how)
+    if run["patch"].strip():
+        async with bench.lock:
+            verification, _ = await bench.verify(run["patch"], how_to_verify(state))
         attempts.append(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",
-                                  patch=run["patch"], verification=verification, sample=run["trajectory"] + 1))
-        rt.record(attempts[-1])
-    emit(rt, RepairTrajectories(runs=[{k: v for k, v in r.items() if k != "patch"} for r in runs]))
+                                  patch=run["patch"], verification=verification, sample=number + 1))
+        rt.record(attempts[0])
+    record = {k: v for k, v in run.items() if k != "patch"}
+    ctx.emit(RepairTrajectories(runs=[record]))
+    return {"attempts": attempts, "tests": tests, "drawn": drawn, "trajectory_runs": [record]}
+
+
+def trajectories_stop(runs: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """What the trajectories' runs (`trajectory_runs`) say of a task without a patch: (its status, the error)
+    of the first that ended on an error (a limit: `limits_exceeded:<limit>`; a model error: `no_patch`);
+    (None, None) when every one ended as it should."""
     errors = [r["stopped"] for r in runs if r["stopped"] not in ("done", "turns")]
-    stopped = errors[0].split(":", 1)[0] if errors and errors[0].startswith("model_error") else (errors or [None])[0]
-    return {"attempts": attempts, "samples": counter[0], "tests": tests,
-            "search": {"stopped": stopped, "error": errors[0] if errors else None}}
+    if not errors:
+        return None, None
+    return ("no_patch" if errors[0].startswith("model_error") else errors[0]), errors[0]
 
 
-__all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "trajectories_node", "trajectory"]
+__all__ = ["RewriteForm", "SearchReplaceForm", "TrajectorySettings", "trajectories_stop", "trajectory",
+           "trajectory_node"]

@@ -148,7 +148,7 @@ def _graph_search_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
     search = SearchSettings.model_validate(dict(node.search))
     steps = node.subgraph.nodes.values()
     chain = next((int(s.settings.get("max_attempts", cfg.search.max_attempts)) for s in steps if s.type == "swe.test"),
-                 cfg.search.max_attempts)
+                 1)  # without a test node a branch runs its subgraph once (codemonkeys' trajectories)
     per_attempt = sum(_node_calls(cfg, s, registry) for s in steps)
     n, depth = search.n, min(chain, search.max_depth)
     attempts = {"best_of_n": n * chain, "mcts": n, "rebase": n * depth}.get(
@@ -511,10 +511,12 @@ class ProgressPrinter:
 
     def _reproduce(self, e: RepairReproduce) -> tuple[str | None, str]:
         iid, _ = self._task_of(e)
+        tests = e.source == "tests"
+        what = f"reproduction: the report's failing tests ({len(e.tests)})" if tests else "reproduction script"
         if e.kept:
-            return iid, "reproduction script: kept (it fails at the base commit as the issue says)"
+            return iid, f"{what}: kept ({'they fail' if tests else 'it fails'} at the base commit as the issue says)"
         why = re.search(r"\(not counted: (.+)\)\s*$", e.output)
-        return iid, "reproduction script: not kept" + (f" ({why.group(1)[:200]})" if why else "")
+        return iid, f"{what}: not kept" + (f" ({why.group(1)[:200]})" if why else "")
 
     def _repair_end(self, e: RepairEnd) -> tuple[str | None, str] | None:
         iid, task = self._task_of(e)

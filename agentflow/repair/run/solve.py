@@ -43,10 +43,12 @@ from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_s
 from agentflow.repair.edit.steps import edit_format_for, issue_text
 from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents
 from agentflow.repair.nodetypes.state import task_candidates
+from agentflow.repair.nodetypes.trajectory import trajectories_stop
 from agentflow.repair.outcome import Candidate, InstanceOutcome
 from agentflow.repair.run.candidates_file import write_candidates
 from agentflow.repair.run.progress import expected_calls
 from agentflow.repair.run.workflow_settings import (
+    attempt_searches,
     give_settings,
     graph_searches,
     node_settings_for,
@@ -361,9 +363,11 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
 
 def _samples_concurrently(spec: WorkflowSpec, cfg: RepairConfig) -> bool:
     """Whether a search node may draw several samples of one prompt at once (then they go as one request): as
-    the workflow stands, or as it searches once the pre-flight finds failing tests (`strategy_when_tests_fail`)."""
+    the workflow stands, or as it searches once the pre-flight finds failing tests (`strategy_when_tests_fail`).
+    Searches over chains of attempts only: a trajectory's conversation is seeded by its branch, and samples
+    batched into one request would not be the seeded ones."""
     searches = [SearchSettings.model_validate(dict(s.nodes[name].search or {}))
-                for s in (spec, searches_for_failing_tests(spec, cfg)) if s is not None for name in graph_searches(s)]
+                for s in (spec, searches_for_failing_tests(spec, cfg)) if s is not None for name in attempt_searches(s)]
     return any(search.strategy != "best_of_n" or search.n > 1 for search in searches)
 
 
@@ -464,11 +468,9 @@ def _fill_outcome(outcome: InstanceOutcome, state: dict[str, Any], budget: Budge
     outcome.suspects = list(state.get("suspects") or [])
     outcome.reproduced = (state.get("reproduction") or {}).get("kept")
     outcome.plan = state.get("plan") or None
-    search = state.get("search") or {}
-    if outcome.status == "no_patch" and search.get("stopped"):
-        stopped = search["stopped"]
-        outcome.status = "no_patch" if stopped == "model_error" else stopped
-        outcome.error = search.get("error")
+    stopped, error = trajectories_stop(state.get("trajectory_runs") or [])
+    if outcome.status == "no_patch" and stopped:
+        outcome.status, outcome.error = stopped, error
     if outcome.status == "no_patch" and (kind := budget.exceeded()) is not None:
         outcome.status = f"limits_exceeded:{kind}"
     if outcome.status == "no_patch" and outcome.error and not state.get("attempts"):

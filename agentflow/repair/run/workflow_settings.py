@@ -3,8 +3,8 @@
 Typed nodes: every node is handed its settings as the graph passes them to it, the run's (`RepairConfig`: its
 defaults, then `-c key=value`), then its own `settings:`, then `-c nodes.<node>.<key>` (`give_settings`).
 Graph search nodes (a `search:` over a `subgraph:`, `agentflow.graph.search`): their `search:` settings,
-with the run's `concurrency` and `seed` as defaults, `--strategy` over them and `-c nodes.<node>.<key>` last
-(`set_graph_searches`).
+with the run's `concurrency` and `seed` as defaults, `--strategy` over them (a search over chains of attempts
+only, `attempt_searches`) and `-c nodes.<node>.<key>` last (`set_graph_searches`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ def graph_searches(spec: WorkflowSpec) -> list[str]:
     return [name for name, node in spec.nodes.items() if node.search is not None]
 
 
+def attempt_searches(spec: WorkflowSpec) -> list[str]:
+    """The graph search nodes over chains of attempts (a subgraph with a `swe.test` node, whose `max_attempts`
+    the strategies count in): those `--strategy` and `search.when_tests_fail` set. A search of whole runs of
+    another kind (codemonkeys' trajectories) searches as its workflow says."""
+    return [name for name in graph_searches(spec)
+            if any(step.type == "swe.test" for step in spec.nodes[name].subgraph.nodes.values())]
+
+
 def search_summary(spec: WorkflowSpec) -> str | None:
     """What the workflow's graph search nodes run, in words for a progress line (`best_of_n, n=8`); None
     when it has none. Settings not given are the search's defaults (`SearchSettings`)."""
@@ -60,10 +68,11 @@ def set_graph_searches(spec: WorkflowSpec, cfg: RepairConfig,
     """Apply the run's settings to the graph search nodes (module docstring); the overrides left for the typed
     nodes."""
     rest = dict(overrides)
+    attempts = attempt_searches(spec)
     for name in graph_searches(spec):
         node = spec.nodes[name]
         search = {key: run_value(cfg, key) for key in RUN_DEFAULTS} | dict(node.search or {})
-        if cfg.search.strategy is not None:
+        if cfg.search.strategy is not None and name in attempts:
             search |= strategy_search(cfg.search, cfg.search.strategy)
         node.search = search | rest.pop(name, {})
     return rest
@@ -76,7 +85,7 @@ def searches_for_failing_tests(spec: WorkflowSpec, cfg: RepairConfig) -> Workflo
     user's."""
     if cfg.search.strategy is not None or cfg.search.when_tests_fail is None:
         return None
-    names = [name for name in graph_searches(spec) if "strategy" not in cfg.nodes.get(name, {})]
+    names = [name for name in attempt_searches(spec) if "strategy" not in cfg.nodes.get(name, {})]
     if not names:
         return None
     chosen = strategy_search(cfg.search, cfg.search.when_tests_fail)
@@ -128,10 +137,11 @@ def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_set
 
 
 def require_search(spec: WorkflowSpec, cfg: RepairConfig) -> None:
-    """`--strategy` needs a search node to set."""
-    if cfg.search.strategy is not None and not graph_searches(spec):
-        raise UserError(f"--strategy {cfg.search.strategy}: workflow '{spec.name}' has no search node to set")
+    """`--strategy` needs a search node over chains of attempts to set."""
+    if cfg.search.strategy is not None and not attempt_searches(spec):
+        raise UserError(f"--strategy {cfg.search.strategy}: workflow '{spec.name}' has no search over chains of "
+                        f"attempts to set", hint="set a search node's strategy with -c nodes.<node>.strategy=...")
 
 
-__all__ = ["RUN_DEFAULTS", "give_settings", "graph_searches", "node_settings_for", "require_search",
+__all__ = ["RUN_DEFAULTS", "attempt_searches", "give_settings", "graph_searches", "node_settings_for", "require_search",
            "search_summary", "searches_for_failing_tests", "set_graph_searches", "strategy_search"]

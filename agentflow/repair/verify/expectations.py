@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agentflow.repair.locate.spectrum import DOCTEST_LINE
+from agentflow.repair.locate.statement import DOCTEST_LINE
 
 MAX_LITERAL_CHARS = 1000
 """An expected value longer than this is not checked (the prompt shows each example's output cut to size)."""

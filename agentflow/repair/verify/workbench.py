@@ -14,7 +14,7 @@ import copy
 import re
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +31,7 @@ from agentflow.repair.locate.spectrum import (
     gather_evidence,
     run_examples,
 )
+from agentflow.repair.locate.statement import read_statement
 from agentflow.repair.verify.keepcheck import instrumented, passed_checks, passing_only, why_not_a_keep_check
 from agentflow.repair.verify.targeting import (
     MAX_TARGETED_ARGS_CHARS,
@@ -76,7 +77,8 @@ class Verification(BaseModel):
     tests_status: dict[str, dict[str, list[str]]] | None = None
     exit_code: int | None = None
     reproduced: bool | None = None
-    """Blind mode with a reproduction script: True when the script still fails (the bug is still there)."""
+    """Blind mode with a reproduction (a script, or the failing tests a report names): True when it still fails
+    (the bug is still there)."""
     output: str = ""
     """Failure summary, the feedback of the next attempt."""
     counts: tuple[int, int] | None = None
@@ -108,11 +110,14 @@ class HowToVerify:
     """Which tests reach which function at the base commit (`swe.spectrum`), for targeted test runs."""
     repro: str | None = None
     """A kept reproduction script (`swe.reproduce`): blind mode, it scores candidates too."""
+    repro_tests: tuple[str, ...] = ()
+    """The failing tests a failing-test report names, kept as the reproduction (`swe.reproduce`): blind mode,
+    they run on every candidate, and the verification's feedback leads with their output."""
 
     def key(self) -> tuple[object, ...]:
         """What of it a verification's result depends on (a cached one is reused only when it is the same)."""
         base = (self.base.passed, self.base.seconds) if self.base is not None else None
-        return self.test_cmd, self.repro, self.reach is not None, base
+        return self.test_cmd, self.repro, self.repro_tests, self.reach is not None, base
 
 
 def summarise_failures(output: str, limit: int) -> str:
@@ -417,6 +422,32 @@ class Workbench:
         why = "; ".join(r for r in reasons if r) or None  # all of them: the retry is shown what to mend
         return why is None, output if why is None else f"{output.rstrip()}\n(not counted: {why})"
 
+    async def run_repro_tests(self, tests: Sequence[str], how: HowToVerify, *, at_base: bool) -> tuple[bool, str] | None:
+        """(still failing, output) of the failing tests a report names, run by their ids on the current workspace
+        (a candidate's run draws on the test-time share); None when the test command cannot be narrowed to them
+        or pytest did not run them all."""
+        # the run's own command, not `how`'s: a selection of regression tests names tests, and cannot be narrowed
+        cmd = targeted_command(self.test_command(), list(tests))
+        if cmd is None:
+            return None
+        await install_runner(self.sandbox, EVAL_DIR)
+        result = await self._run_tests(cmd, how, at_base=at_base, shared=not at_base, step="reproduction")
+        return None if _missed_tests(result, len(tests)) else (not result.ok, result.output)
+
+    async def install_repro_tests(self, tests: Sequence[str]) -> tuple[bool, str]:
+        """Try the failing tests a report names as the reproduction at the base commit: kept when they all ran
+        and fail there. (kept, output; the reason appended to the output of tests not kept.)"""
+        async with self.lock:
+            await self.reset()
+            try:
+                found = await self.run_repro_tests(tests, HowToVerify(), at_base=True)
+            finally:
+                await self.reset()
+        if found is None:
+            return False, f"(not counted: the test command cannot run {', '.join(tests)} by id, or pytest did not find them)"
+        failing, output = found
+        return failing, output if failing else f"{output.rstrip()}\n(not counted: they pass on the unchanged code)"
+
     async def install_keep_check(self, script: str, sources: Mapping[str, str]) -> tuple[str | None, str]:
         """A keep-working check (a script asserting what the fix must not change) cut down to the checks that
         pass at the base commit (`agentflow.repair.verify.keepcheck`), then run whole there to make sure. (the check
@@ -455,18 +486,21 @@ class Workbench:
     async def gather_evidence(self, issue: str, sources: Mapping[str, str], *, test_timeout_s: float,
                               how: HowToVerify = HowToVerify()) -> tuple[RunEvidence, dict[str, Any]]:
         """Run the issue's examples and the repository's suite (`how`'s command) call-traced at the base commit
-        (`agentflow.repair.locate.spectrum.gather_evidence`); the workspace is reset afterwards. The summary's `reach`
+        (`agentflow.repair.locate.spectrum.gather_evidence`; a shortened run keeps the failing tests the statement
+        names and those failing at the base first); the workspace is reset afterwards. The summary's `reach`
         is what targeted test runs go by (`HowToVerify.reach`)."""
         cmd = self.test_command(how)
         allowance = self.test_share.allow(test_timeout_s, self.cfg.tests.timeout_floor_s, slowdown=TRACE_SLOWDOWN)
         shortened: list[int] = []
+        # the failing tests the statement names come first: the traced run must include them
+        failing = [*read_statement(issue).tests_in(sources), *self.failing_at_base]
 
         def narrow(examples: ExampleRun) -> str | None:
             """The traced run cut to what fits the allowance: the failing tests, then those nearest the suspects."""
             if allowance.tests is None:
                 return None
             suspects = [path for path, _ in examples.called]
-            args, count = localization_selection(self.failing_at_base, suspects, sources, allowance.tests)
+            args, count = localization_selection(failing, suspects, sources, allowance.tests)
             narrowed = targeted_command(cmd, args) if args else None
             if narrowed is not None:
                 shortened.append(count)
@@ -736,18 +770,9 @@ class Workbench:
             good, total = found.counts
         score = 1.0 if ok else (good / total if total else 0.0)
         output = "" if result.ok else summarise_failures(result.output, 4000)
-        passed: bool | None = ok
-        reproduced: bool | None = None
-        if how.repro:
-            reproduced, repro_out = await self.run_repro(how.repro, how)
+        reproduced, passed, output = await self._reproduce_on(how, at_base=at_base, ok=ok, output=output)
+        if reproduced is not None:
             score = (score + (0.0 if reproduced else 1.0)) / 2
-            if reproduced:
-                output = (output + "\n\n" if output else "") + "The issue still reproduces:\n" + repro_out[-1500:]
-        if how.base is not None and how.base.passed and not how.repro:
-            # the tests passed before any change: passing them again shows no regression, not a fix
-            passed = None if ok else False
-        elif how.repro:
-            passed = None if (ok and not reproduced) else False
         return Verification(
             passed=passed, score=score, kind="test_cmd", exit_code=result.exit_code, reproduced=reproduced,
             output=output, counts=(good, total) if total else None,
@@ -755,6 +780,27 @@ class Workbench:
             shortened=cut is not None,
             seconds=round(result.duration_s, 3),
         )
+
+    async def _reproduce_on(self, how: HowToVerify, *, at_base: bool, ok: bool, output: str
+                            ) -> tuple[bool | None, bool | None, str]:
+        """(whether the reproduction still fails, None without one; whether the candidate passes; the feedback)
+        on the current workspace, given the suite's result (`ok`, `output`)."""
+        if how.repro_tests:
+            found = await self.run_repro_tests(how.repro_tests, how, at_base=at_base)
+            reproduced = found is None or found[0]
+            if reproduced and found is not None:  # theirs first: the feedback is cut, and other tests may fail too
+                output = summarise_failures(found[1], 2000) + ("\n\n" + output if output else "")
+            # the report's own tests decide, as a task's tests do: the suite passing, them included, is a fix
+            return reproduced, ok and not reproduced, output
+        if how.repro:
+            reproduced, repro_out = await self.run_repro(how.repro, how)
+            if reproduced:
+                output = (output + "\n\n" if output else "") + "The issue still reproduces:\n" + repro_out[-1500:]
+            # a script the model wrote proves no fix: passing it and the tests is not refuted, no more
+            return reproduced, None if (ok and not reproduced) else False, output
+        # the tests passed before any change: passing them again shows no regression, not a fix
+        passed = (None if ok else False) if how.base is not None and how.base.passed else ok
+        return None, passed, output
 
     # ------------------------------------------------------------------------------------- noop check
 
