@@ -204,10 +204,11 @@ async def test_the_cli_writes_the_file_and_refuses_bad_input_in_one_line(tmp_pat
 
 async def test_repair_samples_carry_their_tests_and_are_grouped_by_parent_across_tasks(tmp_path: Path) -> None:
     """A bench-shaped folder (two tasks), written by the repair's own writers: the coder instrumented per task
-    and attributed per candidate (`with_node`), candidates recorded by `CandidateLog`, `repair.end` per task."""
+    and attributed per candidate (`with_node`), the candidates' events as the repair writes them
+    (`candidate_event`), `repair.end` per task."""
     from agentflow.models.instrumented import InstrumentedModel
+    from agentflow.repair.nodetypes.runtime import candidate_event
     from agentflow.repair.outcome import Candidate
-    from agentflow.repair.run.candidate_log import CandidateLog
     from agentflow.repair.verify.workbench import Verification
 
     model = FunctionModel(lambda request: _traced("patch"))
@@ -216,12 +217,11 @@ async def test_repair_samples_carry_their_tests_and_are_grouped_by_parent_across
     for task, cands in plan.items():
         events = EventLog(tmp_path / "bench" / task / "events.jsonl", run_id="bench")
         coder = InstrumentedModel(model, events=events, node_id=task)
-        log = CandidateLog(tmp_path / "bench" / task, events)
         for cand, parent, score_ in cands:
             cid, pid = f"{task}/{cand}", f"{task}/{parent}" if parent else None
             await coder.with_node(cid, pid).chat(ChatRequest(messages=[Message.user("fix it")]))
-            log(Candidate(instance_id=task, candidate_id=cid, parent_id=pid, status="ok",
-                          verification=Verification(passed=score_ == 1.0, score=score_)))
+            events.write(candidate_event(Candidate(instance_id=task, candidate_id=cid, parent_id=pid, status="ok",
+                                                   verification=Verification(passed=score_ == 1.0, score=score_))))
         events.write(RepairEnd(node_id=task, instance_id=task, status="submitted", chosen=f"{task}/c1", resolved=task == "t1"))
         events.close()
 

@@ -106,8 +106,8 @@ def test_kill_9_inside_the_search_then_resume_takes_its_finished_branch_as_it_wa
     out = tmp_path / "run"
     model_server.script({"content": "1"}, {"content": WRONG}, {"content": RIGHT, "delay": 60})
     agentflow = str(Path(sys.executable).parent / "agentflow")
-    argv = _bench(out, docker_image, model_server.spec(), "--strategy", "best_of_n", "-n", "2",
-                  "-c", "sampling.batch_samples=1", "-c", "search.max_attempts=1")
+    best_of_2 = ("--strategy", "best_of_n", "-n", "2", "-c", "sampling.batch_samples=1", "-c", "search.max_attempts=1")
+    argv = _bench(out, docker_image, model_server.spec(), *best_of_2)
     proc = subprocess.Popen([agentflow, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events_file = out / "events.jsonl"
 
@@ -120,8 +120,9 @@ def test_kill_9_inside_the_search_then_resume_takes_its_finished_branch_as_it_wa
     first = read_jsonl(events_file)
     (finished,) = [b for what, b in _branch_events(first) if what == "end"]
     (waiting,) = {"b0", "b1"} - {finished}
+    assert [short(e["data"]["candidate_id"]) for e in first if e["kind"] == "repair.candidate"] == [f"{finished}.1"]
     candidates = out / "instances" / IID / "candidates.jsonl"
-    assert [short(r["candidate_id"]) for r in read_jsonl(candidates)] == [f"{finished}.1"]
+    assert not candidates.exists()  # written from the task's state when it ends
 
     model_server.reset()
     model_server.script({"content": RIGHT})
@@ -143,7 +144,19 @@ def test_kill_9_inside_the_search_then_resume_takes_its_finished_branch_as_it_wa
     assert {r["status"] for r in rows} == {"ok"}
     outcome = json.loads((out / "instances" / IID / "outcome.json").read_text())
     assert outcome["status"] == "submitted" and outcome["report"]["resolved"] is True
-    assert outcome["chosen"] == f"{IID}/{waiting}.1"
+    assert outcome["chosen"] == f"{IID}/{waiting}.1" and outcome["candidates"] == 2
+
+    # the same answers in a run that is not killed: the same candidates (which branch drew which answer
+    # follows the order the concurrent requests arrived in)
+    model_server.reset()
+    model_server.script({"content": "1"}, {"content": WRONG}, {"content": RIGHT})
+    whole = tmp_path / "whole"
+    assert run(_bench(whole, docker_image, model_server.spec(), *best_of_2)) == 0
+
+    def recorded(path: Path) -> list[tuple[str, str, bool | None]]:
+        return sorted((r["status"], r["patch"], r["verification"]["passed"]) for r in read_jsonl(path))
+
+    assert recorded(whole / "instances" / IID / "candidates.jsonl") == recorded(candidates)
 
 
 # the fix, on top of the wrong edit: it scores as well as the unchanged code (its tests pass, the script fails),

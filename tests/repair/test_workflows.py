@@ -157,7 +157,7 @@ def test_the_search_node_takes_the_strategy_and_the_runs_settings() -> None:
     spec, _, _ = load_repair_workflow(cfg)
     search = spec.nodes["search"].search
     assert (search["strategy"], search["n"], search["c"], search["concurrency"]) == ("mcts", 6, 0.5, 2)
-    assert search["value"] == "value" and search["gather"] == ["attempts", "drawn"]
+    assert search["value"] == "value" and search["gather"] == ["attempts", "resampled", "drawn"]
     cfg = load_repair_config(["search.strategy=best_of_n", "nodes.search.strategy=rebase",
                               "nodes.search.n=3"])
     workflow = load_repair_workflow(cfg)

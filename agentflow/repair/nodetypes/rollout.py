@@ -208,12 +208,16 @@ def suspect_order(schedule: FocusSchedule, windows: list[Window], sibling: int,
 
 
 def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, status: str,
-                   errors: list[str]) -> None:
-    rt.candidates(Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
-                        status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
-                        sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"],
-                        approach=edit.get("approach") or []))
+                   errors: list[str]) -> Candidate:
+    """Record an answer that changed nothing or could not be read (`repair.resample` event); it, for
+    `resampled`."""
+    cand = Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
+                     status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
+                     sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"],
+                     approach=edit.get("approach") or [])
+    rt.record(cand)
     emit(ctx, RepairResample(status=status, errors=errors[:3]), rt, edit["candidate_id"], edit["parent_id"])
+    return cand
 
 
 async def draw_edit(rt: RepairRuntime, cfg: SweEditSettings, prompt: EditPrompt, sources: dict[str, str], *,
@@ -325,10 +329,10 @@ class Approach:
 
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
                 current: HeadRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
-                drawn: list[int]) -> EditRecord | None:
-    """One usable edit: an answer that changes nothing or cannot be read is recorded and drawn again
-    (`noop_retries`), told what it did; after one that changed nothing the next try asks another way
-    (`NOOP_ESCALATION`). None when none was usable."""
+                drawn: list[int], resampled: list[Candidate]) -> EditRecord | None:
+    """One usable edit: an answer that changes nothing or cannot be read is recorded (into `resampled`) and
+    drawn again (`noop_retries`), told what it did; after one that changed nothing the next try asks another
+    way (`NOOP_ESCALATION`). None when none was usable."""
     tag, number = branch_of(ctx)
     sibling = ctx.run.sample or 0
     way = Approach(cfg, suspect_order(schedule, windows, sibling))
@@ -336,7 +340,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
     hint = str(state.get("hint") or "")
     failure = failure_report(rt.issue, str((state.get("spectrum") or {}).get("errors") or ""))
     for _ in range(cfg.noop_retries + 1):
-        if cfg.stop_on_success and rt.candidates.passed():
+        if cfg.stop_on_success and rt.solved:
             return None
         n = len(drawn) + 1
         sample = (number + 1) * SAMPLE_STRIDE + n
@@ -351,7 +355,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
                             "window": window_key(way.order[0]) if way.order else "", "approach": list(way.changes)}
         if read.status == "ok":
             return edit
-        _record_failed(ctx, rt, edit, read.status, read.errors)
+        resampled.append(_record_failed(ctx, rt, edit, read.status, read.errors))
         if read.declined and prompt.window is not None:  # the model found nothing to change there
             schedule.decline(prompt.window)
         change = way.after_noop(failure, schedule, windows, sibling) if read.status == "noop" else None
@@ -367,7 +371,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     sources = await sources_at(rt, bench_of(rt, ctx), current["built_on"].patch)
     windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
                        prefer=ranked_of(state), evidence=evidence_of(state))
-    schedule, drawn = _schedule(state), list(state.get("drawn") or [])
+    schedule, drawn, resampled = _schedule(state), list(state.get("drawn") or []), list(state.get("resampled") or [])
     updates: RepairState = {"hint": ""}
     if not state.get("suspects"):
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
@@ -378,11 +382,11 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
                                      reproduced=(state.get("reproduction") or {}).get("kept"),
                                      edit_format=cfg.edit_format, suspects=updates["suspects"]))
     try:
-        edit = await _draw(ctx, rt, cfg, state, current, sources, windows, schedule, drawn)
+        edit = await _draw(ctx, rt, cfg, state, current, sources, windows, schedule, drawn, resampled)
     except BudgetExceeded as exc:  # the branch ends here; its candidates so far stand
         edit = None
         ctx.emit(RepairStopped(limit=exc.kind))
-    return {**updates, "edit": edit, "drawn": drawn,
+    return {**updates, "edit": edit, "drawn": drawn, "resampled": resampled,
             "focus": {"shown": dict(schedule.shown), "declined": dict(schedule.declined)}}
 
 
@@ -391,7 +395,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
 
 def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, cand_id: str,
              tried: tuple[str, list[str], Verification, float], part_of: str | None = None) -> Candidate:
-    """Record a verified candidate (candidates file, `repair.attempt` event); it, for `attempts`."""
+    """Record a verified candidate (`repair.attempt` event); it, for `attempts`."""
     patch, dropped, verification, started = tried
     cand = Candidate(
         instance_id=rt.iid, candidate_id=cand_id, parent_id=edit["parent_id"], status="ok", patch=patch,
@@ -400,7 +404,7 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
         part_of=part_of, window=edit["window"] if part_of is None else "",
         approach=(edit.get("approach") or []) if part_of is None else [],
     )
-    rt.candidates(cand)
+    rt.record(cand)
     emit(ctx, RepairAttempt(value=verification.score, passed=verification.passed, dropped_test_files=dropped,
                             duration_s=round(time.monotonic() - started, 4), part_of=part_of),
          rt, cand_id, edit["parent_id"])
@@ -464,8 +468,9 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     async with bench.lock:
         tried = await bench.verify_files(current["built_on"].patch, edit["files"], how)
     if tried is None:  # it only touched test files, which are stripped
-        _record_failed(ctx, rt, edit, "noop", ["only test files changed", *edit["errors"]])
-        return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, settings.max_attempts)}
+        noop = _record_failed(ctx, rt, edit, "noop", ["only test files changed", *edit["errors"]])
+        return {"edit": None, "tried": None, "tries": tries, "verdict": _verdict(None, tries, settings.max_attempts),
+                "resampled": [*(state.get("resampled") or []), noop]}
     made = [_attempt(ctx, rt, edit, edit["candidate_id"], tried)]
     if tried[2].passed is not True and settings.split_edits:
         seen = {a.patch.strip() for a in [*(state.get("attempts") or []), *made]}

@@ -22,10 +22,12 @@ from pydantic import BaseModel, Field
 from agentflow.budget import Budget, CallSlots
 from agentflow.config import StrictConfig
 from agentflow.events import Event, EventLog
+from agentflow.events.kinds import RepairCandidate
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts, run_field
 from agentflow.repair.locate.spectrum import ExampleRun
-from agentflow.repair.run.candidate_log import CandidateLog
+from agentflow.repair.outcome import Candidate
+from agentflow.repair.run.progress import candidate_reason
 from agentflow.repair.verify.workbench import Workbench
 
 
@@ -128,6 +130,15 @@ class TaskEvents(EventLog):
 
 
 
+def candidate_event(cand: Candidate) -> RepairCandidate:
+    """The `repair.candidate` event of a candidate: what progress lines, the viewer and exports read of it."""
+    v = cand.verification
+    return RepairCandidate(
+        node_id=cand.candidate_id, parent_id=cand.parent_id, instance_id=cand.instance_id,
+        candidate_id=cand.candidate_id, status=cand.status, passed=v.passed if v is not None else None,
+        score=v.score if v is not None else None, reason=candidate_reason(cand), part_of=cand.part_of)
+
+
 @dataclass
 class RepairRuntime:
     """One task's handles for the repair node types: the `deps` of its run (`NodeContext[RepairRuntime]`)."""
@@ -138,18 +149,24 @@ class RepairRuntime:
     budget: Budget
     events: EventLog
     issue: str
-    candidates: CandidateLog
-    """The task's record of its candidates (call it with one); once one passed tests that decide (`passed`),
-    `swe.edit` nodes with `stop_on_success` draw no new samples."""
+    solved: bool = False
+    """A candidate of the task passed tests that decide (one this process recorded, or, in a resumed task, one
+    the killed run's `repair.candidate` events name): `swe.edit` nodes with `stop_on_success` draw no new
+    samples. Not in the state: concurrent branches learn it from each other as they run."""
+    # What follows is no run state either: caches of what the sandbox gives again, and a guard against
+    # concurrent branches writing one event twice.
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     """Patch -> the Python sources at base + patch, read once per task (`rollout.sources_at`)."""
     base_shown: bool = False
-    """The `repair.base` event was written (the first edit of the task writes it)."""
+    """The `repair.base` event was written (the first edit of the task writes it; the state's `suspects` say
+    whether a resumed task's first edit was made, this flag only keeps concurrent first edits from both
+    writing it)."""
     examples_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     examples_checked: bool = False
     examples_before: ExampleRun | None = None
     """What the issue's examples show on the unchanged code, when a run of them can tell a change (checked
-    once a task, under `examples_lock`, by the first edit `examples_retries` looks at)."""
+    once a task, under `examples_lock`, by the first edit `examples_retries` looks at; a resumed task runs
+    them again)."""
 
     call_slots: CallSlots = field(init=False)
     """The task's model calls in flight against its budget's call limit: concurrent search branches (codemonkeys'
@@ -161,3 +178,10 @@ class RepairRuntime:
     @property
     def iid(self) -> str:
         return self.bench.task.instance_id
+
+    def record(self, cand: Candidate) -> None:
+        """A candidate a node made (its update puts it in the state's `attempts` or `resampled`, the one record
+        of it): its `repair.candidate` event, and `solved` once it passed."""
+        self.events.write(candidate_event(cand))
+        passed = cand.verification is not None and cand.verification.passed is True
+        self.solved = self.solved or (cand.status == "ok" and passed)

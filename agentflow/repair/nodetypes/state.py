@@ -4,6 +4,7 @@ the types named here: `agentflow.graph.persist.serde`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from agentflow.reasoning.state import PlanKeys
@@ -161,6 +162,12 @@ class DrawKeys(DrawnKeys, total=False):
     """The code windows (`path:name`) the first edit looked at."""
 
 
+class ResampledKeys(TypedDict, total=False):
+    resampled: list[Candidate]
+    """Every answer of the branch that changed nothing or could not be read (status `noop`, `unparsable`,
+    `apply_error`: drawn again); the search gathers every branch's."""
+
+
 class HintKeys(TypedDict, total=False):
     hint: str
     """What the next edit is told about an edit that left the issue's examples as they were."""
@@ -201,13 +208,26 @@ class ChoiceKeys(TypedDict, total=False):
     final: FinalRecord
 
 
-class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, EditKeys, DrawKeys, HintKeys,
-                  CandidateKeys, TriedKeys, SearchValueKeys, AttemptsKeys, TrajectoryKeys, ChoiceKeys, total=False):
+def task_candidates(*states: Mapping[str, Any]) -> list[Candidate]:
+    """The task's candidates: every one recorded in `states` (their `attempts` and `resampled`: the workflow's
+    state and its search branches'), each id once, in the order drawn (a split-out part after the edit it came
+    from). The one record of them, checkpointed after every node: candidates.jsonl and the outcome's count are
+    written from it, and a resumed task's come from its checkpoints."""
+    by_id: dict[str, Candidate] = {}
+    for state in states:
+        for cand in [*(state.get("attempts") or []), *(state.get("resampled") or [])]:
+            by_id.setdefault(cand.candidate_id, cand)
+    return sorted(by_id.values(), key=lambda c: (c.sample, c.candidate_id))
+
+
+class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, EditKeys, DrawKeys, ResampledKeys,
+                  HintKeys, CandidateKeys, TriedKeys, SearchValueKeys, AttemptsKeys, TrajectoryKeys, ChoiceKeys,
+                  total=False):
     """Every state key of the repair's node types (a node reads some and returns an update of others)."""
 
 
 __all__ = ["AttemptsKeys", "BaseKeys", "CandidateKeys", "ChoiceKeys", "ChosenRecord", "DrawKeys", "DrawnKeys", "EditKeys",
            "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HeadRecord", "HintKeys", "LocalizedKeys",
            "LocalizedRecord", "RankedKeys", "RegressionKeys", "RegressionRecord", "RepairState", "ReproductionKeys",
-           "ReproductionRecord", "SearchValueKeys", "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys",
-           "Verdict", "VerifyKeys"]
+           "ReproductionRecord", "ResampledKeys", "SearchValueKeys", "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys",
+           "Verdict", "VerifyKeys", "task_candidates"]

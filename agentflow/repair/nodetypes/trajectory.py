@@ -205,7 +205,7 @@ async def trajectory_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
             verification, _ = await bench.verify(run["patch"], how_to_verify(state))
         attempts.append(Candidate(instance_id=rt.iid, candidate_id=cand_id, parent_id=f"{rt.iid}/root", status="ok",
                                   patch=run["patch"], verification=verification, sample=number + 1))
-        rt.candidates(attempts[0])
+        rt.record(attempts[0])
     record = {k: v for k, v in run.items() if k != "patch"}
     ctx.emit(RepairTrajectories(runs=[record]))
     return {"attempts": attempts, "tests": tests, "drawn": drawn, "trajectory_runs": [record]}

@@ -1,11 +1,13 @@
 """Repair one task by running the repair workflow (`workflows/repair.yaml`, or the run's `workflow`) on the
 graph engine, with what no node owns around it: the role models, the sandbox with the repository at its base
-commit, the budget and the candidates file.
+commit, the budget, and the task's files (outcome.json, patch.diff, candidates.jsonl).
 
 A checkpoint is written after every node into the task's folder (`checkpoints.db`), so a task killed mid-way
 resumes at the node where it stopped. Inside that node (a search of many samples), the seeded model calls that
 had completed are answered from the task's call journal (`calls.db`); a graph search node also takes its
-finished branches as they were, and the candidates they recorded stand (`candidate_log.py`).
+finished branches as they were. The task's candidates are those its checkpoints hold (`state.task_candidates`
+over the workflow's thread and every search branch's): a node a kill cut short, run again, makes its own again
+under the same ids, so each is recorded once; candidates.jsonl is written from them when the task ends.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
 from agentflow.errors import AgentflowError, ModelError, UserError
-from agentflow.events import EventLog
+from agentflow.events import EventLog, read_events
 from agentflow.events.kinds import (
+    RepairCandidate,
     RepairEnd,
     RepairPreflight,
     RepairResume,
@@ -39,9 +42,10 @@ from agentflow.models.cache import ResponseCache
 from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config, with_setting
 from agentflow.repair.edit.steps import edit_format_for, issue_text
 from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents
+from agentflow.repair.nodetypes.state import task_candidates
 from agentflow.repair.nodetypes.trajectory import trajectories_stop
 from agentflow.repair.outcome import Candidate, InstanceOutcome
-from agentflow.repair.run.candidate_log import CandidateLog
+from agentflow.repair.run.candidates_file import write_candidates
 from agentflow.repair.run.progress import expected_calls
 from agentflow.repair.run.workflow_settings import (
     attempt_searches,
@@ -132,7 +136,7 @@ async def repair_task(
     events.write(RepairStart(node_id=iid, instance_id=iid, search=search_summary(spec), model=cfg.model,
                              workflow=spec.name, expected_calls=expected_calls(cfg, spec, registry),
                              step_limit=cfg.limits.step_limit, wall_time_s=cfg.limits.wall_time_s))
-    run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget, CandidateLog(inst_dir, events),
+    run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget,
                    InstanceOutcome(instance_id=iid, status=RepairStatus.NO_PATCH), inst_dir)
     owned: list[ChatModel] = []
     finished = False
@@ -193,13 +197,14 @@ class _TaskRun:
     registry: Any
     events: EventLog
     budget: Budget
-    candidates: CandidateLog
     outcome: InstanceOutcome
     inst_dir: Path | None
     rt: RepairRuntime | None = None
     """The nodes' runtime, once the pre-flight passed."""
     state: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """The workflow's final state, once it ran."""
+    """The workflow's final state once it ran (cut by a limit or an error: its last checkpoint's)."""
+    candidates: list[Candidate] = dataclasses.field(default_factory=list)
+    """The task's candidates, as its checkpoints hold them once the workflow ran (`_checkpointed_candidates`)."""
 
 
 def _search_for_failing_tests(run: _TaskRun) -> None:
@@ -246,9 +251,9 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
     if found is not None and found.tests_fail:
         _search_for_failing_tests(run)
     run.rt = RepairRuntime(run.cfg, bench, models, run.budget, events,
-                           issue_text(run.task.problem_statement, run.task.hints_text), run.candidates)
+                           issue_text(run.task.problem_statement, run.task.hints_text))
     try:
-        run.state = await _run_graph(run.spec, run.registry, run.rt, run.inst_dir, outcome, run.candidates)
+        await _run_graph(run, run.rt)
     except BudgetExceeded as exc:
         outcome.limits_exceeded(exc.kind)
         outcome.error = str(exc)
@@ -258,15 +263,15 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
     _fill_outcome(outcome, run.state, run.budget)
     # cut before its choice (a choice that declined to submit, `chosen_by: noop`, stands)
     if outcome.status is RepairStatus.LIMITS_EXCEEDED and not outcome.model_patch and outcome.chosen_by is None:
-        await _submit_best_so_far(outcome, run.candidates.rows, bench, run.state, events)
+        await _submit_best_so_far(outcome, run.candidates, bench, run.state, events)
 
 
 def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
     """The outcome's accounting (candidates, samples, usage, time, test time), the task's `repair.end` event,
-    and — when the task ran to an end (`write`) — its patch.diff and outcome.json. An interrupted task leaves
-    no outcome: a resume continues it."""
+    and — when the task ran to an end (`write`) — its candidates.jsonl, patch.diff and outcome.json. An
+    interrupted task leaves no outcome: a resume continues it."""
     outcome, state = run.outcome, run.state
-    outcome.candidates = sum(1 for c in run.candidates.rows if c.status == "ok")
+    outcome.candidates = sum(1 for c in run.candidates if c.status == "ok")
     outcome.samples = int(state.get("samples") or len(state.get("drawn") or []))
     outcome.usage = run.budget.used.model_dump()
     outcome.duration_s = round(duration_s, 3)
@@ -282,6 +287,7 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
                                chosen_by=outcome.chosen_by, resolved=(outcome.report or {}).get("resolved"),
                                error=outcome.error))
     if run.inst_dir is not None and write:
+        write_candidates(run.inst_dir, run.candidates)
         task_dir = RunDir(run.inst_dir)
         task_dir.write_text("patch.diff", outcome.model_patch, code=True)
         task_dir.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
@@ -370,11 +376,13 @@ def _samples_concurrently(spec: WorkflowSpec, cfg: RepairConfig) -> bool:
     return any(search.strategy != "best_of_n" or search.n > 1 for search in searches)
 
 
-async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_dir: Path | None,
-                     outcome: InstanceOutcome, candidates: CandidateLog) -> dict[str, Any]:
-    """Run (or continue) the task's workflow thread; the final state."""
+async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
+    """Run (or continue) the task's workflow thread; its final state into `run.state` (the last checkpoint's
+    when a limit or an error cut it, which is raised)."""
     from agentflow.graph.run.context import RunHandles
     from agentflow.graph.run.runner import WorkflowRunner
+
+    spec, registry, inst_dir, outcome = run.spec, run.registry, run.inst_dir, run.outcome
 
     # a graph search forks the task's workspace per branch: it needs the sandbox (the main line's nodes use the
     # workbench's directly)
@@ -389,24 +397,47 @@ async def _run_graph(spec: WorkflowSpec, registry: Any, rt: RepairRuntime, inst_
         existing = await runner.graph.aget_state(runner._config(THREAD))
         if existing.created_at is not None:
             rt.events.write(RepairResume(node_id=rt.iid, instance_id=rt.iid, next=list(existing.next)))
-
-            candidates.carry_on()  # what the killed run recorded stands
+            rt.solved = _passed_before(rt.events, rt.iid)
             result = await runner.resume(THREAD)
         else:
-            candidates.start()
             result = await runner.start({}, thread_id=THREAD)
+        run.candidates = await _checkpointed_candidates(runner.checkpointer)
     outcome.graph_s = round(time.perf_counter() - t0, 3)
     outcome.nodes_s = round(context.node_seconds, 3)
+    run.state = dict(result.state)
     if result.status == "failed":
         if isinstance(result.exception, BudgetExceeded):  # cut at the wall clock: what the checkpoint holds stands
             outcome.limits_exceeded(result.exception.kind)
             outcome.error = str(result.exception)
-            return dict(result.state)
+            return
         if result.exception is not None:
             raise result.exception  # BudgetExceeded, ModelError, ...: the task's outcome says which
         error = next(iter(result.errors.values()))
         raise AgentflowError(f"node '{error.node}' failed: {error.error}")
-    return dict(result.state)
+
+
+async def _checkpointed_candidates(saver: Any) -> list[Candidate]:
+    """The candidates the latest checkpoint of each of the task's threads holds: the workflow's and every search
+    branch's, so a search a limit cut before it gathered its branches still counts theirs."""
+    from agentflow.graph.run.history import root_config
+
+    threads = {t.config["configurable"]["thread_id"] async for t in saver.alist(None)
+               if not t.config["configurable"].get("checkpoint_ns")}
+    states = []
+    for thread in sorted(threads):
+        saved = await saver.aget_tuple(root_config(thread))
+        if saved is not None:
+            states.append(saved.checkpoint["channel_values"])
+    return task_candidates(*states)
+
+
+def _passed_before(events: EventLog, iid: str) -> bool:
+    """Whether the run a resume continues recorded a candidate of task `iid` that passed tests that decide (its
+    `repair.candidate` events in the run's events file, appended across resumes)."""
+    if events.path is None or not events.path.is_file():
+        return False
+    return any(isinstance(e, RepairCandidate) and e.instance_id == iid and e.status == "ok" and e.passed is True
+               for e in read_events(events.path))
 
 
 async def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate], bench: Workbench,
