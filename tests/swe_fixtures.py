@@ -3,6 +3,7 @@ them, so package-scoped fixtures stay scoped to each package."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -76,3 +78,13 @@ def kill_9_when(proc: subprocess.Popen[Any], ready: Callable[[], bool], *, timeo
     from agentflow.sandbox.docker import reap_orphans
 
     reap_orphans()  # the killed process's container
+
+
+def resolve_bench() -> ModuleType:
+    """benchmarks/repair_resolve.py as a module (a script, not part of the package): its figures are tested."""
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("repair_resolve", root / "benchmarks" / "repair_resolve.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -3,21 +3,11 @@ unresolved task, read from run folders as `agentflow bench` writes them (every c
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("repair_resolve", ROOT / "benchmarks" / "repair_resolve.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from tests.swe_fixtures import resolve_bench
 
 # (outcome fields, located, usable patches, covered) -> the cause the benchmark names
 CASES = [
@@ -33,7 +23,7 @@ CASES = [
 
 
 def test_each_unresolved_task_is_counted_under_its_first_cause_per_package_and_kind(tmp_path: Path):
-    bench = _bench()
+    bench = resolve_bench()
     packages, kinds = ["alpha", "beta", "gamma"], ["flip-comparison", "off-by-one"]
     tasks, per_task, covered, resolved, expected = [], {}, [], [], {}
     for n, ((cause, (fields, located, usable, cov)), package, kind) in enumerate(

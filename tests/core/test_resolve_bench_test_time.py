@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("repair_resolve", ROOT / "benchmarks" / "repair_resolve.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.swe_fixtures import resolve_bench
 
 
 def _candidate(patch: str, seconds: float) -> str:
@@ -30,9 +21,9 @@ def test_the_estimate_before_charges_a_whole_suite_per_distinct_patch_and_300_s_
     (inst / "candidates.jsonl").write_text("\n".join(rows) + "\n")
     outcome = {"instance_id": "t-1", "candidates": 3, "test_seconds": 10.5, "base_test_seconds": 2.0,
                "longest_test_wait_s": 10.0}
-    found = _bench().test_time([outcome], tmp_path)
+    found = resolve_bench().test_time([outcome], tmp_path)
     assert found["test_seconds_per_candidate"] == 3.5
     assert found["test_seconds_per_candidate_before"] == round((2.0 + 300.0) / 3, 2)
     assert found["test_seconds_vs_whole_suite"] == round(10.5 / 6.0, 3)
     assert found["max_test_wait_ratio"] == 5.0
-    assert _bench().test_time([outcome])["test_seconds_per_candidate_before"] is None  # no folder, no estimate
+    assert resolve_bench().test_time([outcome])["test_seconds_per_candidate_before"] is None  # no folder, no estimate

@@ -5,16 +5,15 @@ try told what the one before did."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 from pathlib import Path
-from types import ModuleType
 
 from agentflow.cli.main import run
 from agentflow.models.base import ChatRequest
 from agentflow.repair.locate.localize import functions_touched
+from tests.swe_fixtures import resolve_bench
 
 from .conftest import ROOT, TASKS_FILE, read_jsonl, short
 
@@ -105,18 +104,11 @@ def test_a_branch_that_gets_unchanged_code_asks_another_way_each_time(tmp_path: 
     assert statuses.count("noop") == 3 and statuses.count("ok") == 1
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-1"]
     # and the benchmark reports them: noop samples / samples, and what came of the tries after a noop
-    samples = bench().where_samples_go(out, tasks)
+    samples = resolve_bench().where_samples_go(out, tasks)
     assert (samples["samples"]["noop"], samples["samples"]["total"], samples["samples"]["noop_share"]) == (3, 4, 0.75)
     assert {k: {s: n for s, n in mix.items() if n} for k, mix in samples["after_noop"].items()} == {
         "format": {"noop": 1}, "failure": {"noop": 1}, "suspect": {"patch": 1}}
 
-
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("repair_resolve", ROOT / "benchmarks" / "repair_resolve.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_failure_report_is_the_traced_runs_traceback_else_the_statements() -> None:

@@ -4,7 +4,6 @@ own fork of the task's workspace; candidate ids are `<task>/bK.n` (branch K's li
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -15,6 +14,7 @@ import yaml
 from agentflow.cli.main import run
 from agentflow.events import read_events
 from agentflow.events.kinds import RepairStopped
+from tests.swe_fixtures import resolve_bench
 
 from .conftest import CASSETTES, ROOT, TASKS_FILE, branches, ran_in, read_jsonl, short
 
@@ -468,10 +468,7 @@ def test_a_patch_that_changes_no_code_is_not_submitted_when_the_tests_fail_at_th
     assert (outcome["chosen_by"], outcome["noop"]) == ("vote", True) and "The keys, least" in outcome["model_patch"]
 
     # the benchmark counts a submitted noop only where the tests failed at the base commit
-    spec = importlib.util.spec_from_file_location("repair_resolve", ROOT / "benchmarks" / "repair_resolve.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = resolve_bench()
     outcomes = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("*/instances/*/outcome.json"))]
     assert len(outcomes) == 3 and bench.noop_submissions(outcomes) == 0
     assert bench.noop_submissions([o | {"base_failed": True} for o in outcomes]) == 1  # the blind run's, were it so
