@@ -379,7 +379,7 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "model_calls_mean": fig["model_calls_mean"], "tokens": fig["tokens"], "wall_s": fig["wall_s"],
                           "statuses": fig["statuses"], "limits": fig["limits"], "chosen_by": fig["chosen_by"],
                           "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
-                          "localization": went["localization"], "edit_hit": went["edit_hit"],
+                          "after_noop": went["after_noop"], "localization": went["localization"], "edit_hit": went["edit_hit"],
                           **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
 
 
