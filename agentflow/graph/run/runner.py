@@ -287,7 +287,9 @@ class WorkflowRunner:
         snapshot = await graph.aget_state(config)
         if snapshot.created_at is None:
             raise UserError(f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory")
-        if not snapshot.next:
+        if not snapshot.next and not snapshot.tasks:
+            # done; `next` alone would also be empty when the killed step's nodes all saved their writes but
+            # the checkpoint after them was not written: that run is driven on (the writes applied, not rerun)
             return self._result(thread_id, snapshot)
         self.check_edit(edit, path)
         await self._ensure_sandbox()

@@ -223,7 +223,7 @@ class SearchRun:
                 self.rt.branch_workspaces.pop(branch.thread, None)
             snapshot = await graph.aget_state(config)
             branch.state = dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {}
-            branch.done = branch.error is None and not snapshot.next
+            branch.done = branch.error is None and not snapshot.next and not snapshot.tasks
             if branch.error is None and not branch.done:
                 self._mark(snapshot.config)
             if workspace is not None:
@@ -408,7 +408,7 @@ class SearchRun:
         branch = Branch(id=thread.rsplit(BRANCH_SEP, 1)[1], parent=parent, thread=thread,
                         state=dict(snapshot.values) if isinstance(snapshot.values, Mapping) else {},
                         snapshot=parent.snapshot, depth=parent.depth + 1)
-        branch.done = not snapshot.next
+        branch.done = not snapshot.next and not snapshot.tasks
         branch.pending = not branch.done and not self._marked(saved)
         if not branch.pending:
             branch.value = as_value(read_path(branch.state, self.settings.value), self.settings.value_scale)
