@@ -100,7 +100,7 @@ from agentflow.repair.verify.expectations import (
     expectation_script,
     read_expectations,
 )
-from agentflow.repair.verify.workbench import summarise_failures
+from agentflow.repair.verify.workbench import failures_first
 
 
 class SpectrumSettings(NodeSettings):
@@ -205,8 +205,8 @@ async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], setting
         emit(rt, RepairReproduce(kept=kept, script=None, output=output[-1500:], source="tests", tests=tests))
         if kept:
             # the base's suite result stands (these tests are part of it, and just failed): nothing runs again
-            base = base.model_copy(update={"reproduced": True, "passed": False, "output": summarise_failures(
-                output, 2000) + ("\n\n" + base.output if base.output else "")})
+            base = base.model_copy(update={"reproduced": True, "passed": False,
+                                           "output": failures_first(output, base.output)})
             return {"reproduction": {"kept": True, "tests": tests}, "base": base}
     if not (base.passed and rt.cfg.tests.cmd is None):
         return {"reproduction": {"kept": None}}

@@ -122,6 +122,12 @@ class HowToVerify:
         return self.test_cmd, self.repro, self.repro_tests, self.reach is not None, base
 
 
+def failures_first(theirs: str, output: str) -> str:
+    """A failing-test report's own tests' failures (`theirs`, summarised), then the rest of a run's output: the
+    feedback is cut, and other tests may fail too."""
+    return summarise_failures(theirs, 2000) + ("\n\n" + output if output else "")
+
+
 def summarise_failures(output: str, limit: int) -> str:
     """What a failing pytest log says, as the next attempt's feedback: each failure's name, the lines pytest
     marks (`>`), the values it shows (`expected = '...'`), its `E` lines and file:line locations, and the short
@@ -809,7 +815,7 @@ class Workbench:
             found = await self.run_repro_tests(how.repro_tests, how, at_base=at_base)
             reproduced = found is None or found[0]
             if reproduced and found is not None:  # theirs first: the feedback is cut, and other tests may fail too
-                output = summarise_failures(found[1], 2000) + ("\n\n" + output if output else "")
+                output = failures_first(found[1], output)
             # the report's own tests decide, as a task's tests do: the suite passing, them included, is a fix
             return reproduced, ok and not reproduced, output
         if how.repro:
