@@ -36,7 +36,7 @@ from agentflow.repair.locate.localize import (
     without_docstring,
     words,
 )
-from agentflow.repair.locate.statement import read_statement
+from agentflow.repair.locate.statement import last_traceback, read_statement
 from agentflow.repair.verify.expectations import TracedExample, doctest_source
 from agentflow.swe.patch import is_test_path
 
@@ -666,18 +666,8 @@ def examples_hint(patch: str, shown: str, limit: int = 1200) -> str:
 
 def failure_report(issue: str, traced_errors: str, limit: int = 1500) -> str:
     """The failure the bug causes, as a prompt can show it apart from the issue: the last traceback the issue's
-    examples raised when run call-traced (`traced_errors`), else the last one the statement shows, else the
-    statement's pytest assertion lines (`E ...` and the `file.py:LINE:` lines beside them). Empty when neither
-    has one."""
-    for text in (traced_errors, issue):
-        at = text.rfind("Traceback (most recent call last)")
-        if at >= 0:
-            lines = text[at:].splitlines()
-            end = next((i for i, line in enumerate(lines[1:], 1) if line[:1].strip()), len(lines) - 1)
-            return "\n".join(lines[: end + 1])[-limit:]  # to the exception line: the first at column 0
-    asserted = [line.rstrip() for line in issue.splitlines()
-                if line.startswith("E ") or re.match(r"\S+\.py:\d+: \w", line)]
-    return "\n".join(asserted)[-limit:]
+    examples raised when run call-traced (`traced_errors`), else the statement's own (`Statement.failure`)."""
+    return (last_traceback(traced_errors) or read_statement(issue).failure)[-limit:]
 
 
 UNCHANGED = "the code came back unchanged"

@@ -2,8 +2,8 @@
 failing-test report (the tests CI says fail, pytest's traceback and assertion output, as
 `agentflow.synth.statement.failing_test_report` writes it or a user pastes it), or prose. `read_statement` gives
 the typed record every step takes: the examples the spectrum runs, the failing tests that are the reproduction
-and the traced run's first tests, the traceback frames the ranking starts from, and the assertion output the
-edit prompt's feedback leads with.
+and the traced run's first tests, the traceback frames the ranking starts from, the assertion output the
+edit prompt's feedback leads with, and the failure output a retry's prompt shows.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ _FRAME = re.compile(
 )
 """A traceback frame: Python's `File "p.py", line 3, in f` or pytest's `p.py:3: in f` (`--tb=short`) and
 `p.py:3: ValueError` (the long format's last frame, no function)."""
+_LOCATED = re.compile(r"\S+\.py:\d+: \w")
+"""pytest's location line beside its `E` lines (`test_x.py:12: in test_x`, `p.py:3: ValueError`)."""
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::.*)?$")
 _FENCE = re.compile(r"```[ \t]*(\w*)[^\n]*\n(.*?)```", re.DOTALL)
 DOCTEST_LINE = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
@@ -57,6 +59,9 @@ class Statement:
     examples: tuple[str, ...] = ()
     """The runnable statements of its examples (`issue_examples`); a failing-test report's code blocks are the
     test's code and its output, not examples: only its `>>>` lines count."""
+    failure: str = ""
+    """The failure as printed: its last traceback (`last_traceback`), else pytest's `E` lines with the
+    `file.py:LINE:` lines beside them."""
 
     def tests_in(self, sources: Mapping[str, str]) -> list[str]:
         """The failing tests the workspace holds (`sources`: its Python files): the file is there and defines the
@@ -76,13 +81,25 @@ def read_statement(text: str) -> Statement:
     failing = tuple(dict.fromkeys(_NODE_ID.findall(text)))
     examples = tuple(issue_examples(text, code_blocks=not failing))
     kind: StatementKind = "failing_tests" if failing else "examples" if examples else "prose"
-    return Statement(kind, failing, tuple(read_frames(text)), _assertion(text), examples)
+    asserted = [line.rstrip() for line in text.splitlines() if line.startswith("E ") or _LOCATED.match(line)]
+    failure = last_traceback(text) or "\n".join(asserted)
+    return Statement(kind, failing, tuple(read_frames(text)), _assertion(text), examples, failure)
 
 
 def read_frames(text: str) -> list[Frame]:
     """The traceback frames a text shows (a statement, a test run's output), in printed order."""
     return [Frame(m.group("p1") or m.group("p2"), int(m.group("l1") or m.group("l2")), m.group("f1") or m.group("f2") or "")
             for m in _FRAME.finditer(text)]
+
+
+def last_traceback(text: str) -> str:
+    """The last Python traceback a text shows, to its exception line (the first line at column 0 after it)."""
+    at = text.rfind("Traceback (most recent call last)")
+    if at < 0:
+        return ""
+    lines = text[at:].splitlines()
+    end = next((i for i, line in enumerate(lines[1:], 1) if line[:1].strip()), len(lines) - 1)
+    return "\n".join(lines[: end + 1])
 
 
 def _assertion(text: str) -> str:
