@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -93,7 +93,7 @@ from agentflow.repair.nodetypes.state import (
 from agentflow.repair.nodetypes.testgen import VoteTestsSettings, vote_tests_node
 from agentflow.repair.nodetypes.trajectory import TrajectorySettings, trajectory_node
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.verify.choose import ChooseSettings, choose, noop_check
+from agentflow.repair.verify.choose import ChooseSettings, choose, distinct_patches, noop_check
 from agentflow.repair.verify.expectations import (
     TracedExample,
     checkable,
@@ -285,21 +285,11 @@ async def plan(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Pl
 # ----------------------------------------------------------------------------------------------- choosing
 
 
-def _distinct_patches(patches: Iterable[str]) -> dict[str, str]:
-    """The non-empty patches by their stripped text (the key results are looked up by), each as given to apply:
-    stripping can cut a hunk's last context line when it is blank, which `git apply` then refuses."""
-    out: dict[str, str] = {}
-    for patch in patches:
-        if patch.strip():
-            out.setdefault(patch.strip(), patch if patch.endswith("\n") else patch + "\n")
-    return out
-
-
 async def compare_examples(rt: RepairRuntime, attempts: list[Candidate]) -> tuple[dict[str, bool], dict[str, tuple[str, ...]]]:
     """Per distinct patch, whether the issue's examples show something else on it than on the unchanged code
     (`spectrum.examples_changed`), and what they show on it (`spectrum.examples_shown`, for the vote); each
     patch's examples run once in the task's sandbox, no model call."""
-    patches = _distinct_patches(a.patch for a in attempts)
+    patches = distinct_patches(a.patch for a in attempts)
     if len(patches) < 2:
         return {}, {}
     await rt.bench.reset()
@@ -318,7 +308,7 @@ async def compare_examples(rt: RepairRuntime, attempts: list[Candidate]) -> tupl
 async def check_keeps(rt: RepairRuntime, attempts: list[Candidate], script: str) -> dict[str, bool]:
     """Per distinct patch of the candidates that fix the reproduction, whether the keep-working check (kept at the
     base commit by `swe.reproduce`) still passes on it; each patch's check runs once in the sandbox."""
-    patches = _distinct_patches(a.patch for a in attempts if a.verified.reproduced is False)
+    patches = distinct_patches(a.patch for a in attempts if a.verified.reproduced is False)
     if len(patches) < 2:
         return {}
     if not await rt.bench.keeps_working("", script):  # it passed there before; a flaky check is not used

@@ -19,12 +19,11 @@ __all__ = ["SourceOverlay"]
 class SourceOverlay:
     """Files by relative path; reads see the model's writes. Implements the file half of `Sandbox`."""
 
-    def __init__(self, sources: Mapping[str, str], *, protected: frozenset[str] = frozenset()) -> None:
+    def __init__(self, sources: Mapping[str, str]) -> None:
         self.id = "overlay"
         self.workdir = "/workspace"
         self._base = dict(sources)
         self._files = dict(sources)
-        self._protected = protected
 
     def _key(self, path: str) -> str:
         if path.startswith(self.workdir + "/"):
@@ -45,10 +44,7 @@ class SourceOverlay:
         return self._files[key]
 
     async def write_file(self, path: str, content: str) -> None:
-        key = self._key(path)
-        if key in self._protected:
-            raise SandboxError(f"{path} cannot be edited here")
-        self._files[key] = content
+        self._files[self._key(path)] = content
 
     async def list_files(self, path: str = ".", recursive: bool = False) -> list[FileEntry]:
         key = self._key(path)

@@ -219,13 +219,20 @@ def leave_out_noops(pool: Sequence[Candidate], noops: Mapping[str, bool] | None,
     return None if pool and not kept else kept
 
 
+def distinct_patches(patches: Iterable[str]) -> dict[str, str]:
+    """The non-empty patches by their stripped text (the key results are looked up by), each as given to apply:
+    stripping can cut a hunk's last context line when it is blank, which `git apply` then refuses."""
+    out: dict[str, str] = {}
+    for patch in patches:
+        if patch.strip():
+            out.setdefault(patch.strip(), patch if patch.endswith("\n") else patch + "\n")
+    return out
+
+
 async def noop_patches(bench: Workbench, patches: Iterable[str]) -> dict[str, bool]:
     """Per distinct stripped patch, whether it changes no code (`swe.patch.changes_nothing`): the files it touches
     read in the sandbox at the base commit and on base + patch, no test run."""
-    originals: dict[str, str] = {}
-    for text in patches:
-        if text.strip():  # applied as given: stripping can cut a hunk's last (blank) context line
-            originals.setdefault(text.strip(), text if text.endswith("\n") else text + "\n")
+    originals = distinct_patches(patches)
     touched = {p: touched_in_place(p) for p in originals}
     wanted = sorted({path for paths in touched.values() for path in paths or ()})
     base = await bench.base_files(wanted) if wanted else {}

@@ -14,7 +14,7 @@ import copy
 import re
 import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -321,8 +321,6 @@ class Workbench:
         view of this workbench."""
         self.failing_at_base: list[str] = []
         """The test ids that failed in the pre-flight's run: what a shortened run keeps."""
-        self.base_seconds: float | None = None
-        """How long the pre-flight's run of the suite took."""
         self.left_out: list[str] = []
         """Test files the pre-flight found cannot be collected for a missing optional module: left out of every
         test run (`swe.preflight.ignoring`)."""
@@ -347,6 +345,16 @@ class Workbench:
             applied = await apply_patch(self.sandbox, patch)
             if not applied.applied:
                 raise AgentflowError(f"a candidate patch no longer applies: {applied.log[-300:]}")
+
+    @contextlib.asynccontextmanager
+    async def at(self, patch: str) -> AsyncIterator[None]:
+        """The workspace at base + `patch` under the lock, reset to the base commit when done."""
+        async with self.lock:
+            await self.restore(patch)
+            try:
+                yield
+            finally:
+                await self.reset()
 
     async def python_sources(self) -> dict[str, str]:
         # the pathspec quoted: a shell glob would expand `*.py` to the top folder's own files (setup.py, a
@@ -447,12 +455,8 @@ class Workbench:
     async def install_repro_tests(self, tests: Sequence[str]) -> tuple[bool, str]:
         """Try the failing tests a report names as the reproduction at the base commit: kept when they all ran
         and fail there. (kept, output; the reason appended to the output of tests not kept.)"""
-        async with self.lock:
-            await self.reset()
-            try:
-                found = await self.run_repro_tests(tests, HowToVerify(), at_base=True)
-            finally:
-                await self.reset()
+        async with self.at(""):
+            found = await self.run_repro_tests(tests, HowToVerify(), at_base=True)
         if found is None:
             return False, f"(not counted: the test command cannot run {', '.join(tests)} by id, or pytest did not find them)"
         failing, output = found
@@ -465,18 +469,14 @@ class Workbench:
         why = why_not_a_keep_check(script, sources)
         if why is not None:
             return None, f"(not counted: {why})"
-        async with self.lock:
-            await self.reset()
-            try:
-                await self.sandbox.write_file(KEEP_PATH, instrumented(script))
-                _, output = await self._run_script(KEEP_PATH)
-                kept = passing_only(script, passed_checks(output))
-                if kept is None:
-                    return None, f"{output.rstrip()}\n(not counted: none of its checks passes on the unchanged code)"
-                await self.sandbox.write_file(KEEP_PATH, kept)
-                ok, output = await self._run_script(KEEP_PATH)
-            finally:
-                await self.reset()
+        async with self.at(""):
+            await self.sandbox.write_file(KEEP_PATH, instrumented(script))
+            _, output = await self._run_script(KEEP_PATH)
+            kept = passing_only(script, passed_checks(output))
+            if kept is None:
+                return None, f"{output.rstrip()}\n(not counted: none of its checks passes on the unchanged code)"
+            await self.sandbox.write_file(KEEP_PATH, kept)
+            ok, output = await self._run_script(KEEP_PATH)
         if not ok:
             return None, f"{output.rstrip()}\n(not counted: its checks that pass alone fail together)"
         return kept, output
@@ -484,13 +484,9 @@ class Workbench:
     async def keeps_working(self, patch: str, check: str) -> bool:
         """Whether the keep-working `check` passes on base + `patch` (read as data: it only ever orders
         candidates the tests rank equal); the workspace is reset afterwards."""
-        async with self.lock:
-            await self.restore(patch)
-            try:
-                await self.sandbox.write_file(KEEP_PATH, check)
-                ok, _ = await self._run_script(KEEP_PATH)
-            finally:
-                await self.reset()
+        async with self.at(patch):
+            await self.sandbox.write_file(KEEP_PATH, check)
+            ok, _ = await self._run_script(KEEP_PATH)
         return ok
 
     async def gather_evidence(self, issue: str, sources: Mapping[str, str], *, test_timeout_s: float,
@@ -517,15 +513,11 @@ class Workbench:
                 self.test_share.shortened("localization", count, self.test_share.base_tests, allowance)
             return narrowed
 
-        async with self.lock:
-            await self.reset()
+        # reset afterwards: whatever the examples or the tests wrote is not part of any candidate
+        async with self.at(""):
             started = time.monotonic()
-            try:
-                found = await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=cmd,
-                                              test_timeout_s=allowance.timeout_s, env=self._test_env(how),
-                                              narrow=narrow)
-            finally:
-                await self.reset()  # whatever the examples or the tests wrote is not part of any candidate
+            found = await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=cmd,
+                                          test_timeout_s=allowance.timeout_s, env=self._test_env(how), narrow=narrow)
         self.test_share.spend(time.monotonic() - started)
         if any(TIMED_OUT in problem for problem in found[1]["problems"]):
             self.test_share.timed_out("localization", allowance.timeout_s, shortened=bool(shortened))
@@ -533,22 +525,12 @@ class Workbench:
             found[1]["shortened"] = shortened[0]
         return found
 
-    def _base_seconds(self, how: HowToVerify | None) -> float | None:
-        """How long the unchanged code's run of the suite took (the base verification's, else the pre-flight's)."""
-        if how is not None and how.base is not None and how.base.seconds is not None:
-            return how.base.seconds
-        return self.base_seconds
-
     async def show_examples(self, patch: str, issue: str, sources: Mapping[str, str]) -> ExampleRun:
         """What the report's examples show on base + `patch` (`spectrum.run_examples`, its `shown`); the
         workspace is reset afterwards. Read as data: it only ever decides which candidate is compared first."""
-        async with self.lock:
-            await self.restore(patch)
-            try:
-                return await run_examples(self.sandbox, self.python, issue, FunctionIndex(sources),
-                                          timeout_s=min(60.0, self.cfg.tests.timeout_s))
-            finally:
-                await self.reset()
+        async with self.at(patch):
+            return await run_examples(self.sandbox, self.python, issue, FunctionIndex(sources),
+                                      timeout_s=min(60.0, self.cfg.tests.timeout_s))
 
     # ------------------------------------------------------------------------------------- verification
 
@@ -653,15 +635,11 @@ class Workbench:
         # a run that cannot stop itself at a time keeps its own timeout: a cut one would time out, not shorten
         timeout = (self.test_share.preflight_timeout(self.cfg.tests.timeout_s, self.cfg.tests.timeout_floor_s)
                    if can_stop(cmd) else self.cfg.tests.timeout_s)
-        async with self.lock:
-            await self.reset()
-            try:
-                first = preflight_order(self.task.problem_statement, await self.python_sources())
-                self.left_out = []
-                found = await run_preflight(self.sandbox, cmd, timeout=timeout, env=self._test_env(),
-                                            stop_after_s=FIT_MARGIN * timeout, first=first)
-            finally:
-                await self.reset()
+        async with self.at(""):
+            first = preflight_order(self.task.problem_statement, await self.python_sources())
+            self.left_out = []
+            found = await run_preflight(self.sandbox, cmd, timeout=timeout, env=self._test_env(),
+                                        stop_after_s=FIT_MARGIN * timeout, first=first)
         self.left_out = list(found.left_out) if found.can_run else []
         self.test_share.spend(found.seconds or 0.0)
         if found.result is not None:
@@ -669,7 +647,6 @@ class Workbench:
             if found.can_run:  # the pace every later run's allowance is planned at
                 self.test_share.measured(found.result.duration_s, found.suite_tests or sum(found.counts.values()),
                                          ran=found.ran_tests)
-                self.base_seconds = self.test_share.base_s
                 self._base_runs[found.command] = found.result
                 self._base_ran = found.ran_tests
         if found.ran_tests is not None:
@@ -833,15 +810,11 @@ class Workbench:
     async def files_at(self, patch: str, paths: list[str]) -> dict[str, str | None]:
         """The files `paths` on base + `patch` (None for one that cannot be read), read as data for
         `swe.patch.changes_nothing`; the workspace is reset afterwards."""
-        async with self.lock:
-            await self.restore(patch)
-            try:
-                found: dict[str, str | None] = {}
-                for path in paths:
-                    try:
-                        found[path] = await self.sandbox.read_file(path)
-                    except (AgentflowError, OSError, ValueError):  # missing, a folder, unreadable: nothing to compare
-                        found[path] = None
-                return found
-            finally:
-                await self.reset()
+        found: dict[str, str | None] = {}
+        async with self.at(patch):
+            for path in paths:
+                try:
+                    found[path] = await self.sandbox.read_file(path)
+                except (AgentflowError, OSError, ValueError):  # missing, a folder, unreadable: nothing to compare
+                    found[path] = None
+        return found
