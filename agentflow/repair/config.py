@@ -222,22 +222,18 @@ class TestSettings(StrictConfig):
     cmd: str | None = None
     """Test command for repo feedback (default: pytest on the whole repository)."""
     timeout_s: float = Field(default=300.0, gt=0)
-    """Limit of one test run (the base commit's; a candidate's is at most this, see `test_timeout_ratio`)."""
+    """Limit of one test run (the base commit's; a candidate's is at most this, see `timeout_ratio`)."""
     timeout_ratio: float = Field(default=5.0, ge=1.0)
     """A candidate's test run times out at this multiple of the unchanged code's run of the same tests (at
-    least `test_timeout_floor_s`): a candidate that hangs costs a few base runs, not `test_timeout_s`."""
+    least `timeout_floor_s`): a candidate that hangs costs a few base runs, not `timeout_s`."""
     timeout_floor_s: float = Field(default=5.0, gt=0)
     """The shortest timeout of a candidate's test run (a suite of a second still needs time to start)."""
     time_share: float = Field(default=0.3, gt=0, le=1)
     """Share of the task's wall time (`limits.wall_time_s`) that the repair's own test runs may spend together: the
-    pre-flight (at most a third of the share), the call-traced localization run (`swe.spectrum`), the
-    candidates' verifications during the search and a finalist's whole-suite check. Every such run goes
-    through one budget (`repair.verify.testshare`): the pre-flight starts with the test files nearest the issue
-    and starts no test after most of its time (its pace measured on what ran); a later run whose expected time
-    (that pace; twice that traced) does not fit what is left of the share, or, without `limits.wall_time_s`,
-    its own timeout, runs a shortened selection (the tests failing at the base commit first, then those nearest
-    the suspects or reaching the change) instead of timing out; a run that still times out says so. Both are
-    `repair.test_time` events and progress lines."""
+    pre-flight (at most a third of the share), the call-traced localization run (`swe.spectrum`), the candidates'
+    verifications and a finalist's whole-suite check (`repair.verify.testshare`). A run expected not to fit what
+    is left (without a wall time: its own timeout) runs a shortened selection (the tests failing at the base
+    commit first) instead of timing out; both are `repair.test_time` events and progress lines."""
     targeted: bool = True
     """Blind mode: a candidate runs only the repository tests that reached the functions it changes in the base
     commit's traced run (`swe.spectrum`), its whole-suite result estimated from theirs; the whole suite runs

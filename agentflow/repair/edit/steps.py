@@ -570,9 +570,7 @@ def _only_definition(block: str, name: str) -> tuple[str, list[str]] | None:
     alone if it does (see `_complete_definition`); None when neither parses or it defines `name` other than
     exactly once."""
     text = textwrap.dedent(block)
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if (tree := parsed(text)) is None:
         alone = _complete_definition(text, name)
         return (alone, []) if alone is not None else None
     scopes = [tree.body, *(n.body for n in tree.body if isinstance(n, ast.ClassDef))]
@@ -614,11 +612,8 @@ def _complete_definition(text: str, name: str) -> str | None:
         if end == len(lines):
             continue
         segment = textwrap.dedent("\n".join(lines[start:end]).rstrip())
-        try:
-            tree = ast.parse(segment)
-        except SyntaxError:
-            continue
-        if len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        tree = parsed(segment)
+        if tree is not None and len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
             return segment + "\n"
     return None
 
@@ -632,9 +627,7 @@ def _add_imports(content: str, imports: list[str]) -> str:
     missing = [line for line in imports if line and line not in content.split("\n")]
     if not missing:
         return content
-    try:
-        tree = ast.parse(content)
-    except SyntaxError:
+    if (tree := parsed(content)) is None:
         return content
     after = max((n.end_lineno or 0 for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
     if not after and tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):

@@ -1,7 +1,5 @@
-"""Choosing the candidate to submit: none that changes no code when the tests fail at the base commit, then tests,
-then what the issue's examples show, then the vote (first by what the examples show on each candidate, then over
-normalised patches), then a verifier model; a choice whose tests ran only where its change reaches is confirmed
-by the whole suite.
+"""Choosing the candidate to submit (in the order `choose_once` gives); a choice whose tests ran only where its
+change reaches is confirmed by the whole suite.
 
 The first rule (`noop_check`, `leave_out_noops`, `is_noop`) is every chooser's: `swe.choose`, `swe.discriminate`,
 `swe.vote_tests` and the best candidate so far of a task cut at its wall-clock limit."""
@@ -78,17 +76,10 @@ async def choose(attempts: Sequence[Candidate], cfg: ChooseSettings, verifier: C
                  confirm: Callable[[str], Awaitable[Verification]] | None = None,
                  noops: Mapping[str, bool] | None = None, base_failed: bool | None = None,
                  instance_id: str = "") -> tuple[Candidate | None, str | None]:
-    """`choose_once` among the candidates that may be the fix, with the choice's whole-suite result confirmed.
-
-    When the tests fail at the base commit (`base_failed`, see `tests_fail_at_base`), a candidate that changes no
-    code (`noops`: per patch, see `swe.patch.changes_nothing`) cannot be the fix and is left out (a `repair.noop`
-    event), unless the tests pass on it: then what it changes is behaviour after all (a test reading a
-    docstring). With only such candidates, nothing is submitted: (None, "noop").
-
-    A candidate whose verification was estimated from the tests reaching its change (`Verification.targeted`)
-    runs the whole suite (`confirm`, per patch) before it is chosen; when the whole suite says worse than the
-    estimate, its verification becomes the whole suite's and the choice is made again (the whole suite runs
-    for finalists only)."""
+    """`choose_once` among the candidates that may be the fix (`leave_out_noops`; none: (None, "noop")), with the
+    choice's whole-suite result confirmed: a candidate whose verification was estimated from the tests reaching
+    its change (`Verification.targeted`) runs the whole suite (`confirm`, per patch) before it is chosen; when
+    that says worse than the estimate, its verification becomes the whole suite's and the choice is made again."""
     pool = leave_out_noops([a for a in attempts if a.patch.strip()], noops, base_failed, events, instance_id)
     if pool is None:
         return None, "noop"

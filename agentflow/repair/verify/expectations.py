@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from agentflow.repair.edit.edits import parsed
 from agentflow.repair.locate.statement import DOCTEST_LINE
 
 MAX_LITERAL_CHARS = 1000
@@ -70,11 +71,8 @@ def checkable(statements: Sequence[str], shown: Sequence[str]) -> list[TracedExa
 
 
 def _last_expression(source: str) -> ast.expr | None:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    tail = tree.body[-1] if tree.body else None
+    tree = parsed(source)
+    tail = tree.body[-1] if tree is not None and tree.body else None
     return tail.value if isinstance(tail, ast.Expr) else None
 
 
@@ -194,28 +192,21 @@ def _segment(source: str, node: ast.AST) -> str:
 
 def _check(expression: str, expected: Expectation) -> list[str]:
     said = repr(expression[1:-1])  # as the issue wrote it, without the brackets around it
+    run = ["try:", f"    _got = {expression}", "except Exception as _error:"]
     if expected.raises is not None:
         name = repr(expected.raises)
-        return [
-            "try:",
-            f"    _got = {expression}",
-            "except Exception as _error:",
-            f"    if type(_error).__name__ != {name}:",
-            (f"        _mismatches.append('%s raised %s: %s; the issue expects %s raised' % ({said}, "
-            f"type(_error).__name__, _error, {name}))"),
-            "else:",
-            f"    _mismatches.append('%s gives %r; the issue expects %s raised' % ({said}, _got, {name}))",
-            "",
-        ]
+        return [*run,
+                f"    if type(_error).__name__ != {name}:",
+                (f"        _mismatches.append('%s raised %s: %s; the issue expects %s raised' % ({said}, "
+                 f"type(_error).__name__, _error, {name}))"),
+                "else:",
+                f"    _mismatches.append('%s gives %r; the issue expects %s raised' % ({said}, _got, {name}))",
+                ""]
     literal = expected.literal or "None"
-    return [
-        "try:",
-        f"    _got = {expression}",
-        "except Exception as _error:",
-        (f"    _mismatches.append('%s raised %s: %s; the issue expects %s' % ({said}, type(_error).__name__, "
-        f"_error, {literal!r}))"),
-        "else:",
-        f"    if not (_got == ({literal})):",
-        f"        _mismatches.append('%s gives %r; the issue expects %s' % ({said}, _got, {literal!r}))",
-        "",
-    ]
+    return [*run,
+            (f"    _mismatches.append('%s raised %s: %s; the issue expects %s' % ({said}, type(_error).__name__, "
+             f"_error, {literal!r}))"),
+            "else:",
+            f"    if not (_got == ({literal})):",
+            f"        _mismatches.append('%s gives %r; the issue expects %s' % ({said}, _got, {literal!r}))",
+            ""]

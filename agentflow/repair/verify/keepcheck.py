@@ -16,6 +16,7 @@ import ast
 import re
 from collections.abc import Mapping
 
+from agentflow.repair.edit.edits import parsed
 from agentflow.repair.locate.spectrum import module_of
 from agentflow.swe.patch import is_test_path
 
@@ -26,13 +27,6 @@ _SETUP = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign, 
 """Top-level statements that set a check up rather than check something: they run as written."""
 
 
-def _parse(script: str) -> ast.Module | None:
-    try:
-        return ast.parse(script)
-    except (SyntaxError, ValueError):
-        return None
-
-
 def _checks(tree: ast.Module) -> list[int]:
     """Indexes of the module's top-level statements that check something (all but set-up)."""
     return [i for i, node in enumerate(tree.body) if not isinstance(node, _SETUP)]
@@ -41,7 +35,7 @@ def _checks(tree: ast.Module) -> list[int]:
 def why_not_a_keep_check(script: str, sources: Mapping[str, str]) -> str | None:
     """None when a script can be a keep-working check: it parses, imports one of the repository's own
     modules (a check of plain Python keeps nothing of the package) and checks something at top level."""
-    tree = _parse(script)
+    tree = parsed(script)
     if tree is None:
         return "the script does not parse"
     packages = {module.split(".")[0] for path in sources if not is_test_path(path) and (module := module_of(path))}
@@ -59,7 +53,7 @@ def why_not_a_keep_check(script: str, sources: Mapping[str, str]) -> str | None:
 def instrumented(script: str) -> str:
     """`script` with each top-level check run on its own: an error in one is caught and printed, and one that
     passes prints `MARKER` and its number. Set-up statements run as written (one that fails stops the script)."""
-    tree = _parse(script)
+    tree = parsed(script)
     if tree is None:
         return script
     body: list[ast.stmt] = []
@@ -85,7 +79,7 @@ def passed_checks(output: str) -> set[int]:
 
 def passing_only(script: str, passed: set[int]) -> str | None:
     """`script` without the checks that did not pass; None when none did."""
-    tree = _parse(script)
+    tree = parsed(script)
     if tree is None:
         return None
     checks = set(_checks(tree))

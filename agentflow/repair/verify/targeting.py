@@ -1,21 +1,15 @@
 """Spending test time on the fix: which of the repository's tests a candidate's change can affect, and how long
-a test run may take.
+a test run may take (docs/concepts/repair.md, step 5).
 
-A test that never called a function a patch changes runs the same code on the candidate as on the unchanged
-code, so its result there is its result at the base commit. The suite's call-traced run at the base
-(`agentflow.repair.locate.spectrum`) records which tests reach which function (`SuiteReach`); a candidate's
-verification then runs only the tests that reach what it changed, with those that failed at the base (they
-show the bug: a fix must change them, even through a path the trace missed, such as code run at import), and
-its result for the whole suite is estimated from theirs and the base's results of the others (`TargetedRun`). A candidate whose targeted tests
-fail is a loser and stops there; the whole suite runs only for a finalist, before it is submitted
-(`RepairConfig.confirm_finalists`): a test can reach changed code through paths the trace does not see
-(module-level code run at import, a function handed to C code), so an estimate is confirmed before it counts.
-
-A change outside any function (module-level code, class attributes, imports, a new or non-Python file) can
-affect any test: such a patch runs the whole suite, as does any patch when the base run recorded no reach.
-
-Test runs time out at a multiple of how long the unchanged code's suite took (`timeout_from_base`), not at a
-fixed ceiling: a candidate that hangs or loops costs a few base runs, not minutes.
+A test that never called a function a patch changes runs the same code on the candidate as at the base commit,
+so its result stands. The suite's call-traced run at the base (`agentflow.repair.locate.spectrum`) records which
+tests reach which function (`SuiteReach`); a candidate runs the tests that reach what it changed, with those that
+failed at the base (they show the bug, even through a path the trace missed), and its whole-suite result is
+estimated from theirs (`TargetedRun`). A finalist runs the whole suite before it is submitted: code run at import
+or handed to C reaches tests the trace does not see. A change outside any function (module level, a new or
+non-Python file) can affect any test, so it runs the whole suite, as any patch does without a recorded reach.
+A run times out at a multiple of the base run (`timeout_from_base`): a candidate that hangs costs a few base
+runs, not minutes.
 """
 
 from __future__ import annotations
@@ -103,8 +97,6 @@ def targeted_command(test_cmd: str, ids: list[str]) -> str | None:
 class TargetedRun:
     """The whole suite's result on a candidate, estimated from a run of the tests that reach its change."""
 
-    targeted: int
-    """Tests run (those reaching the changed functions)."""
     failed: int
     """Of them, how many failed (or errored)."""
     base_failed_elsewhere: int
@@ -131,7 +123,7 @@ def estimate(reach: SuiteReach, targets: list[int], passed: int, run: int) -> Ta
     because of a collection error count as failed)."""
     failed = max(0, len(targets) - passed) if run < len(targets) else max(0, run - passed)
     elsewhere = len(reach.failed - set(targets))
-    return TargetedRun(len(targets), failed, elsewhere, len(reach.ids))
+    return TargetedRun(failed, elsewhere, len(reach.ids))
 
 
 def timeout_from_base(base_seconds: float | None, *, ratio: float, floor_s: float, ceiling_s: float) -> float:

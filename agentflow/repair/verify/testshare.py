@@ -1,18 +1,13 @@
-"""The repair's test time, one budget every test run of a task goes through (`TestTimeShare`).
+"""The repair's test time, one budget every test run of a task goes through (`TestTimeShare`; the numbers and
+events: docs/concepts/repair.md, step 5).
 
-The pre-flight's run at the base commit draws on it first (`TestTimeShare.preflight_timeout`: its own timeout,
-cut to `PREFLIGHT_PART` of the share): it starts with the test files nearest the issue (`preflight_order`) and
-no test after `FIT_MARGIN` of its timeout, so a suite too slow for it is shortened, not timed out, and its pace
-is still measured (`TestTimeShare.measured`: T seconds for N tests, estimated from the part that ran). From
-that pace and the task's wall limit, each later step gets an allowance (`TestTimeShare.allow`): its own
-timeout (`RepairConfig.test_timeout_s`, a candidate's `test_timeout_ratio` times the base run), cut to what is
-left of the test-time share when the task has a wall limit (`RepairConfig.test_time_share` of `wall_time_s`;
-the pre-flight, the call-traced localization run and the candidates' verifications draw on it together). A
-step whose full run is expected not to fit in its allowance runs a shortened selection instead of being timed out: the tests failing at the base commit first, then the tests
-nearest the suspects (`localization_selection`, the reach of the changed functions for a candidate), as many as
-the allowance holds at the base run's seconds per test (`Allowance.tests`). What was shortened, and any run that
-still timed out, is reported through `TestTimeShare.report` (the task's `repair.test_time` events and progress
-lines): never silent.
+The pre-flight's run at the base commit draws on it first (at most `PREFLIGHT_PART` of the share): it starts with
+the test files nearest the issue (`preflight_order`) and starts no test after `FIT_MARGIN` of its timeout, so a
+suite too slow for it is shortened, not timed out, and its pace is still measured (`TestTimeShare.measured`). From
+that pace each later step gets an allowance (`TestTimeShare.allow`): its own timeout, cut to what is left of the
+share. A step whose full run would not fit runs a shortened selection instead of timing out: the tests failing at
+the base commit first, then those nearest the suspects (`localization_selection`) or reaching the change, as
+many as fit. What was shortened or still timed out is reported (`TestTimeShare.report`): never silent.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.repair.edit.edits import parsed
 from agentflow.repair.locate.spectrum import module_of
 from agentflow.repair.locate.statement import read_statement
 from agentflow.swe.patch import is_test_path
@@ -168,9 +164,8 @@ def describe(report: dict[str, Any]) -> str:
 
 def _imports(source: str) -> set[str]:
     """The modules a file imports (`from a.b import c` gives a.b and a.b.c)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parsed(source)
+    if tree is None:
         return set()
     out: set[str] = set()
     for node in ast.walk(tree):

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from agentflow.errors import AgentflowError
 from agentflow.graph.search.workspace import SandboxTurn
 from agentflow.repair.config import RepairConfig
+from agentflow.repair.edit.edits import parsed
 from agentflow.repair.locate.localize import RunEvidence
 from agentflow.repair.locate.spectrum import (
     TIMED_OUT,
@@ -103,7 +104,7 @@ class HowToVerify:
 
     base: Verification | None = None
     """The tests on the unchanged code: a candidate's test run may take a multiple of their time
-    (`RepairConfig.test_timeout_ratio`); blind mode, when they passed, passing them again shows no regression
+    (`tests.timeout_ratio`); blind mode, when they passed, passing them again shows no regression
     only."""
     test_cmd: str | None = None
     """Agentflow's own command of the selected regression tests (`swe.regression`); None: the run's
@@ -203,9 +204,7 @@ def why_not_the_reported_case(script: str, issue: str) -> str | None:
     values = issue_values(issue)
     if not values:
         return None
-    try:
-        tree = ast.parse(script)
-    except SyntaxError:
+    if (tree := parsed(script)) is None:
         return None  # running it says what is wrong
     used = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     if values & used or any(len(v) >= 3 and v in u for v in values for u in used):
@@ -545,7 +544,7 @@ class Workbench:
         """Run the verifying tests on base + patch as `how` says (the workspace is left at base + patch).
         `final` runs the task's own tests when it has them (the report), whatever the feedback mode, and
         otherwise the whole suite, as does `whole` (a candidate's run may be of the tests reaching its change
-        only, see `RepairConfig.target_tests`). The same tests on the same code run once: a patch already
+        only, see `tests.targeted`). The same tests on the same code run once: a patch already
         verified the same way is not run again, except for the report."""
         graded = self.mode == "task" or (final and bool(self.task.FAIL_TO_PASS))
         whole = (whole or final) and not graded
@@ -657,7 +656,7 @@ class Workbench:
         return found
 
     def candidate_timeout(self, how: HowToVerify) -> float:
-        """A candidate's test run's limit: a multiple of the unchanged code's (`RepairConfig.test_timeout_ratio`)."""
+        """A candidate's test run's limit: a multiple of the unchanged code's (`tests.timeout_ratio`)."""
         return timeout_from_base(how.base.seconds if how.base else None, ratio=self.cfg.tests.timeout_ratio,
                                  floor_s=self.cfg.tests.timeout_floor_s, ceiling_s=self.cfg.tests.timeout_s)
 
