@@ -185,11 +185,9 @@ async def rank(state: RepairState, ctx: NodeContext[RepairRuntime], settings: Ra
         return {"ranked": []}
     sources = await rt.bench.python_sources()
     prefer = await rank_suspects(rt.models.coder, settings, rt.issue, sources, state["base"].output,
-                                 seed=settings.seed,
-                                 evidence=evidence_of(state))
-    ranked = [[path, name] for path, name in prefer]
+                                 seed=settings.seed, evidence=evidence_of(state))
     emit(rt, RepairRank(ranked=[f"{p}:{n}" for p, n in prefer]))
-    return {"ranked": ranked}
+    return {"ranked": [[path, name] for path, name in prefer]}
 
 
 async def reproduce(state: RepairState, ctx: NodeContext[RepairRuntime], settings: ReproduceSettings) -> RepairState:
@@ -315,7 +313,6 @@ async def check_keeps(rt: RepairRuntime, attempts: list[Candidate], script: str)
         return {}
     held = {key: await rt.bench.keeps_working(patch, script) for key, patch in patches.items()}
     emit(rt, RepairKeeps(compared=len(held), held=sum(held.values())))
-
     return held
 
 

@@ -104,7 +104,7 @@ def test_unchanged_unreadable_and_broken_answers_are_not_candidates():
 def test_the_prompt_shows_the_window_at_column_zero():
     cfg = edit_settings(["edit.format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
-    text = prompt.messages[-1].content or ""
+    text = prompt.user
     assert prompt.window is not None and prompt.window.symbol == "Stats.hit_rate"
     assert "```python\ndef hit_rate(self):\n    return self.hits" in text
     # the answer's opening is named, so the model gives the function back rather than the issue's example
@@ -115,7 +115,7 @@ def test_a_window_that_is_not_a_function_names_no_opening():
     cfg = edit_settings(["edit.format=rewrite"])
     lines = Window("pkg/__init__.py", 1, 2, 5.0, None)
     prompt = edit_prompt(cfg, SOURCES, "the version is wrong", "", windows=[lines])
-    text = " ".join((prompt.messages[-1].content or "").split())
+    text = " ".join(prompt.user.split())
     assert "starting with" not in text and "```python block and nothing else" in text
 
 
@@ -182,13 +182,13 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
 
     cfg = edit_settings(["edit.format=rewrite"])
     prompt = edit_prompt(cfg, SOURCES, "hit_rate raises ZeroDivisionError on a new Stats", "", focus=0)
-    text = prompt.messages[-1].content or ""
+    text = prompt.user
     # the small file is shown whole, with the window to rewrite marked instead of repeated
     assert "The rest of pkg/stats.py:\n```python\nclass Stats:\n    def __init__(self):\n        self.hits = 0" in text
     assert "    # ... Stats.hit_rate (lines 6-7, given below) ..." in text
     assert text.count("return self.hits / (self.hits + self.misses)") == 1
     off = edit_prompt(cfg.model_copy(update={"file_context_lines": 0}), SOURCES, "hit_rate fails", "", focus=0)
-    assert "The rest of" not in (off.messages[-1].content or "")
+    assert "The rest of" not in off.user
     # a long file: what it defines, as a list (not code a small model would copy back)
     body = "\n".join(f"    x{i} = {i}" for i in range(30))
     source = (f'"""Doc."""\nimport re\n\nLIMIT = 3\n\n\nclass ParseError(ValueError):\n    def where(self):\n        pass\n\n\n'
@@ -201,7 +201,7 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
     long_sources = {"m.py": source}
     prompt = edit_prompt(cfg.model_copy(update={"file_context_lines": 20}), long_sources, "dump gives the wrong value", "",
                          focus=0)
-    text = prompt.messages[-1].content or ""
+    text = prompt.user
     assert prompt.window is not None and prompt.window.symbol == "dump"
     assert "What else m.py defines (its code is not shown):\n- imports: re\n" in text
     assert text.count("```python\n") == 1  # one code block: the window to rewrite

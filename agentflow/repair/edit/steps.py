@@ -18,7 +18,7 @@ import jinja2
 from agentflow.errors import ConfigError
 from agentflow.models.ask import ask as ask_model
 from agentflow.models.ask import code_block, code_blocks
-from agentflow.models.base import ChatModel, Message, declared_tool_calling
+from agentflow.models.base import ChatModel, declared_tool_calling
 from agentflow.models.templates import Templates
 from agentflow.repair.config import RepairConfig, RepairPrompts
 from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits, parsed
@@ -48,8 +48,7 @@ DEF_LINE = re.compile(r"(?:async\s+)?def\s+\w+")
 MAX_SHOWN_EXAMPLE_CHARS = 300
 """What an example gave on the unchanged code, as the expectations prompt shows it, is cut to this."""
 
-PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
-PROMPTS = Templates([PROMPTS_DIR])
+PROMPTS = Templates([Path(__file__).resolve().parents[1] / "prompts"])
 
 
 class PromptSource(Protocol):
@@ -169,11 +168,6 @@ class EditPrompt:
         a token for code, a fifth more and a fence's worth as slack): a fixed cap cuts the rewrite of a long
         window, or of one with long lines, mid-function, and the answer no longer parses."""
         return max(cap, len(self.snippet) * 12 // 35 + 48)
-
-    @property
-    def messages(self) -> list[Message]:
-        """The request's messages (what `ask` sends for `system` and `user`)."""
-        return [Message.system(self.system), Message.user(self.user)]
 
 
 def public_api(sources: Mapping[str, str], *, per_class: int = 8) -> str:

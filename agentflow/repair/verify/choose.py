@@ -206,7 +206,6 @@ def leave_out_noops(pool: Sequence[Candidate], noops: Mapping[str, bool] | None,
     if len(kept) < len(pool):
         events.write(RepairNoop(node_id=instance_id or None, instance_id=instance_id,
                                 left_out=len(pool) - len(kept), among=len(pool)))
-
     return None if pool and not kept else kept
 
 

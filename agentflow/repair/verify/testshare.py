@@ -250,10 +250,5 @@ def bounded(first: list[str], then: list[str], limit: int) -> list[str]:
     """`first` (always) and then `then`, in order, up to `limit` in all."""
     keep = list(dict.fromkeys(first))
     chosen = set(keep)
-    for item in then:
-        if len(keep) >= limit:
-            break
-        if item not in chosen:
-            keep.append(item)
-            chosen.add(item)
-    return keep
+    more = [item for item in dict.fromkeys(then) if item not in chosen]
+    return keep + more[: max(0, limit - len(keep))]

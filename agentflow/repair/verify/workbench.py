@@ -216,17 +216,18 @@ def why_not_the_reported_case(script: str, issue: str) -> str | None:
 def why_not_a_bug(output: str, issue: str) -> str | None:
     """None when a reproduction script failed the way the bug does: its own assertion failed, or it raised,
     inside the repository's code, an exception the issue names; when the issue shows errors as raised
-    (`reported_exceptions`), the exception must be one of those, and a failed assertion must show one. Otherwise why the failure does not count: the script's own mistakes
-    (syntax, imports, an error raised in the script itself), an exception the issue does not mention (usually
-    the script calling the API wrongly), or one it names only as what should happen."""
+    (`reported_exceptions`), the exception must be one of those, and a failed assertion must show one. Otherwise
+    why the failure does not count: the script's own mistakes (syntax, imports, an error raised in the script
+    itself), an exception the issue does not mention (usually the script calling the API wrongly), or one it
+    names only as what should happen."""
     if re.search(r"\b(SyntaxError|IndentationError|ModuleNotFoundError|ImportError)\b", output):
         return "the script itself is broken (syntax or import error)"
     frames = re.findall(r'File "([^"]+)", line \d+', output)
     if not frames:
         return "it did not end with a traceback"
     name = _exception_name(output) or ""
-    if name.rsplit(".", 1)[-1] == "AssertionError":
-        reported = reported_exceptions(issue)
+    short, reported = name.rsplit(".", 1)[-1], reported_exceptions(issue)
+    if short == "AssertionError":
         if reported and not any(re.search(rf"\b{re.escape(r)}\b", output) for r in reported):
             # the issue reports an error raised; a kept script asserting something else (false by design) fails
             # on every candidate, the fix included, and then tells the vote nothing about the fix
@@ -235,9 +236,7 @@ def why_not_a_bug(output: str, issue: str) -> str | None:
         return None
     if frames[-1].endswith(REPRO_PATH.rsplit("/", 1)[-1]):
         return f"the {name or 'error'} was raised in the script itself, not in the package"
-    short = name.rsplit(".", 1)[-1]
     if name and re.search(rf"\b{re.escape(short)}\b", issue):
-        reported = reported_exceptions(issue)
         if reported and short not in reported:
             # the issue names one error as the bug and another as what should happen instead; a script that
             # fails with the latter reproduces a different case and leads every sample to the wrong function
