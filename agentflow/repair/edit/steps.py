@@ -20,7 +20,7 @@ from agentflow.models.ask import ask as ask_model
 from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, declared_tool_calling
 from agentflow.models.templates import Templates
-from agentflow.repair.config import RepairConfig, RepairPrompts
+from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits, parsed
 from agentflow.repair.locate.focus import rotated
 from agentflow.repair.locate.localize import (
@@ -54,31 +54,22 @@ PROMPTS = Templates([Path(__file__).resolve().parents[1] / "prompts"])
 class PromptSource(Protocol):
     """What holds the prompt templates: the run's config or a node's settings (`prompts`)."""
 
-    @property
-    def prompts(self) -> RepairPrompts: ...
+    prompts: RepairPrompts
 
 
 class HelperCallSettings(PromptSource, Protocol):
     """The settings of a short helper call (a critic's review, the value agent's judgement)."""
 
-    @property
-    def max_tokens(self) -> int: ...
+    max_tokens: int
 
 
 class CodeViewSettings(PromptSource, Protocol):
     """The settings of a prompt that shows the task's code windows (`code_windows`)."""
 
-    @property
-    def windows(self) -> int: ...
-
-    @property
-    def window_lines(self) -> int: ...
-
-    @property
-    def rank_keep(self) -> int: ...
-
-    @property
-    def max_prompt_chars(self) -> int: ...
+    windows: int
+    window_lines: int
+    rank_keep: int
+    max_prompt_chars: int
 
 
 class CodeCallSettings(CodeViewSettings, HelperCallSettings, Protocol):
@@ -88,31 +79,22 @@ class CodeCallSettings(CodeViewSettings, HelperCallSettings, Protocol):
 class ScriptCallSettings(CodeCallSettings, Protocol):
     """The settings of the reproduction call (sampled: later tries differ)."""
 
-    @property
-    def temperature(self) -> float: ...
+    temperature: float
 
 
 class EditPromptSettings(CodeViewSettings, Protocol):
     """The settings of an edit's prompt (`edit_prompt`, `rewrite_values`)."""
 
-    @property
-    def edit_format(self) -> str: ...
-
-    @property
-    def context_windows(self) -> int: ...
-
-    @property
-    def file_context_lines(self) -> int: ...
+    edit_format: EditFormat
+    context_windows: int
+    file_context_lines: int
 
 
 class RankCallSettings(CodeViewSettings, Protocol):
     """The settings of the suspect ranking call (`rank_suspects`)."""
 
-    @property
-    def rank_pool(self) -> int: ...
-
-    @property
-    def rank_lines(self) -> int: ...
+    rank_pool: int
+    rank_lines: int
 
 
 def prompt_text(cfg: PromptSource, name: str) -> str:
