@@ -75,8 +75,6 @@ def parse_edits(text: str, *, complete: bool = False) -> ParsedEdits:
         path = None
         for back in range(i - 1, max(-1, i - 4), -1):
             candidate = lines[back].strip()
-            if candidate.startswith("```") and len(candidate) > 3 and _path_from(candidate[3:]) is None:
-                continue
             if candidate and not candidate.startswith("```"):
                 path = _path_from(candidate)
                 break

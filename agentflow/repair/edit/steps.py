@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 import jinja2
 
@@ -37,10 +37,10 @@ from agentflow.repair.locate.localize import (
     words,
 )
 from agentflow.repair.locate.statement import last_traceback, read_statement
+from agentflow.repair.outcome import CandidateStatus
 from agentflow.repair.verify.expectations import TracedExample, doctest_source
 from agentflow.swe.patch import is_test_path
 
-EditStatus = Literal["ok", "noop", "unparsable", "apply_error"]
 DEF_LINE = re.compile(r"(?:async\s+)?def\s+\w+")
 """The start of a function's `def` line, up to its name."""
 
@@ -649,7 +649,7 @@ NOT_GIVEN_BACK = "the answer did not give the whole code back"
 class ReadEdits:
     """What an answer's SEARCH/REPLACE blocks do to the sources (computed in memory, nothing written)."""
 
-    status: EditStatus
+    status: CandidateStatus
     files: dict[str, str] = field(default_factory=dict)
     """New contents of the files the answer changes."""
     errors: list[str] = field(default_factory=list)
