@@ -222,3 +222,16 @@ def test_a_repair_of_a_failing_test_report_runs_its_tests_as_the_reproduction(tm
     assert shown["reproduced"] is False and shown["passed"] is False  # the unrelated test still fails
     assert "test_discount" not in shown["output"] and "test_locale" in shown["output"]
     assert json.loads((out / "instances" / "repo" / "outcome.json").read_text())["reproduced"] is True
+
+
+def test_the_failure_a_report_shows_is_read_with_the_statement(shop: tuple[Path, str]):
+    """The one reader keeps the report's failure output as printed: pytest's `E` lines with their locations, or the
+    last traceback to its exception line (what a retry's prompt shows, `steps.failure_report`)."""
+    root, output = shop
+    report = report_for(root, output, FAILING[0], FAILING)
+    failure = read_statement(report).failure
+    assert failure and all(line.startswith("E ") or re.match(r"\S+\.py:\d+: ", line) for line in failure.splitlines())
+    assert read_statement(report).assertion.split("\n")[0] in failure
+    traceback = 'Traceback (most recent call last):\n  File "m.py", line 1, in f\nKeyError: \'x\''
+    assert read_statement(f"Words.\n{traceback}\nMore words.").failure == traceback
+    assert read_statement("No failure here.").failure == ""
