@@ -12,6 +12,7 @@ import pytest
 from agentflow.repair.verify.workbench import (
     issue_values,
     reported_exceptions,
+    failures_first,
     summarise_failures,
     why_not_a_bug,
     why_not_the_reported_case,
@@ -112,6 +113,26 @@ def test_the_feedback_of_a_failing_run_keeps_what_failed_and_the_values_not_the_
     # the tests' own code and what they printed are left out
     assert "def test_pipe():" not in feedback and 'result = "|:---|----:|"' not in feedback
     assert "Expected: |:---|---:|" not in feedback
+
+
+def test_a_reports_own_failures_come_first_and_the_runs_output_does_not_repeat_them(tmp_path: Path):
+    """The report's tests ran alone (theirs), then the whole suite (which includes them) ran: each failure is
+    shown once, the report's first, the suite's other failures after it."""
+    (tmp_path / "test_table.py").write_text(FAILING_TESTS)
+
+    def pytest_log(*ids: str) -> str:
+        args = [f"{tmp_path / 'test_table.py'}::{i}" for i in ids] or [str(tmp_path)]
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                              capture_output=True, text=True, cwd=tmp_path, check=False).stdout
+
+    suite = summarise_failures(pytest_log(), 4000)
+    feedback = failures_first(pytest_log("test_parse"), suite)
+    lines = feedback.split("\n")
+    assert lines[0] == "test_parse:" and lines.count("test_parse:") == 1
+    assert "test_pipe:" in lines[1:]  # the suite's other failure is kept, after the report's
+    assert lines.index("test_pipe:") > max(i for i, line in enumerate(lines) if "invalid literal" in line)
+    theirs = summarise_failures(pytest_log("test_parse"), 2000).split("\n")
+    assert all(lines.count(line) == 1 for line in theirs)  # none of the report's lines is shown again
 
 
 def test_a_reproduction_runs_the_issues_own_case():

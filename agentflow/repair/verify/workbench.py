@@ -125,8 +125,12 @@ class HowToVerify:
 
 def failures_first(theirs: str, output: str) -> str:
     """A failing-test report's own tests' failures (`theirs`, summarised), then the rest of a run's output: the
-    feedback is cut, and other tests may fail too."""
-    return summarise_failures(theirs, 2000) + ("\n\n" + output if output else "")
+    feedback is cut, and other tests may fail too. The run's lines that repeat theirs are left out (the run
+    includes those tests: each failure would be shown twice, as `summarise_failures` shows no line twice)."""
+    first = summarise_failures(theirs, 2000)
+    shown = set(first.splitlines())
+    rest = "\n".join(line for line in output.splitlines() if line not in shown or not line.strip()).strip()
+    return first + ("\n\n" + rest if rest else "")
 
 
 def summarise_failures(output: str, limit: int) -> str:
