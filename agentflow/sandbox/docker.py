@@ -1,10 +1,7 @@
 """Docker backend: one hardened container per sandbox, its agent as the main process on an attached stream.
 
-docker-py is imported lazily. Containers carry the label `agentflow.sandbox=1` (plus the owner's pid and host)
-and are created with auto-remove; when the owning process dies (kill -9 included) its watchdog removes them
-(`sandbox/watchdog.py`), and the attached stdin closes, so the agent exits and the container goes by itself
-too. Leftovers of killed hosts are reaped at the next start and by `agentflow sandbox prune` (which also
-removes the snapshot-store volumes that earlier versions created).
+docker-py is imported lazily. How containers are labelled, watched and reaped: docs/concepts/sandboxes.md
+("No leaks"); `prune` also removes the snapshot-store volumes that earlier versions created.
 """
 
 from __future__ import annotations

@@ -47,14 +47,12 @@ def serve_options(value: str) -> tuple[str, Any]:
 
     Call it first thing in a command, so a bad `--serve` value is a one-line error before any work begins.
     """
-    kind, options = parse_serve_flag(value)
-    if kind == "vllm":
-        from agentflow.serving.vllm import VllmServerOptions
-
-        return kind, validate_config(VllmServerOptions, options, source=f"--serve {value}")
     from agentflow.serving.llamacpp import LlamaServerOptions
+    from agentflow.serving.vllm import VllmServerOptions
 
-    return kind, validate_config(LlamaServerOptions, options, source=f"--serve {value}")
+    kind, options = parse_serve_flag(value)
+    schema = VllmServerOptions if kind == "vllm" else LlamaServerOptions
+    return kind, validate_config(schema, options, source=f"--serve {value}")
 
 
 def server_from_flag(value: str, *, say: LogCallback | None = None) -> ServerHandle:

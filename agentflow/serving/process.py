@@ -43,15 +43,13 @@ class ManagedProcess:
     """One child process whose stdout+stderr go to `log_path`."""
 
     def __init__(self, argv: Sequence[str], *, log_path: Path, env: Mapping[str, str] | None = None,
-                 label: str = "server", cwd: str | Path | None = None,
-                 death_signal: int = signal.SIGKILL) -> None:
+                 label: str = "server", death_signal: int = signal.SIGKILL) -> None:
         self.death_signal = death_signal
         """What the kernel sends the child when this process dies."""
         self.argv = list(argv)
         self.log_path = Path(log_path)
         self.env = dict(env) if env is not None else None
         self.label = label
-        self.cwd = cwd
         self.popen: subprocess.Popen[bytes] | None = None
         self.pidfile: Path | None = None
 
@@ -64,7 +62,7 @@ class ManagedProcess:
         with open(self.log_path, "ab") as log:
             self.popen = popen_bound(  # argv built by us, never a shell
                 self.argv, death_signal=self.death_signal, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=self.env, cwd=self.cwd, start_new_session=True,
+                stdin=subprocess.DEVNULL, env=self.env, start_new_session=True,
             )
         self.pidfile = run_dir() / f"{self.popen.pid}.json"
         self.pidfile.write_text(json.dumps({
