@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import secrets
 import socket
@@ -34,12 +33,15 @@ SCRATCH_PLACES = ("/tmp", "/dev/shm")
 snapshot index and store are closed to them): kept per search branch (`AgentSandbox.save_scratch`)."""
 WIPED_PLACES = ("/dev/mqueue",)
 """Writable places whose entries cannot be kept as files (POSIX message queues): emptied at each switch."""
+_client_cache: Any = None
 _reaped = False
 
 
-@functools.cache  # a failure is not cached: the next call tries again
 def docker_client() -> Any:
     """A docker-py client, or a one-line UserError saying how to get one."""
+    global _client_cache
+    if _client_cache is not None:
+        return _client_cache
     try:
         import docker
     except ImportError:
@@ -52,6 +54,7 @@ def docker_client() -> Any:
             f"cannot reach the Docker engine ({exc.__class__.__name__})",
             hint="start Docker (e.g. 'sudo systemctl start docker'), check DOCKER_HOST, or use --sandbox local",
         ) from None
+    _client_cache = client
     return client
 
 
