@@ -360,9 +360,7 @@ def op_exec(req: Request) -> Reply:
 def _run(req: Request, argv: list[str] | None) -> Reply:
     """Run one command (`argv`, or the request's command line) to its end, its timeout or its output limit;
     what it printed (capped), how it ended and which limit, if any, it hit."""
-    env = dict(os.environ)
-    env.update(_state["env"])
-    env.update(req.get("env") or {})
+    env = {**os.environ, **_state["env"], **(req.get("env") or {})}
     limit = int(req.get("output_limit") or _state["output_limit"])
     results_r = results_w = None
     if req.get("results_fd"):

@@ -25,6 +25,7 @@ import httpx
 from agentflow.config import cache_dir
 from agentflow.errors import ModelError, UserError
 from agentflow.secrets import redact, register_secret
+from agentflow.serving.metrics import summarize
 from agentflow.serving.ports import BIND_FAILURE, pick_free_port, port_is_free
 from agentflow.serving.process import ManagedProcess, reap_orphans
 from agentflow.serving.profiles import ModelProfile, default_profile
@@ -264,8 +265,6 @@ class ServerHandle:
 
     def metrics_sync(self) -> dict[str, float | None]:
         """`metrics()` for callers outside an event loop (or in a synchronous callback: one local GET)."""
-        from agentflow.serving.metrics import summarize
-
         if self.launch.metrics_path is None:
             return {}
         with httpx.Client(timeout=5.0) as client:
