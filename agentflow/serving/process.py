@@ -84,10 +84,7 @@ class ManagedProcess:
     def tail(self, lines: int = 20) -> list[str]:
         """The last `lines` lines of the log, secrets redacted."""
         try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 64 * 1024))
-                text = fh.read().decode("utf-8", errors="replace")
+            text = tail_text(self.log_path, 64 * 1024)
         except OSError:
             return []
         return [redact(line) for line in text.splitlines()[-lines:]]
@@ -119,6 +116,14 @@ class ManagedProcess:
         if self.popen is not None and self.popen.poll() is None:
             _signal_group(self.popen.pid, signal.SIGKILL)
             self.popen.wait(timeout=10)
+
+
+def tail_text(path: Path, size: int) -> str:
+    """The last `size` bytes of the file at `path`, decoded."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - size))
+        return fh.read().decode("utf-8", errors="replace")
 
 
 def _signal_group(pgid: int, sig: int) -> None:

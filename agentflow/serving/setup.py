@@ -34,6 +34,7 @@ from typing import BinaryIO
 from agentflow.config import cache_dir, file_lock
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.serving.embedded import EMBEDDED, EmbeddedModel, embedded_model
+from agentflow.serving.process import tail_text
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 """The llama-cpp-python sdist whose vendored llama.cpp we build (bump to move llama.cpp forward)."""
@@ -123,19 +124,12 @@ def _run(cmd: list[str], log: Path, say: Say, what: str, cwd: Path | None = None
             time.sleep(0.5)
             if time.monotonic() - last_report > 30:  # show the build's [n/total] step now and then
                 last_report = time.monotonic()
-                steps = re.findall(r"^\[(\d+/\d+)\]", _tail_text(log), re.MULTILINE)
+                steps = re.findall(r"^\[(\d+/\d+)\]", tail_text(log, 16384), re.MULTILINE)
                 if steps:
                     say(f"{what}: step {steps[-1]}")
     if proc.returncode != 0:
-        tail = "\n".join(_tail_text(log).splitlines()[-15:])
+        tail = "\n".join(tail_text(log, 16384).splitlines()[-15:])
         raise UserError(f"{what} failed (exit {proc.returncode}); see {log}. Last lines: {tail.strip()!r}")
-
-
-def _tail_text(path: Path, size: int = 16384) -> str:
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, fh.tell() - size))
-        return fh.read().decode("utf-8", errors="replace")
 
 
 def ensure_llama_server(say: Say = _default_say, jobs: int | None = None) -> Path:
