@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, get_args, runtime_checkable
 
 from agentflow.budget import Budget
 from agentflow.config import validate_config
 from agentflow.errors import UserError
-from agentflow.executors.types import ExecutorConfig
+from agentflow.executors.types import ExecutorConfig, ExecutorKind
 
 T = TypeVar("T")
-EXECUTOR_KINDS: tuple[str, ...] = ("in-process", "ray")
+EXECUTOR_KINDS: tuple[str, ...] = get_args(ExecutorKind)
 
 
 @runtime_checkable

@@ -15,11 +15,11 @@ loopback. Drivers run inside it with `cluster.wrap(argv)` and `cluster.driver_en
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,13 +29,7 @@ from pathlib import Path
 from typing import IO, Self
 
 from agentflow.errors import AgentflowError
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
+from agentflow.serving.ports import pick_free_port
 
 _PROBE = """
 import socket, sys, time
@@ -77,10 +71,8 @@ class RayNode:
     def kill(self) -> None:
         """SIGKILL every process of the node's session (raylet, its workers, the head's GCS)."""
         for pid in session_pids(self.proc.pid):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait()
 
     def busy_tasks(self) -> list[str]:
@@ -114,7 +106,7 @@ class LocalRayCluster:
                            "RAY_AUTH_TOKEN_PATH": str(token)}
         """What a driver process needs in its environment to join the cluster."""
         self.env = {**os.environ, **(env or {}), **self.driver_env}
-        self.port = free_port()
+        self.port = pick_free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.nodes: list[RayNode] = []
         self._logs: list[IO[bytes]] = []
@@ -153,11 +145,11 @@ class LocalRayCluster:
 
     def _command(self, head: bool, cpus: int, nm_port: int, resources: str | None) -> list[str]:
         ray = str(Path(sys.executable).parent / "ray")
+        ports = ("object-manager", "dashboard-agent-listen", "dashboard-agent-grpc", "runtime-env-agent",
+                 "metrics-export")
         cmd = [ray, "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1",
                f"--num-cpus={cpus}", f"--object-store-memory={self.object_store_mb * 2**20}",
-               f"--node-manager-port={nm_port}", f"--object-manager-port={free_port()}",
-               f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
-               f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"]
+               f"--node-manager-port={nm_port}", *(f"--{name}-port={pick_free_port()}" for name in ports)]
         if head:
             cmd += ["--head", f"--port={self.port}", "--include-dashboard=false", f"--temp-dir={self.temp_dir}"]
         else:
@@ -169,7 +161,7 @@ class LocalRayCluster:
     def add_node(self, cpus: int = 1, *, resources: str | None = None, timeout: float = 90.0) -> RayNode:
         """Start a node (the head when it is the first) and wait until its raylet listens."""
         head = not self.nodes
-        nm_port = free_port()
+        nm_port = pick_free_port()
         log_path = self.temp_dir / f"node-{len(self.nodes)}.log"
         self.temp_dir.mkdir(parents=True, exist_ok=True)
         log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()

@@ -1,16 +1,9 @@
 """The Ray executor: each call is a Ray task on a worker node; a small actor keeps the run's ledger.
 
-Imported only when `--executor ray` is chosen (Ray is the optional extra `agentflow[ray]`).
-
-- Placement: a call holds `task_cpus` CPUs (and `task_memory_mb`, `task_resources`), so a node started with
-  `ray start --num-cpus C` runs C / task_cpus calls at once. Calls are spread over the nodes.
-- Faults: a call whose worker or node dies is run again by Ray elsewhere, at most `max_retries` times; each
-  start is recorded in the ledger, so the driver reports retries (`started_on(label)`), and a call lost for good
-  raises `RemoteTaskError`. Exceptions raised inside a call are not retried: they come back as they are.
-- Budget: the ledger actor holds the run's USD spend. `LedgerBudget` is a `Budget` that every task's budget
-  charges as parent; it forwards charges to the actor and reads the run-wide total back, so a run that
-  reaches its limit stops on every node (at each task's next model call). The actor lives on the driver's
-  node, so losing a worker node loses no spend.
+Imported only when `--executor ray` is chosen (Ray is the optional extra `agentflow[ray]`). Placement, faults
+and the run budget as users see them: docs/concepts/scale-out.md. Each start of a call is recorded in the
+ledger, so the driver reports retries (`started_on(label)`). The actor lives on the driver's node, so losing
+a worker node loses no spend.
 """
 
 from __future__ import annotations
@@ -85,14 +78,11 @@ class LedgerBudget(Budget):
         if usd:
             ray.get(self.ledger.charge.remote(float(usd)))
 
-    def run_total(self) -> float:
-        """The run-wide USD spent so far, over all nodes."""
-        return float(ray.get(self.ledger.total.remote()))
-
     @property
     def used(self) -> BudgetUsage:
+        """The usage of this budget, with the run-wide USD spent so far over all nodes."""
         snap = super().used
-        snap.usd = self.run_total()
+        snap.usd = float(ray.get(self.ledger.total.remote()))
         return snap
 
 
@@ -102,7 +92,7 @@ def _invoke(fn: Callable[..., Coroutine[Any, Any, Any]], ledger: Any, label: str
     return asyncio.run(fn(*args))
 
 
-def _init_on_loopback(kwargs: dict[str, Any]) -> None:
+def _init_on_loopback(**kwargs: Any) -> None:
     """Start a local Ray whose servers bind 127.0.0.1 only. Ray turns a loopback node address into the
     machine's outward one (and then listens on every interface); keeping it as given keeps Ray on loopback."""
     from ray._private import services
@@ -172,10 +162,7 @@ class RayExecutor:
             kwargs["address"] = cfg.address
             kwargs.pop("include_dashboard")
         try:
-            if cfg.address is None:
-                await asyncio.to_thread(_init_on_loopback, kwargs)
-            else:
-                await asyncio.to_thread(ray.init, **kwargs)
+            await asyncio.to_thread(_init_on_loopback if cfg.address is None else ray.init, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = cfg.address or "a local Ray"
             raise UserError(f"cannot start or join Ray ({where}): {str(exc).splitlines()[0][:200]}",
@@ -201,11 +188,6 @@ class RayExecutor:
             ray.shutdown()
         elif self._ledger is not None:
             ray.kill(self._ledger)
-
-    def nodes(self) -> list[dict[str, Any]]:
-        """The cluster's live nodes (id, address, CPUs)."""
-        return [{"node_id": n["NodeID"], "address": n["NodeManagerAddress"], "cpus": n["Resources"].get("CPU", 0)}
-                for n in ray.nodes() if n.get("Alive")]
 
     async def call(self, fn: Callable[..., Coroutine[Any, Any, T]], /, *args: Any, label: str = "") -> T:
         task = self._remote.options(name=label or fn.__name__, **self._options)

@@ -5,7 +5,7 @@ backend, a child process. The host sends its source over stdin at start (nothing
 
 Requests (one JSON object per line on stdin): {"id": N, "op": NAME, ...}. Replies on stdout:
 {"id": N, "ok": true, ...} or {"id": N, "ok": false, "error": "..."}. Requests run concurrently in threads.
-Ops: hello, exec, read, write, list, untar, ping, end_processes, wipe, shutdown. Patches and snapshots are `exec`
+Ops: hello, exec, read, write, list, untar, end_processes, wipe, shutdown. Patches and snapshots are `exec`
 calls built by the host. This file must run on the image's Python 3 with nothing but the standard library.
 
 The reply channel is the host's only source of truth about the sandbox, so sandboxed commands must not be
@@ -73,11 +73,6 @@ def _prctl(option: int, value: int) -> bool:
         return result == 0
     except (OSError, AttributeError, ImportError):
         return False
-
-
-def _make_undumpable() -> bool:
-    """PR_SET_DUMPABLE=0: our /proc entries become root's and ptrace needs CAP_SYS_PTRACE. True when set."""
-    return _prctl(_PR_SET_DUMPABLE, 0)
 
 
 def _proc_stats() -> dict[int, list[str]]:
@@ -248,19 +243,17 @@ def _reaper() -> None:
 
 
 # --- cgroup counters (say which limit stopped a command) ------------------------------------------------------
+# kind: (the counter's key, its files under cgroup v2 and v1)
 _COUNTERS = {
-    "memory": [
-        ("/sys/fs/cgroup/memory.events", "oom_kill"),
-        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
-    ],
-    "pids": [("/sys/fs/cgroup/pids.events", "max"), ("/sys/fs/cgroup/pids/pids.events", "max")],
+    "memory": ("oom_kill", ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")),
+    "pids": ("max", ("/sys/fs/cgroup/pids.events", "/sys/fs/cgroup/pids/pids.events")),
 }
 
 
 def _counters() -> dict[str, int]:
     out = {}
-    for kind, places in _COUNTERS.items():
-        for path, key in places:
+    for kind, (key, places) in _COUNTERS.items():
+        for path in places:
             try:
                 with open(path) as fh:
                     for line in fh:
@@ -367,9 +360,7 @@ def op_exec(req: Request) -> Reply:
 def _run(req: Request, argv: list[str] | None) -> Reply:
     """Run one command (`argv`, or the request's command line) to its end, its timeout or its output limit;
     what it printed (capped), how it ended and which limit, if any, it hit."""
-    env = dict(os.environ)
-    env.update(_state["env"])
-    env.update(req.get("env") or {})
+    env = {**os.environ, **_state["env"], **(req.get("env") or {})}
     limit = int(req.get("output_limit") or _state["output_limit"])
     results_r = results_w = None
     if req.get("results_fd"):
@@ -679,10 +670,6 @@ def op_hello(req: Request) -> Reply:
     }
 
 
-def op_ping(req: Request) -> Reply:
-    return {}
-
-
 def op_end_processes(req: Request) -> Reply:
     """End every process in the sandbox but this agent and the commands of the requests named in `spare`
     (ones the host still waits for; what runs below them stays too). A search branch gives up the sandbox
@@ -753,7 +740,6 @@ OPS: dict[str, Callable[[Request], Reply]] = {
     "list": op_list,
     "untar": op_untar,
     "hello": op_hello,
-    "ping": op_ping,
     "end_processes": op_end_processes,
     "wipe": op_wipe,
     "shutdown": op_shutdown,
@@ -788,7 +774,8 @@ def _handle(req: Request) -> None:
 def main() -> None:
     parent = os.getppid()  # the host (0 as a container's PID 1)
     _become_command_user()
-    _state["dumpable"] = not _make_undumpable()
+    # not dumpable: our /proc entries become root's and ptrace needs CAP_SYS_PTRACE
+    _state["dumpable"] = not _prctl(_PR_SET_DUMPABLE, 0)
     for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     if os.getpid() != 1:

@@ -1,10 +1,7 @@
 """Docker backend: one hardened container per sandbox, its agent as the main process on an attached stream.
 
-docker-py is imported lazily. Containers carry the label `agentflow.sandbox=1` (plus the owner's pid and host)
-and are created with auto-remove; when the owning process dies (kill -9 included) its watchdog removes them
-(`sandbox/watchdog.py`), and the attached stdin closes, so the agent exits and the container goes by itself
-too. Leftovers of killed hosts are reaped at the next start and by `agentflow sandbox prune` (which also
-removes the snapshot-store volumes that earlier versions created).
+docker-py is imported lazily. How containers are labelled, watched and reaped: docs/concepts/sandboxes.md
+("No leaks"); `prune` also removes the snapshot-store volumes that earlier versions created.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from typing import Any
 from agentflow._process import pid_alive
 from agentflow.errors import DependencyMissing, SandboxError, UserError
 from agentflow.sandbox.config import SandboxConfig
-from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
+from agentflow.sandbox.session import BOOT, AgentSandbox
 from agentflow.sandbox.watchdog import ensure_watchdog
 
 LABEL = "agentflow.sandbox"
@@ -69,14 +66,6 @@ def docker_available() -> bool:
         return False
 
 
-def _listed(client: Any, what: str) -> list[dict[str, Any]]:
-    """Our labelled containers or volumes as the engine lists them (no per-item inspect: one that goes away
-    meanwhile, as auto-removed containers do, cannot fail the listing)."""
-    if what == "containers":
-        return list(client.api.containers(all=True, filters={"label": LABEL}))
-    return list((client.api.volumes(filters={"label": LABEL}) or {}).get("Volumes") or [])
-
-
 def _owner_gone(labels: dict[str, str], host: str) -> bool:
     if labels.get(f"{LABEL}.host") != host:
         return False  # another machine's: its owner cannot be checked from here
@@ -98,14 +87,16 @@ def prune(client: Any | None = None, *, everything: bool = False) -> list[str]:
     client = client or docker_client()
     removed = []
     host = socket.gethostname()
-    for c in _listed(client, "containers"):
+    # as the engine lists them, with no per-item inspect: one that goes away meanwhile, as auto-removed
+    # containers do, cannot fail the listing
+    for c in client.api.containers(all=True, filters={"label": LABEL}):
         labels = c.get("Labels") or {}
         orphan = labels.get(f"{LABEL}.host") == host and (_owner_gone(labels, host) or c.get("State") == "exited")
         if everything or orphan:
             with contextlib.suppress(Exception):
                 client.api.remove_container(c["Id"], force=True)
                 removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
-    for v in _listed(client, "volumes"):
+    for v in (client.api.volumes(filters={"label": LABEL}) or {}).get("Volumes") or []:
         if everything or _owner_gone(v.get("Labels") or {}, host):
             with contextlib.suppress(Exception):
                 client.api.remove_volume(v["Name"], force=True)
@@ -184,8 +175,6 @@ class DockerSandbox(AgentSandbox):
         self._container: Any = None
         self._sock: Any = None
         self._keep: Any = None
-        self._reader: asyncio.Task[None] | None = None
-        self._writer: asyncio.StreamWriter | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._stderr_tail = bytearray()
 
@@ -199,12 +188,7 @@ class DockerSandbox(AgentSandbox):
             _reaped = True
             await asyncio.to_thread(reap_orphans, client)
         sb = cls(config)
-        try:
-            await sb._start(client)
-        except BaseException:
-            await sb.close()
-            raise
-        return sb
+        return await sb._start_or_close(sb._start(client))
 
     async def _start(self, client: Any) -> None:
         import docker.errors
@@ -239,15 +223,7 @@ class DockerSandbox(AgentSandbox):
         sock = getattr(self._keep, "_sock", self._keep)
         sock.setblocking(False)
         reader, writer = await asyncio.open_connection(sock=sock)
-        self._writer = writer
-
-        async def write(data: bytes) -> None:
-            writer.write(data)
-            await writer.drain()
-
-        self._link = AgentLink(write)
-        self._reader = asyncio.create_task(self._read_frames(reader))
-        await write(boot_payload())
+        await self._connect(writer, self._read_frames(reader))
         await self._hello()
         if separates_store(self.config) and self.store_gid != STORE_GID:
             raise SandboxError(
@@ -304,12 +280,9 @@ class DockerSandbox(AgentSandbox):
 
     def _wall_clock_hit(self) -> None:
         if not self.closed:
-            asyncio.ensure_future(self._kill_for_deadline())
-
-    async def _kill_for_deadline(self) -> None:
-        if self._link is not None:
-            self._link.closed(self.out_of_time())
-        await self.close()
+            if self._link is not None:
+                self._link.closed(self.out_of_time())
+            asyncio.ensure_future(self.close())
 
     def healthy(self) -> bool:
         return super().healthy() and self.remaining_s() > 0
@@ -340,18 +313,7 @@ class DockerSandbox(AgentSandbox):
         self.closed = True
         if self._deadline is not None:
             self._deadline.cancel()
-        if self._link is not None:
-            self._link.closed(f"sandbox {self.id} was closed")
-        if self._writer is not None:
+        self._disconnect()
+        if self._container is not None:
             with contextlib.suppress(Exception):
-                self._writer.close()
-        if self._reader is not None:
-            self._reader.cancel()
-        container = self._container
-
-        def remove() -> None:
-            if container is not None:
-                with contextlib.suppress(Exception):
-                    container.remove(force=True)
-
-        await asyncio.to_thread(remove)
+                await asyncio.to_thread(self._container.remove, force=True)

@@ -26,6 +26,7 @@ from agentflow.config import cache_dir
 from agentflow.errors import SandboxError, UserError
 from agentflow.resources import data_dir
 from agentflow.sandbox.config import DEFAULT_IMAGE
+from agentflow.sandbox.docker import LABEL, docker_client
 
 Method = Literal["auto", "offline", "dockerfile"]
 IMPORT_CHANGES = [
@@ -43,8 +44,6 @@ def _log(msg: str) -> None:
 
 def image_exists(tag: str = DEFAULT_IMAGE) -> bool:
     import docker.errors
-
-    from agentflow.sandbox.docker import docker_client
 
     try:
         docker_client().images.get(tag)
@@ -112,8 +111,6 @@ def build_rootfs(mirror: str | None = None, *, force: bool = False) -> Path:
 
 
 def _import_rootfs(tarball: Path, tag: str) -> None:
-    from agentflow.sandbox.docker import docker_client
-
     client = docker_client()
     _log(f"docker import {tarball.name} as {tag}")
     with open(tarball, "rb") as fh:
@@ -126,8 +123,6 @@ def _import_rootfs(tarball: Path, tag: str) -> None:
 
 def build_dockerfile(tag: str) -> None:
     import docker.errors
-
-    from agentflow.sandbox.docker import docker_client
 
     _log(f"docker build {data_dir('sandboxes') / 'Dockerfile'} as {tag}")
     try:
@@ -180,8 +175,6 @@ def download_wheels(requirements: list[str], wheelhouse: Path | None = None) -> 
 
 def build_deps_image(requirements: list[str], base: str = DEFAULT_IMAGE) -> str:
     """An image `base` + `requirements`, installed in a container from a host wheelhouse with `--no-index`."""
-    from agentflow.sandbox.docker import docker_client
-
     key = hashlib.sha256((base + "\n" + "\n".join(sorted(requirements))).encode()).hexdigest()[:12]
     tag = f"{base.split(':')[0]}:deps-{key}"
     if image_exists(tag):
@@ -192,7 +185,7 @@ def build_deps_image(requirements: list[str], base: str = DEFAULT_IMAGE) -> str:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(wheelhouse, arcname="wheelhouse")
-    labels = {"agentflow.sandbox": "1", "agentflow.sandbox.pid": str(os.getpid())}
+    labels = {LABEL: "1", f"{LABEL}.pid": str(os.getpid())}
     container: Any = client.containers.create(
         base, command=["sleep", "infinity"], user="0", network_mode="none", labels=labels
     )

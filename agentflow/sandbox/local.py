@@ -25,7 +25,7 @@ from pathlib import Path
 from agentflow._process import pid_alive
 from agentflow.errors import SandboxError
 from agentflow.sandbox.config import SandboxConfig
-from agentflow.sandbox.session import BOOT, AgentLink, AgentSandbox, boot_payload
+from agentflow.sandbox.session import BOOT, AgentSandbox
 
 _PREFIX = "agentflow-sandbox-"
 # The only host variables a local sandbox's commands see: enough to find programs and decode text.
@@ -74,7 +74,6 @@ class LocalSandbox(AgentSandbox):
         )
         self.root = root
         self._proc: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, config: SandboxConfig | None = None) -> LocalSandbox:
@@ -90,12 +89,7 @@ class LocalSandbox(AgentSandbox):
         for folder in ("store", "workspace", SCRATCH):
             (root / folder).mkdir()
         sb = cls(config, root)
-        try:
-            await sb._start()
-        except BaseException:
-            await sb.close()
-            raise
-        return sb
+        return await sb._start_or_close(sb._start())
 
     async def _start(self) -> None:
         env = scrubbed_env(self.root)
@@ -109,17 +103,8 @@ class LocalSandbox(AgentSandbox):
             start_new_session=True,
             limit=1 << 26,
         )
-        proc = self._proc
-        assert proc.stdin is not None and proc.stdout is not None
-
-        async def write(data: bytes) -> None:
-            assert proc.stdin is not None
-            proc.stdin.write(data)
-            await proc.stdin.drain()
-
-        self._link = AgentLink(write)
-        self._reader = asyncio.create_task(self._read_lines(proc.stdout))
-        await write(boot_payload())
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        await self._connect(self._proc.stdin, self._read_lines(self._proc.stdout))
         memory, disk = max(self.config.memory_mb, 256) << 20, self.config.workspace_size_mb << 20
         await self._hello(rlimits={"RLIMIT_AS": memory, "RLIMIT_FSIZE": disk, "RLIMIT_CORE": 0})
 
@@ -153,8 +138,7 @@ class LocalSandbox(AgentSandbox):
             # the agent kills every process below it (background jobs too, detached or not)
             with contextlib.suppress(Exception):
                 await self._link.call("shutdown", wait=10)
-        if self._link is not None:
-            self._link.closed(f"sandbox {self.id} was closed")
+        self._disconnect()
         if self._proc is not None and self._proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, 9)
@@ -162,6 +146,4 @@ class LocalSandbox(AgentSandbox):
                 await asyncio.wait_for(self._proc.wait(), 5)
             except TimeoutError:
                 raise SandboxError(f"local sandbox {self.id} did not stop") from None
-        if self._reader is not None:
-            self._reader.cancel()
         await asyncio.to_thread(shutil.rmtree, self.root, True)

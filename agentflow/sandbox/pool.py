@@ -10,7 +10,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Literal, Self
 
-from agentflow.errors import SandboxError
+from agentflow.errors import ConfigError, SandboxError
+from agentflow.sandbox import resolve_backend, resolve_config, start_sandbox
 from agentflow.sandbox.config import SandboxConfig
 from agentflow.sandbox.session import AgentSandbox, NoSpaceError
 
@@ -28,11 +29,7 @@ class SandboxPool:
         *,
         events: Any = None,
     ) -> None:
-        from agentflow.sandbox import resolve_backend, resolve_config
-
         if size < 1:
-            from agentflow.errors import ConfigError
-
             raise ConfigError(f"pool size must be at least 1, got {size}")
         self.size = size
         self.config = resolve_config(config)
@@ -52,8 +49,6 @@ class SandboxPool:
         return self
 
     async def _new(self) -> AgentSandbox:
-        from agentflow.sandbox import start_sandbox
-
         sb = await start_sandbox(self.backend, self.config, events=self.events)
         sb.peer_fetch = self._fetch_snapshot
         self._all.add(sb)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import io
@@ -19,6 +20,7 @@ import secrets
 import shlex
 import tarfile
 import time
+from collections.abc import Awaitable, Coroutine
 from importlib import resources as _res
 from pathlib import Path
 from typing import Any, Self
@@ -51,17 +53,14 @@ class AgentLink:
         self._write = write  # async (bytes) -> None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._dead: str | None = None
+        self.dead: str | None = None
+        """Why the stream ended (None while it serves)."""
         self._write_lock = asyncio.Lock()
         self.key = secrets.token_bytes(32)
         self._signed = False
         self.tampered = 0
         """Reply lines that failed verification (a sandboxed process tried to speak for the agent)."""
         self.on_tamper = on_tamper  # (line: bytes) -> None
-
-    @property
-    def dead(self) -> str | None:
-        return self._dead
 
     def expect_signed(self) -> None:
         """From now on only signed lines count (called as the key goes out in `hello`)."""
@@ -97,11 +96,11 @@ class AgentLink:
 
     def closed(self, reason: str) -> None:
         """The stream ended: fail every waiting request with `reason`."""
-        if self._dead is None:
-            self._dead = reason
+        if self.dead is None:
+            self.dead = reason
         for fut in self._pending.values():
             if not fut.done():
-                fut.set_exception(SandboxError(self._dead))
+                fut.set_exception(SandboxError(self.dead))
         self._pending.clear()
 
     def waiting(self) -> list[int]:
@@ -109,8 +108,8 @@ class AgentLink:
         return list(self._pending)
 
     async def call(self, op: str, wait: float | None = None, **fields: Any) -> dict[str, Any]:
-        if self._dead is not None:
-            raise SandboxError(self._dead)
+        if self.dead is not None:
+            raise SandboxError(self.dead)
         rid = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
@@ -121,7 +120,7 @@ class AgentLink:
         except (OSError, ConnectionError) as exc:
             self._pending.pop(rid, None)
             self.closed(f"sandbox agent stream closed ({exc.__class__.__name__})")
-            raise SandboxError(self._dead or "sandbox agent stream closed") from None
+            raise SandboxError(self.dead or "sandbox agent stream closed") from None
         try:
             msg = await asyncio.wait_for(fut, wait)
         except TimeoutError:
@@ -185,6 +184,8 @@ class AgentSandbox:
         self._snap_dir = snap_dir
         self._store_dir = store_dir
         self._link: AgentLink | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader: asyncio.Task[None] | None = None
         self._started = time.monotonic()
         self._base: str | None = None
         self._snap_ready = False
@@ -213,6 +214,38 @@ class AgentSandbox:
         if self._link is None:
             raise SandboxError(f"sandbox {self.id} is not started")
         return self._link
+
+    async def _start_or_close(self, start: Awaitable[None]) -> Self:
+        """This sandbox once `start` (the backend's start-up) is done; closed when it fails."""
+        try:
+            await start
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def _connect(self, writer: asyncio.StreamWriter, read_replies: Coroutine[Any, Any, None]) -> None:
+        """Link to the agent through `writer` (its replies are fed to the link by `read_replies`, run as a
+        task) and send it its source."""
+
+        async def write(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
+
+        self._writer = writer
+        self._link = AgentLink(write)
+        self._reader = asyncio.create_task(read_replies)
+        await write(boot_payload())
+
+    def _disconnect(self) -> None:
+        """Fail what still waits for the agent, and stop talking to it."""
+        if self._link is not None:
+            self._link.closed(f"sandbox {self.id} was closed")
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        if self._reader is not None:
+            self._reader.cancel()
 
     async def _hello(self, rlimits: dict[str, int] | None = None) -> None:
         link = self.link
@@ -298,7 +331,6 @@ class AgentSandbox:
                 if _SECRET_ENV.search(key):
                     register_secret(value)
             events.write(SandboxStart(sandbox=self.id, **self.info().model_dump()))
-
 
     async def _exec_argvs(
         self, argvs: list[list[str]], env: dict[str, str], what: str, op: str = "exec", **fields: Any
@@ -631,7 +663,6 @@ class AgentSandbox:
             raise SandboxError(f"could not reset sandbox {self.id}: {res.output.strip()[-300:]}")
         self._base = None
         self._snap_ready = False  # the docker reset empties /run/agentflow, where the snapshot index lives
-
 
     def info(self) -> SandboxInfo:
         return SandboxInfo(

@@ -1,17 +1,9 @@
-"""The Docker sandboxes' watchdog: a tiny process that removes a dead owner's containers within a second.
+"""The Docker sandboxes' watchdog: a tiny process that removes a dead owner's containers within a second
+(why it is needed: docs/concepts/sandboxes.md, "No leaks").
 
-A container is not a child of the process that started it, so no parent-death signal reaches it. Its
-in-container agent exits when its attached stdin closes, which is when the owner dies, unless a process the
-owner forked (`os.fork`, a multiprocessing pool) still holds that socket; then the container lived on until
-that process ended. So the first Docker sandbox of a process also starts this watchdog, a child that polls
-its parent's pid (four times a second, one syscall each) and, once the parent is gone (kill -9 included),
-removes every container labelled with the parent's pid on this host. It polls rather than waiting for a
-parent-death signal because that signal is tied to the thread that forked it and could arrive before a
-handler was armed; a poll has neither gap. It runs in its own session (Ctrl-C in the terminal is the
-owner's to handle) and imports docker-py only when it has work to do, so it idles at a few MB.
-
-Leftovers of a host where even the watchdog was killed are still removed by the next start's
-`docker.reap_orphans` and by `agentflow sandbox prune`.
+It polls its parent's pid rather than waiting for a parent-death signal because that signal is tied to the
+thread that forked it and could arrive before a handler was armed; a poll has neither gap. It runs in its own
+session (Ctrl-C in the terminal is the owner's to handle) and imports docker-py only when it has work to do.
 
 This file is also the watchdog's program (`python -c <this file> OWNER_PID HOST LABEL`): everything at module
 level is standard library.

@@ -12,8 +12,8 @@ from pydantic import Field
 
 from agentflow.config import StrictConfig
 from agentflow.errors import UserError
-from agentflow.models.backends.openai_backend import _FINISH, OpenAIChatModel, token_trace
-from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, TokenTrace, Usage
+from agentflow.models.backends.openai_backend import _FINISH, OpenAIChatModel, _usage, token_trace
+from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, TokenTrace
 
 
 class FewShotTemplate(StrictConfig):
@@ -95,13 +95,7 @@ class CompletionChatModel(OpenAIChatModel):
                 trace = trace.scrubbed()
             choices.append(Choice(message=Message(role="assistant", content=(c.text or "").strip()),
                                   finish_reason=_FINISH.get(c.finish_reason or "", "unknown"), trace=trace))
-        usage = raw.usage
-        return ChatResponse(
-            choices=choices,
-            usage=Usage(input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                        output_tokens=getattr(usage, "completion_tokens", 0) or 0),
-            model=raw.model or self.model,
-        )
+        return ChatResponse(choices=choices, usage=_usage(raw.usage), model=raw.model or self.model)
 
     def _stream_once(self, request: ChatRequest) -> Any:  # the whole answer arrives as one piece
         return self._stream_fallback(request)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentflow.errors import UserError
 from agentflow.serving.profiles import ModelProfile
 
 
@@ -67,8 +68,6 @@ EMBEDDED: dict[str, EmbeddedModel] = {m.name: m for m in (QWEN_CODER_1_5B, GEMMA
 
 def embedded_model(name: str) -> EmbeddedModel:
     """The embedded model called `name`, or a UserError listing the names that exist."""
-    from agentflow.errors import UserError
-
     try:
         return EMBEDDED[name]
     except KeyError:

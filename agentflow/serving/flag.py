@@ -18,7 +18,9 @@ from typing import Any
 
 from agentflow.config import load_yaml, validate_config
 from agentflow.errors import UserError
+from agentflow.serving.llamacpp import LlamaServerOptions, llamacpp_launch
 from agentflow.serving.server import LogCallback, ServerHandle
+from agentflow.serving.vllm import VllmServerOptions, vllm_handle
 
 FORMS = "vllm:MODEL[,key=value...] or llamacpp:MODEL[,key=value...]"
 
@@ -48,13 +50,8 @@ def serve_options(value: str) -> tuple[str, Any]:
     Call it first thing in a command, so a bad `--serve` value is a one-line error before any work begins.
     """
     kind, options = parse_serve_flag(value)
-    if kind == "vllm":
-        from agentflow.serving.vllm import VllmServerOptions
-
-        return kind, validate_config(VllmServerOptions, options, source=f"--serve {value}")
-    from agentflow.serving.llamacpp import LlamaServerOptions
-
-    return kind, validate_config(LlamaServerOptions, options, source=f"--serve {value}")
+    schema = VllmServerOptions if kind == "vllm" else LlamaServerOptions
+    return kind, validate_config(schema, options, source=f"--serve {value}")
 
 
 def server_from_flag(value: str, *, say: LogCallback | None = None) -> ServerHandle:
@@ -62,11 +59,7 @@ def server_from_flag(value: str, *, say: LogCallback | None = None) -> ServerHan
     (built or assembled if needed, reporting progress to `say`); vLLM must be installed."""
     kind, opts = serve_options(value)
     if kind == "vllm":
-        from agentflow.serving.vllm import vllm_handle
-
         return vllm_handle(opts)
-    from agentflow.serving.llamacpp import llamacpp_launch
-
     return ServerHandle(llamacpp_launch(opts, say=say), port=opts.port)
 
 

@@ -15,8 +15,11 @@ from typing import Any
 from pydantic import Field
 
 from agentflow.config import StrictConfig
+from agentflow.errors import UserError
+from agentflow.serving.embedded import EMBEDDED
 from agentflow.serving.profiles import ModelProfile, default_profile
 from agentflow.serving.server import HOST, Launch, LogCallback, ServerHandle
+from agentflow.serving.setup import ensure_llama_server, ensure_model
 
 
 class LlamaServerOptions(StrictConfig):
@@ -53,10 +56,6 @@ def llama_server_argv(binary: str | Path, model_path: str | Path, *, port: int, 
 
 def llamacpp_launch(options: LlamaServerOptions, *, say: LogCallback | None = None) -> Launch:
     """Resolve the binary and the model file (building/assembling them if needed) and describe the launch."""
-    from agentflow.errors import UserError
-    from agentflow.serving.embedded import EMBEDDED
-    from agentflow.serving.setup import ensure_llama_server, ensure_model
-
     kwargs: dict[str, Any] = {"say": say} if say is not None else {}
     embedded = EMBEDDED.get(options.model)
     profile: ModelProfile

@@ -15,35 +15,23 @@ if TYPE_CHECKING:
     from agentflow.serving.server import ServerHandle
 
 
-def _metrics_event(handle: ServerHandle, events: EventLog, figures: Any, node_id: str | None,
-                   extra: dict[str, Any]) -> dict[str, Any]:
+def emit_metrics_sync(handle: ServerHandle, events: EventLog, *, node_id: str | None = None,
+                      **extra: Any) -> dict[str, Any]:
+    """Read the server's metrics once and write a `server.metrics` event (plus `extra`); returns its data.
+    For synchronous callers (e.g. a progress callback after each task)."""
     data: dict[str, Any] = {"server": handle.kind, "model": handle.model, **extra}
-    if isinstance(figures, BaseException):  # metrics are advisory: record why they are missing
-        data["error"] = f"{type(figures).__name__}: {figures}"[:300]
-    else:
-        data.update(figures)
+    try:
+        data.update(handle.metrics_sync())
+    except Exception as exc:  # noqa: BLE001 - metrics are advisory: record why they are missing
+        data["error"] = f"{type(exc).__name__}: {exc}"[:300]
     events.write(ServerMetrics(node_id=node_id, **data))
     return data
 
 
 async def emit_metrics(handle: ServerHandle, events: EventLog, *, node_id: str | None = None,
                        **extra: Any) -> dict[str, Any]:
-    """Read the server's metrics once and write a `server.metrics` event (plus `extra`); returns its data."""
-    try:
-        figures: Any = await handle.metrics()
-    except Exception as exc:  # noqa: BLE001
-        figures = exc
-    return _metrics_event(handle, events, figures, node_id, extra)
-
-
-def emit_metrics_sync(handle: ServerHandle, events: EventLog, *, node_id: str | None = None,
-                      **extra: Any) -> dict[str, Any]:
-    """`emit_metrics` for synchronous callers (e.g. a progress callback after each task)."""
-    try:
-        figures: Any = handle.metrics_sync()
-    except Exception as exc:  # noqa: BLE001
-        figures = exc
-    return _metrics_event(handle, events, figures, node_id, extra)
+    """`emit_metrics_sync` from an event loop (the metrics are read in a thread)."""
+    return await asyncio.to_thread(emit_metrics_sync, handle, events, node_id=node_id, **extra)
 
 
 @contextlib.asynccontextmanager

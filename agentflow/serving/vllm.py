@@ -9,14 +9,15 @@ turned off (`VLLM_NO_USAGE_STATS=1`, `DO_NOT_TRACK=1`): nothing phones home.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import signal
 import sys
-from collections.abc import Mapping
 
 from pydantic import Field
 
 from agentflow.config import StrictConfig
+from agentflow.errors import DependencyMissing
 from agentflow.serving.profiles import default_profile
 from agentflow.serving.server import HOST, Launch, LogCallback, ServerHandle
 
@@ -78,10 +79,9 @@ def vllm_argv(options: VllmServerOptions, *, port: int) -> list[str]:
     return argv + list(options.extra_args)
 
 
-def vllm_env(api_key: str | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment additions for the vLLM child: its API key and no usage reporting."""
-    env = dict(base or {})
-    env.update({"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "VLLM_CONFIGURE_LOGGING": "1"})
+def vllm_env(api_key: str | None = None) -> dict[str, str]:
+    """Environment additions for the vLLM child: no usage reporting, and its API key when given."""
+    env = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "VLLM_CONFIGURE_LOGGING": "1"}
     if api_key is not None:
         env["VLLM_API_KEY"] = api_key
     return env
@@ -103,8 +103,6 @@ def vllm_launch(options: VllmServerOptions) -> Launch:
 
 def vllm_available() -> str | None:
     """None when vLLM can run here, else the reason it cannot (no package, no CUDA GPU)."""
-    import importlib.util
-
     if importlib.util.find_spec("vllm") is None:
         return "the vllm package is not installed (pip install 'agentflow[vllm]')"
     if shutil.which("nvidia-smi") is None:
@@ -114,10 +112,6 @@ def vllm_available() -> str | None:
 
 def vllm_handle(options: VllmServerOptions) -> ServerHandle:
     """A handle, not yet started, for `options`; a one-line error when vLLM is not installed."""
-    import importlib.util
-
-    from agentflow.errors import DependencyMissing
-
     if options.executable is None and shutil.which("vllm") is None and importlib.util.find_spec("vllm") is None:
         raise DependencyMissing("vllm", "vllm", "serving with vLLM")
     return ServerHandle(vllm_launch(options), port=options.port)
