@@ -12,7 +12,8 @@ Where samples go (per strategy): `samples` is the outcome mix of every model ans
 the code came back unchanged; apply_error: the edit could not be applied or does not parse; unparsable: no
 code in the answer), `localization` the share of tasks whose gold function (the task's `gold_functions`, else
 the functions its gold patch changes) is among the suspects the search's edits look at (`hit`) or is the first
-(`first`), and `edit_hit` the share of usable patches that change a gold function. `windows` says where the
+(`first`), with who put it first before the search merged them: the call-traced run's top five (`trace_first`)
+or the model's ranking (`model_first`; per task `trace_position` / `model_position`), and `edit_hit` the share of usable patches that change a gold function. `windows` says where the
 samples looked (each candidate's `window`): `on_gold` samples whose window was a gold function, and the
 answers that gave their window back unchanged, on a gold function (`unchanged_on_gold`: the model missed the
 bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone). `samples.noop_share` is the
@@ -93,6 +94,24 @@ def in_gold(name: str, gold: set[str]) -> bool:
     return any(name == g or name.startswith(g + ".") for g in gold)
 
 
+def gold_position(names: list[str], gold: set[str]) -> int | None:
+    """Where the first gold function stands in `names` (1-based), None when it is not there."""
+    return next((i for i, name in enumerate(names, 1) if in_gold(name, gold)), None)
+
+
+def suspect_lists(run_dir: Path) -> dict[str, dict[str, list[str]]]:
+    """Per task, the suspects of the call-traced run (`repair.spectrum`, its top five) and the model's ranking
+    (`repair.rank`) as the run's events recorded them: what each put first, before the search merged them."""
+    found: dict[str, dict[str, list[str]]] = {}
+    events = run_dir / "events.jsonl"
+    for event in read_jsonl(events) if events.is_file() else []:
+        data = event.get("data") or {}
+        key = {"repair.spectrum": ("trace", "suspects"), "repair.rank": ("model", "ranked")}.get(event.get("kind"))
+        if key and data.get("instance_id"):
+            found.setdefault(data["instance_id"], {})[key[0]] = list(data.get(key[1]) or [])
+    return found
+
+
 def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     """The outcome mix of the run's samples, the localization hit rate and the edit hit rate (module doc)."""
     from agentflow.repair.edit.steps import UNCHANGED
@@ -105,6 +124,8 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     looked = {"on_gold": 0, "unchanged_on_gold": 0, "unchanged_elsewhere": 0, "recorded": 0}
     after_noop: dict[str, dict[str, int]] = {}
     per_task: dict[str, object] = {}
+    lists = suspect_lists(run_dir)
+    firsts = {"trace": [0, 0], "model": [0, 0]}  # [gold first, tasks with that list]
     for inst in sorted((run_dir / "instances").glob("*")):
         if not (inst / "outcome.json").is_file():
             continue
@@ -138,8 +159,13 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
             looked["unchanged_on_gold" if on_gold else "unchanged_elsewhere"] += unchanged
         patches += len(ok)
         on_target += touching
+        positions = {k: gold_position(v, gold) for k, v in lists.get(outcome["instance_id"], {}).items() if v}
+        for source, position in positions.items():
+            firsts[source][0] += position == 1
+            firsts[source][1] += 1
         per_task[outcome["instance_id"]] = {"gold": sorted(gold), "suspects": suspects, "located": hit,
-                                            "patches": len(ok), "edit_hits": touching}
+                                            "patches": len(ok), "edit_hits": touching,
+                                            **{f"{k}_position": v for k, v in positions.items()}}
     total = sum(mix.values())
     n = len(per_task)
     return {
@@ -147,7 +173,9 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         "after_noop": after_noop,
         "split_parts": parts,
         "localization": {"hit": round(located / n, 3) if n else 0.0, "first": round(first / n, 3) if n else 0.0,
-                         "tasks": n},
+                         "tasks": n,
+                         # who put a gold function first: the call-traced run or the model's ranking
+                         **{f"{k}_first": round(hit / of, 3) if of else None for k, (hit, of) in firsts.items()}},
         "edit_hit": round(on_target / patches, 3) if patches else 0.0,
         "windows": looked,
         "per_task": per_task,

@@ -58,3 +58,26 @@ def test_each_unresolved_task_is_counted_under_its_first_cause_per_package_and_k
     ungraded = bench.breakdown({"resolved_ids": resolved}, {"per_task": per_task}, None, tmp_path, tasks_file)
     merged = expected["wrong_fix"] + expected["selection"]
     assert sorted(ungraded["limited_by"]["wrong_fix_or_selection"]["ids"]) == sorted(merged)
+
+
+def test_who_put_the_gold_function_first_is_read_from_the_runs_events(tmp_path: Path):
+    """Every position of the gold function in the call-traced run's suspects and in the model's ranking (or its
+    absence) is read back from events as `agentflow bench` writes them."""
+    bench = resolve_bench()
+    gold = {"pkg/mod.py:Thing.fix"}
+    others = [f"pkg/mod.py:other_{i}" for i in range(5)]
+    events, expected = [], {}
+    for trace_at, model_at in itertools.product([None, 1, 3], [None, 1, 2]):
+        iid = f"pkg__pkg-{trace_at}-{model_at}"
+        trace = others[:4] if trace_at is None else [*others[: trace_at - 1], "pkg/mod.py:Thing.fix.inner", *others[:2]]
+        model = others[:2] if model_at is None else [*others[: model_at - 1], "pkg/mod.py:Thing.fix"]
+        events += [{"kind": "repair.spectrum", "data": {"instance_id": iid, "suspects": trace}},
+                   {"kind": "repair.rank", "data": {"instance_id": iid, "ranked": model}},
+                   {"kind": "repair.start", "data": {"instance_id": iid}}]
+        expected[iid] = (trace_at, model_at)
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    lists = bench.suspect_lists(tmp_path)
+    found = {iid: (bench.gold_position(v["trace"], gold), bench.gold_position(v["model"], gold))
+             for iid, v in lists.items()}
+    assert found == expected
+    assert bench.suspect_lists(tmp_path / "no-run") == {}

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agentflow.repair.verify.workbench import (
+    failures_first,
     issue_values,
     reported_exceptions,
-    failures_first,
     summarise_failures,
     why_not_a_bug,
     why_not_the_reported_case,
