@@ -50,3 +50,21 @@ def test_scrub_removes_every_changed_line_and_path(mutation) -> None:  # type: i
     clean = scrub(report, forbidden)
     assert check_statement(clean, forbidden)
     assert "0x7f3a" not in clean
+
+
+# a changed file's path, and the test files whose names contain it as text without naming it as a path
+CHANGED = ["xmltodict.py", "core.py", "minipkg/core.py", "src/minipkg/core.py"]
+
+
+@pytest.mark.parametrize("path", CHANGED)
+def test_a_path_is_forbidden_as_a_path_not_inside_a_test_files_name(path: str) -> None:
+    stem = path.rsplit("/", 1)[-1].removesuffix(".py")
+    tests = [f"tests/test_{stem}.py", f"tests/{stem}_test.py", f"test_{stem}.py", f"tests/unit/my{stem}.py",
+             f"tests/{stem}.pyi_cases/test_x.py"]
+    naming = [f"{path}:22: in pad", f'  File "/workspace/{path}", line 3, in pad', f"see {path}",
+              f"({path})", f"E   ./{path}:9: error"]
+    report = "\n".join([*(f"- `{t}::test_pad` fails" for t in tests), *naming])
+    clean = scrub(report, [path])
+    assert clean.split("\n") == [f"- `{t}::test_pad` fails" for t in tests]  # every test id kept, in order
+    assert check_statement(clean, [path]) and not check_statement(report, [path])
+    assert all(not check_statement(line, [path]) for line in naming)
