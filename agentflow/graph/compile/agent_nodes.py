@@ -27,6 +27,7 @@ from agentflow.graph.run.context import NodeContext
 from agentflow.graph.run.outcome import NODE_ERRORS, NodeFailed, agent_failure
 from agentflow.graph.run.streaming import RESULT_CHARS, TokenStreamingModel, send
 from agentflow.graph.search.tree import read_path
+from agentflow.models.base import ModelWrapper
 from agentflow.tools.context import ToolContext
 from agentflow.tools.decorator import Tool
 from agentflow.tools.registry import ToolRegistry
@@ -154,25 +155,19 @@ def _uses_shared_model(spec: WorkflowSpec) -> bool:
     return False
 
 
-class LazyModel:
+class LazyModel(ModelWrapper):
     """A ChatModel built by `build()` on its first use (a call, or a question about its capabilities)."""
 
-    def __init__(self, spec: str, build: Callable[[], Any]) -> None:
+    def __init__(self, spec: str, build: Callable[[], Any]) -> None:  # no inner model yet: `inner` builds it
         self.spec = spec
         self._build = build
         self._model: Any = None
 
     @property
-    def inner(self) -> Any:
+    def inner(self) -> Any:  # type: ignore[override]  # built, never assigned
         if self._model is None:
             self._model = self._build()
         return self._model
-
-    async def chat(self, request: Any) -> Any:
-        return await self.inner.chat(request)
-
-    def stream(self, request: Any) -> Any:
-        return self.inner.stream(request)
 
     async def aclose(self) -> None:
         return None  # the model belongs to whoever built it: the run's context, or the node's spec

@@ -93,31 +93,25 @@ def _function_node(name: str, fn: Callable[..., Any], rt: RunHandles) -> Callabl
         rt.emit(NodeEnd(node_id=name, writes=keys))
         return result
 
+    def start(state: Any, config: RunnableConfig) -> tuple[Any, ...]:
+        """The node starts (`node.start`); the arguments `fn` takes."""
+        rt.start_node(name)
+        return (state, NodeContext(rt, name, config)) if wants_ctx else (state,)
+
     if is_async:
 
         async def run_async(state: Any, config: RunnableConfig) -> Any:
-            rt.start_node(name)
-            args = (state, NodeContext(rt, name, config)) if wants_ctx else (state,)
-            return finish(await fn(*args))
+            return finish(await fn(*start(state, config)))
 
         return run_async
 
-    if wants_ctx:
-
-        def run_ctx(state: Any, config: RunnableConfig) -> Any:
-            rt.start_node(name)
-            return finish(fn(state, NodeContext(rt, name, config)))
-
-        return run_ctx
-
-    if not wrapped:
+    if not wants_ctx and not wrapped:
         return fn  # nothing to add: the plain function is the node
 
-    def run_plain(state: Any) -> Any:
-        rt.start_node(name)
-        return finish(fn(state))
+    def run_sync(state: Any, config: RunnableConfig) -> Any:
+        return finish(fn(*start(state, config)))
 
-    return run_plain
+    return run_sync
 
 
 def _interrupt_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., Any]:
