@@ -21,6 +21,7 @@ from agentflow.graph.define.spec import NodeSpec, RouteSpec, WorkflowSpec, is_en
 from agentflow.graph.run.context import NodeContext, RunHandles
 from agentflow.graph.run.outcome import NODE_ERRORS, with_error_exit
 from agentflow.graph.run.superstep import settled, settled_sync
+from agentflow.graph.search.tree import read_path
 
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 
@@ -65,12 +66,6 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
     safe = re.sub(r"\W", "_", spec.name) or "State"
     schema: type = TypedDict(f"{safe}_State", fields, total=False)  # type: ignore[misc]
     return schema
-
-
-def _get(state: Any, key: str) -> Any:
-    if isinstance(state, Mapping):
-        return state.get(key)
-    return getattr(state, key, None)
 
 
 def _wants_ctx(fn: Callable[..., Any]) -> bool:
@@ -119,7 +114,7 @@ def _interrupt_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., 
         from langgraph.types import interrupt
 
         rt.start_node(name)
-        shown = {key: _get(state, key) for key in node.show}
+        shown = {key: read_path(state, key) for key in node.show}
         answer = interrupt({"node": name, "message": node.interrupt, "state": shown})
         updates: dict[str, Any] = {}
         if isinstance(answer, Mapping):
@@ -137,8 +132,8 @@ def _fill(template: Any, state: Any) -> Any:
     if isinstance(template, str):
         match = re.fullmatch(r"\{(\w+)\}", template)
         if match:
-            return _get(state, match.group(1))
-        return re.sub(r"\{(\w+)\}", lambda m: str(_get(state, m.group(1))), template)
+            return read_path(state, match.group(1))
+        return re.sub(r"\{(\w+)\}", lambda m: str(read_path(state, m.group(1))), template)
     if isinstance(template, dict):
         return {k: _fill(v, state) for k, v in template.items()}
     if isinstance(template, list):
@@ -193,7 +188,7 @@ def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str,
         field = on
 
         def pick(state: Any) -> Any:
-            return _get(state, field)
+            return read_path(state, field)
     else:
         pick = resolve_callable(on, f"route from '{route.source}'")
 

@@ -17,7 +17,7 @@ import zstandard
 
 from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.persist.compression import decompress
-from agentflow.graph.run.run_options import read_record
+from agentflow.graph.run.ledger import read_record
 from agentflow.runfiles import check_regular, make_folder, read_bytes, replace_file
 from agentflow.secrets import redact
 

@@ -65,15 +65,7 @@ class RunLedger:
 
     def record(self) -> dict[str, Any]:
         """run.json as written so far ({} when there is none yet)."""
-        path = self.run_dir / RUN_FILE
-        try:
-            text = read_text(path)
-            if text is None:
-                return {}
-            data = json.loads(text)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{path} cannot be read ({exc})", hint="the run folder is damaged") from None
-        return data if isinstance(data, dict) else {}
+        return read_record(self.run_dir, missing_ok=True)
 
     def update_record(self, **fields: Any) -> dict[str, Any]:
         """Merge `fields` into run.json (secrets redacted) and return the whole record. A change to a field a
@@ -182,10 +174,27 @@ class WorkspaceJournal:
         return getattr(self.inner, name)
 
 
+def read_record(run_dir: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """run.json of `run_dir` (a regular file: never read through a link); a one-line UserError when unreadable,
+    or missing unless `missing_ok` ({} then)."""
+    path = run_dir / RUN_FILE
+    try:
+        text = read_text(path)
+        data = json.loads(text) if text is not None else None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UserError(f"{path} cannot be read ({exc.__class__.__name__})", hint="the run folder is damaged") from None
+    if data is None and missing_ok:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a run record", hint="the run folder is damaged")
+    return data
+
+
 def _write_atomic(path: Path, text: str, *, code: bool) -> None:
     """Replace `path` atomically, secrets redacted (for code, the workspace diff, known secrets only)."""
     make_folder(path.parent)
     replace_file(path, redact(text, urls=not code))
 
 
-__all__ = ["BASE_FILE", "DIFF_FILE", "RUN_FILE", "SAVE_USAGE_ON", "USAGE_FILE", "RunLedger", "WorkspaceBase", "WorkspaceJournal"]
+__all__ = ["BASE_FILE", "DIFF_FILE", "RUN_FILE", "SAVE_USAGE_ON", "USAGE_FILE", "RunLedger", "WorkspaceBase", "WorkspaceJournal",
+           "read_record"]

@@ -246,16 +246,6 @@ async def open_workspace(
         await sb.close()
 
 
-__all__ = [
-    "SANDBOX_CHOICES",
-    "SANDBOX_PACKS",
-    "agent_packs",
-    "choose_backend",
-    "folder_digest",
-    "load_workspace",
-    "needs_sandbox",
-    "open_workspace",
-    "replay",
-    "without_generated",
-    "workspace_diff",
-]
+__all__ = ["SANDBOX_CHOICES", "SANDBOX_PACKS", "agent_packs", "choose_backend", "folder_digest",
+           "load_workspace", "needs_sandbox", "open_workspace", "replay", "without_generated",
+           "workspace_diff"]
