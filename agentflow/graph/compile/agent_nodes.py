@@ -24,7 +24,7 @@ from agentflow.config import StrictConfig
 from agentflow.errors import UserError, did_you_mean
 from agentflow.events.kinds import NodeEnd, NodeFailure
 from agentflow.graph.run.context import NodeContext
-from agentflow.graph.run.outcome import NODE_ERRORS, NodeFailed, agent_failure
+from agentflow.graph.run.outcome import NODE_ERRORS, NodeError, NodeFailed
 from agentflow.graph.run.streaming import RESULT_CHARS, TokenStreamingModel, send
 from agentflow.graph.search.tree import read_path
 from agentflow.models.base import ModelWrapper
@@ -219,13 +219,15 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
             on_event=_live_tools(name, rt),
             approver=_pause_for_approval,
         )
-        failure = agent_failure(name, result)
-        if failure is not None:
-            rt.emit(NodeFailure(node_id=name, reason=failure.reason, error=failure.error))
+        failed = result.failure()  # (reason, error), None when the agent answered
+        if failed is not None:
+            reason, error = failed
+            rt.emit(NodeFailure(node_id=name, reason=reason, error=error))
             # A loop guard set to end the branch fails the node even where failures route (a search prunes it).
             if on_error is None or (result.stop_reason == "loop" and agent.config.loop_guard.action == "end_branch"):
-                raise NodeFailed(name, failure.reason, failure.error)
-            return {output_key: None, NODE_ERRORS: {name: failure.model_dump()}}
+                raise NodeFailed(name, reason, error)
+            recorded = NodeError(node=name, reason=reason, error=error)
+            return {output_key: None, NODE_ERRORS: {name: recorded.model_dump()}}
         output = result.output.model_dump(mode="json") if result.output is not None else None
         rt.emit(NodeEnd(node_id=name, writes=[output_key]))
         update: dict[str, Any] = {output_key: output}

@@ -51,7 +51,6 @@ from agentflow.graph.run.outcome import (
     finished_tasks,
     record_budget_stop,
     recorded_errors,
-    to_error,
 )
 from agentflow.graph.run.streaming import LiveEvents, RunEvent, check_modes
 from agentflow.graph.run.workspace import choose_backend, open_workspace, replay, workspace_diff
@@ -600,7 +599,7 @@ class WorkflowRunner:
                 node = getattr(failure, "node", None) or (snapshot.next[0] if snapshot.next else "?")
                 failed = {node: error_from_exception(node, failure)}
             elif isinstance(failure, NodeFailed) and failure.node in failed:
-                failed[failure.node] = to_error(failure)
+                failed[failure.node] = error_from_exception(failure.node, failure)
             first = next(iter(failed.values()))
             return RunResult(
                 thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
