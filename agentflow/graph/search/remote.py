@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -30,9 +30,25 @@ if TYPE_CHECKING:
     from agentflow.executors.base import Executor
     from agentflow.graph.define.spec import WorkflowSpec
     from agentflow.graph.run.context import RunHandles
-    from agentflow.graph.search.engine import SearchRun
     from agentflow.graph.search.settings import SearchSettings
     from agentflow.graph.search.tree import Branch
+
+
+class SearchSide(Protocol):
+    """What a search's remote steps read of the search they run for (the engine's `SearchRun`, which imports
+    this module)."""
+
+    name: str
+    sub: WorkflowSpec
+    rt: RunHandles
+    compile: Callable[..., Any]
+    mcp: list[Any]
+    shared: Any
+    stepwise: bool
+
+    def checkpointer(self) -> Any: ...
+
+    def interrupt_after(self) -> Any: ...
 
 
 @contextlib.asynccontextmanager
@@ -268,7 +284,7 @@ async def _export(sandbox: Any, snapshots: list[str | None], have: list[str | No
 class RemoteSteps:
     """A search's steps on `executor`: ships each step, puts back what it wrote (see the module docstring)."""
 
-    def __init__(self, search: SearchRun, executor: Executor, job: Any, base: Any) -> None:
+    def __init__(self, search: SearchSide, executor: Executor, job: Any, base: Any) -> None:
         self.search = search
         self.executor = executor
         self.job = job  # the shared handle of the StepJob
@@ -277,7 +293,7 @@ class RemoteSteps:
         self._starts: dict[str, Any] = {}
 
     @classmethod
-    async def open(cls, search: SearchRun, executor: Executor, root: Branch) -> RemoteSteps:
+    async def open(cls, search: SearchSide, executor: Executor, root: Branch) -> RemoteSteps:
         """Ship what every step of `search` takes: the job and the objects of the search's base snapshot."""
         rt = search.rt
         _check_portable(search)
@@ -368,7 +384,7 @@ class RemoteSteps:
                 rt.events.write(event)
 
 
-def _check_portable(search: SearchRun) -> None:
+def _check_portable(search: SearchSide) -> None:
     """Typed nodes that need the run's resources (a repair task's workbench) cannot run elsewhere."""
     if not any(node.type for node in search.sub.nodes.values()):
         return
