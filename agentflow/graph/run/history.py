@@ -62,11 +62,6 @@ class DiffStore:
                             hint="the run folder is incomplete; fork from another checkpoint")
         return decompress(read_bytes(path) or b"", f"the workspace diff {path}").decode(errors="replace")
 
-    def copy_to(self, digest: str, other: DiffStore) -> None:
-        """Make diff `digest` available in `other` too (a fork's folder holds what its checkpoints name)."""
-        if other.root != self.root:
-            other.put(self.get(digest))
-
 
 @dataclass
 class CheckpointInfo:

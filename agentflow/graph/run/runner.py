@@ -368,8 +368,8 @@ class WorkflowRunner:
                 {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": point.checkpoint_id}}
             )
             diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
-            if diff is not None and self.run_dir is not None:
-                store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))
+            if diff is not None and self.run_dir is not None:  # the fork's folder holds what its checkpoints name
+                DiffStore(self.run_dir).put(diff)
         source_dir = source if source is not None else self.run_dir
         base = RunLedger(source_dir).base() if source_dir is not None else None
         if self.context.sandbox is not None or await self._ensure_sandbox(base) is not None:
