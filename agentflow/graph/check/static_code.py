@@ -212,20 +212,12 @@ class CodeCheck:
             module, _, attr = ref.rpartition(".")
         if not module or not attr:
             raise UserError(f"bad import path {ref!r}: expected 'pkg.module:function'")
-        if is_file_path(module):
-            file = self._file(Path(module).expanduser(), what, f"cannot import {module}: no such file")
-            if file is None:
-                return None
-        else:
-            found = find_module(module)
-            if found is None:
-                raise UserError(f"cannot import {module!r} for {ref!r}: No module named {module!r}")
-            if found.module is not None:
-                return _attribute_problem(found.module, module, attr, ref)
-            if found.file is None:
-                self.notes.append(f"{what}: {ref}: {module} has no Python source to read; {UNCHECKED}")
-                return None
-            file = found.file
+        file = self._locate(module, Path(module).expanduser(), what, f"cannot import {module}: no such file",
+                            UserError(f"cannot import {module!r} for {ref!r}: No module named {module!r}"))
+        if isinstance(file, types.ModuleType):
+            return _attribute_problem(file, module, attr, ref)
+        if file is None:
+            return None
         text = read_module(file)
         head, _, rest = attr.partition(".")
         stmt = text.names.get(head)
@@ -240,6 +232,20 @@ class CodeCheck:
         elif isinstance(stmt, _FUNCTIONS):
             return signature_problem(stmt, ctx_ok)
         return None
+
+    def _locate(self, name: str, path: Path, what: str, missing: str, unknown: UserError,
+                base: Path | None = None) -> Path | types.ModuleType | None:
+        """Module or file `name` (a .py name: at `path`): its source file, or the module itself when this process
+        imported it already; None (noted) when it has no source here to read. `missing`, `unknown`: the
+        errors when the file or the module is not there."""
+        if is_file_path(name):
+            return self._file(path, what, missing)
+        found = find_module(name, base)
+        if found is None:
+            raise unknown
+        if found.module is None and found.file is None:
+            self.notes.append(f"{what}: {name} has no Python source to read; {UNCHECKED}")
+        return found.module or found.file
 
     def _file(self, path: Path, what: str, missing: str) -> Path | None:
         """`path` resolved; None (and a note) when it is outside the workflow's folder; a UserError when absent."""
@@ -269,21 +275,12 @@ class CodeCheck:
         from agentflow.tools.packs import collect_tools, unknown_pack
 
         none = f"tool pack {name!r} defines no @tool functions (decorate functions with @tool)"
-        if name.endswith(".py"):
-            path = Path(name).expanduser()
-            file = self._file(path, what, f"tool pack file {path} not found")
-            if file is None:
-                return None
-        else:
-            found = find_module(name)
-            if found is None:
-                raise unknown_pack(name)
-            if found.module is not None:
-                return None if collect_tools(found.module) else none
-            if found.file is None:
-                self.notes.append(f"{what}: {name} has no Python source to read; {UNCHECKED}")
-                return None
-            file = found.file
+        path = Path(name).expanduser()
+        file = self._locate(name, path, what, f"tool pack file {path} not found", unknown_pack(name))
+        if isinstance(file, types.ModuleType):
+            return None if collect_tools(file) else none
+        if file is None:
+            return None
         text = read_module(file)
         if text.tools:
             return None
@@ -304,19 +301,12 @@ class CodeCheck:
 
     def _read_types(self, name: str, base: Path | None, out: StaticRegistry) -> None:
         what = f"node_types: {name}"
-        if name.endswith(".py"):
-            path = Path(base or ".") / name
-            file = self._file(path, what, f"node_types: {path} not found")
-        else:
-            found = find_module(name, base)
-            if found is None:
-                raise UserError(f"node_types: cannot import {name!r}: No module named {name!r}")
-            if found.module is not None:
-                out.add_module(found.module, replace=True)  # imported already: its real types
-                return
-            file = found.file
-            if file is None:
-                self.notes.append(f"{what}: it has no Python source to read; {UNCHECKED}")
+        path = Path(base or ".") / name
+        file = self._locate(name, path, what, f"node_types: {path} not found",
+                            UserError(f"node_types: cannot import {name!r}: No module named {name!r}"), base)
+        if isinstance(file, types.ModuleType):
+            out.add_module(file, replace=True)  # imported already: its real types
+            return
         text = read_module(file) if file is not None else None
         if text is not None and "NODE_TYPES" not in text.names and not text.open_ended:
             raise UserError(f"node_types: {name} has no NODE_TYPES list", hint="define NODE_TYPES = [NodeType(...)]")

@@ -24,9 +24,10 @@ from agentflow.config import StrictConfig
 from agentflow.errors import UserError, did_you_mean
 from agentflow.events.kinds import NodeEnd, NodeFailure
 from agentflow.graph.run.context import NodeContext
-from agentflow.graph.run.outcome import NODE_ERRORS, NodeFailed, agent_failure
+from agentflow.graph.run.outcome import NODE_ERRORS, NodeError, NodeFailed
 from agentflow.graph.run.streaming import RESULT_CHARS, TokenStreamingModel, send
 from agentflow.graph.search.tree import read_path
+from agentflow.models.base import ModelWrapper
 from agentflow.tools.context import ToolContext
 from agentflow.tools.decorator import Tool
 from agentflow.tools.registry import ToolRegistry
@@ -154,25 +155,19 @@ def _uses_shared_model(spec: WorkflowSpec) -> bool:
     return False
 
 
-class LazyModel:
+class LazyModel(ModelWrapper):
     """A ChatModel built by `build()` on its first use (a call, or a question about its capabilities)."""
 
-    def __init__(self, spec: str, build: Callable[[], Any]) -> None:
+    def __init__(self, spec: str, build: Callable[[], Any]) -> None:  # no inner model yet: `inner` builds it
         self.spec = spec
         self._build = build
         self._model: Any = None
 
     @property
-    def inner(self) -> Any:
+    def inner(self) -> Any:  # type: ignore[override]  # built, never assigned
         if self._model is None:
             self._model = self._build()
         return self._model
-
-    async def chat(self, request: Any) -> Any:
-        return await self.inner.chat(request)
-
-    def stream(self, request: Any) -> Any:
-        return self.inner.stream(request)
 
     async def aclose(self) -> None:
         return None  # the model belongs to whoever built it: the run's context, or the node's spec
@@ -224,13 +219,15 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
             on_event=_live_tools(name, rt),
             approver=_pause_for_approval,
         )
-        failure = agent_failure(name, result)
-        if failure is not None:
-            rt.emit(NodeFailure(node_id=name, reason=failure.reason, error=failure.error))
+        failed = result.failure()  # (reason, error), None when the agent answered
+        if failed is not None:
+            reason, error = failed
+            rt.emit(NodeFailure(node_id=name, reason=reason, error=error))
             # A loop guard set to end the branch fails the node even where failures route (a search prunes it).
             if on_error is None or (result.stop_reason == "loop" and agent.config.loop_guard.action == "end_branch"):
-                raise NodeFailed(name, failure.reason, failure.error)
-            return {output_key: None, NODE_ERRORS: {name: failure.model_dump()}}
+                raise NodeFailed(name, reason, error)
+            recorded = NodeError(node=name, reason=reason, error=error)
+            return {output_key: None, NODE_ERRORS: {name: recorded.model_dump()}}
         output = result.output.model_dump(mode="json") if result.output is not None else None
         rt.emit(NodeEnd(node_id=name, writes=[output_key]))
         update: dict[str, Any] = {output_key: output}

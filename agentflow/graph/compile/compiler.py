@@ -21,6 +21,7 @@ from agentflow.graph.define.spec import NodeSpec, RouteSpec, WorkflowSpec, is_en
 from agentflow.graph.run.context import NodeContext, RunHandles
 from agentflow.graph.run.outcome import NODE_ERRORS, with_error_exit
 from agentflow.graph.run.superstep import settled, settled_sync
+from agentflow.graph.search.tree import read_path
 
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 
@@ -67,12 +68,6 @@ def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
     return schema
 
 
-def _get(state: Any, key: str) -> Any:
-    if isinstance(state, Mapping):
-        return state.get(key)
-    return getattr(state, key, None)
-
-
 def _wants_ctx(fn: Callable[..., Any]) -> bool:
     try:
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -93,31 +88,25 @@ def _function_node(name: str, fn: Callable[..., Any], rt: RunHandles) -> Callabl
         rt.emit(NodeEnd(node_id=name, writes=keys))
         return result
 
+    def start(state: Any, config: RunnableConfig) -> tuple[Any, ...]:
+        """The node starts (`node.start`); the arguments `fn` takes."""
+        rt.start_node(name)
+        return (state, NodeContext(rt, name, config)) if wants_ctx else (state,)
+
     if is_async:
 
         async def run_async(state: Any, config: RunnableConfig) -> Any:
-            rt.start_node(name)
-            args = (state, NodeContext(rt, name, config)) if wants_ctx else (state,)
-            return finish(await fn(*args))
+            return finish(await fn(*start(state, config)))
 
         return run_async
 
-    if wants_ctx:
-
-        def run_ctx(state: Any, config: RunnableConfig) -> Any:
-            rt.start_node(name)
-            return finish(fn(state, NodeContext(rt, name, config)))
-
-        return run_ctx
-
-    if not wrapped:
+    if not wants_ctx and not wrapped:
         return fn  # nothing to add: the plain function is the node
 
-    def run_plain(state: Any) -> Any:
-        rt.start_node(name)
-        return finish(fn(state))
+    def run_sync(state: Any, config: RunnableConfig) -> Any:
+        return finish(fn(*start(state, config)))
 
-    return run_plain
+    return run_sync
 
 
 def _interrupt_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., Any]:
@@ -125,7 +114,7 @@ def _interrupt_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., 
         from langgraph.types import interrupt
 
         rt.start_node(name)
-        shown = {key: _get(state, key) for key in node.show}
+        shown = {key: read_path(state, key) for key in node.show}
         answer = interrupt({"node": name, "message": node.interrupt, "state": shown})
         updates: dict[str, Any] = {}
         if isinstance(answer, Mapping):
@@ -143,8 +132,8 @@ def _fill(template: Any, state: Any) -> Any:
     if isinstance(template, str):
         match = re.fullmatch(r"\{(\w+)\}", template)
         if match:
-            return _get(state, match.group(1))
-        return re.sub(r"\{(\w+)\}", lambda m: str(_get(state, m.group(1))), template)
+            return read_path(state, match.group(1))
+        return re.sub(r"\{(\w+)\}", lambda m: str(read_path(state, m.group(1))), template)
     if isinstance(template, dict):
         return {k: _fill(v, state) for k, v in template.items()}
     if isinstance(template, list):
@@ -199,7 +188,7 @@ def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str,
         field = on
 
         def pick(state: Any) -> Any:
-            return _get(state, field)
+            return read_path(state, field)
     else:
         pick = resolve_callable(on, f"route from '{route.source}'")
 

@@ -49,16 +49,12 @@ class StrictSerde:
 
     def __init__(self, allowed: Iterable[tuple[str, ...] | type] = ()) -> None:
         self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES) | set(AGENTFLOW_TYPES)
-        self._inner = JsonPlusSerializer()
         self._inner_size = -1
         self.allow(allowed)
 
     def allow(self, types: Iterable[tuple[str, ...] | type]) -> None:
         """Also load these `(module, name)` pairs (or classes)."""
         self._allowed |= {(t.__module__, t.__name__) if isinstance(t, type) else tuple(t) for t in types}
-        self._sync()
-
-    def _sync(self) -> None:
         # LangGraph's decoder gets the same list: it then builds these types without a warning per type
         if self._inner_size != len(self._allowed):
             self._inner = JsonPlusSerializer(allowed_msgpack_modules=tuple(self._allowed))

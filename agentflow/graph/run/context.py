@@ -76,7 +76,8 @@ class RunHandles(Generic[DepsT]):
     node_types: Any = None
     """The `NodeTypeRegistry` typed nodes come from (default: `default_registry()`; not annotated: no cycle)."""
     node_clock: NodeClock = field(default_factory=NodeClock)
-    """Time spent inside typed nodes so far (shared with a search's branches: `node_seconds`)."""
+    """Time spent inside typed nodes so far (shared with a search's branches; the rest of a run's wall time is
+    the engine's own)."""
     mcp: McpHub | None = None
     """The run's MCP servers (from the workflow's `mcp_servers:`): their tools join `tools` on first use."""
     checkpointer: BaseCheckpointSaver[Any] | None = None
@@ -103,11 +104,6 @@ class RunHandles(Generic[DepsT]):
     executor: Executor | ExecutorConfig | None = None
     """Where search steps run when a search node does not say: an open `Executor` or an `ExecutorConfig`."""
 
-    @property
-    def node_seconds(self) -> float:
-        """Time spent inside typed nodes so far (the rest of a run's wall time is the engine's own)."""
-        return self.node_clock.seconds
-
     def model_for(self, spec: str) -> ChatModel:
         """The run's model for `spec`, built on first use."""
         found = self.models.get(spec)
@@ -117,12 +113,6 @@ class RunHandles(Generic[DepsT]):
             found = self.models[spec] = load_model(spec)
         return found
 
-    async def find_tool(self, name: str) -> Tool | Callable[..., Any] | None:
-        """`tools[name]`, else the MCP tool of that name (starting its server), else None."""
-        found = self.tools.get(name)
-        if found is None and self.mcp:
-            found = await self.mcp.find(name)
-        return found
     after_tool_call: Callable[[], Awaitable[None]] | None = None
     """Awaited after each tool call of an agent or function node."""
 
@@ -189,8 +179,8 @@ class NodeContext(Generic[DepsT]):
         from agentflow.tools.registry import ToolRegistry
 
         args = dict(args or {})
-        if isinstance(tool, str):
-            obj = await self.run.find_tool(tool)
+        if isinstance(tool, str):  # the run's tool, else the MCP tool of that name (starting its server)
+            obj = self.run.tools.get(tool) or (await self.run.mcp.find(tool) if self.run.mcp else None)
             if obj is None:
                 known = [*self.run.tools, *[t.name for t in (await self.run.mcp.tools() if self.run.mcp else [])]]
                 raise UserError(f"node '{self.node}' calls unknown tool '{tool}'",

@@ -17,7 +17,7 @@ import zstandard
 
 from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.persist.compression import decompress
-from agentflow.graph.run.run_options import read_record
+from agentflow.graph.run.ledger import read_record
 from agentflow.runfiles import check_regular, make_folder, read_bytes, replace_file
 from agentflow.secrets import redact
 
@@ -61,11 +61,6 @@ class DiffStore:
             raise UserError(f"the workspace diff {digest[:12]} is missing from {self.root}",
                             hint="the run folder is incomplete; fork from another checkpoint")
         return decompress(read_bytes(path) or b"", f"the workspace diff {path}").decode(errors="replace")
-
-    def copy_to(self, digest: str, other: DiffStore) -> None:
-        """Make diff `digest` available in `other` too (a fork's folder holds what its checkpoints name)."""
-        if other.root != self.root:
-            other.put(self.get(digest))
 
 
 @dataclass

@@ -1,12 +1,6 @@
 """The run ledger: what a run has done, kept in its folder by `WorkflowRunner(spec, run_dir=...)`, whichever
 entry point ran it (docs/concepts/workflows.md):
 
-    runs/<run_id>/run.json       run id, thread id, workflow; the last leg's status and stop reason
-    runs/<run_id>/events.jsonl   every model call, tool call and node transition, appended across resumes
-    runs/<run_id>/usage.json     the budget's usage per thread (`threads`) and summed, rewritten as it grows
-    runs/<run_id>/patch.diff     the sandbox workspace's diff so far
-    runs/<run_id>/diffs/         the workspace's diff at each checkpoint, for forks (history.py)
-
     runs/<run_id>/run.json       run id, thread id, workflow; the last leg's status and stop reason (the CLI
                                  adds the options it was started with: model, sandbox, workspace, limits...)
     runs/<run_id>/events.jsonl   every model call, tool call and node transition (when the caller brings no
@@ -39,7 +33,6 @@ from typing import Any
 
 from agentflow.budget import Budget, BudgetUsage
 from agentflow.errors import UserError
-from agentflow.events import Event
 from agentflow.events.kinds import LimitReached, ModelCall, NodeEnd, NodeFailure, ToolCalled
 from agentflow.runfiles import make_folder, read_text, replace_file
 from agentflow.runrecord import SIGNED_FIELDS, sign, verified
@@ -72,15 +65,7 @@ class RunLedger:
 
     def record(self) -> dict[str, Any]:
         """run.json as written so far ({} when there is none yet)."""
-        path = self.run_dir / RUN_FILE
-        try:
-            text = read_text(path)
-            if text is None:
-                return {}
-            data = json.loads(text)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{path} cannot be read ({exc})", hint="the run folder is damaged") from None
-        return data if isinstance(data, dict) else {}
+        return read_record(self.run_dir, missing_ok=True)
 
     def update_record(self, **fields: Any) -> dict[str, Any]:
         """Merge `fields` into run.json (secrets redacted) and return the whole record. A change to a field a
@@ -172,19 +157,6 @@ class RunLedger:
             self.save_base(base)
 
 
-class UsageSaver:
-    """An `EventLog` sink rewriting usage.json, as thread `thread()`'s, after each event that charged the budget."""
-
-    def __init__(self, ledger: RunLedger, budget: Budget, thread: Callable[[], str | None]) -> None:
-        self.ledger = ledger
-        self.budget = budget
-        self.thread = thread
-
-    def __call__(self, event: Event) -> None:
-        if isinstance(event, SAVE_USAGE_ON):
-            self.ledger.save_usage(self.budget, self.thread())
-
-
 class WorkspaceJournal:
     """A `ToolJournal` that has the run's workspace written (`keep(key)`) before it records a completed call,
     so a call replayed after a crash finds its edits in the restored workspace."""
@@ -192,12 +164,6 @@ class WorkspaceJournal:
     def __init__(self, inner: Any, keep: Callable[[str], Awaitable[None]]) -> None:
         self.inner = inner
         self.keep = keep
-
-    def get(self, key: str) -> Any:
-        return self.inner.get(key)
-
-    def put(self, key: str, result: Any) -> None:
-        self.inner.put(key, result)
 
     async def aput(self, key: str, result: Any) -> None:
         """Keep the workspace, then record the call (the order a crash cannot turn into a lost edit)."""
@@ -208,10 +174,27 @@ class WorkspaceJournal:
         return getattr(self.inner, name)
 
 
+def read_record(run_dir: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """run.json of `run_dir` (a regular file: never read through a link); a one-line UserError when unreadable,
+    or missing unless `missing_ok` ({} then)."""
+    path = run_dir / RUN_FILE
+    try:
+        text = read_text(path)
+        data = json.loads(text) if text is not None else None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UserError(f"{path} cannot be read ({exc.__class__.__name__})", hint="the run folder is damaged") from None
+    if data is None and missing_ok:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a run record", hint="the run folder is damaged")
+    return data
+
+
 def _write_atomic(path: Path, text: str, *, code: bool) -> None:
     """Replace `path` atomically, secrets redacted (for code, the workspace diff, known secrets only)."""
     make_folder(path.parent)
     replace_file(path, redact(text, urls=not code))
 
 
-__all__ = ["BASE_FILE", "DIFF_FILE", "RUN_FILE", "USAGE_FILE", "RunLedger", "UsageSaver", "WorkspaceBase", "WorkspaceJournal"]
+__all__ = ["BASE_FILE", "DIFF_FILE", "RUN_FILE", "SAVE_USAGE_ON", "USAGE_FILE", "RunLedger", "WorkspaceBase", "WorkspaceJournal",
+           "read_record"]

@@ -32,22 +32,10 @@ class NodeError(BaseModel):
     """The message, one line where possible."""
 
 
-def to_error(failure: NodeFailed) -> NodeError:
-    return NodeError(node=failure.node, reason=failure.reason, error=failure.error)
-
-
-def agent_failure(node: str, result: Any) -> NodeError | None:
-    """The failure of an `AgentResult`, or None when the agent answered (`result.ok`)."""
-    failure = result.failure()
-    if failure is None:
-        return None
-    return NodeError(node=node, reason=failure[0], error=failure[1])
-
-
 def error_from_exception(node: str, exc: BaseException | str) -> NodeError:
     """A NodeError for an exception a node raised (or the text LangGraph kept of it in the checkpoint)."""
     if isinstance(exc, NodeFailed):
-        return to_error(exc)
+        return NodeError(node=exc.node, reason=exc.reason, error=exc.error)
     if isinstance(exc, BudgetExceeded):
         return NodeError(node=node, reason=f"budget:{exc.kind}", error=str(exc))
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
@@ -114,5 +102,5 @@ def with_error_exit(node: str, on_error: str, normal: Callable[[Any], str] | str
     return choose
 
 
-__all__ = ["NODE_ERRORS", "NodeError", "NodeFailed", "agent_failure", "error_from_exception", "failed_tasks",
-           "finished_tasks", "one_line", "record_budget_stop", "recorded_errors", "to_error", "with_error_exit"]
+__all__ = ["NODE_ERRORS", "NodeError", "NodeFailed", "error_from_exception", "failed_tasks",
+           "finished_tasks", "one_line", "record_budget_stop", "recorded_errors", "with_error_exit"]

@@ -6,14 +6,12 @@ What the run has done and spent is the run ledger (`ledger.py`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agentflow.errors import UserError
-from agentflow.graph.run.ledger import DIFF_FILE, RUN_FILE, USAGE_FILE, RunLedger
-from agentflow.runfiles import read_text
+from agentflow.graph.run.ledger import DIFF_FILE, RUN_FILE, USAGE_FILE, RunLedger, read_record
 from agentflow.runrecord import verified
 from agentflow.secrets import masked
 
@@ -63,19 +61,6 @@ class RunOptions:
         workflow = str(Path(source).resolve()) if source and Path(source).is_file() else self.workflow
         return {"workflow": workflow, "model": self.model, "serve": self.serve, "sandbox": self.sandbox,
                 "workspace": self.workspace, "config": list(self.config), "limits": dict(self.limits)}
-
-
-def read_record(run_dir: Path) -> dict[str, Any]:
-    """run.json of `run_dir` (a regular file: never read through a link); a one-line UserError when unreadable."""
-    path = run_dir / RUN_FILE
-    try:
-        text = read_text(path)
-        data = json.loads(text) if text is not None else None
-    except (OSError, ValueError, RecursionError) as exc:
-        raise UserError(f"{path} cannot be read ({exc.__class__.__name__})", hint="the run folder is damaged") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path} is not a run record", hint="the run folder is damaged")
-    return data
 
 
 def resolve_options(given: RunOptions, run_dir: Path | None, *, verb: str) -> RunOptions:

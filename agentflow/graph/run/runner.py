@@ -27,6 +27,7 @@ from typing import Any, Literal, Self
 from agentflow._sync import require_no_running_loop
 from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
+from agentflow.events import Event
 from agentflow.events.kinds import LimitReached, RunEnd, RunFork, RunResume, RunStart, WorkspaceRestored
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.run.context import RunHandles
@@ -41,7 +42,7 @@ from agentflow.graph.run.history import (
     root_config,
     thread_history,
 )
-from agentflow.graph.run.ledger import RunLedger, UsageSaver, WorkspaceBase, WorkspaceJournal
+from agentflow.graph.run.ledger import SAVE_USAGE_ON, RunLedger, WorkspaceBase, WorkspaceJournal
 from agentflow.graph.run.outcome import (
     NodeError,
     NodeFailed,
@@ -50,7 +51,6 @@ from agentflow.graph.run.outcome import (
     finished_tasks,
     record_budget_stop,
     recorded_errors,
-    to_error,
 )
 from agentflow.graph.run.streaming import LiveEvents, RunEvent, check_modes
 from agentflow.graph.run.workspace import choose_backend, open_workspace, replay, workspace_diff
@@ -221,11 +221,15 @@ class WorkflowRunner:
 
             self.context.events = RunDir(ledger.run_dir).events(ledger.run_id)
             self._owned.append(self.context.events)
-        assert self.context.budget is not None
+        budget = self.context.budget
         sinks = getattr(self.context.events, "sinks", None)
         if isinstance(sinks, list):
-            self._usage_sink = UsageSaver(ledger, self.context.budget, lambda: self._thread)
-            sinks.append(self._usage_sink)
+            def save_usage(event: Event) -> None:  # usage.json as the thread's, after each charge
+                if isinstance(event, SAVE_USAGE_ON):
+                    ledger.save_usage(budget, self._thread)
+
+            self._usage_sink = save_usage
+            sinks.append(save_usage)
         if self.context.journal is not None and not isinstance(self.context.journal, WorkspaceJournal):
             self.context.journal = WorkspaceJournal(self.context.journal, self._keep_workspace)
 
@@ -296,24 +300,18 @@ class WorkflowRunner:
         await self._restore_workspace()
         pending = [i for task in snapshot.tasks for i in task.interrupts]
         self.context.emit(RunResume(workflow=self.spec.name, thread_id=thread_id, approve=approve, edit=bool(edit)))
+        at_breakpoint = bool(set(snapshot.next) & set(self._spec_at(path).interrupt_before))
+        if (pending or at_breakpoint) and not approve and edit is None:
+            shown = pending[0].value if pending else None
+            node = shown.get("node") if isinstance(shown, dict) else snapshot.next[0]
+            raise UserError(f"thread {thread_id!r} waits for approval {'at' if pending else 'before'} node '{node}'",
+                            hint="pass --approve, or --edit JSON to change the state first")
         if pending:
             if edit is not None:
-                command: Any = Command(resume={"action": "edit", "updates": dict(edit)})
-            elif approve:
-                command = Command(resume={"action": "approve", **_approved_call(pending[0].value, approve)})
+                answer = {"action": "edit", "updates": dict(edit)}
             else:
-                node = pending[0].value.get("node") if isinstance(pending[0].value, dict) else snapshot.next[0]
-                raise UserError(
-                    f"thread {thread_id!r} waits for approval at node '{node}'",
-                    hint="pass --approve, or --edit JSON to change the state first",
-                )
-            return await self._drive(command, thread_id, on_event)
-        at_breakpoint = bool(set(snapshot.next) & set(self._spec_at(path).interrupt_before))
-        if at_breakpoint and not (approve or edit is not None):
-            raise UserError(
-                f"thread {thread_id!r} waits for approval before node '{snapshot.next[0]}'",
-                hint="pass --approve, or --edit JSON to change the state first",
-            )
+                answer = {"action": "approve", **_approved_call(pending[0].value, approve)}
+            return await self._drive(Command(resume=answer), thread_id, on_event)
         if edit is not None:
             await graph.aupdate_state(config, dict(edit))
         return await self._drive(None, thread_id, on_event)
@@ -370,8 +368,8 @@ class WorkflowRunner:
                 {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": point.checkpoint_id}}
             )
             diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
-            if diff is not None and self.run_dir is not None:
-                store.copy_to(str(point.workspace_diff), DiffStore(self.run_dir))
+            if diff is not None and self.run_dir is not None:  # the fork's folder holds what its checkpoints name
+                DiffStore(self.run_dir).put(diff)
         source_dir = source if source is not None else self.run_dir
         base = RunLedger(source_dir).base() if source_dir is not None else None
         if self.context.sandbox is not None or await self._ensure_sandbox(base) is not None:
@@ -601,7 +599,7 @@ class WorkflowRunner:
                 node = getattr(failure, "node", None) or (snapshot.next[0] if snapshot.next else "?")
                 failed = {node: error_from_exception(node, failure)}
             elif isinstance(failure, NodeFailed) and failure.node in failed:
-                failed[failure.node] = to_error(failure)
+                failed[failure.node] = error_from_exception(failure.node, failure)
             first = next(iter(failed.values()))
             return RunResult(
                 thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),

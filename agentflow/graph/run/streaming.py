@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from agentflow.agents.stream import TokenForwardingModel
 from agentflow.errors import UserError
-from agentflow.models.base import ChatModel, ChatRequest, ChatResponse
+from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, ModelWrapper
 
 StreamMode = Literal["tokens", "models", "tools", "nodes", "search", "custom"]
 STREAM_MODES: tuple[StreamMode, ...] = ("tokens", "models", "tools", "nodes", "search", "custom")
@@ -181,25 +181,19 @@ class LiveEvents:
         return [self.event("interrupt", node=node, path=path, data={"value": values})]
 
 
-class TokenStreamingModel(TokenForwardingModel):
-    """`TokenForwardingModel` whose tokens go to the run's stream, attributed to `node`, with a `model.start`
-    and a `model.call` event around each call and a `model.progress` event every `PROGRESS_EVERY_S` between
-    them (outside a running graph the model is called as it is)."""
+class TokenStreamingModel(ModelWrapper):
+    """A model whose tokens (`TokenForwardingModel`) go to the run's stream, attributed to `node`, with a
+    `model.start` and a `model.call` event around each call and a `model.progress` event every
+    `PROGRESS_EVERY_S` between them (outside a running graph the model is called as it is)."""
 
     def __init__(self, inner: ChatModel, node: str) -> None:
-        super().__init__(inner, self._write)
+        super().__init__(inner)
         self.node = node
-        self._writer: Callable[[Any], None] | None = None
-
-    def _write(self, text: str) -> None:
-        if self._writer is not None:
-            self._writer({"node": self.node, "event": "token", "chunk": text, "text": text, "data": {}})
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         writer = stream_writer()
         if writer is None:  # called outside a running graph
             return await self.inner.chat(request)
-        self._writer = writer
         call = 1 + sum(1 for m in request.messages if m.role == "assistant")  # the agent's loop step
         send(self.node, "model.start", call=call, spec=self.spec, n=request.n)
         started = time.monotonic()
@@ -207,9 +201,9 @@ class TokenStreamingModel(TokenForwardingModel):
 
         def forward(text: str) -> None:
             tokens[0] += 1
-            self._write(text)
+            writer({"node": self.node, "event": "token", "chunk": text, "text": text, "data": {}})
 
-        ticker = asyncio.create_task(self._tick(call, started, tokens, self._writer))
+        ticker = asyncio.create_task(self._tick(call, started, tokens, writer))
         try:
             response = await TokenForwardingModel(self.inner, forward).chat(request)
         finally:
@@ -227,6 +221,7 @@ class TokenStreamingModel(TokenForwardingModel):
             await asyncio.sleep(PROGRESS_EVERY_S)
             writer({"node": self.node, "event": "model.progress", "text": "", "data": {
                 "call": call, "running_s": round(time.monotonic() - started, 1), "tokens": tokens[0]}})
+
 
 __all__ = ["MODE_OF", "PROGRESS_EVERY_S", "STREAM_MODES", "LiveEvents", "RunEvent", "StreamMode", "TokenStreamingModel",
            "check_modes", "send", "stream_writer"]

@@ -20,10 +20,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,8 +106,6 @@ def _generated(path: str) -> bool:
 
 def without_generated(diff: str) -> str:
     """`diff` without the file sections of caches and bytecode, ending in a newline (as `git apply` needs)."""
-    import re
-
     sections = re.split(r"(?m)^(?=diff --git )", diff)
     kept = []
     for section in sections:
@@ -172,23 +171,10 @@ def check_workspace(workspace: str | Path) -> Path:
     return src
 
 
-def check_recorded_start(workspace: str | Path, base: WorkspaceBase | None) -> None:
-    """A one-line UserError when `workspace` cannot be made the workspace a run recorded as its start (`base`;
-    see `_back_to_base`): checked before a fork creates its run folder, and again as its sandbox loads it."""
-    if base is None or base.files is None:
-        return
-    src = check_workspace(workspace)
-    with tempfile.TemporaryDirectory(prefix="agentflow-ws-") as tmp:
-        copy = Path(tmp) / "ws"
-        _copy_without_git(src, copy, ())
-        _back_to_base(copy, base, src)
-
-
-async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Iterable[str] = (),
-                         base: WorkspaceBase | None = None) -> int:
-    """Copy the host folder `workspace` (without .git) into the sandbox's working directory. With `base`, the
-    copy is that recorded workspace (see `_back_to_base`), or, when its files are not known yet, they are
-    filled in from the copy."""
+@contextlib.contextmanager
+def _copy_of(workspace: str | Path, base: WorkspaceBase | None, ignore: Iterable[str] = ()) -> Iterator[Path]:
+    """A temporary copy of the host folder `workspace` (without .git). With `base`, the copy is that recorded
+    workspace (see `_back_to_base`), or, when its files are not known yet, they are filled in from the copy."""
     src = check_workspace(workspace)
     with tempfile.TemporaryDirectory(prefix="agentflow-ws-") as tmp:
         copy = Path(tmp) / "ws"
@@ -197,6 +183,22 @@ async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Ite
             base.files = folder_digest(copy)
         elif base is not None:
             _back_to_base(copy, base, src)
+        yield copy
+
+
+def check_recorded_start(workspace: str | Path, base: WorkspaceBase | None) -> None:
+    """A one-line UserError when `workspace` cannot be made the workspace a run recorded as its start (`base`;
+    see `_back_to_base`): checked before a fork creates its run folder, and again as its sandbox loads it."""
+    if base is not None and base.files is not None:
+        with _copy_of(workspace, base):
+            pass
+
+
+async def load_workspace(sb: AgentSandbox, workspace: str | Path, *, ignore: Iterable[str] = (),
+                         base: WorkspaceBase | None = None) -> int:
+    """Copy the host folder `workspace` (without .git; with `base`, see `_copy_of`) into the sandbox's working
+    directory."""
+    with _copy_of(workspace, base, ignore) as copy:
         return await sb.upload(copy, ".")
 
 
@@ -209,8 +211,6 @@ async def replay(sb: Any, diff: str, *, reset: bool = False) -> None:
     if diff:
         res = await sb.apply_patch(diff)
         if not res.ok:
-            import re
-
             files = sorted(set(re.findall(r"(?m)^error: (\S+): (?:already exists|patch does not apply|does not "
                                           r"exist|No such file)", res.output)))
             raise UserError(f"the run's recorded changes do not apply to the workspace ({', '.join(files) or 'git apply'}"
@@ -225,13 +225,11 @@ async def open_workspace(
     workspace: str | Path | None = None,
     *,
     events: Any = None,
-    replay_diff: str | None = None,
     config: Any = None,
     base: WorkspaceBase | None = None,
 ) -> AsyncIterator[AgentSandbox]:
     """A started sandbox holding a copy of `workspace` (empty without one; with `base`, see `load_workspace`),
-    its diff base set there; with `replay_diff` (a resumed run's changes so far) that diff is applied on top.
-    Closed on exit."""
+    its diff base set there. Closed on exit."""
     from agentflow.sandbox import start_sandbox
 
     sb = await start_sandbox(backend, config, events=events)  # type: ignore[arg-type]
@@ -239,23 +237,11 @@ async def open_workspace(
         if workspace is not None:
             await load_workspace(sb, workspace, base=base)
         await sb.set_base()
-        if replay_diff:
-            await replay(sb, replay_diff)
         yield sb
     finally:
         await sb.close()
 
 
-__all__ = [
-    "SANDBOX_CHOICES",
-    "SANDBOX_PACKS",
-    "agent_packs",
-    "choose_backend",
-    "folder_digest",
-    "load_workspace",
-    "needs_sandbox",
-    "open_workspace",
-    "replay",
-    "without_generated",
-    "workspace_diff",
-]
+__all__ = ["SANDBOX_CHOICES", "SANDBOX_PACKS", "agent_packs", "choose_backend", "folder_digest",
+           "load_workspace", "needs_sandbox", "open_workspace", "replay", "without_generated",
+           "workspace_diff"]

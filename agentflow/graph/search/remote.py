@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 
 class SearchSide(Protocol):
-    """What a search's remote steps read of the search they run for (the engine's `SearchRun`)."""
+    """What a search's remote steps read of the search they run for (the engine's `SearchRun`, which imports
+    this module)."""
 
     name: str
     sub: WorkflowSpec

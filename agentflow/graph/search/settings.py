@@ -189,19 +189,6 @@ def subgraph_spec(spec: WorkflowSpec, path: list[str]) -> WorkflowSpec:
     return spec
 
 
-__all__ = [
-    "BRANCH_SEP",
-    "COMMON_SETTINGS",
-    "READS",
-    "STEPWISE_SETTINGS",
-    "STRATEGIES",
-    "STRATEGY_NAMES",
-    "SearchSettings",
-    "Strategy",
-    "branch_path",
-    "ignored_settings",
-    "parse_search_settings",
-    "settings_problems",
-    "strategy_for",
-    "subgraph_spec",
-]
+__all__ = ["BRANCH_SEP", "COMMON_SETTINGS", "READS", "STEPWISE_SETTINGS", "STRATEGIES", "STRATEGY_NAMES",
+           "SearchSettings", "Strategy", "branch_path", "ignored_settings", "parse_search_settings",
+           "settings_problems", "strategy_for", "subgraph_spec"]

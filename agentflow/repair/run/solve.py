@@ -403,7 +403,7 @@ async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
             result = await runner.start({}, thread_id=THREAD)
         run.candidates = await _checkpointed_candidates(runner.checkpointer)
     outcome.graph_s = round(time.perf_counter() - t0, 3)
-    outcome.nodes_s = round(context.node_seconds, 3)
+    outcome.nodes_s = round(context.node_clock.seconds, 3)
     run.state = dict(result.state)
     if result.status == "failed":
         if isinstance(result.exception, BudgetExceeded):  # cut at the wall clock: what the checkpoint holds stands
