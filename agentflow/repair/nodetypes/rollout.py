@@ -68,6 +68,9 @@ from agentflow.repair.nodetypes.state import (
     HeadRecord,
     RepairState,
     Verdict,
+    checkpointed_candidates,
+    solved,
+    task_candidates,
 )
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import HowToVerify, Verification, Workbench
@@ -327,6 +330,13 @@ class Approach:
                                              window=self.cfg.edit_format == "rewrite", failure=self.failure)
 
 
+async def _task_solved(ctx: NodeContext[RepairRuntime], state: RepairState) -> bool:
+    """A candidate of the task passed tests that decide, as the task's checkpoints hold it: one of this branch,
+    of a concurrent one, or of the killed run a resumed task continues."""
+    saver = ctx.run.checkpointer
+    return solved(await checkpointed_candidates(saver) if saver is not None else task_candidates(state))
+
+
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
                 current: HeadRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
                 drawn: list[int], resampled: list[Candidate]) -> EditRecord | None:
@@ -340,7 +350,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
     hint = str(state.get("hint") or "")
     failure = failure_report(rt.issue, str((state.get("spectrum") or {}).get("errors") or ""))
     for _ in range(cfg.noop_retries + 1):
-        if cfg.stop_on_success and rt.solved:
+        if cfg.stop_on_success and await _task_solved(ctx, state):
             return None
         n = len(drawn) + 1
         sample = (number + 1) * SAMPLE_STRIDE + n
@@ -375,8 +385,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     updates: RepairState = {"hint": ""}
     if not state.get("suspects"):
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
-        if not rt.base_shown:  # once a task: what its search starts from (the first edit's view of it)
-            rt.base_shown = True
+        if not ctx.run.sample:  # the task's first edit (its search's first branch): what the search starts from
             base = state.get("base") or Verification()
             emit_task(rt, RepairBase(passed=base.passed, score=base.score, feedback=rt.bench.mode,
                                      reproduced=(state.get("reproduction") or {}).get("kept"),

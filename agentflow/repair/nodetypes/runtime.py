@@ -149,18 +149,9 @@ class RepairRuntime:
     budget: Budget
     events: EventLog
     issue: str
-    solved: bool = False
-    """A candidate of the task passed tests that decide (one this process recorded, or, in a resumed task, one
-    the killed run's `repair.candidate` events name): `swe.edit` nodes with `stop_on_success` draw no new
-    samples. Not in the state: concurrent branches learn it from each other as they run."""
-    # What follows is no run state either: caches of what the sandbox gives again, and a guard against
-    # concurrent branches writing one event twice.
+    # No run state (the checkpointed state holds all of it): caches of what the sandbox gives again.
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     """Patch -> the Python sources at base + patch, read once per task (`rollout.sources_at`)."""
-    base_shown: bool = False
-    """The `repair.base` event was written (the first edit of the task writes it; the state's `suspects` say
-    whether a resumed task's first edit was made, this flag only keeps concurrent first edits from both
-    writing it)."""
     examples_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     examples_checked: bool = False
     examples_before: ExampleRun | None = None
@@ -181,7 +172,5 @@ class RepairRuntime:
 
     def record(self, cand: Candidate) -> None:
         """A candidate a node made (its update puts it in the state's `attempts` or `resampled`, the one record
-        of it): its `repair.candidate` event, and `solved` once it passed."""
+        of it): its `repair.candidate` event."""
         self.events.write(candidate_event(cand))
-        passed = cand.verification is not None and cand.verification.passed is True
-        self.solved = self.solved or (cand.status == "ok" and passed)

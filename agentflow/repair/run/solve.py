@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
 from agentflow.errors import AgentflowError, ModelError, UserError
-from agentflow.events import EventLog, read_events
+from agentflow.events import EventLog
 from agentflow.events.kinds import (
-    RepairCandidate,
     RepairEnd,
     RepairPreflight,
     RepairResume,
@@ -42,7 +41,7 @@ from agentflow.models.cache import ResponseCache
 from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config, with_setting
 from agentflow.repair.edit.steps import edit_format_for, issue_text
 from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents
-from agentflow.repair.nodetypes.state import task_candidates
+from agentflow.repair.nodetypes.state import checkpointed_candidates
 from agentflow.repair.nodetypes.trajectory import trajectories_stop
 from agentflow.repair.outcome import Candidate, InstanceOutcome
 from agentflow.repair.run.candidates_file import write_candidates
@@ -204,7 +203,7 @@ class _TaskRun:
     state: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The workflow's final state once it ran (cut by a limit or an error: its last checkpoint's)."""
     candidates: list[Candidate] = dataclasses.field(default_factory=list)
-    """The task's candidates, as its checkpoints hold them once the workflow ran (`_checkpointed_candidates`)."""
+    """The task's candidates, as its checkpoints hold them once the workflow ran (`checkpointed_candidates`)."""
 
 
 def _search_for_failing_tests(run: _TaskRun) -> None:
@@ -397,11 +396,10 @@ async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
         existing = await runner.graph.aget_state(runner._config(THREAD))
         if existing.created_at is not None:
             rt.events.write(RepairResume(node_id=rt.iid, instance_id=rt.iid, next=list(existing.next)))
-            rt.solved = _passed_before(rt.events, rt.iid)
             result = await runner.resume(THREAD)
         else:
             result = await runner.start({}, thread_id=THREAD)
-        run.candidates = await _checkpointed_candidates(runner.checkpointer)
+        run.candidates = await checkpointed_candidates(runner.checkpointer)
     outcome.graph_s = round(time.perf_counter() - t0, 3)
     outcome.nodes_s = round(context.node_seconds, 3)
     run.state = dict(result.state)
@@ -414,30 +412,6 @@ async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
             raise result.exception  # BudgetExceeded, ModelError, ...: the task's outcome says which
         error = next(iter(result.errors.values()))
         raise AgentflowError(f"node '{error.node}' failed: {error.error}")
-
-
-async def _checkpointed_candidates(saver: Any) -> list[Candidate]:
-    """The candidates the latest checkpoint of each of the task's threads holds: the workflow's and every search
-    branch's, so a search a limit cut before it gathered its branches still counts theirs."""
-    from agentflow.graph.run.history import root_config
-
-    threads = {t.config["configurable"]["thread_id"] async for t in saver.alist(None)
-               if not t.config["configurable"].get("checkpoint_ns")}
-    states = []
-    for thread in sorted(threads):
-        saved = await saver.aget_tuple(root_config(thread))
-        if saved is not None:
-            states.append(saved.checkpoint["channel_values"])
-    return task_candidates(*states)
-
-
-def _passed_before(events: EventLog, iid: str) -> bool:
-    """Whether the run a resume continues recorded a candidate of task `iid` that passed tests that decide (its
-    `repair.candidate` events in the run's events file, appended across resumes)."""
-    if events.path is None or not events.path.is_file():
-        return False
-    return any(isinstance(e, RepairCandidate) and e.instance_id == iid and e.status == "ok" and e.passed is True
-               for e in read_events(events.path))
 
 
 async def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate], bench: Workbench,
