@@ -1,5 +1,5 @@
 """A task's candidates are its state's (`state.task_candidates`), and candidates.jsonl is written from them
-(`run.candidates_file`); a resumed task's come from its checkpoints (the kill -9 tests: test_resume_nodes.py,
+(`solve.write_candidates`); a resumed task's come from its checkpoints (the kill -9 tests: test_resume_nodes.py,
 test_repair_search_resume.py), and so does whether a candidate of the task passed."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from agentflow.graph.run.history import root_config
 from agentflow.models.base import ChatRequest
 from agentflow.repair.nodetypes.state import checkpointed_candidates, solved, task_candidates
 from agentflow.repair.outcome import Candidate
-from agentflow.repair.run.candidates_file import FILE, write_candidates
+from agentflow.repair.run.solve import CANDIDATES_FILE, write_candidates
 from agentflow.repair.verify.workbench import Verification
 
 from .conftest import TASKS_FILE, read_jsonl
@@ -47,12 +47,12 @@ def test_the_tasks_candidates_are_every_one_in_the_state_in_the_order_drawn_each
 
 def test_a_row_has_the_fields_it_always_had(tmp_path: Path) -> None:
     write_candidates(tmp_path, [_cand("b0.1", 101).model_copy(update={"value": 0.7, "assessment": "close"})])
-    (row,) = [json.loads(line) for line in (tmp_path / FILE).read_text().splitlines()]
+    (row,) = [json.loads(line) for line in (tmp_path / CANDIDATES_FILE).read_text().splitlines()]
     assert set(row) == {"instance_id", "candidate_id", "parent_id", "status", "patch", "dropped_test_files",
                         "edit_errors", "verification", "finish_reason", "sample", "answer", "window", "approach",
                         "part_of"}
     write_candidates(tmp_path, [])  # replaced whole
-    assert (tmp_path / FILE).read_text() == ""
+    assert (tmp_path / CANDIDATES_FILE).read_text() == ""
 
 
 async def _checkpoint(saver: AgentflowSaver, thread: str, values: dict[str, Any]) -> None:

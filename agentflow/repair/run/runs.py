@@ -211,7 +211,7 @@ async def run_batch(
         on_progress(progress, None)
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
-    run_budget = executor.run_budget(cfg.limits.run_budget_usd, spent_usd=progress.cost_usd)
+    run_budget = executor.run_budget(cfg.limits.run_budget_usd, spent_usd=progress.counts.cost_usd)
     shipping = Shipping(executor) if executor.remote else None
     skipped: list[str] = []
     with rundir.events() as events:

@@ -1,13 +1,11 @@
 """Repair one task by running the repair workflow (`workflows/repair.yaml`, or the run's `workflow`) on the
-graph engine, with what no node owns around it: the role models, the sandbox with the repository at its base
-commit, the budget, and the task's files (outcome.json, patch.diff, candidates.jsonl).
+graph engine, with what no node owns around it: the role models, the sandbox, the budget, and the task's files
+(outcome.json, patch.diff, candidates.jsonl).
 
-A checkpoint is written after every node into the task's folder (`checkpoints.db`), so a task killed mid-way
-resumes at the node where it stopped. Inside that node (a search of many samples), the seeded model calls that
-had completed are answered from the task's call journal (`calls.db`); a graph search node also takes its
-finished branches as they were. The task's candidates are those its checkpoints hold (`state.task_candidates`
-over the workflow's thread and every search branch's): a node a kill cut short, run again, makes its own again
-under the same ids, so each is recorded once; candidates.jsonl is written from them when the task ends.
+A checkpoint after every node (`checkpoints.db` in the task's folder) lets a killed task resume at the node where
+it stopped; inside it, completed seeded model calls come from the call journal (`calls.db`) and a graph search
+takes its finished branches as they were. The task's candidates are those its checkpoints hold
+(`state.checkpointed_candidates`): a node a kill cut short makes its own again under the same ids.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import shlex
 import sys
 import time
@@ -44,7 +43,6 @@ from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEv
 from agentflow.repair.nodetypes.state import checkpointed_candidates
 from agentflow.repair.nodetypes.trajectory import trajectories_stop
 from agentflow.repair.outcome import Candidate, InstanceOutcome
-from agentflow.repair.run.candidates_file import write_candidates
 from agentflow.repair.run.progress import expected_calls
 from agentflow.repair.run.workflow_settings import (
     attempt_searches,
@@ -58,7 +56,9 @@ from agentflow.repair.run.workflow_settings import (
 )
 from agentflow.repair.verify.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
 from agentflow.repair.verify.workbench import Workbench
+from agentflow.secrets import redact
 from agentflow.rundir import RunDir
+from agentflow.runfiles import replace_file
 from agentflow.sandbox.base import Sandbox
 from agentflow.swe.preflight import Preflight
 from agentflow.swe.tasks import SWETask
@@ -70,6 +70,7 @@ THREAD = "repair"
 """The graph thread of a task's repair in its own checkpoint file."""
 CALLS_FILE = "calls.db"
 """A task's journal of seeded model calls in its folder: a resumed task takes completed calls from it."""
+CANDIDATES_FILE = "candidates.jsonl"
 
 
 def _python_for(sandbox: Sandbox) -> str:
@@ -290,6 +291,13 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
         task_dir = RunDir(run.inst_dir)
         task_dir.write_text("patch.diff", outcome.model_patch, code=True)
         task_dir.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
+
+
+def write_candidates(inst_dir: Path, candidates: list[Candidate]) -> None:
+    """The task's candidates.jsonl, a view of its candidates (one JSON line each; replaced whole, never through a
+    link the run folder brings). The value agent's judgement is the state's, for the choice: not a column."""
+    rows = (redact(c.model_dump(mode="json", exclude={"value", "assessment"})) for c in candidates)
+    replace_file(inst_dir / CANDIDATES_FILE, "".join(json.dumps(row) + "\n" for row in rows))
 
 
 class TestsCannotRun(UserError):
