@@ -1,13 +1,9 @@
 """What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`): the task's
 workbench (sandbox), the role models, the budget and the events; and the settings classes of the node types.
 
-Settings of a node, from weakest to strongest (docs/concepts/repair.md, "Where a setting comes from"): its
-type's class's defaults and the run's value (`RepairConfig` by the setting's flat name, `run_field`, with
-`-c key=value`, then `nodes.*`), the node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`
-(`workflow_settings.give_settings`). A node type declares which settings it takes (a `NodeSettings` class
-written out: a setting only node types take declared there, one the run also has defaulting to the run's,
-`run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node's steps
-read its settings, and the run's config (`rt.cfg`) only for what is the run's (its models, its test command).
+A node type declares the settings it takes (a `NodeSettings` class; one the run also has defaults to the run's,
+`run_default`), so a typo in a workflow is a validation error, not an ignored key; where a node's settings come
+from: docs/concepts/repair.md, "Where a setting comes from" (`workflow_settings.give_settings`).
 """
 
 from __future__ import annotations
@@ -32,14 +28,12 @@ from agentflow.repair.verify.workbench import Workbench
 
 
 def run_default(name: str) -> Any:
-    """The run's setting a node type names `name` (`run_field`: its default, bounds and description, one
-    source, RepairConfig's own) as the default of a node's setting of that name, for a setting the run has too."""
+    """The run's setting `name` (`run_field`: its default, bounds and description) as a node setting's."""
     return copy.copy(run_field(name))
 
 
 def setting_of(settings: type[BaseModel], name: str) -> Any:
-    """The field `name` of another node settings class, as the default of a node's setting of that name (its
-    default, bounds and description: one source, that class)."""
+    """The field `name` of another node settings class, as a node setting's (its default, bounds, description)."""
     return copy.copy(settings.model_fields[name])
 
 
@@ -73,9 +67,8 @@ class ShowsCodeSettings(PromptSettings):
     the hit."""
     rank_keep: int = Field(default=2, ge=0, le=10)
     """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
-    them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
-    small model's first pick, so keeping only one place can push the faulty function out of the suspects
-    (`benchmarks/localize_real.py --ranked RUN` measures it)."""
+    them, in its order (with the spectrum's evidence the heuristic's second suspect is more often right than a
+    small model's first pick: `benchmarks/localize_real.py --ranked RUN`)."""
 
 
 class EditFormatSettings(NodeSettings):
@@ -127,7 +120,6 @@ class TaskEvents(EventLog):
             "node_id": prefix + event.node_id if event.node_id else event.node_id,
             "parent_id": prefix + event.parent_id if event.parent_id else event.parent_id,
             "instance_id": self.instance_id}))
-
 
 
 def candidate_event(cand: Candidate) -> RepairCandidate:

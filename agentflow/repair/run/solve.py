@@ -343,10 +343,15 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     from agentflow.models.instrumented import InstrumentedModel
     from agentflow.models.spec import load_model
 
-    def journaled(inner: ChatModel) -> ChatModel:
-        return inner if calls is None else CachedModel(inner, calls, close_inner=False)
-
     loader = model_loader or (lambda s: load_model(s, **cfg.model_options))
+
+    def load(spec_text: str) -> ChatModel:
+        owned.append(loaded := loader(spec_text.replace("{instance_id}", iid)))
+        return loaded
+
+    def instrumented(inner: ChatModel) -> ChatModel:
+        journaled = inner if calls is None else CachedModel(inner, calls, close_inner=False)
+        return InstrumentedModel(journaled, budget=budget, events=events, node_id=iid)
 
     def on(flag: str) -> bool:  # a node of the workflow (or the run) turns the role on
         return bool(getattr(cfg, flag, False)) or bool(cfg.nodes.get(ALL_NODES, {}).get(flag)) or \
@@ -355,18 +360,13 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     def role(spec_text: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
         if spec_text is None:
             return coder if enabled else None
-        inner = loader(spec_text.replace("{instance_id}", iid))
-        owned.append(inner)
-        return InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
+        return instrumented(load(spec_text))
 
-    inner = model
-    if inner is None:
-        inner = loader(cfg.model.replace("{instance_id}", iid))
-        owned.append(inner)
+    inner = model if model is not None else load(cfg.model)
     cfg = with_setting(cfg, "edit.format", edit_format_for(cfg, inner))
     if cfg.sampling.batch_samples > 1 and _samples_concurrently(spec, cfg):
         inner = SampleBatcher(inner, max_n=cfg.sampling.batch_samples)
-    coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
+    coder = instrumented(inner)
     models = RoleModels(coder, planner=role(cfg.roles.planner, on("plan"), coder),
                         critic=role(cfg.roles.critic, on("critique"), coder),
                         verifier=role(cfg.roles.verifier, False, coder))
