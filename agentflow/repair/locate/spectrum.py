@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.errors import SandboxError
+from agentflow.repair.edit.edits import parsed
 from agentflow.repair.locate.localize import RunEvidence, symbols
 from agentflow.repair.locate.statement import read_statement
 from agentflow.sandbox.base import Sandbox, sh_command
@@ -64,11 +65,7 @@ def names_to_import(statements: list[str], sources: Mapping[str, str]) -> dict[s
     often show `cache = LRUCache(2)` without its import) -> that module."""
     used: set[str] = set()
     bound: set[str] = set()
-    for s in statements:
-        try:
-            tree = ast.parse(s)
-        except (SyntaxError, ValueError):
-            continue
+    for tree in filter(None, map(parsed, statements)):
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 bound.update((a.asname or a.name).split(".")[0] for a in node.names)
@@ -76,12 +73,8 @@ def names_to_import(statements: list[str], sources: Mapping[str, str]) -> dict[s
                 (bound if isinstance(node.ctx, ast.Store) else used).add(node.id)
     found: dict[str, set[str]] = {}
     for path, source in sources.items():
-        module = module_of(path)
-        if module is None or is_test_path(path):
-            continue
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+        module, tree = module_of(path), parsed(source)
+        if module is None or is_test_path(path) or tree is None:
             continue
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in used - bound:

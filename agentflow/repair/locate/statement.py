@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from agentflow.repair.edit.edits import parsed
+
 StatementKind = Literal["examples", "failing_tests", "prose"]
 
 _NODE_ID = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.py(?:::[A-Za-z_]\w*)+(?:\[[^\]\n]*\])?)")
@@ -133,21 +135,10 @@ def _prompted(lines: list[str]) -> list[str]:
             statements.append([m.group(2)])
         else:
             statements[-1].append(m.group(2))
-    return ["\n".join(s) for s in statements if _parses("\n".join(s))]
-
-
-def _parses(code: str) -> bool:
-    try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    return ["\n".join(s) for s in statements if parsed("\n".join(s)) is not None]
 
 
 def _runnable(code: str) -> bool:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    return any(isinstance(node, (ast.Call, ast.Import, ast.ImportFrom, ast.Subscript, ast.Compare))
-               for node in ast.walk(tree))
+    tree = parsed(code)
+    return tree is not None and any(isinstance(node, (ast.Call, ast.Import, ast.ImportFrom, ast.Subscript, ast.Compare))
+                                    for node in ast.walk(tree))
