@@ -65,18 +65,17 @@ def names_to_import(statements: list[str], sources: Mapping[str, str]) -> dict[s
     often show `cache = LRUCache(2)` without its import) -> that module."""
     used: set[str] = set()
     bound: set[str] = set()
-    for tree in filter(None, map(parsed, statements)):
-        for node in ast.walk(tree):
+    for example in filter(None, map(parsed, statements)):
+        for node in ast.walk(example):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 bound.update((a.asname or a.name).split(".")[0] for a in node.names)
             elif isinstance(node, ast.Name):  # `pkg.parse(...)` uses `pkg`, not a bare `parse`
                 (bound if isinstance(node.ctx, ast.Store) else used).add(node.id)
     found: dict[str, set[str]] = {}
     for path, source in sources.items():
-        module, tree = module_of(path), parsed(source)
-        if module is None or is_test_path(path) or tree is None:
-            continue
-        for node in tree.body:
+        module = module_of(path)
+        tree = parsed(source) if module is not None and not is_test_path(path) else None
+        for node in tree.body if module is not None and tree is not None else []:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in used - bound:
                 found.setdefault(node.name, set()).add(module)
     return {name: next(iter(mods)) for name, mods in found.items() if len(mods) == 1}

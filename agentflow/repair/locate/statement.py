@@ -1,9 +1,6 @@
-"""What a problem statement is, read once: a user's report with examples to run (`>>>` lines, code blocks), a
-failing-test report (the tests CI says fail, pytest's traceback and assertion output, as
-`agentflow.synth.statement.failing_test_report` writes it or a user pastes it), or prose. `read_statement` gives
-the typed record every step takes: the examples the spectrum runs, the failing tests that are the reproduction
-and the traced run's first tests, the traceback frames the ranking starts from, and the assertion output the
-edit prompt's feedback leads with.
+"""What a problem statement is, read once (`read_statement`): a user's report with examples to run, a
+failing-test report (failing tests, pytest's traceback and assertion output), or prose; the record gives every
+step what it takes: examples, failing tests, traceback frames, the assertion output.
 """
 
 from __future__ import annotations
@@ -105,9 +102,8 @@ def _assertion(text: str) -> str:
 
 
 def issue_examples(text: str, *, code_blocks: bool = True) -> list[str]:
-    """The runnable statements of a report: each `>>>` line with its `...` continuations (the shown output
-    left out), and (`code_blocks`) every code block without prompts that parses as Python and calls something
-    (a block of expected output or a traceback does not parse, or calls nothing)."""
+    """The runnable statements of a report: each `>>>` line with its `...` continuations, and (`code_blocks`)
+    every code block without prompts that parses as Python and calls something."""
     out: list[str] = []
     blocks = [body for _, body in _FENCE.findall(text)]
     outside = _FENCE.sub("\n", text)

@@ -212,10 +212,8 @@ class ChoiceKeys(TypedDict, total=False):
 
 
 def task_candidates(*states: Mapping[str, Any]) -> list[Candidate]:
-    """The task's candidates: every one recorded in `states` (their `attempts` and `resampled`: the workflow's
-    state and its search branches'), each id once, in the order drawn (a split-out part after the edit it came
-    from). The one record of them, checkpointed after every node: candidates.jsonl and the outcome's count are
-    written from it, and a resumed task's come from its checkpoints."""
+    """The task's candidates, the one record of them: every one in `states`' `attempts` and `resampled` (the
+    workflow's and its search branches'), each id once, in the order drawn."""
     by_id: dict[str, Candidate] = {}
     for state in states:
         for cand in [*(state.get("attempts") or []), *(state.get("resampled") or [])]:

@@ -100,10 +100,8 @@ class Progress:
 
 
 def expected_calls(cfg: RepairConfig, spec: Any, registry: Any) -> dict[str, int]:
-    """Model calls each top-level node of the repair workflow `spec` (its typed nodes' settings given, see
-    `workflow_settings.give_settings`) is expected to make in a run of `cfg`, as each node type states
-    (`NodeType.calls`): the basis of a task's time estimate, not a limit (a node that turns out to have
-    nothing to do makes fewer; answers that change nothing are drawn again and make more)."""
+    """Model calls each top-level node of the repair workflow `spec` is expected to make in a run of `cfg`, as
+    each node type states (`NodeType.calls`): the basis of a task's time estimate, not a limit."""
     return {name: _graph_search_calls(cfg, node, registry) if node.search is not None else
             _node_calls(cfg, node, registry) for name, node in spec.nodes.items()}
 
@@ -114,10 +112,8 @@ def _node_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
 
 
 def _graph_search_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
-    """Model calls of a graph search node over repair steps: attempts times the calls of one (those its
-    subgraph's nodes state: an edit, and a review when a critique or value node follows it). best_of_n: `n`
-    chains of the test node's `max_attempts`; mcts: `n` expansions of one attempt; beam/tot and rebase: a step
-    per depth, each of `n` (x `expand` for beam) attempts."""
+    """Model calls of a graph search node: attempts (best_of_n: `n` chains of `max_attempts`; mcts: `n`; the
+    stepwise strategies: a step per depth of `n`, x `expand` for beam) times the calls of its subgraph's nodes."""
     from agentflow.graph.search.settings import SearchSettings  # the search's defaults, from their one source
 
     search = SearchSettings.model_validate(dict(node.search))
@@ -384,8 +380,9 @@ class ProgressPrinter:
         task = self.tasks[iid] = _Task(started=e.ts, plan=dict(e.expected_calls or {}), step_limit=e.step_limit,
                                        wall_time_s=e.wall_time_s, model=str(e.model or "").replace("{instance_id}", iid))
         search = f"search {e.search}" if e.search else "no search"
-        self.pending[iid] = (e.ts, f"repair{'' if self.many else ' ' + iid}: workflow {e.workflow} ({search}), "
-                                   f"model {task.model}; about {task.calls_expected()} model calls expected")
+        text = (f"repair{'' if self.many else ' ' + iid}: workflow {e.workflow} ({search}), model {task.model}; "
+                f"about {task.calls_expected()} model calls expected")
+        self.pending[iid] = (e.ts, text)
 
     def _preflight(self, e: RepairPreflight, iid: str | None, task: _Task | None) -> str | None:
         from agentflow.swe.preflight import Preflight

@@ -1,11 +1,9 @@
 """`bench` tasks through an executor (`agentflow.executors`): in this process, or on Ray nodes.
 
-In process, a task runs as it always did (`repair_task` writes straight into the run directory). On a
-remote executor the task runs on a worker node with a private scratch folder and an in-memory event log;
-what it produced (the files of its instance folder, its events, its outcome) comes back to the driver, which
-writes them into the run directory, `outcome.json` last and atomically, exactly where an in-process run puts
-them. So only the driver writes the run directory, a task retried after its node died leaves no trace of the
-lost attempt, and `--resume`, `eval` and the viewer see no difference. Inputs travel as `swe.shipping` says.
+On a remote executor a task runs on a worker node in a scratch folder with an in-memory event log; its files,
+events and outcome come back to the driver, which writes them where an in-process run puts them
+(`outcome.json` last): only the driver writes the run directory, and a task retried after its node died
+leaves no trace of the lost attempt. Inputs travel as `swe.shipping` says.
 """
 
 from __future__ import annotations
@@ -60,9 +58,8 @@ async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETas
                      events: EventLog, inst_dir: Path, model_loader: ModelLoader | None = None,
                      run_budget: Budget | None = None, workflow: Any = None,
                      stop_on_preflight: bool = False) -> InstanceOutcome:
-    """Repair `task` on `executor`; the run directory is written here, on the driver. `workflow` is the run's
-    loaded repair workflow (in process; a node loads `cfg.workflow` itself). `stop_on_preflight`: tests
-    that cannot run end the run with a one-line error (a run of one task) instead of an `env_error`."""
+    """Repair `task` on `executor`, the run directory written here, on the driver (`workflow`: the run's loaded
+    repair workflow, in process; `stop_on_preflight`: as `repair_task`'s)."""
     if not executor.remote:
         return await repair_task(task, cfg, events=events, inst_dir=inst_dir, model_loader=model_loader,
                                  run_budget=run_budget, workflow=workflow, stop_on_preflight=stop_on_preflight)

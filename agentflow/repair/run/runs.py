@@ -1,10 +1,7 @@
-"""A run of repairs over many tasks: the run directory, workers, resume and the summary files.
-
-`runs/<run_id>/` holds `config.resolved.yaml`, `events.jsonl` (appended across resumes), per task
-`instances/<id>/{outcome.json, patch.diff, candidates.jsonl}`, and, rebuilt after every task,
-`preds.jsonl` (SWE-bench prediction format), `candidates.jsonl` and `report.json`.
-A task is done when its `outcome.json` exists (written last, atomically). `resume` skips done tasks,
-except infrastructure failures (`env_error`), which are retried; agent failures are kept.
+"""A run of repairs over many tasks: `runs/<run_id>/` holds `config.resolved.yaml`, `events.jsonl`, per task
+`instances/<id>/{outcome.json, patch.diff, candidates.jsonl}`, and, rebuilt after every task, `preds.jsonl`,
+`candidates.jsonl` and `report.json`. A task is done when its `outcome.json` exists (written last); `resume`
+skips done tasks except infrastructure failures (`env_error`).
 """
 
 from __future__ import annotations
@@ -90,9 +87,8 @@ def _outcomes(out_dir: Path, tasks: Sequence[SWETask]) -> list[tuple[InstanceOut
 
 
 def summarise(tasks: Sequence[SWETask], outcomes: Sequence[InstanceOutcome]) -> dict[str, Any]:
-    """report.json's content for these outcomes (SWE-bench's summary names, `statuses`: tasks per status,
-    `limits`: tasks per limit reached (status limits_exceeded), `cost_usd`, and `instances`, each with its
-    `status` and `limit`)."""
+    """report.json's content for these outcomes: SWE-bench's summary, tasks per status and per limit reached,
+    `cost_usd`, and `instances`."""
     preds = [Prediction(instance_id=o.instance_id, model_patch=o.model_patch) for o in outcomes]
     reports = []
     instances: dict[str, Any] = {}
@@ -168,10 +164,9 @@ async def run_batch(
     executor: Executor | ExecutorConfig | None = None,
     sinks: Sequence[EventSink] = (),
 ) -> dict[str, Any]:
-    """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary.
-    `executor` says where tasks run (default: in this process; an `ExecutorConfig` is opened for the run);
-    `sinks` see every event of the run as it is written (`agentflow.repair.run.progress.ProgressPrinter` says what
-    the repair is doing); `on_progress` is called before the first task and after each one."""
+    """Repair every task (`cfg.workers` at a time) into `out_dir`; the report.json summary. `executor`: where
+    tasks run (default: this process); `sinks` see every event as it is written (`ProgressPrinter`);
+    `on_progress` is called before the first task and after each one."""
     if isinstance(executor, ExecutorConfig):
         async with open_executor(executor) as opened:
             return await run_batch(tasks, cfg, out_dir, resume=resume, redo=redo, on_progress=on_progress,

@@ -56,10 +56,10 @@ from agentflow.repair.run.workflow_settings import (
 )
 from agentflow.repair.verify.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
 from agentflow.repair.verify.workbench import Workbench
-from agentflow.secrets import redact
 from agentflow.rundir import RunDir
 from agentflow.runfiles import replace_file
 from agentflow.sandbox.base import Sandbox
+from agentflow.secrets import redact
 from agentflow.swe.preflight import Preflight
 from agentflow.swe.tasks import SWETask
 
@@ -78,9 +78,8 @@ def _python_for(sandbox: Sandbox) -> str:
 
 
 def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]:
-    """The run's workflow (validated once), its node-type registry and every typed node's own settings (as the
-    workflow and `-c nodes.*` set them), with `strategy` applied to the graph search node(s) and the run's
-    settings handed to the nodes (`workflow_settings`)."""
+    """The run's workflow (validated once) with the run's settings handed to its nodes (`workflow_settings`), its
+    node-type registry and every typed node's own settings."""
     from agentflow.graph.check.validation import check_workflow
     from agentflow.graph.compile.compiler import registry_for
     from agentflow.graph.define.loader import load_workflow
@@ -97,10 +96,9 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
 
 
 def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
-    """`cfg` saying exactly what the workflow's graph search nodes do (their settings under `nodes:`, no
-    `strategy` left to apply), so that a run's config.resolved.yaml repeats it; unchanged when the workflow has no
-    search node, or when each task's search depends on its pre-flight (`strategy_when_tests_fail`): the settings
-    as given repeat that choice."""
+    """`cfg` saying exactly what the workflow's graph search nodes do (under `nodes:`, no `strategy` left), so a
+    run's config.resolved.yaml repeats it; unchanged when there is none, or when each task's search depends on
+    its pre-flight."""
     spec = workflow[0]
     names = graph_searches(spec)
     if not names or searches_for_failing_tests(spec, cfg) is not None:
@@ -121,11 +119,10 @@ async def repair_task(
     run_budget: Budget | None = None,
     stop_on_preflight: bool = True,
 ) -> InstanceOutcome:
-    """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`
-    (and its checkpoints there: a task whose folder holds an unfinished run continues it). `model` replaces
-    the coder's model; `model_loader` builds the models of the specs in `cfg`; `workflow` is
-    `load_repair_workflow(cfg)` when the caller already loaded it (a batch loads it once); the task's budget
-    charges `run_budget` too (the run-wide limit, `run_budget_usd`)."""
+    """Repair one task in a fresh sandbox, writing candidates.jsonl, patch.diff, outcome.json and the checkpoints
+    into `inst_dir` (an unfinished run there is continued). `model` replaces the coder's; `model_loader` builds
+    the models of `cfg`'s specs; `workflow`: `load_repair_workflow(cfg)`, when loaded already; `run_budget` is
+    charged too. `stop_on_preflight`: tests that cannot run raise instead of ending as an `env_error`."""
     started = time.monotonic()
     iid = task.instance_id
     spec, registry, node_settings = workflow or load_repair_workflow(cfg)
@@ -222,8 +219,7 @@ def _search_for_failing_tests(run: _TaskRun) -> None:
 
 async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
     """The task's repository set up in `sandbox`, the pre-flight, then the repair workflow; `run.outcome` says
-    how it ended (a set-up or pre-flight failure is an env_error, the pre-flight's raised when
-    `stop_on_preflight`)."""
+    how it ended."""
     outcome, events = run.outcome, run.events
     bench = Workbench(sandbox, run.task, run.cfg, _python_for(sandbox))
     outcome.feedback = bench.mode
@@ -267,9 +263,8 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
 
 
 def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
-    """The outcome's accounting (candidates, samples, usage, time, test time), the task's `repair.end` event,
-    and — when the task ran to an end (`write`) — its candidates.jsonl, patch.diff and outcome.json. An
-    interrupted task leaves no outcome: a resume continues it."""
+    """The outcome's accounting, the task's `repair.end` event, and when it ran to an end (`write`; an
+    interrupted task leaves no outcome: a resume continues it) its files."""
     outcome, state = run.outcome, run.state
     outcome.candidates = sum(1 for c in run.candidates if c.status == "ok")
     outcome.samples = int(state.get("samples") or len(state.get("drawn") or []))
@@ -310,8 +305,7 @@ class TestsCannotRun(UserError):
 
 async def preflight(bench: Workbench, events: EventLog) -> Preflight | None:
     """Blind mode's pre-flight, before any model call: the verifying test command at the base commit (a
-    `repair.preflight` event). Tests that cannot run are a UserError naming the cause and the fix: every
-    candidate, the right one included, would be verified as failing. None when the task's own tests verify."""
+    `repair.preflight` event); tests that cannot run (every candidate would fail) are a UserError."""
     if bench.mode != "repo":
         return None
     found = await bench.preflight()
@@ -335,10 +329,8 @@ async def check_task(task: SWETask, cfg: RepairConfig) -> Preflight:
 def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]], iid: str,
                  budget: Budget, events: EventLog, model: ChatModel | None, model_loader: ModelLoader | None,
                  owned: list[ChatModel], calls: ResponseCache | None = None) -> tuple[RoleModels, RepairConfig]:
-    """The coder and the helper roles the workflow's nodes turn on (instrumented: they charge the budget and
-    write `model.call` events); `cfg` with `edit_format: auto` resolved for the coder. With `calls` (the task's
-    call journal) a seeded call that completed before a kill is answered from it when the task resumes, also
-    inside a node that had not finished (a search's samples)."""
+    """The coder and the helper roles the workflow's nodes turn on (instrumented, and answered from the task's
+    call journal `calls` where a killed run made the call); `cfg` with `edit_format: auto` resolved."""
     from agentflow.models.cache import CachedModel
     from agentflow.models.instrumented import InstrumentedModel
     from agentflow.models.spec import load_model
@@ -374,10 +366,8 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
 
 
 def _samples_concurrently(spec: WorkflowSpec, cfg: RepairConfig) -> bool:
-    """Whether a search node may draw several samples of one prompt at once (then they go as one request): as
-    the workflow stands, or as it searches once the pre-flight finds failing tests (`strategy_when_tests_fail`).
-    Searches over chains of attempts only: a trajectory's conversation is seeded by its branch, and samples
-    batched into one request would not be the seeded ones."""
+    """Whether a search over chains of attempts may draw several samples of one prompt at once (then they go as
+    one request), as the workflow stands or as it searches once tests fail at the base commit."""
     searches = [SearchSettings.model_validate(dict(s.nodes[name].search or {}))
                 for s in (spec, searches_for_failing_tests(spec, cfg)) if s is not None for name in attempt_searches(s)]
     return any(search.strategy != "best_of_n" or search.n > 1 for search in searches)
@@ -424,11 +414,8 @@ async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
 
 async def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate], bench: Workbench,
                               state: dict[str, Any], events: EventLog) -> None:
-    """A task stopped by a limit before its choice (cut at the wall clock): the best candidate verified so far
-    is submitted, by the choice's first rules (none that changes no code when the tests fail at the base commit,
-    see `choose.leave_out_noops`: with only such candidates nothing is, and `chosen_by` says `noop`; then tests
-    passed, then the share of tests passing), then the smallest patch; `chosen_by` says `best_so_far` and no
-    grade is given."""
+    """A task a limit stopped before its choice submits the best candidate verified so far, by the choice's first
+    rules (`choose.leave_out_noops`, then the tests), then the smallest patch (`best_so_far`, no grade)."""
     pool = [c for c in candidates if c.status == "ok" and c.patch.strip() and c.verification is not None]
     if not pool:
         return
