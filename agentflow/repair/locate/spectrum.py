@@ -75,7 +75,9 @@ def names_to_import(statements: list[str], sources: Mapping[str, str]) -> dict[s
     for path, source in sources.items():
         module = module_of(path)
         tree = parsed(source) if module is not None and not is_test_path(path) else None
-        for node in tree.body if module is not None and tree is not None else []:
+        if module is None or tree is None:
+            continue
+        for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in used - bound:
                 found.setdefault(node.name, set()).add(module)
     return {name: next(iter(mods)) for name, mods in found.items() if len(mods) == 1}
