@@ -2,6 +2,11 @@
 `instances/<id>/{outcome.json, patch.diff, candidates.jsonl}`, and, rebuilt after every task, `preds.jsonl`,
 `candidates.jsonl` and `report.json`. A task is done when its `outcome.json` exists (written last); `resume`
 skips done tasks except infrastructure failures (`env_error`).
+
+Tasks run through an executor (`agentflow.executors`): in this process, or on Ray nodes, where a task runs in a
+scratch folder with an in-memory event log and its files, events and outcome come back to the driver, which
+writes them where an in-process run puts them (`outcome.json` last): only the driver writes the run directory,
+and a task retried after its node died leaves no trace of the lost attempt. Inputs travel as `swe.shipping` says.
 """
 
 from __future__ import annotations
@@ -10,29 +15,40 @@ import asyncio
 import json
 import re
 import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
+from agentflow.budget import Budget
 from agentflow.errors import UserError
-from agentflow.events import EventSink
-from agentflow.events.kinds import RunBudgetExceeded, RunEnd, RunStart
+from agentflow.events import Event, EventLog, EventSink
+from agentflow.events.kinds import (
+    ExecutorLost,
+    ExecutorRetry,
+    ExecutorTask,
+    RepairStatus,
+    RunBudgetExceeded,
+    RunEnd,
+    RunStart,
+)
 from agentflow.executors.base import Executor, InProcessExecutor, open_executor
-from agentflow.executors.types import ExecutorConfig
+from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 from agentflow.observe import instrument
 from agentflow.paths import path_component
 from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.run.progress import Progress, RunCounts
-from agentflow.repair.run.remote import repair_via
-from agentflow.repair.run.solve import effective_strategy, load_repair_workflow
+from agentflow.repair.run.solve import effective_strategy, load_repair_workflow, repair_task
 from agentflow.repair.run.workflow_settings import search_summary
 from agentflow.rundir import RunDir, check_folder
 from agentflow.runfiles import read_text
 from agentflow.secrets import redact
 from agentflow.swe.report import InstanceReport, make_summary
-from agentflow.swe.shipping import Shipping
+from agentflow.swe.shipping import Shipping, on_this_node, prepare_node, read_tree, write_tree
 from agentflow.swe.tasks import Prediction, SWETask, select_tasks
 
 
@@ -150,6 +166,70 @@ def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> None:
         shutil.rmtree(inst_root)
         for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
             (out / name).unlink(missing_ok=True)
+
+
+class RepairResult(BaseModel):
+    """What a remote repair hands back to the driver."""
+
+    outcome: InstanceOutcome
+    files: dict[str, str] = Field(default_factory=dict)
+    """The instance folder's files by name (outcome.json among them when the task finished)."""
+    events: list[Event] = Field(default_factory=list)
+
+
+async def repair_job(task: SWETask, cfg: RepairConfig, run_id: str, run_budget: Budget | None,
+                     repo_blob: bytes | None, wheel_blob: bytes | None,
+                     stop_on_preflight: bool = False) -> RepairResult:
+    """Runs on a worker node: one repair in a scratch folder; everything it wrote comes back."""
+    task = on_this_node(task, repo_blob, wheel_blob)
+    prepare_node(cfg.backend, cfg.sandbox)
+    events = EventLog(None, run_id=run_id)
+    with tempfile.TemporaryDirectory(prefix="agentflow-task-") as scratch:
+        inst = Path(scratch) / "instance"
+        outcome = await repair_task(task, cfg, events=events, inst_dir=inst, run_budget=run_budget,
+                                    stop_on_preflight=stop_on_preflight)
+        files = read_tree(inst)
+    return RepairResult(outcome=outcome, files=files, events=events.events)
+
+
+async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETask, cfg: RepairConfig, *,
+                     events: EventLog, inst_dir: Path, model_loader: ModelLoader | None = None,
+                     run_budget: Budget | None = None, workflow: Any = None,
+                     stop_on_preflight: bool = False) -> InstanceOutcome:
+    """Repair `task` on `executor`, the run directory written here, on the driver (`workflow`: the run's loaded
+    repair workflow, in process; `stop_on_preflight`: as `repair_task`'s)."""
+    if not executor.remote:
+        return await repair_task(task, cfg, events=events, inst_dir=inst_dir, model_loader=model_loader,
+                                 run_budget=run_budget, workflow=workflow, stop_on_preflight=stop_on_preflight)
+    label = f"repair:{task.instance_id}"
+    try:
+        try:
+            repo, wheels = shipping.inputs(task) if shipping is not None else (None, None)
+        except UserError:  # a repository that is not there: the task's set-up reports it (env_error)
+            repo, wheels = None, None
+        result = await executor.call(repair_job, task, cfg, events.run_id, run_budget, repo, wheels,
+                                     stop_on_preflight, label=label)
+    except RemoteTaskError as exc:
+        outcome = InstanceOutcome(instance_id=task.instance_id, status=RepairStatus.ENV_ERROR, error=str(exc))
+        events.write(ExecutorLost(node_id=task.instance_id, instance_id=task.instance_id, error=str(exc),
+                                  attempts=exc.attempts))
+        write_tree(inst_dir, {"patch.diff": "", "candidates.jsonl": "",
+                               "outcome.json": json.dumps(outcome.model_dump(mode="json"), indent=2) + "\n"},
+                    last="outcome.json")
+        return outcome
+    _report_placement(executor, label, events, task.instance_id)
+    for event in result.events:
+        events.write(event)
+    write_tree(inst_dir, result.files, last="outcome.json")
+    return result.outcome
+
+
+def _report_placement(executor: Executor, label: str, events: EventLog, instance_id: str) -> None:
+    """`executor.task`: the nodes the task ran on; `executor.retry` too when it ran more than once."""
+    nodes = executor.started_on(label)
+    events.write(ExecutorTask(node_id=instance_id, instance_id=instance_id, nodes=nodes))
+    if len(nodes) > 1:
+        events.write(ExecutorRetry(node_id=instance_id, instance_id=instance_id, attempts=len(nodes), nodes=nodes))
 
 
 async def run_batch(
