@@ -86,13 +86,13 @@ class Progress:
     durations: list[float] = field(default_factory=list)
     """Wall seconds of each task finished in this process: the basis of the estimate."""
 
-    def eta_s(self, workers: int | None = None) -> float | None:
+    def eta_s(self) -> float | None:
         """Seconds until the last task is done: the mean duration of the tasks finished in this process
         times the tasks left, over the workers they share (None before the first one finished)."""
         if not self.durations:
             return None
         left = max(0, self.todo - len(self.durations))
-        parallel = max(1, min(workers or self.workers, left))
+        parallel = max(1, min(self.workers, left))
         return sum(self.durations) / len(self.durations) * left / parallel
 
 
@@ -139,14 +139,12 @@ _FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 
 
 def verdict(v: Verification | None) -> str:
-    """What a candidate's verification says, in a few words: `tests pass`, `tests fail (2 of 5: test_x,
-    test_y)`, `the issue still reproduces`, `not refuted: ...` (blind mode, where passing tests prove no fix);
-    with which tests ran when only those reaching the change did."""
+    """What a candidate's verification says, in a few words (`tests fail (2 of 5: test_x, test_y)`; `not refuted:
+    ...` in blind mode, where passing tests prove no fix), with which tests ran when not all did."""
     said = _verdict(v)
-    if v is not None and v.targeted and v.shortened:
-        said += f" [ran {v.targeted} tests, the failing ones first: the run's time allowance]"
-    elif v is not None and v.targeted:
-        said += f" [ran the {v.targeted} tests that reach the change]"
+    if v is not None and v.targeted:
+        said += (f" [ran {v.targeted} tests, the failing ones first: the run's time allowance]" if v.shortened
+                 else f" [ran the {v.targeted} tests that reach the change]")
     return said
 
 
@@ -255,7 +253,6 @@ class _Task:
     calls: int = 0
     node_calls: int = 0
     tokens: int = 0
-    candidates: int = 0
     cannot_run: bool = False
     """The pre-flight found that the tests cannot run."""
 
@@ -438,8 +435,6 @@ class ProgressPrinter:
                 f"{e.latency_s:.1f}s{self._eta(task, e.ts)}")
 
     def _candidate(self, e: RepairCandidate, iid: str | None, task: _Task | None) -> str:
-        if task is not None:
-            task.candidates += 1
         cid = (e.candidate_id or e.node_id or "").split("/", 1)[-1]
         of = f" (one change of {e.part_of.split('/', 1)[-1]})" if e.part_of else ""
         return f"candidate {cid}{of}: {e.reason or e.status}{self._eta(task, e.ts)}"
