@@ -230,8 +230,7 @@ def failure_calls(output: str, files: set[str]) -> set[str]:
 
 
 def symbols(path: str, source: str) -> list[_Symbol]:
-    """Functions and methods (innermost spans) of a Python file, with qualified names; empty when it does not
-    parse."""
+    """Functions and methods (innermost spans) of a Python file, with qualified names; none when it does not parse."""
     if (tree := parsed(source)) is None:
         return []
     out: list[_Symbol] = []
@@ -383,8 +382,7 @@ def rank_windows(
 def _weigh_by_runs(
     scored: list[tuple[float, _Symbol, int | None]], evidence: RunEvidence
 ) -> list[tuple[float, _Symbol, int | None]]:
-    """Scores with the runs' evidence: suspiciousness added to the normalised word score, and functions the
-    examples did not run turned down (see SUSPICION_WEIGHT, NOT_RUN_SHARE)."""
+    """Scores with the runs' evidence (SUSPICION_WEIGHT, NOT_RUN_SHARE)."""
     if evidence.suspicion:
         top = max((score for score, _, _ in scored), default=0.0) or 1.0
         scored = [(score / top + SUSPICION_WEIGHT * evidence.suspicion.get((sym.path, sym.qualname), 0.0), sym, focus)

@@ -122,8 +122,8 @@ def examples_reach_code(base: ExampleRun) -> bool:
 
 
 def examples_comparable(base: ExampleRun, base_again: ExampleRun) -> bool:
-    """The examples can tell a change: they reach repository code and the unchanged code, run twice (`base`,
-    `base_again`), showed the same both times."""
+    """The examples can tell a change: they reach repository code and showed the same on both runs of the
+    unchanged code."""
     return examples_reach_code(base) and base.shown == base_again.shown
 
 

@@ -149,8 +149,7 @@ def branch_of(ctx: NodeContext[RepairRuntime]) -> tuple[str, int]:
 
 
 def current_of(state: RepairState, iid: str) -> HeadRecord:
-    """What the next edit builds on: the state's, else the unchanged code (the base verification's output as
-    feedback)."""
+    """What the next edit builds on: the state's, else the unchanged code (the base verification's)."""
     found = state.get("candidate")
     if found:
         return found.copy()
@@ -307,8 +306,7 @@ class Approach:
         return True
 
     def after_noop(self, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> str | None:
-        """The next change that can be made after a noop (`NOOP_ESCALATION`, its last step again once all were
-        made), made; None when none can."""
+        """The next change of `NOOP_ESCALATION` that can be made (its last again once all were), made; or None."""
         steps = [step for step in NOOP_ESCALATION[:-1] if step not in self.changes] + [NOOP_ESCALATION[-1]]
         return next((step for step in steps if self.change(step, failure, schedule, windows, sibling)), None)
 

@@ -83,8 +83,7 @@ class EditFormatSettings(NodeSettings):
     this many items); 0 shows none of it."""
 
     def for_coder(self, run: RepairConfig) -> Self:
-        """These settings with `edit_format: auto` as the format the task's runtime resolved for its coder
-        (`steps.edit_format_for`)."""
+        """These settings with `edit_format: auto` as resolved for the task's coder (`steps.edit_format_for`)."""
         return self if self.edit_format != "auto" else self.model_copy(update={"edit_format": run.edit.format})
 
 
@@ -163,6 +162,5 @@ class RepairRuntime:
         return self.bench.task.instance_id
 
     def record(self, cand: Candidate) -> None:
-        """A candidate a node made (its update puts it in the state's `attempts` or `resampled`, the one record
-        of it): its `repair.candidate` event."""
+        """The `repair.candidate` event of a candidate a node made (the state's `attempts` or `resampled` hold it)."""
         self.events.write(candidate_event(cand))

@@ -87,8 +87,8 @@ class Progress:
     """Wall seconds of each task finished in this process: the basis of the estimate."""
 
     def eta_s(self) -> float | None:
-        """Seconds until the last task is done: the mean duration of the tasks finished in this process
-        times the tasks left, over the workers they share (None before the first one finished)."""
+        """Seconds until the last task is done: the mean duration of the tasks finished in this process times the
+        tasks left, over the workers (None before the first one finished)."""
         if not self.durations:
             return None
         left = max(0, self.todo - len(self.durations))
@@ -317,8 +317,7 @@ class ProgressPrinter:
         self.write(f"[{_clock(ts - (self.t0 or ts))}] {who}{text}")
 
     def batch(self, progress: Progress, outcome: InstanceOutcome | None, *, now: float | None = None) -> None:
-        """A bench's line after each finished task: the report's counts (`RunCounts`), the cost, an estimate
-        from the finished tasks, and the task that just finished."""
+        """A bench's line after each finished task: the report's counts, the cost, an estimate, the task's status."""
         import time
 
         now = time.time() if now is None else now
@@ -374,8 +373,9 @@ class ProgressPrinter:
 
     def _repair_start(self, e: RepairStart, iid: str | None, task: _Task | None) -> None:
         iid = str(e.instance_id or e.node_id)
+        model = str(e.model or "").replace("{instance_id}", iid)
         task = self.tasks[iid] = _Task(started=e.ts, plan=dict(e.expected_calls or {}), step_limit=e.step_limit,
-                                       wall_time_s=e.wall_time_s, model=str(e.model or "").replace("{instance_id}", iid))
+                                       wall_time_s=e.wall_time_s, model=model)
         search = f"search {e.search}" if e.search else "no search"
         text = (f"repair{'' if self.many else ' ' + iid}: workflow {e.workflow} ({search}), model {task.model}; "
                 f"about {task.calls_expected()} model calls expected")

@@ -153,8 +153,7 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
 
 
 def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> None:
-    """Check the run folder before anything in it is deleted or run: a folder holding a run's results is
-    continued (`resume`), emptied of them (`redo`) or refused."""
+    """A folder holding a run's results is continued (`resume`), emptied of them (`redo`) or refused."""
     check_folder(out)
     inst_root = out / "instances"
     if not (resume or redo) and any(inst_root.glob("*/outcome.json")):

@@ -182,8 +182,7 @@ async def repair_task(
 
 @dataclasses.dataclass
 class _TaskRun:
-    """One task's repair under way: what it works with, and how far it got (its outcome is written from this
-    however the repair ends)."""
+    """One task's repair under way: what it works with and how far it got, however the repair ends."""
 
     task: SWETask
     cfg: RepairConfig
@@ -205,8 +204,7 @@ class _TaskRun:
 
 
 def _search_for_failing_tests(run: _TaskRun) -> None:
-    """Tests fail at the base commit: the workflow's search as `strategy_when_tests_fail` says, unless the user
-    chose one (`workflow_settings.searches_for_failing_tests`); a decision event says so."""
+    """Tests fail at the base commit: the workflow's search as `strategy_when_tests_fail` says (a decision event)."""
     switched = searches_for_failing_tests(run.spec, run.cfg)
     if switched is None:
         return
@@ -218,8 +216,7 @@ def _search_for_failing_tests(run: _TaskRun) -> None:
 
 
 async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
-    """The task's repository set up in `sandbox`, the pre-flight, then the repair workflow; `run.outcome` says
-    how it ended."""
+    """The task's repository set up in `sandbox`, the pre-flight, the repair workflow: `run.outcome` says how."""
     outcome, events = run.outcome, run.events
     bench = Workbench(sandbox, run.task, run.cfg, _python_for(sandbox))
     outcome.feedback = bench.mode
@@ -374,8 +371,7 @@ def _samples_concurrently(spec: WorkflowSpec, cfg: RepairConfig) -> bool:
 
 
 async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
-    """Run (or continue) the task's workflow thread; its final state into `run.state` (the last checkpoint's
-    when a limit or an error cut it, which is raised)."""
+    """Run (or continue) the task's workflow thread, its final state into `run.state` (an error is raised)."""
     from agentflow.graph.run.context import RunHandles
     from agentflow.graph.run.runner import WorkflowRunner
 
