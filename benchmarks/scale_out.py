@@ -139,7 +139,7 @@ async def scheduling_round_trip_ms(executor: Any, calls: int = 30) -> float:
 
 async def warm() -> None:
     """What a first task on a fresh worker process pays once: importing the repair stack."""
-    import agentflow.repair.run.remote  # noqa: F401
+    import agentflow.repair.run.runs  # noqa: F401
 
     await asyncio.sleep(0.5)  # keep the slot busy so the warm-ups spread over every slot
 

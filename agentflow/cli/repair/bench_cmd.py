@@ -220,7 +220,7 @@ class _BatchProgress:
                                console=Console(file=terminal()))
                 self.bar_id = self.bar.add_task("", total=self.total)
                 self.bar.start()
-            self.bar.update(self.bar_id, completed=p.done, description=printable(ProgressPrinter.batch_text(p)))
+            self.bar.update(self.bar_id, completed=p.counts.done, description=printable(ProgressPrinter.batch_text(p)))
             if outcome is None:
                 return
         self.printer.batch(p, outcome)

@@ -1,11 +1,6 @@
-"""Which suspect an edit sample looks at first.
-
-The ranked windows share a search's samples: the top-ranked one half of them, the others in turn
-(`ROTATION`). During a search the shares learn from the answers: a window the model gave back unchanged (or
-answered with other code than its function: the issue's example, a test) is more likely correct code than the
-fault (a small model seldom gives the faulty function back unchanged, and gives most windows that are not
-the fault back unchanged), so its share is turned down
-(`DECLINE_FACTOR` per such answer) and the samples go to the suspects not yet looked at.
+"""Which suspect an edit sample looks at first: the ranked windows share a search's samples (`ROTATION`), and a
+window the model left alone (gave back unchanged, or answered with other code) is more likely correct code than
+the fault, so its share is turned down (`DECLINE_FACTOR` per such answer) for the suspects not yet looked at.
 """
 
 from __future__ import annotations
@@ -46,11 +41,9 @@ def window_key(window: Window) -> str:
 
 
 class FocusSchedule:
-    """The windows' shares of one search's samples, learning from the answers (see the module docstring).
-
-    `pick` chooses the window with the largest share left (its share, turned down for each declining answer,
-    over the samples it already had; ties to the better ranked), which reproduces `ROTATION`'s shares while
-    nothing was declined."""
+    """The windows' shares of one search's samples, learning from the answers (see the module docstring): `pick`
+    chooses the window with the largest share left (ties to the better ranked), `ROTATION`'s while nothing was
+    declined."""
 
     def __init__(self, decline_factor: float = DECLINE_FACTOR) -> None:
         self.decline_factor = decline_factor

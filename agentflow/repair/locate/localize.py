@@ -1,13 +1,9 @@
-"""Localization: which code windows of a repository an edit should look at.
+"""Localization: which code windows of a repository an edit should look at, cheap and deterministic.
 
-Cheap and deterministic: the repository map (functions and classes of every non-test Python file, from the
-AST), words of the issue (identifiers, backticked names), and the traceback frames of the statement
-(`statement.read_statement`) and of the failing tests' output.
-A function containing a traceback frame ranks first; then functions whose name or body mention the issue's
-identifiers. What running code showed (`RunEvidence`, from `agentflow.repair.locate.spectrum`: the functions the
-issue's examples ran, the suspiciousness of functions from the failing and passing runs that reached them)
-reweighs those scores when a workflow gathered it. A window is a whole function when it is short, else the
-lines around the hit.
+Functions (from the AST of every non-test file) score by the traceback frames they hold (the statement's and the
+failing tests' output), then by the issue's identifiers in their name or body; what running code showed
+(`RunEvidence`, `spectrum.py`) reweighs the scores when a workflow gathered it. A window is a whole function
+when it is short, else the lines around the hit.
 """
 
 from __future__ import annotations
@@ -37,29 +33,19 @@ _STOP = frozenset([
 
 FRAME_SCORE = 10.0
 """Score a window gets for holding a traceback frame (issue words alone score less)."""
-
-
 CALL_SCORE = 4.0
 """Score of a function the failing test output calls."""
-
-
 MESSAGE_SCORE = 8.0
 """Score of a function whose source holds a message the issue quotes (an exception's text, a quoted string):
 the code that raises or prints it."""
-
-
 NOT_RUN_SHARE = 0.3
 """When the issue's examples ran code (`RunEvidence.executed`), a function they did not run keeps this share
 of its score: it may still be the fault (an example that stops early), but words alone should not put it
-above the path that ran. A share well below 1 is what helps; its exact value matters little."""
-
-
+above the path that ran."""
 SUSPICION_WEIGHT = 2.0
 """With test spectra (`RunEvidence.suspicion`), a function's score is its word score as a share of the best
 one plus this times its Ochiai suspiciousness (0..1): word scores differ by tens between a 3,000-line
 module and a small one, the suspiciousness does not."""
-
-
 CALLEE_SHARE = 0.5
 """Share of a function's score passed on to the repository functions it calls: the issue names the API a
 user called (`getbool`), while the fault is often in a helper it calls (`to_bool`)."""
@@ -226,9 +212,8 @@ def traceback_frames(output: str | Sequence[Frame], files: set[str]) -> list[tup
 
 def failure_calls(output: str, files: set[str]) -> set[str]:
     """The names a failure output's code calls (`name(`), without the code lines of traceback frames outside the
-    repository: a reproduction script's frame shows the calls the issue reports (`Parser(...).get(...)`), which
-    the issue's words already rank; counted again, they can push the function the fault lies in (a callee the
-    spectrum ranks just below them) out of the suspects."""
+    repository: those show the calls the issue reports, which its words already rank; counted again, they can
+    push the function the fault lies in out of the suspects."""
     kept: list[str] = []
     outside = False
     for line in output.split("\n"):
@@ -245,8 +230,7 @@ def failure_calls(output: str, files: set[str]) -> set[str]:
 
 
 def symbols(path: str, source: str) -> list[_Symbol]:
-    """Functions and methods (innermost spans) of a Python file, with qualified names; empty when it does not
-    parse."""
+    """Functions and methods (innermost spans) of a Python file, with qualified names; none when it does not parse."""
     if (tree := parsed(source)) is None:
         return []
     out: list[_Symbol] = []
@@ -271,9 +255,8 @@ def symbols(path: str, source: str) -> list[_Symbol]:
 
 
 def functions_touched(patch: str, sources: Mapping[str, str]) -> list[str]:
-    """`path:qualname` of the functions a unified diff changes, innermost first, in the order the diff names
-    them (its old side: the lines it removes, and where it inserts). A change outside any function counts as
-    `path:` (module level). For measuring localization and edits against a known fix."""
+    """`path:qualname` of the functions a unified diff changes (innermost, in the order of its old side's lines
+    it removes or inserts at); a change outside any function counts as `path:`."""
     from agentflow.swe.patch import parse_patch
 
     touched: list[str] = []
@@ -331,10 +314,9 @@ def rank_windows(
     sources: Mapping[str, str], issue: str, failure_output: str = "", *, max_lines: int = 40, limit: int = 3,
     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None, keep: int = 0,
 ) -> list[Window]:
-    """The best `limit` code windows for an edit, best first. `prefer` lists (path, function name) pairs (a
-    model's ranking of the suspects, by qualified name) that come right after the `keep` best-scored windows, in
-    that order; the others follow by score. `evidence` (what the issue's examples and the tests ran) reweighs the
-    scores."""
+    """The best `limit` code windows for an edit, best first: the `keep` best-scored, then the (path, qualified
+    name) pairs `prefer` lists (a model's ranking) in that order, then the others by score. `evidence` (what the
+    issue's examples and the tests ran) reweighs the scores."""
     evidence = evidence or RunEvidence()
     terms = issue_terms(issue)
     operators = operator_methods(issue)
@@ -376,10 +358,7 @@ def rank_windows(
             scored.append((score, sym, focus))
     scored = _weigh_by_runs(_pass_to_callees(scored, sources), evidence)
     scored.sort(key=lambda item: (-item[0], item[1].end - item[1].start, item[1].path, item[1].start))
-    if prefer and scored:
-        # the heuristic's best keep their places: a small model's first pick is right less often than the
-        # heuristic's first, and with the spectrum's evidence less often than its second too (keeping only one
-        # place can push the faulty function out of the suspects)
+    if prefer and scored:  # the heuristic's best keep their places (`rank_keep`)
         order = {key: i for i, key in enumerate(prefer)}
         rest = sorted(scored[keep:], key=lambda item: order.get((item[1].path, item[1].qualname), len(order)))  # stable
         scored = [*scored[:keep], *rest]
@@ -403,8 +382,7 @@ def rank_windows(
 def _weigh_by_runs(
     scored: list[tuple[float, _Symbol, int | None]], evidence: RunEvidence
 ) -> list[tuple[float, _Symbol, int | None]]:
-    """Scores with the runs' evidence: suspiciousness added to the normalised word score, and functions the
-    examples did not run turned down (see SUSPICION_WEIGHT, NOT_RUN_SHARE)."""
+    """Scores with the runs' evidence (SUSPICION_WEIGHT, NOT_RUN_SHARE)."""
     if evidence.suspicion:
         top = max((score for score, _, _ in scored), default=0.0) or 1.0
         scored = [(score / top + SUSPICION_WEIGHT * evidence.suspicion.get((sym.path, sym.qualname), 0.0), sym, focus)
@@ -416,15 +394,13 @@ def _weigh_by_runs(
 
 
 def function_window(sym: _Symbol, max_lines: int, focus: int | None) -> tuple[int, int]:
-    """The lines of a function to show: all of it when it has at most `max_lines`, else whole statements of its
-    body around `focus` (the traceback's line, or the line naming most of the issue's words), descending into
-    a compound statement too long to show whole. A window cut mid-statement is what a small model rewrites
-    wrongly (it cannot re-indent or close a block it sees half of)."""
+    """The lines of a function to show: all of it when its code (not its `def` line and docstring) has at most
+    `max_lines`, else whole statements of its body around `focus` (the traceback's line, or the line naming most
+    of the issue's words), descending into a compound statement too long to show whole: a small model rewrites
+    a window cut mid-statement, or cut off from its `def`, wrongly."""
     if not sym.body:
         return sym.start, sym.end
     body = without_docstring(sym.body)
-    # the `def` line(s) and the docstring do not count: a window that cuts them off from a function just over the
-    # limit is rewritten wrongly (the model wraps the body it sees in a `def` of its own)
     if sym.end - body[0].lineno + 1 <= max_lines:
         return sym.start, sym.end
     target = focus if focus is not None else body[0].lineno
@@ -550,9 +526,8 @@ CONTEXT_MARKER = re.compile(r"^[ \t]*# \.\.\. .+ \(lines \d+-\d+, given below\) 
 
 
 def file_context(source: str, window: Window, *, max_lines: int) -> str:
-    """The window's file without the window, whole, when it has at most `max_lines` lines; else "" (see
-    `file_outline`). A small model rewriting one function then sees the names it may use (the module's own
-    exception class, a constant) instead of inventing them."""
+    """The window's file without the window when it has at most `max_lines` lines, else "" (`file_outline`): a
+    small model rewriting one function then sees the names it may use instead of inventing them."""
     lines = source.split("\n")
     marker = f"# ... {window.symbol or 'the code'} (lines {window.start}-{window.end}, given below) ..."
     indent = next((indent_of(ln) for ln in lines[window.start - 1 : window.end] if ln.strip()), "")
@@ -561,9 +536,9 @@ def file_context(source: str, window: Window, *, max_lines: int) -> str:
 
 
 def file_outline(source: str, window: Window, *, max_items: int) -> str:
-    """What a long file defines besides the window, as a plain list (not code): imports, module-level names,
-    classes with their methods, functions with their parameters. Shown as a code block, an outline of
-    `def ...:` lines and `...` bodies is often given back instead of the rewrite by a small model."""
+    """What a long file defines besides the window, as a plain list (imports, module-level names, classes with
+    their methods, functions with their parameters): an outline shown as code is often given back instead of
+    the rewrite by a small model."""
     if (tree := parsed(source)) is None:
         return ""
     imports: list[str] = []

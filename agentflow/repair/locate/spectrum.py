@@ -1,20 +1,16 @@
-"""Localization by running code: which repository functions the failing runs reach, and how rarely the
-passing ones do (spectrum-based fault localization, as AutoCodeRover uses it, with the report's own examples
-as a failing run).
+"""Localization by running code (spectrum-based fault localization, as AutoCodeRover uses it): which repository
+functions the failing runs reach, and how rarely the passing ones do.
 
-* The report's examples (`>>>` lines, code blocks; `statement.read_statement`) are the failing call. Run in the task's sandbox under a
-  call tracer (`_tracer.py`), they name the functions the fault must lie on, helpers the report never names
-  included (`date_convert` behind `parse("{:ti}", ...)`, `_nat_cmp` behind `compare`). What they raise is
-  kept for the record but not ranked on: a report shows the exceptions a fix keeps (`cache[key]` raising
-  KeyError once the item expired) as often as the one it removes.
-* The repository's own test suite, run once more with a pytest plugin (`_pytest_spectrum.py`), says which functions
-  each passing and each failing test called.
-* A function's Ochiai suspiciousness is ef / sqrt(F * (ef + ep)): F failing runs (failing tests, plus the
-  examples when they ran code), ef of them reached it, ep passing tests did. `localize.rank_windows` weighs
-  its word scores with it (`RunEvidence`).
+* The report's examples (`statement.read_statement`), run under a call tracer (`_tracer.py`), are a failing run:
+  they name the functions the fault must lie on, helpers the report never names included. What they raise is
+  recorded, not ranked on: a report shows the exceptions a fix keeps as often as the one it removes.
+* The repository's test suite, run with a pytest plugin (`_pytest_spectrum.py`), says which functions each passing
+  and each failing test called.
+* A function's Ochiai suspiciousness is ef / sqrt(F * (ef + ep)): F failing runs, ef of them reached it, ep passing
+  tests did; `localize.rank_windows` weighs its word scores with it (`RunEvidence`).
 
-Nothing the sandbox writes is trusted: both reports are read as data, sizes bounded, and a row is kept only
-when it names a line inside a function of the repository's own non-test sources.
+Nothing the sandbox writes is trusted: reports are read as data, sizes bounded, and a row is kept only when it
+names a line inside a function of the repository's own non-test sources.
 """
 
 from __future__ import annotations
@@ -30,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.errors import SandboxError
+from agentflow.repair.edit.edits import parsed
 from agentflow.repair.locate.localize import RunEvidence, symbols
 from agentflow.repair.locate.statement import read_statement
 from agentflow.sandbox.base import Sandbox, sh_command
@@ -50,6 +47,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 MAX_REPORT_CHARS = 4_000_000
 """A report larger than this is not read (a suite of thousands of tests writes well under 1 MB)."""
 
+
 def module_of(path: str) -> str | None:
     """The import name of a repository file (`pkg/sub/mod.py` -> `pkg.sub.mod`, `pkg/__init__.py` -> `pkg`)."""
     if not path.endswith(".py"):
@@ -63,16 +61,12 @@ def module_of(path: str) -> str | None:
 
 
 def names_to_import(statements: list[str], sources: Mapping[str, str]) -> dict[str, str]:
-    """Names the examples use but never bind, that one repository module defines at top level: reports
-    often show `cache = LRUCache(2)` without its import. A name defined in several modules is left out."""
+    """Names the examples use but never bind that exactly one repository module defines at top level (reports
+    often show `cache = LRUCache(2)` without its import) -> that module."""
     used: set[str] = set()
     bound: set[str] = set()
-    for s in statements:
-        try:
-            tree = ast.parse(s)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
+    for example in filter(None, map(parsed, statements)):
+        for node in ast.walk(example):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 bound.update((a.asname or a.name).split(".")[0] for a in node.names)
             elif isinstance(node, ast.Name):  # `pkg.parse(...)` uses `pkg`, not a bare `parse`
@@ -80,11 +74,8 @@ def names_to_import(statements: list[str], sources: Mapping[str, str]) -> dict[s
     found: dict[str, set[str]] = {}
     for path, source in sources.items():
         module = module_of(path)
-        if module is None or is_test_path(path):
-            continue
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+        tree = parsed(source) if module is not None and not is_test_path(path) else None
+        if module is None or tree is None:
             continue
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in used - bound:
@@ -131,26 +122,22 @@ def examples_reach_code(base: ExampleRun) -> bool:
 
 
 def examples_comparable(base: ExampleRun, base_again: ExampleRun) -> bool:
-    """The examples can tell a change: they reach repository code and the unchanged code, run twice (`base`,
-    `base_again`), showed the same both times."""
+    """The examples can tell a change: they reach repository code and showed the same on both runs of the
+    unchanged code."""
     return examples_reach_code(base) and base.shown == base_again.shown
 
 
 def examples_changed(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, bool]:
-    """Per patch: whether the issue's examples show something else on it than on the unchanged code (run
-    twice: `base`, `base_again`). Empty when the examples cannot tell: they reach no repository code
-    (`examples_reach_code`), or the unchanged code shows differently from run to run (times, random values).
-    A run that gave no report counts as unchanged."""
+    """Per patch: whether the issue's examples show something else on it than on the unchanged code (a run that
+    gave no report counts as unchanged); empty when they cannot tell (`examples_comparable`)."""
     if not examples_comparable(base, base_again):
         return {}
     return {patch: bool(run.shown) and not run.problem and run.shown != base.shown for patch, run in runs.items()}
 
 
 def examples_shown(base: ExampleRun, base_again: ExampleRun, runs: Mapping[str, ExampleRun]) -> dict[str, tuple[str, ...]]:
-    """Per patch on which the issue's examples show something else than on the unchanged code (see
-    `examples_changed`), what they show: candidates that show the same behave the same on the report, whatever
-    their code. Those that change nothing are left out (sharing the unchanged behaviour is no agreement on a
-    fix). Empty when the examples cannot tell."""
+    """Per patch on which the issue's examples show something else than on the unchanged code
+    (`examples_changed`), what they show: candidates that show the same behave the same on the report."""
     changed = examples_changed(base, base_again, runs)
     return {patch: runs[patch].shown for patch, moved in changed.items() if moved}
 
@@ -296,9 +283,9 @@ async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Ma
                           env: Mapping[str, str] | None = None,
                           narrow: Callable[[ExampleRun], str | None] | None = None,
                           ) -> tuple[RunEvidence, dict[str, Any]]:
-    """Run the examples and (with a pytest `test_cmd`) the suite; the evidence for the ranking and a summary
-    of it as plain JSON (the graph state's `spectrum`, see `evidence_from_json`). `narrow`, given what the
-    examples ran, may name a shortened command to trace instead of `test_cmd` (the test-time budget's)."""
+    """Run the examples and (with a pytest `test_cmd`) the suite: the evidence for the ranking, and its summary
+    as plain JSON (the state's `spectrum`). `narrow`, given what the examples ran, may name a shorter command to
+    trace instead of `test_cmd` (the test-time budget's)."""
     index = FunctionIndex(sources)
     examples = await run_examples(sandbox, python, issue, index)
     spectrum, problems = None, [examples.problem] if examples.problem else []
@@ -324,8 +311,8 @@ async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Ma
 
 
 def reach_summary(spectrum: SuiteSpectrum | None) -> dict[str, Any] | None:
-    """Which tests reach which function, as plain JSON (the state's `spectrum.reach`, read by
-    `agentflow.repair.verify.targeting.SuiteReach.from_json`); None when the suite recorded no ids."""
+    """Which tests reach which function, as plain JSON (the state's `spectrum.reach`, `SuiteReach.from_json`);
+    None when the suite recorded no ids."""
     if spectrum is None or not spectrum.ids or spectrum.reach is None:
         return None
     return {"ids": list(spectrum.ids), "failed": sorted(spectrum.failed_ids),

@@ -1,9 +1,7 @@
-"""What a problem statement is, read once: a user's report with examples to run (`>>>` lines, code blocks), a
-failing-test report (the tests CI says fail, pytest's traceback and assertion output, as
-`agentflow.synth.statement.failing_test_report` writes it or a user pastes it), or prose. `read_statement` gives
-the typed record every step takes: the examples the spectrum runs, the failing tests that are the reproduction
-and the traced run's first tests, the traceback frames the ranking starts from, the assertion output the
-edit prompt's feedback leads with, and the failure output a retry's prompt shows.
+"""What a problem statement is, read once (`read_statement`): a user's report with examples to run, a
+failing-test report (failing tests, pytest's traceback and assertion output), or prose; the record gives every
+step what it takes: examples, failing tests, traceback frames, the assertion output, the failure output a
+retry's prompt shows.
 """
 
 from __future__ import annotations
@@ -14,6 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from agentflow.repair.edit.edits import parsed
 
 StatementKind = Literal["examples", "failing_tests", "prose"]
 
@@ -120,9 +120,8 @@ def _assertion(text: str) -> str:
 
 
 def issue_examples(text: str, *, code_blocks: bool = True) -> list[str]:
-    """The runnable statements of a report: each `>>>` line with its `...` continuations (the shown output
-    left out), and (`code_blocks`) every code block without prompts that parses as Python and calls something
-    (a block of expected output or a traceback does not parse, or calls nothing)."""
+    """The runnable statements of a report: each `>>>` line with its `...` continuations, and (`code_blocks`)
+    every code block without prompts that parses as Python and calls something."""
     out: list[str] = []
     blocks = [body for _, body in _FENCE.findall(text)]
     outside = _FENCE.sub("\n", text)
@@ -150,21 +149,10 @@ def _prompted(lines: list[str]) -> list[str]:
             statements.append([m.group(2)])
         else:
             statements[-1].append(m.group(2))
-    return ["\n".join(s) for s in statements if _parses("\n".join(s))]
-
-
-def _parses(code: str) -> bool:
-    try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    return ["\n".join(s) for s in statements if parsed("\n".join(s)) is not None]
 
 
 def _runnable(code: str) -> bool:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    return any(isinstance(node, (ast.Call, ast.Import, ast.ImportFrom, ast.Subscript, ast.Compare))
-               for node in ast.walk(tree))
+    tree = parsed(code)
+    return tree is not None and any(isinstance(node, (ast.Call, ast.Import, ast.ImportFrom, ast.Subscript, ast.Compare))
+                                    for node in ast.walk(tree))

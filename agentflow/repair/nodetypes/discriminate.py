@@ -1,8 +1,6 @@
 """The discriminator (SWE-Search's final pick; `docs/workflows/swe_search.md`), node type `swe.discriminate` in
-place of `swe.choose`: several agents argue in turn over the finalists (among the candidates that may be the
-fix, `nodekit.may_fix`), each reading the arguments before it, and a judge reads them all and decides. When the
-debate cannot finish (the budget ran out, no answer names a finalist), the first finalist is submitted and the
-outcome's `chosen_by` says so (`value`).
+place of `swe.choose`: agents argue in turn over the finalists (`nodekit.may_fix`), each reading the arguments
+before it, and a judge decides; when the debate cannot finish, the first finalist is submitted (`value`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Hierarchical localization by the model (Agentless, Xia et al. 2024; `docs/workflows/agentless.md`), node type
-`swe.localize` in place of `swe.rank`: the repository skeleton -> files -> classes/functions -> edit locations,
-three short calls; its locations are the run's `ranked` suspects, which the edit prompts merge with the
-heuristic's ranking (`localize.rank_windows`).
+`swe.localize` in place of `swe.rank`: skeleton -> files -> classes/functions -> edit locations, three short
+calls, whose locations are the `ranked` suspects (`localize.rank_windows` merges them).
 """
 
 from __future__ import annotations
@@ -87,8 +86,8 @@ def _qualified_names(path: str, source: str) -> dict[str, str]:
 
 def read_locations(text: str, sources: Mapping[str, str], files: list[str], limit: int) -> list[tuple[str, str]]:
     """(path, function name) pairs an answer names, in its order: `path: name`, `path: Class.name` or
-    `path: line N` (the innermost function holding the line). A line without a known path refers to the
-    first of `files` that has the name."""
+    `path: line N` (the innermost function there); a line without a known path: the first of `files` that has
+    the name."""
     found: list[tuple[str, str]] = []
     for line in text.splitlines():
         named = read_files(line, sources, 1)
@@ -116,8 +115,8 @@ def read_locations(text: str, sources: Mapping[str, str], files: list[str], limi
 
 async def localize_hierarchy(model: ChatModel, cfg: LocalizeSettings, issue: str, sources: Mapping[str, str], *,
                              seed: int) -> dict[str, Any]:
-    """The three steps; what each chose (`files`, `symbols`, `locations`) and the merged suspects (`ranked`:
-    locations, then the other chosen functions)."""
+    """The three steps: what each chose (`files`, `symbols`, `locations`), and `ranked`, locations then the other
+    chosen functions."""
     budget = max(500, cfg.max_prompt_chars - len(issue) - 600)
     values = {"issue": issue, "skeleton": repo_map(sources, limit_chars=budget), "count": str(cfg.localize_files)}
     text = await ask_helper(model, cfg, "localize_files", values, max_tokens=96, seed=seed)

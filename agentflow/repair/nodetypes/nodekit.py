@@ -1,6 +1,5 @@
-"""What the repair node types share: events, what the state holds
-(the spectrum's evidence, the ranked suspects, the search's attempts, how candidates are verified), and
-submitting a choice (graded with the task's tests for the report) or nothing."""
+"""What the repair node types share: events, what the state holds (evidence, ranked suspects, how candidates
+are verified), and submitting a choice or nothing."""
 
 from __future__ import annotations
 
@@ -36,10 +35,9 @@ def ranked_of(state: RepairState) -> list[tuple[str, str]]:
 
 
 def how_to_verify(state: RepairState) -> HowToVerify:
-    """How the task's candidates are verified, as the state says (the state alone: a resumed task, in a new
-    sandbox, verifies as the killed one did): the base verification, the selected regression tests' command
-    (`swe.regression`), which tests reach which function (`swe.spectrum`) and a kept reproduction (`swe.reproduce`:
-    a script, or the failing tests the report names)."""
+    """How the task's candidates are verified, as the state alone says (a resumed task verifies as the killed one
+    did): the base verification, the selected tests' command, which tests reach which function, a kept
+    reproduction."""
     reproduction, spectrum = state.get("reproduction") or {}, state.get("spectrum") or {}
     return HowToVerify(
         base=state.get("base"),
@@ -52,10 +50,8 @@ def how_to_verify(state: RepairState) -> HowToVerify:
 
 async def submit(rt: RepairRuntime, state: RepairState, best: Candidate, chosen_by: str | None, *,
                  among: int | None = None, noops: Mapping[str, bool] | None = None) -> RepairState:
-    """The state update of a chosen candidate: the choice (a `repair.choice` event: which one of `among`
-    candidates, what decided, its verification in words, whether it changes no code: `noop`, as `noops` from
-    `choose.noop_check` says or checked now), and its final verification (as `state` says, `how_to_verify`)
-    and report."""
+    """The state update of a chosen candidate: the choice (a `repair.choice` event, with whether it changes no
+    code as `noops` says or checked now), its final verification and report."""
     noop = await is_noop(rt.bench, best.patch, noops)
     emit(rt, RepairChoice(candidate_id=best.candidate_id, chosen_by=chosen_by, among=among,
                           reason=verdict(best.verified), noop=noop))
@@ -72,8 +68,7 @@ async def submit(rt: RepairRuntime, state: RepairState, best: Candidate, chosen_
 
 
 async def may_fix(rt: RepairRuntime, state: RepairState) -> tuple[list[Candidate] | None, dict[str, bool]]:
-    """(the state's attempts with a patch that may be the fix: none that changes no code when the tests fail at
-    the base commit, see `choose.leave_out_noops`; None when every one changes no code; the noop verdicts, for
+    """(the state's attempts with a patch that may be the fix, `choose.leave_out_noops`; the noop verdicts, for
     `submit`)."""
     found = [a for a in state.get("attempts") or [] if a.patch.strip()]
     base_failed, noops = await noop_check(rt.bench, state, [a.patch for a in found])
@@ -81,8 +76,7 @@ async def may_fix(rt: RepairRuntime, state: RepairState) -> tuple[list[Candidate
 
 
 def declined(chosen_by: str) -> RepairState:
-    """The state update of a choice that submits nothing, and why (`noop`: every candidate changes no code while
-    the tests fail at the base commit); the outcome's `chosen_by` says it."""
+    """The state update of a choice that submits nothing, and why (the outcome's `chosen_by`)."""
     return {"chosen": None, "final": {"declined": chosen_by}}
 
 

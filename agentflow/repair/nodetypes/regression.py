@@ -1,7 +1,6 @@
-"""Selected regression tests (Agentless; `docs/workflows/agentless.md`), node type `swe.regression` (blind mode,
-after `swe.reproduce`): the model names the passing tests a correct fix may rightly change, and the state's
-`regression.test_cmd`, the repository's tests without them, verifies candidates from then on (the base is
-verified again with it)."""
+"""Selected regression tests (Agentless; `docs/workflows/agentless.md`), node type `swe.regression`: the model
+names the passing tests a correct fix may rightly change, and the repository's tests without them
+(`regression.test_cmd`) verify candidates and the base from then on."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """The repair's attempt as graph nodes: `swe.edit` -> `swe.test` -> `swe.critique` / `swe.value`, looped while
-the tests fail and attempts remain. Put under a graph `search:` node (`workflows/repair.yaml`), each
-branch of the search runs them as real nodes in its own fork of the task's workspace (`ctx.run.sandbox`); the
-branch's state is plain data (its keys: `nodetypes/state.py`), so a checkpoint after each node holds all of it.
+the tests fail and attempts remain. Under a graph `search:` node (`workflows/repair.yaml`) each branch runs them
+in its own fork of the task's workspace (`ctx.run.sandbox`), its state plain data (`nodetypes/state.py`).
 
-A branch builds on its best attempt so far: an edit that scores below the candidate it started from is
-recorded and verified, but the next edit starts from the candidate again. Every sample is recorded in the
-task's candidates file.
+A branch builds on its best attempt so far: an edit that scores below the candidate it started from is recorded,
+but the next edit starts from the candidate again.
 """
 
 from __future__ import annotations
@@ -68,6 +66,9 @@ from agentflow.repair.nodetypes.state import (
     HeadRecord,
     RepairState,
     Verdict,
+    checkpointed_candidates,
+    solved,
+    task_candidates,
 )
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import HowToVerify, Verification, Workbench
@@ -101,9 +102,7 @@ class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, Spl
     """edit_format tools: model calls of one edit (viewing and editing files, then a last answer)."""
     noop_retries: int = Field(default=3, ge=0, le=20)
     """Extra samples when an answer changes nothing or cannot be read (those are not candidates), each told what
-    the one before did. After one that changed nothing the next asks another way (`NOOP_ESCALATION`: the other
-    edit format, the failure report, another suspect: the default reaches each once); after one that cannot be
-    read or applied, the same way again."""
+    the one before did; after one that changed nothing the next asks another way (`NOOP_ESCALATION`)."""
     stop_on_success: bool = run_default("stop_on_success")
 
 
@@ -115,9 +114,8 @@ class SweTestSettings(SplitEditsSettings):
     examples_retries: int = Field(default=0, ge=0, le=3)
     """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
     the unchanged code is drawn again from where it started, the next prompt showing that edit and what the
-    examples still show (it stays a candidate; the retry is not counted as an attempt). Each edit's examples
-    run in the sandbox, no model call. Off (0) by default: its benefit is not established yet; not used when
-    the examples run no repository code or show something else on each run."""
+    examples still show (it stays a candidate; the retry is no attempt). Not used when the examples run no
+    repository code or show something else on each run."""
 
 
 class SweCritiqueSettings(HelperSettings):
@@ -136,7 +134,7 @@ class SweValueSettings(HelperSettings):
 
 
 def bench_of(rt: RepairRuntime, ctx: NodeContext[RepairRuntime]) -> Workbench:
-    """The task's workbench on the node's workspace: a search branch's own fork, else the task's sandbox."""
+    """The task's workbench on the node's workspace (a search branch's own fork)."""
     sandbox = ctx.run.sandbox
     return rt.bench if sandbox is None or sandbox is rt.bench.sandbox else rt.bench.on(sandbox)
 
@@ -151,8 +149,7 @@ def branch_of(ctx: NodeContext[RepairRuntime]) -> tuple[str, int]:
 
 
 def current_of(state: RepairState, iid: str) -> HeadRecord:
-    """What the next edit builds on: the state's, else the unchanged code (the base verification's output as its
-    feedback)."""
+    """What the next edit builds on: the state's, else the unchanged code (the base verification's)."""
     found = state.get("candidate")
     if found:
         return found.copy()
@@ -163,8 +160,8 @@ def current_of(state: RepairState, iid: str) -> HeadRecord:
 
 async def sources_at(rt: RepairRuntime, bench: Workbench, patch: str) -> dict[str, str]:
     """The Python sources at base + `patch`, read once per patch for the task (the workspace then is left at
-    base + `patch`): branches that start from one state then ask for their samples at once, which a model
-    that batches samples of one prompt answers together."""
+    base + `patch`), so branches from one state ask for their samples at once (a batching model answers them
+    together)."""
     if patch not in rt.source_cache:
         async with bench.lock:
             await bench.restore(patch)
@@ -209,8 +206,7 @@ def suspect_order(schedule: FocusSchedule, windows: list[Window], sibling: int,
 
 def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecord, status: str,
                    errors: list[str]) -> Candidate:
-    """Record an answer that changed nothing or could not be read (`repair.resample` event); it, for
-    `resampled`."""
+    """Record an answer that changed nothing or could not be read (`repair.resample`); it, for `resampled`."""
     cand = Candidate(instance_id=rt.iid, candidate_id=edit["candidate_id"], parent_id=edit["parent_id"],
                      status=status, edit_errors=errors, finish_reason=edit["finish"],  # type: ignore[arg-type]
                      sample=edit["sample"], answer=edit["answer"][:4000], window=edit["window"],
@@ -222,9 +218,9 @@ def _record_failed(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: Edi
 
 async def draw_edit(rt: RepairRuntime, cfg: SweEditSettings, prompt: EditPrompt, sources: dict[str, str], *,
                     cand_id: str, parent_id: str, sample: int) -> tuple[str, str, ReadEdits]:
-    """One sample of `prompt` (seeded `cfg.seed + sample`), read against `sources` (nothing written): a rewrite of
-    the prompt's window, SEARCH/REPLACE blocks (in either form's answer), or (`edit_format: tools`) the files a
-    tool-calling edit changed; (the answer, its finish reason, what it does)."""
+    """One sample of `prompt` (seeded `cfg.seed + sample`) read against `sources`: (the answer, its finish reason,
+    what it does: a rewrite of the prompt's window, SEARCH/REPLACE blocks, or the files a tool-calling edit
+    changed)."""
     if cfg.edit_format == "tools":
         return await edit_with_tools(rt, cfg, prompt.user, sources, cand_id=cand_id, sample=sample)
     coder = rt.models.coder
@@ -271,19 +267,17 @@ async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, so
 
 
 NOOP_ESCALATION = ("format", "failure", "suspect")
-"""What a branch's next try changes after an answer that changed nothing (status `noop`: the code given back
-unchanged, other code than asked for, edits that change nothing), one change per such answer, in this order,
-each kept for the tries after it: the other edit format (a whole-function rewrite <-> SEARCH/REPLACE blocks),
-then the failure the bug causes shown in the prompt (`steps.failure_report`), then the next suspect (and
-another for each further noop). A change that cannot be made is passed over (no other format for `tools`, no
-failure report, no other suspect). Drawing the same prompt again mostly gives the same answer back."""
+"""What a branch's next try changes after an answer that changed nothing (drawing the same prompt again mostly
+gives the same answer back), one change per such answer, in this order, each kept for the tries after it: the
+other edit format (rewrite <-> SEARCH/REPLACE), then the failure the bug causes shown (`steps.failure_report`),
+then the next suspect (again for each further noop). A change that cannot be made is passed over."""
 OTHER_FORMAT = {"rewrite": "search_replace", "search_replace": "rewrite"}
 
 
 @dataclass
 class Approach:
     """How a branch's next try asks (`NOOP_ESCALATION`): its settings (the edit format), its windows (the first
-    the suspect it looks at), the failure report shown, and the changes made so far."""
+    the suspect it looks at), the failure report shown, the changes made so far."""
 
     cfg: SweEditSettings
     order: list[Window]
@@ -312,8 +306,7 @@ class Approach:
         return True
 
     def after_noop(self, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> str | None:
-        """The next change that can be made after a noop (`NOOP_ESCALATION`, its last step again once all were
-        made), made; None when none can."""
+        """The next change of `NOOP_ESCALATION` that can be made (its last again once all were), made; or None."""
         steps = [step for step in NOOP_ESCALATION[:-1] if step not in self.changes] + [NOOP_ESCALATION[-1]]
         return next((step for step in steps if self.change(step, failure, schedule, windows, sibling)), None)
 
@@ -327,12 +320,18 @@ class Approach:
                                              window=self.cfg.edit_format == "rewrite", failure=self.failure)
 
 
+async def _task_solved(ctx: NodeContext[RepairRuntime], state: RepairState) -> bool:
+    """A candidate of the task passed tests that decide, as the task's checkpoints hold it: one of this branch,
+    of a concurrent one, or of the killed run a resumed task continues."""
+    saver = ctx.run.checkpointer
+    return solved(await checkpointed_candidates(saver) if saver is not None else task_candidates(state))
+
+
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
                 current: HeadRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
                 drawn: list[int], resampled: list[Candidate]) -> EditRecord | None:
-    """One usable edit: an answer that changes nothing or cannot be read is recorded (into `resampled`) and
-    drawn again (`noop_retries`), told what it did; after one that changed nothing the next try asks another
-    way (`NOOP_ESCALATION`). None when none was usable."""
+    """One usable edit, or None: an answer that changes nothing or cannot be read is recorded (into `resampled`)
+    and drawn again (`noop_retries`, `NOOP_ESCALATION`)."""
     tag, number = branch_of(ctx)
     sibling = ctx.run.sample or 0
     way = Approach(cfg, suspect_order(schedule, windows, sibling))
@@ -340,7 +339,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
     hint = str(state.get("hint") or "")
     failure = failure_report(rt.issue, str((state.get("spectrum") or {}).get("errors") or ""))
     for _ in range(cfg.noop_retries + 1):
-        if cfg.stop_on_success and rt.solved:
+        if cfg.stop_on_success and await _task_solved(ctx, state):
             return None
         n = len(drawn) + 1
         sample = (number + 1) * SAMPLE_STRIDE + n
@@ -375,8 +374,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     updates: RepairState = {"hint": ""}
     if not state.get("suspects"):
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
-        if not rt.base_shown:  # once a task: what its search starts from (the first edit's view of it)
-            rt.base_shown = True
+        if not ctx.run.sample:  # the task's first edit (its search's first branch): what the search starts from
             base = state.get("base") or Verification()
             emit_task(rt, RepairBase(passed=base.passed, score=base.score, feedback=rt.bench.mode,
                                      reproduced=(state.get("reproduction") or {}).get("kept"),
@@ -413,8 +411,7 @@ def _attempt(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, edit: EditRecor
 
 async def _parts(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, bench: Workbench, how: HowToVerify,
                  cfg: SweTestSettings, edit: EditRecord, parent_patch: str, seen: set[str]) -> list[Candidate]:
-    """An edit that failed and changed several places: each change alone verified as a candidate of its own
-    (`split_edits`, no model call), until one passes."""
+    """Each change of a failed edit alone verified as a candidate of its own (`split_edits`), until one passes."""
     sources = await sources_at(rt, bench, parent_patch)
     out: list[Candidate] = []
     for number, files in enumerate(edit_parts(sources, edit["files"], limit=cfg.split_edits_limit), 1):
@@ -435,9 +432,8 @@ def _verdict(passed: bool | None, tries: int, max_attempts: int) -> Verdict:
 
 async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -> str | None:
     """What the issue's examples show when they show on base + `patch` what they showed on the unchanged code;
-    None when they show something else, or no report, or cannot tell a change (`spectrum.examples_comparable`:
-    run twice on the unchanged code, once a task). Runs in the sandbox, no model call; the workspace is left
-    at base."""
+    None when they show something else, no report, or cannot tell a change (`spectrum.examples_comparable`,
+    checked once a task). The workspace is left at base."""
     sources = await sources_at(rt, bench, "")
     async with rt.examples_lock:
         if not rt.examples_checked:
@@ -456,8 +452,8 @@ async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -
 
 
 async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweTestSettings) -> RepairState:
-    """`swe.test`: write the edit over the candidate, take its patch (test files stripped), verify it; the best
-    of it (and of its parts) becomes the candidate when it scores at least as well."""
+    """`swe.test`: the edit written over the candidate, its patch (test files stripped) verified; the best of it
+    (and of its parts) becomes the candidate when it scores at least as well."""
     rt = ctx.deps
     edit, current = state.get("edit"), current_of(state, rt.iid)
     tries = int(state.get("tries") or 0)
@@ -511,8 +507,8 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
 
 def _reviewable(state: RepairState, iid: str,
                 verdicts: tuple[Verdict, ...] = ("retry",)) -> tuple[Candidate, HeadRecord] | None:
-    """(the attempt verified last, the candidate) when the chain goes on from that attempt (its verdict one of
-    `verdicts`) and its tests did not pass: what a critic or the value agent looks at."""
+    """(the attempt verified last, the candidate) when the chain goes on from that failed attempt (its verdict
+    one of `verdicts`): what a critic or the value agent looks at."""
     tried, current = state.get("tried"), current_of(state, iid)
     if state.get("verdict") not in verdicts or not tried or tried.verified.passed is True:
         return None
@@ -520,8 +516,8 @@ def _reviewable(state: RepairState, iid: str,
 
 
 async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweCritiqueSettings) -> RepairState:
-    """`swe.critique`: a critic reviews a failed attempt the chain goes on from; its notes join the feedback
-    the next edit reads. A no-op unless `critique` is on or a critic model is given."""
+    """`swe.critique`: a critic's notes on a failed attempt the chain goes on from join the next edit's feedback
+    (a no-op unless `critique` is on or a critic model is given)."""
     rt = ctx.deps
     found = _reviewable(state, rt.iid)
     if found is None or rt.models.critic is None or not (settings.critique or rt.cfg.roles.critic):
@@ -538,8 +534,8 @@ async def critique_node(state: RepairState, ctx: NodeContext[RepairRuntime], set
 
 async def judge_attempt(model: ChatModel, cfg: SweValueSettings, issue: str, patch: str,
                         verification: Verification, *, seed: int) -> ValueJudgement:
-    """One call of the value agent (SWE-Search's value function) on a tested attempt: it reads the issue, the
-    patch and its test results and answers with a numeric value and a written assessment."""
+    """One call of the value agent (SWE-Search's value function): the issue, a tested patch and its test results
+    in, a value and a written assessment out."""
     verdict = {True: "the tests pass", False: "the tests fail", None: "the tests cannot decide"}[verification.passed]
     tests = f"{verdict} (share passing: {verification.score:.2f})\n{verification.output[:2000]}".strip()
     values = {"issue": issue, "patch": patch[:3000], "tests": tests}
@@ -547,10 +543,9 @@ async def judge_attempt(model: ChatModel, cfg: SweValueSettings, issue: str, pat
 
 
 async def value_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweValueSettings) -> RepairState:
-    """`swe.value`: the value agent values a failed attempt the chain goes on from; the value (blended with
-    the tests' score by `value_weight`) is the branch's search value, the assessment leads the next edit's
-    feedback, and both are kept on the attempt for the final pick. A chain's last attempt (verdict `stop`) is
-    valued too when the route brings it here: its value is what the search backs up and the final pick reads."""
+    """`swe.value`: the value agent values a failed attempt (a chain's last one too, when the route brings it
+    here); the value (blended with the tests' score by `value_weight`) is the branch's search value, the
+    assessment leads the next edit's feedback, and both are kept on the attempt for the final pick."""
     rt = ctx.deps
     found = _reviewable(state, rt.iid, ("retry", "stop"))
     if found is None:

@@ -1,13 +1,9 @@
 """What the repair node types share while one task runs (`RepairRuntime`, the run's `deps`): the task's
 workbench (sandbox), the role models, the budget and the events; and the settings classes of the node types.
 
-Settings of a node, from weakest to strongest (docs/concepts/repair.md, "Where a setting comes from"): its
-type's class's defaults and the run's value (`RepairConfig` by the setting's flat name, `run_field`, with
-`-c key=value`, then `nodes.*`), the node's `settings:` in the workflow, then `-c nodes.<node>.<key>=value`
-(`workflow_settings.give_settings`). A node type declares which settings it takes (a `NodeSettings` class
-written out: a setting only node types take declared there, one the run also has defaulting to the run's,
-`run_default`), so a typo in a workflow is a validation problem, not a silently ignored key; a node's steps
-read its settings, and the run's config (`rt.cfg`) only for what is the run's (its models, its test command).
+A node type declares the settings it takes (a `NodeSettings` class; one the run also has defaults to the run's,
+`run_default`), so a typo in a workflow is a validation error, not an ignored key; where a node's settings come
+from: docs/concepts/repair.md, "Where a setting comes from" (`workflow_settings.give_settings`).
 """
 
 from __future__ import annotations
@@ -32,14 +28,12 @@ from agentflow.repair.verify.workbench import Workbench
 
 
 def run_default(name: str) -> Any:
-    """The run's setting a node type names `name` (`run_field`: its default, bounds and description, one
-    source, RepairConfig's own) as the default of a node's setting of that name, for a setting the run has too."""
+    """The run's setting `name` (`run_field`: its default, bounds and description) as a node setting's."""
     return copy.copy(run_field(name))
 
 
 def setting_of(settings: type[BaseModel], name: str) -> Any:
-    """The field `name` of another node settings class, as the default of a node's setting of that name (its
-    default, bounds and description: one source, that class)."""
+    """The field `name` of another node settings class, as a node setting's (its default, bounds, description)."""
     return copy.copy(settings.model_fields[name])
 
 
@@ -73,9 +67,8 @@ class ShowsCodeSettings(PromptSettings):
     the hit."""
     rank_keep: int = Field(default=2, ge=0, le=10)
     """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
-    them, in its order. With the spectrum's evidence the heuristic's second suspect is more often right than a
-    small model's first pick, so keeping only one place can push the faulty function out of the suspects
-    (`benchmarks/localize_real.py --ranked RUN` measures it)."""
+    them, in its order (with the spectrum's evidence the heuristic's second suspect is more often right than a
+    small model's first pick: `benchmarks/localize_real.py --ranked RUN`)."""
 
 
 class EditFormatSettings(NodeSettings):
@@ -90,8 +83,7 @@ class EditFormatSettings(NodeSettings):
     this many items); 0 shows none of it."""
 
     def for_coder(self, run: RepairConfig) -> Self:
-        """These settings with `edit_format: auto` as the format the task's runtime resolved for its coder
-        (`steps.edit_format_for`)."""
+        """These settings with `edit_format: auto` as resolved for the task's coder (`steps.edit_format_for`)."""
         return self if self.edit_format != "auto" else self.model_copy(update={"edit_format": run.edit.format})
 
 
@@ -129,7 +121,6 @@ class TaskEvents(EventLog):
             "instance_id": self.instance_id}))
 
 
-
 def candidate_event(cand: Candidate) -> RepairCandidate:
     """The `repair.candidate` event of a candidate: what progress lines, the viewer and exports read of it."""
     v = cand.verification
@@ -149,18 +140,9 @@ class RepairRuntime:
     budget: Budget
     events: EventLog
     issue: str
-    solved: bool = False
-    """A candidate of the task passed tests that decide (one this process recorded, or, in a resumed task, one
-    the killed run's `repair.candidate` events name): `swe.edit` nodes with `stop_on_success` draw no new
-    samples. Not in the state: concurrent branches learn it from each other as they run."""
-    # What follows is no run state either: caches of what the sandbox gives again, and a guard against
-    # concurrent branches writing one event twice.
+    # No run state (the checkpointed state holds all of it): caches of what the sandbox gives again.
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     """Patch -> the Python sources at base + patch, read once per task (`rollout.sources_at`)."""
-    base_shown: bool = False
-    """The `repair.base` event was written (the first edit of the task writes it; the state's `suspects` say
-    whether a resumed task's first edit was made, this flag only keeps concurrent first edits from both
-    writing it)."""
     examples_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     examples_checked: bool = False
     examples_before: ExampleRun | None = None
@@ -180,8 +162,5 @@ class RepairRuntime:
         return self.bench.task.instance_id
 
     def record(self, cand: Candidate) -> None:
-        """A candidate a node made (its update puts it in the state's `attempts` or `resampled`, the one record
-        of it): its `repair.candidate` event, and `solved` once it passed."""
+        """The `repair.candidate` event of a candidate a node made (the state's `attempts` or `resampled` hold it)."""
         self.events.write(candidate_event(cand))
-        passed = cand.verification is not None and cand.verification.passed is True
-        self.solved = self.solved or (cand.status == "ok" and passed)

@@ -5,11 +5,14 @@ the types named here: `agentflow.graph.persist.serde`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from agentflow.reasoning.state import PlanKeys
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import Verification
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 
 class HeadRecord(TypedDict):
@@ -209,15 +212,29 @@ class ChoiceKeys(TypedDict, total=False):
 
 
 def task_candidates(*states: Mapping[str, Any]) -> list[Candidate]:
-    """The task's candidates: every one recorded in `states` (their `attempts` and `resampled`: the workflow's
-    state and its search branches'), each id once, in the order drawn (a split-out part after the edit it came
-    from). The one record of them, checkpointed after every node: candidates.jsonl and the outcome's count are
-    written from it, and a resumed task's come from its checkpoints."""
+    """The task's candidates, the one record of them: every one in `states`' `attempts` and `resampled` (the
+    workflow's and its search branches'), each id once, in the order drawn."""
     by_id: dict[str, Candidate] = {}
     for state in states:
         for cand in [*(state.get("attempts") or []), *(state.get("resampled") or [])]:
             by_id.setdefault(cand.candidate_id, cand)
     return sorted(by_id.values(), key=lambda c: (c.sample, c.candidate_id))
+
+
+async def checkpointed_candidates(saver: BaseCheckpointSaver[Any]) -> list[Candidate]:
+    """The task's candidates as the latest checkpoint of each of its threads holds them: the workflow's and
+    every search branch's, so a search a limit cut before it gathered its branches still counts theirs."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    async for saved in saver.alist(None):  # each thread's newest first
+        conf = saved.config["configurable"]
+        if not conf.get("checkpoint_ns"):
+            latest.setdefault(str(conf["thread_id"]), saved.checkpoint["channel_values"])
+    return task_candidates(*latest.values())
+
+
+def solved(candidates: list[Candidate]) -> bool:
+    """One of `candidates` passed tests that decide."""
+    return any(c.status == "ok" and c.verified.passed is True for c in candidates)
 
 
 class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, EditKeys, DrawKeys, ResampledKeys,
@@ -230,4 +247,4 @@ __all__ = ["AttemptsKeys", "BaseKeys", "CandidateKeys", "ChoiceKeys", "ChosenRec
            "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HeadRecord", "HintKeys", "LocalizedKeys",
            "LocalizedRecord", "RankedKeys", "RegressionKeys", "RegressionRecord", "RepairState", "ReproductionKeys",
            "ReproductionRecord", "ResampledKeys", "SearchValueKeys", "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys",
-           "Verdict", "VerifyKeys", "task_candidates"]
+           "Verdict", "VerifyKeys", "checkpointed_candidates", "solved", "task_candidates"]

@@ -1,9 +1,7 @@
 """Model-written tests as judges (CodeMonkeys, Ehrlich et al. 2025; `docs/workflows/codemonkeys.md`), node type
-`swe.vote_tests` after `swe.trajectories`: the candidates that may be the fix (`nodekit.may_fix`) vote by the
-generated tests they pass, and a selection trajectory decides among those the vote cannot split.
-
-Scripts are model-written code: they run only in the task's sandbox, from its scratch folder (never in a
-patch), with the repository root on the path; exit status 0 is a pass.
+`swe.vote_tests`: the candidates that may be the fix (`nodekit.may_fix`) vote by the generated tests they pass,
+and a selection trajectory decides among those the vote cannot split. Scripts run only in the task's sandbox,
+from its scratch folder (never in a patch); exit status 0 is a pass.
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ class VoteTestsSettings(FinalistSettings, HelperSettings):
     """Settings of the swe.vote_tests node type."""
 
     select_turns: int = Field(default=3, ge=1, le=10)
-    """Model turns of the final selection trajectory (running scripts on finalists, then a choice); 0 finalists
-    left after the vote need none."""
+    """Model turns of the final selection trajectory (running scripts on finalists, then a choice)."""
     temperature: float = run_default("temperature")
     test_timeout_s: float = run_default("test_timeout_s")
 
@@ -58,8 +55,8 @@ def test_script(text: str) -> str | None:
 
 
 async def vote(bench: Workbench, candidates: list[Candidate], scripts: list[str]) -> tuple[dict[str, int], list[int]]:
-    """Each candidate's count of passed tests, over the tests that fail on the unchanged code (all of them when
-    none does: then they only guard against regressions); the indices of the tests that counted."""
+    """Each candidate's count of passed tests among those that fail on the unchanged code (all when none does);
+    the indices of the tests that counted."""
     async with bench.lock:
         at_base = [(await run_script(bench, f"vote_{i}", s, ""))[0] for i, s in enumerate(scripts)]
         counted = [i for i, ok in enumerate(at_base) if not ok] or list(range(len(scripts)))
@@ -72,8 +69,8 @@ async def vote(bench: Workbench, candidates: list[Candidate], scripts: list[str]
 
 
 async def select(rt: RepairRuntime, cfg: VoteTestsSettings, finals: list[Candidate], votes: dict[str, int]) -> int | None:
-    """The selection trajectory: up to `select_turns` turns of running a script on a finalist (`RUN N` and a
-    code block) or choosing one (`CHOICE: N`); the 1-based pick, or None when it named none."""
+    """The selection trajectory: turns of running a script on a finalist (`RUN N` and a code block) until it
+    chooses one (`CHOICE: N`); the 1-based pick, or None."""
     shown = "\n\n".join(PROMPTS.render("part_finalist.j2", number=n, votes=votes[a.candidate_id],
                                         patch=a.patch[:2500]) for n, a in enumerate(finals, 1))
     conversation = Conversation.start(

@@ -1,11 +1,8 @@
 """A multi-turn repair trajectory (CodeMonkeys, Ehrlich et al. 2025; `docs/workflows/codemonkeys.md`), node type
-`swe.trajectory`, run as the branches of a graph search node (`workflows/codemonkeys.yaml`: best_of_n, one
-trajectory a branch, each in its own fork of the task's workspace with its own checkpoints). A trajectory
-writes a test script and an edit together, sees the script run in its workspace on the original code and on
-its change, and revises either until it answers DONE. With `edit_format: rewrite` (what `auto` gives a local
-model) the suspect function is rewritten whole -- with SEARCH/REPLACE blocks the embedded small model seldom
-gives a usable edit -- and the test script is the answer's other code block. Its last change is a candidate,
-its last script joins `tests`; the search gathers both over its branches.
+`swe.trajectory`, run as the branches of a graph search node (`workflows/codemonkeys.yaml`). A trajectory writes a
+test script and an edit together, sees the script run on the original code and on its change, and revises
+either until it answers DONE (with `edit_format: rewrite` the suspect is rewritten whole and the script is the
+answer's other code block). Its last change is a candidate, its last script joins `tests`.
 """
 
 from __future__ import annotations
@@ -53,8 +50,7 @@ class TrajectorySettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
     """Settings of the swe.trajectory node type (how many trajectories: its search node's `n`)."""
 
     turns: int = Field(default=3, ge=1, le=12)
-    """Model turns of one trajectory, each followed by a run of its test script in the
-    sandbox (codemonkeys' serial compute)."""
+    """Model turns of one trajectory, each followed by a run of its test script (codemonkeys' serial compute)."""
     temperature: float = run_default("temperature")
 
 
@@ -83,8 +79,8 @@ class SearchReplaceForm:
 
 
 class RewriteForm:
-    """The trajectory's suspect rewritten whole (the form small models get right most often); each turn's
-    rewrite replaces the last one, and the test script is the answer's other code block."""
+    """The trajectory's suspect rewritten whole (the form small models get right most often), each turn's
+    rewrite replacing the last; the test script is the answer's other code block."""
 
     def __init__(self, cfg: TrajectorySettings, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
         self.window, self.sources = windows[0], sources
@@ -101,7 +97,7 @@ class RewriteForm:
 
     def _is_rewrite(self, block: str) -> bool:
         """A block that gives the window back: its `def` line, or (a window of a function's body) most of its
-        lines; a test script shares few lines with the code it tests."""
+        lines."""
         if self._def is not None:
             return self._def.search(block) is not None
         shared = sum(line.strip() in self._lines for line in block.splitlines())
@@ -119,8 +115,8 @@ class RewriteForm:
 
 async def _turn_feedback(bench: Workbench, cfg: TrajectorySettings, number: int, script: str | None,
                          files: dict[str, str], status: str, revise: str) -> tuple[str, str]:
-    """Run the script on the original code and on the trajectory's change; (the next user message, patch). The
-    workspace is left at the change (a search branch's workspace then holds its trajectory's change)."""
+    """Run the script on the original code and on the trajectory's change (the workspace is left at the change);
+    (the next user message, patch)."""
     async with bench.lock:
         await bench.restore("")
         for path, content in files.items():
@@ -139,8 +135,8 @@ async def _turn_feedback(bench: Workbench, cfg: TrajectorySettings, number: int,
 
 async def trajectory(ctx: NodeContext[RepairRuntime], bench: Workbench, cfg: TrajectorySettings, number: int,
                      form: SearchReplaceForm | RewriteForm, drawn: list[int]) -> dict[str, Any]:
-    """One trajectory: its last patch and script, the turns it took and why it stopped; `drawn` gains the
-    number of each model call it began (its samples)."""
+    """One trajectory: its last patch and script, the turns it took and why it stopped; `drawn` gains each
+    model call's sample number."""
     rt = ctx.deps
     conversation = Conversation.start(render(cfg, "system", {}), form.first)
     files: dict[str, str] = {}
@@ -183,8 +179,8 @@ async def trajectory(ctx: NodeContext[RepairRuntime], bench: Workbench, cfg: Tra
 
 async def trajectory_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: TrajectorySettings
                           ) -> RepairState:
-    """`swe.trajectory`: one trajectory, the search branch's number choosing its suspect and seeds; its change
-    verified and recorded as candidate `t<number + 1>`."""
+    """`swe.trajectory`: one trajectory (the branch's number picks its suspect and seeds); its change verified and
+    recorded as candidate `t<number + 1>`."""
     rt = ctx.deps
     cfg = settings.for_coder(rt.cfg)
     bench = bench_of(rt, ctx)
@@ -212,9 +208,8 @@ async def trajectory_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
 
 
 def trajectories_stop(runs: list[dict[str, Any]]) -> tuple[BudgetKind | None, str | None]:
-    """What the trajectories' runs (`trajectory_runs`) say of a task without a patch: (the limit that cut it,
-    or None for a model error; the error) of the first that ended on an error; (None, None) when every one
-    ended as it should."""
+    """(the limit that cut it or None, the error) of the first trajectory run that ended on an error; (None, None)
+    when every one ended as it should."""
     cut = next((r for r in runs if r["stopped"] not in ("done", "turns")), None)
     return (None, None) if cut is None else (cut.get("limit"), cut.get("error") or cut["stopped"])
 

@@ -1,17 +1,12 @@
-"""What a repair is doing, said while it runs.
+"""What a repair is doing, said while it runs: `ProgressPrinter`, an `EventSink` on a run's `EventLog`, makes a
+line per model call, candidate, decision, step and task, each with the time since the run started and, where it
+can, an estimate of the time left. `agentflow repair` and `agentflow bench` print them on stderr (`--quiet`:
+none); a Python caller adds the printer to its own log (`events.sinks.append(ProgressPrinter())`) or passes it to
+`run_batch(sinks=[...])`.
 
-`ProgressPrinter` is an `EventSink` on a run's `EventLog`: it turns the events into one line per model call
-(its step, tokens and how long it took), per candidate (its outcome and why it failed), per decision (which
-candidate was chosen and why), per step and per task, each with the time since the run started and, where
-it can, an estimate of the time left. `agentflow repair` and `agentflow bench` print the lines on stderr,
-flushed line by line whether stderr is a terminal or a file (`--quiet`: none); a Python caller adds the same
-printer to its own log (`events.sinks.append(ProgressPrinter())`) or passes it to `run_batch(sinks=[...])`.
-
-The estimate of a task: its mean seconds per model call so far (its elapsed time, test runs included, over
-its calls) times the calls still expected. `expected_calls` says how many each node of the workflow makes
-(written in `repair.start`); a node that ended expects none more (a running one past its share: one, when
-nothing else is left), and the task's `step_limit` and `wall_time_s` cap it. A bench's line estimates from
-its finished tasks (`Progress.eta_s`).
+A task's estimate: its mean seconds per model call so far times the calls still expected (`expected_calls`,
+written in `repair.start`; a node that ended expects none more), capped by its `step_limit` and `wall_time_s`.
+A bench's line estimates from its finished tasks (`Progress.eta_s`).
 """
 
 from __future__ import annotations
@@ -91,33 +86,13 @@ class Progress:
     durations: list[float] = field(default_factory=list)
     """Wall seconds of each task finished in this process: the basis of the estimate."""
 
-    @property
-    def done(self) -> int:
-        return self.counts.done
-
-    @property
-    def resolved(self) -> int:
-        return self.counts.resolved
-
-    @property
-    def submitted(self) -> int:
-        return self.counts.submitted
-
-    @property
-    def failed(self) -> int:
-        return self.counts.failed
-
-    @property
-    def cost_usd(self) -> float:
-        return self.counts.cost_usd
-
-    def eta_s(self, workers: int | None = None) -> float | None:
-        """Seconds until the last task is done: the mean duration of the tasks finished in this process
-        times the tasks left, over the workers they share (None before the first one finished)."""
+    def eta_s(self) -> float | None:
+        """Seconds until the last task is done: the mean duration of the tasks finished in this process times the
+        tasks left, over the workers (None before the first one finished)."""
         if not self.durations:
             return None
         left = max(0, self.todo - len(self.durations))
-        parallel = max(1, min(workers or self.workers, left))
+        parallel = max(1, min(self.workers, left))
         return sum(self.durations) / len(self.durations) * left / parallel
 
 
@@ -125,10 +100,8 @@ class Progress:
 
 
 def expected_calls(cfg: RepairConfig, spec: Any, registry: Any) -> dict[str, int]:
-    """Model calls each top-level node of the repair workflow `spec` (its typed nodes' settings given, see
-    `workflow_settings.give_settings`) is expected to make in a run of `cfg`, as each node type states
-    (`NodeType.calls`): the basis of a task's time estimate, not a limit (a node that turns out to have
-    nothing to do makes fewer; answers that change nothing are drawn again and make more)."""
+    """Model calls each top-level node of the repair workflow `spec` is expected to make in a run of `cfg`, as
+    each node type states (`NodeType.calls`): the basis of a task's time estimate, not a limit."""
     return {name: _graph_search_calls(cfg, node, registry) if node.search is not None else
             _node_calls(cfg, node, registry) for name, node in spec.nodes.items()}
 
@@ -139,10 +112,8 @@ def _node_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
 
 
 def _graph_search_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
-    """Model calls of a graph search node over repair steps: attempts times the calls of one (those its
-    subgraph's nodes state: an edit, and a review when a critique or value node follows it). best_of_n: `n`
-    chains of the test node's `max_attempts`; mcts: `n` expansions of one attempt; beam/tot and rebase: a step
-    per depth, each of `n` (x `expand` for beam) attempts."""
+    """Model calls of a graph search node: attempts (best_of_n: `n` chains of `max_attempts`; mcts: `n`; the
+    stepwise strategies: a step per depth of `n`, x `expand` for beam) times the calls of its subgraph's nodes."""
     from agentflow.graph.search.settings import SearchSettings  # the search's defaults, from their one source
 
     search = SearchSettings.model_validate(dict(node.search))
@@ -168,14 +139,12 @@ _FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 
 
 def verdict(v: Verification | None) -> str:
-    """What a candidate's verification says, in a few words: `tests pass`, `tests fail (2 of 5: test_x,
-    test_y)`, `the issue still reproduces`, `not refuted: ...` (blind mode, where passing tests prove no fix);
-    with which tests ran when only those reaching the change did."""
+    """What a candidate's verification says, in a few words (`tests fail (2 of 5: test_x, test_y)`; `not refuted:
+    ...` in blind mode, where passing tests prove no fix), with which tests ran when not all did."""
     said = _verdict(v)
-    if v is not None and v.targeted and v.shortened:
-        said += f" [ran {v.targeted} tests, the failing ones first: the run's time allowance]"
-    elif v is not None and v.targeted:
-        said += f" [ran the {v.targeted} tests that reach the change]"
+    if v is not None and v.targeted:
+        said += (f" [ran {v.targeted} tests, the failing ones first: the run's time allowance]" if v.shortened
+                 else f" [ran the {v.targeted} tests that reach the change]")
     return said
 
 
@@ -284,7 +253,6 @@ class _Task:
     calls: int = 0
     node_calls: int = 0
     tokens: int = 0
-    candidates: int = 0
     cannot_run: bool = False
     """The pre-flight found that the tests cannot run."""
 
@@ -349,8 +317,7 @@ class ProgressPrinter:
         self.write(f"[{_clock(ts - (self.t0 or ts))}] {who}{text}")
 
     def batch(self, progress: Progress, outcome: InstanceOutcome | None, *, now: float | None = None) -> None:
-        """A bench's line after each finished task: the report's counts (`RunCounts`), the cost, an estimate
-        from the finished tasks, and the task that just finished."""
+        """A bench's line after each finished task: the report's counts, the cost, an estimate, the task's status."""
         import time
 
         now = time.time() if now is None else now
@@ -367,7 +334,14 @@ class ProgressPrinter:
             text += f"; {outcome.instance_id}: {outcome.status}" + (" (resolved)" if resolved else "")
         return text
 
-    # -------------------------------------------------------------------------------- which task
+    # -------------------------------------------------------------------------------- the lines
+
+    def _said(self, event: Event) -> tuple[str | None, str] | None:
+        """The line `event` makes, and its task (None: the event makes no line)."""
+        said = _LINES.get(type(event))
+        iid, task = self._task_of(event)
+        text = said(self, event, iid, task) if said is not None else None
+        return (iid, text) if text else None
 
     def _task_of(self, event: Event) -> tuple[str | None, _Task | None]:
         iid = event.instance_id
@@ -378,22 +352,16 @@ class ProgressPrinter:
             iid = next(iter(self.tasks))
         return iid, self.tasks.get(iid) if iid else None
 
-    def _eta(self, task: _Task | None, ts: float) -> str:
+    @staticmethod
+    def _eta(task: _Task | None, ts: float) -> str:
         return f"; ETA {format_duration(task.eta_s(ts))}" if task is not None else ""
 
-    # -------------------------------------------------------------------------------- the lines
-
-    def _said(self, event: Event) -> tuple[str | None, str] | None:
-        """The line `event` makes, and its task (None: the event makes no line)."""
-        said = _LINES.get(type(event))
-        return said(self, event) if said is not None else None
-
-    def _test_time(self, e: RepairTestTime) -> tuple[str | None, str]:
+    def _test_time(self, e: RepairTestTime, iid: str | None, task: _Task | None) -> str:
         from agentflow.repair.verify.testshare import describe
 
-        return self._task_of(e)[0], describe(e.data)
+        return describe(e.data)
 
-    def _run_start(self, e: RunStart) -> tuple[str | None, str] | None:
+    def _run_start(self, e: RunStart, iid: str | None, task: _Task | None) -> str | None:
         if e.total is None:  # a task's own workflow run (the graph engine's run.start)
             return None
         total, todo = e.total, e.total if e.todo is None else e.todo
@@ -401,61 +369,60 @@ class ProgressPrinter:
         if not self.many:
             return None
         done = f", {total - todo} done before" if todo < total else ""
-        search = f"search {e.search}" if e.search else "no search"
-        return None, f"run: {todo} of {total} tasks to repair{done} ({search})"
+        return f"run: {todo} of {total} tasks to repair{done} ({f'search {e.search}' if e.search else 'no search'})"
 
-    def _repair_start(self, e: RepairStart) -> None:
+    def _repair_start(self, e: RepairStart, iid: str | None, task: _Task | None) -> None:
         iid = str(e.instance_id or e.node_id)
-        task = _Task(started=e.ts, plan=dict(e.expected_calls or {}), step_limit=e.step_limit,
-                     wall_time_s=e.wall_time_s, model=str(e.model or "").replace("{instance_id}", iid))
-        self.tasks[iid] = task
-        expected = task.calls_expected()
+        model = str(e.model or "").replace("{instance_id}", iid)
+        task = self.tasks[iid] = _Task(started=e.ts, plan=dict(e.expected_calls or {}), step_limit=e.step_limit,
+                                       wall_time_s=e.wall_time_s, model=model)
         search = f"search {e.search}" if e.search else "no search"
-        text = (f"repair{'' if self.many else ' ' + iid}: workflow {e.workflow} ({search}), "
-                f"model {task.model}; about {expected} model calls expected")
+        text = (f"repair{'' if self.many else ' ' + iid}: workflow {e.workflow} ({search}), model {task.model}; "
+                f"about {task.calls_expected()} model calls expected")
         self.pending[iid] = (e.ts, text)
 
-    def _preflight(self, e: RepairPreflight) -> tuple[str | None, str] | None:
+    def _preflight(self, e: RepairPreflight, iid: str | None, task: _Task | None) -> str | None:
         from agentflow.swe.preflight import Preflight
 
         found = Preflight.model_validate({k: v for k, v in e.data.items() if k in Preflight.model_fields})
         if not found.can_run:  # the repair stops with an error that says so (a bench's task: its end line)
-            _, task = self._task_of(e)
             if task is not None:
                 task.cannot_run = True
             return None
-        return self._task_of(e)[0], f"pre-flight: {found.summary()}"
+        return f"pre-flight: {found.summary()}"
 
-    def _search(self, e: RepairSearch) -> tuple[str | None, str]:
-        iid, task = self._task_of(e)
+    def _search(self, e: RepairSearch, iid: str | None, task: _Task | None) -> str:
         expected = ""
         if task is not None and e.expected_calls:
             task.plan = dict(e.expected_calls)
             expected = f"; about {task.calls_expected()} model calls expected"
-        return iid, f"decision: search {e.search}, because {e.why}{expected}"
+        return f"decision: search {e.search}, because {e.why}{expected}"
 
-    def _node_start(self, e: NodeStart) -> tuple[str | None, str] | None:
-        iid, task = self._task_of(e)
+    def _node_start(self, e: NodeStart, iid: str | None, task: _Task | None) -> str | None:
         name = (e.node_id or "").split("/", 1)[-1]
         if task is None or name not in task.plan:
             return None
         task.node, task.node_calls = name, 0
         expected = task.plan[name]
         calls = f", about {expected} model call{'s' if expected != 1 else ''}" if expected else ""
-        return iid, f"step {name} ({e.type or 'node'}{calls})"
+        return f"step {name} ({e.type or 'node'}{calls})"
 
-    def _node_end(self, e: NodeEnd) -> None:
-        _, task = self._task_of(e)
+    def _node_end(self, e: NodeEnd, iid: str | None, task: _Task | None) -> None:
         name = (e.node_id or "").split("/", 1)[-1]
         if task is not None and name in task.plan:
             task.ended.add(name)
             if task.node == name:
                 task.node = None
 
-    def _model_call(self, e: ModelCall) -> tuple[str | None, str]:
-        iid, task = self._task_of(e)
+    def _model_call(self, e: ModelCall, iid: str | None, task: _Task | None) -> str:
         tokens_in, tokens_out = int(e.usage.get("input_tokens") or 0), int(e.usage.get("output_tokens") or 0)
-        label = self._step_label(e, iid, task)
+        node = e.node_id or ""
+        if iid and node.startswith(f"{iid}/"):
+            label = f"edit {node.split('/', 1)[1]}"  # a search sample: its candidate's id
+        elif iid and node == iid:
+            label = task.node if task is not None and task.node else "repair"
+        else:
+            label = node or "model"
         if task is not None:
             task.calls += 1
             task.node_calls += 1
@@ -464,62 +431,45 @@ class ProgressPrinter:
         extra = f", {e.n} samples" if e.n > 1 else ""
         if e.spec and task is not None and e.spec != task.model:
             extra += f", {e.spec}"
-        return iid, (f"model call{number} ({label}{extra}): {tokens_in} in + {tokens_out} out tokens, "
-                     f"{e.latency_s:.1f}s{self._eta(task, e.ts)}")
+        return (f"model call{number} ({label}{extra}): {tokens_in} in + {tokens_out} out tokens, "
+                f"{e.latency_s:.1f}s{self._eta(task, e.ts)}")
 
-    @staticmethod
-    def _step_label(e: Event, iid: str | None, task: _Task | None) -> str:
-        node = e.node_id or ""
-        if iid and node.startswith(f"{iid}/"):
-            return f"edit {node.split('/', 1)[1]}"  # a search sample: its candidate's id
-        if iid and node == iid:
-            return task.node if task is not None and task.node else "repair"
-        return node or "model"
-
-    def _candidate(self, e: RepairCandidate) -> tuple[str | None, str]:
-        iid, task = self._task_of(e)
-        if task is not None:
-            task.candidates += 1
+    def _candidate(self, e: RepairCandidate, iid: str | None, task: _Task | None) -> str:
         cid = (e.candidate_id or e.node_id or "").split("/", 1)[-1]
         of = f" (one change of {e.part_of.split('/', 1)[-1]})" if e.part_of else ""
-        return iid, f"candidate {cid}{of}: {e.reason or e.status}{self._eta(task, e.ts)}"
+        return f"candidate {cid}{of}: {e.reason or e.status}{self._eta(task, e.ts)}"
 
-    def _choice(self, e: RepairChoice) -> tuple[str | None, str]:
-        iid, _ = self._task_of(e)
+    def _choice(self, e: RepairChoice, iid: str | None, task: _Task | None) -> str:
         cid = e.candidate_id.split("/", 1)[-1]
         verified = f"; its verification: {e.reason}" + ("; it changes no code" if e.noop else "")
         if e.chosen_by == "only":
-            return iid, f"decision: {cid}, the only candidate with a patch{verified}"
+            return f"decision: {cid}, the only candidate with a patch{verified}"
         among = f" of {e.among} candidates" if e.among else ""
         why = _CHOSEN_BY.get(str(e.chosen_by), "")
-        return iid, f"decision: {cid}{among}, chosen by {e.chosen_by}{': ' + why if why else ''}{verified}"
+        return f"decision: {cid}{among}, chosen by {e.chosen_by}{': ' + why if why else ''}{verified}"
 
-    def _confirm(self, e: RepairConfirm) -> tuple[str | None, str]:
-        iid, _ = self._task_of(e)
+    def _confirm(self, e: RepairConfirm, iid: str | None, task: _Task | None) -> str:
         cid = e.candidate_id.split("/", 1)[-1]
         counts = f" ({e.whole[0]} of {e.whole[1]} pass)" if len(e.whole) == 2 else ""
         took = f" in {e.seconds:.1f}s" if e.seconds is not None else ""
         if e.held:
-            return iid, f"finalist {cid}: the whole suite agrees{counts}{took}"
-        return iid, f"finalist {cid}: the whole suite says worse than its {e.targeted} tests did{counts}{took}; choosing again"
+            return f"finalist {cid}: the whole suite agrees{counts}{took}"
+        return f"finalist {cid}: the whole suite says worse than its {e.targeted} tests did{counts}{took}; choosing again"
 
-    def _noop(self, e: RepairNoop) -> tuple[str | None, str]:
-        iid, _ = self._task_of(e)
+    def _noop(self, e: RepairNoop, iid: str | None, task: _Task | None) -> str:
         what = ("nothing submitted: every candidate changes" if e.left_out == e.among
                 else f"left out {e.left_out} of {e.among} candidates: they change")
-        return iid, f"decision: {what} only docstrings, comments or whitespace, and the tests fail at the base commit"
+        return f"decision: {what} only docstrings, comments or whitespace, and the tests fail at the base commit"
 
-    def _reproduce(self, e: RepairReproduce) -> tuple[str | None, str]:
-        iid, _ = self._task_of(e)
+    def _reproduce(self, e: RepairReproduce, iid: str | None, task: _Task | None) -> str:
         tests = e.source == "tests"
         what = f"reproduction: the report's failing tests ({len(e.tests)})" if tests else "reproduction script"
         if e.kept:
-            return iid, f"{what}: kept ({'they fail' if tests else 'it fails'} at the base commit as the issue says)"
+            return f"{what}: kept ({'they fail' if tests else 'it fails'} at the base commit as the issue says)"
         why = re.search(r"\(not counted: (.+)\)\s*$", e.output)
-        return iid, f"{what}: not kept" + (f" ({why.group(1)[:200]})" if why else "")
+        return f"{what}: not kept" + (f" ({why.group(1)[:200]})" if why else "")
 
-    def _repair_end(self, e: RepairEnd) -> tuple[str | None, str] | None:
-        iid, task = self._task_of(e)
+    def _repair_end(self, e: RepairEnd, iid: str | None, task: _Task | None) -> str | None:
         if task is not None and task.cannot_run and e.status is not RepairStatus.ENV_ERROR:
             return None  # the run stops on the pre-flight: its error is the one line to read
         graded = "" if e.resolved is None else (", resolved" if e.resolved else ", not resolved")
@@ -529,14 +479,13 @@ class ProgressPrinter:
         error = f" ({e.error[:200]})" if e.error else ""
         spent = ""
         if task is not None:
-            spent = (f"; {task.calls} model calls, {task.tokens} tokens, "
-                     f"{format_duration(e.ts - task.started)}")
+            spent = f"; {task.calls} model calls, {task.tokens} tokens, {format_duration(e.ts - task.started)}"
         if e.finished is False:  # cut short (Ctrl-C): not done, and a resume continues it
-            return iid, f"interrupted: the task did not finish{spent}"
-        return iid, f"done: {e.status_text}{graded}{chosen}{error}{spent}"
+            return f"interrupted: the task did not finish{spent}"
+        return f"done: {e.status_text}{graded}{chosen}{error}{spent}"
 
 
-_LINES: dict[type[Event], Callable[[ProgressPrinter, Any], tuple[str | None, str] | None]] = {
+_LINES: dict[type[Event], Callable[[ProgressPrinter, Any, str | None, _Task | None], str | None]] = {
     RunStart: ProgressPrinter._run_start, RepairStart: ProgressPrinter._repair_start,
     RepairPreflight: ProgressPrinter._preflight, RepairTestTime: ProgressPrinter._test_time,
     RepairSearch: ProgressPrinter._search, NodeStart: ProgressPrinter._node_start, NodeEnd: ProgressPrinter._node_end,

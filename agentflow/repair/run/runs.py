@@ -1,10 +1,12 @@
-"""A run of repairs over many tasks: the run directory, workers, resume and the summary files.
+"""A run of repairs over many tasks: `runs/<run_id>/` holds `config.resolved.yaml`, `events.jsonl`, per task
+`instances/<id>/{outcome.json, patch.diff, candidates.jsonl}`, and, rebuilt after every task, `preds.jsonl`,
+`candidates.jsonl` and `report.json`. A task is done when its `outcome.json` exists (written last); `resume`
+skips done tasks except infrastructure failures (`env_error`).
 
-`runs/<run_id>/` holds `config.resolved.yaml`, `events.jsonl` (appended across resumes), per task
-`instances/<id>/{outcome.json, patch.diff, candidates.jsonl}`, and, rebuilt after every task,
-`preds.jsonl` (SWE-bench prediction format), `candidates.jsonl` and `report.json`.
-A task is done when its `outcome.json` exists (written last, atomically). `resume` skips done tasks,
-except infrastructure failures (`env_error`), which are retried; agent failures are kept.
+Tasks run through an executor (`agentflow.executors`): in this process, or on Ray nodes, where a task runs in a
+scratch folder with an in-memory event log and its files, events and outcome come back to the driver, which
+writes them where an in-process run puts them (`outcome.json` last): only the driver writes the run directory,
+and a task retried after its node died leaves no trace of the lost attempt. Inputs travel as `swe.shipping` says.
 """
 
 from __future__ import annotations
@@ -13,30 +15,41 @@ import asyncio
 import json
 import re
 import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
+from agentflow.budget import Budget
 from agentflow.errors import UserError
-from agentflow.events import EventSink
-from agentflow.events.kinds import RunBudgetExceeded, RunEnd, RunStart
+from agentflow.events import Event, EventLog, EventSink
+from agentflow.events.kinds import (
+    ExecutorLost,
+    ExecutorRetry,
+    ExecutorTask,
+    RepairStatus,
+    RunBudgetExceeded,
+    RunEnd,
+    RunStart,
+)
 from agentflow.executors.base import Executor, InProcessExecutor, open_executor
-from agentflow.executors.types import ExecutorConfig
+from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 from agentflow.observe import instrument
 from agentflow.paths import path_component
 from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.run.progress import Progress, RunCounts
-from agentflow.repair.run.remote import repair_via
-from agentflow.repair.run.solve import effective_strategy, load_repair_workflow
+from agentflow.repair.run.solve import effective_strategy, load_repair_workflow, repair_task
 from agentflow.repair.run.workflow_settings import search_summary
 from agentflow.rundir import RunDir, check_folder
 from agentflow.runfiles import read_text
 from agentflow.secrets import redact
 from agentflow.swe.report import InstanceReport, make_summary
-from agentflow.swe.shipping import Shipping
-from agentflow.swe.tasks import Prediction, SWETask
+from agentflow.swe.shipping import Shipping, on_this_node, prepare_node, read_tree, write_tree
+from agentflow.swe.tasks import Prediction, SWETask, select_tasks
 
 
 def instance_dir(out_dir: Path, instance_id: str) -> Path:
@@ -52,14 +65,7 @@ def select(
     instance_ids: Sequence[str] = (),
 ) -> list[SWETask]:
     """Tasks chosen by ids, a regex on ids, and a `start:stop` slice (in that order)."""
-    out = list(tasks)
-    if instance_ids:
-        by_id = {t.instance_id: t for t in out}
-        for iid in instance_ids:
-            if iid not in by_id:
-                known = ", ".join(sorted(by_id)[:5]) + (", ..." if len(by_id) > 5 else "")
-                raise UserError(f"unknown instance id {iid!r}", hint=f"known ids: {known}")
-        out = [by_id[i] for i in instance_ids]
+    out = select_tasks(tasks, instance_ids or None)
     if pattern:
         try:
             regex = re.compile(pattern)
@@ -97,9 +103,8 @@ def _outcomes(out_dir: Path, tasks: Sequence[SWETask]) -> list[tuple[InstanceOut
 
 
 def summarise(tasks: Sequence[SWETask], outcomes: Sequence[InstanceOutcome]) -> dict[str, Any]:
-    """report.json's content for these outcomes (SWE-bench's summary names, `statuses`: tasks per status,
-    `limits`: tasks per limit reached (status limits_exceeded), `cost_usd`, and `instances`, each with its
-    `status` and `limit`)."""
+    """report.json's content for these outcomes: SWE-bench's summary, tasks per status and per limit reached,
+    `cost_usd`, and `instances`."""
     preds = [Prediction(instance_id=o.instance_id, model_patch=o.model_patch) for o in outcomes]
     reports = []
     instances: dict[str, Any] = {}
@@ -148,8 +153,7 @@ def write_summaries(out_dir: Path, tasks: Sequence[SWETask], cfg: RepairConfig) 
 
 
 def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> None:
-    """Check the run folder before anything in it is deleted or run: a folder holding a run's results is
-    continued (`resume`), emptied of them (`redo`) or refused."""
+    """A folder holding a run's results is continued (`resume`), emptied of them (`redo`) or refused."""
     check_folder(out)
     inst_root = out / "instances"
     if not (resume or redo) and any(inst_root.glob("*/outcome.json")):
@@ -161,6 +165,70 @@ def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> None:
         shutil.rmtree(inst_root)
         for name in ("preds.jsonl", "candidates.jsonl", "report.json", "events.jsonl"):
             (out / name).unlink(missing_ok=True)
+
+
+class RepairResult(BaseModel):
+    """What a remote repair hands back to the driver."""
+
+    outcome: InstanceOutcome
+    files: dict[str, str] = Field(default_factory=dict)
+    """The instance folder's files by name (outcome.json among them when the task finished)."""
+    events: list[Event] = Field(default_factory=list)
+
+
+async def repair_job(task: SWETask, cfg: RepairConfig, run_id: str, run_budget: Budget | None,
+                     repo_blob: bytes | None, wheel_blob: bytes | None,
+                     stop_on_preflight: bool = False) -> RepairResult:
+    """Runs on a worker node: one repair in a scratch folder; everything it wrote comes back."""
+    task = on_this_node(task, repo_blob, wheel_blob)
+    prepare_node(cfg.backend, cfg.sandbox)
+    events = EventLog(None, run_id=run_id)
+    with tempfile.TemporaryDirectory(prefix="agentflow-task-") as scratch:
+        inst = Path(scratch) / "instance"
+        outcome = await repair_task(task, cfg, events=events, inst_dir=inst, run_budget=run_budget,
+                                    stop_on_preflight=stop_on_preflight)
+        files = read_tree(inst)
+    return RepairResult(outcome=outcome, files=files, events=events.events)
+
+
+async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETask, cfg: RepairConfig, *,
+                     events: EventLog, inst_dir: Path, model_loader: ModelLoader | None = None,
+                     run_budget: Budget | None = None, workflow: Any = None,
+                     stop_on_preflight: bool = False) -> InstanceOutcome:
+    """Repair `task` on `executor`, the run directory written here, on the driver (`workflow`: the run's loaded
+    repair workflow, in process; `stop_on_preflight`: as `repair_task`'s)."""
+    if not executor.remote:
+        return await repair_task(task, cfg, events=events, inst_dir=inst_dir, model_loader=model_loader,
+                                 run_budget=run_budget, workflow=workflow, stop_on_preflight=stop_on_preflight)
+    label = f"repair:{task.instance_id}"
+    try:
+        try:
+            repo, wheels = shipping.inputs(task) if shipping is not None else (None, None)
+        except UserError:  # a repository that is not there: the task's set-up reports it (env_error)
+            repo, wheels = None, None
+        result = await executor.call(repair_job, task, cfg, events.run_id, run_budget, repo, wheels,
+                                     stop_on_preflight, label=label)
+    except RemoteTaskError as exc:
+        outcome = InstanceOutcome(instance_id=task.instance_id, status=RepairStatus.ENV_ERROR, error=str(exc))
+        events.write(ExecutorLost(node_id=task.instance_id, instance_id=task.instance_id, error=str(exc),
+                                  attempts=exc.attempts))
+        write_tree(inst_dir, {"patch.diff": "", "candidates.jsonl": "",
+                               "outcome.json": json.dumps(outcome.model_dump(mode="json"), indent=2) + "\n"},
+                    last="outcome.json")
+        return outcome
+    _report_placement(executor, label, events, task.instance_id)
+    for event in result.events:
+        events.write(event)
+    write_tree(inst_dir, result.files, last="outcome.json")
+    return result.outcome
+
+
+def _report_placement(executor: Executor, label: str, events: EventLog, instance_id: str) -> None:
+    """`executor.task`: the nodes the task ran on; `executor.retry` too when it ran more than once."""
+    nodes = executor.started_on(label)
+    events.write(ExecutorTask(node_id=instance_id, instance_id=instance_id, nodes=nodes))
+    if len(nodes) > 1:
+        events.write(ExecutorRetry(node_id=instance_id, instance_id=instance_id, attempts=len(nodes), nodes=nodes))
 
 
 async def run_batch(
@@ -175,10 +243,9 @@ async def run_batch(
     executor: Executor | ExecutorConfig | None = None,
     sinks: Sequence[EventSink] = (),
 ) -> dict[str, Any]:
-    """Repair every task (`cfg.workers` at a time) into `out_dir`; return the report.json summary.
-    `executor` says where tasks run (default: in this process; an `ExecutorConfig` is opened for the run);
-    `sinks` see every event of the run as it is written (`agentflow.repair.run.progress.ProgressPrinter` says what
-    the repair is doing); `on_progress` is called before the first task and after each one."""
+    """Repair every task (`cfg.workers` at a time) into `out_dir`; the report.json summary. `executor`: where
+    tasks run (default: this process); `sinks` see every event as it is written (`ProgressPrinter`);
+    `on_progress` is called before the first task and after each one."""
     if isinstance(executor, ExecutorConfig):
         async with open_executor(executor) as opened:
             return await run_batch(tasks, cfg, out_dir, resume=resume, redo=redo, on_progress=on_progress,
@@ -211,7 +278,7 @@ async def run_batch(
         on_progress(progress, None)
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
-    run_budget = executor.run_budget(cfg.limits.run_budget_usd, spent_usd=progress.cost_usd)
+    run_budget = executor.run_budget(cfg.limits.run_budget_usd, spent_usd=progress.counts.cost_usd)
     shipping = Shipping(executor) if executor.remote else None
     skipped: list[str] = []
     with rundir.events() as events:

@@ -1,13 +1,11 @@
 """Repair one task by running the repair workflow (`workflows/repair.yaml`, or the run's `workflow`) on the
-graph engine, with what no node owns around it: the role models, the sandbox with the repository at its base
-commit, the budget, and the task's files (outcome.json, patch.diff, candidates.jsonl).
+graph engine, with what no node owns around it: the role models, the sandbox, the budget, and the task's files
+(outcome.json, patch.diff, candidates.jsonl).
 
-A checkpoint is written after every node into the task's folder (`checkpoints.db`), so a task killed mid-way
-resumes at the node where it stopped. Inside that node (a search of many samples), the seeded model calls that
-had completed are answered from the task's call journal (`calls.db`); a graph search node also takes its
-finished branches as they were. The task's candidates are those its checkpoints hold (`state.task_candidates`
-over the workflow's thread and every search branch's): a node a kill cut short, run again, makes its own again
-under the same ids, so each is recorded once; candidates.jsonl is written from them when the task ends.
+A checkpoint after every node (`checkpoints.db` in the task's folder) lets a killed task resume at the node where
+it stopped; inside it, completed seeded model calls come from the call journal (`calls.db`) and a graph search
+takes its finished branches as they were. The task's candidates are those its checkpoints hold
+(`state.checkpointed_candidates`): a node a kill cut short makes its own again under the same ids.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import shlex
 import sys
 import time
@@ -23,9 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
 from agentflow.errors import AgentflowError, ModelError, UserError
-from agentflow.events import EventLog, read_events
+from agentflow.events import EventLog
 from agentflow.events.kinds import (
-    RepairCandidate,
     RepairEnd,
     RepairPreflight,
     RepairResume,
@@ -42,10 +40,9 @@ from agentflow.models.cache import ResponseCache
 from agentflow.repair.config import ALL_NODES, ModelLoader, RepairConfig, task_sandbox_config, with_setting
 from agentflow.repair.edit.steps import edit_format_for, issue_text
 from agentflow.repair.nodetypes.runtime import RepairRuntime, RoleModels, TaskEvents
-from agentflow.repair.nodetypes.state import task_candidates
+from agentflow.repair.nodetypes.state import checkpointed_candidates
 from agentflow.repair.nodetypes.trajectory import trajectories_stop
 from agentflow.repair.outcome import Candidate, InstanceOutcome
-from agentflow.repair.run.candidates_file import write_candidates
 from agentflow.repair.run.progress import expected_calls
 from agentflow.repair.run.workflow_settings import (
     attempt_searches,
@@ -60,7 +57,9 @@ from agentflow.repair.run.workflow_settings import (
 from agentflow.repair.verify.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
 from agentflow.repair.verify.workbench import Workbench
 from agentflow.rundir import RunDir
+from agentflow.runfiles import replace_file
 from agentflow.sandbox.base import Sandbox
+from agentflow.secrets import redact
 from agentflow.swe.preflight import Preflight
 from agentflow.swe.tasks import SWETask
 
@@ -71,6 +70,7 @@ THREAD = "repair"
 """The graph thread of a task's repair in its own checkpoint file."""
 CALLS_FILE = "calls.db"
 """A task's journal of seeded model calls in its folder: a resumed task takes completed calls from it."""
+CANDIDATES_FILE = "candidates.jsonl"
 
 
 def _python_for(sandbox: Sandbox) -> str:
@@ -78,9 +78,8 @@ def _python_for(sandbox: Sandbox) -> str:
 
 
 def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]:
-    """The run's workflow (validated once), its node-type registry and every typed node's own settings (as the
-    workflow and `-c nodes.*` set them), with `strategy` applied to the graph search node(s) and the run's
-    settings handed to the nodes (`workflow_settings`)."""
+    """The run's workflow (validated once) with the run's settings handed to its nodes (`workflow_settings`), its
+    node-type registry and every typed node's own settings."""
     from agentflow.graph.check.validation import check_workflow
     from agentflow.graph.compile.compiler import registry_for
     from agentflow.graph.define.loader import load_workflow
@@ -97,10 +96,9 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
 
 
 def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
-    """`cfg` saying exactly what the workflow's graph search nodes do (their settings under `nodes:`, no
-    `strategy` left to apply), so that a run's config.resolved.yaml repeats it; unchanged when the workflow has no
-    search node, or when each task's search depends on its pre-flight (`strategy_when_tests_fail`): the settings
-    as given repeat that choice."""
+    """`cfg` saying exactly what the workflow's graph search nodes do (under `nodes:`, no `strategy` left), so a
+    run's config.resolved.yaml repeats it; unchanged when there is none, or when each task's search depends on
+    its pre-flight."""
     spec = workflow[0]
     names = graph_searches(spec)
     if not names or searches_for_failing_tests(spec, cfg) is not None:
@@ -121,11 +119,10 @@ async def repair_task(
     run_budget: Budget | None = None,
     stop_on_preflight: bool = True,
 ) -> InstanceOutcome:
-    """Repair one task in a fresh sandbox; write candidates.jsonl, patch.diff and outcome.json into `inst_dir`
-    (and its checkpoints there: a task whose folder holds an unfinished run continues it). `model` replaces
-    the coder's model; `model_loader` builds the models of the specs in `cfg`; `workflow` is
-    `load_repair_workflow(cfg)` when the caller already loaded it (a batch loads it once); the task's budget
-    charges `run_budget` too (the run-wide limit, `run_budget_usd`)."""
+    """Repair one task in a fresh sandbox, writing candidates.jsonl, patch.diff, outcome.json and the checkpoints
+    into `inst_dir` (an unfinished run there is continued). `model` replaces the coder's; `model_loader` builds
+    the models of `cfg`'s specs; `workflow`: `load_repair_workflow(cfg)`, when loaded already; `run_budget` is
+    charged too. `stop_on_preflight`: tests that cannot run raise instead of ending as an `env_error`."""
     started = time.monotonic()
     iid = task.instance_id
     spec, registry, node_settings = workflow or load_repair_workflow(cfg)
@@ -185,8 +182,7 @@ async def repair_task(
 
 @dataclasses.dataclass
 class _TaskRun:
-    """One task's repair under way: what it works with, and how far it got (its outcome is written from this
-    however the repair ends)."""
+    """One task's repair under way: what it works with and how far it got, however the repair ends."""
 
     task: SWETask
     cfg: RepairConfig
@@ -204,12 +200,11 @@ class _TaskRun:
     state: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The workflow's final state once it ran (cut by a limit or an error: its last checkpoint's)."""
     candidates: list[Candidate] = dataclasses.field(default_factory=list)
-    """The task's candidates, as its checkpoints hold them once the workflow ran (`_checkpointed_candidates`)."""
+    """The task's candidates, as its checkpoints hold them once the workflow ran (`checkpointed_candidates`)."""
 
 
 def _search_for_failing_tests(run: _TaskRun) -> None:
-    """Tests fail at the base commit: the workflow's search as `strategy_when_tests_fail` says, unless the user
-    chose one (`workflow_settings.searches_for_failing_tests`); a decision event says so."""
+    """Tests fail at the base commit: the workflow's search as `strategy_when_tests_fail` says (a decision event)."""
     switched = searches_for_failing_tests(run.spec, run.cfg)
     if switched is None:
         return
@@ -221,9 +216,7 @@ def _search_for_failing_tests(run: _TaskRun) -> None:
 
 
 async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
-    """The task's repository set up in `sandbox`, the pre-flight, then the repair workflow; `run.outcome` says
-    how it ended (a set-up or pre-flight failure is an env_error, the pre-flight's raised when
-    `stop_on_preflight`)."""
+    """The task's repository set up in `sandbox`, the pre-flight, the repair workflow: `run.outcome` says how."""
     outcome, events = run.outcome, run.events
     bench = Workbench(sandbox, run.task, run.cfg, _python_for(sandbox))
     outcome.feedback = bench.mode
@@ -267,9 +260,8 @@ async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, s
 
 
 def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
-    """The outcome's accounting (candidates, samples, usage, time, test time), the task's `repair.end` event,
-    and — when the task ran to an end (`write`) — its candidates.jsonl, patch.diff and outcome.json. An
-    interrupted task leaves no outcome: a resume continues it."""
+    """The outcome's accounting, the task's `repair.end` event, and when it ran to an end (`write`; an
+    interrupted task leaves no outcome: a resume continues it) its files."""
     outcome, state = run.outcome, run.state
     outcome.candidates = sum(1 for c in run.candidates if c.status == "ok")
     outcome.samples = int(state.get("samples") or len(state.get("drawn") or []))
@@ -293,6 +285,13 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
         task_dir.write_json("outcome.json", outcome.model_dump(mode="json"), indent=2)
 
 
+def write_candidates(inst_dir: Path, candidates: list[Candidate]) -> None:
+    """The task's candidates.jsonl, a view of its candidates (one JSON line each; replaced whole, never through a
+    link the run folder brings). The value agent's judgement is the state's, for the choice: not a column."""
+    rows = (redact(c.model_dump(mode="json", exclude={"value", "assessment"})) for c in candidates)
+    replace_file(inst_dir / CANDIDATES_FILE, "".join(json.dumps(row) + "\n" for row in rows))
+
+
 class TestsCannotRun(UserError):
     """The pre-flight found that the verifying tests cannot run at the base commit (`found`: what it found)."""
 
@@ -303,8 +302,7 @@ class TestsCannotRun(UserError):
 
 async def preflight(bench: Workbench, events: EventLog) -> Preflight | None:
     """Blind mode's pre-flight, before any model call: the verifying test command at the base commit (a
-    `repair.preflight` event). Tests that cannot run are a UserError naming the cause and the fix: every
-    candidate, the right one included, would be verified as failing. None when the task's own tests verify."""
+    `repair.preflight` event); tests that cannot run (every candidate would fail) are a UserError."""
     if bench.mode != "repo":
         return None
     found = await bench.preflight()
@@ -328,18 +326,21 @@ async def check_task(task: SWETask, cfg: RepairConfig) -> Preflight:
 def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str, dict[str, Any]], iid: str,
                  budget: Budget, events: EventLog, model: ChatModel | None, model_loader: ModelLoader | None,
                  owned: list[ChatModel], calls: ResponseCache | None = None) -> tuple[RoleModels, RepairConfig]:
-    """The coder and the helper roles the workflow's nodes turn on (instrumented: they charge the budget and
-    write `model.call` events); `cfg` with `edit_format: auto` resolved for the coder. With `calls` (the task's
-    call journal) a seeded call that completed before a kill is answered from it when the task resumes, also
-    inside a node that had not finished (a search's samples)."""
+    """The coder and the helper roles the workflow's nodes turn on (instrumented, and answered from the task's
+    call journal `calls` where a killed run made the call); `cfg` with `edit_format: auto` resolved."""
     from agentflow.models.cache import CachedModel
     from agentflow.models.instrumented import InstrumentedModel
     from agentflow.models.spec import load_model
 
-    def journaled(inner: ChatModel) -> ChatModel:
-        return inner if calls is None else CachedModel(inner, calls, close_inner=False)
-
     loader = model_loader or (lambda s: load_model(s, **cfg.model_options))
+
+    def load(spec_text: str) -> ChatModel:
+        owned.append(loaded := loader(spec_text.replace("{instance_id}", iid)))
+        return loaded
+
+    def instrumented(inner: ChatModel) -> ChatModel:
+        journaled = inner if calls is None else CachedModel(inner, calls, close_inner=False)
+        return InstrumentedModel(journaled, budget=budget, events=events, node_id=iid)
 
     def on(flag: str) -> bool:  # a node of the workflow (or the run) turns the role on
         return bool(getattr(cfg, flag, False)) or bool(cfg.nodes.get(ALL_NODES, {}).get(flag)) or \
@@ -348,18 +349,13 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
     def role(spec_text: str | None, enabled: bool, coder: ChatModel) -> ChatModel | None:
         if spec_text is None:
             return coder if enabled else None
-        inner = loader(spec_text.replace("{instance_id}", iid))
-        owned.append(inner)
-        return InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
+        return instrumented(load(spec_text))
 
-    inner = model
-    if inner is None:
-        inner = loader(cfg.model.replace("{instance_id}", iid))
-        owned.append(inner)
+    inner = model if model is not None else load(cfg.model)
     cfg = with_setting(cfg, "edit.format", edit_format_for(cfg, inner))
     if cfg.sampling.batch_samples > 1 and _samples_concurrently(spec, cfg):
         inner = SampleBatcher(inner, max_n=cfg.sampling.batch_samples)
-    coder = InstrumentedModel(journaled(inner), budget=budget, events=events, node_id=iid)
+    coder = instrumented(inner)
     models = RoleModels(coder, planner=role(cfg.roles.planner, on("plan"), coder),
                         critic=role(cfg.roles.critic, on("critique"), coder),
                         verifier=role(cfg.roles.verifier, False, coder))
@@ -367,18 +363,15 @@ def _role_models(cfg: RepairConfig, spec: WorkflowSpec, node_settings: dict[str,
 
 
 def _samples_concurrently(spec: WorkflowSpec, cfg: RepairConfig) -> bool:
-    """Whether a search node may draw several samples of one prompt at once (then they go as one request): as
-    the workflow stands, or as it searches once the pre-flight finds failing tests (`strategy_when_tests_fail`).
-    Searches over chains of attempts only: a trajectory's conversation is seeded by its branch, and samples
-    batched into one request would not be the seeded ones."""
+    """Whether a search over chains of attempts may draw several samples of one prompt at once (then they go as
+    one request), as the workflow stands or as it searches once tests fail at the base commit."""
     searches = [SearchSettings.model_validate(dict(s.nodes[name].search or {}))
                 for s in (spec, searches_for_failing_tests(spec, cfg)) if s is not None for name in attempt_searches(s)]
     return any(search.strategy != "best_of_n" or search.n > 1 for search in searches)
 
 
 async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
-    """Run (or continue) the task's workflow thread; its final state into `run.state` (the last checkpoint's
-    when a limit or an error cut it, which is raised)."""
+    """Run (or continue) the task's workflow thread, its final state into `run.state` (an error is raised)."""
     from agentflow.graph.run.context import RunHandles
     from agentflow.graph.run.runner import WorkflowRunner
 
@@ -397,11 +390,10 @@ async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
         existing = await runner.graph.aget_state(runner._config(THREAD))
         if existing.created_at is not None:
             rt.events.write(RepairResume(node_id=rt.iid, instance_id=rt.iid, next=list(existing.next)))
-            rt.solved = _passed_before(rt.events, rt.iid)
             result = await runner.resume(THREAD)
         else:
             result = await runner.start({}, thread_id=THREAD)
-        run.candidates = await _checkpointed_candidates(runner.checkpointer)
+        run.candidates = await checkpointed_candidates(runner.checkpointer)
     outcome.graph_s = round(time.perf_counter() - t0, 3)
     outcome.nodes_s = round(context.node_clock.seconds, 3)
     run.state = dict(result.state)
@@ -416,37 +408,10 @@ async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
         raise AgentflowError(f"node '{error.node}' failed: {error.error}")
 
 
-async def _checkpointed_candidates(saver: Any) -> list[Candidate]:
-    """The candidates the latest checkpoint of each of the task's threads holds: the workflow's and every search
-    branch's, so a search a limit cut before it gathered its branches still counts theirs."""
-    from agentflow.graph.run.history import root_config
-
-    threads = {t.config["configurable"]["thread_id"] async for t in saver.alist(None)
-               if not t.config["configurable"].get("checkpoint_ns")}
-    states = []
-    for thread in sorted(threads):
-        saved = await saver.aget_tuple(root_config(thread))
-        if saved is not None:
-            states.append(saved.checkpoint["channel_values"])
-    return task_candidates(*states)
-
-
-def _passed_before(events: EventLog, iid: str) -> bool:
-    """Whether the run a resume continues recorded a candidate of task `iid` that passed tests that decide (its
-    `repair.candidate` events in the run's events file, appended across resumes)."""
-    if events.path is None or not events.path.is_file():
-        return False
-    return any(isinstance(e, RepairCandidate) and e.instance_id == iid and e.status == "ok" and e.passed is True
-               for e in read_events(events.path))
-
-
 async def _submit_best_so_far(outcome: InstanceOutcome, candidates: list[Candidate], bench: Workbench,
                               state: dict[str, Any], events: EventLog) -> None:
-    """A task stopped by a limit before its choice (cut at the wall clock): the best candidate verified so far
-    is submitted, by the choice's first rules (none that changes no code when the tests fail at the base commit,
-    see `choose.leave_out_noops`: with only such candidates nothing is, and `chosen_by` says `noop`; then tests
-    passed, then the share of tests passing), then the smallest patch; `chosen_by` says `best_so_far` and no
-    grade is given."""
+    """A task a limit stopped before its choice submits the best candidate verified so far, by the choice's first
+    rules (`choose.leave_out_noops`, then the tests), then the smallest patch (`best_so_far`, no grade)."""
     pool = [c for c in candidates if c.status == "ok" and c.patch.strip() and c.verification is not None]
     if not pool:
         return

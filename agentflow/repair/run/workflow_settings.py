@@ -1,10 +1,7 @@
-"""How a repair run's settings reach its workflow's nodes.
-
-Typed nodes: every node is handed its settings as the graph passes them to it, the run's (`RepairConfig`: its
-defaults, then `-c key=value`), then its own `settings:`, then `-c nodes.<node>.<key>` (`give_settings`).
-Graph search nodes (a `search:` over a `subgraph:`, `agentflow.graph.search`): their `search:` settings,
-with the run's `concurrency` and `seed` as defaults, `--strategy` over them (a search over chains of attempts
-only, `attempt_searches`) and `-c nodes.<node>.<key>` last (`set_graph_searches`).
+"""How a repair run's settings reach its workflow's nodes. A typed node: the run's (`RepairConfig`, `-c key=value`),
+then its own `settings:`, then `-c nodes.<node>.<key>` (`give_settings`). A graph search node: its `search:`
+with the run's `concurrency` and `seed` as defaults, `--strategy` over them, `-c nodes.<node>.<key>` last
+(`set_graph_searches`).
 """
 
 from __future__ import annotations
@@ -35,16 +32,14 @@ def graph_searches(spec: WorkflowSpec) -> list[str]:
 
 
 def attempt_searches(spec: WorkflowSpec) -> list[str]:
-    """The graph search nodes over chains of attempts (a subgraph with a `swe.test` node, whose `max_attempts`
-    the strategies count in): those `--strategy` and `search.when_tests_fail` set. A search of whole runs of
-    another kind (codemonkeys' trajectories) searches as its workflow says."""
+    """The graph search nodes over chains of attempts (a subgraph with a `swe.test` node): those `--strategy` and
+    `search.when_tests_fail` set (codemonkeys' trajectories search as their workflow says)."""
     return [name for name in graph_searches(spec)
             if any(step.type == "swe.test" for step in spec.nodes[name].subgraph.nodes.values())]
 
 
 def search_summary(spec: WorkflowSpec) -> str | None:
-    """What the workflow's graph search nodes run, in words for a progress line (`best_of_n, n=8`); None
-    when it has none. Settings not given are the search's defaults (`SearchSettings`)."""
+    """What the workflow's graph search nodes run, for a progress line (`best_of_n, n=8`); None when it has none."""
     parts = []
     for name in graph_searches(spec):
         search = SearchSettings.model_validate(dict(spec.nodes[name].search or {}))
@@ -53,10 +48,8 @@ def search_summary(spec: WorkflowSpec) -> str | None:
 
 
 def strategy_search(search: RepairSearchSettings, strategy: Strategy) -> dict[str, Any]:
-    """`--strategy` (`search.strategy`) as graph search settings: best_of_n (n chains of attempts), mcts (as
-    many expansions, one sample each, as best_of_n's chains make attempts; UCT weight `search.c`; with
-    `stop_on_success`, no expansion starts once a candidate passes every test, a value of 1), the stepwise
-    beam / tot / rebase with n branches."""
+    """`--strategy` as graph search settings: best_of_n (n chains of attempts), mcts (as many expansions as
+    best_of_n's chains make attempts, stopping at a value of 1 with `stop_on_success`), beam / tot / rebase."""
     if strategy == "mcts":
         return {"strategy": "mcts", "n": search.n * search.max_attempts, "c": search.c,
                 "stop_at": 1.0 if search.stop_on_success else None}
@@ -65,8 +58,7 @@ def strategy_search(search: RepairSearchSettings, strategy: Strategy) -> dict[st
 
 def set_graph_searches(spec: WorkflowSpec, cfg: RepairConfig,
                        overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Apply the run's settings to the graph search nodes (module docstring); the overrides left for the typed
-    nodes."""
+    """Apply the run's settings to the graph search nodes; the overrides left for the typed nodes."""
     rest = dict(overrides)
     attempts = attempt_searches(spec)
     for name in graph_searches(spec):
@@ -79,10 +71,8 @@ def set_graph_searches(spec: WorkflowSpec, cfg: RepairConfig,
 
 
 def searches_for_failing_tests(spec: WorkflowSpec, cfg: RepairConfig) -> WorkflowSpec | None:
-    """A copy of `spec` whose graph search nodes search as `cfg.search.when_tests_fail` says (as `--strategy`
-    sets them, a node's own `-c nodes.<node>.*` over it), for a task whose tests fail at the base commit; None
-    when nothing changes: `--strategy` given, no such setting, or no search node without a strategy of the
-    user's."""
+    """A copy of `spec` whose graph search nodes search as `cfg.search.when_tests_fail` says (a node's own
+    `-c nodes.<node>.*` over it), for a task whose tests fail at the base commit; None when nothing changes."""
     if cfg.search.strategy is not None or cfg.search.when_tests_fail is None:
         return None
     names = [name for name in attempt_searches(spec) if "strategy" not in cfg.nodes.get(name, {})]
@@ -122,8 +112,7 @@ def node_settings_for(spec: WorkflowSpec, registry: Any,
 
 def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_settings: dict[str, dict[str, Any]]) -> None:
     """Each typed node's `settings:` become the ones it runs with: the run's value of every setting its type
-    takes (`cfg`'s own, then `nodes.*`), then its own (`node_settings`: the workflow's, then
-    `-c nodes.<node>.*`), validated (a ConfigError names a bad one)."""
+    takes (`cfg`'s own, then `nodes.*`), then its own (`node_settings`), validated."""
     every = cfg.nodes.get(ALL_NODES, {})
     for name, node in _typed(spec):
         node_type = registry.require(node.type, f"node '{name}'")
