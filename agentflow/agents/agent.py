@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from agentflow.agents.approval import Approver, call_hash, needs_approval
 from agentflow.agents.approval import ask as ask_approval
 from agentflow.agents.config import AgentConfig
-from agentflow.agents.context import declared_context_window, fit, prompt_counter
+from agentflow.agents.context import fit, prompt_counter
 from agentflow.agents.loops import LoopDetection, LoopDetector
 from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.prompts import PromptSet
@@ -50,7 +50,7 @@ from agentflow.models.base import (
     Message,
     ToolCall,
     ToolSpec,
-    declared_response_schema,
+    declared,
     declared_tool_calling,
 )
 from agentflow.models.instrumented import InstrumentedModel
@@ -288,14 +288,15 @@ class _Run:
         self.finish_reason = "unknown"
         self.started = time.monotonic()
         self.text_protocol = agent.text_protocol()
-        self.model_reads_schema = declared_response_schema(agent.model)
+        # a test model answers from the output schema, so it gets the schema even without `structured_output`
+        self.model_reads_schema = declared(agent.model, "reads_response_schema", bool) is True
         # charges this run's budget and writes `model.call` events under the agent's name
         self.model = InstrumentedModel(_uninstrumented(agent.model), budget=budget, events=ctx.events,
                                        node_id=agent.name)
         self.messages: list[Message] = []
         self.steps = 0
         self.loops = LoopDetector(self.cfg.loop_guard)
-        self.window = self.cfg.context.window or declared_context_window(agent.model)
+        self.window = self.cfg.context.window or declared(agent.model, "context_window", int)
         self.count_tokens = prompt_counter(agent.model, self.cfg.context.chars_per_token)
         self.loop_error: str | None = None
 

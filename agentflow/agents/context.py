@@ -42,12 +42,6 @@ class ContextConfig(StrictConfig):
     """For models that cannot count their tokens: characters per token assumed (low, so the estimate is high)."""
 
 
-def declared_context_window(model: object) -> int | None:
-    """A model's `context_window` (looked up through the models it wraps), or None."""
-    windows = (getattr(level, "context_window", None) for level in wrapped_models(model))
-    return next((w for w in windows if isinstance(w, int) and w > 0), None)
-
-
 def prompt_counter(model: object, chars_per_token: float) -> Callable[[ChatRequest], Awaitable[int]]:
     """The model's own `count_prompt_tokens` (looked up through the models it wraps), else an estimate."""
     for level in wrapped_models(model):

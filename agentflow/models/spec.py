@@ -20,11 +20,13 @@ from agentflow.models.base import ChatModel
 from agentflow.models.options import ModelOptions
 from agentflow.secrets import redact, register_secrets_in
 
-ACCEPTED = (
-    "openai:MODEL, anthropic:MODEL, openai-compatible:BASE_URL#MODEL, litellm:PROVIDER/MODEL, "
-    "local:NAME, replay:PATH, test, function:MODULE:CALLABLE"
-)
-SCHEMES = ("openai", "anthropic", "openai-compatible", "litellm", "local", "replay", "test", "function")
+FORMS = {
+    "openai": "openai:MODEL", "anthropic": "anthropic:MODEL", "openai-compatible": "openai-compatible:BASE_URL#MODEL",
+    "litellm": "litellm:PROVIDER/MODEL", "local": "local:NAME", "replay": "replay:PATH", "test": "test",
+    "function": "function:MODULE:CALLABLE",
+}
+"""Scheme -> the form of its specs."""
+ACCEPTED = ", ".join(FORMS.values())
 UNCONFIGURED = ("replay", "test", "function")
 """Schemes whose models take no options (a scripted or test model has no endpoint, retries or cache)."""
 
@@ -53,7 +55,7 @@ def parse_spec(spec: str) -> ModelSpec:
     scheme, sep, rest = text.partition(":")
     if not sep:
         raise _bad(spec, "missing 'SCHEME:'")
-    if scheme not in SCHEMES:
+    if scheme not in FORMS:
         raise _bad(spec, f"unknown scheme {scheme!r}")
     rest = rest.strip()
     if scheme == "test":
@@ -128,11 +130,8 @@ def load_model(spec: str, **options: Any) -> ChatModel:
         except ModuleNotFoundError as exc:
             if exc.name != "agentflow.models.backends.local":
                 raise
-            raise UserError(
-                f"{spec}: local models are not available in this installation "
-                "(agentflow.models.backends.local is missing)",
-                hint="reinstall agentflow",
-            ) from None
+            raise UserError(f"{spec}: local models are not available in this installation "
+                            "(agentflow.models.backends.local is missing)", hint="reinstall agentflow") from None
         return local.load_local_model(parsed.model, **options)  # type: ignore[no-any-return]
 
     opts = validate_config(ModelOptions, options, source=f"options of model {spec!r}")

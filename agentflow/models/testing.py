@@ -73,7 +73,7 @@ class _RecordingBase:
     supports_tools = True
     """Tools are offered through the API (an agent uses native tool calling with these models)."""
     reads_response_schema = True
-    """An agent sends its output schema on every call (see `declared_response_schema`)."""
+    """An agent sends its output schema on every call (even without `structured_output`)."""
     spec: str
 
     def __init__(self) -> None:
