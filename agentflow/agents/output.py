@@ -1,20 +1,15 @@
-"""Reading an agent's final answer as its output schema, through the one JSON reader
-(`agentflow.models.structured.extract_json`)."""
+"""Reading an agent's final answer as its output schema (`agentflow.models.structured.parse_structured`)."""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agentflow.agents.schemas import FinalText
-from agentflow.models.structured import NoJSONError, extract_json
+from agentflow.models.structured import OutputParseError, parse_structured
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
-
-
-class OutputParseError(ValueError):
-    """The final answer is not valid JSON of the output schema; the message is meant for the model."""
 
 
 def parse_output(schema: type[OutputT], text: str | None) -> OutputT:
@@ -23,15 +18,7 @@ def parse_output(schema: type[OutputT], text: str | None) -> OutputT:
         if not (text or "").strip():
             raise OutputParseError("the reply is empty")
         return schema.model_validate({"text": (text or "").strip()})
-    try:
-        data = extract_json(text or "")
-    except NoJSONError as exc:
-        raise OutputParseError(str(exc)) from None
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
-            for err in exc.errors()[:5]
-        )
-        raise OutputParseError(f"the JSON does not match {schema.__name__}: {problems}") from None
+    return parse_structured(text or "", schema)
+
+
+__all__ = ["OutputParseError", "parse_output"]

@@ -27,15 +27,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel
 
 from agentflow.errors import UserError
-from agentflow.models.base import (
-    ChatRequest,
-    ChatResponse,
-    Choice,
-    Message,
-    StreamDelta,
-    ToolCall,
-    Usage,
-)
+from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, StreamDelta, ToolCall, Usage
 from agentflow.models.schema_data import sample
 
 Reply: TypeAlias = str | BaseModel | Mapping[str, Any] | ToolCall | Sequence[ToolCall] | Message | ChatResponse
@@ -164,15 +156,8 @@ class TestModel(_RecordingBase):
 
     __test__ = False  # pytest: a class, not a test case
 
-    def __init__(
-        self,
-        *,
-        call_tools: Literal["all", "none"] | Sequence[str] = "all",
-        text: str | None = None,
-        output: BaseModel | Mapping[str, Any] | None = None,
-        seed: int = 0,
-        spec: str = "test",
-    ) -> None:
+    def __init__(self, *, call_tools: Literal["all", "none"] | Sequence[str] = "all", text: str | None = None,
+                 output: BaseModel | Mapping[str, Any] | None = None, seed: int = 0, spec: str = "test") -> None:
         super().__init__()
         self.call_tools = call_tools
         self.text = text
@@ -249,12 +234,4 @@ def load_function(target: str, spec: str) -> FunctionModel:
     return FunctionModel(fn, spec=spec)
 
 
-__all__ = [
-    "NO_TOOL_CALLS",
-    "FunctionModel",
-    "ModelFunction",
-    "Reply",
-    "TestModel",
-    "estimate_usage",
-    "tool_call",
-]
+__all__ = ["NO_TOOL_CALLS", "FunctionModel", "ModelFunction", "Reply", "TestModel", "estimate_usage", "tool_call"]

@@ -25,7 +25,6 @@ from pydantic import Field
 from agentflow.config import StrictConfig, validate_config
 from agentflow.models.backends import openai_backend as oai
 from agentflow.models.backends.openai_backend import STREAM_SOURCE, OpenAIChatModel
-from agentflow.models.backends.remote import merge_responses
 from agentflow.models.backends.retry import TransientError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta, TokenTrace
 from agentflow.models.options import ModelOptions
@@ -298,22 +297,16 @@ class _ServerBacked:
         self.shared.say_once("extended", f"{self.spec}: a request is still running after {waited_s:.0f} s; the "
                              "server is making progress, so it is waited for (not retried from the start)")
 
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        if request.n == 1:
-            return await super().chat(request)  # type: ignore[misc,no-any-return]
-        self._bind_loop()  # type: ignore[attr-defined]
-        start = time.monotonic()
+    def _parts(self, request: ChatRequest) -> list[ChatRequest]:
+        """Requests of at most the server's slots of samples, each seeded after the samples before it."""
         slots = self.shared.handle.launch.slots or request.n
-        parts = []
-        for offset in range(0, request.n, slots):
-            seed = None if request.seed is None else request.seed + offset
-            parts.append(request.model_copy(update={"n": min(slots, request.n - offset), "seed": seed}))
-        responses = await asyncio.gather(*(self._call(part) for part in parts))  # type: ignore[attr-defined]
-        counted = await asyncio.gather(*(self._count_outputs(r) for r in responses))
-        return self._finish(merge_responses(list(counted)), start)  # type: ignore[attr-defined,no-any-return]
+        return [request.model_copy(update={"n": min(slots, request.n - offset),
+                                           "seed": None if request.seed is None else request.seed + offset})
+                for offset in range(0, request.n, slots)]
 
-    async def _count_outputs(self, response: ChatResponse) -> ChatResponse:
+    async def _call(self, request: ChatRequest) -> ChatResponse:
         """The response with its output tokens summed over all its samples (the server counts the first one)."""
+        response: ChatResponse = await super()._call(request)  # type: ignore[misc]
         if len(response.choices) < 2:
             return response
         try:
