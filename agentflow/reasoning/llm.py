@@ -13,6 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pydantic import Field
+
+from agentflow.config import StrictConfig
 from agentflow.errors import UserError
 from agentflow.events.kinds import ModelAsk
 from agentflow.graph.run.context import NodeContext
@@ -63,18 +66,26 @@ async def node_ask(
     return answer.text
 
 
-def sampling(ctx: NodeContext[DepsT], temperature: float,
-             sample_temperature: float | None) -> tuple[float, int | None]:
-    """The (temperature, seed) of a node's model call. On the main line, and in a search branch that is its
-    parent's first child: `temperature`. In a later sibling (`ctx.run.sample` > 0): `sample_temperature`,
-    seeded by the sibling's place -- siblings ask the same question from the same state, so without this every
-    branch of a search would get the same answer (None: `temperature` everywhere)."""
+class SamplingSettings(StrictConfig):
+    """Settings of a node whose model call a search samples (`sampling`)."""
+
+    temperature: float = Field(default=0.0, ge=0)
+    """Sampling temperature (0: greedy)."""
+    sample_temperature: float | None = Field(default=None, ge=0)
+    """In a search, the temperature of a branch that is not its parent's first child (seeded by its place among
+    its siblings, so they differ); None: `temperature` in every branch."""
+
+
+def sampling(ctx: NodeContext[DepsT], settings: SamplingSettings) -> tuple[float, int | None]:
+    """The (temperature, seed) of a node's model call: `temperature` on the main line and in a search branch
+    that is its parent's first child; in a later sibling (`ctx.run.sample` > 0) `sample_temperature`, seeded by
+    the sibling's place, since siblings ask the same question from the same state."""
     sample = ctx.run.sample
     if sample is None:
-        return temperature, None
-    if sample == 0 or sample_temperature is None:
-        return temperature, sample
-    return sample_temperature, sample
+        return settings.temperature, None
+    if sample == 0 or settings.sample_temperature is None:
+        return settings.temperature, sample
+    return settings.sample_temperature, sample
 
 
 def numbered_items(text: str) -> list[str]:
@@ -87,4 +98,4 @@ def numbered_items(text: str) -> list[str]:
     return items
 
 
-__all__ = ["node_ask", "node_model", "numbered_items", "sampling"]
+__all__ = ["SamplingSettings", "node_ask", "node_model", "numbered_items", "sampling"]
