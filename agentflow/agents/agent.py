@@ -30,7 +30,7 @@ from agentflow.agents.schemas import FinalText
 from agentflow.agents.stream import AgentEvent, OnAgentEvent, TokenForwardingModel
 from agentflow.agents.textproto import parse_tool_blocks
 from agentflow.budget import Budget, BudgetExceeded
-from agentflow.errors import ModelError
+from agentflow.errors import ConfigError, ModelError
 from agentflow.events import Event
 from agentflow.events.kinds import (
     AgentCompacted,
@@ -77,8 +77,6 @@ class Agent:
         self.config = (config if isinstance(config, AgentConfig) and not overrides
                        else load_agent_config(config, overrides))
         if output_type is not None and not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):
-            from agentflow.errors import ConfigError
-
             raise ConfigError(f"output_type {output_type!r} is not a pydantic model class")
         self.schema: type[BaseModel] = output_type or self.config.output_schema or FinalText
         self.prompts = PromptSet(self.config.prompt_dirs)

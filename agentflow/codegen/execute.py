@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypedDict
 from pydantic import BaseModel, Field
 
 from agentflow.codegen.task import CodeTask, Example, program
+from agentflow.errors import UserError
 from agentflow.sandbox.base import ExecResult
 
 HARNESS = r'''
@@ -134,8 +135,6 @@ class TestReport(BaseModel):
 async def _run_cases(sandbox: HarnessSandbox | None, prog: str, entry_point: str, cases: list[dict[str, Any]],
                      timeout: float) -> list[dict[str, Any]]:
     if sandbox is None:
-        from agentflow.errors import UserError
-
         raise UserError("generated code runs only in a sandbox, and this run has none",
                         hint="run with --sandbox docker (or --sandbox local: not a security boundary)")
     if not cases:

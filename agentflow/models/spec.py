@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 from agentflow.config import cache_dir, validate_config
 from agentflow.errors import UserError
 from agentflow.models.base import ChatModel
-from agentflow.models.options import ModelOptions
+from agentflow.models.options import HOSTED_KEYS, ModelOptions, hosted_api_key
 from agentflow.secrets import redact, register_secrets_in
 
 FORMS = {
@@ -96,8 +96,6 @@ def check_can_start(spec: str) -> None:
     """A one-line UserError when the model `spec` names cannot be built: a hosted provider's model (`openai:`,
     `anthropic:`) with no API key in the environment, a `replay:` cassette that cannot be read. Run before a run
     creates its folder (the model itself checks the same when it is built)."""
-    from agentflow.models.options import HOSTED_KEYS, hosted_api_key
-
     parsed = parse_spec(spec)
     if parsed.scheme in HOSTED_KEYS:
         hosted_api_key(parsed.scheme, parsed.text, None)

@@ -24,6 +24,7 @@ from agentflow.models.base import (
     ToolCall,
     Usage,
 )
+from agentflow.models.options import hosted_api_key
 from agentflow.models.templates import MODEL_PROMPTS
 
 _FINISH: dict[str, FinishReason] = {
@@ -89,12 +90,9 @@ class AnthropicChatModel(RemoteModel):
         if self._client is None:
             import anthropic
 
-            from agentflow.models.options import hosted_api_key
-
             key = hosted_api_key("anthropic", self.spec, self.options.api_key)
-            self._client = anthropic.AsyncAnthropic(
-                api_key=key, base_url=self.options.base_url, max_retries=0, timeout=self.options.timeout_s
-            )
+            self._client = anthropic.AsyncAnthropic(api_key=key, base_url=self.options.base_url, max_retries=0,
+                                                    timeout=self.options.timeout_s)
         return self._client
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:

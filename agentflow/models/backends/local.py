@@ -23,6 +23,7 @@ import httpx
 from pydantic import Field
 
 from agentflow.config import StrictConfig, validate_config
+from agentflow.errors import UserError
 from agentflow.models.backends import openai_backend as oai
 from agentflow.models.backends.openai_backend import STREAM_SOURCE, OpenAIChatModel
 from agentflow.models.backends.retry import TransientError
@@ -203,8 +204,6 @@ class _ServerBacked:
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         if self._released:
-            from agentflow.errors import UserError
-
             raise UserError(f"{self.spec}: the model was closed", hint="load it again with load_model")
         await self._ensure_running()
         # minutes of prompt evaluation on a CPU must not be silent
@@ -399,8 +398,6 @@ def load_local_model(name: str, **options: Any) -> ChatModel:
                             source=f"options of model 'local:{name}'")
     rest = {k: v for k, v in options.items() if k not in _LOCAL_FIELDS}
     if "api_key" in rest or "base_url" in rest:
-        from agentflow.errors import UserError
-
         raise UserError(f"local:{name} manages its own server; api_key and base_url cannot be set",
                         hint="use an openai-compatible: spec to talk to a server you run yourself")
     parallel = local.parallel or model.default_parallel

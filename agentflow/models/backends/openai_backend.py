@@ -25,7 +25,7 @@ from agentflow.models.base import (
     ToolSpec,
     Usage,
 )
-from agentflow.models.options import ModelOptions
+from agentflow.models.options import ModelOptions, hosted_api_key
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -250,8 +250,6 @@ class OpenAIChatModel(RemoteModel):
         if self.compatible:
             # local servers usually need no key; the SDK insists on a non-empty string
             return os.environ.get("AGENTFLOW_API_KEY") or os.environ.get("OPENAI_API_KEY") or "no-key"
-        from agentflow.models.options import hosted_api_key
-
         return hosted_api_key("openai", self.spec, None)
 
     def client(self) -> Any:
