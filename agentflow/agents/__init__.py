@@ -14,27 +14,6 @@ from agentflow.agents.schemas import CoderReport, Critique, FinalText, Issue, Pl
 from agentflow.agents.stream import AgentEvent
 from agentflow.agents.textproto import parse_tool_blocks
 
-__all__ = [
-    "ROLES",
-    "Agent",
-    "AgentConfig",
-    "AgentEvent",
-    "AgentNode",
-    "AgentResult",
-    "CoderReport",
-    "Critique",
-    "ErrorKind",
-    "FinalText",
-    "Issue",
-    "OutputParseError",
-    "Plan",
-    "PlanStep",
-    "StopReason",
-    "Task",
-    "Verdict",
-    "agent_node",
-    "load_agent_config",
-    "parse_output",
-    "parse_tool_blocks",
-    "run_agent",
-]
+__all__ = ["ROLES", "Agent", "AgentConfig", "AgentEvent", "AgentNode", "AgentResult", "CoderReport", "Critique",
+           "ErrorKind", "FinalText", "Issue", "OutputParseError", "Plan", "PlanStep", "StopReason", "Task", "Verdict",
+           "agent_node", "load_agent_config", "parse_output", "parse_tool_blocks", "run_agent"]

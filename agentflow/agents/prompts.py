@@ -33,6 +33,5 @@ class PromptSet:
         try:
             return template.render(**variables).strip()
         except jinja2.UndefinedError as exc:
-            raise ConfigError(
-                f"prompt template {name!r}: {exc.message}", hint="pass that variable in the task dict"
-            ) from None
+            raise ConfigError(f"prompt template {name!r}: {exc.message}",
+                              hint="pass that variable in the task dict") from None

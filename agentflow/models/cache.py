@@ -58,10 +58,6 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, redact(spec), text, time.time())
             )
 
-    def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-
     def close(self) -> None:
         with self._lock:
             self._db.close()
