@@ -191,7 +191,6 @@ async def reward(state: CodeGenState, ctx: NodeContext[object],
     else:
         value = verified if verified is not None else 0.0
     ctx.emit(CodegenReward(examples=share, verifier=verified, reward=round(value, 4)))
-
     return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 

@@ -303,7 +303,6 @@ async def score(state: InstructState, ctx: NodeContext[object],
         return {settings.output: {"score": round(value, 4), "failed": failed}, "checks": known}
     value = await verify_against(ctx, _prompt(state), constraints, response)
     ctx.emit(InstructScore(reward=round(value, 4), failed=None))
-
     return {settings.output: {"score": round(value, 4)}}
 
 

@@ -62,7 +62,6 @@ async def node_ask(
     captured = ctx.run.events is not None and ctx.run.events.capture_content
     ctx.emit(ModelAsk(purpose=purpose, tokens=answer.usage.total_tokens, prompt=prompt[-2000:] if captured else None,
                       answer=answer.text[-2000:] if captured else None))
-
     return answer.text
 
 

@@ -142,7 +142,6 @@ async def reward_node(state: ReasoningState, ctx: NodeContext[object], settings:
                          "(run a search first)")
     stats = UcbStats.model_validate(state.get("ucb") or {}).update(algorithm, float(reward))
     ctx.emit(ReasonReward(algorithm=algorithm, reward=reward, ucb=stats.model_dump()))
-
     return {"ucb": cast(UcbRecord, stats.model_dump()), "reward": float(reward)}
 
 
