@@ -26,10 +26,8 @@ class PromptSet:
         try:
             template = self.templates.get(name)
         except jinja2.TemplateNotFound:
-            raise ConfigError(
-                f"prompt template {name!r} not found (looked in {', '.join(self.templates.dirs)})",
-                hint="set prompt= to an existing name or add the file to a prompt_dirs folder",
-            ) from None
+            raise ConfigError(f"prompt template {name!r} not found (looked in {', '.join(self.templates.dirs)})",
+                              hint="set prompt= to an existing name or add the file to a prompt_dirs folder") from None
         try:
             return template.render(**variables).strip()
         except jinja2.UndefinedError as exc:

@@ -41,10 +41,8 @@ ROLES: Mapping[str, AgentConfig] = _RoleTable({
 """Role name -> default config of that role."""
 
 
-def load_agent_config(
-    source: str | Path | Mapping[str, Any] | AgentConfig,
-    overrides: Iterable[str] = (),
-) -> AgentConfig:
+def load_agent_config(source: str | Path | Mapping[str, Any] | AgentConfig,
+                      overrides: Iterable[str] = ()) -> AgentConfig:
     """Build an `AgentConfig` from a role name (`planner`), a YAML file, a mapping or a config, then apply
     `-c` overrides (`step_limit=10`, `model=openai:gpt-4o-mini`, or another YAML file)."""
     if isinstance(source, AgentConfig):

@@ -50,9 +50,8 @@ class Conversation:
         """A conversation of a system message and the first user message."""
         return cls([Message.system(system), Message.user(user)])
 
-    async def reply(
-        self, model: ChatModel, *, temperature: float | None, seed: int | None, max_tokens: int | None
-    ) -> str:
+    async def reply(self, model: ChatModel, *, temperature: float | None, seed: int | None,
+                    max_tokens: int | None) -> str:
         """The model's next answer (its first sample's text), kept in the conversation."""
         request = ChatRequest(messages=list(self.messages), temperature=temperature, seed=seed, max_tokens=max_tokens)
         text = (await model.chat(request)).text

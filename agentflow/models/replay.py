@@ -71,10 +71,8 @@ def load_cassette(path: str | Path) -> Cassette:
     if cassette.version != CASSETTE_VERSION:
         raise UserError(f"cassette {p}: version {cassette.version} is not supported (expected {CASSETTE_VERSION})")
     if cassette.match == "request" and any(i.request is None for i in cassette.interactions):
-        raise UserError(
-            f"cassette {p}: every interaction needs a 'request' when match is 'request'",
-            hint='add the requests or set "match": "sequence"',
-        )
+        raise UserError(f"cassette {p}: every interaction needs a 'request' when match is 'request'",
+                        hint='add the requests or set "match": "sequence"')
     return cassette
 
 
@@ -116,10 +114,8 @@ class ReplayModel:
             index = next((i for i, k in enumerate(self._keys) if not self._used[i] and k == key), None)
         if index is None:
             why = "no interactions left" if self.remaining == 0 else "no unused interaction matches this request"
-            raise ReplayMiss(
-                f"{self.spec}: call #{self._calls} ({why}; last user message: {last_user_text(request)!r})",
-                hint="re-record the cassette or fix the request",
-            )
+            raise ReplayMiss(f"{self.spec}: call #{self._calls} ({why}; last user message: "
+                             f"{last_user_text(request)!r})", hint="re-record the cassette or fix the request")
         self._used[index] = True
         response = self.cassette.interactions[index].response.model_copy(deep=True)
         response.cached = True

@@ -63,9 +63,8 @@ def parse_structured(text: str, schema: type[T]) -> T:
         raise OutputParseError(f"the JSON does not match {schema.__name__}: {problems}") from None
 
 
-async def chat_structured(
-    model: ChatModel, request: ChatRequest, schema: type[T], *, retries: int = 1
-) -> tuple[T, ChatResponse]:
+async def chat_structured(model: ChatModel, request: ChatRequest, schema: type[T], *,
+                          retries: int = 1) -> tuple[T, ChatResponse]:
     """Call `model` asking for `schema`; return the validated object and the (last) response, whose usage and
     latency cover every attempt."""
     name = request.response_schema_name or schema.__name__

@@ -140,10 +140,9 @@ class FunctionModel(_RecordingBase):
             return Message.assistant(reply.model_dump_json())
         if isinstance(reply, Mapping):
             return Message.assistant(json.dumps(reply, default=str))
-        raise UserError(
-            f"{self.spec} returned {type(reply).__name__}; a FunctionModel function returns a str, a pydantic "
-            "object or dict (JSON answer), tool_call(...) or a list of them, a Message or a ChatResponse"
-        )
+        raise UserError(f"{self.spec} returned {type(reply).__name__}; a FunctionModel function returns a str, a "
+                        "pydantic object or dict (JSON answer), tool_call(...) or a list of them, a Message or a "
+                        "ChatResponse")
 
 
 class TestModel(_RecordingBase):

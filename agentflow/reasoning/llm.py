@@ -33,25 +33,15 @@ def node_model(ctx: NodeContext[DepsT]) -> ChatModel:
     run = ctx.run
     if run.chat_model is None:
         if not run.model:
-            raise UserError(
-                f"node '{ctx.node}' needs a model",
-                hint="pass --model SPEC (e.g. local:qwen2.5-coder-1.5b) or set model: in the workflow",
-            )
+            raise UserError(f"node '{ctx.node}' needs a model",
+                            hint="pass --model SPEC (e.g. local:qwen2.5-coder-1.5b) or set model: in the workflow")
         run.chat_model = run.model_for(run.model)
     return run.chat_model
 
 
-async def node_ask(
-    ctx: NodeContext[DepsT],
-    prompt: str,
-    *,
-    system: str | None = None,
-    temperature: float = 0.0,
-    max_tokens: int,
-    seed: int | None = None,
-    purpose: str = "",
-    shots: Sequence[tuple[str, str]] = (),
-) -> str:
+async def node_ask(ctx: NodeContext[DepsT], prompt: str, *, system: str | None = None, temperature: float = 0.0,
+                   max_tokens: int, seed: int | None = None, purpose: str = "",
+                   shots: Sequence[tuple[str, str]] = ()) -> str:
     """The text of `agentflow.models.ask.ask` put to the run's model (`node_model`), charged to the run's
     budget and recorded as a `model.ask` event carrying `purpose`, so a run's log shows what each call was for
     (with the prompt and answer when the run captures content)."""

@@ -256,9 +256,8 @@ class OpenAIChatModel(RemoteModel):
         if self._client is None:
             import openai
 
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key(), base_url=self.base_url, max_retries=0, timeout=self.options.timeout_s
-            )
+            self._client = openai.AsyncOpenAI(api_key=self._api_key(), base_url=self.base_url, max_retries=0,
+                                              timeout=self.options.timeout_s)
         return self._client
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
