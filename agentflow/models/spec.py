@@ -1,10 +1,5 @@
-"""Model spec strings -> `ChatModel`: `load_model("openai:gpt-4o-mini", concurrency=4)`.
-
-Accepted forms: `openai:MODEL`, `anthropic:MODEL`, `openai-compatible:BASE_URL#MODEL`,
-`litellm:PROVIDER/MODEL`, `local:NAME`, `replay:PATH`, and for tests `test` (`test:seed=1,call_tools=none`) and
-`function:MODULE:CALLABLE` (see `agentflow.models.testing`). Backend modules (and their SDKs) are imported only
-when a spec needs them.
-"""
+"""Model spec strings (`FORMS`) -> `ChatModel`: `load_model("openai:gpt-4o-mini", concurrency=4)`. Backend
+modules (and their SDKs) are imported only when a spec needs them."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
-"""Models for testing your own agents and workflows without a provider, a server or a cassette.
-
-`FunctionModel(fn)`: your function answers each call. It receives the `ChatRequest` (messages, the tools
-offered, `response_schema`) and returns the reply: a string (text), a pydantic object or a dict (a JSON
-answer), `tool_call(...)` or a list of them (the model asks for tools), or a whole `Message` /
-`ChatResponse`. It may be sync or async, and may raise (e.g. `ModelError`) to test failure paths.
-
-`TestModel()`: no code at all. Its first reply calls every tool offered (or those named in `call_tools`)
-once, with arguments made up from each tool's JSON schema; then it answers with data made up from the
-output schema, or `text`, or the tools' results as JSON.
-
-Both record every request (`.requests`), stream their text word by word, report a usage estimated from
-word counts at no cost, and say `reads_response_schema`: an agent sends them its output schema on every
-call, so they can answer in it. As spec strings: `test` / `test:seed=1,call_tools=none`, and
+"""Models for testing your own agents and workflows without a provider, a server or a cassette
+(docs/concepts/testing.md): `FunctionModel(fn)`, whose function answers each call, and `TestModel()`, which
+needs no code. Both record every request (`.requests`), stream their text word by word and report a usage
+estimated from word counts at no cost. As spec strings: `test` / `test:seed=1,call_tools=none`, and
 `function:module:callable` (or `function:path/to/file.py:callable`).
 """
 
@@ -31,7 +21,7 @@ from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, St
 from agentflow.models.schema_data import sample
 
 Reply: TypeAlias = str | BaseModel | Mapping[str, Any] | ToolCall | Sequence[ToolCall] | Message | ChatResponse
-"""What a `FunctionModel` function may return (see the module doc)."""
+"""What a `FunctionModel` function may return (see `FunctionModel`)."""
 ModelFunction: TypeAlias = Callable[[ChatRequest], Reply | Awaitable[Reply]]
 
 NO_TOOL_CALLS = "success (no tool calls)"
@@ -103,8 +93,9 @@ class _RecordingBase:
 
 
 class FunctionModel(_RecordingBase):
-    """A model whose replies come from `fn(request)` (see the module doc for what it may return). A request
-    for `n` samples calls it `n` times."""
+    """A model whose replies come from `fn(request)`, sync or async: a string (text), a pydantic object or a
+    dict (a JSON answer), `tool_call(...)` or a list of them, or a whole `Message` / `ChatResponse`; it may
+    raise (e.g. `ModelError`) to test failure paths. A request for `n` samples calls it `n` times."""
 
     def __init__(self, fn: ModelFunction, *, spec: str | None = None) -> None:
         super().__init__()

@@ -1,11 +1,8 @@
 """One model call as part of a node's work: the run's model, charged to the run's budget, recorded as an event.
 
-Node types of small task kinds (code generation, instruction following) talk to the model directly with short
-prompts rather than through a tool-using agent loop: a 1.5B local model follows one plain instruction far
-more reliably than a tool protocol.
-
-Each helper takes the node's `NodeContext` whatever its deps are (generic in them): it reads only the run's
-handles (`ctx.run`: the model, the budget, the events, the search branch's sample) and the node's name.
+Small task kinds talk to the model with short prompts rather than through a tool-using agent loop: a small
+local model follows one plain instruction far more reliably than a tool protocol. The helpers read only the
+run's handles (`ctx.run`) and the node's name, so they take a `NodeContext` of any deps.
 """
 
 from __future__ import annotations
