@@ -22,11 +22,10 @@ from agentflow.agents.approval import ask as ask_approval
 from agentflow.agents.config import AgentConfig
 from agentflow.agents.context import fit, prompt_counter
 from agentflow.agents.loops import LoopDetection, LoopDetector
-from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.prompts import PromptSet
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
 from agentflow.agents.roles import load_agent_config
-from agentflow.agents.schemas import FinalText
+from agentflow.agents.schemas import FinalText, parse_output
 from agentflow.agents.stream import AgentEvent, OnAgentEvent, TokenForwardingModel
 from agentflow.agents.textproto import parse_tool_blocks
 from agentflow.budget import Budget, BudgetExceeded
@@ -53,6 +52,7 @@ from agentflow.models.base import (
     declared_tool_calling,
 )
 from agentflow.models.instrumented import InstrumentedModel
+from agentflow.models.structured import OutputParseError
 from agentflow.tools.context import ToolContext
 from agentflow.tools.journal import args_digest
 from agentflow.tools.journal import journal_key as make_journal_key
