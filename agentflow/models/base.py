@@ -70,8 +70,6 @@ class ToolSpec(BaseModel):
 class ChatRequest(BaseModel):
     """Everything a backend needs for one call."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)
     tool_choice: Literal["auto", "required", "none"] | None = None
