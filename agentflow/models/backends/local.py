@@ -187,11 +187,8 @@ class _ServerBacked:
 
     async def _tokenize(self, client: httpx.AsyncClient, text: str, **flags: bool) -> list[int]:
         """The server's tokens of `text` (`/tokenize`; `flags`: add_special, parse_special)."""
-        handle = self.shared.handle
-        reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
-                                  json={"content": text, **flags})
-        reply.raise_for_status()
-        return [int(t) for t in reply.json()["tokens"]]
+        reply = await _post(client, self.shared.handle, "/tokenize", {"content": text, **flags})
+        return [int(t) for t in reply["tokens"]]
 
     async def _recover(self) -> None:
         await asyncio.to_thread(self.shared.recover, self._seen_restarts)
@@ -259,13 +256,10 @@ class _ServerBacked:
         prompt = self._prompt_text(request)
         if prompt is not None:
             return prompt
-        handle = self.shared.handle
         body: dict[str, Any] = {"messages": oai.to_openai_messages(request.messages)}
         if request.tools:
             body["tools"] = oai.to_openai_tools(request.tools)
-        reply = await client.post(handle.url("/apply-template"), headers=handle.headers, json=body)
-        reply.raise_for_status()
-        return str(reply.json()["prompt"])
+        return str((await _post(client, self.shared.handle, "/apply-template", body))["prompt"])
 
     @property
     def context_window(self) -> int:
@@ -326,15 +320,20 @@ class _ServerBacked:
             await asyncio.to_thread(_release, self.shared)
 
 
+async def _post(client: httpx.AsyncClient, handle: ServerHandle, path: str, body: dict[str, Any]) -> Any:
+    """The JSON reply of one of the server's own endpoints (`/tokenize`, `/detokenize`, `/apply-template`)."""
+    reply = await client.post(handle.url(path), headers=handle.headers, json=body)
+    reply.raise_for_status()
+    return reply.json()
+
+
 async def _check_completion_ids(client: httpx.AsyncClient, handle: ServerHandle, trace: TokenTrace) -> None:
     """Leave out `trace`'s completion ids and log-probs (saying why) unless the server's `/detokenize` of the
     ids is the trace's text: the server's ids then hold every token of the reply."""
     if trace.completion_ids is None or not trace.completion_ids:
         return
-    reply = await client.post(handle.url("/detokenize"), headers=handle.headers,
-                              json={"tokens": trace.completion_ids})
-    reply.raise_for_status()
-    if str(reply.json()["content"]) != trace.completion_text:
+    reply = await _post(client, handle, "/detokenize", {"tokens": trace.completion_ids})
+    if str(reply["content"]) != trace.completion_text:
         trace.completion_ids, trace.logprobs = None, None
         trace.missing = ("the server's token ids do not spell the reply (a token was left out of its log-probs); "
                          "the ids are not recorded")
