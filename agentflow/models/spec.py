@@ -45,10 +45,8 @@ def parse_spec(spec: str) -> ModelSpec:
     password in its URL is registered as a secret (every file of the run redacts it)."""
     register_secrets_in(spec)
     text = spec.strip()
-    if text == "test":
-        return ModelSpec("test", "", None, text)
     scheme, sep, rest = text.partition(":")
-    if not sep:
+    if not sep and text != "test":
         raise _bad(spec, "missing 'SCHEME:'")
     if scheme not in FORMS:
         raise _bad(spec, f"unknown scheme {scheme!r}")

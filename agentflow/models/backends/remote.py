@@ -61,7 +61,7 @@ class RemoteModel:
         return self._stream_fallback(request)
 
     def _parts(self, request: ChatRequest) -> list[ChatRequest]:
-        """The requests a call is sent as: itself, or one a sample when the provider cannot give `n`."""
+        """The requests a call is sent as: itself, or one per sample when the provider cannot give `n`."""
         return [request] if self.native_n else [request.model_copy(update={"n": 1})] * request.n
 
     def _prices(self) -> tuple[float, float] | None:
