@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Literal
@@ -22,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from agentflow.config import parse_json
 from agentflow.errors import ReplayMiss, UserError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, ModelWrapper, StreamDelta, as_deltas
+from agentflow.runfiles import make_folder, replace_file
 from agentflow.secrets import redact
 
 CASSETTE_VERSION = 1
@@ -77,15 +76,9 @@ def load_cassette(path: str | Path) -> Cassette:
 
 
 def write_cassette(path: str | Path, cassette: Cassette) -> None:
-    """Write atomically, secrets redacted, optional fields left out."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    data = redact(cassette.model_dump(mode="json", exclude_none=True))
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, p)
+    """Write atomically (`runfiles.replace_file`), secrets redacted, optional fields left out."""
+    make_folder(Path(path).parent)
+    replace_file(path, json.dumps(redact(cassette.model_dump(mode="json", exclude_none=True)), indent=1) + "\n")
 
 
 class ReplayModel:
