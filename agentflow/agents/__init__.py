@@ -7,34 +7,22 @@
 from agentflow.agents.agent import Agent, Task, run_agent
 from agentflow.agents.config import AgentConfig
 from agentflow.agents.node import AgentNode, agent_node
-from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
 from agentflow.agents.roles import ROLES, load_agent_config
-from agentflow.agents.schemas import CoderReport, Critique, FinalText, Issue, Plan, PlanStep, Verdict
+from agentflow.agents.schemas import (
+           CoderReport,
+           Critique,
+           FinalText,
+           Issue,
+           Plan,
+           PlanStep,
+           Verdict,
+           parse_output,
+)
 from agentflow.agents.stream import AgentEvent
 from agentflow.agents.textproto import parse_tool_blocks
+from agentflow.models.structured import OutputParseError
 
-__all__ = [
-    "ROLES",
-    "Agent",
-    "AgentConfig",
-    "AgentEvent",
-    "AgentNode",
-    "AgentResult",
-    "CoderReport",
-    "Critique",
-    "ErrorKind",
-    "FinalText",
-    "Issue",
-    "OutputParseError",
-    "Plan",
-    "PlanStep",
-    "StopReason",
-    "Task",
-    "Verdict",
-    "agent_node",
-    "load_agent_config",
-    "parse_output",
-    "parse_tool_blocks",
-    "run_agent",
-]
+__all__ = ["ROLES", "Agent", "AgentConfig", "AgentEvent", "AgentNode", "AgentResult", "CoderReport", "Critique",
+           "ErrorKind", "FinalText", "Issue", "OutputParseError", "Plan", "PlanStep", "StopReason", "Task", "Verdict",
+           "agent_node", "load_agent_config", "parse_output", "parse_tool_blocks", "run_agent"]

@@ -1,9 +1,8 @@
 """The agent loop: render the prompts, call the model, run the tools it asks for, feed the results back,
 repeat until it answers without tool calls; then read that answer as the output schema.
 
-Every step first checks the limits (step limit, wall time, the shared budget), and the budget admits each
-model and tool call before it starts and cuts it at its wall-clock limit; when a limit is reached the run
-stops cleanly and returns the best output so far with the reason.
+Every step first checks the limits (steps, wall time, the shared budget, which also admits and cuts each model
+and tool call); a run that reaches one stops cleanly with the best output so far and the reason.
 """
 
 from __future__ import annotations
@@ -21,17 +20,16 @@ from pydantic import BaseModel
 from agentflow.agents.approval import Approver, call_hash, needs_approval
 from agentflow.agents.approval import ask as ask_approval
 from agentflow.agents.config import AgentConfig
-from agentflow.agents.context import declared_context_window, fit, prompt_counter
+from agentflow.agents.context import fit, prompt_counter
 from agentflow.agents.loops import LoopDetection, LoopDetector
-from agentflow.agents.output import OutputParseError, parse_output
 from agentflow.agents.prompts import PromptSet
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
 from agentflow.agents.roles import load_agent_config
-from agentflow.agents.schemas import FinalText
+from agentflow.agents.schemas import FinalText, parse_output
 from agentflow.agents.stream import AgentEvent, OnAgentEvent, TokenForwardingModel
 from agentflow.agents.textproto import parse_tool_blocks
 from agentflow.budget import Budget, BudgetExceeded
-from agentflow.errors import ModelError
+from agentflow.errors import ConfigError, ModelError
 from agentflow.events import Event
 from agentflow.events.kinds import (
     AgentCompacted,
@@ -50,10 +48,11 @@ from agentflow.models.base import (
     Message,
     ToolCall,
     ToolSpec,
-    declared_response_schema,
+    declared,
     declared_tool_calling,
 )
 from agentflow.models.instrumented import InstrumentedModel
+from agentflow.models.structured import OutputParseError
 from agentflow.tools.context import ToolContext
 from agentflow.tools.journal import args_digest
 from agentflow.tools.journal import journal_key as make_journal_key
@@ -69,28 +68,15 @@ class Agent:
     """A configured model + prompt templates + tools + output schema. Stateless between runs: one agent can
     run many tasks, concurrently too."""
 
-    def __init__(
-        self,
-        config: AgentConfig | str,
-        *,
-        model: ChatModel | None = None,
-        tools: ToolRegistry | None = None,
-        overrides: Sequence[str] = (),
-        output_type: type[BaseModel] | None = None,
-        deps: Any = None,
-    ) -> None:
+    def __init__(self, config: AgentConfig | str, *, model: ChatModel | None = None, tools: ToolRegistry | None = None,
+                 overrides: Sequence[str] = (), output_type: type[BaseModel] | None = None, deps: Any = None) -> None:
         """`config` is an `AgentConfig`, a role name or a YAML path; `model`/`tools` replace the ones the
         config names (handy for tests and for sharing one model object between agents); `output_type`, a
         pydantic model class, replaces the config's `output_schema`; `deps`, the application's
         dependencies, reach the tools as `ctx.deps` (a run's own `deps=` takes precedence)."""
-        self.config = (
-            config
-            if isinstance(config, AgentConfig) and not overrides
-            else load_agent_config(config, overrides)
-        )
+        self.config = (config if isinstance(config, AgentConfig) and not overrides
+                       else load_agent_config(config, overrides))
         if output_type is not None and not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):
-            from agentflow.errors import ConfigError
-
             raise ConfigError(f"output_type {output_type!r} is not a pydantic model class")
         self.schema: type[BaseModel] = output_type or self.config.output_schema or FinalText
         self.prompts = PromptSet(self.config.prompt_dirs)
@@ -134,45 +120,24 @@ class Agent:
         """System prompt and task prompt, rendered from the agent's template files."""
         variables: dict[str, Any] = dict(task) if isinstance(task, Mapping) else {"task": task}
         schema = None if self.schema is FinalText else self.schema.model_json_schema()
-        system = self.prompts.render(
-            f"{self.config.prompt}.system.md",
-            agent=self.name,
-            tools=[spec.model_dump() for spec in tool_specs],
-            text_protocol=self.text_protocol(),
-            schema=schema,
-            schema_name=self.schema.__name__,
-        )
-        return [
-            Message.system(system),
-            Message.user(self.prompts.render(f"{self.config.prompt}.task.md", **variables)),
-        ]
+        system = self.prompts.render(f"{self.config.prompt}.system.md", agent=self.name,
+                                     tools=[spec.model_dump() for spec in tool_specs],
+                                     text_protocol=self.text_protocol(), schema=schema,
+                                     schema_name=self.schema.__name__)
+        return [Message.system(system), Message.user(self.prompts.render(f"{self.config.prompt}.task.md", **variables))]
 
-    async def run(
-        self,
-        task: Task,
-        *,
-        ctx: ToolContext | None = None,
-        budget: Budget | None = None,
-        journal: ToolJournal | None = None,
-        journal_key: str = "",
-        on_event: OnAgentEvent | None = None,
-        deps: Any = None,
-        approver: Approver | None = None,
-    ) -> AgentResult:
+    async def run(self, task: Task, *, ctx: ToolContext | None = None, budget: Budget | None = None,
+                  journal: ToolJournal | None = None, journal_key: str = "", on_event: OnAgentEvent | None = None,
+                  deps: Any = None, approver: Approver | None = None) -> AgentResult:
         """Run the agent on `task` (a string, or a dict of the task template's variables).
 
-        `on_event` (a function, sync or async) sees each model call (`step`), tool call (`tool`) and the
-        end (`result`) as `AgentEvent`s; `run_stream` also yields the model's text as it is generated.
-
-        `budget` (else `ctx.budget`) is the run's shared budget: this run charges a child of it. Under a
-        `journal`, each tool call is keyed by `journal_key` (the caller's prefix, e.g. `thread:node:step`),
-        agent name, loop step, call index, tool and arguments, so a resumed run replays effects that
-        already happened instead of repeating them.
-
-        `deps` (else `ctx.deps`, else the agent's own) are the dependencies the tools see as `ctx.deps`.
-
-        `approver` asks a human about each call of a tool in `approve_tools` (see `agentflow.agents.approval`;
-        a workflow's agent nodes pass one that pauses the run); without one such calls are not run.
+        `on_event` (a function, sync or async) sees each model call (`step`), tool call (`tool`) and the end
+        (`result`) as `AgentEvent`s. `budget` (else `ctx.budget`) is the run's shared budget: this run charges
+        a child of it. Under a `journal`, each tool call is keyed by `journal_key` (the caller's prefix, e.g.
+        `thread:node:step`), agent, loop step, call index, tool and arguments, so a resumed run replays effects
+        that already happened. `deps` (else `ctx.deps`, else the agent's own) reach the tools as `ctx.deps`.
+        `approver` asks a human about each call of a tool in `approve_tools` (`agentflow.agents.approval`);
+        without one such calls are not run.
         """
         ctx = ctx or ToolContext()
         parent = budget or ctx.budget
@@ -181,15 +146,8 @@ class Agent:
         ctx = dataclasses.replace(ctx, budget=run_budget, deps=deps)
         return await _Run(self, ctx, run_budget, journal, journal_key, on_event, approver).loop(task)
 
-    def run_sync(
-        self,
-        task: Task,
-        *,
-        ctx: ToolContext | None = None,
-        budget: Budget | None = None,
-        on_event: OnAgentEvent | None = None,
-        deps: Any = None,
-    ) -> AgentResult:
+    def run_sync(self, task: Task, *, ctx: ToolContext | None = None, budget: Budget | None = None,
+                 on_event: OnAgentEvent | None = None, deps: Any = None) -> AgentResult:
         """`run` for synchronous code, on an event loop of its own; inside a running loop (async code,
         Jupyter) it raises: await `run` there."""
         from agentflow._sync import require_no_running_loop
@@ -197,14 +155,8 @@ class Agent:
         require_no_running_loop("Agent.run_sync", "agent.run(...)")
         return asyncio.run(self.run(task, ctx=ctx, budget=budget, on_event=on_event, deps=deps))
 
-    async def run_stream(
-        self,
-        task: Task,
-        *,
-        ctx: ToolContext | None = None,
-        budget: Budget | None = None,
-        deps: Any = None,
-    ) -> AsyncIterator[AgentEvent]:
+    async def run_stream(self, task: Task, *, ctx: ToolContext | None = None, budget: Budget | None = None,
+                         deps: Any = None) -> AsyncIterator[AgentEvent]:
         """Run the agent on `task`, yielding `AgentEvent`s as they happen: `token` (model text as it is
         generated), `step`, `tool`, and last `result` (with the AgentResult). Leaving the loop early cancels
         the run."""
@@ -242,16 +194,9 @@ class Agent:
                     await runner
 
 
-async def run_agent(
-    config: AgentConfig | str,
-    task: Task,
-    *,
-    model: ChatModel | None = None,
-    tools: ToolRegistry | None = None,
-    overrides: Sequence[str] = (),
-    ctx: ToolContext | None = None,
-    budget: Budget | None = None,
-) -> AgentResult:
+async def run_agent(config: AgentConfig | str, task: Task, *, model: ChatModel | None = None,
+                    tools: ToolRegistry | None = None, overrides: Sequence[str] = (), ctx: ToolContext | None = None,
+                    budget: Budget | None = None) -> AgentResult:
     """Build an agent from a role name, YAML path or config and run it once."""
     agent = Agent(config, model=model, tools=tools, overrides=overrides)
     return await agent.run(task, ctx=ctx, budget=budget)
@@ -271,16 +216,8 @@ class _ContextFull(Exception):
 class _Run:
     """The state of one run of an agent; `loop` is the whole algorithm."""
 
-    def __init__(
-        self,
-        agent: Agent,
-        ctx: ToolContext,
-        budget: Budget,
-        journal: ToolJournal | None,
-        key_prefix: str,
-        on_event: OnAgentEvent | None = None,
-        approver: Approver | None = None,
-    ) -> None:
+    def __init__(self, agent: Agent, ctx: ToolContext, budget: Budget, journal: ToolJournal | None, key_prefix: str,
+                 on_event: OnAgentEvent | None = None, approver: Approver | None = None) -> None:
         self.agent, self.cfg, self.ctx, self.budget = agent, agent.config, ctx, budget
         self.approver = approver
         self.journal, self.key_prefix, self.on_event = journal, key_prefix, on_event
@@ -288,14 +225,15 @@ class _Run:
         self.finish_reason = "unknown"
         self.started = time.monotonic()
         self.text_protocol = agent.text_protocol()
-        self.model_reads_schema = declared_response_schema(agent.model)
+        # a test model answers from the output schema, so it gets the schema even without `structured_output`
+        self.model_reads_schema = declared(agent.model, "reads_response_schema", bool) is True
         # charges this run's budget and writes `model.call` events under the agent's name
         self.model = InstrumentedModel(_uninstrumented(agent.model), budget=budget, events=ctx.events,
                                        node_id=agent.name)
         self.messages: list[Message] = []
         self.steps = 0
         self.loops = LoopDetector(self.cfg.loop_guard)
-        self.window = self.cfg.context.window or declared_context_window(agent.model)
+        self.window = self.cfg.context.window or declared(agent.model, "context_window", int)
         self.count_tokens = prompt_counter(agent.model, self.cfg.context.chars_per_token)
         self.loop_error: str | None = None
 
@@ -401,19 +339,12 @@ class _Run:
         """The model's reply, or None when the wall-time limit ran out while waiting for it."""
         schema = self.agent.schema
         # A forced JSON reply would leave a text-protocol model no way to write its tool blocks.
-        structured = (
-            (self.cfg.structured_output or self.model_reads_schema)
-            and schema is not FinalText
-            and not (self.text_protocol and specs)
-        )
-        request = ChatRequest(
-            messages=list(self.messages),
-            tools=[] if self.text_protocol else specs,
-            response_schema=schema.model_json_schema() if structured else None,
-            response_schema_name=schema.__name__ if structured else None,
-            temperature=self.cfg.temperature,
-            max_tokens=self.max_tokens,
-        )
+        structured = ((self.cfg.structured_output or self.model_reads_schema) and schema is not FinalText
+                      and not (self.text_protocol and specs))
+        request = ChatRequest(messages=list(self.messages), tools=[] if self.text_protocol else specs,
+                              response_schema=schema.model_json_schema() if structured else None,
+                              response_schema_name=schema.__name__ if structured else None,
+                              temperature=self.cfg.temperature, max_tokens=self.max_tokens)
         request = await self._fit_window(request)
         key = self._reply_key(request)
         journaled = self.journal.get_reply(key) if key is not None else None  # type: ignore[union-attr]
@@ -480,9 +411,8 @@ class _Run:
             key = None if self.journal is None else make_journal_key(
                 self.key_prefix, self.agent.name, self.steps, index, call.name, call.arguments)
             try:
-                result = await self.agent.tools.execute(
-                    call, self.ctx, journal=self.journal, key=key, node_id=self.agent.name
-                )
+                result = await self.agent.tools.execute(call, self.ctx, journal=self.journal, key=key,
+                                                        node_id=self.agent.name)
             except BudgetExceeded as exc:  # refused, cut at the wall-clock limit, or raised by the tool itself
                 stop = self._budget_stop(exc.kind)
                 results.append((call, False, f"not run: the agent stopped ({stop})"))
@@ -497,10 +427,8 @@ class _Run:
                 elif nudge not in nudges:
                     nudges.append(nudge)
         if self.text_protocol:
-            text = self.agent.prompts.render(
-                "_tool_results.md",
-                results=[{"name": c.name or "?", "ok": ok, "text": t} for c, ok, t in results],
-            )
+            text = self.agent.prompts.render("_tool_results.md", results=[{"name": c.name or "?", "ok": ok, "text": t}
+                                                                          for c, ok, t in results])
             # One user message: chat templates that require turns to alternate reject two in a row.
             self.messages.append(Message.user("\n\n".join([text, *nudges])))
         else:
@@ -547,15 +475,8 @@ class _Run:
             kind = "loop" if stop == "loop" else "limit"
         if error is None and stop == "loop":
             error = self.loop_error
-        result = AgentResult(
-            error_kind=kind,
-            output=output,
-            messages=self.messages,
-            steps=self.steps,
-            stop_reason=stop,
-            usage=self.budget.used,
-            error=error,
-        )
+        result = AgentResult(error_kind=kind, output=output, messages=self.messages, steps=self.steps,
+                             stop_reason=stop, usage=self.budget.used, error=error)
         self._emit(AgentEnd(stop_reason=result.stop_reason, steps=result.steps, usage=result.usage.model_dump(),
                             error=result.error, error_kind=result.error_kind, has_output=output is not None))
         await self._notify(AgentEvent(kind="result", step=self.steps, result=result))

@@ -1,13 +1,9 @@
-"""Human approval of tool calls, bound to the exact call.
+"""Human approval of tool calls, bound to the exact call (docs/concepts/agents.md).
 
-An agent whose config lists a tool in `approve_tools` pauses before each call of it: in a workflow run the
-run is interrupted, showing the call's name, arguments and `call_hash` (sha256 of the name and the arguments
-as canonical JSON). The approval that resumes it carries the hash of the call the human saw (the runner
-takes it from the pending interrupt, or the caller names it); the call runs only when that hash is the hash
-of the call about to run. A call that changed in between (other arguments, another tool) is refused and
-asked about anew, so an approval never covers a call nobody saw. The approved call then runs through the
-run's tool journal, so it happens exactly once even when the node runs again. Every request, grant and
-refusal is an event (`approval.requested`, `approval.granted`, `approval.refused`).
+The approval that resumes a paused run carries the `call_hash` (sha256 of the name and the arguments as
+canonical JSON) of the call the human saw; the call runs only when it is the hash of the call about to run,
+else it is refused and asked about anew, so an approval never covers a call nobody saw. Every request, grant
+and refusal is an event (`approval.requested`, `approval.granted`, `approval.refused`).
 """
 
 from __future__ import annotations
@@ -78,5 +74,4 @@ def ask(agent: str, call: ToolCall, emit: Callable[[Event], None], interrupt: Ap
         emit(ApprovalRefused(tool=call.name, call_hash=digest, reason=f"answer {action!r}"))
         return False, "not run: the human did not approve this call"
     emit(ApprovalRefused(tool=call.name, call_hash=digest, reason=f"{MAX_ASKS} approvals, none for this call"))
-
     return False, f"not run: asked {MAX_ASKS} times, no approval was for this call"

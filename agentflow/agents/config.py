@@ -22,9 +22,7 @@ def _import_schema(path: str) -> type[BaseModel]:
     if not sep:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
-        raise ConfigError(
-            f"output_schema {path!r}: expected 'module:Class', e.g. agentflow.agents.schemas:Plan"
-        )
+        raise ConfigError(f"output_schema {path!r}: expected 'module:Class', e.g. agentflow.agents.schemas:Plan")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

@@ -1,12 +1,9 @@
-"""Keeping an agent's conversation within its model's context window.
+"""Keeping an agent's conversation within its model's context window (docs/concepts/agents.md).
 
-Before each model call the agent measures the prompt: with the model's own tokenizer where it has one
-(`count_prompt_tokens`: local llama-server models tokenize the rendered prompt), else by a deliberately
-high estimate (`chars_per_token`). When the prompt plus the reply's `max_tokens` would not fit the window,
-the compaction policy's steps run in order until it fits: by default `drop_tool_outputs` (old tool results
-become a one-line note), then `keep_ends` (old turns are dropped); neither touches the newest `keep_last`
-messages. A prompt that still does not fit is not sent: the run stops with `stop_reason: context`. Each
-compaction is an `agent.compacted` event (policy, tokens before and after, messages changed).
+Before each model call the prompt is measured, with the model's own tokenizer where it has one
+(`count_prompt_tokens`), else by a deliberately high estimate (`chars_per_token`). While the prompt and the
+reply's tokens do not fit, the policy's compaction steps run in order; a prompt that still does not fit is not
+sent (`stop_reason: context`). Each compaction is an `agent.compacted` event.
 """
 
 from __future__ import annotations
@@ -40,12 +37,6 @@ class ContextConfig(StrictConfig):
     """Tokens kept free for the reply when the agent sets no `max_tokens`."""
     chars_per_token: float = Field(default=2.0, gt=0)
     """For models that cannot count their tokens: characters per token assumed (low, so the estimate is high)."""
-
-
-def declared_context_window(model: object) -> int | None:
-    """A model's `context_window` (looked up through the models it wraps), or None."""
-    windows = (getattr(level, "context_window", None) for level in wrapped_models(model))
-    return next((w for w in windows if isinstance(w, int) and w > 0), None)
 
 
 def prompt_counter(model: object, chars_per_token: float) -> Callable[[ChatRequest], Awaitable[int]]:

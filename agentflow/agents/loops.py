@@ -1,10 +1,8 @@
-"""Loop guards: deterministic detectors for an agent that goes round in circles.
+"""Loop guards: deterministic detectors for an agent that goes round in circles (docs/concepts/agents.md).
 
-A repeated tool call with the same result, a tool call failing again with the same error and a repeated final
-answer count as loops (limits and actions: `LoopGuardConfig`), each by an exact fingerprint (sha256 of
-canonical JSON). A tool call's fingerprint includes its result, so an agent that polls on purpose is never
-taken for a loop while what it polls changes. The counts are over the whole run, not only consecutive repeats,
-so a loop that alternates between two calls is caught too. Every detection is an `agent.loop` event.
+Repeats are counted by exact fingerprint (sha256 of canonical JSON) over the whole run, so a loop alternating
+between two calls is caught too; a tool call's fingerprint includes its result, so polling something that
+changes is no loop. Every detection is an `agent.loop` event.
 """
 
 from __future__ import annotations

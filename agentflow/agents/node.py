@@ -42,34 +42,25 @@ class AgentNode:
     def task_from(self, state: Mapping[str, Any]) -> str | dict[str, Any]:
         if isinstance(self.input_key, str):
             if self.input_key not in state:
-                raise UserError(
-                    f"agent node {self.agent.name!r}: state has no {self.input_key!r}",
-                    hint=f"set input_key to one of {sorted(state)} or fill {self.input_key!r} before this node",
-                )
+                raise UserError(f"agent node {self.agent.name!r}: state has no {self.input_key!r}",
+                                hint=f"set input_key to one of {sorted(state)} or fill {self.input_key!r} "
+                                     "before this node")
             value = state[self.input_key]
-            return (
-                value if isinstance(value, str) else dict(value) if isinstance(value, Mapping) else str(value)
-            )
+            return value if isinstance(value, str) else dict(value) if isinstance(value, Mapping) else str(value)
         return {key: state[key] for key in self.input_key if key in state and state[key] is not None}
 
     async def run(self, state: Mapping[str, Any]) -> AgentResult:
         """Run the agent on the task taken from `state` and return the full result."""
-        return await self.agent.run(
-            self.task_from(state),
-            ctx=self.ctx,
-            budget=self.budget,
-            journal=self.journal,
-            journal_key=self.journal_key,
-        )
+        return await self.agent.run(self.task_from(state), ctx=self.ctx, budget=self.budget, journal=self.journal,
+                                    journal_key=self.journal_key)
 
     async def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
         result = await self.run(state)
         failure = result.failure() if self.fail_on_error else None
         if failure is not None:
             raise NodeFailed(self.agent.name, *failure)
-        update: dict[str, Any] = {
-            self.output_key: result.output.model_dump(mode="json") if result.output is not None else None
-        }
+        output = result.output.model_dump(mode="json") if result.output is not None else None
+        update: dict[str, Any] = {self.output_key: output}
         if self.result_key is not None:
             update[self.result_key] = {"agent": self.agent.name, **result.summary()}
         return update

@@ -26,13 +26,10 @@ class PromptSet:
         try:
             template = self.templates.get(name)
         except jinja2.TemplateNotFound:
-            raise ConfigError(
-                f"prompt template {name!r} not found (looked in {', '.join(self.templates.dirs)})",
-                hint="set prompt= to an existing name or add the file to a prompt_dirs folder",
-            ) from None
+            raise ConfigError(f"prompt template {name!r} not found (looked in {', '.join(self.templates.dirs)})",
+                              hint="set prompt= to an existing name or add the file to a prompt_dirs folder") from None
         try:
             return template.render(**variables).strip()
         except jinja2.UndefinedError as exc:
-            raise ConfigError(
-                f"prompt template {name!r}: {exc.message}", hint="pass that variable in the task dict"
-            ) from None
+            raise ConfigError(f"prompt template {name!r}: {exc.message}",
+                              hint="pass that variable in the task dict") from None

@@ -28,49 +28,21 @@ class _RoleTable(Mapping[str, AgentConfig]):
         return len(self._roles)
 
 
-ROLES: Mapping[str, AgentConfig] = _RoleTable(
-    {
-        "planner": AgentConfig(
-            name="planner",
-            prompt="planner",
-            tools=["search"],
-            output_schema=Plan,
-            step_limit=15,
-            temperature=0.2,
-        ),
-        "coder": AgentConfig(
-            name="coder",
-            prompt="coder",
-            tools=["shell", "editor", "search"],
-            output_schema=CoderReport,
-            step_limit=40,
-            temperature=0.0,
-        ),
-        "critic": AgentConfig(
-            name="critic",
-            prompt="critic",
-            tools=["search"],
-            output_schema=Critique,
-            step_limit=15,
-            temperature=0.2,
-        ),
-        "verifier": AgentConfig(
-            name="verifier",
-            prompt="verifier",
-            tools=["tests", "search"],
-            output_schema=Verdict,
-            step_limit=15,
-            temperature=0.0,
-        ),
-    }
-)
+ROLES: Mapping[str, AgentConfig] = _RoleTable({
+    "planner": AgentConfig(name="planner", prompt="planner", tools=["search"], output_schema=Plan, step_limit=15,
+                           temperature=0.2),
+    "coder": AgentConfig(name="coder", prompt="coder", tools=["shell", "editor", "search"], output_schema=CoderReport,
+                         step_limit=40, temperature=0.0),
+    "critic": AgentConfig(name="critic", prompt="critic", tools=["search"], output_schema=Critique, step_limit=15,
+                          temperature=0.2),
+    "verifier": AgentConfig(name="verifier", prompt="verifier", tools=["tests", "search"], output_schema=Verdict,
+                            step_limit=15, temperature=0.0),
+})
 """Role name -> default config of that role."""
 
 
-def load_agent_config(
-    source: str | Path | Mapping[str, Any] | AgentConfig,
-    overrides: Iterable[str] = (),
-) -> AgentConfig:
+def load_agent_config(source: str | Path | Mapping[str, Any] | AgentConfig,
+                      overrides: Iterable[str] = ()) -> AgentConfig:
     """Build an `AgentConfig` from a role name (`planner`), a YAML file, a mapping or a config, then apply
     `-c` overrides (`step_limit=10`, `model=openai:gpt-4o-mini`, or another YAML file)."""
     if isinstance(source, AgentConfig):
@@ -86,7 +58,5 @@ def load_agent_config(
             raise ConfigError(f"{source}: expected a mapping of agent config fields at the top level")
         base, where = dict(loaded), str(source)
     else:
-        raise ConfigError(
-            f"unknown agent {str(source)!r}: use a role ({', '.join(ROLES)}) or a YAML file path"
-        )
+        raise ConfigError(f"unknown agent {str(source)!r}: use a role ({', '.join(ROLES)}) or a YAML file path")
     return validate_config(AgentConfig, apply_overrides(base, overrides), source=where)

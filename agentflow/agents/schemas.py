@@ -1,10 +1,14 @@
-"""Output schemas of the built-in roles. An agent's final answer is validated against one of these."""
+"""Output schemas of the built-in roles, and reading an agent's final answer as its schema (`parse_output`)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from agentflow.models.structured import OutputParseError, parse_structured
+
+OutputT = TypeVar("OutputT", bound=BaseModel)
 
 
 class _Output(BaseModel):
@@ -85,3 +89,12 @@ class FinalText(_Output):
     """Output of an agent configured without a schema: its final answer as text."""
 
     text: str
+
+
+def parse_output(schema: type[OutputT], text: str | None) -> OutputT:
+    """Validate the reply `text` as `schema`; raises OutputParseError with a message the model can act on."""
+    if schema is FinalText:
+        if not (text or "").strip():
+            raise OutputParseError("the reply is empty")
+        return schema.model_validate({"text": (text or "").strip()})
+    return parse_structured(text or "", schema)

@@ -23,16 +23,12 @@ def parse_tool_blocks(text: str | None, *, id_prefix: str = "call") -> list[Tool
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
-            calls.append(
-                ToolCall(id=call_id, name="", arguments_error=f"the tool block is not valid JSON: {exc}")
-            )
+            calls.append(ToolCall(id=call_id, name="", arguments_error=f"the tool block is not valid JSON: {exc}"))
             continue
         name = obj.get("name") if isinstance(obj, dict) else None
         args = obj.get("arguments", {}) if isinstance(obj, dict) else None
         if not isinstance(name, str) or not name:
-            calls.append(
-                ToolCall(id=call_id, name="", arguments_error='the tool block needs a "name" string')
-            )
+            calls.append(ToolCall(id=call_id, name="", arguments_error='the tool block needs a "name" string'))
         elif not isinstance(args, dict):
             calls.append(ToolCall(id=call_id, name=name, arguments_error='"arguments" must be a JSON object'))
         else:

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypedDict
 from pydantic import BaseModel, Field
 
 from agentflow.codegen.task import CodeTask, Example, program
+from agentflow.errors import UserError
 from agentflow.sandbox.base import ExecResult
 
 HARNESS = r'''
@@ -134,8 +135,6 @@ class TestReport(BaseModel):
 async def _run_cases(sandbox: HarnessSandbox | None, prog: str, entry_point: str, cases: list[dict[str, Any]],
                      timeout: float) -> list[dict[str, Any]]:
     if sandbox is None:
-        from agentflow.errors import UserError
-
         raise UserError("generated code runs only in a sandbox, and this run has none",
                         hint="run with --sandbox docker (or --sandbox local: not a security boundary)")
     if not cases:
@@ -161,6 +160,12 @@ def _field(value: Any, limit: int = 300) -> str | None:
     return None if value is None else str(value)[:limit]
 
 
+def _result(raw: dict[str, Any], call: str, expected: str, limit: int = 300) -> CaseResult:
+    """A case's outcome from the harness's raw result (data only: its text capped, never run)."""
+    return CaseResult(ok=raw.get("ok") is True, call=call, expected=expected, got=_field(raw.get("got"), limit),
+                      error=_field(raw.get("error")))
+
+
 async def run_examples(sandbox: HarnessSandbox | None, task: CodeTask, code: str,
                        examples: list[Example] | None = None, *, timeout: float = 10.0) -> TestReport:
     """The candidate `code` on the prompt's examples (or `examples`), each in its own process."""
@@ -168,9 +173,7 @@ async def run_examples(sandbox: HarnessSandbox | None, task: CodeTask, code: str
     prog = program(task.prompt, code, task.entry_point)
     cases = [{"kind": "example", "call": e.call, "expected": e.expected} for e in examples]
     raw = await _run_cases(sandbox, prog, task.entry_point, cases, timeout)
-    return TestReport(cases=[CaseResult(ok=d.get("ok") is True, call=e.call, expected=e.expected,
-                                        got=_field(d.get("got")), error=_field(d.get("error")))
-                             for e, d in zip(examples, raw, strict=True)])
+    return TestReport(cases=[_result(d, e.call, e.expected) for e, d in zip(examples, raw, strict=True)])
 
 
 async def grade(sandbox: HarnessSandbox | None, task: CodeTask, code: str, *, timeout: float = 20.0) -> CaseResult:
@@ -179,8 +182,7 @@ async def grade(sandbox: HarnessSandbox | None, task: CodeTask, code: str, *, ti
         raise ValueError(f"task {task.task_id} has no hidden tests to grade with")
     prog = program(task.prompt, code, task.entry_point)
     raw = await _run_cases(sandbox, prog, task.entry_point, [{"kind": "check", "tests": task.tests}], timeout)
-    return CaseResult(ok=raw[0].get("ok") is True, call=task.task_id, expected="hidden tests",
-                      error=_field(raw[0].get("error")))
+    return _result(raw[0], task.task_id, "hidden tests")
 
 
 async def _run_call(sandbox: HarnessSandbox | None, code: str, function: str, argument: str,
@@ -196,8 +198,7 @@ async def run_predicate(sandbox: HarnessSandbox | None, code: str, function: str
                         timeout: float = 10.0) -> CaseResult:
     """`function(argument)` of the model-written `code`, run in the sandbox: ok when it returns True."""
     call, raw = await _run_call(sandbox, code, function, argument, {"kind": "example", "expected": "True"}, timeout)
-    return CaseResult(ok=raw.get("ok") is True, call=call, expected="True", got=_field(raw.get("got")),
-                      error=_field(raw.get("error")))
+    return _result(raw, call, "True")
 
 
 async def run_text(sandbox: HarnessSandbox | None, code: str, function: str, argument: str, *,
@@ -206,9 +207,9 @@ async def run_text(sandbox: HarnessSandbox | None, code: str, function: str, arg
     `got` (at most `limit` characters; what comes back is text to read, never run)."""
     call, raw = await _run_call(sandbox, code, function, argument,
                                 {"kind": "text", "expected": "a string", "limit": limit}, timeout)
-    ok = raw.get("ok") is True and isinstance(raw.get("got"), str)
-    return CaseResult(ok=ok, call=call, expected="a string", got=_field(raw.get("got"), limit),
-                      error=_field(raw.get("error")))
+    result = _result(raw, call, "a string", limit)
+    result.ok = result.ok and isinstance(raw.get("got"), str)
+    return result
 
 
 __all__ = ["CaseResult", "TestReport", "grade", "run_examples", "run_predicate", "run_text"]

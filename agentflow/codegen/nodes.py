@@ -1,17 +1,8 @@
-"""Code-generation node types (`type: codegen.write`), registered with the graph layer.
+"""Code-generation node types (`type: codegen.write`; the list is `NODE_TYPES`), shaped as the `reason.*`
+nodes are (`agentflow.reasoning.nodes`), with `CodeGenState`.
 
-    codegen.plan      write a plan; after a disagreeing simulation, revise it with the trace  -> plan, plan_rounds
-    codegen.simulate  simulate the plan on the examples, or the code on a failing example    -> simulation
-    codegen.write     write the function (following the plan when there is one)              -> code
-    codegen.test      the prompt's examples on the code, in the sandbox                      -> tests
-    codegen.debug     fix the code from the failing examples and the simulation's trace      -> code, debug_rounds
-    codegen.reward    the share of examples passing, the verifier's score blended in         -> score
-
-The state holds `prompt` (signature and docstring) and optionally `entry_point`; the examples a node may
-use are parsed from the prompt. Hidden tests are never part of a workflow's state. A search over these nodes
-(`workflows/plangen.yaml`) samples its sibling branches (`sample_temperature`) and values them by `score`.
-The node functions' shape and deps are those of the `reason.*` nodes (`agentflow.reasoning.nodes`), with
-`CodeGenState`.
+The state holds `prompt` (signature and docstring) and optionally `entry_point`; the examples a node may use
+are parsed from the prompt. Hidden tests are never part of a workflow's state.
 """
 
 from __future__ import annotations
@@ -41,7 +32,7 @@ from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.tree import read_path
 from agentflow.models.ask import code_block
 from agentflow.models.templates import package_templates
-from agentflow.reasoning.llm import node_ask, sampling
+from agentflow.reasoning.llm import SamplingSettings, node_ask, sampling
 from agentflow.reasoning.state import CodeKeys, PlanKeys, PromptKeys, VerifiedKeys
 
 PROMPTS = package_templates(__file__)
@@ -77,16 +68,11 @@ def _trace(state: CodeGenState) -> str:
     return sim.get("trace", "") if sim else ""
 
 
-class CodeGenSettings(StrictConfig):
+class CodeGenSettings(SamplingSettings):
     """Settings shared by the model-calling node types."""
 
     max_tokens: int = Field(default=512, ge=16)
     """Longest answer."""
-    temperature: float = Field(default=0.0, ge=0)
-    """Sampling temperature (0: greedy)."""
-    sample_temperature: float | None = Field(default=None, ge=0)
-    """In a search, the temperature of a branch that is not its parent's first child (seeded by its place among
-    its siblings, so they differ); None: `temperature` in every branch."""
 
 
 class SimulateSettings(CodeGenSettings):
@@ -118,8 +104,7 @@ async def _ask(ctx: NodeContext[object], settings: CodeGenSettings, template: st
                sampled: bool = False, **values: Any) -> str:
     """The answer to prompt `template` filled with `values`, under the system prompt: sampled as a search
     branch (`sampling`) when `sampled`, else at `settings.temperature`."""
-    temperature, seed = (sampling(ctx, settings.temperature, settings.sample_temperature) if sampled
-                         else (settings.temperature, None))
+    temperature, seed = sampling(ctx, settings) if sampled else (settings.temperature, None)
     return await node_ask(ctx, PROMPTS.render(template, **values), system=SYSTEM, temperature=temperature,
                           seed=seed, max_tokens=settings.max_tokens, purpose=purpose)
 
@@ -206,7 +191,6 @@ async def reward(state: CodeGenState, ctx: NodeContext[object],
     else:
         value = verified if verified is not None else 0.0
     ctx.emit(CodegenReward(examples=share, verifier=verified, reward=round(value, 4)))
-
     return {settings.output: {"score": round(value, 4), "examples": share, "verifier": verified}}
 
 

@@ -49,26 +49,10 @@ def _parses(expr: str) -> bool:
     return True
 
 
-def _call_end(text: str, start: int) -> int | None:
-    """Index just past the parenthesis that closes the one at `start`, quotes respected."""
-    depth, quote, i = 0, None, start
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return None
+def _call_at(text: str, start: int) -> str | None:
+    """The call that starts at `start`: the shortest text from there to a `)` that parses as an expression."""
+    ends = (i + 1 for i in range(start, len(text)) if text[i] == ")")
+    return next((text[start:end] for end in ends if _parses(text[start:end])), None)
 
 
 _ARROWS = ("==>", "=>", "➞", "->", "==", "should return", "returns", "would return", "=")
@@ -92,13 +76,10 @@ def parse_examples(prompt: str, entry_point: str) -> list[Example]:
     pattern = re.compile(rf"\b{re.escape(entry_point)}\s*\(")
     for i, line in enumerate(lines):
         for match in pattern.finditer(line):
-            start = match.end() - 1
-            end = _call_end(line, start)
-            if end is None:
+            call = _call_at(line, match.start())
+            if call is None or line[:match.start()].rstrip().endswith("def"):
                 continue
-            call = line[match.start():end]
-            if not _parses(call) or line[:match.start()].rstrip().endswith("def"):
-                continue
+            end = match.start() + len(call)
             expected = _expected_after(line[end:])
             if expected is None and line.lstrip().startswith(">>>"):
                 value = lines[i + 1].strip() if i + 1 < len(lines) else ""

@@ -1,17 +1,8 @@
-"""Instruction-following node types (`type: instruct.critic`), registered with the graph layer.
-
-    instruct.respond  answer the prompt (following the outline when the state has one)  -> response
-    instruct.outline  an outline of how to meet every requirement, no answer yet        -> plan
-    instruct.critic   DeCRIM's critic: each constraint checked by a function it writes
-                      and runs in the sandbox, else judged by the model    -> response, critique, checks, best
-    instruct.refine   a new answer that avoids the failed constraints (one per search
-                      branch), and a `fix` function's edit of the best answer -> refinements, rounds
-    instruct.checks   the critic's check functions, written before any answer         -> checks
-    instruct.score    an answer's reward: the share of constraints that hold          -> score, checks
+"""Instruction-following node types (`type: instruct.critic`; the list is `NODE_TYPES`), shaped as the
+`reason.*` nodes are (`agentflow.reasoning.nodes`), with `InstructState`.
 
 The benchmark's own checkers (`agentflow.instruct.checks`) are never used here: the critic sees only the
-constraint text the decomposition produced. The node functions' shape and deps are those of the `reason.*`
-nodes (`agentflow.reasoning.nodes`), with `InstructState`.
+constraint text the decomposition produced.
 """
 
 from __future__ import annotations
@@ -43,7 +34,7 @@ from agentflow.instruct.state import (
 from agentflow.models.ask import code_block
 from agentflow.models.templates import package_templates
 from agentflow.reasoning.constraints import verify_against
-from agentflow.reasoning.llm import node_ask, sampling
+from agentflow.reasoning.llm import SamplingSettings, node_ask, sampling
 from agentflow.reasoning.state import ConstraintKeys, PlanKeys, PromptKeys, ResponseKeys
 
 PROMPTS = package_templates(__file__)
@@ -54,26 +45,17 @@ JUDGED = ""
 without asking for a check again (None: no check kept, ask afresh)."""
 
 CHECK_SHOTS = PROMPTS.shots("check_shots.j2", "check.j2")
-"""Worked examples, given as earlier turns of the conversation (in the prompt itself, a small model copied the
-example's check for constraints it did not fit), one constraint each and one of each common kind: a small
-critic fits its check to the nearest example, so a kind without one gets the check of another (a word limit
-read as a count of the topic's word, a topic as one occurrence of its word); the word-count examples name a
-topic so that the count, not the topic, is what their checks count.
-The response is not shown when a check is asked for: shown the answer, the critic fitted the check to the
-answer instead of the constraint."""
+"""Worked examples as earlier turns (a small model copies an example written into the prompt itself), one of
+each common kind of constraint: a small critic fits its check to the nearest example. A check is asked for
+without the response: shown one, the critic fits the check to the answer instead of the constraint."""
 
 FIX_SHOTS = PROMPTS.shots("fix_shots.j2", "fix.j2")
-"""Worked examples of a code fix, as earlier turns (a word limit with a required ending, a bullet count with a
-forbidden character, a paragraph split)."""
+"""Worked examples of a code fix, as earlier turns."""
 
-class TextGenSettings(StrictConfig):
+
+class TextGenSettings(SamplingSettings):
     max_tokens: int = Field(default=400, ge=16)
     """Longest answer."""
-    temperature: float = Field(default=0.0, ge=0)
-    """Sampling temperature (0: greedy)."""
-    sample_temperature: float | None = Field(default=None, ge=0)
-    """In a search, the temperature of a branch that is not its parent's first child (seeded by its place among
-    its siblings, so they differ); None: `temperature` in every branch."""
 
 
 class RespondSettings(TextGenSettings):
@@ -96,25 +78,21 @@ class RefineSettings(TextGenSettings):
     critic's choice among several is what moves a small model."""
     code_fix: bool = True
     """Also ask for `def fix(response) -> str`, a function that edits the best answer so far to mend the failed
-    constraints (run in the sandbox; what it returns is one more refinement for the critic to judge). The
-    embedded model is a coder: it writes "drop sentences until under 50 words, then add the ending" where it
-    cannot write a 50-word answer (docs/workflows/decrim.md)."""
+    constraints (run in the sandbox; what it returns is one more refinement for the critic to judge): a coder
+    model can write such an edit where it cannot write the answer (docs/workflows/decrim.md)."""
     fix_timeout: float = Field(default=10.0, gt=0)
     """Seconds for the fix function in the sandbox."""
     show_previous: bool = False
-    """Show the previous answer with its faults (the paper's form). Off by default: shown its answer, the
-    embedded small model gives it back nearly unchanged, its faults included (docs/workflows/decrim.md); the
-    faults are named either way."""
+    """Show the previous answer with its faults (the paper's form); off, only the faults are named (shown its
+    answer, a small model gives it back nearly unchanged: docs/workflows/decrim.md)."""
 
 
 class ScoreSettings(StrictConfig):
     """Settings of `instruct.score`."""
 
     constraint_checks: bool = True
-    """Score an answer as the share of constraints that hold, each checked as decrim's critic does (a function
-    the model writes, run in the sandbox, where code can check it; the model's verdict otherwise). Off, or
-    without a sandbox: the verification agent's single score, which can keep an answer that breaks a
-    constraint the greedy answer met (docs/workflows/plangen.md)."""
+    """Score an answer as the share of constraints that hold, each checked as decrim's critic does. Off, or
+    without a sandbox: the verification agent's single score (docs/workflows/plangen.md)."""
     critic: CriticSettings = Field(default_factory=CriticSettings)
     """The constraint checks' settings."""
     output: str = "score"
@@ -131,14 +109,14 @@ def _prompt(state: InstructState) -> str:
 async def respond(state: InstructState, ctx: NodeContext[object], settings: RespondSettings) -> InstructState:
     plan = read_path(state, settings.plan) if settings.plan else None
     prompt = PROMPTS.render("follow.j2", prompt=_prompt(state), plan=plan) if plan else _prompt(state)
-    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
+    temperature, seed = sampling(ctx, settings)
     text = await node_ask(ctx, prompt, max_tokens=settings.max_tokens, temperature=temperature, seed=seed,
                           purpose="respond")
     return {"response": text.strip()}
 
 
 async def outline(state: InstructState, ctx: NodeContext[object], settings: TextGenSettings) -> InstructState:
-    temperature, seed = sampling(ctx, settings.temperature, settings.sample_temperature)
+    temperature, seed = sampling(ctx, settings)
     text = await node_ask(ctx, PROMPTS.render("outline.j2", prompt=_prompt(state)), max_tokens=settings.max_tokens,
                           temperature=temperature, seed=seed, purpose="plan")
     return {"plan": text.strip()}
@@ -325,7 +303,6 @@ async def score(state: InstructState, ctx: NodeContext[object],
         return {settings.output: {"score": round(value, 4), "failed": failed}, "checks": known}
     value = await verify_against(ctx, _prompt(state), constraints, response)
     ctx.emit(InstructScore(reward=round(value, 4), failed=None))
-
     return {settings.output: {"score": round(value, 4)}}
 
 

@@ -9,30 +9,19 @@ from typing import TYPE_CHECKING
 
 from agentflow._lazy import lazy_getattr
 
-_LAZY: dict[str, str] = {
-    "ChatModel": "agentflow.models.base",
-    "ChatRequest": "agentflow.models.base",
-    "ChatResponse": "agentflow.models.base",
-    "Choice": "agentflow.models.base",
-    "Message": "agentflow.models.base",
-    "StreamDelta": "agentflow.models.base",
-    "ToolCall": "agentflow.models.base",
-    "ToolSpec": "agentflow.models.base",
-    "Usage": "agentflow.models.base",
-    "ModelOptions": "agentflow.models.options",
-    "load_model": "agentflow.models.spec",
-    "served_model": "agentflow.models.spec",
-    "parse_spec": "agentflow.models.spec",
-    "ReplayModel": "agentflow.models.replay",
-    "RecordingModel": "agentflow.models.replay",
-    "CachedModel": "agentflow.models.cache",
-    "InstrumentedModel": "agentflow.models.instrumented",
-    "chat_structured": "agentflow.models.structured",
-    "StructuredOutputError": "agentflow.models.structured",
-    "FunctionModel": "agentflow.models.testing",
-    "TestModel": "agentflow.models.testing",
-    "tool_call": "agentflow.models.testing",
+_MODULES: dict[str, tuple[str, ...]] = {
+    "agentflow.models.base": (
+        "ChatModel", "ChatRequest", "ChatResponse", "Choice", "Message", "StreamDelta", "ToolCall", "ToolSpec", "Usage",
+    ),
+    "agentflow.models.options": ("ModelOptions",),
+    "agentflow.models.spec": ("load_model", "served_model", "parse_spec"),
+    "agentflow.models.replay": ("ReplayModel", "RecordingModel"),
+    "agentflow.models.cache": ("CachedModel",),
+    "agentflow.models.instrumented": ("InstrumentedModel",),
+    "agentflow.models.structured": ("chat_structured", "StructuredOutputError"),
+    "agentflow.models.testing": ("FunctionModel", "TestModel", "tool_call"),
 }
+_LAZY: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentflow.models.base import (
@@ -58,27 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
-__all__ = [
-    "CachedModel",
-    "ChatModel",
-    "ChatRequest",
-    "ChatResponse",
-    "Choice",
-    "FunctionModel",
-    "InstrumentedModel",
-    "Message",
-    "ModelOptions",
-    "RecordingModel",
-    "ReplayModel",
-    "StreamDelta",
-    "StructuredOutputError",
-    "TestModel",
-    "ToolCall",
-    "ToolSpec",
-    "Usage",
-    "chat_structured",
-    "load_model",
-    "parse_spec",
-    "served_model",
-    "tool_call",
-]
+__all__ = ["CachedModel", "ChatModel", "ChatRequest", "ChatResponse", "Choice", "FunctionModel", "InstrumentedModel",
+           "Message", "ModelOptions", "RecordingModel", "ReplayModel", "StreamDelta", "StructuredOutputError",
+           "TestModel", "ToolCall", "ToolSpec", "Usage", "chat_structured", "load_model", "parse_spec", "served_model",
+           "tool_call"]

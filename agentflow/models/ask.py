@@ -1,11 +1,8 @@
-"""One question to a model and what its answer holds: a user message (after an optional system message and
-worked examples) in, the first sample's text out (`ask`), and the code blocks of that text (`code_block`,
-`code_blocks`).
+"""One question to a model (`ask`), and the code blocks of its answer (`code_block`, `code_blocks`).
 
-This is the one way a node makes a single model call (the repair's helper roles and edit samples, the
-reasoning, code-generation and instruction nodes): the request has one shape wherever it is built, so a
-replayed cassette matches whoever asks. A multi-turn conversation without tools is a `Conversation`; one
-with tools is an agent's (`agentflow.agents`).
+The one way a node makes a single model call: the request has one shape wherever it is built, so a replayed
+cassette matches whoever asks. A multi-turn conversation without tools is a `Conversation`; one with tools is
+an agent's (`agentflow.agents`).
 """
 
 from __future__ import annotations
@@ -31,20 +28,11 @@ class Answer:
     """Tokens and cost of the call."""
 
 
-def ask_request(
-    user: str,
-    *,
-    system: str | None = None,
-    shots: Sequence[tuple[str, str]] = (),
-    temperature: float | None = 0.0,
-    max_tokens: int | None,
-    seed: int | None = None,
-    stop: Sequence[str] = (),
-) -> ChatRequest:
-    """The request of one question: the `system` message (none when None), the `shots` as earlier (question,
-    answer) turns, then `user`. `max_tokens` None: the backend's limit; `temperature` None: the backend's
-    default. `shots` are worked examples: a small model copies an example written into the prompt itself as
-    part of its task."""
+def ask_request(user: str, *, system: str | None = None, shots: Sequence[tuple[str, str]] = (),
+                temperature: float | None = 0.0, max_tokens: int | None, seed: int | None = None,
+                stop: Sequence[str] = ()) -> ChatRequest:
+    """The request of one question: the `system` message (none when None), the `shots` (worked examples) as
+    earlier (question, answer) turns, then `user`. None for `max_tokens` or `temperature`: the backend's."""
     turns = [m for q, a in shots for m in (Message.user(q), Message.assistant(a))]
     messages = ([Message.system(system)] if system is not None else []) + turns + [Message.user(user)]
     return ChatRequest(messages=messages, temperature=temperature, seed=seed, max_tokens=max_tokens, stop=list(stop))
@@ -52,8 +40,8 @@ def ask_request(
 
 @dataclass
 class Conversation:
-    """A multi-turn exchange without tools: the messages so far. `reply` asks the model and keeps its answer as
-    the next turn; `tell` adds the next user message. The one conversation loop beside an agent's."""
+    """A multi-turn exchange without tools: `reply` asks the model and keeps its answer as the next turn; `tell`
+    adds the next user message."""
 
     messages: list[Message]
 
@@ -62,9 +50,8 @@ class Conversation:
         """A conversation of a system message and the first user message."""
         return cls([Message.system(system), Message.user(user)])
 
-    async def reply(
-        self, model: ChatModel, *, temperature: float | None, seed: int | None, max_tokens: int | None
-    ) -> str:
+    async def reply(self, model: ChatModel, *, temperature: float | None, seed: int | None,
+                    max_tokens: int | None) -> str:
         """The model's next answer (its first sample's text), kept in the conversation."""
         request = ChatRequest(messages=list(self.messages), temperature=temperature, seed=seed, max_tokens=max_tokens)
         text = (await model.chat(request)).text
@@ -84,18 +71,9 @@ def charging(model: ChatModel, budget: Budget | None) -> ChatModel:
     return InstrumentedModel(model, budget=budget)
 
 
-async def ask(
-    model: ChatModel,
-    user: str,
-    *,
-    system: str | None = None,
-    shots: Sequence[tuple[str, str]] = (),
-    temperature: float | None = 0.0,
-    max_tokens: int | None,
-    seed: int | None = None,
-    stop: Sequence[str] = (),
-    budget: Budget | None = None,
-) -> Answer:
+async def ask(model: ChatModel, user: str, *, system: str | None = None, shots: Sequence[tuple[str, str]] = (),
+              temperature: float | None = 0.0, max_tokens: int | None, seed: int | None = None,
+              stop: Sequence[str] = (), budget: Budget | None = None) -> Answer:
     """The model's answer to one question (`ask_request`), charged to `budget` unless the model charges a
     budget itself (`charging`). A reply without a sample is a `ModelError`."""
     request = ask_request(user, system=system, shots=shots, temperature=temperature, max_tokens=max_tokens,
@@ -135,10 +113,8 @@ def code_blocks(text: str) -> list[str]:
 
 def code_block(text: str, language: str = "python") -> str | None:
     """The code an answer gives in `language`: the longest block tagged with it (`py` counts as python), else
-    the longest untagged block; None without either. An answer often holds other blocks beside the one asked
-    for (a usage example, the code it quotes before changing it, the output it expects, a shell command to run
-    it): those are shorter than a whole program or function, and output and commands are seldom tagged with
-    the code's language, so neither the first block nor a block of another language is taken for it."""
+    the longest untagged block; None without either. The other blocks of an answer (a usage example, the output
+    it expects, a shell command) are shorter and seldom tagged with the code's language."""
     blocks = _fenced(text)
     names = _ALIASES.get(language, (language,))
     for wanted in (lambda lang: lang in names, lambda lang: lang == ""):

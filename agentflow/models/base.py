@@ -7,11 +7,12 @@ a provider SDK.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
+T = TypeVar("T")
 
 
 class ToolCall(BaseModel):
@@ -68,8 +69,6 @@ class ToolSpec(BaseModel):
 
 class ChatRequest(BaseModel):
     """Everything a backend needs for one call."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -241,6 +240,12 @@ def wrapped_models(model: object) -> Iterator[object]:
             return
 
 
+def declared(model: object, name: str, kind: type[T]) -> T | None:
+    """The first attribute `name` of type `kind` of `model` or a model it wraps, outermost first."""
+    values = (getattr(level, name, None) for level in wrapped_models(model))
+    return next((value for value in values if isinstance(value, kind)), None)
+
+
 def declared_tool_calling(model: object) -> bool | None:
     """Whether a model says it calls tools: its `supports_tools`, else its serving profile's `tool_calling`,
     looked up through the models it wraps; None when nothing says."""
@@ -251,10 +256,3 @@ def declared_tool_calling(model: object) -> bool | None:
         if isinstance(flag, bool):
             return flag
     return None
-
-
-def declared_response_schema(model: object) -> bool:
-    """Whether a model asks for the output schema on every request (`reads_response_schema`, looked up through
-    the models it wraps): test models answer from it, so an agent sends it even without `structured_output`."""
-    flags = (getattr(level, "reads_response_schema", None) for level in wrapped_models(model))
-    return next((flag for flag in flags if isinstance(flag, bool)), False)

@@ -1,9 +1,5 @@
-"""Coalesce concurrent samples of one prompt into one request with `n`.
-
-A search draws many samples at once, often of the same prompt (best-of-N chains start from one state).
-Sent separately, each sample makes the server evaluate the prompt again; sent as one request with `n`, a
-server that shares the prompt (llama-server's `n_cmpl`, vLLM, OpenAI) evaluates it once; on a CPU, evaluating
-a long prompt is a large part of each sample's time.
+"""Coalesce concurrent samples of one prompt into one request with `n`, so a server that shares the prompt
+(llama-server's `n_cmpl`, vLLM, OpenAI) evaluates it once instead of once per sample.
 
 `SampleBatcher(model)` holds a single-sample request for `window_s`; requests that arrive meanwhile and
 differ only in their seed join it, up to `max_n`. Each caller gets its own choice back. The prompt's input

@@ -41,9 +41,8 @@ class ResponseCache:
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         with self._lock, self._db:
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, spec TEXT, response TEXT, created REAL)"
-            )
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses "
+                             "(key TEXT PRIMARY KEY, spec TEXT, response TEXT, created REAL)")
 
     def get(self, key: str) -> ChatResponse | None:
         with self._lock:
@@ -54,13 +53,8 @@ class ResponseCache:
         # the key is a hash (of the spec as given, so it matches on resume); what is stored is redacted
         text = json.dumps(redact(response.model_dump(mode="json")))
         with self._lock, self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, redact(spec), text, time.time())
-            )
-
-    def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                             (key, redact(spec), text, time.time()))
 
     def close(self) -> None:
         with self._lock:

@@ -1,8 +1,4 @@
-"""`InstrumentedModel`: hold a call against a Budget, cut it at the budget's wall-clock limit, charge it and
-write a `model.call` event, for every call of any model.
-
-Agents and search wrap their model once instead of repeating the bookkeeping at every call site.
-"""
+"""`InstrumentedModel`: the budget and event bookkeeping of every model call, in one wrapper."""
 
 from __future__ import annotations
 
@@ -22,15 +18,8 @@ class InstrumentedModel(ModelWrapper):
     wall-clock limit, charged after it (tokens, USD, one call) and written as `model.call` to `events`.
     """
 
-    def __init__(
-        self,
-        inner: ChatModel,
-        *,
-        budget: Budget | None = None,
-        events: EventLog | None = None,
-        node_id: str | None = None,
-        parent_id: str | None = None,
-    ) -> None:
+    def __init__(self, inner: ChatModel, *, budget: Budget | None = None, events: EventLog | None = None,
+                 node_id: str | None = None, parent_id: str | None = None) -> None:
         super().__init__(inner)
         self.budget = budget
         self.events = events
@@ -118,7 +107,6 @@ def turn_record(spec: str, request: ChatRequest, response: ChatResponse) -> Mode
     return ModelTurn(spec=spec, model=response.model, identity=dict(response.identity), sampling=sampling,
                      tools=[t.name for t in request.tools], messages=[_message(m) for m in request.messages],
                      samples=samples, cached=response.cached)
-
 
 
 def _message(message: Message) -> dict[str, Any]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 from pydantic import Field
 
 from agentflow.config import StrictConfig
+from agentflow.errors import UserError
 
 
 class ModelOptions(StrictConfig):
@@ -46,10 +49,6 @@ def hosted_api_key(scheme: str, spec: str, given: str | None) -> str:
     """The API key of a hosted provider's model: `given` (the api_key option), else its environment variable;
     a one-line UserError naming the variable when neither is set. The same check runs before a run creates
     anything (`spec.check_can_start`) and when the client is built."""
-    import os
-
-    from agentflow.errors import UserError
-
     name, env = HOSTED_KEYS[scheme]
     key = given or os.environ.get(env)
     if not key:

@@ -56,8 +56,5 @@ def warn_unpriced(spec: str, usd_limit: float) -> None:
     _warned_unpriced.add(spec)
     import warnings
 
-    warnings.warn(
-        f"the budget's USD limit ({usd_limit:g}) cannot trip for {spec}: it has no known price, so its calls "
-        "count as $0 (bound the run with a token, model-call or wall-time limit)",
-        stacklevel=3,
-    )
+    warnings.warn(f"the budget's USD limit ({usd_limit:g}) cannot trip for {spec}: it has no known price, so its "
+                  "calls count as $0 (bound the run with a token, model-call or wall-time limit)", stacklevel=3)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Literal
@@ -22,20 +20,12 @@ from pydantic import BaseModel, Field, ValidationError
 from agentflow.config import parse_json
 from agentflow.errors import ReplayMiss, UserError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, ModelWrapper, StreamDelta, as_deltas
+from agentflow.runfiles import make_folder, replace_file
 from agentflow.secrets import redact
 
 CASSETTE_VERSION = 1
-KEY_FIELDS = {
-    "messages",
-    "tools",
-    "tool_choice",
-    "response_schema",
-    "n",
-    "temperature",
-    "seed",
-    "max_tokens",
-    "stop",
-}
+KEY_FIELDS = {"messages", "tools", "tool_choice", "response_schema", "n", "temperature", "seed", "max_tokens", "stop"}
+"""The request fields that decide a reply (`extra` and `top_p` rarely matter to a replay)."""
 
 
 class Interaction(BaseModel):
@@ -50,9 +40,8 @@ class Cassette(BaseModel):
 
 
 def request_key(request: ChatRequest) -> str:
-    """Canonical JSON of the fields that decide a reply (extra/top_p excluded: they rarely matter to a replay)."""
-    data = request.model_dump(mode="json", include=KEY_FIELDS)
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+    """Canonical JSON of the request's `KEY_FIELDS`."""
+    return json.dumps(request.model_dump(mode="json", include=KEY_FIELDS), sort_keys=True, separators=(",", ":"))
 
 
 def last_user_text(request: ChatRequest, limit: int = 60) -> str:
@@ -79,27 +68,17 @@ def load_cassette(path: str | Path) -> Cassette:
         loc = ".".join(str(x) for x in err["loc"])
         raise UserError(f"cassette {p}: {loc}: {err['msg']}", hint="see docs/concepts/models.md") from None
     if cassette.version != CASSETTE_VERSION:
-        raise UserError(
-            f"cassette {p}: version {cassette.version} is not supported (expected {CASSETTE_VERSION})"
-        )
+        raise UserError(f"cassette {p}: version {cassette.version} is not supported (expected {CASSETTE_VERSION})")
     if cassette.match == "request" and any(i.request is None for i in cassette.interactions):
-        raise UserError(
-            f"cassette {p}: every interaction needs a 'request' when match is 'request'",
-            hint='add the requests or set "match": "sequence"',
-        )
+        raise UserError(f"cassette {p}: every interaction needs a 'request' when match is 'request'",
+                        hint='add the requests or set "match": "sequence"')
     return cassette
 
 
 def write_cassette(path: str | Path, cassette: Cassette) -> None:
-    """Write atomically, secrets redacted, optional fields left out."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    data = redact(cassette.model_dump(mode="json", exclude_none=True))
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, p)
+    """Write atomically (`runfiles.replace_file`), secrets redacted, optional fields left out."""
+    make_folder(Path(path).parent)
+    replace_file(path, json.dumps(redact(cassette.model_dump(mode="json", exclude_none=True)), indent=1) + "\n")
 
 
 class ReplayModel:
@@ -110,9 +89,7 @@ class ReplayModel:
         self.spec = spec or f"replay:{path}"
         self.cassette = load_cassette(self.path)
         self._used = [False] * len(self.cassette.interactions)
-        self._keys = [
-            request_key(i.request) if i.request is not None else None for i in self.cassette.interactions
-        ]
+        self._keys = [request_key(i.request) if i.request is not None else None for i in self.cassette.interactions]
         self._calls = 0
         self._lock = asyncio.Lock()
 
@@ -129,15 +106,9 @@ class ReplayModel:
             key = request_key(request)
             index = next((i for i, k in enumerate(self._keys) if not self._used[i] and k == key), None)
         if index is None:
-            why = (
-                "no interactions left"
-                if self.remaining == 0
-                else "no unused interaction matches this request"
-            )
-            raise ReplayMiss(
-                f"{self.spec}: call #{self._calls} ({why}; last user message: {last_user_text(request)!r})",
-                hint="re-record the cassette or fix the request",
-            )
+            why = "no interactions left" if self.remaining == 0 else "no unused interaction matches this request"
+            raise ReplayMiss(f"{self.spec}: call #{self._calls} ({why}; last user message: "
+                             f"{last_user_text(request)!r})", hint="re-record the cassette or fix the request")
         self._used[index] = True
         response = self.cassette.interactions[index].response.model_copy(deep=True)
         response.cached = True
@@ -159,9 +130,8 @@ class ReplayModel:
 class RecordingModel(ModelWrapper):
     """Passes calls to `inner` and writes each request/response pair to a cassette (rewritten after every call)."""
 
-    def __init__(
-        self, inner: ChatModel, path: str | Path, *, match: Literal["request", "sequence"] = "request"
-    ) -> None:
+    def __init__(self, inner: ChatModel, path: str | Path, *,
+                 match: Literal["request", "sequence"] = "request") -> None:
         super().__init__(inner)
         self.path = Path(path)
         self.cassette = Cassette(match=match)

@@ -1,10 +1,5 @@
-"""Model spec strings -> `ChatModel`: `load_model("openai:gpt-4o-mini", concurrency=4)`.
-
-Accepted forms: `openai:MODEL`, `anthropic:MODEL`, `openai-compatible:BASE_URL#MODEL`,
-`litellm:PROVIDER/MODEL`, `local:NAME`, `replay:PATH`, and for tests `test` (`test:seed=1,call_tools=none`) and
-`function:MODULE:CALLABLE` (see `agentflow.models.testing`). Backend modules (and their SDKs) are imported only
-when a spec needs them.
-"""
+"""Model spec strings (`FORMS`) -> `ChatModel`: `load_model("openai:gpt-4o-mini", concurrency=4)`. Backend
+modules (and their SDKs) are imported only when a spec needs them."""
 
 from __future__ import annotations
 
@@ -17,14 +12,16 @@ from urllib.parse import urlparse
 from agentflow.config import cache_dir, validate_config
 from agentflow.errors import UserError
 from agentflow.models.base import ChatModel
-from agentflow.models.options import ModelOptions
+from agentflow.models.options import HOSTED_KEYS, ModelOptions, hosted_api_key
 from agentflow.secrets import redact, register_secrets_in
 
-ACCEPTED = (
-    "openai:MODEL, anthropic:MODEL, openai-compatible:BASE_URL#MODEL, litellm:PROVIDER/MODEL, "
-    "local:NAME, replay:PATH, test, function:MODULE:CALLABLE"
-)
-SCHEMES = ("openai", "anthropic", "openai-compatible", "litellm", "local", "replay", "test", "function")
+FORMS = {
+    "openai": "openai:MODEL", "anthropic": "anthropic:MODEL", "openai-compatible": "openai-compatible:BASE_URL#MODEL",
+    "litellm": "litellm:PROVIDER/MODEL", "local": "local:NAME", "replay": "replay:PATH", "test": "test",
+    "function": "function:MODULE:CALLABLE",
+}
+"""Scheme -> the form of its specs."""
+ACCEPTED = ", ".join(FORMS.values())
 UNCONFIGURED = ("replay", "test", "function")
 """Schemes whose models take no options (a scripted or test model has no endpoint, retries or cache)."""
 
@@ -48,12 +45,10 @@ def parse_spec(spec: str) -> ModelSpec:
     password in its URL is registered as a secret (every file of the run redacts it)."""
     register_secrets_in(spec)
     text = spec.strip()
-    if text == "test":
-        return ModelSpec("test", "", None, text)
     scheme, sep, rest = text.partition(":")
-    if not sep:
+    if not sep and text != "test":
         raise _bad(spec, "missing 'SCHEME:'")
-    if scheme not in SCHEMES:
+    if scheme not in FORMS:
         raise _bad(spec, f"unknown scheme {scheme!r}")
     rest = rest.strip()
     if scheme == "test":
@@ -94,8 +89,6 @@ def check_can_start(spec: str) -> None:
     """A one-line UserError when the model `spec` names cannot be built: a hosted provider's model (`openai:`,
     `anthropic:`) with no API key in the environment, a `replay:` cassette that cannot be read. Run before a run
     creates its folder (the model itself checks the same when it is built)."""
-    from agentflow.models.options import HOSTED_KEYS, hosted_api_key
-
     parsed = parse_spec(spec)
     if parsed.scheme in HOSTED_KEYS:
         hosted_api_key(parsed.scheme, parsed.text, None)
@@ -128,11 +121,8 @@ def load_model(spec: str, **options: Any) -> ChatModel:
         except ModuleNotFoundError as exc:
             if exc.name != "agentflow.models.backends.local":
                 raise
-            raise UserError(
-                f"{spec}: local models are not available in this installation "
-                "(agentflow.models.backends.local is missing)",
-                hint="reinstall agentflow",
-            ) from None
+            raise UserError(f"{spec}: local models are not available in this installation "
+                            "(agentflow.models.backends.local is missing)", hint="reinstall agentflow") from None
         return local.load_local_model(parsed.model, **options)  # type: ignore[no-any-return]
 
     opts = validate_config(ModelOptions, options, source=f"options of model {spec!r}")

@@ -26,8 +26,12 @@ class StructuredOutputError(ModelError):
     """The model's reply did not validate against the requested schema (after the retry)."""
 
 
-class NoJSONError(ValueError):
-    """The text holds no JSON value; the message is meant for the model."""
+class OutputParseError(ValueError):
+    """A reply that is not valid JSON of the wanted schema; the message is meant for the model."""
+
+
+class NoJSONError(OutputParseError):
+    """The text holds no JSON value."""
 
 
 def extract_json(text: str) -> Any:
@@ -50,55 +54,34 @@ def extract_json(text: str) -> Any:
 
 
 def parse_structured(text: str, schema: type[T]) -> T:
-    """Validate `text` (tolerantly extracted JSON) as `schema`; raises pydantic's ValidationError or ValueError."""
-    return schema.model_validate(extract_json(text))
+    """`text` (its JSON read by `extract_json`) validated as `schema`; an OutputParseError says what is wrong."""
+    try:
+        return schema.model_validate(extract_json(text))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+                             for err in exc.errors()[:5])
+        raise OutputParseError(f"the JSON does not match {schema.__name__}: {problems}") from None
 
 
-def _why(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        errs = exc.errors()
-        first = errs[0]
-        loc = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
-        return f"{loc}: {first['msg']}{more}"
-    return str(exc)
-
-
-async def chat_structured(
-    model: ChatModel, request: ChatRequest, schema: type[T], *, retries: int = 1
-) -> tuple[T, ChatResponse]:
-    """Call `model` asking for `schema`; return the validated object and the (last) response.
-
-    The returned response's usage and latency cover every attempt.
-    """
-    request = request.model_copy(
-        update={
-            "response_schema": schema.model_json_schema(),
-            "response_schema_name": request.response_schema_name or schema.__name__,
-            "n": 1,
-        }
-    )
+async def chat_structured(model: ChatModel, request: ChatRequest, schema: type[T], *,
+                          retries: int = 1) -> tuple[T, ChatResponse]:
+    """Call `model` asking for `schema`; return the validated object and the (last) response, whose usage and
+    latency cover every attempt."""
+    name = request.response_schema_name or schema.__name__
+    request = request.model_copy(update={"response_schema": schema.model_json_schema(),
+                                         "response_schema_name": name, "n": 1})
     usage, latency = Usage(cost_usd=0.0), 0.0
     for attempt in range(retries + 1):
         response = await model.chat(request)
         usage, latency = usage + response.usage, latency + response.latency_s
         try:
             value = parse_structured(response.text, schema)
-        except (ValidationError, ValueError) as exc:
-            why = _why(exc)
+        except OutputParseError as exc:
             if attempt == retries:
-                raise StructuredOutputError(
-                    f"{model.spec}: reply does not match {schema.__name__}: {why}"
-                ) from None
-            request = request.model_copy(
-                update={
-                    "messages": [
-                        *request.messages,
-                        Message.assistant(response.text),
-                        Message.user(MODEL_PROMPTS.render("structured_retry.j2", why=why)),
-                    ]
-                }
-            )
+                raise StructuredOutputError(f"{model.spec}: {exc}") from None
+            retry = Message.user(MODEL_PROMPTS.render("structured_retry.j2", why=str(exc)))
+            request = request.model_copy(update={"messages": [*request.messages, Message.assistant(response.text),
+                                                              retry]})
             continue
         response.usage, response.latency_s = usage, latency
         return value, response

@@ -24,13 +24,8 @@ class Templates:
 
     def __init__(self, dirs: Sequence[str | Path], *, block_lines: bool = False) -> None:
         self.dirs = [str(d) for d in dirs]
-        self.env = jinja2.Environment(
-            undefined=jinja2.StrictUndefined,
-            keep_trailing_newline=False,
-            trim_blocks=block_lines,
-            lstrip_blocks=block_lines,
-            autoescape=False,
-        )
+        self.env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
+                                      trim_blocks=block_lines, lstrip_blocks=block_lines, autoescape=False)
         self.env.filters["tojson"] = _tojson
         self.loader = jinja2.FileSystemLoader(self.dirs)
         self.env.loader = self.loader

@@ -1,17 +1,7 @@
-"""Models for testing your own agents and workflows without a provider, a server or a cassette.
-
-`FunctionModel(fn)`: your function answers each call. It receives the `ChatRequest` (messages, the tools
-offered, `response_schema`) and returns the reply: a string (text), a pydantic object or a dict (a JSON
-answer), `tool_call(...)` or a list of them (the model asks for tools), or a whole `Message` /
-`ChatResponse`. It may be sync or async, and may raise (e.g. `ModelError`) to test failure paths.
-
-`TestModel()`: no code at all. Its first reply calls every tool offered (or those named in `call_tools`)
-once, with arguments made up from each tool's JSON schema; then it answers with data made up from the
-output schema, or `text`, or the tools' results as JSON.
-
-Both record every request (`.requests`), stream their text word by word, report a usage estimated from
-word counts at no cost, and say `reads_response_schema`: an agent sends them its output schema on every
-call, so they can answer in it. As spec strings: `test` / `test:seed=1,call_tools=none`, and
+"""Models for testing your own agents and workflows without a provider, a server or a cassette
+(docs/concepts/testing.md): `FunctionModel(fn)`, whose function answers each call, and `TestModel()`, which
+needs no code. Both record every request (`.requests`), stream their text word by word and report a usage
+estimated from word counts at no cost. As spec strings: `test` / `test:seed=1,call_tools=none`, and
 `function:module:callable` (or `function:path/to/file.py:callable`).
 """
 
@@ -27,19 +17,11 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel
 
 from agentflow.errors import UserError
-from agentflow.models.base import (
-    ChatRequest,
-    ChatResponse,
-    Choice,
-    Message,
-    StreamDelta,
-    ToolCall,
-    Usage,
-)
+from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, StreamDelta, ToolCall, Usage
 from agentflow.models.schema_data import sample
 
 Reply: TypeAlias = str | BaseModel | Mapping[str, Any] | ToolCall | Sequence[ToolCall] | Message | ChatResponse
-"""What a `FunctionModel` function may return (see the module doc)."""
+"""What a `FunctionModel` function may return (see `FunctionModel`)."""
 ModelFunction: TypeAlias = Callable[[ChatRequest], Reply | Awaitable[Reply]]
 
 NO_TOOL_CALLS = "success (no tool calls)"
@@ -73,7 +55,7 @@ class _RecordingBase:
     supports_tools = True
     """Tools are offered through the API (an agent uses native tool calling with these models)."""
     reads_response_schema = True
-    """An agent sends its output schema on every call (see `declared_response_schema`)."""
+    """An agent sends its output schema on every call (even without `structured_output`)."""
     spec: str
 
     def __init__(self) -> None:
@@ -111,8 +93,9 @@ class _RecordingBase:
 
 
 class FunctionModel(_RecordingBase):
-    """A model whose replies come from `fn(request)` (see the module doc for what it may return). A request
-    for `n` samples calls it `n` times."""
+    """A model whose replies come from `fn(request)`, sync or async: a string (text), a pydantic object or a
+    dict (a JSON answer), `tool_call(...)` or a list of them, or a whole `Message` / `ChatResponse`; it may
+    raise (e.g. `ModelError`) to test failure paths. A request for `n` samples calls it `n` times."""
 
     def __init__(self, fn: ModelFunction, *, spec: str | None = None) -> None:
         super().__init__()
@@ -148,10 +131,9 @@ class FunctionModel(_RecordingBase):
             return Message.assistant(reply.model_dump_json())
         if isinstance(reply, Mapping):
             return Message.assistant(json.dumps(reply, default=str))
-        raise UserError(
-            f"{self.spec} returned {type(reply).__name__}; a FunctionModel function returns a str, a pydantic "
-            "object or dict (JSON answer), tool_call(...) or a list of them, a Message or a ChatResponse"
-        )
+        raise UserError(f"{self.spec} returned {type(reply).__name__}; a FunctionModel function returns a str, a "
+                        "pydantic object or dict (JSON answer), tool_call(...) or a list of them, a Message or a "
+                        "ChatResponse")
 
 
 class TestModel(_RecordingBase):
@@ -164,15 +146,8 @@ class TestModel(_RecordingBase):
 
     __test__ = False  # pytest: a class, not a test case
 
-    def __init__(
-        self,
-        *,
-        call_tools: Literal["all", "none"] | Sequence[str] = "all",
-        text: str | None = None,
-        output: BaseModel | Mapping[str, Any] | None = None,
-        seed: int = 0,
-        spec: str = "test",
-    ) -> None:
+    def __init__(self, *, call_tools: Literal["all", "none"] | Sequence[str] = "all", text: str | None = None,
+                 output: BaseModel | Mapping[str, Any] | None = None, seed: int = 0, spec: str = "test") -> None:
         super().__init__()
         self.call_tools = call_tools
         self.text = text
@@ -249,12 +224,4 @@ def load_function(target: str, spec: str) -> FunctionModel:
     return FunctionModel(fn, spec=spec)
 
 
-__all__ = [
-    "NO_TOOL_CALLS",
-    "FunctionModel",
-    "ModelFunction",
-    "Reply",
-    "TestModel",
-    "estimate_usage",
-    "tool_call",
-]
+__all__ = ["NO_TOOL_CALLS", "FunctionModel", "ModelFunction", "Reply", "TestModel", "estimate_usage", "tool_call"]

@@ -11,9 +11,8 @@ from agentflow.reasoning.llm import PROMPTS, node_ask, numbered_items
 from agentflow.tools.context import DepsT
 
 EXTRACT_SHOTS = PROMPTS.shots("extract_shots.j2", "extract.j2")
-"""A worked example, given as an earlier turn: without one the embedded 1.5B model often answered the task
-instead of listing it; written into the prompt itself, its items were copied as the task's. The topic and the
-word limit are two items: given both as one, a critic checks the topic's word and not the count."""
+"""A worked example as an earlier turn (a small model answers the task instead of listing it without one, and
+copies an example's items written into the prompt itself)."""
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -43,7 +42,8 @@ async def extract_constraints(ctx: NodeContext[DepsT], task: str, *, limit: int 
     """The constraint agent: the task's constraints as a list (at most `limit`), each grounded in the task.
     When what it kept leaves most of the task unsaid (it answered the task instead of listing it), the
     task's own sentences are the list."""
-    text = await node_ask(ctx, PROMPTS.render("extract.j2", task=task), max_tokens=max_tokens, purpose="constraints", shots=EXTRACT_SHOTS)
+    text = await node_ask(ctx, PROMPTS.render("extract.j2", task=task), max_tokens=max_tokens,
+                          purpose="constraints", shots=EXTRACT_SHOTS)
     items = numbered_items(text) or [line.strip() for line in text.splitlines() if line.strip()]
     kept = [item for item in items if grounded(item, task)]
     said = {w for item in kept for w in _words(item)}
@@ -54,7 +54,6 @@ async def extract_constraints(ctx: NodeContext[DepsT], task: str, *, limit: int 
         return sentences(task)[:limit]
     if len(kept) < len(items):
         ctx.emit(ReasonConstraintsDropped(dropped=[item for item in items if item not in kept][:limit]))
-
     return kept[:limit]
 
 

@@ -1,11 +1,8 @@
 """One model call as part of a node's work: the run's model, charged to the run's budget, recorded as an event.
 
-Node types of small task kinds (code generation, instruction following) talk to the model directly with short
-prompts rather than through a tool-using agent loop: a 1.5B local model follows one plain instruction far
-more reliably than a tool protocol.
-
-Each helper takes the node's `NodeContext` whatever its deps are (generic in them): it reads only the run's
-handles (`ctx.run`: the model, the budget, the events, the search branch's sample) and the node's name.
+Small task kinds talk to the model with short prompts rather than through a tool-using agent loop: a small
+local model follows one plain instruction far more reliably than a tool protocol. The helpers read only the
+run's handles (`ctx.run`) and the node's name, so they take a `NodeContext` of any deps.
 """
 
 from __future__ import annotations
@@ -13,6 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pydantic import Field
+
+from agentflow.config import StrictConfig
 from agentflow.errors import UserError
 from agentflow.events.kinds import ModelAsk
 from agentflow.graph.run.context import NodeContext
@@ -30,25 +30,15 @@ def node_model(ctx: NodeContext[DepsT]) -> ChatModel:
     run = ctx.run
     if run.chat_model is None:
         if not run.model:
-            raise UserError(
-                f"node '{ctx.node}' needs a model",
-                hint="pass --model SPEC (e.g. local:qwen2.5-coder-1.5b) or set model: in the workflow",
-            )
+            raise UserError(f"node '{ctx.node}' needs a model",
+                            hint="pass --model SPEC (e.g. local:qwen2.5-coder-1.5b) or set model: in the workflow")
         run.chat_model = run.model_for(run.model)
     return run.chat_model
 
 
-async def node_ask(
-    ctx: NodeContext[DepsT],
-    prompt: str,
-    *,
-    system: str | None = None,
-    temperature: float = 0.0,
-    max_tokens: int,
-    seed: int | None = None,
-    purpose: str = "",
-    shots: Sequence[tuple[str, str]] = (),
-) -> str:
+async def node_ask(ctx: NodeContext[DepsT], prompt: str, *, system: str | None = None, temperature: float = 0.0,
+                   max_tokens: int, seed: int | None = None, purpose: str = "",
+                   shots: Sequence[tuple[str, str]] = ()) -> str:
     """The text of `agentflow.models.ask.ask` put to the run's model (`node_model`), charged to the run's
     budget and recorded as a `model.ask` event carrying `purpose`, so a run's log shows what each call was for
     (with the prompt and answer when the run captures content)."""
@@ -59,22 +49,29 @@ async def node_ask(
     captured = ctx.run.events is not None and ctx.run.events.capture_content
     ctx.emit(ModelAsk(purpose=purpose, tokens=answer.usage.total_tokens, prompt=prompt[-2000:] if captured else None,
                       answer=answer.text[-2000:] if captured else None))
-
     return answer.text
 
 
-def sampling(ctx: NodeContext[DepsT], temperature: float,
-             sample_temperature: float | None) -> tuple[float, int | None]:
-    """The (temperature, seed) of a node's model call. On the main line, and in a search branch that is its
-    parent's first child: `temperature`. In a later sibling (`ctx.run.sample` > 0): `sample_temperature`,
-    seeded by the sibling's place -- siblings ask the same question from the same state, so without this every
-    branch of a search would get the same answer (None: `temperature` everywhere)."""
+class SamplingSettings(StrictConfig):
+    """Settings of a node whose model call a search samples (`sampling`)."""
+
+    temperature: float = Field(default=0.0, ge=0)
+    """Sampling temperature (0: greedy)."""
+    sample_temperature: float | None = Field(default=None, ge=0)
+    """In a search, the temperature of a branch that is not its parent's first child (seeded by its place among
+    its siblings, so they differ); None: `temperature` in every branch."""
+
+
+def sampling(ctx: NodeContext[DepsT], settings: SamplingSettings) -> tuple[float, int | None]:
+    """The (temperature, seed) of a node's model call: `temperature` on the main line and in a search branch
+    that is its parent's first child; in a later sibling (`ctx.run.sample` > 0) `sample_temperature`, seeded by
+    the sibling's place, since siblings ask the same question from the same state."""
     sample = ctx.run.sample
     if sample is None:
-        return temperature, None
-    if sample == 0 or sample_temperature is None:
-        return temperature, sample
-    return sample_temperature, sample
+        return settings.temperature, None
+    if sample == 0 or settings.sample_temperature is None:
+        return settings.temperature, sample
+    return settings.sample_temperature, sample
 
 
 def numbered_items(text: str) -> list[str]:
@@ -87,4 +84,4 @@ def numbered_items(text: str) -> list[str]:
     return items
 
 
-__all__ = ["node_ask", "node_model", "numbered_items", "sampling"]
+__all__ = ["SamplingSettings", "node_ask", "node_model", "numbered_items", "sampling"]

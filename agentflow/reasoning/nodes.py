@@ -1,19 +1,9 @@
-"""Node types any workflow can use (`type: reason.select`), registered with the graph layer.
-
-    reason.constraints  the constraint agent: the instance's constraints as a list     -> constraints
-    reason.select       the selection agent: the inference algorithm for this instance  -> algorithm, selection
-    reason.verify       the verification agent: a 0..1 score against the constraints    -> verified
-    reason.reward       the algorithm's reward joins the UCB statistics                 -> ucb, reward
-    reason.value        the value agent (SWE-Search): a 0..1 value and an assessment    -> value
+"""Node types any workflow can use (`type: reason.select`; the list is `NODE_TYPES`).
 
 `algorithm` names a graph search's strategy (`strategy_key: algorithm`), and `reason.reward` reads the reward
 the search chose (`value: search.value`): PlanGEN is a workflow of these around a search
-(`workflows/plangen.yaml`). `begin` writes nothing, for a subgraph whose route must pick its first real node.
-
-Every node is `async (state, ctx: NodeContext[object], settings) -> update` over the keys of its task kind's
-state (`ReasoningState` here): the deps are `object`, as the nodes read only the run's handles (`ctx.run`:
-model, sandbox, budget, events), so they run in any workflow. A node whose output key is a setting returns an
-update keyed by that setting.
+(`workflows/plangen.yaml`). Each node is `async (state, ctx: NodeContext[object], settings) -> update`: it
+reads only the run's handles (`ctx.run`), so it runs in any workflow (README.md).
 """
 
 from __future__ import annotations
@@ -152,7 +142,6 @@ async def reward_node(state: ReasoningState, ctx: NodeContext[object], settings:
                          "(run a search first)")
     stats = UcbStats.model_validate(state.get("ucb") or {}).update(algorithm, float(reward))
     ctx.emit(ReasonReward(algorithm=algorithm, reward=reward, ucb=stats.model_dump()))
-
     return {"ucb": cast(UcbRecord, stats.model_dump()), "reward": float(reward)}
 
 

@@ -1,13 +1,9 @@
 """The state keys the `reason.*` node types read and write, with the type of each value.
 
-`ReasoningState` is the type of the `state` their functions take, and each of these node types names it as
-its `state` (`agentflow.graph.compile.nodetypes.NodeType`), so a workflow that does not declare a key under
-`state:` gets it typed as here. Every value is plain JSON: a checkpoint holds all of it. The records' fields
-are the ones the nodes write; a key that a setting renames (`reason.verify`'s `output: score`) holds the same
-record under the new name.
-
-The task kinds above this layer (`agentflow.codegen.state`, `agentflow.instruct.state`) build their records of
-a score on `ScoreRecord`: a search's `value: score` reads `score` whichever node wrote it.
+`ReasoningState` is the `state` of these node types (`NodeType.state`), so a workflow that does not declare a
+key under `state:` gets it typed as here. Every value is plain JSON (a checkpoint holds it); a key a setting
+renames holds the same record under the new name. The task kinds' score records build on `ScoreRecord`, so a
+search's `value: score` reads `score` whichever node wrote it.
 """
 
 from __future__ import annotations
@@ -54,9 +50,8 @@ class SelectionRecord(TypedDict):
     """Each algorithm's UCB score (None: not tried yet, infinite)."""
 
 
-# The state's keys in groups, each key typed once: a node type's `reads` and `writes` are made of them,
-# so a group holds keys only ever written together. The task kinds' states (`agentflow.codegen.state`,
-# `agentflow.instruct.state`) share the groups of the keys they have in common.
+# The keys in groups, each key typed once, of which node types' `reads` and `writes` are made (a group holds
+# keys only ever written together); the task kinds' states share the groups of the keys they have in common.
 
 
 class PromptKeys(TypedDict, total=False):

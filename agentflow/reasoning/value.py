@@ -1,9 +1,7 @@
 """The value agent (SWE-Search's value function, Antoniades et al., 2024), for any task kind: a model reads the
-task, an attempt at it and what checking the attempt showed, and answers with a value and an assessment.
-
-As the node type `reason.value` it writes `{value: 0..1 | None, assessment}` (a `ValueRecord`); a search node reading
-`value: <output>.value` then grows its tree where the value agent sees progress, and a next attempt can read
-the assessment. The repair's `swe.value` step reads its answers with the same `read_judgement`.
+task, an attempt at it and what checking the attempt showed, and answers with a value and an assessment
+(`reason.value`; a search's `value: value.value` grows its tree where it sees progress). The repair's
+`swe.value` step reads its answers with the same `read_judgement`.
 """
 
 from __future__ import annotations
@@ -73,7 +71,6 @@ async def value_node(state: ReasoningState, ctx: NodeContext[object],
                             work=_text(read_path(state, settings.work), settings.limit), checks=checks)
     judgement = read_judgement(await node_ask(ctx, prompt, max_tokens=settings.max_tokens, purpose="value"))
     ctx.emit(ReasonValue(value=judgement.value, assessment=judgement.assessment))
-
     return {settings.output: {"value": judgement.value, "assessment": judgement.assessment}}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agentflow.cli.main import run
-from agentflow.reasoning.llm import sampling
+from agentflow.reasoning.llm import SamplingSettings, sampling
 from agentflow.reasoning.ucb import UcbStats, choose_algorithm
 from tests.codegen.conftest import BACKEND, asks, cassette, result_of
 
@@ -105,12 +105,13 @@ def test_rebase_spends_the_second_step_on_the_best_plan(tmp_path: Path, capsys: 
 
 def test_sibling_branches_sample_and_the_first_stays_greedy() -> None:
     def at(sample: int | None) -> tuple[float, int | None]:
-        return sampling(SimpleNamespace(run=SimpleNamespace(sample=sample)), 0.0, 0.8)
+        return sampling(SimpleNamespace(run=SimpleNamespace(sample=sample)),
+                        SamplingSettings(temperature=0.0, sample_temperature=0.8))
 
     assert at(None) == (0.0, None)  # the main line
     assert at(0) == (0.0, 0)        # a parent's first child: greedy
     assert at(1) == (0.8, 1) and at(2) == (0.8, 2)
-    assert sampling(SimpleNamespace(run=SimpleNamespace(sample=2)), 0.3, None) == (0.3, 2)
+    assert sampling(SimpleNamespace(run=SimpleNamespace(sample=2)), SamplingSettings(temperature=0.3)) == (0.3, 2)
 
 
 def test_ucb_tries_every_algorithm_first_then_exploits() -> None:

@@ -24,6 +24,7 @@ from agentflow.models.base import (
     ToolCall,
     Usage,
 )
+from agentflow.models.options import hosted_api_key
 from agentflow.models.templates import MODEL_PROMPTS
 
 _FINISH: dict[str, FinishReason] = {
@@ -51,16 +52,12 @@ def to_anthropic(request: ChatRequest) -> tuple[str, list[dict[str, Any]]]:
             continue
         blocks: list[dict[str, Any]]
         if m.role == "tool":
-            role, blocks = (
-                "user",
-                [{"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content or ""}],
-            )
+            role = "user"
+            blocks = [{"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content or ""}]
         elif m.role == "assistant":
             role = "assistant"
             blocks = [{"type": "text", "text": m.content}] if m.content else []
-            blocks += [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
-            ]
+            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls]
         else:
             role, blocks = "user", [{"type": "text", "text": m.content or ""}]
         if turns and turns[-1]["role"] == role:
@@ -82,9 +79,7 @@ def from_anthropic(raw: Any) -> ChatResponse:
     message = Message(role="assistant", content="".join(texts) or None, tool_calls=calls)
     usage = Usage(input_tokens=raw.usage.input_tokens or 0, output_tokens=raw.usage.output_tokens or 0)
     finish = _FINISH.get(raw.stop_reason or "", "unknown")
-    return ChatResponse(
-        choices=[Choice(message=message, finish_reason=finish)], usage=usage, model=raw.model or ""
-    )
+    return ChatResponse(choices=[Choice(message=message, finish_reason=finish)], usage=usage, model=raw.model or "")
 
 
 class AnthropicChatModel(RemoteModel):
@@ -95,36 +90,26 @@ class AnthropicChatModel(RemoteModel):
         if self._client is None:
             import anthropic
 
-            from agentflow.models.options import hosted_api_key
-
             key = hosted_api_key("anthropic", self.spec, self.options.api_key)
-            self._client = anthropic.AsyncAnthropic(
-                api_key=key, base_url=self.options.base_url, max_retries=0, timeout=self.options.timeout_s
-            )
+            self._client = anthropic.AsyncAnthropic(api_key=key, base_url=self.options.base_url, max_retries=0,
+                                                    timeout=self.options.timeout_s)
         return self._client
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
         system, messages = to_anthropic(request)
-        kw: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": request.max_tokens or self.options.default_max_tokens,
-        }
+        kw: dict[str, Any] = {"model": self.model, "messages": messages,
+                              "max_tokens": request.max_tokens or self.options.default_max_tokens}
         if system:
             kw["system"] = system
         if request.tools:
-            kw["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in request.tools
-            ]
-        if request.tool_choice is not None and request.tools:
-            kw["tool_choice"] = _TOOL_CHOICE[request.tool_choice]
+            kw["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+                           for t in request.tools]
+            if request.tool_choice is not None:
+                kw["tool_choice"] = _TOOL_CHOICE[request.tool_choice]
         if request.stop:
             kw["stop_sequences"] = request.stop
         # this SDK no longer types sampling parameters; the API still takes them for models that allow them
-        extra = {
-            k: v for k, v in (("temperature", request.temperature), ("top_p", request.top_p)) if v is not None
-        }
+        extra = {k: v for k, v in (("temperature", request.temperature), ("top_p", request.top_p)) if v is not None}
         extra.update(request.extra)
         if extra:
             kw["extra_body"] = extra
@@ -146,11 +131,7 @@ class AnthropicChatModel(RemoteModel):
                 model = event.message.model or ""
                 usage.input_tokens = event.message.usage.input_tokens or 0
             elif event.type == "content_block_start" and event.content_block.type == "tool_use":
-                tools[event.index] = {
-                    "id": event.content_block.id,
-                    "name": event.content_block.name,
-                    "json": [],
-                }
+                tools[event.index] = {"id": event.content_block.id, "name": event.content_block.name, "json": []}
             elif event.type == "content_block_delta":
                 if event.delta.type == "text_delta":
                     texts.append(event.delta.text)

@@ -15,7 +15,6 @@ from agentflow.models.backends.openai_backend import _StreamAccumulator, from_op
 from agentflow.models.backends.remote import RemoteModel
 from agentflow.models.base import ChatRequest, ChatResponse, StreamDelta
 from agentflow.models.options import ModelOptions
-from agentflow.models.pricing import lookup_price
 
 
 class LiteLLMChatModel(RemoteModel):
@@ -31,11 +30,6 @@ class LiteLLMChatModel(RemoteModel):
         litellm.suppress_debug_info = True  # errors are reported by our one-line messages
         self._litellm = litellm
         self.key_env = f"{model.split('/', 1)[0].upper().replace('-', '_')}_API_KEY"  # LiteLLM's convention
-
-    def _prices(self) -> tuple[float, float] | None:
-        if self.options.price_in_per_mtok is not None or self.options.price_out_per_mtok is not None:
-            return super()._prices()
-        return lookup_price(self.model)
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kw = request_kwargs(request)

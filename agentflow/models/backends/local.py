@@ -1,20 +1,18 @@
 """`local:NAME` models: an embedded open model served on CPU by a managed llama-server.
 
-`load_local_model("gemma3-270m")` assembles the model file and builds llama-server if needed (printing
-what it does), starts the server on 127.0.0.1 with a generated API key, and returns an OpenAI-compatible
-ChatModel pointed at it. Models with the same name and server options share one server within a process;
-the last `aclose()` stops it. If the server dies, the next call restarts it (`restart="on-failure"`, at most
-`max_restarts` times) or fails with a clear `ServerDied` error (`restart="never"`).
+`load_local_model("gemma3-270m")` sets up the model file and llama-server if needed, starts the server on
+127.0.0.1 with a generated API key and returns an OpenAI-compatible ChatModel for it. Models with the same name
+and server options share one server within a process; the last `aclose()` stops it. A server that dies is
+restarted by the next call (`restart="on-failure"`, at most `max_restarts` times), else `ServerDied`.
 
-`n` samples: one request with `n` (llama-server's `n_cmpl`; more than the server's slots are split into
-several requests). The server evaluates the prompt once and copies it to `n` slots, which then decode
-together with seeds seed, seed+1, ... Sending `n` separate requests instead would evaluate the prompt `n`
-times, on a CPU a large part of each sample's time when the prompt is long.
+`n` samples go as one request with `n` (llama-server's `n_cmpl`, split by the server's slots): the prompt is
+evaluated once, not `n` times.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 import threading
 import time
@@ -25,9 +23,9 @@ import httpx
 from pydantic import Field
 
 from agentflow.config import StrictConfig, validate_config
+from agentflow.errors import UserError
 from agentflow.models.backends import openai_backend as oai
 from agentflow.models.backends.openai_backend import STREAM_SOURCE, OpenAIChatModel
-from agentflow.models.backends.remote import merge_responses
 from agentflow.models.backends.retry import TransientError
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, StreamDelta, TokenTrace
 from agentflow.models.options import ModelOptions
@@ -37,9 +35,8 @@ from agentflow.serving.pace import Pace, ServerPace
 from agentflow.serving.server import ServerDied, ServerHandle
 
 LOCAL_TIMEOUT_S = Pace.first_deadline_s
-"""How long one request to a local CPU server may take before its speed is measured (a server decoding several
-requests at once gives each a few tokens per second: 400 tokens can take minutes). `local:` models then wait
-by the server's measured speed (`agentflow.serving.pace`) unless `timeout_s` is given."""
+"""How long one request may take before the server's speed is measured; `local:` models then wait by that
+speed (`agentflow.serving.pace`) unless `timeout_s` is given."""
 
 STREAM_WITH_TOOLS = ("streamed call that offered tools: llama-server gives no log-probs to such a stream "
                      "('logprobs is not supported with tools + stream'); call without streaming for training data")
@@ -83,30 +80,24 @@ class _SharedServer:
         self.opts = opts
         self.users = 0
         self.lock = threading.Lock()
-        self.announced = False
-        """Whether the first call's "this is slow" notice was printed (once per server)."""
         self.pace = self._new_pace()
-        self.told_extended = False
+        self.told: set[str] = set()  # the notices printed (each once per server)
 
     def _new_pace(self) -> ServerPace | None:
         """The pace of the server (None without a metrics endpoint: then `timeout_s` alone limits a request)."""
         path = self.handle.launch.metrics_path
         return ServerPace(self.handle.url(path), dict(self.handle.headers)) if path else None
 
-    def announce_first_call(self, spec: str) -> None:
-        """Say once that the first call is slow, so minutes of prompt evaluation on CPU are not silent."""
-        if self.announced:
-            return
-        self.announced = True
-        _say(self.opts, f"{spec}: first call; the model is reading the prompt on CPU "
-                        "(a long prompt can take minutes on a small machine; later calls reuse its cache)")
+    def say_once(self, notice: str, message: str) -> None:
+        """Print `message` unless this server's `notice` was printed already."""
+        if notice not in self.told:
+            self.told.add(notice)
+            _say(self.opts, message)
 
     def recover(self, seen_restarts: int) -> None:
         """Make sure the server runs again after it died (once, whoever notices first), or raise ServerDied."""
         with self.lock:
-            if self.handle.restarts != seen_restarts and self.handle.alive:
-                return  # someone else restarted it already
-            if self.handle.alive:
+            if self.handle.alive:  # never died, or someone else restarted it already
                 return
             died = self.handle.died_error()
             if self.opts.restart == "never" or self.handle.restarts >= self.opts.max_restarts:
@@ -163,9 +154,8 @@ def _release(shared: _SharedServer) -> None:
 
 
 class _ServerBacked:
-    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death. Samples go
-    as the server's own `n` (see the module doc); it reports the output tokens of the first sample only, so
-    the others are counted with its `/tokenize` endpoint."""
+    """Mixin for OpenAI-style backends that talk to a `_SharedServer` and must survive its death. The server
+    reports the output tokens of the first of `n` samples only: the others are counted with its `/tokenize`."""
 
     native_n = False
     shared: _SharedServer
@@ -180,7 +170,9 @@ class _ServerBacked:
     """Every call records its prompt and sampled token ids and the sampled tokens' log-probs (`Choice.trace`),
     except a streamed call that offers tools (llama-server refuses log-probs there: the trace says so)."""
 
-    def _attach(self, shared: _SharedServer) -> None:
+    def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions, **kwargs: Any) -> None:
+        super().__init__(spec, shared.handle.model, options,  # type: ignore[call-arg]
+                         compatible_base_url=shared.handle.base_url, **kwargs)
         self.shared, self._seen_restarts, self._released = shared, shared.handle.restarts, False
         self.profile = shared.handle.profile
 
@@ -195,15 +187,8 @@ class _ServerBacked:
 
     async def _tokenize(self, client: httpx.AsyncClient, text: str, **flags: bool) -> list[int]:
         """The server's tokens of `text` (`/tokenize`; `flags`: add_special, parse_special)."""
-        handle = self.shared.handle
-        reply = await client.post(handle.url("/tokenize"), headers=handle.headers,
-                                  json={"content": text, **flags})
-        reply.raise_for_status()
-        return [int(t) for t in reply.json()["tokens"]]
-
-    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
-        call = super()._chat_once  # type: ignore[misc]
-        return await self._guarded(lambda: call(request), request)
+        reply = await _post(client, self.shared.handle, "/tokenize", {"content": text, **flags})
+        return [int(t) for t in reply["tokens"]]
 
     async def _recover(self) -> None:
         await asyncio.to_thread(self.shared.recover, self._seen_restarts)
@@ -214,13 +199,14 @@ class _ServerBacked:
             if old is not None:
                 await old.close()
 
-    async def _guarded(self, call: Callable[[], Any], request: ChatRequest) -> ChatResponse:
+    async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         if self._released:
-            from agentflow.errors import UserError
-
             raise UserError(f"{self.spec}: the model was closed", hint="load it again with load_model")
         await self._ensure_running()
-        self.shared.announce_first_call(self.spec)
+        # minutes of prompt evaluation on a CPU must not be silent
+        self.shared.say_once("first call", f"{self.spec}: first call; the model is reading the prompt on CPU "
+                             "(a long prompt can take minutes on a small machine; later calls reuse its cache)")
+        call = functools.partial(super()._chat_once, request)  # type: ignore[misc]
         try:
             pace = self.shared.pace
             if not self.paced or pace is None:
@@ -270,13 +256,10 @@ class _ServerBacked:
         prompt = self._prompt_text(request)
         if prompt is not None:
             return prompt
-        handle = self.shared.handle
         body: dict[str, Any] = {"messages": oai.to_openai_messages(request.messages)}
         if request.tools:
             body["tools"] = oai.to_openai_tools(request.tools)
-        reply = await client.post(handle.url("/apply-template"), headers=handle.headers, json=body)
-        reply.raise_for_status()
-        return str(reply.json()["prompt"])
+        return str((await _post(client, self.shared.handle, "/apply-template", body))["prompt"])
 
     @property
     def context_window(self) -> int:
@@ -304,27 +287,19 @@ class _ServerBacked:
         return None
 
     def _extended(self, waited_s: float) -> None:
-        if not self.shared.told_extended:  # once per server: later ones are the same story
-            self.shared.told_extended = True
-            _say(self.shared.opts, f"{self.spec}: a request is still running after {waited_s:.0f} s; the server is "
-                                   "making progress, so it is waited for (not retried from the start)")
+        self.shared.say_once("extended", f"{self.spec}: a request is still running after {waited_s:.0f} s; the "
+                             "server is making progress, so it is waited for (not retried from the start)")
 
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        if request.n == 1:
-            return await super().chat(request)  # type: ignore[misc,no-any-return]
-        self._bind_loop()  # type: ignore[attr-defined]
-        start = time.monotonic()
+    def _parts(self, request: ChatRequest) -> list[ChatRequest]:
+        """Requests of at most the server's slots of samples, each seeded after the samples before it."""
         slots = self.shared.handle.launch.slots or request.n
-        parts = []
-        for offset in range(0, request.n, slots):
-            seed = None if request.seed is None else request.seed + offset
-            parts.append(request.model_copy(update={"n": min(slots, request.n - offset), "seed": seed}))
-        responses = await asyncio.gather(*(self._call(part) for part in parts))  # type: ignore[attr-defined]
-        counted = await asyncio.gather(*(self._count_outputs(r) for r in responses))
-        return self._finish(merge_responses(list(counted)), start)  # type: ignore[attr-defined,no-any-return]
+        return [request.model_copy(update={"n": min(slots, request.n - offset),
+                                           "seed": None if request.seed is None else request.seed + offset})
+                for offset in range(0, request.n, slots)]
 
-    async def _count_outputs(self, response: ChatResponse) -> ChatResponse:
+    async def _call(self, request: ChatRequest) -> ChatResponse:
         """The response with its output tokens summed over all its samples (the server counts the first one)."""
+        response: ChatResponse = await super()._call(request)  # type: ignore[misc]
         if len(response.choices) < 2:
             return response
         try:
@@ -345,15 +320,20 @@ class _ServerBacked:
             await asyncio.to_thread(_release, self.shared)
 
 
+async def _post(client: httpx.AsyncClient, handle: ServerHandle, path: str, body: dict[str, Any]) -> Any:
+    """The JSON reply of one of the server's own endpoints (`/tokenize`, `/detokenize`, `/apply-template`)."""
+    reply = await client.post(handle.url(path), headers=handle.headers, json=body)
+    reply.raise_for_status()
+    return reply.json()
+
+
 async def _check_completion_ids(client: httpx.AsyncClient, handle: ServerHandle, trace: TokenTrace) -> None:
     """Leave out `trace`'s completion ids and log-probs (saying why) unless the server's `/detokenize` of the
     ids is the trace's text: the server's ids then hold every token of the reply."""
     if trace.completion_ids is None or not trace.completion_ids:
         return
-    reply = await client.post(handle.url("/detokenize"), headers=handle.headers,
-                              json={"tokens": trace.completion_ids})
-    reply.raise_for_status()
-    if str(reply.json()["content"]) != trace.completion_text:
+    reply = await _post(client, handle, "/detokenize", {"tokens": trace.completion_ids})
+    if str(reply["content"]) != trace.completion_text:
         trace.completion_ids, trace.logprobs = None, None
         trace.missing = ("the server's token ids do not spell the reply (a token was left out of its log-probs); "
                          "the ids are not recorded")
@@ -381,10 +361,6 @@ async def _died(handle: ServerHandle) -> bool:
 class LocalChatModel(_ServerBacked, OpenAIChatModel):
     """Chat mode (`/v1/chat/completions`) against a managed llama-server."""
 
-    def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions) -> None:
-        super().__init__(spec, shared.handle.model, options, compatible_base_url=shared.handle.base_url)
-        self._attach(shared)
-
     def _stream_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kw = OpenAIChatModel._stream_kwargs(self, request)
         kw["stream_options"] = {"include_usage": True}  # the prompt's token count, which its ids are checked by
@@ -394,9 +370,7 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
         return kw
 
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
-        # streamed as asked (a user watching a slow local model needs its tokens as they come), with the token
-        # trace the stream can give; a dead server surfaces as a connection error, which RemoteModel.stream
-        # retries before the first token
+        # a dead server surfaces as a connection error, which RemoteModel.stream retries before the first token
         await self._ensure_running()
         async for delta in OpenAIChatModel._stream_once(self, request):
             if delta.response is not None:
@@ -411,35 +385,24 @@ class LocalChatModel(_ServerBacked, OpenAIChatModel):
 class LocalCompletionModel(_ServerBacked, CompletionChatModel):
     """Text-completion mode (`/v1/completions` with a few-shot template) against a managed llama-server."""
 
-    def __init__(self, spec: str, shared: _SharedServer, options: ModelOptions,
-                 template: FewShotTemplate | None = None) -> None:
-        super().__init__(spec, shared.handle.model, options, compatible_base_url=shared.handle.base_url,
-                         template=template)
-        self._attach(shared)
-
     def _prompt_text(self, request: ChatRequest) -> str | None:
         return self.template.render(request.messages)
 
 
 def load_local_model(name: str, **options: Any) -> ChatModel:
-    """Start (or share) a llama-server for embedded model `name` and return a ChatModel for it.
-
-    Options: those of `LocalServingOptions` plus any `ModelOptions` (timeout_s, max_attempts, concurrency, ...).
-    """
+    """Start (or share) a llama-server for embedded model `name` and return a ChatModel for it. Options: those
+    of `LocalServingOptions` plus any `ModelOptions`."""
     model = embedded_model(name)
     local = validate_config(LocalServingOptions, {k: v for k, v in options.items() if k in _LOCAL_FIELDS},
                             source=f"options of model 'local:{name}'")
     rest = {k: v for k, v in options.items() if k not in _LOCAL_FIELDS}
     if "api_key" in rest or "base_url" in rest:
-        from agentflow.errors import UserError
-
         raise UserError(f"local:{name} manages its own server; api_key and base_url cannot be set",
                         hint="use an openai-compatible: spec to talk to a server you run yourself")
     parallel = local.parallel or model.default_parallel
     rest.setdefault("concurrency", parallel)
-    # a CPU server decoding `parallel` requests at once is slow per request; a fixed client-side timeout would
-    # abandon work the server goes on doing and then send it again: unless one is given, the server's
-    # measured pace decides (the HTTP timeout is only a ceiling)
+    # a fixed client-side timeout would abandon work a slow CPU server goes on doing, then send it again: unless
+    # one is given, the server's measured pace decides (the HTTP timeout is only a ceiling)
     shared = _acquire(name, local)
     paced = "timeout_s" not in rest and shared.pace is not None
     rest.setdefault("timeout_s", LOCAL_HARD_TIMEOUT_S if paced else LOCAL_TIMEOUT_S)

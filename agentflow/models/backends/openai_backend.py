@@ -25,7 +25,7 @@ from agentflow.models.base import (
     ToolSpec,
     Usage,
 )
-from agentflow.models.options import ModelOptions
+from agentflow.models.options import ModelOptions, hosted_api_key
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -68,21 +68,15 @@ def request_kwargs(request: ChatRequest, *, max_tokens_field: str = "max_tokens"
         if request.tool_choice is not None:
             kw["tool_choice"] = request.tool_choice
     if request.response_schema is not None:
-        kw["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {
-                "name": request.response_schema_name or "response",
-                "schema": request.response_schema,
-            },
-        }
+        schema = {"name": request.response_schema_name or "response", "schema": request.response_schema}
+        kw["response_format"] = {"type": "json_schema", "json_schema": schema}
     if request.n != 1:
         kw["n"] = request.n
-    for field in ("temperature", "top_p", "seed"):
+    sent_as = {"temperature": "temperature", "top_p": "top_p", "seed": "seed", "max_tokens": max_tokens_field}
+    for field, name in sent_as.items():
         value = getattr(request, field)
         if value is not None:
-            kw[field] = value
-    if request.max_tokens is not None:
-        kw[max_tokens_field] = request.max_tokens
+            kw[name] = value
     if request.stop:
         kw["stop"] = request.stop
     return kw
@@ -159,10 +153,8 @@ def from_openai_response(raw: Any) -> ChatResponse:
                  for tc in _get(msg, "tool_calls") or []]
         message = Message(role="assistant", content=_get(msg, "content"), tool_calls=calls)
         trace = token_trace(c, raw, _get(msg, "content"), "/v1/chat/completions logprobs")
-        choices.append(
-            Choice(message=message, finish_reason=_FINISH.get(_get(c, "finish_reason") or "", "unknown"),
-                   trace=trace)
-        )
+        finish = _FINISH.get(_get(c, "finish_reason") or "", "unknown")
+        choices.append(Choice(message=message, finish_reason=finish, trace=trace))
     return ChatResponse(choices=choices, usage=_usage(_get(raw, "usage")), model=_get(raw, "model", "") or "")
 
 
@@ -196,9 +188,8 @@ class _StreamAccumulator:
                 self.text[index].append(piece)
                 deltas.append(StreamDelta(index=index, text=piece))
             for tc in (_get(delta, "tool_calls") or []) if delta is not None else []:
-                slot = self.calls.setdefault(index, {}).setdefault(
-                    _get(tc, "index", 0) or 0, {"id": "", "name": "", "args": []}
-                )
+                slot = self.calls.setdefault(index, {}).setdefault(_get(tc, "index", 0) or 0,
+                                                                   {"id": "", "name": "", "args": []})
                 fn = _get(tc, "function")
                 slot["id"] = _get(tc, "id") or slot["id"]
                 if fn is not None:
@@ -228,13 +219,9 @@ class _StreamAccumulator:
             slots = sorted(self.calls.get(index, {}).items())
             calls = [tool_call_of(slot["id"], slot["name"], "".join(slot["args"])) for _, slot in slots]
             text = "".join(self.text.get(index, [])) or None
-            choices.append(
-                Choice(
-                    message=Message(role="assistant", content=text, tool_calls=calls),
-                    finish_reason=_FINISH.get(self.finish.get(index, ""), "unknown"),
-                    trace=self.trace(index, text),
-                )
-            )
+            choices.append(Choice(message=Message(role="assistant", content=text, tool_calls=calls),
+                                  finish_reason=_FINISH.get(self.finish.get(index, ""), "unknown"),
+                                  trace=self.trace(index, text)))
         return ChatResponse(choices=choices, usage=self.usage, model=self.model)
 
 
@@ -245,20 +232,14 @@ class OpenAIChatModel(RemoteModel):
     trace_tokens = False
     """Ask for the sampled tokens' log-probs on every call (`Choice.trace`); local llama-server models do."""
 
-    def __init__(
-        self, spec: str, model: str, options: ModelOptions, *, compatible_base_url: str | None = None
-    ) -> None:
+    def __init__(self, spec: str, model: str, options: ModelOptions, *, compatible_base_url: str | None = None) -> None:
         super().__init__(spec, model, options)
         self.compatible = compatible_base_url is not None
         self.base_url = compatible_base_url or options.base_url
         self.key_env = "AGENTFLOW_API_KEY or OPENAI_API_KEY" if self.compatible else "OPENAI_API_KEY"
 
     def _prices(self) -> tuple[float, float] | None:
-        if (
-            self.compatible
-            and self.options.price_in_per_mtok is None
-            and self.options.price_out_per_mtok is None
-        ):
+        if self.compatible and self.options.price_in_per_mtok is None and self.options.price_out_per_mtok is None:
             host = urlparse(self.base_url or "").hostname or ""
             return (0.0, 0.0) if host in _LOOPBACK else None  # a server on this machine costs nothing
         return super()._prices()
@@ -269,23 +250,18 @@ class OpenAIChatModel(RemoteModel):
         if self.compatible:
             # local servers usually need no key; the SDK insists on a non-empty string
             return os.environ.get("AGENTFLOW_API_KEY") or os.environ.get("OPENAI_API_KEY") or "no-key"
-        from agentflow.models.options import hosted_api_key
-
         return hosted_api_key("openai", self.spec, None)
 
     def client(self) -> Any:
         if self._client is None:
             import openai
 
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key(), base_url=self.base_url, max_retries=0, timeout=self.options.timeout_s
-            )
+            self._client = openai.AsyncOpenAI(api_key=self._api_key(), base_url=self.base_url, max_retries=0,
+                                              timeout=self.options.timeout_s)
         return self._client
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
-        kw = request_kwargs(
-            request, max_tokens_field="max_tokens" if self.compatible else "max_completion_tokens"
-        )
+        kw = request_kwargs(request, max_tokens_field="max_tokens" if self.compatible else "max_completion_tokens")
         kw["model"] = self.model
         if self.trace_tokens:  # the sampled tokens' log-probs (and, from llama-server, their ids)
             kw["logprobs"], kw["top_logprobs"] = True, 1

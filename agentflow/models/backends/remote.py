@@ -60,6 +60,10 @@ class RemoteModel:
         """Default: no streaming API, so the whole reply arrives as one piece."""
         return self._stream_fallback(request)
 
+    def _parts(self, request: ChatRequest) -> list[ChatRequest]:
+        """The requests a call is sent as: itself, or one per sample when the provider cannot give `n`."""
+        return [request] if self.native_n else [request.model_copy(update={"n": 1})] * request.n
+
     def _prices(self) -> tuple[float, float] | None:
         if self.options.price_in_per_mtok is not None or self.options.price_out_per_mtok is not None:
             return (self.options.price_in_per_mtok or 0.0, self.options.price_out_per_mtok or 0.0)
@@ -74,12 +78,11 @@ class RemoteModel:
     async def chat(self, request: ChatRequest) -> ChatResponse:
         self._bind_loop()
         start = time.monotonic()
-        if request.n > 1 and not self.native_n:
-            single = request.model_copy(update={"n": 1})
-            parts = await asyncio.gather(*(self._call(single) for _ in range(request.n)))
-            response = merge_responses(list(parts))
+        parts = self._parts(request) if request.n > 1 else [request]
+        if len(parts) == 1:
+            response = await self._call(parts[0])
         else:
-            response = await self._call(request)
+            response = merge_responses(list(await asyncio.gather(*(self._call(part) for part in parts))))
         return self._finish(response, start)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:

@@ -16,18 +16,8 @@ from typing import Any
 
 from agentflow.errors import ModelError, UserError
 
-_CONNECTION_ERRORS = {
-    "APIConnectionError",
-    "APITimeoutError",
-    "ConnectError",
-    "ReadError",
-    "RemoteProtocolError",
-    "ConnectTimeout",
-    "ReadTimeout",
-    "WriteError",
-    "PoolTimeout",
-    "ServiceUnavailableError",
-}
+_CONNECTION_ERRORS = {"APIConnectionError", "APITimeoutError", "ConnectError", "ReadError", "RemoteProtocolError",
+                      "ConnectTimeout", "ReadTimeout", "WriteError", "PoolTimeout", "ServiceUnavailableError"}
 
 
 class TransientError(ModelError):
@@ -80,14 +70,9 @@ def classify(exc: BaseException, spec: str, key_env: str | None) -> Exception:
     status = getattr(exc, "status_code", None)
     names = {c.__name__ for c in type(exc).__mro__}
     if not isinstance(status, int):
-        if names & _CONNECTION_ERRORS or isinstance(
-            exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)
-        ):
-            kind = (
-                "timed out"
-                if "Timeout" in "".join(names) or isinstance(exc, TimeoutError)
-                else "connection failed"
-            )
+        if names & _CONNECTION_ERRORS or isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)):
+            timed_out = "Timeout" in "".join(names) or isinstance(exc, TimeoutError)
+            kind = "timed out" if timed_out else "connection failed"
             return TransientError(f"{spec}: {kind}: {_detail(exc)}", unreachable=True)
         return exc
     if status in (408, 409, 429) or status >= 500:
@@ -98,10 +83,8 @@ def classify(exc: BaseException, spec: str, key_env: str | None) -> Exception:
         fix = f"set {key_env} to a valid key" if key_env else "pass a valid api_key"
         return UserError(f"{spec}: the API key was rejected (HTTP {status})", hint=fix)
     if status == 404:
-        return UserError(
-            f"{spec}: model or endpoint not found (HTTP 404): {_detail(exc)}",
-            hint="check the model name and base URL",
-        )
+        return UserError(f"{spec}: model or endpoint not found (HTTP 404): {_detail(exc)}",
+                         hint="check the model name and base URL")
     return ModelError(f"{spec}: request rejected (HTTP {status}): {_detail(exc)}")
 
 
