@@ -352,15 +352,13 @@ LIMIT_OPTIONS = {"wall_seconds": "--wall-time", "usd": "--budget-usd", "model_ca
 """The run-wide budget kinds and the `run` option that sets each (a resume takes a new value)."""
 
 
-def resume_command(output: Path, thread: str, stop_reason: str, limits: dict[str, float],
-                   used: Any) -> list[str]:
-    """The command that continues a stopped thread and can succeed: when a run-wide limit stopped it (the
-    spend of every leg counts against it), the limit raised to what was spent plus another leg's worth."""
+def resume_command(output: Path, thread: str, kind: str | None, limits: dict[str, float], used: Any) -> list[str]:
+    """The command that continues a stopped thread and can succeed: when a run-wide limit (`kind`) stopped it
+    (the spend of every leg counts against it), the limit raised to what was spent plus another leg's worth."""
     command = ["agentflow", "run", "-o", str(output), "--resume", thread]
-    kind = stop_reason.removeprefix("budget:")
-    option, limit = LIMIT_OPTIONS.get(kind), limits.get(kind)
-    if option is None or limit is None:
+    if kind not in LIMIT_OPTIONS or kind not in limits:
         return command
+    option, limit = LIMIT_OPTIONS[kind], limits[kind]
     raised = float(getattr(used, kind, 0.0) or 0.0) + float(limit)
     if kind == "wall_seconds":
         value = f"{math.ceil(raised)}s"
@@ -412,7 +410,7 @@ def _report(
         import shlex
 
         err = result.errors[result.failed_node]
-        again = resume_command(output, result.thread_id, result.stop_reason, limits or {}, result.usage)
+        again = resume_command(output, result.thread_id, result.limit, limits or {}, result.usage)
         typer.echo(printable(
             f"agentflow: run {run_id} failed: node '{err.node}' failed ({err.reason}): {err.error} "
             f"(events in {rdir / 'events.jsonl'}; retry the node with: {shlex.join(again)})"),
