@@ -18,23 +18,13 @@ from agentflow.cli.common import (
     stop_interrupted,
     with_output,
 )
-from agentflow.cli.parts.serve_flag import SERVE_OPTION, check_serve, sets_model
+from agentflow.cli.parts.serve_flag import check_serve, sets_model
 from agentflow.cli.repair.repair_options import (
-    BUDGET_OPTION,
-    CRITIC_MODEL_OPTION,
-    MODEL_OPTION,
-    N_OPTION,
-    PLANNER_MODEL_OPTION,
     QUIET_OPTION,
-    SANDBOX_OPTION,
-    STEP_LIMIT_OPTION,
-    STRATEGY_OPTION,
-    TEST_CMD_OPTION,
-    VERIFIER_MODEL_OPTION,
-    WALL_TIME_OPTION,
-    WORKFLOW_OPTION,
+    REPAIR_FLAGS,
     repair_overrides,
     run_batch_cli,
+    with_repair_flags,
 )
 from agentflow.errors import UserError
 from agentflow.events.kinds import RepairStatus
@@ -79,6 +69,7 @@ def describe(outcome: Any, out_dir: Path) -> str:
 
 def register(app: typer.Typer) -> None:
     @app.command("repair")
+    @with_repair_flags
     def repair_command(
         repo: Path = typer.Argument(
             None,
@@ -97,19 +88,7 @@ def register(app: typer.Typer) -> None:
             help="Folder of wheels (the tests' own dependencies) installed offline for every test run, the repair's "
             "and the grading's (each wheel in it; a task's `requirements`, when it lists any).",
         ),
-        strategy: str = STRATEGY_OPTION,
-        n: int = N_OPTION,
-        model: str = MODEL_OPTION,
-        planner_model: str = PLANNER_MODEL_OPTION,
-        critic_model: str = CRITIC_MODEL_OPTION,
-        verifier_model: str = VERIFIER_MODEL_OPTION,
-        serve: str = SERVE_OPTION,
-        test_cmd: str = TEST_CMD_OPTION,
-        budget_usd: float = BUDGET_OPTION,
-        step_limit: int = STEP_LIMIT_OPTION,
-        wall_time: str = WALL_TIME_OPTION,
-        sandbox: str = SANDBOX_OPTION,
-        workflow: str = WORKFLOW_OPTION,
+        flags: dict[str, Any] = REPAIR_FLAGS,
         apply: bool = typer.Option(
             False, "--apply", help="Write the chosen patch into REPO's working tree (checked first: no .git/, no symlinks)."
         ),
@@ -130,21 +109,9 @@ def register(app: typer.Typer) -> None:
         from agentflow.repair.config import load_repair_config
         from agentflow.repair.run.inputs import read_issue_file, task_for_inputs
 
+        serve = flags.pop("serve")
         check_serve(serve)
-        overrides = list(config or []) + repair_overrides(
-            strategy=strategy,
-            n=n,
-            model=model,
-            planner_model=planner_model,
-            critic_model=critic_model,
-            verifier_model=verifier_model,
-            test_cmd=test_cmd,
-            budget_usd=budget_usd,
-            step_limit=step_limit,
-            wall_time=wall_time,
-            sandbox=sandbox,
-            workflow=workflow,
-        )
+        overrides = list(config or []) + repair_overrides(**flags)
         cfg = load_repair_config(overrides)
         if issue is not None and issue_file is not None:
             raise UserError("give either --issue or --issue-file, not both")
@@ -170,9 +137,8 @@ def register(app: typer.Typer) -> None:
         if check:
             raise typer.Exit(check_preflight(task, cfg, as_json=as_json))
         out_dir = output if output is not None else Path("runs") / new_run_id("repair")
-        model_set = model is not None or sets_model(list(config or []))
         try:
-            outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set, quiet=quiet)
+            outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=sets_model(overrides), quiet=quiet)
         except KeyboardInterrupt:  # the same command on the same folder continues at the node that was cut
             stop_interrupted(f"the repair is kept in {out_dir} (a checkpoint after every node)",
                              ["agentflow", *with_output(invoked_argv(), out_dir)])
@@ -229,15 +195,13 @@ def run_repair_workflow(workflow: str, state: dict[str, Any], *, model: str | No
     from agentflow.repair.run.inputs import inputs_from_state, task_for_inputs
 
     check_serve(serve)
-    cfg = load_repair_config(list(config) + repair_overrides(
-        model=model, sandbox=sandbox, workflow=workflow, budget_usd=budget_usd, step_limit=step_limit,
-        wall_time=wall_time,
-    ))
+    overrides = list(config) + repair_overrides(model=model, sandbox=sandbox, workflow=workflow,
+                                                budget_usd=budget_usd, step_limit=step_limit, wall_time=wall_time)
+    cfg = load_repair_config(overrides)
     cfg.inputs = inputs_from_state(state)
     task = task_for_inputs(cfg.inputs, apply=apply)
     out_dir = output / new_run_id("repair")
-    model_set = model is not None or sets_model(list(config))
-    outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set)
+    outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=sets_model(overrides))
     return report_outcome(outcome, out_dir, repo=cfg.inputs.repo, apply=apply, allow_exec=allow_exec, as_json=as_json)
 
 
