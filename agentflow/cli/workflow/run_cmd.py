@@ -7,7 +7,7 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -488,8 +488,9 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
                             durability=cfg.durability, sandbox=opts.sandbox, workspace=opts.workspace)
     from agentflow.observe import instrument
 
-    assert ctx.events is not None  # the runner keeps its ledger in `rdir`: it opened the run's events.jsonl
-    instrument(ctx.events, cfg.trace)
+    events = ctx.events
+    assert events is not None  # the runner keeps its ledger in `rdir`: it opened the run's events.jsonl
+    instrument(events, cfg.trace)
     printer = RunPrinter(printer_mode)
     live = LiveEvents()
 
@@ -497,13 +498,46 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         for item in live(event):
             printer(item)
 
+    async def drive() -> tuple[Any, Any]:
+        """Run, resume or fork the workflow (the runner starts the sandbox with the workspace and, on resume,
+        the run's earlier changes) and, with --apply, bring a done run's diff back (checked). The --serve
+        server's metrics, then the --executor the search steps go to, end before the runner closes the
+        run's event log."""
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(runner)
+            if handle is not None:
+                from agentflow.serving.metric_events import report_metrics
+
+                if served is not None:
+                    stack.push_async_callback(served.aclose)
+                await stack.enter_async_context(report_metrics(handle, events, interval_s=60.0))
+            if executor is not None:
+                from agentflow.executors.base import open_executor
+
+                ctx.executor = await stack.enter_async_context(open_executor(executor))
+                stack.callback(setattr, ctx, "executor", None)
+            if fork is not None:
+                result = await runner.fork(fork.thread_id, checkpoint_id=fork.checkpoint_id, source=fork.run_dir,
+                                           update=edits, new_thread_id=thread, approve=approve, on_event=on_event)
+            elif resume is not None:
+                result = await runner.resume(thread, approve=approve, edit=edits, on_event=on_event)
+            else:
+                result = await runner.start(inputs, thread_id=thread, on_event=on_event)
+            patch = await runner.diff() if apply and result.status == "done" and ctx.sandbox is not None else ""
+            if not patch.strip():
+                return result, None
+            from agentflow.swe.tree import apply_to_tree
+
+            if opts.workspace is None:
+                raise UserError("--apply needs the run's --workspace DIR")
+            applied = apply_to_tree(opts.workspace, patch, allow_exec=allow_exec)
+            runner.record_applied(patch)  # a later fork takes it back out of its copy of the workspace
+            return result, applied
+
     interrupted = False
     try:
         printer.start(run_id, thread, rdir, how="resume" if resume is not None else "fork" if fork else "run")
-        result, applied = asyncio.run(_drive(
-            runner, thread=thread, inputs=inputs, edits=edits, resume=resume is not None, approve=approve,
-            apply=apply, allow_exec=allow_exec, workspace=opts.workspace, on_event=on_event, fork=fork,
-            metrics=_metrics(handle, ctx.events, served), executor=_executor(ctx, executor)))
+        result, applied = asyncio.run(drive())
     except KeyboardInterrupt:  # Ctrl-C: asyncio.run has cancelled the run; its checkpoints are kept
         interrupted = True
     finally:
@@ -513,34 +547,6 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         stop_interrupted(f"run {run_id} (thread {thread}) is kept in {rdir}",
                          ["agentflow", "run", "-o", str(output), "--resume", thread])
     return result, run_id, rdir, applied
-
-
-async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dict[str, Any] | None, resume: bool,
-                 approve: bool, apply: bool, allow_exec: bool, workspace: str | None, on_event: Any,
-                 metrics: Any, fork: ForkFrom | None = None,
-                 executor: contextlib.AbstractAsyncContextManager[None] | None = None) -> tuple[Any, Any]:
-    """Run, resume or fork the workflow (the runner starts the sandbox with the workspace and, on resume, the
-    run's earlier changes) and, with --apply, bring a done run's diff back (checked). `metrics` ends before
-    the runner closes the run's event log; `executor` (the run's, for its search steps) before that."""
-    async with runner, metrics, executor or contextlib.nullcontext():
-        if fork is not None:
-            result = await runner.fork(fork.thread_id, checkpoint_id=fork.checkpoint_id, source=fork.run_dir,
-                                       update=edits, new_thread_id=thread, approve=approve, on_event=on_event)
-        elif resume:
-            result = await runner.resume(thread, approve=approve, edit=edits, on_event=on_event)
-        else:
-            result = await runner.start(inputs, thread_id=thread, on_event=on_event)
-        applied = None
-        if apply and result.status == "done" and runner.context.sandbox is not None:
-            patch = await runner.diff()
-            if patch.strip():
-                from agentflow.swe.tree import apply_to_tree
-
-                if workspace is None:
-                    raise UserError("--apply needs the run's --workspace DIR")
-                applied = apply_to_tree(workspace, patch, allow_exec=allow_exec)
-                runner.record_applied(patch)  # a later fork takes it back out of its copy of the workspace
-        return result, applied
 
 
 READER_MODEL = "unused:reading-checkpoints"
@@ -572,35 +578,3 @@ async def _pick_checkpoint(spec: Any, opts: Any, fork: ForkFrom, edits: dict[str
     if opts.workspace is not None:
         check_recorded_start(opts.workspace, RunLedger(fork.run_dir).base())
     return str(point.checkpoint_id)
-
-
-@contextlib.asynccontextmanager
-async def _executor(ctx: Any, config: Any) -> AsyncIterator[None]:
-    """The run's executor (--executor) open while it runs: its search nodes send their steps there."""
-    if config is None:
-        yield
-        return
-    from agentflow.executors.base import open_executor
-
-    async with open_executor(config) as opened:
-        ctx.executor = opened
-        try:
-            yield
-        finally:
-            ctx.executor = None
-
-
-@contextlib.asynccontextmanager
-async def _metrics(handle: Any, events: Any, served_model: Any) -> AsyncIterator[None]:
-    """With a --serve server: `server.metrics` events every minute and at the end, then its model closed."""
-    if handle is None:
-        yield
-        return
-    from agentflow.serving.metric_events import report_metrics
-
-    try:
-        async with report_metrics(handle, events, interval_s=60.0):
-            yield
-    finally:
-        if served_model is not None:
-            await served_model.aclose()
