@@ -13,6 +13,7 @@ from agentflow.cli.common import (
     JSON_OPTION,
     invoked_argv,
     new_run_id,
+    parse_json_input,
     print_json,
     print_view_hint,
     stop_interrupted,
@@ -185,18 +186,25 @@ def report_outcome(outcome: Any, out_dir: Path, *, repo: str | None, apply: bool
     return 0 if outcome.status is RepairStatus.SUBMITTED else 1
 
 
-def run_repair_workflow(workflow: str, state: dict[str, Any], *, model: str | None, serve: str | None,
-                        sandbox: str | None, config: list[str], budget_usd: float | None, step_limit: int | None,
-                        wall_time: str | None, output: Path, apply: bool, allow_exec: bool, as_json: bool) -> int:
+def run_repair_workflow(workflow: str, input: str | None, *, workspace: Path | None, thread_id: str | None,
+                        executor: Any, serve: str | None, config: list[str], output: Path, apply: bool,
+                        allow_exec: bool, as_json: bool, **flags: Any) -> int:
     """`agentflow run WORKFLOW --input {...}` for a workflow of repair node types: the same repair as
-    `agentflow repair --workflow WORKFLOW` (its inputs: `{"repo": DIR, "issue": TEXT}` or `{"tasks": FILE,
-    "instance_id": ID}`; `-c` items are the repair's settings)."""
+    `agentflow repair --workflow WORKFLOW`, on the task its --input names (`{"repo": DIR, "issue": TEXT}` or
+    `{"tasks": FILE, "instance_id": ID}`); `-c` items and `flags` (`repair_overrides`) are the repair's settings."""
+    if executor is not None:
+        raise UserError(f"--executor places the steps of search nodes; {workflow} is a repair workflow",
+                        hint="scale repairs out by task with `agentflow bench --executor ray`")
+    if workspace is not None or thread_id is not None:
+        raise UserError(f"{workflow} is a repair workflow: it works on the repository of --input, "
+                        "without --workspace or --thread-id",
+                        hint='--input \'{"repo": "DIR", "issue": "TEXT"}\' (--apply writes the patch to DIR)')
     from agentflow.repair.config import load_repair_config
     from agentflow.repair.run.inputs import inputs_from_state, task_for_inputs
 
+    state = parse_json_input(input)
     check_serve(serve)
-    overrides = list(config) + repair_overrides(model=model, sandbox=sandbox, workflow=workflow,
-                                                budget_usd=budget_usd, step_limit=step_limit, wall_time=wall_time)
+    overrides = config + repair_overrides(workflow=workflow, **flags)
     cfg = load_repair_config(overrides)
     cfg.inputs = inputs_from_state(state)
     task = task_for_inputs(cfg.inputs, apply=apply)

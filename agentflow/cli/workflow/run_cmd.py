@@ -177,13 +177,12 @@ def register(app: typer.Typer) -> None:
                          edit=edit)
         executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
         if resume is None and fork is None and workflow is not None and needs_repair(workflow):
-            if executor_cfg is not None:
-                raise UserError(f"--executor places the steps of search nodes; {workflow} is a repair workflow",
-                                hint="scale repairs out by task with `agentflow bench --executor ray`")
-            return _run_repair(workflow, input, workspace=workspace, thread_id=thread_id, model=model, serve=serve,
-                               sandbox=sandbox, config=list(config or []), budget_usd=budget_usd,
-                               step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
-                               allow_exec=allow_exec, as_json=as_json)
+            from agentflow.cli.repair.repair_cmd import run_repair_workflow
+
+            return run_repair_workflow(
+                workflow, input, workspace=workspace, thread_id=thread_id, executor=executor_cfg, serve=serve,
+                config=list(config or []), output=output, apply=apply, allow_exec=allow_exec, as_json=as_json,
+                model=model, sandbox=sandbox, budget_usd=budget_usd, step_limit=step_limit, wall_time=wall_time)
         if apply and workspace is None and resume is None and fork is None:
             raise UserError("--apply needs --workspace DIR (the folder the diff is written back to)")
         resume_dir = find_run(output, resume) if resume is not None else None
@@ -272,18 +271,6 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
     if not as_json:
         typer.echo(printable(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]"))
     return 0
-
-
-def _run_repair(workflow: str, input: str | None, *, workspace: Path | None, thread_id: str | None,
-                **options: Any) -> int:
-    """A workflow of repair node types: the repair library runs it on the task its --input names."""
-    if workspace is not None or thread_id is not None:
-        raise UserError(f"{workflow} is a repair workflow: it works on the repository of --input, "
-                        "without --workspace or --thread-id",
-                        hint='--input \'{"repo": "DIR", "issue": "TEXT"}\' (--apply writes the patch to DIR)')
-    from agentflow.cli.repair.repair_cmd import run_repair_workflow
-
-    return run_repair_workflow(workflow, parse_json_input(input), **options)
 
 
 def needs_repair(workflow: str) -> bool:
