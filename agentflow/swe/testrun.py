@@ -1,18 +1,11 @@
-"""Running a task's tests in a sandbox and reading per-test outcomes.
+"""Running a task's tests in a sandbox and reading per-test outcomes (SWE-bench's statuses).
 
-With a pytest command, a tiny plugin (written into the workspace's scratch folder) records the outcome of
-every test id as pytest names it and writes them, as JSON, to a pipe the sandbox agent opened for this
-command (`exec(..., side_channel=True)`): no file in the workspace, which the code under test could
-overwrite, and no output line, which it could print, decides an outcome. The ids to run are read by the
-plugin from a file, and pytest gets their test files (as the SWE-bench harness runs by file), so a task
-with thousands of PASS_TO_PASS ids does not hit the kernel's argument-length limit.
-pytest is started by a small runner script (also in the scratch folder) rather than `python -m pytest`:
-`-m` puts the workspace first on sys.path before pytest is imported, so a repository's root `pytest.py`,
-`_pytest/__init__.py` or `json.py` would run in its place. The runner keeps the workspace last on sys.path
-until pytest and its plugins are loaded, then first, as `-m` would have it for the tests.
-With another command, outcomes are read from the `-rA`-style summary lines (`PASSED id`, `FAILED id - ...`),
-as the SWE-bench harness does; ids go on its command line in chunks that fit.
-Statuses are SWE-bench's: PASSED, FAILED, SKIPPED, ERROR, XFAIL.
+With a pytest command, a tiny plugin sends each test's outcome over a pipe the sandbox agent opened for the
+command (`exec(..., side_channel=True)`): no file the code under test could overwrite and no line it could
+print decides an outcome. The ids to run go through a file and pytest gets their test files, so thousands of
+ids fit. `<python> -m pytest` is started by a runner script instead, which imports pytest before the workspace
+is on sys.path (so a repository's `pytest.py` or `json.py` cannot stand in for it). Another command's outcomes
+are read from its `-rA`-style summary lines, the ids on its command line in chunks that fit.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Getting a task's repository at `base_commit` into a sandbox workspace.
 
-A plain directory becomes a git repository with ONE deterministic commit: files are copied (no
-`__pycache__`, `.git`, `.pytest_cache`, `*.pyc`), modes normalised to 0644, and committed with fixed
-author/committer names, e-mails and dates, so the commit hash only depends on the files. That hash is
-the task's `base_commit`. A git repository (a local one or a URL) is cloned into the cache without its config
-(`swe/hostgit.py`: git never runs inside a task's own repository) and used at `base_commit` as is. Symlinks in a
-task's directory, its `.git` file, `commondir` and `alternates` must stay where the task's paths may (`SWETask.confine`).
-
-The tree is sent into the sandbox as a base64 tar through `Sandbox.write_file` (works with every
-backend), unpacked with the sandbox's python, and committed again with the same fixed identity, so the
-workspace's HEAD equals `base_commit` for directory repositories.
+A plain directory becomes a git repository with ONE deterministic commit (its files, modes 0644, a fixed
+identity and date), whose hash is the task's `base_commit`. A git repository (local or a URL) is cloned into
+the cache without its config (`swe.hostgit`) and used as is; what a local one's git files point to must stay
+where the task's paths may (`SWETask.confine`). The tree goes into the sandbox as a tar through
+`Sandbox.write_file` (any backend) and is committed again the same way, so HEAD equals `base_commit`.
 """
 
 from __future__ import annotations

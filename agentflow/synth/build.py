@@ -1,19 +1,11 @@
 """`agentflow tasks synth`: SWE-bench-format tasks from a repository and its own test suite.
 
-1. The repository's files (a task snapshot's: no `.git`, caches) are copied and committed deterministically;
-   the whole suite runs once at that clean state, in a sandbox (Docker by default: repository code is
-   untrusted), through the harness's own test runner (`swe.testrun.run_tests`).
-2. Candidates are the procedural mutations of the package's source files (`synth.mutate`), and, with a
-   model, rewritten functions (`synth.rewrite`). The seed orders them (each operator family shuffled, then
-   the families taken in turn) and nothing else is random.
-3. Each candidate is written into the same sandbox, the test files that reach the mutated function run
-   (or the whole suite when it is quick), and the file is put back. A candidate is kept when 1 to
-   `max_failing` tests that passed at the clean state now fail, within the time bound; one task per function.
-4. A kept candidate becomes a folder `repos/<name>-s<seed>-<k>/` at the buggy state, a task line (its base
-   commit the folder's deterministic snapshot, FAIL_TO_PASS the newly failing tests, PASS_TO_PASS the other
-   passing tests of their files) and a gold line (the reverse patch). It is then checked the way `agentflow
-   eval` grades, each run in a fresh sandbox from the folder: at the base every FAIL_TO_PASS test fails and
-   every PASS_TO_PASS test passes, and the gold patch resolves the task. A task failing the check is dropped.
+The suite runs once at the clean state in a sandbox (repository code is untrusted); each candidate bug
+(`synth.mutate`, `synth.rewrite`, in the seed's order) is written into it, the test files reaching the mutated
+function run, and it is kept when 1 to `max_failing` passing tests now fail (one task per function). A kept
+candidate becomes a task folder at the buggy state, a task line and a gold line (the reverse patch), checked
+the way `agentflow eval` grades in fresh sandboxes; a task failing that check is dropped. The steps in full:
+docs/concepts/swe.md.
 """
 
 from __future__ import annotations

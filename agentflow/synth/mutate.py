@@ -1,10 +1,8 @@
 """Procedural bug injection on the syntax tree: every single-site mutation of a package's source files.
 
-Each operator family finds the nodes it applies to with `ast` and rewrites only the text span of that node
-(its original source segment, formatting kept), so a mutation is one line of one file changed, or one line
-removed. A mutation is kept as a candidate only when the file still compiles and its syntax tree differs from
-the original (swapping two equal arguments changes nothing). Everything here is a pure function of the files'
-text: the order of the candidates is the order of files, then of `ast.walk`; the seed only picks among them.
+Each operator family finds its nodes with `ast` and rewrites only that node's source span (formatting kept):
+one line changed or removed. A candidate is kept only when it still compiles and its syntax tree changed. The
+order is the files', then `ast.walk`'s; the seed only picks among them.
 """
 
 from __future__ import annotations
