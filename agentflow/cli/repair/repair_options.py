@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from agentflow.cli.common import check_sandbox
 from agentflow.cli.parts.serve_flag import SERVE_OPTION
 from agentflow.errors import UserError, did_you_mean
 
@@ -62,9 +63,6 @@ QUIET_OPTION = typer.Option(
     False, "--quiet", "-q",
     help="Print no progress lines (by default a line per model call, candidate, decision and task on stderr).",
 )
-
-SANDBOXES = ("docker", "local", "auto")
-
 
 def parse_duration(text: str) -> float:
     """`90`, `90s`, `30m`, `1h`, `1h30m` -> seconds."""
@@ -154,9 +152,8 @@ def repair_overrides(
         out.append(f"limits.step_limit={step_limit}")
     if wall_time is not None:
         out.append(f"limits.wall_time_s={parse_duration(wall_time)}")
+    check_sandbox(sandbox)
     if sandbox is not None:
-        if sandbox not in SANDBOXES:
-            raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
         out.append(f"backend={sandbox}")
     return out
 
