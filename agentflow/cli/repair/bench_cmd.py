@@ -85,9 +85,8 @@ def register(app: typer.Typer) -> None:
         if resume and redo:
             raise UserError("give either --resume or --redo, not both")
         if (resume or redo) and output is None:
-            raise UserError(
-                f"--{'resume' if resume else 'redo'} needs the run directory", hint="pass -o runs/<run_id>"
-            )
+            flag = "--resume" if resume else "--redo"
+            raise UserError(f"{flag} needs the run directory", hint="pass -o runs/<run_id>")
         overrides = list(config or []) + repair_overrides(**flags)
         if workers is not None:
             if workers < 1:
@@ -106,30 +105,17 @@ def register(app: typer.Typer) -> None:
             cfg.inputs.instance_ids = list(instance_ids)
         if allow_paths:
             cfg.inputs.allow_paths = [str(p) for p in allow_paths]
-        chosen = select(
-            load_tasks(tasks, allow_paths=cfg.inputs.allow_paths),
-            slice_=cfg.inputs.slice,
-            pattern=cfg.inputs.filter,
-            instance_ids=cfg.inputs.instance_ids,
-        )
+        chosen = select(load_tasks(tasks, allow_paths=cfg.inputs.allow_paths), slice_=cfg.inputs.slice,
+                        pattern=cfg.inputs.filter, instance_ids=cfg.inputs.instance_ids)
         out_dir = output if output is not None else Path("runs") / new_run_id("bench")
 
         printer = None if quiet else ProgressPrinter()
         progress = _BatchProgress(printer, len(chosen))
         interrupted = False
         try:
-            summary = run_batch_cli(
-                chosen,
-                cfg,
-                out_dir,
-                serve=serve,
-                model_set=sets_model(overrides),
-                resume=resume,
-                redo=redo,
-                on_progress=progress.report,
-                printer=printer,
-                executor=executor_cfg,
-            )
+            summary = run_batch_cli(chosen, cfg, out_dir, serve=serve, model_set=sets_model(overrides),
+                                    resume=resume, redo=redo, on_progress=progress.report, printer=printer,
+                                    executor=executor_cfg)
         except KeyboardInterrupt:  # Ctrl-C: finished tasks are in report.json; --resume skips them
             interrupted = True
         finally:

@@ -47,23 +47,16 @@ def describe(outcome: Any, out_dir: Path) -> str:
         lines += ["", outcome.model_patch.rstrip(), ""]
         report = outcome.report or {}
         if v is not None and v.kind == "task_tests" and v.tests_status:
-            ts = v.tests_status
-            f2p, p2p = ts["FAIL_TO_PASS"], ts["PASS_TO_PASS"]
-            lines.append(
-                f"verified with the task's tests: FAIL_TO_PASS {len(f2p['success'])}/{len(f2p['success']) + len(f2p['failure'])} pass, "
-                f"PASS_TO_PASS {len(p2p['success'])}/{len(p2p['success']) + len(p2p['failure'])} pass"
-            )
+            counts = ", ".join(f"{kind} {len(ids['success'])}/{len(ids['success']) + len(ids['failure'])} pass"
+                               for kind, ids in v.tests_status.items())  # FAIL_TO_PASS, then PASS_TO_PASS
+            lines.append(f"verified with the task's tests: {counts}")
         elif v is not None and v.kind == "test_cmd":
-            lines.append(
-                f"verified with the test command: exit {v.exit_code} ({'pass' if v.passed else 'fail'})"
-            )
+            lines.append(f"verified with the test command: exit {v.exit_code} ({'pass' if v.passed else 'fail'})")
         else:
             lines.append("not verified (no tests)")
         lines.append(f"resolved: {bool(report.get('resolved'))}")
-    lines.append(
-        f"candidates: {outcome.candidates} from {outcome.samples} samples; model calls {outcome.usage.get('model_calls', 0)}, "
-        f"tokens {outcome.usage.get('tokens', 0)}, {outcome.duration_s:.1f}s"
-    )
+    lines.append(f"candidates: {outcome.candidates} from {outcome.samples} samples; model calls "
+                 f"{outcome.usage.get('model_calls', 0)}, tokens {outcome.usage.get('tokens', 0)}, {outcome.duration_s:.1f}s")
     lines.append(f"run: {out_dir}")
     return "\n".join(lines)
 
@@ -79,9 +72,7 @@ def register(app: typer.Typer) -> None:
         ),
         issue: str = typer.Option(None, "--issue", help="The issue text."),
         issue_file: Path = typer.Option(None, "--issue-file", help="File holding the issue text."),
-        tasks: Path = typer.Option(
-            None, "--tasks", help="Instead of REPO and an issue: a tasks file (SWE-bench fields) ..."
-        ),
+        tasks: Path = typer.Option(None, "--tasks", help="Instead of REPO and an issue: a tasks file (SWE-bench fields) ..."),
         instance_id: str = typer.Option(None, "--instance-id", "-i", help="... and the task to repair."),
         allow_paths: list[Path] = ALLOW_PATH_OPTION,
         wheelhouse: Path = typer.Option(
@@ -93,9 +84,7 @@ def register(app: typer.Typer) -> None:
         apply: bool = typer.Option(
             False, "--apply", help="Write the chosen patch into REPO's working tree (checked first: no .git/, no symlinks)."
         ),
-        allow_exec: bool = typer.Option(
-            False, "--allow-exec", help="With --apply: allow the patch to make files executable."
-        ),
+        allow_exec: bool = typer.Option(False, "--allow-exec", help="With --apply: allow the patch to make files executable."),
         check: bool = typer.Option(
             False, "--check",
             help="Only the pre-flight: run the test command at the base commit in the sandbox and say whether the "
