@@ -18,7 +18,7 @@ import shlex
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agentflow.config import cache_dir, file_lock
@@ -70,15 +70,21 @@ def snapshot_files(src: Path, check: Check | None = None) -> list[Path]:
     return out
 
 
+def copy_files(src: Path, dest: Path, files: Iterable[str | Path], mode: int | None = None) -> None:
+    """`files` (relative to `src`) copied into `dest` by content (a symlink's target's), `mode` set when given."""
+    for rel in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((src / rel).read_bytes())
+        if mode is not None:
+            target.chmod(mode)
+
+
 def snapshot_commit(src: str | Path, dest: str | Path, *, check: Check | None = None) -> str:
     """Make `dest` a git repository holding `src`'s files in one deterministic commit; return its hash."""
     src, dest = Path(src), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    for rel in snapshot_files(src, check):
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((src / rel).read_bytes())
-        target.chmod(0o644)
+    copy_files(src, dest, snapshot_files(src, check), mode=0o644)
     repo = init(dest)
     git(["add", "-f", "-A", "."], repo)
     git(["commit", "-q", "--no-verify", "-m", SNAPSHOT_MESSAGE], repo, env=SNAPSHOT_ENV)

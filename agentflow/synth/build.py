@@ -31,7 +31,7 @@ from agentflow.swe.evaluate import run_prediction, sandbox_python
 from agentflow.swe.hostgit import OwnRepo, git
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import ERROR, FAILED, PASSED, TestRun, default_test_cmd, maintained, run_tests
-from agentflow.swe.workspace import EVAL_DIR, SNAPSHOT_ENV, seed_workspace, snapshot_commit
+from agentflow.swe.workspace import EVAL_DIR, SNAPSHOT_ENV, copy_files, seed_workspace, snapshot_commit
 from agentflow.synth.layout import reaching_tests, repo_files, source_files, suite_files
 from agentflow.synth.mutate import OPERATORS, Mutation, file_mutations
 from agentflow.synth.statement import (
@@ -173,7 +173,7 @@ async def synthesize(repo: str | Path, out: str | Path, config: SynthConfig | No
     report = SynthReport()
     with tempfile.TemporaryDirectory(prefix="agentflow-synth-") as tmp:
         clean = Path(tmp) / "clean"
-        _copy_files(repo, clean, files)
+        copy_files(repo, clean, files)
         async with open_sandbox(backend, config.sandbox) as sandbox:
             ctx = await _baseline(sandbox, repo, clean, files, tests, config, backend, report, log)
             candidates = await _candidates(ctx, sources)
@@ -191,13 +191,6 @@ async def synthesize(repo: str | Path, out: str | Path, config: SynthConfig | No
     (out / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golds), encoding="utf-8")
     report.duration_s = round(time.monotonic() - started, 1)
     return report
-
-
-def _copy_files(src: Path, dest: Path, files: list[str]) -> None:
-    for rel in files:
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((src / rel).read_bytes())
 
 
 async def _baseline(sandbox: Sandbox, repo: Path, clean: Path, files: list[str], tests: list[str],
@@ -345,7 +338,7 @@ async def _make_task(ctx: Context, found: Kept, out: Path, k: int,
         return None
     folder = f"{ctx.name}-s{seed}-{k}"
     repo = out / "repos" / folder
-    _copy_files(ctx.clean, repo, ctx.files)
+    copy_files(ctx.clean, repo, ctx.files)
     (repo / m.path).write_text(m.apply(ctx.texts[m.path]), encoding="utf-8")
     base_commit, patch = _gold_patch(repo, ctx.clean, m.path)
     task = {

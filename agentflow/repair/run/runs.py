@@ -36,7 +36,7 @@ from agentflow.runfiles import read_text
 from agentflow.secrets import redact
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.shipping import Shipping
-from agentflow.swe.tasks import Prediction, SWETask
+from agentflow.swe.tasks import Prediction, SWETask, select_tasks
 
 
 def instance_dir(out_dir: Path, instance_id: str) -> Path:
@@ -52,14 +52,7 @@ def select(
     instance_ids: Sequence[str] = (),
 ) -> list[SWETask]:
     """Tasks chosen by ids, a regex on ids, and a `start:stop` slice (in that order)."""
-    out = list(tasks)
-    if instance_ids:
-        by_id = {t.instance_id: t for t in out}
-        for iid in instance_ids:
-            if iid not in by_id:
-                known = ", ".join(sorted(by_id)[:5]) + (", ..." if len(by_id) > 5 else "")
-                raise UserError(f"unknown instance id {iid!r}", hint=f"known ids: {known}")
-        out = [by_id[i] for i in instance_ids]
+    out = select_tasks(tasks, instance_ids or None)
     if pattern:
         try:
             regex = re.compile(pattern)
