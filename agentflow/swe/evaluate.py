@@ -83,11 +83,8 @@ async def run_prediction(
     logs: dict[str, str] | None = None,
 ) -> InstanceReport:
     """Evaluate one patch on one task in `sandbox` (empty at the start when `seed`, else already at base).
-
-    An empty patch is not run (SWE-bench's rule) unless `run_empty`: then the tests run on the base state,
-    which is how FAIL_TO_PASS/PASS_TO_PASS are checked and how a solver gets its starting point.
-    `logs`, when given, receives the text of each step (`setup`, `model_patch`, `test_patch`, `tests`).
-    Errors of the sandbox or of patch application end up in `report.error`, not as exceptions."""
+    An empty patch is not run (SWE-bench's rule) unless `run_empty` (the base state's tests: a task's check, a
+    solver's start). `logs` receives each step's text; sandbox and patch errors go to `report.error`."""
     started = time.monotonic()
     logs = logs if logs is not None else {}
     report = InstanceReport(instance_id=task.instance_id, patch_is_None=patch is None, patch_exists=not is_empty_patch(patch))

@@ -86,10 +86,8 @@ def pytest_sessionfinish(session, exitstatus):
 RUNNER_SOURCE = '''\
 """Written by agentflow's SWE harness: starts pytest so that the repository under test cannot stand in for it.
 
-Run as a script, this file has its own folder first on sys.path (it drops it), not the workspace. The
-workspace, and the folders in it that PYTHONPATH names (its root, src/), go last while pytest starts (pytest, its plugins and the standard library come from the
-interpreter's environment; a `-p` plugin of the repository is still found), and first once pytest loads the
-conftest files, where `python -m pytest` would have had it all along, for the code under test and its tests.
+The workspace (and its folders on PYTHONPATH: root, src/) goes last on sys.path while pytest and its plugins
+load, and first once pytest loads the conftest files, where `python -m pytest` would have had it all along.
 """
 import os
 import sys
@@ -205,12 +203,10 @@ requirements, comma-separated (`workspace.install_requirements` writes it)."""
 
 
 def test_env(scratch: str) -> str:
-    """Shell statement giving every test run one environment (the repair's own runs and grading alike): the
-    repository root and its `src/` importable (the `pytest` console script, unlike `python -m pytest`, does not
-    put the root on sys.path: a flat or src-layout package would not import), the task's installed
-    requirements (`scratch/site`), and the scratch `bin/` first on PATH (the `python` shim). Where the host's
-    pytest plugins are kept out (`PYTEST_DISABLE_PLUGIN_AUTOLOAD`, the local backend), the plugins among the
-    task's requirements are loaded by name (`PYTEST_PLUGINS`): they are the task's environment, not the host's."""
+    """Shell statement giving every test run (the repair's and grading's) one environment: the repository root
+    and `src/` importable (the `pytest` script, unlike `python -m pytest`, does not add the root), the task's
+    requirements (`scratch/site`), the scratch `bin/` first on PATH (the `python` shim), and, where plugin
+    autoload is off, the requirements' pytest plugins loaded by name (`PYTEST_PLUGINS`)."""
     plugins = f"$PWD/{scratch}/{SITE_PLUGINS}"
     return (
         f'export PATH="$PWD/{scratch}/{SHIM_DIR}:$PATH" '

@@ -206,14 +206,10 @@ def _tar_dir(path: Path) -> bytes:
 
 
 async def install_requirements(sandbox: Sandbox, task: SWETask, *, python: str = "python3") -> None:
-    """pip-install the task's test-time dependencies into SITE_DIR (on every test run's PYTHONPATH: the repair's
-    own runs and grading alike): its `requirements`, offline from `wheelhouse` when it is given; a wheelhouse
-    without `requirements` installs every wheel in it.
-
-    From a wheelhouse nothing is resolved (`--no-deps`): `--target` resolves against an empty environment, so a
-    test plugin's dependency the sandbox's Python already has (pytest-cov's pytest) would have to be in the
-    wheelhouse and would then shadow the interpreter's own. A wheelhouse is the complete set: each wheel the
-    tests need beyond the sandbox image, listed."""
+    """pip-install the task's `requirements` into SITE_DIR (on every test run's PYTHONPATH), offline from
+    `wheelhouse` when given (without `requirements`: every wheel in it). From a wheelhouse nothing is resolved
+    (`--no-deps`): `--target` resolves against an empty environment, so a dependency the sandbox's Python has
+    already would have to be in the wheelhouse and would shadow the interpreter's own."""
     wheels: list[str] = []
     if task.wheelhouse:
         wheelhouse = task.local_path(task.wheelhouse, "wheelhouse")
@@ -264,10 +260,8 @@ async def ensure_python_shim(sandbox: Sandbox, python: str = "python3") -> bool:
 
 
 async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "python3") -> str:
-    """Put the repository at `base_commit` into the sandbox's workspace as a git repository; return its HEAD.
-
-    Then installs the task's `requirements` and runs its `setup_commands`. Returns "" when the sandbox has
-    no git (patches are then applied with `patch`)."""
+    """Put the repository at `base_commit` into the sandbox's workspace as a git repository, install the task's
+    `requirements` and run its `setup_commands`; its HEAD ("" when the sandbox has no git)."""
     repo, commit = await asyncio.to_thread(cached_repo, task)
     tar = await asyncio.to_thread(archive, repo, commit)
     await upload_tar(sandbox, tar, ".", python=python)

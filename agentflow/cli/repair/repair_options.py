@@ -169,13 +169,9 @@ def run_batch_cli(
     printer: EventSink | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """`run_batch` for the CLI; with `--serve`, inside a server that is stopped however the run ends.
-    `printer` (a `ProgressPrinter`, None with `--quiet`) sees the run's events and says what it is doing.
-
-    The served model becomes `cfg.model` unless the user set one (`model_set`); role models left unset
-    (planner/critic/verifier) follow `cfg.model`. After each task a `server.metrics` event goes to the run's
-    events.jsonl.
-    """
+    """`run_batch` for the CLI: `printer` (None with `--quiet`) says what it is doing; with `--serve`, inside a
+    server stopped however the run ends, whose model becomes `cfg.model` unless the user set one (`model_set`;
+    unset role models follow it) and whose metrics go to events.jsonl after each task."""
     import asyncio
 
     from agentflow.cli.parts.serve_flag import served_loader, serving, task_metrics
