@@ -254,11 +254,8 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
     rdir = find_run(output, thread_id)
     opts = resolve_options(given, rdir, verb=f"--history {thread_id}")
     spec = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
-    runner = checkpoint_reader(spec, opts)
-    try:
+    with checkpoint_reader(spec, opts) as runner:
         points = asyncio.run(runner.history(thread_id, source=rdir))
-    finally:
-        runner.close()
     for point in points:
         if as_json:
             typer.echo(json.dumps(point.summary()))
@@ -556,12 +553,9 @@ async def _pick_checkpoint(spec: Any, opts: Any, fork: ForkFrom, edits: dict[str
     from agentflow.graph.run.ledger import RunLedger
     from agentflow.graph.run.workspace import check_recorded_start
 
-    runner = checkpoint_reader(spec, opts)
-    try:
+    with checkpoint_reader(spec, opts) as runner:
         point, _ = await runner.find_checkpoint(fork.thread_id, fork.checkpoint_id, after_node=fork.after_node,
                                                 source=fork.run_dir, edit=edits)
-    finally:
-        runner.close()
     if opts.workspace is not None:
         check_recorded_start(opts.workspace, RunLedger(fork.run_dir).base())
     return str(point.checkpoint_id)
