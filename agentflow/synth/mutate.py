@@ -107,18 +107,21 @@ def _between(lines: list[bytes], left: ast.AST, right: ast.AST) -> tuple[int, in
     return start, end, lines[left.lineno - 1][start:end].decode("utf-8")  # type: ignore[attr-defined]
 
 
+def _token_swap(node: ast.AST, lines: list[bytes], left: ast.AST, right: ast.AST, token: re.Pattern[str],
+                new: str) -> Iterator[Splice]:
+    """`token`, when it stands once between `left` and `right` on one line, replaced by `new`."""
+    gap = _between(lines, left, right)
+    if gap is not None and len(token.findall(gap[2])) == 1:
+        yield node, gap[0], gap[1], token.sub(new, gap[2])
+
+
 def _flip_comparison(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        gap = _between(lines, node.left, node.comparators[0])
-        if gap is None:
-            return
-        start, end, text = gap
         old, new = _COMPARE_FLIP[type(node.ops[0])]
         if isinstance(node.ops[0], (ast.Is, ast.In)):
             old, new = new, old
-        pattern = re.compile(r"(?<![\w<>=!])" + re.escape(old).replace(r"\ ", r"\s+") + r"(?![\w<>=])")
-        if len(pattern.findall(text)) == 1:
-            yield node, start, end, pattern.sub(new, text)
+        token = re.compile(r"(?<![\w<>=!])" + re.escape(old).replace(r"\ ", r"\s+") + r"(?![\w<>=])")
+        yield from _token_swap(node, lines, node.left, node.comparators[0], token, new)
 
 
 def _off_by_one(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
@@ -146,13 +149,8 @@ def _off_by_one(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
 
 def _swap_boolean(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
     if isinstance(node, ast.BoolOp) and len(node.values) >= 2:
-        gap = _between(lines, node.values[0], node.values[1])
-        if gap is None:
-            return
-        start, end, text = gap
         old, new = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
-        if len(re.findall(rf"\b{old}\b", text)) == 1:
-            yield node, start, end, re.sub(rf"\b{old}\b", new, text)
+        yield from _token_swap(node, lines, node.values[0], node.values[1], re.compile(rf"\b{old}\b"), new)
 
 
 def _negate_condition(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
