@@ -49,13 +49,6 @@ def _reason(proc: subprocess.CompletedProcess[bytes]) -> str:
     return (proc.stderr.decode(errors="replace").strip().splitlines() or ["git apply failed"])[-1]
 
 
-def _does_not_apply(repo: Path, proc: subprocess.CompletedProcess[bytes]) -> UserError:
-    return UserError(
-        f"the patch does not apply to {repo}'s working tree: {_reason(proc)}",
-        hint="the tree changed since the run; apply patch.diff by hand",
-    )
-
-
 def _numstat(patch: bytes, scratch: OwnRepo, *, reverse: bool) -> list[tuple[str, str, str]]:
     proc = _git(["apply", "--numstat", "-z", *(["-R"] if reverse else []), "-"], scratch, patch)
     if proc.returncode != 0:
@@ -197,7 +190,8 @@ def _checked(repo: Path, patch: bytes, allow_exec: bool) -> Iterator[_Checked]:
         before = _snapshot(scratch.path)
         proc = _git(_APPLY, scratch, patch)
         if proc.returncode != 0:
-            raise _does_not_apply(repo, proc)
+            raise UserError(f"the patch does not apply to {repo}'s working tree: {_reason(proc)}",
+                            hint="the tree changed since the run; apply patch.diff by hand")
         yield _Checked(files, _inspect(scratch.path, before, files, allow_exec), scratch.path, before)
 
 

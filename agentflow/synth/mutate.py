@@ -312,7 +312,9 @@ def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: s
     seen.add(mutation.key)
     first, last = span
     lines = text.splitlines()
-    before = _tree_of(lines[first - 1 : last], original, span)
+    if span not in original:  # the function's own tree, parsed once for all its candidates
+        original[span] = _parsed(lines[first - 1 : last])
+    before = original[span]
     changed = lines[first - 1 : mutation.start - 1] + list(mutation.new_lines) + lines[mutation.end : last]
     if before is not None:
         after = _parsed(changed)
@@ -320,12 +322,6 @@ def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: s
         before, after = _parsed(lines), _parsed(mutation.apply(text).splitlines())
     if after is not None and after != before:
         out.append(mutation)
-
-
-def _tree_of(lines: list[str], cache: dict[tuple[int, int], str | None], key: tuple[int, int]) -> str | None:
-    if key not in cache:
-        cache[key] = _parsed(lines)
-    return cache[key]
 
 
 def _parsed(lines: list[str]) -> str | None:
