@@ -23,12 +23,12 @@ from agentflow.agents.config import AgentConfig
 from agentflow.agents.context import fit, prompt_counter
 from agentflow.agents.loops import LoopDetection, LoopDetector
 from agentflow.agents.prompts import PromptSet
-from agentflow.agents.result import AgentResult, ErrorKind, StopReason
+from agentflow.agents.result import AgentResult, ErrorKind, StopReason, stop_text
 from agentflow.agents.roles import load_agent_config
 from agentflow.agents.schemas import FinalText, parse_output
 from agentflow.agents.stream import AgentEvent, OnAgentEvent, TokenForwardingModel
 from agentflow.agents.textproto import parse_tool_blocks
-from agentflow.budget import Budget, BudgetExceeded
+from agentflow.budget import Budget, BudgetExceeded, BudgetKind
 from agentflow.errors import ConfigError, ModelError
 from agentflow.events import Event
 from agentflow.events.kinds import (
@@ -236,6 +236,8 @@ class _Run:
         self.window = self.cfg.context.window or declared(agent.model, "context_window", int)
         self.count_tokens = prompt_counter(agent.model, self.cfg.context.chars_per_token)
         self.loop_error: str | None = None
+        self.limit: BudgetKind | None = None
+        """The budget limit that stopped the run (a `StopReason.BUDGET` stop)."""
 
     async def loop(self, task: Task) -> AgentResult:
         specs = self.agent.tool_specs()
@@ -250,15 +252,15 @@ class _Run:
             try:
                 reply = await self._call_model(specs)
             except ModelError as exc:
-                return await self._finish("error", error=str(exc), kind="model_error")
+                return await self._finish(StopReason.ERROR, error=str(exc), kind="model_error")
             except _ContextFull as exc:
-                return await self._finish("context", error=str(exc))
+                return await self._finish(StopReason.CONTEXT, error=str(exc))
             except BudgetExceeded as exc:  # refused before it started, or cut at the wall-clock limit
                 if exc.refused:
                     self.steps -= 1  # a refused call was never made: `steps` counts the calls made
                 return await self._finish(self._budget_stop(exc.kind))
             if reply is None:
-                return await self._finish("wall_time")
+                return await self._finish(StopReason.WALL_TIME)
 
             calls = reply.tool_calls
             if self.text_protocol:
@@ -281,24 +283,24 @@ class _Run:
                 if looping is not None:
                     nudge = self._on_loop(looping)
                     if nudge is None:
-                        return await self._finish("loop", error=f"loop: {looping.what} {looping.count} times")
+                        return await self._finish(StopReason.LOOP, error=f"loop: {looping.what} {looping.count} times")
                     self.messages.append(Message.user(nudge))
                 elif self.finish_reason == "length":  # cut by max_tokens: not the model's mistake to correct
                     if not self._raise_max_tokens():
                         limit = self.max_tokens or "the server default"
-                        return await self._finish("error", kind="output_cut", error=(
+                        return await self._finish(StopReason.ERROR, kind="output_cut", error=(
                             f"the final answer was cut at the token limit ({limit} tokens) before it was "
                             "complete; raise max_tokens"))
                     self.messages.pop()
                 elif retries_left <= 0:
                     why = f"final answer not readable as {self.agent.schema.__name__}: {exc}"
-                    return await self._finish("error", kind="bad_output", error=why)
+                    return await self._finish(StopReason.ERROR, kind="bad_output", error=why)
                 else:
                     retries_left -= 1
                     self.messages.append(Message.user(self.agent.prompts.render(
                         "_output_retry.md", error=str(exc), schema_name=self.agent.schema.__name__)))
                 continue
-            return await self._finish("done", output=output)
+            return await self._finish(StopReason.DONE, output=output)
 
     def _raise_max_tokens(self) -> bool:
         """After a reply cut by max_tokens: double the limit (up to 4x the configured one) and say whether to
@@ -320,15 +322,16 @@ class _Run:
 
     def _limit_reached(self, *, check_steps: bool) -> StopReason | None:
         if check_steps and self.steps >= self.cfg.step_limit:
-            return "step_limit"
+            return StopReason.STEP_LIMIT
         if self._wall_left() == 0:
-            return "wall_time"
+            return StopReason.WALL_TIME
         kind = self.budget.exceeded()
         return self._budget_stop(kind) if kind is not None else None
 
-    def _budget_stop(self, kind: str) -> StopReason:
+    def _budget_stop(self, kind: BudgetKind) -> StopReason:
         self._emit(LimitReached(limit=kind, used=self.budget.used.model_dump()))
-        return f"budget:{kind}"  # type: ignore[return-value]
+        self.limit = kind
+        return StopReason.BUDGET
 
     def _wall_left(self) -> float | None:
         if self.cfg.wall_time_s is None:
@@ -398,7 +401,7 @@ class _Run:
         for index, call in enumerate(calls):
             stop = stop or self._limit_reached(check_steps=False)
             if stop is not None:
-                results.append((call, False, f"not run: the agent stopped ({stop})"))
+                results.append((call, False, f"not run: the agent stopped ({stop_text(stop, self.limit)})"))
                 continue
             if call.arguments_error is not None and not call.name:
                 results.append((call, False, f"ToolError: {call.arguments_error}"))
@@ -415,7 +418,7 @@ class _Run:
                                                         node_id=self.agent.name)
             except BudgetExceeded as exc:  # refused, cut at the wall-clock limit, or raised by the tool itself
                 stop = self._budget_stop(exc.kind)
-                results.append((call, False, f"not run: the agent stopped ({stop})"))
+                results.append((call, False, f"not run: the agent stopped ({stop_text(stop, self.limit)})"))
                 continue
             results.append((call, result.ok, result.text))
             await self._notify(AgentEvent(kind="tool", step=self.steps, tool=call.name, ok=result.ok, text=result.text))
@@ -423,7 +426,7 @@ class _Run:
             if looping is not None:
                 nudge = self._on_loop(looping)
                 if nudge is None:
-                    stop, self.loop_error = "loop", f"loop: {looping.what} {looping.count} times"
+                    stop, self.loop_error = StopReason.LOOP, f"loop: {looping.what} {looping.count} times"
                 elif nudge not in nudges:
                     nudges.append(nudge)
         if self.text_protocol:
@@ -471,13 +474,14 @@ class _Run:
         """The run's result (event `agent.end`; the `result` AgentEvent)."""
         if output is None:
             output = self._best_output()
-        if kind is None and stop != "done":
-            kind = "loop" if stop == "loop" else "limit"
-        if error is None and stop == "loop":
+        if kind is None and stop is not StopReason.DONE:
+            kind = "loop" if stop is StopReason.LOOP else "limit"
+        if error is None and stop is StopReason.LOOP:
             error = self.loop_error
         result = AgentResult(error_kind=kind, output=output, messages=self.messages, steps=self.steps,
-                             stop_reason=stop, usage=self.budget.used, error=error)
-        self._emit(AgentEnd(stop_reason=result.stop_reason, steps=result.steps, usage=result.usage.model_dump(),
+                             stop_reason=stop, limit=self.limit if stop is StopReason.BUDGET else None,
+                             usage=self.budget.used, error=error)
+        self._emit(AgentEnd(stop_reason=result.stop, steps=result.steps, usage=result.usage.model_dump(),
                             error=result.error, error_kind=result.error_kind, has_output=output is not None))
         await self._notify(AgentEvent(kind="result", step=self.steps, result=result))
         return result

@@ -9,11 +9,14 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import typer
+from pydantic import BaseModel, ValidationError
 
 from agentflow.errors import UserError, printable
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of text.")
 CONFIG_OPTION = typer.Option(
@@ -85,6 +88,26 @@ def parse_json_input(value: str | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a JSON object, got {type(data).__name__}")
     return data
+
+
+def config_with_flags(cls: type[ConfigT], config: list[str] | None, flags: dict[str, tuple[str, Any]]) -> ConfigT:
+    """`cls` from the `-c` items with the flags (`field -> (flag, value)`) set over them; a value the model's own
+    validation refuses is a one-line error naming the flag."""
+    from agentflow.config import load_config
+
+    cfg = load_config(cls, config or [])
+    for field, (flag, value) in flags.items():
+        try:
+            cls.__pydantic_validator__.validate_assignment(cfg, field, value)
+        except ValidationError as exc:
+            raise UserError(f"{flag}: {exc.errors()[0]['msg']}, got {value!r}") from None
+    return cfg
+
+
+def check_sandbox(value: str | None) -> None:
+    """`--sandbox` of the commands that run tasks: docker, local or auto."""
+    if value is not None and value not in ("docker", "local", "auto"):
+        raise UserError(f"--sandbox must be docker, local or auto, got {value!r}")
 
 
 def new_run_id(prefix: str = "run") -> str:

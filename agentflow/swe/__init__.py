@@ -10,26 +10,13 @@ from typing import TYPE_CHECKING
 from agentflow._lazy import lazy_getattr
 
 _LAZY: dict[str, str] = {
-    "SWETask": "agentflow.swe.tasks",
-    "Prediction": "agentflow.swe.tasks",
-    "load_tasks": "agentflow.swe.tasks",
-    "load_predictions": "agentflow.swe.tasks",
-    "select_tasks": "agentflow.swe.tasks",
-    "write_jsonl": "agentflow.swe.tasks",
-    "clean_patch": "agentflow.swe.patch",
-    "make_patch": "agentflow.swe.patch",
-    "strip_test_files": "agentflow.swe.patch",
-    "is_test_path": "agentflow.swe.patch",
-    "parse_patch": "agentflow.swe.patch",
-    "apply_patch": "agentflow.swe.patch",
-    "workspace_diff": "agentflow.swe.patch",
-    "seed_workspace": "agentflow.swe.workspace",
-    "snapshot_commit": "agentflow.swe.workspace",
-    "EvalConfig": "agentflow.swe.evaluate",
-    "evaluate_predictions": "agentflow.swe.evaluate",
-    "run_prediction": "agentflow.swe.evaluate",
-    "InstanceReport": "agentflow.swe.report",
-    "make_summary": "agentflow.swe.report",
+    **dict.fromkeys(("SWETask", "Prediction", "load_tasks", "load_predictions", "select_tasks", "write_jsonl"),
+                    "agentflow.swe.tasks"),
+    **dict.fromkeys(("clean_patch", "make_patch", "strip_test_files", "is_test_path", "parse_patch", "apply_patch",
+                     "workspace_diff"), "agentflow.swe.patch"),
+    **dict.fromkeys(("seed_workspace", "snapshot_commit"), "agentflow.swe.workspace"),
+    **dict.fromkeys(("EvalConfig", "evaluate_predictions", "run_prediction"), "agentflow.swe.evaluate"),
+    **dict.fromkeys(("InstanceReport", "make_summary"), "agentflow.swe.report"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover

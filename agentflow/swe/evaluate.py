@@ -1,17 +1,11 @@
 """The evaluation harness: does a prediction's patch resolve its task?
 
-For each prediction, in a fresh sandbox: the repository at `base_commit` goes into the workspace, the
-model patch is applied with `git apply` alone (`swe/patch.py`), every file it touched that is not library
-source is restored from the base (`swe/guard.py`: an allowlist, on git's own reading of the patch), the test
-files the task's `test_patch` touches are reset and `test_patch` is applied, then FAIL_TO_PASS and
-PASS_TO_PASS run with pytest's plugin autoloading off (the plugins a task needs are named: its
-requirements' `pytest11` entry points, `-p` in its configuration or test command). A FAIL_TO_PASS test
-passes only when it PASSED: skipped or xfailed is not passed (`swe/testrun.py`).
-Failing tests are run once more to flag flaky ones (grading keeps the first run, as SWE-bench does).
-Outcomes follow SWE-bench: an empty patch is not run; a patch that does not apply is an error.
-
-`run_prediction(sandbox, task, patch)` is the reusable core (used by repair/bench on their own sandboxes);
-`evaluate_predictions(tasks, predictions, config)` runs many with fresh sandboxes and writes the reports.
+In a fresh sandbox per prediction: the repository at `base_commit`, the model patch applied by git alone,
+every file it touched that is not library source restored (`swe.guard`), `test_patch` applied over reset
+test files, then FAIL_TO_PASS and PASS_TO_PASS run with plugin autoloading off (a task's plugins are named)
+and graded as SWE-bench does, stricter on FAIL_TO_PASS (`swe.report.grade`). Failing tests run once more to
+flag flaky ones; grading keeps the first run. `run_prediction` is the core (repair verifies on its own
+sandbox with it); `evaluate_predictions` runs many and writes the reports.
 """
 
 from __future__ import annotations
@@ -89,11 +83,8 @@ async def run_prediction(
     logs: dict[str, str] | None = None,
 ) -> InstanceReport:
     """Evaluate one patch on one task in `sandbox` (empty at the start when `seed`, else already at base).
-
-    An empty patch is not run (SWE-bench's rule) unless `run_empty`: then the tests run on the base state,
-    which is how FAIL_TO_PASS/PASS_TO_PASS are checked and how a solver gets its starting point.
-    `logs`, when given, receives the text of each step (`setup`, `model_patch`, `test_patch`, `tests`).
-    Errors of the sandbox or of patch application end up in `report.error`, not as exceptions."""
+    An empty patch is not run (SWE-bench's rule) unless `run_empty` (the base state's tests: a task's check, a
+    solver's start). `logs` receives each step's text; sandbox and patch errors go to `report.error`."""
     started = time.monotonic()
     logs = logs if logs is not None else {}
     report = InstanceReport(instance_id=task.instance_id, patch_is_None=patch is None, patch_exists=not is_empty_patch(patch))

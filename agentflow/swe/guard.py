@@ -1,32 +1,11 @@
 """Grading by allowlist: a model patch is graded on the library code it changes, nothing else.
 
-A patch graded by running tests can try to grade itself instead of fixing the bug: a `conftest.py` forcing
-every outcome to "passed" (at any depth), a pytest configuration under any of the names pytest reads
-(`pytest.ini`, `.pytest.ini`, `tox.ini`, `setup.cfg`, `pyproject.toml`) naming a plugin, a `sitecustomize.py`,
-a `.pth`, an entry-point plugin (`*.dist-info/entry_points.txt`) on sys.path, a `tests/__init__.py` that
-patches pytest, a module standing in for pytest or the standard library. Naming those is a denylist, and a
-denylist misses the next name. So the rule is the other way round: before the tests run, every file the
-patch touched that is NOT library source of the repository is put back as the base commit has it (removed
-when the base has none), and the report names it (`restored_files`). Library source (`is_library_path`):
-
-- inside a package root: a folder at the repository's root or under `src/` that is an importable package
-  at the base commit (it has `__init__.py` there), or a top-level module the base commit has at the root or
-  under `src/` (`six.py`); anything else (a new top-level module, `docs/`, the harness's scratch folder) is not;
-- a source or plain data file (`LIBRARY_SUFFIXES`), so no configuration (`*.ini`, `*.cfg`, `*.toml`), `.pth`,
-  compiled module (`.pyc`, `.so`) or packaging metadata (`entry_points.txt` lives in a `*.dist-info` folder);
-- no test: not under a `tests/`, `test/`, `testing/` folder, not `test_*.py`, `*_test.py`, `conftest.py`,
-  not a file of the tests that will run (whatever its name);
-- not a file Python or pytest loads by itself: `setup.py`, `sitecustomize.py`, `usercustomize.py`, a
-  folder starting with `.`, `__pycache__`, `*.dist-info`, `*.egg-info`; not a module the base configuration
-  or test command loads as a plugin (`-p NAME`) or a base module names in `pytest_plugins`;
-- not a module the patch creates that would stand in for the runner or the standard library from a folder
-  on sys.path (the root, `src/`, the base's `pythonpath` entries, the test files' folders, which pytest
-  inserts): `pkg/tests_helpers/json.py` next to a test file found there.
-
-Which files the patch touched is git's own reading of it (`swe.patch.git_patch_files`: `git apply
---numstat`, both ends of a rename), by the same git that applied it in the same sandbox; a patch git does
-not apply is not graded (`swe.patch.apply_patch`). In `eval` no model-written code has run in the sandbox
-when git reads the patch and restores the files.
+A patch graded by running tests can try to grade itself (a forcing `conftest.py`, a pytest configuration
+under any name, a `.pth`, an entry-point plugin, a module standing in for pytest): a denylist of such names
+misses the next one. So before the tests run every file the patch touched that is NOT library source
+(`is_library_path`) is put back as the base commit has it, or removed, and the report names it
+(`restored_files`). Which files it touched is git's own reading of the patch (`swe.patch.git_patch_files`).
+The rule, path by path, is in docs/security.md ("An allowlist, not a denylist").
 """
 
 from __future__ import annotations
@@ -142,7 +121,7 @@ class BaseFacts:
 
 
 def is_library_path(path: str, facts: BaseFacts, *, created: bool) -> bool:
-    """Whether `path`, touched by a patch, is library source of the repository (the module docstring's rule);
+    """Whether `path`, touched by a patch, is library source of the repository (docs/security.md's rule);
     `created`: the patch makes it a file the base does not have there."""
     p = PurePosixPath(path)
     if not path or path.startswith("/") or ".." in p.parts or p.suffix not in LIBRARY_SUFFIXES:

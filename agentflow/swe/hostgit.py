@@ -1,19 +1,12 @@
 """The one place that runs git on the host, with nothing from a repository's config able to run a command.
 
-A task repository comes from a tasks file, and the user's own tree may come from a tarball: both are untrusted.
-Their `.git/config` can name a smudge or clean filter, an fsmonitor, hooks, an ssh command, a pager, drivers,
-an `include.path` to more of the same... and any of them runs as the user as soon as git works inside that
-repository. So git never works inside one: `run_git`, the only function here that starts git, works either in
-an `OwnRepo` (a repository agentflow made with `init` or `clone`, whose config is git's defaults) or in an empty
-folder of its own, never in a folder a caller names. A foreign repository is only read from outside:
-`clone --no-local` copies its objects and refs but not its config, hooks or `info/` files, and the only process
-git starts in the source is `upload-pack`, which git keeps safe to serve untrusted repositories (the SECURITY
-section of git(1) documents exactly this way to sanitize one); `resolve_ref` asks the same `upload-pack`.
-
-Every call also runs without system and global config (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`: a
-user's git-lfs filter would otherwise run on whatever a task's `.gitattributes` asks for), with `GIT_DIR` and
-`GIT_WORK_TREE` set (git discovers no repository), hooks, fsmonitor and attribute files off, and only the
-network transports plus `file` allowed (no `ext::` or other remote helper).
+A task's repository and the user's own tree are untrusted: their `.git/config` (filters, fsmonitor, hooks, an
+ssh command, `include.path`...) runs as the user as soon as git works inside them. So `run_git`, the only
+function here that starts git, works in an `OwnRepo` (one agentflow made with `init` or `clone`) or in an empty
+folder of its own, never in a folder a caller names: a foreign repository is only read from outside
+(`clone --no-local`, `ls-remote`: git's own `upload-pack`). Every call also drops system and global config,
+the caller's `GIT_*` variables, hooks, fsmonitor and attribute files, and every transport but the network
+ones and `file`. docs/security.md ("Host git") lists what this was tested against.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Patches: clean up a model's diff, tell test files apart, extract a diff from a workspace, apply one, tell
 one that changes no code (a noop: only docstrings, comments or whitespace).
 
-A patch is applied with `git apply --verbose` alone, and what it touches is git's own reading of it
-(`git apply --numstat -z`, forwards and with `-R`, by the same git in the same workspace): what grading
-restores is decided from the very reading that writes the files. SWE-bench falls back to
-`patch --batch --fuzz=5`; that tool reads headers git ignores (a form-feed or `\r` in a header line, context
-and ed-style diffs), so a patch only it would apply is refused here, as one that does not apply.
+A patch is applied by `git apply` alone, and what it touches is the same git's `--numstat` reading of it, so
+grading restores files from the reading that wrote them. SWE-bench's `patch --fuzz` fallback reads headers git
+ignores; a patch only it would apply is refused here, as one that does not apply.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """Pre-flight: can the repository's tests run at the base commit, in the sandbox, before any model is asked?
 
-A repair verified by tests that cannot run (a collection error, a package the sandbox cannot import, a command
-that is not there) reports every candidate, the right fix included, as failing. So the test command runs once
-at the base commit, in the environment every later test run gets (`testrun.test_env`: the repository root and
-`src/` importable, the task's requirements, a `python` on PATH), and its outcome is classified: the tests ran
-(some fail: the bug; all pass: fine, but they cannot show the fix) or they cannot run (the cause, and the fix
-the user has to make).
-
-A pytest suite that cannot be collected is read file by file (`read_collection_errors`):
-- a test file that imports a module the repository does not have, with no frame in the repository's package
-  (an optional dependency of that file alone) is left out of every later run (`--ignore`, through
-  `PYTEST_ADDOPTS`: `ignoring`), named in the pre-flight's line, and the rest of the suite runs;
-- an error raised from the repository's own package (a frame in its package files, or a missing name that is one
-  of its own modules) is not a set-up failure: it may be the very bug the issue reports, so the repair goes on
-  and the collection error is the failing behaviour (the tests fail at the base commit);
-- anything else (a package's own dependency missing, a test file's syntax error) stops as before.
-
-Given a time to stop at (`stop_after_s`, when the whole suite would not fit the pre-flight's allowance) and the
-test files to run first, the runner script (`swe.testrun`) starts those first and no test after that time: the
-run ends as if complete, on the tests that ran, and says how many of how many (`ran_tests`, `suite_tests`);
-only a command that does not go through the runner, or one test running past the timeout, times out.
+Tests that cannot run (a collection error, a package the sandbox cannot import, a missing command) would
+report every candidate, the right fix included, as failing. So the test command runs once at the base commit
+in the environment of every later run (`testrun.test_env`) and its outcome is classified: the tests ran, or
+the cause they cannot and the user's fix. A suite that cannot be collected is read file by file
+(`read_collection_errors`): a test file needing an optional module the repository lacks is left out
+(`ignoring`), an error of the repository's own code is the failing behaviour, anything else stops
+(docs/concepts/repair.md, "The pre-flight"). With `stop_after_s` the runner script starts no test after that
+time, the nearest test files first: the run ends as if complete and says how many of how many ran.
 """
 
 from __future__ import annotations

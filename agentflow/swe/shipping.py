@@ -1,9 +1,8 @@
 """Moving a task's inputs to a worker node and its outputs back (`bench` / `eval` on a remote executor).
 
-The driver packs a local directory repository (and a wheelhouse) once per run and puts it in the object
-store; the node unpacks it once (`_on_this_node`) and builds or loads the sandbox image on first use
-(`prepare_node`). What a task wrote in its scratch folder comes back as text and the driver writes it into the
-run directory (`write_tree`), each file inside the folder it belongs to, the marker file last.
+The driver packs a local repository (and wheelhouse) once per run into the object store; a node unpacks it
+(`on_this_node`) and prepares the sandbox image once (`prepare_node`). A task's files come back as text and
+are written into the run directory (`write_tree`), each inside its folder, the marker file last.
 """
 
 from __future__ import annotations

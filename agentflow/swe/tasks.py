@@ -1,13 +1,9 @@
 """SWE-bench task instances and predictions: the models and their loading.
 
-Field names are SWE-bench's. `FAIL_TO_PASS` / `PASS_TO_PASS` may be lists or JSON-encoded strings (as in the
-SWE-bench datasets). `repo` is a local directory (relative paths resolve against the tasks file's folder), a
-git URL, or a GitHub `owner/name`. agentflow adds optional set-up fields: `test_cmd`, `requirements`,
-`wheelhouse`, `setup_commands`, `pytest_plugins`.
-
-A tasks file is untrusted input: every local path it names (`repo` as a folder or `file://` URL, `wheelhouse`)
-must lie, symlinks resolved, under the tasks file's folder or a folder the user allowed (`--allow-path`), or
-the task is a one-line `UserError`; remote repositories are https/http/ssh/git URLs (no `ext::` or other helper).
+Field names are SWE-bench's (test lists may be JSON-encoded strings, as in its datasets), plus optional set-up
+fields: `test_cmd`, `requirements`, `wheelhouse`, `setup_commands`, `pytest_plugins`. A tasks file is
+untrusted: every local path it names must lie, symlinks resolved, under its folder or a folder the user
+allowed (`--allow-path`), and remote repositories are https/http/ssh/git URLs (no `ext::` or other helper).
 """
 
 from __future__ import annotations

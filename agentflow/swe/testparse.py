@@ -1,9 +1,8 @@
-"""Per-test outcomes from pytest output: the `-rA` short summary lines or a JUnit XML report."""
+"""Per-test outcomes from pytest output: the `-rA` short summary lines."""
 
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 
 _SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (.+)$")
 _SKIPPED = re.compile(r"^\[\d+\] (.+?):(\d+): ")
@@ -38,27 +37,4 @@ def parse_pytest_summary(output: str) -> dict[str, str]:
         else:
             test = rest.split(" - ", 1)[0].strip()
         _put(results, test, _OUTCOMES[word])
-    return results
-
-
-def parse_junit_xml(text: str) -> dict[str, str]:
-    """Outcomes from a JUnit XML report: `classname::name` -> outcome. Raises ValueError if it is not XML."""
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise ValueError(f"not a JUnit XML report: {exc}") from None
-    results: dict[str, str] = {}
-    for case in root.iter("testcase"):
-        name = case.get("name", "?")
-        classname = case.get("classname")
-        test = f"{classname}::{name}" if classname else name
-        outcome = "passed"
-        for child in case:
-            if child.tag == "failure":
-                outcome = "failed"
-            elif child.tag == "error":
-                outcome = "error"
-            elif child.tag == "skipped":
-                outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
-        _put(results, test, outcome)
     return results

@@ -1,18 +1,11 @@
-"""Running a task's tests in a sandbox and reading per-test outcomes.
+"""Running a task's tests in a sandbox and reading per-test outcomes (SWE-bench's statuses).
 
-With a pytest command, a tiny plugin (written into the workspace's scratch folder) records the outcome of
-every test id as pytest names it and writes them, as JSON, to a pipe the sandbox agent opened for this
-command (`exec(..., side_channel=True)`): no file in the workspace, which the code under test could
-overwrite, and no output line, which it could print, decides an outcome. The ids to run are read by the
-plugin from a file, and pytest gets their test files (as the SWE-bench harness runs by file), so a task
-with thousands of PASS_TO_PASS ids does not hit the kernel's argument-length limit.
-pytest is started by a small runner script (also in the scratch folder) rather than `python -m pytest`:
-`-m` puts the workspace first on sys.path before pytest is imported, so a repository's root `pytest.py`,
-`_pytest/__init__.py` or `json.py` would run in its place. The runner keeps the workspace last on sys.path
-until pytest and its plugins are loaded, then first, as `-m` would have it for the tests.
-With another command, outcomes are read from the `-rA`-style summary lines (`PASSED id`, `FAILED id - ...`),
-as the SWE-bench harness does; ids go on its command line in chunks that fit.
-Statuses are SWE-bench's: PASSED, FAILED, SKIPPED, ERROR, XFAIL.
+With a pytest command, a tiny plugin sends each test's outcome over a pipe the sandbox agent opened for the
+command (`exec(..., side_channel=True)`): no file the code under test could overwrite and no line it could
+print decides an outcome. The ids to run go through a file and pytest gets their test files, so thousands of
+ids fit. `<python> -m pytest` is started by a runner script instead, which imports pytest before the workspace
+is on sys.path (so a repository's `pytest.py` or `json.py` cannot stand in for it). Another command's outcomes
+are read from its `-rA`-style summary lines, the ids on its command line in chunks that fit.
 """
 
 from __future__ import annotations
@@ -93,10 +86,8 @@ def pytest_sessionfinish(session, exitstatus):
 RUNNER_SOURCE = '''\
 """Written by agentflow's SWE harness: starts pytest so that the repository under test cannot stand in for it.
 
-Run as a script, this file has its own folder first on sys.path (it drops it), not the workspace. The
-workspace, and the folders in it that PYTHONPATH names (its root, src/), go last while pytest starts (pytest, its plugins and the standard library come from the
-interpreter's environment; a `-p` plugin of the repository is still found), and first once pytest loads the
-conftest files, where `python -m pytest` would have had it all along, for the code under test and its tests.
+The workspace (and its folders on PYTHONPATH: root, src/) goes last on sys.path while pytest and its plugins
+load, and first once pytest loads the conftest files, where `python -m pytest` would have had it all along.
 """
 import os
 import sys
@@ -212,12 +203,10 @@ requirements, comma-separated (`workspace.install_requirements` writes it)."""
 
 
 def test_env(scratch: str) -> str:
-    """Shell statement giving every test run one environment (the repair's own runs and grading alike): the
-    repository root and its `src/` importable (the `pytest` console script, unlike `python -m pytest`, does not
-    put the root on sys.path: a flat or src-layout package would not import), the task's installed
-    requirements (`scratch/site`), and the scratch `bin/` first on PATH (the `python` shim). Where the host's
-    pytest plugins are kept out (`PYTEST_DISABLE_PLUGIN_AUTOLOAD`, the local backend), the plugins among the
-    task's requirements are loaded by name (`PYTEST_PLUGINS`): they are the task's environment, not the host's."""
+    """Shell statement giving every test run (the repair's and grading's) one environment: the repository root
+    and `src/` importable (the `pytest` script, unlike `python -m pytest`, does not add the root), the task's
+    requirements (`scratch/site`), the scratch `bin/` first on PATH (the `python` shim), and, where plugin
+    autoload is off, the requirements' pytest plugins loaded by name (`PYTEST_PLUGINS`)."""
     plugins = f"$PWD/{scratch}/{SITE_PLUGINS}"
     return (
         f'export PATH="$PWD/{scratch}/{SHIM_DIR}:$PATH" '

@@ -1,20 +1,11 @@
-"""Bringing a model-made patch into the user's own working tree (`repair --apply`), safely.
+"""Bringing a model-made patch into the user's own working tree (`repair --apply`, `run --apply`), safely.
 
-The patch comes out of a sandbox, so it is untrusted, and the host never reads it with a parser of its own
-(one that disagrees with git about modes or line ends would check one patch while git writes another).
-git itself says what the patch does:
-
-1. `git apply --numstat -z` (and `-R`, for the old names of renames) lists every file git would touch;
-   each name is refused if it is absolute, climbs out with `..`, lies under `.git/` (a hook there runs
-   on the user's next commit), or goes through a symlink / resolves outside the repository in the tree.
-2. Those files are copied from the tree into a scratch repository (no user config, hooks or filters) and
-   the patch is applied there with `git apply`; the RESULT is inspected on disk: refused when it holds a
-   symlink, or a file made executable (unless the user allows it), or a changed file git's own list left
-   out. A patch git refuses is not retried with a more lenient tool.
-3. Only then are the inspected files copied from the scratch repository into the user's tree, after each
-   path is checked again to hold what was copied out. git never runs in the user's repository: its
-   config (filters, fsmonitor, hooks, drivers, includes) is never read, and the bytes written are the
-   bytes inspected. The diffstat shown is git's list, so it names every file that is written.
+The patch comes from a sandbox, so it is untrusted, and git alone says what it does: its `--numstat` list
+of files is checked (no absolute path, `..`, `.git/` or symlink on the way), the patch is applied to copies
+of those files in a scratch repository of ours, the result on disk is inspected (no symlink, special file,
+unlisted change or, unless allowed, executable bit), and only the inspected bytes are copied into the tree.
+git never runs in the user's repository, so nothing of its config, hooks or filters runs. The steps in
+full: docs/security.md ("Patches that reach your tree").
 """
 
 from __future__ import annotations
@@ -56,13 +47,6 @@ def _git(args: list[str], scratch: OwnRepo, data: bytes) -> subprocess.Completed
 
 def _reason(proc: subprocess.CompletedProcess[bytes]) -> str:
     return (proc.stderr.decode(errors="replace").strip().splitlines() or ["git apply failed"])[-1]
-
-
-def _does_not_apply(repo: Path, proc: subprocess.CompletedProcess[bytes]) -> UserError:
-    return UserError(
-        f"the patch does not apply to {repo}'s working tree: {_reason(proc)}",
-        hint="the tree changed since the run; apply patch.diff by hand",
-    )
 
 
 def _numstat(patch: bytes, scratch: OwnRepo, *, reverse: bool) -> list[tuple[str, str, str]]:
@@ -206,7 +190,8 @@ def _checked(repo: Path, patch: bytes, allow_exec: bool) -> Iterator[_Checked]:
         before = _snapshot(scratch.path)
         proc = _git(_APPLY, scratch, patch)
         if proc.returncode != 0:
-            raise _does_not_apply(repo, proc)
+            raise UserError(f"the patch does not apply to {repo}'s working tree: {_reason(proc)}",
+                            hint="the tree changed since the run; apply patch.diff by hand")
         yield _Checked(files, _inspect(scratch.path, before, files, allow_exec), scratch.path, before)
 
 

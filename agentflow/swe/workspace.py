@@ -1,15 +1,10 @@
 """Getting a task's repository at `base_commit` into a sandbox workspace.
 
-A plain directory becomes a git repository with ONE deterministic commit: files are copied (no
-`__pycache__`, `.git`, `.pytest_cache`, `*.pyc`), modes normalised to 0644, and committed with fixed
-author/committer names, e-mails and dates, so the commit hash only depends on the files. That hash is
-the task's `base_commit`. A git repository (a local one or a URL) is cloned into the cache without its config
-(`swe/hostgit.py`: git never runs inside a task's own repository) and used at `base_commit` as is. Symlinks in a
-task's directory, its `.git` file, `commondir` and `alternates` must stay where the task's paths may (`SWETask.confine`).
-
-The tree is sent into the sandbox as a base64 tar through `Sandbox.write_file` (works with every
-backend), unpacked with the sandbox's python, and committed again with the same fixed identity, so the
-workspace's HEAD equals `base_commit` for directory repositories.
+A plain directory becomes a git repository with ONE deterministic commit (its files, modes 0644, a fixed
+identity and date), whose hash is the task's `base_commit`. A git repository (local or a URL) is cloned into
+the cache without its config (`swe.hostgit`) and used as is; what a local one's git files point to must stay
+where the task's paths may (`SWETask.confine`). The tree goes into the sandbox as a tar through
+`Sandbox.write_file` (any backend) and is committed again the same way, so HEAD equals `base_commit`.
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ import shlex
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agentflow.config import cache_dir, file_lock
@@ -75,15 +70,21 @@ def snapshot_files(src: Path, check: Check | None = None) -> list[Path]:
     return out
 
 
+def copy_files(src: Path, dest: Path, files: Iterable[str | Path], mode: int | None = None) -> None:
+    """`files` (relative to `src`) copied into `dest` by content (a symlink's target's), `mode` set when given."""
+    for rel in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((src / rel).read_bytes())
+        if mode is not None:
+            target.chmod(mode)
+
+
 def snapshot_commit(src: str | Path, dest: str | Path, *, check: Check | None = None) -> str:
     """Make `dest` a git repository holding `src`'s files in one deterministic commit; return its hash."""
     src, dest = Path(src), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    for rel in snapshot_files(src, check):
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((src / rel).read_bytes())
-        target.chmod(0o644)
+    copy_files(src, dest, snapshot_files(src, check), mode=0o644)
     repo = init(dest)
     git(["add", "-f", "-A", "."], repo)
     git(["commit", "-q", "--no-verify", "-m", SNAPSHOT_MESSAGE], repo, env=SNAPSHOT_ENV)
@@ -205,14 +206,10 @@ def _tar_dir(path: Path) -> bytes:
 
 
 async def install_requirements(sandbox: Sandbox, task: SWETask, *, python: str = "python3") -> None:
-    """pip-install the task's test-time dependencies into SITE_DIR (on every test run's PYTHONPATH: the repair's
-    own runs and grading alike): its `requirements`, offline from `wheelhouse` when it is given; a wheelhouse
-    without `requirements` installs every wheel in it.
-
-    From a wheelhouse nothing is resolved (`--no-deps`): `--target` resolves against an empty environment, so a
-    test plugin's dependency the sandbox's Python already has (pytest-cov's pytest) would have to be in the
-    wheelhouse and would then shadow the interpreter's own. A wheelhouse is the complete set: each wheel the
-    tests need beyond the sandbox image, listed."""
+    """pip-install the task's `requirements` into SITE_DIR (on every test run's PYTHONPATH), offline from
+    `wheelhouse` when given (without `requirements`: every wheel in it). From a wheelhouse nothing is resolved
+    (`--no-deps`): `--target` resolves against an empty environment, so a dependency the sandbox's Python has
+    already would have to be in the wheelhouse and would shadow the interpreter's own."""
     wheels: list[str] = []
     if task.wheelhouse:
         wheelhouse = task.local_path(task.wheelhouse, "wheelhouse")
@@ -263,10 +260,8 @@ async def ensure_python_shim(sandbox: Sandbox, python: str = "python3") -> bool:
 
 
 async def seed_workspace(sandbox: Sandbox, task: SWETask, *, python: str = "python3") -> str:
-    """Put the repository at `base_commit` into the sandbox's workspace as a git repository; return its HEAD.
-
-    Then installs the task's `requirements` and runs its `setup_commands`. Returns "" when the sandbox has
-    no git (patches are then applied with `patch`)."""
+    """Put the repository at `base_commit` into the sandbox's workspace as a git repository, install the task's
+    `requirements` and run its `setup_commands`; its HEAD ("" when the sandbox has no git)."""
     repo, commit = await asyncio.to_thread(cached_repo, task)
     tar = await asyncio.to_thread(archive, repo, commit)
     await upload_tar(sandbox, tar, ".", python=python)

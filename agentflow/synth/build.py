@@ -1,19 +1,11 @@
 """`agentflow tasks synth`: SWE-bench-format tasks from a repository and its own test suite.
 
-1. The repository's files (a task snapshot's: no `.git`, caches) are copied and committed deterministically;
-   the whole suite runs once at that clean state, in a sandbox (Docker by default: repository code is
-   untrusted), through the harness's own test runner (`swe.testrun.run_tests`).
-2. Candidates are the procedural mutations of the package's source files (`synth.mutate`), and, with a
-   model, rewritten functions (`synth.rewrite`). The seed orders them (each operator family shuffled, then
-   the families taken in turn) and nothing else is random.
-3. Each candidate is written into the same sandbox, the test files that reach the mutated function run
-   (or the whole suite when it is quick), and the file is put back. A candidate is kept when 1 to
-   `max_failing` tests that passed at the clean state now fail, within the time bound; one task per function.
-4. A kept candidate becomes a folder `repos/<name>-s<seed>-<k>/` at the buggy state, a task line (its base
-   commit the folder's deterministic snapshot, FAIL_TO_PASS the newly failing tests, PASS_TO_PASS the other
-   passing tests of their files) and a gold line (the reverse patch). It is then checked the way `agentflow
-   eval` grades, each run in a fresh sandbox from the folder: at the base every FAIL_TO_PASS test fails and
-   every PASS_TO_PASS test passes, and the gold patch resolves the task. A task failing the check is dropped.
+The suite runs once at the clean state in a sandbox (repository code is untrusted); each candidate bug
+(`synth.mutate`, `synth.rewrite`, in the seed's order) is written into it, the test files reaching the mutated
+function run, and it is kept when 1 to `max_failing` passing tests now fail (one task per function). A kept
+candidate becomes a task folder at the buggy state, a task line and a gold line (the reverse patch), checked
+the way `agentflow eval` grades in fresh sandboxes; a task failing that check is dropped. The steps in full:
+docs/concepts/swe.md.
 """
 
 from __future__ import annotations
@@ -39,7 +31,7 @@ from agentflow.swe.evaluate import run_prediction, sandbox_python
 from agentflow.swe.hostgit import OwnRepo, git
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import ERROR, FAILED, PASSED, TestRun, default_test_cmd, maintained, run_tests
-from agentflow.swe.workspace import EVAL_DIR, SNAPSHOT_ENV, seed_workspace, snapshot_commit
+from agentflow.swe.workspace import EVAL_DIR, SNAPSHOT_ENV, copy_files, seed_workspace, snapshot_commit
 from agentflow.synth.layout import reaching_tests, repo_files, source_files, suite_files
 from agentflow.synth.mutate import OPERATORS, Mutation, file_mutations
 from agentflow.synth.statement import (
@@ -181,7 +173,7 @@ async def synthesize(repo: str | Path, out: str | Path, config: SynthConfig | No
     report = SynthReport()
     with tempfile.TemporaryDirectory(prefix="agentflow-synth-") as tmp:
         clean = Path(tmp) / "clean"
-        _copy_files(repo, clean, files)
+        copy_files(repo, clean, files)
         async with open_sandbox(backend, config.sandbox) as sandbox:
             ctx = await _baseline(sandbox, repo, clean, files, tests, config, backend, report, log)
             candidates = await _candidates(ctx, sources)
@@ -199,13 +191,6 @@ async def synthesize(repo: str | Path, out: str | Path, config: SynthConfig | No
     (out / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golds), encoding="utf-8")
     report.duration_s = round(time.monotonic() - started, 1)
     return report
-
-
-def _copy_files(src: Path, dest: Path, files: list[str]) -> None:
-    for rel in files:
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((src / rel).read_bytes())
 
 
 async def _baseline(sandbox: Sandbox, repo: Path, clean: Path, files: list[str], tests: list[str],
@@ -353,7 +338,7 @@ async def _make_task(ctx: Context, found: Kept, out: Path, k: int,
         return None
     folder = f"{ctx.name}-s{seed}-{k}"
     repo = out / "repos" / folder
-    _copy_files(ctx.clean, repo, ctx.files)
+    copy_files(ctx.clean, repo, ctx.files)
     (repo / m.path).write_text(m.apply(ctx.texts[m.path]), encoding="utf-8")
     base_commit, patch = _gold_patch(repo, ctx.clean, m.path)
     task = {

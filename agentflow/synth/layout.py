@@ -1,9 +1,8 @@
 """Which files of a repository are the package's source (mutated) and which are its tests (run).
 
-An allowlist: a source file is a `.py` file inside a package folder (one with `__init__.py`) at the root or
-under `src/`, or a top-level module there, that is not a test file (`swe.patch.is_test_path`), not under a
-folder of tests, docs, examples or benchmarks, and not a build or tooling script. Tests are the files pytest
-collects by default (`test_*.py`, `*_test.py`).
+Source, an allowlist: `.py` files inside a package (a folder with `__init__.py`) at the root or under `src/`,
+or a top-level module there, but no test, docs, examples, benchmarks or build/tooling script. Tests: what
+pytest collects by default (`test_*.py`, `*_test.py`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Procedural bug injection on the syntax tree: every single-site mutation of a package's source files.
 
-Each operator family finds the nodes it applies to with `ast` and rewrites only the text span of that node
-(its original source segment, formatting kept), so a mutation is one line of one file changed, or one line
-removed. A mutation is kept as a candidate only when the file still compiles and its syntax tree differs from
-the original (swapping two equal arguments changes nothing). Everything here is a pure function of the files'
-text: the order of the candidates is the order of files, then of `ast.walk`; the seed only picks among them.
+Each operator family finds its nodes with `ast` and rewrites only that node's source span (formatting kept):
+one line changed or removed. A candidate is kept only when it still compiles and its syntax tree changed. The
+order is the files', then `ast.walk`'s; the seed only picks among them.
 """
 
 from __future__ import annotations
@@ -109,18 +107,21 @@ def _between(lines: list[bytes], left: ast.AST, right: ast.AST) -> tuple[int, in
     return start, end, lines[left.lineno - 1][start:end].decode("utf-8")  # type: ignore[attr-defined]
 
 
+def _token_swap(node: ast.AST, lines: list[bytes], left: ast.AST, right: ast.AST, token: re.Pattern[str],
+                new: str) -> Iterator[Splice]:
+    """`token`, when it stands once between `left` and `right` on one line, replaced by `new`."""
+    gap = _between(lines, left, right)
+    if gap is not None and len(token.findall(gap[2])) == 1:
+        yield node, gap[0], gap[1], token.sub(new, gap[2])
+
+
 def _flip_comparison(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        gap = _between(lines, node.left, node.comparators[0])
-        if gap is None:
-            return
-        start, end, text = gap
         old, new = _COMPARE_FLIP[type(node.ops[0])]
         if isinstance(node.ops[0], (ast.Is, ast.In)):
             old, new = new, old
-        pattern = re.compile(r"(?<![\w<>=!])" + re.escape(old).replace(r"\ ", r"\s+") + r"(?![\w<>=])")
-        if len(pattern.findall(text)) == 1:
-            yield node, start, end, pattern.sub(new, text)
+        token = re.compile(r"(?<![\w<>=!])" + re.escape(old).replace(r"\ ", r"\s+") + r"(?![\w<>=])")
+        yield from _token_swap(node, lines, node.left, node.comparators[0], token, new)
 
 
 def _off_by_one(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
@@ -148,13 +149,8 @@ def _off_by_one(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
 
 def _swap_boolean(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
     if isinstance(node, ast.BoolOp) and len(node.values) >= 2:
-        gap = _between(lines, node.values[0], node.values[1])
-        if gap is None:
-            return
-        start, end, text = gap
         old, new = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
-        if len(re.findall(rf"\b{old}\b", text)) == 1:
-            yield node, start, end, re.sub(rf"\b{old}\b", new, text)
+        yield from _token_swap(node, lines, node.values[0], node.values[1], re.compile(rf"\b{old}\b"), new)
 
 
 def _negate_condition(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
@@ -316,7 +312,9 @@ def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: s
     seen.add(mutation.key)
     first, last = span
     lines = text.splitlines()
-    before = _tree_of(lines[first - 1 : last], original, span)
+    if span not in original:  # the function's own tree, parsed once for all its candidates
+        original[span] = _parsed(lines[first - 1 : last])
+    before = original[span]
     changed = lines[first - 1 : mutation.start - 1] + list(mutation.new_lines) + lines[mutation.end : last]
     if before is not None:
         after = _parsed(changed)
@@ -324,12 +322,6 @@ def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: s
         before, after = _parsed(lines), _parsed(mutation.apply(text).splitlines())
     if after is not None and after != before:
         out.append(mutation)
-
-
-def _tree_of(lines: list[str], cache: dict[tuple[int, int], str | None], key: tuple[int, int]) -> str | None:
-    if key not in cache:
-        cache[key] = _parsed(lines)
-    return cache[key]
 
 
 def _parsed(lines: list[str]) -> str | None:

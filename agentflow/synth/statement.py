@@ -1,11 +1,9 @@
 """Problem statements for synthesized tasks, written from what the failing tests show.
 
-Two kinds: a failing-test report (the failing test's code and pytest's assertion output, as CI prints it),
-and, where the failing line is an `assert` comparing a call's result, a short behaviour report ("`f(x)` gives
-3, expected 2"). Both are built only from the test files' frames of pytest's `--tb=short` output and the test's
-own source: frames inside the package are dropped. Every statement then goes through `scrub`, the one exit,
-which removes any line naming a forbidden text (the changed file's path, the changed lines) and memory
-addresses (they differ per run); `check_statement` proves the result names none of them.
+A failing-test report (the test's code and pytest's output, as CI prints it) or, where the failing line
+asserts a call's result, a behaviour report ("`f(x)` gives 3, expected 2"), both from the test files' frames
+only. Every statement leaves through `scrub`, which drops each line naming the changed file or lines (and
+masks memory addresses); `check_statement` proves the result names none of them.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ async def test_six_concurrent_agents_make_exactly_the_three_model_calls_allowed(
     results = await asyncio.gather(*(agent.run(f"task {i}", budget=budget) for i in range(6)))
     assert _model_requests(llm) == 3  # the server counted them
     assert budget.used.model_calls == 3
-    assert sorted(r.stop_reason for r in results) == ["budget:model_calls"] * 3 + ["done"] * 3
+    assert sorted(r.stop for r in results) == ["budget:model_calls"] * 3 + ["done"] * 3
     assert all(r.error_kind == "limit" for r in results if not r.ok)
 
 
@@ -70,7 +70,7 @@ async def test_six_concurrent_agents_run_exactly_the_three_tool_calls_allowed(ll
     agent = _agent(llm, ToolRegistry([record]))
     results = await asyncio.gather(*(agent.run(f"task {i}", budget=budget) for i in range(6)))
     assert len(runs) == 3 and budget.used.tool_calls == 3
-    assert {r.stop_reason for r in results} == {"budget:tool_calls"}
+    assert {(r.stop_reason, r.limit) for r in results} == {("budget", "tool_calls")}
 
 
 async def test_the_wall_clock_limit_cuts_a_model_call_in_flight(llm: FakeServer) -> None:
@@ -80,7 +80,7 @@ async def test_the_wall_clock_limit_cuts_a_model_call_in_flight(llm: FakeServer)
     budget = Budget(wall_seconds=2)
     result = await _agent(llm).run("answer slowly", ctx=ToolContext(events=log), budget=budget)
     elapsed = budget.used.wall_seconds
-    assert result.stop_reason == "budget:wall_seconds" and result.error_kind == "limit"
+    assert (result.stop_reason, result.limit, result.error_kind) == ("budget", "wall_seconds", "limit")
     assert elapsed < 2.5, f"the run ended {elapsed:.2f}s after the budget started"
     assert _model_requests(llm) == 1  # the call was made, then cut
     assert result.usage.model_calls == 0  # a cut call is not charged
@@ -99,7 +99,7 @@ async def test_the_wall_clock_limit_cuts_a_tool_call_in_flight(llm: FakeServer) 
     budget = Budget(wall_seconds=2)
     started = time.monotonic()
     result = await _agent(llm, ToolRegistry([build])).run("build it", budget=budget)
-    assert result.stop_reason == "budget:wall_seconds"
+    assert (result.stop_reason, result.limit, result.stop) == ("budget", "wall_seconds", "budget:wall_seconds")
     assert time.monotonic() - started < 2.5
     last = result.messages[-1]
     assert last.role == "tool" and "not run: the agent stopped (budget:wall_seconds)" in (last.content or "")

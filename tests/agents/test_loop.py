@@ -47,7 +47,7 @@ async def test_token_budget_stops_with_reason_and_best_output(scripted, ctx: Too
     run = scripted("planner", "budget_tokens")
     result = await run.agent.run("fix add()", ctx=ctx, budget=budget)
 
-    assert result.stop_reason == "budget:tokens"
+    assert (result.stop_reason, result.limit) == ("budget", "tokens")
     assert result.steps == 2  # 60 tokens per call: the check before the third call stops the run
     assert isinstance(result.output, Plan)
     assert budget.used.tokens == 120 and result.usage.tokens == 120
@@ -58,7 +58,7 @@ async def test_tool_call_budget_stops_between_calls(scripted, ctx: ToolContext, 
     run = scripted("coder", "budget_tool_calls")
     result = await run.agent.run("fix add()", ctx=ctx, budget=Budget(tool_calls=1))
 
-    assert result.stop_reason == "budget:tool_calls"
+    assert (result.stop_reason, result.limit) == ("budget", "tool_calls")
     assert result.output is None
     tool_messages = [m for m in result.messages if m.role == "tool"]
     assert "return a - b" in tool_messages[0].content
@@ -72,7 +72,7 @@ async def test_one_budget_is_shared_by_every_agent_of_a_run(scripted, ctx: ToolC
     second = await scripted("verifier", "verifier").agent.run("check add()", ctx=ctx, budget=shared)
 
     assert first.stop_reason == "done" and first.usage.model_calls == 3
-    assert second.stop_reason == "budget:model_calls" and second.steps == 1
+    assert (second.stop_reason, second.limit, second.steps) == ("budget", "model_calls", 1)
     assert shared.used.model_calls == 4
 
 
@@ -81,7 +81,7 @@ async def test_budget_from_the_tool_context_is_used(scripted, workspace: Path) -
     ctx = ToolContext(budget=budget, state={"root": str(workspace)})
     result = await scripted("planner", "planner").agent.run("fix add()", ctx=ctx)
 
-    assert result.stop_reason == "budget:model_calls"
+    assert (result.stop_reason, result.limit) == ("budget", "model_calls")
     assert budget.used.model_calls == 1 and budget.used.tool_calls == 0
     assert result.messages[-1].content == "not run: the agent stopped (budget:model_calls)"
     assert ctx.budget is budget  # the caller's context is not changed

@@ -89,11 +89,11 @@ async def test_parallel_agents_make_the_calls_admitted_and_say_who_was_refused(
     if limit >= agents:
         assert result.status == "done" and not result.errors
         return
-    assert (result.status, result.stop_reason) == ("failed", "budget:model_calls")
+    assert (result.status, result.stop_reason, result.limit) == ("failed", "budget:model_calls", "model_calls")
     assert len(result.errors) == agents - admitted and len(result.finished) == admitted
     assert not set(result.errors) & set(result.finished)
     for error in result.errors.values():  # refused, not cancelled; and they made no call
-        assert error.reason == "budget:model_calls" and "0 model calls made" in error.error, error
+        assert (error.reason, error.limit) == ("budget:model_calls", "model_calls") and "0 model calls made" in error.error, error
     assert result.failed_node in result.errors
     for name in result.finished:
         assert result.state[name] == {"summary": "ok"}  # the admitted agents' answers are in the state

@@ -58,7 +58,7 @@ async def test_an_agent_node_is_cut_at_the_deadline_and_the_run_keeps_what_finis
     assert ended < 2.5, f"the run ended {ended:.2f}s after its budget started"
     assert (result.status, result.failed_node, result.stop_reason) == ("failed", "second", "budget:wall_seconds")
     assert result.state["draft"] == "draft about nothing"  # what finished before the deadline stays
-    assert (again.status, again.stop_reason) == ("failed", "budget:wall_seconds")
+    assert (again.status, again.stop_reason, again.limit) == ("failed", "budget:wall_seconds", "wall_seconds")
     assert len(llm.requests()) == 1
     kinds = [(e.kind, e.data.get("stop_reason") or e.data.get("kind")) for e in read_events(tmp_path / "events.jsonl")]
     assert ("budget.exceeded", "wall_seconds") in kinds and ("run.end", "budget:wall_seconds") in kinds

@@ -1,14 +1,13 @@
-"""Per-test outcomes read from real pytest output: the `-rA` summary lines and a JUnit XML report."""
+"""Per-test outcomes read from real pytest output: the `-rA` summary lines."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from agentflow.swe.testparse import parse_junit_xml, parse_pytest_summary
+from agentflow.swe.testparse import parse_pytest_summary
 
 TEST_FILE = '''
 import pytest
@@ -45,19 +44,19 @@ class TestGroup:
 
 
 @pytest.fixture(scope="module")
-def pytest_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+def pytest_run(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("proj")
     (root / "test_sample.py").write_text(TEST_FILE)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-rA", "-q", "-p", "no:cacheprovider", "--junitxml=report.xml"],
+        [sys.executable, "-m", "pytest", "-rA", "-q", "-p", "no:cacheprovider"],
         cwd=root, capture_output=True, text=True, timeout=120, check=False,
     )
     assert proc.returncode == 1, proc.stdout
-    return proc.stdout, (Path(root) / "report.xml").read_text()
+    return proc.stdout
 
 
-def test_parse_pytest_summary_of_real_output(pytest_run: tuple[str, str]) -> None:
-    tests = parse_pytest_summary(pytest_run[0])
+def test_parse_pytest_summary_of_real_output(pytest_run: str) -> None:
+    tests = parse_pytest_summary(pytest_run)
     assert tests["test_sample.py::test_ok"] == "passed"
     assert tests["test_sample.py::test_bad"] == "failed"
     assert tests["test_sample.py::test_expected_failure"] == "xfailed"
@@ -67,19 +66,6 @@ def test_parse_pytest_summary_of_real_output(pytest_run: tuple[str, str]) -> Non
     assert tests["test_sample.py::TestGroup::test_method"] == "passed"
     assert [o for t, o in tests.items() if o == "skipped"] == ["skipped"]
     assert len(tests) == 8
-
-
-def test_parse_junit_of_real_output(pytest_run: tuple[str, str]) -> None:
-    tests = parse_junit_xml(pytest_run[1])
-    assert tests["test_sample::test_ok"] == "passed"
-    assert tests["test_sample::test_bad"] == "failed"
-    assert tests["test_sample::test_skipped"] == "skipped"
-    assert tests["test_sample::test_expected_failure"] == "xfailed"
-    assert tests["test_sample::test_error"] == "error"
-    assert tests["test_sample::test_param[a b]"] == "failed"
-    assert tests["test_sample.TestGroup::test_method"] == "passed"
-    with pytest.raises(ValueError):
-        parse_junit_xml("not xml")
 
 
 def test_a_teardown_error_after_a_pass_counts_as_error() -> None:

@@ -32,11 +32,8 @@ def register(app: typer.Typer) -> None:
         from agentflow.models.spec import UNCONFIGURED, load_model, parse_spec
 
         parsed = parse_spec(spec)
-        options = (
-            {}
-            if parsed.scheme in (*UNCONFIGURED, "local")
-            else {"timeout_s": timeout, "max_attempts": attempts, "retry_max_wait_s": 5.0}
-        )
+        options = ({} if parsed.scheme in (*UNCONFIGURED, "local")
+                   else {"timeout_s": timeout, "max_attempts": attempts, "retry_max_wait_s": 5.0})
         model = load_model(spec, **options)
         request = ChatRequest(messages=[Message.user(prompt)], max_tokens=max_tokens, temperature=0)
 
@@ -57,18 +54,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1) from None
         usage = response.usage
         if as_json:
-            print_json(
-                {
-                    "spec": spec,
-                    "ok": True,
-                    "reply": response.text,
-                    "model": response.model,
-                    "latency_s": round(response.latency_s, 4),
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "cost_usd": usage.cost_usd,
-                }
-            )
+            print_json({"spec": spec, "ok": True, "reply": response.text, "model": response.model,
+                        "latency_s": round(response.latency_s, 4), "input_tokens": usage.input_tokens,
+                        "output_tokens": usage.output_tokens, "cost_usd": usage.cost_usd})
             return
         cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.6f}"
         typer.echo(f"reply: {response.text.strip()}")

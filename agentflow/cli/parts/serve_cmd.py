@@ -135,7 +135,7 @@ def _serve_foreground(handle: Any, as_json: bool) -> None:
     import time
 
     from agentflow.cli._output import print_unredacted
-    from agentflow.cli.parts.serve_flag import start_with_progress
+    from agentflow.cli.parts.serve_flag import exit_with_log, start_with_progress
     from agentflow.serving.process import install_signal_handlers
 
     install_signal_handlers()
@@ -154,11 +154,7 @@ def _serve_foreground(handle: Any, as_json: bool) -> None:
             typer.echo("Press Ctrl-C to stop.")
         while handle.alive:
             time.sleep(0.5)
-        died = handle.died_error()
-        typer.echo(f"agentflow: error: {died.summary}", err=True)
-        for line in died.log_tail:
-            typer.echo(f"  | {line}", err=True)
-        raise typer.Exit(1)
+        exit_with_log(handle.died_error())
     except KeyboardInterrupt:
         typer.echo("agentflow: stopping the server", err=True)
     finally:

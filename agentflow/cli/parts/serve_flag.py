@@ -1,9 +1,8 @@
 """`--serve KIND:MODEL[,k=v...]` for `run`, `repair` and `bench`: a server that lives as long as the command.
 
-`check_serve` parses and validates the value first (a bad one is a one-line error, exit 2, before anything
-starts); `serving(value)` then starts the server with a live view of its log, prints where it runs, prints the
-log tail if it fails to start (exit 1), and stops it and its children however the block ends (error, Ctrl-C,
-SIGTERM). `served_loader` and `task_metrics` plug the server into repair runs.
+`check_serve` refuses a bad value before anything starts; `serving` starts the server with a live view of its
+log (its tail and exit 1 when it fails) and stops it however the command ends (error, Ctrl-C, SIGTERM);
+`served_loader` and `task_metrics` plug it into repair runs.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -33,6 +32,14 @@ SERVE_OPTION = typer.Option(None, "--serve", help=SERVE_HELP, show_default=False
 
 def _say(message: str) -> None:
     typer.echo(f"agentflow: {message}", err=True)
+
+
+def exit_with_log(exc: Any) -> NoReturn:
+    """A server's error and the last lines of its log (it failed to start, or died), then exit 1."""
+    _say(f"error: {exc.summary}")
+    for line in exc.log_tail:
+        typer.echo(f"  | {line}", err=True)
+    raise typer.Exit(1)
 
 
 def check_serve(value: str | None) -> None:
@@ -61,10 +68,7 @@ def start_with_progress(handle: ServerHandle, *, quiet: bool = False) -> None:
                 _say(f"starting {label} (log: {handle.log_path})")
             handle.start_sync()
     except ServerError as exc:
-        _say(f"error: {exc.summary}")
-        for line in exc.log_tail:
-            typer.echo(f"  | {line}", err=True)
-        raise typer.Exit(1) from None
+        exit_with_log(exc)
 
 
 @contextlib.contextmanager
@@ -124,10 +128,9 @@ def sets_model(overrides: list[str], key: str = "model") -> bool:
 def task_metrics(
     handle: ServerHandle | None, out_dir: Path, on_progress: Callable[[Any, Any], None] | None = None
 ) -> Iterator[Callable[[Any, Any], None] | None]:
-    """A `run_batch` progress callback that also writes one `server.metrics` event into the run's
-    `events.jsonl` after each finished task (with a `--serve` server). The run's own EventLog belongs to
-    `run_batch`; this one appends to the same file (one flushed line per event, so the two never interleave
-    inside a line), opened only once the run has started and closed when the block ends."""
+    """A `run_batch` progress callback that also writes a `server.metrics` event into the run's `events.jsonl`
+    after each finished task (with a `--serve` server): appended by an EventLog of its own (one flushed line per
+    event: the two logs never interleave inside a line), opened once the run has started."""
     if handle is None:
         yield on_progress
         return

@@ -26,23 +26,13 @@ from agentflow.cli.executor_options import (
     TASK_CPUS_OPTION,
     executor_from_flags,
 )
-from agentflow.cli.parts.serve_flag import SERVE_OPTION, check_serve, sets_model
+from agentflow.cli.parts.serve_flag import check_serve, sets_model
 from agentflow.cli.repair.repair_options import (
-    BUDGET_OPTION,
-    CRITIC_MODEL_OPTION,
-    MODEL_OPTION,
-    N_OPTION,
-    PLANNER_MODEL_OPTION,
     QUIET_OPTION,
-    SANDBOX_OPTION,
-    STEP_LIMIT_OPTION,
-    STRATEGY_OPTION,
-    TEST_CMD_OPTION,
-    VERIFIER_MODEL_OPTION,
-    WALL_TIME_OPTION,
-    WORKFLOW_OPTION,
+    REPAIR_FLAGS,
     repair_overrides,
     run_batch_cli,
+    with_repair_flags,
 )
 from agentflow.errors import UserError, printable
 
@@ -53,6 +43,7 @@ if TYPE_CHECKING:
 
 def register(app: typer.Typer) -> None:
     @app.command("bench")
+    @with_repair_flags
     def bench_command(
         tasks: Path = typer.Argument(
             ..., help="Tasks file (JSONL/JSON, SWE-bench fields).", show_default=False
@@ -70,19 +61,7 @@ def register(app: typer.Typer) -> None:
             False, "--resume", help="Continue the run in -o DIR: skip finished tasks, retry env_error ones."
         ),
         redo: bool = typer.Option(False, "--redo", help="Start the run in -o DIR over."),
-        strategy: str = STRATEGY_OPTION,
-        n: int = N_OPTION,
-        model: str = MODEL_OPTION,
-        planner_model: str = PLANNER_MODEL_OPTION,
-        critic_model: str = CRITIC_MODEL_OPTION,
-        verifier_model: str = VERIFIER_MODEL_OPTION,
-        serve: str = SERVE_OPTION,
-        test_cmd: str = TEST_CMD_OPTION,
-        budget_usd: float = BUDGET_OPTION,
-        step_limit: int = STEP_LIMIT_OPTION,
-        wall_time: str = WALL_TIME_OPTION,
-        sandbox: str = SANDBOX_OPTION,
-        workflow: str = WORKFLOW_OPTION,
+        flags: dict[str, Any] = REPAIR_FLAGS,
         output: Path = typer.Option(None, "-o", "--output", help="Run directory (default runs/bench-<id>)."),
         executor: str = EXECUTOR_OPTION,
         ray_address: str = RAY_ADDRESS_OPTION,
@@ -97,6 +76,7 @@ def register(app: typer.Typer) -> None:
         from agentflow.repair.run.runs import select
         from agentflow.swe.tasks import load_tasks
 
+        serve = flags.pop("serve")
         check_serve(serve)
         executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
         if serve and executor_cfg is not None and executor_cfg.kind == "ray":
@@ -105,23 +85,9 @@ def register(app: typer.Typer) -> None:
         if resume and redo:
             raise UserError("give either --resume or --redo, not both")
         if (resume or redo) and output is None:
-            raise UserError(
-                f"--{'resume' if resume else 'redo'} needs the run directory", hint="pass -o runs/<run_id>"
-            )
-        overrides = list(config or []) + repair_overrides(
-            strategy=strategy,
-            n=n,
-            model=model,
-            planner_model=planner_model,
-            critic_model=critic_model,
-            verifier_model=verifier_model,
-            test_cmd=test_cmd,
-            budget_usd=budget_usd,
-            step_limit=step_limit,
-            wall_time=wall_time,
-            sandbox=sandbox,
-            workflow=workflow,
-        )
+            flag = "--resume" if resume else "--redo"
+            raise UserError(f"{flag} needs the run directory", hint="pass -o runs/<run_id>")
+        overrides = list(config or []) + repair_overrides(**flags)
         if workers is not None:
             if workers < 1:
                 raise UserError(f"--workers must be at least 1, got {workers}")
@@ -139,30 +105,17 @@ def register(app: typer.Typer) -> None:
             cfg.inputs.instance_ids = list(instance_ids)
         if allow_paths:
             cfg.inputs.allow_paths = [str(p) for p in allow_paths]
-        chosen = select(
-            load_tasks(tasks, allow_paths=cfg.inputs.allow_paths),
-            slice_=cfg.inputs.slice,
-            pattern=cfg.inputs.filter,
-            instance_ids=cfg.inputs.instance_ids,
-        )
+        chosen = select(load_tasks(tasks, allow_paths=cfg.inputs.allow_paths), slice_=cfg.inputs.slice,
+                        pattern=cfg.inputs.filter, instance_ids=cfg.inputs.instance_ids)
         out_dir = output if output is not None else Path("runs") / new_run_id("bench")
 
         printer = None if quiet else ProgressPrinter()
         progress = _BatchProgress(printer, len(chosen))
         interrupted = False
         try:
-            summary = run_batch_cli(
-                chosen,
-                cfg,
-                out_dir,
-                serve=serve,
-                model_set=model is not None or sets_model(list(config or [])),
-                resume=resume,
-                redo=redo,
-                on_progress=progress.report,
-                printer=printer,
-                executor=executor_cfg,
-            )
+            summary = run_batch_cli(chosen, cfg, out_dir, serve=serve, model_set=sets_model(overrides),
+                                    resume=resume, redo=redo, on_progress=progress.report, printer=printer,
+                                    executor=executor_cfg)
         except KeyboardInterrupt:  # Ctrl-C: finished tasks are in report.json; --resume skips them
             interrupted = True
         finally:

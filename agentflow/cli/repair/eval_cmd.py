@@ -10,6 +10,8 @@ from agentflow.cli.common import (
     ALLOW_PATH_OPTION,
     CONFIG_OPTION,
     JSON_OPTION,
+    check_sandbox,
+    config_with_flags,
     new_run_id,
     print_json,
     print_view_hint,
@@ -42,23 +44,14 @@ def register(app: typer.Typer) -> None:
         write report.json and print the summary (SWE-bench field names)."""
         import asyncio
 
-        from agentflow.config import load_config
-        from agentflow.errors import UserError
         from agentflow.swe.evaluate import EvalConfig, evaluate_predictions
         from agentflow.swe.report import InstanceReport, format_summary
         from agentflow.swe.tasks import load_predictions, load_tasks, select_tasks
 
         executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
-        overrides = list(config or [])
-        if workers is not None:
-            if workers < 1:
-                raise UserError(f"--workers must be at least 1, got {workers}")
-            overrides.append(f"workers={workers}")
-        if sandbox is not None:
-            if sandbox not in ("docker", "local", "auto"):
-                raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
-            overrides.append(f"backend={sandbox}")
-        cfg = load_config(EvalConfig, overrides)
+        check_sandbox(sandbox)
+        flags = {"workers": ("--workers", workers), "backend": ("--sandbox", sandbox)}
+        cfg = config_with_flags(EvalConfig, config, {k: v for k, v in flags.items() if v[1] is not None})
         all_tasks = load_tasks(tasks, allow_paths=allow_paths or ())
         preds = load_predictions(predictions)
         if instance_ids:

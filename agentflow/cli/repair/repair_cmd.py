@@ -13,28 +13,19 @@ from agentflow.cli.common import (
     JSON_OPTION,
     invoked_argv,
     new_run_id,
+    parse_json_input,
     print_json,
     print_view_hint,
     stop_interrupted,
     with_output,
 )
-from agentflow.cli.parts.serve_flag import SERVE_OPTION, check_serve, sets_model
+from agentflow.cli.parts.serve_flag import check_serve, sets_model
 from agentflow.cli.repair.repair_options import (
-    BUDGET_OPTION,
-    CRITIC_MODEL_OPTION,
-    MODEL_OPTION,
-    N_OPTION,
-    PLANNER_MODEL_OPTION,
     QUIET_OPTION,
-    SANDBOX_OPTION,
-    STEP_LIMIT_OPTION,
-    STRATEGY_OPTION,
-    TEST_CMD_OPTION,
-    VERIFIER_MODEL_OPTION,
-    WALL_TIME_OPTION,
-    WORKFLOW_OPTION,
+    REPAIR_FLAGS,
     repair_overrides,
     run_batch_cli,
+    with_repair_flags,
 )
 from agentflow.errors import UserError
 from agentflow.events.kinds import RepairStatus
@@ -56,29 +47,23 @@ def describe(outcome: Any, out_dir: Path) -> str:
         lines += ["", outcome.model_patch.rstrip(), ""]
         report = outcome.report or {}
         if v is not None and v.kind == "task_tests" and v.tests_status:
-            ts = v.tests_status
-            f2p, p2p = ts["FAIL_TO_PASS"], ts["PASS_TO_PASS"]
-            lines.append(
-                f"verified with the task's tests: FAIL_TO_PASS {len(f2p['success'])}/{len(f2p['success']) + len(f2p['failure'])} pass, "
-                f"PASS_TO_PASS {len(p2p['success'])}/{len(p2p['success']) + len(p2p['failure'])} pass"
-            )
+            counts = ", ".join(f"{kind} {len(ids['success'])}/{len(ids['success']) + len(ids['failure'])} pass"
+                               for kind, ids in v.tests_status.items())  # FAIL_TO_PASS, then PASS_TO_PASS
+            lines.append(f"verified with the task's tests: {counts}")
         elif v is not None and v.kind == "test_cmd":
-            lines.append(
-                f"verified with the test command: exit {v.exit_code} ({'pass' if v.passed else 'fail'})"
-            )
+            lines.append(f"verified with the test command: exit {v.exit_code} ({'pass' if v.passed else 'fail'})")
         else:
             lines.append("not verified (no tests)")
         lines.append(f"resolved: {bool(report.get('resolved'))}")
-    lines.append(
-        f"candidates: {outcome.candidates} from {outcome.samples} samples; model calls {outcome.usage.get('model_calls', 0)}, "
-        f"tokens {outcome.usage.get('tokens', 0)}, {outcome.duration_s:.1f}s"
-    )
+    lines.append(f"candidates: {outcome.candidates} from {outcome.samples} samples; model calls "
+                 f"{outcome.usage.get('model_calls', 0)}, tokens {outcome.usage.get('tokens', 0)}, {outcome.duration_s:.1f}s")
     lines.append(f"run: {out_dir}")
     return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("repair")
+    @with_repair_flags
     def repair_command(
         repo: Path = typer.Argument(
             None,
@@ -87,9 +72,7 @@ def register(app: typer.Typer) -> None:
         ),
         issue: str = typer.Option(None, "--issue", help="The issue text."),
         issue_file: Path = typer.Option(None, "--issue-file", help="File holding the issue text."),
-        tasks: Path = typer.Option(
-            None, "--tasks", help="Instead of REPO and an issue: a tasks file (SWE-bench fields) ..."
-        ),
+        tasks: Path = typer.Option(None, "--tasks", help="Instead of REPO and an issue: a tasks file (SWE-bench fields) ..."),
         instance_id: str = typer.Option(None, "--instance-id", "-i", help="... and the task to repair."),
         allow_paths: list[Path] = ALLOW_PATH_OPTION,
         wheelhouse: Path = typer.Option(
@@ -97,25 +80,11 @@ def register(app: typer.Typer) -> None:
             help="Folder of wheels (the tests' own dependencies) installed offline for every test run, the repair's "
             "and the grading's (each wheel in it; a task's `requirements`, when it lists any).",
         ),
-        strategy: str = STRATEGY_OPTION,
-        n: int = N_OPTION,
-        model: str = MODEL_OPTION,
-        planner_model: str = PLANNER_MODEL_OPTION,
-        critic_model: str = CRITIC_MODEL_OPTION,
-        verifier_model: str = VERIFIER_MODEL_OPTION,
-        serve: str = SERVE_OPTION,
-        test_cmd: str = TEST_CMD_OPTION,
-        budget_usd: float = BUDGET_OPTION,
-        step_limit: int = STEP_LIMIT_OPTION,
-        wall_time: str = WALL_TIME_OPTION,
-        sandbox: str = SANDBOX_OPTION,
-        workflow: str = WORKFLOW_OPTION,
+        flags: dict[str, Any] = REPAIR_FLAGS,
         apply: bool = typer.Option(
             False, "--apply", help="Write the chosen patch into REPO's working tree (checked first: no .git/, no symlinks)."
         ),
-        allow_exec: bool = typer.Option(
-            False, "--allow-exec", help="With --apply: allow the patch to make files executable."
-        ),
+        allow_exec: bool = typer.Option(False, "--allow-exec", help="With --apply: allow the patch to make files executable."),
         check: bool = typer.Option(
             False, "--check",
             help="Only the pre-flight: run the test command at the base commit in the sandbox and say whether the "
@@ -130,21 +99,9 @@ def register(app: typer.Typer) -> None:
         from agentflow.repair.config import load_repair_config
         from agentflow.repair.run.inputs import read_issue_file, task_for_inputs
 
+        serve = flags.pop("serve")
         check_serve(serve)
-        overrides = list(config or []) + repair_overrides(
-            strategy=strategy,
-            n=n,
-            model=model,
-            planner_model=planner_model,
-            critic_model=critic_model,
-            verifier_model=verifier_model,
-            test_cmd=test_cmd,
-            budget_usd=budget_usd,
-            step_limit=step_limit,
-            wall_time=wall_time,
-            sandbox=sandbox,
-            workflow=workflow,
-        )
+        overrides = list(config or []) + repair_overrides(**flags)
         cfg = load_repair_config(overrides)
         if issue is not None and issue_file is not None:
             raise UserError("give either --issue or --issue-file, not both")
@@ -170,9 +127,8 @@ def register(app: typer.Typer) -> None:
         if check:
             raise typer.Exit(check_preflight(task, cfg, as_json=as_json))
         out_dir = output if output is not None else Path("runs") / new_run_id("repair")
-        model_set = model is not None or sets_model(list(config or []))
         try:
-            outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set, quiet=quiet)
+            outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=sets_model(overrides), quiet=quiet)
         except KeyboardInterrupt:  # the same command on the same folder continues at the node that was cut
             stop_interrupted(f"the repair is kept in {out_dir} (a checkpoint after every node)",
                              ["agentflow", *with_output(invoked_argv(), out_dir)])
@@ -219,25 +175,30 @@ def report_outcome(outcome: Any, out_dir: Path, *, repo: str | None, apply: bool
     return 0 if outcome.status is RepairStatus.SUBMITTED else 1
 
 
-def run_repair_workflow(workflow: str, state: dict[str, Any], *, model: str | None, serve: str | None,
-                        sandbox: str | None, config: list[str], budget_usd: float | None, step_limit: int | None,
-                        wall_time: str | None, output: Path, apply: bool, allow_exec: bool, as_json: bool) -> int:
+def run_repair_workflow(workflow: str, input: str | None, *, workspace: Path | None, thread_id: str | None,
+                        executor: Any, serve: str | None, config: list[str], output: Path, apply: bool,
+                        allow_exec: bool, as_json: bool, **flags: Any) -> int:
     """`agentflow run WORKFLOW --input {...}` for a workflow of repair node types: the same repair as
-    `agentflow repair --workflow WORKFLOW` (its inputs: `{"repo": DIR, "issue": TEXT}` or `{"tasks": FILE,
-    "instance_id": ID}`; `-c` items are the repair's settings)."""
+    `agentflow repair --workflow WORKFLOW`, on the task its --input names (`{"repo": DIR, "issue": TEXT}` or
+    `{"tasks": FILE, "instance_id": ID}`); `-c` items and `flags` (`repair_overrides`) are the repair's settings."""
+    if executor is not None:
+        raise UserError(f"--executor places the steps of search nodes; {workflow} is a repair workflow",
+                        hint="scale repairs out by task with `agentflow bench --executor ray`")
+    if workspace is not None or thread_id is not None:
+        raise UserError(f"{workflow} is a repair workflow: it works on the repository of --input, "
+                        "without --workspace or --thread-id",
+                        hint='--input \'{"repo": "DIR", "issue": "TEXT"}\' (--apply writes the patch to DIR)')
     from agentflow.repair.config import load_repair_config
     from agentflow.repair.run.inputs import inputs_from_state, task_for_inputs
 
+    state = parse_json_input(input)
     check_serve(serve)
-    cfg = load_repair_config(list(config) + repair_overrides(
-        model=model, sandbox=sandbox, workflow=workflow, budget_usd=budget_usd, step_limit=step_limit,
-        wall_time=wall_time,
-    ))
+    overrides = config + repair_overrides(workflow=workflow, **flags)
+    cfg = load_repair_config(overrides)
     cfg.inputs = inputs_from_state(state)
     task = task_for_inputs(cfg.inputs, apply=apply)
     out_dir = output / new_run_id("repair")
-    model_set = model is not None or sets_model(list(config))
-    outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=model_set)
+    outcome = repair_one(task, cfg, out_dir, serve=serve, model_set=sets_model(overrides))
     return report_outcome(outcome, out_dir, repo=cfg.inputs.repo, apply=apply, allow_exec=allow_exec, as_json=as_json)
 
 

@@ -1,12 +1,13 @@
 """Model, search and limit options shared by `agentflow repair` and `agentflow bench`.
 
-Both commands declare these parameters with the Option objects below (so help texts and defaults are written
-once) and turn them into `-c key=value` items with `repair_overrides`, appended after the user's own `-c`
-items: a flag beats a config file.
+Both commands take them through `with_repair_flags` (declared once, in `SHARED_OPTIONS`) and turn them into
+`-c key=value` items with `repair_overrides`, appended after the user's own `-c` items: a flag beats a config file.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -15,50 +16,53 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from agentflow.cli.common import check_sandbox
+from agentflow.cli.parts.serve_flag import SERVE_OPTION
 from agentflow.errors import UserError, did_you_mean
 
 if TYPE_CHECKING:
     from agentflow.events import EventSink
 
-STRATEGY_OPTION = typer.Option(None, "--strategy", help="Search strategy (search.strategy): best_of_n, mcts, beam, tot or rebase (default: the workflow's search; mcts when the tests fail at the base commit).")
-N_OPTION = typer.Option(None, "-n", help="Chains of best_of_n (search.n; mcts: n * max_attempts expansions).")
-MODEL_OPTION = typer.Option(
-    None,
-    "--model",
-    "-m",
-    help="Model spec of the coder (default local:qwen2.5-coder-1.5b); {instance_id} is replaced per task.",
-)
-PLANNER_MODEL_OPTION = typer.Option(
-    None, "--planner-model", help="Model of a planner step (roles.planner; turns the step on; -c plan=true uses --model)."
-)
-CRITIC_MODEL_OPTION = typer.Option(
-    None, "--critic-model", help="Model of a critic step after failed attempts (roles.critic; turns it on; -c critique=true uses --model)."
-)
-VERIFIER_MODEL_OPTION = typer.Option(
-    None, "--verifier-model", help="Model that judges the finalists when tests and vote tie (roles.verifier; turns it on)."
-)
-TEST_CMD_OPTION = typer.Option(
-    None,
-    "--test-cmd",
-    help="Verify candidates with this command (tests.cmd; exit 0 = pass) instead of the task's tests or pytest.",
-)
-BUDGET_OPTION = typer.Option(
-    None, "--budget-usd", help="Spend limit per task, in USD (limits.budget_usd; models with known prices)."
-)
-STEP_LIMIT_OPTION = typer.Option(None, "--step-limit", help="Model calls per task (limits.step_limit).")
-WALL_TIME_OPTION = typer.Option(None, "--wall-time", help="Wall-clock limit per task (limits.wall_time_s), e.g. 90s, 30m, 1h.")
-SANDBOX_OPTION = typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto.")
-WORKFLOW_OPTION = typer.Option(
-    None, "--workflow", help="Repair workflow: a shipped name (default repair) or a YAML path (see 'agentflow graph show')."
-)
+SHARED_OPTIONS: dict[str, tuple[type, Any]] = {
+    "strategy": (str, typer.Option(
+        None, "--strategy", help="Search strategy (search.strategy): best_of_n, mcts, beam, tot or rebase (default: "
+        "the workflow's search; mcts when the tests fail at the base commit).")),
+    "n": (int, typer.Option(None, "-n", help="Chains of best_of_n (search.n; mcts: n * max_attempts expansions).")),
+    "model": (str, typer.Option(
+        None, "--model", "-m",
+        help="Model spec of the coder (default local:qwen2.5-coder-1.5b); {instance_id} is replaced per task.")),
+    "planner_model": (str, typer.Option(
+        None, "--planner-model",
+        help="Model of a planner step (roles.planner; turns the step on; -c plan=true uses --model).")),
+    "critic_model": (str, typer.Option(
+        None, "--critic-model", help="Model of a critic step after failed attempts (roles.critic; turns it on; "
+        "-c critique=true uses --model).")),
+    "verifier_model": (str, typer.Option(
+        None, "--verifier-model",
+        help="Model that judges the finalists when tests and vote tie (roles.verifier; turns it on).")),
+    "serve": (str, SERVE_OPTION),
+    "test_cmd": (str, typer.Option(
+        None, "--test-cmd",
+        help="Verify candidates with this command (tests.cmd; exit 0 = pass) instead of the task's tests or pytest.")),
+    "budget_usd": (float, typer.Option(
+        None, "--budget-usd", help="Spend limit per task, in USD (limits.budget_usd; models with known prices).")),
+    "step_limit": (int, typer.Option(None, "--step-limit", help="Model calls per task (limits.step_limit).")),
+    "wall_time": (str, typer.Option(
+        None, "--wall-time", help="Wall-clock limit per task (limits.wall_time_s), e.g. 90s, 30m, 1h.")),
+    "sandbox": (str, typer.Option(None, "--sandbox", help="Sandbox backend: docker, local or auto.")),
+    "workflow": (str, typer.Option(
+        None, "--workflow",
+        help="Repair workflow: a shipped name (default repair) or a YAML path (see 'agentflow graph show').")),
+}
+"""The flags `repair` and `bench` share (parameter name -> type, Option), in the order their help lists them;
+all but `serve` are settings (`repair_overrides`)."""
+REPAIR_FLAGS: Any = object()
+"""The default of a command's `flags` parameter: `with_repair_flags` puts the shared flags in its place."""
 
 QUIET_OPTION = typer.Option(
     False, "--quiet", "-q",
     help="Print no progress lines (by default a line per model call, candidate, decision and task on stderr).",
 )
-
-SANDBOXES = ("docker", "local", "auto")
-
 
 def parse_duration(text: str) -> float:
     """`90`, `90s`, `30m`, `1h`, `1h30m` -> seconds."""
@@ -69,6 +73,26 @@ def parse_duration(text: str) -> float:
         raise UserError(f"--wall-time {text!r} is not a duration", hint="use e.g. 90s, 30m or 1h")
     h, m, s = (float(g) if g else 0.0 for g in match.groups())
     return h * 3600 + m * 60 + s
+
+
+def with_repair_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`command` with the shared flags as parameters in place of its `flags` one; it is called with their values
+    as `flags`, a dict (`repair_overrides(**flags)` maps them to `-c` items)."""
+    params: list[inspect.Parameter] = []
+    for param in inspect.signature(command).parameters.values():
+        if param.default is not REPAIR_FLAGS:
+            params.append(param)
+            continue
+        params += [inspect.Parameter(name, param.kind, default=option, annotation=kind)
+                   for name, (kind, option) in SHARED_OPTIONS.items()]
+
+    @functools.wraps(command)
+    def with_flags(**given: Any) -> Any:
+        return command(**{k: v for k, v in given.items() if k not in SHARED_OPTIONS},
+                       flags={k: given[k] for k in SHARED_OPTIONS})
+
+    with_flags.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return with_flags
 
 
 def repair_overrides(
@@ -128,9 +152,8 @@ def repair_overrides(
         out.append(f"limits.step_limit={step_limit}")
     if wall_time is not None:
         out.append(f"limits.wall_time_s={parse_duration(wall_time)}")
+    check_sandbox(sandbox)
     if sandbox is not None:
-        if sandbox not in SANDBOXES:
-            raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
         out.append(f"backend={sandbox}")
     return out
 
@@ -146,13 +169,9 @@ def run_batch_cli(
     printer: EventSink | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """`run_batch` for the CLI; with `--serve`, inside a server that is stopped however the run ends.
-    `printer` (a `ProgressPrinter`, None with `--quiet`) sees the run's events and says what it is doing.
-
-    The served model becomes `cfg.model` unless the user set one (`model_set`); role models left unset
-    (planner/critic/verifier) follow `cfg.model`. After each task a `server.metrics` event goes to the run's
-    events.jsonl.
-    """
+    """`run_batch` for the CLI: `printer` (None with `--quiet`) says what it is doing; with `--serve`, inside a
+    server stopped however the run ends, whose model becomes `cfg.model` unless the user set one (`model_set`;
+    unset role models follow it) and whose metrics go to events.jsonl after each task."""
     import asyncio
 
     from agentflow.cli.parts.serve_flag import served_loader, serving, task_metrics

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, print_json
+from agentflow.cli.common import CONFIG_OPTION, JSON_OPTION, check_sandbox, config_with_flags, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -38,31 +38,19 @@ def register(app: typer.Typer) -> None:
         import asyncio
         import dataclasses
 
-        from agentflow.config import load_config
-        from agentflow.errors import UserError
         from agentflow.synth.build import SynthConfig, synthesize
-        from agentflow.synth.statement import STATEMENT_KINDS
 
-        if statement not in STATEMENT_KINDS:
-            raise UserError(f"--statement must be one of {', '.join(STATEMENT_KINDS)}, got {statement!r}")
-        if sandbox not in ("docker", "local", "auto"):
-            raise UserError(f"--sandbox must be docker, local or auto, got {sandbox!r}")
-        for flag, value in (("--limit", limit), ("--max-candidates", max_candidates), ("--max-failing", max_failing)):
-            if value < 1:
-                raise UserError(f"{flag} must be at least 1, got {value}")
-        if rewrites < 0:
-            raise UserError(f"--rewrites must be 0 or more, got {rewrites}")
-        if candidate_timeout is not None and candidate_timeout <= 0:
-            raise UserError(f"--candidate-timeout must be positive, got {candidate_timeout}")
-        settings = {
-            "seed": seed, "limit": limit, "max_candidates": max_candidates, "max_failing": max_failing,
-            "statement": statement, "name": name, "version": version, "backend": sandbox,
-            "candidate_timeout_s": candidate_timeout, "rewrite_model": rewrite_model, "rewrites": rewrites,
+        check_sandbox(sandbox)
+        flags = {
+            "seed": ("--seed", seed), "limit": ("--limit", limit), "max_candidates": ("--max-candidates", max_candidates),
+            "max_failing": ("--max-failing", max_failing), "statement": ("--statement", statement),
+            "name": ("--name", name), "version": ("--version", version), "backend": ("--sandbox", sandbox),
+            "candidate_timeout_s": ("--candidate-timeout", candidate_timeout),
+            "rewrite_model": ("--rewrite-model", rewrite_model), "rewrites": ("--rewrites", rewrites),
         }
         if operators:
-            settings["operators"] = list(operators)
-        cfg = load_config(SynthConfig, list(config or [])).model_copy(update=settings)
-        cfg = SynthConfig.model_validate(cfg.model_dump())
+            flags["operators"] = ("--operator", list(operators))
+        cfg = config_with_flags(SynthConfig, config, flags)
 
         def log(line: str) -> None:
             if not as_json:

@@ -43,14 +43,8 @@ def register(app: typer.Typer) -> None:
         notes: list[str] = []
         problems = validate(spec, import_code=import_code, notes=notes)
         if as_json:
-            print_json(
-                {
-                    "workflow": spec.name,
-                    "ok": not problems,
-                    "problems": [{"kind": p.kind, "message": p.message} for p in problems],
-                    "unchecked": notes,
-                }
-            )
+            print_json({"workflow": spec.name, "ok": not problems,
+                        "problems": [{"kind": p.kind, "message": p.message} for p in problems], "unchecked": notes})
         else:
             for p in problems:
                 typer.echo(f"agentflow: error: {p.message}", err=True)

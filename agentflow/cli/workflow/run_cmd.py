@@ -7,7 +7,7 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -177,13 +177,12 @@ def register(app: typer.Typer) -> None:
                          edit=edit)
         executor_cfg = executor_from_flags(executor, ray_address, task_cpus)
         if resume is None and fork is None and workflow is not None and needs_repair(workflow):
-            if executor_cfg is not None:
-                raise UserError(f"--executor places the steps of search nodes; {workflow} is a repair workflow",
-                                hint="scale repairs out by task with `agentflow bench --executor ray`")
-            return _run_repair(workflow, input, workspace=workspace, thread_id=thread_id, model=model, serve=serve,
-                               sandbox=sandbox, config=list(config or []), budget_usd=budget_usd,
-                               step_limit=step_limit, wall_time=wall_time, output=output, apply=apply,
-                               allow_exec=allow_exec, as_json=as_json)
+            from agentflow.cli.repair.repair_cmd import run_repair_workflow
+
+            return run_repair_workflow(
+                workflow, input, workspace=workspace, thread_id=thread_id, executor=executor_cfg, serve=serve,
+                config=list(config or []), output=output, apply=apply, allow_exec=allow_exec, as_json=as_json,
+                model=model, sandbox=sandbox, budget_usd=budget_usd, step_limit=step_limit, wall_time=wall_time)
         if apply and workspace is None and resume is None and fork is None:
             raise UserError("--apply needs --workspace DIR (the folder the diff is written back to)")
         resume_dir = find_run(output, resume) if resume is not None else None
@@ -255,11 +254,8 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
     rdir = find_run(output, thread_id)
     opts = resolve_options(given, rdir, verb=f"--history {thread_id}")
     spec = load_run_workflow(opts.workflow or "", load_config(RunConfig, opts.config))
-    runner = checkpoint_reader(spec, opts)
-    try:
+    with checkpoint_reader(spec, opts) as runner:
         points = asyncio.run(runner.history(thread_id, source=rdir))
-    finally:
-        runner.close()
     for point in points:
         if as_json:
             typer.echo(json.dumps(point.summary()))
@@ -272,18 +268,6 @@ def _print_history(thread_id: str, given: Any, output: Path, *, as_json: bool) -
     if not as_json:
         typer.echo(printable(f"fork one with: agentflow run -o {output} --fork {thread_id} --at CHECKPOINT_ID [--edit JSON]"))
     return 0
-
-
-def _run_repair(workflow: str, input: str | None, *, workspace: Path | None, thread_id: str | None,
-                **options: Any) -> int:
-    """A workflow of repair node types: the repair library runs it on the task its --input names."""
-    if workspace is not None or thread_id is not None:
-        raise UserError(f"{workflow} is a repair workflow: it works on the repository of --input, "
-                        "without --workspace or --thread-id",
-                        hint='--input \'{"repo": "DIR", "issue": "TEXT"}\' (--apply writes the patch to DIR)')
-    from agentflow.cli.repair.repair_cmd import run_repair_workflow
-
-    return run_repair_workflow(workflow, parse_json_input(input), **options)
 
 
 def needs_repair(workflow: str) -> bool:
@@ -352,15 +336,13 @@ LIMIT_OPTIONS = {"wall_seconds": "--wall-time", "usd": "--budget-usd", "model_ca
 """The run-wide budget kinds and the `run` option that sets each (a resume takes a new value)."""
 
 
-def resume_command(output: Path, thread: str, stop_reason: str, limits: dict[str, float],
-                   used: Any) -> list[str]:
-    """The command that continues a stopped thread and can succeed: when a run-wide limit stopped it (the
-    spend of every leg counts against it), the limit raised to what was spent plus another leg's worth."""
+def resume_command(output: Path, thread: str, kind: str | None, limits: dict[str, float], used: Any) -> list[str]:
+    """The command that continues a stopped thread and can succeed: when a run-wide limit (`kind`) stopped it
+    (the spend of every leg counts against it), the limit raised to what was spent plus another leg's worth."""
     command = ["agentflow", "run", "-o", str(output), "--resume", thread]
-    kind = stop_reason.removeprefix("budget:")
-    option, limit = LIMIT_OPTIONS.get(kind), limits.get(kind)
-    if option is None or limit is None:
+    if kind not in LIMIT_OPTIONS or kind not in limits:
         return command
+    option, limit = LIMIT_OPTIONS[kind], limits[kind]
     raised = float(getattr(used, kind, 0.0) or 0.0) + float(limit)
     if kind == "wall_seconds":
         value = f"{math.ceil(raised)}s"
@@ -412,7 +394,7 @@ def _report(
         import shlex
 
         err = result.errors[result.failed_node]
-        again = resume_command(output, result.thread_id, result.stop_reason, limits or {}, result.usage)
+        again = resume_command(output, result.thread_id, result.limit, limits or {}, result.usage)
         typer.echo(printable(
             f"agentflow: run {run_id} failed: node '{err.node}' failed ({err.reason}): {err.error} "
             f"(events in {rdir / 'events.jsonl'}; retry the node with: {shlex.join(again)})"),
@@ -490,8 +472,9 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
                             durability=cfg.durability, sandbox=opts.sandbox, workspace=opts.workspace)
     from agentflow.observe import instrument
 
-    assert ctx.events is not None  # the runner keeps its ledger in `rdir`: it opened the run's events.jsonl
-    instrument(ctx.events, cfg.trace)
+    events = ctx.events
+    assert events is not None  # the runner keeps its ledger in `rdir`: it opened the run's events.jsonl
+    instrument(events, cfg.trace)
     printer = RunPrinter(printer_mode)
     live = LiveEvents()
 
@@ -499,13 +482,46 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         for item in live(event):
             printer(item)
 
+    async def drive() -> tuple[Any, Any]:
+        """Run, resume or fork the workflow (the runner starts the sandbox with the workspace and, on resume,
+        the run's earlier changes) and, with --apply, bring a done run's diff back (checked). The --serve
+        server's metrics, then the --executor the search steps go to, end before the runner closes the
+        run's event log."""
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(runner)
+            if handle is not None:
+                from agentflow.serving.metric_events import report_metrics
+
+                if served is not None:
+                    stack.push_async_callback(served.aclose)
+                await stack.enter_async_context(report_metrics(handle, events, interval_s=60.0))
+            if executor is not None:
+                from agentflow.executors.base import open_executor
+
+                ctx.executor = await stack.enter_async_context(open_executor(executor))
+                stack.callback(setattr, ctx, "executor", None)
+            if fork is not None:
+                result = await runner.fork(fork.thread_id, checkpoint_id=fork.checkpoint_id, source=fork.run_dir,
+                                           update=edits, new_thread_id=thread, approve=approve, on_event=on_event)
+            elif resume is not None:
+                result = await runner.resume(thread, approve=approve, edit=edits, on_event=on_event)
+            else:
+                result = await runner.start(inputs, thread_id=thread, on_event=on_event)
+            patch = await runner.diff() if apply and result.status == "done" and ctx.sandbox is not None else ""
+            if not patch.strip():
+                return result, None
+            from agentflow.swe.tree import apply_to_tree
+
+            if opts.workspace is None:
+                raise UserError("--apply needs the run's --workspace DIR")
+            applied = apply_to_tree(opts.workspace, patch, allow_exec=allow_exec)
+            runner.record_applied(patch)  # a later fork takes it back out of its copy of the workspace
+            return result, applied
+
     interrupted = False
     try:
         printer.start(run_id, thread, rdir, how="resume" if resume is not None else "fork" if fork else "run")
-        result, applied = asyncio.run(_drive(
-            runner, thread=thread, inputs=inputs, edits=edits, resume=resume is not None, approve=approve,
-            apply=apply, allow_exec=allow_exec, workspace=opts.workspace, on_event=on_event, fork=fork,
-            metrics=_metrics(handle, ctx.events, served), executor=_executor(ctx, executor)))
+        result, applied = asyncio.run(drive())
     except KeyboardInterrupt:  # Ctrl-C: asyncio.run has cancelled the run; its checkpoints are kept
         interrupted = True
     finally:
@@ -515,34 +531,6 @@ def _run_workflow(spec: Any, opts: Any, cfg: RunConfig, *, handle: Any, inputs: 
         stop_interrupted(f"run {run_id} (thread {thread}) is kept in {rdir}",
                          ["agentflow", "run", "-o", str(output), "--resume", thread])
     return result, run_id, rdir, applied
-
-
-async def _drive(runner: Any, *, thread: str, inputs: dict[str, Any], edits: dict[str, Any] | None, resume: bool,
-                 approve: bool, apply: bool, allow_exec: bool, workspace: str | None, on_event: Any,
-                 metrics: Any, fork: ForkFrom | None = None,
-                 executor: contextlib.AbstractAsyncContextManager[None] | None = None) -> tuple[Any, Any]:
-    """Run, resume or fork the workflow (the runner starts the sandbox with the workspace and, on resume, the
-    run's earlier changes) and, with --apply, bring a done run's diff back (checked). `metrics` ends before
-    the runner closes the run's event log; `executor` (the run's, for its search steps) before that."""
-    async with runner, metrics, executor or contextlib.nullcontext():
-        if fork is not None:
-            result = await runner.fork(fork.thread_id, checkpoint_id=fork.checkpoint_id, source=fork.run_dir,
-                                       update=edits, new_thread_id=thread, approve=approve, on_event=on_event)
-        elif resume:
-            result = await runner.resume(thread, approve=approve, edit=edits, on_event=on_event)
-        else:
-            result = await runner.start(inputs, thread_id=thread, on_event=on_event)
-        applied = None
-        if apply and result.status == "done" and runner.context.sandbox is not None:
-            patch = await runner.diff()
-            if patch.strip():
-                from agentflow.swe.tree import apply_to_tree
-
-                if workspace is None:
-                    raise UserError("--apply needs the run's --workspace DIR")
-                applied = apply_to_tree(workspace, patch, allow_exec=allow_exec)
-                runner.record_applied(patch)  # a later fork takes it back out of its copy of the workspace
-        return result, applied
 
 
 READER_MODEL = "unused:reading-checkpoints"
@@ -565,44 +553,9 @@ async def _pick_checkpoint(spec: Any, opts: Any, fork: ForkFrom, edits: dict[str
     from agentflow.graph.run.ledger import RunLedger
     from agentflow.graph.run.workspace import check_recorded_start
 
-    runner = checkpoint_reader(spec, opts)
-    try:
+    with checkpoint_reader(spec, opts) as runner:
         point, _ = await runner.find_checkpoint(fork.thread_id, fork.checkpoint_id, after_node=fork.after_node,
                                                 source=fork.run_dir, edit=edits)
-    finally:
-        runner.close()
     if opts.workspace is not None:
         check_recorded_start(opts.workspace, RunLedger(fork.run_dir).base())
     return str(point.checkpoint_id)
-
-
-@contextlib.asynccontextmanager
-async def _executor(ctx: Any, config: Any) -> AsyncIterator[None]:
-    """The run's executor (--executor) open while it runs: its search nodes send their steps there."""
-    if config is None:
-        yield
-        return
-    from agentflow.executors.base import open_executor
-
-    async with open_executor(config) as opened:
-        ctx.executor = opened
-        try:
-            yield
-        finally:
-            ctx.executor = None
-
-
-@contextlib.asynccontextmanager
-async def _metrics(handle: Any, events: Any, served_model: Any) -> AsyncIterator[None]:
-    """With a --serve server: `server.metrics` events every minute and at the end, then its model closed."""
-    if handle is None:
-        yield
-        return
-    from agentflow.serving.metric_events import report_metrics
-
-    try:
-        async with report_metrics(handle, events, interval_s=60.0):
-            yield
-    finally:
-        if served_model is not None:
-            await served_model.aclose()

@@ -226,7 +226,7 @@ def build_agent_node(name: str, node: NodeSpec, rt: RunHandles, spec: WorkflowSp
             # A loop guard set to end the branch fails the node even where failures route (a search prunes it).
             if on_error is None or (result.stop_reason == "loop" and agent.config.loop_guard.action == "end_branch"):
                 raise NodeFailed(name, reason, error)
-            recorded = NodeError(node=name, reason=reason, error=error)
+            recorded = NodeError(node=name, reason=reason, error=error, limit=result.limit)
             return {output_key: None, NODE_ERRORS: {name: recorded.model_dump()}}
         output = result.output.model_dump(mode="json") if result.output is not None else None
         rt.emit(NodeEnd(node_id=name, writes=[output_key]))

@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentflow.budget import BudgetExceeded
+from agentflow.agents.result import limit_in, stop_text
+from agentflow.budget import BudgetExceeded, BudgetKind
 from agentflow.errors import NodeFailed
 
 ERROR_CHANNEL = "__error__"
@@ -30,20 +31,22 @@ class NodeError(BaseModel):
     """`error`, `step_limit`, `wall_time`, `budget:<kind>`, `no_output` (the agent ended without an answer)."""
     error: str = ""
     """The message, one line where possible."""
+    limit: BudgetKind | None = None
+    """The budget limit that stopped the node (reason `budget:<kind>`)."""
 
 
 def error_from_exception(node: str, exc: BaseException | str) -> NodeError:
     """A NodeError for an exception a node raised (or the text LangGraph kept of it in the checkpoint)."""
     if isinstance(exc, NodeFailed):
-        return NodeError(node=exc.node, reason=exc.reason, error=exc.error)
+        return NodeError(node=exc.node, reason=exc.reason, error=exc.error, limit=limit_in(exc.reason))
     if isinstance(exc, BudgetExceeded):
-        return NodeError(node=node, reason=f"budget:{exc.kind}", error=str(exc))
+        return NodeError(node=node, reason=stop_text("budget", exc.kind), error=str(exc), limit=exc.kind)
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     if isinstance(exc, str) and "NodeFailed(" in exc:  # LangGraph keeps repr(exc) for a checkpointed failure
         inner = exc.split("NodeFailed(", 1)[1].rstrip(")\"'").strip("'\"")
         reason = _reason_in(inner)
         error = inner.removeprefix(f"node '{node}' failed ({reason})").removeprefix(": ")  # the message's own words
-        return NodeError(node=node, reason=reason, error=error)
+        return NodeError(node=node, reason=reason, error=error, limit=limit_in(reason))
     return NodeError(node=node, reason="error", error=" ".join(str(text).split())[:2000])
 
 
@@ -66,7 +69,7 @@ async def record_budget_stop(checkpointer: Any, snapshot: Any, exc: BudgetExceed
         written = f"{type(task.error).__name__}{task.error!r}"
         cut = task.error is None or "CancelledError" in written or "BudgetExceeded" in written
         if cut and not task.interrupts and task.result is None:
-            failure = NodeFailed(task.name, f"budget:{exc.kind}", str(exc))
+            failure = NodeFailed(task.name, stop_text("budget", exc.kind), str(exc))
             await checkpointer.aput_writes(snapshot.config, [(ERROR_CHANNEL, failure)], task.id)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from agentflow._sync import require_no_running_loop
-from agentflow.budget import Budget, BudgetExceeded, BudgetUsage
+from agentflow.budget import Budget, BudgetExceeded, BudgetKind, BudgetUsage
 from agentflow.errors import DependencyMissing, UserError
 from agentflow.events import Event
 from agentflow.events.kinds import LimitReached, RunEnd, RunFork, RunResume, RunStart, WorkspaceRestored
@@ -85,6 +85,8 @@ class RunResult:
     next: list[str] = field(default_factory=list)
     stop_reason: str = "done"
     """`done`, `interrupted`, or for a failed run the failed node's reason (`error`, `step_limit`, `budget:usd`...)."""
+    limit: BudgetKind | None = None
+    """The budget limit that stopped a failed run (its reason `budget:<limit>`)."""
     errors: dict[str, NodeError] = field(default_factory=dict)
     """Node -> why it failed: every failed node of the step that ended the run, and failures routed through
     `on_error:`."""
@@ -603,7 +605,7 @@ class WorkflowRunner:
             first = next(iter(failed.values()))
             return RunResult(
                 thread_id=thread_id, status="failed", state=values, next=list(snapshot.next),
-                stop_reason=first.reason, errors={**failed, **routed}, usage=usage, exception=failure,
+                stop_reason=first.reason, limit=first.limit, errors={**failed, **routed}, usage=usage, exception=failure,
                 finished=finished_tasks(snapshot),
             )
         if not snapshot.next:

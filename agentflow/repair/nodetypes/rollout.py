@@ -250,10 +250,10 @@ async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, so
                   model=rt.models.coder)
     result = await agent.run(task, ctx=ToolContext(sandbox=overlay, events=rt.events), budget=rt.budget)
     text = str(getattr(result.output, "text", result.output) or "")
-    finish = "stop" if result.stop_reason == "done" else result.stop_reason
+    finish = "stop" if result.stop_reason == "done" else result.stop
     changed = {p: t for p, t in overlay.changed().items() if p in sources}
     if not changed:
-        errors = [f"no file was changed ({result.stop_reason}{': ' + result.error if result.error else ''})"]
+        errors = [f"no file was changed ({result.stop}{': ' + result.error if result.error else ''})"]
         return text, finish, ReadEdits("noop", errors=errors)
     for path, content in changed.items():
         try:
@@ -262,7 +262,7 @@ async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, so
             why = f"{path} does not parse after the edit: {exc.msg} (line {exc.lineno})"
             return text, finish, ReadEdits("apply_error", errors=[why])
     rt.events.write(RepairToolEdit(node_id=cand_id, instance_id=rt.iid, sample=sample, steps=result.usage.model_calls,
-                                   stop_reason=result.stop_reason, files=sorted(changed)))
+                                   stop_reason=result.stop, files=sorted(changed)))
     return text, finish, ReadEdits("ok", changed)
 
 
