@@ -186,8 +186,3 @@ def check_database(path: str | Path) -> Path:
     for suffix in ("", "-wal", "-shm", "-journal"):
         check_regular(Path(str(p) + suffix))
     return p
-
-
-__all__ = ["check_database", "check_folder_entry", "check_regular", "make_folder", "open_append", "open_read",
-           "read_bytes",
-           "read_inside", "read_text", "replace_file", "truncate_file"]

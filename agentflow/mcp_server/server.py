@@ -245,7 +245,7 @@ async def open_workspace(cfg: McpServeConfig) -> AsyncIterator[Workspace]:
     runs = Path(cfg.runs)
     log_dir = runs / f"mcp-serve-{uuid.uuid4().hex[:8]}"
     log_dir.mkdir(parents=True, exist_ok=True)
-    events = _StreamedEvents(log_dir / "events.jsonl", run_id=log_dir.name)
+    events = EventLog(log_dir / "events.jsonl", run_id=log_dir.name, keep=False)
     sandbox = await start_sandbox(cfg.sandbox, {"sandbox_timeout_s": cfg.sandbox_timeout_s}, events=events)
     try:
         await sandbox.upload(source)
@@ -254,16 +254,6 @@ async def open_workspace(cfg: McpServeConfig) -> AsyncIterator[Workspace]:
     finally:
         await sandbox.close()
         events.close()
-
-
-class _StreamedEvents(EventLog):
-    """Events go to the file only: a server that runs for days keeps none of them in memory."""
-
-    def write(self, event: Any) -> Any:
-        written = super().write(event)
-        with self._lock:
-            self.events.clear()
-        return written
 
 
 async def serve(cfg: McpServeConfig) -> None:

@@ -238,10 +238,11 @@ class SpanTranslator:
         record.span.end(end_time=max(end_ns, record.last_ns))
 
     def _leaf(self, name: str, parent: _Open | None, event: Event, duration_s: float | None,
-              attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, error: str | None = None) -> None:
-        """A span that ended at the event's time and lasted `duration_s`."""
+              attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, error: str | None = None,
+              start_ns: int | None = None) -> None:
+        """A span that ended at the event's time and lasted `duration_s` (or began at `start_ns`)."""
         end = _ns(event.ts)
-        start = end - int(max(duration_s or 0.0, 0.0) * 1_000_000_000)
+        start = start_ns if start_ns is not None else end - int(max(duration_s or 0.0, 0.0) * 1_000_000_000)
         if parent is not None:
             parent.last_ns = max(parent.last_ns, end)
         context = trace.set_span_in_context(parent.span, _ROOT) if parent is not None else _ROOT
@@ -404,12 +405,9 @@ class SpanTranslator:
         record = self._open.get(("repair", event.node_id or ""))
         if record is None:
             return self._point(event)
-        end = _ns(event.ts)
-        span = self.tracer.start_span(event.kind, context=trace.set_span_in_context(record.span, _ROOT),
-                                      attributes=_flat("agentflow", event.data, skip=("instance_id",)),
-                                      start_time=record.step_ns)
-        span.end(end_time=end)
-        record.step_ns = end
+        attrs = _flat("agentflow", event.data, skip=("instance_id",))
+        self._leaf(event.kind, record, event, None, attrs, start_ns=record.step_ns)
+        record.step_ns = _ns(event.ts)
         return None
 
     def _search_span(self, iid: str, start_ns: int) -> _Open:
