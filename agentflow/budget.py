@@ -168,9 +168,6 @@ class Budget:
             self._used = spent.model_copy(update={"wall_seconds": 0.0})
             self._start = time.monotonic() - spent.wall_seconds
 
-    def summary(self) -> dict[str, object]:
-        return {"limits": self.limits.model_dump(exclude_none=True), "used": self.used.model_dump()}
-
     def model_call(self, max_tokens: int | None = None) -> contextlib.AbstractContextManager[Hold]:
         """Admit one model call for the block: it holds one call and `max_tokens` (its most output tokens)
         against the limits here and in every parent until `hold.charge_model(...)` charges what it used or

@@ -23,7 +23,9 @@ from agentflow.events.kinds import RepairStatus
 from agentflow.mcp.connection import require_sdk
 from agentflow.mcp_server.boundary import check_models, confine_input, job_model
 from agentflow.mcp_server.config import LOOPBACK, McpServeConfig
+from agentflow.mcp_server.jobs import run_cli
 from agentflow.models.base import ToolCall
+from agentflow.resources import data_dir
 from agentflow.tools.context import ToolContext
 from agentflow.tools.registry import ToolRegistry
 from agentflow.tools.result import ToolResult
@@ -96,8 +98,6 @@ class Workspace:
                                                self.ctx, node_id="mcp")
 
     async def _repair(self, args: dict[str, Any], model: str | None, progress: Any) -> ToolResult:
-        from agentflow.mcp_server.jobs import run_cli
-
         out = Path(self.cfg.runs) / f"mcp-repair-{uuid.uuid4().hex[:8]}"
         out.mkdir(parents=True)
         issue = out / "issue.md"
@@ -127,8 +127,6 @@ class Workspace:
         return ToolResult(ok=ok, text=text.strip(), data=summary, error=None if ok else outcome.get("status"))
 
     async def _run_workflow(self, args: dict[str, Any], model: str | None, progress: Any) -> ToolResult:
-        from agentflow.mcp_server.jobs import run_cli
-
         workflow = self._allowed_workflow(str(args["workflow"]))
         state = confine_input(self.root, args.get("input") or {})
         run_id = f"mcp-run-{uuid.uuid4().hex[:8]}"
@@ -146,8 +144,6 @@ class Workspace:
                                           default=str), data=result)
 
     def _allowed_workflow(self, name: str) -> str:
-        from agentflow.resources import data_dir
-
         allowed = {str(Path(p).resolve()) for p in self.cfg.workflows}
         if str(Path(name).resolve()) in allowed:
             return str(Path(name).resolve())

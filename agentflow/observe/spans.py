@@ -95,15 +95,13 @@ class _Open:
     step_ns: int = 0  # where a repair's next step span starts (its previous step's end)
 
 
+@dataclass(slots=True, eq=False)
 class _Scope:
     """What was current in the emitting task when an event was written (its span is made later, in a batch)."""
 
-    __slots__ = ("key", "parent", "record")
-
-    def __init__(self, key: tuple[str, str], parent: _Scope | None) -> None:
-        self.key = key
-        self.parent = parent
-        self.record: _Open | None = None  # set when its start event is translated
+    key: tuple[str, str]
+    parent: _Scope | None
+    record: _Open | None = None  # set when its start event is translated
 
 
 def _scope_key(kind: str, event: Event) -> tuple[str, str]:
@@ -312,12 +310,11 @@ class SpanTranslator:
 
     # ------------------------------------------------------------------------------------- start/end pairs
 
-    def _run_start(self, event: Event) -> None:
-        d = event.data
-        name = f"workflow {d['workflow']}" if d.get("workflow") else f"agentflow {d.get('strategy') or 'run'}"
-        attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", d, skip=("instance_id",))}
+    def _run_start(self, event: RunStart | RunResume) -> None:
+        name = f"workflow {event.workflow}" if event.workflow else "agentflow run"
+        attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", event.data, skip=("instance_id",))}
         # a task's own workflow run (the repair graph of one instance) sits in that task's repair span
-        iid = str(d.get("instance_id") or "")
+        iid = event.instance_id or ""
         parent = self._open.get(("repair", iid)) if iid else None
         self._start(("run", iid), name, parent, _ns(event.ts), attrs)  # else a root
 
