@@ -179,8 +179,8 @@ def tool_list(registry: ToolRegistry) -> list[Any]:
     """The MCP tool definitions: every pack tool, then `workspace_diff`, `repair` and `run_workflow`."""
     import mcp_types as types
 
-    tools = [types.Tool(name=t.name, description=t.description, input_schema=t.spec.parameters) for t in registry]
-    tools += [
+    return [
+        *(types.Tool(name=t.name, description=t.description, input_schema=t.spec.parameters) for t in registry),
         types.Tool(name="workspace_diff", input_schema=DIFF_SCHEMA,
                    description="Unified diff of the sandbox's workspace against the folder it was copied from."),
         types.Tool(name="repair", input_schema=REPAIR_SCHEMA,
@@ -190,7 +190,6 @@ def tool_list(registry: ToolRegistry) -> list[Any]:
                    description="Run an agentflow workflow with an input and return its final state. Long: sends "
                    "progress notifications."),
     ]
-    return tools
 
 
 def build_server(ws: Workspace) -> Any:

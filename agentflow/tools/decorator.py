@@ -54,9 +54,7 @@ class Tool:
         self.description = (description if description is not None else doc) or self.name
         module = getattr(fn, "__module__", "") or ""
         self.pack = module.removeprefix(PACK_MODULE_PREFIX)
-        self.spec = ToolSpec(
-            name=self.name, description=self.description, parameters=json_schema(self.args_model)
-        )
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=json_schema(self.args_model))
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
