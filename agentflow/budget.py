@@ -71,22 +71,13 @@ class BudgetExceeded(AgentflowError):
 class Budget:
     """Counts usage against limits; thread-safe and shared by reference."""
 
-    def __init__(
-        self,
-        limits: BudgetLimits | None = None,
-        *,
-        parent: Budget | None = None,
-        spent: BudgetUsage | None = None,
-        **kw: float | None,
-    ) -> None:
-        """`spent` is usage carried over from earlier (a resumed run's spend so far): it counts against the
-        limits as if it had been charged here, wall seconds included."""
+    def __init__(self, limits: BudgetLimits | None = None, *, parent: Budget | None = None, **kw: float | None) -> None:
         self.limits = limits or BudgetLimits.model_validate(kw)
         self.parent = parent
-        self._used = spent.model_copy() if spent is not None else BudgetUsage()
+        self._used = BudgetUsage()
         self._held = BudgetUsage()
         """What calls in flight hold (admitted, not yet charged)."""
-        self._start = time.monotonic() - (spent.wall_seconds if spent is not None else 0.0)
+        self._start = time.monotonic()
         # One lock for a budget and all its children: admitting a call checks and holds at every level at once.
         self._lock: threading.RLock = parent._lock if parent is not None else threading.RLock()
 
@@ -163,8 +154,7 @@ class Budget:
             self.charge_tool(used.tool_calls)
 
     def carry(self, spent: BudgetUsage) -> None:
-        """Count `spent` (earlier legs of a resumed run) here as if it had been charged, wall seconds included;
-        as `Budget(spent=...)` does for a budget built for the resume."""
+        """Count `spent` (earlier legs of a resumed run) here as if it had been charged, wall seconds included."""
         with self._lock:
             for kind in ("tokens", "usd", "model_calls", "tool_calls"):
                 setattr(self._used, kind, getattr(self._used, kind) + getattr(spent, kind))
@@ -177,9 +167,6 @@ class Budget:
         with self._lock:
             self._used = spent.model_copy(update={"wall_seconds": 0.0})
             self._start = time.monotonic() - spent.wall_seconds
-
-    def summary(self) -> dict[str, object]:
-        return {"limits": self.limits.model_dump(exclude_none=True), "used": self.used.model_dump()}
 
     def model_call(self, max_tokens: int | None = None) -> contextlib.AbstractContextManager[Hold]:
         """Admit one model call for the block: it holds one call and `max_tokens` (its most output tokens)

@@ -234,9 +234,10 @@ def load_config(cls: type[ModelT], overrides: Iterable[str] = (), base: Mapping[
     return validate_config(cls, apply_overrides(dict(base or {}), overrides))
 
 
-def dump_yaml(model: BaseModel) -> str:
+def dump_yaml(config: BaseModel | Mapping[str, Any]) -> str:
     """YAML of a config as resolved, secrets redacted."""
-    return yaml.safe_dump(redact(model.model_dump(mode="json")), sort_keys=False)
+    data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
+    return yaml.safe_dump(redact(data), sort_keys=False)
 
 
 def cache_dir() -> Path:

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
+from agentflow.config import dump_yaml
 from agentflow.errors import UserError
 from agentflow.events import EventLog
 from agentflow.runfiles import check_folder_entry, make_folder, replace_file, truncate_file
@@ -70,8 +70,7 @@ class RunDir:
     def write_config(self, config: BaseModel | dict[str, Any]) -> Path:
         """`config.resolved.yaml`: everything the run was started with, enough to repeat it (secrets masked:
         a resume asks for them again), signed with the user's run key (a resume goes on with it only then)."""
-        data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
-        return self._replace("config.resolved.yaml", sign_yaml(yaml.safe_dump(redact(data), sort_keys=False)))
+        return self._replace("config.resolved.yaml", sign_yaml(dump_yaml(config)))
 
     def _replace(self, name: str, text: str) -> Path:
         return replace_file(self.path / name, text)
@@ -85,6 +84,3 @@ class RunDir:
             if data and not data.endswith(b"\n"):
                 truncate_file(path, data.rfind(b"\n") + 1)
         return EventLog(path, run_id=run_id or self.run_id)
-
-
-__all__ = ["RunDir", "check_folder"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -35,11 +36,20 @@ def _kind(mode: int) -> str:
         return "a symbolic link"
     if stat.S_ISDIR(mode):
         return "a folder"
-    return "a special file"
+    return "a file" if stat.S_ISREG(mode) else "a special file"
 
 
 def check_regular(path: str | Path) -> Path:
     """`path` when it is absent or a regular file (not a link, folder, FIFO or device), else a UserError."""
+    return _check_entry(path, stat.S_ISREG, "not a regular file: agentflow neither writes nor reads through it")
+
+
+def check_folder_entry(path: str | Path) -> Path:
+    """`path` when it is absent or a real folder (not a link to one), else a UserError."""
+    return _check_entry(path, stat.S_ISDIR, "not a folder: agentflow does not write through it")
+
+
+def _check_entry(path: str | Path, wanted: Callable[[int], bool], refusal: str) -> Path:
     p = Path(path)
     try:
         st = os.lstat(p)
@@ -47,22 +57,8 @@ def check_regular(path: str | Path) -> Path:
         return p
     except OSError as exc:
         raise UserError(f"cannot use {p}: {exc.strerror or exc.__class__.__name__}", hint=_HINT) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise UserError(f"{p} is {_kind(st.st_mode)}, not a regular file: agentflow neither writes nor reads "
-                        "through it", hint=_HINT)
-    return p
-
-
-def check_folder_entry(path: str | Path) -> Path:
-    """`path` when it is absent or a real folder (not a link to one), else a UserError."""
-    p = Path(path)
-    try:
-        st = os.lstat(p)
-    except FileNotFoundError:
-        return p
-    if not stat.S_ISDIR(st.st_mode):
-        raise UserError(f"{p} is {_kind(st.st_mode) if not stat.S_ISREG(st.st_mode) else 'a file'}, not a "
-                        "folder: agentflow does not write through it", hint=_HINT)
+    if not wanted(st.st_mode):
+        raise UserError(f"{p} is {_kind(st.st_mode)}, {refusal}", hint=_HINT)
     return p
 
 
@@ -186,8 +182,3 @@ def check_database(path: str | Path) -> Path:
     for suffix in ("", "-wal", "-shm", "-journal"):
         check_regular(Path(str(p) + suffix))
     return p
-
-
-__all__ = ["check_database", "check_folder_entry", "check_regular", "make_folder", "open_append", "open_read",
-           "read_bytes",
-           "read_inside", "read_text", "replace_file", "truncate_file"]

@@ -130,7 +130,3 @@ def verified(record: dict[str, Any]) -> bool:
         return False
     key = run_key(create=False)
     return key is not None and hmac.compare_digest(mac, _mac(key, record))
-
-
-__all__ = ["MAC_FIELD", "SIGNED_FIELDS", "YAML_MAC", "key_path", "run_key", "sign", "sign_yaml",
-           "verified", "verified_yaml"]

@@ -83,7 +83,6 @@ class Event(BaseModel):
                 if value is not None or (key in self.model_fields_set and key not in TAGS)}
         return {**out, "data": data}
 
-
     @property
     def data(self) -> dict[str, Any]:
         """The payload as the JSON line's `data` holds it (for generic displays: the viewer, span attributes)."""

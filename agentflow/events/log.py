@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -35,11 +34,13 @@ class EventLog:
     """Append-only JSONL event file (or an in-memory list when `path` is None). Thread-safe.
 
     `sinks` see each written event in write order, under the log's lock, so whatever they derive (trace spans)
-    follows the file exactly. `capture_content` asks the writers to include message contents (opt-in)."""
+    follows the file exactly. `capture_content` asks the writers to include message contents (opt-in).
+    `keep=False`: the written events are not kept in `events` (a server that runs for days)."""
 
-    def __init__(self, path: str | Path | None = None, run_id: str = "") -> None:
+    def __init__(self, path: str | Path | None = None, run_id: str = "", *, keep: bool = True) -> None:
         self.path = Path(path) if path is not None else None
         self.run_id = run_id
+        self.keep = keep
         self.events: list[Event] = []
         self.sinks: list[EventSink] = []
         self.capture_content = False
@@ -58,19 +59,14 @@ class EventLog:
         event = parse_event(redact(event.model_dump()))
         line = event.model_dump_json()
         with self._lock:
-            self.events.append(event)
+            if self.keep:
+                self.events.append(event)
             if self._fh is not None:
                 self._fh.write(line + "\n")
                 self._fh.flush()
             for sink in self.sinks:
                 sink(event)
         return event
-
-    def fsync(self) -> None:
-        with self._lock:
-            if self._fh is not None:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         with self._lock:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from agentflow.config import StrictConfig
+from agentflow.config import StrictConfig, validate_config
 from agentflow.errors import UserError
 
 _SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
@@ -98,8 +98,6 @@ def _default_name(cfg: McpServerConfig) -> str:
 
 def parse_server(value: str | Mapping[str, Any] | McpServerConfig) -> McpServerConfig:
     """A config from a command line or URL string (the CLI's `--mcp`), a mapping (YAML) or a config."""
-    from agentflow.config import validate_config
-
     if isinstance(value, McpServerConfig):
         return value
     if isinstance(value, str):

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import tempfile
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from agentflow.errors import DependencyMissing, ToolError, UserError
@@ -144,7 +145,7 @@ class McpConnection:
         self._generation += 1
         ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         generation = self._generation
-        transport = _EndWatched(self._target(), lambda: self._transport_ended(generation))
+        transport = _end_watched(self._target(), lambda: self._transport_ended(generation))
         self._owner = asyncio.create_task(self._own(Client(transport), ready), name=f"mcp:{self.name}")
         try:
             done, _ = await asyncio.wait(
@@ -195,7 +196,7 @@ class McpConnection:
                 )
             headers["Authorization"] = f"Bearer {token}"
         http = create_mcp_http_client(headers=headers)
-        return _OwnedHttp(streamable_http_client(str(cfg.url), http_client=http), http)
+        return _owned_http(streamable_http_client(str(cfg.url), http_client=http), http)
 
     def _transport_ended(self, generation: int) -> None:
         """The server's output ended while connected: the next call starts it again instead of failing."""
@@ -266,18 +267,11 @@ class McpConnection:
 
 
 
-class _EndWatched(contextlib.AbstractAsyncContextManager[Any]):
+@contextlib.asynccontextmanager
+async def _end_watched(inner: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
     """A transport whose read stream reports its end (EOF or close) through `on_end`."""
-
-    def __init__(self, inner: Any, on_end: Any) -> None:
-        self.inner, self.on_end = inner, on_end
-
-    async def __aenter__(self) -> Any:
-        read, write = await self.inner.__aenter__()
-        return _WatchedStream(read, self.on_end), write
-
-    async def __aexit__(self, *exc: object) -> Any:
-        return await self.inner.__aexit__(*exc)
+    async with inner as (read, write):
+        yield _WatchedStream(read, on_end), write
 
 
 class _WatchedStream:
@@ -313,21 +307,11 @@ class _WatchedStream:
             raise
 
 
-class _OwnedHttp(contextlib.AbstractAsyncContextManager[Any]):
+@contextlib.asynccontextmanager
+async def _owned_http(inner: Any, http: Any) -> AsyncIterator[Any]:
     """The HTTP transport plus the httpx client it uses, closed together."""
-
-    def __init__(self, inner: Any, http: Any) -> None:
-        self.inner, self.http = inner, http
-
-    async def __aenter__(self) -> Any:
-        await self.http.__aenter__()
-        return await self.inner.__aenter__()
-
-    async def __aexit__(self, *exc: object) -> Any:
-        try:
-            return await self.inner.__aexit__(*exc)
-        finally:
-            await self.http.__aexit__(None, None, None)
+    async with http, inner as streams:
+        yield streams
 
 
 def _refused(exc: BaseException) -> bool:

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 from agentflow.errors import UserError
 from agentflow.mcp.config import McpServerConfig, parse_server
+from agentflow.mcp.connection import McpConnection
+from agentflow.mcp.tool import McpTool
 
 if TYPE_CHECKING:
     from agentflow.events import EventLog
-    from agentflow.mcp.connection import McpConnection
-    from agentflow.mcp.tool import McpTool
 
 ServerLike = str | Mapping[str, Any] | McpServerConfig
 
@@ -41,8 +41,6 @@ class McpHub:
         return bool(self.configs)
 
     def connection(self, name: str) -> McpConnection:
-        from agentflow.mcp.connection import McpConnection
-
         if name not in self.configs:
             raise UserError(f"unknown MCP server {name!r}; declared: {', '.join(self.configs) or 'none'}")
         conn = self._connections.get(name)
@@ -67,8 +65,6 @@ class McpHub:
         return None
 
     async def _list(self, name: str) -> list[McpTool]:
-        from agentflow.mcp.tool import McpTool
-
         conn = self.connection(name)
         cfg = conn.config
         offered = await conn.list_tools()

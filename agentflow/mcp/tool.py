@@ -18,7 +18,7 @@ from agentflow.models.base import ToolSpec
 from agentflow.tools.context import ToolContext
 from agentflow.tools.decorator import Tool, _short
 from agentflow.tools.result import ToolResult, cap_text
-from agentflow.tools.schema import _strip_titles
+from agentflow.tools.schema import object_schema
 
 if TYPE_CHECKING:
     from agentflow.mcp.connection import McpConnection
@@ -51,7 +51,7 @@ class McpTool(Tool):
         self._param_names = {}
         self.description = (remote.description or remote.title or remote.name).strip()[:MAX_DESCRIPTION_CHARS]
         self.pack = PACK_PREFIX + connection.name
-        self.schema = _args_schema(remote.input_schema)
+        self.schema = object_schema(dict(remote.input_schema or {}))
         self.spec = ToolSpec(name=self.name, description=self.description, parameters=self.schema)
         self._validator = _validator(self.schema)
 
@@ -90,12 +90,7 @@ class McpTool(Tool):
         start = time.monotonic()
         problems = self.problems(arguments)
         if problems:
-            params = ", ".join(self.schema.get("properties", {})) or "none"
-            result = ToolResult.failure(
-                f"invalid arguments for tool '{self.name}': {'; '.join(problems[:5])}. "
-                f"Parameters: {params}. Fix the arguments and call the tool again.",
-                error="invalid arguments",
-            )
+            result = self.invalid_arguments(problems[:5])
         else:
             limit = timeout if timeout is not None else self.timeout
             try:
@@ -160,14 +155,6 @@ def _bounded(text: str, limit: int) -> str:
         return text
     kept = raw[:limit].decode("utf-8", "ignore")
     return kept + f"\n[... {len(raw) - limit} more bytes from the MCP server dropped ...]"
-
-
-def _args_schema(schema: Any) -> dict[str, Any]:
-    """The server's input schema as models see native ones: an object, titles dropped."""
-    out: dict[str, Any] = _strip_titles(dict(schema or {}))
-    out["type"] = "object"
-    out.setdefault("properties", {})
-    return out
 
 
 def _validator(schema: dict[str, Any]) -> Any:

@@ -23,7 +23,9 @@ from agentflow.events.kinds import RepairStatus
 from agentflow.mcp.connection import require_sdk
 from agentflow.mcp_server.boundary import check_models, confine_input, job_model
 from agentflow.mcp_server.config import LOOPBACK, McpServeConfig
+from agentflow.mcp_server.jobs import run_cli
 from agentflow.models.base import ToolCall
+from agentflow.resources import data_dir
 from agentflow.tools.context import ToolContext
 from agentflow.tools.registry import ToolRegistry
 from agentflow.tools.result import ToolResult
@@ -96,8 +98,6 @@ class Workspace:
                                                self.ctx, node_id="mcp")
 
     async def _repair(self, args: dict[str, Any], model: str | None, progress: Any) -> ToolResult:
-        from agentflow.mcp_server.jobs import run_cli
-
         out = Path(self.cfg.runs) / f"mcp-repair-{uuid.uuid4().hex[:8]}"
         out.mkdir(parents=True)
         issue = out / "issue.md"
@@ -127,8 +127,6 @@ class Workspace:
         return ToolResult(ok=ok, text=text.strip(), data=summary, error=None if ok else outcome.get("status"))
 
     async def _run_workflow(self, args: dict[str, Any], model: str | None, progress: Any) -> ToolResult:
-        from agentflow.mcp_server.jobs import run_cli
-
         workflow = self._allowed_workflow(str(args["workflow"]))
         state = confine_input(self.root, args.get("input") or {})
         run_id = f"mcp-run-{uuid.uuid4().hex[:8]}"
@@ -146,8 +144,6 @@ class Workspace:
                                           default=str), data=result)
 
     def _allowed_workflow(self, name: str) -> str:
-        from agentflow.resources import data_dir
-
         allowed = {str(Path(p).resolve()) for p in self.cfg.workflows}
         if str(Path(name).resolve()) in allowed:
             return str(Path(name).resolve())
@@ -183,8 +179,8 @@ def tool_list(registry: ToolRegistry) -> list[Any]:
     """The MCP tool definitions: every pack tool, then `workspace_diff`, `repair` and `run_workflow`."""
     import mcp_types as types
 
-    tools = [types.Tool(name=t.name, description=t.description, input_schema=t.spec.parameters) for t in registry]
-    tools += [
+    return [
+        *(types.Tool(name=t.name, description=t.description, input_schema=t.spec.parameters) for t in registry),
         types.Tool(name="workspace_diff", input_schema=DIFF_SCHEMA,
                    description="Unified diff of the sandbox's workspace against the folder it was copied from."),
         types.Tool(name="repair", input_schema=REPAIR_SCHEMA,
@@ -194,7 +190,6 @@ def tool_list(registry: ToolRegistry) -> list[Any]:
                    description="Run an agentflow workflow with an input and return its final state. Long: sends "
                    "progress notifications."),
     ]
-    return tools
 
 
 def build_server(ws: Workspace) -> Any:
@@ -245,7 +240,7 @@ async def open_workspace(cfg: McpServeConfig) -> AsyncIterator[Workspace]:
     runs = Path(cfg.runs)
     log_dir = runs / f"mcp-serve-{uuid.uuid4().hex[:8]}"
     log_dir.mkdir(parents=True, exist_ok=True)
-    events = _StreamedEvents(log_dir / "events.jsonl", run_id=log_dir.name)
+    events = EventLog(log_dir / "events.jsonl", run_id=log_dir.name, keep=False)
     sandbox = await start_sandbox(cfg.sandbox, {"sandbox_timeout_s": cfg.sandbox_timeout_s}, events=events)
     try:
         await sandbox.upload(source)
@@ -254,16 +249,6 @@ async def open_workspace(cfg: McpServeConfig) -> AsyncIterator[Workspace]:
     finally:
         await sandbox.close()
         events.close()
-
-
-class _StreamedEvents(EventLog):
-    """Events go to the file only: a server that runs for days keeps none of them in memory."""
-
-    def write(self, event: Any) -> Any:
-        written = super().write(event)
-        with self._lock:
-            self.events.clear()
-        return written
 
 
 async def serve(cfg: McpServeConfig) -> None:

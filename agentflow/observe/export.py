@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from agentflow.errors import UserError
+from agentflow.errors import DependencyMissing, UserError
 from agentflow.events import Event, read_events
 from agentflow.events.kinds import (
     BranchMoment,
@@ -34,7 +34,7 @@ from agentflow.models.base import TokenTrace
 from agentflow.secrets import redact
 
 ExportFormat = Literal["parquet", "verl"]
-FORMATS: tuple[str, ...] = ("parquet", "verl")
+FORMATS: tuple[str, ...] = get_args(ExportFormat)
 
 
 @dataclass
@@ -243,8 +243,6 @@ def export_run(run: str | Path, out: str | Path, fmt: ExportFormat = "parquet") 
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        from agentflow.errors import DependencyMissing
-
         raise DependencyMissing("pyarrow", "train", "exporting training data") from None
     rows = trajectory_rows(run)
     if fmt == "verl":

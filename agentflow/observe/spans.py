@@ -95,15 +95,13 @@ class _Open:
     step_ns: int = 0  # where a repair's next step span starts (its previous step's end)
 
 
+@dataclass(slots=True, eq=False)
 class _Scope:
     """What was current in the emitting task when an event was written (its span is made later, in a batch)."""
 
-    __slots__ = ("key", "parent", "record")
-
-    def __init__(self, key: tuple[str, str], parent: _Scope | None) -> None:
-        self.key = key
-        self.parent = parent
-        self.record: _Open | None = None  # set when its start event is translated
+    key: tuple[str, str]
+    parent: _Scope | None
+    record: _Open | None = None  # set when its start event is translated
 
 
 def _scope_key(kind: str, event: Event) -> tuple[str, str]:
@@ -238,10 +236,11 @@ class SpanTranslator:
         record.span.end(end_time=max(end_ns, record.last_ns))
 
     def _leaf(self, name: str, parent: _Open | None, event: Event, duration_s: float | None,
-              attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, error: str | None = None) -> None:
-        """A span that ended at the event's time and lasted `duration_s`."""
+              attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL, error: str | None = None,
+              start_ns: int | None = None) -> None:
+        """A span that ended at the event's time and lasted `duration_s` (or began at `start_ns`)."""
         end = _ns(event.ts)
-        start = end - int(max(duration_s or 0.0, 0.0) * 1_000_000_000)
+        start = start_ns if start_ns is not None else end - int(max(duration_s or 0.0, 0.0) * 1_000_000_000)
         if parent is not None:
             parent.last_ns = max(parent.last_ns, end)
         context = trace.set_span_in_context(parent.span, _ROOT) if parent is not None else _ROOT
@@ -311,12 +310,11 @@ class SpanTranslator:
 
     # ------------------------------------------------------------------------------------- start/end pairs
 
-    def _run_start(self, event: Event) -> None:
-        d = event.data
-        name = f"workflow {d['workflow']}" if d.get("workflow") else f"agentflow {d.get('strategy') or 'run'}"
-        attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", d, skip=("instance_id",))}
+    def _run_start(self, event: RunStart | RunResume) -> None:
+        name = f"workflow {event.workflow}" if event.workflow else "agentflow run"
+        attrs = {"agentflow.run_id": event.run_id, **_flat("agentflow.run", event.data, skip=("instance_id",))}
         # a task's own workflow run (the repair graph of one instance) sits in that task's repair span
-        iid = str(d.get("instance_id") or "")
+        iid = event.instance_id or ""
         parent = self._open.get(("repair", iid)) if iid else None
         self._start(("run", iid), name, parent, _ns(event.ts), attrs)  # else a root
 
@@ -404,12 +402,9 @@ class SpanTranslator:
         record = self._open.get(("repair", event.node_id or ""))
         if record is None:
             return self._point(event)
-        end = _ns(event.ts)
-        span = self.tracer.start_span(event.kind, context=trace.set_span_in_context(record.span, _ROOT),
-                                      attributes=_flat("agentflow", event.data, skip=("instance_id",)),
-                                      start_time=record.step_ns)
-        span.end(end_time=end)
-        record.step_ns = end
+        attrs = _flat("agentflow", event.data, skip=("instance_id",))
+        self._leaf(event.kind, record, event, None, attrs, start_ns=record.step_ns)
+        record.step_ns = _ns(event.ts)
         return None
 
     def _search_span(self, iid: str, start_ns: int) -> _Open:

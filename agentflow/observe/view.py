@@ -18,6 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
+
+from agentflow.config import load_yaml
 from agentflow.errors import UserError
 from agentflow.events import read_events
 from agentflow.events.kinds import ModelTurn
@@ -75,19 +78,8 @@ def _break_parent_cycles(events: list[list[Any]]) -> None:
         if kind == "search.node" and row_node:
             parent[row_node] = up
             first.setdefault(row_node, i)
-    done: set[str] = set()
-    roots: set[str] = set()
-    for start in parent:
-        path: list[str] = []
-        on_path: set[str] = set()
-        node: str | None = start
-        while node in parent and node not in done and node not in on_path:
-            path.append(node)
-            on_path.add(node)
-            node = parent[node]
-        if node in on_path:  # the walk came back: path[path.index(node):] is a cycle
-            roots.add(min(path[path.index(node):], key=first.__getitem__))
-        done.update(path)
+    graph = nx.DiGraph((node, up) for node, up in parent.items() if up is not None)
+    roots = {min(cycle, key=first.__getitem__) for cycle in nx.simple_cycles(graph)}
     for row in events:
         if row[1] == "search.node" and row[2] in roots:
             row[3] = None
@@ -97,8 +89,6 @@ def _config(run_dir: Path) -> dict[str, Any]:
     text = read_text(run_dir / "config.resolved.yaml")
     if text is None:
         return {}
-    from agentflow.config import load_yaml
-
     data = load_yaml(text, str(run_dir / "config.resolved.yaml"))  # bounded: an alias bomb is one line, exit 2
     return data if isinstance(data, dict) else {}
 

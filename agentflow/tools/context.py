@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
+from agentflow.errors import ToolError
+
 if TYPE_CHECKING:
     from agentflow.budget import Budget
     from agentflow.events import EventLog
@@ -37,7 +39,5 @@ class ToolContext(Generic[DepsT]):
 
     def require_sandbox(self) -> Sandbox:
         if self.sandbox is None:
-            from agentflow.errors import ToolError
-
             raise ToolError("this tool needs a sandbox, and the run has none (start one with --sandbox docker|local)")
         return self.sandbox

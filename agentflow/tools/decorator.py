@@ -54,9 +54,7 @@ class Tool:
         self.description = (description if description is not None else doc) or self.name
         module = getattr(fn, "__module__", "") or ""
         self.pack = module.removeprefix(PACK_MODULE_PREFIX)
-        self.spec = ToolSpec(
-            name=self.name, description=self.description, parameters=json_schema(self.args_model)
-        )
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=json_schema(self.args_model))
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -80,23 +78,13 @@ class Tool:
         """Validated arguments; raises pydantic's `ValidationError`."""
         return self.args_model.model_validate(arguments)
 
-    def validation_message(self, exc: ValidationError) -> str:
-        """A model-readable account of what is wrong with the arguments, naming each argument."""
-        problems = []
-        for err in exc.errors()[:5]:
-            loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-            if err["type"] == "missing":
-                problems.append(f"'{loc}' is required")
-            elif err["type"] == "extra_forbidden":
-                problems.append(f"'{loc}' is not a parameter of this tool")
-            else:
-                got = _short(err.get("input"))
-                problems.append(f"'{loc}': {err['msg']} (got {got})")
-        more = f"; and {exc.error_count() - 5} more" if exc.error_count() > 5 else ""
+    def invalid_arguments(self, problems: list[str]) -> ToolResult:
+        """The result of a call whose arguments are wrong: each problem, the parameters, what to do."""
         params = ", ".join(self.spec.parameters.get("properties", {})) or "none"
-        return (
-            f"invalid arguments for tool '{self.name}': {'; '.join(problems)}{more}. "
-            f"Parameters: {params}. Fix the arguments and call the tool again."
+        return ToolResult.failure(
+            f"invalid arguments for tool '{self.name}': {'; '.join(problems)}. "
+            f"Parameters: {params}. Fix the arguments and call the tool again.",
+            error="invalid arguments",
         )
 
     async def run(
@@ -108,7 +96,7 @@ class Tool:
         try:
             values = self.validate(arguments)
         except ValidationError as exc:
-            result = ToolResult.failure(self.validation_message(exc), error="invalid arguments")
+            result = self.invalid_arguments(_problems(exc))
             result.duration_s = time.monotonic() - start
             return result
         kwargs = {param: getattr(values, field) for field, param in self._param_names.items()}
@@ -135,6 +123,22 @@ class Tool:
             result = ToolResult.failure(f"{type(exc).__name__}: {exc}", error=type(exc).__name__)
         result.duration_s = time.monotonic() - start
         return result
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    """What pydantic found wrong with the arguments, naming each argument (the first five)."""
+    problems = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        if err["type"] == "missing":
+            problems.append(f"'{loc}' is required")
+        elif err["type"] == "extra_forbidden":
+            problems.append(f"'{loc}' is not a parameter of this tool")
+        else:
+            problems.append(f"'{loc}': {err['msg']} (got {_short(err.get('input'))})")
+    if exc.error_count() > 5:
+        problems.append(f"and {exc.error_count() - 5} more")
+    return problems
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -19,6 +19,7 @@ from agentflow.models.base import ToolCall, ToolSpec
 from agentflow.tools.context import ToolContext
 from agentflow.tools.decorator import Tool
 from agentflow.tools.journal import ToolJournal
+from agentflow.tools.packs import load_pack
 from agentflow.tools.result import ToolResult, cap_text
 from agentflow.tools.schema import anthropic_tool, openai_tool
 
@@ -38,8 +39,6 @@ class ToolRegistry:
     @classmethod
     def from_packs(cls, packs: Sequence[str]) -> ToolRegistry:
         """All tools of the named packs (built-in names, dotted user modules or .py paths)."""
-        from agentflow.tools.packs import load_pack
-
         registry = cls()
         for pack in packs:
             for t in load_pack(pack):

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agentflow.models.base import Message
+
 DEFAULT_MAX_CHARS = 10_000
 """Longest `text` a model sees from one tool call; the full output stays in `data["full_text"]`."""
 
@@ -32,10 +34,8 @@ class ToolResult(BaseModel):
         """A failed call; the model reads `ToolError: <message>`."""
         return cls(ok=False, text=f"ToolError: {message}", error=error or message, data=data)
 
-    def to_message(self, call_id: str, name: str) -> Any:
+    def to_message(self, call_id: str, name: str) -> Message:
         """The `role=tool` chat message answering call `call_id`."""
-        from agentflow.models.base import Message
-
         return Message.tool(call_id, name, self.text)
 
 

@@ -184,55 +184,40 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The arguments schema as models see it: no titles, `$ref`s inlined where that is finite."""
     schema: dict[str, Any] = model.model_json_schema()
     defs = schema.pop("$defs", {})
-    if defs and not _recursive(defs):
-        schema = _inline(schema, defs)
-        defs = {}
-    schema = _strip_titles(schema)
+    try:
+        schema, defs = _inline(schema, defs), {}
+    except _Recursive:
+        pass
+    schema = object_schema(schema)
     if defs:
         schema["$defs"] = _strip_titles(defs, in_properties=True)
-    schema.setdefault("properties", {})
-    schema["type"] = "object"
     return schema
 
 
-def _ref_name(ref: str) -> str:
-    return ref.rsplit("/", 1)[-1]
+def object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's arguments schema as models see it: pydantic's titles dropped, an object."""
+    out: dict[str, Any] = _strip_titles(schema)
+    out["type"] = "object"
+    out.setdefault("properties", {})
+    return out
 
 
-def _refs(node: Any) -> set[str]:
-    found: set[str] = set()
+class _Recursive(Exception):
+    """A `$ref` met again inside its own expansion: the schema keeps its `$defs`."""
+
+
+def _inline(node: Any, defs: dict[str, Any], expanding: tuple[str, ...] = ()) -> Any:
+    """`node` with every `$ref` replaced by a copy of its definition (its siblings kept)."""
     if isinstance(node, dict):
         if isinstance(node.get("$ref"), str):
-            found.add(_ref_name(node["$ref"]))
-        for value in node.values():
-            found |= _refs(value)
-    elif isinstance(node, list):
-        for value in node:
-            found |= _refs(value)
-    return found
-
-
-def _recursive(defs: dict[str, Any]) -> bool:
-    graph = {name: _refs(body) for name, body in defs.items()}
-
-    def reaches(start: str, target: str, seen: set[str]) -> bool:
-        for nxt in graph.get(start, ()):
-            if nxt == target or (nxt not in seen and reaches(nxt, target, seen | {nxt})):
-                return True
-        return False
-
-    return any(reaches(name, name, {name}) for name in graph)
-
-
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(node, dict):
-        if isinstance(node.get("$ref"), str):
-            target = copy.deepcopy(defs[_ref_name(node["$ref"])])
+            name = node["$ref"].rsplit("/", 1)[-1]
+            if name in expanding:
+                raise _Recursive
             extra = {k: v for k, v in node.items() if k != "$ref"}
-            return _inline({**target, **extra}, defs)
-        return {k: _inline(v, defs) for k, v in node.items()}
+            return _inline({**defs[name], **extra}, defs, (*expanding, name))
+        return {k: _inline(v, defs, expanding) for k, v in node.items()}
     if isinstance(node, list):
-        return [_inline(v, defs) for v in node]
+        return [_inline(v, defs, expanding) for v in node]
     return node
 
 
