@@ -99,7 +99,8 @@ def cut_functions(text: str, functions: list[tuple[str, ...]]) -> str | None:
 
 
 def snippet_of(text: str, test_id: str) -> str:
-    """The statements of the test `test_id` names (no `def` line, no decorators), dedented ("" if not found)."""
+    """The statements of the test `test_id` names (no `def` line, decorators or docstring), dedented ("" if not
+    found)."""
     found = function_of(test_id)
     try:
         tree = ast.parse(text)
@@ -109,5 +110,6 @@ def snippet_of(text: str, test_id: str) -> str:
     if defined is None or not defined[0].body:
         return ""
     node = defined[0]
-    lines = text.splitlines()[node.body[0].lineno - 1 : node.end_lineno]
+    body = node.body[1:] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body
+    lines = text.splitlines()[body[0].lineno - 1 : node.end_lineno]
     return textwrap.dedent("\n".join(lines)).strip("\n")

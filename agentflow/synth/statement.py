@@ -153,16 +153,19 @@ def behaviour_report(failure: Failure, *, cite_test: bool = True) -> str | None:
     )
 
 
+_ANY_FRAME = re.compile(r"^(\S+|<[^>]+>):\d+: in \S+")
+
+
 def user_report(failure: Failure, snippet: str, others: int) -> str:
     """A user's report of a hidden test's failure: its statements as the user's snippet and what running them
-    printed (the test files' source and `E` lines, no `path:line: in name` frame line), no test named."""
-    shown = [line for line in failure.frames if not _FRAME.match(line)]
-    title = f"`{_short(failure.failing_line)}` does not hold" if failure.failing_line else "Unexpected failure"
+    printed (source and `E` lines; no `path:line: in name` frame line, no `???` of frozen modules), no test named."""
+    shown = [line for line in failure.frames if not _ANY_FRAME.match(line) and line.strip() != "???"]
+    said = failure.error[0][1:].strip() if failure.error else ""
+    title = f"Unexpected `{_short(said)}`" if said else "Unexpected failure"
     code = (snippet or failure.failing_line).splitlines()
     if len(code) > _MAX_CODE_LINES:
         code = code[:_MAX_CODE_LINES] + ["..."]
-    parts = [title, "", "Running this:", "", "```python", *code, "```", "",
-             "fails with:", "", "```", *shown, "```", ""]
+    parts = [title, "", "Running this:", "", "```python", *code, "```", "", "fails with:", "", "```", *shown, "```", ""]
     if others:
         parts += ["A few similar cases go wrong as well.", ""]
     parts.append("I expected it to work.")

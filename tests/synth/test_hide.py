@@ -28,6 +28,7 @@ def test_kept():
 
 class TestBox:
     def test_a(self):
+        """What it checks."""
         assert True
 
     def test_b(self):
@@ -75,15 +76,18 @@ def test_a_test_not_defined_in_its_file_cannot_be_cut() -> None:
 
 def test_the_snippet_is_the_body_without_the_def_line() -> None:
     assert snippet_of(TESTS, "t.py::TestBox::test_b") == "assert True"
+    assert snippet_of(TESTS, "t.py::TestBox::test_a") == "assert True"
     assert snippet_of(TESTS, "t.py::test_param[2]") == "assert x"
     assert snippet_of(TESTS, "t.py::nope") == ""
 
 
 def test_the_user_report_names_no_test() -> None:
-    failure = Failure("tests/test_m.py::test_f", ["tests/test_m.py:4: in test_f", "    assert f(2) == 3", "E   assert 4 == 3"],
-                      "assert f(2) == 3", ["E   assert 4 == 3"])
+    frames = ["tests/test_m.py:4: in test_f", "    assert f(2) == 3", "<frozen codecs>:1: in decode", "    ???",
+              "E   assert 4 == 3"]
+    failure = Failure("tests/test_m.py::test_f", frames, "assert f(2) == 3", ["E   assert 4 == 3"])
     report = user_report(failure, "x = 2\nassert f(x) == 3", others=1)
-    assert "test_f" not in report and "tests/test_m.py" not in report
+    assert "test_f" not in report and "tests/test_m.py" not in report and "frozen" not in report and "???" not in report
+    assert report.startswith("Unexpected `assert 4 == 3`")
     assert "assert f(x) == 3" in report and "E   assert 4 == 3" in report and "similar cases" in report
     behaviour = behaviour_report(failure, cite_test=False)
     assert behaviour is not None and "test_f" not in behaviour and "`f(2)` gives `4`" in behaviour
