@@ -222,7 +222,10 @@ async def _baseline(sandbox: Sandbox, repo: Path, clean: Path, files: list[str],
     python = sandbox_python(sandbox)
     await seed_workspace(sandbox, task, python=python)
     test_cmd = default_test_cmd(python) + " --tb=short --color=no --continue-on-collection-errors"
-    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if backend == "local" else None
+    # one hash seed for every run: a set's order in pytest's output, and so in a statement, is the same each time
+    env = {"PYTHONHASHSEED": "0"}
+    if backend == "local":
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     log(f"running the whole suite ({len(tests)} test files) at the clean state")
     started = time.monotonic()
     run = await run_tests(sandbox, tests, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=config.suite_timeout_s, env=env)
