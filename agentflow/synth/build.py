@@ -32,6 +32,7 @@ from agentflow.swe.hostgit import OwnRepo, git
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import ERROR, FAILED, PASSED, TestRun, default_test_cmd, maintained, run_tests
 from agentflow.swe.workspace import EVAL_DIR, SNAPSHOT_ENV, copy_files, seed_workspace, snapshot_commit
+from agentflow.synth.hide import cut_functions, hidden_functions, is_hidden, snippet_of
 from agentflow.synth.layout import reaching_tests, repo_files, source_files, suite_files
 from agentflow.synth.mutate import OPERATORS, Mutation, file_mutations
 from agentflow.synth.statement import (
@@ -42,6 +43,7 @@ from agentflow.synth.statement import (
     failing_test_report,
     read_failure,
     scrub,
+    user_report,
 )
 
 CREATED_AT = "2024-01-01T00:00:00Z"
@@ -79,6 +81,9 @@ class SynthConfig(StrictConfig):
     rewrites: int = Field(default=3, ge=0)
     """How many functions the rewrite model is asked to break (with `rewrite_model`)."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig.model_validate({"sandbox_timeout_s": 14400.0}))
+    hide_tests: bool = False
+    """Hide the failing tests, as SWE-bench does: they are cut from the task's repository (its suite passes at
+    the base), its `test_patch` puts them back at grading, and the statement is a user's report naming no test."""
 
 
 @dataclass
@@ -202,7 +207,10 @@ async def _baseline(sandbox: Sandbox, repo: Path, clean: Path, files: list[str],
     python = sandbox_python(sandbox)
     await seed_workspace(sandbox, task, python=python)
     test_cmd = default_test_cmd(python) + " --tb=short --color=no --continue-on-collection-errors"
-    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if backend == "local" else None
+    # one hash seed for every run: a set's order in pytest's output, and so in a statement, is the same each time
+    env = {"PYTHONHASHSEED": "0"}
+    if backend == "local":
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     log(f"running the whole suite ({len(tests)} test files) at the clean state")
     started = time.monotonic()
     run = await run_tests(sandbox, tests, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=config.suite_timeout_s, env=env)
@@ -309,6 +317,8 @@ def _judge(ctx: Context, mutation: Mutation, files: list[str], run: TestRun) -> 
 def statement_for(ctx: Context, found: Kept, k: int) -> str | None:
     """The task's problem statement (the kind the config asks for), or None when none can be written
     without naming the changed file or line."""
+    if ctx.config.hide_tests:
+        return hidden_statement(ctx, found)
     m = found.mutation
     forbidden = [m.path, m.path.removeprefix("src/"), *m.old_lines, *m.new_lines]
     failures = [f for t in found.failing if (f := read_failure(t, found.output, set(ctx.tests))) is not None]
@@ -328,6 +338,49 @@ def statement_for(ctx: Context, found: Kept, k: int) -> str | None:
     return text if check_statement(text, forbidden) else None
 
 
+def hidden_statement(ctx: Context, found: Kept) -> str | None:
+    """A hidden-tests task's statement: the behaviour report (unless `--statement test`) where one can be
+    derived, else the user's report of the first failing test; neither names a test, its file or the change."""
+    m = found.mutation
+    hidden = hidden_functions(found.failing)
+    names = sorted({name for functions in hidden.values() for function in functions for name in function})
+    forbidden = [m.path, m.path.removeprefix("src/"), *m.old_lines, *m.new_lines, *found.failing, *hidden, *names]
+    failures = [f for t in found.failing if (f := read_failure(t, found.output, set(ctx.tests))) is not None]
+    if not failures:
+        return None
+    text = None
+    if ctx.config.statement != "test":
+        text = next((b for f in failures if (b := behaviour_report(f, cite_test=False)) is not None), None)
+    if text is None:
+        first = failures[0].test_id
+        snippet = snippet_of(ctx.tests.get(first.split("::", 1)[0], ""), first)
+        text = user_report(failures[0], snippet, len(found.failing) - 1)
+    text = scrub(text, forbidden)
+    return text if check_statement(text, forbidden) else None
+
+
+def hide_failing_tests(repo: Path, ctx: Context, failing: list[str]) -> bool:
+    """Cut the failing tests' functions from the test files in `repo` (the task's folder); False when one is
+    not defined in its file (inherited, generated) and so cannot be hidden."""
+    for path, functions in hidden_functions(failing).items():
+        cut = cut_functions(ctx.tests.get(path, ""), functions)
+        if cut is None:
+            return False
+        (repo / path).write_text(cut, encoding="utf-8")
+    return True
+
+
+def _test_patch(repo: Path, clean: Path, paths: list[str]) -> str:
+    """The diff that puts the clean test files `paths` back into the task's folder `repo`."""
+    with tempfile.TemporaryDirectory(prefix="agentflow-synth-tests-") as tmp:
+        work = Path(tmp) / "r"
+        snapshot_commit(repo, work)
+        for path in paths:
+            (work / path).write_bytes((clean / path).read_bytes())
+        # `work` is a repository agentflow just made (`snapshot_commit`)
+        return git(["diff", "--no-color", "--no-ext-diff"], OwnRepo(work), env=SNAPSHOT_ENV).decode("utf-8")
+
+
 async def _make_task(ctx: Context, found: Kept, out: Path, k: int,
                      backend: Literal["docker", "local"]) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Write the task's repository folder and records, then check them the way `agentflow eval` grades."""
@@ -340,12 +393,17 @@ async def _make_task(ctx: Context, found: Kept, out: Path, k: int,
     repo = out / "repos" / folder
     copy_files(ctx.clean, repo, ctx.files)
     (repo / m.path).write_text(m.apply(ctx.texts[m.path]), encoding="utf-8")
+    if ctx.config.hide_tests and not hide_failing_tests(repo, ctx, found.failing):
+        ctx.report.drop("failing tests cannot be hidden")
+        shutil.rmtree(repo)
+        return None
     base_commit, patch = _gold_patch(repo, ctx.clean, m.path)
+    test_patch = _test_patch(repo, ctx.clean, list(hidden_functions(found.failing))) if ctx.config.hide_tests else ""
     task = {
         "instance_id": f"{ctx.name}__{ctx.name}-s{seed}-{k}", "repo": f"repos/{folder}", "base_commit": base_commit,
         "problem_statement": statement, "hints_text": "", "created_at": CREATED_AT, "version": ctx.config.version,
         "environment_setup_commit": base_commit, "FAIL_TO_PASS": json.dumps(found.failing),
-        "PASS_TO_PASS": json.dumps(found.passing), "test_patch": "", "patch": patch,
+        "PASS_TO_PASS": json.dumps(found.passing), "test_patch": test_patch, "patch": patch,
         "gold_functions": [f"{m.path}:{m.function}"], "bug_kind": m.operator,
     }
     gold = {"instance_id": task["instance_id"], "model_name_or_path": "gold", "model_patch": patch}
@@ -371,7 +429,8 @@ def _gold_patch(buggy: Path, clean: Path, path: str) -> tuple[str, str]:
 
 async def fresh_clone_check(task: SWETask, ctx: Context, backend: Literal["docker", "local"]) -> str | None:
     """None when, each in a fresh sandbox from the task's folder, FAIL_TO_PASS fails and PASS_TO_PASS passes at
-    the base, and the gold patch resolves the task; else what went wrong."""
+    the base, and the gold patch resolves the task (both with its `test_patch`, as `agentflow eval` grades),
+    and a hidden-tests task's remaining suite passes at the base without it; else what went wrong."""
     from agentflow.sandbox import open_sandbox
 
     async with open_sandbox(backend, ctx.config.sandbox) as sandbox:
@@ -385,4 +444,22 @@ async def fresh_clone_check(task: SWETask, ctx: Context, backend: Literal["docke
                                     rerun_failed=False)
     if not gold.resolved:
         return f"the gold patch does not resolve it: {gold.error or gold.tests_status}"
-    return None
+    return await remaining_suite_check(task, ctx, backend) if task.test_patch.strip() else None
+
+
+async def remaining_suite_check(task: SWETask, ctx: Context, backend: Literal["docker", "local"]) -> str | None:
+    """None when, in a fresh sandbox at the base without the test patch, every test that passed at the clean
+    state and was not hidden passes (a hidden-tests task's suite is green); else the tests that do not."""
+    from agentflow.sandbox import open_sandbox
+
+    hidden = hidden_functions(task.FAIL_TO_PASS)
+    async with open_sandbox(backend, ctx.config.sandbox) as sandbox:
+        await seed_workspace(sandbox, task, python=ctx.python)
+        run = await run_tests(sandbox, sorted(ctx.tests), test_cmd=ctx.test_cmd, scratch=EVAL_DIR,
+                              timeout=ctx.config.suite_timeout_s, env=ctx.env)
+    if run.timed_out:
+        return "without the test patch, the suite timed out"
+    renaming = {t.split("::", 1)[0] for t in run.status if t not in ctx.seen}  # ids that differ per run (see `_judge`)
+    broken = [t for t in sorted(ctx.passing) if not is_hidden(t, hidden) and not maintained(t, run.status)
+              and (t in run.status or t.split("::", 1)[0] not in renaming)]
+    return f"without the test patch, {len(broken)} tests fail: {broken[:5]}" if broken else None

@@ -124,9 +124,9 @@ def failing_test_report(failures: list[Failure], code: str, failing_ids: list[st
     return "\n".join(parts) + "\n"
 
 
-def behaviour_report(failure: Failure) -> str | None:
+def behaviour_report(failure: Failure, *, cite_test: bool = True) -> str | None:
     """"`expr` gives X, expected Y" when the failing line is `assert <expr> == <expected>` and pytest showed
-    the value; None when that cannot be derived."""
+    the value (naming the test it comes from when `cite_test`); None when that cannot be derived."""
     try:
         tree = ast.parse(failure.failing_line)
     except SyntaxError:
@@ -144,11 +144,30 @@ def behaviour_report(failure: Failure) -> str | None:
         expr, expected = expected, expr  # `assert expected == f(x)`
         if not any(isinstance(n, ast.Call) for n in ast.walk(test.comparators[0])):
             return None
+    source = f" (from `{failure.test_id}`)" if cite_test else ""
     return (
         f"Wrong result from `{_short(expr)}`\n\n"
-        f"`{expr}` gives `{got}`, but it should equal `{expected}` "
-        f"(from `{failure.test_id}`).\n"
+        f"`{expr}` gives `{got}`, but it should equal `{expected}`{source}.\n"
     )
+
+
+_ANY_FRAME = re.compile(r"^(\S+|<[^>]+>):\d+: in \S+")
+
+
+def user_report(failure: Failure, snippet: str, others: int) -> str:
+    """A user's report of a hidden test's failure: its statements as the user's snippet and what running them
+    printed (source and `E` lines; no `path:line: in name` frame line, no `???` of frozen modules), no test named."""
+    shown = [line for line in failure.frames if not _ANY_FRAME.match(line) and line.strip() != "???"]
+    said = failure.error[0][1:].strip() if failure.error else ""
+    title = f"Unexpected `{_short(said)}`" if said else "Unexpected failure"
+    code = (snippet or failure.failing_line).splitlines()
+    if len(code) > _MAX_CODE_LINES:
+        code = code[:_MAX_CODE_LINES] + ["..."]
+    parts = [title, "", "Running this:", "", "```python", *code, "```", "", "fails with:", "", "```", *shown, "```", ""]
+    if others:
+        parts += ["A few similar cases go wrong as well.", ""]
+    parts.append("I expected it to work.")
+    return "\n".join(parts) + "\n"
 
 
 def _shown_value(error: list[str]) -> str | None:

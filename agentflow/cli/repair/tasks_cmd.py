@@ -29,12 +29,16 @@ def register(app: typer.Typer) -> None:
         candidate_timeout: float = typer.Option(None, "--candidate-timeout", help="Seconds per candidate's test run (default 3x the suite's, >= 30)."),
         rewrite_model: str = typer.Option(None, "--rewrite-model", help="Model spec that also writes bug rewrites (off by default)."),
         rewrites: int = typer.Option(3, "--rewrites", help="Functions the rewrite model is asked to break."),
+        hide_tests: bool = typer.Option(False, "--hide-tests", help="Hide the failing tests as SWE-bench does: cut from the "
+                                        "repository (its suite passes at the base), put back at grading by test_patch; "
+                                        "the statement is a user's report naming no test."),
         as_json: bool = JSON_OPTION,
         config: list[str] = CONFIG_OPTION,
     ) -> None:
         """Inject single-site bugs into a repository's package (on the syntax tree), keep those its own tests
         catch with a few failing tests, check each task from a fresh copy in the sandbox, and write
-        tasks.jsonl, gold.jsonl and repos/ (run `agentflow eval OUT/gold.jsonl --tasks OUT/tasks.jsonl`)."""
+        tasks.jsonl, gold.jsonl and repos/ (run `agentflow eval OUT/gold.jsonl --tasks OUT/tasks.jsonl`).
+        With --hide-tests the failing tests are not in the task's repository but in its test_patch."""
         import asyncio
         import dataclasses
 
@@ -47,6 +51,7 @@ def register(app: typer.Typer) -> None:
             "name": ("--name", name), "version": ("--version", version), "backend": ("--sandbox", sandbox),
             "candidate_timeout_s": ("--candidate-timeout", candidate_timeout),
             "rewrite_model": ("--rewrite-model", rewrite_model), "rewrites": ("--rewrites", rewrites),
+            "hide_tests": ("--hide-tests", hide_tests),
         }
         if operators:
             flags["operators"] = ("--operator", list(operators))

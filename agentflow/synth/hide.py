@@ -1,0 +1,115 @@
+"""Hidden tests (`agentflow tasks synth --hide-tests`): the failing tests leave the task's repository.
+
+SWE-bench's situation: a user reports a behaviour, the repository's suite passes at the base, and the tests
+that check the fix come in at grading through the task's `test_patch`. Here the FAIL_TO_PASS test functions
+(a parametrized id stands for its one function) are cut from their files by their syntax-tree line span,
+decorators included; `test_patch` is the diff that puts them back.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+_Defined = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def function_of(test_id: str) -> tuple[str, tuple[str, ...]] | None:
+    """(file, names from the module down to the function) of a test id; its parameters dropped."""
+    path, *names = test_id.split("::")
+    if not names:
+        return None
+    names[-1] = names[-1].split("[", 1)[0]
+    return path, tuple(names)
+
+
+def hidden_functions(test_ids: list[str]) -> dict[str, list[tuple[str, ...]]]:
+    """The test functions behind `test_ids`, by file, each once, in a stable order."""
+    by_file: dict[str, set[tuple[str, ...]]] = {}
+    for test_id in test_ids:
+        found = function_of(test_id)
+        if found is not None:
+            by_file.setdefault(found[0], set()).add(found[1])
+    return {path: sorted(names) for path, names in sorted(by_file.items())}
+
+
+def is_hidden(test_id: str, hidden: dict[str, list[tuple[str, ...]]]) -> bool:
+    """True when `test_id` runs one of the hidden functions (another parameter of a hidden test counts)."""
+    found = function_of(test_id)
+    return found is not None and found[1] in hidden.get(found[0], [])
+
+
+def _find(tree: ast.Module, names: tuple[str, ...]) -> tuple[_Defined, ast.AST] | None:
+    """The definition `names` leads to and its parent (None when it is not defined right there: an inherited
+    or generated test cannot be cut)."""
+    node: ast.AST = tree
+    parent: ast.AST = tree
+    for name in names:
+        found = [c for c in ast.iter_child_nodes(node) if isinstance(c, _Defined) and c.name == name]
+        if not found:
+            return None
+        parent, node = node, found[0]
+    assert isinstance(node, _Defined)
+    return node, parent
+
+
+def _span(node: _Defined) -> tuple[int, int]:
+    """First and last line (1-based) of a definition, its decorators included."""
+    start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+    return start, node.end_lineno or node.lineno
+
+
+def cut_functions(text: str, functions: list[tuple[str, ...]]) -> str | None:
+    """`text` without the named test functions and the blank lines after them; None when one is not defined
+    in this file. A class left with no statement gets a `pass`, so the file still imports."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    lines = text.splitlines(keepends=True)
+    cut: dict[int, int] = {}
+    emptied: dict[int, ast.AST] = {}
+    parents: dict[int, tuple[ast.AST, list[_Defined]]] = {}
+    for names in functions:
+        found = _find(tree, names)
+        if found is None:
+            return None
+        node, parent = found
+        start, end = _span(node)
+        while end < len(lines) and not lines[end].strip():
+            end += 1
+        cut[start] = end
+        parents.setdefault(id(parent), (parent, []))[1].append(node)
+    for parent, nodes in parents.values():
+        body = getattr(parent, "body", [])
+        if isinstance(parent, ast.ClassDef) and len(nodes) == len(body):
+            emptied[_span(nodes[0])[0]] = parent
+    kept: list[str] = []
+    line = 1
+    while line <= len(lines):
+        if line in cut:
+            if line in emptied:
+                indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
+                kept.append(f"{indent}pass\n\n")
+            line = cut[line] + 1
+            continue
+        kept.append(lines[line - 1])
+        line += 1
+    return "".join(kept)
+
+
+def snippet_of(text: str, test_id: str) -> str:
+    """The statements of the test `test_id` names (no `def` line, decorators or docstring), dedented ("" if not
+    found)."""
+    found = function_of(test_id)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ""
+    defined = _find(tree, found[1]) if found else None
+    if defined is None or not defined[0].body:
+        return ""
+    node = defined[0]
+    body = node.body[1:] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body
+    lines = text.splitlines()[body[0].lineno - 1 : node.end_lineno]
+    return textwrap.dedent("\n".join(lines)).strip("\n")
