@@ -46,6 +46,7 @@ from agentflow.repair.verify.testshare import (
     FIT_MARGIN,
     Allowance,
     TestTimeShare,
+    WallPlan,
     bounded,
     failing_ids,
     localization_selection,
@@ -301,7 +302,8 @@ class CandidateTestTime:
 class Workbench:
     """One task's sandbox, shared by every rollout of its search (see the module docstring)."""
 
-    def __init__(self, sandbox: Sandbox, task: SWETask, cfg: RepairConfig, python: str) -> None:
+    def __init__(self, sandbox: Sandbox, task: SWETask, cfg: RepairConfig, python: str, *,
+                 plan: WallPlan | None = None) -> None:
         self.sandbox, self.task, self.cfg, self.python = sandbox, task, cfg, python
         self.head = "HEAD"
         self.local = sandbox.info().backend == "local"
@@ -316,11 +318,14 @@ class Workbench:
         self.test_time = CandidateTestTime()
         """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
         every view of this workbench (`on`), so a search branch's runs count too."""
-        self.test_share = TestTimeShare(limit_s=cfg.tests.time_share * cfg.limits.wall_time_s if cfg.limits.wall_time_s else None,
-                                        share=cfg.tests.time_share if cfg.limits.wall_time_s else None)
-        """The test-time budget every test run after the pre-flight goes through: what the localization run and
-        the candidates' verifications may still spend (`test_time_share`), the base run's pace; one for every
-        view of this workbench."""
+        wall = cfg.limits.wall_time_s
+        self.test_share = (TestTimeShare(share=cfg.tests.time_share, plan=plan) if plan is not None else
+                           TestTimeShare(limit_s=cfg.tests.time_share * wall if wall else None,
+                                         share=cfg.tests.time_share if wall else None))
+        """The test-time budget every test run goes through: what the pre-flight, the localization run, the
+        candidates' verifications and a finalist's check may still spend (`tests.time_share` of the task's
+        expected wall time, re-planned at every step by `plan`; without one, of the wall limit), the base run's
+        pace; one for every view of this workbench."""
         self.failing_at_base: list[str] = []
         """The test ids that failed in the pre-flight's run: what a shortened run keeps."""
         self.left_out: list[str] = []
