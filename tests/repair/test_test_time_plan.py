@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -220,3 +221,42 @@ def test_a_batchs_next_task_plans_at_the_pace_of_the_tasks_before_it(tmp_path: P
     for outcome in outcomes.values():
         calls = outcome["call_time"]["calls"]
         assert calls >= 1 and outcome["call_time"]["seconds"] >= 0.2 * calls, outcome["call_time"]
+
+
+BUSY_TESTS = 60
+
+
+def make_busy_repo(root: Path) -> Path:
+    """The slow repository's package and failing test, and 60 tests that each call a repository function 200,000
+    times: quick untraced, many times slower under the call tracer than the planned slowdown."""
+    make_slow_repo(root)
+    subprocess.run(["git", "rm", "-rq", "tests/other", "tests/test_core_slow.py"], cwd=root, check=True)
+    body = "".join(f"\n\ndef test_{i}():\n    for _ in range(200_000):\n        double(2)\n" for i in range(BUSY_TESTS))
+    (root / "tests" / "test_busy.py").write_text(f"from pager.extra import double\n{body}")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "commit.gpgsign=false",
+                    "commit", "-qm", "busy"], cwd=root, check=True)
+    return root
+
+
+def test_a_traced_run_slower_than_planned_stops_at_its_time_with_the_spectrum_of_what_ran(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The traced run is planned at twice the plain run; these tests are many times slower traced. No test starts
+    after 80% of the run's 8 s: it ends on the tests that ran (the failing one first), says so, does not time
+    out, and their spectrum still puts the buggy function first."""
+    repo = make_busy_repo(tmp_path / "repo")
+    cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
+    out = tmp_path / "run"
+    assert repair(out, "local", None, repo, cassette, "tests.timeout_s=8", issue=NAMED_ISSUE) == 0
+    captured = capsys.readouterr()
+    found = time_events(out)
+    assert not [e for e in found if e["action"] == "timed_out"], found
+    localization = [e for e in found if e["step"] == "localization"]
+    assert localization and localization[-1]["action"] == "shortened", found
+    total = BUSY_TESTS + 2
+    assert localization[-1]["tests"] < total and localization[-1]["suite_tests"] == total, localization
+    spectrum = events_of(out, "repair.spectrum")[0]
+    assert spectrum["tests"]["failed"] == 1 and sum(spectrum["tests"].values()) < total, spectrum
+    assert not spectrum["problems"], spectrum
+    assert spectrum["suspects"][0] == "pager/core.py:paginate", spectrum
+    assert "tests: localization ran" in captured.err

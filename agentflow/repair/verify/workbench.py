@@ -523,9 +523,18 @@ class Workbench:
         # reset afterwards: whatever the examples or the tests wrote is not part of any candidate
         async with self.at(""):
             started = time.monotonic()
+            # no test starts after the planned part of the allowance: a traced run slower than its estimate (the
+            # tracer's cost varies with the code the tests run) ends on the tests that ran, with their spectrum;
+            # the failing tests' files first, then those nearest the issue
+            first = [*(test.split("::", 1)[0] for test in failing), *preflight_order(issue, sources)]
             found = await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=cmd,
-                                          test_timeout_s=allowance.timeout_s, env=self._test_env(how), narrow=narrow)
+                                          test_timeout_s=allowance.timeout_s, env=self._test_env(how), narrow=narrow,
+                                          stop_after_s=FIT_MARGIN * allowance.timeout_s,
+                                          first=list(dict.fromkeys(first)))
         self.test_share.spend(time.monotonic() - started)
+        if found[1].get("stopped"):
+            ran, _ = found[1]["stopped"]
+            self.test_share.shortened("localization", ran, self.test_share.base_tests, allowance)
         if any(TIMED_OUT in problem for problem in found[1]["problems"]):
             self.test_share.timed_out("localization", allowance.timeout_s, shortened=bool(shortened))
         if shortened:
