@@ -300,8 +300,8 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
     spectrum = read_spectrum(text, index)
     if spectrum is None:
         return None, "the suite's spectrum is not what the plugin writes"
-    if (stopped := STOPPED_LINE.search(result.output)) is not None:
-        spectrum = dataclasses.replace(spectrum, stopped=(int(stopped.group(1)), int(stopped.group(2))))
+    if (stop_line := STOPPED_LINE.search(result.output)) is not None:
+        spectrum = dataclasses.replace(spectrum, stopped=(int(stop_line.group(1)), int(stop_line.group(2))))
     return spectrum, ""
 
 
