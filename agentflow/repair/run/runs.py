@@ -281,10 +281,11 @@ async def run_batch(
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
     run_budget = executor.run_budget(cfg.limits.run_budget_usd, spent_usd=progress.counts.cost_usd)
-    # the model calls of the tasks finished so far (those of an earlier leg too): a task's first pace
+    # the model calls of the tasks finished so far (in an earlier leg too): a task's first pace
     earlier_calls = CallTime()
-    for finished_outcome, _ in found:
-        earlier_calls.add(finished_outcome.call_time)
+    for earlier, _ in found:
+        if earlier.instance_id in finished:
+            earlier_calls.add(earlier.call_time)
     shipping = Shipping(executor) if executor.remote else None
     skipped: list[str] = []
     with rundir.events() as events:
