@@ -260,3 +260,29 @@ def test_a_traced_run_slower_than_planned_stops_at_its_time_with_the_spectrum_of
     assert not spectrum["problems"], spectrum
     assert spectrum["suspects"][0] == "pager/core.py:paginate", spectrum
     assert "tests: localization ran" in captured.err
+
+
+SLOW_FIX = FIX.replace("=======\n", "=======\n    __import__('time').sleep(0.3)\n")
+
+
+def test_a_shortened_check_of_a_candidate_slower_than_the_base_stops_at_its_time(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A candidate's run may take the base run's time (`tests.timeout_ratio=1`): the finalist's whole-suite check
+    would not fit, so it is shortened to the tests planned to fit 80% of it at the base run's pace. The fix
+    makes the ten tests reaching it slower: the check starts no test after that time and ends on those that ran
+    (they pass), says so, does not time out, and the fix is chosen and resolves the issue."""
+    repo = make_slow_repo(tmp_path / "repo")
+    cassette = scripted_cassette(tmp_path / "fix.json", [SLOW_FIX] * 4)
+    out = tmp_path / "run"
+    assert repair(out, "local", None, repo, cassette, "tests.timeout_ratio=1", "tests.timeout_floor_s=1",
+                  issue=NAMED_ISSUE) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["report"]["resolved"] is True
+    found = time_events(out)
+    assert not [e for e in found if e["action"] == "timed_out"], found
+    confirmation = [e for e in found if e["step"] == "confirmation"]
+    assert [e["action"] for e in confirmation] == ["shortened", "shortened"], found
+    planned, stopped = confirmation
+    assert stopped["tests"] < planned["tests"] < 50, confirmation
+    confirm = events_of(out, "repair.confirm")[0]
+    assert confirm["held"] is True and confirm["whole"] == [stopped["tests"], stopped["tests"]], confirm

@@ -15,7 +15,7 @@ import re
 import shlex
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -59,7 +59,7 @@ from agentflow.swe.patch import apply_patch, strip_test_files, touched_in_place
 from agentflow.swe.preflight import Preflight, can_stop, ignoring, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
-from agentflow.swe.testrun import install_runner, runner_command, test_env
+from agentflow.swe.testrun import STOP_AFTER_ENV, STOPPED_LINE, install_runner, runner_command, test_env
 from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
 
 FeedbackMode = Literal["task", "repo", "none"]
@@ -261,11 +261,18 @@ def _counts(output: str) -> tuple[int, int]:
     return good, good + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
 
 
+def stopped_after(result: ExecResult) -> int | None:
+    """How many tests a run stopped at its time ran (the runner's line); None: it was not stopped so."""
+    found = STOPPED_LINE.search(result.output)
+    return int(found.group(1)) if found is not None else None
+
+
 def _missed_tests(result: ExecResult, named: int) -> bool:
     """Whether a run of `named` tests by id did not run them all: pytest found no such test (usage error, exit
     4) or none ran (exit 5), or its summary counts fewer (one was skipped this time). The whole suite then runs
-    instead. A timeout or a collection error (exit 2) is the candidate's own result: the base collected."""
-    if result.timed_out:
+    instead. A timeout, a collection error (exit 2: the base collected) or a stop at its time is the candidate's
+    own result."""
+    if result.timed_out or stopped_after(result) is not None:
         return False
     if result.exit_code in (4, 5):
         return True
@@ -713,16 +720,24 @@ class Workbench:
     async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool, allowance: Allowance | None = None,
                          shared: bool = False, step: str = "verification", shortened: bool = False) -> ExecResult:
         """One run of `cmd` within `allowance` (the base commit's: `test_timeout_s`); `shared`: a candidate's
-        verification during the search, drawing on the test-time share. A timeout is reported, whatever the run."""
+        verification during the search, drawing on the test-time share. A `shortened` run (planned to fit
+        `FIT_MARGIN` of its timeout at the base run's pace) starts no test after that: a candidate slower than
+        the base ends on the tests that ran (`stopped_after`), reported, instead of timing out. A timeout is
+        reported, whatever the run."""
         timeout = allowance.timeout_s if allowance is not None else self.cfg.tests.timeout_s
+        env = self._test_env(how)
+        if shortened and can_stop(cmd):
+            env = {**(env or {}), STOP_AFTER_ENV: f"{FIT_MARGIN * timeout:.1f}"}
         result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
-                                         env=self._test_env(how), timeout=timeout)
+                                         env=env, timeout=timeout)
         if not at_base:
             self.test_time.add(result.duration_s)
         if shared:
             self.test_share.spend(result.duration_s)
         if result.timed_out:
             self.test_share.timed_out("base" if at_base else step, timeout, shortened=shortened)
+        elif allowance is not None and (ran := stopped_after(result)) is not None:
+            self.test_share.shortened(step, ran, self.test_share.base_tests, allowance)
         return result
 
     async def _fit(self, patch: str, cmd: str, how: HowToVerify, targeted: tuple[str, list[int]] | None, *,
@@ -781,6 +796,9 @@ class Workbench:
                 targeted = None
                 result = await self._run_tests(cut.command if cut else cmd, how, at_base=False, allowance=allowance,
                                                shared=shared, step=step, shortened=cut is not None)
+        if cut is not None and (ran := stopped_after(result)) is not None:
+            # it stopped at its time: its result is that of the tests that ran, no estimate of the others
+            targeted, cut = None, replace(cut, tests=ran)
         good, total = _counts(result.output)
         ok = result.ok
         if targeted is not None and how.reach is not None:  # the whole suite's result, estimated
