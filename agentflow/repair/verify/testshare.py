@@ -7,8 +7,9 @@ suite too slow for it is shortened, not timed out, and its pace is still measure
 that pace each later step gets an allowance (`TestTimeShare.allow`): its own timeout, cut to what is left of the
 share. A step whose full run would not fit runs a shortened selection instead of timing out: the tests failing at
 the base commit first, then those nearest the suspects (`localization_selection`) or reaching the change, as
-many as fit; the traced run also starts no test after `FIT_MARGIN` of its timeout (its slowdown varies). What was
-shortened or still timed out is reported (`TestTimeShare.report`): never silent.
+many as fit; the traced run and a shortened candidate run also start no test after `FIT_MARGIN` of their timeout
+(the tracer's slowdown varies, a candidate may be slower than the base). What was shortened or still timed out
+is reported (`TestTimeShare.report`): never silent.
 
 The share is of the task's *expected* wall time, re-planned at every step (`WallPlan`): the seconds so far plus
 the model calls left times the seconds per call, at most the wall limit. A task that will end well before its
