@@ -1,6 +1,7 @@
 """The test-time share is of the task's *expected* wall time, re-planned at every step (`testshare.WallPlan`): the
 seconds so far plus the model calls left times the seconds per call (the task's own calls' mean; before its
-first, the run's finished tasks', else `tests.model_call_s`), at most the wall limit. Real test runs of a
+first, the run's finished tasks', else `tests.model_call_s`), at most the wall limit. A traced run or a
+shortened candidate run slower than planned stops at its time instead of timing out. Real test runs of a
 generated repository with a slow suite in the local sandbox, scripted (replayed) model answers; the planning
 arithmetic on real budgets."""
 
