@@ -36,6 +36,7 @@ from agentflow.events.kinds import (
     SearchStop,
 )
 from agentflow.graph.compile.nodetypes import typed_keys, workflow_registry
+from agentflow.graph.persist.checkpoint import newest_per_thread
 from agentflow.graph.run.history import DIFF_KEY, DiffStore, root_config
 from agentflow.graph.run.outcome import NodeFailed, one_line
 from agentflow.graph.run.streaming import stream_writer
@@ -359,11 +360,10 @@ class SearchRun:
         """Every branch thread of this search node in the checkpointer (any pass) -> its newest checkpoint id."""
         base = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
         newest: dict[str, str] = {}
-        async for saved in self.checkpointer().alist(None):
+        for saved in await newest_per_thread(self.checkpointer()):
             conf = saved.config["configurable"]
-            thread = str(conf["thread_id"])
-            if thread.startswith(base) and not conf.get("checkpoint_ns"):
-                newest[thread] = max(newest.get(thread, ""), str(conf["checkpoint_id"]))
+            if str(conf["thread_id"]).startswith(base):
+                newest[str(conf["thread_id"])] = str(conf["checkpoint_id"])
         return newest
 
     def _choose_pass(self, threads: Mapping[str, str]) -> str:
