@@ -88,7 +88,7 @@ _CODEC_RAW, _CODEC_ZSTD = 0, 1
 _INLINE_MAX = 128  # serialized values up to this size live in the versions row itself
 _MIN_COMPRESS = 96  # below this, zstd's frame header outweighs the gain
 # Checkpoint heads (versions of every channel) are written on every step and rarely kept long: below this size
-# compressing one (~10 us) costs more than the few hundred bytes it saves.
+# the time compressing one takes outweighs the few hundred bytes it saves (docs/measurements/checkpoint-storage.md).
 _HEAD_COMPRESS_MIN = 1024
 _IMMUTABLE = (str, bytes, int, float)
 # SQLite copies the WAL into the database file (a checkpoint: two fsyncs, plus one when the WAL restarts) inside
