@@ -32,6 +32,7 @@ from agentflow.events.kinds import (
     RepairStatus,
     RepairTestTime,
 )
+from agentflow.graph.compile.nodetypes import NodeTypeRegistry
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.search.settings import SearchSettings
 from agentflow.models.base import ChatModel
@@ -190,7 +191,7 @@ class _TaskRun:
     spec: WorkflowSpec
     """The workflow; its search as `strategy_when_tests_fail` says once the pre-flight found failing tests."""
     node_settings: dict[str, dict[str, Any]]
-    registry: Any
+    registry: NodeTypeRegistry
     events: EventLog
     budget: Budget
     outcome: InstanceOutcome
