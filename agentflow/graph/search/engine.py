@@ -60,6 +60,8 @@ from agentflow.graph.search.tree import (
 from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox, branch_sandbox, end_processes
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
+
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
     from agentflow.graph.run.context import RunHandles
 
@@ -102,7 +104,7 @@ class SearchRun:
         self.slots = asyncio.Semaphore(settings.concurrency)
         self.shared: Any = None
         self.stepwise = settings.strategy != "best_of_n"
-        self._saver: Any = None
+        self._saver: BaseCheckpointSaver[Any] | None = None
         self.root: Branch | None = None
         self._ids = 0
         self._loaded: dict[str, list[Branch]] = {}  # parent id -> branches a killed run of this search made
@@ -285,7 +287,7 @@ class SearchRun:
         """Where a step ends: after the nodes `step_until` names, else after any node."""
         return list(self.settings.step_until) or "*"
 
-    def checkpointer(self) -> Any:
+    def checkpointer(self) -> BaseCheckpointSaver[Any]:
         """The run's checkpointer (an in-memory one for a run without: branches still pause and fork)."""
         if self.rt.checkpointer is not None:
             return self.rt.checkpointer
@@ -312,7 +314,7 @@ class SearchRun:
             raise NodeFailed(self.name, "error", f"branch {parent.id} has no checkpoint to expand from")
         metadata = {**saved.metadata, "forked_from": {"thread_id": parent.thread, "search": self.name,
                                                       "checkpoint_id": saved.checkpoint["id"]}}
-        await saver.aput(root_config(child.thread), saved.checkpoint, metadata,
+        await saver.aput(root_config(child.thread), saved.checkpoint, cast("CheckpointMetadata", metadata),
                          dict(saved.checkpoint["channel_versions"]))
 
     # -- strategies -------------------------------------------------------------------------------------------
