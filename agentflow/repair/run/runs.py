@@ -42,7 +42,7 @@ from agentflow.paths import path_component
 from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.run.progress import Progress, RunCounts
-from agentflow.repair.run.solve import effective_strategy, load_repair_workflow, repair_task
+from agentflow.repair.run.solve import RepairWorkflow, effective_strategy, load_repair_workflow, repair_task
 from agentflow.repair.run.workflow_settings import search_summary
 from agentflow.rundir import RunDir, check_folder
 from agentflow.runfiles import read_text
@@ -193,7 +193,7 @@ async def repair_job(task: SWETask, cfg: RepairConfig, run_id: str, run_budget: 
 
 async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETask, cfg: RepairConfig, *,
                      events: EventLog, inst_dir: Path, model_loader: ModelLoader | None = None,
-                     run_budget: Budget | None = None, workflow: Any = None,
+                     run_budget: Budget | None = None, workflow: RepairWorkflow | None = None,
                      stop_on_preflight: bool = False) -> InstanceOutcome:
     """Repair `task` on `executor`, the run directory written here, on the driver (`workflow`: the run's loaded
     repair workflow, in process; `stop_on_preflight`: as `repair_task`'s)."""
@@ -265,7 +265,7 @@ async def run_batch(
     out = Path(out_dir)
     _open_out_folder(out, resume=resume, redo=redo)
     workflow = load_repair_workflow(cfg)  # validated once, before any task
-    search = search_summary(workflow[0])
+    search = search_summary(workflow.spec)
     cfg = effective_strategy(cfg, workflow)
     rundir = RunDir.create(out)
     rundir.write_config(cfg)
