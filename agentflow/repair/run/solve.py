@@ -394,7 +394,7 @@ async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
     sandbox = rt.bench.sandbox if graph_searches(spec) else None
     context = RunHandles(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, deps=rt, node_types=registry,
                          sandbox=sandbox)
-    checkpointer: Any = "sqlite" if inst_dir is not None else "memory"
+    checkpointer = "sqlite" if inst_dir is not None else "memory"
     t0 = time.perf_counter()
     # the repair keeps its own record of a task (outcome.json, patch.diff, candidates.jsonl): no run ledger
     async with WorkflowRunner(spec, run_dir=inst_dir, checkpointer=checkpointer, context=context,
