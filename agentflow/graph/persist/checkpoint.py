@@ -88,7 +88,8 @@ _CODEC_RAW, _CODEC_ZSTD = 0, 1
 _INLINE_MAX = 128  # serialized values up to this size live in the versions row itself
 _MIN_COMPRESS = 96  # below this, zstd's frame header outweighs the gain
 # Checkpoint heads (versions of every channel) are written on every step and rarely kept long: below this size
-# the time compressing one takes outweighs the few hundred bytes it saves (docs/measurements/checkpoint-storage.md).
+# the time compressing one takes outweighs the few hundred bytes it saves
+# (docs/measurements/checkpoint-storage.md).
 _HEAD_COMPRESS_MIN = 1024
 _IMMUTABLE = (str, bytes, int, float)
 # SQLite copies the WAL into the database file (a checkpoint: two fsyncs, plus one when the WAL restarts) inside
@@ -427,8 +428,8 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         yield from out
 
     def newest_per_thread(self) -> Sequence[CheckpointTuple]:
-        """The newest checkpoint of each thread in the root namespace, newest first. One query picks them, and only
-        they are read back: `list(None)` would read every checkpoint of every thread to find the same ones."""
+        """The newest checkpoint of each thread in the root namespace, newest first. One query picks them, and
+        only they are read back: `list(None)` would read every checkpoint of every thread to find the same ones."""
         with self._lock:
             self._commit_pending()
             cur = self._conn.cursor()
@@ -637,9 +638,10 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
 
 
 async def newest_per_thread(saver: BaseCheckpointSaver[Any]) -> Sequence[CheckpointTuple]:
-    """The newest checkpoint of each thread of `saver` in the root namespace, newest first. An `AgentflowSaver`
-    reads only those; any other LangGraph saver (the in-memory one of a run without a run folder, Postgres) is
-    walked whole (`alist` gives each thread's checkpoints newest first: the first of each thread is kept)."""
+    """The newest checkpoint of each thread of `saver` in the root namespace, newest first. An
+    `AgentflowSaver` reads only those; any other LangGraph saver (the in-memory one of a run without a run
+    folder, Postgres) is walked whole (`alist` gives each thread's checkpoints newest first: the first of each
+    thread is kept)."""
     if isinstance(saver, AgentflowSaver):
         return await saver.anewest_per_thread()
     newest: dict[str, CheckpointTuple] = {}
@@ -647,4 +649,5 @@ async def newest_per_thread(saver: BaseCheckpointSaver[Any]) -> Sequence[Checkpo
         conf = saved.config["configurable"]
         if not conf.get("checkpoint_ns"):
             newest.setdefault(str(conf["thread_id"]), saved)
-    return sorted(newest.values(), key=lambda saved: str(saved.config["configurable"]["checkpoint_id"]), reverse=True)
+    return sorted(newest.values(), key=lambda saved: str(saved.config["configurable"]["checkpoint_id"]),
+                  reverse=True)

@@ -389,8 +389,8 @@ class WorkflowRunner:
         if point.workspace_diff and self.context.sandbox is None:
             metadata[DIFF_KEY] = point.workspace_diff
         # Pending writes are left behind: the nodes after the checkpoint run again in the fork.
-        await self.checkpointer.aput(root_config(new_thread), saved.checkpoint, cast("CheckpointMetadata", metadata),
-                                     dict(saved.checkpoint["channel_versions"]))
+        await self.checkpointer.aput(root_config(new_thread), saved.checkpoint,
+                                     cast("CheckpointMetadata", metadata), dict(saved.checkpoint["channel_versions"]))
         if self.ledger is not None:
             self.ledger.begin(new_thread, self._workflow_ref())
             if base is not None:

@@ -60,7 +60,7 @@ from agentflow.graph.search.tree import (
 from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox, branch_sandbox, end_processes
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
+    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, CheckpointTuple
 
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
     from agentflow.graph.run.context import RunHandles
@@ -102,7 +102,7 @@ class SearchRun:
         self.rng = random.Random(settings.seed)
         self.branches: list[Branch] = []
         self.slots = asyncio.Semaphore(settings.concurrency)
-        self.shared: Any = None
+        self.shared: SharedSandbox | None = None
         self.stepwise = settings.strategy != "best_of_n"
         self._saver: BaseCheckpointSaver[Any] | None = None
         self.root: Branch | None = None
@@ -415,7 +415,7 @@ class SearchRun:
         if not branch.pending:
             branch.value = as_value(read_path(branch.state, self.settings.value), self.settings.value_scale)
         if self.shared is not None:
-            branch.snapshot = await self._workspace_at(saved, parent)
+            branch.snapshot = await self._workspace_at(self.shared, saved, parent)
         return branch
 
     def _mark(self, config: Mapping[str, Any]) -> None:
@@ -425,19 +425,20 @@ class SearchRun:
         if journal is not None and hasattr(journal, "mark"):
             journal.mark(_step_key(config))
 
-    def _marked(self, saved: Any) -> bool:
+    def _marked(self, saved: CheckpointTuple | None) -> bool:
         journal = self.rt.journal
         return saved is not None and journal is not None and hasattr(journal, "marked") and journal.marked(
             _step_key(saved.config))
 
-    async def _workspace_at(self, saved: Any, parent: Branch) -> str | None:
+    async def _workspace_at(self, shared: SharedSandbox, saved: CheckpointTuple | None,
+                            parent: Branch) -> str | None:
         """A snapshot of the workspace recorded at `saved` (base plus its diff), else the parent's."""
         digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
         if not digest or self.rt.run_dir is None:
             return parent.snapshot
-        sandbox = self.shared.sandbox
+        sandbox = shared.sandbox
         diff = DiffStore(self.rt.run_dir).get(str(digest))
-        async with self.shared.lock:
+        async with shared.lock:
             await end_processes(sandbox)  # as before any branch's workspace is set up (workspace.py)
             if sandbox.base is not None:
                 await sandbox.restore(sandbox.base)  # the run's workspace as loaded, then the branch's changes
@@ -447,7 +448,7 @@ class SearchRun:
                     raise NodeFailed(self.name, "error", f"a resumed branch's recorded workspace does not apply: "
                                      f"{applied.output[-300:]}")
             current = str(await sandbox.snapshot())
-            self.shared.current = current
+            shared.current = current
             return current
 
     def _stopped(self) -> bool:

@@ -44,7 +44,7 @@ class SearchSide(Protocol):
     rt: RunHandles
     compile: Callable[..., Any]
     mcp: list[Any]
-    shared: Any
+    shared: SharedSandbox | None
     stepwise: bool
 
     def checkpointer(self) -> BaseCheckpointSaver[Any]: ...
@@ -176,7 +176,8 @@ class StepSaver(InMemorySaver):
         return await super().aput(config, checkpoint, metadata, new_versions)
 
 
-async def put_saved(saver: BaseCheckpointSaver[Any], thread: str, saved: Saved, *, checkpoint: bool = True) -> None:
+async def put_saved(saver: BaseCheckpointSaver[Any], thread: str, saved: Saved, *,
+                    checkpoint: bool = True) -> None:
     """Write `saved` and its pending writes into `saver` under `thread` (`checkpoint=False`: the writes alone)."""
     conf = {"thread_id": thread, "checkpoint_ns": saved.ns}
     if checkpoint:
