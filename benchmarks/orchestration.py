@@ -11,6 +11,8 @@
   `otel_ratio` (goal <= 1.25);
 - bytes on disk after a 200-step loop that appends a 4 KB record per step (random words, so zstd gains
   roughly what it would on real logs, not the 100x it gets on repeated text);
+- reading the newest checkpoint of each of 6 threads from a file of 60 (a search's branches):
+  `AgentflowSaver`'s query (`newest_per_thread_ms`) vs walking every checkpoint (`newest_walk_all_ms`);
 - `import agentflow` time in a fresh interpreter.
 
 Run: .venv/bin/python benchmarks/orchestration.py
@@ -36,6 +38,8 @@ INVOCATIONS = 150
 DURABILITY = "sync"  # of the durable comparison; *_async_* repeats it with LangGraph's default, "async"
 LOOP_STEPS = 200
 RECORD_BYTES = 4096
+NEWEST_CHECKPOINTS = 60  # over NEWEST_THREADS threads: the newest-per-thread read
+NEWEST_THREADS = 6
 
 
 class ChainState(TypedDict):
@@ -205,6 +209,49 @@ def storage(tmp: Path) -> dict[str, int]:
     return out
 
 
+def newest_per_thread_read(tmp: Path) -> dict[str, float | int]:
+    """The newest checkpoint of each thread (what a repair's `stop_on_success` reads before every edit draw):
+    the saver's query vs walking every checkpoint, on a file of a search's branch threads."""
+    import asyncio
+
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from agentflow.graph.persist.checkpoint import AgentflowSaver, newest_per_thread
+
+    records = _records()
+    rng = random.Random(11)
+    threads = [f"task~search~b{i}" for i in range(NEWEST_THREADS)]
+    saver = AgentflowSaver(tmp / "af-threads.db", keep_last=None)
+    logs: dict[str, list[str]] = {thread: [] for thread in threads}
+    for step in range(NEWEST_CHECKPOINTS):
+        thread = threads[step % len(threads)]
+        logs[thread].append(rng.choice(records))
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"log": list(logs[thread]), "note": rng.choice(records)}
+        versions = {channel: saver.get_next_version(None) for channel in ("log", "note")}
+        checkpoint["channel_versions"] = dict(versions)
+        saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, checkpoint, {}, versions)
+
+    async def walk() -> int:
+        return len({t.config["configurable"]["thread_id"] async for t in saver.alist(None)})
+
+    async def query() -> int:
+        return len(await newest_per_thread(saver))
+
+    def best_ms(read: Any) -> float:
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            assert asyncio.run(read()) == len(threads)
+            times.append(time.perf_counter() - t0)
+        return min(times) * 1000
+
+    out = {"newest_threads": len(threads), "newest_checkpoints": NEWEST_CHECKPOINTS,
+           "newest_walk_all_ms": best_ms(walk), "newest_per_thread_ms": best_ms(query)}
+    saver.close()
+    return out
+
+
 def import_seconds() -> float:
     code = "import time; t = time.perf_counter(); import agentflow; print(time.perf_counter() - t)"
     runs = [float(subprocess.check_output([sys.executable, "-c", code], text=True)) for _ in range(3)]
@@ -268,6 +315,7 @@ def main() -> None:
         result["langgraph_sqlite_async_us_per_step"] = lg_async
         result["agentflow_durable_async_us_per_step"] = af_async
         result.update(storage(tmp))
+        result.update(newest_per_thread_read(tmp))
     result["storage_ratio"] = result["agentflow_bytes"] / result["payload_bytes"]
     result["langgraph_storage_ratio"] = result["langgraph_sqlite_bytes"] / result["payload_bytes"]
     result["import_s"] = import_seconds()

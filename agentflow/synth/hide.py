@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from agentflow.synth.syntax import parsed
+
 _Defined = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
@@ -62,9 +64,8 @@ def _span(node: _Defined) -> tuple[int, int]:
 def cut_functions(text: str, functions: list[tuple[str, ...]]) -> str | None:
     """`text` without the named test functions and the blank lines after them; None when one is not defined
     in this file. A class left with no statement gets a `pass`, so the file still imports."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    tree = parsed(text)
+    if tree is None:
         return None
     lines = text.splitlines(keepends=True)
     cut: dict[int, int] = {}
@@ -102,9 +103,8 @@ def snippet_of(text: str, test_id: str) -> str:
     """The statements of the test `test_id` names (no `def` line, decorators or docstring), dedented ("" if not
     found)."""
     found = function_of(test_id)
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    tree = parsed(text)
+    if tree is None:
         return ""
     defined = _find(tree, found[1]) if found else None
     if defined is None or not defined[0].body:

@@ -13,6 +13,8 @@ import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from agentflow.synth.syntax import parsed
+
 OPERATORS = (
     "flip-comparison",
     "off-by-one",
@@ -248,9 +250,8 @@ def _reassigns(func: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.Assign) -
 
 def file_mutations(path: str, text: str, operators: tuple[str, ...] = OPERATORS) -> list[Mutation]:
     """Every mutation of one source file by the given operator families, in a fixed order."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parsed(text)
+    if tree is None:
         return []
     lines = [line.encode("utf-8") for line in text.splitlines()]
     out: list[Mutation] = []
@@ -326,9 +327,5 @@ def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: s
 
 def _parsed(lines: list[str]) -> str | None:
     """The dump of the syntax tree of `lines` (dedented), or None when they do not compile."""
-    try:
-        tree = ast.parse(textwrap.dedent("\n".join(lines)))
-        compile(tree, "<mutation>", "exec")
-    except (SyntaxError, ValueError):
-        return None
-    return ast.dump(tree)
+    tree = parsed(textwrap.dedent("\n".join(lines)), compiles=True)
+    return None if tree is None else ast.dump(tree)

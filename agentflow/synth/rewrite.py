@@ -14,6 +14,7 @@ import textwrap
 from agentflow.models.ask import ask, code_block
 from agentflow.models.templates import package_templates
 from agentflow.synth.mutate import Mutation, _functions
+from agentflow.synth.syntax import parsed
 
 PROMPTS = package_templates(__file__)
 """The bug rewriter's prompts (`prompts/*.j2`)."""
@@ -24,9 +25,8 @@ def rewrite_targets(texts: dict[str, str]) -> list[tuple[str, str, int, int]]:
     """(path, qualified name, first line, last line) of every function a rewrite may replace, in file order."""
     out = []
     for path in sorted(texts):
-        try:
-            tree = ast.parse(texts[path])
-        except (SyntaxError, ValueError):
+        tree = parsed(texts[path])
+        if tree is None:
             continue
         for qualname, func in _functions(tree):
             start = func.decorator_list[0].lineno if func.decorator_list else func.lineno
@@ -44,17 +44,15 @@ def rewritten(path: str, qualname: str, start: int, end: int, text: str, answer:
     lines = text.splitlines()
     indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
     new = textwrap.indent(textwrap.dedent(code), indent).splitlines()
-    try:
-        parsed = ast.parse(textwrap.dedent(code))
-    except SyntaxError:
+    answered = parsed(textwrap.dedent(code))
+    if answered is None:
         return None
-    defs = [n for n in parsed.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    defs = [n for n in answered.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if len(defs) != 1 or defs[0].name != qualname.rsplit(".", 1)[-1]:
         return None
     mutation = Mutation(path, start, end, tuple(new), "model-rewrite", qualname, tuple(lines[start - 1 : end]))
-    try:
-        changed = ast.parse(mutation.apply(text))
-    except (SyntaxError, ValueError):
+    changed = parsed(mutation.apply(text))
+    if changed is None:
         return None
     return mutation if ast.dump(changed) != ast.dump(ast.parse(text)) else None
 

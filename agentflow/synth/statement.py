@@ -12,6 +12,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from agentflow.synth.syntax import parsed
+
 STATEMENT_KINDS = ("test", "behaviour", "mixed")
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 _FRAME = re.compile(r"^(\S+\.py):\d+: in \S+")
@@ -81,10 +83,10 @@ def failing_test_code(text: str, test_id: str) -> str:
     if not names:
         return ""
     names[-1] = names[-1].split("[", 1)[0]
-    try:
-        node: ast.AST = ast.parse(text)
-    except SyntaxError:
+    tree = parsed(text)
+    if tree is None:
         return ""
+    node: ast.AST = tree
     for name in names:
         found = [c for c in ast.iter_child_nodes(node)
                  if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and c.name == name]
@@ -127,9 +129,8 @@ def failing_test_report(failures: list[Failure], code: str, failing_ids: list[st
 def behaviour_report(failure: Failure, *, cite_test: bool = True) -> str | None:
     """"`expr` gives X, expected Y" when the failing line is `assert <expr> == <expected>` and pytest showed
     the value (naming the test it comes from when `cite_test`); None when that cannot be derived."""
-    try:
-        tree = ast.parse(failure.failing_line)
-    except SyntaxError:
+    tree = parsed(failure.failing_line)
+    if tree is None:
         return None
     if not tree.body or not isinstance(tree.body[0], ast.Assert):
         return None

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 import operator
 import random
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
 
-from agentflow.graph.persist.checkpoint import AgentflowSaver
+from agentflow.graph.persist.checkpoint import AgentflowSaver, newest_per_thread
 
 
 class LoopState(TypedDict, total=False):
@@ -341,3 +345,57 @@ def test_garbage_collection_keeps_blobs_only_a_pending_write_refers_to(tmp_path:
         latest = saver.get_tuple(config())
     assert written == [big]
     assert latest is not None and latest.checkpoint["channel_values"]["text"].endswith(f"|{big}")
+
+
+def _put(saver: Any, thread: str, ns: str, checkpoint: Any) -> None:
+    versions = dict(checkpoint["channel_versions"])
+    saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ns}}, copy.deepcopy(checkpoint), {}, versions)
+
+
+def _newest(saved: Sequence[Any]) -> list[tuple[str, str, int]]:
+    return [(t.config["configurable"]["thread_id"], t.config["configurable"]["checkpoint_id"],
+             t.checkpoint["channel_values"]["step"]) for t in saved]
+
+
+async def test_the_newest_checkpoint_of_each_thread_is_read_and_only_those(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search's branches, each a thread: many checkpoints interleaved over them. The saver's query gives each
+    root thread's newest (not a subgraph namespace's, even a newer one) and reads back no other checkpoint; the
+    walk any LangGraph saver allows (here the in-memory one, fed the same checkpoints) gives the same."""
+    rng = random.Random(5)
+    threads = ["repair", "repair~search~b0", "repair~search~b1", "repair~search~b0~b2", "repair~search~b1~b3"]
+    memory = InMemorySaver()
+    expected: dict[str, int] = {}
+    with AgentflowSaver(tmp_path / "cp.db", keep_last=None) as saver:
+        for step in range(60):
+            thread = rng.choice(threads)
+            checkpoint = empty_checkpoint()
+            checkpoint["channel_values"] = {"step": step, "log": random_records(2, size=300)}
+            checkpoint["channel_versions"] = {"step": saver.get_next_version(None),
+                                              "log": saver.get_next_version(None)}
+            _put(saver, thread, "", checkpoint)
+            _put(memory, thread, "", checkpoint)
+            expected[thread] = step
+        inner = empty_checkpoint()
+        inner["channel_values"], inner["channel_versions"] = {"step": 99}, {"step": saver.get_next_version(None)}
+        _put(saver, "repair", "inner:1", inner)
+        _put(memory, "repair", "inner:1", inner)
+        assert len(list(saver.list(None))) == 61
+
+        heads = 0
+        load_head = saver._load_head
+
+        def counted(type_codec: str, packed: bytes) -> Any:
+            nonlocal heads
+            heads += 1
+            return load_head(type_codec, packed)
+
+        monkeypatch.setattr(saver, "_load_head", counted)
+        newest = await newest_per_thread(saver)
+        assert heads == len(expected) == len(threads)
+    assert {thread: step for thread, _, step in _newest(newest)} == expected
+    ids = [checkpoint_id for _, checkpoint_id, _ in _newest(newest)]
+    assert ids == sorted(ids, reverse=True)
+    assert all(t.checkpoint["channel_values"]["log"] for t in newest)
+    assert _newest(await newest_per_thread(memory)) == _newest(newest)

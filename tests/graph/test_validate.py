@@ -159,6 +159,14 @@ def test_bad_import_path_is_reported() -> None:
     assert "node 'a'" in problems[0].message and "does_not_exist" in problems[0].message
 
 
+@pytest.mark.parametrize("import_code", [False, True])
+def test_a_path_naming_no_module_is_the_same_one_line_read_or_imported(import_code: bool) -> None:
+    spec = spec_from_dict({"name": "imp", "nodes": {"a": {"fn": "no_module_here", "next": "END"}}})
+    problems = validate(spec, import_code=import_code)
+    assert [p.kind for p in problems] == ["bad-import"]
+    assert "bad import path 'no_module_here': expected 'pkg.module:function'" in problems[0].message
+
+
 def test_importing_agentflow_and_the_builder_stays_light() -> None:
     import subprocess
     import sys

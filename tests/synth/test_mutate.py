@@ -10,6 +10,7 @@ import pytest
 from agentflow.synth.layout import source_files, suite_files
 from agentflow.synth.mutate import OPERATORS, _functions, file_mutations
 from agentflow.synth.rewrite import model_rewrites, rewritten
+from agentflow.synth.syntax import parsed
 
 from .fixture import CORE, write_repo
 
@@ -115,3 +116,15 @@ def test_ids_renamed_between_runs_are_not_failing_tests() -> None:
     # where the ids are stable, a test that vanished (its file no longer imports) did not pass
     gone = _judge(ctx, file_mutations("m.py", CORE)[0], ["t/test_b.py"], TestRun(status={}))
     assert gone is None and ctx.report.dropped == {"failing tests did not run": 1}
+
+
+def test_synth_parses_source_in_one_place() -> None:
+    """`parsed`: a tree, or None for text that is not Python (a syntax error, a null byte); `compiles` also
+    refuses what only the compiler rejects. Every synth module parses through it."""
+    assert isinstance(parsed("x = 1\n"), ast.Module)
+    assert parsed("def f(:\n") is None and parsed("x = 1\0\n") is None
+    assert parsed("return 1\n") is not None and parsed("return 1\n", compiles=True) is None
+    synth = ROOT / "agentflow" / "synth"
+    parsing = sorted(p.name for p in synth.glob("*.py") if "except SyntaxError" in p.read_text()
+                     or "except (SyntaxError" in p.read_text())
+    assert parsing == ["syntax.py"]

@@ -23,7 +23,8 @@ from pydantic import BaseModel
 
 from agentflow.errors import UserError, did_you_mean, public_names
 from agentflow.graph.compile.nodetypes import NodeType, NodeTypeRegistry, default_registry, workflow_registry
-from agentflow.graph.define.loader import resolve_callable
+from agentflow.graph.define.loader import resolve_callable, split_import_path
+from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.define.user_code import folder_module, is_file_path
 from agentflow.graph.run.context import NodeContext
 
@@ -207,11 +208,7 @@ class CodeCheck:
             return str(exc)
 
     def _read_callable(self, ref: str, what: str, ctx_ok: bool) -> str | None:
-        module, sep, attr = ref.partition(":")
-        if not sep:
-            module, _, attr = ref.rpartition(".")
-        if not module or not attr:
-            raise UserError(f"bad import path {ref!r}: expected 'pkg.module:function'")
+        module, attr = split_import_path(ref)
         file = self._locate(module, Path(module).expanduser(), what, f"cannot import {module}: no such file",
                             UserError(f"cannot import {module!r} for {ref!r}: No module named {module!r}"))
         if isinstance(file, types.ModuleType):
@@ -289,7 +286,7 @@ class CodeCheck:
             return None
         return none
 
-    def registry(self, spec: Any) -> NodeTypeRegistry:
+    def registry(self, spec: WorkflowSpec) -> NodeTypeRegistry:
         """The node types `spec` can use: shipped, installed, and its `node_types:` modules' (read or imported)."""
         if self.import_code:
             return workflow_registry(spec)
@@ -340,7 +337,7 @@ async def _not_imported(state: Mapping[str, object], ctx: NodeContext[object],
     raise UserError("a node type read without importing its module cannot run", hint="run with agentflow run")
 
 
-def workflow_folder(spec: Any) -> Path:
+def workflow_folder(spec: WorkflowSpec) -> Path:
     """The folder of the workflow's file (the current folder for a workflow made in Python)."""
     return Path(spec.source_path).parent if spec.source_path else Path(".")
 

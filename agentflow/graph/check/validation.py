@@ -21,7 +21,7 @@ from agentflow.graph.check.static_code import (
     UncheckedType,
     workflow_folder,
 )
-from agentflow.graph.compile.nodetypes import deps_conflict
+from agentflow.graph.compile.nodetypes import NodeTypeRegistry, deps_conflict
 from agentflow.graph.define.conditions import condition_fields, parse_condition
 from agentflow.graph.define.spec import END, START, NodeSpec, RouteSpec, WorkflowSpec, flow_edges, is_end
 from agentflow.graph.run.outcome import NODE_ERRORS
@@ -57,7 +57,7 @@ def validate(
     spec: WorkflowSpec,
     *,
     prefix: str = "",
-    registry: Any = None,
+    registry: NodeTypeRegistry | None = None,
     import_code: bool = False,
     notes: list[str] | None = None,
 ) -> list[Problem]:
@@ -108,7 +108,7 @@ def _check_function_model(check: _Check) -> None:
             check.add("bad-import", f"model: {bad}")
 
 
-def _validate(spec: WorkflowSpec, prefix: str, registry: Any, code: CodeCheck) -> list[Problem]:
+def _validate(spec: WorkflowSpec, prefix: str, registry: NodeTypeRegistry | None, code: CodeCheck) -> list[Problem]:
     check = _Check(spec, f"{prefix}{spec.name}: " if prefix or spec.name else "", code)
     if not spec.nodes:
         check.add("bad-node", "the workflow has no nodes; add at least one under nodes:")
@@ -184,7 +184,7 @@ def _check_route(check: _Check, r: RouteSpec) -> None:
         check.add("unknown-field", f"route from '{r.source}' is on state field {check.undeclared(r.on)}")
 
 
-def _check_node(check: _Check, name: str, node: NodeSpec, registry: Any) -> None:
+def _check_node(check: _Check, name: str, node: NodeSpec, registry: NodeTypeRegistry | None) -> None:
     """One node: its kind, settings, function, MCP servers, search, state keys, subgraph and options."""
     spec, where = check.spec, check.where
     kinds = [k for k in ("type", "fn", "agent", "tool", "interrupt", "subgraph") if getattr(node, k) is not None]
@@ -193,7 +193,7 @@ def _check_node(check: _Check, name: str, node: NodeSpec, registry: Any) -> None
         check.add("bad-node",
                   f"node '{name}' must have exactly one of fn, agent, tool, interrupt, subgraph, type (has {what})")
     if node.type and registry is not None:
-        check.problems.extend(_typed_problems(name, node, registry, where, check.code))
+        check.problems.extend(_typed_problems(name, node.type, node.settings, registry, where, check.code))
     elif node.settings and not node.type:
         check.add("bad-node", f"node '{name}' has settings but no type; settings: belong to typed nodes")
     bad = check.code.callable_problem(node.fn, f"node '{name}'", where)
@@ -340,28 +340,30 @@ def _search_problems(name: str, node: NodeSpec, spec: WorkflowSpec) -> list[str]
     return problems
 
 
-def _typed_problems(name: str, node: Any, registry: Any, where: str, code: CodeCheck) -> list[Problem]:
-    node_type = registry.get(node.type)
+def _typed_problems(name: str, type_name: str, settings: dict[str, Any], registry: NodeTypeRegistry, where: str,
+                    code: CodeCheck) -> list[Problem]:
+    """What is wrong with node `name` of type `type_name`: an unknown type, settings its type refuses."""
+    node_type = registry.get(type_name)
     if node_type is None and isinstance(registry, StaticRegistry) and registry.opaque:
-        code.notes.append(f"{where}node '{name}': type '{node.type}' is not shipped and may come from "
+        code.notes.append(f"{where}node '{name}': type '{type_name}' is not shipped and may come from "
                           f"node_types: {', '.join(registry.opaque)}; {UNCHECKED}")
         return []
     if isinstance(node_type, UncheckedType):
-        code.notes.append(f"{where}node '{name}': the settings of type {node.type} (from {node_type.module}) "
+        code.notes.append(f"{where}node '{name}': the settings of type {type_name} (from {node_type.module}) "
                           f"are {UNCHECKED}")
         return []
     if node_type is None:
         known = ", ".join(registry.names()) or "(none)"
-        near = did_you_mean(node.type, registry.names())
-        return [Problem("unknown-type", f"{where}node '{name}' has unknown type '{node.type}'{near}; use one of: {known}")]
+        near = did_you_mean(type_name, registry.names())
+        return [Problem("unknown-type", f"{where}node '{name}' has unknown type '{type_name}'{near}; use one of: {known}")]
     try:
-        node_type.parse_settings(node.settings, f"node '{name}'")
+        node_type.parse_settings(settings, f"node '{name}'")
     except UserError as exc:
         return [Problem("bad-settings", f"{where}{exc}")]
     return []
 
 
-def state_keys(spec: WorkflowSpec, registry: Any = None) -> set[str] | None:
+def state_keys(spec: WorkflowSpec, registry: NodeTypeRegistry | None = None) -> set[str] | None:
     """The keys a run of `spec` keeps, as `compile.state_schema` builds them; None when they cannot be known
     (no declared state, or a typed node whose keys are unknown)."""
     if spec.state_class is not None:
@@ -391,7 +393,7 @@ def class_keys(state_class: Any) -> set[str]:
         return set(getattr(state_class, "__annotations__", {}))
 
 
-def _checked_keys(spec: WorkflowSpec, registry: Any, where: str, code: CodeCheck) -> set[str] | None:
+def _checked_keys(spec: WorkflowSpec, registry: NodeTypeRegistry | None, where: str, code: CodeCheck) -> set[str] | None:
     """`state_keys`, with a note when typed nodes read from text leave the state keys unchecked."""
     keys = state_keys(spec, registry)
     if keys is None and spec.state and registry is not None:
@@ -450,7 +452,7 @@ def _template_keys(value: Any, at: str = "") -> list[tuple[str, str]]:
     return []
 
 
-def check_input(spec: WorkflowSpec, given: Iterable[str], what: str, registry: Callable[[], Any] | None = None) -> None:
+def check_input(spec: WorkflowSpec, given: Iterable[str], what: str, registry: Callable[[], NodeTypeRegistry] | None = None) -> None:
     """A UserError when `given` (input or edit keys) sets a key the state does not declare (LangGraph would drop
     it silently); `registry` is called only when typed nodes could declare the key."""
     names = list(given)
@@ -467,7 +469,7 @@ def check_input(spec: WorkflowSpec, given: Iterable[str], what: str, registry: C
         )
 
 
-def check_workflow(spec: WorkflowSpec, registry: Any = None) -> None:
+def check_workflow(spec: WorkflowSpec, registry: NodeTypeRegistry | None = None) -> None:
     """A one-line UserError for the first problem (counting the rest); imports the workflow's code, as a run does."""
     problems = validate(spec, registry=registry, import_code=True)
     if problems:

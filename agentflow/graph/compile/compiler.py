@@ -14,7 +14,13 @@ from langchain_core.runnables import RunnableConfig
 from agentflow.errors import UserError
 from agentflow.events.kinds import NodeEnd
 from agentflow.graph.check.validation import check_input, check_workflow
-from agentflow.graph.compile.nodetypes import typed_keys, typed_nodes, workflow_registry
+from agentflow.graph.compile.nodetypes import (
+    AnyNodeType,
+    NodeTypeRegistry,
+    typed_keys,
+    typed_nodes,
+    workflow_registry,
+)
 from agentflow.graph.define.conditions import evaluate, parse_condition
 from agentflow.graph.define.loader import resolve_callable
 from agentflow.graph.define.spec import NodeSpec, RouteSpec, WorkflowSpec, is_end
@@ -48,7 +54,7 @@ def _merge(left: Any, right: Any) -> dict[str, Any]:
 _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {"append": _append, "add": _add, "merge": _merge}
 
 
-def state_schema(spec: WorkflowSpec, registry: Any = None) -> type:
+def state_schema(spec: WorkflowSpec, registry: NodeTypeRegistry | None = None) -> type:
     """The state schema: the Python state class, or a TypedDict of `state:` and the keys typed nodes use."""
     if spec.state_class is not None:
         return cast(type, spec.state_class)
@@ -156,13 +162,12 @@ def _tool_node(name: str, node: NodeSpec, rt: RunHandles) -> Callable[..., Any]:
     return call
 
 
-def registry_for(spec: WorkflowSpec, rt: RunHandles | None = None) -> Any:
+def registry_for(spec: WorkflowSpec, rt: RunHandles | None = None) -> NodeTypeRegistry:
     """The node types a workflow can use: the run's registry (default: shipped and installed) plus `node_types:`."""
     return workflow_registry(spec, rt.node_types if rt is not None else None)
 
 
-def _typed_node(name: str, node: NodeSpec, rt: RunHandles, registry: Any) -> Callable[..., Any]:
-    node_type = registry.require(node.type, f"node '{name}'")
+def _typed_node(name: str, node: NodeSpec, rt: RunHandles, node_type: AnyNodeType) -> Callable[..., Any]:
     settings = node_type.parse_settings(node.settings, f"node '{name}'")
 
     async def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -217,11 +222,13 @@ def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str,
     return choose, path_map
 
 
-def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles, registry: Any) -> Any:
+def _node_callable(name: str, node: NodeSpec, spec: WorkflowSpec, rt: RunHandles,
+                   registry: NodeTypeRegistry | None) -> Any:
     """What LangGraph runs for `node`: a callable, or a compiled subgraph."""
     kind = node.kind()
-    if kind == "type":
-        return _typed_node(name, node, rt, registry)
+    if kind == "type" and node.type is not None:
+        types = registry if registry is not None else registry_for(spec, rt)
+        return _typed_node(name, node, rt, types.require(node.type, f"node '{name}'"))
     if kind == "fn":
         return _function_node(name, resolve_callable(node.fn, f"node '{name}'"), rt)
     if kind == "interrupt":

@@ -31,6 +31,7 @@ from agentflow.errors import ConfigError, UserError, did_you_mean
 from agentflow.tools.context import DepsT
 
 if TYPE_CHECKING:
+    from agentflow.graph.define.spec import WorkflowSpec
     from agentflow.graph.run.context import NodeContext
 
 ENTRY_POINT_GROUP = "agentflow.node_types"
@@ -227,7 +228,7 @@ def default_registry() -> NodeTypeRegistry:
     return registry
 
 
-def workflow_registry(spec: Any, registry: NodeTypeRegistry | None = None) -> NodeTypeRegistry:
+def workflow_registry(spec: WorkflowSpec, registry: NodeTypeRegistry | None = None) -> NodeTypeRegistry:
     """`registry` (default: shipped and installed types) plus those of `spec`'s `node_types:` (imported)."""
     registry = registry if registry is not None else default_registry()
     if spec.node_types:
@@ -236,7 +237,7 @@ def workflow_registry(spec: Any, registry: NodeTypeRegistry | None = None) -> No
     return registry
 
 
-def typed_keys(spec: Any, registry: NodeTypeRegistry) -> dict[str, Any]:
+def typed_keys(spec: WorkflowSpec, registry: NodeTypeRegistry) -> dict[str, Any]:
     """The state keys a workflow's own typed nodes (not its subgraphs') read and write, with their types."""
     keys: dict[str, Any] = {}
     for node in spec.nodes.values():
@@ -247,7 +248,7 @@ def typed_keys(spec: Any, registry: NodeTypeRegistry) -> dict[str, Any]:
     return keys
 
 
-def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[AnyNodeType]:
+def typed_nodes(spec: WorkflowSpec, registry: NodeTypeRegistry) -> Iterator[AnyNodeType]:
     """The registered types of a workflow's typed nodes, its subgraphs' (a search node's branches) included."""
     for node in spec.nodes.values():
         node_type = registry.get(node.type) if node.type else None
@@ -257,12 +258,12 @@ def typed_nodes(spec: Any, registry: NodeTypeRegistry) -> Iterator[AnyNodeType]:
             yield from typed_nodes(node.subgraph, registry)
 
 
-def needed_resources(spec: Any, registry: NodeTypeRegistry) -> set[str]:
+def needed_resources(spec: WorkflowSpec, registry: NodeTypeRegistry) -> set[str]:
     """What a workflow's typed nodes need set up as the run's deps (`NodeType.needs`), its subgraphs' included."""
     return {t.needs for t in typed_nodes(spec, registry) if t.needs}
 
 
-def deps_conflict(spec: Any, registry: NodeTypeRegistry) -> str | None:
+def deps_conflict(spec: WorkflowSpec, registry: NodeTypeRegistry) -> str | None:
     """Why a workflow's typed nodes cannot share one run (deps of unrelated classes); None when they can."""
     first: dict[type, str] = {}
     for node_type in typed_nodes(spec, registry):

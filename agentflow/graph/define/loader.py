@@ -120,13 +120,20 @@ def _edge(item: Any, source: str) -> tuple[str, str]:
     raise ConfigError(f"{source}: edges: bad edge {item!r}; write 'a -> b' or [a, b]")
 
 
-def import_object(path: str) -> Any:
-    """Resolve `pkg.mod:attr` (or `pkg.mod.attr`) to the object, with one-line errors."""
+def split_import_path(path: str) -> tuple[str, str]:
+    """`pkg.mod:attr` (or `pkg.mod.attr`, `path/to/file.py:attr`) as (module, attribute); a path without both is
+    a one-line UserError."""
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise UserError(f"bad import path {path!r}: expected 'pkg.module:function'")
+    return module_name, attr
+
+
+def import_object(path: str) -> Any:
+    """Resolve `pkg.mod:attr` (or `pkg.mod.attr`) to the object, with one-line errors."""
+    module_name, attr = split_import_path(path)
     try:
         if module_name.endswith(".py"):  # path/to/file.py:function
             module = load_file_module(module_name)
@@ -150,4 +157,5 @@ def resolve_callable(value: Any, what: str) -> Callable[..., Any]:
     return cast("Callable[..., Any]", obj)
 
 
-__all__ = ["ParallelSpec", "RouteSpec", "find_workflow", "import_object", "load_workflow", "spec_from_dict"]
+__all__ = ["ParallelSpec", "RouteSpec", "find_workflow", "import_object", "load_workflow", "spec_from_dict",
+           "split_import_path"]

@@ -88,7 +88,8 @@ _CODEC_RAW, _CODEC_ZSTD = 0, 1
 _INLINE_MAX = 128  # serialized values up to this size live in the versions row itself
 _MIN_COMPRESS = 96  # below this, zstd's frame header outweighs the gain
 # Checkpoint heads (versions of every channel) are written on every step and rarely kept long: below this size
-# compressing one (~10 us) costs more than the few hundred bytes it saves.
+# the time compressing one takes outweighs the few hundred bytes it saves
+# (docs/measurements/checkpoint-storage.md).
 _HEAD_COMPRESS_MIN = 1024
 _IMMUTABLE = (str, bytes, int, float)
 # SQLite copies the WAL into the database file (a checkpoint: two fsyncs, plus one when the WAL restarts) inside
@@ -426,6 +427,19 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                     out.append(tup)
         yield from out
 
+    def newest_per_thread(self) -> Sequence[CheckpointTuple]:
+        """The newest checkpoint of each thread in the root namespace, newest first. One query picks them, and
+        only they are read back: `list(None)` would read every checkpoint of every thread to find the same ones."""
+        with self._lock:
+            self._commit_pending()
+            cur = self._conn.cursor()
+            rows = cur.execute(
+                "SELECT * FROM checkpoints WHERE ns = '' AND (thread_id, checkpoint_id) IN "
+                "(SELECT thread_id, MAX(checkpoint_id) FROM checkpoints WHERE ns = '' GROUP BY thread_id) "
+                "ORDER BY checkpoint_id DESC"
+            ).fetchall()
+            return [self._tuple_from_row(cur, row) for row in rows]
+
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:
             self._commit_pending()
@@ -534,6 +548,9 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         for item in self.list(config, filter=filter, before=before, limit=limit):
             yield item
 
+    async def anewest_per_thread(self) -> Sequence[CheckpointTuple]:
+        return self.newest_per_thread()
+
     async def aput(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> RunnableConfig:
@@ -618,3 +635,19 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             return {"checkpoints": cur.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0],
                     "threads": cur.execute("SELECT COUNT(DISTINCT thread_id) FROM checkpoints").fetchone()[0],
                     "blobs": cur.execute("SELECT COUNT(*) FROM blobs").fetchone()[0]}
+
+
+async def newest_per_thread(saver: BaseCheckpointSaver[Any]) -> Sequence[CheckpointTuple]:
+    """The newest checkpoint of each thread of `saver` in the root namespace, newest first. An
+    `AgentflowSaver` reads only those; any other LangGraph saver (the in-memory one of a run without a run
+    folder, Postgres) is walked whole (`alist` gives each thread's checkpoints newest first: the first of each
+    thread is kept)."""
+    if isinstance(saver, AgentflowSaver):
+        return await saver.anewest_per_thread()
+    newest: dict[str, CheckpointTuple] = {}
+    async for saved in saver.alist(None):
+        conf = saved.config["configurable"]
+        if not conf.get("checkpoint_ns"):
+            newest.setdefault(str(conf["thread_id"]), saved)
+    return sorted(newest.values(), key=lambda saved: str(saved.config["configurable"]["checkpoint_id"]),
+                  reverse=True)

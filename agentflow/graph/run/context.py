@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agentflow.events import Event, EventLog
     from agentflow.executors.base import Executor
     from agentflow.executors.types import ExecutorConfig
+    from agentflow.graph.define.spec import NodeSpec
     from agentflow.graph.search.workspace import BranchSandbox
     from agentflow.mcp.hub import McpHub
     from agentflow.models.base import ChatModel
@@ -138,7 +139,8 @@ class NodeContext(Generic[DepsT]):
 
     __slots__ = ("_calls", "config", "node", "run", "spec")
 
-    def __init__(self, run: RunHandles[DepsT], node: str, config: Mapping[str, Any], spec: Any = None) -> None:
+    def __init__(self, run: RunHandles[DepsT], node: str, config: Mapping[str, Any],
+                 spec: NodeSpec | None = None) -> None:
         self.run = run
         self.node = node
         self.config = config

@@ -11,7 +11,7 @@ import hashlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zstandard
 
@@ -21,6 +21,9 @@ from agentflow.graph.run.ledger import read_record
 from agentflow.runfiles import check_regular, make_folder, read_bytes, replace_file
 from agentflow.secrets import redact
 
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
 DIFF_KEY = "workspace_diff"
 """Checkpoint metadata key holding the hash of the workspace diff at that checkpoint."""
 DIFFS_DIR = "diffs"
@@ -29,7 +32,7 @@ GRAPH_KEY = "graph"
 subgraph it runs (`attempt`, nested `attempt/inner`), so any runner of the workflow continues it as that graph."""
 
 
-def root_config(thread_id: str | None) -> dict[str, Any]:
+def root_config(thread_id: str | None) -> RunnableConfig:
     """The config of thread `thread_id`'s latest checkpoint in the root namespace."""
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 

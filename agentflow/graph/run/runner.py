@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 from agentflow._sync import require_no_running_loop
 from agentflow.budget import Budget, BudgetExceeded, BudgetKind, BudgetUsage
@@ -55,6 +55,9 @@ from agentflow.graph.run.outcome import (
 from agentflow.graph.run.streaming import LiveEvents, RunEvent, check_modes
 from agentflow.graph.run.workspace import choose_backend, open_workspace, replay, workspace_diff
 from agentflow.graph.search.settings import BRANCH_SEP, branch_path, subgraph_spec
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
 
 WALL_GRACE_S = 0.2
 """How long after the budget's wall-clock limit the run itself is cut (its calls are cut at the limit)."""
@@ -110,7 +113,7 @@ class RunResult:
 OnEvent = Callable[[StreamEvent], Awaitable[None] | None]
 
 
-def open_checkpointer(target: str | Path | None, *, keep_last: int | None = 20) -> Any:
+def open_checkpointer(target: str | Path | None, *, keep_last: int | None = 20) -> BaseCheckpointSaver[Any]:
     """`sqlite` / a file path -> AgentflowSaver; `postgres://...` -> LangGraph's PostgresSaver; `memory`."""
     text = str(target) if target is not None else "memory"
     if text == "memory":
@@ -128,7 +131,7 @@ def open_checkpointer(target: str | Path | None, *, keep_last: int | None = 20) 
         conn = Connection.connect(text, autocommit=True, prepare_threshold=0)
         saver = PostgresSaver(conn)
         saver.setup()
-        return saver
+        return cast("BaseCheckpointSaver[Any]", saver)  # untyped to mypy where the optional package is absent
     from agentflow.graph.persist.checkpoint import AgentflowSaver
 
     return AgentflowSaver(text, keep_last=keep_last)
@@ -149,7 +152,7 @@ class WorkflowRunner:
         spec: WorkflowSpec,
         *,
         run_dir: str | Path | None = None,
-        checkpointer: Any = "sqlite",
+        checkpointer: BaseCheckpointSaver[Any] | str | Path | None = "sqlite",
         context: RunHandles | None = None,
         keep_last: int | None = 20,
         durability: Literal["sync", "async", "exit"] = "sync",
@@ -386,8 +389,8 @@ class WorkflowRunner:
         if point.workspace_diff and self.context.sandbox is None:
             metadata[DIFF_KEY] = point.workspace_diff
         # Pending writes are left behind: the nodes after the checkpoint run again in the fork.
-        await self.checkpointer.aput(root_config(new_thread), saved.checkpoint, metadata,
-                                     dict(saved.checkpoint["channel_versions"]))
+        await self.checkpointer.aput(root_config(new_thread), saved.checkpoint,
+                                     cast("CheckpointMetadata", metadata), dict(saved.checkpoint["channel_versions"]))
         if self.ledger is not None:
             self.ledger.begin(new_thread, self._workflow_ref())
             if base is not None:
@@ -642,7 +645,7 @@ class WorkflowRunner:
             self.ledger.save_diff(diff)
         return {**stamp, DIFF_KEY: DiffStore(self.run_dir).put(diff)}
 
-    async def _graph_path(self, thread_id: str, checkpointer: Any = None) -> str:
+    async def _graph_path(self, thread_id: str, checkpointer: BaseCheckpointSaver[Any] | None = None) -> str:
         """The search nodes (`a/b`, "" for the workflow) whose subgraph thread `thread_id` runs: from a branch's
         id (`THREAD~a~b1~b4`), or from a fork's checkpoint metadata."""
         if BRANCH_SEP in thread_id:

@@ -36,6 +36,7 @@ from agentflow.events.kinds import (
     SearchStop,
 )
 from agentflow.graph.compile.nodetypes import typed_keys, workflow_registry
+from agentflow.graph.persist.checkpoint import newest_per_thread
 from agentflow.graph.run.history import DIFF_KEY, DiffStore, root_config
 from agentflow.graph.run.outcome import NodeFailed, one_line
 from agentflow.graph.run.streaming import stream_writer
@@ -59,6 +60,8 @@ from agentflow.graph.search.tree import (
 from agentflow.graph.search.workspace import BranchSandbox, SharedSandbox, branch_sandbox, end_processes
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, CheckpointTuple
+
     from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
     from agentflow.graph.run.context import RunHandles
 
@@ -99,9 +102,9 @@ class SearchRun:
         self.rng = random.Random(settings.seed)
         self.branches: list[Branch] = []
         self.slots = asyncio.Semaphore(settings.concurrency)
-        self.shared: Any = None
+        self.shared: SharedSandbox | None = None
         self.stepwise = settings.strategy != "best_of_n"
-        self._saver: Any = None
+        self._saver: BaseCheckpointSaver[Any] | None = None
         self.root: Branch | None = None
         self._ids = 0
         self._loaded: dict[str, list[Branch]] = {}  # parent id -> branches a killed run of this search made
@@ -284,7 +287,7 @@ class SearchRun:
         """Where a step ends: after the nodes `step_until` names, else after any node."""
         return list(self.settings.step_until) or "*"
 
-    def checkpointer(self) -> Any:
+    def checkpointer(self) -> BaseCheckpointSaver[Any]:
         """The run's checkpointer (an in-memory one for a run without: branches still pause and fork)."""
         if self.rt.checkpointer is not None:
             return self.rt.checkpointer
@@ -311,7 +314,7 @@ class SearchRun:
             raise NodeFailed(self.name, "error", f"branch {parent.id} has no checkpoint to expand from")
         metadata = {**saved.metadata, "forked_from": {"thread_id": parent.thread, "search": self.name,
                                                       "checkpoint_id": saved.checkpoint["id"]}}
-        await saver.aput(root_config(child.thread), saved.checkpoint, metadata,
+        await saver.aput(root_config(child.thread), saved.checkpoint, cast("CheckpointMetadata", metadata),
                          dict(saved.checkpoint["channel_versions"]))
 
     # -- strategies -------------------------------------------------------------------------------------------
@@ -359,11 +362,10 @@ class SearchRun:
         """Every branch thread of this search node in the checkpointer (any pass) -> its newest checkpoint id."""
         base = f"{self.thread}{BRANCH_SEP}{self.name}{BRANCH_SEP}"
         newest: dict[str, str] = {}
-        async for saved in self.checkpointer().alist(None):
+        for saved in await newest_per_thread(self.checkpointer()):
             conf = saved.config["configurable"]
-            thread = str(conf["thread_id"])
-            if thread.startswith(base) and not conf.get("checkpoint_ns"):
-                newest[thread] = max(newest.get(thread, ""), str(conf["checkpoint_id"]))
+            if str(conf["thread_id"]).startswith(base):
+                newest[str(conf["thread_id"])] = str(conf["checkpoint_id"])
         return newest
 
     def _choose_pass(self, threads: Mapping[str, str]) -> str:
@@ -413,7 +415,7 @@ class SearchRun:
         if not branch.pending:
             branch.value = as_value(read_path(branch.state, self.settings.value), self.settings.value_scale)
         if self.shared is not None:
-            branch.snapshot = await self._workspace_at(saved, parent)
+            branch.snapshot = await self._workspace_at(self.shared, saved, parent)
         return branch
 
     def _mark(self, config: Mapping[str, Any]) -> None:
@@ -423,19 +425,20 @@ class SearchRun:
         if journal is not None and hasattr(journal, "mark"):
             journal.mark(_step_key(config))
 
-    def _marked(self, saved: Any) -> bool:
+    def _marked(self, saved: CheckpointTuple | None) -> bool:
         journal = self.rt.journal
         return saved is not None and journal is not None and hasattr(journal, "marked") and journal.marked(
             _step_key(saved.config))
 
-    async def _workspace_at(self, saved: Any, parent: Branch) -> str | None:
+    async def _workspace_at(self, shared: SharedSandbox, saved: CheckpointTuple | None,
+                            parent: Branch) -> str | None:
         """A snapshot of the workspace recorded at `saved` (base plus its diff), else the parent's."""
         digest = (saved.metadata or {}).get(DIFF_KEY) if saved is not None else None
         if not digest or self.rt.run_dir is None:
             return parent.snapshot
-        sandbox = self.shared.sandbox
+        sandbox = shared.sandbox
         diff = DiffStore(self.rt.run_dir).get(str(digest))
-        async with self.shared.lock:
+        async with shared.lock:
             await end_processes(sandbox)  # as before any branch's workspace is set up (workspace.py)
             if sandbox.base is not None:
                 await sandbox.restore(sandbox.base)  # the run's workspace as loaded, then the branch's changes
@@ -445,7 +448,7 @@ class SearchRun:
                     raise NodeFailed(self.name, "error", f"a resumed branch's recorded workspace does not apply: "
                                      f"{applied.output[-300:]}")
             current = str(await sandbox.snapshot())
-            self.shared.current = current
+            shared.current = current
             return current
 
     def _stopped(self) -> bool:

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agentflow.budget import Budget, BudgetLimits, BudgetUsage
@@ -43,10 +44,10 @@ class SearchSide(Protocol):
     rt: RunHandles
     compile: Callable[..., Any]
     mcp: list[Any]
-    shared: Any
+    shared: SharedSandbox | None
     stepwise: bool
 
-    def checkpointer(self) -> Any: ...
+    def checkpointer(self) -> BaseCheckpointSaver[Any]: ...
 
     def interrupt_after(self) -> Any: ...
 
@@ -110,8 +111,8 @@ class Saved:
     """One checkpoint as data: what a checkpointer's `aput` and `aput_writes` take to write it again."""
 
     ns: str
-    checkpoint: dict[str, Any]
-    metadata: dict[str, Any]
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
     parent_id: str | None
     writes: list[tuple[str, str, Any]]  # its pending writes: (task id, channel, value)
     workspace: str | None = None  # the snapshot the branch's workspace was at when it was written
@@ -121,11 +122,11 @@ class Saved:
         return str(self.checkpoint["id"])
 
     @classmethod
-    def of(cls, saved: Any, workspace: str | None = None) -> Saved:
+    def of(cls, saved: CheckpointTuple, workspace: str | None = None) -> Saved:
         conf = saved.config["configurable"]
         parent = (saved.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        return cls(ns=conf.get("checkpoint_ns", ""), checkpoint=dict(saved.checkpoint),
-                   metadata=dict(saved.metadata or {}), parent_id=parent,
+        return cls(ns=conf.get("checkpoint_ns", ""), checkpoint=saved.checkpoint.copy(),
+                   metadata=(saved.metadata or {}).copy(), parent_id=parent,
                    writes=[(w[0], w[1], w[2]) for w in saved.pending_writes or ()], workspace=workspace)
 
 
@@ -175,7 +176,8 @@ class StepSaver(InMemorySaver):
         return await super().aput(config, checkpoint, metadata, new_versions)
 
 
-async def put_saved(saver: Any, thread: str, saved: Saved, *, checkpoint: bool = True) -> None:
+async def put_saved(saver: BaseCheckpointSaver[Any], thread: str, saved: Saved, *,
+                    checkpoint: bool = True) -> None:
     """Write `saved` and its pending writes into `saver` under `thread` (`checkpoint=False`: the writes alone)."""
     conf = {"thread_id": thread, "checkpoint_ns": saved.ns}
     if checkpoint:

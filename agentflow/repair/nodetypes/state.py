@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from agentflow.graph.persist.checkpoint import newest_per_thread
 from agentflow.reasoning.state import PlanKeys
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import Verification
@@ -224,12 +225,7 @@ def task_candidates(*states: Mapping[str, Any]) -> list[Candidate]:
 async def checkpointed_candidates(saver: BaseCheckpointSaver[Any]) -> list[Candidate]:
     """The task's candidates as the latest checkpoint of each of its threads holds them: the workflow's and
     every search branch's, so a search a limit cut before it gathered its branches still counts theirs."""
-    latest: dict[str, Mapping[str, Any]] = {}
-    async for saved in saver.alist(None):  # each thread's newest first
-        conf = saved.config["configurable"]
-        if not conf.get("checkpoint_ns"):
-            latest.setdefault(str(conf["thread_id"]), saved.checkpoint["channel_values"])
-    return task_candidates(*latest.values())
+    return task_candidates(*(saved.checkpoint["channel_values"] for saved in await newest_per_thread(saver)))
 
 
 def solved(candidates: list[Candidate]) -> bool:

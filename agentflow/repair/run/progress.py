@@ -37,6 +37,8 @@ from agentflow.events.kinds import (
 )
 
 if TYPE_CHECKING:
+    from agentflow.graph.compile.nodetypes import NodeTypeRegistry
+    from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
     from agentflow.repair.config import RepairConfig
     from agentflow.repair.outcome import Candidate, InstanceOutcome
     from agentflow.repair.verify.workbench import Verification
@@ -99,19 +101,19 @@ class Progress:
 # ----------------------------------------------------------------------------------------------- what to expect
 
 
-def expected_calls(cfg: RepairConfig, spec: Any, registry: Any) -> dict[str, int]:
+def expected_calls(cfg: RepairConfig, spec: WorkflowSpec, registry: NodeTypeRegistry) -> dict[str, int]:
     """Model calls each top-level node of the repair workflow `spec` is expected to make in a run of `cfg`, as
     each node type states (`NodeType.calls`): the basis of a task's time estimate, not a limit."""
     return {name: _graph_search_calls(cfg, node, registry) if node.search is not None else
             _node_calls(cfg, node, registry) for name, node in spec.nodes.items()}
 
 
-def _node_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
+def _node_calls(cfg: RepairConfig, node: NodeSpec, registry: NodeTypeRegistry) -> int:
     node_type = registry.get(node.type) if node.type else None
     return node_type.expected_calls(node.settings, cfg) if node_type is not None else 0
 
 
-def _graph_search_calls(cfg: RepairConfig, node: Any, registry: Any) -> int:
+def _graph_search_calls(cfg: RepairConfig, node: NodeSpec, registry: NodeTypeRegistry) -> int:
     """Model calls of a graph search node: attempts (best_of_n: `n` chains of `max_attempts`; mcts: `n`; the
     stepwise strategies: a step per depth of `n`, x `expand` for beam) times the calls of its subgraph's nodes."""
     from agentflow.graph.search.settings import SearchSettings  # the search's defaults, from their one source

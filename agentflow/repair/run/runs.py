@@ -42,7 +42,7 @@ from agentflow.paths import path_component
 from agentflow.repair.config import ModelLoader, RepairConfig
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.run.progress import Progress, RunCounts
-from agentflow.repair.run.solve import effective_strategy, load_repair_workflow, repair_task
+from agentflow.repair.run.solve import RepairWorkflow, effective_strategy, load_repair_workflow, repair_task
 from agentflow.repair.run.workflow_settings import search_summary
 from agentflow.rundir import RunDir, check_folder
 from agentflow.runfiles import read_text
@@ -193,7 +193,7 @@ async def repair_job(task: SWETask, cfg: RepairConfig, run_id: str, run_budget: 
 
 async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETask, cfg: RepairConfig, *,
                      events: EventLog, inst_dir: Path, model_loader: ModelLoader | None = None,
-                     run_budget: Budget | None = None, workflow: Any = None,
+                     run_budget: Budget | None = None, workflow: RepairWorkflow | None = None,
                      stop_on_preflight: bool = False, earlier_calls: CallTime | None = None) -> InstanceOutcome:
     """Repair `task` on `executor`, the run directory written here, on the driver (`workflow`: the run's loaded
     repair workflow, in process; `stop_on_preflight`, `earlier_calls`: as `repair_task`'s; a remote task gets
@@ -233,6 +233,27 @@ def _report_placement(executor: Executor, label: str, events: EventLog, instance
         events.write(ExecutorRetry(node_id=instance_id, instance_id=instance_id, attempts=len(nodes), nodes=nodes))
 
 
+async def _prepare_run(tasks: Sequence[SWETask], cfg: RepairConfig, out: Path, executor: Executor, *,
+                       resume: bool, redo: bool) -> tuple[RepairConfig, RepairWorkflow, RunDir]:
+    """What is checked and written before any task runs: every id names a folder, the sandbox backend is
+    resolved, `out` is opened, the workflow loaded and validated, config.resolved.yaml written. The run's
+    settings as recorded, its workflow and its folder."""
+    for task in tasks:  # every id must name a folder before anything runs
+        instance_dir(out, task.instance_id)
+    from agentflow.sandbox import resolve_backend
+
+    # once, before any task: no Docker is a one-line error, not a batch of env_errors; and the backend
+    # recorded in config.resolved.yaml is the one used, not "auto" (on Ray, each node resolves its own)
+    if not executor.remote:
+        cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
+    _open_out_folder(out, resume=resume, redo=redo)
+    workflow = load_repair_workflow(cfg)  # validated once, before any task
+    cfg = effective_strategy(cfg, workflow)
+    rundir = RunDir.create(out)
+    rundir.write_config(cfg)
+    return cfg, workflow, rundir
+
+
 async def run_batch(
     tasks: Sequence[SWETask],
     cfg: RepairConfig,
@@ -256,21 +277,9 @@ async def run_batch(
     if executor.remote and model_loader is not None:
         raise UserError("--serve cannot be combined with --executor ray",
                         hint="start a model server every node reaches and pass it with --model")
-    for task in tasks:  # every id must name a folder before anything runs
-        instance_dir(Path(out_dir), task.instance_id)
-    from agentflow.sandbox import resolve_backend
-
-    # once, before any task: no Docker is a one-line error, not a batch of env_errors; and the backend
-    # recorded in config.resolved.yaml is the one used, not "auto" (on Ray, each node resolves its own)
-    if not executor.remote:
-        cfg = cfg.model_copy(update={"backend": await asyncio.to_thread(resolve_backend, cfg.backend)})
     out = Path(out_dir)
-    _open_out_folder(out, resume=resume, redo=redo)
-    workflow = load_repair_workflow(cfg)  # validated once, before any task
-    search = search_summary(workflow[0])
-    cfg = effective_strategy(cfg, workflow)
-    rundir = RunDir.create(out)
-    rundir.write_config(cfg)
+    cfg, workflow, rundir = await _prepare_run(tasks, cfg, out, executor, resume=resume, redo=redo)
+    search = search_summary(workflow.spec)
     found = _outcomes(out, tasks)
     finished = {o.instance_id for o, _ in found if not o.infra_failure}
     todo = [task for task in tasks if task.instance_id not in finished]

@@ -18,7 +18,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentflow.budget import Budget, BudgetExceeded, BudgetLimits, CallTime
 from agentflow.errors import AgentflowError, ModelError, UserError
@@ -32,6 +32,7 @@ from agentflow.events.kinds import (
     RepairStatus,
     RepairTestTime,
 )
+from agentflow.graph.compile.nodetypes import NodeTypeRegistry
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.search.settings import SearchSettings
 from agentflow.models.base import ChatModel
@@ -78,7 +79,18 @@ def _python_for(sandbox: Sandbox) -> str:
     return shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3"
 
 
-def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]:
+class RepairWorkflow(NamedTuple):
+    """The run's repair workflow, loaded and validated once for all its tasks (`load_repair_workflow`)."""
+
+    spec: WorkflowSpec
+    """The workflow, the run's settings handed to its typed nodes (`workflow_settings`)."""
+    registry: NodeTypeRegistry
+    """The node types it uses."""
+    node_settings: dict[str, dict[str, Any]]
+    """Every typed node's own settings (the workflow's, then `-c nodes.<node>.*`)."""
+
+
+def load_repair_workflow(cfg: RepairConfig) -> RepairWorkflow:
     """The run's workflow (validated once) with the run's settings handed to its nodes (`workflow_settings`), its
     node-type registry and every typed node's own settings."""
     from agentflow.graph.check.validation import check_workflow
@@ -93,14 +105,14 @@ def load_repair_workflow(cfg: RepairConfig) -> tuple[WorkflowSpec, Any, dict[str
     check_workflow(spec, registry)
     node_settings = node_settings_for(spec, registry, overrides)
     give_settings(spec, registry, cfg, node_settings)
-    return spec, registry, node_settings
+    return RepairWorkflow(spec, registry, node_settings)
 
 
-def effective_strategy(cfg: RepairConfig, workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]]) -> RepairConfig:
+def effective_strategy(cfg: RepairConfig, workflow: RepairWorkflow) -> RepairConfig:
     """`cfg` saying exactly what the workflow's graph search nodes do (under `nodes:`, no `strategy` left), so a
     run's config.resolved.yaml repeats it; unchanged when there is none, or when each task's search depends on
     its pre-flight."""
-    spec = workflow[0]
+    spec = workflow.spec
     names = graph_searches(spec)
     if not names or searches_for_failing_tests(spec, cfg) is not None:
         return cfg
@@ -116,7 +128,7 @@ async def repair_task(
     inst_dir: Path | None = None,
     model: ChatModel | None = None,
     model_loader: ModelLoader | None = None,
-    workflow: tuple[WorkflowSpec, Any, dict[str, dict[str, Any]]] | None = None,
+    workflow: RepairWorkflow | None = None,
     run_budget: Budget | None = None,
     stop_on_preflight: bool = True,
     earlier_calls: CallTime | None = None,
@@ -195,7 +207,7 @@ class _TaskRun:
     spec: WorkflowSpec
     """The workflow; its search as `strategy_when_tests_fail` says once the pre-flight found failing tests."""
     node_settings: dict[str, dict[str, Any]]
-    registry: Any
+    registry: NodeTypeRegistry
     events: EventLog
     budget: Budget
     outcome: InstanceOutcome
@@ -391,7 +403,7 @@ async def _run_graph(run: _TaskRun, rt: RepairRuntime) -> None:
     sandbox = rt.bench.sandbox if graph_searches(spec) else None
     context = RunHandles(events=TaskEvents(rt.events, rt.iid), budget=rt.budget, deps=rt, node_types=registry,
                          sandbox=sandbox)
-    checkpointer: Any = "sqlite" if inst_dir is not None else "memory"
+    checkpointer = "sqlite" if inst_dir is not None else "memory"
     t0 = time.perf_counter()
     # the repair keeps its own record of a task (outcome.json, patch.diff, candidates.jsonl): no run ledger
     async with WorkflowRunner(spec, run_dir=inst_dir, checkpointer=checkpointer, context=context,

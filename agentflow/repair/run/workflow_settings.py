@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentflow.errors import ConfigError, UserError
+from agentflow.graph.compile.nodetypes import NodeTypeRegistry
 from agentflow.graph.define.spec import NodeSpec, WorkflowSpec
 from agentflow.graph.search.settings import SearchSettings, Strategy
 from agentflow.repair.config import (
@@ -86,21 +87,22 @@ def searches_for_failing_tests(spec: WorkflowSpec, cfg: RepairConfig) -> Workflo
     return switched
 
 
-def _typed(spec: WorkflowSpec) -> Iterator[tuple[str, NodeSpec]]:
+def _typed(spec: WorkflowSpec) -> Iterator[tuple[str, NodeSpec, str]]:
+    """Each typed node of `spec` and its subgraphs: its name, spec and type name."""
     for name, node in spec.nodes.items():
         if node.type:
-            yield name, node
+            yield name, node, node.type
         if isinstance(node.subgraph, WorkflowSpec):
             yield from _typed(node.subgraph)
 
 
-def node_settings_for(spec: WorkflowSpec, registry: Any,
+def node_settings_for(spec: WorkflowSpec, registry: NodeTypeRegistry,
                       overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each typed node's explicit settings (the workflow's, then `-c nodes.<node>.*`), validated; a
     `-c nodes.X` naming no typed node is a ConfigError."""
     out: dict[str, dict[str, Any]] = {}
-    for name, node in _typed(spec):
-        parsed = registry.require(node.type, f"node '{name}'").parse_settings(
+    for name, node, type_name in _typed(spec):
+        parsed = registry.require(type_name, f"node '{name}'").parse_settings(
             {**node.settings, **overrides.get(name, {})}, f"node '{name}'")
         out[name] = parsed.model_dump(exclude_unset=True) if isinstance(parsed, BaseModel) else {}
     unknown = sorted(set(overrides) - set(out) - {ALL_NODES})
@@ -110,12 +112,12 @@ def node_settings_for(spec: WorkflowSpec, registry: Any,
     return out
 
 
-def give_settings(spec: WorkflowSpec, registry: Any, cfg: RepairConfig, node_settings: dict[str, dict[str, Any]]) -> None:
+def give_settings(spec: WorkflowSpec, registry: NodeTypeRegistry, cfg: RepairConfig, node_settings: dict[str, dict[str, Any]]) -> None:
     """Each typed node's `settings:` become the ones it runs with: the run's value of every setting its type
     takes (`cfg`'s own, then `nodes.*`), then its own (`node_settings`), validated."""
     every = cfg.nodes.get(ALL_NODES, {})
-    for name, node in _typed(spec):
-        node_type = registry.require(node.type, f"node '{name}'")
+    for name, node, type_name in _typed(spec):
+        node_type = registry.require(type_name, f"node '{name}'")
         model = node_type.settings
         if model is None:
             continue
