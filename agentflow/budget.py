@@ -1,7 +1,8 @@
 """One `Budget` shared by every agent, node and search in a run, nested runs included.
 
 Limits are optional; usage is always counted. A child budget (`budget.child(...)`) charges its parent too,
-so a nested run can have a tighter limit and still count against the whole run.
+so a nested run can have a tighter limit and still count against the whole run. The seconds of the model
+calls that reached a model are counted too (`timed`): not a limit, the pace a plan of the rest goes by.
 
 Limits are hard. A model or tool call is admitted before it starts (`model_call()` / `tool_call()`): it
 holds one call (a model call also its `max_tokens`) until it ends, so concurrent callers cannot together
@@ -56,6 +57,22 @@ class BudgetUsage(BaseModel):
     wall_seconds: float = 0.0
 
 
+class CallTime(BaseModel):
+    """Model calls that reached a model and the seconds they took (an answer served from a cache, the call
+    journal or a cassette is not timed: its time says nothing of what the next call will take)."""
+
+    calls: int = 0
+    seconds: float = 0.0
+
+    def mean_s(self) -> float | None:
+        """Seconds per call; None before the first."""
+        return self.seconds / self.calls if self.calls else None
+
+    def add(self, other: CallTime) -> None:
+        self.calls += other.calls
+        self.seconds += other.seconds
+
+
 class BudgetExceeded(AgentflowError):
     """Raised by `Budget.check()` when a limit is reached; `kind` says which."""
 
@@ -78,6 +95,8 @@ class Budget:
         self._held = BudgetUsage()
         """What calls in flight hold (admitted, not yet charged)."""
         self._start = time.monotonic()
+        self._timed = CallTime()
+        """The model calls charged with their seconds (`charge_call_time`); not a limit, the pace of the calls."""
         # One lock for a budget and all its children: admitting a call checks and holds at every level at once.
         self._lock: threading.RLock = parent._lock if parent is not None else threading.RLock()
 
@@ -99,6 +118,19 @@ class Budget:
             self._used.model_calls += calls
         if self.parent is not None:
             self.parent.charge_model(tokens=tokens, usd=usd, calls=calls)
+
+    def charge_call_time(self, seconds: float) -> None:
+        """One model call that reached a model took `seconds` (counted here and in every parent)."""
+        with self._lock:
+            self._timed.calls += 1
+            self._timed.seconds += seconds
+        if self.parent is not None:
+            self.parent.charge_call_time(seconds)
+
+    def timed(self) -> CallTime:
+        """The model calls charged with their seconds so far (`charge_call_time`)."""
+        with self._lock:
+            return self._timed.model_copy()
 
     def charge_tool(self, calls: int = 1) -> None:
         with self._lock:
@@ -257,11 +289,14 @@ class Hold:
                 self._open = False
                 self.budget._add_held(self.amount, -1)
 
-    def charge_model(self, *, tokens: int = 0, usd: float | None = 0.0) -> None:
-        """The call ended: release what it held and charge what it used, at once."""
+    def charge_model(self, *, tokens: int = 0, usd: float | None = 0.0, seconds: float | None = None) -> None:
+        """The call ended: release what it held and charge what it used, at once; `seconds`: how long it took,
+        when it reached a model (None: served from a cache or a cassette, not timed)."""
         with self.budget._lock:
             self.release()
             self.budget.charge_model(tokens=tokens, usd=usd, calls=1)
+            if seconds is not None:
+                self.budget.charge_call_time(seconds)
 
     def charge_tool(self) -> None:
         with self.budget._lock:

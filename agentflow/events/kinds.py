@@ -521,7 +521,11 @@ class RepairTestTime(Event, kind="repair.test_time"):
     """shortened or timed_out."""
     share_s: float | None
     share: float | None = None
-    """The fraction of the task's wall time `share_s` is (None: no wall limit, no share)."""
+    """The fraction of the task's (expected) wall time `share_s` is (None: no share)."""
+    expected_wall_s: float | None = None
+    """The task's expected wall time the share was planned against at this step (`testshare.WallPlan`): the
+    seconds so far plus the model calls left times the seconds per call, at most the wall limit (without a
+    model-call limit: the wall limit); None: not planned (no limit of either)."""
     spent_s: float
     tests: int | None = None
     """Shortened: how many tests the step ran instead."""

@@ -34,7 +34,9 @@ class InstrumentedModel(ModelWrapper):
     def _after(self, request: ChatRequest, response: ChatResponse, hold: Hold | None) -> None:
         usage = response.usage
         if hold is not None and self.budget is not None:
-            hold.charge_model(tokens=usage.total_tokens, usd=usage.cost_usd)
+            # a served answer (a cache's, the call journal's, a cassette's) took no model time: not timed
+            hold.charge_model(tokens=usage.total_tokens, usd=usage.cost_usd,
+                              seconds=None if response.cached else response.latency_s)
             if usage.cost_usd is None and not response.cached:
                 limit = self.budget.remaining("usd")
                 if limit is not None:

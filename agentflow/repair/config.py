@@ -229,11 +229,18 @@ class TestSettings(StrictConfig):
     timeout_floor_s: float = Field(default=5.0, gt=0)
     """The shortest timeout of a candidate's test run (a suite of a second still needs time to start)."""
     time_share: float = Field(default=0.3, gt=0, le=1)
-    """Share of the task's wall time (`limits.wall_time_s`) that the repair's own test runs may spend together: the
-    pre-flight (at most a third of the share), the call-traced localization run (`swe.spectrum`), the candidates'
-    verifications and a finalist's whole-suite check (`repair.verify.testshare`). A run expected not to fit what
-    is left (without a wall time: its own timeout) runs a shortened selection (the tests failing at the base
-    commit first) instead of timing out; both are `repair.test_time` events and progress lines."""
+    """Share of the task's expected wall time that the repair's own test runs may spend together: the pre-flight
+    (at most a third of the share), the call-traced localization run (`swe.spectrum`), the candidates'
+    verifications and a finalist's whole-suite check (`repair.verify.testshare`). The expected wall time is
+    re-planned at every step: the seconds so far plus the model calls left (`limits.step_limit`) times the
+    seconds per call (`model_call_s`), at most `limits.wall_time_s`; without a model-call limit it is the wall
+    limit, and with neither there is no share. A run expected not to fit what is left (without a share: its own
+    timeout) runs a shortened selection (the tests failing at the base commit first) instead of timing out; both
+    are `repair.test_time` events and progress lines."""
+    model_call_s: float = Field(default=30.0, gt=0)
+    """Seconds one model call is expected to take before the task has made one (the traced localization run
+    comes before every model call) and no earlier task of the run has (then their calls' mean is taken); after
+    its first call, its own calls' mean. What the expected wall time behind `time_share` is planned with."""
     targeted: bool = True
     """Blind mode: a candidate runs only the repository tests that reached the functions it changes in the base
     commit's traced run (`swe.spectrum`), its whole-suite result estimated from theirs; the whole suite runs

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from agentflow.budget import BudgetKind
+from agentflow.budget import BudgetKind, CallTime
 from agentflow.events.kinds import RepairStatus
 from agentflow.repair.verify.workbench import Verification
 
@@ -89,6 +89,9 @@ class InstanceOutcome(BaseModel):
     candidates: int = 0
     samples: int = 0
     usage: dict[str, Any] = Field(default_factory=dict)
+    call_time: CallTime = Field(default_factory=CallTime)
+    """Its model calls that reached a model and their seconds: the run's next tasks plan their test time at
+    their pace until they have made calls of their own (`repair.verify.testshare.WallPlan`)."""
     error: str | None = None
     duration_s: float = 0.0
     graph_s: float = 0.0

@@ -20,7 +20,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,14 @@ from agentflow.repair.locate.localize import RunEvidence, symbols
 from agentflow.repair.locate.statement import read_statement
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.patch import is_test_path
-from agentflow.swe.testrun import test_env
+from agentflow.swe.testrun import (
+    FIRST_TESTS_ENV,
+    STOP_AFTER_ENV,
+    STOPPED_LINE,
+    install_runner,
+    runner_command,
+    test_env,
+)
 from agentflow.swe.workspace import EVAL_DIR
 
 TRACE_DIR = f"{EVAL_DIR}/spectrum"
@@ -156,6 +163,8 @@ class SuiteSpectrum:
     """Indexes into `ids` of the tests that failed."""
     reach: Mapping[tuple[str, str], frozenset[int]] | None = None
     """(path, qualified name) -> indexes into `ids` of the tests that called it (None: not recorded)."""
+    stopped: tuple[int, int] | None = None
+    """The run stopped at its time (`stop_after_s`): (tests that ran, tests collected); None: it ran to its end."""
 
 
 def read_example_run(output: str, index: FunctionIndex, statements: int) -> ExampleRun:
@@ -251,22 +260,36 @@ async def run_examples(sandbox: Sandbox, python: str, issue: str, index: Functio
     return run
 
 
+FIRST_PATH = f"{TRACE_DIR}/first_tests.txt"
+"""The test files a traced run stopping at a time starts with (`FIRST_TESTS_ENV`)."""
 TIMED_OUT = "the suite did not finish within"
 """How a spectrum problem says the traced suite ran out of time (`repair.testshare` reports it)."""
 
 
 async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *, timeout_s: float,
-                       env: Mapping[str, str] | None = None) -> tuple[SuiteSpectrum | None, str]:
-    """Run the suite (a pytest command) with the spectrum plugin: (spectrum, ""), or (None, why there is none)."""
+                       env: Mapping[str, str] | None = None, stop_after_s: float | None = None,
+                       first: Sequence[str] = ()) -> tuple[SuiteSpectrum | None, str]:
+    """Run the suite (a pytest command) with the spectrum plugin: (spectrum, ""), or (None, why there is none).
+    `stop_after_s`: no test starts after it (a `<python> -m pytest` command, run by the runner script), so a run
+    slower than planned ends on the tests that ran, with their spectrum, instead of timing out with none; the
+    test files `first` run first, in order (the rest as collected)."""
     out = f"{TRACE_DIR}/spectrum.json"
     await sandbox.write_file(f"{TRACE_DIR}/agentflow_spectrum.py", _SPECTRUM.read_text())
     await sandbox.exec(sh_command(f"rm -f {out}"))
+    command = runner_command(test_cmd, EVAL_DIR) if stop_after_s is not None else test_cmd
+    run_env = dict(env or {})
+    if command != test_cmd:
+        await install_runner(sandbox, EVAL_DIR)
+        run_env[STOP_AFTER_ENV] = f"{stop_after_s:.1f}"
+        if first:
+            await sandbox.write_file(FIRST_PATH, "".join(f"{path}\n" for path in first))
+            run_env[FIRST_TESTS_ENV] = FIRST_PATH
     # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off);
     # the options `env` has for pytest (the test files the pre-flight left out) are kept
     script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" '
               f'PYTEST_ADDOPTS="-p agentflow_spectrum ${{PYTEST_ADDOPTS:-}}" '
-              f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {test_cmd}')
-    result = await sandbox.exec(sh_command(script), env=dict(env) if env else None, timeout=timeout_s)
+              f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {command}')
+    result = await sandbox.exec(sh_command(script), env=run_env or None, timeout=timeout_s)
     stopped = f" (stopped by the sandbox's {result.limit_hit} limit)" if result.limit_hit else ""
     if result.timed_out:
         stopped += f" ({TIMED_OUT} {timeout_s:.0f}s)"
@@ -275,24 +298,31 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
     except (SandboxError, OSError):  # the suite did not start, or it is not pytest
         return None, f"the suite wrote no spectrum (exit {result.exit_code}){stopped}"
     spectrum = read_spectrum(text, index)
-    return spectrum, "" if spectrum is not None else "the suite's spectrum is not what the plugin writes"
+    if spectrum is None:
+        return None, "the suite's spectrum is not what the plugin writes"
+    if (stop_line := STOPPED_LINE.search(result.output)) is not None:
+        spectrum = dataclasses.replace(spectrum, stopped=(int(stop_line.group(1)), int(stop_line.group(2))))
+    return spectrum, ""
 
 
 async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Mapping[str, str], *,
                           test_cmd: str | None, test_timeout_s: float,
                           env: Mapping[str, str] | None = None,
                           narrow: Callable[[ExampleRun], str | None] | None = None,
+                          stop_after_s: float | None = None, first: Sequence[str] = (),
                           ) -> tuple[RunEvidence, dict[str, Any]]:
     """Run the examples and (with a pytest `test_cmd`) the suite: the evidence for the ranking, and its summary
     as plain JSON (the state's `spectrum`). `narrow`, given what the examples ran, may name a shorter command to
-    trace instead of `test_cmd` (the test-time budget's)."""
+    trace instead of `test_cmd` (the test-time budget's); `stop_after_s`: no test of the suite starts after it,
+    the test files `first` first (`run_spectrum`; the summary's `stopped` then says how many ran)."""
     index = FunctionIndex(sources)
     examples = await run_examples(sandbox, python, issue, index)
     spectrum, problems = None, [examples.problem] if examples.problem else []
     if test_cmd and narrow is not None:
         test_cmd = narrow(examples) or test_cmd
     if test_cmd and "pytest" in test_cmd:
-        spectrum, problem = await run_spectrum(sandbox, test_cmd, index, timeout_s=test_timeout_s, env=env)
+        spectrum, problem = await run_spectrum(sandbox, test_cmd, index, timeout_s=test_timeout_s, env=env,
+                                               stop_after_s=stop_after_s, first=first)
         problems += [problem] if problem else []
     else:
         problems.append("no spectrum: the test command is not pytest")
@@ -306,6 +336,7 @@ async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Ma
         "suspicion": [[p, q, v] for (p, q), v in sorted(suspicion.items(), key=lambda kv: -kv[1])[:200]],
         "reach": reach_summary(spectrum),
         "problems": problems,  # what gave no evidence, and why (the ranking then goes on without it)
+        "stopped": list(spectrum.stopped) if spectrum and spectrum.stopped else None,
     }
     return evidence_from_json(summary), summary
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentflow.budget import Budget
+from agentflow.budget import Budget, CallTime
 from agentflow.errors import UserError
 from agentflow.events import Event, EventLog, EventSink
 from agentflow.events.kinds import (
@@ -178,7 +178,7 @@ class RepairResult(BaseModel):
 
 async def repair_job(task: SWETask, cfg: RepairConfig, run_id: str, run_budget: Budget | None,
                      repo_blob: bytes | None, wheel_blob: bytes | None,
-                     stop_on_preflight: bool = False) -> RepairResult:
+                     stop_on_preflight: bool = False, earlier_calls: CallTime | None = None) -> RepairResult:
     """Runs on a worker node: one repair in a scratch folder; everything it wrote comes back."""
     task = on_this_node(task, repo_blob, wheel_blob)
     prepare_node(cfg.backend, cfg.sandbox)
@@ -186,7 +186,7 @@ async def repair_job(task: SWETask, cfg: RepairConfig, run_id: str, run_budget: 
     with tempfile.TemporaryDirectory(prefix="agentflow-task-") as scratch:
         inst = Path(scratch) / "instance"
         outcome = await repair_task(task, cfg, events=events, inst_dir=inst, run_budget=run_budget,
-                                    stop_on_preflight=stop_on_preflight)
+                                    stop_on_preflight=stop_on_preflight, earlier_calls=earlier_calls)
         files = read_tree(inst)
     return RepairResult(outcome=outcome, files=files, events=events.events)
 
@@ -194,12 +194,14 @@ async def repair_job(task: SWETask, cfg: RepairConfig, run_id: str, run_budget: 
 async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETask, cfg: RepairConfig, *,
                      events: EventLog, inst_dir: Path, model_loader: ModelLoader | None = None,
                      run_budget: Budget | None = None, workflow: RepairWorkflow | None = None,
-                     stop_on_preflight: bool = False) -> InstanceOutcome:
+                     stop_on_preflight: bool = False, earlier_calls: CallTime | None = None) -> InstanceOutcome:
     """Repair `task` on `executor`, the run directory written here, on the driver (`workflow`: the run's loaded
-    repair workflow, in process; `stop_on_preflight`: as `repair_task`'s)."""
+    repair workflow, in process; `stop_on_preflight`, `earlier_calls`: as `repair_task`'s; a remote task gets
+    a copy of `earlier_calls` as they are when it starts)."""
     if not executor.remote:
         return await repair_task(task, cfg, events=events, inst_dir=inst_dir, model_loader=model_loader,
-                                 run_budget=run_budget, workflow=workflow, stop_on_preflight=stop_on_preflight)
+                                 run_budget=run_budget, workflow=workflow, stop_on_preflight=stop_on_preflight,
+                                 earlier_calls=earlier_calls)
     label = f"repair:{task.instance_id}"
     try:
         try:
@@ -207,7 +209,7 @@ async def repair_via(executor: Executor, shipping: Shipping | None, task: SWETas
         except UserError:  # a repository that is not there: the task's set-up reports it (env_error)
             repo, wheels = None, None
         result = await executor.call(repair_job, task, cfg, events.run_id, run_budget, repo, wheels,
-                                     stop_on_preflight, label=label)
+                                     stop_on_preflight, earlier_calls, label=label)
     except RemoteTaskError as exc:
         outcome = InstanceOutcome(instance_id=task.instance_id, status=RepairStatus.ENV_ERROR, error=str(exc))
         events.write(ExecutorLost(node_id=task.instance_id, instance_id=task.instance_id, error=str(exc),
@@ -288,6 +290,11 @@ async def run_batch(
     gate = asyncio.Semaphore(cfg.workers)
     lock = asyncio.Lock()
     run_budget = executor.run_budget(cfg.limits.run_budget_usd, spent_usd=progress.counts.cost_usd)
+    # the model calls of the tasks finished so far (in an earlier leg too): a task's first pace
+    earlier_calls = CallTime()
+    for earlier, _ in found:
+        if earlier.instance_id in finished:
+            earlier_calls.add(earlier.call_time)
     shipping = Shipping(executor) if executor.remote else None
     skipped: list[str] = []
     with rundir.events() as events:
@@ -303,7 +310,8 @@ async def run_batch(
                 outcome = await repair_via(executor, shipping, task, cfg, events=events,
                                            inst_dir=instance_dir(out, task.instance_id), model_loader=model_loader,
                                            run_budget=run_budget, workflow=workflow,
-                                           stop_on_preflight=len(tasks) == 1)
+                                           stop_on_preflight=len(tasks) == 1, earlier_calls=earlier_calls)
+            earlier_calls.add(outcome.call_time)
             async with lock:
                 summary = await asyncio.to_thread(write_summaries, out, tasks, cfg)
                 progress.counts = RunCounts.of(summary)

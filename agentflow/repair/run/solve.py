@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentflow.budget import Budget, BudgetExceeded, BudgetLimits
+from agentflow.budget import Budget, BudgetExceeded, BudgetLimits, CallTime
 from agentflow.errors import AgentflowError, ModelError, UserError
 from agentflow.events import EventLog
 from agentflow.events.kinds import (
@@ -56,6 +56,7 @@ from agentflow.repair.run.workflow_settings import (
     set_graph_searches,
 )
 from agentflow.repair.verify.choose import is_noop, leave_out_noops, noop_check, tests_fail_at_base, tests_key
+from agentflow.repair.verify.testshare import WallPlan
 from agentflow.repair.verify.workbench import Workbench
 from agentflow.rundir import RunDir
 from agentflow.runfiles import replace_file
@@ -130,11 +131,14 @@ async def repair_task(
     workflow: RepairWorkflow | None = None,
     run_budget: Budget | None = None,
     stop_on_preflight: bool = True,
+    earlier_calls: CallTime | None = None,
 ) -> InstanceOutcome:
     """Repair one task in a fresh sandbox, writing candidates.jsonl, patch.diff, outcome.json and the checkpoints
     into `inst_dir` (an unfinished run there is continued). `model` replaces the coder's; `model_loader` builds
     the models of `cfg`'s specs; `workflow`: `load_repair_workflow(cfg)`, when loaded already; `run_budget` is
-    charged too. `stop_on_preflight`: tests that cannot run raise instead of ending as an `env_error`."""
+    charged too. `stop_on_preflight`: tests that cannot run raise instead of ending as an `env_error`.
+    `earlier_calls`: the model calls of the run's tasks finished so far, the pace the task's expected wall time
+    is planned at before its own first call (`testshare.WallPlan`)."""
     started = time.monotonic()
     iid = task.instance_id
     spec, registry, node_settings = workflow or load_repair_workflow(cfg)
@@ -146,7 +150,8 @@ async def repair_task(
                              workflow=spec.name, expected_calls=expected_calls(cfg, spec, registry),
                              step_limit=cfg.limits.step_limit, wall_time_s=cfg.limits.wall_time_s))
     run = _TaskRun(task, cfg, spec, node_settings, registry, events, budget,
-                   InstanceOutcome(instance_id=iid, status=RepairStatus.NO_PATCH), inst_dir)
+                   InstanceOutcome(instance_id=iid, status=RepairStatus.NO_PATCH), inst_dir,
+                   earlier_calls=earlier_calls or CallTime())
     owned: list[ChatModel] = []
     finished = False
     calls: ResponseCache | None = None
@@ -207,6 +212,8 @@ class _TaskRun:
     budget: Budget
     outcome: InstanceOutcome
     inst_dir: Path | None
+    earlier_calls: CallTime = dataclasses.field(default_factory=CallTime)
+    """The run's finished tasks' model calls (their pace plans this task's test time before its first call)."""
     rt: RepairRuntime | None = None
     """The nodes' runtime, once the pre-flight passed."""
     state: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -230,7 +237,8 @@ def _search_for_failing_tests(run: _TaskRun) -> None:
 async def _repair_in(run: _TaskRun, sandbox: AgentSandbox, models: RoleModels, stop_on_preflight: bool) -> None:
     """The task's repository set up in `sandbox`, the pre-flight, the repair workflow: `run.outcome` says how."""
     outcome, events = run.outcome, run.events
-    bench = Workbench(sandbox, run.task, run.cfg, _python_for(sandbox))
+    plan = WallPlan(run.budget, run.cfg.limits.wall_time_s, run.cfg.tests.model_call_s, run.earlier_calls)
+    bench = Workbench(sandbox, run.task, run.cfg, _python_for(sandbox), plan=plan)
     outcome.feedback = bench.mode
     iid = run.task.instance_id
     # a test run shortened or timed out for the test-time share is an event and a progress line, never silent
@@ -278,6 +286,7 @@ def _end_task(run: _TaskRun, duration_s: float, *, write: bool) -> None:
     outcome.candidates = sum(1 for c in run.candidates if c.status == "ok")
     outcome.samples = int(state.get("samples") or len(state.get("drawn") or []))
     outcome.usage = run.budget.used.model_dump()
+    outcome.call_time = run.budget.timed()
     outcome.duration_s = round(duration_s, 3)
     if run.rt is not None:
         outcome.test_seconds = round(run.rt.bench.test_time.total_s, 3)

@@ -7,7 +7,13 @@ suite too slow for it is shortened, not timed out, and its pace is still measure
 that pace each later step gets an allowance (`TestTimeShare.allow`): its own timeout, cut to what is left of the
 share. A step whose full run would not fit runs a shortened selection instead of timing out: the tests failing at
 the base commit first, then those nearest the suspects (`localization_selection`) or reaching the change, as
-many as fit. What was shortened or still timed out is reported (`TestTimeShare.report`): never silent.
+many as fit; the traced run and a shortened candidate run also start no test after `FIT_MARGIN` of their timeout
+(the tracer's slowdown varies, a candidate may be slower than the base). What was shortened or still timed out
+is reported (`TestTimeShare.report`): never silent.
+
+The share is of the task's *expected* wall time, re-planned at every step (`WallPlan`): the seconds so far plus
+the model calls left times the seconds per call, at most the wall limit. A task that will end well before its
+limit gets the share of the time it will take, not of the limit.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.budget import Budget, CallTime
 from agentflow.repair.edit.edits import parsed
 from agentflow.repair.locate.spectrum import module_of
 from agentflow.repair.locate.statement import read_statement
@@ -52,16 +59,55 @@ class Allowance:
     """The full run's expected seconds (the base run's, times the step's slowdown)."""
 
 
+def expected_wall_s(elapsed_s: float, calls_left: float | None, call_s: float, wall_limit_s: float | None,
+                    ) -> float | None:
+    """The task's expected wall seconds: `elapsed_s` so far plus `calls_left` model calls of `call_s` seconds
+    each, at most `wall_limit_s`; without a model-call limit (`calls_left` None) the wall limit (None: neither,
+    nothing to plan against)."""
+    if calls_left is None:
+        return wall_limit_s
+    expected = elapsed_s + calls_left * call_s
+    return expected if wall_limit_s is None else min(expected, wall_limit_s)
+
+
+@dataclass(frozen=True)
+class WallPlan:
+    """What a task's expected wall time is planned from, read afresh at every step: its budget (the seconds so
+    far, the model calls left, those made and their seconds), the wall limit, and the seconds per call before
+    the task's first (`earlier`, the run's finished tasks' calls, else `default_call_s`)."""
+
+    budget: Budget
+    wall_limit_s: float | None
+    default_call_s: float
+    earlier: CallTime = field(default_factory=CallTime)
+    """The model calls of the run's tasks finished so far (one object the run adds each task's to)."""
+
+    def call_s(self) -> float:
+        """Seconds per model call: the task's own calls' mean, else the earlier tasks', else the setting."""
+        own = self.budget.timed().mean_s()
+        if own is not None:
+            return own
+        earlier = self.earlier.mean_s()
+        return earlier if earlier is not None else self.default_call_s
+
+    def expected_s(self) -> float | None:
+        return expected_wall_s(self.budget.used.wall_seconds, self.budget.remaining("model_calls"), self.call_s(),
+                               self.wall_limit_s)
+
+
 @dataclass
 class TestTimeShare:
-    """What the repair's test runs may still spend (None: no wall time, no share), the base run's pace, and
-    who hears about what was shortened or timed out."""
+    """What the repair's test runs may still spend (None: no share), the base run's pace, and who hears about
+    what was shortened or timed out."""
 
     __test__ = False  # not a pytest class
 
     limit_s: float | None = None
+    """The share's seconds when fixed (no `plan`); None: no share."""
     share: float | None = None
-    """The fraction of the wall time `limit_s` is (for the progress line)."""
+    """The fraction of the (expected) wall time the share is."""
+    plan: WallPlan | None = None
+    """The task's expected wall time, re-planned at every step: the share is `share` x that (None: `limit_s`)."""
     spent_s: float = 0.0
     base_s: float | None = None
     """T: the pre-flight's run of the suite at the base commit."""
@@ -70,8 +116,16 @@ class TestTimeShare:
     reporter: Reporter | None = None
     reports: list[dict[str, Any]] = field(default_factory=list)
 
+    def limit(self) -> float | None:
+        """The share's seconds now: `share` x the expected wall time when planned, else the fixed `limit_s`."""
+        if self.plan is None or self.share is None:
+            return self.limit_s
+        expected = self.plan.expected_s()
+        return None if expected is None else self.share * expected
+
     def left_s(self) -> float | None:
-        return None if self.limit_s is None else max(0.0, self.limit_s - self.spent_s)
+        limit = self.limit()
+        return None if limit is None else max(0.0, limit - self.spent_s)
 
     def fits(self, expected_s: float | None) -> bool:
         """Whether a run expected to take `expected_s` fits in what is left (an unknown time fits)."""
@@ -85,7 +139,8 @@ class TestTimeShare:
 
     def preflight_timeout(self, own_s: float, floor_s: float) -> float:
         """The pre-flight's timeout: its own, cut to `PREFLIGHT_PART` of the share (never under `floor_s`)."""
-        return own_s if self.limit_s is None else min(own_s, max(PREFLIGHT_PART * self.limit_s, floor_s))
+        limit = self.limit()
+        return own_s if limit is None else min(own_s, max(PREFLIGHT_PART * limit, floor_s))
 
     def measured(self, seconds: float | None, tests: int | None, *, ran: int | None = None) -> None:
         """The base run's T and N (the pre-flight's), the pace every allowance is planned at. `ran`: the run
@@ -125,8 +180,10 @@ class TestTimeShare:
 
     def report(self, step: str, action: str, **data: Any) -> None:
         """Say that `step` (localization, verification, confirmation) was `action` (shortened, timed_out)."""
-        found = {"step": step, "action": action, "share_s": self.limit_s, "share": self.share,
-                 "spent_s": round(self.spent_s, 3), **data}
+        expected = self.plan.expected_s() if self.plan is not None else None
+        limit = self.limit()
+        found = {"step": step, "action": action, "share_s": _round(limit), "share": self.share if limit is not None else None,
+                 "expected_wall_s": _round(expected), "spent_s": round(self.spent_s, 3), **data}
         self.reports.append(found)
         if self.reporter is not None:
             self.reporter(found)
@@ -144,9 +201,11 @@ def _round(value: float | None) -> float | None:
 
 
 def describe(report: dict[str, Any]) -> str:
-    """A report as a progress line's text: `tests: ran 41 of 5,739 (time share 30%)`."""
-    share, timeout = report.get("share"), report.get("timeout_s")
-    bound = (f"time share {share:.0%}" if isinstance(share, (int, float)) and report.get("share_s") is not None
+    """A report as a progress line's text: `tests: localization ran 41 of 5,739 (time share 30% of the task's
+    expected 380s, the whole run expected 102s)`."""
+    share, timeout, wall = report.get("share"), report.get("timeout_s"), report.get("expected_wall_s")
+    of_wall = f" of the task's expected {wall:.0f}s" if isinstance(wall, (int, float)) else ""
+    bound = (f"time share {share:.0%}{of_wall}" if isinstance(share, (int, float)) and report.get("share_s") is not None
              else f"time limit {timeout:.0f}s" if isinstance(timeout, (int, float)) else "time limit")
     step = report.get("step")
     if report.get("action") == "shortened":

@@ -15,7 +15,7 @@ import re
 import shlex
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -46,6 +46,7 @@ from agentflow.repair.verify.testshare import (
     FIT_MARGIN,
     Allowance,
     TestTimeShare,
+    WallPlan,
     bounded,
     failing_ids,
     localization_selection,
@@ -58,7 +59,7 @@ from agentflow.swe.patch import apply_patch, strip_test_files, touched_in_place
 from agentflow.swe.preflight import Preflight, can_stop, ignoring, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
-from agentflow.swe.testrun import install_runner, runner_command, test_env
+from agentflow.swe.testrun import STOP_AFTER_ENV, STOPPED_LINE, install_runner, runner_command, test_env
 from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
 
 FeedbackMode = Literal["task", "repo", "none"]
@@ -260,11 +261,18 @@ def _counts(output: str) -> tuple[int, int]:
     return good, good + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
 
 
+def stopped_after(result: ExecResult) -> int | None:
+    """How many tests a run stopped at its time ran (the runner's line); None: it was not stopped so."""
+    found = STOPPED_LINE.search(result.output)
+    return int(found.group(1)) if found is not None else None
+
+
 def _missed_tests(result: ExecResult, named: int) -> bool:
     """Whether a run of `named` tests by id did not run them all: pytest found no such test (usage error, exit
     4) or none ran (exit 5), or its summary counts fewer (one was skipped this time). The whole suite then runs
-    instead. A timeout or a collection error (exit 2) is the candidate's own result: the base collected."""
-    if result.timed_out:
+    instead. A timeout, a collection error (exit 2: the base collected) or a stop at its time is the candidate's
+    own result."""
+    if result.timed_out or stopped_after(result) is not None:
         return False
     if result.exit_code in (4, 5):
         return True
@@ -301,7 +309,8 @@ class CandidateTestTime:
 class Workbench:
     """One task's sandbox, shared by every rollout of its search (see the module docstring)."""
 
-    def __init__(self, sandbox: Sandbox, task: SWETask, cfg: RepairConfig, python: str) -> None:
+    def __init__(self, sandbox: Sandbox, task: SWETask, cfg: RepairConfig, python: str, *,
+                 plan: WallPlan | None = None) -> None:
         self.sandbox, self.task, self.cfg, self.python = sandbox, task, cfg, python
         self.head = "HEAD"
         self.local = sandbox.info().backend == "local"
@@ -316,11 +325,14 @@ class Workbench:
         self.test_time = CandidateTestTime()
         """Test runs on candidates (not the base commit's), for the record (`InstanceOutcome`); one tally for
         every view of this workbench (`on`), so a search branch's runs count too."""
-        self.test_share = TestTimeShare(limit_s=cfg.tests.time_share * cfg.limits.wall_time_s if cfg.limits.wall_time_s else None,
-                                        share=cfg.tests.time_share if cfg.limits.wall_time_s else None)
-        """The test-time budget every test run after the pre-flight goes through: what the localization run and
-        the candidates' verifications may still spend (`test_time_share`), the base run's pace; one for every
-        view of this workbench."""
+        wall = cfg.limits.wall_time_s
+        self.test_share = (TestTimeShare(share=cfg.tests.time_share, plan=plan) if plan is not None else
+                           TestTimeShare(limit_s=cfg.tests.time_share * wall if wall else None,
+                                         share=cfg.tests.time_share if wall else None))
+        """The test-time budget every test run goes through: what the pre-flight, the localization run, the
+        candidates' verifications and a finalist's check may still spend (`tests.time_share` of the task's
+        expected wall time, re-planned at every step by `plan`; without one, of the wall limit), the base run's
+        pace; one for every view of this workbench."""
         self.failing_at_base: list[str] = []
         """The test ids that failed in the pre-flight's run: what a shortened run keeps."""
         self.left_out: list[str] = []
@@ -518,9 +530,18 @@ class Workbench:
         # reset afterwards: whatever the examples or the tests wrote is not part of any candidate
         async with self.at(""):
             started = time.monotonic()
+            # no test starts after the planned part of the allowance: a traced run slower than its estimate (the
+            # tracer's cost varies with the code the tests run) ends on the tests that ran, with their spectrum;
+            # the failing tests' files first, then those nearest the issue
+            first = [*(test.split("::", 1)[0] for test in failing), *preflight_order(issue, sources)]
             found = await gather_evidence(self.sandbox, self.python, issue, sources, test_cmd=cmd,
-                                          test_timeout_s=allowance.timeout_s, env=self._test_env(how), narrow=narrow)
+                                          test_timeout_s=allowance.timeout_s, env=self._test_env(how), narrow=narrow,
+                                          stop_after_s=FIT_MARGIN * allowance.timeout_s,
+                                          first=list(dict.fromkeys(first)))
         self.test_share.spend(time.monotonic() - started)
+        if found[1].get("stopped"):
+            ran, _ = found[1]["stopped"]
+            self.test_share.shortened("localization", ran, self.test_share.base_tests, allowance)
         if any(TIMED_OUT in problem for problem in found[1]["problems"]):
             self.test_share.timed_out("localization", allowance.timeout_s, shortened=bool(shortened))
         if shortened:
@@ -699,16 +720,24 @@ class Workbench:
     async def _run_tests(self, cmd: str, how: HowToVerify, *, at_base: bool, allowance: Allowance | None = None,
                          shared: bool = False, step: str = "verification", shortened: bool = False) -> ExecResult:
         """One run of `cmd` within `allowance` (the base commit's: `test_timeout_s`); `shared`: a candidate's
-        verification during the search, drawing on the test-time share. A timeout is reported, whatever the run."""
+        verification during the search, drawing on the test-time share. A `shortened` run (planned to fit
+        `FIT_MARGIN` of its timeout at the base run's pace) starts no test after that: a candidate slower than
+        the base ends on the tests that ran (`stopped_after`), reported, instead of timing out. A timeout is
+        reported, whatever the run."""
         timeout = allowance.timeout_s if allowance is not None else self.cfg.tests.timeout_s
+        env = self._test_env(how)
+        if shortened and can_stop(cmd):
+            env = {**(env or {}), STOP_AFTER_ENV: f"{FIT_MARGIN * timeout:.1f}"}
         result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
-                                         env=self._test_env(how), timeout=timeout)
+                                         env=env, timeout=timeout)
         if not at_base:
             self.test_time.add(result.duration_s)
         if shared:
             self.test_share.spend(result.duration_s)
         if result.timed_out:
             self.test_share.timed_out("base" if at_base else step, timeout, shortened=shortened)
+        elif allowance is not None and (ran := stopped_after(result)) is not None:
+            self.test_share.shortened(step, ran, self.test_share.base_tests, allowance)
         return result
 
     async def _fit(self, patch: str, cmd: str, how: HowToVerify, targeted: tuple[str, list[int]] | None, *,
@@ -767,6 +796,9 @@ class Workbench:
                 targeted = None
                 result = await self._run_tests(cut.command if cut else cmd, how, at_base=False, allowance=allowance,
                                                shared=shared, step=step, shortened=cut is not None)
+        if cut is not None and (ran := stopped_after(result)) is not None:
+            # it stopped at its time: its result is that of the tests that ran, no estimate of the others
+            targeted, cut = None, replace(cut, tests=ran)
         good, total = _counts(result.output)
         ok = result.ok
         if targeted is not None and how.reach is not None:  # the whole suite's result, estimated
