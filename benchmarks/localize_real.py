@@ -11,8 +11,11 @@ to try another setting without a model); a task without a recorded ranking ranks
 
 Prints ONE JSON object: tasks, hit (share with a gold function among the suspects), first (share with it
 first), spectrum_hit, spectrum_first, ranked_hit, ranked_first, with_frames (tasks whose test output has traceback frames in the
-package), examples_ran (tasks whose issue examples called package code), per_task.
-Run: .venv/bin/python benchmarks/localize_real.py [--tasks FILE] [--sandbox docker|local] [--ranked RUN_DIR] [-c k=v]
+package), examples_ran (tasks whose issue examples called package code), per_task (each task's `tests` the traced
+suite recorded, the `problems` that left evidence out, `suspicion_rank`: the gold function's place in the
+spectrum's suspicion list).
+Run: .venv/bin/python benchmarks/localize_real.py [--tasks FILE] [-i ID ...] [--sandbox docker|local] [--ranked RUN_DIR]
+     [-c k=v]
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from repair_resolve import (  # this folder is on sys.path when the script runs
 from agentflow.repair.config import load_repair_config
 from agentflow.repair.edit.steps import issue_text, suspects
 from agentflow.repair.locate.localize import functions_touched, traceback_frames
+from agentflow.repair.nodetypes.rollout import SweEditSettings
 from agentflow.repair.verify.workbench import Workbench
 from agentflow.sandbox import open_sandbox, resolve_backend
+from agentflow.swe.evaluate import sandbox_python
 from agentflow.swe.patch import changed_paths
 from agentflow.swe.tasks import load_tasks
 
@@ -51,18 +56,21 @@ def recorded_ranking(run_dir: Path | None, instance_id: str) -> list[tuple[str, 
 
 async def one(task, row: dict, tasks_file: Path, cfg, prefer: list[tuple[str, str]]) -> dict:  # type: ignore[no-untyped-def]
     async with open_sandbox(cfg.backend, cfg.sandbox) as sandbox:
-        bench = Workbench(sandbox, task, cfg, "python3")
+        bench = Workbench(sandbox, task, cfg, sandbox_python(sandbox))
         await bench.setup()
+        if bench.mode == "repo":  # as the repair runs it: test files needing a missing module are left out
+            await bench.preflight()
         base = await bench.verify_base()
         sources = await bench.python_sources()
         issue = issue_text(task.problem_statement, task.hints_text)
-        evidence, summary = await bench.gather_evidence(issue, sources, test_timeout_s=cfg.test_timeout_s)
+        evidence, summary = await bench.gather_evidence(issue, sources, test_timeout_s=cfg.tests.timeout_s)
     gold_sources = base_sources(row, tasks_file, changed_paths(row["patch"]))
     gold = set(row.get("gold_functions") or functions_touched(row["patch"], gold_sources))
-    shown = [f"{w.path}:{w.symbol}" for w in suspects(cfg, sources, issue, base.output, focus=0)]
-    ranked = [f"{w.path}:{w.symbol}" for w in suspects(cfg, sources, issue, base.output, focus=0, evidence=evidence,
+    view = SweEditSettings()  # the suspects an edit node shows, by its default settings
+    shown = [f"{w.path}:{w.symbol}" for w in suspects(view, sources, issue, base.output, focus=0)]
+    ranked = [f"{w.path}:{w.symbol}" for w in suspects(view, sources, issue, base.output, focus=0, evidence=evidence,
                                                        prefer=prefer)]  # no recorded ranking: the spectrum's
-    traced = [f"{w.path}:{w.symbol}" for w in suspects(cfg, sources, issue, base.output, focus=0, evidence=evidence)]
+    traced = [f"{w.path}:{w.symbol}" for w in suspects(view, sources, issue, base.output, focus=0, evidence=evidence)]
     return {"gold": sorted(gold), "suspects": shown, "hit": any(in_gold(s, gold) for s in shown),
             "first": bool(shown) and in_gold(shown[0], gold),
             "spectrum_suspects": traced, "spectrum_hit": any(in_gold(s, gold) for s in traced),
@@ -70,7 +78,13 @@ async def one(task, row: dict, tasks_file: Path, cfg, prefer: list[tuple[str, st
             "ranked_suspects": ranked, "ranked_hit": any(in_gold(s, gold) for s in ranked),
             "ranked_first": bool(ranked) and in_gold(ranked[0], gold),
             "frames": bool(traceback_frames(base.output, set(sources))), "examples_ran": bool(summary["executed"]),
-            "tests": summary["tests"]}
+            "tests": summary["tests"], "problems": summary["problems"],
+            "suspicion_rank": suspicion_rank(summary["suspicion"], gold)}
+
+
+def suspicion_rank(suspicion: list, gold: set[str]) -> int | None:  # type: ignore[type-arg]
+    """1-based place of the first gold function in the spectrum's suspicion list (None: not in it)."""
+    return next((i for i, (path, name, _) in enumerate(suspicion, 1) if in_gold(f"{path}:{name}", gold)), None)
 
 
 async def main(args: argparse.Namespace) -> dict:
@@ -81,6 +95,8 @@ async def main(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
     per_task = {}
     for task in load_tasks(tasks_file):
+        if args.instances and task.instance_id not in args.instances:
+            continue
         prefer = recorded_ranking(Path(args.ranked) if args.ranked else None, task.instance_id)
         per_task[task.instance_id] = await one(task, rows[task.instance_id], tasks_file, cfg, prefer)
         print(task.instance_id, per_task[task.instance_id]["hit"], per_task[task.instance_id]["spectrum_hit"],
@@ -103,5 +119,7 @@ if __name__ == "__main__":
     ap.add_argument("--tasks", default=str(ROOT / "examples" / "real-tasks" / "tasks.jsonl"))
     ap.add_argument("--sandbox", default="docker", choices=["docker", "local"])
     ap.add_argument("--ranked", default=None, help="a repair run directory: rank with the model rankings it recorded")
+    ap.add_argument("-i", dest="instances", action="append", default=[],
+                    help="only this task (repeatable; default: every task of the file)")
     ap.add_argument("-c", dest="config", action="append", default=[], help="a repair setting, key=value")
     print(json.dumps(asyncio.run(main(ap.parse_args()))))

@@ -20,6 +20,7 @@ from agentflow.repair.locate.spectrum import (
     ExampleRun,
     FunctionIndex,
     SuiteSpectrum,
+    by_suspicion,
     evidence_from_json,
     module_of,
     names_to_import,
@@ -283,3 +284,58 @@ def test_the_tracer_shows_what_each_statement_printed_echoed_or_raised(tmp_path)
     assert first.shown[4] == "Box(None)\n"
     assert ("pkg/__init__.py", "Box.half") in first.called
     assert ("pkg/__init__.py", "Box.__repr__") not in first.called  # the echo is not a call of the report's
+
+
+# a small repository whose suite has one test module that cannot be imported (it needs a module that is not
+# installed) beside modules that import and run
+UNIMPORTABLE_MODULE_REPO = {
+    "calc/__init__.py": "",
+    "calc/ops.py": "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n",
+    "tests/__init__.py": "",
+    "tests/test_ops.py": (
+        "from calc.ops import add, neg\n\n\n"
+        "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+        "def test_neg():\n    assert neg(2) == -2\n"
+    ),
+    "tests/test_extra.py": "import agentflow_no_such_dependency  # noqa\n\n\ndef test_extra():\n    pass\n",
+}
+
+
+async def test_a_test_module_that_cannot_be_imported_does_not_stop_the_traced_suite():
+    """pytest stops before the first test when any test module fails to import; the traced run goes on with
+    the modules that import, so the spectrum still counts their tests and what they called."""
+    from agentflow.repair.locate.spectrum import run_spectrum
+    from agentflow.sandbox import open_sandbox
+
+    async with open_sandbox("local") as sandbox:
+        for path, text in UNIMPORTABLE_MODULE_REPO.items():
+            await sandbox.write_file(path, text)
+        spectrum, problem = await run_spectrum(
+            sandbox, f"{sys.executable} -m pytest -q -p no:cacheprovider", FunctionIndex(UNIMPORTABLE_MODULE_REPO),
+            timeout_s=120, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert problem == ""
+    assert spectrum is not None and (spectrum.passed, spectrum.failed) == (1, 1)
+    assert spectrum.functions == {("calc/ops.py", "add"): (0, 1), ("calc/ops.py", "neg"): (1, 0)}
+
+
+async def test_a_traced_suite_that_ran_no_test_is_no_spectrum_and_says_so():
+    """A suite that collects nothing gives no evidence: the problem names it rather than a spectrum of zeros."""
+    from agentflow.repair.locate.spectrum import run_spectrum
+    from agentflow.sandbox import open_sandbox
+
+    sources = {k: v for k, v in UNIMPORTABLE_MODULE_REPO.items() if k != "tests/test_ops.py"}
+    async with open_sandbox("local") as sandbox:
+        for path, text in sources.items():
+            await sandbox.write_file(path, text)
+        spectrum, problem = await run_spectrum(
+            sandbox, f"{sys.executable} -m pytest -q -p no:cacheprovider", FunctionIndex(sources),
+            timeout_s=120, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert spectrum is None
+    assert problem.startswith("the traced suite ran no test")
+
+
+def test_suspicion_ties_are_ordered_by_path_then_name_whatever_the_order_they_were_found_in():
+    found = {("pkg/b.py", "f"): 0.5, ("pkg/a.py", "z"): 0.5, ("pkg/c.py", "g"): 0.9, ("pkg/a.py", "y"): 0.5}
+    expected = [("pkg/c.py", "g"), ("pkg/a.py", "y"), ("pkg/a.py", "z"), ("pkg/b.py", "f")]
+    assert [key for key, _ in by_suspicion(found)] == expected
+    assert [key for key, _ in by_suspicion(dict(reversed(list(found.items()))))] == expected

@@ -262,6 +262,8 @@ async def run_examples(sandbox: Sandbox, python: str, issue: str, index: Functio
 
 FIRST_PATH = f"{TRACE_DIR}/first_tests.txt"
 """The test files a traced run stopping at a time starts with (`FIRST_TESTS_ENV`)."""
+CONTINUE_ON_COLLECTION_ERRORS = "--continue-on-collection-errors"
+"""pytest's option to run the tests of the modules that import when others do not (pytest >= 3.0)."""
 TIMED_OUT = "the suite did not finish within"
 """How a spectrum problem says the traced suite ran out of time (`repair.testshare` reports it)."""
 
@@ -285,9 +287,11 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
             await sandbox.write_file(FIRST_PATH, "".join(f"{path}\n" for path in first))
             run_env[FIRST_TESTS_ENV] = FIRST_PATH
     # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off);
-    # the options `env` has for pytest (the test files the pre-flight left out) are kept
+    # the options `env` has for pytest (the test files the pre-flight left out) are kept. A test module that
+    # cannot be imported (a missing optional dependency, or the bug itself) would otherwise stop pytest before
+    # any test runs: the traced run is evidence, not a verdict, so every module that imports still runs
     script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" '
-              f'PYTEST_ADDOPTS="-p agentflow_spectrum ${{PYTEST_ADDOPTS:-}}" '
+              f'PYTEST_ADDOPTS="-p agentflow_spectrum {CONTINUE_ON_COLLECTION_ERRORS} ${{PYTEST_ADDOPTS:-}}" '
               f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {command}')
     result = await sandbox.exec(sh_command(script), env=run_env or None, timeout=timeout_s)
     stopped = f" (stopped by the sandbox's {result.limit_hit} limit)" if result.limit_hit else ""
@@ -300,6 +304,8 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
     spectrum = read_spectrum(text, index)
     if spectrum is None:
         return None, "the suite's spectrum is not what the plugin writes"
+    if spectrum.passed + spectrum.failed == 0:  # a spectrum of no test is no evidence, and says why not
+        return None, f"the traced suite ran no test (exit {result.exit_code}){stopped}"
     if (stop_line := STOPPED_LINE.search(result.output)) is not None:
         spectrum = dataclasses.replace(spectrum, stopped=(int(stop_line.group(1)), int(stop_line.group(2))))
     return spectrum, ""
@@ -333,12 +339,18 @@ async def gather_evidence(sandbox: Sandbox, python: str, issue: str, sources: Ma
         "errors": examples.errors,  # shown, not ranked on: an example may show an exception the fix keeps
         "shown": list(examples.shown),  # per statement, what it gave (the reproduction from examples reads it)
         "tests": {"passed": spectrum.passed, "failed": spectrum.failed} if spectrum else None,
-        "suspicion": [[p, q, v] for (p, q), v in sorted(suspicion.items(), key=lambda kv: -kv[1])[:200]],
+        "suspicion": [[p, q, v] for (p, q), v in by_suspicion(suspicion)[:200]],
         "reach": reach_summary(spectrum),
         "problems": problems,  # what gave no evidence, and why (the ranking then goes on without it)
         "stopped": list(spectrum.stopped) if spectrum and spectrum.stopped else None,
     }
     return evidence_from_json(summary), summary
+
+
+def by_suspicion(suspicion: Mapping[tuple[str, str], float]) -> list[tuple[tuple[str, str], float]]:
+    """Functions most suspicious first; ties by path, then qualified name: the traced suite's set of called
+    functions comes back in hash order, which differs from run to run."""
+    return sorted(suspicion.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
 
 
 def reach_summary(spectrum: SuiteSpectrum | None) -> dict[str, Any] | None:
