@@ -5,7 +5,8 @@ report every candidate, the right fix included, as failing. So the test command 
 in the environment of every later run (`testrun.test_env`) and its outcome is classified: the tests ran, or
 the cause they cannot and the user's fix. A suite that cannot be collected is read file by file
 (`read_collection_errors`): a test file needing an optional module the repository lacks is left out
-(`ignoring`), an error of the repository's own code is the failing behaviour, anything else stops
+(`ignoring`), also when the import passes through the package (a submodule's optional dependency) as long as the
+rest of the suite runs without it; an error of the repository's own code is the failing behaviour, anything else stops
 (docs/concepts/repair.md, "The pre-flight"). With `stop_after_s` the runner script starts no test after that
 time, the nearest test files first: the run ends as if complete and says how many of how many ran.
 """
@@ -168,7 +169,8 @@ class CollectionError(BaseModel):
     path: str
     error: str
     kind: str
-    """optional_module (left out), own_code (the bug, maybe) or setup (stop)."""
+    """optional_module (left out), package_dependency (left out when the rest of the suite runs without the
+    file, else a set-up failure), own_code (the bug, maybe) or setup (stop)."""
 
 
 def read_collection_errors(output: str, repo: RepoModules) -> list[CollectionError]:
@@ -186,7 +188,9 @@ def read_collection_errors(output: str, repo: RepoModules) -> list[CollectionErr
         named = missing or _CANNOT_IMPORT.search(error)
         top = named.group(1).split(".")[0] if named else None
         if missing and top not in repo.any_names:  # a module from outside: a dependency
-            kind = "setup" if in_package else "optional_module"  # the package's own dependency: set-up
+            # Through the package's code it is a dependency of the package; only a second run without the file
+            # tells one every test needs (set-up) from one a part of the package needs (optional).
+            kind = "package_dependency" if in_package else "optional_module"
         elif top in repo.own_names or in_package:  # one of its own modules, or raised in its own code
             kind = "own_code"
         else:
@@ -228,7 +232,7 @@ async def run_preflight(sandbox: Sandbox, test_cmd: str, *, timeout: float,
     errors = read_collection_errors(report.result.output, repo)
     if not errors or any(e.kind == "setup" for e in errors):
         return report
-    left_out = {e.path: e.error for e in errors if e.kind == "optional_module"}
+    left_out = {e.path: e.error for e in errors if e.kind in ("optional_module", "package_dependency")}
     own = {e.path: e.error for e in errors if e.kind == "own_code"}
     if left_out:
         spent = time.monotonic() - started
@@ -236,6 +240,8 @@ async def run_preflight(sandbox: Sandbox, test_cmd: str, *, timeout: float,
                                 limit=limit.later(spent) if limit is not None else None)
         again.left_out = left_out
         again.seconds = round(time.monotonic() - started, 3)
+        if not again.can_run and any(e.kind == "package_dependency" for e in errors):
+            return report  # nothing runs without those files: the package needs the module (set-up)
         if not again.can_run or not own:
             return again
         report = again

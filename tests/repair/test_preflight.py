@@ -40,13 +40,16 @@ MISSING_DEP = "import nowhere_to_be_found\n"
 """A line importing a module that exists nowhere (a dependency the sandbox lacks)."""
 
 
-def make_repo(root: Path, *, src: bool = False, extra_test: str | None = None, core: str = PAGER) -> Path:
-    """A newcomer's repository: package `pager` (at the root, or under src/), tests importing it, no pytest
-    configuration, an off-by-one; committed with git."""
+def make_repo(root: Path, *, src: bool = False, extra_test: str | None = None, core: str = PAGER,
+              modules: dict[str, str] | None = None) -> Path:
+    """A newcomer's repository: package `pager` (at the root, or under src/; more of its `modules` by file
+    name), tests importing it, no pytest configuration, an off-by-one; committed with git."""
     pkg = root / ("src/pager" if src else "pager")
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("from pager.core import paginate\n\n__all__ = ['paginate']\n")
     (pkg / "core.py").write_text(core)
+    for name, text in (modules or {}).items():
+        (pkg / name).write_text(text)
     (root / "tests").mkdir()
     (root / "tests" / "test_pager.py").write_text(TESTS)
     if extra_test is not None:
@@ -186,6 +189,25 @@ def test_a_test_file_needing_a_missing_optional_module_is_left_out_and_the_rest_
     assert pre["cause"] is None and pre["counts"] == {"failed": 1, "passed": 1}
     assert pre["left_out"] == {"tests/test_extra.py": "ModuleNotFoundError: No module named 'nowhere_to_be_found'"}
     assert "left out (an optional module the sandbox lacks): tests/test_extra.py" in captured.err
+    assert shown["verification"]["passed"] is True and shown["report"]["resolved"] is True
+
+
+def test_a_submodule_needing_a_missing_optional_module_leaves_its_tests_out_and_the_rest_repairs(
+        docker_image: str, tmp_path: Path, capsys):
+    """#52.4: a submodule of the package imports a module the sandbox lacks (an optional extra, as a plotting or
+    diagram module's), and one test file imports that submodule. The rest of the suite runs without that file,
+    so it is left out (said, with the reason) rather than the task refused; the fix resolves."""
+    repo = make_repo(tmp_path / "pager-repo", modules={"diagram.py": MISSING_DEP},
+                     extra_test="import pager.diagram\n\n\ndef test_x():\n    pass\n")
+    cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
+    out = tmp_path / "run"
+    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best_of_n",
+                  "-n", "2", "--json") == 0
+    captured = capsys.readouterr()
+    shown = json.loads(captured.out)
+    pre = shown["preflight"]
+    assert pre["cause"] is None and pre["counts"] == {"failed": 1, "passed": 1}
+    assert pre["left_out"] == {"tests/test_extra.py": "ModuleNotFoundError: No module named 'nowhere_to_be_found'"}
     assert shown["verification"]["passed"] is True and shown["report"]["resolved"] is True
 
 

@@ -1,7 +1,8 @@
 """The pre-flight reads a pytest suite's collection errors file by file (`swe.preflight.read_collection_errors`):
-a test file needing a module from outside the repository (and nothing of the package needing it) is left out; an
-error raised by, or naming, the repository's own package is its code's failing behaviour; anything else is a
-set-up failure. Each case is a real repository layout collected by a real pytest run."""
+a test file needing a module from outside the repository is left out (`optional_module`), or, when the import
+passes through the package, left out only if the rest of the suite then runs (`package_dependency`, decided by
+`run_preflight`); an error raised by, or naming, the repository's own package is its code's failing behaviour;
+anything else is a set-up failure. Each case is a real repository layout collected by a real pytest run."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ CASES = [
     ("test file imports an absent dotted module", {"tests/test_opt.py": "from absent_dep.sub import x\n"},
      {"tests/test_opt.py": "optional_module"}),
     ("package imports an absent module", {"pager/core.py": "import absent_dep\n" + GOOD_CORE},
-     {"tests/test_pager.py": "setup"}),
+     {"tests/test_pager.py": "package_dependency"}),
+    ("a submodule of the package imports an absent module",
+     {"pager/diagram.py": "import absent_dep\n", "tests/test_diagram.py": "import pager.diagram\n"},
+     {"tests/test_diagram.py": "package_dependency"}),
     ("package raises at import", {"pager/core.py": GOOD_CORE + "raise RuntimeError('boom')\n"},
      {"tests/test_pager.py": "own_code"}),
     ("package has a syntax error", {"pager/core.py": "def f(:\n"}, {"tests/test_pager.py": "own_code"}),
