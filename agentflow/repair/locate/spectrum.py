@@ -20,7 +20,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,6 +113,9 @@ class ExampleRun:
     """What each statement showed (printed, echoed, raised; see `_tracer.py`): compared across candidates."""
     problem: str = ""
     """Why the examples gave no report although there were some (a timeout, a tracer that did not finish)."""
+    lines: frozenset[tuple[str, int]] = frozenset()
+    """(path, line) the examples ran inside the functions a line-traced run asked for (`run_examples`' `lines`),
+    kept only inside a repository function."""
 
 
 def examples_reach_code(base: ExampleRun) -> bool:
@@ -156,6 +159,10 @@ class SuiteSpectrum:
     """Indexes into `ids` of the tests that failed."""
     reach: Mapping[tuple[str, str], frozenset[int]] | None = None
     """(path, qualified name) -> indexes into `ids` of the tests that called it (None: not recorded)."""
+    lines: Mapping[tuple[str, int], tuple[int, int]] | None = None
+    """(path, line) -> (passing tests that ran it, failing tests that ran it), for the lines of the functions a
+    line-traced run asked for (`run_spectrum`'s `line_targets`; None: not asked), kept only inside a repository
+    function."""
 
 
 def read_example_run(output: str, index: FunctionIndex, statements: int) -> ExampleRun:
@@ -173,7 +180,10 @@ def read_example_run(output: str, index: FunctionIndex, statements: int) -> Exam
                      if isinstance(row, list) and len(row) >= 4 and isinstance(row[3], int)
                      and (key := index.at(row[0], row[2])) is not None)
     called = list(dict.fromkeys(key for _, key in ordered))
-    return ExampleRun(statements, tuple(called), "\n".join(errors)[-6000:], shown)
+    ran = data.get("lines") if isinstance(data, dict) else None
+    lines = frozenset((row[0], row[1]) for row in (ran if isinstance(ran, list) else [])[:MAX_LINE_ROWS]
+                      if isinstance(row, list) and len(row) == 2 and index.at(row[0], row[1]) is not None)
+    return ExampleRun(statements, tuple(called), "\n".join(errors)[-6000:], shown, lines=lines)
 
 
 def read_spectrum(text: str, index: FunctionIndex) -> SuiteSpectrum | None:
@@ -201,7 +211,27 @@ def read_spectrum(text: str, index: FunctionIndex) -> SuiteSpectrum | None:
     failed_ids = data.get("failed_ids") if ids else None
     failing = frozenset(i for i in failed_ids if isinstance(i, int) and 0 <= i < len(ids)) if isinstance(failed_ids, list) else frozenset()
     return SuiteSpectrum(max(passed, 0), max(failed, 0), functions, ids, failing,
-                         {k: frozenset(v) for k, v in reach.items()} if ids else None)
+                         {k: frozenset(v) for k, v in reach.items()} if ids else None,
+                         _read_lines(data.get("lines"), index, passed, failed))
+
+
+MAX_LINE_ROWS = 20_000
+"""Of a report's line rows, the most read (a few functions' lines are a few hundred)."""
+
+
+def _read_lines(rows: object, index: FunctionIndex, passed: int, failed: int,
+                ) -> dict[tuple[str, int], tuple[int, int]] | None:
+    """The plugin's line rows (None when it wrote none), each kept only inside a repository function, its
+    counts bounded by the run's own."""
+    if not isinstance(rows, list):
+        return None
+    lines: dict[tuple[str, int], tuple[int, int]] = {}
+    for row in rows[:MAX_LINE_ROWS]:
+        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(x, int) for x in row[1:])):
+            continue
+        if index.at(row[0], row[1]) is not None:
+            lines[(row[0], row[1])] = (max(0, min(row[2], passed)), max(0, min(row[3], failed)))
+    return lines
 
 
 MAX_TEST_ID_CHARS = 500
@@ -232,13 +262,20 @@ def ochiai(spectrum: SuiteSpectrum | None, examples: ExampleRun) -> dict[tuple[s
     return {key: round(f / math.sqrt(failing * (f + p)), 4) for key, (p, f) in functions.items() if f}
 
 
+LineTarget = tuple[str, int, int]
+"""(path, first line, last line) of a function whose lines a run records (`agentflow.repair.locate.lines`)."""
+
+
 async def run_examples(sandbox: Sandbox, python: str, issue: str, index: FunctionIndex, *,
-                       timeout_s: float = 60.0) -> ExampleRun:
-    """Run the report's examples in the sandbox's workspace (its current state) under the call tracer."""
+                       timeout_s: float = 60.0, line_targets: Sequence[LineTarget] = ()) -> ExampleRun:
+    """Run the report's examples in the sandbox's workspace (its current state) under the call tracer (and
+    recording the lines they run of the `line_targets` functions)."""
     examples = list(read_statement(issue).examples)
     if not examples:
         return ExampleRun()
-    spec = {"statements": examples, "names": names_to_import(examples, index.sources)}
+    spec: dict[str, Any] = {"statements": examples, "names": names_to_import(examples, index.sources)}
+    if line_targets:
+        spec["lines"] = [list(target) for target in line_targets]
     await sandbox.write_file(f"{TRACE_DIR}/trace_examples.py", _TRACER.read_text())
     await sandbox.write_file(f"{TRACE_DIR}/examples.json", json.dumps(spec))
     # the repository root on the path, as pytest has it (the tracer lives in the scratch folder)
@@ -256,16 +293,22 @@ TIMED_OUT = "the suite did not finish within"
 
 
 async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *, timeout_s: float,
-                       env: Mapping[str, str] | None = None) -> tuple[SuiteSpectrum | None, str]:
-    """Run the suite (a pytest command) with the spectrum plugin: (spectrum, ""), or (None, why there is none)."""
+                       env: Mapping[str, str] | None = None, line_targets: Sequence[LineTarget] = (),
+                       ) -> tuple[SuiteSpectrum | None, str]:
+    """Run the suite (a pytest command) with the spectrum plugin: (spectrum, ""), or (None, why there is none).
+    With `line_targets` the plugin also records the lines each test ran of those functions (`SuiteSpectrum.lines`)."""
     out = f"{TRACE_DIR}/spectrum.json"
     await sandbox.write_file(f"{TRACE_DIR}/agentflow_spectrum.py", _SPECTRUM.read_text())
     await sandbox.exec(sh_command(f"rm -f {out}"))
+    lines = ""
+    if line_targets:
+        await sandbox.write_file(f"{TRACE_DIR}/lines.json", json.dumps({"functions": [list(t) for t in line_targets]}))
+        lines = f'AGENTFLOW_SPECTRUM_LINES="$PWD/{TRACE_DIR}/lines.json" '
     # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off);
     # the options `env` has for pytest (the test files the pre-flight left out) are kept
     script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" '
               f'PYTEST_ADDOPTS="-p agentflow_spectrum ${{PYTEST_ADDOPTS:-}}" '
-              f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {test_cmd}')
+              f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {lines}{test_cmd}')
     result = await sandbox.exec(sh_command(script), env=dict(env) if env else None, timeout=timeout_s)
     stopped = f" (stopped by the sandbox's {result.limit_hit} limit)" if result.limit_hit else ""
     if result.timed_out:
@@ -325,4 +368,15 @@ def evidence_from_json(data: Mapping[str, Any] | None) -> RunEvidence:
         return RunEvidence()
     executed = frozenset((str(p), str(q)) for p, q in data.get("executed") or [])
     suspicion = {(str(p), str(q)): float(v) for p, q, v in data.get("suspicion") or []}
-    return RunEvidence(executed, suspicion)
+    return RunEvidence(executed, suspicion, line_marks(data.get("lines")))
+
+
+def line_marks(data: object) -> dict[str, tuple[int, ...]]:
+    """path -> the lines a line spectrum marked (`lines.marks_summary`, the summary's `lines`; empty when none)."""
+    if not isinstance(data, Mapping):
+        return {}
+    marks: dict[str, list[int]] = {}
+    for row in data.get("marks") or []:
+        if isinstance(row, list) and len(row) >= 2 and isinstance(row[0], str) and isinstance(row[1], int):
+            marks.setdefault(row[0], []).append(row[1])
+    return {path: tuple(sorted(lines)) for path, lines in marks.items()}
