@@ -287,8 +287,6 @@ TRACE_SLOWDOWN = 2.0
 LINE_TRACE_SLOWDOWN = 2.5
 """The line-traced run (call events everywhere, line events in a few functions) is expected to take this
 multiple of the plain run."""
-MAX_LINE_TESTS = 300
-"""Passing tests the line-traced run takes at most (those reaching the traced functions, in the suite's order)."""
 _LIST_PYTHON = "git ls-files --cached --others --exclude-standard -- '*.py'"
 
 
@@ -302,6 +300,23 @@ class CandidateTestTime:
     def add(self, seconds: float) -> None:
         self.total_s += seconds
         self.longest_s = max(self.longest_s, seconds)
+
+
+MAX_LINE_TESTS = 300
+"""Passing tests the line-traced run takes at most (those reaching the traced functions, in the suite's order)."""
+
+
+def line_tests(reach: SuiteReach, targets: Sequence[TargetFunction]) -> tuple[list[str], list[str]]:
+    """(the tests that failed, the passing tests that reach a target, in the suite's order, at most
+    `MAX_LINE_TESTS`) of the function-level run: what the line-traced run compares."""
+    wanted = {(t.path, t.qualname) for t in targets}
+    reaching: set[int] = set()
+    for function, tests in reach.functions.items():
+        if function in wanted:
+            reaching |= tests
+    failing = [reach.ids[i] for i in sorted(reach.failed)]
+    passing = [reach.ids[i] for i in sorted(reaching - reach.failed)]
+    return failing, passing[:MAX_LINE_TESTS]
 
 
 class Workbench:
@@ -543,7 +558,10 @@ class Workbench:
         targets = line_targets(summary.get("suspicion") or [], sources, functions)
         if not targets:
             return marks_summary([], 0, None, [], ["no suspect function to trace"])
-        failing, passing = self._line_tests(issue, sources, summary, targets)
+        reach = SuiteReach.from_json(summary.get("reach"))
+        if reach is None:  # which tests reach the suspects is not known: no passing test to compare with
+            return marks_summary(targets, 0, None, [], ["no line-traced test run: the suite's run recorded no test ids"])
+        failing, passing = line_tests(reach, targets)
         allowance = self.test_share.allow(test_timeout_s, self.cfg.tests.timeout_floor_s,
                                           slowdown=LINE_TRACE_SLOWDOWN, tests=len(failing) + len(passing))
         cmd, problem = self._line_command(self.test_command(how), failing, passing, allowance)
@@ -558,22 +576,6 @@ class Workbench:
             self.test_share.timed_out("line spectrum", allowance.timeout_s, shortened=allowance.tests is not None)
         found["problems"] = [problem, *found["problems"]] if problem else found["problems"]
         return found
-
-    def _line_tests(self, issue: str, sources: Mapping[str, str], summary: Mapping[str, Any],
-                    targets: Sequence[TargetFunction]) -> tuple[list[str], list[str]]:
-        """(failing tests, passing tests reaching a target in the suite's order, at most `MAX_LINE_TESTS`) of
-        the function-level run's reach (without it: the failing tests the statement names or the base failed)."""
-        reach = SuiteReach.from_json(summary.get("reach"))
-        if reach is None:
-            return list(dict.fromkeys([*read_statement(issue).tests_in(sources), *self.failing_at_base])), []
-        wanted = {(t.path, t.qualname) for t in targets}
-        reaching: set[int] = set()
-        for function, tests in reach.functions.items():
-            if function in wanted:
-                reaching |= tests
-        failing = [reach.ids[i] for i in sorted(reach.failed)]
-        passing = [reach.ids[i] for i in sorted(reaching - reach.failed)]
-        return failing, passing[:MAX_LINE_TESTS]
 
     def _line_command(self, cmd: str, failing: list[str], passing: list[str], allowance: Allowance,
                       ) -> tuple[str | None, str]:
