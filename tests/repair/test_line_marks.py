@@ -158,6 +158,7 @@ async def test_in_a_real_sandbox_the_buggy_line_is_the_one_marked(backend: tuple
     assert lines["tests"] == {"passed": 5, "failed": 2}, lines  # the failing tests and those reaching the suspects
     assert lines["failing_runs"] == 3  # the two failing tests and the example
     assert [m[:4] for m in lines["marks"]] == [["pager/core.py", BUGGY_LINE, 3, 1]], lines
+    assert lines["top"][0] == lines["marks"][0] and len(lines["top"]) == 5  # the lines the failing runs executed
     assert lines["problems"] == [] and reports == []
     evidence = evidence_from_json({**summary, "lines": lines})
     assert evidence.marks == {"pager/core.py": (BUGGY_LINE,)}

@@ -106,6 +106,19 @@ def line_counts(targets: Sequence[TargetFunction], index: FunctionIndex, suite: 
     return failing, counts
 
 
+TOP_LINES = 10
+"""Lines the summary keeps by suspiciousness, marked or not (what a measurement compares with the gold lines)."""
+
+
+def ranked_lines(targets: Sequence[TargetFunction], index: FunctionIndex, failing: int,
+                 counts: Mapping[tuple[str, int], tuple[int, int]]) -> list[LineMark]:
+    """The target functions' lines a failing run executed, most suspect (Ochiai) first, at most `TOP_LINES`."""
+    wanted = {(t.path, t.qualname) for t in targets}
+    lines = [LineMark(path, line, failed, passed, round(failed / math.sqrt(failing * (failed + passed)), 4))
+             for (path, line), (passed, failed) in counts.items() if failed and index.at(path, line) in wanted]
+    return sorted(lines, key=lambda m: (-m.score, m.path, m.line))[:TOP_LINES]
+
+
 def standout_lines(targets: Sequence[TargetFunction], index: FunctionIndex, failing: int,
                    counts: Mapping[tuple[str, int], tuple[int, int]]) -> list[LineMark]:
     """The lines that stand out in each target function (see the module docstring), most suspect first."""
@@ -150,16 +163,18 @@ async def run_line_spectrum(sandbox: Sandbox, python: str, issue: str, sources: 
             problems.append("the suite's report has no lines")
     failing, counts = line_counts(targets, index, suite, examples)
     tests = {"passed": suite.passed, "failed": suite.failed} if suite is not None else None
-    return marks_summary(targets, failing, tests, standout_lines(targets, index, failing, counts), problems)
+    return marks_summary(targets, failing, tests, standout_lines(targets, index, failing, counts), problems,
+                         ranked_lines(targets, index, failing, counts))
 
 
 def marks_summary(targets: Sequence[TargetFunction], failing: int, tests: Mapping[str, int] | None,
-                  marks: Sequence[LineMark], problems: Sequence[str]) -> dict[str, Any]:
+                  marks: Sequence[LineMark], problems: Sequence[str], top: Sequence[LineMark] = ()) -> dict[str, Any]:
     """The line spectrum as plain JSON (the state's `spectrum.lines`, read by `marks_from_json`)."""
     return {
         "functions": [[t.path, t.qualname] for t in targets],
         "failing_runs": failing,
         "tests": dict(tests) if tests is not None else None,
         "marks": [[m.path, m.line, m.failed, m.passed, m.score] for m in marks],
+        "top": [[m.path, m.line, m.failed, m.passed, m.score] for m in top],
         "problems": list(problems),
     }
