@@ -564,7 +564,7 @@ class Workbench:
         failing, passing = line_tests(reach, targets)
         allowance = self.test_share.allow(test_timeout_s, self.cfg.tests.timeout_floor_s,
                                           slowdown=LINE_TRACE_SLOWDOWN, tests=len(failing) + len(passing))
-        cmd, problem = self._line_command(self.test_command(how), failing, passing, allowance)
+        cmd, problem = self._line_command(self.test_command(how), failing, passing, allowance, reach.ids)
         if cmd is None:  # without passing tests to compare with, no line stands out: the examples need not run
             return marks_summary(targets, 0, None, [], [problem])
         async with self.at(""):
@@ -578,16 +578,18 @@ class Workbench:
         return found
 
     def _line_command(self, cmd: str, failing: list[str], passing: list[str], allowance: Allowance,
-                      ) -> tuple[str | None, str]:
+                      suite_order: Sequence[str]) -> tuple[str | None, str]:
         """The line-traced run's command (None: no run) and why it is shortened or not run ("": neither): its
-        tests fitted to `allowance` (`TestTimeShare.fit_comparison`). Without a passing test no line is rarer
-        than another among them, so there is no run."""
+        tests fitted to `allowance` (`TestTimeShare.fit_comparison`), in the order the suite ran them (a test
+        may depend on state an earlier one left). Without a passing test no line is rarer than another among
+        them, so there is no run."""
         if not passing:
             return None, "no line-traced test run: no passing test reaches the suspects"
         tests = self.test_share.fit_comparison("line spectrum", failing, passing, allowance)
         if tests is None:
             return None, "no line-traced test run: not one passing test fits the test time"
-        narrowed = targeted_command(cmd, tests)
+        position = {test: i for i, test in enumerate(suite_order)}
+        narrowed = targeted_command(cmd, sorted(tests, key=lambda test: position.get(test, len(position))))
         if narrowed is None:
             return None, "no line-traced test run: the test command cannot name tests"
         shortened = len(tests) < len(failing) + len(passing)
