@@ -108,10 +108,10 @@ FIX = ("pager/core.py\n<<<<<<< SEARCH\n        start = page * per_page\n=======\
 SOURCES = {"pager/__init__.py": "", "pager/core.py": CORE, "tests/test_pager.py": TESTS}
 
 
-def make_repo(root: Path) -> Path:
+def make_repo(root: Path, *, more_tests: str = "") -> Path:
     (root / "pager").mkdir(parents=True)
     (root / "tests").mkdir()
-    for path, text in SOURCES.items():
+    for path, text in {**SOURCES, "tests/test_pager.py": TESTS + more_tests}.items():
         (root / path).write_text(text)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "commit.gpgsign=false"]
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
@@ -162,6 +162,32 @@ async def test_in_a_real_sandbox_the_buggy_line_is_the_one_marked(backend: tuple
     assert lines["problems"] == [] and reports == []
     evidence = evidence_from_json({**summary, "lines": lines})
     assert evidence.marks == {"pager/core.py": (BUGGY_LINE,)}
+
+
+ORDER_DEPENDENT = '''
+
+STATE = {}
+
+
+def test_set_up():
+    STATE["ready"] = True
+
+
+def test_needs_the_set_up():
+    assert STATE.get("ready") and paginate(ITEMS, 1, 3) == [0, 1, 2]
+'''
+"""A passing test that passes only after another test (which never calls `paginate`) has run."""
+
+
+async def test_a_passing_test_that_fails_in_the_line_run_leaves_no_mark(tmp_path: Path) -> None:
+    """The line-traced run takes only the tests reaching the suspects: a passing test relying on one left out
+    fails there, and counted as failing it would make the lines it ran look suspect; the run says so instead
+    of marking."""
+    _, lines, _ = await _line_run(("local", []), make_repo(tmp_path / "repo", more_tests=ORDER_DEPENDENT))
+    assert lines["tests"] == {"passed": 5, "failed": 3}, lines
+    assert lines["marks"] == [] and lines["top"], lines
+    assert lines["problems"] == [("1 of the tests that passed in the suite's run failed in this one (they may rely on "
+                                 "tests not run): no line is marked")], lines
 
 
 async def test_a_line_run_that_does_not_fit_the_test_time_is_shortened_or_skipped_and_says_so(

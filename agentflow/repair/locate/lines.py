@@ -11,6 +11,8 @@ A line's Ochiai suspiciousness is ef / sqrt(F * (ef + ep)), as a function's is. 
 prompt only when it stands out (`standout_lines`): every failing run executed it, fewer than `FEW_PASSING` of
 the passing tests that reach its function did, and at most `MAX_MARKS` lines of the function share its score. A
 line every test of the function runs (its first statement) says nothing the function's own rank did not.
+The tests run in the order the suite ran them; when one that passed in the function-level run fails in this one
+(it relied on a test left out), nothing is marked: counted as failing, it would make the wrong lines suspect.
 
 Nothing the sandbox writes is trusted: `spectrum.read_spectrum` and `spectrum.read_example_run` keep rows only
 inside repository functions of non-test files, and here only those inside the target functions are kept.
@@ -19,7 +21,7 @@ inside repository functions of non-test files, and here only those inside the ta
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,25 +148,37 @@ def standout_lines(targets: Sequence[TargetFunction], index: FunctionIndex, fail
 
 
 async def run_line_spectrum(sandbox: Sandbox, python: str, issue: str, sources: Mapping[str, str],
-                            targets: Sequence[TargetFunction], *, test_cmd: str | None, timeout_s: float,
-                            env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Run the issue's examples and (`test_cmd`: a pytest command naming the chosen tests; None: no suite run)
-    the tests recording the lines they execute inside `targets`; the line spectrum as plain JSON
+                            targets: Sequence[TargetFunction], *, test_cmd: str, failing: Collection[str],
+                            timeout_s: float, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run the issue's examples and the tests `test_cmd` names (`failing`: those of them that failed in the
+    function-level run) recording the lines they execute inside `targets`; the line spectrum as plain JSON
     (`marks_summary`). The workspace is as the caller left it (the base)."""
     index = FunctionIndex(sources)
     spans = [t.span for t in targets]
     examples = await run_examples(sandbox, python, issue, index, line_targets=spans)
     problems = [examples.problem] if examples.problem else []
-    suite = None
-    if test_cmd:
-        suite, problem = await run_spectrum(sandbox, test_cmd, index, timeout_s=timeout_s, env=env, line_targets=spans)
-        problems += [problem] if problem else []
-        if suite is not None and suite.lines is None:
-            problems.append("the suite's report has no lines")
-    failing, counts = line_counts(targets, index, suite, examples)
+    suite, problem = await run_spectrum(sandbox, test_cmd, index, timeout_s=timeout_s, env=env, line_targets=spans)
+    problems += [problem] if problem else []
+    if suite is not None and suite.lines is None:
+        problems.append("the suite's report has no lines")
+    runs, counts = line_counts(targets, index, suite, examples)
     tests = {"passed": suite.passed, "failed": suite.failed} if suite is not None else None
-    return marks_summary(targets, failing, tests, standout_lines(targets, index, failing, counts), problems,
-                         ranked_lines(targets, index, failing, counts))
+    marks = standout_lines(targets, index, runs, counts)
+    if suite is not None and (newly := newly_failing(suite, failing)):
+        # a passing test counted as failing makes every line it ran look less suspect, and its own more
+        problems.append(f"{newly} of the tests that passed in the suite's run failed in this one (they may rely on "
+                        "tests not run): no line is marked")
+        marks = []
+    return marks_summary(targets, runs, tests, marks, problems, ranked_lines(targets, index, runs, counts))
+
+
+def newly_failing(suite: SuiteSpectrum, failing: Collection[str]) -> int:
+    """How many tests failed in the line-traced run that did not fail in the function-level run (by their ids;
+    by the count when the run recorded none)."""
+    if not suite.ids:
+        return max(0, suite.failed - len(failing))
+    known = set(failing)
+    return sum(1 for i in suite.failed_ids if suite.ids[i] not in known)
 
 
 def marks_summary(targets: Sequence[TargetFunction], failing: int, tests: Mapping[str, int] | None,

@@ -570,7 +570,7 @@ class Workbench:
         async with self.at(""):
             started = time.monotonic()
             found = await run_line_spectrum(self.sandbox, self.python, issue, sources, targets, test_cmd=cmd,
-                                            timeout_s=allowance.timeout_s, env=self._test_env(how))
+                                            failing=failing, timeout_s=allowance.timeout_s, env=self._test_env(how))
         self.test_share.spend(time.monotonic() - started)
         if any(TIMED_OUT in p for p in found["problems"]):
             self.test_share.timed_out("line spectrum", allowance.timeout_s, shortened=allowance.tests is not None)
