@@ -266,6 +266,17 @@ def test_hostile_line_rows_outside_the_target_functions_are_dropped() -> None:
     assert examples.lines == {("pager/core.py", BUGGY_LINE)}
 
 
+def test_the_targets_are_the_most_suspect_functions_and_those_tied_with_the_last_in_file_order() -> None:
+    sources = {"m.py": "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(8)), "tests/test_m.py": "def test_x():\n    pass\n"}
+    # the suite's report gives ties in no particular order: the targets do not depend on it
+    suspicion = [["m.py", "f5", 0.5], ["tests/test_m.py", "test_x", 0.9], ["m.py", "f3", 0.7], ["m.py", "f1", 0.5],
+                 ["m.py", "f0", 0.9], ["m.py", "f4", 0.5], ["m.py", "nowhere", 0.9]]
+    assert [t.qualname for t in line_targets(suspicion, sources, 2)] == ["f0", "f3"]
+    assert [t.qualname for t in line_targets(suspicion, sources, 3)] == ["f0", "f3", "f1", "f4", "f5"]
+    many = [["m.py", f"f{i}", 0.5] for i in reversed(range(8))]
+    assert [t.qualname for t in line_targets(many, sources, 3)] == [f"f{i}" for i in range(6)]  # twice `top` at most
+
+
 def test_a_line_stands_out_only_when_every_failing_run_and_few_passing_tests_run_it() -> None:
     index = FunctionIndex(SOURCES)
     targets = line_targets([["pager/core.py", "paginate", 0.8], ["tests/test_pager.py", "test_empty", 0.5]],

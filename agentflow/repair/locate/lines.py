@@ -73,19 +73,21 @@ class LineMark:
 
 
 def line_targets(suspicion: Sequence[Sequence[Any]], sources: Mapping[str, str], top: int) -> list[TargetFunction]:
-    """The `top` most suspect functions of a spectrum summary's `suspicion` ([path, qualified name, score], most
-    suspect first) that are functions of the repository's non-test sources."""
-    found: list[TargetFunction] = []
-    for row in suspicion:
-        path, qualname = str(row[0]), str(row[1])
+    """The `top` most suspect functions of a spectrum summary's `suspicion` ([path, qualified name, score]) that
+    are functions of the repository's non-test sources, and those tied with the last of them (their order among
+    themselves says nothing: the same tests reach them), at most twice `top`; ties in file order."""
+    scored: list[tuple[float, TargetFunction]] = []
+    for path, qualname, score in ((str(r[0]), str(r[1]), float(r[2])) for r in suspicion):
         if path not in sources or is_test_path(path):
             continue
         span = next(((s.start, s.end) for s in symbols(path, sources[path]) if s.qualname == qualname), None)
         if span is not None:
-            found.append(TargetFunction(path, qualname, *span))
-        if len(found) >= top:
-            break
-    return found
+            scored.append((score, TargetFunction(path, qualname, *span)))
+    scored.sort(key=lambda item: (-item[0], item[1].path, item[1].start))
+    if len(scored) <= top:
+        return [target for _, target in scored]
+    last = scored[top - 1][0]
+    return [target for score, target in scored if score >= last][: 2 * top]
 
 
 def line_counts(targets: Sequence[TargetFunction], index: FunctionIndex, suite: SuiteSpectrum | None,
