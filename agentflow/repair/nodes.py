@@ -116,7 +116,8 @@ class SpectrumSettings(NodeSettings):
     budget; and the issue's examples), and mark in the edit prompt's code the few lines every failing run
     executes and few passing tests do (`agentflow.repair.locate.lines`)."""
     line_marks_functions: int = Field(default=3, ge=1, le=10)
-    """Suspect functions whose lines the `line_marks` run traces (the function-level spectrum's best)."""
+    """Suspect functions whose lines the `line_marks` run traces (the function-level spectrum's best, and those
+    tied with the last of them, at most twice as many)."""
     test_timeout_s: float = run_default("test_timeout_s")
 
 
