@@ -296,6 +296,14 @@ def test_a_line_stands_out_only_when_every_failing_run_and_few_passing_tests_run
     many = {**base, **{n: (0, 2) for n in (2, 4, 7, 8)}}
     assert marks(many) == []  # more than three share it: a block, not a line
 
+    # over several functions: three at most, those of the more suspect function first among equal ones
+    both = [*targets, TargetFunction("pager/core.py", "page_count", 11, 14)]
+    counts = {("pager/core.py", n): pf for n, pf in {3: (5, 2), 4: (0, 2), 7: (0, 2), 11: (4, 2), 14: (0, 2)}.items()}
+    assert [m.line for m in standout_lines(both, index, 2, counts)] == [4, 7, 14]
+    counts[("pager/core.py", 6)] = (0, 2)
+    assert [m.line for m in standout_lines(both, index, 2, counts)] == [4, 6, 7]
+    assert [m.line for m in standout_lines(both[::-1], index, 2, counts)] == [14, 4, 6]
+
 
 # ------------------------------------------------------------------------------------------ the edit prompt
 

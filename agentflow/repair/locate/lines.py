@@ -9,8 +9,9 @@ examples, which count as one more failing run when they called repository code (
 
 A line's Ochiai suspiciousness is ef / sqrt(F * (ef + ep)), as a function's is. A line is marked for the edit
 prompt only when it stands out (`standout_lines`): every failing run executed it, fewer than `FEW_PASSING` of
-the passing tests that reach its function did, and at most `MAX_MARKS` lines of the function share its score. A
-line every test of the function runs (its first statement) says nothing the function's own rank did not.
+the passing tests that reach its function did, and at most `MAX_MARKS` lines of the function share its score;
+of those, the `MAX_MARKS` most suspect are marked. A line every test of the function runs (its first statement)
+says nothing the function's own rank did not.
 The tests run in the order the suite ran them; when one that passed in the function-level run fails in this one
 (it relied on a test left out), nothing is marked: counted as failing, it would make the wrong lines suspect.
 
@@ -38,7 +39,8 @@ from agentflow.sandbox.base import Sandbox
 from agentflow.swe.patch import is_test_path
 
 MAX_MARKS = 3
-"""Lines marked in one function at most: more lines sharing the top score are a block, not a line to point at."""
+"""Lines marked at most, and in one function: more lines of a function sharing its top score are a block, not a
+line to point at."""
 FEW_PASSING = 0.5
 """A marked line is run by fewer than this part of the passing tests that reach its function."""
 
@@ -125,7 +127,8 @@ def ranked_lines(targets: Sequence[TargetFunction], index: FunctionIndex, failin
 
 def standout_lines(targets: Sequence[TargetFunction], index: FunctionIndex, failing: int,
                    counts: Mapping[tuple[str, int], tuple[int, int]]) -> list[LineMark]:
-    """The lines that stand out in each target function (see the module docstring), most suspect first."""
+    """The lines that stand out in the target functions (see the module docstring), most suspect first, at most
+    `MAX_MARKS`; `targets` most suspect first."""
     if not failing:
         return []
     marks: list[LineMark] = []
@@ -146,7 +149,8 @@ def standout_lines(targets: Sequence[TargetFunction], index: FunctionIndex, fail
         top = sorted((m for m in scored if m.score == best), key=lambda m: m.line)
         if len(top) <= MAX_MARKS:
             marks += top
-    return sorted(marks, key=lambda m: -m.score)
+    # the most suspect first; among equal ones, those of the more suspect function (`targets` is in that order)
+    return sorted(marks, key=lambda m: -m.score)[:MAX_MARKS]
 
 
 async def run_line_spectrum(sandbox: Sandbox, python: str, issue: str, sources: Mapping[str, str],
