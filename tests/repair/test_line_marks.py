@@ -211,13 +211,15 @@ async def test_a_line_run_that_does_not_fit_the_test_time_is_shortened_or_skippe
     assert lines["problems"] == ["line-traced run shortened to 6 tests to fit the test time"], lines
 
 
-def test_the_line_marks_setting_is_off_by_default_and_on_marks_the_buggy_line_in_the_run(tmp_path: Path,
-                                                                                        capsys) -> None:
+def test_the_line_marks_setting_is_off_by_default_and_on_marks_the_buggy_line_in_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the command line with the local sandbox and a scripted answer: off by default (no line-traced
-    run), `-c line_marks=true` marks the buggy line in the `repair.spectrum` event; the fix is found either way."""
+    run), `-c line_marks=true` marks the buggy line in the `repair.spectrum` event and in the coder's prompt;
+    the fix is found either way."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "1")  # the prompts in the events
     repo = make_repo(tmp_path / "repo")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
-    marked = {}
+    marked, prompts = {}, {}
     for on in (False, True):
         out = tmp_path / f"run-{on}"
         args = ["repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "--sandbox", "local",
@@ -225,9 +227,14 @@ def test_the_line_marks_setting_is_off_by_default_and_on_marks_the_buggy_line_in
                 "--strategy", "best_of_n", "-n", "1", "--json"] + (["-c", "line_marks=true"] if on else [])
         assert run(args) == 0
         assert json.loads(capsys.readouterr().out)["report"]["resolved"] is True
-        event = next(e["data"] for e in read_jsonl(out / "events.jsonl") if e.get("kind") == "repair.spectrum")
-        marked[on] = event["marked"]
+        events = read_jsonl(out / "events.jsonl")
+        marked[on] = next(e["data"]["marked"] for e in events if e.get("kind") == "repair.spectrum")
+        prompts[on] = [str(m.get("content")) for e in events if e.get("kind") == "model.call"
+                       for m in e["data"].get("messages") or [] if m.get("role") == "user"]
     assert marked == {False: [], True: [f"pager/core.py:{BUGGY_LINE}"]}
+    gutter = f"*   {BUGGY_LINE}|         start = page * per_page"
+    assert prompts[True] and all(gutter in p for p in prompts[True] if "SEARCH/REPLACE" in p), prompts[True]
+    assert prompts[False] and not any(gutter in p for p in prompts[False])
 
 
 # ------------------------------------------------------------------------------------------ hostile reports
