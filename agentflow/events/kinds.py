@@ -515,10 +515,10 @@ class RepairTestTime(Event, kind="repair.test_time"):
     """A step's test run was shortened to fit its allowance, or ran out of time (`repair.verify.testshare`)."""
 
     step: str
-    """preflight, localization, verification, confirmation (a finalist's whole-suite check), reproduction (a
-    failing-test report's tests), base, final."""
+    """preflight, localization, line spectrum, verification, confirmation (a finalist's whole-suite check),
+    reproduction (a failing-test report's tests), base, final."""
     action: str
-    """shortened or timed_out."""
+    """shortened, skipped (the step's run left out: not even its shortest useful part fits) or timed_out."""
     share_s: float | None
     share: float | None = None
     """The fraction of the task's (expected) wall time `share_s` is (None: no share)."""
@@ -597,6 +597,10 @@ class RepairSpectrum(Event, kind="repair.spectrum"):
     """The test run's counts (passed, failed; None: no spectrum)."""
     suspects: list[str]
     problems: list[str]
+    marked: list[str] = Field(default_factory=list)
+    """`path:line` of the lines the line spectrum marks (`line_marks`; most suspect first)."""
+    line_problems: list[str] = Field(default_factory=list)
+    """What gave the line spectrum no evidence, and why."""
 
 
 class RepairRank(Event, kind="repair.rank"):

@@ -110,6 +110,14 @@ class SpectrumSettings(NodeSettings):
     """Before ranking (the `swe.spectrum` node), run the issue's examples and the repository's pytest suite under
     a call tracer in the sandbox: functions the examples ran, and those failing tests reach more than passing
     ones, rank higher (spectrum-based localization; no model call)."""
+    line_marks: bool = False
+    """After the function-level run, trace the lines of the `line_marks_functions` most suspect functions in a
+    second, targeted run (the failing tests and the passing tests that reach them, fitted to the test-time
+    budget; and the issue's examples), and mark in the edit prompt's code the few lines every failing run
+    executes and few passing tests do (`agentflow.repair.locate.lines`)."""
+    line_marks_functions: int = Field(default=3, ge=1, le=10)
+    """Suspect functions whose lines the `line_marks` run traces (the function-level spectrum's best, and those
+    tied with the last of them, at most twice as many)."""
     test_timeout_s: float = run_default("test_timeout_s")
 
 
@@ -173,9 +181,16 @@ async def spectrum(state: RepairState, ctx: NodeContext[RepairRuntime], settings
     sources = await rt.bench.python_sources()
     _, summary = await rt.bench.gather_evidence(rt.issue, sources, test_timeout_s=settings.test_timeout_s,
                                                 how=how_to_verify(state))
+    if settings.line_marks:
+        summary["lines"] = await rt.bench.line_evidence(rt.issue, sources, summary,
+                                                        functions=settings.line_marks_functions,
+                                                        test_timeout_s=settings.test_timeout_s, how=how_to_verify(state))
     top = [f"{p}:{q}" for p, q, _ in summary["suspicion"][:5]]
+    lines = summary.get("lines") or {}
     emit(rt, RepairSpectrum(examples=summary["examples"], executed=len(summary["executed"]),
-                             tests=summary["tests"], suspects=top, problems=summary["problems"]))
+                             tests=summary["tests"], suspects=top, problems=summary["problems"],
+                             marked=[f"{p}:{line}" for p, line, *_ in lines.get("marks", [])],
+                             line_problems=lines.get("problems", [])))
     return {"spectrum": summary}
 
 

@@ -9,9 +9,9 @@ A model answers with blocks like::
             parts = stripped.split("=", 1)
     >>>>>>> REPLACE
 
-Small models copy the line-number gutter of the code they were shown (`  31| code`) and get indentation
-slightly wrong, so matching tries, in order: exact text, trailing-whitespace-insensitive lines, and
-indentation-insensitive lines (the replacement is re-indented by the same offset).
+Small models copy the line-number gutter of the code they were shown (`  31| code`, `*  31| code` on a marked
+line) and get indentation slightly wrong, so matching tries, in order: exact text, trailing-whitespace-insensitive
+lines, and indentation-insensitive lines (the replacement is re-indented by the same offset).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\b.*$")
-_GUTTER = re.compile(r"^\s*\d+\s?[|:] ?")
+_GUTTER = re.compile(r"^\s*\*?\s*\d+\s?[|:] ?")
 _PATH_LINE = re.compile(r"[\w./-]+\.\w+")
 
 

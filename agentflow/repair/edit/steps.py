@@ -293,11 +293,14 @@ def suspects(cfg: CodeViewSettings, sources: Mapping[str, str], issue: str, feed
     return rotated(windows, focus)
 
 
-def render_windows(sources: Mapping[str, str], windows: list[Window], budget_chars: int, *, at_least_one: bool) -> str:
-    """The windows (with line numbers) that fit in `budget_chars`; `at_least_one` keeps the first regardless."""
+def render_windows(sources: Mapping[str, str], windows: list[Window], budget_chars: int, *, at_least_one: bool,
+                   marks: Mapping[str, Sequence[int]] | None = None) -> str:
+    """The windows (with line numbers) that fit in `budget_chars`; `at_least_one` keeps the first regardless.
+    `marks` (path -> lines, a line spectrum's `RunEvidence.marks`) are shown in the windows' gutter."""
     shown: list[str] = []
+    note = PROMPTS.render("part_line_marks.j2", gutter=True, lines="") if marks else ""
     for window in windows:
-        text = render_window(sources[window.path], window)
+        text = render_window(sources[window.path], window, (marks or {}).get(window.path, ()), note)
         if sum(len(x) + 2 for x in shown) + len(text) > budget_chars and (shown or not at_least_one):
             break
         shown.append(text)
@@ -334,6 +337,17 @@ def rewrite_values(cfg: EditPromptSettings, sources: Mapping[str, str], target: 
     return values
 
 
+def rewrite_marks(sources: Mapping[str, str], target: Window, marked: Sequence[int]) -> str:
+    """What a rewrite prompt says after its code of the lines a line spectrum marked in it: quoted, not marked
+    in the code (which the answer gives back), "" when none lies in the window."""
+    lines = sources[target.path].split("\n")
+    inside = [n for n in marked if target.start <= n <= min(target.end, len(lines)) and lines[n - 1].strip()]
+    if not inside:
+        return ""
+    quoted = ", ".join(f"`{lines[n - 1].strip()}`" for n in inside)
+    return PROMPTS.render("part_line_marks.j2", gutter=False, lines=quoted, count=len(inside)) + "\n"
+
+
 def edit_prompt(
     cfg: EditPromptSettings,
     sources: Mapping[str, str],
@@ -356,7 +370,7 @@ def edit_prompt(
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
         "plan": PROMPTS.render("part_plan.j2", plan=plan.strip()) if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
-        "file": "", "opening": "",
+        "file": "", "opening": "", "marks": "",
     }
     template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
     base_len = len(render(cfg, "system", values)) + len(render(cfg, template, values))
@@ -370,7 +384,11 @@ def edit_prompt(
         base_len += len(values["snippet"]) + len(values["file"])
     if cfg.edit_format == "rewrite":
         windows = windows[: cfg.context_windows]
-    values["code"] = render_windows(sources, windows, cfg.max_prompt_chars - base_len, at_least_one=target is None)
+    marks = evidence.marks if evidence is not None else {}
+    if cfg.edit_format == "rewrite" and target is not None:
+        values["marks"] = rewrite_marks(sources, target, marks.get(target.path, ()))
+    values["code"] = render_windows(sources, windows, cfg.max_prompt_chars - base_len, at_least_one=target is None,
+                                    marks=marks)
     if cfg.edit_format == "rewrite" and values["code"]:
         values["code"] = "Other code that may matter (for reference, line numbers are not part of it):\n" + values["code"]
     path = target.path if target else None

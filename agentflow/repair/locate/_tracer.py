@@ -12,6 +12,8 @@ statements call (not what runs while a module is imported), `errors` (the traceb
 and `shown` (per statement, what a reader of the report would see: what it printed, the value of its last line
 when that is an expression, as an interactive session shows it, and the type and message of what it raised --
 no traceback, whose line numbers move with any edit).
+With `lines` in SPEC ([[file, first line, last line]] of some functions) the object also has `lines`
+[[file, line]]: the lines of those functions the statements ran (line events only in their frames).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ MARKER = "AGENTFLOW_TRACE "
 MAX_CALLS = 2000
 MAX_ERROR_CHARS = 3000
 MAX_SHOWN_CHARS = 2000
+MAX_LINE_FUNCTIONS = 50
 
 
 def compiled(statement: str) -> tuple[CodeType, CodeType | None]:
@@ -80,6 +83,10 @@ def main(spec_path: str) -> None:
     own = os.path.realpath(os.path.dirname(os.path.abspath(__file__))) + os.sep
     calls: dict[tuple[str, str, int], list[int]] = {}
     files: dict[str, str | None] = {}
+    targets: dict[str, list[tuple[int, int]]] = {}
+    for path, first, last in spec.get("lines", [])[:MAX_LINE_FUNCTIONS]:
+        targets.setdefault(str(path), []).append((int(first), int(last)))
+    ran: set[tuple[str, int]] = set()
 
     def relative(filename: str) -> str | None:
         if filename not in files:
@@ -98,7 +105,14 @@ def main(spec_path: str) -> None:
             caller = caller.f_back
         return True
 
-    def tracer(frame: FrameType, event: str, arg: Any) -> None:
+    def line_tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            rel = relative(frame.f_code.co_filename)
+            if rel is not None:
+                ran.add((rel, frame.f_lineno))
+        return line_tracer
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
         code = frame.f_code
         rel = relative(code.co_filename)
         if rel is not None and code.co_name != "<module>" and not importing(frame):
@@ -108,7 +122,9 @@ def main(spec_path: str) -> None:
                 seen[1] += 1
             elif len(calls) < MAX_CALLS:
                 calls[key] = [len(calls), 1]
-        # returns None: calls only, no line events, so the examples run at close to full speed
+            if any(first <= code.co_firstlineno <= last for first, last in targets.get(rel, [])):
+                return line_tracer  # line events only inside the functions asked for
+        return None  # calls only, so the examples run at close to full speed
 
     namespace: dict[str, Any] = {"__name__": "__main__"}
     errors: list[str] = []
@@ -129,7 +145,10 @@ def main(spec_path: str) -> None:
         sys.settrace(None)
     rows = [[rel, qualname, line, order, count] for (rel, qualname, line), (order, count) in calls.items()]
     sys.stdout.flush()
-    sys.stdout.write("\n" + MARKER + json.dumps({"calls": rows, "errors": errors, "shown": shown}) + "\n")
+    report: dict[str, Any] = {"calls": rows, "errors": errors, "shown": shown}
+    if targets:
+        report["lines"] = sorted([rel, line] for rel, line in ran)
+    sys.stdout.write("\n" + MARKER + json.dumps(report) + "\n")
 
 
 if __name__ == "__main__":

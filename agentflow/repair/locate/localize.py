@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentflow.repair.edit.edits import indent_of, parsed
@@ -73,6 +73,9 @@ class RunEvidence:
     """(path, qualified name) of the functions the issue's own examples ran."""
     suspicion: Mapping[tuple[str, str], float] = field(default_factory=dict)
     """Ochiai suspiciousness of functions, from which failing and passing runs reached them."""
+    marks: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """path -> lines that stand out in the most suspect functions (a line spectrum, `agentflow.repair.locate.lines`):
+    the edit prompt marks them in its windows."""
 
     def __bool__(self) -> bool:
         return bool(self.executed or self.suspicion)
@@ -514,11 +517,18 @@ def _pass_to_callees(
     return [(score + extra, sym, focus) for (score, sym, focus), extra in zip(scored, bonus, strict=True)]
 
 
-def render_window(source: str, window: Window) -> str:
-    """The window's lines with a line-number gutter, headed by the path."""
+def render_window(source: str, window: Window, marked: Collection[int] = (), note: str = "") -> str:
+    """The window's lines with a line-number gutter, headed by the path. Lines in `marked` get a `*` in the
+    gutter (never in the code: a SEARCH text copied from the window still matches the file), and `note`, which
+    says what the mark means, follows the window; a window without marked lines is shown as it would be
+    without marks."""
     lines = source.split("\n")
-    body = "\n".join(f"{n:4d}| {lines[n - 1]}" for n in range(window.start, min(window.end, len(lines)) + 1))
-    return f"{window.path} (lines {window.start}-{window.end})\n{body}"
+    shown = range(window.start, min(window.end, len(lines)) + 1)
+    if not any(n in marked for n in shown):
+        body = "\n".join(f"{n:4d}| {lines[n - 1]}" for n in shown)
+        return f"{window.path} (lines {window.start}-{window.end})\n{body}"
+    body = "\n".join(f"{'*' if n in marked else ' '}{n:4d}| {lines[n - 1]}" for n in shown)
+    return f"{window.path} (lines {window.start}-{window.end})\n{body}" + (f"\n{note}" if note else "")
 
 
 CONTEXT_MARKER = re.compile(r"^[ \t]*# \.\.\. .+ \(lines \d+-\d+, given below\) \.\.\.[ \t]*(?:\n|$)", re.MULTILINE)

@@ -120,6 +120,9 @@ class ExampleRun:
     """What each statement showed (printed, echoed, raised; see `_tracer.py`): compared across candidates."""
     problem: str = ""
     """Why the examples gave no report although there were some (a timeout, a tracer that did not finish)."""
+    lines: frozenset[tuple[str, int]] = frozenset()
+    """(path, line) the examples ran inside the functions a line-traced run asked for (`run_examples`' `lines`),
+    kept only inside a repository function."""
 
 
 def examples_reach_code(base: ExampleRun) -> bool:
@@ -165,6 +168,10 @@ class SuiteSpectrum:
     """(path, qualified name) -> indexes into `ids` of the tests that called it (None: not recorded)."""
     stopped: tuple[int, int] | None = None
     """The run stopped at its time (`stop_after_s`): (tests that ran, tests collected); None: it ran to its end."""
+    lines: Mapping[tuple[str, int], tuple[int, int]] | None = None
+    """(path, line) -> (passing tests that ran it, failing tests that ran it), for the lines of the functions a
+    line-traced run asked for (`run_spectrum`'s `line_targets`; None: not asked), kept only inside a repository
+    function."""
 
 
 def read_example_run(output: str, index: FunctionIndex, statements: int) -> ExampleRun:
@@ -182,7 +189,10 @@ def read_example_run(output: str, index: FunctionIndex, statements: int) -> Exam
                      if isinstance(row, list) and len(row) >= 4 and isinstance(row[3], int)
                      and (key := index.at(row[0], row[2])) is not None)
     called = list(dict.fromkeys(key for _, key in ordered))
-    return ExampleRun(statements, tuple(called), "\n".join(errors)[-6000:], shown)
+    ran = data.get("lines") if isinstance(data, dict) else None
+    lines = frozenset((row[0], row[1]) for row in (ran if isinstance(ran, list) else [])[:MAX_LINE_ROWS]
+                      if isinstance(row, list) and len(row) == 2 and index.at(row[0], row[1]) is not None)
+    return ExampleRun(statements, tuple(called), "\n".join(errors)[-6000:], shown, lines=lines)
 
 
 def read_spectrum(text: str, index: FunctionIndex) -> SuiteSpectrum | None:
@@ -210,7 +220,27 @@ def read_spectrum(text: str, index: FunctionIndex) -> SuiteSpectrum | None:
     failed_ids = data.get("failed_ids") if ids else None
     failing = frozenset(i for i in failed_ids if isinstance(i, int) and 0 <= i < len(ids)) if isinstance(failed_ids, list) else frozenset()
     return SuiteSpectrum(max(passed, 0), max(failed, 0), functions, ids, failing,
-                         {k: frozenset(v) for k, v in reach.items()} if ids else None)
+                         {k: frozenset(v) for k, v in reach.items()} if ids else None,
+                         lines=_read_lines(data.get("lines"), index, passed, failed))
+
+
+MAX_LINE_ROWS = 20_000
+"""Of a report's line rows, the most read (a few functions' lines are a few hundred)."""
+
+
+def _read_lines(rows: object, index: FunctionIndex, passed: int, failed: int,
+                ) -> dict[tuple[str, int], tuple[int, int]] | None:
+    """The plugin's line rows (None when it wrote none), each kept only inside a repository function, its
+    counts bounded by the run's own."""
+    if not isinstance(rows, list):
+        return None
+    lines: dict[tuple[str, int], tuple[int, int]] = {}
+    for row in rows[:MAX_LINE_ROWS]:
+        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(x, int) for x in row[1:])):
+            continue
+        if index.at(row[0], row[1]) is not None:
+            lines[(row[0], row[1])] = (max(0, min(row[2], passed)), max(0, min(row[3], failed)))
+    return lines
 
 
 MAX_TEST_ID_CHARS = 500
@@ -241,13 +271,20 @@ def ochiai(spectrum: SuiteSpectrum | None, examples: ExampleRun) -> dict[tuple[s
     return {key: round(f / math.sqrt(failing * (f + p)), 4) for key, (p, f) in functions.items() if f}
 
 
+LineTarget = tuple[str, int, int]
+"""(path, first line, last line) of a function whose lines a run records (`agentflow.repair.locate.lines`)."""
+
+
 async def run_examples(sandbox: Sandbox, python: str, issue: str, index: FunctionIndex, *,
-                       timeout_s: float = 60.0) -> ExampleRun:
-    """Run the report's examples in the sandbox's workspace (its current state) under the call tracer."""
+                       timeout_s: float = 60.0, line_targets: Sequence[LineTarget] = ()) -> ExampleRun:
+    """Run the report's examples in the sandbox's workspace (its current state) under the call tracer (and
+    recording the lines they run of the `line_targets` functions)."""
     examples = list(read_statement(issue).examples)
     if not examples:
         return ExampleRun()
-    spec = {"statements": examples, "names": names_to_import(examples, index.sources)}
+    spec: dict[str, Any] = {"statements": examples, "names": names_to_import(examples, index.sources)}
+    if line_targets:
+        spec["lines"] = [list(target) for target in line_targets]
     await sandbox.write_file(f"{TRACE_DIR}/trace_examples.py", _TRACER.read_text())
     await sandbox.write_file(f"{TRACE_DIR}/examples.json", json.dumps(spec))
     # the repository root on the path, as pytest has it (the tracer lives in the scratch folder)
@@ -270,11 +307,13 @@ TIMED_OUT = "the suite did not finish within"
 
 async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *, timeout_s: float,
                        env: Mapping[str, str] | None = None, stop_after_s: float | None = None,
-                       first: Sequence[str] = ()) -> tuple[SuiteSpectrum | None, str]:
+                       first: Sequence[str] = (), line_targets: Sequence[LineTarget] = (),
+                       ) -> tuple[SuiteSpectrum | None, str]:
     """Run the suite (a pytest command) with the spectrum plugin: (spectrum, ""), or (None, why there is none).
     `stop_after_s`: no test starts after it (a `<python> -m pytest` command, run by the runner script), so a run
     slower than planned ends on the tests that ran, with their spectrum, instead of timing out with none; the
-    test files `first` run first, in order (the rest as collected)."""
+    test files `first` run first, in order (the rest as collected). With `line_targets` the plugin also records
+    the lines each test ran of those functions (`SuiteSpectrum.lines`)."""
     out = f"{TRACE_DIR}/spectrum.json"
     await sandbox.write_file(f"{TRACE_DIR}/agentflow_spectrum.py", _SPECTRUM.read_text())
     await sandbox.exec(sh_command(f"rm -f {out}"))
@@ -286,13 +325,17 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
         if first:
             await sandbox.write_file(FIRST_PATH, "".join(f"{path}\n" for path in first))
             run_env[FIRST_TESTS_ENV] = FIRST_PATH
+    lines = ""
+    if line_targets:
+        await sandbox.write_file(f"{TRACE_DIR}/lines.json", json.dumps({"functions": [list(t) for t in line_targets]}))
+        lines = f'AGENTFLOW_SPECTRUM_LINES="$PWD/{TRACE_DIR}/lines.json" '
     # PYTEST_ADDOPTS loads the plugin whatever the command's own options (`-p` works with plugin autoload off);
     # the options `env` has for pytest (the test files the pre-flight left out) are kept. A test module that
     # cannot be imported (a missing optional dependency, or the bug itself) would otherwise stop pytest before
     # any test runs: the traced run is evidence, not a verdict, so every module that imports still runs
     script = (f'{test_env(EVAL_DIR)}PYTHONPATH="$PWD/{TRACE_DIR}:$PYTHONPATH" '
               f'PYTEST_ADDOPTS="-p agentflow_spectrum {CONTINUE_ON_COLLECTION_ERRORS} ${{PYTEST_ADDOPTS:-}}" '
-              f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {command}')
+              f'AGENTFLOW_SPECTRUM_OUT="$PWD/{out}" {lines}{command}')
     result = await sandbox.exec(sh_command(script), env=run_env or None, timeout=timeout_s)
     stopped = f" (stopped by the sandbox's {result.limit_hit} limit)" if result.limit_hit else ""
     if result.timed_out:
@@ -368,4 +411,15 @@ def evidence_from_json(data: Mapping[str, Any] | None) -> RunEvidence:
         return RunEvidence()
     executed = frozenset((str(p), str(q)) for p, q in data.get("executed") or [])
     suspicion = {(str(p), str(q)): float(v) for p, q, v in data.get("suspicion") or []}
-    return RunEvidence(executed, suspicion)
+    return RunEvidence(executed, suspicion, line_marks(data.get("lines")))
+
+
+def line_marks(data: object) -> dict[str, tuple[int, ...]]:
+    """path -> the lines a line spectrum marked (`lines.marks_summary`, the summary's `lines`; empty when none)."""
+    if not isinstance(data, Mapping):
+        return {}
+    marks: dict[str, list[int]] = {}
+    for row in data.get("marks") or []:
+        if isinstance(row, list) and len(row) >= 2 and isinstance(row[0], str) and isinstance(row[1], int):
+            marks.setdefault(row[0], []).append(row[1])
+    return {path: tuple(sorted(lines)) for path, lines in marks.items()}

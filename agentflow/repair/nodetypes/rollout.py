@@ -338,6 +338,8 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
     way.looked_at.update(window_key(w) for w in way.order[:1])
     hint = str(state.get("hint") or "")
     failure = failure_report(rt.issue, str((state.get("spectrum") or {}).get("errors") or ""))
+    # the line spectrum's marks name lines of the base commit: on a candidate's code they may have moved
+    evidence = evidence_of(state) if not current["built_on"].patch.strip() else None
     for _ in range(cfg.noop_retries + 1):
         if cfg.stop_on_success and await _task_solved(ctx, state):
             return None
@@ -345,7 +347,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
         sample = (number + 1) * SAMPLE_STRIDE + n
         cand_id = f"{rt.iid}/{tag}.{n}"
         prompt = edit_prompt(way.cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "",
-                             hint=hint, windows=way.order)
+                             hint=hint, windows=way.order, evidence=evidence)
         text, finish, read = await draw_edit(rt, way.cfg, prompt, sources, cand_id=cand_id,
                                              parent_id=current["built_on"].candidate_id, sample=sample)
         drawn.append(sample)

@@ -179,7 +179,8 @@ class TestTimeShare:
         self.spent_s += seconds
 
     def report(self, step: str, action: str, **data: Any) -> None:
-        """Say that `step` (localization, verification, confirmation) was `action` (shortened, timed_out)."""
+        """Say that `step` (localization, line spectrum, verification, confirmation) was `action` (shortened,
+        skipped, timed_out)."""
         expected = self.plan.expected_s() if self.plan is not None else None
         limit = self.limit()
         found = {"step": step, "action": action, "share_s": _round(limit), "share": self.share if limit is not None else None,
@@ -190,6 +191,27 @@ class TestTimeShare:
 
     def shortened(self, step: str, ran: int, of: int | None, allowance: Allowance) -> None:
         self.report(step, "shortened", tests=ran, suite_tests=of, expected_s=_round(allowance.expected_s),
+                    left_s=_round(self.left_s()), timeout_s=round(allowance.timeout_s, 1))
+
+    def fit_comparison(self, step: str, failing: list[str], passing: list[str], allowance: Allowance,
+                       ) -> list[str] | None:
+        """The tests of `step`'s run comparing `failing` tests with `passing` ones (`allowance` planned for
+        all of them): all of them when they fit, else the failing ones and as many passing ones as fit (said
+        as shortened); None when not one passing test fits (said as skipped: without one, nothing compares)."""
+        ran = len(failing) + len(passing)
+        if allowance.tests is None:
+            return [*failing, *passing]
+        room = allowance.tests - len(failing)
+        if room < 1:
+            self.skipped(step, ran, allowance)
+            return None
+        kept = [*failing, *passing[:room]]
+        self.shortened(step, len(kept), ran, allowance)
+        return kept
+
+    def skipped(self, step: str, tests: int, allowance: Allowance) -> None:
+        """`step`'s run of `tests` tests was left out: not even the part of it worth running fits."""
+        self.report(step, "skipped", tests=tests, expected_s=_round(allowance.expected_s),
                     left_s=_round(self.left_s()), timeout_s=round(allowance.timeout_s, 1))
 
     def timed_out(self, step: str, timeout_s: float, *, shortened: bool) -> None:
@@ -214,6 +236,10 @@ def describe(report: dict[str, Any]) -> str:
         expected = report.get("expected_s")
         why = f", the whole run expected {expected:.0f}s" if isinstance(expected, (int, float)) else ""
         return f"tests: {step} ran {report.get('tests'):,} of {whole} ({bound}{why})"
+    if report.get("action") == "skipped":
+        expected = report.get("expected_s")
+        why = f", the run expected {expected:.0f}s" if isinstance(expected, (int, float)) else ""
+        return f"tests: {step} skipped, its {report.get('tests'):,} tests do not fit ({bound}{why})"
     return (f"tests: {step} timed out after {timeout}s ({bound})"
             f"{' (shortened run)' if report.get('shortened') else ''}")
 

@@ -24,6 +24,7 @@ from agentflow.errors import AgentflowError
 from agentflow.graph.search.workspace import SandboxTurn
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.edit.edits import parsed
+from agentflow.repair.locate.lines import TargetFunction, line_targets, marks_summary, run_line_spectrum
 from agentflow.repair.locate.localize import RunEvidence
 from agentflow.repair.locate.spectrum import (
     TIMED_OUT,
@@ -291,6 +292,9 @@ class _Shortened:
 
 TRACE_SLOWDOWN = 2.0
 """The call-traced suite run is expected to take this multiple of the plain run (the tracer's overhead)."""
+LINE_TRACE_SLOWDOWN = 2.5
+"""The line-traced run (call events everywhere, line events in a few functions) is expected to take this
+multiple of the plain run."""
 _LIST_PYTHON = "git ls-files --cached --others --exclude-standard -- '*.py'"
 
 
@@ -304,6 +308,23 @@ class CandidateTestTime:
     def add(self, seconds: float) -> None:
         self.total_s += seconds
         self.longest_s = max(self.longest_s, seconds)
+
+
+MAX_LINE_TESTS = 300
+"""Passing tests the line-traced run takes at most (those reaching the traced functions, in the suite's order)."""
+
+
+def line_tests(reach: SuiteReach, targets: Sequence[TargetFunction]) -> tuple[list[str], list[str]]:
+    """(the tests that failed, the passing tests that reach a target, in the suite's order, at most
+    `MAX_LINE_TESTS`) of the function-level run: what the line-traced run compares."""
+    wanted = {(t.path, t.qualname) for t in targets}
+    reaching: set[int] = set()
+    for function, tests in reach.functions.items():
+        if function in wanted:
+            reaching |= tests
+    failing = [reach.ids[i] for i in sorted(reach.failed)]
+    passing = [reach.ids[i] for i in sorted(reaching - reach.failed)]
+    return failing, passing[:MAX_LINE_TESTS]
 
 
 class Workbench:
@@ -547,6 +568,53 @@ class Workbench:
         if shortened:
             found[1]["shortened"] = shortened[0]
         return found
+
+    async def line_evidence(self, issue: str, sources: Mapping[str, str], summary: Mapping[str, Any], *,
+                            functions: int, test_timeout_s: float, how: HowToVerify = HowToVerify()) -> dict[str, Any]:
+        """A line spectrum of the `functions` most suspect functions of the function-level run's `summary`
+        (`agentflow.repair.locate.lines`): the issue's examples and a targeted run of the failing tests and the
+        passing tests that reach those functions, fitted to the test-time budget as the localization's run is
+        (its passing tests cut to what fits, the run skipped when not one of them fits; either is reported);
+        the workspace is reset afterwards. Plain JSON (the state's `spectrum.lines`)."""
+        targets = line_targets(summary.get("suspicion") or [], sources, functions)
+        if not targets:
+            return marks_summary([], 0, None, [], ["no suspect function to trace"])
+        reach = SuiteReach.from_json(summary.get("reach"))
+        if reach is None:  # which tests reach the suspects is not known: no passing test to compare with
+            return marks_summary(targets, 0, None, [], ["no line-traced test run: the suite's run recorded no test ids"])
+        failing, passing = line_tests(reach, targets)
+        allowance = self.test_share.allow(test_timeout_s, self.cfg.tests.timeout_floor_s,
+                                          slowdown=LINE_TRACE_SLOWDOWN, tests=len(failing) + len(passing))
+        cmd, problem = self._line_command(self.test_command(how), failing, passing, allowance, reach.ids)
+        if cmd is None:  # without passing tests to compare with, no line stands out: the examples need not run
+            return marks_summary(targets, 0, None, [], [problem])
+        async with self.at(""):
+            started = time.monotonic()
+            found = await run_line_spectrum(self.sandbox, self.python, issue, sources, targets, test_cmd=cmd,
+                                            failing=failing, timeout_s=allowance.timeout_s, env=self._test_env(how))
+        self.test_share.spend(time.monotonic() - started)
+        if any(TIMED_OUT in p for p in found["problems"]):
+            self.test_share.timed_out("line spectrum", allowance.timeout_s, shortened=allowance.tests is not None)
+        found["problems"] = [problem, *found["problems"]] if problem else found["problems"]
+        return found
+
+    def _line_command(self, cmd: str, failing: list[str], passing: list[str], allowance: Allowance,
+                      suite_order: Sequence[str]) -> tuple[str | None, str]:
+        """The line-traced run's command (None: no run) and why it is shortened or not run ("": neither): its
+        tests fitted to `allowance` (`TestTimeShare.fit_comparison`), in the order the suite ran them (a test
+        may depend on state an earlier one left). Without a passing test no line is rarer than another among
+        them, so there is no run."""
+        if not passing:
+            return None, "no line-traced test run: no passing test reaches the suspects"
+        tests = self.test_share.fit_comparison("line spectrum", failing, passing, allowance)
+        if tests is None:
+            return None, "no line-traced test run: not one passing test fits the test time"
+        position = {test: i for i, test in enumerate(suite_order)}
+        narrowed = targeted_command(cmd, sorted(tests, key=lambda test: position.get(test, len(position))))
+        if narrowed is None:
+            return None, "no line-traced test run: the test command cannot name tests"
+        shortened = len(tests) < len(failing) + len(passing)
+        return narrowed, f"line-traced run shortened to {len(tests)} tests to fit the test time" if shortened else ""
 
     async def show_examples(self, patch: str, issue: str, sources: Mapping[str, str]) -> ExampleRun:
         """What the report's examples show on base + `patch` (`spectrum.run_examples`, its `shown`); the
