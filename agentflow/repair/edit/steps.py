@@ -700,6 +700,16 @@ def read_edits(text: str, sources: Mapping[str, str], default_path: str | None, 
     return ReadEdits("ok", changed, errors)
 
 
+def read_answer(text: str, finish: str, prompt: EditPrompt, sources: Mapping[str, str]) -> ReadEdits:
+    """What an edit answer to `prompt` does to `sources`: the rewrite of the prompt's window, else its
+    SEARCH/REPLACE blocks (`finish`: the answer's finish reason; one cut at `length` may end mid-block). Blocks
+    are read as such whatever form was asked for: a try in the other form (`rollout.NOOP_ESCALATION`) may be
+    answered in the form of the tries before it."""
+    if prompt.window is not None and not parse_edits(text).blocks:
+        return read_rewrite(text, sources, prompt.window)
+    return read_edits(text, sources, prompt.focus_path, complete=finish != "length")
+
+
 async def make_plan(model: ChatModel, cfg: CodeCallSettings, issue: str, sources: Mapping[str, str], *, seed: int,
                     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None) -> str:
     """The planner's short plan: which function is wrong and what to change."""
