@@ -16,11 +16,14 @@ run of those tests at the base commit. The issue's reference point for the embed
 4 samples): ~15% per sample, ~20% of bugs fixed by any of 4.
 
 Run: .venv/bin/python benchmarks/repair_edit.py [--tasks FILE] [--limit N --seed S] [--samples 4]
-[--format rewrite|search_replace] [--filter REGEX] [--answers FILE] [--out FILE] [-c key=value ...]
+[--format rewrite|search_replace] [--filter REGEX] [--answers FILE [--sample-only]] [--grade ANSWERS]
+[--out FILE] [-c key=value ...]
 (`--tasks` defaults to the 15 example tasks; the wide set is `examples/wide-tasks/tasks.jsonl`, its repositories
-built first by examples/wide-tasks/build.py; `--answers` writes each task's prompt and answers as JSON lines;
-`-c model=SPEC` picks the model, default the embedded local:qwen2.5-coder-1.5b; any repair config key works,
-e.g. `-c file_context_lines=0` for the prompt without the rest of the file). Needs Docker and the sandbox image.
+built first by examples/wide-tasks/build.py; `--answers` writes the run's settings and each task's prompt,
+answers and patches as JSON lines, `--sample-only` stops there (the model's part) and `--grade ANSWERS` grades
+such a file later (the Docker part); `-c model=SPEC` picks the model, default the embedded
+local:qwen2.5-coder-1.5b; any repair config key works, e.g. `-c file_context_lines=0` for the prompt without
+the rest of the file). Needs Docker and the sandbox image to grade.
 """
 
 from __future__ import annotations
@@ -169,14 +172,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--format", choices=["rewrite", "search_replace"], default=None,
                         help="the edit format (same as -c edit.format=...; default: the run's, auto resolved)")
     parser.add_argument("--filter", default="")
-    parser.add_argument("--answers", default=None, help="write each task's prompt and answers here (JSON lines)")
+    parser.add_argument("--answers", default=None,
+                        help="write the run's settings and each task's prompt, answers and patches here (JSON lines)")
+    parser.add_argument("--sample-only", action="store_true",
+                        help="stop once the answers are written (--answers): the model's part alone")
+    parser.add_argument("--grade", default=None, metavar="ANSWERS",
+                        help="grade the answers file of an earlier --sample-only run (no model call)")
     parser.add_argument("--out", default=None, help="also write the JSON result to this file")
     parser.add_argument("-c", dest="config", action="append", default=[])
     return parser.parse_args()
 
 
-async def main() -> None:
-    args = parse_args()
+async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The model's part: every task's answers, with the run's settings ({settings}, {instance id: answers})."""
     overrides = [*args.config, *([f"edit.format={args.format}"] if args.format else [])]
     cfg = load_repair_config(overrides)
     model = load_model(cfg.model, **cfg.model_options)
@@ -185,30 +193,59 @@ async def main() -> None:
     tasks = [t for t in load_tasks(tasks_file) if re.search(args.filter, t.instance_id)]
     subset = seeded_subset([t.instance_id for t in tasks], args.limit, args.seed)
     tasks = [t for t in tasks if not subset or t.instance_id in subset]
-    kinds = {t.instance_id: read_statement(t.problem_statement).kind for t in tasks}
     start = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
     for task in tasks:
         repo = (tasks_file.parent / task.repo).resolve()
         results[task.instance_id] = await sample_task(model, edit, task, repo, args.samples)
+        results[task.instance_id]["kind"] = read_statement(task.problem_statement).kind
         print(f"{task.instance_id}: {results[task.instance_id]['statuses']}", file=sys.stderr)
-    sample_s = time.perf_counter() - start
-    if args.answers:
-        rows = [{"instance_id": iid, "kind": kinds[iid], "window": r["window"], "prompt": r["prompt"],
-                 "answers": r["answers"]} for iid, r in results.items()]
-        Path(args.answers).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    run = {"model": cfg.model, "edit_format": edit.edit_format, "tasks_file": str(tasks_file), "subset": subset or "all",
+           "samples_per_task": args.samples, "config": overrides, "sampling_s": round(time.perf_counter() - start, 1),
+           "date": time.strftime("%Y-%m-%d")}
+    return run, results
+
+
+def write_answers(path: str, run: dict[str, Any], results: dict[str, dict[str, Any]]) -> None:
+    """A sampling run as JSON lines: its settings, then each task's prompt, answers and patches."""
+    rows = [run, *({"instance_id": iid, **r} for iid, r in results.items())]
+    Path(path).write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def read_answers(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A sampling run `write_answers` wrote."""
+    run, *rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return run, {row.pop("instance_id"): row for row in rows}
+
+
+async def grade_run(run: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The hidden tests' part: each answer's patch graded; the figures, overall, per package and per kind."""
+    tasks = [t for t in load_tasks(Path(run["tasks_file"]).resolve()) if t.instance_id in results]
     resolved = await count_resolving(tasks, {iid: r["patches"] for iid, r in results.items()})
     statuses = [s for r in results.values() for s in r["statuses"]]
-    result = {
-        "model": cfg.model, "edit_format": edit.edit_format, "tasks_file": str(Path(args.tasks)),
-        "subset": subset or "all", "samples_per_task": args.samples, "config": overrides,
-        **figures(statuses, sum(resolved.values()), sum(1 for v in resolved.values() if v), len(tasks)),
+    samples = run["samples_per_task"]
+    return {
+        **{k: v for k, v in run.items() if k != "sampling_s"},
+        **figures(statuses, sum(resolved.values()), sum(1 for v in resolved.values() if v), len(results)),
         "by_package": grouped(results, resolved, package_of),
-        "by_statement": grouped(results, resolved, kinds.__getitem__),
-        "per_task": {iid: {"resolved": f"{resolved[iid]}/{args.samples}", "statuses": r["statuses"],
+        "by_statement": grouped(results, resolved, lambda iid: results[iid]["kind"]),
+        "per_task": {iid: {"resolved": f"{resolved[iid]}/{samples}", "statuses": r["statuses"],
                            "window": r["window"], "prompt_chars": r["prompt_chars"]} for iid, r in results.items()},
-        "sampling_s": round(sample_s, 1),
+        "sampling_s": run["sampling_s"],
     }
+
+
+async def main() -> None:
+    args = parse_args()
+    if args.grade:
+        run, results = read_answers(args.grade)
+    else:
+        run, results = await sample_run(args)
+        if args.answers:
+            write_answers(args.answers, run, results)
+        if args.sample_only:
+            return
+    result = await grade_run(run, results)
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))

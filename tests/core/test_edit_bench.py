@@ -138,3 +138,11 @@ def test_figures_per_group_count_noops_resolving_answers_and_covered_tasks():
     assert (groups["alpha"]["pass_at_1"], groups["alpha"]["coverage"]) == (0.25, 0.5)
     assert groups["beta"] == {"tasks": 1, "answers": 2, "resolved_answers": 0, "pass_at_1": 0.0, "coverage": 0.0,
                               "statuses": {"apply_error": 1, "ok": 1}, "noop_share": 0.0}
+
+
+def test_a_sampling_run_written_reads_back_as_it_was(tmp_path: Path):
+    bench = edit_bench()
+    run = {"model": "m", "tasks_file": "/x/tasks.jsonl", "samples_per_task": 2, "sampling_s": 1.5}
+    results = {"acme__calc-1": {"statuses": ["ok", "noop"], "patches": ["diff"], "kind": "failing_tests"}}
+    bench.write_answers(str(tmp_path / "answers.jsonl"), run, results)
+    assert bench.read_answers(str(tmp_path / "answers.jsonl")) == (run, results)
