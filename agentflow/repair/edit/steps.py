@@ -90,6 +90,12 @@ class EditPromptSettings(CodeViewSettings, Protocol):
     file_context_lines: int
 
 
+class EditAskSettings(EditPromptSettings, Protocol):
+    """The settings of the coder's edit prompt (`edit_prompt`) beyond what a rewrite shows of its window."""
+
+    failure_above_code: bool
+
+
 class RankCallSettings(CodeViewSettings, Protocol):
     """The settings of the suspect ranking call (`rank_suspects`)."""
 
@@ -335,7 +341,7 @@ def rewrite_values(cfg: EditPromptSettings, sources: Mapping[str, str], target: 
 
 
 def edit_prompt(
-    cfg: EditPromptSettings,
+    cfg: EditAskSettings,
     sources: Mapping[str, str],
     issue: str,
     feedback: str,
@@ -356,7 +362,7 @@ def edit_prompt(
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
         "plan": PROMPTS.render("part_plan.j2", plan=plan.strip()) if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
-        "file": "", "opening": "",
+        "file": "", "opening": "", "above_code": failure_above_code(issue) if cfg.failure_above_code else "",
     }
     template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
     base_len = len(render(cfg, "system", values)) + len(render(cfg, template, values))
@@ -379,6 +385,13 @@ def edit_prompt(
         render(cfg, "system", values), render(cfg, template, values), path,
         target if cfg.edit_format == "rewrite" else None, values["snippet"],
     )
+
+
+def failure_above_code(issue: str) -> str:
+    """The statement's assertion or exception output (`Statement.assertion`), as shown directly above the code
+    to edit (`failure_above_code`); "" when the statement has none (a report with examples only)."""
+    assertion = read_statement(issue).assertion.strip()
+    return PROMPTS.render("part_above_code.j2", failure=assertion[:800]) if assertion else ""
 
 
 _TOOL_CALLING_PROVIDERS = ("openai:", "anthropic:", "litellm:")

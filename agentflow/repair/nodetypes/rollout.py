@@ -103,6 +103,10 @@ class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, Spl
     """Extra samples when an answer changes nothing or cannot be read (those are not candidates), each told what
     the one before did; after one that changed nothing the next asks another way (`NOOP_ESCALATION`)."""
     stop_on_success: bool = run_default("stop_on_success")
+    failure_above_code: bool = False
+    """The statement's assertion or exception output (a failing-test report's `E` lines) is shown again
+    directly above the code to edit, as the failure to fix (`steps.failure_above_code`): the report shows it
+    far above the code, past the test's source and the rest of the file."""
 
 
 class SweTestSettings(SplitEditsSettings):
