@@ -184,7 +184,8 @@ def parse_args() -> argparse.Namespace:
 
 
 async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The model's part: every task's answers, with the run's settings ({settings}, {instance id: answers})."""
+    """The model's part: every task's answers, with the run's settings ({settings}, {instance id: answers});
+    written to `--answers` after each task (a run cut short keeps the tasks it finished)."""
     overrides = [*args.config, *([f"edit.format={args.format}"] if args.format else [])]
     cfg = load_repair_config(overrides)
     model = load_model(cfg.model, **cfg.model_options)
@@ -195,14 +196,17 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     tasks = [t for t in tasks if not subset or t.instance_id in subset]
     start = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
+    run: dict[str, Any] = {"model": cfg.model, "edit_format": edit.edit_format, "tasks_file": str(tasks_file),
+                           "subset": subset or "all", "samples_per_task": args.samples, "config": overrides,
+                           "sampling_s": 0.0, "date": time.strftime("%Y-%m-%d")}
     for task in tasks:
         repo = (tasks_file.parent / task.repo).resolve()
         results[task.instance_id] = await sample_task(model, edit, task, repo, args.samples)
         results[task.instance_id]["kind"] = read_statement(task.problem_statement).kind
         print(f"{task.instance_id}: {results[task.instance_id]['statuses']}", file=sys.stderr)
-    run = {"model": cfg.model, "edit_format": edit.edit_format, "tasks_file": str(tasks_file), "subset": subset or "all",
-           "samples_per_task": args.samples, "config": overrides, "sampling_s": round(time.perf_counter() - start, 1),
-           "date": time.strftime("%Y-%m-%d")}
+        run["sampling_s"] = round(time.perf_counter() - start, 1)
+        if args.answers:
+            write_answers(args.answers, run, results)
     return run, results
 
 
@@ -241,8 +245,6 @@ async def main() -> None:
         run, results = read_answers(args.grade)
     else:
         run, results = await sample_run(args)
-        if args.answers:
-            write_answers(args.answers, run, results)
         if args.sample_only:
             return
     result = await grade_run(run, results)
