@@ -48,7 +48,7 @@ from agentflow.models.base import ChatModel
 from agentflow.models.spec import load_model
 from agentflow.repair.config import ALL_NODES, RepairConfig, load_repair_config, run_values_for
 from agentflow.repair.edit.steps import edit_format_for, edit_prompt, issue_text, read_answer
-from agentflow.repair.locate.localize import Window, clip_span, rank_windows, symbols
+from agentflow.repair.locate.localize import Window, clip_span, function_window, rank_windows, symbols
 from agentflow.repair.locate.statement import read_statement
 from agentflow.repair.nodetypes.rollout import SweEditSettings
 from agentflow.repair.verify.workbench import failures_first
@@ -61,28 +61,38 @@ EDIT_NODE = "edit"
 
 
 def gold_window(task: SWETask, sources: dict[str, str], max_lines: int) -> Window:
-    """The innermost function (else class) holding the gold patch's first changed line, cut to `max_lines`
-    around it."""
-    path, line, old = "", 0, -1
-    for text in (task.patch or "").splitlines():
+    """The innermost function (else class) holding the gold patch's first changed line, as the repair's
+    localization shows a function (`localize.function_window`: a long one cut to `max_lines` of whole
+    statements around that line, never mid-statement or inside its docstring)."""
+    path, line = first_changed_line(task.patch or "")
+    found = [s for s in symbols(path, sources[path]) if s.start <= line <= s.end]
+    if found:
+        sym = min(found, key=lambda s: s.end - s.start)
+        start, end = function_window(sym, max_lines, line)
+        return Window(path, start, end, 0.0, sym.qualname)
+    # a line outside functions (a class attribute) gets its class
+    spans = [(n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(ast.parse(sources[path]))
+             if isinstance(n, ast.ClassDef) and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not spans:
+        raise SystemExit(f"{task.instance_id}: the gold patch's line {path}:{line} is in no function or class")
+    first, last, name = min(spans, key=lambda s: s[1] - s[0])
+    start, end = clip_span(first, last, max_lines, focus=line)
+    return Window(path, start, end, 0.0, name)
+
+
+def first_changed_line(patch: str) -> tuple[str, int]:
+    """(path, line in the old file) of a patch's first removed or added line."""
+    path, old = "", -1
+    for text in patch.splitlines():
         if text.startswith("+++ b/"):
             path = text[6:]
         elif match := re.match(r"@@ -(\d+)", text):
             old = int(match.group(1)) - 1
         elif path and old >= 0 and text[:1] in " -+" and not text.startswith(("+++", "---")):
             if text[:1] in "-+":
-                line = old + 1
-                break
+                return path, old + 1
             old += 1
-    spans = [(s.start, s.end, s.name) for s in symbols(path, sources[path]) if s.start <= line <= s.end]
-    # a line outside functions (a class attribute) gets its class
-    spans = spans or [(n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(ast.parse(sources[path]))
-                      if isinstance(n, ast.ClassDef) and n.lineno <= line <= (n.end_lineno or n.lineno)]
-    if not spans:
-        raise SystemExit(f"{task.instance_id}: the gold patch's line {path}:{line} is in no function or class")
-    first, last, name = min(spans, key=lambda s: s[1] - s[0])
-    start, end = clip_span(first, last, max_lines, focus=line)
-    return Window(path, start, end, 0.0, name)
+    return path, 0
 
 
 def diff(path: str, before: str, after: str) -> str:

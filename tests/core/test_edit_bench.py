@@ -146,3 +146,18 @@ def test_a_sampling_run_written_reads_back_as_it_was(tmp_path: Path):
     results = {"acme__calc-1": {"statuses": ["ok", "noop"], "patches": ["diff"], "kind": "failing_tests"}}
     bench.write_answers(str(tmp_path / "answers.jsonl"), run, results)
     assert bench.read_answers(str(tmp_path / "answers.jsonl")) == (run, results)
+
+
+def test_the_gold_window_of_a_long_function_holds_whole_statements():
+    bench = edit_bench()
+    body = "".join(f"    v{i} = {i}\n" for i in range(30))
+    call = "    total = sum([\n" + "".join(f"        v{i},\n" for i in range(7)) + "    ])\n"
+    source = f'def long():\n    """Doc."""\n{body}{call}    return total\n'
+    lines = source.split("\n")
+    changed = lines.index("        v6,") + 1
+    patch = f"--- a/m.py\n+++ b/m.py\n@@ -{changed},1 +{changed},1 @@\n-        v6,\n+        v7,\n"
+    task = SWETask(instance_id="acme__m-1", repo="repo", base_commit="HEAD", FAIL_TO_PASS=["t"], patch=patch)
+    window = bench.gold_window(task, {"m.py": source}, 10)
+    # the multi-line call is shown from its first line (a window cut inside it cannot be rewritten)
+    assert window.start <= lines.index("    total = sum([") + 1 and window.end >= changed
+    assert window.symbol == "long" and window.end - window.start + 1 <= 10
