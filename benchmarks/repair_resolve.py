@@ -182,6 +182,12 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     }
 
 
+def seeded_subset(ids: list[str], limit: int | None, seed: int) -> list[str]:
+    """`--limit N --seed S`: N of the task ids drawn with seed S (spread over the packages, unlike a slice),
+    sorted; [] (every task) without a limit or when it covers them all."""
+    return sorted(random.Random(seed).sample(ids, limit)) if limit and limit < len(ids) else []
+
+
 def package_of(instance_id: str) -> str:
     """The package a task belongs to: the repository's owner before `__` in a SWE-bench instance id."""
     return instance_id.split("__", 1)[0]
@@ -430,7 +436,7 @@ def main() -> None:
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
     ids = [t["instance_id"] for t in read_jsonl(Path(args.tasks))]
-    subset = sorted(random.Random(args.seed).sample(ids, args.limit)) if args.limit and args.limit < len(ids) else []
+    subset = seeded_subset(ids, args.limit, args.seed)
     if args.workflows:
         run_workflows(args, agentflow, subset)
         return

@@ -286,3 +286,33 @@ def test_a_decorator_the_answer_left_out_is_kept():
     read = read_rewrite(text, {"pkg/stats.py": source}, window)
     assert read.status == "ok", read.errors
     assert read.files["pkg/stats.py"] == source.replace("self.lookups\n", "self.lookups if self.lookups else 0.0\n")
+
+
+FAILING_REPORT = """`tests/test_stats.py::test_rate` fails
+
+```
+tests/test_stats.py:5: in test_rate
+    assert Stats().hit_rate() == 0.0
+E   ZeroDivisionError: division by zero
+```
+"""
+
+
+def test_the_reports_failure_is_shown_directly_above_the_code_when_asked():
+    for fmt in ("rewrite", "search_replace"):
+        plain = edit_prompt(edit_settings([f"edit.format={fmt}"]), SOURCES, FAILING_REPORT, "", windows=[WINDOW])
+        assert plain.user.count("ZeroDivisionError: division by zero") == 1  # the report's own copy
+        cfg = edit_settings([f"edit.format={fmt}"]).model_copy(update={"failure_above_code": True})
+        shown = edit_prompt(cfg, SOURCES, FAILING_REPORT, "", windows=[WINDOW])
+        assert shown.user.count("ZeroDivisionError: division by zero") == 2
+        above = shown.user.rindex("ZeroDivisionError: division by zero")
+        code = shown.user.index("This is `hit_rate`" if fmt == "rewrite" else "Find the line")
+        assert 0 < code - above < 80  # right above the code (rewrite) or the instruction (search_replace)
+
+
+def test_a_report_without_failure_output_shows_nothing_more_above_the_code():
+    cfg = edit_settings(["edit.format=rewrite"])
+    issue = "hit_rate() divides by zero when nothing was counted yet."
+    plain = edit_prompt(cfg, SOURCES, issue, "", windows=[WINDOW])
+    asked = edit_prompt(cfg.model_copy(update={"failure_above_code": True}), SOURCES, issue, "", windows=[WINDOW])
+    assert asked.user == plain.user

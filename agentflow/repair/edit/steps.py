@@ -90,6 +90,12 @@ class EditPromptSettings(CodeViewSettings, Protocol):
     file_context_lines: int
 
 
+class EditAskSettings(EditPromptSettings, Protocol):
+    """The settings of the coder's edit prompt (`edit_prompt`) beyond what a rewrite shows of its window."""
+
+    failure_above_code: bool
+
+
 class RankCallSettings(CodeViewSettings, Protocol):
     """The settings of the suspect ranking call (`rank_suspects`)."""
 
@@ -349,7 +355,7 @@ def rewrite_marks(sources: Mapping[str, str], target: Window, marked: Sequence[i
 
 
 def edit_prompt(
-    cfg: EditPromptSettings,
+    cfg: EditAskSettings,
     sources: Mapping[str, str],
     issue: str,
     feedback: str,
@@ -371,6 +377,7 @@ def edit_prompt(
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
         "plan": PROMPTS.render("part_plan.j2", plan=plan.strip()) if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
         "file": "", "opening": "", "marks": "",
+        "above_code": failure_above_code(issue) if cfg.failure_above_code else "",
     }
     template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
     base_len = len(render(cfg, "system", values)) + len(render(cfg, template, values))
@@ -397,6 +404,13 @@ def edit_prompt(
         render(cfg, "system", values), render(cfg, template, values), path,
         target if cfg.edit_format == "rewrite" else None, values["snippet"],
     )
+
+
+def failure_above_code(issue: str) -> str:
+    """The statement's assertion or exception output (`Statement.assertion`), as shown directly above the code
+    to edit (`failure_above_code`); "" when the statement has none (a report with examples only)."""
+    assertion = read_statement(issue).assertion.strip()
+    return PROMPTS.render("part_above_code.j2", failure=assertion[:800]) if assertion else ""
 
 
 _TOOL_CALLING_PROVIDERS = ("openai:", "anthropic:", "litellm:")
@@ -716,6 +730,16 @@ def read_edits(text: str, sources: Mapping[str, str], default_path: str | None, 
     if not changed:
         return ReadEdits("apply_error" if errors else "noop", errors=errors)
     return ReadEdits("ok", changed, errors)
+
+
+def read_answer(text: str, finish: str, prompt: EditPrompt, sources: Mapping[str, str]) -> ReadEdits:
+    """What an edit answer to `prompt` does to `sources`: the rewrite of the prompt's window, else its
+    SEARCH/REPLACE blocks (`finish`: the answer's finish reason; one cut at `length` may end mid-block). Blocks
+    are read as such whatever form was asked for: a try in the other form (`rollout.NOOP_ESCALATION`) may be
+    answered in the form of the tries before it."""
+    if prompt.window is not None and not parse_edits(text).blocks:
+        return read_rewrite(text, sources, prompt.window)
+    return read_edits(text, sources, prompt.focus_path, complete=finish != "length")
 
 
 async def make_plan(model: ChatModel, cfg: CodeCallSettings, issue: str, sources: Mapping[str, str], *, seed: int,

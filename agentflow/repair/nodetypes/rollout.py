@@ -33,7 +33,7 @@ from agentflow.graph.search.tree import spread
 from agentflow.models.ask import ask
 from agentflow.models.base import ChatModel
 from agentflow.reasoning.value import ValueJudgement, read_judgement
-from agentflow.repair.edit.edits import edit_parts, parse_edits
+from agentflow.repair.edit.edits import edit_parts
 from agentflow.repair.edit.overlay import SourceOverlay
 from agentflow.repair.edit.steps import (
     PROMPTS,
@@ -44,8 +44,7 @@ from agentflow.repair.edit.steps import (
     edit_prompt,
     examples_hint,
     failure_report,
-    read_edits,
-    read_rewrite,
+    read_answer,
     suspects,
 )
 from agentflow.repair.locate.focus import FocusSchedule, window_key
@@ -104,6 +103,10 @@ class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, Spl
     """Extra samples when an answer changes nothing or cannot be read (those are not candidates), each told what
     the one before did; after one that changed nothing the next asks another way (`NOOP_ESCALATION`)."""
     stop_on_success: bool = run_default("stop_on_success")
+    failure_above_code: bool = False
+    """The statement's assertion or exception output (a failing-test report's `E` lines) is shown again
+    directly above the code to edit, as the failure to fix (`steps.failure_above_code`): the report shows it
+    far above the code, past the test's source and the rest of the file."""
 
 
 class SweTestSettings(SplitEditsSettings):
@@ -228,12 +231,7 @@ async def draw_edit(rt: RepairRuntime, cfg: SweEditSettings, prompt: EditPrompt,
     answer = await ask(with_node(cand_id, parent_id) if with_node else coder, prompt.user, system=prompt.system,
                        temperature=cfg.temperature, seed=cfg.seed + sample,
                        max_tokens=prompt.max_tokens(cfg.max_tokens), stop=cfg.stop)
-    if prompt.window is not None and not parse_edits(answer.text).blocks:
-        return answer.text, answer.finish, read_rewrite(answer.text, sources, prompt.window)
-    # SEARCH/REPLACE blocks are read as such whatever form was asked for: a try in the other form
-    # (`NOOP_ESCALATION`) may be answered in the form of the tries before it
-    complete = answer.finish != "length"
-    return answer.text, answer.finish, read_edits(answer.text, sources, prompt.focus_path, complete=complete)
+    return answer.text, answer.finish, read_answer(answer.text, answer.finish, prompt, sources)
 
 
 async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, sources: dict[str, str], *,
