@@ -173,12 +173,23 @@ def test_in_a_batch_tests_that_cannot_run_are_that_tasks_env_error_and_the_other
     assert calls and all(e.get("instance_id", e.get("node_id", "")).startswith("good") for e in calls), calls[:2]
 
 
+OPTIONAL_IMPORTS = {
+    "the test file": ({}, MISSING_DEP),
+    "a submodule of the package": ({"diagram.py": MISSING_DEP}, "import pager.diagram\n"),
+}
+"""Who imports the module the sandbox lacks: (the package's extra modules, the extra test file's imports)."""
+
+
+@pytest.mark.parametrize("importer", OPTIONAL_IMPORTS)
 def test_a_test_file_needing_a_missing_optional_module_is_left_out_and_the_rest_repairs(
-        docker_image: str, tmp_path: Path, capsys):
-    """#52.4: one test file imports a module the sandbox lacks; the pre-flight leaves that file out (said in its
-    line, with the reason), the rest of the suite runs, and every later run leaves it out too: the fix's
-    verification passes (the file, collected, would fail every run)."""
-    repo = make_repo(tmp_path / "pager-repo", extra_test=MISSING_DEP + "\n\ndef test_x():\n    pass\n")
+        docker_image: str, tmp_path: Path, capsys, importer: str):
+    """#52.4: one test file needs a module the sandbox lacks, imported by the file itself or by a submodule of
+    the package it imports (an optional extra, as a plotting or diagram module's); the rest of the suite runs
+    without that file, so the pre-flight leaves it out (said in its line, with the reason) rather than refuse
+    the task, and every later run leaves it out too: the fix's verification passes (the file, collected, would
+    fail every run)."""
+    modules, imports = OPTIONAL_IMPORTS[importer]
+    repo = make_repo(tmp_path / "pager-repo", modules=modules, extra_test=imports + "\n\ndef test_x():\n    pass\n")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
     assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best_of_n",
@@ -189,25 +200,6 @@ def test_a_test_file_needing_a_missing_optional_module_is_left_out_and_the_rest_
     assert pre["cause"] is None and pre["counts"] == {"failed": 1, "passed": 1}
     assert pre["left_out"] == {"tests/test_extra.py": "ModuleNotFoundError: No module named 'nowhere_to_be_found'"}
     assert "left out (an optional module the sandbox lacks): tests/test_extra.py" in captured.err
-    assert shown["verification"]["passed"] is True and shown["report"]["resolved"] is True
-
-
-def test_a_submodule_needing_a_missing_optional_module_leaves_its_tests_out_and_the_rest_repairs(
-        docker_image: str, tmp_path: Path, capsys):
-    """#52.4: a submodule of the package imports a module the sandbox lacks (an optional extra, as a plotting or
-    diagram module's), and one test file imports that submodule. The rest of the suite runs without that file,
-    so it is left out (said, with the reason) rather than the task refused; the fix resolves."""
-    repo = make_repo(tmp_path / "pager-repo", modules={"diagram.py": MISSING_DEP},
-                     extra_test="import pager.diagram\n\n\ndef test_x():\n    pass\n")
-    cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
-    out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--strategy", "best_of_n",
-                  "-n", "2", "--json") == 0
-    captured = capsys.readouterr()
-    shown = json.loads(captured.out)
-    pre = shown["preflight"]
-    assert pre["cause"] is None and pre["counts"] == {"failed": 1, "passed": 1}
-    assert pre["left_out"] == {"tests/test_extra.py": "ModuleNotFoundError: No module named 'nowhere_to_be_found'"}
     assert shown["verification"]["passed"] is True and shown["report"]["resolved"] is True
 
 
