@@ -23,11 +23,10 @@ from pydantic import BaseModel, PrivateAttr
 from agentflow.events.kinds import PreflightFindings
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
 from agentflow.swe.testrun import (
-    FIRST_TESTS_ENV,
-    STOP_AFTER_ENV,
     STOPPED_LINE,
     install_runner,
     runner_command,
+    stop_env,
     test_env,
 )
 from agentflow.swe.workspace import EVAL_DIR, PYTHON_SHIM
@@ -267,10 +266,7 @@ class _TimeLimit(BaseModel):
         return self.model_copy(update={"stop_after_s": max(0.0, self.stop_after_s - spent_s)})
 
     def env(self, env: Mapping[str, str] | None) -> dict[str, str]:
-        out = {**(env or {}), STOP_AFTER_ENV: f"{self.stop_after_s:.1f}"}
-        if self.first:
-            out[FIRST_TESTS_ENV] = FIRST_TESTS_PATH
-        return out
+        return stop_env(env, self.stop_after_s, FIRST_TESTS_PATH if self.first else None)
 
 
 async def _run_once(sandbox: Sandbox, test_cmd: str, *, timeout: float,

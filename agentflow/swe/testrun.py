@@ -33,6 +33,17 @@ STOPPED_LINE = re.compile(r"^agentflow: stopped after (\d+) of (\d+) tests", re.
 """The line the runner prints when it stopped a run at its time (how many tests ran, of how many collected)."""
 _ARGS_BUDGET = 100_000  # bytes of test ids per command line for non-pytest commands (Linux allows ~2 MB)
 
+
+def stop_env(env: Mapping[str, str] | None, stop_after_s: float, first_tests_path: str | None = None,
+             ) -> dict[str, str]:
+    """`env` with the runner told to start no test after `stop_after_s` seconds (`STOP_AFTER_ENV`) and, given
+    `first_tests_path` (a file written in the sandbox), to run the test files it lists first (`FIRST_TESTS_ENV`)."""
+    out = {**(env or {}), STOP_AFTER_ENV: f"{stop_after_s:.1f}"}
+    if first_tests_path is not None:
+        out[FIRST_TESTS_ENV] = first_tests_path
+    return out
+
+
 PLUGIN_SOURCE = '''\
 """Written by agentflow's SWE harness: runs the listed test ids, sends each one's outcome as JSON."""
 import json

@@ -32,11 +32,10 @@ from agentflow.repair.locate.statement import read_statement
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.patch import is_test_path
 from agentflow.swe.testrun import (
-    FIRST_TESTS_ENV,
-    STOP_AFTER_ENV,
     STOPPED_LINE,
     install_runner,
     runner_command,
+    stop_env,
     test_env,
 )
 from agentflow.swe.workspace import EVAL_DIR
@@ -319,12 +318,11 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
     await sandbox.exec(sh_command(f"rm -f {out}"))
     command = runner_command(test_cmd, EVAL_DIR) if stop_after_s is not None else test_cmd
     run_env = dict(env or {})
-    if command != test_cmd:
+    if command != test_cmd and stop_after_s is not None:
         await install_runner(sandbox, EVAL_DIR)
-        run_env[STOP_AFTER_ENV] = f"{stop_after_s:.1f}"
         if first:
             await sandbox.write_file(FIRST_PATH, "".join(f"{path}\n" for path in first))
-            run_env[FIRST_TESTS_ENV] = FIRST_PATH
+        run_env = stop_env(env, stop_after_s, FIRST_PATH if first else None)
     lines = ""
     if line_targets:
         await sandbox.write_file(f"{TRACE_DIR}/lines.json", json.dumps({"functions": [list(t) for t in line_targets]}))

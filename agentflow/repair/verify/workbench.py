@@ -60,7 +60,7 @@ from agentflow.swe.patch import apply_patch, strip_test_files, touched_in_place
 from agentflow.swe.preflight import Preflight, can_stop, ignoring, run_preflight
 from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
-from agentflow.swe.testrun import STOP_AFTER_ENV, STOPPED_LINE, install_runner, runner_command, test_env
+from agentflow.swe.testrun import STOPPED_LINE, install_runner, runner_command, stop_env, test_env
 from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
 
 FeedbackMode = Literal["task", "repo", "none"]
@@ -795,7 +795,7 @@ class Workbench:
         timeout = allowance.timeout_s if allowance is not None else self.cfg.tests.timeout_s
         env = self._test_env(how)
         if shortened and can_stop(cmd):
-            env = {**(env or {}), STOP_AFTER_ENV: f"{FIT_MARGIN * timeout:.1f}"}
+            env = stop_env(env, FIT_MARGIN * timeout)
         result = await self.sandbox.exec(sh_command(test_env(EVAL_DIR) + runner_command(cmd, EVAL_DIR)),
                                          env=env, timeout=timeout)
         if not at_base:
