@@ -4,7 +4,7 @@
 `agent_node(agent, input_key=..., output_key=...)` makes it a graph node.
 """
 
-from agentflow.agents.agent import Agent, Task, run_agent
+from agentflow.agents.agent import Agent, Task
 from agentflow.agents.config import AgentConfig
 from agentflow.agents.node import AgentNode, agent_node
 from agentflow.agents.result import AgentResult, ErrorKind, StopReason
@@ -25,4 +25,4 @@ from agentflow.models.structured import OutputParseError
 
 __all__ = ["ROLES", "Agent", "AgentConfig", "AgentEvent", "AgentNode", "AgentResult", "CoderReport", "Critique",
            "ErrorKind", "FinalText", "Issue", "OutputParseError", "Plan", "PlanStep", "StopReason", "Task", "Verdict",
-           "agent_node", "load_agent_config", "parse_output", "parse_tool_blocks", "run_agent"]
+           "agent_node", "load_agent_config", "parse_output", "parse_tool_blocks"]

@@ -194,14 +194,6 @@ class Agent:
                     await runner
 
 
-async def run_agent(config: AgentConfig | str, task: Task, *, model: ChatModel | None = None,
-                    tools: ToolRegistry | None = None, overrides: Sequence[str] = (), ctx: ToolContext | None = None,
-                    budget: Budget | None = None) -> AgentResult:
-    """Build an agent from a role name, YAML path or config and run it once."""
-    agent = Agent(config, model=model, tools=tools, overrides=overrides)
-    return await agent.run(task, ctx=ctx, budget=budget)
-
-
 def _uninstrumented(model: ChatModel) -> ChatModel:
     """`model` without its `InstrumentedModel`s, for a run to instrument once (never charged twice)."""
     while isinstance(model, InstrumentedModel):

@@ -11,8 +11,6 @@ import random
 from agentflow.codegen.task import CodeTask, make_task
 from agentflow.errors import UserError
 
-PROBLEMS = 164
-
 
 def load_humaneval(limit: int | None = None, *, seed: int = 0) -> list[CodeTask]:
     """The problems in their order; with `limit`, a fixed subset of that many chosen by `seed` (kept in the
@@ -33,4 +31,4 @@ def load_humaneval(limit: int | None = None, *, seed: int = 0) -> list[CodeTask]
     return tasks
 
 
-__all__ = ["PROBLEMS", "load_humaneval"]
+__all__ = ["load_humaneval"]

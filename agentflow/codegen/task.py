@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -35,10 +34,6 @@ class CodeTask(BaseModel):
     """Hidden grading code defining `check(candidate)`; never shown to a workflow."""
     examples: list[Example] = Field(default_factory=list)
     """Examples parsed from the prompt (the only tests a workflow may run)."""
-
-    def visible(self) -> dict[str, Any]:
-        """What a workflow may see: the task without its hidden tests."""
-        return self.model_dump(exclude={"tests"})
 
 
 def _parses(expr: str) -> bool:

@@ -28,7 +28,6 @@ _LAZY: dict[str, str] = {
     "parse_serve_flag": "agentflow.serving.flag",
     "served": "agentflow.serving.flag",
     "ModelProfile": "agentflow.serving.profiles",
-    "profile_for": "agentflow.serving.embedded",
     "FewShotTemplate": "agentflow.serving.completion",
     "CompletionChatModel": "agentflow.serving.completion",
     "VllmEngineModel": "agentflow.serving.vllm_engine",
@@ -40,7 +39,6 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentflow.serving.completion import CompletionChatModel, FewShotTemplate
-    from agentflow.serving.embedded import profile_for
     from agentflow.serving.flag import parse_serve_flag, served, start_from_flag
     from agentflow.serving.llamacpp import LlamaServerOptions, start_llamacpp
     from agentflow.serving.metric_events import emit_metrics, report_metrics
@@ -70,7 +68,6 @@ __all__ = [
     "ensure_llama_server",
     "ensure_model",
     "parse_serve_flag",
-    "profile_for",
     "report_metrics",
     "served",
     "start_from_flag",

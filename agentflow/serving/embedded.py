@@ -72,16 +72,3 @@ def embedded_model(name: str) -> EmbeddedModel:
         return EMBEDDED[name]
     except KeyError:
         raise UserError(f"unknown local model {name!r}", hint=f"use one of: {', '.join(EMBEDDED)}") from None
-
-
-def profile_for(model: object) -> ModelProfile | None:
-    """The profile of a model object (local and served models carry one) or of a `local:NAME` spec string;
-    None when unknown (hosted APIs: assume full chat, tool calling and JSON support)."""
-    profile = getattr(model, "profile", None)
-    if isinstance(profile, ModelProfile):
-        return profile
-    spec = model if isinstance(model, str) else getattr(model, "spec", None)
-    if isinstance(spec, str) and spec.startswith("local:"):
-        embedded = EMBEDDED.get(spec.partition(":")[2])
-        return embedded.profile if embedded is not None else None
-    return None

@@ -18,7 +18,7 @@ from agentflow.errors import ReplayMiss, ToolError
 from agentflow.models.base import ToolSpec
 from agentflow.tools.context import ToolContext
 from agentflow.tools.result import DEFAULT_MAX_CHARS, ToolResult, to_result
-from agentflow.tools.schema import anthropic_tool, build_args_model, json_schema, openai_tool
+from agentflow.tools.schema import build_args_model, json_schema
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds a tool may run unless `@tool(timeout=...)` says otherwise (None: no limit)."""
@@ -67,12 +67,6 @@ class Tool:
     def summary(self) -> str:
         """First line of the description."""
         return self.description.strip().splitlines()[0] if self.description.strip() else ""
-
-    def openai_schema(self) -> dict[str, Any]:
-        return openai_tool(self.spec)
-
-    def anthropic_schema(self) -> dict[str, Any]:
-        return anthropic_tool(self.spec)
 
     def validate(self, arguments: dict[str, Any]) -> BaseModel:
         """Validated arguments; raises pydantic's `ValidationError`."""

@@ -10,6 +10,7 @@ the budget and record a `tool.call` event. A model's mistake (unknown tool, bad 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Self
 
@@ -21,7 +22,6 @@ from agentflow.tools.decorator import Tool
 from agentflow.tools.journal import ToolJournal
 from agentflow.tools.packs import load_pack
 from agentflow.tools.result import ToolResult, cap_text
-from agentflow.tools.schema import anthropic_tool, openai_tool
 
 EVENT_TEXT_CHARS = 2_000
 """How much of a result's text a `tool.call` event keeps."""
@@ -115,10 +115,16 @@ class ToolRegistry:
         return [t.spec for t in self._tools.values()]
 
     def openai_tools(self) -> list[dict[str, Any]]:
-        return [openai_tool(t.spec) for t in self._tools.values()]
+        """The tools in OpenAI's chat-completions format, as the openai backend sends them (a copy)."""
+        from agentflow.models.backends.openai_backend import to_openai_tools
+
+        return copy.deepcopy(to_openai_tools(self.specs()))
 
     def anthropic_tools(self) -> list[dict[str, Any]]:
-        return [anthropic_tool(t.spec) for t in self._tools.values()]
+        """The tools in Anthropic's messages format, as the anthropic backend sends them (a copy)."""
+        from agentflow.models.backends.anthropic_backend import to_anthropic_tools
+
+        return copy.deepcopy(to_anthropic_tools(self.specs()))
 
     async def execute(
         self,

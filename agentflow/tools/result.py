@@ -7,8 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentflow.models.base import Message
-
 DEFAULT_MAX_CHARS = 10_000
 """Longest `text` a model sees from one tool call; the full output stays in `data["full_text"]`."""
 
@@ -33,10 +31,6 @@ class ToolResult(BaseModel):
     def failure(cls, message: str, *, error: str | None = None, **data: Any) -> ToolResult:
         """A failed call; the model reads `ToolError: <message>`."""
         return cls(ok=False, text=f"ToolError: {message}", error=error or message, data=data)
-
-    def to_message(self, call_id: str, name: str) -> Message:
-        """The `role=tool` chat message answering call `call_id`."""
-        return Message.tool(call_id, name, self.text)
 
 
 def cap_text(text: str, max_chars: int | None) -> tuple[str, int]:

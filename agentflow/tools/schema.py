@@ -7,7 +7,6 @@ the run context, not an argument: it is left out of the model and the schema.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import re
 import typing
@@ -17,7 +16,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
-from agentflow.models.base import ToolSpec
 from agentflow.tools.context import ToolContext
 
 _HEADER = re.compile(
@@ -239,18 +237,3 @@ def _strip_titles(node: Any, *, in_properties: bool = False) -> Any:
     if isinstance(node, list):
         return [_strip_titles(v) for v in node]
     return node
-
-
-def openai_tool(spec: ToolSpec) -> dict[str, Any]:
-    """OpenAI chat-completions tool format."""
-    parameters = copy.deepcopy(spec.parameters)
-    return {
-        "type": "function",
-        "function": {"name": spec.name, "description": spec.description, "parameters": parameters},
-    }
-
-
-def anthropic_tool(spec: ToolSpec) -> dict[str, Any]:
-    """Anthropic messages-API tool format."""
-    schema = copy.deepcopy(spec.parameters)
-    return {"name": spec.name, "description": spec.description, "input_schema": schema}

@@ -54,7 +54,7 @@ def test_examples_come_from_the_docstring_forms() -> None:
     assert found == [("f([1, 2])", "3"), ("f([0])", "0"), ("f([5], k=2)", "10"), ('f("a)")', '"b"'),
                      ("f([1], k = 3)", "3")]
     task = make_task(prompt)
-    assert task.entry_point == "f" and "tests" not in task.visible()
+    assert task.entry_point == "f"
     body_only = program(prompt, "    return sum(xs) * k", "f")
     assert body_only.endswith('"""\n    return sum(xs) * k\n')
     assert program(prompt, "def f(xs, k=1):\n    return 0", "f").endswith("def f(xs, k=1):\n    return 0\n")

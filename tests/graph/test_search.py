@@ -55,7 +55,7 @@ async def test_best_of_n_runs_n_whole_branches_and_takes_the_best(tmp_path: Path
     starts = [e for e in events.events if e.kind == "node.start" and e.data.get("search") == "go"]
     assert sorted((e.data["branch"], e.node_id) for e in starts) == sorted(
         (f"b{k}", n) for k in range(4) for n in ("attempt", "refine"))
-    branch_state = await runner.get_state("t~go~b2")
+    branch_state = (await runner.result("t~go~b2")).state
     assert branch_state["score"] == _final(2) and branch_state["answer"] == "a2"
     runner.close()
 
@@ -200,9 +200,9 @@ async def test_a_branch_knows_its_place_among_its_siblings(tmp_path: Path) -> No
     result, _, runner = await _run(tmp_path, _workflow(search, nodes))
     samples = {}
     for branch in result.state["report"]["branches"]:
-        state = await runner.get_state(f"t~go~{branch['id']}" if branch["parent"] == "root" else
-                                       f"t~go~{branch['parent']}~{branch['id']}")
-        samples[branch["id"]] = state["steps"][-1]
+        thread = (f"t~go~{branch['id']}" if branch["parent"] == "root" else
+                  f"t~go~{branch['parent']}~{branch['id']}")
+        samples[branch["id"]] = (await runner.result(thread)).state["steps"][-1]
     # the start's three children are samples 0, 1, 2; the kept one's two children are 0 and 1 again
     assert [samples[b] for b in ("b0", "b1", "b2")] == ["b0 sample 0", "b1 sample 1", "b2 sample 2"]
     assert [samples[b] for b in ("b3", "b4")] == ["b3 sample 0", "b4 sample 1"]

@@ -51,7 +51,7 @@ async def test_each_pass_of_a_search_in_a_loop_runs_its_own_branches(tmp_path: P
     first, second = "t~pick~b1", f"t~pick~{passes[1].split('/')[1]}~b1"
     assert branch_path(second) == ["pick"] and branch_path(f"{second}~inner~s9~b0") == ["pick", "inner"]
     for thread, score in ((first, 1), (second, 11), (threads[1], 21)):
-        assert (await runner.get_state(thread))["score"] == score
+        assert (await runner.result(thread)).state["score"] == score
     runner.close()
 
 

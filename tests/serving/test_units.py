@@ -282,9 +282,8 @@ def test_handle_api_key_is_redacted_from_events() -> None:
 
 
 def test_profiles_tell_agents_what_works() -> None:
-    from agentflow.serving.embedded import profile_for
+    from agentflow.serving.embedded import embedded_model
 
-    small, default = profile_for("local:gemma3-270m"), profile_for("local:qwen2.5-coder-1.5b")
-    assert small is not None and small.mode == "completion" and not small.tool_calling
-    assert default is not None and default.mode == "chat" and not default.tool_calling and default.guided_json
-    assert profile_for("openai:gpt-4o-mini") is None
+    small, default = embedded_model("gemma3-270m").profile, embedded_model("qwen2.5-coder-1.5b").profile
+    assert small.mode == "completion" and not small.tool_calling
+    assert default.mode == "chat" and not default.tool_calling and default.guided_json

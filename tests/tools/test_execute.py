@@ -253,16 +253,6 @@ async def test_concurrent_calls_run_side_by_side() -> None:
     assert [r.text for r in results] == ["1", "2"] and all(r.ok for r in results)
 
 
-def test_result_to_message() -> None:
-    message = ToolResult(text="42").to_message("call-1", "add")
-    assert (message.role, message.tool_call_id, message.name, message.content) == (
-        "tool",
-        "call-1",
-        "add",
-        "42",
-    )
-
-
 def test_registry_bookkeeping() -> None:
     assert "add" in REGISTRY and len(REGISTRY) == 9 and REGISTRY.get("nope") is None
     sub = REGISTRY.subset(["echo", "add"])

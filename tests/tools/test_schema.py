@@ -197,7 +197,6 @@ def test_openai_and_anthropic_export_shapes() -> None:
     (anthropic,) = registry.anthropic_tools()
     assert set(anthropic) == {"name", "description", "input_schema"}
     assert anthropic["input_schema"] == everything.spec.parameters
-    assert everything.openai_schema() == openai and everything.anthropic_schema() == anthropic
     openai["function"]["parameters"]["properties"].clear()  # exports are copies
     assert everything.spec.parameters["properties"]
 

@@ -451,10 +451,6 @@ class WorkflowRunner:
             raise UserError(f"no checkpoint for thread {thread_id!r}", hint="check the thread id and the run directory")
         return self._result(thread_id, snapshot)
 
-    async def get_state(self, thread_id: str) -> dict[str, Any]:
-        snapshot = await (await self._graph_of(thread_id)).aget_state(self._config(thread_id))
-        return dict(snapshot.values) if isinstance(snapshot.values, Mapping) else snapshot.values
-
     async def stream(
         self,
         inputs: Mapping[str, Any] | None = None,

@@ -22,6 +22,7 @@ from agentflow.models.base import (
     Message,
     StreamDelta,
     ToolCall,
+    ToolSpec,
     Usage,
 )
 from agentflow.models.options import hosted_api_key
@@ -67,6 +68,10 @@ def to_anthropic(request: ChatRequest) -> tuple[str, list[dict[str, Any]]]:
     return "\n\n".join(system), turns
 
 
+def to_anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+
+
 def from_anthropic(raw: Any) -> ChatResponse:
     texts: list[str] = []
     calls: list[ToolCall] = []
@@ -102,8 +107,7 @@ class AnthropicChatModel(RemoteModel):
         if system:
             kw["system"] = system
         if request.tools:
-            kw["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
-                           for t in request.tools]
+            kw["tools"] = to_anthropic_tools(request.tools)
             if request.tool_choice is not None:
                 kw["tool_choice"] = _TOOL_CHOICE[request.tool_choice]
         if request.stop:

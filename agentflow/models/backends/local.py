@@ -94,7 +94,7 @@ class _SharedServer:
             self.told.add(notice)
             _say(self.opts, message)
 
-    def recover(self, seen_restarts: int) -> None:
+    def recover(self) -> None:
         """Make sure the server runs again after it died (once, whoever notices first), or raise ServerDied."""
         with self.lock:
             if self.handle.alive:  # never died, or someone else restarted it already
@@ -191,7 +191,7 @@ class _ServerBacked:
         return [int(t) for t in reply["tokens"]]
 
     async def _recover(self) -> None:
-        await asyncio.to_thread(self.shared.recover, self._seen_restarts)
+        await asyncio.to_thread(self.shared.recover)
         self._seen_restarts = self.shared.handle.restarts
         if self.base_url != self.shared.handle.base_url:  # restarted on another port
             self.base_url = self.shared.handle.base_url
