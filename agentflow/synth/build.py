@@ -295,11 +295,7 @@ def _judge(ctx: Context, mutation: Mutation, files: list[str], run: TestRun) -> 
         return None
     ran = set(files)
     in_run = [t for t in sorted(ctx.passing) if t.split("::", 1)[0] in ran]
-    # a file whose run names tests the clean run did not (ids holding a memory address, a time) renames them
-    # per run: its missing ids are renamed, not failing; elsewhere a missing id is a test that did not pass
-    renaming = {t.split("::", 1)[0] for t in run.status if t not in ctx.seen}
-    failing = [t for t in in_run if not maintained(t, run.status)
-               and (t in run.status or t.split("::", 1)[0] not in renaming)]
+    failing = _not_maintained(ctx, in_run, run)
     if not failing:
         ctx.report.drop("no test fails")
         return None
@@ -312,6 +308,15 @@ def _judge(ctx: Context, mutation: Mutation, files: list[str], run: TestRun) -> 
     homes = {t.split("::", 1)[0] for t in failing}
     passing = [t for t in in_run if t.split("::", 1)[0] in homes and run.status.get(t) == PASSED]
     return Kept(mutation, failing, passing, run.log)
+
+
+def _not_maintained(ctx: Context, tests: list[str], run: TestRun) -> list[str]:
+    """Those of `tests` (they passed at the clean state) that `run` did not keep passing. A file whose run names
+    tests the clean run did not (ids holding a memory address, a time) renames them per run: its missing ids are
+    renamed, not failing; elsewhere a missing id is a test that did not pass."""
+    renaming = {t.split("::", 1)[0] for t in run.status if t not in ctx.seen}
+    return [t for t in tests if not maintained(t, run.status)
+            and (t in run.status or t.split("::", 1)[0] not in renaming)]
 
 
 def statement_for(ctx: Context, found: Kept, k: int) -> str | None:
@@ -370,15 +375,17 @@ def hide_failing_tests(repo: Path, ctx: Context, failing: list[str]) -> bool:
     return True
 
 
-def _test_patch(repo: Path, clean: Path, paths: list[str]) -> str:
-    """The diff that puts the clean test files `paths` back into the task's folder `repo`."""
-    with tempfile.TemporaryDirectory(prefix="agentflow-synth-tests-") as tmp:
+def _diff_to_clean(repo: Path, clean: Path, paths: list[str]) -> tuple[str, str]:
+    """(snapshot commit of the task's folder `repo`, the diff that puts the clean files `paths` back into it): the
+    gold patch (the changed source file) and a hidden-tests task's test patch (the cut test files)."""
+    with tempfile.TemporaryDirectory(prefix="agentflow-synth-diff-") as tmp:
         work = Path(tmp) / "r"
-        snapshot_commit(repo, work)
+        head = snapshot_commit(repo, work)
         for path in paths:
             (work / path).write_bytes((clean / path).read_bytes())
         # `work` is a repository agentflow just made (`snapshot_commit`)
-        return git(["diff", "--no-color", "--no-ext-diff"], OwnRepo(work), env=SNAPSHOT_ENV).decode("utf-8")
+        diff = git(["diff", "--no-color", "--no-ext-diff"], OwnRepo(work), env=SNAPSHOT_ENV).decode("utf-8")
+    return head, diff
 
 
 async def _make_task(ctx: Context, found: Kept, out: Path, k: int,
@@ -397,8 +404,8 @@ async def _make_task(ctx: Context, found: Kept, out: Path, k: int,
         ctx.report.drop("failing tests cannot be hidden")
         shutil.rmtree(repo)
         return None
-    base_commit, patch = _gold_patch(repo, ctx.clean, m.path)
-    test_patch = _test_patch(repo, ctx.clean, list(hidden_functions(found.failing))) if ctx.config.hide_tests else ""
+    base_commit, patch = _diff_to_clean(repo, ctx.clean, [m.path])
+    test_patch = _diff_to_clean(repo, ctx.clean, list(hidden_functions(found.failing)))[1] if ctx.config.hide_tests else ""
     task = {
         "instance_id": f"{ctx.name}__{ctx.name}-s{seed}-{k}", "repo": f"repos/{folder}", "base_commit": base_commit,
         "problem_statement": statement, "hints_text": "", "created_at": CREATED_AT, "version": ctx.config.version,
@@ -414,17 +421,6 @@ async def _make_task(ctx: Context, found: Kept, out: Path, k: int,
         shutil.rmtree(repo)
         return None
     return task, gold
-
-
-def _gold_patch(buggy: Path, clean: Path, path: str) -> tuple[str, str]:
-    """(snapshot commit of the buggy folder, the diff that puts the clean file back)."""
-    with tempfile.TemporaryDirectory(prefix="agentflow-synth-gold-") as tmp:
-        work = Path(tmp) / "r"
-        head = snapshot_commit(buggy, work)
-        (work / path).write_bytes((clean / path).read_bytes())
-        # `work` is a repository agentflow just made (`snapshot_commit`)
-        diff = git(["diff", "--no-color", "--no-ext-diff"], OwnRepo(work), env=SNAPSHOT_ENV).decode("utf-8")
-    return head, diff
 
 
 async def fresh_clone_check(task: SWETask, ctx: Context, backend: Literal["docker", "local"]) -> str | None:
@@ -459,7 +455,5 @@ async def remaining_suite_check(task: SWETask, ctx: Context, backend: Literal["d
                               timeout=ctx.config.suite_timeout_s, env=ctx.env)
     if run.timed_out:
         return "without the test patch, the suite timed out"
-    renaming = {t.split("::", 1)[0] for t in run.status if t not in ctx.seen}  # ids that differ per run (see `_judge`)
-    broken = [t for t in sorted(ctx.passing) if not is_hidden(t, hidden) and not maintained(t, run.status)
-              and (t in run.status or t.split("::", 1)[0] not in renaming)]
+    broken = _not_maintained(ctx, [t for t in sorted(ctx.passing) if not is_hidden(t, hidden)], run)
     return f"without the test patch, {len(broken)} tests fail: {broken[:5]}" if broken else None

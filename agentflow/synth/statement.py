@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from agentflow.synth.syntax import parsed
 
-STATEMENT_KINDS = ("test", "behaviour", "mixed")
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 _FRAME = re.compile(r"^(\S+\.py):\d+: in \S+")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")

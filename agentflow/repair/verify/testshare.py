@@ -127,11 +127,6 @@ class TestTimeShare:
         limit = self.limit()
         return None if limit is None else max(0.0, limit - self.spent_s)
 
-    def fits(self, expected_s: float | None) -> bool:
-        """Whether a run expected to take `expected_s` fits in what is left (an unknown time fits)."""
-        left = self.left_s()
-        return left is None or expected_s is None or expected_s <= left
-
     def timeout(self, own_s: float, floor_s: float) -> float:
         """A run's timeout: its own, cut to what is left of the share (never under `floor_s`)."""
         left = self.left_s()
