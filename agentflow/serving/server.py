@@ -259,9 +259,12 @@ class ServerHandle:
             return False
         return response.status_code == 200
 
+    async def metrics(self) -> dict[str, float | None]:
+        """The server's key figures from its metrics endpoint (see `agentflow.serving.metrics`)."""
+        return await asyncio.to_thread(self.metrics_sync)
+
     def metrics_sync(self) -> dict[str, float | None]:
-        """The server's key figures from its metrics endpoint (see `agentflow.serving.metrics`): one local GET
-        (`emit_metrics` runs it in a thread from an event loop)."""
+        """`metrics()` for callers outside an event loop (or in a synchronous callback: one local GET)."""
         if self.launch.metrics_path is None:
             return {}
         with httpx.Client(timeout=5.0) as client:
