@@ -316,9 +316,8 @@ async def run_spectrum(sandbox: Sandbox, test_cmd: str, index: FunctionIndex, *,
     out = f"{TRACE_DIR}/spectrum.json"
     await sandbox.write_file(f"{TRACE_DIR}/agentflow_spectrum.py", _SPECTRUM.read_text())
     await sandbox.exec(sh_command(f"rm -f {out}"))
-    command = runner_command(test_cmd, EVAL_DIR) if stop_after_s is not None else test_cmd
-    run_env = dict(env or {})
-    if command != test_cmd and stop_after_s is not None:
+    command, run_env = test_cmd, dict(env or {})
+    if stop_after_s is not None and (command := runner_command(test_cmd, EVAL_DIR)) != test_cmd:
         await install_runner(sandbox, EVAL_DIR)
         if first:
             await sandbox.write_file(FIRST_PATH, "".join(f"{path}\n" for path in first))
