@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (.+)$")
+_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(.+)$")
 _SKIPPED = re.compile(r"^\[\d+\] (.+?):(\d+): ")
 _OUTCOMES = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "XFAIL": "xfailed", "XPASS": "xpassed",
              "SKIPPED": "skipped"}
@@ -19,15 +19,14 @@ def _put(results: dict[str, str], test: str, outcome: str) -> None:
 
 
 def parse_pytest_summary(output: str) -> dict[str, str]:
-    """Outcomes from `pytest -rA` output: test node id -> passed | failed | error | skipped | xfailed | xpassed."""
+    """Outcomes from `pytest -rA` output: test node id -> passed | failed | error | skipped | xfailed | xpassed
+    (a skipped test as `path:line`). Lines before the first summary header are the tests' own output and are
+    passed over; a command that runs pytest more than once has every run's summary read."""
     lines = output.splitlines()
-    start = 0
-    for i, line in enumerate(lines):
-        if "short test summary info" in line:
-            start = i + 1
+    start = next((i + 1 for i, line in enumerate(lines) if "short test summary info" in line), 0)
     results: dict[str, str] = {}
     for line in lines[start:]:
-        m = _SUMMARY_LINE.match(line.rstrip())
+        m = _SUMMARY_LINE.match(line.strip())
         if not m:
             continue
         word, rest = m.groups()

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentflow.sandbox.base import ExecResult, Sandbox, sh_command
+from agentflow.swe.testparse import parse_pytest_summary
 
 PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"
 _STATUSES = frozenset((PASSED, FAILED, SKIPPED, ERROR, XFAIL))
@@ -185,7 +186,9 @@ sys.stdout.flush()
 sys.exit(int(_code))
 '''
 
-_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(\S+::\S+)")
+# SWE-bench's status of each outcome `parse_pytest_summary` reads (an unexpected pass counts as a pass)
+_SWE_STATUS = {"passed": PASSED, "xpassed": PASSED, "failed": FAILED, "error": ERROR, "skipped": SKIPPED,
+               "xfailed": XFAIL}
 # a command that starts with `<python> -m pytest` (the python maybe quoted): it runs in the workspace, so the
 # runner script (a relative path) can take the place of `-m pytest`; after a `cd` it could not
 _MINUS_M_PYTEST = re.compile(r"^\s*(?P<py>'[^']*'|\"[^\"]*\"|[^\s'\";&|()]+)\s+-m\s+pytest(?=\s|$)")
@@ -251,14 +254,9 @@ async def install_runner(sandbox: Sandbox, scratch: str) -> None:
 
 
 def parse_summary(output: str) -> dict[str, str]:
-    """Outcomes from pytest's `-rA` short summary lines (used when the plugin cannot be)."""
-    status: dict[str, str] = {}
-    for line in output.splitlines():
-        match = _SUMMARY_LINE.match(line.strip())
-        if match:
-            kind, test_id = match.groups()
-            status[test_id] = PASSED if kind == "XPASS" else kind
-    return status
+    """SWE-bench statuses of the test ids (`path::name`) in pytest's `-rA` short summary lines (used when the
+    plugin cannot be)."""
+    return {t: _SWE_STATUS[o] for t, o in parse_pytest_summary(output).items() if "::" in t}
 
 
 def passed(test_id: str, status: Mapping[str, str]) -> bool:
