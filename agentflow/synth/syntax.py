@@ -1,4 +1,5 @@
-"""Parsing Python for synth: the one place its modules turn source text into a syntax tree."""
+"""Parsing Python: the one place synth and the repair solver (a layer above, so it may import this) turn source
+text into a syntax tree."""
 
 from __future__ import annotations
 

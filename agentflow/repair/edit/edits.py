@@ -16,11 +16,12 @@ lines, and indentation-insensitive lines (the replacement is re-indented by the 
 
 from __future__ import annotations
 
-import ast
 import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from agentflow.synth.syntax import parsed
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
@@ -105,14 +106,6 @@ def parse_edits(text: str, *, complete: bool = False) -> ParsedEdits:
     if not blocks:
         return ParsedEdits([], problem="no SEARCH/REPLACE block found")
     return ParsedEdits(blocks)
-
-
-def parsed(source: str) -> ast.Module | None:
-    """The syntax tree of Python `source`; None when it does not parse."""
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
 
 
 def indent_of(line: str) -> str:

@@ -21,8 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agentflow.repair.edit.edits import parsed
 from agentflow.repair.locate.statement import DOCTEST_LINE
+from agentflow.synth.syntax import parsed
 
 MAX_LITERAL_CHARS = 1000
 """An expected value longer than this is not checked (the prompt shows each example's output cut to size)."""
