@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, PlainSerializer, WithJsonSchema
 
+from agentflow._modules import import_object
 from agentflow.agents.context import ContextConfig
 from agentflow.agents.loops import LoopGuardConfig
 from agentflow.config import StrictConfig
-from agentflow.errors import ConfigError
+from agentflow.errors import ConfigError, UserError
 
 ToolProtocol = Literal["auto", "native", "text"]
 
@@ -18,18 +18,12 @@ ToolProtocol = Literal["auto", "native", "text"]
 def _import_schema(path: str) -> type[BaseModel]:
     """Resolve `module:Class` (or `module.Class`) to a pydantic model class; a bad path is a one-line
     `ConfigError`."""
-    module_name, sep, attr = path.partition(":")
-    if not sep:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ConfigError(f"output_schema {path!r}: expected 'module:Class', e.g. agentflow.agents.schemas:Plan")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"output_schema {path!r}: cannot import {module_name!r} ({exc})") from None
-    cls = getattr(module, attr, None)
+        cls = import_object(path, kind="pydantic model", expected="'module:Class', e.g. agentflow.agents.schemas:Plan")
+    except UserError as exc:  # a config error: the agent's config names it
+        raise ConfigError(f"output_schema: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
-        raise ConfigError(f"output_schema {path!r}: {attr!r} is not a pydantic model in {module_name}")
+        raise ConfigError(f"output_schema {path!r}: not a pydantic model class")
     return cls
 
 

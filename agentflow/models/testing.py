@@ -198,29 +198,12 @@ def parse_test_options(text: str, spec: str) -> dict[str, Any]:
 
 def load_function(target: str, spec: str) -> FunctionModel:
     """`module:callable` or `path/to/file.py:callable` -> a FunctionModel over that callable."""
-    import importlib
+    from agentflow._modules import import_object
 
-    from agentflow._modules import import_file
-
-    module_name, sep, attr = target.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise UserError(f"bad model spec {spec!r}: expected function:MODULE:CALLABLE",
-                        hint="e.g. function:tests.fakes:reply or function:fakes.py:reply")
-    try:
-        if module_name.endswith(".py"):
-            from pathlib import Path
-
-            path = Path(module_name).expanduser().resolve()
-            if not path.is_file():
-                raise UserError(f"{spec}: no such file {module_name}", hint="check the path before ':'")
-            module = import_file(path, f"agentflow_user_code.model_{path.stem}")
-        else:
-            module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(f"{spec}: cannot import {module_name} ({exc})") from None
-    fn = getattr(module, attr, None)
+    fn = import_object(target, kind="callable", expected="function:MODULE:CALLABLE, e.g. function:tests.fakes:reply "
+                       "or function:fakes.py:reply")
     if not callable(fn):
-        raise UserError(f"{spec}: {module_name} has no callable named {attr!r}")
+        raise UserError(f"{spec}: {target} is not callable")
     return FunctionModel(fn, spec=spec)
 
 

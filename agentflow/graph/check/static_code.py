@@ -21,9 +21,10 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
+from agentflow._modules import split_import_path
 from agentflow.errors import UserError, did_you_mean, public_names
 from agentflow.graph.compile.nodetypes import NodeType, NodeTypeRegistry, default_registry, workflow_registry
-from agentflow.graph.define.loader import resolve_callable, split_import_path
+from agentflow.graph.define.loader import resolve_callable
 from agentflow.graph.define.spec import WorkflowSpec
 from agentflow.graph.define.user_code import folder_module, is_file_path
 from agentflow.graph.run.context import NodeContext
@@ -209,8 +210,8 @@ class CodeCheck:
 
     def _read_callable(self, ref: str, what: str, ctx_ok: bool) -> str | None:
         module, attr = split_import_path(ref)
-        file = self._locate(module, Path(module).expanduser(), what, f"cannot import {module}: no such file",
-                            UserError(f"cannot import {module!r} for {ref!r}: No module named {module!r}"))
+        file = self._locate(module, Path(module).expanduser(), what, f"no such file {module}",
+                            UserError(f"cannot import {module} for {ref!r}: No module named {module!r}"))
         if isinstance(file, types.ModuleType):
             return _attribute_problem(file, module, attr, ref)
         if file is None:
@@ -320,13 +321,13 @@ class CodeCheck:
 
 
 def _attribute_problem(module: types.ModuleType, module_name: str, attr: str, ref: str) -> str | None:
-    """The check `loader.import_object` makes, on a module this process has imported already."""
+    """The check `_modules.import_object` makes, on a module this process has imported already."""
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
             if obj is module and find_module(f"{module_name}.{part}") is not None:
                 return f"{ref!r} is not callable"  # a submodule, not imported yet
-            return f"{module_name!r} has no attribute {attr!r} (from {ref!r}){did_you_mean(part, public_names(obj))}"
+            return f"{module_name} has no attribute named {attr!r} (from {ref!r}){did_you_mean(part, public_names(obj))}"
         obj = getattr(obj, part)
     return None if callable(obj) else f"{ref!r} is not callable"
 

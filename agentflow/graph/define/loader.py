@@ -13,15 +13,15 @@ A node may also carry `next: other` (an edge) and `parallel: {branches: [a, b], 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from agentflow._modules import import_object
 from agentflow.config import read_yaml, validate_config
-from agentflow.errors import ConfigError, UserError, did_you_mean, public_names
+from agentflow.errors import ConfigError, UserError
 from agentflow.graph.define.spec import ParallelSpec, RouteSpec, WorkflowSpec
-from agentflow.graph.define.user_code import load_file_module, localize
+from agentflow.graph.define.user_code import localize
 from agentflow.resources import data_dir
 
 
@@ -120,36 +120,6 @@ def _edge(item: Any, source: str) -> tuple[str, str]:
     raise ConfigError(f"{source}: edges: bad edge {item!r}; write 'a -> b' or [a, b]")
 
 
-def split_import_path(path: str) -> tuple[str, str]:
-    """`pkg.mod:attr` (or `pkg.mod.attr`, `path/to/file.py:attr`) as (module, attribute); a path without both is
-    a one-line UserError."""
-    module_name, sep, attr = path.partition(":")
-    if not sep:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise UserError(f"bad import path {path!r}: expected 'pkg.module:function'")
-    return module_name, attr
-
-
-def import_object(path: str) -> Any:
-    """Resolve `pkg.mod:attr` (or `pkg.mod.attr`) to the object, with one-line errors."""
-    module_name, attr = split_import_path(path)
-    try:
-        if module_name.endswith(".py"):  # path/to/file.py:function
-            module = load_file_module(module_name)
-        else:
-            module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(f"cannot import {module_name!r} for {path!r}: {exc}") from None
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise UserError(f"{module_name!r} has no attribute {attr!r} (from {path!r})"
-                            f"{did_you_mean(part, public_names(obj))}")
-        obj = getattr(obj, part)
-    return obj
-
-
 def resolve_callable(value: Any, what: str) -> Callable[..., Any]:
     obj = import_object(value) if isinstance(value, str) else value
     if not callable(obj):
@@ -157,5 +127,4 @@ def resolve_callable(value: Any, what: str) -> Callable[..., Any]:
     return cast("Callable[..., Any]", obj)
 
 
-__all__ = ["ParallelSpec", "RouteSpec", "find_workflow", "import_object", "load_workflow", "spec_from_dict",
-           "split_import_path"]
+__all__ = ["ParallelSpec", "RouteSpec", "find_workflow", "load_workflow", "spec_from_dict"]

@@ -8,36 +8,15 @@ private module name, once per process. Names that are not next to the workflow s
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from agentflow._modules import import_file
-from agentflow.errors import UserError
 
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import WorkflowSpec
 
-MODULE_PREFIX = "agentflow_user_code."
-
-
 def is_file_path(module: str) -> bool:
     return module.endswith(".py")
-
-
-def load_file_module(path: str | Path) -> types.ModuleType:
-    """Import the Python file `path` (once per process) under a private module name."""
-    file = Path(path).expanduser().resolve()
-    if not file.is_file():
-        raise UserError(f"cannot import {path}: no such file", hint="check the path before ':'")
-    digest = hashlib.sha256(str(file).encode()).hexdigest()[:12]
-    name = f"{MODULE_PREFIX}{file.stem}_{digest}"
-    try:
-        return import_file(file, name)
-    except ImportError as exc:
-        raise UserError(f"cannot import {file}: {exc}") from None
 
 
 def _local_file(base: Path, module: str) -> Path | None:
@@ -157,5 +136,5 @@ def _localize_server(server: Any, base: Path) -> Any:
     return server.model_copy(update={"command": argv})
 
 
-__all__ = ["folder_module", "is_file_path", "load_file_module", "localize", "localize_file", "localize_model",
+__all__ = ["folder_module", "is_file_path", "localize", "localize_file", "localize_model",
            "localize_pack", "localize_path"]
