@@ -41,14 +41,13 @@ class RepairPrompts(StrictConfig):
     """System message of the coder."""
     edit: str | None = None
     """User message of an edit attempt (`edit_format: search_replace`): issue, repo_map, code, feedback, plan,
-    hint, path (file of the first window), above_code (`failure_above_code`), name_the_bug ("yes" or "")."""
+    hint, path (file of the first window), above_code (`failure_above_code`)."""
     tools: str | None = None
     """User message of an attempt with `edit_format: tools`: the same variables as `edit`."""
     rewrite: str | None = None
     """User message of an attempt with `edit_format: rewrite`: issue, code (other windows), snippet (the
     window to rewrite, no line numbers), symbol, path, lines, file (the rest of its file, see
-    `file_context_lines`), feedback, plan, hint, repo_map, above_code (`failure_above_code`), name_the_bug
-    ("yes" or "")."""
+    `file_context_lines`), feedback, plan, hint, repo_map, above_code (`failure_above_code`)."""
     helper_system: str | None = None
     """System message of the planner, critic, ranking and reproduction steps."""
     plan: str | None = None

@@ -316,25 +316,3 @@ def test_a_report_without_failure_output_shows_nothing_more_above_the_code():
     plain = edit_prompt(cfg, SOURCES, issue, "", windows=[WINDOW])
     asked = edit_prompt(cfg.model_copy(update={"failure_above_code": True}), SOURCES, issue, "", windows=[WINDOW])
     assert asked.user == plain.user
-
-
-def test_naming_the_bug_asks_for_a_bug_line_before_the_code_in_both_formats():
-    for fmt in ("rewrite", "search_replace"):
-        plain = edit_prompt(edit_settings([f"edit.format={fmt}"]), SOURCES, FAILING_REPORT, "", windows=[WINDOW])
-        assert "Bug:" not in plain.user and "without explanations" in plain.system
-        cfg = edit_settings([f"edit.format={fmt}"]).model_copy(update={"name_the_bug": True})
-        asked = edit_prompt(cfg, SOURCES, FAILING_REPORT, "", windows=[WINDOW])
-        assert "without explanations" not in asked.system
-        bug = asked.user.index("starts with `Bug:`")
-        assert bug < asked.user.index("Then answer")
-        assert "and nothing else" not in asked.user  # the line before the code is asked for
-        assert asked.max_tokens(512) > plain.max_tokens(512)  # room for the line beside the code
-
-
-def test_an_answer_that_names_the_bug_first_is_read_as_its_code():
-    answer = ("Bug: `return self.hits / (self.hits + self.misses)` divides by zero; it should return 0.0 then.\n"
-              "```python\ndef hit_rate(self):\n    total = self.hits + self.misses\n"
-              "    return self.hits / total if total else 0.0\n```")
-    read = read_rewrite(answer, SOURCES, WINDOW)
-    assert read.status == "ok"
-    assert "return self.hits / total if total else 0.0" in read.files["pkg/stats.py"]

@@ -95,7 +95,6 @@ class EditAskSettings(EditPromptSettings, Protocol):
     """The settings of the coder's edit prompt (`edit_prompt`) beyond what a rewrite shows of its window."""
 
     failure_above_code: bool
-    name_the_bug: bool
 
 
 class RankCallSettings(CodeViewSettings, Protocol):
@@ -142,10 +141,6 @@ def issue_text(problem_statement: str, hints: str = "", limit: int = 2500) -> st
     return f"{text[: limit - len(assertion)]}\n...\n{assertion}\n..."
 
 
-BUG_LINE_TOKENS = 64
-"""Room for the `Bug:` line (`name_the_bug`) beside the code's own output cap."""
-
-
 @dataclass
 class EditPrompt:
     system: str
@@ -156,15 +151,12 @@ class EditPrompt:
     """The window to rewrite (`edit_format: rewrite`)."""
     snippet: str = ""
     """The code the answer must give back whole (`edit_format: rewrite`)."""
-    preface_tokens: int = 0
-    """Tokens the answer is asked to write before its code (`name_the_bug`)."""
 
     def max_tokens(self, cap: int) -> int:
         """The answer's output cap: `cap`, raised so that the rewrite of the window fits (about 3.5 characters
-        a token for code, a fifth more and a fence's worth as slack) after what it is asked to write first: a
-        fixed cap cuts the rewrite of a long window, or of one with long lines, mid-function, and the answer no
-        longer parses."""
-        return max(cap, len(self.snippet) * 12 // 35 + 48) + self.preface_tokens
+        a token for code, a fifth more and a fence's worth as slack): a fixed cap cuts the rewrite of a long
+        window, or of one with long lines, mid-function, and the answer no longer parses."""
+        return max(cap, len(self.snippet) * 12 // 35 + 48)
 
 
 def public_api(sources: Mapping[str, str], *, per_class: int = 8) -> str:
@@ -387,7 +379,6 @@ def edit_prompt(
         "plan": PROMPTS.render("part_plan.j2", plan=plan.strip()) if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
         "file": "", "opening": "", "marks": "",
         "above_code": failure_above_code(issue) if cfg.failure_above_code else "",
-        "name_the_bug": "yes" if cfg.name_the_bug else "",
     }
     template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
     base_len = len(render(cfg, "system", values)) + len(render(cfg, template, values))
@@ -413,7 +404,6 @@ def edit_prompt(
     return EditPrompt(
         render(cfg, "system", values), render(cfg, template, values), path,
         target if cfg.edit_format == "rewrite" else None, values["snippet"],
-        BUG_LINE_TOKENS if cfg.name_the_bug else 0,
     )
 
 

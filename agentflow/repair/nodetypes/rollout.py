@@ -107,10 +107,6 @@ class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, Spl
     """The statement's assertion or exception output (a failing-test report's `E` lines) is shown again
     directly above the code to edit, as the failure to fix (`steps.failure_above_code`): the report shows it
     far above the code, past the test's source and the rest of the file."""
-    name_the_bug: bool = False
-    """The answer first names, on one line starting `Bug:`, the line it changes and what that line should do,
-    then gives the code (`rewrite` and `search_replace`): an answer that gives the code back unchanged names no
-    line, so asking for the line first is asking the model to commit to a change before it copies."""
 
 
 class SweTestSettings(SplitEditsSettings):
