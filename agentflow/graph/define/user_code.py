@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentflow.graph.define.spec import WorkflowSpec
 
+
 def is_file_path(module: str) -> bool:
     return module.endswith(".py")
 
