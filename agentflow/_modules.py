@@ -77,6 +77,12 @@ def import_object(path: str, *, expected: str = "'pkg.module:function'", kind: s
         module = load_file_module(module_name) if module_name.endswith(".py") else importlib.import_module(module_name)
     except ImportError as exc:
         raise UserError(f"cannot import {module_name} for {path!r}: {exc}") from None
+    return attribute_of(module, module_name, attr, path, kind=kind)
+
+
+def attribute_of(module: types.ModuleType, module_name: str, attr: str, path: str, *, kind: str = "attribute") -> Any:
+    """`module`'s attribute `attr` (dotted: an attribute of an attribute); a missing one is a one-line UserError
+    naming it as the `kind` of object wanted, with the names it could have meant."""
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):

@@ -21,8 +21,8 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
-from agentflow._modules import split_import_path
-from agentflow.errors import UserError, did_you_mean, public_names
+from agentflow._modules import attribute_of, split_import_path
+from agentflow.errors import UserError, did_you_mean
 from agentflow.graph.compile.nodetypes import NodeType, NodeTypeRegistry, default_registry, workflow_registry
 from agentflow.graph.define.loader import resolve_callable
 from agentflow.graph.define.spec import WorkflowSpec
@@ -322,13 +322,13 @@ class CodeCheck:
 
 def _attribute_problem(module: types.ModuleType, module_name: str, attr: str, ref: str) -> str | None:
     """The check `_modules.import_object` makes, on a module this process has imported already."""
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            if obj is module and find_module(f"{module_name}.{part}") is not None:
-                return f"{ref!r} is not callable"  # a submodule, not imported yet
-            return f"{module_name} has no attribute named {attr!r} (from {ref!r}){did_you_mean(part, public_names(obj))}"
-        obj = getattr(obj, part)
+    head = attr.partition(".")[0]
+    if not hasattr(module, head) and find_module(f"{module_name}.{head}") is not None:
+        return f"{ref!r} is not callable"  # a submodule, not imported yet
+    try:
+        obj = attribute_of(module, module_name, attr, ref)
+    except UserError as exc:
+        return str(exc)
     return None if callable(obj) else f"{ref!r} is not callable"
 
 
