@@ -10,14 +10,13 @@ import ast
 import hashlib
 import textwrap
 
+from agentflow.pysyntax import parsed
+
 
 def normalise_python(code: str) -> str | None:
     """`ast.dump` of `code` (dedented), or None when it does not parse."""
-    try:
-        tree = ast.parse(textwrap.dedent(code))
-    except (SyntaxError, ValueError):
-        return None
-    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+    tree = parsed(textwrap.dedent(code))
+    return None if tree is None else ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 
 def whitespace_normalised(text: str) -> str:

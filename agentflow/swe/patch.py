@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from agentflow.pysyntax import parsed
 from agentflow.sandbox.base import Sandbox, sh_command
 
 APPLY_COMMAND = "git apply --verbose"
@@ -167,14 +168,16 @@ def _code_tree(source: str) -> str | None:
     """The syntax tree of `source` without docstrings, as text; None when it does not parse within limits."""
     if len(source) > NOOP_PARSE_LIMIT:
         return None
+    tree = parsed(source)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and \
+                node.body and _is_docstring(node.body[0]):
+            node.body = node.body[1:]
     try:
-        tree = ast.parse(source)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and \
-                    node.body and _is_docstring(node.body[0]):
-                node.body = node.body[1:]
         return ast.dump(tree)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # deep nesting, NUL bytes, ...
+    except (RecursionError, MemoryError):  # a tree deep enough to parse can be too deep to print
         return None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from agentflow.synth.syntax import parsed
+from agentflow.pysyntax import parsed
 
 _Defined = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 

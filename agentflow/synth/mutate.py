@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from agentflow.synth.syntax import parsed
+from agentflow.pysyntax import parsed
 
 OPERATORS = (
     "flip-comparison",

@@ -13,8 +13,8 @@ import textwrap
 
 from agentflow.models.ask import ask, code_block
 from agentflow.models.templates import package_templates
+from agentflow.pysyntax import parsed
 from agentflow.synth.mutate import Mutation, _functions
-from agentflow.synth.syntax import parsed
 
 PROMPTS = package_templates(__file__)
 """The bug rewriter's prompts (`prompts/*.j2`)."""

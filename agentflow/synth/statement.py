@@ -12,7 +12,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from agentflow.synth.syntax import parsed
+from agentflow.pysyntax import parsed
 
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 _FRAME = re.compile(r"^(\S+\.py):\d+: in \S+")

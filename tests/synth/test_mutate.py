@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from agentflow.pysyntax import parsed
 from agentflow.synth.layout import source_files, suite_files
 from agentflow.synth.mutate import OPERATORS, _functions, file_mutations
 from agentflow.synth.rewrite import model_rewrites, rewritten
-from agentflow.synth.syntax import parsed
 
 from .fixture import CORE, write_repo
 
@@ -118,13 +118,14 @@ def test_ids_renamed_between_runs_are_not_failing_tests() -> None:
     assert gone is None and ctx.report.dropped == {"failing tests did not run": 1}
 
 
-def test_synth_parses_source_in_one_place() -> None:
-    """`parsed`: a tree, or None for text that is not Python (a syntax error, a null byte); `compiles` also
-    refuses what only the compiler rejects. Every synth module parses through it."""
+def test_outside_python_is_parsed_in_one_place() -> None:
+    """`parsed`: a tree, or None for text that is not Python (a syntax error, a null byte, nesting too deep);
+    `compiles` also refuses what only the compiler rejects. No synth module parses on its own."""
     assert isinstance(parsed("x = 1\n"), ast.Module)
     assert parsed("def f(:\n") is None and parsed("x = 1\0\n") is None
+    assert parsed("x = " + "(" * 200_000 + ")" * 200_000 + "\n") is None
     assert parsed("return 1\n") is not None and parsed("return 1\n", compiles=True) is None
     synth = ROOT / "agentflow" / "synth"
     parsing = sorted(p.name for p in synth.glob("*.py") if "except SyntaxError" in p.read_text()
                      or "except (SyntaxError" in p.read_text())
-    assert parsing == ["syntax.py"]
+    assert parsing == []

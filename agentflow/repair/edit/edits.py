@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agentflow.synth.syntax import parsed
+from agentflow.pysyntax import parsed
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")

@@ -20,6 +20,7 @@ from agentflow.models.ask import ask as ask_model
 from agentflow.models.ask import code_block, code_blocks
 from agentflow.models.base import ChatModel, declared_tool_calling
 from agentflow.models.templates import Templates
+from agentflow.pysyntax import parsed
 from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
 from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits
 from agentflow.repair.locate.focus import rotated
@@ -40,7 +41,6 @@ from agentflow.repair.locate.statement import last_traceback, read_statement
 from agentflow.repair.outcome import CandidateStatus
 from agentflow.repair.verify.expectations import TracedExample, doctest_source
 from agentflow.swe.patch import is_test_path
-from agentflow.synth.syntax import parsed
 
 DEF_LINE = re.compile(r"(?:async\s+)?def\s+\w+")
 """The start of a function's `def` line, up to its name."""

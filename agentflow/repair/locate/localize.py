@@ -13,10 +13,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from agentflow.pysyntax import parsed
 from agentflow.repair.edit.edits import indent_of
 from agentflow.repair.locate.statement import Frame, read_frames, read_statement
 from agentflow.swe.patch import is_test_path
-from agentflow.synth.syntax import parsed
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.errors import SandboxError
+from agentflow.pysyntax import parsed
 from agentflow.repair.locate.localize import RunEvidence, symbols
 from agentflow.repair.locate.statement import read_statement
 from agentflow.sandbox.base import Sandbox, sh_command
@@ -38,7 +39,6 @@ from agentflow.swe.testrun import (
     test_env,
 )
 from agentflow.swe.workspace import EVAL_DIR
-from agentflow.synth.syntax import parsed
 
 TRACE_DIR = f"{EVAL_DIR}/spectrum"
 """Where the tracer, the plugin and their reports live (the git-excluded scratch folder)."""

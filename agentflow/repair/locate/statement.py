@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from agentflow.synth.syntax import parsed
+from agentflow.pysyntax import parsed
 
 StatementKind = Literal["examples", "failing_tests", "prose"]
 

@@ -15,13 +15,13 @@ from pydantic import Field
 from agentflow.events.kinds import RepairLocalize
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.base import ChatModel
+from agentflow.pysyntax import parsed
 from agentflow.repair.edit.steps import ask_helper
 from agentflow.repair.locate.localize import Window, render_window, repo_map, symbols
 from agentflow.repair.nodetypes.nodekit import emit
 from agentflow.repair.nodetypes.runtime import PromptSettings, RepairRuntime, ShowsCodeSettings, setting_of
 from agentflow.repair.nodetypes.state import LocalizedRecord, RepairState
 from agentflow.swe.patch import is_test_path
-from agentflow.synth.syntax import parsed
 
 
 class LocalizeSettings(PromptSettings):

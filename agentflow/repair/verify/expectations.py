@@ -21,8 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from agentflow.pysyntax import parsed
 from agentflow.repair.locate.statement import DOCTEST_LINE
-from agentflow.synth.syntax import parsed
 
 MAX_LITERAL_CHARS = 1000
 """An expected value longer than this is not checked (the prompt shows each example's output cut to size)."""
@@ -123,10 +123,8 @@ def _last_line(source: str) -> str:
 
 
 def _code_key(source: str) -> str:
-    try:
-        return ast.dump(ast.parse(source.strip()))
-    except (SyntaxError, ValueError):
-        return " ".join(source.split())
+    tree = parsed(source.strip())
+    return ast.dump(tree) if tree is not None else " ".join(source.split())
 
 
 def _expectation(output: str, shown: str) -> Expectation | None:

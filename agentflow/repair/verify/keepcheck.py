@@ -16,9 +16,9 @@ import ast
 import re
 from collections.abc import Mapping
 
+from agentflow.pysyntax import parsed
 from agentflow.repair.locate.spectrum import module_of
 from agentflow.swe.patch import is_test_path
-from agentflow.synth.syntax import parsed
 
 MARKER = "AGENTFLOW_CHECK_PASSED"
 """The instrumented script prints it with a check's number after each check that ran without error."""

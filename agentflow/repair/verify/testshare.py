@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.budget import Budget, CallTime
+from agentflow.pysyntax import parsed
 from agentflow.repair.locate.spectrum import module_of
 from agentflow.repair.locate.statement import read_statement
 from agentflow.swe.patch import is_test_path
-from agentflow.synth.syntax import parsed
 
 _FAILED_ID = re.compile(r"^(?:FAILED|ERROR) (\S+::\S+)", re.MULTILINE)
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from agentflow.errors import AgentflowError
 from agentflow.graph.search.workspace import SandboxTurn
+from agentflow.pysyntax import parsed
 from agentflow.repair.config import RepairConfig
 from agentflow.repair.locate.lines import TargetFunction, line_targets, marks_summary, run_line_spectrum
 from agentflow.repair.locate.localize import RunEvidence
@@ -61,7 +62,6 @@ from agentflow.swe.report import InstanceReport
 from agentflow.swe.tasks import SWETask
 from agentflow.swe.testrun import STOPPED_LINE, install_runner, runner_command, stop_env, test_env
 from agentflow.swe.workspace import EVAL_DIR, GIT_FLAGS, seed_workspace
-from agentflow.synth.syntax import parsed
 
 FeedbackMode = Literal["task", "repo", "none"]
 REPRO_PATH = f"{EVAL_DIR}/reproduce_issue.py"
