@@ -7,7 +7,6 @@ from its scratch folder (never in a patch); exit status 0 is a pass.
 from __future__ import annotations
 
 import re
-import shlex
 
 from pydantic import Field
 
@@ -23,9 +22,7 @@ from agentflow.repair.nodetypes.runtime import FinalistSettings, HelperSettings,
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.verify.workbench import Workbench
-from agentflow.sandbox.base import sh_command
 from agentflow.swe.normalize import normalise_output
-from agentflow.swe.testrun import test_env
 from agentflow.swe.workspace import EVAL_DIR
 
 
@@ -43,9 +40,7 @@ async def run_script(bench: Workbench, name: str, script: str, patch: str) -> tu
     await bench.restore(patch)
     path = f"{EVAL_DIR}/generated_{name}.py"  # a prefix no module has: the scratch folder is on the harness's path
     await bench.sandbox.write_file(path, script)
-    cmd = f"{test_env(EVAL_DIR)}{bench.python} {shlex.quote(path)}"
-    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if bench.local else None
-    result = await bench.sandbox.exec(sh_command(cmd), env=env, timeout=min(60.0, bench.cfg.tests.timeout_s))
+    result = await bench.run_script(path)
     return result.ok, f"(exit {result.exit_code})\n{result.output.strip()[-1200:]}"
 
 

@@ -446,21 +446,20 @@ class Workbench:
 
     # ------------------------------------------------------------------------------------- reproduction
 
-    async def _run_script(self, path: str, how: HowToVerify | None = None) -> tuple[bool, str]:
-        """(ran without error, output) of a script of the scratch folder on the current workspace."""
+    async def run_script(self, path: str, how: HowToVerify | None = None) -> ExecResult:
+        """A script of the scratch folder run on the current workspace, in the tests' environment: every script
+        the repair runs (a reproduction, a keep-working check, a model-written test) goes through here."""
         # the repository root on the path, as pytest has it (the script itself lives in the scratch folder)
         script = f"{test_env(EVAL_DIR)}{self.python} {shlex.quote(path)}"
-        result = await self.sandbox.exec(
-            sh_command(script), env=self._test_env(how), timeout=min(60.0, self.cfg.tests.timeout_s)
-        )
-        return result.ok, result.output
+        return await self.sandbox.exec(sh_command(script), env=self._test_env(how),
+                                       timeout=min(60.0, self.cfg.tests.timeout_s))
 
     async def run_repro(self, script: str, how: HowToVerify | None = None) -> tuple[bool, str]:
         """(still failing, output) of the reproduction `script` on the current workspace."""
         # written each time: the workspace may be a new sandbox (a resumed task) or a branch's fork
         await self.sandbox.write_file(REPRO_PATH, script)
-        ok, output = await self._run_script(REPRO_PATH, how)
-        return (not ok), output
+        result = await self.run_script(REPRO_PATH, how)
+        return (not result.ok), result.output
 
     async def install_repro(self, script: str) -> tuple[bool, str]:
         """Try a reproduction script at the base commit: it is kept only if it fails there the way the bug does
@@ -506,12 +505,13 @@ class Workbench:
             return None, f"(not counted: {why})"
         async with self.at(""):
             await self.sandbox.write_file(KEEP_PATH, instrumented(script))
-            _, output = await self._run_script(KEEP_PATH)
+            output = (await self.run_script(KEEP_PATH)).output
             kept = passing_only(script, passed_checks(output))
             if kept is None:
                 return None, f"{output.rstrip()}\n(not counted: none of its checks passes on the unchanged code)"
             await self.sandbox.write_file(KEEP_PATH, kept)
-            ok, output = await self._run_script(KEEP_PATH)
+            result = await self.run_script(KEEP_PATH)
+        ok, output = result.ok, result.output
         if not ok:
             return None, f"{output.rstrip()}\n(not counted: its checks that pass alone fail together)"
         return kept, output
@@ -521,8 +521,7 @@ class Workbench:
         candidates the tests rank equal); the workspace is reset afterwards."""
         async with self.at(patch):
             await self.sandbox.write_file(KEEP_PATH, check)
-            ok, _ = await self._run_script(KEEP_PATH)
-        return ok
+            return (await self.run_script(KEEP_PATH)).ok
 
     async def gather_evidence(self, issue: str, sources: Mapping[str, str], *, test_timeout_s: float,
                               how: HowToVerify = HowToVerify()) -> tuple[RunEvidence, dict[str, Any]]:
