@@ -75,9 +75,9 @@ class RayNode:
                 os.kill(pid, signal.SIGKILL)
         self.proc.wait()
 
-    def busy_tasks(self) -> list[str]:
-        """Names of the Ray tasks running on this node now (worker process titles `ray::<name>`)."""
-        names = []
+    def busy_tasks(self) -> dict[str, int]:
+        """The Ray tasks running on this node now, by name (worker process titles `ray::<name>`): their pids."""
+        busy = {}
         for pid in session_pids(self.proc.pid):
             try:
                 title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
@@ -85,8 +85,8 @@ class RayNode:
                 continue
             if title.startswith("ray::") and title not in ("ray::IDLE", "ray::DashboardAgent",
                                                            "ray::RuntimeEnvAgent") and "RayLedger" not in title:
-                names.append(title.removeprefix("ray::"))
-        return names
+                busy[title.removeprefix("ray::")] = pid
+        return busy
 
 
 class LocalRayCluster:

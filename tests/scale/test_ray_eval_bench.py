@@ -3,8 +3,11 @@ loopback), compared with the in-process executor; faults: a node killed mid-run,
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -120,6 +123,21 @@ def _starts(out: Path) -> dict[str, int]:
     return counts
 
 
+def _frozen_unfinished(pid: int, out: Path, instance_id: str) -> bool:
+    """Stop the worker `pid` (SIGSTOP): True when its task is then still unfinished, so that killing the node
+    loses it; else the worker goes on (SIGCONT). A worker can end its task between being seen busy and the
+    kill; a stopped one cannot, and a result it returned before stopping reaches the run folder within the
+    wait."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(2.0)
+    finished = (out / "instances" / instance_id / "outcome.json").exists()
+    if finished:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    return not finished
+
+
 def test_killing_the_second_node_mid_run_still_completes_every_task_exactly_once(
         ray_cluster: Any, docker_image: str, tmp_path: Path):
     out = tmp_path / "run"
@@ -132,9 +150,11 @@ def test_killing_the_second_node_mid_run_still_completes_every_task_exactly_once
         since: dict[str, float] = {}
         while victim is None and proc.poll() is None and time.monotonic() < deadline:
             # a task busy on the node for a second is past fetching its inputs: its start is in the ledger
-            busy = {n for n in second.busy_tasks() if n.startswith("repair:")}
+            busy = {n: pid for n, pid in second.busy_tasks().items() if n.startswith("repair:")}
             since = {n: since.get(n, time.monotonic()) for n in busy}
-            victim = next((n for n, t in since.items() if time.monotonic() - t > 1.0), None)
+            candidate = next((n for n, t in since.items() if time.monotonic() - t > 1.0), None)
+            if candidate is not None and _frozen_unfinished(busy[candidate], out, candidate.removeprefix("repair:")):
+                victim = candidate
             time.sleep(0.05)
         assert victim is not None, "no task ran on the second node"
         second.kill()
