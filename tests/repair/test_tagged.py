@@ -17,8 +17,16 @@ from agentflow.repair.locate.focus import FocusSchedule
 from agentflow.repair.locate.localize import Window, symbols
 from agentflow.repair.nodetypes.rollout import Approach, SweEditSettings
 from agentflow.repair.nodetypes.trajectory import TrajectorySettings
-from tests.repair.test_rewrite import SOURCE, SOURCES  # the same small class
 
+SOURCE = '''class Stats:
+    def __init__(self):
+        self.hits = 0
+        self.misses = 0
+
+    def hit_rate(self):
+        return self.hits / (self.hits + self.misses)
+'''
+SOURCES = {"pkg/__init__.py": "from .stats import Stats\n__version__ = '1'\n", "pkg/stats.py": SOURCE}
 WINDOW = Window("pkg/stats.py", 6, 7, 5.0, "Stats.hit_rate")
 GUARDED = SOURCE.replace("        return self.hits / (self.hits + self.misses)\n",
                          "        total = self.hits + self.misses\n        return self.hits / total if total else 0.0\n")
