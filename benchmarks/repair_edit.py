@@ -179,7 +179,7 @@ def parse_args() -> argparse.Namespace:
                         help="a fixed subset of N tasks, drawn with --seed (spread over the packages, unlike a slice)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the --limit subset")
     parser.add_argument("--samples", type=int, default=4)
-    parser.add_argument("--format", choices=["rewrite", "search_replace", "tagged"], default=None,
+    parser.add_argument("--format", choices=["rewrite", "search_replace"], default=None,
                         help="the edit format (same as -c edit.format=...; default: the run's, auto resolved)")
     parser.add_argument("--filter", default="")
     parser.add_argument("--answers", default=None,

@@ -153,8 +153,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
             if not row.get("window"):
                 continue  # a run from before candidates recorded their window
             on_gold = in_gold(row["window"], gold)
-            # a tagged answer's noop says how it left the code unchanged after the shared text
-            unchanged = row["status"] == "noop" and (row.get("edit_errors") or [""])[0].startswith(UNCHANGED)
+            unchanged = row["status"] == "noop" and row.get("edit_errors", [])[:1] == [UNCHANGED]
             looked["recorded"] += 1
             looked["on_gold"] += on_gold
             looked["unchanged_on_gold" if on_gold else "unchanged_elsewhere"] += unchanged

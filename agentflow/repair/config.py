@@ -30,7 +30,7 @@ REPAIR_SANDBOX_LIFETIME_S = 4 * 3600.0
 GRADE_MARGIN_S = 600.0
 """Life a task's sandbox keeps past the task's `limits.wall_time_s`: the chosen patch is still verified in it."""
 
-EditFormat = Literal["auto", "rewrite", "search_replace", "tagged", "tools"]
+EditFormat = Literal["auto", "rewrite", "search_replace", "tools"]
 ModelLoader = Callable[[str], ChatModel]
 
 class RepairPrompts(StrictConfig):
@@ -48,9 +48,6 @@ class RepairPrompts(StrictConfig):
     """User message of an attempt with `edit_format: rewrite`: issue, code (other windows), snippet (the
     window to rewrite, no line numbers), symbol, path, lines, file (the rest of its file, see
     `file_context_lines`), feedback, plan, hint, repo_map, above_code (`failure_above_code`)."""
-    tagged: str | None = None
-    """User message of an attempt with `edit_format: tagged`: the variables of `rewrite`, and tagged (the window's
-    lines, each after its line number and `|`)."""
     helper_system: str | None = None
     """System message of the planner, critic, ranking and reproduction steps."""
     plan: str | None = None
@@ -209,9 +206,6 @@ class EditSettings(StrictConfig):
     format: EditFormat = "auto"
     """rewrite: the model rewrites one code window (a short function, or the lines around the suspect), the
     form small models get right most often; search_replace: SEARCH/REPLACE blocks anywhere in the shown code;
-    tagged: the same window shown with each line tagged with its line number, the model naming the lines it
-    replaces and giving their new code (copying the window back is then no answer; not chosen by auto: it awaits
-    measurement against rewrite);
     tools: the model edits the files with the editor tools (view, str_replace, insert) through its API's
     tool calling; auto: tools for models that say they call tools (OpenAI, Anthropic, LiteLLM, a serving
     profile with tool calling), else rewrite."""

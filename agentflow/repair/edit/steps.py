@@ -22,7 +22,6 @@ from agentflow.models.base import ChatModel, declared_tool_calling
 from agentflow.models.templates import Templates
 from agentflow.pysyntax import parsed
 from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts
-from agentflow.repair.edit import tagged
 from agentflow.repair.edit.edits import apply_edit, indent_of, parse_edits
 from agentflow.repair.locate.focus import rotated
 from agentflow.repair.locate.localize import (
@@ -149,12 +148,9 @@ class EditPrompt:
     focus_path: str | None
     """File of the first window shown (the path an answer without one most likely meant)."""
     window: Window | None = None
-    """The window to rewrite (`edit_format: rewrite`), or whose tagged lines to replace (`tagged`)."""
+    """The window to rewrite (`edit_format: rewrite`)."""
     snippet: str = ""
-    """The code the answer must give back whole (`edit_format: rewrite`; with `tagged`, what an answer that
-    gives the window back whole all the same needs room for)."""
-    tagged: bool = False
-    """The window's lines were shown with tags, and the answer names the lines it replaces (`edit_format: tagged`)."""
+    """The code the answer must give back whole (`edit_format: rewrite`)."""
 
     def max_tokens(self, cap: int) -> int:
         """The answer's output cap: `cap`, raised so that the rewrite of the window fits (about 3.5 characters
@@ -381,36 +377,33 @@ def edit_prompt(
     values = {
         "issue": issue, "repo_map": repo_map(sources), "feedback": fb, "hint": hint, "code": "", "path": "",
         "plan": PROMPTS.render("part_plan.j2", plan=plan.strip()) if plan.strip() else "", "snippet": "", "symbol": "", "lines": "",
-        "file": "", "opening": "", "marks": "", "tagged": "",
+        "file": "", "opening": "", "marks": "",
         "above_code": failure_above_code(issue) if cfg.failure_above_code else "",
     }
-    template = cfg.edit_format if cfg.edit_format in ("rewrite", "tagged", "tools") else "edit"
+    template = cfg.edit_format if cfg.edit_format in ("rewrite", "tools") else "edit"
     base_len = len(render(cfg, "system", values)) + len(render(cfg, template, values))
     if windows is None:
         windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer, evidence=evidence)
     windows = list(windows)
     target = windows[0] if windows else None
-    one_window = cfg.edit_format in ("rewrite", "tagged")  # the first window is the one edited, the others context
-    if one_window and target is not None:
+    if cfg.edit_format == "rewrite" and target is not None:
         values |= rewrite_values(cfg, sources, target)
-        if cfg.edit_format == "tagged":
-            values["tagged"] = tagged.tagged_lines(values["snippet"], target.start)
         windows = windows[1:]
-        base_len += len(values["tagged"] or values["snippet"]) + len(values["file"])
-    if one_window:
+        base_len += len(values["snippet"]) + len(values["file"])
+    if cfg.edit_format == "rewrite":
         windows = windows[: cfg.context_windows]
     marks = evidence.marks if evidence is not None else {}
-    if one_window and target is not None:
+    if cfg.edit_format == "rewrite" and target is not None:
         values["marks"] = rewrite_marks(sources, target, marks.get(target.path, ()))
     values["code"] = render_windows(sources, windows, cfg.max_prompt_chars - base_len, at_least_one=target is None,
                                     marks=marks)
-    if one_window and values["code"]:
+    if cfg.edit_format == "rewrite" and values["code"]:
         values["code"] = "Other code that may matter (for reference, line numbers are not part of it):\n" + values["code"]
     path = target.path if target else None
     values["path"] = path or "path/to/file.py"
     return EditPrompt(
         render(cfg, "system", values), render(cfg, template, values), path,
-        target if one_window else None, values["snippet"], tagged=cfg.edit_format == "tagged" and target is not None,
+        target if cfg.edit_format == "rewrite" else None, values["snippet"],
     )
 
 
@@ -543,47 +536,11 @@ def _replace_lines(block: str, imports: list[str], sources: Mapping[str, str], t
     if [line.strip() for line in new if line.strip()] == original_code:
         return ReadEdits("noop", errors=[UNCHANGED])
     content = _add_imports("\n".join(old_lines[: target.start - 1] + new + old_lines[target.end :]), imports)
-    if (problem := _parse_problem(content)) is not None:
-        return ReadEdits("apply_error", errors=[problem])
-    return ReadEdits("ok", {target.path: content})
-
-
-def read_tagged(text: str, sources: Mapping[str, str], window: Window) -> ReadEdits:
-    """The window's file with the lines an answer names replaced by its new code (`edit_format: tagged`,
-    `tagged.read_replacements`), applied bottom-up, each re-indented like the lines it replaces. An answer that
-    names no line, or gives the named lines back as they were, is a noop; one that gives the window back whole
-    instead (in a block of its own, or under a line it names) is read as a rewrite (`read_rewrite`)."""
-    shown = _lines(sources, window)
-    try:
-        replacements, unnamed = tagged.read_replacements(CONTEXT_MARKER.sub("", text))
-    except ValueError as exc:
-        return ReadEdits("unparsable", errors=[str(exc)])
-    under_lines = any(tagged.gives_back(r.lines, shown, range(r.first - window.start, r.last - window.start + 1))
-                      for r in replacements)
-    # a block naming no line is the window rewritten when it holds half of it (a rewrite changes some lines)
-    alone = not replacements and any(tagged.gives_back(block, shown, share=0.5) for block in unnamed)
-    if under_lines or alone:
-        return read_rewrite(text, sources, window)
-    if not replacements:
-        return ReadEdits("noop", errors=[f"{UNCHANGED} (the answer names no line to replace)"])
-    try:
-        content = tagged.changed_lines(sources[window.path], window.start, window.end, replacements)
-    except ValueError as exc:
-        return ReadEdits("apply_error", errors=[str(exc)])
-    if content == sources[window.path]:
-        return ReadEdits("noop", errors=[f"{UNCHANGED} (the named lines' new code is their old code)"])
-    if (problem := _parse_problem(content)) is not None:
-        return ReadEdits("apply_error", errors=[problem])
-    return ReadEdits("ok", {window.path: content})
-
-
-def _parse_problem(content: str) -> str | None:
-    """Why a changed file no longer parses (the error an answer whose code breaks it gets), or None."""
     try:
         ast.parse(content)
     except SyntaxError as exc:
-        return f"the rewritten code does not parse: {exc.msg} (line {exc.lineno})"
-    return None
+        return ReadEdits("apply_error", errors=[f"the rewritten code does not parse: {exc.msg} (line {exc.lineno})"])
+    return ReadEdits("ok", {target.path: content})
 
 
 def _keep_decorators_and_docstring(block: str, original: list[str]) -> str:
@@ -777,13 +734,11 @@ def read_edits(text: str, sources: Mapping[str, str], default_path: str | None, 
 
 
 def read_answer(text: str, finish: str, prompt: EditPrompt, sources: Mapping[str, str]) -> ReadEdits:
-    """What an edit answer to `prompt` does to `sources`: the rewrite of the prompt's window, or the replacement
-    of the window's lines it names (`prompt.tagged`), else its SEARCH/REPLACE blocks (`finish`: the answer's
-    finish reason; one cut at `length` may end mid-block). Blocks are read as such whatever form was asked for:
-    a try in the other form (`rollout.NOOP_ESCALATION`) may be answered in the form of the tries before it."""
+    """What an edit answer to `prompt` does to `sources`: the rewrite of the prompt's window, else its
+    SEARCH/REPLACE blocks (`finish`: the answer's finish reason; one cut at `length` may end mid-block). Blocks
+    are read as such whatever form was asked for: a try in the other form (`rollout.NOOP_ESCALATION`) may be
+    answered in the form of the tries before it."""
     if prompt.window is not None and not parse_edits(text).blocks:
-        if prompt.tagged:
-            return read_tagged(text, sources, prompt.window)
         return read_rewrite(text, sources, prompt.window)
     return read_edits(text, sources, prompt.focus_path, complete=finish != "length")
 

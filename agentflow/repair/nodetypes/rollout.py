@@ -267,10 +267,9 @@ async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, so
 NOOP_ESCALATION = ("format", "failure", "suspect")
 """What a branch's next try changes after an answer that changed nothing (drawing the same prompt again mostly
 gives the same answer back), one change per such answer, in this order, each kept for the tries after it: the
-other edit format (rewrite <-> SEARCH/REPLACE; tagged lines -> rewrite), then the failure the bug causes shown
-(`steps.failure_report`), then the next suspect (again for each further noop). A change that cannot be made is
-passed over."""
-OTHER_FORMAT = {"rewrite": "search_replace", "search_replace": "rewrite", "tagged": "rewrite"}
+other edit format (rewrite <-> SEARCH/REPLACE), then the failure the bug causes shown (`steps.failure_report`),
+then the next suspect (again for each further noop). A change that cannot be made is passed over."""
+OTHER_FORMAT = {"rewrite": "search_replace", "search_replace": "rewrite"}
 
 
 @dataclass
@@ -316,8 +315,7 @@ class Approach:
         first = self.order[0] if self.order else None
         symbol = f"`{first.symbol}` from {first.path}" if first is not None and first.symbol else "other code"
         return status + " " + PROMPTS.render("part_retry.j2", change=change or "", symbol=symbol,
-                                             window=self.cfg.edit_format == "rewrite",
-                                             tagged=self.cfg.edit_format == "tagged", failure=self.failure)
+                                             window=self.cfg.edit_format == "rewrite", failure=self.failure)
 
 
 async def _task_solved(ctx: NodeContext[RepairRuntime], state: RepairState) -> bool:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from agentflow.budget import BudgetExceeded, BudgetKind
-from agentflow.errors import ConfigError, ModelError
+from agentflow.errors import ModelError
 from agentflow.events.kinds import RepairStatus, RepairTrajectories, RepairTrajectoryTurn
 from agentflow.graph.run.context import NodeContext
 from agentflow.models.ask import Conversation, code_blocks
-from agentflow.repair.config import EditFormat
 from agentflow.repair.edit.steps import (
     DEF_LINE,
     PROMPTS,
@@ -54,16 +53,6 @@ class TrajectorySettings(EditFormatSettings, ShowsCodeSettings, HelperSettings):
     """Model turns of one trajectory, each followed by a run of its test script (codemonkeys' serial compute)."""
     temperature: float = run_default("temperature")
 
-    @field_validator("edit_format")
-    @classmethod
-    def _known_form(cls, value: EditFormat) -> EditFormat:
-        if value == "tagged":
-            raise ValueError(TAGGED_REFUSED)
-        return value
-
-
-TAGGED_REFUSED = "swe.trajectory has no tagged edit form: use edit_format rewrite or search_replace"
-"""A trajectory's turns revise a whole rewrite or SEARCH/REPLACE blocks; line tags would change under each turn."""
 
 _DONE = re.compile(r"^\s*DONE\b", re.IGNORECASE | re.MULTILINE)
 
@@ -194,8 +183,6 @@ async def trajectory_node(state: RepairState, ctx: NodeContext[RepairRuntime], s
     recorded as candidate `t<number + 1>`."""
     rt = ctx.deps
     cfg = settings.for_coder(rt.cfg)
-    if cfg.edit_format == "tagged":  # the run's `edit.format`, which `auto` takes unvalidated
-        raise ConfigError(TAGGED_REFUSED)
     bench = bench_of(rt, ctx)
     number = max(branch_of(ctx)[1], 0)
     sources = await sources_at(rt, bench, "")
