@@ -118,7 +118,7 @@ def test_ids_renamed_between_runs_are_not_failing_tests() -> None:
     assert gone is None and ctx.report.dropped == {"failing tests did not run": 1}
 
 
-def test_outside_python_is_parsed_in_one_place() -> None:
+def test_synth_parses_only_through_pysyntax() -> None:
     """`parsed`: a tree, or None for text that is not Python (a syntax error, a null byte, nesting too deep);
     `compiles` also refuses what only the compiler rejects. No synth module parses on its own."""
     assert isinstance(parsed("x = 1\n"), ast.Module)

@@ -548,10 +548,10 @@ def _keep_decorators_and_docstring(block: str, original: list[str]) -> str:
     answer left them out: models drop them; a dropped `@property` breaks every caller, and a patch that deletes
     the docstring is another patch than the same fix keeping it (the vote counts them apart)."""
     old_text = textwrap.dedent("\n".join(original))
-    try:
-        new, old = ast.parse(block).body, ast.parse(old_text).body
-    except SyntaxError:
+    new_tree, old_tree = parsed(block), parsed(old_text)
+    if new_tree is None or old_tree is None:
         return block
+    new, old = new_tree.body, old_tree.body
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     if len(new) != 1 or not isinstance(new[0], functions) or not old or not isinstance(old[-1], functions):
         return block
