@@ -205,6 +205,10 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
     assert prompt.window is not None and prompt.window.symbol == "dump"
     assert "What else m.py defines (its code is not shown):\n- imports: re\n" in text
     assert text.count("```python\n") == 1  # one code block: the window to rewrite
+    unlisted = cfg.model_copy(update={"file_context_lines": 20, "file_outline": False})
+    assert "What else m.py defines" not in edit_prompt(unlisted, long_sources, "dump gives the wrong value", "",
+                                                       focus=0).user
+    assert "The rest of pkg/stats.py:" in edit_prompt(unlisted, SOURCES, "hit_rate fails", "", focus=0).user
 
 
 def test_a_rewrite_of_a_long_window_may_answer_past_max_tokens_to_give_it_back_whole():

@@ -89,6 +89,7 @@ class EditPromptSettings(CodeViewSettings, Protocol):
     edit_format: EditFormat
     context_windows: int
     file_context_lines: int
+    file_outline: bool
 
 
 class EditAskSettings(EditPromptSettings, Protocol):
@@ -336,7 +337,8 @@ def rewrite_values(cfg: EditPromptSettings, sources: Mapping[str, str], target: 
     values["opening"] = PROMPTS.render("part_opening.j2", line=opening.group(1)) if opening else ""
     limit = cfg.file_context_lines
     rest = file_context(sources[target.path], target, max_lines=limit) if limit else ""
-    outline = file_outline(sources[target.path], target, max_items=limit) if limit and not rest else ""
+    listed = limit and not rest and cfg.file_outline
+    outline = file_outline(sources[target.path], target, max_items=limit) if listed else ""
     if rest.strip():
         values["file"] = PROMPTS.render("part_rest_of_file.j2", path=target.path, rest=rest)
     elif outline:  # a list, not code: an outline in a code block was copied instead of the rewrite
