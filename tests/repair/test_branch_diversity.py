@@ -70,17 +70,23 @@ def test_concurrent_branches_edit_distinct_functions_first(tmp_path: Path) -> No
     assert {fns[0] for fns in edited.values()} == {c["window"] for c in firsts.values()} <= set(suspects)
 
 
-def test_a_branch_that_gets_unchanged_code_asks_another_way_each_time(tmp_path: Path) -> None:
-    """One chain, rewrite first. The model gives the suspect back unchanged; the next prompt asks for
-    SEARCH/REPLACE blocks, told `noop: the code came back unchanged`; its block changes nothing; the next
-    shows the statement's traceback as the failure; again nothing; the next shows another suspect first, and
-    the fix comes. Each try is a sample: four, three of them noops, each saying what its prompt changed."""
+def task_with_traceback(tmp_path: Path) -> Path:
+    """A tasks file of inikit-1 (a copy of its repository) whose statement shows a script's traceback."""
     repo = tmp_path / "repos" / "inikit"
     shutil.copytree(REPO, repo)
     task = next(row for row in read_jsonl(TASKS_FILE) if row["instance_id"] == "inikit__inikit-1")
     task["problem_statement"] += f"\n\nA script shows it:\n```\n{TRACEBACK}\n```\n"
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(task) + "\n")
+    return tasks
+
+
+def test_a_branch_that_gets_unchanged_code_asks_another_way_each_time(tmp_path: Path) -> None:
+    """One chain, rewrite first. The model gives the suspect back unchanged; the next prompt asks for
+    SEARCH/REPLACE blocks, told `noop: the code came back unchanged`; its block changes nothing; the next
+    shows the statement's traceback as the failure; again nothing; the next shows another suspect first, and
+    the fix comes. Each try is a sample: four, three of them noops, each saying what its prompt changed."""
+    tasks = task_with_traceback(tmp_path)
     out = repair(tmp_path, "changes_nothing_until_shown_another_suspect", "-c", "edit.format=rewrite",
                  "-c", "search.concurrency=1", tasks=tasks)
     events = read_jsonl(out / "events.jsonl")
@@ -121,3 +127,20 @@ def test_the_failure_report_is_the_traced_runs_traceback_else_the_statements() -
     pytest_report = "test_x.py:12: in test_x\nE   assert 'a' == 'a=b'\nE     - a=b\nwords"
     assert failure_report(pytest_report, "") == "test_x.py:12: in test_x\nE   assert 'a' == 'a=b'\nE     - a=b"
     assert failure_report("no failure here", "") == ""
+
+
+def test_the_order_of_the_changes_after_a_noop_is_a_setting(tmp_path: Path) -> None:
+    """`noop_escalation=[failure,suspect]`: the format stays rewrite; the failure first, then another suspect for
+    each further noop (the last step again)."""
+    out = repair(tmp_path, "changes_nothing_until_shown_another_suspect", "-c", "edit.format=rewrite",
+                 "-c", "search.concurrency=1", "-c", "noop_escalation=[failure,suspect]",
+                 tasks=task_with_traceback(tmp_path))
+    events = read_jsonl(out / "events.jsonl")
+    prompts = [e["data"]["messages"][-1]["content"] for e in events if e["kind"] == "model.call"]
+    assert not any("<<<<<<< SEARCH" in p for p in prompts)
+    assert "The failure the bug causes:\n```\n" + TRACEBACK in prompts[1] and "is shown this time" not in prompts[1]
+    assert "is shown this time" in prompts[2]
+    cands = read_jsonl(out / "instances" / "inikit__inikit-1" / "candidates.jsonl")
+    assert [c["approach"] for c in cands] == [[], ["failure"], ["failure", "suspect"],
+                                              ["failure", "suspect", "suspect"]]
+    assert len({c["window"] for c in cands[1:]}) == 3  # each noop after the failure: another suspect

@@ -133,6 +133,17 @@ def test_check_only_runs_the_preflight(docker_image: str, tmp_path: Path, capsys
     assert any("`python` runs python3" in f for f in found["fixed"])  # the image has only python3
 
 
+def test_check_names_a_bad_node_setting_before_any_sandbox(tmp_path: Path, capsys):
+    """`--check` validates what the run would: a node setting no value of which is allowed is a usage error
+    (exit 2, one line naming the setting and the allowed values), before a sandbox is opened."""
+    repo = make_repo(tmp_path / "pager-repo")
+    assert run(["repair", str(repo), "--check", "--sandbox", "docker", "-c", "sandbox.image=no-such-image:0",
+                "-c", "noop_escalation=[format,sideways]"]) == 2
+    err = capsys.readouterr().err
+    assert "settings.noop_escalation.1: Input should be 'format', 'failure' or 'suspect'" in err
+    assert "Traceback" not in err and "no-such-image" not in err
+
+
 def test_src_layout_suite_runs_in_blind_verification(docker_image: str, tmp_path: Path, capsys):
     """No --test-cmd: blind verification's `python3 -m pytest` imports a src-layout package."""
     repo = make_repo(tmp_path / "srcpager", src=True)

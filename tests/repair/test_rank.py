@@ -65,6 +65,25 @@ def test_picks_follow_the_best_scored_suspects_and_the_heuristic_fills_the_rest(
         assert prompt.window is not None and prompt.window.symbol == second  # the second suspect's turn
 
 
+def test_the_most_suspect_function_keeps_a_place_the_ranking_would_take():
+    from agentflow.repair.locate.localize import RunEvidence
+
+    # the runs implicate to_int alone; words put it last, and the ranking names two others
+    evidence = RunEvidence(suspicion={("pkg/values.py", "to_int"): 0.9, ("pkg/config.py", "lookup"): 0.4})
+    picks = [("pkg/values.py", "to_bool"), ("pkg/config.py", "getbool")]
+    ranked = [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3, prefer=picks, keep=1, evidence=evidence)]
+    traced = [w.symbol for w in rank_windows(SOURCES, ISSUE, limit=3, prefer=picks, keep=1, evidence=evidence,
+                                             keep_traced=True)]
+    assert "to_int" not in ranked and ranked[1:] == ["to_bool", "getbool"]
+    assert traced[1] == "to_int" and traced[2] == "to_bool"  # after the kept one, before the picks
+    # already kept, or no suspiciousness: the same windows as without it
+    assert rank_windows(SOURCES, ISSUE, limit=3, prefer=picks, keep=1, keep_traced=True) == rank_windows(
+        SOURCES, ISSUE, limit=3, prefer=picks, keep=1)
+    settings = SweEditSettings(edit_format="rewrite", rank_keep=1, rank_keep_traced=True)
+    prompt = edit_prompt(settings, SOURCES, ISSUE, "", focus=1, prefer=picks, evidence=evidence)
+    assert prompt.window is not None and prompt.window.symbol == "to_int"
+
+
 def test_a_repository_with_one_candidate_asks_nothing(tmp_path: Path):
     cfg = RankSettings()
     model = scripted(tmp_path, "1")

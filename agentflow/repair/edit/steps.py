@@ -70,6 +70,7 @@ class CodeViewSettings(PromptSource, Protocol):
     windows: int
     window_lines: int
     rank_keep: int
+    rank_keep_traced: bool
     max_prompt_chars: int
 
 
@@ -292,7 +293,7 @@ def suspects(cfg: CodeViewSettings, sources: Mapping[str, str], issue: str, feed
     ranking, see `rank_suspects`) follows the `rank_keep` best-scored windows; `evidence`: what the issue's
     examples and the tests ran (`agentflow.repair.locate.spectrum`)."""
     windows = rank_windows(sources, issue, feedback, max_lines=cfg.window_lines, limit=cfg.windows, prefer=prefer,
-                           evidence=evidence, keep=cfg.rank_keep)
+                           evidence=evidence, keep=cfg.rank_keep, keep_traced=cfg.rank_keep_traced)
     # when tracebacks point into code, windows without a frame mostly distract a small model; but the best of
     # them stays (a function the failing one calls, where the fault often is: `last` fails, `tail` is wrong)
     framed = [w for w in windows if w.frame]

@@ -317,9 +317,11 @@ def repo_map(sources: Mapping[str, str], limit_chars: int = 1500) -> str:
 def rank_windows(
     sources: Mapping[str, str], issue: str, failure_output: str = "", *, max_lines: int = 40, limit: int = 3,
     prefer: Sequence[tuple[str, str]] = (), evidence: RunEvidence | None = None, keep: int = 0,
+    keep_traced: bool = False,
 ) -> list[Window]:
-    """The best `limit` code windows for an edit, best first: the `keep` best-scored, then the (path, qualified
-    name) pairs `prefer` lists (a model's ranking) in that order, then the others by score. `evidence` (what the
+    """The best `limit` code windows for an edit, best first: the `keep` best-scored (with `keep_traced`, and
+    the best-scored of the most suspect functions by `evidence.suspicion`), then the (path, qualified name)
+    pairs `prefer` lists (a model's ranking) in that order, then the others by score. `evidence` (what the
     issue's examples and the tests ran) reweighs the scores."""
     evidence = evidence or RunEvidence()
     terms = issue_terms(issue)
@@ -363,9 +365,14 @@ def rank_windows(
     scored = _weigh_by_runs(_pass_to_callees(scored, sources), evidence)
     scored.sort(key=lambda item: (-item[0], item[1].end - item[1].start, item[1].path, item[1].start))
     if prefer and scored:  # the heuristic's best keep their places (`rank_keep`)
+        kept = scored[:keep]
+        traced = _most_suspect(scored, evidence) if keep_traced else None
+        if traced is not None and traced not in kept:
+            kept.append(traced)
         order = {key: i for i, key in enumerate(prefer)}
-        rest = sorted(scored[keep:], key=lambda item: order.get((item[1].path, item[1].qualname), len(order)))  # stable
-        scored = [*scored[:keep], *rest]
+        rest = sorted((item for item in scored if item not in kept),
+                      key=lambda item: order.get((item[1].path, item[1].qualname), len(order)))  # stable
+        scored = [*kept, *rest]
     windows: list[Window] = []
     for score, sym, focus in scored:
         if len(windows) >= limit:
@@ -381,6 +388,16 @@ def rank_windows(
         path = min(code_files)
         windows.append(Window(path, 1, min(max_lines, len(sources[path].split("\n"))), 0.0))
     return windows
+
+
+def _most_suspect(
+    scored: list[tuple[float, _Symbol, int | None]], evidence: RunEvidence
+) -> tuple[float, _Symbol, int | None] | None:
+    """The best-scored of the functions the runs' suspiciousness puts highest (None without any above 0)."""
+    top = max(evidence.suspicion.values(), default=0.0)
+    if top <= 0:
+        return None
+    return next((item for item in scored if evidence.suspicion.get((item[1].path, item[1].qualname)) == top), None)
 
 
 def _weigh_by_runs(

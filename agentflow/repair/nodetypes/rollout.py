@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import Field
 
@@ -91,6 +92,15 @@ class SplitEditsSettings(NodeSettings):
     """Edits with more changes than this are not split (a rewrite, not a fix with a slip beside it)."""
 
 
+EscalationStep = Literal["format", "failure", "suspect"]
+NOOP_ESCALATION: tuple[EscalationStep, ...] = ("format", "failure", "suspect")
+"""What a branch's next try changes after an answer that changed nothing (drawing the same prompt again mostly
+gives the same answer back), one change per such answer, in this order, each kept for the tries after it: the
+other edit format (rewrite <-> SEARCH/REPLACE), then the failure the bug causes shown (`steps.failure_report`),
+then the next suspect (again for each further noop). A change that cannot be made is passed over. The default
+of the `noop_escalation` setting."""
+
+
 class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, SplitEditsSettings):
     """Settings of the swe.edit node type."""
 
@@ -101,7 +111,10 @@ class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, Spl
     """edit_format tools: model calls of one edit (viewing and editing files, then a last answer)."""
     noop_retries: int = Field(default=3, ge=0, le=20)
     """Extra samples when an answer changes nothing or cannot be read (those are not candidates), each told what
-    the one before did; after one that changed nothing the next asks another way (`NOOP_ESCALATION`)."""
+    the one before did; after one that changed nothing the next asks another way (`noop_escalation`)."""
+    noop_escalation: tuple[EscalationStep, ...] = Field(default=NOOP_ESCALATION, min_length=1)
+    """The changes after answers that changed nothing, in order, each made once and the last again for each
+    further one (`NOOP_ESCALATION`: format, failure, suspect)."""
     stop_on_success: bool = run_default("stop_on_success")
     failure_above_code: bool = False
     """The statement's assertion or exception output (a failing-test report's `E` lines) is shown again
@@ -264,11 +277,6 @@ async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, so
     return text, finish, ReadEdits("ok", changed)
 
 
-NOOP_ESCALATION = ("format", "failure", "suspect")
-"""What a branch's next try changes after an answer that changed nothing (drawing the same prompt again mostly
-gives the same answer back), one change per such answer, in this order, each kept for the tries after it: the
-other edit format (rewrite <-> SEARCH/REPLACE), then the failure the bug causes shown (`steps.failure_report`),
-then the next suspect (again for each further noop). A change that cannot be made is passed over."""
 OTHER_FORMAT = {"rewrite": "search_replace", "search_replace": "rewrite"}
 
 
@@ -284,8 +292,8 @@ class Approach:
     looked_at: set[str] = field(default_factory=set)
     """The suspects (`window_key`) tries of this draw looked at first."""
 
-    def change(self, step: str, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> bool:
-        """Make change `step` of `NOOP_ESCALATION`; False when it cannot be made."""
+    def change(self, step: EscalationStep, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> bool:
+        """Make change `step` of `noop_escalation`; False when it cannot be made."""
         if step == "format":
             other = OTHER_FORMAT.get(self.cfg.edit_format)
             if other is None or (other == "rewrite" and not self.order):
@@ -304,8 +312,9 @@ class Approach:
         return True
 
     def after_noop(self, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> str | None:
-        """The next change of `NOOP_ESCALATION` that can be made (its last again once all were), made; or None."""
-        steps = [step for step in NOOP_ESCALATION[:-1] if step not in self.changes] + [NOOP_ESCALATION[-1]]
+        """The next change of `noop_escalation` that can be made (its last again once all were), made; or None."""
+        order = self.cfg.noop_escalation
+        steps = [step for step in order[:-1] if step not in self.changes] + [order[-1]]
         return next((step for step in steps if self.change(step, failure, schedule, windows, sibling)), None)
 
     def hint(self, read: ReadEdits, change: str | None) -> str:

@@ -69,6 +69,9 @@ class ShowsCodeSettings(PromptSettings):
     """The heuristic's best this many suspects keep their places; the functions the ranking call names follow
     them, in its order (with the spectrum's evidence the heuristic's second suspect is more often right than a
     small model's first pick: `benchmarks/localize_real.py --ranked RUN`)."""
+    rank_keep_traced: bool = False
+    """With a ranking and the runs' suspiciousness, the heuristic's best of the most suspect functions keeps a
+    place after the `rank_keep` ones too: the ranking reorders what the runs implicate but does not drop it."""
 
 
 class EditFormatSettings(NodeSettings):

@@ -335,9 +335,11 @@ async def preflight(bench: Workbench, events: EventLog) -> Preflight | None:
 
 
 async def check_task(task: SWETask, cfg: RepairConfig) -> Preflight:
-    """`agentflow repair --check`: only the pre-flight, in a fresh sandbox (no model is loaded)."""
+    """`agentflow repair --check`: the workflow and its node settings validated (a ConfigError names the first
+    bad one), then only the pre-flight, in a fresh sandbox (no model is loaded)."""
     from agentflow.sandbox import open_sandbox
 
+    load_repair_workflow(cfg)
     async with open_sandbox(cfg.backend, task_sandbox_config(cfg)) as sandbox:
         bench = Workbench(sandbox, task, with_setting(cfg, "tests.feedback", "repo"), _python_for(sandbox))
         await bench.setup()
