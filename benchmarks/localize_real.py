@@ -8,6 +8,7 @@ Each task is ranked twice: from words and failure output alone (`hit`, `first`),
 With `--ranked RUN_DIR` each task is also ranked with the model's ranking that repair run recorded
 (`ranked` in its outcome.json), as the search then ranks (`ranked_hit`, `ranked_first`; `-c rank_keep=N`
 to try another setting without a model); a task without a recorded ranking ranks as the spectrum does.
+`ranked_pinned_hit`: the same with `rank_keep_traced` on (the most suspect function keeps a place).
 
 With `--lines` each task also gets the line spectrum of the `swe.spectrum` node's `line_marks` run
 (`Workbench.line_evidence`, the 3 most suspect functions): `line_marked` (tasks with a marked line),
@@ -127,12 +128,16 @@ async def one(task, row: dict, tasks_file: Path, cfg, prefer: list[tuple[str, st
     ranked = [f"{w.path}:{w.symbol}" for w in suspects(view, sources, issue, base.output, focus=0, evidence=evidence,
                                                        prefer=prefer)]  # no recorded ranking: the spectrum's
     traced = [f"{w.path}:{w.symbol}" for w in suspects(view, sources, issue, base.output, focus=0, evidence=evidence)]
+    pinned = view.model_copy(update={"rank_keep_traced": True})
+    ranked_pinned = [f"{w.path}:{w.symbol}" for w in suspects(pinned, sources, issue, base.output, focus=0,
+                                                              evidence=evidence, prefer=prefer)]
     return {"gold": sorted(gold), "suspects": shown, "hit": any(in_gold(s, gold) for s in shown),
             "first": bool(shown) and in_gold(shown[0], gold),
             "spectrum_suspects": traced, "spectrum_hit": any(in_gold(s, gold) for s in traced),
             "spectrum_first": bool(traced) and in_gold(traced[0], gold),
             "ranked_suspects": ranked, "ranked_hit": any(in_gold(s, gold) for s in ranked),
             "ranked_first": bool(ranked) and in_gold(ranked[0], gold),
+            "ranked_pinned_suspects": ranked_pinned, "ranked_pinned_hit": any(in_gold(s, gold) for s in ranked_pinned),
             "frames": bool(traceback_frames(base.output, set(sources))), "examples_ran": bool(summary["executed"]),
             "tests": summary["tests"], "problems": summary["problems"],
             "suspicion_rank": suspicion_rank(summary["suspicion"], gold),
@@ -166,6 +171,7 @@ async def main(args: argparse.Namespace) -> dict:
             "spectrum_first": round(sum(t["spectrum_first"] for t in per_task.values()) / n, 3),
             "ranked_hit": round(sum(t["ranked_hit"] for t in per_task.values()) / n, 3),
             "ranked_first": round(sum(t["ranked_first"] for t in per_task.values()) / n, 3),
+            "ranked_pinned_hit": round(sum(t["ranked_pinned_hit"] for t in per_task.values()) / n, 3),
             "examples_ran": sum(t["examples_ran"] for t in per_task.values()),
             "with_frames": sum(t["frames"] for t in per_task.values()),
             **({key: sum(t[key] for t in per_task.values()) for key in
