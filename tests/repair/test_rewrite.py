@@ -177,7 +177,7 @@ def test_samples_rotate_over_the_suspects_unless_a_traceback_points_into_the_cod
     assert [ws[0] for ws in with_frame] == ["parse", "load", "parse", "parse"]  # the frame first most often
 
 
-def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
+def test_the_rewrite_prompt_shows_the_rest_of_a_short_file_and_lists_a_long_one_when_asked():
     from agentflow.repair.locate.localize import file_context, file_outline
 
     cfg = edit_settings(["edit.format=rewrite"])
@@ -199,13 +199,13 @@ def test_the_rewrite_prompt_shows_the_rest_of_the_file_whole_or_in_outline():
         "- imports: re", "- module-level names: LIMIT", "- class ParseError(ValueError): methods where",
         "- function parse(text, *, strict=False)"]
     long_sources = {"m.py": source}
-    prompt = edit_prompt(cfg.model_copy(update={"file_context_lines": 20}), long_sources, "dump gives the wrong value", "",
-                         focus=0)
+    listed = cfg.model_copy(update={"file_context_lines": 20, "file_outline": True})
+    prompt = edit_prompt(listed, long_sources, "dump gives the wrong value", "", focus=0)
     text = prompt.user
     assert prompt.window is not None and prompt.window.symbol == "dump"
     assert "What else m.py defines (its code is not shown):\n- imports: re\n" in text
     assert text.count("```python\n") == 1  # one code block: the window to rewrite
-    unlisted = cfg.model_copy(update={"file_context_lines": 20, "file_outline": False})
+    unlisted = cfg.model_copy(update={"file_context_lines": 20})  # the default: no list
     assert "What else m.py defines" not in edit_prompt(unlisted, long_sources, "dump gives the wrong value", "",
                                                        focus=0).user
     assert "The rest of pkg/stats.py:" in edit_prompt(unlisted, SOURCES, "hit_rate fails", "", focus=0).user

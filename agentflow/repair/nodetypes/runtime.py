@@ -84,9 +84,10 @@ class EditFormatSettings(NodeSettings):
     """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
     lines, else as a list of what it defines (imports, module names, classes and methods, functions; at most
     this many items, unless `file_outline` is off); 0 shows none of it."""
-    file_outline: bool = True
-    """edit_format rewrite: a file longer than `file_context_lines` is listed (what it defines); off, only a short
-    file's rest is shown."""
+    file_outline: bool = False
+    """edit_format rewrite: a file longer than `file_context_lines` is listed (what it defines). Off by default:
+    the first edits of packages with long files were right more often without the list (the short file's rest,
+    the names a fix uses, stays; `docs/measurements/edit-probe.md`)."""
 
     def for_coder(self, run: RepairConfig) -> Self:
         """These settings with `edit_format: auto` as resolved for the task's coder (`steps.edit_format_for`)."""
