@@ -82,8 +82,8 @@ class EditFormatSettings(NodeSettings):
     """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
     file_context_lines: int = Field(default=80, ge=0)
     """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
-    lines, else as a list of what it defines (imports, module names, classes and methods, functions; at most
-    this many items, unless `file_outline` is off); 0 shows none of it."""
+    lines, else (with `file_outline`) as a list of what it defines (imports, module names, classes and methods,
+    functions; at most this many items); 0 shows none of it."""
     file_outline: bool = False
     """edit_format rewrite: a file longer than `file_context_lines` is listed (what it defines). Off by default:
     the first edits of packages with long files were right more often without the list (the short file's rest,
