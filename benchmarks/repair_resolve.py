@@ -182,10 +182,22 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     }
 
 
-def seeded_subset(ids: list[str], limit: int | None, seed: int) -> list[str]:
+def seeded_subset(ids: list[str], limit: int | None, seed: int, part: int = 1) -> list[str]:
     """`--limit N --seed S`: N of the task ids drawn with seed S (spread over the packages, unlike a slice),
-    sorted; [] (every task) without a limit or when it covers them all."""
-    return sorted(random.Random(seed).sample(ids, limit)) if limit and limit < len(ids) else []
+    sorted; [] (every task) without a limit or when it covers them all. `--part K` draws the K-th of disjoint
+    subsets: each part is drawn the same way from the ids the earlier parts left, so parts 1..ceil(len/N) of
+    one seed cover every task once (part 1 is the plain `--limit` subset) and a set too slow for one sitting
+    can be measured in pieces."""
+    left = list(ids)
+    for k in range(1, part + 1):
+        if not left:
+            raise SystemExit(f"--part {part}: the parts before it cover all {len(ids)} tasks; use a lower --part")
+        whole = not limit or limit >= len(left)
+        drawn = left if whole else random.Random(seed).sample(left, limit)
+        if k == part:
+            return [] if whole and k == 1 else sorted(drawn)
+        left = [i for i in left if i not in drawn]
+    return []
 
 
 def package_of(instance_id: str) -> str:
@@ -414,7 +426,7 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "statuses": fig["statuses"], "limits": fig["limits"], "chosen_by": fig["chosen_by"],
                           "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
                           "after_noop": went["after_noop"], "localization": went["localization"], "edit_hit": went["edit_hit"],
-                          **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
+                          "windows": went["windows"], **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
 
 
 def main() -> None:
@@ -429,6 +441,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None,
                         help="a fixed subset of N tasks, drawn with --seed (spread over the packages, unlike a slice)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the --limit subset")
+    parser.add_argument("--part", type=int, default=1,
+                        help="with --limit: the K-th of disjoint seeded subsets (parts 1, 2, ... cover every task once)")
     parser.add_argument("--workflows", default=None,
                         help="comma-separated workflows (e.g. repair,agentless,codemonkeys,swe_search) side by side at "
                              "--calls model calls per task: one JSON object per workflow, instead of the strategies")
@@ -436,7 +450,7 @@ def main() -> None:
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
     ids = [t["instance_id"] for t in read_jsonl(Path(args.tasks))]
-    subset = seeded_subset(ids, args.limit, args.seed)
+    subset = seeded_subset(ids, args.limit, args.seed, args.part)
     if args.workflows:
         run_workflows(args, agentflow, subset)
         return

@@ -7,6 +7,8 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.swe_fixtures import resolve_bench
 
 # (outcome fields, located, usable patches, covered) -> the cause the benchmark names
@@ -81,3 +83,18 @@ def test_who_put_the_gold_function_first_is_read_from_the_runs_events(tmp_path: 
              for iid, v in lists.items()}
     assert found == expected
     assert bench.suspect_lists(tmp_path / "no-run") == {}
+
+
+def test_parts_of_a_seeded_subset_are_disjoint_and_cover_every_task_once():
+    bench = resolve_bench()
+    for n, limit in [(30, 10), (23, 10), (7, 3)]:
+        ids = [f"pkg{i % 4}__pkg{i % 4}-{i}" for i in range(n)]
+        parts = [bench.seeded_subset(ids, limit, 0, k) for k in range(1, -(-n // limit) + 1)]
+        assert parts[0] == bench.seeded_subset(ids, limit, 0)  # part 1 is the plain --limit subset
+        assert sorted(i for p in parts for i in p) == sorted(ids)
+        assert all(len(p) == limit for p in parts[:-1]) and parts[-1]
+        assert parts == [bench.seeded_subset(ids, limit, 0, k) for k in range(1, len(parts) + 1)]
+    thirty = [f"pkg{i % 4}__pkg{i % 4}-{i}" for i in range(30)]
+    assert len({tuple(bench.seeded_subset(thirty, 10, seed, 2)) for seed in range(4)}) > 1  # the seed decides
+    with pytest.raises(SystemExit, match="--part 4"):  # parts 1-3 of 3 cover all 7
+        bench.seeded_subset(ids, 3, 0, 4)

@@ -288,7 +288,7 @@ class Approach:
     cfg: SweEditSettings
     order: list[Window]
     failure: str = ""
-    changes: list[str] = field(default_factory=list)
+    changes: list[EscalationStep] = field(default_factory=list)
     looked_at: set[str] = field(default_factory=set)
     """The suspects (`window_key`) tries of this draw looked at first."""
 
@@ -311,13 +311,13 @@ class Approach:
         self.changes.append(step)
         return True
 
-    def after_noop(self, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> str | None:
+    def after_noop(self, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> EscalationStep | None:
         """The next change of `noop_escalation` that can be made (its last again once all were), made; or None."""
         order = self.cfg.noop_escalation
         steps = [step for step in order[:-1] if step not in self.changes] + [order[-1]]
         return next((step for step in steps if self.change(step, failure, schedule, windows, sibling)), None)
 
-    def hint(self, read: ReadEdits, change: str | None) -> str:
+    def hint(self, read: ReadEdits, change: EscalationStep | None) -> str:
         """What the next try is told: what the previous answer did (`part_edit_status`), what changed."""
         status = PROMPTS.render("part_edit_status.j2", status=read.status, gave_edit=True,
                                 errors="; ".join(read.errors[:2]))
