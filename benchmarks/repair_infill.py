@@ -1,0 +1,164 @@
+"""Edit quality of fill-in-the-middle with perfect line localization (a probe for a hypothesis, not a repair step).
+
+The code model writes the lines of a hole it is not shown: each task's gold patch's first changed run of lines
+(the lines it removes, or the place it inserts at) is cut out of its file and the model fills it, given the
+issue as a file of the repository and the code around the hole, in the model's own fill-in-the-middle format
+(Qwen2.5-Coder's repo-level format: `<|repo_name|>`, `<|file_sep|>`, `<|fim_prefix|>`, `<|fim_suffix|>`,
+`<|fim_middle|>`, sent as raw text to `/v1/completions`, which llama-server and vLLM both serve). An answer
+that fills the hole with what was there is a noop; one that does not parse is an apply error; the others are
+graded with the task's hidden tests in Docker, as `repair_edit.py` grades the rewrite (`--grade`, the same
+figures: pass_at_1, coverage, noop_share, per package and statement kind).
+
+What it measures is an upper bound for an infill edit: the hole is exactly where the gold patch changes the
+code, which the repair does not know (its line evidence puts the gold line first on about a third of the
+tasks, `docs/measurements/line-marks.md`). Compare with `repair_edit.py`'s rewrite of the gold function
+(perfect function localization), not with the repair.
+
+Run: .venv/bin/python benchmarks/repair_infill.py [--tasks FILE] [--limit N --seed S] [--samples 4]
+[--filter REGEX] [--answers FILE [--sample-only]]    (grade later: benchmarks/repair_edit.py --grade FILE)
+Starts the embedded model's llama-server (local:qwen2.5-coder-1.5b) for the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+# this folder is on sys.path when the script runs
+from repair_edit import TASKS, diff, grade_run, write_answers
+from repair_resolve import seeded_subset
+
+from agentflow.repair.edit.steps import issue_text
+from agentflow.repair.locate.statement import read_statement
+from agentflow.serving.llamacpp import LlamaServerOptions, llamacpp_launch
+from agentflow.serving.server import ServerHandle
+from agentflow.swe import SWETask, load_tasks
+
+MODEL = "qwen2.5-coder-1.5b"
+PREFIX_LINES, SUFFIX_LINES = 200, 80
+"""Code shown around the hole: the lines before it (the file's top, its imports, for a short file) and after."""
+STOP = ["<|file_sep|>", "<|endoftext|>", "<|fim_pad|>", "<|repo_name|>"]
+
+
+def first_hole(patch: str) -> tuple[str, int, list[str]]:
+    """(path, first line, the old lines) of the gold patch's first run of changed lines; an insertion's old lines
+    are [] and its first line the one it goes before."""
+    path, old, start, removed = "", 0, 0, []
+    for text in patch.splitlines():
+        if text.startswith("--- a/"):
+            path = text[6:]
+        elif match := re.match(r"@@ -(\d+)", text):
+            old = int(match.group(1))
+        elif old and text[:1] in "-+" and not text.startswith(("---", "+++")):
+            start = start or old
+            if text[:1] == "-":
+                removed.append(text[1:])
+                old += 1
+        elif old and text[:1] == " ":
+            if start:
+                break
+            old += 1
+    return path, start, removed
+
+
+def cut_at_suffix(middle: str, after: list[str]) -> str:
+    """The filled lines up to where they start repeating the code after the hole (a model often writes on past
+    the hole: the two non-blank lines after it, met again, end the answer)."""
+    nonblank = [line.strip() for line in after if line.strip()][:2]
+    lines = middle.splitlines(keepends=True)
+    for i in range(len(lines)):
+        ahead = [line.strip() for line in lines[i:] if line.strip()][:len(nonblank)]
+        if nonblank and ahead and lines[i].strip() == nonblank[0] and ahead == nonblank[:len(ahead)]:
+            return "".join(lines[:i])
+    return middle
+
+
+def fim_prompt(task: SWETask, path: str, before: list[str], after: list[str]) -> str:
+    issue = issue_text(task.problem_statement, task.hints_text or "")
+    return (f"<|repo_name|>{task.instance_id.split('__')[0]}\n<|file_sep|>ISSUE.md\n{issue.strip()}\n"
+            f"<|file_sep|>{path}\n<|fim_prefix|>{''.join(before[-PREFIX_LINES:])}"
+            f"<|fim_suffix|>{''.join(after[:SUFFIX_LINES])}<|fim_middle|>")
+
+
+async def sample_task(client: httpx.AsyncClient, task: SWETask, repo: Path, samples: int) -> dict[str, Any]:
+    """`samples` fills of the task's hole (seeds 0..samples-1), read as patches."""
+    path, start, removed = first_hole(task.patch or "")
+    text = (repo / path).read_text()
+    lines = text.splitlines(keepends=True)
+    before, after = lines[:start - 1], lines[start - 1 + len(removed):]
+    prompt = fim_prompt(task, path, before, after)
+    statuses, patches, answers = [], [], []
+    for seed in range(samples):  # llama-server's /v1/completions takes n = 1; the prompt's cache is reused
+        response = await client.post("/completions", json={"prompt": prompt, "temperature": 0.8, "seed": seed,
+                                                            "max_tokens": 200, "stop": STOP})
+        response.raise_for_status()
+        raw = response.json()["choices"][0]["text"]
+        middle = cut_at_suffix(raw, after)
+        middle += "" if not middle or middle.endswith("\n") else "\n"
+        new = "".join(before) + middle + "".join(after)
+        if [s.strip() for s in middle.splitlines() if s.strip()] == [s.strip() for s in removed if s.strip()]:
+            status = "noop"
+        else:
+            try:
+                ast.parse(new)
+                status = "ok"
+            except SyntaxError:
+                status = "apply_error"
+        statuses.append(status)
+        answers.append({"status": status, "text": raw})
+        if status == "ok":
+            patches.append(diff(path, text, new))
+    return {"window": f"{path}:{start}-{start + max(len(removed), 1) - 1} (hole)", "statuses": statuses,
+            "patches": patches, "prompt_chars": len(prompt), "answers": answers,
+            "kind": read_statement(task.problem_statement).kind}
+
+
+async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    tasks_file = Path(args.tasks).resolve()
+    tasks = [t for t in load_tasks(tasks_file) if re.search(args.filter, t.instance_id)]
+    subset = seeded_subset([t.instance_id for t in tasks], args.limit, args.seed)
+    tasks = [t for t in tasks if not subset or t.instance_id in subset]
+    run: dict[str, Any] = {"model": f"local:{MODEL}", "edit_format": "infill (gold hole)",
+                           "tasks_file": str(tasks_file), "subset": subset or "all", "samples_per_task": args.samples,
+                           "config": [], "sampling_s": 0.0, "date": time.strftime("%Y-%m-%d")}
+    results: dict[str, dict[str, Any]] = {}
+    start = time.perf_counter()
+    launch = llamacpp_launch(LlamaServerOptions(model=MODEL, parallel=1, ctx=16384))
+    async with ServerHandle(launch) as server, httpx.AsyncClient(base_url=server.base_url, headers=server.headers,
+                                                                 timeout=900) as client:
+        for task in tasks:
+            repo = (tasks_file.parent / task.repo).resolve()
+            results[task.instance_id] = await sample_task(client, task, repo, args.samples)
+            print(f"{task.instance_id}: {results[task.instance_id]['statuses']}", file=sys.stderr)
+            run["sampling_s"] = round(time.perf_counter() - start, 1)
+            if args.answers:
+                write_answers(args.answers, run, results)
+    return run, results
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tasks", default=str(TASKS), help="tasks file (default: the 15 example tasks)")
+    ap.add_argument("--limit", type=int, default=None, help="a fixed seeded subset of N tasks")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--samples", type=int, default=4)
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--answers", default=None, help="also write each task's prompt size, answers and patches here")
+    ap.add_argument("--sample-only", action="store_true", help="stop after the model's part (grade with --grade)")
+    args = ap.parse_args()
+    run, results = await sample_run(args)
+    if not args.sample_only:
+        print(json.dumps(await grade_run(run, results)))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
