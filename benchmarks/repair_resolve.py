@@ -191,7 +191,7 @@ def seeded_subset(ids: list[str], limit: int | None, seed: int, part: int = 1) -
     left = list(ids)
     for k in range(1, part + 1):
         if not left:
-            raise SystemExit(f"--part {part}: the parts before it cover all {len(ids)} tasks; use a lower --part")
+            raise ValueError(f"--part {part}: the parts before it cover all {len(ids)} tasks; use a lower --part")
         whole = not limit or limit >= len(left)
         drawn = left if whole else random.Random(seed).sample(left, limit)
         if k == part:
@@ -450,7 +450,12 @@ def main() -> None:
     args = parser.parse_args()
     agentflow = str(Path(sys.executable).parent / "agentflow")
     ids = [t["instance_id"] for t in read_jsonl(Path(args.tasks))]
-    subset = seeded_subset(ids, args.limit, args.seed, args.part)
+    if args.part < 1 or (args.part > 1 and not args.limit):
+        parser.error("--part K takes K >= 1 and needs --limit N (the size of each part)")
+    try:
+        subset = seeded_subset(ids, args.limit, args.seed, args.part)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.workflows:
         run_workflows(args, agentflow, subset)
         return
