@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,11 +81,21 @@ def kill_9_when(proc: subprocess.Popen[Any], ready: Callable[[], bool], *, timeo
     reap_orphans()  # the killed process's container
 
 
-def resolve_bench() -> ModuleType:
-    """benchmarks/repair_resolve.py as a module (a script, not part of the package): its figures are tested."""
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("repair_resolve", root / "benchmarks" / "repair_resolve.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def benchmark(name: str) -> ModuleType:
+    """benchmarks/NAME.py as a module (a script, not part of the package: its figures are tested), with its
+    folder on sys.path while it loads, as when it runs (the scripts import each other)."""
+    folder = str(ROOT / "benchmarks")
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
     return module
+
+
+def resolve_bench() -> ModuleType:
+    """benchmarks/repair_resolve.py as a module."""
+    return benchmark("repair_resolve")

@@ -5,8 +5,6 @@ report's failure shown as the tests' results), its answers are read as the repai
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,6 +12,7 @@ from agentflow.models.base import ChatRequest
 from agentflow.models.testing import FunctionModel
 from agentflow.repair.config import load_repair_config
 from agentflow.swe import SWETask
+from tests.swe_fixtures import benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,15 +60,7 @@ It should be 6.
 
 def edit_bench() -> ModuleType:
     """benchmarks/repair_edit.py as a module (it imports repair_resolve from its own folder)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("repair_edit", ROOT / "benchmarks" / "repair_edit.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return benchmark("repair_edit")
 
 
 def task_repo(tmp_path: Path, statement: str) -> tuple[SWETask, Path]:

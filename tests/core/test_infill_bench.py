@@ -4,36 +4,10 @@ it starts repeating the code after it."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
+from tests.core.test_edit_bench import PATCH
+from tests.swe_fixtures import benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def infill_bench() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("repair_infill", ROOT / "benchmarks" / "repair_infill.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-
-
-REPLACE = """--- a/calc.py
-+++ b/calc.py
-@@ -2,5 +2,5 @@
-     \"\"\"The sum of the items.\"\"\"
-     result = 0
--    for item in items[1:]:
-+    for item in items:
-         result += item
-     return result
-@@ -20,3 +20,3 @@
+REPLACE = PATCH + """@@ -20,3 +20,3 @@
  x = 1
 -y = 2
 +y = 3
@@ -48,13 +22,13 @@ INSERT = """--- a/lru.py
 
 
 def test_the_hole_is_the_first_run_of_changed_lines():
-    bench = infill_bench()
+    bench = benchmark("repair_infill")
     assert bench.first_hole(REPLACE) == ("calc.py", 4, ["    for item in items[1:]:"])  # the second hunk waits
     assert bench.first_hole(INSERT) == ("lru.py", 31, [])  # an insertion: no old lines, the line it goes before
 
 
 def test_an_answer_is_cut_where_it_repeats_the_code_after_the_hole():
-    bench = infill_bench()
+    bench = benchmark("repair_infill")
     after = ["        result += item\n", "    return result\n"]
     run_on = "    for item in items:\n        result += item\n    return result\n\n\ndef mean(items):\n"
     assert bench.cut_at_suffix(run_on, after) == "    for item in items:\n"
