@@ -15,8 +15,10 @@ tasks, `docs/measurements/line-marks.md`). Compare with `repair_edit.py`'s rewri
 (perfect function localization), not with the repair.
 
 Run: .venv/bin/python benchmarks/repair_infill.py [--tasks FILE] [--limit N --seed S] [--samples 4]
-[--filter REGEX] [--answers FILE [--sample-only]]    (grade later: benchmarks/repair_edit.py --grade FILE)
-Starts the embedded model's llama-server (local:qwen2.5-coder-1.5b) for the run.
+[--filter REGEX] [--reader suffix|block] [--answers FILE [--sample-only]]
+(grade later: benchmarks/repair_edit.py --grade FILE); `--reread ANSWERS [--reader R] [--answers NEW]` reads a
+kept answers file's fills again (no model) and grades them. Starts the embedded model's llama-server
+(local:qwen2.5-coder-1.5b) for the run.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ import json
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 # this folder is on sys.path when the script runs
-from repair_edit import TASKS, diff, grade_run, write_answers
+from repair_edit import TASKS, diff, grade_run, read_answers, write_answers
 from repair_resolve import seeded_subset
 
 from agentflow.repair.edit.steps import issue_text
@@ -82,44 +85,101 @@ def cut_at_suffix(middle: str, after: list[str]) -> str:
     return middle
 
 
-def fim_prompt(task: SWETask, path: str, before: list[str], after: list[str]) -> str:
-    issue = issue_text(task.problem_statement, task.hints_text or "")
-    return (f"<|repo_name|>{task.instance_id.split('__')[0]}\n<|file_sep|>ISSUE.md\n{issue.strip()}\n"
-            f"<|file_sep|>{path}\n<|fim_prefix|>{''.join(before[-PREFIX_LINES:])}"
-            f"<|fim_suffix|>{''.join(after[:SUFFIX_LINES])}<|fim_middle|>")
+def cut_at_block_end(middle: str, indent: int) -> str:
+    """The filled lines up to the first one that leaves the hole's block: a non-blank line indented less than
+    the hole, or a Markdown code fence (a model that has left the hole writes the next definitions, or prose)."""
+    lines = middle.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.strip() and (len(line) - len(line.lstrip()) < indent or line.lstrip().startswith("```")):
+            return "".join(lines[:i])
+    return middle
 
 
-async def sample_task(client: httpx.AsyncClient, task: SWETask, repo: Path, samples: int) -> dict[str, Any]:
-    """`samples` fills of the task's hole (seeds 0..samples-1), read as patches."""
+@dataclass
+class Hole:
+    """The gold patch's first run of changed lines, cut out of its file."""
+
+    path: str
+    start: int
+    removed: list[str]
+    text: str
+    """The whole file as it is at the base commit."""
+    before: list[str]
+    after: list[str]
+
+    @property
+    def indent(self) -> int:
+        """The indentation of the hole's first line (an insertion's: that of the line it goes before)."""
+        first = next((line for line in [*self.removed, *self.after] if line.strip()), "")
+        return len(first) - len(first.lstrip())
+
+
+def hole_of(task: SWETask, repo: Path) -> Hole:
     path, start, removed = first_hole(task.patch or "")
     text = (repo / path).read_text()
     lines = text.splitlines(keepends=True)
-    before, after = lines[:start - 1], lines[start - 1 + len(removed):]
-    prompt = fim_prompt(task, path, before, after)
-    statuses, patches, answers = [], [], []
+    return Hole(path, start, removed, text, lines[:start - 1], lines[start - 1 + len(removed):])
+
+
+def read_fill(raw: str, hole: Hole, reader: str) -> tuple[str, str]:
+    """(status, patch) of a model's fill: `noop` when it puts back the old lines, `apply_error` when the file
+    does not parse with it, else `ok` with the patch. Reader `suffix` cuts the fill where it repeats the code
+    after the hole; `block` also where it leaves the hole's block (`cut_at_block_end`)."""
+    middle = cut_at_suffix(raw, hole.after)
+    if reader == "block":
+        middle = cut_at_block_end(middle, hole.indent)
+    middle += "" if not middle or middle.endswith("\n") else "\n"
+    if [s.strip() for s in middle.splitlines() if s.strip()] == [s.strip() for s in hole.removed if s.strip()]:
+        return "noop", ""
+    new = "".join(hole.before) + middle + "".join(hole.after)
+    try:
+        ast.parse(new)
+    except SyntaxError:
+        return "apply_error", ""
+    return "ok", diff(hole.path, hole.text, new)
+
+
+def fim_prompt(task: SWETask, hole: Hole) -> str:
+    issue = issue_text(task.problem_statement, task.hints_text or "")
+    return (f"<|repo_name|>{task.instance_id.split('__')[0]}\n<|file_sep|>ISSUE.md\n{issue.strip()}\n"
+            f"<|file_sep|>{hole.path}\n<|fim_prefix|>{''.join(hole.before[-PREFIX_LINES:])}"
+            f"<|fim_suffix|>{''.join(hole.after[:SUFFIX_LINES])}<|fim_middle|>")
+
+
+def task_result(task: SWETask, hole: Hole, texts: list[str], reader: str, prompt_chars: int) -> dict[str, Any]:
+    """A task's row of the answers file: each fill read (`read_fill`), its raw text kept for a later re-read."""
+    read = [read_fill(raw, hole, reader) for raw in texts]
+    return {"window": f"{hole.path}:{hole.start}-{hole.start + max(len(hole.removed), 1) - 1} (hole)",
+            "statuses": [status for status, _ in read], "patches": [patch for status, patch in read if status == "ok"],
+            "prompt_chars": prompt_chars, "answers": [{"status": st, "text": raw} for (st, _), raw in zip(read, texts)],
+            "kind": read_statement(task.problem_statement).kind}
+
+
+async def sample_task(client: httpx.AsyncClient, task: SWETask, repo: Path, samples: int,
+                      reader: str) -> dict[str, Any]:
+    """`samples` fills of the task's hole (seeds 0..samples-1), read as patches."""
+    hole = hole_of(task, repo)
+    prompt = fim_prompt(task, hole)
+    texts = []
     for seed in range(samples):  # llama-server's /v1/completions takes n = 1; the prompt's cache is reused
         response = await client.post("/completions", json={"prompt": prompt, "temperature": 0.8, "seed": seed,
                                                             "max_tokens": 200, "stop": STOP})
         response.raise_for_status()
-        raw = response.json()["choices"][0]["text"]
-        middle = cut_at_suffix(raw, after)
-        middle += "" if not middle or middle.endswith("\n") else "\n"
-        new = "".join(before) + middle + "".join(after)
-        if [s.strip() for s in middle.splitlines() if s.strip()] == [s.strip() for s in removed if s.strip()]:
-            status = "noop"
-        else:
-            try:
-                ast.parse(new)
-                status = "ok"
-            except SyntaxError:
-                status = "apply_error"
-        statuses.append(status)
-        answers.append({"status": status, "text": raw})
-        if status == "ok":
-            patches.append(diff(path, text, new))
-    return {"window": f"{path}:{start}-{start + max(len(removed), 1) - 1} (hole)", "statuses": statuses,
-            "patches": patches, "prompt_chars": len(prompt), "answers": answers,
-            "kind": read_statement(task.problem_statement).kind}
+        texts.append(response.json()["choices"][0]["text"])
+    return task_result(task, hole, texts, reader, len(prompt))
+
+
+def reread(path: str, reader: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A kept answers file's fills read again with `reader`, without a model."""
+    run, results = read_answers(path)
+    tasks_file = Path(run["tasks_file"])
+    tasks = {t.instance_id: t for t in load_tasks(tasks_file)}
+    for iid, row in results.items():
+        task = tasks[iid]
+        texts = [answer["text"] for answer in row["answers"]]
+        results[iid] = task_result(task, hole_of(task, (tasks_file.parent / task.repo).resolve()), texts, reader,
+                                   row["prompt_chars"])
+    return run | {"reader": reader}, results
 
 
 async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -129,7 +189,7 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     tasks = [t for t in tasks if not subset or t.instance_id in subset]
     run: dict[str, Any] = {"model": f"local:{MODEL}", "edit_format": "infill (gold hole)",
                            "tasks_file": str(tasks_file), "subset": subset or "all", "samples_per_task": args.samples,
-                           "config": [], "sampling_s": 0.0, "date": time.strftime("%Y-%m-%d")}
+                           "config": [], "reader": args.reader, "sampling_s": 0.0, "date": time.strftime("%Y-%m-%d")}
     results: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
     launch = llamacpp_launch(LlamaServerOptions(model=MODEL, parallel=1, ctx=16384))
@@ -137,7 +197,7 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
                                                                  timeout=900) as client:
         for task in tasks:
             repo = (tasks_file.parent / task.repo).resolve()
-            results[task.instance_id] = await sample_task(client, task, repo, args.samples)
+            results[task.instance_id] = await sample_task(client, task, repo, args.samples, args.reader)
             print(f"{task.instance_id}: {results[task.instance_id]['statuses']}", file=sys.stderr)
             run["sampling_s"] = round(time.perf_counter() - start, 1)
             if args.answers:
@@ -154,8 +214,18 @@ async def main() -> None:
     ap.add_argument("--filter", default="")
     ap.add_argument("--answers", default=None, help="also write each task's prompt size, answers and patches here")
     ap.add_argument("--sample-only", action="store_true", help="stop after the model's part (grade with --grade)")
+    ap.add_argument("--reader", choices=["suffix", "block"], default="suffix",
+                    help="where a fill ends: where it repeats the code after the hole (suffix), or also where it "
+                         "leaves the hole's block (block)")
+    ap.add_argument("--reread", default=None, metavar="ANSWERS",
+                    help="read a kept answers file's fills again with --reader (no model), then as after sampling")
     args = ap.parse_args()
-    run, results = await sample_run(args)
+    if args.reread:
+        run, results = reread(args.reread, args.reader)
+        if args.answers:
+            write_answers(args.answers, run, results)
+    else:
+        run, results = await sample_run(args)
     if not args.sample_only:
         print(json.dumps(await grade_run(run, results)))
 

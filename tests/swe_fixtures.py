@@ -90,6 +90,7 @@ def benchmark(name: str) -> ModuleType:
         spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # as an import would: a dataclass looks its module up there
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(folder)

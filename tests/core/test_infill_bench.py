@@ -1,6 +1,7 @@
 """benchmarks/repair_infill.py, the fill-in-the-middle probe: the hole is the gold patch's first run of changed
-lines (a replacement's old lines, an insertion's place), and an answer that writes on past the hole is cut where
-it starts repeating the code after it."""
+lines (a replacement's old lines, an insertion's place); an answer that writes on past the hole is cut where it
+starts repeating the code after it, or (reader `block`) where it leaves the hole's block; a fill is read as a
+noop, an apply error or a patch."""
 
 from __future__ import annotations
 
@@ -36,3 +37,29 @@ def test_an_answer_is_cut_where_it_repeats_the_code_after_the_hole():
     # a line that only looks like the next one, not followed by the one after it, is kept
     looks = "    for item in items:\n        result += item\n        count += 1\n"
     assert bench.cut_at_suffix(looks, after) == looks
+
+
+def test_the_block_reader_ends_a_fill_where_it_leaves_the_holes_block():
+    bench = benchmark("repair_infill")
+    left = '    if not ok:\n        raise ValueError("no")\n    return x\n\n\nclass Next:\n    pass\n'
+    assert bench.cut_at_block_end(left, 4) == '    if not ok:\n        raise ValueError("no")\n    return x\n\n\n'
+    assert bench.cut_at_block_end("    return x\n```\n\nSome prose.\n", 4) == "    return x\n"
+    assert bench.cut_at_block_end("    return x\n", 4) == "    return x\n"
+
+
+def test_a_fill_is_read_as_noop_apply_error_or_a_patch(tmp_path):
+    bench = benchmark("repair_infill")
+    source = "def total(items):\n    result = 0\n    for item in items[1:]:\n        result += item\n    return result\n"
+    (tmp_path / "calc.py").write_text(source)
+    patch = ("--- a/calc.py\n+++ b/calc.py\n@@ -2,4 +2,4 @@\n     result = 0\n-    for item in items[1:]:\n"
+             "+    for item in items:\n         result += item\n     return result\n")
+    task = type("Task", (), {"patch": patch})()
+    hole = bench.hole_of(task, tmp_path)
+    assert (hole.path, hole.start, hole.removed, hole.indent) == ("calc.py", 3, ["    for item in items[1:]:"], 4)
+    assert bench.read_fill("    for item in items[1:]:\n", hole, "suffix") == ("noop", "")
+    assert bench.read_fill("    for item in (items:\n", hole, "suffix") == ("apply_error", "")
+    status, fixed = bench.read_fill("    for item in items:\n        result += item\n    return result\n", hole, "suffix")
+    assert status == "ok" and "-    for item in items[1:]:\n+    for item in items:\n" in fixed
+    run_on = "    for item in items:\n        total += 1\n\n\ndef other():\n    pass\n"  # writes on, not the suffix
+    assert bench.read_fill(run_on, hole, "suffix")[0] == "apply_error"  # the function is cut in two
+    assert bench.read_fill(run_on, hole, "block")[0] == "ok"
