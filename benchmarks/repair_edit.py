@@ -206,7 +206,7 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     tasks = [t for t in tasks if not subset or t.instance_id in subset]
     start = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
-    run: dict[str, Any] = {"model": cfg.model, "edit_format": edit.edit_format, "tasks_file": str(tasks_file),
+    run: dict[str, Any] = {"model": cfg.model, "edit_format": edit.edit_format, "tasks_file": recorded(tasks_file),
                            "subset": subset or "all", "samples_per_task": args.samples, "config": overrides,
                            "sampling_s": 0.0, "date": time.strftime("%Y-%m-%d")}
     for task in tasks:
@@ -218,6 +218,17 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
         if args.answers:
             write_answers(args.answers, run, results)
     return run, results
+
+
+def recorded(tasks_file: Path) -> str:
+    """A tasks file as an answers file records it: relative to the checkout when inside it, so a kept answers
+    file grades in another clone (`tasks_file_of`)."""
+    return str(tasks_file.relative_to(ROOT)) if tasks_file.is_relative_to(ROOT) else str(tasks_file)
+
+
+def tasks_file_of(run: dict[str, Any]) -> Path:
+    """The tasks file an answers file's run used (`recorded`)."""
+    return (ROOT / run["tasks_file"]).resolve()
 
 
 def write_answers(path: str, run: dict[str, Any], results: dict[str, dict[str, Any]]) -> None:
@@ -234,7 +245,7 @@ def read_answers(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 
 async def grade_run(run: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The hidden tests' part: each answer's patch graded; the figures, overall, per package and per kind."""
-    tasks = [t for t in load_tasks(Path(run["tasks_file"]).resolve()) if t.instance_id in results]
+    tasks = [t for t in load_tasks(tasks_file_of(run)) if t.instance_id in results]
     resolved = await count_resolving(tasks, {iid: r["patches"] for iid, r in results.items()})
     statuses = [s for r in results.values() for s in r["statuses"]]
     samples = run["samples_per_task"]

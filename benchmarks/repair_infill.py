@@ -37,7 +37,7 @@ from typing import Any
 import httpx
 
 # this folder is on sys.path when the script runs
-from repair_edit import TASKS, diff, grade_run, read_answers, write_answers
+from repair_edit import TASKS, diff, grade_run, read_answers, recorded, tasks_file_of, write_answers
 from repair_resolve import seeded_subset
 
 from agentflow.repair.edit.steps import issue_text
@@ -172,7 +172,7 @@ async def sample_task(client: httpx.AsyncClient, task: SWETask, repo: Path, samp
 def reread(path: str, reader: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """A kept answers file's fills read again with `reader`, without a model."""
     run, results = read_answers(path)
-    tasks_file = Path(run["tasks_file"])
+    tasks_file = tasks_file_of(run)
     tasks = {t.instance_id: t for t in load_tasks(tasks_file)}
     for iid, row in results.items():
         task = tasks[iid]
@@ -188,7 +188,7 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     subset = seeded_subset([t.instance_id for t in tasks], args.limit, args.seed)
     tasks = [t for t in tasks if not subset or t.instance_id in subset]
     run: dict[str, Any] = {"model": f"local:{MODEL}", "edit_format": "infill (gold hole)",
-                           "tasks_file": str(tasks_file), "subset": subset or "all", "samples_per_task": args.samples,
+                           "tasks_file": recorded(tasks_file), "subset": subset or "all", "samples_per_task": args.samples,
                            "config": [], "reader": args.reader, "sampling_s": 0.0, "date": time.strftime("%Y-%m-%d")}
     results: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
