@@ -10,8 +10,8 @@ graded with the task's hidden tests in Docker, as `repair_edit.py` grades the re
 figures: pass_at_1, coverage, noop_share, per package and statement kind).
 
 What it measures is an upper bound for an infill edit: the hole is exactly where the gold patch changes the
-code, which the repair does not know (its line evidence puts the gold line first on about a third of the
-tasks, `docs/measurements/line-marks.md`). Compare with `repair_edit.py`'s rewrite of the gold function
+code, which the repair does not know (how often its line evidence finds that line:
+`docs/measurements/line-marks.md`). Compare with `repair_edit.py`'s rewrite of the gold function
 (perfect function localization), not with the repair.
 
 Run: .venv/bin/python benchmarks/repair_infill.py [--tasks FILE] [--limit N --seed S] [--samples 4]
@@ -220,6 +220,9 @@ async def main() -> None:
     ap.add_argument("--reread", default=None, metavar="ANSWERS",
                     help="read a kept answers file's fills again with --reader (no model), then as after sampling")
     args = ap.parse_args()
+    for given, what in ((args.reread, "--reread"), (None if args.reread else args.tasks, "--tasks")):
+        if given and not Path(given).is_file():
+            ap.error(f"{what} {given}: no such file")
     if args.reread:
         run, results = reread(args.reread, args.reader)
         if args.answers:
