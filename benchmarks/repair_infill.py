@@ -9,13 +9,15 @@ that fills the hole with what was there is a noop; one that does not parse is an
 graded with the task's hidden tests in Docker, as `repair_edit.py` grades the rewrite (`--grade`, the same
 figures: pass_at_1, coverage, noop_share, per package and statement kind).
 
-What it measures is an upper bound for an infill edit: the hole is exactly where the gold patch changes the
-code, which the repair does not know (how often its line evidence finds that line:
-`docs/measurements/line-marks.md`). Compare with `repair_edit.py`'s rewrite of the gold function
-(perfect function localization), not with the repair.
+With `--holes gold` (the default) it measures an upper bound for an infill edit: the hole is exactly where the
+gold patch changes the code, which the repair does not know (how often its line evidence finds that line:
+`docs/measurements/line-marks.md`). Compare with `repair_edit.py`'s rewrite of the gold function (perfect
+function localization), not with the repair. With `--holes statements` every statement of the function holding
+the gold lines is a hole of its own (the function given, not the line): the JSON's `holes` says how often a
+fill changes its hole on the gold lines and elsewhere, i.e. whether the fills point at the bug.
 
 Run: .venv/bin/python benchmarks/repair_infill.py [--tasks FILE] [--limit N --seed S] [--samples 4]
-[--filter REGEX] [--reader suffix|block] [--answers FILE [--sample-only]]
+[--holes gold|statements] [--filter REGEX] [--reader suffix|block] [--answers FILE [--sample-only]]
 (grade later: benchmarks/repair_edit.py --grade FILE); `--reread ANSWERS [--reader R] [--answers NEW]` reads a
 kept answers file's fills again (no model) and grades them. Starts the embedded model's llama-server
 (local:qwen2.5-coder-1.5b) for the run.
@@ -97,7 +99,7 @@ def cut_at_block_end(middle: str, indent: int) -> str:
 
 @dataclass
 class Hole:
-    """The gold patch's first run of changed lines, cut out of its file."""
+    """Lines cut out of a file for the model to fill."""
 
     path: str
     start: int
@@ -106,6 +108,8 @@ class Hole:
     """The whole file as it is at the base commit."""
     before: list[str]
     after: list[str]
+    on_gold: bool = True
+    """Whether the gold patch changes these lines (or inserts beside them)."""
 
     @property
     def indent(self) -> int:
@@ -113,12 +117,49 @@ class Hole:
         first = next((line for line in [*self.removed, *self.after] if line.strip()), "")
         return len(first) - len(first.lstrip())
 
+    @property
+    def lines(self) -> str:
+        return f"{self.start}-{self.start + max(len(self.removed), 1) - 1}"
 
-def hole_of(task: SWETask, repo: Path) -> Hole:
+
+def cut(path: str, text: str, start: int, end: int, on_gold: bool = True) -> Hole:
+    """Lines start..end (1-based, inclusive; end = start - 1 for an insertion's place) of a file as a hole."""
+    lines = text.splitlines(keepends=True)
+    return Hole(path, start, [line.rstrip("\n") for line in lines[start - 1:end]], text, lines[:start - 1],
+                lines[end:], on_gold)
+
+
+def statement_spans(text: str, line: int) -> list[tuple[int, int]]:
+    """Every statement of the innermost function holding `line`, as the lines it alone occupies: a simple
+    statement whole, a compound one's header (`if ...:`, `for ...:`), in file order; no docstring, no `def`."""
+    functions = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                 and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not functions:
+        return []
+    function = min(functions, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
+    spans = []
+    for node in ast.walk(function):
+        if node is function or not isinstance(node, ast.stmt) or isinstance(node, ast.FunctionDef | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # a docstring
+        body = getattr(node, "body", None)
+        end = body[0].lineno - 1 if isinstance(body, list) and body else (node.end_lineno or node.lineno)
+        spans.append((node.lineno, max(end, node.lineno)))
+    return sorted(set(spans))
+
+
+def holes_of(task: SWETask, repo: Path, mode: str) -> list[Hole]:
+    """`gold`: the gold patch's first run of changed lines, one hole (an upper bound). `statements`: each
+    statement of the function holding that run, a hole each (the function given, the lines not: the fills
+    that change their hole say where the model sees the bug)."""
     path, start, removed = first_hole(task.patch or "")
     text = (repo / path).read_text()
-    lines = text.splitlines(keepends=True)
-    return Hole(path, start, removed, text, lines[:start - 1], lines[start - 1 + len(removed):])
+    gold = cut(path, text, start, start + len(removed) - 1)
+    if mode == "gold":
+        return [gold]
+    first, last = start - (not removed), start + max(len(removed), 1) - 1  # an insertion: the line above it too
+    return [cut(path, text, a, b, on_gold=a <= last and b >= first) for a, b in statement_spans(text, start)] or [gold]
 
 
 def read_fill(raw: str, hole: Hole, reader: str) -> tuple[str, str]:
@@ -146,27 +187,29 @@ def fim_prompt(task: SWETask, hole: Hole) -> str:
             f"<|fim_suffix|>{''.join(hole.after[:SUFFIX_LINES])}<|fim_middle|>")
 
 
-def task_result(task: SWETask, hole: Hole, texts: list[str], reader: str, prompt_chars: int) -> dict[str, Any]:
-    """A task's row of the answers file: each fill read (`read_fill`), its raw text kept for a later re-read."""
-    read = [read_fill(raw, hole, reader) for raw in texts]
-    return {"window": f"{hole.path}:{hole.start}-{hole.start + max(len(hole.removed), 1) - 1} (hole)",
-            "statuses": [status for status, _ in read], "patches": [patch for status, patch in read if status == "ok"],
-            "prompt_chars": prompt_chars, "answers": [{"status": st, "text": raw} for (st, _), raw in zip(read, texts)],
+def task_result(task: SWETask, fills: list[tuple[Hole, str]], reader: str, prompt_chars: int) -> dict[str, Any]:
+    """A task's row of the answers file: each (hole, fill) read (`read_fill`), the raw fill kept for a re-read."""
+    read = [(hole, raw, *read_fill(raw, hole, reader)) for hole, raw in fills]
+    holes = list(dict.fromkeys(hole.lines for hole, _ in fills))
+    return {"window": f"{fills[0][0].path}:{','.join(holes)} (holes)", "statuses": [st for _, _, st, _ in read],
+            "patches": [patch for _, _, st, patch in read if st == "ok"], "prompt_chars": prompt_chars,
+            "answers": [{"hole": hole.lines, "on_gold": hole.on_gold, "status": st, "text": raw}
+                        for hole, raw, st, _ in read],
             "kind": read_statement(task.problem_statement).kind}
 
 
-async def sample_task(client: httpx.AsyncClient, task: SWETask, repo: Path, samples: int,
-                      reader: str) -> dict[str, Any]:
-    """`samples` fills of the task's hole (seeds 0..samples-1), read as patches."""
-    hole = hole_of(task, repo)
-    prompt = fim_prompt(task, hole)
-    texts = []
-    for seed in range(samples):  # llama-server's /v1/completions takes n = 1; the prompt's cache is reused
-        response = await client.post("/completions", json={"prompt": prompt, "temperature": 0.8, "seed": seed,
-                                                            "max_tokens": 200, "stop": STOP})
-        response.raise_for_status()
-        texts.append(response.json()["choices"][0]["text"])
-    return task_result(task, hole, texts, reader, len(prompt))
+async def sample_task(client: httpx.AsyncClient, task: SWETask, repo: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """`--samples` fills of each of the task's holes (seeds 0..samples-1), read as patches."""
+    fills, chars = [], 0
+    for hole in holes_of(task, repo, args.holes):
+        prompt = fim_prompt(task, hole)
+        chars = max(chars, len(prompt))
+        for seed in range(args.samples):  # llama-server's /v1/completions takes n = 1; the prompt's cache is reused
+            response = await client.post("/completions", json={"prompt": prompt, "temperature": 0.8, "seed": seed,
+                                                                "max_tokens": 200, "stop": STOP})
+            response.raise_for_status()
+            fills.append((hole, response.json()["choices"][0]["text"]))
+    return task_result(task, fills, args.reader, chars)
 
 
 def reread(path: str, reader: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -176,10 +219,21 @@ def reread(path: str, reader: str) -> tuple[dict[str, Any], dict[str, dict[str, 
     tasks = {t.instance_id: t for t in load_tasks(tasks_file)}
     for iid, row in results.items():
         task = tasks[iid]
-        texts = [answer["text"] for answer in row["answers"]]
-        results[iid] = task_result(task, hole_of(task, (tasks_file.parent / task.repo).resolve()), texts, reader,
-                                   row["prompt_chars"])
+        holes = {hole.lines: hole for hole in holes_of(task, (tasks_file.parent / task.repo).resolve(),
+                                                        run.get("holes", "gold"))}
+        first = next(iter(holes.values()))
+        fills = [(holes.get(answer.get("hole", first.lines), first), answer["text"]) for answer in row["answers"]]
+        results[iid] = task_result(task, fills, reader, row["prompt_chars"])
     return run | {"reader": reader}, results
+
+
+def hole_figures(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How often a fill changes its hole, on the gold lines and elsewhere: with `--holes statements`, whether
+    the fills that change a hole point at the bug."""
+    answers = [a for row in results.values() for a in row["answers"]]
+    return {where: {"fills": len(group), "changed": sum(a["status"] != "noop" for a in group)}
+            for where, group in (("on_gold", [a for a in answers if a.get("on_gold", True)]),
+                                 ("elsewhere", [a for a in answers if not a.get("on_gold", True)]))}
 
 
 async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -187,8 +241,9 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     tasks = [t for t in load_tasks(tasks_file) if re.search(args.filter, t.instance_id)]
     subset = seeded_subset([t.instance_id for t in tasks], args.limit, args.seed)
     tasks = [t for t in tasks if not subset or t.instance_id in subset]
-    run: dict[str, Any] = {"model": f"local:{MODEL}", "edit_format": "infill (gold hole)",
-                           "tasks_file": recorded(tasks_file), "subset": subset or "all", "samples_per_task": args.samples,
+    run: dict[str, Any] = {"model": f"local:{MODEL}", "edit_format": "infill", "holes": args.holes,
+                           "tasks_file": recorded(tasks_file), "subset": subset or "all",
+                           "samples_per_task": args.samples,
                            "config": [], "reader": args.reader, "sampling_s": 0.0, "date": time.strftime("%Y-%m-%d")}
     results: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
@@ -197,7 +252,7 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
                                                                  timeout=900) as client:
         for task in tasks:
             repo = (tasks_file.parent / task.repo).resolve()
-            results[task.instance_id] = await sample_task(client, task, repo, args.samples, args.reader)
+            results[task.instance_id] = await sample_task(client, task, repo, args)
             print(f"{task.instance_id}: {results[task.instance_id]['statuses']}", file=sys.stderr)
             run["sampling_s"] = round(time.perf_counter() - start, 1)
             if args.answers:
@@ -214,6 +269,8 @@ async def main() -> None:
     ap.add_argument("--filter", default="")
     ap.add_argument("--answers", default=None, help="also write each task's prompt size, answers and patches here")
     ap.add_argument("--sample-only", action="store_true", help="stop after the model's part (grade with --grade)")
+    ap.add_argument("--holes", choices=["gold", "statements"], default="gold",
+                    help="the gold patch's lines (gold), or each statement of the function holding them (statements)")
     ap.add_argument("--reader", choices=["suffix", "block"], default="suffix",
                     help="where a fill ends: where it repeats the code after the hole (suffix), or also where it "
                          "leaves the hole's block (block)")
@@ -230,7 +287,7 @@ async def main() -> None:
     else:
         run, results = await sample_run(args)
     if not args.sample_only:
-        print(json.dumps(await grade_run(run, results)))
+        print(json.dumps(await grade_run(run, results) | {"holes": hole_figures(results)}))
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ def test_a_fill_is_read_as_noop_apply_error_or_a_patch(tmp_path):
     patch = ("--- a/calc.py\n+++ b/calc.py\n@@ -2,4 +2,4 @@\n     result = 0\n-    for item in items[1:]:\n"
              "+    for item in items:\n         result += item\n     return result\n")
     task = type("Task", (), {"patch": patch})()
-    hole = bench.hole_of(task, tmp_path)
+    hole, = bench.holes_of(task, tmp_path, "gold")
     assert (hole.path, hole.start, hole.removed, hole.indent) == ("calc.py", 3, ["    for item in items[1:]:"], 4)
     assert bench.read_fill("    for item in items[1:]:\n", hole, "suffix") == ("noop", "")
     assert bench.read_fill("    for item in (items:\n", hole, "suffix") == ("apply_error", "")
@@ -63,3 +63,21 @@ def test_a_fill_is_read_as_noop_apply_error_or_a_patch(tmp_path):
     run_on = "    for item in items:\n        total += 1\n\n\ndef other():\n    pass\n"  # writes on, not the suffix
     assert bench.read_fill(run_on, hole, "suffix")[0] == "apply_error"  # the function is cut in two
     assert bench.read_fill(run_on, hole, "block")[0] == "ok"
+
+
+def test_statement_holes_cover_the_function_one_statement_each_and_know_the_gold_ones(tmp_path):
+    bench = benchmark("repair_infill")
+    source = ('def total(items):\n    """Sum."""\n    result = 0\n    for item in items[1:]:\n'
+              '        if item:\n            result += item\n    return result\n')
+    (tmp_path / "calc.py").write_text(source)
+    assert bench.statement_spans(source, 4) == [(3, 3), (4, 4), (5, 5), (6, 6), (7, 7)]  # no def, no docstring
+    patch = ("--- a/calc.py\n+++ b/calc.py\n@@ -3,2 +3,2 @@\n     result = 0\n-    for item in items[1:]:\n"
+             "+    for item in items:\n")
+    holes = bench.holes_of(type("Task", (), {"patch": patch})(), tmp_path, "statements")
+    assert [(h.lines, h.on_gold) for h in holes] == [("3-3", False), ("4-4", True), ("5-5", False), ("6-6", False),
+                                                     ("7-7", False)]
+    assert holes[1].removed == ["    for item in items[1:]:"] and holes[1].indent == 4
+    inserted = ("--- a/calc.py\n+++ b/calc.py\n@@ -6,2 +6,3 @@\n             result += item\n"
+                "+    result = round(result)\n     return result\n")  # an insertion: the lines beside it are gold
+    holes = bench.holes_of(type("Task", (), {"patch": inserted})(), tmp_path, "statements")
+    assert [h.lines for h in holes if h.on_gold] == ["6-6", "7-7"]
