@@ -13,8 +13,8 @@ With `--holes gold` (the default) it measures an upper bound for an infill edit:
 gold patch changes the code, which the repair does not know (how often its line evidence finds that line:
 `docs/measurements/line-marks.md`). Compare with `repair_edit.py`'s rewrite of the gold function (perfect
 function localization), not with the repair. With `--holes statements` every statement of the function holding
-the gold lines is a hole of its own (the function given, not the line): the JSON's `holes` says how often a
-fill changes its hole on the gold lines and elsewhere, i.e. whether the fills point at the bug.
+the gold lines is a hole of its own (the function given, not the line): the JSON's `fills_by_hole` says how
+often a fill changes its hole on the gold lines and elsewhere, i.e. whether the fills point at the bug.
 
 Run: .venv/bin/python benchmarks/repair_infill.py [--tasks FILE] [--limit N --seed S] [--samples 4]
 [--holes gold|statements] [--filter REGEX] [--reader suffix|block] [--answers FILE [--sample-only]]
@@ -130,14 +130,15 @@ def cut(path: str, text: str, start: int, end: int, on_gold: bool = True) -> Hol
 
 
 def statement_spans(text: str, line: int) -> list[tuple[int, int]]:
-    """Every statement of the innermost function holding `line`, as the lines it alone occupies: a simple
-    statement whole, a compound one's header (`if ...:`, `for ...:`), in file order; no docstring, no `def`."""
+    """The signature and every statement of the innermost function holding `line`, as the lines each alone
+    occupies: a simple statement whole, a compound one's header (`if ...:`, `for ...:`), in file order; no
+    docstring."""
     functions = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                  and n.lineno <= line <= (n.end_lineno or n.lineno)]
     if not functions:
         return []
     function = min(functions, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
-    spans = []
+    spans = [(function.lineno, max(function.body[0].lineno - 1, function.lineno))]  # the signature
     for node in ast.walk(function):
         if node is function or not isinstance(node, ast.stmt) or isinstance(node, ast.FunctionDef | ast.ClassDef):
             continue
@@ -287,7 +288,7 @@ async def main() -> None:
     else:
         run, results = await sample_run(args)
     if not args.sample_only:
-        print(json.dumps(await grade_run(run, results) | {"holes": hole_figures(results)}))
+        print(json.dumps(await grade_run(run, results) | {"fills_by_hole": hole_figures(results)}))
 
 
 if __name__ == "__main__":

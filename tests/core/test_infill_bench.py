@@ -70,13 +70,13 @@ def test_statement_holes_cover_the_function_one_statement_each_and_know_the_gold
     source = ('def total(items):\n    """Sum."""\n    result = 0\n    for item in items[1:]:\n'
               '        if item:\n            result += item\n    return result\n')
     (tmp_path / "calc.py").write_text(source)
-    assert bench.statement_spans(source, 4) == [(3, 3), (4, 4), (5, 5), (6, 6), (7, 7)]  # no def, no docstring
+    assert bench.statement_spans(source, 4) == [(1, 1), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7)]  # no docstring
     patch = ("--- a/calc.py\n+++ b/calc.py\n@@ -3,2 +3,2 @@\n     result = 0\n-    for item in items[1:]:\n"
              "+    for item in items:\n")
     holes = bench.holes_of(type("Task", (), {"patch": patch})(), tmp_path, "statements")
-    assert [(h.lines, h.on_gold) for h in holes] == [("3-3", False), ("4-4", True), ("5-5", False), ("6-6", False),
-                                                     ("7-7", False)]
-    assert holes[1].removed == ["    for item in items[1:]:"] and holes[1].indent == 4
+    assert [(h.lines, h.on_gold) for h in holes] == [("1-1", False), ("3-3", False), ("4-4", True), ("5-5", False),
+                                                     ("6-6", False), ("7-7", False)]
+    assert holes[2].removed == ["    for item in items[1:]:"] and holes[1].indent == 4
     inserted = ("--- a/calc.py\n+++ b/calc.py\n@@ -6,2 +6,3 @@\n             result += item\n"
                 "+    result = round(result)\n     return result\n")  # an insertion: the lines beside it are gold
     holes = bench.holes_of(type("Task", (), {"patch": inserted})(), tmp_path, "statements")
