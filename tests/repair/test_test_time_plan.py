@@ -228,11 +228,11 @@ BUSY_TESTS = 60
 
 
 def make_busy_repo(root: Path) -> Path:
-    """The slow repository's package and failing test, and 60 tests that each call a repository function 200,000
+    """The slow repository's package and failing test, and 60 tests that each call a repository function 500,000
     times: quick untraced, many times slower under the call tracer than the planned slowdown."""
     make_slow_repo(root)
     subprocess.run(["git", "rm", "-rq", "tests/other", "tests/test_core_slow.py"], cwd=root, check=True)
-    body = "".join(f"\n\ndef test_{i}():\n    for _ in range(200_000):\n        double(2)\n" for i in range(BUSY_TESTS))
+    body = "".join(f"\n\ndef test_{i}():\n    for _ in range(500_000):\n        double(2)\n" for i in range(BUSY_TESTS))
     (root / "tests" / "test_busy.py").write_text(f"from pager.extra import double\n{body}")
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "commit.gpgsign=false",
