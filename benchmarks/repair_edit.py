@@ -64,7 +64,7 @@ def gold_window(task: SWETask, sources: dict[str, str], max_lines: int) -> Windo
     """The innermost function (else class) holding the gold patch's first changed line, as the repair's
     localization shows a function (`localize.function_window`: a long one cut to `max_lines` of whole
     statements around that line, never mid-statement or inside its docstring)."""
-    path, line = first_changed_line(task.patch or "")
+    path, line, _ = first_hole(task.patch or "")
     found = [s for s in symbols(path, sources[path]) if s.start <= line <= s.end]
     if found:
         sym = min(found, key=lambda s: s.end - s.start)
@@ -80,19 +80,25 @@ def gold_window(task: SWETask, sources: dict[str, str], max_lines: int) -> Windo
     return Window(path, start, end, 0.0, name)
 
 
-def first_changed_line(patch: str) -> tuple[str, int]:
-    """(path, line in the old file) of a patch's first removed or added line."""
-    path, old = "", -1
+def first_hole(patch: str) -> tuple[str, int, list[str]]:
+    """(path, first line, the old lines) of a patch's first run of changed lines in the old file; an insertion's
+    old lines are [] and its first line the one it goes before."""
+    path, old, start, removed = "", 0, 0, []
     for text in patch.splitlines():
         if text.startswith("+++ b/"):
             path = text[6:]
         elif match := re.match(r"@@ -(\d+)", text):
-            old = int(match.group(1)) - 1
-        elif path and old >= 0 and text[:1] in " -+" and not text.startswith(("+++", "---")):
-            if text[:1] in "-+":
-                return path, old + 1
+            old = int(match.group(1))
+        elif old and text[:1] in "-+" and not text.startswith(("---", "+++")):
+            start = start or old
+            if text[:1] == "-":
+                removed.append(text[1:])
+                old += 1
+        elif old and text[:1] == " ":
+            if start:
+                break
             old += 1
-    return path, 0
+    return path, start, removed
 
 
 def diff(path: str, before: str, after: str) -> str:

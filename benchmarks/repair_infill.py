@@ -39,7 +39,17 @@ from typing import Any
 import httpx
 
 # this folder is on sys.path when the script runs
-from repair_edit import TASKS, diff, grade_run, read_answers, recorded, tasks_file_of, write_answers
+from localize_real import gold_lines
+from repair_edit import (
+    TASKS,
+    diff,
+    first_hole,
+    grade_run,
+    read_answers,
+    recorded,
+    tasks_file_of,
+    write_answers,
+)
 from repair_resolve import seeded_subset
 
 from agentflow.repair.edit.steps import issue_text
@@ -52,27 +62,6 @@ MODEL = "qwen2.5-coder-1.5b"
 PREFIX_LINES, SUFFIX_LINES = 200, 80
 """Code shown around the hole: the lines before it (the file's top, its imports, for a short file) and after."""
 STOP = ["<|file_sep|>", "<|endoftext|>", "<|fim_pad|>", "<|repo_name|>"]
-
-
-def first_hole(patch: str) -> tuple[str, int, list[str]]:
-    """(path, first line, the old lines) of the gold patch's first run of changed lines; an insertion's old lines
-    are [] and its first line the one it goes before."""
-    path, old, start, removed = "", 0, 0, []
-    for text in patch.splitlines():
-        if text.startswith("--- a/"):
-            path = text[6:]
-        elif match := re.match(r"@@ -(\d+)", text):
-            old = int(match.group(1))
-        elif old and text[:1] in "-+" and not text.startswith(("---", "+++")):
-            start = start or old
-            if text[:1] == "-":
-                removed.append(text[1:])
-                old += 1
-        elif old and text[:1] == " ":
-            if start:
-                break
-            old += 1
-    return path, start, removed
 
 
 def cut_at_suffix(middle: str, after: list[str]) -> str:
@@ -159,8 +148,9 @@ def holes_of(task: SWETask, repo: Path, mode: str) -> list[Hole]:
     gold = cut(path, text, start, start + len(removed) - 1)
     if mode == "gold":
         return [gold]
-    first, last = start - (not removed), start + max(len(removed), 1) - 1  # an insertion: the line above it too
-    return [cut(path, text, a, b, on_gold=a <= last and b >= first) for a, b in statement_spans(text, start)] or [gold]
+    changed = gold_lines(task.patch or "").get(path, set())  # an insertion's: the lines either side of it
+    return [cut(path, text, a, b, on_gold=any(a <= line <= b for line in changed))
+            for a, b in statement_spans(text, start)] or [gold]
 
 
 def read_fill(raw: str, hole: Hole, reader: str) -> tuple[str, str]:

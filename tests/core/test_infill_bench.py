@@ -23,9 +23,9 @@ INSERT = """--- a/lru.py
 
 
 def test_the_hole_is_the_first_run_of_changed_lines():
-    bench = benchmark("repair_infill")
-    assert bench.first_hole(REPLACE) == ("calc.py", 4, ["    for item in items[1:]:"])  # the second hunk waits
-    assert bench.first_hole(INSERT) == ("lru.py", 31, [])  # an insertion: no old lines, the line it goes before
+    edit = benchmark("repair_edit")  # the probes' one reader of a gold patch's first changed lines
+    assert edit.first_hole(REPLACE) == ("calc.py", 4, ["    for item in items[1:]:"])  # the second hunk waits
+    assert edit.first_hole(INSERT) == ("lru.py", 31, [])  # an insertion: no old lines, the line it goes before
 
 
 def test_an_answer_is_cut_where_it_repeats_the_code_after_the_hole():
@@ -76,7 +76,7 @@ def test_statement_holes_cover_the_function_one_statement_each_and_know_the_gold
     holes = bench.holes_of(type("Task", (), {"patch": patch})(), tmp_path, "statements")
     assert [(h.lines, h.on_gold) for h in holes] == [("1-1", False), ("3-3", False), ("4-4", True), ("5-5", False),
                                                      ("6-6", False), ("7-7", False)]
-    assert holes[2].removed == ["    for item in items[1:]:"] and holes[1].indent == 4
+    assert holes[2].removed == ["    for item in items[1:]:"] and holes[2].indent == 4
     inserted = ("--- a/calc.py\n+++ b/calc.py\n@@ -6,2 +6,3 @@\n             result += item\n"
                 "+    result = round(result)\n     return result\n")  # an insertion: the lines beside it are gold
     holes = bench.holes_of(type("Task", (), {"patch": inserted})(), tmp_path, "statements")
