@@ -635,10 +635,6 @@ class RepairExamples(Event, kind="repair.examples"):
     behaviours: int
 
 
-class RepairExamplesUnchanged(Event, kind="repair.examples_unchanged"):
-    shown: str
-
-
 class RepairKeeps(Event, kind="repair.keeps"):
     compared: int
     held: int
@@ -775,7 +771,7 @@ AnyEvent = Annotated[
     | RepairStart | RepairSearch | RepairPreflight | RepairTestTime | RepairResume | RepairEnd | RepairStopped
     | RepairBase
     | RepairSpectrum | RepairRank | RepairReproduce | RepairKeepCheck | RepairPlan | RepairExamples
-    | RepairExamplesUnchanged | RepairKeeps | RepairLocalize | RepairRegression | RepairSelectTurn
+    | RepairKeeps | RepairLocalize | RepairRegression | RepairSelectTurn
     | RepairTestVote | RepairTrajectoryTurn | RepairTrajectories | RepairToolEdit | RepairResample
     | RepairAttempt | RepairValue | RepairCandidate | RepairConfirm | RepairVote | RepairNoop
     | RepairDiscriminate | RepairChoice,

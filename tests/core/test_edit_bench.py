@@ -114,9 +114,9 @@ def test_search_replace_answers_are_read_as_blocks(tmp_path: Path):
 def test_node_settings_given_for_every_node_or_the_edit_node_reach_the_probe():
     bench = edit_bench()
     model = FunctionModel(lambda request: "")
-    cfg = load_repair_config(["edit.format=rewrite", "file_context_lines=0", "nodes.edit.context_windows=2"])
+    cfg = load_repair_config(["edit.format=rewrite", "file_context_lines=0", "nodes.edit.file_outline=true"])
     settings = bench.edit_settings(cfg, model)
-    assert (settings.file_context_lines, settings.context_windows) == (0, 2)
+    assert (settings.file_context_lines, settings.file_outline) == (0, True)
 
 
 def test_figures_per_group_count_noops_resolving_answers_and_covered_tasks():

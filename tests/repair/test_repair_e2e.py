@@ -352,38 +352,6 @@ def test_blind_a_reproduction_of_another_case_is_refused_and_the_issues_own_case
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["inikit__inikit-2"]
 
 
-def test_an_edit_that_leaves_the_examples_as_they_were_is_drawn_again_told_so(docker_image: str, tmp_path: Path):
-    """cachette-1, blind, one chain of one attempt: the first sample makes `__contains__` move the key (the
-    embedded model's look-alike), after which the report's block still shows `False`. With `examples_retries=1`
-    the chain draws again from the unchanged code, and the prompt shows that change and what the example still
-    shows; the second sample fixes `get` and is submitted. Without it the look-alike is all the run has."""
-    from .conftest import scripted_cassette
-
-    cassette = scripted_cassette(tmp_path / "c.json", [LOOKALIKE, FIX])
-    args = ["--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--model", f"replay:{cassette}",
-            "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "search.max_attempts=1", "-c", "rank=false",
-            "-c", "spectrum=false", "-c", "reproduce=false", "-c", "trace.content=true"]
-    out = tmp_path / "run"
-    assert repair(out, docker_image, *args, "-c", "examples_retries=1") == 0
-    events = read_jsonl(out / "events.jsonl")
-    unchanged = [e for e in events if e["kind"] == "repair.examples_unchanged"]
-    assert [e["node_id"] for e in unchanged] == ["cachette__cachette-1/b0.1"] and "False" in unchanged[0]["data"]["shown"]
-    edits = [e["data"]["messages"][-1]["content"] for e in events if e["kind"] == "model.call"]
-    assert len(edits) == 2 and "An earlier answer made this change" not in edits[0]
-    assert "An earlier answer made this change" in edits[1] and "+            self._data.move_to_end(key)" in edits[1]
-    assert "still shows what it showed before" in edits[1] and "False" in edits[1].split("still shows")[1]
-    # both are candidates; the second was drawn from the unchanged code, not built on the first
-    assert [(short(c["candidate_id"]), short(c["parent_id"]), c["status"])
-            for c in read_jsonl(out / "candidates.jsonl")] == [("b0.1", "root", "ok"), ("b0.2", "root", "ok")]
-    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["cachette__cachette-1"]
-    # off (the default): one sample, the look-alike, and nothing resolves
-    again = tmp_path / "again"
-    assert repair(again, docker_image, *args) == 0
-    assert not [e for e in read_jsonl(again / "events.jsonl") if e["kind"] == "repair.examples_unchanged"]
-    assert len(read_jsonl(again / "candidates.jsonl")) == 1
-    assert json.loads((again / "report.json").read_text())["resolved_ids"] == []
-
-
 def test_blind_the_keep_working_check_outweighs_the_vote_of_samples_that_break_hex(docker_image: str, tmp_path: Path):
     """inikit-3, blind, best-of-4: the reproduction (`getint` of "03") is kept; the keep-working check the model
     writes asserts "03" too and hex (`0x1F`) beside it, and is cut down to hex. Three samples parse decimals

@@ -134,7 +134,7 @@ def test_public_api_lists_what_a_script_may_import_and_how_to_call_it():
 def test_planner_and_reproduction_prompts_show_code_whatever_the_edit_format():
     from agentflow.repair.edit.steps import code_windows
 
-    cfg = edit_settings(["edit.format=rewrite", "context_windows=0"])
+    cfg = edit_settings(["edit.format=rewrite"])
     text, path = code_windows(cfg, SOURCES, "hit_rate raises ZeroDivisionError", "", focus=0, budget_chars=4000)
     assert path == "pkg/stats.py" and "def hit_rate(self):" in text
 

@@ -88,7 +88,6 @@ class EditPromptSettings(CodeViewSettings, Protocol):
     """The settings of an edit's prompt (`edit_prompt`, `rewrite_values`)."""
 
     edit_format: EditFormat
-    context_windows: int
     file_context_lines: int
     file_outline: bool
 
@@ -373,7 +372,7 @@ def edit_prompt(
 ) -> EditPrompt:
     """The coder's prompt; `focus` rotates which window comes first, so the samples of one search look at
     different suspects instead of all at the top-ranked one. `edit_format: rewrite` asks for the first window
-    rewritten (the others are context); `search_replace` for SEARCH/REPLACE blocks over all windows.
+    rewritten; `search_replace` for SEARCH/REPLACE blocks over all windows.
     `windows` replaces the ranked suspects, first one first (for a caller that knows where to look); `prefer`
     is the model's ranking of the suspects and `evidence` what running code showed (see `suspects`)."""
     fb = PROMPTS.render("part_feedback.j2", feedback=feedback[:1800]) if feedback.strip() else ""
@@ -389,19 +388,14 @@ def edit_prompt(
         windows = suspects(cfg, sources, issue, feedback, focus=focus, prefer=prefer, evidence=evidence)
     windows = list(windows)
     target = windows[0] if windows else None
-    if cfg.edit_format == "rewrite" and target is not None:
-        values |= rewrite_values(cfg, sources, target)
-        windows = windows[1:]
-        base_len += len(values["snippet"]) + len(values["file"])
-    if cfg.edit_format == "rewrite":
-        windows = windows[: cfg.context_windows]
     marks = evidence.marks if evidence is not None else {}
-    if cfg.edit_format == "rewrite" and target is not None:
-        values["marks"] = rewrite_marks(sources, target, marks.get(target.path, ()))
+    if cfg.edit_format == "rewrite":  # the window alone (with its file's rest), no other code
+        if target is not None:
+            values |= rewrite_values(cfg, sources, target)
+            values["marks"] = rewrite_marks(sources, target, marks.get(target.path, ()))
+        windows = []
     values["code"] = render_windows(sources, windows, cfg.max_prompt_chars - base_len, at_least_one=target is None,
                                     marks=marks)
-    if cfg.edit_format == "rewrite" and values["code"]:
-        values["code"] = "Other code that may matter (for reference, line numbers are not part of it):\n" + values["code"]
     path = target.path if target else None
     values["path"] = path or "path/to/file.py"
     return EditPrompt(
@@ -657,16 +651,6 @@ def _reindent(block: str, original: list[str], *, in_class: bool) -> list[str]:
     if re.match(r"class \w", answer[head].strip() if answer else "") and not in_class:
         answer = answer[head + 1 :]  # a method given back inside its class header: keep the method
     return [indent + line if line.strip() else "" for line in textwrap.dedent("\n".join(answer)).split("\n")]
-
-
-def examples_hint(patch: str, shown: str, limit: int = 1200) -> str:
-    """The next prompt's note on an edit that left what the issue's examples show as it was: the edit's changed
-    lines and what the examples still show (`examples_retries`)."""
-    changed = "\n".join(line for line in patch.splitlines()
-                        if line[:1] in "+-" and not line.startswith(("+++", "---")))
-    return ("An earlier answer made this change:\n```diff\n" + changed[:limit] + "\n```\n"
-            "Run with it, the issue's example still shows what it showed before:\n```\n" + shown[:limit].rstrip()
-            + "\n```\nThat change does not fix the issue. Fix it another way.")
 
 
 def failure_report(issue: str, traced_errors: str, limit: int = 1500) -> str:

@@ -22,7 +22,6 @@ from agentflow.events import Event
 from agentflow.events.kinds import (
     RepairAttempt,
     RepairBase,
-    RepairExamplesUnchanged,
     RepairResample,
     RepairStopped,
     RepairToolEdit,
@@ -43,14 +42,12 @@ from agentflow.repair.edit.steps import (
     ask_helper,
     critique,
     edit_prompt,
-    examples_hint,
     failure_report,
     read_answer,
     suspects,
 )
 from agentflow.repair.locate.focus import FocusSchedule, window_key
 from agentflow.repair.locate.localize import Window
-from agentflow.repair.locate.spectrum import examples_comparable, examples_reach_code
 from agentflow.repair.nodetypes.nodekit import emit as emit_task
 from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.runtime import (
@@ -127,11 +124,6 @@ class SweTestSettings(SplitEditsSettings):
 
     max_attempts: int = run_default("max_attempts")
     stop_on_success: bool = run_default("stop_on_success")
-    examples_retries: int = Field(default=0, ge=0, le=3)
-    """Per chain of attempts: how many times an edit after which the issue's examples show what they showed on
-    the unchanged code is drawn again from where it started, the next prompt showing that edit and what the
-    examples still show (it stays a candidate; the retry is no attempt). Not used when the examples run no
-    repository code or show something else on each run."""
 
 
 class SweCritiqueSettings(HelperSettings):
@@ -343,7 +335,7 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
     sibling = ctx.run.sample or 0
     way = Approach(cfg, suspect_order(schedule, windows, sibling))
     way.looked_at.update(window_key(w) for w in way.order[:1])
-    hint = str(state.get("hint") or "")
+    hint = ""
     failure = failure_report(rt.issue, str((state.get("spectrum") or {}).get("errors") or ""))
     # the line spectrum's marks name lines of the base commit: on a candidate's code they may have moved
     evidence = evidence_of(state) if not current["built_on"].patch.strip() else None
@@ -380,7 +372,7 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
                        prefer=ranked_of(state), evidence=evidence_of(state))
     schedule, drawn, resampled = _schedule(state), list(state.get("drawn") or []), list(state.get("resampled") or [])
-    updates: RepairState = {"hint": ""}
+    updates: RepairState = {}
     if not state.get("suspects"):
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
         if not ctx.run.sample:  # the task's first edit (its search's first branch): what the search starts from
@@ -439,27 +431,6 @@ def _verdict(passed: bool | None, tries: int, max_attempts: int) -> Verdict:
     return "pass" if passed else ("retry" if tries < max_attempts else "stop")
 
 
-async def _examples_unchanged(rt: RepairRuntime, bench: Workbench, patch: str) -> str | None:
-    """What the issue's examples show when they show on base + `patch` what they showed on the unchanged code;
-    None when they show something else, no report, or cannot tell a change (`spectrum.examples_comparable`,
-    checked once a task). The workspace is left at base."""
-    sources = await sources_at(rt, bench, "")
-    async with rt.examples_lock:
-        if not rt.examples_checked:
-            base = await bench.show_examples("", rt.issue, sources)
-            if examples_reach_code(base):  # else the second run is spared: nothing to compare
-                again = await bench.show_examples("", rt.issue, sources)
-                rt.examples_before = base if examples_comparable(base, again) else None
-            rt.examples_checked = True
-    before = rt.examples_before
-    if before is None:
-        return None
-    run = await bench.show_examples(patch + "\n", rt.issue, sources)
-    if run.problem or not run.shown or run.shown != before.shown:
-        return None  # something else shown, or no report (which `examples_changed` counts as unchanged)
-    return "".join(before.shown)
-
-
 async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], settings: SweTestSettings) -> RepairState:
     """`swe.test`: the edit written over the candidate, its patch (test files stripped) verified; the best of it
     (and of its parts) becomes the candidate when it scores at least as well."""
@@ -483,27 +454,10 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     best = max(made, key=lambda a: (a.verified.passed is True, a.verified.score))
     verification = best.verified
     attempts = [*(state.get("attempts") or []), *made]
-    retried = int(state.get("retried") or 0)
-    unchanged = None
-    if verification.passed is not True and settings.examples_retries:
-        unchanged = await _examples_unchanged(rt, bench, made[0].patch)
-    if unchanged is not None:
-        emit(ctx, RepairExamplesUnchanged(shown=unchanged[:500]), rt, edit["candidate_id"], None)
-    if unchanged is not None and retried < settings.examples_retries:
-        # the edit left the report's behaviour as it was: drawn again from the same candidate, told so; it
-        # stays a candidate, and the draw is not counted as an attempt
-        async with bench.lock:
-            await bench.restore(current["built_on"].patch)
-        return {"edit": None, "tried": best, "attempts": attempts, "tries": tries - 1, "retried": retried + 1,
-                "hint": examples_hint(made[0].patch, unchanged), "verdict": "retry", "value": current["value"]}
     candidate = current
     if verification.score >= current["built_on"].verified.score:
-        feedback = verification.output
-        if unchanged is not None and best is made[0]:  # no retry left: the next edit reads it in the feedback
-            feedback = (feedback + "\n\n" if feedback else "") + (
-                f"Run with this change, the issue's example still shows what it showed before:\n{unchanged[:800]}")
-        candidate = {"built_on": best, "feedback": feedback, "value": verification.score}
-    if unchanged is not None or candidate["built_on"].patch != made[-1].patch:
+        candidate = {"built_on": best, "feedback": verification.output, "value": verification.score}
+    if candidate["built_on"].patch != made[-1].patch:
         async with bench.lock:
             await bench.restore(candidate["built_on"].patch)  # the workspace as the next edit builds on it
     return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,

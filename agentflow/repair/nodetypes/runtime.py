@@ -8,7 +8,6 @@ from: docs/concepts/repair.md, "Where a setting comes from" (`workflow_settings.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -21,7 +20,6 @@ from agentflow.events import Event, EventLog
 from agentflow.events.kinds import RepairCandidate
 from agentflow.models.base import ChatModel
 from agentflow.repair.config import EditFormat, RepairConfig, RepairPrompts, run_field
-from agentflow.repair.locate.spectrum import ExampleRun
 from agentflow.repair.outcome import Candidate
 from agentflow.repair.run.progress import candidate_reason
 from agentflow.repair.verify.workbench import Workbench
@@ -78,8 +76,6 @@ class EditFormatSettings(NodeSettings):
     """The settings of a node type that asks for edits in an edit format (`swe.edit`, `swe.trajectories`)."""
 
     edit_format: EditFormat = run_default("edit_format")
-    context_windows: int = Field(default=0, ge=0, le=20)
-    """edit_format rewrite: other windows shown as context beside the one to rewrite (each costs prompt tokens)."""
     file_context_lines: int = Field(default=80, ge=0)
     """edit_format rewrite: the rest of the rewritten window's file is shown whole when it has at most this many
     lines, else (with `file_outline`) as a list of what it defines (imports, module names, classes and methods,
@@ -150,13 +146,6 @@ class RepairRuntime:
     # No run state (the checkpointed state holds all of it): caches of what the sandbox gives again.
     source_cache: dict[str, dict[str, str]] = field(default_factory=dict)
     """Patch -> the Python sources at base + patch, read once per task (`rollout.sources_at`)."""
-    examples_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    examples_checked: bool = False
-    examples_before: ExampleRun | None = None
-    """What the issue's examples show on the unchanged code, when a run of them can tell a change (checked
-    once a task, under `examples_lock`, by the first edit `examples_retries` looks at; a resumed task runs
-    them again)."""
-
     call_slots: CallSlots = field(init=False)
     """The task's model calls in flight against its budget's call limit: concurrent search branches (codemonkeys'
     trajectories) hold one slot each per call, so together they start no call the limit cannot cover."""

@@ -172,11 +172,6 @@ class ResampledKeys(TypedDict, total=False):
     `apply_error`: drawn again); the search gathers every branch's."""
 
 
-class HintKeys(TypedDict, total=False):
-    hint: str
-    """What the next edit is told about an edit that left the issue's examples as they were."""
-
-
 class CandidateKeys(TypedDict, total=False):
     candidate: HeadRecord
 
@@ -185,8 +180,6 @@ class TriedKeys(TypedDict, total=False):
     tried: Candidate | None
     """The attempt `swe.test` verified last (the critic and the value agent look at it)."""
     tries: int
-    retried: int
-    """Edits drawn again because they left the issue's examples as they were (`examples_retries`)."""
     verdict: Verdict
 
 
@@ -234,13 +227,13 @@ def solved(candidates: list[Candidate]) -> bool:
 
 
 class RepairState(TaskKeys, VerifyKeys, RankedKeys, LocalizedKeys, PlanKeys, EditKeys, DrawKeys, ResampledKeys,
-                  HintKeys, CandidateKeys, TriedKeys, SearchValueKeys, AttemptsKeys, TrajectoryKeys, ChoiceKeys,
+                  CandidateKeys, TriedKeys, SearchValueKeys, AttemptsKeys, TrajectoryKeys, ChoiceKeys,
                   total=False):
     """Every state key of the repair's node types (a node reads some and returns an update of others)."""
 
 
 __all__ = ["AttemptsKeys", "BaseKeys", "CandidateKeys", "ChoiceKeys", "ChosenRecord", "DrawKeys", "DrawnKeys", "EditKeys",
-           "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HeadRecord", "HintKeys", "LocalizedKeys",
+           "EditRecord", "FinalRecord", "FocusRecord", "GeneratedTest", "HeadRecord", "LocalizedKeys",
            "LocalizedRecord", "RankedKeys", "RegressionKeys", "RegressionRecord", "RepairState", "ReproductionKeys",
            "ReproductionRecord", "ResampledKeys", "SearchValueKeys", "SpectrumKeys", "TaskKeys", "TrajectoryKeys", "TriedKeys",
            "Verdict", "VerifyKeys", "checkpointed_candidates", "solved", "task_candidates"]

@@ -85,11 +85,8 @@ class RewriteForm:
     def __init__(self, cfg: TrajectorySettings, sources: dict[str, str], issue: str, windows: list[Window]) -> None:
         self.window, self.sources = windows[0], sources
         values = rewrite_values(cfg, sources, self.window)
-        context = render_windows(sources, windows[1 : 1 + cfg.context_windows], cfg.max_prompt_chars // 4,
-                                 at_least_one=False)
         self.first = render(cfg, "trajectory_rewrite", values | {
-            "issue": issue, "api": public_api(sources), "path": self.window.path,
-            "code": PROMPTS.render("part_other_code.j2", context=context) if context else ""})
+            "issue": issue, "api": public_api(sources), "path": self.window.path})
         name = DEF_LINE.match(values["snippet"])
         self._def = re.compile(rf"^\s*{re.escape(name.group(0))}\s*\(", re.MULTILINE) if name else None
         self._lines = {line.strip() for line in values["snippet"].splitlines() if len(line.strip()) > 3}
