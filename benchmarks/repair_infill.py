@@ -4,10 +4,11 @@ The code model writes the lines of a hole it is not shown: each task's gold patc
 (the lines it removes, or the place it inserts at) is cut out of its file and the model fills it, given the
 issue as a file of the repository and the code around the hole, in the model's own fill-in-the-middle format
 (Qwen2.5-Coder's repo-level format: `<|repo_name|>`, `<|file_sep|>`, `<|fim_prefix|>`, `<|fim_suffix|>`,
-`<|fim_middle|>`, sent as raw text to `/v1/completions`, which llama-server and vLLM both serve). An answer
-that fills the hole with what was there is a noop; one that does not parse is an apply error; the others are
-graded with the task's hidden tests in Docker, as `repair_edit.py` grades the rewrite (`--grade`, the same
-figures: pass_at_1, coverage, noop_share, per package and statement kind).
+`<|fim_middle|>`, sent as a raw request: `ChatRequest.raw`, the text alone to `/v1/completions`, which
+llama-server and vLLM both serve). An answer that fills the hole with what was there is a noop; one that does
+not parse is an apply error; the others are graded with the task's hidden tests in Docker, as `repair_edit.py`
+grades the rewrite (`--grade`, the same figures: pass_at_1, coverage, noop_share, per package and statement
+kind).
 
 With `--holes gold` (the default) it measures an upper bound for an infill edit: the hole is exactly where the
 gold patch changes the code, which the repair does not know (how often its line evidence finds that line:
@@ -36,8 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 # this folder is on sys.path when the script runs
 from localize_real import gold_lines
 from repair_edit import (
@@ -52,10 +51,9 @@ from repair_edit import (
 )
 from repair_resolve import seeded_subset
 
+from agentflow.models import ChatModel, ChatRequest, Message, load_model
 from agentflow.repair.edit.steps import issue_text
 from agentflow.repair.locate.statement import read_statement
-from agentflow.serving.llamacpp import LlamaServerOptions, llamacpp_launch
-from agentflow.serving.server import ServerHandle
 from agentflow.swe import SWETask, load_tasks
 
 MODEL = "qwen2.5-coder-1.5b"
@@ -189,17 +187,16 @@ def task_result(task: SWETask, fills: list[tuple[Hole, str]], reader: str, promp
             "kind": read_statement(task.problem_statement).kind}
 
 
-async def sample_task(client: httpx.AsyncClient, task: SWETask, repo: Path, args: argparse.Namespace) -> dict[str, Any]:
+async def sample_task(model: ChatModel, task: SWETask, repo: Path, args: argparse.Namespace) -> dict[str, Any]:
     """`--samples` fills of each of the task's holes (seeds 0..samples-1), read as patches."""
     fills, chars = [], 0
     for hole in holes_of(task, repo, args.holes):
         prompt = fim_prompt(task, hole)
         chars = max(chars, len(prompt))
-        for seed in range(args.samples):  # llama-server's /v1/completions takes n = 1; the prompt's cache is reused
-            response = await client.post("/completions", json={"prompt": prompt, "temperature": 0.8, "seed": seed,
-                                                                "max_tokens": 200, "stop": STOP})
-            response.raise_for_status()
-            fills.append((hole, response.json()["choices"][0]["text"]))
+        for seed in range(args.samples):  # one sample a call, seeded as before; the server reuses the prompt's cache
+            response = await model.chat(ChatRequest(messages=[Message.user(prompt)], raw=True, temperature=0.8,
+                                                    seed=seed, max_tokens=200, stop=STOP))
+            fills.append((hole, response.text))
     return task_result(task, fills, args.reader, chars)
 
 
@@ -238,16 +235,17 @@ async def sample_run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
                            "config": [], "reader": args.reader, "sampling_s": 0.0, "date": time.strftime("%Y-%m-%d")}
     results: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
-    launch = llamacpp_launch(LlamaServerOptions(model=MODEL, parallel=1, ctx=16384))
-    async with ServerHandle(launch) as server, httpx.AsyncClient(base_url=server.base_url, headers=server.headers,
-                                                                 timeout=900) as client:
+    model = load_model(f"local:{MODEL}", parallel=1, ctx=16384)
+    try:
         for task in tasks:
             repo = (tasks_file.parent / task.repo).resolve()
-            results[task.instance_id] = await sample_task(client, task, repo, args)
+            results[task.instance_id] = await sample_task(model, task, repo, args)
             print(f"{task.instance_id}: {results[task.instance_id]['statuses']}", file=sys.stderr)
             run["sampling_s"] = round(time.perf_counter() - start, 1)
             if args.answers:
                 write_answers(args.answers, run, results)
+    finally:
+        await model.aclose()
     return run, results
 
 

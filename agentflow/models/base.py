@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Role = Literal["system", "user", "assistant", "tool"]
 T = TypeVar("T")
@@ -85,6 +85,18 @@ class ChatRequest(BaseModel):
     stop: list[str] = Field(default_factory=list)
     extra: dict[str, Any] = Field(default_factory=dict)
     """Backend-specific request fields, passed through."""
+    raw: bool = False
+    """The one user message is the whole prompt, sent as it is to the server's text-completion endpoint
+    (`/v1/completions`, no chat template), and each sample's text comes back as generated (not stripped): a
+    model's own format, such as a code model's fill-in-the-middle tokens. OpenAI-compatible servers
+    (llama-server, vLLM) take it; other backends refuse it (`UserError`)."""
+
+    @model_validator(mode="after")
+    def _raw_is_one_prompt(self) -> ChatRequest:
+        if self.raw and (len(self.messages) != 1 or self.messages[0].role != "user" or self.tools
+                         or self.response_schema is not None):
+            raise ValueError("a raw request is one user message (the prompt text), without tools or a response schema")
+        return self
 
 
 class Usage(BaseModel):

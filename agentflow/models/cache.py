@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from agentflow.models.base import ChatModel, ChatRequest, ChatResponse, ModelWrapper, StreamDelta, as_deltas
-from agentflow.models.replay import KEY_FIELDS
+from agentflow.models.replay import key_fields
 from agentflow.secrets import redact
 
 
@@ -26,7 +26,7 @@ def cacheable(request: ChatRequest) -> bool:
 
 
 def cache_key(spec: str, request: ChatRequest) -> str:
-    data = request.model_dump(mode="json", include=KEY_FIELDS | {"extra", "top_p", "response_schema_name"})
+    data = request.model_dump(mode="json", include=key_fields(request) | {"extra", "top_p", "response_schema_name"})
     blob = json.dumps({"spec": spec, "request": data}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -39,9 +39,16 @@ class Cassette(BaseModel):
     interactions: list[Interaction] = Field(default_factory=list)
 
 
+def key_fields(request: ChatRequest) -> set[str]:
+    """The fields a request is matched by: `KEY_FIELDS`, and `raw` when set (so the keys of chat requests are
+    those cassettes recorded before the field existed)."""
+    return KEY_FIELDS | {"raw"} if request.raw else KEY_FIELDS
+
+
 def request_key(request: ChatRequest) -> str:
-    """Canonical JSON of the request's `KEY_FIELDS`."""
-    return json.dumps(request.model_dump(mode="json", include=KEY_FIELDS), sort_keys=True, separators=(",", ":"))
+    """Canonical JSON of the request's `key_fields`."""
+    return json.dumps(request.model_dump(mode="json", include=key_fields(request)), sort_keys=True,
+                      separators=(",", ":"))
 
 
 def last_user_text(request: ChatRequest, limit: int = 60) -> str:

@@ -173,3 +173,14 @@ async def test_structured_output_via_prompt(server, anthropic_model) -> None:
 
 def test_model_error_is_not_user_error() -> None:
     assert not issubclass(ModelError, UserError)
+
+
+async def test_a_raw_prompt_is_refused_before_any_request(server, anthropic_model) -> None:
+    model = anthropic_model()
+    request = ChatRequest(messages=[Message.user("<|fim_prefix|>def f(")], raw=True)
+    with pytest.raises(UserError, match="no text-completion endpoint") as caught:
+        await model.chat(request)
+    with pytest.raises(UserError, match="no text-completion endpoint"):
+        [delta async for delta in model.stream(request)]
+    await model.aclose()
+    assert "OpenAI-compatible server" in (caught.value.hint or "") and server.requests() == []

@@ -123,3 +123,21 @@ def test_bad_cassettes_are_user_errors(tmp_path, content, words) -> None:
 def test_missing_cassette(tmp_path) -> None:
     with pytest.raises(UserError, match="not found"):
         load_model(f"replay:{tmp_path / 'nope.json'}")
+
+
+def test_a_raw_request_is_keyed_apart_and_a_chat_requests_key_is_as_recorded_before() -> None:
+    from agentflow.models.cache import cache_key
+    from agentflow.models.replay import request_key
+
+    chat, raw = ask("def f(x):", temperature=0), ask("def f(x):", temperature=0, raw=True)
+    assert "raw" not in request_key(chat) and request_key(raw) != request_key(chat)
+    assert cache_key("local:m", raw) != cache_key("local:m", chat)
+
+
+def test_a_raw_request_is_one_user_message_without_tools() -> None:
+    from pydantic import ValidationError
+
+    for bad in ({"messages": [Message.system("s"), Message.user("p")]}, {"messages": [Message.assistant("p")]},
+                {"messages": [Message.user("p")], "tools": [ToolSpec(name="ls")]}):
+        with pytest.raises(ValidationError, match="a raw request is one user message"):
+            ChatRequest(raw=True, **bad)

@@ -287,3 +287,27 @@ async def test_n_samples_evaluate_the_prompt_once_and_count_every_sample() -> No
     assert response.usage.output_tokens >= sum(lengths) > 16  # every sample's tokens, not the first one's
     # counted from the returned texts: stop strings cut off a few generated tokens
     assert 0.75 * generated <= response.usage.output_tokens <= generated + 4
+
+
+async def test_a_raw_request_is_its_prompt_alone_and_comes_back_as_generated(small_server: ServerHandle) -> None:
+    """`raw=True` sends the one message's text to `/v1/completions` with no chat or few-shot template: at
+    temperature 0 both the chat-mode and the completion-mode client get what the server gives for that text
+    called directly, the same prompt tokens, and the continuation unstripped (a fill-in-the-middle answer's
+    indentation is part of it)."""
+    prompt = "def add(a, b):\n    return"
+    request = ChatRequest(messages=[Message.user(prompt)], raw=True, max_tokens=8, temperature=0)
+    chat_mode, completion_mode = served_model(small_server, max_attempts=1), _completion_model(small_server, max_attempts=1)
+    try:
+        responses = [await chat_mode.chat(request), await completion_mode.chat(request)]
+        streamed = [delta async for delta in chat_mode.stream(request)]
+    finally:
+        await chat_mode.aclose()
+        await completion_mode.aclose()
+    async with httpx.AsyncClient(timeout=120) as client:
+        direct = (await client.post(small_server.url("/v1/completions"), headers=small_server.headers,
+                                    json={"prompt": prompt, "max_tokens": 8, "temperature": 0})).json()
+    text = direct["choices"][0]["text"]
+    assert text.strip() and text != text.strip()  # the case the test is about: whitespace around the answer
+    assert [r.text for r in responses] == [text, text]
+    assert [r.usage.input_tokens for r in responses] == [direct["usage"]["prompt_tokens"]] * 2
+    assert streamed[-1].response is not None and streamed[-1].response.text == text

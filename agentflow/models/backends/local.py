@@ -283,8 +283,9 @@ class _ServerBacked:
         return None
 
     def _prompt_text(self, request: ChatRequest) -> str | None:
-        """The prompt as text when this client renders it (completion mode); None when the server does."""
-        return None
+        """The prompt as text when this client gives it (a raw request's, completion mode's); None when the
+        server renders it."""
+        return request.messages[0].content or "" if request.raw else None
 
     def _extended(self, waited_s: float) -> None:
         self.shared.say_once("extended", f"{self.spec}: a request is still running after {waited_s:.0f} s; the "
@@ -386,7 +387,7 @@ class LocalCompletionModel(_ServerBacked, CompletionChatModel):
     """Text-completion mode (`/v1/completions` with a few-shot template) against a managed llama-server."""
 
     def _prompt_text(self, request: ChatRequest) -> str | None:
-        return self.template.render(request.messages)
+        return super()._prompt_text(request) if request.raw else self.template.render(request.messages)
 
 
 def load_local_model(name: str, **options: Any) -> ChatModel:

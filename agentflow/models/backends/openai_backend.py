@@ -231,6 +231,9 @@ class OpenAIChatModel(RemoteModel):
 
     trace_tokens = False
     """Ask for the sampled tokens' log-probs on every call (`Choice.trace`); local llama-server models do."""
+    takes_raw = True
+    completion_schema_field: str = "json_schema"
+    """`/v1/completions` request field for guided JSON: `json_schema` for llama-server; vLLM accepts `guided_json`."""
 
     def __init__(self, spec: str, model: str, options: ModelOptions, *, compatible_base_url: str | None = None) -> None:
         super().__init__(spec, model, options)
@@ -270,8 +273,43 @@ class OpenAIChatModel(RemoteModel):
         return kw
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
+        if request.raw:
+            return await self._text_completion(request, request.messages[0].content or "", request.stop, strip=False)
         raw = await self.client().chat.completions.create(**self._kwargs(request))
         return from_openai_response(raw)
+
+    async def _text_completion(self, request: ChatRequest, prompt: str, stop: list[str], *, strip: bool) -> ChatResponse:
+        """`request`'s sampling settings sent to `/v1/completions` with `prompt`; each sample's text stripped
+        when `strip` (an answer after a template's "Answer:"), else as generated (a raw prompt's continuation)."""
+        kw: dict[str, Any] = {"model": self.model, "prompt": prompt, "stop": stop}
+        if request.n != 1:
+            kw["n"] = request.n
+        for name in ("temperature", "top_p", "seed", "max_tokens"):
+            value = getattr(request, name)
+            if value is not None:
+                kw[name] = value
+        extra = dict(request.extra)
+        if self.trace_tokens:
+            extra.setdefault("n_probs", 1)  # llama-server: the sampled tokens with their ids and log-probs
+        if request.response_schema is not None:
+            extra[self.completion_schema_field] = request.response_schema
+        if extra:
+            kw["extra_body"] = extra
+        raw = await self.client().completions.create(**kw)
+        choices = []
+        for c in sorted(raw.choices, key=lambda c: c.index or 0):
+            trace = token_trace(c, raw, c.text, "/v1/completions n_probs") if self.trace_tokens else None
+            if trace is None and self.trace_tokens and not (c.text or "").strip():
+                # llama-server gives no log-probs to a reply that was only a stop string, or only whitespace held
+                # back with one: the message keeps the stripped text (none), and so does its trace
+                trace = TokenTrace(completion_ids=[], logprobs=[], source="/v1/completions n_probs")
+            if trace is not None:
+                trace.prompt_text = prompt
+                trace = trace.scrubbed()
+            text = c.text or ""
+            choices.append(Choice(message=Message(role="assistant", content=text.strip() if strip else text),
+                                  finish_reason=_FINISH.get(c.finish_reason or "", "unknown"), trace=trace))
+        return ChatResponse(choices=choices, usage=_usage(raw.usage), model=raw.model or self.model)
 
     def _stream_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kw = self._kwargs(request)

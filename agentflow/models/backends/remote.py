@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from agentflow.errors import UserError
 from agentflow.models.backends.retry import TransientError, backoff_s, classify, gave_up
 from agentflow.models.base import ChatRequest, ChatResponse, Choice, StreamDelta, Usage, as_deltas
 from agentflow.models.options import ModelOptions
@@ -33,6 +34,8 @@ class RemoteModel:
     """False when the provider cannot return several samples per call (they are then requested concurrently)."""
     key_env: str | None = None
     """Environment variable holding the API key (named in error messages)."""
+    takes_raw: bool = False
+    """Whether the provider has a text-completion endpoint for `ChatRequest.raw` prompts."""
 
     def __init__(self, spec: str, model: str, options: ModelOptions) -> None:
         self.spec = spec
@@ -75,7 +78,13 @@ class RemoteModel:
             self._client = None
 
     # --- the ChatModel interface ---------------------------------------------------------------
+    def _check_raw(self, request: ChatRequest) -> None:
+        if request.raw and not self.takes_raw:
+            raise UserError(f"{self.spec}: this provider has no text-completion endpoint for a raw prompt",
+                            hint="send raw requests to a model on an OpenAI-compatible server (local:, openai-compatible:)")
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
+        self._check_raw(request)
         self._bind_loop()
         start = time.monotonic()
         parts = self._parts(request) if request.n > 1 else [request]
@@ -86,9 +95,10 @@ class RemoteModel:
         return self._finish(response, start)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamDelta]:
+        self._check_raw(request)
         self._bind_loop()
         start = time.monotonic()
-        if request.n > 1 and not self.native_n:
+        if (request.n > 1 and not self.native_n) or request.raw:  # a raw completion arrives whole
             async for delta in as_deltas(await self.chat(request)):
                 yield delta
             return
