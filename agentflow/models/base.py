@@ -98,6 +98,11 @@ class ChatRequest(BaseModel):
             raise ValueError("a raw request is one user message (the prompt text), without tools or a response schema")
         return self
 
+    @property
+    def raw_prompt(self) -> str:
+        """A raw request's prompt text (its one message's)."""
+        return self.messages[0].content or ""
+
 
 class Usage(BaseModel):
     """Token use and cost of one call (all samples)."""

@@ -14,16 +14,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agentflow.errors import DependencyMissing, UserError
+from agentflow.models.backends.openai_backend import sampling_fields
 from agentflow.models.base import ChatRequest, ChatResponse, Choice, Message, StreamDelta, Usage
 from agentflow.serving.completion import FewShotTemplate
 
 
 def sampling_kwargs(request: ChatRequest) -> dict[str, Any]:
     """`vllm.SamplingParams` keyword arguments for `request` (tested without vLLM)."""
-    kw: dict[str, Any] = {"n": request.n}
-    for name in ("temperature", "top_p", "seed", "max_tokens"):
-        if getattr(request, name) is not None:
-            kw[name] = getattr(request, name)
+    kw: dict[str, Any] = {**sampling_fields(request), "n": request.n}
     if request.stop:
         kw["stop"] = list(request.stop)
     return kw

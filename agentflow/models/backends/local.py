@@ -285,7 +285,7 @@ class _ServerBacked:
     def _prompt_text(self, request: ChatRequest) -> str | None:
         """The prompt as text when this client gives it (a raw request's, completion mode's); None when the
         server renders it."""
-        return request.messages[0].content or "" if request.raw else None
+        return request.raw_prompt if request.raw else None
 
     def _extended(self, waited_s: float) -> None:
         self.shared.say_once("extended", f"{self.spec}: a request is still running after {waited_s:.0f} s; the "

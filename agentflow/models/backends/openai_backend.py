@@ -70,15 +70,20 @@ def request_kwargs(request: ChatRequest, *, max_tokens_field: str = "max_tokens"
     if request.response_schema is not None:
         schema = {"name": request.response_schema_name or "response", "schema": request.response_schema}
         kw["response_format"] = {"type": "json_schema", "json_schema": schema}
-    if request.n != 1:
-        kw["n"] = request.n
+    kw |= sampling_fields(request, max_tokens_field=max_tokens_field)
+    if request.stop:
+        kw["stop"] = request.stop
+    return kw
+
+
+def sampling_fields(request: ChatRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, Any]:
+    """The sampling settings `request` sets (`n` when not 1), as both completion endpoints take them."""
+    kw: dict[str, Any] = {"n": request.n} if request.n != 1 else {}
     sent_as = {"temperature": "temperature", "top_p": "top_p", "seed": "seed", "max_tokens": max_tokens_field}
     for field, name in sent_as.items():
         value = getattr(request, field)
         if value is not None:
             kw[name] = value
-    if request.stop:
-        kw["stop"] = request.stop
     return kw
 
 
@@ -274,20 +279,14 @@ class OpenAIChatModel(RemoteModel):
 
     async def _chat_once(self, request: ChatRequest) -> ChatResponse:
         if request.raw:
-            return await self._text_completion(request, request.messages[0].content or "", request.stop, strip=False)
+            return await self._text_completion(request, request.raw_prompt, request.stop, strip=False)
         raw = await self.client().chat.completions.create(**self._kwargs(request))
         return from_openai_response(raw)
 
     async def _text_completion(self, request: ChatRequest, prompt: str, stop: list[str], *, strip: bool) -> ChatResponse:
         """`request`'s sampling settings sent to `/v1/completions` with `prompt`; each sample's text stripped
         when `strip` (an answer after a template's "Answer:"), else as generated (a raw prompt's continuation)."""
-        kw: dict[str, Any] = {"model": self.model, "prompt": prompt, "stop": stop}
-        if request.n != 1:
-            kw["n"] = request.n
-        for name in ("temperature", "top_p", "seed", "max_tokens"):
-            value = getattr(request, name)
-            if value is not None:
-                kw[name] = value
+        kw: dict[str, Any] = {"model": self.model, "prompt": prompt, "stop": stop, **sampling_fields(request)}
         extra = dict(request.extra)
         if self.trace_tokens:
             extra.setdefault("n_probs", 1)  # llama-server: the sampled tokens with their ids and log-probs
