@@ -5,8 +5,9 @@ MCTS (8 expansions of one sample, chains of up to 2 attempts). Blind mode (the d
 Long: about 15-30 minutes per strategy on a fast 2-core AMD EPYC, over an hour on a slower 2-core Intel Xeon
 (Qwen2.5-Coder-1.5B on llama.cpp). Prints one JSON object.
 Run: .venv/bin/python benchmarks/repair_resolve.py [STRATEGY ...] [--out DIR] [--workers N] [-c key=value ...]
-Each strategy's run directory is kept under --out (default runs/resolve-<date>), so a run can be resumed
-(`--resume` is passed when the directory holds results).
+Each strategy's run directory is kept under --out (default runs/resolve-<date>-<key>, the key a digest of the
+arguments that shape the run: tasks file, subset, settings, calls, workflows), so the same command run again
+resumes it (`--resume` is passed when the directory holds results) and another one gets its own folder.
 
 Where samples go (per strategy): `samples` is the outcome mix of every model answer (patch: a usable edit; noop:
 the code came back unchanged; apply_error: the edit could not be applied or does not parse; unparsable: no
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import random
 import subprocess
@@ -429,10 +431,16 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "windows": went["windows"], **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
 
 
+def run_key(args: argparse.Namespace) -> str:
+    """A short digest of the arguments that shape a run (not --out or --workers): a run folder of its own."""
+    shaping = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "workers")}
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("strategies", nargs="*", default=list(STRATEGIES))
-    parser.add_argument("--out", default=str(ROOT / "runs" / f"resolve-{time.strftime('%Y%m%d')}"))
+    parser.add_argument("--out", default=None, help="run folder (default: runs/resolve-<date>-<key of the arguments>)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("-c", dest="config", action="append", default=[])
     parser.add_argument("--grade-candidates", action="store_true")
@@ -448,6 +456,8 @@ def main() -> None:
                              "--calls model calls per task: one JSON object per workflow, instead of the strategies")
     parser.add_argument("--calls", type=int, default=12, help="--workflows: model calls per task (step_limit)")
     args = parser.parse_args()
+    if args.out is None:
+        args.out = str(ROOT / "runs" / f"resolve-{time.strftime('%Y%m%d')}-{run_key(args)}")
     agentflow = str(Path(sys.executable).parent / "agentflow")
     ids = [t["instance_id"] for t in read_jsonl(Path(args.tasks))]
     if args.part < 1 or (args.part > 1 and not args.limit):

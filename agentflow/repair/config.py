@@ -3,6 +3,7 @@ templates under `agentflow/repair/prompts/` unless a config gives its own text."
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -15,6 +16,7 @@ from agentflow.config import (
     StrictConfig,
     apply_overrides,
     deep_merge,
+    dump_yaml,
     load_yaml,
     strategy_spelling,
     validate_config,
@@ -509,6 +511,52 @@ def resumed_repair_config(run_dir: Path, overrides: list[str] | tuple[str, ...] 
     if hidden:
         raise UserError(f"{hidden[0]} was saved redacted in {resolved}", hint=f"give it again: -c {hidden[0]}=VALUE")
     return cfg
+
+
+RESUME_MAY_CHANGE = ("workers", "model_options", "trace", "limits.run_budget_usd", "inputs.slice", "inputs.filter",
+                     "inputs.instance_ids", "inputs.allow_paths")
+"""Settings a resumed run may be given anew (dotted paths and what is below them): how the run is carried out
+(tasks at a time, the model calls' timeouts and retries, tracing, the whole run's spend limit) and which of the
+tasks file's tasks it takes. Every other setting shaped the results of the tasks the run finished, so a resume
+that changes one is refused (`changed_on_resume`): the run's report would mix tasks repaired two ways under one
+recorded config."""
+_LOOPBACK_PORT = re.compile(r"(://(?:127\.0\.0\.1|localhost|\[::1\])):\d+")
+
+
+def changed_on_resume(recorded: dict[str, Any], cfg: RepairConfig) -> list[str]:
+    """The settings of `cfg` that differ from a run's `recorded` ones (its config.resolved.yaml, read back), as
+    `path: now NEW (the run's: OLD)`, outside `RESUME_MAY_CHANGE`. Compared as written (secrets masked on both
+    sides); a tasks file named by another path to the same file is the same file."""
+    now = _leaves(load_yaml(dump_yaml(cfg), "the resumed settings") or {})
+    was = _leaves(recorded)
+    changed = []
+    for path in sorted(set(now) | set(was)):
+        if any(path == keep or path.startswith(keep + ".") for keep in RESUME_MAY_CHANGE):
+            continue
+        new, old = now.get(path), was.get(path)
+        if path == "model" or path.startswith("roles."):
+            # a server this machine starts for a run (`--serve`) listens on another port each time
+            new, old = (_LOOPBACK_PORT.sub(r"\1", v) if isinstance(v, str) else v for v in (new, old))
+        if new == old or (path == "inputs.tasks" and _same_file(new, old)):
+            continue
+        changed.append(f"{path}: now {new!r} (the run's: {old!r})")
+    return changed
+
+
+def _leaves(data: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as `{dotted path: value}` (lists are values; an empty mapping holds nothing, as an
+    absent one)."""
+    if not isinstance(data, dict):
+        return {prefix: data} if prefix else {}
+    return {path: value for key, item in data.items()
+            for path, value in _leaves(item, f"{prefix}.{key}" if prefix else str(key)).items()}
+
+
+def _same_file(a: Any, b: Any) -> bool:
+    try:
+        return isinstance(a, str) and isinstance(b, str) and Path(a).samefile(b)
+    except OSError:
+        return False
 
 
 def task_sandbox_config(cfg: RepairConfig) -> SandboxConfig:

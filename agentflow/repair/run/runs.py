@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentflow.budget import Budget, CallTime
+from agentflow.config import dump_yaml, load_yaml
 from agentflow.errors import UserError
 from agentflow.events import Event, EventLog, EventSink
 from agentflow.events.kinds import (
@@ -39,13 +40,14 @@ from agentflow.executors.base import Executor, InProcessExecutor, open_executor
 from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 from agentflow.observe import instrument
 from agentflow.paths import path_component
-from agentflow.repair.config import ModelLoader, RepairConfig
+from agentflow.repair.config import ModelLoader, RepairConfig, changed_on_resume, load_repair_config
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.run.progress import Progress, RunCounts
 from agentflow.repair.run.solve import RepairWorkflow, effective_strategy, load_repair_workflow, repair_task
 from agentflow.repair.run.workflow_settings import search_summary
 from agentflow.rundir import RunDir, check_folder
 from agentflow.runfiles import read_text
+from agentflow.runrecord import verified_yaml
 from agentflow.secrets import redact
 from agentflow.swe.report import InstanceReport, make_summary
 from agentflow.swe.shipping import Shipping, on_this_node, prepare_node, read_tree, write_tree
@@ -167,6 +169,27 @@ def _open_out_folder(out: Path, *, resume: bool, redo: bool) -> None:
             (out / name).unlink(missing_ok=True)
 
 
+def _check_resumed_settings(out: Path, cfg: RepairConfig) -> None:
+    """A resumed run goes on with the settings its finished tasks were repaired with, but for
+    `RESUME_MAY_CHANGE`; other changes are a UserError naming the first. A config.resolved.yaml this user's run
+    key did not sign is not compared: its settings were not used (`resumed_repair_config`)."""
+    if not any((out / "instances").glob("*/outcome.json")):
+        return
+    text = read_text(out / "config.resolved.yaml")  # never through a link the folder brings
+    body = verified_yaml(text) if text is not None else None
+    if body is None:
+        return
+    recorded = load_yaml(body, str(out / "config.resolved.yaml"))
+    # read as this version reads settings (its defaults, later renames), as a resume from the CLI reads them
+    recorded_cfg = load_repair_config([], base=dict(recorded) if isinstance(recorded, dict) else {})
+    changed = changed_on_resume(load_yaml(dump_yaml(recorded_cfg), "the run's settings") or {}, cfg)
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise UserError(f"--resume of {out} with other settings than its finished tasks had: {changed[0]}{more}",
+                        hint="resume with the run's settings (leave out that -c or flag), run these in another "
+                             "folder (-o), or start this one over (--redo)")
+
+
 class RepairResult(BaseModel):
     """What a remote repair hands back to the driver."""
 
@@ -249,6 +272,8 @@ async def _prepare_run(tasks: Sequence[SWETask], cfg: RepairConfig, out: Path, e
     _open_out_folder(out, resume=resume, redo=redo)
     workflow = load_repair_workflow(cfg)  # validated once, before any task
     cfg = effective_strategy(cfg, workflow)
+    if resume:
+        _check_resumed_settings(out, cfg)
     rundir = RunDir.create(out)
     rundir.write_config(cfg)
     return cfg, workflow, rundir
