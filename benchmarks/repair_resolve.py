@@ -432,8 +432,9 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
 
 
 def run_key(args: argparse.Namespace) -> str:
-    """A short digest of the arguments that shape a run (not --out or --workers): a run folder of its own."""
-    shaping = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "workers")}
+    """A short digest of the arguments that shape a run (not --out, --workers or --grade-candidates, which only
+    reads a finished run): a run folder of its own."""
+    shaping = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "workers", "grade_candidates")}
     return hashlib.sha256(json.dumps(shaping, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
