@@ -16,7 +16,6 @@ from agentflow.config import (
     StrictConfig,
     apply_overrides,
     deep_merge,
-    dump_yaml,
     load_yaml,
     strategy_spelling,
     validate_config,
@@ -26,6 +25,7 @@ from agentflow.graph.search.settings import STRATEGIES, Strategy
 from agentflow.models.base import ChatModel
 from agentflow.observe.config import TraceConfig
 from agentflow.sandbox.config import SandboxConfig
+from agentflow.secrets import redact
 
 REPAIR_SANDBOX_LIFETIME_S = 4 * 3600.0
 """Wall-clock life of a task's sandbox unless the task's `limits.wall_time_s` or `sandbox.sandbox_timeout_s` says otherwise."""
@@ -527,7 +527,7 @@ def changed_on_resume(recorded: dict[str, Any], cfg: RepairConfig) -> list[str]:
     """The settings of `cfg` that differ from a run's `recorded` ones (its config.resolved.yaml, read back), as
     `path: now NEW (the run's: OLD)`, outside `RESUME_MAY_CHANGE`. Compared as written (secrets masked on both
     sides); a tasks file named by another path to the same file is the same file."""
-    now = _leaves(load_yaml(dump_yaml(cfg), "the resumed settings") or {})
+    now = _leaves(as_written(cfg))
     was = _leaves(recorded)
     changed = []
     for path in sorted(set(now) | set(was)):
@@ -541,6 +541,12 @@ def changed_on_resume(recorded: dict[str, Any], cfg: RepairConfig) -> list[str]:
             continue
         changed.append(f"{path}: now {new!r} (the run's: {old!r})")
     return changed
+
+
+def as_written(cfg: RepairConfig) -> dict[str, Any]:
+    """The settings as config.resolved.yaml holds them (`dump_yaml`'s data: JSON values, secrets masked)."""
+    data: dict[str, Any] = redact(cfg.model_dump(mode="json"))
+    return data
 
 
 def _leaves(data: Any, prefix: str = "") -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentflow.budget import Budget, CallTime
-from agentflow.config import dump_yaml, load_yaml
+from agentflow.config import load_yaml
 from agentflow.errors import UserError
 from agentflow.events import Event, EventLog, EventSink
 from agentflow.events.kinds import (
@@ -40,7 +40,13 @@ from agentflow.executors.base import Executor, InProcessExecutor, open_executor
 from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 from agentflow.observe import instrument
 from agentflow.paths import path_component
-from agentflow.repair.config import ModelLoader, RepairConfig, changed_on_resume, load_repair_config
+from agentflow.repair.config import (
+    ModelLoader,
+    RepairConfig,
+    as_written,
+    changed_on_resume,
+    load_repair_config,
+)
 from agentflow.repair.outcome import InstanceOutcome
 from agentflow.repair.run.progress import Progress, RunCounts
 from agentflow.repair.run.solve import RepairWorkflow, effective_strategy, load_repair_workflow, repair_task
@@ -182,7 +188,7 @@ def _check_resumed_settings(out: Path, cfg: RepairConfig) -> None:
     recorded = load_yaml(body, str(out / "config.resolved.yaml"))
     # read as this version reads settings (its defaults, later renames), as a resume from the CLI reads them
     recorded_cfg = load_repair_config([], base=dict(recorded) if isinstance(recorded, dict) else {})
-    changed = changed_on_resume(load_yaml(dump_yaml(recorded_cfg), "the run's settings") or {}, cfg)
+    changed = changed_on_resume(as_written(recorded_cfg), cfg)
     if changed:
         more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
         raise UserError(f"--resume of {out} with other settings than its finished tasks had: {changed[0]}{more}",
