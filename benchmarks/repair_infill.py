@@ -52,36 +52,14 @@ from repair_edit import (
 from repair_resolve import seeded_subset
 
 from agentflow.models import ChatModel, ChatRequest, Message, load_model
+from agentflow.models.fim import FIM_FORMATS
+from agentflow.repair.edit.infill import PREFIX_LINES, SUFFIX_LINES, cut_at_block_end, cut_at_suffix
 from agentflow.repair.edit.steps import issue_text
 from agentflow.repair.locate.statement import read_statement
 from agentflow.swe import SWETask, load_tasks
 
 MODEL = "qwen2.5-coder-1.5b"
-PREFIX_LINES, SUFFIX_LINES = 200, 80
-"""Code shown around the hole: the lines before it (the file's top, its imports, for a short file) and after."""
-STOP = ["<|file_sep|>", "<|endoftext|>", "<|fim_pad|>", "<|repo_name|>"]
-
-
-def cut_at_suffix(middle: str, after: list[str]) -> str:
-    """The filled lines up to where they start repeating the code after the hole (a model often writes on past
-    the hole: the two non-blank lines after it, met again, end the answer)."""
-    nonblank = [line.strip() for line in after if line.strip()][:2]
-    lines = middle.splitlines(keepends=True)
-    for i in range(len(lines)):
-        ahead = [line.strip() for line in lines[i:] if line.strip()][:len(nonblank)]
-        if nonblank and ahead and lines[i].strip() == nonblank[0] and ahead == nonblank[:len(ahead)]:
-            return "".join(lines[:i])
-    return middle
-
-
-def cut_at_block_end(middle: str, indent: int) -> str:
-    """The filled lines up to the first one that leaves the hole's block: a non-blank line indented less than
-    the hole, or a Markdown code fence (a model that has left the hole writes the next definitions, or prose)."""
-    lines = middle.splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        if line.strip() and (len(line) - len(line.lstrip()) < indent or line.lstrip().startswith("```")):
-            return "".join(lines[:i])
-    return middle
+FIM = FIM_FORMATS["qwen2.5-coder"]
 
 
 @dataclass
@@ -171,9 +149,8 @@ def read_fill(raw: str, hole: Hole, reader: str) -> tuple[str, str]:
 
 def fim_prompt(task: SWETask, hole: Hole) -> str:
     issue = issue_text(task.problem_statement, task.hints_text or "")
-    return (f"<|repo_name|>{task.instance_id.split('__')[0]}\n<|file_sep|>ISSUE.md\n{issue.strip()}\n"
-            f"<|file_sep|>{hole.path}\n<|fim_prefix|>{''.join(hole.before[-PREFIX_LINES:])}"
-            f"<|fim_suffix|>{''.join(hole.after[:SUFFIX_LINES])}<|fim_middle|>")
+    return FIM.prompt(hole.path, "".join(hole.before[-PREFIX_LINES:]), "".join(hole.after[:SUFFIX_LINES]),
+                      repo=task.instance_id.split("__")[0], files=[("ISSUE.md", issue.strip())])
 
 
 def task_result(task: SWETask, fills: list[tuple[Hole, str]], reader: str, prompt_chars: int) -> dict[str, Any]:
@@ -195,7 +172,7 @@ async def sample_task(model: ChatModel, task: SWETask, repo: Path, args: argpars
         chars = max(chars, len(prompt))
         for seed in range(args.samples):  # one sample a call, seeded as before; the server reuses the prompt's cache
             response = await model.chat(ChatRequest(messages=[Message.user(prompt)], raw=True, temperature=0.8,
-                                                    seed=seed, max_tokens=200, stop=STOP))
+                                                    seed=seed, max_tokens=200, stop=list(FIM.stop)))
             fills.append((hole, response.text))
     return task_result(task, fills, args.reader, chars)
 

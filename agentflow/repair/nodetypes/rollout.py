@@ -31,9 +31,11 @@ from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.settings import BRANCH_SEP
 from agentflow.graph.search.tree import spread
 from agentflow.models.ask import ask
-from agentflow.models.base import ChatModel
+from agentflow.models.base import ChatModel, ChatRequest, Message
+from agentflow.models.fim import FIM_FORMATS, FimFormat, fim_format
 from agentflow.reasoning.value import ValueJudgement, read_judgement
 from agentflow.repair.edit.edits import edit_parts
+from agentflow.repair.edit.infill import FILL_TOKENS, Hole, fill_prompt, read_fill, statement_holes
 from agentflow.repair.edit.overlay import SourceOverlay
 from agentflow.repair.edit.steps import (
     PROMPTS,
@@ -47,7 +49,7 @@ from agentflow.repair.edit.steps import (
     suspects,
 )
 from agentflow.repair.locate.focus import FocusSchedule, window_key
-from agentflow.repair.locate.localize import Window
+from agentflow.repair.locate.localize import RunEvidence, Window
 from agentflow.repair.nodetypes.nodekit import emit as emit_task
 from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.runtime import (
@@ -89,13 +91,15 @@ class SplitEditsSettings(NodeSettings):
     """Edits with more changes than this are not split (a rewrite, not a fix with a slip beside it)."""
 
 
-EscalationStep = Literal["format", "failure", "suspect"]
+EscalationStep = Literal["format", "failure", "suspect", "infill"]
 NOOP_ESCALATION: tuple[EscalationStep, ...] = ("format", "failure", "suspect")
 """What a branch's next try changes after an answer that changed nothing (drawing the same prompt again mostly
 gives the same answer back), one change per such answer, in this order, each kept for the tries after it: the
 other edit format (rewrite <-> SEARCH/REPLACE), then the failure the bug causes shown (`steps.failure_report`),
-then the next suspect (again for each further noop). A change that cannot be made is passed over. The default
-of the `noop_escalation` setting."""
+then the next suspect (again for each further noop). `infill` (not in the default) asks a code model for the
+window's statements one at a time in its fill-in-the-middle format instead (`edit.infill`), where the coder
+has one. A change that cannot be made is passed over. The default of the `noop_escalation` setting."""
+InfillFormat = Literal["auto", "none", "qwen2.5-coder", "starcoder2"]
 
 
 class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, SplitEditsSettings):
@@ -112,6 +116,9 @@ class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, Spl
     noop_escalation: tuple[EscalationStep, ...] = Field(default=NOOP_ESCALATION, min_length=1)
     """The changes after answers that changed nothing, in order, each made once and the last again for each
     further one (`NOOP_ESCALATION`: format, failure, suspect)."""
+    infill_format: InfillFormat = "auto"
+    """The coder's fill-in-the-middle format for the `infill` step of `noop_escalation` (`models.fim`): `auto`
+    is the family the model spec names (none for a chat model: the step is passed over), `none` never."""
     stop_on_success: bool = run_default("stop_on_success")
     failure_above_code: bool = False
     """The statement's assertion or exception output (a failing-test report's `E` lines) is shown again
@@ -239,6 +246,29 @@ async def draw_edit(rt: RepairRuntime, cfg: SweEditSettings, prompt: EditPrompt,
     return answer.text, answer.finish, read_answer(answer.text, answer.finish, prompt, sources)
 
 
+def coder_fim(cfg: SweEditSettings, coder: ChatModel) -> FimFormat | None:
+    """The coder's fill-in-the-middle format as `infill_format` names it (`auto`: the family its spec names)."""
+    if cfg.infill_format == "auto":
+        return fim_format(coder.spec)
+    return None if cfg.infill_format == "none" else FIM_FORMATS[cfg.infill_format]
+
+
+async def draw_fill(rt: RepairRuntime, cfg: SweEditSettings, fim: FimFormat, hole: Hole, *, cand_id: str,
+                    parent_id: str, sample: int) -> tuple[str, str, ReadEdits]:
+    """One fill of `hole` (seeded `cfg.seed + sample`), a raw prompt in the coder's format: (the fill, its
+    finish reason, what it does to the hole's file)."""
+    coder = rt.models.coder
+    with_node = getattr(coder, "with_node", None)
+    request = ChatRequest(messages=[Message.user(fill_prompt(fim, hole, rt.issue, rt.iid.split("__")[0]))],
+                          raw=True, temperature=cfg.temperature, seed=cfg.seed + sample, max_tokens=FILL_TOKENS,
+                          stop=list(fim.stop))
+    response = await (with_node(cand_id, parent_id) if with_node else coder).chat(request)
+    if not response.choices:
+        return "", "unknown", ReadEdits("unparsable", errors=["the model returned no fill"])
+    choice = response.choices[0]
+    return choice.message.content or "", choice.finish_reason, read_fill(choice.message.content or "", hole)
+
+
 async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, sources: dict[str, str], *,
                           cand_id: str, sample: int) -> tuple[str, str, ReadEdits]:
     """One tool-calling edit: the coder works on an in-memory overlay of the sources with the editor tools
@@ -283,6 +313,12 @@ class Approach:
     changes: list[EscalationStep] = field(default_factory=list)
     looked_at: set[str] = field(default_factory=set)
     """The suspects (`window_key`) tries of this draw looked at first."""
+    fim: FimFormat | None = None
+    """The coder's fill-in-the-middle format, when it has one (the `infill` change)."""
+    infill: bool = False
+    """Tries fill the first window's statements (`edit.infill`) instead of asking for an edit."""
+    filled: set[str] = field(default_factory=set)
+    """The holes (`Hole.key`) the chain filled (its `focus` record's, added to as tries fill more)."""
 
     def change(self, step: EscalationStep, failure: str, schedule: FocusSchedule, windows: list[Window], sibling: int) -> bool:
         """Make change `step` of `noop_escalation`; False when it cannot be made."""
@@ -295,6 +331,10 @@ class Approach:
             if not failure or self.failure:
                 return False
             self.failure = failure
+        elif step == "infill":
+            if self.fim is None or self.infill or not self.order:
+                return False
+            self.infill = True
         elif {window_key(w) for w in windows} <= self.looked_at:
             return False  # "suspect": every one was looked at
         else:
@@ -308,6 +348,17 @@ class Approach:
         order = self.cfg.noop_escalation
         steps = [step for step in order[:-1] if step not in self.changes] + [order[-1]]
         return next((step for step in steps if self.change(step, failure, schedule, windows, sibling)), None)
+
+    def next_hole(self, sources: dict[str, str], evidence: RunEvidence | None) -> Hole | None:
+        """The first window's next statement to fill (`statement_holes`: the marked lines first), or None when
+        every one was filled."""
+        window = self.order[0]
+        marks = evidence.marks.get(window.path, ()) if evidence is not None else ()
+        holes = statement_holes(window.path, sources.get(window.path, ""), window.start, window.end, marks)
+        hole = next((h for h in holes if h.key not in self.filled), None)
+        if hole is not None:
+            self.filled.add(hole.key)
+        return hole
 
     def hint(self, read: ReadEdits, change: EscalationStep | None) -> str:
         """What the next try is told: what the previous answer did (`part_edit_status`), what changed."""
@@ -328,12 +379,13 @@ async def _task_solved(ctx: NodeContext[RepairRuntime], state: RepairState) -> b
 
 async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEditSettings, state: RepairState,
                 current: HeadRecord, sources: dict[str, str], windows: list[Window], schedule: FocusSchedule,
-                drawn: list[int], resampled: list[Candidate]) -> EditRecord | None:
+                drawn: list[int], resampled: list[Candidate], filled: set[str]) -> EditRecord | None:
     """One usable edit, or None: an answer that changes nothing or cannot be read is recorded (into `resampled`)
-    and drawn again (`noop_retries`, `NOOP_ESCALATION`)."""
+    and drawn again (`noop_retries`, `NOOP_ESCALATION`). `filled`: the holes the chain filled, added to."""
     tag, number = branch_of(ctx)
     sibling = ctx.run.sample or 0
-    way = Approach(cfg, suspect_order(schedule, windows, sibling))
+    way = Approach(cfg, suspect_order(schedule, windows, sibling), fim=coder_fim(cfg, rt.models.coder),
+                   filled=filled)
     way.looked_at.update(window_key(w) for w in way.order[:1])
     hint = ""
     failure = failure_report(rt.issue, str((state.get("spectrum") or {}).get("errors") or ""))
@@ -345,10 +397,20 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
         n = len(drawn) + 1
         sample = (number + 1) * SAMPLE_STRIDE + n
         cand_id = f"{rt.iid}/{tag}.{n}"
-        prompt = edit_prompt(way.cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "",
-                             hint=hint, windows=way.order, evidence=evidence)
-        text, finish, read = await draw_edit(rt, way.cfg, prompt, sources, cand_id=cand_id,
-                                             parent_id=current["built_on"].candidate_id, sample=sample)
+        parent_id = current["built_on"].candidate_id
+        hole = way.next_hole(sources, evidence) if way.infill else None
+        if way.infill and hole is None:  # every statement of the window filled: the change after it
+            way.after_noop(failure, schedule, windows, sibling)
+            hole = way.next_hole(sources, evidence)
+        prompt = None
+        if hole is not None and way.fim is not None:
+            text, finish, read = await draw_fill(rt, way.cfg, way.fim, hole, cand_id=cand_id, parent_id=parent_id,
+                                                 sample=sample)
+        else:  # an edit asked for (every statement of the window filled: asked again)
+            prompt = edit_prompt(way.cfg, sources, rt.issue, current["feedback"], plan=state.get("plan") or "",
+                                 hint=hint, windows=way.order, evidence=evidence)
+            text, finish, read = await draw_edit(rt, way.cfg, prompt, sources, cand_id=cand_id, parent_id=parent_id,
+                                                 sample=sample)
         drawn.append(sample)
         edit: EditRecord = {"candidate_id": cand_id, "parent_id": current["built_on"].candidate_id, "sample": sample,
                             "files": read.files, "errors": read.errors, "answer": text, "finish": finish,
@@ -356,9 +418,11 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
         if read.status == "ok":
             return edit
         resampled.append(_record_failed(ctx, rt, edit, read.status, read.errors))
-        if read.declined and prompt.window is not None:  # the model found nothing to change there
+        if read.declined and prompt is not None and prompt.window is not None:  # the model found nothing to change there
             schedule.decline(prompt.window)
-        change = way.after_noop(failure, schedule, windows, sibling) if read.status == "noop" else None
+        # a fill that put its statement back is the model's word on that statement: the next fills the next one
+        change = (way.after_noop(failure, schedule, windows, sibling) if read.status == "noop" and hole is None
+                  else None)
         hint = way.hint(read, change)
     return None
 
@@ -372,6 +436,8 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     windows = suspects(cfg, sources, rt.issue, current["feedback"], focus=0,
                        prefer=ranked_of(state), evidence=evidence_of(state))
     schedule, drawn, resampled = _schedule(state), list(state.get("drawn") or []), list(state.get("resampled") or [])
+    saved = state.get("focus")
+    filled = set(saved.get("filled") or []) if saved is not None else set()
     updates: RepairState = {}
     if not state.get("suspects"):
         updates["suspects"] = [f"{w.path}:{w.symbol}" for w in windows]
@@ -381,12 +447,12 @@ async def edit_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
                                      reproduced=(state.get("reproduction") or {}).get("kept"),
                                      edit_format=cfg.edit_format, suspects=updates["suspects"]))
     try:
-        edit = await _draw(ctx, rt, cfg, state, current, sources, windows, schedule, drawn, resampled)
+        edit = await _draw(ctx, rt, cfg, state, current, sources, windows, schedule, drawn, resampled, filled)
     except BudgetExceeded as exc:  # the branch ends here; its candidates so far stand
         edit = None
         ctx.emit(RepairStopped(limit=exc.kind))
     return {**updates, "edit": edit, "drawn": drawn, "resampled": resampled,
-            "focus": {"shown": dict(schedule.shown), "declined": dict(schedule.declined)}}
+            "focus": {"shown": dict(schedule.shown), "declined": dict(schedule.declined), "filled": sorted(filled)}}
 
 
 # ----------------------------------------------------------------------------------------------- swe.test

@@ -5,7 +5,7 @@ the types named here: `agentflow.graph.persist.serde`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from agentflow.graph.persist.checkpoint import newest_per_thread
 from agentflow.reasoning.state import PlanKeys
@@ -49,6 +49,8 @@ class FocusRecord(TypedDict):
 
     shown: dict[str, int]
     declined: dict[str, int]
+    filled: NotRequired[list[str]]
+    """The statements (`infill.Hole.key`) the chain's fills filled: a later draw fills others first."""
 
 
 class ReproductionRecord(TypedDict, total=False):
