@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from agentflow.pysyntax import parsed
+from agentflow.synth.hide import definition_span, test_definition
 
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 _FRAME = re.compile(r"^(\S+\.py):\d+: in \S+")
@@ -78,23 +79,11 @@ def read_failure(test_id: str, output: str, test_paths: set[str]) -> Failure | N
 
 def failing_test_code(text: str, test_id: str) -> str:
     """The source of the test function `test_id` names, in the test file's `text` ("" if not found)."""
-    names = test_id.split("::")[1:]
-    if not names:
+    node = test_definition(text, test_id)
+    if node is None:
         return ""
-    names[-1] = names[-1].split("[", 1)[0]
-    tree = parsed(text)
-    if tree is None:
-        return ""
-    node: ast.AST = tree
-    for name in names:
-        found = [c for c in ast.iter_child_nodes(node)
-                 if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and c.name == name]
-        if not found:
-            return ""
-        node = found[0]
-    decorators = getattr(node, "decorator_list", [])
-    start = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
-    lines = text.splitlines()[start - 1 : node.end_lineno]  # type: ignore[attr-defined]
+    start, end = definition_span(node)
+    lines = text.splitlines()[start - 1 : end]
     indent = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
     body = [x[indent:] for x in lines]
     if len(body) > _MAX_CODE_LINES:
