@@ -254,9 +254,8 @@ class _Run:
             if reply is None:
                 return await self._finish(StopReason.WALL_TIME)
 
-            calls = reply.tool_calls
-            if self.text_protocol:
-                calls = parse_tool_blocks(reply.content, id_prefix=f"s{self.steps}")
+            calls = (parse_tool_blocks(reply.content, id_prefix=f"s{self.steps}") if self.text_protocol
+                     else reply.tool_calls)
             await self._notify(AgentEvent(
                 kind="step", step=self.steps, text=reply.content or "",
                 tool_calls=[{"name": c.name, "arguments": c.arguments} for c in calls or []],
@@ -452,10 +451,8 @@ class _Run:
             return None
         for message in reversed(self.messages):
             if message.role == "assistant" and message.content:
-                try:
+                with contextlib.suppress(OutputParseError):
                     return parse_output(self.agent.schema, message.content)
-                except OutputParseError:
-                    continue
         return None
 
     async def _finish(self, stop: StopReason, *, output: BaseModel | None = None, error: str | None = None,

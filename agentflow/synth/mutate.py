@@ -58,18 +58,14 @@ class Mutation:
     def apply(self, text: str) -> str:
         """`text` (the file's original content) with the mutation."""
         lines = text.splitlines(keepends=True)
-        ending = _line_ending(lines[self.start - 1])
+        first = lines[self.start - 1]
+        ending = first[len(first.rstrip("\r\n")) :] or "\n"  # the replaced line's own
         new = [line + ending for line in self.new_lines]
         return "".join(lines[: self.start - 1] + new + lines[self.end :])
 
     @property
     def key(self) -> str:
         return f"{self.path}:{self.start}:{self.operator}:{'|'.join(self.new_lines)}"
-
-
-def _line_ending(line: str) -> str:
-    stripped = line.rstrip("\r\n")
-    return line[len(stripped) :] or "\n"
 
 
 def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:

@@ -51,14 +51,11 @@ def failure_sections(output: str) -> dict[str, list[str]]:
     return sections
 
 
-def section_title(test_id: str) -> str:
-    """The title pytest gives a test's failure section: its id after the file, `::` as `.`."""
-    return test_id.split("::", 1)[1].replace("::", ".") if "::" in test_id else test_id
-
-
 def read_failure(test_id: str, output: str, test_paths: set[str]) -> Failure | None:
     """The test-file frames of `test_id`'s failure in `output` (`--tb=short`), or None if it is not there."""
-    lines = failure_sections(output).get(section_title(test_id))
+    # pytest titles a test's failure section with its id after the file, `::` as `.`
+    title = test_id.split("::", 1)[1].replace("::", ".") if "::" in test_id else test_id
+    lines = failure_sections(output).get(title)
     if lines is None:
         return None
     frames: list[str] = []
