@@ -111,21 +111,27 @@ class Budget:
         snap.wall_seconds = time.monotonic() - self._start
         return snap
 
+    def _chain(self) -> Iterator[Budget]:
+        """This budget, then its parents."""
+        budget: Budget | None = self
+        while budget is not None:
+            yield budget
+            budget = budget.parent
+
     def charge_model(self, *, tokens: int = 0, usd: float | None = 0.0, calls: int = 1) -> None:
         with self._lock:
             self._used.tokens += tokens
             self._used.usd += usd or 0.0
             self._used.model_calls += calls
-        if self.parent is not None:
+        if self.parent is not None:  # through the parent's own method: it may count elsewhere (LedgerBudget)
             self.parent.charge_model(tokens=tokens, usd=usd, calls=calls)
 
     def charge_call_time(self, seconds: float) -> None:
         """One model call that reached a model took `seconds` (counted here and in every parent)."""
         with self._lock:
-            self._timed.calls += 1
-            self._timed.seconds += seconds
-        if self.parent is not None:
-            self.parent.charge_call_time(seconds)
+            for budget in self._chain():
+                budget._timed.calls += 1
+                budget._timed.seconds += seconds
 
     def timed(self) -> CallTime:
         """The model calls charged with their seconds so far (`charge_call_time`)."""
@@ -134,22 +140,19 @@ class Budget:
 
     def charge_tool(self, calls: int = 1) -> None:
         with self._lock:
-            self._used.tool_calls += calls
-        if self.parent is not None:
-            self.parent.charge_tool(calls)
+            for budget in self._chain():
+                budget._used.tool_calls += calls
 
     def _reached(self, spends: tuple[BudgetKind, ...] = ()) -> tuple[BudgetKind, float, float] | None:
         """The first limit reached here or in a parent (kind, used, limit), or None; for the kinds a call
         `spends`, what calls in flight hold counts as used."""
-        budget: Budget | None = self
-        while budget is not None:
+        for budget in self._chain():
             used = budget.used
             for kind in BUDGET_KINDS:
                 limit = getattr(budget.limits, kind)
                 value = getattr(used, kind) + (getattr(budget._held, kind) if kind in spends else 0)
                 if limit is not None and value >= limit:
                     return kind, value, limit
-            budget = budget.parent
         return None
 
     def exceeded(self) -> BudgetKind | None:
@@ -165,13 +168,9 @@ class Budget:
 
     def remaining(self, kind: BudgetKind) -> float | None:
         """How much of `kind` is left (the tightest of this budget and its parents), None if unlimited."""
-        limit: float | None = getattr(self.limits, kind)
-        used: float = getattr(self.used, kind)
-        mine = None if limit is None else max(0.0, limit - used)
-        theirs = self.parent.remaining(kind) if self.parent is not None else None
-        if mine is None:
-            return theirs
-        return mine if theirs is None else min(mine, theirs)
+        left = [max(0.0, limit - getattr(budget.used, kind)) for budget in self._chain()
+                if (limit := getattr(budget.limits, kind)) is not None]
+        return min(left, default=None)
 
     def left(self) -> BudgetLimits:
         """What is left of each limit (here and in the parents), as the limits of a budget built elsewhere:
@@ -228,11 +227,9 @@ class Budget:
 
     def _add_held(self, amount: BudgetUsage, sign: int) -> None:
         with self._lock:
-            budget: Budget | None = self
-            while budget is not None:
+            for budget in self._chain():
                 for kind in ("model_calls", "tool_calls", "tokens"):
                     setattr(budget._held, kind, getattr(budget._held, kind) + sign * getattr(amount, kind))
-                budget = budget.parent
 
     @contextlib.asynccontextmanager
     async def deadline(self, grace_s: float = 0.0) -> AsyncIterator[None]:
@@ -262,15 +259,8 @@ class Budget:
 
     def _first_wall_limit(self) -> tuple[Budget, float] | None:
         """The budget (this one or a parent) whose wall-clock limit ends first, and that limit."""
-        first: tuple[Budget, float] | None = None
-        budget: Budget | None = self
-        while budget is not None:
-            limit = budget.limits.wall_seconds
-            if limit is not None and (first is None or limit - budget.used.wall_seconds
-                                      < first[1] - first[0].used.wall_seconds):
-                first = (budget, limit)
-            budget = budget.parent
-        return first
+        walls = [(budget, limit) for budget in self._chain() if (limit := budget.limits.wall_seconds) is not None]
+        return min(walls, key=lambda wall: wall[1] - wall[0].used.wall_seconds, default=None)
 
 
 class Hold:

@@ -21,13 +21,8 @@ def path_component(value: str, what: str = "id") -> str:
     """`value` as a single, safe, unique path component; a UserError when it cannot be one."""
     if not isinstance(value, str) or not value:
         raise UserError(f"an empty {what} cannot name a folder", hint=f"give every entry a non-empty {what}")
-    out = []
-    for i, byte in enumerate(value.encode("utf-8")):
-        if byte in _SAFE and not (i == 0 and byte == ord(".")):
-            out.append(chr(byte))
-        else:
-            out.append(f"%{byte:02X}")
-    name = "".join(out)
+    name = "".join(chr(byte) if byte in _SAFE and not (i == 0 and byte == ord(".")) else f"%{byte:02X}"
+                   for i, byte in enumerate(value.encode("utf-8")))
     if len(name) > _MAX_BYTES:
         raise UserError(
             f"{what} {value[:40]!r}... is too long to name a folder ({len(name)} bytes escaped, at most {_MAX_BYTES})",

@@ -59,21 +59,18 @@ class RunDir:
     def write_text(self, name: str, text: str, *, code: bool = False) -> Path:
         """Replace `name` atomically (written beside it, then renamed), secrets redacted; `code=True` for
         text holding patches (known secrets only: see `secrets.CODE_KEYS`)."""
-        return self._replace(name, redact(text, urls=not code))
+        return replace_file(self.path / name, redact(text, urls=not code))
 
     def write_json(self, name: str, data: Any, *, indent: int | None = None) -> Path:
-        return self._replace(name, json.dumps(redact(data), indent=indent) + ("\n" if indent else ""))
+        return replace_file(self.path / name, json.dumps(redact(data), indent=indent) + ("\n" if indent else ""))
 
     def write_jsonl(self, name: str, records: Iterable[Any]) -> Path:
-        return self._replace(name, "".join(json.dumps(redact(r)) + "\n" for r in records))
+        return replace_file(self.path / name, "".join(json.dumps(redact(r)) + "\n" for r in records))
 
     def write_config(self, config: BaseModel | dict[str, Any]) -> Path:
         """`config.resolved.yaml`: everything the run was started with, enough to repeat it (secrets masked:
         a resume asks for them again), signed with the user's run key (a resume goes on with it only then)."""
-        return self._replace("config.resolved.yaml", sign_yaml(dump_yaml(config)))
-
-    def _replace(self, name: str, text: str) -> Path:
-        return replace_file(self.path / name, text)
+        return replace_file(self.path / "config.resolved.yaml", sign_yaml(dump_yaml(config)))
 
     def events(self, run_id: str | None = None) -> EventLog:
         """The run's event log, appended to (a half line left by a killed writer is cut first)."""

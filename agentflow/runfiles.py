@@ -162,10 +162,7 @@ def read_inside(root: str | Path, path: str | Path) -> str | None:
     """The text of `path`, a regular file inside the folder `root` reached through real folders only (no
     link on the way out of `root`); None when absent."""
     base, p = Path(root), Path(path)
-    try:
-        parts = p.relative_to(base).parts
-    except ValueError:
-        raise UserError(f"{p} is outside the run folder {base}", hint=_HINT) from None
+    parts = p.relative_to(base).parts if p.is_relative_to(base) else ("..",)
     if ".." in parts:
         raise UserError(f"{p} is outside the run folder {base}", hint=_HINT)
     folder = base

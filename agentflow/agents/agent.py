@@ -254,9 +254,8 @@ class _Run:
             if reply is None:
                 return await self._finish(StopReason.WALL_TIME)
 
-            calls = reply.tool_calls
-            if self.text_protocol:
-                calls = parse_tool_blocks(reply.content, id_prefix=f"s{self.steps}")
+            calls = (parse_tool_blocks(reply.content, id_prefix=f"s{self.steps}") if self.text_protocol
+                     else reply.tool_calls)
             await self._notify(AgentEvent(
                 kind="step", step=self.steps, text=reply.content or "",
                 tool_calls=[{"name": c.name, "arguments": c.arguments} for c in calls or []],
@@ -297,18 +296,15 @@ class _Run:
     def _raise_max_tokens(self) -> bool:
         """After a reply cut by max_tokens: double the limit (up to 4x the configured one) and say whether to
         ask again. Without a configured limit the cut came from the server's own, which we cannot raise."""
-        if self.cfg.max_tokens is None or self.max_tokens is None:
-            return False
-        if self.max_tokens >= 4 * self.cfg.max_tokens:
+        configured = self.cfg.max_tokens
+        if configured is None or self.max_tokens is None or self.max_tokens >= 4 * configured:
             return False
         self.max_tokens *= 2
         self._emit(AgentMaxTokensRaised(max_tokens=self.max_tokens))
         return True
 
     async def _notify(self, event: AgentEvent) -> None:
-        if self.on_event is None:
-            return
-        maybe = self.on_event(event)
+        maybe = self.on_event(event) if self.on_event is not None else None
         if inspect.isawaitable(maybe):
             await maybe
 
@@ -366,13 +362,13 @@ class _Run:
         if self.window is None:
             return request
         fitted, record, fits = await fit(request, self.cfg.context, self.window, self.count_tokens)
-        if record is not None:
+        if record is not None:  # None: it fitted as it was
             self._emit(AgentCompacted(step=self.steps, fits=fits, **record))
-        if not fits:
-            raise _ContextFull(
-                f"the conversation needs {record['tokens_after'] if record else '?'} tokens plus "
-                f"{record['reply_tokens'] if record else '?'} for the reply, more than the model's context window "
-                f"of {self.window} tokens, even after compaction; raise the window or shorten the task")
+            if not fits:
+                raise _ContextFull(
+                    f"the conversation needs {record['tokens_after']} tokens plus {record['reply_tokens']} "
+                    f"for the reply, more than the model's context window of {self.window} tokens, even "
+                    "after compaction; raise the window or shorten the task")
         return fitted
 
     def _reply_key(self, request: ChatRequest) -> str | None:
@@ -455,10 +451,8 @@ class _Run:
             return None
         for message in reversed(self.messages):
             if message.role == "assistant" and message.content:
-                try:
+                with contextlib.suppress(OutputParseError):
                     return parse_output(self.agent.schema, message.content)
-                except OutputParseError:
-                    continue
         return None
 
     async def _finish(self, stop: StopReason, *, output: BaseModel | None = None, error: str | None = None,

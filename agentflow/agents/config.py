@@ -15,23 +15,18 @@ from agentflow.errors import ConfigError, UserError
 ToolProtocol = Literal["auto", "native", "text"]
 
 
-def _import_schema(path: str) -> type[BaseModel]:
-    """Resolve `module:Class` (or `module.Class`) to a pydantic model class; a bad path is a one-line
-    `ConfigError`."""
-    try:
-        cls = import_object(path, kind="pydantic model", expected="'module:Class', e.g. agentflow.agents.schemas:Plan")
-    except UserError as exc:  # a config error: the agent's config names it
-        raise ConfigError(f"output_schema: {exc}") from None
-    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
-        raise ConfigError(f"output_schema {path!r}: not a pydantic model class")
-    return cls
-
-
 def _schema_class(value: Any) -> Any:
-    """The class itself (from Python), or the class a `module:Class` string names (from YAML or `-c`), resolved
-    here once; anything else is a one-line error."""
+    """The class itself (from Python), or the pydantic model class a `module:Class` (or `module.Class`) string
+    names (from YAML or `-c`), resolved here once; anything else is a one-line `ConfigError`."""
     if isinstance(value, str):
-        return _import_schema(value)
+        try:
+            cls = import_object(value, kind="pydantic model",
+                                expected="'module:Class', e.g. agentflow.agents.schemas:Plan")
+        except UserError as exc:  # a config error: the agent's config names it
+            raise ConfigError(f"output_schema: {exc}") from None
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            raise ConfigError(f"output_schema {value!r}: not a pydantic model class")
+        return cls
     if value is None or (isinstance(value, type) and issubclass(value, BaseModel)):
         return value
     raise ConfigError(f"output_schema {value!r}: expected a pydantic model class or 'module:Class'")

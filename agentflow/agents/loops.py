@@ -79,11 +79,8 @@ class LoopDetector:
         """Record a tool call and its outcome; a detection when this exact call and result repeated too often."""
         if not self.config.enabled:
             return None
-        key = fingerprint([name, arguments, ok, result])
-        self.calls[key] += 1
-        count = self.calls[key]
-        limit = self.config.repeat_limit if ok else self.config.failure_limit
-        if count < limit:
+        count = _count(self.calls, [name, arguments, ok, result])
+        if count < (self.config.repeat_limit if ok else self.config.failure_limit):
             return None
         args = json.dumps(arguments, sort_keys=True, default=str)
         if len(args) > 200:
@@ -96,12 +93,9 @@ class LoopDetector:
         """Record a final answer; a detection when the same answer was given too often."""
         if not self.config.enabled:
             return None
-        key = fingerprint(text.strip())
-        self.answers[key] += 1
-        count = self.answers[key]
-        if count < self.config.answer_limit:
-            return None
-        return LoopDetection("repeated_answer", "the same answer", count)
+        count = _count(self.answers, text.strip())
+        limit = self.config.answer_limit
+        return LoopDetection("repeated_answer", "the same answer", count) if count >= limit else None
 
     def should_nudge(self) -> bool:
         """Whether a detection now nudges (and counts the nudge) rather than stops."""
@@ -109,3 +103,10 @@ class LoopDetector:
             return False
         self.nudges += 1
         return True
+
+
+def _count(counter: Counter[str], value: Any) -> int:
+    """Count `value` once more by its fingerprint; how often it has been seen."""
+    key = fingerprint(value)
+    counter[key] += 1
+    return counter[key]

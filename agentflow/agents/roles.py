@@ -45,11 +45,9 @@ def load_agent_config(source: str | Path | Mapping[str, Any] | AgentConfig,
                       overrides: Iterable[str] = ()) -> AgentConfig:
     """Build an `AgentConfig` from a role name (`planner`), a YAML file, a mapping or a config, then apply
     `-c` overrides (`step_limit=10`, `model=openai:gpt-4o-mini`, or another YAML file)."""
-    if isinstance(source, AgentConfig):
-        base: dict[str, Any] = source.model_dump()
+    if isinstance(source, (AgentConfig, Mapping)):
+        base: dict[str, Any] = source.model_dump() if isinstance(source, AgentConfig) else dict(source)
         where = "agent config"
-    elif isinstance(source, Mapping):
-        base, where = dict(source), "agent config"
     elif str(source) in ROLES:
         base, where = ROLES[str(source)].model_dump(), f"role {source}"
     elif Path(source).suffix in (".yaml", ".yml") or Path(source).exists():

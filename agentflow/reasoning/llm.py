@@ -67,21 +67,15 @@ def sampling(ctx: NodeContext[DepsT], settings: SamplingSettings) -> tuple[float
     that is its parent's first child; in a later sibling (`ctx.run.sample` > 0) `sample_temperature`, seeded by
     the sibling's place, since siblings ask the same question from the same state."""
     sample = ctx.run.sample
-    if sample is None:
-        return settings.temperature, None
-    if sample == 0 or settings.sample_temperature is None:
+    if not sample or settings.sample_temperature is None:  # the main line (None) or a first child (0)
         return settings.temperature, sample
     return settings.sample_temperature, sample
 
 
 def numbered_items(text: str) -> list[str]:
     """The items of a numbered or bulleted list in `text` (`1. x`, `2) y`, `- z`), in order."""
-    items = []
-    for line in text.splitlines():
-        match = re.match(r"^\s*(?:\d+[.)]|[-*•])\s+(.*\S)", line)
-        if match:
-            items.append(match.group(1).strip())
-    return items
+    matches = (re.match(r"^\s*(?:\d+[.)]|[-*•])\s+(.*\S)", line) for line in text.splitlines())
+    return [match.group(1).strip() for match in matches if match]
 
 
 __all__ = ["SamplingSettings", "node_ask", "node_model", "numbered_items", "sampling"]

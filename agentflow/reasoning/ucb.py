@@ -51,16 +51,10 @@ class UcbStats(BaseModel):
 def ucb_scores(stats: UcbStats, algorithms: tuple[str, ...] | list[str], *, c: float = 1.0,
                prior: str | None = None, prior_weight: float = 0.2) -> dict[str, float]:
     """Each algorithm's UCB score (infinite for one not tried yet)."""
-    total = sum(stats.arms.get(a, ArmStats()).n for a in algorithms)
-    out = {}
-    for a in algorithms:
-        arm = stats.arms.get(a, ArmStats())
-        bonus = prior_weight if a == prior else 0.0
-        if arm.n == 0:
-            out[a] = math.inf
-        else:
-            out[a] = arm.mean + c * math.sqrt(2 * math.log(max(total, 1)) / arm.n) + bonus
-    return out
+    arms = [(a, stats.arms.get(a, ArmStats())) for a in algorithms]
+    total = sum(arm.n for _, arm in arms)
+    return {a: math.inf if arm.n == 0 else arm.mean + c * math.sqrt(2 * math.log(max(total, 1)) / arm.n)
+            + (prior_weight if a == prior else 0.0) for a, arm in arms}
 
 
 def choose_algorithm(stats: UcbStats, algorithms: tuple[str, ...] | list[str], *, c: float = 1.0,

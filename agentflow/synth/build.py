@@ -184,16 +184,11 @@ async def synthesize(repo: str | Path, out: str | Path, config: SynthConfig | No
             candidates = await _candidates(ctx, sources)
             kept = await _search(sandbox, ctx, candidates)
         out.mkdir(parents=True, exist_ok=True)
-        tasks: list[dict[str, Any]] = []
-        golds: list[dict[str, Any]] = []
-        for k, found in enumerate(kept, start=1):
-            made = await _make_task(ctx, found, out, k, backend)
-            if made is not None:
-                tasks.append(made[0])
-                golds.append(made[1])
-                report.tasks.append(made[0]["instance_id"])
-    (out / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
-    (out / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golds), encoding="utf-8")
+        made = [m for k, found in enumerate(kept, start=1)
+                if (m := await _make_task(ctx, found, out, k, backend)) is not None]
+    report.tasks = [task["instance_id"] for task, _ in made]
+    for name, records in (("tasks.jsonl", [t for t, _ in made]), ("gold.jsonl", [g for _, g in made])):
+        (out / name).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     report.duration_s = round(time.monotonic() - started, 1)
     return report
 
@@ -321,45 +316,31 @@ def _not_maintained(ctx: Context, tests: list[str], run: TestRun) -> list[str]:
 
 def statement_for(ctx: Context, found: Kept, k: int) -> str | None:
     """The task's problem statement (the kind the config asks for), or None when none can be written
-    without naming the changed file or line."""
-    if ctx.config.hide_tests:
-        return hidden_statement(ctx, found)
-    m = found.mutation
+    without naming the changed file or line. A hidden-tests task's statement is the behaviour report (unless
+    `--statement test`) where one can be derived, else the user's report of the first failing test; neither
+    names a test, its file or the change."""
+    m, hide = found.mutation, ctx.config.hide_tests
     forbidden = [m.path, m.path.removeprefix("src/"), *m.old_lines, *m.new_lines]
     failures = [f for t in found.failing if (f := read_failure(t, found.output, set(ctx.tests))) is not None]
-    if not failures:
+    if hide:
+        hidden = hidden_functions(found.failing)
+        names = sorted({name for functions in hidden.values() for function in functions for name in function})
+        forbidden += [*found.failing, *hidden, *names]
+        if not failures:
+            return None
+    elif not failures:
         failures = [Failure(found.failing[0], ["(pytest printed no traceback for this test)"], "", [])]
     kind = ctx.config.statement
-    if kind == "mixed":
+    if kind == "mixed" and not hide:
         kind = random.Random(f"{ctx.config.seed}:{k}").choice(["test", "behaviour"])
     text = None
-    if kind == "behaviour":
-        text = next((b for f in failures if (b := behaviour_report(f)) is not None), None)
+    if kind != "test":
+        text = next((b for f in failures if (b := behaviour_report(f, cite_test=not hide)) is not None), None)
     if text is None:
         first = failures[0].test_id
-        code = failing_test_code(ctx.tests.get(first.split("::", 1)[0], ""), first)
-        text = failing_test_report(failures, code, found.failing)
-    text = scrub(text, forbidden)
-    return text if check_statement(text, forbidden) else None
-
-
-def hidden_statement(ctx: Context, found: Kept) -> str | None:
-    """A hidden-tests task's statement: the behaviour report (unless `--statement test`) where one can be
-    derived, else the user's report of the first failing test; neither names a test, its file or the change."""
-    m = found.mutation
-    hidden = hidden_functions(found.failing)
-    names = sorted({name for functions in hidden.values() for function in functions for name in function})
-    forbidden = [m.path, m.path.removeprefix("src/"), *m.old_lines, *m.new_lines, *found.failing, *hidden, *names]
-    failures = [f for t in found.failing if (f := read_failure(t, found.output, set(ctx.tests))) is not None]
-    if not failures:
-        return None
-    text = None
-    if ctx.config.statement != "test":
-        text = next((b for f in failures if (b := behaviour_report(f, cite_test=False)) is not None), None)
-    if text is None:
-        first = failures[0].test_id
-        snippet = snippet_of(ctx.tests.get(first.split("::", 1)[0], ""), first)
-        text = user_report(failures[0], snippet, len(found.failing) - 1)
+        test_file = ctx.tests.get(first.split("::", 1)[0], "")
+        text = (user_report(failures[0], snippet_of(test_file, first), len(found.failing) - 1) if hide
+                else failing_test_report(failures, failing_test_code(test_file, first), found.failing))
     text = scrub(text, forbidden)
     return text if check_statement(text, forbidden) else None
 

@@ -55,10 +55,22 @@ def _find(tree: ast.Module, names: tuple[str, ...]) -> tuple[_Defined, ast.AST] 
     return node, parent
 
 
-def _span(node: _Defined) -> tuple[int, int]:
+def test_definition(text: str, test_id: str) -> _Defined | None:
+    """The definition of the test function `test_id` names, in its file's `text` (None: not defined there)."""
+    found, tree = function_of(test_id), parsed(text)
+    defined = _find(tree, found[1]) if found is not None and tree is not None else None
+    return defined[0] if defined is not None else None
+
+
+def definition_span(node: _Defined) -> tuple[int, int]:
     """First and last line (1-based) of a definition, its decorators included."""
     start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
     return start, node.end_lineno or node.lineno
+
+
+def indent_of(line: str) -> str:
+    """The leading whitespace of `line`."""
+    return line[: len(line) - len(line.lstrip())]
 
 
 def cut_functions(text: str, functions: list[tuple[str, ...]]) -> str | None:
@@ -76,7 +88,7 @@ def cut_functions(text: str, functions: list[tuple[str, ...]]) -> str | None:
         if found is None:
             return None
         node, parent = found
-        start, end = _span(node)
+        start, end = definition_span(node)
         while end < len(lines) and not lines[end].strip():
             end += 1
         cut[start] = end
@@ -84,14 +96,13 @@ def cut_functions(text: str, functions: list[tuple[str, ...]]) -> str | None:
     for parent, nodes in parents.values():
         body = getattr(parent, "body", [])
         if isinstance(parent, ast.ClassDef) and len(nodes) == len(body):
-            emptied[_span(nodes[0])[0]] = parent
+            emptied[definition_span(nodes[0])[0]] = parent
     kept: list[str] = []
     line = 1
     while line <= len(lines):
         if line in cut:
             if line in emptied:
-                indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
-                kept.append(f"{indent}pass\n\n")
+                kept.append(f"{indent_of(lines[line - 1])}pass\n\n")
             line = cut[line] + 1
             continue
         kept.append(lines[line - 1])
@@ -102,14 +113,9 @@ def cut_functions(text: str, functions: list[tuple[str, ...]]) -> str | None:
 def snippet_of(text: str, test_id: str) -> str:
     """The statements of the test `test_id` names (no `def` line, decorators or docstring), dedented ("" if not
     found)."""
-    found = function_of(test_id)
-    tree = parsed(text)
-    if tree is None:
+    node = test_definition(text, test_id)
+    if node is None or not node.body:
         return ""
-    defined = _find(tree, found[1]) if found else None
-    if defined is None or not defined[0].body:
-        return ""
-    node = defined[0]
     body = node.body[1:] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body
     lines = text.splitlines()[body[0].lineno - 1 : node.end_lineno]
     return textwrap.dedent("\n".join(lines)).strip("\n")

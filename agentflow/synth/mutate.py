@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from agentflow.pysyntax import parsed
+from agentflow.synth.hide import definition_span
 
 OPERATORS = (
     "flip-comparison",
@@ -57,18 +58,14 @@ class Mutation:
     def apply(self, text: str) -> str:
         """`text` (the file's original content) with the mutation."""
         lines = text.splitlines(keepends=True)
-        ending = _line_ending(lines[self.start - 1])
+        first = lines[self.start - 1]
+        ending = first[len(first.rstrip("\r\n")) :] or "\n"  # the replaced line's own
         new = [line + ending for line in self.new_lines]
         return "".join(lines[: self.start - 1] + new + lines[self.end :])
 
     @property
     def key(self) -> str:
         return f"{self.path}:{self.start}:{self.operator}:{'|'.join(self.new_lines)}"
-
-
-def _line_ending(line: str) -> str:
-    stripped = line.rstrip("\r\n")
-    return line[len(stripped) :] or "\n"
 
 
 def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -259,7 +256,7 @@ def file_mutations(path: str, text: str, operators: tuple[str, ...] = OPERATORS)
     owners = _line_owners(tree)
     original: dict[tuple[int, int], str | None] = {}
     for qualname, func in _functions(tree):
-        span = (func.decorator_list[0].lineno if func.decorator_list else func.lineno, func.end_lineno or func.lineno)
+        span = definition_span(func)
         body_nodes = [n for stmt in func.body for n in ast.walk(stmt)]
         for op in operators:
             if op == "remove-statement":
@@ -290,7 +287,7 @@ def _splice(path: str, lines: list[bytes], node: ast.AST, start: int, end: int, 
     line = lines[lineno - 1]
     changed = (line[:start] + new.encode("utf-8") + line[end:]).decode("utf-8")
     old = line.decode("utf-8")
-    if changed == old or len(old.strip()) < _MIN_LINE_CHARS:
+    if changed == old:
         return None
     return Mutation(path, lineno, lineno, (changed,), op, qualname, (old,))
 
@@ -299,16 +296,15 @@ def _removal(path: str, lines: list[bytes], stmt: ast.stmt, qualname: str) -> Mu
     old = lines[stmt.lineno - 1].decode("utf-8")
     if old[: stmt.col_offset].strip() or old[stmt.end_col_offset or 0 :].split("#", 1)[0].strip():
         return None  # another statement shares the line
-    if len(old.strip()) < _MIN_LINE_CHARS:
-        return None
     return Mutation(path, stmt.lineno, stmt.lineno, (), "remove-statement", qualname, (old,))
 
 
 def _add(out: list[Mutation], seen: set[str], mutation: Mutation | None, text: str, span: tuple[int, int],
          original: dict[tuple[int, int], str | None]) -> None:
     """Keep a mutation when its function still parses and its syntax tree changed (checked on the function
-    alone: parsing the whole file for each candidate of a large module costs seconds)."""
-    if mutation is None or mutation.key in seen:
+    alone: parsing the whole file for each candidate of a large module costs seconds) and its changed line is
+    not too short (`_MIN_LINE_CHARS`)."""
+    if mutation is None or mutation.key in seen or len(mutation.old_lines[0].strip()) < _MIN_LINE_CHARS:
         return
     seen.add(mutation.key)
     first, last = span

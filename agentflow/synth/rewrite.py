@@ -14,6 +14,7 @@ import textwrap
 from agentflow.models.ask import ask, code_block
 from agentflow.models.templates import package_templates
 from agentflow.pysyntax import parsed
+from agentflow.synth.hide import definition_span, indent_of
 from agentflow.synth.mutate import Mutation, _functions
 
 PROMPTS = package_templates(__file__)
@@ -29,8 +30,7 @@ def rewrite_targets(texts: dict[str, str]) -> list[tuple[str, str, int, int]]:
         if tree is None:
             continue
         for qualname, func in _functions(tree):
-            start = func.decorator_list[0].lineno if func.decorator_list else func.lineno
-            end = func.end_lineno or func.lineno
+            start, end = definition_span(func)
             if _MIN_LINES <= end - start + 1 <= _MAX_LINES:
                 out.append((path, qualname, start, end))
     return out
@@ -42,8 +42,7 @@ def rewritten(path: str, qualname: str, start: int, end: int, text: str, answer:
     if not code:
         return None
     lines = text.splitlines()
-    indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
-    new = textwrap.indent(textwrap.dedent(code), indent).splitlines()
+    new = textwrap.indent(textwrap.dedent(code), indent_of(lines[start - 1])).splitlines()
     answered = parsed(textwrap.dedent(code))
     if answered is None:
         return None

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from agentflow.pysyntax import parsed
+from agentflow.synth.hide import definition_span, test_definition
 
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 _FRAME = re.compile(r"^(\S+\.py):\d+: in \S+")
@@ -50,14 +51,11 @@ def failure_sections(output: str) -> dict[str, list[str]]:
     return sections
 
 
-def section_title(test_id: str) -> str:
-    """The title pytest gives a test's failure section: its id after the file, `::` as `.`."""
-    return test_id.split("::", 1)[1].replace("::", ".") if "::" in test_id else test_id
-
-
 def read_failure(test_id: str, output: str, test_paths: set[str]) -> Failure | None:
     """The test-file frames of `test_id`'s failure in `output` (`--tb=short`), or None if it is not there."""
-    lines = failure_sections(output).get(section_title(test_id))
+    # pytest titles a test's failure section with its id after the file, `::` as `.`
+    title = test_id.split("::", 1)[1].replace("::", ".") if "::" in test_id else test_id
+    lines = failure_sections(output).get(title)
     if lines is None:
         return None
     frames: list[str] = []
@@ -78,23 +76,11 @@ def read_failure(test_id: str, output: str, test_paths: set[str]) -> Failure | N
 
 def failing_test_code(text: str, test_id: str) -> str:
     """The source of the test function `test_id` names, in the test file's `text` ("" if not found)."""
-    names = test_id.split("::")[1:]
-    if not names:
+    node = test_definition(text, test_id)
+    if node is None:
         return ""
-    names[-1] = names[-1].split("[", 1)[0]
-    tree = parsed(text)
-    if tree is None:
-        return ""
-    node: ast.AST = tree
-    for name in names:
-        found = [c for c in ast.iter_child_nodes(node)
-                 if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and c.name == name]
-        if not found:
-            return ""
-        node = found[0]
-    decorators = getattr(node, "decorator_list", [])
-    start = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
-    lines = text.splitlines()[start - 1 : node.end_lineno]  # type: ignore[attr-defined]
+    start, end = definition_span(node)
+    lines = text.splitlines()[start - 1 : end]
     indent = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
     body = [x[indent:] for x in lines]
     if len(body) > _MAX_CODE_LINES:
