@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -125,13 +126,10 @@ def invoked_argv() -> list[str]:
 
 def with_output(argv: Sequence[str], out_dir: Path) -> list[str]:
     """`argv` with its -o/--output (if any) replaced by `-o OUT_DIR`, last."""
-    kept: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("-o", "--output"):
-            skip = True
+    args, kept = iter(argv), []
+    for arg in args:
+        if arg in ("-o", "--output"):
+            next(args, None)  # and its value
         elif not arg.startswith("--output="):
             kept.append(arg)
     return [*kept, "-o", str(out_dir)]
@@ -139,14 +137,10 @@ def with_output(argv: Sequence[str], out_dir: Path) -> list[str]:
 
 def stop_interrupted(what: str, command: Sequence[str]) -> NoReturn:
     """After Ctrl-C: say what was kept and the exact command that continues it (stderr), then exit 130."""
-    import shlex
-
     typer.echo(f"agentflow: interrupted; {what}; continue it with: {shlex.join(command)}", err=True)
     raise typer.Exit(130)
 
 
 def print_view_hint(run_dir: Path) -> None:
     """The command that shows a finished run in the browser (on stderr: stdout may be --json)."""
-    import shlex
-
     typer.echo(f"see it: agentflow view {shlex.quote(str(run_dir))}", err=True)

@@ -21,8 +21,6 @@ from agentflow import __version__
 from agentflow.cli._output import redact_std_streams, redacted_output
 from agentflow.errors import UserError
 
-_NOT_COMMANDS = {"main", "common"}
-
 
 def build_app() -> typer.Typer:
     app = typer.Typer(
@@ -52,8 +50,7 @@ def build_app() -> typer.Typer:
     # commands live in subpackages by what they drive (workflow/, repair/, parts/); registered by module name
     found = pkgutil.walk_packages(pkg.__path__, f"{pkg.__name__}.")
     for info in sorted(found, key=lambda m: m.name.rpartition(".")[2]):
-        name = info.name.rpartition(".")[2]
-        if info.ispkg or name in _NOT_COMMANDS or name.startswith("_"):
+        if info.ispkg or info.name.rpartition(".")[2].startswith("_"):
             continue
         module = importlib.import_module(info.name)
         register = getattr(module, "register", None)

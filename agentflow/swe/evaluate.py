@@ -35,7 +35,7 @@ from agentflow.swe.patch import apply_patch, changed_paths, is_empty_patch, pars
 from agentflow.swe.report import InstanceReport, grade, instance_report_json, make_summary
 from agentflow.swe.shipping import Shipping, on_this_node, prepare_node, read_tree, write_tree
 from agentflow.swe.tasks import Prediction, SWETask
-from agentflow.swe.testrun import default_test_cmd, maintained, passed, run_tests
+from agentflow.swe.testrun import default_test_cmd, passed, run_tests
 from agentflow.swe.workspace import EVAL_DIR, seed_workspace
 
 
@@ -58,9 +58,7 @@ class EvalConfig(StrictConfig):
 
 def sandbox_python(sandbox: Sandbox, configured: str | None = None) -> str:
     """The Python that runs the tests: `configured`, else `python3` in docker, agentflow's own python locally."""
-    if configured:
-        return configured
-    return shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3"
+    return configured or (shlex.quote(sys.executable) if sandbox.info().backend == "local" else "python3")
 
 
 async def _reset_test_files(sandbox: Sandbox, test_patch: str) -> None:
@@ -123,13 +121,11 @@ async def run_prediction(
             env["PYTEST_PLUGINS"] = ",".join(task.pytest_plugins)
         run = await run_tests(sandbox, test_ids, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=test_timeout_s, env=env)
         logs["tests"] = run.log
-        status = dict(run.status)
         if run.timed_out:
             report.error = f"tests timed out after {test_timeout_s:.0f}s"
-        report.tests_status, report.resolved = grade(task.FAIL_TO_PASS, task.PASS_TO_PASS, status)
+        report.tests_status, report.resolved = grade(task.FAIL_TO_PASS, task.PASS_TO_PASS, run.status)
         report.completed = True
-        failing = [t for t in task.FAIL_TO_PASS if not passed(t, status)]
-        failing += [t for t in task.PASS_TO_PASS if not maintained(t, status)]
+        failing = [t for k in ("FAIL_TO_PASS", "PASS_TO_PASS") for t in report.tests_status[k]["failure"]]
         if rerun_failed and failing and not run.timed_out:
             again = await run_tests(sandbox, failing, test_cmd=test_cmd, scratch=EVAL_DIR, timeout=test_timeout_s, env=env)
             logs["tests_rerun"] = again.log

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from agentflow.errors import SandboxError
 from agentflow.sandbox.base import Sandbox, sh_command
 from agentflow.swe.patch import FileChange, git_patch_files, is_test_path
 from agentflow.swe.testrun import PLUGIN_NAME, RUNNER_NAME, test_files
@@ -165,8 +166,6 @@ async def base_facts(sandbox: Sandbox, files: Sequence[FileChange], *, base: str
         stdin="".join(f"{base}:{p}\n" for p in asked),
     )
     if not listing.ok or listing.truncated:
-        from agentflow.errors import SandboxError
-
         raise SandboxError(f"could not list the base commit's files: {listing.output.strip()[-200:]}")
     answers = listing.stdout.splitlines()
     existing = {p for p, kind in zip(asked, answers) if kind == "blob"}
@@ -221,7 +220,5 @@ async def _restore(sandbox: Sandbox, paths: Sequence[str], base: str) -> None:
         if batch:
             res = await sandbox.exec(sh_command("; ".join(batch)))
             if not res.ok:
-                from agentflow.errors import SandboxError
-
                 raise SandboxError(f"could not restore {res.output.strip()[-200:]} from the base commit")
         batch = [step] if step is not None else []

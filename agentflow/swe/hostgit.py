@@ -116,10 +116,8 @@ def resolve_ref(source: str, ref: str) -> str | None:
     """The commit `ref` (HEAD, a branch or a tag) names in the repository at `source`, asked from outside it."""
     out = git(["ls-remote", "--", _absolute(source)], None).decode(errors="replace")
     refs = {name: sha for sha, name in (line.split("\t", 1) for line in out.splitlines() if "\t" in line)}
-    for name in (f"refs/tags/{ref}^{{}}", ref, f"refs/heads/{ref}", f"refs/tags/{ref}"):
-        if name in refs:
-            return refs[name]
-    return None
+    names = (f"refs/tags/{ref}^{{}}", ref, f"refs/heads/{ref}", f"refs/tags/{ref}")
+    return next((refs[name] for name in names if name in refs), None)
 
 
 def has_commit(repo: OwnRepo, commit: str) -> bool:

@@ -30,8 +30,7 @@ def diff_additions(diff: str) -> dict[str, str] | None:
     seen_hunk = False
     for line in diff.splitlines():
         if line.startswith("+++ "):
-            target = line[4:].split("\t")[0].strip()
-            current = target.removeprefix("b/")
+            current = line[4:].split("\t")[0].strip().removeprefix("b/")
             files.setdefault(current, [])
         elif line.startswith("@@"):
             seen_hunk = True

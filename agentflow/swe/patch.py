@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from agentflow.errors import SandboxError
 from agentflow.pysyntax import parsed
 from agentflow.sandbox.base import Sandbox, sh_command
 
@@ -32,11 +33,9 @@ def is_test_path(path: str) -> bool:
     *_test.py, *_tests.py, conftest.py."""
     p = PurePosixPath(path.strip().removeprefix("a/").removeprefix("b/"))
     name = p.name
-    if any(part in _TEST_DIRS for part in p.parts[:-1]):
-        return True
-    if name == "conftest.py" or (name.startswith("test_") and name.endswith(".py")):
-        return True
-    return name.endswith(("_test.py", "_tests.py"))
+    return (any(part in _TEST_DIRS for part in p.parts[:-1]) or name == "conftest.py"
+            or (name.startswith("test_") and name.endswith(".py"))
+            or name.endswith(("_test.py", "_tests.py")))
 
 
 @dataclass
@@ -194,14 +193,11 @@ def clean_patch(text: str | None) -> str:
     fenced = [block for block in _FENCE.findall(text) if "+++ " in block or "diff --git" in block]
     if fenced:
         text = "\n".join(block.rstrip("\n") for block in fenced)
-    start = None
-    for marker in ("diff --git ", "--- "):
-        idx = text.find(marker)
-        if idx != -1 and (idx == 0 or text[idx - 1] == "\n"):
-            start = idx if start is None else min(start, idx)
-    if start is None:
+    found = (text.find(marker) for marker in ("diff --git ", "--- "))
+    starts = [i for i in found if i == 0 or (i > 0 and text[i - 1] == "\n")]
+    if not starts:
         return ""
-    text = text[start:]
+    text = text[min(starts):]
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -318,8 +314,6 @@ async def workspace_diff(sandbox: Sandbox, base: str = "HEAD", *, exclude_tests:
     )
     result = await sandbox.exec(sh_command(script))
     if not result.ok:
-        from agentflow.errors import SandboxError
-
         raise SandboxError(f"git diff failed in the workspace (exit {result.exit_code}): {result.output.strip()[-300:]}")
     diff = result.stdout
     return make_patch(diff) if exclude_tests else diff

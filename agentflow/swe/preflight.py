@@ -4,11 +4,7 @@ Tests that cannot run (a collection error, a package the sandbox cannot import, 
 report every candidate, the right fix included, as failing. So the test command runs once at the base commit
 in the environment of every later run (`testrun.test_env`) and its outcome is classified: the tests ran, or
 the cause they cannot and the user's fix. A suite that cannot be collected is read file by file
-(`read_collection_errors`): a test file needing an optional module the repository lacks is left out
-(`ignoring`), also when the import passes through the package (a submodule's optional dependency) as long as the
-rest of the suite runs without it; an error of the repository's own code is the failing behaviour, anything else stops
-(docs/concepts/repair.md, "The pre-flight"). With `stop_after_s` the runner script starts no test after that
-time, the nearest test files first: the run ends as if complete and says how many of how many ran.
+(`read_collection_errors`, `run_preflight`; docs/concepts/repair.md, "The pre-flight").
 """
 
 from __future__ import annotations
@@ -150,11 +146,8 @@ class RepoModules(BaseModel):
     @property
     def own_names(self) -> frozenset[str]:
         """The top-level modules it provides (at its root or under src/)."""
-        names = set()
-        for path in self.package_files:
-            first = path.removeprefix("src/").split("/", 1)[0]
-            names.add(first.removesuffix(".py"))
-        return frozenset(names)
+        return frozenset(f.removeprefix("src/").split("/", 1)[0].removesuffix(".py")
+                         for f in self.package_files)
 
     @property
     def any_names(self) -> frozenset[str]:
@@ -181,7 +174,7 @@ def read_collection_errors(output: str, repo: RepoModules) -> list[CollectionErr
         path = header.group(1)
         errors = _ERROR_LINE.findall(body)
         error = errors[-1].strip() if errors else "an error while collecting"
-        frames = {_relative(f) for f in _FRAME.findall(body)}
+        frames = {f.removeprefix("./") for f in _FRAME.findall(body)}
         in_package = bool(frames & repo.package_files)
         missing = _NO_MODULE.search(error)
         named = missing or _CANNOT_IMPORT.search(error)
@@ -196,10 +189,6 @@ def read_collection_errors(output: str, repo: RepoModules) -> list[CollectionErr
             kind = "setup"
         found.append(CollectionError(path=path, error=error[:200], kind=kind))
     return found
-
-
-def _relative(frame: str) -> str:
-    return frame.removeprefix("./")
 
 
 def ignoring(env: Mapping[str, str] | None, files: list[str]) -> dict[str, str] | None:

@@ -97,18 +97,11 @@ def make_summary(
     return {
         "total_instances": len(tasks),
         "submitted_instances": len(predictions),
-        "completed_instances": len(ids["completed"]),
-        "resolved_instances": len(ids["resolved"]),
-        "unresolved_instances": len(ids["unresolved"]),
-        "empty_patch_instances": len(ids["empty_patch"]),
-        "error_instances": len(ids["error"]),
-        "completed_ids": sorted(ids["completed"]),
-        "incomplete_ids": sorted(ids["incomplete"]),
-        "empty_patch_ids": sorted(ids["empty_patch"]),
+        **{f"{k}_instances": len(ids[k]) for k in ("completed", "resolved", "unresolved", "empty_patch",
+                                                    "error")},
+        **{f"{k}_ids": sorted(ids[k]) for k in ("completed", "incomplete", "empty_patch")},
         "submitted_ids": sorted(predicted),
-        "resolved_ids": sorted(ids["resolved"]),
-        "unresolved_ids": sorted(ids["unresolved"]),
-        "error_ids": sorted(ids["error"]),
+        **{f"{k}_ids": sorted(ids[k]) for k in ("resolved", "unresolved", "error")},
         "schema_version": SCHEMA_VERSION,
     }
 
@@ -120,16 +113,8 @@ def instance_report_json(report: InstanceReport) -> dict[str, Any]:
 
 def format_summary(summary: Mapping[str, Any]) -> str:
     """Human-readable summary lines."""
-    total = summary["total_instances"]
-    resolved = summary["resolved_instances"]
+    total, resolved = summary["total_instances"], summary["resolved_instances"]
     rate = f" ({100 * resolved / total:.1f}%)" if total else ""
-    lines = [
-        f"total instances:       {total}",
-        f"submitted instances:   {summary['submitted_instances']}",
-        f"completed instances:   {summary['completed_instances']}",
-        f"resolved instances:    {resolved}{rate}",
-        f"unresolved instances:  {summary['unresolved_instances']}",
-        f"empty patch instances: {summary['empty_patch_instances']}",
-        f"error instances:       {summary['error_instances']}",
-    ]
-    return "\n".join(lines)
+    kinds = ("total", "submitted", "completed", "resolved", "unresolved", "empty_patch", "error")
+    return "\n".join(f"{kind.replace('_', ' ') + ' instances:':<23}{summary[f'{kind}_instances']}"
+                     + (rate if kind == "resolved" else "") for kind in kinds)

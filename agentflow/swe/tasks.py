@@ -185,12 +185,8 @@ def _records(path: Path, what: str) -> list[tuple[str, Any]]:
         else:
             raise UserError(f"{path}: expected a JSON list of {what}s, got {type(data).__name__}")
         return [(f"{path}: item {i}", item) for i, item in enumerate(items, start=1)]
-    out = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        out.append((f"{path}:{lineno}", parse_json(line, f"{path}:{lineno}: malformed {what} line")))
-    return out
+    return [(f"{path}:{lineno}", parse_json(line, f"{path}:{lineno}: malformed {what} line"))
+            for lineno, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
 
 def _validate(model: type[BaseModel], where: str, record: Any, what: str) -> Any:

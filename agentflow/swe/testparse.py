@@ -12,12 +12,6 @@ _OUTCOMES = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "XFAIL": 
 _RANK = {"passed": 0, "xfailed": 0, "skipped": 1, "xpassed": 2, "failed": 3, "error": 4}
 
 
-def _put(results: dict[str, str], test: str, outcome: str) -> None:
-    old = results.get(test)
-    if old is None or _RANK[outcome] > _RANK[old]:
-        results[test] = outcome
-
-
 def parse_pytest_summary(output: str) -> dict[str, str]:
     """Outcomes from `pytest -rA` output: test node id -> passed | failed | error | skipped | xfailed | xpassed
     (a skipped test as `path:line`). Lines before the first summary header are the tests' own output and are
@@ -35,5 +29,7 @@ def parse_pytest_summary(output: str) -> dict[str, str]:
             test = f"{s.group(1)}:{s.group(2)}" if s else rest
         else:
             test = rest.split(" - ", 1)[0].strip()
-        _put(results, test, _OUTCOMES[word])
+        outcome = _OUTCOMES[word]
+        if test not in results or _RANK[outcome] > _RANK[results[test]]:
+            results[test] = outcome
     return results

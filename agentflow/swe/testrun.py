@@ -287,11 +287,8 @@ async def run_tests(
         await _run_command(sandbox, test_cmd + " " + " ".join(shlex.quote(t) for t in chunk), scratch, timeout, env)
         for chunk in _chunks(test_ids, _ARGS_BUDGET)
     ]
-    status: dict[str, str] = {}
-    for result, _ in runs:
-        status.update(parse_summary(result.output))
     return TestRun(
-        status=status,
+        status={test: s for result, _ in runs for test, s in parse_summary(result.output).items()},
         exit_code=next((r.exit_code for r, _ in runs if r.exit_code), 0),
         timed_out=any(r.timed_out for r, _ in runs),
         log="\n\n".join(log for _, log in runs)[-20000:],

@@ -292,10 +292,9 @@ def repo_task(repo: Path, issue: str, *, wheelhouse: Path | None = None) -> SWET
     repo = repo.resolve()
     if _git_dir(repo) is not None:
         # asked from outside: the repository may come from a tarball, its config is not trusted either
-        head = resolve_ref(str(repo), "HEAD")
-        if head is None:
+        base = resolve_ref(str(repo), "HEAD")
+        if base is None:
             raise UserError(f"repository {repo} has no commit yet", hint="commit the code to repair first")
-        base = head
     else:
         with tempfile.TemporaryDirectory() as tmp:
             base = snapshot_commit(repo, Path(tmp) / "r")

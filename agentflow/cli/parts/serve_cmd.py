@@ -7,6 +7,7 @@ from typing import Any
 import typer
 
 from agentflow.cli.common import JSON_OPTION, print_json
+from agentflow.errors import UserError
 
 PORT_HELP = "TCP port on 127.0.0.1, or 'auto' for a free one."
 
@@ -108,15 +109,11 @@ def register(app: typer.Typer) -> None:
             return
         reason = vllm_available()
         if reason is not None:
-            from agentflow.errors import UserError
-
             raise UserError(f"cannot serve with vLLM: {reason}", hint="use 'agentflow serve llamacpp' on CPU")
         _serve_foreground(ServerHandle(vllm_launch(options), port=options.port), as_json)
 
 
 def _port(value: str) -> int | str:
-    from agentflow.errors import UserError
-
     if value == "auto":
         return "auto"
     if not value.isdigit() or not 0 < int(value) < 65536:

@@ -159,8 +159,6 @@ class _BatchProgress:
         self.bar_id: Any = None
 
     def report(self, p: Progress, outcome: InstanceOutcome | None) -> None:
-        from agentflow.repair.run.progress import ProgressPrinter
-
         if self.printer is None:
             return
         if self.show_bar:
@@ -173,7 +171,8 @@ class _BatchProgress:
                                console=Console(file=terminal()))
                 self.bar_id = self.bar.add_task("", total=self.total)
                 self.bar.start()
-            self.bar.update(self.bar_id, completed=p.counts.done, description=printable(ProgressPrinter.batch_text(p)))
+            text = printable(self.printer.batch_text(p))
+            self.bar.update(self.bar_id, completed=p.counts.done, description=text)
             if outcome is None:
                 return
         self.printer.batch(p, outcome)

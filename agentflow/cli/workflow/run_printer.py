@@ -28,10 +28,6 @@ def _args(args: Any) -> str:
     return text if len(text) <= ARGS_CHARS else text[: ARGS_CHARS - 1] + "…"
 
 
-def _tokens(data: dict[str, Any]) -> str:
-    return f"{data.get('input_tokens', 0):,} in / {data.get('output_tokens', 0):,} out tokens"
-
-
 class RunPrinter:
     """`mode`: `json` (a JSON line per event), `live` (lines and a live node table: a TTY) or `plain`."""
 
@@ -89,8 +85,9 @@ class RunPrinter:
         if ev.kind == "model.call":
             asks = data.get("tool_calls") or []
             wants = f"; calls {', '.join(asks)}" if asks else ""
-            return f"{where}: model call {data.get('call', '?')} took {data.get('latency_s', 0):.1f}s " \
-                   f"({_tokens(data)}{wants})"
+            tokens = f"{data.get('input_tokens', 0):,} in / {data.get('output_tokens', 0):,} out tokens"
+            took = f"{data.get('latency_s', 0):.1f}s"
+            return f"{where}: model call {data.get('call', '?')} took {took} ({tokens}{wants})"
         if ev.kind == "model.progress":  # a long call: still running, and how far it got
             return f"{where}: model call {data.get('call', '?')} running for {data.get('running_s', 0):.0f}s " \
                    f"({data.get('tokens', 0):,} tokens so far)"
