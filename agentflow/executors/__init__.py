@@ -29,12 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
-    "Executor",
-    "ExecutorConfig",
-    "InProcessExecutor",
-    "RemoteTaskError",
-    "executor_config",
-    "open_executor",
-    "pack_dir",
-    "unpack_dir",
+    "Executor", "ExecutorConfig", "InProcessExecutor", "RemoteTaskError", "executor_config", "open_executor",
+    "pack_dir", "unpack_dir"
 ]

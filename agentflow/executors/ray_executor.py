@@ -24,13 +24,8 @@ from agentflow.executors.types import ExecutorConfig, RemoteTaskError
 
 T = TypeVar("T")
 _LOST = (
-    ray_errors.WorkerCrashedError,
-    ray_errors.NodeDiedError,
-    ray_errors.ObjectLostError,
-    ray_errors.OwnerDiedError,
-    ray_errors.RaySystemError,
-    ray_errors.TaskUnschedulableError,
-    ray_errors.TaskCancelledError,
+    ray_errors.WorkerCrashedError, ray_errors.NodeDiedError, ray_errors.ObjectLostError, ray_errors.OwnerDiedError,
+    ray_errors.RaySystemError, ray_errors.TaskUnschedulableError, ray_errors.TaskCancelledError,
 )
 
 

@@ -266,7 +266,6 @@ class McpConnection:
             self.events.write(event)
 
 
-
 @contextlib.asynccontextmanager
 async def _end_watched(inner: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
     """A transport whose read stream reports its end (EOF or close) through `on_end`."""

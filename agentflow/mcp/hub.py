@@ -59,10 +59,7 @@ class McpHub:
 
     async def find(self, tool_name: str) -> McpTool | None:
         """The MCP tool registered as `tool_name`, if any server offers it."""
-        for t in await self.tools():
-            if t.name == tool_name:
-                return t
-        return None
+        return next((t for t in await self.tools() if t.name == tool_name), None)
 
     async def _list(self, name: str) -> list[McpTool]:
         conn = self.connection(name)

@@ -42,18 +42,14 @@ class JobResult:
 async def run_cli(args: list[str], *, events_glob: tuple[Path, str], progress: Progress, timeout: float) -> JobResult:
     """Run `agentflow ARGS`; while it runs, report each new event under `events_glob` (folder, pattern)."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agentflow.cli.main", *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "agentflow.cli.main", *args, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # stopped as a group on timeout or cancellation
     )
-    reading = asyncio.gather(proc.stdout.read(), proc.stderr.read())  # type: ignore[union-attr]
     finished = asyncio.Event()
     watcher = asyncio.create_task(_forward_events(*events_glob, progress, finished))
     try:
-        out, err = await asyncio.wait_for(reading, timeout)
-        await proc.wait()
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except (TimeoutError, asyncio.CancelledError) as exc:
         _kill_group(proc.pid)
         await proc.wait()

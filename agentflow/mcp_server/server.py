@@ -87,8 +87,7 @@ class Workspace:
         if name in JOB_SCHEMAS:
             _check_arguments(name, arguments)
         if name == "workspace_diff":
-            diff = await self.sandbox.diff(self.base)
-            return ToolResult(text=diff or "(no changes)")
+            return ToolResult(text=await self.sandbox.diff(self.base) or "(no changes)")
         if name == "repair":
             return await self._repair(arguments, model, progress)
         if name == "run_workflow":
@@ -129,8 +128,7 @@ class Workspace:
     async def _run_workflow(self, args: dict[str, Any], model: str | None, progress: Any) -> ToolResult:
         workflow = self._allowed_workflow(str(args["workflow"]))
         state = confine_input(self.root, args.get("input") or {})
-        run_id = f"mcp-run-{uuid.uuid4().hex[:8]}"
-        out = Path(self.cfg.runs) / run_id
+        out = Path(self.cfg.runs) / f"mcp-run-{uuid.uuid4().hex[:8]}"
         cli = ["run", workflow, "--json", "-o", str(out), "--input", json.dumps(state)]
         if model:
             cli += ["--model", str(model)]
@@ -206,7 +204,7 @@ def build_server(ws: Workspace) -> Any:
     async def on_call_tool(ctx: Any, params: Any) -> Any:
         name, arguments = params.name, dict(params.arguments or {})
         if name not in schemas:
-            return _error(f"there is no tool named '{name}'; tools: {', '.join(schemas)}")
+            return _text_result(f"there is no tool named '{name}'; tools: {', '.join(schemas)}")
 
         async def progress(count: float, message: str) -> None:
             await ctx.session.report_progress(count, None, message)
@@ -214,18 +212,18 @@ def build_server(ws: Workspace) -> Any:
         try:
             result = await ws.call(name, arguments, progress)
         except ToolError as exc:
-            return _error(f"ToolError: {exc}")
-        return types.CallToolResult(content=[types.TextContent(type="text", text=result.text)],
-                                    is_error=not result.ok)
+            return _text_result(f"ToolError: {exc}")
+        return _text_result(result.text, is_error=not result.ok)
 
     return Server(SERVER_NAME, on_list_tools=on_list_tools, on_call_tool=on_call_tool,
                   get_tool_input_schema=schemas.get)
 
 
-def _error(text: str) -> Any:
+def _text_result(text: str, *, is_error: bool = True) -> Any:
+    """A tools/call answer of one text block (an error unless `is_error` is False)."""
     import mcp_types as types
 
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
 
 @asynccontextmanager
@@ -237,15 +235,13 @@ async def open_workspace(cfg: McpServeConfig) -> AsyncIterator[Workspace]:
     if not source.is_dir():
         raise UserError(f"workspace {source} is not a directory", hint="name the folder to serve")
     registry = ToolRegistry.from_packs(cfg.packs)
-    runs = Path(cfg.runs)
-    log_dir = runs / f"mcp-serve-{uuid.uuid4().hex[:8]}"
+    log_dir = Path(cfg.runs) / f"mcp-serve-{uuid.uuid4().hex[:8]}"
     log_dir.mkdir(parents=True, exist_ok=True)
     events = EventLog(log_dir / "events.jsonl", run_id=log_dir.name, keep=False)
     sandbox = await start_sandbox(cfg.sandbox, {"sandbox_timeout_s": cfg.sandbox_timeout_s}, events=events)
     try:
         await sandbox.upload(source)
-        base = await sandbox.snapshot()
-        yield Workspace(cfg, sandbox, registry, events, base)
+        yield Workspace(cfg, sandbox, registry, events, await sandbox.snapshot())
     finally:
         await sandbox.close()
         events.close()

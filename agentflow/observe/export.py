@@ -1,13 +1,12 @@
 """`agentflow export RUN --format parquet|verl -o OUT`: a run's model calls as training data.
 
-Every model call of a run is a `model.turn` event (written by `InstrumentedModel`: agents, repair nodes and
-search branches alike): the messages the model read, each sample it gave with its token trace where the
-backend has one (prompt and completion token ids, per-token log-probs), the sampling settings and the model's
-identity. This module reads those events from every `events.jsonl` under RUN (a single run, or a bench run's
-many tasks), attaches the reward the run's verifiers gave (a repair candidate's tests, a search branch's
+Every model call of a run is a `model.turn` event (written by `InstrumentedModel`): the messages the model read,
+each sample with its token trace where the backend has one (token ids, per-token log-probs), the sampling
+settings and the model's identity. This module reads them from every `events.jsonl` under RUN (one run, or a
+bench run's tasks), attaches the reward the run's verifiers gave (a repair candidate's tests, a search branch's
 value, the task's outcome) and a group id (the task, and the search node whose children are siblings), and
-writes one row per sample to a parquet file that Hugging Face `datasets` loads. The fields are documented
-against the trainers' schemas in docs/concepts/training-data.md.
+writes one row per sample to a parquet file that Hugging Face `datasets` loads (fields:
+docs/concepts/training-data.md).
 
 Everything written passes through `secrets.redact` again; a sample whose text redaction changes loses its
 token ids and log-probs (they would spell the secret out) and says so.

@@ -15,8 +15,7 @@ and thread sees on its own, so concurrent branches nest as they ran; replayed, t
 events become span events on their parent.
 
 Cost. A sink call only notes the event and its task's scope; the spans are made in batches (256 events, or a
-second after the last batch, and at `close()`), where the SDK's code runs several times faster per span than
-interleaved with the run's own work (`benchmarks/orchestration.py`: `otel_ratio`).
+second after the last batch, and at `close()`), where the SDK's code runs faster than interleaved with the run's.
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ from agentflow.events.kinds import (
 
 _TEXT_CAP = 4000  # characters of one attribute value (a patch, a command, a message list)
 _ROOT = Context()  # explicit parents only: a batch is made in whichever task wrote its last event
-_BATCH = 256  # events translated together: the SDK's span code runs cache-hot, several times faster per span
+_BATCH = 256  # events translated together: the SDK's span code runs cache-hot
 _BATCH_S = 1.0  # ... or after this long since the last batch, so a slow run's spans are not held back
 # the events that open / close a scope in the emitting task, and the key of the span they open / close
 _OPENS: dict[type[Event], str] = {RunStart: "run", RunResume: "run", NodeStart: "node", AgentStart: "agent",
@@ -435,8 +434,7 @@ class SpanTranslator:
             **_flat("agentflow.search", {k: d.get(k) for k in ("value", "visits", "depth", "terminal", "action",
                                                                  "strategy", "error", "chosen")}),
         }
-        iid = event.instance_id or ""
-        record = self._snode(node_id, event.parent_id, iid, _ns(event.ts))
+        record = self._snode(node_id, event.parent_id, event.instance_id or "", _ns(event.ts))
         record.span.set_attributes(attrs)
         record.last_ns = max(record.last_ns, _ns(event.ts))
         if event.parent_id is None and record.parent is not None and record.parent.key[0] == "search":
@@ -502,8 +500,7 @@ class SpanTranslator:
         d = event.data
         attrs = {"agentflow.candidate_id": event.node_id or "",
                  **_flat("agentflow.attempt", d, skip=("instance_id", "duration_s"))}
-        parent = self._parent(event)
-        self._leaf(f"apply {event.node_id}", parent, event, d.get("duration_s"), attrs)
+        self._leaf(f"apply {event.node_id}", self._parent(event), event, d.get("duration_s"), attrs)
 
 
 def replay(events: Iterable[Event], translator: SpanTranslator) -> None:

@@ -16,9 +16,7 @@ _CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 def configured_endpoint(config: TraceConfig) -> str | None:
     """The collector this run sends to: the config key, else the standard environment variables, else None."""
-    if config.endpoint:
-        return config.endpoint
-    return next((os.environ[k] for k in _ENDPOINT_ENV if os.environ.get(k)), None)
+    return config.endpoint or next((os.environ[k] for k in _ENDPOINT_ENV if os.environ.get(k)), None)
 
 
 def capture_content(config: TraceConfig) -> bool:
@@ -53,9 +51,7 @@ def _app_provider() -> Any:
     from opentelemetry import trace
 
     provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
-        return None
-    return provider
+    return None if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider) else provider
 
 
 def instrument(events: EventLog, config: TraceConfig | None = None, *, provider: Any = None) -> Any:

@@ -91,19 +91,7 @@ _LAZY = {
 }
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-
 __all__ = [
-    "DEFAULT_IMAGE",
-    "DockerSandbox",
-    "ExecResult",
-    "FileEntry",
-    "LocalSandbox",
-    "Sandbox",
-    "SandboxConfig",
-    "SandboxInfo",
-    "SandboxPool",
-    "ensure_image",
-    "open_sandbox",
-    "sh_command",
-    "start_sandbox",
+    "DEFAULT_IMAGE", "DockerSandbox", "ExecResult", "FileEntry", "LocalSandbox", "Sandbox", "SandboxConfig",
+    "SandboxInfo", "SandboxPool", "ensure_image", "open_sandbox", "sh_command", "start_sandbox"
 ]

@@ -412,9 +412,7 @@ def _spawn(
 ) -> Reply | tuple[subprocess.Popen[bytes], _Exit]:
     """Start the command in its own session, registered with the reaper, fed its stdin (if any) by a thread;
     (process, its reaper slot), or the reply for a command that could not start."""
-    cwd = req.get("cwd") or _state["workdir"]
-    if not os.path.isabs(cwd):
-        cwd = os.path.join(_state["workdir"], cwd)
+    cwd = _path(req.get("cwd") or _state["workdir"])
     stdin_data = req.get("stdin")
     try:
         with _reap_lock:  # hold it so the reaper cannot lose this pid before it is registered
@@ -611,12 +609,11 @@ def op_write(req: Request) -> Reply:
 
 def op_list(req: Request) -> Reply:
     root = _path(req.get("path") or ".")
-    recursive = bool(req.get("recursive"))
     cap = int(req.get("max_entries") or 10000)
     entries: list[dict[str, object]] = []
     if not os.path.isdir(root):
         raise NotADirectoryError(f"{req.get('path')} is not a directory")
-    for full in _listed(root, recursive):
+    for full in _listed(root, bool(req.get("recursive"))):
         try:
             st = os.lstat(full)
         except OSError:
@@ -688,9 +685,7 @@ def op_wipe(req: Request) -> Reply:
     removed = sum(_empty(top) for top in req.get("paths") or ())
     if req.get("ipc") and _ipc_objects_left():
         subprocess.run(["ipcrm", "--all"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    if req.get("argvs"):
-        return {**op_exec(req), "removed": removed}
-    return {"removed": removed}
+    return {**(op_exec(req) if req.get("argvs") else {}), "removed": removed}
 
 
 def _empty(top: str) -> int:
@@ -751,18 +746,15 @@ def _reply(obj: Reply) -> None:
     key = _key["value"]
     if key is not None:
         body = hmac.new(key, body, hashlib.sha256).hexdigest().encode() + b" " + body
-    line = body + b"\n"
     with _out_lock:
-        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.write(body + b"\n")
         sys.stdout.buffer.flush()
 
 
 def _handle(req: Request) -> None:
     rid = req.get("id")
     try:
-        result = OPS[req["op"]](req)
-        result["id"] = rid
-        result["ok"] = True
+        result = {**OPS[req["op"]](req), "id": rid, "ok": True}
     except KeyError as exc:
         result = {"id": rid, "ok": False, "error": f"unknown op or missing field {exc}"}
     except Exception as exc:  # noqa: BLE001 - every failure becomes a reply; the agent keeps serving
@@ -781,9 +773,8 @@ def main() -> None:
     if os.getpid() != 1:
         _keep_the_tree(parent)
     threading.Thread(target=_reaper, daemon=True).start()
-    stdin = sys.stdin.buffer
     while True:
-        line = stdin.readline()
+        line = sys.stdin.buffer.readline()
         if not line:
             _kill_tree()  # the host went away: no command outlives it
             break  # stop, so the container stops and is removed

@@ -65,14 +65,8 @@ class Sandbox(Protocol):
     workdir: str
 
     async def exec(
-        self,
-        command: str,
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        stdin: str | None = None,
-        timeout: float | None = None,
-        side_channel: bool = False,
+        self, command: str, *, cwd: str | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
+        timeout: float | None = None, side_channel: bool = False,
     ) -> ExecResult: ...
 
     async def read_file(self, path: str) -> str: ...

@@ -230,8 +230,7 @@ class DockerSandbox(AgentSandbox):
                 f"sandbox {self.id}: the agent could not run commands apart from the snapshot store "
                 "(CAP_SETUID/CAP_SETGID refused?); check the Docker engine's security options"
             )
-        remaining = self.config.sandbox_timeout_s
-        self._deadline = asyncio.get_running_loop().call_later(remaining, self._wall_clock_hit)
+        self._deadline = asyncio.get_running_loop().call_later(self.config.sandbox_timeout_s, self._wall_clock_hit)
 
     async def _read_frames(self, reader: asyncio.StreamReader) -> None:
         buf = bytearray()

@@ -29,13 +29,8 @@ from agentflow.sandbox.config import DEFAULT_IMAGE
 from agentflow.sandbox.docker import LABEL, docker_client
 
 Method = Literal["auto", "offline", "dockerfile"]
-IMPORT_CHANGES = [
-    "USER 1000:1000",
-    "WORKDIR /workspace",
-    "ENV HOME=/tmp LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin",
-    'CMD ["python3"]',
-    "LABEL org.agentflow.sandbox-image=1",
-]
+IMPORT_CHANGES = ["USER 1000:1000", "WORKDIR /workspace", "ENV HOME=/tmp LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin",
+                  'CMD ["python3"]', "LABEL org.agentflow.sandbox-image=1"]
 
 
 def _log(msg: str) -> None:
@@ -87,9 +82,7 @@ def build_rootfs(mirror: str | None = None, *, force: bool = False) -> Path:
         _log(f"using cached root filesystem {out}")
         return out
     if shutil.which("debootstrap") is None:
-        raise UserError(
-            "the offline sandbox build needs debootstrap", hint="apt-get install -y debootstrap (as root)"
-        )
+        raise UserError("the offline sandbox build needs debootstrap", hint="apt-get install -y debootstrap (as root)")
     if os.geteuid() != 0:
         raise UserError("the offline sandbox build must run as root (debootstrap needs it)", hint="use sudo")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -101,9 +94,7 @@ def build_rootfs(mirror: str | None = None, *, force: bool = False) -> Path:
         proc = subprocess.run(recipe, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
-            raise SandboxError(
-                f"debootstrap failed: {tail[0]} (check the mirror {mirror} and network access)"
-            )
+            raise SandboxError(f"debootstrap failed: {tail[0]} (check the mirror {mirror} and network access)")
         partial = out.with_suffix(".partial")
         subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], check=True)
         partial.rename(out)
@@ -114,9 +105,7 @@ def _import_rootfs(tarball: Path, tag: str) -> None:
     client = docker_client()
     _log(f"docker import {tarball.name} as {tag}")
     with open(tarball, "rb") as fh:
-        client.api.import_image_from_data(
-            fh, repository=tag.split(":")[0], tag=tag.split(":")[1], changes=IMPORT_CHANGES
-        )
+        client.api.import_image_from_data(fh, repository=tag.split(":")[0], tag=tag.split(":")[1], changes=IMPORT_CHANGES)
     if not image_exists(tag):
         raise SandboxError(f"docker import did not produce {tag}")
 
@@ -126,13 +115,9 @@ def build_dockerfile(tag: str) -> None:
 
     _log(f"docker build {data_dir('sandboxes') / 'Dockerfile'} as {tag}")
     try:
-        docker_client().images.build(
-            path=str(data_dir("sandboxes")), dockerfile="Dockerfile", tag=tag, rm=True
-        )
+        docker_client().images.build(path=str(data_dir("sandboxes")), dockerfile="Dockerfile", tag=tag, rm=True)
     except docker.errors.BuildError as exc:
-        raise SandboxError(
-            f"docker build failed: {exc.msg} (try 'agentflow sandbox build --offline')"
-        ) from None
+        raise SandboxError(f"docker build failed: {exc.msg} (try 'agentflow sandbox build --offline')") from None
 
 
 def build_image(
@@ -186,23 +171,19 @@ def build_deps_image(requirements: list[str], base: str = DEFAULT_IMAGE) -> str:
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(wheelhouse, arcname="wheelhouse")
     labels = {LABEL: "1", f"{LABEL}.pid": str(os.getpid())}
-    container: Any = client.containers.create(
-        base, command=["sleep", "infinity"], user="0", network_mode="none", labels=labels
-    )
+    container: Any = client.containers.create(base, command=["sleep", "infinity"], user="0", network_mode="none",
+                                              labels=labels)
     try:
         container.start()
         container.put_archive("/tmp", buf.getvalue())
         pip = ["python3", "-m", "pip", "install", "--no-index", "--find-links", "/tmp/wheelhouse"]
-        code, out = container.exec_run(
-            [*pip, "--break-system-packages", "--no-cache-dir", *requirements], user="0"
-        )
+        code, out = container.exec_run([*pip, "--break-system-packages", "--no-cache-dir", *requirements], user="0")
         if code != 0:
             raise SandboxError(f"installing {requirements} in the sandbox failed: {out.decode()[-300:]}")
         container.exec_run(["rm", "-rf", "/tmp/wheelhouse"], user="0")
         container.stop(timeout=1)
-        container.commit(
-            repository=tag.split(":")[0], tag=tag.split(":")[1], changes=["USER 1000:1000", 'CMD ["python3"]']
-        )
+        repository, _, version = tag.partition(":")
+        container.commit(repository=repository, tag=version, changes=["USER 1000:1000", 'CMD ["python3"]'])
     finally:
         container.remove(force=True)
     return tag

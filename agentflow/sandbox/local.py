@@ -81,8 +81,7 @@ class LocalSandbox(AgentSandbox):
         warnings.warn(
             "the local sandbox backend is not a security boundary: model-written code runs on this machine "
             "as you (with a scrubbed environment); use --sandbox docker to isolate it",
-            LocalBackendWarning,
-            stacklevel=2,
+            LocalBackendWarning, stacklevel=2,
         )
         await asyncio.to_thread(reap_local_orphans)
         root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
@@ -92,15 +91,9 @@ class LocalSandbox(AgentSandbox):
         return await sb._start_or_close(sb._start())
 
     async def _start(self) -> None:
-        env = scrubbed_env(self.root)
         self._proc = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-u", "-c", BOOT),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            cwd=self.workdir,
-            env=env,
-            start_new_session=True,
+            sys.executable, "-u", "-c", BOOT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, cwd=self.workdir, env=scrubbed_env(self.root), start_new_session=True,
             limit=1 << 26,
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
@@ -124,11 +117,8 @@ class LocalSandbox(AgentSandbox):
             pass
         if self._link is not None:
             code = self._proc.returncode if self._proc else None
-            self._link.closed(
-                f"sandbox {self.id} was closed"
-                if self.closed
-                else f"sandbox {self.id}: the agent process stopped (exit code {code}); start a new sandbox"
-            )
+            self._link.closed(f"sandbox {self.id} was closed" if self.closed else
+                              f"sandbox {self.id}: the agent process stopped (exit code {code}); start a new sandbox")
 
     async def close(self) -> None:
         if self.closed:

@@ -21,14 +21,8 @@ _MAX_HAVE = 64  # snapshots named as already held when a pack is built (enough t
 class SandboxPool:
     """A warm pool. Use as `async with SandboxPool(4, config) as pool: sb = await pool.acquire()`."""
 
-    def __init__(
-        self,
-        size: int = 2,
-        config: SandboxConfig | dict[str, Any] | None = None,
-        backend: Literal["auto", "docker", "local"] = "auto",
-        *,
-        events: Any = None,
-    ) -> None:
+    def __init__(self, size: int = 2, config: SandboxConfig | dict[str, Any] | None = None,
+                 backend: Literal["auto", "docker", "local"] = "auto", *, events: Any = None) -> None:
         if size < 1:
             raise ConfigError(f"pool size must be at least 1, got {size}")
         self.size = size
@@ -43,8 +37,7 @@ class SandboxPool:
 
     async def start(self) -> SandboxPool:
         self._started = True
-        started = await asyncio.gather(*(self._new() for _ in range(self.size - len(self._all))))
-        for sb in started:
+        for sb in await asyncio.gather(*(self._new() for _ in range(self.size - len(self._all)))):
             self._ready.put_nowait(sb)
         return self
 

@@ -380,9 +380,7 @@ class AgentSandbox:
                     tar.add(child, arcname=child.name)
             else:
                 tar.add(src, arcname=src.name)
-        msg = await self.link.call(
-            "untar", wait=300, dest=dest, data=base64.b64encode(buf.getvalue()).decode()
-        )
+        msg = await self.link.call("untar", wait=300, dest=dest, data=base64.b64encode(buf.getvalue()).decode())
         return int(msg["count"])
 
     async def apply_patch(self, diff: str) -> ExecResult:
@@ -407,20 +405,13 @@ class AgentSandbox:
 
     def _snap_env(self) -> dict[str, str]:
         return {
-            "GIT_DIR": self._snap_dir,
-            "GIT_WORK_TREE": self.workdir,
-            "GIT_OBJECT_DIRECTORY": f"{self._store_dir}/objects",
-            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_DIR": self._snap_dir, "GIT_WORK_TREE": self.workdir,
+            "GIT_OBJECT_DIRECTORY": f"{self._store_dir}/objects", "GIT_CONFIG_NOSYSTEM": "1",
             # nothing from the commands' HOME or XDG folders (config, attributes): git reads only our own config
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-            "HOME": self._snap_dir,
-            "XDG_CONFIG_HOME": self._snap_dir,
-            "GIT_AUTHOR_NAME": "agentflow",
-            "GIT_AUTHOR_EMAIL": "agentflow@localhost",
-            "GIT_COMMITTER_NAME": "agentflow",
-            "GIT_COMMITTER_EMAIL": "agentflow@localhost",
-            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
-            "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+            "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": self._snap_dir, "XDG_CONFIG_HOME": self._snap_dir,
+            "GIT_AUTHOR_NAME": "agentflow", "GIT_AUTHOR_EMAIL": "agentflow@localhost",
+            "GIT_COMMITTER_NAME": "agentflow", "GIT_COMMITTER_EMAIL": "agentflow@localhost",
+            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
         }
 
     async def _git(self, script: str, what: str) -> str:
@@ -633,9 +624,7 @@ class AgentSandbox:
 
     async def diff(self, base: str | None = None) -> str:
         if base is None:
-            if self._base is None:
-                self._base = await self.snapshot()
-            base = self._base
+            base = self._base or await self.set_base()
         return await self._git(
             f"git add -A -f . >/dev/null && git diff --cached --no-color --no-ext-diff {shlex.quote(base)}",
             "diff",

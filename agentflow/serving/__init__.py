@@ -51,26 +51,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-
 __all__ = [
-    "CompletionChatModel",
-    "FewShotTemplate",
-    "Launch",
-    "LlamaServerOptions",
-    "ModelProfile",
-    "ServerDied",
-    "ServerError",
-    "ServerHandle",
-    "ServerStartError",
-    "VllmEngineModel",
-    "VllmServerOptions",
-    "emit_metrics",
-    "ensure_llama_server",
-    "ensure_model",
-    "parse_serve_flag",
-    "report_metrics",
-    "served",
-    "start_from_flag",
-    "start_llamacpp",
-    "start_vllm",
+    "CompletionChatModel", "FewShotTemplate", "Launch", "LlamaServerOptions", "ModelProfile", "ServerDied",
+    "ServerError", "ServerHandle", "ServerStartError", "VllmEngineModel", "VllmServerOptions", "emit_metrics",
+    "ensure_llama_server", "ensure_model", "parse_serve_flag", "report_metrics", "served", "start_from_flag",
+    "start_llamacpp", "start_vllm"
 ]

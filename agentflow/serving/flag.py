@@ -27,8 +27,7 @@ FORMS = "vllm:MODEL[,key=value...] or llamacpp:MODEL[,key=value...]"
 
 def parse_serve_flag(value: str) -> tuple[str, dict[str, Any]]:
     """`(kind, options)` from a `--serve` value; a bad value is a one-line UserError."""
-    text = value.strip()
-    kind, _, rest = text.partition(":")
+    kind, _, rest = value.strip().partition(":")
     kind = {"local": "llamacpp", "llama.cpp": "llamacpp"}.get(kind, kind)
     if kind not in ("vllm", "llamacpp"):
         raise UserError(f"bad --serve value {value!r}: unknown server {kind!r}", hint=f"use {FORMS}")

@@ -77,11 +77,8 @@ def llamacpp_launch(options: LlamaServerOptions, *, say: LogCallback | None = No
         model=alias,
         argv=lambda port: llama_server_argv(binary, model_path, port=port, alias=alias, parallel=parallel,
                                             ctx=ctx, threads=options.threads, extra_args=options.extra_args),
-        api_key_env="LLAMA_API_KEY",
-        startup_timeout_s=options.startup_timeout_s,
-        label=f"llama-server[{alias}]",
-        profile=profile,
-        slots=parallel,
+        api_key_env="LLAMA_API_KEY", startup_timeout_s=options.startup_timeout_s, label=f"llama-server[{alias}]",
+        profile=profile, slots=parallel,
     )
 
 

@@ -21,29 +21,20 @@ def parse_prometheus(text: str) -> dict[str, float]:
     """Metric name -> value, summed over label sets (comments and histogram buckets are skipped)."""
     out: dict[str, float] = {}
     for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if match is None:
-            continue
-        name, _, raw = match.groups()
-        if name.endswith("_bucket"):
+        match = _SAMPLE.match(line)  # no match for a blank line or a `#` comment
+        if match is None or match.group(1).endswith("_bucket"):
             continue
         try:
-            value = float(raw)
+            value = float(match.group(3))
         except ValueError:
             continue
-        if math.isnan(value):
-            continue
-        out[name] = out.get(name, 0.0) + value
+        if not math.isnan(value):
+            out[match.group(1)] = out.get(match.group(1), 0.0) + value
     return out
 
 
 def _first(values: dict[str, float], *names: str) -> float | None:
-    for name in names:
-        if name in values:
-            return values[name]
-    return None
+    return next((values[name] for name in names if name in values), None)
 
 
 def summarize_vllm(values: dict[str, float]) -> dict[str, float | None]:
@@ -51,10 +42,7 @@ def summarize_vllm(values: dict[str, float]) -> dict[str, float | None]:
                   "vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits")
     queries = _first(values, "vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries",
                      "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries")
-    if hits is not None and queries:
-        hit_rate: float | None = hits / queries
-    else:
-        hit_rate = _first(values, "vllm:gpu_prefix_cache_hit_rate")
+    hit_rate = hits / queries if hits is not None and queries else _first(values, "vllm:gpu_prefix_cache_hit_rate")
     return {
         "requests_running": _first(values, "vllm:num_requests_running"),
         "requests_waiting": _first(values, "vllm:num_requests_waiting"),

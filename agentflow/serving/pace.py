@@ -1,13 +1,11 @@
 """How long to wait for a request to a llama-server on a CPU: from the server's measured speed, not a fixed number.
 
 A CPU server decoding several requests at once gives each a few tokens per second, and a long prompt takes
-minutes before the first token: a fixed client timeout either cuts answers that were arriving (and the retry
-starts them over) or waits an hour for a server that hung. Here a request's deadline is what the server's own
-counters (`/metrics`: prompt tokens and seconds, generated tokens and seconds) say it needs -- prompt size over
-the prompt rate plus the requested tokens over the decode rate, times `slack`, behind the requests already
-queued -- and when the deadline passes while the server is still working (its count of decode steps has
-grown since the last look), the wait goes on; only a server that made no progress for a whole period is given
-up on (a `TransientError`: the call is retried).
+minutes before the first token: a fixed client timeout either cuts answers that were arriving or waits an hour
+for a server that hung. Here a request's deadline is what the server's `/metrics` counters say it needs (prompt
+size over the prompt rate plus the requested tokens over the decode rate, times `slack`, behind the queued
+requests); past it, the wait goes on while the server's count of decode steps grows, and only a server that
+made no progress for a whole period is given up on (a `TransientError`: the call is retried).
 """
 
 from __future__ import annotations

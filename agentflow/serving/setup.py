@@ -189,18 +189,16 @@ def _llama_cpp_source(root: Path, log: Path, say: Say) -> Path:
     src = root / "src" / f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}" / "vendor" / "llama.cpp"
     if (src / "CMakeLists.txt").is_file():
         return src
-    sdist_dir = root / "sdist"
-    sdists = sorted(sdist_dir.glob(f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}.tar.gz"))
-    if not sdists:
+    sdist = root / "sdist" / f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}.tar.gz"
+    if not sdist.is_file():
         say(f"downloading the llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} sdist (vendors llama.cpp)")
         # --no-binary only for this package: its build dependencies still come as wheels
         _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python",
-              f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}", "-d", str(sdist_dir)], log, say, "pip download")
-        sdists = sorted(sdist_dir.glob(f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}.tar.gz"))
-        if not sdists:
+              f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}", "-d", str(sdist.parent)], log, say, "pip download")
+        if not sdist.is_file():
             raise UserError(f"pip download did not produce the llama-cpp-python sdist; see {log}")
     say("extracting llama.cpp sources")
-    with tarfile.open(sdists[0]) as tar:
+    with tarfile.open(sdist) as tar:
         tar.extractall(root / "src", filter="data")
     if not (src / "CMakeLists.txt").is_file():
         raise UserError(f"the sdist has no vendor/llama.cpp at {src}")
@@ -345,9 +343,7 @@ def setup(models: str = "all", say: Say = _default_say, build: bool = True) -> d
     """
     choice = {"all": list(EMBEDDED), "small": ["gemma3-270m"], "default": ["qwen2.5-coder-1.5b"], "none": []}
     names = choice.get(models, [embedded_model(models).name] if models not in choice else [])
-    done: dict[str, str] = {}
-    for name in names:
-        done[name] = str(ensure_model(name, say))
+    done = {name: str(ensure_model(name, say)) for name in names}
     if build:
         done["llama-server"] = str(ensure_llama_server(say))
     return done

@@ -88,14 +88,10 @@ def vllm_env(api_key: str | None = None) -> dict[str, str]:
 
 
 def vllm_launch(options: VllmServerOptions) -> Launch:
+    name = options.served_model_name or options.model
     return Launch(
-        kind="vllm",
-        model=options.served_model_name or options.model,
-        argv=lambda port: vllm_argv(options, port=port),
-        env=vllm_env(),
-        api_key_env="VLLM_API_KEY",
-        startup_timeout_s=options.startup_timeout_s,
-        label=f"vllm[{options.served_model_name or options.model}]",
+        kind="vllm", model=name, argv=lambda port: vllm_argv(options, port=port), env=vllm_env(),
+        api_key_env="VLLM_API_KEY", startup_timeout_s=options.startup_timeout_s, label=f"vllm[{name}]",
         death_signal=signal.SIGTERM,  # vLLM's own shutdown stops its engine workers
         profile=default_profile(tool_calling=options.tool_call_parser is not None),
     )

@@ -59,8 +59,7 @@ class VllmEngineModel:
         with self._lock:
             llm = self._engine()
             if self.mode == "completion":
-                stop = [*self.template.stop, *request.stop]
-                params.stop = stop
+                params.stop = [*self.template.stop, *request.stop]
                 outputs = llm.generate([self.template.render(request.messages)], params, use_tqdm=False)
             else:
                 messages = [{"role": m.role, "content": m.content or ""} for m in request.messages]

@@ -33,16 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-
 __all__ = [
-    "SqliteToolJournal",
-    "Tool",
-    "ToolContext",
-    "ToolJournal",
-    "ToolRegistry",
-    "ToolResult",
-    "available_packs",
-    "journal_key",
-    "load_pack",
-    "tool",
+    "SqliteToolJournal", "Tool", "ToolContext", "ToolJournal", "ToolRegistry", "ToolResult",
+    "available_packs", "journal_key", "load_pack", "tool"
 ]

@@ -52,8 +52,7 @@ class Tool:
         self.max_chars = max_chars
         self.args_model, self.context_param, self._param_names, doc = build_args_model(fn, self.name, localns)
         self.description = (description if description is not None else doc) or self.name
-        module = getattr(fn, "__module__", "") or ""
-        self.pack = module.removeprefix(PACK_MODULE_PREFIX)
+        self.pack = (getattr(fn, "__module__", "") or "").removeprefix(PACK_MODULE_PREFIX)
         self.spec = ToolSpec(name=self.name, description=self.description, parameters=json_schema(self.args_model))
         functools.update_wrapper(self, fn)
 
@@ -179,5 +178,4 @@ def tool(
 def _caller() -> dict[str, Any]:
     """Local names where `@tool` was applied, so string annotations naming a class defined inside a
     function (with `from __future__ import annotations`) still resolve."""
-    frame = sys._getframe(2)
-    return dict(frame.f_locals)
+    return dict(sys._getframe(2).f_locals)

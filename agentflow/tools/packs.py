@@ -53,11 +53,7 @@ def load_pack(name: str) -> list[Tool]:
 
 def collect_tools(module: types.ModuleType) -> list[Tool]:
     """Every `Tool` object bound at the top level of `module` (each once)."""
-    seen: dict[int, Tool] = {}
-    for value in vars(module).values():
-        if isinstance(value, Tool) and id(value) not in seen:
-            seen[id(value)] = value
-    return list(seen.values())
+    return list({id(value): value for value in vars(module).values() if isinstance(value, Tool)}.values())
 
 
 def unknown_pack(name: str) -> UserError:

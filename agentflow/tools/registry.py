@@ -39,11 +39,7 @@ class ToolRegistry:
     @classmethod
     def from_packs(cls, packs: Sequence[str]) -> ToolRegistry:
         """All tools of the named packs (built-in names, dotted user modules or .py paths)."""
-        registry = cls()
-        for pack in packs:
-            for t in load_pack(pack):
-                registry.add(t)
-        return registry
+        return cls(t for pack in packs for t in load_pack(pack))
 
     def add(self, tool: Tool) -> None:
         existing = self._tools.get(tool.name)
@@ -152,7 +148,6 @@ class ToolRegistry:
                 error=result.error, duration_s=round(result.duration_s, 6), replayed=result.replayed, text=text,
                 key=key,
             ))
-
         return result
 
     async def _run_charged(self, call: ToolCall, ctx: ToolContext) -> ToolResult:

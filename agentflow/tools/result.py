@@ -74,8 +74,6 @@ def to_result(value: Any, *, max_chars: int | None = DEFAULT_MAX_CHARS) -> ToolR
 
 
 def _compact_json(value: Any) -> str:
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_default)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -23,15 +24,7 @@ _HEADER = re.compile(
     r"Raises|Examples?|Notes?|See Also|Attributes|Warnings?|References)\s*:?\s*$",
     re.IGNORECASE,
 )
-_ARG_SECTIONS = {
-    "args",
-    "arguments",
-    "parameters",
-    "params",
-    "keyword args",
-    "keyword arguments",
-    "other parameters",
-}
+_ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments", "other parameters"}
 _ITEM = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*(?::\s*(.*))?$")
 _SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 
@@ -111,14 +104,12 @@ def _parse_items(body: list[str], *, numpy: bool) -> dict[str, str]:
 
 
 def _is_context(annotation: Any) -> bool:
-    if annotation is ToolContext:
-        return True
     origin = typing.get_origin(annotation)
-    if origin is ToolContext:  # ToolContext[MyDeps]
+    if annotation is ToolContext or origin is ToolContext:  # origin: ToolContext[MyDeps]
         return True
     if origin is typing.Annotated:
         return _is_context(typing.get_args(annotation)[0])
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         return len(args) == 1 and _is_context(args[0])
     return False
@@ -149,10 +140,7 @@ def build_args_model(
             context_param = param.name
             continue
         default = param.default
-        if isinstance(default, FieldInfo):
-            info = default
-        else:
-            info = Field(default=... if default is param.empty else default)
+        info = default if isinstance(default, FieldInfo) else Field(default=... if default is param.empty else default)
         if not _has_description(annotation, info) and param.name in doc_params:
             info = FieldInfo.merge_field_infos(info, Field(description=doc_params[param.name]))
         field_name = param.name
