@@ -195,9 +195,7 @@ def _check_node(check: _Check, name: str, node: NodeSpec, registry: NodeTypeRegi
     servers = node.args.get("mcp_servers") if node.agent is not None else None
     if servers is not None:
         declared = [s.name for s in spec.mcp_servers]
-        unknown = [str(s) for s in servers] if not isinstance(servers, list) else [
-            str(s) for s in servers if s not in declared
-        ]
+        unknown = [str(s) for s in servers if not isinstance(servers, list) or s not in declared]
         if unknown:
             near = did_you_mean(unknown[0], declared) if len(unknown) == 1 else ""
             check.add("unknown-mcp-server",

@@ -364,8 +364,8 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             (thread_id, ns, checkpoint_id),
         ).fetchall()
         writes.sort(key=lambda w: writes_sort_key(w[3], w[0], w[1]))
-        pending = [(task_id, channel, self._loads(type_, self._decode(codec, value)) if kind == _KIND_INLINE
-                    else self._load_ref(cur, kind, value))
+        pending = [(task_id, channel, self._load_ref(cur, kind, value) if kind in (_KIND_LIST, _KIND_BLOB)
+                    else self._loads(type_, self._decode(codec, value)))
                    for task_id, _, channel, _, kind, type_, codec, value in writes]
 
         def config(checkpoint_id: str) -> Any:
