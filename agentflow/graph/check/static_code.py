@@ -309,11 +309,8 @@ class CodeCheck:
         if text is not None and "NODE_TYPES" not in text.names and not text.open_ended:
             raise UserError(f"node_types: {name} has no NODE_TYPES list", hint="define NODE_TYPES = [NodeType(...)]")
         for type_name, description in text.node_types if text is not None else ():
-            out.register(
-                UncheckedType(name=type_name, run=_not_imported, module=name,
-                              description=f"{description} (from {name})".lstrip()),
-                replace=True,
-            )
+            out.register(UncheckedType(name=type_name, run=_not_imported, module=name,
+                                       description=f"{description} (from {name})".lstrip()), replace=True)
         if text is None or text.types_opaque or not text.node_types:
             out.opaque.append(name)
             if text is not None:  # (a module not read is noted above)

@@ -41,9 +41,7 @@ class Problem:
 def to_networkx(spec: WorkflowSpec) -> nx.DiGraph:
     """The control-flow graph: START and END plus every node; edge attribute `kind` is edge|route|parallel|join."""
     g = nx.DiGraph()
-    g.add_node(START)
-    g.add_node(END)
-    g.add_nodes_from(spec.nodes)
+    g.add_nodes_from([START, END, *spec.nodes])
     first = spec.first_node()
     if first is not None:
         g.add_edge(START, first, kind="edge")
@@ -103,8 +101,7 @@ def _check_function_model(check: _Check) -> None:
     model = check.spec.model
     if isinstance(model, str) and model.strip().startswith("function:"):
         target = model.strip().removeprefix("function:").strip()
-        bad = check.code.callable_problem(target, "model", check.where)
-        if bad:
+        if bad := check.code.callable_problem(target, "model", check.where):
             check.add("bad-import", f"model: {bad}")
 
 
@@ -121,12 +118,10 @@ def _validate(spec: WorkflowSpec, prefix: str, registry: NodeTypeRegistry | None
     check.keys = _checked_keys(spec, registry, check.where, code)
     _check_references(check)
     for pack in spec.tools:
-        bad = code.pack_problem(pack, check.where)
-        if bad:
+        if bad := code.pack_problem(pack, check.where):
             check.add("bad-option", f"tools: {bad}")
     _check_function_model(check)
-    conflict = deps_conflict(spec, registry) if registry is not None and not prefix else None
-    if conflict:
+    if conflict := deps_conflict(spec, registry) if registry is not None and not prefix else None:
         check.add("deps-conflict", f"{conflict}; use node types of one library in a workflow")
     for name, node in spec.nodes.items():
         _check_node(check, name, node, registry)
@@ -177,8 +172,7 @@ def _check_route(check: _Check, r: RouteSpec) -> None:
             if check.undeclared(key):
                 check.add("unknown-field", f"route from '{r.source}' condition {cond!r} reads {check.undeclared(key)}")
     if isinstance(r.on, str) and ":" in r.on:
-        bad = check.code.callable_problem(r.on, f"route from '{r.source}'", check.where, ctx_ok=False)
-        if bad:
+        if bad := check.code.callable_problem(r.on, f"route from '{r.source}'", check.where, ctx_ok=False):
             check.add("bad-import", f"route from '{r.source}': {bad}; fix the import path (pkg.module:function)")
     elif isinstance(r.on, str) and check.undeclared(r.on):
         check.add("unknown-field", f"route from '{r.source}' is on state field {check.undeclared(r.on)}")
@@ -196,15 +190,12 @@ def _check_node(check: _Check, name: str, node: NodeSpec, registry: NodeTypeRegi
         check.problems.extend(_typed_problems(name, node.type, node.settings, registry, where, check.code))
     elif node.settings and not node.type:
         check.add("bad-node", f"node '{name}' has settings but no type; settings: belong to typed nodes")
-    bad = check.code.callable_problem(node.fn, f"node '{name}'", where)
-    if bad:
+    if bad := check.code.callable_problem(node.fn, f"node '{name}'", where):
         check.add("bad-import", f"node '{name}': {bad}; fix the import path (pkg.module:function)")
     servers = node.args.get("mcp_servers") if node.agent is not None else None
     if servers is not None:
         declared = [s.name for s in spec.mcp_servers]
-        unknown = [str(s) for s in servers] if not isinstance(servers, list) else [
-            str(s) for s in servers if s not in declared
-        ]
+        unknown = [str(s) for s in servers if not isinstance(servers, list) or s not in declared]
         if unknown:
             near = did_you_mean(unknown[0], declared) if len(unknown) == 1 else ""
             check.add("unknown-mcp-server",

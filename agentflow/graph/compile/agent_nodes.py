@@ -94,8 +94,7 @@ def option_problems(name: str, node: NodeSpec, check_pack: Callable[[str], str |
 
         check_pack = CodeCheck(Path(".")).pack_problem
     for pack in config.tools:
-        bad = check_pack(pack)
-        if bad:
+        if bad := check_pack(pack):
             problems.append(f"agent node '{name}': tool pack {pack!r}: {bad}")
     if isinstance(options.model, str):
         try:

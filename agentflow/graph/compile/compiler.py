@@ -190,10 +190,8 @@ def _router(route: RouteSpec, end: str) -> tuple[Callable[[Any], str], dict[str,
     if on is None:
         pick = None
     elif isinstance(on, str) and ":" not in on:
-        field = on
-
         def pick(state: Any) -> Any:
-            return read_path(state, field)
+            return read_path(state, on)
     else:
         pick = resolve_callable(on, f"route from '{route.source}'")
 

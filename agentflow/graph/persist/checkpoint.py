@@ -52,11 +52,9 @@ from agentflow.graph.persist.serde_redact import redact_serialized
 from agentflow.runfiles import check_database
 from agentflow.secrets import Redactors, redactors
 
-# Rowid tables on purpose: a WITHOUT ROWID b-tree keeps only ~1 KB of a row in-page, so KB-sized blobs,
-# checkpoint heads and list manifests would each spill into a mostly empty overflow page. `writes` rows are
-# small (values over 128 bytes go to `blobs`), so it is WITHOUT ROWID: one b-tree instead of a table plus its
-# primary-key index, one page fewer written per commit. (Files created before keep a rowid `writes`; both
-# layouts read and write the same.)
+# Rowid tables on purpose: a WITHOUT ROWID b-tree keeps little of a row in-page, so KB-sized blobs, heads and
+# manifests would spill into overflow pages. `writes` rows are small, so it is WITHOUT ROWID (one b-tree, no
+# separate primary-key index); older files keep a rowid `writes`, which reads and writes the same.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS blobs (
     hash BLOB PRIMARY KEY, type TEXT NOT NULL, codec INTEGER NOT NULL, data BLOB NOT NULL
@@ -87,14 +85,12 @@ _KIND_EMPTY, _KIND_BLOB, _KIND_LIST, _KIND_INLINE = 0, 1, 2, 3
 _CODEC_RAW, _CODEC_ZSTD = 0, 1
 _INLINE_MAX = 128  # serialized values up to this size live in the versions row itself
 _MIN_COMPRESS = 96  # below this, zstd's frame header outweighs the gain
-# Checkpoint heads (versions of every channel) are written on every step and rarely kept long: below this size
-# the time compressing one takes outweighs the few hundred bytes it saves
-# (docs/measurements/checkpoint-storage.md).
+# Checkpoint heads are written every step and rarely kept long: below this size compressing one costs more
+# time than its bytes are worth (docs/measurements/checkpoint-storage.md).
 _HEAD_COMPRESS_MIN = 1024
 _IMMUTABLE = (str, bytes, int, float)
-# SQLite copies the WAL into the database file (a checkpoint: two fsyncs, plus one when the WAL restarts) inside
-# the commit that takes the WAL past this many pages. A put writes ~4-8 pages, so SQLite's default of 1000 puts
-# those fsyncs on every ~200th step; 4096 makes that 4x rarer and keeps the WAL under 16 MB (deleted on close).
+# SQLite copies the WAL into the database file (fsyncs) in the commit that takes the WAL past this many pages:
+# above SQLite's default of 1000, so those fsyncs come on fewer steps, while the WAL stays small.
 _WAL_CHECKPOINT_PAGES = 4096
 
 
@@ -181,7 +177,6 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
         type_, data = self.serde.dumps_typed(value)
         return type_, redact_serialized(type_, data, self._redactors)
 
-
     def _store_serialized(self, cur: sqlite3.Cursor, type_: str, data: bytes) -> bytes:
         digest = hashlib.sha256(type_.encode() + b"\0" + data).digest()
         if digest not in self._known:
@@ -210,8 +205,11 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             raise KeyError(f"checkpoint blob {digest.hex()} is missing")
         return self._loads(row[0], self._decode(row[1], row[2]))
 
-    def _load_list(self, cur: sqlite3.Cursor, ref: bytes) -> list[Any]:
-        return [self._load_blob(cur, ref[i : i + 32]) for i in range(0, len(ref), 32)]
+    def _load_ref(self, cur: sqlite3.Cursor, kind: int, ref: bytes) -> Any:
+        """A value stored as a blob, or as a list of blobs (`ref`: their concatenated hashes)."""
+        if kind == _KIND_LIST:
+            return [self._load_blob(cur, ref[i : i + 32]) for i in range(0, len(ref), 32)]
+        return self._load_blob(cur, ref)
 
     def _load_head(self, type_codec: str, packed: bytes) -> Any:
         """A checkpoint without its channel values (its type is stored as `type:codec`)."""
@@ -243,13 +241,11 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             ).fetchone()
             if row is None or row[0] == _KIND_EMPTY:
                 continue
-            if row[0] == _KIND_BLOB:
-                values[channel] = self._load_blob(cur, row[1])
-            elif row[0] == _KIND_INLINE:
+            if row[0] == _KIND_INLINE:
                 type_, _, data = bytes(row[1]).partition(b"\0")
                 values[channel] = self._loads(type_.decode(), data)
             else:
-                values[channel] = self._load_list(cur, row[1])
+                values[channel] = self._load_ref(cur, *row)
         return values
 
     # -- sync interface -------------------------------------------------------------------------------
@@ -336,7 +332,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             # Values beyond the inline size go to the blob store, shared with the channel value they become.
             if kind == _KIND_LIST:
                 ref = b"".join(self._store_serialized(cur, type_, data) for type_, data in payload)
-                row: tuple[Any, ...] = (*key, _KIND_LIST, None, None, ref)
+                row: tuple[Any, ...] = (*key, kind, None, None, ref)
             elif kind == _KIND_BLOB:
                 row = (*key, _KIND_BLOB, None, None, self._store_serialized(cur, *payload))
             else:
@@ -368,15 +364,10 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
             (thread_id, ns, checkpoint_id),
         ).fetchall()
         writes.sort(key=lambda w: writes_sort_key(w[3], w[0], w[1]))
-        pending = []
-        for task_id, _, channel, _, kind, type_, codec, value in writes:
-            if kind == _KIND_LIST:
-                loaded: Any = self._load_list(cur, value)
-            elif kind == _KIND_BLOB:
-                loaded = self._load_blob(cur, value)
-            else:
-                loaded = self._loads(type_, self._decode(codec, value))
-            pending.append((task_id, channel, loaded))
+        pending = [(task_id, channel, self._load_ref(cur, kind, value) if kind in (_KIND_LIST, _KIND_BLOB)
+                    else self._loads(type_, self._decode(codec, value)))
+                   for task_id, _, channel, _, kind, type_, codec, value in writes]
+
         def config(checkpoint_id: str) -> Any:
             return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
 
@@ -506,8 +497,7 @@ class AgentflowSaver(BaseCheckpointSaver[str]):
                 "INSERT OR IGNORE INTO live VALUES (?)", [(ref[i : i + 32],) for i in range(0, len(ref), 32)]
             )
         cur.execute("DELETE FROM blobs WHERE hash NOT IN (SELECT hash FROM live)")
-        live = {r[0] for r in cur.execute("SELECT hash FROM live")}
-        self._known &= live
+        self._known &= {r[0] for r in cur.execute("SELECT hash FROM live")}
 
     def vacuum(self) -> None:
         """Run retention on every thread now and give freed pages back to the file system."""

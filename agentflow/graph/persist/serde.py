@@ -67,10 +67,8 @@ class StrictSerde:
         type_, payload = data
         if type_ not in _PLAIN_TYPES:
             raise RefusedType(f"a value encoded as {type_!r}")
-        if type_ == "msgpack":
-            refused = self._refused(payload)
-            if refused is not None:
-                raise RefusedType(refused)
+        if type_ == "msgpack" and (refused := self._refused(payload)) is not None:
+            raise RefusedType(refused)
         return self._inner.loads_typed(data)
 
     def _refused(self, payload: bytes) -> str | None:
@@ -81,10 +79,8 @@ class StrictSerde:
             # ormsgpack turns an exception raised here into a bare "ext_hook failed": note it and go on
             if code in _NAMED or code == _METHOD or code == _DELTA:
                 inner = ormsgpack.unpackb(data, ext_hook=check, option=_OPT)
-                if code != _DELTA:
-                    verdict = self._verdict(code, inner)
-                    if verdict is not None:
-                        refused.append(verdict)
+                if code != _DELTA and (verdict := self._verdict(code, inner)) is not None:
+                    refused.append(verdict)
 
         try:
             ormsgpack.unpackb(payload, ext_hook=check, option=_OPT)

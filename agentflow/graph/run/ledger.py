@@ -114,10 +114,8 @@ class RunLedger:
         if budget is None or not thread_id:
             return
         threads = {**self.usage(), thread_id: budget.used}
-        total = BudgetUsage()
-        for used in threads.values():
-            for kind in BudgetUsage.model_fields:
-                setattr(total, kind, getattr(total, kind) + getattr(used, kind))
+        total = BudgetUsage(**{kind: sum(getattr(used, kind) for used in threads.values())
+                               for kind in BudgetUsage.model_fields})
         data = {**total.model_dump(), "threads": {t: u.model_dump() for t, u in threads.items()}}
         _write_atomic(self.run_dir / USAGE_FILE, json.dumps(data), code=False)
 

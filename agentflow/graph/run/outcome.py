@@ -75,11 +75,8 @@ async def record_budget_stop(checkpointer: Any, snapshot: Any, exc: BudgetExceed
 
 def failed_tasks(snapshot: Any) -> dict[str, NodeError]:
     """Nodes whose last attempt raised, read from a LangGraph state snapshot (empty when none did)."""
-    errors: dict[str, NodeError] = {}
-    for task in getattr(snapshot, "tasks", ()) or ():
-        if getattr(task, "error", None):
-            errors[task.name] = error_from_exception(task.name, task.error)
-    return errors
+    return {task.name: error_from_exception(task.name, task.error)
+            for task in getattr(snapshot, "tasks", ()) or () if getattr(task, "error", None)}
 
 
 def finished_tasks(snapshot: Any) -> list[str]:

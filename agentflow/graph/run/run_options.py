@@ -33,8 +33,7 @@ class RunOptions:
     @classmethod
     def recorded(cls, record: dict[str, Any]) -> RunOptions:
         """The options a run record holds (check the record is the user's own first: `resolve_options` does)."""
-        known = {k: record[k] for k in OPTION_FIELDS if record.get(k) is not None}
-        return cls(**known)
+        return cls(**{k: record[k] for k in OPTION_FIELDS if record.get(k) is not None})
 
     def over(self, recorded: RunOptions) -> RunOptions:
         """These options where given, the recorded ones elsewhere (`-c` items after the recorded); a recorded

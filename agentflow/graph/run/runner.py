@@ -366,13 +366,10 @@ class WorkflowRunner:
         if await self.checkpointer.aget_tuple(root_config(new_thread)) is not None:
             raise UserError(f"thread {new_thread!r} already exists", hint="give the fork another thread id")
         async with self._source(source, thread_id) as (graph, store, path):
-            self.check_edit(update, path)
-            point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
-                                    checkpoint_id=checkpoint_id, after_node=after_node)
+            point, diff = await self._pick(graph, store, path, thread_id, checkpoint_id, after_node, update)
             saved = await graph.checkpointer.aget_tuple(
                 {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": point.checkpoint_id}}
             )
-            diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
             if diff is not None and self.run_dir is not None:  # the fork's folder holds what its checkpoints name
                 DiffStore(self.run_dir).put(diff)
         source_dir = source if source is not None else self.run_dir
@@ -411,11 +408,15 @@ class WorkflowRunner:
         """The checkpoint `fork` would pick and the workspace diff recorded there (None without one); `edit`
         is checked as `fork` checks its update."""
         async with self._source(source, thread_id) as (graph, store, path):
-            self.check_edit(edit, path)
-            point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
-                                    checkpoint_id=checkpoint_id, after_node=after_node)
-            diff = store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
-            return point, diff
+            return await self._pick(graph, store, path, thread_id, checkpoint_id, after_node, edit)
+
+    async def _pick(self, graph: Any, store: DiffStore | None, path: str, thread_id: str,
+                    checkpoint_id: str | None, after_node: str | None,
+                    edit: Mapping[str, Any] | None) -> tuple[CheckpointInfo, str | None]:
+        self.check_edit(edit, path)
+        point = pick_checkpoint(await thread_history(graph, thread_id), thread_id,
+                                checkpoint_id=checkpoint_id, after_node=after_node)
+        return point, store.get(point.workspace_diff) if store is not None and point.workspace_diff else None
 
     @contextlib.asynccontextmanager
     async def _source(self, source: str | Path | None, thread_id: str) -> AsyncIterator[tuple[Any, Any, str]]:
@@ -526,9 +527,7 @@ class WorkflowRunner:
         budget = self.context.budget
         if budget is None or thread_id == self._thread:
             return
-        spent = self._thread_usage.get(thread_id)
-        if spent is None and self.ledger is not None:
-            spent = self.ledger.spent(thread_id)
+        spent = self._recorded_usage(thread_id)
         if self._thread is None:
             used = budget.used
             if spent is not None and not (used.model_calls or used.tool_calls or used.tokens or used.usd):
@@ -542,10 +541,12 @@ class WorkflowRunner:
         """What thread `thread_id` has spent: the budget's count while it counts that thread, else the record."""
         if self.context.budget is not None and thread_id == self._thread:
             return self.context.budget.used
+        return self._recorded_usage(thread_id) or BudgetUsage()
+
+    def _recorded_usage(self, thread_id: str) -> BudgetUsage | None:
+        """What thread `thread_id` spent while another thread counted, else in its earlier legs, or None."""
         recorded = self._thread_usage.get(thread_id)
-        if recorded is None and self.ledger is not None:
-            recorded = self.ledger.spent(thread_id)
-        return recorded or BudgetUsage()
+        return recorded if recorded is not None or self.ledger is None else self.ledger.spent(thread_id)
 
     async def _stream(self, inputs: Any, thread_id: str, on_event: OnEvent | None) -> RunResult:
         config = self._config(thread_id)
@@ -610,9 +611,8 @@ class WorkflowRunner:
         if not snapshot.next:
             return RunResult(thread_id=thread_id, status="done", state=values, errors=routed, usage=usage)
         pending = [i.value for task in snapshot.tasks for i in task.interrupts]
-        info = pending[0] if pending and isinstance(pending[0], dict) else None
-        if info is None:
-            info = {"node": snapshot.next[0], "message": f"approve before running '{snapshot.next[0]}'"}
+        info = pending[0] if pending and isinstance(pending[0], dict) else {
+            "node": snapshot.next[0], "message": f"approve before running '{snapshot.next[0]}'"}
         return RunResult(
             thread_id=thread_id, status="interrupted", state=values, interrupt=info, next=list(snapshot.next),
             stop_reason="interrupted", errors=routed, usage=usage,
@@ -622,11 +622,11 @@ class WorkflowRunner:
         """Checkpoint metadata: on a fork of a search branch, the subgraph it runs; with a sandbox and a run folder,
         the workspace's diff (root namespace only: `fork` starts there)."""
         conf = config["configurable"]
-        path = self._thread_graphs.get(str(conf.get("thread_id", "")))
+        thread = str(conf.get("thread_id", ""))
+        path = self._thread_graphs.get(thread)
         stamp = {GRAPH_KEY: path} if path and not conf.get("checkpoint_ns") else {}
         if self.context.sandbox is None or self.run_dir is None or conf.get("checkpoint_ns"):
             return stamp
-        thread = str(conf.get("thread_id", ""))
         if BRANCH_SEP in thread:  # a search branch: its own fork of the workspace, not the sandbox as it is now
             branch = self.context.branch_workspaces.get(thread)
             if branch is None:
@@ -725,8 +725,7 @@ class WorkflowRunner:
             sinks.remove(self._usage_sink)  # a log the caller keeps stops writing this run's usage
         self._usage_sink = None
         for item in self._owned:
-            close = getattr(item, "close", None)
-            if close is not None:
+            if (close := getattr(item, "close", None)) is not None:
                 close()
         self._owned.clear()
 

@@ -44,9 +44,7 @@ class Supersteps:
         self._steps: dict[tuple[str, str, int], _Step] = {}
 
     def join(self, key: tuple[str, str, int]) -> _Step:
-        step = self._steps.get(key)
-        if step is None:
-            step = self._steps[key] = _Step()
+        step = self._steps.setdefault(key, _Step())
         step.running += 1
         return step
 

@@ -100,30 +100,20 @@ GENERATED = (".pytest_cache", "__pycache__", ".mypy_cache", ".ruff_cache")
 
 
 def _generated(path: str) -> bool:
-    parts = path.split("/")
-    return any(part in GENERATED for part in parts) or path.endswith(".pyc")
+    return any(part in GENERATED for part in path.split("/")) or path.endswith(".pyc")
 
 
 def without_generated(diff: str) -> str:
     """`diff` without the file sections of caches and bytecode, ending in a newline (as `git apply` needs)."""
-    sections = re.split(r"(?m)^(?=diff --git )", diff)
-    kept = []
-    for section in sections:
-        match = re.match(r"diff --git a/(\S+) b/(\S+)", section)
-        if match and (_generated(match.group(1)) or _generated(match.group(2))):
-            continue
-        kept.append(section)
-    text = "".join(kept)
+    text = "".join(section for section in re.split(r"(?m)^(?=diff --git )", diff)
+                   if not ((match := re.match(r"diff --git a/(\S+) b/(\S+)", section))
+                           and (_generated(match.group(1)) or _generated(match.group(2)))))
     return text if not text or text.endswith("\n") else text + "\n"
 
 
 async def workspace_diff(sb: Any) -> str:
     """What changed in the sandbox's workspace since its base, caches left out."""
     return without_generated(str(await sb.diff()))
-
-
-def _copy_without_git(src: Path, dest: Path, ignore: Iterable[str]) -> None:
-    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git", *GENERATED, *ignore))
 
 
 def folder_digest(folder: Path) -> dict[str, str]:
@@ -178,7 +168,7 @@ def _copy_of(workspace: str | Path, base: WorkspaceBase | None, ignore: Iterable
     src = check_workspace(workspace)
     with tempfile.TemporaryDirectory(prefix="agentflow-ws-") as tmp:
         copy = Path(tmp) / "ws"
-        _copy_without_git(src, copy, ignore)
+        shutil.copytree(src, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", *GENERATED, *ignore))
         if base is not None and base.files is None:
             base.files = folder_digest(copy)
         elif base is not None:

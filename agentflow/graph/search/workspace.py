@@ -28,8 +28,7 @@ def keeps_scratch(sandbox: Any) -> bool:
 
 async def end_processes(sandbox: Any) -> None:
     """End every process the sandbox runs but its agent and the commands the host still awaits (if it can)."""
-    end = getattr(sandbox, "end_processes", None)
-    if end is not None:
+    if (end := getattr(sandbox, "end_processes", None)) is not None:
         await end()
 
 
@@ -41,9 +40,6 @@ class SandboxTurn:
         self.sandbox = sandbox
         self._lock = asyncio.Lock()
         self._scratch: str | None = None
-
-    def locked(self) -> bool:
-        return self._lock.locked()
 
     async def __aenter__(self) -> None:
         await self._lock.acquire()
