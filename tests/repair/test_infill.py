@@ -117,13 +117,18 @@ OLD, NEW = (next(line[1:] for line in GOLD.splitlines() if line.startswith(sign)
 FIM = re.compile(r"<\|file_sep\|>(\S+)\n<\|fim_prefix\|>(.*)<\|fim_suffix\|>(.*)<\|fim_middle\|>$", re.DOTALL)
 
 
+def unchanged_rewrite(prompt: str) -> str:
+    """A rewrite prompt's window given back as it was."""
+    snippet = SNIPPET.search(prompt)
+    assert snippet, "a rewrite prompt"
+    return f"```python\n{snippet.group(1)}\n```"
+
+
 def fills_only_the_bug(request: ChatRequest) -> str:
     """Rewrites come back unchanged; a fill puts its statement back, but for the bug's, which it fixes."""
     prompt = request.messages[-1].content or ""
     if not request.raw:
-        snippet = SNIPPET.search(prompt)
-        assert snippet, "a rewrite prompt"
-        return f"```python\n{snippet.group(1)}\n```"
+        return unchanged_rewrite(prompt)
     match = FIM.search(prompt)
     assert match and "<|file_sep|>ISSUE.md\n" in prompt, prompt
     path, before, after = match.groups()
@@ -180,9 +185,7 @@ def fills_with_pass(request: ChatRequest) -> str:
     """Rewrites come back unchanged; a fill is `pass` (a change the tests may or may not mind), its line kept."""
     prompt = request.messages[-1].content or ""
     if not request.raw:
-        snippet = SNIPPET.search(prompt)
-        assert snippet, "a rewrite prompt"
-        return f"```python\n{snippet.group(1)}\n```"
+        return unchanged_rewrite(prompt)
     match = FIM.search(prompt)
     assert match
     before = match.group(2)
