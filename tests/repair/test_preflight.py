@@ -140,7 +140,7 @@ def test_check_names_a_bad_node_setting_before_any_sandbox(tmp_path: Path, capsy
     assert run(["repair", str(repo), "--check", "--sandbox", "docker", "-c", "sandbox.image=no-such-image:0",
                 "-c", "noop_escalation=[format,sideways]"]) == 2
     err = capsys.readouterr().err
-    assert "settings.noop_escalation.1: Input should be 'format', 'failure' or 'suspect'" in err
+    assert "settings.noop_escalation.1: Input should be 'format', 'failure', 'suspect' or 'infill'" in err
     assert "Traceback" not in err and "no-such-image" not in err
 
 
