@@ -51,7 +51,8 @@ from repair_edit import (
 )
 from repair_resolve import seeded_subset
 
-from agentflow.models import ChatModel, ChatRequest, Message, load_model
+from agentflow.models import ChatModel, load_model
+from agentflow.models.ask import ask
 from agentflow.models.fim import FIM_FORMATS
 from agentflow.repair.edit.infill import PREFIX_LINES, SUFFIX_LINES, cut_at_block_end, cut_at_suffix
 from agentflow.repair.edit.steps import issue_text
@@ -171,9 +172,8 @@ async def sample_task(model: ChatModel, task: SWETask, repo: Path, args: argpars
         prompt = fim_prompt(task, hole)
         chars = max(chars, len(prompt))
         for seed in range(args.samples):  # one sample a call, seeded as before; the server reuses the prompt's cache
-            response = await model.chat(ChatRequest(messages=[Message.user(prompt)], raw=True, temperature=0.8,
-                                                    seed=seed, max_tokens=200, stop=list(FIM.stop)))
-            fills.append((hole, response.text))
+            answer = await ask(model, prompt, raw=True, temperature=0.8, seed=seed, max_tokens=200, stop=FIM.stop)
+            fills.append((hole, answer.text))
     return task_result(task, fills, args.reader, chars)
 
 

@@ -30,12 +30,14 @@ class Answer:
 
 def ask_request(user: str, *, system: str | None = None, shots: Sequence[tuple[str, str]] = (),
                 temperature: float | None = 0.0, max_tokens: int | None, seed: int | None = None,
-                stop: Sequence[str] = ()) -> ChatRequest:
+                stop: Sequence[str] = (), raw: bool = False) -> ChatRequest:
     """The request of one question: the `system` message (none when None), the `shots` (worked examples) as
-    earlier (question, answer) turns, then `user`. None for `max_tokens` or `temperature`: the backend's."""
+    earlier (question, answer) turns, then `user`. None for `max_tokens` or `temperature`: the backend's.
+    `raw`: `user` is the whole prompt, in the model's own format (`ChatRequest.raw`; no system, no shots)."""
     turns = [m for q, a in shots for m in (Message.user(q), Message.assistant(a))]
     messages = ([Message.system(system)] if system is not None else []) + turns + [Message.user(user)]
-    return ChatRequest(messages=messages, temperature=temperature, seed=seed, max_tokens=max_tokens, stop=list(stop))
+    return ChatRequest(messages=messages, temperature=temperature, seed=seed, max_tokens=max_tokens, stop=list(stop),
+                       raw=raw)
 
 
 @dataclass
@@ -73,11 +75,11 @@ def charging(model: ChatModel, budget: Budget | None) -> ChatModel:
 
 async def ask(model: ChatModel, user: str, *, system: str | None = None, shots: Sequence[tuple[str, str]] = (),
               temperature: float | None = 0.0, max_tokens: int | None, seed: int | None = None,
-              stop: Sequence[str] = (), budget: Budget | None = None) -> Answer:
+              stop: Sequence[str] = (), budget: Budget | None = None, raw: bool = False) -> Answer:
     """The model's answer to one question (`ask_request`), charged to `budget` unless the model charges a
     budget itself (`charging`). A reply without a sample is a `ModelError`."""
     request = ask_request(user, system=system, shots=shots, temperature=temperature, max_tokens=max_tokens,
-                          seed=seed, stop=stop)
+                          seed=seed, stop=stop, raw=raw)
     response = await charging(model, budget).chat(request)
     if not response.choices:
         raise ModelError(f"{model.spec}: the model returned no answer")

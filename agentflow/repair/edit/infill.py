@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cached_property
 
 from agentflow.models.fim import FimFormat
 from agentflow.repair.edit.steps import ReadEdits
@@ -33,7 +34,7 @@ class Hole:
     text: str
     """The whole file."""
 
-    @property
+    @cached_property
     def _lines(self) -> list[str]:
         return self.text.splitlines(keepends=True)
 

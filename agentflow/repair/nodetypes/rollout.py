@@ -31,7 +31,7 @@ from agentflow.graph.run.context import NodeContext
 from agentflow.graph.search.settings import BRANCH_SEP
 from agentflow.graph.search.tree import spread
 from agentflow.models.ask import ask
-from agentflow.models.base import ChatModel, ChatRequest, Message
+from agentflow.models.base import ChatModel
 from agentflow.models.fim import FIM_FORMATS, FimFormat, fim_format
 from agentflow.reasoning.value import ValueJudgement, read_judgement
 from agentflow.repair.edit.edits import edit_parts
@@ -259,14 +259,10 @@ async def draw_fill(rt: RepairRuntime, cfg: SweEditSettings, fim: FimFormat, hol
     finish reason, what it does to the hole's file)."""
     coder = rt.models.coder
     with_node = getattr(coder, "with_node", None)
-    request = ChatRequest(messages=[Message.user(fill_prompt(fim, hole, rt.issue, rt.iid.split("__")[0]))],
-                          raw=True, temperature=cfg.temperature, seed=cfg.seed + sample, max_tokens=FILL_TOKENS,
-                          stop=list(fim.stop))
-    response = await (with_node(cand_id, parent_id) if with_node else coder).chat(request)
-    if not response.choices:
-        return "", "unknown", ReadEdits("unparsable", errors=["the model returned no fill"])
-    choice = response.choices[0]
-    return choice.message.content or "", choice.finish_reason, read_fill(choice.message.content or "", hole)
+    answer = await ask(with_node(cand_id, parent_id) if with_node else coder,
+                       fill_prompt(fim, hole, rt.issue, rt.iid.split("__")[0]), raw=True,
+                       temperature=cfg.temperature, seed=cfg.seed + sample, max_tokens=FILL_TOKENS, stop=fim.stop)
+    return answer.text, answer.finish, read_fill(answer.text, hole)
 
 
 async def edit_with_tools(rt: RepairRuntime, cfg: SweEditSettings, task: str, sources: dict[str, str], *,
