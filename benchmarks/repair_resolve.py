@@ -20,7 +20,9 @@ answers that gave their window back unchanged, on a gold function (`unchanged_on
 bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone). `samples.noop_share` is the
 share of samples whose answer changed nothing (noop samples / samples). `after_noop` says what became of the
 samples drawn after a noop, by the last change their prompt made (`rollout.NOOP_ESCALATION`: `format`,
-`failure`, `suspect`), each as the same outcome mix.
+`failure`, `suspect`), each as the same outcome mix. `test_effect` splits the usable patches by window (a gold
+function or elsewhere) and by whether their tests' score moved from the candidate they build on (`moved`) or
+stayed (`same`: the change did not reach what the tests check).
 
 Test time (per strategy): `test_seconds_per_candidate` (seconds of test runs on candidates, finalists' whole-suite
 runs included, per candidate), `test_seconds_per_candidate_before` (an estimate of the same before targeting
@@ -114,6 +116,22 @@ def suspect_lists(run_dir: Path) -> dict[str, dict[str, list[str]]]:
     return found
 
 
+def base_scores(run_dir: Path) -> dict[str, float]:
+    """Per task, the score of the base commit's verification (`repair.base`): what a first edit's tests compare to."""
+    events = run_dir / "events.jsonl"
+    return {data["instance_id"]: float(data.get("score") or 0.0)
+            for event in (read_jsonl(events) if events.is_file() else [])
+            if event.get("kind") == "repair.base" and (data := event.get("data") or {}).get("instance_id")}
+
+
+def score_moved(row: dict[str, Any], scores: dict[str, float], base: float | None) -> bool | None:
+    """Whether a verified candidate's test score differs from the one it was built on (its parent's, the base's
+    for a first edit); None when either is unknown."""
+    mine = (row.get("verification") or {}).get("score")
+    parent = scores.get(row.get("parent_id") or "", base)
+    return None if mine is None or parent is None else abs(float(mine) - parent) > 1e-9
+
+
 def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     """The outcome mix of the run's samples, the localization hit rate and the edit hit rate (module doc)."""
     from agentflow.repair.edit.steps import UNCHANGED
@@ -124,6 +142,9 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
     located = first = patches = on_target = parts = 0
     looked = {"on_gold": 0, "unchanged_on_gold": 0, "unchanged_elsewhere": 0, "recorded": 0}
+    # usable patches whose tests' score stayed where the candidate they build on had it, by window
+    effect = {"on_gold": {"same": 0, "moved": 0}, "elsewhere": {"same": 0, "moved": 0}}
+    bases = base_scores(run_dir)
     after_noop: dict[str, dict[str, int]] = {}
     per_task: dict[str, object] = {}
     lists = suspect_lists(run_dir)
@@ -151,10 +172,15 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         located += hit
         first += bool(suspects) and in_gold(suspects[0], gold)
         touching = sum(1 for diff in ok if any(in_gold(f, gold) for f in functions_touched(diff, sources)))
+        scores = {r["candidate_id"]: float(r["verification"]["score"]) for r in read_jsonl(inst / "candidates.jsonl")
+                  if (r.get("verification") or {}).get("score") is not None}
         for row in rows:
             if not row.get("window"):
                 continue  # a run from before candidates recorded their window
             on_gold = in_gold(row["window"], gold)
+            moved = score_moved(row, scores, bases.get(outcome["instance_id"])) if row["status"] == "ok" else None
+            if moved is not None:
+                effect["on_gold" if on_gold else "elsewhere"]["moved" if moved else "same"] += 1
             unchanged = row["status"] == "noop" and row.get("edit_errors", [])[:1] == [UNCHANGED]
             looked["recorded"] += 1
             looked["on_gold"] += on_gold
@@ -180,6 +206,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
                          **{f"{k}_first": round(hit / of, 3) if of else None for k, (hit, of) in firsts.items()}},
         "edit_hit": round(on_target / patches, 3) if patches else 0.0,
         "windows": looked,
+        "test_effect": effect,
         "per_task": per_task,
     }
 
@@ -428,7 +455,7 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "statuses": fig["statuses"], "limits": fig["limits"], "chosen_by": fig["chosen_by"],
                           "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
                           "after_noop": went["after_noop"], "localization": went["localization"], "edit_hit": went["edit_hit"],
-                          "windows": went["windows"], **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
+                          "windows": went["windows"], "test_effect": went["test_effect"], **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
 
 
 def run_key(args: argparse.Namespace) -> str:
