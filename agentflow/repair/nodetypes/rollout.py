@@ -131,11 +131,6 @@ class SweTestSettings(SplitEditsSettings):
 
     max_attempts: int = run_default("max_attempts")
     stop_on_success: bool = run_default("stop_on_success")
-    decline_unmoved: bool = False
-    """An edit whose tests score as the code it builds on did (no failing test fixed, none broken) declines the
-    window it rewrote, as an answer that gave it back unchanged does (`focus.FocusSchedule`): the tests say the
-    change did not reach the failure, so the chain's next samples look at other suspects first (the mutation
-    view of fault localization: changes to the faulty code move the failing tests, changes elsewhere rarely do)."""
 
 
 class SweCritiqueSettings(HelperSettings):
@@ -521,27 +516,15 @@ async def test_node(state: RepairState, ctx: NodeContext[RepairRuntime], setting
     best = max(made, key=lambda a: (a.verified.passed is True, a.verified.score))
     verification = best.verified
     attempts = [*(state.get("attempts") or []), *made]
-    before = current["built_on"].verified.score
-    unmoved = (verification.kind != "none" and verification.passed is not True
-               and all(abs(a.verified.score - before) < 1e-9 for a in made))
-    focus = _declined(state, edit["window"]) if settings.decline_unmoved and unmoved and edit["window"] else {}
     candidate = current
-    if verification.score >= before:
+    if verification.score >= current["built_on"].verified.score:
         candidate = {"built_on": best, "feedback": verification.output, "value": verification.score}
     if candidate["built_on"].patch != made[-1].patch:
         async with bench.lock:
             await bench.restore(candidate["built_on"].patch)  # the workspace as the next edit builds on it
     return {"edit": None, "tried": best, "candidate": candidate, "attempts": attempts,
             "tries": tries, "verdict": _verdict(verification.passed, tries, settings.max_attempts),
-            "value": candidate["value"], **focus}
-
-
-def _declined(state: RepairState, key: str) -> RepairState:
-    """The state's `focus` with one more decline of window `key` (`SweTestSettings.decline_unmoved`)."""
-    saved = state.get("focus") or {"shown": {}, "declined": {}}
-    declined = dict(saved["declined"])
-    declined[key] = declined.get(key, 0) + 1
-    return {"focus": {**saved, "declined": declined}}
+            "value": candidate["value"]}
 
 
 # ----------------------------------------------------------------------------------------------- review
