@@ -103,12 +103,17 @@ def gold_position(names: list[str], gold: set[str]) -> int | None:
     return next((i for i, name in enumerate(names, 1) if in_gold(name, gold)), None)
 
 
+def run_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The events a run folder recorded (`events.jsonl`); none for a folder without them."""
+    events = run_dir / "events.jsonl"
+    return read_jsonl(events) if events.is_file() else []
+
+
 def suspect_lists(run_dir: Path) -> dict[str, dict[str, list[str]]]:
     """Per task, the suspects of the call-traced run (`repair.spectrum`, its top five) and the model's ranking
     (`repair.rank`) as the run's events recorded them: what each put first, before the search merged them."""
     found: dict[str, dict[str, list[str]]] = {}
-    events = run_dir / "events.jsonl"
-    for event in read_jsonl(events) if events.is_file() else []:
+    for event in run_events(run_dir):
         data = event.get("data") or {}
         key = {"repair.spectrum": ("trace", "suspects"), "repair.rank": ("model", "ranked")}.get(event.get("kind"))
         if key and data.get("instance_id"):
@@ -117,18 +122,19 @@ def suspect_lists(run_dir: Path) -> dict[str, dict[str, list[str]]]:
 
 
 def base_scores(run_dir: Path) -> dict[str, float]:
-    """Per task, the score of the base commit's verification (`repair.base`): what a first edit's tests compare to."""
-    events = run_dir / "events.jsonl"
-    return {data["instance_id"]: float(data.get("score") or 0.0)
-            for event in (read_jsonl(events) if events.is_file() else [])
-            if event.get("kind") == "repair.base" and (data := event.get("data") or {}).get("instance_id")}
+    """Per task, the score of the base commit's verification (`repair.base`): what a first edit's tests compare to.
+    A task whose event has no score is left out (unknown, not 0)."""
+    return {data["instance_id"]: float(data["score"]) for event in run_events(run_dir)
+            if event.get("kind") == "repair.base" and (data := event.get("data") or {}).get("instance_id")
+            and data.get("score") is not None}
 
 
 def score_moved(row: dict[str, Any], scores: dict[str, float], base: float | None) -> bool | None:
-    """Whether a verified candidate's test score differs from the one it was built on (its parent's, the base's
-    for a first edit); None when either is unknown."""
+    """Whether a verified candidate's test score differs from the one it was built on: its parent's in `scores`,
+    `base` for a first edit (no parent, or the search's root `<instance>/root`); None when either is unknown."""
     mine = (row.get("verification") or {}).get("score")
-    parent = scores.get(row.get("parent_id") or "", base)
+    parent_id = row.get("parent_id")
+    parent = base if not parent_id or parent_id.endswith("/root") else scores.get(parent_id)
     return None if mine is None or parent is None else abs(float(mine) - parent) > 1e-9
 
 
@@ -155,6 +161,8 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         outcome = json.loads((inst / "outcome.json").read_text())
         task = tasks[outcome["instance_id"]]
         rows = read_jsonl(inst / "candidates.jsonl")
+        scores = {r["candidate_id"]: float(r["verification"]["score"]) for r in rows
+                  if (r.get("verification") or {}).get("score") is not None}
         parts += sum(1 for r in rows if r.get("part_of"))
         rows = [r for r in rows if not r.get("part_of")]  # a part of a split edit is not a model sample
         for row in rows:
@@ -172,8 +180,6 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         located += hit
         first += bool(suspects) and in_gold(suspects[0], gold)
         touching = sum(1 for diff in ok if any(in_gold(f, gold) for f in functions_touched(diff, sources)))
-        scores = {r["candidate_id"]: float(r["verification"]["score"]) for r in read_jsonl(inst / "candidates.jsonl")
-                  if (r.get("verification") or {}).get("score") is not None}
         for row in rows:
             if not row.get("window"):
                 continue  # a run from before candidates recorded their window

@@ -101,18 +101,20 @@ def test_parts_of_a_seeded_subset_are_disjoint_and_cover_every_task_once():
 
 
 def test_a_patch_moved_the_tests_when_its_score_differs_from_the_candidate_it_builds_on(tmp_path: Path):
-    """A candidate's score is compared with its parent's, a first edit's with the base's (`repair.base`); either
-    one unknown gives no answer."""
+    """A candidate's score is compared with its parent's, a first edit's (no parent, or the search's root) with
+    the base's (`repair.base`); either one unknown (a base event without a score, a parent not recorded) gives no
+    answer."""
     bench = resolve_bench()
     events = [{"kind": "repair.base", "data": {"instance_id": "pkg__pkg-1", "score": 0.5}},
               {"kind": "repair.base", "data": {"instance_id": "pkg__pkg-2"}},
               {"kind": "repair.start", "data": {"instance_id": "pkg__pkg-1"}}]
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     bases = bench.base_scores(tmp_path)
-    assert bases == {"pkg__pkg-1": 0.5, "pkg__pkg-2": 0.0}
+    assert bases == {"pkg__pkg-1": 0.5}
     scores = {"b1": 0.5, "b2": 0.75}
     for parent, mine, base, moved in [(None, 0.5, 0.5, False), (None, 0.75, 0.5, True), ("b1", 0.5, 0.0, False),
-                                      ("b2", 0.5, 0.75, True), ("b9", 0.5, None, None), (None, None, 0.5, None)]:
+                                      ("b2", 0.5, 0.75, True), ("b9", 0.5, None, None), ("b9", 0.5, 0.5, None),
+                                      ("pkg__pkg-1/root", 0.5, 0.75, True), (None, None, 0.5, None)]:
         row = {"parent_id": parent, "verification": {"score": mine}}
         assert bench.score_moved(row, scores, base) is moved, (parent, mine, base)
     assert bench.base_scores(tmp_path / "no-run") == {}
