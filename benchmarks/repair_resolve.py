@@ -16,13 +16,16 @@ the functions its gold patch changes) is among the suspects the search's edits l
 (`first`), with who put it first before the search merged them: the call-traced run's top five (`trace_first`)
 or the model's ranking (`model_first`; per task `trace_position` / `model_position`), and `edit_hit` the share of usable patches that change a gold function. `windows` says where the
 samples looked (each candidate's `window`): `on_gold` samples whose window was a gold function, and the
+samples on the task's first suspect (`on_first`), and the
 answers that gave their window back unchanged, on a gold function (`unchanged_on_gold`: the model missed the
 bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone). `samples.noop_share` is the
 share of samples whose answer changed nothing (noop samples / samples). `after_noop` says what became of the
 samples drawn after a noop, by the last change their prompt made (`rollout.NOOP_ESCALATION`: `format`,
 `failure`, `suspect`), each as the same outcome mix. `test_effect` splits the usable patches by window (a gold
 function or elsewhere) and by whether their tests' score moved from the candidate they build on (`moved`) or
-stayed (`same`: the change did not reach what the tests check).
+stayed (`same`: the change did not reach what the tests check). `per_task.draws` lists a task's samples in the
+order recorded (`draw_label`: `G 0n 0a 1` is a gold function, then the first other suspect given back unchanged,
+then an edit there that could not be applied, then the second suspect).
 
 Test time (per strategy): `test_seconds_per_candidate` (seconds of test runs on candidates, finalists' whole-suite
 runs included, per candidate), `test_seconds_per_candidate_before` (an estimate of the same before targeting
@@ -103,6 +106,17 @@ def gold_position(names: list[str], gold: set[str]) -> int | None:
     return next((i for i, name in enumerate(names, 1) if in_gold(name, gold)), None)
 
 
+DRAW_MARKS = {"noop": "n", "apply_error": "a", "unparsable": "u"}
+
+
+def draw_label(row: dict[str, Any], suspects: list[str], on_gold: bool) -> str:
+    """A sample as the per-task `draws` show it: `G` on a gold function, else its window's place in the task's
+    suspect list (0 first, `?` outside it), then `n` / `a` / `u` for an answer that changed nothing, could not
+    be applied, or held no code."""
+    place = "G" if on_gold else str(suspects.index(row["window"])) if row["window"] in suspects else "?"
+    return place + DRAW_MARKS.get(row["status"], "")
+
+
 def run_events(run_dir: Path) -> list[dict[str, Any]]:
     """The events a run folder recorded (`events.jsonl`); none for a folder without them."""
     events = run_dir / "events.jsonl"
@@ -147,7 +161,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     tasks = {t["instance_id"]: t for t in read_jsonl(tasks_file)}
     mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
     located = first = patches = on_target = parts = 0
-    looked = {"on_gold": 0, "unchanged_on_gold": 0, "unchanged_elsewhere": 0, "recorded": 0}
+    looked = {"on_gold": 0, "on_first": 0, "unchanged_on_gold": 0, "unchanged_elsewhere": 0, "recorded": 0}
     # usable patches whose tests' score stayed where the candidate they build on had it, by window
     effect = {"on_gold": {"same": 0, "moved": 0}, "elsewhere": {"same": 0, "moved": 0}}
     bases = base_scores(run_dir)
@@ -180,10 +194,13 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         located += hit
         first += bool(suspects) and in_gold(suspects[0], gold)
         touching = sum(1 for diff in ok if any(in_gold(f, gold) for f in functions_touched(diff, sources)))
+        draws: list[str] = []
         for row in rows:
             if not row.get("window"):
                 continue  # a run from before candidates recorded their window
             on_gold = in_gold(row["window"], gold)
+            draws.append(draw_label(row, suspects, on_gold))
+            looked["on_first"] += bool(suspects) and row["window"] == suspects[0]
             moved = score_moved(row, scores, bases.get(outcome["instance_id"])) if row["status"] == "ok" else None
             if moved is not None:
                 effect["on_gold" if on_gold else "elsewhere"]["moved" if moved else "same"] += 1
@@ -198,7 +215,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
             firsts[source][0] += position == 1
             firsts[source][1] += 1
         per_task[outcome["instance_id"]] = {"gold": sorted(gold), "suspects": suspects, "located": hit,
-                                            "patches": len(ok), "edit_hits": touching,
+                                            "patches": len(ok), "edit_hits": touching, "draws": " ".join(draws),
                                             **{f"{k}_position": v for k, v in positions.items()}}
     total = sum(mix.values())
     n = len(per_task)

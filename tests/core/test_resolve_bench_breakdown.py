@@ -118,3 +118,18 @@ def test_a_patch_moved_the_tests_when_its_score_differs_from_the_candidate_it_bu
         row = {"parent_id": parent, "verification": {"score": mine}}
         assert bench.score_moved(row, scores, base) is moved, (parent, mine, base)
     assert bench.base_scores(tmp_path / "no-run") == {}
+
+
+def test_a_sample_is_labelled_by_its_windows_place_and_its_outcome():
+    """Every outcome on every kind of window: a gold function is `G` wherever it ranks, another suspect its place
+    in the list, a window outside the list `?`; a usable edit has no mark."""
+    bench = resolve_bench()
+    suspects = ["pkg/mod.py:fix", "pkg/mod.py:other", "pkg/mod.py:third"]
+    marks = {"ok": "", "noop": "n", "apply_error": "a", "unparsable": "u"}
+    for (window, place), (status, mark) in itertools.product(
+            [("pkg/mod.py:fix", "G"), ("pkg/mod.py:other", "1"), ("pkg/mod.py:third", "2"), ("pkg/x.py:y", "?")],
+            marks.items()):
+        row = {"window": window, "status": status}
+        assert bench.draw_label(row, suspects, window == "pkg/mod.py:fix") == place + mark, (window, status)
+    assert bench.draw_label({"window": "pkg/mod.py:other", "status": "ok"}, suspects, False) == "1"
+    assert bench.draw_label({"window": "pkg/mod.py:fix", "status": "noop"}, suspects, False) == "0n"

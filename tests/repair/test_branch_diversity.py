@@ -144,25 +144,3 @@ def test_the_order_of_the_changes_after_a_noop_is_a_setting(tmp_path: Path) -> N
     assert [c["approach"] for c in cands] == [[], ["failure"], ["failure", "suspect"],
                                               ["failure", "suspect", "suspect"]]
     assert len({c["window"] for c in cands[1:]}) == 3  # each noop after the failure: another suspect
-
-
-def first_windows_from_a_candidate(tmp_path: Path, spread_from: str) -> list[str]:
-    """A beam of one kept branch, two children a step, two steps: the windows that the two branches built on the
-    first step's candidate looked at first."""
-    out = repair(tmp_path / spread_from, "marks_the_function", "--strategy", "beam", "-n", "1",
-                 "-c", "search.max_attempts=2", "-c", "search.concurrency=2",
-                 "-c", "edit.format=rewrite", "-c", f"spread_from={spread_from}")
-    cands = read_jsonl(out / "instances" / "inikit__inikit-1" / "candidates.jsonl")
-    parents = {c["parent_id"] for c in cands if c["status"] == "ok"}
-    built_on = [c for c in cands if c["parent_id"] in parents and not short(c["parent_id"]).endswith("root")]
-    assert len(built_on) == 2, [(c["candidate_id"], c["parent_id"]) for c in cands]
-    return [c["window"] for c in built_on]
-
-
-def test_siblings_from_a_candidate_spread_unless_only_the_base_spreads(tmp_path: Path) -> None:
-    """`spread_from`: by default two branches built on one candidate look at distinct suspects first; with
-    `base`, only the branches from the unchanged code do, and those two take the schedule's pick, the same."""
-    spread = first_windows_from_a_candidate(tmp_path, "every_state")
-    assert len(set(spread)) == 2, spread
-    focused = first_windows_from_a_candidate(tmp_path, "base")
-    assert len(set(focused)) == 1, focused

@@ -120,11 +120,6 @@ class SweEditSettings(EditFormatSettings, ShowsCodeSettings, HelperSettings, Spl
     """The coder's fill-in-the-middle format for the `infill` step of `noop_escalation` (`models.fim`): `auto`
     is the family the model spec names (none for a chat model: the step is passed over), `none` never."""
     stop_on_success: bool = run_default("stop_on_success")
-    spread_from: Literal["every_state", "base"] = "every_state"
-    """Where concurrent sibling branches take distinct first suspects (`suspect_order`): `every_state` (siblings
-    from one state, a candidate's included), `base` (only the branches that start from the unchanged code;
-    siblings that build on a candidate take the focus schedule's pick, their samples distinct by seed), which
-    leaves more of a search's samples to the best-ranked suspect."""
     failure_above_code: bool = False
     """The statement's assertion or exception output (a failing-test report's `E` lines) is shown again
     directly above the code to edit, as the failure to fix (`steps.failure_above_code`): the report shows it
@@ -384,15 +379,14 @@ async def _draw(ctx: NodeContext[RepairRuntime], rt: RepairRuntime, cfg: SweEdit
     """One usable edit, or None: an answer that changes nothing or cannot be read is recorded (into `resampled`)
     and drawn again (`noop_retries`, `NOOP_ESCALATION`). `filled`: the holes the chain filled, added to."""
     tag, number = branch_of(ctx)
-    from_base = not current["built_on"].patch.strip()
-    sibling = (ctx.run.sample or 0) if cfg.spread_from == "every_state" or from_base else 0
+    sibling = ctx.run.sample or 0
     way = Approach(cfg, suspect_order(schedule, windows, sibling), fim=coder_fim(cfg, rt.models.coder),
                    filled=filled)
     way.looked_at.update(window_key(w) for w in way.order[:1])
     hint = ""
     failure = failure_report(rt.issue, str((state.get("spectrum") or {}).get("errors") or ""))
     # the line spectrum's marks name lines of the base commit: on a candidate's code they may have moved
-    evidence = evidence_of(state) if from_base else None
+    evidence = evidence_of(state) if not current["built_on"].patch.strip() else None
     for _ in range(cfg.noop_retries + 1):
         if cfg.stop_on_success and await _task_solved(ctx, state):
             return None
