@@ -16,15 +16,15 @@ the functions its gold patch changes) is among the suspects the search's edits l
 (`first`), with who put it first before the search merged them: the call-traced run's top five (`trace_first`)
 or the model's ranking (`model_first`; per task `trace_position` / `model_position`), and `edit_hit` the share of usable patches that change a gold function. `windows` says where the
 samples looked (each candidate's `window`): `on_gold` samples whose window was a gold function, `on_first`
-those whose window was the task's first suspect, and the answers that gave their window back unchanged, on a gold function (`unchanged_on_gold`: the model missed the
-bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone). `samples.noop_share` is the
+those whose window was the task's first suspect, and the answers that gave their window back unchanged, on a
+gold function (`unchanged_on_gold`: the model missed the bug) or elsewhere (`unchanged_elsewhere`: correct code, rightly left alone). `samples.noop_share` is the
 share of samples whose answer changed nothing (noop samples / samples). `after_noop` says what became of the
 samples drawn after a noop, by the last change their prompt made (`rollout.NOOP_ESCALATION`: `format`,
 `failure`, `suspect`), each as the same outcome mix. `test_effect` splits the usable patches by window (a gold
 function or elsewhere) and by whether their tests' score moved from the candidate they build on (`moved`) or
 stayed (`same`: the change did not reach what the tests check). `per_task.draws` lists a task's samples in the
-order recorded (`draw_label`: `G 0n 0a 1` is a gold function, then the first suspect given back unchanged, then an edit
-there that could not be applied, then the second suspect).
+order recorded (`draw_label`: `G 0n 0a 1` is a gold function, then the first suspect given back unchanged,
+then an edit there that could not be applied, then the second suspect).
 
 Test time (per strategy): `test_seconds_per_candidate` (seconds of test runs on candidates, finalists' whole-suite
 runs included, per candidate), `test_seconds_per_candidate_before` (an estimate of the same before targeting
