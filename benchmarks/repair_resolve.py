@@ -33,7 +33,8 @@ unchanged code, which every candidate cost before its tests were targeted) and `
 longest single candidate run over its task's base run).
 
 `--workflows repair,agentless,codemonkeys,swe_search` runs those workflows instead, each as it ships (`repair`
-with best-of-N as its search, N = calls - 4, `search_at_budget`), at the same model-call limit per task
+with its shipped search: MCTS over one-edit expansions on a task whose tests fail at the base commit,
+`search.when_tests_fail`; `-c search.strategy=...` measures another), at the same model-call limit per task
 (`--calls`), and prints one JSON object per workflow (resolved, coverage, calls, tokens, wall), with resolved
 per package (`by_package`, the instance id's owner) and per bug kind (`by_bug_kind`, synthesized tasks), and
 `limited_by`: each unresolved task under its first cause (test_environment, localization, noop, unusable,
@@ -435,32 +436,13 @@ def run_bench(argv: list[str], run_dir: Path, args: argparse.Namespace, subset: 
     return time.perf_counter() - start, proc.returncode
 
 
-FIXED_CALLS = 4
-"""Model calls a `repair` task spends outside its samples, about: ranking, the reproduction script (one or two),
-a resampled answer that changed nothing (measured: 11.5 calls a task with 8 samples at `--calls 12`)."""
-
-
-STRATEGY_WORKFLOWS = ("repair",)
-"""Workflows whose search `--strategy` sets: `repair` (its graph search node over edit -> test -> critique)."""
-
-
-def search_at_budget(name: str, calls: int) -> list[str]:
-    """How a workflow's search is set for the side by side: `repair` ships one chain of attempts (about 7
-    calls), so at the shared budget it runs as best-of-N one-shot samples with N = calls - FIXED_CALLS (8 at
-    12 calls), the strategy of `agentflow repair` that fills the budget; the published workflows' searches
-    are many samples already and run as they ship."""
-    if name not in STRATEGY_WORKFLOWS:
-        return []
-    return ["--strategy", "best_of_n", "-n", str(max(1, calls - FIXED_CALLS)), "-c", "search.max_attempts=1"]
-
-
 def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -> None:
     """`--workflows a,b,c`: each workflow as it ships (its own search and selection) at the same model-call limit
     per task (`--calls`, the run's `step_limit`); one JSON object per workflow: resolved, coverage (tasks where
     any candidate resolves, graded after the run), calls, tokens, wall, and where the samples went."""
     for name in args.workflows.split(","):
         run_dir = Path(args.out) / f"workflow-{name}"
-        argv = [agentflow, "bench", args.tasks, "--workflow", name, *search_at_budget(name, args.calls),
+        argv = [agentflow, "bench", args.tasks, "--workflow", name,
                 "--workers", str(args.workers), "-o", str(run_dir), "-c", f"limits.step_limit={args.calls}"]
         wall, code = run_bench(argv, run_dir, args, subset)
         if not (run_dir / "report.json").is_file():
