@@ -459,7 +459,9 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "statuses": fig["statuses"], "limits": fig["limits"], "chosen_by": fig["chosen_by"],
                           "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
                           "after_noop": went["after_noop"], "localization": went["localization"], "edit_hit": went["edit_hit"],
-                          "windows": went["windows"], "test_effect": went["test_effect"], **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
+                          "windows": went["windows"], "test_effect": went["test_effect"],
+                          "per_task_draws": {iid: task["draws"] for iid, task in went["per_task"].items()},
+                          **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)
 
 
 def run_key(args: argparse.Namespace) -> str:
