@@ -375,9 +375,25 @@ def _seconds_before(outcome: dict[str, Any], inst: Path, *, ratio: float = 5.0, 
     return total
 
 
-async def count_resolving(tasks: list[Any], patches: dict[str, list[str]]) -> dict[str, int]:
+GRADE_TIMEOUT_RATIO = 10.0
+"""A candidate's grading run may take this many times the longest base test run of the run's tasks: a candidate
+that loops in the hidden tests does not resolve, and at the harness's own limit (900 s) each such one held up
+the grading for a quarter of an hour."""
+GRADE_TIMEOUT_FLOOR_S = 120.0
+"""The shortest limit of a grading run (the hidden tests' setup and a cold interpreter need a few seconds)."""
+
+
+def grade_timeout(base_seconds: list[float]) -> float:
+    """The wall-clock limit of one candidate's grading run, from the tasks' base test runs (outcome.json)."""
+    return max(GRADE_TIMEOUT_FLOOR_S, GRADE_TIMEOUT_RATIO * max(base_seconds, default=0.0))
+
+
+async def count_resolving(tasks: list[Any], patches: dict[str, list[str]],
+                          timeout_s: float | None = None) -> dict[str, int]:
     """How many of each task's patches resolve it, graded with the hidden tests round by round (round r holds
-    each task's r-th patch, so the harness runs the tasks of a round in parallel)."""
+    each task's r-th patch, so the harness runs the tasks of a round in parallel); a run past `timeout_s` (None:
+    the harness's limit) does not resolve."""
+    limit = {"test_timeout_s": timeout_s} if timeout_s else {}
     from agentflow.swe import EvalConfig, Prediction, evaluate_predictions
 
     resolved = {iid: 0 for iid in patches}
@@ -386,7 +402,8 @@ async def count_resolving(tasks: list[Any], patches: dict[str, list[str]]) -> di
                  for iid, diffs in patches.items() if r < len(diffs)]
         with tempfile.TemporaryDirectory() as out:
             summary = await evaluate_predictions([t for t in tasks if t.instance_id in patches], preds,
-                                                 EvalConfig(workers=2, rerun_failed=False), out_dir=out)
+                                                 EvalConfig(workers=2, rerun_failed=False, **limit),
+                                                 out_dir=out)
         for iid in summary["resolved_ids"]:
             resolved[iid] += 1
     return resolved
@@ -400,16 +417,19 @@ def grade_candidates(run_dir: Path, tasks_file: Path) -> dict[str, object]:
     per_task: dict[str, list[str]] = {}
     parts: dict[str, list[str]] = {}
     samples: dict[str, int] = {}
+    base_seconds: list[float] = []
     for inst in sorted((run_dir / "instances").glob("*")):
         rows = read_jsonl(inst / "candidates.jsonl")
         outcome = json.loads((inst / "outcome.json").read_text())
+        base_seconds.append(float(outcome.get("base_test_seconds") or 0.0))
         iid = outcome["instance_id"]
         per_task[iid] = [r["patch"] for r in rows if r["status"] == "ok" and not r.get("part_of")]
         parts[iid] = [r["patch"] for r in rows if r["status"] == "ok" and r.get("part_of")]
         # a single run resamples answers that change nothing, so its submission is one of these candidates
         samples[iid] = len(per_task[iid])
-    resolved = asyncio.run(count_resolving(load_tasks(tasks_file), per_task))
-    resolved_parts = asyncio.run(count_resolving(load_tasks(tasks_file), parts)) if any(parts.values()) else {}
+    timeout_s = grade_timeout(base_seconds)
+    resolved = asyncio.run(count_resolving(load_tasks(tasks_file), per_task, timeout_s))
+    resolved_parts = asyncio.run(count_resolving(load_tasks(tasks_file), parts, timeout_s)) if any(parts.values()) else {}
     total_samples = sum(samples.values())
     covered = {iid for iid, v in resolved.items() if v} | {iid for iid, v in resolved_parts.items() if v}
     return {

@@ -27,3 +27,12 @@ def test_the_estimate_before_charges_a_whole_suite_per_distinct_patch_and_300_s_
     assert found["test_seconds_vs_whole_suite"] == round(10.5 / 6.0, 3)
     assert found["max_test_wait_ratio"] == 5.0
     assert resolve_bench().test_time([outcome])["test_seconds_per_candidate_before"] is None  # no folder, no estimate
+
+
+def test_a_candidates_grading_run_is_limited_by_the_slowest_base_run_with_a_floor():
+    bench = resolve_bench()
+    # a 78 s suite beside sub-second ones: its candidates get ten times it, so a correct one is not cut short
+    assert bench.grade_timeout([0.7, 78.0, 0.5]) == 780.0
+    # quick suites (or tasks whose base run never happened): the floor, far under the harness's 900 s
+    assert bench.grade_timeout([0.8, 0.6]) == bench.GRADE_TIMEOUT_FLOOR_S
+    assert bench.grade_timeout([]) == bench.GRADE_TIMEOUT_FLOOR_S
