@@ -22,9 +22,10 @@ share of samples whose answer changed nothing (noop samples / samples). `after_n
 samples drawn after a noop, by the last change their prompt made (`rollout.NOOP_ESCALATION`: `format`,
 `failure`, `suspect`), each as the same outcome mix. `test_effect` splits the usable patches by window (a gold
 function or elsewhere) and by whether their tests' score moved from the candidate they build on (`moved`) or
-stayed (`same`: the change did not reach what the tests check). `per_task.draws` lists a task's samples in the
-order recorded (`draw_label`: `G 0n 0a 1` is a gold function, then the first suspect given back unchanged,
-then an edit there that could not be applied, then the second suspect).
+stayed (`same`: the change did not reach what the tests check). `per_task.draws` (`per_task_draws` with
+`--workflows`) lists a task's samples in the order recorded (`draw_label`: `G 0n 0a 1` is a gold function,
+then the first suspect given back unchanged, then an edit there that could not be applied, then the second
+suspect).
 
 Test time (per strategy): `test_seconds_per_candidate` (seconds of test runs on candidates, finalists' whole-suite
 runs included, per candidate), `test_seconds_per_candidate_before` (an estimate of the same before targeting
@@ -377,8 +378,8 @@ def _seconds_before(outcome: dict[str, Any], inst: Path, *, ratio: float = 5.0, 
 
 GRADE_TIMEOUT_RATIO = 10.0
 """A candidate's grading run may take this many times the longest base test run of the run's tasks: a candidate
-that loops in the hidden tests does not resolve, and at the harness's own limit (900 s) each such one held up
-the grading for a quarter of an hour."""
+that loops in the hidden tests does not resolve, and under the harness's own limit each one would hold up its
+round of the grading for that whole limit."""
 GRADE_TIMEOUT_FLOOR_S = 120.0
 """The shortest limit of a grading run (the hidden tests' setup and a cold interpreter need a few seconds)."""
 
