@@ -161,7 +161,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
 
     tasks = {t["instance_id"]: t for t in read_jsonl(tasks_file)}
     mix = {"patch": 0, "noop": 0, "apply_error": 0, "unparsable": 0}
-    located = first = patches = on_target = parts = 0
+    located = first = patches = on_target = parts = mutants = 0
     looked = {"on_gold": 0, "on_first": 0, "unchanged_on_gold": 0, "unchanged_elsewhere": 0, "recorded": 0}
     # usable patches whose tests' score stayed where the candidate they build on had it, by window
     effect = {"on_gold": {"same": 0, "moved": 0}, "elsewhere": {"same": 0, "moved": 0}}
@@ -179,7 +179,9 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         scores = {r["candidate_id"]: float(r["verification"]["score"]) for r in rows
                   if (r.get("verification") or {}).get("score") is not None}
         parts += sum(1 for r in rows if r.get("part_of"))
-        rows = [r for r in rows if not r.get("part_of")]  # a part of a split edit is not a model sample
+        mutants += sum(1 for r in rows if r.get("mutant"))
+        # a part of a split edit, and a change made without a model (`swe.mutants`), are no model samples
+        rows = [r for r in rows if not r.get("part_of") and not r.get("mutant")]
         for row in rows:
             kind = "patch" if row["status"] == "ok" else row["status"]
             mix[kind] = mix.get(kind, 0) + 1
@@ -224,6 +226,7 @@ def where_samples_go(run_dir: Path, tasks_file: Path) -> dict[str, object]:
         "samples": {**mix, "total": total, **{f"{k}_share": round(v / total, 3) if total else 0.0 for k, v in mix.items()}},
         "after_noop": after_noop,
         "split_parts": parts,
+        "mutant_candidates": mutants,  # passing changes made without a model (swe.mutants)
         "localization": {"hit": round(located / n, 3) if n else 0.0, "first": round(first / n, 3) if n else 0.0,
                          "tasks": n,
                          # who put a gold function first: the call-traced run or the model's ranking
@@ -479,7 +482,8 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "model_calls_mean": fig["model_calls_mean"], "tokens": fig["tokens"], "wall_s": fig["wall_s"],
                           "statuses": fig["statuses"], "limits": fig["limits"], "chosen_by": fig["chosen_by"],
                           "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
-                          "after_noop": went["after_noop"], "localization": went["localization"], "edit_hit": went["edit_hit"],
+                          "after_noop": went["after_noop"], "mutant_candidates": went["mutant_candidates"],
+                          "localization": went["localization"], "edit_hit": went["edit_hit"],
                           "windows": went["windows"], "test_effect": went["test_effect"],
                           "per_task_draws": {iid: task["draws"] for iid, task in went["per_task"].items()},
                           **breakdown(fig, went, graded, run_dir, Path(args.tasks))}), flush=True)

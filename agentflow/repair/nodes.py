@@ -45,6 +45,7 @@ from agentflow.repair.locate.statement import read_statement
 from agentflow.repair.nodetypes import rollout
 from agentflow.repair.nodetypes.discriminate import DiscriminateSettings, discriminate_node
 from agentflow.repair.nodetypes.localize_model import LocalizeSettings, localize_node
+from agentflow.repair.nodetypes.mutants import MutantsSettings, mutants_node
 from agentflow.repair.nodetypes.nodekit import (
     declined,
     emit,
@@ -380,6 +381,9 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
             lambda s, run: (1 + int(s.keep_check)) if s.reproduce and run.tests.feedback != "task" else 0),
     _repair("swe.plan", plan, PlanSettings, (RankedKeys,), (PlanKeys,), "the planner: which function, what to change",
             lambda s, run: int(s.plan or run.roles.planner is not None)),
+    _repair("swe.mutants", mutants_node, MutantsSettings, (VerifyKeys, RankedKeys, SpectrumKeys, AttemptsKeys),
+            (AttemptsKeys,), "single-site changes of the best suspects (a comparison, a bound, a condition, an "
+            "operator) verified until one passes, before the search; no model call (on with -c mutants=true)"),
     _repair("swe.edit", rollout.edit_node, SweEditSettings,
             (BaseKeys, RankedKeys, SpectrumKeys, PlanKeys, CandidateKeys, DrawKeys, ReproductionKeys,
              ResampledKeys),

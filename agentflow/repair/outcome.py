@@ -39,6 +39,9 @@ class Candidate(BaseModel):
     part_of: str | None = None
     """Set on a candidate that keeps one change of another's multi-change edit (`split_edits`): not a model
     answer of its own, so not a sample."""
+    mutant: str = ""
+    """Set on a candidate made without a model (`swe.mutants`): the kind of its one change (`flip-comparison`,
+    ...). Not a model answer, so not a sample, and no voter."""
     value: float | None = None
     """The value agent's value of it (`swe.value`; not a column of candidates.jsonl, written before it)."""
     assessment: str = ""

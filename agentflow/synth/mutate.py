@@ -28,6 +28,20 @@ OPERATORS = (
 )
 """The procedural operator families (`--operators` picks among them)."""
 
+REPAIR_OPERATORS = (
+    "flip-comparison",
+    "negate-condition",
+    "drop-one",
+    "shift-constant",
+    "swap-arithmetic",
+    "swap-boolean",
+    "shift-name",
+    "swap-arguments",
+)
+"""The single-site changes the repair tries as fixes without a model (`swe.mutants`), most often right first:
+the mutation operators of mutation-based program repair (a boundary, a sign, a condition, an operator), each
+its own inverse or paired with one, so a one-token fault of any of these kinds is one of them."""
+
 _COMPARE_FLIP: dict[type[ast.cmpop], tuple[str, str]] = {
     ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="), ast.GtE: (">=", ">"),
     ast.Eq: ("==", "!="), ast.NotEq: ("!=", "=="), ast.Is: ("is not", "is"), ast.IsNot: ("is not", "is"),
@@ -207,6 +221,71 @@ def _wrong_return(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
         yield value, value.col_offset, value.end_col_offset, new  # type: ignore[misc]
 
 
+def _shift_constant(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    """An integer literal one more, one less, or negated (a wrong bound, count, index or sign); not to 0 as
+    the operand of `+` or `-` (`n - 0` is `drop-one`'s `n`)."""
+    for child in ast.iter_child_nodes(node):
+        if not (isinstance(child, ast.Constant) and type(child.value) is int) or _segment(lines, child) is None:
+            continue
+        value = child.value
+        addend = isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and child is node.right
+        for new in dict.fromkeys((value + 1, value - 1, -value)):
+            if new != value and not (addend and new == 0):
+                yield child, child.col_offset, child.end_col_offset, str(new)  # type: ignore[misc]
+
+
+def _drop_one(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    """`x + 1` or `x - 1` back to `x` (a bound shifted by one)."""
+    if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.right, ast.Constant)
+            and type(node.right.value) is int and node.right.value == 1):
+        left = _segment(lines, node.left)
+        if left is not None and _segment(lines, node) is not None:
+            yield node, node.col_offset, node.end_col_offset, left  # type: ignore[misc]
+
+
+def _swap_arithmetic(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    """`+` and `-` swapped, in an expression or an augmented assignment (not on strings)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        if any(isinstance(n, (ast.JoinedStr, ast.Constant)) and isinstance(getattr(n, "value", ""), str)
+               for n in (node.left, node.right)) or isinstance(node.left, ast.JoinedStr):
+            return
+        old, new = ("+", "-") if isinstance(node.op, ast.Add) else ("-", "+")
+        yield from _token_swap(node, lines, node.left, node.right, re.compile(re.escape(old)), new)
+    elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+        old, new = ("+=", "-=") if isinstance(node.op, ast.Add) else ("-=", "+=")
+        yield from _token_swap(node, lines, node.target, node.value, re.compile(re.escape(old)), new)
+
+
+_TIGHT = (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr,
+          ast.BitXor, ast.MatMult)
+"""Operators that bind tighter than `-` and `+`: a shifted operand of theirs needs parentheses."""
+
+
+def _shift_name(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
+    """A name used as a bound, index, argument, operand or compared value, one less or one more (`n` ->
+    `n - 1`)."""
+    operands: list[ast.AST | None] = []
+    if isinstance(node, ast.Slice):
+        operands = [node.lower, node.upper]
+    elif isinstance(node, ast.Subscript) and not isinstance(node.slice, (ast.Slice, ast.Tuple)):
+        operands = [node.slice]
+    elif isinstance(node, ast.Call):
+        operands = list(node.args)
+    elif isinstance(node, ast.BinOp):
+        operands = [node.left, node.right]
+    elif isinstance(node, ast.Compare) and all(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in node.ops):
+        operands = [node.left, *node.comparators]  # an ordering: an identity or membership test has no bound
+    tight = isinstance(node, ast.BinOp) and isinstance(node.op, _TIGHT)
+    for operand in operands:
+        if not isinstance(operand, (ast.Name, ast.Attribute)) or (text := _segment(lines, operand)) is None:
+            continue
+        if isinstance(operand, ast.Name) and operand.id in ("self", "cls"):
+            continue  # the instance or class itself is no number
+        for sign in ("-", "+"):
+            new = f"{text} {sign} 1"
+            yield operand, operand.col_offset, operand.end_col_offset, f"({new})" if tight else new  # type: ignore[misc]
+
+
 _SPLICERS: dict[str, Callable[[ast.AST, list[bytes]], Iterator[Splice]]] = {
     "flip-comparison": _flip_comparison,
     "off-by-one": _off_by_one,
@@ -215,6 +294,10 @@ _SPLICERS: dict[str, Callable[[ast.AST, list[bytes]], Iterator[Splice]]] = {
     "change-default": _change_default,
     "swap-arguments": _swap_arguments,
     "wrong-return": _wrong_return,
+    "shift-constant": _shift_constant,
+    "drop-one": _drop_one,
+    "swap-arithmetic": _swap_arithmetic,
+    "shift-name": _shift_name,
 }
 
 

@@ -58,7 +58,7 @@ def test_the_shipped_workflow_expects_a_call_per_attempt_and_one_per_helper_step
     cfg = load_repair_config(["search.strategy=best_of_n", "search.n=4"])
     spec, registry, _ = load_repair_workflow(cfg)
     plan = expected_calls(cfg, spec, registry)
-    assert plan == {"baseline": 0, "spectrum": 0, "rank": 1, "reproduce": 2, "plan": 0, "search": 12, "choose": 0}
+    assert plan == {"baseline": 0, "spectrum": 0, "rank": 1, "reproduce": 2, "plan": 0, "mutants": 0, "search": 12, "choose": 0}
     cfg = load_repair_config(["search.strategy=best_of_n", "search.n=4", "critique=true", "rank=false", "tests.feedback=task"])
     spec, registry, _ = load_repair_workflow(cfg)
     plan = expected_calls(cfg, spec, registry)

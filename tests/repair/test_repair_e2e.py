@@ -65,7 +65,7 @@ def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_pat
     assert branches(events) == {"b0": "search"}
     assert ran_in(events, "b0") == ["edit", "test", "critique", "edit", "test"]
     main = [short(e["node_id"]) for e in events if e["kind"] == "node.start" and "branch" not in e["data"]]
-    assert main == ["baseline", "spectrum", "rank", "reproduce", "plan", "search", "choose"]
+    assert main == ["baseline", "spectrum", "rank", "reproduce", "plan", "mutants", "search", "choose"]
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["chosen"] == "inikit__inikit-1/b0.3" and outcome["samples"] == 3 and outcome["suspects"]
     # the resolved config alone repeats the run: no strategy given, so each task's pre-flight chooses the search

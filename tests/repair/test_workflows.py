@@ -107,7 +107,7 @@ def test_agentflow_run_runs_a_repair_workflow_from_its_input(docker_image: str, 
     assert run_dir.parent == tmp_path / "runs"
     events = read_jsonl(run_dir / "events.jsonl")
     ran = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" not in e["data"]]
-    assert ran == ["baseline", "spectrum", "rank", "reproduce", "plan", "search", "choose"]
+    assert ran == ["baseline", "spectrum", "rank", "reproduce", "plan", "mutants", "search", "choose"]
     branch = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" in e["data"]]
     assert branch == ["edit", "test"]  # the search's one branch: its edit passed at once
     # a repair workflow takes no --workspace: the repository comes from the input

@@ -9,7 +9,7 @@ import pytest
 
 from agentflow.pysyntax import parsed
 from agentflow.synth.layout import source_files, suite_files
-from agentflow.synth.mutate import OPERATORS, _functions, file_mutations
+from agentflow.synth.mutate import OPERATORS, REPAIR_OPERATORS, _functions, file_mutations
 from agentflow.synth.rewrite import model_rewrites, rewritten
 
 from .fixture import CORE, write_repo
@@ -55,6 +55,37 @@ def test_every_operator_family_has_candidates_in_the_real_sources() -> None:
 def test_mutations_are_a_function_of_the_text() -> None:
     for text in SOURCES.values():
         assert file_mutations("m.py", text) == file_mutations("m.py", text)
+
+
+UNDONE = ("flip-comparison", "off-by-one", "swap-boolean", "negate-condition", "swap-arguments")
+"""The injected one-token faults the repair's changes (`REPAIR_OPERATORS`) must undo: the others remove or
+replace what no single-site change can guess back (a statement, a returned value, a default)."""
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_every_one_token_fault_is_undone_by_one_repair_change(name: str) -> None:
+    """The class, generated: for an even sample (ten) of the injected faults of the `UNDONE` families in real
+    sources, one of the repair changes of the faulty line gives back the original syntax tree, and every repair
+    change stays in its function."""
+    text = SOURCES[name]
+    original = ast.dump(ast.parse(text))
+    faults = file_mutations("m.py", text, UNDONE)
+    assert faults
+    for fault in faults[:: max(1, len(faults) // 10)]:  # each check enumerates the whole file again: seconds
+        broken = fault.apply(text)
+        changes = [m for m in file_mutations("m.py", broken, REPAIR_OPERATORS) if m.start == fault.start]
+        assert any(ast.dump(ast.parse(m.apply(broken))) == original for m in changes), (fault, changes)
+        assert all(m.function == fault.function and m.operator in REPAIR_OPERATORS for m in changes)
+
+
+def test_repair_changes_shift_bounds_with_the_precedence_kept() -> None:
+    text = ("def f(xs, w, n):\n    a = '-' * w + ':'\n    b = xs[: n - 1]\n    if self_n > 0:\n"
+            "        n += 1\n    return len(xs) - n\n")
+    lines = {line for m in file_mutations("m.py", text, REPAIR_OPERATORS) for line in m.new_lines}
+    assert "    a = '-' * (w - 1) + ':'" in lines  # not `'-' * w - 1`: a shifted factor is parenthesized
+    assert "    b = xs[: n]" in lines and "    b = xs[: n - 0]" not in lines  # drop-one, never `- 0`
+    assert "        n -= 1" in lines and "    return len(xs) + n" in lines and "    if self_n >= 0:" in lines
+    assert "    if self_n > -1:" in lines and "    if self_n > 1:" in lines
 
 
 def test_operator_choice_limits_the_families() -> None:

@@ -255,6 +255,7 @@ async def is_noop(bench: Workbench, patch: str, noops: Mapping[str, bool] | None
 
 def _vote_shares(pool: Sequence[Candidate], keys: Mapping[str, object]) -> dict[str, float]:
     """Per candidate, the share of the model's samples whose candidate has the same key (a part of a split edit
-    is no sample of its own: only the model's edits vote, unless there are none)."""
-    voters = [keys[a.candidate_id] for a in pool if a.part_of is None] or list(keys.values())
+    is no sample of its own, nor a change made without a model: only the model's edits vote, unless there are
+    none)."""
+    voters = [keys[a.candidate_id] for a in pool if a.part_of is None and not a.mutant] or list(keys.values())
     return {cid: sum(1 for v in voters if v == key) / len(voters) for cid, key in keys.items()}
