@@ -1,4 +1,5 @@
-"""Procedural bug injection on the syntax tree: every single-site mutation of a package's source files.
+"""Every single-site mutation of a package's source files, on the syntax tree: for bug injection (the task
+synthesizer, `OPERATORS`) and as candidate fixes (the repair's `swe.mutants`, `REPAIR_OPERATORS`).
 
 Each operator family finds its nodes with `ast` and rewrites only that node's source span (formatting kept):
 one line changed or removed. A candidate is kept only when it still compiles and its syntax tree changed. The
@@ -39,8 +40,9 @@ REPAIR_OPERATORS = (
     "swap-arguments",
 )
 """The single-site changes the repair tries as fixes without a model (`swe.mutants`), most often right first:
-the mutation operators of mutation-based program repair (a boundary, a sign, a condition, an operator), each
-its own inverse or paired with one, so a one-token fault of any of these kinds is one of them."""
+the mutation operators of mutation-based program repair (a boundary, a sign, a condition, an operator). A fault
+that one of them, or one of the synthesizer's flip, off-by-one, negate and swap families, made is undone by
+another of them."""
 
 _COMPARE_FLIP: dict[type[ast.cmpop], tuple[str, str]] = {
     ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="), ast.GtE: (">=", ">"),
@@ -246,9 +248,9 @@ def _drop_one(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
 def _swap_arithmetic(node: ast.AST, lines: list[bytes]) -> Iterator[Splice]:
     """`+` and `-` swapped, in an expression or an augmented assignment (not on strings)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-        if any(isinstance(n, (ast.JoinedStr, ast.Constant)) and isinstance(getattr(n, "value", ""), str)
-               for n in (node.left, node.right)) or isinstance(node.left, ast.JoinedStr):
-            return
+        if any(isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, str))
+               for n in (node.left, node.right)):
+            return  # text joined, not numbers
         old, new = ("+", "-") if isinstance(node.op, ast.Add) else ("-", "+")
         yield from _token_swap(node, lines, node.left, node.right, re.compile(re.escape(old)), new)
     elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
