@@ -50,7 +50,7 @@ def test_a_row_has_the_fields_it_always_had(tmp_path: Path) -> None:
     (row,) = [json.loads(line) for line in (tmp_path / CANDIDATES_FILE).read_text().splitlines()]
     assert set(row) == {"instance_id", "candidate_id", "parent_id", "status", "patch", "dropped_test_files",
                         "edit_errors", "verification", "finish_reason", "sample", "answer", "window", "approach",
-                        "part_of"}
+                        "part_of", "mutant"}
     write_candidates(tmp_path, [])  # replaced whole
     assert (tmp_path / CANDIDATES_FILE).read_text() == ""
 
