@@ -18,10 +18,9 @@ from pydantic import Field
 from agentflow.events.kinds import RepairAttempt
 from agentflow.graph.run.context import NodeContext
 from agentflow.repair.edit.steps import suspects
-from agentflow.repair.locate.focus import window_key
 from agentflow.repair.locate.localize import Window
 from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of
-from agentflow.repair.nodetypes.rollout import current_of, emit
+from agentflow.repair.nodetypes.rollout import current_of, emit, sources_at
 from agentflow.repair.nodetypes.runtime import RepairRuntime, ShowsCodeSettings
 from agentflow.repair.nodetypes.state import RepairState
 from agentflow.repair.outcome import Candidate
@@ -85,7 +84,7 @@ async def mutants_node(state: RepairState, ctx: NodeContext[RepairRuntime], sett
         return {}
     bench, how = rt.bench, how_to_verify(state)
     root = current_of(state, rt.iid)
-    sources = await bench.python_sources()
+    sources = await sources_at(rt, bench, "")  # read once: the search's first edits read the same
     evidence = evidence_of(state)
     windows = suspects(settings, sources, rt.issue, root["feedback"], focus=0, prefer=ranked_of(state),
                        evidence=evidence)
@@ -101,11 +100,10 @@ async def mutants_node(state: RepairState, ctx: NodeContext[RepairRuntime], sett
         if tried is None:
             continue
         patch, dropped, verification, _ = tried
-        owner = next((w for w in windows if w.path == mutation.path and w.symbol == mutation.function), None)
         cand = Candidate(instance_id=rt.iid, candidate_id=f"{rt.iid}/mutant.{number}",
                          parent_id=root["built_on"].candidate_id, status="ok", patch=patch,
                          dropped_test_files=dropped, verification=verification, finish_reason="mutant",
-                         window=window_key(owner) if owner else f"{mutation.path}:{mutation.function}",
+                         window=f"{mutation.path}:{mutation.function}",  # as `window_key` names a function's
                          mutant=mutation.operator)
         rt.record(cand)
         emit(ctx, RepairAttempt(value=verification.score, passed=verification.passed, dropped_test_files=dropped,
