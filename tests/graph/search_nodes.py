@@ -166,3 +166,13 @@ def kill_when_paused(proc: Any, effects: Path) -> None:
         time.sleep(0.1)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def seed(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """What a node before the search made (the search's branches start from it)."""
+    return {"answer": "made before the search", "steps": ["seed"]}
+
+
+def tally(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """A node after the search: what reached it."""
+    return {"score": len(state.get("steps") or [])}

@@ -125,6 +125,29 @@ async def test_a_search_whose_branches_all_fail_fails_its_node(tmp_path: Path) -
     runner.close()
 
 
+async def test_a_search_the_budget_gives_no_branch_passes_the_state_on(tmp_path: Path) -> None:
+    """The run's budget spent before the first branch: the search says so (a `search.decision`), makes none and
+    the run goes on to the next node with the state as it came, its gathered lists too (what earlier nodes made
+    is not lost to a search that could not run)."""
+    from agentflow.budget import Budget
+
+    wf = _workflow({"strategy": "mcts", "n": 3, "value": "score", "gather": ["steps"]})
+    wf["nodes"] = {"seed": {"fn": "tests.graph.search_nodes:seed", "next": "go"},
+                   "go": {**wf["nodes"]["go"], "next": "after"},
+                   "after": {"fn": "tests.graph.search_nodes:tally", "next": "END"}}
+    events = EventLog()
+    runner = WorkflowRunner(spec_from_dict(wf), run_dir=tmp_path / "run",
+                            context=RunHandles(events=events, budget=Budget(model_calls=0)))
+    result = await runner.start({"task": "x"}, thread_id="t")
+    report = result.state["report"]
+    assert "go" not in result.errors and report["branches"] == [] and report["chosen"] == "root"
+    assert result.state["answer"] == "made before the search" and result.state["steps"] == ["seed"]
+    assert result.state["score"] == 1  # the node after the search ran on that state
+    decisions = [e.data["decision"] for e in events.events if e.kind == "search.decision"]
+    assert any("0 of n=3 expansions made: the run's budget (model_calls) is spent" in d for d in decisions), decisions
+    runner.close()
+
+
 async def test_vote_and_smallest_choose_by_a_state_path(tmp_path: Path) -> None:
     result, _, runner = await _run(tmp_path, _workflow({"n": 5, "select": "vote", "select_key": "answer"}))
     # answers a0, a1, a2, a0, a1 (k % 3): a0 and a1 tie on votes; the higher-valued branch's answer wins

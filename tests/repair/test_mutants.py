@@ -43,6 +43,20 @@ def test_a_one_token_fault_is_fixed_by_a_verified_change_without_a_model_call(do
     assert not [e for e in events if e["kind"] == "model.call"]
 
 
+def test_a_passing_change_is_submitted_when_the_ranking_spent_the_budget(docker_image: str, tmp_path: Path):
+    """tabkit-2 at one model call, the ranking's: the search can make no branch, and the change that passed
+    before it is still the run's patch (the search passes the state on rather than failing). The run says its
+    limit was reached (exit 1, as any run that used its budget)."""
+    out = tmp_path / "run"
+    cassette = scripted_cassette(tmp_path / "c.json", ["1"])
+    assert repair(out, docker_image, "tabkit__tabkit-2", cassette, "rank=true", "limits.step_limit=1") == 1
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["tabkit__tabkit-2"]
+    outcome = json.loads((out / "instances" / "tabkit__tabkit-2" / "outcome.json").read_text())
+    assert outcome["usage"]["model_calls"] == 1 and outcome["error"] is None
+    assert (outcome["status"], outcome["limit"]) == ("limits_exceeded", "model_calls") and outcome["model_patch"]
+    assert (short(outcome["chosen"]) or "").startswith("mutant.")
+
+
 def test_when_no_change_passes_the_search_goes_on_and_submits_the_model_s_fix(docker_image: str, tmp_path: Path):
     """cachette-1: reading an entry must mark it used, a statement no single-site change adds. Every change
     is tried and fails; the model's edit (the one answer of the cassette) is then drawn and submitted."""

@@ -561,6 +561,10 @@ class SearchRun:
 
     def _choose(self) -> Branch:
         s = self.settings
+        if not self.branches and self.root is not None:
+            # none was made (the budget was spent before the first: `_say_why_ended` said so): the run goes on
+            # with the state as it came, and the nodes after the search choose among what earlier ones made
+            return self.root
         finished = [b for b in self.branches if b.done]
         pool = finished or [b for b in self.branches if b.error is None and not b.children]
         if not pool:
@@ -583,7 +587,7 @@ class SearchRun:
             changed = (k for k, v in chosen.state.items() if k not in before or before[k] != v)
             keys = sorted(k for k in changed if self.parent_keys is None or k in self.parent_keys)
         out = {k: chosen.state.get(k) for k in keys if k in chosen.state}
-        for key in self.settings.gather:
+        for key in self.settings.gather if self.branches else ():  # no branch: the state keeps its own lists
             out[key] = self.gathered(key)
         if output_key is not None:
             out[output_key] = self.report(chosen)
