@@ -607,6 +607,22 @@ class RepairRank(Event, kind="repair.rank"):
     ranked: list[str]
 
 
+class RepairMutants(Event, kind="repair.mutants"):
+    """What `swe.mutants` did: which functions' single-site changes it verified, and why it stopped."""
+
+    functions: list[str]
+    """`path:function` of the suspect functions whose changes were tried, best first."""
+    changes: int
+    """Their changes (at most `mutants_limit` of them are tried)."""
+    tried: int
+    seconds: float
+    passed: str | None
+    """The candidate id of the change that passed, None if none did."""
+    stopped: Literal["passed", "all", "limit", "seconds"]
+    """passed: a change passed; all: every change was tried; limit: `mutants_limit` were; seconds: the step's
+    `mutants_seconds` were spent."""
+
+
 class RepairReproduce(Event, kind="repair.reproduce"):
     kept: bool
     script: str | None
@@ -770,7 +786,7 @@ AnyEvent = Annotated[
     | InstructCritic | InstructRevert | InstructFix | InstructChecks | InstructScore
     | RepairStart | RepairSearch | RepairPreflight | RepairTestTime | RepairResume | RepairEnd | RepairStopped
     | RepairBase
-    | RepairSpectrum | RepairRank | RepairReproduce | RepairKeepCheck | RepairPlan | RepairExamples
+    | RepairSpectrum | RepairRank | RepairMutants | RepairReproduce | RepairKeepCheck | RepairPlan | RepairExamples
     | RepairKeeps | RepairLocalize | RepairRegression | RepairSelectTurn
     | RepairTestVote | RepairTrajectoryTurn | RepairTrajectories | RepairToolEdit | RepairResample
     | RepairAttempt | RepairValue | RepairCandidate | RepairConfirm | RepairVote | RepairNoop

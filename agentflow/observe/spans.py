@@ -42,6 +42,7 @@ from agentflow.events.kinds import (
     RepairAttempt,
     RepairBase,
     RepairEnd,
+    RepairMutants,
     RepairPlan,
     RepairRank,
     RepairReproduce,
@@ -171,7 +172,7 @@ class SpanTranslator:
             ModelCall: self._model_call, ToolCalled: self._tool_call, SandboxExec: self._sandbox_exec,
             RepairAttempt: self._attempt,
             RepairRank: self._repair_step, RepairBase: self._repair_step,
-            RepairReproduce: self._repair_step, RepairPlan: self._repair_step,
+            RepairReproduce: self._repair_step, RepairPlan: self._repair_step, RepairMutants: self._repair_step,
         }
         """What each kind of event makes (any other: a span event on its parent span)."""
 

@@ -41,6 +41,9 @@ def test_a_one_token_fault_is_fixed_by_a_verified_change_without_a_model_call(do
     tried = [e for e in events if e["kind"] == "repair.attempt" and short(e["node_id"]).startswith("mutant.")]
     assert tried and [e["data"]["passed"] for e in tried][-1] is True
     assert not [e for e in events if e["kind"] == "model.call"]
+    [step] = [e["data"] for e in events if e["kind"] == "repair.mutants"]
+    assert (step["stopped"], step["tried"], short(step["passed"])) == ("passed", len(tried), short(outcome["chosen"]))
+    assert step["changes"] >= step["tried"] and step["functions"][0].startswith("tabkit/")
 
 
 def test_a_passing_change_is_submitted_when_the_ranking_spent_the_budget(docker_image: str, tmp_path: Path):
@@ -71,6 +74,8 @@ def test_when_no_change_passes_the_search_goes_on_and_submits_the_model_s_fix(do
     events = read_jsonl(out / "events.jsonl")
     tried = [e for e in events if e["kind"] == "repair.attempt" and short(e["node_id"]).startswith("mutant.")]
     assert len(tried) == 6 and not any(e["data"]["passed"] for e in tried)
+    [step] = [e["data"] for e in events if e["kind"] == "repair.mutants"]
+    assert (step["stopped"], step["tried"], step["passed"]) == ("limit", 6, None) and step["changes"] > 6
     # the failing changes are reported, not candidates: only the model's sample is
     cands = read_jsonl(out / "candidates.jsonl")
     assert [(short(c["candidate_id"]), c["mutant"]) for c in cands] == [("b0.1", "")]

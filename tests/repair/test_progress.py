@@ -20,6 +20,7 @@ from agentflow.events.kinds import (
     ModelCall,
     RepairChoice,
     RepairEnd,
+    RepairMutants,
     RepairNoop,
     RepairPreflight,
     RepairStart,
@@ -169,6 +170,24 @@ def test_candidates_that_change_no_code_are_said_to_be_left_out():
                             "whitespace, and the tests fail at the base commit")
     assert said[2].endswith("its verification: no test decides; it changes no code")
     assert said[3].startswith("done: no_patch, every candidate changes no code")
+
+
+def test_the_mutants_step_says_what_it_tried_and_why_it_stopped():
+    """One line for `swe.mutants`: how many of how many changes of which functions, and what ended it: a
+    passing change, or a bound (named by its setting) with none passing."""
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append)
+    common = {"node_id": "t", "instance_id": "t", "functions": ["pkg/a.py:Cache.get", "pkg/b.py:split"],
+              "changes": 57}
+    printer(RepairMutants(**common, tried=4, seconds=3.2, passed="t/mutant.4", stopped="passed"))
+    printer(RepairMutants(**common, tried=31, seconds=120.4, passed=None, stopped="seconds"))
+    printer(RepairMutants(**common, tried=57, seconds=80.0, passed=None, stopped="all"))
+    said = [line.split("] ", 1)[1] for line in lines]
+    assert said[0] == ("mutants: 4 of 57 single-site changes of Cache.get, split verified in 3s; mutant.4 passes "
+                       "(the search is not needed)")
+    assert said[1].endswith("31 of 57 single-site changes of Cache.get, split verified in 120s; none passes "
+                            "(stopped at mutants_seconds)")
+    assert said[2].endswith("verified in 80s; none passes")
 
 
 def test_a_line_that_cannot_be_written_does_not_stop_the_repair():

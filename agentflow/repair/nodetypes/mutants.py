@@ -12,13 +12,15 @@ of the code that fail would outweigh the model's samples wherever candidates are
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 from pydantic import Field
 
-from agentflow.events.kinds import RepairAttempt
+from agentflow.events.kinds import RepairAttempt, RepairMutants
 from agentflow.graph.run.context import NodeContext
 from agentflow.repair.edit.steps import suspects
 from agentflow.repair.locate.localize import Window
+from agentflow.repair.nodetypes.nodekit import emit as emit_task
 from agentflow.repair.nodetypes.nodekit import evidence_of, how_to_verify, ranked_of
 from agentflow.repair.nodetypes.rollout import current_of, emit, sources_at
 from agentflow.repair.nodetypes.runtime import RepairRuntime, ShowsCodeSettings
@@ -89,17 +91,23 @@ async def mutants_node(state: RepairState, ctx: NodeContext[RepairRuntime], sett
     windows = suspects(settings, sources, rt.issue, root["feedback"], focus=0, prefer=ranked_of(state),
                        evidence=evidence)
     functions = suspect_functions(windows, settings.mutants_functions)
+    changes = mutants_of(sources, functions, dict(evidence.marks))
     passing: list[Candidate] = []
-    deadline = time.monotonic() + settings.mutants_seconds
-    for number, mutation in enumerate(mutants_of(sources, functions, dict(evidence.marks))[:settings.mutants_limit], 1):
-        if time.monotonic() > deadline:
+    started_step = time.monotonic()
+    deadline = started_step + settings.mutants_seconds
+    tried = 0
+    stopped: Literal["passed", "all", "limit", "seconds"] = "all"
+    for number, mutation in enumerate(changes, 1):
+        if number > settings.mutants_limit or time.monotonic() > deadline:
+            stopped = "limit" if number > settings.mutants_limit else "seconds"
             break
+        tried = number
         async with bench.lock:
             started = time.monotonic()
-            tried = await bench.verify_files("", {mutation.path: mutation.apply(sources[mutation.path])}, how)
-        if tried is None:
+            verified = await bench.verify_files("", {mutation.path: mutation.apply(sources[mutation.path])}, how)
+        if verified is None:
             continue
-        patch, dropped, verification, _ = tried
+        patch, dropped, verification, _ = verified
         cand = Candidate(instance_id=rt.iid, candidate_id=f"{rt.iid}/mutant.{number}",
                          parent_id=root["built_on"].candidate_id, status="ok", patch=patch,
                          dropped_test_files=dropped, verification=verification, finish_reason="mutant",
@@ -111,7 +119,11 @@ async def mutants_node(state: RepairState, ctx: NodeContext[RepairRuntime], sett
              rt, cand.candidate_id, cand.parent_id)
         if verification.passed:
             passing.append(cand)
+            stopped = "passed"
             break
+    emit_task(rt, RepairMutants(functions=[f"{path}:{name}" for path, name in functions], changes=len(changes),
+                                tried=tried, seconds=round(time.monotonic() - started_step, 3),
+                                passed=passing[0].candidate_id if passing else None, stopped=stopped))
     async with bench.lock:
         await bench.reset()
     return {"attempts": [*(state.get("attempts") or []), *passing]} if passing else {}

@@ -26,6 +26,7 @@ from agentflow.events.kinds import (
     RepairChoice,
     RepairConfirm,
     RepairEnd,
+    RepairMutants,
     RepairNoop,
     RepairPreflight,
     RepairReproduce,
@@ -463,6 +464,15 @@ class ProgressPrinter:
                 else f"left out {e.left_out} of {e.among} candidates: they change")
         return f"decision: {what} only docstrings, comments or whitespace, and the tests fail at the base commit"
 
+    def _mutants(self, e: RepairMutants, iid: str | None, task: _Task | None) -> str:
+        names = ", ".join(f.rsplit(":", 1)[-1] for f in e.functions) or "no function"
+        done = f"mutants: {e.tried} of {e.changes} single-site changes of {names} verified in {e.seconds:.0f}s"
+        if e.passed:
+            return f"{done}; {e.passed.split('/', 1)[-1]} passes (the search is not needed)"
+        why = {"all": "", "limit": " (stopped at mutants_limit)",
+               "seconds": " (stopped at mutants_seconds)"}.get(e.stopped, "")
+        return f"{done}; none passes{why}"
+
     def _reproduce(self, e: RepairReproduce, iid: str | None, task: _Task | None) -> str:
         tests = e.source == "tests"
         what = f"reproduction: the report's failing tests ({len(e.tests)})" if tests else "reproduction script"
@@ -492,6 +502,7 @@ _LINES: dict[type[Event], Callable[[ProgressPrinter, Any, str | None, _Task | No
     RepairPreflight: ProgressPrinter._preflight, RepairTestTime: ProgressPrinter._test_time,
     RepairSearch: ProgressPrinter._search, NodeStart: ProgressPrinter._node_start, NodeEnd: ProgressPrinter._node_end,
     ModelCall: ProgressPrinter._model_call, RepairReproduce: ProgressPrinter._reproduce,
+    RepairMutants: ProgressPrinter._mutants,
     RepairCandidate: ProgressPrinter._candidate, RepairConfirm: ProgressPrinter._confirm,
     RepairChoice: ProgressPrinter._choice, RepairNoop: ProgressPrinter._noop, RepairEnd: ProgressPrinter._repair_end,
 }
