@@ -136,6 +136,14 @@ def suspect_lists(run_dir: Path) -> dict[str, dict[str, list[str]]]:
     return found
 
 
+def mutant_steps(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per task, what `swe.mutants` did (`repair.mutants`): its functions, changes tried of how many, seconds,
+    the passing change and what stopped it; tasks where the step did not run are not in it."""
+    return {data["instance_id"]: {k: v for k, v in data.items() if k != "instance_id"}
+            for event in run_events(run_dir)
+            if event.get("kind") == "repair.mutants" and (data := event.get("data") or {}).get("instance_id")}
+
+
 def base_scores(run_dir: Path) -> dict[str, float]:
     """Per task, the score of the base commit's verification (`repair.base`): what a first edit's tests compare to.
     A task whose event has no score is left out (unknown, not 0)."""
@@ -483,6 +491,7 @@ def run_workflows(args: argparse.Namespace, agentflow: str, subset: list[str]) -
                           "statuses": fig["statuses"], "limits": fig["limits"], "chosen_by": fig["chosen_by"],
                           "noop_submissions": fig["noop_submissions"], "samples": went["samples"],
                           "after_noop": went["after_noop"], "mutant_candidates": went["mutant_candidates"],
+                          "mutant_steps": mutant_steps(run_dir),
                           "localization": went["localization"], "edit_hit": went["edit_hit"],
                           "windows": went["windows"], "test_effect": went["test_effect"],
                           "per_task_draws": {iid: task["draws"] for iid, task in went["per_task"].items()},

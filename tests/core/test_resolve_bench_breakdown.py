@@ -85,6 +85,26 @@ def test_who_put_the_gold_function_first_is_read_from_the_runs_events(tmp_path: 
     assert bench.suspect_lists(tmp_path / "no-run") == {}
 
 
+def test_what_the_mutants_step_did_is_read_per_task_from_the_events_a_repair_writes(tmp_path: Path):
+    """`mutant_steps` reads each task's `repair.mutants` event as the repair's event log writes it; a task
+    whose step did not run (the tests passed at the base) is not in it."""
+    from agentflow.events import EventLog
+    from agentflow.events.kinds import RepairMutants, RepairRank
+
+    bench = resolve_bench()
+    log = EventLog(tmp_path / "events.jsonl")
+    log.write(RepairMutants(node_id="a", instance_id="a", functions=["p.py:f"], changes=9, tried=3, seconds=2.5,
+                            passed="a/mutant.3", stopped="passed"))
+    log.write(RepairRank(node_id="b", instance_id="b", ranked=["p.py:g"]))
+    log.write(RepairMutants(node_id="c", instance_id="c", functions=["p.py:f", "q.py:h"], changes=90, tried=80,
+                            seconds=100.0, passed=None, stopped="limit"))
+    log.close()
+    steps = bench.mutant_steps(tmp_path)
+    assert sorted(steps) == ["a", "c"]
+    assert (steps["a"]["passed"], steps["a"]["tried"], steps["a"]["stopped"]) == ("a/mutant.3", 3, "passed")
+    assert (steps["c"]["passed"], steps["c"]["functions"], steps["c"]["stopped"]) == (None, ["p.py:f", "q.py:h"], "limit")
+
+
 def test_parts_of_a_seeded_subset_are_disjoint_and_cover_every_task_once():
     bench = resolve_bench()
     for n, limit in [(30, 10), (23, 10), (7, 3)]:
