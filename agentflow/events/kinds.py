@@ -618,9 +618,9 @@ class RepairMutants(Event, kind="repair.mutants"):
     seconds: float
     passed: str | None
     """The candidate id of the change that passed, None if none did."""
-    stopped: Literal["passed", "all", "limit", "seconds"]
+    stopped: Literal["passed", "all", "limit", "seconds", "test_share"]
     """passed: a change passed; all: every change was tried; limit: `mutants_limit` were; seconds: the step's
-    `mutants_seconds` were spent."""
+    `mutants_seconds` were spent; test_share: its part of the test-time share was."""
 
 
 class RepairReproduce(Event, kind="repair.reproduce"):

@@ -182,12 +182,14 @@ def test_the_mutants_step_says_what_it_tried_and_why_it_stopped():
     printer(RepairMutants(**common, tried=4, seconds=3.2, passed="t/mutant.4", stopped="passed"))
     printer(RepairMutants(**common, tried=31, seconds=120.4, passed=None, stopped="seconds"))
     printer(RepairMutants(**common, tried=57, seconds=80.0, passed=None, stopped="all"))
+    printer(RepairMutants(**common, tried=9, seconds=14.0, passed=None, stopped="test_share"))
     said = [line.split("] ", 1)[1] for line in lines]
     assert said[0] == ("mutants: 4 of 57 single-site changes of Cache.get, split verified in 3s; mutant.4 passes "
                        "(the search is not needed)")
     assert said[1].endswith("31 of 57 single-site changes of Cache.get, split verified in 120s; none passes "
                             "(stopped at mutants_seconds)")
     assert said[2].endswith("verified in 80s; none passes")
+    assert said[3].endswith("none passes (stopped at its part of the test-time share, tests.time_share)")
 
 
 def test_a_line_that_cannot_be_written_does_not_stop_the_repair():
