@@ -607,6 +607,11 @@ class RepairRank(Event, kind="repair.rank"):
     ranked: list[str]
 
 
+MutantsStop = Literal["passed", "all", "limit", "seconds"]
+"""What ended a `swe.mutants` step: passed, a change passed; all, every change was tried; limit, `mutants_limit`
+were; seconds, its `mutants_seconds` were spent."""
+
+
 class RepairMutants(Event, kind="repair.mutants"):
     """What `swe.mutants` did: which functions' single-site changes it verified, and why it stopped."""
 
@@ -618,9 +623,7 @@ class RepairMutants(Event, kind="repair.mutants"):
     seconds: float
     passed: str | None
     """The candidate id of the change that passed, None if none did."""
-    stopped: Literal["passed", "all", "limit", "seconds", "test_share"]
-    """passed: a change passed; all: every change was tried; limit: `mutants_limit` were; seconds: the step's
-    `mutants_seconds` were spent; test_share: its part of the test-time share was."""
+    stopped: MutantsStop
 
 
 class RepairReproduce(Event, kind="repair.reproduce"):

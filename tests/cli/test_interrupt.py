@@ -84,7 +84,7 @@ def test_ctrl_c_on_repair_prints_the_command_that_continues_it(docker_image: str
         out = tmp_path / f"repair-{attempt}"
         events = out / "events.jsonl"
         proc = _cli(["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{CASSETTE}",
-                     "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "tests.feedback=task",
+                     "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "tests.feedback=task", "-c", "mutants=false",
                      "-c", "edit.format=search_replace", "-o", str(out)])
 
         def spectrum_started(events: Path = events) -> bool:
@@ -114,7 +114,7 @@ def test_ctrl_c_on_bench_prints_the_command_that_continues_it(docker_image: str,
     out = tmp_path / "bench"
     events = out / "events.jsonl"
     proc = _cli(["bench", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{CASSETTE}",
-                 "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "tests.feedback=task",
+                 "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c", "tests.feedback=task", "-c", "mutants=false",
                  "-c", "edit.format=search_replace", "-o", str(out)])
 
     def started() -> bool:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.docker
 
 def repair(out: Path, image: str, iid: str, cassette: str, *args: str) -> int:
     return run(["repair", "--tasks", str(TASKS_FILE), "-i", iid, "--model", f"replay:{CASSETTES / cassette}",
-                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task",
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false",
                 "--sandbox", "docker", "-c", f"sandbox.image={image}", "-o", str(out), *args])
 
 

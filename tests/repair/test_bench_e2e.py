@@ -36,6 +36,8 @@ def bench_argv(out: Path, image: str, *extra: str) -> list[str]:
         "-c",
         "tests.feedback=task",
         "-c",
+        "mutants=false",
+        "-c",
         "edit.format=search_replace",
     ]
     for iid in IDS:
@@ -106,6 +108,8 @@ def test_env_error_is_recorded_the_batch_continues_and_resume_retries_it(docker_
         str(TASKS_FILE.parent),
         "-c",
         "tests.feedback=task",
+        "-c",
+        "mutants=false",
         "-c",
         "edit.format=search_replace",
     ]

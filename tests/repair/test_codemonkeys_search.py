@@ -86,7 +86,7 @@ def test_kill_9_inside_the_trajectories_then_resume_runs_only_the_unfinished_one
     with fake_server_process() as server:
         server.script({"content": "1"}, {"content": SCRIPT + WRONG}, {"content": SCRIPT + RIGHT, "delay": 60})
         argv = _argv(out, server.spec(), "-c", "nodes.trajectories.n=2", "-c", "nodes.trajectory.turns=1",
-                     "-c", "model_options.max_attempts=1", "-c", "tests.feedback=task")
+                     "-c", "model_options.max_attempts=1", "-c", "tests.feedback=task", "-c", "mutants=false")
         agentflow = str(Path(sys.executable).parent / "agentflow")
         with open(tmp_path / "killed.log", "wb") as log:
             proc = subprocess.Popen([agentflow, *argv], cwd=ROOT, stdout=log, stderr=log)

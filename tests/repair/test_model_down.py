@@ -21,7 +21,7 @@ def test_unreachable_model_is_env_error_and_resume_retries_it(tmp_path: Path):
     out = tmp_path / "run"
     argv = ["bench", str(TASKS_FILE), "-i", "inikit__inikit-1", "--sandbox", "local", "-o", str(out),
             "--model", f"openai-compatible:http://127.0.0.1:{closed_port()}/v1#nothing",
-            "-c", "model_options.max_attempts=1", "-c", "model_options.timeout_s=5", "-c", "tests.feedback=task"]
+            "-c", "model_options.max_attempts=1", "-c", "model_options.timeout_s=5", "-c", "tests.feedback=task", "-c", "mutants=false"]
     run(argv)
     outcome = json.loads((out / "instances" / "inikit__inikit-1" / "outcome.json").read_text())
     assert outcome["status"] == "env_error" and "unreachable" in outcome["error"].lower()

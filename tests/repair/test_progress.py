@@ -182,14 +182,12 @@ def test_the_mutants_step_says_what_it_tried_and_why_it_stopped():
     printer(RepairMutants(**common, tried=4, seconds=3.2, passed="t/mutant.4", stopped="passed"))
     printer(RepairMutants(**common, tried=31, seconds=120.4, passed=None, stopped="seconds"))
     printer(RepairMutants(**common, tried=57, seconds=80.0, passed=None, stopped="all"))
-    printer(RepairMutants(**common, tried=9, seconds=14.0, passed=None, stopped="test_share"))
     said = [line.split("] ", 1)[1] for line in lines]
     assert said[0] == ("mutants: 4 of 57 single-site changes of Cache.get, split verified in 3s; mutant.4 passes "
                        "(the search is not needed)")
     assert said[1].endswith("31 of 57 single-site changes of Cache.get, split verified in 120s; none passes "
                             "(stopped at mutants_seconds)")
     assert said[2].endswith("verified in 80s; none passes")
-    assert said[3].endswith("none passes (stopped at its part of the test-time share, tests.time_share)")
 
 
 def test_a_line_that_cannot_be_written_does_not_stop_the_repair():
@@ -255,7 +253,7 @@ def test_a_piped_repair_prints_each_model_call_candidate_and_decision_as_it_happ
 def test_quiet_prints_no_progress(docker_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     cassette = scripted_cassette(tmp_path / "c.json", ["no edit here"])
     argv = ["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
-            "-c", "rank=false", "-c", "spectrum=false", "-c", "tests.feedback=task", "-c", "search.max_attempts=1",
+            "-c", "rank=false", "-c", "spectrum=false", "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "search.max_attempts=1",
             "-c", "noop_retries=0", "-c", "edit.format=search_replace", "--sandbox", "docker",
             "-c", f"sandbox.image={docker_image}", "--quiet"]
     assert run([*argv, "-o", str(tmp_path / "quiet")]) == 1
@@ -288,7 +286,7 @@ def test_bench_counts_what_the_report_counts_and_estimates_from_finished_tasks(d
     scripted_cassette(cassettes / "tabkit__tabkit-2.json", ["1", "I would need to see more of the code."])
     out = tmp_path / "run"
     argv = ["bench", str(TASKS_FILE), "--model", f"replay:{cassettes / '{instance_id}.json'}", "--sandbox", "docker",
-            "-c", f"sandbox.image={docker_image}", "-o", str(out), "-c", "tests.feedback=task", "-c", "search.max_attempts=1",
+            "-c", f"sandbox.image={docker_image}", "-o", str(out), "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "search.max_attempts=1",
             "-c", "noop_retries=0", "-c", "spectrum=false", "-c", "edit.format=search_replace",
             "-i", "inikit__inikit-1", "-i", "cachette__cachette-2", "-i", "tabkit__tabkit-2"]
     assert run(argv) == 0

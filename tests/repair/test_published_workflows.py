@@ -88,7 +88,7 @@ def cachette_run(tmp_path: Path, image: str, name: str, workflow: str, answers: 
     out = tmp_path / name
     assert run(["repair", "--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--workflow", workflow,
                 "--model", f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={image}",
-                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "rank=false",
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "rank=false",
                 *extra, "-o", str(out)]) == code
     outcome = json.loads((out / "instances" / "cachette__cachette-1" / "outcome.json").read_text())
     return read_jsonl(out / "events.jsonl"), outcome
@@ -151,7 +151,7 @@ def test_swe_search_uct_expands_the_branch_the_value_agent_prefers(
     out = tmp_path / "run"
     assert run(["repair", "--tasks", str(TASKS_FILE), "-i", IID, "--workflow", "swe_search", "--model",
                 f"replay:{cassette}", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}", "-c",
-                "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "nodes.search.n=3",
+                "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "nodes.search.n=3",
                 "-o", str(out)]) == 0
     events = read_jsonl(out / "events.jsonl")
     tree = search_tree(events)

@@ -30,7 +30,7 @@ def task_args(instance_id: str, cassette: str, *, oracle: bool = True) -> list[s
     candidates with the task's hidden tests (`feedback=task`) instead of blind mode."""
     args = ["--tasks", str(TASKS_FILE), "-i", instance_id, "--model", f"replay:{CASSETTES / cassette}"]
     args += ["-c", "search.concurrency=1", "-c", "edit.format=search_replace"]
-    return args + (["-c", "tests.feedback=task"] if oracle else [])
+    return args + (["-c", "tests.feedback=task", "-c", "mutants=false"] if oracle else [])
 
 
 def test_single_resolves_and_writes_the_run_directory(docker_image: str, tmp_path: Path):
@@ -264,7 +264,7 @@ def test_a_fix_beside_a_slip_is_found_by_verifying_each_change_alone(docker_imag
     cassette = scripted_cassette(tmp_path / "c.json", ["1", answer])  # rank, edit
     out = tmp_path / "run"
     args = ["--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
-            "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "search.max_attempts=1"]
+            "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "search.max_attempts=1"]
     assert repair(out, docker_image, *args) == 0
     cands = read_jsonl(out / "candidates.jsonl")
     assert [(short(c["candidate_id"]), c["part_of"], c["verification"]["passed"]) for c in cands] == [
@@ -419,13 +419,13 @@ def test_a_patch_that_changes_no_code_is_not_submitted_when_the_tests_fail_at_th
         assert repair(tmp_path / name, docker_image, *args) == code
         return json.loads((tmp_path / name / "instances" / "cachette__cachette-1" / "outcome.json").read_text())
 
-    outcome = run_with("mixed", [DOCSTRING, LOOKALIKE, COMMENT, DOCSTRING], "-c", "tests.feedback=task")
+    outcome = run_with("mixed", [DOCSTRING, LOOKALIKE, COMMENT, DOCSTRING], "-c", "tests.feedback=task", "-c", "mutants=false")
     assert outcome["base_failed"] is True and outcome["chosen_by"] == "only" and outcome["noop"] is False
     assert "move_to_end" in outcome["model_patch"] and outcome["candidates"] == 4
     events = read_jsonl(tmp_path / "mixed" / "events.jsonl")
     assert [e["data"]["left_out"] for e in events if e["kind"] == "repair.noop"] == [3]
 
-    outcome = run_with("noops", [DOCSTRING, COMMENT], "-c", "tests.feedback=task", code=1)  # no patch: exit 1
+    outcome = run_with("noops", [DOCSTRING, COMMENT], "-c", "tests.feedback=task", "-c", "mutants=false", code=1)  # no patch: exit 1
     assert (outcome["status"], outcome["chosen"], outcome["chosen_by"]) == ("no_patch", None, "noop")
     assert outcome["model_patch"] == "" and outcome["base_failed"] is True
     assert json.loads((tmp_path / "noops" / "report.json").read_text())["statuses"] == {"no_patch": 1}

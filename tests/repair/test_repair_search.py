@@ -31,7 +31,7 @@ def repair(out: Path, image: str, *args: str) -> int:
 
 
 def task(cassette: Path) -> list[str]:
-    return ["--tasks", str(TASKS_FILE), "-i", IID, "--model", f"replay:{cassette}", "-c", "tests.feedback=task"]
+    return ["--tasks", str(TASKS_FILE), "-i", IID, "--model", f"replay:{cassette}", "-c", "tests.feedback=task", "-c", "mutants=false"]
 
 
 @pytest.mark.parametrize(("strategy", "n"), [("rebase", 2), ("mcts", 3)])
@@ -65,7 +65,7 @@ def test_bench_runs_the_workflow_on_several_tasks(docker_image: str, tmp_path: P
     ids = ["inikit__inikit-1", "cachette__cachette-2", "tabkit__tabkit-2"]
     argv = ["bench", str(TASKS_FILE), "--model",
             f"replay:{CASSETTES / 'bench' / '{instance_id}.json'}", "--sandbox", "docker", "-c",
-            f"sandbox.image={docker_image}", "-c", "tests.feedback=task", "-c", "edit.format=search_replace",
+            f"sandbox.image={docker_image}", "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "edit.format=search_replace",
             "--workers", "2", "-o", str(out)]
     for iid in ids:
         argv += ["-i", iid]

@@ -41,7 +41,7 @@ FIX = _edit('        parts = stripped.split("=")', '        parts = stripped.spl
 
 def _bench(out: Path, image: str, spec: str, *extra: str) -> list[str]:
     return ["bench", str(TASKS_FILE), "-i", IID, "--model", spec,
-            "--sandbox", "docker", "-c", f"sandbox.image={image}", "-c", "tests.feedback=task",
+            "--sandbox", "docker", "-c", f"sandbox.image={image}", "-c", "tests.feedback=task", "-c", "mutants=false",
             "-c", "edit.format=search_replace", "-c", "model_options.max_attempts=1", "-c", "search.concurrency=1",
             "-c", "nodes.search.strategy=mcts", "-c", "nodes.search.n=3", "-o", str(out), *extra]
 

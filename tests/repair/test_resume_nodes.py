@@ -34,7 +34,7 @@ def model_server() -> Iterator[FakeServer]:
 
 def _bench(out: Path, image: str, spec: str, *extra: str) -> list[str]:
     return ["bench", str(TASKS_FILE), "-i", IID, "--model", spec, "--sandbox", "docker", "-c", f"sandbox.image={image}",
-            "-c", "tests.feedback=task", "-c", "edit.format=search_replace", "-c", "model_options.max_attempts=1",
+            "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "edit.format=search_replace", "-c", "model_options.max_attempts=1",
             "-o", str(out), *extra]
 
 

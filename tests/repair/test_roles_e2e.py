@@ -62,7 +62,7 @@ def run_roles(tmp_path: Path, image: str, overrides: list[str], models: dict[str
 
 def test_plan_and_critique_reach_the_coder(docker_image: str, tmp_path: Path):
     outcome, d = run_roles(
-        tmp_path, docker_image, ["tests.feedback=task", "search.max_attempts=2", "rank=false"],
+        tmp_path, docker_image, ["tests.feedback=task", "mutants=false", "search.max_attempts=2", "rank=false"],
         {
             # the second attempt builds on the first one's patch
             "coder": [edit('        parts = stripped.split("=", 2)'),

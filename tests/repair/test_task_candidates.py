@@ -88,7 +88,7 @@ def test_branches_draw_no_sample_once_a_candidate_of_the_task_passed(tmp_path: P
     out = tmp_path / "run"
     assert run(["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--sandbox", "local", "-o", str(out),
                 "--model", "function:tests.repair.test_task_candidates:_fixes", "-c", "rank=false",
-                "-c", "spectrum=false", "-c", "reproduce=false", "-c", "edit.format=search_replace", "-c", "tests.feedback=task",
+                "-c", "spectrum=false", "-c", "reproduce=false", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false",
                 "--strategy", "best_of_n", "-n", "3", "-c", "search.concurrency=1"]) == 0
     events = read_jsonl(out / "events.jsonl")
     assert sum(1 for e in events if e["kind"] == "model.call") == 1

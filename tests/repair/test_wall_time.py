@@ -37,7 +37,7 @@ def test_wall_time_cuts_the_call_in_flight_and_submits_the_best_so_far(llm: Fake
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--sandbox", "local",
                 "--model", llm.spec("coder"), "--wall-time", f"{WALL_S}s", "-o", str(out),
-                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task"])
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false"])
     assert code == 1  # not `submitted`: the status says which limit ended the task
     inst = out / "instances" / "inikit__inikit-1"
     outcome = json.loads((inst / "outcome.json").read_text())
@@ -74,7 +74,7 @@ def test_a_task_cut_at_its_deadline_never_submits_a_change_of_no_code_when_the_t
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", "cachette__cachette-1", "--sandbox", "local",
                 "--model", llm.spec("coder"), "--wall-time", f"{WALL_S}s", "-o", str(out),
-                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task",
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false",
                 "-c", "rank=false", "-c", "spectrum=false"])
     assert code == 1
     inst = out / "instances" / "cachette__cachette-1"

@@ -71,7 +71,7 @@ def test_a_user_workflow_runs_its_nodes_in_its_order(docker_image: str, tmp_path
     out = tmp_path / "run"
     code = run(["repair", "--tasks", str(TASKS_FILE), "-i", "inikit__inikit-1", "--model", f"replay:{cassette}",
                 "--workflow", str(USER_WORKFLOW), "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
-                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-o", str(out)])
+                "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false", "-o", str(out)])
     assert code == 0
     events = read_jsonl(out / "events.jsonl")
     ran = [e["node_id"].split("/", 1)[1] for e in events if e["kind"] == "node.start" and "branch" not in e["data"]]
@@ -98,7 +98,7 @@ def test_agentflow_run_runs_a_repair_workflow_from_its_input(docker_image: str, 
     cassette = scripted_cassette(tmp_path / "c.json", ["1", right])  # rank, edit
     state = json.dumps({"tasks": str(TASKS_FILE), "instance_id": "inikit__inikit-1"})
     code = run(["run", "repair", "--input", state, "--model", f"replay:{cassette}", "--sandbox", "docker",
-                "-c", f"sandbox.image={docker_image}", "-c", "edit.format=search_replace", "-c", "tests.feedback=task",
+                "-c", f"sandbox.image={docker_image}", "-c", "edit.format=search_replace", "-c", "tests.feedback=task", "-c", "mutants=false",
                 "-o", str(tmp_path / "runs"), "--json"])
     assert code == 0
     printed = json.loads(capsys.readouterr().out)

@@ -63,7 +63,7 @@ def test_in_process_the_run_budget_stops_the_run_and_resume_counts_what_was_spen
         _costly_cassette(tmp_path / f"{iid}.json", answers=60, usd=0.01)
     out = tmp_path / "run"
     argv = ["bench", str(TASKS_FILE), "--model", f"replay:{tmp_path / '{instance_id}.json'}", "--sandbox", "local",
-            "-o", str(out), "-c", "tests.feedback=task", "-c", "limits.run_budget_usd=0.03", "--workers", "1"]
+            "-o", str(out), "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "limits.run_budget_usd=0.03", "--workers", "1"]
     for iid in BENCH_IDS:
         argv += ["-i", iid]
     assert run(argv) == 0

@@ -64,7 +64,7 @@ def _watch(proc: Any, nodes: list[Any], prefix: str) -> list[set[str]]:
 
 def bench_argv(out: Path, image: str, *extra: str) -> list[str]:
     argv = ["bench", str(TASKS_FILE), "--model", MODEL, "--sandbox", "docker", "-c", f"sandbox.image={image}",
-            "-o", str(out), "-c", "tests.feedback=task", "-c", "edit.format=search_replace"]
+            "-o", str(out), "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "edit.format=search_replace"]
     for iid in BENCH_IDS:
         argv += ["-i", iid]
     return argv + list(extra)

@@ -243,7 +243,7 @@ def test_no_secret_in_any_byte_of_a_bench(kind_name: str, outcome: str, tmp_path
         script_server(server, kind, outcome, f"I looked at it. {CRITIQUE}", steps=40)
         printed.cli("bench", ["bench", str(TASKS_FILE), "-i", INSTANCE, "--sandbox", "local", "-o", str(out),
                               "-c", str(model_file), *kind.options(), "-c", "model_options.max_attempts=1",
-                              "-c", "tests.feedback=task", "-c", f"trace.endpoint={endpoint}"], kind.env)
+                              "-c", "tests.feedback=task", "-c", "mutants=false", "-c", f"trace.endpoint={endpoint}"], kind.env)
         calls = server.requests()
         page = view(printed, "bench", out, tmp_path / "bench.html", kind.env)
     assert calls, "the model server was never called"

@@ -29,7 +29,7 @@ __all__ = ["docker_image"]
 BENCH_FLAGS = [
     "--slice", "0:2", "--strategy", "best_of_n", "-n", "2", "--model", f"local:{SMALL}", "--sandbox", "docker",
     # the mechanics, not the model's skill: the edit samples of the search and the task's own tests only
-    "-c", "tests.feedback=task", "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false", "-c", "vote=false",
+    "-c", "tests.feedback=task", "-c", "mutants=false", "-c", "rank=false", "-c", "spectrum=false", "-c", "reproduce=false", "-c", "vote=false",
     "-c", "keep_check=false", "-c", "split_edits=false", "-c", "noop_retries=0", "-c", "search.max_attempts=1",
     "-c", "sampling.max_tokens=96", "-c", "max_prompt_chars=2500", "-c", "model_options={parallel: 2}",
 ]

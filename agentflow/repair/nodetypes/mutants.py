@@ -12,11 +12,10 @@ of the code that fail would outweigh the model's samples wherever candidates are
 from __future__ import annotations
 
 import time
-from typing import Literal
 
 from pydantic import Field
 
-from agentflow.events.kinds import RepairAttempt, RepairMutants
+from agentflow.events.kinds import MutantsStop, RepairAttempt, RepairMutants
 from agentflow.graph.run.context import NodeContext
 from agentflow.repair.edit.steps import suspects
 from agentflow.repair.locate.localize import Window
@@ -32,10 +31,9 @@ from agentflow.synth.mutate import REPAIR_OPERATORS, Mutation, file_mutations
 class MutantsSettings(ShowsCodeSettings):
     """Settings of the swe.mutants node type (the suspects are ranked as the edit's are)."""
 
-    mutants: bool = True
+    mutants: bool = False
     """Before the search, verify each single-site change of the best suspect functions (`REPAIR_OPERATORS`)
-    as a candidate, until one passes; only when the tests fail at the base commit; no model call (off:
-    `-c mutants=false`)."""
+    as a candidate, until one passes; only when the tests fail at the base commit; no model call."""
     mutants_functions: int = Field(default=3, ge=1, le=10)
     """Suspect functions (the ranked suspects' best, with the functions nested in them) whose changes are
     tried."""
@@ -43,15 +41,7 @@ class MutantsSettings(ShowsCodeSettings):
     """Changes verified at most, the first function's first (each a test run of the tests reaching it)."""
     mutants_seconds: float = Field(default=120.0, gt=0)
     """Wall seconds the step may spend: no change is started after them (on a big suite each test run takes
-    seconds, and the search's model calls need the task's time). With a test-time share (`tests.time_share`)
-    the step also stops at `SHARE_PART` of what the share has left when it starts."""
-
-
-SHARE_PART = 0.5
-"""The part of the test-time share left when the step starts that its changes may spend: they are candidate
-verifications, and the search's candidates need the rest."""
-
-Stop = Literal["passed", "all", "limit", "seconds", "test_share"]
+    seconds, and the search's model calls need the task's time)."""
 
 
 def suspect_functions(windows: list[Window], count: int) -> list[tuple[str, str]]:
@@ -103,15 +93,12 @@ async def mutants_node(state: RepairState, ctx: NodeContext[RepairRuntime], sett
     changes = mutants_of(sources, functions, dict(evidence.marks))
     passing: list[Candidate] = []
     started_step = time.monotonic()
-    left = bench.test_share.left_s()
-    share_s = None if left is None else SHARE_PART * left
-    bound: Stop = "test_share" if share_s is not None and share_s < settings.mutants_seconds else "seconds"
-    deadline = started_step + (settings.mutants_seconds if share_s is None else min(settings.mutants_seconds, share_s))
+    deadline = started_step + settings.mutants_seconds
     tried = 0
-    stopped: Stop = "all"
+    stopped: MutantsStop = "all"
     for number, mutation in enumerate(changes, 1):
         if number > settings.mutants_limit or time.monotonic() > deadline:
-            stopped = "limit" if number > settings.mutants_limit else bound
+            stopped = "limit" if number > settings.mutants_limit else "seconds"
             break
         tried = number
         async with bench.lock:

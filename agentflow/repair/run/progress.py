@@ -470,8 +470,7 @@ class ProgressPrinter:
         if e.passed:
             return f"{done}; {e.passed.split('/', 1)[-1]} passes (the search is not needed)"
         why = {"all": "", "limit": " (stopped at mutants_limit)",
-               "seconds": " (stopped at mutants_seconds)",
-               "test_share": " (stopped at its part of the test-time share, tests.time_share)"}.get(e.stopped, "")
+               "seconds": " (stopped at mutants_seconds)"}.get(e.stopped, "")
         return f"{done}; none passes{why}"
 
     def _reproduce(self, e: RepairReproduce, iid: str | None, task: _Task | None) -> str:
