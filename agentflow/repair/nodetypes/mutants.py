@@ -91,7 +91,7 @@ async def mutants_node(state: RepairState, ctx: NodeContext[RepairRuntime], sett
                        evidence=evidence)
     functions = suspect_functions(windows, settings.mutants_functions)
     changes = mutants_of(sources, functions, dict(evidence.marks))
-    passing: list[Candidate] = []
+    passed: Candidate | None = None
     started_step = time.monotonic()
     deadline = started_step + settings.mutants_seconds
     tried = 0
@@ -117,15 +117,14 @@ async def mutants_node(state: RepairState, ctx: NodeContext[RepairRuntime], sett
                                 duration_s=round(time.monotonic() - started, 4), part_of=None),
              rt, cand.candidate_id, cand.parent_id)
         if verification.passed:
-            passing.append(cand)
-            stopped = "passed"
+            passed, stopped = cand, "passed"
             break
     emit_task(rt, RepairMutants(functions=[f"{path}:{name}" for path, name in functions], changes=len(changes),
                                 tried=tried, seconds=round(time.monotonic() - started_step, 3),
-                                passed=passing[0].candidate_id if passing else None, stopped=stopped))
+                                passed=passed.candidate_id if passed else None, stopped=stopped))
     async with bench.lock:
         await bench.reset()
-    return {"attempts": [*(state.get("attempts") or []), *passing]} if passing else {}
+    return {"attempts": [*(state.get("attempts") or []), passed]} if passed else {}
 
 
 __all__ = ["MutantsSettings", "mutants_node", "mutants_of", "suspect_functions"]
