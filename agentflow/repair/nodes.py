@@ -383,7 +383,7 @@ NODE_TYPES: list[RepairNodeType[Any]] = [
             lambda s, run: int(s.plan or run.roles.planner is not None)),
     _repair("swe.mutants", mutants_node, MutantsSettings, (VerifyKeys, RankedKeys, SpectrumKeys, AttemptsKeys),
             (AttemptsKeys,), "single-site changes of the best suspects (a comparison, a bound, a condition, an "
-            "operator) verified until one passes, before the search; no model call (on with -c mutants=true)"),
+            "operator) verified until one passes, before the search; no model call (off with -c mutants=false)"),
     _repair("swe.edit", rollout.edit_node, SweEditSettings,
             (BaseKeys, RankedKeys, SpectrumKeys, PlanKeys, CandidateKeys, DrawKeys, ReproductionKeys,
              ResampledKeys),

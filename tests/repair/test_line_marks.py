@@ -224,7 +224,7 @@ def test_the_line_marks_setting_is_off_by_default_and_on_marks_the_buggy_line_in
         out = tmp_path / f"run-{on}"
         args = ["repair", str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}", "--sandbox", "local",
                 "-c", "edit.format=search_replace", "-c", "search.concurrency=1", "-c", "rank=false", "-o", str(out),
-                "--strategy", "best_of_n", "-n", "1", "--json"] + (["-c", "line_marks=true"] if on else [])
+                "-c", "mutants=false", "--strategy", "best_of_n", "-n", "1", "--json"] + (["-c", "line_marks=true"] if on else [])
         assert run(args) == 0
         assert json.loads(capsys.readouterr().out)["report"]["resolved"] is True
         events = read_jsonl(out / "events.jsonl")

@@ -1,4 +1,4 @@
-"""`swe.mutants` (`-c mutants=true`) end to end in the Docker sandbox: single-site changes of the suspects are
+"""`swe.mutants` (on by default) end to end in the Docker sandbox: single-site changes of the suspects are
 verified before the search; a passing one is submitted without a model call, and when none passes the search
 goes on as without them."""
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.docker
 def repair(out: Path, image: str, instance_id: str, cassette: Path, *config: str) -> int:
     args = ["repair", "--tasks", str(TASKS_FILE), "-i", instance_id, "--model", f"replay:{cassette}",
             "--sandbox", "docker", "-c", f"sandbox.image={image}", "-o", str(out), "-c", "tests.feedback=task",
-            "-c", "search.concurrency=1", "-c", "rank=false", "-c", "mutants=true"]
+            "-c", "search.concurrency=1", "-c", "rank=false"]
     for item in config:
         args += ["-c", item]
     return run(args)
@@ -80,3 +80,20 @@ def test_when_no_change_passes_the_search_goes_on_and_submits_the_model_s_fix(do
     cands = read_jsonl(out / "candidates.jsonl")
     assert [(short(c["candidate_id"]), c["mutant"]) for c in cands] == [("b0.1", "")]
 
+
+
+def test_with_mutants_off_the_model_edits_first(docker_image: str, tmp_path: Path):
+    """tabkit-2 with `-c mutants=false`: no change is verified before the search; the model's edit (the one
+    answer of the cassette) is the run's patch."""
+    fix = ("tabkit/text.py\n<<<<<<< SEARCH\n    return text[:width] + ELLIPSIS\n=======\n"
+           "    return text[: width - 1] + ELLIPSIS\n>>>>>>> REPLACE\nEND_EDITS")
+    out = tmp_path / "run"
+    cassette = scripted_cassette(tmp_path / "c.json", [fix])
+    assert repair(out, docker_image, "tabkit__tabkit-2", cassette, "edit.format=search_replace",
+                  "mutants=false") == 0
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == ["tabkit__tabkit-2"]
+    events = read_jsonl(out / "events.jsonl")
+    assert not [e for e in events if e["kind"] == "repair.mutants"]
+    assert not [e for e in events if e["kind"] == "repair.attempt" and short(e["node_id"]).startswith("mutant.")]
+    cands = read_jsonl(out / "candidates.jsonl")
+    assert [(short(c["candidate_id"]), c["mutant"]) for c in cands] == [("b0.1", "")]

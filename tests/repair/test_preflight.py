@@ -98,7 +98,7 @@ def test_tests_failing_at_the_base_make_the_default_repair_search_a_tree(docker_
     repo = make_repo(tmp_path / "pager-repo")
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "--json") == 0
+    assert repair(out, docker_image, repo, cassette, "--test-cmd", "pytest -q", "-c", "mutants=false", "--json") == 0
     captured = capsys.readouterr()
     shown = json.loads(captured.out)
     assert shown["report"]["resolved"] is True and shown["verification"]["passed"] is True
@@ -173,7 +173,7 @@ def test_in_a_batch_tests_that_cannot_run_are_that_tasks_env_error_and_the_other
     out = tmp_path / "run"
     assert run(["bench", str(tasks), "--model", f"replay:{cassette}", "--sandbox", "docker",
                 "-c", f"sandbox.image={docker_image}", "-c", "edit.format=search_replace", "-c", "search.concurrency=1",
-                "-c", "rank=false", "-c", "tests.feedback=repo", "--workers", "1", "-o", str(out)]) == 0
+                "-c", "rank=false", "-c", "tests.feedback=repo", "-c", "mutants=false", "--workers", "1", "-o", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["instances"]["broken"]["status"] == "env_error"
     outcome = json.loads((out / "instances" / "broken" / "outcome.json").read_text())

@@ -213,8 +213,8 @@ def test_a_piped_repair_prints_each_model_call_candidate_and_decision_as_it_happ
     argv = [str(Path(sys.executable).parent / "agentflow"), "repair", "--tasks", str(TASKS_FILE),
             "-i", "inikit__inikit-1", "--model", f"replay:{CASSETTES / 'blind_inikit-1.json'}",
             "-c", "search.concurrency=1", "-c", "edit.format=search_replace", "--strategy", "best_of_n", "-n", "4",
-            "-c", "search.max_attempts=1", "-c", "keep_check=false", "--sandbox", "docker", "-c", f"sandbox.image={docker_image}",
-            "-o", str(out)]
+            "-c", "search.max_attempts=1", "-c", "keep_check=false", "-c", "mutants=false", "--sandbox", "docker",
+            "-c", f"sandbox.image={docker_image}", "-o", str(out)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     lines: list[str] = []

@@ -143,6 +143,8 @@ def test_plain_repository_with_test_command_and_apply(docker_image: str, tmp_pat
         "edit.format=search_replace",
         "-c",
         "search.concurrency=1",  # the check fails at the base: a tree search, one expansion at a time
+        "-c",
+        "mutants=false",
     ]
     assert repair(tmp_path / "run", docker_image, *args) == 0
     assert 'split("=", 1)' in (repo / "inikit" / "parser.py").read_text()
@@ -191,7 +193,7 @@ def test_blind_mode_reproduces_the_issue_and_the_vote_picks_the_patch(docker_ima
     out = tmp_path / "run"
     args = task_args("inikit__inikit-1", "blind_inikit-1.json", oracle=False)
     assert repair(out, docker_image, *args, "--strategy", "best_of_n", "-n", "4", "-c", "search.max_attempts=1",
-                  "-c", "keep_check=false") == 0  # recorded before the keep-working check
+                  "-c", "keep_check=false", "-c", "mutants=false") == 0  # recorded before the keep-working check
     events = read_jsonl(out / "events.jsonl")
     repro = next(e for e in events if e["kind"] == "repair.reproduce")
     assert repro["data"]["kept"] is True and "AssertionError" in repro["data"]["output"]

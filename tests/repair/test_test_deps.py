@@ -113,7 +113,7 @@ def test_repair_repo_with_a_wheelhouse_verifies_blind_with_the_tests_own_depende
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 8)
     out = tmp_path / "run"
     assert repair(out, docker_image, str(repo), "--issue", ISSUE, "--model", f"replay:{cassette}",
-                  "--wheelhouse", str(wheels), "--json") == 0
+                  "--wheelhouse", str(wheels), "-c", "mutants=false", "--json") == 0
     shown = json.loads(capsys.readouterr().out)
     pre = shown["preflight"]
     assert pre["cause"] is None and pre["counts"] == {"failed": 1, "passed": 1}, pre

@@ -123,7 +123,8 @@ def test_a_candidate_run_that_times_out_says_so(backend: tuple[str, str | None],
     hang = FIX.replace("start = (page - 1) * per_page", "while True:\n        pass")
     cassette = scripted_cassette(tmp_path / "hang.json", [hang] * 4)
     out = tmp_path / "run"
-    repair(out, *backend, repo, cassette, "tests.timeout_ratio=1", "tests.timeout_floor_s=1", "spectrum=false")
+    repair(out, *backend, repo, cassette, "tests.timeout_ratio=1", "tests.timeout_floor_s=1", "spectrum=false",
+           "mutants=false")
     err = capsys.readouterr().err
     timed_out = [e for e in events_of(out, "repair.test_time") if e["action"] == "timed_out"]
     assert timed_out and timed_out[0]["step"] in ("verification", "confirmation"), timed_out

@@ -204,7 +204,8 @@ def test_a_batchs_next_task_plans_at_the_pace_of_the_tasks_before_it(tmp_path: P
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
     cfg = load_repair_config([f"model=replay:{cassette}", "backend=local", "edit.format=search_replace",
                               "search.concurrency=1", "rank=false", "tests.feedback=repo", "search.strategy=best_of_n",
-                              "search.n=1", "limits.step_limit=4", "tests.model_call_s=1000", "workers=1"])
+                              "search.n=1", "limits.step_limit=4", "tests.model_call_s=1000", "workers=1",
+                              "mutants=false"])
     out = tmp_path / "run"
     asyncio.run(run_batch(load_tasks(tasks_file), cfg, out,
                           model_loader=lambda spec: TimedAnswers(ReplayModel(spec.removeprefix("replay:")), 0.2)))
@@ -276,7 +277,7 @@ def test_a_shortened_check_of_a_candidate_slower_than_the_base_stops_at_its_time
     cassette = scripted_cassette(tmp_path / "fix.json", [SLOW_FIX] * 4)
     out = tmp_path / "run"
     assert repair(out, "local", None, repo, cassette, "tests.timeout_ratio=1", "tests.timeout_floor_s=1",
-                  issue=NAMED_ISSUE) == 0
+                  "mutants=false", issue=NAMED_ISSUE) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["report"]["resolved"] is True
     found = time_events(out)

@@ -31,9 +31,10 @@ from agentflow.synth.mutate import REPAIR_OPERATORS, Mutation, file_mutations
 class MutantsSettings(ShowsCodeSettings):
     """Settings of the swe.mutants node type (the suspects are ranked as the edit's are)."""
 
-    mutants: bool = False
+    mutants: bool = True
     """Before the search, verify each single-site change of the best suspect functions (`REPAIR_OPERATORS`)
-    as a candidate, until one passes; only when the tests fail at the base commit; no model call."""
+    as a candidate, until one passes; only when the tests fail at the base commit; no model call (off with
+    `-c mutants=false`)."""
     mutants_functions: int = Field(default=3, ge=1, le=10)
     """Suspect functions (the ranked suspects' best, with the functions nested in them) whose changes are
     tried."""
