@@ -42,7 +42,8 @@ def test_runs_that_would_exceed_the_share_run_the_failing_tests_instead(docker_i
     repo = make_repo(tmp_path / "pager-repo", extra_test=SLOW_TEST)
     cassette = scripted_cassette(tmp_path / "fix.json", [FIX] * 4)
     out = tmp_path / "run"
-    assert repair(out, docker_image, repo, cassette, "limits.wall_time_s=60", "tests.time_share=0.05") == 0
+    assert repair(out, docker_image, repo, cassette, "limits.wall_time_s=60", "tests.time_share=0.05",
+                  "mutants=false") == 0
     captured = capsys.readouterr()
     shown = json.loads(captured.out)
     found = time_events(out)
