@@ -81,7 +81,6 @@ def test_when_no_change_passes_the_search_goes_on_and_submits_the_model_s_fix(do
     assert [(short(c["candidate_id"]), c["mutant"]) for c in cands] == [("b0.1", "")]
 
 
-
 def test_with_mutants_off_the_model_edits_first(docker_image: str, tmp_path: Path):
     """tabkit-2 with `-c mutants=false`: no change is verified before the search; the model's edit (the one
     answer of the cassette) is the run's patch."""
